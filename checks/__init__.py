@@ -1,0 +1,1 @@
+"""ddpdoctor's checks, one module per check. Installed as `ddpdoctor.checks`."""

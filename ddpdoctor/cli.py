@@ -1,0 +1,120 @@
+"""The `ddpdoctor` command line: flags in, a report and an exit code out.
+
+Every command ends the same way: a Report, rendered to the outputs asked for, and the exit code
+of findings.py (0 clean, 1 findings at or above --fail-on, 2 bad input, 3 ddpdoctor failed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import List, Optional
+
+import typer
+
+try:  # typer >= 0.20 vendors its own click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # older typer uses click itself
+    from click import exceptions as click_exceptions
+from rich.console import Console
+from rich.markup import escape
+
+from ddpdoctor.errors import ToolFailure, UsageError
+from ddpdoctor.findings import EXIT_TOOL, EXIT_USAGE, Severity, parse_codes
+from ddpdoctor.registry import all_checks, get_check, validate_codes
+from ddpdoctor.report.model import Report
+from ddpdoctor.report.outputs import OutputOptions, emit
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Find out why a PyTorch DDP run hangs, crashes or crawls, before it burns cluster hours.",
+)
+
+# Options shared by every command that produces a report.
+JsonOpt = typer.Option(None, "--json", metavar="PATH", help="Write the JSON report to PATH ('-' = stdout, then nothing else goes to stdout).")
+JunitOpt = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report (one testcase per check).")
+GithubOpt = typer.Option(False, "--github", help="Print GitHub Actions ::error/::warning annotations.")
+FailOnOpt = typer.Option("error", "--fail-on", metavar="error|warning|info", help="Exit 1 when a finding is at or above this severity.")
+IgnoreOpt = typer.Option([], "--ignore", metavar="CODE[,CODE]", help="Do not report these check codes (repeatable).")
+VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show every check, evidence and all numbers.")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="No terminal report (exit code and files only).")
+
+
+def _outputs(json_path, junit_path, github, verbose, quiet) -> OutputOptions:
+    return OutputOptions(json_path=json_path, junit_path=junit_path, github=github,
+                         verbose=verbose, quiet=quiet)
+
+
+def _gate(fail_on: str, ignore: List[str]) -> tuple[Severity, set[str]]:
+    severity = Severity.parse(fail_on)
+    codes = parse_codes(ignore)
+    validate_codes(codes)
+    return severity, codes
+
+
+def _finish(report: Report, outputs: OutputOptions) -> int:
+    emit(report, outputs)
+    return report.exit_code
+
+
+@app.command("checks")
+def checks_command(
+    json_out: bool = typer.Option(False, "--json", help="Print the catalogue as JSON."),
+) -> int:
+    """List every check: code, stage, default severity and title."""
+    specs = all_checks()
+    if json_out:
+        rows = [{"code": s.code, "stage": s.stage, "severity": s.severity.value, "title": s.title}
+                for s in specs]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    console = Console(highlight=False)
+    for s in specs:
+        console.print(f"{s.code}  {s.stage:<9} {s.severity.value:<7}  {escape(s.title)}")
+    return 0
+
+
+@app.command("explain")
+def explain_command(code: str = typer.Argument(..., help="A check code, e.g. DDP301.")) -> int:
+    """Print a check's documentation: what it detects, why it hurts, how to fix it."""
+    spec = get_check(code)
+    sys.stdout.write(f"{spec.code}: {spec.title}\n")
+    sys.stdout.write(f"stage: {spec.stage}    default severity: {spec.severity.value}\n\n")
+    sys.stdout.write(spec.doc.rstrip() + "\n")
+    return 0
+
+
+def _register_commands() -> None:
+    # The preflight and probe commands live beside the code they drive; importing them here
+    # keeps this module about flags and exit codes only.
+    from ddpdoctor import cli_preflight, cli_probe  # noqa: F401
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console entry point: maps every outcome to the documented exit code."""
+    _register_commands()
+    err = Console(file=sys.stderr, highlight=False)
+    try:
+        code = app(args=argv, prog_name="ddpdoctor", standalone_mode=False)
+    except click_exceptions.NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.ctx.get_help() + "\n")
+        code = EXIT_USAGE
+    except click_exceptions.UsageError as exc:
+        where = f" ({exc.ctx.command_path})" if exc.ctx else ""
+        err.print(f"ddpdoctor: error{escape(where)}: {escape(exc.format_message())}", soft_wrap=True)
+        code = EXIT_USAGE
+    except click_exceptions.Abort:
+        err.print("ddpdoctor: interrupted")
+        code = 130
+    except UsageError as exc:
+        err.print(f"ddpdoctor: error: {escape(str(exc))}", soft_wrap=True)
+        code = EXIT_USAGE
+    except ToolFailure as exc:
+        err.print(f"ddpdoctor: failed: {escape(str(exc))}", soft_wrap=True)
+        code = EXIT_TOOL
+    except click_exceptions.Exit as exc:
+        code = exc.exit_code
+    sys.exit(code if isinstance(code, int) else 0)

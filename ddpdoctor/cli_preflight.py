@@ -1,0 +1,1 @@
+"""preflight command: filled in next."""

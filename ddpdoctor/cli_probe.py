@@ -1,0 +1,1 @@
+"""probe command: filled in next."""

@@ -1,0 +1,334 @@
+"""What each rank records during a probe: one JSON object per line in RUN_DIR/rank-<R>.jsonl.
+
+This module is the schema, shared by the writer (inside each rank, on the hot path) and the
+reader (the parent, `ddpdoctor report`). Every record is one of the dataclasses below; its JSON
+is `{"kind": <Class.kind>, **fields}`. Each line is written with a single os.write on an
+O_APPEND descriptor, so a rank killed with SIGKILL leaves whole lines behind, and a reader skips
+at most one torn last line.
+
+Times are `time.time()` seconds (wall clock, comparable across ranks on one host).
+`step` is always the number of optimizer steps this rank had completed when the record was made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional
+
+
+@dataclass
+class Site:
+    """A place in the user's code: the innermost frame outside torch and ddpdoctor."""
+
+    file: str
+    line: int
+    func: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Start:
+    """The bootstrap began in this rank, before the user's script ran."""
+
+    kind = "start"
+    t: float
+    rank: int
+    local_rank: int
+    world_size: int
+    pid: int
+    host: str
+    script: str
+    argv: list[str]
+    python: str
+    torch: str
+    launcher: str = "torchrun"  # "torchrun" | "none" (the script starts its own ranks)
+
+
+@dataclass
+class InitEnter:
+    """init_process_group was called, with the arguments the script passed."""
+
+    kind = "init_enter"
+    t: float
+    backend: str
+    init_method: Optional[str]
+    world_size: Optional[int]  # as passed by the script (None: from the environment)
+    rank: Optional[int]
+    site: Optional[Site]
+
+
+@dataclass
+class Init:
+    """The process group formed."""
+
+    kind = "init"
+    t: float
+    backend: str
+    world_size: int
+    rank: int
+    timeout_s: float  # the timeout the probe imposed
+
+
+@dataclass
+class DDPInfo:
+    """A DistributedDataParallel was constructed."""
+
+    kind = "ddp"
+    t: float
+    ddp_id: int
+    find_unused_parameters: bool
+    static_graph: bool
+    gradient_as_bucket_view: bool
+    bucket_cap_mb: Optional[float]
+    device_ids: Optional[list]
+    param_names: list[str]  # trainable parameters, in module order
+    param_bytes: int
+    site: Optional[Site]
+    detail_workaround: bool = False  # DDP built on an unwrapped gloo group (see notes §4)
+
+
+@dataclass
+class Loader:
+    """A DataLoader began an epoch (its __iter__ was called)."""
+
+    kind = "loader"
+    t: float
+    loader_id: int  # creation order of the DataLoader in this rank
+    epoch: int  # how many times this loader has been iterated before, from 0
+    step: int
+    sampler: str  # class name of the sampler
+    distributed_sampler: bool  # a DistributedSampler (or subclass) is in use
+    shuffle: Optional[bool]  # the sampler shuffles (None: unknown)
+    sampler_epoch: Optional[int]  # DistributedSampler.epoch when iteration began
+    batches: Optional[int]  # len(loader): batches this rank would get this epoch (None: unknown)
+    batch_size: Optional[int]
+    drop_last: bool
+    dataset: str  # class name
+    dataset_len: Optional[int]
+    num_workers: int
+    iterable: bool  # an IterableDataset
+    site: Optional[Site]
+
+
+@dataclass
+class Batch:
+    """One batch the loader yielded, fingerprinted per sample."""
+
+    kind = "batch"
+    t: float
+    loader_id: int
+    epoch: int
+    index: int  # position in the epoch, from 0
+    step: int
+    samples: list[str]  # one 16-hex-digit fingerprint per sample, in batch order
+    fingerprint: str  # of the whole batch (order-sensitive)
+
+
+@dataclass
+class EpochEnd:
+    """A loader epoch ended: naturally, or cut short by --steps-per-epoch."""
+
+    kind = "epoch_end"
+    t: float
+    loader_id: int
+    epoch: int
+    batches_seen: int
+    truncated: bool
+
+
+@dataclass
+class Collective:
+    """A rank entered a collective (torch.distributed call or a DDP bucket all-reduce).
+
+    `seq` counts collectives per process group in this rank, from 0, in call order: the same
+    seq on two ranks is meant to be the same collective.
+    """
+
+    kind = "collective"
+    t: float
+    group: str  # "WORLD" or the group's name
+    group_ranks: Optional[list[int]]
+    seq: int
+    op: str  # "all_reduce", "broadcast", ..., or "ddp_bucket_allreduce"
+    shapes: list[list[int]]
+    dtypes: list[str]
+    step: int
+    site: Optional[Site]
+    bucket: Optional[int] = None  # DDP bucket index for ddp_bucket_allreduce
+
+
+@dataclass
+class CollectiveDone:
+    """A collective returned (synchronous calls and DDP buckets)."""
+
+    kind = "collective_done"
+    t: float
+    group: str
+    seq: int
+
+
+@dataclass
+class BucketTiming:
+    """One DDP bucket all-reduce, timed by the probe's comm hook."""
+
+    kind = "bucket"
+    t: float
+    ddp_id: int
+    index: int
+    nbytes: int
+    start: float
+    end: float
+    step: int
+    iteration: int  # DDP backward iteration, from 0
+    is_last: bool
+    hook: str  # "default" or the wrapped user hook's name
+
+
+@dataclass
+class BucketLayout:
+    """Which parameters are in which bucket (recorded when it first appears or changes)."""
+
+    kind = "bucket_layout"
+    t: float
+    ddp_id: int
+    index: int
+    params: list[str]
+    nbytes: int
+
+
+@dataclass
+class Grads:
+    """After one backward through a DDP model: the parameters that got no local gradient."""
+
+    kind = "grads"
+    t: float
+    ddp_id: int
+    iteration: int
+    step: int
+    unused: list[str]  # trainable parameters with no gradient computed on this rank
+    used_count: int
+
+
+@dataclass
+class Step:
+    """An optimizer step finished."""
+
+    kind = "step"
+    t: float
+    step: int  # steps done, after this one
+    backward_iterations: int  # DDP backwards since the previous step
+    allreduce_rounds: int  # complete DDP gradient all-reduces (last bucket) since the previous step
+    phases: dict[str, float] = field(default_factory=dict)  # seconds: data, forward, backward, ...
+
+
+@dataclass
+class Params:
+    """Fingerprints of every trainable parameter of each DDP model, at the end of the probe."""
+
+    kind = "params"
+    t: float
+    ddp_id: int
+    step: int
+    fingerprints: dict[str, str]
+
+
+@dataclass
+class Save:
+    """torch.save was called with a path."""
+
+    kind = "save"
+    t: float
+    path: str  # absolute
+    host: str
+    step: int
+    site: Optional[Site]
+
+
+@dataclass
+class DataParallelUse:
+    """nn.DataParallel was constructed."""
+
+    kind = "dataparallel"
+    t: float
+    site: Optional[Site]
+
+
+@dataclass
+class Crash:
+    """An exception escaped the user's script in this rank."""
+
+    kind = "crash"
+    t: float
+    exc_type: str
+    message: str
+    traceback: str
+    site: Optional[Site]  # innermost user frame of the traceback
+    step: int
+
+
+@dataclass
+class Note:
+    """Something the instruments could not do, said plainly (e.g. a builtin comm hook)."""
+
+    kind = "note"
+    t: float
+    text: str
+
+
+@dataclass
+class End:
+    """The rank stopped: the probe's step limit, or the script returned."""
+
+    kind = "end"
+    t: float
+    reason: str  # "max_steps" | "script_exit"
+    step: int
+
+
+RECORD_TYPES = {cls.kind: cls for cls in (
+    Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone,
+    BucketTiming, BucketLayout, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End)}
+
+
+def encode(record: Any) -> bytes:
+    """One record as one JSON line. Called inside ranks: keep it cheap (no deep copies)."""
+    data = {"kind": record.kind}
+    for key, value in vars(record).items():
+        data[key] = vars(value) if isinstance(value, Site) else value
+    return (json.dumps(data, separators=(",", ":"), default=str) + "\n").encode()
+
+
+def decode(line: str) -> Optional[Any]:
+    """A record from one JSON line; None for a torn, unknown or malformed line."""
+    try:
+        data = json.loads(line)
+        cls = RECORD_TYPES[data.pop("kind")]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    names = {f.name for f in fields(cls)}
+    kwargs = {k: v for k, v in data.items() if k in names}
+    if isinstance(kwargs.get("site"), dict):
+        kwargs["site"] = Site(**kwargs["site"])
+    try:
+        return cls(**kwargs)
+    except TypeError:
+        return None
+
+
+def read_records(path: str | os.PathLike) -> list[Any]:
+    """Every whole record of one rank's telemetry file, in order."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in lines:
+        record = decode(line)
+        if record is not None:
+            records.append(record)
+    return records

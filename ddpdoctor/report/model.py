@@ -1,0 +1,77 @@
+"""The report: check results, findings, numbers, and the status and exit code they imply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ddpdoctor import __version__
+from ddpdoctor.findings import EXIT_FINDINGS, EXIT_OK, EXIT_TOOL, Finding, Severity, gating
+from ddpdoctor.registry import CRASHED, IGNORED, CheckResult
+
+
+@dataclass
+class Table:
+    """A table of numbers for the terminal report (per bucket, per rank, per node)."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "columns": self.columns, "rows": self.rows}
+
+
+@dataclass
+class Report:
+    command: str  # "preflight" | "probe"
+    results: list[CheckResult]
+    fail_on: Severity = Severity.ERROR
+    header: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. "NCCL not checked here: no GPU"
+    run_dir: Optional[str] = None
+    tool_error: Optional[str] = None  # ddpdoctor could not do (all of) its job
+
+    @property
+    def findings(self) -> list[Finding]:
+        found = [f for r in self.results if r.status != IGNORED for f in r.findings]
+        order = {"error": 0, "warning": 1, "info": 2}
+        return sorted(found, key=lambda f: (order[f.severity.value], f.code))
+
+    @property
+    def gating_findings(self) -> list[Finding]:
+        return gating(self.findings, self.fail_on)
+
+    @property
+    def status(self) -> str:
+        if self.tool_error or any(r.status == CRASHED for r in self.results):
+            return "error"
+        return "fail" if self.gating_findings else "pass"
+
+    @property
+    def exit_code(self) -> int:
+        # Findings at or above --fail-on win over a partial tool failure: a hang that also cost
+        # us a stack dump is still a hang the user must fix.
+        if self.gating_findings:
+            return EXIT_FINDINGS
+        if self.status == "error":
+            return EXIT_TOOL
+        return EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool": "ddpdoctor",
+            "version": __version__,
+            "command": self.command,
+            "status": self.status,
+            "findings": [f.to_dict() for f in self.findings],
+            "metrics": self.metrics,
+            "run_dir": self.run_dir,
+            "checks": [r.to_dict() for r in self.results],
+            "tables": [t.to_dict() for t in self.tables],
+            "notes": self.notes,
+            "fail_on": self.fail_on.value,
+            "error": self.tool_error,
+        }
