@@ -1,1 +1,67 @@
-"""probe command: filled in next."""
+"""The `probe` and `report` commands: flags in torchrun's spelling, the script's args after `--`."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from ddpdoctor.cli import (FailOnOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt, QuietOpt,
+                           VerboseOpt, _finish, _gate, _outputs, app)
+from ddpdoctor.probe.options import ProbeOptions
+
+
+@app.command("probe", context_settings={"allow_interspersed_args": False})
+def probe_command(
+    script: str = typer.Argument(..., help="The training script (or a module name with -m)."),
+    args: Optional[List[str]] = typer.Argument(None, help="The script's own arguments, after `--`."),
+    module: bool = typer.Option(False, "-m", help="SCRIPT is a module name, run like `python -m`."),
+    nproc_per_node: int = typer.Option(2, "--nproc-per-node", "--nproc_per_node", help="Processes per node."),
+    nnodes: int = typer.Option(1, "--nnodes", help="Number of nodes."),
+    node_rank: int = typer.Option(0, "--node-rank", "--node_rank", help="This node's rank."),
+    rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", "--rdzv_endpoint", help="HOST:PORT of the c10d rendezvous."),
+    master_addr: Optional[str] = typer.Option(None, "--master-addr", "--master_addr"),
+    master_port: Optional[int] = typer.Option(None, "--master-port", "--master_port"),
+    max_steps: int = typer.Option(20, "--max-steps", help="Stop every rank after this many optimizer steps (0: no limit)."),
+    steps_per_epoch: int = typer.Option(5, "--steps-per-epoch", help="End each DataLoader epoch after this many batches (0: no limit)."),
+    stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="Seconds without progress before the job counts as hung (default: adaptive, at least 8)."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds before the whole probe is ended."),
+    run_dir: Optional[str] = typer.Option(None, "--run-dir", help="Where telemetry and the report go (default ./ddpdoctor-runs/...)."),
+    json_path: Optional[str] = JsonOpt,
+    junit_path: Optional[str] = JunitOpt,
+    github: bool = GithubOpt,
+    fail_on: str = FailOnOpt,
+    ignore: List[str] = IgnoreOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
+) -> int:
+    """Run SCRIPT as a short instrumented DDP job and report what is wrong with it."""
+    from ddpdoctor.probe.run import probe
+
+    severity, codes = _gate(fail_on, ignore)
+    options = ProbeOptions(
+        script=script, args=list(args or []), module=module, nproc_per_node=nproc_per_node,
+        nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, master_addr=master_addr,
+        master_port=master_port, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
+        stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir)
+    outputs = _outputs(json_path, junit_path, github, verbose, quiet)
+    report = probe(options, severity, codes)
+    return _finish(report, outputs)
+
+
+@app.command("report")
+def report_command(
+    run_dir: str = typer.Argument(..., help="A probe's run dir, finished or killed."),
+    json_path: Optional[str] = JsonOpt,
+    junit_path: Optional[str] = JunitOpt,
+    github: bool = GithubOpt,
+    fail_on: str = FailOnOpt,
+    ignore: List[str] = IgnoreOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
+) -> int:
+    """Re-analyse a probe's run dir and print its report."""
+    from ddpdoctor.probe.run import analyse
+
+    severity, codes = _gate(fail_on, ignore)
+    return _finish(analyse(run_dir, severity, codes), _outputs(json_path, junit_path, github, verbose, quiet))

@@ -1,0 +1,81 @@
+"""What the user asked a probe to do, validated before anything launches."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ddpdoctor.errors import UsageError
+
+
+@dataclass
+class ProbeOptions:
+    script: str
+    args: list[str] = field(default_factory=list)
+    module: bool = False  # `script` is a module name (python -m)
+    nproc_per_node: int = 2
+    nnodes: int = 1
+    node_rank: int = 0
+    rdzv_endpoint: Optional[str] = None
+    master_addr: Optional[str] = None
+    master_port: Optional[int] = None
+    max_steps: int = 20
+    steps_per_epoch: int = 5
+    stall_timeout_s: Optional[float] = None  # None: adaptive
+    timeout_s: float = 300.0
+    run_dir: Optional[str] = None
+    checked_bucket_iterations: int = 3
+
+    def validate(self) -> None:
+        """Bad input is found here, before a run dir exists or a process starts."""
+        if self.nproc_per_node < 1:
+            raise UsageError(f"--nproc-per-node must be at least 1 (got {self.nproc_per_node})")
+        if self.nnodes < 1:
+            raise UsageError(f"--nnodes must be at least 1 (got {self.nnodes})")
+        if not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--node-rank must be in 0..{self.nnodes - 1} (got {self.node_rank})")
+        if self.max_steps < 0 or self.steps_per_epoch < 0:
+            raise UsageError("--max-steps and --steps-per-epoch must be 0 (no limit) or more")
+        if self.stall_timeout_s is not None and self.stall_timeout_s <= 0:
+            raise UsageError(f"--stall-timeout must be positive (got {self.stall_timeout_s})")
+        if self.timeout_s <= 0:
+            raise UsageError(f"--timeout must be positive (got {self.timeout_s})")
+        if self.master_port is not None and not 1 <= self.master_port <= 65535:
+            raise UsageError(f"--master-port must be in 1..65535 (got {self.master_port})")
+        if self.rdzv_endpoint is not None and not re.fullmatch(r"[\w.\-\[\]:]+:\d{1,5}", self.rdzv_endpoint):
+            raise UsageError(f"--rdzv-endpoint must be HOST:PORT (got {self.rdzv_endpoint!r})")
+        if self.nnodes > 1 and not (self.rdzv_endpoint or self.master_addr):
+            raise UsageError("a multi-node probe needs --rdzv-endpoint or --master-addr")
+        if self.module:
+            if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", self.script):
+                raise UsageError(f"-m needs a module name like package.module (got {self.script!r})")
+            return
+        check_script(self.script)
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc_per_node * self.nnodes
+
+
+def check_script(path: str) -> None:
+    """The script must exist, be a readable file and compile; else one line naming file:line."""
+    if not os.path.exists(path):
+        raise UsageError(f"script not found: {path}")
+    if os.path.isdir(path):
+        raise UsageError(f"script is a directory, not a Python file: {path}")
+    try:
+        with open(path, "rb") as handle:
+            source = handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read script {path}: {exc.strerror}") from None
+    if b"\0" in source:
+        raise UsageError(f"script is not a Python source file (binary content): {path}")
+    try:
+        compile(source, path, "exec")
+    except SyntaxError as exc:
+        where = f"{path}:{exc.lineno}" if exc.lineno else path
+        raise UsageError(f"{where}: script does not compile: {exc.msg}") from None
+    except ValueError as exc:
+        raise UsageError(f"script does not compile: {path}: {exc}") from None

@@ -1,0 +1,84 @@
+"""`ddpdoctor probe` and `ddpdoctor report`: from options to a Report, through a run dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Optional
+
+from ddpdoctor import redact
+from ddpdoctor.errors import ToolFailure, UsageError
+from ddpdoctor.findings import Severity
+from ddpdoctor.probe import launcher
+from ddpdoctor.probe.options import ProbeOptions
+from ddpdoctor.probe.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, ProbeMeta, RunModel
+from ddpdoctor.probe.summary import build_report
+from ddpdoctor.fileio import write_atomic
+from ddpdoctor.report import json as json_report
+from ddpdoctor.report.model import Report
+
+
+def default_run_dir(script: str) -> Path:
+    stem = Path(script).stem if not script.endswith(os.sep) else "run"
+    return Path("ddpdoctor-runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{stem}-{uuid.uuid4().hex[:6]}"
+
+
+def pg_timeout_for(options: ProbeOptions) -> float:
+    """The process-group timeout imposed in every rank: long enough that the watchdog sees the
+    stall and takes stacks first, short enough that a hang surfaces in seconds."""
+    stall = options.stall_timeout_s or 8.0
+    return max(30.0, 3 * stall)
+
+
+def make_run_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=False, mode=0o700)
+    except FileExistsError:
+        if any(path.iterdir()):
+            raise UsageError(f"--run-dir {path} exists and is not empty") from None
+        os.chmod(path, 0o700)
+    except OSError as exc:
+        raise ToolFailure(f"cannot create run dir {path}: {exc.strerror}") from None
+
+
+def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: str = "gloo",
+          use_pyspy: bool = True) -> Report:
+    options.validate()
+    run_dir = Path(options.run_dir) if options.run_dir else default_run_dir(options.script)
+    make_run_dir(run_dir)
+    run_dir = run_dir.resolve()
+    run_id = uuid.uuid4().hex
+    pg_timeout = pg_timeout_for(options)
+    meta = ProbeMeta(
+        script=options.script, args=list(options.args), nproc_per_node=options.nproc_per_node,
+        nnodes=options.nnodes, node_rank=options.node_rank, world_size=options.world_size,
+        max_steps=options.max_steps, steps_per_epoch=options.steps_per_epoch,
+        stall_timeout_s=options.stall_timeout_s, pg_timeout_s=pg_timeout,
+        timeout_s=options.timeout_s, backend=backend, launcher="torchrun",
+        launcher_reason="torchrun: the script reads its rank from the environment",
+        started=time.time(), module=options.module)
+    write_atomic(run_dir / META_FILE, json.dumps(asdict(meta), indent=2) + "\n", mode=0o600)
+    outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy)
+    write_atomic(run_dir / OUTCOME_FILE, json.dumps(outcome.to_dict(), indent=2) + "\n", mode=0o600)
+    return analyse(run_dir, fail_on, ignore)
+
+
+def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str]) -> Report:
+    """Judge a run dir (finished or killed at any moment) and store the report in it."""
+    root = Path(run_dir)
+    if not (root / META_FILE).is_file():
+        raise UsageError(f"{root} is not a ddpdoctor run dir (no {META_FILE})")
+    try:
+        model = RunModel.load(root)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None
+    report = build_report(model, fail_on, ignore)
+    try:
+        write_atomic(root / REPORT_FILE, redact.scrub(json_report.render(report)), mode=0o600)
+    except ToolFailure as exc:
+        report.notes.append(f"report.json not written: {exc}")
+    return report

@@ -1,0 +1,165 @@
+"""Every rank's stack at the moment of a stall: py-spy first, faulthandler's dump as fallback.
+
+py-spy reads a rank's memory from outside (ptrace) in ~30 ms and tells whether the thread is
+idle (waiting in C++) or running Python. Where ptrace is not allowed, SIGUSR1 makes the rank's
+own faulthandler (installed by the bootstrap) write its threads' stacks to rank-<R>.stack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+import psutil
+
+from ddpdoctor.probe.inject.config import ENV_RUN_ID
+from ddpdoctor.probe.runmodel import Frame, RankStack, stack_file
+
+PYSPY_TIMEOUT_S = 10.0
+FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
+
+
+def rank_processes(run_id: str, root_pid: Optional[int] = None) -> dict[int, psutil.Process]:
+    """rank -> the rank's main process (not its DataLoader workers, which inherit RANK)."""
+    candidates: dict[int, list[psutil.Process]] = {}
+    procs = []
+    if root_pid is not None:
+        try:
+            procs = psutil.Process(root_pid).children(recursive=True)
+        except psutil.Error:
+            procs = []
+    if not procs:
+        procs = list(psutil.process_iter())
+    for proc in procs:
+        try:
+            env = proc.environ()
+        except psutil.Error:
+            continue
+        if env.get(ENV_RUN_ID) != run_id or "RANK" not in env:
+            continue
+        candidates.setdefault(int(env["RANK"]), []).append(proc)
+    result = {}
+    for rank, procs_of_rank in candidates.items():
+        pids = {p.pid for p in procs_of_rank}
+        # The rank's main process is the one whose parent is not itself a process of that rank.
+        main = [p for p in procs_of_rank if _ppid(p) not in pids]
+        result[rank] = (main or procs_of_rank)[0]
+    return result
+
+
+def _ppid(proc: psutil.Process) -> Optional[int]:
+    try:
+        return proc.ppid()
+    except psutil.Error:
+        return None
+
+
+def _pyspy(pid: int) -> tuple[Optional[list], str]:
+    exe = shutil.which("py-spy")
+    if exe is None:
+        return None, "py-spy is not installed"
+    try:
+        done = subprocess.run([exe, "dump", "--pid", str(pid), "--json"], capture_output=True,
+                              text=True, timeout=PYSPY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"py-spy did not answer within {PYSPY_TIMEOUT_S:.0f} s"
+    except OSError as exc:
+        return None, f"py-spy could not run: {exc.strerror}"
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return None, f"py-spy failed: {lines[-1] if lines else 'exit ' + str(done.returncode)}"
+    try:
+        return json.loads(done.stdout), ""
+    except ValueError:
+        return None, "py-spy printed no JSON"
+
+
+def _main_thread(threads: list) -> Optional[dict]:
+    for thread in threads:
+        if thread.get("thread_name") == "MainThread":
+            return thread
+    return threads[0] if threads else None
+
+
+def _from_pyspy(rank: int, pid: int, threads: list) -> RankStack:
+    main = _main_thread(threads) or {}
+    frames = [Frame(f.get("name", "?"), f.get("filename", "?"), int(f.get("line") or 0))
+              for f in main.get("frames", [])]
+    text = "\n".join(f"    {f}" for f in frames)
+    return RankStack(rank, pid, "py-spy", frames, idle=not main.get("active", True), text=text)
+
+
+def parse_faulthandler(text: str) -> list[Frame]:
+    """Frames of the current (main) thread's last dump in faulthandler text, innermost first."""
+    blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", text.strip())
+    if not blocks or not blocks[-1]:
+        return []
+    # The last dump starts at its last "Current thread" block; prefer that thread.
+    current = [b for b in blocks if b.startswith("Current thread")]
+    block = current[-1] if current else blocks[-1]
+    frames = []
+    for line in block.splitlines():
+        match = FAULTHANDLER_FRAME.match(line)
+        if match:
+            frames.append(Frame(match["func"].strip(), match["file"], int(match["line"])))
+    return frames
+
+
+def _from_faulthandler(run_dir: str, ranks: dict[int, psutil.Process]) -> dict[int, RankStack]:
+    offsets = {}
+    for rank, proc in ranks.items():
+        path = stack_file(run_dir, rank)
+        offsets[rank] = path.stat().st_size if path.exists() else 0
+        try:
+            proc.send_signal(signal.SIGUSR1)
+        except psutil.Error:
+            pass
+    time.sleep(0.5)
+    stacks = {}
+    for rank, proc in ranks.items():
+        path = stack_file(run_dir, rank)
+        try:
+            with open(path, errors="replace") as handle:
+                handle.seek(offsets[rank])
+                text = handle.read()
+        except OSError:
+            text = ""
+        frames = parse_faulthandler(text)
+        stacks[rank] = RankStack(rank, proc.pid, "faulthandler" if frames else "none", frames,
+                                 text="\n".join(f"    {f}" for f in frames))
+    return stacks
+
+
+def capture(run_dir: str, ranks: dict[int, psutil.Process], use_pyspy: bool = True) -> tuple[list[RankStack], str]:
+    """Stacks of every rank, and a note saying how they were taken when it was not py-spy."""
+    if not ranks:
+        return [], "no rank process was running to take a stack from"
+    results: dict[int, RankStack] = {}
+    failures: list[str] = []
+    if use_pyspy:
+        with ThreadPoolExecutor(max_workers=min(16, len(ranks))) as pool:
+            answers = dict(zip(ranks, pool.map(lambda p: _pyspy(p.pid), ranks.values())))
+        for rank, (threads, error) in answers.items():
+            if threads is not None:
+                results[rank] = _from_pyspy(rank, ranks[rank].pid, threads)
+            else:
+                failures.append(error)
+    missing = {r: p for r, p in ranks.items() if r not in results}
+    note = ""
+    if missing:
+        results.update(_from_faulthandler(run_dir, missing))
+        reason = failures[0] if failures else "py-spy disabled"
+        note = (f"{reason}; stacks of rank(s) {', '.join(map(str, sorted(missing)))} come from "
+                "faulthandler (SIGUSR1), which cannot tell idle from running")
+    return [results[r] for r in sorted(results)], note
+
+
+def in_torch_distributed(stack: RankStack) -> bool:
+    return any(f"torch{os.sep}distributed{os.sep}" in f.file for f in stack.frames)

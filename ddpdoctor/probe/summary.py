@@ -1,0 +1,92 @@
+"""Turn a loaded run into the probe's Report: checks, header, per-rank table, notes, numbers."""
+
+from __future__ import annotations
+
+from ddpdoctor.findings import Severity
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.runmodel import RankRun, RunModel
+from ddpdoctor.registry import run_checks
+from ddpdoctor.report.model import Report, Table
+
+OUTCOME_WORDS = {
+    "completed": "completed",
+    "crashed": "a rank crashed",
+    "stalled": "stalled (ended by the watchdog)",
+    "timeout": "hit --timeout (ended)",
+    "interrupted": "interrupted (ended)",
+    "launch_failed": "could not be launched",
+}
+
+
+def _last_event(run: RankRun) -> str:
+    if run.crash:
+        site = f" at {run.crash.site}" if run.crash.site else ""
+        return f"crashed: {run.crash.exc_type}{site}"
+    end = run.last(tm.End)
+    if end:
+        return {"max_steps": "stopped at --max-steps", "script_exit": "script returned"}.get(end.reason, end.reason)
+    done = {(d.group, d.seq) for d in run.of(tm.CollectiveDone)}
+    for record in reversed(run.records):
+        if isinstance(record, tm.Collective):
+            if (record.group, record.seq) not in done:
+                where = f" at {record.site}" if record.site else ""
+                return f"waiting in {record.op} #{record.seq}{where}"
+            break
+    if not run.formed and run.first(tm.InitEnter):
+        return "waiting in init_process_group"
+    return "running"
+
+
+def rank_table(model: RunModel) -> Table:
+    rows = []
+    codes = model.outcome.exit_codes if model.outcome else {}
+    for rank in model.rank_ids():
+        run = model.ranks[rank]
+        start = run.first(tm.Start)
+        exit_code = codes.get(rank)
+        rows.append([
+            rank, start.host if start else "?", start.pid if start else "?", run.steps,
+            len(run.of(tm.Batch)), len(run.of(tm.Collective)), _last_event(run),
+            "" if exit_code is None else exit_code,
+        ])
+    return Table("Ranks", ["rank", "host", "pid", "steps", "batches", "collectives", "last", "exit"], rows)
+
+
+def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report:
+    results = run_checks("probe", model, ignore)
+    meta, outcome = model.meta, model.outcome
+    state = OUTCOME_WORDS.get(outcome.status, outcome.status) if outcome else "outcome unknown"
+    wall = f" in {outcome.wall_s:.1f} s" if outcome else ""
+    steps = max((r.steps for r in model.ranks.values()), default=0)
+    header = (f"{meta.script} {' '.join(meta.args)}".rstrip()
+              + f": {meta.world_size} rank(s) on {meta.nnodes} node(s), {meta.backend}, "
+              f"{steps}/{meta.max_steps or '∞'} steps; {state}{wall}")
+    notes = []
+    if outcome is None:
+        notes.append("the probe was ended before it wrote outcome.json: judged from what the ranks recorded")
+    elif outcome.stack_note:
+        notes.append(outcome.stack_note)
+    seen = set()
+    for run in model.ranks.values():
+        for note in run.of(tm.Note):
+            if note.text not in seen:
+                seen.add(note.text)
+                notes.append(f"rank {run.rank}: {note.text}")
+    missing = sorted(set(range(meta.world_size)) - set(model.ranks)) if meta.nnodes == 1 else []
+    if missing:
+        notes.append(f"no telemetry from rank(s) {', '.join(map(str, missing))}: they never started the bootstrap")
+    if outcome and outcome.leftover_pids:
+        notes.append(f"ended {len(outcome.leftover_pids)} process(es) the job left running")
+    metrics = {
+        "wall_s": round(outcome.wall_s, 3) if outcome else None,
+        "outcome": outcome.status if outcome else None,
+        "steps": steps,
+        "world_size": meta.world_size,
+        "stall_timeout_s": outcome.stall_timeout_s if outcome else None,
+    }
+    tool_error = None
+    if outcome and outcome.status == "launch_failed":
+        tool_error = outcome.log_tail or "the launcher could not start"
+    return Report(command="probe", results=results, fail_on=fail_on, header=header,
+                  metrics=metrics, tables=[rank_table(model)] if model.ranks else [],
+                  notes=notes, run_dir=model.run_dir, tool_error=tool_error)

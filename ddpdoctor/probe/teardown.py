@@ -1,0 +1,101 @@
+"""Finding and ending every process of a probe job, whatever state it is in.
+
+A job's processes are the launcher's descendants plus anything carrying the run's id in its
+environment (a DataLoader worker orphaned by a rank's exit, a process the script started with
+setsid). ddpdoctor makes itself a child subreaper so that orphans stay its children and are
+reaped, not left as zombies.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from typing import Iterable
+
+import psutil
+
+from ddpdoctor.probe.inject.config import ENV_RUN_ID
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the environment marker still finds the orphans
+
+
+def job_processes(root_pid: int | None, run_id: str) -> list[psutil.Process]:
+    found: dict[int, psutil.Process] = {}
+    if root_pid is not None:
+        try:
+            root = psutil.Process(root_pid)
+            found[root.pid] = root
+            for child in root.children(recursive=True):
+                found[child.pid] = child
+        except psutil.Error:
+            pass
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        if proc.pid in found or proc.pid == me:
+            continue
+        try:
+            if proc.environ().get(ENV_RUN_ID) == run_id:
+                found[proc.pid] = proc
+        except psutil.Error:
+            continue
+    return list(found.values())
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _signal_all(procs: Iterable[psutil.Process], sig: int) -> None:
+    for proc in procs:
+        try:
+            proc.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def reap_zombies() -> None:
+    """Collect any exited child (orphans reparented to us as subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def end_job(root_pid: int | None, run_id: str, grace_s: float = 3.0) -> list[int]:
+    """SIGTERM every process of the job (ranks dump their stacks on it), SIGKILL what is left
+    after `grace_s`, reap everything. Returns the pids that were still running."""
+    procs = job_processes(root_pid, run_id)
+    alive = [p for p in procs if _running(p)]
+    pids = [p.pid for p in alive]
+    if alive:
+        _signal_all(alive, signal.SIGTERM)
+        _, alive = psutil.wait_procs(alive, timeout=grace_s)
+        if alive:
+            _signal_all(alive, signal.SIGKILL)
+            psutil.wait_procs(alive, timeout=5)
+    # Late arrivals: a worker forked while we were signalling.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        rest = [p for p in job_processes(root_pid, run_id) if _running(p)]
+        if not rest:
+            break
+        _signal_all(rest, signal.SIGKILL)
+        psutil.wait_procs(rest, timeout=2)
+    reap_zombies()
+    return pids
