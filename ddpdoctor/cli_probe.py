@@ -11,7 +11,7 @@ from ddpdoctor.cli import (FailOnOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt, Q
 from ddpdoctor.probe.options import ProbeOptions
 
 
-@app.command("probe", context_settings={"allow_interspersed_args": False})
+@app.command("probe")
 def probe_command(
     script: str = typer.Argument(..., help="The training script (or a module name with -m)."),
     args: Optional[List[str]] = typer.Argument(None, help="The script's own arguments, after `--`."),

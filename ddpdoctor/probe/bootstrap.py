@@ -46,6 +46,9 @@ def main() -> None:
     from ddpdoctor.probe.inject.config import RankConfig
 
     config = RankConfig.from_env()
+    from ddpdoctor.probe.teardown import die_with_parent
+
+    die_with_parent()  # the torchrun agent killed: this rank must not run on alone
     rank = _rank()
     dump_file = _open_signal_dump(config.run_dir, rank)
     rec = recorder.Recorder(os.path.join(config.run_dir, f"rank-{rank}.jsonl"))

@@ -103,7 +103,7 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
                 proc = subprocess.Popen(
                     torchrun_command(options), stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT, env=job_environment(options, run_dir, run_id, pg_timeout_s),
-                    start_new_session=True)
+                    start_new_session=True, preexec_fn=teardown.die_with_parent)
             except OSError as exc:
                 return Outcome("launch_failed", 0.0, log_tail=f"could not start torchrun: {exc}")
             outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy)
@@ -158,7 +158,8 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
     if status == "completed" and leftovers:
         leftovers = [pid for pid in leftovers if pid != proc.pid]
     return Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
-                   launcher_exit, "", leftovers if status == "completed" else [])
+                   launcher_exit, "", leftovers if status == "completed" else [],
+                   interrupt.signum if status == "interrupted" else None)
 
 
 def _is_stalled(taken: list) -> bool:

@@ -93,6 +93,7 @@ class Outcome:
     launcher_exit: Optional[int] = None
     log_tail: str = ""
     leftover_pids: list[int] = field(default_factory=list)  # processes that had to be killed
+    signal: Optional[int] = None  # the signal that interrupted ddpdoctor (status "interrupted")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -89,4 +89,5 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         tool_error = outcome.log_tail or "the launcher could not start"
     return Report(command="probe", results=results, fail_on=fail_on, header=header,
                   metrics=metrics, tables=[rank_table(model)] if model.ranks else [],
-                  notes=notes, run_dir=model.run_dir, tool_error=tool_error)
+                  notes=notes, run_dir=model.run_dir, tool_error=tool_error,
+                  interrupted_by=outcome.signal if outcome and outcome.status == "interrupted" else None)

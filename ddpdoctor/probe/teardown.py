@@ -19,14 +19,25 @@ import psutil
 from ddpdoctor.probe.inject.config import ENV_RUN_ID
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the environment marker still finds the processes
+
+
+def die_with_parent() -> None:
+    """In a child: be sent SIGTERM when the parent dies, even by SIGKILL, so that a killed
+    ddpdoctor (or a killed torchrun agent) cannot leave ranks running."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def become_subreaper() -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the environment marker still finds the orphans
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def job_processes(root_pid: int | None, run_id: str) -> list[psutil.Process]:

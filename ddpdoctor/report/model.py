@@ -33,6 +33,7 @@ class Report:
     notes: list[str] = field(default_factory=list)  # e.g. "NCCL not checked here: no GPU"
     run_dir: Optional[str] = None
     tool_error: Optional[str] = None  # ddpdoctor could not do (all of) its job
+    interrupted_by: Optional[int] = None  # signal that stopped the run (SIGINT, SIGTERM)
 
     @property
     def findings(self) -> list[Finding]:
@@ -46,12 +47,14 @@ class Report:
 
     @property
     def status(self) -> str:
-        if self.tool_error or any(r.status == CRASHED for r in self.results):
+        if self.interrupted_by or self.tool_error or any(r.status == CRASHED for r in self.results):
             return "error"
         return "fail" if self.gating_findings else "pass"
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted_by:
+            return 128 + self.interrupted_by  # the shell's convention: 130 for Ctrl-C
         # Findings at or above --fail-on win over a partial tool failure: a hang that also cost
         # us a stack dump is still a hang the user must fix.
         if self.gating_findings:
@@ -74,4 +77,5 @@ class Report:
             "notes": self.notes,
             "fail_on": self.fail_on.value,
             "error": self.tool_error,
+            "interrupted_by": self.interrupted_by,
         }

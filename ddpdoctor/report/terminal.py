@@ -86,5 +86,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     errors = sum(1 for f in findings if f.severity.value == "error")
     warnings = sum(1 for f in findings if f.severity.value == "warning")
     summary = {"pass": "[green]PASS[/]", "fail": "[red]FAIL[/]", "error": "[magenta]ERROR[/]"}[report.status]
+    if report.interrupted_by:
+        summary = "[magenta]INTERRUPTED[/] (partial report)"
     console.print(f"{summary}  {errors} error(s), {warnings} warning(s); "
                   f"failing on {report.fail_on.value} and above; exit {report.exit_code}")

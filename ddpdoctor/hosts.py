@@ -1,0 +1,231 @@
+"""Host lists: which machines a job will run on, and how many processes each may take.
+
+Formats, one or more hosts per line, `#` starts a comment, blank lines are skipped:
+
+    node01                      plain name (or IPv4, or IPv6 in brackets / bare)
+    node01 slots=8              DeepSpeed / OpenMPI hostfile (also max_slots=N, max-slots=N)
+    node01:8                    Horovod
+    node[01-04,07]              SLURM hostlist, zero padding kept
+    rack[1-2]-node[01-02]       several bracket groups: the cross product, in order
+    node[01-02],gpu05:4         several hosts on one line, separated by commas outside brackets
+
+Every name is validated before it can reach an ssh command line: a "host" such as
+`-oProxyCommand=...` or one with spaces or shell characters is bad input, not a hostname.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+from ddpdoctor.errors import UsageError
+
+# RFC 1123 labels, plus "_" which real /etc/hosts files and cluster names do contain.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*\.?$")
+_SLOT_KEYS = ("slots", "max_slots", "max-slots")
+# A hostlist that expands past this is a typo (node[1-1000000]), not a cluster.
+MAX_EXPANSION = 100_000
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    """One host of the list: its name, the process slots it declares (None: not said), and where
+    it was written (`hosts.txt:3`, `$SLURM_JOB_NODELIST`, `this machine`)."""
+
+    name: str
+    slots: Optional[int]
+    source_line: str
+
+
+def validate_hostname(name: str) -> str:
+    """Return `name` normalised (IPv6 brackets removed) or raise ValueError saying why it is not
+    a hostname, an IPv4 or an IPv6 address."""
+    text = name.strip()
+    if text.startswith("[") and text.endswith("]"):
+        return _ipv6(text[1:-1], name)
+    if ":" in text:
+        return _ipv6(text, name)
+    if not text:
+        raise ValueError("empty host name")
+    if len(text) > 253 or not _HOSTNAME.match(text):
+        raise ValueError(f"{name!r} is not a valid host name")
+    return text
+
+
+def _ipv6(text: str, original: str) -> str:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        raise ValueError(f"{original!r} is not a valid host name or IPv6 address") from None
+    return text
+
+
+def is_ip_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def split_outside_brackets(text: str, sep: str = ",") -> list[str]:
+    """Split on `sep` except inside [...] (`a[1,3],b` -> ["a[1,3]", "b"]); raises ValueError on
+    unbalanced or nested brackets."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+            if depth > 1:
+                raise ValueError("nested '[' in host list")
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError("']' without '['")
+        if ch == sep and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    if depth:
+        raise ValueError("'[' without ']'")
+    parts.append("".join(current))
+    return parts
+
+
+def _bracket_values(body: str) -> list[str]:
+    """`01-03,07` -> ["01", "02", "03", "07"]: the width of each range's first number is kept."""
+    values: list[str] = []
+    for item in body.split(","):
+        item = item.strip()
+        if re.fullmatch(r"\d+", item):
+            values.append(item)
+            continue
+        match = re.fullmatch(r"(\d+)-(\d+)", item)
+        if not match:
+            raise ValueError(f"bad range {item!r} in [{body}]")
+        lo_text, hi_text = match.groups()
+        lo, hi = int(lo_text), int(hi_text)
+        if hi < lo:
+            raise ValueError(f"range {item!r} runs backwards")
+        if hi - lo >= MAX_EXPANSION:
+            raise ValueError(f"range {item!r} is too large")
+        width = len(lo_text)
+        values.extend(str(n).zfill(width) for n in range(lo, hi + 1))
+    return values
+
+
+def expand_hostlist(expr: str) -> list[str]:
+    """Expand one SLURM hostlist item without commas at top level: `rack[1-2]-n[01-02]` ->
+    rack1-n01, rack1-n02, rack2-n01, rack2-n02 (SLURM's order: the first group varies slowest)."""
+    pieces = re.split(r"(\[[^\[\]]*\])", expr)
+    names = [""]
+    for piece in pieces:
+        if piece.startswith("[") and piece.endswith("]"):
+            values = _bracket_values(piece[1:-1])
+            names = [n + v for n in names for v in values]
+        elif "[" in piece or "]" in piece:
+            raise ValueError(f"unbalanced brackets in {expr!r}")
+        else:
+            names = [n + piece for n in names]
+        if len(names) > MAX_EXPANSION:
+            raise ValueError(f"{expr!r} expands to more than {MAX_EXPANSION} hosts")
+    return names
+
+
+def _split_horovod_slots(item: str) -> tuple[str, Optional[int]]:
+    """`node:4` -> ("node", 4); `[fe80::1]:4` -> ("[fe80::1]", 4); bare IPv6 has no slots."""
+    if item.startswith("["):
+        close = item.find("]")
+        rest = item[close + 1:]
+        if close > 0 and item.count("[") == 1 and rest.startswith(":") and rest[1:].isdigit():
+            return item[:close + 1], _slots_value(rest[1:], "slots")
+        return item, None
+    if item.count(":") == 1:
+        host, _, count = item.partition(":")
+        return host, _slots_value(count, "slots")
+    return item, None
+
+
+def _slots_value(text: str, key: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{key} must be a whole number of at least 1 (got {text!r})")
+    return int(text)
+
+
+def parse_line(text: str) -> list[tuple[str, Optional[int]]]:
+    """Parse one line (comment already removed) into (name, slots) pairs; raises ValueError."""
+    tokens = text.split()
+    if not tokens:
+        return []
+    hosts_expr, fields = tokens[0], tokens[1:]
+    field_slots: Optional[int] = None
+    for token in fields:
+        key, eq, value = token.partition("=")
+        if not eq:
+            raise ValueError(f"unexpected {token!r} after the host (one host expression per line; "
+                             "use commas or slots=N)")
+        if key not in _SLOT_KEYS:
+            raise ValueError(f"unknown field {key!r} (known: slots=N, max_slots=N)")
+        # OpenMPI: slots is what a job gets by default; max_slots only caps it.
+        if key == "slots" or field_slots is None:
+            field_slots = _slots_value(value, key)
+    pairs: list[tuple[str, Optional[int]]] = []
+    for item in split_outside_brackets(hosts_expr):
+        if not item:
+            raise ValueError(f"empty host in {hosts_expr!r}")
+        expr, item_slots = _split_horovod_slots(item)
+        if item_slots is not None and field_slots is not None:
+            raise ValueError(f"{item!r} gives slots twice (host:N and slots=N)")
+        slots = item_slots if item_slots is not None else field_slots
+        names = [expr] if expr.startswith("[") else expand_hostlist(expr)
+        pairs.extend((validate_hostname(name), slots) for name in names)
+    return pairs
+
+
+def parse_host_text(text: str, source: str) -> list[HostEntry]:
+    """Parse a whole host list; `source` names it in errors (`hosts.txt` -> `hosts.txt:3: ...`)."""
+    entries: list[HostEntry] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{source}:{number}"
+        try:
+            pairs = parse_line(line)
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}: {raw.strip()!r}") from None
+        entries.extend(HostEntry(name, slots, where) for name, slots in pairs)
+    return entries
+
+
+def parse_host_file(path: str | os.PathLike) -> list[HostEntry]:
+    """Read and parse a host list file; a missing, unreadable or empty file is bad input."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"nodes file not found: {file}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read nodes file {file}: {getattr(exc, 'strerror', None) or exc}") from None
+    entries = parse_host_text(text, str(path))
+    if not entries:
+        raise UsageError(f"{file}: no hosts in the file")
+    return entries
+
+
+def default_hosts(env: Mapping[str, str] = os.environ) -> list[HostEntry]:
+    """Without --nodes: the SLURM allocation when inside one, else this machine alone."""
+    nodelist = env.get("SLURM_JOB_NODELIST", "").strip()
+    if nodelist:
+        try:
+            pairs = parse_line(nodelist.replace(" ", ""))
+        except ValueError as exc:
+            raise UsageError(f"$SLURM_JOB_NODELIST: {exc}: {nodelist!r}") from None
+        return [HostEntry(name, slots, "$SLURM_JOB_NODELIST") for name, slots in pairs]
+    return [HostEntry(socket.gethostname(), None, "this machine")]
