@@ -106,7 +106,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         where = f" ({exc.ctx.command_path})" if exc.ctx else ""
         err.print(f"ddpdoctor: error{escape(where)}: {escape(exc.format_message())}", soft_wrap=True)
         code = EXIT_USAGE
-    except click_exceptions.Abort:
+    except typer.Abort:
         err.print("ddpdoctor: interrupted")
         code = 130
     except UsageError as exc:
@@ -115,6 +115,6 @@ def main(argv: Optional[List[str]] = None) -> None:
     except ToolFailure as exc:
         err.print(f"ddpdoctor: failed: {escape(str(exc))}", soft_wrap=True)
         code = EXIT_TOOL
-    except click_exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
     sys.exit(code if isinstance(code, int) else 0)

@@ -1,1 +1,81 @@
-"""preflight command: filled in next."""
+"""The `preflight` and `facts` commands: flags in torchrun's spelling where torchrun has one."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ddpdoctor.cli import (FailOnOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt, QuietOpt,
+                           VerboseOpt, _finish, _gate, _outputs, app)
+
+
+@app.command("preflight")
+def preflight_command(
+    nodes: Optional[str] = typer.Option(None, "--nodes", metavar="FILE", help="Host list: plain lines, `host slots=N`, `host:N`, SLURM hostlists. Default: $SLURM_JOB_NODELIST, else this machine."),
+    nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", "--nproc_per_node", min=1, help="Processes per node (default: the list's slots, else 1)."),
+    world_size: Optional[int] = typer.Option(None, "--world-size", "--world_size", min=1, help="The world size the job will ask for; checked against nodes x processes."),
+    master_addr: Optional[str] = typer.Option(None, "--master-addr", "--master_addr", help="Rendezvous host (default: the first host of the list)."),
+    master_port: int = typer.Option(29500, "--master-port", "--master_port", min=1, max=65535, help="Rendezvous port."),
+    backend: str = typer.Option("auto", "--backend", metavar="auto|nccl|gloo", help="auto: nccl when every node has a GPU, else gloo."),
+    via: str = typer.Option("auto", "--via", metavar="auto|local|ssh", help="auto: this machine in-process, every other host over ssh."),
+    ssh_user: Optional[str] = typer.Option(None, "--ssh-user", help="Log in as this user (ssh -l)."),
+    ssh_port: Optional[int] = typer.Option(None, "--ssh-port", min=1, max=65535, help="ssh port (ssh -p)."),
+    ssh_option: List[str] = typer.Option([], "--ssh-option", metavar="KEY=VALUE", help="Passed to ssh as -o KEY=VALUE (repeatable)."),
+    remote_python: str = typer.Option("python3", "--remote-python", metavar="PYTHON", help="The Python to run on remote nodes (the one your job uses, e.g. a venv's)."),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds allowed for each node (ssh included)."),
+    fanout: int = typer.Option(64, "--fanout", min=1, help="Nodes asked at the same time."),
+    facts: List[str] = typer.Option([], "--facts", metavar="FILE", help="A recorded `ddpdoctor facts --json` file standing in for the host of the list with its hostname (repeatable)."),
+    json_path: Optional[str] = JsonOpt,
+    junit_path: Optional[str] = JunitOpt,
+    github: bool = GithubOpt,
+    fail_on: str = FailOnOpt,
+    ignore: List[str] = IgnoreOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
+) -> int:
+    """Check the machines before a DDP job: hosts resolve, the rendezvous port is free and
+    reachable, world size adds up, NCCL is usable, versions match across nodes."""
+    from ddpdoctor.preflight import PreflightOptions, run_preflight
+    from ddpdoctor.transport.ssh import SshOptions
+
+    severity, codes = _gate(fail_on, ignore)
+    options = PreflightOptions(
+        nodes_file=nodes, nproc_per_node=nproc_per_node, world_size=world_size,
+        master_addr=master_addr, master_port=master_port, backend=backend.strip().lower(),
+        via=via.strip().lower(),
+        ssh=SshOptions(user=ssh_user, port=ssh_port, options=list(ssh_option), remote_python=remote_python),
+        timeout=timeout, fanout=fanout, facts_files=list(facts), fail_on=severity, ignore=codes)
+    outputs = _outputs(json_path, junit_path, github, verbose, quiet)
+    return _finish(run_preflight(options), outputs)
+
+
+@app.command("facts")
+def facts_command(
+    json_out: bool = typer.Option(False, "--json", help="Print the facts as JSON (what `preflight --facts` reads)."),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds allowed for gathering."),
+) -> int:
+    """Print this machine's facts: names, addresses, interfaces, Python/torch/CUDA/NCCL/driver, GPUs."""
+    from ddpdoctor.errors import ToolFailure, UsageError
+    from ddpdoctor.facts import NodeFacts
+    from ddpdoctor.transport import FactsRequest
+    from ddpdoctor.transport.local import facts_here
+
+    if not timeout > 0:
+        raise UsageError(f"--timeout must be more than 0 seconds (got {timeout:g})")
+    found = facts_here(FactsRequest(timeout=timeout))
+    if not isinstance(found, NodeFacts):
+        raise ToolFailure(found.message)
+    if json_out:
+        sys.stdout.write(found.to_json() + "\n")
+        return 0
+    console = Console(highlight=False)
+    for key, value in found.to_dict().items():
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value)
+        console.print(f"[bold]{key:<20}[/] {escape(str(value))}", soft_wrap=True)
+    return 0

@@ -453,11 +453,17 @@ def _netns():
         return None
 
 
+def endpoint(host, port):
+    # type: (str, int) -> str
+    """"host:port", IPv6 in brackets."""
+    return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+
+
 def probe_connect(host, port, timeout):
     # type: (str, int, float) -> ConnectResult
     """Try a TCP connect to host:port within `timeout` seconds, every resolved address in turn.
     Tells refused (nothing listens) from timeout (filtered or down) from unresolvable."""
-    target = ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+    target = endpoint(host, port)
     start = time.monotonic()
     try:
         infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)

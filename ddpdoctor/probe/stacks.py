@@ -81,6 +81,15 @@ def _pyspy(pid: int) -> tuple[Optional[list], str]:
         return None, "py-spy printed no JSON"
 
 
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _without_own_frames(frames: list[Frame]) -> list[Frame]:
+    """Drop ddpdoctor's own frames (the bootstrap, the collective wrappers): the user should
+    see torch's all_reduce called from train.py, not our wrapper in between."""
+    return [f for f in frames if not os.path.abspath(f.file).startswith(_OWN_DIR)]
+
+
 def _main_thread(threads: list) -> Optional[dict]:
     for thread in threads:
         if thread.get("thread_name") == "MainThread":
@@ -90,8 +99,9 @@ def _main_thread(threads: list) -> Optional[dict]:
 
 def _from_pyspy(rank: int, pid: int, threads: list) -> RankStack:
     main = _main_thread(threads) or {}
-    frames = [Frame(f.get("name", "?"), f.get("filename", "?"), int(f.get("line") or 0))
-              for f in main.get("frames", [])]
+    frames = _without_own_frames(
+        [Frame(f.get("name", "?"), f.get("filename", "?"), int(f.get("line") or 0))
+         for f in main.get("frames", [])])
     text = "\n".join(f"    {f}" for f in frames)
     return RankStack(rank, pid, "py-spy", frames, idle=not main.get("active", True), text=text)
 
@@ -109,7 +119,7 @@ def parse_faulthandler(text: str) -> list[Frame]:
         match = FAULTHANDLER_FRAME.match(line)
         if match:
             frames.append(Frame(match["func"].strip(), match["file"], int(match["line"])))
-    return frames
+    return _without_own_frames(frames)
 
 
 def _from_faulthandler(run_dir: str, ranks: dict[int, psutil.Process]) -> dict[int, RankStack]:

@@ -18,7 +18,6 @@ import functools
 import inspect
 import itertools
 import time
-import weakref
 from typing import Any, Callable, Optional
 
 import torch
@@ -29,8 +28,9 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.inject import collectives, fingerprint, groups, recorder
 
 _ids = itertools.count()
-_states: "weakref.WeakSet[DDPState]" = weakref.WeakSet()
-_all_states: list["weakref.ref[DDPState]"] = []
+# Strong references: the parameters are fingerprinted when the rank ends, which is after the
+# script's main() has returned and dropped its model.
+_all_states: list["DDPState"] = []
 
 
 class DDPState:
@@ -39,7 +39,7 @@ class DDPState:
     def __init__(self, model: DDP, checked_group: Any, logical_group: Any,
                  checked_iterations: int) -> None:
         self.id = next(_ids)
-        self.model_ref = weakref.ref(model)
+        self.model = model
         self.names = [n for n, p in model.module.named_parameters() if p.requires_grad]
         self.name_of = {id(p): n for n, p in model.module.named_parameters()}
         self.used: set[str] = set()
@@ -71,9 +71,7 @@ class DDPState:
         return counts
 
     def record_params(self) -> None:
-        model = self.model_ref()
-        if model is None:
-            return
+        model = self.model
         rec = recorder.get()
         prints = {n: fingerprint.tensor_fingerprint(p) for n, p in model.module.named_parameters()
                   if p.requires_grad}
@@ -99,7 +97,7 @@ class DDPState:
                reduce: Callable[[torch.Tensor, Any], Any]) -> torch.futures.Future:
         """Start one bucket's reduction through `reduce(tensor, group)`, recorded and timed."""
         rec = recorder.get()
-        model = self.model_ref()
+        model = self.model
         index, is_last = bucket.index(), bucket.is_last()
         nbytes = tensor.numel() * tensor.element_size()
         self._record_layout(bucket, index, nbytes)
@@ -163,7 +161,7 @@ def _wrap_user_hook(state: DDPState, user_state: Any, hook: Callable) -> Callabl
 
 
 def all_states() -> list[DDPState]:
-    return [s for s in (ref() for ref in _all_states) if s is not None]
+    return list(_all_states)
 
 
 def install(checked_iterations: int) -> None:
@@ -220,7 +218,7 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
                 workaround: bool, site: Optional[tm.Site], checked_iterations: int) -> None:
     state = DDPState(model, checked_group, logical_group, checked_iterations)
     model.__dict__["_ddpdoctor"] = state
-    _all_states.append(weakref.ref(state))
+    _all_states.append(state)
     params = [p for p in model.module.parameters() if p.requires_grad]
     device_ids = arguments.get("device_ids")
     recorder.get().write(tm.DDPInfo(

@@ -1,0 +1,100 @@
+"""Preflight fan-out: wall time of `ddpdoctor preflight` over N hosts reached by ssh.
+
+Starts its own sshd on loopback addresses 127.0.0.2 .. 127.0.0.N+1 (the tests' helper,
+tests/sshd.py), writes a host list of them, runs the ddpdoctor console script a few times and
+prints the median wall time. For scale it also times the floor: N concurrent `ssh HOST true`
+through the same server, which is what ssh alone costs on this machine (on loopback the server
+side of every handshake runs on the same cores as ddpdoctor).
+
+    python benchmarks/preflight_fanout.py              # 16 hosts
+    python benchmarks/preflight_fanout.py --hosts 64
+
+Needs root and OpenSSH (sshd, ssh, ssh-keygen).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from sshd import LoopbackSshd, free_port, loopback_hosts  # noqa: E402
+
+
+def ssh_floor(server: LoopbackSshd, hosts: list[str], python: str) -> float:
+    """N concurrent `ssh HOST python -c pass`: ssh plus starting the remote Python, nothing else."""
+    def one(host: str) -> int:
+        argv = ["ssh", "-T", "-o", "BatchMode=yes", "-p", str(server.port), "-o", f"IdentityFile={server.client_key}",
+                "-o", f"UserKnownHostsFile={server.known_hosts}", "-o", "StrictHostKeyChecking=accept-new",
+                "--", host, f"{python} -c pass"]
+        return subprocess.run(argv, capture_output=True, timeout=120).returncode
+
+    began = time.monotonic()
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        codes = list(pool.map(one, hosts))
+    if any(codes):
+        raise SystemExit(f"ssh floor run failed: exit codes {sorted(set(codes))}")
+    return time.monotonic() - began
+
+
+def preflight_once(server: LoopbackSshd, nodes: Path, args) -> tuple[float, dict]:
+    exe = shutil.which("ddpdoctor")
+    argv = [exe] if exe else [sys.executable, "-m", "ddpdoctor"]
+    argv += ["preflight", "--nodes", str(nodes), "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+             "--timeout", str(args.timeout), "--fanout", str(args.fanout), *server.ssh_flags(args.remote_python),
+             *sum((["--ssh-option", o] for o in args.ssh_option), []), "--json", "-", "-q"]
+    began = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout * 3 + 60)
+    wall = time.monotonic() - began
+    report = json.loads(done.stdout)
+    if report["metrics"]["reached"] != args.hosts:
+        failures = [f["message"] for f in report["findings"] if f["code"] == "DDP105"]
+        raise SystemExit(f"only {report['metrics']['reached']}/{args.hosts} hosts answered: {failures[:2]}")
+    return wall, report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--fanout", type=int, default=64)
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="per-node limit; generous, so a loaded machine still measures instead of failing")
+    parser.add_argument("--remote-python", default=sys.executable)
+    parser.add_argument("--ssh-option", action="append", default=[],
+                        help="extra ssh option for ddpdoctor, e.g. KexAlgorithms=curve25519-sha256")
+    parser.add_argument("--keep-bashrc", action="store_true", help="let the login shell read ~/.bashrc")
+    args = parser.parse_args()
+
+    hosts = loopback_hosts(args.hosts)
+    with LoopbackSshd(hosts, skip_bashrc=not args.keep_bashrc) as server, \
+            tempfile.TemporaryDirectory(prefix="ddpdoctor-bench-") as tmp:
+        nodes = Path(tmp) / "hosts.txt"
+        nodes.write_text("\n".join(hosts) + "\n")
+        preflight_once(server, nodes, args)  # warm-up: host keys accepted, page cache warm
+        floors, walls, inner = [], [], []
+        for _ in range(args.runs):
+            floors.append(ssh_floor(server, hosts, args.remote_python))
+            wall, report = preflight_once(server, nodes, args)
+            walls.append(wall)
+            inner.append(report["metrics"]["wall_s"])
+        load = os.getloadavg()[0]
+    print(f"preflight fan-out over {args.hosts} ssh hosts (fanout {args.fanout}, {os.cpu_count()} cores, "
+          f"load {load:.1f}), median of {args.runs}:")
+    print(f"  ddpdoctor preflight, whole command:   {statistics.median(walls):6.2f} s   "
+          f"(runs: {', '.join(f'{w:.2f}' for w in walls)})")
+    print(f"  ... of which inside run_preflight:    {statistics.median(inner):6.2f} s")
+    print(f"  floor, {args.hosts} x concurrent `ssh HOST python -c pass`: {statistics.median(floors):6.2f} s")
+
+
+if __name__ == "__main__":
+    main()

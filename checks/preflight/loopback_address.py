@@ -1,0 +1,80 @@
+"""DDP102: a hostname or MASTER_ADDR resolves to loopback in a multi-node job."""
+
+from __future__ import annotations
+
+from ddpdoctor.cluster import ClusterFacts, is_loopback, name_list
+from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.registry import Skipped, check
+
+
+@check("DDP102", "No loopback addresses in a multi-node job", Severity.ERROR)
+def loopback_address(cluster: ClusterFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        In a job spanning more than one machine: MASTER_ADDR, a host of the list, or a node's own
+        hostname resolving to a loopback address (127.0.0.1, Debian's 127.0.1.1, ::1).
+
+    Why it hurts:
+        A loopback address means "this machine" on every machine. If MASTER_ADDR resolves to one,
+        every node dials itself and the rendezvous times out. If a node's hostname does (the
+        /etc/hosts line `127.0.1.1 gpu01` that Debian and Ubuntu install), Gloo and NCCL advertise
+        127.0.1.1 to the peers, who then connect to themselves: the job hangs in
+        init_process_group or in the first all-reduce.
+
+    How to fix:
+        Use a routable address or name for MASTER_ADDR, and map each node's hostname to its
+        cluster address in /etc/hosts (or DNS), not to 127.0.1.1:
+
+            # /etc/hosts on gpu01: replace `127.0.1.1 gpu01` with
+            10.0.0.11  gpu01
+
+        Nodes that share one network stack (all on this machine) are a single-node job: loopback
+        works there, and the check is skipped.
+    """
+    if not cluster.multi_node:
+        return Skipped("all nodes share one machine's network: loopback works between them")
+    problems = []
+    master_addrs = []
+    master_node = cluster.node_named(cluster.master_addr)
+    if master_node is not None and master_node.resolved:
+        master_addrs = list(master_node.resolved)
+    elif is_loopback(cluster.master_addr):
+        master_addrs = [cluster.master_addr]
+    for node in cluster.reached:  # what each node resolved MASTER_ADDR to when it connected
+        if node.connect and node.connect.address and is_loopback(node.connect.address):
+            master_addrs.append(node.connect.address)
+    loop = sorted({a for a in master_addrs if is_loopback(a)})
+    if loop or cluster.master_addr.lower() == "localhost":
+        problems.append(Problem(
+            message=(f"MASTER_ADDR {cluster.master_addr} resolves to loopback ({', '.join(loop) or 'localhost'}) "
+                     f"in a job over {len(cluster.nodes)} nodes: every node would dial itself"),
+            hint="set --master-addr / MASTER_ADDR to the master's routable name or address, e.g. 10.0.0.11",
+            hosts=[cluster.master_addr],
+            evidence={"master_addr": cluster.master_addr, "addresses": loop},
+        ))
+    listed = {n.host: [a for a in n.resolved if is_loopback(a)] for n in cluster.nodes
+              if n.host != cluster.master_addr and n.transport != "file"}
+    listed = {h: loop for h, loop in listed.items() if loop}
+    if listed:
+        problems.append(Problem(
+            message=(f"{name_list(list(listed))} resolve{'s' if len(listed) == 1 else ''} to loopback on this "
+                     f"machine ({name_list(sorted({a for loop in listed.values() for a in loop}))})"),
+            hint="list the nodes by routable names or addresses, or fix their /etc/hosts entries here",
+            hosts=list(listed),
+            evidence={"loopback": listed},
+        ))
+    own = {n.host: (n.facts.hostname, [a for a in n.facts.hostname_addresses if is_loopback(a)])
+           for n in cluster.reached}
+    own = {h: v for h, v in own.items() if v[1]}
+    if own:
+        example_host, (example_name, example_loop) = next(iter(own.items()))
+        problems.append(Problem(
+            message=("a node's own hostname resolves to loopback on that node, so Gloo/NCCL would "
+                     "advertise loopback to the peers: "
+                     + name_list([f"{h} ({name} -> {', '.join(loop)})" for h, (name, loop) in own.items()])),
+            hint=(f"in /etc/hosts on each of them, map the hostname to its cluster address instead of "
+                  f"{example_loop[0]} (on {example_host}: `10.0.0.11  {example_name}`)"),
+            hosts=list(own),
+            evidence={"own_hostname": {h: {"hostname": name, "loopback": loop} for h, (name, loop) in own.items()}},
+        ))
+    return problems

@@ -1,0 +1,55 @@
+"""DDP104: the rendezvous port is already in use on the master."""
+
+from __future__ import annotations
+
+from ddpdoctor.cluster import ClusterFacts
+from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.registry import Skipped, check
+
+
+@check("DDP104", "Rendezvous port free on the master", Severity.ERROR)
+def rendezvous_port_free(cluster: ClusterFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        MASTER_PORT cannot be bound on the master: another process already listens on it (named,
+        with its pid, when the system lets ddpdoctor see it), or binding fails for another reason
+        (a port below 1024 without privileges).
+
+    Why it hurts:
+        Rank 0 starts the TCPStore server on MASTER_PORT. If the port is taken - often by a
+        previous run that has not died, or a second job on the same node - rank 0 fails with
+        "address already in use", or worse, the other ranks connect to the *old* job's store and
+        hang or join the wrong job.
+
+    How to fix:
+        Stop the process holding the port, or pick another port for this job:
+
+            kill <pid>                     # the stale job ddpdoctor named
+            torchrun --master-port 29501 ...   # or a free port
+    """
+    bind = cluster.port_bind
+    if bind.status == "not-checked":
+        return Skipped(bind.detail or "the port was not tested")
+    if bind.status == "listening":
+        return []
+    where = f"{bind.host}:{bind.port}"
+    if bind.status == "in-use":
+        holder = (f"{bind.holder_name or 'a process'} (pid {bind.holder_pid})" if bind.holder_pid
+                  else "another process (not visible to this user)")
+        hint = (f"stop {bind.holder_name or 'it'}: `kill {bind.holder_pid}`, or choose another port with --master-port"
+                if bind.holder_pid else
+                f"find it with `sudo ss -ltnp 'sport = :{bind.port}'` on {bind.host} and stop it, or choose another port")
+        return [Problem(
+            message=f"port {bind.port} is already in use on {bind.host}, held by {holder}",
+            hint=hint,
+            hosts=[bind.host],
+            evidence={"port": bind.port, "holder_pid": bind.holder_pid, "holder_name": bind.holder_name,
+                      "detail": bind.detail, "tested": bind.where},
+        )]
+    return [Problem(
+        message=f"cannot bind {where}: {bind.detail}",
+        hint=("use a port of 1024 or above (ports below need root)" if bind.port < 1024
+              else f"choose another --master-port; binding {where} failed: {bind.detail}"),
+        hosts=[bind.host],
+        evidence={"port": bind.port, "detail": bind.detail, "tested": bind.where},
+    )]

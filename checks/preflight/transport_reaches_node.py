@@ -1,0 +1,65 @@
+"""DDP105: a node cannot be reached by the transport (ssh refused, auth, timeout, host key)."""
+
+from __future__ import annotations
+
+from ddpdoctor.cluster import ClusterFacts, name_list
+from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.registry import Skipped, check
+
+_FIX = {
+    "refused": "start sshd on {host} (`sudo systemctl start ssh`), or pass its port with --ssh-port",
+    "auth": ("install your key on {host} (`ssh-copy-id {host}`), or pass it with "
+             "--ssh-option IdentityFile=~/.ssh/id_ed25519 / --ssh-user"),
+    "timeout": "check that {host} is up and that its ssh port is open to this machine; raise --timeout if it is only slow",
+    "host-key": ("verify {host}'s host key, then update known_hosts (`ssh-keygen -R {host}` and ssh once by "
+                 "hand), or accept new keys explicitly with --ssh-option StrictHostKeyChecking=accept-new"),
+    "unreachable": "check the network route from this machine to {host}",
+    "no-python": "install Python 3 on {host}, or point --remote-python at the interpreter your job uses",
+    "other": "run `ssh {host} python3 -V` by hand to see what fails",
+}
+
+
+@check("DDP105", "Every node reachable (ssh)", Severity.ERROR)
+def transport_reaches_node(cluster: ClusterFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A node ddpdoctor could not ask for its facts: ssh refused, authentication failed, timed
+        out, the host key is unknown or changed, no Python on the node, or another ssh failure.
+        The evidence is ssh's own line (secrets scrubbed). Names that do not resolve at all are
+        reported by DDP101 instead.
+
+    Why it hurts:
+        Launchers that start ranks over ssh (pdsh, mpirun, DeepSpeed) fail in the same way, and a
+        node that ddpdoctor cannot see is a node none of the other checks could vouch for.
+
+    How to fix:
+        Make `ssh -o BatchMode=yes HOST python3 -V` work without a prompt:
+
+            ssh-copy-id gpu02                       # key-based login
+            ssh-keyscan gpu02 >> ~/.ssh/known_hosts # after checking the fingerprint
+            ddpdoctor preflight --nodes hosts.txt --ssh-user alice --ssh-option IdentityFile=~/.ssh/id_ed25519
+    """
+    by_kind: dict[str, list] = {}
+    for node in cluster.nodes:
+        failure = node.failure
+        if failure is None or (failure.kind == "unresolvable" and node.resolve_error):
+            continue  # DDP101 already names it
+        by_kind.setdefault(failure.kind, []).append(node)
+    problems = []
+    for kind, nodes in by_kind.items():
+        first = nodes[0].failure
+        hosts = [n.host for n in nodes]
+        if len(nodes) == 1:
+            message = first.message + (f": {first.evidence}" if first.evidence else "")
+        else:
+            message = (f"{len(nodes)} nodes could not be reached ({kind}): {name_list(hosts)}; "
+                       f"e.g. {first.message}" + (f": {first.evidence}" if first.evidence else ""))
+        problems.append(Problem(
+            message=message,
+            hint=_FIX.get(kind, _FIX["other"]).format(host=hosts[0] if len(hosts) == 1 else "<host>"),
+            hosts=hosts,
+            evidence={"kind": kind, "per_node": {n.host: {"transport": n.transport, "stderr": n.failure.evidence,
+                                                         "exit_code": n.failure.exit_code,
+                                                         "seconds": n.failure.seconds} for n in nodes}},
+        ))
+    return problems

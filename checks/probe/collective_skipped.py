@@ -1,0 +1,127 @@
+"""DDP502: a rank skipped a collective the others entered."""
+
+from __future__ import annotations
+
+from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.runmodel import RunModel
+from ddpdoctor.registry import Skipped, check
+
+from ._collective_alignment import SKIPPED, Divergence, divergences
+from ._rank_state import whereabouts
+from ._wording import at, location, rank_list, verb
+
+
+@check("DDP502", "A rank skipped a collective the others entered", Severity.ERROR)
+def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        Lining up every rank's collectives per process group (see DDP501), a collective that
+        some ranks entered and others never did. Either the sequences line up again once that
+        one call is removed (the others went straight on to the next collective), or the
+        other ranks' sequences stop there while they ended normally or were stuck elsewhere
+        (a stalled run). The finding names the collective (op, shapes, call site), its
+        position (seq), the ranks that entered it, and what the skipping ranks did instead.
+        A rank whose sequence stops because it crashed is DDP504's, not this check's. One
+        finding per process group; later divergences are counted in the evidence. When the
+        extra collective is on one group and DDP's gradient all-reduce on another, the ranks
+        that skipped it wait in the gradient all-reduce: that wait is named as the consequence,
+        not reported on its own.
+
+    Why it hurts:
+        A collective completes only when every rank of the group enters it. The ranks that
+        entered wait for the ones that never come: the job hangs until the process-group
+        timeout (30 minutes on gloo, 10 on NCCL by default). Worse, the waiting collective can
+        pair with the skipper's next, unrelated one and return garbage.
+
+    How to fix:
+        Call the collective on every rank, outside any rank- or data-dependent branch:
+
+            # before: only rank 0 reduces, the others move on and hang later
+            if dist.get_rank() == 0:
+                dist.all_reduce(loss)
+            # after
+            dist.all_reduce(loss)
+            if dist.get_rank() == 0:
+                print(loss.item())
+
+        A skipped DDP gradient all-reduce means a rank ran fewer backward passes (an early
+        `continue`, uneven batches): give every rank the same number of steps, or wrap the
+        loop in `with model.join():`.
+    """
+    calls = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.Collective)]
+    if not calls:
+        return Skipped("no collective was recorded")
+    if len(run.ranks) < 2:
+        return Skipped("fewer than 2 ranks left telemetry: nothing to compare")
+    return [_problem(run, d) for d in divergences(run) if d.kind == SKIPPED]
+
+
+def _problem(run: RunModel, divergence: Divergence) -> Problem:
+    entered = divergence.entered
+    record = entered.call.record
+    what = entered.call.describe()
+    skipped = divergence.skipped
+    instead: dict[str, list[int]] = {}
+    for rank in skipped:
+        call = divergence.instead.get(rank)
+        if call is not None:
+            text = f"called {call.describe()}{at(call.record.site)} at that position instead"
+        else:
+            text = whereabouts(run, rank)
+        instead.setdefault(text, []).append(rank)
+    elsewhere = "; ".join(f"{rank_list(ranks)} {text}" for text, ranks in instead.items())
+    never = "never entered it" if divergence.tail else "skipped it"
+    message = (f"{rank_list(entered.ranks)} entered {what}{at(record.site)} "
+               f"(seq {record.seq} on group {divergence.group}, step {record.step}) "
+               f"and {rank_list(skipped)} {never}: {elsewhere}")
+    effect = divergence.consequence
+    if effect is not None:
+        waiting = effect.entered
+        message += (f"; so {rank_list(waiting.ranks)} {verb(waiting.ranks, 'waits', 'wait')} in "
+                    f"{waiting.call.describe()}{at(waiting.call.record.site)} (group {effect.group}), "
+                    f"which {rank_list(effect.skipped)} never reached")
+    if divergence.later:
+        message += f"; {divergence.later} more divergent position(s) follow"
+    if len(entered.ranks) < len(skipped):
+        blamed = entered.ranks
+    elif len(skipped) < len(entered.ranks):
+        blamed = skipped
+    else:
+        blamed = entered.ranks + skipped
+    return Problem(
+        message=message,
+        hint=_hint(record, entered.ranks, skipped),
+        ranks=blamed,
+        location=location(record.site),
+        evidence={
+            "group": divergence.group,
+            "seq": record.seq,
+            "position": divergence.position,
+            "op": record.op,
+            "shapes": record.shapes,
+            "dtypes": record.dtypes,
+            "bucket": record.bucket,
+            "step": record.step,
+            "site": str(record.site) if record.site else None,
+            "entered_ranks": entered.ranks,
+            "skipped_ranks": skipped,
+            "instead": {str(r): text for text, ranks in instead.items() for r in ranks},
+            "sequence_ended": divergence.tail,
+            "later_divergences": divergence.later,
+            "consequence": None if effect is None else {
+                "group": effect.group, "seq": effect.seq, "op": effect.entered.call.record.op,
+                "bucket": effect.entered.call.record.bucket, "waiting_ranks": effect.entered.ranks},
+        },
+    )
+
+
+def _hint(record: tm.Collective, entered: list[int], skipped: list[int]) -> str:
+    if record.op == "ddp_bucket_allreduce":
+        return (f"{rank_list(skipped)} ran fewer backward passes than {rank_list(entered)}: give "
+                "every rank the same number of batches (DistributedSampler, drop_last=True), do not "
+                "`continue` before loss.backward() on some ranks only, or wrap the loop in "
+                "`with model.join():` for uneven inputs")
+    return (f"call the collective{at(record.site)} on every rank of the group, not only on "
+            f"{rank_list(entered)}: move it out of the rank- or data-dependent branch (e.g. "
+            "all_reduce on every rank, print on rank 0 only)")

@@ -1,0 +1,227 @@
+"""DDP503: the job stopped making progress; every rank's stack, grouped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ddpdoctor.findings import Location, Problem, Severity
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.runmodel import RunModel
+from ddpdoctor.registry import Skipped, check
+
+from ._collective_alignment import SKIPPED, divergences
+from ._rank_state import describe_collective, last_collective
+from ._stacks import StackView, bare_name, group_stacks, rank_stacks
+from ._wording import at, location, rank_list, seconds
+
+# What a user frame calls when it waits for the other ranks. A DDP rank blocked in its gradient
+# all-reduce sits in backward().
+_COLLECTIVE_CALLS = {
+    "all_reduce", "broadcast", "barrier", "monitored_barrier", "all_gather", "all_gather_into_tensor",
+    "all_gather_object", "broadcast_object_list", "gather", "gather_object", "scatter",
+    "scatter_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
+    "all_to_all_single", "send", "recv", "isend", "irecv", "wait", "backward",
+    "init_process_group", "new_group", "rendezvous", "_store_based_barrier",
+}
+
+
+@check("DDP503", "The job stopped making progress", Severity.ERROR)
+def progress_stall(run: RunModel) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        The probe's watchdog saw no rank advance (no new telemetry) for the stall timeout, or
+        the overall --timeout expired, and stopped the job. Every rank's stack at that moment
+        (py-spy, else the faulthandler dump the rank wrote) is grouped: ranks whose innermost
+        user frame, the library call made from it and their chain of user frames are the
+        same stand in one group. The message says where each group stands; the odd group out
+        gives the location: the smallest group; between equal groups, the one not waiting in a
+        collective, else the one that entered a collective the others skipped (DDP502). The
+        evidence holds every stack plus the last step and collective each rank recorded.
+        Without stacks, each rank's last records say what they can, and the message says so.
+
+    Why it hurts:
+        A hung DDP job burns every GPU it holds until the process-group timeout (30 minutes
+        on gloo, 10 on NCCL) or forever, and then dies with a timeout error that says nothing
+        about which rank was where.
+
+    How to fix:
+        Read the groups: the ranks that wait in a collective are waiting for the odd group.
+        Typical causes: a collective called on some ranks only, a rank with fewer batches
+        (DDP303), a rank stuck in I/O or an endless loop. Every rank must reach the same
+        collectives in the same order:
+
+            # before: rank 0 evaluates (with a barrier inside) while the others move on
+            if rank == 0:
+                evaluate(model)          # calls dist.barrier()
+            # after
+            evaluate(model)              # on every rank, or no collective inside
+
+        If a step is legitimately slower than the stall timeout, raise --stall-timeout.
+    """
+    outcome = run.outcome
+    if outcome is None:
+        return Skipped("the probe was stopped before it recorded how the job ended")
+    if outcome.status not in ("stalled", "timeout"):
+        return []
+    everyone = sorted(set(run.ranks) | set(outcome.exit_codes) | {s.rank for s in outcome.stacks})
+    views = rank_stacks(run)
+    groups = [_from_stacks(run, ranks, view) for ranks, view in group_stacks(views).groups]
+    groups += _from_records(run, [r for r in everyone if r not in views])
+    if not groups:
+        groups = [_Group(everyone, "left no telemetry", None, False, [])]
+    # The odd group: the fewest ranks; between equals, ranks not waiting in a collective (the
+    # others wait for them), then ranks that entered a collective the others skipped (DDP502's
+    # reading of the sequences), then the group without rank 0.
+    entered = [sorted(d.entered.ranks) for d in divergences(run) if d.kind == SKIPPED]
+    odd = min(groups, key=lambda g: (len(g.ranks), g.in_collective, sorted(g.ranks) not in entered,
+                                     0 in g.ranks, g.ranks[0]))
+
+    if outcome.status == "timeout":
+        head = (f"the probe's overall timeout ({seconds(run.meta.timeout_s)}) expired after "
+                f"{seconds(outcome.wall_s)} without the job finishing")
+    elif outcome.stall_s is not None:
+        limit = outcome.stall_timeout_s if outcome.stall_timeout_s is not None else run.meta.stall_timeout_s
+        head = f"no rank advanced for {seconds(outcome.stall_s)} (stall timeout {seconds(limit)})"
+    else:
+        head = "the watchdog saw no rank advance"
+    if len(groups) == 1 and len(everyone) > 1:
+        clauses = [f"{rank_list(groups[0].ranks)} all {groups[0].where}"]
+    else:
+        clauses = [f"{rank_list(g.ranks)} {g.where}" for g in sorted(groups, key=lambda g: g.ranks[0])]
+    message = f"{head}; " + ", ".join(clauses)
+    steps = {r: run.ranks[r].steps for r in everyone if r in run.ranks}
+    if len(set(steps.values())) > 1:
+        message += "; steps done: " + ", ".join(f"rank {r} → {n}" for r, n in steps.items())
+    how = sorted({v.method for v in views.values()})
+    note = f": {outcome.stack_note}" if outcome.stack_note else ""
+    if not views:
+        message += f" (no stacks were captured{note}; from the last records)"
+    elif "faulthandler" in how and "py-spy" not in how:
+        message += f" (stacks from faulthandler dumps{note})"
+
+    return [Problem(
+        message=message,
+        hint=_hint(groups, odd),
+        ranks=odd.ranks if len(groups) > 1 and len(odd.ranks) < len(everyone) / 2 else everyone,
+        location=odd.location,
+        evidence={
+            "status": outcome.status,
+            "stall_s": outcome.stall_s,
+            "stall_timeout_s": outcome.stall_timeout_s,
+            "timeout_s": run.meta.timeout_s,
+            "groups": [{"ranks": g.ranks, "where": g.where} for g in groups],
+            "odd_ranks": odd.ranks,
+            "per_rank": {str(r): _last_records(run, r) for r in everyone},
+            "stack_method": "/".join(how) or "none",
+            "stack_note": outcome.stack_note,
+            "detail": _detail(run, groups, everyone, outcome.stack_note),
+        },
+    )]
+
+
+@dataclass
+class _Group:
+    ranks: list[int]
+    where: str  # "wait in all_reduce at train.py:57"
+    location: Optional[Location]
+    in_collective: bool
+    lines: list[str]  # the stack, or what the records say, for the detail
+
+
+def _from_stacks(run: RunModel, ranks: list[int], view: StackView) -> _Group:
+    user = view.user_frame
+    # A rank running its own Python is not waiting, whatever its records say (async collectives).
+    waiting = view.idle is not False and (
+        bare_name(view.call) in _COLLECTIVE_CALLS or view.in_torch_distributed
+        or (view.in_library and any(_in_collective_by_records(run, r) for r in ranks)))
+    return _Group(ranks, view.place(plural=len(ranks) > 1),
+                  Location(user.file, user.line) if user else None, waiting, [view.lines()])
+
+
+def _in_collective_by_records(run: RunModel, rank: int) -> bool:
+    rank_run = run.ranks.get(rank)
+    if rank_run is None:
+        return False
+    record, returned = last_collective(rank_run)
+    return record is not None and not returned
+
+
+def _from_records(run: RunModel, ranks: list[int]) -> list[_Group]:
+    """Ranks without a stack, grouped by what their last records say."""
+    by_key: dict[tuple, tuple[list[int], Optional[tm.Collective]]] = {}
+    for rank in ranks:
+        rank_run = run.ranks.get(rank)
+        record, returned = last_collective(rank_run) if rank_run else (None, False)
+        if rank_run is None or not rank_run.records:
+            key, pending = ("none",), None
+        elif record is not None and not returned:
+            key, pending = ("collective", record.op, record.seq, str(record.site)), record
+        else:
+            key, pending = ("steps", rank_run.steps), None
+        by_key.setdefault(key, ([], pending))[0].append(rank)
+    groups = []
+    for key, (members, pending) in by_key.items():
+        plural = len(members) > 1
+        if key[0] == "none":
+            groups.append(_Group(members, "left no telemetry", None, False, []))
+        elif pending is not None:
+            text = (f"{'wait' if plural else 'waits'} in {describe_collective(pending)}{at(pending.site)} "
+                    "(last record; no stack)")
+            groups.append(_Group(members, text, location(pending.site), True, []))
+        else:
+            text = f"{'were' if plural else 'was'} last seen at step {key[1]} (no stack)"
+            groups.append(_Group(members, text, None, False, []))
+    return groups
+
+
+def _last_records(run: RunModel, rank: int) -> dict:
+    rank_run = run.ranks.get(rank)
+    if rank_run is None:
+        return {"step": None, "last_collective": None}
+    record, returned = last_collective(rank_run)
+    return {
+        "step": rank_run.steps,
+        "last_collective": (f"{describe_collective(record)}{at(record.site)} (seq {record.seq} on "
+                            f"{record.group})" if record else None),
+        "returned": returned if record else None,
+    }
+
+
+def _detail(run: RunModel, groups: list[_Group], everyone: list[int], note: str) -> str:
+    lines = []
+    for group in sorted(groups, key=lambda g: g.ranks[0]):
+        label = ("rank " if len(group.ranks) == 1 else "ranks ") + ", ".join(map(str, group.ranks))
+        lines.append(f"{label}: " + (group.lines[0] if group.lines else group.where))
+    for rank in everyone:
+        last = _last_records(run, rank)
+        if last["step"] is None:
+            lines.append(f"rank {rank}: no telemetry")
+            continue
+        if last["last_collective"] is None:
+            lines.append(f"rank {rank}: step {last['step']}, no collective recorded")
+            continue
+        state = "returned" if last["returned"] else "not returned"
+        lines.append(f"rank {rank}: step {last['step']}, last collective {last['last_collective']}, {state}")
+    if note:
+        lines.append(f"stacks: {note}")
+    return "\n".join(lines)
+
+
+def _hint(groups: list[_Group], odd: _Group) -> str:
+    waiting = [g for g in groups if g.in_collective]
+    where = f" at {odd.location}" if odd.location else ""
+    if len(groups) == 1 and waiting:
+        return ("every rank waits in the same place: a rank outside this job may be missing, or the "
+                "ranks cannot reach each other (run `ddpdoctor preflight`); if a step is just slow, "
+                "raise --stall-timeout")
+    if waiting and not odd.in_collective:
+        return (f"{rank_list(odd.ranks)} never reached the collective the others wait in: look{where} "
+                "for a rank-dependent branch, an endless loop or blocking I/O; every rank must reach "
+                "the same collectives in the same order")
+    if waiting:
+        return ("the ranks wait in different collectives: every rank must call the same collectives "
+                "in the same order (DDP501/DDP502 name the first divergence)")
+    return ("no rank is waiting in a collective: the script is busy (an endless loop, blocking I/O) "
+            f"{where.strip() or 'somewhere'}, or a step takes longer than the stall timeout "
+            "(raise --stall-timeout)")

@@ -1,0 +1,177 @@
+"""DDP504: a rank crashed while the others waited (its traceback)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ddpdoctor.findings import Location, Problem, Severity
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.runmodel import RunModel
+from ddpdoctor.registry import Skipped, check
+
+from ._rank_state import (COLLECTIVE_MISMATCH, UNFINISHED_REDUCTION, CrashEvent, crash_events,
+                          describe_collective, last_collective, whereabouts)
+from ._stacks import rank_stacks
+from ._wording import at, location, rank_list
+
+_SIGNAL_NOTES = {
+    "SIGSEGV": "a crash in native code",
+    "SIGABRT": "an abort in native code, e.g. gloo's check on mismatched collective sizes",
+    "SIGBUS": "a bad memory access in native code",
+    "SIGFPE": "an arithmetic fault in native code",
+    "SIGILL": "an illegal instruction: a binary built for another CPU",
+    "SIGKILL": "the kernel's OOM killer sends this",
+}
+
+
+@check("DDP504", "A rank crashed while others waited", Severity.ERROR)
+def rank_crash(run: RunModel) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A rank that died: an exception escaped the script (its type, message, file:line and
+        traceback are recorded), a fatal signal (a negative exit code: -11 is SIGSEGV, -6
+        SIGABRT; SIGKILL only when nothing else explains the crash, as the OOM killer's mark),
+        or a non-zero exit code. Ranks that failed only because a peer vanished ("Connection
+        closed by peer", "Timed out waiting ...") are consequences: the finding names the
+        first cause and says what every other rank was doing then (waiting in a collective,
+        its stack, exited normally, or failing in turn). Ranks that crashed the same way
+        (same exception type, message up to numbers, and site) are one finding; when every
+        rank did, the finding says so. A crash inside init_process_group is DDP505's.
+
+    Why it hurts:
+        When one rank dies, the others do not: they sit in their next collective until the
+        process-group timeout (30 minutes on gloo, 10 on NCCL), and the log fills with their
+        timeout errors, which bury the one traceback that matters.
+
+    How to fix:
+        Fix the exception in the traceback shown. For errors that only some ranks hit
+        (rank-specific data, a file only rank 0 has), make sure every rank can run every step.
+        If a rank can legitimately fail, tear the group down instead of leaving the others
+        hanging:
+
+            try:
+                train()
+            finally:
+                dist.destroy_process_group()
+
+        "Expected to have finished reduction in the prior iteration" is DDP's unused-parameter
+        error: see DDP401.
+    """
+    if not any(rank_run.records for rank_run in run.ranks.values()) and run.outcome is None:
+        return Skipped("no rank recorded telemetry")
+    events = {r: e for r, e in crash_events(run).items() if not _inside_init(run, r)}
+    if not events:
+        return []
+    causes = {r: e for r, e in events.items() if not e.collateral} or events
+    groups: dict[tuple, list[CrashEvent]] = {}
+    for event in sorted(causes.values(), key=lambda e: (e.t is None, e.t or 0.0, e.rank)):
+        groups.setdefault(event.signature(), []).append(event)
+    everyone = sorted(set(run.ranks) | set(_exit_codes(run)))
+    return [_problem(run, members, events, causes, everyone) for members in groups.values()]
+
+
+def _exit_codes(run: RunModel) -> dict[int, Optional[int]]:
+    return dict(run.outcome.exit_codes) if run.outcome is not None else {}
+
+
+def _inside_init(run: RunModel, rank: int) -> bool:
+    rank_run = run.ranks.get(rank)
+    return rank_run is not None and rank_run.first(tm.InitEnter) is not None and not rank_run.formed
+
+
+def _problem(run: RunModel, members: list[CrashEvent], events: dict[int, CrashEvent],
+             causes: dict[int, CrashEvent], everyone: list[int]) -> Problem:
+    first = members[0]
+    ranks = sorted(e.rank for e in members)
+    steps = sorted({e.step for e in members if e.step is not None})
+    when = f" (step {steps[0]})" if len(steps) == 1 else ""
+    site = first.site or _signal_site(run, first)
+    what = _what(first)
+    others: dict[str, list[int]] = {}
+    for rank in everyone:
+        if rank in ranks:
+            continue
+        others.setdefault(_doing(run, rank, events, causes), []).append(rank)
+    if not others and len(ranks) > 1:
+        message = f"every rank ({', '.join(map(str, ranks))}) {what}{at(site)}{when}"
+    else:
+        message = f"{rank_list(ranks)} {what}{at(site)}{when}"
+        if others:
+            message += " while " + "; ".join(f"{rank_list(r)} {text}" for text, r in others.items())
+    detail = first.traceback.strip() if first.traceback else ""
+    dump = run.ranks[first.rank].signal_dump if first.rank in run.ranks else ""
+    if dump.strip():
+        detail = (detail + "\n" if detail else "") + dump.strip()
+    evidence = {
+        "crashed_ranks": ranks,
+        "kind": first.kind,
+        "exc_type": first.name,
+        "message": first.message,
+        "step": first.step,
+        "exit_codes": {str(r): c for r, c in _exit_codes(run).items()},
+        "others": {str(r): text for text, rs in others.items() for r in rs},
+        "consequences": sorted(r for r in events if r not in causes),
+    }
+    if detail:
+        evidence["detail"] = detail
+    return Problem(message=message, hint=_hint(first, ranks), ranks=ranks,
+                   location=location(site), evidence=evidence)
+
+
+def _what(event: CrashEvent) -> str:
+    if event.kind == "signal":
+        note = _SIGNAL_NOTES.get(event.name)
+        number = -(event.exit_code or 0)
+        return f"was killed by {event.name} (signal {number}{': ' + note if note else ''})"
+    if event.kind == "exit":
+        return event.summary()
+    return f"raised {event.summary()}"
+
+
+def _doing(run: RunModel, rank: int, events: dict[int, CrashEvent], causes: dict[int, CrashEvent]) -> str:
+    """What another rank was doing when this one crashed."""
+    rank_run = run.ranks.get(rank)
+    event = events.get(rank)
+    if event is not None and rank in causes:
+        return f"crashed too ({event.summary()}, reported separately)"
+    if event is not None:
+        record, returned = last_collective(rank_run) if rank_run else (None, False)
+        # A collective of the step it failed in was where it waited (the instruments may mark
+        # it returned: it did return, with the peer's error).
+        if record is not None and (not returned or record.step == event.step):
+            return (f"was waiting in {describe_collective(record)}{at(record.site)} (seq {record.seq}) "
+                    f"and then failed with {event.summary()}")
+        return f"failed in turn with {event.summary()}"
+    return whereabouts(run, rank)
+
+
+def _signal_site(run: RunModel, event: CrashEvent) -> Optional[Location]:
+    """For a rank killed by a signal: the innermost user frame of its faulthandler dump."""
+    view = rank_stacks(run).get(event.rank)
+    user = view.user_frame if view is not None else None
+    return Location(user.file, user.line) if user else None
+
+
+def _hint(event: CrashEvent, ranks: list[int]) -> str:
+    if UNFINISHED_REDUCTION in (event.message or ""):
+        return ("this is DDP's unused-parameter error: DDP401 names the parameters that got no "
+                "gradient; make them take part in the loss, freeze them (requires_grad=False) or "
+                "pass find_unused_parameters=True")
+    if COLLECTIVE_MISMATCH in (event.message or ""):
+        return ("torch's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL) caught ranks calling "
+                "different collectives: DDP501/DDP502 name them and their call sites; make every "
+                "rank call the same collectives with the same shapes")
+    if event.collateral:
+        return ("every rank timed out or lost a peer: the ranks disagreed on their collectives "
+                "(see DDP501/DDP502) or a rank was missing; fix that first")
+    if event.kind == "signal" and event.name == "SIGKILL":
+        return ("the process was killed from outside, most likely by the kernel's OOM killer "
+                "(check `dmesg`): lower the batch size or DataLoader num_workers")
+    if event.kind == "signal":
+        return ("a native crash: the faulthandler stack shows where; check that torch, CUDA and "
+                "NCCL versions match across nodes (`ddpdoctor preflight`), and that every rank "
+                "passes the same shapes to each collective (DDP501)")
+    return (f"fix the {event.name} shown in the traceback on {rank_list(ranks)}; the other ranks "
+            f"only waited for {'it' if len(ranks) == 1 else 'them'}, so make sure every rank can run "
+            "every step (rank-specific data or files), and call dist.destroy_process_group() in a "
+            "`finally:` so a failure does not leave the others hanging")

@@ -1,0 +1,96 @@
+"""Turn a preflight's cluster facts and check results into its Report: a header line, the
+per-node table, notes on what could not be checked, and the numbers."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ddpdoctor.cluster import ClusterFacts, NodeResult, name_list
+from ddpdoctor.facts import endpoint
+from ddpdoctor.findings import Severity
+from ddpdoctor.registry import CheckResult
+from ddpdoctor.report.model import Report, Table
+
+COLUMNS = ["host", "transport", "python", "torch", "cuda", "nccl", "gpus"]
+
+
+def build_report(cluster: ClusterFacts, results: list[CheckResult], fail_on: Severity, fanout: int,
+                 wall_s: float, recorded: dict) -> Report:
+    report = Report(command="preflight", results=results, fail_on=fail_on, header=header(cluster))
+    report.tables.append(Table("Nodes", COLUMNS, [_row(n) for n in cluster.nodes]))
+    report.notes.extend(notes(cluster, recorded))
+    transports = Counter(n.transport for n in cluster.nodes)
+    slowest = max((n.facts.collect_s for n in cluster.reached if n.facts.collected_by != "file"),
+                  default=0.0)
+    report.metrics.update({
+        "wall_s": wall_s,
+        "nodes": len(cluster.nodes),
+        "reached": len(cluster.reached),
+        "ssh_nodes": transports.get("ssh", 0),
+        "local_nodes": transports.get("local", 0),
+        "file_nodes": transports.get("file", 0),
+        "fanout": fanout,
+        "slowest_node_facts_s": slowest,
+        "master": f"{cluster.master_addr}:{cluster.master_port}",
+        "port_bind": cluster.port_bind.status,
+        "backend": cluster.resolved_backend,
+        "expected_world_size": cluster.expected_world_size,
+    })
+    return report
+
+
+def header(cluster: ClusterFacts) -> str:
+    counts = Counter(n.transport for n in cluster.nodes)
+    how = ", ".join(f"{c} {'over ssh' if t == 'ssh' else 'from a file' if t == 'file' else t}"
+                    for t, c in sorted(counts.items()))
+    backend = cluster.resolved_backend
+    backend_text = f"{backend} (auto)" if cluster.backend == "auto" else backend
+    return (f"{len(cluster.nodes)} node{'s' if len(cluster.nodes) != 1 else ''} ({how}), "
+            f"rendezvous {endpoint(cluster.master_addr, cluster.master_port)}, "
+            f"backend {backend_text}, world size {cluster.expected_world_size}")
+
+
+def _row(node: NodeResult) -> list[str]:
+    if node.facts is None:
+        kind = node.failure.kind if node.failure else "?"
+        return [node.host, f"{node.transport} ✗ {kind}", "-", "-", "-", "-", "-"]
+    f = node.facts
+    cuda = f.torch_cuda or ("cpu" if f.torch else "-")
+    nccl = f.nccl or ("-" if not f.torch_cuda else "?")
+    return [node.host, node.transport, f.python or "?", f.torch or "not installed", cuda, nccl, _gpus(f)]
+
+
+def _gpus(facts) -> str:
+    if facts.gpu_count is None:
+        return "?"
+    if not facts.gpu_names:
+        return str(facts.gpu_count)
+    return ", ".join(f"{n}× {name}" for name, n in Counter(facts.gpu_names).items())
+
+
+def notes(cluster: ClusterFacts, recorded: dict) -> list[str]:
+    """What the reader should know that is not a finding: what was not checked, and why."""
+    out = []
+    reached = cluster.reached
+    gpu_less = [n.host for n in reached if not n.facts.gpu_count]
+    if cluster.resolved_backend == "gloo" and reached:
+        if len(gpu_less) == len(reached):
+            out.append("NCCL not checked here: no GPU on any node, backend gloo")
+        elif cluster.backend == "auto":
+            out.append(f"backend auto resolves to gloo: no GPU on {name_list(gpu_less)}")
+    for host, (path, _) in recorded.items():
+        out.append(f"facts for {host} come from {path} (recorded, not contacted)")
+    if cluster.port_bind.status == "not-checked":
+        out.append(f"rendezvous port not tested: {cluster.port_bind.detail}")
+    # Node notes, grouped: 64 nodes saying the same thing make one line.
+    by_note: dict[str, list[str]] = {}
+    for node in reached:
+        if node.transport == "file":
+            continue
+        for note in dict.fromkeys(node.facts.notes):
+            by_note.setdefault(note, []).append(node.host)
+    for note, hosts in by_note.items():
+        if "NCCL not checked here" in note and cluster.resolved_backend == "gloo":
+            continue  # already said once above, for the whole cluster
+        out.append(f"{name_list(hosts)}: {note}")
+    return out
