@@ -30,13 +30,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from sshd import LoopbackSshd, free_port, loopback_hosts  # noqa: E402
 
 
-def ssh_floor(server: LoopbackSshd, hosts: list[str], python: str) -> float:
-    """N concurrent `ssh HOST python -c pass`: ssh plus starting the remote Python, nothing else."""
+def ssh_floor(server: LoopbackSshd, hosts: list[str], args) -> float:
+    """N concurrent `ssh HOST python -c pass` with ddpdoctor's own ssh command line: ssh plus
+    starting the remote Python, nothing of ddpdoctor's."""
+    from ddpdoctor.transport import child
+    from ddpdoctor.transport.ssh import SshOptions, ssh_argv
+
+    flags = server.ssh_flags() + sum((["--ssh-option", o] for o in args.ssh_option), [])
+    options = SshOptions(port=server.port, options=[flags[i + 1] for i, f in enumerate(flags) if f == "--ssh-option"])
+
     def one(host: str) -> int:
-        argv = ["ssh", "-T", "-o", "BatchMode=yes", "-p", str(server.port), "-o", f"IdentityFile={server.client_key}",
-                "-o", f"UserKnownHostsFile={server.known_hosts}", "-o", "StrictHostKeyChecking=accept-new",
-                "--", host, f"{python} -c pass"]
-        return subprocess.run(argv, capture_output=True, timeout=120).returncode
+        argv = ssh_argv(host, options, args.timeout, f"{args.remote_python} -c pass")
+        return child.run(argv, b"", 120).returncode
 
     began = time.monotonic()
     with ThreadPoolExecutor(len(hosts)) as pool:
@@ -81,18 +86,20 @@ def main() -> None:
         nodes = Path(tmp) / "hosts.txt"
         nodes.write_text("\n".join(hosts) + "\n")
         preflight_once(server, nodes, args)  # warm-up: host keys accepted, page cache warm
-        floors, walls, inner = [], [], []
+        floors, walls, inner, fanouts = [], [], [], []
         for _ in range(args.runs):
-            floors.append(ssh_floor(server, hosts, args.remote_python))
+            floors.append(ssh_floor(server, hosts, args))
             wall, report = preflight_once(server, nodes, args)
             walls.append(wall)
             inner.append(report["metrics"]["wall_s"])
+            fanouts.append(report["metrics"]["fanout_s"])
         load = os.getloadavg()[0]
     print(f"preflight fan-out over {args.hosts} ssh hosts (fanout {args.fanout}, {os.cpu_count()} cores, "
           f"load {load:.1f}), median of {args.runs}:")
     print(f"  ddpdoctor preflight, whole command:   {statistics.median(walls):6.2f} s   "
           f"(runs: {', '.join(f'{w:.2f}' for w in walls)})")
     print(f"  ... of which inside run_preflight:    {statistics.median(inner):6.2f} s")
+    print(f"  ... of which the ssh fan-out:         {statistics.median(fanouts):6.2f} s")
     print(f"  floor, {args.hosts} x concurrent `ssh HOST python -c pass`: {statistics.median(floors):6.2f} s")
 
 

@@ -39,13 +39,6 @@ class NodeResult:
     def connect(self) -> Optional[ConnectResult]:
         return self.facts.connect if self.facts else None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "slots": self.entry.slots, "source": self.entry.source_line,
-                "transport": self.transport, "resolved": self.resolved,
-                "resolve_error": self.resolve_error, "facts_file": self.facts_file,
-                "failure": self.failure.to_dict() if self.failure else None,
-                "facts": self.facts.to_dict() if self.facts else None}
-
 
 @dataclass
 class PortBind:
@@ -75,6 +68,8 @@ class ClusterFacts:
     this_machine: Optional[NodeFacts] = None
     nproc_per_node: Optional[int] = None  # --nproc-per-node; None: slots from the list, else 1
     world_size: Optional[int] = None  # --world-size
+    master_resolved: list[str] = field(default_factory=list)  # MASTER_ADDR as this machine resolves it
+    master_resolve_error: Optional[str] = None
 
     @property
     def reached(self) -> list[NodeResult]:
@@ -102,17 +97,24 @@ class ClusterFacts:
 
     @property
     def network_namespaces(self) -> int:
-        """How many distinct network stacks the nodes live in, as far as can be told: a node that
-        did not answer but resolves (from here) only to loopback is this machine; any other
-        node without a reported namespace counts as its own."""
+        """How many distinct network stacks the nodes live in, as far as can be told. A node that
+        did not answer but resolves (from here) only to loopback is this machine; a recorded node
+        without a namespace is a machine of its own; other nodes that did not answer are left out
+        (DDP101/DDP105 report them; guessing would only add noise)."""
         here = self.this_machine.netns if self.this_machine else None
         seen: set[str] = set()
         for i, node in enumerate(self.nodes):
-            netns = node.facts.netns if node.facts else None
-            if netns is None and node.facts is None and node.resolved and all(map(is_loopback, node.resolved)):
-                netns = here or "this-machine"
-            seen.add(netns or f"unknown-{i}")
+            if node.facts is not None:
+                seen.add(node.facts.netns or f"unknown-{i}")
+            elif node.resolved and all(map(is_loopback, node.resolved)):
+                seen.add(here or "this-machine")
         return len(seen)
+
+    @property
+    def unjudged(self) -> list[str]:
+        """Nodes whose machine is unknown: not reached, and not resolving to loopback here."""
+        return [n.host for n in self.nodes if n.facts is None
+                and not (n.resolved and all(map(is_loopback, n.resolved)))]
 
     @property
     def multi_node(self) -> bool:

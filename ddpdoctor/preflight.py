@@ -27,7 +27,7 @@ from ddpdoctor.recorded import match_facts_files
 from ddpdoctor.registry import run_checks
 from ddpdoctor.rendezvous_port import PortHold, hold_locally, hold_over_ssh, not_checked
 from ddpdoctor.report.model import Report
-from ddpdoctor.resolve import resolve_all
+from ddpdoctor.resolve import Resolution, resolve_all
 from ddpdoctor.transport import FactsRequest, TransportFailure, child
 from ddpdoctor.transport.local import facts_here
 from ddpdoctor.transport.route import OwnIdentity
@@ -85,22 +85,30 @@ def run_preflight(opts: PreflightOptions) -> Report:
     entries = parse_host_file(opts.nodes_file) if opts.nodes_file else default_hosts()
     recorded = match_facts_files(opts.facts_files, entries)
     master = opts.master_addr or entries[0].name
+    stages: dict[str, float] = {}
     try:
-        cluster = _gather(opts, entries, recorded, master)
+        cluster = _gather(opts, entries, recorded, master, stages)
     finally:
         child.kill_all()  # nothing of ours outlives the preflight, interrupted or not
     results = run_checks("preflight", cluster, opts.ignore)
     return build_report(cluster, results, opts.fail_on, opts.fanout,
-                        round(time.monotonic() - began, 3), recorded)
+                        round(time.monotonic() - began, 3), recorded, stages)
 
 
-def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, master: str) -> ClusterFacts:
+def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, master: str,
+            stages: dict[str, float]) -> ClusterFacts:
+    """Ask every node; `stages` receives how long each step took (seconds)."""
+    mark = time.monotonic()
     here_or_failure = facts_here(FactsRequest(timeout=opts.timeout, import_torch=opts.import_torch))
     here = here_or_failure if isinstance(here_or_failure, NodeFacts) else None
     own = OwnIdentity.of(here or NodeFacts(hostname=socket.gethostname()))
 
-    names = [e.name for e in entries if e.name not in recorded]
-    resolved = resolve_all(names + [master], min(opts.timeout, 5.0))
+    stages["local_facts_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
+    # Recorded nodes are not contacted, not even by a name lookup.
+    names = [n for n in dict.fromkeys([e.name for e in entries] + [master]) if n not in recorded]
+    resolved = resolve_all(names, min(opts.timeout, 5.0))
+    master_resolution = resolved.get(master, Resolution([]))
+    stages["resolve_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
     routes = {e.name: "file" if e.name in recorded else _route(e.name, opts.via, own, resolved[e.name].addresses)
               for e in entries}
     if "ssh" in routes.values() and shutil.which(opts.ssh.executable) is None:
@@ -109,14 +117,16 @@ def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, ma
 
     # The listener must outlive every node's connect test: all fan-out waves, plus slack.
     waves = -(-sum(1 for r in routes.values() if r == "ssh") // opts.fanout) or 1
-    hold = _hold_port(opts, master, own, resolved[master].addresses, recorded,
+    hold = _hold_port(opts, master, own, master_resolution.addresses, recorded,
                       deadline_s=opts.timeout * (waves + 1) + 5)
+    stages["port_hold_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
     try:
         request = FactsRequest(timeout=opts.timeout, import_torch=opts.import_torch,
                                connect=_connect_params(opts, master, hold))
         gathered = _fan_out(routes, request, opts, here_or_failure)
     finally:
         hold.close()
+    stages["fanout_s"] = round(time.monotonic() - mark, 3)
 
     nodes = []
     for entry in entries:
@@ -136,7 +146,9 @@ def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, ma
         nodes.append(node)
     return ClusterFacts(nodes=nodes, master_addr=master, master_port=opts.master_port,
                         backend=opts.backend, port_bind=hold.result, this_machine=here,
-                        nproc_per_node=opts.nproc_per_node, world_size=opts.world_size)
+                        nproc_per_node=opts.nproc_per_node, world_size=opts.world_size,
+                        master_resolved=master_resolution.addresses,
+                        master_resolve_error=master_resolution.error)
 
 
 def _as_recorded(f: NodeFacts, master: str, port: int) -> NodeFacts:

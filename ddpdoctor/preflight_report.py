@@ -15,7 +15,7 @@ COLUMNS = ["host", "transport", "python", "torch", "cuda", "nccl", "gpus"]
 
 
 def build_report(cluster: ClusterFacts, results: list[CheckResult], fail_on: Severity, fanout: int,
-                 wall_s: float, recorded: dict) -> Report:
+                 wall_s: float, recorded: dict, stages: dict[str, float]) -> Report:
     report = Report(command="preflight", results=results, fail_on=fail_on, header=header(cluster))
     report.tables.append(Table("Nodes", COLUMNS, [_row(n) for n in cluster.nodes]))
     report.notes.extend(notes(cluster, recorded))
@@ -35,6 +35,7 @@ def build_report(cluster: ClusterFacts, results: list[CheckResult], fail_on: Sev
         "port_bind": cluster.port_bind.status,
         "backend": cluster.resolved_backend,
         "expected_world_size": cluster.expected_world_size,
+        **stages,
     })
     return report
 

@@ -159,3 +159,27 @@ def test_remote_listener_stops_when_its_stdin_closes():
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=5)
+
+
+@pytest.mark.parametrize("module", [facts, port_listener, pytest.importorskip("ddpdoctor.redact")])
+def test_shipped_modules_parse_as_python_3_7(module):
+    import ast
+    import re
+    from pathlib import Path
+
+    source = Path(module.__file__).read_text()
+    ast.parse(source, feature_version=(3, 7))
+    assert not re.search(r"^from __future__", source, re.M)  # a SyntaxError once concatenated
+
+
+def test_netlink_interfaces_agree_with_psutil():
+    psutil = pytest.importorskip("psutil")
+    via_netlink = NodeFacts(hostname="x")
+    if not facts._interfaces_from_netlink(via_netlink):
+        pytest.skip("no rtnetlink here (not Linux)")
+    via_psutil = NodeFacts(hostname="x")
+    assert facts._interfaces_from_psutil(via_psutil)
+    assert {k: sorted(v) for k, v in via_netlink.interfaces.items()} == \
+        {k: sorted(v) for k, v in via_psutil.interfaces.items()}
+    assert sorted(via_netlink.interfaces_down) == sorted(via_psutil.interfaces_down)
+    assert psutil.net_if_addrs()  # the comparison above was not against an empty table

@@ -306,3 +306,28 @@ def test_comm_settings_that_differ_are_reported_and_redacted_values_ignored():
     variables = {p.message.split(" ")[0] for p in problems}
     assert variables == {"NCCL_IB_DISABLE"}  # NCCL_IB_AUTH_TOKEN is redacted: not compared
     assert "1 on gpu-b1" in problems[0].message
+
+
+def test_nodes_that_did_not_answer_do_not_make_a_job_multi_node():
+    shared = facts("gpu-a1").netns
+    dead = NodeResult(HostEntry("no-such-host.invalid", None, "h:3"), "ssh", None,
+                      failure=TransportFailure("unresolvable", "x"), resolve_error="Name or service not known")
+    c = cluster(node(facts("gpu-a1"), host="localhost", resolved=["127.0.0.1"]),
+                node(facts("gpu-a2", netns=shared), host="127.0.0.2", resolved=["127.0.0.2"]), dead,
+                master="localhost")
+    result = run("DDP102", c)
+    assert isinstance(result, Skipped) and "no-such-host.invalid not reached" in result.reason
+
+
+def test_recorded_node_without_a_namespace_counts_as_another_machine():
+    minimal = load_facts_file(str(DATA / "minimal.json"))
+    c = cluster(node(facts("gpu-a1"), host="localhost", resolved=["127.0.0.1"]), node(minimal, transport="file"),
+                master="localhost")
+    assert [p.hosts for p in run("DDP102", c)][0] == ["localhost"]
+
+
+def test_unresolvable_master_addr_outside_the_list_is_ddp101():
+    c = cluster(node(facts("gpu-a1")), node(facts("gpu-a2")), master="rdzv.typo.invalid", bind="not-checked",
+                master_resolve_error="[Errno -2] Name or service not known")
+    problems = run("DDP101", c)
+    assert problems[0].hosts == ["rdzv.typo.invalid"] and "MASTER_ADDR" in problems[0].message

@@ -23,7 +23,7 @@ REMOTES = loopback_hosts(4)  # 127.0.0.2 .. 127.0.0.5: "remote" hosts served by 
 NOBODY = "127.0.0.9"  # a loopback address no sshd listens on: ssh is refused there
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sshd():
     server = LoopbackSshd(["127.0.0.1", *REMOTES])
     try:
@@ -147,6 +147,34 @@ def test_refused_ssh_is_ddp105(sshd, tmp_path):
     f = finding(report, "DDP105")
     assert f["hosts"] == [NOBODY] and f["evidence"]["kind"] == "refused"
     assert "Connection refused" in f["message"] and "sshd" in f["hint"]
+
+
+def test_ssh_that_gets_no_answer_is_ddp105_timeout(sshd, tmp_path):
+    # A listener that never accepts, its backlog full: SYNs are dropped, as by a firewall.
+    blackhole = socket.socket()
+    blackhole.bind(("127.0.0.6", 0))
+    blackhole.listen(0)
+    fillers = []
+    try:
+        for _ in range(3):
+            filler = socket.socket()
+            filler.settimeout(0.3)
+            try:
+                filler.connect(blackhole.getsockname())
+            except OSError:
+                pass
+            fillers.append(filler)
+        nodes = tmp_path / "hosts.txt"
+        nodes.write_text("localhost\n127.0.0.6\n")
+        done = ddpdoctor("preflight", "--nodes", str(nodes), "--master-port", str(free_port()),
+                         "--ssh-port", str(blackhole.getsockname()[1]), "--timeout", "2", "--json", "-")
+    finally:
+        for filler in fillers:
+            filler.close()
+        blackhole.close()
+    f = finding(json.loads(done.stdout), "DDP105")
+    assert done.returncode == 1 and f["hosts"] == ["127.0.0.6"] and f["evidence"]["kind"] == "timeout"
+    assert "--timeout" in f["hint"]
 
 
 def test_ssh_auth_failure_is_ddp105_auth(sshd, tmp_path):

@@ -7,7 +7,7 @@ import random
 
 from ddpdoctor.findings import Location, Severity
 from ddpdoctor.registry import Skipped
-from telemetry_builders import RunBuilder, judge, sample
+from telemetry_builders import RunBuilder, judge, sample, site
 
 
 def feed(run: RunBuilder, rank: int, indices: list[int], batch_size: int, epoch: int = 0,
@@ -295,3 +295,19 @@ def test_evaluation_loader_read_whole_on_every_rank_is_only_a_warning():
     assert finding.severity is Severity.WARNING
     assert "received identical batches" in finding.message and "evaluation loader" in finding.message
     assert finding.evidence["evaluation_loader"] is True
+
+
+def test_loaders_are_matched_across_ranks_by_where_they_are_iterated():
+    run = RunBuilder(world_size=2)
+    # rank 0 alone evaluates first, so its training loader gets number 1, rank 1's number 0
+    run[0].loader(loader_id=0, sampler="SequentialSampler", shuffle=False, batches=2, batch_size=4,
+                  dataset_len=8, site=site(95, func="evaluate"))
+    feed(run, 0, list(range(100, 108)), 4, steps=False)
+    for rank, loader_id in ((0, 1), (1, 0)):
+        run[rank].loader(loader_id=loader_id, batches=8, batch_size=4, dataset_len=64)
+        for start in range(rank * 4, 64, 8):
+            run[rank].batch([sample(i) for i in range(start, start + 4)], loader_id=loader_id)
+            run[rank].step()
+    model = run.model()
+    assert judge("DDP303", model) == []
+    assert judge("DDP301", model) == []

@@ -11,8 +11,8 @@ from ddpdoctor.registry import Skipped, check
 def host_resolves(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:
-        A host of the list that this machine cannot resolve to an address, or a node that cannot
-        resolve its own hostname.
+        A host of the list or MASTER_ADDR that this machine cannot resolve to an address, or a node
+        that cannot resolve its own hostname.
 
     Why it hurts:
         torchrun, Gloo and NCCL all turn names into addresses: MASTER_ADDR on every node, and each
@@ -53,6 +53,13 @@ def host_resolves(cluster: ClusterFacts) -> list[Problem] | Skipped:
             hosts=[n.host for n in aliased],
             evidence={"unresolved": {n.host: n.resolve_error for n in aliased}},
             severity=Severity.WARNING,
+        ))
+    if cluster.master_resolve_error and cluster.node_named(cluster.master_addr) is None:
+        problems.append(Problem(
+            message=f"MASTER_ADDR {cluster.master_addr} does not resolve from this machine ({cluster.master_resolve_error})",
+            hint="check --master-addr / MASTER_ADDR; use the master's IP address or a name every node resolves",
+            hosts=[cluster.master_addr],
+            evidence={"master_addr": cluster.master_addr, "error": cluster.master_resolve_error},
         ))
     own = {n.host: (n.facts.hostname, n.facts.resolve_errors[n.facts.hostname]) for n in cluster.reached
            if n.facts.hostname in n.facts.resolve_errors}

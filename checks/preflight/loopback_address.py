@@ -32,12 +32,16 @@ def loopback_address(cluster: ClusterFacts) -> list[Problem] | Skipped:
         works there, and the check is skipped.
     """
     if not cluster.multi_node:
-        return Skipped("all nodes share one machine's network: loopback works between them")
+        unjudged = cluster.unjudged
+        return Skipped("all nodes share one machine's network: loopback works between them"
+                       + (f" ({name_list(unjudged)} not reached: not judged)" if unjudged else ""))
     problems = []
     master_addrs = []
     master_node = cluster.node_named(cluster.master_addr)
     if master_node is not None and master_node.resolved:
         master_addrs = list(master_node.resolved)
+    elif cluster.master_resolved:
+        master_addrs = list(cluster.master_resolved)
     elif is_loopback(cluster.master_addr):
         master_addrs = [cluster.master_addr]
     for node in cluster.reached:  # what each node resolved MASTER_ADDR to when it connected

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddpdoctor.cluster import ClusterFacts, describe_groups
+from ddpdoctor.cluster import ClusterFacts, describe_groups, group_hosts
 from ddpdoctor.findings import Problem, Severity
 from ddpdoctor.registry import Skipped, check
 
@@ -59,7 +59,7 @@ def unique_hosts(cluster: ClusterFacts) -> list[Problem] | Skipped:
                 evidence={"address": address, "hosts": names},
             ))
     node_ranks = {n.host: n.facts.env["NODE_RANK"] for n in cluster.reached if "NODE_RANK" in n.facts.env}
-    for value, hosts in _groups(node_ranks):
+    for value, hosts in group_hosts(node_ranks):
         if len(hosts) > 1:
             problems.append(Problem(
                 message=f"NODE_RANK={value} is set on {', '.join(hosts)}: two nodes would claim the same rank",
@@ -85,10 +85,3 @@ def _where(lines: list[str]) -> str:
     if len(files) == 1 and all(line.rpartition(":")[2].isdigit() for line in lines):
         return f"{files.pop()} lines {', '.join(line.rpartition(':')[2] for line in lines)}"
     return ", ".join(lines)
-
-
-def _groups(values: dict[str, str]) -> list[tuple[str, list[str]]]:
-    out: dict[str, list[str]] = {}
-    for host, value in values.items():
-        out.setdefault(value, []).append(host)
-    return list(out.items())

@@ -1,7 +1,9 @@
 """Every DataLoader epoch of every rank, lined up: loader -> rank -> epoch -> what was seen.
 
-DataLoaders are identified across ranks by creation order (`loader_id`), which is the same on
-every rank of the same script.
+A rank numbers its DataLoaders (`loader_id`) in the order it first iterates them, which is not
+the same on every rank when one rank iterates an extra loader first (rank 0 evaluating). So
+loaders are matched across ranks by where they are iterated (the site of the `for` loop) and
+their order among the loaders iterated there; by `loader_id` only when the site is unknown.
 """
 
 from __future__ import annotations
@@ -38,30 +40,58 @@ LoaderViews = dict[int, dict[int, dict[int, LoaderEpoch]]]
 
 
 def loader_epochs(run: RunModel) -> LoaderViews:
-    views: LoaderViews = {}
-
-    def slot(rank: int, loader_id: int, epoch: int) -> LoaderEpoch:
-        epochs = views.setdefault(loader_id, {}).setdefault(rank, {})
-        if epoch not in epochs:
-            epochs[epoch] = LoaderEpoch(rank, loader_id, epoch)
-        return epochs[epoch]
-
+    """Keyed by a loader number shared across ranks: the smallest `loader_id` any rank gave it."""
+    by_key: dict[tuple, dict[int, dict[int, LoaderEpoch]]] = {}
     for rank, rank_run in sorted(run.ranks.items()):
+        keys = _cross_rank_keys(rank_run.records)
+
+        def slot(loader_id: int, epoch: int) -> LoaderEpoch:
+            epochs = by_key.setdefault(keys.get(loader_id, ("id", loader_id)), {}).setdefault(rank, {})
+            if epoch not in epochs:
+                epochs[epoch] = LoaderEpoch(rank, loader_id, epoch)
+            return epochs[epoch]
+
         for record in rank_run.records:
             if isinstance(record, tm.Loader):
-                entry = slot(rank, record.loader_id, record.epoch)
+                entry = slot(record.loader_id, record.epoch)
                 entry.loader = entry.loader or record
             elif isinstance(record, tm.Batch):
-                entry = slot(rank, record.loader_id, record.epoch)
+                entry = slot(record.loader_id, record.epoch)
                 if all(b.index != record.index for b in entry.batches):
                     entry.batches.append(record)
             elif isinstance(record, tm.EpochEnd):
-                slot(rank, record.loader_id, record.epoch).end = record
-    for by_rank in views.values():
+                slot(record.loader_id, record.epoch).end = record
+    def smallest_id(by_rank: dict[int, dict[int, LoaderEpoch]]) -> int:
+        return min(e.loader_id for epochs in by_rank.values() for e in epochs.values())
+
+    views: LoaderViews = {}
+    for by_rank in sorted(by_key.values(), key=smallest_id):
         for epochs in by_rank.values():
             for entry in epochs.values():
                 entry.batches.sort(key=lambda b: b.index)
+        number = smallest_id(by_rank)
+        while number in views:  # two loaders some ranks numbered alike: keep both
+            number += 1
+        views[number] = by_rank
     return views
+
+
+def _cross_rank_keys(records: list) -> dict[int, tuple]:
+    """loader_id -> (site file, site line, n-th loader iterated at that site) for one rank."""
+    sites: dict[int, Optional[tm.Site]] = {}
+    for record in records:
+        if isinstance(record, tm.Loader) and record.loader_id not in sites:
+            sites[record.loader_id] = record.site
+    keys: dict[int, tuple] = {}
+    seen: dict[tuple, int] = {}
+    for loader_id in sorted(sites):
+        site = sites[loader_id]
+        if site is None:
+            continue
+        place = (site.file, site.line)
+        keys[loader_id] = ("site", *place, seen.get(place, 0))
+        seen[place] = seen.get(place, 0) + 1
+    return keys
 
 
 def loader_records(by_rank: dict[int, dict[int, LoaderEpoch]]) -> list[tm.Loader]:

@@ -55,9 +55,17 @@ def accumulation_sync(run: RunModel) -> list[Problem] | Skipped:
     rounds = sum(s.allreduce_rounds for s in offending)
     micro = round(backwards / len(offending), 1)
     per_step = round(rounds / len(offending), 1)
-    message = (f"{len(offending)}/{len(accumulated)} accumulated optimizer steps on {rank_list(ranks)} "
-               f"ran {_num(micro)} backward passes each and all-reduced the gradients {_num(per_step)} "
-               f"times per step where once is needed ({per_step:.1f}x the gradient traffic)")
+    counts = {r: (len(wasteful[r]), sum(1 for s in steps[r] if s.backward_iterations > 1)) for r in ranks}
+    if len(set(counts.values())) == 1:
+        bad, total = next(iter(counts.values()))
+        which = f"{bad}/{total} accumulated optimizer steps on {'each of ' if len(ranks) > 1 else ''}"
+        which += rank_list(ranks)
+    else:
+        which = "accumulated optimizer steps on " + ", ".join(
+            f"rank {r} ({bad}/{total})" for r, (bad, total) in counts.items())
+    message = (f"{which} ran {_num(micro)} backward passes each and all-reduced the gradients "
+               f"{_num(per_step)} times per step where once is needed "
+               f"({per_step:.1f}x the gradient traffic)")
     site = _backward_site(run, wasteful)
     return [Problem(
         message=message,

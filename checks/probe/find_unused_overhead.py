@@ -57,11 +57,13 @@ def find_unused_overhead(run: RunModel) -> list[Problem] | Skipped:
         if any(g.unused for records in per_rank.values() for g in records):
             continue
         ranks = sorted(per_rank)
-        iterations = min(len({g.iteration for g in v}) for v in per_rank.values())
+        counts = sorted({len({g.iteration for g in v}) for v in per_rank.values()})
+        passes = (f"all {counts[0]} recorded backward passes" if len(counts) == 1
+                  else f"every recorded backward pass ({counts[0]}-{counts[-1]} per rank)")
         model = "the DDP model" + (f" built at {info.site}" if info.site else "")
         problems.append(Problem(
             message=(f"{model} passes find_unused_parameters=True, yet every parameter received a "
-                     f"gradient in all {iterations}+ backward passes on {rank_list(ranks)}: an extra "
+                     f"gradient in {passes} on {rank_list(ranks)}: an extra "
                      "autograd-graph traversal every iteration, and buckets never rebuilt in "
                      "gradient order, for nothing"),
             hint="pass find_unused_parameters=False (the default) to DistributedDataParallel",

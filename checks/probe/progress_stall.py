@@ -64,7 +64,10 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped:
         return Skipped("the probe was stopped before it recorded how the job ended")
     if outcome.status not in ("stalled", "timeout"):
         return []
-    everyone = sorted(set(run.ranks) | set(outcome.exit_codes) | {s.rank for s in outcome.stacks})
+    everyone = set(run.ranks) | set(outcome.exit_codes) | {s.rank for s in outcome.stacks}
+    if run.meta.nnodes == 1:  # every rank of the job ran here: one without a file never started
+        everyone |= set(range(run.world_size))
+    everyone = sorted(everyone)
     views = rank_stacks(run)
     groups = [_from_stacks(run, ranks, view) for ranks, view in group_stacks(views).groups]
     groups += _from_records(run, [r for r in everyone if r not in views])

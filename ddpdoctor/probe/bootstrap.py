@@ -1,96 +1,166 @@
-"""The entry point of every rank of a probe: `python -m ddpdoctor.probe.bootstrap SCRIPT ARGS...`.
+"""How a probe's instruments get into the processes that run the user's code.
 
-It installs the instruments, then runs the user's script as `__main__` exactly as `python
-SCRIPT ARGS` would (argv, sys.path[0], pickling of classes defined in the script, DataLoader
-workers), and records how the script ended.
+`python -m ddpdoctor.probe.bootstrap [-m] TARGET ARGS...` runs TARGET as `__main__` exactly as
+`python TARGET ARGS` (or `python -m TARGET ARGS`) would: argv, sys.path[0], pickling of classes
+defined in the script, DataLoader workers. It is the entry point of
+- every rank under torchrun (RANK is in the environment: the rank records from the start), and
+- the script's own process under `--launcher none`, where the script starts its ranks itself
+  (mp.spawn): those learn their rank from init_process_group, and a spawned child gets the
+  instruments from the injected sitecustomize (site/sitecustomize.py -> install_in_child).
 """
 
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import runpy
 import signal
 import socket
 import sys
 import time
-import traceback
+
+ENV_TARGET = "DDPDOCTOR_TARGET"  # what the root ran, for the Start records of spawned ranks
 
 
-def _rank() -> int:
-    return int(os.environ.get("RANK", "0"))
-
-
-def _open_signal_dump(run_dir: str, rank: int):
+def _open_signal_dump(path: str):
     """faulthandler writes every thread's stack here on a fatal signal, on SIGTERM (the launcher
     tearing the job down: "what was this rank doing?") and on SIGUSR1 (the watchdog's fallback
     when py-spy may not attach). It works while the main thread is blocked inside C++."""
-    handle = open(os.path.join(run_dir, f"rank-{rank}.stack"), "a", buffering=1)
+    handle = open(path, "a", buffering=1)
     faulthandler.enable(file=handle, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)
     faulthandler.register(signal.SIGTERM, file=handle, all_threads=True, chain=True)
     return handle
 
 
-def main() -> None:
-    if len(sys.argv) < 2:
-        sys.stderr.write("usage: python -m ddpdoctor.probe.bootstrap SCRIPT [ARGS...]\n")
-        sys.exit(2)
-    script, args = sys.argv[1], sys.argv[2:]
-
+def _start_record(rank: int, local_rank: int, world_size: int, launcher: str):
     import torch
 
     from ddpdoctor.probe import telemetry as tm
-    from ddpdoctor.probe.inject import (batches, collectives, ddp, process_group, recorder, steps,
-                                        usage)
+
+    target = json.loads(os.environ.get(ENV_TARGET, '["?", []]'))
+    return tm.Start(time.time(), rank, local_rank, world_size, os.getpid(), socket.gethostname(),
+                    target[0], target[1], sys.version.split()[0], torch.__version__, launcher)
+
+
+def _become_rank(rank: int, world_size: int) -> None:
+    """Called by init_process_group in a process whose rank was not known before."""
+    from ddpdoctor.probe.inject import recorder
     from ddpdoctor.probe.inject.config import RankConfig
 
+    rec = recorder.get()
+    if not rec.pending:
+        return
     config = RankConfig.from_env()
+    pid_dump = os.path.join(config.run_dir, f"pid-{os.getpid()}.stack")
+    if os.path.exists(pid_dump):
+        os.replace(pid_dump, os.path.join(config.run_dir, f"rank-{rank}.stack"))
+    rec.buffer.insert(0, __import__("ddpdoctor.probe.telemetry", fromlist=["encode"]).encode(
+        _start_record(rank, int(os.environ.get("LOCAL_RANK", rank)), world_size, config.launcher)))
+    rec.bind(os.path.join(config.run_dir, f"rank-{rank}.jsonl"))
+
+
+def install_instruments(config) -> None:
+    """Patch torch from outside. An instrument that fails to install is a ddpdoctor bug: it is
+    said in a Note and the user's script still runs, never blamed for it."""
+    from ddpdoctor.probe.inject import (batches, collectives, ddp, process_group, recorder,
+                                        spawned, steps, usage)
+
+    installers = [
+        ("process groups", lambda: process_group.install(config.pg_timeout_s, on_rank_known=_become_rank)),
+        ("collectives", collectives.install),
+        ("DDP", lambda: ddp.install(config.checked_bucket_iterations)),
+        ("DataLoader", lambda: batches.install(config.steps_per_epoch)),
+        ("optimizer steps", lambda: steps.install(config.max_steps)),
+        ("torch.save and DataParallel", usage.install),
+        ("spawned ranks", spawned.install),
+    ]
+    for name, install in installers:
+        try:
+            install()
+        except Exception as exc:  # noqa: BLE001 - the edge between ddpdoctor and the user's job
+            recorder.get().note_once(f"install-{name}", f"ddpdoctor bug: the {name} instrument "
+                                     f"could not be installed ({exc!r}); its checks saw nothing")
+
+
+def install_in_child() -> None:
+    """Instruments for a process the script started (mp.spawn, multiprocessing.Process) under
+    --launcher none. Called from the injected sitecustomize, before the child unpickles its
+    target. The child is a rank only if it calls init_process_group."""
+    from ddpdoctor.probe.inject import recorder, spawned
+    from ddpdoctor.probe.inject.config import RankConfig
     from ddpdoctor.probe.teardown import die_with_parent
 
-    die_with_parent()  # the torchrun agent killed: this rank must not run on alone
-    rank = _rank()
-    dump_file = _open_signal_dump(config.run_dir, rank)
-    rec = recorder.Recorder(os.path.join(config.run_dir, f"rank-{rank}.jsonl"))
-    recorder.set_recorder(rec)
-    rec.write(tm.Start(time.time(), rank, int(os.environ.get("LOCAL_RANK", "0")),
-                       int(os.environ.get("WORLD_SIZE", "1")), os.getpid(), socket.gethostname(),
-                       script, args, sys.version.split()[0], torch.__version__, config.launcher))
+    config = RankConfig.from_env()
+    die_with_parent()
+    _open_signal_dump(os.path.join(config.run_dir, f"pid-{os.getpid()}.stack"))
+    recorder.set_recorder(recorder.Recorder(None))
+    install_instruments(config)
+    spawned.record_process_targets()
 
-    process_group.install(config.pg_timeout_s)
-    collectives.install()
-    ddp.install(config.checked_bucket_iterations)
-    batches.install(config.steps_per_epoch)
-    steps.install(config.max_steps)
-    usage.install()
 
-    sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(os.path.abspath(script))
+def _run_target(target: str, as_module: bool, args: list[str]) -> None:
+    if as_module:
+        sys.argv = [target, *args]
+        sys.path[0] = os.getcwd()  # what `python -m` puts first
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = [target, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+        runpy.run_path(target, run_name="__main__")
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    as_module = bool(argv) and argv[0] == "-m"
+    if as_module:
+        argv = argv[1:]
+    if not argv:
+        sys.stderr.write("usage: python -m ddpdoctor.probe.bootstrap [-m] TARGET [ARGS...]\n")
+        sys.exit(2)
+    target, args = argv[0], argv[1:]
+    os.environ[ENV_TARGET] = json.dumps([target, args])
+
+    from ddpdoctor.probe.inject import recorder, steps
+    from ddpdoctor.probe.inject.config import RankConfig
+    from ddpdoctor.probe.teardown import die_with_parent
+
+    config = RankConfig.from_env()
+    die_with_parent()  # the torchrun agent (or ddpdoctor) killed: this process must not run on
+    if config.launcher == "torchrun":
+        rank = int(os.environ.get("RANK", "0"))
+        dump = _open_signal_dump(os.path.join(config.run_dir, f"rank-{rank}.stack"))
+        rec = recorder.Recorder(os.path.join(config.run_dir, f"rank-{rank}.jsonl"))
+        recorder.set_recorder(rec)
+        rec.write(_start_record(rank, int(os.environ.get("LOCAL_RANK", "0")),
+                                int(os.environ.get("WORLD_SIZE", "1")), config.launcher))
+    else:
+        dump = _open_signal_dump(os.path.join(config.run_dir, "main.stack"))
+        rec = recorder.Recorder(None)
+        recorder.set_recorder(rec)
+    install_instruments(config)
+
     try:
-        runpy.run_path(script, run_name="__main__")
+        _run_target(target, as_module, args)
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            _record_crash(rec, exc)
+            steps.record_crash(exc)
         steps.finish("script_exit")
         raise
     except BaseException as exc:
-        _record_crash(rec, exc)
+        steps.record_crash(exc)
         steps.finish("crash")
         raise
     else:
         steps.finish("script_exit")
     finally:
-        dump_file.flush()
-
-
-def _record_crash(rec, exc: BaseException) -> None:
-    from ddpdoctor import redact
-    from ddpdoctor.probe import telemetry as tm
-    from ddpdoctor.probe.inject import recorder
-
-    text = redact.scrub("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-    rec.write(tm.Crash(time.time(), type(exc).__name__, redact.scrub(str(exc))[:4000], text[-20000:],
-                       recorder.site_of_traceback(exc.__traceback__), rec.step))
+        rec = recorder.get()
+        if rec.pending and config.launcher != "torchrun":
+            # The script's own process never became a rank: keep what it saw (how its
+            # children ended, as mp.spawn reports it) beside the ranks' files.
+            rec.bind(os.path.join(config.run_dir, "main.jsonl"))
+        dump.flush()
 
 
 if __name__ == "__main__":

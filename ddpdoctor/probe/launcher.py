@@ -50,6 +50,20 @@ class Interrupt:
             signal.signal(sig, handler)
 
 
+SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")
+
+
+def job_command(options: ProbeOptions, launcher: str) -> list[str]:
+    if launcher == "none":
+        # The script's own process runs under the bootstrap; its children get the instruments
+        # from the sitecustomize on PYTHONPATH (job_environment).
+        cmd = [sys.executable, "-m", "ddpdoctor.probe.bootstrap"]
+        if options.module:
+            cmd += ["-m"]
+        return cmd + [options.script, *options.args]
+    return torchrun_command(options)
+
+
 def torchrun_command(options: ProbeOptions) -> list[str]:
     cmd = [sys.executable, "-m", "torch.distributed.run",
            f"--nproc-per-node={options.nproc_per_node}", f"--nnodes={options.nnodes}",
@@ -69,7 +83,8 @@ def torchrun_command(options: ProbeOptions) -> list[str]:
     return cmd + [options.script, *options.args]
 
 
-def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float) -> dict[str, str]:
+def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
+                    launcher: str = "torchrun") -> dict[str, str]:
     env = dict(os.environ)
     env.update({
         rank_config.ENV_RUN_DIR: run_dir,
@@ -78,7 +93,7 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
         rank_config.ENV_STEPS_PER_EPOCH: str(options.steps_per_epoch),
         rank_config.ENV_PG_TIMEOUT: str(pg_timeout_s),
         rank_config.ENV_CHECKED_BUCKET_ITERATIONS: str(options.checked_bucket_iterations),
-        rank_config.ENV_LAUNCHER: "torchrun",
+        rank_config.ENV_LAUNCHER: launcher,
         # DETAIL checks every collective's op, shape and dtype across ranks before it runs; the
         # C++ log level makes it (and DDP's unused-parameter names) speak.
         "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
@@ -86,11 +101,16 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
         "PYTHONUNBUFFERED": "1",
     })
     env.setdefault("OMP_NUM_THREADS", "1")
+    if launcher == "none":
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (SITE_DIR, env.get("PYTHONPATH", "")) if p)
+        # What torchrun would have said: how many processes this node runs (--cpu makes
+        # torch.cuda.device_count() answer it, for scripts that size their world from the GPUs).
+        env["LOCAL_WORLD_SIZE"] = str(options.nproc_per_node)
     return env
 
 
 def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
-            use_pyspy: bool = True) -> Outcome:
+            use_pyspy: bool = True, launcher: str = "torchrun") -> Outcome:
     """Run the job to its end (completed, crashed, stalled, timed out or interrupted)."""
     teardown.become_subreaper()
     log_path = Path(run_dir) / LOG_FILE
@@ -101,11 +121,12 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
         with open(log_path, "ab") as log:
             try:
                 proc = subprocess.Popen(
-                    torchrun_command(options), stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, env=job_environment(options, run_dir, run_id, pg_timeout_s),
+                    job_command(options, launcher), stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=job_environment(options, run_dir, run_id, pg_timeout_s, launcher),
                     start_new_session=True, preexec_fn=teardown.die_with_parent)
             except OSError as exc:
-                return Outcome("launch_failed", 0.0, log_tail=f"could not start torchrun: {exc}")
+                return Outcome("launch_failed", 0.0, log_tail=f"could not start the job: {exc}")
             outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy)
     finally:
         interrupt.restore()
@@ -131,17 +152,17 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
             break
         if interrupt.signum is not None:
             status = "interrupted"
-            taken, note = stacks.capture(run_dir, stacks.rank_processes(run_id, proc.pid), use_pyspy)
+            taken, note = stacks.capture(run_dir, stacks.rank_processes(run_dir, run_id, proc.pid), use_pyspy)
             break
         if time.monotonic() >= deadline:
             status = "timeout"
-            taken, note = stacks.capture(run_dir, stacks.rank_processes(run_id, proc.pid), use_pyspy)
+            taken, note = stacks.capture(run_dir, stacks.rank_processes(run_dir, run_id, proc.pid), use_pyspy)
             stall_s = watch.quiet_for()
             break
         quiet = watch.quiet_for()
         if quiet >= watch.timeout_s and time.monotonic() - last_check >= watch.timeout_s / 2:
             last_check = time.monotonic()
-            ranks = stacks.rank_processes(run_id, proc.pid)
+            ranks = stacks.rank_processes(run_dir, run_id, proc.pid)
             taken, note = stacks.capture(run_dir, ranks, use_pyspy)
             if _is_stalled(taken):
                 status, stall_s = "stalled", quiet

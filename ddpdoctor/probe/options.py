@@ -27,6 +27,7 @@ class ProbeOptions:
     timeout_s: float = 300.0
     run_dir: Optional[str] = None
     checked_bucket_iterations: int = 3
+    launcher: str = "auto"  # auto | torchrun | none
 
     def validate(self) -> None:
         """Bad input is found here, before a run dir exists or a process starts."""
@@ -48,9 +49,16 @@ class ProbeOptions:
             raise UsageError(f"--rdzv-endpoint must be HOST:PORT (got {self.rdzv_endpoint!r})")
         if self.nnodes > 1 and not (self.rdzv_endpoint or self.master_addr):
             raise UsageError("a multi-node probe needs --rdzv-endpoint or --master-addr")
+        if self.launcher not in ("auto", "torchrun", "none"):
+            raise UsageError(f"--launcher must be auto, torchrun or none (got {self.launcher!r})")
+        if self.launcher == "none" and self.nnodes > 1:
+            raise UsageError("--launcher none runs one process of the script; use --nnodes 1 per node")
         if self.module:
             if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", self.script):
                 raise UsageError(f"-m needs a module name like package.module (got {self.script!r})")
+            from ddpdoctor.probe.launch_choice import module_source_path
+
+            check_script(module_source_path(self.script))
             return
         check_script(self.script)
 

@@ -14,6 +14,7 @@ from ddpdoctor import redact
 from ddpdoctor.errors import ToolFailure, UsageError
 from ddpdoctor.findings import Severity
 from ddpdoctor.probe import launcher
+from ddpdoctor.probe.launch_choice import choose
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, ProbeMeta, RunModel
 from ddpdoctor.probe.summary import build_report
@@ -48,6 +49,7 @@ def make_run_dir(path: Path) -> None:
 def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: str = "gloo",
           use_pyspy: bool = True) -> Report:
     options.validate()
+    launcher_name, launcher_reason = choose(options.launcher, options.script, options.module)
     run_dir = Path(options.run_dir) if options.run_dir else default_run_dir(options.script)
     make_run_dir(run_dir)
     run_dir = run_dir.resolve()
@@ -58,11 +60,12 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
         nnodes=options.nnodes, node_rank=options.node_rank, world_size=options.world_size,
         max_steps=options.max_steps, steps_per_epoch=options.steps_per_epoch,
         stall_timeout_s=options.stall_timeout_s, pg_timeout_s=pg_timeout,
-        timeout_s=options.timeout_s, backend=backend, launcher="torchrun",
-        launcher_reason="torchrun: the script reads its rank from the environment",
+        timeout_s=options.timeout_s, backend=backend, launcher=launcher_name,
+        launcher_reason=launcher_reason,
         started=time.time(), module=options.module)
     write_atomic(run_dir / META_FILE, json.dumps(asdict(meta), indent=2) + "\n", mode=0o600)
-    outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy)
+    outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy,
+                               launcher=launcher_name)
     write_atomic(run_dir / OUTCOME_FILE, json.dumps(outcome.to_dict(), indent=2) + "\n", mode=0o600)
     return analyse(run_dir, fail_on, ignore)
 

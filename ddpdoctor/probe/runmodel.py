@@ -149,10 +149,14 @@ class RunModel:
     meta: ProbeMeta
     ranks: dict[int, RankRun]
     outcome: Optional[Outcome]  # None: the probe was killed before it could write one
+    # The script's own process under --launcher none, when it never became a rank itself.
+    main: Optional[RankRun] = None
 
     @property
     def world_size(self) -> int:
-        return self.meta.world_size
+        """The group's size as it formed; what was launched when no group formed."""
+        formed = [init.world_size for run in self.ranks.values() for init in run.of(tm.Init)]
+        return max(formed) if formed else self.meta.world_size
 
     def rank_ids(self) -> list[int]:
         return sorted(self.ranks)
@@ -172,6 +176,8 @@ class RunModel:
             if sfile.exists():
                 dump = sfile.read_text(errors="replace")
             ranks[rank] = RankRun(rank, tm.read_records(path), dump)
+        main_file = root / "main.jsonl"
+        main = RankRun(-1, tm.read_records(main_file)) if main_file.exists() else None
         outcome = None
         ofile = root / OUTCOME_FILE
         if ofile.exists():
@@ -179,7 +185,7 @@ class RunModel:
                 outcome = Outcome.from_dict(json.loads(ofile.read_text()))
             except (ValueError, TypeError):
                 outcome = None
-        return cls(str(root), meta, ranks, outcome)
+        return cls(str(root), meta, ranks, outcome, main)
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

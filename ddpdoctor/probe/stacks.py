@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Optional
 
 import psutil
@@ -26,39 +27,28 @@ PYSPY_TIMEOUT_S = 10.0
 FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
 
 
-def rank_processes(run_id: str, root_pid: Optional[int] = None) -> dict[int, psutil.Process]:
-    """rank -> the rank's main process (not its DataLoader workers, which inherit RANK)."""
-    candidates: dict[int, list[psutil.Process]] = {}
-    procs = []
-    if root_pid is not None:
-        try:
-            procs = psutil.Process(root_pid).children(recursive=True)
-        except psutil.Error:
-            procs = []
-    if not procs:
-        procs = list(psutil.process_iter())
-    for proc in procs:
-        try:
-            env = proc.environ()
-        except psutil.Error:
-            continue
-        if env.get(ENV_RUN_ID) != run_id or "RANK" not in env:
-            continue
-        candidates.setdefault(int(env["RANK"]), []).append(proc)
-    result = {}
-    for rank, procs_of_rank in candidates.items():
-        pids = {p.pid for p in procs_of_rank}
-        # The rank's main process is the one whose parent is not itself a process of that rank.
-        main = [p for p in procs_of_rank if _ppid(p) not in pids]
-        result[rank] = (main or procs_of_rank)[0]
-    return result
+def rank_processes(run_dir: str, run_id: str, root_pid: Optional[int] = None) -> dict[int, psutil.Process]:
+    """rank -> the rank's main process, from the pid each rank wrote in its Start record.
 
-
-def _ppid(proc: psutil.Process) -> Optional[int]:
-    try:
-        return proc.ppid()
-    except psutil.Error:
-        return None
+    Works for any launcher (torchrun sets RANK in the environment; mp.spawn children learn their
+    rank from init_process_group), and never picks a DataLoader worker, which inherits RANK."""
+    found: dict[int, psutil.Process] = {}
+    for path in Path(run_dir).glob("rank-*.jsonl"):
+        try:
+            rank = int(path.stem.split("-", 1)[1])
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    if '"kind":"start"' in line:
+                        pid = int(json.loads(line)["pid"])
+                        break
+                else:
+                    continue
+            proc = psutil.Process(pid)
+            if proc.environ().get(ENV_RUN_ID) == run_id:
+                found[rank] = proc
+        except (ValueError, KeyError, OSError, psutil.Error):
+            continue
+    return found
 
 
 def _pyspy(pid: int) -> tuple[Optional[list], str]:

@@ -59,9 +59,13 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
     wall = f" in {outcome.wall_s:.1f} s" if outcome else ""
     steps = max((r.steps for r in model.ranks.values()), default=0)
     header = (f"{meta.script} {' '.join(meta.args)}".rstrip()
-              + f": {meta.world_size} rank(s) on {meta.nnodes} node(s), {meta.backend}, "
+              + f": {model.world_size} rank(s) on {meta.nnodes} node(s), {meta.backend}, "
+              f"{'launched by the script, ' if meta.launcher == 'none' else ''}"
               f"{steps}/{meta.max_steps or '∞'} steps; {state}{wall}")
-    notes = []
+    notes = [meta.launcher_reason] if meta.launcher_reason and meta.launcher != "torchrun" else []
+    if model.main is not None and model.main.crash is not None:
+        notes.append(f"the script's main process ended with {model.main.crash.exc_type}: "
+                     f"{model.main.crash.message.strip().splitlines()[0][:300] if model.main.crash.message.strip() else ''}")
     if outcome is None:
         notes.append("the probe was ended before it wrote outcome.json: judged from what the ranks recorded")
     elif outcome.stack_note:
@@ -72,7 +76,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
             if note.text not in seen:
                 seen.add(note.text)
                 notes.append(f"rank {run.rank}: {note.text}")
-    missing = sorted(set(range(meta.world_size)) - set(model.ranks)) if meta.nnodes == 1 else []
+    missing = sorted(set(range(model.world_size)) - set(model.ranks)) if meta.nnodes == 1 else []
     if missing:
         notes.append(f"no telemetry from rank(s) {', '.join(map(str, missing))}: they never started the bootstrap")
     if outcome and outcome.leftover_pids:

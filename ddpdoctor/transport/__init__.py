@@ -6,7 +6,7 @@ and one line of evidence, why the node could not be asked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 
@@ -20,10 +20,6 @@ class TransportFailure:
     exit_code: Optional[int] = None
     seconds: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "evidence": self.evidence,
-                "exit_code": self.exit_code, "seconds": self.seconds}
-
 
 @dataclass
 class FactsRequest:
@@ -32,7 +28,6 @@ class FactsRequest:
     timeout: float = 10.0
     connect: Optional[dict[str, Any]] = None  # {"host", "port", "timeout"} for facts.gather
     import_torch: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def params(self, collected_by: str) -> dict[str, Any]:
         # Budget the node's own work a little under our deadline, so a slow node still answers.

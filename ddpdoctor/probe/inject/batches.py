@@ -98,15 +98,18 @@ def install(steps_per_epoch: int) -> None:
         if state.limit and state.index >= state.limit:
             _end_epoch(state, truncated=True)
             raise StopIteration
+        waited = time.time()
         try:
             batch = original_next(self)
         except StopIteration:
             _end_epoch(state, truncated=False)
             raise
+        rec = recorder.get()
+        rec.add_phase("data", time.time() - waited)
         try:
             samples = fingerprint.sample_fingerprints(batch)
             if samples is not None:
-                rec = recorder.get()
+                rec.samples += len(samples)
                 rec.write(tm.Batch(time.time(), state.loader_id, state.epoch, state.index,
                                    rec.step, samples, fingerprint.batch_fingerprint(samples)))
         except Exception as exc:  # noqa: BLE001

@@ -55,11 +55,21 @@ class DDPState:
         self.layouts: dict[int, int] = {}
         self.site_iteration = -2
         self.site: Optional[tm.Site] = None
+        # Wall-clock marks of the current iteration, for the step's phases (DDP601/604).
+        self.forward_start = self.forward_end = 0.0
+        self.last_grad = 0.0  # the last local gradient became ready: backward compute done
+        self.last_bucket_end = 0.0  # the last bucket's all-reduce completed
 
     def flush_grads(self) -> None:
         if not self.used:
             return
         rec = recorder.get()
+        if self.last_grad > self.forward_end > 0:
+            rec.add_phase("backward", self.last_grad - self.forward_end)
+            if self.last_bucket_end > self.last_grad:
+                # Communication still running after the last gradient was computed: the share
+                # of the all-reduce that backward did not hide.
+                rec.add_phase("comm_exposed", self.last_bucket_end - self.last_grad)
         unused = [n for n in self.names if n not in self.used]
         rec.write(tm.Grads(time.time(), self.id, self.iteration, rec.step, unused, len(self.used)))
         self.used = set()
@@ -120,6 +130,7 @@ class DDPState:
             rec.write(tm.CollectiveDone(end, state.group_name, seq))
             rec.write(tm.BucketTiming(end, state.id, index, nbytes, start, end, step, iteration,
                                       is_last, hook_name))
+            state.last_bucket_end = end
             if is_last:
                 state.allreduce_rounds += 1
             value = fut.value()
@@ -239,9 +250,16 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
         if module.training and torch.is_grad_enabled():
             state.flush_grads()
             state.iteration += 1
+        state.forward_start = time.time()
+
+    def after_forward(module: DDP, args: Any, output: Any) -> None:
+        state.forward_end = time.time()
+        recorder.get().add_phase("forward", state.forward_end - state.forward_start)
 
     model.register_forward_pre_hook(before_forward)
+    model.register_forward_hook(after_forward)
 
 
 def _mark_used(state: DDPState, name: str, _param: torch.Tensor) -> None:
     state.used.add(name)
+    state.last_grad = time.time()

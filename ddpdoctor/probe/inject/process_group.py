@@ -6,6 +6,7 @@ import datetime
 import functools
 import inspect
 import time
+from typing import Callable
 
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
@@ -14,7 +15,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.inject import groups, recorder
 
 
-def install(pg_timeout_s: float) -> None:
+def install(pg_timeout_s: float, on_rank_known: Callable[[int, int], None]) -> None:
     original_init = c10d.init_process_group
     init_signature = inspect.signature(original_init)
     limit = datetime.timedelta(seconds=pg_timeout_s)
@@ -34,6 +35,8 @@ def install(pg_timeout_s: float) -> None:
         given = arguments.get("timeout")
         arguments["timeout"] = limit if given is None or given > limit else given
         result = original_init(*bound.args, **bound.kwargs)
+        on_rank_known(dist.get_rank(), dist.get_world_size())
+        rec = recorder.get()
         rec.write(tm.Init(time.time(), dist.get_backend(), dist.get_world_size(),
                           dist.get_rank(), arguments["timeout"].total_seconds()))
         if groups.detail_on_gloo():

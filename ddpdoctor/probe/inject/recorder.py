@@ -72,20 +72,53 @@ class Recorder:
 
     O_APPEND and one write per line keep lines whole across threads (gloo's callback thread
     writes bucket timings) and across a SIGKILL at any moment.
+
+    A recorder made without a path is pending: a process started by the script itself (mp.spawn)
+    learns its rank only from init_process_group, so it keeps its records in memory until
+    `bind` names its file.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: Optional[str]) -> None:
         self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) if path else -1
+        self.buffer: list[bytes] = []
         self.step = 0  # optimizer steps completed by this rank
+        # Seconds spent per phase since the previous optimizer step (steps.py writes and resets).
+        self.phases: dict[str, float] = {}
+        self.samples = 0  # samples the loaders yielded since the previous step
         self.lock = threading.Lock()
         self._noted: set[str] = set()
 
-    def write(self, record: Any) -> None:
+    @property
+    def pending(self) -> bool:
+        return self.fd < 0
+
+    def bind(self, path: str) -> None:
+        """Give a pending recorder its file and write what it kept so far."""
+        if not self.pending:
+            return
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.path = path
+        buffered, self.buffer = self.buffer, []
+        for line in buffered:
+            self._emit(line)
+
+    def _emit(self, line: bytes) -> None:
         try:
-            os.write(self.fd, tm.encode(record))
+            os.write(self.fd, line)
         except OSError:
             pass  # a full disk must not kill the user's job
+
+    def write(self, record: Any) -> None:
+        line = tm.encode(record)
+        if self.fd < 0:
+            if len(self.buffer) < 10000:
+                self.buffer.append(line)
+            return
+        self._emit(line)
+
+    def add_phase(self, name: str, seconds: float) -> None:
+        self.phases[name] = self.phases.get(name, 0.0) + seconds
 
     def note_once(self, key: str, text: str) -> None:
         """Say once per rank that an instrument could not do its job."""
@@ -105,3 +138,14 @@ def get() -> Recorder:
 def set_recorder(recorder: Recorder) -> None:
     global _recorder
     _recorder = recorder
+
+
+def _fresh_after_fork() -> None:
+    # A forked child (a DataLoader worker, or a rank started with fork) is not the process its
+    # parent was: it starts pending, and becomes a rank only if it calls init_process_group.
+    global _recorder
+    if _recorder is not None:
+        _recorder = Recorder(None)
+
+
+os.register_at_fork(after_in_child=_fresh_after_fork)

@@ -11,12 +11,26 @@ import sys
 import time
 from typing import Any
 
-from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                   register_optimizer_step_pre_hook)
 
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.inject import ddp, recorder
 
 _counts: dict[int, int] = {}
+_marks = {"step_start": 0.0, "previous_end": 0.0}
+
+
+def record_crash(exc: BaseException) -> None:
+    """The exception escaping the user's code in this process, scrubbed of secrets."""
+    import traceback
+
+    from ddpdoctor import redact
+
+    rec = recorder.get()
+    text = redact.scrub("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    rec.write(tm.Crash(time.time(), type(exc).__name__, redact.scrub(str(exc))[:4000],
+                       text[-20000:], recorder.site_of_traceback(exc.__traceback__), rec.step))
 
 
 def finish(reason: str) -> None:
@@ -32,8 +46,14 @@ def finish(reason: str) -> None:
 
 
 def install(max_steps: int) -> None:
+    def before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        _marks["step_start"] = time.time()
+
     def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         rec = recorder.get()
+        now = time.time()
+        if _marks["step_start"]:
+            rec.add_phase("optimizer", now - _marks["step_start"])
         _counts[id(optimizer)] = _counts.get(id(optimizer), 0) + 1
         step = max(_counts.values())
         if step == rec.step:
@@ -45,7 +65,13 @@ def install(max_steps: int) -> None:
             b, r = state.take_counts()
             backward_iterations += b
             rounds += r
-        rec.write(tm.Step(time.time(), step, backward_iterations, rounds))
+        phases = {k: round(v, 6) for k, v in rec.phases.items()}
+        if _marks["previous_end"]:
+            phases["step"] = round(now - _marks["previous_end"], 6)
+        phases["samples"] = rec.samples
+        _marks["previous_end"] = now
+        rec.phases, rec.samples = {}, 0
+        rec.write(tm.Step(now, step, backward_iterations, rounds, phases))
         if max_steps and step >= max_steps:
             finish("max_steps")
             sys.stdout.flush()
@@ -54,4 +80,5 @@ def install(max_steps: int) -> None:
             # Interpreter teardown could block in gloo or in DataLoader workers; _exit cannot.
             os._exit(0)
 
+    register_optimizer_step_pre_hook(before_step)
     register_optimizer_step_post_hook(after_step)

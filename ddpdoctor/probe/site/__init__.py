@@ -1,0 +1,1 @@
+"""Holds the sitecustomize that --launcher none puts on PYTHONPATH (not imported as a package)."""
