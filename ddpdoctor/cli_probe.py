@@ -28,6 +28,7 @@ def probe_command(
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds before the whole probe is ended."),
     launcher: str = typer.Option("auto", "--launcher", metavar="auto|torchrun|none", help="How ranks start: torchrun, or none for scripts that start their own (mp.spawn). auto decides from the source."),
     run_dir: Optional[str] = typer.Option(None, "--run-dir", help="Where telemetry and the report go (default ./ddpdoctor-runs/...)."),
+    cpu: bool = typer.Option(False, "--cpu/--no-cpu", help="Run a script written for CUDA and NCCL on the CPU with gloo, unchanged (CI runners without a GPU); the report lists what was remapped."),
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
     github: bool = GithubOpt,
@@ -44,7 +45,8 @@ def probe_command(
         script=script, args=list(args or []), module=module, nproc_per_node=nproc_per_node,
         nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, master_addr=master_addr,
         master_port=master_port, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
-        stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher)
+        stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,
+        cpu=cpu)
     outputs = _outputs(json_path, junit_path, github, verbose, quiet)
     report = probe(options, severity, codes)
     return _finish(report, outputs)

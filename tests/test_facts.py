@@ -75,12 +75,12 @@ def listener():
     sock.close()
 
 
-def test_connect_probe_ok(listener):
+def test_rendezvous_connect_ok(listener):
     result = probe_connect("127.0.0.1", listener.getsockname()[1], 2.0)
     assert result.status == "ok" and result.address == "127.0.0.1"
 
 
-def test_connect_probe_refused():
+def test_rendezvous_connect_refused():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, not listening: the kernel refuses connections
@@ -88,7 +88,7 @@ def test_connect_probe_refused():
     assert result.status == "refused" and "refused" in result.detail.lower()
 
 
-def test_connect_probe_timeout_when_packets_are_dropped():
+def test_rendezvous_connect_timeout_when_packets_are_dropped():
     # A listener that never accepts, with its backlog full: the kernel drops further SYNs, which
     # is what a filtering firewall looks like from the client.
     server = socket.socket()
@@ -114,7 +114,7 @@ def test_connect_probe_timeout_when_packets_are_dropped():
         server.close()
 
 
-def test_connect_probe_unresolvable():
+def test_rendezvous_connect_unresolvable():
     assert probe_connect("no-such-host.invalid", 29500, 2.0).status == "unresolvable"
 
 

@@ -72,7 +72,8 @@ def unique_hosts(cluster: ClusterFacts) -> list[Problem] | Skipped:
         if len({v for v in values.values() if v is not None}) > 1:
             problems.append(Problem(
                 message=f"{variable} differs between nodes: {describe_groups(values)}",
-                hint=f"set {variable} once, by the launcher (torchrun --{variable.lower().replace('_', '-')}), not in per-node shell profiles",
+                hint=(f"set {variable} once, by the launcher (torchrun --{variable.lower().replace('_', '-')}), "
+                      "not in per-node shell profiles"),
                 hosts=[h for h, v in values.items() if v is not None],
                 evidence={variable: values},
             ))

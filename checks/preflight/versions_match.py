@@ -8,10 +8,14 @@ from ddpdoctor.registry import Skipped, check
 
 # field, label, how bad a difference is, fix
 _FIELDS = (
-    ("torch", "torch", Severity.ERROR, "install the same torch on every node, e.g. `pip install torch=={v}`"),
-    ("torch_cuda", "torch's CUDA", Severity.ERROR, "install torch built for the same CUDA everywhere (the +cuXXX suffix)"),
-    ("nccl", "NCCL", Severity.ERROR, "install the same NCCL everywhere (same torch wheel, or `pip install nvidia-nccl-cu12=={v}`)"),
-    ("driver", "NVIDIA driver", Severity.WARNING, "update the NVIDIA driver to one version on every node ({v})"),
+    ("torch", "torch", Severity.ERROR,
+     "install the same torch on every node, e.g. `pip install torch=={v}`"),
+    ("torch_cuda", "torch's CUDA", Severity.ERROR,
+     "install torch built for the same CUDA everywhere (the +cuXXX suffix)"),
+    ("nccl", "NCCL", Severity.ERROR,
+     "install the same NCCL everywhere (same torch wheel, or `pip install nvidia-nccl-cu12=={v}`)"),
+    ("driver", "NVIDIA driver", Severity.WARNING,
+     "update the NVIDIA driver to one version on every node ({v})"),
 )
 
 

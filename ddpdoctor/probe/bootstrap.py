@@ -76,6 +76,12 @@ def install_instruments(config) -> None:
         ("torch.save and DataParallel", usage.install),
         ("spawned ranks", spawned.install),
     ]
+    if config.cpu:
+        # First, so that the instruments above wrap it: they record what the script asked for
+        # (backend 'nccl', DDP's device_ids) while torch receives the CPU version.
+        from ddpdoctor.probe.inject import cpu_shim
+
+        installers.insert(0, ("--cpu", cpu_shim.install))
     for name, install in installers:
         try:
             install()
@@ -141,13 +147,18 @@ def main() -> None:
         recorder.set_recorder(rec)
     install_instruments(config)
 
+    clean = False
     try:
         _run_target(target, as_module, args)
+        clean = True
     except SystemExit as exc:
         if exc.code not in (None, 0):
             steps.record_crash(exc)
+        else:
+            clean = True
         steps.finish("script_exit")
-        raise
+        if not clean:
+            raise
     except BaseException as exc:
         steps.record_crash(exc)
         steps.finish("crash")
@@ -161,6 +172,8 @@ def main() -> None:
             # children ended, as mp.spawn reports it) beside the ranks' files.
             rec.bind(os.path.join(config.run_dir, "main.jsonl"))
         dump.flush()
+    if clean:
+        steps.exit_now(0)
 
 
 if __name__ == "__main__":

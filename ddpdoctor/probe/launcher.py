@@ -94,6 +94,7 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
         rank_config.ENV_PG_TIMEOUT: str(pg_timeout_s),
         rank_config.ENV_CHECKED_BUCKET_ITERATIONS: str(options.checked_bucket_iterations),
         rank_config.ENV_LAUNCHER: launcher,
+        rank_config.ENV_CPU: "1" if options.cpu else "0",
         # DETAIL checks every collective's op, shape and dtype across ranks before it runs; the
         # C++ log level makes it (and DDP's unused-parameter names) speak.
         "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
@@ -184,9 +185,14 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
 
 
 def _is_stalled(taken: list) -> bool:
+    """No progress, and the stacks say waiting rather than working: a rank blocked inside
+    torch.distributed, or every rank idle. A rank busy in Python (importing, preprocessing on a
+    loaded machine) is slow, not stuck."""
     if not taken:
         return True  # nothing to look at, and nothing moved: treat as stuck
-    if any(stacks.in_torch_distributed(s) for s in taken):
+    if any(stacks.importing(s) and s.idle is not True for s in taken):
+        return False
+    if any(stacks.in_torch_distributed(s) and s.idle is not False for s in taken):
         return True
     return all(s.idle is not False for s in taken)
 

@@ -27,6 +27,7 @@ class ProbeOptions:
     timeout_s: float = 300.0
     run_dir: Optional[str] = None
     checked_bucket_iterations: int = 3
+    cpu: bool = False  # run a CUDA/NCCL script on the CPU with gloo (inject/cpu_shim.py)
     launcher: str = "auto"  # auto | torchrun | none
 
     def validate(self) -> None:

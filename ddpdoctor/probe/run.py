@@ -62,7 +62,7 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
         stall_timeout_s=options.stall_timeout_s, pg_timeout_s=pg_timeout,
         timeout_s=options.timeout_s, backend=backend, launcher=launcher_name,
         launcher_reason=launcher_reason,
-        started=time.time(), module=options.module)
+        started=time.time(), module=options.module, cpu=options.cpu)
     write_atomic(run_dir / META_FILE, json.dumps(asdict(meta), indent=2) + "\n", mode=0o600)
     outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy,
                                launcher=launcher_name)

@@ -77,7 +77,8 @@ _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 def _without_own_frames(frames: list[Frame]) -> list[Frame]:
     """Drop ddpdoctor's own frames (the bootstrap, the collective wrappers): the user should
     see torch's all_reduce called from train.py, not our wrapper in between."""
-    return [f for f in frames if not os.path.abspath(f.file).startswith(_OWN_DIR)]
+    return [f for f in frames if not os.path.abspath(f.file).startswith(_OWN_DIR)
+            and not f.file.startswith("<frozen runpy>")]
 
 
 def _main_thread(threads: list) -> Optional[dict]:
@@ -159,6 +160,10 @@ def capture(run_dir: str, ranks: dict[int, psutil.Process], use_pyspy: bool = Tr
         note = (f"{reason}; stacks of rank(s) {', '.join(map(str, sorted(missing)))} come from "
                 "faulthandler (SIGUSR1), which cannot tell idle from running")
     return [results[r] for r in sorted(results)], note
+
+
+def importing(stack: RankStack) -> bool:
+    return any(f.file.startswith("<frozen importlib") for f in stack.frames)
 
 
 def in_torch_distributed(stack: RankStack) -> bool:

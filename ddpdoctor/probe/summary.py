@@ -18,6 +18,16 @@ OUTCOME_WORDS = {
 }
 
 
+# What a CPU-only torch says when a script reaches for CUDA or NCCL.
+GPU_ONLY = ("NCCL built in", "not compiled with CUDA", "no attribute '_cuda_",
+            "accelerator device when none is available", "No CUDA GPUs are available",
+            "Found no NVIDIA driver")
+
+
+def _needs_gpu(run: RankRun) -> bool:
+    return run.crash is not None and any(marker in run.crash.message for marker in GPU_ONLY)
+
+
 def _last_event(run: RankRun) -> str:
     if run.crash:
         site = f" at {run.crash.site}" if run.crash.site else ""
@@ -59,7 +69,8 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
     wall = f" in {outcome.wall_s:.1f} s" if outcome else ""
     steps = max((r.steps for r in model.ranks.values()), default=0)
     header = (f"{meta.script} {' '.join(meta.args)}".rstrip()
-              + f": {model.world_size} rank(s) on {meta.nnodes} node(s), {meta.backend}, "
+              + f": {model.world_size} rank(s) on {meta.nnodes} node(s), {meta.backend}"
+              f"{' (--cpu)' if meta.cpu else ''}, "
               f"{'launched by the script, ' if meta.launcher == 'none' else ''}"
               f"{steps}/{meta.max_steps or '∞'} steps; {state}{wall}")
     notes = [meta.launcher_reason] if meta.launcher_reason and meta.launcher != "torchrun" else []
@@ -75,7 +86,11 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         for note in run.of(tm.Note):
             if note.text not in seen:
                 seen.add(note.text)
-                notes.append(f"rank {run.rank}: {note.text}")
+                # A --cpu remap is the script's, not one rank's: every rank hits it alike.
+                notes.append(note.text if note.text.startswith("--cpu: ") else f"rank {run.rank}: {note.text}")
+    if not meta.cpu and any(_needs_gpu(run) for run in model.ranks.values()):
+        notes.append("the script needs CUDA or NCCL, which this machine lacks: "
+                     f"`ddpdoctor probe --cpu {meta.script}` runs it on the CPU with gloo, unchanged")
     missing = sorted(set(range(model.world_size)) - set(model.ranks)) if meta.nnodes == 1 else []
     if missing:
         notes.append(f"no telemetry from rank(s) {', '.join(map(str, missing))}: they never started the bootstrap")
@@ -85,7 +100,8 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         "wall_s": round(outcome.wall_s, 3) if outcome else None,
         "outcome": outcome.status if outcome else None,
         "steps": steps,
-        "world_size": meta.world_size,
+        "world_size": model.world_size,
+        "launcher": meta.launcher,
         "stall_timeout_s": outcome.stall_timeout_s if outcome else None,
     }
     tool_error = None

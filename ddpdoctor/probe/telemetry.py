@@ -126,6 +126,9 @@ class Batch:
     step: int
     samples: list[str]  # one 16-hex-digit fingerprint per sample, in batch order
     fingerprint: str  # of the whole batch (order-sensitive)
+    # Dataset indices of the samples (map-style loaders): exact where random augmentation makes
+    # the fingerprints of the same sample differ. None where unknown.
+    indices: Optional[list[int]] = None
 
 
 @dataclass
@@ -285,7 +288,7 @@ class End:
 
     kind = "end"
     t: float
-    reason: str  # "max_steps" | "script_exit"
+    reason: str  # "max_steps" | "script_exit" | "crash"
     step: int
 
 

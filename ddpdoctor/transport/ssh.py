@@ -88,8 +88,8 @@ def facts_over_ssh(host: str, request: FactsRequest, opts: SshOptions) -> NodeFa
     return classify(host, done.returncode, stderr, opts, done.seconds)
 
 
-# (kind, pattern in ssh's or the shell's stderr), first match wins; order matters: a changed
-# host key also prints "Host key verification failed".
+# (kind, pattern in ssh's or the shell's stderr), first match wins. Host keys come first: the
+# changed-key banner is many lines long and would otherwise match later, vaguer patterns.
 _PATTERNS = [
     ("host-key", r"REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed|"
                  r"No \S+ host key is known|host key for .* has changed"),

@@ -7,6 +7,7 @@ of batches the rank would have had is recorded before the cut.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import time
@@ -22,10 +23,19 @@ _ids = itertools.count()
 
 
 class _EpochState:
-    __slots__ = ("loader_id", "epoch", "index", "limit", "ended")
+    __slots__ = ("loader_id", "epoch", "index", "limit", "ended", "with_indices")
 
-    def __init__(self, loader_id: int, epoch: int, limit: int) -> None:
+    def __init__(self, loader_id: int, epoch: int, limit: int, with_indices: bool) -> None:
         self.loader_id, self.epoch, self.index, self.limit, self.ended = loader_id, epoch, 0, limit, False
+        self.with_indices = with_indices
+
+
+def _as_indices(index: Any) -> Optional[list[int]]:
+    if isinstance(index, int):
+        return [index]
+    if isinstance(index, (list, tuple)) and index and all(isinstance(i, int) for i in index[:4096]):
+        return list(index)
+    return None
 
 
 def _sampler_of(loader: DataLoader) -> Any:
@@ -73,6 +83,18 @@ def _record_epoch(loader: DataLoader, loader_id: int, epoch: int) -> None:
 def install(steps_per_epoch: int) -> None:
     original_iter = DataLoader.__iter__
     original_next = _BaseDataLoaderIter.__next__
+    original_next_index = _BaseDataLoaderIter._next_index
+
+    @functools.wraps(original_next_index)
+    def _next_index(self: _BaseDataLoaderIter) -> Any:
+        # Indices are drawn in batch order (also when workers prefetch, with in-order delivery),
+        # so a FIFO beside the iterator pairs each batch with its indices.
+        index = original_next_index(self)
+        queue = self.__dict__.get("_ddpdoctor_indices")
+        if queue is None:
+            queue = self.__dict__["_ddpdoctor_indices"] = collections.deque(maxlen=4096)
+        queue.append(index)
+        return index
 
     @functools.wraps(original_iter)
     def __iter__(self: DataLoader) -> Any:
@@ -84,8 +106,12 @@ def install(steps_per_epoch: int) -> None:
             epoch = fields["_ddpdoctor_epochs"] = fields.get("_ddpdoctor_epochs", -1) + 1
             _record_epoch(self, fields["_ddpdoctor_id"], epoch)
             if isinstance(iterator, _BaseDataLoaderIter):
-                iterator.__dict__["_ddpdoctor"] = _EpochState(fields["_ddpdoctor_id"], epoch,
-                                                              steps_per_epoch)
+                # A persistent iterator is reset with batches of the last epoch in flight: its
+                # index queue cannot be trusted, so its batches go without indices.
+                ordered = getattr(self, "in_order", True) is not False
+                iterator.__dict__["_ddpdoctor"] = _EpochState(
+                    fields["_ddpdoctor_id"], epoch, steps_per_epoch,
+                    with_indices=ordered and not self.persistent_workers)
         except Exception as exc:  # noqa: BLE001 - never break the user's data pipeline
             recorder.get().note_once("loader", f"DataLoader instrument failed: {exc!r}")
         return iterator
@@ -106,12 +132,18 @@ def install(steps_per_epoch: int) -> None:
             raise
         rec = recorder.get()
         rec.add_phase("data", time.time() - waited)
+        queue = self.__dict__.get("_ddpdoctor_indices")
+        index = queue.popleft() if queue else None
         try:
             samples = fingerprint.sample_fingerprints(batch)
             if samples is not None:
                 rec.samples += len(samples)
+                indices = _as_indices(index) if state.with_indices else None
+                if indices is not None and len(indices) != len(samples):
+                    indices = None
                 rec.write(tm.Batch(time.time(), state.loader_id, state.epoch, state.index,
-                                   rec.step, samples, fingerprint.batch_fingerprint(samples)))
+                                   rec.step, samples, fingerprint.batch_fingerprint(samples),
+                                   indices))
         except Exception as exc:  # noqa: BLE001
             recorder.get().note_once("batch", f"could not fingerprint a batch: {exc!r}")
         state.index += 1
@@ -119,6 +151,7 @@ def install(steps_per_epoch: int) -> None:
 
     DataLoader.__iter__ = __iter__
     _BaseDataLoaderIter.__next__ = __next__
+    _BaseDataLoaderIter._next_index = _next_index
 
 
 def _end_epoch(state: _EpochState, truncated: bool) -> None:

@@ -12,6 +12,7 @@ ENV_STEPS_PER_EPOCH = "DDPDOCTOR_STEPS_PER_EPOCH"
 ENV_PG_TIMEOUT = "DDPDOCTOR_PG_TIMEOUT"
 ENV_CHECKED_BUCKET_ITERATIONS = "DDPDOCTOR_CHECKED_BUCKET_ITERATIONS"
 ENV_LAUNCHER = "DDPDOCTOR_LAUNCHER"
+ENV_CPU = "DDPDOCTOR_CPU"  # "1": probe --cpu, run a CUDA/NCCL script on the CPU (cpu_shim.py)
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class RankConfig:
     # iterations, then through an unchecked twin so that timing is not distorted (see ddp.py).
     checked_bucket_iterations: int
     launcher: str
+    cpu: bool = False
 
     @classmethod
     def from_env(cls) -> "RankConfig":
@@ -37,4 +39,5 @@ class RankConfig:
             pg_timeout_s=float(env.get(ENV_PG_TIMEOUT, "60")),
             checked_bucket_iterations=int(env.get(ENV_CHECKED_BUCKET_ITERATIONS, "3")),
             launcher=env.get(ENV_LAUNCHER, "torchrun"),
+            cpu=env.get(ENV_CPU) == "1",
         )

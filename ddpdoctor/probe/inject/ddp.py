@@ -127,13 +127,13 @@ class DDPState:
         def finished(fut: torch.futures.Future) -> Any:
             # Runs on gloo's worker thread, within ~0.2 ms of completion (notes §1).
             end = time.time()
+            value = fut.value()  # raises if the all-reduce failed: then it is not "done"
             rec.write(tm.CollectiveDone(end, state.group_name, seq))
             rec.write(tm.BucketTiming(end, state.id, index, nbytes, start, end, step, iteration,
                                       is_last, hook_name))
             state.last_bucket_end = end
             if is_last:
                 state.allreduce_rounds += 1
-            value = fut.value()
             return value[0] if isinstance(value, list) else value
 
         return future.then(finished)

@@ -21,6 +21,20 @@ _counts: dict[int, int] = {}
 _marks = {"step_start": 0.0, "previous_end": 0.0}
 
 
+def _user_frames(tb):
+    """The traceback from the first frame outside ddpdoctor's bootstrap and runpy on: the user
+    should read their own traceback, as `python train.py` would have printed it."""
+    import ddpdoctor
+
+    own = os.path.dirname(ddpdoctor.__file__)
+    while tb is not None and tb.tb_next is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (name.startswith(own) or name.startswith("<frozen runpy>") or name.endswith("runpy.py")):
+            break
+        tb = tb.tb_next
+    return tb
+
+
 def record_crash(exc: BaseException) -> None:
     """The exception escaping the user's code in this process, scrubbed of secrets."""
     import traceback
@@ -28,7 +42,7 @@ def record_crash(exc: BaseException) -> None:
     from ddpdoctor import redact
 
     rec = recorder.get()
-    text = redact.scrub("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    text = redact.scrub("".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__))))
     rec.write(tm.Crash(time.time(), type(exc).__name__, redact.scrub(str(exc))[:4000],
                        text[-20000:], recorder.site_of_traceback(exc.__traceback__), rec.step))
 
@@ -43,6 +57,23 @@ def finish(reason: str) -> None:
         except Exception as exc:  # noqa: BLE001 - a report without fingerprints beats none
             rec.note_once("params", f"could not fingerprint parameters: {exc!r}")
     rec.write(tm.End(time.time(), reason, rec.step))
+
+
+def exit_now(code: int = 0) -> None:
+    """Leave the process without interpreter finalization, after the user's atexit handlers.
+
+    Finalization races gloo: its worker thread can free the last work object while Python shuts
+    down, which aborts the process ("terminate called without an active exception", ~1 run in
+    20 after a script that returned cleanly). The user's script is done by then; nothing of
+    theirs is skipped but finalization itself."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def install(max_steps: int) -> None:
@@ -74,11 +105,9 @@ def install(max_steps: int) -> None:
         rec.write(tm.Step(now, step, backward_iterations, rounds, phases))
         if max_steps and step >= max_steps:
             finish("max_steps")
-            sys.stdout.flush()
-            sys.stderr.flush()
             # Leave now: every rank is past the same step, with no collective outstanding.
             # Interpreter teardown could block in gloo or in DataLoader workers; _exit cannot.
-            os._exit(0)
+            exit_now(0)
 
     register_optimizer_step_pre_hook(before_step)
     register_optimizer_step_post_hook(after_step)
