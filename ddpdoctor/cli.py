@@ -19,6 +19,7 @@ except ImportError:  # older typer uses click itself
 from rich.console import Console
 from rich.markup import escape
 
+from ddpdoctor.config import CommandDefaults
 from ddpdoctor.errors import ToolFailure, UsageError
 from ddpdoctor.findings import EXIT_TOOL, EXIT_USAGE, Severity, parse_codes
 from ddpdoctor.registry import all_checks, get_check, validate_codes
@@ -98,7 +99,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     _register_commands()
     err = Console(file=sys.stderr, highlight=False)
     try:
-        code = app(args=argv, prog_name="ddpdoctor", standalone_mode=False)
+        # [tool.ddpdoctor] in pyproject.toml gives the defaults; a flag given wins (config.py).
+        code = app(args=argv, prog_name="ddpdoctor", standalone_mode=False,
+                   default_map=CommandDefaults())
     except click_exceptions.NoArgsIsHelpError as exc:
         sys.stdout.write(exc.ctx.get_help() + "\n")
         code = EXIT_USAGE

@@ -1,23 +1,27 @@
 """Project settings from `[tool.ddpdoctor]` in pyproject.toml: defaults that flags override.
 
-    [tool.ddpdoctor]              # every command
+    [tool.ddpdoctor]              # every command that has the flag
     fail-on = "warning"
     ignore = ["DDP602"]
-
-    [tool.ddpdoctor.probe]        # `ddpdoctor probe`
-    nproc-per-node = 2
-    max-steps = 30
     cpu = true
+
+    [tool.ddpdoctor.probe]        # `ddpdoctor probe` only
+    max-steps = 30
+    timeout = 600
 
     [tool.ddpdoctor.preflight]    # `ddpdoctor preflight`
     nodes = "hosts.txt"
     timeout = 5
 
-Keys are the commands' flags without the dashes, and mean the same; a command's table wins over
-the shared one, a flag on the command line wins over both. The file is the nearest
-pyproject.toml, from the working directory up, that has a [tool.ddpdoctor] table (as ruff finds
-its own). Paths in it are relative to its directory. An unknown key or a value of the wrong type
-is bad input: one line naming the file and the key, exit 2.
+Keys are the commands' flags without the leading dashes, and mean the same. A key in
+[tool.ddpdoctor] applies to every command that has the flag (`timeout`, which means something
+else for each, must go in a command's table); a command's table wins over it, and a flag given
+on the command line wins over both.
+
+The file is the nearest pyproject.toml, from the working directory up, that has a
+[tool.ddpdoctor] table (as ruff finds its own); paths in it are relative to its directory. An
+unknown key or a value of the wrong type is bad input: one line naming the file and the key,
+exit 2.
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ from typing import Any, Optional
 from ddpdoctor.errors import UsageError
 
 FILE = "pyproject.toml"
-COMMANDS = ("probe", "preflight")
+COMMANDS = ("probe", "preflight", "report")
 
 # key -> type: int, float, bool, str, "path" (relative to the file), "codes" (a list of check
 # codes, or one string "DDP601,DDP602"), or a tuple of the allowed strings.
 SEVERITIES = ("error", "warning", "info")
 SHARED: dict[str, Any] = {"fail-on": SEVERITIES, "ignore": "codes"}
+# Keys with one meaning per command, which [tool.ddpdoctor] itself cannot hold.
+AMBIGUOUS = {"timeout"}  # probe: the whole job; preflight: each node
 KEYS: dict[str, dict[str, Any]] = {
     "probe": {
         **SHARED, "nproc-per-node": int, "nnodes": int, "max-steps": int, "steps-per-epoch": int,
@@ -47,6 +53,7 @@ KEYS: dict[str, dict[str, Any]] = {
         "master-port": int, "backend": ("auto", "nccl", "gloo"), "via": ("auto", "local", "ssh"),
         "ssh-user": str, "ssh-port": int, "remote-python": str, "timeout": float, "fanout": int,
     },
+    "report": dict(SHARED),  # re-judging a probe's run dir gates like the probe did
 }
 
 
@@ -88,23 +95,26 @@ def load(start: Optional[Path] = None) -> Config:
     if found is None:
         return Config()
     path, table = found
-    shared = {k: v for k, v in table.items() if k not in COMMANDS}
+    top = {k: v for k, v in table.items() if k not in COMMANDS}
+    for key in top:
+        if key in AMBIGUOUS:
+            raise UsageError(f"{path}: [tool.ddpdoctor] {key} means something else for each "
+                             "command: put it under [tool.ddpdoctor.probe] or [tool.ddpdoctor.preflight]")
+        if not any(key in KEYS[c] for c in COMMANDS):
+            raise _unknown(path, "tool.ddpdoctor", key, {k for c in COMMANDS for k in KEYS[c]} - AMBIGUOUS)
     commands = {}
     for command in COMMANDS:
         section = table.get(command, {})
         if not isinstance(section, dict):
-            raise UsageError(f"{path}: [tool.ddpdoctor] {command} must be a table ([tool.ddpdoctor.{command}])")
-        settings = {}
-        for key, value in shared.items():
-            if key not in SHARED:
-                raise UsageError(_unknown(path, "tool.ddpdoctor", key))
-            settings[key] = value
-        for key, value in section.items():
+            raise UsageError(f"{path}: {command} in [tool.ddpdoctor] must be a table "
+                             f"([tool.ddpdoctor.{command}])")
+        for key in section:
             if key not in KEYS[command]:
-                raise UsageError(_unknown(path, f"tool.ddpdoctor.{command}", key))
-            settings[key] = value
-        commands[command] = {key.replace("-", "_"): _check(path, command, key, value)
-                             for key, value in settings.items()}
+                raise _unknown(path, f"tool.ddpdoctor.{command}", key, set(KEYS[command]))
+        settings = {f"[tool.ddpdoctor] {k}": (k, v) for k, v in top.items() if k in KEYS[command]}
+        settings.update({f"[tool.ddpdoctor.{command}] {k}": (k, v) for k, v in section.items()})
+        commands[command] = {key.replace("-", "_"): _check(f"{path}: {where}", KEYS[command][key], value, path)
+                             for where, (key, value) in settings.items()}
     return Config(path, commands)
 
 
@@ -137,21 +147,15 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
 
 
-def _unknown(path: Path, table: str, key: str) -> str:
-    known = sorted({k for keys in KEYS.values() for k in keys} if table == "tool.ddpdoctor" else
-                   KEYS[table.rsplit(".", 1)[1]])
-    if table == "tool.ddpdoctor" and key.replace("_", "-") in known:
-        where = [c for c in COMMANDS if key.replace("_", "-") in KEYS[c]]
-        return (f"{path}: [{table}] {key}: put it under [tool.ddpdoctor.{where[0]}]"
-                if key not in SHARED else "")
-    hint = " (keys are spelled with dashes)" if "_" in key and key.replace("_", "-") in known else ""
-    return f"{path}: [{table}] unknown key {key!r}{hint}; known: {', '.join(known)}"
+def _unknown(path: Path, table: str, key: str, known: set[str]) -> UsageError:
+    dashed = key.replace("_", "-")
+    if dashed != key and dashed in known:
+        return UsageError(f"{path}: [{table}] {key}: keys are spelled like the flags, {dashed!r}")
+    return UsageError(f"{path}: [{table}] unknown key {key!r}; known: {', '.join(sorted(known))}")
 
 
-def _check(path: Path, command: str, key: str, value: Any) -> Any:
+def _check(where: str, kind: Any, value: Any, path: Path) -> Any:
     """The value as the command's parameter takes it, or a UsageError naming file and key."""
-    kind = KEYS[command][key]
-    where = f"{path}: [tool.ddpdoctor.{command}] {key}" if key not in SHARED else f"{path}: {key}"
 
     def wrong(expected: str) -> UsageError:
         return UsageError(f"{where} must be {expected} (got {value!r})")
@@ -177,9 +181,13 @@ def _check(path: Path, command: str, key: str, value: Any) -> Any:
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise wrong('a list of check codes like ["DDP602"]')
+        from ddpdoctor.findings import parse_codes
+        from ddpdoctor.registry import all_checks
+
+        unknown = sorted(parse_codes(value) - {spec.code for spec in all_checks()})
+        if unknown:
+            raise UsageError(f"{where}: unknown check code(s) {', '.join(unknown)}")
         return list(value)
-    if isinstance(kind, tuple):
-        if not isinstance(value, str) or value.strip().lower() not in kind:
-            raise wrong("one of " + ", ".join(repr(k) for k in kind))
-        return value.strip().lower()
-    raise AssertionError(f"no type for {key}")  # a KEYS entry without a known kind
+    if not isinstance(value, str) or value.strip().lower() not in kind:
+        raise wrong("one of " + ", ".join(repr(k) for k in kind))
+    return value.strip().lower()

@@ -216,3 +216,9 @@ def _local_node(here: NodeFacts | TransportFailure, request: FactsRequest) -> No
         c = request.connect
         connect = node_facts.probe_connect(c["host"], int(c["port"]), float(c["timeout"]))
     return dataclasses.replace(here, connect=connect)
+
+
+# `ddpdoctor.preflight(...)` is the Python API (api.py): this module, made callable.
+from ddpdoctor.api import callable_module  # noqa: E402
+
+callable_module(__name__, "preflight")
