@@ -234,11 +234,11 @@ def test_junit_and_github_outputs_of_a_failing_preflight(sshd, tmp_path):
     done = ddpdoctor("preflight", "--nodes", str(nodes), "--master-port", str(free_port()),
                      *sshd.ssh_flags(sys.executable), "--junit", str(junit), "--github", "-q")
     assert done.returncode == 1
-    assert f"::error title=DDP202 Hosts distinct%2C MASTER_ADDR/PORT agree::{REMOTES[0]} is listed 2 times" in done.stdout
+    assert f"::error title=DDP202 Duplicate hosts%2C or MASTER_ADDR/PORT differ::{REMOTES[0]} is listed 2 times" in done.stdout
     suite = ET.parse(junit).getroot()
     assert suite.get("name") == "ddpdoctor.preflight" and suite.get("failures") == "1"
     failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
-    assert failed == ["DDP202 Hosts distinct, MASTER_ADDR/PORT agree"]
+    assert failed == ["DDP202 Duplicate hosts, or MASTER_ADDR/PORT differ"]
 
 
 def test_facts_command_prints_json_that_preflight_can_load(tmp_path):

@@ -24,7 +24,7 @@ def sample_report(fail_on: Severity = Severity.ERROR) -> Report:
     return Report("probe", [
         CheckResult(error_spec, FAILED, [error]),
         CheckResult(warn_spec, WARNED, [warning]),
-        CheckResult(_spec("DDP101", "Every host resolves", Severity.ERROR), SKIPPED, reason="not a preflight"),
+        CheckResult(_spec("DDP101", "A host does not resolve", Severity.ERROR), SKIPPED, reason="not a preflight"),
         CheckResult(_spec("DDP404", "nn.DataParallel in use", Severity.WARNING), PASSED),
     ], fail_on=fail_on, header="train.py: 2 ranks")
 

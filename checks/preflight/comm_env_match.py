@@ -13,7 +13,7 @@ HARMLESS = {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "TORCH_HOME", 
             "TORCH_CUDA_ARCH_LIST", "TORCH_LOGS", "TORCH_SHOW_CPP_STACKTRACES", "TORCH_CPP_LOG_LEVEL"}
 
 
-@check("DDP206", "NCCL/TORCH/GLOO settings match across nodes", Severity.WARNING)
+@check("DDP206", "NCCL/TORCH/GLOO settings differ across nodes", Severity.WARNING)
 def comm_env_match(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

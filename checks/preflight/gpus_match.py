@@ -15,7 +15,7 @@ def _models(facts) -> str:
     return ", ".join(f"{n}x {name}" for name, n in sorted(Counter(facts.gpu_names).items()))
 
 
-@check("DDP205", "GPUs match across nodes", Severity.WARNING)
+@check("DDP205", "GPU model or count differs across nodes", Severity.WARNING)
 def gpus_match(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

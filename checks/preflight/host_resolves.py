@@ -7,7 +7,7 @@ from ddpdoctor.findings import Problem, Severity
 from ddpdoctor.registry import Skipped, check
 
 
-@check("DDP101", "Every host resolves", Severity.ERROR)
+@check("DDP101", "A host does not resolve", Severity.ERROR)
 def host_resolves(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

@@ -7,7 +7,7 @@ from ddpdoctor.findings import Problem, Severity
 from ddpdoctor.registry import Skipped, check
 
 
-@check("DDP102", "No loopback addresses in a multi-node job", Severity.ERROR)
+@check("DDP102", "A node resolves to loopback in a multi-node job", Severity.ERROR)
 def loopback_address(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

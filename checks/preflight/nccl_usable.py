@@ -7,7 +7,7 @@ from ddpdoctor.findings import Problem, Severity
 from ddpdoctor.registry import Skipped, check
 
 
-@check("DDP203", "NCCL usable on every node", Severity.ERROR)
+@check("DDP203", "NCCL unusable", Severity.ERROR)
 def nccl_usable(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

@@ -7,7 +7,7 @@ from ddpdoctor.findings import Problem, Severity
 from ddpdoctor.registry import Skipped, check
 
 
-@check("DDP104", "Rendezvous port free on the master", Severity.ERROR)
+@check("DDP104", "Rendezvous port already in use on the master", Severity.ERROR)
 def rendezvous_port_free(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

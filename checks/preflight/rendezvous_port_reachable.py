@@ -23,7 +23,7 @@ _FIX = {
 }
 
 
-@check("DDP103", "Rendezvous port reachable from every node", Severity.ERROR)
+@check("DDP103", "Rendezvous port unreachable from a node", Severity.ERROR)
 def rendezvous_port_reachable(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

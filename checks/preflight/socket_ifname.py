@@ -48,7 +48,7 @@ def _suggestion(cluster: ClusterFacts) -> str:
     return f"interfaces up on every node: {', '.join(sorted(common))}; e.g. NCCL_SOCKET_IFNAME={sorted(common)[0]}"
 
 
-@check("DDP106", "Socket interface settings match the nodes", Severity.ERROR)
+@check("DDP106", "Socket interface setting does not fit the nodes", Severity.ERROR)
 def socket_ifname(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

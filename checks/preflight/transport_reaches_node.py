@@ -19,7 +19,7 @@ _FIX = {
 }
 
 
-@check("DDP105", "Every node reachable (ssh)", Severity.ERROR)
+@check("DDP105", "A node cannot be reached (ssh)", Severity.ERROR)
 def transport_reaches_node(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

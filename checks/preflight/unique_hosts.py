@@ -10,7 +10,7 @@ from ddpdoctor.registry import Skipped, check
 _SAME_EVERYWHERE = ("MASTER_ADDR", "MASTER_PORT")
 
 
-@check("DDP202", "Hosts distinct, MASTER_ADDR/PORT agree", Severity.ERROR)
+@check("DDP202", "Duplicate hosts, or MASTER_ADDR/PORT differ", Severity.ERROR)
 def unique_hosts(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

@@ -44,7 +44,7 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-@check("DDP204", "Versions match across nodes", Severity.ERROR)
+@check("DDP204", "Versions differ across nodes", Severity.ERROR)
 def versions_match(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

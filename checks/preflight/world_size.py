@@ -15,7 +15,7 @@ def _sum_text(cluster: ClusterFacts) -> str:
     return " + ".join(str(p) for p in procs) + f" = {sum(procs)}"
 
 
-@check("DDP201", "World size adds up", Severity.ERROR)
+@check("DDP201", "World size does not add up", Severity.ERROR)
 def world_size(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:

@@ -74,10 +74,19 @@ def _pyspy(pid: int) -> tuple[Optional[list], str]:
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+def _short_library_path(path: str) -> str:
+    """.../site-packages/torch/distributed/x.py -> torch/distributed/x.py; user paths unchanged."""
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
 def _without_own_frames(frames: list[Frame]) -> list[Frame]:
     """Drop ddpdoctor's own frames (the bootstrap, the collective wrappers): the user should
     see torch's all_reduce called from train.py, not our wrapper in between."""
-    return [f for f in frames if not os.path.abspath(f.file).startswith(_OWN_DIR)
+    return [Frame(f.func, _short_library_path(f.file), f.line) for f in frames
+            if not os.path.abspath(f.file).startswith(_OWN_DIR)
             and not f.file.startswith("<frozen runpy>")]
 
 

@@ -204,6 +204,24 @@ class BucketLayout:
 
 
 @dataclass
+class BaselineTiming:
+    """Raw all-reduces of one bucket size on the DDP model's own group, timed after the last step.
+
+    The in-job baseline for bucket bandwidth (DDP602): the same bytes, the same group, the same
+    machine and network, nothing else running (inject/baseline.py). `times` are seconds per timed
+    all-reduce, from the call to its completion callback, as the bucket hook measures.
+    """
+
+    kind = "baseline"
+    t: float
+    ddp_id: int
+    nbytes: int
+    dtype: str
+    warmup: int  # untimed all-reduces before the timed ones
+    times: list[float]
+
+
+@dataclass
 class Grads:
     """After one backward through a DDP model: the parameters that got no local gradient."""
 
@@ -294,7 +312,7 @@ class End:
 
 RECORD_TYPES = {cls.kind: cls for cls in (
     Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone,
-    BucketTiming, BucketLayout, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End)}
+    BucketTiming, BucketLayout, BaselineTiming, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End)}
 
 
 def encode(record: Any) -> bytes:

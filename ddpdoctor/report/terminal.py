@@ -36,6 +36,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             tail = ", ".join(f"{n} {sev}{'s' if n > 1 else ''}" for sev, n in counts.items())
         elif result.reason:
             tail = f"{word}: {result.reason}"
+        elif result.status == PASSED:
+            tail = "none found"
         console.print(f"{mark} {result.spec.code} {escape(result.spec.title)}"
                       + (f"  [dim]{escape(tail)}[/]" if tail else ""))
 

@@ -56,6 +56,12 @@ def finish(reason: str) -> None:
             state.record_params()
         except Exception as exc:  # noqa: BLE001 - a report without fingerprints beats none
             rec.note_once("params", f"could not fingerprint parameters: {exc!r}")
+    if reason == "max_steps":
+        # Every rank is past the same step with no collective outstanding: the one moment an
+        # extra collective is safe (DDP602's in-job bandwidth baseline).
+        from ddpdoctor.probe.inject import baseline
+
+        baseline.measure(ddp.all_states())
     rec.write(tm.End(time.time(), reason, rec.step))
 
 
