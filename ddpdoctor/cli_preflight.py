@@ -22,13 +22,15 @@ def preflight_command(
     master_addr: Optional[str] = typer.Option(None, "--master-addr", "--master_addr", help="Rendezvous host (default: the first host of the list)."),
     master_port: int = typer.Option(29500, "--master-port", "--master_port", min=1, max=65535, help="Rendezvous port."),
     backend: str = typer.Option("auto", "--backend", metavar="auto|nccl|gloo", help="auto: nccl when every node has a GPU, else gloo."),
-    via: str = typer.Option("auto", "--via", metavar="auto|local|ssh", help="auto: this machine in-process, every other host over ssh."),
+    via: str = typer.Option("auto", "--via", metavar="auto|local|ssh|store", help="auto: this machine in-process, every other host over ssh. store: run the same command on every node (srun); they meet in a TCPStore on the master."),
+    node_rank: Optional[int] = typer.Option(None, "--node-rank", "--node_rank", min=0, help="With --via store: this machine is entry N (from 0) of the host list (default: found by name or address)."),
     ssh_user: Optional[str] = typer.Option(None, "--ssh-user", help="Log in as this user (ssh -l)."),
     ssh_port: Optional[int] = typer.Option(None, "--ssh-port", min=1, max=65535, help="ssh port (ssh -p)."),
     ssh_option: List[str] = typer.Option([], "--ssh-option", metavar="KEY=VALUE", help="Passed to ssh as -o KEY=VALUE (repeatable)."),
     remote_python: str = typer.Option("python3", "--remote-python", metavar="PYTHON", help="The Python to run on remote nodes (the one your job uses, e.g. a venv's)."),
     timeout: float = typer.Option(10.0, "--timeout", help="Seconds allowed for each node (ssh included)."),
     fanout: int = typer.Option(64, "--fanout", min=1, help="Nodes asked at the same time."),
+    collective: bool = typer.Option(False, "--collective", help="Once the facts are sound, run a real all-reduce across every node and process (gloo; NCCL where GPUs are) and pairwise node tests (DDP107). Needs torch on every node."),
     facts: List[str] = typer.Option([], "--facts", metavar="FILE", help="A recorded `ddpdoctor facts --json` file standing in for the host of the list with its hostname (repeatable)."),
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
@@ -49,9 +51,40 @@ def preflight_command(
         master_addr=master_addr, master_port=master_port, backend=backend.strip().lower(),
         via=via.strip().lower(),
         ssh=SshOptions(user=ssh_user, port=ssh_port, options=list(ssh_option), remote_python=remote_python),
-        timeout=timeout, fanout=fanout, facts_files=list(facts), fail_on=severity, ignore=codes)
+        timeout=timeout, fanout=fanout, facts_files=list(facts), fail_on=severity, ignore=codes,
+        collective=collective, node_rank=node_rank,
+        report_files=[p for p in (json_path, junit_path) if p])
     outputs = _outputs(json_path, junit_path, github, verbose, quiet)
-    return _finish(run_preflight(options), outputs)
+    report = run_preflight(options)
+    role = report.metrics.get("store_role")
+    if role in ("node", "idle"):
+        return _store_node_output(report, outputs)
+    return _finish(report, outputs)
+
+
+def _store_node_output(report, outputs) -> int:
+    """A store-mode node other than the master: the master prints (and writes) the report; this
+    node says where it is - on stderr, so that `srun ... --json -` carries one JSON document - and
+    writes no file (a shared filesystem would have every node overwrite the master's)."""
+    from ddpdoctor.report import terminal
+
+    console = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    if outputs.quiet:
+        return report.exit_code
+    role, node = report.metrics.get("store_role"), report.metrics.get("this_node", "this node")
+    if role == "idle":
+        console.print(f"ddpdoctor preflight: {escape(report.header)}")
+    elif "report_where" in report.metrics:
+        findings = report.findings
+        errors = sum(1 for f in findings if f.severity.value == "error")
+        warnings = sum(1 for f in findings if f.severity.value == "warning")
+        console.print(f"ddpdoctor preflight (store mode): {escape(node)} published its facts to "
+                      f"{escape(str(report.metrics.get('master', '?')))}; the report is "
+                      f"{escape(report.metrics['report_where'])}: {report.status.upper()}, {errors} error(s), "
+                      f"{warnings} warning(s); exit {report.exit_code}")
+    else:
+        terminal.render(report, console, verbose=outputs.verbose)
+    return report.exit_code
 
 
 @app.command("facts")

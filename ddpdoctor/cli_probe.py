@@ -29,6 +29,8 @@ def probe_command(
     launcher: str = typer.Option("auto", "--launcher", metavar="auto|torchrun|none", help="How ranks start: torchrun, or none for scripts that start their own (mp.spawn). auto decides from the source."),
     run_dir: Optional[str] = typer.Option(None, "--run-dir", help="Where telemetry and the report go (default ./ddpdoctor-runs/...)."),
     cpu: bool = typer.Option(False, "--cpu/--no-cpu", help="Run a script written for CUDA and NCCL on the CPU with gloo, unchanged (CI runners without a GPU); the report lists what was remapped."),
+    scaling: Optional[str] = typer.Option(None, "--scaling", metavar="N,N,...", help="Also probe the script at each of these world sizes, one after another (e.g. 1,2,4), and report throughput and scaling efficiency."),
+    trace: Optional[str] = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing)."),
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
     github: bool = GithubOpt,
@@ -39,6 +41,7 @@ def probe_command(
 ) -> int:
     """Run SCRIPT as a short instrumented DDP job and report what is wrong with it."""
     from ddpdoctor.probe.run import probe
+    from ddpdoctor.probe.scaling import parse_sizes
 
     severity, codes = _gate(fail_on, ignore)
     options = ProbeOptions(
@@ -46,15 +49,16 @@ def probe_command(
         nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, master_addr=master_addr,
         master_port=master_port, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
         stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,
-        cpu=cpu)
+        cpu=cpu, scaling=parse_sizes(scaling) if scaling is not None else [])
     outputs = _outputs(json_path, junit_path, github, verbose, quiet)
-    report = probe(options, severity, codes)
+    report = probe(options, severity, codes, trace=trace)
     return _finish(report, outputs)
 
 
 @app.command("report")
 def report_command(
     run_dir: str = typer.Argument(..., help="A probe's run dir, finished or killed."),
+    trace: Optional[str] = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing)."),
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
     github: bool = GithubOpt,
@@ -67,4 +71,4 @@ def report_command(
     from ddpdoctor.probe.run import analyse
 
     severity, codes = _gate(fail_on, ignore)
-    return _finish(analyse(run_dir, severity, codes), _outputs(json_path, junit_path, github, verbose, quiet))
+    return _finish(analyse(run_dir, severity, codes, trace), _outputs(json_path, junit_path, github, verbose, quiet))

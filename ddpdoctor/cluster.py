@@ -10,6 +10,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ddpdoctor.collective_result import CollectiveOutcome
 from ddpdoctor.facts import ConnectResult, NodeFacts
 from ddpdoctor.hosts import HostEntry
 from ddpdoctor.transport import TransportFailure
@@ -20,7 +21,7 @@ class NodeResult:
     """One host of the list and what came of asking it."""
 
     entry: HostEntry
-    transport: str  # local | ssh | file
+    transport: str  # local | ssh | store | file
     facts: Optional[NodeFacts] = None
     failure: Optional[TransportFailure] = None
     resolved: list[str] = field(default_factory=list)  # what this machine resolves the name to
@@ -70,6 +71,8 @@ class ClusterFacts:
     world_size: Optional[int] = None  # --world-size
     master_resolved: list[str] = field(default_factory=list)  # MASTER_ADDR as this machine resolves it
     master_resolve_error: Optional[str] = None
+    collective: Optional[CollectiveOutcome] = None  # the smoke test (--collective); None: not asked
+    via: str = "auto"  # how facts were gathered: auto (local + ssh) | local | ssh | store
 
     @property
     def reached(self) -> list[NodeResult]:

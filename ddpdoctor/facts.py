@@ -57,6 +57,7 @@ class NodeFacts:
     fqdn_addresses: List[str] = field(default_factory=list)
     resolve_errors: Dict[str, str] = field(default_factory=dict)  # name -> resolver error
     interfaces: Dict[str, List[str]] = field(default_factory=dict)  # name -> addresses
+    networks: Dict[str, List[str]] = field(default_factory=dict)  # name -> "10.0.0.11/24" (address/prefix)
     interfaces_down: List[str] = field(default_factory=list)
     python: str = ""
     python_executable: str = ""
@@ -178,6 +179,7 @@ def _interfaces_from_netlink(facts):
     except (AttributeError, OSError):
         return False  # not Linux
     found = {}  # type: Dict[str, List[str]]
+    cidrs = {}  # type: Dict[str, List[str]]
     try:
         names = dict(socket.if_nameindex())
         sock.settimeout(2.0)
@@ -189,11 +191,11 @@ def _interfaces_from_netlink(facts):
             while offset + 16 <= len(data):
                 length, kind = struct.unpack_from("=LH", data, offset)
                 if length < 16 or kind == 3:  # NLMSG_DONE
-                    return _finish_interfaces(facts, names, found)
+                    return _finish_interfaces(facts, names, found, cidrs)
                 if kind == 2:  # NLMSG_ERROR
                     return False
                 if kind == 20:  # RTM_NEWADDR
-                    family, _, _, _, index = struct.unpack_from("=BBBBL", data, offset + 16)
+                    family, prefix, _, _, index = struct.unpack_from("=BBBBL", data, offset + 16)
                     attrs, at, end = {}, offset + 24, offset + length
                     while at + 4 <= end:
                         alen, atype = struct.unpack_from("=HH", data, at)
@@ -205,7 +207,9 @@ def _interfaces_from_netlink(facts):
                     # peer's on point-to-point links); IPv6 only has IFA_ADDRESS (1).
                     raw = attrs.get(2) or attrs.get(1)
                     if raw and family in (socket.AF_INET, socket.AF_INET6):
-                        found.setdefault(names.get(index, str(index)), []).append(socket.inet_ntop(family, raw))
+                        name, address = names.get(index, str(index)), socket.inet_ntop(family, raw)
+                        found.setdefault(name, []).append(address)
+                        cidrs.setdefault(name, []).append("%s/%d" % (address, prefix))
                 offset += (length + 3) & ~3
     except (OSError, struct.error):
         return False
@@ -213,10 +217,11 @@ def _interfaces_from_netlink(facts):
         sock.close()
 
 
-def _finish_interfaces(facts, names, found):
-    # type: (NodeFacts, Dict[int, str], Dict[str, List[str]]) -> bool
+def _finish_interfaces(facts, names, found, cidrs):
+    # type: (NodeFacts, Dict[int, str], Dict[str, List[str]], Dict[str, List[str]]) -> bool
     for name in names.values():
         facts.interfaces[name] = _unique(found.get(name, []))
+        facts.networks[name] = _unique(cidrs.get(name, []))
         try:
             with open("/sys/class/net/%s/flags" % name) as handle:
                 if not int(handle.read().strip(), 16) & 0x1:  # IFF_UP
@@ -234,9 +239,22 @@ def _interfaces_from_psutil(facts):
         return False
     wanted = (socket.AF_INET, socket.AF_INET6)
     for name, addrs in psutil.net_if_addrs().items():
-        facts.interfaces[name] = _unique([a.address.split("%", 1)[0] for a in addrs if a.family in wanted])
+        picked = [a for a in addrs if a.family in wanted]
+        facts.interfaces[name] = _unique([a.address.split("%", 1)[0] for a in picked])
+        facts.networks[name] = _unique([_cidr(a.address.split("%", 1)[0], a.netmask) for a in picked
+                                        if a.netmask])
     facts.interfaces_down = sorted(n for n, s in psutil.net_if_stats().items() if not s.isup)
     return True
+
+
+def _cidr(address, netmask):
+    # type: (str, str) -> str
+    """"10.0.0.11", "255.255.255.0" -> "10.0.0.11/24" (psutil gives masks, IPv6 ones as ffff:...)."""
+    if ":" in netmask:
+        bits = sum(bin(int(part, 16)).count("1") for part in netmask.split(":") if part)
+    else:
+        bits = sum(bin(int(part)).count("1") for part in netmask.split(".") if part.isdigit())
+    return "%s/%d" % (address, bits)
 
 
 def _interfaces_from_ip(facts):
@@ -252,8 +270,10 @@ def _interfaces_from_ip(facts):
         name = link.get("ifname")
         if not name:
             continue
-        facts.interfaces[name] = _unique([a.get("local", "") for a in link.get("addr_info", [])
-                                          if a.get("local")])
+        infos = [a for a in link.get("addr_info", []) if a.get("local")]
+        facts.interfaces[name] = _unique([a["local"] for a in infos])
+        facts.networks[name] = _unique(["%s/%s" % (a["local"], a["prefixlen"]) for a in infos
+                                        if "prefixlen" in a])
         if "UP" not in link.get("flags", []):
             facts.interfaces_down.append(name)
     return True

@@ -24,10 +24,12 @@ def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> Path:
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):  # a full disk, a quota: ddpdoctor's failure, one line
+            raise ToolFailure(f"cannot write {target}: {exc.strerror or exc}") from None
         raise
     return target

@@ -29,8 +29,17 @@ from ddpdoctor.errors import UsageError
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*\.?$")
 _SLOT_KEYS = ("slots", "max_slots", "max-slots")
-# A hostlist that expands past this is a typo (node[1-1000000]), not a cluster.
+# A hostlist that expands past this is a typo (node[1-1000000]), not a cluster. It bounds a whole
+# list too, and is checked before anything is built: `a[1-99999]b[1-99999]` must not take 10^10
+# strings of memory to be refused.
 MAX_EXPANSION = 100_000
+# A host list file larger than this is not a host list (or is /dev/zero).
+MAX_FILE_BYTES = 16 * 1024 * 1024
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """`text` quoted for an error message, cut short: one line on stderr, never megabytes."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,7 @@ def validate_hostname(name: str) -> str:
     if not text:
         raise ValueError("empty host name")
     if len(text) > 253 or not _HOSTNAME.match(text):
-        raise ValueError(f"{name!r} is not a valid host name")
+        raise ValueError(f"{_shown(name)} is not a valid host name")
     return text
 
 
@@ -62,7 +71,7 @@ def _ipv6(text: str, original: str) -> str:
     try:
         ipaddress.IPv6Address(text)
     except ValueError:
-        raise ValueError(f"{original!r} is not a valid host name or IPv6 address") from None
+        raise ValueError(f"{_shown(original)} is not a valid host name or IPv6 address") from None
     return text
 
 
@@ -114,7 +123,9 @@ def _bracket_values(body: str) -> list[str]:
         if hi < lo:
             raise ValueError(f"range {item!r} runs backwards")
         if hi - lo >= MAX_EXPANSION:
-            raise ValueError(f"range {item!r} is too large")
+            raise ValueError(f"range {_shown(item)} is too large")
+        if len(values) + hi - lo >= MAX_EXPANSION:
+            raise ValueError(f"[{_shown(body)}] gives more than {MAX_EXPANSION} numbers")
         width = len(lo_text)
         values.extend(str(n).zfill(width) for n in range(lo, hi + 1))
     return values
@@ -128,6 +139,8 @@ def expand_hostlist(expr: str) -> list[str]:
     for piece in pieces:
         if piece.startswith("[") and piece.endswith("]"):
             values = _bracket_values(piece[1:-1])
+            if len(names) * len(values) > MAX_EXPANSION:
+                raise ValueError(f"{_shown(expr)} expands to more than {MAX_EXPANSION} hosts")
             names = [n + v for n in names for v in values]
         elif "[" in piece or "]" in piece:
             raise ValueError(f"unbalanced brackets in {expr!r}")
@@ -185,6 +198,8 @@ def parse_line(text: str) -> list[tuple[str, Optional[int]]]:
         slots = item_slots if item_slots is not None else field_slots
         names = [expr] if expr.startswith("[") else expand_hostlist(expr)
         pairs.extend((validate_hostname(name), slots) for name in names)
+        if len(pairs) > MAX_EXPANSION:
+            raise ValueError(f"the line names more than {MAX_EXPANSION} hosts")
     return pairs
 
 
@@ -199,8 +214,10 @@ def parse_host_text(text: str, source: str) -> list[HostEntry]:
         try:
             pairs = parse_line(line)
         except ValueError as exc:
-            raise UsageError(f"{where}: {exc}: {raw.strip()!r}") from None
+            raise UsageError(f"{where}: {exc}: {_shown(raw.strip())}") from None
         entries.extend(HostEntry(name, slots, where) for name, slots in pairs)
+        if len(entries) > MAX_EXPANSION:
+            raise UsageError(f"{where}: the list names more than {MAX_EXPANSION} hosts")
     return entries
 
 
@@ -208,7 +225,11 @@ def parse_host_file(path: str | os.PathLike) -> list[HostEntry]:
     """Read and parse a host list file; a missing, unreadable or empty file is bad input."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with open(file, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise UsageError(f"nodes file {file} is larger than {MAX_FILE_BYTES >> 20} MiB: not a host list")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"nodes file not found: {file}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -226,6 +247,6 @@ def default_hosts(env: Mapping[str, str] = os.environ) -> list[HostEntry]:
         try:
             pairs = parse_line(nodelist.replace(" ", ""))
         except ValueError as exc:
-            raise UsageError(f"$SLURM_JOB_NODELIST: {exc}: {nodelist!r}") from None
+            raise UsageError(f"$SLURM_JOB_NODELIST: {exc}: {_shown(nodelist)}") from None
         return [HostEntry(name, slots, "$SLURM_JOB_NODELIST") for name, slots in pairs]
     return [HostEntry(socket.gethostname(), None, "this machine")]

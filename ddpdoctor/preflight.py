@@ -16,8 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ddpdoctor import collective, collective_result
 from ddpdoctor import facts as node_facts
 from ddpdoctor.cluster import ClusterFacts, NodeResult
+from ddpdoctor.collective_result import CollectiveOutcome
 from ddpdoctor.errors import ToolFailure, UsageError
 from ddpdoctor.facts import NodeFacts
 from ddpdoctor.findings import Severity
@@ -34,7 +36,7 @@ from ddpdoctor.transport.route import OwnIdentity
 from ddpdoctor.transport.ssh import SshOptions, facts_over_ssh
 
 BACKENDS = ("auto", "nccl", "gloo")
-VIAS = ("auto", "local", "ssh")
+VIAS = ("auto", "local", "ssh", "store")
 
 
 @dataclass
@@ -53,6 +55,9 @@ class PreflightOptions:
     fail_on: Severity = Severity.ERROR
     ignore: set[str] = field(default_factory=set)
     import_torch: bool = True
+    collective: bool = False  # run the DDP107 smoke test once the facts are sound
+    node_rank: Optional[int] = None  # store mode: this machine is entry N of the list
+    report_files: list[str] = field(default_factory=list)  # store mode: where the master's report goes
 
     def validate(self) -> "PreflightOptions":
         """Bad flag values are bad input (exit 2), found before anything is contacted."""
@@ -67,6 +72,10 @@ class PreflightOptions:
                 raise UsageError(f"{flag} must be at least 1 (got {value})")
         if not self.timeout > 0:
             raise UsageError(f"--timeout must be more than 0 seconds (got {self.timeout:g})")
+        if self.node_rank is not None and self.via != "store":
+            raise UsageError("--node-rank only means something with --via store")
+        if self.node_rank is not None and self.node_rank < 0:
+            raise UsageError(f"--node-rank must be 0 or more (got {self.node_rank})")
         if self.fanout < 1:
             raise UsageError(f"--fanout must be at least 1 (got {self.fanout})")
         if self.master_addr is not None:
@@ -85,14 +94,33 @@ def run_preflight(opts: PreflightOptions) -> Report:
     entries = parse_host_file(opts.nodes_file) if opts.nodes_file else default_hosts()
     recorded = match_facts_files(opts.facts_files, entries)
     master = opts.master_addr or entries[0].name
+    if opts.via == "store":
+        from ddpdoctor.preflight_store import run_store  # imports torch: only in store mode
+        return run_store(opts, entries, recorded, master, began)
     stages: dict[str, float] = {}
     try:
         cluster = _gather(opts, entries, recorded, master, stages)
+        if opts.collective:
+            mark = time.monotonic()
+            cluster.collective = _smoke_test(opts, cluster)
+            stages["collective_s"] = round(time.monotonic() - mark, 3)
     finally:
         child.kill_all()  # nothing of ours outlives the preflight, interrupted or not
     results = run_checks("preflight", cluster, opts.ignore)
     return build_report(cluster, results, opts.fail_on, opts.fanout,
                         round(time.monotonic() - began, 3), recorded, stages)
+
+
+def _smoke_test(opts: PreflightOptions, cluster: ClusterFacts) -> CollectiveOutcome:
+    """DDP107: a real all-reduce, once the facts say a job could form (every check is judged for
+    that, --ignore or not)."""
+    reason = collective.blocker(cluster, run_checks("preflight", cluster, set()))
+    if reason:
+        return collective_result.skipped(reason, cluster.resolved_backend)
+    plan = collective.plan(cluster, opts.timeout, host_store=True, prefix="ddpdoctor/collective")
+    if isinstance(plan, str):
+        return collective_result.skipped(plan, cluster.resolved_backend)
+    return collective.launch(plan, opts.ssh)
 
 
 def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, master: str,

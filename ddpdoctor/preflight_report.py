@@ -18,6 +18,7 @@ def build_report(cluster: ClusterFacts, results: list[CheckResult], fail_on: Sev
                  wall_s: float, recorded: dict, stages: dict[str, float]) -> Report:
     report = Report(command="preflight", results=results, fail_on=fail_on, header=header(cluster))
     report.tables.append(Table("Nodes", COLUMNS, [_row(n) for n in cluster.nodes]))
+    report.tables.extend(collective_tables(cluster))
     report.notes.extend(notes(cluster, recorded))
     transports = Counter(n.transport for n in cluster.nodes)
     slowest = max((n.facts.collect_s for n in cluster.reached if n.facts.collected_by != "file"),
@@ -37,7 +38,53 @@ def build_report(cluster: ClusterFacts, results: list[CheckResult], fail_on: Sev
         "expected_world_size": cluster.expected_world_size,
         **stages,
     })
+    report.metrics.update(collective_metrics(cluster))
     return report
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g} {unit}"
+    return f"{nbytes} B"
+
+
+def collective_tables(cluster: ClusterFacts) -> list[Table]:
+    """The smoke test's numbers: bus bandwidth per size; the pairs when there are few."""
+    c = cluster.collective
+    if c is None or c.status != "ran":
+        return []
+    tables = []
+    if c.sizes:
+        title = (f"All-reduce, {c.backend}, {len(c.hosts)} node{'s' if len(c.hosts) != 1 else ''}, "
+                 f"{c.world_size} processes")
+        rows = [[_size(s.bytes), f"{s.seconds * 1e3:.2f}", f"{s.algbw / 1e6:,.1f}", f"{s.busbw / 1e6:,.1f}"]
+                for s in c.sizes]
+        tables.append(Table(title, ["size", "time ms", "algbw MB/s", "busbw MB/s"], rows))
+    if c.pairs and len(c.pairs) <= 12:
+        rows = [[" <-> ".join(p.hosts), p.round,
+                 f"{p.busbw / 1e6:,.1f}" if p.ok and p.busbw else "-",
+                 "ok" if p.ok else (p.error or "failed")[:80]] for p in c.pairs]
+        tables.append(Table("Node pairs", ["pair", "round", "busbw MB/s", "result"], rows))
+    return tables
+
+
+def collective_metrics(cluster: ClusterFacts) -> dict:
+    c = cluster.collective
+    if c is None:
+        return {}
+    out: dict = {"collective": c.status if c.status != "ran" else c.world}
+    if c.status != "ran":
+        return out
+    out["collective_seconds"] = c.seconds
+    for s in c.sizes:
+        out[f"allreduce_busbw_{_size(s.bytes).replace(' ', '')}_MBps"] = round(s.busbw / 1e6, 1)
+    good = sorted(p.busbw for p in c.pairs if p.ok and p.busbw)
+    if good:
+        out["pair_busbw_min_MBps"] = round(good[0] / 1e6, 1)
+        out["pair_busbw_median_MBps"] = round(good[len(good) // 2] / 1e6, 1)
+    out["pairs_failed"] = sum(1 for p in c.pairs if not p.ok)
+    return out
 
 
 def header(cluster: ClusterFacts) -> str:
@@ -75,8 +122,10 @@ def notes(cluster: ClusterFacts, recorded: dict) -> list[str]:
     reached = cluster.reached
     gpu_less = [n.host for n in reached if not n.facts.gpu_count]
     if cluster.resolved_backend == "gloo" and reached:
+        ran = cluster.collective is not None and cluster.collective.status == "ran"
         if len(gpu_less) == len(reached):
-            out.append("NCCL not checked here: no GPU on any node, backend gloo")
+            out.append("NCCL not checked here: no GPU on any node, backend gloo"
+                       + ("; the collective smoke test ran on gloo" if ran else ""))
         elif cluster.backend == "auto":
             out.append(f"backend auto resolves to gloo: no GPU on {name_list(gpu_less)}")
     for host, (path, _) in recorded.items():

@@ -16,17 +16,21 @@ _FIX = {
     "unreachable": "check the network route from this machine to {host}",
     "no-python": "install Python 3 on {host}, or point --remote-python at the interpreter your job uses",
     "other": "run `ssh {host} python3 -V` by hand to see what fails",
+    "absent": ("run the same `ddpdoctor preflight --via store` on every node of the list (e.g. "
+               "`srun --ntasks-per-node=1 ddpdoctor preflight --nodes hosts.txt --via store`); if it ran on "
+               "{host}, its own output says why it could not reach the master"),
 }
 
 
-@check("DDP105", "A node cannot be reached (ssh)", Severity.ERROR)
+@check("DDP105", "A node cannot be reached (ssh / store)", Severity.ERROR)
 def transport_reaches_node(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:
         A node ddpdoctor could not ask for its facts: ssh refused, authentication failed, timed
         out, the host key is unknown or changed, no Python on the node, or another ssh failure.
-        The evidence is ssh's own line (secrets scrubbed). Names that do not resolve at all are
-        reported by DDP101 instead.
+        The evidence is ssh's own line (secrets scrubbed). In store mode (--via store): a node that
+        never published its facts to the master's store within --timeout. Names that do not
+        resolve at all are reported by DDP101 instead.
 
     Why it hurts:
         Launchers that start ranks over ssh (pdsh, mpirun, DeepSpeed) fail in the same way, and a

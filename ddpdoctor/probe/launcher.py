@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.probe import stacks, teardown
+from ddpdoctor.probe.joblog import JobLog
 from ddpdoctor.probe.inject import config as rank_config
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.runmodel import LOG_FILE, Outcome
@@ -102,6 +103,9 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
         "PYTHONUNBUFFERED": "1",
     })
     env.setdefault("OMP_NUM_THREADS", "1")
+    # torchrun's per-rank log and error-file dirs: in the run dir, not one more torchelastic_*
+    # dir in /tmp per probe (PET_LOG_DIR is torchrun's --log-dir; one the user set wins).
+    env.setdefault("PET_LOG_DIR", os.path.join(run_dir, "torchrun"))
     if launcher == "none":
         env["PYTHONPATH"] = os.pathsep.join(p for p in (SITE_DIR, env.get("PYTHONPATH", "")) if p)
         # What torchrun would have said: how many processes this node runs (--cpu makes
@@ -113,16 +117,17 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
 def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
             use_pyspy: bool = True, launcher: str = "torchrun") -> Outcome:
     """Run the job to its end (completed, crashed, stalled, timed out or interrupted)."""
-    teardown.become_subreaper()
+    children_before = teardown.children_now()
+    teardown.subreaper(True)
     log_path = Path(run_dir) / LOG_FILE
     started = time.monotonic()
     interrupt = Interrupt()
     interrupt.install()
     try:
-        with open(log_path, "ab") as log:
+        with JobLog(log_path) as log:  # secrets scrubbed as the output arrives
             try:
                 proc = subprocess.Popen(
-                    job_command(options, launcher), stdin=subprocess.DEVNULL, stdout=log,
+                    job_command(options, launcher), stdin=subprocess.DEVNULL, stdout=log.fd,
                     stderr=subprocess.STDOUT,
                     env=job_environment(options, run_dir, run_id, pg_timeout_s, launcher),
                     start_new_session=True, preexec_fn=teardown.die_with_parent)
@@ -131,6 +136,8 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
             outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy)
     finally:
         interrupt.restore()
+        teardown.reap_new_children(children_before)
+        teardown.subreaper(False)
     outcome.log_tail = _tail(log_path)
     outcome.exit_codes.update(_torchrun_exit_codes(outcome.log_tail))
     return outcome
@@ -176,7 +183,6 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
         launcher_exit = proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         launcher_exit = None
-    teardown.reap_zombies()
     if status == "completed" and leftovers:
         leftovers = [pid for pid in leftovers if pid != proc.pid]
     return Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,

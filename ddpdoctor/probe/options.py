@@ -29,6 +29,7 @@ class ProbeOptions:
     checked_bucket_iterations: int = 3
     cpu: bool = False  # run a CUDA/NCCL script on the CPU with gloo (inject/cpu_shim.py)
     launcher: str = "auto"  # auto | torchrun | none
+    scaling: list[int] = field(default_factory=list)  # world sizes to probe in turn (scaling.py)
 
     def validate(self) -> None:
         """Bad input is found here, before a run dir exists or a process starts."""
@@ -52,6 +53,8 @@ class ProbeOptions:
             raise UsageError("a multi-node probe needs --rdzv-endpoint or --master-addr")
         if self.launcher not in ("auto", "torchrun", "none"):
             raise UsageError(f"--launcher must be auto, torchrun or none (got {self.launcher!r})")
+        if self.scaling and self.nnodes > 1:
+            raise UsageError("--scaling runs every world size on this node; use it with --nnodes 1")
         if self.launcher == "none" and self.nnodes > 1:
             raise UsageError("--launcher none runs one process of the script; use --nnodes 1 per node")
         if self.module:

@@ -16,7 +16,7 @@ from ddpdoctor.findings import Severity
 from ddpdoctor.probe import launcher
 from ddpdoctor.probe.launch_choice import choose
 from ddpdoctor.probe.options import ProbeOptions
-from ddpdoctor.probe.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, ProbeMeta, RunModel
+from ddpdoctor.probe.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, Outcome, ProbeMeta, RunModel
 from ddpdoctor.probe.summary import build_report
 from ddpdoctor.fileio import write_atomic
 from ddpdoctor.report import json as json_report
@@ -47,7 +47,7 @@ def make_run_dir(path: Path) -> None:
 
 
 def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: str = "gloo",
-          use_pyspy: bool = True) -> Report:
+          use_pyspy: bool = True, trace: Optional[str] = None) -> Report:
     options.validate()
     launcher_name, launcher_reason = choose(options.launcher, options.script, options.module)
     run_dir = Path(options.run_dir) if options.run_dir else default_run_dir(options.script)
@@ -63,15 +63,30 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
         timeout_s=options.timeout_s, backend=backend, launcher=launcher_name,
         launcher_reason=launcher_reason,
         started=time.time(), module=options.module, cpu=options.cpu)
-    write_atomic(run_dir / META_FILE, json.dumps(asdict(meta), indent=2) + "\n", mode=0o600)
+    # Scrubbed like every file of the run dir: a token passed in the script's args stays out.
+    write_atomic(run_dir / META_FILE, redact.scrub(json.dumps(asdict(meta), indent=2)) + "\n", mode=0o600)
     outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy,
                                launcher=launcher_name)
-    write_atomic(run_dir / OUTCOME_FILE, json.dumps(outcome.to_dict(), indent=2) + "\n", mode=0o600)
-    return analyse(run_dir, fail_on, ignore)
+    try:
+        write_atomic(run_dir / OUTCOME_FILE, redact.scrub(json.dumps(outcome.to_dict(), indent=2)) + "\n",
+                     mode=0o600)
+    except ToolFailure as exc:
+        # The run dir filled up (or went away) while the job ran: judge the outcome held in
+        # memory and say what could not be stored; --json elsewhere still gets the report.
+        report = analyse(run_dir, fail_on, ignore, trace, outcome=outcome)
+        report.tool_error = str(exc)
+        return report
+    if options.scaling and outcome.status != "interrupted":
+        from ddpdoctor.probe import scaling
+
+        scaling.run_sizes(options, run_dir, lambda sub: probe(sub, fail_on, ignore, backend, use_pyspy))
+    return analyse(run_dir, fail_on, ignore, trace)
 
 
-def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str]) -> Report:
-    """Judge a run dir (finished or killed at any moment) and store the report in it."""
+def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
+            trace: Optional[str] = None, outcome: Optional[Outcome] = None) -> Report:
+    """Judge a run dir (finished or killed at any moment) and store the report in it.
+    `outcome`: how the job ended, for a run dir that could not store it."""
     root = Path(run_dir)
     if not (root / META_FILE).is_file():
         raise UsageError(f"{root} is not a ddpdoctor run dir (no {META_FILE})")
@@ -79,7 +94,16 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str]) -> 
         model = RunModel.load(root)
     except (ValueError, TypeError, KeyError) as exc:
         raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None
+    if model.outcome is None:
+        model.outcome = outcome
     report = build_report(model, fail_on, ignore)
+    if trace:
+        from ddpdoctor.report import trace as trace_report
+
+        try:
+            trace_report.write(model, trace)
+        except ToolFailure as exc:
+            report.notes.append(f"--trace not written: {exc}")
     try:
         write_atomic(root / REPORT_FILE, redact.scrub(json_report.render(report)), mode=0o600)
     except ToolFailure as exc:

@@ -151,6 +151,8 @@ class RunModel:
     outcome: Optional[Outcome]  # None: the probe was killed before it could write one
     # The script's own process under --launcher none, when it never became a rank itself.
     main: Optional[RankRun] = None
+    # One point per world size of `probe --scaling` (scaling.py); empty without it.
+    scaling: list = field(default_factory=list)
 
     @property
     def world_size(self) -> int:
@@ -185,7 +187,11 @@ class RunModel:
                 outcome = Outcome.from_dict(json.loads(ofile.read_text()))
             except (ValueError, TypeError):
                 outcome = None
-        return cls(str(root), meta, ranks, outcome, main)
+        model = cls(str(root), meta, ranks, outcome, main)
+        from ddpdoctor.probe.scaling import load_points
+
+        model.scaling = load_points(root, model)
+        return model
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -56,19 +56,33 @@ def _pyspy(pid: int) -> tuple[Optional[list], str]:
     if exe is None:
         return None, "py-spy is not installed"
     try:
+        # RUST_BACKTRACE (set in many dev shells) would bury py-spy's reason under a backtrace.
         done = subprocess.run([exe, "dump", "--pid", str(pid), "--json"], capture_output=True,
-                              text=True, timeout=PYSPY_TIMEOUT_S)
+                              text=True, timeout=PYSPY_TIMEOUT_S,
+                              env={**os.environ, "RUST_BACKTRACE": "0", "RUST_LIB_BACKTRACE": "0"})
     except subprocess.TimeoutExpired:
         return None, f"py-spy did not answer within {PYSPY_TIMEOUT_S:.0f} s"
     except OSError as exc:
         return None, f"py-spy could not run: {exc.strerror}"
     if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        return None, f"py-spy failed: {lines[-1] if lines else 'exit ' + str(done.returncode)}"
+        return None, _pyspy_failure(done.stderr or done.stdout, done.returncode)
     try:
         return json.loads(done.stdout), ""
     except ValueError:
         return None, "py-spy printed no JSON"
+
+
+def _pyspy_failure(text: str, code: int) -> str:
+    """py-spy's reason in one line: its `Error:` line and innermost cause, never a backtrace line."""
+    lines = [ln.strip() for ln in text.split("Stack backtrace:")[0].splitlines() if ln.strip()]
+    error = next((ln[len("Error:"):].strip() for ln in lines if ln.startswith("Error:")), "")
+    causes = [re.sub(r"^\d+:\s*", "", ln) for ln in lines if re.match(r"^\d+:\s", ln)]
+    reason = (f"{error} ({causes[-1]})" if error and causes else error
+              or (lines[-1] if lines else f"exit {code}"))
+    if "permission denied" in text.lower():
+        # Yama's ptrace_scope, a container without CAP_SYS_PTRACE, a job of another user.
+        return "py-spy was not allowed to attach (permission denied)"
+    return f"py-spy failed: {reason}"
 
 
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.findings import Severity
+from ddpdoctor.probe import perf_tables
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.runmodel import RankRun, RunModel
 from ddpdoctor.registry import run_checks
@@ -103,11 +104,13 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         "world_size": model.world_size,
         "launcher": meta.launcher,
         "stall_timeout_s": outcome.stall_timeout_s if outcome else None,
+        **perf_tables.metrics(model),
     }
     tool_error = None
     if outcome and outcome.status == "launch_failed":
         tool_error = outcome.log_tail or "the launcher could not start"
     return Report(command="probe", results=results, fail_on=fail_on, header=header,
-                  metrics=metrics, tables=[rank_table(model)] if model.ranks else [],
+                  metrics=metrics,
+                  tables=([rank_table(model)] if model.ranks else []) + perf_tables.tables(model),
                   notes=notes, run_dir=model.run_dir, tool_error=tool_error,
                   interrupted_by=outcome.signal if outcome and outcome.status == "interrupted" else None)

@@ -36,8 +36,11 @@ def die_with_parent() -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def become_subreaper() -> None:
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+def subreaper(on: bool) -> None:
+    """While a job runs, its orphans (a DataLoader worker whose rank exited) are re-parented to
+    ddpdoctor instead of init, so they stay findable and are reaped here. Off again afterwards:
+    through the Python API this process is the user's own (a pytest run)."""
+    _prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0)
 
 
 def job_processes(root_pid: int | None, run_id: str) -> list[psutil.Process]:
@@ -77,15 +80,14 @@ def _signal_all(procs: Iterable[psutil.Process], sig: int) -> None:
             pass
 
 
-def reap_zombies() -> None:
-    """Collect any exited child (orphans reparented to us as subreaper)."""
-    while True:
+def reap(pids: Iterable[int]) -> None:
+    """Collect the job's exited processes that became our children. Only these pids: waiting
+    for any child would steal the exit status of a process the caller started itself."""
+    for pid in pids:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return
-        if pid == 0:
-            return
+            continue
 
 
 def end_job(root_pid: int | None, run_id: str, grace_s: float = 3.0) -> list[int]:
@@ -108,5 +110,18 @@ def end_job(root_pid: int | None, run_id: str, grace_s: float = 3.0) -> list[int
             break
         _signal_all(rest, signal.SIGKILL)
         psutil.wait_procs(rest, timeout=2)
-    reap_zombies()
+    reap(pids)
     return pids
+
+
+def children_now() -> set[int]:
+    try:
+        return {p.pid for p in psutil.Process().children()}
+    except psutil.Error:
+        return set()
+
+
+def reap_new_children(before: set[int]) -> None:
+    """Reap exited children that appeared during the job (the launcher, orphans re-parented to
+    us), never the ones the caller had before it started."""
+    reap(children_now() - before)

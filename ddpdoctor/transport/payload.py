@@ -10,12 +10,17 @@ import functools
 import json
 from pathlib import Path
 
-from ddpdoctor import facts, port_listener, redact
+from ddpdoctor import collective_worker, facts, port_listener, redact
 
 
 @functools.lru_cache(maxsize=None)
 def _source(module_file: str) -> str:
     return Path(module_file).read_text(encoding="utf-8")
+
+
+def source_of(module) -> str:
+    """A shipped module's source text."""
+    return _source(module.__file__)
 
 
 def _program(modules, call: str, params: dict) -> bytes:
@@ -33,3 +38,9 @@ def facts_program(params: dict) -> bytes:
 def listener_program(params: dict) -> bytes:
     """port_listener.py then `_remote_main(params)`: holds the rendezvous port until stdin closes."""
     return _program((port_listener,), "_remote_main", params)
+
+
+def collective_program(params: dict) -> bytes:
+    """collective_worker.py then `_node_main(params)`: starts this node's ranks of the smoke test.
+    params["source"] carries the module's source again, for the ranks it starts."""
+    return _program((collective_worker,), "_node_main", params)

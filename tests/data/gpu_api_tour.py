@@ -59,6 +59,11 @@ total = torch.ones(1, device="cuda")
 dist.all_reduce(total, op=dist.ReduceOp.AVG)
 dist.all_reduce(torch.ones(1, device=device), group=subgroup)
 dist.barrier(device_ids=[local_rank])
+objects = [{"epoch": 3}]
+dist.broadcast_object_list(objects, src=0)
+gathered = [None]
+dist.all_gather_object(gathered, objects[0])
+assert gathered == [{"epoch": 3}]
 
 # Checkpoints saved on a GPU, loaded with every kind of map_location.
 path = os.path.join(tempfile.mkdtemp(), "model.pt")

@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any, Optional
 
+from ddpdoctor import redact
 from ddpdoctor.probe import telemetry as tm
 
 _SKIP_DIRS: tuple[str, ...] = ()
@@ -88,6 +89,9 @@ class Recorder:
         self.samples = 0  # samples the loaders yielded since the previous step
         self.lock = threading.Lock()
         self._noted: set[str] = set()
+        # Values of secret-looking variables never reach the file, whichever record carries
+        # them (the script's argv in Start, a message in Note or Crash): read once per process.
+        self._secrets = [v.encode("utf-8", "surrogateescape") for v in redact.secret_values()]
 
     @property
     def pending(self) -> bool:
@@ -104,6 +108,9 @@ class Recorder:
             self._emit(line)
 
     def _emit(self, line: bytes) -> None:
+        for secret in self._secrets:
+            if secret in line:
+                line = line.replace(secret, b"<redacted>")
         try:
             os.write(self.fd, line)
         except OSError:

@@ -1,0 +1,92 @@
+"""DDP602: gradient bucket all-reduces run well below the bandwidth of a raw all-reduce in the same job."""
+
+from __future__ import annotations
+
+from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.probe import perf
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.perf import megabytes, ms
+from ddpdoctor.probe.runmodel import RunModel
+from ddpdoctor.registry import Skipped, check
+
+from ._wording import at, counted, location
+from .bucket_sizes import many_tiny_buckets
+
+MAX_EFFICIENCY = 0.5  # the iteration's all-reduces at less than half the baseline's speed
+MIN_LOST_S = 0.010  # ... losing at least this much per iteration,
+MIN_LOST_SHARE = 0.15  # ... and at least this share of the median step
+
+
+@check("DDP602", "Bucket all-reduce bandwidth below the in-job baseline", Severity.WARNING)
+def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        The gradient buckets of a DDP model take more than twice as long to all-reduce during
+        training as raw all-reduces of the same sizes over the same process group take in the
+        same job (the baseline the probe measures after its last step), and the difference costs
+        at least 10 ms and 15% of the median step. Bus bandwidth is computed as nccl-tests does
+        (busbw = bytes / time * 2(n-1)/n), per bucket, over the steps after the first 3, on the
+        rank that arrives last at each bucket (so waiting for a straggler does not count).
+        Many tiny buckets are left to DDP603: their cost is per call, not per byte.
+
+    Why it hurts:
+        The network can move these bytes faster than training gets it to: something slows the
+        all-reduces while the model trains. Common causes: a comm hook that does expensive work
+        per bucket (compression in Python, extra copies), communication competing with compute
+        for the same resources (CPU cores with gloo; SMs and memory bandwidth with NCCL), or
+        other traffic on the same network during training (data loading over the same NIC,
+        checkpoint uploads).
+
+    How to fix:
+        Look at the per-bucket table of the report for the buckets with the lowest efficiency.
+        Check the comm hook (is it doing more than the all-reduce?), keep bulk traffic off the
+        training network, and leave communication the resources it needs. With gloo on CPU,
+        compute threads and gloo's threads share the cores:
+
+            torch.set_num_threads(max(1, os.cpu_count() // local_world_size - 1))  # a core for gloo
+    """
+    if run.world_size < 2:
+        return Skipped("a single rank communicates with nobody")
+    comms = [c for c in perf.model_comm(run) if c.buckets]
+    if not comms:
+        return Skipped("no timed bucket all-reduces after the first steps")
+    if not any(run.ranks[r].first(tm.BaselineTiming) for r in run.ranks):
+        return Skipped("no in-job baseline: it is measured only when the probe stops the job at "
+                       "--max-steps")
+    perfs = perf.step_perf(run)
+    step_time = perf.median([p.median("step") for p in perfs.values()]) if perfs else 0.0
+    problems = []
+    for comm in comms:
+        expected = comm.baseline_s
+        if expected is None or comm.busy_s <= 0:
+            continue
+        if many_tiny_buckets(comm, step_time):
+            continue  # their cost is per call, not bandwidth: DDP603 says so
+        efficiency = expected / comm.busy_s
+        lost = comm.busy_s - expected
+        if efficiency >= MAX_EFFICIENCY or lost < max(MIN_LOST_S, MIN_LOST_SHARE * step_time):
+            continue
+        worst = sorted((b for b in comm.buckets if b.efficiency is not None),
+                       key=lambda b: b.efficiency)[:3]
+        listed = "; ".join(f"bucket {b.index} ({megabytes(b.nbytes)}): {b.busbw:.2f} GB/s against "
+                           f"{b.baseline_busbw:.2f}" for b in worst)
+        hooks = ", ".join(comm.hooks) or "default"
+        problems.append(Problem(
+            message=(f"the {counted(round(comm.buckets_per_iteration), 'bucket')} "
+                     f"({megabytes(comm.bytes_per_iteration)}) of the DDP model{at(comm.site)} take "
+                     f"{ms(comm.busy_s)} per backward to all-reduce, where raw all-reduces of the "
+                     f"same sizes on the same group took {ms(expected)} in this job "
+                     f"({efficiency:.0%} efficiency, {ms(lost)} lost per step, median of "
+                     f"{comm.iterations} iterations; comm hook: {hooks}). Slowest: {listed}"),
+            hint=("find what slows the all-reduces during training: an expensive comm hook, "
+                  "compute competing with communication for the same cores or GPU, or other "
+                  "traffic on the network (see the bucket table for efficiency per bucket)"),
+            ranks=sorted(run.ranks),
+            location=location(comm.site),
+            evidence={"ddp_id": comm.ddp_id, "busy_ms": round(comm.busy_s * 1e3, 3),
+                      "baseline_ms": round(expected * 1e3, 3), "efficiency": round(efficiency, 3),
+                      "buckets": [{"index": b.index, "bytes": b.nbytes, "busbw": round(b.busbw, 4),
+                                   "baseline_busbw": round(b.baseline_busbw or 0, 4)}
+                                  for b in comm.buckets]},
+        ))
+    return problems

@@ -1,0 +1,83 @@
+"""The performance examples through the CLI: each slow job named by the right code and rank, the
+healthy one clean, --scaling and --trace end to end. Not timing tests: each example makes its
+effect 10x or more, so the verdicts hold on a loaded machine."""
+
+import json
+
+import pytest
+
+from probe_runner import probe
+
+pytestmark = pytest.mark.multiprocess
+
+PERF_CODES = {"DDP601", "DDP602", "DDP603", "DDP604", "DDP605", "DDP606"}
+
+
+def run_example(name, tmp_path, *flags):
+    return probe(f"examples/{name}.py", *flags, run_dir=tmp_path / "run")
+
+
+def table(result, prefix):
+    return next(t for t in result.report["tables"] if t["title"].startswith(prefix))
+
+
+def test_straggler_rank_is_named_with_its_slow_phase(tmp_path):
+    result = run_example("straggler", tmp_path)
+    finding = result.one("DDP601")
+    assert finding["ranks"] == [1]
+    assert finding["evidence"]["phase"] == "forward"
+    assert "rank 1 works" in finding["message"] and "rank 0 waits" in finding["message"]
+    assert result.codes & PERF_CODES == {"DDP601"}
+    assert result.code == 0  # a warning: passes the default --fail-on error
+
+
+def test_tiny_buckets_get_a_bucket_cap_suggestion(tmp_path):
+    result = run_example("tiny_buckets", tmp_path)
+    finding = result.one("DDP603")
+    assert finding["ranks"] == [0, 1]
+    assert finding["evidence"]["bucket_cap_mb"] == 0.01
+    assert finding["evidence"]["suggested_bucket_cap_mb"] == 1
+    assert "bucket_cap_mb=1" in finding["hint"]
+    assert finding["location"]["file"] == "examples/tiny_buckets.py"
+    assert finding["evidence"]["buckets_per_iteration"] >= 40
+    assert not result.findings("DDP601") and not result.findings("DDP602")
+
+
+def test_communication_bound_job_is_reported_with_bucket_table_and_trace(tmp_path):
+    trace_path = tmp_path / "trace.json"
+    result = run_example("comm_bound", tmp_path, "--trace", str(trace_path))
+    finding = result.one("DDP604")
+    assert finding["ranks"] == [0, 1]
+    assert finding["evidence"]["share"] >= 0.25
+    assert result.codes & PERF_CODES == {"DDP604"}
+    buckets = table(result, "Gradient buckets")
+    assert buckets["columns"] == ["bucket", "MB", "params", "ms", "algbw", "busbw", "baseline", "eff"]
+    [row] = buckets["rows"]
+    assert row[1] == "51.201" and row[6] != ""  # the baseline was measured in the job
+    phases = table(result, "Step phases")
+    assert [r[0] for r in phases["rows"]] == [0, 1]
+    events = json.loads(trace_path.read_text())["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"].split(" (")[0] for e in events if e["name"] == "process_name"}
+    assert processes == {0: "rank 0", 1: "rank 1"}
+    slices = [e for e in events if e.get("cat") == "allreduce"]
+    assert len(slices) >= 2 * 20 and all(s["args"]["bytes"] == 51200780 for s in slices)
+
+
+def test_input_bound_job_is_reported_on_every_rank(tmp_path):
+    result = run_example("input_bound", tmp_path)
+    finding = result.one("DDP605")
+    assert finding["ranks"] == [0, 1]
+    assert "num_workers=0" in finding["message"]
+    assert finding["location"]["file"] == "examples/input_bound.py"
+    assert result.codes & PERF_CODES == {"DDP605"}
+
+
+def test_healthy_example_has_no_perf_findings_and_scales_in_a_table(tmp_path):
+    result = run_example("healthy", tmp_path, "--scaling", "1,2")
+    assert result.code == 0
+    assert not result.codes & (PERF_CODES - {"DDP606"})
+    assert all(f["severity"] == "info" for f in result.findings("DDP606"))
+    scaled = table(result, "Scaling")
+    assert [row[0] for row in scaled["rows"]] == [1, 2]
+    assert [p["world_size"] for p in result.report["metrics"]["scaling"]] == [1, 2]
+    assert (tmp_path / "run" / "scaling" / "ws-1" / "report.json").exists()
