@@ -7,6 +7,8 @@ of findings.py (0 clean, 1 findings at or above --fail-on, 2 bad input, 3 ddpdoc
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from typing import List, Optional
 
@@ -45,6 +47,11 @@ QuietOpt = typer.Option(False, "--quiet", "-q", help="No terminal report (exit c
 
 
 def _outputs(json_path, junit_path, github, verbose, quiet) -> OutputOptions:
+    # Found before anything runs: a report that cannot be written is bad input, not a failure
+    # at the end of a ten-minute probe.
+    for flag, path in (("--json", json_path), ("--junit", junit_path)):
+        if path and path != "-" and (os.path.isdir(path) or os.path.isfile(os.path.dirname(path))):
+            raise UsageError(f"{flag} {path}: not a file path (a directory, or under a file)")
     return OutputOptions(json_path=json_path, junit_path=junit_path, github=github,
                          verbose=verbose, quiet=quiet)
 
@@ -94,8 +101,31 @@ def _register_commands() -> None:
     from ddpdoctor import cli_preflight, cli_probe  # noqa: F401
 
 
+def _one_line(text: str) -> str:
+    """Bad input is one line on stderr, even when the bad input holds a newline."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that every
+    `finally` that ends ddpdoctor's children (ssh, listeners) runs for it too. The probe's job
+    loop installs its own handler while a job runs, to end the job in order and keep a report."""
+
+
+_terminated: list[int] = []
+
+
+def _on_sigterm(signum, _frame) -> None:
+    _terminated.append(signum)
+    raise _Terminated()
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Console entry point: maps every outcome to the documented exit code."""
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: main() called from a library's worker thread
+        pass
     _register_commands()
     err = Console(file=sys.stderr, highlight=False)
     try:
@@ -107,17 +137,19 @@ def main(argv: Optional[List[str]] = None) -> None:
         code = EXIT_USAGE
     except click_exceptions.UsageError as exc:
         where = f" ({exc.ctx.command_path})" if exc.ctx else ""
-        err.print(f"ddpdoctor: error{escape(where)}: {escape(exc.format_message())}", soft_wrap=True)
+        err.print(f"ddpdoctor: error{escape(where)}: {escape(_one_line(exc.format_message()))}", soft_wrap=True)
         code = EXIT_USAGE
     except typer.Abort:
         err.print("ddpdoctor: interrupted")
         code = 130
     except UsageError as exc:
-        err.print(f"ddpdoctor: error: {escape(str(exc))}", soft_wrap=True)
+        err.print(f"ddpdoctor: error: {escape(_one_line(str(exc)))}", soft_wrap=True)
         code = EXIT_USAGE
     except ToolFailure as exc:
-        err.print(f"ddpdoctor: failed: {escape(str(exc))}", soft_wrap=True)
+        err.print(f"ddpdoctor: failed: {escape(_one_line(str(exc)))}", soft_wrap=True)
         code = EXIT_TOOL
     except typer.Exit as exc:
         code = exc.exit_code
+    if code == 130 and _terminated:  # typer answers any KeyboardInterrupt with 130
+        code = 128 + signal.SIGTERM
     sys.exit(code if isinstance(code, int) else 0)

@@ -98,8 +98,11 @@ def facts_command(
     from ddpdoctor.transport import FactsRequest
     from ddpdoctor.transport.local import facts_here
 
-    if not timeout > 0:
-        raise UsageError(f"--timeout must be more than 0 seconds (got {timeout:g})")
+    from ddpdoctor.preflight import MAX_TIMEOUT_S
+
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        raise UsageError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT_S:.0f} seconds "
+                         f"(got {timeout:g})")
     found = facts_here(FactsRequest(timeout=timeout))
     if not isinstance(found, NodeFacts):
         raise ToolFailure(found.message)

@@ -37,7 +37,7 @@ ITERS = 3
 PAIR_BYTES = 1 << 20
 PAIR_ITERS = 5
 MAX_ROUNDS = 8  # each node meets up to 8 others: enough to tell which node of a bad pair is bad
-SIZE_CAP_S = 1.0  # stop the size ladder once one all-reduce takes longer than this
+SIZE_CAP_S = 1.0  # skip a size whose all-reduce would take longer than this (slow links)
 
 
 @dataclass

@@ -142,8 +142,18 @@ def _pairs(params, store, dist, torch, device, node, left):
         if pair is None:
             continue
         a, b = pair
-        began = time.monotonic()
         event = {"phase": "pair", "round": number, "pair": [a, b]}
+        try:
+            # Meet the partner first: it may still be in an earlier round with a broken node, and
+            # that wait must not count against this pair's own timeout.
+            store.set("ready/%d/%d" % (number, node), "1")
+            store.wait(["ready/%d/%d" % (number, b if node == a else a)], left())
+        except Exception as exc:  # noqa: BLE001
+            event.update({"error": "the partner never came: %s" % _first_line(exc), "wall": 0.0})
+            failed = True
+            _emit(event)
+            continue
+        began = time.monotonic()
         try:
             group = _pair_group(params, store, dist, torch, "pair/%d/%d-%d" % (number, a, b),
                                 0 if node == a else 1, left(float(params["pair_timeout"])))
@@ -191,7 +201,8 @@ def _world(params, store, dist, torch, device, rank, left):
             return
         _emit({"phase": "check"})
         cap = float(params["size_cap_s"])
-        for nbytes in params["sizes"]:
+        sizes = [int(n) for n in params["sizes"]]
+        for index, nbytes in enumerate(sizes):
             tensor = torch.ones(int(nbytes) // 4, device=device)
             dist.all_reduce(tensor)  # warm-up
             _sync(torch, device)
@@ -206,8 +217,9 @@ def _world(params, store, dist, torch, device, rank, left):
             algbw = nbytes / seconds if seconds > 0 else 0.0
             _emit({"phase": "size", "bytes": int(nbytes), "seconds": round(seconds, 6),
                    "algbw": round(algbw, 1), "busbw": round(algbw * 2 * (world - 1) / world, 1)})
-            if seconds > cap:
-                break
+            following = sizes[index + 1] if index + 1 < len(sizes) else None
+            if following is not None and seconds * following / nbytes > cap:
+                break  # the next size would take too long on this network; same verdict on every rank
     except Exception as exc:  # noqa: BLE001
         _emit({"phase": "allreduce", "error": _first_line(exc)})
     finally:

@@ -225,7 +225,11 @@ def parse_host_file(path: str | os.PathLike) -> list[HostEntry]:
     """Read and parse a host list file; a missing, unreadable or empty file is bad input."""
     file = Path(path)
     try:
-        with open(file, "rb") as handle:
+        # Opened without blocking: a FIFO nobody writes to reads as empty instead of waiting
+        # for ever (a pipe with a writer, `--nodes /dev/stdin`, still reads to its end).
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             raise UsageError(f"nodes file {file} is larger than {MAX_FILE_BYTES >> 20} MiB: not a host list")

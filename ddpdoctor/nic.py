@@ -152,13 +152,13 @@ def _judge(host: str, facts: NodeFacts, name: str, others: dict[str, set[str]]) 
     addresses = _usable_addresses(facts.interfaces[name])
     if name == "lo" or all(_is_loopback(a) for a in addresses):
         return Reach("local", "loopback")
-    if name.startswith(NODE_LOCAL_PREFIXES):
-        return Reach("local", "a container or VM bridge/veth: it exists on this node only")
     shared = [a for a in addresses if any(a in addrs for addrs in others.values())]
     if shared and others:
         holders = [h for h, addrs in others.items() if shared[0] in addrs]
         return Reach("local", f"the same address {shared[0]} is on {', '.join([host, *holders][:4])}: "
                               "a node-local network")
+    if name.startswith(NODE_LOCAL_PREFIXES):
+        return Reach("local", "a container or VM bridge/veth: it exists on this node only")
     networks = _networks(facts, name)
     if not networks or not others:
         return Reach("unknown")

@@ -36,6 +36,8 @@ from ddpdoctor.transport.route import OwnIdentity
 from ddpdoctor.transport.ssh import SshOptions, facts_over_ssh
 
 BACKENDS = ("auto", "nccl", "gloo")
+# A timeout is a deadline: a finite number of seconds (nan would never fire, inf overflows).
+MAX_TIMEOUT_S = 24 * 3600.0
 VIAS = ("auto", "local", "ssh", "store")
 
 
@@ -70,8 +72,9 @@ class PreflightOptions:
         for flag, value in (("--nproc-per-node", self.nproc_per_node), ("--world-size", self.world_size)):
             if value is not None and value < 1:
                 raise UsageError(f"{flag} must be at least 1 (got {value})")
-        if not self.timeout > 0:
-            raise UsageError(f"--timeout must be more than 0 seconds (got {self.timeout:g})")
+        if not 0 < self.timeout <= MAX_TIMEOUT_S:
+            raise UsageError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT_S:.0f} seconds "
+                             f"(got {self.timeout:g})")
         if self.node_rank is not None and self.via != "store":
             raise UsageError("--node-rank only means something with --via store")
         if self.node_rank is not None and self.node_rank < 0:

@@ -99,7 +99,9 @@ def _as_master(opts, entries, recorded, master, here, mine, resolved, began, sta
     others = [e.name for e in entries if e.name not in mine and e.name not in recorded]
     arrived: dict[str, Any] = {}
     if store is not None:
-        arrived = store.wait_any([f"facts/{h}" for h in dict.fromkeys(others)], began + opts.timeout)
+        # --timeout counts from the moment the store serves: nodes load Python and torch as slowly
+        # as this one did, and none of them can publish before this point.
+        arrived = store.wait_any([f"facts/{h}" for h in dict.fromkeys(others)], time.monotonic() + opts.timeout)
     stages["store_wait_s"] = round(time.monotonic() - mark, 3)
     ep = endpoint(master, port)
     nodes = []
@@ -215,7 +217,9 @@ def _publish_report(store: Store, report: Report, master: str, opts, arrived: di
 
 
 def _as_node(opts, master: str, here: NodeFacts, mine: list[str], began: float) -> Report:
-    store, connect = Store.join(master, opts.master_port, began + opts.timeout)
+    # The master may start later than this node (srun's start is not instant), and loads torch
+    # before it serves: keep trying for --timeout, counted from when this node is ready too.
+    store, connect = Store.join(master, opts.master_port, opts.timeout)
     me = dataclasses.replace(here, connect=connect)
     if store is None:
         return _unreachable_report(opts, master, me, mine)

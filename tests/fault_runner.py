@@ -56,7 +56,7 @@ class WatchedRun:
     """`ddpdoctor ARGS` started now; `finish()` waits for it and asserts that nothing is left."""
 
     def __init__(self, *args: str, run_dir: Optional[Path], env: Optional[dict] = None,
-                 cwd: Optional[Path] = None, python: str = sys.executable) -> None:
+                 cwd: Optional[Path] = None, wrapper: Optional[list[str]] = None) -> None:
         merged = dict(os.environ)
         merged.setdefault("COLUMNS", "200")
         merged.update(env or {})
@@ -65,7 +65,9 @@ class WatchedRun:
         self._born = time.time() - 1.0  # a process started before this is never the run's
         # `python -m ddpdoctor`, not the console script: the tests that change PATH must not lose
         # ddpdoctor itself with it. Its own session: a signal meant for it reaches it alone.
-        self.proc = subprocess.Popen([python, "-m", "ddpdoctor", *args], stdin=subprocess.DEVNULL,
+        # `wrapper` (e.g. `unshare -m sh -c '...; exec "$@"' sh`) must exec ddpdoctor in the end.
+        argv = [*(wrapper or []), sys.executable, "-m", "ddpdoctor", *args]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=merged, cwd=str(cwd or REPO), start_new_session=True)
         self.seen: dict[tuple[int, float], Seen] = {}

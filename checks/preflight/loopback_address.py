@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.cluster import ClusterFacts, is_loopback, name_list
+from ddpdoctor.nic import node_local_name
 from ddpdoctor.findings import Problem, Severity
 from ddpdoctor.registry import Skipped, check
 
@@ -72,13 +73,32 @@ def loopback_address(cluster: ClusterFacts) -> list[Problem] | Skipped:
     own = {h: v for h, v in own.items() if v[1]}
     if own:
         example_host, (example_name, example_loop) = next(iter(own.items()))
+        address = _cluster_address(cluster.node_named(example_host)) or "10.0.0.11"
         problems.append(Problem(
             message=("a node's own hostname resolves to loopback on that node, so Gloo/NCCL would "
                      "advertise loopback to the peers: "
                      + name_list([f"{h} ({name} -> {', '.join(loop)})" for h, (name, loop) in own.items()])),
             hint=(f"in /etc/hosts on each of them, map the hostname to its cluster address instead of "
-                  f"{example_loop[0]} (on {example_host}: `10.0.0.11  {example_name}`)"),
+                  f"{example_loop[0]} (on {example_host}: `{address}  {example_name}`)"),
             hosts=list(own),
             evidence={"own_hostname": {h: {"hostname": name, "loopback": loop} for h, (name, loop) in own.items()}},
         ))
     return problems
+
+
+def _cluster_address(node) -> str | None:
+    """The node's address as the others know it: what its name resolves to here, else the
+    first non-loopback IPv4 address on its interfaces."""
+    if node is None:
+        return None
+    for address in node.resolved:
+        if not is_loopback(address):
+            return address
+    facts = node.facts
+    for name, addresses in (facts.interfaces.items() if facts else ()):
+        if name in facts.interfaces_down:
+            continue
+        for address in addresses:
+            if ":" not in address and not is_loopback(address) and not node_local_name(name):
+                return address
+    return None

@@ -12,8 +12,9 @@ classified:
   deletion explains it better than a substitution.
 
 Which explanation wins: one that makes the rest of both sequences equal, lengths included
-(exact); else the one that keeps the longest stretch equal after it; a tie, or nothing after
-the divergence to go by (both sides stuck in it), is a mismatch.
+(exact); else the one that keeps the longest stretch equal after it; with nothing after the
+divergence to go by (both sides stuck in it), a user collective facing a DDP gradient
+all-reduce that both sides made before is the extra one; otherwise it is a mismatch.
 Only the first divergence of a group is reported; later ones are counted after applying the
 chosen explanation (deleting the extra call, or stepping past the mismatch).
 """
@@ -235,9 +236,34 @@ def _extra_side(work: dict[int, list[Call]], i: int, sides: list[list[int]]) -> 
     overlaps = [(n if ok and n > 0 else -1) for ok, _, n in (a_extra, b_extra, swapped)]
     best = max(overlaps)
     if best <= 0 or overlaps.count(best) > 1:
-        return None
+        return _extra_by_history(work, i, sides)
     winner = overlaps.index(best)
     return winner if winner < 2 else None
+
+
+def _place(call: Call) -> tuple:
+    site = call.record.site
+    return (call.signature, (site.file, site.line) if site else None)
+
+
+def _extra_by_history(work: dict[int, list[Call]], i: int, sides: list[list[int]]) -> Optional[int]:
+    """Both sides stuck at i, nothing after it to line up. A rank-only `barrier()` meets the
+    others' next DDP gradient all-reduce: that all-reduce (same shapes, same backward() site)
+    is one both sides made before, the barrier one the other side never made. That is a
+    skipped collective, not two ranks disagreeing about one."""
+    a, b = work[sides[0][0]], work[sides[1][0]]
+    stuck_there = (len(a) == i + 1 and len(b) == i + 1 and not a[i].returned and not b[i].returned)
+    if not stuck_there:
+        return None
+    # User code never calls something *instead of* DDP's own gradient all-reduce: a user
+    # collective meeting one that both sides made before is an extra call.
+    for extra, other in ((0, 1), (1, 0)):
+        mine, theirs = (a, b) if extra == 0 else (b, a)
+        if (theirs[i].record.op == "ddp_bucket_allreduce" and mine[i].record.op != "ddp_bucket_allreduce"
+                and _place(theirs[i]) in {_place(c) for c in mine[:i]}
+                and _place(mine[i]) not in {_place(c) for c in theirs[:i]}):
+            return extra
+    return None
 
 
 def _longest(work: dict[int, list[Call]], ranks: list[int]) -> list[Call]:

@@ -39,9 +39,9 @@ def bucket_sizes(run: RunModel) -> list[Problem] | Skipped:
         DDP's gradient buckets, as they are after DDP rebuilt them (the steps after the first 3):
         - too many tiny buckets: 8 or more per backward pass with a median size under 1 MiB,
           whose all-reduces take at least 10 ms and 10% of the median step; or
-        - one huge bucket: bucket_cap_mb raised above the default 25, so that one bucket holds
-          at least half of all gradient bytes, while at least 10 ms and 10% of each step is
-          communication that backward did not hide.
+        - one huge bucket: bucket_cap_mb raised above the default 25, so that one bucket of
+          several parameters holds at least half of all gradient bytes, while at least 10 ms
+          and 10% of each step is communication that backward did not hide.
         The finding suggests a bucket_cap_mb: about four buckets per backward, between 1 and
         25 MB, and says why.
 

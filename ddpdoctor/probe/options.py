@@ -9,6 +9,12 @@ from typing import Optional
 
 from ddpdoctor.errors import UsageError
 
+# A timeout is a deadline: a finite number of seconds (nan would never fire, inf never end).
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+# More processes than this on one node is a typo, and torchrun would try to start every one.
+MAX_NPROC_PER_NODE = 1024
+MAX_SCRIPT_BYTES = 64 * 1024 * 1024
+
 
 @dataclass
 class ProbeOptions:
@@ -33,18 +39,20 @@ class ProbeOptions:
 
     def validate(self) -> None:
         """Bad input is found here, before a run dir exists or a process starts."""
-        if self.nproc_per_node < 1:
-            raise UsageError(f"--nproc-per-node must be at least 1 (got {self.nproc_per_node})")
+        if not 1 <= self.nproc_per_node <= MAX_NPROC_PER_NODE:
+            raise UsageError(f"--nproc-per-node must be in 1..{MAX_NPROC_PER_NODE} (got {self.nproc_per_node})")
         if self.nnodes < 1:
             raise UsageError(f"--nnodes must be at least 1 (got {self.nnodes})")
         if not 0 <= self.node_rank < self.nnodes:
             raise UsageError(f"--node-rank must be in 0..{self.nnodes - 1} (got {self.node_rank})")
         if self.max_steps < 0 or self.steps_per_epoch < 0:
             raise UsageError("--max-steps and --steps-per-epoch must be 0 (no limit) or more")
-        if self.stall_timeout_s is not None and self.stall_timeout_s <= 0:
-            raise UsageError(f"--stall-timeout must be positive (got {self.stall_timeout_s})")
-        if self.timeout_s <= 0:
-            raise UsageError(f"--timeout must be positive (got {self.timeout_s})")
+        if self.stall_timeout_s is not None and not 0 < self.stall_timeout_s <= MAX_TIMEOUT_S:
+            raise UsageError(f"--stall-timeout must be more than 0 and at most {MAX_TIMEOUT_S:.0f} "
+                             f"seconds (got {self.stall_timeout_s:g})")
+        if not 0 < self.timeout_s <= MAX_TIMEOUT_S:
+            raise UsageError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT_S:.0f} seconds "
+                             f"(got {self.timeout_s:g})")
         if self.master_port is not None and not 1 <= self.master_port <= 65535:
             raise UsageError(f"--master-port must be in 1..65535 (got {self.master_port})")
         if self.rdzv_endpoint is not None and not re.fullmatch(r"[\w.\-\[\]:]+:\d{1,5}", self.rdzv_endpoint):
@@ -77,11 +85,15 @@ def check_script(path: str) -> None:
         raise UsageError(f"script not found: {path}")
     if os.path.isdir(path):
         raise UsageError(f"script is a directory, not a Python file: {path}")
+    if not os.path.isfile(path):  # a FIFO would block the read for ever, /dev/zero never end it
+        raise UsageError(f"script is not a regular file: {path}")
     try:
         with open(path, "rb") as handle:
-            source = handle.read()
+            source = handle.read(MAX_SCRIPT_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read script {path}: {exc.strerror}") from None
+    if len(source) > MAX_SCRIPT_BYTES:
+        raise UsageError(f"script is larger than {MAX_SCRIPT_BYTES >> 20} MiB, not a Python source file: {path}")
     if b"\0" in source:
         raise UsageError(f"script is not a Python source file (binary content): {path}")
     try:

@@ -65,11 +65,12 @@ class Store:
         return cls(store, True), info
 
     @classmethod
-    def join(cls, master: str, port: int, deadline: float) -> tuple[Optional["Store"], ConnectResult]:
-        """Connect to the master's store, retrying until `deadline` (monotonic): the master may
-        start a little later than this node. The ConnectResult is the last attempt's: refused,
-        timed out, unresolvable - or ok."""
+    def join(cls, master: str, port: int, timeout: float) -> tuple[Optional["Store"], ConnectResult]:
+        """Connect to the master's store, retrying for `timeout` seconds once torch is loaded: the
+        master may start a little later than this node. The ConnectResult is the last attempt's:
+        refused, timed out, unresolvable - or ok."""
         dist = _torch_distributed()
+        deadline = time.monotonic() + timeout
         result = ConnectResult(endpoint(master, port), "timeout", None, "no attempt", 0.0)
         began = time.monotonic()
         while True:

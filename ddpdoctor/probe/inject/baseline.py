@@ -86,10 +86,11 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float) -> None:
                       "bucket sizes at the end of the probe")
         return
     for position, nbytes in enumerate(sizes):
+        if position and -_agree(all_reduce, group, [time.time() - deadline])[0] <= 0:
+            return  # out of budget on some rank: the sizes left go without a baseline
         tensor = torch.ones(max(1, nbytes // 4), dtype=torch.float32)
         times = [_timed_all_reduce(all_reduce, tensor, group) for _ in range(WARMUP)]
-        remaining = deadline - time.time()
-        slowest, remaining = _agree(all_reduce, group, [times[-1], -remaining])
+        slowest, remaining = _agree(all_reduce, group, [times[-1], time.time() - deadline])
         remaining = -remaining  # the least time left on any rank
         share = remaining / (len(sizes) - position)
         count = int(min(MAX_TIMED, share / max(slowest, 1e-6)))
