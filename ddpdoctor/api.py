@@ -71,15 +71,19 @@ def preflight(nodes: Optional[PathLike] = None, *, nproc: Optional[int] = None,
               ssh_user: Optional[str] = None, ssh_port: Optional[int] = None,
               ssh_options: Sequence[str] = (), remote_python: str = "python3",
               timeout: float = 10.0, fanout: int = 64, facts: Sequence[PathLike] = (),
+              collective: bool = False, node_rank: Optional[int] = None,
               fail_on: str = "error", ignore: Iterable[str] = ()) -> "Report":
     """`ddpdoctor preflight --nodes NODES`: check the machines and return the report.
-    Without `nodes`, $SLURM_JOB_NODELIST, else this machine."""
+    Without `nodes`, $SLURM_JOB_NODELIST, else this machine. `collective=True` is --collective;
+    with via="store", the nodes other than the master return the master's report, relayed
+    (report.metrics["store_role"] == "node")."""
     from ddpdoctor.preflight import PreflightOptions, run_preflight
     from ddpdoctor.transport.ssh import SshOptions
 
     if nodes is not None:
         _want("nodes", nodes, (str, os.PathLike), "a path")
-    for name, value in (("nproc", nproc), ("world_size", world_size), ("ssh_port", ssh_port)):
+    for name, value in (("nproc", nproc), ("world_size", world_size), ("ssh_port", ssh_port),
+                        ("node_rank", node_rank)):
         if value is not None:
             _want(name, value, int, "an integer")
     _want("master_port", master_port, int, "an integer")
@@ -92,7 +96,7 @@ def preflight(nodes: Optional[PathLike] = None, *, nproc: Optional[int] = None,
         ssh=SshOptions(user=ssh_user, port=ssh_port, options=list(ssh_options),
                        remote_python=remote_python),
         timeout=timeout, fanout=fanout, facts_files=[os.fspath(f) for f in facts],
-        fail_on=severity, ignore=codes)
+        fail_on=severity, ignore=codes, collective=bool(collective), node_rank=node_rank)
     return run_preflight(options)
 
 

@@ -146,7 +146,8 @@ def plan(cluster: ClusterFacts, timeout: float, host_store: bool, prefix: str) -
         nproc = cluster.procs_on(node)
         nodes.append(PlanNode(node.host, node.transport, len(nodes), nproc, offset))
         offset += nproc
-    pair_timeout = max(3.0, min(10.0, timeout))
+    # A healthy pair forms and moves 6 MiB in well under a second; a broken one costs this much.
+    pair_timeout = max(3.0, min(5.0, timeout / 2))
     rounds = pair_rounds(len(nodes))
     # torch import and store: 20 s; the pair rounds; the world group and the sizes: 20 s.
     deadline = 20.0 + len(rounds) * (pair_timeout + 2.0) + 20.0

@@ -140,7 +140,9 @@ def _rank_result(host: str, rank: dict, events: list[dict]) -> RankResult:
 
 def _pair_result(hosts: list[str], number: int, a: int, b: int, events: list[dict]) -> PairResult:
     names = [hosts[a] if a < len(hosts) else str(a), hosts[b] if b < len(hosts) else str(b)]
-    errors = [e["error"] for e in events if e.get("error")]
+    # The end that saw the failure says more than the end told about it.
+    errors = sorted((e["error"] for e in events if e.get("error")),
+                    key=lambda text: text.startswith("the other end failed"))
     if errors:
         return PairResult(names, number, error=errors[0])
     if not events:

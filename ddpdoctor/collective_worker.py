@@ -39,15 +39,22 @@ LINE_BOOTSTRAP = "import sys,json;exec(json.loads(sys.stdin.readline()))"
 
 
 def _first_line(exc):
-    # c10d errors carry a C++ stack after the first line; people need the first line.
+    # c10d errors carry a C++ stack after the first line, and source paths inside it
+    # ("[/__w/pytorch/.../pair.cc:152] "); people need the words.
+    import re
     text = str(exc).strip().splitlines()
-    return ("%s: %s" % (type(exc).__name__, text[0] if text else ""))[:400]
+    line = re.sub(r"\[[^\]\s]*\.(?:cc|cpp|h|hpp):\d+\] ?", "", text[0] if text else "")
+    return ("%s: %s" % (type(exc).__name__, line.replace("$0", ""))).strip()[:400]
 
 
 # ---------------------------------------------------------------- rank
 
 
+_STARTED = time.monotonic()
+
+
 def _emit(event):
+    event.setdefault("t", round(time.monotonic() - _STARTED, 3))  # seconds since the rank started
     sys.stdout.write(EVENT_MARKER + json.dumps(event) + "\n")
     sys.stdout.flush()
 
@@ -113,12 +120,35 @@ def _rank_main(params):
         verdicts = [store.get("pairs-done/%d" % n).decode() for n in range(nnodes)] if nnodes > 1 else []
     except Exception as exc:  # noqa: BLE001
         _emit({"phase": "world", "skipped": "not every node finished its pair tests: %s" % _first_line(exc)})
-        return
+        _leave(params, store, rank, left)
+        _exit()
     if "failed" in verdicts:
         _emit({"phase": "world", "skipped": "pair tests failed"})
-        return
-    _world(params, store, dist, torch, device, rank, left)
-    _emit({"phase": "done", "seconds": round(time.monotonic() - began, 3)})
+    else:
+        _world(params, store, dist, torch, device, rank, left)
+        _emit({"phase": "done", "seconds": round(time.monotonic() - began, 3)})
+    _leave(params, store, rank, left)
+    _exit()
+
+
+def _exit():
+    # Everything is reported: leave now, without running destructors of groups that may be
+    # stuck (a failed Gloo pair) - a rank must never hang on its way out.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _leave(params, store, rank, left):
+    """Rank 0 may host the store: it stays until every rank is through with it."""
+    try:
+        store.add("finished", 1)
+        if rank == 0 and params["host_store"]:
+            world = int(params["world_size"])
+            while store.add("finished", 0) < world and left().total_seconds() > 1.0:
+                time.sleep(0.05)
+    except Exception:  # noqa: BLE001 - the others are gone already
+        pass
 
 
 def _pair_group(params, store, dist, torch, name, index, timeout):
@@ -154,26 +184,55 @@ def _pairs(params, store, dist, torch, device, node, left):
             _emit(event)
             continue
         began = time.monotonic()
-        try:
-            group = _pair_group(params, store, dist, torch, "pair/%d/%d-%d" % (number, a, b),
-                                0 if node == a else 1, left(float(params["pair_timeout"])))
-            tensor = torch.ones(size, device=device)
-            group.allreduce([tensor]).wait()  # warm-up: connections are made lazily
-            _sync(torch, device)
-            t0 = time.monotonic()
-            for _ in range(int(params["pair_iters"])):
-                group.allreduce([tensor]).wait()
-            _sync(torch, device)
-            seconds = (time.monotonic() - t0) / int(params["pair_iters"])
+        limit = float(params["pair_timeout"])
+        box = {}
+        # In a thread: Gloo's connect can wait several times its timeout (it retries), and a
+        # pair must cost at most `limit`. A thread left stuck in Gloo dies with the process.
+        worker = threading.Thread(target=_pair_test, name="ddpdoctor-pair", daemon=True,
+                                  args=(params, store, dist, torch, device, number, a, b, node, size, box, left))
+        worker.start()
+        gave_up = "pair-failed/%d/%d-%d" % (number, a, b)
+        end = began + limit + 1.0
+        while worker.is_alive() and time.monotonic() < end:
+            worker.join(0.1)
+            try:
+                if store.check([gave_up]):
+                    box.setdefault("error", "the other end failed: %s" % store.get(gave_up).decode())
+                    break
+            except Exception:  # noqa: BLE001 - the store is gone: the deadline decides
+                pass
+        if "error" in box and not box["error"].startswith("the other end failed"):
+            try:
+                store.set(gave_up, box["error"])  # so the other end stops waiting for us
+            except Exception:  # noqa: BLE001
+                pass
+        if "error" in box or "seconds" not in box:
+            event["error"] = box.get("error") or "no answer within %.0f s (the connection was never made)" % limit
+            failed = True
+        else:
+            seconds = box["seconds"]
             event.update({"seconds": round(seconds, 6), "bytes": size * 4,
                           "busbw": round(size * 4 / seconds, 1) if seconds > 0 else None})
-            del group
-        except Exception as exc:  # noqa: BLE001 - a broken pair is a result, not a crash
-            event["error"] = _first_line(exc)
-            failed = True
         event["wall"] = round(time.monotonic() - began, 3)
         _emit(event)
     return failed
+
+
+def _pair_test(params, store, dist, torch, device, number, a, b, node, size, box, left):
+    try:
+        group = _pair_group(params, store, dist, torch, "pair/%d/%d-%d" % (number, a, b),
+                            0 if node == a else 1, left(float(params["pair_timeout"])))
+        tensor = torch.ones(size, device=device)
+        group.allreduce([tensor]).wait()  # warm-up: connections are made lazily
+        _sync(torch, device)
+        t0 = time.monotonic()
+        for _ in range(int(params["pair_iters"])):
+            group.allreduce([tensor]).wait()
+        _sync(torch, device)
+        box["seconds"] = (time.monotonic() - t0) / int(params["pair_iters"])
+        box["group"] = group  # keep it alive: destroying a Gloo group can block
+    except Exception as exc:  # noqa: BLE001 - a broken pair is a result, not a crash
+        box["error"] = _first_line(exc)
 
 
 def _sync(torch, device):

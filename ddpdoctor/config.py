@@ -50,8 +50,9 @@ KEYS: dict[str, dict[str, Any]] = {
     },
     "preflight": {
         **SHARED, "nodes": "path", "nproc-per-node": int, "world-size": int, "master-addr": str,
-        "master-port": int, "backend": ("auto", "nccl", "gloo"), "via": ("auto", "local", "ssh"),
-        "ssh-user": str, "ssh-port": int, "remote-python": str, "timeout": float, "fanout": int,
+        "master-port": int, "backend": ("auto", "nccl", "gloo"),
+        "via": ("auto", "local", "ssh", "store"), "ssh-user": str, "ssh-port": int, "remote-python": str,
+        "timeout": float, "fanout": int, "collective": bool,
     },
     "report": dict(SHARED),  # re-judging a probe's run dir gates like the probe did
 }

@@ -117,11 +117,13 @@ def _bracket_values(body: str) -> list[str]:
             continue
         match = re.fullmatch(r"(\d+)-(\d+)", item)
         if not match:
-            raise ValueError(f"bad range {item!r} in [{body}]")
+            raise ValueError(f"bad range {_shown(item)} in [{_shown(body)}]")
         lo_text, hi_text = match.groups()
+        if max(len(lo_text), len(hi_text)) > 18:  # int() of 5000 digits is refused, or slow
+            raise ValueError(f"range {_shown(item)} is too large")
         lo, hi = int(lo_text), int(hi_text)
         if hi < lo:
-            raise ValueError(f"range {item!r} runs backwards")
+            raise ValueError(f"range {_shown(item)} runs backwards")
         if hi - lo >= MAX_EXPANSION:
             raise ValueError(f"range {_shown(item)} is too large")
         if len(values) + hi - lo >= MAX_EXPANSION:
@@ -143,11 +145,11 @@ def expand_hostlist(expr: str) -> list[str]:
                 raise ValueError(f"{_shown(expr)} expands to more than {MAX_EXPANSION} hosts")
             names = [n + v for n in names for v in values]
         elif "[" in piece or "]" in piece:
-            raise ValueError(f"unbalanced brackets in {expr!r}")
+            raise ValueError(f"unbalanced brackets in {_shown(expr)}")
         else:
             names = [n + piece for n in names]
         if len(names) > MAX_EXPANSION:
-            raise ValueError(f"{expr!r} expands to more than {MAX_EXPANSION} hosts")
+            raise ValueError(f"{_shown(expr)} expands to more than {MAX_EXPANSION} hosts")
     return names
 
 
@@ -166,8 +168,8 @@ def _split_horovod_slots(item: str) -> tuple[str, Optional[int]]:
 
 
 def _slots_value(text: str, key: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{key} must be a whole number of at least 1 (got {text!r})")
+    if not (text.isascii() and text.isdigit()) or len(text) > 6 or int(text) < 1:
+        raise ValueError(f"{key} must be a whole number of at least 1, at most 999999 (got {_shown(text)})")
     return int(text)
 
 
@@ -181,20 +183,20 @@ def parse_line(text: str) -> list[tuple[str, Optional[int]]]:
     for token in fields:
         key, eq, value = token.partition("=")
         if not eq:
-            raise ValueError(f"unexpected {token!r} after the host (one host expression per line; "
+            raise ValueError(f"unexpected {_shown(token)} after the host (one host expression per line; "
                              "use commas or slots=N)")
         if key not in _SLOT_KEYS:
-            raise ValueError(f"unknown field {key!r} (known: slots=N, max_slots=N)")
+            raise ValueError(f"unknown field {_shown(key)} (known: slots=N, max_slots=N)")
         # OpenMPI: slots is what a job gets by default; max_slots only caps it.
         if key == "slots" or field_slots is None:
             field_slots = _slots_value(value, key)
     pairs: list[tuple[str, Optional[int]]] = []
     for item in split_outside_brackets(hosts_expr):
         if not item:
-            raise ValueError(f"empty host in {hosts_expr!r}")
+            raise ValueError(f"empty host in {_shown(hosts_expr)}")
         expr, item_slots = _split_horovod_slots(item)
         if item_slots is not None and field_slots is not None:
-            raise ValueError(f"{item!r} gives slots twice (host:N and slots=N)")
+            raise ValueError(f"{_shown(item)} gives slots twice (host:N and slots=N)")
         slots = item_slots if item_slots is not None else field_slots
         names = [expr] if expr.startswith("[") else expand_hostlist(expr)
         pairs.extend((validate_hostname(name), slots) for name in names)

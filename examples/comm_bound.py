@@ -62,7 +62,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--vocab", type=int, default=200_000)
-    parser.add_argument("--docs", type=int, default=768)
+    parser.add_argument("--docs", type=int, default=384)
     parser.add_argument("--lr", type=float, default=0.5)
     args = parser.parse_args()
 

@@ -45,7 +45,7 @@ class RemoteImages(Dataset):
     def _fetch(self, idx):
         time.sleep(self.latency_s)  # the storage round trip
         g = torch.Generator().manual_seed(int(idx))
-        return self.templates[self.labels[idx]] + 0.5 * torch.randn(3, 16, 16, generator=g)
+        return self.templates[self.labels[idx]] + 2.0 * torch.randn(3, 16, 16, generator=g)
 
     def __getitem__(self, idx):
         return self._fetch(idx), self.labels[idx]
@@ -75,7 +75,7 @@ def main():
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")
 
-    dataset = RemoteImages(192)
+    dataset = RemoteImages(96)
     sampler = DistributedSampler(dataset, shuffle=True)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True,
                         num_workers=args.num_workers)

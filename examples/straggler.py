@@ -77,7 +77,7 @@ def main():
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")
 
-    x, y = make_blobs(768)
+    x, y = make_blobs(384)
     dataset = TensorDataset(x, y)
     sampler = DistributedSampler(dataset, shuffle=True)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True)

@@ -1,7 +1,7 @@
 """Real separate network hosts on one machine: Linux network namespaces joined by a bridge.
 
 Every host is a namespace with its own network stack, its own address on a private test subnet
-(10.213.0.0/24 by default), its own /etc/hosts (`ip netns exec` bind-mounts /etc/netns/NAME/hosts
+(the caller's choice; the tests use 192.168.213.0/24), its own /etc/hosts (`ip netns exec` bind-mounts /etc/netns/NAME/hosts
 over /etc/hosts), and, for the commands we start there, its own hostname (a UTS namespace of
 its own via `unshare --uts`; `ip netns exec` alone would share - and change - this machine's).
 The bridge lives in a "switch" namespace of its own, so this machine's own network stack gets no
@@ -115,7 +115,7 @@ def clean_stale() -> list[str]:
 
 
 class NetnsLab:
-    """`with NetnsLab([Host("n1", "10.213.0.11"), ...]) as lab: lab.run("n1", [...])`"""
+    """`with NetnsLab([Host("n1", "192.168.213.11"), ...]) as lab: lab.run("n1", [...])`"""
 
     def __init__(self, hosts: Sequence[Host], prefix_len: int = 24):
         self.run_id = f"{PREFIX}{os.getpid()}"

@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from fault_runner import REPO as REPO_ROOT
@@ -47,6 +48,14 @@ def finding(report: dict, code: str) -> dict:
     found = [f for f in report["findings"] if f["code"] == code]
     assert found, f"no {code} in {[(f['code'], f['message']) for f in report['findings']]}"
     return found[0]
+
+
+def of_run(pid: int, run_dir: Path) -> bool:
+    """A live process of this run (a reused pid belongs to someone else)."""
+    try:
+        return psutil.Process(pid).environ().get("DDPDOCTOR_RUN_DIR") == str(run_dir.resolve())
+    except psutil.Error:
+        return False
 
 
 def path_without_py_spy() -> str:
@@ -102,10 +111,10 @@ def test_rank_killed_by_sigkill_mid_step_is_reported_and_its_dataloader_workers_
     crash = finding(report, "DDP504")
     assert crash["ranks"] == [1] and "SIGKILL" in crash["message"]
     assert report["metrics"]["outcome"] == "crashed"
-    # Two workers per rank were started; the watcher saw each, and each is gone.
+    # Two workers per rank were started (each wrote its pid), and not one is left.
     workers = {int(p.name.split("-")[1]) for p in pids.iterdir()}
     assert len(workers) >= 4
-    assert workers <= {s.pid for s in done.seen}
+    assert [pid for pid in workers if of_run(pid, run_dir)] == []
 
 
 @multiprocess
@@ -150,19 +159,19 @@ def test_timeout_ends_an_endless_job_and_py_spy_refused_by_the_kernel_falls_back
     run_dir = tmp_path / "run"
     denied_path = denying_py_spy(tmp_path / "bin")
     started = time.monotonic()
-    done = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0", "--timeout", "8"),
+    done = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0", "--timeout", "10"),
                       run_dir=run_dir, env={"PATH": denied_path} if denied_path else None
-                      ).finish(deadline_s=8 + 20)
+                      ).finish(deadline_s=10 + 20)
     assert done.code == 1, done.stderr
     report = report_of(run_dir)
     hang = finding(report, "DDP503")
     assert hang["evidence"]["status"] == "timeout" and hang["ranks"] == [0, 1]
     assert "endless_training.py" in hang["evidence"]["detail"]
-    assert report["metrics"]["outcome"] == "timeout" and report["metrics"]["steps"] >= 2
+    assert report["metrics"]["outcome"] == "timeout" and report["metrics"]["steps"] >= 1
     if denied_path:
         assert hang["evidence"]["stack_method"] == "faulthandler"
         assert "py-spy was not allowed to attach (permission denied)" in hang["evidence"]["stack_note"]
-    assert time.monotonic() - started < 8 + 20
+    assert time.monotonic() - started < 10 + 20
 
 
 @multiprocess

@@ -331,3 +331,170 @@ def test_unresolvable_master_addr_outside_the_list_is_ddp101():
                 master_resolve_error="[Errno -2] Name or service not known")
     problems = run("DDP101", c)
     assert problems[0].hosts == ["rdzv.typo.invalid"] and "MASTER_ADDR" in problems[0].message
+
+
+# DDP106: interfaces and subnets compared across nodes
+
+def _nic_facts(name: str, interfaces: dict, env: dict | None = None, **changes) -> NodeFacts:
+    """A node whose interfaces are given as {"eth0": "10.1.0.11/24", ...} (address/prefix)."""
+    addrs = {"lo": ["127.0.0.1", "::1"], **{n: [cidr.split("/")[0]] for n, cidr in interfaces.items()}}
+    nets = {"lo": ["127.0.0.1/8", "::1/128"], **{n: [cidr] for n, cidr in interfaces.items()}}
+    return facts("gpu-a1", hostname=name, interfaces=addrs, networks=nets, interfaces_down=[],
+                 env=env or {}, netns=f"boot/net:{name}", hostname_addresses=[next(iter(interfaces.values())).split("/")[0]],
+                 **changes)
+
+
+def test_socket_ifname_selecting_docker0_with_the_same_address_everywhere_is_reported():
+    env = {"GLOO_SOCKET_IFNAME": "docker0"}
+    a = _nic_facts("a", {"docker0": "172.17.0.1/16", "eth0": "10.1.0.11/24"}, env)
+    b = _nic_facts("b", {"docker0": "172.17.0.1/16", "eth0": "10.1.0.12/24"}, env)
+    problems = run("DDP106", cluster(node(a), node(b)))
+    assert len(problems) == 1 and problems[0].hosts == ["a", "b"]
+    assert "same address 172.17.0.1" in problems[0].message
+    assert "GLOO_SOCKET_IFNAME=eth0 work on every node" in problems[0].hint
+
+
+def test_socket_ifname_loopback_cannot_reach_other_nodes():
+    env = {"GLOO_SOCKET_IFNAME": "lo"}
+    a = _nic_facts("a", {"eth0": "10.1.0.11/24"}, env)
+    b = _nic_facts("b", {"eth0": "10.1.0.12/24"}, env)
+    problems = run("DDP106", cluster(node(a), node(b)))
+    assert problems[0].hosts == ["a", "b"] and "loopback" in problems[0].message
+
+
+def test_nccl_default_pick_of_a_veth_before_the_nic_is_reported_for_an_nccl_job():
+    # NCCL excludes only docker* and lo by default: a veth that comes first in kernel order wins.
+    a = _nic_facts("a", {"veth1a2b": "10.99.0.1/24", "ens5": "10.1.0.11/24"}, gpu_count=8)
+    b = _nic_facts("b", {"ens5": "10.1.0.12/24"}, gpu_count=8)
+    problems = run("DDP106", cluster(node(a), node(b), backend="nccl"))
+    assert len(problems) == 1 and problems[0].hosts == ["a"]
+    assert "NCCL would bootstrap over veth1a2b" in problems[0].message
+    assert problems[0].evidence["suggested"]["NCCL_SOCKET_IFNAME"] == "ens5"
+
+
+def test_node_sharing_no_subnet_with_the_others_is_a_warning():
+    a = _nic_facts("a", {"eth0": "10.1.0.11/24"})
+    b = _nic_facts("b", {"eth0": "10.1.0.12/24"})
+    c = _nic_facts("c", {"eth0": "10.9.0.13/24"})
+    problems = run("DDP106", cluster(node(a), node(b), node(c)))
+    assert [(p.hosts, p.severity) for p in problems] == [(["c"], Severity.WARNING)]
+    assert "shares no subnet" in problems[0].message
+
+
+def test_cloud_slash_32_addresses_everywhere_are_not_judged_isolated():
+    a = _nic_facts("a", {"eth0": "10.128.0.5/32"})
+    b = _nic_facts("b", {"eth0": "10.128.0.6/32"})
+    assert run("DDP106", cluster(node(a), node(b))) == []
+
+
+def test_suggestion_for_differently_named_nics_is_verified_on_every_node():
+    from ddpdoctor import nic
+    a = _nic_facts("a", {"docker0": "172.17.0.1/16", "eth0": "10.1.0.11/24"})
+    b = _nic_facts("b", {"ens5": "10.1.0.12/24"})
+    advice = nic.advise({"a": a, "b": b})
+    assert advice.nccl == "eth0,ens5" and advice.gloo is None
+    assert nic.nccl_choice(a, advice.nccl)[0] == "eth0" and nic.nccl_choice(b, advice.nccl)[0] == "ens5"
+    assert "ens5 on b" in advice.text()
+
+
+def test_nccl_socket_ifname_syntax():
+    from ddpdoctor import nic
+    names = ["lo", "docker0", "eth0", "eth1", "ib0"]
+    assert nic.nccl_selects("eth", names) == ["eth0", "eth1"]
+    assert nic.nccl_selects("=eth1", names) == ["eth1"]
+    assert nic.nccl_selects("^docker,lo", names) == ["eth0", "eth1", "ib0"]
+    assert nic.nccl_selects("^=eth0,lo", names) == ["docker0", "eth1", "ib0"]
+
+
+# DDP107: the collective smoke test, fed recorded outcomes
+
+def _smoke(**kw) -> ClusterFacts:
+    from ddpdoctor.collective_result import CollectiveOutcome
+    c = cluster(node(facts("gpu-a1"), host="a"), node(facts("gpu-a2"), host="b"), node(facts("gpu-b1"), host="c"))
+    c.collective = CollectiveOutcome(**{"status": "ran", "hosts": ["a", "b", "c"], "world_size": 3, "world": "ok", **kw})
+    return c
+
+
+def _pair(a, b, busbw=None, error=None, number=0):
+    from ddpdoctor.collective_result import PairResult
+    return PairResult([a, b], number, 1 << 20, None if error else (1 << 20) / busbw, busbw, error)
+
+
+def test_collective_check_is_skipped_until_asked_for_and_says_how():
+    result = run("DDP107", healthy())
+    assert isinstance(result, Skipped) and "--collective" in result.reason
+
+
+def test_collective_not_run_because_facts_are_unsound_is_skipped_with_the_reason():
+    from ddpdoctor.collective_result import skipped
+    c = healthy()
+    c.collective = skipped("not run: DDP105 failed (A node cannot be reached); fix that first")
+    result = run("DDP107", c)
+    assert isinstance(result, Skipped) and "DDP105" in result.reason
+
+
+def test_node_failing_every_pair_while_the_others_work_is_named():
+    c = _smoke(pairs=[_pair("a", "b", 5e8), _pair("a", "c", error="Connection refused", number=1),
+                      _pair("b", "c", error="timed out", number=2)], world="skipped",
+               world_detail="pair tests failed")
+    problems = run("DDP107", c)
+    assert [p.hosts for p in problems] == [["c"]]
+    assert "every pair test with it failed" in problems[0].message and "all ports" in problems[0].hint
+
+
+def test_loopback_trap_node_gets_a_hint_pointing_at_ddp102():
+    c = _smoke(pairs=[_pair("a", "b", 5e8), _pair("a", "c", error="refused, remote=[127.0.1.1]:1", number=1),
+                      _pair("b", "c", error="refused", number=2)], world="skipped", world_detail="pair tests failed")
+    c.nodes[2].facts = facts("debian-1")
+    assert "DDP102" in run("DDP107", c)[0].hint
+
+
+def test_slow_node_is_a_warning_and_noise_is_not():
+    slow = _smoke(pairs=[_pair("a", "b", 5e8), _pair("a", "c", 4e6, number=1), _pair("b", "c", 5e6, number=2)])
+    problems = run("DDP107", slow)
+    assert [(p.hosts, p.severity) for p in problems] == [(["c"], Severity.WARNING)]
+    noisy = _smoke(pairs=[_pair("a", "b", 1.2e9), _pair("a", "c", 2.3e8, number=1), _pair("b", "c", 2.6e8, number=2)])
+    assert run("DDP107", noisy) == []
+
+
+def test_world_all_reduce_timeout_names_the_ranks():
+    from ddpdoctor.collective_result import RankResult
+    ranks = [RankResult(0, "a", 0, "size"), RankResult(1, "b", 0, "world-init", "killed at the deadline while in the first all-reduce"),
+             RankResult(2, "c", 0, "size")]
+    c = _smoke(pairs=[_pair("a", "b", 5e8)], ranks=ranks, world="failed")
+    problems = run("DDP107", c)
+    assert problems[0].ranks == [1] and problems[0].hosts == ["b"] and "timed out" in problems[0].message
+
+
+def test_pair_schedule_meets_every_pair_once_in_disjoint_rounds():
+    from ddpdoctor.collective import pair_rounds
+    for n in range(2, 10):
+        rounds = pair_rounds(n, cap=99)
+        met = [tuple(p) for r in rounds for p in r]
+        assert sorted(met) == sorted((i, j) for i in range(n) for j in range(i + 1, n))
+        for r in rounds:
+            nodes = [x for p in r for x in p]
+            assert len(nodes) == len(set(nodes))
+    assert len(pair_rounds(64)) == 8  # capped: 8 partners per node tell a bad node from a bad pair
+
+
+def test_worker_events_merge_into_pairs_sizes_and_rank_errors():
+    from ddpdoctor.collective_result import from_nodes
+    answers = {
+        "a": {"ranks": [{"rank": 0, "local_rank": 0, "exit_code": 0, "killed": False, "stderr": [], "events": [
+            {"phase": "started"}, {"phase": "imported"}, {"phase": "store"},
+            {"phase": "pair", "round": 0, "pair": [0, 1], "seconds": 0.002, "bytes": 1048576},
+            {"phase": "world-init"}, {"phase": "check"},
+            {"phase": "size", "bytes": 65536, "seconds": 0.001, "algbw": 6.5e7, "busbw": 8.7e7}, {"phase": "done"}]}]},
+        "b": {"ranks": [{"rank": 1, "local_rank": 0, "exit_code": None, "killed": True, "stderr": ["boom"], "events": [
+            {"phase": "started"}, {"phase": "imported"}, {"phase": "store"},
+            {"phase": "pair", "round": 0, "pair": [0, 1], "seconds": 0.004, "bytes": 1048576}, {"phase": "world-init"}]}]},
+        "c": "ssh to c was refused: nothing listens on its ssh port",
+    }
+    out = from_nodes(["a", "b", "c"], "gloo", 3, answers, 12.0, rounds=[[[0, 1]], [[0, 2]]])
+    assert out.pairs[0].ok and out.pairs[0].seconds == 0.004  # the slower end's time
+    assert out.pairs[1].error == "neither end got to this pair test"
+    assert [s.bytes for s in out.sizes] == [65536]
+    assert out.ranks[1].error == "killed at the deadline while in the first all-reduce"
+    assert out.node_failures == {"c": "ssh to c was refused: nothing listens on its ssh port"}
+    assert out.world == "failed"

@@ -88,7 +88,8 @@ def perf_run(ranks: list[Rank], steps: int = 20, buckets: tuple = ((0, 64 * KB),
             builder.add(tm.Step(t, i + 1, 1, 1, phases))
         if baseline_s is not None:
             for _index, nbytes in buckets:
-                builder.add(tm.BaselineTiming(t + 0.1, 0, nbytes, "float32", 2, [baseline_s] * 5))
+                starts = [1000.0 + k for k in range(5)]  # lined up across ranks, as after a MAX agreement
+                builder.add(tm.BaselineTiming(t + 0.1, 0, nbytes, "float32", 2, [baseline_s] * 5, starts))
         builder.end()
     run.outcome("completed")
     return run.model()
@@ -274,11 +275,17 @@ def test_bus_bandwidth_follows_nccl_tests():
 
 
 def test_bucket_time_counts_from_when_the_previous_bucket_finished():
-    timings = [tm.BucketTiming(0, 0, 0, 10, start=0.0, end=0.010, step=5, iteration=5, is_last=False, hook="default"),
-               tm.BucketTiming(0, 0, 1, 10, start=0.001, end=0.015, step=5, iteration=5, is_last=True, hook="default")]
-    service, busy = perf._service_times(timings)
+    service, busy = perf._service_times({0: (0.0, 0.010), 1: (0.001, 0.015)})
     assert service == {0: pytest.approx(0.010), 1: pytest.approx(0.005)}
     assert busy == pytest.approx(0.015)
+
+
+def test_an_all_reduce_counts_from_the_last_rank_to_join_it():
+    # Rank 0 launched at 0.0 and waited for rank 1, which joined at 0.050; both done at 0.060.
+    assert perf.joined([0.0, 0.050], [0.060, 0.0601], [0.060, 0.0101]) == (0.050, 0.0601)
+    # Clocks skewed across nodes never make it shorter than the shortest rank's own interval.
+    start, end = perf.joined([0.0, 0.080], [0.060, 0.0601], [0.060, 0.010])
+    assert end - start == pytest.approx(0.010)
 
 
 def test_report_tables_show_phases_per_rank_and_buckets_against_the_baseline():

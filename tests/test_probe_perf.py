@@ -48,7 +48,7 @@ def test_communication_bound_job_is_reported_with_bucket_table_and_trace(tmp_pat
     result = run_example("comm_bound", tmp_path, "--trace", str(trace_path))
     finding = result.one("DDP604")
     assert finding["ranks"] == [0, 1]
-    assert finding["evidence"]["share"] >= 0.25
+    assert finding["evidence"]["share"] >= 0.2
     assert result.codes & PERF_CODES == {"DDP604"}
     buckets = table(result, "Gradient buckets")
     assert buckets["columns"] == ["bucket", "MB", "params", "ms", "algbw", "busbw", "baseline", "eff"]

@@ -18,9 +18,15 @@ def loopback_address(cluster: ClusterFacts) -> list[Problem] | Skipped:
     Why it hurts:
         A loopback address means "this machine" on every machine. If MASTER_ADDR resolves to one,
         every node dials itself and the rendezvous times out. If a node's hostname does (the
-        /etc/hosts line `127.0.1.1 gpu01` that Debian and Ubuntu install), Gloo and NCCL advertise
-        127.0.1.1 to the peers, who then connect to themselves: the job hangs in
-        init_process_group or in the first all-reduce.
+        /etc/hosts line `127.0.1.1 gpu01` that Debian and Ubuntu install), everything that turns
+        the hostname into an address gets loopback: Gloo's default device (no GLOO_SOCKET_IFNAME),
+        `hostname -i` and `socket.gethostbyname(socket.gethostname())` in job scripts that set
+        MASTER_ADDR, MPI-style launchers. Gloo then advertises 127.0.1.1, and because each pair
+        of Gloo processes connects from the higher address to the lower, it breaks exactly when
+        the peers' addresses sort above 127.0.1.1 (192.168.x, 172.16-31.x): they dial
+        themselves and the job hangs in init_process_group or the first all-reduce. On a 10.x
+        network the trap node dials out and the job seems fine - until it is the other way round.
+        `preflight --collective` shows which of the two your cluster is (DDP107).
 
     How to fix:
         Use a routable address or name for MASTER_ADDR, and map each node's hostname to its
@@ -75,8 +81,8 @@ def loopback_address(cluster: ClusterFacts) -> list[Problem] | Skipped:
         example_host, (example_name, example_loop) = next(iter(own.items()))
         address = _cluster_address(cluster.node_named(example_host)) or "10.0.0.11"
         problems.append(Problem(
-            message=("a node's own hostname resolves to loopback on that node, so Gloo/NCCL would "
-                     "advertise loopback to the peers: "
+            message=("a node's own hostname resolves to loopback on that node, so Gloo (without "
+                     "GLOO_SOCKET_IFNAME) and scripts using `hostname -i` hand its peers a loopback address: "
                      + name_list([f"{h} ({name} -> {', '.join(loop)})" for h, (name, loop) in own.items()])),
             hint=(f"in /etc/hosts on each of them, map the hostname to its cluster address instead of "
                   f"{example_loop[0]} (on {example_host}: `{address}  {example_name}`)"),

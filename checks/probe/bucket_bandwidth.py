@@ -12,7 +12,7 @@ from ddpdoctor.registry import Skipped, check
 from ._wording import at, counted, location
 from .bucket_sizes import many_tiny_buckets
 
-MAX_EFFICIENCY = 0.5  # the iteration's all-reduces at less than half the baseline's speed
+MAX_EFFICIENCY = 0.4  # the iteration's all-reduces at less than 40% of the baseline's speed
 MIN_LOST_S = 0.010  # ... losing at least this much per iteration,
 MIN_LOST_SHARE = 0.15  # ... and at least this share of the median step
 
@@ -21,9 +21,9 @@ MIN_LOST_SHARE = 0.15  # ... and at least this share of the median step
 def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
-        The gradient buckets of a DDP model take more than twice as long to all-reduce during
-        training as raw all-reduces of the same sizes over the same process group take in the
-        same job (the baseline the probe measures after its last step), and the difference costs
+        The gradient buckets of a DDP model take more than 2.5 times as long to all-reduce during
+        training (under 40% efficiency) as raw all-reduces of the same sizes over the same
+        process group take in the same job (the baseline the probe measures after its last step), and the difference costs
         at least 10 ms and 15% of the median step. Bus bandwidth is computed as nccl-tests does
         (busbw = bytes / time * 2(n-1)/n), per bucket, over the steps after the first 3, on the
         rank that arrives last at each bucket (so waiting for a straggler does not count).

@@ -11,7 +11,7 @@ from ddpdoctor.registry import Skipped, check
 from ._wording import counted
 from .bucket_sizes import many_tiny_buckets
 
-MIN_SHARE = 0.25  # exposed communication per step, as a share of the median step
+MIN_SHARE = 0.20  # exposed communication per step, as a share of the median step
 MIN_EXPOSED_S = 0.020  # ... and at least this long per step
 
 
@@ -20,7 +20,7 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
         Gradient all-reduces still running after the last gradient of the backward pass was
-        computed, for at least 25% of the median step and at least 20 ms per step (medians over
+        computed, for at least 20% of the median step and at least 20 ms per step (medians over
         the steps after the first 3). It is measured on the rank that arrives last at each step,
         so time the other ranks spend waiting for a straggler (DDP601) does not count here.
 

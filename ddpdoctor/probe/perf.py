@@ -14,10 +14,12 @@ The first WARMUP_STEPS steps are not judged: DDP's first backward runs one bucke
 parameter (before it rebuilds buckets in gradient order), allocators and caches warm up, and
 under TORCH_DISTRIBUTED_DEBUG=DETAIL the first three bucket all-reduces carry an extra check.
 
-Buckets. A bucket's all-reduce time counts from when it could start (its launch, or the end of the
-bucket that finished before it, whichever is later: a group runs its all-reduces in order), to
-its completion. Per iteration the fastest rank's time is kept: a rank that launched early also
-waits for the last one to join, which is a straggler's cost, not the network's. Bandwidths as
+Buckets. An all-reduce can run only once every rank has joined it, so its time counts from the
+last rank's launch to the last rank's completion (wall clocks are comparable across ranks; a rank
+that launched early waits for the others, which is a straggler's cost, not the network's). Within
+one backward a bucket's time starts no earlier than the end of the bucket that finished before it
+(a group's all-reduces share its connections); the iteration's busy time is the union of its
+buckets' intervals. The in-job baseline is lined up across ranks the same way. Bandwidths as
 nccl-tests defines them: algbw = bytes / time, busbw = algbw * 2(n-1)/n, in GB/s (1e9 B/s).
 """
 
@@ -197,7 +199,7 @@ class ModelComm:
     iterations: int  # judged backward iterations
     buckets_per_iteration: float  # median
     bytes_per_iteration: int  # median
-    busy_s: float  # median time per iteration with an all-reduce running (fastest rank)
+    busy_s: float  # median time per iteration with an all-reduce running
     bucket_cap_mb: Optional[float] = None  # as the script passed it (None: DDP's default)
     hooks: list[str] = field(default_factory=list)
     site: Optional[tm.Site] = None  # where the script built the DDP model
@@ -214,35 +216,56 @@ class ModelComm:
         return max(self.buckets, key=lambda b: b.nbytes)
 
 
-def _service_times(timings: list[tm.BucketTiming]) -> tuple[dict[int, float], float]:
+def joined(starts: list[float], ends: list[float], durations: list[float]) -> tuple[float, float]:
+    """(start, end) of one all-reduce over its ranks: from the last launch to the last completion,
+    never shorter than the shortest rank's own interval (a guard against clock skew across nodes)."""
+    start, end = max(starts), max(ends)
+    return min(start, end - min(durations)), end
+
+
+def _service_times(spans: dict[int, tuple[float, float]]) -> tuple[dict[int, float], float]:
     """Per bucket index: its all-reduce time within one iteration; and the iteration's busy time."""
     service: dict[int, float] = {}
     previous_end = float("-inf")
-    for b in sorted(timings, key=lambda b: b.end):
-        service[b.index] = max(0.0, b.end - max(b.start, previous_end))
-        previous_end = b.end
+    for index, (start, end) in sorted(spans.items(), key=lambda kv: kv[1][1]):
+        service[index] = max(0.0, end - max(start, previous_end))
+        previous_end = end
     busy = 0.0
     span_start = span_end = None
-    for b in sorted(timings, key=lambda b: b.start):
-        if span_end is None or b.start > span_end:
+    for start, end in sorted(spans.values()):
+        if span_end is None or start > span_end:
             if span_end is not None:
                 busy += span_end - span_start
-            span_start, span_end = b.start, b.end
+            span_start, span_end = start, end
         else:
-            span_end = max(span_end, b.end)
+            span_end = max(span_end, end)
     if span_end is not None:
         busy += span_end - span_start
     return service, busy
 
 
 def _baselines(model: RunModel, ddp_id: int) -> dict[int, float]:
-    """Median raw all-reduce seconds per size: each rank's median, the fastest rank's kept."""
-    per_size: dict[int, list[float]] = {}
-    for run in model.ranks.values():
+    """Median raw all-reduce seconds per size, each timed all-reduce lined up across ranks."""
+    per_size: dict[int, dict[int, tm.BaselineTiming]] = {}
+    for rank, run in model.ranks.items():
         for record in run.of(tm.BaselineTiming):
             if record.ddp_id == ddp_id and record.times:
-                per_size.setdefault(record.nbytes, []).append(median(record.times))
-    return {size: min(values) for size, values in per_size.items()}
+                per_size.setdefault(record.nbytes, {})[rank] = record
+    found = {}
+    for size, by_rank in per_size.items():
+        records = list(by_rank.values())
+        count = min(len(r.times) for r in records)
+        if all(len(r.starts) >= count for r in records):
+            times = []
+            for i in range(count):
+                start, end = joined([r.starts[i] for r in records],
+                                     [r.starts[i] + r.times[i] for r in records],
+                                     [r.times[i] for r in records])
+                times.append(end - start)
+        else:  # no start times recorded: the fastest rank's median
+            times = [min(median(r.times) for r in records)]
+        found[size] = median(times)
+    return found
 
 
 def model_comm(model: RunModel) -> list[ModelComm]:
@@ -250,10 +273,10 @@ def model_comm(model: RunModel) -> list[ModelComm]:
     world = model.world_size
     infos: dict[int, tm.DDPInfo] = {}
     layouts: dict[tuple[int, int, int], list[str]] = {}
-    # (ddp_id, iteration) -> rank -> timings
+    # (ddp_id, iteration) -> bucket index -> every rank's timing of it
     iterations: dict[tuple[int, int], dict[int, list[tm.BucketTiming]]] = {}
     hooks: dict[int, set[str]] = {}
-    for rank, run in model.ranks.items():
+    for run in model.ranks.values():
         for info in run.of(tm.DDPInfo):
             infos.setdefault(info.ddp_id, info)
         for layout in run.of(tm.BucketLayout):
@@ -262,29 +285,23 @@ def model_comm(model: RunModel) -> list[ModelComm]:
             hooks.setdefault(b.ddp_id, set()).add(b.hook)
             if b.step < WARMUP_STEPS:
                 continue
-            iterations.setdefault((b.ddp_id, b.iteration), {}).setdefault(rank, []).append(b)
+            iterations.setdefault((b.ddp_id, b.iteration), {}).setdefault(b.index, []).append(b)
     found = []
     for ddp_id in sorted({key[0] for key in iterations}):
         per_bucket: dict[tuple[int, int], list[float]] = {}
         busy, counts, totals = [], [], []
-        for (did, _iteration), by_rank in sorted(iterations.items()):
+        for (did, _iteration), by_index in sorted(iterations.items()):
             if did != ddp_id:
                 continue
-            fastest: dict[tuple[int, int], float] = {}
-            busy_by_rank = []
-            for timings in by_rank.values():
-                service, rank_busy = _service_times(timings)
-                busy_by_rank.append(rank_busy)
-                sizes = {b.index: b.nbytes for b in timings}
-                for index, seconds in service.items():
-                    key = (index, sizes[index])
-                    fastest[key] = min(seconds, fastest.get(key, seconds))
-            for key, seconds in fastest.items():
-                per_bucket.setdefault(key, []).append(seconds)
-            busy.append(min(busy_by_rank))
-            any_rank = next(iter(by_rank.values()))
-            counts.append(len(any_rank))
-            totals.append(sum(b.nbytes for b in any_rank))
+            spans = {index: joined([b.start for b in timings], [b.end for b in timings],
+                                    [b.end - b.start for b in timings])
+                     for index, timings in by_index.items()}
+            service, iteration_busy = _service_times(spans)
+            for index, seconds in service.items():
+                per_bucket.setdefault((index, by_index[index][0].nbytes), []).append(seconds)
+            busy.append(iteration_busy)
+            counts.append(len(by_index))
+            totals.append(sum(timings[0].nbytes for timings in by_index.values()))
         baselines = _baselines(model, ddp_id)
         # One size per bucket index: the one most iterations had (the layout after the rebuild).
         chosen: dict[int, tuple[int, list[float]]] = {}

@@ -6,7 +6,7 @@ import json
 import os
 import time
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Optional
 
@@ -56,20 +56,21 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
     run_id = uuid.uuid4().hex
     pg_timeout = pg_timeout_for(options)
     meta = ProbeMeta(
-        script=options.script, args=list(options.args), nproc_per_node=options.nproc_per_node,
+        script=options.script,
+        args=[redact.scrub(a) for a in options.args],  # a token passed as an argument stays out
+        nproc_per_node=options.nproc_per_node,
         nnodes=options.nnodes, node_rank=options.node_rank, world_size=options.world_size,
         max_steps=options.max_steps, steps_per_epoch=options.steps_per_epoch,
         stall_timeout_s=options.stall_timeout_s, pg_timeout_s=pg_timeout,
         timeout_s=options.timeout_s, backend=backend, launcher=launcher_name,
         launcher_reason=launcher_reason,
         started=time.time(), module=options.module, cpu=options.cpu)
-    # Scrubbed like every file of the run dir: a token passed in the script's args stays out.
-    write_atomic(run_dir / META_FILE, redact.scrub(json.dumps(asdict(meta), indent=2)) + "\n", mode=0o600)
+    write_atomic(run_dir / META_FILE, json.dumps(asdict(meta), indent=2) + "\n", mode=0o600)
     outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy,
                                launcher=launcher_name)
     try:
-        write_atomic(run_dir / OUTCOME_FILE, redact.scrub(json.dumps(outcome.to_dict(), indent=2)) + "\n",
-                     mode=0o600)
+        # Its log tail comes from job.log, scrubbed as it was written (joblog.py).
+        write_atomic(run_dir / OUTCOME_FILE, json.dumps(outcome.to_dict(), indent=2) + "\n", mode=0o600)
     except ToolFailure as exc:
         # The run dir filled up (or went away) while the job ran: judge the outcome held in
         # memory and say what could not be stored; --json elsewhere still gets the report.
@@ -83,6 +84,26 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
     return analyse(run_dir, fail_on, ignore, trace)
 
 
+# What each ProbeMeta field must hold, by its annotation; ints within reason (a world size of a
+# billion would have the report enumerate every rank).
+_META_TYPES = {"str": str, "int": int, "bool": bool, "float": (int, float), "list[str]": list,
+               "Optional[float]": (int, float, type(None))}
+
+
+def _check_meta(meta: ProbeMeta) -> None:
+    """probe.json from another tool or version, or edited by hand: bad input, said now, rather
+    than a crash halfway through the report. Raises ValueError naming the field."""
+    for f in fields(ProbeMeta):
+        value, wanted = getattr(meta, f.name), _META_TYPES.get(str(f.type))
+        if wanted is None:
+            continue
+        bad = not isinstance(value, wanted) or (wanted is int and isinstance(value, bool))
+        bad = bad or (isinstance(value, list) and not all(isinstance(v, str) for v in value))
+        bad = bad or (type(value) is int and not 0 <= value <= 1_000_000)
+        if bad:
+            raise ValueError(f"{f.name} is {str(value)[:60]!r}")
+
+
 def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
             trace: Optional[str] = None, outcome: Optional[Outcome] = None) -> Report:
     """Judge a run dir (finished or killed at any moment) and store the report in it.
@@ -92,7 +113,8 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
         raise UsageError(f"{root} is not a ddpdoctor run dir (no {META_FILE})")
     try:
         model = RunModel.load(root)
-    except (ValueError, TypeError, KeyError) as exc:
+        _check_meta(model.meta)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None
     if model.outcome is None:
         model.outcome = outcome

@@ -5,8 +5,9 @@ A run dir holds:
   rank-<R>.jsonl    each rank's telemetry (telemetry.py)
   rank-<R>.stack    faulthandler text a rank wrote on a fatal signal, SIGTERM or SIGUSR1
   outcome.json      Outcome: how the job ended, exit codes, the watchdog's stacks (written last)
-  job.log           the launcher's and the ranks' stdout/stderr
+  job.log           the launcher's and the ranks' stdout/stderr, secret values replaced (joblog.py)
   report.json       the report (written by `probe` and `report`)
+  torchrun/         torchrun's own per-rank log dirs and error files (its --log-dir)
 
 `RunModel.load` works on any run dir, finished or killed at any moment: a missing outcome.json
 means the probe itself was killed, and the checks still judge what the ranks recorded.

@@ -209,7 +209,8 @@ class BaselineTiming:
 
     The in-job baseline for bucket bandwidth (DDP602): the same bytes, the same group, the same
     machine and network, nothing else running (inject/baseline.py). `times` are seconds per timed
-    all-reduce, from the call to its completion callback, as the bucket hook measures.
+    all-reduce, from the call to its completion callback, as the bucket hook measures; `starts`
+    the wall-clock time of each call, to line the ranks up as bucket timings are.
     """
 
     kind = "baseline"
@@ -219,6 +220,7 @@ class BaselineTiming:
     dtype: str
     warmup: int  # untimed all-reduces before the timed ones
     times: list[float]
+    starts: list[float] = field(default_factory=list)
 
 
 @dataclass

@@ -36,8 +36,8 @@ class _Abandon(Exception):
 
 
 def _timed_all_reduce(all_reduce: Callable, tensor: torch.Tensor, group: Any,
-                      op: Any = None) -> float:
-    """Seconds from the call to the completion callback (the bucket hook's clock, notes §1)."""
+                      op: Any = None) -> tuple[float, float]:
+    """(start, seconds from the call to the completion callback): the bucket hook's clock (notes §1)."""
     ends: list[float] = []
     start = time.time()
     kwargs = {"group": group, "async_op": True}
@@ -51,7 +51,7 @@ def _timed_all_reduce(all_reduce: Callable, tensor: torch.Tensor, group: Any,
         raise _Abandon(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
     done = time.time()
     # The callback runs on gloo's thread; it has normally fired when wait returns.
-    return (ends[0] if ends else done) - start
+    return start, (ends[0] if ends else done) - start
 
 
 def _agree(all_reduce: Callable, group: Any, values: list[float]) -> list[float]:
@@ -89,8 +89,8 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float) -> None:
         if position and -_agree(all_reduce, group, [time.time() - deadline])[0] <= 0:
             return  # out of budget on some rank: the sizes left go without a baseline
         tensor = torch.ones(max(1, nbytes // 4), dtype=torch.float32)
-        times = [_timed_all_reduce(all_reduce, tensor, group) for _ in range(WARMUP)]
-        slowest, remaining = _agree(all_reduce, group, [times[-1], time.time() - deadline])
+        warm = [_timed_all_reduce(all_reduce, tensor, group)[1] for _ in range(WARMUP)]
+        slowest, remaining = _agree(all_reduce, group, [warm[-1], time.time() - deadline])
         remaining = -remaining  # the least time left on any rank
         share = remaining / (len(sizes) - position)
         count = int(min(MAX_TIMED, share / max(slowest, 1e-6)))
@@ -100,7 +100,7 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float) -> None:
             count = MIN_TIMED
         timed = [_timed_all_reduce(all_reduce, tensor, group) for _ in range(count)]
         rec.write(tm.BaselineTiming(time.time(), state.id, nbytes, "float32", WARMUP,
-                                    [round(t, 7) for t in timed]))
+                                    [round(t, 7) for _, t in timed], [s for s, _ in timed]))
 
 
 def measure(states: list[Any], budget_s: float = BUDGET_S) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import sysconfig
@@ -91,7 +92,8 @@ class Recorder:
         self._noted: set[str] = set()
         # Values of secret-looking variables never reach the file, whichever record carries
         # them (the script's argv in Start, a message in Note or Crash): read once per process.
-        self._secrets = [v.encode("utf-8", "surrogateescape") for v in redact.secret_values()]
+        self._secrets = redact.secret_values()
+        self._escaped = [json.dumps(v)[1:-1].encode() for v in self._secrets]  # as encode() writes them
 
     @property
     def pending(self) -> bool:
@@ -108,9 +110,8 @@ class Recorder:
             self._emit(line)
 
     def _emit(self, line: bytes) -> None:
-        for secret in self._secrets:
-            if secret in line:
-                line = line.replace(secret, b"<redacted>")
+        if any(secret in line for secret in self._escaped):  # rare: only then the slow way
+            line = _scrubbed(line, self._secrets, self._escaped)
         try:
             os.write(self.fd, line)
         except OSError:
@@ -132,6 +133,26 @@ class Recorder:
         if key not in self._noted:
             self._noted.add(key)
             self.write(tm.Note(time.time(), text))
+
+
+def _scrubbed(line: bytes, secrets: list[str], escaped: list[bytes]) -> bytes:
+    """The record with the secrets replaced in its string values only: a secret that happens to
+    spell a field name must not cost the record."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact.scrub(value, secrets)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        return value
+
+    try:
+        return (json.dumps(clean(json.loads(line)), separators=(",", ":")) + "\n").encode()
+    except ValueError:
+        for secret in escaped:
+            line = line.replace(secret, redact.REDACTED.encode())
+        return line
 
 
 _recorder: Optional[Recorder] = None

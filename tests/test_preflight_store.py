@@ -1,0 +1,118 @@
+"""Store mode and the collective smoke test on this machine alone: no root, no sshd.
+
+Store mode runs the same command several times, each told which host of the list it is
+(`--node-rank`), the way srun runs it once per node; the "hosts" are loopback addresses, so the
+master's TCPStore (bound on every interface) is reachable under each of them. The real
+multi-host versions of these tests are in test_netns_preflight.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from cli_runner import ddpdoctor_exe, run_cli
+from sshd import free_port
+
+pytestmark = pytest.mark.multiprocess
+
+HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+
+
+def store_run(tmp_path, ranks: list[int], *args: str, hosts=HOSTS, timeout: float = 120):
+    """Start one store-mode preflight per node rank, together; {rank: (code, stdout, stderr)}."""
+    nodes = tmp_path / "hosts.txt"
+    nodes.write_text("\n".join(hosts) + "\n")
+    port = str(free_port())
+    procs = {r: subprocess.Popen([*ddpdoctor_exe(), "preflight", "--nodes", str(nodes), "--via", "store",
+                                  "--node-rank", str(r), "--master-port", port, *args],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+             for r in ranks}
+    out, deadline = {}, time.monotonic() + timeout
+    for rank, proc in procs.items():
+        try:
+            stdout, stderr = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        out[rank] = (proc.returncode, stdout, stderr)
+    return out
+
+
+def test_store_mode_master_prints_the_report_and_the_others_point_to_it(tmp_path):
+    runs = store_run(tmp_path, [1, 2, 0], "--timeout", "20", "--json", "-")
+    code, stdout, stderr = runs[0]
+    assert code == 0, stdout + stderr
+    report = json.loads(stdout)
+    assert report["metrics"]["store_role"] == "master" and report["metrics"]["reached"] == 3
+    assert [row[1] for row in report["tables"][0]["rows"]] == ["local", "store", "store"]
+    for rank in (1, 2):
+        code, stdout, stderr = runs[rank]
+        assert code == 0 and stdout == ""
+        assert f"{HOSTS[rank]} published its facts to 127.0.0.2:" in stderr
+        assert "the report is printed by ddpdoctor on 127.0.0.2" in stderr and "PASS" in stderr
+
+
+def test_store_mode_names_a_node_that_never_arrives_after_the_timeout(tmp_path):
+    began = time.monotonic()
+    runs = store_run(tmp_path, [0, 1], "--timeout", "3", "--json", "-")
+    code, stdout, stderr = runs[0]
+    report = json.loads(stdout)
+    assert code == 1 and runs[1][0] == 1  # the other node exits with the master's verdict
+    absent = next(f for f in report["findings"] if f["code"] == "DDP105")
+    assert absent["hosts"] == ["127.0.0.4"] and absent["evidence"]["kind"] == "absent"
+    assert "never published its facts" in absent["message"] and "srun" in absent["hint"]
+    assert time.monotonic() - began < 60
+
+
+def test_store_mode_node_without_a_master_reports_refused_itself(tmp_path):
+    runs = store_run(tmp_path, [1], "--timeout", "2")
+    code, stdout, stderr = runs[1]
+    assert code == 1 and stdout == ""
+    assert "127.0.0.3 could not reach the store on 127.0.0.2:" in stderr
+    assert "DDP103" in stderr and "refused" in stderr
+
+
+def test_store_mode_writes_no_report_file_on_the_other_nodes(tmp_path):
+    report = tmp_path / "report.json"
+    runs = store_run(tmp_path, [1, 0], "--timeout", "20", "--json", str(report),
+                     hosts=HOSTS[:2])
+    assert runs[0][0] == 0 and runs[1][0] == 0
+    assert json.loads(report.read_text())["metrics"]["store_role"] == "master"
+    assert f"written there to {report}" in runs[1][2]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--node-rank", "1"], "--node-rank only means something with --via store"),
+    (["--via", "store", "--node-rank", "7"], "--node-rank 7 is past the end of the host list"),
+])
+def test_store_mode_bad_input_is_one_line_exit_2(tmp_path, args, says):
+    nodes = tmp_path / "hosts.txt"
+    nodes.write_text("127.0.0.2\n127.0.0.3\n")
+    done = run_cli("preflight", "--nodes", str(nodes), "--master-port", str(free_port()), *args)
+    assert done.code == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_collective_on_this_machine_times_all_reduce_sizes(tmp_path):
+    done = run_cli("preflight", "--nproc-per-node", "2", "--master-port", str(free_port()), "--timeout", "10",
+                   "--collective", "--json", "-", timeout=180)
+    report = done.json()
+    assert done.code == 0, done.stderr
+    ddp107 = next(c for c in report["checks"] if c["code"] == "DDP107")
+    assert ddp107["status"] == "passed" and report["metrics"]["collective"] == "ok"
+    table = next(t for t in report["tables"] if t["title"].startswith("All-reduce"))
+    assert table["title"] == "All-reduce, gloo, 1 node, 2 processes" and table["rows"][0][0] == "64 KiB"
+    assert any("NCCL not checked here" in n for n in report["notes"])
+
+
+def test_collective_is_skipped_when_the_facts_say_no_job_could_form(tmp_path):
+    nodes = tmp_path / "hosts.txt"
+    nodes.write_text("localhost\nno-such-host.invalid\n")
+    done = run_cli("preflight", "--nodes", str(nodes), "--master-port", str(free_port()), "--timeout", "5",
+                   "--collective", "--json", "-")
+    report = done.json()
+    ddp107 = next(c for c in report["checks"] if c["code"] == "DDP107")
+    assert ddp107["status"] == "skipped" and "DDP101 failed" in ddp107["reason"]
