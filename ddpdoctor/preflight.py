@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import socket
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ddpdoctor import collective, collective_result
 from ddpdoctor import facts as node_facts
 from ddpdoctor.cluster import ClusterFacts, NodeResult
-from ddpdoctor.collective_result import CollectiveOutcome
 from ddpdoctor.errors import ToolFailure, UsageError
 from ddpdoctor.facts import NodeFacts
 from ddpdoctor.findings import Severity
@@ -114,9 +112,11 @@ def run_preflight(opts: PreflightOptions) -> Report:
                         round(time.monotonic() - began, 3), recorded, stages)
 
 
-def _smoke_test(opts: PreflightOptions, cluster: ClusterFacts) -> CollectiveOutcome:
+def _smoke_test(opts: PreflightOptions, cluster: ClusterFacts):
     """DDP107: a real all-reduce, once the facts say a job could form (every check is judged for
     that, --ignore or not)."""
+    from ddpdoctor import collective, collective_result  # only with --collective
+
     reason = collective.blocker(cluster, run_checks("preflight", cluster, set()))
     if reason:
         return collective_result.skipped(reason, cluster.resolved_backend)
@@ -130,11 +130,14 @@ def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, ma
             stages: dict[str, float]) -> ClusterFacts:
     """Ask every node; `stages` receives how long each step took (seconds)."""
     mark = time.monotonic()
-    here_or_failure = facts_here(FactsRequest(timeout=opts.timeout, import_torch=opts.import_torch))
-    here = here_or_failure if isinstance(here_or_failure, NodeFacts) else None
-    own = OwnIdentity.of(here or NodeFacts(hostname=socket.gethostname()))
+    # This machine's own facts can take seconds (a CUDA torch is imported in a child to ask for
+    # NCCL): gather them while the ssh fan-out runs. Routing needs only names and addresses.
+    local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddpdoctor-local")
+    local_facts = local.submit(facts_here, FactsRequest(timeout=opts.timeout, import_torch=opts.import_torch))
+    local.shutdown(wait=False)
+    own = OwnIdentity.of(_identity(min(opts.timeout, 3.0)))
 
-    stages["local_facts_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
+    stages["identity_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
     # Recorded nodes are not contacted, not even by a name lookup.
     names = [n for n in dict.fromkeys([e.name for e in entries] + [master]) if n not in recorded]
     resolved = resolve_all(names, min(opts.timeout, 5.0))
@@ -154,10 +157,12 @@ def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, ma
     try:
         request = FactsRequest(timeout=opts.timeout, import_torch=opts.import_torch,
                                connect=_connect_params(opts, master, hold))
-        gathered = _fan_out(routes, request, opts, here_or_failure)
+        gathered = _fan_out(routes, request, opts, local_facts)
     finally:
         hold.close()
     stages["fanout_s"] = round(time.monotonic() - mark, 3)
+    here_or_failure = local_facts.result()  # bounded: facts_here stops waiting at --timeout
+    here = here_or_failure if isinstance(here_or_failure, NodeFacts) else None
 
     nodes = []
     for entry in entries:
@@ -216,8 +221,19 @@ def _connect_params(opts: PreflightOptions, master: str, hold: PortHold) -> Opti
             "timeout": max(0.5, min(5.0, opts.timeout * 0.3))}
 
 
+def _identity(timeout: float) -> NodeFacts:
+    """This machine's names and addresses, fast (no torch, no GPUs); the FQDN lookup, which a
+    broken resolver can hold, is given `timeout` seconds."""
+    box: dict[str, NodeFacts] = {}
+    thread = threading.Thread(target=lambda: box.setdefault("facts", node_facts.identity()),
+                              name="ddpdoctor-identity", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return box.get("facts") or node_facts.identity(fqdn=False)
+
+
 def _fan_out(routes: dict[str, str], request: FactsRequest, opts: PreflightOptions,
-             here: NodeFacts | TransportFailure) -> dict[str, NodeFacts | TransportFailure]:
+             local_facts: Future) -> dict[str, NodeFacts | TransportFailure]:
     """Ask every distinct host once, ssh hosts concurrently (at most --fanout at a time)."""
     out: dict[str, NodeFacts | TransportFailure] = {}
     ssh_hosts = [h for h, r in routes.items() if r == "ssh"]
@@ -227,7 +243,7 @@ def _fan_out(routes: dict[str, str], request: FactsRequest, opts: PreflightOptio
     try:
         futures = {h: pool.submit(facts_over_ssh, h, request, opts.ssh) for h in ssh_hosts}
         for host in local_hosts:
-            out[host] = _local_node(here, request)
+            out[host] = _local_node(local_facts.result(), request)
         for host, future in futures.items():
             out[host] = future.result()  # each ssh is bounded by request.timeout in child.run
     except BaseException:

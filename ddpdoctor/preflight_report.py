@@ -64,9 +64,18 @@ def collective_tables(cluster: ClusterFacts) -> list[Table]:
     if c.pairs and len(c.pairs) <= 12:
         rows = [[" <-> ".join(p.hosts), p.round,
                  f"{p.busbw / 1e6:,.1f}" if p.ok and p.busbw else "-",
-                 "ok" if p.ok else (p.error or "failed")[:80]] for p in c.pairs]
+                 "ok" if p.ok else short_error(p.error or "failed")] for p in c.pairs]
         tables.append(Table("Node pairs", ["pair", "round", "busbw MB/s", "result"], rows))
     return tables
+
+
+def short_error(text: str, width: int = 72) -> str:
+    """"RuntimeError: Gloo connectFullMesh failed with timed out connecting: ..." -> the words
+    after the wrapper, for a table cell."""
+    for prefix in ("RuntimeError: ", "DistNetworkError: ", "DistError: ", "Gloo connectFullMesh failed with "):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def collective_metrics(cluster: ClusterFacts) -> dict:

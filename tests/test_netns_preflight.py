@@ -32,7 +32,7 @@ import pytest
 
 from netns import Host, LabUnavailable, NetnsLab
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.multiprocess]
 
 HOSTS = [
     Host("n1", "192.168.213.11", extra_bridges={"docker0": "172.17.0.1/16"}),

@@ -40,7 +40,8 @@ class ProbeOptions:
     def validate(self) -> None:
         """Bad input is found here, before a run dir exists or a process starts."""
         if not 1 <= self.nproc_per_node <= MAX_NPROC_PER_NODE:
-            raise UsageError(f"--nproc-per-node must be in 1..{MAX_NPROC_PER_NODE} (got {self.nproc_per_node})")
+            raise UsageError(f"--nproc-per-node must be at least 1 and at most {MAX_NPROC_PER_NODE} "
+                             f"(got {self.nproc_per_node})")
         if self.nnodes < 1:
             raise UsageError(f"--nnodes must be at least 1 (got {self.nnodes})")
         if not 0 <= self.node_rank < self.nnodes:
