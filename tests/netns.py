@@ -288,3 +288,7 @@ SetEnv SHLVL=1
             _kill_namespace(netns)
         self.namespaces = []
         shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            ETC_NETNS.rmdir()  # only when empty: another live lab may still have its files there
+        except OSError:
+            pass
