@@ -13,6 +13,7 @@ import itertools
 import time
 from typing import Any, Optional
 
+import torch
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, RandomSampler
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
@@ -131,13 +132,18 @@ def install(steps_per_epoch: int) -> None:
             _end_epoch(state, truncated=False)
             raise
         rec = recorder.get()
-        rec.add_phase("data", time.time() - waited)
+        # Batches drawn under torch.no_grad() feed evaluation, not training: they count in the
+        # fingerprints, not in the training step's data time or throughput.
+        training = torch.is_grad_enabled()
+        if training:
+            rec.add_phase("data", time.time() - waited)
         queue = self.__dict__.get("_ddpdoctor_indices")
         index = queue.popleft() if queue else None
         try:
             samples = fingerprint.sample_fingerprints(batch)
             if samples is not None:
-                rec.samples += len(samples)
+                if training:
+                    rec.samples += len(samples)
                 indices = _as_indices(index) if state.with_indices else None
                 if indices is not None and len(indices) != len(samples):
                     indices = None
