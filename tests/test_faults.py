@@ -180,6 +180,10 @@ def test_signal_to_ddpdoctor_ends_the_job_and_keeps_the_report(sig, tmp_path):
     run_dir = tmp_path / "run"
     run = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0"), run_dir=run_dir)
     run.wait_for("two training steps", lambda: run.steps_done() >= 2, timeout=60)
+    # Both ranks' DataLoader workers must be up before the signal, or the test proves nothing
+    # about reaping them (workers start when each rank begins its epoch, not at the same time).
+    bootstrapped = lambda: len([s for s in run.seen.values() if "ddpdoctor.probe.bootstrap" in s.cmdline])
+    run.wait_for("2 ranks and their 4 DataLoader workers", lambda: bootstrapped() >= 6, timeout=60)
     signalled = time.monotonic()
     run.send(sig)
     done = run.finish(deadline_s=time.monotonic() - run.started + 20)
