@@ -155,7 +155,7 @@ def _timed_default_hook(state, bucket):
     # What the reducer does without a hook, bit for bit. Before launch() starts the clock: DDP's
     # own path fuses it into the copy into the bucket, so it is not all-reduce time (DDP602).
     buffer.mul_(1.0 / state.world)
-    return state.launch(bucket, buffer, "default", _default_reduce(state))
+    return state.launch(bucket, buffer, "default", state.default_reduce)
 
 
 def _wrap_user_hook(state: DDPState, user_state: Any, hook: Callable) -> Callable:
@@ -230,6 +230,7 @@ def install(checked_iterations: int) -> None:
 def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: Any,
                 workaround: bool, site: Optional[tm.Site], checked_iterations: int) -> None:
     state = DDPState(model, checked_group, logical_group, checked_iterations)
+    state.default_reduce = _default_reduce(state)  # once per model, not once per bucket
     model.__dict__["_ddpdoctor"] = state
     _all_states.append(state)
     params = [p for p in model.module.parameters() if p.requires_grad]
