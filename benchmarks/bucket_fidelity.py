@@ -30,9 +30,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.overhead import SCRIPT, ddpdoctor_cmd  # noqa: E402
-from ddpdoctor.probe import perf  # noqa: E402
+from ddpdoctor.probe.analysis import perf  # noqa: E402
 from ddpdoctor.probe import telemetry as tm  # noqa: E402
-from ddpdoctor.probe.runmodel import RunModel  # noqa: E402
+from ddpdoctor.probe.analysis.runmodel import RunModel  # noqa: E402
 
 
 

@@ -47,8 +47,8 @@ from sshd import LoopbackSshd, free_port, loopback_hosts  # noqa: E402
 def ssh_floor(server: LoopbackSshd, hosts: list[str], args) -> float:
     """N concurrent `ssh HOST python -c pass` with ddpdoctor's own ssh command line: ssh plus
     starting the remote Python, nothing of ddpdoctor's."""
-    from ddpdoctor.transport import child
-    from ddpdoctor.transport.ssh import SshOptions, ssh_argv
+    from ddpdoctor.preflight.transport import child
+    from ddpdoctor.preflight.transport.ssh import SshOptions, ssh_argv
 
     flags = server.ssh_flags() + sum((["--ssh-option", o] for o in args.ssh_option), [])
     options = SshOptions(port=server.port, options=[flags[i + 1] for i, f in enumerate(flags) if f == "--ssh-option"])

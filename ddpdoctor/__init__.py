@@ -1,14 +1,17 @@
 """ddpdoctor: find out why a PyTorch DDP run hangs, crashes or crawls."""
 
-__version__ = "0.1.0"
+from ddpdoctor.core.version import __version__
 
-__all__ = ["__version__", "preflight", "probe"]
+__all__ = ["__version__", "run_preflight", "run_probe"]
 
 
 def __getattr__(name: str):
-    # `ddpdoctor.probe(...)` and `ddpdoctor.preflight(...)` (api.py): the modules of those names,
-    # made callable. Imported on first use, so that `import ddpdoctor` stays cheap (no torch).
-    if name in ("probe", "preflight"):
+    # Imported on first use, so that `import ddpdoctor` stays cheap (no torch, no typer).
+    if name in ("run_probe", "run_preflight"):
+        from ddpdoctor import api
+
+        return getattr(api, name)
+    if name in ("probe", "preflight"):  # release 0.1's callables (_deprecated.py)
         import importlib
 
         return importlib.import_module(f"ddpdoctor.{name}")

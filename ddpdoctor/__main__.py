@@ -1,3 +1,3 @@
-from ddpdoctor.cli import main
+from ddpdoctor.cli.app import main
 
 main()

@@ -1,34 +1,30 @@
-"""The Python API: `ddpdoctor.probe(...)` and `ddpdoctor.preflight(...)`, for a project that gates
-on ddpdoctor inside its own test suite.
+"""The Python API: `ddpdoctor.run_probe(...)` and `ddpdoctor.run_preflight(...)`, for a project
+that gates on ddpdoctor inside its own test suite.
 
     import ddpdoctor
 
     def test_train_py_is_ddp_clean(tmp_path):
-        report = ddpdoctor.probe("train.py", args=["--epochs", "3"], nproc=2, cpu=True,
-                                 run_dir=tmp_path / "probe")
+        report = ddpdoctor.run_probe("train.py", args=["--epochs", "3"], nproc=2, cpu=True,
+                                     run_dir=tmp_path / "probe")
         assert report.exit_code == 0, [f.message for f in report.findings]
 
 Both run what the command runs and return its Report: `findings` (Finding objects), `metrics`,
-`status` ("pass" | "fail" | "error"), `exit_code` (what the command would exit with), `notes`,
-`run_dir`; `to_dict()` is the JSON report. Nothing is printed. The arguments mean what the
-flags of the same names mean; pyproject.toml is not read (a test says what it runs). Bad input
-raises ddpdoctor.errors.UsageError, a failure of ddpdoctor itself ddpdoctor.errors.ToolFailure.
+`status` ("pass" | "fail" | "incomplete" | "error"), `exit_code` (what the command would exit
+with), `notes`, `run_dir`; `to_dict()` is the JSON report. Nothing is printed. The arguments
+mean what the flags of the same names mean; pyproject.toml is not read. Bad input raises
+ddpdoctor.core.errors.UsageError, a failure of ddpdoctor itself ToolFailure.
 
-`ddpdoctor.probe` and `ddpdoctor.preflight` are also the names of the modules that do the work,
-and importing a submodule binds its name in the package, so a plain function of that name would
-be replaced by the module at the first import. Instead those two modules are made callable
-(`callable_module`): `ddpdoctor.probe.run` stays the module it is, and `ddpdoctor.probe(...)`
-calls `probe` below. This module imports nothing heavy until a function is called.
+The names of release 0.1, `ddpdoctor.probe(...)` and `ddpdoctor.preflight(...)`, still work for
+one release with a DeprecationWarning (_deprecated.py). This module imports nothing heavy until
+a function is called.
 """
 
 from __future__ import annotations
 
 import os
-import sys
-import types
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
-from ddpdoctor.errors import UsageError
+from ddpdoctor.core.errors import UsageError
 
 if TYPE_CHECKING:
     from ddpdoctor.report.model import Report
@@ -36,17 +32,18 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu: bool = False,
+def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu: bool = False,
           module: bool = False, max_steps: int = 20, steps_per_epoch: int = 5,
           stall_timeout: Optional[float] = None, timeout: float = 300.0,
           run_dir: Optional[PathLike] = None, launcher: str = "auto", nnodes: int = 1,
           node_rank: int = 0, rdzv_endpoint: Optional[str] = None,
           master_addr: Optional[str] = None, master_port: Optional[int] = None,
-          fail_on: str = "error", ignore: Iterable[str] = ()) -> "Report":
+          fail_on: str = "error", ignore: Iterable[str] = (), scaling: Sequence[int] = (),
+          trace: Optional[PathLike] = None) -> "Report":
     """`ddpdoctor probe SCRIPT -- ARGS`: run the script as a short instrumented DDP job and
     return the report. `cpu=True` is `--cpu` (a CUDA/NCCL script on the CPU with gloo)."""
     from ddpdoctor.probe.options import ProbeOptions
-    from ddpdoctor.probe.run import probe as run_probe
+    from ddpdoctor.probe.run import probe as probe_job
 
     _want("script", script, (str, os.PathLike), "a path")
     if isinstance(args, (str, bytes)) or not all(isinstance(a, str) for a in args):
@@ -61,11 +58,12 @@ def probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu: bo
         nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
         master_addr=master_addr, master_port=master_port, max_steps=max_steps,
         steps_per_epoch=steps_per_epoch, stall_timeout_s=stall_timeout, timeout_s=timeout,
-        run_dir=os.fspath(run_dir) if run_dir is not None else None, launcher=launcher, cpu=cpu)
-    return run_probe(options, severity, codes)
+        run_dir=os.fspath(run_dir) if run_dir is not None else None, launcher=launcher, cpu=cpu,
+        scaling=_sizes(scaling))
+    return probe_job(options, severity, codes, trace=os.fspath(trace) if trace is not None else None)
 
 
-def preflight(nodes: Optional[PathLike] = None, *, nproc: Optional[int] = None,
+def run_preflight(nodes: Optional[PathLike] = None, *, nproc: Optional[int] = None,
               world_size: Optional[int] = None, master_addr: Optional[str] = None,
               master_port: int = 29500, backend: str = "auto", via: str = "auto",
               ssh_user: Optional[str] = None, ssh_port: Optional[int] = None,
@@ -77,8 +75,8 @@ def preflight(nodes: Optional[PathLike] = None, *, nproc: Optional[int] = None,
     Without `nodes`, $SLURM_JOB_NODELIST, else this machine. `collective=True` is --collective;
     with via="store", the nodes other than the master return the master's report, relayed
     (report.metrics["store_role"] == "node")."""
-    from ddpdoctor.preflight import PreflightOptions, run_preflight
-    from ddpdoctor.transport.ssh import SshOptions
+    from ddpdoctor.preflight.run import PreflightOptions, run_preflight as preflight_job
+    from ddpdoctor.preflight.transport.ssh import SshOptions
 
     if nodes is not None:
         _want("nodes", nodes, (str, os.PathLike), "a path")
@@ -97,7 +95,18 @@ def preflight(nodes: Optional[PathLike] = None, *, nproc: Optional[int] = None,
                        remote_python=remote_python),
         timeout=timeout, fanout=fanout, facts_files=[os.fspath(f) for f in facts],
         fail_on=severity, ignore=codes, collective=bool(collective), node_rank=node_rank)
-    return run_preflight(options)
+    return preflight_job(options)
+
+
+def _sizes(scaling: Sequence[int]) -> list:
+    """`scaling=[1, 2, 4]` is `--scaling 1,2,4`, checked by the same parser."""
+    from ddpdoctor.probe.launch.scaling import parse_sizes
+
+    if not scaling:
+        return []
+    if isinstance(scaling, (str, bytes)) or not all(isinstance(n, int) and not isinstance(n, bool) for n in scaling):
+        raise UsageError(f"scaling must be a list of world sizes, e.g. [1, 2, 4] (got {scaling!r})")
+    return parse_sizes(",".join(map(str, scaling)))
 
 
 def _want(name: str, value: Any, kind: Union[type, tuple], expected: str) -> None:
@@ -106,23 +115,11 @@ def _want(name: str, value: Any, kind: Union[type, tuple], expected: str) -> Non
 
 
 def _gate(fail_on: str, ignore: Iterable[str]):
-    from ddpdoctor.findings import Severity, parse_codes
-    from ddpdoctor.registry import validate_codes
+    from ddpdoctor.core.findings import Severity, parse_codes
+    from ddpdoctor.core.registry import validate_codes
 
     if not isinstance(fail_on, str):
         raise UsageError(f"fail_on must be 'error', 'warning' or 'info' (got {fail_on!r})")
     codes = parse_codes([ignore] if isinstance(ignore, str) else list(ignore))
     validate_codes(codes)
     return Severity.parse(fail_on), codes
-
-
-def callable_module(module_name: str, function: str) -> None:
-    """Make the module `module_name` callable as this module's `function` (see the docstring)."""
-    target = sys.modules[module_name]
-
-    class CallableModule(types.ModuleType):
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            return getattr(sys.modules[__name__], function)(*args, **kwargs)
-
-    CallableModule.__qualname__ = CallableModule.__name__ = f"callable_module[{function}]"
-    target.__class__ = CallableModule

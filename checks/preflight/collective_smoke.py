@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import statistics
 
-from ddpdoctor.cluster import ClusterFacts, is_loopback, name_list
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.preflight.cluster import ClusterFacts, is_loopback, name_list
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
 
 # A node whose best pair reaches less than this share of the median pair without it is "slow": a
 # tenth, because pair timings on a busy machine easily vary 3-5x, and real bad links (1 vs 100 Gbit/s,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ddpdoctor.cluster import ClusterFacts, describe_groups
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.preflight.cluster import ClusterFacts, describe_groups
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
 
 PREFIXES = ("NCCL_", "TORCH_", "GLOO_")
 REDACTED = "<redacted>"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ddpdoctor.cluster import ClusterFacts, name_list
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.preflight.cluster import ClusterFacts, name_list
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
 
 
 @check("DDP101", "A host does not resolve", Severity.ERROR)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ddpdoctor.cluster import ClusterFacts, is_loopback, name_list
-from ddpdoctor.nic import node_local_name
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.preflight.cluster import ClusterFacts, is_loopback, name_list
+from ddpdoctor.preflight.nic import node_local_name
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
 
 
 @check("DDP102", "A node resolves to loopback in a multi-node job", Severity.ERROR)

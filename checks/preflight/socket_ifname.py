@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor import nic
-from ddpdoctor.cluster import ClusterFacts, describe_groups, name_list
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.preflight import nic
+from ddpdoctor.preflight.cluster import ClusterFacts, describe_groups, name_list
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
 
 VARIABLES = (nic.NCCL_VAR, nic.GLOO_VAR)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ddpdoctor.cluster import ClusterFacts, name_list
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.preflight.cluster import ClusterFacts, name_list
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
 
 _FIX = {
     "refused": "start sshd on {host} (`sudo systemctl start ssh`), or pass its port with --ssh-port",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ddpdoctor.cluster import ClusterFacts, describe_groups, group_hosts
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.preflight.cluster import ClusterFacts, describe_groups, group_hosts
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
 
 # Each of these must be one value for the whole job.
 _SAME_EVERYWHERE = ("MASTER_ADDR", "MASTER_PORT")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._loaders import loader_epochs, loader_name, loader_site
-from ._wording import counted, location, rank_list, verb
+from ddpdoctor.probe.analysis.loaders import loader_epochs, loader_name, loader_site
+from ddpdoctor.probe.analysis.wording import counted, location, rank_list, verb
 
 
 @check("DDP303", "Ranks get different numbers of batches", Severity.ERROR)

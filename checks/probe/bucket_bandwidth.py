@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.probe import perf
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.probe.analysis import perf
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.perf import megabytes, ms
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.perf import megabytes, ms
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._wording import at, counted, location
+from ddpdoctor.probe.analysis.wording import at, counted, location
 from .bucket_sizes import many_tiny_buckets
 
 MAX_EFFICIENCY = 0.4  # the iteration's all-reduces at less than 40% of the baseline's speed

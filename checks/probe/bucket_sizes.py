@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.probe import perf
-from ddpdoctor.probe.perf import ModelComm, megabytes, ms
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis.perf import ModelComm, megabytes, ms
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._wording import at, counted, location
+from ddpdoctor.probe.analysis.wording import at, counted, location
 
 MIB = 1024 * 1024
 DEFAULT_CAP_MB = 25  # DDP's default bucket_cap_mb

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._collective_alignment import MISMATCH, Side, divergences
-from ._wording import at, location, rank_list
+from ddpdoctor.probe.analysis.collective_alignment import MISMATCH, Side, divergences
+from ddpdoctor.probe.analysis.wording import at, location, rank_list
 
 
 @check("DDP501", "Ranks call different collectives at the same position", Severity.ERROR)

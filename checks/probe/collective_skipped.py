@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._collective_alignment import SKIPPED, Divergence, divergences
-from ._rank_state import whereabouts
-from ._wording import at, location, rank_list, verb
+from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
+from ddpdoctor.probe.analysis.rank_state import whereabouts
+from ddpdoctor.probe.analysis.wording import at, location, rank_list, verb
 
 
 @check("DDP502", "A rank skipped a collective the others entered", Severity.ERROR)

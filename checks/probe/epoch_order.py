@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._loaders import LoaderEpoch, loader_epochs, loader_name, loader_records, loader_site, shuffles
-from ._wording import location, rank_list
+from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_records, loader_site, shuffles
+from ddpdoctor.probe.analysis.wording import location, rank_list
 
 MIN_BATCHES = 2  # batches compared between two epochs, at the least, for the fingerprint signal
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.probe import perf
-from ddpdoctor.probe.perf import megabytes, ms
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis.perf import megabytes, ms
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._wording import counted
+from ddpdoctor.probe.analysis.wording import counted
 from .bucket_sizes import many_tiny_buckets
 
 MIN_SHARE = 0.20  # exposed communication per step, as a share of the median step

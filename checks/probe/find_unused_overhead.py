@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._wording import location, rank_list
+from ddpdoctor.probe.analysis.wording import location, rank_list
 
 MIN_ITERATIONS = 2  # backward passes on every rank before trusting "always all used"
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.probe import perf
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.probe.analysis import perf
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.perf import ms
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.perf import ms
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._wording import at, location, rank_list
+from ddpdoctor.probe.analysis.wording import at, location, rank_list
 
 MIN_SHARE = 0.30  # waiting for data, as a share of the rank's median step
 MIN_WAIT_S = 0.010  # ... and at least this long per step, on every rank

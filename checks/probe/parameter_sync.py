@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._wording import counted, location, name_list, natural_sorted, rank_list, verb
+from ddpdoctor.probe.analysis.wording import counted, location, name_list, natural_sorted, rank_list, verb
 
 
 @check("DDP405", "Parameters differ across ranks", Severity.ERROR)

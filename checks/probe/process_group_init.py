@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._rank_state import CrashEvent, crash_events, ending
-from ._wording import at, location, rank_list, verb
+from ddpdoctor.probe.analysis.rank_state import CrashEvent, crash_events, ending
+from ddpdoctor.probe.analysis.wording import at, location, rank_list, verb
 
 
 @check("DDP505", "The process group never formed", Severity.ERROR)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.findings import Location, Problem, Severity
+from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._collective_alignment import SKIPPED, divergences
-from ._rank_state import describe_collective, last_collective
-from ._stacks import StackView, bare_name, group_stacks, rank_stacks
-from ._wording import at, location, rank_list, seconds
+from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
+from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collective
+from ddpdoctor.probe.analysis.stack_groups import StackView, bare_name, group_stacks, rank_stacks
+from ddpdoctor.probe.analysis.wording import at, location, rank_list, seconds
 
 # What a user frame calls when it waits for the other ranks. A DDP rank blocked in its gradient
 # all-reduce sits in backward().

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ddpdoctor.findings import Location, Problem, Severity
+from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._rank_state import (COLLECTIVE_MISMATCH, UNFINISHED_REDUCTION, CrashEvent, crash_events,
+from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, UNFINISHED_REDUCTION, CrashEvent, crash_events,
                           describe_collective, last_collective, whereabouts)
-from ._stacks import rank_stacks
-from ._wording import at, location, rank_list
+from ddpdoctor.probe.analysis.stack_groups import rank_stacks
+from ddpdoctor.probe.analysis.wording import at, location, rank_list
 
 _SIGNAL_NOTES = {
     "SIGSEGV": "a crash in native code",

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Optional
 
-from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._loaders import LoaderEpoch, loader_epochs, loader_name, loader_records, loader_site
-from ._wording import counted, location, rank_list, steps_text, verb
+from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_records, loader_site
+from ddpdoctor.probe.analysis.wording import counted, location, rank_list, steps_text, verb
 
 MIN_EXCESS = 4  # cross-rank matches beyond the expected, at the least, to report anything
 SIGMAS = 3.0  # ... and at least this many Poisson standard deviations of the expected

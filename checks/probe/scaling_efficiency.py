@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from ddpdoctor.findings import Problem, Severity
-from ddpdoctor.probe import perf, scaling
-from ddpdoctor.probe.perf import PHASE_WORDS, ms
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis import scaling
+from ddpdoctor.probe.analysis.perf import PHASE_WORDS, ms
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
 MIN_EFFICIENCY = 0.5  # throughput per rank at the largest size, against the smallest size's
 

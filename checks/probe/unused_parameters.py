@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ddpdoctor.findings import Problem, Severity
+from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.runmodel import RunModel
-from ddpdoctor.registry import Skipped, check
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.core.registry import Skipped, check
 
-from ._wording import counted, location, name_list, natural_sorted, rank_list
+from ddpdoctor.probe.analysis.wording import counted, location, name_list, natural_sorted, rank_list
 
 MIN_ITERATIONS_DEAD = 2  # backward passes seen before calling a parameter dead under FUP=True
 

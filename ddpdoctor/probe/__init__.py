@@ -1,7 +1,7 @@
-"""`ddpdoctor probe`: the launcher, the instruments injected into each rank, telemetry, the run
-model. The package is also callable: `ddpdoctor.probe("train.py", ...)` is the Python API
-(ddpdoctor/api.py says why it is done this way)."""
+"""`ddpdoctor probe`: launch/ starts and watches the job, inrank/ runs inside each rank (the
+instruments), analysis/ turns telemetry into a run model, report.py makes the Report.
+telemetry.py is the record schema both sides share; rundir.py owns the run dir's file names."""
 
-from ddpdoctor.api import callable_module
+from ddpdoctor._deprecated import make_callable
 
-callable_module(__name__, "probe")
+make_callable(__name__, "run_probe")

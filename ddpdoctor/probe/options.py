@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ddpdoctor.errors import UsageError
+from ddpdoctor.core.errors import UsageError
 
 # A timeout is a deadline: a finite number of seconds (nan would never fire, inf never end).
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
@@ -33,7 +33,7 @@ class ProbeOptions:
     timeout_s: float = 300.0
     run_dir: Optional[str] = None
     checked_bucket_iterations: int = 3
-    cpu: bool = False  # run a CUDA/NCCL script on the CPU with gloo (inject/cpu_shim.py)
+    cpu: bool = False  # run a CUDA/NCCL script on the CPU with gloo (inrank/cpu_shim.py)
     launcher: str = "auto"  # auto | torchrun | none
     scaling: list[int] = field(default_factory=list)  # world sizes to probe in turn (scaling.py)
 
@@ -69,7 +69,7 @@ class ProbeOptions:
         if self.module:
             if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", self.script):
                 raise UsageError(f"-m needs a module name like package.module (got {self.script!r})")
-            from ddpdoctor.probe.launch_choice import module_source_path
+            from ddpdoctor.probe.launch.choice import module_source_path
 
             check_script(module_source_path(self.script))
             return

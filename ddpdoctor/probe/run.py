@@ -10,15 +10,16 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Optional
 
-from ddpdoctor import redact
-from ddpdoctor.errors import ToolFailure, UsageError
-from ddpdoctor.findings import Severity
-from ddpdoctor.probe import launcher
-from ddpdoctor.probe.launch_choice import choose
+from ddpdoctor.core import redact
+from ddpdoctor.core.errors import ToolFailure, UsageError
+from ddpdoctor.core.findings import Severity
+from ddpdoctor.probe.launch import launcher
+from ddpdoctor.probe.launch.choice import choose
 from ddpdoctor.probe.options import ProbeOptions
-from ddpdoctor.probe.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, Outcome, ProbeMeta, RunModel
-from ddpdoctor.probe.summary import build_report
-from ddpdoctor.fileio import write_atomic
+from ddpdoctor.probe.analysis.scaling import load_points
+from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, Outcome, ProbeMeta, RunModel
+from ddpdoctor.probe.report import build_report
+from ddpdoctor.core.files import write_atomic
 from ddpdoctor.report import json as json_report
 from ddpdoctor.report.model import Report
 
@@ -78,7 +79,7 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
         report.tool_error = str(exc)
         return report
     if options.scaling and outcome.status != "interrupted":
-        from ddpdoctor.probe import scaling
+        from ddpdoctor.probe.launch import scaling
 
         scaling.run_sizes(options, run_dir, lambda sub: probe(sub, fail_on, ignore, backend, use_pyspy))
     return analyse(run_dir, fail_on, ignore, trace)
@@ -113,6 +114,7 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
         raise UsageError(f"{root} is not a ddpdoctor run dir (no {META_FILE})")
     try:
         model = RunModel.load(root)
+        model.scaling = load_points(root, model)
         _check_meta(model.meta)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None
@@ -120,7 +122,7 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
         model.outcome = outcome
     report = build_report(model, fail_on, ignore)
     if trace:
-        from ddpdoctor.report import trace as trace_report
+        from ddpdoctor.probe import trace as trace_report
 
         try:
             trace_report.write(model, trace)

@@ -208,7 +208,7 @@ class BaselineTiming:
     """Raw all-reduces of one bucket size on the DDP model's own group, timed after the last step.
 
     The in-job baseline for bucket bandwidth (DDP602): the same bytes, the same group, the same
-    machine and network, nothing else running (inject/baseline.py). `times` are seconds per timed
+    machine and network, nothing else running (inrank/baseline.py). `times` are seconds per timed
     all-reduce, from the call to its completion callback, as the bucket hook measures; `starts`
     the wall-clock time of each call, to line the ranks up as bucket timings are.
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ddpdoctor.registry import CRASHED, IGNORED, SKIPPED
+from ddpdoctor.core.registry import CRASHED, IGNORED, INCOMPLETE, SKIPPED
 from ddpdoctor.report.model import Report
 
 
@@ -19,7 +19,7 @@ def render(report: Report) -> str:
             ET.SubElement(case, "skipped", message=result.reason or result.status)
             skipped += 1
             continue
-        if result.status == CRASHED:
+        if result.status in (CRASHED, INCOMPLETE):
             ET.SubElement(case, "error", message=result.reason)
             errors += 1
             continue

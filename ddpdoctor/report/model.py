@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ddpdoctor import __version__
-from ddpdoctor.findings import EXIT_FINDINGS, EXIT_OK, EXIT_TOOL, Finding, Severity, gating
-from ddpdoctor.registry import CRASHED, IGNORED, CheckResult
+from ddpdoctor.core.version import __version__
+from ddpdoctor.core.findings import (EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_TOOL, Finding,
+                                     Severity, gating)
+from ddpdoctor.core.registry import CRASHED, IGNORED, INCOMPLETE, CheckResult
 
 
 @dataclass
@@ -34,6 +35,15 @@ class Report:
     run_dir: Optional[str] = None
     tool_error: Optional[str] = None  # ddpdoctor could not do (all of) its job
     interrupted_by: Optional[int] = None  # signal that stopped the run (SIGINT, SIGTERM)
+    # Why the verdict is incomplete beyond single checks (e.g. "no rank trained"), in the headline.
+    incomplete_because: list[str] = field(default_factory=list)
+
+    @property
+    def missing(self) -> list[str]:
+        """What kept the verdict from being reached: the report's own reasons, then each check
+        that applied but lacked data."""
+        return self.incomplete_because + [f"{r.spec.code}: {r.reason}" for r in self.results
+                                          if r.status == INCOMPLETE]
 
     @property
     def findings(self) -> list[Finding]:
@@ -49,7 +59,9 @@ class Report:
     def status(self) -> str:
         if self.interrupted_by or self.tool_error or any(r.status == CRASHED for r in self.results):
             return "error"
-        return "fail" if self.gating_findings else "pass"
+        if self.gating_findings:
+            return "fail"
+        return "incomplete" if self.missing else "pass"
 
     @property
     def exit_code(self) -> int:
@@ -61,6 +73,8 @@ class Report:
             return EXIT_FINDINGS
         if self.status == "error":
             return EXIT_TOOL
+        if self.status == "incomplete":
+            return EXIT_INCOMPLETE
         return EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,4 +92,5 @@ class Report:
             "fail_on": self.fail_on.value,
             "error": self.tool_error,
             "interrupted_by": self.interrupted_by,
+            "incomplete": self.missing,
         }

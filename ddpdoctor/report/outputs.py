@@ -8,8 +8,8 @@ from typing import Optional
 
 from rich.console import Console
 
-from ddpdoctor import redact
-from ddpdoctor.fileio import write_atomic
+from ddpdoctor.core import redact
+from ddpdoctor.core.files import write_atomic
 from ddpdoctor.report import github, json as json_report, junit, terminal
 from ddpdoctor.report.model import Report
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from ddpdoctor.registry import CRASHED, FAILED, IGNORED, NOTED, PASSED, SKIPPED, WARNED
+from ddpdoctor.core.registry import CRASHED, FAILED, IGNORED, INCOMPLETE, NOTED, PASSED, SKIPPED, WARNED
 from ddpdoctor.report.model import Report
 
 MARKS = {
@@ -17,6 +17,7 @@ MARKS = {
     SKIPPED: ("[dim][-][/]", "skipped"),
     IGNORED: ("[dim][~][/]", "ignored"),
     CRASHED: ("[magenta][?][/]", "not checked"),
+    INCOMPLETE: ("[magenta][?][/]", "incomplete"),
 }
 SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
 
@@ -87,7 +88,14 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
 
     errors = sum(1 for f in findings if f.severity.value == "error")
     warnings = sum(1 for f in findings if f.severity.value == "warning")
-    summary = {"pass": "[green]PASS[/]", "fail": "[red]FAIL[/]", "error": "[magenta]ERROR[/]"}[report.status]
+    if report.missing:
+        # Said before the verdict line, whatever the verdict: a FAIL over part of the job is
+        # still a judgement of part of the job.
+        console.print("[magenta]incomplete:[/] the verdict covers only what was seen; missing:")
+        for reason in report.missing:
+            console.print(f"    {escape(reason)}", soft_wrap=True)
+    summary = {"pass": "[green]PASS[/]", "fail": "[red]FAIL[/]", "error": "[magenta]ERROR[/]",
+               "incomplete": "[magenta]INCOMPLETE[/]"}[report.status]
     if report.interrupted_by:
         summary = "[magenta]INTERRUPTED[/] (partial report)"
     console.print(f"{summary}  {errors} error(s), {warnings} warning(s); "

@@ -1,0 +1,88 @@
+"""The `probe` and `report` commands: flags in torchrun's spelling, the script's args after `--`."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from ddpdoctor.cli.options import (FailOnOpt, ForceOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt,
+                                   QuietOpt, VerboseOpt, finish, gate, report_outputs)
+from ddpdoctor.probe.options import ProbeOptions
+
+
+def probe_command(
+    script: str = typer.Argument(..., help="The training script (or a module name with -m)."),
+    args: Optional[List[str]] = typer.Argument(None, help="The script's own arguments, after `--`."),
+    module: bool = typer.Option(False, "-m", help="SCRIPT is a module name, run like `python -m`."),
+    nproc_per_node: int = typer.Option(2, "--nproc-per-node", "--nproc_per_node", help="Processes per node."),
+    nnodes: int = typer.Option(1, "--nnodes", help="Number of nodes."),
+    node_rank: int = typer.Option(0, "--node-rank", "--node_rank", help="This node's rank."),
+    rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", "--rdzv_endpoint", help="HOST:PORT of the c10d rendezvous."),
+    master_addr: Optional[str] = typer.Option(None, "--master-addr", "--master_addr"),
+    master_port: Optional[int] = typer.Option(None, "--master-port", "--master_port"),
+    max_steps: int = typer.Option(20, "--max-steps", help="Stop every rank after this many optimizer steps (0: no limit)."),
+    steps_per_epoch: int = typer.Option(5, "--steps-per-epoch", help="End each DataLoader epoch after this many batches (0: no limit)."),
+    stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="Seconds without progress before the job counts as hung (default: adaptive, at least 8)."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds before the whole probe is ended."),
+    launcher: str = typer.Option("auto", "--launcher", metavar="auto|torchrun|none", help="How ranks start: torchrun, or none for scripts that start their own (mp.spawn). auto decides from the source."),
+    run_dir: Optional[str] = typer.Option(None, "--run-dir", help="Where telemetry and the report go (default ./ddpdoctor-runs/...)."),
+    cpu: bool = typer.Option(False, "--cpu/--no-cpu", help="Run a script written for CUDA and NCCL on the CPU with gloo, unchanged (CI runners without a GPU); the report lists what was remapped."),
+    scaling: Optional[str] = typer.Option(None, "--scaling", metavar="N,N,...", help="Also probe the script at each of these world sizes, one after another (e.g. 1,2,4), and report throughput and scaling efficiency."),
+    trace: Optional[str] = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing)."),
+    json_path: Optional[str] = JsonOpt,
+    junit_path: Optional[str] = JunitOpt,
+    github: bool = GithubOpt,
+    fail_on: str = FailOnOpt,
+    ignore: List[str] = IgnoreOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
+    force: bool = ForceOpt,
+) -> int:
+    """Run SCRIPT as a short instrumented DDP job and report what is wrong with it."""
+    from ddpdoctor.probe.run import probe
+    from ddpdoctor.probe.launch.scaling import parse_sizes
+
+    severity, codes = gate(fail_on, ignore)
+    options = ProbeOptions(
+        script=script, args=list(args or []), module=module, nproc_per_node=nproc_per_node,
+        nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, master_addr=master_addr,
+        master_port=master_port, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
+        stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,
+        cpu=cpu, scaling=parse_sizes(scaling) if scaling is not None else [])
+    options.validate()
+    outputs = report_outputs(json_path, junit_path, github, verbose, quiet, trace=trace,
+                             inputs=[script_file(options)], script_args=options.args,
+                             run_dir=options.run_dir, force=force)
+    report = probe(options, severity, codes, trace=trace)
+    return finish(report, outputs)
+
+
+def report_command(
+    run_dir: str = typer.Argument(..., help="A probe's run dir, finished or killed."),
+    trace: Optional[str] = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing)."),
+    json_path: Optional[str] = JsonOpt,
+    junit_path: Optional[str] = JunitOpt,
+    github: bool = GithubOpt,
+    fail_on: str = FailOnOpt,
+    ignore: List[str] = IgnoreOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
+    force: bool = ForceOpt,
+) -> int:
+    """Re-analyse a probe's run dir and print its report."""
+    from ddpdoctor.probe.run import analyse
+
+    severity, codes = gate(fail_on, ignore)
+    outputs = report_outputs(json_path, junit_path, github, verbose, quiet, trace=trace,
+                             run_dir=run_dir, force=force)
+    return finish(analyse(run_dir, severity, codes, trace), outputs)
+
+
+def script_file(options: ProbeOptions) -> str:
+    """The file the job runs: the script, or the source of the module run with -m."""
+    if options.module:
+        from ddpdoctor.probe.launch.choice import module_source_path
+
+        return module_source_path(options.script)
+    return options.script

@@ -1,0 +1,50 @@
+"""The Python programs sent to a node on ssh's stdin: sources of stdlib-only modules plus a call.
+
+The node runs them with its own `python3`; nothing of ddpdoctor needs to be installed there.
+Parameters travel inside the program text as a JSON literal, never through the remote shell.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from ddpdoctor.preflight.node import collective_worker
+
+from ddpdoctor.preflight.node import facts
+
+from ddpdoctor.preflight.node import port_listener
+
+from ddpdoctor.core import redact
+@functools.lru_cache(maxsize=None)
+def _source(module_file: str) -> str:
+    return Path(module_file).read_text(encoding="utf-8")
+
+
+def source_of(module) -> str:
+    """A shipped module's source text."""
+    return _source(module.__file__)
+
+
+def _program(modules, call: str, params: dict) -> bytes:
+    parts = [_source(m.__file__) for m in modules]
+    literal = json.dumps(json.dumps(params))  # a Python string literal holding the JSON
+    parts.append(f"\nimport json as _json\n{call}(_json.loads({literal}))\n")
+    return "\n".join(parts).encode("utf-8")
+
+
+def facts_program(params: dict) -> bytes:
+    """redact.py, facts.py, then `_remote_main(params)`: prints one marked JSON line."""
+    return _program((redact, facts), "_remote_main", params)
+
+
+def listener_program(params: dict) -> bytes:
+    """port_listener.py then `_remote_main(params)`: holds the rendezvous port until stdin closes."""
+    return _program((port_listener,), "_remote_main", params)
+
+
+def collective_program(params: dict) -> bytes:
+    """collective_worker.py then `_node_main(params)`: starts this node's ranks of the smoke test.
+    params["source"] carries the module's source again, for the ranks it starts."""
+    return _program((collective_worker,), "_node_main", params)

@@ -1,0 +1,292 @@
+"""`ddpdoctor preflight --via store`: for clusters without ssh between nodes.
+
+The same command runs on every node (`srun --ntasks-per-node=1 ddpdoctor preflight --nodes
+hosts.txt --via store`). Each node finds its own entry in the host list (its hostname, FQDN or
+an address of its own; `--node-rank N` says it outright). The master - the node MASTER_ADDR
+names - serves a torch TCPStore on MASTER_ADDR:MASTER_PORT; every node connects to it (that
+connect is the node's DDP103 test), publishes its facts, and waits. The master waits `--timeout`
+seconds for every node, names the ones that never arrived (DDP105), runs the checks and, with
+--collective, the smoke test (each node starts its own ranks), then prints the report and
+publishes it to the store. The other nodes print one line saying where the report is, and exit
+with the master's exit code. A node that cannot reach the store prints its own report (DDP103,
+refused or timed out, from where it stands) and exits 1.
+
+Under srun with several tasks per node, only local task 0 ($SLURM_LOCALID) takes part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from typing import Any, Optional
+
+from ddpdoctor.preflight.collective import run as collective
+
+from ddpdoctor.preflight.collective import result as collective_result
+from ddpdoctor.preflight.cluster import ClusterFacts, NodeResult, PortBind
+from ddpdoctor.preflight.collective.result import CollectiveOutcome
+from ddpdoctor.core.errors import ToolFailure, UsageError
+from ddpdoctor.preflight.node.facts import NodeFacts, endpoint, probe_connect
+from ddpdoctor.core.findings import Finding
+from ddpdoctor.preflight.hosts import HostEntry
+from ddpdoctor.preflight.report import build_report
+from ddpdoctor.core.registry import FAILED, PASSED, CheckResult, get_check, run_checks
+from ddpdoctor.report.model import Report
+from ddpdoctor.preflight.resolve import Resolution, resolve_all
+from ddpdoctor.preflight.transport import FactsRequest, TransportFailure, child
+from ddpdoctor.preflight.transport.local import facts_here
+from ddpdoctor.preflight.transport.route import OwnIdentity
+from ddpdoctor.preflight.transport.store import Store, StoreError
+
+ACK_WAIT_S = 5.0  # how long the master keeps the store up for the nodes to read the report
+
+
+def run_store(opts, entries: list[HostEntry], recorded: dict, master: str, began: float) -> Report:
+    """One node's part in a store-mode preflight; the master's full report, or (on the other
+    nodes) the master's report relayed, with metrics["store_role"] == "node"."""
+    local_task = os.environ.get("SLURM_LOCALID", "0")
+    if local_task != "0":
+        report = Report(command="preflight", results=[], fail_on=opts.fail_on,
+                        header=f"local task {local_task}: only local task 0 of each node takes part")
+        report.metrics["store_role"] = "idle"
+        return report
+    here = facts_here(FactsRequest(timeout=opts.timeout, import_torch=opts.import_torch))
+    if not isinstance(here, NodeFacts):
+        raise ToolFailure(here.message)
+    here.collected_by = "store"
+    own = OwnIdentity.of(here)
+    names = list(dict.fromkeys([e.name for e in entries if e.name not in recorded] + [master]))
+    resolved = resolve_all(names, min(opts.timeout, 5.0))
+    mine = _my_entries(opts, entries, here, own, resolved)
+    master_is_me = own.owns(master, resolved.get(master, Resolution([])).addresses) or master in mine
+    stages: dict[str, float] = {"local_facts_s": round(time.monotonic() - began, 3)}
+    try:
+        if master_is_me:
+            return _as_master(opts, entries, recorded, master, here, mine, resolved, began, stages)
+        return _as_node(opts, master, here, mine, began)
+    finally:
+        child.kill_all()
+
+
+def _my_entries(opts, entries: list[HostEntry], here: NodeFacts, own: OwnIdentity,
+                resolved: dict[str, Resolution]) -> list[str]:
+    if opts.node_rank is not None:
+        if opts.node_rank >= len(entries):
+            raise UsageError(f"--node-rank {opts.node_rank} is past the end of the host list "
+                             f"({len(entries)} hosts)")
+        return [entries[opts.node_rank].name]
+    mine = list(dict.fromkeys(e.name for e in entries
+                              if own.owns(e.name, resolved.get(e.name, Resolution([])).addresses)))
+    if not mine:
+        addresses = [a for addrs in here.interfaces.values() for a in addrs if not a.startswith(("127.", "::1", "fe80"))]
+        raise UsageError(f"this machine ({here.hostname}; {', '.join(addresses[:4]) or 'no address'}) is none of "
+                         f"the hosts of the list: run the same command on every node of it, or pass --node-rank")
+    return mine
+
+
+# ------------------------------------------------------------------ the master
+
+
+def _as_master(opts, entries, recorded, master, here, mine, resolved, began, stages) -> Report:
+    port = opts.master_port
+    mark = time.monotonic()
+    # The store must outlive the nodes' wait for the report: facts, checks, smoke test, slack.
+    store, bind = Store.host(master, port, timeout=opts.timeout * 4 + 120)
+    port_bind = PortBind.from_info(master, bind, "local")
+    connect = probe_connect(master, port, max(0.5, min(5.0, opts.timeout * 0.3))) if store else None
+    me = dataclasses.replace(here, connect=connect)
+    stages["port_hold_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
+    others = [e.name for e in entries if e.name not in mine and e.name not in recorded]
+    arrived: dict[str, Any] = {}
+    if store is not None:
+        # --timeout counts from the moment the store serves: nodes load Python and torch as slowly
+        # as this one did, and none of them can publish before this point.
+        arrived = store.wait_any([f"facts/{h}" for h in dict.fromkeys(others)], time.monotonic() + opts.timeout)
+    stages["store_wait_s"] = round(time.monotonic() - mark, 3)
+    ep = endpoint(master, port)
+    nodes = []
+    for entry in entries:
+        node = NodeResult(entry, "local" if entry.name in mine else "file" if entry.name in recorded else "store")
+        if entry.name in recorded:
+            node.facts_file, node.facts = recorded[entry.name]
+        else:
+            node.resolved = resolved.get(entry.name, Resolution([])).addresses
+            node.resolve_error = resolved.get(entry.name, Resolution([])).error
+            if entry.name in mine:
+                node.facts = me
+            elif f"facts/{entry.name}" in arrived:
+                node.facts = _loaded(arrived[f"facts/{entry.name}"], entry.name)
+                if node.facts is None:
+                    node.failure = TransportFailure("other", f"{entry.name} published facts that cannot be read")
+            else:
+                node.failure = _absent(entry.name, ep, opts.timeout, store is not None, port_bind)
+        nodes.append(node)
+    cluster = ClusterFacts(nodes=nodes, master_addr=master, master_port=port, backend=opts.backend,
+                           port_bind=port_bind, this_machine=here, nproc_per_node=opts.nproc_per_node,
+                           world_size=opts.world_size, master_resolved=resolved.get(master, Resolution([])).addresses,
+                           master_resolve_error=resolved.get(master, Resolution([])).error, via="store")
+    try:
+        if store is not None:
+            mark = time.monotonic()
+            cluster.collective = _master_smoke_test(opts, cluster, store, mine)
+            if opts.collective:
+                stages["collective_s"] = round(time.monotonic() - mark, 3)
+        elif opts.collective:
+            cluster.collective = collective_result.skipped("not run: the master could not serve the store")
+        results = run_checks("preflight", cluster, opts.ignore)
+        report = build_report(cluster, results, opts.fail_on, opts.fanout, round(time.monotonic() - began, 3),
+                              recorded, stages)
+        report.metrics["store_role"] = "master"
+        if store is not None:
+            _publish_report(store, report, master, opts, arrived)
+    finally:
+        if store is not None:
+            store.close()
+    return report
+
+
+def _loaded(data: Any, host: str) -> Optional[NodeFacts]:
+    try:
+        facts = NodeFacts.from_dict(data)
+    except ValueError:
+        return None
+    facts.collected_by = "store"
+    return facts
+
+
+def _absent(host: str, ep: str, timeout: float, served: bool, bind: PortBind) -> TransportFailure:
+    if not served:
+        return TransportFailure("absent", f"{host} could not publish its facts: the master could not serve the "
+                                          f"store on {ep} ({bind.status}{': ' + bind.detail if bind.detail else ''})")
+    return TransportFailure("absent", f"{host} never published its facts to the store at {ep} within {timeout:g} s",
+                            "is `ddpdoctor preflight --via store` running there too, and can it reach the port?",
+                            None, timeout)
+
+
+def _master_smoke_test(opts, cluster: ClusterFacts, store: Store, mine: list[str]) -> Optional[CollectiveOutcome]:
+    """Decide, tell every node (they wait for the plan either way), run our share, collect."""
+    if not opts.collective:
+        store.set_json("plan", {"go": False, "reason": "run with --collective"})
+        return None
+    reason = collective.blocker(cluster, run_checks("preflight", cluster, set()))
+    plan = None
+    if reason is None:
+        made = collective.plan(cluster, opts.timeout, host_store=False, prefix="ddpdoctor/collective")
+        if isinstance(made, str):
+            reason = made
+        else:
+            plan = made
+    if plan is None:
+        store.set_json("plan", {"go": False, "reason": reason})
+        return collective_result.skipped(reason, cluster.resolved_backend)
+    store.set_json("plan", {"go": True, "plan": plan.to_dict()})
+    began = time.monotonic()
+    answers: dict[str, Any] = {}
+    local = [n.host for n in plan.nodes if n.host in mine]
+    threads = []
+    for host in local:
+        thread = threading.Thread(target=lambda h=host: answers.__setitem__(h, collective.run_node_here(plan, h)),
+                                  name=f"ddpdoctor-collective-{host}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    remote = [n.host for n in plan.nodes if n.host not in mine]
+    found = store.wait_any([f"collective/{h}" for h in remote], began + plan.deadline_s + 15.0)
+    for host in remote:
+        answers[host] = found.get(f"collective/{host}", f"{host} reported no smoke-test result within "
+                                                        f"{plan.deadline_s + 15:.0f} s")
+    for thread in threads:
+        thread.join(max(0.0, began + plan.deadline_s + 15.0 - time.monotonic()))
+    return collective.outcome(plan, answers, time.monotonic() - began)
+
+
+def _publish_report(store: Store, report: Report, master: str, opts, arrived: dict) -> None:
+    where = f"printed by ddpdoctor on {master}"
+    files = [p for p in opts.report_files if p and p != "-"]
+    if files:
+        where += f" (and written there to {', '.join(files)})"
+    store.set_json("report", {"report": report.to_dict(), "exit_code": report.exit_code, "where": where})
+    # Keep serving until every node that arrived has read it, or a few seconds pass.
+    deadline = time.monotonic() + ACK_WAIT_S
+    while time.monotonic() < deadline:
+        if store.add("done", 0) >= len(arrived):
+            break
+        time.sleep(0.05)
+
+
+# ------------------------------------------------------------------ every other node
+
+
+def _as_node(opts, master: str, here: NodeFacts, mine: list[str], began: float) -> Report:
+    # The master may start later than this node (srun's start is not instant), and loads torch
+    # before it serves: keep trying for --timeout, counted from when this node is ready too.
+    store, connect = Store.join(master, opts.master_port, opts.timeout)
+    me = dataclasses.replace(here, connect=connect)
+    if store is None:
+        return _unreachable_report(opts, master, me, mine)
+    try:
+        for host in mine:
+            store.set_json(f"facts/{host}", me.to_dict())
+        # The master waits --timeout for facts, then checks: allow for that, and a late start.
+        try:
+            decision = store.wait_json("plan", time.monotonic() + 2 * opts.timeout + 30.0)
+        except StoreError as exc:
+            raise ToolFailure(f"the master {master} sent no plan: {exc}") from None
+        wait_report = 60.0
+        if decision.get("go"):
+            plan = collective.Plan.from_dict(decision["plan"])
+            wait_report += plan.deadline_s + 15.0
+            for host in mine:
+                if plan.node(host) is not None:
+                    store.set_json(f"collective/{host}", collective.run_node_here(plan, host))
+        try:
+            published = store.wait_json("report", time.monotonic() + wait_report)
+        except StoreError as exc:
+            raise ToolFailure(f"the master {master} published no report: {exc}") from None
+        store.add("done", 1)
+    finally:
+        store.close()
+    return _relayed(published, opts, master, mine)
+
+
+def _relayed(published: dict, opts, master: str, mine: list[str]) -> Report:
+    """The master's report, rebuilt here so this node exits with the same code."""
+    data = published["report"]
+    findings: dict[str, list[Finding]] = {}
+    for f in data.get("findings", []):
+        findings.setdefault(f["code"], []).append(Finding.from_dict(f))
+    results = []
+    for check in data.get("checks", []):
+        try:
+            spec = get_check(check["code"])
+        except UsageError:
+            continue  # a check this node's ddpdoctor does not know; the master's report has it
+        results.append(CheckResult(spec, check["status"], findings.get(check["code"], []), check.get("reason", "")))
+    report = Report(command="preflight", results=results, fail_on=opts.fail_on, header=data.get("header", ""),
+                    metrics=dict(data.get("metrics", {})), notes=list(data.get("notes", [])))
+    report.metrics["store_role"] = "node"
+    report.metrics["report_where"] = published.get("where", f"printed by ddpdoctor on {master}")
+    report.metrics["this_node"] = ", ".join(mine)
+    return report
+
+
+def _unreachable_report(opts, master: str, me: NodeFacts, mine: list[str]) -> Report:
+    """This node cannot reach the store: only it can tell refused from timed out, so it reports."""
+    host = mine[0]
+    entry = HostEntry(host, None, "this machine")
+    node = NodeResult(entry, "local", me)
+    bind = PortBind(master, opts.master_port, "listening", "served by the master's ddpdoctor (store mode)")
+    cluster = ClusterFacts(nodes=[node], master_addr=master, master_port=opts.master_port, backend=opts.backend,
+                           port_bind=bind, this_machine=me, via="store")
+    spec = get_check("DDP103")
+    value = spec.func(cluster)
+    findings = [spec.finding(p) for p in value] if isinstance(value, list) else []
+    results = [CheckResult(spec, FAILED if findings else PASSED, findings)]
+    report = Report(command="preflight", results=results, fail_on=opts.fail_on,
+                    header=(f"store mode: {host} could not reach the store on "
+                            f"{endpoint(master, opts.master_port)} within {opts.timeout:g} s"))
+    report.notes.append(f"{host} published nothing; the master's report names it (DDP105)")
+    report.metrics.update({"store_role": "node", "this_node": host, "connect": me.connect.status if me.connect else None})
+    return report
+

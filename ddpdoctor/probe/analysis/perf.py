@@ -1,0 +1,330 @@
+"""The performance numbers of a probe run, derived once for the DDP6xx checks and the report.
+
+A check and the table beside its finding quote the same numbers because both come from here.
+
+Steps. Each rank's Step records carry seconds per step spent in: data (waiting for the loader),
+forward, backward (to the last local gradient), comm_exposed (bucket all-reduces still running
+after the last gradient: what backward did not hide, including any wait for a slower rank) and
+optimizer; `step` is the wall time since the previous step. Derived here:
+  collectives  time blocked in the script's own synchronous collectives during the step;
+  other        what is left: the script's own code between the phases (logging, metrics, ...);
+  compute      the step minus everything spent waiting on other ranks (comm_exposed,
+               collectives): the rank's own work, the figure that tells a straggler.
+The first WARMUP_STEPS steps are not judged: DDP's first backward runs one bucket holding every
+parameter (before it rebuilds buckets in gradient order), allocators and caches warm up, and
+under TORCH_DISTRIBUTED_DEBUG=DETAIL the first three bucket all-reduces carry an extra check.
+
+Buckets. An all-reduce can run only once every rank has joined it, so its time counts from the
+last rank's launch to the last rank's completion (wall clocks are comparable across ranks; a rank
+that launched early waits for the others, which is a straggler's cost, not the network's). Within
+one backward a bucket's time starts no earlier than the end of the bucket that finished before it
+(a group's all-reduces share its connections); the iteration's busy time is the union of its
+buckets' intervals. The in-job baseline is lined up across ranks the same way. Bandwidths as
+nccl-tests defines them: algbw = bytes / time, busbw = algbw * 2(n-1)/n, in GB/s (1e9 B/s).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+
+WARMUP_STEPS = 3  # steps 1-3 are not judged (see above)
+MIN_STEPS = 5  # judged steps a rank needs before its numbers mean anything
+PHASES = ("data", "forward", "backward", "comm_exposed", "optimizer")
+# The rank's own work: everything but waiting on other ranks.
+COMPUTE_PHASES = ("data", "forward", "backward", "optimizer", "other")
+PHASE_WORDS = {
+    "data": "waiting for data",
+    "forward": "forward",
+    "backward": "backward",
+    "optimizer": "the optimizer step",
+    "other": "its own code between the phases (logging, metrics, ...)",
+    "comm_exposed": "communication not hidden behind backward",
+    "collectives": "the script's own collectives",
+}
+GB = 1e9
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+@dataclass
+class StepSample:
+    """One judged step of one rank: seconds per phase, including the derived ones."""
+
+    step: int
+    wall: float
+    phases: dict[str, float]
+    samples: int
+
+    @property
+    def compute(self) -> float:
+        return sum(self.phases.get(p, 0.0) for p in COMPUTE_PHASES)
+
+
+@dataclass
+class RankPerf:
+    rank: int
+    steps: list[StepSample]
+
+    def median(self, phase: str) -> float:
+        """Median seconds per step in a phase ("step" for the wall time, "compute" for own work)."""
+        if phase == "step":
+            return median([s.wall for s in self.steps])
+        if phase == "compute":
+            return median([s.compute for s in self.steps])
+        return median([s.phases.get(phase, 0.0) for s in self.steps])
+
+    @property
+    def samples_per_s(self) -> Optional[float]:
+        samples = sum(s.samples for s in self.steps)
+        wall = sum(s.wall for s in self.steps)
+        return samples / wall if samples and wall > 0 else None
+
+
+def _collective_waits(run: RankRun) -> dict[int, float]:
+    """Seconds blocked in the script's own synchronous collectives, by the Step they fall in."""
+    done = {(d.group, d.seq): d.t for d in run.of(tm.CollectiveDone)}
+    waits: dict[int, float] = {}
+    for c in run.of(tm.Collective):
+        if c.op == "ddp_bucket_allreduce":
+            continue
+        end = done.get((c.group, c.seq))
+        if end is not None and end >= c.t:
+            # Made while `c.step` steps were done: it belongs to the Step record c.step + 1.
+            waits[c.step + 1] = waits.get(c.step + 1, 0.0) + (end - c.t)
+    return waits
+
+
+def rank_steps(run: RankRun) -> RankPerf:
+    """The judged steps of one rank (after warm-up, with a wall time)."""
+    waits = _collective_waits(run)
+    samples = []
+    for record in run.of(tm.Step):
+        wall = record.phases.get("step")
+        if record.step <= WARMUP_STEPS or not wall or wall <= 0:
+            continue
+        phases = {p: float(record.phases.get(p, 0.0)) for p in PHASES}
+        phases["collectives"] = min(waits.get(record.step, 0.0), wall)
+        phases["other"] = max(0.0, wall - sum(phases.values()))
+        samples.append(StepSample(record.step, wall, phases, int(record.phases.get("samples", 0) or 0)))
+    return RankPerf(run.rank, samples)
+
+
+def step_perf(model: RunModel) -> dict[int, RankPerf]:
+    """Every rank's judged steps, by rank; ranks with fewer than MIN_STEPS are left out."""
+    found = {}
+    for rank in model.rank_ids():
+        perf = rank_steps(model.ranks[rank])
+        if len(perf.steps) >= MIN_STEPS:
+            found[rank] = perf
+    return found
+
+
+def pure_exposed(perfs: dict[int, RankPerf]) -> tuple[float, float, int]:
+    """(median exposed seconds on the rank that arrived last, median step wall, steps judged).
+
+    Per step, the smallest comm_exposed over the ranks is communication no rank could hide:
+    the others' extra exposure is waiting for that last rank (a straggler's cost, DDP601)."""
+    by_step: dict[int, list[StepSample]] = {}
+    for perf in perfs.values():
+        for sample in perf.steps:
+            by_step.setdefault(sample.step, []).append(sample)
+    common = [samples for samples in by_step.values() if len(samples) == len(perfs)]
+    exposed = [min(s.phases["comm_exposed"] for s in samples) for samples in common]
+    walls = [median([s.wall for s in samples]) for samples in common]
+    return median(exposed), median(walls), len(common)
+
+
+def throughput(perfs: dict[int, RankPerf]) -> Optional[float]:
+    """Samples per second of the whole job: every rank's own rate, added up."""
+    rates = [p.samples_per_s for p in perfs.values()]
+    if not rates or any(r is None for r in rates):
+        return None
+    return sum(rates)
+
+
+# -- buckets ---------------------------------------------------------------------------------
+
+def bus_factor(world: int) -> float:
+    """busbw / algbw for an all-reduce over `world` ranks (nccl-tests)."""
+    return 2 * (world - 1) / world if world > 1 else 0.0
+
+
+@dataclass
+class BucketPerf:
+    """One gradient bucket of one DDP model, over the judged iterations."""
+
+    ddp_id: int
+    index: int
+    nbytes: int
+    params: list[str]
+    count: int  # judged all-reduces
+    seconds: float  # median all-reduce time (see the module doc)
+    world: int
+    baseline: Optional[float] = None  # median raw all-reduce time of the same size, same group
+
+    @property
+    def algbw(self) -> float:
+        return self.nbytes / self.seconds / GB if self.seconds > 0 else 0.0
+
+    @property
+    def busbw(self) -> float:
+        return self.algbw * bus_factor(self.world)
+
+    @property
+    def baseline_busbw(self) -> Optional[float]:
+        if not self.baseline:
+            return None
+        return self.nbytes / self.baseline / GB * bus_factor(self.world)
+
+    @property
+    def efficiency(self) -> Optional[float]:
+        """Bucket busbw / baseline busbw (1.0: as fast as a raw all-reduce of its size)."""
+        return self.baseline / self.seconds if self.baseline and self.seconds > 0 else None
+
+
+@dataclass
+class ModelComm:
+    """The gradient all-reduces of one DDP model, per judged backward iteration."""
+
+    ddp_id: int
+    world: int
+    buckets: list[BucketPerf]
+    iterations: int  # judged backward iterations
+    buckets_per_iteration: float  # median
+    bytes_per_iteration: int  # median
+    busy_s: float  # median time per iteration with an all-reduce running
+    bucket_cap_mb: Optional[float] = None  # as the script passed it (None: DDP's default)
+    hooks: list[str] = field(default_factory=list)
+    site: Optional[tm.Site] = None  # where the script built the DDP model
+
+    @property
+    def baseline_s(self) -> Optional[float]:
+        """What the iteration's all-reduces take at baseline speed, one after the other."""
+        if not self.buckets or any(b.baseline is None for b in self.buckets):
+            return None
+        return sum(b.baseline for b in self.buckets)
+
+    @property
+    def largest(self) -> BucketPerf:
+        return max(self.buckets, key=lambda b: b.nbytes)
+
+
+def joined(starts: list[float], ends: list[float], durations: list[float]) -> tuple[float, float]:
+    """(start, end) of one all-reduce over its ranks: from the last launch to the last completion,
+    never shorter than the shortest rank's own interval (a guard against clock skew across nodes)."""
+    start, end = max(starts), max(ends)
+    return min(start, end - min(durations)), end
+
+
+def _service_times(spans: dict[int, tuple[float, float]]) -> tuple[dict[int, float], float]:
+    """Per bucket index: its all-reduce time within one iteration; and the iteration's busy time."""
+    service: dict[int, float] = {}
+    previous_end = float("-inf")
+    for index, (start, end) in sorted(spans.items(), key=lambda kv: kv[1][1]):
+        service[index] = max(0.0, end - max(start, previous_end))
+        previous_end = end
+    busy = 0.0
+    span_start = span_end = None
+    for start, end in sorted(spans.values()):
+        if span_end is None or start > span_end:
+            if span_end is not None:
+                busy += span_end - span_start
+            span_start, span_end = start, end
+        else:
+            span_end = max(span_end, end)
+    if span_end is not None:
+        busy += span_end - span_start
+    return service, busy
+
+
+def _baselines(model: RunModel, ddp_id: int) -> dict[int, float]:
+    """Median raw all-reduce seconds per size, each timed all-reduce lined up across ranks."""
+    per_size: dict[int, dict[int, tm.BaselineTiming]] = {}
+    for rank, run in model.ranks.items():
+        for record in run.of(tm.BaselineTiming):
+            if record.ddp_id == ddp_id and record.times:
+                per_size.setdefault(record.nbytes, {})[rank] = record
+    found = {}
+    for size, by_rank in per_size.items():
+        records = list(by_rank.values())
+        count = min(len(r.times) for r in records)
+        if all(len(r.starts) >= count for r in records):
+            times = []
+            for i in range(count):
+                start, end = joined([r.starts[i] for r in records],
+                                     [r.starts[i] + r.times[i] for r in records],
+                                     [r.times[i] for r in records])
+                times.append(end - start)
+        else:  # no start times recorded: the fastest rank's median
+            times = [min(median(r.times) for r in records)]
+        found[size] = median(times)
+    return found
+
+
+def model_comm(model: RunModel) -> list[ModelComm]:
+    """Bucket numbers of every DDP model whose all-reduces were timed."""
+    world = model.world_size
+    infos: dict[int, tm.DDPInfo] = {}
+    layouts: dict[tuple[int, int, int], list[str]] = {}
+    # (ddp_id, iteration) -> bucket index -> every rank's timing of it
+    iterations: dict[tuple[int, int], dict[int, list[tm.BucketTiming]]] = {}
+    hooks: dict[int, set[str]] = {}
+    for run in model.ranks.values():
+        for info in run.of(tm.DDPInfo):
+            infos.setdefault(info.ddp_id, info)
+        for layout in run.of(tm.BucketLayout):
+            layouts.setdefault((layout.ddp_id, layout.index, layout.nbytes), layout.params)
+        for b in run.of(tm.BucketTiming):
+            hooks.setdefault(b.ddp_id, set()).add(b.hook)
+            if b.step < WARMUP_STEPS:
+                continue
+            iterations.setdefault((b.ddp_id, b.iteration), {}).setdefault(b.index, []).append(b)
+    found = []
+    for ddp_id in sorted({key[0] for key in iterations}):
+        per_bucket: dict[tuple[int, int], list[float]] = {}
+        busy, counts, totals = [], [], []
+        for (did, _iteration), by_index in sorted(iterations.items()):
+            if did != ddp_id:
+                continue
+            spans = {index: joined([b.start for b in timings], [b.end for b in timings],
+                                    [b.end - b.start for b in timings])
+                     for index, timings in by_index.items()}
+            service, iteration_busy = _service_times(spans)
+            for index, seconds in service.items():
+                per_bucket.setdefault((index, by_index[index][0].nbytes), []).append(seconds)
+            busy.append(iteration_busy)
+            counts.append(len(by_index))
+            totals.append(sum(timings[0].nbytes for timings in by_index.values()))
+        baselines = _baselines(model, ddp_id)
+        # One size per bucket index: the one most iterations had (the layout after the rebuild).
+        chosen: dict[int, tuple[int, list[float]]] = {}
+        for (index, nbytes), values in per_bucket.items():
+            if index not in chosen or len(values) > len(chosen[index][1]):
+                chosen[index] = (nbytes, values)
+        buckets = [BucketPerf(ddp_id, index, nbytes, layouts.get((ddp_id, index, nbytes), []),
+                              len(values), median(values), world, baselines.get(nbytes))
+                   for index, (nbytes, values) in sorted(chosen.items())]
+        info = infos.get(ddp_id)
+        found.append(ModelComm(ddp_id, world, buckets, len(busy), median(counts),
+                               int(median(totals)), median(busy),
+                               info.bucket_cap_mb if info else None, sorted(hooks.get(ddp_id, ())),
+                               info.site if info else None))
+    return found
+
+
+def megabytes(nbytes: float) -> str:
+    """Bytes as a person reads them: 23 KB, 1.5 MB, 51 MB (decimal units, as nccl-tests)."""
+    if nbytes < 1e6:
+        return f"{nbytes / 1e3:.0f} KB" if nbytes >= 1e3 else f"{nbytes:.0f} B"
+    return f"{nbytes / 1e6:.1f} MB" if nbytes < 1e7 else f"{nbytes / 1e6:.0f} MB"
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 0.1 else f"{seconds * 1e3:.0f} ms"

@@ -1,0 +1,198 @@
+"""How each rank's run ended: crashes (exceptions, fatal signals, exit codes), the collective it
+was waiting in, and a one-line account of where it was, for messages about the other ranks.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+from typing import Optional
+
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+
+from ddpdoctor.probe.analysis.stack_groups import rank_stacks
+from ddpdoctor.probe.analysis.wording import at
+
+# Signals a process dies of by itself. SIGTERM, SIGINT and SIGKILL are what launchers and the
+# probe send to tear a job down, so they are not counted as crashes (SIGKILL only in a run
+# that crashed with nothing else to blame: the kernel's OOM killer sends it).
+_FATAL_SIGNALS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
+
+# Errors a rank gets because a peer vanished or never came: consequences, not causes.
+_COLLATERAL = re.compile(
+    r"connection closed by peer|connection reset by peer|broken pipe|timed out waiting"
+    r"|failed to pass monitoredbarrier|received errors while waiting|socket timeout"
+    r"|communicator was aborted|collective operation timeout|read error|some nccl operations"
+    r"|process group watchdog|signal ?exception|got signal",
+    re.IGNORECASE,
+)
+UNFINISHED_REDUCTION = "Expected to have finished reduction in the prior iteration"
+COLLECTIVE_MISMATCH = "Detected mismatch between collectives"  # TORCH_DISTRIBUTED_DEBUG=DETAIL
+NORMAL_ENDS = ("max_steps", "script_exit")  # End reasons of a rank that finished by itself
+
+
+@dataclass
+class CrashEvent:
+    """One rank's abnormal end: an exception it recorded, a fatal signal or a non-zero exit."""
+
+    rank: int
+    kind: str  # "exception" | "signal" | "exit"
+    name: str  # exception type or signal name
+    message: str
+    traceback: str = ""
+    site: Optional[tm.Site] = None
+    step: Optional[int] = None
+    t: Optional[float] = None  # when it happened (a signal: the rank's last record)
+    exit_code: Optional[int] = None
+
+    @property
+    def collateral(self) -> bool:
+        """The rank failed because a peer vanished (or never came), not by its own fault."""
+        return self.kind == "exception" and bool(_COLLATERAL.search(self.message or ""))
+
+    @property
+    def first_line(self) -> str:
+        lines = (self.message or "").strip().splitlines()
+        return lines[0] if lines else ""
+
+    def summary(self) -> str:
+        """"ValueError: bad batch" / "killed by SIGSEGV (signal 11)" / "exited with code 1"."""
+        if self.kind == "signal":
+            return f"killed by {self.name} (signal {-(self.exit_code or 0)})"
+        if self.kind == "exit":
+            return f"exited with code {self.exit_code}"
+        line = self.first_line
+        if len(line) > 200:
+            line = line[:197] + "..."
+        return f"{self.name}: {line}" if line else self.name
+
+    def signature(self) -> tuple:
+        """Ranks that crashed "the same way" share this: type, message without numbers, site."""
+        text = re.sub(r"\d+", "N", self.first_line)
+        site = (self.site.file, self.site.line) if self.site else None
+        return (self.kind, self.name, text, site)
+
+
+def exit_codes(run: RunModel) -> dict[int, Optional[int]]:
+    return dict(run.outcome.exit_codes) if run.outcome is not None else {}
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def crash_events(run: RunModel) -> dict[int, CrashEvent]:
+    """Every rank that crashed, by rank: its Crash record, or a fatal exit code."""
+    events: dict[int, CrashEvent] = {}
+    for rank, rank_run in run.ranks.items():
+        crash = rank_run.crash
+        if crash is not None:
+            events[rank] = CrashEvent(rank, "exception", crash.exc_type, crash.message,
+                                      crash.traceback, crash.site, crash.step, crash.t,
+                                      exit_codes(run).get(rank))
+    status = run.outcome.status if run.outcome is not None else None
+    for rank, code in exit_codes(run).items():
+        if rank in events or code is None or code == 0:
+            continue
+        last = run.ranks[rank].records[-1] if rank in run.ranks and run.ranks[rank].records else None
+        t = getattr(last, "t", None)
+        step = run.ranks[rank].steps if rank in run.ranks else None
+        if code > 0:
+            events[rank] = CrashEvent(rank, "exit", "exit", f"exited with code {code}",
+                                      step=step, t=t, exit_code=code)
+            continue
+        number = -code
+        fatal = number in {int(s) for s in _FATAL_SIGNALS}
+        oom_like = number == int(signal.SIGKILL) and status == "crashed"
+        if fatal or oom_like:
+            name = _signal_name(number)
+            events[rank] = CrashEvent(rank, "signal", name, f"killed by {name}",
+                                      step=step, t=t, exit_code=code)
+    if any(e.kind != "signal" or e.name != "SIGKILL" for e in events.values()):
+        # SIGKILL is only blamed when nothing else explains the crash.
+        events = {r: e for r, e in events.items() if not (e.kind == "signal" and e.name == "SIGKILL")}
+    return events
+
+
+def last_collective(rank_run: RankRun) -> tuple[Optional[tm.Collective], bool]:
+    """The rank's last collective and whether it returned."""
+    last = rank_run.last(tm.Collective)
+    if last is None:
+        return None, False
+    returned = any(d.group == last.group and d.seq == last.seq for d in rank_run.of(tm.CollectiveDone))
+    return last, returned
+
+
+def shapes_text(shapes: list, dtypes: list) -> str:
+    """"[10, 20] float32" / "[3], [4] float32, int64"."""
+    shape = ", ".join(("[" + ", ".join(str(d) for d in s) + "]") if s else "scalar" for s in (shapes or []))
+    types = ", ".join(dict.fromkeys(str(d).replace("torch.", "") for d in (dtypes or [])))
+    return " ".join(p for p in (shape, types) if p)
+
+
+def collective_text(op: str, bucket: Optional[int] = None, shapes: Optional[list] = None,
+                    dtypes: Optional[list] = None) -> str:
+    """"all_reduce of [3] float32" / "DDP gradient all-reduce (bucket 0) of [306] float32"."""
+    name = f"DDP gradient all-reduce (bucket {bucket})" if op == "ddp_bucket_allreduce" else op
+    if op == "ddp_bucket_allreduce" and bucket is None:
+        name = "DDP gradient all-reduce"
+    tail = shapes_text(shapes or [], dtypes or [])
+    return f"{name} of {tail}" if tail else name
+
+
+def describe_collective(record: tm.Collective) -> str:
+    return collective_text(record.op, record.bucket, record.shapes, record.dtypes)
+
+
+def ending(run: RunModel, rank: int) -> str:
+    """What this rank's own records say it did last, as a clause after "rank N":
+    "raised ValueError: ... at train.py:42", "exited normally", "waited in all_reduce ..."."""
+    rank_run = run.ranks.get(rank)
+    if rank_run is None or not rank_run.records:
+        return "left no telemetry"
+    crash = rank_run.crash
+    if crash is not None:
+        event = crash_events(run).get(rank)
+        text = event.summary() if event else crash.exc_type
+        return f"raised {text}{at(crash.site)}"
+    end = rank_run.last(tm.End)
+    if end is not None and end.reason in NORMAL_ENDS:
+        if end.reason == "max_steps":
+            return f"stopped at the probe's step limit (step {end.step})"
+        return f"exited normally at step {end.step}"
+    code = exit_codes(run).get(rank)
+    if code == 0:
+        return "exited normally"
+    last, returned = last_collective(rank_run)
+    if last is not None and not returned:
+        return (f"was waiting in {describe_collective(last)}{at(last.site)} "
+                f"(seq {last.seq} on {last.group})")
+    entered = rank_run.first(tm.InitEnter)
+    if entered is not None and not rank_run.formed:
+        return f"was waiting in init_process_group{at(entered.site)}"
+    return f"was last seen at step {rank_run.steps}"
+
+
+def has_ended(run: RunModel, rank: int) -> bool:
+    """The rank finished by itself: an End record or exit code 0."""
+    rank_run = run.ranks.get(rank)
+    end = rank_run.last(tm.End) if rank_run is not None else None
+    if end is not None and end.reason in NORMAL_ENDS:
+        return True
+    return exit_codes(run).get(rank) == 0
+
+
+def whereabouts(run: RunModel, rank: int) -> str:
+    """Where the rank was at the end, preferring its stack (a stalled run) over its records:
+    "waits in barrier at train.py:60", "exited normally", "raised ValueError: ..."."""
+    rank_run = run.ranks.get(rank)
+    if rank_run is not None and rank_run.crash is None:
+        view = rank_stacks(run).get(rank)
+        if view is not None and view.frames:
+            return view.place()
+    return ending(run, rank)

@@ -1,0 +1,195 @@
+"""Everything one probe run left in its run dir, loaded into typed objects for the checks.
+
+A run dir holds:
+  probe.json        ProbeMeta: what was launched and with which limits (written before launch)
+  rank-<R>.jsonl    each rank's telemetry (telemetry.py)
+  rank-<R>.stack    faulthandler text a rank wrote on a fatal signal, SIGTERM or SIGUSR1
+  outcome.json      Outcome: how the job ended, exit codes, the watchdog's stacks (written last)
+  job.log           the launcher's and the ranks' stdout/stderr, secret values replaced (joblog.py)
+  report.json       the report (written by `probe` and `report`)
+  torchrun/         torchrun's own per-rank log dirs and error files (its --log-dir)
+
+`RunModel.load` works on any run dir, finished or killed at any moment: a missing outcome.json
+means the probe itself was killed, and the checks still judge what the ranks recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+from ddpdoctor.probe import telemetry as tm
+
+T = TypeVar("T")
+
+META_FILE = "probe.json"
+OUTCOME_FILE = "outcome.json"
+LOG_FILE = "job.log"
+REPORT_FILE = "report.json"
+
+
+def rank_file(run_dir: str | os.PathLike, rank: int) -> Path:
+    return Path(run_dir) / f"rank-{rank}.jsonl"
+
+
+def stack_file(run_dir: str | os.PathLike, rank: int) -> Path:
+    return Path(run_dir) / f"rank-{rank}.stack"
+
+
+@dataclass
+class ProbeMeta:
+    script: str
+    args: list[str]
+    nproc_per_node: int
+    nnodes: int
+    node_rank: int
+    world_size: int
+    max_steps: int
+    steps_per_epoch: int
+    stall_timeout_s: Optional[float]  # None: adaptive
+    pg_timeout_s: float
+    timeout_s: float
+    backend: str
+    launcher: str  # "torchrun" | "none"
+    launcher_reason: str = ""
+    cpu: bool = False
+    started: float = 0.0
+    module: bool = False  # script is a module name (-m)
+
+
+@dataclass
+class Frame:
+    func: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.func} ({self.file}:{self.line})"
+
+
+@dataclass
+class RankStack:
+    """One rank's main-thread stack at the moment the watchdog saw the stall, innermost first."""
+
+    rank: int
+    pid: int
+    method: str  # "py-spy" | "faulthandler" | "none"
+    frames: list[Frame]
+    idle: Optional[bool] = None  # py-spy: the thread was waiting (not running Python)
+    text: str = ""  # the raw dump, for the report's detail
+
+
+@dataclass
+class Outcome:
+    status: str  # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed"
+    wall_s: float
+    exit_codes: dict[int, Optional[int]] = field(default_factory=dict)  # rank -> code (negative: signal)
+    stall_s: Optional[float] = None  # seconds without progress when the watchdog fired
+    stall_timeout_s: Optional[float] = None  # the stall timeout in force then
+    stacks: list[RankStack] = field(default_factory=list)
+    stack_note: str = ""  # e.g. "py-spy not allowed to attach; faulthandler dumps used"
+    launcher_exit: Optional[int] = None
+    log_tail: str = ""
+    leftover_pids: list[int] = field(default_factory=list)  # processes that had to be killed
+    signal: Optional[int] = None  # the signal that interrupted ddpdoctor (status "interrupted")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["exit_codes"] = {str(k): v for k, v in self.exit_codes.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Outcome":
+        data = dict(data)
+        data["exit_codes"] = {int(k): v for k, v in (data.get("exit_codes") or {}).items()}
+        data["stacks"] = [
+            RankStack(**{**s, "frames": [Frame(**f) for f in s.get("frames", [])]})
+            for s in data.get("stacks") or []
+        ]
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class RankRun:
+    """One rank's records, with typed accessors."""
+
+    rank: int
+    records: list[Any]
+    signal_dump: str = ""  # rank-<R>.stack contents
+
+    def of(self, cls: type[T]) -> list[T]:
+        return [r for r in self.records if isinstance(r, cls)]
+
+    def first(self, cls: type[T]) -> Optional[T]:
+        return next((r for r in self.records if isinstance(r, cls)), None)
+
+    def last(self, cls: type[T]) -> Optional[T]:
+        return next((r for r in reversed(self.records) if isinstance(r, cls)), None)
+
+    @property
+    def steps(self) -> int:
+        last = self.last(tm.Step)
+        return last.step if last else 0
+
+    @property
+    def crash(self) -> Optional[tm.Crash]:
+        return self.last(tm.Crash)
+
+    @property
+    def formed(self) -> bool:
+        return self.first(tm.Init) is not None
+
+
+@dataclass
+class RunModel:
+    run_dir: str
+    meta: ProbeMeta
+    ranks: dict[int, RankRun]
+    outcome: Optional[Outcome]  # None: the probe was killed before it could write one
+    # The script's own process under --launcher none, when it never became a rank itself.
+    main: Optional[RankRun] = None
+    # One point per world size of `probe --scaling` (analysis/scaling.py attaches them); empty without it.
+    scaling: list = field(default_factory=list)
+
+    @property
+    def world_size(self) -> int:
+        """The group's size as it formed; what was launched when no group formed."""
+        formed = [init.world_size for run in self.ranks.values() for init in run.of(tm.Init)]
+        return max(formed) if formed else self.meta.world_size
+
+    def rank_ids(self) -> list[int]:
+        return sorted(self.ranks)
+
+    @classmethod
+    def load(cls, run_dir: str | os.PathLike) -> "RunModel":
+        root = Path(run_dir)
+        meta = ProbeMeta(**_known(ProbeMeta, json.loads((root / META_FILE).read_text())))
+        ranks = {}
+        for path in sorted(root.glob("rank-*.jsonl")):
+            try:
+                rank = int(path.stem.split("-", 1)[1])
+            except ValueError:
+                continue
+            dump = ""
+            sfile = stack_file(root, rank)
+            if sfile.exists():
+                dump = sfile.read_text(errors="replace")
+            ranks[rank] = RankRun(rank, tm.read_records(path), dump)
+        main_file = root / "main.jsonl"
+        main = RankRun(-1, tm.read_records(main_file)) if main_file.exists() else None
+        outcome = None
+        ofile = root / OUTCOME_FILE
+        if ofile.exists():
+            try:
+                outcome = Outcome.from_dict(json.loads(ofile.read_text()))
+            except (ValueError, TypeError):
+                outcome = None
+        return cls(str(root), meta, ranks, outcome, main)
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k in cls.__dataclass_fields__}

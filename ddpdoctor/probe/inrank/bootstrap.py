@@ -1,0 +1,150 @@
+"""How a probe's instruments get into the processes that run the user's code.
+
+`python -m ddpdoctor.probe.inrank.bootstrap [-m] TARGET ARGS...` runs TARGET as `__main__` exactly as
+`python TARGET ARGS` (or `python -m TARGET ARGS`) would: argv, sys.path[0], pickling of classes
+defined in the script, DataLoader workers. It is the entry point of
+- every rank under torchrun (RANK is in the environment: the rank records from the start), and
+- the script's own process under `--launcher none`, where the script starts its ranks itself
+  (mp.spawn): those learn their rank from init_process_group, and a spawned child gets the
+  instruments from the injected sitecustomize (site/sitecustomize.py -> install_in_child).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import runpy
+import signal
+import sys
+
+from ddpdoctor.probe.inrank import identity
+
+def _open_signal_dump(path: str):
+    """faulthandler writes every thread's stack here on a fatal signal, on SIGTERM (the launcher
+    tearing the job down: "what was this rank doing?") and on SIGUSR1 (the watchdog's fallback
+    when py-spy may not attach). It works while the main thread is blocked inside C++."""
+    handle = open(path, "a", buffering=1)
+    faulthandler.enable(file=handle, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)
+    faulthandler.register(signal.SIGTERM, file=handle, all_threads=True, chain=True)
+    return handle
+
+
+def install_instruments(config) -> None:
+    """Patch torch from outside. An instrument that fails to install is a ddpdoctor bug: it is
+    said in a Note and the user's script still runs, never blamed for it."""
+    from ddpdoctor.probe.inrank import (batches, collectives, ddp, process_group, recorder,
+                                        spawned, steps, usage)
+
+    installers = [
+        ("process groups", lambda: process_group.install(config.pg_timeout_s, on_rank_known=identity.become_rank)),
+        ("collectives", collectives.install),
+        ("DDP", lambda: ddp.install(config.checked_bucket_iterations)),
+        ("DataLoader", lambda: batches.install(config.steps_per_epoch)),
+        ("optimizer steps", lambda: steps.install(config.max_steps)),
+        ("torch.save and DataParallel", usage.install),
+        ("spawned ranks", spawned.install),
+    ]
+    if config.cpu:
+        # First, so that the instruments above wrap it: they record what the script asked for
+        # (backend 'nccl', DDP's device_ids) while torch receives the CPU version.
+        from ddpdoctor.probe.inrank import cpu_shim
+
+        installers.insert(0, ("--cpu", cpu_shim.install))
+    for name, install in installers:
+        try:
+            install()
+        except Exception as exc:  # noqa: BLE001 - the edge between ddpdoctor and the user's job
+            recorder.get().note_once(f"install-{name}", f"ddpdoctor bug: the {name} instrument "
+                                     f"could not be installed ({exc!r}); its checks saw nothing")
+
+
+def install_in_child() -> None:
+    """Instruments for a process the script started (mp.spawn, multiprocessing.Process) under
+    --launcher none. Called from the injected sitecustomize, before the child unpickles its
+    target. The child is a rank only if it calls init_process_group."""
+    from ddpdoctor.probe.inrank import recorder, spawned
+    from ddpdoctor.probe.inrank.config import RankConfig
+    from ddpdoctor.probe.inrank.parent_death import die_with_parent
+
+    config = RankConfig.from_env()
+    die_with_parent()
+    _open_signal_dump(os.path.join(config.run_dir, f"pid-{os.getpid()}.stack"))
+    recorder.set_recorder(recorder.Recorder(None))
+    install_instruments(config)
+    spawned.record_process_targets()
+
+
+def _run_target(target: str, as_module: bool, args: list[str]) -> None:
+    if as_module:
+        sys.argv = [target, *args]
+        sys.path[0] = os.getcwd()  # what `python -m` puts first
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = [target, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+        runpy.run_path(target, run_name="__main__")
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    as_module = bool(argv) and argv[0] == "-m"
+    if as_module:
+        argv = argv[1:]
+    if not argv:
+        sys.stderr.write("usage: python -m ddpdoctor.probe.inrank.bootstrap [-m] TARGET [ARGS...]\n")
+        sys.exit(2)
+    target, args = argv[0], argv[1:]
+    os.environ[identity.ENV_TARGET] = json.dumps([target, args])
+
+    from ddpdoctor.probe.inrank import recorder, steps
+    from ddpdoctor.probe.inrank.config import RankConfig
+    from ddpdoctor.probe.inrank.parent_death import die_with_parent
+
+    config = RankConfig.from_env()
+    die_with_parent()  # the torchrun agent (or ddpdoctor) killed: this process must not run on
+    if config.launcher == "torchrun":
+        rank = int(os.environ.get("RANK", "0"))
+        dump = _open_signal_dump(os.path.join(config.run_dir, f"rank-{rank}.stack"))
+        rec = recorder.Recorder(os.path.join(config.run_dir, f"rank-{rank}.jsonl"))
+        recorder.set_recorder(rec)
+        rec.write(identity.start_record(rank, int(os.environ.get("LOCAL_RANK", "0")),
+                                int(os.environ.get("WORLD_SIZE", "1")), config.launcher))
+    else:
+        dump = _open_signal_dump(os.path.join(config.run_dir, "main.stack"))
+        rec = recorder.Recorder(None)
+        recorder.set_recorder(rec)
+    install_instruments(config)
+
+    clean = False
+    try:
+        _run_target(target, as_module, args)
+        clean = True
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            steps.record_crash(exc)
+        else:
+            clean = True
+        steps.finish("script_exit")
+        if not clean:
+            raise
+    except BaseException as exc:
+        steps.record_crash(exc)
+        steps.finish("crash")
+        raise
+    else:
+        steps.finish("script_exit")
+    finally:
+        rec = recorder.get()
+        if rec.pending and config.launcher != "torchrun":
+            # The script's own process never became a rank: keep what it saw (how its
+            # children ended, as mp.spawn reports it) beside the ranks' files.
+            rec.bind(os.path.join(config.run_dir, "main.jsonl"))
+        dump.flush()
+    if clean:
+        steps.exit_now(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""DistributedDataParallel under the probe.
+
+- Under DETAIL on gloo, DDP is built on the unchecked twin of its group (groups.py) and its
+  bucket all-reduces go through the checked group for the first few backward iterations, so a
+  mismatched collective is caught by torch's fingerprint check at once; later ones go through the
+  twin, so that bucket timings are not distorted by the check's extra barrier.
+- Every bucket all-reduce is recorded as a collective and timed, by a comm hook whose numerics
+  are bit-identical to DDP's default path: multiply by 1/world_size, then SUM (notes §1; the stock
+  allreduce_hook divides and differs at world sizes that are not powers of two).
+- A user's own Python comm hook is wrapped and timed; a builtin C++ hook cannot be (said in a Note).
+- Parameters that got no local gradient in a backward are recorded per iteration (DDP401/402),
+  from post-accumulate-grad hooks, before DDP's own error at the next forward can kill the rank.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import time
+from typing import Any, Callable, Optional
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.inrank import collectives, fingerprint, groups, recorder
+
+_ids = itertools.count()
+# Strong references: the parameters are fingerprinted when the rank ends, which is after the
+# script's main() has returned and dropped its model.
+_all_states: list["DDPState"] = []
+
+
+class DDPState:
+    """What the probe keeps beside one DDP model."""
+
+    def __init__(self, model: DDP, checked_group: Any, logical_group: Any,
+                 checked_iterations: int) -> None:
+        self.id = next(_ids)
+        self.model = model
+        self.names = [n for n, p in model.module.named_parameters() if p.requires_grad]
+        self.name_of = {id(p): n for n, p in model.module.named_parameters()}
+        self.used: set[str] = set()
+        self.iteration = -1  # DDP training forwards so far, minus one
+        self.pending = False  # a backward happened whose Grads record is not written yet
+        self.backward_iterations = 0  # since the previous optimizer step
+        self.allreduce_rounds = 0
+        self.checked_group = checked_group
+        self.checked_iterations = checked_iterations
+        self.group_name, _ = groups.describe(logical_group)
+        self.world = dist.get_world_size(model.process_group)
+        self.hook_registered = False
+        self.layouts: dict[int, int] = {}
+        self.site_iteration = -2
+        self.site: Optional[tm.Site] = None
+        # Wall-clock marks of the current iteration, for the step's phases (DDP601/604).
+        self.forward_start = self.forward_end = 0.0
+        self.last_grad = 0.0  # the last local gradient became ready: backward compute done
+        self.last_bucket_end = 0.0  # the last bucket's all-reduce completed
+
+    def flush_grads(self) -> None:
+        if not self.used:
+            return
+        rec = recorder.get()
+        if self.last_grad > self.forward_end > 0:
+            rec.add_phase("backward", self.last_grad - self.forward_end)
+            if self.last_bucket_end > self.last_grad:
+                # Communication still running after the last gradient was computed: the share
+                # of the all-reduce that backward did not hide.
+                rec.add_phase("comm_exposed", self.last_bucket_end - self.last_grad)
+        unused = [n for n in self.names if n not in self.used]
+        rec.write(tm.Grads(time.time(), self.id, self.iteration, rec.step, unused, len(self.used)))
+        self.used = set()
+        self.backward_iterations += 1
+
+    def take_counts(self) -> tuple[int, int]:
+        counts = (self.backward_iterations, self.allreduce_rounds)
+        self.backward_iterations = self.allreduce_rounds = 0
+        return counts
+
+    def record_params(self) -> None:
+        model = self.model
+        rec = recorder.get()
+        prints = {n: fingerprint.tensor_fingerprint(p) for n, p in model.module.named_parameters()
+                  if p.requires_grad}
+        rec.write(tm.Params(time.time(), self.id, rec.step, prints))
+
+    # -- the comm path ---------------------------------------------------------------------
+
+    def _backward_site(self) -> Optional[tm.Site]:
+        # Walking the stack once per iteration is enough: every bucket of one backward shares it.
+        if self.site_iteration != self.iteration:
+            self.site_iteration = self.iteration
+            self.site = recorder.user_site(3)
+        return self.site
+
+    def _record_layout(self, bucket: Any, index: int, nbytes: int) -> None:
+        if self.layouts.get(index) == nbytes:
+            return
+        self.layouts[index] = nbytes
+        names = [self.name_of.get(id(p), "?") for p in bucket.parameters()]
+        recorder.get().write(tm.BucketLayout(time.time(), self.id, index, names, nbytes))
+
+    def launch(self, bucket: Any, tensor: torch.Tensor, hook_name: str,
+               reduce: Callable[[torch.Tensor, Any], Any]) -> torch.futures.Future:
+        """Start one bucket's reduction through `reduce(tensor, group)`, recorded and timed."""
+        rec = recorder.get()
+        model = self.model
+        index, is_last = bucket.index(), bucket.is_last()
+        nbytes = tensor.numel() * tensor.element_size()
+        self._record_layout(bucket, index, nbytes)
+        if self.checked_group is not None and self.iteration < self.checked_iterations:
+            group = self.checked_group
+        else:
+            group = model.process_group if model is not None else None
+        seq = collectives.next_seq(self.group_name)
+        start = time.time()
+        rec.write(tm.Collective(start, self.group_name, None, seq, "ddp_bucket_allreduce",
+                                [[tensor.numel()]], [str(tensor.dtype).replace("torch.", "")],
+                                rec.step, self._backward_site(), index))
+        step, iteration, state = rec.step, self.iteration, self
+
+        future = reduce(tensor, group)
+
+        def finished(fut: torch.futures.Future) -> Any:
+            # Runs on gloo's worker thread, within ~0.2 ms of completion (notes §1).
+            end = time.time()
+            value = fut.value()  # raises if the all-reduce failed: then it is not "done"
+            rec.write(tm.CollectiveDone(end, state.group_name, seq))
+            rec.write(tm.BucketTiming(end, state.id, index, nbytes, start, end, step, iteration,
+                                      is_last, hook_name))
+            state.last_bucket_end = end
+            if is_last:
+                state.allreduce_rounds += 1
+            return value[0] if isinstance(value, list) else value
+
+        return future.then(finished)
+
+
+def _default_reduce(state: DDPState) -> Callable:
+    all_reduce = collectives.original("all_reduce")
+
+    def reduce(tensor: torch.Tensor, group: Any) -> torch.futures.Future:
+        return all_reduce(tensor, group=group, async_op=True).get_future()
+
+    return reduce
+
+
+# DDP checks a hook's annotations against the real classes, and this module's annotations are
+# strings (__future__), so the hooks carry none.
+def _timed_default_hook(state, bucket):
+    buffer = bucket.buffer()
+    # What the reducer does without a hook, bit for bit. Before launch() starts the clock: DDP's
+    # own path fuses it into the copy into the bucket, so it is not all-reduce time (DDP602).
+    buffer.mul_(1.0 / state.world)
+    return state.launch(bucket, buffer, "default", state.default_reduce)
+
+
+def _wrap_user_hook(state: DDPState, user_state: Any, hook: Callable) -> Callable:
+    """Time a user's Python hook. DDP reads the hook's parameter named `bucket` and special-cases
+    some hooks by __name__, so the wrapper keeps both."""
+
+    def timed(user_state_arg, bucket):
+        def reduce(tensor: torch.Tensor, group: Any) -> torch.futures.Future:
+            return hook(user_state_arg, bucket)
+
+        return state.launch(bucket, bucket.buffer(), getattr(hook, "__name__", "user hook"), reduce)
+
+    timed.__name__ = getattr(hook, "__name__", "timed")
+    timed.__qualname__ = f"ddpdoctor_timed({getattr(hook, '__qualname__', timed.__name__)})"
+    return timed
+
+
+def all_states() -> list[DDPState]:
+    return list(_all_states)
+
+
+def install(checked_iterations: int) -> None:
+    original_init = DDP.__init__
+    signature = inspect.signature(original_init)
+    original_register = DDP.register_comm_hook
+    original_builtin = DDP._register_builtin_comm_hook
+
+    @functools.wraps(original_init)
+    def __init__(self: DDP, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        arguments = bound.arguments
+        logical_group = arguments.get("process_group")
+        checked_group = None
+        workaround = False
+        if groups.detail_on_gloo(logical_group):
+            twin = groups.twin_of(logical_group)
+            if twin is not None:
+                arguments["process_group"] = twin
+                checked_group = logical_group or dist.distributed_c10d._get_default_group()
+                workaround = True
+        site = recorder.user_site(2)
+        original_init(*bound.args, **bound.kwargs)
+        try:
+            _instrument(self, arguments, logical_group, checked_group, workaround, site,
+                        checked_iterations)
+        except Exception as exc:  # noqa: BLE001 - the user's model must still train
+            recorder.get().note_once("ddp", f"DDP instruments failed: {exc!r}")
+
+    @functools.wraps(original_register)
+    def register_comm_hook(self: DDP, state: Any, hook: Callable) -> None:
+        probe_state: Optional[DDPState] = self.__dict__.get("_ddpdoctor")
+        if probe_state is None or hook is _timed_default_hook:
+            return original_register(self, state, hook)
+        probe_state.hook_registered = True
+        return original_register(self, state, _wrap_user_hook(probe_state, state, hook))
+
+    @functools.wraps(original_builtin)
+    def _register_builtin_comm_hook(self: DDP, comm_hook_type: Any) -> None:
+        probe_state: Optional[DDPState] = self.__dict__.get("_ddpdoctor")
+        if probe_state is not None:
+            probe_state.hook_registered = True
+            recorder.get().note_once(
+                "builtin-hook", f"DDP uses the builtin C++ comm hook {comm_hook_type}: its bucket "
+                "all-reduces cannot be timed or recorded from Python")
+        return original_builtin(self, comm_hook_type)
+
+    DDP.__init__ = __init__
+    DDP.register_comm_hook = register_comm_hook
+    DDP._register_builtin_comm_hook = _register_builtin_comm_hook
+
+
+def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: Any,
+                workaround: bool, site: Optional[tm.Site], checked_iterations: int) -> None:
+    state = DDPState(model, checked_group, logical_group, checked_iterations)
+    state.default_reduce = _default_reduce(state)  # once per model, not once per bucket
+    model.__dict__["_ddpdoctor"] = state
+    _all_states.append(state)
+    params = [p for p in model.module.parameters() if p.requires_grad]
+    device_ids = arguments.get("device_ids")
+    recorder.get().write(tm.DDPInfo(
+        time.time(), state.id, bool(arguments.get("find_unused_parameters", False)),
+        bool(arguments.get("static_graph", False)),
+        bool(arguments.get("gradient_as_bucket_view", False)), arguments.get("bucket_cap_mb"),
+        [str(d) for d in device_ids] if device_ids is not None else None, state.names,
+        sum(p.numel() * p.element_size() for p in params), site, workaround))
+
+    for name, param in model.module.named_parameters():
+        if param.requires_grad:
+            param.register_post_accumulate_grad_hook(functools.partial(_mark_used, state, name))
+
+    def before_forward(module: DDP, args: Any) -> None:
+        if not state.hook_registered:
+            state.hook_registered = True
+            module.register_comm_hook(state, _timed_default_hook)
+        if module.training and torch.is_grad_enabled():
+            state.flush_grads()
+            state.iteration += 1
+        state.forward_start = time.time()
+
+    def after_forward(module: DDP, args: Any, output: Any) -> None:
+        state.forward_end = time.time()
+        recorder.get().add_phase("forward", state.forward_end - state.forward_start)
+
+    model.register_forward_pre_hook(before_forward)
+    model.register_forward_hook(after_forward)
+
+
+def _mark_used(state: DDPState, name: str, _param: torch.Tensor) -> None:
+    state.used.add(name)
+    state.last_grad = time.time()

@@ -1,0 +1,40 @@
+"""Put on PYTHONPATH by `ddpdoctor probe --launcher none`, so that it runs at the start of every
+Python process of the job. It first runs the sitecustomize it shadows (if any), then, only in a
+process started by multiprocessing (spawn or forkserver: a fresh interpreter that inherits none
+of the parent's patches), installs the probe's instruments. Everywhere else it does nothing.
+"""
+
+import os
+import sys
+
+
+def _chain_to_shadowed() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        if not entry or os.path.abspath(entry) == here:
+            continue
+        candidate = os.path.join(entry, "sitecustomize.py")
+        if os.path.isfile(candidate):
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("_shadowed_sitecustomize", candidate)
+            if spec and spec.loader:
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+            return
+
+
+def _started_by_multiprocessing() -> bool:
+    return "--multiprocessing-fork" in sys.argv or any(
+        "forkserver" in arg for arg in getattr(sys, "orig_argv", []))
+
+
+_chain_to_shadowed()
+if (os.environ.get("DDPDOCTOR_RUN_DIR") and os.environ.get("DDPDOCTOR_LAUNCHER") == "none"
+        and _started_by_multiprocessing()):
+    try:
+        from ddpdoctor.probe.inrank.bootstrap import install_in_child
+
+        install_in_child()
+    except Exception as exc:  # noqa: BLE001 - never stop the user's process from starting
+        sys.stderr.write(f"ddpdoctor: instruments not installed in pid {os.getpid()}: {exc!r}\n")

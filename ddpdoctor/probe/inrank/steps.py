@@ -1,0 +1,118 @@
+"""Optimizer steps: the probe's clock, and where it stops the job after --max-steps.
+
+Every rank stops right after the same optimizer step: that step's gradient all-reduces have all
+completed by then, so no rank is left waiting for another.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                   register_optimizer_step_pre_hook)
+
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.inrank import ddp, recorder
+
+_counts: dict[int, int] = {}
+_marks = {"step_start": 0.0, "previous_end": 0.0}
+
+
+def _user_frames(tb):
+    """The traceback from the first frame outside ddpdoctor's bootstrap and runpy on: the user
+    should read their own traceback, as `python train.py` would have printed it."""
+    import ddpdoctor
+
+    own = os.path.dirname(ddpdoctor.__file__)
+    while tb is not None and tb.tb_next is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (name.startswith(own) or name.startswith("<frozen runpy>") or name.endswith("runpy.py")):
+            break
+        tb = tb.tb_next
+    return tb
+
+
+def record_crash(exc: BaseException) -> None:
+    """The exception escaping the user's code in this process, scrubbed of secrets."""
+    import traceback
+
+    from ddpdoctor.core import redact
+    rec = recorder.get()
+    text = redact.scrub("".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__))))
+    rec.write(tm.Crash(time.time(), type(exc).__name__, redact.scrub(str(exc))[:4000],
+                       text[-20000:], recorder.site_of_traceback(exc.__traceback__), rec.step))
+
+
+def finish(reason: str) -> None:
+    """Write the closing records of this rank."""
+    rec = recorder.get()
+    for state in ddp.all_states():
+        state.flush_grads()
+        try:
+            state.record_params()
+        except Exception as exc:  # noqa: BLE001 - a report without fingerprints beats none
+            rec.note_once("params", f"could not fingerprint parameters: {exc!r}")
+    if reason == "max_steps":
+        # Every rank is past the same step with no collective outstanding: the one moment an
+        # extra collective is safe (DDP602's in-job bandwidth baseline).
+        from ddpdoctor.probe.inrank import baseline
+
+        baseline.measure(ddp.all_states())
+    rec.write(tm.End(time.time(), reason, rec.step))
+
+
+def exit_now(code: int = 0) -> None:
+    """Leave the process without interpreter finalization, after the user's atexit handlers.
+
+    Finalization races gloo: its worker thread can free the last work object while Python shuts
+    down, which aborts the process ("terminate called without an active exception", ~1 run in
+    20 after a script that returned cleanly). The user's script is done by then; nothing of
+    theirs is skipped but finalization itself."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def install(max_steps: int) -> None:
+    def before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        _marks["step_start"] = time.time()
+
+    def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        rec = recorder.get()
+        now = time.time()
+        if _marks["step_start"]:
+            rec.add_phase("optimizer", now - _marks["step_start"])
+        _counts[id(optimizer)] = _counts.get(id(optimizer), 0) + 1
+        step = max(_counts.values())
+        if step == rec.step:
+            return  # a second optimizer (a GAN's) stepping within the same training step
+        rec.step = step
+        backward_iterations = rounds = 0
+        for state in ddp.all_states():
+            state.flush_grads()
+            b, r = state.take_counts()
+            backward_iterations += b
+            rounds += r
+        phases = {k: round(v, 6) for k, v in rec.phases.items()}
+        if _marks["previous_end"]:
+            phases["step"] = round(now - _marks["previous_end"], 6)
+        phases["samples"] = rec.samples
+        _marks["previous_end"] = now
+        rec.phases, rec.samples = {}, 0
+        rec.write(tm.Step(now, step, backward_iterations, rounds, phases))
+        if max_steps and step >= max_steps:
+            finish("max_steps")
+            # Leave now: every rank is past the same step, with no collective outstanding.
+            # Interpreter teardown could block in gloo or in DataLoader workers; _exit cannot.
+            exit_now(0)
+
+    register_optimizer_step_pre_hook(before_step)
+    register_optimizer_step_post_hook(after_step)

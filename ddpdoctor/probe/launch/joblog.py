@@ -1,0 +1,97 @@
+"""RUN_DIR/job.log: the job's stdout and stderr, with secret values replaced on the way in.
+
+A script that prints its own token, or a traceback that quotes one, must not leave a copy in the
+run dir, which CI jobs upload as an artifact. The job writes into a pipe; a thread of ddpdoctor
+copies what arrives to job.log as it arrives, every value of a secret-looking environment
+variable (redact.py) replaced. A secret cut in two by a read is held back until the next read
+says whether it continues, so it is never written in pieces.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Optional
+
+from ddpdoctor.core import redact
+READ_BYTES = 65536
+REDACTED = redact.REDACTED.encode()
+
+
+def scrub_bytes(data: bytes, secrets: list[bytes]) -> bytes:
+    for secret in secrets:
+        if secret in data:
+            data = data.replace(secret, REDACTED)
+    return data
+
+
+def _held_back(data: bytes, secrets: list[bytes]) -> int:
+    """How many bytes at the end of `data` could be the start of a secret."""
+    hold = 0
+    for secret in secrets:
+        for size in range(min(len(secret) - 1, len(data)), hold, -1):
+            if data.endswith(secret[:size]):
+                hold = size
+                break
+    return hold
+
+
+class JobLog:
+    """`with JobLog(path) as log: Popen(..., stdout=log.fd, stderr=STDOUT)`; leaving the block
+    waits (boundedly) until the job's last writer is gone and job.log holds everything."""
+
+    def __init__(self, path: str | os.PathLike, secrets: Optional[list[str]] = None) -> None:
+        self.path = Path(path)
+        values = redact.secret_values() if secrets is None else secrets
+        self.secrets = [v.encode("utf-8", "surrogateescape") for v in values]
+        # Unbuffered: on a full disk a write fails now and is dropped, never later at close.
+        self._file = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        # Non-inheritable (os.pipe's default): only the job's stdout/stderr hold the write end.
+        self._read, self.fd = os.pipe()
+        self._thread = threading.Thread(target=self._copy, name="ddpdoctor-job-log", daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> "JobLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _copy(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self._read, READ_BYTES)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            data = scrub_bytes(pending + chunk, self.secrets)
+            keep = _held_back(data, self.secrets)
+            pending = data[len(data) - keep:] if keep else b""
+            self._write(data[:len(data) - keep])
+        self._write(scrub_bytes(pending, self.secrets))
+        os.close(self._read)
+
+    def _write(self, data: bytes) -> None:
+        if not data:
+            return
+        try:
+            os.write(self._file, data)
+        except OSError:
+            pass  # a full disk must not stop the copy: the job would block on a full pipe
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop writing: our copy of the write end closes, so the copy ends once the job's
+        processes (all ended by then) have let go of theirs. A process that escaped and keeps the
+        pipe open cannot hold ddpdoctor for more than `timeout`."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            try:
+                os.close(self._file)
+            except OSError:
+                pass

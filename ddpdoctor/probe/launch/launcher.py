@@ -1,0 +1,221 @@
+"""Start the user's script under torchrun with the instruments, supervise it, end it.
+
+The job runs in its own session (so a Ctrl-C at the terminal reaches ddpdoctor alone, which
+then ends the job in order) with its output in RUN_DIR/job.log. The supervisor loop has one
+deadline for everything (--timeout) and the watchdog's stall timeout; on a stall it takes every
+rank's stack before ending the job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ddpdoctor.probe.launch import stacks
+
+from ddpdoctor.probe.launch import teardown
+from ddpdoctor.probe.launch.joblog import JobLog
+from ddpdoctor.probe.inrank import config as rank_config
+from ddpdoctor.probe.options import ProbeOptions
+from ddpdoctor.probe.analysis.runmodel import LOG_FILE, Outcome
+from ddpdoctor.probe.launch.watchdog import ProgressWatch
+
+POLL_S = 0.2
+TORCHRUN_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+
+
+@dataclass
+class Interrupt:
+    """Signals received by ddpdoctor while the job ran."""
+
+    signum: Optional[int] = None
+    handlers: dict = field(default_factory=dict)
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.handlers[sig] = signal.signal(sig, self._on_signal)
+            except ValueError:  # not the main thread (the Python API from a worker thread)
+                pass
+
+    def _on_signal(self, signum, _frame) -> None:
+        self.signum = signum
+
+    def restore(self) -> None:
+        for sig, handler in self.handlers.items():
+            signal.signal(sig, handler)
+
+
+SITE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "inrank", "site")
+
+
+def job_command(options: ProbeOptions, launcher: str) -> list[str]:
+    if launcher == "none":
+        # The script's own process runs under the bootstrap; its children get the instruments
+        # from the sitecustomize on PYTHONPATH (job_environment).
+        cmd = [sys.executable, "-m", "ddpdoctor.probe.inrank.bootstrap"]
+        if options.module:
+            cmd += ["-m"]
+        return cmd + [options.script, *options.args]
+    return torchrun_command(options)
+
+
+def torchrun_command(options: ProbeOptions) -> list[str]:
+    cmd = [sys.executable, "-m", "torch.distributed.run",
+           f"--nproc-per-node={options.nproc_per_node}", f"--nnodes={options.nnodes}",
+           "--max-restarts=0", "--monitor-interval=0.1"]
+    if options.rdzv_endpoint:
+        cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint={options.rdzv_endpoint}",
+                f"--node-rank={options.node_rank}"]
+    elif options.master_addr or options.master_port or options.nnodes > 1:
+        cmd += [f"--node-rank={options.node_rank}",
+                f"--master-addr={options.master_addr or '127.0.0.1'}",
+                f"--master-port={options.master_port or 29500}"]
+    else:
+        cmd += ["--standalone"]
+    cmd += ["-m", "ddpdoctor.probe.inrank.bootstrap"]
+    if options.module:
+        cmd += ["-m"]
+    return cmd + [options.script, *options.args]
+
+
+def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
+                    launcher: str = "torchrun") -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        rank_config.ENV_RUN_DIR: run_dir,
+        rank_config.ENV_RUN_ID: run_id,
+        rank_config.ENV_MAX_STEPS: str(options.max_steps),
+        rank_config.ENV_STEPS_PER_EPOCH: str(options.steps_per_epoch),
+        rank_config.ENV_PG_TIMEOUT: str(pg_timeout_s),
+        rank_config.ENV_CHECKED_BUCKET_ITERATIONS: str(options.checked_bucket_iterations),
+        rank_config.ENV_LAUNCHER: launcher,
+        rank_config.ENV_CPU: "1" if options.cpu else "0",
+        # DETAIL checks every collective's op, shape and dtype across ranks before it runs; the
+        # C++ log level makes it (and DDP's unused-parameter names) speak.
+        "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+        "TORCH_CPP_LOG_LEVEL": env.get("TORCH_CPP_LOG_LEVEL", "INFO"),
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.setdefault("OMP_NUM_THREADS", "1")
+    # torchrun's per-rank log and error-file dirs: in the run dir, not one more torchelastic_*
+    # dir in /tmp per probe (PET_LOG_DIR is torchrun's --log-dir; one the user set wins).
+    env.setdefault("PET_LOG_DIR", os.path.join(run_dir, "torchrun"))
+    if launcher == "none":
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (SITE_DIR, env.get("PYTHONPATH", "")) if p)
+        # What torchrun would have said: how many processes this node runs (--cpu makes
+        # torch.cuda.device_count() answer it, for scripts that size their world from the GPUs).
+        env["LOCAL_WORLD_SIZE"] = str(options.nproc_per_node)
+    return env
+
+
+def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
+            use_pyspy: bool = True, launcher: str = "torchrun") -> Outcome:
+    """Run the job to its end (completed, crashed, stalled, timed out or interrupted)."""
+    children_before = teardown.children_now()
+    teardown.subreaper(True)
+    log_path = Path(run_dir) / LOG_FILE
+    started = time.monotonic()
+    interrupt = Interrupt()
+    interrupt.install()
+    try:
+        with JobLog(log_path) as log:  # secrets scrubbed as the output arrives
+            try:
+                proc = subprocess.Popen(
+                    job_command(options, launcher), stdin=subprocess.DEVNULL, stdout=log.fd,
+                    stderr=subprocess.STDOUT,
+                    env=job_environment(options, run_dir, run_id, pg_timeout_s, launcher),
+                    start_new_session=True, preexec_fn=teardown.die_with_parent)
+            except OSError as exc:
+                return Outcome("launch_failed", 0.0, log_tail=f"could not start the job: {exc}")
+            outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy)
+    finally:
+        interrupt.restore()
+        teardown.reap_new_children(children_before)
+        teardown.subreaper(False)
+    outcome.log_tail = _tail(log_path)
+    outcome.exit_codes.update(_torchrun_exit_codes(outcome.log_tail))
+    return outcome
+
+
+def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_id: str,
+               started: float, interrupt: Interrupt, use_pyspy: bool) -> Outcome:
+    watch = ProgressWatch(run_dir, options.stall_timeout_s)
+    deadline = started + options.timeout_s
+    status = None
+    stall_s = None
+    taken: list = []
+    note = ""
+    last_check = 0.0
+    while True:
+        code = proc.poll()
+        watch.poll()
+        if code is not None:
+            status = "completed" if code == 0 else "crashed"
+            break
+        if interrupt.signum is not None:
+            status = "interrupted"
+            taken, note = stacks.capture(run_dir, stacks.rank_processes(run_dir, run_id, proc.pid), use_pyspy)
+            break
+        if time.monotonic() >= deadline:
+            status = "timeout"
+            taken, note = stacks.capture(run_dir, stacks.rank_processes(run_dir, run_id, proc.pid), use_pyspy)
+            stall_s = watch.quiet_for()
+            break
+        quiet = watch.quiet_for()
+        if quiet >= watch.timeout_s and time.monotonic() - last_check >= watch.timeout_s / 2:
+            last_check = time.monotonic()
+            ranks = stacks.rank_processes(run_dir, run_id, proc.pid)
+            taken, note = stacks.capture(run_dir, ranks, use_pyspy)
+            if _is_stalled(taken):
+                status, stall_s = "stalled", quiet
+                break
+            # Every rank is busy in Python and none waits on a collective: slow, not stuck.
+            # Look again later; --timeout bounds it.
+        time.sleep(POLL_S)
+    leftovers = teardown.end_job(proc.pid, run_id)
+    try:
+        launcher_exit = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        launcher_exit = None
+    if status == "completed" and leftovers:
+        leftovers = [pid for pid in leftovers if pid != proc.pid]
+    return Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
+                   launcher_exit, "", leftovers if status == "completed" else [],
+                   interrupt.signum if status == "interrupted" else None)
+
+
+def _is_stalled(taken: list) -> bool:
+    """No progress, and the stacks say waiting rather than working: a rank blocked inside
+    torch.distributed, or every rank idle. A rank busy in Python (importing, preprocessing on a
+    loaded machine) is slow, not stuck."""
+    if not taken:
+        return True  # nothing to look at, and nothing moved: treat as stuck
+    if any(stacks.importing(s) and s.idle is not True for s in taken):
+        return False
+    if any(stacks.in_torch_distributed(s) and s.idle is not False for s in taken):
+        return True
+    return all(s.idle is not False for s in taken)
+
+
+def _tail(path: Path, max_bytes: int = 20000) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _torchrun_exit_codes(log_tail: str) -> dict[int, int]:
+    """torchrun's failure summary names each failed rank's exit code (negative: a signal)."""
+    return {int(rank): int(code) for rank, code in TORCHRUN_EXIT.findall(log_tail)}

@@ -1,0 +1,70 @@
+"""Run `ddpdoctor probe` through the CLI and check that the job left nothing behind."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import psutil
+
+from cli_runner import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class ProbeResult:
+    code: int
+    report: dict[str, Any]
+    stderr: str
+    stdout: str
+    wall_s: float
+    run_dir: Path
+
+    def findings(self, code: str) -> list[dict[str, Any]]:
+        return [f for f in self.report["findings"] if f["code"] == code]
+
+    def one(self, code: str) -> dict[str, Any]:
+        found = self.findings(code)
+        assert found, f"{code} not reported; got {[f['code'] for f in self.report['findings']]}"
+        return found[0]
+
+    @property
+    def codes(self) -> set[str]:
+        return {f["code"] for f in self.report["findings"]}
+
+    @property
+    def problems(self) -> list[dict[str, Any]]:
+        """Findings at warning or above."""
+        return [f for f in self.report["findings"] if f["severity"] in ("error", "warning")]
+
+
+def processes_of(run_dir: Path) -> list[psutil.Process]:
+    """Processes whose environment names this run dir: every process of the job carries it."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("DDPDOCTOR_RUN_DIR") == str(run_dir):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def probe(script: str, *flags: str, run_dir: Path, args: Optional[list[str]] = None,
+          timeout: float = 240) -> ProbeResult:
+    report_path = run_dir.parent / f"{run_dir.name}.json"
+    cli_args = ["probe", script, "--run-dir", str(run_dir), "--json", str(report_path), "-q", *flags]
+    if args:
+        cli_args += ["--", *args]
+    started = time.monotonic()
+    result = run_cli(*cli_args, timeout=timeout, cwd=str(REPO))
+    wall = time.monotonic() - started
+    assert report_path.exists(), f"no report written; stderr:\n{result.stderr}"
+    report = json.loads(report_path.read_text())
+    left = processes_of(run_dir.resolve())
+    assert not left, f"processes left running: {[p.pid for p in left]}"
+    return ProbeResult(result.code, report, result.stderr, result.stdout, wall, run_dir)

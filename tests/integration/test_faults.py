@@ -1,0 +1,409 @@
+"""ddpdoctor survives every way a job, or ddpdoctor itself, can fail: it exits with the
+documented code within its deadline, writes a report that says what it saw (and what it could
+not), and leaves not one process of the job or of its own behind.
+
+Each test runs the real CLI on a script from tests/faults/ while fault_runner watches every
+process ddpdoctor and its job start (DataLoader workers included); `finish()` fails the test if
+any of them is still running when ddpdoctor has exited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from fault_runner import REPO as REPO_ROOT
+from fault_runner import WatchedRun
+
+multiprocess = pytest.mark.multiprocess
+FAULTS = "tests/faults"
+
+
+def probe_args(script: str, run_dir: Path, *flags: str, args: tuple = ()) -> list[str]:
+    cli = ["probe", f"{FAULTS}/{script}", "--run-dir", str(run_dir),
+           "--json", str(run_dir.parent / "report.json"), "-q", *flags]
+    return cli + (["--", *args] if args else [])
+
+
+def report_of(run_dir: Path) -> dict:
+    """The --json report, which must be the one stored in the run dir as well."""
+    report = json.loads((run_dir.parent / "report.json").read_text())
+    stored = json.loads((run_dir / "report.json").read_text())
+    assert stored["findings"] == report["findings"] and stored["status"] == report["status"]
+    return report
+
+
+def finding(report: dict, code: str) -> dict:
+    found = [f for f in report["findings"] if f["code"] == code]
+    assert found, f"no {code} in {[(f['code'], f['message']) for f in report['findings']]}"
+    return found[0]
+
+
+def of_run(pid: int, run_dir: Path) -> bool:
+    """A live process of this run (a reused pid belongs to someone else)."""
+    try:
+        return psutil.Process(pid).environ().get("DDPDOCTOR_RUN_DIR") == str(run_dir.resolve())
+    except psutil.Error:
+        return False
+
+
+def path_without_py_spy() -> str:
+    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep)
+            if d and not os.path.exists(os.path.join(d, "py-spy"))]
+    path = os.pathsep.join(dirs)
+    assert shutil.which("py-spy", path=path) is None
+    return path
+
+
+def real_py_spy() -> str | None:
+    beside_python = Path(sys.executable).with_name("py-spy")
+    return str(beside_python) if beside_python.exists() else shutil.which("py-spy")
+
+
+def denying_py_spy(bin_dir: Path) -> str | None:
+    """A PATH whose `py-spy` is the real one, run without CAP_SYS_PTRACE: the kernel refuses it
+    the ranks (which keep the capability), as Yama or a container refuses a user's py-spy. None
+    where that cannot be arranged (not root, no setpriv)."""
+    setpriv, pyspy = shutil.which("setpriv"), real_py_spy()
+    if os.geteuid() != 0 or not setpriv or not pyspy:
+        return None
+    bin_dir.mkdir()
+    wrapper = bin_dir / "py-spy"
+    wrapper.write_text(f'#!/bin/sh\nexec {setpriv} --bounding-set -sys_ptrace {pyspy} "$@"\n')
+    wrapper.chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def unshare_mount(mount: str) -> list[str] | None:
+    """A wrapper that runs ddpdoctor in its own mount namespace after `mount` (a shell command):
+    a read-only or full file system that fails for root too. None where unshare is refused."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare:
+        return None
+    probe = subprocess.run([unshare, "-m", "true"], capture_output=True, timeout=10)
+    if probe.returncode != 0:
+        return None
+    return [unshare, "-m", "sh", "-c", f'{mount} && exec "$@"', "sh"]
+
+
+# --- a rank dies ------------------------------------------------------------------------------
+
+@multiprocess
+def test_rank_killed_by_sigkill_mid_step_is_reported_and_its_dataloader_workers_are_reaped(tmp_path):
+    pids = tmp_path / "workers"
+    pids.mkdir()
+    run_dir = tmp_path / "run"
+    done = WatchedRun(*probe_args("sigkill_with_workers.py", run_dir, args=(str(pids),)),
+                      run_dir=run_dir).finish(deadline_s=90)
+    assert done.code == 1, done.stderr
+    report = report_of(run_dir)
+    crash = finding(report, "DDP504")
+    assert crash["ranks"] == [1] and "SIGKILL" in crash["message"]
+    assert report["metrics"]["outcome"] == "crashed"
+    # Two workers per rank were started (each wrote its pid), and not one is left.
+    workers = {int(p.name.split("-")[1]) for p in pids.iterdir()}
+    assert len(workers) >= 4
+    assert [pid for pid in workers if of_run(pid, run_dir)] == []
+
+
+@multiprocess
+def test_segfaulting_rank_is_named_by_its_signal(tmp_path):
+    run_dir = tmp_path / "run"
+    done = WatchedRun(*probe_args("segfault_rank1.py", run_dir), run_dir=run_dir).finish(deadline_s=90)
+    assert done.code == 1, done.stderr
+    crash = finding(report_of(run_dir), "DDP504")
+    assert crash["ranks"] == [1] and "SIGSEGV" in crash["message"]
+    assert crash["location"]["file"] == f"{FAULTS}/segfault_rank1.py"
+
+
+@multiprocess
+def test_rank_exiting_with_code_3_is_a_crash_at_its_line(tmp_path):
+    run_dir = tmp_path / "run"
+    done = WatchedRun(*probe_args("exit3_rank1.py", run_dir), run_dir=run_dir).finish(deadline_s=90)
+    assert done.code == 1, done.stderr
+    crash = finding(report_of(run_dir), "DDP504")
+    assert crash["ranks"] == [1] and "SystemExit: 3" in crash["message"]
+    assert crash["location"] == {"file": f"{FAULTS}/exit3_rank1.py", "line": 15}
+
+
+# --- the job hangs, or runs on -----------------------------------------------------------------
+
+@multiprocess
+def test_hang_before_init_without_py_spy_shows_every_ranks_stack_from_faulthandler(tmp_path):
+    run_dir = tmp_path / "run"
+    done = WatchedRun(*probe_args("hang_before_init.py", run_dir, "--stall-timeout", "3"),
+                      run_dir=run_dir, env={"PATH": path_without_py_spy()}).finish(deadline_s=60)
+    assert done.code == 1, done.stderr
+    report = report_of(run_dir)
+    stall = finding(report, "DDP503")
+    assert stall["ranks"] == [0, 1]
+    assert stall["evidence"]["stack_method"] == "faulthandler"
+    assert "ranks 0, 1: wait_for_dataset (tests/faults/hang_before_init.py:9)" in stall["evidence"]["detail"]
+    assert any(n.startswith("py-spy is not installed") for n in report["notes"])
+    assert finding(report, "DDP505")["ranks"] == [0, 1]
+
+
+@multiprocess
+def test_timeout_ends_an_endless_job_and_py_spy_refused_by_the_kernel_falls_back(tmp_path):
+    run_dir = tmp_path / "run"
+    denied_path = denying_py_spy(tmp_path / "bin")
+    started = time.monotonic()
+    done = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0", "--timeout", "10"),
+                      run_dir=run_dir, env={"PATH": denied_path} if denied_path else None
+                      ).finish(deadline_s=10 + 20)
+    assert done.code == 1, done.stderr
+    report = report_of(run_dir)
+    hang = finding(report, "DDP503")
+    assert hang["evidence"]["status"] == "timeout" and hang["ranks"] == [0, 1]
+    assert "endless_training.py" in hang["evidence"]["detail"]
+    assert report["metrics"]["outcome"] == "timeout" and report["metrics"]["steps"] >= 1
+    if denied_path:
+        assert hang["evidence"]["stack_method"] == "faulthandler"
+        assert "py-spy was not allowed to attach (permission denied)" in hang["evidence"]["stack_note"]
+    assert time.monotonic() - started < 10 + 20
+
+
+@multiprocess
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_to_ddpdoctor_ends_the_job_and_keeps_the_report(sig, tmp_path):
+    run_dir = tmp_path / "run"
+    run = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0"), run_dir=run_dir)
+    run.wait_for("two training steps", lambda: run.steps_done() >= 2, timeout=60)
+    # Both ranks' DataLoader workers must be up before the signal, or the test proves nothing
+    # about reaping them (workers start when each rank begins its epoch, not at the same time).
+    bootstrapped = lambda: len([s for s in run.seen.values() if "ddpdoctor.probe.inrank.bootstrap" in s.cmdline])
+    run.wait_for("2 ranks and their 4 DataLoader workers", lambda: bootstrapped() >= 6, timeout=60)
+    signalled = time.monotonic()
+    run.send(sig)
+    done = run.finish(deadline_s=time.monotonic() - run.started + 20)
+    assert done.code == 128 + sig, done.stderr
+    assert time.monotonic() - signalled < 20
+    report = report_of(run_dir)
+    assert report["status"] == "error" and report["interrupted_by"] == sig
+    assert report["metrics"]["outcome"] == "interrupted" and report["metrics"]["steps"] >= 2
+    assert len([s for s in done.seen if "ddpdoctor.probe.inrank.bootstrap" in s.cmdline]) >= 6  # ranks + workers
+
+
+@multiprocess
+def test_killed_ddpdoctor_takes_its_job_along_and_leaves_a_run_dir_that_still_reports(tmp_path):
+    run_dir = tmp_path / "run"
+    run = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0"), run_dir=run_dir)
+    run.wait_for("two training steps", lambda: run.steps_done() >= 2, timeout=60)
+    run.send(signal.SIGKILL)
+    # No handler runs: the parent-death signals end torchrun, the ranks and their workers.
+    done = run.finish(deadline_s=time.monotonic() - run.started + 5, settle_s=10)
+    assert done.code == -signal.SIGKILL
+    assert not (run_dir / "outcome.json").exists()
+    # A rank killed in the middle of a write leaves a torn last line; readers skip it.
+    with open(run_dir / "rank-0.jsonl", "a") as telemetry:
+        telemetry.write('{"kind":"step","t":1.0,"st')
+    later = WatchedRun("report", str(run_dir), "--json", str(tmp_path / "later.json"), "-q",
+                       run_dir=run_dir).finish(deadline_s=60)
+    assert later.code == 0, later.stderr
+    report = json.loads((tmp_path / "later.json").read_text())
+    assert report["metrics"]["steps"] >= 2 and report["metrics"]["outcome"] is None
+    assert "the probe was ended before it wrote outcome.json: judged from what the ranks recorded" in report["notes"]
+
+
+# --- the run dir cannot be written --------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["under-a-file", "read-only-fs"])
+def test_run_dir_that_cannot_be_created_is_one_line_exit_3_and_starts_nothing(where, tmp_path):
+    wrapper = None
+    if where == "under-a-file":
+        (tmp_path / "file.txt").write_text("not a directory\n")
+        run_dir = tmp_path / "file.txt" / "run"
+    else:
+        (tmp_path / "ro").mkdir()
+        wrapper = unshare_mount(f"mount -t tmpfs -o ro tmpfs {tmp_path / 'ro'}")
+        if wrapper is None:
+            pytest.skip("needs root and unshare -m for a read-only mount")
+        run_dir = tmp_path / "ro" / "run"
+    report_path = tmp_path / "report.json"
+    done = WatchedRun("probe", f"{FAULTS}/segfault_rank1.py", "--run-dir", str(run_dir),
+                      "--json", str(report_path), run_dir=run_dir, wrapper=wrapper).finish(deadline_s=30)
+    assert done.code == 3
+    assert len(done.stderr_lines) == 1 and done.stderr_lines[0].startswith(
+        f"ddpdoctor: failed: cannot create run dir {run_dir}: "), done.stderr
+    assert "Traceback" not in done.stderr and not report_path.exists()
+    assert not [s for s in done.seen if "torch.distributed.run" in s.cmdline]
+
+
+@multiprocess
+def test_run_dir_filling_up_mid_run_still_ends_everything_and_reports_elsewhere(tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    wrapper = unshare_mount(f"mount -t tmpfs -o size=48k tmpfs {small}")
+    if wrapper is None:
+        pytest.skip("needs root and unshare -m for a small tmpfs")
+    run_dir = small / "run"
+    report_path = tmp_path / "report.json"
+    done = WatchedRun("probe", "examples/healthy.py", "--run-dir", str(run_dir),
+                      "--json", str(report_path), "-q", run_dir=run_dir,
+                      wrapper=wrapper).finish(deadline_s=90)
+    assert done.code == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    report = json.loads(report_path.read_text())
+    assert report["status"] == "error" and "No space left on device" in report["error"]
+    assert report["metrics"]["outcome"] == "completed"  # how the job ended, though not stored
+    assert any(n.startswith("report.json not written: ") for n in report["notes"])
+
+
+# --- files survive a crash at any moment ----------------------------------------------------------
+
+WRITER = """
+import json, sys
+from ddpdoctor.core.files import write_atomic
+n = 0
+while True:
+    write_atomic(sys.argv[1], json.dumps({"n": n, "pad": "x" * 300000}))
+    n += 1
+"""
+
+
+def test_a_report_whose_writer_is_killed_at_any_moment_is_old_or_new_never_torn(tmp_path):
+    target = tmp_path / "report.json"
+    seen = set()
+    for attempt in range(6):
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], cwd=REPO_ROOT)
+        deadline = time.monotonic() + 10
+        while not target.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(20):  # readers during the writes see a whole file every time
+            seen.add(json.loads(target.read_text())["n"])
+        time.sleep(0.05 * attempt)
+        writer.kill()
+        writer.wait(timeout=10)
+        assert len(json.loads(target.read_text())["pad"]) == 300000
+    assert len(seen) > 1  # the reads did overlap writes
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == ["report.json"]
+
+
+RANK_WRITER = """
+import sys, time
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.inrank.recorder import Recorder
+rec = Recorder(sys.argv[1])
+step = 0
+while True:
+    step += 1
+    rec.write(tm.Step(time.time(), step, 1, 1, {"data": 0.001, "pad": 1.0}))
+"""
+
+
+def test_telemetry_of_a_rank_killed_mid_write_reads_back_every_whole_record(tmp_path):
+    from ddpdoctor.probe import telemetry as tm
+
+    path = tmp_path / "rank-0.jsonl"
+    rank = subprocess.Popen([sys.executable, "-c", RANK_WRITER, str(path)], cwd=REPO_ROOT)
+    deadline = time.monotonic() + 10
+    while (not path.exists() or path.stat().st_size < 100000) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rank.kill()
+    rank.wait(timeout=10)
+    records = tm.read_records(path)
+    assert len(records) > 100 and [r.step for r in records] == list(range(1, len(records) + 1))
+    # A line cut short (a full disk, a copy of a live file) is skipped, not fatal.
+    with open(path, "ab") as handle:
+        handle.write(b'{"kind":"step","t":1.5,"step":')
+    assert len(tm.read_records(path)) == len(records)
+
+
+# --- ssh hosts that misbehave -------------------------------------------------------------------
+
+SILENT_HOST = "127.0.0.17"  # a loopback address nothing else in the tests uses
+
+
+@pytest.fixture
+def silent_ssh_port():
+    """A TCP port on SILENT_HOST that accepts every connection and never says a word."""
+    server = socket.socket()
+    server.bind((SILENT_HOST, 0))
+    server.listen(64)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1], held
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+def test_ssh_host_that_accepts_tcp_but_never_answers_times_out_within_the_deadline(silent_ssh_port, tmp_path):
+    port, held = silent_ssh_port
+    nodes = tmp_path / "hosts.txt"
+    nodes.write_text(f"{SILENT_HOST}\n")
+    report_path = tmp_path / "preflight.json"
+    # The silent host is the master too: the port hold over ssh waits on it as well.
+    done = WatchedRun("preflight", "--nodes", str(nodes), "--ssh-port", str(port), "--timeout", "2",
+                      "--json", str(report_path), "-q", run_dir=None).finish(deadline_s=2 * 2 + 10)
+    assert done.code == 1, done.stderr
+    assert held, "ssh never connected to the silent host"
+    report = json.loads(report_path.read_text())
+    unreachable = finding(report, "DDP105")
+    assert unreachable["hosts"] == [SILENT_HOST] and unreachable["evidence"]["kind"] == "timeout"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_to_a_preflight_waiting_on_ssh_ends_every_ssh(sig, silent_ssh_port, tmp_path):
+    port, held = silent_ssh_port
+    nodes = tmp_path / "hosts.txt"
+    nodes.write_text(f"localhost\n{SILENT_HOST}\n")
+    run = WatchedRun("preflight", "--nodes", str(nodes), "--ssh-port", str(port), "--timeout", "60",
+                     "-q", run_dir=None)
+    run.wait_for("ssh to connect", lambda: bool(held), timeout=30)
+    time.sleep(0.3)
+    run.send(sig)
+    done = run.finish(deadline_s=time.monotonic() - run.started + 10)
+    assert done.code == 128 + sig, done.stderr
+    assert any(s.cmdline.startswith("ssh ") for s in done.seen)  # and finish() saw it end
+
+
+def test_host_key_mismatch_is_refused_in_time_even_with_accept_new(tmp_path):
+    from sshd import LoopbackSshd, SshdUnavailable
+
+    host = "127.0.0.18"
+    try:
+        server = LoopbackSshd([host])
+        server.start()
+    except SshdUnavailable as exc:
+        pytest.skip(f"no test sshd: {exc}")
+    try:
+        impostor = tmp_path / "impostor"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(impostor)],
+                       check=True, timeout=30, stdin=subprocess.DEVNULL)
+        kind, key = impostor.with_suffix(".pub").read_text().split()[:2]
+        known = tmp_path / "known_hosts"
+        known.write_text(f"[{host}]:{server.port} {kind} {key}\n")
+        flags = [f"UserKnownHostsFile={known}" if f.startswith("UserKnownHostsFile=") else f
+                 for f in server.ssh_flags(sys.executable)]
+        assert "StrictHostKeyChecking=accept-new" in flags  # the most a user may loosen
+        nodes = tmp_path / "hosts.txt"
+        nodes.write_text(f"{host}\n")
+        report_path = tmp_path / "preflight.json"
+        done = WatchedRun("preflight", "--nodes", str(nodes), *flags, "--timeout", "10",
+                          "--json", str(report_path), "-q", run_dir=None).finish(deadline_s=30)
+    finally:
+        server.stop()
+    assert done.code == 1, done.stderr
+    refused = finding(json.loads(report_path.read_text()), "DDP105")
+    assert refused["hosts"] == [host] and refused["evidence"]["kind"] == "host-key"
+    assert known.read_text() == f"[{host}]:{server.port} {kind} {key}\n"  # not replaced, not added to

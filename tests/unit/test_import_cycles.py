@@ -1,0 +1,89 @@
+"""The package's modules import each other without a cycle: the layout's layers (core, report,
+cli, preflight, probe's launch / inrank / analysis) only lean one way. Function-level imports
+count too: a cycle hidden in a function is still a cycle a reader has to untangle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for root, prefix in ((REPO / "ddpdoctor", "ddpdoctor"), (REPO / "checks", "ddpdoctor.checks")):
+        for path in root.rglob("*.py"):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join([prefix, *parts])] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    edges = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            edges.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                if full in modules:
+                    edges.add(full)
+                elif base in modules:
+                    edges.add(base)
+    edges.discard(name)
+    return edges
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles, state, stack = [], {}, []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+def test_no_module_imports_itself_back_through_others():
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert _cycles(graph) == []
+
+
+# What code inside the user's ranks may import: itself, the telemetry format, the run dir's
+# file names and secret redaction. Never the launcher side or the analysis: they pull in psutil,
+# rich and the checks, which cost every rank start-up time and could fail inside the script.
+INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.rundir",
+                     "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor._deprecated")
+INRANK_PACKAGES = ("ddpdoctor", "ddpdoctor.probe")  # __init__ files, which import nothing heavy
+
+
+def test_code_inside_ranks_imports_nothing_from_the_parent_side():
+    modules = _modules()
+    allowed = lambda e: e in INRANK_PACKAGES or any(e == a or e.startswith(a + ".") for a in INRANK_MAY_IMPORT)
+    wrong = {m: sorted(e for e in _imports(m, path, modules) if not allowed(e))
+             for m, path in modules.items() if m.startswith("ddpdoctor.probe.inrank")}
+    assert {m: es for m, es in wrong.items() if es} == {}
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
