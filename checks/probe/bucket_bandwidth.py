@@ -10,11 +10,10 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.wording import at, counted, location
-from .bucket_sizes import many_tiny_buckets
+from .bucket_sizes import latency_bound_buckets
 
 MAX_EFFICIENCY = 0.4  # the iteration's all-reduces at less than 40% of the baseline's speed
-MIN_LOST_S = 0.010  # ... losing at least this much per iteration,
-MIN_LOST_SHARE = 0.15  # ... and at least this share of the median step
+MIN_LOST_SHARE = 0.15  # ... losing at least this share of the median step (and the noise)
 
 
 @check("DDP602", "Bucket all-reduce bandwidth below the in-job baseline", Severity.WARNING)
@@ -23,11 +22,15 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
     What it detects:
         The gradient buckets of a DDP model take more than 2.5 times as long to all-reduce during
         training (under 40% efficiency) as raw all-reduces of the same sizes over the same
-        process group take in the same job (the baseline the probe measures after its last step), and the difference costs
-        at least 10 ms and 15% of the median step. Bus bandwidth is computed as nccl-tests does
+        process group take in the same job (the baseline the probe measures at a step boundary
+        early in the run, or after its last step), and the difference costs at least 15% of the
+        median step and more than the uncertainty of the median step (two standard errors,
+        from the spread of the step times). Bus bandwidth is computed as nccl-tests does
         (busbw = bytes / time * 2(n-1)/n), per bucket, over the steps after the first 3, on the
-        rank that arrives last at each bucket (so waiting for a straggler does not count).
-        Many tiny buckets are left to DDP603: their cost is per call, not per byte.
+        rank that arrives last at each bucket
+        (so waiting for a straggler does not count). Many buckets below the latency/bandwidth
+        knee are left to DDP603: their cost is per call, not per byte. The finding estimates the
+        step time with the buckets at baseline speed: "step 40 ms -> ~25 ms (est.)".
 
     Why it hurts:
         The network can move these bytes faster than training gets it to: something slows the
@@ -51,21 +54,29 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
     if not comms:
         return Skipped("no timed bucket all-reduces after the first steps")
     if not any(run.ranks[r].first(tm.BaselineTiming) for r in run.ranks):
-        return Skipped("no in-job baseline: it is measured only when the probe stops the job at "
-                       "--max-steps")
+        steps = max((r.steps for r in run.ranks.values()), default=0)
+        if steps < perf.BASELINE_STEP:
+            return Skipped(f"no in-job baseline: the job ended after {steps} step(s), before step "
+                           f"{perf.BASELINE_STEP}, after which it is measured")
+        return Skipped("no in-job baseline: it was not measured (see the notes)")
     perfs = perf.step_perf(run)
-    step_time = perf.median([p.median("step") for p in perfs.values()]) if perfs else 0.0
+    step_time = perf.step_time(perfs)
+    exposed = perf.pure_exposed(perfs)[0] if len(perfs) >= 2 else 0.0
+    noise = perf.step_noise(perfs)
     problems = []
     for comm in comms:
         expected = comm.baseline_s
         if expected is None or comm.busy_s <= 0:
             continue
-        if many_tiny_buckets(comm, step_time):
+        if latency_bound_buckets(comm):
             continue  # their cost is per call, not bandwidth: DDP603 says so
         efficiency = expected / comm.busy_s
         lost = comm.busy_s - expected
-        if efficiency >= MAX_EFFICIENCY or lost < max(MIN_LOST_S, MIN_LOST_SHARE * step_time):
+        if efficiency >= MAX_EFFICIENCY or not perf.matters(lost, step_time, MIN_LOST_SHARE, noise):
             continue
+        # At baseline speed the lost time leaves the step as far as it was exposed.
+        whatif = perf.what_if(run, "DDP602", step_time, step_time - min(lost, exposed),
+                              "with the buckets at the baseline's speed")
         worst = sorted((b for b in comm.buckets if b.efficiency is not None),
                        key=lambda b: b.efficiency)[:3]
         listed = "; ".join(f"bucket {b.index} ({megabytes(b.nbytes)}): {b.busbw:.2f} GB/s against "
@@ -77,7 +88,8 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
                      f"{ms(comm.busy_s)} per backward to all-reduce, where raw all-reduces of the "
                      f"same sizes on the same group took {ms(expected)} in this job "
                      f"({efficiency:.0%} efficiency, {ms(lost)} lost per step, median of "
-                     f"{comm.iterations} iterations; comm hook: {hooks}). Slowest: {listed}"),
+                     f"{comm.iterations} iterations; comm hook: {hooks}). Slowest: {listed}. "
+                     f"{whatif.words()[0].upper()}{whatif.words()[1:]}"),
             hint=("find what slows the all-reduces during training: an expensive comm hook, "
                   "compute competing with communication for the same cores or GPU, or other "
                   "traffic on the network (see the bucket table for efficiency per bucket)"),
@@ -85,6 +97,7 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
             location=location(comm.site),
             evidence={"ddp_id": comm.ddp_id, "busy_ms": round(comm.busy_s * 1e3, 3),
                       "baseline_ms": round(expected * 1e3, 3), "efficiency": round(efficiency, 3),
+                      "step_noise_ms": round(noise * 1e3, 3), **whatif.evidence(),
                       "buckets": [{"index": b.index, "bytes": b.nbytes, "busbw": round(b.busbw, 4),
                                    "baseline_busbw": round(b.baseline_busbw or 0, 4)}
                                   for b in comm.buckets]},

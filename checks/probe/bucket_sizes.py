@@ -1,8 +1,10 @@
-"""DDP603: gradient buckets too small (many per step) or too large (one that cannot overlap)."""
+"""DDP603: gradient buckets too small (many latency-bound calls) or too large (one that cannot overlap)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import perf
@@ -14,13 +16,8 @@ from ddpdoctor.probe.analysis.wording import at, counted, location
 
 MIB = 1024 * 1024
 DEFAULT_CAP_MB = 25  # DDP's default bucket_cap_mb
-TINY_COUNT = 8  # buckets per backward ...
-TINY_BYTES = 1 * MIB  # ... with a median size below this ...
-TINY_MIN_BUSY_S = 0.010  # ... whose all-reduces take at least this long per backward
-TINY_MIN_BUSY_SHARE = 0.10  # ... and this share of the median step
-HUGE_SHARE = 0.5  # one bucket with at least this share of the gradient bytes ...
-HUGE_MIN_EXPOSED_S = 0.010  # ... while this much communication per step is exposed
-HUGE_MIN_EXPOSED_SHARE = 0.10  # ... and this share of the step
+MIN_GAIN_SHARE = 0.10  # the fix must save at least this share of the median step (and the noise)
+HUGE_SHARE = 0.5  # one bucket with at least this share of the gradient bytes
 
 
 def suggested_cap_mb(total_bytes: int) -> int:
@@ -32,25 +29,73 @@ def _buckets_after(total_bytes: int, cap_mb: int) -> int:
     return max(1, math.ceil(total_bytes / (cap_mb * MIB)))
 
 
+@dataclass
+class Merge:
+    """Merging a model's latency-bound buckets under a larger bucket_cap_mb, and what it buys."""
+
+    cap_mb: int
+    after: int  # buckets per backward after the fix
+    saved_busy: float  # seconds of communication per backward the fewer fixed costs save
+    gain: float  # seconds off the step: the exposed communication that goes away
+    exposed: float
+
+
+def merge(comm: ModelComm, exposed: float) -> Optional[Merge]:
+    """The merge that would help `comm`, or None when its buckets are not many latency-bound
+    ones: at least two all-reduces per backward, more than the suggested cap would make, with the
+    median bucket below the latency/bandwidth knee measured in this job (perf.CallCost).
+
+    Estimate: the iteration's communication shrinks from its measured busy time to `after`
+    all-reduces of the merged size at the measured cost; what shrinks comes off the exposed
+    communication, down to the last merged bucket, which can never be hidden. Communication that
+    backward hid is assumed free (so on a CPU, where it competes for cores, the gain is larger)."""
+    cost = comm.cost
+    if cost is None or not comm.buckets:
+        return None
+    total = comm.bytes_per_iteration
+    cap = suggested_cap_mb(total)
+    after = _buckets_after(total, cap)
+    if comm.calls < 2 or comm.calls <= after or not cost.latency_bound(comm.typical_bytes):
+        return None
+    merged = cost.seconds(total / after)
+    saved = max(0.0, comm.busy_s - after * merged)
+    exposed_after = min(exposed, max(merged, exposed - saved))
+    return Merge(cap, after, saved, exposed - exposed_after, exposed)
+
+
+def latency_bound_buckets(comm: ModelComm) -> bool:
+    """Whether `comm` has many latency-bound buckets (DDP602 and DDP604 defer to this check)."""
+    return merge(comm, 0.0) is not None
+
+
 @check("DDP603", "Bucket sizes hurt overlap or add per-call cost", Severity.WARNING)
 def bucket_sizes(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
-        DDP's gradient buckets, as they are after DDP rebuilt them (the steps after the first 3):
-        - too many tiny buckets: 8 or more per backward pass with a median size under 1 MiB,
-          whose all-reduces take at least 10 ms and 10% of the median step; or
+        DDP's gradient buckets, as they are after DDP rebuilt them (the steps after the first 3),
+        judged against what an all-reduce costs in this very job (the in-job baseline: a
+        one-float all-reduce gives the fixed cost per call, a large one the bandwidth; their
+        product is the knee, the size below which an all-reduce is mostly fixed cost):
+        - too many small buckets: two or more all-reduces per backward, more than the suggested
+          bucket_cap_mb would make, with the median bucket below the knee; or
         - one huge bucket: bucket_cap_mb raised above the default 25, so that one bucket of
-          several parameters holds at least half of all gradient bytes, while at least 10 ms
-          and 10% of each step is communication that backward did not hide.
-        The finding suggests a bucket_cap_mb: about four buckets per backward, between 1 and
-        25 MB, and says why.
+          several parameters holds at least half of all gradient bytes and starts only at the
+          end of backward.
+        It is reported when the fix is estimated to save at least 10% of the median step, and
+        more than the uncertainty of the median step (two standard errors, from the spread of
+        the step times), so a small model on a CPU runner and a large one on a cluster are
+        judged alike. The finding
+        suggests a bucket_cap_mb (about four buckets per backward, between 1 and 25 MB) and
+        estimates the step time with it: "step 11.0 ms -> ~6 ms (est.)".
+        `ddpdoctor probe --verify-fix` reruns the script with that bucket_cap_mb (set by the
+        probe, the script unchanged) and shows the measured step time beside the estimate.
 
     Why it hurts:
         Every all-reduce pays a fixed cost (a launch, a handshake between ranks, a few network
-        round trips) whatever its size; below about a megabyte that fixed cost is most of the
-        time, so a hundred tiny buckets cost close to a hundred times one. A bucket can only be
-        all-reduced once every gradient in it is ready, so a bucket holding most of the model
-        starts at the very end of backward and nothing hides it.
+        round trips) whatever its size; below the knee that fixed cost is most of the time, so
+        fifty small buckets cost close to fifty times one. A bucket can only be all-reduced once
+        every gradient in it is ready, so a bucket holding most of the model starts at the very
+        end of backward and nothing hides it.
 
     How to fix:
         Set bucket_cap_mb (MiB) to the suggested value, or drop it to get DDP's default of 25:
@@ -66,11 +111,14 @@ def bucket_sizes(run: RunModel) -> list[Problem] | Skipped:
     if not comms:
         return Skipped("no timed bucket all-reduces after the first steps")
     perfs = perf.step_perf(run)
-    step_time = perf.median([p.median("step") for p in perfs.values()]) if perfs else 0.0
-    exposed = perf.pure_exposed(perfs)[0] if len(perfs) >= 2 else 0.0
+    if len(perfs) < 2:
+        return Skipped(f"fewer than two ranks recorded {perf.MIN_STEPS} steps after the first "
+                       f"{perf.WARMUP_STEPS}")
+    exposed, step, _ = perf.pure_exposed(perfs)
+    noise = perf.step_noise(perfs)
     problems = []
     for comm in comms:
-        problem = _tiny(comm, step_time) or _huge(comm, step_time, exposed)
+        problem = _tiny(run, comm, step, exposed, noise) or _huge(run, comm, step, exposed, noise)
         if problem is not None:
             problem.ranks = sorted(run.ranks)
             problem.location = location(comm.site)
@@ -83,66 +131,75 @@ def _cap_words(comm: ModelComm) -> str:
             else f"bucket_cap_mb={comm.bucket_cap_mb:g}")
 
 
-def many_tiny_buckets(comm: ModelComm, step_time: float) -> bool:
-    """The "too many tiny buckets" condition of this check (DDP602 and DDP604 defer to it)."""
-    typical = perf.median([b.nbytes for b in comm.buckets])
-    return (round(comm.buckets_per_iteration) >= TINY_COUNT and typical < TINY_BYTES
-            and comm.busy_s >= max(TINY_MIN_BUSY_S, TINY_MIN_BUSY_SHARE * step_time))
+def _cost_words(cost: perf.CallCost) -> str:
+    where = "in this job" if cost.measured else "judged from the training's own bucket times"
+    if cost.bandwidth:
+        return (f"a one-float all-reduce takes {ms(cost.latency)} {where} and the bytes cost as "
+                f"much as that only from {megabytes(cost.knee_bytes)} on (the knee)")
+    return (f"a one-float all-reduce takes {ms(cost.latency)} {where}, and even "
+            f"{megabytes(cost.largest)} costs little more")
 
 
-def _tiny(comm: ModelComm, step_time: float) -> Problem | None:
-    if not many_tiny_buckets(comm, step_time):
+def _tiny(run: RunModel, comm: ModelComm, step: float, exposed: float,
+          noise: float) -> Optional[Problem]:
+    fix = merge(comm, exposed)
+    if fix is None or not perf.matters(fix.gain, step, MIN_GAIN_SHARE, noise):
         return None
-    count = round(comm.buckets_per_iteration)
-    typical = perf.median([b.nbytes for b in comm.buckets])
-    baselines = [b.baseline for b in comm.buckets if b.baseline]
-    if baselines:
-        per_call = (f"a raw all-reduce of that size takes {ms(perf.median(baselines))} in this job, "
-                    "nearly all of it fixed cost")
-    else:
-        per_call = f"each takes {ms(perf.median([b.seconds for b in comm.buckets]))}, nearly all of it fixed cost"
-    cap = suggested_cap_mb(comm.bytes_per_iteration)
-    after = _buckets_after(comm.bytes_per_iteration, cap)
-    share = f" ({comm.busy_s / step_time:.0%} of the step)" if step_time > 0 else ""
+    cost = comm.cost
+    typical = comm.typical_bytes
+    whatif = perf.what_if(run, "DDP603", step, step - fix.gain,
+                          f"with bucket_cap_mb={fix.cap_mb}", {"bucket_cap_mb": fix.cap_mb})
     return Problem(
         message=(f"the DDP model{at(comm.site)} all-reduces its {megabytes(comm.bytes_per_iteration)} "
-                 f"of gradients in {count} buckets per backward (median {megabytes(typical)}, "
-                 f"with {_cap_words(comm)}): {per_call}, and together they keep communication "
-                 f"busy {ms(comm.busy_s)} per backward{share}. bucket_cap_mb={cap} would make "
-                 f"about {counted(after, 'bucket')}: far fewer fixed costs, and still more than "
-                 "one, so that the first ones overlap backward"),
-        hint=f"pass bucket_cap_mb={cap} to DistributedDataParallel (or leave it at the default 25)",
+                 f"of gradients in {comm.calls} buckets per backward (median {megabytes(typical)}, "
+                 f"with {_cap_words(comm)}): {_cost_words(cost)}, so each is mostly fixed cost. "
+                 f"Together they keep communication busy {ms(comm.busy_s)} per backward "
+                 f"({comm.busy_s / step:.0%} of the step), {ms(exposed)} of it after backward "
+                 f"finished. bucket_cap_mb={fix.cap_mb} would make about "
+                 f"{counted(fix.after, 'bucket')}: {whatif.words()}"),
+        hint=f"pass bucket_cap_mb={fix.cap_mb} to DistributedDataParallel (or leave it at the default 25)",
         ranks=[],
-        evidence={"ddp_id": comm.ddp_id, "buckets_per_iteration": count,
-                  "median_bucket_bytes": int(typical), "busy_ms": round(comm.busy_s * 1e3, 2),
-                  "bucket_cap_mb": comm.bucket_cap_mb, "suggested_bucket_cap_mb": cap},
+        evidence={"ddp_id": comm.ddp_id, "buckets_per_iteration": comm.calls,
+                  "buckets_after": fix.after, "median_bucket_bytes": int(typical),
+                  "busy_ms": round(comm.busy_s * 1e3, 2), "exposed_ms": round(exposed * 1e3, 2),
+                  "latency_ms": round(cost.latency * 1e3, 4),
+                  "knee_bytes": int(cost.knee_bytes), "cost_measured": cost.measured,
+                  "step_noise_ms": round(noise * 1e3, 3), "bucket_cap_mb": comm.bucket_cap_mb,
+                  "suggested_bucket_cap_mb": fix.cap_mb, **whatif.evidence()},
     )
 
 
-def _huge(comm: ModelComm, step_time: float, exposed: float) -> Problem | None:
-    if comm.bucket_cap_mb is None or comm.bucket_cap_mb <= DEFAULT_CAP_MB:
+def _huge(run: RunModel, comm: ModelComm, step: float, exposed: float,
+          noise: float) -> Optional[Problem]:
+    if comm.bucket_cap_mb is None or comm.bucket_cap_mb <= DEFAULT_CAP_MB or comm.cost is None:
         return None
     largest = comm.largest
     if (largest.nbytes <= DEFAULT_CAP_MB * MIB or len(largest.params) < 2
             or largest.nbytes < HUGE_SHARE * comm.bytes_per_iteration):
         return None
-    if exposed < max(HUGE_MIN_EXPOSED_S, HUGE_MIN_EXPOSED_SHARE * step_time):
-        return None
     cap = suggested_cap_mb(comm.bytes_per_iteration)
     after = _buckets_after(comm.bytes_per_iteration, cap)
+    # With smaller buckets all but the last overlap backward: the last one stays exposed.
+    exposed_after = min(exposed, comm.cost.seconds(comm.bytes_per_iteration / after))
+    gain = exposed - exposed_after
+    if not perf.matters(gain, step, MIN_GAIN_SHARE, noise):
+        return None
+    whatif = perf.what_if(run, "DDP603", step, step - gain, f"with bucket_cap_mb={cap}",
+                          {"bucket_cap_mb": cap})
     return Problem(
         message=(f"with bucket_cap_mb={comm.bucket_cap_mb:g}, bucket {largest.index} of the DDP model"
                  f"{at(comm.site)} holds {megabytes(largest.nbytes)} of its "
                  f"{megabytes(comm.bytes_per_iteration)} of gradients "
                  f"({counted(len(largest.params), 'parameter')}): it can start only when the "
                  f"last of them is ready, at the end of backward, and {ms(exposed)} of each "
-                 f"{ms(step_time)} step is communication nothing hides. bucket_cap_mb={cap} "
+                 f"{ms(step)} step is communication nothing hides. bucket_cap_mb={cap} "
                  f"would make about {counted(after, 'bucket')}, the first of them all-reduced "
-                 "while backward still runs"),
+                 f"while backward still runs: {whatif.words()}"),
         hint=f"pass bucket_cap_mb={cap} to DistributedDataParallel (or drop it: the default is 25)",
         ranks=[],
         evidence={"ddp_id": comm.ddp_id, "bucket": largest.index, "bucket_bytes": largest.nbytes,
                   "bytes_per_iteration": comm.bytes_per_iteration,
                   "exposed_ms": round(exposed * 1e3, 2), "bucket_cap_mb": comm.bucket_cap_mb,
-                  "suggested_bucket_cap_mb": cap},
+                  "step_noise_ms": round(noise * 1e3, 3), "suggested_bucket_cap_mb": cap,
+                  **whatif.evidence()},
     )

@@ -6,7 +6,8 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_records, loader_site, shuffles
+from ddpdoctor.probe.analysis.loaders import (LoaderEpoch, full_passes, loader_epochs, loader_name,
+                                              loader_records, loader_site, shuffles)
 from ddpdoctor.probe.analysis.wording import location, rank_list
 
 MIN_BATCHES = 2  # batches compared between two epochs, at the least, for the fingerprint signal
@@ -16,18 +17,23 @@ MIN_BATCHES = 2  # batches compared between two epochs, at the least, for the fi
 def epoch_order(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
-        A shuffling sampler that hands out the same order every epoch. Two signals, per
-        DataLoader and rank:
+        A shuffling sampler that hands out the same order every epoch. It judges whole passes
+        over a DataLoader, not iterators: a pass is an iterator that reached the loader's end
+        (or the probe's --steps-per-epoch cut), or during which optimizer steps ran. A peek
+        (`next(iter(loader))` to print the batch size, check a shape) is an iterator but not
+        a pass, so it neither fires nor hides the bug. Two signals, per DataLoader and rank:
 
         - a DistributedSampler with shuffle=True whose `epoch` attribute was the same when two
-          consecutive epochs began: sampler.set_epoch(epoch) is never called;
+          consecutive passes began: sampler.set_epoch(epoch) is never called, called with a
+          constant, or called only after the epoch's loop (then the first two passes share an
+          order);
         - backup, for any shuffling sampler (shuffle=True, or a RandomSampler): the sequence of
-          batch fingerprints of epoch e equals that of epoch e-1 over the batches seen (at
+          batch fingerprints of pass p equals that of pass p-1 over the batches seen (at
           least 2, holding at least 2 different batches, so a dataset of identical samples
           proves nothing).
 
         A sampler that does not shuffle (shuffle=False, SequentialSampler) repeats its order by
-        design: not reported. The check needs two epochs of one DataLoader; the probe cuts
+        design: not reported. The check needs two passes over one DataLoader; the probe cuts
         epochs short with --steps-per-epoch so that it sees several.
 
     Why it hurts:
@@ -51,24 +57,25 @@ def epoch_order(run: RunModel) -> list[Problem] | Skipped:
         return Skipped("no DataLoader was iterated")
     if not any(len(epochs) >= 2 for by_rank in views.values() for epochs in by_rank.values()):
         return Skipped("the probe saw one epoch; raise --max-steps or lower --steps-per-epoch")
+    if not any(len(full_passes(epochs)) >= 2 for by_rank in views.values() for epochs in by_rank.values()):
+        return Skipped("the probe saw one full pass over each DataLoader (the other iterators were "
+                       "peeks); raise --max-steps or lower --steps-per-epoch")
     problems = []
     for loader_id, by_rank in sorted(views.items()):
-        stuck: dict[int, list[tuple[int, int]]] = {}  # rank -> (epoch, sampler epoch) repeated
-        replayed: dict[int, list[tuple[int, int]]] = {}  # rank -> (epoch, batches compared)
+        stuck: dict[int, list[tuple[int, int]]] = {}  # rank -> (pass, sampler epoch) repeated
+        replayed: dict[int, list[tuple[int, int]]] = {}  # rank -> (pass, batches compared)
+        passes: dict[int, list[LoaderEpoch]] = {}
         for rank, epochs in sorted(by_rank.items()):
-            order = sorted(epochs)
-            for previous, current in zip(order, order[1:]):
-                if current != previous + 1:
-                    continue
-                before, after = epochs[previous], epochs[current]
+            passes[rank] = full_passes(epochs)
+            for number, (before, after) in enumerate(zip(passes[rank], passes[rank][1:]), start=1):
                 if _sampler_epoch_repeated(before, after):
-                    stuck.setdefault(rank, []).append((current, after.loader.sampler_epoch))
+                    stuck.setdefault(rank, []).append((number, after.loader.sampler_epoch))
                     continue
                 compared = _replayed(before, after)
                 if compared:
-                    replayed.setdefault(rank, []).append((current, compared))
+                    replayed.setdefault(rank, []).append((number, compared))
         if stuck or replayed:
-            problems.append(_problem(loader_id, by_rank, stuck, replayed))
+            problems.append(_problem(loader_id, by_rank, stuck, replayed, passes))
     return problems
 
 
@@ -97,20 +104,37 @@ def _replayed(before: LoaderEpoch, after: LoaderEpoch) -> int:
     return n
 
 
-def _problem(loader_id: int, by_rank: dict, stuck: dict, replayed: dict) -> Problem:
+def _how_set_epoch_failed(stuck: dict, passes: dict) -> tuple[str, str]:
+    """("never" | "constant" | "late", the words for it) from the sampler epochs of every pass."""
+    values = {r: [p.loader.sampler_epoch for p in passes[r] if p.loader is not None] for r in stuck}
+    calls = [p.loader.set_epoch_calls for r in stuck for p in passes[r]
+             if p.loader is not None and p.loader.set_epoch_calls is not None]
+    changes = any(len(set(v)) > 1 for v in values.values())
+    if changes:
+        return "late", ("sampler.set_epoch(epoch) runs too late (after the epoch's loop?), so two "
+                        "passes share one order")
+    value = next(iter(stuck.values()))[0][1]
+    if calls and max(calls) > 0:
+        return "constant", (f"sampler.set_epoch() is called, but always with {value}, so every "
+                            "epoch replays the same order")
+    return "never", "sampler.set_epoch() is never called, so every epoch replays the same order"
+
+
+def _problem(loader_id: int, by_rank: dict, stuck: dict, replayed: dict, passes: dict) -> Problem:
     name = loader_name(loader_id, by_rank)
     loader = loader_records(by_rank)[0] if loader_records(by_rank) else None
     sampler = loader.sampler if loader else "its sampler"
     ranks = sorted(set(stuck) | set(replayed))
     parts = []
+    how = None
     if stuck:
         stuck_ranks = sorted(stuck)
         epochs = sorted({e for items in stuck.values() for e, _ in items})
         value = next(iter(stuck.values()))[0][1]
+        how, words = _how_set_epoch_failed(stuck, passes)
         parts.append(f"{name} uses a shuffling {sampler} whose epoch stayed {value} at the start of "
-                     f"epoch{'s' if len(epochs) > 1 else ''} {', '.join(map(str, epochs))} on "
-                     f"{rank_list(stuck_ranks)}: sampler.set_epoch() is never called, so every "
-                     "epoch replays the same order")
+                     f"epoch{'s' if len(epochs) > 1 else ''} {', '.join(map(str, epochs))} (full passes over "
+                     f"it, from 0; peeks not counted) on {rank_list(stuck_ranks)}: {words}")
     if replayed:
         only = {r: v for r, v in replayed.items() if r not in stuck}
         if only:
@@ -120,7 +144,13 @@ def _problem(loader_id: int, by_rank: dict, stuck: dict, replayed: dict) -> Prob
                          f"in epoch{'s' if len(epochs) > 1 else ''} {', '.join(map(str, epochs))} as "
                          f"in the epoch before ({fewest} batches compared), although its {sampler} "
                          "is meant to shuffle")
-    if stuck or (loader is not None and loader.distributed_sampler):
+    if how == "constant":
+        hint = ("pass the epoch number: sampler.set_epoch(epoch) at the start of every epoch, on "
+                "every rank, before iterating the DataLoader")
+    elif how == "late":
+        hint = ("move sampler.set_epoch(epoch) before the epoch's loop over the DataLoader, on "
+                "every rank")
+    elif stuck or (loader is not None and loader.distributed_sampler):
         hint = ("call sampler.set_epoch(epoch) at the start of every epoch, on every rank, before "
                 "iterating the DataLoader")
     else:
@@ -134,6 +164,8 @@ def _problem(loader_id: int, by_rank: dict, stuck: dict, replayed: dict) -> Prob
         evidence={
             "loader_id": loader_id,
             "sampler": sampler,
+            "set_epoch": how,
+            "passes": {str(r): len(v) for r, v in passes.items()},
             "sampler_epoch_repeated": {str(r): [e for e, _ in v] for r, v in stuck.items()},
             "order_replayed": {str(r): [{"epoch": e, "batches": n} for e, n in v]
                                for r, v in replayed.items()},

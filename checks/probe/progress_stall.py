@@ -88,10 +88,12 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped:
         head = f"no rank advanced for {seconds(outcome.stall_s)} (stall timeout {seconds(limit)})"
     else:
         head = "the watchdog saw no rank advance"
+    hosts = _hosts(run)
     if len(groups) == 1 and len(everyone) > 1:
         clauses = [f"{rank_list(groups[0].ranks)} all {groups[0].where}"]
     else:
-        clauses = [f"{rank_list(g.ranks)} {g.where}" for g in sorted(groups, key=lambda g: g.ranks[0])]
+        clauses = [f"{rank_list(g.ranks)}{_on(hosts, g.ranks)} {g.where}"
+                   for g in sorted(groups, key=lambda g: g.ranks[0])]
     message = f"{head}; " + ", ".join(clauses)
     steps = {r: run.ranks[r].steps for r in everyone if r in run.ranks}
     if len(set(steps.values())) > 1:
@@ -107,6 +109,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped:
         message=message,
         hint=_hint(groups, odd),
         ranks=odd.ranks if len(groups) > 1 and len(odd.ranks) < len(everyone) / 2 else everyone,
+        hosts=sorted({hosts[r] for r in odd.ranks if r in hosts}) if len(groups) > 1 else [],
         location=odd.location,
         evidence={
             "status": outcome.status,
@@ -123,6 +126,19 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped:
     )]
 
 
+def _hosts(run: RunModel) -> dict[int, str]:
+    """Multi-node: the node each rank's stack was taken on ("node 1 (gpu-b)"), for naming the
+    odd group out by host as well as by rank. Empty on one node, where it says nothing."""
+    if run.meta.nnodes <= 1 or run.outcome is None:
+        return {}
+    return {s.rank: s.host for s in run.outcome.stacks if s.host}
+
+
+def _on(hosts: dict[int, str], ranks: list[int]) -> str:
+    names = sorted({hosts[r] for r in ranks if r in hosts})
+    return f" on {', '.join(names)}" if names else ""
+
+
 @dataclass
 class _Group:
     ranks: list[int]
@@ -133,13 +149,12 @@ class _Group:
 
 
 def _from_stacks(run: RunModel, ranks: list[int], view: StackView) -> _Group:
-    user = view.user_frame
     # A rank running its own Python is not waiting, whatever its records say (async collectives).
     waiting = view.idle is not False and (
         bare_name(view.call) in _COLLECTIVE_CALLS or view.in_torch_distributed
         or (view.in_library and any(_in_collective_by_records(run, r) for r in ranks)))
     return _Group(ranks, view.place(plural=len(ranks) > 1),
-                  Location(user.file, user.line) if user else None, waiting, [view.lines()])
+                  view.location, waiting, [view.lines()])
 
 
 def _in_collective_by_records(run: RunModel, rank: int) -> bool:

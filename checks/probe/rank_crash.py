@@ -148,8 +148,7 @@ def _doing(run: RunModel, rank: int, events: dict[int, CrashEvent], causes: dict
 def _signal_site(run: RunModel, event: CrashEvent) -> Optional[Location]:
     """For a rank killed by a signal: the innermost user frame of its faulthandler dump."""
     view = rank_stacks(run).get(event.rank)
-    user = view.user_frame if view is not None else None
-    return Location(user.file, user.line) if user else None
+    return view.location if view is not None else None
 
 
 def _hint(event: CrashEvent, ranks: list[int]) -> str:

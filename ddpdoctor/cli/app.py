@@ -33,6 +33,35 @@ app = typer.Typer(
     help="Find out why a PyTorch DDP run hangs, crashes or crawls, before it burns cluster hours.",
 )
 
+
+def version_line() -> str:
+    """ddpdoctor's version, and torch's as installed (read from its metadata: importing torch
+    would cost seconds)."""
+    import platform
+    from importlib import metadata
+
+    from ddpdoctor.core.version import __version__
+
+    try:
+        torch = f"torch {metadata.version('torch')}"
+    except metadata.PackageNotFoundError:
+        torch = "torch not installed"
+    return f"ddpdoctor {__version__} ({torch}, Python {platform.python_version()})"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(version_line() + "\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_show_version,
+                                 help="Print ddpdoctor's version and torch's, and exit."),
+) -> None:
+    """Find out why a PyTorch DDP run hangs, crashes or crawls, before it burns cluster hours."""
+
 @app.command("checks")
 def checks_command(
     json_out: bool = typer.Option(False, "--json", help="Print the catalogue as JSON."),
@@ -44,7 +73,9 @@ def checks_command(
                 for s in specs]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
-    console = Console(highlight=False)
+    from ddpdoctor.report.terminal import console_for
+
+    console = console_for()  # in a pipe: each title whole on its line
     for s in specs:
         console.print(f"{s.code}  {s.stage:<9} {s.severity.value:<7}  {escape(s.title)}")
     return 0
@@ -63,10 +94,11 @@ def explain_command(code: str = typer.Argument(..., help="A check code, e.g. DDP
 def _register_commands() -> None:
     # The command modules define plain functions and import only cli/options.py, so that no
     # command module imports this one back.
-    from ddpdoctor.cli import preflight, probe
+    from ddpdoctor.cli import lint, preflight, probe
 
     for name, func in (("preflight", preflight.preflight_command), ("facts", preflight.facts_command),
-                       ("probe", probe.probe_command), ("report", probe.report_command)):
+                       ("probe", probe.probe_command), ("report", probe.report_command),
+                       ("lint", lint.lint_command)):
         if not any(c.name == name for c in app.registered_commands):
             app.command(name)(func)
 

@@ -57,7 +57,12 @@ def preflight_command(
         report_files=[p for p in (json_path, junit_path) if p])
     outputs = report_outputs(json_path, junit_path, github, verbose, quiet,
                              inputs=[nodes or "", *facts], force=force)
-    report = run_preflight(options)
+    from ddpdoctor.report.live import HostProgress
+
+    # On a terminal, when asking the hosts takes more than a second: hosts answered / total.
+    options.progress = HostProgress(None if quiet or json_path == "-" else Console(file=sys.stderr))
+    with options.progress:
+        report = run_preflight(options)
     role = report.metrics.get("store_role")
     if role in ("node", "idle"):
         return _store_node_output(report, outputs)

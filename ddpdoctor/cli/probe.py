@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import List, Optional
 
 import typer
@@ -15,12 +16,13 @@ def probe_command(
     script: str = typer.Argument(..., help="The training script (or a module name with -m)."),
     args: Optional[List[str]] = typer.Argument(None, help="The script's own arguments, after `--`."),
     module: bool = typer.Option(False, "-m", help="SCRIPT is a module name, run like `python -m`."),
-    nproc_per_node: int = typer.Option(2, "--nproc-per-node", "--nproc_per_node", help="Processes per node."),
-    nnodes: int = typer.Option(1, "--nnodes", help="Number of nodes."),
-    node_rank: int = typer.Option(0, "--node-rank", "--node_rank", help="This node's rank."),
+    nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", "--nproc_per_node", help="Processes per node (default 2, or $SLURM_GPUS_ON_NODE)."),
+    nnodes: Optional[int] = typer.Option(None, "--nnodes", help="Number of nodes (default 1, or SLURM's)."),
+    node_rank: Optional[int] = typer.Option(None, "--node-rank", "--node_rank", help="This node's rank (default 0, or $SLURM_NODEID)."),
     rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", "--rdzv_endpoint", help="HOST:PORT of the c10d rendezvous."),
     master_addr: Optional[str] = typer.Option(None, "--master-addr", "--master_addr"),
     master_port: Optional[int] = typer.Option(None, "--master-port", "--master_port"),
+    gather_port: Optional[int] = typer.Option(None, "--gather-port", help="Multi-node: the port on node 0 where its ddpdoctor gathers every node's telemetry (default: the rendezvous port + 1)."),
     max_steps: int = typer.Option(20, "--max-steps", help="Stop every rank after this many optimizer steps (0: no limit)."),
     steps_per_epoch: int = typer.Option(5, "--steps-per-epoch", help="End each DataLoader epoch after this many batches (0: no limit)."),
     stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="Seconds without progress before the job counts as hung (default: adaptive, at least 8)."),
@@ -30,6 +32,7 @@ def probe_command(
     cpu: bool = typer.Option(False, "--cpu/--no-cpu", help="Run a script written for CUDA and NCCL on the CPU with gloo, unchanged (CI runners without a GPU); the report lists what was remapped."),
     scaling: Optional[str] = typer.Option(None, "--scaling", metavar="N,N,...", help="Also probe the script at each of these world sizes, one after another (e.g. 1,2,4), and report throughput and scaling efficiency."),
     trace: Optional[str] = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing)."),
+    quiet_script: bool = typer.Option(False, "--quiet-script", help="Do not show the script's own output while it runs (RUN_DIR/job.log keeps it)."),
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
     github: bool = GithubOpt,
@@ -42,20 +45,52 @@ def probe_command(
     """Run SCRIPT as a short instrumented DDP job and report what is wrong with it."""
     from ddpdoctor.probe.run import probe
     from ddpdoctor.probe.launch.scaling import parse_sizes
+    from ddpdoctor.probe.launch.slurm import job_settings
 
     severity, codes = gate(fail_on, ignore)
+    # Inside a SLURM allocation, what the flags leave unsaid comes from SLURM (launch/slurm.py).
+    slurm = job_settings(os.environ) if nnodes is None and rdzv_endpoint is None else {}
+    pick = lambda flag, name, default: flag if flag is not None else slurm.get(name, default)  # noqa: E731
     options = ProbeOptions(
-        script=script, args=list(args or []), module=module, nproc_per_node=nproc_per_node,
-        nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, master_addr=master_addr,
-        master_port=master_port, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
+        script=script, args=list(args or []), module=module,
+        nproc_per_node=pick(nproc_per_node, "nproc_per_node", 2), nnodes=pick(nnodes, "nnodes", 1),
+        node_rank=pick(node_rank, "node_rank", 0), rdzv_endpoint=rdzv_endpoint,
+        master_addr=pick(master_addr, "master_addr", None), master_port=pick(master_port, "master_port", None),
+        gather_port=gather_port, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
         stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,
         cpu=cpu, scaling=parse_sizes(scaling) if scaling is not None else [])
+    # While it runs: a live table on a terminal, plain lines in a log; none with -q, and no
+    # table when stdout carries the JSON report (launch/live_feed.py).
+    options.live = "off" if quiet else "plain" if json_path == "-" else "auto"
+    options.quiet_script = quiet_script
     options.validate()
     outputs = report_outputs(json_path, junit_path, github, verbose, quiet, trace=trace,
                              inputs=[script_file(options)], script_args=options.args,
                              run_dir=options.run_dir, force=force)
     report = probe(options, severity, codes, trace=trace)
+    if report.metrics.get("node_role") == "node":
+        return other_node_output(report, outputs)
     return finish(report, outputs)
+
+
+def other_node_output(report, outputs) -> int:
+    """A node other than node 0 prints one line: where the one report is, and its verdict; it
+    exits with node 0's code. --json is written from the report node 0 sent."""
+    import sys
+
+    from ddpdoctor.core import redact
+    from ddpdoctor.core.files import write_atomic
+
+    line = report.metrics.get("node_line", "")
+    if not outputs.quiet and line:
+        print(f"ddpdoctor probe: {line}", file=sys.stderr)
+    relayed = report.metrics.get("relayed_json")
+    if outputs.json_path and relayed:
+        if outputs.stdout_is_json:
+            sys.stdout.write(redact.scrub(relayed))
+        else:
+            write_atomic(outputs.json_path, redact.scrub(relayed))
+    return report.exit_code
 
 
 def report_command(

@@ -38,9 +38,19 @@ class Severity(str, enum.Enum):
 class Location:
     file: str
     line: Optional[int] = None
+    # The user's own calls that led here through library code, innermost first, each
+    # (file, line, callee): ("train.py", 70, "Trainer.fit") reads "called from Trainer.fit at
+    # train.py:70". Context for a person; `file:line` alone is the place to fix.
+    called_from: tuple = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
+
+    @property
+    def context(self) -> str:
+        """"called from Trainer.fit at train.py:70, from main at train.py:76" or ""."""
+        parts = [f"{callee} at {file}:{line}" for file, line, callee in self.called_from]
+        return ("called from " + ", from ".join(parts)) if parts else ""
 
 
 @dataclass
@@ -66,9 +76,7 @@ class Finding:
             "hint": self.hint,
             "ranks": list(self.ranks),
             "hosts": list(self.hosts),
-            "location": (
-                {"file": self.location.file, "line": self.location.line} if self.location else None
-            ),
+            "location": _location_dict(self.location),
             "evidence": self.evidence,
         }
 
@@ -83,9 +91,21 @@ class Finding:
             hint=data.get("hint", ""),
             ranks=list(data.get("ranks") or []),
             hosts=list(data.get("hosts") or []),
-            location=Location(loc["file"], loc.get("line")) if loc else None,
+            location=(Location(loc["file"], loc.get("line"),
+                               tuple((c.get("file", ""), c.get("line"), c.get("call", ""))
+                                     for c in loc.get("called_from") or ()))
+                      if loc else None),
             evidence=dict(data.get("evidence") or {}),
         )
+
+
+def _location_dict(location: Optional[Location]) -> Optional[dict[str, Any]]:
+    if location is None:
+        return None
+    data: dict[str, Any] = {"file": location.file, "line": location.line}
+    if location.called_from:  # only where there is context: the two-key form stays as it was
+        data["called_from"] = [{"file": f, "line": n, "call": c} for f, n, c in location.called_from]
+    return data
 
 
 @dataclass

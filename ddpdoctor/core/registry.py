@@ -25,7 +25,7 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Finding, Problem, Severity
 
 CODE_PATTERN = re.compile(r"^DDP\d{3}$")
-STAGES = ("preflight", "probe")
+STAGES = ("preflight", "probe", "lint")
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def check(code: str, title: str, severity: Severity) -> Callable:
         parts = func.__module__.split(".")
         stage = next((p for p in parts if p in STAGES), None)
         if stage is None:
-            raise ValueError(f"{func.__module__} is not under checks/preflight or checks/probe")
+            raise ValueError(f"{func.__module__} is not under checks/preflight, checks/probe or checks/lint")
         existing = _REGISTRY.get(code)
         if existing is not None and existing.func.__qualname__ != func.__qualname__:
             raise ValueError(f"{code} declared twice: {existing.module} and {func.__module__}")

@@ -14,7 +14,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from ddpdoctor._deprecated import make_callable
 from ddpdoctor.preflight.node import facts as node_facts
@@ -59,6 +59,9 @@ class PreflightOptions:
     collective: bool = False  # run the DDP107 smoke test once the facts are sound
     node_rank: Optional[int] = None  # store mode: this machine is entry N of the list
     report_files: list[str] = field(default_factory=list)  # store mode: where the master's report goes
+    # Told how many hosts are asked (.asking(n)) and each that answers (.answered(host)): the
+    # CLI's hosts-answered counter on a terminal (report/live.py HostProgress). None: silent.
+    progress: Optional[Any] = field(default=None, compare=False, repr=False)
 
     def validate(self) -> "PreflightOptions":
         """Bad flag values are bad input (exit 2), found before anything is contacted."""
@@ -243,9 +246,16 @@ def _fan_out(routes: dict[str, str], request: FactsRequest, opts: PreflightOptio
     pool = ThreadPoolExecutor(max_workers=max(1, min(opts.fanout, len(ssh_hosts) or 1)),
                               thread_name_prefix="ddpdoctor-ssh")
     try:
+        if opts.progress is not None:
+            opts.progress.asking(len(ssh_hosts) + len(local_hosts))
         futures = {h: pool.submit(facts_over_ssh, h, request, opts.ssh) for h in ssh_hosts}
+        if opts.progress is not None:
+            for host, future in futures.items():
+                future.add_done_callback(lambda _f, h=host: opts.progress.answered(h))
         for host in local_hosts:
             out[host] = _local_node(local_facts.result(), request)
+            if opts.progress is not None:
+                opts.progress.answered(host)
         for host, future in futures.items():
             out[host] = future.result()  # each ssh is bounded by request.timeout in child.run
     except BaseException:

@@ -27,6 +27,7 @@ class ProbeOptions:
     rdzv_endpoint: Optional[str] = None
     master_addr: Optional[str] = None
     master_port: Optional[int] = None
+    gather_port: Optional[int] = None  # multi-node: node 0's ddpdoctor listens here (default: rendezvous port + 1)
     max_steps: int = 20
     steps_per_epoch: int = 5
     stall_timeout_s: Optional[float] = None  # None: adaptive
@@ -36,6 +37,10 @@ class ProbeOptions:
     cpu: bool = False  # run a CUDA/NCCL script on the CPU with gloo (inrank/cpu_shim.py)
     launcher: str = "auto"  # auto | torchrun | none
     scaling: list[int] = field(default_factory=list)  # world sizes to probe in turn (scaling.py)
+    # How the job is shown while it runs (launch/live_feed.py): "off" (the Python API), "auto"
+    # (the CLI: a live table on a terminal, plain progress lines elsewhere) or "plain".
+    live: str = "off"
+    quiet_script: bool = False  # --quiet-script: the script's output only in RUN_DIR/job.log
 
     def validate(self) -> None:
         """Bad input is found here, before a run dir exists or a process starts."""
@@ -56,6 +61,8 @@ class ProbeOptions:
                              f"(got {self.timeout_s:g})")
         if self.master_port is not None and not 1 <= self.master_port <= 65535:
             raise UsageError(f"--master-port must be in 1..65535 (got {self.master_port})")
+        if self.gather_port is not None and not 1 <= self.gather_port <= 65535:
+            raise UsageError(f"--gather-port must be in 1..65535 (got {self.gather_port})")
         if self.rdzv_endpoint is not None and not re.fullmatch(r"[\w.\-\[\]:]+:\d{1,5}", self.rdzv_endpoint):
             raise UsageError(f"--rdzv-endpoint must be HOST:PORT (got {self.rdzv_endpoint!r})")
         if self.nnodes > 1 and not (self.rdzv_endpoint or self.master_addr):
@@ -74,6 +81,18 @@ class ProbeOptions:
             check_script(module_source_path(self.script))
             return
         check_script(self.script)
+
+    @property
+    def node0_endpoint(self) -> tuple[str, int]:
+        """Where node 0's ddpdoctor gathers the other nodes' telemetry (launch/node_link.py)."""
+        if self.rdzv_endpoint:
+            host, _, port = self.rdzv_endpoint.rpartition(":")
+            host, rdzv_port = host.strip("[]"), int(port)
+        else:
+            host, rdzv_port = self.master_addr or "127.0.0.1", self.master_port or 29500
+        if self.gather_port is not None:
+            return host, self.gather_port
+        return host, rdzv_port + 1 if rdzv_port < 65535 else rdzv_port - 1
 
     @property
     def world_size(self) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.probe.analysis import perf_tables
+from ddpdoctor.probe.analysis import frameworks, perf_tables
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 from ddpdoctor.core.registry import run_checks
@@ -16,6 +16,7 @@ OUTCOME_WORDS = {
     "timeout": "hit --timeout (ended)",
     "interrupted": "interrupted (ended)",
     "launch_failed": "could not be launched",
+    "node_lost": "a node was lost (the job was ended)",
 }
 
 
@@ -48,23 +49,125 @@ def _last_event(run: RankRun) -> str:
     return "running"
 
 
+def node_of_rank(model: RunModel) -> dict[int, int]:
+    """Multi-node: which node each rank ran on (node 0's ranks are those no other node sent)."""
+    nodes = model.outcome.nodes if model.outcome else []
+    found = {rank: node["node_rank"] for node in nodes[1:] for rank in node.get("ranks", [])}
+    return {rank: found.get(rank, 0) for rank in model.rank_ids()} if nodes else {}
+
+
 def rank_table(model: RunModel) -> Table:
     rows = []
     codes = model.outcome.exit_codes if model.outcome else {}
+    nodes = node_of_rank(model)
     for rank in model.rank_ids():
         run = model.ranks[rank]
         start = run.first(tm.Start)
         exit_code = codes.get(rank)
         rows.append([
-            rank, start.host if start else "?", start.pid if start else "?", run.steps,
+            rank, *([nodes.get(rank, "?")] if nodes else []), start.host if start else "?",
+            start.pid if start else "?", run.steps,
             len(run.of(tm.Batch)), len(run.of(tm.Collective)), _last_event(run),
             "" if exit_code is None else exit_code,
         ])
-    return Table("Ranks", ["rank", "host", "pid", "steps", "batches", "collectives", "last", "exit"], rows)
+    columns = ["rank", *(["node"] if nodes else []), "host", "pid", "steps", "batches", "collectives",
+               "last", "exit"]
+    return Table("Ranks", columns, rows)
+
+
+def missing_nodes(model: RunModel) -> list[str]:
+    """Multi-node: the nodes whose telemetry stopped or never came, said as what the verdict lacks."""
+    reasons = []
+    for node in (model.outcome.nodes if model.outcome else [])[1:]:
+        label = f"node {node['node_rank']} ({node.get('host', '?')})"
+        if node.get("status") == "never_connected":
+            reasons.append(f"{label} never reported: none of its ranks were seen")
+        elif node.get("status") == "lost":
+            reasons.append(f"{label} stopped reporting after step {node.get('last_step', 0)} "
+                           f"({node.get('reason') or 'lost'}): its later records are missing")
+    return reasons
+
+
+def judged_on_training(model: RunModel, incomplete: list[str], notes: list[str]) -> str:
+    """A job that never trained cannot pass: every check would find nothing to judge.
+
+    A rank that returned (or ended without a crash) with no optimizer step, no DataLoader batch
+    and no DDP backward (its only collectives, if any, setup ones) makes the verdict incomplete:
+    the reason, each rank's last lines of output and the hint that fits are appended to
+    `incomplete`; the headline's suffix is returned. A crash, a stall or a timeout is left to the
+    checks that explain it (DDP503-505). A script that trained fewer steps than the budget and
+    returned is judged on what ran, and a note says how many.
+    """
+    outcome, meta = model.outcome, model.meta
+    if outcome is None or outcome.status not in ("completed", "crashed"):
+        return ""
+    if not model.ranks:
+        if outcome.status != "completed":
+            return ""
+        incomplete.append("no rank started: the script ended without calling init_process_group, "
+                          "so nothing was trained or judged")
+        return "; INCOMPLETE: no rank started"
+    idle: dict[int, RankRun] = {}
+    for rank, run in model.ranks.items():
+        end = run.last(tm.End)
+        if run.crash is not None or run.steps or run.of(tm.Batch) or run.of(tm.Grads):
+            continue
+        if (end is not None and end.reason == "script_exit") or (end is None and not run.of(tm.Collective)):
+            idle[rank] = run
+    if not idle:
+        trained = [r.steps for r in model.ranks.values() if r.last(tm.End) and r.last(tm.End).reason == "script_exit"]
+        if trained and meta.max_steps and max(trained) < meta.max_steps:
+            notes.append(f"the script returned after {max(trained)} of the {meta.max_steps} steps the "
+                         "probe allowed: judged on those")
+        return ""
+    collectives = max(len(run.of(tm.Collective)) for run in idle.values())
+    did = "returned" if all(run.last(tm.End) for run in idle.values()) else "ended"
+    ranks = sorted(idle)
+    who = f"ranks {', '.join(map(str, ranks))}" if len(ranks) > 1 else f"rank {ranks[0]}"
+    if len(ranks) == len(model.ranks) and len(ranks) > 1:
+        who = f"every rank ({', '.join(map(str, ranks))})"
+    incomplete.append(
+        f"the script never trained: {who} {did} after 0 optimizer steps, 0 DataLoader batches "
+        f"and {collectives} collective{'' if collectives == 1 else 's'} (the probe allowed "
+        f"{meta.max_steps or 'unlimited'} steps), so no check had a training step to judge")
+    tails: dict[tuple, list[int]] = {}
+    for rank, run in sorted(idle.items()):
+        tail = run.last(tm.OutputTail)
+        tails.setdefault(tuple(tail.lines[-3:]) if tail else (), []).append(rank)
+    for lines, by in tails.items():
+        name = f"ranks {', '.join(map(str, by))}" if len(by) > 1 else f"rank {by[0]}"
+        incomplete.append(f"{name} printed last: " + (" / ".join(lines) if lines else "(nothing)"))
+    asked: dict[str, tm.DeviceQuery] = {}
+    for run in idle.values():
+        for query in run.of(tm.DeviceQuery):
+            asked.setdefault(query.call, query)
+    if meta.cpu and asked:
+        told = ", ".join(f"{q.call} -> {q.answer}" for q in asked.values())
+        site = next((q.site for q in asked.values() if q.site), None)
+        incomplete.append(
+            f"hint: under --cpu the script was told {told}{f' (first at {site})' if site else ''}; "
+            "if it still decided it had no GPU, it asked something --cpu does not answer "
+            "(torch.version.cuda, torch.backends.cudnn, nvidia-smi, CUDA_VISIBLE_DEVICES): its last "
+            "lines above say which")
+    elif meta.cpu:
+        incomplete.append(
+            "hint: under --cpu the script asked no torch.cuda or torch.accelerator question, so it "
+            "stopped for another reason: its arguments (0 epochs, a missing data path), or a device "
+            "check --cpu does not answer (torch.version.cuda, torch.backends.cudnn, nvidia-smi)")
+    else:
+        incomplete.append(
+            "hint: if the script stopped because it found no GPU, "
+            f"`ddpdoctor probe --cpu {meta.script}` makes torch.cuda and torch.accelerator answer "
+            "as if each local rank had one (gloo on the CPU); otherwise check its arguments so "
+            "that it reaches its training loop")
+    return f"; INCOMPLETE: the script never trained ({who} {did} without a step)"
 
 
 def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report:
     results = run_checks("probe", model, ignore)
+    framework = frameworks.detect(model)
+    # HF Trainer, Lightning, Accelerate: each finding at the user's line, in the framework's words.
+    frameworks.adapt([f for r in results for f in r.findings], model, framework)
     meta, outcome = model.meta, model.outcome
     state = OUTCOME_WORDS.get(outcome.status, outcome.status) if outcome else "outcome unknown"
     wall = f" in {outcome.wall_s:.1f} s" if outcome else ""
@@ -75,6 +178,8 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
               f"{'launched by the script, ' if meta.launcher == 'none' else ''}"
               f"{steps}/{meta.max_steps or '∞'} steps; {state}{wall}")
     notes = [meta.launcher_reason] if meta.launcher_reason and meta.launcher != "torchrun" else []
+    if framework is not None:
+        notes.append(framework.describe())
     if model.main is not None and model.main.crash is not None:
         notes.append(f"the script's main process ended with {model.main.crash.exc_type}: "
                      f"{model.main.crash.message.strip().splitlines()[0][:300] if model.main.crash.message.strip() else ''}")
@@ -92,11 +197,15 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
     if not meta.cpu and any(_needs_gpu(run) for run in model.ranks.values()):
         notes.append("the script needs CUDA or NCCL, which this machine lacks: "
                      f"`ddpdoctor probe --cpu {meta.script}` runs it on the CPU with gloo, unchanged")
-    missing = sorted(set(range(model.world_size)) - set(model.ranks)) if meta.nnodes == 1 else []
-    if missing:
+    missing = sorted(set(range(model.world_size)) - set(model.ranks))
+    incomplete = missing_nodes(model)
+    if missing and meta.nnodes == 1:
         notes.append(f"no telemetry from rank(s) {', '.join(map(str, missing))}: they never started the bootstrap")
+    elif missing and not incomplete and model.outcome is not None:
+        incomplete.append(f"no telemetry from rank(s) {', '.join(map(str, missing))} of {model.world_size}")
     if outcome and outcome.leftover_pids:
         notes.append(f"ended {len(outcome.leftover_pids)} process(es) the job left running")
+    header += judged_on_training(model, incomplete, notes)
     metrics = {
         "wall_s": round(outcome.wall_s, 3) if outcome else None,
         "outcome": outcome.status if outcome else None,
@@ -105,6 +214,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         "launcher": meta.launcher,
         "stall_timeout_s": outcome.stall_timeout_s if outcome else None,
         **perf_tables.metrics(model),
+        "framework": framework.to_dict() if framework is not None else None,
     }
     tool_error = None
     if outcome and outcome.status == "launch_failed":
@@ -113,4 +223,5 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
                   metrics=metrics,
                   tables=([rank_table(model)] if model.ranks else []) + perf_tables.tables(model),
                   notes=notes, run_dir=model.run_dir, tool_error=tool_error,
-                  interrupted_by=outcome.signal if outcome and outcome.status == "interrupted" else None)
+                  interrupted_by=outcome.signal if outcome and outcome.status == "interrupted" else None,
+                  incomplete_because=incomplete)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 import uuid
 from dataclasses import asdict, fields
@@ -13,8 +14,10 @@ from typing import Optional
 from ddpdoctor.core import redact
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.probe.launch import launcher
+from ddpdoctor.probe.launch import launcher, live_feed
 from ddpdoctor.probe.launch.choice import choose
+from ddpdoctor.probe.launch.node_gather import NodeGather
+from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.scaling import load_points
 from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, Outcome, ProbeMeta, RunModel
@@ -22,6 +25,12 @@ from ddpdoctor.probe.report import build_report
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.report import json as json_report
 from ddpdoctor.report.model import Report
+
+
+# Multi-node: how long another node keeps trying to reach node 0's ddpdoctor, and how long it
+# waits for the verdict once its own job ended (node 0 may be ending its ranks and judging).
+CONNECT_WINDOW_S = 120.0
+VERDICT_WAIT_S = 90.0
 
 
 def default_run_dir(script: str) -> Path:
@@ -52,8 +61,39 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
     options.validate()
     launcher_name, launcher_reason = choose(options.launcher, options.script, options.module)
     run_dir = Path(options.run_dir) if options.run_dir else default_run_dir(options.script)
-    make_run_dir(run_dir)
-    run_dir = run_dir.resolve()
+    peers = _peers(options, run_dir)  # before the run dir: a gather port in use is bad input
+    try:
+        make_run_dir(run_dir)
+        run_dir = run_dir.resolve()
+        if peers is not None:
+            peers.run_dir = run_dir
+        report = _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
+                           backend, use_pyspy, trace, peers)
+        if isinstance(peers, NodeGather):
+            data = json.loads(redact.scrub(json_report.render(report)))
+            peers.send_verdict(report.exit_code, data,
+                               f"{peers.nodes_here.host}:{run_dir / REPORT_FILE}")
+        return report
+    finally:
+        if peers is not None:
+            peers.close()
+
+
+def _peers(options: ProbeOptions, run_dir: Path):
+    """Multi-node: node 0 gathers (NodeGather), every other node reports to it (NodeReporter)."""
+    if options.nnodes <= 1:
+        return None
+    host, port = options.node0_endpoint
+    if options.node_rank == 0:
+        ranks_here = list(range(options.nproc_per_node))
+        return NodeGather(str(run_dir), port, options.nnodes, socket.gethostname(), host, ranks_here)
+    # Node 0 may start later (srun's start is not instant) and needs a moment to bind.
+    return NodeReporter(str(run_dir), host, port, options.node_rank,
+                        time.monotonic() + min(options.timeout_s, CONNECT_WINDOW_S))
+
+
+def _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore, backend, use_pyspy,
+              trace, peers) -> Report:
     run_id = uuid.uuid4().hex
     pg_timeout = pg_timeout_for(options)
     meta = ProbeMeta(
@@ -67,8 +107,11 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
         launcher_reason=launcher_reason,
         started=time.time(), module=options.module, cpu=options.cpu)
     write_atomic(run_dir / META_FILE, json.dumps(asdict(meta), indent=2) + "\n", mode=0o600)
-    outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy,
-                               launcher=launcher_name)
+    with live_feed.showing(options, str(run_dir)):  # the job shown while it runs (live view)
+        outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy,
+                                   launcher=launcher_name, peers=peers)
+    if isinstance(peers, NodeReporter):
+        return _as_other_node(peers, outcome, options, fail_on)
     try:
         # Its log tail comes from job.log, scrubbed as it was written (joblog.py).
         write_atomic(run_dir / OUTCOME_FILE, json.dumps(outcome.to_dict(), indent=2) + "\n", mode=0o600)
@@ -83,6 +126,29 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
 
         scaling.run_sizes(options, run_dir, lambda sub: probe(sub, fail_on, ignore, backend, use_pyspy))
     return analyse(run_dir, fail_on, ignore, trace)
+
+
+def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptions,
+                   fail_on: Severity) -> Report:
+    """A node other than node 0: hand over the end of the job, take node 0's verdict."""
+    reporter.job_ended(outcome.to_dict(), time.monotonic() + VERDICT_WAIT_S)
+    node0 = reporter.node0
+    if reporter.verdict is not None:
+        data = reporter.verdict.get("report") or {}
+        report = Report.from_dict(data, fail_on)
+        where = reporter.verdict.get("where", node0)
+        line = (f"node {options.node_rank}'s ranks were judged with the whole job on node 0; "
+                f"the report is {where}: {str(data.get('status', '?')).upper()}, "
+                f"exit {reporter.verdict.get('exit_code')}")
+        report.forced_exit = int(reporter.verdict.get("exit_code", 3))
+        report.metrics.update({"node_role": "node", "node_line": line,
+                               "relayed_json": json.dumps(data, indent=2) + "\n"})
+        return report
+    reason = reporter.lost_reason or f"node 0's ddpdoctor ({node0}) sent no verdict"
+    report = Report(command="probe", results=[], fail_on=fail_on, tool_error=reason)
+    report.metrics.update({"node_role": "node",
+                           "node_line": f"{reason}; this node's ranks were ended (local run dir: {reporter.run_dir})"})
+    return report
 
 
 # What each ProbeMeta field must hold, by its annotation; ints within reason (a world size of a

@@ -25,6 +25,13 @@ class Site:
     file: str
     line: int
     func: str = ""
+    # The user frames outside this one, innermost first, each [file, line, func, callee]: the
+    # call of the user's that led here through library code (e.g. trainer.fit -> a callback).
+    # Context only: two sites at the same line are the same site whatever their callers.
+    callers: list = field(default_factory=list, compare=False)
+    # What this frame was calling when the record was made: the library function, qualified
+    # where Python says so ("Trainer.save_checkpoint", "Accelerator.gather", "all_reduce").
+    call: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
@@ -112,6 +119,9 @@ class Loader:
     num_workers: int
     iterable: bool  # an IterableDataset
     site: Optional[Site]
+    # DistributedSampler.set_epoch calls on this sampler so far (None: not a DistributedSampler
+    # or not counted): tells "never called" from "called with the same value" (DDP302).
+    set_epoch_calls: Optional[int] = None
 
 
 @dataclass
@@ -281,6 +291,23 @@ class DataParallelUse:
 
 
 @dataclass
+class FrameworkUse:
+    """A training framework configured or drove this rank (inrank/frameworks.py), recorded once
+    per call site: HF TrainingArguments, a Lightning Trainer or a synced self.log, an Accelerator
+    or its prepare, FSDP / fully_shard, or the framework found in the stack of
+    init_process_group / DDP construction."""
+
+    kind = "framework"
+    t: float
+    name: str  # "transformers" | "lightning" | "accelerate" | "fsdp" | "fsdp2" | "deepspeed"
+    version: str
+    event: str  # "TrainingArguments", "Trainer", "log_sync_dist", "Accelerator", "prepare", ...
+    settings: dict  # what the user set there, e.g. {"ddp_find_unused_parameters": None}
+    site: Optional[Site]
+    step: int
+
+
+@dataclass
 class Crash:
     """An exception escaped the user's script in this rank."""
 
@@ -303,6 +330,41 @@ class Note:
 
 
 @dataclass
+class DeviceQuery:
+    """`probe --cpu`: the script asked a device question (torch.cuda / torch.accelerator) and the
+    shim answered it; once per call and rank. Says which call answered what, for a script that
+    still decided it had no GPU."""
+
+    kind = "device_query"
+    t: float
+    call: str  # "torch.accelerator.device_count()"
+    answer: str  # repr of what the script got
+    site: Optional[Site]
+
+
+@dataclass
+class ForwardInputs:
+    """The tensor inputs of one training forward of a DDP (or FSDP) model, fingerprinted cheaply
+    (shape, dtype and a fixed sample of the values): DDP301 without a DataLoader."""
+
+    kind = "forward_inputs"
+    t: float
+    model_id: int
+    iteration: int  # training forwards of this model before this one, from 0
+    step: int
+    tensors: dict[str, str]  # argument path ("args[0]", "kwargs.input_ids") -> 16-hex fingerprint
+
+
+@dataclass
+class OutputTail:
+    """The last lines the script wrote to sys.stdout / sys.stderr in this rank, at its end."""
+
+    kind = "output_tail"
+    t: float
+    lines: list[str]
+
+
+@dataclass
 class End:
     """The rank stopped: the probe's step limit, or the script returned."""
 
@@ -314,7 +376,8 @@ class End:
 
 RECORD_TYPES = {cls.kind: cls for cls in (
     Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone,
-    BucketTiming, BucketLayout, BaselineTiming, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End)}
+    BucketTiming, BucketLayout, BaselineTiming, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
+    DeviceQuery, ForwardInputs, OutputTail, FrameworkUse)}
 
 
 def encode(record: Any) -> bytes:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Optional
+
 from ddpdoctor.report.model import Report
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
@@ -15,12 +18,27 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(report: Report) -> str:
+def workspace_path(path: str, workspace: Optional[str] = None) -> str:
+    """`path` as GitHub wants it in an annotation: relative to the repository checkout
+    ($GITHUB_WORKSPACE, else the working directory) when the file is inside it; GitHub attaches
+    an annotation to a file only by that relative path. A file outside is left as it is."""
+    base = workspace or os.environ.get("GITHUB_WORKSPACE") or os.getcwd()
+    try:
+        full = os.path.realpath(os.path.join(os.getcwd(), path))  # a relative path: from the cwd
+        root = os.path.realpath(base)
+        if os.path.commonpath([full, root]) != root:
+            return path
+        return os.path.relpath(full, root).replace(os.sep, "/")
+    except (OSError, ValueError):  # another drive, an unreadable cwd
+        return path
+
+
+def render(report: Report, workspace: Optional[str] = None) -> str:
     lines = []
     for f in report.findings:
         props = []
         if f.location:
-            props.append(f"file={_escape_property(f.location.file)}")
+            props.append(f"file={_escape_property(workspace_path(f.location.file, workspace))}")
             if f.location.line:
                 props.append(f"line={f.location.line}")
         props.append(f"title={_escape_property(f'{f.code} {f.title}')}")

@@ -28,6 +28,8 @@ def render(report: Report) -> str:
             text = f"[{f.severity.value}] {f.message}\nfix: {f.hint}"
             if f.location:
                 text += f"\nat {f.location}"
+                if f.location.context:
+                    text += f" ({f.location.context})"
             if id(f) in gating:
                 failure = ET.SubElement(case, "failure", message=f.message, type=f.severity.value)
                 failure.text = text

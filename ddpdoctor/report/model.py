@@ -35,6 +35,8 @@ class Report:
     run_dir: Optional[str] = None
     tool_error: Optional[str] = None  # ddpdoctor could not do (all of) its job
     interrupted_by: Optional[int] = None  # signal that stopped the run (SIGINT, SIGTERM)
+    # Set on a report relayed from elsewhere (another node's ddpdoctor): the exit code it had there.
+    forced_exit: Optional[int] = None
     # Why the verdict is incomplete beyond single checks (e.g. "no rank trained"), in the headline.
     incomplete_because: list[str] = field(default_factory=list)
 
@@ -65,6 +67,8 @@ class Report:
 
     @property
     def exit_code(self) -> int:
+        if self.forced_exit is not None:
+            return self.forced_exit
         if self.interrupted_by:
             return 128 + self.interrupted_by  # the shell's convention: 130 for Ctrl-C
         # Findings at or above --fail-on win over a partial tool failure: a hang that also cost
@@ -94,3 +98,27 @@ class Report:
             "interrupted_by": self.interrupted_by,
             "incomplete": self.missing,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], fail_on: Optional[Severity] = None) -> "Report":
+        """A report rebuilt from its JSON form (relayed from node 0, or a preflight master).
+        Checks this ddpdoctor does not know are kept out of the results; their findings stay."""
+        from ddpdoctor.core.errors import UsageError
+        from ddpdoctor.core.registry import get_check
+
+        findings: dict[str, list[Finding]] = {}
+        for item in data.get("findings") or []:
+            findings.setdefault(item["code"], []).append(Finding.from_dict(item))
+        results = []
+        for check in data.get("checks") or []:
+            try:
+                spec = get_check(check["code"])
+            except UsageError:
+                continue
+            results.append(CheckResult(spec, check["status"], findings.get(check["code"], []),
+                                       check.get("reason", "")))
+        return cls(command=data.get("command", "probe"), results=results,
+                   fail_on=fail_on or Severity.parse(data.get("fail_on") or "error"),
+                   header=data.get("header", ""), metrics=dict(data.get("metrics") or {}),
+                   notes=list(data.get("notes") or []), run_dir=data.get("run_dir"),
+                   tool_error=data.get("error"), interrupted_by=data.get("interrupted_by"))

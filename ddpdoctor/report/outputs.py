@@ -29,8 +29,7 @@ class OutputOptions:
 
 def terminal_console(options: OutputOptions) -> Console:
     """Where the person-facing text goes: stderr when stdout carries the JSON report."""
-    return Console(file=sys.stderr if options.stdout_is_json else sys.stdout, highlight=False,
-                   soft_wrap=False)
+    return terminal.console_for(sys.stderr if options.stdout_is_json else sys.stdout)
 
 
 def emit(report: Report, options: OutputOptions) -> None:

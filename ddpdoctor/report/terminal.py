@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import IO, Optional
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
@@ -20,6 +22,18 @@ MARKS = {
     INCOMPLETE: ("[magenta][?][/]", "incomplete"),
 }
 SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
+# Not a terminal (a CI log, a pipe, a file): no width to fit, so none is imposed. Each message
+# stays on its one line, whatever its length, for grep and for the log viewer to wrap.
+UNBOUNDED_WIDTH = 1 << 14
+
+
+def console_for(file: Optional[IO[str]] = None) -> Console:
+    """A console for person-facing text: a terminal's width and colours on a terminal; plain
+    text at full line length (no wrapping, no escape codes) anywhere else."""
+    console = Console(file=file, highlight=False, soft_wrap=False)
+    if console.is_terminal:
+        return console
+    return Console(file=file, highlight=False, soft_wrap=True, width=UNBOUNDED_WIDTH)
 
 
 def render(report: Report, console: Console, verbose: bool = False) -> None:
@@ -57,6 +71,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             where.append("hosts " + ", ".join(f.hosts))
         if f.location:
             where.append(f"at {f.location}")
+            if f.location.context:
+                where.append(f.location.context)
         if where:
             console.print(f"    [dim]{escape('; '.join(where))}[/]")
         extra = f.evidence.get("detail") if verbose or f.severity.value == "error" else None

@@ -43,10 +43,13 @@ class Rank:
 def perf_run(ranks: list[Rank], steps: int = 20, buckets: tuple = ((0, 64 * KB),),
              bucket_s: float = 0.001, baseline_s: Optional[float] = None,
              bucket_cap_mb: Optional[float] = None, params_per_bucket: int = 2,
-             loader_workers: int = 0, seed: int = 0) -> RunModel:
+             loader_workers: int = 0, seed: int = 0, latency_s: Optional[float] = None,
+             bandwidth_point: Optional[tuple] = None) -> RunModel:
     """A completed probe run: every rank trains `steps` steps; each backward all-reduces
     `buckets` ((index, bytes), ...) one after another at the end of backward, each taking
-    `bucket_s`; `baseline_s` adds the in-job baseline (raw all-reduce seconds per bucket)."""
+    `bucket_s`; `baseline_s` adds the in-job baseline (raw all-reduce seconds per bucket),
+    `latency_s` its latency point (a one-float all-reduce), `bandwidth_point` (bytes, seconds)
+    its bandwidth point."""
     rng = random.Random(seed)
     run = RunBuilder(world_size=len(ranks))
     names = {index: [f"layer{index}.p{k}" for k in range(params_per_bucket)] for index, _ in buckets}
@@ -89,10 +92,14 @@ def perf_run(ranks: list[Rank], steps: int = 20, buckets: tuple = ((0, 64 * KB),
                 phases["step"] = t - step_start
             phases["samples"] = 32
             builder.add(tm.Step(t, i + 1, 1, 1, phases))
-        if baseline_s is not None:
-            for _index, nbytes in buckets:
-                starts = [1000.0 + k for k in range(5)]  # lined up across ranks, as after a MAX agreement
-                builder.add(tm.BaselineTiming(t + 0.1, 0, nbytes, "float32", 2, [baseline_s] * 5, starts))
+        points = {nbytes: baseline_s for _index, nbytes in buckets} if baseline_s is not None else {}
+        if latency_s is not None:
+            points[4] = latency_s
+        if bandwidth_point is not None:
+            points[bandwidth_point[0]] = bandwidth_point[1]
+        for nbytes, seconds in sorted(points.items()):
+            starts = [1000.0 + k for k in range(5)]  # lined up across ranks, as after a MAX agreement
+            builder.add(tm.BaselineTiming(t + 0.1, 0, nbytes, "float32", 2, [seconds] * 5, starts))
         builder.end()
     run.outcome("completed")
     return run.model()
@@ -137,8 +144,8 @@ def test_noisy_but_healthy_ranks_are_not_stragglers(seed):
     # by a millisecond or two, which is noise and not a straggler.
     model = perf_run([Rank(jitter=0.6), Rank(jitter=0.6)], bucket_s=0.003, seed=seed)
     for code in ("DDP601", "DDP602", "DDP603", "DDP604", "DDP605"):
-        assert judge(code, model) in ([], Skipped("no in-job baseline: it is measured only when "
-                                                  "the probe stops the job at --max-steps")), code
+        verdict = judge(code, model)
+        assert verdict == [] or (code == "DDP602" and isinstance(verdict, Skipped)), code
 
 
 def test_healthy_run_with_baseline_and_latency_bound_buckets_is_clean():
@@ -167,14 +174,69 @@ def test_straggler_needs_two_ranks():
 
 # DDP604 exposed communication -------------------------------------------------------------------
 
-def test_communication_bound_job_is_reported_with_its_share_and_traffic():
-    model = perf_run([Rank(), Rank()], buckets=((0, 51 * MB),), bucket_s=0.070)
+# A group like this machine's gloo: 0.25 ms fixed cost per all-reduce, ~1.7 GB/s beyond it
+# (measured: 4 B 0.25 ms, 4 MB 2.6 ms): the knee is about 420 KB.
+LATENCY = 0.00025
+BANDWIDTH_POINT = (4 * MB, 0.00260)
+
+
+def test_communication_bound_job_is_reported_with_its_share_traffic_and_estimate():
+    model = perf_run([Rank(), Rank()], buckets=((0, 51 * MB),), bucket_s=0.070,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
     [finding] = judge("DDP604", model)
     assert finding.ranks == [0, 1]
     assert finding.evidence["share"] > 0.8
     assert "51 MB of gradients in 1 bucket" in finding.message
     assert "communication bound" in finding.message
     assert "no_sync" in finding.hint and "bf16_compress_hook" in finding.hint
+    # Hidden, all but the bucket's fixed cost would leave the step: 77 ms -> ~7 ms.
+    assert finding.evidence["unavoidable_ms"] == pytest.approx(LATENCY * 1e3, abs=0.01)
+    assert finding.evidence["estimated_step_ms"] == pytest.approx(7.25, abs=0.3)
+    assert "step 77.0 ms \u2192 ~7.2 ms (est.) with that communication hidden" in finding.message
+
+
+def test_communication_bound_without_baseline_is_still_reported():
+    model = perf_run([Rank(), Rank()], buckets=((0, 51 * MB),), bucket_s=0.070)
+    [finding] = judge("DDP604", model)
+    assert finding.evidence["unavoidable_ms"] == 0.0
+
+
+def test_one_latency_bound_bucket_after_backward_is_not_communication_bound():
+    # healthy.py's shape: a tiny model, one 23 KB bucket (below the 420 KB knee) all-reduced
+    # after the last gradient, 36% of a 11 ms step: nothing can hide it, nothing to report.
+    model = perf_run([Rank(), Rank()], buckets=((0, 23 * KB),), bucket_s=0.004,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert perf.pure_exposed(perf.step_perf(model))[0] / perf.step_time(perf.step_perf(model)) > 0.3
+    assert judge("DDP604", model) == []
+
+
+def test_the_same_exposure_from_a_bucket_above_the_knee_is_reported():
+    # Same time, same share, but 2 MB: bytes, not a fixed cost, that overlap could hide.
+    model = perf_run([Rank(), Rank()], buckets=((0, 2 * MB),), bucket_s=0.004,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    [finding] = judge("DDP604", model)
+    assert finding.evidence["unavoidable_ms"] == pytest.approx(0.25, abs=0.01)
+
+
+@pytest.mark.parametrize("bucket_s, reported", [(0.0018, False), (0.0023, True)])
+def test_avoidable_exposure_is_judged_at_a_fifth_of_the_step(bucket_s, reported):
+    # 7 ms of compute; exposure beyond the 0.25 ms fixed cost of 18% vs 22% of the step.
+    model = perf_run([Rank(), Rank()], buckets=((0, 2 * MB),), bucket_s=bucket_s,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    found = judge("DDP604", model)
+    assert bool(found) is reported
+    if found:
+        assert 0.2 <= found[0].evidence["avoidable_share"] < 0.25
+
+
+def test_exposure_within_the_noise_of_the_steps_is_not_reported():
+    # 30% exposure, but every other step is 40 ms slower: a 3 ms difference is not evidence.
+    noisy = {i: 0.040 for i in range(2, 21, 2)}
+    model = perf_run([Rank(slow_steps=noisy), Rank(slow_steps=noisy)], buckets=((0, 2 * MB),),
+                     bucket_s=0.003, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    perfs = perf.step_perf(model)
+    assert perf.step_spread(perfs) > 0.003
+    assert judge("DDP604", model) == []
 
 
 def test_waiting_for_a_straggler_is_not_exposed_communication():
@@ -209,19 +271,104 @@ def test_input_bound_with_workers_suggests_more_of_them():
 # DDP603 bucket sizes ----------------------------------------------------------------------------
 
 TINY = tuple((i, 37 * KB) for i in range(48))
+# The issue's script: five buckets of ~17 KB per backward, ~11 ms steps, half of it exposed.
+SMALL = tuple((i, 17 * KB) for i in range(5))
+SMALL_RANK = dict(data=0.0005, forward=0.0015, backward=0.002, optimizer=0.0005)
 
 
-def test_many_tiny_buckets_get_a_bucket_cap_suggestion():
+def test_many_tiny_buckets_get_a_bucket_cap_suggestion_and_an_estimate():
     model = perf_run([Rank(), Rank()], buckets=TINY, bucket_s=0.0015, baseline_s=0.0004,
-                     bucket_cap_mb=0.01)
+                     bucket_cap_mb=0.01, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
     [finding] = judge("DDP603", model)
     assert finding.evidence["suggested_bucket_cap_mb"] == 1
+    assert finding.evidence["buckets_after"] == 2
+    assert finding.evidence["ddp_kwargs"] == {"bucket_cap_mb": 1}
     assert "48 buckets per backward" in finding.message and "bucket_cap_mb=0.01" in finding.message
+    assert "(the knee)" in finding.message
     assert "bucket_cap_mb=1" in finding.hint
     assert finding.location.file == "train.py" and finding.location.line == SITE_DDP.line
+    # 79 ms now; two buckets of ~0.9 MB cost ~0.8 ms each, and stay exposed.
+    assert finding.evidence["step_ms"] == pytest.approx(79.0, abs=0.5)
+    assert finding.evidence["estimated_step_ms"] == pytest.approx(8.5, abs=0.2)
+    assert "step 79.0 ms \u2192 ~8.5 ms (est.) with bucket_cap_mb=1" in finding.message
     # Their slowness is per call: not reported again as low bandwidth, and DDP604 points here.
     assert judge("DDP602", model) == []
     assert "DDP603" in judge("DDP604", model)[0].hint
+
+
+def test_five_small_buckets_of_a_small_model_are_reported_relative_to_its_step():
+    model = perf_run([Rank(**SMALL_RANK), Rank(**SMALL_RANK)], buckets=SMALL, bucket_s=0.0011,
+                     bucket_cap_mb=0.016, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    [finding] = judge("DDP603", model)
+    assert finding.evidence["buckets_per_iteration"] == 5 and finding.evidence["buckets_after"] == 1
+    assert finding.evidence["step_ms"] == pytest.approx(10.0, abs=0.2)
+    assert finding.evidence["estimated_step_ms"] == pytest.approx(4.8, abs=0.3)
+    [exposed] = judge("DDP604", model)
+    assert "DDP603" in exposed.hint
+
+
+def test_the_same_buckets_under_a_long_step_are_not_worth_a_finding():
+    # Five fixed costs are 5 ms: 50% of a 10 ms step, 2% of a 250 ms one.
+    slow = dict(SMALL_RANK, backward=0.240)
+    model = perf_run([Rank(**slow), Rank(**slow)], buckets=SMALL, bucket_s=0.0011,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert judge("DDP603", model) == []
+
+
+@pytest.mark.parametrize("backward, reported", [(0.0390, True), (0.0450, False)])
+def test_a_merge_is_reported_from_a_tenth_of_the_step(backward, reported):
+    # Merging five latency-bound buckets saves ~4.7 ms: 10.3% vs 9.1% of the step.
+    spec = dict(SMALL_RANK, backward=backward)
+    model = perf_run([Rank(**spec), Rank(**spec)], buckets=SMALL, bucket_s=0.0011,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert bool(judge("DDP603", model)) is reported
+
+
+def test_buckets_above_the_knee_are_not_merged():
+    # Eight 4 MB buckets: well above the 420 KB knee, their time is bytes.
+    model = perf_run([Rank(), Rank()], buckets=tuple((i, 4 * MB) for i in range(8)),
+                     bucket_s=0.003, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert judge("DDP603", model) == []
+
+
+def test_a_knee_measured_higher_makes_the_same_buckets_latency_bound():
+    # 8 x 300 KB buckets: above a 420 KB knee? no; against a fast 10 GB/s group the knee is
+    # 2.5 MB and they are latency-bound; against a 0.5 GB/s one (knee 125 KB) they are not.
+    buckets = tuple((i, 300 * KB) for i in range(8))
+    fast = perf_run([Rank(), Rank()], buckets=buckets, bucket_s=0.0006, latency_s=LATENCY,
+                    bandwidth_point=(4 * MB, LATENCY + 0.0004))
+    slow = perf_run([Rank(), Rank()], buckets=buckets, bucket_s=0.0006, latency_s=LATENCY,
+                    bandwidth_point=(4 * MB, LATENCY + 0.008))
+    assert [c.cost.knee_bytes for c in perf.model_comm(fast)] == [pytest.approx(2.5 * MB)]
+    assert [f.code for f in judge("DDP603", fast)] == ["DDP603"]
+    assert judge("DDP603", slow) == []
+
+
+def test_as_many_buckets_as_the_suggestion_is_no_merge():
+    model = perf_run([Rank(), Rank()], buckets=((0, 900 * KB), (1, 900 * KB)), bucket_s=0.010,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert judge("DDP603", model) == []
+
+
+def test_a_merge_gain_within_the_noise_is_not_reported():
+    noisy = {i: 0.030 for i in range(2, 21, 2)}
+    spec = dict(SMALL_RANK, slow_steps=noisy)
+    model = perf_run([Rank(**spec), Rank(**spec)], buckets=SMALL, bucket_s=0.0011,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert perf.step_spread(perf.step_perf(model)) > 0.006
+    assert judge("DDP603", model) == []
+
+
+def test_call_cost_is_fitted_to_the_latency_and_bandwidth_points():
+    model = perf_run([Rank(), Rank()], buckets=TINY, bucket_s=0.0015, latency_s=LATENCY,
+                     bandwidth_point=BANDWIDTH_POINT)
+    [comm] = perf.model_comm(model)
+    cost = comm.cost
+    assert cost.measured and cost.latency == pytest.approx(LATENCY)
+    assert cost.bandwidth == pytest.approx(4 * MB / 0.00235)
+    assert cost.knee_bytes == pytest.approx(LATENCY * 4 * MB / 0.00235)
+    assert cost.latency_bound(37 * KB) and not cost.latency_bound(1 * MB)
+    assert cost.seconds(4 * MB) == pytest.approx(0.0026)
 
 
 def test_one_huge_bucket_from_a_raised_cap_is_reported():
@@ -263,7 +410,34 @@ def test_buckets_as_fast_as_the_baseline_are_fine():
 
 def test_no_baseline_means_bandwidth_is_not_judged():
     verdict = judge("DDP602", perf_run([Rank(), Rank()]))
-    assert isinstance(verdict, Skipped) and "--max-steps" in verdict.reason
+    assert isinstance(verdict, Skipped) and "not measured" in verdict.reason
+
+
+def test_a_job_that_ended_before_the_baseline_step_says_so():
+    model = perf_run([Rank(), Rank()], steps=4)
+    for run in model.ranks.values():  # every rank crashed in step 4, after its backward
+        run.records = [r for r in run.records if not (isinstance(r, tm.Step) and r.step == 4)]
+    verdict = judge("DDP602", model)
+    assert isinstance(verdict, Skipped) and "before step 4" in verdict.reason
+
+
+def test_the_in_job_baseline_is_measured_after_the_first_judged_step():
+    from ddpdoctor.probe.inrank import baseline
+
+    assert baseline.AT_STEP == perf.BASELINE_STEP == perf.WARMUP_STEPS + 1
+
+
+@pytest.mark.parametrize("backward, reported", [(0.060, True), (0.085, False)])
+def test_bandwidth_loss_is_judged_as_a_share_of_the_step(backward, reported):
+    # Two 4 MB buckets at 10 ms instead of 3 ms raw (30% efficiency): 14 ms lost, 16.7% of an
+    # 84 ms step, 12.8% of a 109 ms one.
+    model = perf_run([Rank(backward=backward), Rank(backward=backward)],
+                     buckets=((0, 4 * MB), (1, 4 * MB)), bucket_s=0.010, baseline_s=0.003,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    found = judge("DDP602", model)
+    assert bool(found) is reported
+    if found:
+        assert "(est.) with the buckets at the baseline's speed" in found[0].message
 
 
 # numbers, tables -----------------------------------------------------------------------------------

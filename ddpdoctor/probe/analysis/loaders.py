@@ -1,5 +1,10 @@
 """Every DataLoader epoch of every rank, lined up: loader -> rank -> epoch -> what was seen.
 
+An "epoch" here is one iterator (one `iter(loader)`); a *pass* is an iterator that went over the
+loader: it reached its end (or the probe's --steps-per-epoch cut), or optimizer steps ran while
+it was the loader's latest iterator. A peek (`next(iter(loader))` for a batch size, a shape) is an
+iterator but not a pass: judging the order of passes (DDP302) skips it.
+
 A rank numbers its DataLoaders (`loader_id`) in the order it first iterates them, which is not
 the same on every rank when one rank iterates an extra loader first (rank 0 evaluating). So
 loaders are matched across ranks by where they are iterated (the site of the `for` loop) and
@@ -25,6 +30,17 @@ class LoaderEpoch:
     loader: Optional[tm.Loader] = None  # None: the Loader record was lost
     batches: list[tm.Batch] = field(default_factory=list)  # by index, one per index
     end: Optional[tm.EpochEnd] = None
+    # The rank's step count when its next iterator of this loader began (or when the rank's
+    # records end): steps ran during this iterator's turn when it is above loader.step.
+    until_step: Optional[int] = None
+
+    @property
+    def full_pass(self) -> bool:
+        """The iterator went over the loader (see the module's docstring), not a peek."""
+        if self.end is not None:
+            return True
+        start = self.loader.step if self.loader is not None else (self.batches[0].step if self.batches else None)
+        return start is not None and self.until_step is not None and self.until_step > start
 
     def samples(self) -> list[str]:
         """Per-sample fingerprints of everything seen, in order. Batches recorded without
@@ -51,16 +67,24 @@ def loader_epochs(run: RunModel) -> LoaderViews:
                 epochs[epoch] = LoaderEpoch(rank, loader_id, epoch)
             return epochs[epoch]
 
+        latest: dict[int, LoaderEpoch] = {}  # loader_id -> its current iterator on this rank
         for record in rank_run.records:
             if isinstance(record, tm.Loader):
                 entry = slot(record.loader_id, record.epoch)
                 entry.loader = entry.loader or record
+                previous = latest.get(record.loader_id)
+                if previous is not None and previous is not entry and previous.until_step is None:
+                    previous.until_step = record.step
+                latest[record.loader_id] = entry
             elif isinstance(record, tm.Batch):
                 entry = slot(record.loader_id, record.epoch)
                 if all(b.index != record.index for b in entry.batches):
                     entry.batches.append(record)
             elif isinstance(record, tm.EpochEnd):
                 slot(record.loader_id, record.epoch).end = record
+        for entry in latest.values():
+            if entry.until_step is None:
+                entry.until_step = rank_run.steps
     def smallest_id(by_rank: dict[int, dict[int, LoaderEpoch]]) -> int:
         return min(e.loader_id for epochs in by_rank.values() for e in epochs.values())
 
@@ -92,6 +116,11 @@ def _cross_rank_keys(records: list) -> dict[int, tuple]:
         keys[loader_id] = ("site", *place, seen.get(place, 0))
         seen[place] = seen.get(place, 0) + 1
     return keys
+
+
+def full_passes(epochs: dict[int, LoaderEpoch]) -> list[LoaderEpoch]:
+    """One rank's iterators of one loader that went over it, in order (peeks left out)."""
+    return [epochs[e] for e in sorted(epochs) if epochs[e].full_pass]
 
 
 def loader_records(by_rank: dict[int, dict[int, LoaderEpoch]]) -> list[tm.Loader]:

@@ -25,6 +25,7 @@ nccl-tests defines them: algbw = bytes / time, busbw = algbw * 2(n-1)/n, in GB/s
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Optional
@@ -34,6 +35,7 @@ from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 
 WARMUP_STEPS = 3  # steps 1-3 are not judged (see above)
 MIN_STEPS = 5  # judged steps a rank needs before its numbers mean anything
+BASELINE_STEP = WARMUP_STEPS + 1  # the in-job baseline is measured after this step (inrank/baseline.AT_STEP)
 PHASES = ("data", "forward", "backward", "comm_exposed", "optimizer")
 # The rank's own work: everything but waiting on other ranks.
 COMPUTE_PHASES = ("data", "forward", "backward", "optimizer", "other")
@@ -156,6 +158,64 @@ def bus_factor(world: int) -> float:
     return 2 * (world - 1) / world if world > 1 else 0.0
 
 
+# -- what one all-reduce costs on this job's group -------------------------------------------
+
+LATENCY_MAX_BYTES = 64  # a baseline size this small is the latency point (inrank/baseline.py)
+FALLBACK_KNEE_BYTES = 1024 * 1024  # without any measurement: below 1 MiB counts as latency-bound
+
+
+@dataclass
+class CallCost:
+    """What one all-reduce of n bytes costs on this job's group: a fixed cost (a launch, a
+    handshake, a few round trips) plus the bytes at the group's bandwidth,
+    seconds(n) = latency + n / bandwidth. Fitted to the in-job baseline: the latency point (a
+    one-float all-reduce) and the largest size measured, each the lower quartile of its timed
+    all-reduces (what the group can do; load on a shared machine only adds). Without a baseline,
+    fitted the same way to the training's own bucket times (an upper bound on both).
+
+    The knee, latency x bandwidth, is the size at which the bytes cost as much as the fixed cost:
+    an all-reduce below it is latency-bound, and merging two of them saves one fixed cost."""
+
+    latency: float
+    bandwidth: Optional[float] = None  # bytes/s (algbw); None: no size large enough to tell
+    largest: int = 0  # the largest size measured (below the knee when bandwidth is None)
+    measured: bool = True  # from the in-job baseline (False: from the training's bucket times)
+
+    def seconds(self, nbytes: float) -> float:
+        return self.latency + (nbytes / self.bandwidth if self.bandwidth else 0.0)
+
+    @property
+    def knee_bytes(self) -> float:
+        if self.bandwidth:
+            return self.latency * self.bandwidth
+        return float(self.largest or FALLBACK_KNEE_BYTES)
+
+    def latency_bound(self, nbytes: float) -> bool:
+        return nbytes < self.knee_bytes
+
+
+def _fit(points: dict[int, float], measured: bool) -> Optional[CallCost]:
+    if not points:
+        return None
+    smallest, largest = min(points), max(points)
+    latency = points[smallest]
+    if not measured and smallest >= FALLBACK_KNEE_BYTES:
+        # Only large buckets timed, no baseline: their time is bytes, not a fixed cost.
+        return CallCost(0.0, largest / points[largest] if points[largest] > 0 else None,
+                        largest, measured)
+    if largest > smallest and points[largest] > 1.5 * latency:
+        return CallCost(latency, largest / (points[largest] - latency), largest, measured)
+    return CallCost(latency, None, largest if measured else FALLBACK_KNEE_BYTES, measured)
+
+
+def call_cost(model: RunModel, ddp_id: int, buckets: list["BucketPerf"]) -> Optional[CallCost]:
+    """The CallCost of one DDP model's group (see CallCost); None without any all-reduce timed."""
+    times = _baseline_times(model, ddp_id)
+    if any(size <= LATENCY_MAX_BYTES for size in times):
+        return _fit({size: quantile(t, 0.25) for size, t in times.items()}, True)
+    return _fit({b.nbytes: b.seconds for b in buckets if b.seconds > 0}, False)
+
+
 @dataclass
 class BucketPerf:
     """One gradient bucket of one DDP model, over the judged iterations."""
@@ -203,6 +263,25 @@ class ModelComm:
     bucket_cap_mb: Optional[float] = None  # as the script passed it (None: DDP's default)
     hooks: list[str] = field(default_factory=list)
     site: Optional[tm.Site] = None  # where the script built the DDP model
+    cost: Optional[CallCost] = None  # what one all-reduce costs on its group (CallCost)
+    busy_spread: float = 0.0  # robust standard deviation of the busy time per iteration
+    static_graph: bool = False
+    find_unused_parameters: bool = False
+    gradient_as_bucket_view: bool = False
+
+    @property
+    def calls(self) -> int:
+        """All-reduces per backward."""
+        return round(self.buckets_per_iteration)
+
+    @property
+    def last(self) -> BucketPerf:
+        """The bucket all-reduced last in a backward (DDP launches them in index order)."""
+        return max(self.buckets, key=lambda b: b.index)
+
+    @property
+    def typical_bytes(self) -> float:
+        return median([b.nbytes for b in self.buckets])
 
     @property
     def baseline_s(self) -> Optional[float]:
@@ -244,8 +323,8 @@ def _service_times(spans: dict[int, tuple[float, float]]) -> tuple[dict[int, flo
     return service, busy
 
 
-def _baselines(model: RunModel, ddp_id: int) -> dict[int, float]:
-    """Median raw all-reduce seconds per size, each timed all-reduce lined up across ranks."""
+def _baseline_times(model: RunModel, ddp_id: int) -> dict[int, list[float]]:
+    """Raw all-reduce seconds per size, each timed all-reduce lined up across ranks."""
     per_size: dict[int, dict[int, tm.BaselineTiming]] = {}
     for rank, run in model.ranks.items():
         for record in run.of(tm.BaselineTiming):
@@ -262,10 +341,23 @@ def _baselines(model: RunModel, ddp_id: int) -> dict[int, float]:
                                      [r.starts[i] + r.times[i] for r in records],
                                      [r.times[i] for r in records])
                 times.append(end - start)
-        else:  # no start times recorded: the fastest rank's median
-            times = [min(median(r.times) for r in records)]
-        found[size] = median(times)
+        else:  # no start times recorded: the fastest rank's
+            times = min((list(r.times) for r in records), key=median)
+        found[size] = times
     return found
+
+
+def _baselines(model: RunModel, ddp_id: int) -> dict[int, float]:
+    """Median raw all-reduce seconds per size, each timed all-reduce lined up across ranks."""
+    return {size: median(times) for size, times in _baseline_times(model, ddp_id).items()}
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank) of values; 0.0 for none."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def model_comm(model: RunModel) -> list[ModelComm]:
@@ -289,7 +381,7 @@ def model_comm(model: RunModel) -> list[ModelComm]:
     found = []
     for ddp_id in sorted({key[0] for key in iterations}):
         per_bucket: dict[tuple[int, int], list[float]] = {}
-        busy, counts, totals = [], [], []
+        busy, counts, totals = [], [], []  # per judged iteration
         for (did, _iteration), by_index in sorted(iterations.items()):
             if did != ddp_id:
                 continue
@@ -315,7 +407,100 @@ def model_comm(model: RunModel) -> list[ModelComm]:
         found.append(ModelComm(ddp_id, world, buckets, len(busy), median(counts),
                                int(median(totals)), median(busy),
                                info.bucket_cap_mb if info else None, sorted(hooks.get(ddp_id, ())),
-                               info.site if info else None))
+                               info.site if info else None, call_cost(model, ddp_id, buckets),
+                               spread(busy), bool(info and info.static_graph),
+                               bool(info and info.find_unused_parameters),
+                               bool(info and info.gradient_as_bucket_view)))
+    return found
+
+
+# -- noise, and what a fix would buy ----------------------------------------------------------
+
+def spread(values: list[float]) -> float:
+    """A robust standard deviation: the interquartile range / 1.349 (one slow step, a garbage
+    collection, another job's burst, moves it little; every other step slow counts in full)."""
+    if len(values) < 4:
+        return 0.0
+    return (quantile(values, 0.75) - quantile(values, 0.25)) / 1.349
+
+
+def step_spread(perfs: dict[int, RankPerf]) -> float:
+    """How much one step's time varies: the median over ranks of the spread of their step times."""
+    return median([spread([s.wall for s in p.steps]) for p in perfs.values()]) if perfs else 0.0
+
+
+def step_noise(perfs: dict[int, RankPerf]) -> float:
+    """The uncertainty of the median step time: two standard errors of a median (1.2533 x
+    spread / sqrt(steps)). A gain smaller than this is not evidence of anything."""
+    if not perfs:
+        return 0.0
+    steps = min(len(p.steps) for p in perfs.values())
+    return 2 * 1.2533 * step_spread(perfs) / math.sqrt(max(1, steps))
+
+
+def step_time(perfs: dict[int, RankPerf]) -> float:
+    """The median step wall time, median over ranks."""
+    return median([p.median("step") for p in perfs.values()]) if perfs else 0.0
+
+
+def matters(gain: float, step: float, share: float, noise: float) -> bool:
+    """Whether a fix that saves `gain` seconds of a `step`-second step is worth a finding: at
+    least `share` of the step, and more than the noise of a step (step_spread)."""
+    return step > 0 and gain >= share * step and gain > noise
+
+
+def estimate(seconds: float) -> str:
+    """An estimated duration, with no more digits than it deserves: ~6 ms, ~41 ms, ~1.2 s."""
+    value = seconds * 1e3
+    if value >= 1000:
+        return f"~{seconds:.2g} s" if seconds < 10 else f"~{seconds:.0f} s"
+    if value >= 10:
+        return f"~{value:.0f} ms"
+    return f"~{value:.1f} ms".replace(".0 ms", " ms")
+
+
+@dataclass
+class WhatIf:
+    """The step time a fix is expected to give, from the measured phases; and, after
+    `probe --verify-fix`, the step time measured with the fix applied."""
+
+    step_s: float  # measured, median
+    after_s: float  # estimated
+    change: str  # the fix, in words
+    ddp_kwargs: dict = field(default_factory=dict)  # the DDP arguments --verify-fix can change
+    measured_s: Optional[float] = None  # with --verify-fix
+    verify_note: str = ""  # why it could not be verified
+
+    def words(self) -> str:
+        text = f"step {ms(self.step_s)} \u2192 {estimate(self.after_s)} (est.) {self.change}"
+        if self.measured_s is not None:
+            error = (self.measured_s - self.after_s) / self.measured_s if self.measured_s > 0 else 0.0
+            text += f"; measured with the fix (--verify-fix): {ms(self.measured_s)} ({error:+.0%} against the estimate)"
+        elif self.verify_note:
+            text += f"; --verify-fix: {self.verify_note}"
+        return text
+
+    def evidence(self) -> dict:
+        found = {"step_ms": round(self.step_s * 1e3, 3),
+                 "estimated_step_ms": round(self.after_s * 1e3, 3), "fix": self.change}
+        if self.ddp_kwargs:
+            found["ddp_kwargs"] = dict(self.ddp_kwargs)
+        if self.measured_s is not None:
+            found["verified_step_ms"] = round(self.measured_s * 1e3, 3)
+        return found
+
+
+def what_if(model: RunModel, code: str, step_s: float, after_s: float, change: str,
+            ddp_kwargs: Optional[dict] = None) -> WhatIf:
+    """A WhatIf for finding `code`, with the step time --verify-fix measured for the same DDP
+    arguments, when it ran (model.verified: analysis/verify.py)."""
+    found = WhatIf(step_s, max(0.0, min(after_s, step_s)), change, dict(ddp_kwargs or {}))
+    for result in getattr(model, "verified", None) or []:
+        if result.code == code and result.ddp_kwargs == found.ddp_kwargs:
+            if result.step_s is not None:
+                found.measured_s = result.step_s
+            else:
+                found.verify_note = result.note
     return found
 
 

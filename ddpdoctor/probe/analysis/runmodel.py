@@ -80,11 +80,14 @@ class RankStack:
     frames: list[Frame]
     idle: Optional[bool] = None  # py-spy: the thread was waiting (not running Python)
     text: str = ""  # the raw dump, for the report's detail
+    host: str = ""  # the node it was taken on (multi-node)
 
 
 @dataclass
 class Outcome:
-    status: str  # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed"
+    # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed"; multi-node:
+    # "node_lost" (node 0 lost another node), "ended" / "node0_lost" (another node's own job)
+    status: str
     wall_s: float
     exit_codes: dict[int, Optional[int]] = field(default_factory=dict)  # rank -> code (negative: signal)
     stall_s: Optional[float] = None  # seconds without progress when the watchdog fired
@@ -95,6 +98,8 @@ class Outcome:
     log_tail: str = ""
     leftover_pids: list[int] = field(default_factory=list)  # processes that had to be killed
     signal: Optional[int] = None  # the signal that interrupted ddpdoctor (status "interrupted")
+    # Multi-node, on node 0: one entry per node (launch/node_gather.py NodeState.to_dict()).
+    nodes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -14,7 +14,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ddpdoctor.core.findings import Location
 from ddpdoctor.probe.analysis.runmodel import Frame, RunModel
+
+MAX_CALLERS = 3  # outer user frames kept as a location's context
 
 _LIBRARY_SEGMENTS = {"site-packages", "dist-packages", "torch", "ddpdoctor", "torchvision"}
 # Standard-library names a user plausibly gives a script or folder of their own.
@@ -58,6 +61,21 @@ class StackView:
     def user_frame(self) -> Optional[Frame]:
         """The innermost frame in the user's code."""
         return next((f for f in self.frames if is_user_file(f.file)), None)
+
+    @property
+    def location(self) -> Optional[Location]:
+        """The innermost user frame as a finding location, the outer user frames as its
+        context ("called from Trainer.fit at train.py:70")."""
+        user = self.user_frame
+        if user is None:
+            return None
+        index = self.frames.index(user)
+        context = []
+        for i in range(index + 1, len(self.frames)):
+            frame = self.frames[i]
+            if is_user_file(frame.file) and len(context) < MAX_CALLERS:
+                context.append((frame.file, frame.line, bare_callee(self.frames[i - 1].func)))
+        return Location(user.file, user.line, tuple(context))
 
     @property
     def call(self) -> str:
@@ -109,6 +127,11 @@ class StackView:
         if len(self.frames) > limit:
             shown.append(f"... {len(self.frames) - limit} outer frames")
         return " <- ".join(shown)
+
+
+def bare_callee(func: str) -> str:
+    """py-spy's "Trainer.fit" stays; "_exception_logger.<locals>.wrapper" -> "wrapper"."""
+    return func.rsplit("<locals>.", 1)[-1]
 
 
 def bare_name(func: str) -> str:

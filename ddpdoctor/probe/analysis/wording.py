@@ -83,7 +83,16 @@ def location(site: Union[Site, Location, None]) -> Optional[Location]:
     """The finding location for a call site (None when the site is unknown)."""
     if site is None or not getattr(site, "file", ""):
         return None
-    return Location(site.file, site.line or None)
+    if isinstance(site, Location):
+        return site
+    return Location(site.file, site.line or None, called_from(site))
+
+
+def called_from(site: Optional[Site]) -> tuple:
+    """A site's outer user frames as Location.called_from: ((file, line, callee), ...)."""
+    callers = getattr(site, "callers", None) or ()
+    return tuple((c[0], c[1], c[3] if len(c) > 3 and c[3] else (c[2] if len(c) > 2 else ""))
+                 for c in callers if isinstance(c, (list, tuple)) and len(c) >= 2)
 
 
 def at(site: Union[Site, Location, None]) -> str:

@@ -1,10 +1,19 @@
 """The in-job baseline for bucket bandwidth (DDP602): raw all-reduces at the bucket sizes seen.
 
-Run once, after the probe's last step (steps.finish with reason "max_steps"): every rank is past
-the same optimizer step, that step's bucket all-reduces have completed, and the rank is about to
-leave, so a few extra collectives on the DDP model's own group meet no other collective. The
-same bytes over the same group on the same machine and network, with nothing else running, are
-what a bucket all-reduce could have achieved; the report compares them like with like.
+Run once per probe, at an optimizer-step boundary: right after step AT_STEP (the first step the
+DDP6xx checks judge: buckets rebuilt in gradient order), or after the probe's last step if
+--max-steps comes first. Every rank is then past the same optimizer step, that step's bucket
+all-reduces have completed (DDP waits for them before backward returns), so a few extra
+collectives on the DDP model's own group meet no other collective. Measuring at a step boundary
+rather than at the end means that a script which ends by itself (and may have destroyed its
+process group by then) still gets a baseline. The same bytes over the same group on the same
+machine and network, with nothing else running, are what a bucket all-reduce could have
+achieved; the report compares them like with like.
+
+Besides the bucket sizes, two points that describe the group itself (analysis/perf.py CallCost):
+a latency point (one float: nearly all fixed cost) and a bandwidth point (all the gradient bytes
+in one all-reduce, at most DDP's default bucket cap: what merged buckets would cost). Together
+they give the latency/bandwidth knee of this job: below it an all-reduce is mostly fixed cost.
 
 Every decision that changes how many collectives a rank makes (whether to measure at all, how
 many iterations per size, when to stop) is taken from values all-reduced with MAX first, so all
@@ -24,7 +33,10 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.inrank import collectives, recorder
 
 BUDGET_S = 1.0  # all sizes of all models together
+AT_STEP = 4  # measured right after this optimizer step (perf.BASELINE_STEP: the first one judged)
 MAX_SIZES = 6  # distinct bucket sizes measured, those carrying the most bytes first
+LATENCY_BYTES = 4  # the latency point: one float32
+BANDWIDTH_CAP = 25 * 1024 * 1024  # the bandwidth point: all gradient bytes, at most DDP's default cap
 MAX_BYTES = 512 * 1024 * 1024  # a larger bucket is not copied for the baseline
 WARMUP = 2  # untimed all-reduces per size; the second one's time plans the timed ones
 MIN_TIMED, MAX_TIMED = 3, 20
@@ -69,7 +81,12 @@ def _sizes(state: Any) -> list[int]:
     for nbytes in state.layouts.values():
         if 0 < nbytes <= MAX_BYTES:
             counts[nbytes] = counts.get(nbytes, 0) + 1
-    chosen = sorted(counts, key=lambda n: (-n * counts[n], n))[:MAX_SIZES]
+    chosen = set(sorted(counts, key=lambda n: (-n * counts[n], n))[:MAX_SIZES])
+    total = sum(n for n in state.layouts.values() if n > 0)
+    chosen.add(LATENCY_BYTES)
+    if total > LATENCY_BYTES:
+        chosen.add(min(total, BANDWIDTH_CAP))
+    # Smallest first: the latency point is the cheapest and the one every estimate needs.
     return sorted(chosen)
 
 
@@ -103,20 +120,33 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float) -> None:
                                     [round(t, 7) for _, t in timed], [s for s, _ in timed]))
 
 
+_done = {"measured": False}
+
+
+def due(step: int) -> bool:
+    """Whether the baseline is still to be measured after optimizer step `step` (the same answer
+    on every rank: they all pass the same steps)."""
+    return not _done["measured"] and step >= AT_STEP
+
+
 def measure(states: list[Any], budget_s: float = BUDGET_S) -> None:
-    """Measure the baseline for every DDP model whose buckets were timed. Never raises."""
+    """Measure the baseline for every DDP model whose buckets were timed, once per process.
+    Never raises."""
+    eligible = [state for state in states if state.world >= 2 and state.layouts
+                and getattr(state.model, "process_group", None) is not None]
+    if _done["measured"] or not eligible:
+        return  # no timed buckets yet (every rank alike): perhaps after a later step
+    _done["measured"] = True
     rec = recorder.get()
     deadline = time.time() + budget_s
     all_reduce = collectives.original("all_reduce")
-    for state in states:
-        if state.world < 2 or not state.layouts or getattr(state.model, "process_group", None) is None:
-            continue
+    for state in eligible:
         try:
             _measure_model(state, all_reduce, deadline)
         except _Abandon as exc:
             rec.note_once("baseline", f"bandwidth baseline abandoned: {exc}")
             return
-        except Exception as exc:  # noqa: BLE001 - the user's job is done; the report must still come
+        except Exception as exc:  # noqa: BLE001 - the user's job must go on, the report must still come
             rec.note_once("baseline", f"ddpdoctor bug: bandwidth baseline failed ({exc!r})")
             return
 

@@ -78,11 +78,22 @@ def _record_epoch(loader: DataLoader, loader_id: int, epoch: int) -> None:
         None if iterable else _shuffles(sampler),
         getattr(sampler, "epoch", None) if isinstance(sampler, DistributedSampler) else None,
         _length(loader), loader.batch_size, bool(loader.drop_last), type(loader.dataset).__name__,
-        _length(loader.dataset), int(loader.num_workers), iterable, recorder.user_site(3)))
+        _length(loader.dataset), int(loader.num_workers), iterable, recorder.user_site(3),
+        sampler.__dict__.get("_ddpdoctor_set_epoch", 0) if isinstance(sampler, DistributedSampler) else None))
 
 
 def install(steps_per_epoch: int) -> None:
     original_iter = DataLoader.__iter__
+    original_set_epoch = DistributedSampler.set_epoch
+
+    @functools.wraps(original_set_epoch)
+    def set_epoch(self: DistributedSampler, epoch: int) -> None:
+        # Counted, so that DDP302 tells "never called" from "called with the same value".
+        fields = self.__dict__
+        fields["_ddpdoctor_set_epoch"] = fields.get("_ddpdoctor_set_epoch", 0) + 1
+        return original_set_epoch(self, epoch)
+
+    DistributedSampler.set_epoch = set_epoch
     original_next = _BaseDataLoaderIter.__next__
     original_next_index = _BaseDataLoaderIter._next_index
 

@@ -34,8 +34,8 @@ def _open_signal_dump(path: str):
 def install_instruments(config) -> None:
     """Patch torch from outside. An instrument that fails to install is a ddpdoctor bug: it is
     said in a Note and the user's script still runs, never blamed for it."""
-    from ddpdoctor.probe.inrank import (batches, collectives, ddp, process_group, recorder,
-                                        spawned, steps, usage)
+    from ddpdoctor.probe.inrank import (batches, collectives, ddp, frameworks, output_tail,
+                                        process_group, recorder, spawned, steps, usage)
 
     installers = [
         ("process groups", lambda: process_group.install(config.pg_timeout_s, on_rank_known=identity.become_rank)),
@@ -45,6 +45,8 @@ def install_instruments(config) -> None:
         ("optimizer steps", lambda: steps.install(config.max_steps)),
         ("torch.save and DataParallel", usage.install),
         ("spawned ranks", spawned.install),
+        ("output tail", output_tail.install),
+        ("frameworks", frameworks.install),
     ]
     if config.cpu:
         # First, so that the instruments above wrap it: they record what the script asked for

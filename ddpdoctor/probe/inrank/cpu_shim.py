@@ -9,6 +9,12 @@ rank and before the script runs:
 - torch.cuda: is_available() is True (the script takes its GPU path), device_count() is the local
   world size, set_device / synchronize are no-ops, device queries answer for a CPU "device",
   Events are wall-clock stand-ins;
+- torch.accelerator, the device-agnostic API (is_available, device_count, current_accelerator,
+  set_device_index, current_device_index, synchronize, device_index, the memory queries): the
+  same answers, with a 'cuda' accelerator, so `torch.device(f"{acc}:{rank}")` names a CUDA
+  device that the remaps below move to the CPU. Only the script is told so: a call from torch's
+  own code (the optimizer's graph-capture check, the DataLoader's pinning thread, c10d) gets the
+  real answer, no accelerator, and keeps its CPU path;
 - CUDA devices become the CPU wherever a script names one: `.cuda()`, `.to(...)` on tensors and
   modules (strings, ints, torch.device), `device=` of the tensor factories and `Tensor.new_*`,
   `torch.load(map_location=...)`, `pin_memory()`;
@@ -29,6 +35,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 import time
 import types
 from typing import Any, Callable, Optional
@@ -38,13 +45,16 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.inrank import recorder
 
 PREFIX = "--cpu: "
 UNCOVERED = (PREFIX + "CUDA and NCCL ran on the CPU and gloo, remapped as the notes below say. Not "
              "covered: AMP (autocast and GradScaler are off, the run is fp32); tensors report "
              "is_cuda False and device 'cpu' (code branching on them takes its CPU branch); "
-             "torch.device(<int>), torch.Generator(device='cuda'), CUDA streams and graphs, "
+             "torch.device(<int>), torch.Generator(device='cuda'), CUDA streams and graphs "
+             "(torch.accelerator.current_stream/set_stream/Graph included), "
+             "torch.version.cuda and torch.backends.cudnn (they still say CPU build), "
              "NCCL-only options, custom CUDA kernels; timings (DDP6xx) are CPU timings")
 DEVICE_NAME = "CPU (ddpdoctor probe --cpu)"
 FACTORIES = (
@@ -57,6 +67,25 @@ MOVED = "tensors and modules moved to CUDA (.cuda(), .to(...)) stayed on the CPU
 
 _hit: set[str] = set()
 _device = {"index": 0}  # torch.cuda.current_device(): the local rank until set_device says otherwise
+_asked: set[str] = set()
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
+def _answered(call: str, answer: Any) -> Any:
+    """Record once per rank which device question the script asked and what it was told (for
+    the report of a script that still stopped before training); return the answer."""
+    if call not in _asked:
+        _asked.add(call)
+        try:
+            recorder.get().write(tm.DeviceQuery(time.time(), call, repr(answer), recorder.user_site(3)))
+        except Exception:  # noqa: BLE001 - a record lost never breaks the script
+            pass
+    return answer
+
+
+def _from_torch(depth: int = 2) -> bool:
+    """The caller `depth` frames up is torch's own code (which must keep seeing the CPU)."""
+    return sys._getframe(depth).f_code.co_filename.startswith(_TORCH_DIR)
 
 
 def _note(key: str, text: str) -> None:
@@ -180,23 +209,23 @@ def _patch_cuda(local_world_size: int) -> None:
     cuda = torch.cuda
 
     def is_available() -> bool:
-        return True
+        return _answered("torch.cuda.is_available()", True)
 
     def device_count() -> int:
-        return local_world_size
+        return _answered("torch.cuda.device_count()", local_world_size)
 
     def set_device(device: Any) -> None:
         _note("set_device", "torch.cuda.set_device() selects nothing on the CPU")
         _device["index"] = _index(device)
 
     def current_device() -> int:
-        return _device["index"]
+        return _answered("torch.cuda.current_device()", _device["index"])
 
     def synchronize(device: Any = None) -> None:
         _note("synchronize", "torch.cuda.synchronize() returns at once on the CPU")
 
     def get_device_name(device: Any = None) -> str:
-        return _properties(device).name
+        return _answered("torch.cuda.get_device_name()", _properties(device).name)
 
     def get_device_capability(device: Any = None) -> tuple[int, int]:
         props = _properties(device)
@@ -223,6 +252,88 @@ def _patch_cuda(local_world_size: int) -> None:
     }
     for name, value in replacements.items():
         setattr(cuda, name, value)
+
+
+# -- torch.accelerator ---------------------------------------------------------------------
+
+CUDA = torch.device("cuda")
+
+
+def _patch_accelerator(local_world_size: int) -> None:
+    """torch.accelerator answers as torch.cuda does above, with a 'cuda' accelerator, to the
+    script only: torch's own callers get the original (no accelerator on this build)."""
+    acc = torch.accelerator
+    original = {name: getattr(acc, name) for name in dir(acc) if not name.startswith("_")}
+
+    def for_script(name: str, stand_in: Callable) -> Callable:
+        real = original[name]
+
+        @functools.wraps(real)
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            if _from_torch():
+                return real(*args, **kwargs)
+            return stand_in(*args, **kwargs)
+
+        return answer
+
+    def is_available() -> bool:
+        if "acc" not in _hit:
+            _note("acc", f"torch.accelerator answers for the CPU as a 'cuda' accelerator: is_available() "
+                  f"True, device_count() {local_world_size} (the local ranks)")
+        return _answered("torch.accelerator.is_available()", True)
+
+    def device_count() -> int:
+        if "acc" not in _hit:
+            is_available()
+        return _answered("torch.accelerator.device_count()", local_world_size)
+
+    def current_accelerator(check_available: bool = False) -> torch.device:
+        if "acc" not in _hit:
+            is_available()
+        return _answered("torch.accelerator.current_accelerator()", CUDA)
+
+    def set_device_index(device: Any, /) -> None:
+        _note("acc_set", "torch.accelerator.set_device_index() selects nothing on the CPU")
+        index = _index(device)
+        if index >= 0:  # torch: a negative index is a no-op
+            _device["index"] = index
+
+    def current_device_index() -> int:
+        return _answered("torch.accelerator.current_device_index()", _device["index"])
+
+    def synchronize(device: Any = None, /) -> None:
+        _note("acc_sync", "torch.accelerator.synchronize() returns at once on the CPU")
+
+    def device_index(device: Any, /) -> CudaDevice:
+        return CudaDevice(device if device is not None else _device["index"])
+
+    def get_memory_info(device_index: Any = None, /) -> tuple[int, int]:
+        total = _properties(device_index).total_memory
+        return total, total
+
+    def zero(*args: Any, **kwargs: Any) -> int:
+        return 0
+
+    def nothing(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    def no_stats(*args: Any, **kwargs: Any) -> dict:
+        return {}
+
+    stand_ins: dict[str, Callable] = {
+        "is_available": is_available, "device_count": device_count,
+        "current_accelerator": current_accelerator, "set_device_index": set_device_index,
+        "set_device_idx": set_device_index, "current_device_index": current_device_index,
+        "current_device_idx": current_device_index, "synchronize": synchronize,
+        "device_index": device_index, "get_memory_info": get_memory_info,
+        "memory_allocated": zero, "max_memory_allocated": zero, "memory_reserved": zero,
+        "max_memory_reserved": zero, "memory_stats": no_stats, "empty_cache": nothing,
+        "empty_host_cache": nothing, "reset_peak_memory_stats": nothing,
+        "reset_accumulated_memory_stats": nothing,
+    }
+    for name, stand_in in stand_ins.items():
+        if name in original:
+            setattr(acc, name, for_script(name, stand_in))
 
 
 # -- devices in tensors, modules, factories, torch.load -----------------------------------
@@ -342,6 +453,7 @@ def install() -> None:
     _device["index"] = int(os.environ.get("LOCAL_RANK", "0"))
     _patch_process_groups()
     _patch_cuda(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    _patch_accelerator(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     _patch_moves()
     _drop_arguments(DDP, _ddp_on_cpu)
     _drop_arguments(torch.amp.grad_scaler.GradScaler, _scaler_on_cpu)

@@ -25,7 +25,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import collectives, fingerprint, groups, recorder
+from ddpdoctor.probe.inrank import (collectives, fingerprint, forward_inputs, frameworks, groups,
+                                    recorder)
 
 _ids = itertools.count()
 # Strong references: the parameters are fingerprinted when the rank ends, which is after the
@@ -197,6 +198,7 @@ def install(checked_iterations: int) -> None:
                 checked_group = logical_group or dist.distributed_c10d._get_default_group()
                 workaround = True
         site = recorder.user_site(2)
+        frameworks.record_driver("DistributedDataParallel")  # built by HF, Lightning, ...?
         original_init(*bound.args, **bound.kwargs)
         try:
             _instrument(self, arguments, logical_group, checked_group, workaround, site,
@@ -261,6 +263,7 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
 
     model.register_forward_pre_hook(before_forward)
     model.register_forward_hook(after_forward)
+    forward_inputs.attach(model, state.id)  # what the model is fed, for DDP301
 
 
 def _mark_used(state: DDPState, name: str, _param: torch.Tensor) -> None:

@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import groups, recorder
+from ddpdoctor.probe.inrank import frameworks, groups, recorder
 
 
 def install(pg_timeout_s: float, on_rank_known: Callable[[int, int], None]) -> None:
@@ -31,6 +31,7 @@ def install(pg_timeout_s: float, on_rank_known: Callable[[int, int], None]) -> N
             time.time(), str(arguments.get("backend") or ""), arguments.get("init_method"),
             None if world in (None, -1) else int(world), None if rank in (None, -1) else int(rank),
             recorder.user_site(2)))
+        frameworks.record_driver("init_process_group")  # which framework (if any) called it
         # A hang must surface in seconds, not after torch's 30 (gloo) or 10 (NCCL) minutes.
         given = arguments.get("timeout")
         arguments["timeout"] = limit if given is None or given > limit else given

@@ -14,22 +14,38 @@ from ddpdoctor.core import redact
 from ddpdoctor.probe import telemetry as tm
 
 _SKIP_DIRS: tuple[str, ...] = ()
+# Installed packages are never "the user's code" (transformers, lightning, accelerate, ...),
+# wherever the interpreter keeps them (a venv's site-packages is not under the stdlib).
+_PACKAGE_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+# How many outer user frames a site keeps as context ("called from Trainer.fit at train.py:70").
+MAX_CALLERS = 3
+# code object -> its display path, or None when it is not the user's: decided once per code
+# object, so walking a deep framework stack costs a dict lookup per frame.
+_USER_CODE: dict[Any, Optional[str]] = {}
 
 
 def _skip_dirs() -> tuple[str, ...]:
-    """Directories whose frames are never 'the user's code': torch, ddpdoctor, the stdlib."""
+    """Directories whose frames are never 'the user's code': torch, ddpdoctor, the stdlib and
+    installed packages."""
     global _SKIP_DIRS
     if not _SKIP_DIRS:
+        import site
+
         import torch
 
         import ddpdoctor
 
         dirs = {os.path.dirname(torch.__file__), os.path.dirname(ddpdoctor.__file__)}
-        for key in ("stdlib", "platstdlib"):
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
             path = sysconfig.get_paths().get(key)
             if path:
                 dirs.add(path)
-        _SKIP_DIRS = tuple(d.rstrip(os.sep) + os.sep for d in dirs)
+        try:
+            dirs.update(site.getsitepackages())
+            dirs.add(site.getusersitepackages())
+        except (AttributeError, TypeError):  # old virtualenv site.py
+            pass
+        _SKIP_DIRS = tuple(d.rstrip(os.sep) + os.sep for d in dirs if d)
     return _SKIP_DIRS
 
 
@@ -42,31 +58,75 @@ def display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def _user_path(code: Any) -> Optional[str]:
+    """The display path of a code object of the user's, None for torch, packages, stdlib."""
+    try:
+        return _USER_CODE[code]
+    except KeyError:
+        pass
+    filename = code.co_filename
+    user = not (filename.startswith("<") or filename.startswith(_skip_dirs())
+                or any(d in filename for d in _PACKAGE_DIRS))
+    path = display_path(filename) if user else None
+    if len(_USER_CODE) < 50000:
+        _USER_CODE[code] = path
+    return path
+
+
+def _qualname(code: Any) -> str:
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def _callers(frame: Any, callee: Any) -> list[list]:
+    """The user frames outside `frame` (innermost first, at most MAX_CALLERS), each as
+    [file, line, func, what it called]: the call that led, through library code, to the site."""
+    found: list[list] = []
+    while frame is not None and len(found) < MAX_CALLERS:
+        path = _user_path(frame.f_code)
+        if path is not None:
+            found.append([path, frame.f_lineno, frame.f_code.co_name, _qualname(callee)])
+        callee = frame.f_code
+        frame = frame.f_back
+    return found
+
+
 def user_site(depth: int = 1) -> Optional[tm.Site]:
-    """The innermost frame outside torch, ddpdoctor and the standard library."""
-    skip = _skip_dirs()
+    """The innermost frame of the user's own code (outside torch, ddpdoctor, installed packages
+    and the standard library), with the outer user frames that led to it as context."""
     frame = sys._getframe(depth)
-    fallback = None
+    inner = None
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith("<") and not filename.startswith(skip):
-            return tm.Site(display_path(filename), frame.f_lineno, frame.f_code.co_name)
-        if fallback is None and not filename.startswith("<"):
-            fallback = frame
+        code = frame.f_code
+        path = _user_path(code)
+        if path is not None:
+            return tm.Site(path, frame.f_lineno, code.co_name, _callers(frame.f_back, code),
+                           _qualname(inner) if inner is not None else "")
+        inner = code
         frame = frame.f_back
     return None
 
 
 def site_of_traceback(tb) -> Optional[tm.Site]:
-    """The innermost user frame of a traceback."""
-    skip = _skip_dirs()
-    found = None
+    """The innermost user frame of a traceback, with the outer user frames as context."""
+    frames = []  # (code, line), outermost first
     while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith("<") and not filename.startswith(skip):
-            found = tm.Site(display_path(filename), tb.tb_lineno, tb.tb_frame.f_code.co_name)
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
         tb = tb.tb_next
-    return found
+    for index in range(len(frames) - 1, -1, -1):
+        code, line = frames[index]
+        path = _user_path(code)
+        if path is None:
+            continue
+        callers = []
+        for outer in range(index - 1, -1, -1):
+            outer_code, outer_line = frames[outer]
+            outer_path = _user_path(outer_code)
+            if outer_path is not None and len(callers) < MAX_CALLERS:
+                callers.append([outer_path, outer_line, outer_code.co_name,
+                                _qualname(frames[outer + 1][0])])
+        call = _qualname(frames[index + 1][0]) if index + 1 < len(frames) else ""
+        return tm.Site(path, line, code.co_name, callers, call)
+    return None
 
 
 class Recorder:

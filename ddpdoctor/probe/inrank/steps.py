@@ -15,7 +15,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import ddp, recorder
+from ddpdoctor.probe.inrank import baseline, ddp, recorder
 
 _counts: dict[int, int] = {}
 _marks = {"step_start": 0.0, "previous_end": 0.0}
@@ -56,8 +56,8 @@ def finish(reason: str) -> None:
         except Exception as exc:  # noqa: BLE001 - a report without fingerprints beats none
             rec.note_once("params", f"could not fingerprint parameters: {exc!r}")
     if reason == "max_steps":
-        # Every rank is past the same step with no collective outstanding: the one moment an
-        # extra collective is safe (DDP602's in-job bandwidth baseline).
+        # Every rank is past the same step with no collective outstanding: a moment an extra
+        # collective is safe (DDP602's in-job bandwidth baseline, if no earlier step measured it).
         from ddpdoctor.probe.inrank import baseline
 
         baseline.measure(ddp.all_states())
@@ -108,7 +108,14 @@ def install(max_steps: int) -> None:
         _marks["previous_end"] = now
         rec.phases, rec.samples = {}, 0
         rec.write(tm.Step(now, step, backward_iterations, rounds, phases))
-        if max_steps and step >= max_steps:
+        last = bool(max_steps) and step >= max_steps
+        if not last and baseline.due(step):
+            # A step boundary every rank passes alike, with no collective outstanding: the
+            # in-job baseline now, so that a script ending by itself still gets one (after the
+            # last step, finish() measures it). Its time stays out of the next step's wall time.
+            baseline.measure(ddp.all_states())
+            _marks["previous_end"] = time.time()
+        if last:
             finish("max_steps")
             # Leave now: every rank is past the same step, with no collective outstanding.
             # Interpreter teardown could block in gloo or in DataLoader workers; _exit cannot.

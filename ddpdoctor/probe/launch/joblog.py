@@ -10,6 +10,8 @@ says whether it continues, so it is never written in pieces.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 from pathlib import Path
 from typing import Optional
@@ -17,6 +19,9 @@ from typing import Optional
 from ddpdoctor.core import redact
 READ_BYTES = 65536
 REDACTED = redact.REDACTED.encode()
+# torchrun's --tee with this line prefix: every line of a rank's output arrives `[rank1]: ...`,
+# as torchrun users know it, whole (the prefix and the line go out in one write).
+RANK_PREFIX_TEMPLATE = "[rank${rank}]: "
 
 
 def scrub_bytes(data: bytes, secrets: list[bytes]) -> bytes:
@@ -51,9 +56,26 @@ class JobLog:
         self._read, self.fd = os.pipe()
         self._thread = threading.Thread(target=self._copy, name="ddpdoctor-job-log", daemon=True)
         self._thread.start()
+        self._tee_dir: Optional[str] = None  # with_rank_prefixes
 
     def __enter__(self) -> "JobLog":
         return self
+
+    def with_rank_prefixes(self, env: dict[str, str], launcher: str) -> dict[str, str]:
+        """`env` for torchrun, each rank's lines prefixed with its rank (--tee). torchrun's tee
+        also keeps a raw per-rank copy in its log dir: unless the user chose that dir
+        (PET_LOG_DIR), it is a private temporary one, removed when the job ends, so that the only
+        copy left is job.log, scrubbed."""
+        if launcher != "torchrun":
+            return env
+        env = dict(env)
+        env.setdefault("PET_TEE", "3")
+        env.setdefault("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", RANK_PREFIX_TEMPLATE)
+        if "PET_LOG_DIR" not in os.environ:
+            if self._tee_dir is None:
+                self._tee_dir = tempfile.mkdtemp(prefix="ddpdoctor-tee-")
+            env["PET_LOG_DIR"] = self._tee_dir
+        return env
 
     def __exit__(self, *exc) -> None:
         self.close()
@@ -90,6 +112,9 @@ class JobLog:
             os.close(self.fd)
             self.fd = -1
         self._thread.join(timeout)
+        if self._tee_dir is not None:
+            shutil.rmtree(self._tee_dir, ignore_errors=True)
+            self._tee_dir = None
         if not self._thread.is_alive():
             try:
                 os.close(self._file)

@@ -18,16 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ddpdoctor.probe.launch import stacks
-
-from ddpdoctor.probe.launch import teardown
+from ddpdoctor.probe.launch import stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.runmodel import LOG_FILE, Outcome
+from ddpdoctor.probe.launch.node_gather import NodeGather
+from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.launch.watchdog import ProgressWatch
 
 POLL_S = 0.2
+# Multi-node: how long node 0 waits, after its own ranks ended, for the other nodes' ends.
+FINAL_GRACE_S = 15.0
 TORCHRUN_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
 
@@ -117,8 +119,9 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
 
 
 def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
-            use_pyspy: bool = True, launcher: str = "torchrun") -> Outcome:
-    """Run the job to its end (completed, crashed, stalled, timed out or interrupted)."""
+            use_pyspy: bool = True, launcher: str = "torchrun", peers=None) -> Outcome:
+    """Run the job to its end (completed, crashed, stalled, timed out or interrupted).
+    `peers`: on a multi-node probe, node 0's NodeGather or another node's NodeReporter."""
     children_before = teardown.children_now()
     teardown.subreaper(True)
     log_path = Path(run_dir) / LOG_FILE
@@ -131,55 +134,112 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
                 proc = subprocess.Popen(
                     job_command(options, launcher), stdin=subprocess.DEVNULL, stdout=log.fd,
                     stderr=subprocess.STDOUT,
-                    env=job_environment(options, run_dir, run_id, pg_timeout_s, launcher),
+                    env=log.with_rank_prefixes(job_environment(options, run_dir, run_id, pg_timeout_s,
+                                                               launcher), launcher),
                     start_new_session=True, preexec_fn=teardown.die_with_parent)
             except OSError as exc:
                 return Outcome("launch_failed", 0.0, log_tail=f"could not start the job: {exc}")
-            outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy)
+            outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy, peers)
     finally:
         interrupt.restore()
         teardown.reap_new_children(children_before)
         teardown.subreaper(False)
     outcome.log_tail = _tail(log_path)
     outcome.exit_codes.update(_torchrun_exit_codes(outcome.log_tail))
+    if isinstance(peers, NodeGather):
+        _gather_the_end(peers, outcome, started)
     return outcome
 
 
+def _gather_the_end(gather: NodeGather, outcome: Outcome, started: float) -> None:
+    """Node 0, its own ranks ended: collect how every other node's job ended. A node still
+    running after a grace period (its ranks cannot finish without node 0's) is told to end."""
+    gather.wait_finals(time.monotonic() + (FINAL_GRACE_S if outcome.status == "completed" else 3.0))
+    if gather.connected():
+        gather.end_all("node 0's job has ended")
+        gather.wait_finals(time.monotonic() + FINAL_GRACE_S)
+    gather.mark_never_connected()
+    for state in gather.nodes.values():
+        for rank, code in state.exit_codes.items():
+            outcome.exit_codes.setdefault(int(rank), code)
+        if state.outcome == "crashed" and outcome.status == "completed":
+            outcome.status = "crashed"
+    outcome.nodes = gather.states()
+    outcome.wall_s = time.monotonic() - started
+
+
 def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_id: str,
-               started: float, interrupt: Interrupt, use_pyspy: bool) -> Outcome:
+               started: float, interrupt: Interrupt, use_pyspy: bool, peers=None) -> Outcome:
     watch = ProgressWatch(run_dir, options.stall_timeout_s)
     deadline = started + options.timeout_s
+    gather = peers if isinstance(peers, NodeGather) else None
+    reporter = peers if isinstance(peers, NodeReporter) else None
     status = None
     stall_s = None
     taken: list = []
     note = ""
     last_check = 0.0
+
+    def local_stacks() -> tuple[list, str]:
+        return stacks.capture(run_dir, stacks.rank_processes(run_dir, run_id, proc.pid), use_pyspy)
+
+    def every_stack() -> tuple[list, str]:
+        """This node's ranks, and on node 0 every other node's, asked of all at once."""
+        here, why = local_stacks()
+        if gather is None:
+            return here, why
+        for stack in here:
+            stack.host = gather.nodes_here.label()
+        there, notes = gather.stacks(stacks.PYSPY_TIMEOUT_S + 3.0)
+        return sorted(here + there, key=lambda s: s.rank), "; ".join(n for n in [why, *notes] if n)
+
     while True:
         code = proc.poll()
+        if gather is not None:
+            gather.poll()
+        if reporter is not None:
+            reporter.poll(local_stacks)
         watch.poll()
         if code is not None:
             status = "completed" if code == 0 else "crashed"
             break
         if interrupt.signum is not None:
             status = "interrupted"
-            taken, note = stacks.capture(run_dir, stacks.rank_processes(run_dir, run_id, proc.pid), use_pyspy)
+            taken, note = every_stack()
+            break
+        if reporter is not None and reporter.ended_by_node0:
+            status, note = "ended", f"ended by node 0: {reporter.ended_by_node0}"
+            break
+        if reporter is not None and reporter.lost_reason:
+            status, note = "node0_lost", reporter.lost_reason
+            break
+        if gather is not None and gather.lost():
+            # A node's ranks can no longer take part: the others will only wait. Say where
+            # every rank that is left stands, then end the job.
+            status = "node_lost"
+            taken, note = every_stack()
+            stall_s = watch.quiet_for()
             break
         if time.monotonic() >= deadline:
             status = "timeout"
-            taken, note = stacks.capture(run_dir, stacks.rank_processes(run_dir, run_id, proc.pid), use_pyspy)
+            taken, note = every_stack()
             stall_s = watch.quiet_for()
             break
         quiet = watch.quiet_for()
-        if quiet >= watch.timeout_s and time.monotonic() - last_check >= watch.timeout_s / 2:
+        if (reporter is None and quiet >= watch.timeout_s
+                and time.monotonic() - last_check >= watch.timeout_s / 2):
+            # Node 0 (or a single node) judges stalls: it sees every rank. Another node only
+            # forwards; node 0 asks it for stacks.
             last_check = time.monotonic()
-            ranks = stacks.rank_processes(run_dir, run_id, proc.pid)
-            taken, note = stacks.capture(run_dir, ranks, use_pyspy)
+            taken, note = every_stack()
             if _is_stalled(taken):
                 status, stall_s = "stalled", quiet
                 break
             # Every rank is busy in Python and none waits on a collective: slow, not stuck.
             # Look again later; --timeout bounds it.
         time.sleep(POLL_S)
+    if gather is not None and status != "completed":
+        gather.end_all(f"node 0's job {status}")
     leftovers = teardown.end_job(proc.pid, run_id)
     try:
         launcher_exit = proc.wait(timeout=10)

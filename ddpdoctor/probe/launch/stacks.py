@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -182,6 +183,9 @@ def capture(run_dir: str, ranks: dict[int, psutil.Process], use_pyspy: bool = Tr
         reason = failures[0] if failures else "py-spy disabled"
         note = (f"{reason}; stacks of rank(s) {', '.join(map(str, sorted(missing)))} come from "
                 "faulthandler (SIGUSR1), which cannot tell idle from running")
+    host = socket.gethostname()
+    for stack in results.values():
+        stack.host = host
     return [results[r] for r in sorted(results)], note
 
 

@@ -58,11 +58,15 @@ class ProgressWatch:
             if lines[-1]:
                 self.partial[path] = lines[-1]
             for line in lines[:-1]:
-                if '"kind":"step"' in line:
-                    self._saw_step(path, line)
+                self.saw_line(path, line)
         if progressed:
             self.last_progress = time.monotonic()
         return progressed
+
+    def saw_line(self, path: Path, line: str) -> None:
+        """One whole telemetry line of one rank (the live view extends this: live_feed.py)."""
+        if '"kind":"step"' in line:
+            self._saw_step(path, line)
 
     def _saw_step(self, path: Path, line: str) -> None:
         try:

@@ -1,0 +1,61 @@
+"""DDP805: gradient accumulation without no_sync."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP805", "Gradient accumulation without no_sync", Severity.WARNING)
+def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A DistributedDataParallel model trained with gradient accumulation - `backward()` on
+        every pass of a micro-step loop with the optimizer step after it, or a step under
+        `if (i + 1) % accum == 0:` - while the source never uses `model.no_sync()` nor sets
+        `model.require_backward_grad_sync` (nanoGPT's way). Scripts whose framework handles
+        accumulation (Accelerate's `accumulate`, Lightning, the Hugging Face Trainer,
+        DeepSpeed engines) are not judged.
+
+    Why it hurts:
+        DDP all-reduces the gradients in every backward. With K micro-steps per optimizer
+        step, K-1 of those all-reduces are thrown away: up to K times the communication per
+        step, often most of the step time on a multi-node job. The result is numerically the
+        same, so nothing looks wrong. The probe (DDP403) counts the all-reduces per step.
+
+    How to fix:
+        Skip the synchronisation on all but the last micro-step:
+
+            for micro_step in range(accum):
+                last = micro_step == accum - 1
+                with (contextlib.nullcontext() if last else model.no_sync()):
+                    loss = model(x, y) / accum
+                    loss.backward()
+            optimizer.step()
+
+        or, as nanoGPT does: `model.require_backward_grad_sync = last` before the backward.
+    """
+    if not facts.ddp_model:
+        return Skipped("no DistributedDataParallel model in the script")
+    if facts.framework is not None:
+        return Skipped(f"{facts.framework} handles gradient accumulation")
+    if facts.no_sync:
+        return []
+    problems = []
+    for acc in facts.accumulations:
+        shape = ("backward() runs on every pass of the micro-step loop at "
+                 f"{acc.loop} and the optimizer steps after it at {acc.step}"
+                 if acc.pattern == "micro_step_loop" else
+                 f"backward() runs on every pass of the loop at {acc.loop} and the optimizer steps "
+                 f"only under a condition at {acc.step}")
+        problems.append(Problem(
+            message=(f"gradient accumulation without no_sync: {shape}; DDP all-reduces the "
+                     f"gradients in every backward ({acc.backward}), K-1 of K times for nothing"),
+            hint=("wrap all but the last micro-step's forward and backward in `with model.no_sync():` "
+                  "(or set model.require_backward_grad_sync = is_last_micro_step, as nanoGPT does)"),
+            location=acc.backward,
+            evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
+                      "pattern": acc.pattern},
+        ))
+    return problems

@@ -1,0 +1,71 @@
+"""DDP801: a collective runs under a rank-conditional branch."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP801", "A collective runs under a rank-conditional branch", Severity.ERROR)
+def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A collective - or a call that ends in one - inside a branch that only some ranks take:
+        `if rank == 0:`, `if dist.get_rank() == 0:`, `if master_process:`,
+        `if local_rank == 0:`, `if accelerator.is_main_process:`,
+        `if trainer.is_global_zero:`, a function decorated with `@rank_zero_only`, the code
+        after `if rank != 0: return`, or a callback registered on rank 0 only. Calls to
+        functions of the script and its local modules are followed a few levels deep, so a
+        `dist.barrier()` inside `save_checkpoint()` called under `if rank == 0:` is found.
+        Collectives include every torch.distributed collective (all_reduce, barrier,
+        broadcast, all_gather, new_group, ...), the DistributedDataParallel constructor, the
+        forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them
+        in every forward), Lightning's `self.log(..., sync_dist=True)`,
+        `trainer.save_checkpoint()` and `strategy.barrier()`, and Accelerate's
+        `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`. A branch whose
+        other side runs the same collectives (`if rank == 0: work(); barrier()` /
+        `else: barrier()`), and the paired `if local_rank != 0: barrier()` ...
+        `if local_rank == 0: barrier()` idiom, are balanced and not reported.
+
+    Why it hurts:
+        A collective completes only when every rank of the group enters it. The ranks
+        inside the branch wait for the others, which never come (or come later, into a
+        different collective): the job hangs until the process-group timeout (30 min on
+        gloo, 10 on NCCL), or two unrelated collectives pair up and return garbage.
+
+    How to fix:
+        Run the collective on every rank, and only the side effect on one:
+
+            # before
+            if rank == 0:
+                dist.all_reduce(loss)          # rank 0 waits forever
+                print(loss.item() / world)
+            # after
+            dist.all_reduce(loss)
+            if rank == 0:
+                print(loss.item() / world)
+
+        For Lightning, log with `sync_dist=True` from every rank (or `rank_zero_only=True`
+        without sync_dist); for Accelerate, call `gather`/`wait_for_everyone` on every
+        process and test `accelerator.is_main_process` only around the printing or saving.
+    """
+    if not facts.guarded_collectives:
+        return []
+    problems = []
+    for found in facts.guarded_collectives:
+        via = ""
+        if found.chain:
+            via = " through " + " -> ".join(found.chain)
+        message = (f"{found.op} at {found.location} runs only where `{found.guard}` holds "
+                   f"({found.guard_location}, {found.function}){via}: the ranks that skip the "
+                   "branch never enter it, and the job hangs or pairs it with another collective")
+        problems.append(Problem(
+            message=message,
+            hint=("call the collective on every rank: move it out of the rank-conditional branch "
+                  "(every rank all_reduces / waits in the barrier, only rank 0 prints or saves)"),
+            location=found.location,
+            evidence={"op": found.op, "guard": found.guard, "guard_location": str(found.guard_location),
+                      "function": found.function, "chain": found.chain},
+        ))
+    return problems

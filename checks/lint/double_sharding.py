@@ -1,0 +1,55 @@
+"""DDP803: data sharded twice - each rank sees about 1/N² of the dataset."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP803", "Data sharded twice across ranks", Severity.WARNING)
+def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A DistributedSampler on data that is sharded a second time: a DataLoader with a
+        DistributedSampler handed to `accelerator.prepare()` (Accelerate shards every
+        prepared loader again), or a DistributedSampler over a dataset that already depends
+        on the rank (`DistributedSampler(x[rank::world])`, over `random_split(...)[rank]`,
+        over `ds.shard(world, rank)`).
+
+    Why it hurts:
+        Each rank trains on about dataset / world² samples: with 8 GPUs, 1/64 of the data
+        per rank and 1/8 of it overall per epoch. Nothing fails; the model just sees a
+        fraction of the data and the epoch ends early.
+
+    How to fix:
+        Shard once. With Accelerate, build the loader without a sampler (shuffle=True) and
+        let `accelerator.prepare()` shard it; with a hand-made shard, drop the
+        DistributedSampler (or shard with the sampler only):
+
+            loader = DataLoader(dataset, batch_size=32, shuffle=True)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    """
+    if facts.distributed is None and facts.framework is None:
+        return Skipped("the script sets up no process group")
+    problems = []
+    for loader in facts.loaders:
+        if loader.sampler == "distributed" and loader.prepared_by == "accelerate":
+            problems.append(Problem(
+                message=(f"`{loader.name}` at {loader.location} has a DistributedSampler and is handed to "
+                         "accelerator.prepare(), which shards it again: each rank sees about "
+                         "dataset / world² samples"),
+                hint="build the loader without a DistributedSampler (shuffle=True) and let "
+                     "accelerator.prepare() shard it",
+                location=loader.location,
+                evidence={"loader": loader.name, "sampler": loader.sampler_text, "by": "accelerate"}))
+    for sampler in facts.samplers:
+        if sampler.sharded_by_rank:
+            problems.append(Problem(
+                message=(f"DistributedSampler at {sampler.location} shards `{sampler.dataset_text}`, which "
+                         "already depends on the rank: each rank sees about dataset / world² samples"),
+                hint="shard once: DistributedSampler over the whole dataset, or the hand-made shard "
+                     "with shuffle=True and no DistributedSampler",
+                location=sampler.location,
+                evidence={"sampler": sampler.name, "dataset": sampler.dataset_text, "by": "rank-dependent dataset"}))
+    return problems

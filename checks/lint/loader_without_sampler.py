@@ -1,0 +1,61 @@
+"""DDP802: a training DataLoader without a DistributedSampler in a distributed script."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP802", "DataLoader without a DistributedSampler", Severity.ERROR)
+def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A training DataLoader built without a DistributedSampler (no sampler, or a
+        RandomSampler / SequentialSampler), in a script that sets up a process group
+        (init_process_group, a DistributedDataParallel model). Not reported: loaders of a
+        dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
+        `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
+        and dataset classes that shard themselves, loaders built on one rank only, loaders
+        named as validation / test loaders, custom samplers, and scripts run by a framework
+        that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer).
+
+    Why it hurts:
+        Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
+        batches: N GPUs do the work of one, and an epoch takes N times longer than it should
+        while looking normal. The probe (DDP301) proves it from the batches themselves.
+
+    How to fix:
+        Give the loader a DistributedSampler, shuffle in the sampler, and call set_epoch:
+
+            sampler = DistributedSampler(dataset, shuffle=True)
+            loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+            for epoch in range(epochs):
+                sampler.set_epoch(epoch)
+                for x, y in loader:
+                    ...
+    """
+    if facts.distributed is None:
+        return Skipped("the script sets up no process group")
+    if facts.framework is not None:
+        return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
+    problems = []
+    for loader in facts.loaders:
+        if loader.sampler not in ("none", "plain"):
+            continue
+        if loader.sharded_by_rank or loader.iterable or loader.under_rank_guard or loader.evaluation:
+            continue
+        what = f"`{loader.name}`" if loader.name else "a DataLoader"
+        sampler = f"sampler={loader.sampler_text}" if loader.sampler == "plain" else "no sampler"
+        problems.append(Problem(
+            message=(f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
+                     f"in a script that sets up a process group ({facts.distributed_how} at "
+                     f"{facts.distributed}): every rank iterates the whole dataset, the same "
+                     "batches where the ranks are seeded alike"),
+            hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
+                  "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),
+            location=loader.location,
+            evidence={"loader": loader.name, "dataset": loader.dataset_text, "sampler": loader.sampler_text or None,
+                      "process_group": str(facts.distributed)},
+        ))
+    return problems

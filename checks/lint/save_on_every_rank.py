@@ -1,0 +1,41 @@
+"""DDP806: torch.save on every rank."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP806", "torch.save runs on every rank", Severity.WARNING)
+def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A `torch.save` that every rank reaches - no rank test around it nor around any call
+        that leads to it - to a path that does not depend on the rank, in a script that sets
+        up a process group. Saves under `if rank == 0:` (or in a function only called under
+        one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine.
+
+    Why it hurts:
+        Every rank writes the same file at the same time. On a shared filesystem the writes
+        interleave: a truncated or mixed checkpoint, found only when a resume fails. It also
+        costs N times the I/O. The probe (DDP701) sees the ranks open the same path.
+
+    How to fix:
+        Save from one rank, and let the others wait for it if they read it back:
+
+            if dist.get_rank() == 0:
+                torch.save(model.module.state_dict(), path)
+            dist.barrier()      # every rank, outside the if
+    """
+    if facts.distributed is None and facts.framework is None:
+        return Skipped("the script sets up no process group")
+    saves = [s for s in facts.saves if s.every_rank]
+    return [Problem(
+        message=(f"torch.save(..., {save.path_text}) at {save.location} runs on every rank ({save.reason}): "
+                 "all ranks write the same file at once"),
+        hint="save on one rank only: `if dist.get_rank() == 0: torch.save(...)`, then dist.barrier() "
+             "on every rank before anyone reads it",
+        location=save.location,
+        evidence={"path": save.path_text, "why": save.reason},
+    ) for save in saves]

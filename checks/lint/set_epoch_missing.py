@@ -1,0 +1,53 @@
+"""DDP804: DistributedSampler.set_epoch never called (or called with a constant)."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP804", "DistributedSampler.set_epoch is never called", Severity.WARNING)
+def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
+        nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`), or calls
+        it with a constant (`sampler.set_epoch(0)` inside the epoch loop).
+
+    Why it hurts:
+        DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the
+        epoch stays 0: every epoch visits the samples in the same order, in the same
+        batches, on the same rank. Training loses the reshuffling it asked for and
+        converges worse; nothing warns. The probe (DDP302) shows it from the batches.
+
+    How to fix:
+        Call set_epoch with the epoch number before iterating:
+
+            for epoch in range(epochs):
+                sampler.set_epoch(epoch)        # or loader.sampler.set_epoch(epoch)
+                for x, y in loader:
+                    ...
+    """
+    if not facts.samplers:
+        return Skipped("no DistributedSampler in the script")
+    problems = []
+    for sampler in facts.samplers:
+        if not sampler.shuffle or sampler.sharded_by_rank:
+            continue
+        if sampler.constant_epoch is not None:
+            problems.append(Problem(
+                message=(f"{sampler.name} (DistributedSampler at {sampler.location}) gets set_epoch with a "
+                         f"constant at {sampler.constant_epoch}: the shuffle order is the same every epoch"),
+                hint="pass the epoch number: sampler.set_epoch(epoch)",
+                location=sampler.constant_epoch,
+                evidence={"sampler": sampler.name, "set_epoch": str(sampler.constant_epoch), "constant": True}))
+        elif not sampler.set_epoch and sampler.across_epochs:
+            problems.append(Problem(
+                message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "
+                         "loader is iterated epoch after epoch, but set_epoch is never called: the same "
+                         "order every epoch"),
+                hint=f"call {sampler.name}.set_epoch(epoch) at the start of every epoch",
+                location=sampler.location,
+                evidence={"sampler": sampler.name, "set_epoch": None, "constant": False}))
+    return problems

@@ -1,0 +1,1 @@
+"""Static lint of a training script and its local imports (AST only; torch is never imported)."""

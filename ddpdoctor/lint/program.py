@@ -1,0 +1,678 @@
+"""The program a lint reads: functions, classes and imports of the script and its local modules,
+which call goes where, and for every function the events in its body (collectives, calls,
+saves, loops) with the rank tests that guard them.
+
+Calls are resolved the way a reader follows them: a plain name to the function of that name in
+scope or imported from a local module, `self.m()` to the method of the enclosing class (or a
+local base class), `obj.m()` where `obj = LocalClass(...)` to that class's method. What cannot
+be resolved this way is left alone, which keeps the lint from guessing.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Union
+
+from ddpdoctor.lint.patterns import (ACCELERATE_COLLECTIVES, FABRIC_COLLECTIVES,
+                                     RANK_ONLY_DECORATORS, TORCH_COLLECTIVES, RankNames, RankTest,
+                                     dotted, keyword, last_name, text, truthy)
+from ddpdoctor.lint.sources import SourceFile
+
+FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Module]
+TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# Models whose modules hold buffers (BatchNorm running stats) that a DDP forward broadcasts.
+BUFFER_MARKERS = ("BatchNorm", "register_buffer", "SyncBatchNorm", "track_running_stats=True")
+BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "inception", "regnet",
+                "_bn", "googlenet", "shufflenet", "mnasnet", "wide_resnet")
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A rank test that a statement sits under: the `if` (or decorator) and the branch taken."""
+
+    test: RankTest
+    file: str
+    line: int
+    branch: int  # id of the If node, 0 for a decorator
+    side: str  # "body" | "else"
+
+
+@dataclass
+class Event:
+    """Something in a function body that a rule cares about, with where and under what."""
+
+    kind: str  # collective | call | ref | save
+    node: ast.AST
+    line: int
+    guards: tuple[Guard, ...]
+    loops: int  # enclosing loops inside this function
+    op: str = ""  # collective: what it is, in the user's words
+    targets: tuple["Function", ...] = ()  # call/ref: the local functions it reaches
+    weak: tuple["Function", ...] = ()  # call: local methods of that name, receiver unknown
+
+
+@dataclass
+class Function:
+    name: str
+    qualname: str
+    file: SourceFile
+    node: FuncNode
+    module: "Module"
+    cls: Optional["Klass"] = None
+    parent: Optional["Function"] = None
+    nested: dict[str, "Function"] = field(default_factory=dict)
+    rank_only: Optional[str] = None  # a rank-only decorator's text
+    bindings: dict[str, list[tuple[int, ast.AST]]] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    calls: list[tuple[ast.Call, tuple[Guard, ...], int]] = field(default_factory=list)  # every call
+
+    @property
+    def line(self) -> int:
+        return getattr(self.node, "lineno", 1)
+
+    @property
+    def label(self) -> str:
+        return "module level" if isinstance(self.node, ast.Module) else f"{self.qualname}()"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+
+@dataclass
+class Klass:
+    name: str
+    file: SourceFile
+    node: ast.ClassDef
+    module: "Module"
+    bases: list[str] = field(default_factory=list)
+    methods: dict[str, Function] = field(default_factory=dict)
+    attrs: dict[str, list[tuple[ast.AST, Function]]] = field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+
+@dataclass
+class Module:
+    file: SourceFile
+    name: str
+    functions: dict[str, Function] = field(default_factory=dict)
+    classes: dict[str, Klass] = field(default_factory=dict)
+    imports: dict[str, str] = field(default_factory=dict)  # alias -> full dotted name
+    body: Optional[Function] = None
+
+
+class Program:
+    """The parsed script and its local modules, with calls resolved and events gathered."""
+
+    def __init__(self, files: list[SourceFile]) -> None:
+        self.files = files
+        self.modules: list[Module] = []
+        self.by_name: dict[str, Module] = {}
+        self.functions: list[Function] = []
+        self.classes: list[Klass] = []
+        self.ranks = RankNames()
+        self.ranks.learn([f.tree for f in files])
+        for source in files:
+            self._index(source)
+        self.imported = {full.split(".")[0] for m in self.modules for full in m.imports.values()}
+        for module in self.modules:
+            self._scan_imports_lazy(module)
+        for function in self.functions:
+            self._collect_bindings(function)
+        for function in self.functions:
+            Walker(self, function).run()
+
+    # ------------------------------------------------------------------ indexing
+    def _index(self, source: SourceFile) -> None:
+        module = Module(source, source.module)
+        self.modules.append(module)
+        self.by_name[source.module] = module
+        module.body = Function("<module>", "<module>", source, source.tree, module)
+        self.functions.append(module.body)
+        package = source.module if source.path.name == "__init__.py" else source.module.rpartition(".")[0]
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        module.imports[alias.asname] = alias.name
+                    else:
+                        module.imports[alias.name.split(".")[0]] = alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".") if package else []
+                    keep = max(0, len(anchor) - (node.level - 1))
+                    base = ".".join(anchor[:keep] + ([base] if base else []))
+                for alias in node.names:
+                    if alias.name != "*":
+                        module.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+        self._index_body(source.tree.body, module, None, None, "")
+
+    def _index_body(self, body, module: Module, cls: Optional[Klass], parent: Optional[Function],
+                    prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                fn = Function(node.name, prefix + node.name, module.file, node, module, cls, parent)
+                fn.rank_only = _rank_only_decorator(node)
+                self.functions.append(fn)
+                if cls is not None and parent is None:
+                    cls.methods[node.name] = fn
+                elif parent is not None:
+                    parent.nested[node.name] = fn
+                else:
+                    module.functions[node.name] = fn
+                self._index_body(node.body, module, None, fn, f"{prefix}{node.name}.")
+            elif isinstance(node, ast.ClassDef):
+                klass = Klass(node.name, module.file, node, module,
+                              [d for d in (dotted(b) for b in node.bases) if d])
+                self.classes.append(klass)
+                if parent is None and cls is None:
+                    module.classes[node.name] = klass
+                self._index_body(node.body, module, klass, None, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                # defs under `if TYPE_CHECKING`, try/except ImportError, ...
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, part, None) or []
+                    for item in inner:
+                        sub = item.body if isinstance(item, ast.ExceptHandler) else [item]
+                        self._index_body(sub, module, cls, parent, prefix)
+
+    def _scan_imports_lazy(self, module: Module) -> None:
+        """Nothing to do after indexing; kept as the hook where `importlib.import_module` of a
+        local name could be followed."""
+
+    def _collect_bindings(self, fn: Function) -> None:
+        for node in _own_nodes(fn.node):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    self._bind(fn, target, node.value, node.lineno)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                self._bind(fn, node.target, node.iter, node.lineno, iterated=True)
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                self._bind(fn, node.optional_vars, node.context_expr, getattr(node.context_expr, "lineno", 0))
+
+    def _bind(self, fn: Function, target: ast.AST, value: ast.AST, line: int, iterated: bool = False) -> None:
+        if isinstance(target, ast.Name):
+            if not iterated:
+                fn.bindings.setdefault(target.id, []).append((line, value))
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id == "self" and fn.parent is None:
+            owner = fn.cls
+            if owner is not None and not iterated:
+                owner.attrs.setdefault(target.attr, []).append((value, fn))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts):
+                self._bind(fn, t, v, line, iterated)
+
+    # ------------------------------------------------------------------ resolution
+    def qualify(self, node: ast.AST, fn: Function) -> Optional[str]:
+        """The full dotted name of a name or attribute chain, its first part mapped through the
+        module's imports: `dist.barrier` -> torch.distributed.barrier."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        full = fn.module.imports.get(head)
+        if full is None:
+            return name
+        return f"{full}.{rest}" if rest else full
+
+    def lookup(self, name: str, fn: Function) -> list[tuple[int, ast.AST, Function]]:
+        """What a name was assigned, in the innermost scope that assigns it."""
+        scope: Optional[Function] = fn
+        while scope is not None:
+            if name in scope.bindings:
+                return [(line, value, scope) for line, value in scope.bindings[name]]
+            scope = scope.parent
+        body = fn.module.body
+        if body is not None and name in body.bindings:
+            return [(line, value, body) for line, value in body.bindings[name]]
+        return []
+
+    def values_of(self, node: ast.AST, fn: Function, depth: int = 3) -> list[tuple[ast.AST, Function]]:
+        """The expressions a name or `self.attr` may hold (the node itself when not a name)."""
+        if depth <= 0:
+            return [(node, fn)]
+        if isinstance(node, ast.Name):
+            found = self.lookup(node.id, fn)
+            if not found:
+                return [(node, fn)]
+            out = []
+            for _, value, scope in found:
+                out.extend(self.values_of(value, scope, depth - 1))
+            return out
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            klass = self._class_of_fn(fn)
+            if klass is not None:
+                found = self._attr(klass, node.attr)
+                if found:
+                    out = []
+                    for value, owner in found:
+                        out.extend(self.values_of(value, owner, depth - 1))
+                    return out
+        return [(node, fn)]
+
+    def _attr(self, klass: Klass, attr: str, seen: Optional[set] = None) -> list[tuple[ast.AST, Function]]:
+        seen = seen or set()
+        if klass in seen:
+            return []
+        seen.add(klass)
+        if attr in klass.attrs:
+            return klass.attrs[attr]
+        for base in self.bases(klass):
+            found = self._attr(base, attr, seen)
+            if found:
+                return found
+        return []
+
+    def _class_of_fn(self, fn: Function) -> Optional[Klass]:
+        scope: Optional[Function] = fn
+        while scope is not None and scope.cls is None:
+            scope = scope.parent
+        return scope.cls if scope else None
+
+    def symbol(self, name: str, fn: Function) -> Optional[Union[Function, Klass, Module]]:
+        """A plain name's local definition: nested def, module function or class, or an import
+        of a local module or of a function or class defined in one."""
+        scope: Optional[Function] = fn
+        while scope is not None:
+            if name in scope.nested:
+                return scope.nested[name]
+            scope = scope.parent
+        module = fn.module
+        if name in module.functions:
+            return module.functions[name]
+        if name in module.classes:
+            return module.classes[name]
+        full = module.imports.get(name)
+        if full is not None:
+            return self.full_symbol(full)
+        return None
+
+    def full_symbol(self, full: str) -> Optional[Union[Function, Klass, Module]]:
+        if full in self.by_name:
+            return self.by_name[full]
+        owner, _, attr = full.rpartition(".")
+        module = self.by_name.get(owner)
+        if module is not None and owner:
+            if attr in module.functions:
+                return module.functions[attr]
+            if attr in module.classes:
+                return module.classes[attr]
+            target = module.imports.get(attr)
+            if target and target != full:
+                return self.full_symbol(target)
+        return None
+
+    def bases(self, klass: Klass) -> Iterator[Klass]:
+        body = klass.module.body
+        for base in klass.bases:
+            found = self.symbol(base, body) if "." not in base else self.full_symbol(
+                self.qualify(ast.parse(base, mode="eval").body, body) or base)
+            if isinstance(found, Klass) and found is not klass:
+                yield found
+
+    def method(self, klass: Klass, name: str, seen: Optional[set] = None) -> Optional[Function]:
+        seen = seen or set()
+        if klass in seen:
+            return None
+        seen.add(klass)
+        if name in klass.methods:
+            return klass.methods[name]
+        for base in self.bases(klass):
+            found = self.method(base, name, seen)
+            if found is not None:
+                return found
+        return None
+
+    def class_of(self, node: ast.AST, fn: Function, depth: int = 3) -> Optional[Klass]:
+        """The local class an expression is an instance of, when the source says so."""
+        for value, scope in self.values_of(node, fn, depth):
+            if isinstance(value, ast.Call):
+                target = self._callee_symbol(value.func, scope)
+                if isinstance(target, Klass):
+                    return target
+        return None
+
+    def _callee_symbol(self, func: ast.AST, fn: Function):
+        if isinstance(func, ast.Name):
+            return self.symbol(func.id, fn)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            owner = self.symbol(func.value.id, fn)
+            if isinstance(owner, Module):
+                return owner.functions.get(func.attr) or owner.classes.get(func.attr)
+        return None
+
+    def resolve(self, func: ast.AST, fn: Function) -> tuple[list[Function], list[Function]]:
+        """(functions a call reaches, local methods of the same name when the receiver is unknown)."""
+        if isinstance(func, ast.Name):
+            target = self.symbol(func.id, fn)
+            if isinstance(target, Function):
+                return [target], []
+            if isinstance(target, Klass):
+                init = self.method(target, "__init__")
+                return ([init] if init else []), []
+            klass = self.class_of(func, fn)
+            if klass is not None:
+                call = self.method(klass, "__call__")
+                return ([call] if call else []), []
+            return [], []
+        if not isinstance(func, ast.Attribute):
+            return [], []
+        receiver, attr = func.value, func.attr
+        if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+            klass = self._class_of_fn(fn)
+            if klass is not None:
+                found = self.method(klass, attr)
+                if found is not None:
+                    return [found], []
+                inner = self.class_of(func, fn)
+                if inner is not None:
+                    call = self.method(inner, "__call__")
+                    return ([call] if call else []), []
+            return [], self._named(attr)
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+            klass = self._class_of_fn(fn)
+            for base in (self.bases(klass) if klass else ()):
+                found = self.method(base, attr)
+                if found is not None:
+                    return [found], []
+            return [], []
+        if isinstance(receiver, ast.Name):
+            owner = self.symbol(receiver.id, fn)
+            if isinstance(owner, Module):
+                target = owner.functions.get(attr)
+                if target is None and attr in owner.classes:
+                    target = self.method(owner.classes[attr], "__init__")
+                return ([target] if target else []), []
+            if isinstance(owner, Klass):
+                found = self.method(owner, attr)
+                return ([found] if found else []), []
+        klass = self.class_of(receiver, fn)
+        if isinstance(receiver, ast.Call):
+            target = self._callee_symbol(receiver.func, fn)
+            klass = target if isinstance(target, Klass) else klass
+        if klass is not None:
+            found = self.method(klass, attr)
+            return ([found] if found else []), []
+        return [], self._named(attr)
+
+    def _named(self, attr: str) -> list[Function]:
+        if attr.startswith("__"):
+            return []
+        return [k.methods[attr] for k in self.classes if attr in k.methods]
+
+    def reference(self, node: ast.AST, fn: Function) -> list[Function]:
+        """A local function passed by name (a callback, mp.spawn's target, a Thread target)."""
+        if isinstance(node, ast.Name):
+            target = self.symbol(node.id, fn)
+            return [target] if isinstance(target, Function) else []
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            klass = self._class_of_fn(fn)
+            found = self.method(klass, node.attr) if klass else None
+            return [found] if found else []
+        return []
+
+    # ------------------------------------------------------------------ what calls mean
+    def uses(self, package: str) -> bool:
+        return package in self.imported
+
+    def collective(self, call: ast.Call, fn: Function) -> Optional[str]:
+        """What a call is, in the user's words, when it is a collective (or ends in one)."""
+        full = self.qualify(call.func, fn) or ""
+        name = last_name(call.func) or ""
+        if full.startswith("torch.distributed.") and name in TORCH_COLLECTIVES:
+            return f"dist.{name}()"
+        if name.endswith("DistributedDataParallel") and full.startswith("torch."):
+            return "DistributedDataParallel(...) (its constructor broadcasts the parameters)"
+        if full.startswith("accelerate.") and name in ACCELERATE_COLLECTIVES:
+            return f"accelerate {name}()"
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if receiver is not None:
+            owner = (last_name(receiver) or "").lower()
+            if self.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
+                    "accelerator" in owner or self._made_by(receiver, fn, "Accelerator")):
+                return f"accelerator.{name}()"
+            if self.uses_lightning():
+                if isinstance(receiver, ast.Name) and receiver.id == "self":
+                    if name in ("log", "log_dict") and truthy(keyword(call, "sync_dist")):
+                        return f"self.{name}(..., sync_dist=True) (all-reduces the value)"
+                    if name == "all_gather" and self.resolve(call.func, fn)[0] == []:
+                        return "self.all_gather()"
+                if name == "save_checkpoint" and owner.endswith("trainer") and not self.resolve(call.func, fn)[0]:
+                    return "trainer.save_checkpoint() (all ranks meet in a barrier)"
+                if name == "barrier" and owner == "strategy":
+                    return "strategy.barrier()"
+                if name in FABRIC_COLLECTIVES and ("fabric" in owner or self._made_by(receiver, fn, "Fabric")):
+                    return f"fabric.{name}()"
+        wrapped = self.ddp_model(call, fn)
+        if wrapped is not None and self.has_buffers(wrapped[0], wrapped[1]):
+            return f"forward of the DDP model {text(call.func)} (DDP broadcasts its buffers in every forward)"
+        return None
+
+    def uses_lightning(self) -> bool:
+        return self.uses("lightning") or self.uses("pytorch_lightning")
+
+    def _made_by(self, node: ast.AST, fn: Function, cls_name: str) -> bool:
+        for value, scope in self.values_of(node, fn):
+            if isinstance(value, ast.Call) and last_name(value.func) == cls_name:
+                return True
+        return False
+
+    def ddp_call(self, value: ast.AST, fn: Function) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        full = self.qualify(value.func, fn) or ""
+        return full.endswith("DistributedDataParallel") and full.startswith("torch.")
+
+    def ddp_model(self, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
+        """The DDP(...) call that a called name or `self.attr` holds, if any."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            for line, value, scope in self.lookup(func.id, fn):
+                # `model = DDP(model)` in this very function: only calls after it are DDP forwards
+                if self.ddp_call(value, scope) and (scope is not fn or line < call.lineno):
+                    return value, scope
+            return None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            for value, scope in self.values_of(func, fn, depth=1):
+                if self.ddp_call(value, scope):
+                    return value, scope
+        return None
+
+    def has_buffers(self, ddp: ast.Call, fn: Function) -> bool:
+        """The wrapped module visibly holds buffers that DDP broadcasts (broadcast_buffers on)."""
+        flag = keyword(ddp, "broadcast_buffers")
+        if flag is not None and not truthy(flag):
+            return False
+        if not ddp.args:
+            return False
+        return self._buffered(ddp.args[0], fn, 4, set())
+
+    def _buffered(self, node: ast.AST, fn: Function, depth: int, seen: set) -> bool:
+        if depth <= 0:
+            return False
+        for value, scope in self.values_of(node, fn):
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in ("to", "cuda", "cpu", "float", "half", "bfloat16", "double"):
+                if self._buffered(value.func.value, scope, depth - 1, seen):
+                    return True
+                continue
+            body = text(value, 100000)
+            if any(m in body for m in BUFFER_MARKERS):
+                return True
+            full = (self.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else ""
+            if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
+                return True
+            if isinstance(value, ast.Call):
+                target = self._callee_symbol(value.func, scope)
+                if isinstance(target, Klass) and self._class_buffered(target, seen):
+                    return True
+                if isinstance(target, Function):
+                    for ret in (n.value for n in _own_nodes(target.node) if isinstance(n, ast.Return) and n.value):
+                        if self._buffered(ret, target, depth - 1, seen):
+                            return True
+                for arg in value.args:
+                    if self._buffered(arg, scope, depth - 1, seen):
+                        return True
+        return False
+
+    def _class_buffered(self, klass: Klass, seen: set) -> bool:
+        if klass in seen:
+            return False
+        seen.add(klass)
+        body = ast.get_source_segment("\n".join(klass.file.lines), klass.node) or ""
+        if any(m in body for m in BUFFER_MARKERS):
+            return True
+        for node in ast.walk(klass.node):
+            if isinstance(node, ast.Call):
+                target = self._callee_symbol(node.func, klass.module.body)
+                if isinstance(target, Klass) and self._class_buffered(target, seen):
+                    return True
+        return any(self._class_buffered(b, seen) for b in self.bases(klass))
+
+
+def _rank_only_decorator(node: ast.AST) -> Optional[str]:
+    for deco in getattr(node, "decorator_list", []):
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if last_name(target) in RANK_ONLY_DECORATORS:
+            return "@" + text(deco)
+    return None
+
+
+def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """Every node of a function body, not descending into nested defs, classes or lambdas."""
+    stack = list(ast.iter_child_nodes(root))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+class Walker:
+    """Walks one function's statements in order, keeping the rank tests and loops around them."""
+
+    def __init__(self, program: Program, fn: Function) -> None:
+        self.program = program
+        self.fn = fn
+
+    def run(self) -> None:
+        guards: tuple[Guard, ...] = ()
+        if self.fn.rank_only:
+            test = RankTest(self.fn.rank_only, self.fn.rank_only, "zero")
+            guards = (Guard(test, self.fn.file.display, self.fn.line, 0, "body"),)
+        body = self.fn.node.body
+        self.block(body, guards, 0)
+
+    def block(self, body: list[ast.stmt], guards: tuple[Guard, ...], loops: int) -> None:
+        for index, stmt in enumerate(body):
+            self.stmt(stmt, guards, loops)
+            # `if rank != 0: return` - what follows runs on the other ranks only
+            if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
+                    isinstance(stmt.body[-1], TERMINATORS):
+                test = self.program.ranks.guard(stmt.test)
+                if test is not None:
+                    guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else")
+                    self.block(body[index + 1:], guards + (guard,), loops)
+                    return
+
+    def stmt(self, stmt: ast.stmt, guards: tuple[Guard, ...], loops: int) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for deco in stmt.decorator_list:
+                self.expr(deco, guards, loops)
+            return
+        if isinstance(stmt, (ast.If, ast.While)):
+            self.expr(stmt.test, guards, loops)
+            test = self.program.ranks.guard(stmt.test)
+            inner = loops + (1 if isinstance(stmt, ast.While) else 0)
+            if test is None:
+                self.block(stmt.body, guards, inner)
+                self.block(stmt.orelse, guards, loops)
+                return
+            file = self.fn.file.display
+            self.block(stmt.body, guards + (Guard(test, file, stmt.lineno, id(stmt), "body"),), inner)
+            if stmt.orelse:
+                self.block(stmt.orelse, guards + (Guard(test.negated(), file, stmt.lineno, id(stmt), "else"),), loops)
+            return
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.expr(stmt.iter, guards, loops)
+            self.block(stmt.body, guards, loops + 1)
+            self.block(stmt.orelse, guards, loops)
+            return
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self.expr(item.context_expr, guards, loops)
+            self.block(stmt.body, guards, loops)
+            return
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.block(stmt.body, guards, loops)
+            for handler in stmt.handlers:
+                self.block(handler.body, guards, loops)
+            self.block(stmt.orelse, guards, loops)
+            self.block(stmt.finalbody, guards, loops)
+            return
+        if isinstance(stmt, ast.Match):
+            self.expr(stmt.subject, guards, loops)
+            for case in stmt.cases:
+                self.block(case.body, guards, loops)
+            return
+        for child in ast.iter_child_nodes(stmt):
+            self.expr(child, guards, loops)
+
+    def expr(self, node: ast.AST, guards: tuple[Guard, ...], loops: int) -> None:
+        if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test, guards, loops)
+            test = self.program.ranks.guard(node.test)
+            if test is None:
+                self.expr(node.body, guards, loops)
+                self.expr(node.orelse, guards, loops)
+            else:
+                file = self.fn.file.display
+                self.expr(node.body, guards + (Guard(test, file, node.lineno, id(node), "body"),), loops)
+                self.expr(node.orelse, guards + (Guard(test.negated(), file, node.lineno, id(node), "else"),), loops)
+            return
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            # `rank == 0 and dist.barrier()`: what follows a rank test runs on some ranks only
+            current = guards
+            for value in node.values:
+                self.expr(value, current, loops)
+                test = self.program.ranks.guard(value)
+                if test is not None:
+                    current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
+            return
+        if isinstance(node, ast.Call):
+            self.call(node, guards, loops)
+        for child in ast.iter_child_nodes(node):
+            self.expr(child, guards, loops)
+
+    def call(self, call: ast.Call, guards: tuple[Guard, ...], loops: int) -> None:
+        program, fn = self.program, self.fn
+        line = call.lineno
+        fn.calls.append((call, guards, loops))
+        op = program.collective(call, fn)
+        if op is not None:
+            fn.events.append(Event("collective", call, line, guards, loops, op=op))
+        full = program.qualify(call.func, fn) or ""
+        if full == "torch.save":
+            fn.events.append(Event("save", call, line, guards, loops))
+        targets, weak = program.resolve(call.func, fn)
+        if targets or weak:
+            fn.events.append(Event("call", call, line, guards, loops, targets=tuple(targets), weak=tuple(weak)))
+        for arg in list(call.args) + [kw.value for kw in call.keywords]:
+            refs = program.reference(arg, fn)
+            if refs:
+                fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs)))

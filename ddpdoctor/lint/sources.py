@@ -1,0 +1,135 @@
+"""The files a lint reads: the script, and the local modules it imports (transitively).
+
+A module is local when its source lies next to the script (or under the working directory,
+where `python -m` and torchrun put it on sys.path) and not inside an installed package: the
+user's own `model.py`, `utils/dist.py`, never torch's. Nothing is imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ddpdoctor.core.errors import UsageError
+
+MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
+MAX_BYTES = 4_000_000  # per file
+
+
+@dataclass
+class SourceFile:
+    """One parsed file."""
+
+    path: Path  # absolute
+    display: str  # as the user reads it: relative to the working directory when beneath it
+    module: str  # dotted name it is imported by ("" for the script itself)
+    tree: ast.Module
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def statements(self) -> int:
+        return sum(1 for n in ast.walk(self.tree) if isinstance(n, ast.stmt))
+
+
+def display_path(path: Path) -> str:
+    """Relative to the working directory when beneath it, as the probe's call sites are."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def _parse(path: Path, module: str) -> SourceFile:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {display_path(path)}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise UsageError(f"{display_path(path)} is {len(data)} bytes: too large for a training script")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        raise UsageError(f"{display_path(path)}:{exc.lineno or '?'}: not valid Python: {exc.msg}") from None
+    except ValueError as exc:  # null bytes
+        raise UsageError(f"{display_path(path)}: not valid Python: {exc}") from None
+    return SourceFile(path, display_path(path), module, tree, text.splitlines())
+
+
+def _candidates(name: str, roots: list[Path]) -> Optional[Path]:
+    parts = name.split(".")
+    for root in roots:
+        base = root.joinpath(*parts)
+        for path in (base.with_suffix(".py"), base / "__init__.py"):
+            if path.is_file():
+                return path
+    return None
+
+
+def _imported_names(tree: ast.Module, module: str, is_package: bool) -> list[str]:
+    """Every dotted module name the file may import (relative imports resolved), including the
+    submodules named in `from pkg import sub`."""
+    names = []
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                names.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".") if package else []
+                keep = len(anchor) - (node.level - 1)
+                if keep < 0:
+                    continue
+                base = ".".join(anchor[:keep] + ([base] if base else []))
+            if base:
+                names.append(base)
+            names.extend(f"{base}.{a.name}" if base else a.name for a in node.names if a.name != "*")
+    return names
+
+
+def load_program(script: str) -> list[SourceFile]:
+    """Parse the script and the local modules it imports. Bad input (no such file, not Python)
+    raises UsageError."""
+    path = Path(script)
+    if not path.exists():
+        raise UsageError(f"no such file: {script}")
+    if path.is_dir():
+        main = path / "__main__.py"
+        if not main.is_file():
+            raise UsageError(f"{script} is a directory without __main__.py")
+        path = main
+    path = path.resolve()
+    # Where `python train.py` and `python -m pkg.train` look for `import model`.
+    roots = list(dict.fromkeys([path.parent, Path.cwd().resolve()]))
+    files = [_parse(path, "")]
+    seen = {path}
+    queue = [files[0]]
+    while queue and len(files) < MAX_FILES:
+        current = queue.pop(0)
+        is_package = current.path.name == "__init__.py"
+        module = current.module
+        if not module:  # the script: relative imports resolve against its package, if any
+            try:
+                rel = current.path.relative_to(Path.cwd().resolve()).with_suffix("")
+                module = ".".join(rel.parts)
+            except ValueError:
+                module = current.path.stem
+        for name in _imported_names(current.tree, module, is_package):
+            found = _candidates(name, roots)
+            if found is None or found in seen or "site-packages" in found.parts:
+                continue
+            seen.add(found)
+            parsed = _parse(found, name)
+            files.append(parsed)
+            queue.append(parsed)
+    return files

@@ -1,0 +1,298 @@
+"""What the live view shows, read while the job runs: where each rank is, and the script's output.
+
+Everything comes from files the job already writes in the run dir, so the view costs the ranks
+nothing and shows every node's ranks wherever their rank-<R>.jsonl lands (multi-node: node 0's
+run dir holds them all, the host in each rank's Start record):
+- rank-<R>.jsonl, tailed by the watchdog's own reader (ProgressWatch, extended here to follow
+  each rank's phase), which also gives the stall timeout the countdown runs to;
+- job.log, the job's output as joblog.py wrote it (secrets already replaced, each rank's lines
+  prefixed `[rankN]: ` by torchrun's --tee), printed as it grows.
+
+One thread polls both a few times a second and hands a Board to the view (report/live.py).
+`showing(options, run_dir)` wraps the job: the one hook in probe/run.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis.runmodel import LOG_FILE
+from ddpdoctor.probe.launch.watchdog import ProgressWatch
+from ddpdoctor.probe.options import ProbeOptions
+from ddpdoctor.report import live
+
+# Records that change what the table says; every other kind (batches, buckets, grads) only
+# counts as progress, and is not decoded.
+FOLLOWED = {"start", "init_enter", "init", "collective", "collective_done", "loader", "batch",
+            "step", "end", "crash"}
+# At most this many script lines printed per poll; a script printing faster than that has the
+# rest summed up in one line (job.log keeps every one).
+MAX_LINES_PER_POLL = 200
+RATE_WINDOW_S = 10.0
+RANK_PREFIX = re.compile(r"^(\[rank\d+\]: )")
+# torch's C++ INFO log lines (glog format, maybe after torch's own "[rankN]:"). The probe turns
+# them on (TORCH_CPP_LOG_LEVEL=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL: launcher.py) for its own
+# diagnosis; the user did not ask for them, and they would drown the script's own lines.
+CPP_INFO = re.compile(r"^(\[rank\d+\]:)?\[I\d{4} \d\d:\d\d:\d\d\.\d+ ")
+# The lines DDP's C++ logger writes under its INFO line ("DDP Initialized with:", "Avg forward
+# compute time: ..."): one "key: value" each, or empty.
+CPP_INFO_MORE = re.compile(r"^\s*(Avg [\w ./]+|Gradient comm\. hook|[a-z_]+):( .*)?$|^\s*$")
+
+
+class ScriptOutput:
+    """The script's lines from job.log, without the C++ INFO logs the probe itself turned on
+    (unless the user asked for them with TORCH_CPP_LOG_LEVEL). job.log keeps every line."""
+
+    def __init__(self, keep_cpp_info: bool) -> None:
+        self.keep_cpp_info = keep_cpp_info
+        self._in_info: set[str] = set()  # prefixes ("[rank1]: ", "") inside a multi-line INFO entry
+
+    def shown(self, lines: list[str]) -> list[str]:
+        if self.keep_cpp_info:
+            return lines
+        out = []
+        for line in lines:
+            match = RANK_PREFIX.match(line)
+            prefix = match.group(1) if match else ""
+            body = line[len(prefix):]
+            if CPP_INFO.match(body):
+                self._in_info.add(prefix)
+                continue
+            if prefix in self._in_info:
+                if CPP_INFO_MORE.match(body):
+                    continue
+                self._in_info.discard(prefix)
+            out.append(line)
+        return out
+
+
+@dataclass
+class RankState:
+    """One rank, from its records."""
+
+    rank: int
+    host: str = ""
+    pid: Optional[int] = None
+    started: bool = False
+    in_init: bool = False
+    in_loader: bool = False
+    steps: int = 0
+    collectives: int = 0
+    open_collectives: dict = field(default_factory=dict)  # (group, seq) -> op
+    ended: Optional[str] = None  # End reason
+    crashed: Optional[str] = None  # exception type
+    seen: Optional[float] = None  # monotonic time its last line was read
+
+    def apply(self, kind: str, line: str) -> None:
+        if kind == "batch":  # the loader yielded: out of the DataLoader (not decoded: long lines)
+            self.in_loader = False
+            return
+        record = tm.decode(line)
+        if record is None:
+            return
+        if isinstance(record, tm.Start):
+            self.host, self.pid, self.started = record.host, record.pid, True
+        elif isinstance(record, tm.InitEnter):
+            self.in_init = True
+        elif isinstance(record, tm.Init):
+            self.in_init = False
+        elif isinstance(record, tm.Collective):
+            self.collectives += 1
+            self.open_collectives[(record.group, record.seq)] = record.op
+        elif isinstance(record, tm.CollectiveDone):
+            self.open_collectives.pop((record.group, record.seq), None)
+        elif isinstance(record, tm.Loader):
+            self.in_loader = True
+        elif isinstance(record, tm.Step):
+            self.steps = max(self.steps, record.step)
+            self.in_loader = False
+        elif isinstance(record, tm.Crash):
+            self.crashed = record.exc_type
+        elif isinstance(record, tm.End):
+            self.ended = record.reason
+            self.open_collectives.clear()
+
+    def phase(self) -> str:
+        if self.crashed:
+            return f"crashed ({self.crashed})"
+        if self.ended:
+            return "finished" + (" (step limit)" if self.ended == "max_steps" else "")
+        if self.open_collectives:
+            return f"in collective {next(reversed(self.open_collectives.values()))}"
+        if self.in_init:
+            return "in init_process_group"
+        if self.in_loader:
+            return "in DataLoader"
+        return "in script" if self.started else "starting"
+
+
+class RankWatch(ProgressWatch):
+    """The watchdog's reader of the ranks' files, also following each rank's phase."""
+
+    def __init__(self, run_dir: str, fixed_timeout_s: Optional[float]) -> None:
+        super().__init__(run_dir, fixed_timeout_s)
+        self.ranks: dict[int, RankState] = {}
+        self._rank_of: dict[Path, int] = {}
+
+    def saw_line(self, path: Path, line: str) -> None:
+        super().saw_line(path, line)
+        rank = self._rank_of.get(path)
+        if rank is None:
+            try:
+                rank = self._rank_of[path] = int(path.stem.split("-", 1)[1])
+            except ValueError:
+                return
+        state = self.ranks.get(rank)
+        if state is None:
+            state = self.ranks[rank] = RankState(rank)
+        state.seen = time.monotonic()
+        # encode() writes the kind first: {"kind":"step",...}
+        kind = line[9:line.find('"', 9)] if line.startswith('{"kind":"') else ""
+        if kind in FOLLOWED:
+            state.apply(kind, line)
+
+
+class LogTail:
+    """The whole lines job.log gained since the last read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+
+    def read(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read(1 << 20)
+        except OSError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        return [line.decode("utf-8", "replace") for line in lines]
+
+    def rest(self) -> list[str]:
+        """At the end: what is left, the last line too even without its newline."""
+        lines = self.read()
+        while True:  # a chatty job may have left more than one read's worth
+            more = self.read()
+            if not more:
+                break
+            lines += more
+        if self.partial:
+            lines.append(self.partial.decode("utf-8", "replace"))
+            self.partial = b""
+        return lines
+
+
+class LiveFeed:
+    """Polls the run dir from one thread and keeps the view up to date until stopped."""
+
+    def __init__(self, options: ProbeOptions, run_dir: str, view, show_script: bool = True) -> None:
+        self.options = options
+        self.watch = RankWatch(run_dir, options.stall_timeout_s)
+        self.log = LogTail(Path(run_dir) / LOG_FILE)
+        self.view = view
+        self.show_script = show_script
+        self.script = ScriptOutput(keep_cpp_info="TORCH_CPP_LOG_LEVEL" in os.environ)
+        self.began = time.monotonic()
+        self.samples: deque = deque()  # (monotonic, job steps)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ddpdoctor-live", daemon=True)
+        self.failed = False
+
+    def start(self) -> "LiveFeed":
+        self.view.start()
+        self._thread.start()
+        return self
+
+    def board(self) -> live.Board:
+        now = time.monotonic()
+        timeout = self.watch.timeout_s
+        # Node 0 (or a single node) expects every rank; another node of a multi-node job knows
+        # only its own, which it sees as their records come.
+        expected = range(self.options.world_size) if self.options.node_rank == 0 else ()
+        rows = []
+        for rank in sorted({*expected, *self.watch.ranks}):
+            state = self.watch.ranks.get(rank) or RankState(rank)
+            age = now - state.seen if state.seen is not None else None
+            phase = state.phase()
+            if age is not None and age >= timeout and not (state.ended or state.crashed):
+                phase = f"stalled ({phase})"
+            rows.append(live.RankRow(rank, state.host, state.pid, phase, state.steps,
+                                     state.collectives, age, bool(state.ended or state.crashed)))
+        board = live.Board(now - self.began, rows, self.options.max_steps, None,
+                           self.watch.quiet_for(), timeout, Path(self.options.script).name)
+        # The rate over the last RATE_WINDOW_S seconds, counted from the first step (start-up
+        # is not training).
+        if board.job_steps > 0:
+            self.samples.append((now, board.job_steps))
+            while len(self.samples) > 2 and now - self.samples[1][0] >= RATE_WINDOW_S:
+                self.samples.popleft()
+            first_t, first_steps = self.samples[0]
+            if now - first_t > 0.5:
+                board.step_rate = (board.job_steps - first_steps) / (now - first_t)
+        return board
+
+    def _script_lines(self, lines: list[str]) -> None:
+        if not self.show_script or not lines:
+            return
+        lines = self.script.shown(lines)
+        if len(lines) > MAX_LINES_PER_POLL:
+            skipped = len(lines) - MAX_LINES_PER_POLL
+            lines = lines[:MAX_LINES_PER_POLL] + [f"[ddpdoctor]: ... {skipped} more lines in job.log"]
+        self.view.script_lines(lines)
+
+    def tick(self) -> None:
+        self.watch.poll()
+        self._script_lines(self.log.read())
+        self.view.update(self.board())
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0 / live.REFRESH_PER_S):
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - a drawing bug must never cost the user the probe
+                self.failed = True
+                break
+
+    def stop(self) -> None:
+        """After the job: the last lines and the final table, then the terminal is the report's."""
+        self._stop.set()
+        self._thread.join(5.0)
+        board = None
+        if not self.failed and not self._thread.is_alive():
+            try:
+                self.watch.poll()
+                self._script_lines(self.log.rest())
+                board = self.board()
+            except Exception:  # noqa: BLE001 - as in _run
+                board = None
+        self.view.stop(board)
+
+
+@contextlib.contextmanager
+def showing(options: ProbeOptions, run_dir: str) -> Iterator[Optional[LiveFeed]]:
+    """Show the job while it runs, as options.live says (the CLI asks; the Python API does not)."""
+    view = live.view_for(getattr(options, "live", "off"), sys.stderr)
+    if view is None:
+        yield None
+        return
+    feed = LiveFeed(options, run_dir, view, show_script=not getattr(options, "quiet_script", False))
+    feed.start()
+    try:
+        yield feed
+    finally:
+        feed.stop()

@@ -1,0 +1,173 @@
+"""The wire between the ddpdoctors of a multi-node probe: JSON lines over one TCP connection
+from each node to node 0's ddpdoctor, on the gather port (default MASTER_PORT + 1).
+
+Why not the job's own c10d store: it belongs to torchrun's agent on node 0 and dies with the
+job, and the verdict must travel after the job has ended. Why TCP and not files: no shared
+filesystem is assumed. One connection per node, both ways:
+
+    node -> 0   hello {node_rank, host, addr, ranks}   first message
+                file  {name, data}      what the node's ranks appended to rank-<R>.jsonl / .stack
+                final {outcome}         the node's job ended (exit codes, log tail)
+                stacks_reply {id, stacks, note}
+    0 -> node   stacks {id}             take your ranks' stacks now (a stall)
+                end {reason}            end your ranks now
+                verdict {exit_code, report, where}
+    both        beat {}                 every HEARTBEAT_S, from a thread of its own, so a node
+                                        busy taking stacks or judging still looks alive
+
+A peer silent for LOST_AFTER_S is lost (its ddpdoctor killed, its network cut): nothing else
+tells a dead TCP peer from a slow one within a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import threading
+import time
+from typing import Any, Optional
+
+HEARTBEAT_S = 1.0
+LOST_AFTER_S = 10.0
+SEND_TIMEOUT_S = 5.0
+MAX_LINE = 8 * 1024 * 1024  # a message larger than this is not ours: drop the link
+CHUNK = 256 * 1024  # telemetry is forwarded in pieces no larger than this
+
+
+class Link:
+    """One connection: a reader thread queues incoming messages, a heartbeat thread keeps the
+    peer's view of us alive, send() is safe from any thread and never blocks past its deadline."""
+
+    def __init__(self, sock: socket.socket, label: str = "") -> None:
+        self.sock = sock
+        self.label = label
+        sock.settimeout(0.5)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.inbox: "queue.Queue[dict[str, Any]]" = queue.Queue()
+        self.last_heard = time.monotonic()
+        self.closed_reason: Optional[str] = None
+        self._send_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._read, daemon=True, name=f"ddpdoctor-link-read{label}"),
+                         threading.Thread(target=self._beat, daemon=True, name=f"ddpdoctor-link-beat{label}")]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self.closed_reason is None and time.monotonic() - self.last_heard < LOST_AFTER_S
+
+    def silent_for(self) -> float:
+        return time.monotonic() - self.last_heard
+
+    def send(self, kind: str, **fields: Any) -> bool:
+        """Send one message; False (and the link closed) when it cannot go within the deadline."""
+        if self.closed_reason is not None:
+            return False
+        data = json.dumps({"t": kind, **fields}, separators=(",", ":")).encode() + b"\n"
+        deadline = time.monotonic() + SEND_TIMEOUT_S
+        with self._send_lock:
+            view = memoryview(data)
+            while view:
+                if time.monotonic() >= deadline:
+                    self._close("send timed out")
+                    return False
+                try:
+                    sent = self.sock.send(view)
+                except socket.timeout:
+                    continue
+                except OSError as exc:
+                    self._close(f"send failed: {exc.strerror or exc}")
+                    return False
+                view = view[sent:]
+        return True
+
+    def messages(self) -> list[dict[str, Any]]:
+        out = []
+        while True:
+            try:
+                out.append(self.inbox.get_nowait())
+            except queue.Empty:
+                return out
+
+    def wait_message(self, kind: str, deadline: float) -> Optional[dict[str, Any]]:
+        """The next message of this kind (others are kept, in order), or None at the deadline or
+        when the link is lost."""
+        kept = []
+        try:
+            while time.monotonic() < deadline and self.alive:
+                try:
+                    message = self.inbox.get(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    continue
+                if message.get("t") == kind:
+                    return message
+                kept.append(message)
+            return None
+        finally:
+            for message in kept:
+                self.inbox.put(message)
+
+    def close(self) -> None:
+        self._close("closed")
+        for thread in self._threads:
+            thread.join(timeout=2.0)
+
+    def _close(self, reason: str) -> None:
+        if self.closed_reason is None:
+            self.closed_reason = reason
+        self._stop.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _read(self) -> None:
+        buffer = b""
+        while not self._stop.is_set():
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError as exc:
+                self._close(f"connection lost: {exc.strerror or exc}")
+                return
+            if not chunk:
+                self._close("connection closed by the peer")
+                return
+            self.last_heard = time.monotonic()
+            buffer += chunk
+            if len(buffer) > MAX_LINE and b"\n" not in buffer:
+                self._close("oversized message")
+                return
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(message, dict) and message.get("t") != "beat":
+                    self.inbox.put(message)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            if not self.send("beat"):
+                return
+
+
+def connect(host: str, port: int, deadline: float, stop: Optional[threading.Event] = None) -> tuple[Optional[socket.socket], str]:
+    """Keep trying until the deadline: node 0's ddpdoctor may start after this one."""
+    last = "not tried"
+    while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
+        try:
+            sock = socket.create_connection((host, port), timeout=min(3.0, max(0.1, deadline - time.monotonic())))
+            return sock, ""
+        except OSError as exc:
+            last = exc.strerror or str(exc)
+        time.sleep(0.25)
+    return None, last

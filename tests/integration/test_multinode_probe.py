@@ -1,0 +1,212 @@
+"""One diagnosis for the whole job: `ddpdoctor probe` on two nodes, each started as a user starts
+torchrun on each node, node 0 judging every rank of both (launch/node_gather.py,
+node_reporter.py). Nodes are loopback here (one ddpdoctor per node, same machine, separate run
+dirs: no shared filesystem is used); test_multinode_netns.py runs them in network namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from cli_runner import ddpdoctor_exe
+from probe_runner import REPO
+
+pytestmark = pytest.mark.multiprocess
+
+
+def free_port_pair() -> int:
+    """A port P with P + 1 free too: the rendezvous and the gather port."""
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+        if port >= 65000:
+            continue
+        try:
+            with socket.socket() as b:
+                b.bind(("", port + 1))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair")
+
+
+class Node:
+    """One node's `ddpdoctor probe`, started as the user would start it on that node."""
+
+    def __init__(self, tmp: Path, node_rank: int, script: str, *flags: str, port: int,
+                 args: tuple = (), env: dict | None = None, nnodes: int = 2):
+        self.run_dir = tmp / f"node{node_rank}"
+        self.report = tmp / f"node{node_rank}.json"
+        cmd = [*ddpdoctor_exe(), "probe", script, "--nproc-per-node", "1", "--run-dir", str(self.run_dir),
+               "--json", str(self.report), *flags]
+        if nnodes:
+            cmd += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--master-addr", "127.0.0.1",
+                    "--master-port", str(port)]
+        if args:
+            cmd += ["--", *args]
+        merged = dict(os.environ, COLUMNS="200", GLOO_SOCKET_IFNAME="lo", **(env or {}))
+        self.proc = subprocess.Popen(cmd, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=merged, stdin=subprocess.DEVNULL)
+        self.out = self.err = ""
+
+    def wait(self, timeout: float = 150) -> int:
+        try:
+            self.out, self.err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.out, self.err = self.proc.communicate()
+            raise AssertionError(f"node did not finish in {timeout} s:\n{self.err[-3000:]}")
+        return self.proc.returncode
+
+    def json(self) -> dict:
+        assert self.report.exists(), f"no report:\n{self.err[-3000:]}"
+        return json.loads(self.report.read_text())
+
+    def steps(self, rank: int) -> int:
+        path = self.run_dir / f"rank-{rank}.jsonl"
+        if not path.exists():
+            return 0
+        return path.read_text(errors="replace").count('"kind":"step"')
+
+
+def job_processes(*nodes: Node) -> list[psutil.Process]:
+    dirs = {str(n.run_dir.resolve()) for n in nodes}
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("DDPDOCTOR_RUN_DIR") in dirs:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def assert_nothing_left(*nodes: Node, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while job_processes(*nodes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not job_processes(*nodes), "processes of the job were left running"
+
+
+def wait_until(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_missing_sampler_is_one_report_on_node0_across_both_nodes(tmp_path):
+    port = free_port_pair()
+    other = Node(tmp_path, 1, "examples/no_sampler.py", "--max-steps", "4", port=port)
+    node0 = Node(tmp_path, 0, "examples/no_sampler.py", "--max-steps", "4", port=port)
+    assert node0.wait() == 1, node0.err[-3000:]
+    assert other.wait() == 1, other.err[-3000:]
+    report = node0.json()
+    finding = next(f for f in report["findings"] if f["code"] == "DDP301")
+    assert finding["ranks"] == [0, 1]
+    ranks = next(t for t in report["tables"] if t["title"] == "Ranks")
+    assert ranks["columns"][:3] == ["rank", "node", "host"]
+    assert [row[1] for row in ranks["rows"]] == [0, 1]
+    # The other node: one line saying where the report is, node 0's exit code, no report of its own.
+    line = [ln for ln in other.err.splitlines() if ln.startswith("ddpdoctor probe:")]
+    assert len(line) == 1 and "report.json" in line[0] and "FAIL" in line[0], other.err[-2000:]
+    assert json.loads(other.report.read_text())["status"] == "fail"  # --json: node 0's report
+    assert not (other.run_dir / "report.json").exists()
+    nodes = json.loads((node0.run_dir / "outcome.json").read_text())["nodes"]
+    assert [n["status"] for n in nodes[1:]] == ["finished"]
+    assert_nothing_left(node0, other)
+
+
+def test_a_collective_only_rank0_enters_is_named_with_every_ranks_stack_from_both_nodes(tmp_path):
+    port = free_port_pair()
+    flags = ("--stall-timeout", "4")
+    other = Node(tmp_path, 1, "tests/scripts/rank0_only_allreduce.py", *flags, port=port, args=(str(tmp_path),))
+    node0 = Node(tmp_path, 0, "tests/scripts/rank0_only_allreduce.py", *flags, port=port, args=(str(tmp_path),))
+    assert node0.wait() == 1, node0.err[-3000:]
+    assert other.wait() == 1
+    report = node0.json()
+    skipped = next(f for f in report["findings"] if f["code"] == "DDP502")
+    assert skipped["location"]["file"] == "tests/scripts/rank0_only_allreduce.py"
+    assert skipped["location"]["line"] == 27
+    stall = next(f for f in report["findings"] if f["code"] == "DDP503")
+    detail = stall["evidence"]["detail"]
+    assert "rank 0: " in detail and "rank 1: " in detail
+    assert "rank0_only_allreduce.py:30" in detail  # rank 1's stack, taken on node 1, polling for the file
+    assert "node 1" in stall["message"] and stall["hosts"], stall
+    assert_nothing_left(node0, other)
+
+
+def test_a_node_whose_ranks_all_crash_is_judged_on_node0(tmp_path):
+    port = free_port_pair()
+    other = Node(tmp_path, 1, "tests/scripts/crash_on_node1.py", "--stall-timeout", "5", port=port)
+    node0 = Node(tmp_path, 0, "tests/scripts/crash_on_node1.py", "--stall-timeout", "5", port=port)
+    assert node0.wait() == 1, node0.err[-3000:]
+    assert other.wait() == 1
+    crash = next(f for f in node0.json()["findings"] if f["code"] == "DDP504")
+    assert crash["ranks"] == [1] and "FileNotFoundError" in crash["message"]
+    assert_nothing_left(node0, other)
+
+
+def test_a_killed_node_is_named_with_its_last_step_and_nothing_is_left(tmp_path):
+    port = free_port_pair()
+    flags = ("--max-steps", "0", "--stall-timeout", "30", "--timeout", "120")
+    other = Node(tmp_path, 1, "tests/faults/endless_training.py", *flags, port=port)
+    node0 = Node(tmp_path, 0, "tests/faults/endless_training.py", *flags, port=port)
+    wait_until(lambda: node0.steps(1) >= 3, 90, "node 1's steps to reach node 0")
+    other.proc.send_signal(signal.SIGKILL)
+    started = time.monotonic()
+    assert node0.wait() == 1, node0.err[-3000:]
+    assert time.monotonic() - started < 40, "node 0 took too long to notice the lost node"
+    report = node0.json()
+    lost = next(f for f in report["findings"] if f["code"] == "DDP507")
+    assert "node 1" in lost["message"] and lost["evidence"]["last_step"] >= 3
+    assert report["incomplete"] and "node 1" in report["incomplete"][0]
+    other.wait()
+    assert_nothing_left(node0, other)
+
+
+def test_node0_lost_ends_the_other_node_with_a_clear_line_and_exit_3(tmp_path):
+    port = free_port_pair()
+    flags = ("--max-steps", "0", "--stall-timeout", "30", "--timeout", "120")
+    other = Node(tmp_path, 1, "tests/faults/endless_training.py", *flags, port=port)
+    node0 = Node(tmp_path, 0, "tests/faults/endless_training.py", *flags, port=port)
+    wait_until(lambda: node0.steps(1) >= 3, 90, "node 1's steps to reach node 0")
+    node0.proc.send_signal(signal.SIGKILL)
+    assert other.wait(timeout=60) == 3, other.err[-3000:]
+    assert "node 0's ddpdoctor" in other.err and "Traceback" not in other.err.split("ddpdoctor probe:")[-1]
+    node0.wait()
+    assert_nothing_left(node0, other)
+
+
+def test_under_slurm_a_healthy_job_needs_no_flags_and_passes_on_both_nodes(tmp_path):
+    """srun --nodes=2 --ntasks-per-node=1 ddpdoctor probe train.py: SLURM's environment as srun
+    sets it (recorded), no daemon needed."""
+    slurm = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NUM_NODES": "2", "SLURM_NNODES": "2",
+             "SLURM_JOB_NODELIST": "127.0.0.1,127.0.0.2", "SLURM_NTASKS_PER_NODE": "1"}
+    port = 20000 + 4242 % 20000
+    for busy in (port, port + 1):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("", busy))
+            except OSError:
+                pytest.skip(f"port {busy}, derived from the recorded SLURM job id, is in use here")
+    nodes = [Node(tmp_path, r, "examples/healthy.py", "--max-steps", "4", port=0, nnodes=0,
+                  env={**slurm, "SLURM_NODEID": str(r), "SLURM_PROCID": str(r)}) for r in (1, 0)]
+    codes = [n.wait() for n in nodes]
+    assert codes == [0, 0], nodes[1].err[-3000:]
+    report = nodes[1].json()
+    assert report["status"] == "pass" and report["metrics"]["world_size"] == 2
+    assert "2 rank(s) on 2 node(s)" in nodes[1].out
+    assert_nothing_left(*nodes)
