@@ -39,9 +39,11 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu
           node_rank: int = 0, rdzv_endpoint: Optional[str] = None,
           master_addr: Optional[str] = None, master_port: Optional[int] = None,
           fail_on: str = "error", ignore: Iterable[str] = (), scaling: Sequence[int] = (),
-          trace: Optional[PathLike] = None) -> "Report":
+          trace: Optional[PathLike] = None, verify_fix: bool = False,
+          baseline: Optional[PathLike] = None) -> "Report":
     """`ddpdoctor probe SCRIPT -- ARGS`: run the script as a short instrumented DDP job and
-    return the report. `cpu=True` is `--cpu` (a CUDA/NCCL script on the CPU with gloo)."""
+    return the report. `cpu=True` is `--cpu` (a CUDA/NCCL script on the CPU with gloo);
+    `verify_fix=True` is --verify-fix, `baseline="perf.json"` is --baseline perf.json."""
     from ddpdoctor.probe.options import ProbeOptions
     from ddpdoctor.probe.run import probe as probe_job
 
@@ -52,6 +54,8 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu
                         ("steps_per_epoch", steps_per_epoch), ("nnodes", nnodes),
                         ("node_rank", node_rank)):
         _want(name, value, int, "an integer")
+    if baseline is not None:
+        _want("baseline", baseline, (str, os.PathLike), "a path")
     severity, codes = _gate(fail_on, ignore)
     options = ProbeOptions(
         script=os.fspath(script), args=list(args), module=module, nproc_per_node=nproc,
@@ -59,7 +63,8 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu
         master_addr=master_addr, master_port=master_port, max_steps=max_steps,
         steps_per_epoch=steps_per_epoch, stall_timeout_s=stall_timeout, timeout_s=timeout,
         run_dir=os.fspath(run_dir) if run_dir is not None else None, launcher=launcher, cpu=cpu,
-        scaling=_sizes(scaling))
+        scaling=_sizes(scaling), verify_fix=bool(verify_fix),
+        baseline=os.fspath(baseline) if baseline is not None else None)
     return probe_job(options, severity, codes, trace=os.fspath(trace) if trace is not None else None)
 
 

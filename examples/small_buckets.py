@@ -1,15 +1,15 @@
 """Slow: a small model split into a few latency-bound buckets (ddpdoctor: DDP603, DDP604).
 
-A 5-layer MLP of 64 units (about 85 KB of gradients) trained on a toy regression task. The
+A 5-layer MLP of 64 units (67 KB of gradients) trained on a toy regression task. The
 script sets `bucket_cap_mb=0.01` ("10 KB buckets start communicating earlier"), so each layer
-gets a bucket of its own: five all-reduces of ~17 KB per backward. At that size an all-reduce is
-nearly all fixed cost (a launch and a round trip between ranks), so five of them cost close to
-five times one, and half of each step is spent waiting for them.
+gets a bucket of its own: four all-reduces of ~17 KB per backward. At that size an all-reduce
+is nearly all fixed cost (a launch and a round trip between ranks), so four of them cost close
+to four times one, and half of each step is spent waiting for them.
 
 Unlike examples/tiny_buckets.py (50 buckets), the numbers here are small in absolute terms: a
 few milliseconds per step. They are large against the step, which is what matters.
 
-Fix: leave bucket_cap_mb at its default (25), which puts all 85 KB in one bucket:
+Fix: leave bucket_cap_mb at its default (25), which puts all 67 KB in one bucket:
 
     model = DDP(net)                        # not bucket_cap_mb=0.01
 

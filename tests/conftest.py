@@ -3,3 +3,17 @@ import sys
 
 # Tests import their helpers (cli_runner, probe_runner, sshd, netns, ...) by plain name.
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per reason a test was skipped, with its count, and what enables it: a fresh
+    machine without sshd or root should see why dozens of tests did not run, not guess."""
+    counts = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    if counts:
+        terminalreporter.write_sep("-", "skipped, by reason")
+        for reason, count in sorted(counts.items(), key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{count:4d} skipped: {reason}")

@@ -62,10 +62,19 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
                    "branch never enter it, and the job hangs or pairs it with another collective")
         problems.append(Problem(
             message=message,
-            hint=("call the collective on every rank: move it out of the rank-conditional branch "
-                  "(every rank all_reduces / waits in the barrier, only rank 0 prints or saves)"),
+            hint=_hint(found.op),
             location=found.location,
             evidence={"op": found.op, "guard": found.guard, "guard_location": str(found.guard_location),
                       "function": found.function, "chain": found.chain},
         ))
     return problems
+
+
+def _hint(op: str) -> str:
+    if op.startswith("forward of the DDP model"):
+        return ("on one rank, run the plain module (`model.module(x)`), not the DDP wrapper; or "
+                "evaluate on every rank and reduce the metric")
+    if op.startswith("DistributedDataParallel"):
+        return "wrap the model in DDP on every rank"
+    return ("call the collective on every rank: move it out of the rank-conditional branch "
+            "(every rank all_reduces / waits in the barrier, only rank 0 prints or saves)")

@@ -41,7 +41,8 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                          f"constant at {sampler.constant_epoch}: the shuffle order is the same every epoch"),
                 hint="pass the epoch number: sampler.set_epoch(epoch)",
                 location=sampler.constant_epoch,
-                evidence={"sampler": sampler.name, "set_epoch": str(sampler.constant_epoch), "constant": True}))
+                evidence={"sampler": sampler.name, "set_epoch": str(sampler.constant_epoch), "constant": True,
+                          "loader_location": str(sampler.loader) if sampler.loader else None}))
         elif not sampler.set_epoch and sampler.across_epochs:
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "
@@ -49,5 +50,6 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                          "order every epoch"),
                 hint=f"call {sampler.name}.set_epoch(epoch) at the start of every epoch",
                 location=sampler.location,
-                evidence={"sampler": sampler.name, "set_epoch": None, "constant": False}))
+                evidence={"sampler": sampler.name, "set_epoch": None, "constant": False,
+                          "loader_location": str(sampler.loader) if sampler.loader else None}))
     return problems

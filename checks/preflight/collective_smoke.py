@@ -120,7 +120,7 @@ def _pairs(cluster: ClusterFacts) -> list[Problem]:
                 problems.append(Problem(
                     message=(f"{host} is slow: at best {mbps(max(mine))} in its pair tests, against "
                              f"{mbps(reference)} (median) between the other nodes"),
-                    hint=(f"check {host}'s link (`ethtool <nic>` for its speed, `ip -s link` for errors, "
+                    hint=(f"check {host}'s link (`ethtool` on its NIC for its speed, `ip -s link` for errors, "
                           "traffic shaping with `tc qdisc show`), or leave it out of the job: every all-reduce "
                           "runs at the pace of the slowest link"),
                     hosts=[host],

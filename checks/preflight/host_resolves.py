@@ -7,6 +7,17 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 
 
+def _routable_address(cluster: ClusterFacts, host: str) -> str:
+    """The address the node's line in /etc/hosts should give: its first non-loopback interface
+    address, as recorded; said in words where none was recorded."""
+    found = next((n for n in cluster.reached if n.host == host), None)
+    for addresses in (found.facts.interfaces.values() if found and found.facts else []):
+        for address in addresses:
+            if not address.startswith(("127.", "::1", "fe80")):
+                return address.split("/")[0]
+    return f"the address of {host} the other nodes reach"
+
+
 @check("DDP101", "A host does not resolve", Severity.ERROR)
 def host_resolves(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
@@ -68,7 +79,8 @@ def host_resolves(cluster: ClusterFacts) -> list[Problem] | Skipped:
         problems.append(Problem(
             message=("a node cannot resolve its own hostname, which Gloo and torch look up when the group "
                      "forms: " + name_list([f"{h} ({hn}: {err})" for h, (hn, err) in own.items()])),
-            hint=f"add `<its address>  {name}` to /etc/hosts on {host} (and likewise on the others), or register it in DNS",
+            hint=f"add `{_routable_address(cluster, host)}  {name}` to /etc/hosts on {host} (and likewise on the "
+                 f"others), or register it in DNS",
             hosts=list(own),
             evidence={"own_hostname": {h: {"hostname": hn, "error": err} for h, (hn, err) in own.items()}},
         ))

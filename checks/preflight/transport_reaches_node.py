@@ -22,6 +22,14 @@ _FIX = {
 }
 
 
+def _hint(kind: str, hosts: list[str]) -> str:
+    """The fix for one host, or for several: spelled out for the first, named for the rest."""
+    text = _FIX.get(kind, _FIX["other"]).format(host=hosts[0])
+    if len(hosts) == 1:
+        return text
+    return f"on each of {name_list(hosts)} (shown for {hosts[0]}): {text}"
+
+
 @check("DDP105", "A node cannot be reached (ssh / store)", Severity.ERROR)
 def transport_reaches_node(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
@@ -60,7 +68,7 @@ def transport_reaches_node(cluster: ClusterFacts) -> list[Problem] | Skipped:
                        f"e.g. {first.message}" + (f": {first.evidence}" if first.evidence else ""))
         problems.append(Problem(
             message=message,
-            hint=_FIX.get(kind, _FIX["other"]).format(host=hosts[0] if len(hosts) == 1 else "<host>"),
+            hint=_hint(kind, hosts),
             hosts=hosts,
             evidence={"kind": kind, "per_node": {n.host: {"transport": n.transport, "stderr": n.failure.evidence,
                                                          "exit_code": n.failure.exit_code,

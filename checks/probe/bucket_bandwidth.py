@@ -27,10 +27,10 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
         median step and more than the uncertainty of the median step (two standard errors,
         from the spread of the step times). Bus bandwidth is computed as nccl-tests does
         (busbw = bytes / time * 2(n-1)/n), per bucket, over the steps after the first 3, on the
-        rank that arrives last at each bucket
-        (so waiting for a straggler does not count). Many buckets below the latency/bandwidth
-        knee are left to DDP603: their cost is per call, not per byte. The finding estimates the
-        step time with the buckets at baseline speed: "step 40 ms -> ~25 ms (est.)".
+        rank that arrives last at each bucket (so waiting for a straggler does not count).
+        Many buckets below the latency/bandwidth knee are left to DDP603: their cost is per
+        call, not per byte. The finding estimates the step time with the buckets at baseline
+        speed: "step 40 ms -> ~25 ms (est.)".
 
     Why it hurts:
         The network can move these bytes faster than training gets it to: something slows the

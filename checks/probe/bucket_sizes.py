@@ -46,9 +46,11 @@ def merge(comm: ModelComm, exposed: float) -> Optional[Merge]:
     median bucket below the latency/bandwidth knee measured in this job (perf.CallCost).
 
     Estimate: the iteration's communication shrinks from its measured busy time to `after`
-    all-reduces of the merged size at the measured cost; what shrinks comes off the exposed
-    communication, down to the last merged bucket, which can never be hidden. Communication that
-    backward hid is assumed free (so on a CPU, where it competes for cores, the gain is larger)."""
+    all-reduces of the merged size, at the measured cost of such an all-reduce times the
+    slowdown the buckets show in training against raw ones (ModelComm.slowdown). With gloo,
+    communication and compute share the CPU cores, so all the communication saved comes off the
+    step; otherwise what is saved comes off the exposed communication only, down to the last
+    merged bucket, which can never be hidden."""
     cost = comm.cost
     if cost is None or not comm.buckets:
         return None
@@ -57,8 +59,10 @@ def merge(comm: ModelComm, exposed: float) -> Optional[Merge]:
     after = _buckets_after(total, cap)
     if comm.calls < 2 or comm.calls <= after or not cost.latency_bound(comm.typical_bytes):
         return None
-    merged = cost.seconds(total / after)
+    merged = cost.seconds(total / after) * comm.slowdown
     saved = max(0.0, comm.busy_s - after * merged)
+    if comm.shares_cores:
+        return Merge(cap, after, saved, saved, exposed)
     exposed_after = min(exposed, max(merged, exposed - saved))
     return Merge(cap, after, saved, exposed - exposed_after, exposed)
 

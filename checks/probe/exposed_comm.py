@@ -94,12 +94,12 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
                 "communication still shows, " + hint)
     whatif = perf.what_if(run, "DDP604", step_time, step_time - avoidable,
                           "with that communication hidden behind backward")
-    floor_words = (f" ({ms(floor)} of it is the last bucket's own cost, which no overlap removes)"
+    floor_words = (f"; {ms(floor)} of it is the last bucket's own cost, which no overlap removes"
                    if floor >= 0.05 * exposed else "")
     return [Problem(
         message=(f"{ms(exposed)} of every {ms(step_time)} step ({share:.0%}) is gradient "
                  f"communication still running after backward finished, even on the rank that "
-                 f"arrives last (median of {steps} steps){floor_words}{traffic}: the job is "
+                 f"arrives last (median of {steps} steps{floor_words}){traffic}: the job is "
                  f"communication bound; {whatif.words()}"),
         hint=hint,
         ranks=sorted(perfs),

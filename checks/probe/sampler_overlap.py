@@ -14,7 +14,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_records, loader_site
-from ddpdoctor.probe.analysis.wording import counted, location, rank_list, steps_text, verb
+from ddpdoctor.probe.analysis.wording import counted, location, name_list, rank_list, steps_text, verb
 
 MIN_EXCESS = 4  # cross-rank matches beyond the expected, at the least, to report anything
 SIGMAS = 3.0  # ... and at least this many Poisson standard deviations of the expected
@@ -59,6 +59,16 @@ def sampler_overlap(run: RunModel) -> list[Problem] | Skipped:
         epoch, the step count unchanged) is taken for an evaluation loader: reading it whole on
         every rank wastes time but trains nothing twice, so it is a warning, not an error.
 
+        What the model is fed, whatever built it: the tensor inputs of every training forward
+        of a DDP model are fingerprinted per rank (shape, dtype and a fixed sample of values).
+        Only the inputs that change from one step to the next are judged (a constant attention
+        mask or position ids are the same on every rank by design). When, at 2 or more and at
+        least half of the forwards two ranks both made, every such input was the same on both
+        (at the same step or another), the ranks trained on the same batches: a script that
+        draws its own batches (nanoGPT's get_batch: torch.randint offsets into a np.memmap)
+        with one seed on every rank. Where a DataLoader finding covers the same ranks, this is
+        added to it as evidence.
+
     Why it hurts:
         Each rank computes gradients on the same examples, so the all-reduce averages copies:
         N GPUs do the work of one, an epoch sees 1/N of the distinct data it should, and the
@@ -74,11 +84,16 @@ def sampler_overlap(run: RunModel) -> list[Problem] | Skipped:
                 for x, y in loader:
                     ...
 
-        For an IterableDataset, split the stream by dist.get_rank() inside __iter__.
+        For an IterableDataset, split the stream by dist.get_rank() inside __iter__. A script
+        that samples its own batches seeds that sampling per rank:
+
+            torch.manual_seed(1337 + rank)          # or np.random.default_rng(seed + rank)
+            ix = torch.randint(len(data) - block_size, (batch_size,))
     """
     views = loader_epochs(run)
-    if not views:
-        return Skipped("no DataLoader was iterated (batches fed to the model some other way)")
+    inputs = _forward_inputs(run)
+    if not views and not inputs:
+        return Skipped("no DataLoader was iterated and no DDP model's training forward was seen")
     world = max(run.world_size, len(run.ranks))
     if world < 2:
         return Skipped("a single process: there are no ranks to compare")
@@ -96,9 +111,120 @@ def sampler_overlap(run: RunModel) -> list[Problem] | Skipped:
                           for p in pairs)
             if not refuted:
                 problems.append(_whole_dataset_problem(loader_id, by_rank, whole, pairs))
-    if not judged:
+    judged_inputs = False
+    for model_id, by_rank in sorted(inputs.items()):
+        varying = _varying_keys(by_rank)
+        pairs = [p for p in _input_pairs(by_rank, varying) if p.compared >= MIN_FORWARDS] if varying else []
+        judged_inputs = judged_inputs or bool(pairs)
+        flagged = [p for p in pairs if p.flagged]
+        for component in _components(flagged):  # type: ignore[arg-type]
+            _add_input_evidence(problems, run, model_id, component, flagged, varying)
+    if not judged and not judged_inputs:
+        if not views:
+            return Skipped("no DataLoader was iterated, and the DDP model's inputs did not change "
+                           "between forwards on 2 ranks (nothing to compare)")
         return Skipped("fewer than 2 ranks recorded batches of the same DataLoader epoch")
     return problems
+
+
+# -- the model's forward inputs -------------------------------------------------------------
+
+MIN_FORWARDS = 2  # forwards compared (and found alike), at the least
+
+
+def _forward_inputs(run: RunModel) -> dict[int, dict[int, dict[int, tm.ForwardInputs]]]:
+    """model id -> rank -> iteration -> its ForwardInputs record."""
+    found: dict[int, dict[int, dict[int, tm.ForwardInputs]]] = {}
+    for rank, rank_run in run.ranks.items():
+        for record in rank_run.of(tm.ForwardInputs):
+            found.setdefault(record.model_id, {}).setdefault(rank, {})[record.iteration] = record
+    return found
+
+
+def _varying_keys(by_rank: dict[int, dict[int, tm.ForwardInputs]]) -> list[str]:
+    """Inputs every rank passed that took 2 or more values on each rank that made 2+ forwards."""
+    keys: Optional[set[str]] = None
+    for records in by_rank.values():
+        present = set.intersection(*(set(r.tensors) for r in records.values())) if records else set()
+        keys = present if keys is None else keys & present
+    varying = []
+    for key in sorted(keys or ()):
+        counts = [len({r.tensors[key] for r in records.values()}) for records in by_rank.values()
+                  if len(records) >= 2]
+        if counts and all(c >= 2 for c in counts):
+            varying.append(key)
+    return varying
+
+
+@dataclass
+class InputPair:
+    a: int
+    b: int
+    compared: int = 0  # iterations both ranks recorded
+    identical: int = 0  # ... with every varying input equal
+    moved: int = 0  # b's inputs that a had at another iteration
+    steps: list[int] = field(default_factory=list)
+
+    @property
+    def flagged(self) -> bool:
+        same = self.identical + self.moved
+        return same >= MIN_FORWARDS and same >= MAJORITY * self.compared
+
+
+def _input_pairs(by_rank: dict[int, dict[int, tm.ForwardInputs]], varying: list[str]) -> list[InputPair]:
+    signature = {rank: {i: tuple(r.tensors[k] for k in varying) for i, r in records.items()}
+                 for rank, records in by_rank.items()}
+    pairs = []
+    for a, b in combinations(sorted(by_rank), 2):
+        pair = InputPair(a, b)
+        seen_a = set(signature[a].values())
+        for iteration in sorted(set(signature[a]) & set(signature[b])):
+            pair.compared += 1
+            if signature[a][iteration] == signature[b][iteration]:
+                pair.identical += 1
+                pair.steps.append(by_rank[a][iteration].step)
+            elif signature[b][iteration] in seen_a:
+                pair.moved += 1
+        pairs.append(pair)
+    return pairs
+
+
+def _add_input_evidence(problems: list[Problem], run: RunModel, model_id: int, ranks: list[int],
+                        flagged: list[InputPair], varying: list[str]) -> None:
+    """A finding for ranks fed the same inputs, or evidence added to the DataLoader's finding."""
+    inside = [p for p in flagged if p.a in ranks and p.b in ranks]
+    best = max(inside, key=lambda p: (p.identical + p.moved, p.compared))
+    evidence = {"model_id": model_id, "inputs_judged": varying,
+                "pairs": [{"ranks": [p.a, p.b], "forwards_compared": p.compared,
+                           "identical": p.identical, "same_at_another_step": p.moved} for p in inside]}
+    same = best.identical + best.moved
+    for problem in problems:
+        if set(ranks) <= set(problem.ranks) and problem.severity in (None, Severity.ERROR):
+            problem.evidence["forward_inputs"] = evidence
+            problem.message += (f"; the DDP model's inputs were the same too ({same}/{best.compared} "
+                                "training forwards)")
+            return
+    ddp = next((info for rank in ranks for info in run.ranks[rank].of(tm.DDPInfo)
+                if info.ddp_id == model_id), None)
+    where = f"the DDP model built at {ddp.site}" if ddp is not None and ddp.site else "the DDP model"
+    if best.identical >= best.moved:
+        when = f"at {steps_text(best.steps)}" if best.steps else "at the same forwards"
+        how = f"identical inputs {when} ({best.identical}/{best.compared} training forwards"
+        how += f", and {best.moved} more at another step)" if best.moved else ")"
+    else:
+        how = (f"the same inputs at different steps ({same}/{best.compared} training forwards "
+               f"of rank {best.b} matched one of rank {best.a}'s)")
+    message = (f"{rank_list(ranks)} fed {where} {how}: every input that changes from step to step "
+               f"({name_list(varying)}) was the same on {'both' if len(ranks) == 2 else 'these'} "
+               "ranks, so they trained on the same batches, whatever built them (one seed for "
+               "the script's own batch sampling?)")
+    evidence["kind"] = "identical forward inputs"
+    problems.append(Problem(
+        message=message,
+        hint=("give each rank its own data: seed the script's own sampling per rank "
+              "(torch.manual_seed(seed + rank), np.random.default_rng(seed + rank)) or shard it by "
+              "dist.get_rank(); for a DataLoader use DistributedSampler"),
+        ranks=ranks, location=location(ddp.site if ddp is not None else None), evidence=evidence))
 
 
 @dataclass

@@ -82,12 +82,12 @@ def checks_command(
 
 
 @app.command("explain")
-def explain_command(code: str = typer.Argument(..., help="A check code, e.g. DDP301.")) -> int:
+def explain_command(codes: List[str] = typer.Argument(..., help="Check codes, e.g. DDP301 (several: each in turn).")) -> int:
     """Print a check's documentation: what it detects, why it hurts, how to fix it."""
-    spec = get_check(code)
-    sys.stdout.write(f"{spec.code}: {spec.title}\n")
-    sys.stdout.write(f"stage: {spec.stage}    default severity: {spec.severity.value}\n\n")
-    sys.stdout.write(spec.doc.rstrip() + "\n")
+    from ddpdoctor.core.catalogue import explain_many  # the text docs/checks.md is made of
+
+    specs = [get_check(code) for code in codes]  # every code checked before anything is printed
+    sys.stdout.write(explain_many(specs))
     return 0
 
 

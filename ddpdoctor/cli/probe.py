@@ -33,6 +33,8 @@ def probe_command(
     scaling: Optional[str] = typer.Option(None, "--scaling", metavar="N,N,...", help="Also probe the script at each of these world sizes, one after another (e.g. 1,2,4), and report throughput and scaling efficiency."),
     trace: Optional[str] = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing)."),
     quiet_script: bool = typer.Option(False, "--quiet-script", help="Do not show the script's own output while it runs (RUN_DIR/job.log keeps it)."),
+    verify_fix: bool = typer.Option(False, "--verify-fix", help="Rerun the script with each DDP setting the performance findings suggest (bucket_cap_mb, find_unused_parameters, ...; set by the probe, the script unchanged) and show the measured step time beside the estimate."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", metavar="REPORT.json", help="An earlier JSON report of this probe: fail (DDP607) if step time, exposed communication, all-reduce calls or bytes per step, or bus bandwidth got worse beyond the runs' own noise."),
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
     github: bool = GithubOpt,
@@ -58,14 +60,16 @@ def probe_command(
         master_addr=pick(master_addr, "master_addr", None), master_port=pick(master_port, "master_port", None),
         gather_port=gather_port, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
         stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,
-        cpu=cpu, scaling=parse_sizes(scaling) if scaling is not None else [])
+        cpu=cpu, scaling=parse_sizes(scaling) if scaling is not None else [],
+        verify_fix=verify_fix, baseline=baseline)
     # While it runs: a live table on a terminal, plain lines in a log; none with -q, and no
     # table when stdout carries the JSON report (launch/live_feed.py).
     options.live = "off" if quiet else "plain" if json_path == "-" else "auto"
     options.quiet_script = quiet_script
     options.validate()
     outputs = report_outputs(json_path, junit_path, github, verbose, quiet, trace=trace,
-                             inputs=[script_file(options)], script_args=options.args,
+                             inputs=[script_file(options)] + ([baseline] if baseline else []),
+                             script_args=options.args,
                              run_dir=options.run_dir, force=force)
     report = probe(options, severity, codes, trace=trace)
     if report.metrics.get("node_role") == "node":

@@ -61,6 +61,7 @@ class SamplerFact:
     across_epochs: bool  # its loader is iterated more than once (inside a loop)
     sharded_by_rank: bool
     dataset_text: str
+    loader: Optional[Location] = None  # the DataLoader it feeds, where known
 
 
 @dataclass
@@ -346,13 +347,17 @@ class FactBuilder:
             if shuffle is None and len(call.args) > 3:
                 shuffle = call.args[3]
             name = self.bound_name(fn, call)
-            loader_name = ""
+            loader_name, loader_at = "", None
+            for fact in loaders:
+                if name and fact.sampler_text in (name, f"self.{name}") and fact.location.file == fn.file.display:
+                    loader_at = fact.location
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
                 for node in _own_nodes(fn.node):
                     if isinstance(node, ast.Call) and any(kw.value is call for kw in node.keywords):
                         fact = by_line.get((fn.file.display, node.lineno))
                         loader_name = fact.name if fact else ""
+                        loader_at = fact.location if fact else loader_at
                 name = f"{loader_name}.sampler" if loader_name else name
             own = name.split(".")[0] if "." not in name else ""
             matched = []
@@ -377,7 +382,7 @@ class FactBuilder:
                 shuffle=shuffle is None or not is_const(shuffle, False, 0),
                 set_epoch=matched, constant_epoch=constant, across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn),
-                dataset_text=text(dataset) if dataset is not None else "?"))
+                dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
         return found
 
     def _iterated(self) -> dict[str, bool]:
@@ -564,13 +569,14 @@ def build(program: Program, script: str) -> LintFacts:
             if program.ddp_call(call, fn):
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
                 break
-    source = "\n".join("\n".join(f.lines) for f in program.files)
+    no_sync = any(isinstance(n, ast.Attribute) and n.attr in ("no_sync", "require_backward_grad_sync")
+                  for f in program.files for n in ast.walk(f.tree))
     loaders = builder.loaders(framework)
     return LintFacts(
         script=script, files=[f.display for f in program.files],
         statements=sum(f.statements for f in program.files),
         distributed=distributed, distributed_how=how, framework=framework, ddp_model=ddp,
-        no_sync=("no_sync" in source or "require_backward_grad_sync" in source),
+        no_sync=no_sync,
         guarded_collectives=builder.guarded_collectives(), loaders=loaders,
         samplers=builder.samplers(loaders), accumulations=builder.accumulations(),
         saves=builder.saves())

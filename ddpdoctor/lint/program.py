@@ -66,6 +66,18 @@ class Function:
     bindings: dict[str, list[tuple[int, ast.AST]]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     calls: list[tuple[ast.Call, tuple[Guard, ...], int]] = field(default_factory=list)  # every call
+    # what callers pass for each parameter: name -> [(argument, caller)]
+    arguments: dict[str, list[tuple[ast.AST, "Function"]]] = field(default_factory=dict)
+
+    @property
+    def params(self) -> list[str]:
+        if isinstance(self.node, ast.Module):
+            return []
+        args = self.node.args
+        names = [a.arg for a in args.posonlyargs + args.args]
+        if self.cls is not None and self.parent is None and names and names[0] in ("self", "cls"):
+            names = names[1:]
+        return names
 
     @property
     def line(self) -> int:
@@ -127,6 +139,8 @@ class Program:
             self._scan_imports_lazy(module)
         for function in self.functions:
             self._collect_bindings(function)
+        for function in self.functions:
+            self._bind_arguments(function)
         for function in self.functions:
             Walker(self, function).run()
 
@@ -200,6 +214,23 @@ class Program:
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self._bind(fn, node.optional_vars, node.context_expr, getattr(node.context_expr, "lineno", 0))
 
+    def _bind_arguments(self, fn: Function) -> None:
+        """Record, on each local function a call reaches, what the call passes for each parameter
+        (one level, any caller): `accuracy(ddp_net, x)` tells `accuracy` its `net` is a DDP model."""
+        for node in _own_nodes(fn.node):
+            if not isinstance(node, ast.Call):
+                continue
+            targets, _ = self.resolve(node.func, fn)
+            for target in targets:
+                params = target.params
+                for index, arg in enumerate(node.args):
+                    if isinstance(arg, ast.Starred) or index >= len(params):
+                        break
+                    target.arguments.setdefault(params[index], []).append((arg, fn))
+                for kw in node.keywords:
+                    if kw.arg in params:
+                        target.arguments.setdefault(kw.arg, []).append((kw.value, fn))
+
     def _bind(self, fn: Function, target: ast.AST, value: ast.AST, line: int, iterated: bool = False) -> None:
         if isinstance(target, ast.Name):
             if not iterated:
@@ -246,7 +277,13 @@ class Program:
         if isinstance(node, ast.Name):
             found = self.lookup(node.id, fn)
             if not found:
-                return [(node, fn)]
+                passed = self._passed(node.id, fn)
+                if not passed:
+                    return [(node, fn)]
+                out = []
+                for value, caller in passed:
+                    out.extend(self.values_of(value, caller, depth - 1))
+                return out
             out = []
             for _, value, scope in found:
                 out.extend(self.values_of(value, scope, depth - 1))
@@ -261,6 +298,14 @@ class Program:
                         out.extend(self.values_of(value, owner, depth - 1))
                     return out
         return [(node, fn)]
+
+    def _passed(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
+        scope: Optional[Function] = fn
+        while scope is not None:
+            if name in scope.params:
+                return scope.arguments.get(name, [])
+            scope = scope.parent
+        return []
 
     def _attr(self, klass: Klass, attr: str, seen: Optional[set] = None) -> list[tuple[ast.AST, Function]]:
         seen = seen or set()
@@ -479,10 +524,15 @@ class Program:
         """The DDP(...) call that a called name or `self.attr` holds, if any."""
         func = call.func
         if isinstance(func, ast.Name):
-            for line, value, scope in self.lookup(func.id, fn):
+            found = self.lookup(func.id, fn)
+            for line, value, scope in found:
                 # `model = DDP(model)` in this very function: only calls after it are DDP forwards
                 if self.ddp_call(value, scope) and (scope is not fn or line < call.lineno):
                     return value, scope
+            if not found:
+                for value, scope in self.values_of(func, fn):
+                    if self.ddp_call(value, scope):
+                        return value, scope
             return None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             for value, scope in self.values_of(func, fn, depth=1):
@@ -528,17 +578,25 @@ class Program:
         return False
 
     def _class_buffered(self, klass: Klass, seen: set) -> bool:
+        """The class builds a BatchNorm-like module or registers a buffer unconditionally
+        (nanoGPT's causal-mask buffer sits under `if not self.flash:`: not counted)."""
         if klass in seen:
             return False
         seen.add(klass)
-        body = ast.get_source_segment("\n".join(klass.file.lines), klass.node) or ""
-        if any(m in body for m in BUFFER_MARKERS):
-            return True
+        conditional = {id(n) for branch in ast.walk(klass.node) if isinstance(branch, (ast.If, ast.IfExp))
+                       for part in (branch.body, branch.orelse)
+                       for stmt in (part if isinstance(part, list) else [part]) for n in ast.walk(stmt)}
         for node in ast.walk(klass.node):
-            if isinstance(node, ast.Call):
-                target = self._callee_symbol(node.func, klass.module.body)
-                if isinstance(target, Klass) and self._class_buffered(target, seen):
-                    return True
+            if not isinstance(node, ast.Call):
+                continue
+            name = last_name(node.func) or ""
+            if "BatchNorm" in name or (name == "register_buffer" and id(node) not in conditional):
+                return True
+            if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
+                return True
+            target = self._callee_symbol(node.func, klass.module.body)
+            if isinstance(target, Klass) and self._class_buffered(target, seen):
+                return True
         return any(self._class_buffered(b, seen) for b in self.bases(klass))
 
 

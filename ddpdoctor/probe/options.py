@@ -37,6 +37,11 @@ class ProbeOptions:
     cpu: bool = False  # run a CUDA/NCCL script on the CPU with gloo (inrank/cpu_shim.py)
     launcher: str = "auto"  # auto | torchrun | none
     scaling: list[int] = field(default_factory=list)  # world sizes to probe in turn (scaling.py)
+    # Rerun the script with the DDP arguments the performance findings suggest (launch/verify.py).
+    verify_fix: bool = False
+    # DDP arguments the probe sets in place of the script's (what --verify-fix reruns with).
+    ddp_overrides: dict = field(default_factory=dict)
+    baseline: Optional[str] = None  # an earlier JSON report to gate against (DDP607)
     # How the job is shown while it runs (launch/live_feed.py): "off" (the Python API), "auto"
     # (the CLI: a live table on a terminal, plain progress lines elsewhere) or "plain".
     live: str = "off"
@@ -71,6 +76,14 @@ class ProbeOptions:
             raise UsageError(f"--launcher must be auto, torchrun or none (got {self.launcher!r})")
         if self.scaling and self.nnodes > 1:
             raise UsageError("--scaling runs every world size on this node; use it with --nnodes 1")
+        unknown = set(self.ddp_overrides) - {"bucket_cap_mb", "gradient_as_bucket_view",
+                                             "static_graph", "find_unused_parameters"}
+        if unknown:
+            raise UsageError(f"DDP arguments the probe cannot set: {', '.join(sorted(unknown))}")
+        if self.baseline is not None:
+            from ddpdoctor.probe.analysis.regression import load_baseline
+
+            load_baseline(self.baseline)  # bad input is said now, before anything launches
         if self.launcher == "none" and self.nnodes > 1:
             raise UsageError("--launcher none runs one process of the script; use --nnodes 1 per node")
         if self.module:

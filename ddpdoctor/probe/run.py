@@ -20,11 +20,14 @@ from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.scaling import load_points
+from ddpdoctor.probe.analysis import regression
+from ddpdoctor.probe.analysis import verify as verify_results
 from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, Outcome, ProbeMeta, RunModel
 from ddpdoctor.probe.report import build_report
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.report import json as json_report
 from ddpdoctor.report.model import Report
+from ddpdoctor.lint.merge import add_static_findings
 
 
 # Multi-node: how long another node keeps trying to reach node 0's ddpdoctor, and how long it
@@ -107,6 +110,7 @@ def _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
         launcher_reason=launcher_reason,
         started=time.time(), module=options.module, cpu=options.cpu)
     write_atomic(run_dir / META_FILE, json.dumps(asdict(meta), indent=2) + "\n", mode=0o600)
+    _store_perf_inputs(options, run_dir)
     with live_feed.showing(options, str(run_dir)):  # the job shown while it runs (live view)
         outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy,
                                    launcher=launcher_name, peers=peers)
@@ -125,7 +129,25 @@ def _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
         from ddpdoctor.probe.launch import scaling
 
         scaling.run_sizes(options, run_dir, lambda sub: probe(sub, fail_on, ignore, backend, use_pyspy))
+    if options.verify_fix and outcome.status != "interrupted":
+        from ddpdoctor.probe.launch import verify
+
+        first = analyse(run_dir, fail_on, ignore)
+        verify.run_fixes(options, run_dir, first,
+                         lambda sub: probe(sub, fail_on, ignore, backend, use_pyspy))
     return analyse(run_dir, fail_on, ignore, trace)
+
+
+def _store_perf_inputs(options: ProbeOptions, run_dir: Path) -> None:
+    """What the performance checks need beside the telemetry: the DDP arguments --verify-fix
+    sets in the ranks (inrank/ddp.py reads them), and the --baseline report's numbers (DDP607)."""
+    if options.ddp_overrides:  # the name inrank/ddp.py's OVERRIDES_FILE reads
+        write_atomic(run_dir / "ddp_overrides.json", json.dumps(options.ddp_overrides) + "\n",
+                     mode=0o600)
+    if options.baseline:
+        from ddpdoctor.probe.analysis import regression
+
+        regression.store(run_dir, regression.load_baseline(options.baseline))
 
 
 def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptions,
@@ -181,12 +203,15 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
     try:
         model = RunModel.load(root)
         model.scaling = load_points(root, model)
+        model.verified = verify_results.load(root)  # probe --verify-fix (launch/verify.py)
+        model.regression_baseline = regression.stored(root)  # probe --baseline (DDP607)
         _check_meta(model.meta)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None
     if model.outcome is None:
         model.outcome = outcome
     report = build_report(model, fail_on, ignore)
+    add_static_findings(report, model.meta.script, model.meta.module, ignore)  # DDP8xx, merged
     if trace:
         from ddpdoctor.probe import trace as trace_report
 

@@ -60,10 +60,10 @@ def _ip(*args: str, check: bool = True, timeout: float = 20) -> subprocess.Compl
 
 def unavailable_reason() -> Optional[str]:
     if os.geteuid() != 0:
-        return "network namespaces need root"
+        return "network namespaces need root: run the tests as root"
     for tool in ("ip", "unshare"):
         if shutil.which(tool) is None:
-            return f"`{tool}` is not installed"
+            return f"`{tool}` is not installed: apt-get install {'iproute2' if tool == 'ip' else 'util-linux'}"
     return None
 
 
@@ -117,8 +117,9 @@ def clean_stale() -> list[str]:
 class NetnsLab:
     """`with NetnsLab([Host("n1", "192.168.213.11"), ...]) as lab: lab.run("n1", [...])`"""
 
-    def __init__(self, hosts: Sequence[Host], prefix_len: int = 24):
-        self.run_id = f"{PREFIX}{os.getpid()}"
+    def __init__(self, hosts: Sequence[Host], prefix_len: int = 24, tag: str = ""):
+        # `tag` keeps two labs of one test session apart (e.g. "p" for the probe's lab).
+        self.run_id = f"{PREFIX}{os.getpid()}{'-' + tag if tag else ''}"
         self.hosts = {h.name: h for h in hosts}
         self.prefix_len = prefix_len
         self.switch = f"{self.run_id}-sw"
@@ -201,8 +202,19 @@ class NetnsLab:
         return subprocess.Popen(self.command(host, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=merged, stdin=subprocess.DEVNULL)
 
+    def cut(self, host: str) -> None:
+        """Take `host`'s link to the switch down: the node is cut off from the network, as by a
+        failed cable or switch port; its processes keep running."""
+        index = list(self.hosts).index(host)
+        _ip("-n", self.switch, "link", "set", f"p{index}", "down")
+
     def nft(self, host: str, script: str) -> None:
-        """Load an nftables script inside one host's namespace only."""
+        """Load an nftables script inside one host's namespace only. A machine without nft skips
+        the test (with the tool's name and how to install it), it does not fail it."""
+        if shutil.which("nft") is None:
+            import pytest
+
+            pytest.skip("nft is not installed (apt-get install nftables)")
         done = subprocess.run(["ip", "netns", "exec", self.hosts[host].netns, "nft", "-f", "-"],
                               input=script, capture_output=True, text=True, timeout=20)
         if done.returncode != 0:

@@ -38,10 +38,11 @@ def loopback_hosts(count: int, first: int = 2) -> list[str]:
 
 def unavailable_reason() -> Optional[str]:
     if os.geteuid() != 0:
-        return "the test sshd needs root (sshd's privilege separation)"
+        return "the test sshd needs root (sshd's privilege separation): run the tests as root"
     for tool in (SSHD, shutil.which("ssh-keygen"), shutil.which("ssh")):
         if not tool or not os.path.exists(tool):
-            return "OpenSSH (sshd, ssh, ssh-keygen) is not installed"
+            return ("OpenSSH (sshd, ssh, ssh-keygen) is not installed: "
+                    "apt-get install openssh-server openssh-client")
     return None
 
 

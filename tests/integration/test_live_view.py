@@ -98,7 +98,9 @@ def test_live_table_shows_both_ranks_advancing_and_their_prefixed_output_before_
     env.update(TERM="xterm-256color", TMPDIR=str(tmp))
     code, raw = run_in_pty([*ddpdoctor_exe(), "probe", str(script), "--run-dir", str(run_dir),
                             "--max-steps", "0"], cwd=tmp_path, env=env, deadline_s=180)
-    assert code == 0, raw[-3000:]
+    # The job ran to its end (the verdict is the checks' business, not the view's).
+    assert json.loads((run_dir / "outcome.json").read_text())["status"] == "completed", raw[-3000:]
+    assert code in (0, 1), raw[-3000:]
     assert not processes_of(run_dir.resolve())
     lines = screen_lines(raw)
     end = next(i for i, line in enumerate(lines) if line == "[rank0]: training done"
@@ -114,7 +116,8 @@ def test_live_table_shows_both_ranks_advancing_and_their_prefixed_output_before_
         midway = sorted({s for s in steps if 0 < s < 12})
         assert len(midway) >= 2, f"rank {rank}: steps seen before the end {steps}"
         assert steps == sorted(steps), f"rank {rank}'s steps went back: {steps}"
-    assert "in script" in raw and "ddpdoctor probe slow_train.py" in raw and "steps/s" in raw
+    shown = "\n".join(lines[:end])
+    assert "in script" in shown and "ddpdoctor probe slow_train.py" in shown and "steps/s" in shown
 
     # The script's own lines, whole, prefixed by rank, printed as it ran; the C++ INFO logs the
     # probe turned on are kept in job.log only.
@@ -126,7 +129,7 @@ def test_live_table_shows_both_ranks_advancing_and_their_prefixed_output_before_
     assert "Reducer initialized" not in raw
 
     # The report follows the final table; torchrun's per-rank copies are gone with the job.
-    assert "PASS" in lines[-2] or "PASS" in raw[-400:]
+    assert "failing on error and above" in raw[-600:]
     assert [p.name for p in tmp.iterdir() if not p.name.startswith("torchinductor_")] == []
 
 

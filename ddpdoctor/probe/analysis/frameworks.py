@@ -157,6 +157,7 @@ def _hf_find_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
 
 def _lightning_find_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
     _move_to(finding, fw.config_location)
+    finding.message = finding.message.replace("the DDP model built at", "the DDP model Lightning built at")
     finding.hint = ("use Trainer(strategy=\"ddp\") or Trainer(strategy=DDPStrategy(find_unused_parameters=False))"
                     f"{_config_phrase(fw)} instead of strategy=\"ddp_find_unused_parameters_true\" "
                     "or find_unused_parameters=True: every parameter got a gradient here")
@@ -165,6 +166,7 @@ def _lightning_find_unused(finding: Finding, run: RunModel, fw: Framework) -> bo
 
 def _accelerate_find_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
     _move_to(finding, fw.config_location)
+    finding.message = finding.message.replace("the DDP model built at", "the DDP model prepare built at")
     finding.hint = ("drop DistributedDataParallelKwargs(find_unused_parameters=True) from "
                     f"Accelerator(kwargs_handlers=[...]){_config_phrase(fw)} (the default is False): "
                     "every parameter got a gradient here")
@@ -213,9 +215,9 @@ def _accelerate_accumulation(finding: Finding, run: RunModel, fw: Framework) -> 
 def _lightning_data(finding: Finding, run: RunModel, fw: Framework) -> bool:
     if fw.settings.get("use_distributed_sampler") is False:
         _move_to(finding, fw.config_location)
-        finding.hint = ("leave Trainer(use_distributed_sampler=True) (the default)"
-                        f"{_config_phrase(fw)} so Lightning wraps your loader's sampler in a "
-                        "DistributedSampler, or give the DataLoader a DistributedSampler yourself")
+        finding.hint = (f"drop use_distributed_sampler=False from Trainer(...){_config_phrase(fw)}: "
+                        "with the default (True) Lightning wraps your loader's sampler in a "
+                        "DistributedSampler; or give the DataLoader a DistributedSampler yourself")
     else:
         finding.hint = ("Lightning only replaces a RandomSampler or SequentialSampler: give a "
                         "custom sampler a DistributedSampler (or a rank-aware split) yourself, "
@@ -242,11 +244,21 @@ def _hf_data(finding: Finding, run: RunModel, fw: Framework) -> bool:
 
 # DDP5xx: ranks left the same sequence of collectives.
 
-def _partial_synced_logs(run: RunModel, fw: Framework) -> list[tuple[tm.FrameworkUse, list[int]]]:
-    """Metrics logged with sync_dist=True on some ranks but not on others."""
+def _finding_step(finding: Finding) -> float:
+    """The step at which the ranks diverged, where the finding says (else no bound): a call
+    that some ranks made only later cannot explain it."""
+    step = finding.evidence.get("step")
+    return step if isinstance(step, (int, float)) and not isinstance(step, bool) else float("inf")
+
+
+def _partial_synced_logs(run: RunModel, fw: Framework,
+                         until: float = float("inf")) -> list[tuple[tm.FrameworkUse, list[int]]]:
+    """Metrics logged with sync_dist=True on some ranks but not on others (by step `until`)."""
     ranks_by_name: dict[str, set[int]] = {}
     first: dict[str, tm.FrameworkUse] = {}
     for rank, use in fw.events("log_sync_dist", "lightning"):
+        if use.step > until:
+            continue
         name = str(use.settings.get("name"))
         ranks_by_name.setdefault(name, set()).add(rank)
         first.setdefault(name, use)
@@ -270,7 +282,7 @@ def _calls_at(run: RunModel, where: Optional[Location]) -> set[str]:
 
 
 def _lightning_collective(finding: Finding, run: RunModel, fw: Framework) -> bool:
-    partial = _partial_synced_logs(run, fw)
+    partial = _partial_synced_logs(run, fw, _finding_step(finding))
     if partial:
         use, ranks = partial[0]
         where = site_location(use.site)
@@ -286,29 +298,77 @@ def _lightning_collective(finding: Finding, run: RunModel, fw: Framework) -> boo
         finding.evidence["synced_log"] = {"name": name, "ranks": ranks,
                                           "site": str(where) if where else None}
         return True
-    if any(call.endswith("save_checkpoint") for call in _calls_at(run, finding.location)):
-        finding.hint = ("call trainer.save_checkpoint(path) on every rank, not under "
-                        "`if trainer.is_global_zero:`: it synchronises the ranks and writes the "
-                        "file from rank 0 only")
+    partial_calls = _partial_calls(run, _is_lightning_collective, _finding_step(finding))
+    if partial_calls:
+        site, call, ranks = partial_calls[0]
+        where = site_location(site)
+        finding.location = where
+        method = call.split(".")[-1]
+        finding.message += f"; {call} at {where} was called on {rank_list(ranks)} only"
+        finding.evidence["partial_call"] = {"call": call, "ranks": ranks, "site": str(where)}
+        if method == "save_checkpoint":
+            finding.hint = ("call trainer.save_checkpoint(path) on every rank, not under "
+                            "`if trainer.is_global_zero:`: it synchronises the ranks and writes "
+                            "the file from rank 0 only")
+        else:
+            finding.hint = (f"{call}(...) is a collective: call it on every rank, not under "
+                            "`if self.trainer.is_global_zero:`; keep only rank 0's own work "
+                            "(printing, writing) in that branch")
         return True
     finding.hint += ("; with Lightning, look for self.log(..., sync_dist=True), "
                      "trainer.save_checkpoint or self.all_gather under `if self.trainer.is_global_zero:`")
     return True
 
 
+_LIGHTNING_COLLECTIVES = ("save_checkpoint", "all_gather", "barrier", "reduce", "broadcast")
+
+
+def _is_lightning_collective(call: str) -> bool:
+    return "." in call and call.split(".")[-1] in _LIGHTNING_COLLECTIVES
+
+
 _ACCELERATE_COLLECTIVES = ("gather", "gather_for_metrics", "reduce", "pad_across_processes",
                            "wait_for_everyone", "save_state", "broadcast")
 
 
+def _partial_calls(run: RunModel, wanted,
+                   until: float = float("inf")) -> list[tuple[tm.Site, str, list[int]]]:
+    """User lines whose collective (through a call `wanted(call)` accepts) only some ranks made:
+    (site, call, ranks), first made first."""
+    ranks_at: dict[tuple, set[int]] = {}
+    first: dict[tuple, tuple[float, tm.Site]] = {}
+    for rank, rank_run in run.ranks.items():
+        for record in rank_run.of(tm.Collective):
+            site = record.site
+            if site is None or record.step > until or not wanted(getattr(site, "call", "")):
+                continue
+            key = (site.file, site.line, site.call)
+            ranks_at.setdefault(key, set()).add(rank)
+            if key not in first or record.t < first[key][0]:
+                first[key] = (record.t, site)
+    formed = set(run.ranks)
+    partial = [(first[k][0], first[k][1], k[2], sorted(r)) for k, r in ranks_at.items() if r != formed]
+    return [(site, call, ranks) for _, site, call, ranks in sorted(partial, key=lambda p: p[0])]
+
+
+def _is_accelerate_collective(call: str) -> bool:
+    return call.startswith("Accelerator.") and call.split(".")[-1] in _ACCELERATE_COLLECTIVES
+
+
 def _accelerate_collective(finding: Finding, run: RunModel, fw: Framework) -> bool:
-    calls = [c for c in _calls_at(run, finding.location)
-             if c.startswith("Accelerator.") or c.split(".")[-1] in _ACCELERATE_COLLECTIVES]
-    if calls:
-        method = sorted(calls)[0].split(".")[-1]
+    partial = _partial_calls(run, _is_accelerate_collective, _finding_step(finding))
+    if partial:
+        site, call, ranks = partial[0]
+        method = call.split(".")[-1]
+        where = site_location(site)
+        finding.location = where
+        finding.message += (f"; accelerator.{method}(...) at {where} was called on {rank_list(ranks)} "
+                            "only")
         finding.hint = (f"accelerator.{method}(...) is a collective: every process must call it. "
                         "Keep only what the main process alone does (print, save) under "
                         "`if accelerator.is_main_process:`, and call "
                         f"accelerator.{method}(...) before that branch")
+        finding.evidence["partial_call"] = {"call": call, "ranks": ranks, "site": str(where)}
     else:
         finding.hint += ("; with Accelerate, look for accelerator.gather / reduce / "
                          "wait_for_everyone under `if accelerator.is_main_process:`")

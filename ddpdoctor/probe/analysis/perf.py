@@ -143,6 +143,35 @@ def pure_exposed(perfs: dict[int, RankPerf]) -> tuple[float, float, int]:
     return median(exposed), median(walls), len(common)
 
 
+def exposed_spread(perfs: dict[int, RankPerf]) -> float:
+    """The spread (see spread()) of the per-step exposed communication on the last rank."""
+    by_step: dict[int, list[StepSample]] = {}
+    for perf in perfs.values():
+        for sample in perf.steps:
+            by_step.setdefault(sample.step, []).append(sample)
+    return spread([min(s.phases["comm_exposed"] for s in samples)
+                   for samples in by_step.values() if len(samples) == len(perfs)])
+
+
+def rounds_per_step(model: RunModel) -> float:
+    """Median complete gradient all-reduces per optimizer step (more than 1 when gradient
+    accumulation all-reduces every micro-step, DDP403)."""
+    counts = [s.allreduce_rounds for run in model.ranks.values() for s in run.of(tm.Step)
+              if s.step > WARMUP_STEPS]
+    return median(counts) if counts and median(counts) > 0 else 1.0
+
+
+def comm_shares_cores(model: RunModel) -> bool:
+    """Whether gradient communication runs on the CPU cores that compute (gloo, or --cpu): then
+    hiding it behind backward does not make it free, and each all-reduce it saves comes off the
+    step whole. With NCCL it runs beside compute, and only what is exposed costs the step."""
+    if model.meta.cpu:
+        return True
+    backends = {init.backend.lower() for run in model.ranks.values() for init in run.of(tm.Init)}
+    backends = backends or {model.meta.backend.lower()}
+    return any("gloo" in b for b in backends) and not any("nccl" in b for b in backends)
+
+
 def throughput(perfs: dict[int, RankPerf]) -> Optional[float]:
     """Samples per second of the whole job: every rank's own rate, added up."""
     rates = [p.samples_per_s for p in perfs.values()]
@@ -268,6 +297,16 @@ class ModelComm:
     static_graph: bool = False
     find_unused_parameters: bool = False
     gradient_as_bucket_view: bool = False
+    shares_cores: bool = False  # communication competes with compute for the cores (gloo)
+
+    @property
+    def slowdown(self) -> float:
+        """How much longer the iteration's all-reduces take in training than raw ones of the
+        same sizes in this job (contention with compute, waiting on peers): at least 1."""
+        if self.cost is None or not self.buckets:
+            return 1.0
+        raw = sum(self.cost.seconds(b.nbytes) for b in self.buckets)
+        return max(1.0, self.busy_s / raw) if raw > 0 else 1.0
 
     @property
     def calls(self) -> int:
@@ -379,6 +418,7 @@ def model_comm(model: RunModel) -> list[ModelComm]:
                 continue
             iterations.setdefault((b.ddp_id, b.iteration), {}).setdefault(b.index, []).append(b)
     found = []
+    shares_cores = comm_shares_cores(model)
     for ddp_id in sorted({key[0] for key in iterations}):
         per_bucket: dict[tuple[int, int], list[float]] = {}
         busy, counts, totals = [], [], []  # per judged iteration
@@ -410,7 +450,7 @@ def model_comm(model: RunModel) -> list[ModelComm]:
                                info.site if info else None, call_cost(model, ddp_id, buckets),
                                spread(busy), bool(info and info.static_graph),
                                bool(info and info.find_unused_parameters),
-                               bool(info and info.gradient_as_bucket_view)))
+                               bool(info and info.gradient_as_bucket_view), shares_cores))
     return found
 
 

@@ -77,25 +77,81 @@ def tables(model: RunModel) -> list[Table]:
         found.append(bucket_table(comms))
     if model.scaling:
         found.append(scaling_table(model.scaling))
+    verified = getattr(model, "verified", None)
+    if verified:
+        found.append(verify_table(verified))
+    baseline = getattr(model, "regression_baseline", None)
+    if baseline is not None and perfs:
+        found.extend(baseline_tables(baseline, metrics(model)))
+    return found
+
+
+def verify_table(results: list) -> Table:
+    rows = []
+    for r in results:
+        change = ", ".join(f"{k}={v!r}" for k, v in r.ddp_kwargs.items()) or "(needs the script changed)"
+        error = r.error
+        rows.append([r.code, change, "" if r.estimated_step_ms is None else f"{r.estimated_step_ms:.1f}",
+                     "" if r.step_ms is None else f"{r.step_ms:.1f}",
+                     "" if error is None else f"{error:+.0%}", r.run_dir or r.note])
+    return Table("Fix verification (--verify-fix): median ms per step estimated by the finding, "
+                 "and measured in a rerun with the change applied by the probe",
+                 ["finding", "change", "est. ms", "measured ms", "error", "rerun"], rows)
+
+
+def baseline_tables(baseline: Any, now: dict[str, Any]) -> list[Table]:
+    from ddpdoctor.probe.analysis import regression
+
+    rows = []
+    for c in regression.compare(baseline.metrics, now):
+        rows.append([c.words, f"{c.before:g}", f"{c.now:g}", c.unit,
+                     f"{c.tolerance:.3g}", "REGRESSED" if c.regressed else "ok"])
+    found = [Table(f"Against the baseline ({baseline.source}): worse by more than the tolerance "
+                   "regresses (times: twice the larger step-to-step spread of the two runs)",
+                   ["metric", "baseline", "now", "unit", "tolerance", "verdict"], rows)]
+    buckets = regression.bucket_rows(baseline.metrics, now)
+    if buckets:
+        found.append(Table("Bus bandwidth per bucket against the baseline (GB/s)",
+                           ["bucket", "MB", "baseline", "now", "change"], buckets))
     return found
 
 
 def metrics(model: RunModel) -> dict[str, Any]:
-    """Performance numbers for the JSON report (seconds as ms, rounded)."""
+    """Performance numbers for the JSON report (seconds as ms, rounded). A later probe's
+    --baseline gate (DDP607) reads them back: step time and its spread, exposed communication,
+    calls and bytes per step, busy time and bus bandwidth per bucket."""
     numbers: dict[str, Any] = {}
     perfs = perf.step_perf(model)
     if perfs:
-        numbers["step_ms_median"] = round(perf.median([p.median("step") for p in perfs.values()]) * 1e3, 3)
+        numbers["step_ms_median"] = round(perf.step_time(perfs) * 1e3, 3)
+        numbers["step_ms_spread"] = round(perf.step_spread(perfs) * 1e3, 3)
+        numbers["judged_steps"] = min(len(p.steps) for p in perfs.values())
         rate = perf.throughput(perfs)
         numbers["samples_per_s"] = round(rate, 3) if rate else None
         if len(perfs) >= 2:
             exposed, step, _ = perf.pure_exposed(perfs)
             numbers["exposed_comm_ms"] = round(exposed * 1e3, 3)
             numbers["exposed_comm_share"] = round(exposed / step, 4) if step else None
+            numbers["exposed_comm_spread_ms"] = round(perf.exposed_spread(perfs) * 1e3, 3)
     comms = [c for c in perf.model_comm(model) if c.buckets]
     if comms:
         numbers["buckets_per_backward"] = sum(round(c.buckets_per_iteration) for c in comms)
         numbers["gradient_bytes_per_backward"] = sum(c.bytes_per_iteration for c in comms)
+        rounds = perf.rounds_per_step(model)
+        numbers["allreduce_calls_per_step"] = round(numbers["buckets_per_backward"] * rounds, 3)
+        numbers["allreduce_bytes_per_step"] = round(numbers["gradient_bytes_per_backward"] * rounds)
+        numbers["comm_busy_ms"] = round(sum(c.busy_s for c in comms) * 1e3, 3)
+        numbers["comm_busy_spread_ms"] = round(max(c.busy_spread for c in comms) * 1e3, 3)
+        numbers["buckets"] = [{"ddp_id": c.ddp_id, "index": b.index, "bytes": b.nbytes,
+                               "ms": round(b.seconds * 1e3, 4), "busbw": round(b.busbw, 4)}
+                              for c in comms for b in c.buckets]
+        costs = [c.cost for c in comms if c.cost is not None and c.cost.measured]
+        if costs:
+            numbers["allreduce_latency_ms"] = round(costs[0].latency * 1e3, 4)
+            numbers["allreduce_knee_bytes"] = int(costs[0].knee_bytes)
+    verified = getattr(model, "verified", None)
+    if verified:
+        numbers["verify_fix"] = [v.to_dict() for v in verified]
     if model.scaling:
         numbers["scaling"] = [
             {"world_size": p.world_size, "rate": round(p.rate, 3) if p.rate else None,

@@ -78,6 +78,35 @@ def install_in_child() -> None:
     spawned.record_process_targets()
 
 
+def install_in_launched_script() -> None:
+    """Instruments for a rank a framework started as a fresh `python train.py` (Lightning's
+    launcher, under --launcher none): as for an mp.spawn child, and since no bootstrap wraps
+    the script there, its crash and its end are recorded from sys.excepthook and atexit."""
+    import atexit
+
+    from ddpdoctor.probe.inrank import recorder, steps
+
+    install_in_child()
+    crashed = []
+    original_hook = sys.excepthook
+
+    def excepthook(kind, exc, tb):
+        try:
+            if not recorder.get().pending:
+                steps.record_crash(exc)
+                steps.finish("crash")
+                crashed.append(True)
+        finally:
+            original_hook(kind, exc, tb)
+
+    def at_exit() -> None:
+        if not crashed and not recorder.get().pending:
+            steps.finish("script_exit")
+
+    sys.excepthook = excepthook
+    atexit.register(at_exit)
+
+
 def _run_target(target: str, as_module: bool, args: list[str]) -> None:
     if as_module:
         sys.argv = [target, *args]

@@ -178,16 +178,59 @@ def all_states() -> list[DDPState]:
     return list(_all_states)
 
 
+# `probe --verify-fix` reruns the script with some DDP arguments changed, the script untouched:
+# the launcher's run dir holds them as JSON (probe/launch/verify.py writes it).
+OVERRIDES_FILE = "ddp_overrides.json"
+OVERRIDABLE = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters")
+signature_defaults: dict = {}  # DDP.__init__'s defaults, to say what an override replaced
+
+
+def _overrides() -> dict:
+    import json
+    import os
+
+    from ddpdoctor.probe.inrank.config import ENV_RUN_DIR
+
+    run_dir = os.environ.get(ENV_RUN_DIR)
+    path = os.path.join(run_dir, OVERRIDES_FILE) if run_dir else ""
+    if not path or not os.path.isfile(path):
+        return {}
+    with open(path) as handle:
+        data = json.load(handle)
+    return {k: v for k, v in data.items() if k in OVERRIDABLE}
+
+
+def _override(arguments: dict, overrides: dict) -> None:
+    """Apply --verify-fix's DDP arguments, and say what the script had asked for."""
+    changed = []
+    for name, value in overrides.items():
+        before = arguments.get(name, signature_defaults.get(name))
+        arguments[name] = value
+        if before != value:
+            changed.append(f"{name}={value!r} (the script: {before!r})")
+    if changed:
+        recorder.get().note_once("verify-fix", "--verify-fix: DDP built with " + ", ".join(changed))
+
+
 def install(checked_iterations: int) -> None:
     original_init = DDP.__init__
     signature = inspect.signature(original_init)
     original_register = DDP.register_comm_hook
     original_builtin = DDP._register_builtin_comm_hook
+    signature_defaults.update({name: p.default for name, p in signature.parameters.items()
+                               if p.default is not inspect.Parameter.empty})
+    try:
+        overrides = _overrides()
+    except Exception as exc:  # noqa: BLE001 - the script must run as written then
+        overrides = {}
+        recorder.get().note_once("verify-fix", f"ddpdoctor bug: --verify-fix arguments unreadable ({exc!r})")
 
     @functools.wraps(original_init)
     def __init__(self: DDP, *args: Any, **kwargs: Any) -> None:
         bound = signature.bind(self, *args, **kwargs)
         arguments = bound.arguments
+        if overrides:
+            _override(arguments, overrides)
         logical_group = arguments.get("process_group")
         checked_group = None
         workaround = False

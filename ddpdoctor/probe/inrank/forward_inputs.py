@@ -94,7 +94,7 @@ class _Model:
             if not leaves:
                 return
             keys = [path for path, _ in leaves]
-            shapes = [f"{tuple(t.shape)}{t.dtype}" for _, t in leaves]
+            shapes = [_shape_word(t) for _, t in leaves]
             step = recorder.get().step
             if all(t.device.type == "cpu" for _, t in leaves):
                 _write(self.id, iteration, step, keys, shapes,
@@ -107,11 +107,22 @@ class _Model:
             recorder.get().note_once("forward-inputs", f"could not fingerprint the model's inputs: {exc!r}")
 
 
+_shape_words: dict[tuple, int] = {}
+
+
+def _shape_word(t: torch.Tensor) -> int:
+    """Shape and dtype as a number, the same on every rank (cached: str(dtype) is slow)."""
+    key = (t.shape, t.dtype)
+    word = _shape_words.get(key)
+    if word is None:
+        word = _shape_words[key] = zlib.crc32(f"{tuple(t.shape)}{t.dtype}".encode()) * 0x9E3779B97F4A7C15
+    return word
+
+
 def _write(model_id: int, iteration: int, step: int, keys: list, shapes: list, hashes: list) -> None:
     prints = {}
     for key, shape, value in zip(keys, shapes, hashes):
-        mixed = (value ^ (zlib.crc32(shape.encode()) * 0x9E3779B97F4A7C15)) & _MASK
-        prints[key] = format(mixed, "016x")
+        prints[key] = format((value ^ shape) & _MASK, "016x")
     recorder.get().write(tm.ForwardInputs(time.time(), model_id, iteration, step, prints))
 
 

@@ -19,6 +19,12 @@ from ddpdoctor.core.errors import UsageError
 SPAWNS = re.compile(r"\b(?:mp|multiprocessing|torch\.multiprocessing)\s*\.\s*(?:spawn|start_processes)\s*\(|"
                     r"\bstart_processes\s*\(|(?<![\w.])spawn\s*\(\s*\w+\s*,\s*(?:nprocs|args)")
 READS_RANK_ENV = re.compile(r"""["'](?:LOCAL_RANK|RANK|LOCAL_WORLD_SIZE|TORCHELASTIC_RUN_ID)["']""")
+# Frameworks with launchers of their own. Lightning's Trainer starts its ranks itself when run
+# with plain python (devices=N), but takes them from torchrun when torchrun started it (it
+# reads TORCHELASTIC_RUN_ID), so torchrun is the launcher that puts the instruments in every
+# rank. `accelerate launch` is torchrun underneath, with the same environment.
+LIGHTNING = re.compile(r"^\s*(?:import|from)\s+(?:lightning|pytorch_lightning)\b", re.M)
+ACCELERATE = re.compile(r"^\s*(?:import|from)\s+(?:accelerate|transformers)\b", re.M)
 
 
 def module_source_path(name: str) -> str:
@@ -54,6 +60,13 @@ def choose(requested: str, script: str, module: bool) -> tuple[str, str]:
             source = handle.read()
     except OSError:
         return "torchrun", "torchrun (the source could not be read to decide)"
+    if LIGHTNING.search(source):
+        return "torchrun", ("torchrun: a Lightning Trainer takes its ranks from torchrun instead of "
+                            "starting its own processes (as `python train.py` with devices=N "
+                            "would); devices must match --nproc-per-node")
+    if ACCELERATE.search(source) and not SPAWNS.search(source):
+        return "torchrun", ("torchrun: what `accelerate launch` runs underneath (its config file is "
+                            "not read: give --nproc-per-node and --nnodes here)")
     if SPAWNS.search(source) and not READS_RANK_ENV.search(source):
         return "none", ("launcher none: the script starts its own processes (mp.spawn) and never "
                         "reads LOCAL_RANK/RANK, so torchrun would start N copies of N ranks")

@@ -29,12 +29,23 @@ def _started_by_multiprocessing() -> bool:
         "forkserver" in arg for arg in getattr(sys, "orig_argv", []))
 
 
-_chain_to_shadowed()
-if (os.environ.get("DDPDOCTOR_RUN_DIR") and os.environ.get("DDPDOCTOR_LAUNCHER") == "none"
-        and _started_by_multiprocessing()):
-    try:
-        from ddpdoctor.probe.inrank.bootstrap import install_in_child
+def _started_by_framework_launcher() -> bool:
+    """A rank a framework started as a fresh `python train.py` (Lightning's own launcher with
+    devices=N): it carries the LOCAL_RANK its launcher gave it, and is not the probe's bootstrap."""
+    return ("LOCAL_RANK" in os.environ and not any(
+        "ddpdoctor.probe.inrank.bootstrap" in arg for arg in getattr(sys, "orig_argv", [])))
 
-        install_in_child()
+
+_chain_to_shadowed()
+if os.environ.get("DDPDOCTOR_RUN_DIR") and os.environ.get("DDPDOCTOR_LAUNCHER") == "none":
+    try:
+        if _started_by_multiprocessing():
+            from ddpdoctor.probe.inrank.bootstrap import install_in_child
+
+            install_in_child()
+        elif _started_by_framework_launcher():
+            from ddpdoctor.probe.inrank.bootstrap import install_in_launched_script
+
+            install_in_launched_script()
     except Exception as exc:  # noqa: BLE001 - never stop the user's process from starting
         sys.stderr.write(f"ddpdoctor: instruments not installed in pid {os.getpid()}: {exc!r}\n")

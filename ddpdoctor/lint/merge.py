@@ -1,0 +1,134 @@
+"""The lint inside a probe's report: the probed script is also read statically, its DDP8xx
+checks join the report, and a bug seen both ways is one finding with both evidences.
+
+A lint finding and a probe finding are the same bug when their codes are twins (DDP801 and
+DDP502: a collective under a rank test, and a rank that skipped a collective) and they point
+at the same file:line. The probe's finding stays (it was seen happening); it gains
+evidence["static"] with the lint's code, message and evidence, and the lint's check line says
+where its finding went.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from typing import Any, Optional
+
+from ddpdoctor.core.errors import UsageError
+from ddpdoctor.core.findings import Finding, Location
+from ddpdoctor.core.registry import SKIPPED, CheckResult
+from ddpdoctor.report.model import Report
+
+# lint code -> the probe codes that see the same bug at run time
+PROBE_TWINS = {
+    "DDP801": ("DDP502", "DDP501", "DDP503"),
+    "DDP802": ("DDP301",),
+    "DDP803": ("DDP304",),
+    "DDP804": ("DDP302",),
+    "DDP805": ("DDP403",),
+    "DDP806": ("DDP701",),
+}
+
+
+def _same_place(a: Optional[Location], b: Optional[Location]) -> bool:
+    if a is None or b is None or not a.line or a.line != b.line:
+        return False
+    return os.path.normpath(os.path.abspath(a.file)) == os.path.normpath(os.path.abspath(b.file))
+
+
+def _places(finding: Finding) -> list[Location]:
+    places = [finding.location] if finding.location else []
+    for key in ("loader_location", "guard_location"):
+        value = finding.evidence.get(key)
+        if isinstance(value, str) and ":" in value:
+            file, _, line = value.rpartition(":")
+            if line.isdigit():
+                places.append(Location(file, int(line)))
+    return places
+
+
+# Data rules: one script has one training loader, and the probe names where it is iterated
+# while the lint names where it is built - one of each in the same file is the same bug.
+ONE_PER_FILE = {"DDP802", "DDP803", "DDP804", "DDP805"}
+
+
+def _same_file(a: Optional[Location], b: Optional[Location]) -> bool:
+    if a is None or b is None:
+        return False
+    return os.path.normpath(os.path.abspath(a.file)) == os.path.normpath(os.path.abspath(b.file))
+
+
+def twins_of(finding: Finding, lint_findings: list[Finding], probe_findings: list[Finding]) -> list[Finding]:
+    """The probe findings that saw the same bug as a lint finding: twin codes at the same
+    file:line, or for the data rules the only one of each in the same file."""
+    codes = PROBE_TWINS.get(finding.code, ())
+    candidates = [c for c in probe_findings if c.code in codes]
+    exact = [c for c in candidates if any(_same_place(p, c.location) for p in _places(finding))]
+    if exact or finding.code not in ONE_PER_FILE:
+        return exact
+    mine = [f for f in lint_findings if f.code == finding.code and _same_file(f.location, finding.location)]
+    theirs = [c for c in candidates if _same_file(c.location, finding.location)]
+    return theirs if len(mine) == 1 and len(theirs) == 1 else []
+
+
+def _source_of(script: str, module: bool) -> str:
+    if not module:
+        return script
+    sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(script)
+        if spec is not None and spec.submodule_search_locations:
+            spec = importlib.util.find_spec(f"{script}.__main__")
+    except (ImportError, ValueError) as exc:
+        raise UsageError(f"-m {script}: {exc}") from None
+    finally:
+        sys.path.pop(0)
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        raise UsageError(f"-m {script}: no source file")
+    return spec.origin
+
+
+def add_static_findings(report: Report, script: str, module: bool = False,
+                        ignore: frozenset[str] | set[str] = frozenset()) -> None:
+    """Lint the probed script and put the DDP8xx checks into the probe's report (in place).
+    A script that cannot be read now (moved, edited into invalid Python) costs a note, never
+    the probe's report."""
+    from ddpdoctor.lint.run import gather, lint_results
+
+    try:
+        facts = gather(_source_of(script, module))
+    except UsageError as exc:
+        report.notes.append(f"static lint not run: {exc}")
+        return
+    results = lint_results(facts, set(ignore))
+    seen = [f for r in report.results for f in r.findings]
+    static = [f for r in results for f in r.findings]
+    for result in results:
+        kept, merged = [], []
+        for finding in result.findings:
+            twins = twins_of(finding, static, seen)
+            if not twins:
+                kept.append(finding)
+                continue
+            for twin in twins:
+                twin.evidence["static"] = _static_evidence(finding)
+                twin.message += f" (also found in the source: {finding.code})"
+                merged.append(twin.code)
+        if merged and not kept:
+            _merged_away(result, merged)
+        result.findings = kept
+    report.results.extend(results)
+    report.metrics["lint"] = {"files": facts.files, "statements": facts.statements,
+                              "elapsed_ms": round(facts.elapsed_s * 1000, 1)}
+
+
+def _static_evidence(finding: Finding) -> dict[str, Any]:
+    evidence = {k: v for k, v in finding.evidence.items() if k != "static"}
+    return {"code": finding.code, "message": finding.message,
+            "location": str(finding.location) if finding.location else None, **evidence}
+
+
+def _merged_away(result: CheckResult, codes: list[str]) -> None:
+    result.status = SKIPPED
+    result.reason = f"seen at run time too: reported with {', '.join(sorted(set(codes)))}"

@@ -1,0 +1,163 @@
+"""`probe --baseline previous.json`: this run's performance numbers against an earlier report's.
+
+The earlier report is any JSON report of `ddpdoctor probe` (--json, or RUN_DIR/report.json): its
+"metrics" hold the numbers perf_tables.metrics writes. They are copied into the run dir
+(BASELINE_FILE) so that `ddpdoctor report RUN_DIR` judges the same comparison again.
+
+What counts as a regression (checks/probe/regression.py, DDP607) is decided here, per metric:
+  - times (median step, exposed communication, communication busy per backward): slower by more
+    than TIMES_SPREAD x the larger spread of the two runs (a robust standard deviation of that
+    figure over the judged steps of each run): a shift no single run's noise explains. Older
+    reports without a spread are judged against this run's spread alone.
+  - counts (all-reduce calls per step) and bytes (gradient bytes per step): any increase (bytes:
+    beyond BYTES_SLACK); these do not vary from run to run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from ddpdoctor.core.errors import UsageError
+
+BASELINE_FILE = "regression_baseline.json"
+TIMES_SPREAD = 2.0  # a time regresses past this many spreads of a step
+MIN_TOLERANCE_MS = 0.05  # below what the records resolve
+BYTES_SLACK = 0.005
+
+
+@dataclass
+class Baseline:
+    """The numbers of the earlier report, and where they came from."""
+
+    source: str
+    metrics: dict[str, Any]
+    world_size: Optional[int] = None
+    script: str = ""
+
+
+def _number(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def parse(data: Any, source: str) -> Baseline:
+    """An earlier report's numbers; UsageError (one line) for anything that is not one."""
+    if not isinstance(data, dict) or data.get("tool") != "ddpdoctor":
+        raise UsageError(f"--baseline {source} is not a ddpdoctor JSON report")
+    if data.get("command") != "probe":
+        raise UsageError(f"--baseline {source} is a report of `ddpdoctor {data.get('command')}`, "
+                         "not of `ddpdoctor probe`")
+    metrics = data.get("metrics")
+    if not isinstance(metrics, dict) or _number(metrics.get("step_ms_median")) is None:
+        raise UsageError(f"--baseline {source} has no step time to compare with (its probe "
+                         "judged no steps)")
+    world = metrics.get("world_size")
+    return Baseline(source, metrics, int(world) if _number(world) is not None else None,
+                    str(data.get("script") or ""))
+
+
+def load_baseline(path: str | Path) -> Baseline:
+    """Read an earlier JSON report given to --baseline."""
+    text_path = str(path)
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise UsageError(f"--baseline {text_path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--baseline {text_path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--baseline {text_path} is not JSON ({exc})") from None
+    return parse(data, text_path)
+
+
+def store(run_dir: Path, baseline: Baseline) -> None:
+    """Keep the baseline's numbers beside the run (for `ddpdoctor report RUN_DIR`)."""
+    from ddpdoctor.core.files import write_atomic
+
+    data = {"tool": "ddpdoctor", "command": "probe", "source": baseline.source,
+            "metrics": baseline.metrics}
+    write_atomic(run_dir / BASELINE_FILE, json.dumps(data, indent=2) + "\n", mode=0o600)
+
+
+def stored(run_dir: str | Path) -> Optional[Baseline]:
+    """The baseline kept in a run dir, if --baseline was given (a damaged copy: none)."""
+    path = Path(run_dir) / BASELINE_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        found = parse(data, str(data.get("source") or path))
+    except (ValueError, UsageError, OSError):
+        return None
+    return found
+
+
+@dataclass
+class Change:
+    """One metric, then and now, and whether it regressed."""
+
+    metric: str
+    words: str  # what it is, for a person
+    unit: str  # "ms", "calls", "bytes", "GB/s"
+    before: float
+    now: float
+    tolerance: float  # how much worse it may get before it counts
+    regressed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "before": self.before, "now": self.now,
+                "tolerance": round(self.tolerance, 4), "regressed": self.regressed}
+
+
+def _time(metric: str, spread_key: str, words: str, before: dict, now: dict) -> Optional[Change]:
+    old, new = _number(before.get(metric)), _number(now.get(metric))
+    if old is None or new is None:
+        return None
+    spreads = [v for v in (_number(before.get(spread_key)), _number(now.get(spread_key))) if v is not None]
+    tolerance = max(MIN_TOLERANCE_MS, TIMES_SPREAD * max(spreads, default=0.0))
+    return Change(metric, words, "ms", old, new, tolerance, new - old > tolerance)
+
+
+def compare(before: dict[str, Any], now: dict[str, Any]) -> list[Change]:
+    """Every metric both reports have, compared (see the module doc)."""
+    found = [
+        _time("step_ms_median", "step_ms_spread", "median step time", before, now),
+        _time("exposed_comm_ms", "exposed_comm_spread_ms",
+              "communication not hidden behind backward", before, now),
+        _time("comm_busy_ms", "comm_busy_spread_ms", "gradient communication per backward",
+              before, now),
+    ]
+    calls = [_number(before.get("allreduce_calls_per_step")), _number(now.get("allreduce_calls_per_step"))]
+    if None not in calls:
+        found.append(Change("allreduce_calls_per_step", "gradient all-reduces per step", "calls",
+                            calls[0], calls[1], 0.0, calls[1] > calls[0]))
+    sizes = [_number(before.get("allreduce_bytes_per_step")), _number(now.get("allreduce_bytes_per_step"))]
+    if None not in sizes:
+        slack = BYTES_SLACK * sizes[0]
+        found.append(Change("allreduce_bytes_per_step", "gradient bytes all-reduced per step",
+                            "bytes", sizes[0], sizes[1], slack, sizes[1] - sizes[0] > slack))
+    return [c for c in found if c is not None]
+
+
+def bucket_rows(before: dict[str, Any], now: dict[str, Any]) -> list[list[Any]]:
+    """Per bucket of the same model, index and size in both runs: busbw then and now (GB/s)."""
+    def keyed(metrics: dict) -> dict[tuple, dict]:
+        rows = metrics.get("buckets") if isinstance(metrics.get("buckets"), list) else []
+        return {(b.get("ddp_id"), b.get("index"), b.get("bytes")): b for b in rows if isinstance(b, dict)}
+
+    old, new = keyed(before), keyed(now)
+    rows = []
+    for key in sorted(set(old) & set(new), key=lambda k: tuple(-1 if v is None else v for v in k)):
+        a, b = _number(old[key].get("busbw")), _number(new[key].get("busbw"))
+        if a is None or b is None:
+            continue
+        rows.append([key[1], f"{(key[2] or 0) / 1e6:.3f}", f"{a:.3f}", f"{b:.3f}",
+                     f"{(b - a) / a:+.0%}" if a > 0 else ""])
+    return rows

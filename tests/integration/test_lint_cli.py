@@ -1,0 +1,68 @@
+"""`ddpdoctor lint` from the command line, and the lint inside `ddpdoctor probe`'s report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_runner import run_cli
+from probe_runner import REPO, probe
+
+
+def test_lint_reports_a_collective_under_rank_zero_with_exit_1():
+    result = run_cli("lint", "tests/scripts/rank0_barrier_in_save.py", "--json", "-", cwd=str(REPO))
+    assert result.code == 1, result.stderr
+    report = result.json()
+    assert report["command"] == "lint" and report["status"] == "fail"
+    (finding,) = report["findings"]
+    assert finding["code"] == "DDP801"
+    assert finding["location"] == {"file": "tests/scripts/rank0_barrier_in_save.py", "line": 11}
+    assert finding["evidence"]["static"] is True and finding["evidence"]["guard"] == "dist.get_rank() == 0"
+    assert report["metrics"]["elapsed_ms"] < 1000
+
+
+def test_lint_of_healthy_nanogpt_style_code_passes_and_prints_one_line_per_check():
+    result = run_cli("lint", "tests/scripts/lint/nanogpt/train.py", cwd=str(REPO))
+    assert result.code == 0, result.stdout + result.stderr
+    assert "2 file(s)" in result.stdout and "model.py" in result.stdout
+    for code in ("DDP801", "DDP802", "DDP803", "DDP804", "DDP805", "DDP806"):
+        assert code in result.stdout
+    assert "PASS" in result.stdout
+
+
+def test_warnings_gate_with_fail_on_and_ignore():
+    script = "examples/grad_accum_no_sync.py"
+    assert run_cli("lint", script, "-q", cwd=str(REPO)).code == 0  # DDP805 is a warning
+    assert run_cli("lint", script, "-q", "--fail-on", "warning", cwd=str(REPO)).code == 1
+    assert run_cli("lint", script, "-q", "--fail-on", "warning", "--ignore", "DDP805", cwd=str(REPO)).code == 0
+
+
+@pytest.mark.parametrize("content,needle", [(None, "no such file"), ("for x in:\n", "not valid Python")])
+def test_bad_script_is_one_line_and_exit_2(tmp_path, content, needle):
+    script = tmp_path / "train.py"
+    if content is not None:
+        script.write_text(content)
+    result = run_cli("lint", str(script))
+    assert result.code == 2
+    assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_explain_prints_the_rule():
+    result = run_cli("explain", "DDP805")
+    assert result.code == 0 and "no_sync" in result.stdout and "stage: lint" in result.stdout
+
+
+@pytest.mark.multiprocess
+def test_probe_merges_the_lint_finding_into_the_runtime_one(tmp_path):
+    result = probe("tests/scripts/rank0_barrier_in_save.py", "--stall-timeout", "5", "--max-steps", "6",
+                   run_dir=tmp_path / "run")
+    assert "DDP801" not in result.codes  # one finding for one bug ...
+    skipped = result.one("DDP502")
+    static = skipped["evidence"]["static"]  # ... with both kinds of evidence
+    assert static["code"] == "DDP801" and static["guard"] == "dist.get_rank() == 0"
+    assert skipped["location"]["line"] == 11
+    check = next(c for c in result.report["checks"] if c["code"] == "DDP801")
+    assert check["status"] == "skipped" and "DDP502" in check["reason"]
+    assert result.report["metrics"]["lint"]["files"] == ["tests/scripts/rank0_barrier_in_save.py"]

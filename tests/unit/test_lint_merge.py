@@ -1,0 +1,72 @@
+"""The lint's findings in a probe report: static-only findings are added and marked static; a
+bug the probe saw at the same place becomes one finding with both evidences."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpdoctor.core.findings import Finding, Location, Severity
+from ddpdoctor.core.registry import FAILED, SKIPPED, CheckResult, get_check
+from ddpdoctor.lint.merge import add_static_findings
+from ddpdoctor.report.model import Report
+
+SCRIPT = """\
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 0:
+    dist.barrier()
+torch.save({}, "/tmp/same.pt")
+"""
+
+
+def probe_report(*findings: Finding) -> Report:
+    results = [CheckResult(get_check(f.code), FAILED, [f]) for f in findings]
+    return Report(command="probe", results=results)
+
+
+def skipped_at(path: Path, line: int) -> Finding:
+    return Finding("DDP502", Severity.ERROR, "A rank skipped a collective", "rank 0 entered barrier",
+                   "call it everywhere", [0, 1], [], Location(str(path), line), {"seq": 3})
+
+
+def test_static_only_findings_join_the_report_marked_static(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    report = probe_report()
+    add_static_findings(report, str(script))
+    codes = {f.code: f for f in report.findings}
+    assert set(codes) == {"DDP801", "DDP806"}
+    assert all(f.evidence["static"] is True for f in codes.values())
+    assert report.status == "fail" and report.metrics["lint"]["statements"] == 5
+
+
+def test_same_bug_seen_at_run_time_is_one_finding_with_both_evidences(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    report = probe_report(skipped_at(script, 4))
+    add_static_findings(report, str(script))
+    codes = [f.code for f in report.findings]
+    assert sorted(codes) == ["DDP502", "DDP806"]
+    runtime = next(f for f in report.findings if f.code == "DDP502")
+    assert runtime.evidence["seq"] == 3 and runtime.evidence["static"]["code"] == "DDP801"
+    lint_check = next(r for r in report.results if r.spec.code == "DDP801")
+    assert lint_check.status == SKIPPED and "DDP502" in lint_check.reason
+
+
+def test_a_different_line_is_a_different_bug(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    report = probe_report(skipped_at(script, 5))
+    add_static_findings(report, str(script))
+    assert sorted(f.code for f in report.findings) == ["DDP502", "DDP801", "DDP806"]
+
+
+def test_ignored_codes_and_an_unreadable_script(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    report = probe_report()
+    add_static_findings(report, str(script), ignore={"DDP801", "DDP806"})
+    assert report.findings == []
+    broken = probe_report()
+    add_static_findings(broken, str(tmp_path / "gone.py"))
+    assert broken.findings == [] and any("static lint not run" in n for n in broken.notes)
