@@ -137,9 +137,10 @@ def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, ma
     mark = time.monotonic()
     # This machine's own facts can take seconds (a CUDA torch is imported in a child to ask for
     # NCCL): gather them while the ssh fan-out runs. Routing needs only names and addresses.
-    local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddpdoctor-local")
-    local_facts = local.submit(facts_here, FactsRequest(timeout=opts.timeout, import_torch=opts.import_torch))
-    local.shutdown(wait=False)
+    # A daemon thread, not an executor: an interrupted preflight must not wait at exit for this
+    # machine's torch import (executor threads are joined at interpreter exit), which on a loaded
+    # machine took longer than the Ctrl-C deadline.
+    local_facts = _in_background(facts_here, FactsRequest(timeout=opts.timeout, import_torch=opts.import_torch))
     own = OwnIdentity.of(_identity(min(opts.timeout, 3.0)))
 
     stages["identity_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
@@ -235,6 +236,19 @@ def _identity(timeout: float) -> NodeFacts:
     thread.start()
     thread.join(timeout)
     return box.get("facts") or node_facts.identity(fqdn=False)
+
+
+def _in_background(func, *args) -> Future:
+    future: Future = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(func(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="ddpdoctor-local", daemon=True).start()
+    return future
 
 
 def _fan_out(routes: dict[str, str], request: FactsRequest, opts: PreflightOptions,

@@ -200,7 +200,9 @@ def test_script_output_hides_the_probes_own_cpp_info_logs_and_quiet_script_hides
                    "[rank0]: broadcast_buffers: 1\n[rank0]: \n"
                    "[rank1]: [W1125 07:48:40.1 reducer.cpp:1] a warning stays\n"
                    "[I1125 07:48:36.954329072 TCPStore.cpp:271] [c10d - debug] server started\n"
-                   "[rank0]: epoch 1 done\n[rank1]: half a li")
+                   "[rank0]: epoch 1 done\n"
+                   "[rank0]:  Avg forward compute time: 760156 \n"  # its INFO line was 2 lines up
+                   "[rank1]: half a li")
     shown = io.StringIO()
     feed = LiveFeed(ProbeOptions("train.py"), str(tmp_path), live.PlainView(shown, every_s=3600))
     feed.tick()
@@ -252,3 +254,26 @@ def test_preflight_host_progress_appears_only_after_a_second_on_a_terminal():
         progress.asking(3)
         time.sleep(0.3)
     assert piped.getvalue() == ""
+
+
+def test_torchruns_raw_copies_live_outside_the_run_dir_and_die_with_the_job(tmp_path, monkeypatch):
+    import tempfile
+
+    from ddpdoctor.probe.launch.joblog import JobLog
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("PET_LOG_DIR", raising=False)
+    orphan = tmp_path / "ddpdoctor-tee-4194304-x"  # above the largest pid_max: not alive
+    orphan.mkdir()
+    alive = tmp_path / f"ddpdoctor-tee-{os.getpid()}-y"
+    alive.mkdir()
+    (tmp_path / "run").mkdir()
+    log = JobLog(tmp_path / "run" / "job.log", secrets=[])
+    env = log.with_rank_prefixes({"PATH": "/bin"}, "torchrun")
+    assert env["PET_TEE"] == "3" and env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] == "[rank${rank}]: "
+    tee = Path(env["PET_LOG_DIR"])
+    assert tee.is_dir() and tee.parent == tmp_path and not tee.is_relative_to(tmp_path / "run")
+    assert not orphan.exists() and alive.exists()  # a killed ddpdoctor's copies are swept
+    assert log.with_rank_prefixes({}, "none") == {}  # --launcher none: no torchrun, no tee
+    log.close()
+    assert not tee.exists()

@@ -41,6 +41,10 @@ def test_tiny_buckets_get_a_bucket_cap_suggestion(tmp_path):
     assert finding["location"]["file"] == "examples/tiny_buckets.py"
     assert finding["evidence"]["buckets_per_iteration"] >= 40
     assert not result.findings("DDP601") and not result.findings("DDP602")
+    # The estimate of the step with the suggested cap, from the measured phases.
+    assert finding["evidence"]["estimated_step_ms"] < finding["evidence"]["step_ms"]
+    assert "(est.) with bucket_cap_mb=1" in finding["message"]
+    assert finding["evidence"]["knee_bytes"] > finding["evidence"]["median_bucket_bytes"]
 
 
 def test_communication_bound_job_is_reported_with_bucket_table_and_trace(tmp_path):
@@ -81,3 +85,67 @@ def test_healthy_example_has_no_perf_findings_and_scales_in_a_table(tmp_path):
     assert [row[0] for row in scaled["rows"]] == [1, 2]
     assert [p["world_size"] for p in result.report["metrics"]["scaling"]] == [1, 2]
     assert (tmp_path / "run" / "scaling" / "ws-1" / "report.json").exists()
+
+
+def test_a_few_latency_bound_buckets_of_a_small_model_are_reported(tmp_path):
+    # Four ~17 KB buckets: a few milliseconds, but a large share of a small model's step.
+    result = run_example("small_buckets", tmp_path)
+    finding = result.one("DDP603")
+    assert finding["evidence"]["buckets_per_iteration"] == 4
+    assert finding["evidence"]["buckets_after"] == 1
+    assert finding["evidence"]["ddp_kwargs"] == {"bucket_cap_mb": 1}
+    assert finding["location"]["file"] == "examples/small_buckets.py"
+    assert not result.findings("DDP602")
+
+
+def test_a_script_that_ends_by_itself_still_gets_the_in_job_baseline(tmp_path):
+    # healthy.py returns after 15 steps, below --max-steps: the baseline comes from step 4.
+    result = run_example("healthy", tmp_path)
+    assert result.report["metrics"]["steps"] < 20
+    bandwidth = next(c for c in result.report["checks"] if c["code"] == "DDP602")
+    assert bandwidth["status"] == "passed", bandwidth
+    assert result.report["metrics"]["allreduce_latency_ms"] > 0
+    sizes = {json.loads(line)["nbytes"] for line in (tmp_path / "run" / "rank-0.jsonl").open()
+             if '"kind":"baseline"' in line}
+    assert 4 in sizes and 23056 in sizes  # the latency point and the one bucket
+    assert not result.codes & PERF_CODES
+
+
+def test_verify_fix_reruns_with_the_suggested_bucket_cap_and_measures_it(tmp_path):
+    result = run_example("small_buckets", tmp_path, "--verify-fix")
+    finding = result.one("DDP603")
+    verified = {v["code"]: v for v in result.report["metrics"]["verify_fix"]}
+    rerun = verified["DDP603"]
+    assert rerun["ddp_kwargs"] == {"bucket_cap_mb": 1} and rerun["run_dir"] == "verify/0"
+    assert finding["evidence"]["verified_step_ms"] == rerun["step_ms"]
+    assert "measured with the fix (--verify-fix)" in finding["message"]
+    # The rerun ran the unchanged script with one bucket, and says so.
+    sub = json.loads((tmp_path / "run" / "verify" / "0" / "report.json").read_text())
+    assert sub["metrics"]["buckets_per_backward"] == 1
+    assert any("--verify-fix: DDP built with bucket_cap_mb=1 (the script: 0.01)" in n for n in sub["notes"])
+    assert rerun["step_ms"] < finding["evidence"]["step_ms"]
+    table = table_of(result, "Fix verification")
+    assert table["rows"][0][:2] == ["DDP603", "bucket_cap_mb=1"]
+
+
+def table_of(result, prefix):
+    return next(t for t in result.report["tables"] if t["title"].startswith(prefix))
+
+
+def test_regression_gate_fails_a_slowed_run_and_passes_a_rerun(tmp_path):
+    # The baseline: the small model with one bucket (bucket_cap_mb=1, as the fix suggests).
+    good = probe("examples/small_buckets.py", run_dir=tmp_path / "good", args=["1"])
+    baseline = tmp_path / "good.json"
+    assert good.code == 0 and good.report["metrics"]["allreduce_calls_per_step"] == 1
+    again = probe("examples/small_buckets.py", "--baseline", str(baseline), run_dir=tmp_path / "again",
+                  args=["1"])
+    assert again.code == 0, [f["message"] for f in again.findings("DDP607")]
+    gate = next(c for c in again.report["checks"] if c["code"] == "DDP607")
+    assert gate["status"] == "passed"
+    assert table_of(again, "Against the baseline")["rows"]
+    # Slowed: back to bucket_cap_mb=0.01, four all-reduces per backward.
+    slowed = probe("examples/small_buckets.py", "--baseline", str(baseline), run_dir=tmp_path / "slowed")
+    assert slowed.code == 1
+    metrics = {f["evidence"]["metric"] for f in slowed.findings("DDP607")}
+    assert "allreduce_calls_per_step" in metrics
+    assert all(f["severity"] == "error" for f in slowed.findings("DDP607"))

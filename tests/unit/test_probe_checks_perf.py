@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -536,3 +537,195 @@ def test_trace_is_scrubbed_of_secrets(tmp_path, monkeypatch):
     model.meta.script = "train.py --key sk-very-secret-value"
     text = trace.write(model, tmp_path / "t.json").read_text()
     assert "sk-very-secret-value" not in text and "<redacted>" in text
+
+
+# DDP607 regression gate --------------------------------------------------------------------------
+
+def report_of(model: RunModel, **extra) -> dict:
+    """The JSON report an earlier probe of `model` would have written (its metrics)."""
+    metrics = {"world_size": model.world_size, **perf_tables.metrics(model), **extra}
+    return {"tool": "ddpdoctor", "command": "probe", "status": "pass", "metrics": metrics}
+
+
+def gated(before: RunModel, now: RunModel, **extra):
+    from ddpdoctor.probe.analysis import regression
+
+    now.regression_baseline = regression.parse(report_of(before, **extra), "previous.json")
+    return judge("DDP607", now)
+
+
+def steady(**rank) -> list[Rank]:
+    return [Rank(jitter=0.15, **rank), Rank(jitter=0.15, **rank)]
+
+
+def test_two_runs_of_the_same_job_pass_the_gate():
+    for seed in range(4):
+        before = perf_run(steady(), buckets=((0, 4 * MB),), bucket_s=0.004, seed=seed)
+        now = perf_run(steady(), buckets=((0, 4 * MB),), bucket_s=0.004, seed=seed + 10)
+        assert gated(before, now) == [], seed
+
+
+def test_a_slower_step_fails_the_gate_with_the_numbers():
+    before = perf_run(steady(), buckets=((0, 4 * MB),), bucket_s=0.004)
+    now = perf_run(steady(forward=0.006), buckets=((0, 4 * MB),), bucket_s=0.004, seed=1)
+    findings = gated(before, now)
+    assert [f.evidence["metric"] for f in findings] == ["step_ms_median"]
+    [finding] = findings
+    assert finding.severity is Severity.ERROR
+    assert "median step time: 11.0 ms in the baseline (previous.json), 15." in finding.message
+    assert "spread allows" in finding.message
+    assert finding.evidence["before"] == pytest.approx(11.0, abs=0.3)
+    assert finding.evidence["now"] == pytest.approx(15.0, abs=0.5)
+    assert 0.05 <= finding.evidence["tolerance"] < 4.0
+
+
+def test_the_tolerance_is_the_spread_the_runs_measured_not_a_fixed_share():
+    # The same 2 ms slowdown: a regression against steady runs, noise against noisy ones.
+    quiet = perf_run(steady(), bucket_s=0.004)
+    quiet_slower = perf_run(steady(optimizer=0.003), bucket_s=0.004, seed=1)
+    noisy = perf_run([Rank(jitter=0.6), Rank(jitter=0.6)], bucket_s=0.004)
+    noisy_slower = perf_run([Rank(jitter=0.6, optimizer=0.003), Rank(jitter=0.6, optimizer=0.003)],
+                            bucket_s=0.004, seed=1)
+    assert [f.evidence["metric"] for f in gated(quiet, quiet_slower)] == ["step_ms_median"]
+    assert gated(noisy, noisy_slower) == []
+
+
+def test_more_all_reduces_per_step_fail_the_gate_even_when_as_fast():
+    before = perf_run(steady(), buckets=((0, 4 * MB),), bucket_s=0.004)
+    now = perf_run(steady(), buckets=tuple((i, 1 * MB) for i in range(4)), bucket_s=0.001)
+    [finding] = gated(before, now)
+    assert finding.evidence["metric"] == "allreduce_calls_per_step"
+    assert "gradient all-reduces per step: 1 in the baseline" in finding.message and "4 now" in finding.message
+
+
+def test_more_bytes_per_step_fail_the_gate():
+    before = perf_run(steady(), buckets=((0, 4 * MB),), bucket_s=0.004)
+    now = perf_run(steady(), buckets=((0, 5 * MB),), bucket_s=0.004)
+    [finding] = gated(before, now)
+    assert finding.evidence["metric"] == "allreduce_bytes_per_step"
+    assert "4.0 MB in the baseline" in finding.message and "5.0 MB now" in finding.message
+
+
+def test_slower_communication_fails_the_gate_with_bus_bandwidth():
+    before = perf_run(steady(backward=0.030, hidden=0.020), buckets=((0, 4 * MB),), bucket_s=0.004)
+    now = perf_run(steady(backward=0.030, hidden=0.020), buckets=((0, 4 * MB),), bucket_s=0.012)
+    findings = {f.evidence["metric"]: f for f in gated(before, now)}
+    assert set(findings) == {"comm_busy_ms"}  # still hidden: step and exposure unchanged
+    assert re.search(r"bus bandwidth 0\.9\d -> 0\.3\d GB/s", findings["comm_busy_ms"].message)
+
+
+def test_the_gate_tables_list_every_metric_and_bucket_bandwidth():
+    from ddpdoctor.probe.analysis import regression
+
+    before = perf_run(steady(), buckets=((0, 4 * MB),), bucket_s=0.004)
+    now = perf_run(steady(), buckets=((0, 4 * MB),), bucket_s=0.008, seed=3)
+    now.regression_baseline = regression.parse(report_of(before), "previous.json")
+    titles = {t.title.split(" (")[0].split(":")[0]: t for t in perf_tables.tables(now)}
+    gate = titles["Against the baseline"]
+    assert [row[0] for row in gate.rows][:2] == ["median step time", "communication not hidden behind backward"]
+    [row] = titles["Bus bandwidth per bucket against the baseline"].rows
+    assert row[:2] == [0, "4.000"] and float(row[2]) == pytest.approx(2 * float(row[3]), rel=0.1)
+
+
+def test_the_gate_is_skipped_without_a_baseline_and_incomplete_without_steps():
+    from ddpdoctor.core.registry import Incomplete
+    from ddpdoctor.probe.analysis import regression
+
+    from ddpdoctor.core.registry import get_check
+
+    gate = get_check("DDP607").func
+    model = perf_run(steady())
+    assert isinstance(gate(model), Skipped)
+    short = perf_run(steady(), steps=3)
+    short.regression_baseline = regression.parse(report_of(model), "previous.json")
+    assert isinstance(gate(short), Incomplete)
+    wider = perf_run([Rank(), Rank(), Rank()])
+    wider.regression_baseline = regression.parse(report_of(model), "previous.json")
+    verdict = gate(wider)
+    assert isinstance(verdict, Incomplete) and "2 ranks" in verdict.reason
+
+
+def test_a_baseline_that_is_not_a_probe_report_is_bad_input(tmp_path):
+    from ddpdoctor.probe.analysis import regression
+
+    cases = {"missing.json": None, "junk.json": "{not json", "other.json": '{"tool": "x"}',
+             "preflight.json": '{"tool": "ddpdoctor", "command": "preflight", "metrics": {}}',
+             "empty.json": '{"tool": "ddpdoctor", "command": "probe", "metrics": {"steps": 0}}'}
+    for name, text in cases.items():
+        if text is not None:
+            (tmp_path / name).write_text(text)
+        with pytest.raises(UsageError) as raised:
+            regression.load_baseline(tmp_path / name)
+        assert "--baseline" in str(raised.value) and "\n" not in str(raised.value), name
+
+
+def test_a_stored_baseline_is_judged_again_by_report(tmp_path):
+    from ddpdoctor.probe.analysis import regression
+
+    model = perf_run(steady())
+    (tmp_path / "old.json").write_text(json.dumps(report_of(model)))
+    regression.store(tmp_path, regression.load_baseline(tmp_path / "old.json"))
+    again = regression.stored(tmp_path)
+    assert again.metrics["step_ms_median"] == report_of(model)["metrics"]["step_ms_median"]
+    assert again.source.endswith("old.json")
+
+
+# what-if and --verify-fix -------------------------------------------------------------------------
+
+def test_a_verified_fix_is_shown_beside_its_estimate():
+    from ddpdoctor.probe.analysis.verify import VerifyResult
+
+    model = perf_run([Rank(), Rank()], buckets=TINY, bucket_s=0.0015, bucket_cap_mb=0.01,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    model.verified = [VerifyResult("DDP603", {"bucket_cap_mb": 1}, 8.5, 10.0, "verify/0", "pass"),
+                      VerifyResult("DDP604", {}, 7.0, None, note="this fix needs the script changed")]
+    [finding] = judge("DDP603", model)
+    assert finding.evidence["verified_step_ms"] == 10.0
+    assert "measured with the fix (--verify-fix): 10.0 ms (+15% against the estimate)" in finding.message
+    [exposed] = judge("DDP604", model)
+    assert "--verify-fix: this fix needs the script changed" in exposed.message
+    table = perf_tables.verify_table(model.verified)
+    assert table.rows[0][:5] == ["DDP603", "bucket_cap_mb=1", "8.5", "10.0", "+15%"]
+
+
+def test_verify_fix_reruns_once_per_suggested_set_of_ddp_arguments():
+    from ddpdoctor.core.findings import Finding
+    from ddpdoctor.probe.launch import verify
+
+    @dataclass
+    class FakeReport:  # only what fixes() reads: the report's findings
+        findings: list
+
+    def finding(code, **evidence):
+        return Finding(code, Severity.WARNING, "t", "m", "h", evidence=evidence)
+
+    report = FakeReport([finding("DDP603", ddp_kwargs={"bucket_cap_mb": 1}, estimated_step_ms=5.0),
+                         finding("DDP402"), finding("DDP604", estimated_step_ms=6.0),
+                         finding("DDP301")])
+    found = verify.fixes(report)
+    assert [(r.code, r.ddp_kwargs, r.estimated_step_ms) for r in found] == [
+        ("DDP603", {"bucket_cap_mb": 1}, 5.0), ("DDP402", {"find_unused_parameters": False}, None),
+        ("DDP604", {}, 6.0)]
+
+
+def test_a_damaged_verify_file_is_no_verification(tmp_path):
+    from ddpdoctor.probe.analysis import verify
+
+    (tmp_path / verify.VERIFY_FILE).write_text("{broken")
+    assert verify.load(tmp_path) == []
+
+
+def test_estimates_read_like_a_person_would_write_them():
+    assert perf.estimate(0.0058) == "~5.8 ms" and perf.estimate(0.006) == "~6 ms"
+    assert perf.estimate(0.041) == "~41 ms" and perf.estimate(1.23) == "~1.2 s"
+    what = perf.WhatIf(0.011, 0.006, "with bucket_cap_mb=1")
+    assert what.words() == "step 11.0 ms \u2192 ~6 ms (est.) with bucket_cap_mb=1"
+
+
+def test_the_overrides_file_name_is_the_one_the_ranks_read():
+    import inspect as inspect_module
+
+    from ddpdoctor.probe import run
+    from ddpdoctor.probe.inrank import ddp
+
+    assert f'"{ddp.OVERRIDES_FILE}"' in inspect_module.getsource(run._store_perf_inputs)

@@ -483,6 +483,10 @@ print(json.dumps(out))
 """
 
 
+# The torch-probing children running now (in-process gathering only: `preflight` on this machine).
+TORCH_PROBES = []  # type: List[Any]
+
+
 def _ask_torch(facts, budget):
     # type: (NodeFacts, float) -> None
     """Import torch in a child with a deadline: what CUDA really sees, and torch's NCCL."""
@@ -491,14 +495,23 @@ def _ask_torch(facts, budget):
         facts.notes.append("NCCL and CUDA availability not checked here: no time left to import torch")
         return
     try:
-        done = subprocess.run([sys.executable, "-c", _TORCH_PROBE], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=budget)
-    except subprocess.TimeoutExpired:
-        facts.notes.append("NCCL and CUDA availability not checked here: `import torch` took over %.0f s" % budget)
-        return
+        proc = subprocess.Popen([sys.executable, "-c", _TORCH_PROBE], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
     except OSError as exc:
         facts.notes.append("could not import torch: %s" % exc)
         return
+    TORCH_PROBES.append(proc)  # an interrupted local preflight kills it (transport/child.kill_all)
+    try:
+        stdout, stderr = proc.communicate(timeout=budget)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        facts.notes.append("NCCL and CUDA availability not checked here: `import torch` took over %.0f s" % budget)
+        return
+    finally:
+        if proc in TORCH_PROBES:
+            TORCH_PROBES.remove(proc)
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     if done.returncode != 0:
         last = (done.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
         facts.notes.append("`import torch` failed: %s" % last[:200])

@@ -91,3 +91,10 @@ def kill_all() -> None:
         procs = list(_live)
     for proc in procs:
         kill(proc, grace=1.0)
+    # This machine's own facts import torch in a child of their own (node/facts.py), started by
+    # the same stdlib-only code that runs on remote nodes: end it too.
+    from ddpdoctor.preflight.node import facts
+
+    for proc in list(facts.TORCH_PROBES):
+        if proc.poll() is None:
+            proc.kill()

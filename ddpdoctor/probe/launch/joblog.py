@@ -22,6 +22,32 @@ REDACTED = redact.REDACTED.encode()
 # torchrun's --tee with this line prefix: every line of a rank's output arrives `[rank1]: ...`,
 # as torchrun users know it, whole (the prefix and the line go out in one write).
 RANK_PREFIX_TEMPLATE = "[rank${rank}]: "
+TEE_DIR_PREFIX = "ddpdoctor-tee-"
+
+
+def _remove_orphan_tee_dirs() -> None:
+    """torchrun's raw copies left by a ddpdoctor that was killed (SIGKILL) before its cleanup:
+    their directory names the pid that made them, no longer alive."""
+    root = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(root) if n.startswith(TEE_DIR_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(TEE_DIR_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: someone else's process, alive
+        return True
+    return True
 
 
 def scrub_bytes(data: bytes, secrets: list[bytes]) -> bytes:
@@ -73,7 +99,8 @@ class JobLog:
         env.setdefault("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", RANK_PREFIX_TEMPLATE)
         if "PET_LOG_DIR" not in os.environ:
             if self._tee_dir is None:
-                self._tee_dir = tempfile.mkdtemp(prefix="ddpdoctor-tee-")
+                _remove_orphan_tee_dirs()
+                self._tee_dir = tempfile.mkdtemp(prefix=f"{TEE_DIR_PREFIX}{os.getpid()}-")
             env["PET_LOG_DIR"] = self._tee_dir
         return env
 

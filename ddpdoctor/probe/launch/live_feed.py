@@ -47,6 +47,9 @@ CPP_INFO = re.compile(r"^(\[rank\d+\]:)?\[I\d{4} \d\d:\d\d:\d\d\.\d+ ")
 # The lines DDP's C++ logger writes under its INFO line ("DDP Initialized with:", "Avg forward
 # compute time: ..."): one "key: value" each, or empty.
 CPP_INFO_MORE = re.compile(r"^\s*(Avg [\w ./]+|Gradient comm\. hook|[a-z_]+):( .*)?$|^\s*$")
+# Lines only DDP's INFO logger writes: dropped even when a line of the rank's other stream (its
+# stdout, teed apart from its stderr) came between them and their INFO line.
+DDP_LOGGER_LINE = re.compile(r"^\s*(Avg (forward|backward) [\w ./]+ time|Gradient comm\. hook): ")
 
 
 class ScriptOutput:
@@ -67,6 +70,8 @@ class ScriptOutput:
             body = line[len(prefix):]
             if CPP_INFO.match(body):
                 self._in_info.add(prefix)
+                continue
+            if DDP_LOGGER_LINE.match(body):
                 continue
             if prefix in self._in_info:
                 if CPP_INFO_MORE.match(body):

@@ -1,0 +1,158 @@
+"""The frameworks users train with, end to end through the CLI: HF Trainer, Lightning,
+Accelerate, FSDP and FSDP2. Each healthy example probes clean; each buggy one is named with
+the right code, at the user's line, with the framework's own knob in the fix.
+
+The probes are the expensive part (a framework import per rank): they all run once, two at a
+time, in one module fixture; each test reads its result. A framework that is not installed
+skips its tests with the reason (pip install -e '.[test]' installs all three).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from probe_runner import REPO, ProbeResult, probe
+
+pytestmark = pytest.mark.multiprocess
+
+FRAMEWORKS = "examples/frameworks"
+EXAMPLES = {
+    # example: the framework package it needs (None: torch alone)
+    "hf_trainer_healthy": "transformers",
+    "hf_trainer_find_unused": "transformers",
+    "lightning_healthy": "lightning",
+    "lightning_sync_dist_rank_zero": "lightning",
+    "lightning_save_checkpoint_rank_zero": "lightning",
+    "accelerate_healthy": "accelerate",
+    "accelerate_gather_main_process": "accelerate",
+    "accelerate_loader_not_prepared": "accelerate",
+    "fsdp_healthy": None,
+    "fsdp2_healthy": None,
+}
+
+
+def installed(package):
+    return package is None or importlib.util.find_spec(package) is not None
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory):
+    """Every example's probe, run once, two at a time (most of a probe is imports and
+    rendezvous, not CPU): {name: ProbeResult}."""
+    root = tmp_path_factory.mktemp("frameworks")
+    wanted = [name for name, package in EXAMPLES.items() if installed(package)]
+
+    def run(name):
+        return name, probe(f"{FRAMEWORKS}/{name}.py", run_dir=root / name, timeout=180)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, wanted))
+
+
+def result_of(probes, name) -> ProbeResult:
+    package = EXAMPLES[name]
+    if not installed(package):
+        pytest.skip(f"{package} is not installed (pip install -e '.[test]' installs it)")
+    return probes[name]
+
+
+def source_line(path: str, line: int) -> str:
+    return (REPO / path).read_text().splitlines()[line - 1]
+
+
+def line_of(path: str, pattern: str) -> int:
+    lines = (REPO / path).read_text().splitlines()
+    return next(i + 1 for i, text in enumerate(lines) if re.search(pattern, text))
+
+
+@pytest.mark.parametrize("name,framework,strategy", [
+    ("hf_trainer_healthy", "transformers", "ddp"),
+    ("lightning_healthy", "lightning", "DDPStrategy"),
+    ("accelerate_healthy", "accelerate", "ddp"),
+    ("fsdp_healthy", "fsdp", "FullyShardedDataParallel"),
+    ("fsdp2_healthy", "fsdp2", "fully_shard"),
+])
+def test_healthy_framework_example_is_clean_and_its_framework_recorded(probes, name, framework,
+                                                                      strategy):
+    result = result_of(probes, name)
+    assert result.code == 0, result.report["findings"]
+    assert result.problems == [], result.problems
+    assert result.report["metrics"]["outcome"] == "completed"
+    assert result.report["metrics"]["steps"] >= 5
+    recorded = result.report["metrics"]["framework"]
+    assert recorded["name"] == framework and recorded["strategy"] == strategy
+    assert recorded["version"]
+    # The line where the user configured it: TrainingArguments(...), Trainer(...), ...
+    file, line = recorded["configured_at"].rsplit(":", 1)
+    assert file == f"{FRAMEWORKS}/{name}.py"
+    expected = {"transformers": r"TrainingArguments\(", "lightning": r"L\.Trainer\(",
+                "accelerate": r"Accelerator\(", "fsdp": r"FSDP\(", "fsdp2": r"fully_shard\("}
+    assert re.search(expected[framework], source_line(file, int(line))), source_line(file, int(line))
+
+
+def test_hf_trainer_default_find_unused_points_at_training_arguments(probes):
+    result = result_of(probes, "hf_trainer_find_unused")
+    finding = result.one("DDP402")
+    path = f"{FRAMEWORKS}/hf_trainer_find_unused.py"
+    assert finding["location"]["file"] == path
+    assert "TrainingArguments(" in source_line(path, finding["location"]["line"])
+    assert "ddp_find_unused_parameters=False" in finding["hint"]
+    assert "DistributedDataParallel" not in finding["hint"]
+    assert "Trainer built" in finding["message"]
+
+
+def test_lightning_synced_metric_under_global_zero_points_at_the_self_log_line(probes):
+    result = result_of(probes, "lightning_sync_dist_rank_zero")
+    path = f"{FRAMEWORKS}/lightning_sync_dist_rank_zero.py"
+    bug = line_of(path, r'self\.log\("epoch_weight_norm"')
+    located = [f for f in result.report["findings"] if f["code"] in ("DDP501", "DDP502", "DDP504")]
+    assert located, result.report["findings"]
+    for finding in located:
+        assert finding["location"]["file"] == path
+        assert finding["location"]["line"] == bug, finding
+        # The outer user frame is kept as context: the trainer.fit line.
+        fit = line_of(path, r"trainer\.fit\(")
+        assert {"file": path, "line": fit, "call": "Trainer.fit"} in finding["location"]["called_from"]
+        assert "sync_dist" in finding["hint"] and "is_global_zero" in finding["hint"]
+        assert "rank == 0" not in finding["hint"]
+
+
+def test_lightning_save_checkpoint_on_rank_zero_only_is_named(probes):
+    result = result_of(probes, "lightning_save_checkpoint_rank_zero")
+    path = f"{FRAMEWORKS}/lightning_save_checkpoint_rank_zero.py"
+    bug = line_of(path, r"save_checkpoint\(")
+    located = [f for f in result.report["findings"] if f["code"] in ("DDP501", "DDP502", "DDP503", "DDP504")]
+    assert located, result.report["findings"]
+    assert all(f["location"]["line"] == bug for f in located), located
+    assert all("trainer.save_checkpoint" in f["hint"] for f in located)
+
+
+def test_accelerate_gather_on_main_process_only_is_named(probes):
+    result = result_of(probes, "accelerate_gather_main_process")
+    path = f"{FRAMEWORKS}/accelerate_gather_main_process.py"
+    bug = line_of(path, r"accelerator\.gather\(")
+    located = [f for f in result.report["findings"] if f["code"] in ("DDP501", "DDP502", "DDP503", "DDP504")]
+    assert located, result.report["findings"]
+    for finding in located:
+        assert finding["location"]["line"] == bug, finding
+        assert "accelerator.gather" in finding["hint"] and "is_main_process" in finding["hint"]
+
+
+def test_accelerate_loader_left_out_of_prepare_is_named(probes):
+    result = result_of(probes, "accelerate_loader_not_prepared")
+    finding = result.one("DDP301")
+    assert finding["ranks"] == [0, 1]
+    assert "accelerator.prepare" in finding["hint"]
+    assert "DistributedSampler" not in finding["hint"]
+
+
+def test_every_framework_example_has_a_docstring_naming_how_to_launch_it():
+    for path in sorted(Path(REPO, FRAMEWORKS).glob("*.py")):
+        text = path.read_text()
+        assert text.startswith('"""'), path
+        assert "Launch" in text.split('"""')[1], path
