@@ -57,6 +57,18 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
     return [_problem(run, d) for d in divergences(run) if d.kind == SKIPPED]
 
 
+_PLURAL = (("is ", "are "), ("waits ", "wait "), ("was ", "were "), ("has ", "have "))
+
+
+def _agree(text: str, count: int) -> str:
+    """A rank's whereabouts said of several ranks: "is running" -> "are running"."""
+    if count > 1:
+        for one, many in _PLURAL:
+            if text.startswith(one):
+                return many + text[len(one):]
+    return text
+
+
 def _problem(run: RunModel, divergence: Divergence) -> Problem:
     entered = divergence.entered
     record = entered.call.record
@@ -70,7 +82,7 @@ def _problem(run: RunModel, divergence: Divergence) -> Problem:
         else:
             text = whereabouts(run, rank)
         instead.setdefault(text, []).append(rank)
-    elsewhere = "; ".join(f"{rank_list(ranks)} {text}" for text, ranks in instead.items())
+    elsewhere = "; ".join(f"{rank_list(ranks)} {_agree(text, len(ranks))}" for text, ranks in instead.items())
     never = "never entered it" if divergence.tail else "skipped it"
     message = (f"{rank_list(entered.ranks)} entered {what}{at(record.site)} "
                f"(seq {record.seq} on group {divergence.group}, step {record.step}) "

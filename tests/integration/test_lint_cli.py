@@ -66,3 +66,13 @@ def test_probe_merges_the_lint_finding_into_the_runtime_one(tmp_path):
     check = next(c for c in result.report["checks"] if c["code"] == "DDP801")
     assert check["status"] == "skipped" and "DDP502" in check["reason"]
     assert result.report["metrics"]["lint"]["files"] == ["tests/scripts/rank0_barrier_in_save.py"]
+
+
+@pytest.mark.multiprocess
+def test_probe_reports_a_latent_desync_from_bincount_without_minlength(tmp_path):
+    result = probe("tests/scripts/latent_bincount.py", "--max-steps", "6", run_dir=tmp_path / "run")
+    finding = result.one("DDP506")
+    assert finding["severity"] == "warning" and finding["ranks"] == [0, 1]
+    assert finding["location"] == {"file": "tests/scripts/latent_bincount.py", "line": 24}
+    assert len(finding["evidence"]["sizes"]) >= 3 and "minlength" in finding["hint"]
+    assert "DDP501" not in result.codes and result.code == 0  # a warning: the ranks agreed so far

@@ -402,7 +402,7 @@ def test_every_example_gives_no_finding_its_bug_does_not_explain(script, monkeyp
     codes = {f.code for f in found}
     if script in EXPECTED:
         assert codes == EXPECTED[script], [f.message for f in found]
-    else:
+    elif script.startswith("examples/"):  # each names its bug in its header, or has none
         assert codes <= _allowed(script), [f.message for f in found]
 
 

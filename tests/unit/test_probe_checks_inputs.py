@@ -179,3 +179,17 @@ def test_a_crash_before_training_is_left_to_the_crash_check():
     assert "DDP504" in {f.code for f in report.findings}
     # Rank 0 returned without training: said, though the crash decides the verdict.
     assert report.status == "fail"
+
+
+def test_set_epoch_called_with_a_constant_is_told_from_never_called():
+    run = RunBuilder(world_size=2)
+    for rank in run.ranks:
+        for epoch in range(3):
+            pass_over(run, rank, epoch, sampler_epoch=0, peek=True)
+    for rank in run.ranks:  # the sampler counted its set_epoch calls: one per epoch
+        for n, record in enumerate(r for r in run[rank].records if isinstance(r, tm.Loader)):
+            record.set_epoch_calls = n // 2
+    [finding] = judge("DDP302", run.model())
+    assert "is called, but always with 0" in finding.message
+    assert finding.evidence["set_epoch"] == "constant"
+    assert finding.hint.startswith("pass the epoch number")

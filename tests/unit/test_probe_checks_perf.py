@@ -45,7 +45,7 @@ def perf_run(ranks: list[Rank], steps: int = 20, buckets: tuple = ((0, 64 * KB),
              bucket_s: float = 0.001, baseline_s: Optional[float] = None,
              bucket_cap_mb: Optional[float] = None, params_per_bucket: int = 2,
              loader_workers: int = 0, seed: int = 0, latency_s: Optional[float] = None,
-             bandwidth_point: Optional[tuple] = None) -> RunModel:
+             bandwidth_point: Optional[tuple] = None, backend: str = "gloo") -> RunModel:
     """A completed probe run: every rank trains `steps` steps; each backward all-reduces
     `buckets` ((index, bytes), ...) one after another at the end of backward, each taking
     `bucket_s`; `baseline_s` adds the in-job baseline (raw all-reduce seconds per bucket),
@@ -102,7 +102,11 @@ def perf_run(ranks: list[Rank], steps: int = 20, buckets: tuple = ((0, 64 * KB),
             starts = [1000.0 + k for k in range(5)]  # lined up across ranks, as after a MAX agreement
             builder.add(tm.BaselineTiming(t + 0.1, 0, nbytes, "float32", 2, [seconds] * 5, starts))
         builder.end()
+        for record in builder.records:
+            if isinstance(record, tm.Init):
+                record.backend = backend
     run.outcome("completed")
+    run.meta.backend = backend
     return run.model()
 
 
@@ -288,10 +292,11 @@ def test_many_tiny_buckets_get_a_bucket_cap_suggestion_and_an_estimate():
     assert "(the knee)" in finding.message
     assert "bucket_cap_mb=1" in finding.hint
     assert finding.location.file == "train.py" and finding.location.line == SITE_DDP.line
-    # 79 ms now; two buckets of ~0.9 MB cost ~0.8 ms each, and stay exposed.
+    # 79 ms now. Two buckets of ~0.9 MB cost ~0.8 ms each raw, x5.5: the slowdown the 48 show
+    # in training against raw ones; with gloo the 63.5 ms saved come off the step whole.
     assert finding.evidence["step_ms"] == pytest.approx(79.0, abs=0.5)
-    assert finding.evidence["estimated_step_ms"] == pytest.approx(8.5, abs=0.2)
-    assert "step 79.0 ms \u2192 ~8.5 ms (est.) with bucket_cap_mb=1" in finding.message
+    assert finding.evidence["estimated_step_ms"] == pytest.approx(15.5, abs=0.3)
+    assert "step 79.0 ms \u2192 ~15 ms (est.) with bucket_cap_mb=1" in finding.message
     # Their slowness is per call: not reported again as low bandwidth, and DDP604 points here.
     assert judge("DDP602", model) == []
     assert "DDP603" in judge("DDP604", model)[0].hint
@@ -303,9 +308,21 @@ def test_five_small_buckets_of_a_small_model_are_reported_relative_to_its_step()
     [finding] = judge("DDP603", model)
     assert finding.evidence["buckets_per_iteration"] == 5 and finding.evidence["buckets_after"] == 1
     assert finding.evidence["step_ms"] == pytest.approx(10.0, abs=0.2)
-    assert finding.evidence["estimated_step_ms"] == pytest.approx(4.8, abs=0.3)
+    assert finding.evidence["estimated_step_ms"] == pytest.approx(5.8, abs=0.3)
     [exposed] = judge("DDP604", model)
     assert "DDP603" in exposed.hint
+
+
+@pytest.mark.parametrize("backend, estimate", [("gloo", 22.5), ("nccl", 48.3)])
+def test_hidden_communication_counts_whole_with_gloo_and_not_with_nccl(backend, estimate):
+    # 30 ms of the buckets run behind backward. With gloo they take the same CPU cores as the
+    # backward they hide behind: merging saves all of it. With NCCL only what shows counts.
+    spec = dict(backward=0.040, hidden=0.030)
+    model = perf_run([Rank(**spec), Rank(**spec)], buckets=TINY, bucket_s=0.0015,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT, backend=backend)
+    [finding] = judge("DDP603", model)
+    assert finding.evidence["step_ms"] == pytest.approx(86.0, abs=0.2)
+    assert finding.evidence["estimated_step_ms"] == pytest.approx(estimate, abs=0.3)
 
 
 def test_the_same_buckets_under_a_long_step_are_not_worth_a_finding():
@@ -316,9 +333,9 @@ def test_the_same_buckets_under_a_long_step_are_not_worth_a_finding():
     assert judge("DDP603", model) == []
 
 
-@pytest.mark.parametrize("backward, reported", [(0.0390, True), (0.0450, False)])
+@pytest.mark.parametrize("backward, reported", [(0.030, True), (0.036, False)])
 def test_a_merge_is_reported_from_a_tenth_of_the_step(backward, reported):
-    # Merging five latency-bound buckets saves ~4.7 ms: 10.3% vs 9.1% of the step.
+    # Merging five latency-bound buckets saves ~4.2 ms: 11% of a 38 ms step, 9.6% of a 44 ms one.
     spec = dict(SMALL_RANK, backward=backward)
     model = perf_run([Rank(**spec), Rank(**spec)], buckets=SMALL, bucket_s=0.0011,
                      latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
@@ -681,7 +698,7 @@ def test_a_verified_fix_is_shown_beside_its_estimate():
                       VerifyResult("DDP604", {}, 7.0, None, note="this fix needs the script changed")]
     [finding] = judge("DDP603", model)
     assert finding.evidence["verified_step_ms"] == 10.0
-    assert "measured with the fix (--verify-fix): 10.0 ms (+15% against the estimate)" in finding.message
+    assert "measured with the fix (--verify-fix): 10.0 ms" in finding.message
     [exposed] = judge("DDP604", model)
     assert "--verify-fix: this fix needs the script changed" in exposed.message
     table = perf_tables.verify_table(model.verified)
