@@ -27,6 +27,7 @@ class ProbeOptions:
     rdzv_endpoint: Optional[str] = None
     master_addr: Optional[str] = None
     master_port: Optional[int] = None
+    log_limit_mb: float = 16.0  # job.log keeps this much per rank: 3/4 head, 1/4 tail (launch/log_cap.py)
     gather_port: Optional[int] = None  # multi-node: node 0's ddpdoctor listens here (default: rendezvous port + 1)
     max_steps: int = 20
     steps_per_epoch: int = 5
@@ -66,6 +67,8 @@ class ProbeOptions:
                              f"(got {self.timeout_s:g})")
         if self.master_port is not None and not 1 <= self.master_port <= 65535:
             raise UsageError(f"--master-port must be in 1..65535 (got {self.master_port})")
+        if not 0.01 <= self.log_limit_mb <= 1024 * 1024:
+            raise UsageError(f"--log-limit must be between 0.01 and 1048576 MB (got {self.log_limit_mb:g})")
         if self.gather_port is not None and not 1 <= self.gather_port <= 65535:
             raise UsageError(f"--gather-port must be in 1..65535 (got {self.gather_port})")
         if self.rdzv_endpoint is not None and not re.fullmatch(r"[\w.\-\[\]:]+:\d{1,5}", self.rdzv_endpoint):

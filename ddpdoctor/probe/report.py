@@ -17,6 +17,7 @@ OUTCOME_WORDS = {
     "interrupted": "interrupted (ended)",
     "launch_failed": "could not be launched",
     "node_lost": "a node was lost (the job was ended)",
+    "run_dir_failed": "ended: its records could no longer be stored",
 }
 
 
@@ -219,6 +220,8 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
     tool_error = None
     if outcome and outcome.status == "launch_failed":
         tool_error = outcome.log_tail or "the launcher could not start"
+    elif outcome and outcome.status == "run_dir_failed":
+        tool_error = outcome.stack_note
     return Report(command="probe", results=results, fail_on=fail_on, header=header,
                   metrics=metrics,
                   tables=([rank_table(model)] if model.ranks else []) + perf_tables.tables(model),

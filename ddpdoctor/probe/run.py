@@ -116,6 +116,10 @@ def _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
                                    launcher=launcher_name, peers=peers)
     if isinstance(peers, NodeReporter):
         return _as_other_node(peers, outcome, options, fail_on)
+    if outcome.status == "run_dir_failed" and not (run_dir / META_FILE).is_file():
+        # The run dir is gone: nothing to judge. Say so; --json elsewhere still gets this.
+        return Report(command="probe", results=[], fail_on=fail_on, run_dir=str(run_dir),
+                      header=f"{options.script}: the job was ended", tool_error=outcome.stack_note)
     try:
         # Its log tail comes from job.log, scrubbed as it was written (joblog.py).
         write_atomic(run_dir / OUTCOME_FILE, json.dumps(outcome.to_dict(), indent=2) + "\n", mode=0o600)

@@ -256,8 +256,45 @@ def test_run_dir_filling_up_mid_run_still_ends_everything_and_reports_elsewhere(
     assert "Traceback" not in done.stderr
     report = json.loads(report_path.read_text())
     assert report["status"] == "error" and "No space left on device" in report["error"]
-    assert report["metrics"]["outcome"] == "completed"  # how the job ended, though not stored
+    # The job was ended as soon as its records could not be stored, not left to run blind.
+    assert report["metrics"]["outcome"] == "run_dir_failed"
     assert any(n.startswith("report.json not written: ") for n in report["notes"])
+
+
+CHATTY = """
+import sys
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+line = f"rank {rank} says " + "x" * 200 + "\\n"
+for step in range(3):
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    for i in range(5000):  # ~3 MB per rank in all
+        sys.stdout.write(f"{step}{i:04d} " + line)
+print(f"LAST LINE OF RANK {rank}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+@multiprocess
+def test_a_chatty_script_leaves_a_bounded_log_with_its_first_and_last_lines(tmp_path):
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY)
+    run_dir = tmp_path / "run"
+    done = WatchedRun("probe", str(script), "--run-dir", str(run_dir), "--log-limit", "0.5",
+                      "--json", str(tmp_path / "r.json"), "-q", run_dir=run_dir).finish(deadline_s=120)
+    assert done.code == 0, done.stderr
+    log = (run_dir / "job.log").read_text()
+    assert len(log) < 2 * 1024 * 1024  # ~6 MB printed; 0.5 MB per rank kept, plus the launcher's
+    for rank in (0, 1):
+        assert f"[rank{rank}]: 00000 rank {rank} says" in log  # the head
+        assert f"[rank{rank}]: LAST LINE OF RANK {rank}" in log  # the tail
+        assert f"of rank {rank}'s output dropped here" in log
 
 
 # --- files survive a crash at any moment ----------------------------------------------------------

@@ -113,3 +113,15 @@ def test_every_fault_table_row_names_a_test_that_exists():
             assert path.exists(), f"{file} does not exist"
             assert re.search(rf"^def {test}\(", path.read_text(encoding="utf-8"), flags=re.M), (
                 f"{file} has no test {test}")
+
+
+def test_api_page_names_every_argument_of_the_api():
+    import inspect
+
+    import ddpdoctor
+
+    page = (REPO / "docs" / "api.md").read_text(encoding="utf-8")
+    for func in (ddpdoctor.run_probe, ddpdoctor.run_preflight):
+        missing = [name for name in inspect.signature(func).parameters if not re.search(rf"\b{name}=", page)
+                   and name not in ("script", "nodes")]
+        assert missing == [], f"docs/api.md does not show {func.__name__}'s {missing}"

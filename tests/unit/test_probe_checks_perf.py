@@ -296,7 +296,7 @@ def test_many_tiny_buckets_get_a_bucket_cap_suggestion_and_an_estimate():
     # in training against raw ones; with gloo the 63.5 ms saved come off the step whole.
     assert finding.evidence["step_ms"] == pytest.approx(79.0, abs=0.5)
     assert finding.evidence["estimated_step_ms"] == pytest.approx(15.5, abs=0.3)
-    assert "step 79.0 ms \u2192 ~15 ms (est.) with bucket_cap_mb=1" in finding.message
+    assert "step 79.0 ms \u2192 ~16 ms (est.) with bucket_cap_mb=1" in finding.message
     # Their slowness is per call: not reported again as low bandwidth, and DDP604 points here.
     assert judge("DDP602", model) == []
     assert "DDP603" in judge("DDP604", model)[0].hint

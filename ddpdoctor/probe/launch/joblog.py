@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.core import redact
+from ddpdoctor.probe.launch.log_cap import DEFAULT_LIMIT_MB, LogCap
 READ_BYTES = 65536
 REDACTED = redact.REDACTED.encode()
 # torchrun's --tee with this line prefix: every line of a rank's output arrives `[rank1]: ...`,
@@ -72,8 +73,11 @@ class JobLog:
     """`with JobLog(path) as log: Popen(..., stdout=log.fd, stderr=STDOUT)`; leaving the block
     waits (boundedly) until the job's last writer is gone and job.log holds everything."""
 
-    def __init__(self, path: str | os.PathLike, secrets: Optional[list[str]] = None) -> None:
+    def __init__(self, path: str | os.PathLike, secrets: Optional[list[str]] = None,
+                 limit_mb: float = DEFAULT_LIMIT_MB) -> None:
         self.path = Path(path)
+        self.cap = LogCap(limit_mb)
+        self.error: Optional[str] = None  # the first write that failed (a full disk, the dir gone)
         values = redact.secret_values() if secrets is None else secrets
         self.secrets = [v.encode("utf-8", "surrogateescape") for v in values]
         # Unbuffered: on a full disk a write fails now and is dropped, never later at close.
@@ -121,15 +125,21 @@ class JobLog:
             pending = data[len(data) - keep:] if keep else b""
             self._write(data[:len(data) - keep])
         self._write(scrub_bytes(pending, self.secrets))
+        self._write(self.cap.finish(), capped=False)
         os.close(self._read)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes, capped: bool = True) -> None:
+        if capped:
+            data = self.cap.admit(data)
         if not data:
             return
         try:
             os.write(self._file, data)
-        except OSError:
-            pass  # a full disk must not stop the copy: the job would block on a full pipe
+        except OSError as exc:
+            # A full disk must not stop the copy (the job would block on a full pipe); the
+            # launcher sees `error` and ends the job with a clear line.
+            if self.error is None:
+                self.error = f"cannot write {self.path}: {exc.strerror or exc}"
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop writing: our copy of the write end closes, so the copy ends once the job's

@@ -129,7 +129,7 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
     interrupt = Interrupt()
     interrupt.install()
     try:
-        with JobLog(log_path) as log:  # secrets scrubbed as the output arrives
+        with JobLog(log_path, limit_mb=options.log_limit_mb) as log:  # secrets scrubbed as it arrives
             try:
                 proc = subprocess.Popen(
                     job_command(options, launcher), stdin=subprocess.DEVNULL, stdout=log.fd,
@@ -139,7 +139,8 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
                     start_new_session=True, preexec_fn=teardown.die_with_parent)
             except OSError as exc:
                 return Outcome("launch_failed", 0.0, log_tail=f"could not start the job: {exc}")
-            outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy, peers)
+            outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy, peers,
+                                 health=lambda: _run_dir_trouble(run_dir, log))
     finally:
         interrupt.restore()
         teardown.reap_new_children(children_before)
@@ -168,8 +169,17 @@ def _gather_the_end(gather: NodeGather, outcome: Outcome, started: float) -> Non
     outcome.wall_s = time.monotonic() - started
 
 
+def _run_dir_trouble(run_dir: str, log: JobLog) -> Optional[str]:
+    """Why the run dir can no longer take the job's records: it was removed, or a write failed
+    (a full disk). The job is then ended: telemetry that cannot be stored cannot be judged."""
+    if not os.path.isdir(run_dir):
+        return f"the run dir {run_dir} disappeared while the job ran"
+    return log.error
+
+
 def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_id: str,
-               started: float, interrupt: Interrupt, use_pyspy: bool, peers=None) -> Outcome:
+               started: float, interrupt: Interrupt, use_pyspy: bool, peers=None,
+               health=lambda: None) -> Outcome:
     watch = ProgressWatch(run_dir, options.stall_timeout_s)
     deadline = started + options.timeout_s
     gather = peers if isinstance(peers, NodeGather) else None
@@ -206,6 +216,10 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
         if interrupt.signum is not None:
             status = "interrupted"
             taken, note = every_stack()
+            break
+        trouble = health()
+        if trouble:
+            status, note = "run_dir_failed", trouble
             break
         if reporter is not None and reporter.ended_by_node0:
             status, note = "ended", f"ended by node 0: {reporter.ended_by_node0}"
