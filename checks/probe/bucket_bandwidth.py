@@ -28,8 +28,8 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
         from the spread of the step times). Bus bandwidth is computed as nccl-tests does
         (busbw = bytes / time * 2(n-1)/n), per bucket, over the steps after the first 3, on the
         rank that arrives last at each bucket (so waiting for a straggler does not count).
-        Many buckets below the latency/bandwidth knee are left to DDP603: their cost is per
-        call, not per byte. The finding estimates the step time with the buckets at baseline
+        Buckets below the latency/bandwidth knee measured in the job are left to DDP603: their
+        cost is per call, not per byte. The finding estimates the step time with the buckets at baseline
         speed: "step 40 ms -> ~25 ms (est.)".
 
     Why it hurts:
@@ -68,8 +68,8 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
         expected = comm.baseline_s
         if expected is None or comm.busy_s <= 0:
             continue
-        if latency_bound_buckets(comm):
-            continue  # their cost is per call, not bandwidth: DDP603 says so
+        if latency_bound_buckets(comm) or (comm.cost and comm.cost.latency_bound(comm.typical_bytes)):
+            continue  # below the knee their cost is per call, not bandwidth (DDP603's)
         efficiency = expected / comm.busy_s
         lost = comm.busy_s - expected
         if efficiency >= MAX_EFFICIENCY or not perf.matters(lost, step_time, MIN_LOST_SHARE, noise):

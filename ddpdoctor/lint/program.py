@@ -135,8 +135,6 @@ class Program:
         for source in files:
             self._index(source)
         self.imported = {full.split(".")[0] for m in self.modules for full in m.imports.values()}
-        for module in self.modules:
-            self._scan_imports_lazy(module)
         for function in self.functions:
             self._collect_bindings(function)
         for function in self.functions:
@@ -198,10 +196,6 @@ class Program:
                     for item in inner:
                         sub = item.body if isinstance(item, ast.ExceptHandler) else [item]
                         self._index_body(sub, module, cls, parent, prefix)
-
-    def _scan_imports_lazy(self, module: Module) -> None:
-        """Nothing to do after indexing; kept as the hook where `importlib.import_module` of a
-        local name could be followed."""
 
     def _collect_bindings(self, fn: Function) -> None:
         for node in _own_nodes(fn.node):

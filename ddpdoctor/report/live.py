@@ -55,6 +55,8 @@ class Board:
     quiet_s: float = 0.0  # since any rank last wrote anything
     stall_timeout_s: float = 30.0  # the watchdog's current stall timeout
     title: str = ""
+    # Multi-node, on a node other than node 0: node 0 judges stalls over every rank, not us.
+    judged_on_node0: bool = False
 
     @property
     def finished(self) -> bool:
@@ -67,7 +69,8 @@ class Board:
 
     def countdown(self) -> Optional[float]:
         """Seconds left before the watchdog judges the job stalled; None while it advances."""
-        if self.finished or self.quiet_s < max(COUNTDOWN_AFTER_S, self.stall_timeout_s / 3):
+        if (self.finished or self.judged_on_node0
+                or self.quiet_s < max(COUNTDOWN_AFTER_S, self.stall_timeout_s / 3)):
             return None
         return self.stall_timeout_s - self.quiet_s
 

@@ -746,3 +746,14 @@ def test_the_overrides_file_name_is_the_one_the_ranks_read():
     from ddpdoctor.probe.inrank import ddp
 
     assert f'"{ddp.OVERRIDES_FILE}"' in inspect_module.getsource(run._store_perf_inputs)
+
+
+def test_a_latency_bound_bucket_slower_than_raw_is_not_a_bandwidth_problem():
+    # healthy.py: one 23 KB bucket at 1.8 ms in training against 0.45 ms raw (25% efficiency,
+    # a third of a 5 ms step); below the knee its time is a fixed cost, not bytes.
+    model = perf_run([Rank(), Rank()], buckets=((0, 23 * KB),), bucket_s=0.0018,
+                     baseline_s=0.00045, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert judge("DDP602", model) == []
+    bigger = perf_run([Rank(), Rank()], buckets=((0, 2 * MB),), bucket_s=0.0072,
+                      baseline_s=0.0018, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert [f.code for f in judge("DDP602", bigger)] == ["DDP602"]

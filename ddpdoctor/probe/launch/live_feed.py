@@ -234,12 +234,14 @@ class LiveFeed:
             state = self.watch.ranks.get(rank) or RankState(rank)
             age = now - state.seen if state.seen is not None else None
             phase = state.phase()
-            if age is not None and age >= timeout and not (state.ended or state.crashed):
+            if (age is not None and age >= timeout and not (state.ended or state.crashed)
+                    and not (self.options.nnodes > 1 and self.options.node_rank != 0)):
                 phase = f"stalled ({phase})"
             rows.append(live.RankRow(rank, state.host, state.pid, phase, state.steps,
                                      state.collectives, age, bool(state.ended or state.crashed)))
         board = live.Board(now - self.began, rows, self.options.max_steps, None,
-                           self.watch.quiet_for(), timeout, Path(self.options.script).name)
+                           self.watch.quiet_for(), timeout, Path(self.options.script).name,
+                           judged_on_node0=self.options.nnodes > 1 and self.options.node_rank != 0)
         # The rate over the last RATE_WINDOW_S seconds, counted from the first step (start-up
         # is not training).
         if board.job_steps > 0:
