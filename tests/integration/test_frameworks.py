@@ -1,6 +1,7 @@
 """The frameworks users train with, end to end through the CLI: HF Trainer, Lightning,
 Accelerate, FSDP and FSDP2. Each healthy example probes clean; each buggy one is named with
-the right code, at the user's line, with the framework's own knob in the fix.
+the right code, at the user's line, with the framework's own knob in the fix. (The other
+buggy examples are judged over their recorded telemetry: tests/unit/test_frameworks_recorded.py.)
 
 The probes are the expensive part (a framework import per rank): they all run once, two at a
 time, in one module fixture; each test reads its result. A framework that is not installed
@@ -27,10 +28,8 @@ EXAMPLES = {
     "hf_trainer_find_unused": "transformers",
     "lightning_healthy": "lightning",
     "lightning_sync_dist_rank_zero": "lightning",
-    "lightning_save_checkpoint_rank_zero": "lightning",
     "accelerate_healthy": "accelerate",
     "accelerate_gather_main_process": "accelerate",
-    "accelerate_loader_not_prepared": "accelerate",
     "fsdp_healthy": None,
     "fsdp2_healthy": None,
 }
@@ -66,8 +65,9 @@ def source_line(path: str, line: int) -> str:
 
 
 def line_of(path: str, pattern: str) -> int:
+    """The last line matching: the code, after the docstring that may quote it."""
     lines = (REPO / path).read_text().splitlines()
-    return next(i + 1 for i, text in enumerate(lines) if re.search(pattern, text))
+    return max(i + 1 for i, text in enumerate(lines) if re.search(pattern, text))
 
 
 @pytest.mark.parametrize("name,framework,strategy", [
@@ -122,16 +122,6 @@ def test_lightning_synced_metric_under_global_zero_points_at_the_self_log_line(p
         assert "if rank == 0" not in finding["hint"]
 
 
-def test_lightning_save_checkpoint_on_rank_zero_only_is_named(probes):
-    result = result_of(probes, "lightning_save_checkpoint_rank_zero")
-    path = f"{FRAMEWORKS}/lightning_save_checkpoint_rank_zero.py"
-    bug = line_of(path, r"save_checkpoint\(")
-    located = [f for f in result.report["findings"] if f["code"] in ("DDP501", "DDP502", "DDP503", "DDP504")]
-    assert located, result.report["findings"]
-    assert all(f["location"]["line"] == bug for f in located), located
-    assert all("trainer.save_checkpoint" in f["hint"] for f in located)
-
-
 def test_accelerate_gather_on_main_process_only_is_named(probes):
     result = result_of(probes, "accelerate_gather_main_process")
     path = f"{FRAMEWORKS}/accelerate_gather_main_process.py"
@@ -141,14 +131,6 @@ def test_accelerate_gather_on_main_process_only_is_named(probes):
     for finding in located:
         assert finding["location"]["line"] == bug, finding
         assert "accelerator.gather" in finding["hint"] and "is_main_process" in finding["hint"]
-
-
-def test_accelerate_loader_left_out_of_prepare_is_named(probes):
-    result = result_of(probes, "accelerate_loader_not_prepared")
-    finding = result.one("DDP301")
-    assert finding["ranks"] == [0, 1]
-    assert "accelerator.prepare" in finding["hint"]
-    assert "DistributedSampler" not in finding["hint"]
 
 
 def test_every_framework_example_has_a_docstring_naming_how_to_launch_it():

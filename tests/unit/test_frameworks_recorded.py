@@ -32,8 +32,9 @@ def findings(report, *codes):
 
 
 def line_of(example: str, needle: str) -> int:
+    """The last line holding `needle`: the code, after the docstring that may quote it."""
     lines = (REPO / FRAMEWORKS / f"{example}.py").read_text().splitlines()
-    return next(i + 1 for i, text in enumerate(lines) if needle in text)
+    return max(i + 1 for i, text in enumerate(lines) if needle in text)
 
 
 def test_hf_trainer_find_unused_points_at_training_arguments_with_its_knob():
