@@ -25,18 +25,17 @@ from ddpdoctor.probe import telemetry as tm
 
 T = TypeVar("T")
 
-META_FILE = "probe.json"
-OUTCOME_FILE = "outcome.json"
-LOG_FILE = "job.log"
-REPORT_FILE = "report.json"
+from ddpdoctor.probe.rundir import (LOG_FILE, MAIN_TELEMETRY, META_FILE, OUTCOME_FILE,  # noqa: F401
+                                    RANK_TELEMETRY_GLOB, REPORT_FILE, rank_of, rank_stack_name,
+                                    rank_telemetry_name)
 
 
 def rank_file(run_dir: str | os.PathLike, rank: int) -> Path:
-    return Path(run_dir) / f"rank-{rank}.jsonl"
+    return Path(run_dir) / rank_telemetry_name(rank)
 
 
 def stack_file(run_dir: str | os.PathLike, rank: int) -> Path:
-    return Path(run_dir) / f"rank-{rank}.stack"
+    return Path(run_dir) / rank_stack_name(rank)
 
 
 @dataclass
@@ -174,9 +173,9 @@ class RunModel:
         root = Path(run_dir)
         meta = ProbeMeta(**_known(ProbeMeta, json.loads((root / META_FILE).read_text())))
         ranks = {}
-        for path in sorted(root.glob("rank-*.jsonl")):
+        for path in sorted(root.glob(RANK_TELEMETRY_GLOB)):
             try:
-                rank = int(path.stem.split("-", 1)[1])
+                rank = rank_of(path.name)
             except ValueError:
                 continue
             dump = ""
@@ -184,7 +183,7 @@ class RunModel:
             if sfile.exists():
                 dump = sfile.read_text(errors="replace")
             ranks[rank] = RankRun(rank, tm.read_records(path), dump)
-        main_file = root / "main.jsonl"
+        main_file = root / MAIN_TELEMETRY
         main = RankRun(-1, tm.read_records(main_file)) if main_file.exists() else None
         outcome = None
         ofile = root / OUTCOME_FILE

@@ -18,6 +18,7 @@ import runpy
 import signal
 import sys
 
+from ddpdoctor.probe import rundir
 from ddpdoctor.probe.inrank import identity
 
 def _open_signal_dump(path: str):
@@ -72,7 +73,7 @@ def install_in_child() -> None:
 
     config = RankConfig.from_env()
     die_with_parent()
-    _open_signal_dump(os.path.join(config.run_dir, f"pid-{os.getpid()}.stack"))
+    _open_signal_dump(os.path.join(config.run_dir, rundir.pid_stack_name(os.getpid())))
     recorder.set_recorder(recorder.Recorder(None))
     install_instruments(config)
     spawned.record_process_targets()
@@ -137,13 +138,13 @@ def main() -> None:
     die_with_parent()  # the torchrun agent (or ddpdoctor) killed: this process must not run on
     if config.launcher == "torchrun":
         rank = int(os.environ.get("RANK", "0"))
-        dump = _open_signal_dump(os.path.join(config.run_dir, f"rank-{rank}.stack"))
-        rec = recorder.Recorder(os.path.join(config.run_dir, f"rank-{rank}.jsonl"))
+        dump = _open_signal_dump(os.path.join(config.run_dir, rundir.rank_stack_name(rank)))
+        rec = recorder.Recorder(os.path.join(config.run_dir, rundir.rank_telemetry_name(rank)))
         recorder.set_recorder(rec)
         rec.write(identity.start_record(rank, int(os.environ.get("LOCAL_RANK", "0")),
                                 int(os.environ.get("WORLD_SIZE", "1")), config.launcher))
     else:
-        dump = _open_signal_dump(os.path.join(config.run_dir, "main.stack"))
+        dump = _open_signal_dump(os.path.join(config.run_dir, rundir.MAIN_STACK))
         rec = recorder.Recorder(None)
         recorder.set_recorder(rec)
     install_instruments(config)
@@ -171,7 +172,7 @@ def main() -> None:
         if rec.pending and config.launcher != "torchrun":
             # The script's own process never became a rank: keep what it saw (how its
             # children ended, as mp.spawn reports it) beside the ranks' files.
-            rec.bind(os.path.join(config.run_dir, "main.jsonl"))
+            rec.bind(os.path.join(config.run_dir, rundir.MAIN_TELEMETRY))
         dump.flush()
     if clean:
         steps.exit_now(0)

@@ -12,6 +12,8 @@ import socket
 import sys
 import time
 
+from ddpdoctor.probe import rundir
+
 ENV_TARGET = "DDPDOCTOR_TARGET"  # what the root ran, for the Start records of spawned ranks
 
 
@@ -34,9 +36,9 @@ def become_rank(rank: int, world_size: int) -> None:
     if not rec.pending:
         return
     config = RankConfig.from_env()
-    pid_dump = os.path.join(config.run_dir, f"pid-{os.getpid()}.stack")
+    pid_dump = os.path.join(config.run_dir, rundir.pid_stack_name(os.getpid()))
     if os.path.exists(pid_dump):
-        os.replace(pid_dump, os.path.join(config.run_dir, f"rank-{rank}.stack"))
+        os.replace(pid_dump, os.path.join(config.run_dir, rundir.rank_stack_name(rank)))
     rec.buffer.insert(0, __import__("ddpdoctor.probe.telemetry", fromlist=["encode"]).encode(
         start_record(rank, int(os.environ.get("LOCAL_RANK", rank)), world_size, config.launcher)))
-    rec.bind(os.path.join(config.run_dir, f"rank-{rank}.jsonl"))
+    rec.bind(os.path.join(config.run_dir, rundir.rank_telemetry_name(rank)))

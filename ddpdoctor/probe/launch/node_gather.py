@@ -19,9 +19,9 @@ from typing import Any, Optional
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.probe.analysis.runmodel import Frame, RankStack
 from ddpdoctor.probe.launch.node_link import Link
+from ddpdoctor.probe.rundir import RANK_FILE
 
-# What a node may write into node 0's run dir: its ranks' telemetry and signal dumps, nothing else.
-FORWARDED_NAME = re.compile(r"^rank-(\d{1,7})\.(jsonl|stack)$")
+FORWARDED_NAME = RANK_FILE  # what a node may write into node 0's run dir (rundir.py)
 STEP_FIELD = re.compile(r'"kind":"step".*?"step":(\d+)')
 HELLO_TIMEOUT_S = 5.0
 

@@ -22,6 +22,7 @@ from typing import Optional
 import psutil
 
 from ddpdoctor.probe.inrank.config import ENV_RUN_ID
+from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
 from ddpdoctor.probe.analysis.runmodel import Frame, RankStack, stack_file
 
 PYSPY_TIMEOUT_S = 10.0
@@ -34,7 +35,7 @@ def rank_processes(run_dir: str, run_id: str, root_pid: Optional[int] = None) ->
     Works for any launcher (torchrun sets RANK in the environment; mp.spawn children learn their
     rank from init_process_group), and never picks a DataLoader worker, which inherits RANK."""
     found: dict[int, psutil.Process] = {}
-    for path in Path(run_dir).glob("rank-*.jsonl"):
+    for path in Path(run_dir).glob(RANK_TELEMETRY_GLOB):
         try:
             rank = int(path.stem.split("-", 1)[1])
             with open(path, encoding="utf-8", errors="replace") as handle:

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
+
 STALL_FLOOR_S = 8.0
 # Before any rank has written a record, the ranks are importing torch and the script: slow on a
 # loaded machine, and not yet anything a stall diagnosis could say much about.
@@ -40,7 +42,7 @@ class ProgressWatch:
     def poll(self) -> bool:
         """Read what the ranks appended since the last poll. True if anything was."""
         progressed = False
-        for path in self.run_dir.glob("rank-*.jsonl"):
+        for path in self.run_dir.glob(RANK_TELEMETRY_GLOB):
             try:
                 size = path.stat().st_size
             except OSError:

@@ -1,0 +1,51 @@
+"""The names of everything in a probe's run dir, in one place: the ranks write them (inrank/),
+the launcher watches them (launch/), node 0 receives other nodes' copies of them
+(launch/node_gather.py), the analysis reads them (analysis/runmodel.py).
+
+    probe.json        what was launched and with which limits (written before launch)
+    rank-<R>.jsonl    rank R's telemetry (telemetry.py), one JSON record per line
+    rank-<R>.stack    faulthandler text rank R wrote on a fatal signal, SIGTERM or SIGUSR1
+    pid-<PID>.stack   the same, for a process whose rank is not known yet (mp.spawn)
+    main.jsonl        the script's own process under --launcher none, when it is no rank
+    main.stack        its faulthandler text
+    outcome.json      how the job ended: exit codes, the watchdog's stacks, the nodes (written last)
+    job.log           the job's output, secrets replaced, bounded per rank (launch/joblog.py)
+    report.json       the report (written by `probe` and `report`)
+    scaling.json      the world sizes of `probe --scaling` (analysis/scaling.py)
+
+Standard library only: code inside the user's ranks imports this.
+"""
+
+import os
+import re
+
+META_FILE = "probe.json"
+OUTCOME_FILE = "outcome.json"
+LOG_FILE = "job.log"
+REPORT_FILE = "report.json"
+SCALING_FILE = "scaling.json"
+MAIN_TELEMETRY = "main.jsonl"
+MAIN_STACK = "main.stack"
+RANK_TELEMETRY_GLOB = "rank-*.jsonl"
+# What one node may forward to node 0: its ranks' telemetry and signal dumps, nothing else.
+RANK_FILE = re.compile(r"^rank-(\d{1,7})\.(jsonl|stack)$")
+
+
+def rank_telemetry_name(rank: int) -> str:
+    return f"rank-{rank}.jsonl"
+
+
+def rank_stack_name(rank: int) -> str:
+    return f"rank-{rank}.stack"
+
+
+def pid_stack_name(pid: int) -> str:
+    return f"pid-{pid}.stack"
+
+
+def rank_of(name: str) -> int:
+    """rank-3.jsonl -> 3; ValueError for any other name."""
+    match = RANK_FILE.match(os.path.basename(str(name)))
+    if not match:
+        raise ValueError(f"not a rank file: {name}")
+    return int(match.group(1))
