@@ -159,11 +159,15 @@ def validate_codes(codes: set[str]) -> None:
         raise UsageError(f"unknown check code(s) in --ignore: {', '.join(unknown)}")
 
 
-def run_checks(stage: str, facts: Any, ignore: set[str] = frozenset()) -> list[CheckResult]:
-    """Run every check of a stage over the facts. A check that raises is a ddpdoctor bug: it is
-    recorded as crashed (with its traceback's last line) so the rest of the report survives."""
+def run_checks(stage: str, facts: Any, ignore: set[str] = frozenset(),
+               only: Optional[set[str]] = None) -> list[CheckResult]:
+    """Run every check of a stage (or `only` these codes) over the facts. A check that raises is
+    a ddpdoctor bug: it is recorded as crashed (with its traceback's last line) so the rest of
+    the report survives."""
     results = []
     for spec in all_checks(stage):
+        if only is not None and spec.code not in only:
+            continue
         if spec.code in ignore:
             results.append(CheckResult(spec, IGNORED, reason="--ignore"))
             continue

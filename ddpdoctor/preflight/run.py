@@ -122,7 +122,7 @@ def _smoke_test(opts: PreflightOptions, cluster: ClusterFacts):
     from ddpdoctor.preflight.collective import run as collective  # only with --collective
     from ddpdoctor.preflight.collective import result as collective_result
 
-    reason = collective.blocker(cluster, run_checks("preflight", cluster, set()))
+    reason = collective.blocker(cluster)
     if reason:
         return collective_result.skipped(reason, cluster.resolved_backend)
     plan = collective.plan(cluster, opts.timeout, host_store=True, prefix="ddpdoctor/collective")

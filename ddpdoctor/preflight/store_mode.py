@@ -29,7 +29,6 @@ from ddpdoctor.preflight.cluster import ClusterFacts, NodeResult, PortBind
 from ddpdoctor.preflight.collective.result import CollectiveOutcome
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.preflight.node.facts import NodeFacts, endpoint, probe_connect
-from ddpdoctor.core.findings import Finding
 from ddpdoctor.preflight.hosts import HostEntry
 from ddpdoctor.preflight.report import build_report
 from ddpdoctor.core.registry import FAILED, PASSED, CheckResult, get_check, run_checks
@@ -170,7 +169,7 @@ def _master_smoke_test(opts, cluster: ClusterFacts, store: Store, mine: list[str
     if not opts.collective:
         store.set_json("plan", {"go": False, "reason": "run with --collective"})
         return None
-    reason = collective.blocker(cluster, run_checks("preflight", cluster, set()))
+    reason = collective.blocker(cluster)
     plan = None
     if reason is None:
         made = collective.plan(cluster, opts.timeout, host_store=False, prefix="ddpdoctor/collective")
@@ -252,19 +251,8 @@ def _as_node(opts, master: str, here: NodeFacts, mine: list[str], began: float) 
 
 def _relayed(published: dict, opts, master: str, mine: list[str]) -> Report:
     """The master's report, rebuilt here so this node exits with the same code."""
-    data = published["report"]
-    findings: dict[str, list[Finding]] = {}
-    for f in data.get("findings", []):
-        findings.setdefault(f["code"], []).append(Finding.from_dict(f))
-    results = []
-    for check in data.get("checks", []):
-        try:
-            spec = get_check(check["code"])
-        except UsageError:
-            continue  # a check this node's ddpdoctor does not know; the master's report has it
-        results.append(CheckResult(spec, check["status"], findings.get(check["code"], []), check.get("reason", "")))
-    report = Report(command="preflight", results=results, fail_on=opts.fail_on, header=data.get("header", ""),
-                    metrics=dict(data.get("metrics", {})), notes=list(data.get("notes", [])))
+    report = Report.from_dict(published["report"], opts.fail_on)
+    report.run_dir = None
     report.metrics["store_role"] = "node"
     report.metrics["report_where"] = published.get("where", f"printed by ddpdoctor on {master}")
     report.metrics["this_node"] = ", ".join(mine)

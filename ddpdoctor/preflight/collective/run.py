@@ -29,7 +29,7 @@ from ddpdoctor.preflight.collective import result as collective_result
 from ddpdoctor.preflight.node import collective_worker
 from ddpdoctor.preflight.cluster import ClusterFacts, NodeResult
 from ddpdoctor.preflight.collective.result import CollectiveOutcome
-from ddpdoctor.core.registry import FAILED, CheckResult
+from ddpdoctor.core.registry import FAILED, run_checks
 from ddpdoctor.preflight.node import payload
 from ddpdoctor.preflight.transport import child, ssh
 
@@ -109,9 +109,11 @@ def pair_rounds(count: int, cap: int = MAX_ROUNDS) -> list[list[list[int]]]:
     return rounds[:cap]
 
 
-def blocker(cluster: ClusterFacts, results: list[CheckResult]) -> Optional[str]:
-    """Why the smoke test must not run yet, or None."""
-    failed = [r for r in results if r.spec.code in BLOCKING and r.status == FAILED]
+def blocker(cluster: ClusterFacts) -> Optional[str]:
+    """Why the smoke test must not run yet, or None. Only the checks that can block it are run
+    here (--ignore or not); the report's full pass runs every check once, after the test."""
+    results = run_checks("preflight", cluster, set(), only=set(BLOCKING))
+    failed = [r for r in results if r.status == FAILED]
     if failed:
         first = failed[0]
         return f"not run: {first.spec.code} failed ({first.spec.title}); fix that first"
