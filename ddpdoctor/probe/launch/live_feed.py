@@ -56,11 +56,17 @@ class ScriptOutput:
     """The script's lines from job.log, without the C++ INFO logs the probe itself turned on
     (unless the user asked for them with TORCH_CPP_LOG_LEVEL). job.log keeps every line."""
 
-    def __init__(self, keep_cpp_info: bool) -> None:
+    def __init__(self, keep_cpp_info: bool, ranks_only: bool = False) -> None:
         self.keep_cpp_info = keep_cpp_info
+        # Under torchrun every line of the script carries its rank's prefix; the unprefixed rest
+        # is torchrun's own (its warnings, and its traceback when ddpdoctor ends a hung job):
+        # kept in job.log, not shown live.
+        self.ranks_only = ranks_only
         self._in_info: set[str] = set()  # prefixes ("[rank1]: ", "") inside a multi-line INFO entry
 
     def shown(self, lines: list[str]) -> list[str]:
+        if self.ranks_only:
+            lines = [line for line in lines if RANK_PREFIX.match(line)]
         if self.keep_cpp_info:
             return lines
         out = []
@@ -205,13 +211,15 @@ class LogTail:
 class LiveFeed:
     """Polls the run dir from one thread and keeps the view up to date until stopped."""
 
-    def __init__(self, options: ProbeOptions, run_dir: str, view, show_script: bool = True) -> None:
+    def __init__(self, options: ProbeOptions, run_dir: str, view, show_script: bool = True,
+                 launcher: str = "torchrun") -> None:
         self.options = options
         self.watch = RankWatch(run_dir, options.stall_timeout_s)
         self.log = LogTail(Path(run_dir) / LOG_FILE)
         self.view = view
         self.show_script = show_script
-        self.script = ScriptOutput(keep_cpp_info="TORCH_CPP_LOG_LEVEL" in os.environ)
+        self.script = ScriptOutput(keep_cpp_info="TORCH_CPP_LOG_LEVEL" in os.environ,
+                                   ranks_only=launcher == "torchrun")
         self.began = time.monotonic()
         self.samples: deque = deque()  # (monotonic, job steps)
         self._stop = threading.Event()
@@ -291,13 +299,14 @@ class LiveFeed:
 
 
 @contextlib.contextmanager
-def showing(options: ProbeOptions, run_dir: str) -> Iterator[Optional[LiveFeed]]:
+def showing(options: ProbeOptions, run_dir: str, launcher: str = "torchrun") -> Iterator[Optional[LiveFeed]]:
     """Show the job while it runs, as options.live says (the CLI asks; the Python API does not)."""
     view = live.view_for(getattr(options, "live", "off"), sys.stderr)
     if view is None:
         yield None
         return
-    feed = LiveFeed(options, run_dir, view, show_script=not getattr(options, "quiet_script", False))
+    feed = LiveFeed(options, run_dir, view, show_script=not getattr(options, "quiet_script", False),
+                    launcher=launcher)
     feed.start()
     try:
         yield feed
