@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Finding, Location
-from ddpdoctor.core.registry import SKIPPED, CheckResult
+from ddpdoctor.core.registry import IGNORED, SKIPPED, CheckResult
 from ddpdoctor.report.model import Report
 
 # lint code -> the probe codes that see the same bug at run time
@@ -105,6 +105,13 @@ def add_static_findings(report: Report, script: str, module: bool = False,
     seen = [f for r in report.results for f in r.findings]
     static = [f for r in results for f in r.findings]
     for result in results:
+        twins_ignored = sorted(set(PROBE_TWINS.get(result.spec.code, ())) & set(ignore))
+        if twins_ignored and result.findings:
+            # --ignore DDP301 means "I know my loader has no sampler": its static twin is the
+            # same knowledge, not a new finding.
+            result.findings, result.status = [], IGNORED
+            result.reason = f"--ignore {', '.join(twins_ignored)} (its run-time twin)"
+            continue
         kept, merged = [], []
         for finding in result.findings:
             twins = twins_of(finding, static, seen)
