@@ -23,6 +23,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from cli_runner import ddpdoctor_exe
+
 from fault_runner import REPO as REPO_ROOT
 from fault_runner import WatchedRun
 
@@ -193,6 +195,36 @@ def test_signal_to_ddpdoctor_ends_the_job_and_keeps_the_report(sig, tmp_path):
     assert report["status"] == "error" and report["interrupted_by"] == sig
     assert report["metrics"]["outcome"] == "interrupted" and report["metrics"]["steps"] >= 2
     assert len([s for s in done.seen if "ddpdoctor.probe.inrank.bootstrap" in s.cmdline]) >= 6  # ranks + workers
+
+
+@multiprocess
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_while_the_ranks_are_still_starting_ends_everything(sig, tmp_path):
+    """The other phase a user interrupts: right after launch, ranks still importing torch."""
+    run_dir = tmp_path / "run"
+    run = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0"), run_dir=run_dir)
+    run.wait_for("a rank process to start", lambda: any(
+        "ddpdoctor.probe.inrank.bootstrap" in s.cmdline for s in run.seen.values()), timeout=60)
+    assert run.steps_done() == 0
+    run.send(sig)
+    done = run.finish(deadline_s=time.monotonic() - run.started + 20)
+    assert done.code == 128 + sig, done.stderr
+    assert "Traceback" not in done.stderr
+    assert report_of(run_dir)["interrupted_by"] == sig
+
+
+@multiprocess
+def test_two_probes_of_one_script_at_once_in_one_folder_each_get_their_own_run_dir(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text((Path(REPO_ROOT) / "examples" / "healthy.py").read_text())
+    runs = [subprocess.Popen([*ddpdoctor_exe(), "probe", "train.py", "--max-steps", "4", "-q",
+                              "--json", f"report{i}.json"], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for i in (0, 1)]
+    for run in runs:
+        _out, err = run.communicate(timeout=180)
+        assert run.returncode == 0, err[-2000:]
+    dirs = {json.loads((tmp_path / f"report{i}.json").read_text())["run_dir"] for i in (0, 1)}
+    assert len(dirs) == 2 and all(Path(d).parent == tmp_path / "ddpdoctor-runs" for d in dirs)
 
 
 @multiprocess

@@ -33,6 +33,9 @@ EXAMPLES = {
     "fsdp_healthy": None,
     "fsdp2_healthy": None,
 }
+# Extra runs: (key, example, flags). Lightning's own launcher: `python train.py` with devices=2
+# starts rank 1 itself; under --launcher none the probe must still reach it.
+VARIANTS = {"lightning_own_launcher": ("lightning_healthy", ["--launcher", "none", "--max-steps", "6"])}
 
 
 def installed(package):
@@ -44,17 +47,20 @@ def probes(tmp_path_factory):
     """Every example's probe, run once, two at a time (most of a probe is imports and
     rendezvous, not CPU): {name: ProbeResult}."""
     root = tmp_path_factory.mktemp("frameworks")
-    wanted = [name for name, package in EXAMPLES.items() if installed(package)]
+    runs = {name: (name, []) for name in EXAMPLES}
+    runs.update(VARIANTS)
+    wanted = [key for key, (name, _) in runs.items() if installed(EXAMPLES[name])]
 
-    def run(name):
-        return name, probe(f"{FRAMEWORKS}/{name}.py", run_dir=root / name, timeout=180)
+    def run(key):
+        name, flags = runs[key]
+        return key, probe(f"{FRAMEWORKS}/{name}.py", *flags, run_dir=root / key, timeout=180)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(run, wanted))
 
 
 def result_of(probes, name) -> ProbeResult:
-    package = EXAMPLES[name]
+    package = EXAMPLES[VARIANTS[name][0] if name in VARIANTS else name]
     if not installed(package):
         pytest.skip(f"{package} is not installed (pip install -e '.[test]' installs it)")
     return probes[name]
@@ -93,6 +99,19 @@ def test_healthy_framework_example_is_clean_and_its_framework_recorded(probes, n
     expected = {"transformers": r"TrainingArguments\(", "lightning": r"L\.Trainer\(",
                 "accelerate": r"Accelerator\(", "fsdp": r"FSDP\(", "fsdp2": r"fully_shard\("}
     assert re.search(expected[framework], source_line(file, int(line))), source_line(file, int(line))
+
+
+def test_lightning_own_launcher_gets_the_instruments_into_every_rank(probes):
+    result = result_of(probes, "lightning_own_launcher")
+    assert result.code == 0, result.report["findings"]
+    assert result.problems == []
+    assert result.report["metrics"]["launcher"] == "none"
+    assert result.report["metrics"]["world_size"] == 2
+    assert result.report["metrics"]["steps"] == 6
+    for rank in (0, 1):  # rank 1 is the `python train.py` Lightning started itself
+        records = (result.run_dir / f"rank-{rank}.jsonl").read_text()
+        assert '"kind":"step"' in records and '"reason":"max_steps"' in records
+        assert '"kind":"framework"' in records
 
 
 def test_hf_trainer_default_find_unused_points_at_training_arguments(probes):

@@ -88,20 +88,26 @@ def install_in_launched_script() -> None:
     from ddpdoctor.probe.inrank import recorder, steps
 
     install_in_child()
-    crashed = []
+    ended: list[str] = []  # finish() ran (the --max-steps stop runs it, then the atexit hooks)
+    original_finish = steps.finish
+
+    def finish(reason: str) -> None:
+        ended.append(reason)
+        original_finish(reason)
+
+    steps.finish = finish
     original_hook = sys.excepthook
 
     def excepthook(kind, exc, tb):
         try:
-            if not recorder.get().pending:
+            if not ended and not recorder.get().pending:
                 steps.record_crash(exc)
                 steps.finish("crash")
-                crashed.append(True)
         finally:
             original_hook(kind, exc, tb)
 
     def at_exit() -> None:
-        if not crashed and not recorder.get().pending:
+        if not ended and not recorder.get().pending:
             steps.finish("script_exit")
 
     sys.excepthook = excepthook
