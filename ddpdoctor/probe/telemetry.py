@@ -244,6 +244,9 @@ class Grads:
     step: int
     unused: list[str]  # trainable parameters with no gradient computed on this rank
     used_count: int
+    # Parameters whose gradient was accumulated twice in this one backward (a reentrant
+    # torch.utils.checkpoint over a shared module): DDP marks them ready twice (DDP406).
+    twice: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -374,10 +377,49 @@ class End:
     step: int
 
 
+@dataclass
+class ActivationCheckpoint:
+    """torch.utils.checkpoint was called: once per call site and mode (DDP406 names the cause)."""
+
+    kind = "activation_checkpoint"
+    t: float
+    reentrant: bool  # the reentrant (autograd.Function) variant ran
+    explicit: bool  # the caller passed use_reentrant (False: torch's default was used)
+    function: str  # what was checkpointed: the module's class or the function's name
+    step: int
+    site: Optional[Site]
+
+
+@dataclass
+class Boundary:
+    """A boundary path ran: "eval" (Module.eval()), "no_grad" (a torch.no_grad() /
+    inference_mode() block opened by the user's code), "save" (torch.save), "load"
+    (torch.load). At most a few hundred per kind and rank (inrank/boundaries.py)."""
+
+    kind = "boundary"
+    t: float
+    what: str
+    step: int
+    site: Optional[Site]
+
+
+@dataclass
+class Coverage:
+    """Lines of the user's script (and its local modules) that ran since the previous Coverage
+    record of this rank: file (as the code object names it) -> line numbers (inrank/coverage.py)."""
+
+    kind = "coverage"
+    t: float
+    lines: dict[str, list[int]]
+    step: int
+    final: bool = False  # written at the rank's end (the tracer had stopped by then or now stops)
+    traced_steps: Optional[int] = None  # the tracer stopped after this many steps (None: never)
+
+
 RECORD_TYPES = {cls.kind: cls for cls in (
     Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone,
     BucketTiming, BucketLayout, BaselineTiming, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
-    DeviceQuery, ForwardInputs, OutputTail, FrameworkUse)}
+    DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage)}
 
 
 def encode(record: Any) -> bytes:

@@ -44,6 +44,7 @@ class DDPState:
         self.names = [n for n, p in model.module.named_parameters() if p.requires_grad]
         self.name_of = {id(p): n for n, p in model.module.named_parameters()}
         self.used: set[str] = set()
+        self.twice: list[str] = []  # gradients accumulated twice in this backward (DDP406)
         self.iteration = -1  # DDP training forwards so far, minus one
         self.pending = False  # a backward happened whose Grads record is not written yet
         self.backward_iterations = 0  # since the previous optimizer step
@@ -72,8 +73,10 @@ class DDPState:
                 # of the all-reduce that backward did not hide.
                 rec.add_phase("comm_exposed", self.last_bucket_end - self.last_grad)
         unused = [n for n in self.names if n not in self.used]
-        rec.write(tm.Grads(time.time(), self.id, self.iteration, rec.step, unused, len(self.used)))
+        rec.write(tm.Grads(time.time(), self.id, self.iteration, rec.step, unused, len(self.used),
+                           self.twice))
         self.used = set()
+        self.twice = []
         self.backward_iterations += 1
 
     def take_counts(self) -> tuple[int, int]:
@@ -310,5 +313,7 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
 
 
 def _mark_used(state: DDPState, name: str, _param: torch.Tensor) -> None:
+    if name in state.used and len(state.twice) < 64:
+        state.twice.append(name)  # a second gradient in one backward: DDP marks it ready twice
     state.used.add(name)
     state.last_grad = time.time()
