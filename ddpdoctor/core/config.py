@@ -46,7 +46,8 @@ KEYS: dict[str, dict[str, Any]] = {
     "probe": {
         **SHARED, "nproc-per-node": int, "nnodes": int, "max-steps": int, "steps-per-epoch": int,
         "stall-timeout": float, "timeout": float, "cpu": bool, "launcher": ("auto", "torchrun", "none"),
-        "run-dir": "path",
+        "run-dir": "path", "master-addr": str, "master-port": int, "rdzv-endpoint": str,
+        "gather-port": int, "log-limit": float, "quiet-script": bool,
     },
     "preflight": {
         **SHARED, "nodes": "path", "nproc-per-node": int, "world-size": int, "master-addr": str,
@@ -56,6 +57,10 @@ KEYS: dict[str, dict[str, Any]] = {
     },
     "report": dict(SHARED),  # re-judging a probe's run dir gates like the probe did
 }
+# Flags that say what one run does or where its outputs go, not how the project runs: never in
+# the file (tests/integration/test_config.py checks that every other flag has its key).
+PER_RUN = {"json", "junit", "github", "verbose", "quiet", "force", "trace", "scaling", "baseline",
+           "verify-fix", "node-rank", "facts", "ssh-option"}
 
 
 @dataclass

@@ -110,3 +110,19 @@ def test_nearest_pyproject_with_a_ddpdoctor_table_wins(tmp_path):
     assert found.defaults_for("probe") == {"max_steps": 7, "run_dir": str(tmp_path / "runs")}
     assert found.defaults_for("preflight") == {}
     assert config.load(tmp_path.parent).path is None
+
+
+def test_every_flag_of_a_command_has_its_key_and_every_key_its_flag():
+    """One table of options: [tool.ddpdoctor] cannot drift from the CLI (config.KEYS is checked
+    against the commands' own flags)."""
+    import typer.main
+
+    from ddpdoctor.cli.app import app, _register_commands
+    from ddpdoctor.core import config
+
+    _register_commands()
+    commands = typer.main.get_command(app).commands
+    for name, keys in config.KEYS.items():
+        flags = {o[2:] for p in commands[name].params for o in p.opts if o.startswith("--") and "_" not in o}
+        assert set(keys) <= flags, (name, set(keys) - flags)
+        assert flags - config.PER_RUN - {"help"} <= set(keys), (name, flags - config.PER_RUN - set(keys))

@@ -35,8 +35,9 @@ def _open_signal_dump(path: str):
 def install_instruments(config) -> None:
     """Patch torch from outside. An instrument that fails to install is a ddpdoctor bug: it is
     said in a Note and the user's script still runs, never blamed for it."""
-    from ddpdoctor.probe.inrank import (batches, collectives, ddp, frameworks, output_tail,
-                                        process_group, recorder, spawned, steps, usage)
+    from ddpdoctor.probe.inrank import (batches, boundaries, checkpointing, collectives, coverage,
+                                        ddp, frameworks, output_tail, process_group, recorder,
+                                        spawned, steps, usage)
 
     installers = [
         ("process groups", lambda: process_group.install(config.pg_timeout_s, on_rank_known=identity.become_rank)),
@@ -48,6 +49,9 @@ def install_instruments(config) -> None:
         ("spawned ranks", spawned.install),
         ("output tail", output_tail.install),
         ("frameworks", frameworks.install),
+        ("activation checkpointing", checkpointing.install),
+        ("boundary paths", boundaries.install),  # after usage: it wraps that torch.save
+        ("line coverage", coverage.install),
     ]
     if config.cpu:
         # First, so that the instruments above wrap it: they record what the script asked for
