@@ -126,6 +126,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     """Console entry point: maps every outcome to the documented exit code."""
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
+        # Ctrl-C is ours to handle even when we were started with SIGINT ignored (a CI step's
+        # `ddpdoctor ... &` without job control, nohup): Python would then never raise
+        # KeyboardInterrupt, and a preflight would wait out every ssh's --timeout.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     except ValueError:  # not the main thread: main() called from a library's worker thread
         pass
     _register_commands()

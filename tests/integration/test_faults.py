@@ -431,13 +431,22 @@ def test_ssh_host_that_accepts_tcp_but_never_answers_times_out_within_the_deadli
     assert unreachable["hosts"] == [SILENT_HOST] and unreachable["evidence"]["kind"] == "timeout"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_to_a_preflight_waiting_on_ssh_ends_every_ssh(sig, silent_ssh_port, tmp_path):
+# A shell that starts a command in the background without job control (a CI step's `cmd &`,
+# nohup) hands it SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt:
+# that is why the SIGINT variant once ran to --timeout. ddpdoctor now takes SIGINT itself.
+IGNORING_SIGINT = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                   "os.execv(sys.argv[1], sys.argv[1:])"]
+
+
+@pytest.mark.parametrize("sig, inherited", [(signal.SIGINT, None), (signal.SIGTERM, None),
+                                            (signal.SIGINT, IGNORING_SIGINT)],
+                         ids=["SIGINT", "SIGTERM", "SIGINT-inherited-ignored"])
+def test_signal_to_a_preflight_waiting_on_ssh_ends_every_ssh(sig, inherited, silent_ssh_port, tmp_path):
     port, held = silent_ssh_port
     nodes = tmp_path / "hosts.txt"
     nodes.write_text(f"localhost\n{SILENT_HOST}\n")
     run = WatchedRun("preflight", "--nodes", str(nodes), "--ssh-port", str(port), "--timeout", "60",
-                     "-q", run_dir=None)
+                     "-q", run_dir=None, wrapper=inherited)
     run.wait_for("ssh to connect", lambda: bool(held), timeout=30)
     time.sleep(0.3)
     run.send(sig)

@@ -1,0 +1,187 @@
+"""Which lines of the user's script (and its local modules) ran: "PASS" means "PASS for what ran".
+
+A line tracer limited to the user's files: the global trace function (sys.settrace, and
+threading.settrace for threads started later) decides once per code object whether it is the
+user's - a file under the script's directory (under the working directory for `-m`), outside
+torch, ddpdoctor, the standard library and installed packages - and returns the line tracer only
+for those; every other frame runs untraced. A code object whose lines have all been seen is not
+traced again, so a hot function of the user's costs its line events once. What remains per step
+is one call of the global function per Python frame entered (nn.Module.__call__ and the like):
+measured in benchmarks/overhead.py (docs/coverage.md).
+
+The lines seen are written as Coverage records: every FLUSH_S seconds when new lines appeared
+(a daemon thread, so a job that hangs or is killed keeps what ran before), and at the rank's end.
+A script that installed its own tracer (a debugger, coverage.py) keeps it: then nothing is traced
+and a Note says so. DataLoader worker processes trace too, but their lines stay in the worker:
+lines that ran only there (Dataset.__getitem__ with num_workers > 0) count as not reached.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any, Optional
+
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.inrank import identity, recorder
+
+ENV_COVERAGE = "DDPDOCTOR_COVERAGE"  # "0": no line tracer (probe --no-coverage)
+FLUSH_S = 2.0
+MAX_FILES = 200
+
+_root = ""  # files under this directory are the user's
+_state: dict[Any, Optional[set]] = {}  # code object -> its lines not seen yet (None: not traced)
+_files: dict[str, Optional[str]] = {}  # co_filename -> absolute path of a user file, or None
+_seen: dict[str, set] = {}  # absolute path -> lines seen
+_new: list = []  # (path, line) seen since the last flush
+_lock = threading.Lock()
+_active = [False]
+
+
+def _user_file(filename: str) -> Optional[str]:
+    try:
+        return _files[filename]
+    except KeyError:
+        pass
+    path = None
+    if not filename.startswith("<") and filename.endswith(".py") and len(_files) < 10000:
+        absolute = os.path.abspath(filename)
+        if absolute.startswith(_root) and not absolute.startswith(recorder._skip_dirs()) \
+                and not any(d in absolute for d in recorder._PACKAGE_DIRS):
+            if len({p for p in _files.values() if p}) < MAX_FILES:
+                path = absolute
+    _files[filename] = path
+    return path
+
+
+# Instructions that never raise a line event of their own: a function's prologue at its `def` line.
+_PROLOGUE = {"RESUME", "MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR", "POP_TOP", "CACHE",
+             "EXTENDED_ARG"}
+
+
+def _executable_lines(code: Any) -> set:
+    """The lines of this code object (not its nested ones) that a line event can report."""
+    import dis
+
+    ops: dict[int, set] = {}
+    line = None
+    for instruction in dis.get_instructions(code):
+        if sys.version_info >= (3, 13):
+            line = instruction.line_number
+        elif instruction.starts_line is not None:
+            line = instruction.starts_line
+        if line is not None:
+            ops.setdefault(line, set()).add(instruction.opname)
+    return {line for line, names in ops.items() if not names <= _PROLOGUE}
+
+
+def _decide(code: Any) -> Optional[set]:
+    path = _user_file(code.co_filename)
+    lines = None
+    if path is not None:
+        seen = _seen.setdefault(path, set())
+        lines = _executable_lines(code) - seen
+        if not lines:
+            lines = None  # everything it has already ran (another code object on the same lines)
+    if len(_state) < 200000:
+        _state[code] = lines
+    return lines
+
+
+def _global(frame: Any, event: str, arg: Any) -> Any:
+    code = frame.f_code
+    try:
+        lines = _state[code]
+    except KeyError:
+        lines = _decide(code)
+    return None if lines is None else _line
+
+
+def _line(frame: Any, event: str, arg: Any) -> Any:
+    if event != "line":
+        return _line
+    code = frame.f_code
+    lines = _state.get(code)
+    if lines is None:
+        return None  # all of this code object's lines ran: stop tracing this frame
+    line = frame.f_lineno
+    if line in lines:
+        lines.discard(line)
+        path = _files.get(code.co_filename)
+        if path is not None:
+            seen = _seen[path]
+            if line not in seen:
+                seen.add(line)
+                _new.append((path, line))
+        if not lines:
+            _state[code] = None
+            return None
+    return _line
+
+
+def _root_dir() -> str:
+    try:
+        target, _ = json.loads(os.environ.get(identity.ENV_TARGET, "[]"))
+    except ValueError:
+        target = ""
+    if target and os.path.isfile(target):
+        return os.path.dirname(os.path.abspath(target)) + os.sep
+    return os.getcwd().rstrip(os.sep) + os.sep  # `-m package.module`: the working directory
+
+
+def flush(final: bool = False) -> None:
+    """Write the lines seen since the previous flush as one Coverage record."""
+    with _lock:
+        if not _new and not final:
+            return
+        taken = _new[:]
+        del _new[:len(taken)]
+    by_file: dict[str, list[int]] = {}
+    for path, line in taken:
+        by_file.setdefault(path, []).append(line)
+    rec = recorder.get()
+    rec.write(tm.Coverage(time.time(), {p: sorted(v) for p, v in by_file.items()}, rec.step, final))
+
+
+def _flusher() -> None:
+    while True:
+        time.sleep(FLUSH_S)
+        if _active[0]:
+            try:
+                flush()
+            except Exception:  # noqa: BLE001 - a lost record beats a broken rank
+                pass
+
+
+def _at_exit() -> None:
+    if _active[0]:
+        _active[0] = False
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+        flush(final=True)
+
+
+def _after_fork() -> None:
+    # A DataLoader worker (or a forked rank) has no flusher thread; its lines stay with it.
+    _active[0] = False
+
+
+def install() -> None:
+    global _root
+    if os.environ.get(ENV_COVERAGE) == "0" or sys.version_info < (3, 10):
+        return  # asked not to; or no code.co_lines() to know a function's lines (Python 3.9)
+    if sys.gettrace() is not None:
+        recorder.get().note_once("coverage", "line coverage not measured: the script's process "
+                                 "already has a trace function (a debugger or coverage.py)")
+        return
+    _root = _root_dir()
+    _active[0] = True
+    sys.settrace(_global)
+    threading.settrace(_global)
+    threading.Thread(target=_flusher, name="ddpdoctor-coverage", daemon=True).start()
+    atexit.register(_at_exit)
+    os.register_at_fork(after_in_child=_after_fork)
