@@ -9,8 +9,8 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, UNFINISHED_REDUCTION, CrashEvent, crash_events,
-                          describe_collective, last_collective, whereabouts)
+from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWICE, UNFINISHED_REDUCTION, CrashEvent,
+                          crash_events, describe_collective, last_collective, whereabouts)
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
 from ddpdoctor.probe.analysis.wording import at, location, rank_list
 
@@ -55,11 +55,17 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
                 dist.destroy_process_group()
 
         "Expected to have finished reduction in the prior iteration" is DDP's unused-parameter
-        error: see DDP401.
+        error: see DDP401. "Expected to mark a variable ready only once" is reported as DDP406
+        (reentrant checkpointing, a shared parameter), not here.
     """
     if not any(rank_run.records for rank_run in run.ranks.values()) and run.outcome is None:
         return Skipped("no rank recorded telemetry")
     events = {r: e for r, e in crash_events(run).items() if not _inside_init(run, r)}
+    if any(READY_TWICE in (e.message or "") for e in events.values()):
+        # DDP406 explains this crash (the parameter, the cause, the fix): one finding, not two.
+        # Ranks that only lost their peer because of it go with it.
+        events = {r: e for r, e in events.items()
+                  if READY_TWICE not in (e.message or "") and not e.collateral}
     if not events:
         return []
     causes = {r: e for r, e in events.items() if not e.collateral} or events

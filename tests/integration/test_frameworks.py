@@ -53,7 +53,10 @@ def probes(tmp_path_factory):
 
     def run(key):
         name, flags = runs[key]
-        return key, probe(f"{FRAMEWORKS}/{name}.py", *flags, run_dir=root / key, timeout=180)
+        # None of these examples hangs: a long stall timeout only keeps a slow start (a
+        # framework import on a loaded machine) from reading as one.
+        return key, probe(f"{FRAMEWORKS}/{name}.py", "--stall-timeout", "120", *flags,
+                          run_dir=root / key, timeout=240)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(run, wanted))

@@ -30,6 +30,7 @@ _COLLATERAL = re.compile(
 )
 UNFINISHED_REDUCTION = "Expected to have finished reduction in the prior iteration"
 COLLECTIVE_MISMATCH = "Detected mismatch between collectives"  # TORCH_DISTRIBUTED_DEBUG=DETAIL
+READY_TWICE = "Expected to mark a variable ready only once"  # DDP406 reports these crashes
 NORMAL_ENDS = ("max_steps", "script_exit")  # End reasons of a rank that finished by itself
 
 

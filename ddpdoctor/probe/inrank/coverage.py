@@ -5,20 +5,30 @@ threading.settrace for threads started later) decides once per code object wheth
 user's - a file under the script's directory (under the working directory for `-m`), outside
 torch, ddpdoctor, the standard library and installed packages - and returns the line tracer only
 for those; every other frame runs untraced. A code object whose lines have all been seen is not
-traced again, so a hot function of the user's costs its line events once. What remains per step
-is one call of the global function per Python frame entered (nn.Module.__call__ and the like):
-measured in benchmarks/overhead.py (docs/coverage.md).
+traced again.
+
+Even so, a trace function makes every Python frame slower (measured ~8-10% CPU per step on the
+benchmark MLPs, docs/coverage.md), which would distort the timing checks. So the tracer runs
+- for the first FULL_STEPS optimizer steps (the training loop's body), then sleeps;
+- again from each boundary path until the next optimizer step: a DataLoader's end of epoch or
+  start (a new epoch, an evaluation loop), Module.eval(), a no_grad block of the user's,
+  torch.save / torch.load (inrank/boundaries.py calls wake()). Waking attaches the line tracer
+  to the user's frames already on the stack, so the rest of the running function is seen.
+Lines that ran only while it slept (a `if step % 10 == 0: print(...)` branch with no boundary
+in it) are not seen: the report says "not seen", and how many steps were traced.
+DDPDOCTOR_COVERAGE=full traces every step; =0 turns it off.
 
 The lines seen are written as Coverage records: every FLUSH_S seconds when new lines appeared
 (a daemon thread, so a job that hangs or is killed keeps what ran before), and at the rank's end.
 A script that installed its own tracer (a debugger, coverage.py) keeps it: then nothing is traced
 and a Note says so. DataLoader worker processes trace too, but their lines stay in the worker:
-lines that ran only there (Dataset.__getitem__ with num_workers > 0) count as not reached.
+lines that ran only there (Dataset.__getitem__ with num_workers > 0) count as not seen.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import sys
@@ -29,7 +39,7 @@ from typing import Any, Optional
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.inrank import identity, recorder
 
-ENV_COVERAGE = "DDPDOCTOR_COVERAGE"  # "0": no line tracer (probe --no-coverage)
+ENV_COVERAGE = "DDPDOCTOR_COVERAGE"  # "0": no line tracer; "full": trace every step
 FLUSH_S = 2.0
 MAX_FILES = 200
 
@@ -40,6 +50,11 @@ _seen: dict[str, set] = {}  # absolute path -> lines seen
 _new: list = []  # (path, line) seen since the last flush
 _lock = threading.Lock()
 _active = [False]
+_tracing = [False]  # the trace function is set now
+_full = [False]  # DDPDOCTOR_COVERAGE=full: trace every step (slower; timings distorted)
+_steps = [0]  # optimizer steps seen (the first optimizer's count, as steps.py counts them)
+_traced_steps = [0]  # optimizer steps that ran with the tracer on, wholly or partly
+FULL_STEPS = 2  # the first steps are traced whole: the training loop's body
 
 
 def _user_file(filename: str) -> Optional[str]:
@@ -123,6 +138,64 @@ def _line(frame: Any, event: str, arg: Any) -> Any:
     return _line
 
 
+def wake() -> None:
+    """Trace again (a boundary path began: an epoch ended, eval(), torch.save, ...), from the
+    user's frames on this thread's stack on, until the next optimizer step. Cheap when on."""
+    if _active[0] and not _tracing[0]:
+        try:
+            _tracing[0] = True
+            frame = sys._getframe(1)
+            sys.settrace(_global)
+            threading.settrace(_global)
+            while frame is not None:
+                code = frame.f_code
+                lines = _state[code] if code in _state else _decide(code)
+                if lines is not None and frame.f_trace is None:
+                    frame.f_trace = _line
+                frame = frame.f_back
+        except Exception:  # noqa: BLE001 - never into the script
+            pass
+
+
+def _sleep() -> None:
+    if _tracing[0]:
+        _tracing[0] = False
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+
+
+def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    _steps[0] += 1
+    if _tracing[0]:
+        _traced_steps[0] += 1
+        if not _full[0] and _steps[0] >= FULL_STEPS:
+            _sleep()
+
+
+def _watch_loaders() -> None:
+    """An epoch's end (the loader's StopIteration, also --steps-per-epoch's cut) and a loader's
+    start (a new epoch, an evaluation loop) wake the tracer."""
+    from torch.utils.data import DataLoader
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    original_iter = DataLoader.__iter__
+    original_next = _BaseDataLoaderIter.__next__
+
+    def __iter__(self: Any) -> Any:
+        wake()
+        return original_iter(self)
+
+    def __next__(self: Any) -> Any:
+        try:
+            return original_next(self)
+        except StopIteration:
+            wake()
+            raise
+
+    DataLoader.__iter__ = functools.update_wrapper(__iter__, original_iter)
+    _BaseDataLoaderIter.__next__ = functools.update_wrapper(__next__, original_next)
+
+
 def _root_dir() -> str:
     try:
         target, _ = json.loads(os.environ.get(identity.ENV_TARGET, "[]"))
@@ -144,7 +217,8 @@ def flush(final: bool = False) -> None:
     for path, line in taken:
         by_file.setdefault(path, []).append(line)
     rec = recorder.get()
-    rec.write(tm.Coverage(time.time(), {p: sorted(v) for p, v in by_file.items()}, rec.step, final))
+    rec.write(tm.Coverage(time.time(), {p: sorted(v) for p, v in by_file.items()}, rec.step, final,
+                          None if _full[0] else _traced_steps[0]))
 
 
 def _flusher() -> None:
@@ -159,9 +233,8 @@ def _flusher() -> None:
 
 def _at_exit() -> None:
     if _active[0]:
+        _sleep()
         _active[0] = False
-        sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
         flush(final=True)
 
 
@@ -180,6 +253,12 @@ def install() -> None:
         return
     _root = _root_dir()
     _active[0] = True
+    _full[0] = os.environ.get(ENV_COVERAGE) == "full"
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    register_optimizer_step_post_hook(_after_step)
+    _watch_loaders()
+    _tracing[0] = True
     sys.settrace(_global)
     threading.settrace(_global)
     threading.Thread(target=_flusher, name="ddpdoctor-coverage", daemon=True).start()
