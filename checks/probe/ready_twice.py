@@ -75,7 +75,8 @@ def ready_twice(run: RunModel) -> list[Problem] | Skipped:
     checkpoints = [c for rank_run in run.ranks.values() for c in rank_run.of(tm.ActivationCheckpoint)]
     problems = []
     if crashes:
-        problems.append(_crashed(run, crashes, infos, checkpoints))
+        # The crash is the same double marking the gradient hooks saw: one finding.
+        return [_crashed(run, crashes, infos, checkpoints)]
     for ddp_id, info in sorted(infos.items()):
         if info.find_unused_parameters or info.static_graph:
             continue  # static_graph handles double marking; find_unused_parameters raises (above)
@@ -121,10 +122,14 @@ def _crashed(run: RunModel, crashes: dict[int, tm.Crash], infos: dict[int, tm.DD
     first = crashes[ranks[0]]
     info = next((i for i in infos.values() if i.find_unused_parameters), None) or \
         (next(iter(infos.values())) if infos else None)
-    params: dict[str, int] = {}
+    params: dict[str, Optional[int]] = {}
     for crash in crashes.values():
         for index, name in _names_from(crash.message, info):
             params.setdefault(name or f"index {index}", index)
+    for rank in ranks:  # torch names the first; the gradient hooks may have seen more
+        for record in run.ranks[rank].of(tm.Grads):
+            for name in record.twice or ():
+                params.setdefault(name, None)
     names = natural_sorted(params)
     steps = sorted({c.step for c in crashes.values()})
     cause, fix_site = _cause(checkpoints)
@@ -138,9 +143,14 @@ def _crashed(run: RunModel, crashes: dict[int, tm.Crash], infos: dict[int, tm.DD
     message = (f"{rank_list(ranks)} raised \"Expected to mark a variable ready only once\" in the "
                f"backward{at(first.site)} (step {steps[0] if len(steps) == 1 else steps}): DDP saw "
                f"{what} of {model}{flags} marked ready twice in one backward; {cause}")
+    if info is not None and not info.find_unused_parameters and not info.static_graph:
+        # DDP checks this only under TORCH_DISTRIBUTED_DEBUG=DETAIL, which the probe sets.
+        message += ("; without the probe (TORCH_DISTRIBUTED_DEBUG unset) DDP raises nothing here: "
+                    "it all-reduces the parameter's bucket early and trains on wrongly averaged "
+                    "gradients")
     evidence = {
         "parameters": names,
-        "indices": {n: i for n, i in params.items()},
+        "indices": {n: i for n, i in params.items() if i is not None},
         "crashed_ranks": ranks,
         "step": first.step,
         "find_unused_parameters": info.find_unused_parameters if info else None,

@@ -7,6 +7,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis.rank_state import READY_TWICE
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -95,9 +96,12 @@ def _usage(run: RunModel, ddp_id: int) -> Usage:
     usage = Usage(ddp_id, info)
     for rank, rank_run in sorted(run.ranks.items()):
         seen_iterations = set()
+        crash = rank_run.crash
         for record in rank_run.of(tm.Grads):
             if record.ddp_id != ddp_id or record.iteration in seen_iterations:
                 continue
+            if crash is not None and record.t >= crash.t and READY_TWICE in (crash.message or ""):
+                continue  # a backward cut short by DDP's "marked ready twice" error (DDP406)
             seen_iterations.add(record.iteration)
             by_name = usage.unused.setdefault(rank, {})
             for name in record.unused:

@@ -128,10 +128,12 @@ class RankBuilder:
         return self.collective("ddp_bucket_allreduce", [[size]], ["float32"], group, site,
                                bucket=index, done=done)
 
-    def grads(self, unused: Iterable[str] = (), ddp_id: int = 0, used_count: int = 2) -> "RankBuilder":
+    def grads(self, unused: Iterable[str] = (), ddp_id: int = 0, used_count: int = 2,
+              twice: Iterable[str] = ()) -> "RankBuilder":
         iteration = self.iterations.get(ddp_id, 0)
         self.iterations[ddp_id] = iteration + 1
-        return self.add(tm.Grads(self._now(), ddp_id, iteration, self.steps, sorted(unused), used_count))
+        return self.add(tm.Grads(self._now(), ddp_id, iteration, self.steps, sorted(unused), used_count,
+                                 list(twice)))
 
     def step(self, backward_iterations: int = 1, allreduce_rounds: int = 1) -> "RankBuilder":
         self.steps += 1

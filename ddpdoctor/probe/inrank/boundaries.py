@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import recorder
+from ddpdoctor.probe.inrank import coverage, recorder
 
 MAX_PER_KIND = 200
 _counts: dict[str, int] = {}
@@ -33,7 +33,11 @@ def _record(what: str, depth: int) -> None:
         return
     _counts[what] = count + 1
     rec = recorder.get()
-    rec.write(tm.Boundary(time.time(), what, rec.step, recorder.user_site(depth + 1)))
+    site = recorder.user_site(depth + 1)
+    # A boundary path: the line tracer sees what follows (inrank/coverage.py), the first few
+    # times per call site (a no_grad block run every step must not keep it awake).
+    coverage.wake((what, site.file, site.line) if site is not None else what)
+    rec.write(tm.Boundary(time.time(), what, rec.step, site))
 
 
 def _is_user(code: Any) -> bool:

@@ -55,6 +55,8 @@ _full = [False]  # DDPDOCTOR_COVERAGE=full: trace every step (slower; timings di
 _steps = [0]  # optimizer steps seen (the first optimizer's count, as steps.py counts them)
 _traced_steps = [0]  # optimizer steps that ran with the tracer on, wholly or partly
 FULL_STEPS = 2  # the first steps are traced whole: the training loop's body
+WAKES_PER_KEY = 3
+_wakes: dict = {}
 
 
 def _user_file(filename: str) -> Optional[str]:
@@ -138,10 +140,16 @@ def _line(frame: Any, event: str, arg: Any) -> Any:
     return _line
 
 
-def wake() -> None:
+def wake(key: Any = None) -> None:
     """Trace again (a boundary path began: an epoch ended, eval(), torch.save, ...), from the
-    user's frames on this thread's stack on, until the next optimizer step. Cheap when on."""
+    user's frames on this thread's stack on, until the next optimizer step. Cheap when on.
+    With a key (a boundary's kind and call site): at most WAKES_PER_KEY times per key."""
     if _active[0] and not _tracing[0]:
+        if key is not None:
+            count = _wakes.get(key, 0)
+            if count >= WAKES_PER_KEY:
+                return
+            _wakes[key] = count + 1
         try:
             _tracing[0] = True
             frame = sys._getframe(1)
