@@ -60,8 +60,8 @@ def latent_desync(run: RunModel) -> list[Problem] | Skipped:
     for rank, calls in by_rank.items():
         for record in calls:
             previous[(rank, record.group, record.seq)] = record
-            if record.op in SAFE_OPS or record.site is None:
-                continue
+            if record.op in SAFE_OPS or record.site is None or record.via:
+                continue  # record.via: FSDP's, ZeRO's or a comm hook's own, sized by the model
             sites[(record.group, record.site.file, record.site.line, record.op)][rank].append(record)
     problems = []
     for (group, _, _, op), per_rank in sites.items():

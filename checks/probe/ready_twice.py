@@ -28,12 +28,14 @@ def ready_twice(run: RunModel) -> list[Problem] | Skipped:
           find_unused_parameters=True this happens at the first backward). The finding names
           the parameter(s) (from torch's message, or the DDP model's parameter list when torch
           gave only an index), the ranks, the backward's line, and the cause the probe saw.
-        - No error, but the probe's gradient hooks saw a parameter's gradient accumulated
-          twice in one backward while find_unused_parameters=False and static_graph=False:
-          DDP then counts the parameter ready twice, all-reduces its bucket before the
-          iteration's last gradient arrived and never says so (measured on torch 2.13: the
-          averaged gradients differ from single-process training by as much as the
-          gradients themselves).
+        - With find_unused_parameters=False and static_graph=False, DDP checks for this only
+          under TORCH_DISTRIBUTED_DEBUG=DETAIL, which the probe sets: the probe's run raises,
+          while a plain run trains on: DDP counts the parameter ready twice, all-reduces its
+          bucket before the iteration's last gradient arrived and never says so (measured on
+          torch 2.13: the averaged gradients differ from single-process training by as much as
+          the gradients themselves). The finding says so. Where the check is off, the probe's
+          own gradient hooks still see a gradient accumulated twice in one backward and report
+          it without a crash.
 
         The usual cause is activation checkpointing with the reentrant variant
         (`torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`, which was torch's

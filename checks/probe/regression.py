@@ -36,10 +36,10 @@ def regression_gate(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         previous.json train.py`), a regression in any of:
         - the median step time, the communication not hidden behind backward, or the gradient
           communication per backward (which is bus bandwidth: the same bytes in more time):
-          worse by more than twice the larger spread of the two runs (a robust standard
-          deviation over the judged steps of each run). The tolerance is the noise the two
-          runs measured, not a fixed percentage: a steady job is held to a tight line, a noisy
-          one to a loose one;
+          worse by more than three standard errors of the difference of the two medians, each
+          from that run's spread (a robust standard deviation over its judged steps) and its
+          number of steps. The tolerance is the noise the two runs measured, not a fixed
+          percentage: a steady job is held to a tight line, a noisy one to a loose one;
         - the gradient all-reduces per step, or the gradient bytes per step: any increase
           (these do not vary from run to run: a new bucket layout, a model that grew, an
           accumulation loop that lost its no_sync).
@@ -81,8 +81,8 @@ def regression_gate(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         worse = change.now - change.before
         relative = f" (+{worse / change.before:.0%})" if change.before > 0 else ""
         if change.unit == "ms":
-            margin = (f"more than the {change.tolerance:.1f} ms the two runs' step-to-step "
-                      "spread allows")
+            margin = (f"more than the {change.tolerance:.1f} ms that the step-to-step noise of "
+                      "the two runs allows")
         else:
             margin = "these do not vary between runs of the same code"
         extra = ""

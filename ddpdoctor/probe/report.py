@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.probe.analysis import frameworks, perf_tables
+from ddpdoctor.probe.analysis import coverage, frameworks, memory, perf_tables
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 from ddpdoctor.core.registry import run_checks
@@ -164,6 +164,19 @@ def judged_on_training(model: RunModel, incomplete: list[str], notes: list[str])
     return f"; INCOMPLETE: the script never trained ({who} {did} without a step)"
 
 
+def add_reach(model: RunModel, notes: list[str], metrics: dict, tables: list[Table]) -> None:
+    """What the probe reached: boundary paths (epoch end, evaluation, checkpoints) and the lines
+    of the script that ran (analysis/boundaries.py, analysis/coverage.py). Never fails a report."""
+    try:
+        more_notes, more_metrics, more_tables = coverage.report_parts(model)
+    except Exception as exc:  # noqa: BLE001 - a report without coverage beats no report
+        notes.append(f"ddpdoctor bug: boundary and coverage summary failed ({exc!r})")
+        return
+    notes.extend(more_notes)
+    metrics.update(more_metrics)
+    tables.extend(more_tables)
+
+
 def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report:
     results = run_checks("probe", model, ignore)
     framework = frameworks.detect(model)
@@ -217,6 +230,9 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         **perf_tables.metrics(model),
         "framework": framework.to_dict() if framework is not None else None,
     }
+    tables = ([rank_table(model)] if model.ranks else []) + perf_tables.tables(model)
+    memory.add_to_report(model, metrics, tables)
+    add_reach(model, notes, metrics, tables)
     tool_error = None
     if outcome and outcome.status == "launch_failed":
         tool_error = outcome.log_tail or "the launcher could not start"
@@ -224,7 +240,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         tool_error = outcome.stack_note
     return Report(command="probe", results=results, fail_on=fail_on, header=header,
                   metrics=metrics,
-                  tables=([rank_table(model)] if model.ranks else []) + perf_tables.tables(model),
+                  tables=tables,
                   notes=notes, run_dir=model.run_dir, tool_error=tool_error,
                   interrupted_by=outcome.signal if outcome and outcome.status == "interrupted" else None,
                   incomplete_because=incomplete)

@@ -172,6 +172,11 @@ class Collective:
     step: int
     site: Optional[Site]
     bucket: Optional[int] = None  # DDP bucket index for ddp_bucket_allreduce
+    # The torch library that issued it, not the script: "fsdp" (FSDP / FSDP2's all-gathers and
+    # reduce-scatters), "zero" (ZeroRedundancyOptimizer), "comm_hook" (a DDP comm hook such as
+    # fp16_compress_hook or PowerSGD), "dtensor"; "" when the script called it. Its sizes
+    # follow the model's layout, not the data.
+    via: str = ""
 
 
 @dataclass
@@ -416,10 +421,61 @@ class Coverage:
     traced_steps: Optional[int] = None  # the tracer stopped after this many steps (None: never)
 
 
+@dataclass
+class SamplerShard:
+    """A DistributedSampler was built: what it shards (DDP304). `dataset_len` is its dataset's
+    length, `root_len` that of the dataset at the bottom of its Subset chain; `subset` a
+    fingerprint of the outermost Subset's indices (None: no Subset), to tell a split that
+    differs by rank from one every rank shares."""
+
+    kind = "sampler_shard"
+    t: float
+    num_replicas: int
+    rank: int
+    dataset: str
+    dataset_len: Optional[int]
+    root: str
+    root_len: Optional[int]
+    subset: Optional[str]
+    site: Optional[Site]
+    step: int
+
+
+@dataclass
+class Memory:
+    """What this rank holds in memory, and its peak (inrank/memory.py), at a few moments only:
+    "start" (instruments installed: the interpreter and torch), "step" (after an optimizer's
+    first step: parameters, gradients, optimizer state; then at steps 2, 4, 8, ...: the peak so
+    far), "activations" (after the training step that follows the first one) and "end".
+
+    Bytes. On CPU `current` / `peak` are the process's resident set and its high-water mark
+    (/proc/self/status VmRSS / VmHWM); on a GPU, the caching allocator's memory_allocated /
+    max_memory_allocated on the parameters' device. `params` and `params_full` are what this
+    rank holds of the trained parameters and what they take unsharded: equal when replicated
+    (DDP), about full / world size when sharded (FSDP, FSDP2). `activations`: the tensors saved
+    for backward in one training step (parameters excluded), counted once per storage."""
+
+    kind = "memory"
+    t: float
+    step: int
+    moment: str  # "start" | "step" | "activations" | "end"
+    device: str  # "cpu" | "cuda:N"
+    current: Optional[int] = None
+    peak: Optional[int] = None
+    params: Optional[int] = None
+    params_full: Optional[int] = None
+    grads: Optional[int] = None
+    optimizer: Optional[int] = None
+    activations: Optional[int] = None
+    sharding: str = ""  # "" (replicated) | "fsdp" | "fsdp2" | "zero"
+    reserved: Optional[int] = None  # GPU: memory_reserved
+
+
 RECORD_TYPES = {cls.kind: cls for cls in (
     Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone,
     BucketTiming, BucketLayout, BaselineTiming, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
-    DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage)}
+    DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
+    SamplerShard, Memory)}
 
 
 def encode(record: Any) -> bytes:

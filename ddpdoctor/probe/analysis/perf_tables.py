@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis import fsdp_comm, perf
 
 from ddpdoctor.probe.analysis import scaling
 from ddpdoctor.probe.analysis.runmodel import RunModel
@@ -75,6 +75,9 @@ def tables(model: RunModel) -> list[Table]:
     comms = [c for c in perf.model_comm(model) if c.buckets]
     if comms:
         found.append(bucket_table(comms))
+    fsdp = fsdp_comm.fsdp_comm(model)
+    if fsdp is not None and fsdp.ops:
+        found.append(fsdp_comm.table(fsdp))  # FSDP / FSDP2's all-gathers and reduce-scatters
     if model.scaling:
         found.append(scaling_table(model.scaling))
     verified = getattr(model, "verified", None)
@@ -107,7 +110,7 @@ def baseline_tables(baseline: Any, now: dict[str, Any]) -> list[Table]:
         rows.append([c.words, f"{c.before:g}", f"{c.now:g}", c.unit,
                      f"{c.tolerance:.3g}", "REGRESSED" if c.regressed else "ok"])
     found = [Table(f"Against the baseline ({baseline.source}): worse by more than the tolerance "
-                   "regresses (times: twice the larger step-to-step spread of the two runs)",
+                   "regresses (times: 3 standard errors of the difference of the two medians)",
                    ["metric", "baseline", "now", "unit", "tolerance", "verdict"], rows)]
     buckets = regression.bucket_rows(baseline.metrics, now)
     if buckets:
@@ -149,6 +152,9 @@ def metrics(model: RunModel) -> dict[str, Any]:
         if costs:
             numbers["allreduce_latency_ms"] = round(costs[0].latency * 1e3, 4)
             numbers["allreduce_knee_bytes"] = int(costs[0].knee_bytes)
+    fsdp = fsdp_comm.fsdp_comm(model)
+    if fsdp is not None and fsdp.ops:
+        numbers.update(fsdp_comm.metrics(fsdp))
     verified = getattr(model, "verified", None)
     if verified:
         numbers["verify_fix"] = [v.to_dict() for v in verified]

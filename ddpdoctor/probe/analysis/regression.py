@@ -6,9 +6,10 @@ The earlier report is any JSON report of `ddpdoctor probe` (--json, or RUN_DIR/r
 
 What counts as a regression (checks/probe/regression.py, DDP607) is decided here, per metric:
   - times (median step, exposed communication, communication busy per backward): slower by more
-    than TIMES_SPREAD x the larger spread of the two runs (a robust standard deviation of that
-    figure over the judged steps of each run): a shift no single run's noise explains. Older
-    reports without a spread are judged against this run's spread alone.
+    than SIGMAS standard errors of the difference of the two medians, each from that run's
+    spread (a robust standard deviation over its judged steps) and number of steps: a shift
+    that the step-to-step noise the two runs measured does not explain. A report without its
+    step count is judged against twice the larger spread.
   - counts (all-reduce calls per step) and bytes (gradient bytes per step): any increase (bytes:
     beyond BYTES_SLACK); these do not vary from run to run.
 """
@@ -24,7 +25,8 @@ from typing import Any, Optional
 from ddpdoctor.core.errors import UsageError
 
 BASELINE_FILE = "regression_baseline.json"
-TIMES_SPREAD = 2.0  # a time regresses past this many spreads of a step
+SIGMAS = 3.0  # a time regresses past this many standard errors of the difference of medians
+MEDIAN_SE = 1.2533  # standard error of a median = 1.2533 x standard deviation / sqrt(n)
 MIN_TOLERANCE_MS = 0.05  # below what the records resolve
 BYTES_SLACK = 0.005
 
@@ -116,12 +118,25 @@ class Change:
                 "tolerance": round(self.tolerance, 4), "regressed": self.regressed}
 
 
+def _standard_error(metrics: dict, spread_key: str) -> Optional[float]:
+    spread, steps = _number(metrics.get(spread_key)), _number(metrics.get("judged_steps"))
+    if spread is None or not steps:
+        return None
+    return MEDIAN_SE * spread / math.sqrt(steps)
+
+
 def _time(metric: str, spread_key: str, words: str, before: dict, now: dict) -> Optional[Change]:
     old, new = _number(before.get(metric)), _number(now.get(metric))
     if old is None or new is None:
         return None
-    spreads = [v for v in (_number(before.get(spread_key)), _number(now.get(spread_key))) if v is not None]
-    tolerance = max(MIN_TOLERANCE_MS, TIMES_SPREAD * max(spreads, default=0.0))
+    errors = [_standard_error(before, spread_key), _standard_error(now, spread_key)]
+    if None not in errors:
+        tolerance = SIGMAS * math.sqrt(errors[0] ** 2 + errors[1] ** 2)
+    else:  # an older report without its step count: the larger spread, twice
+        spreads = [v for v in (_number(before.get(spread_key)), _number(now.get(spread_key)))
+                   if v is not None]
+        tolerance = 2 * max(spreads, default=0.0)
+    tolerance = max(MIN_TOLERANCE_MS, tolerance)
     return Change(metric, words, "ms", old, new, tolerance, new - old > tolerance)
 
 

@@ -36,8 +36,8 @@ def install_instruments(config) -> None:
     """Patch torch from outside. An instrument that fails to install is a ddpdoctor bug: it is
     said in a Note and the user's script still runs, never blamed for it."""
     from ddpdoctor.probe.inrank import (batches, boundaries, checkpointing, collectives, coverage,
-                                        ddp, frameworks, output_tail, process_group, recorder,
-                                        spawned, steps, usage)
+                                        ddp, frameworks, memory, output_tail, process_group,
+                                        recorder, sharding, spawned, steps, usage)
 
     installers = [
         ("process groups", lambda: process_group.install(config.pg_timeout_s, on_rank_known=identity.become_rank)),
@@ -45,11 +45,14 @@ def install_instruments(config) -> None:
         ("DDP", lambda: ddp.install(config.checked_bucket_iterations)),
         ("DataLoader", lambda: batches.install(config.steps_per_epoch)),
         ("optimizer steps", lambda: steps.install(config.max_steps)),
+        # After the steps' hooks: those advance the step counter this one reads.
+        ("memory", memory.install),
         ("torch.save and DataParallel", usage.install),
         ("spawned ranks", spawned.install),
         ("output tail", output_tail.install),
         ("frameworks", frameworks.install),
         ("activation checkpointing", checkpointing.install),
+        ("DistributedSampler datasets", sharding.install),
         ("boundary paths", boundaries.install),  # after usage: it wraps that torch.save
         ("line coverage", coverage.install),
     ]

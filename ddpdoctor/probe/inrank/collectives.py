@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -24,6 +25,9 @@ COLLECTIVES = (
     "broadcast_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
     "all_to_all_single", "barrier", "monitored_barrier", "gather", "gather_object", "scatter",
     "scatter_object_list",
+    # torch 2.13's single-tensor forms (all_gather_into_tensor and reduce_scatter_tensor call
+    # them; FSDP and FSDP2 call them directly).
+    "all_gather_single", "reduce_scatter_single",
 )
 
 _inside = threading.local()  # object collectives call tensor ones: record only the outer call
@@ -36,6 +40,22 @@ def next_seq(group_name: str) -> int:
         seq = _seq.get(group_name, 0)
         _seq[group_name] = seq + 1
         return seq
+
+
+# The torch libraries whose own collectives are told apart from the script's (tm.Collective.via),
+# by the module of the function that called the collective.
+_VIA = (("torch.distributed.fsdp", "fsdp"), ("torch.distributed.optim", "zero"),
+        ("torch.distributed.algorithms.ddp_comm_hooks", "comm_hook"),
+        ("torch.distributed.tensor", "dtensor"))
+
+
+def _via(frame: Any) -> str:
+    module = frame.f_globals.get("__name__", "") if frame is not None else ""
+    if module.startswith("torch.distributed."):
+        for prefix, name in _VIA:
+            if module.startswith(prefix):
+                return name
+    return ""
 
 
 def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
@@ -67,7 +87,7 @@ def _wrap(name: str, original: Callable) -> Callable:
         rec.write(tm.Collective(
             time.time(), group_name, group_ranks, seq, name,
             [list(t.shape) for t in tensors], [str(t.dtype).replace("torch.", "") for t in tensors],
-            rec.step, recorder.user_site(2)))
+            rec.step, recorder.user_site(2), via=_via(sys._getframe(1))))
         _inside.depth = 1
         try:
             result = original(*args, **kwargs)

@@ -118,25 +118,29 @@ def _global(frame: Any, event: str, arg: Any) -> Any:
     return None if lines is None else _line
 
 
+def _mark(code: Any, line: int, lines: set) -> bool:
+    """Line `line` of `code` ran; True when that was the last of its lines not seen yet."""
+    if line not in lines:
+        return False
+    lines.discard(line)
+    path = _files.get(code.co_filename)
+    if path is not None:
+        seen = _seen[path]
+        if line not in seen:
+            seen.add(line)
+            _new.append((path, line))
+    if not lines:
+        _state[code] = None
+        return True
+    return False
+
+
 def _line(frame: Any, event: str, arg: Any) -> Any:
     if event != "line":
         return _line
-    code = frame.f_code
-    lines = _state.get(code)
-    if lines is None:
+    lines = _state.get(frame.f_code)
+    if lines is None or _mark(frame.f_code, frame.f_lineno, lines):
         return None  # all of this code object's lines ran: stop tracing this frame
-    line = frame.f_lineno
-    if line in lines:
-        lines.discard(line)
-        path = _files.get(code.co_filename)
-        if path is not None:
-            seen = _seen[path]
-            if line not in seen:
-                seen.add(line)
-                _new.append((path, line))
-        if not lines:
-            _state[code] = None
-            return None
     return _line
 
 
@@ -158,8 +162,10 @@ def wake(key: Any = None) -> None:
             while frame is not None:
                 code = frame.f_code
                 lines = _state[code] if code in _state else _decide(code)
-                if lines is not None and frame.f_trace is None:
-                    frame.f_trace = _line
+                if lines is not None:
+                    _mark(code, frame.f_lineno, lines)  # the line running now (the call into here)
+                    if frame.f_trace is None:
+                        frame.f_trace = _line
                 frame = frame.f_back
         except Exception:  # noqa: BLE001 - never into the script
             pass

@@ -83,9 +83,18 @@ def exit_now(code: int = 0) -> None:
 
 def install(max_steps: int) -> None:
     def before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        if _marks.get("outer") is not None:
+            return  # an optimizer stepped inside another's step (ZeroRedundancyOptimizer's own)
+        _marks["outer"] = id(optimizer)
         _marks["step_start"] = time.time()
 
     def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        if _marks.get("outer") not in (None, id(optimizer)):
+            # The inner optimizer of a ZeroRedundancyOptimizer: the step ends with the outer one,
+            # after ZeRO broadcast each rank's updated share (stopping here would leave the ranks'
+            # parameters apart).
+            return
+        _marks["outer"] = None
         rec = recorder.get()
         now = time.time()
         if _marks["step_start"]:
