@@ -256,10 +256,17 @@ SCRIPT = textwrap.dedent("""
     model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 4))
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     x = torch.randn(32, 64)
-    for step in range(4):
+    def closure():
         opt.zero_grad()
-        model(x).square().mean().backward()
-        opt.step()
+        loss = model(x).square().mean()
+        loss.backward()
+        return loss
+    for step in range(4):
+        if sys.argv[3] == "closure":  # forward and backward inside the step, as Lightning does
+            opt.step(closure)
+        else:
+            closure()
+            opt.step()
     grads = [p.grad.double().sum().item() for p in model.parameters()]
     print(json.dumps({"grads": grads, "pushed": torch._C._autograd._top_saved_tensors_default_hooks(False) is not None}))
     if measure:
@@ -267,10 +274,11 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run_instrument(tmp_path, measure: bool) -> tuple[dict, list]:
-    path = tmp_path / f"rank-{int(measure)}.jsonl"
+def _run_instrument(tmp_path, measure: bool, closure: bool = False) -> tuple[dict, list]:
+    path = tmp_path / f"rank-{int(measure)}{int(closure)}.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(path), "1" if measure else "0"],
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(path), "1" if measure else "0",
+                           "closure" if closure else "plain"],
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1]), tm.read_records(path)
@@ -291,3 +299,8 @@ def test_instrument_counts_parameters_gradients_adam_state_and_activations_and_l
     # ReLU and by the second Linear: one storage, counted once), the output (square)
     assert by_moment["activations"].activations == (32 * 64 + 32 * 256 + 32 * 4) * 4
     assert by_moment["end"].peak >= by_moment["start"].current > 0
+    # optimizer.step(closure): the window stays open through the step that runs the forward
+    with_closure, records = _run_instrument(tmp_path, measure=True, closure=True)
+    assert with_closure["grads"] == plain["grads"] and with_closure["pushed"] is False
+    [activations] = [r for r in records if isinstance(r, tm.Memory) and r.moment == "activations"]
+    assert activations.activations == (32 * 64 + 32 * 256 + 32 * 4) * 4

@@ -758,3 +758,15 @@ def test_a_latency_bound_bucket_slower_than_raw_is_not_a_bandwidth_problem():
     bigger = perf_run([Rank(), Rank()], buckets=((0, 2 * MB),), bucket_s=0.0072,
                       baseline_s=0.0018, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
     assert [f.code for f in judge("DDP602", bigger)] == ["DDP602"]
+
+
+def test_a_slow_small_baseline_point_does_not_make_a_tiny_bucket_bandwidth_bound():
+    # The spawn example on a loaded machine: its one 1 KB bucket took 3.7 ms raw once. Only an
+    # all-reduce of a megabyte or more tells what bytes cost: 1 KB stays below the knee, and the
+    # bucket's own time after backward is no communication-bound job.
+    model = perf_run([Rank(), Rank()], buckets=((0, 1 * KB),), bucket_s=0.0021, baseline_s=0.0037,
+                     latency_s=0.0002)
+    [comm] = perf.model_comm(model)
+    assert comm.cost.bandwidth is None and comm.cost.latency_bound(1 * KB)
+    assert comm.cost.knee_bytes >= 1024 * 1024
+    assert judge("DDP604", model) == []

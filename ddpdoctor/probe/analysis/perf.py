@@ -190,7 +190,10 @@ def bus_factor(world: int) -> float:
 # -- what one all-reduce costs on this job's group -------------------------------------------
 
 LATENCY_MAX_BYTES = 64  # a baseline size this small is the latency point (inrank/baseline.py)
-FALLBACK_KNEE_BYTES = 1024 * 1024  # without any measurement: below 1 MiB counts as latency-bound
+# Only an all-reduce at least this large tells a bandwidth: below it, a loaded machine's jitter is
+# larger than what the bytes cost (a 1 KB all-reduce that once took 3 ms says nothing about bytes).
+MIN_BANDWIDTH_BYTES = 1024 * 1024
+FALLBACK_KNEE_BYTES = 1024 * 1024  # without a bandwidth: below 1 MiB counts as latency-bound
 
 
 @dataclass
@@ -217,10 +220,10 @@ class CallCost:
     def knee_bytes(self) -> float:
         if self.bandwidth:
             return self.latency * self.bandwidth
-        return float(self.largest or FALLBACK_KNEE_BYTES)
+        return float(max(self.largest, FALLBACK_KNEE_BYTES))
 
     def latency_bound(self, nbytes: float) -> bool:
-        return nbytes < self.knee_bytes
+        return nbytes < self.knee_bytes or (not self.bandwidth and nbytes <= self.largest)
 
 
 def _fit(points: dict[int, float], measured: bool) -> Optional[CallCost]:
@@ -232,9 +235,10 @@ def _fit(points: dict[int, float], measured: bool) -> Optional[CallCost]:
         # Only large buckets timed, no baseline: their time is bytes, not a fixed cost.
         return CallCost(0.0, largest / points[largest] if points[largest] > 0 else None,
                         largest, measured)
-    if largest > smallest and points[largest] > 1.5 * latency:
+    if largest >= MIN_BANDWIDTH_BYTES and points[largest] > 1.5 * latency:
         return CallCost(latency, largest / (points[largest] - latency), largest, measured)
-    return CallCost(latency, None, largest if measured else FALLBACK_KNEE_BYTES, measured)
+    # No size large enough to show what bytes cost: all measured sizes count as below the knee.
+    return CallCost(latency, None, largest if measured else 0, measured)
 
 
 def call_cost(model: RunModel, ddp_id: int, buckets: list["BucketPerf"]) -> Optional[CallCost]:

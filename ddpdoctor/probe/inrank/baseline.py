@@ -12,7 +12,8 @@ achieved; the report compares them like with like.
 
 Besides the bucket sizes, two points that describe the group itself (analysis/perf.py CallCost):
 a latency point (one float: nearly all fixed cost) and a bandwidth point (all the gradient bytes
-in one all-reduce, at most DDP's default bucket cap: what merged buckets would cost). Together
+in one all-reduce, at least 2 MiB and at most DDP's default bucket cap: what merged buckets
+would cost). Together
 they give the latency/bandwidth knee of this job: below it an all-reduce is mostly fixed cost.
 
 Every decision that changes how many collectives a rank makes (whether to measure at all, how
@@ -36,7 +37,9 @@ BUDGET_S = 1.0  # all sizes of all models together
 AT_STEP = 4  # measured right after this optimizer step (perf.BASELINE_STEP: the first one judged)
 MAX_SIZES = 6  # distinct bucket sizes measured, those carrying the most bytes first
 LATENCY_BYTES = 4  # the latency point: one float32
-BANDWIDTH_CAP = 25 * 1024 * 1024  # the bandwidth point: all gradient bytes, at most DDP's default cap
+# The bandwidth point: all gradient bytes, at least 2 MiB (smaller, a loaded machine's jitter
+# hides what the bytes cost), at most DDP's default cap.
+BANDWIDTH_MIN, BANDWIDTH_CAP = 2 * 1024 * 1024, 25 * 1024 * 1024
 MAX_BYTES = 512 * 1024 * 1024  # a larger bucket is not copied for the baseline
 WARMUP = 2  # untimed all-reduces per size; the second one's time plans the timed ones
 MIN_TIMED, MAX_TIMED = 3, 20
@@ -85,7 +88,7 @@ def _sizes(state: Any) -> list[int]:
     total = sum(n for n in state.layouts.values() if n > 0)
     chosen.add(LATENCY_BYTES)
     if total > LATENCY_BYTES:
-        chosen.add(min(total, BANDWIDTH_CAP))
+        chosen.add(min(max(total, BANDWIDTH_MIN), BANDWIDTH_CAP))
     # Smallest first: the latency point is the cheapest and the one every estimate needs.
     return sorted(chosen)
 
