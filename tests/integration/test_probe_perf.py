@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from probe_runner import probe
+from probe_runner import REPO, probe
 
 pytestmark = pytest.mark.multiprocess
 
@@ -149,3 +149,13 @@ def test_regression_gate_fails_a_slowed_run_and_passes_a_rerun(tmp_path):
     metrics = {f["evidence"]["metric"] for f in slowed.findings("DDP607")}
     assert "allreduce_calls_per_step" in metrics
     assert all(f["severity"] == "error" for f in slowed.findings("DDP607"))
+
+
+def test_a_baseline_that_is_not_a_probe_report_is_bad_input(tmp_path):
+    from cli_runner import run_cli
+
+    (tmp_path / "preflight.json").write_text('{"tool": "ddpdoctor", "command": "preflight"}')
+    for baseline in (tmp_path / "missing.json", tmp_path / "preflight.json"):
+        result = run_cli("probe", "examples/healthy.py", "--baseline", str(baseline), cwd=str(REPO))
+        assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "--baseline" in result.stderr
