@@ -21,7 +21,14 @@ def prctl(option: int, value: int) -> None:
         pass  # not Linux: the environment marker still finds the processes
 
 
-def die_with_parent() -> None:
-    """In a child: be sent SIGTERM when the parent dies, even by SIGKILL, so that a killed
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """In a child: be sent `sig` when the parent dies, even by SIGKILL, so that a killed
     ddpdoctor (or a killed torchrun agent) cannot leave ranks running."""
-    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    prctl(PR_SET_PDEATHSIG, sig)
+
+
+def killed_with_parent() -> None:
+    """For the torchrun agent: SIGKILL when ddpdoctor dies. Its own SIGTERM shutdown can wait
+    30 s for workers and longer on a rendezvous whose other nodes are gone; killed outright, its
+    ranks get their own parent-death SIGTERM (die_with_parent) at once."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ddpdoctor.probe.inrank.parent_death import killed_with_parent
 from ddpdoctor.probe.launch import stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
@@ -136,7 +137,8 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
                     stderr=subprocess.STDOUT,
                     env=log.with_rank_prefixes(job_environment(options, run_dir, run_id, pg_timeout_s,
                                                                launcher), launcher),
-                    start_new_session=True, preexec_fn=teardown.die_with_parent)
+                    start_new_session=True,
+                    preexec_fn=killed_with_parent if launcher == "torchrun" else teardown.die_with_parent)
             except OSError as exc:
                 return Outcome("launch_failed", 0.0, log_tail=f"could not start the job: {exc}")
             outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy, peers,
