@@ -120,7 +120,10 @@ def divergences(run: RunModel) -> list[Divergence]:
         # A rank whose sequence stops early skipped the next collective only if it ended or
         # was stuck elsewhere. One torn down mid-way (a crashed or killed run) may just not
         # have got there yet.
-        if rank in crashed:
+        if rank in crashed or _stopped_by_the_probe(run, rank):
+            # Stopped at --max-steps, a rank may leave a collective its peers entered just
+            # after their own last step (a framework's end-of-step broadcast): the probe's
+            # doing, not the script's.
             return False
         return has_ended(run, rank) or status in ("stalled", "timeout")
 
@@ -132,6 +135,12 @@ def divergences(run: RunModel) -> list[Divergence]:
         if divergence is not None:
             found.append(divergence)
     return _drop_consequences(found)
+
+
+def _stopped_by_the_probe(run: RunModel, rank: int) -> bool:
+    rank_run = run.ranks.get(rank)
+    end = rank_run.last(tm.End) if rank_run is not None else None
+    return end is not None and end.reason == "max_steps"
 
 
 def _drop_consequences(found: list[Divergence]) -> list[Divergence]:
