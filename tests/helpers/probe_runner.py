@@ -13,6 +13,7 @@ import psutil
 from cli_runner import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
+TIMING_CODES = {"DDP601", "DDP602", "DDP603", "DDP604", "DDP605"}
 
 
 @dataclass
@@ -40,6 +41,13 @@ class ProbeResult:
     def problems(self) -> list[dict[str, Any]]:
         """Findings at warning or above."""
         return [f for f in self.report["findings"] if f["severity"] in ("error", "warning")]
+
+    @property
+    def problems_beyond_timing(self) -> list[dict[str, Any]]:
+        """Findings at warning or above, leaving out the ones judged from timings (DDP601-605):
+        on a test machine shared with other tests, a rank slowed by a neighbour is a straggler.
+        The timing checks are proven on recorded telemetry and in test_probe_perf.py, run alone."""
+        return [f for f in self.problems if f["code"] not in TIMING_CODES]
 
 
 def processes_of(run_dir: Path) -> list[psutil.Process]:

@@ -14,7 +14,7 @@ def run_example(name, tmp_path, *flags):
 def test_healthy_example_is_clean(tmp_path):
     result = run_example("healthy", tmp_path)
     assert result.code == 0, result.report["findings"]
-    assert result.problems == []
+    assert result.problems_beyond_timing == []
     assert result.report["status"] == "pass"
     assert result.report["metrics"]["steps"] >= 15  # 3 epochs cut to 5 batches each
     assert result.report["metrics"]["outcome"] == "completed"

@@ -8,7 +8,8 @@ import pytest
 
 from probe_runner import REPO, probe
 
-pytestmark = pytest.mark.multiprocess
+# Timing verdicts: run alone (`-m serial`, the README's second pytest), never beside other tests.
+pytestmark = [pytest.mark.multiprocess, pytest.mark.serial]
 
 PERF_CODES = {"DDP601", "DDP602", "DDP603", "DDP604", "DDP605", "DDP606"}
 

@@ -61,7 +61,7 @@ def test_distributed_sampler_under_accelerate_prepare_is_double_sharding(tmp_pat
 
 def test_healthy_example_reaches_every_epoch_boundary_and_sees_its_code(tmp_path):
     result = probe("examples/healthy.py", run_dir=tmp_path / "run")
-    assert result.problems == [], result.report["findings"]
+    assert result.problems_beyond_timing == [], result.report["findings"]
     [line] = notes(result, "boundaries: ")
     assert "epoch end ✓ (3 epochs" in line and "evaluation ✓ (healthy.py:88" in line
     assert "checkpoint save ✓ (healthy.py:97" in line and "checkpoint load — none in healthy.py" in line
