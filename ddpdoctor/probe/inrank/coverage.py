@@ -171,6 +171,22 @@ def wake(key: Any = None) -> None:
             pass
 
 
+class paused:
+    """`with coverage.paused(): library_call()`: no tracing on this thread for the call.
+    For calls known to run no line of the user's (DDP's constructor: ~0.5 s of torch imports and
+    checks that a tracer would see call by call); the user's frames keep their line tracers and
+    resume when it returns."""
+
+    def __enter__(self) -> None:
+        self.was = _tracing[0] and sys.gettrace() is not None
+        if self.was:
+            sys.settrace(None)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.was:
+            sys.settrace(_global)
+
+
 def _sleep() -> None:
     if _tracing[0]:
         _tracing[0] = False
@@ -257,6 +273,43 @@ def _after_fork() -> None:
     _active[0] = False
 
 
+def _pause_during_imports() -> None:
+    """Importing a library runs thousands of its functions, each a call the tracer would be
+    asked about (~0.5 s per rank for torch's lazy imports at start-up): no tracing inside an
+    import of a package that is not the user's (decided once per top-level name, from where it
+    would load). The user's own modules (relative imports, files under the script's folder) are
+    still traced."""
+    import builtins
+
+    original = builtins.__import__
+
+    library: dict[str, bool] = {}  # top-level name -> not one of the user's files
+
+    def is_library(name: str) -> bool:
+        top = name.partition(".")[0]
+        known = library.get(top)
+        if known is None:
+            try:
+                import importlib.util
+
+                spec = importlib.util.find_spec(top)
+                origin = (spec.origin or "") if spec is not None else ""
+                known = not (origin and _user_file(origin))
+            except Exception:  # noqa: BLE001 - unsure: trace it
+                known = False
+            library[top] = known
+        return known
+
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A001
+        if (level or not _tracing[0] or sys.gettrace() is None or name in sys.modules
+                or not is_library(name)):
+            return original(name, globals, locals, fromlist, level)
+        with paused():
+            return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = __import__
+
+
 def install() -> None:
     global _root
     if os.environ.get(ENV_COVERAGE) == "0" or sys.version_info < (3, 10):
@@ -272,6 +325,7 @@ def install() -> None:
 
     register_optimizer_step_post_hook(_after_step)
     _watch_loaders()
+    _pause_during_imports()
     _tracing[0] = True
     sys.settrace(_global)
     threading.settrace(_global)

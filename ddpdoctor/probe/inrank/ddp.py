@@ -25,7 +25,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import (collectives, fingerprint, forward_inputs, frameworks, groups,
+from ddpdoctor.probe.inrank import (collectives, coverage, fingerprint, forward_inputs, frameworks, groups,
                                     recorder)
 
 _ids = itertools.count()
@@ -249,7 +249,8 @@ def install(checked_iterations: int) -> None:
                 workaround = True
         site = recorder.user_site(2)
         frameworks.record_driver("DistributedDataParallel")  # built by HF, Lightning, ...?
-        original_init(*bound.args, **bound.kwargs)
+        with coverage.paused():
+            original_init(*bound.args, **bound.kwargs)
         try:
             _instrument(self, arguments, logical_group, checked_group, workaround, site,
                         checked_iterations)
