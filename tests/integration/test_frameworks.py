@@ -32,7 +32,18 @@ EXAMPLES = {
     "accelerate_gather_main_process": "accelerate",
     "fsdp_healthy": None,
     "fsdp2_healthy": None,
+    "lightning_find_unused": "lightning",
+    "lightning_no_distributed_sampler": "lightning",
+    "lightning_save_checkpoint_rank_zero": "lightning",
+    "accelerate_loader_not_prepared": "accelerate",
 }
+# The buggy examples whose findings and wording tests/unit/test_frameworks_recorded.py checks in
+# detail over their recordings: here each is probed end to end and must be named with its code.
+NAMED_BY = {"lightning_find_unused": {"DDP402"}, "lightning_no_distributed_sampler": {"DDP301"},
+            "lightning_save_checkpoint_rank_zero": {"DDP501", "DDP502", "DDP504"},
+            "accelerate_loader_not_prepared": {"DDP301"}}
+# This one hangs (a save under is_global_zero): a short stall timeout, given after the long one.
+HANGS = {"lightning_save_checkpoint_rank_zero"}
 # Extra runs: (key, example, flags). Lightning's own launcher: `python train.py` with devices=2
 # starts rank 1 itself; under --launcher none the probe must still reach it.
 VARIANTS = {"lightning_own_launcher": ("lightning_healthy", ["--launcher", "none", "--max-steps", "6"])}
@@ -47,7 +58,7 @@ def probes(tmp_path_factory):
     """Every example's probe, run once, two at a time (most of a probe is imports and
     rendezvous, not CPU): {name: ProbeResult}."""
     root = tmp_path_factory.mktemp("frameworks")
-    runs = {name: (name, []) for name in EXAMPLES}
+    runs = {name: (name, ["--stall-timeout", "8"] if name in HANGS else []) for name in EXAMPLES}
     runs.update(VARIANTS)
     wanted = [key for key, (name, _) in runs.items() if installed(EXAMPLES[name])]
 
@@ -153,6 +164,14 @@ def test_accelerate_gather_on_main_process_only_is_named(probes):
     for finding in located:
         assert finding["location"]["line"] == bug, finding
         assert "accelerator.gather" in finding["hint"] and "is_main_process" in finding["hint"]
+
+
+@pytest.mark.parametrize("name", sorted(NAMED_BY))
+def test_each_buggy_framework_example_is_named_end_to_end(probes, name):
+    result = result_of(probes, name)
+    assert result.code in (0, 1), result.report["findings"]  # DDP402 is a warning: exit 0
+    assert result.codes & NAMED_BY[name], [f["code"] for f in result.report["findings"]]
+    assert result.report["metrics"]["framework"]["name"] == EXAMPLES[name]
 
 
 def test_every_framework_example_has_a_docstring_naming_how_to_launch_it():
