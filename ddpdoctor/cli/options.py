@@ -21,6 +21,7 @@ FailOnOpt = typer.Option("error", "--fail-on", metavar="error|warning|info", hel
 IgnoreOpt = typer.Option([], "--ignore", metavar="CODE[,CODE]", help="Do not report these check codes (repeatable).")
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show every check, evidence and all numbers.")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="No terminal report (exit code and files only).")
+TraceOpt = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing).")
 ForceOpt = typer.Option(False, "--force", help="Overwrite an existing file at a report path even if it is not an earlier ddpdoctor report (never the script, its arguments or the run dir).")
 
 

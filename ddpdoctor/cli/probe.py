@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ddpdoctor.cli.options import (FailOnOpt, ForceOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt,
+from ddpdoctor.cli.options import (FailOnOpt, ForceOpt, TraceOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt,
                                    QuietOpt, VerboseOpt, finish, gate, report_outputs)
 from ddpdoctor.probe.options import ProbeOptions
 
@@ -32,7 +32,7 @@ def probe_command(
     run_dir: Optional[str] = typer.Option(None, "--run-dir", help="Where telemetry and the report go (default ./ddpdoctor-runs/...)."),
     cpu: bool = typer.Option(False, "--cpu/--no-cpu", help="Run a script written for CUDA and NCCL on the CPU with gloo, unchanged (CI runners without a GPU); the report lists what was remapped."),
     scaling: Optional[str] = typer.Option(None, "--scaling", metavar="N,N,...", help="Also probe the script at each of these world sizes, one after another (e.g. 1,2,4), and report throughput and scaling efficiency."),
-    trace: Optional[str] = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing)."),
+    trace: Optional[str] = TraceOpt,
     quiet_script: bool = typer.Option(False, "--quiet-script", help="Do not show the script's own output while it runs (RUN_DIR/job.log keeps it)."),
     verify_fix: bool = typer.Option(False, "--verify-fix", help="Rerun the script with each DDP setting the performance findings suggest (bucket_cap_mb, find_unused_parameters, ...; set by the probe, the script unchanged) and show the measured step time beside the estimate."),
     baseline: Optional[str] = typer.Option(None, "--baseline", metavar="REPORT.json", help="An earlier JSON report of this probe: fail (DDP607) if step time, exposed communication, all-reduce calls or bytes per step, or bus bandwidth got worse beyond the runs' own noise."),
@@ -100,7 +100,7 @@ def other_node_output(report, outputs) -> int:
 
 def report_command(
     run_dir: str = typer.Argument(..., help="A probe's run dir, finished or killed."),
-    trace: Optional[str] = typer.Option(None, "--trace", metavar="PATH", help="Write a Chrome trace-event JSON of step phases and bucket all-reduces per rank (open in Perfetto or chrome://tracing)."),
+    trace: Optional[str] = TraceOpt,
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
     github: bool = GithubOpt,

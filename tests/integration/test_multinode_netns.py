@@ -11,7 +11,6 @@ reason printed.
 from __future__ import annotations
 
 import itertools
-import json
 import sys
 import time
 
@@ -20,7 +19,7 @@ import pytest
 from cli_runner import ddpdoctor_exe
 from netns import Host, LabUnavailable, NetnsLab
 from probe_runner import REPO
-from test_multinode_probe import assert_nothing_left, wait_until
+from test_multinode_probe import Node, assert_nothing_left, wait_until
 
 pytestmark = [pytest.mark.netns, pytest.mark.multiprocess]
 
@@ -41,8 +40,8 @@ def lab():
     lab.close()
 
 
-class NsNode:
-    """One node's probe inside its namespace (the attributes test_multinode_probe's helpers read)."""
+class NsNode(Node):
+    """One node's probe inside its namespace; waiting and reading its report as Node does."""
 
     def __init__(self, lab: NetnsLab, host: str, node_rank: int, tmp, script: str, *flags: str, port: int,
                  args: tuple = ()):
@@ -57,23 +56,6 @@ class NsNode:
         self.proc = lab.start_in(host, ["sh", "-c", f'cd "{REPO}" && exec "$@"', "sh", *argv],
                                  env={"GLOO_SOCKET_IFNAME": "eth0"})
         self.out = self.err = ""
-
-    def wait(self, timeout: float = 150) -> int:
-        try:
-            self.out, self.err = self.proc.communicate(timeout=timeout)
-        except Exception:
-            self.proc.kill()
-            self.out, self.err = self.proc.communicate()
-            raise AssertionError(f"node did not finish in {timeout} s:\n{self.err[-3000:]}")
-        return self.proc.returncode
-
-    def json(self) -> dict:
-        assert self.report.exists(), f"no report:\n{self.err[-3000:]}"
-        return json.loads(self.report.read_text())
-
-    def steps(self, rank: int) -> int:
-        path = self.run_dir / f"rank-{rank}.jsonl"
-        return path.read_text(errors="replace").count('"kind":"step"') if path.exists() else 0
 
 
 def both(lab, tmp, script, *flags, args=()):
