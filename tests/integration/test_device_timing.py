@@ -41,3 +41,19 @@ def test_enqueue_time_is_not_reported_as_all_reduce_time(tmp_path):
         assert "device time not measured" in checks[code]["reason"]
         assert "'enqueue_complete'" in checks[code]["reason"]
     assert not result.findings("DDP405")  # the backend reduced for real: the ranks agree
+
+
+def test_gpu_selfcheck_says_in_one_line_that_there_is_no_gpu():
+    import subprocess
+    import sys
+
+    import torch
+
+    from probe_runner import REPO
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is here: tests/integration/test_gpu_timing.py runs the self-check")
+    done = subprocess.run([sys.executable, "benchmarks/gpu_selfcheck.py"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert done.stdout.count("\n") == 1 and "no CUDA GPU" in done.stdout
