@@ -69,6 +69,7 @@ class DDPState:
         # parameters' device, checked against the first bucket's.
         self.clock: Optional[str] = None
         self.clock_device = ""
+        self.device: Optional[torch.device] = None  # the device the clock was decided for
         self.timer: Optional[device_timing.DeviceTimer] = None
 
     def decide_clock(self, device: torch.device) -> None:
@@ -83,7 +84,7 @@ class DDPState:
             else:
                 self.timer = timer
                 device_timing.timeline.attach(timer)
-        self.clock, self.clock_device = clock, str(device)
+        self.clock, self.clock_device, self.device = clock, str(device), device
         recorder.get().write(tm.DeviceClock(time.time(), self.id, clock, backend, str(device), reason))
 
     def check_timer(self) -> None:
@@ -161,7 +162,7 @@ class DDPState:
         else:
             group = model.process_group if model is not None else None
         seq = collectives.next_seq(self.group_name)
-        if self.clock is None or self.clock_device != str(tensor.device):
+        if self.clock is None or tensor.device != self.device:
             self.decide_clock(tensor.device)
         timer = self.timer
         # On CUDA: an event on the current stream, after the gradients and the mul_ above it.
