@@ -168,7 +168,11 @@ class DeviceTimer:
             with self._lock:
                 if self._pending and self._pending[0] is entry:
                     self._pending.popleft()
-            on_resolved(walls)
+            try:
+                on_resolved(walls)
+            except Exception as exc:  # noqa: BLE001 - runs in the script's forward or step
+                self.fail(f"ddpdoctor bug: writing device timings failed ({exc!r})")
+                return 0
 
 
 _timers: dict[str, DeviceTimer] = {}
@@ -204,6 +208,22 @@ def first_failure() -> str:
     return next((t.failed for t in _timers.values() if t.failed), "")
 
 
+def _guarded(method: Callable) -> Callable:
+    """A StepTimeline method that never raises into the script: a failure turns timing off."""
+
+    def guarded(self: "StepTimeline", *args: Any, **kwargs: Any) -> None:
+        if self.timer is None:
+            return  # nothing on the device to time (every CPU run): as cheap as it gets
+        try:
+            method(self, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - called from the script's forward, backward, step
+            if self.timer is not None:
+                self.timer.fail(f"ddpdoctor bug: device phases failed ({exc!r})")
+
+    guarded.__name__ = method.__name__
+    return guarded
+
+
 class StepTimeline:
     """The device-side phases of the current optimizer step, from events on the compute stream:
     forward start/end (per training forward), per backward iteration the last bucket's launch
@@ -225,14 +245,17 @@ class StepTimeline:
     def attach(self, timer: DeviceTimer) -> None:
         self.timer = self.timer or timer
 
+    @_guarded
     def forward_start(self) -> None:
         if self.timer is not None:
             self.forwards.append([self.timer.record(), None])
 
+    @_guarded
     def forward_end(self) -> None:
         if self.timer is not None and self.forwards and self.forwards[-1][1] is None:
             self.forwards[-1][1] = self.timer.record()
 
+    @_guarded
     def bucket(self, start: Any, end: Any, is_last: bool) -> None:
         """A bucket's events: the start of the last bucket is the end of backward."""
         if self.timer is None:
@@ -244,10 +267,12 @@ class StepTimeline:
             self.iterations.append((forward_end, self._bucket_ends, self._backward_end))
             self._bucket_ends, self._backward_end = [], None
 
+    @_guarded
     def optimizer_start(self) -> None:
         if self.timer is not None:
             self.optimizer = [self.timer.record()]
 
+    @_guarded
     def close(self, step: int) -> None:
         """The optimizer step `step` ended: queue its events, start the next step's."""
         timer = self.timer
