@@ -16,6 +16,8 @@ memory table's peak against max_memory_allocated; and it says plainly what it co
 (one GPU: NCCL moves no bytes between GPUs). Exit 1 when a sanity check fails, 0 otherwise.
 
 Without a CUDA GPU it prints one line saying so and exits 0 (a smoke test runs it).
+`--rehearse-on-cpu` runs the same three jobs on the CPU with gloo and a small model (2 ranks), to
+try this script itself where there is no GPU; its figures say nothing about GPUs.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SELF = Path(__file__).resolve()
 WIDTHS = (2048, 4096, 4096, 2048, 1000)  # ~36M parameters: ~143 MB of fp32 gradients
+REHEARSAL_WIDTHS = (256, 512, 512, 256, 10)
 BATCH = 64
 WARMUP_STEPS = 10
 RAW_WARMUP, RAW_TIMED = 5, 20
@@ -50,18 +53,17 @@ def _train(args: argparse.Namespace) -> None:
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    device = torch.device("cuda", local_rank)
-    dist.init_process_group("nccl")
+    device = _setup(args)
+    widths = REHEARSAL_WIDTHS if args.rehearse_on_cpu else WIDTHS
     torch.manual_seed(0)
     layers: list[nn.Module] = []
-    for a, b in zip(WIDTHS[:-1], WIDTHS[1:]):
+    for a, b in zip(widths[:-1], widths[1:]):
         layers += [nn.Linear(a, b), nn.ReLU()]
-    model = DDP(nn.Sequential(*layers[:-1]).to(device), device_ids=[local_rank])
+    model = DDP(nn.Sequential(*layers[:-1]).to(device),
+                device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-    x = torch.randn(BATCH, WIDTHS[0], device=device)
-    y = torch.randint(0, WIDTHS[-1], (BATCH,), device=device)
+    x = torch.randn(BATCH, widths[0], device=device)
+    y = torch.randint(0, widths[-1], (BATCH,), device=device)
     steps = []
     last = time.perf_counter()
     for _ in range(args.steps):
@@ -73,24 +75,46 @@ def _train(args: argparse.Namespace) -> None:
         now = time.perf_counter()
         steps.append(now - last)
         last = now
+    on_gpu = device.type == "cuda"
     out = {"rank": dist.get_rank(), "world": dist.get_world_size(), "step_s": steps,
-           "max_memory_allocated": torch.cuda.max_memory_allocated(device),
-           "device": torch.cuda.get_device_name(device)}
+           "max_memory_allocated": torch.cuda.max_memory_allocated(device) if on_gpu else None,
+           "device": torch.cuda.get_device_name(device) if on_gpu else "cpu"}
     Path(f"{args.out}-{dist.get_rank()}.json").write_text(json.dumps(out))
     dist.destroy_process_group()
+
+
+def _setup(args: argparse.Namespace):
+    """The rank's device, its process group formed: one GPU per rank and NCCL (the rehearsal:
+    the CPU and gloo)."""
+    import torch
+    import torch.distributed as dist
+
+    if args.rehearse_on_cpu:
+        dist.init_process_group("gloo")
+        return torch.device("cpu")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl")
+    return torch.device("cuda", local_rank)
 
 
 def _raw(args: argparse.Namespace) -> None:
     import torch
     import torch.distributed as dist
 
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    device = torch.device("cuda", local_rank)
-    dist.init_process_group("nccl")
+    device = _setup(args)
     found = {}
     for nbytes in [int(s) for s in args.sizes.split(",") if s]:
         tensor = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device)
+        if device.type == "cpu":  # gloo returns when the bytes have moved: a CPU clock is right
+            times = []
+            for i in range(RAW_WARMUP + RAW_TIMED):
+                start = time.perf_counter()
+                dist.all_reduce(tensor)
+                if i >= RAW_WARMUP:
+                    times.append((time.perf_counter() - start) * 1e3)
+            found[nbytes] = statistics.median(times)
+            continue
         pairs = []
         for i in range(RAW_WARMUP + RAW_TIMED):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -134,25 +158,31 @@ def _table(report: dict, prefix: str) -> dict:
 
 
 def drive(args: argparse.Namespace) -> int:
+    import torch
+
+    rehearsal = args.rehearse_on_cpu
     try:
-        import torch
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception as exc:  # noqa: BLE001 - a broken CUDA install is "no GPU" here
-        gpus, torch = 0, None
         print(f"gpu_selfcheck: CUDA unusable ({exc!r}): nothing to check")
         return 0
-    if gpus < 1:
+    if rehearsal:
+        gpus = 2  # ranks, on the CPU
+    elif gpus < 1:
         print(f"gpu_selfcheck: no CUDA GPU on this machine (torch {torch.__version__}): nothing to check")
         return 0
     gpus = min(gpus, args.gpus or gpus)
     failures: list[str] = []
-    figures: dict = {"gpus": gpus, "torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
+    figures: dict = {"gpus": gpus, "torch": torch.__version__, "rehearsal": rehearsal,
+                     "device": "cpu (rehearsal)" if rehearsal else torch.cuda.get_device_name(0)}
     with tempfile.TemporaryDirectory(prefix="ddpdoctor-gpu-selfcheck-") as tmp:
         work = Path(tmp)
-        train = ["--role", "train", "--steps", str(args.steps)]
+        train = ["--role", "train", "--steps", str(args.steps)] + (
+            ["--rehearse-on-cpu"] if rehearsal else [])
         _run(_torchrun(gpus, *train, "--out", str(work / "plain")), "plain torchrun")
         report_path = work / "report.json"
-        _run([*_ddpdoctor(), "probe", str(SELF), "--max-steps", "0", "--steps-per-epoch", "0",
+        _run([*_ddpdoctor(), "probe", str(SELF), "--nproc-per-node", str(gpus),
+              "--max-steps", "0", "--steps-per-epoch", "0",
               "--run-dir", str(work / "run"), "--json", str(report_path), "-q", "--",
               *train, "--out", str(work / "probe")], "the probe")
         report = json.loads(report_path.read_text())
@@ -164,19 +194,22 @@ def drive(args: argparse.Namespace) -> int:
         raw: dict = {}
         if sizes:
             _run(_torchrun(gpus, "--role", "raw", "--sizes", ",".join(map(str, sizes)),
-                           "--out", str(work / "raw.json")), "raw all_reduce")
+                           "--out", str(work / "raw.json"), *train[4:]), "raw all_reduce")
             raw = {int(k): v for k, v in json.loads((work / "raw.json").read_text()).items()}
 
     clock = metrics.get("device_time") or {"comm": "cpu", "compute": "cpu", "reason": ""}
+    widths = REHEARSAL_WIDTHS if rehearsal else WIDTHS
     print(f"gpu_selfcheck: {gpus} x {figures['device']}, torch {figures['torch']}, "
-          f"NCCL, MLP {'-'.join(map(str, WIDTHS))}, batch {BATCH}, {args.steps} steps")
+          f"{'gloo' if rehearsal else 'NCCL'}, MLP {'-'.join(map(str, widths))}, batch {BATCH}, "
+          f"{args.steps} steps" + (" (a rehearsal on the CPU: nothing here is about GPUs)"
+                                   if rehearsal else ""))
     print(f"\nprobe clock: bucket times {clock['comm']}, step phases {clock['compute']}"
           + (f" ({clock['reason']})" if clock.get("reason") else ""))
-    if clock["comm"] != "cuda-events":
+    if clock["comm"] != ("cpu" if rehearsal else "cuda-events"):
         failures.append(f"the probe's bucket times are not from CUDA events ({clock['comm']})")
 
     print("\nper bucket: the probe's median all-reduce time in training against a raw all_reduce "
-          "of the same size timed with CUDA events outside the probe")
+          f"of the same size timed {'on the CPU' if rehearsal else 'with CUDA events'} outside the probe")
     print(f"  {'bucket':>6} {'MB':>8} {'probe ms':>9} {'raw ms':>8} {'probe/raw':>9}")
     rows = []
     for b in buckets:
@@ -212,14 +245,19 @@ def drive(args: argparse.Namespace) -> int:
         gap = abs(peak - allocated) / allocated if peak and allocated else None
         figures["memory"].append({"rank": rank["rank"], "probe_peak": peak, "max_memory_allocated": allocated})
         print(f"  rank {rank['rank']}: probe {'-' if peak is None else f'{peak / 1e6:.1f} MB'}, "
-              f"max_memory_allocated {allocated / 1e6:.1f} MB"
+              + ("max_memory_allocated: none on the CPU" if allocated is None else
+                 f"max_memory_allocated {allocated / 1e6:.1f} MB")
               + ("" if gap is None else f" ({gap:.1%} apart)"))
+        if rehearsal:
+            continue  # no allocator figure on the CPU to compare with
         if gap is None or gap > MAX_MEMORY_GAP:
             failures.append(f"rank {rank['rank']}: the memory table's peak is not within "
                             f"{MAX_MEMORY_GAP:.0%} of max_memory_allocated")
 
     print("\nnot checked here:")
-    if gpus == 1:
+    if rehearsal:
+        print("  - anything about GPUs: this was a rehearsal on the CPU")
+    elif gpus == 1:
         print("  - one GPU: NCCL all-reduces over one rank move no bytes between GPUs; bus bandwidth,"
               " the in-job baseline (needs 2 ranks), stragglers and DDP601-604 were not exercised")
     print("  - traffic between nodes (one machine only); gloo on GPU tensors; a user comm hook on GPU")
@@ -235,6 +273,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60, help="training steps per run")
     parser.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all)")
     parser.add_argument("--json", default="", help="write the figures here")
+    parser.add_argument("--rehearse-on-cpu", action="store_true",
+                        help="run the three jobs on the CPU with gloo (to try this script without a GPU)")
     parser.add_argument("--role", choices=("drive", "train", "raw"), default="drive",
                         help=argparse.SUPPRESS)
     parser.add_argument("--out", default="", help=argparse.SUPPRESS)
