@@ -1,0 +1,126 @@
+"""One attach on this machine: find the job, observe its ranks for a few seconds, judge.
+
+Nothing here signals, pauses or changes a rank: py-spy reads the ranks' memory with
+--nonblocking, /proc is read-only. Only `end_job` (the user's --end, after the report) signals.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import psutil
+
+from ddpdoctor.attach import procstate
+from ddpdoctor.attach.discover import Job, jobs_for, scan
+from ddpdoctor.attach.facts import Observation, RankObservation, rank_cwd, shorten
+from ddpdoctor.attach.judge import judge
+from ddpdoctor.attach.sample import PTRACE_FIX, Recorders
+from ddpdoctor.core.errors import UsageError
+from ddpdoctor.core.findings import Severity
+from ddpdoctor.report.model import Report
+
+
+@dataclass
+class AttachOptions:
+    pids: list[int] = field(default_factory=list)
+    duration_s: float = 5.0
+    rate: int = 50
+    fail_on: Severity = Severity.ERROR
+    ignore: set[str] = field(default_factory=set)
+    end: bool = False
+
+
+def choose_job(pids: list[int]) -> Job:
+    """The job to diagnose: the one the PIDs belong to, or the only one on this machine.
+    Several jobs (or none) without PIDs is bad input, listing them."""
+    if pids:
+        return jobs_for(pids)
+    jobs, refused = scan()
+    if len(jobs) == 1:
+        return jobs[0]
+    if not jobs:
+        extra = (f" ({len(refused)} processes of other users could not be read: run as root to "
+                 "see their jobs)" if refused and os.geteuid() != 0 else "")
+        raise UsageError("no torchrun, elastic or mp.spawn job is running on this machine"
+                         f"{extra}; give a PID: ddpdoctor attach PID")
+    listing = "; ".join(f"[{i + 1}] {j.describe()}" for i, j in enumerate(jobs))
+    raise UsageError(f"{len(jobs)} jobs are running here, choose one with a PID (the torchrun "
+                     f"agent's or any rank's): ddpdoctor attach PID. {listing}")
+
+
+def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) -> Observation:
+    """Sample every rank of the job on this machine for `duration_s`: py-spy stacks and /proc
+    before and after. Ranks that exit meanwhile are reported as such."""
+    host = host or socket.gethostname()
+    pids = job.pids
+    cwds = {pid: rank_cwd(pid) for pid in pids}
+    starts = {pid: procstate.read(pid) for pid in pids}
+    recorders = Recorders(pids, duration_s, rate)
+    try:
+        recorders.start()
+        samples = recorders.collect()
+    finally:
+        recorders.stop()
+    ends = {pid: procstate.read(pid) for pid in pids}
+    observation = Observation(job.key, job.world_size, duration_s)
+    for proc in job.ranks:
+        got = samples[proc.pid]
+        delta = procstate.delta(starts[proc.pid], ends[proc.pid])
+        exited = got.exited or not delta.alive_at_end
+        error = got.error
+        if exited and not error:
+            error = "the process exited while it was sampled"
+        observation.ranks.append(RankObservation(
+            proc.rank, proc.pid, host, [shorten(s, cwds[proc.pid]) for s in got.stacks],
+            error, got.refused, exited, delta.to_dict(), proc.rank_known))
+    refused = [r for r in observation.ranks if r.refused]
+    if refused:
+        observation.notes.append(
+            f"ptrace was refused for rank(s) {', '.join(str(r.rank) for r in refused)}: no stacks, "
+            f"only /proc was read. Fix: {PTRACE_FIX}")
+    elif recorders.missing:
+        observation.notes.append(recorders.missing)
+    if any(not r.rank_known for r in observation.ranks):
+        observation.notes.append("mp.spawn job: ranks are numbered by start order (their RANK is "
+                                 "set inside the process, not in its environment)")
+    if job.world_size and len(job.ranks) < job.world_size:
+        observation.notes.append(f"{len(job.ranks)} of {job.world_size} ranks run on this machine: "
+                                 "the others are on other nodes (attach to all with --nodes)")
+    return observation
+
+
+def report_for(observation: Observation, options: AttachOptions, header: str) -> Report:
+    verdict = judge(observation, options.ignore)
+    return Report(command="attach", results=verdict.results, fail_on=options.fail_on,
+                  header=header, tables=[verdict.table], notes=verdict.notes,
+                  metrics={"state": verdict.state, "window_s": observation.duration_s,
+                           "ranks": len(observation.ranks), "nodes": observation.nodes})
+
+
+def attach(options: AttachOptions) -> Report:
+    started = time.monotonic()
+    job = choose_job(options.pids)
+    observation = observe(job, options.duration_s, options.rate)
+    report = report_for(observation, options, f"{job.describe()}; sampled {options.duration_s:g} s")
+    report.metrics["seconds_to_verdict"] = round(time.monotonic() - started, 2)
+    if options.end:
+        report.notes.append(end_job(job))
+    return report
+
+
+def end_job(job: Job) -> str:
+    """--end: SIGTERM to torchrun's agent (which ends its ranks in order), else to each rank."""
+    targets = [job.agent_pid] if job.agent_pid else job.pids
+    sent = []
+    for pid in targets:
+        try:
+            psutil.Process(pid).send_signal(signal.SIGTERM)
+            sent.append(pid)
+        except psutil.Error:
+            continue
+    return f"--end: sent SIGTERM to pid(s) {', '.join(map(str, sent)) or 'none (already gone)'}"

@@ -1,0 +1,50 @@
+"""`ddpdoctor attach [PID ...]`: diagnose a job that is already running, without changing it."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from ddpdoctor.cli.options import (FailOnOpt, ForceOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt,
+                                   QuietOpt, VerboseOpt, finish, gate, report_outputs)
+from ddpdoctor.core.errors import UsageError
+
+
+def attach_command(
+    pids: Optional[List[int]] = typer.Argument(None, help="A PID of the job: torchrun's agent, any rank, or an mp.spawn parent. Without one: the only job on this machine."),
+    duration: float = typer.Option(5.0, "--duration", metavar="SECONDS", help="How long to sample every rank."),
+    rate: int = typer.Option(50, "--rate", metavar="HZ", help="Stack samples per second per rank."),
+    end: bool = typer.Option(False, "--end", help="After the report, end the job (SIGTERM to torchrun's agent, else to each rank). Off by default: attach never touches the job."),
+    json_path: Optional[str] = JsonOpt,
+    junit_path: Optional[str] = JunitOpt,
+    github: bool = GithubOpt,
+    fail_on: str = FailOnOpt,
+    ignore: List[str] = IgnoreOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
+    force: bool = ForceOpt,
+) -> int:
+    """Diagnose a running DDP job (hung, straggler, healthy) from its ranks' stacks, without stopping it."""
+    from ddpdoctor.attach.run import AttachOptions, attach
+
+    if not 0.5 <= duration <= 600:
+        raise UsageError(f"--duration must be between 0.5 and 600 seconds (got {duration:g})")
+    if not 1 <= rate <= 1000:
+        raise UsageError(f"--rate must be between 1 and 1000 samples per second (got {rate})")
+    severity, codes = gate(fail_on, ignore)
+    outputs = report_outputs(json_path, junit_path, github, verbose, quiet, force=force)
+    options = AttachOptions(list(pids or []), duration, rate, severity, codes, end)
+    return finish(attach(options), outputs)
+
+
+def env_command(
+    shell: bool = typer.Option(False, "--export", help="Print `export NAME=value` lines to paste or eval."),
+) -> int:
+    """Print the environment to add to a launch so that Flight Recorder can be read later."""
+    import sys
+
+    from ddpdoctor.attach.flight_env import render
+
+    sys.stdout.write(render(export=shell))
+    return 0

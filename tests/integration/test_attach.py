@@ -1,0 +1,100 @@
+"""`ddpdoctor attach` on real jobs started with plain torchrun (gloo), outside ddpdoctor.
+
+Each test asserts the verdict, that the job was left running (never paused, signalled or
+ended) and that nothing of ddpdoctor's is left (no py-spy process, no temporary file)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from attach_jobs import TorchrunJob, pyspy_on
+from cli_runner import run_cli
+
+pytestmark = [pytest.mark.multiprocess,
+              pytest.mark.skipif(shutil.which("py-spy") is None, reason="needs py-spy")]
+
+
+@pytest.fixture
+def job_in(tmp_path):
+    jobs = []
+
+    def start(mode: str, **kwargs) -> TorchrunJob:
+        job = TorchrunJob(mode, tmp_path, **kwargs)
+        jobs.append(job)
+        return job
+
+    yield start
+    for job in jobs:
+        job.end()
+
+
+def _attach(job: TorchrunJob, tmp_path, *extra: str):
+    spool = tmp_path / "tmp"
+    spool.mkdir(exist_ok=True)
+    pids = job.rank_pids()
+    done = run_cli("attach", str(job.proc.pid), "--duration", "2", "--json", "-", *extra,
+                   timeout=60, env={"TMPDIR": str(spool)})
+    assert job.running(), "attach must leave the job running"
+    assert pyspy_on(pids) == []
+    assert list(spool.iterdir()) == [], "attach left temporary files"
+    return done, json.loads(done.stdout)
+
+
+def _finding(report: dict, code: str) -> dict:
+    found = [f for f in report["findings"] if f["code"] == code]
+    assert found, (code, report["findings"], report["notes"])
+    return found[0]
+
+
+def test_rank_stuck_in_user_code_is_named_with_its_line(job_in, tmp_path):
+    job = job_in("stuck")
+    job.wait_until(lambda s: s.get(0, -1) >= 4)
+    done, report = _attach(job, tmp_path)
+    assert done.code == 1, done.stderr
+    hang = _finding(report, "DDP503")
+    assert hang["ranks"] == [1]
+    assert hang["location"]["file"] == "attach_job.py"
+    assert hang["location"]["line"] == 35  # the loop in wait_for_file_that_never_comes
+    assert "rank 0 waits in Tensor.backward" in hang["message"], hang["message"]
+    assert "rank 1 is running wait_for_file_that_never_comes" in hang["message"]
+
+
+def test_rank0_only_collective_is_a_skipped_collective(job_in, tmp_path):
+    job = job_in("rank0_collective")
+    job.wait_until(lambda s: s.get(0, -1) >= 4 and s.get(1, -1) >= 5)
+    done, report = _attach(job, tmp_path)
+    assert done.code == 1, done.stderr
+    skipped = _finding(report, "DDP502")
+    assert skipped["ranks"] == [0]
+    assert skipped["location"]["line"] == 53  # dist.barrier() under `if rank == 0`
+    assert "rank 0 entered barrier" in skipped["message"]
+    assert "rank 1 skipped it" in skipped["message"]
+    assert _finding(report, "DDP503")["location"]["line"] == 53
+
+
+def test_straggler_sleeping_in_its_data_loading_is_named(job_in, tmp_path):
+    job = job_in("straggler")
+    job.wait_until(lambda s: min(s.get(0, -1), s.get(1, -1)) >= 9)
+    before = job.steps()[0]
+    done, report = _attach(job, tmp_path)
+    assert done.code == 0, done.stderr  # DDP601 is a warning
+    slow = _finding(report, "DDP601")
+    assert slow["ranks"] == [1]
+    assert "load_batch at attach_job.py:29" in slow["message"], slow["message"]
+    job.wait_until(lambda s: s.get(0, -1) > before, timeout=30)  # it kept training
+
+
+def test_healthy_fast_job_is_said_healthy(job_in, tmp_path):
+    job = job_in("healthy")
+    job.wait_until(lambda s: min(s.get(0, -1), s.get(1, -1)) >= 40)
+    before = job.steps()[0]
+    done, report = _attach(job, tmp_path)
+    assert done.code == 0, done.stderr
+    assert report["status"] == "pass"
+    assert report["findings"] == []
+    assert report["metrics"]["state"] == "healthy"
+    assert any(n.startswith("healthy: every rank advanced") for n in report["notes"])
+    job.wait_until(lambda s: s.get(0, -1) > before, timeout=30)
