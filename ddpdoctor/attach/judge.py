@@ -33,6 +33,8 @@ IN_PLACE = 0.9  # share of samples on the final stack for a rank to count as not
 IDLE_CPU = 0.2  # main thread's share of a core below which a rank is idle, not computing
 STRAGGLER_GAP = 0.3  # the others wait this much more of their samples than the straggler
 MIN_SAMPLES = 5
+MIN_QUIET_S = 1.0  # a hung rank made no read/write call for at least this long,
+QUIET_SHARE = 0.5  # ... and for at least this share of the window
 CODES = ("DDP503", "DDP502", "DDP601")
 
 
@@ -57,19 +59,32 @@ class Reading:
 
     @property
     def in_place_share(self) -> float:
-        if not self.views:
-            return 0.0
-        final = self.views[-1].signature
-        return sum(v.signature == final for v in self.views) / len(self.views)
+        return _in_place(self.views)
+
+    @property
+    def quiet_s(self) -> Optional[float]:
+        """How long before the end of the window the rank last made a read or write call."""
+        return self.obs.proc.get("io_quiet_s")
+
+    @property
+    def tail(self) -> list[StackView]:
+        """The samples of the quiet end of the window (all of them where /proc/PID/io is
+        unreadable): a job that hangs while it is sampled is judged from the hang on."""
+        quiet, seconds_ = self.quiet_s, self.obs.proc.get("seconds")
+        if quiet is None or not seconds_:
+            return self.views
+        return self.views[len(self.views) - int(len(self.views) * min(quiet / seconds_, 1.0)):]
 
     @property
     def stuck(self) -> bool:
-        """The stack never moved and, where /proc says, no socket read or write was made."""
-        if len(self.views) < MIN_SAMPLES or self.in_place_share < IN_PLACE:
+        """The stack stayed in place, and no read or write call was made, over the end of the
+        window: at least half of it and a second (no /proc/PID/io: the whole window, no CPU)."""
+        tail = self.tail
+        if len(tail) < MIN_SAMPLES or _in_place(tail) < IN_PLACE:
             return False
-        calls = self.obs.io_calls
-        if calls is not None:
-            return calls == 0
+        quiet, seconds_ = self.quiet_s, self.obs.proc.get("seconds") or 0.0
+        if quiet is not None:
+            return quiet >= max(MIN_QUIET_S, QUIET_SHARE * seconds_)
         cpu = self.obs.main_cpu_share
         return cpu is None or cpu < IDLE_CPU
 
@@ -85,6 +100,14 @@ class Reading:
         view = next(v for v in own if ((v.user_frame.func, v.user_frame.file, v.user_frame.line, v.call)
                                        if v.user_frame else (v.call,)) == key)
         return view, count / len(self.views)
+
+
+def _in_place(views: list[StackView]) -> float:
+    """The share of the samples standing where the last one stands."""
+    if not views:
+        return 0.0
+    final = views[-1].signature
+    return sum(v.signature == final for v in views) / len(views)
 
 
 def waiting(view: StackView) -> bool:
@@ -213,8 +236,11 @@ def _hung(reads: list[Reading], observation: Observation) -> tuple[Problem, Opti
                              g.view is not None and bare_name(g.view.call) == "backward",
                              0 in g.ranks, g.ranks[0]))
     window = seconds(observation.duration_s)
-    head = (f"no rank advanced in the {window} sampled (the waiting ranks' stacks stayed in place "
-            "and made no read or write system call)")
+    quiet = [r.quiet_s for r in reads if r.quiet_s is not None and r.last is not None and waiting(r.last)]
+    span = (f"the last {seconds(min(quiet))} of the {window} sampled"
+            if quiet and min(quiet) < observation.duration_s - 0.5 else f"the {window} sampled")
+    head = (f"no rank advanced in {span} (the waiting ranks' stacks stayed in place and made no "
+            "read or write system call)")
     if len(groups) == 1 and len(everyone) > 1:
         clauses = [f"{rank_list(groups[0].ranks)} all {groups[0].where}"]
     else:
@@ -318,7 +344,8 @@ def _straggler(sampled: list[Reading], observation: Observation) -> Optional[Pro
     return Problem(
         message=(f"rank {rank.rank}{_on(hosts, [rank.rank])} waits for the others in "
                  f"{rank.wait_share:.0%} of its samples while {rank_list([r.rank for r in others])} "
-                 f"{verb([r.rank for r in others], 'waits', 'wait')} in {their:.0%} of theirs "
+                 f"{verb([r.rank for r in others], 'waits', 'wait')} in {their:.0%} of "
+                 f"{verb([r.rank for r in others], 'its', 'theirs')} "
                  f"(mostly in {waits_in}), over the {seconds(observation.duration_s)} sampled"
                  f"{where}"),
         hint=(f"rank {rank.rank} is the straggler: make every rank do the same work per step "

@@ -111,3 +111,33 @@ def delta(start: ProcSnapshot, end: ProcSnapshot) -> ProcDelta:
     return ProcDelta(start.pid, seconds, end.alive, start.state, end.state, start.threads,
                      end.threads, share(start.cpu_s, end.cpu_s),
                      share(start.main_cpu_s, end.main_cpu_s), calls)
+
+
+class IoWatch:
+    """Each rank's read/write call count, read every quarter second while it is sampled, to
+    tell how long before the end of the window it last made one ("quiet for 3.2 s"): a job
+    that hangs during the window is hung from that moment, not from the window's start."""
+
+    def __init__(self, pids: list[int]):
+        self.last: dict[int, Optional[int]] = {pid: None for pid in pids}
+        self.changed_at: dict[int, float] = {}
+        self.started = time.monotonic()
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        for pid in self.last:
+            try:
+                with open(f"/proc/{pid}/io", encoding="ascii") as handle:
+                    counters = dict(line.split(":", 1) for line in handle if ":" in line)
+                calls = int(counters["syscr"]) + int(counters["syscw"])
+            except (OSError, KeyError, ValueError):
+                continue
+            if self.last[pid] is not None and calls != self.last[pid]:
+                self.changed_at[pid] = now
+            self.last[pid] = calls
+
+    def quiet_s(self, pid: int) -> Optional[float]:
+        """Seconds since the rank's last read or write call (the whole window if none)."""
+        if self.last.get(pid) is None:
+            return None
+        return time.monotonic() - self.changed_at.get(pid, self.started)

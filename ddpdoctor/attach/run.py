@@ -61,9 +61,11 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
     cwds = {pid: rank_cwd(pid) for pid in pids}
     starts = {pid: procstate.read(pid) for pid in pids}
     recorders = Recorders(pids, duration_s, rate)
+    watch = procstate.IoWatch(pids)
     try:
+        watch.tick()
         recorders.start()
-        samples = recorders.collect()
+        samples = recorders.collect(watch.tick)
     finally:
         recorders.stop()
     ends = {pid: procstate.read(pid) for pid in pids}
@@ -71,13 +73,16 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
     for proc in job.ranks:
         got = samples[proc.pid]
         delta = procstate.delta(starts[proc.pid], ends[proc.pid])
+        facts = delta.to_dict()
+        quiet = watch.quiet_s(proc.pid)
+        facts["io_quiet_s"] = None if quiet is None else round(min(quiet, delta.seconds), 2)
         exited = got.exited or not delta.alive_at_end
         error = got.error
         if exited and not error:
             error = "the process exited while it was sampled"
         observation.ranks.append(RankObservation(
             proc.rank, proc.pid, host, [shorten(s, cwds[proc.pid]) for s in got.stacks],
-            error, got.refused, exited, delta.to_dict(), proc.rank_known))
+            error, got.refused, exited, facts, proc.rank_known))
     refused = [r for r in observation.ranks if r.refused]
     if refused:
         observation.notes.append(

@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from ddpdoctor.probe.analysis.runmodel import Frame
 from ddpdoctor.probe.launch.stacks import _pyspy_failure
@@ -95,16 +95,17 @@ class Recorders:
                     break
         self.started_at = time.monotonic()
 
-    def collect(self) -> dict[int, RankSamples]:
-        """Wait for every recorder (each stops itself after --duration), end any that overrun,
-        read their files and remove the folder."""
+    def collect(self, tick: Optional[Callable[[], None]] = None, every_s: float = 0.25) -> dict[int, RankSamples]:
+        """Wait for every recorder (each stops itself after --duration), calling `tick` every
+        `every_s` meanwhile; end any that overrun, read their files and remove the folder."""
         try:
             deadline = self.started_at + self.duration_s + GRACE_S
-            for proc in self.procs.values():
-                try:
-                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    pass
+            while time.monotonic() < deadline and any(p.poll() is None for p in self.procs.values()):
+                if tick is not None:
+                    tick()
+                time.sleep(every_s)
+            if tick is not None:
+                tick()
             return {pid: self._read(pid) for pid in self.pids}
         finally:
             self.stop()
