@@ -159,8 +159,7 @@ def job_of(pid: int) -> Job:
         return spawned
     env = _environ(proc)
     if env is None:
-        raise UsageError(f"process {pid} belongs to another user: its environment cannot be read "
-                         "(run ddpdoctor as that user or as root)")
+        return _unreadable(proc)
     raise UsageError(f"process {pid} is no rank of a torchrun, elastic or mp.spawn job "
                      "(no RANK/WORLD_SIZE in its environment, no such child)")
 
@@ -192,3 +191,23 @@ def jobs_for(pids: list[int]) -> Job:
     if len(jobs) > 1:
         raise UsageError("the PIDs belong to different jobs: " + "; ".join(j.key for j in jobs))
     return jobs[0]
+
+
+def _unreadable(proc: psutil.Process) -> Job:
+    """A process whose environment we may not read (another user's, no CAP_SYS_PTRACE): from
+    its command line alone, torchrun's agent (its children are the ranks, in start order) or
+    a rank itself. What can still be read is; the report says ranks are numbered by order."""
+    text = _cmdline(proc)
+    if "torch.distributed.run" in text or "torchrun" in text or "torch.distributed.launch" in text:
+        try:
+            children = sorted(proc.children(), key=lambda c: (c.create_time(), c.pid))
+        except psutil.Error:
+            children = []
+        job = Job(f"torchrun job (agent {proc.pid}, environment unreadable)", len(children) or None,
+                  agent_pid=proc.pid, unreadable=[proc.pid])
+        for index, child in enumerate(children):
+            job.ranks.append(RankProc(index, child.pid, index, _cmdline(child), rank_known=False))
+        if job.ranks:
+            return job
+    return Job(f"process {proc.pid} (environment unreadable)", None, unreadable=[proc.pid],
+               ranks=[RankProc(0, proc.pid, None, text, rank_known=False)])

@@ -90,7 +90,10 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
             f"only /proc was read. Fix: {PTRACE_FIX}")
     elif recorders.missing:
         observation.notes.append(recorders.missing)
-    if any(not r.rank_known for r in observation.ranks):
+    if job.unreadable:
+        observation.notes.append("the job's environment could not be read (another user's "
+                                 "processes): ranks are numbered by start order")
+    elif any(not r.rank_known for r in observation.ranks):
         observation.notes.append("mp.spawn job: ranks are numbered by start order (their RANK is "
                                  "set inside the process, not in its environment)")
     if job.world_size and len(job.ranks) < job.world_size:

@@ -138,7 +138,8 @@ class Recorders:
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             result.stacks = []
         lowered = err.lower()
-        if "permission denied" in lowered or "operation not permitted" in lowered:
+        if "permission denied" in lowered or "operation not permitted" in lowered or (
+                not result.stacks and ptrace_refused(pid)):
             result.refused = True
             result.error = f"ptrace refused for pid {pid}: py-spy was not allowed to attach"
         elif not os.path.exists(f"/proc/{pid}") or "no such process" in lowered or "exited" in lowered:
@@ -172,3 +173,16 @@ def parse_speedscope(data: dict, pid: int) -> list[tuple[Frame, ...]]:
     for sample in main.get("samples", []):
         stacks.append(tuple(table[i] for i in reversed(sample)))
     return stacks
+
+
+def ptrace_refused(pid: int) -> bool:
+    """The kernel refuses us ptrace access to the process (reading its /proc/PID/exe takes the
+    same permission): Yama's ptrace_scope, no CAP_SYS_PTRACE, another user's process. py-spy
+    then fails with whatever it tried first, not always "permission denied"."""
+    try:
+        os.readlink(f"/proc/{pid}/exe")
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False

@@ -6,12 +6,14 @@ ended) and that nothing of ddpdoctor's is left (no py-spy process, no temporary 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 
 import pytest
 
 from attach_jobs import TorchrunJob, pyspy_on
-from cli_runner import run_cli
+from cli_runner import ddpdoctor_exe, run_cli
 
 pytestmark = [pytest.mark.multiprocess,
               pytest.mark.skipif(shutil.which("py-spy") is None, reason="needs py-spy")]
@@ -98,3 +100,28 @@ def test_healthy_fast_job_is_said_healthy(job_in, tmp_path):
     assert report["metrics"]["state"] == "healthy"
     assert any(n.startswith("healthy: every rank advanced") for n in report["notes"])
     job.wait_until(lambda s: s.get(0, -1) > before, timeout=30)
+
+
+def test_ptrace_refused_is_one_line_with_the_fix_and_proc_is_still_read(job_in, tmp_path):
+    """For real: the job runs as another user (uid 12345, allowed to read the venv through
+    ambient DAC capabilities) and ddpdoctor runs as root without CAP_SYS_PTRACE, which is what
+    a user attaching to a colleague's job, or a container without SYS_PTRACE, meets."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the job as another user")
+    tmp_path.chmod(0o777)
+    caps = "+dac_override,+dac_read_search"
+    job = job_in("healthy", wrapper=["setpriv", "--reuid", "12345", "--regid", "12345",
+                                     "--clear-groups", "--inh-caps", caps, "--ambient-caps", caps])
+    job.wait_until(lambda s: min(s.get(0, -1), s.get(1, -1)) >= 9)
+    pids = job.rank_pids()
+    done = subprocess.run(["setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps", "-sys_ptrace",
+                           *ddpdoctor_exe(), "attach", str(job.proc.pid), "--duration", "1",
+                           "--json", "-"], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert job.running() and pyspy_on(pids) == []
+    report = json.loads(done.stdout)
+    assert done.returncode == 4, done.stderr  # incomplete: never a pass without stacks
+    refused = [n for n in report["notes"] if n.startswith("ptrace was refused")]
+    assert len(refused) == 1 and "ptrace_scope" in refused[0] and "SYS_PTRACE" in refused[0]
+    rows = report["tables"][0]["rows"]
+    assert len(rows) == 2 and all(row[-1] != "?" for row in rows)  # /proc state still read
