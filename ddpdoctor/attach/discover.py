@@ -30,6 +30,7 @@ class RankProc:
     local_rank: Optional[int] = None
     cmdline: str = ""
     rank_known: bool = True  # False for mp.spawn children (rank = order among siblings)
+    node_rank: Optional[int] = None  # torchrun's GROUP_RANK
 
 
 @dataclass
@@ -125,7 +126,9 @@ def scan(own_pid: Optional[int] = None) -> tuple[list[Job], list[int]]:
         rank = _int(env.get("RANK"))
         if rank is None:
             continue
-        job.ranks.append(RankProc(rank, pid, _int(env.get("LOCAL_RANK")), _cmdline(psutil.Process(pid))))
+        job.master_port = _int(env.get("MASTER_PORT"))
+        job.ranks.append(RankProc(rank, pid, _int(env.get("LOCAL_RANK")), _cmdline(psutil.Process(pid)),
+                                  node_rank=_int(env.get("GROUP_RANK"))))
         if job.agent_pid is None and parent not in envs:
             job.agent_pid = parent
     for job in jobs.values():

@@ -60,6 +60,14 @@ class Observation:
     ranks: list[RankObservation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     nodes: int = 1
+    lost_nodes: list[str] = field(default_factory=list)  # nodes that gave no observation
+
+    @property
+    def unobserved(self) -> list[int]:
+        """Ranks of the world that no node observed."""
+        if not self.world_size:
+            return []
+        return sorted(set(range(self.world_size)) - {r.rank for r in self.ranks})
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job, "world_size": self.world_size, "duration_s": self.duration_s,

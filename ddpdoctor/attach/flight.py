@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from ddpdoctor.attach.judge import probe_check
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.core.registry import FAILED, INCOMPLETE, PASSED, CheckResult, get_check
+from ddpdoctor.core.registry import FAILED, INCOMPLETE, PASSED, CheckResult
 from ddpdoctor.probe.analysis.runmodel import Frame
 from ddpdoctor.probe.analysis.stack_groups import StackView
 from ddpdoctor.probe.analysis.wording import rank_list, verb
@@ -214,7 +215,7 @@ def report(folder: str, fail_on: Severity, ignore: set[str]) -> Report:
     found, compared = analyse(dumps)
     results = []
     for code in ("DDP501", "DDP502"):
-        spec = get_check(code)
+        spec = probe_check(code)
         if code in ignore:
             results.append(CheckResult(spec, "ignored", reason="--ignore"))
             continue

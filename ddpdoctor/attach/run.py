@@ -28,29 +28,45 @@ from ddpdoctor.report.model import Report
 @dataclass
 class AttachOptions:
     pids: list[int] = field(default_factory=list)
+    master_port: Optional[int] = None
     duration_s: float = 5.0
     rate: int = 50
     fail_on: Severity = Severity.ERROR
     ignore: set[str] = field(default_factory=set)
     end: bool = False
+    nodes_file: Optional[str] = None
+    slurm_job: Optional[str] = None
+    ssh: Optional[object] = None  # preflight.transport.ssh.SshOptions
 
 
-def choose_job(pids: list[int]) -> Job:
-    """The job to diagnose: the one the PIDs belong to, or the only one on this machine.
-    Several jobs (or none) without PIDs is bad input, listing them."""
+def choose_job(pids: list[int], master_port: Optional[int] = None,
+               node_rank: Optional[int] = None) -> Job:
+    """The job to diagnose: the one the PIDs belong to, or the only one on this machine (with
+    this MASTER_PORT, when given). Several jobs (or none) without PIDs is bad input, listing
+    them. `node_rank` keeps the ranks of that torchrun node (GROUP_RANK) only."""
     if pids:
-        return jobs_for(pids)
+        return _node_ranks(jobs_for(pids), node_rank)
     jobs, refused = scan()
+    if master_port is not None:
+        jobs = [j for j in jobs if j.master_port == master_port]
     if len(jobs) == 1:
-        return jobs[0]
+        return _node_ranks(jobs[0], node_rank)
+    where = f" with MASTER_PORT {master_port}" if master_port is not None else ""
     if not jobs:
         extra = (f" ({len(refused)} processes of other users could not be read: run as root to "
                  "see their jobs)" if refused and os.geteuid() != 0 else "")
-        raise UsageError("no torchrun, elastic or mp.spawn job is running on this machine"
+        raise UsageError(f"no torchrun, elastic or mp.spawn job{where} is running on this machine"
                          f"{extra}; give a PID: ddpdoctor attach PID")
     listing = "; ".join(f"[{i + 1}] {j.describe()}" for i, j in enumerate(jobs))
-    raise UsageError(f"{len(jobs)} jobs are running here, choose one with a PID (the torchrun "
-                     f"agent's or any rank's): ddpdoctor attach PID. {listing}")
+    raise UsageError(f"{len(jobs)} jobs{where} are running here, choose one with a PID (the "
+                     f"torchrun agent's or any rank's) or --master-port: ddpdoctor attach PID. {listing}")
+
+
+def _node_ranks(job: Job, node_rank: Optional[int]) -> Job:
+    if node_rank is None or not any(r.node_rank is not None for r in job.ranks):
+        return job
+    job.ranks = [r for r in job.ranks if r.node_rank == node_rank]
+    return job
 
 
 def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) -> Observation:
@@ -110,9 +126,36 @@ def report_for(observation: Observation, options: AttachOptions, header: str) ->
                            "ranks": len(observation.ranks), "nodes": observation.nodes})
 
 
-def attach(options: AttachOptions) -> Report:
+def attach_nodes(options: AttachOptions) -> Report:
+    """--nodes / --slurm-job: each node observes its own ranks, this ddpdoctor judges them all.
+    --end is refused here: ending a job across nodes is the scheduler's (scancel) or torchrun's."""
+    from ddpdoctor.attach import nodes
+    from ddpdoctor.preflight.hosts import parse_host_file
+
     started = time.monotonic()
-    job = choose_job(options.pids)
+    if options.slurm_job:
+        python = options.ssh.remote_python if options.ssh is not None else "python3"
+        observation = nodes.gather_slurm(options.slurm_job, python, options.duration_s,
+                                         options.rate, options.master_port)
+        where = f"SLURM job {options.slurm_job}"
+    else:
+        hosts = [h.name for h in parse_host_file(options.nodes_file)]
+        observation = nodes.gather_ssh(hosts, options.ssh, options.duration_s, options.rate,
+                                       options.master_port)
+        where = f"{len(hosts)} node(s) of {options.nodes_file}"
+    header = (f"{observation.job or 'job'} on {where}, world size "
+              f"{observation.world_size or '?'}: {len(observation.ranks)} rank(s) observed; "
+              f"sampled {options.duration_s:g} s")
+    report = report_for(observation, options, header)
+    report.metrics["seconds_to_verdict"] = round(time.monotonic() - started, 2)
+    return report
+
+
+def attach(options: AttachOptions) -> Report:
+    if options.nodes_file or options.slurm_job:
+        return attach_nodes(options)
+    started = time.monotonic()
+    job = choose_job(options.pids, options.master_port)
     observation = observe(job, options.duration_s, options.rate)
     report = report_for(observation, options, f"{job.describe()}; sampled {options.duration_s:g} s")
     report.metrics["seconds_to_verdict"] = round(time.monotonic() - started, 2)

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -58,7 +59,16 @@ def stack_key(stack: tuple[Frame, ...]) -> tuple:
 
 
 def pyspy_exe() -> Optional[str]:
-    return shutil.which("py-spy")
+    """py-spy on PATH, else beside this Python (a node reached over ssh often has a bare PATH,
+    while `pip install py-spy` put it next to the interpreter)."""
+    found = shutil.which("py-spy")
+    if found:
+        return found
+    for folder in (os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))):
+        candidate = os.path.join(folder, "py-spy")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 class Recorders:

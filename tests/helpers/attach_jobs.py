@@ -28,12 +28,17 @@ class TorchrunJob:
     session; `end()` ends the whole session."""
 
     def __init__(self, mode: str, folder: Path, nproc: int = 2, env: dict | None = None,
-                 wrapper: list[str] | None = None) -> None:
+                 wrapper: list[str] | None = None, nodes: tuple[int, int] | None = None,
+                 port: int | None = None) -> None:
+        """nodes=(nnodes, node_rank): one node of a multi-node job on this machine."""
+        self.port = port or free_port()
+        tag = f"{mode}-node{nodes[1]}" if nodes else mode
         self.steps_file = folder / f"steps-{mode}.txt"
-        self.log = open(folder / f"job-{mode}.log", "wb")
-        command = [*(wrapper or []), sys.executable, "-m", "torch.distributed.run",
+        self.log = open(folder / f"job-{tag}.log", "wb")
+        multi = ["--nnodes", str(nodes[0]), "--node-rank", str(nodes[1])] if nodes else []
+        command = [*(wrapper or []), sys.executable, "-m", "torch.distributed.run", *multi,
                    "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1",
-                   "--master-port", str(free_port()), str(SCRIPT), mode, str(self.steps_file)]
+                   "--master-port", str(self.port), str(SCRIPT), mode, str(self.steps_file)]
         self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
                                      cwd=str(SCRIPT.parent), env={**os.environ, **(env or {})})
@@ -70,11 +75,23 @@ class TorchrunJob:
             psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE) for p in pids)
 
     def end(self) -> None:
+        """torchrun starts each rank in a session of its own: end the ranks by pid (and their
+        DataLoader workers), then torchrun's session."""
+        try:
+            procs = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.Error:
+            procs = []
+        for proc in procs:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
             pass
         self.proc.wait(timeout=30)
+        psutil.wait_procs(procs, timeout=10)
         self.log.close()
 
 
