@@ -12,6 +12,9 @@ from typing import Any, Optional
 from ddpdoctor.probe.analysis.runmodel import Frame
 from ddpdoctor.probe.launch.stacks import _short_library_path
 
+# The line a node's observation is printed on (ddpdoctor.attach.node) and found by (nodes.py).
+NODE_MARKER = "DDPDOCTOR-ATTACH-NODE "
+
 
 @dataclass
 class RankObservation:

@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 
-MARKER = "DDPDOCTOR-ATTACH-NODE "
+from ddpdoctor.attach.facts import NODE_MARKER as MARKER
 
 
 def main(argv: list[str] | None = None) -> int:

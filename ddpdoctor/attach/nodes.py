@@ -14,8 +14,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-from ddpdoctor.attach.facts import Observation
-from ddpdoctor.attach.node import MARKER
+from ddpdoctor.attach.facts import NODE_MARKER as MARKER, Observation
 from ddpdoctor.core import redact
 from ddpdoctor.preflight.transport import child
 from ddpdoctor.preflight.transport.ssh import SshOptions, classify, ssh_argv

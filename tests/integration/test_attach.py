@@ -125,3 +125,10 @@ def test_ptrace_refused_is_one_line_with_the_fix_and_proc_is_still_read(job_in, 
     assert len(refused) == 1 and "ptrace_scope" in refused[0] and "SYS_PTRACE" in refused[0]
     rows = report["tables"][0]["rows"]
     assert len(rows) == 2 and all(row[-1] != "?" for row in rows)  # /proc state still read
+
+
+def test_a_pid_that_is_no_process_or_no_rank_is_one_line_exit_2():
+    gone = run_cli("attach", "999999999", timeout=60)
+    assert gone.code == 2 and gone.stderr.count("\n") == 1 and "no process 999999999" in gone.stderr
+    mine = run_cli("attach", str(os.getpid()), timeout=60)
+    assert mine.code == 2 and "is no rank" in mine.stderr and "Traceback" not in mine.stderr
