@@ -17,6 +17,10 @@ import psutil
 
 from ddpdoctor.core.errors import UsageError
 
+# A rank's Flight Recorder settings: where it dumps, and the pipe that asks it to (NCCL).
+FLIGHT_KEYS = ("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "TORCH_FR_DEBUG_INFO_PIPE_FILE",
+               "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE",
+               "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 _RANK_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
               "TORCHELASTIC_RUN_ID", "GROUP_RANK")
 
@@ -31,6 +35,7 @@ class RankProc:
     cmdline: str = ""
     rank_known: bool = True  # False for mp.spawn children (rank = order among siblings)
     node_rank: Optional[int] = None  # torchrun's GROUP_RANK
+    flight_env: dict = field(default_factory=dict)  # its Flight Recorder settings (FLIGHT_KEYS)
 
 
 @dataclass
@@ -128,7 +133,8 @@ def scan(own_pid: Optional[int] = None) -> tuple[list[Job], list[int]]:
             continue
         job.master_port = _int(env.get("MASTER_PORT"))
         job.ranks.append(RankProc(rank, pid, _int(env.get("LOCAL_RANK")), _cmdline(psutil.Process(pid)),
-                                  node_rank=_int(env.get("GROUP_RANK"))))
+                                  node_rank=_int(env.get("GROUP_RANK")),
+                                  flight_env={k: env[k] for k in FLIGHT_KEYS if k in env}))
         if job.agent_pid is None and parent not in envs:
             job.agent_pid = parent
     for job in jobs.values():

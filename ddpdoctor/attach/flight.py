@@ -70,11 +70,19 @@ def _dump_files(folder: Path) -> list[Path]:
 def load(folder: str) -> tuple[dict[int, dict], list[str]]:
     """rank -> its dump (the rank from the file name's last digits: TORCH_FR_DUMP_TEMP_FILE is a
     prefix the rank is appended to), and a note for each file that could not be read."""
-    dumps: dict[int, dict] = {}
-    notes = []
+    files = {}
     for index, path in enumerate(_dump_files(Path(folder))):
         match = _RANK_IN_NAME.search(path.name)
-        rank = int(match.group(1)) if match else index
+        files[int(match.group(1)) if match else index] = path
+    return load_files(files)
+
+
+def load_files(files: dict[int, Path]) -> tuple[dict[int, dict], list[str]]:
+    """rank -> its dump, from these files only; a note for each that could not be read."""
+    dumps: dict[int, dict] = {}
+    notes = []
+    for rank, path in sorted(files.items()):
+        path = Path(path)
         try:
             if path.stat().st_size > MAX_DUMP_BYTES:
                 raise ValueError("larger than 512 MB")

@@ -17,8 +17,8 @@ SETTINGS = (
      "`ddpdoctor report` at its folder"),
     ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", DUMP_PREFIX, "the same, under its older name"),
     ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", "every rank dumps when a collective times out (NCCL)"),
-    ("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "/tmp/ddpdoctor-fr/pipe_", "writing to <this><rank> "
-     "asks a live rank for a dump (NCCL): `echo 1 > /tmp/ddpdoctor-fr/pipe_0`"),
+    ("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "/tmp/ddpdoctor-fr/pipe_", "writing to <this><rank>.pipe "
+     "asks a live rank for a dump (NCCL); `ddpdoctor attach` does"),
     ("TORCH_NCCL_ENABLE_TIMING", "1", "start and end times of each collective (NCCL; costs CUDA events)"),
 )
 

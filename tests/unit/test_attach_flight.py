@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 
 from ddpdoctor.attach import flight
 
@@ -48,3 +49,42 @@ def test_a_probe_run_dir_is_not_a_dump_dir(tmp_path):
     (tmp_path / "probe.json").write_text("{}")
     (tmp_path / "rank_0").write_bytes(pickle.dumps({"entries": []}))
     assert not flight.is_dump_dir(str(tmp_path))
+
+
+def test_a_rank_listening_on_its_dump_pipe_is_asked_and_its_dump_found(tmp_path):
+    """The writer side for real: a FIFO read by a thread standing in for NCCL's watchdog, which
+    writes the dump where the rank's environment says (no GPU here for a real NCCL rank)."""
+    import threading
+
+    from ddpdoctor.attach import flight_pipe
+    from ddpdoctor.attach.discover import Job, RankProc
+
+    env = {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE": str(tmp_path / "pipe_"),
+           "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": str(tmp_path / "rank_")}
+    fifo = tmp_path / "pipe_1.pipe"
+    os.mkfifo(fifo)
+
+    listening = threading.Event()
+
+    def watchdog():
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # as the rank keeps it open
+        listening.set()
+        deadline = time.monotonic() + 10
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    if os.read(fd, 1):
+                        (tmp_path / "rank_1").write_bytes(pickle.dumps({"entries": [entry(1)]}))
+                        return
+                except BlockingIOError:
+                    pass
+                time.sleep(0.02)
+        finally:
+            os.close(fd)
+
+    reader = threading.Thread(target=watchdog, daemon=True)
+    reader.start()
+    assert listening.wait(5)
+    job = Job("job", 2, [RankProc(0, 10, flight_env={}), RankProc(1, 11, flight_env=env)])
+    files, note = flight_pipe.request_dumps(job)
+    assert files == {1: str(tmp_path / "rank_1")} and "1 wrote one" in note
