@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -132,3 +133,17 @@ def test_a_pid_that_is_no_process_or_no_rank_is_one_line_exit_2():
     assert gone.code == 2 and gone.stderr.count("\n") == 1 and "no process 999999999" in gone.stderr
     mine = run_cli("attach", str(os.getpid()), timeout=60)
     assert mine.code == 2 and "is no rank" in mine.stderr and "Traceback" not in mine.stderr
+
+
+def test_a_process_that_exits_while_sampled_is_said_so_and_nothing_is_left(tmp_path):
+    from ddpdoctor.attach.sample import Recorders
+
+    short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.0)"])
+    try:
+        recorders = Recorders([short.pid], 2.5, 50)
+        recorders.start()
+        got = recorders.collect()[short.pid]
+    finally:
+        short.wait(timeout=10)
+    assert got.exited and got.error == "the process exited while it was sampled"
+    assert pyspy_on([short.pid]) == [] and not os.path.exists(recorders.folder)
