@@ -101,6 +101,10 @@ def test_healthy_fast_job_is_said_healthy(job_in, tmp_path):
     assert report["metrics"]["state"] == "healthy"
     assert any(n.startswith("healthy: every rank advanced") for n in report["notes"])
     job.wait_until(lambda s: s.get(0, -1) > before, timeout=30)
+    # Only when asked: --end, after the report, ends the job through torchrun's agent.
+    ended = run_cli("attach", str(job.proc.pid), "--duration", "1", "--end", "-q", timeout=60)
+    assert ended.code == 0, ended.stderr
+    job.proc.wait(timeout=60)
 
 
 def test_ptrace_refused_is_one_line_with_the_fix_and_proc_is_still_read(job_in, tmp_path):
