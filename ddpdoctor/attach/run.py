@@ -73,6 +73,7 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
     """Sample every rank of the job on this machine for `duration_s`: py-spy stacks and /proc
     before and after. Ranks that exit meanwhile are reported as such."""
     host = host or socket.gethostname()
+    duration_s = float(max(1, int(round(duration_s))))  # py-spy's --duration is whole seconds
     pids = job.pids
     cwds = {pid: rank_cwd(pid) for pid in pids}
     starts = {pid: procstate.read(pid) for pid in pids}

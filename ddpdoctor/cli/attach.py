@@ -13,7 +13,7 @@ from ddpdoctor.core.errors import UsageError
 
 def attach_command(
     pids: Optional[List[int]] = typer.Argument(None, help="A PID of the job: torchrun's agent, any rank, or an mp.spawn parent. Without one: the only job on this machine."),
-    duration: float = typer.Option(5.0, "--duration", metavar="SECONDS", help="How long to sample every rank."),
+    duration: float = typer.Option(5.0, "--duration", metavar="SECONDS", help="How long to sample every rank (whole seconds, at least 1)."),
     rate: int = typer.Option(50, "--rate", metavar="HZ", help="Stack samples per second per rank."),
     master_port: Optional[int] = typer.Option(None, "--master-port", min=1, max=65535, help="Choose the job by its MASTER_PORT (where several run here, and on every node)."),
     nodes: Optional[str] = typer.Option(None, "--nodes", metavar="HOSTS_FILE", help="Every node of the job, in node-rank order: each observes its own ranks over ssh, this one judges them all."),
