@@ -21,7 +21,7 @@ import pickle
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from ddpdoctor.attach.judge import probe_check
 from ddpdoctor.core.errors import UsageError

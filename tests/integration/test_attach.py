@@ -68,8 +68,11 @@ def test_rank_stuck_in_user_code_is_named_with_its_line(job_in, tmp_path):
 def test_rank0_only_collective_is_a_skipped_collective(job_in, tmp_path):
     job = job_in("rank0_collective")
     job.wait_until(lambda s: s.get(0, -1) >= 4 and s.get(1, -1) >= 5)
-    done, report = _attach(job, tmp_path)
+    junit = tmp_path / "attach.xml"
+    done, report = _attach(job, tmp_path, "--junit", str(junit), "--github")
     assert done.code == 1, done.stderr
+    assert "::error file=attach_job.py,line=53,title=DDP502" in done.stderr  # stdout holds the JSON
+    assert "<failure" in junit.read_text() and 'name="DDP502' in junit.read_text()
     skipped = _finding(report, "DDP502")
     assert skipped["ranks"] == [0]
     assert skipped["location"]["line"] == 53  # dist.barrier() under `if rank == 0`
