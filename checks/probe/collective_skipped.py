@@ -26,7 +26,9 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
         finding per process group; later divergences are counted in the evidence. When the
         extra collective is on one group and DDP's gradient all-reduce on another, the ranks
         that skipped it wait in the gradient all-reduce: that wait is named as the consequence,
-        not reported on its own.
+        not reported on its own. `ddpdoctor attach` reports it from a running job's stacks (a
+        rank waiting in a collective of its own while the others wait elsewhere) and from
+        Flight Recorder dumps (`ddpdoctor report FR_DUMP_DIR`, with sequence numbers).
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks that

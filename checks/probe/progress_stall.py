@@ -39,6 +39,9 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped:
         collective, else the one that entered a collective the others skipped (DDP502). The
         evidence holds every stack plus the last step and collective each rank recorded.
         Without stacks, each rank's last records say what they can, and the message says so.
+        `ddpdoctor attach` reports it for a job already running, from every rank's sampled
+        stacks and /proc (docs/attach.md): the ranks waiting in a collective made no read or
+        write call and their stacks stayed in place over the window.
 
     Why it hurts:
         A hung DDP job burns every GPU it holds until the process-group timeout (30 minutes

@@ -41,6 +41,9 @@ def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
         communication is what slows the rank's compute). The finding names
         the rank, the phase that makes the difference (waiting for data, forward, backward,
         optimizer, or the script's own code between them) and what the others lose waiting.
+        `ddpdoctor attach` reports it for a job already running, from sampled stacks: the rank
+        that waits in far fewer of its samples than the others, with the user frame where its
+        own time goes (docs/attach.md).
 
     Why it hurts:
         DDP synchronizes every step: each gradient all-reduce completes only when the last rank

@@ -94,11 +94,12 @@ def explain_command(codes: List[str] = typer.Argument(..., help="Check codes, e.
 def _register_commands() -> None:
     # The command modules define plain functions and import only cli/options.py, so that no
     # command module imports this one back.
-    from ddpdoctor.cli import lint, preflight, probe
+    from ddpdoctor.cli import attach, lint, preflight, probe
 
     for name, func in (("preflight", preflight.preflight_command), ("facts", preflight.facts_command),
                        ("probe", probe.probe_command), ("report", probe.report_command),
-                       ("lint", lint.lint_command)):
+                       ("lint", lint.lint_command), ("attach", attach.attach_command),
+                       ("env", attach.env_command)):
         if not any(c.name == name for c in app.registered_commands):
             app.command(name)(func)
 

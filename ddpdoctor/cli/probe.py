@@ -99,7 +99,7 @@ def other_node_output(report, outputs) -> int:
 
 
 def report_command(
-    run_dir: str = typer.Argument(..., help="A probe's run dir, finished or killed."),
+    run_dir: str = typer.Argument(..., help="A probe's run dir, finished or killed, or a folder of Flight Recorder dumps (TORCH_FR_DUMP_TEMP_FILE)."),
     trace: Optional[str] = TraceOpt,
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
@@ -110,10 +110,14 @@ def report_command(
     quiet: bool = QuietOpt,
     force: bool = ForceOpt,
 ) -> int:
-    """Re-analyse a probe's run dir and print its report."""
+    """Re-analyse a probe's run dir, or a folder of Flight Recorder dumps, and print its report."""
+    from ddpdoctor.attach import flight
     from ddpdoctor.probe.run import analyse
 
     severity, codes = gate(fail_on, ignore)
+    if flight.is_dump_dir(run_dir):
+        outputs = report_outputs(json_path, junit_path, github, verbose, quiet, force=force)
+        return finish(flight.report(run_dir, severity, codes), outputs)
     outputs = report_outputs(json_path, junit_path, github, verbose, quiet, trace=trace,
                              run_dir=run_dir, force=force)
     return finish(analyse(run_dir, severity, codes, trace), outputs)

@@ -1,0 +1,412 @@
+"""Judging a running job from its sampled stacks and /proc readings, with probe's codes.
+
+hung: a rank waits in a collective for the whole window, its stack in place and no socket read
+or write made (on gloo every collective that completes is socket traffic), while another rank
+stands elsewhere: DDP503 (every rank's stack grouped, the odd group named) and, when one group
+waits in a collective the others never entered, DDP502.
+progressing with a straggler: every waiting rank advanced, and one rank spends far less of its
+samples waiting than the others, who wait for it: DDP601, with the user frame where its own
+time goes.
+healthy: every rank advanced and none waits for one of the others.
+
+A rank waiting for its peers under DDP shows no torch.distributed frame: it sits idle inside
+loss.backward() (the reducer waits in C++), so backward counts as waiting, as in probe.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from statistics import median
+from typing import Optional
+
+from ddpdoctor.attach.facts import Observation, RankObservation
+from ddpdoctor.checks.probe.progress_stall import _COLLECTIVE_CALLS
+from ddpdoctor.core.findings import Location, Problem
+from ddpdoctor.core.registry import (FAILED, INCOMPLETE, PASSED, SKIPPED, WARNED, CheckResult,
+                                     all_checks)
+from ddpdoctor.probe.analysis.stack_groups import StackView, bare_name, group_stacks
+from ddpdoctor.probe.analysis.wording import rank_list, seconds, verb
+from ddpdoctor.report.model import Table
+
+IN_PLACE = 0.9  # share of samples on the final stack for a rank to count as not moving
+IDLE_CPU = 0.2  # main thread's share of a core below which a rank is idle, not computing
+STRAGGLER_GAP = 0.3  # the others wait this much more of their samples than the straggler
+MIN_SAMPLES = 5
+MIN_QUIET_S = 1.0  # a hung rank made no read/write call for at least this long,
+QUIET_SHARE = 0.5  # ... and for at least this share of the window
+CODES = ("DDP503", "DDP502", "DDP601")
+
+
+@dataclass
+class Reading:
+    """One rank's samples, read as probe reads a stack."""
+
+    obs: RankObservation
+    views: list[StackView]
+
+    @property
+    def rank(self) -> int:
+        return self.obs.rank
+
+    @property
+    def last(self) -> Optional[StackView]:
+        return self.views[-1] if self.views else None
+
+    @property
+    def wait_share(self) -> float:
+        return sum(waiting(v) for v in self.views) / max(len(self.views), 1)
+
+    @property
+    def in_place_share(self) -> float:
+        return _in_place(self.views)
+
+    @property
+    def quiet_s(self) -> Optional[float]:
+        """How long before the end of the window the rank last made a read or write call."""
+        return self.obs.proc.get("io_quiet_s")
+
+    @property
+    def tail(self) -> list[StackView]:
+        """The samples of the quiet end of the window (all of them where /proc/PID/io is
+        unreadable): a job that hangs while it is sampled is judged from the hang on."""
+        quiet, seconds_ = self.quiet_s, self.obs.proc.get("seconds")
+        if quiet is None or not seconds_:
+            return self.views
+        return self.views[len(self.views) - int(len(self.views) * min(quiet / seconds_, 1.0)):]
+
+    @property
+    def stuck(self) -> bool:
+        """The stack stayed in place, and no read or write call was made, over the end of the
+        window: at least half of it and a second (no /proc/PID/io: the whole window, no CPU)."""
+        tail = self.tail
+        if len(tail) < MIN_SAMPLES or _in_place(tail) < IN_PLACE:
+            return False
+        quiet, seconds_ = self.quiet_s, self.obs.proc.get("seconds") or 0.0
+        if quiet is not None:
+            return quiet >= max(MIN_QUIET_S, QUIET_SHARE * seconds_)
+        cpu = self.obs.main_cpu_share
+        return cpu is None or cpu < IDLE_CPU
+
+    def top_own(self) -> tuple[Optional[StackView], float]:
+        """Where the rank spends its own time (not waiting): the most sampled user frame, and
+        its share of all samples."""
+        own = [v for v in self.views if not waiting(v)]
+        if not own:
+            return None, 0.0
+        counts = Counter((v.user_frame.func, v.user_frame.file, v.user_frame.line, v.call)
+                         if v.user_frame else (v.call,) for v in own)
+        key, count = counts.most_common(1)[0]
+        view = next(v for v in own if ((v.user_frame.func, v.user_frame.file, v.user_frame.line, v.call)
+                                       if v.user_frame else (v.call,)) == key)
+        return view, count / len(self.views)
+
+
+def _in_place(views: list[StackView]) -> float:
+    """The share of the samples standing where the last one stands."""
+    if not views:
+        return 0.0
+    final = views[-1].signature
+    return sum(v.signature == final for v in views) / len(views)
+
+
+def waiting(view: StackView) -> bool:
+    return bare_name(view.call) in _COLLECTIVE_CALLS or view.in_torch_distributed
+
+
+def _idle(obs: RankObservation) -> Optional[bool]:
+    cpu = obs.main_cpu_share
+    return None if cpu is None else cpu < IDLE_CPU
+
+
+def readings(observation: Observation) -> list[Reading]:
+    out = []
+    for obs in sorted(observation.ranks, key=lambda r: r.rank):
+        idle = _idle(obs)
+        views = [StackView(obs.rank, list(stack), "py-spy", idle) for stack in obs.stacks if stack]
+        out.append(Reading(obs, views))
+    return out
+
+
+@dataclass
+class Verdict:
+    """The check results, the per-rank table and the notes of one attach."""
+
+    results: list[CheckResult]
+    table: Table
+    notes: list[str]
+    state: str  # hung | straggler | healthy | unknown
+
+
+def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
+    reads = readings(observation)
+    sampled = [r for r in reads if len(r.views) >= MIN_SAMPLES]
+    notes = list(observation.notes)
+    table = _table(reads, observation.nodes > 1)
+    window = seconds(observation.duration_s)
+    if not sampled:
+        reasons = sorted({r.obs.error for r in reads if r.obs.error}) or ["no rank was sampled"]
+        reason = "no stack could be sampled: " + "; ".join(reasons)
+        return Verdict(_results({c: (INCOMPLETE, [], reason) for c in CODES}, ignore), table, notes,
+                       "unknown")
+    unsampled = [r for r in reads if len(r.views) < MIN_SAMPLES]
+    for r in unsampled:
+        notes.append(f"rank {r.rank} (pid {r.obs.pid}): {r.obs.error or 'too few samples'}")
+    waiters = [r for r in sampled if r.last is not None and waiting(r.last)]
+    hung = bool(waiters) and all(r.stuck for r in waiters)
+    if hung:
+        problems = _hung(reads, observation)
+        return Verdict(_results({
+            "DDP503": (FAILED, [problems[0]], ""),
+            "DDP502": ((FAILED, [problems[1]], "") if problems[1] is not None
+                       else (PASSED, [], "")),
+            "DDP601": (SKIPPED, [], "the job is not progressing: no step to compare"),
+        }, ignore), table, notes, "hung")
+    if not waiters and all(r.obs.io_calls == 0 for r in sampled):
+        reason = (f"no rank waited for another and no collective completed in the {window} "
+                  "sampled: a step may be longer than the window (sample longer with --duration)")
+        return Verdict(_results({"DDP503": (INCOMPLETE, [], reason), "DDP502": (PASSED, [], ""),
+                                 "DDP601": (INCOMPLETE, [], reason)}, ignore), table, notes, "unknown")
+    straggler = _straggler(sampled, observation)
+    results = {"DDP503": (PASSED, [], ""), "DDP502": (PASSED, [], "")}
+    if straggler is not None:
+        results["DDP601"] = (WARNED, [straggler], "")
+        state = "straggler"
+    else:
+        results["DDP601"] = (PASSED, [], "")
+        state = "healthy"
+        notes.insert(0, _healthy(sampled, window))
+    if observation.nodes > 1 and (observation.lost_nodes or observation.unobserved):
+        # A node that did not answer may hold the rank the others wait for: never a pass.
+        why = (f"node(s) {', '.join(observation.lost_nodes)} gave no observation"
+               if observation.lost_nodes else
+               f"rank(s) {', '.join(map(str, observation.unobserved))} were not observed")
+        for code in ("DDP503", "DDP601"):
+            if results[code][0] == PASSED:
+                results[code] = (INCOMPLETE, [], why)
+    if unsampled:
+        missing = ", ".join(str(r.rank) for r in unsampled)
+        for code in ("DDP503", "DDP601"):
+            if results[code][0] == PASSED:
+                results[code] = (INCOMPLETE, [], f"rank(s) {missing} could not be sampled")
+    return Verdict(_results(results, ignore), table, notes, state)
+
+
+def probe_check(code: str):
+    """A probe check's declaration (importing only the probe's checks: a quarter second less
+    than every stage's)."""
+    return next(s for s in all_checks("probe") if s.code == code)
+
+
+def _results(by_code: dict, ignore: set[str]) -> list[CheckResult]:
+    out = []
+    for code in CODES:
+        spec = probe_check(code)
+        status, problems, reason = by_code[code]
+        if code in ignore:
+            out.append(CheckResult(spec, "ignored", reason="--ignore"))
+            continue
+        out.append(CheckResult(spec, status, [spec.finding(p) for p in problems], reason))
+    return out
+
+
+@dataclass
+class _Group:
+    ranks: list[int]
+    where: str
+    view: Optional[StackView]
+    waiting: bool
+
+
+def _groups(reads: list[Reading]) -> list[_Group]:
+    views = {r.rank: r.last for r in reads if r.last is not None and len(r.views) >= MIN_SAMPLES}
+    groups = [_Group(ranks, view.place(plural=len(ranks) > 1), view, waiting(view))
+              for ranks, view in group_stacks(views).groups]
+    for r in reads:
+        if r.rank not in views:
+            groups.append(_Group([r.rank], f"has no stack ({r.obs.error or 'too few samples'})",
+                                 None, False))
+    return groups
+
+
+def _hosts(reads: list[Reading], observation: Observation) -> dict[int, str]:
+    return {r.rank: r.obs.host for r in reads if r.obs.host} if observation.nodes > 1 else {}
+
+
+def _on(hosts: dict[int, str], ranks: list[int]) -> str:
+    names = sorted({hosts[r] for r in ranks if r in hosts})
+    return f" on {', '.join(names)}" if names else ""
+
+
+def _hung(reads: list[Reading], observation: Observation) -> tuple[Problem, Optional[Problem]]:
+    groups = _groups(reads)
+    everyone = sorted(r.rank for r in reads)
+    hosts = _hosts(reads, observation)
+    # The odd group, as probe picks it: the fewest ranks; between equals, the ranks not
+    # waiting (the others wait for them), then a group in a collective of its own (not DDP's
+    # gradient all-reduce in backward, which every rank runs each step), then not rank 0.
+    odd = min((g for g in groups if g.view is not None) or groups,
+              key=lambda g: (len(g.ranks), g.waiting,
+                             g.view is not None and bare_name(g.view.call) == "backward",
+                             0 in g.ranks, g.ranks[0]))
+    window = seconds(observation.duration_s)
+    quiet = [r.quiet_s for r in reads if r.quiet_s is not None and r.last is not None and waiting(r.last)]
+    span = (f"the last {seconds(min(quiet))} of the {window} sampled"
+            if quiet and min(quiet) < observation.duration_s - 0.5 else f"the {window} sampled")
+    head = (f"no rank advanced in {span} (the waiting ranks' stacks stayed in place and made no "
+            "read or write system call)")
+    if len(groups) == 1 and len(everyone) > 1:
+        clauses = [f"{rank_list(groups[0].ranks)} all {groups[0].where}"]
+    else:
+        clauses = [f"{rank_list(g.ranks)}{_on(hosts, g.ranks)} {g.where}"
+                   for g in sorted(groups, key=lambda g: g.ranks[0])]
+    message = f"{head}; " + ", ".join(clauses)
+    location = odd.view.location if odd.view is not None else None
+    blamed = odd.ranks if len(groups) > 1 and len(odd.ranks) < len(everyone) / 2 or (
+        len(groups) == 2 and len(odd.ranks) == len(everyone) / 2) else everyone
+    stall = Problem(
+        message=message,
+        hint=_hint(groups, odd),
+        ranks=blamed,
+        hosts=sorted({hosts[r] for r in odd.ranks if r in hosts}) if len(groups) > 1 else [],
+        location=location,
+        evidence={
+            "status": "hung",
+            "window_s": observation.duration_s,
+            "groups": [{"ranks": g.ranks, "where": g.where} for g in groups],
+            "odd_ranks": odd.ranks,
+            "per_rank": {str(r.rank): _rank_evidence(r) for r in reads},
+            "stack_method": "py-spy record",
+            "detail": "\n".join(_detail_line(g) for g in sorted(groups, key=lambda g: g.ranks[0])),
+        },
+    )
+    return stall, _skipped(groups, odd, everyone)
+
+
+def _skipped(groups: list[_Group], odd: _Group, everyone: list[int]) -> Optional[Problem]:
+    """The odd group waits in a collective of its own that the other ranks never entered (they
+    went on, and wait in DDP's gradient all-reduce or another collective)."""
+    if not odd.waiting or odd.view is None or bare_name(odd.view.call) == "backward":
+        return None
+    others = [g for g in groups if g is not odd]
+    if not others or not all(g.waiting and g.view is not None
+                             and g.view.signature != odd.view.signature for g in others):
+        return None
+    call = bare_name(odd.view.call)
+    skipped = sorted(r for g in others for r in g.ranks)
+    where = f" at {odd.view.location}" if odd.view.location else ""
+    elsewhere = "; ".join(f"{rank_list(g.ranks)} {g.where}" for g in others)
+    return Problem(
+        message=(f"{rank_list(odd.ranks)} entered {call}{where} and {rank_list(skipped)} "
+                 f"skipped it: {elsewhere}"),
+        hint=(f"call {call} on every rank, outside any rank- or data-dependent branch "
+              "(`if rank == 0:` around a collective hangs the job)"),
+        ranks=odd.ranks if len(odd.ranks) <= len(skipped) else skipped,
+        location=odd.view.location,
+        evidence={"op": call, "entered_ranks": odd.ranks, "skipped_ranks": skipped,
+                  "from": "sampled stacks (no telemetry: sequence numbers unknown)"},
+    )
+
+
+def _hint(groups: list[_Group], odd: _Group) -> str:
+    waiting = [g for g in groups if g.waiting]
+    where = f" at {odd.view.location}" if odd.view is not None and odd.view.location else ""
+    if len(groups) == 1 and waiting:
+        return ("every rank waits in the same place: a rank outside this machine may be missing "
+                "(attach to every node: --nodes), or the ranks cannot reach each other "
+                "(run `ddpdoctor preflight`)")
+    if waiting and not odd.waiting:
+        return (f"{rank_list(odd.ranks)} never reached the collective the others wait in: look"
+                f"{where} for a rank-dependent branch, an endless loop or blocking I/O; every rank "
+                "must reach the same collectives in the same order")
+    return ("the ranks wait in different collectives: every rank must call the same collectives "
+            "in the same order")
+
+
+def _detail_line(group: _Group) -> str:
+    label = ("rank " if len(group.ranks) == 1 else "ranks ") + ", ".join(map(str, group.ranks))
+    return f"{label}: " + (group.view.lines() if group.view is not None else group.where)
+
+
+def _straggler(sampled: list[Reading], observation: Observation) -> Optional[Problem]:
+    """The rank that waits least while the others wait for it."""
+    if len(sampled) < 2:
+        return None
+    shares = {r.rank: r.wait_share for r in sampled}
+    slow = []
+    for r in sampled:
+        others = median([s for rank, s in shares.items() if rank != r.rank])
+        if others >= STRAGGLER_GAP and others - shares[r.rank] >= STRAGGLER_GAP:
+            slow.append(r)
+    if len(slow) != 1 or len(sampled) < 2:
+        return None  # most ranks "slow" means the rest are odd: no single straggler
+    rank = slow[0]
+    others = [r for r in sampled if r is not rank]
+    view, share = rank.top_own()
+    where = ""
+    location: Optional[Location] = None
+    if view is not None:
+        location = view.location
+        user = view.user_frame
+        func = user.func if user else view.call
+        call = "" if view.call == func or not view.in_library else f" (in {view.call})"
+        where = (f"; rank {rank.rank} spends {share:.0%} of its samples in {func}"
+                 f"{f' at {location}' if location else ''}{call}")
+    their = median([r.wait_share for r in others])
+    waits_in = Counter(bare_name(r.views[-1].call) if r.views else "?" for r in others).most_common(1)[0][0]
+    hosts = _hosts(sampled, observation)
+    return Problem(
+        message=(f"rank {rank.rank}{_on(hosts, [rank.rank])} waits for the others in "
+                 f"{rank.wait_share:.0%} of its samples while {rank_list([r.rank for r in others])} "
+                 f"{verb([r.rank for r in others], 'waits', 'wait')} in {their:.0%} of "
+                 f"{verb([r.rank for r in others], 'its', 'theirs')} "
+                 f"(mostly in {waits_in}), over the {seconds(observation.duration_s)} sampled"
+                 f"{where}"),
+        hint=(f"rank {rank.rank} is the straggler: make every rank do the same work per step "
+              "(rank-guarded extras, a heavier data shard, a DataLoader without workers on that "
+              "rank, a slower or shared device)"),
+        ranks=[rank.rank],
+        hosts=[hosts[rank.rank]] if rank.rank in hosts else [],
+        location=location,
+        evidence={"wait_share": {str(r.rank): round(r.wait_share, 3) for r in sampled},
+                  "own_share": round(share, 3),
+                  "per_rank": {str(r.rank): _rank_evidence(r) for r in sampled}},
+    )
+
+
+def _healthy(sampled: list[Reading], window: str) -> str:
+    calls = [r.obs.io_calls for r in sampled if r.obs.io_calls is not None]
+    io = f", {min(calls)}-{max(calls)} read/write calls per rank" if calls else ""
+    shares = [r.wait_share for r in sampled]
+    return (f"healthy: every rank advanced in the {window} sampled{io}; each waits in "
+            f"{min(shares):.0%}-{max(shares):.0%} of its samples, no rank waits for another")
+
+
+def _rank_evidence(r: Reading) -> dict:
+    view, share = r.top_own()
+    return {"pid": r.obs.pid, "host": r.obs.host, "samples": len(r.views),
+            "wait_share": round(r.wait_share, 3), "in_place_share": round(r.in_place_share, 3),
+            "stack": r.last.lines() if r.last else None,
+            "own_top": (f"{view.user_frame.func} at {view.location}" if view and view.user_frame
+                        else None), "own_top_share": round(share, 3),
+            **{k: v for k, v in r.obs.proc.items() if k != "pid"},
+            "error": r.obs.error or None}
+
+
+def _pct(value: Optional[float]) -> str:
+    return "?" if value is None else f"{value:.0%}"
+
+
+def _table(reads: list[Reading], hosts: bool) -> Table:
+    columns = ["rank", "pid"] + (["host"] if hosts else []) + [
+        "samples", "waiting", "last stack", "main thread CPU", "read/write calls", "state"]
+    rows = []
+    for r in reads:
+        last = r.last
+        where = (last.place() if last is not None else (r.obs.error or "no stack"))
+        proc = r.obs.proc
+        rows.append([r.rank, r.obs.pid] + ([r.obs.host] if hosts else []) + [
+            len(r.views), _pct(r.wait_share) if r.views else "?", where,
+            _pct(proc.get("main_cpu_share")),
+            "?" if proc.get("io_calls") is None else proc["io_calls"], proc.get("state", "?")])
+    return Table("Ranks over the sampled window", columns, rows)

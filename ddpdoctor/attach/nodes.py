@@ -1,0 +1,122 @@
+"""Attach across nodes: every node observes its own ranks (ddpdoctor.attach.node), node 0
+(this ddpdoctor) gathers the observations and judges the whole job, as the multi-node probe.
+
+Reached over ssh as preflight reaches nodes (the same argument list, BatchMode, deadlines and
+reaping: preflight/transport), or under SLURM with one `srun --jobid ID --overlap` task per
+node. The nodes need ddpdoctor installed in the Python they run (--remote-python).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+from ddpdoctor.attach.facts import NODE_MARKER as MARKER, Observation
+from ddpdoctor.core import redact
+from ddpdoctor.preflight.transport import child
+from ddpdoctor.preflight.transport.ssh import SshOptions, classify, ssh_argv
+
+MARGIN_S = 30.0  # a node's start-up (imports, ssh) beyond the sampling itself
+
+
+def node_command(python: str, duration_s: float, rate: int, node_rank: Optional[int],
+                 master_port: Optional[int], host: Optional[str] = None) -> list[str]:
+    argv = [python, "-m", "ddpdoctor.attach.node", "--duration", f"{duration_s:g}", "--rate", str(rate)]
+    if node_rank is not None:
+        argv += ["--node-rank", str(node_rank)]
+    if master_port is not None:
+        argv += ["--master-port", str(master_port)]
+    if host is not None:
+        argv += ["--host", host]
+    return argv
+
+
+def _answers(stdout: str) -> list[dict]:
+    found = []
+    for line in stdout.splitlines():
+        if line.startswith(MARKER):
+            try:
+                found.append(json.loads(line[len(MARKER):]))
+            except ValueError:
+                continue
+    return found
+
+
+def _over_ssh(index: int, host: str, opts: SshOptions, duration_s: float, rate: int,
+              master_port: Optional[int]) -> dict:
+    timeout = duration_s + MARGIN_S
+    remote = " ".join(shlex.quote(a) for a in node_command(opts.remote_python, duration_s, rate,
+                                                           index, master_port, host))
+    done = child.run(ssh_argv(host, opts, timeout, remote), b"", timeout)
+    answers = _answers(done.stdout.decode("utf-8", errors="replace"))
+    if answers:
+        return answers[0]
+    if done.timed_out:
+        return {"host": host, "error": f"ssh to {host} gave no answer within {timeout:g} s"}
+    failure = classify(host, done.returncode, done.stderr.decode("utf-8", errors="replace"), opts)
+    return {"host": host, "error": f"{failure.message}: {failure.evidence}".rstrip(": ")}
+
+
+def gather_ssh(hosts: list[str], opts: SshOptions, duration_s: float, rate: int,
+               master_port: Optional[int]) -> Observation:
+    """Every host in node-rank order observes its ranks at once; one Observation of them all."""
+    with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as pool:
+        answers = list(pool.map(lambda item: _over_ssh(item[0], item[1], opts, duration_s, rate,
+                                                       master_port), enumerate(hosts)))
+    return merge(answers, duration_s, len(hosts))
+
+
+def gather_slurm(job_id: str, python: str, duration_s: float, rate: int,
+                 master_port: Optional[int]) -> Observation:
+    """One task per node of SLURM job `job_id`, beside its steps (--overlap); each task's node
+    rank is its SLURM_NODEID. Written for SLURM, not testable on a machine without it."""
+    timeout = duration_s + MARGIN_S
+    argv = ["srun", "--jobid", job_id, "--overlap", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+            *node_command(python, duration_s, rate, None, master_port)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        from ddpdoctor.core.errors import UsageError
+
+        raise UsageError("--slurm-job needs srun on this machine") from None
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        answers = _answers(out)
+        return merge(answers + [{"host": "srun", "error": f"srun gave no full answer within {timeout:g} s"}],
+                     duration_s, max(len(answers), 1))
+    answers = sorted(_answers(done.stdout), key=lambda a: a.get("node_rank") or 0)
+    if not answers:
+        answers = [{"host": "srun", "error": redact.scrub(done.stderr.strip().splitlines()[-1]
+                                                          if done.stderr.strip() else f"exit {done.returncode}")}]
+    return merge(answers, duration_s, len(answers))
+
+
+def merge(answers: list[dict], duration_s: float, nodes: int) -> Observation:
+    """The nodes' observations as one; a rank seen twice (two names for one machine) counts once,
+    and a node that did not answer is a note and leaves its ranks unobserved."""
+    merged = Observation("", None, duration_s, nodes=nodes)
+    seen: set[int] = set()
+    for answer in answers:
+        if "observation" not in answer:
+            merged.notes.append(f"node {answer.get('host', '?')}: {answer.get('error', 'no answer')}")
+            merged.lost_nodes.append(str(answer.get("host", "?")))
+            continue
+        obs = Observation.from_dict(answer["observation"])
+        merged.job = merged.job or obs.job
+        merged.world_size = merged.world_size or obs.world_size
+        for note in obs.notes:
+            if "ranks run on this machine" not in note:
+                merged.notes.append(f"node {answer.get('host')}: {note}")
+        for rank in obs.ranks:
+            if rank.rank not in seen:
+                seen.add(rank.rank)
+                merged.ranks.append(rank)
+    if merged.world_size and len(seen) < merged.world_size:
+        missing = sorted(set(range(merged.world_size)) - seen)
+        merged.notes.append(f"rank(s) {', '.join(map(str, missing))} of {merged.world_size} were "
+                            "not observed on any node")
+    return merged

@@ -1,0 +1,143 @@
+"""What /proc says about a rank, read at the start and the end of sampling.
+
+The stack alone cannot tell a rank stuck in a collective from one that returns to the same line
+every step. /proc can: the CPU time the main thread spent, and the read/write system calls the
+process made (on gloo every collective is socket reads and writes; a hung rank makes none).
+Every field is optional: a process of another user hides /proc/PID/io, a process may exit.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass
+class ProcSnapshot:
+    """One reading of a rank's /proc files."""
+
+    pid: int
+    at: float  # time.monotonic()
+    alive: bool
+    state: str = ""  # R, S, D, T (stopped), Z ...
+    threads: Optional[int] = None
+    cpu_s: Optional[float] = None  # the whole process, user + system
+    main_cpu_s: Optional[float] = None  # its main thread only (where Python runs)
+    io_calls: Optional[int] = None  # syscr + syscw; None when /proc/PID/io is refused
+
+
+def _stat_fields(path: str) -> Optional[list[str]]:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its last ")".
+    head, _, rest = text.rpartition(")")
+    return rest.split() if head else None
+
+
+def read(pid: int) -> ProcSnapshot:
+    """The rank's state now; `alive` False when it has exited."""
+    now = time.monotonic()
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    if fields is None or fields[0] == "Z":
+        return ProcSnapshot(pid, now, False, state=fields[0] if fields else "")
+    snap = ProcSnapshot(pid, now, True, state=fields[0])
+    try:
+        snap.threads = int(fields[17])
+        snap.cpu_s = (int(fields[11]) + int(fields[12])) / _TICKS
+    except (IndexError, ValueError):
+        pass
+    main = _stat_fields(f"/proc/{pid}/task/{pid}/stat")
+    if main is not None:
+        try:
+            snap.main_cpu_s = (int(main[11]) + int(main[12])) / _TICKS
+        except (IndexError, ValueError):
+            pass
+    try:
+        with open(f"/proc/{pid}/io", encoding="ascii") as handle:
+            counters = dict(line.split(":", 1) for line in handle if ":" in line)
+        snap.io_calls = int(counters["syscr"]) + int(counters["syscw"])
+    except (OSError, KeyError, ValueError):
+        pass
+    return snap
+
+
+@dataclass
+class ProcDelta:
+    """What a rank did between two readings."""
+
+    pid: int
+    seconds: float
+    alive_at_end: bool
+    state_start: str
+    state_end: str
+    threads_start: Optional[int]
+    threads_end: Optional[int]
+    cpu_share: Optional[float]  # of one core, whole process
+    main_cpu_share: Optional[float]  # of one core, main thread
+    io_calls: Optional[int]  # read/write system calls made meanwhile
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by a signal or a debugger (SIGSTOP, ptrace): it cannot progress."""
+        return self.state_end in ("T", "t")
+
+    def to_dict(self) -> dict:
+        return {"pid": self.pid, "seconds": round(self.seconds, 2), "alive": self.alive_at_end,
+                "state": f"{self.state_start}->{self.state_end}",
+                "threads": self.threads_end if self.threads_end is not None else self.threads_start,
+                "cpu_share": _round(self.cpu_share), "main_cpu_share": _round(self.main_cpu_share),
+                "io_calls": self.io_calls}
+
+
+def _round(value: Optional[float]) -> Optional[float]:
+    return None if value is None else round(value, 3)
+
+
+def delta(start: ProcSnapshot, end: ProcSnapshot) -> ProcDelta:
+    seconds = max(end.at - start.at, 1e-6)
+
+    def share(a: Optional[float], b: Optional[float]) -> Optional[float]:
+        return None if a is None or b is None or not end.alive else max(b - a, 0.0) / seconds
+
+    calls = (end.io_calls - start.io_calls
+             if end.io_calls is not None and start.io_calls is not None and end.alive else None)
+    return ProcDelta(start.pid, seconds, end.alive, start.state, end.state, start.threads,
+                     end.threads, share(start.cpu_s, end.cpu_s),
+                     share(start.main_cpu_s, end.main_cpu_s), calls)
+
+
+class IoWatch:
+    """Each rank's read/write call count, read every quarter second while it is sampled, to
+    tell how long before the end of the window it last made one ("quiet for 3.2 s"): a job
+    that hangs during the window is hung from that moment, not from the window's start."""
+
+    def __init__(self, pids: list[int]):
+        self.last: dict[int, Optional[int]] = {pid: None for pid in pids}
+        self.changed_at: dict[int, float] = {}
+        self.started = time.monotonic()
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        for pid in self.last:
+            try:
+                with open(f"/proc/{pid}/io", encoding="ascii") as handle:
+                    counters = dict(line.split(":", 1) for line in handle if ":" in line)
+                calls = int(counters["syscr"]) + int(counters["syscw"])
+            except (OSError, KeyError, ValueError):
+                continue
+            if self.last[pid] is not None and calls != self.last[pid]:
+                self.changed_at[pid] = now
+            self.last[pid] = calls
+
+    def quiet_s(self, pid: int) -> Optional[float]:
+        """Seconds since the rank's last read or write call (the whole window if none)."""
+        if self.last.get(pid) is None:
+            return None
+        return time.monotonic() - self.changed_at.get(pid, self.started)

@@ -1,0 +1,105 @@
+"""Jobs started outside ddpdoctor, with plain torchrun, for `ddpdoctor attach` to observe."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "tests" / "scripts" / "attach_job.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class TorchrunJob:
+    """`python -m torch.distributed.run --nproc-per-node N attach_job.py MODE STEPS` in its own
+    session; `end()` ends the whole session."""
+
+    def __init__(self, mode: str, folder: Path, nproc: int = 2, env: dict | None = None,
+                 wrapper: list[str] | None = None, nodes: tuple[int, int] | None = None,
+                 port: int | None = None) -> None:
+        """nodes=(nnodes, node_rank): one node of a multi-node job on this machine."""
+        self.port = port or free_port()
+        tag = f"{mode}-node{nodes[1]}" if nodes else mode
+        self.steps_file = folder / f"steps-{mode}.txt"
+        self.log = open(folder / f"job-{tag}.log", "wb")
+        multi = ["--nnodes", str(nodes[0]), "--node-rank", str(nodes[1])] if nodes else []
+        command = [*(wrapper or []), sys.executable, "-m", "torch.distributed.run", *multi,
+                   "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1",
+                   "--master-port", str(self.port), str(SCRIPT), mode, str(self.steps_file)]
+        self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     cwd=str(SCRIPT.parent), env={**os.environ, **(env or {})})
+
+    def steps(self) -> dict[int, int]:
+        """rank -> the last step it logged."""
+        last: dict[int, int] = {}
+        try:
+            for line in self.steps_file.read_text().splitlines():
+                rank, step = line.split()
+                last[int(rank)] = int(step)
+        except (OSError, ValueError):
+            pass
+        return last
+
+    def wait_until(self, condition: Callable[[dict[int, int]], bool], timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the job ended early: {self.log.name}")
+            if condition(self.steps()):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"the job never reached its state: steps {self.steps()}")
+
+    def rank_pids(self) -> list[int]:
+        return [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)
+                if "attach_job.py" in " ".join(c.cmdline())]
+
+    def running(self) -> bool:
+        """Every rank alive and not stopped (attach must never pause or end one)."""
+        pids = self.rank_pids()
+        return len(pids) >= 1 and all(psutil.Process(p).status() not in (
+            psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE) for p in pids)
+
+    def end(self) -> None:
+        """torchrun starts each rank in a session of its own: end the ranks by pid (and their
+        DataLoader workers), then torchrun's session."""
+        try:
+            procs = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.Error:
+            procs = []
+        for proc in procs:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait(timeout=30)
+        psutil.wait_procs(procs, timeout=10)
+        self.log.close()
+
+
+def pyspy_on(pids: list[int]) -> list[str]:
+    """py-spy processes still pointed at any of these pids (there must be none)."""
+    left = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if "py-spy" in " ".join(cmd[:2]) and any(str(p) in cmd for p in pids):
+            left.append(" ".join(cmd))
+    return left

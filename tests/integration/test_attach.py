@@ -1,0 +1,156 @@
+"""`ddpdoctor attach` on real jobs started with plain torchrun (gloo), outside ddpdoctor.
+
+Each test asserts the verdict, that the job was left running (never paused, signalled or
+ended) and that nothing of ddpdoctor's is left (no py-spy process, no temporary file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from attach_jobs import TorchrunJob, pyspy_on
+from cli_runner import ddpdoctor_exe, run_cli
+
+pytestmark = [pytest.mark.multiprocess,
+              pytest.mark.skipif(shutil.which("py-spy") is None, reason="needs py-spy")]
+
+
+@pytest.fixture
+def job_in(tmp_path):
+    jobs = []
+
+    def start(mode: str, **kwargs) -> TorchrunJob:
+        job = TorchrunJob(mode, tmp_path, **kwargs)
+        jobs.append(job)
+        return job
+
+    yield start
+    for job in jobs:
+        job.end()
+
+
+def _attach(job: TorchrunJob, tmp_path, *extra: str):
+    spool = tmp_path / "tmp"
+    spool.mkdir(exist_ok=True)
+    pids = job.rank_pids()
+    done = run_cli("attach", str(job.proc.pid), "--duration", "2", "--json", "-", *extra,
+                   timeout=60, env={"TMPDIR": str(spool)})
+    assert job.running(), "attach must leave the job running"
+    assert pyspy_on(pids) == []
+    assert list(spool.iterdir()) == [], "attach left temporary files"
+    return done, json.loads(done.stdout)
+
+
+def _finding(report: dict, code: str) -> dict:
+    found = [f for f in report["findings"] if f["code"] == code]
+    assert found, (code, report["findings"], report["notes"])
+    return found[0]
+
+
+def test_rank_stuck_in_user_code_is_named_with_its_line(job_in, tmp_path):
+    job = job_in("stuck")
+    job.wait_until(lambda s: s.get(0, -1) >= 4)
+    done, report = _attach(job, tmp_path)
+    assert done.code == 1, done.stderr
+    hang = _finding(report, "DDP503")
+    assert hang["ranks"] == [1]
+    assert hang["location"]["file"] == "attach_job.py"
+    assert hang["location"]["line"] == 35  # the loop in wait_for_file_that_never_comes
+    assert "rank 0 waits in Tensor.backward" in hang["message"], hang["message"]
+    assert "rank 1 is running wait_for_file_that_never_comes" in hang["message"]
+
+
+def test_rank0_only_collective_is_a_skipped_collective(job_in, tmp_path):
+    job = job_in("rank0_collective")
+    job.wait_until(lambda s: s.get(0, -1) >= 4 and s.get(1, -1) >= 5)
+    junit = tmp_path / "attach.xml"
+    done, report = _attach(job, tmp_path, "--junit", str(junit), "--github")
+    assert done.code == 1, done.stderr
+    assert "::error file=attach_job.py,line=53,title=DDP502" in done.stderr  # stdout holds the JSON
+    assert "<failure" in junit.read_text() and 'name="DDP502' in junit.read_text()
+    skipped = _finding(report, "DDP502")
+    assert skipped["ranks"] == [0]
+    assert skipped["location"]["line"] == 53  # dist.barrier() under `if rank == 0`
+    assert "rank 0 entered barrier" in skipped["message"]
+    assert "rank 1 skipped it" in skipped["message"]
+    assert _finding(report, "DDP503")["location"]["line"] == 53
+
+
+def test_straggler_sleeping_in_its_data_loading_is_named(job_in, tmp_path):
+    job = job_in("straggler")
+    job.wait_until(lambda s: min(s.get(0, -1), s.get(1, -1)) >= 9)
+    before = job.steps()[0]
+    done, report = _attach(job, tmp_path)
+    assert done.code == 0, done.stderr  # DDP601 is a warning
+    slow = _finding(report, "DDP601")
+    assert slow["ranks"] == [1]
+    assert "load_batch at attach_job.py:29" in slow["message"], slow["message"]
+    job.wait_until(lambda s: s.get(0, -1) > before, timeout=30)  # it kept training
+
+
+def test_healthy_fast_job_is_said_healthy(job_in, tmp_path):
+    job = job_in("healthy")
+    job.wait_until(lambda s: min(s.get(0, -1), s.get(1, -1)) >= 40)
+    before = job.steps()[0]
+    done, report = _attach(job, tmp_path)
+    assert done.code == 0, done.stderr
+    assert report["status"] == "pass"
+    assert report["findings"] == []
+    assert report["metrics"]["state"] == "healthy"
+    assert any(n.startswith("healthy: every rank advanced") for n in report["notes"])
+    job.wait_until(lambda s: s.get(0, -1) > before, timeout=30)
+    # Only when asked: --end, after the report, ends the job through torchrun's agent.
+    ended = run_cli("attach", str(job.proc.pid), "--duration", "1", "--end", "-q", timeout=60)
+    assert ended.code == 0, ended.stderr
+    job.proc.wait(timeout=60)
+
+
+def test_ptrace_refused_is_one_line_with_the_fix_and_proc_is_still_read(job_in, tmp_path):
+    """For real: the job runs as another user (uid 12345, allowed to read the venv through
+    ambient DAC capabilities) and ddpdoctor runs as root without CAP_SYS_PTRACE, which is what
+    a user attaching to a colleague's job, or a container without SYS_PTRACE, meets."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the job as another user")
+    tmp_path.chmod(0o777)
+    caps = "+dac_override,+dac_read_search"
+    job = job_in("healthy", wrapper=["setpriv", "--reuid", "12345", "--regid", "12345",
+                                     "--clear-groups", "--inh-caps", caps, "--ambient-caps", caps])
+    job.wait_until(lambda s: min(s.get(0, -1), s.get(1, -1)) >= 9)
+    pids = job.rank_pids()
+    done = subprocess.run(["setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps", "-sys_ptrace",
+                           *ddpdoctor_exe(), "attach", str(job.proc.pid), "--duration", "1",
+                           "--json", "-"], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert job.running() and pyspy_on(pids) == []
+    report = json.loads(done.stdout)
+    assert done.returncode == 4, done.stderr  # incomplete: never a pass without stacks
+    refused = [n for n in report["notes"] if n.startswith("ptrace was refused")]
+    assert len(refused) == 1 and "ptrace_scope" in refused[0] and "SYS_PTRACE" in refused[0]
+    rows = report["tables"][0]["rows"]
+    assert len(rows) == 2 and all(row[-1] != "?" for row in rows)  # /proc state still read
+
+
+def test_a_pid_that_is_no_process_or_no_rank_is_one_line_exit_2():
+    gone = run_cli("attach", "999999999", timeout=60)
+    assert gone.code == 2 and gone.stderr.count("\n") == 1 and "no process 999999999" in gone.stderr
+    mine = run_cli("attach", str(os.getpid()), timeout=60)
+    assert mine.code == 2 and "is no rank" in mine.stderr and "Traceback" not in mine.stderr
+
+
+def test_a_process_that_exits_while_sampled_is_said_so_and_nothing_is_left(tmp_path):
+    from ddpdoctor.attach.sample import Recorders
+
+    short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.0)"])
+    try:
+        recorders = Recorders([short.pid], 2.5, 50)
+        recorders.start()
+        got = recorders.collect()[short.pid]
+    finally:
+        short.wait(timeout=10)
+    assert got.exited and got.error == "the process exited while it was sampled"
+    assert pyspy_on([short.pid]) == [] and not os.path.exists(recorders.folder)

@@ -1,0 +1,90 @@
+"""Reading Flight Recorder dumps: only plain data is unpickled; ranks lined up by sequence."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+
+from ddpdoctor.attach import flight
+
+
+def entry(seq, op="all_reduce", sizes=((10,),), retired=True, line=41):
+    return {"pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": seq,
+            "profiling_name": f"gloo:{op}", "input_sizes": [list(s) for s in sizes],
+            "input_dtypes": ["Float"], "retired": retired, "is_p2p": False,
+            "frames": [{"name": op, "filename": "/x/site-packages/torch/distributed/distributed_c10d.py", "line": 3245},
+                       {"name": "<module>", "filename": "/home/u/train.py", "line": line}]}
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("touch /tmp/ddpdoctor-pwned",))
+
+
+def test_a_dump_that_builds_objects_is_refused_never_run(tmp_path):
+    (tmp_path / "rank_0").write_bytes(pickle.dumps({"entries": [_Evil()]}))
+    (tmp_path / "rank_1").write_bytes(pickle.dumps({"entries": [entry(1)]}))
+    dumps, notes = flight.load(str(tmp_path))
+    assert list(dumps) == [1] and "refused to build" in notes[0]
+    assert not os.path.exists("/tmp/ddpdoctor-pwned")
+
+
+def test_different_shapes_at_one_position_are_a_mismatch():
+    dumps = {0: {"entries": [entry(1), entry(2, sizes=((10,),))]},
+             1: {"entries": [entry(1), entry(2, sizes=((12,),), line=50)]},
+             2: {"entries": [entry(1), entry(2, sizes=((10,),))]}}
+    (code, problem), = flight.analyse(dumps)[0]
+    assert code == "DDP501" and list(problem.ranks) == [1]
+    assert str(problem.location) == "/home/u/train.py:50"
+
+
+def test_ring_buffers_that_start_at_different_positions_line_up_on_the_common_part():
+    dumps = {0: {"entries": [entry(s) for s in range(3, 9)]},
+             1: {"entries": [entry(s) for s in range(5, 9)]}}
+    assert flight.analyse(dumps)[0] == []
+
+
+def test_a_probe_run_dir_is_not_a_dump_dir(tmp_path):
+    (tmp_path / "probe.json").write_text("{}")
+    (tmp_path / "rank_0").write_bytes(pickle.dumps({"entries": []}))
+    assert not flight.is_dump_dir(str(tmp_path))
+
+
+def test_a_rank_listening_on_its_dump_pipe_is_asked_and_its_dump_found(tmp_path):
+    """The writer side for real: a FIFO read by a thread standing in for NCCL's watchdog, which
+    writes the dump where the rank's environment says (no GPU here for a real NCCL rank)."""
+    import threading
+
+    from ddpdoctor.attach import flight_pipe
+    from ddpdoctor.attach.discover import Job, RankProc
+
+    env = {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE": str(tmp_path / "pipe_"),
+           "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": str(tmp_path / "rank_")}
+    fifo = tmp_path / "pipe_1.pipe"
+    os.mkfifo(fifo)
+
+    listening = threading.Event()
+
+    def watchdog():
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # as the rank keeps it open
+        listening.set()
+        deadline = time.monotonic() + 10
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    if os.read(fd, 1):
+                        (tmp_path / "rank_1").write_bytes(pickle.dumps({"entries": [entry(1)]}))
+                        return
+                except BlockingIOError:
+                    pass
+                time.sleep(0.02)
+        finally:
+            os.close(fd)
+
+    reader = threading.Thread(target=watchdog, daemon=True)
+    reader.start()
+    assert listening.wait(5)
+    job = Job("job", 2, [RankProc(0, 10, flight_env={}), RankProc(1, 11, flight_env=env)])
+    files, note = flight_pipe.request_dumps(job)
+    assert files == {1: str(tmp_path / "rank_1")} and "1 wrote one" in note

@@ -1,0 +1,89 @@
+"""attach's judging over built observations: hung, hung during the window, skipped collective,
+straggler, healthy, nothing sampled."""
+
+from __future__ import annotations
+
+from ddpdoctor.attach.facts import Observation, RankObservation
+from ddpdoctor.attach.judge import judge
+from ddpdoctor.attach.sample import parse_speedscope
+from ddpdoctor.probe.analysis.runmodel import Frame
+
+BACKWARD = (Frame("_engine_run_backward", "torch/autograd/graph.py", 979),
+            Frame("Tensor.backward", "torch/_tensor.py", 623), Frame("<module>", "train.py", 49))
+BARRIER = (Frame("barrier", "torch/distributed/distributed_c10d.py", 4800),
+           Frame("<module>", "train.py", 53))
+SPIN = (Frame("wait_for_it", "train.py", 35), Frame("<module>", "train.py", 48))
+LOAD = (Frame("load_batch", "train.py", 29), Frame("<module>", "train.py", 45))
+FORWARD = (Frame("forward", "torch/nn/modules/linear.py", 125), Frame("<module>", "train.py", 46))
+
+
+def rank(r, stacks, io=0, quiet=3.0, cpu=0.0):
+    return RankObservation(r, 1000 + r, "node-a", list(stacks), proc={
+        "seconds": 3.0, "io_calls": io, "io_quiet_s": quiet, "main_cpu_share": cpu})
+
+
+def codes(verdict):
+    return {f.code: f for res in verdict.results for f in res.findings}
+
+
+def test_rank_spinning_in_its_code_while_the_other_waits_is_the_odd_group():
+    verdict = judge(Observation("job", 2, 3.0, [rank(0, [BACKWARD] * 150), rank(1, [SPIN] * 150)]))
+    hang = codes(verdict)["DDP503"]
+    assert verdict.state == "hung"
+    assert hang.ranks == [1] and str(hang.location) == "train.py:35"
+    assert "rank 0 waits in Tensor.backward at train.py:49" in hang.message
+    assert "DDP502" not in codes(verdict)
+
+
+def test_hang_that_starts_during_the_window_is_judged_from_its_start():
+    moving = [FORWARD, BACKWARD, LOAD] * 20
+    verdict = judge(Observation("job", 2, 3.0, [rank(0, moving + [BACKWARD] * 90, io=400, quiet=1.7),
+                                                 rank(1, moving + [SPIN] * 90, io=380, quiet=1.8)]))
+    assert verdict.state == "hung"
+    assert "in the last 1.7 s of the 3.0 s sampled" in codes(verdict)["DDP503"].message
+
+
+def test_rank0_only_barrier_is_a_skipped_collective():
+    verdict = judge(Observation("job", 2, 3.0, [rank(0, [BARRIER] * 150), rank(1, [BACKWARD] * 150)]))
+    skipped = codes(verdict)["DDP502"]
+    assert skipped.ranks == [0] and str(skipped.location) == "train.py:53"
+    assert skipped.message.startswith("rank 0 entered barrier at train.py:53 and rank 1 skipped it")
+
+
+def test_waiting_rank_that_still_reads_and_writes_is_progressing_and_the_sleeper_straggles():
+    verdict = judge(Observation("job", 2, 3.0, [rank(0, [BACKWARD] * 145 + [FORWARD] * 5, io=120, quiet=0.2),
+                                                 rank(1, [LOAD] * 145 + [BACKWARD] * 5, io=118, quiet=0.2)]))
+    slow = codes(verdict)["DDP601"]
+    assert verdict.state == "straggler" and slow.ranks == [1]
+    assert "load_batch at train.py:29" in slow.message
+    assert "rank 1 spends 97% of its samples" in slow.message
+
+
+def test_ranks_alike_and_advancing_are_healthy_with_evidence():
+    mix = [FORWARD, BACKWARD, BACKWARD, LOAD] * 40
+    verdict = judge(Observation("job", 2, 3.0, [rank(0, mix, io=900, quiet=0.0),
+                                                 rank(1, mix, io=880, quiet=0.0)]))
+    assert verdict.state == "healthy" and not codes(verdict)
+    assert verdict.notes[0].startswith("healthy: every rank advanced in the 3.0 s sampled")
+
+
+def test_no_stack_sampled_is_incomplete_never_a_pass():
+    obs = Observation("job", 2, 3.0, [RankObservation(0, 10, "a", error="ptrace refused", refused=True),
+                                      RankObservation(1, 11, "a", error="ptrace refused", refused=True)])
+    verdict = judge(obs)
+    assert {r.status for r in verdict.results} == {"incomplete"}
+
+
+def test_observation_survives_json_as_a_node_sends_it():
+    obs = Observation("job", 2, 3.0, [rank(0, [BACKWARD] * 3)], notes=["n"])
+    again = Observation.from_dict(obs.to_dict())
+    assert again.ranks[0].stacks[0][2].file == "train.py" and again.notes == ["n"]
+
+
+def test_speedscope_main_thread_samples_come_innermost_first():
+    data = {"shared": {"frames": [{"name": "<module>", "file": "/w/train.py", "line": 9},
+                                  {"name": "work", "file": "/w/train.py", "line": 3}]},
+            "profiles": [{"type": "sampled", "name": 'Thread 7 "pt_thread"', "samples": [[0]] * 9},
+                         {"type": "sampled", "name": 'Thread 5 "MainThread"', "samples": [[0, 1]] * 2}]}
+    stacks = parse_speedscope(data, 5)
+    assert len(stacks) == 2 and [f.func for f in stacks[0]] == ["work", "<module>"]
