@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from probe_runner import REPO, ProbeResult, probe
+from tests.helpers.probe_runner import REPO, ProbeResult, probe
 
 pytestmark = pytest.mark.multiprocess
 

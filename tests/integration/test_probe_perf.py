@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from probe_runner import REPO, probe
+from tests.helpers.probe_runner import REPO, probe
 
 # Timing verdicts: run alone (`-m serial`, the README's second pytest), never beside other tests.
 pytestmark = [pytest.mark.multiprocess, pytest.mark.serial]
@@ -153,7 +153,7 @@ def test_regression_gate_fails_a_slowed_run_and_passes_a_rerun(tmp_path):
 
 
 def test_a_baseline_that_is_not_a_probe_report_is_bad_input(tmp_path):
-    from cli_runner import run_cli
+    from tests.helpers.cli_runner import run_cli
 
     (tmp_path / "preflight.json").write_text('{"tool": "ddpdoctor", "command": "preflight"}')
     for baseline in (tmp_path / "missing.json", tmp_path / "preflight.json"):

@@ -13,7 +13,7 @@ from typing import Optional
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis import fsdp_comm, memory, perf_tables
 from ddpdoctor.core.registry import Skipped
-from telemetry_builders import RunBuilder, judge, site
+from tests.helpers.telemetry_builders import RunBuilder, judge, site
 
 MiB = 2**20
 RUNTIME = 230 * MiB

@@ -21,7 +21,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import trace
-from telemetry_builders import SITE_DDP, RunBuilder, judge, site
+from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge, site
 
 KB, MB = 1000, 1_000_000
 
