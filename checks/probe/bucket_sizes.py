@@ -111,6 +111,9 @@ def bucket_sizes(run: RunModel) -> list[Problem] | Skipped:
     """
     if run.world_size < 2:
         return Skipped("a single rank communicates with nobody")
+    clock = perf.device_time(run)
+    if not clock.comm_measured:  # launch times are not all-reduce times: judge nothing on them
+        return Skipped(clock.reason)
     comms = [c for c in perf.model_comm(run) if c.buckets]
     if not comms:
         return Skipped("no timed bucket all-reduces after the first steps")

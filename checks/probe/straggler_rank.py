@@ -61,6 +61,10 @@ def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
     if len(perfs) < 2:
         return Skipped(f"needs at least 2 ranks with {perf.MIN_STEPS} steps after the first "
                        f"{perf.WARMUP_STEPS}")
+    clock = perf.device_time(run)
+    if not (clock.comm_measured and clock.compute_measured):
+        # A rank's own work is its step minus its waiting on the others: unknown without both.
+        return Skipped(f"{clock.reason}: a rank's waiting on the others cannot be told from its work")
     step_time = perf.median([p.median("step") for p in perfs.values()])
     compute = {rank: p.median("compute") for rank, p in perfs.items()}
     slow = []

@@ -204,6 +204,11 @@ class BucketTiming:
     iteration: int  # DDP backward iteration, from 0
     is_last: bool
     hook: str  # "default" or the wrapped user hook's name
+    # Where start/end come from (inrank/device_timing.py): "cpu" (the launch and the completion
+    # callback: gloo completes the future when the bytes have moved), "cuda-events" (CUDA events
+    # on the device timeline, mapped onto the wall clock), "none" (launch and callback times on
+    # the CPU of a backend whose futures may complete at enqueue: not the all-reduce's time).
+    clock: str = "cpu"
 
 
 @dataclass
@@ -225,7 +230,8 @@ class BaselineTiming:
     The in-job baseline for bucket bandwidth (DDP602): the same bytes, the same group, the same
     machine and network, nothing else running (inrank/baseline.py). `times` are seconds per timed
     all-reduce, from the call to its completion callback, as the bucket hook measures; `starts`
-    the wall-clock time of each call, to line the ranks up as bucket timings are.
+    the wall-clock time of each call, to line the ranks up as bucket timings are. On CUDA both
+    come from CUDA events, as the buckets' do (`clock`).
     """
 
     kind = "baseline"
@@ -236,6 +242,38 @@ class BaselineTiming:
     warmup: int  # untimed all-reduces before the timed ones
     times: list[float]
     starts: list[float] = field(default_factory=list)
+    clock: str = "cpu"  # as BucketTiming.clock
+
+
+@dataclass
+class DeviceClock:
+    """Which clock the durations of one DDP model's collectives come from on this rank, decided
+    from the process group's backend for the gradients' device and that device
+    (inrank/device_timing.py): "cpu", "cuda-events" or "none" (device time not measured, with the
+    reason). Written when the first bucket is all-reduced, and again if CUDA events fail later."""
+
+    kind = "device_clock"
+    t: float
+    ddp_id: int
+    clock: str  # "cpu" | "cuda-events" | "none"
+    backend: str
+    device: str  # "cpu", "cuda:0", ...
+    reason: str = ""  # why device time is not measured ("" when it is)
+
+
+@dataclass
+class DevicePhases:
+    """One optimizer step's phases on the device timeline (CUDA events on the compute stream),
+    written once its events completed (at a later step or at the end): forward, backward (to
+    the last bucket's launch: every gradient ready), comm_exposed (the last all-reduce's end
+    after that), optimizer; seconds. The Step record of the same step keeps the CPU (launch)
+    times."""
+
+    kind = "device_phases"
+    t: float
+    step: int
+    phases: dict[str, float] = field(default_factory=dict)
+    clock: str = "cuda-events"
 
 
 @dataclass
@@ -473,7 +511,7 @@ class Memory:
 
 RECORD_TYPES = {cls.kind: cls for cls in (
     Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone,
-    BucketTiming, BucketLayout, BaselineTiming, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
+    BucketTiming, BucketLayout, BaselineTiming, DeviceClock, DevicePhases, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
     DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
     SamplerShard, Memory)}
 

@@ -21,6 +21,13 @@ one backward a bucket's time starts no earlier than the end of the bucket that f
 (a group's all-reduces share its connections); the iteration's busy time is the union of its
 buckets' intervals. The in-job baseline is lined up across ranks the same way. Bandwidths as
 nccl-tests defines them: algbw = bytes / time, busbw = algbw * 2(n-1)/n, in GB/s (1e9 B/s).
+
+Clocks. Each rank records which clock its bucket times come from (tm.DeviceClock; see
+inrank/device_timing.py): "cpu" (gloo on CPU tensors: the completion callback is the truth),
+"cuda-events" (bucket times and the step phases forward, backward, comm_exposed, optimizer from
+CUDA events on the device timeline, tm.DevicePhases; data, other and the step's wall time stay on
+the CPU clock) or "none" (device time not measured: then no number here claims it, and the
+checks that need it skip with the reason). A recording without DeviceClock records is gloo/CPU.
 """
 
 from __future__ import annotations
@@ -49,6 +56,51 @@ PHASE_WORDS = {
     "collectives": "the script's own collectives",
 }
 GB = 1e9
+CPU_CLOCK, CUDA_CLOCK, NO_CLOCK = "cpu", "cuda-events", "none"  # inrank/device_timing.py
+DEVICE_PHASES = ("forward", "backward", "comm_exposed", "optimizer")  # tm.DevicePhases
+
+
+@dataclass
+class DeviceTime:
+    """Which clock the run's durations come from, over every rank and DDP model: `comm` for
+    the bucket times and the exposed communication, `compute` for forward, backward and the
+    optimizer step ("cpu" | "cuda-events" | "none"), and why not, where not."""
+
+    comm: str = CPU_CLOCK
+    compute: str = CPU_CLOCK
+    reason: str = ""
+
+    @property
+    def comm_measured(self) -> bool:
+        return self.comm != NO_CLOCK
+
+    @property
+    def compute_measured(self) -> bool:
+        return self.compute != NO_CLOCK
+
+    def words(self) -> str:
+        """The clock as the tables say it."""
+        if not self.comm_measured:
+            return self.reason or "device time not measured"
+        return "device time: CUDA events" if self.comm == CUDA_CLOCK else "CPU clock (gloo)"
+
+
+def device_time(model: RunModel) -> DeviceTime:
+    """The run's DeviceTime: "none" as soon as any rank's model could not be timed (a verdict over
+    ranks needs every rank's numbers), CUDA events where they timed it, else the CPU clock."""
+    latest: dict[tuple[int, int], tm.DeviceClock] = {}
+    for rank, run in model.ranks.items():
+        for record in run.of(tm.DeviceClock):
+            latest[(rank, record.ddp_id)] = record  # a later record (events failed) wins
+    unmeasured = [c for c in latest.values() if c.clock == NO_CLOCK]
+    if unmeasured:
+        # On a CPU device forward, backward and the optimizer ran on the CPU clock itself.
+        on_cpu = all(c.device == "cpu" for c in unmeasured)
+        return DeviceTime(NO_CLOCK, CPU_CLOCK if on_cpu else NO_CLOCK,
+                          unmeasured[0].reason or "device time not measured")
+    if any(c.clock == CUDA_CLOCK for c in latest.values()):
+        return DeviceTime(CUDA_CLOCK, CUDA_CLOCK)
+    return DeviceTime()
 
 
 def median(values: list[float]) -> float:
@@ -63,6 +115,7 @@ class StepSample:
     wall: float
     phases: dict[str, float]
     samples: int
+    unmeasured: tuple = ()  # phases whose time was not measured (their value here is 0)
 
     @property
     def compute(self) -> float:
@@ -103,8 +156,19 @@ def _collective_waits(run: RankRun) -> dict[int, float]:
     return waits
 
 
-def rank_steps(run: RankRun) -> RankPerf:
-    """The judged steps of one rank (after warm-up, with a wall time)."""
+def rank_steps(run: RankRun, clock: Optional[DeviceTime] = None,
+               launch: bool = False) -> RankPerf:
+    """The judged steps of one rank (after warm-up, with a wall time). With a CUDA `clock` the
+    device phases replace the CPU ones (a step whose device times never completed is not
+    judged), unless `launch`: then the CPU (launch) times of every phase, as recorded."""
+    clock = clock or DeviceTime()
+    device = None
+    if clock.compute == CUDA_CLOCK and not launch:
+        device = {d.step: d.phases for d in run.of(tm.DevicePhases)}
+    unmeasured: tuple = ()
+    if not launch:
+        unmeasured = (() if clock.comm_measured else ("comm_exposed",)) + (
+            () if clock.compute_measured else ("forward", "backward", "optimizer"))
     waits = _collective_waits(run)
     samples = []
     for record in run.of(tm.Step):
@@ -112,17 +176,27 @@ def rank_steps(run: RankRun) -> RankPerf:
         if record.step <= WARMUP_STEPS or not wall or wall <= 0:
             continue
         phases = {p: float(record.phases.get(p, 0.0)) for p in PHASES}
+        if device is not None:
+            found = device.get(record.step)
+            if found is None:
+                continue
+            phases.update({p: float(found.get(p, 0.0)) for p in DEVICE_PHASES})
+        for p in unmeasured:
+            phases[p] = 0.0
         phases["collectives"] = min(waits.get(record.step, 0.0), wall)
         phases["other"] = max(0.0, wall - sum(phases.values()))
-        samples.append(StepSample(record.step, wall, phases, int(record.phases.get("samples", 0) or 0)))
+        samples.append(StepSample(record.step, wall, phases, int(record.phases.get("samples", 0) or 0),
+                                  unmeasured))
     return RankPerf(run.rank, samples)
 
 
-def step_perf(model: RunModel) -> dict[int, RankPerf]:
-    """Every rank's judged steps, by rank; ranks with fewer than MIN_STEPS are left out."""
+def step_perf(model: RunModel, launch: bool = False) -> dict[int, RankPerf]:
+    """Every rank's judged steps, by rank; ranks with fewer than MIN_STEPS are left out. Phases
+    on the run's clock (device_time); `launch`: the CPU (launch) times, as recorded."""
     found = {}
+    clock = device_time(model)
     for rank in model.rank_ids():
-        perf = rank_steps(model.ranks[rank])
+        perf = rank_steps(model.ranks[rank], clock, launch)
         if len(perf.steps) >= MIN_STEPS:
             found[rank] = perf
     return found
@@ -302,6 +376,12 @@ class ModelComm:
     find_unused_parameters: bool = False
     gradient_as_bucket_view: bool = False
     shares_cores: bool = False  # communication competes with compute for the cores (gloo)
+    clock: str = CPU_CLOCK  # DeviceTime.comm: "none" leaves every time here at 0, unmeasured
+    clock_reason: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return self.clock != NO_CLOCK
 
     @property
     def slowdown(self) -> float:
@@ -423,6 +503,7 @@ def model_comm(model: RunModel) -> list[ModelComm]:
             iterations.setdefault((b.ddp_id, b.iteration), {}).setdefault(b.index, []).append(b)
     found = []
     shares_cores = comm_shares_cores(model)
+    clock = device_time(model)
     for ddp_id in sorted({key[0] for key in iterations}):
         per_bucket: dict[tuple[int, int], list[float]] = {}
         busy, counts, totals = [], [], []  # per judged iteration
@@ -444,17 +525,21 @@ def model_comm(model: RunModel) -> list[ModelComm]:
         for (index, nbytes), values in per_bucket.items():
             if index not in chosen or len(values) > len(chosen[index][1]):
                 chosen[index] = (nbytes, values)
+        measured = clock.comm_measured  # else: launch times, never passed on as all-reduce times
         buckets = [BucketPerf(ddp_id, index, nbytes, layouts.get((ddp_id, index, nbytes), []),
-                              len(values), median(values), world, baselines.get(nbytes))
+                              len(values), median(values) if measured else 0.0, world,
+                              baselines.get(nbytes) if measured else None)
                    for index, (nbytes, values) in sorted(chosen.items())]
         info = infos.get(ddp_id)
         found.append(ModelComm(ddp_id, world, buckets, len(busy), median(counts),
-                               int(median(totals)), median(busy),
+                               int(median(totals)), median(busy) if measured else 0.0,
                                info.bucket_cap_mb if info else None, sorted(hooks.get(ddp_id, ())),
-                               info.site if info else None, call_cost(model, ddp_id, buckets),
-                               spread(busy), bool(info and info.static_graph),
+                               info.site if info else None,
+                               call_cost(model, ddp_id, buckets) if measured else None,
+                               spread(busy) if measured else 0.0, bool(info and info.static_graph),
                                bool(info and info.find_unused_parameters),
-                               bool(info and info.gradient_as_bucket_view), shares_cores))
+                               bool(info and info.gradient_as_bucket_view), shares_cores,
+                               clock.comm, clock.reason))
     return found
 
 

@@ -13,6 +13,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.report.model import Table
 
 PHASE_COLUMNS = ("data", "forward", "backward", "comm_exposed", "optimizer", "collectives", "other")
+NOT_MEASURED = "not measured"
 
 
 def _ms(seconds: Optional[float]) -> str:
@@ -23,18 +24,37 @@ def _gbps(value: Optional[float]) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def phase_table(perfs: dict[int, perf.RankPerf]) -> Table:
+def _phase_cell(p: perf.RankPerf, column: str) -> str:
+    unmeasured = p.steps[0].unmeasured if p.steps else ()
+    if column in unmeasured:
+        return NOT_MEASURED
+    if column == "other" and unmeasured:
+        return ""  # the rest of a step whose parts are not all known
+    return _ms(p.median(column))
+
+
+def phase_table(perfs: dict[int, perf.RankPerf], clock: Optional[perf.DeviceTime] = None,
+                launch: bool = False) -> Table:
     rows = []
     for rank, p in sorted(perfs.items()):
         rate = p.samples_per_s
-        rows.append([rank, *(_ms(p.median(c)) for c in PHASE_COLUMNS), _ms(p.median("step")),
+        rows.append([rank, *(_phase_cell(p, c) for c in PHASE_COLUMNS), _ms(p.median("step")),
                      "" if rate is None else f"{rate:.1f}"])
     steps = min(len(p.steps) for p in perfs.values())
-    return Table(f"Step phases: median ms per step over {steps}+ steps after the first "
+    if launch:
+        title = (f"Step phases, CPU (launch) time: median ms per step over {steps}+ steps after "
+                 f"the first {perf.WARMUP_STEPS}; on a GPU the CPU launches work that runs later, "
+                 "so these say how long the CPU spent, not the device (data: waiting for the "
+                 "loader)")
+    else:
+        title = (f"Step phases: median ms per step over {steps}+ steps after the first "
                  f"{perf.WARMUP_STEPS} (exposed: communication backward did not hide; coll: the "
-                 "script's own collectives)",
-                 ["rank", "data", "fwd", "bwd", "exposed", "optim", "coll", "other", "step",
-                  "samples/s"], rows)
+                 "script's own collectives)")
+        if clock is not None and (clock.comm != perf.CPU_CLOCK or clock.compute != perf.CPU_CLOCK):
+            title += ("; fwd, bwd, exposed, optim on the device (CUDA events), the rest on the CPU"
+                      if clock.compute == perf.CUDA_CLOCK else f"; {clock.reason}")
+    return Table(title, ["rank", "data", "fwd", "bwd", "exposed", "optim", "coll", "other", "step",
+                         "samples/s"], rows)
 
 
 def bucket_table(comms: list[perf.ModelComm]) -> Table:
@@ -43,14 +63,23 @@ def bucket_table(comms: list[perf.ModelComm]) -> Table:
     for comm in comms:
         for b in comm.buckets:
             efficiency = b.efficiency
+            if not comm.measured:  # launch times are not all-reduce times: none shown
+                rows.append([*([comm.ddp_id] if several else []), b.index, f"{b.nbytes / 1e6:.3f}",
+                             len(b.params), *[NOT_MEASURED] * 5])
+                continue
             rows.append([*([comm.ddp_id] if several else []), b.index, f"{b.nbytes / 1e6:.3f}",
                          len(b.params), _ms(b.seconds), _gbps(b.algbw), _gbps(b.busbw),
                          _gbps(b.baseline_busbw), "" if efficiency is None else f"{efficiency:.2f}"])
     columns = ["bucket", "MB", "params", "ms", "algbw", "busbw", "baseline", "eff"]
-    return Table("Gradient buckets: median all-reduce per backward; algbw, busbw and baseline "
-                 "busbw in GB/s (busbw = algbw x 2(n-1)/n); baseline: a raw all-reduce of the "
-                 "same size in this job; eff = busbw / baseline",
-                 (["model"] if several else []) + columns, rows)
+    title = ("Gradient buckets: median all-reduce per backward; algbw, busbw and baseline "
+             "busbw in GB/s (busbw = algbw x 2(n-1)/n); baseline: a raw all-reduce of the "
+             "same size in this job; eff = busbw / baseline")
+    unmeasured = next((c for c in comms if not c.measured), None)
+    if unmeasured is not None:
+        title += f"; {unmeasured.clock_reason or 'device time not measured'}"
+    elif any(c.clock == perf.CUDA_CLOCK for c in comms):
+        title += "; timed with CUDA events on the device"
+    return Table(title, (["model"] if several else []) + columns, rows)
 
 
 def scaling_table(points: list[scaling.ScalingPoint]) -> Table:
@@ -69,9 +98,14 @@ def scaling_table(points: list[scaling.ScalingPoint]) -> Table:
 def tables(model: RunModel) -> list[Table]:
     """The performance tables that have data in this run (none for a run that never stepped)."""
     found = []
+    clock = perf.device_time(model)
     perfs = perf.step_perf(model)
     if perfs:
-        found.append(phase_table(perfs))
+        found.append(phase_table(perfs, clock))
+    if clock.compute != perf.CPU_CLOCK:
+        launch = perf.step_perf(model, launch=True)  # what the CPU saw, labelled as such
+        if launch:
+            found.append(phase_table(launch, clock, launch=True))
     comms = [c for c in perf.model_comm(model) if c.buckets]
     if comms:
         found.append(bucket_table(comms))
@@ -124,6 +158,10 @@ def metrics(model: RunModel) -> dict[str, Any]:
     --baseline gate (DDP607) reads them back: step time and its spread, exposed communication,
     calls and bytes per step, busy time and bus bandwidth per bucket."""
     numbers: dict[str, Any] = {}
+    clock = perf.device_time(model)
+    if clock != perf.DeviceTime():  # gloo/CPU runs keep their metrics exactly as before
+        numbers["device_time"] = {"comm": clock.comm, "compute": clock.compute,
+                                  "reason": clock.reason}
     perfs = perf.step_perf(model)
     if perfs:
         numbers["step_ms_median"] = round(perf.step_time(perfs) * 1e3, 3)
@@ -131,7 +169,7 @@ def metrics(model: RunModel) -> dict[str, Any]:
         numbers["judged_steps"] = min(len(p.steps) for p in perfs.values())
         rate = perf.throughput(perfs)
         numbers["samples_per_s"] = round(rate, 3) if rate else None
-        if len(perfs) >= 2:
+        if len(perfs) >= 2 and clock.comm_measured:
             exposed, step, _ = perf.pure_exposed(perfs)
             numbers["exposed_comm_ms"] = round(exposed * 1e3, 3)
             numbers["exposed_comm_share"] = round(exposed / step, 4) if step else None
@@ -143,10 +181,13 @@ def metrics(model: RunModel) -> dict[str, Any]:
         rounds = perf.rounds_per_step(model)
         numbers["allreduce_calls_per_step"] = round(numbers["buckets_per_backward"] * rounds, 3)
         numbers["allreduce_bytes_per_step"] = round(numbers["gradient_bytes_per_backward"] * rounds)
-        numbers["comm_busy_ms"] = round(sum(c.busy_s for c in comms) * 1e3, 3)
-        numbers["comm_busy_spread_ms"] = round(max(c.busy_spread for c in comms) * 1e3, 3)
+        measured = all(c.measured for c in comms)
+        if measured:
+            numbers["comm_busy_ms"] = round(sum(c.busy_s for c in comms) * 1e3, 3)
+            numbers["comm_busy_spread_ms"] = round(max(c.busy_spread for c in comms) * 1e3, 3)
         numbers["buckets"] = [{"ddp_id": c.ddp_id, "index": b.index, "bytes": b.nbytes,
-                               "ms": round(b.seconds * 1e3, 4), "busbw": round(b.busbw, 4)}
+                               "ms": round(b.seconds * 1e3, 4) if measured else None,
+                               "busbw": round(b.busbw, 4) if measured else None}
                               for c in comms for b in c.buckets]
         costs = [c.cost for c in comms if c.cost is not None and c.cost.measured]
         if costs:

@@ -16,6 +16,10 @@ in one all-reduce, at least 2 MiB and at most DDP's default bucket cap: what mer
 would cost). Together
 they give the latency/bandwidth knee of this job: below it an all-reduce is mostly fixed cost.
 
+Timed as the buckets are (device_timing.py): the completion callback's CPU time on gloo/CPU,
+CUDA events on a GPU (waited for here, off the hot path, with the same deadline). Where the
+buckets' device time is not measured, neither is the baseline: no rank measures one.
+
 Every decision that changes how many collectives a rank makes (whether to measure at all, how
 many iterations per size, when to stop) is taken from values all-reduced with MAX first, so all
 ranks take it alike and none is left waiting. Each wait has a deadline: ddpdoctor must never be
@@ -31,7 +35,7 @@ from typing import Any, Callable
 import torch
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import collectives, recorder
+from ddpdoctor.probe.inrank import collectives, device_timing, recorder
 
 BUDGET_S = 1.0  # all sizes of all models together
 AT_STEP = 4  # measured right after this optimizer step (perf.BASELINE_STEP: the first one judged)
@@ -51,29 +55,57 @@ class _Abandon(Exception):
 
 
 def _timed_all_reduce(all_reduce: Callable, tensor: torch.Tensor, group: Any,
-                      op: Any = None) -> tuple[float, float]:
-    """(start, seconds from the call to the completion callback): the bucket hook's clock (notes §1)."""
-    ends: list[float] = []
+                      op: Any = None, timer: Any = None) -> tuple[float, float]:
+    """(start, seconds from the call to the completion callback): the bucket hook's clock (notes §1).
+    With a `timer` (CUDA), from an event before the call to one recorded in the callback."""
+    ends: list[Any] = []
+    start_event = timer.record() if timer is not None else None
     start = time.time()
     kwargs = {"group": group, "async_op": True}
     if op is not None:
         kwargs["op"] = op
     work = all_reduce(tensor, **kwargs)
-    work.get_future().then(lambda _fut: ends.append(time.time()))
+    if timer is None:
+        work.get_future().then(lambda _fut: ends.append(time.time()))
+    else:
+        work.get_future().then(lambda _fut: ends.append(timer.record()))
     try:
         work.wait(timeout=datetime.timedelta(seconds=WAIT_S))
     except Exception as exc:  # noqa: BLE001 - a peer gone or a deadline passed
         raise _Abandon(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
     done = time.time()
-    # The callback runs on gloo's thread; it has normally fired when wait returns.
-    return start, (ends[0] if ends else done) - start
+    if timer is None:
+        # The callback runs on gloo's thread; it has normally fired when wait returns.
+        return start, (ends[0] if ends else done) - start
+    return _device_interval(timer, start_event, ends[0] if ends else None)
 
 
-def _agree(all_reduce: Callable, group: Any, values: list[float]) -> list[float]:
+def _device_interval(timer: Any, start_event: Any, end_event: Any) -> tuple[float, float]:
+    """(start, seconds) of a CUDA-timed all-reduce, once its end event completed (polled, with
+    the same deadline as a wait: never a blocking synchronize)."""
+    if start_event is None or end_event is None:
+        raise _Abandon(timer.failed or "no CUDA event recorded")
+    deadline = time.time() + WAIT_S
+    try:
+        while not end_event.query():
+            if time.time() > deadline:
+                raise _Abandon(f"an all-reduce did not complete on the device within {WAIT_S:g} s")
+            time.sleep(0.0001)
+        begin, end = timer.wall(start_event), timer.wall(end_event)
+    except _Abandon:
+        raise
+    except Exception as exc:  # noqa: BLE001 - CUDA events failed: no baseline, no untrue number
+        raise _Abandon(f"CUDA events failed ({type(exc).__name__})") from None
+    return begin, end - begin
+
+
+def _agree(all_reduce: Callable, group: Any, values: list[float],
+           device: Any = "cpu") -> list[float]:
     """The maximum of each value over the group's ranks: every rank gets the same numbers."""
     import torch.distributed as dist
 
-    tensor = torch.tensor(values, dtype=torch.float64)
+    # On the buckets' device: NCCL reduces CUDA tensors only (tolist() then waits for it).
+    tensor = torch.tensor(values, dtype=torch.float64, device=device)
     _timed_all_reduce(all_reduce, tensor, group, dist.ReduceOp.MAX)
     return tensor.tolist()
 
@@ -98,19 +130,30 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float) -> None:
     group = state.model.process_group
     sizes = _sizes(state)
     signature = float(sum((i + 1) * n for i, n in enumerate(sizes)) % (1 << 40))
+    device = torch.device(state.clock_device or "cpu")
+    timer = state.timer
+    if timer is not None and timer.failed:
+        state.check_timer()
+        timer = None
+    # Timed the buckets' way, or not at all: 1 where this rank can (cpu or cuda-events).
+    timed = 1.0 if state.clock in (device_timing.CPU, device_timing.CUDA_EVENTS) else 0.0
     # Same step, same sizes on every rank, or no baseline at all (then on every rank alike).
     agreed = _agree(all_reduce, group, [rec.step, -rec.step, len(sizes), -len(sizes),
-                                        signature, -signature])
+                                        signature, -signature, timed, -timed], device)
     if agreed[0] != -agreed[1] or agreed[2] != -agreed[3] or agreed[4] != -agreed[5]:
         rec.note_once("baseline", "no bandwidth baseline: ranks disagreed on the step or the "
                       "bucket sizes at the end of the probe")
         return
+    if agreed[6] != -agreed[7] or not agreed[6]:
+        rec.note_once("baseline", "no bandwidth baseline: device time not measured on "
+                      f"{'this rank' if not timed else 'another rank'}, as for the buckets")
+        return
     for position, nbytes in enumerate(sizes):
-        if position and -_agree(all_reduce, group, [time.time() - deadline])[0] <= 0:
+        if position and -_agree(all_reduce, group, [time.time() - deadline], device)[0] <= 0:
             return  # out of budget on some rank: the sizes left go without a baseline
-        tensor = torch.ones(max(1, nbytes // 4), dtype=torch.float32)
-        warm = [_timed_all_reduce(all_reduce, tensor, group)[1] for _ in range(WARMUP)]
-        slowest, remaining = _agree(all_reduce, group, [warm[-1], time.time() - deadline])
+        tensor = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device)
+        warm = [_timed_all_reduce(all_reduce, tensor, group, timer=timer)[1] for _ in range(WARMUP)]
+        slowest, remaining = _agree(all_reduce, group, [warm[-1], time.time() - deadline], device)
         remaining = -remaining  # the least time left on any rank
         share = remaining / (len(sizes) - position)
         count = int(min(MAX_TIMED, share / max(slowest, 1e-6)))
@@ -118,9 +161,10 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float) -> None:
             if remaining < MIN_TIMED * slowest:
                 return  # out of budget: the sizes left go without a baseline
             count = MIN_TIMED
-        timed = [_timed_all_reduce(all_reduce, tensor, group) for _ in range(count)]
+        times = [_timed_all_reduce(all_reduce, tensor, group, timer=timer) for _ in range(count)]
         rec.write(tm.BaselineTiming(time.time(), state.id, nbytes, "float32", WARMUP,
-                                    [round(t, 7) for _, t in timed], [s for s, _ in timed]))
+                                    [round(t, 7) for _, t in times], [s for s, _ in times],
+                                    state.clock))
 
 
 _done = {"measured": False}

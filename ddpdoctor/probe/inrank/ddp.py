@@ -10,6 +10,9 @@
 - A user's own Python comm hook is wrapped and timed; a builtin C++ hook cannot be (said in a Note).
 - Parameters that got no local gradient in a backward are recorded per iteration (DDP401/402),
   from post-accumulate-grad hooks, before DDP's own error at the next forward can kill the rank.
+- Which clock the bucket times come from is decided per model from its group's backend and the
+  gradients' device (device_timing.py): the completion callback's CPU time on gloo/CPU, CUDA
+  events on a GPU, and on anything else no time at all ("device time not measured").
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import (collectives, coverage, fingerprint, forward_inputs, frameworks, groups,
-                                    recorder)
+from ddpdoctor.probe.inrank import (collectives, coverage, device_timing, fingerprint, forward_inputs,
+                                    frameworks, groups, recorder)
 
 _ids = itertools.count()
 SITE_EVERY = 20  # the backward call site is looked up afresh every this many iterations
@@ -62,14 +65,49 @@ class DDPState:
         self.forward_start = self.forward_end = 0.0
         self.last_grad = 0.0  # the last local gradient became ready: backward compute done
         self.last_bucket_end = 0.0  # the last bucket's all-reduce completed
+        # The clock of its bucket times (device_timing.py): decided at construction from the
+        # parameters' device, checked against the first bucket's.
+        self.clock: Optional[str] = None
+        self.clock_device = ""
+        self.device: Optional[torch.device] = None  # the device the clock was decided for
+        self.timer: Optional[device_timing.DeviceTimer] = None
+
+    def decide_clock(self, device: torch.device) -> None:
+        """Decide (and record) which clock this model's bucket times come from."""
+        backend = device_timing.backend_of(self.model.process_group, device)
+        clock, reason = device_timing.decide(backend, device)
+        self.timer = None
+        if clock == device_timing.CUDA_EVENTS:
+            timer = device_timing.timer_for(device)
+            if timer.failed:
+                clock, reason = device_timing.NONE, f"device time not measured: {timer.failed}"
+            else:
+                self.timer = timer
+                device_timing.timeline.attach(timer)
+        self.clock, self.clock_device, self.device = clock, str(device), device
+        recorder.get().write(tm.DeviceClock(time.time(), self.id, clock, backend, str(device), reason))
+
+    def check_timer(self) -> None:
+        """CUDA events failed since the clock was decided: from now on, not measured."""
+        timer = self.timer
+        if timer is not None and timer.failed:
+            self.timer = None
+            self.clock = device_timing.NONE
+            recorder.get().write(tm.DeviceClock(time.time(), self.id, device_timing.NONE, "",
+                                                self.clock_device,
+                                                f"device time not measured: {timer.failed}"))
 
     def flush_grads(self) -> None:
         if not self.used:
             return
         rec = recorder.get()
+        if self.timer is not None:
+            self.check_timer()
         if self.last_grad > self.forward_end > 0:
             rec.add_phase("backward", self.last_grad - self.forward_end)
-            if self.last_bucket_end > self.last_grad:
+            # Only where the completion callback is the all-reduce's end (gloo on CPU): on a
+            # GPU the device timeline has it (DevicePhases), elsewhere nothing does.
+            if self.clock == device_timing.CPU and self.last_bucket_end > self.last_grad:
                 # Communication still running after the last gradient was computed: the share
                 # of the all-reduce that backward did not hide.
                 rec.add_phase("comm_exposed", self.last_bucket_end - self.last_grad)
@@ -124,6 +162,11 @@ class DDPState:
         else:
             group = model.process_group if model is not None else None
         seq = collectives.next_seq(self.group_name)
+        if self.clock is None or tensor.device != self.device:
+            self.decide_clock(tensor.device)
+        timer = self.timer
+        # On CUDA: an event on the current stream, after the gradients and the mul_ above it.
+        start_event = timer.record() if timer is not None else None
         start = time.time()
         rec.write(tm.Collective(start, self.group_name, None, seq, "ddp_bucket_allreduce",
                                 [[tensor.numel()]], [str(tensor.dtype).replace("torch.", "")],
@@ -133,12 +176,27 @@ class DDPState:
         future = reduce(tensor, group)
 
         def finished(fut: torch.futures.Future) -> Any:
-            # Runs on gloo's worker thread, within ~0.2 ms of completion (notes §1).
+            # gloo: runs on its worker thread, within ~0.2 ms of completion (notes §1). NCCL:
+            # runs at enqueue, on a stream torch made wait for the work's CUDA events.
             end = time.time()
             value = fut.value()  # raises if the all-reduce failed: then it is not "done"
             rec.write(tm.CollectiveDone(end, state.group_name, seq))
-            rec.write(tm.BucketTiming(end, state.id, index, nbytes, start, end, step, iteration,
-                                      is_last, hook_name))
+            end_event = timer.record() if timer is not None else None
+            if end_event is not None and start_event is not None:
+                device_timing.timeline.bucket(start_event, end_event, is_last)
+
+                def resolved(walls: list[float]) -> None:
+                    rec.write(tm.BucketTiming(walls[1], state.id, index, nbytes, walls[0], walls[1],
+                                              step, iteration, is_last, hook_name,
+                                              device_timing.CUDA_EVENTS))
+
+                timer.later([start_event, end_event], resolved)
+            else:
+                # CPU times: the all-reduce's on gloo/CPU; on anything else launch and callback
+                # times, recorded as such ("none") and never judged as the all-reduce's.
+                clock = device_timing.NONE if timer is not None else state.clock
+                rec.write(tm.BucketTiming(end, state.id, index, nbytes, start, end, step,
+                                          iteration, is_last, hook_name, clock))
             state.last_bucket_end = end
             if is_last:
                 state.allreduce_rounds += 1
@@ -287,6 +345,9 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
     model.__dict__["_ddpdoctor"] = state
     _all_states.append(state)
     params = [p for p in model.module.parameters() if p.requires_grad]
+    if params:
+        # Now rather than in the first backward: on CUDA the clock's anchor synchronizes once.
+        state.decide_clock(params[0].device)
     device_ids = arguments.get("device_ids")
     recorder.get().write(tm.DDPInfo(
         time.time(), state.id, bool(arguments.get("find_unused_parameters", False)),
@@ -307,9 +368,13 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
             state.flush_grads()
             state.iteration += 1
         state.forward_start = time.time()
+        if state.timer is not None:
+            state.timer.poll()  # what completed on the device since (a query, no waiting)
+        device_timing.timeline.forward_start()  # nothing unless a model is timed by CUDA events
 
     def after_forward(module: DDP, args: Any, output: Any) -> None:
         state.forward_end = time.time()
+        device_timing.timeline.forward_end()
         recorder.get().add_phase("forward", state.forward_end - state.forward_start)
 
     model.register_forward_pre_hook(before_forward)

@@ -15,7 +15,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import baseline, ddp, recorder
+from ddpdoctor.probe.inrank import baseline, ddp, device_timing, recorder
 
 _counts: dict[int, int] = {}
 _marks = {"step_start": 0.0, "previous_end": 0.0}
@@ -49,6 +49,9 @@ def record_crash(exc: BaseException) -> None:
 def finish(reason: str) -> None:
     """Write the closing records of this rank."""
     rec = recorder.get()
+    # The device timings still queued: their events have normally completed by now; a device
+    # that does not finish within the deadline leaves them out (said in a note), never hangs.
+    device_timing.poll_all(time.time() + device_timing.FINAL_WAIT_S)
     for state in ddp.all_states():
         state.flush_grads()
         try:
@@ -87,6 +90,7 @@ def install(max_steps: int) -> None:
             return  # an optimizer stepped inside another's step (ZeroRedundancyOptimizer's own)
         _marks["outer"] = id(optimizer)
         _marks["step_start"] = time.time()
+        device_timing.timeline.optimizer_start()
 
     def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         if _marks.get("outer") not in (None, id(optimizer)):
@@ -117,6 +121,8 @@ def install(max_steps: int) -> None:
         _marks["previous_end"] = now
         rec.phases, rec.samples = {}, 0
         rec.write(tm.Step(now, step, backward_iterations, rounds, phases))
+        device_timing.timeline.close(step)  # this step's device phases, resolved later
+        device_timing.poll_all()  # earlier steps' that completed (a query each, no waiting)
         last = bool(max_steps) and step >= max_steps
         if not last and baseline.due(step):
             # A step boundary every rank passes alike, with no collective outstanding: the
