@@ -13,8 +13,8 @@ The model has little compute per byte (batch 8), so the bucket all-reduces run w
 backward compute beside them: the figure is about the measurement, not about contention. Both
 sides are timed alike: from the last rank's launch to the last rank's completion (perf.py).
 
-    python benchmarks/bucket_fidelity.py               # 5 runs
-    python benchmarks/bucket_fidelity.py --runs 9
+    python -m benchmarks.bucket_fidelity               # 5 runs
+    python -m benchmarks.bucket_fidelity --runs 9
 """
 
 from __future__ import annotations
@@ -22,17 +22,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from benchmarks.overhead import SCRIPT, ddpdoctor_cmd  # noqa: E402
-from ddpdoctor.probe.analysis import perf  # noqa: E402
-from ddpdoctor.probe import telemetry as tm  # noqa: E402
-from ddpdoctor.probe.analysis.runmodel import RunModel  # noqa: E402
+from benchmarks.overhead import REPO, SCRIPT, ddpdoctor_cmd
+from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis.runmodel import RunModel
 
 
 

@@ -7,8 +7,8 @@ alone enters an all-reduce. The stall begins at the last telemetry record any ra
 report is done when node 0's report.json is written. The figure minus the stall timeout is
 what ddpdoctor adds: asking every node for stacks (py-spy), gathering, judging, ending the job.
 
-    python benchmarks/multinode_stall.py               # 3 rounds, --stall-timeout 5
-    python benchmarks/multinode_stall.py --rounds 5 --stall-timeout 8
+    python -m benchmarks.multinode_stall               # 3 rounds, --stall-timeout 5
+    python -m benchmarks.multinode_stall --rounds 5 --stall-timeout 8
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ shared with other jobs one run can be 2x another, so it also prints two figures 
 disturbs less: the median over runs of each run's fastest quarter of steps (p25), and the CPU
 time per step of a rank process (all its threads).
 
-    python benchmarks/overhead.py                              # every size, 6 runs per mode, 60 steps
-    python benchmarks/overhead.py --sizes 10M --runs 9 --python-hook
+    python -m benchmarks.overhead                              # every size, 6 runs per mode, 60 steps
+    python -m benchmarks.overhead --sizes 10M --runs 9 --python-hook
 
 --python-hook adds a third mode: plain torchrun with a plain Python comm hook (no ddpdoctor),
 which shows what any Python hook costs here: the probe's bucket timer is one.

@@ -1,14 +1,14 @@
 """Preflight fan-out: wall time of `ddpdoctor preflight` over N hosts reached by ssh.
 
 Starts its own sshd on loopback addresses 127.0.0.2 .. 127.0.0.N+1 (the tests' helper,
-tests/sshd.py), writes a host list of them, runs the ddpdoctor console script a few times and
+tests/helpers/sshd.py), writes a host list of them, runs the ddpdoctor console script a few times and
 prints the median wall time. For scale it also times the floor: N concurrent `ssh HOST true`
 through the same server, which is what ssh alone costs on this machine (on loopback the server
 side of every handshake runs on the same cores as ddpdoctor).
 
-    python benchmarks/preflight_fanout.py              # 16 hosts
-    python benchmarks/preflight_fanout.py --hosts 64
-    python benchmarks/preflight_fanout.py --hosts 64 --ssh-option KexAlgorithms=curve25519-sha256
+    python -m benchmarks.preflight_fanout              # 16 hosts
+    python -m benchmarks.preflight_fanout --hosts 64
+    python -m benchmarks.preflight_fanout --hosts 64 --ssh-option KexAlgorithms=curve25519-sha256
 
 The last shows the biggest knob on a small launcher: OpenSSH 9's default post-quantum key
 exchange (sntrup761x25519) costs the ssh *client* ~65 ms of CPU per handshake (76 ms per host
@@ -40,8 +40,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from sshd import LoopbackSshd, free_port, loopback_hosts  # noqa: E402
+from tests.helpers.sshd import LoopbackSshd, free_port, loopback_hosts
 
 
 def ssh_floor(server: LoopbackSshd, hosts: list[str], args) -> float:

@@ -1,10 +1,3 @@
-import os
-import sys
-
-# Tests import their helpers (cli_runner, probe_runner, sshd, netns, ...) by plain name.
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
-
-
 def pytest_terminal_summary(terminalreporter):
     """One line per reason a test was skipped, with its count, and what enables it: a fresh
     machine without sshd or root should see why dozens of tests did not run, not guess."""

@@ -64,7 +64,7 @@ def regression_gate(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         both again: a regression that stays is real; refresh the baseline when the slowdown
         is intended.
     """
-    baseline = getattr(run, "regression_baseline", None)
+    baseline = run.regression_baseline
     if baseline is None:
         return Skipped("no --baseline report to compare with")
     now = perf_tables.metrics(run)

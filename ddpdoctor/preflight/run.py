@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 from ddpdoctor._deprecated import make_callable
 from ddpdoctor.preflight.node import facts as node_facts
-from ddpdoctor.preflight.cluster import ClusterFacts, NodeResult
+from ddpdoctor.preflight.cluster import ClusterFacts
+from ddpdoctor.preflight.cluster_builder import build_cluster, connect_timeout, resolve_timeout
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.preflight.node.facts import NodeFacts
 from ddpdoctor.core.findings import Severity
@@ -146,7 +147,7 @@ def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, ma
     stages["identity_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
     # Recorded nodes are not contacted, not even by a name lookup.
     names = [n for n in dict.fromkeys([e.name for e in entries] + [master]) if n not in recorded]
-    resolved = resolve_all(names, min(opts.timeout, 5.0))
+    resolved = resolve_all(names, resolve_timeout(opts.timeout))
     master_resolution = resolved.get(master, Resolution([]))
     stages["resolve_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
     routes = {e.name: "file" if e.name in recorded else _route(e.name, opts.via, own, resolved[e.name].addresses)
@@ -169,35 +170,7 @@ def _gather(opts: PreflightOptions, entries: list[HostEntry], recorded: dict, ma
     stages["fanout_s"] = round(time.monotonic() - mark, 3)
     here_or_failure = local_facts.result()  # bounded: facts_here stops waiting at --timeout
     here = here_or_failure if isinstance(here_or_failure, NodeFacts) else None
-
-    nodes = []
-    for entry in entries:
-        route = routes[entry.name]
-        node = NodeResult(entry, route)
-        if route == "file":
-            node.facts_file, node.facts = recorded[entry.name][0], _as_recorded(recorded[entry.name][1],
-                                                                                master, opts.master_port)
-        else:
-            node.resolved = resolved[entry.name].addresses
-            node.resolve_error = resolved[entry.name].error
-            outcome = gathered[entry.name]
-            if isinstance(outcome, NodeFacts):
-                node.facts = outcome
-            else:
-                node.failure = outcome
-        nodes.append(node)
-    return ClusterFacts(nodes=nodes, master_addr=master, master_port=opts.master_port,
-                        backend=opts.backend, port_bind=hold.result, this_machine=here,
-                        nproc_per_node=opts.nproc_per_node, world_size=opts.world_size,
-                        master_resolved=master_resolution.addresses,
-                        master_resolve_error=master_resolution.error)
-
-
-def _as_recorded(f: NodeFacts, master: str, port: int) -> NodeFacts:
-    """A recorded node's connect result counts only if it was recorded against this endpoint."""
-    if f.connect is None or f.connect.target == node_facts.endpoint(master, port):
-        return f
-    return dataclasses.replace(f, connect=None)
+    return build_cluster(opts, entries, recorded, master, resolved, routes, gathered, hold.result, here)
 
 
 def _route(name: str, via: str, own: OwnIdentity, addresses: list[str]) -> str:
@@ -223,8 +196,7 @@ def _connect_params(opts: PreflightOptions, master: str, hold: PortHold) -> Opti
     # process that already holds it (DDP104).
     if hold.result.status not in ("listening", "in-use"):
         return None
-    return {"host": master, "port": opts.master_port,
-            "timeout": max(0.5, min(5.0, opts.timeout * 0.3))}
+    return {"host": master, "port": opts.master_port, "timeout": connect_timeout(opts.timeout)}
 
 
 def _identity(timeout: float) -> NodeFacts:

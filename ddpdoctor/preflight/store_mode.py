@@ -25,13 +25,14 @@ from typing import Any, Optional
 from ddpdoctor.preflight.collective import run as collective
 
 from ddpdoctor.preflight.collective import result as collective_result
-from ddpdoctor.preflight.cluster import ClusterFacts, NodeResult, PortBind
+from ddpdoctor.preflight.cluster import ClusterFacts, PortBind
+from ddpdoctor.preflight.cluster_builder import build_cluster, connect_timeout, resolve_timeout
 from ddpdoctor.preflight.collective.result import CollectiveOutcome
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.preflight.node.facts import NodeFacts, endpoint, probe_connect
 from ddpdoctor.preflight.hosts import HostEntry
 from ddpdoctor.preflight.report import build_report
-from ddpdoctor.core.registry import FAILED, PASSED, CheckResult, get_check, run_checks
+from ddpdoctor.core.registry import run_checks
 from ddpdoctor.report.model import Report
 from ddpdoctor.preflight.resolve import Resolution, resolve_all
 from ddpdoctor.preflight.transport import FactsRequest, TransportFailure, child
@@ -57,7 +58,7 @@ def run_store(opts, entries: list[HostEntry], recorded: dict, master: str, began
     here.collected_by = "store"
     own = OwnIdentity.of(here)
     names = list(dict.fromkeys([e.name for e in entries if e.name not in recorded] + [master]))
-    resolved = resolve_all(names, min(opts.timeout, 5.0))
+    resolved = resolve_all(names, resolve_timeout(opts.timeout))
     mine = _my_entries(opts, entries, here, own, resolved)
     master_is_me = own.owns(master, resolved.get(master, Resolution([])).addresses) or master in mine
     stages: dict[str, float] = {"local_facts_s": round(time.monotonic() - began, 3)}
@@ -94,7 +95,7 @@ def _as_master(opts, entries, recorded, master, here, mine, resolved, began, sta
     # The store must outlive the nodes' wait for the report: facts, checks, smoke test, slack.
     store, bind = Store.host(master, port, timeout=opts.timeout * 4 + 120)
     port_bind = PortBind.from_info(master, bind, "local")
-    connect = probe_connect(master, port, max(0.5, min(5.0, opts.timeout * 0.3))) if store else None
+    connect = probe_connect(master, port, connect_timeout(opts.timeout)) if store else None
     me = dataclasses.replace(here, connect=connect)
     stages["port_hold_s"], mark = round(time.monotonic() - mark, 3), time.monotonic()
     others = [e.name for e in entries if e.name not in mine and e.name not in recorded]
@@ -105,27 +106,20 @@ def _as_master(opts, entries, recorded, master, here, mine, resolved, began, sta
         arrived = store.wait_any([f"facts/{h}" for h in dict.fromkeys(others)], time.monotonic() + opts.timeout)
     stages["store_wait_s"] = round(time.monotonic() - mark, 3)
     ep = endpoint(master, port)
-    nodes = []
+    routes, outcomes = {}, {}
     for entry in entries:
-        node = NodeResult(entry, "local" if entry.name in mine else "file" if entry.name in recorded else "store")
         if entry.name in recorded:
-            node.facts_file, node.facts = recorded[entry.name]
+            continue
+        routes[entry.name] = "local" if entry.name in mine else "store"
+        if entry.name in mine:
+            outcomes[entry.name] = me
+        elif f"facts/{entry.name}" in arrived:
+            loaded = _loaded(arrived[f"facts/{entry.name}"], entry.name)
+            outcomes[entry.name] = loaded if loaded is not None else TransportFailure(
+                "other", f"{entry.name} published facts that cannot be read")
         else:
-            node.resolved = resolved.get(entry.name, Resolution([])).addresses
-            node.resolve_error = resolved.get(entry.name, Resolution([])).error
-            if entry.name in mine:
-                node.facts = me
-            elif f"facts/{entry.name}" in arrived:
-                node.facts = _loaded(arrived[f"facts/{entry.name}"], entry.name)
-                if node.facts is None:
-                    node.failure = TransportFailure("other", f"{entry.name} published facts that cannot be read")
-            else:
-                node.failure = _absent(entry.name, ep, opts.timeout, store is not None, port_bind)
-        nodes.append(node)
-    cluster = ClusterFacts(nodes=nodes, master_addr=master, master_port=port, backend=opts.backend,
-                           port_bind=port_bind, this_machine=here, nproc_per_node=opts.nproc_per_node,
-                           world_size=opts.world_size, master_resolved=resolved.get(master, Resolution([])).addresses,
-                           master_resolve_error=resolved.get(master, Resolution([])).error, via="store")
+            outcomes[entry.name] = _absent(entry.name, ep, opts.timeout, store is not None, port_bind)
+    cluster = build_cluster(opts, entries, recorded, master, resolved, routes, outcomes, port_bind, here)
     try:
         if store is not None:
             mark = time.monotonic()
@@ -263,14 +257,10 @@ def _unreachable_report(opts, master: str, me: NodeFacts, mine: list[str]) -> Re
     """This node cannot reach the store: only it can tell refused from timed out, so it reports."""
     host = mine[0]
     entry = HostEntry(host, None, "this machine")
-    node = NodeResult(entry, "local", me)
     bind = PortBind(master, opts.master_port, "listening", "served by the master's ddpdoctor (store mode)")
-    cluster = ClusterFacts(nodes=[node], master_addr=master, master_port=opts.master_port, backend=opts.backend,
-                           port_bind=bind, this_machine=me, via="store")
-    spec = get_check("DDP103")
-    value = spec.func(cluster)
-    findings = [spec.finding(p) for p in value] if isinstance(value, list) else []
-    results = [CheckResult(spec, FAILED if findings else PASSED, findings)]
+    cluster = build_cluster(opts, [entry], {}, master, {}, {host: "local"}, {host: me}, bind, me)
+    # Only the connect test means anything from here: the rest is the master's to judge.
+    results = run_checks("preflight", cluster, opts.ignore, only={"DDP103"})
     report = Report(command="preflight", results=results, fail_on=opts.fail_on,
                     header=(f"store mode: {host} could not reach the store on "
                             f"{endpoint(master, opts.master_port)} within {opts.timeout:g} s"))

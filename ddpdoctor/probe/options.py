@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
 
@@ -47,9 +47,17 @@ class ProbeOptions:
     # (the CLI: a live table on a terminal, plain progress lines elsewhere) or "plain".
     live: str = "off"
     quiet_script: bool = False  # --quiet-script: the script's output only in RUN_DIR/job.log
+    # What validate() found, so that one pass serves the CLI and the probe: the --baseline report,
+    # read once (regression.Baseline), and whether these options were validated at all. Not
+    # init fields: a dataclasses.replace() copy (a --scaling or --verify-fix rerun) is new options.
+    loaded_baseline: Optional[Any] = field(default=None, init=False, compare=False, repr=False)
+    validated: bool = field(default=False, init=False, compare=False, repr=False)
 
     def validate(self) -> None:
-        """Bad input is found here, before a run dir exists or a process starts."""
+        """Bad input is found here, before a run dir exists or a process starts. Once per options:
+        a second call (the CLI validates, then the probe) does nothing."""
+        if self.validated:
+            return
         if not 1 <= self.nproc_per_node <= MAX_NPROC_PER_NODE:
             raise UsageError(f"--nproc-per-node must be at least 1 and at most {MAX_NPROC_PER_NODE} "
                              f"(got {self.nproc_per_node})")
@@ -86,7 +94,7 @@ class ProbeOptions:
         if self.baseline is not None:
             from ddpdoctor.probe.analysis.regression import load_baseline
 
-            load_baseline(self.baseline)  # bad input is said now, before anything launches
+            self.loaded_baseline = load_baseline(self.baseline)  # bad input is said now, before launch
         if self.launcher == "none" and self.nnodes > 1:
             raise UsageError("--launcher none runs one process of the script; use --nnodes 1 per node")
         if self.module:
@@ -95,8 +103,9 @@ class ProbeOptions:
             from ddpdoctor.probe.launch.choice import module_source_path
 
             check_script(module_source_path(self.script))
-            return
-        check_script(self.script)
+        else:
+            check_script(self.script)
+        self.validated = True
 
     @property
     def node0_endpoint(self) -> tuple[str, int]:

@@ -24,6 +24,7 @@ from ddpdoctor.probe.analysis import regression
 from ddpdoctor.probe.analysis import verify as verify_results
 from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, Outcome, ProbeMeta, RunModel
 from ddpdoctor.probe.report import build_report
+from ddpdoctor.probe.rundir import DDP_OVERRIDES_FILE
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.report import json as json_report
 from ddpdoctor.report.model import Report
@@ -145,13 +146,12 @@ def _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
 def _store_perf_inputs(options: ProbeOptions, run_dir: Path) -> None:
     """What the performance checks need beside the telemetry: the DDP arguments --verify-fix
     sets in the ranks (inrank/ddp.py reads them), and the --baseline report's numbers (DDP607)."""
-    if options.ddp_overrides:  # the name inrank/ddp.py's OVERRIDES_FILE reads
-        write_atomic(run_dir / "ddp_overrides.json", json.dumps(options.ddp_overrides) + "\n",
+    if options.ddp_overrides:  # inrank/ddp.py reads it
+        write_atomic(run_dir / DDP_OVERRIDES_FILE, json.dumps(options.ddp_overrides) + "\n",
                      mode=0o600)
     if options.baseline:
-        from ddpdoctor.probe.analysis import regression
-
-        regression.store(run_dir, regression.load_baseline(options.baseline))
+        options.validate()  # read --baseline once, there (a no-op when already validated)
+        regression.store(run_dir, options.loaded_baseline)
 
 
 def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptions,

@@ -12,6 +12,12 @@ the launcher watches them (launch/), node 0 receives other nodes' copies of them
     job.log           the job's output, secrets replaced, bounded per rank (launch/joblog.py)
     report.json       the report (written by `probe` and `report`)
     scaling.json      the world sizes of `probe --scaling` (analysis/scaling.py)
+    scaling/ws-<N>/   the run dir of world size N under --scaling (launch/scaling.py)
+    verify.json       what `probe --verify-fix` reran and with which DDP arguments
+    verify/<N>/       the run dir of its N-th rerun (launch/verify.py)
+    ddp_overrides.json  the DDP arguments the probe sets in place of the script's (inrank/ddp.py)
+    regression_baseline.json  the --baseline report's numbers (analysis/regression.py)
+    torchrun/         torchrun's own --log-dir (PET_LOG_DIR), unless the user set one
 
 Standard library only: code inside the user's ranks imports this.
 """
@@ -24,6 +30,12 @@ OUTCOME_FILE = "outcome.json"
 LOG_FILE = "job.log"
 REPORT_FILE = "report.json"
 SCALING_FILE = "scaling.json"
+SCALING_DIR = "scaling"
+VERIFY_FILE = "verify.json"
+VERIFY_DIR = "verify"
+DDP_OVERRIDES_FILE = "ddp_overrides.json"
+BASELINE_FILE = "regression_baseline.json"
+TORCHRUN_LOG_DIR = "torchrun"
 MAIN_TELEMETRY = "main.jsonl"
 MAIN_STACK = "main.stack"
 RANK_TELEMETRY_GLOB = "rank-*.jsonl"
@@ -41,6 +53,16 @@ def rank_stack_name(rank: int) -> str:
 
 def pid_stack_name(pid: int) -> str:
     return f"pid-{pid}.stack"
+
+
+def scaling_run_name(world_size: int) -> str:
+    """The run dir of one world size of --scaling, relative to the run dir."""
+    return f"{SCALING_DIR}/ws-{world_size}"
+
+
+def verify_run_name(index: int) -> str:
+    """The run dir of --verify-fix's index-th rerun, relative to the run dir."""
+    return f"{VERIFY_DIR}/{index}"
 
 
 def rank_of(name: str) -> int:

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import psutil
 
-from cli_runner import run_cli
+from tests.helpers.cli_runner import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 TIMING_CODES = {"DDP601", "DDP602", "DDP603", "DDP604", "DDP605"}

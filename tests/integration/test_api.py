@@ -10,7 +10,7 @@ import pytest
 import ddpdoctor
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.report.model import Report
-from probe_runner import REPO, processes_of
+from tests.helpers.probe_runner import REPO, processes_of
 
 
 @pytest.mark.multiprocess

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.preflight.hosts import default_hosts, parse_host_file, parse_host_text, validate_hostname
+from tests.helpers.cli_runner import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_MESSAGE = 400  # one line a person reads, not a dump of the input
@@ -230,3 +231,12 @@ def test_nonsense_flag_values(tmp_path, empty_cwd):
     }
     assert_all_refused(cases, empty_cwd)
     assert list(busy.iterdir()) == [busy / "something"]
+
+
+def test_a_baseline_that_is_not_a_probe_report_is_bad_input(tmp_path):
+    # Refused before anything launches: no timing involved (it ran with the `serial` perf tests).
+    (tmp_path / "preflight.json").write_text('{"tool": "ddpdoctor", "command": "preflight"}')
+    for baseline in (tmp_path / "missing.json", tmp_path / "preflight.json"):
+        result = run_cli("probe", "examples/healthy.py", "--baseline", str(baseline), cwd=str(REPO))
+        assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "--baseline" in result.stderr

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cli_runner import run_cli
-from probe_runner import REPO
+from tests.helpers.cli_runner import run_cli
+from tests.helpers.probe_runner import REPO
 
 WORKFLOW = REPO / "examples" / "ci" / "github-actions.yml"
 

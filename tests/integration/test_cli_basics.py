@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from cli_runner import run_cli
+from tests.helpers.cli_runner import run_cli
 
 
 def test_checks_lists_the_catalogue_with_stable_codes():

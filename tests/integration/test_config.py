@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from cli_runner import run_cli
-from probe_runner import REPO, processes_of
+from tests.helpers.cli_runner import run_cli
+from tests.helpers.probe_runner import REPO, processes_of
 
 from ddpdoctor.core import config
 def write_project(root, text):

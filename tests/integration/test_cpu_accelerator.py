@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from probe_runner import REPO, probe
+from tests.helpers.probe_runner import REPO, probe
 
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.inrank import cpu_shim

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from probe_runner import probe
+from tests.helpers.probe_runner import probe
 
 pytestmark = pytest.mark.multiprocess
 
@@ -49,7 +49,7 @@ def test_gpu_selfcheck_says_in_one_line_that_there_is_no_gpu():
 
     import torch
 
-    from probe_runner import REPO
+    from tests.helpers.probe_runner import REPO
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA GPU is here: tests/integration/test_gpu_timing.py runs the self-check")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ddpdoctor.preflight.node import facts
+from ddpdoctor.preflight.node import facts, interfaces
 
 from ddpdoctor.preflight.node import port_listener
 from ddpdoctor.preflight.node.facts import MARKER, NodeFacts, probe_connect, torch_build
@@ -163,7 +163,7 @@ def test_remote_listener_stops_when_its_stdin_closes():
             proc.wait(timeout=5)
 
 
-@pytest.mark.parametrize("module", [facts, port_listener, pytest.importorskip("ddpdoctor.core.redact")])
+@pytest.mark.parametrize("module", [*payload.FACTS_MODULES, port_listener])
 def test_shipped_modules_parse_as_python_3_7(module):
     import ast
     import re
@@ -177,10 +177,10 @@ def test_shipped_modules_parse_as_python_3_7(module):
 def test_netlink_interfaces_agree_with_psutil():
     psutil = pytest.importorskip("psutil")
     via_netlink = NodeFacts(hostname="x")
-    if not facts._interfaces_from_netlink(via_netlink):
+    if not interfaces._interfaces_from_netlink(via_netlink):
         pytest.skip("no rtnetlink here (not Linux)")
     via_psutil = NodeFacts(hostname="x")
-    assert facts._interfaces_from_psutil(via_psutil)
+    assert interfaces._interfaces_from_psutil(via_psutil)
     assert {k: sorted(v) for k, v in via_netlink.interfaces.items()} == \
         {k: sorted(v) for k, v in via_psutil.interfaces.items()}
     assert sorted(via_netlink.interfaces_down) == sorted(via_psutil.interfaces_down)

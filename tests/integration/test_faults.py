@@ -23,10 +23,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from cli_runner import ddpdoctor_exe
+from tests.helpers.cli_runner import ddpdoctor_exe
 
-from fault_runner import REPO as REPO_ROOT
-from fault_runner import WatchedRun
+from tests.helpers.fault_runner import REPO as REPO_ROOT
+from tests.helpers.fault_runner import WatchedRun
 
 multiprocess = pytest.mark.multiprocess
 FAULTS = "tests/faults"
@@ -456,7 +456,7 @@ def test_signal_to_a_preflight_waiting_on_ssh_ends_every_ssh(sig, inherited, sil
 
 
 def test_host_key_mismatch_is_refused_in_time_even_with_accept_new(tmp_path):
-    from sshd import LoopbackSshd, SshdUnavailable
+    from tests.helpers.sshd import LoopbackSshd, SshdUnavailable
 
     host = "127.0.0.18"
     try:

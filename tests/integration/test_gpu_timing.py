@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from probe_runner import probe
+from tests.helpers.probe_runner import probe
 
 pytestmark = [pytest.mark.gpu, pytest.mark.multiprocess,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -57,7 +57,7 @@ def test_gpu_selfcheck_passes_its_sanity_checks(tmp_path):
     import subprocess
     import sys
 
-    from probe_runner import REPO
+    from tests.helpers.probe_runner import REPO
 
     done = subprocess.run([sys.executable, "benchmarks/gpu_selfcheck.py", "--steps", "40",
                            "--json", str(tmp_path / "figures.json")], cwd=REPO,

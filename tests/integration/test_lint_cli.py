@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cli_runner import run_cli
-from probe_runner import REPO, probe
+from tests.helpers.cli_runner import run_cli
+from tests.helpers.probe_runner import REPO, probe
 
 
 def test_lint_reports_a_collective_under_rank_zero_with_exit_1():

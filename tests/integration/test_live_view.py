@@ -20,34 +20,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cli_runner import ddpdoctor_exe
-from probe_runner import REPO, processes_of
+from tests.helpers.cli_runner import ddpdoctor_exe
+from tests.helpers.probe_runner import REPO, processes_of
+from tests.helpers.train_scripts import SLOW_TRAIN
 
 from ddpdoctor.probe.launch.live_feed import LiveFeed, ScriptOutput
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.report import live
 
-# Trains for about five seconds after start-up, saying so on every step.
-SLOW_TRAIN = '''
-import time
-
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-dist.init_process_group("gloo")
-model = DDP(torch.nn.Linear(8, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for step in range(12):
-    opt.zero_grad()
-    loss = model(torch.randn(16, 8)).pow(2).mean()
-    loss.backward()
-    opt.step()
-    print(f"step {step} loss {loss.item():.4f}", flush=True)
-    time.sleep(0.4)
-print("training done", flush=True)
-dist.destroy_process_group()
-'''
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # A row of the live table: host, rank, pid, phase, steps, collectives, last progress.
 ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\d+|-)\s+(.+?)\s+(\d+)\s+(\d+)\s+(\S+ ago|-)\s*$")

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from probe_runner import REPO, ProbeResult, probe
+from tests.helpers.probe_runner import REPO, ProbeResult, probe
 
 pytestmark = pytest.mark.multiprocess
 

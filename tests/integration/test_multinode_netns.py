@@ -16,10 +16,11 @@ import time
 
 import pytest
 
-from cli_runner import ddpdoctor_exe
-from netns import Host, LabUnavailable, NetnsLab
-from probe_runner import REPO
-from test_multinode_probe import Node, assert_nothing_left, wait_until
+from tests.helpers.cli_runner import ddpdoctor_exe
+from tests.helpers.netns import Host, LabUnavailable, NetnsLab
+from tests.helpers.probe_runner import REPO
+# A test module importing another: these move to tests/helpers once the multinode work lands.
+from tests.integration.test_multinode_probe import Node, assert_nothing_left, wait_until
 
 pytestmark = [pytest.mark.netns, pytest.mark.multiprocess]
 

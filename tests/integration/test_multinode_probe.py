@@ -17,8 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from cli_runner import ddpdoctor_exe
-from probe_runner import REPO
+from tests.helpers.cli_runner import ddpdoctor_exe
+from tests.helpers.probe_runner import REPO
 
 pytestmark = pytest.mark.multiprocess
 

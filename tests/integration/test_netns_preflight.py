@@ -30,7 +30,7 @@ import time
 
 import pytest
 
-from netns import Host, LabUnavailable, NetnsLab
+from tests.helpers.netns import Host, LabUnavailable, NetnsLab
 
 pytestmark = [pytest.mark.netns, pytest.mark.multiprocess]
 

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from cli_runner import run_cli
-from probe_runner import REPO
+from tests.helpers.cli_runner import run_cli
+from tests.helpers.probe_runner import REPO
 
 TRAIN = "import sys\nprint('training', sys.argv[1:])\n"
 RECORDED = REPO / "tests" / "probe_recordings" / "healthy"

@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import ddpdoctor_exe
-from probe_runner import REPO, processes_of
-from test_live_view import SLOW_TRAIN
+from tests.helpers.cli_runner import ddpdoctor_exe
+from tests.helpers.probe_runner import REPO, processes_of
+from tests.helpers.train_scripts import SLOW_TRAIN
 
 ESCAPE = "\x1b"
 RECORDING = REPO / "tests" / "probe_recordings" / "desync_collective"
+# Where the recording's examples lay when it was made (its sites name their files there).
+RECORDED_EXAMPLES = str(Path(json.loads((RECORDING / "probe.json").read_text())["script"]).parent) + "/"
 
 
 def piped(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -34,7 +36,7 @@ def recording_copy(tmp_path: Path, workspace: Path) -> Path:
     run_dir = tmp_path / "run"
     shutil.copytree(RECORDING, run_dir)
     for path in run_dir.iterdir():  # telemetry, stacks, the outcome
-        path.write_text(path.read_text().replace("/work/main/examples/", f"{workspace}/examples/"))
+        path.write_text(path.read_text().replace(RECORDED_EXAMPLES, f"{workspace}/examples/"))
     return run_dir
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sshd import LoopbackSshd, SshdUnavailable, free_port, loopback_hosts
+from tests.helpers.sshd import LoopbackSshd, SshdUnavailable, free_port, loopback_hosts
 
 pytestmark = pytest.mark.ssh
 

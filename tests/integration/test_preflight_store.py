@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from cli_runner import ddpdoctor_exe, run_cli
-from sshd import free_port
+from tests.helpers.cli_runner import ddpdoctor_exe, run_cli
+from tests.helpers.sshd import free_port
 
 pytestmark = pytest.mark.multiprocess
 

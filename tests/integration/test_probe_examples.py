@@ -2,7 +2,7 @@
 
 import pytest
 
-from probe_runner import probe
+from tests.helpers.probe_runner import probe
 
 pytestmark = pytest.mark.multiprocess
 

@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from probe_runner import probe
+from tests.helpers.probe_runner import probe
 
 pytestmark = pytest.mark.multiprocess
 

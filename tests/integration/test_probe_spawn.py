@@ -5,7 +5,7 @@ import socket
 import pytest
 
 from ddpdoctor.probe.launch.choice import choose
-from probe_runner import probe
+from tests.helpers.probe_runner import probe
 
 pytestmark = pytest.mark.multiprocess
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fault_runner import REPO, WatchedRun
+from tests.helpers.fault_runner import REPO, WatchedRun
 
 from ddpdoctor.probe.launch.joblog import JobLog
 
@@ -178,7 +178,7 @@ def test_hostile_names_are_rejected_before_any_ssh_runs(how, ssh_log, tmp_path):
 
 
 def test_ssh_always_runs_in_batch_mode_and_never_trusts_an_unknown_host_key(ssh_log, tmp_path):
-    from sshd import LoopbackSshd, SshdUnavailable
+    from tests.helpers.sshd import LoopbackSshd, SshdUnavailable
 
     path, log, real_ssh = ssh_log
     host = "127.0.0.19"

@@ -4,7 +4,7 @@ DDP301 judges what the model is fed when there is no DataLoader."""
 
 import pytest
 
-from probe_runner import probe
+from tests.helpers.probe_runner import probe
 
 pytestmark = pytest.mark.multiprocess
 

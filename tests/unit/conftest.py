@@ -5,17 +5,17 @@ import pytest
 
 from ddpdoctor.core import findings
 
-SEEN_PROBLEMS: list = []
-
 
 @pytest.fixture(autouse=True, scope="session")
-def _collect_problems():
+def seen_problems() -> list:
+    """Every Problem made so far in this session (test_zz_messages_complete.py reads it)."""
+    seen: list = []
     original = findings.Problem.__init__
 
     def recording(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        SEEN_PROBLEMS.append(self)
+        seen.append(self)
 
     findings.Problem.__init__ = recording
-    yield
+    yield seen
     findings.Problem.__init__ = original

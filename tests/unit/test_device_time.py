@@ -12,7 +12,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis import perf, perf_tables
 from ddpdoctor.probe.inrank import device_timing
 from ddpdoctor.core.registry import Skipped
-from telemetry_builders import SITE_DDP, RunBuilder, judge
+from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge
 
 NOT_MEASURED = "device time not measured: the process group's backend 'custom' is not one ..."
 

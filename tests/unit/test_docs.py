@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cli_runner import run_cli
+from tests.helpers.cli_runner import run_cli
 from ddpdoctor.core import catalogue, findings
 from ddpdoctor.core.registry import all_checks
 

@@ -379,6 +379,24 @@ EXPECTED = {
     "tests/scripts/lint/nanogpt/train.py": set(),
     "tests/scripts/lint/bn_eval_on_rank0.py": {"DDP801"},
     "tests/scripts/lint/accelerate_double_shard.py": {"DDP803"},
+    "tests/scripts/lint/nanogpt/model.py": set(),
+    # The run-time twins of these scripts' bugs have no static form (a crash, a native fault, a
+    # p2p deadlock, a duplicate rank, a drift or a size that changes with the data): the lint
+    # must stay silent on them.
+    "tests/scripts/crash_on_node1.py": set(),
+    "tests/scripts/dp_inside_ddp_job.py": set(),
+    "tests/scripts/duplicate_rank.py": set(),
+    "tests/scripts/gpt_find_unused.py": set(),
+    "tests/scripts/latent_bincount.py": set(),
+    "tests/scripts/p2p_deadlock.py": set(),
+    "tests/scripts/rank0_weight_decay.py": set(),
+    "tests/scripts/segfault_rank1.py": set(),
+    "tests/scripts/shared_layer_checkpoint.py": set(),
+    "tests/scripts/step_interval_eval.py": set(),
+    "tests/scripts/uneven_file_shards.py": set(),
+    "tests/scripts/enqueue_complete_backend.py": set(),  # healthy DDP on a custom backend
+    # A DataLoader of one process's own tensor with no sampler: DDP802 is right about it.
+    "tests/scripts/accelerator_tour.py": {"DDP802"},
 }
 
 
@@ -402,7 +420,8 @@ def test_every_example_gives_no_finding_its_bug_does_not_explain(script, monkeyp
     codes = {f.code for f in found}
     if script in EXPECTED:
         assert codes == EXPECTED[script], [f.message for f in found]
-    elif script.startswith("examples/"):  # each names its bug in its header, or has none
+    else:  # an example names its bug in its header, or has none; every test script is pinned
+        assert script.startswith("examples/"), f"{script}: pin its lint findings in EXPECTED"
         assert codes <= _allowed(script), [f.message for f in found]
 
 

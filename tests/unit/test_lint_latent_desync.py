@@ -4,7 +4,7 @@ while the ranks agreed, and the variable sizes that are safe."""
 from __future__ import annotations
 
 from ddpdoctor.core.registry import Skipped
-from telemetry_builders import RunBuilder, judge, site
+from tests.helpers.telemetry_builders import RunBuilder, judge, site
 
 COUNTS = site(70)
 

@@ -13,7 +13,7 @@ from typing import Optional
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis import fsdp_comm, memory, perf_tables
 from ddpdoctor.core.registry import Skipped
-from telemetry_builders import RunBuilder, judge, site
+from tests.helpers.telemetry_builders import RunBuilder, judge, site
 
 MiB = 2**20
 RUNTIME = 230 * MiB
@@ -274,19 +274,33 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run_instrument(tmp_path, measure: bool, closure: bool = False) -> tuple[dict, list]:
-    path = tmp_path / f"rank-{int(measure)}{int(closure)}.jsonl"
+def _run_instruments(tmp_path, *variants: tuple[bool, bool]) -> list[tuple[dict, list]]:
+    """Each (measure, closure) variant in a Python of its own, all started at once: most of each
+    is the torch import, which one process cannot share with another."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(path), "1" if measure else "0",
-                           "closure" if closure else "plain"],
-                          capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1]), tm.read_records(path)
+    started = []
+    for measure, closure in variants:
+        path = tmp_path / f"rank-{int(measure)}{int(closure)}.jsonl"
+        proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path), "1" if measure else "0",
+                                 "closure" if closure else "plain"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        started.append((proc, path))
+    results = []
+    for proc, path in started:
+        try:
+            stdout, stderr = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, stderr
+        results.append((json.loads(stdout.strip().splitlines()[-1]), tm.read_records(path)))
+    return results
 
 
 def test_instrument_counts_parameters_gradients_adam_state_and_activations_and_leaves_numerics(tmp_path):
-    plain, _ = _run_instrument(tmp_path, measure=False)
-    measured, records = _run_instrument(tmp_path, measure=True)
+    (plain, _), (measured, records), closure_run = _run_instruments(
+        tmp_path, (False, False), (True, False), (True, True))
     assert measured["grads"] == plain["grads"]  # bit-identical training
     assert measured["pushed"] is False  # the saved-tensor hooks are gone after one step
     params = (64 * 256 + 256 + 256 * 4 + 4) * 4
@@ -300,7 +314,7 @@ def test_instrument_counts_parameters_gradients_adam_state_and_activations_and_l
     assert by_moment["activations"].activations == (32 * 64 + 32 * 256 + 32 * 4) * 4
     assert by_moment["end"].peak >= by_moment["start"].current > 0
     # optimizer.step(closure): the window stays open through the step that runs the forward
-    with_closure, records = _run_instrument(tmp_path, measure=True, closure=True)
+    with_closure, records = closure_run
     assert with_closure["grads"] == plain["grads"] and with_closure["pushed"] is False
     [activations] = [r for r in records if isinstance(r, tm.Memory) and r.moment == "activations"]
     assert activations.activations == (32 * 64 + 32 * 256 + 32 * 4) * 4

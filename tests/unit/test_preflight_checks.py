@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
-
 import pytest
 
 from ddpdoctor.preflight.cluster import ClusterFacts, NodeResult, PortBind
@@ -15,30 +12,7 @@ from ddpdoctor.preflight.hosts import HostEntry
 from ddpdoctor.preflight.recorded import load_facts_file, match_facts_files
 from ddpdoctor.core.registry import Skipped, all_checks, get_check
 from ddpdoctor.preflight.transport import TransportFailure
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "facts"
-
-
-def facts(name: str, **changes) -> NodeFacts:
-    loaded = load_facts_file(str(DATA / f"{name}.json"))
-    loaded = copy.deepcopy(loaded)
-    for key, value in changes.items():
-        setattr(loaded, key, value)
-    return loaded
-
-
-def node(f: NodeFacts | None, host: str | None = None, slots=None, transport="ssh", **kw) -> NodeResult:
-    host = host or f.hostname
-    resolved = kw.pop("resolved", list(f.hostname_addresses) if f else [])
-    return NodeResult(HostEntry(host, slots, f"hosts.txt:{kw.pop('line', 1)}"), transport, f,
-                      resolved=resolved, **kw)
-
-
-def cluster(*nodes: NodeResult, master=None, port=29500, bind="listening", backend="auto", **kw) -> ClusterFacts:
-    master = master or nodes[0].host
-    return ClusterFacts(nodes=list(nodes), master_addr=master, master_port=port, backend=backend,
-                        port_bind=kw.pop("port_bind", PortBind(master, port, bind)),
-                        this_machine=nodes[0].facts, **kw)
+from tests.helpers.preflight_facts import DATA, cluster, facts, node
 
 
 def run(code: str, c: ClusterFacts) -> list[Problem] | Skipped:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 from ddpdoctor.core.registry import CRASHED, FAILED, NOTED, WARNED, all_checks, run_checks
-from telemetry_builders import (UNFINISHED_REDUCTION, RunBuilder, faulthandler_dump, running, sample,
+from tests.helpers.telemetry_builders import (UNFINISHED_REDUCTION, RunBuilder, faulthandler_dump, running, sample,
                                 site, waiting_in)
 
 EXPECTED = {

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from ddpdoctor.core.findings import Location, Severity
 from ddpdoctor.core.registry import Skipped
-from telemetry_builders import RunBuilder, judge, site, stack
+from tests.helpers.telemetry_builders import RunBuilder, judge, site, stack
 
 # A small alphabet of collectives: (op, shape, call-site line).
 CALLS = [("all_reduce", 3, 50), ("all_reduce", 10, 57), ("broadcast", 3, 52), ("barrier", 0, 53),

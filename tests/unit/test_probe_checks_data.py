@@ -7,7 +7,7 @@ import random
 
 from ddpdoctor.core.findings import Location, Severity
 from ddpdoctor.core.registry import Skipped
-from telemetry_builders import RunBuilder, judge, sample, site
+from tests.helpers.telemetry_builders import RunBuilder, judge, sample, site
 
 
 def feed(run: RunBuilder, rank: int, indices: list[int], batch_size: int, epoch: int = 0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Location, Severity
 from ddpdoctor.core.registry import Skipped
-from telemetry_builders import (SITE_ALLREDUCE, UNFINISHED_REDUCTION, RunBuilder, faulthandler_dump,
+from tests.helpers.telemetry_builders import (SITE_ALLREDUCE, UNFINISHED_REDUCTION, RunBuilder, faulthandler_dump,
                                 judge, running, site, waiting_in)
 
 STALLED = dict(stall_s=12.0, stall_timeout_s=10.0)

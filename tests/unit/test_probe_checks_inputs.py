@@ -7,7 +7,7 @@ from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.report import build_report
-from telemetry_builders import RunBuilder, judge, sample
+from tests.helpers.telemetry_builders import RunBuilder, judge, sample
 
 MASK, POS = "00000000000000aa", "00000000000000bb"  # the same every step, on every rank
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Location, Severity
 from ddpdoctor.core.registry import Skipped
-from telemetry_builders import UNFINISHED_REDUCTION, RunBuilder, judge, site
+from tests.helpers.telemetry_builders import UNFINISHED_REDUCTION, RunBuilder, judge, site
 
 PARAMS = ["fc.weight", "fc.bias", "aux.weight", "aux.bias"]
 

@@ -21,7 +21,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import trace
-from telemetry_builders import SITE_DDP, RunBuilder, judge, site
+from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge, site
 
 KB, MB = 1000, 1_000_000
 
@@ -743,10 +743,11 @@ def test_estimates_read_like_a_person_would_write_them():
 def test_the_overrides_file_name_is_the_one_the_ranks_read():
     import inspect as inspect_module
 
-    from ddpdoctor.probe import run
+    from ddpdoctor.probe import run, rundir
     from ddpdoctor.probe.inrank import ddp
 
-    assert f'"{ddp.OVERRIDES_FILE}"' in inspect_module.getsource(run._store_perf_inputs)
+    assert ddp.OVERRIDES_FILE == rundir.DDP_OVERRIDES_FILE
+    assert "DDP_OVERRIDES_FILE" in inspect_module.getsource(run._store_perf_inputs)
 
 
 def test_a_latency_bound_bucket_slower_than_raw_is_not_a_bandwidth_problem():

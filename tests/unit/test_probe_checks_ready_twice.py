@@ -6,7 +6,7 @@ from __future__ import annotations
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import telemetry as tm
-from telemetry_builders import RunBuilder, judge, site
+from tests.helpers.telemetry_builders import RunBuilder, judge, site
 
 READY_TWICE = (
     "Expected to mark a variable ready only once. This error is caused by one of the following "

@@ -11,6 +11,7 @@ No process is started here: the checks read what the instruments wrote.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import FAILED, NOTED, WARNED, run_checks
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "probe_recordings"
-EXAMPLES = "/work/main/examples/"
+# Where the examples lay on the machine that recorded them (the sites name their files there),
+# read from a recording rather than pinned to one checkout's path.
+EXAMPLES = str(Path(json.loads((RECORDINGS / "healthy" / "probe.json").read_text())["script"]).parent) + "/"
 
 # recording -> the checks that must fail or warn on it, and no other
 EXPECTED = {

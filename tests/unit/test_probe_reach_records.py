@@ -7,7 +7,7 @@ import textwrap
 
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis import boundaries, coverage
-from telemetry_builders import RunBuilder
+from tests.helpers.telemetry_builders import RunBuilder
 
 SCRIPT = textwrap.dedent('''\
     """A training script."""

@@ -1,20 +1,20 @@
 """No placeholder reaches a user: every message and fix the checks produce, over the recorded
 facts and telemetry in tests/ (and everything the other unit tests made them say, collected by
-conftest.py), is complete - no `<host>`, no `{name}` left unfilled. Named zz so that it runs after
-the other unit tests of this folder and sees what they produced too."""
+the `seen_problems` fixture of conftest.py), is complete - no `<host>`, no `{name}` left
+unfilled. Named zz so that it runs after the other unit tests of this folder and sees what they
+produced too."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from conftest import SEEN_PROBLEMS
 from ddpdoctor.core.registry import all_checks, run_checks
 from ddpdoctor.preflight.hosts import HostEntry
 from ddpdoctor.preflight.cluster import NodeResult
 from ddpdoctor.preflight.transport import TransportFailure
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from test_preflight_checks import cluster, facts, node
+from tests.helpers.preflight_facts import cluster, facts, node
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "probe_recordings"
 # `<host>`, `<nic>`, `{host}`, `{name!r}`: a template's hole. `<redacted>` is a value, not a hole.
@@ -41,8 +41,8 @@ def preflight_scenarios():
     yield cluster(*mixed, bind="in-use", backend="nccl", world_size=99)
 
 
-def test_no_message_or_fix_has_a_hole():
-    said = [(p.message, p.hint) for p in SEEN_PROBLEMS]
+def test_no_message_or_fix_has_a_hole(seen_problems):
+    said = [(p.message, p.hint) for p in seen_problems]
     for scenario in preflight_scenarios():
         for result in run_checks("preflight", scenario):
             said += [(f.message, f.hint) for f in result.findings]

@@ -10,13 +10,15 @@ import functools
 import json
 from pathlib import Path
 
-from ddpdoctor.preflight.node import collective_worker
-
-from ddpdoctor.preflight.node import facts
-
-from ddpdoctor.preflight.node import port_listener
+from ddpdoctor.preflight.node import collective_worker, connect, facts, gpus, interfaces, port_listener, schema
 
 from ddpdoctor.core import redact
+
+# facts.py's program: each module after those whose names it uses (a node has no ddpdoctor to
+# import them from).
+FACTS_MODULES = (redact, schema, interfaces, gpus, connect, facts)
+
+
 @functools.lru_cache(maxsize=None)
 def _source(module_file: str) -> str:
     return Path(module_file).read_text(encoding="utf-8")
@@ -35,8 +37,9 @@ def _program(modules, call: str, params: dict) -> bytes:
 
 
 def facts_program(params: dict) -> bytes:
-    """redact.py, facts.py, then `_remote_main(params)`: prints one marked JSON line."""
-    return _program((redact, facts), "_remote_main", params)
+    """redact.py, node/schema, interfaces, gpus, connect and facts.py, then `_remote_main(params)`:
+    prints one marked JSON line."""
+    return _program(FACTS_MODULES, "_remote_main", params)
 
 
 def listener_program(params: dict) -> bytes:

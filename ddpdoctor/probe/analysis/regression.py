@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
+from ddpdoctor.probe.rundir import BASELINE_FILE
 
-BASELINE_FILE = "regression_baseline.json"
 SIGMAS = 3.0  # a time regresses past this many standard errors of the difference of medians
 MEDIAN_SE = 1.2533  # standard error of a median = 1.2533 x standard deviation / sqrt(n)
 MIN_TOLERANCE_MS = 0.05  # below what the records resolve

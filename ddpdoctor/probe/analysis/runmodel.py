@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from ddpdoctor.probe import telemetry as tm
 
@@ -28,6 +28,10 @@ T = TypeVar("T")
 from ddpdoctor.probe.rundir import (LOG_FILE, MAIN_TELEMETRY, META_FILE, OUTCOME_FILE,  # noqa: F401
                                     RANK_TELEMETRY_GLOB, REPORT_FILE, rank_of, rank_stack_name,
                                     rank_telemetry_name)
+
+if TYPE_CHECKING:
+    from ddpdoctor.probe.analysis.regression import Baseline
+    from ddpdoctor.probe.analysis.verify import VerifyResult
 
 
 def rank_file(run_dir: str | os.PathLike, rank: int) -> Path:
@@ -158,6 +162,10 @@ class RunModel:
     main: Optional[RankRun] = None
     # One point per world size of `probe --scaling` (analysis/scaling.py attaches them); empty without it.
     scaling: list = field(default_factory=list)
+    # What `probe --verify-fix` measured (analysis/verify.py) and the --baseline report's numbers
+    # (analysis/regression.py, DDP607), attached by probe/run.analyse: empty / None without them.
+    verified: list[VerifyResult] = field(default_factory=list)
+    regression_baseline: Optional[Baseline] = None
 
     @property
     def world_size(self) -> int:

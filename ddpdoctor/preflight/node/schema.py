@@ -1,0 +1,169 @@
+"""What a node's facts look like: NodeFacts and ConnectResult, the JSON a node prints (MARKER)
+and the loader of recorded fact files (from_dict), with its type checks.
+
+Shipped to remote nodes with the other modules of node/ (payload.facts_program concatenates
+their sources and runs them with the node's `python3`): standard library only, Python 3.7 syntax,
+no `from __future__` import, `typing` generics instead of `list[str]`. Where ddpdoctor runs, a
+name another node/ module defines is imported from it; on a node it is already defined above.
+"""
+
+import json
+from typing import Any, Dict, List, Optional
+
+if __name__ == "__main__":
+    # Shipped to a node (`python3 -`), where the records below are only filled in and printed.
+    # This stand-in for dataclasses spares every node importing it and what it imports (inspect,
+    # dis, ast, tokenize): ~10 ms of CPU per node, 640 ms for a 64-node preflight.
+    class _Factory(object):
+        def __init__(self, default_factory):
+            self.default_factory = default_factory
+
+    def field(default_factory):
+        return _Factory(default_factory)
+
+    def dataclass(cls):
+        names = list(cls.__dict__.get("__annotations__", {}))
+        defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
+
+        def __init__(self, *args, **kwargs):
+            kwargs.update(zip(names, args))
+            for name in names:
+                if name in kwargs:
+                    value = kwargs[name]
+                elif isinstance(defaults.get(name), _Factory):
+                    value = defaults[name].default_factory()
+                elif name in defaults:
+                    value = defaults[name]
+                else:
+                    raise TypeError("missing argument %r" % name)
+                setattr(self, name, value)
+
+        cls.__init__ = __init__
+        cls.__dataclass_fields__ = dict.fromkeys(names)
+        return cls
+
+    def asdict(obj):
+        if hasattr(obj, "__dataclass_fields__"):
+            return {n: asdict(getattr(obj, n)) for n in obj.__dataclass_fields__}
+        if isinstance(obj, list):
+            return [asdict(v) for v in obj]
+        if isinstance(obj, dict):
+            return {k: asdict(v) for k, v in obj.items()}
+        return obj
+else:
+    from dataclasses import asdict, dataclass, field, fields
+
+
+SCHEMA = 1
+MARKER = "DDPDOCTOR-FACTS "
+CONNECT_STATUSES = ("ok", "refused", "timeout", "unresolvable", "error")
+
+
+@dataclass
+class ConnectResult:
+    """A TCP connect from this node to the rendezvous endpoint (MASTER_ADDR:MASTER_PORT)."""
+
+    target: str  # "host:port"
+    status: str  # ok | refused | timeout | unresolvable | error
+    address: Optional[str] = None  # the address the name resolved to, as tried last
+    detail: str = ""  # the OS's words, e.g. "Connection refused", "No route to host"
+    seconds: float = 0.0
+
+
+@dataclass
+class NodeFacts:
+    """What one node looks like to a DDP job. `None` means "not checked here", and `notes` say why."""
+
+    hostname: str
+    fqdn: str = ""
+    hostname_addresses: List[str] = field(default_factory=list)  # what the node resolves its name to
+    fqdn_addresses: List[str] = field(default_factory=list)
+    resolve_errors: Dict[str, str] = field(default_factory=dict)  # name -> resolver error
+    interfaces: Dict[str, List[str]] = field(default_factory=dict)  # name -> addresses
+    networks: Dict[str, List[str]] = field(default_factory=dict)  # name -> "10.0.0.11/24" (address/prefix)
+    interfaces_down: List[str] = field(default_factory=list)
+    python: str = ""
+    python_executable: str = ""
+    torch: Optional[str] = None  # None: torch is not installed for this Python
+    torch_cuda: Optional[str] = None  # CUDA torch was built with; None: a CPU build
+    torch_git: Optional[str] = None
+    nccl: Optional[str] = None
+    nccl_source: str = ""  # how nccl was learned: "nvidia-nccl wheel", "torch", "conda"
+    cuda_available: Optional[bool] = None
+    gpu_count: Optional[int] = None
+    gpu_names: List[str] = field(default_factory=list)
+    driver: Optional[str] = None
+    env: Dict[str, str] = field(default_factory=dict)  # NCCL_*, TORCH_*, ..., secrets redacted
+    shm_bytes: Optional[int] = None
+    nofile_soft: Optional[int] = None
+    nofile_hard: Optional[int] = None
+    netns: Optional[str] = None  # kernel boot id + network namespace: equal => loopback is shared
+    notes: List[str] = field(default_factory=list)
+    connect: Optional[ConnectResult] = None
+    collected_by: str = "local"  # local | ssh | file
+    collect_s: float = 0.0
+    schema: int = SCHEMA
+
+    def to_dict(self):
+        # type: () -> Dict[str, Any]
+        return asdict(self)
+
+    def to_json(self):
+        # type: () -> str
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data):
+        # type: (Any) -> NodeFacts
+        """Load recorded facts; unknown keys are ignored, missing ones take their defaults, a
+        wrong type raises ValueError naming the field."""
+        if not isinstance(data, dict):
+            raise ValueError("facts must be a JSON object")
+        if not isinstance(data.get("hostname"), str) or not data.get("hostname"):
+            raise ValueError("field 'hostname' must be a non-empty string")
+        values = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            if f.name == "connect" and value is not None:
+                if not isinstance(value, dict):
+                    raise ValueError("field 'connect' must be an object or null")
+                known = {k: v for k, v in value.items() if k in ConnectResult.__dataclass_fields__}
+                try:
+                    value = ConnectResult(**known)
+                except TypeError as exc:
+                    raise ValueError("field 'connect': %s" % exc) from None
+                if value.status not in CONNECT_STATUSES:
+                    raise ValueError("field 'connect.status' must be one of %s" % ", ".join(CONNECT_STATUSES))
+            else:
+                _check_type(f.name, value, f.type)
+            values[f.name] = value
+        return cls(**values)
+
+
+def _check_type(name, value, annotation):
+    # type: (str, Any, Any) -> None
+    if not _matches(value, annotation):
+        raise ValueError("field %r does not have the type %s (got %r)"
+                         % (name, str(annotation).replace("typing.", ""), value))
+
+
+def _matches(value, annotation):
+    # type: (Any, Any) -> bool
+    # Runs only where ddpdoctor itself runs (Python 3.9+), never on a remote node.
+    from typing import Union, get_args, get_origin
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Union:
+        return any(_matches(value, a) for a in args)
+    if annotation is type(None):
+        return value is None
+    if origin is list:
+        return isinstance(value, list) and all(_matches(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_matches(v, args[1]) for v in value.values())
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, annotation)

@@ -1,0 +1,228 @@
+"""DDP301's statistics: how many samples two ranks share by chance, and whether each rank iterates
+the whole dataset. The check (checks/probe/sampler_overlap.py) words what this finds.
+
+Datasets can hold duplicate samples of their own (tiny or synthetic data), so the comparison
+calibrates on each rank's own data: p = duplicate pairs among a rank's samples of one epoch / all
+pairs. Under correct sharding two ranks that saw s_a and s_b samples share about p * s_a * s_b
+matches by chance. A pair is flagged only when the observed matches exceed that by at least
+MIN_EXCESS (4), by SIGMAS (3) Poisson standard deviations (sqrt of the expected) and by REL_EXCESS
+(half) of the expected. A DistributedSampler with drop_last=False pads each epoch with up to
+world_size - 1 repeated samples: those matches are tolerated. The share of the epoch read by more
+than one rank is estimated as excess * n / (s_a * s_b), n being a rank's epoch size
+(len(loader) * batch_size, or len(dataset)), capped at 100%.
+
+Independently of the fingerprints, a map-style DataLoader whose sampler is not a
+DistributedSampler, with the same len(dataset) on every rank and len(loader) = len(dataset) /
+batch_size, makes each rank iterate the whole dataset (WholeDataset). The check reports it even
+when the batches seen did not collide yet, unless enough were seen to rule it out
+(REFUTE_MIN_EXPECTED, 8, matches expected had the ranks read the same data), or the ranks'
+dataset lengths differ, or len(loader) is what a 1/world_size shard gives (sharded by hand).
+docs/verdicts.md explains the same for users.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Optional
+
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_records
+
+MIN_EXCESS = 4  # cross-rank matches beyond the expected, at the least, to report anything
+SIGMAS = 3.0  # ... and at least this many Poisson standard deviations of the expected
+REL_EXCESS = 0.5  # ... and at least this share of the expected
+MAJORITY = 0.5  # share of compared batches that must be identical (or moved) to say so
+REFUTE_MIN_EXPECTED = 8.0  # matches expected if two ranks read the whole dataset, to trust their absence
+
+IDENTICAL, REORDERED, SAMPLES = "identical batches", "same batches reordered", "shared samples"
+
+
+@dataclass
+class PairStats:
+    a: int
+    b: int
+    seen_a: int = 0
+    seen_b: int = 0
+    matches: int = 0  # pairs (sample of a, sample of b) with the same fingerprint, same epoch
+    expected: float = 0.0  # the same, expected from the data's own duplicate rate
+    padding: int = 0  # matches a DistributedSampler's padding can explain
+    product: int = 0  # sum over epochs of s_a * s_b
+    b_in_a: int = 0  # b's samples whose fingerprint a also saw (same epoch)
+    batches_a: int = 0
+    batches_b: int = 0
+    common_batches: int = 0  # positions (epoch, index) both saw
+    identical_batches: int = 0
+    identical_steps: list[int] = field(default_factory=list)
+    moved_batches: int = 0  # b's batches that a saw at another position of the same epoch
+    epoch_size: Optional[int] = None
+    expected_if_whole: Optional[float] = None  # matches expected if both read the whole dataset
+
+    @property
+    def excess(self) -> float:
+        return self.matches - self.expected - self.padding
+
+    @property
+    def threshold(self) -> float:
+        return max(MIN_EXCESS, SIGMAS * math.sqrt(self.expected), REL_EXCESS * self.expected)
+
+    @property
+    def flagged(self) -> bool:
+        return self.excess >= self.threshold
+
+    @property
+    def share(self) -> Optional[float]:
+        if not self.epoch_size or not self.product:
+            return None
+        return min(1.0, max(0.0, self.excess) * self.epoch_size / self.product)
+
+    @property
+    def kind(self) -> str:
+        if self.identical_batches >= 2 and self.identical_batches >= MAJORITY * self.common_batches:
+            return IDENTICAL
+        same = self.identical_batches + self.moved_batches
+        if same >= 2 and same >= MAJORITY * min(self.batches_a, self.batches_b):
+            return REORDERED
+        return SAMPLES
+
+    def to_evidence(self) -> dict:
+        return {
+            "ranks": [self.a, self.b], "samples": [self.seen_a, self.seen_b],
+            "matches": self.matches, "expected": round(self.expected, 2),
+            "padding_tolerated": self.padding, "excess": round(self.excess, 2),
+            "identical_batches": self.identical_batches, "common_batches": self.common_batches,
+            "moved_batches": self.moved_batches,
+            "shared_share": None if self.share is None else round(self.share, 3),
+        }
+
+
+def duplicate_rate(by_rank: dict[int, dict[int, LoaderEpoch]]) -> float:
+    """Duplicate pairs among a rank's own samples of one epoch / all such pairs, pooled."""
+    duplicates = pairs = 0
+    for epochs in by_rank.values():
+        for entry in epochs.values():
+            units = entry.samples()
+            counts = Counter(units)
+            duplicates += sum(k * (k - 1) // 2 for k in counts.values())
+            pairs += len(units) * (len(units) - 1) // 2
+    return duplicates / pairs if pairs else 0.0
+
+
+def _padding(entry: LoaderEpoch, world: int) -> int:
+    loader = entry.loader
+    if loader is None or not loader.distributed_sampler or loader.drop_last:
+        return 0
+    if loader.dataset_len:
+        return (-loader.dataset_len) % world
+    return world - 1
+
+
+def epoch_size(by_rank: dict[int, dict[int, LoaderEpoch]]) -> Optional[int]:
+    """Samples one rank gets per epoch: len(loader) * batch_size (at most len(dataset))."""
+    for loader in loader_records(by_rank):
+        if loader.batches and loader.batch_size:
+            size = loader.batches * loader.batch_size
+            return min(size, loader.dataset_len) if loader.dataset_len else size
+        if loader.dataset_len:
+            return loader.dataset_len
+    return None
+
+
+def pair_stats(by_rank: dict[int, dict[int, LoaderEpoch]], world: int) -> list[PairStats]:
+    rate = duplicate_rate(by_rank)
+    size = epoch_size(by_rank)
+    dataset_len = next((l.dataset_len for l in loader_records(by_rank) if l.dataset_len), None)
+    stats = []
+    for a, b in combinations(sorted(by_rank), 2):
+        pair = PairStats(a, b, epoch_size=size)
+        for epoch in sorted(set(by_rank[a]) & set(by_rank[b])):
+            ea, eb = by_rank[a][epoch], by_rank[b][epoch]
+            units_a, units_b = ea.samples(), eb.samples()
+            if not units_a or not units_b:
+                continue
+            counts_a, counts_b = Counter(units_a), Counter(units_b)
+            pair.seen_a += len(units_a)
+            pair.seen_b += len(units_b)
+            pair.product += len(units_a) * len(units_b)
+            pair.matches += sum(k * counts_b[f] for f, k in counts_a.items() if f in counts_b)
+            pair.b_in_a += sum(1 for f in units_b if f in counts_a)
+            pair.padding += max(_padding(ea, world), _padding(eb, world))
+            at_a = {batch.index: batch for batch in ea.batches}
+            prints_a = {batch.fingerprint for batch in ea.batches}
+            pair.batches_a += len(ea.batches)
+            pair.batches_b += len(eb.batches)
+            for batch in eb.batches:
+                other = at_a.get(batch.index)
+                if other is not None:
+                    pair.common_batches += 1
+                    if other.fingerprint == batch.fingerprint:
+                        pair.identical_batches += 1
+                        pair.identical_steps.append(other.step)
+                        continue
+                if batch.fingerprint in prints_a:
+                    pair.moved_batches += 1
+        if not pair.product:
+            continue
+        pair.expected = rate * pair.product
+        if dataset_len:
+            pair.expected_if_whole = pair.product / dataset_len * (1.0 - rate)
+        stats.append(pair)
+    return stats
+
+
+@dataclass
+class WholeDataset:
+    """The static fact: every rank iterates the whole dataset."""
+
+    ranks: list[int]
+    sampler: str
+    dataset_len: int
+    batches: int
+    batch_size: int
+
+
+def whole_dataset_per_rank(by_rank: dict[int, dict[int, LoaderEpoch]],
+                           world: int) -> Optional[WholeDataset]:
+    first: dict[int, tm.Loader] = {}
+    for rank, epochs in by_rank.items():
+        loader = next((epochs[e].loader for e in sorted(epochs) if epochs[e].loader), None)
+        if loader is not None:
+            first[rank] = loader
+    if len(first) < 2:
+        return None
+    loaders = list(first.values())
+    if any(l.iterable or l.distributed_sampler for l in loaders):
+        return None
+    lengths = {l.dataset_len for l in loaders}
+    sizes = {l.batch_size for l in loaders}
+    if len(lengths) != 1 or None in lengths or len(sizes) != 1 or None in sizes:
+        return None  # lengths differ across ranks: sharded by hand
+    n, size = lengths.pop(), sizes.pop()
+    if not n or not size:
+        return None
+    whole = {n // size, -(-n // size)}
+    share = -(-n // world)
+    shard = {n // world // size, -(-n // world // size), -(-share // size), share // size}
+    batches = {l.batches for l in loaders}
+    if None in batches or not batches <= whole or batches & shard:
+        return None
+    return WholeDataset(sorted(first), loaders[0].sampler, n, max(batches), size)
+
+
+def identical_positions(by_rank: dict[int, dict[int, LoaderEpoch]],
+                         ranks: list[int]) -> tuple[int, int, list[int]]:
+    """(positions where all `ranks` got the same batch, positions all of them saw, steps)."""
+    common = identical = 0
+    steps: list[int] = []
+    epochs = set.intersection(*(set(by_rank[r]) for r in ranks))
+    for epoch in sorted(epochs):
+        at = [{b.index: b for b in by_rank[r][epoch].batches} for r in ranks]
+        for index in sorted(set.intersection(*(set(m) for m in at))):
+            common += 1
+            prints = {m[index].fingerprint for m in at}
+            if len(prints) == 1:
+                identical += 1
+                steps.append(at[0][index].step)
+    return identical, common, steps
