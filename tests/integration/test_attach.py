@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from attach_jobs import TorchrunJob, pyspy_on
-from cli_runner import ddpdoctor_exe, run_cli
+from tests.helpers.attach_jobs import TorchrunJob, pyspy_on
+from tests.helpers.cli_runner import ddpdoctor_exe, run_cli
 
 pytestmark = [pytest.mark.multiprocess,
               pytest.mark.skipif(shutil.which("py-spy") is None, reason="needs py-spy")]

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from attach_jobs import REPO, free_port
-from cli_runner import run_cli
+from tests.helpers.attach_jobs import REPO, free_port
+from tests.helpers.cli_runner import run_cli
 
 pytestmark = pytest.mark.multiprocess
 

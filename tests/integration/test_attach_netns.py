@@ -15,9 +15,9 @@ import time
 import psutil
 import pytest
 
-from attach_jobs import SCRIPT, pyspy_on
-from cli_runner import ddpdoctor_exe
-from netns import Host, LabUnavailable, NetnsLab
+from tests.helpers.attach_jobs import SCRIPT, pyspy_on
+from tests.helpers.cli_runner import ddpdoctor_exe
+from tests.helpers.netns import Host, LabUnavailable, NetnsLab
 
 pytestmark = [pytest.mark.netns, pytest.mark.multiprocess]
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from attach_jobs import TorchrunJob, free_port, pyspy_on
-from cli_runner import run_cli
-from sshd import LoopbackSshd, SshdUnavailable, loopback_hosts
+from tests.helpers.attach_jobs import TorchrunJob, free_port, pyspy_on
+from tests.helpers.cli_runner import run_cli
+from tests.helpers.sshd import LoopbackSshd, SshdUnavailable, loopback_hosts
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.ssh,
               pytest.mark.skipif(shutil.which("py-spy") is None, reason="needs py-spy")]
