@@ -624,7 +624,7 @@ def what_if(model: RunModel, code: str, step_s: float, after_s: float, change: s
     """A WhatIf for finding `code`, with the step time --verify-fix measured for the same DDP
     arguments, when it ran (model.verified: analysis/verify.py)."""
     found = WhatIf(step_s, max(0.0, min(after_s, step_s)), change, dict(ddp_kwargs or {}))
-    for result in getattr(model, "verified", None) or []:
+    for result in model.verified or []:
         if result.code == code and result.ddp_kwargs == found.ddp_kwargs:
             if result.step_s is not None:
                 found.measured_s = result.step_s

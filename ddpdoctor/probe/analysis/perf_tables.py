@@ -114,10 +114,10 @@ def tables(model: RunModel) -> list[Table]:
         found.append(fsdp_comm.table(fsdp))  # FSDP / FSDP2's all-gathers and reduce-scatters
     if model.scaling:
         found.append(scaling_table(model.scaling))
-    verified = getattr(model, "verified", None)
+    verified = model.verified
     if verified:
         found.append(verify_table(verified))
-    baseline = getattr(model, "regression_baseline", None)
+    baseline = model.regression_baseline
     if baseline is not None and perfs:
         found.extend(baseline_tables(baseline, metrics(model)))
     return found
@@ -196,7 +196,7 @@ def metrics(model: RunModel) -> dict[str, Any]:
     fsdp = fsdp_comm.fsdp_comm(model)
     if fsdp is not None and fsdp.ops:
         numbers.update(fsdp_comm.metrics(fsdp))
-    verified = getattr(model, "verified", None)
+    verified = model.verified
     if verified:
         numbers["verify_fix"] = [v.to_dict() for v in verified]
     if model.scaling:

@@ -20,7 +20,7 @@ from typing import Any, Optional
 from ddpdoctor.probe.analysis import perf
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
-from ddpdoctor.probe.rundir import SCALING_FILE  # noqa: F401 (imported from here by launch/scaling.py)
+from ddpdoctor.probe.rundir import SCALING_FILE
 
 
 @dataclass

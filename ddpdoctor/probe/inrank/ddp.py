@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe import rundir, telemetry as tm
 from ddpdoctor.probe.inrank import (collectives, coverage, device_timing, fingerprint, forward_inputs,
                                     frameworks, groups, recorder)
 
@@ -245,7 +245,7 @@ def all_states() -> list[DDPState]:
 
 # `probe --verify-fix` reruns the script with some DDP arguments changed, the script untouched:
 # the launcher's run dir holds them as JSON (probe/launch/verify.py writes it).
-OVERRIDES_FILE = "ddp_overrides.json"
+OVERRIDES_FILE = rundir.DDP_OVERRIDES_FILE
 OVERRIDABLE = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters")
 signature_defaults: dict = {}  # DDP.__init__'s defaults, to say what an override replaced
 

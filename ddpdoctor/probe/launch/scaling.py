@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.core.files import write_atomic
-from ddpdoctor.probe.analysis.scaling import SCALING_FILE
+from ddpdoctor.probe.rundir import SCALING_FILE, scaling_run_name
 
 if TYPE_CHECKING:
     from ddpdoctor.probe.options import ProbeOptions
 
-SUBDIR = "scaling"
 MAX_SIZE = 256
 
 
@@ -47,7 +46,7 @@ def run_sizes(options: "ProbeOptions", run_dir: Path, probe_one: Any) -> None:
         if size == options.world_size:
             runs[str(size)] = "."
         else:
-            rel = f"{SUBDIR}/ws-{size}"
+            rel = scaling_run_name(size)
             sub = dataclasses.replace(options, nproc_per_node=size, run_dir=str(run_dir / rel),
                                       scaling=[])
             try:

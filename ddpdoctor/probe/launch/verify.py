@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 from ddpdoctor.core.errors import ToolFailure
 from ddpdoctor.core.files import write_atomic
-from ddpdoctor.probe.analysis.verify import VERIFY_FILE, VerifyResult
+from ddpdoctor.probe.analysis.verify import VerifyResult
+from ddpdoctor.probe.rundir import VERIFY_FILE, verify_run_name
 
-SUBDIR = "verify"
 MAX_RERUNS = 3
 # Findings that change a DDP argument without saying so in ddp_kwargs (older checks).
 IMPLIED = {"DDP402": {"find_unused_parameters": False}}
@@ -64,7 +64,7 @@ def run_fixes(options: Any, run_dir: Path, report: Any, probe_one: Callable[[Any
             if len(reruns) >= MAX_RERUNS:
                 result.note = f"not rerun: at most {MAX_RERUNS} reruns per probe"
                 continue
-            rel = f"{SUBDIR}/{len(reruns)}"
+            rel = verify_run_name(len(reruns))
             sub = dataclasses.replace(options, run_dir=str(run_dir / rel), verify_fix=False,
                                       scaling=[], baseline=None, ddp_overrides=dict(result.ddp_kwargs))
             try:
