@@ -12,6 +12,8 @@ the launcher watches them (launch/), node 0 receives other nodes' copies of them
     job.log           the job's output, secrets replaced, bounded per rank (launch/joblog.py)
     report.json       the report (written by `probe` and `report`)
     scaling.json      the world sizes of `probe --scaling` (analysis/scaling.py)
+    watch.jsonl       the watchdog's looks at the ranks in quiet spells: where each stood, busy
+                      or blocked (launch/watchdog.py; the live view and the report read it)
 
 Standard library only: code inside the user's ranks imports this.
 """
@@ -24,6 +26,7 @@ OUTCOME_FILE = "outcome.json"
 LOG_FILE = "job.log"
 REPORT_FILE = "report.json"
 SCALING_FILE = "scaling.json"
+WATCH_FILE = "watch.jsonl"
 MAIN_TELEMETRY = "main.jsonl"
 MAIN_STACK = "main.stack"
 RANK_TELEMETRY_GLOB = "rank-*.jsonl"
