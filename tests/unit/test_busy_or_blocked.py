@@ -77,6 +77,13 @@ def test_a_wait_inside_torch_distributed_without_a_record_counts_as_waiting():
     assert judge_looks(looks).blocked
 
 
+def test_ranks_importing_torch_distributed_are_starting_not_waiting():
+    importing = view(stack(0, [("_compile_bytecode", "<frozen importlib._bootstrap_external>", 729),
+                               ("<module>", "torch/distributed/c10d_logger.py", 10),
+                               ("<module>", "train.py", 3)], idle=None, method="faulthandler"))
+    assert not judge_looks([RankLook(0, stack=importing), RankLook(1, stack=importing)]).blocked
+
+
 def test_a_rank_waiting_on_a_peer_that_ended_is_blocked():
     looks = [RankLook(0, done=True), RankLook(1, pending=Pending("DDP gradient all-reduce", site(60), T0))]
     verdict = judge_looks(looks)

@@ -252,6 +252,8 @@ class RankLook:
         if self.done:
             return False
         stack = self.stack if self.stack is not None and self.stack.frames else None
+        if stack is not None and any(f.file.startswith("<frozen importlib") for f in stack.frames):
+            return False  # importing (torch.distributed's modules too): start-up, not a wait
         if self.pending is not None:
             if stack is None:
                 return True
@@ -259,7 +261,7 @@ class RankLook:
             # (async_op=True never writes CollectiveDone): it is not waiting there. A host
             # thread spinning on a GPU wait is still waiting: CPU does not count here.
             return stack.in_torch_distributed or _calls_wait(stack) or _at_site(stack, self.pending.site)
-        return stack is not None and (stack.in_torch_distributed or _calls_wait(stack)) and not self.running
+        return stack is not None and (_inner_torch_distributed(stack) or _calls_wait(stack)) and not self.running
 
     def where(self) -> str:
         """"load_dataset() at train.py:41" / "all_reduce at train.py:57" / "an unknown place"."""
@@ -275,6 +277,14 @@ class RankLook:
         if self.pending is not None:
             return f"{self.pending.what}{at(self.pending.site)}"
         return "an unknown place (no stack)"
+
+
+def _inner_torch_distributed(stack: StackView) -> bool:
+    """A frame inside the user's innermost call is torch.distributed's (a store wait, a
+    store-based barrier): not a user frame further out that merely runs under it."""
+    user = stack.user_frame
+    inner = stack.frames[:stack.frames.index(user)] if user is not None else stack.frames
+    return StackView(stack.rank, inner, stack.method).in_torch_distributed
 
 
 def _calls_wait(stack: StackView) -> bool:
