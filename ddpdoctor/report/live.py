@@ -95,11 +95,14 @@ def _steps(board: Board) -> str:
     return f"steps {board.job_steps}{limit}{rate}"
 
 
-def _countdown_text(board: Board) -> Optional[str]:
+def _countdown_text(board: Board, short: bool = False) -> Optional[str]:
     left = board.countdown()
     if left is None:
-        # Quiet, but nobody waits on anybody: where the ranks are, not a countdown.
-        return board.busy if board.busy and not board.finished else None
+        # Quiet, but nobody waits on anybody: where the ranks are, not a countdown (a progress
+        # line already names the place in its phases: the short form).
+        if not board.busy or board.finished:
+            return None
+        return f"quiet for {duration(board.quiet_s)}, no collective pending" if short else board.busy
     if left > 0:
         return f"no rank advanced for {duration(board.quiet_s)}: stall verdict in {duration(left)}"
     return (f"no rank advanced for {duration(board.quiet_s)}: taking every rank's stack "
@@ -179,7 +182,7 @@ def progress_line(board: Board) -> str:
     where = "; ".join(f"{'rank' if len(r) == 1 else 'ranks'} {_ranks(sorted(r))} {phase}"
                       for phase, r in by_phase.items())
     line = f"ddpdoctor: {duration(board.elapsed_s)}, {_steps(board)}; {where or 'no rank started yet'}"
-    countdown = _countdown_text(board)
+    countdown = _countdown_text(board, short=True)
     return f"{line}; {countdown}" if countdown else line
 
 

@@ -130,6 +130,9 @@ class ProgressWatch:
         self.steps = 0
         self.ranks: dict[int, RankState] = {}
         self._rank_of: dict[Path, int] = {}
+        # Ranks whose next step gap holds a pause the Lookout judged busy past the stall timeout
+        # (an evaluation, an upload): not a step, so it does not stretch the adaptive timeout.
+        self.paused: set[int] = set()
 
     @property
     def timeout_s(self) -> float:
@@ -192,8 +195,9 @@ class ProgressWatch:
         rank = int(path.stem.split("-", 1)[1])
         previous = self.last_step_time.get(rank)
         now = float(record.get("t", 0.0))
-        if previous is not None:
+        if previous is not None and rank not in self.paused:
             self.longest_step_gap = max(self.longest_step_gap, now - previous)
+        self.paused.discard(rank)
         self.last_step_time[rank] = now
         self.steps = max(self.steps, int(record.get("step", 0)))
 
@@ -285,6 +289,8 @@ class Lookout:
             looks.append(RankLook(rank, bool(state.ended or state.crashed), state.pending(), view,
                                   moved, share))
         self.judgement = judge(looks)
+        if late and not self.judgement.blocked:
+            self.watch.paused.update(look.rank for look in looks)
         self.stacks, self.note, self.looked_at = stacks, note, now
         self._append(looks, self.judgement)
         return self.judgement
