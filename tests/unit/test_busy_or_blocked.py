@@ -92,6 +92,7 @@ def test_a_rank_waiting_on_a_peer_that_ended_is_blocked():
 
 def test_nothing_observed_and_nothing_pending_is_treated_as_stuck():
     assert judge_looks([RankLook(0), RankLook(1)]).blocked
+    assert judge_looks([]).blocked  # no rank process found at all
 
 
 def test_every_rank_waiting_in_init_process_group_is_blocked_from_the_records_alone():

@@ -318,8 +318,8 @@ def judge(looks: list[RankLook]) -> Judgement:
     """Busy or blocked, from one look at every rank (a pure function of what was seen).
 
     Blocked: some rank waits for peers that have not arrived (they work elsewhere, or ended),
-    or every unfinished rank waits. Busy: no rank waits. Nothing observed at all (no stack, no
-    CPU, no record of a wait): blocked, as nothing can show the ranks are working."""
+    or every unfinished rank waits. Busy: no rank waits. Nothing observed at all (no rank, or
+    no stack, no CPU and no record of a wait): blocked, as nothing shows the ranks working."""
     active = [look for look in looks if not look.done]
     places: dict[str, list[int]] = {}
     for look in active:
@@ -329,7 +329,10 @@ def judge(looks: list[RankLook]) -> Judgement:
     working = sorted(look.rank for look in active if not look.waiting)
     said = "; ".join(f"{_ranks_short(r)} {w}" for r, w in grouped)
     if not active:
-        return Judgement(False, [], [], [], "every rank has ended")
+        # Nothing left to look at, and still no progress: stuck (torchrun's rendezvous, ranks
+        # that never wrote a record, a job that does not exit after its ranks ended).
+        return Judgement(True, [], [], [], "every rank has ended, and the job has not" if looks
+                         else "no rank could be observed")
     if waiting and working:
         return Judgement(True, waiting, working, grouped,
                          f"{said}: {_ranks_short(working)} never arrived")

@@ -205,7 +205,8 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
         return sorted(here + there, key=lambda s: s.rank), "; ".join(n for n in [why, *notes] if n)
 
     lookout = Lookout(run_dir, watch, every_stack,
-                      lambda: stacks.rank_processes(run_dir, run_id, proc.pid), local_stacks)
+                      lambda: stacks.rank_processes(run_dir, run_id, proc.pid),
+                      local_stacks if gather is not None else None)
     while True:
         code = proc.poll()
         if gather is not None:
@@ -243,12 +244,13 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
             # Ranks that never blocked (busy in their own code) make "timeout_busy": incomplete.
             status = lookout.at_timeout((taken, note)) if reporter is None else "timeout"
             break
-        if reporter is None and lookout.due():
+        if reporter is None and (lookout.stalled() or lookout.due()):
             # Node 0 (or a single node) judges stalls: it sees every rank. Another node only
             # forwards; node 0 asks it for stacks. A quiet spell is a stall only when a rank
             # is blocked on the others; ranks busy in their own code run on, up to --timeout.
             quiet = watch.quiet_for()
-            if lookout.look().blocked and quiet >= watch.timeout_s and not watch.poll():
+            if (lookout.stalled() or lookout.look().blocked) and quiet >= watch.timeout_s \
+                    and not watch.poll():
                 taken, note = lookout.stacks, lookout.note
                 status, stall_s = "stalled", quiet
                 break

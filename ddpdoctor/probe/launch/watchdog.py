@@ -237,7 +237,9 @@ class Lookout:
         self.watch = watch
         self.take_stacks = take_stacks
         self.local_stacks = local_stacks or take_stacks
+        self.everywhere = local_stacks is None  # one node: every look sees every rank
         self.processes = processes
+        self.blocked_spell: Optional[float] = None  # the spell a full look judged blocked
         self.file = Path(run_dir) / WATCH_FILE
         self.spell: Optional[float] = None  # the quiet spell being looked at (its last_progress)
         self.looked_at = 0.0  # monotonic
@@ -261,11 +263,20 @@ class Lookout:
         every = min(LOOK_EVERY_MAX_S, max(LOOK_EVERY_S, quiet / 5, timeout / 4))
         return time.monotonic() - self.looked_at >= every
 
+    def stalled(self) -> bool:
+        """The spell is past the stall timeout and a look at every rank in it already saw a
+        rank blocked: nothing has moved since, so that look is the verdict (no second round of
+        stacks, which costs seconds on a loaded machine)."""
+        return (self.blocked_spell is not None and self.blocked_spell == self.watch.last_progress
+                and self.watch.quiet_for() >= self.watch.timeout_s)
+
     def look(self, taken: Optional[tuple[list, str]] = None) -> Judgement:
         """Take (or use) every rank's stack and CPU, judge, and append the look to watch.jsonl."""
         late = self.watch.quiet_for() >= self.watch.timeout_s
+        spell = self.watch.last_progress
+        full = late or self.everywhere or taken is not None
         if taken is None:
-            taken = self.take_stacks() if late else self.local_stacks()
+            taken = self.take_stacks() if full else self.local_stacks()
         stacks, note = taken
         cpu = _main_thread_cpu(self.processes())
         now = time.monotonic()
@@ -289,6 +300,7 @@ class Lookout:
             looks.append(RankLook(rank, bool(state.ended or state.crashed), state.pending(), view,
                                   moved, share))
         self.judgement = judge(looks)
+        self.blocked_spell = spell if full and self.judgement.blocked else None
         if late and not self.judgement.blocked:
             self.watch.paused.update(look.rank for look in looks)
         self.stacks, self.note, self.looked_at = stacks, note, now
