@@ -3,8 +3,10 @@
 Everything comes from files the job already writes in the run dir, so the view costs the ranks
 nothing and shows every node's ranks wherever their rank-<R>.jsonl lands (multi-node: node 0's
 run dir holds them all, the host in each rank's Start record):
-- rank-<R>.jsonl, tailed by the watchdog's own reader (ProgressWatch, extended here to follow
-  each rank's phase), which also gives the stall timeout the countdown runs to;
+- rank-<R>.jsonl, tailed by the watchdog's own reader (ProgressWatch, which follows each
+  rank's phase), which also gives the stall timeout the countdown runs to;
+- watch.jsonl, the watchdog's looks at the ranks in a quiet spell: where ranks that wait on
+  nobody are (shown instead of a countdown: slow is not stuck);
 - job.log, the job's output as joblog.py wrote it (secrets already replaced, each rank's lines
   prefixed `[rankN]: ` by torchrun's --tee), printed as it grows.
 
@@ -28,7 +30,7 @@ from typing import Iterator, Optional
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import LOG_FILE
 from ddpdoctor.probe.rundir import WATCH_FILE
-from ddpdoctor.probe.launch.watchdog import FOLLOWED, ProgressWatch, RankState  # noqa: F401
+from ddpdoctor.probe.launch.watchdog import ProgressWatch, RankState
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.report import live
 

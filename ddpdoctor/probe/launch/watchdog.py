@@ -260,6 +260,8 @@ class Lookout:
             return False
         if quiet >= timeout and not self.judged_late:
             return True
+        if self.blocked_spell == self.watch.last_progress:
+            return False  # already seen blocked: stalled() calls it at the timeout, no new look
         every = min(LOOK_EVERY_MAX_S, max(LOOK_EVERY_S, quiet / 5, timeout / 4))
         return time.monotonic() - self.looked_at >= every
 
