@@ -142,7 +142,7 @@ def notes(run: RunModel) -> list[str]:
     """Terminal lines: a long start-up, the longest pauses."""
     lines = []
     first = startup(run)
-    if first is not None and (first.seconds >= STARTUP_SHOWN_S or first.where):
+    if first is not None and first.seconds >= STARTUP_SHOWN_S:
         lines.append(f"start-up: {first.text()}")
     found = pauses(run)
     for spell in sorted(found, key=lambda s: -s.seconds)[:PAUSES_SHOWN]:
