@@ -8,9 +8,10 @@ from typing import Optional
 from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
+from ddpdoctor.probe.analysis.outside_steps import final_spell
 from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collective
 from ddpdoctor.probe.analysis.stack_groups import StackView, bare_name, group_stacks, rank_stacks
 from ddpdoctor.probe.analysis.wording import at, location, rank_list, seconds
@@ -27,11 +28,17 @@ _COLLECTIVE_CALLS = {
 
 
 @check("DDP503", "The job stopped making progress", Severity.ERROR)
-def progress_stall(run: RunModel) -> list[Problem] | Skipped:
+def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     """
     What it detects:
-        The probe's watchdog saw no rank advance (no new telemetry) for the stall timeout, or
-        the overall --timeout expired, and stopped the job. Every rank's stack at that moment
+        The probe's watchdog saw no rank advance (no new telemetry) for the stall timeout
+        while a rank was blocked: waiting in a collective, a barrier or a store wait that its
+        peers had not reached, or every rank waiting. Ranks busy in their own code (CPU time
+        advancing, the stack moving, or all sleeping at one line with no collective pending:
+        data preparation, evaluation, a checkpoint upload) are not a stall; the watchdog
+        keeps watching up to --timeout, and if --timeout ends such a job the verdict is
+        incomplete (exit 4) with where the time went, not this error. A job --timeout ends
+        while it was still training or blocked is reported here. Every rank's stack at that moment
         (py-spy, else the faulthandler dump the rank wrote) is grouped: ranks whose innermost
         user frame, the library call made from it and their chain of user frames are the
         same stand in one group. The message says where each group stands; the odd group out
@@ -65,6 +72,14 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped:
     outcome = run.outcome
     if outcome is None:
         return Skipped("the probe was stopped before it recorded how the job ended")
+    if outcome.status == "timeout_busy":
+        # Slow is not stuck: --timeout ended ranks that were working (or sleeping) in their own
+        # code with nothing pending. Not a hang, and not a pass either: the job was not judged.
+        steps = f"the {run.meta.max_steps} steps it needs" if run.meta.max_steps else "its steps"
+        return Incomplete(
+            f"--timeout ({seconds(run.meta.timeout_s)}) ended the job before it finished, and no "
+            f"rank ever blocked: {final_spell(run)}; raise --timeout, or let the script reach "
+            f"{steps} sooner (a smaller dataset or evaluation flag)")
     if outcome.status not in ("stalled", "timeout"):
         return []
     everyone = set(run.ranks) | set(outcome.exit_codes) | {s.rank for s in outcome.stacks}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.probe.analysis import coverage, frameworks, memory, perf_tables
+from ddpdoctor.probe.analysis import coverage, frameworks, memory, outside_steps, perf_tables
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 from ddpdoctor.core.registry import run_checks
@@ -14,6 +14,7 @@ OUTCOME_WORDS = {
     "crashed": "a rank crashed",
     "stalled": "stalled (ended by the watchdog)",
     "timeout": "hit --timeout (ended)",
+    "timeout_busy": "hit --timeout while its ranks were busy, never blocked (ended)",
     "interrupted": "interrupted (ended)",
     "launch_failed": "could not be launched",
     "node_lost": "a node was lost (the job was ended)",
@@ -220,6 +221,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
     if outcome and outcome.leftover_pids:
         notes.append(f"ended {len(outcome.leftover_pids)} process(es) the job left running")
     header += judged_on_training(model, incomplete, notes)
+    notes.extend(outside_steps.notes(model))  # start-up and pauses, where they were spent
     metrics = {
         "wall_s": round(outcome.wall_s, 3) if outcome else None,
         "outcome": outcome.status if outcome else None,
@@ -228,6 +230,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         "launcher": meta.launcher,
         "stall_timeout_s": outcome.stall_timeout_s if outcome else None,
         **perf_tables.metrics(model),
+        **outside_steps.metrics(model),
         "framework": framework.to_dict() if framework is not None else None,
     }
     tables = ([rank_table(model)] if model.ranks else []) + perf_tables.tables(model)

@@ -20,7 +20,7 @@ from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.scaling import load_points
-from ddpdoctor.probe.analysis import regression
+from ddpdoctor.probe.analysis import outside_steps, regression
 from ddpdoctor.probe.analysis import verify as verify_results
 from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, Outcome, ProbeMeta, RunModel
 from ddpdoctor.probe.report import build_report
@@ -209,6 +209,7 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
         model.scaling = load_points(root, model)
         model.verified = verify_results.load(root)  # probe --verify-fix (launch/verify.py)
         model.regression_baseline = regression.stored(root)  # probe --baseline (DDP607)
+        model.watch = outside_steps.load_looks(root)  # the watchdog's looks in quiet spells
         _check_meta(model.meta)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None

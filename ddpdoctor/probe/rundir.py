@@ -18,6 +18,8 @@ the launcher watches them (launch/), node 0 receives other nodes' copies of them
     ddp_overrides.json  the DDP arguments the probe sets in place of the script's (inrank/ddp.py)
     regression_baseline.json  the --baseline report's numbers (analysis/regression.py)
     torchrun/         torchrun's own --log-dir (PET_LOG_DIR), unless the user set one
+    watch.jsonl       the watchdog's looks at the ranks in quiet spells: where each stood, busy
+                      or blocked (launch/watchdog.py; the live view and the report read it)
 
 Standard library only: code inside the user's ranks imports this.
 """
@@ -36,6 +38,7 @@ VERIFY_DIR = "verify"
 DDP_OVERRIDES_FILE = "ddp_overrides.json"
 BASELINE_FILE = "regression_baseline.json"
 TORCHRUN_LOG_DIR = "torchrun"
+WATCH_FILE = "watch.jsonl"
 MAIN_TELEMETRY = "main.jsonl"
 MAIN_STACK = "main.stack"
 RANK_TELEMETRY_GLOB = "rank-*.jsonl"

@@ -57,6 +57,12 @@ class Board:
     title: str = ""
     # Multi-node, on a node other than node 0: node 0 judges stalls over every rank, not us.
     judged_on_node0: bool = False
+    # A rank waits on the others (a collective, init_process_group): only then can a quiet
+    # spell end in a stall verdict, and the countdown runs.
+    waiting: bool = True
+    # Ranks busy in their own code in a quiet spell, as the watchdog last saw them: "ranks 0-1
+    # in load_dataset() at train.py:41 for 32.0s, no collective pending".
+    busy: Optional[str] = None
 
     @property
     def finished(self) -> bool:
@@ -69,13 +75,13 @@ class Board:
 
     def countdown(self) -> Optional[float]:
         """Seconds left before the watchdog judges the job stalled; None while it advances."""
-        if (self.finished or self.judged_on_node0
+        if (self.finished or self.judged_on_node0 or not self.waiting
                 or self.quiet_s < max(COUNTDOWN_AFTER_S, self.stall_timeout_s / 3)):
             return None
         return self.stall_timeout_s - self.quiet_s
 
 
-def _duration(seconds: Optional[float]) -> str:
+def duration(seconds: Optional[float]) -> str:
     if seconds is None:
         return "-"
     if seconds < 60:
@@ -89,13 +95,17 @@ def _steps(board: Board) -> str:
     return f"steps {board.job_steps}{limit}{rate}"
 
 
-def _countdown_text(board: Board) -> Optional[str]:
+def _countdown_text(board: Board, short: bool = False) -> Optional[str]:
     left = board.countdown()
     if left is None:
-        return None
+        # Quiet, but nobody waits on anybody: where the ranks are, not a countdown (a progress
+        # line already names the place in its phases: the short form).
+        if not board.busy or board.finished:
+            return None
+        return f"quiet for {duration(board.quiet_s)}, no collective pending" if short else board.busy
     if left > 0:
-        return f"no rank advanced for {_duration(board.quiet_s)}: stall verdict in {_duration(left)}"
-    return (f"no rank advanced for {_duration(board.quiet_s)}: taking every rank's stack "
+        return f"no rank advanced for {duration(board.quiet_s)}: stall verdict in {duration(left)}"
+    return (f"no rank advanced for {duration(board.quiet_s)}: taking every rank's stack "
             "to judge the stall")
 
 
@@ -126,11 +136,11 @@ def render(board: Board) -> RenderableType:
     redrawn a few times a second for the whole job)."""
     rows, hidden = _shown_rows(board.rows)
     cells = [[row.host or "?", str(row.rank), str(row.pid or "-"), row.phase, str(row.steps),
-              str(row.collectives), f"{_duration(row.age_s)} ago" if row.age_s is not None else "-"]
+              str(row.collectives), f"{duration(row.age_s)} ago" if row.age_s is not None else "-"]
              for row in rows]
     widths = [max([len(name)] + [len(c[i]) for c in cells]) for i, (name, _) in enumerate(COLUMNS)]
     text = Text.assemble(("ddpdoctor probe", "bold"), f" {board.title}  " if board.title else "  ",
-                         f"elapsed {_duration(board.elapsed_s)}  ", _steps(board), "\n")
+                         f"elapsed {duration(board.elapsed_s)}  ", _steps(board), "\n")
     text.append("  ".join(f"{name:{align}{w}}" for (name, align), w in zip(COLUMNS, widths)), "bold")
     for row, line in zip(rows, cells):
         text.append("\n")
@@ -140,10 +150,16 @@ def render(board: Board) -> RenderableType:
         text.append(f"\n... {hidden} more ranks, all further along", "dim")
     countdown = _countdown_text(board)
     if countdown:
-        text.append("\n" + countdown, "bold red" if (board.countdown() or 0) <= 0 else "yellow")
+        left = board.countdown()
+        text.append("\n" + countdown, "dim" if left is None else "bold red" if left <= 0 else "yellow")
     text.no_wrap = True
     text.overflow = "ellipsis"
     return text
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """[0, 1] -> "ranks 0-1"; [3] -> "rank 3"."""
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {_ranks(sorted(ranks))}"
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -165,8 +181,8 @@ def progress_line(board: Board) -> str:
         by_phase.setdefault(row.phase, []).append(row.rank)
     where = "; ".join(f"{'rank' if len(r) == 1 else 'ranks'} {_ranks(sorted(r))} {phase}"
                       for phase, r in by_phase.items())
-    line = f"ddpdoctor: {_duration(board.elapsed_s)}, {_steps(board)}; {where or 'no rank started yet'}"
-    countdown = _countdown_text(board)
+    line = f"ddpdoctor: {duration(board.elapsed_s)}, {_steps(board)}; {where or 'no rank started yet'}"
+    countdown = _countdown_text(board, short=True)
     return f"{line}; {countdown}" if countdown else line
 
 
@@ -273,7 +289,7 @@ class HostProgress:
 
     def text(self, elapsed: float) -> Text:
         return Text(f"ddpdoctor preflight: hosts answered {self.answered_hosts}/{self.total} "
-                    f"({_duration(elapsed)})", style="dim")
+                    f"({duration(elapsed)})", style="dim")
 
     def _run(self) -> None:
         began = time.monotonic()

@@ -155,9 +155,11 @@ def test_rows_come_from_every_rank_file_with_hosts_from_start_records(tmp_path):
     assert feed.board().rows[2].phase == "in script"
 
 
-def test_countdown_runs_to_the_stall_verdict_when_no_rank_advances(tmp_path):
+def test_countdown_runs_to_the_stall_verdict_when_a_rank_waits_and_none_advances(tmp_path):
     (tmp_path / "job.log").write_text("")
-    _write(tmp_path / "rank-0.jsonl", _start(0, "vm"))
+    _write(tmp_path / "rank-0.jsonl", _start(0, "vm"),
+           {"kind": "collective", "t": time.time(), "group": "WORLD", "group_ranks": None, "seq": 0,
+            "op": "barrier", "shapes": [], "dtypes": [], "step": 0, "site": None})
     feed = LiveFeed(ProbeOptions("train.py", nproc_per_node=1, stall_timeout_s=9.0), str(tmp_path),
                     live.PlainView(io.StringIO()))
     feed.tick()
@@ -171,7 +173,35 @@ def test_countdown_runs_to_the_stall_verdict_when_no_rank_advances(tmp_path):
         state.seen -= 10.0
     board = feed.board()
     assert board.countdown() <= 0 and "taking every rank's stack" in live.progress_line(board)
-    assert board.rows[0].phase == "stalled (in script)"
+    assert board.rows[0].phase == "stalled (in collective barrier)"
+
+
+def test_quiet_ranks_busy_in_their_own_code_show_where_they_are_not_a_countdown(tmp_path):
+    """Nothing pending (no collective, no init): the watchdog's look says where the ranks are
+    (watch.jsonl), and no stall verdict is counted down: slow is not stuck."""
+    (tmp_path / "job.log").write_text("")
+    _write(tmp_path / "rank-0.jsonl", _start(0, "vm"))
+    _write(tmp_path / "rank-1.jsonl", _start(1, "vm"))
+    feed = LiveFeed(ProbeOptions("train.py", nproc_per_node=2, stall_timeout_s=9.0), str(tmp_path),
+                    live.PlainView(io.StringIO()))
+    feed.tick()
+    feed.watch.last_progress -= 32.0
+    for state in feed.watch.ranks.values():
+        state.seen -= 32.0
+    where = "in load_dataset() at train.py:41"
+    (tmp_path / "watch.jsonl").write_text(json.dumps(
+        {"t": time.time(), "quiet_s": 31.0, "blocked": False, "waiting": [], "working": [0, 1],
+         "places": [{"ranks": [0, 1], "where": where}],
+         "ranks": {"0": {"where": "load_dataset() at train.py:41", "waiting": False},
+                   "1": {"where": "load_dataset() at train.py:41", "waiting": False}}}) + "\n")
+    board = feed.board()
+    assert board.countdown() is None
+    line = live.progress_line(board)
+    assert line.endswith(f"; ranks 0-1 {where}; quiet for 32.0s, no collective pending")
+    assert "stall verdict" not in line
+    table = live.render(board).plain
+    assert table.endswith("ranks 0-1 in load_dataset() at train.py:41 for 32.0s, no collective pending")
+    assert [r.phase for r in board.rows] == [where, where]
 
 
 def test_script_output_hides_the_probes_own_cpp_info_logs_and_quiet_script_hides_all(tmp_path):

@@ -26,7 +26,7 @@ from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.runmodel import LOG_FILE, Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
-from ddpdoctor.probe.launch.watchdog import ProgressWatch
+from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch
 
 POLL_S = 0.2
 # Multi-node: how long node 0 waits, after its own ranks ended, for the other nodes' ends.
@@ -190,7 +190,6 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
     stall_s = None
     taken: list = []
     note = ""
-    last_check = 0.0
 
     def local_stacks() -> tuple[list, str]:
         return stacks.capture(run_dir, stacks.rank_processes(run_dir, run_id, proc.pid), use_pyspy)
@@ -205,6 +204,9 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
         there, notes = gather.stacks(stacks.PYSPY_TIMEOUT_S + 3.0)
         return sorted(here + there, key=lambda s: s.rank), "; ".join(n for n in [why, *notes] if n)
 
+    lookout = Lookout(run_dir, watch, every_stack,
+                      lambda: stacks.rank_processes(run_dir, run_id, proc.pid),
+                      local_stacks if gather is not None else None)
     while True:
         code = proc.poll()
         if gather is not None:
@@ -237,22 +239,21 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
             stall_s = watch.quiet_for()
             break
         if time.monotonic() >= deadline:
-            status = "timeout"
             taken, note = every_stack()
             stall_s = watch.quiet_for()
+            # Ranks that never blocked (busy in their own code) make "timeout_busy": incomplete.
+            status = lookout.at_timeout((taken, note)) if reporter is None else "timeout"
             break
-        quiet = watch.quiet_for()
-        if (reporter is None and quiet >= watch.timeout_s
-                and time.monotonic() - last_check >= watch.timeout_s / 2):
+        if reporter is None and (lookout.stalled() or lookout.due()):
             # Node 0 (or a single node) judges stalls: it sees every rank. Another node only
-            # forwards; node 0 asks it for stacks.
-            last_check = time.monotonic()
-            taken, note = every_stack()
-            if _is_stalled(taken):
+            # forwards; node 0 asks it for stacks. A quiet spell is a stall only when a rank
+            # is blocked on the others; ranks busy in their own code run on, up to --timeout.
+            quiet = watch.quiet_for()
+            if (lookout.stalled() or lookout.look().blocked) and quiet >= watch.timeout_s \
+                    and not watch.poll():
+                taken, note = lookout.stacks, lookout.note
                 status, stall_s = "stalled", quiet
                 break
-            # Every rank is busy in Python and none waits on a collective: slow, not stuck.
-            # Look again later; --timeout bounds it.
         time.sleep(POLL_S)
     if gather is not None and status != "completed":
         gather.end_all(f"node 0's job {status}")
@@ -266,19 +267,6 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
     return Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
                    launcher_exit, "", leftovers if status == "completed" else [],
                    interrupt.signum if status == "interrupted" else None)
-
-
-def _is_stalled(taken: list) -> bool:
-    """No progress, and the stacks say waiting rather than working: a rank blocked inside
-    torch.distributed, or every rank idle. A rank busy in Python (importing, preprocessing on a
-    loaded machine) is slow, not stuck."""
-    if not taken:
-        return True  # nothing to look at, and nothing moved: treat as stuck
-    if any(stacks.importing(s) and s.idle is not True for s in taken):
-        return False
-    if any(stacks.in_torch_distributed(s) and s.idle is not False for s in taken):
-        return True
-    return all(s.idle is not False for s in taken)
 
 
 def _tail(path: Path, max_bytes: int = 20000) -> str:

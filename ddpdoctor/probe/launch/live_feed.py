@@ -3,8 +3,10 @@
 Everything comes from files the job already writes in the run dir, so the view costs the ranks
 nothing and shows every node's ranks wherever their rank-<R>.jsonl lands (multi-node: node 0's
 run dir holds them all, the host in each rank's Start record):
-- rank-<R>.jsonl, tailed by the watchdog's own reader (ProgressWatch, extended here to follow
-  each rank's phase), which also gives the stall timeout the countdown runs to;
+- rank-<R>.jsonl, tailed by the watchdog's own reader (ProgressWatch, which follows each
+  rank's phase), which also gives the stall timeout the countdown runs to;
+- watch.jsonl, the watchdog's looks at the ranks in a quiet spell: where ranks that wait on
+  nobody are (shown instead of a countdown: slow is not stuck);
 - job.log, the job's output as joblog.py wrote it (secrets already replaced, each rank's lines
   prefixed `[rankN]: ` by torchrun's --tee), printed as it grows.
 
@@ -15,26 +17,23 @@ One thread polls both a few times a second and hands a Board to the view (report
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import LOG_FILE
-from ddpdoctor.probe.launch.watchdog import ProgressWatch
+from ddpdoctor.probe.rundir import WATCH_FILE
+from ddpdoctor.probe.launch.watchdog import ProgressWatch, RankState
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.report import live
 
-# Records that change what the table says; every other kind (batches, buckets, grads) only
-# counts as progress, and is not decoded.
-FOLLOWED = {"start", "init_enter", "init", "collective", "collective_done", "loader", "batch",
-            "step", "end", "crash"}
 # At most this many script lines printed per poll; a script printing faster than that has the
 # rest summed up in one line (job.log keeps every one).
 MAX_LINES_PER_POLL = 200
@@ -87,90 +86,36 @@ class ScriptOutput:
         return out
 
 
-@dataclass
-class RankState:
-    """One rank, from its records."""
-
-    rank: int
-    host: str = ""
-    pid: Optional[int] = None
-    started: bool = False
-    in_init: bool = False
-    in_loader: bool = False
-    steps: int = 0
-    collectives: int = 0
-    open_collectives: dict = field(default_factory=dict)  # (group, seq) -> op
-    ended: Optional[str] = None  # End reason
-    crashed: Optional[str] = None  # exception type
-    seen: Optional[float] = None  # monotonic time its last line was read
-
-    def apply(self, kind: str, line: str) -> None:
-        if kind == "batch":  # the loader yielded: out of the DataLoader (not decoded: long lines)
-            self.in_loader = False
-            return
-        record = tm.decode(line)
-        if record is None:
-            return
-        if isinstance(record, tm.Start):
-            self.host, self.pid, self.started = record.host, record.pid, True
-        elif isinstance(record, tm.InitEnter):
-            self.in_init = True
-        elif isinstance(record, tm.Init):
-            self.in_init = False
-        elif isinstance(record, tm.Collective):
-            self.collectives += 1
-            self.open_collectives[(record.group, record.seq)] = record.op
-        elif isinstance(record, tm.CollectiveDone):
-            self.open_collectives.pop((record.group, record.seq), None)
-        elif isinstance(record, tm.Loader):
-            self.in_loader = True
-        elif isinstance(record, tm.Step):
-            self.steps = max(self.steps, record.step)
-            self.in_loader = False
-        elif isinstance(record, tm.Crash):
-            self.crashed = record.exc_type
-        elif isinstance(record, tm.End):
-            self.ended = record.reason
-            self.open_collectives.clear()
-
-    def phase(self) -> str:
-        if self.crashed:
-            return f"crashed ({self.crashed})"
-        if self.ended:
-            return "finished" + (" (step limit)" if self.ended == "max_steps" else "")
-        if self.open_collectives:
-            return f"in collective {next(reversed(self.open_collectives.values()))}"
-        if self.in_init:
-            return "in init_process_group"
-        if self.in_loader:
-            return "in DataLoader"
-        return "in script" if self.started else "starting"
+# The watchdog's reader of the ranks' files follows each rank's phase too (RankState); the view
+# shows what it reads.
+RankWatch = ProgressWatch
 
 
-class RankWatch(ProgressWatch):
-    """The watchdog's reader of the ranks' files, also following each rank's phase."""
+class WatchTail:
+    """The watchdog's latest look at the ranks in a quiet spell (watch.jsonl's last line)."""
 
-    def __init__(self, run_dir: str, fixed_timeout_s: Optional[float]) -> None:
-        super().__init__(run_dir, fixed_timeout_s)
-        self.ranks: dict[int, RankState] = {}
-        self._rank_of: dict[Path, int] = {}
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.latest: Optional[dict] = None
 
-    def saw_line(self, path: Path, line: str) -> None:
-        super().saw_line(path, line)
-        rank = self._rank_of.get(path)
-        if rank is None:
-            try:
-                rank = self._rank_of[path] = int(path.stem.split("-", 1)[1])
-            except ValueError:
-                return
-        state = self.ranks.get(rank)
-        if state is None:
-            state = self.ranks[rank] = RankState(rank)
-        state.seen = time.monotonic()
-        # encode() writes the kind first: {"kind":"step",...}
-        kind = line[9:line.find('"', 9)] if line.startswith('{"kind":"') else ""
-        if kind in FOLLOWED:
-            state.apply(kind, line)
+    def read(self) -> Optional[dict]:
+        try:
+            size = self.path.stat().st_size
+            if size > self.offset:
+                with open(self.path, "rb") as handle:
+                    handle.seek(max(self.offset, size - 65536))
+                    lines = handle.read(size - handle.tell()).split(b"\n")
+                self.offset = size
+                for line in reversed(lines):
+                    try:
+                        self.latest = json.loads(line)
+                        break
+                    except ValueError:
+                        continue
+        except OSError:
+            pass
+        return self.latest
 
 
 class LogTail:
@@ -216,6 +161,7 @@ class LiveFeed:
         self.options = options
         self.watch = RankWatch(run_dir, options.stall_timeout_s)
         self.log = LogTail(Path(run_dir) / LOG_FILE)
+        self.looks = WatchTail(Path(run_dir) / WATCH_FILE)
         self.view = view
         self.show_script = show_script
         self.script = ScriptOutput(keep_cpp_info="TORCH_CPP_LOG_LEVEL" in os.environ,
@@ -234,6 +180,17 @@ class LiveFeed:
     def board(self) -> live.Board:
         now = time.monotonic()
         timeout = self.watch.timeout_s
+        quiet = self.watch.quiet_for()
+        # The watchdog's latest look, if it was taken in this quiet spell: where each rank
+        # stands, and whether any waits on the others.
+        look = self.looks.read()
+        if look is not None and look.get("t", 0.0) < time.time() - quiet - 0.5:
+            look = None
+        seen = (look or {}).get("ranks") or {}
+        # The countdown to a stall verdict runs only while a rank waits on the others (its
+        # records or the look say so): ranks busy in their own code are not judged stalled.
+        waiting = any(s.pending() is not None and not (s.ended or s.crashed)
+                      for s in self.watch.ranks.values()) or bool((look or {}).get("waiting"))
         # Node 0 (or a single node) expects every rank; another node of a multi-node job knows
         # only its own, which it sees as their records come.
         expected = range(self.options.world_size) if self.options.node_rank == 0 else ()
@@ -242,14 +199,22 @@ class LiveFeed:
             state = self.watch.ranks.get(rank) or RankState(rank)
             age = now - state.seen if state.seen is not None else None
             phase = state.phase()
-            if (age is not None and age >= timeout and not (state.ended or state.crashed)
+            where = (seen.get(str(rank)) or {}).get("where")
+            if where and phase in ("in script", "starting") and not seen[str(rank)].get("waiting"):
+                phase = f"in {where}"
+            if (waiting and age is not None and age >= timeout and not (state.ended or state.crashed)
                     and not (self.options.nnodes > 1 and self.options.node_rank != 0)):
                 phase = f"stalled ({phase})"
             rows.append(live.RankRow(rank, state.host, state.pid, phase, state.steps,
                                      state.collectives, age, bool(state.ended or state.crashed)))
+        busy = None
+        if look is not None and not waiting and look.get("places"):
+            busy = ("; ".join(f"{live.ranks_text(p['ranks'])} {p['where']}" for p in look["places"])
+                    + f" for {live.duration(quiet)}, no collective pending")
         board = live.Board(now - self.began, rows, self.options.max_steps, None,
-                           self.watch.quiet_for(), timeout, Path(self.options.script).name,
-                           judged_on_node0=self.options.nnodes > 1 and self.options.node_rank != 0)
+                           quiet, timeout, Path(self.options.script).name,
+                           judged_on_node0=self.options.nnodes > 1 and self.options.node_rank != 0,
+                           waiting=waiting, busy=busy)
         # The rate over the last RATE_WINDOW_S seconds, counted from the first step (start-up
         # is not training).
         if board.job_steps > 0:

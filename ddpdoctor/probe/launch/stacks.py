@@ -189,10 +189,3 @@ def capture(run_dir: str, ranks: dict[int, psutil.Process], use_pyspy: bool = Tr
         stack.host = host
     return [results[r] for r in sorted(results)], note
 
-
-def importing(stack: RankStack) -> bool:
-    return any(f.file.startswith("<frozen importlib") for f in stack.frames)
-
-
-def in_torch_distributed(stack: RankStack) -> bool:
-    return any(f"torch{os.sep}distributed{os.sep}" in f.file for f in stack.frames)

@@ -1,26 +1,124 @@
-"""Is the job still making progress? Judged from the growth of the ranks' telemetry files.
+"""Is the job still making progress, and if not, is it stuck or only busy?
 
-The stall timeout adapts to the job: five times the longest gap between two optimizer steps
-seen so far, never below the floor. A fixed --stall-timeout overrides it.
+Progress is judged from the growth of the ranks' telemetry files. The stall timeout adapts to
+the job: five times the longest gap between two optimizer steps seen so far, never below the
+floor. A fixed --stall-timeout overrides it.
+
+A quiet spell is not a hang by itself: a script preparing its data, evaluating or uploading a
+checkpoint writes nothing for minutes. During a quiet spell the Lookout looks at the ranks
+every few seconds (their stacks, their main thread's CPU, the collective their telemetry says
+they are in) and rank_state.judge() reads it: blocked (a rank waits in a collective its peers
+have not reached, or every rank waits) ends the job once the spell is longer than the stall
+timeout; busy lets it run on, up to --timeout. Each look is appended to watch.jsonl, which the
+live view shows and the report reads for where the time outside steps went.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
-from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis.rank_state import Judgement, Pending, RankLook, collective_text, judge
+from ddpdoctor.probe.analysis.runmodel import Frame, RankStack
+from ddpdoctor.probe.analysis.stack_groups import StackView
+from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
 
 STALL_FLOOR_S = 8.0
 # Before any rank has written a record, the ranks are importing torch and the script: slow on a
 # loaded machine, and not yet anything a stall diagnosis could say much about.
 STARTUP_FLOOR_S = 30.0
 STEP_GAP_FACTOR = 5.0
+# A quiet spell is looked at from this long on (a normal step writes records far more often),
+# then every LOOK_EVERY_S, less often as the spell grows long (one py-spy dump per rank a look).
+LOOK_AFTER_S = 2.0
+LOOK_EVERY_S = 2.0
+LOOK_EVERY_MAX_S = 10.0
+# Records that change what a rank is doing; the others (batches, buckets, grads) only count as
+# progress and are not decoded.
+FOLLOWED = {"start", "init_enter", "init", "collective", "collective_done", "loader", "batch",
+            "step", "end", "crash"}
+
+
+@dataclass
+class RankState:
+    """One rank, from its records."""
+
+    rank: int
+    host: str = ""
+    pid: Optional[int] = None
+    started: bool = False
+    in_init: Optional[tm.InitEnter] = None
+    in_loader: bool = False
+    steps: int = 0
+    step_t: Optional[float] = None  # wall time of its last step
+    collectives: int = 0
+    open_collectives: dict = field(default_factory=dict)  # (group, seq) -> tm.Collective
+    ended: Optional[str] = None  # End reason
+    crashed: Optional[str] = None  # exception type
+    seen: Optional[float] = None  # monotonic time its last line was read
+
+    def apply(self, kind: str, line: str) -> None:
+        if kind == "batch":  # the loader yielded: out of the DataLoader (not decoded: long lines)
+            self.in_loader = False
+            return
+        record = tm.decode(line)
+        if record is None:
+            return
+        if isinstance(record, tm.Start):
+            self.host, self.pid, self.started = record.host, record.pid, True
+        elif isinstance(record, tm.InitEnter):
+            self.in_init = record
+        elif isinstance(record, tm.Init):
+            self.in_init = None
+        elif isinstance(record, tm.Collective):
+            self.collectives += 1
+            self.open_collectives[(record.group, record.seq)] = record
+        elif isinstance(record, tm.CollectiveDone):
+            self.open_collectives.pop((record.group, record.seq), None)
+        elif isinstance(record, tm.Loader):
+            self.in_loader = True
+        elif isinstance(record, tm.Step):
+            self.steps = max(self.steps, record.step)
+            self.step_t = record.t
+            self.in_loader = False
+        elif isinstance(record, tm.Crash):
+            self.crashed = record.exc_type
+        elif isinstance(record, tm.End):
+            self.ended = record.reason
+            self.open_collectives.clear()
+
+    def pending(self) -> Optional[Pending]:
+        """The wait its records say it is in: the latest collective not returned, else
+        init_process_group not returned."""
+        if self.open_collectives:
+            record = next(reversed(self.open_collectives.values()))
+            return Pending(collective_text(record.op, record.bucket), record.site, record.t)
+        if self.in_init is not None:
+            return Pending("init_process_group", self.in_init.site, self.in_init.t)
+        return None
+
+    def phase(self) -> str:
+        if self.crashed:
+            return f"crashed ({self.crashed})"
+        if self.ended:
+            return "finished" + (" (step limit)" if self.ended == "max_steps" else "")
+        if self.open_collectives:
+            return f"in collective {next(reversed(self.open_collectives.values())).op}"
+        if self.in_init is not None:
+            return "in init_process_group"
+        if self.in_loader:
+            return "in DataLoader"
+        return "in script" if self.started else "starting"
 
 
 class ProgressWatch:
+    """Reads what the ranks append to their files: progress, steps, and each rank's state."""
+
     def __init__(self, run_dir: str, fixed_timeout_s: Optional[float]) -> None:
         self.run_dir = Path(run_dir)
         self.fixed = fixed_timeout_s
@@ -30,6 +128,11 @@ class ProgressWatch:
         self.last_step_time: dict[int, float] = {}
         self.longest_step_gap = 0.0
         self.steps = 0
+        self.ranks: dict[int, RankState] = {}
+        self._rank_of: dict[Path, int] = {}
+        # Ranks whose next step gap holds a pause the Lookout judged busy past the stall timeout
+        # (an evaluation, an upload): not a step, so it does not stretch the adaptive timeout.
+        self.paused: set[int] = set()
 
     @property
     def timeout_s(self) -> float:
@@ -66,9 +169,23 @@ class ProgressWatch:
         return progressed
 
     def saw_line(self, path: Path, line: str) -> None:
-        """One whole telemetry line of one rank (the live view extends this: live_feed.py)."""
+        """One whole telemetry line of one rank."""
         if '"kind":"step"' in line:
             self._saw_step(path, line)
+        rank = self._rank_of.get(path)
+        if rank is None:
+            try:
+                rank = self._rank_of[path] = int(path.stem.split("-", 1)[1])
+            except ValueError:
+                return
+        state = self.ranks.get(rank)
+        if state is None:
+            state = self.ranks[rank] = RankState(rank)
+        state.seen = time.monotonic()
+        # encode() writes the kind first: {"kind":"step",...}
+        kind = line[9:line.find('"', 9)] if line.startswith('{"kind":"') else ""
+        if kind in FOLLOWED:
+            state.apply(kind, line)
 
     def _saw_step(self, path: Path, line: str) -> None:
         try:
@@ -78,10 +195,162 @@ class ProgressWatch:
         rank = int(path.stem.split("-", 1)[1])
         previous = self.last_step_time.get(rank)
         now = float(record.get("t", 0.0))
-        if previous is not None:
+        if previous is not None and rank not in self.paused:
             self.longest_step_gap = max(self.longest_step_gap, now - previous)
+        self.paused.discard(rank)
         self.last_step_time[rank] = now
         self.steps = max(self.steps, int(record.get("step", 0)))
 
     def quiet_for(self) -> float:
         return time.monotonic() - self.last_progress
+
+
+def _main_thread_cpu(processes: dict) -> dict[int, float]:
+    """rank -> CPU seconds its main thread has used (the thread that runs the script: helper
+    threads of gloo, NCCL or a DataLoader tick while the script waits)."""
+    found = {}
+    for rank, proc in processes.items():
+        try:
+            threads = {t.id: t for t in proc.threads()}
+            main = threads.get(proc.pid)
+            if main is not None:
+                found[rank] = main.user_time + main.system_time
+            else:
+                times = proc.cpu_times()
+                found[rank] = times.user + times.system
+        except Exception:  # noqa: BLE001 - psutil.Error, or the process just ended
+            continue
+    return found
+
+
+class Lookout:
+    """Looks at the ranks during quiet spells and judges them busy or blocked.
+
+    `take_stacks()` -> (RankStack list, note): every rank's stack (py-spy, else faulthandler;
+    node 0 of a multi-node job asks the other nodes too); `local_stacks()` the same for this
+    node's ranks only, for the looks before the stall timeout (no network round per look).
+    `processes()` -> rank -> psutil process, for this node's ranks' CPU time."""
+
+    def __init__(self, run_dir: str, watch: ProgressWatch,
+                 take_stacks: Callable[[], tuple[list, str]], processes: Callable[[], dict],
+                 local_stacks: Optional[Callable[[], tuple[list, str]]] = None) -> None:
+        self.watch = watch
+        self.take_stacks = take_stacks
+        self.local_stacks = local_stacks or take_stacks
+        self.everywhere = local_stacks is None  # one node: every look sees every rank
+        self.processes = processes
+        self.blocked_spell: Optional[float] = None  # the spell a full look judged blocked
+        self.file = Path(run_dir) / WATCH_FILE
+        self.spell: Optional[float] = None  # the quiet spell being looked at (its last_progress)
+        self.looked_at = 0.0  # monotonic
+        self.judged_late = False  # this spell had a look past the stall timeout
+        self.before: dict[int, tuple] = {}  # rank -> (stack signature, cpu s, monotonic) of the last look
+        self.judgement: Optional[Judgement] = None
+        self.stacks: list[RankStack] = []
+        self.note = ""
+
+    def due(self) -> bool:
+        """Time for a look: the job is quiet long enough, and the last look is old enough (or
+        the spell just passed the stall timeout and must be judged now)."""
+        quiet = self.watch.quiet_for()
+        if self.spell != self.watch.last_progress:
+            self.spell, self.before, self.judged_late = self.watch.last_progress, {}, False
+        timeout = self.watch.timeout_s
+        if quiet < min(LOOK_AFTER_S, timeout / 2):
+            return False
+        if quiet >= timeout and not self.judged_late:
+            return True
+        if self.blocked_spell == self.watch.last_progress:
+            return False  # already seen blocked: stalled() calls it at the timeout, no new look
+        every = min(LOOK_EVERY_MAX_S, max(LOOK_EVERY_S, quiet / 5, timeout / 4))
+        return time.monotonic() - self.looked_at >= every
+
+    def stalled(self) -> bool:
+        """The spell is past the stall timeout and a look at every rank in it already saw a
+        rank blocked: nothing has moved since, so that look is the verdict (no second round of
+        stacks, which costs seconds on a loaded machine)."""
+        return (self.blocked_spell is not None and self.blocked_spell == self.watch.last_progress
+                and self.watch.quiet_for() >= self.watch.timeout_s)
+
+    def look(self, taken: Optional[tuple[list, str]] = None) -> Judgement:
+        """Take (or use) every rank's stack and CPU, judge, and append the look to watch.jsonl."""
+        late = self.watch.quiet_for() >= self.watch.timeout_s
+        spell = self.watch.last_progress
+        full = late or self.everywhere or taken is not None
+        if taken is None:
+            taken = self.take_stacks() if full else self.local_stacks()
+        stacks, note = taken
+        cpu = _main_thread_cpu(self.processes())
+        now = time.monotonic()
+        self.judged_late = self.judged_late or late
+        by_rank = {s.rank: s for s in stacks}
+        looks = []
+        for rank in sorted(set(self.watch.ranks) | set(by_rank)):
+            state = self.watch.ranks.get(rank) or RankState(rank)
+            stack = by_rank.get(rank)
+            view = (StackView(rank, [_relative(f) for f in stack.frames], stack.method, stack.idle,
+                              stack.text) if stack is not None and stack.frames else None)
+            signature = view.signature if view is not None else None
+            earlier = self.before.get(rank)
+            moved = share = None
+            if earlier is not None:
+                if signature is not None and earlier[0] is not None:
+                    moved = signature != earlier[0]
+                if rank in cpu and earlier[1] is not None and now > earlier[2]:
+                    share = (cpu[rank] - earlier[1]) / (now - earlier[2])
+            self.before[rank] = (signature, cpu.get(rank), now)
+            looks.append(RankLook(rank, bool(state.ended or state.crashed), state.pending(), view,
+                                  moved, share))
+        self.judgement = judge(looks)
+        self.blocked_spell = spell if full and self.judgement.blocked else None
+        if late and not self.judgement.blocked:
+            self.watch.paused.update(look.rank for look in looks)
+        self.stacks, self.note, self.looked_at = stacks, note, now
+        self._append(looks, self.judgement)
+        return self.judgement
+
+    def _append(self, looks: list[RankLook], judgement: Judgement) -> None:
+        """One line per look (one os.write on an O_APPEND descriptor, like the ranks' files)."""
+        record = {"t": round(time.time(), 3), "quiet_s": round(self.watch.quiet_for(), 2),
+                  "stall_timeout_s": self.watch.timeout_s, **judgement.to_dict(),
+                  "ranks": {str(look.rank): _look_dict(look) for look in looks}}
+        try:
+            fd = os.open(self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # the run dir is gone or full: the supervisor's health check says so
+
+    def at_timeout(self, taken: tuple[list, str]) -> str:
+        """--timeout ended the job: "timeout" when it was still training (a step within the
+        stall timeout) or blocked, as a hang; "timeout_busy" when its ranks were busy in their
+        own code and never blocked (the verdict is then incomplete, not a hang)."""
+        judgement = self.look(taken)
+        wall_now = time.time()
+        recent = [s.step_t for s in self.watch.ranks.values() if s.step_t is not None]
+        if recent and wall_now - max(recent) < self.watch.timeout_s:
+            return "timeout"
+        return "timeout" if judgement.blocked else "timeout_busy"
+
+
+def _relative(frame: Frame) -> Frame:
+    """The user's files as the ranks' telemetry names them: relative to where the job runs."""
+    if frame.file.startswith(_CWD):
+        return Frame(frame.func, frame.file[len(_CWD):], frame.line)
+    return frame
+
+
+_CWD = os.getcwd().rstrip(os.sep) + os.sep
+
+
+def _look_dict(look: RankLook) -> dict:
+    user = look.stack.user_frame if look.stack is not None else None
+    return {"where": look.where(), "waiting": look.waiting, "done": look.done,
+            "file": user.file if user else None, "line": user.line if user else None,
+            "func": user.func if user else None,
+            "idle": look.stack.idle if look.stack is not None else None,
+            "cpu": None if look.cpu_share is None else round(look.cpu_share, 3),
+            "pending": None if look.pending is None else f"{look.pending.what}"
+            + (f" at {look.pending.site}" if look.pending.site else "")}

@@ -1,0 +1,148 @@
+"""Slow is not stuck (issue 28): the watchdog's decision over what it saw in a quiet spell, and
+what the report says about time spent outside steps, fed recorded facts."""
+
+from __future__ import annotations
+
+import json
+
+from ddpdoctor.core.registry import Incomplete, get_check
+from ddpdoctor.probe.analysis import outside_steps
+from ddpdoctor.probe.analysis.rank_state import Pending, RankLook, judge as judge_looks
+from ddpdoctor.probe.analysis.stack_groups import StackView
+from ddpdoctor.probe.analysis.runmodel import RankStack
+from telemetry_builders import SITE_ALLREDUCE, T0, RunBuilder, running, site, stack, waiting_in
+
+
+def view(rank_stack: RankStack) -> StackView:
+    return StackView(rank_stack.rank, rank_stack.frames, rank_stack.method, rank_stack.idle)
+
+
+def sleeping(rank: int, func: str = "load_dataset", line: int = 41) -> StackView:
+    """py-spy: idle in time.sleep (C, no frame) called from the user's function."""
+    return view(stack(rank, [(func, "train.py", line), ("<module>", "train.py", 90)], idle=True))
+
+
+BARRIER = Pending("barrier", site(60, func="wait_for_cache"), T0)
+
+
+def test_every_rank_sleeping_at_one_user_line_with_nothing_pending_is_busy():
+    looks = [RankLook(r, stack=sleeping(r), moved=False, cpu_share=0.0) for r in (0, 1)]
+    verdict = judge_looks(looks)
+    assert not verdict.blocked and verdict.working == [0, 1]
+    assert verdict.reason == "ranks 0-1 in load_dataset() at train.py:41, no collective pending"
+
+
+def test_ranks_spending_cpu_in_their_own_code_are_busy_even_without_py_spy():
+    looks = [RankLook(r, stack=StackView(r, sleeping(r).frames, "faulthandler"), cpu_share=0.97)
+             for r in (0, 1)]
+    assert not judge_looks(looks).blocked
+
+
+def test_a_rank_waiting_in_a_barrier_while_its_peer_works_is_blocked_and_names_the_peer():
+    looks = [RankLook(0, pending=BARRIER, stack=view(waiting_in(0, "barrier", line=60)), cpu_share=0.0),
+             RankLook(1, stack=view(running(1, "tokenize", 33)), cpu_share=1.0)]
+    verdict = judge_looks(looks)
+    assert verdict.blocked and verdict.waiting == [0] and verdict.working == [1]
+    assert "rank 0 waits in barrier at train.py:60" in verdict.reason
+    assert verdict.reason.endswith("rank 1 never arrived")
+
+
+def test_a_rank_waiting_while_its_peer_sleeps_in_a_polling_loop_is_blocked():
+    """examples/hang_barrier.py: rank 1 polls for a marker file, rank 0 waits in the barrier."""
+    looks = [RankLook(0, pending=BARRIER, stack=view(waiting_in(0, "barrier", line=60))),
+             RankLook(1, stack=sleeping(1, "wait_for_val_cache", 55), moved=False, cpu_share=0.0)]
+    assert judge_looks(looks).blocked
+
+
+def test_every_rank_in_the_same_pending_collective_is_blocked_even_spinning_on_the_cpu():
+    """A host thread spinning on a GPU wait spends CPU while blocked: the records decide."""
+    pending = Pending("all_reduce", SITE_ALLREDUCE, T0)
+    looks = [RankLook(r, pending=pending, stack=view(waiting_in(r)), cpu_share=1.0) for r in (0, 1)]
+    verdict = judge_looks(looks)
+    assert verdict.blocked and verdict.waiting == [0, 1]
+
+
+def test_an_async_collective_left_open_does_not_make_a_rank_running_elsewhere_wait():
+    """async_op=True writes no CollectiveDone: the stack, elsewhere in the user's code, wins."""
+    pending = Pending("all_reduce", SITE_ALLREDUCE, T0)
+    looks = [RankLook(r, pending=pending, stack=view(running(r, "build_dataset", 41)), cpu_share=0.9)
+             for r in (0, 1)]
+    assert not judge_looks(looks).blocked
+
+
+def test_a_wait_inside_torch_distributed_without_a_record_counts_as_waiting():
+    """A store wait or store-based barrier the instruments do not record: idle in torch.distributed."""
+    looks = [RankLook(r, stack=view(waiting_in(r, "_store_based_barrier", line=20)), cpu_share=0.0)
+             for r in (0, 1)]
+    assert judge_looks(looks).blocked
+
+
+def test_ranks_importing_torch_distributed_are_starting_not_waiting():
+    importing = view(stack(0, [("_compile_bytecode", "<frozen importlib._bootstrap_external>", 729),
+                               ("<module>", "torch/distributed/c10d_logger.py", 10),
+                               ("<module>", "train.py", 3)], idle=None, method="faulthandler"))
+    assert not judge_looks([RankLook(0, stack=importing), RankLook(1, stack=importing)]).blocked
+
+
+def test_a_rank_waiting_on_a_peer_that_ended_is_blocked():
+    looks = [RankLook(0, done=True), RankLook(1, pending=Pending("DDP gradient all-reduce", site(60), T0))]
+    verdict = judge_looks(looks)
+    assert verdict.blocked and verdict.waiting == [1] and "rank 0 ended" in verdict.reason
+
+
+def test_nothing_observed_and_nothing_pending_is_treated_as_stuck():
+    assert judge_looks([RankLook(0), RankLook(1)]).blocked
+    assert judge_looks([]).blocked  # no rank process found at all
+
+
+def test_every_rank_waiting_in_init_process_group_is_blocked_from_the_records_alone():
+    pending = Pending("init_process_group", site(20), T0)
+    assert judge_looks([RankLook(r, pending=pending) for r in (0, 1)]).blocked
+
+
+# time outside steps, and the incomplete verdict at --timeout ---------------------------------
+
+def looks_file(tmp_path, *looks: dict) -> None:
+    (tmp_path / "watch.jsonl").write_text("".join(json.dumps(look) + "\n" for look in looks))
+
+
+def look(t: float, where: str, quiet: float = 2.0) -> dict:
+    return {"t": t, "quiet_s": quiet, "blocked": False, "waiting": [], "working": [0, 1],
+            "places": [{"ranks": [0, 1], "where": where}], "ranks": {}}
+
+
+def test_start_up_and_a_pause_between_steps_are_measured_with_where_they_were_spent(tmp_path):
+    run = RunBuilder(world_size=2, started=T0)
+    for builder in run.ranks.values():
+        builder.t = T0 + 40.0  # 40 s of data preparation before the first step
+        builder.train_steps(10)
+        builder.t += 25.0  # every rank evaluates for 25 s after step 10
+        builder.train_steps(10)
+    run.outcome("completed")
+    run.write(tmp_path)
+    looks_file(tmp_path, look(T0 + 10, "in load_dataset() at train.py:41"),
+               look(T0 + 30, "in load_dataset() at train.py:41", quiet=22.0),
+               look(T0 + 50, "in evaluate() at train.py:60", quiet=10.0))
+    model = run.load(tmp_path)
+    model.watch = outside_steps.load_looks(tmp_path)
+    metrics = outside_steps.metrics(model)
+    assert 40.0 <= metrics["startup_s"] < 41.0
+    assert metrics["startup_where"] == "ranks 0-1 in load_dataset() at train.py:41"
+    [pause] = metrics["pauses"]
+    assert pause["after_step"] == 10 and 25.0 <= pause["s"] < 25.5
+    assert pause["where"] == "ranks 0-1 in evaluate() at train.py:60"
+    assert outside_steps.notes(model)[1].startswith("pause: 25.")
+
+
+def test_timeout_over_ranks_that_never_blocked_is_incomplete_with_where_the_time_went(tmp_path):
+    run = RunBuilder(world_size=2, timeout_s=300.0)
+    run.outcome("timeout_busy", stall_s=290.0, stall_timeout_s=8.0, wall_s=300.0)
+    run.write(tmp_path)
+    looks_file(tmp_path, look(T0 + 200, "in build_dataset() at train.py:41", quiet=280.0))
+    model = run.load(tmp_path)
+    model.watch = outside_steps.load_looks(tmp_path)
+    verdict = get_check("DDP503").func(model)
+    assert isinstance(verdict, Incomplete)
+    assert ("ranks 0-1 spent 290 s in build_dataset() at train.py:41 before their first step"
+            in verdict.reason)
+    assert "raise --timeout" in verdict.reason
