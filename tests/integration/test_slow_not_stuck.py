@@ -7,7 +7,7 @@ The stall timeout is small (3 s) so that a "40 s start-up" is a few times the st
 
 import pytest
 
-from probe_runner import probe
+from tests.helpers.probe_runner import probe
 
 pytestmark = pytest.mark.multiprocess
 SCRIPT = "tests/scripts/slow_not_stuck.py"

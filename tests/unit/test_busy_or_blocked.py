@@ -10,7 +10,7 @@ from ddpdoctor.probe.analysis import outside_steps
 from ddpdoctor.probe.analysis.rank_state import Pending, RankLook, judge as judge_looks
 from ddpdoctor.probe.analysis.stack_groups import StackView
 from ddpdoctor.probe.analysis.runmodel import RankStack
-from telemetry_builders import SITE_ALLREDUCE, T0, RunBuilder, running, site, stack, waiting_in
+from tests.helpers.telemetry_builders import SITE_ALLREDUCE, T0, RunBuilder, running, site, stack, waiting_in
 
 
 def view(rank_stack: RankStack) -> StackView:

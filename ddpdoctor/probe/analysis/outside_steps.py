@@ -63,7 +63,7 @@ def load_looks(run_dir: str | Path) -> list[dict]:
 
 
 def looks_of(run: RunModel) -> list[dict]:
-    return list(getattr(run, "watch", None) or [])
+    return list(run.watch)
 
 
 def where_between(looks: list[dict], start: float, end: float) -> Optional[str]:

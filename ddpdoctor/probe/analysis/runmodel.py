@@ -166,6 +166,8 @@ class RunModel:
     # (analysis/regression.py, DDP607), attached by probe/run.analyse: empty / None without them.
     verified: list[VerifyResult] = field(default_factory=list)
     regression_baseline: Optional[Baseline] = None
+    # The watchdog's looks at the ranks in quiet spells (watch.jsonl, analysis/outside_steps.py).
+    watch: list = field(default_factory=list)
 
     @property
     def world_size(self) -> int:
