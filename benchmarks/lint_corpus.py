@@ -6,6 +6,11 @@ entry its repository, commit and paths) and this script only reads it.
 
     python benchmarks/lint_corpus.py                       # /work/lint-corpus, its manifest.json
     python benchmarks/lint_corpus.py CORPUS_DIR [--manifest FILE] [--json OUT] [--only ID,...]
+    python benchmarks/lint_corpus.py --rebuild-commands CLONES_DIR    # shell lines that rebuild it
+
+Rebuilding: each entry's `paths` (git pathspecs) at `commit` of https://github.com/<repository>,
+extracted into CORPUS/<dir> (`git archive <commit> -- <paths> | tar -x -C CORPUS/<dir>`), from a
+clone of each repository under CLONES_DIR/<owner>+<name>.
 
 Each entry is linted in-process (ddpdoctor.lint.run.gather + lint_results) from its own working
 directory (`dir`/`cwd` of the entry, where `python script` or `torchrun` would start), and its
@@ -124,6 +129,21 @@ def load_manifest(path: Path) -> dict:
         return json.load(fh)
 
 
+def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
+    """Shell lines extracting every entry from local clones (one per repository, owner+name)."""
+    lines, done = [], set()
+    for e in manifest["entries"]:
+        key = (e["commit"], e["dir"])
+        if key in done:  # several entries share one extracted tree
+            continue
+        done.add(key)
+        clone = clones / e["repository"].replace("/", "+")
+        paths = " ".join(f"'{p}'" for p in e["paths"])
+        lines.append(f"mkdir -p {corpus / e['dir']} && git -C {clone} archive {e['commit']} -- {paths}"
+                     f" | tar -x -C {corpus / e['dir']}")
+    return "\n".join(lines)
+
+
 def render(rows: list[Scored], manifest: dict) -> str:
     out = [f"{'entry':30} {'kind':14} {'files':>5} {'stmts':>6} {'ms':>7} {'cpu ms':>7}  result"]
     for r in rows:
@@ -175,6 +195,10 @@ def totals(rows: list[Scored]) -> dict:
         "bugs_found_right_line": found,
         "bugs_found_pct": round(100 * found / bugs, 1) if bugs else 100.0,
         "bugs_wrong_line": sum(len(r.wrong_line) for r in ran),
+        "false_by_code": {code: sum(s.code == code for r in ran for s in r.false)
+                          for code in sorted({s.code for r in ran for s in r.false})},
+        "missed_by_code": {code: sum(e["code"] == code for r in ran for e in r.missed)
+                           for code in sorted({e["code"] for r in ran for e in r.missed})},
         "refused_exit2": [r.id for r in rows if r.refused],
         "crashed": [r.id for r in rows if r.crashed],
         "median_ms": round(1000 * sorted(r.seconds for r in ran)[len(ran) // 2], 1) if ran else 0.0,
@@ -195,6 +219,8 @@ def totals_lines(t: dict) -> list[str]:
         f"false warnings per 10 entries: {t['false_warnings_per_10']}  ({t['false_warnings']} in all; bar: <= 1)",
         f"bugs found at the right line: {t['bugs_found_right_line']}/{t['bugs']} = {t['bugs_found_pct']}%"
         f"  ({t['bugs_wrong_line']} more at another line; bar: >= 90%)",
+        "false alarms by code:         " + (", ".join(f"{c} {n}" for c, n in t["false_by_code"].items()) or "-"),
+        "misses by code:               " + (", ".join(f"{c} {n}" for c, n in t["missed_by_code"].items()) or "-"),
         f"exit-2 refusals:              {len(t['refused_exit2'])} {', '.join(t['refused_exit2'])}   (bar: 0)",
         f"lint crashes:                 {len(t['crashed'])} {', '.join(t['crashed'])}",
         f"time: median {t['median_ms']} ms per entry (cpu {t['median_cpu_ms']} ms), {t['total_s']} s in all;"
@@ -213,8 +239,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="manifest JSON (default CORPUS/manifest.json, else the committed copy)")
     parser.add_argument("--json", default=None, help="write the per-entry results and totals here")
     parser.add_argument("--only", default=None, help="comma-separated entry ids")
+    parser.add_argument("--rebuild-commands", metavar="CLONES_DIR", default=None,
+                        help="print the shell commands that rebuild the corpus from clones, and exit")
     args = parser.parse_args(argv)
     corpus = Path(args.corpus).resolve()
+    if args.rebuild_commands:
+        manifest = load_manifest(Path(args.manifest) if args.manifest else COMMITTED_MANIFEST)
+        print(rebuild_commands(manifest, Path(args.rebuild_commands), corpus))
+        return 0
     if not corpus.is_dir():
         print(f"lint_corpus: no corpus at {corpus}: rebuild it from {COMMITTED_MANIFEST.name} "
               "(repository, commit and paths of every entry) or pass its directory", file=sys.stderr)
