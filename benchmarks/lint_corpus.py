@@ -69,6 +69,9 @@ class Scored:
     accepted: list[Seen] = field(default_factory=list)  # optional (acceptable, not required), reported
     wrong_line: list[tuple[dict, Seen]] = field(default_factory=list)  # right code, other line
     missed: list[dict] = field(default_factory=list)  # expected, not reported
+    # right code and line, other severity: (expected, reported); an error where a warning was
+    # expected also counts as a false alarm at error (the bar is about errors the code does not prove)
+    wrong_severity: list[tuple[dict, Seen]] = field(default_factory=list)
     false: list[Seen] = field(default_factory=list)  # reported, not expected
 
 
@@ -105,6 +108,8 @@ def lint_entry(entry: dict, corpus: Path) -> Scored:
     for exp in expected:
         key = (exp["code"], _norm(exp["file"]), exp["line"])
         hit = next((s for s in unmatched if s.key() == key), None)
+        if hit is not None and hit.severity != exp["severity"]:
+            scored.wrong_severity.append((exp, hit))
         if exp.get("optional"):  # a finding a reviewer accepts but does not require
             if hit is not None:
                 unmatched.remove(hit)
@@ -156,15 +161,19 @@ def render(rows: list[Scored], manifest: dict) -> str:
             parts += [f"optional {len(r.accepted)}"] * bool(r.accepted)
             parts += [f"wrong line {len(r.wrong_line)}"] * bool(r.wrong_line)
             parts += [f"missed {len(r.missed)}"] * bool(r.missed)
-            errors = sum(s.severity == "error" for s in r.false)
+            errors = sum(s.severity == "error" for s in r.false) + overstated(r)
             warnings = len(r.false) - errors
             parts += [f"FALSE error {errors}"] * bool(errors)
             parts += [f"false warning {warnings}"] * bool(warnings)
+            parts += [f"other severity {len(r.wrong_severity)}"] * bool(r.wrong_severity)
             result = ", ".join(parts) or "clean, as expected"
         out.append(f"{r.id:30} {r.kind:14} {r.files:5} {r.statements:6} {r.seconds * 1000:7.0f}"
                    f" {r.cpu_seconds * 1000:7.0f}  {result}")
         for s in r.false:
             out.append(f"{'':32}- false {s.code} {s.severity} {s.file}:{s.line}: {s.message[:140]}")
+        for exp, s in r.wrong_severity:
+            out.append(f"{'':32}- {exp['code']} {exp['file']}:{exp['line']} expected {exp['severity']},"
+                       f" reported {s.severity}")
         for exp, s in r.wrong_line:
             out.append(f"{'':32}- {exp['code']} expected {exp['file']}:{exp['line']}, reported {s.file}:{s.line}")
         for exp in r.missed:
@@ -174,10 +183,15 @@ def render(rows: list[Scored], manifest: dict) -> str:
     return "\n".join(out)
 
 
+def overstated(r: Scored) -> int:
+    """Findings reported at error where the reviewer expects a warning (or note)."""
+    return sum(s.severity == "error" and exp["severity"] != "error" for exp, s in r.wrong_severity)
+
+
 def totals(rows: list[Scored]) -> dict:
     ran = [r for r in rows if not r.refused and not r.crashed]
     scripts = len(rows)
-    false_errors = sum(s.severity == "error" for r in ran for s in r.false)
+    false_errors = sum(s.severity == "error" for r in ran for s in r.false) + sum(overstated(r) for r in ran)
     false_warnings = sum(s.severity != "error" for r in ran for s in r.false)
     bugs = sum(len(r.found) + len(r.wrong_line) + len(r.missed) for r in ran)
     bugs += sum(1 for r in rows if r.refused or r.crashed for _ in [0] if r.kind == "bugfix-before")
@@ -195,8 +209,12 @@ def totals(rows: list[Scored]) -> dict:
         "bugs_found_right_line": found,
         "bugs_found_pct": round(100 * found / bugs, 1) if bugs else 100.0,
         "bugs_wrong_line": sum(len(r.wrong_line) for r in ran),
+        "wrong_severity": sum(len(r.wrong_severity) for r in ran),
         "false_by_code": {code: sum(s.code == code for r in ran for s in r.false)
-                          for code in sorted({s.code for r in ran for s in r.false})},
+                          + sum(s.code == code and s.severity == "error" and e["severity"] != "error"
+                                for r in ran for e, s in r.wrong_severity)
+                          for code in sorted({s.code for r in ran for s in r.false}
+                                             | {s.code for r in ran for _, s in r.wrong_severity})},
         "missed_by_code": {code: sum(e["code"] == code for r in ran for e in r.missed)
                            for code in sorted({e["code"] for r in ran for e in r.missed})},
         "refused_exit2": [r.id for r in rows if r.refused],
@@ -215,7 +233,9 @@ def totals_lines(t: dict) -> list[str]:
     return [
         f"entries: {t['entries']} ({t['healthy']} healthy, {t['bugfix_before']} bug-fix before, "
         f"{t['bugfix_after']} bug-fix after)",
-        f"false alarms at error:        {t['false_errors']}   (bar: 0)",
+        f"false alarms at error:        {t['false_errors']}   (bar: 0; includes an error where a warning is"
+        " expected)",
+        f"other severity than expected: {t['wrong_severity']}",
         f"false warnings per 10 entries: {t['false_warnings_per_10']}  ({t['false_warnings']} in all; bar: <= 1)",
         f"bugs found at the right line: {t['bugs_found_right_line']}/{t['bugs']} = {t['bugs_found_pct']}%"
         f"  ({t['bugs_wrong_line']} more at another line; bar: >= 90%)",
@@ -273,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(r.seconds, 3), "cpu_seconds": round(r.cpu_seconds, 3), "refused": r.refused, "crashed": r.crashed,
             "found": [s.__dict__ for s in r.found], "accepted": [s.__dict__ for s in r.accepted],
             "wrong_line": [{"expected": e, "reported": s.__dict__} for e, s in r.wrong_line],
+            "wrong_severity": [{"expected": e, "reported": s.__dict__} for e, s in r.wrong_severity],
             "missed": r.missed, "false": [s.__dict__ for s in r.false]} for r in rows]}
         Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
     return 0
