@@ -2,7 +2,9 @@
 # bfd2f34, issue #1121): evaluation returns at once on non-leader ranks, then runs the DDP-WRAPPED
 # model, whose module holds a buffer: every DDP forward broadcasts buffers, so the leader's
 # evaluation forward waits for ranks that are not there. The fix evaluates `model.module`.
-# expect: DDP801 error line 32
+# expect: DDP801 error line 34
+import argparse
+
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -19,7 +21,7 @@ class TextImage(torch.nn.Module):
 
 
 def is_leader(args):
-    return args["rank"] == 0
+    return args.rank == 0
 
 
 def evaluate(model, batches, args):
@@ -36,4 +38,4 @@ def evaluate(model, batches, args):
 
 dist.init_process_group("gloo")
 model = DDP(TextImage())
-evaluate(model, [(torch.randn(2, 4), None)], {"rank": dist.get_rank()})
+evaluate(model, [(torch.randn(2, 4), None)], argparse.Namespace(rank=dist.get_rank()))
