@@ -188,6 +188,16 @@ def overstated(r: Scored) -> int:
     return sum(s.severity == "error" and exp["severity"] != "error" for exp, s in r.wrong_severity)
 
 
+def false_by_code(ran: list[Scored]) -> dict[str, int]:
+    """False alarms per code: the unexpected findings and the errors where a warning is expected."""
+    counts: dict[str, int] = {}
+    for r in ran:
+        overstated_here = [s for e, s in r.wrong_severity if s.severity == "error" and e["severity"] != "error"]
+        for s in [*r.false, *overstated_here]:
+            counts[s.code] = counts.get(s.code, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def totals(rows: list[Scored]) -> dict:
     ran = [r for r in rows if not r.refused and not r.crashed]
     scripts = len(rows)
@@ -210,11 +220,7 @@ def totals(rows: list[Scored]) -> dict:
         "bugs_found_pct": round(100 * found / bugs, 1) if bugs else 100.0,
         "bugs_wrong_line": sum(len(r.wrong_line) for r in ran),
         "wrong_severity": sum(len(r.wrong_severity) for r in ran),
-        "false_by_code": {code: sum(s.code == code for r in ran for s in r.false)
-                          + sum(s.code == code and s.severity == "error" and e["severity"] != "error"
-                                for r in ran for e, s in r.wrong_severity)
-                          for code in sorted({s.code for r in ran for s in r.false}
-                                             | {s.code for r in ran for _, s in r.wrong_severity})},
+        "false_by_code": false_by_code(ran),
         "missed_by_code": {code: sum(e["code"] == code for r in ran for e in r.missed)
                            for code in sorted({e["code"] for r in ran for e in r.missed})},
         "refused_exit2": [r.id for r in rows if r.refused],
