@@ -12,13 +12,13 @@ def dump_plain(net, folder):
     torch.save(net.state_dict(), f"{folder}/model.pt")
 
 
-opts = argparse.Namespace(shard=True, out="out")
+opts = argparse.Namespace(enable_fsdp=True, out="out")
 rank = 0
-if opts.shard:
+if opts.enable_fsdp:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
 net = torch.nn.Linear(4, 2)
-if not opts.shard:
+if not opts.enable_fsdp:
     dump_plain(net, opts.out)
 elif rank == 0:
     torch.save(net.state_dict(), f"{opts.out}/sharded-full.pt")
