@@ -1,0 +1,347 @@
+"""Score `ddpdoctor lint` (DDP801-806) on a corpus of real public training code.
+
+The corpus is third-party code, so it never enters this repository: it lives on disk (default
+/work/lint-corpus, rebuilt from benchmarks/lint_corpus_manifest.json, which records for every
+entry its repository, commit and paths) and this script only reads it.
+
+    python benchmarks/lint_corpus.py                       # /work/lint-corpus, its manifest.json
+    python benchmarks/lint_corpus.py CORPUS_DIR [--manifest FILE] [--json OUT] [--only ID,...]
+    python benchmarks/lint_corpus.py --rebuild-commands CLONES_DIR    # shell lines that rebuild it
+
+Rebuilding: each entry's `paths` (git pathspecs) at `commit` of https://github.com/<repository>,
+extracted into CORPUS/<dir> (`git archive <commit> -- <paths> | tar -x -C CORPUS/<dir>`), from a
+clone of each repository under CLONES_DIR/<owner>+<name>.
+
+Each entry is linted in-process (ddpdoctor.lint.run.gather + lint_results) from its own working
+directory (`dir`/`cwd` of the entry, where `python script` or `torchrun` would start), and its
+findings are compared with the ones a careful reviewer accepts (`expected`: code, file, line,
+severity). Printed: a row per entry, then the totals the issue's bar is written in:
+false alarms at error, false warnings per 10 scripts, bugs found at the right line (%),
+exit-2 refusals, time per entry and the largest package's time.
+
+Exit 0 when it ran (whatever the scores), 2 when the corpus or manifest is not on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddpdoctor.core.errors import UsageError
+from ddpdoctor.lint.run import gather, lint_results
+
+DEFAULT_CORPUS = Path("/work/lint-corpus")
+COMMITTED_MANIFEST = Path(__file__).resolve().with_name("lint_corpus_manifest.json")
+
+
+@dataclass
+class Seen:
+    """One finding as the benchmark compares it."""
+
+    code: str
+    severity: str
+    file: str
+    line: int | None
+    message: str
+
+    def key(self) -> tuple[str, str, int | None]:
+        return self.code, self.file, self.line
+
+
+@dataclass
+class Scored:
+    """One entry's outcome."""
+
+    id: str
+    kind: str
+    files: int = 0
+    statements: int = 0
+    seconds: float = 0.0
+    refused: str = ""  # the UsageError's line (exit 2)
+    crashed: str = ""  # ddpdoctor's own failure (exit 3)
+    cpu_seconds: float = 0.0  # this process's CPU time: the wall time on a busy machine says less
+    found: list[Seen] = field(default_factory=list)  # expected, at the right line
+    accepted: list[Seen] = field(default_factory=list)  # optional (acceptable, not required), reported
+    wrong_line: list[tuple[dict, Seen]] = field(default_factory=list)  # right code, other line
+    missed: list[dict] = field(default_factory=list)  # expected, not reported
+    # right code and line, other severity: (expected, reported); an error where a warning was
+    # expected also counts as a false alarm at error (the bar is about errors the code does not prove)
+    wrong_severity: list[tuple[dict, Seen]] = field(default_factory=list)
+    false: list[Seen] = field(default_factory=list)  # reported, not expected
+
+
+def _norm(path: str) -> str:
+    return os.path.normpath(path)
+
+
+@contextmanager
+def cache_home(warm: bool):
+    """Cold (default): a fresh, empty XDG_CACHE_HOME, so a lint that caches parsed files across
+    runs (~/.cache/ddpdoctor) is timed as on its first run. Warm: the user's cache, primed by an
+    untimed lint of the entry first."""
+    if warm:
+        yield
+        return
+    before = os.environ.get("XDG_CACHE_HOME")
+    with tempfile.TemporaryDirectory(prefix="lint-corpus-cache-") as fresh:
+        os.environ["XDG_CACHE_HOME"] = fresh
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("XDG_CACHE_HOME", None)
+            else:
+                os.environ["XDG_CACHE_HOME"] = before
+
+
+def lint_entry(entry: dict, corpus: Path, warm: bool = False) -> Scored:
+    with cache_home(warm):
+        return _lint_entry(entry, corpus, warm)
+
+
+def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
+    scored = Scored(entry["id"], entry["kind"])
+    workdir = corpus / entry["dir"] / entry.get("cwd", ".")
+    here = os.getcwd()
+    if warm:
+        try:
+            os.chdir(workdir)
+            gather(entry["script"])
+        except Exception:  # noqa: BLE001 - the timed run below reports it
+            pass
+        finally:
+            os.chdir(here)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    try:
+        os.chdir(workdir)
+        facts = gather(entry["script"])
+        results = lint_results(facts, set())
+    except UsageError as exc:
+        scored.refused = str(exc)
+        return scored
+    except Exception as exc:  # noqa: BLE001 - a lint crash is a result of the benchmark, not its end
+        scored.crashed = f"{type(exc).__name__}: {exc}"
+        return scored
+    finally:
+        scored.seconds = time.perf_counter() - started
+        scored.cpu_seconds = time.process_time() - cpu_started
+        os.chdir(here)
+    scored.files = len(facts.files)
+    scored.statements = facts.statements
+    seen = [Seen(f.code, f.severity.value, _norm(f.location.file) if f.location else "",
+                 f.location.line if f.location else None, f.message)
+            for r in results for f in r.findings]
+    expected = list(entry.get("expected", []))
+    unmatched = list(seen)
+    for exp in expected:
+        key = (exp["code"], _norm(exp["file"]), exp["line"])
+        hit = next((s for s in unmatched if s.key() == key), None)
+        if hit is not None and hit.severity != exp["severity"]:
+            scored.wrong_severity.append((exp, hit))
+        if exp.get("optional"):  # a finding a reviewer accepts but does not require
+            if hit is not None:
+                unmatched.remove(hit)
+                scored.accepted.append(hit)
+            continue
+        if hit is None:
+            near = next((s for s in unmatched if s.code == exp["code"]), None)
+            if near is not None:
+                unmatched.remove(near)
+                scored.wrong_line.append((exp, near))
+            else:
+                scored.missed.append(exp)
+            continue
+        unmatched.remove(hit)
+        scored.found.append(hit)
+    scored.false = unmatched
+    return scored
+
+
+def load_manifest(path: Path) -> dict:
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
+    """Shell lines extracting every entry from local clones (one per repository, owner+name)."""
+    lines, done = [], set()
+    for e in manifest["entries"]:
+        key = (e["commit"], e["dir"])
+        if key in done:  # several entries share one extracted tree
+            continue
+        done.add(key)
+        clone = clones / e["repository"].replace("/", "+")
+        paths = " ".join(f"'{p}'" for p in e["paths"])
+        lines.append(f"mkdir -p {corpus / e['dir']} && git -C {clone} archive {e['commit']} -- {paths}"
+                     f" | tar -x -C {corpus / e['dir']}")
+    return "\n".join(lines)
+
+
+def render(rows: list[Scored], manifest: dict) -> str:
+    out = [f"{'entry':30} {'kind':14} {'files':>5} {'stmts':>6} {'ms':>7} {'cpu ms':>7}  result"]
+    for r in rows:
+        if r.refused:
+            result = f"REFUSED (exit 2): {r.refused}"
+        elif r.crashed:
+            result = f"CRASH (exit 3): {r.crashed}"
+        else:
+            parts = [f"found {len(r.found)}"] * bool(r.found)
+            parts += [f"optional {len(r.accepted)}"] * bool(r.accepted)
+            parts += [f"wrong line {len(r.wrong_line)}"] * bool(r.wrong_line)
+            parts += [f"missed {len(r.missed)}"] * bool(r.missed)
+            errors = sum(s.severity == "error" for s in r.false) + overstated(r)
+            warnings = len(r.false) - errors
+            parts += [f"FALSE error {errors}"] * bool(errors)
+            parts += [f"false warning {warnings}"] * bool(warnings)
+            parts += [f"other severity {len(r.wrong_severity)}"] * bool(r.wrong_severity)
+            result = ", ".join(parts) or "clean, as expected"
+        out.append(f"{r.id:30} {r.kind:14} {r.files:5} {r.statements:6} {r.seconds * 1000:7.0f}"
+                   f" {r.cpu_seconds * 1000:7.0f}  {result}")
+        for s in r.false:
+            out.append(f"{'':32}- false {s.code} {s.severity} {s.file}:{s.line}: {s.message[:140]}")
+        for exp, s in r.wrong_severity:
+            out.append(f"{'':32}- {exp['code']} {exp['file']}:{exp['line']} expected {exp['severity']},"
+                       f" reported {s.severity}")
+        for exp, s in r.wrong_line:
+            out.append(f"{'':32}- {exp['code']} expected {exp['file']}:{exp['line']}, reported {s.file}:{s.line}")
+        for exp in r.missed:
+            out.append(f"{'':32}- missed {exp['code']} {exp['file']}:{exp['line']}: {exp.get('why', '')[:120]}")
+    out.append("")
+    out.extend(totals_lines(totals(rows)))
+    return "\n".join(out)
+
+
+def overstated(r: Scored) -> int:
+    """Findings reported at error where the reviewer expects a warning (or note)."""
+    return sum(s.severity == "error" and exp["severity"] != "error" for exp, s in r.wrong_severity)
+
+
+def false_by_code(ran: list[Scored]) -> dict[str, int]:
+    """False alarms per code: the unexpected findings and the errors where a warning is expected."""
+    counts: dict[str, int] = {}
+    for r in ran:
+        overstated_here = [s for e, s in r.wrong_severity if s.severity == "error" and e["severity"] != "error"]
+        for s in [*r.false, *overstated_here]:
+            counts[s.code] = counts.get(s.code, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def totals(rows: list[Scored]) -> dict:
+    ran = [r for r in rows if not r.refused and not r.crashed]
+    scripts = len(rows)
+    false_errors = sum(s.severity == "error" for r in ran for s in r.false) + sum(overstated(r) for r in ran)
+    false_warnings = sum(s.severity != "error" for r in ran for s in r.false)
+    bugs = sum(len(r.found) + len(r.wrong_line) + len(r.missed) for r in ran)
+    bugs += sum(1 for r in rows if r.refused or r.crashed for _ in [0] if r.kind == "bugfix-before")
+    found = sum(len(r.found) for r in ran)
+    biggest = max(ran, key=lambda r: r.files, default=None)
+    return {
+        "entries": scripts,
+        "healthy": sum(r.kind == "healthy" for r in rows),
+        "bugfix_before": sum(r.kind == "bugfix-before" for r in rows),
+        "bugfix_after": sum(r.kind == "bugfix-after" for r in rows),
+        "false_errors": false_errors,
+        "false_warnings": false_warnings,
+        "false_warnings_per_10": round(10 * false_warnings / scripts, 2) if scripts else 0.0,
+        "bugs": bugs,
+        "bugs_found_right_line": found,
+        "bugs_found_pct": round(100 * found / bugs, 1) if bugs else 100.0,
+        "bugs_wrong_line": sum(len(r.wrong_line) for r in ran),
+        "wrong_severity": sum(len(r.wrong_severity) for r in ran),
+        "false_by_code": false_by_code(ran),
+        "missed_by_code": {code: sum(e["code"] == code for r in ran for e in r.missed)
+                           for code in sorted({e["code"] for r in ran for e in r.missed})},
+        "refused_exit2": [r.id for r in rows if r.refused],
+        "crashed": [r.id for r in rows if r.crashed],
+        "median_ms": round(1000 * sorted(r.seconds for r in ran)[len(ran) // 2], 1) if ran else 0.0,
+        "median_cpu_ms": round(1000 * sorted(r.cpu_seconds for r in ran)[len(ran) // 2], 1) if ran else 0.0,
+        "total_s": round(sum(r.seconds for r in rows), 2),
+        "largest": ({"id": biggest.id, "files": biggest.files, "statements": biggest.statements,
+                     "seconds": round(biggest.seconds, 2), "cpu_seconds": round(biggest.cpu_seconds, 2)}
+                    if biggest else None),
+    }
+
+
+def totals_lines(t: dict) -> list[str]:
+    big = t["largest"]
+    return [
+        f"entries: {t['entries']} ({t['healthy']} healthy, {t['bugfix_before']} bug-fix before, "
+        f"{t['bugfix_after']} bug-fix after)",
+        f"false alarms at error:        {t['false_errors']}   (bar: 0; includes an error where a warning is"
+        " expected)",
+        f"other severity than expected: {t['wrong_severity']}",
+        f"false warnings per 10 entries: {t['false_warnings_per_10']}  ({t['false_warnings']} in all; bar: <= 1)",
+        f"bugs found at the right line: {t['bugs_found_right_line']}/{t['bugs']} = {t['bugs_found_pct']}%"
+        f"  ({t['bugs_wrong_line']} more at another line; bar: >= 90%)",
+        "false alarms by code:         " + (", ".join(f"{c} {n}" for c, n in t["false_by_code"].items()) or "-"),
+        "misses by code:               " + (", ".join(f"{c} {n}" for c, n in t["missed_by_code"].items()) or "-"),
+        f"exit-2 refusals:              {len(t['refused_exit2'])} {', '.join(t['refused_exit2'])}   (bar: 0)",
+        f"lint crashes:                 {len(t['crashed'])} {', '.join(t['crashed'])}",
+        f"time: median {t['median_ms']} ms per entry (cpu {t['median_cpu_ms']} ms), {t['total_s']} s in all;"
+        " largest package: "
+        + (f"{big['id']} ({big['files']} files, {big['statements']} statements) {big['seconds']} s"
+           f" (cpu {big['cpu_seconds']} s)"
+           if big else "-") + "   (bar: < 2 s)",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("corpus", nargs="?", default=str(DEFAULT_CORPUS),
+                        help="the corpus directory (default /work/lint-corpus)")
+    parser.add_argument("--manifest", default=None,
+                        help="manifest JSON (default CORPUS/manifest.json, else the committed copy)")
+    parser.add_argument("--json", default=None, help="write the per-entry results and totals here")
+    parser.add_argument("--only", default=None, help="comma-separated entry ids")
+    parser.add_argument("--warm", action="store_true",
+                        help="time each entry with the lint's file cache primed (default: cold, a fresh cache)")
+    parser.add_argument("--rebuild-commands", metavar="CLONES_DIR", default=None,
+                        help="print the shell commands that rebuild the corpus from clones, and exit")
+    args = parser.parse_args(argv)
+    corpus = Path(args.corpus).resolve()
+    if args.rebuild_commands:
+        manifest = load_manifest(Path(args.manifest) if args.manifest else COMMITTED_MANIFEST)
+        print(rebuild_commands(manifest, Path(args.rebuild_commands), corpus))
+        return 0
+    if not corpus.is_dir():
+        print(f"lint_corpus: no corpus at {corpus}: rebuild it from {COMMITTED_MANIFEST.name} "
+              "(repository, commit and paths of every entry) or pass its directory", file=sys.stderr)
+        return 2
+    manifest_path = Path(args.manifest) if args.manifest else corpus / "manifest.json"
+    if not manifest_path.is_file():
+        manifest_path = COMMITTED_MANIFEST
+    manifest = load_manifest(manifest_path)
+    entries = manifest["entries"]
+    if args.only:
+        wanted = set(args.only.split(","))
+        entries = [e for e in entries if e["id"] in wanted]
+    absent = [e["id"] for e in entries if not (corpus / e["dir"] / e.get("cwd", ".") / e["script"]).is_file()]
+    if absent:
+        print(f"lint_corpus: {len(absent)} entr{'y' if len(absent) == 1 else 'ies'} of {manifest_path} "
+              f"not on disk under {corpus}: {', '.join(absent[:5])}{' …' if len(absent) > 5 else ''}",
+              file=sys.stderr)
+        return 2
+    rows = [lint_entry(e, corpus, warm=args.warm) for e in entries]
+    print(f"cache: {'warm (primed by an untimed run)' if args.warm else 'cold (fresh XDG_CACHE_HOME per entry)'}")
+    print(render(rows, manifest))
+    if args.json:
+        data = {"totals": totals(rows), "entries": [{
+            "id": r.id, "kind": r.kind, "files": r.files, "statements": r.statements,
+            "seconds": round(r.seconds, 3), "cpu_seconds": round(r.cpu_seconds, 3), "refused": r.refused, "crashed": r.crashed,
+            "found": [s.__dict__ for s in r.found], "accepted": [s.__dict__ for s in r.accepted],
+            "wrong_line": [{"expected": e, "reported": s.__dict__} for e, s in r.wrong_line],
+            "wrong_severity": [{"expected": e, "reported": s.__dict__} for e, s in r.wrong_severity],
+            "missed": r.missed, "false": [s.__dict__ for s in r.false]} for r in rows]}
+        Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""benchmarks/lint_corpus.py scores the lint against a reviewer's expectations: found at the right
+line, missed, false alarm, optional, and an error where a warning is expected. Exercised on a tiny
+corpus of our own written to a temp dir (the real corpus lives outside the repository)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("lint_corpus", REPO / "benchmarks" / "lint_corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+SCRIPT = """\
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dist.init_process_group("gloo")
+data = TensorDataset(torch.randn(8, 2))
+loader = DataLoader(data, batch_size=2, sampler=DistributedSampler(data))
+for epoch in range(2):
+    for batch in loader:
+        pass
+torch.save({}, "ckpt.pt")
+"""
+
+
+def corpus(tmp_path: Path, expected: list[dict], extra: str = "") -> Path:
+    (tmp_path / "entries" / "one").mkdir(parents=True)
+    (tmp_path / "entries" / "one" / "train.py").write_text(SCRIPT + textwrap.dedent(extra))
+    manifest = {"entries": [{"id": "one", "repository": "ours/none", "commit": "0" * 40, "paths": ["train.py"],
+                             "dir": "entries/one", "script": "train.py", "kind": "bugfix-before",
+                             "expected": expected}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    return tmp_path
+
+
+def score(bench, root: Path, capsys) -> dict:
+    assert bench.main([str(root), "--json", str(root / "out.json")]) == 0
+    capsys.readouterr()
+    return json.loads((root / "out.json").read_text())["totals"]
+
+
+def test_missing_corpus_is_exit_2_with_one_line(bench, tmp_path, capsys):
+    assert bench.main([str(tmp_path / "absent")]) == 2
+    err = capsys.readouterr().err
+    assert "no corpus at" in err and err.count("\n") == 1
+
+
+def test_found_missed_and_false_alarms_are_told_apart(bench, tmp_path, capsys):
+    root = corpus(tmp_path, [
+        {"code": "DDP804", "file": "train.py", "line": 7, "severity": "warning", "why": "no set_epoch"},
+        {"code": "DDP805", "file": "train.py", "line": 3, "severity": "warning", "why": "not there"},
+    ])
+    totals = score(bench, root, capsys)
+    assert (totals["bugs"], totals["bugs_found_right_line"]) == (2, 1)
+    assert totals["missed_by_code"] == {"DDP805": 1}
+    assert totals["false_warnings"] == 1 and totals["false_by_code"] == {"DDP806": 1}  # the unexpected save
+
+
+def test_optional_finding_is_neither_miss_nor_false_alarm(bench, tmp_path, capsys):
+    root = corpus(tmp_path, [
+        {"code": "DDP804", "file": "train.py", "line": 7, "severity": "warning", "why": "no set_epoch"},
+        {"code": "DDP806", "file": "train.py", "line": 11, "severity": "warning", "why": "ok", "optional": True},
+        {"code": "DDP801", "file": "train.py", "line": 2, "severity": "warning", "why": "ok", "optional": True},
+    ])
+    totals = score(bench, root, capsys)
+    assert (totals["bugs"], totals["bugs_found_right_line"]) == (1, 1)
+    assert totals["false_warnings"] == 0 and totals["false_errors"] == 0
+
+
+def test_error_where_a_warning_is_expected_counts_as_a_false_error(bench, tmp_path, capsys):
+    root = corpus(tmp_path, [
+        {"code": "DDP804", "file": "train.py", "line": 7, "severity": "error", "why": "stated as error"},
+        {"code": "DDP806", "file": "train.py", "line": 11, "severity": "warning", "why": "ok"},
+        {"code": "DDP802", "file": "train.py", "line": 12, "severity": "warning", "why": "at most a warning"},
+    ], extra="""\
+        plain = DataLoader(data, batch_size=2, shuffle=True)
+        for epoch in range(2):
+            for batch in plain:
+                loss = batch[0].sum()
+                loss.backward()
+        """)
+    totals = score(bench, root, capsys)
+    assert totals["wrong_severity"] == 2 and totals["bugs_found_right_line"] == 3
+    # the DDP802 error where a warning is expected is a false alarm at error; the DDP804 warning
+    # where an error is expected is not
+    assert totals["false_errors"] == 1 and totals["false_by_code"] == {"DDP802": 1}
