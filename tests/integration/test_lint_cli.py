@@ -76,3 +76,15 @@ def test_probe_reports_a_latent_desync_from_bincount_without_minlength(tmp_path)
     assert finding["location"] == {"file": "tests/scripts/latent_bincount.py", "line": 24}
     assert len(finding["evidence"]["sizes"]) >= 3 and "minlength" in finding["hint"]
     assert "DDP501" not in result.codes and result.code == 0  # a warning: the ranks agreed so far
+
+
+@pytest.mark.multiprocess
+def test_probe_of_a_healthy_run_with_an_unconfirmed_static_finding_exits_0(tmp_path):
+    result = probe("tests/scripts/lint/unreached_rank0_barrier.py", "--stall-timeout", "10",
+                   run_dir=tmp_path / "run")
+    assert result.code == 0, result.stdout + result.stderr
+    finding = result.one("DDP801")  # shown, one step lower, saying the run did not confirm it
+    assert finding["severity"] == "warning" and finding["location"]["line"] == 17
+    assert finding["evidence"]["confirmed"] is False and finding["evidence"]["severity_in_lint"] == "error"
+    assert "did not confirm it" in finding["message"] and "does not fail the probe" in finding["message"]
+    assert result.report["status"] == "pass"

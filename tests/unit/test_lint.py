@@ -379,6 +379,7 @@ EXPECTED = {
     "tests/scripts/lint/nanogpt/train.py": set(),
     "tests/scripts/lint/bn_eval_on_rank0.py": {"DDP801"},
     "tests/scripts/lint/accelerate_double_shard.py": {"DDP803"},
+    "tests/scripts/lint/unreached_rank0_barrier.py": {"DDP801"},
 }
 
 
