@@ -35,6 +35,7 @@ class GuardedCollective:
     guard_location: Location
     function: str  # where the guard is
     chain: list[str] = field(default_factory=list)  # "train.py:40 save_checkpoint()" steps
+    assumption: str = ""  # what must hold for the guard to differ between ranks ("" : proven)
 
 
 @dataclass
@@ -158,7 +159,8 @@ class FactBuilder:
                             reached.append((op, where, [step] + chain))
                 for op, where, chain in reached:
                     candidates.append((guard, GuardedCollective(
-                        op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain)))
+                        op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
+                        guard.test.assumption)))
             # ranks that take the other branch run the same collectives: balanced, no hang
             balanced = set()
             for guard, _ in candidates:
@@ -227,7 +229,7 @@ class FactBuilder:
     def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3) -> bool:
         ranks = self.program.ranks
         for sub in ast.walk(node):
-            if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub):
+            if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub, fn):
                 return True
             if isinstance(sub, ast.Call) and (last_name(sub.func) or "") in ("shard", "split_dataset_by_node"):
                 return True

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
 from ddpdoctor.lint.patterns import (ACCELERATE_COLLECTIVES, FABRIC_COLLECTIVES,
-                                     RANK_ONLY_DECORATORS, TORCH_COLLECTIVES, RankNames, RankTest,
+                                     RANK_ONLY_DECORATORS, TORCH_COLLECTIVES, RankTest,
                                      dotted, keyword, last_name, text, truthy)
+from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.sources import SourceFile
 
 FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Module]
@@ -36,6 +37,9 @@ class Guard:
     line: int
     branch: int  # id of the If node, 0 for a decorator
     side: str  # "body" | "else"
+    # after `if not use_fsdp_eval and not is_rank0: return`, the code under `if use_fsdp_eval:`
+    # runs on every rank: the tests (source text) under which this guard no longer holds
+    unless: tuple[str, ...] = ()
 
 
 @dataclass
@@ -64,6 +68,7 @@ class Function:
     nested: dict[str, "Function"] = field(default_factory=dict)
     rank_only: Optional[str] = None  # a rank-only decorator's text
     bindings: dict[str, list[tuple[int, ast.AST]]] = field(default_factory=dict)
+    attr_bindings: dict[str, list[ast.AST]] = field(default_factory=dict)  # "args.gpu" -> values
     events: list[Event] = field(default_factory=list)
     calls: list[tuple[ast.Call, tuple[Guard, ...], int]] = field(default_factory=list)  # every call
     # what callers pass for each parameter: name -> [(argument, caller)]
@@ -130,8 +135,7 @@ class Program:
         self.by_name: dict[str, Module] = {}
         self.functions: list[Function] = []
         self.classes: list[Klass] = []
-        self.ranks = RankNames()
-        self.ranks.learn([f.tree for f in files])
+        self.ranks = RankFlow(self)
         for source in files:
             self._index(source)
         self.imported = {full.split(".")[0] for m in self.modules for full in m.imports.values()}
@@ -139,6 +143,7 @@ class Program:
             self._collect_bindings(function)
         for function in self.functions:
             self._bind_arguments(function)
+        self.ranks.index()
         for function in self.functions:
             Walker(self, function).run()
 
@@ -234,6 +239,10 @@ class Program:
             owner = fn.cls
             if owner is not None and not iterated:
                 owner.attrs.setdefault(target.attr, []).append((value, fn))
+        elif isinstance(target, ast.Attribute) and not iterated:
+            key = dotted(target)
+            if key and not key.startswith("self."):
+                fn.attr_bindings.setdefault(key, []).append(value)
         elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
                 and len(target.elts) == len(value.elts):
             for t, v in zip(target.elts, value.elts):
@@ -437,6 +446,8 @@ class Program:
             if isinstance(owner, Klass):
                 found = self.method(owner, attr)
                 return ([found] if found else []), []
+            if owner is None and receiver.id in fn.module.imports and not self.lookup(receiver.id, fn):
+                return [], []  # torch.save, np.save: a library's function, not a local method
         klass = self.class_of(receiver, fn)
         if isinstance(receiver, ast.Call):
             target = self._callee_symbol(receiver.func, fn)
@@ -602,6 +613,20 @@ def _rank_only_decorator(node: ast.AST) -> Optional[str]:
     return None
 
 
+def _negation_text(node: ast.AST) -> str:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return text(node.operand, 10_000)
+    return text(ast.UnaryOp(ast.Not(), node), 10_000)
+
+
+def _conjuncts(test: ast.AST) -> set[str]:
+    """The source text of a test and of each part of an `and`: what holds inside its body."""
+    said = {text(test, 10_000)}
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        said.update(text(v, 10_000) for v in test.values)
+    return said
+
+
 def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
     """Every node of a function body, not descending into nested defs, classes or lambdas."""
     stack = list(ast.iter_child_nodes(root))
@@ -634,9 +659,13 @@ class Walker:
             # `if rank != 0: return` - what follows runs on the other ranks only
             if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
                     isinstance(stmt.body[-1], TERMINATORS):
-                test = self.program.ranks.guard(stmt.test)
+                test = self.program.ranks.guard(stmt.test, self.fn)
                 if test is not None:
-                    guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else")
+                    unless = ()
+                    if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And):
+                        unless = tuple(_negation_text(p) for p in stmt.test.values
+                                       if self.program.ranks.guard(p, self.fn) is None)
+                    guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else", unless)
                     self.block(body[index + 1:], guards + (guard,), loops)
                     return
 
@@ -647,10 +676,11 @@ class Walker:
             return
         if isinstance(stmt, (ast.If, ast.While)):
             self.expr(stmt.test, guards, loops)
-            test = self.program.ranks.guard(stmt.test)
+            test = self.program.ranks.guard(stmt.test, self.fn)
             inner = loops + (1 if isinstance(stmt, ast.While) else 0)
             if test is None:
-                self.block(stmt.body, guards, inner)
+                said = _conjuncts(stmt.test)
+                self.block(stmt.body, tuple(g for g in guards if not said & set(g.unless)), inner)
                 self.block(stmt.orelse, guards, loops)
                 return
             file = self.fn.file.display
@@ -688,7 +718,7 @@ class Walker:
             return
         if isinstance(node, ast.IfExp):
             self.expr(node.test, guards, loops)
-            test = self.program.ranks.guard(node.test)
+            test = self.program.ranks.guard(node.test, self.fn)
             if test is None:
                 self.expr(node.body, guards, loops)
                 self.expr(node.orelse, guards, loops)
@@ -702,7 +732,7 @@ class Walker:
             current = guards
             for value in node.values:
                 self.expr(value, current, loops)
-                test = self.program.ranks.guard(value)
+                test = self.program.ranks.guard(value, self.fn)
                 if test is not None:
                     current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
             return
