@@ -97,6 +97,9 @@ class LintFacts:
     accumulations: list[AccumulationFact] = field(default_factory=list)
     saves: list[SaveFact] = field(default_factory=list)
     elapsed_s: float = 0.0
+    functions: int = 0  # functions and methods read
+    unreachable: int = 0  # of those, never run from the entry script: not judged
+    notes: list[str] = field(default_factory=list)  # files not read, and why
 
 
 def loc(fn: Function, node: ast.AST) -> Location:
@@ -106,12 +109,15 @@ def loc(fn: Function, node: ast.AST) -> Location:
 class FactBuilder:
     def __init__(self, program: Program) -> None:
         self.program = program
+        # only what the entry script can run is judged
+        self.functions = [f for f in program.functions if f in program.reachable]
         self._reach: dict[Function, list[tuple[str, Location, list[str]]]] = {}
         self._callers: Optional[dict[Function, list[tuple[Function, Event]]]] = None
 
     # ------------------------------------------------------------------ collectives
-    def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = ()) -> list[tuple[str, Location, list[str]]]:
-        """Every collective a function may run, directly or through local calls, with the chain."""
+    def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = ()) -> list[Reached]:
+        """Every collective a function may run, directly or through local calls, with the chain
+        and the (non-rank) tests on the way."""
         if fn in stack or depth <= 0:
             return []
         if fn in self._reach and not stack:
@@ -119,12 +125,12 @@ class FactBuilder:
         found = []
         for event in fn.events:
             if event.kind == "collective":
-                found.append((event.op, loc(fn, event.node), []))
+                found.append((event.op, loc(fn, event.node), [], event.conds))
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
                     step = f"{fn.file.display}:{event.line} {target.label}"
-                    for op, where, chain in self.reach(target, depth - 1, stack + (fn,)):
-                        found.append((op, where, [step] + chain))
+                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,)):
+                        found.append((op, where, [step] + chain, event.conds + conds))
         if not stack:
             self._reach[fn] = found
         return found
@@ -138,29 +144,36 @@ class FactBuilder:
                 ops[_op_kind(event.op)] += 1
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
-                    ops.update(_op_kind(op) for op, _, _ in self.reach(target, MAX_DEPTH - 1))
+                    ops.update(_op_kind(op) for op, _, _, _ in self.reach(target, MAX_DEPTH - 1))
         return ops
 
     def guarded_collectives(self) -> list[GuardedCollective]:
         best: dict[tuple, GuardedCollective] = {}
-        for fn in self.program.functions:
+        for fn in self.functions:
             candidates: list[tuple[Guard, GuardedCollective]] = []
             for event in fn.events:
                 if not event.guards:
                     continue
-                guard = event.guards[-1]
-                reached: list[tuple[str, Location, list[str]]] = []
+                reached: list[Reached] = []
                 if event.kind == "collective":
-                    reached.append((event.op, loc(fn, event.node), []))
+                    reached.append((event.op, loc(fn, event.node), [], ()))
                 elif event.kind in ("call", "ref"):
                     for target in event.targets:
                         step = f"{fn.file.display}:{event.line} {target.label}"
-                        for op, where, chain in self.reach(target, MAX_DEPTH - 1, (fn,)):
-                            reached.append((op, where, [step] + chain))
-                for op, where, chain in reached:
+                        for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,)):
+                            reached.append((op, where, [step] + chain, conds))
+                for op, where, chain, conds in reached:
+                    # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
+                    # `if use_fsdp_eval: all_reduce()`: every rank gets there
+                    said = {c for c, _ in conds}
+                    guards = [g for g in event.guards if not said & set(g.unless)]
+                    if not guards:
+                        continue
+                    guard = guards[-1]
+                    assumption = _assume(guard.test.assumption, conds)
                     candidates.append((guard, GuardedCollective(
                         op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
-                        guard.test.assumption)))
+                        assumption)))
             # ranks that take the other branch run the same collectives: balanced, no hang
             balanced = set()
             for guard, _ in candidates:
@@ -185,14 +198,14 @@ class FactBuilder:
 
     # ------------------------------------------------------------------ helpers
     def calls(self) -> Iterator[tuple[Function, ast.Call, tuple[Guard, ...], int]]:
-        for fn in self.program.functions:
+        for fn in self.functions:
             for call, guards, loops in fn.calls:
                 yield fn, call, guards, loops
 
     def callers(self) -> dict[Function, list[tuple[Function, Event]]]:
         if self._callers is None:
             self._callers = {}
-            for fn in self.program.functions:
+            for fn in self.functions:
                 for event in fn.events:
                     if event.kind in ("call", "ref"):
                         for target in set(event.targets) | set(event.weak):
@@ -391,7 +404,7 @@ class FactBuilder:
         """name -> iterated more than once (a `for` over it inside a loop, or in a function that
         runs in a loop)."""
         out: dict[str, bool] = {}
-        for fn in self.program.functions:
+        for fn in self.functions:
             for node, depth in _loops(fn.node, 0):
                 if not isinstance(node, (ast.For, ast.AsyncFor)):
                     continue
@@ -404,7 +417,7 @@ class FactBuilder:
     # ------------------------------------------------------------------ accumulation
     def accumulations(self) -> list[AccumulationFact]:
         found = []
-        for fn in self.program.functions:
+        for fn in self.functions:
             for node, _ in _loops(fn.node, 0):
                 fact = self._accumulation(fn, node)
                 if fact is not None:
@@ -459,7 +472,7 @@ class FactBuilder:
     # ------------------------------------------------------------------ saves
     def saves(self) -> list[SaveFact]:
         found = []
-        for fn in self.program.functions:
+        for fn in self.functions:
             for event in fn.events:
                 if event.kind != "save":
                     continue
@@ -489,6 +502,19 @@ class FactBuilder:
                                           "every caller is under a rank test" if guarded else
                                           f"{fn.label} is called without a rank test"))
         return found
+
+
+Reached = tuple  # (op, Location, chain, conds): a collective a call leads to
+
+
+def _assume(assumption: str, conds: tuple) -> str:
+    """The guard's own assumption, and the switches on the way to the collective (`if
+    use_fsdp_eval:` in a callee): the finding holds only where they are on."""
+    flags = list(dict.fromkeys(f"`{c}`" for c, flag in conds if flag))
+    if not flags:
+        return assumption
+    more = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} true on the way"
+    return f"{assumption}, and {more}" if assumption else more
 
 
 def _op_kind(op: str) -> str:
@@ -581,4 +607,6 @@ def build(program: Program, script: str) -> LintFacts:
         no_sync=no_sync,
         guarded_collectives=builder.guarded_collectives(), loaders=loaders,
         samplers=builder.samplers(loaders), accumulations=builder.accumulations(),
-        saves=builder.saves())
+        saves=builder.saves(),
+        functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
+        unreachable=program.skipped)

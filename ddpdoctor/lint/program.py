@@ -54,6 +54,9 @@ class Event:
     op: str = ""  # collective: what it is, in the user's words
     targets: tuple["Function", ...] = ()  # call/ref: the local functions it reaches
     weak: tuple["Function", ...] = ()  # call: local methods of that name, receiver unknown
+    # the tests (not rank tests) it sits under, as source text, each with whether it is a plain
+    # flag (`use_fsdp_eval`, `args.fsdp`): a value the lint cannot see, which findings then assume
+    conds: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass
@@ -146,6 +149,58 @@ class Program:
         self.ranks.index()
         for function in self.functions:
             Walker(self, function).run()
+        self.reachable = self._reachable()
+        self.skipped = sum(1 for f in self.functions if f not in self.reachable)
+
+    # ------------------------------------------------------------------ reachability
+    def _reachable(self) -> set[Function]:
+        """What running the entry script can execute: its top level (with its `__main__`
+        block), every imported module's top level (import runs it; not their `__main__`
+        blocks), and what those call or pass on, transitively. A class the reached code builds
+        is live with all its methods (frameworks call hooks and forward); a call whose receiver
+        is unknown reaches a local method of that name only when one class alone defines it."""
+        seen: set[Function] = set()
+        live: set[Klass] = set()
+        queue = [m.body for m in self.modules if m.body is not None]
+        # the entry script's own classes built on a framework's base (a LightningModule, a
+        # Callback): the framework finds them and calls their hooks
+        for klass in self.modules[0].classes.values() if self.modules else ():
+            if klass.bases:
+                live.add(klass)
+                queue.extend(klass.methods.values())
+        while queue:
+            fn = queue.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            queue.extend(fn.nested.values())
+            for event in fn.events:
+                if event.kind not in ("call", "ref"):
+                    continue
+                queue.extend(event.targets)
+                if len(event.weak) == 1 and event.weak[0].name not in COMMON_METHODS:
+                    queue.extend(event.weak)
+                for target in event.targets:
+                    if target.cls is not None and target.name == "__init__" and target.cls not in live:
+                        live.add(target.cls)
+                        for klass in [target.cls, *self.bases(target.cls)]:
+                            queue.extend(klass.methods.values())
+            for klass in self._classes_named(fn):
+                if klass not in live:
+                    live.add(klass)
+                    for k in [klass, *self.bases(klass)]:
+                        queue.extend(k.methods.values())
+        return seen
+
+    def _classes_named(self, fn: Function) -> list[Klass]:
+        """Local classes a reached function names (built, subclassed or passed along)."""
+        found = []
+        for node in _own_nodes(fn.node) if not isinstance(fn.node, ast.Module) else _module_nodes(fn.node):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+                target = self._callee_symbol(node, fn) if isinstance(node, (ast.Name, ast.Attribute)) else None
+                if isinstance(target, Klass):
+                    found.append(target)
+        return found
 
     # ------------------------------------------------------------------ indexing
     def _index(self, source: SourceFile) -> None:
@@ -347,7 +402,9 @@ class Program:
             return self.full_symbol(full)
         return None
 
-    def full_symbol(self, full: str) -> Optional[Union[Function, Klass, Module]]:
+    def full_symbol(self, full: str, depth: int = 8) -> Optional[Union[Function, Klass, Module]]:
+        if depth <= 0:
+            return None
         if full in self.by_name:
             return self.by_name[full]
         owner, _, attr = full.rpartition(".")
@@ -359,7 +416,7 @@ class Program:
                 return module.classes[attr]
             target = module.imports.get(attr)
             if target and target != full:
-                return self.full_symbol(target)
+                return self.full_symbol(target, depth - 1)
         return None
 
     def bases(self, klass: Klass) -> Iterator[Klass]:
@@ -398,7 +455,8 @@ class Program:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             owner = self.symbol(func.value.id, fn)
             if isinstance(owner, Module):
-                return owner.functions.get(func.attr) or owner.classes.get(func.attr)
+                return owner.functions.get(func.attr) or owner.classes.get(func.attr) or \
+                    self.full_symbol(f"{owner.name}.{func.attr}")
         return None
 
     def resolve(self, func: ast.AST, fn: Function) -> tuple[list[Function], list[Function]]:
@@ -439,10 +497,10 @@ class Program:
         if isinstance(receiver, ast.Name):
             owner = self.symbol(receiver.id, fn)
             if isinstance(owner, Module):
-                target = owner.functions.get(attr)
-                if target is None and attr in owner.classes:
-                    target = self.method(owner.classes[attr], "__init__")
-                return ([target] if target else []), []
+                found = owner.functions.get(attr) or owner.classes.get(attr) or \
+                    self.full_symbol(f"{owner.name}.{attr}")
+                target = self.method(found, "__init__") if isinstance(found, Klass) else found
+                return ([target] if isinstance(target, Function) else []), []
             if isinstance(owner, Klass):
                 found = self.method(owner, attr)
                 return ([found] if found else []), []
@@ -605,6 +663,49 @@ class Program:
         return any(self._class_buffered(b, seen) for b in self.bases(klass))
 
 
+# Method names too common to guess a receiver by (fabric.save, model.train, optimizer.step).
+COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "eval", "close", "reset",
+                  "log", "write", "read", "get", "set", "add", "append", "put", "start", "stop", "to",
+                  "state_dict", "load_state_dict", "save_checkpoint", "load_checkpoint", "backward",
+                  "zero_grad", "apply", "build", "setup", "__init__", "__call__", "fit", "predict",
+                  "test", "validate", "evaluate", "compute", "print", "info", "warning", "flush"}
+
+
+def _module_nodes(tree: ast.Module) -> Iterator[ast.AST]:
+    """A module's top-level code, class bodies included (they run at import), not function bodies."""
+    stack = list(ast.iter_child_nodes(tree))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack.extend(node.decorator_list if not isinstance(node, ast.Lambda) else [])
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _calls_param(target: "Function", slot) -> bool:
+    """The local function calls what it receives in this argument slot (index or keyword)."""
+    params = target.params
+    name = params[slot] if isinstance(slot, int) and slot < len(params) else slot
+    if not isinstance(name, str):
+        return True  # *args, **kwargs: cannot tell, keep the callback
+    if name not in params:
+        return True
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+               or (isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
+               or (isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in n.args))
+               for n in _own_nodes(target.node))
+
+
+def _is_main_block(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = getattr(stmt, "test", None)
+    return isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and len(test.ops) == 1 \
+        and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == "__main__"
+
+
 def _rank_only_decorator(node: ast.AST) -> Optional[str]:
     for deco in getattr(node, "decorator_list", []):
         target = deco.func if isinstance(deco, ast.Call) else deco
@@ -617,6 +718,13 @@ def _negation_text(node: ast.AST) -> str:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return text(node.operand, 10_000)
     return text(ast.UnaryOp(ast.Not(), node), 10_000)
+
+
+def _flag_like(test: ast.AST) -> bool:
+    """`use_fsdp_eval`, `not args.fsdp`: a switch whose value the source does not show."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, (ast.Name, ast.Attribute))
 
 
 def _conjuncts(test: ast.AST) -> set[str]:
@@ -644,6 +752,7 @@ class Walker:
     def __init__(self, program: Program, fn: Function) -> None:
         self.program = program
         self.fn = fn
+        self.conds: list[tuple[str, bool]] = []
 
     def run(self) -> None:
         guards: tuple[Guard, ...] = ()
@@ -670,6 +779,9 @@ class Walker:
                     return
 
     def stmt(self, stmt: ast.stmt, guards: tuple[Guard, ...], loops: int) -> None:
+        if isinstance(self.fn.node, ast.Module) and self.fn.file is not self.program.files[0] \
+                and _is_main_block(stmt):
+            return  # an imported module's own `if __name__ == "__main__":` never runs on import
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for deco in stmt.decorator_list:
                 self.expr(deco, guards, loops)
@@ -680,8 +792,16 @@ class Walker:
             inner = loops + (1 if isinstance(stmt, ast.While) else 0)
             if test is None:
                 said = _conjuncts(stmt.test)
+                mark = len(self.conds)
+                if isinstance(stmt, ast.If):
+                    self.conds.extend((t, _flag_like(stmt.test)) for t in sorted(said))
                 self.block(stmt.body, tuple(g for g in guards if not said & set(g.unless)), inner)
-                self.block(stmt.orelse, guards, loops)
+                del self.conds[mark:]
+                if stmt.orelse:
+                    negation = _negation_text(stmt.test)
+                    self.conds.append((negation, _flag_like(stmt.test)))
+                    self.block(stmt.orelse, guards, loops)
+                    del self.conds[mark:]
                 return
             file = self.fn.file.display
             self.block(stmt.body, guards + (Guard(test, file, stmt.lineno, id(stmt), "body"),), inner)
@@ -745,16 +865,21 @@ class Walker:
         program, fn = self.program, self.fn
         line = call.lineno
         fn.calls.append((call, guards, loops))
+        conds = tuple(self.conds)
         op = program.collective(call, fn)
         if op is not None:
-            fn.events.append(Event("collective", call, line, guards, loops, op=op))
+            fn.events.append(Event("collective", call, line, guards, loops, op=op, conds=conds))
         full = program.qualify(call.func, fn) or ""
         if full == "torch.save":
-            fn.events.append(Event("save", call, line, guards, loops))
+            fn.events.append(Event("save", call, line, guards, loops, conds=conds))
         targets, weak = program.resolve(call.func, fn)
         if targets or weak:
-            fn.events.append(Event("call", call, line, guards, loops, targets=tuple(targets), weak=tuple(weak)))
-        for arg in list(call.args) + [kw.value for kw in call.keywords]:
+            fn.events.append(Event("call", call, line, guards, loops, targets=tuple(targets), weak=tuple(weak),
+                                   conds=conds))
+        passed = [(i, a) for i, a in enumerate(call.args)] + [(kw.arg, kw.value) for kw in call.keywords]
+        for slot, arg in passed:
             refs = program.reference(arg, fn)
+            if refs and targets and not any(_calls_param(t, slot) for t in targets):
+                continue  # a local helper that only looks at the function (its name, signature)
             if refs:
-                fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs)))
+                fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))

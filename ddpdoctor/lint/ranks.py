@@ -239,6 +239,8 @@ class RankFlow:
             if found is None:
                 return None
             return found if isinstance(op, ast.IsNot) else found.negated()
+        if _loop_over_ranks(left, fn) or _loop_over_ranks(right, fn):
+            return None  # `for r in range(world_size): if rank == r:` - every rank, in turn
         if self.is_rank(right, fn) and not self.is_rank(left, fn):
             left, right = right, left
             op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
@@ -291,6 +293,11 @@ class RankFlow:
         values = self._values(node, fn)
         if not values:
             return None
+        for value, scope in values:  # passed on: `train_one_epoch(saver=saver)`
+            if isinstance(value, ast.Name) and value is not node and scope is not fn:
+                found = self._one_rank_object(value, scope)
+                if found is not None:
+                    return found
         for value, scope in values:
             if isinstance(value, ast.IfExp) and (is_const(value.orelse, None) or is_const(value.body, None)):
                 found = self.guard(value.test, scope)
@@ -327,6 +334,18 @@ class RankFlow:
 
 def _key(node: ast.AST) -> str:
     return last_name(node) or text(node)
+
+
+def _loop_over_ranks(node: ast.AST, fn: "Function") -> bool:
+    """`r` in `for r in range(world_size):` (or over the number of processes)."""
+    from ddpdoctor.lint.program import _own_nodes
+
+    if not isinstance(node, ast.Name):
+        return False
+    for loop in _own_nodes(fn.node):
+        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == node.id:
+            return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
+    return False
 
 
 def _on_self(node: ast.AST) -> bool:

@@ -38,6 +38,8 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
     header = (f"{script}: {files} file(s), {facts.statements} statements read"
               f" ({', '.join(facts.files[1:4])}{', …' if files > 4 else ''})" * (files > 1)
               + (f"{script}: {facts.statements} statements read" if files == 1 else "")
+              + (f"; {facts.unreachable} of {facts.functions} functions not reachable from the script,"
+                 " not judged" if facts.unreachable else "")
               + f"; distributed: {how}"
               + (f"; framework: {facts.framework}" if facts.framework else "")
               + f"; {facts.elapsed_s * 1000:.0f} ms")
@@ -45,7 +47,9 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
     if facts.distributed is None and facts.framework is None:
         notes.append("the script sets up no process group (init_process_group, DDP, a framework): "
                      "the data and checkpoint rules do not apply")
+    notes.extend(facts.notes)
     metrics = {"files": facts.files, "statements": facts.statements,
+               "functions": facts.functions, "unreachable_functions": facts.unreachable,
                "elapsed_ms": round(facts.elapsed_s * 1000, 1), "framework": facts.framework,
                "distributed": str(facts.distributed) if facts.distributed else None}
     return Report(command="lint", results=results, fail_on=fail_on, header=header,

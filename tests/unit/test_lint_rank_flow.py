@@ -43,6 +43,7 @@ def test_a_helper_that_returns_the_rank_test_guards_saves_and_collectives(tmp_pa
                 torch.save(model.state_dict(), "ckpt.pt")
             if is_master(args):
                 dist.barrier()
+        run(None, None)
     """)
     assert codes(found) == [("DDP801", "error", 15)]
 
@@ -57,6 +58,7 @@ def test_a_flag_assigned_from_a_rank_test_states_its_assumption(tmp_path):
                 torch.save(model.state_dict(), "ckpt.pt")   # one writer: fine
             if args.save_logs:
                 dist.barrier()                              # a hang only if args.logs is set
+        run(None, None)
     """)
     assert codes(found) == [("DDP801", "warning", 14)]
     (f,) = found
@@ -110,6 +112,8 @@ def test_names_are_scoped_per_function_not_program_wide(tmp_path):
             should_log = step % 10 == 0
             if should_log:
                 dist.all_reduce(torch.ones(1))   # every rank: a step test, not a rank test
+        setup()
+        train(0)
     """, logs="""
         import torch.distributed as dist
         def setup():
@@ -127,6 +131,7 @@ def test_a_config_field_ending_in_rank_is_not_a_rank(tmp_path):
                 dist.barrier()
             if cfg.model.lora_rank > 0:
                 dist.all_reduce(torch.ones(1))
+        build(None)
     """)
     assert codes(found) == []
 
@@ -141,6 +146,7 @@ def test_a_guard_related_to_an_earlier_early_return(tmp_path):
             if use_fsdp_eval:
                 dist.all_reduce(torch.ones(1))   # every rank is here
             dist.barrier()                       # rank 0 alone when use_fsdp_eval is false
+        evaluate(None, False)
     """)
     assert codes(found) == [("DDP801", "warning", 13)]
 
