@@ -22,6 +22,7 @@ EVAL_NAME = re.compile(r"val|valid|test|eval|dev\b|holdout|calib", re.IGNORECASE
 OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
 SCHEDULER_NAME = re.compile(r"sched|warmup|lr_", re.IGNORECASE)
 PLAIN_SAMPLERS = {"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"}
+SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_replicas", "shard_index"}
 SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
 
 
@@ -50,6 +51,11 @@ class LoaderFact:
     under_rank_guard: bool
     evaluation: bool  # named like a validation / test loader
     prepared_by: Optional[str] = None  # "accelerate" when handed to accelerator.prepare
+    sampler_class: str = ""  # the plain sampler's class (RandomSampler), for the message
+    trains: bool = False  # iterated by a loop that runs backward: the training loader, proven
+    train_named: bool = False  # its name, dataset or builder says "train"
+    unseen_options: bool = False  # DataLoader(ds, **kwargs): a sampler may be in there
+    handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
 
 
 @dataclass
@@ -123,8 +129,9 @@ class FactBuilder:
         if fn in self._reach and not stack:
             return self._reach[fn]
         found = []
+        paired = self._paired(fn)
         for event in fn.events:
-            if event.kind == "collective":
+            if event.kind == "collective" and id(event) not in paired:
                 found.append((event.op, loc(fn, event.node), [], event.conds))
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
@@ -134,6 +141,18 @@ class FactBuilder:
         if not stack:
             self._reach[fn] = found
         return found
+
+    def _paired(self, fn: Function) -> set[int]:
+        """Collectives of a function that pair up across its own rank tests (yolov5's
+        `if local_rank not in [-1, 0]: barrier()` ... `yield` ... `if local_rank == 0: barrier()`):
+        every rank runs one of them, so a caller's rank test does not make them one-sided."""
+        polarities: dict[tuple[str, str], set[str]] = {}
+        for event in fn.events:
+            if event.kind == "collective" and event.guards:
+                test = event.guards[-1].test
+                polarities.setdefault((_op_kind(event.op), test.key), set()).add(test.polarity)
+        return {id(e) for e in fn.events if e.kind == "collective" and e.guards
+                and {"zero", "nonzero"} <= polarities.get((_op_kind(e.op), e.guards[-1].test.key), set())}
 
     def _ops_under(self, fn: Function, branch: int, side: str) -> Counter:
         ops: Counter = Counter()
@@ -262,6 +281,8 @@ class FactBuilder:
             if not isinstance(value, ast.Call):
                 continue
             name = last_name(value.func) or ""
+            if any(kw.arg in SHARD_KEYWORDS for kw in value.keywords):
+                return True  # ImageDataset(..., shard=rank, num_shards=world): shards itself
             if "Iterable" in name or (self.program.qualify(value.func, scope) or "").startswith(("webdataset", "wds.")):
                 return True
             target = self.program._callee_symbol(value.func, scope)
@@ -313,9 +334,18 @@ class FactBuilder:
             kind = self._sampler_kind(sampler, fn)
             name = self.bound_name(fn, call)
             dataset_text = text(dataset) if dataset is not None else "?"
+            builder = "" if isinstance(fn.node, ast.Module) else fn.name
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
-                              or (not isinstance(fn.node, ast.Module) and EVAL_NAME.search(fn.name)))
+                              or EVAL_NAME.search(builder) or self._eval_only(fn))
+            classes = {last_name(v.func) for v, _ in self.program.values_of(sampler, fn)
+                       if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS} if sampler is not None else set()
             found.append(LoaderFact(
+                sampler_class=" or ".join(sorted(filter(None, classes))),
+                trains=bool(name) and name in self._training_names(),
+                train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
+                unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None,
+                handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
+                                         & self._handed_to_framework()),
                 location=loc(fn, call), name=name, sampler=kind,
                 sampler_text=text(sampler) if sampler is not None else "",
                 dataset_text=dataset_text,
@@ -325,6 +355,43 @@ class FactBuilder:
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
+
+    def _eval_only(self, fn: Function) -> bool:
+        """Every function that calls this one is an evaluation helper (named so)."""
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(not isinstance(c.node, ast.Module) and EVAL_NAME.search(c.name)
+                                   for c, _ in sites)
+
+    def _handed_to_framework(self) -> set[str]:
+        """Names passed as `training_data=` (deepspeed.initialize builds and shards the loader)."""
+        if not hasattr(self, "_framework_data"):
+            self._framework_data = {n.id for _, call, _, _ in self.calls() for kw in call.keywords
+                                    if kw.arg == "training_data" for n in ast.walk(kw.value)
+                                    if isinstance(n, ast.Name)}
+        return self._framework_data
+
+    def _training_names(self) -> set[str]:
+        """Names iterated by a loop whose body runs backward (directly or through a local call):
+        the training loaders. A parameter iterated so names what its callers pass."""
+        if hasattr(self, "_train_names"):
+            return self._train_names
+        names: set[str] = set()
+        for fn in self.functions:
+            for node, _ in _loops(fn.node, 0):
+                if not isinstance(node, (ast.For, ast.AsyncFor)):
+                    continue
+                if not any(isinstance(c, ast.Call) and self._backward(c, fn)
+                           for stmt in node.body for c in ast.walk(stmt)):
+                    continue
+                for sub in ast.walk(node.iter):
+                    name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+                    if not name:
+                        continue
+                    names.add(name)
+                    for value, _ in fn.arguments.get(name, []):
+                        names.add(last_name(value) or "")
+        self._train_names = names
+        return names
 
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function) -> str:
         if sampler is None or is_const(sampler, None):
@@ -342,6 +409,8 @@ class FactBuilder:
                 kinds.add(self._sampler_kind(value.args[0], scope))
             else:
                 kinds.add("custom")
+        if "distributed" in kinds:  # BatchSampler(DistributedSampler(...) or RandomSampler(...))
+            return "distributed"
         if "custom" in kinds:
             return "custom"
         return "plain" if "plain" in kinds else "none"

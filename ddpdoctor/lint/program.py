@@ -11,6 +11,7 @@ be resolved this way is left alone, which keeps the lint from guessing.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
@@ -693,8 +694,15 @@ def _calls_param(target: "Function", slot) -> bool:
         return True
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
                or (isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
-               or (isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in n.args))
+               or (isinstance(n, ast.Call) and CALLBACK_SINK.search(last_name(n.func) or "")
+                   and any(isinstance(a, ast.Name) and a.id == name for a in n.args))
                for n in _own_nodes(target.node))
+
+
+# Calls that keep a function to call it later: a helper passing its argument on to one of these
+# registers a callback; one passing it to inspect.signature only reads it.
+CALLBACK_SINK = re.compile(r"spawn|Thread|Process|partial|submit|register|hook|callback|^add_|append|"
+                           r"^map$|^run|^apply|^start|wrap", re.IGNORECASE)
 
 
 def _is_main_block(stmt: ast.stmt) -> bool:

@@ -117,7 +117,11 @@ class RankFlow:
                                           if not is_const(v, None, -1))
                 # a local name is what it was assigned; `args.rank = 0` on one path does not
                 # make an argparse field named rank anything else than a rank
-                return flows or (spelled and not isinstance(node, ast.Name) and not _on_self(node))
+                if flows:
+                    return True
+                if spelled and all(isinstance(v, ast.Constant) or is_const(v, -1) for v, _ in values):
+                    return True  # `zero_first(local_rank=-1)`: a rank parameter given a constant here
+                return spelled and not isinstance(node, ast.Name) and not _on_self(node)
             return spelled
         return False
 

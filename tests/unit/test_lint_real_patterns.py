@@ -1,0 +1,167 @@
+"""Patterns from public training code that the lint misjudged (issue 23), re-written in our own
+words: each names the code, severity and line it must give (or that it must stay quiet)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from ddpdoctor.lint.run import gather, lint_results
+
+HEAD = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, BatchSampler, TensorDataset
+dist.init_process_group("gloo")
+"""  # 6 lines: the sources below start at line 7
+
+
+def lint(tmp_path: Path, source: str, **modules: str):
+    for name, body in modules.items():
+        target = tmp_path / f"{name.replace('__', '/')}.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(body))
+    path = tmp_path / "train.py"
+    path.write_text(HEAD + textwrap.dedent(source).lstrip("\n"))
+    facts = gather(str(path))
+    return [f for r in lint_results(facts, set()) for f in r.findings], facts
+
+
+def codes(found) -> list[tuple[str, str, int]]:
+    return sorted((f.code, f.severity.value, f.location.line) for f in found)
+
+
+TRAIN_LOOP = """
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def train_one_epoch(model, data_loader):
+    for x, in data_loader:
+        model(x).sum().backward()
+        opt.step()
+"""
+
+
+# ---------------------------------------------------------------------- DDP802
+def test_a_loader_that_a_backward_loop_iterates_is_an_error_one_named_train_a_warning(tmp_path):
+    found, _ = lint(tmp_path, TRAIN_LOOP + """
+ds = TensorDataset(torch.randn(64, 4))
+loader = DataLoader(ds, batch_size=8, shuffle=True)
+train_data = DataLoader(ds, batch_size=8, shuffle=True)
+other = DataLoader(ds, batch_size=8)
+for epoch in range(2):
+    train_one_epoch(model, loader)
+""")
+    assert codes(found) == [("DDP802", "error", 15), ("DDP802", "warning", 16)]
+    warning = next(f for f in found if f.severity.value == "warning")
+    assert warning.message.startswith("if `train_data` feeds training")
+
+
+def test_loaders_the_lint_cannot_judge_or_that_need_no_sampler(tmp_path):
+    found, _ = lint(tmp_path, TRAIN_LOOP + """
+import deepspeed
+ds = TensorDataset(torch.randn(64, 4))
+kwargs = {"batch_size": 8, "sampler": DistributedSampler(ds)}
+train_loader = DataLoader(ds, **kwargs)                        # the sampler is in **kwargs
+def get_imagenet(args):
+    return DataLoader(ds, batch_size=8, sampler=RandomSampler(ds))   # only evaluation builds it
+def evaluate(args):
+    for x, in get_imagenet(args):
+        pass
+dl = DataLoader(ds, batch_size=8, shuffle=True)                # deepspeed builds its own
+engine, _, dl, _ = deepspeed.initialize(model=model, training_data=ds if os.environ.get("DS") else dl)
+sampler = DistributedSampler(ds) if dist.is_initialized() else RandomSampler(ds)
+batches = DataLoader(ds, batch_sampler=BatchSampler(sampler, 8, drop_last=True))
+class Shards(torch.utils.data.Dataset):
+    def __init__(self, shard, num_shards):
+        self.shard = shard
+mine = DataLoader(Shards(shard=dist.get_rank(), num_shards=2), batch_size=8, shuffle=True)
+for epoch in range(2):
+    train_one_epoch(model, train_loader)
+    train_one_epoch(model, dl)
+    train_one_epoch(model, batches)
+    train_one_epoch(model, mine)
+    evaluate(None)
+""")
+    assert [f for f in found if f.code == "DDP802"] == []
+
+
+def test_a_plain_sampler_is_named_so_the_message_does_not_contradict_itself(tmp_path):
+    found, _ = lint(tmp_path, TRAIN_LOOP + """
+ds = TensorDataset(torch.randn(64, 4))
+sampler = RandomSampler(ds)
+loader = DataLoader(ds, batch_size=8, sampler=sampler)
+train_one_epoch(model, loader)
+""")
+    (f,) = [f for f in found if f.code == "DDP802"]
+    assert (f.severity.value, f.location.line) == ("error", 16)
+    assert "sampler=sampler (a RandomSampler, not a DistributedSampler)" in f.message
+
+
+# ---------------------------------------------------------------------- reachability
+def test_only_code_the_entry_script_can_run_is_judged(tmp_path):
+    found, facts = lint(tmp_path, """
+        from zoo import convert, build
+        model = build()
+        torch.save(model.state_dict(), "every-rank.pt")     # reached: reported
+    """, zoo="""
+        import torch
+        def build():
+            return torch.nn.Linear(2, 2)
+        def convert(model, path):                           # nothing calls it
+            torch.save(model.state_dict(), path)
+        if __name__ == "__main__":                          # never runs on import
+            torch.save(build().state_dict(), "converted.pt")
+    """)
+    assert codes(found) == [("DDP806", "warning", 9)]
+    assert facts.unreachable == 1 and facts.functions == 2
+
+
+def test_a_function_handed_to_a_helper_that_only_reads_it_is_not_a_callback(tmp_path):
+    found, _ = lint(tmp_path, """
+        import inspect
+        def setup():
+            dist.barrier()
+        def save_hyperparameters(function, path):
+            print(inspect.signature(function), path)
+        def save(path):
+            if dist.get_rank() == 0:
+                save_hyperparameters(setup, path)
+        setup()
+        save("x")
+    """)
+    assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP801
+def test_paired_barriers_inside_a_callee_stay_paired_under_a_callers_rank_test(tmp_path):
+    found, _ = lint(tmp_path, """
+        from contextlib import contextmanager
+        @contextmanager
+        def zero_first(local_rank):
+            if local_rank not in [-1, 0]:
+                dist.barrier()
+            yield
+            if local_rank == 0:
+                dist.barrier()
+        def build_loader(rank):
+            with zero_first(rank):
+                return TensorDataset(torch.randn(8, 2))
+        RANK = int(os.getenv("RANK", -1))
+        if RANK in {-1, 0}:
+            val = build_loader(-1)
+    """)
+    assert codes(found) == []
+
+
+def test_ranks_taking_turns_in_a_loop_over_the_world_is_not_one_sided(tmp_path):
+    found, _ = lint(tmp_path, """
+        def load_in_turn(model):
+            for r in range(dist.get_world_size()):
+                if dist.get_rank() == r:
+                    dist.all_reduce(torch.ones(1))
+                dist.barrier()
+        load_in_turn(None)
+    """)
+    assert codes(found) == []
