@@ -85,6 +85,7 @@ class SaveFact:
     path_text: str
     every_rank: bool  # reached by every rank: no rank test on any way to it
     reason: str  # why it is (not) judged every-rank
+    per_node: Optional[str] = None  # the per-node test (`local_rank == 0`) that lets one rank per node save
 
 
 @dataclass
@@ -550,7 +551,8 @@ class FactBuilder:
                 path_text = text(path) if path is not None else "?"
                 where = loc(fn, call)
                 if event.guards:
-                    found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`"))
+                    found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
+                                          _per_node(event.guards)))
                     continue
                 if path is not None and self.mentions_rank(path, fn):
                     found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
@@ -569,8 +571,34 @@ class FactBuilder:
                 else:
                     found.append(SaveFact(where, path_text, not guarded,
                                           "every caller is under a rank test" if guarded else
-                                          f"{fn.label} is called without a rank test"))
+                                          f"{fn.label} is called without a rank test",
+                                          self._per_node_callers(fn) if guarded else None))
         return found
+
+    def _per_node_callers(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[str]:
+        """The per-node test on some way into fn whose other guards are per-node too: one rank
+        per node gets there (`if local_rank == 0: save_checkpoint()`)."""
+        if fn.rank_only or fn in stack or depth <= 0:
+            return None
+        for caller, event in self.callers().get(fn, []):
+            if event.guards:
+                found = _per_node(event.guards)
+            elif not isinstance(caller.node, ast.Module):
+                found = self._per_node_callers(caller, depth - 1, stack + (fn,))
+            else:
+                found = None
+            if found:
+                return found
+        return None
+
+
+def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:
+    """The guarding test when every rank test around a statement is true on one rank per node
+    (local rank 0), not on one rank of the job."""
+    tests = [g.test for g in guards]
+    if tests and all(t.scope == "node" and t.polarity == "zero" for t in tests):
+        return tests[-1].text
+    return None
 
 
 Reached = tuple  # (op, Location, chain, conds): a collective a call leads to

@@ -104,10 +104,11 @@ class RankTest:
     # Empty when the code proves the test differs between ranks; else what must hold for it to
     # ("`args.logs` is true on every rank"): findings that rest on it are warnings that say so.
     assumption: str = ""
+    scope: str = "global"  # "node" when it tests the rank within a node (local_rank, rank % gpus)
 
     def negated(self) -> "RankTest":
         flip = {"zero": "nonzero", "nonzero": "zero"}.get(self.polarity, "other")
-        return RankTest(f"not ({self.text})", self.key, flip, self.assumption)
+        return RankTest(f"not ({self.text})", self.key, flip, self.assumption, self.scope)
 
 
 def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:

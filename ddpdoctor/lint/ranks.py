@@ -42,8 +42,10 @@ MAIN_FLAG = re.compile(
 # Tests that say "is this a distributed run at all": the same on every rank.
 UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_avail_and_initialized",
                  "is_torchelastic_launched", "get_world_size"}
-UNIFORM_NAME = re.compile(r"^(?:is_|use_|using_)?(?:distributed|ddp|dist|multi_gpu|multigpu)$|world_size$",
+UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)$|world_size$",
                           re.IGNORECASE)
+# A rank within the node, not within the job.
+LOCAL = re.compile(r"local_?rank|LOCALID|local_process_index|get_local_rank", re.IGNORECASE)
 # Functions that start one process per rank, the first argument of the target being its index.
 SPAWNERS = {"spawn", "start_processes"}
 
@@ -183,7 +185,8 @@ class RankFlow:
             sides = [self.guard(test.body, fn, depth), self.guard(test.orelse, fn, depth)]
             if all(sides) and not self.guard(test.test, fn, depth):
                 polarity = sides[0].polarity if sides[0].polarity == sides[1].polarity else "other"
-                return RankTest(text(test), sides[0].key, polarity, sides[0].assumption)
+                return RankTest(text(test), sides[0].key, polarity, sides[0].assumption,
+                                "node" if all(x.scope == "node" for x in sides) else "global")
             return None
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return self._compare(test, fn, depth)
@@ -193,9 +196,9 @@ class RankFlow:
             for target in targets:
                 found = self._function_test(target, depth)
                 if found is not None:
-                    return RankTest(text(test), name, found.polarity, found.assumption)
+                    return RankTest(text(test), name, found.polarity, found.assumption, found.scope)
             if not targets and MAIN_FLAG.match(name):
-                return RankTest(text(test), name, "zero")
+                return RankTest(text(test), name, "zero", scope=_flag_scope(name))
             return None
         if isinstance(test, (ast.Name, ast.Attribute)):
             values = self._values(test, fn)
@@ -206,12 +209,12 @@ class RankFlow:
                     found = self.guard(value, scope, depth - 1)
                     if found is not None:
                         return RankTest(text(test), last_name(test) or text(test), found.polarity,
-                                        found.assumption)
+                                        found.assumption, found.scope)
                 one = self._one_rank_object(test, fn)
                 return one
             name = last_name(test) or ""
             if MAIN_FLAG.match(name):
-                return RankTest(text(test), name, "zero")
+                return RankTest(text(test), name, "zero", scope=_flag_scope(name))
         return None
 
     def _bool(self, test: ast.BoolOp, fn: "Function", depth: int) -> Optional[RankTest]:
@@ -233,7 +236,7 @@ class RankFlow:
             holds = "true" if isinstance(test.op, ast.And) else "false"
             extra = " and ".join(f"`{v}`" for v in values)
             assumption = f"{extra} is {holds} on every rank" + (f", and {assumption}" if assumption else "")
-        return RankTest(text(test), first.key, polarity, assumption)
+        return RankTest(text(test), first.key, polarity, assumption, first.scope)
 
     def _compare(self, test: ast.Compare, fn: "Function", depth: int) -> Optional[RankTest]:
         left, op, right = test.left, test.ops[0], test.comparators[0]
@@ -262,7 +265,7 @@ class RankFlow:
                 polarity = "zero"
             elif has_zero and isinstance(op, ast.NotIn):
                 polarity = "nonzero"
-            return RankTest(text(test), _key(left), polarity)
+            return RankTest(text(test), _key(left), polarity, scope=self._scope(left, fn))
         polarity = "other"
         if is_const(right, 0):
             if isinstance(op, (ast.Eq, ast.LtE, ast.Is)):
@@ -274,7 +277,22 @@ class RankFlow:
                 polarity = "zero"
             elif isinstance(op, ast.GtE):
                 polarity = "nonzero"
-        return RankTest(text(test), _key(left), polarity)
+        return RankTest(text(test), _key(left), polarity, scope=self._scope(left, fn))
+
+    def _scope(self, node: ast.AST, fn: "Function", depth: int = 3) -> str:
+        """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return "node"
+        if LOCAL.search(text(node, 200)):
+            return "node"
+        if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
+            values = self._values(node, fn)
+            if values and all(self._scope(v, scope, depth - 1) == "node" for v, scope in values
+                              if not is_const(v, None, -1, 0)) and any(not is_const(v, None, -1, 0) for v, _ in values):
+                return "node"
+        if isinstance(node, ast.Call) and last_name(node.func) in ("int", "str") and node.args:
+            return self._scope(node.args[0], fn, depth)
+        return "global"
 
     def _function_test(self, target: "Function", depth: int) -> Optional[RankTest]:
         """A helper whose every return value is the same kind of rank test."""
@@ -287,7 +305,7 @@ class RankFlow:
             if tests and all(t is not None for t in tests):
                 polarities = {t.polarity for t in tests}
                 found = RankTest(tests[0].text, tests[0].key, polarities.pop() if len(polarities) == 1 else "other",
-                                 tests[0].assumption)
+                                 tests[0].assumption, "node" if all(t.scope == "node" for t in tests) else "global")
         self._returns[id(target)] = found
         return found
 
@@ -320,7 +338,7 @@ class RankFlow:
                 if found is not None:
                     return RankTest(f"{name} is not None", found.key,
                                     found.polarity if side == "body" else found.negated().polarity,
-                                    found.assumption)
+                                    found.assumption, found.scope)
         return None
 
     def uniform(self, node: ast.AST, fn: "Function") -> bool:
@@ -334,6 +352,10 @@ class RankFlow:
         if isinstance(node, ast.Compare):
             return all(self.uniform(n, fn) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
         return False
+
+
+def _flag_scope(name: str) -> str:
+    return "node" if "local" in name.lower() else "global"
 
 
 def _key(node: ast.AST) -> str:

@@ -165,3 +165,29 @@ def test_ranks_taking_turns_in_a_loop_over_the_world_is_not_one_sided(tmp_path):
         load_in_turn(None)
     """)
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP806, per node
+def test_a_save_under_a_per_node_rank_test_is_one_writer_per_node(tmp_path):
+    found, _ = lint(tmp_path, """
+        def save_checkpoint(state, filename="checkpoint.pth.tar"):
+            torch.save(state, filename)
+        def save_model(path, local_rank):
+            if local_rank > 0:
+                return
+            torch.save({}, path)
+        def main_worker(gpu, ngpus_per_node, args):
+            args.rank = args.rank * ngpus_per_node + gpu
+            if not args.multiprocessing_distributed or (args.multiprocessing_distributed
+                                                        and args.rank % ngpus_per_node == 0):
+                save_checkpoint({})
+            local_rank = int(os.environ["LOCAL_RANK"])
+            save_model("vae.pt", local_rank)
+            if dist.get_rank() == 0:
+                torch.save({}, "global.pt")                   # global rank 0: fine
+        main_worker(0, 1, None)
+    """)
+    assert codes(found) == [("DDP806", "warning", 8), ("DDP806", "warning", 12)]
+    first = next(f for f in found if f.location.line == 8)
+    assert "one rank per node" in first.message and "global rank 0" in first.message
+    assert first.evidence["per_node"] is True and "dist.get_rank() == 0" in first.hint
