@@ -242,7 +242,7 @@ class FactBuilder:
         if fn in stack or depth <= 0:
             return False
         for caller, event in sites:
-            if event.guards:
+            if event.guards or _single_process(event.conds):
                 continue
             if caller.node is caller.module.file.tree:
                 return False
@@ -554,6 +554,9 @@ class FactBuilder:
                     found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
                                           _per_node(event.guards)))
                     continue
+                if _single_process(event.conds):
+                    found.append(SaveFact(where, path_text, False, "on the single-process path"))
+                    continue
                 if path is not None and self.mentions_rank(path, fn):
                     found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
                     continue
@@ -590,6 +593,15 @@ class FactBuilder:
             if found:
                 return found
         return None
+
+
+SINGLE = re.compile(r"^not [\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$|world_size == 1$",
+                    re.IGNORECASE)
+
+
+def _single_process(conds: tuple) -> bool:
+    """Under `if not args.distributed:` / `if not enable_fsdp:`: the run is not distributed there."""
+    return any(SINGLE.search(c) for c, _ in conds)
 
 
 def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:

@@ -194,13 +194,25 @@ class Program:
         return seen
 
     def _classes_named(self, fn: Function) -> list[Klass]:
-        """Local classes a reached function names (built, subclassed or passed along)."""
+        """Local classes a reached function builds or hands on (`LightningCLI(Model)`,
+        `model_cls=Net`, `factory = Net`); not those it only tests (`isinstance(x, Net)`) or
+        annotates with."""
         found = []
-        for node in _own_nodes(fn.node) if not isinstance(fn.node, ast.Module) else _module_nodes(fn.node):
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
-                target = self._callee_symbol(node, fn) if isinstance(node, (ast.Name, ast.Attribute)) else None
-                if isinstance(target, Klass):
-                    found.append(target)
+        nodes = _own_nodes(fn.node) if not isinstance(fn.node, ast.Module) else _module_nodes(fn.node)
+        for node in nodes:
+            if isinstance(node, ast.Call):
+                if last_name(node.func) in ("isinstance", "issubclass", "cast"):
+                    continue
+                handed = [node.func, *node.args, *(kw.value for kw in node.keywords)]
+            elif isinstance(node, (ast.Assign, ast.Return)) and node.value is not None:
+                handed = [node.value]
+            else:
+                continue
+            for value in handed:
+                if isinstance(value, (ast.Name, ast.Attribute)):
+                    target = self._callee_symbol(value, fn)
+                    if isinstance(target, Klass):
+                        found.append(target)
         return found
 
     # ------------------------------------------------------------------ indexing

@@ -191,3 +191,20 @@ def test_a_save_under_a_per_node_rank_test_is_one_writer_per_node(tmp_path):
     first = next(f for f in found if f.location.line == 8)
     assert "one rank per node" in first.message and "global rank 0" in first.message
     assert first.evidence["per_node"] is True and "dist.get_rank() == 0" in first.hint
+
+
+def test_a_save_on_the_single_process_path_or_in_an_unbuilt_class_is_not_every_rank(tmp_path):
+    found, _ = lint(tmp_path, """
+        class HFCheckpointer:                     # only named in a type test: never built here
+            def save_checkpoint(self, state):
+                torch.save(state, "hf.pt")
+        def save_model_checkpoint(model, output_dir):
+            torch.save(model.state_dict(), output_dir + "/model.pt")
+        def train(model, cfg, ckpt):
+            if isinstance(ckpt, HFCheckpointer):
+                print("hf")
+            if not cfg.enable_fsdp:
+                save_model_checkpoint(model, cfg.output_dir)
+        train(None, None, None)
+    """)
+    assert codes(found) == []
