@@ -77,6 +77,7 @@ class AccumulationFact:
     loop: Location  # the micro-step loop (or the loop whose step is conditional)
     step: Optional[Location]
     pattern: str  # "micro_step_loop" | "conditional_step"
+    by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
 
 
 @dataclass
@@ -98,6 +99,7 @@ class LintFacts:
     framework: Optional[str]  # "accelerate" | "lightning" | "transformers" | None
     ddp_model: bool  # a DistributedDataParallel is built
     no_sync: bool  # no_sync / require_backward_grad_sync appear in the source
+    accumulate: bool = False  # accelerator.accumulate() / gradient_accumulation_steps= appear
     guarded_collectives: list[GuardedCollective] = field(default_factory=list)
     loaders: list[LoaderFact] = field(default_factory=list)
     samplers: list[SamplerFact] = field(default_factory=list)
@@ -496,14 +498,16 @@ class FactBuilder:
 
     def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
         calls = list(_loop_calls(loop.body, False))
-        backward = [c for c, cond in calls if not cond and self._backward(c, fn)]
-        if not backward:
+        backward = self._always(loop.body, fn, self._backward)
+        if backward is None:
             return None
-        steps = [(c, cond) for c, cond in calls if self._step(c, fn)]
+        by = "accelerate" if "accelerator" in text(backward.func).lower() else None
+        steps = [(c, cond or kind == "sometimes") for c, cond in calls
+                 for kind in [self._step_kind(c, fn)] if kind is not None]
         if steps:
             if any(not cond for _, cond in steps):
                 return None
-            return AccumulationFact(loc(fn, backward[0]), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step")
+            return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
         outer = _enclosing_loop(fn.node, loop)
         if outer is None:
             return None
@@ -511,12 +515,46 @@ class FactBuilder:
                  and c.lineno > loop.lineno]
         if not after:
             return None
-        return AccumulationFact(loc(fn, backward[0]), loc(fn, loop), loc(fn, after[0]), "micro_step_loop")
+        return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
+
+    def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2) -> Optional[ast.Call]:
+        """The first call matching pred that runs on every pass of body: not under an `if`,
+        or under both sides of one (`if scaler is not None: scaler.scale(loss).backward()
+        else: loss.backward()`). Nested loops and defs are not entered."""
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor,
+                                 ast.While)):
+                continue
+            if isinstance(stmt, ast.If):
+                found = next((c for c in _expr_calls(stmt.test, False) if pred(c[0], fn, depth)), None)
+                if found:
+                    return found[0]
+                if stmt.orelse:
+                    a = self._always(stmt.body, fn, pred, depth)
+                    if a is not None and self._always(stmt.orelse, fn, pred, depth) is not None:
+                        return a
+                continue
+            if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                found = next((c for item in stmt.items for c, _ in _expr_calls(item.context_expr, False)
+                              if pred(c, fn, depth)), None)
+                found = found or self._always(stmt.body, fn, pred, depth)
+                if found is not None:
+                    return found
+                continue
+            if isinstance(stmt, ast.Try):
+                found = self._always(stmt.body, fn, pred, depth)
+                if found is not None:
+                    return found
+                continue
+            for call, _ in _expr_calls(stmt, False):
+                if pred(call, fn, depth):
+                    return call
+        return None
 
     def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             owner = (last_name(call.func.value) or "").lower()
-            return not any(w in owner for w in ("engine", "accelerator", "fabric", "deepspeed"))
+            return not any(w in owner for w in ("engine", "fabric", "deepspeed"))
         return self._through(call, fn, depth, self._backward)
 
     def _step(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
@@ -529,15 +567,36 @@ class FactBuilder:
             return False
         return self._through(call, fn, depth, self._step)
 
+    def _step_kind(self, call: ast.Call, fn: Function) -> Optional[str]:
+        """"always" / "sometimes" (a helper that steps under a switch its caller sets per call:
+        `loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)`) / None (no step)."""
+        if self._step(call, fn):
+            return "always"
+        targets, _ = self.program.resolve(call.func, fn)
+        for target in targets:
+            for stmt in _own_nodes(target.node):
+                if not isinstance(stmt, ast.If):
+                    continue
+                inner = [c for part in stmt.body for c, _ in _expr_calls(part, False) if self._step(c, target, 1)]
+                if not inner:
+                    continue
+                switch = stmt.test.id if isinstance(stmt.test, ast.Name) else None
+                if switch is None or switch not in target.params:
+                    return "sometimes"
+                passed = keyword(call, switch)
+                index = target.params.index(switch)
+                if passed is None and index < len(call.args):
+                    passed = call.args[index]
+                if passed is None or is_const(passed, True):
+                    return "always"
+                return None if is_const(passed, False, 0, None) else "sometimes"
+        return None
+
     def _through(self, call: ast.Call, fn: Function, depth: int, pred) -> bool:
         if depth <= 0:
             return False
         targets, _ = self.program.resolve(call.func, fn)
-        for target in targets:
-            for inner, cond in _loop_calls(target.node.body, False):
-                if not cond and pred(inner, target, depth - 1):
-                    return True
-        return False
+        return any(self._always(target.node.body, target, pred, depth - 1) is not None for target in targets)
 
     # ------------------------------------------------------------------ saves
     def saves(self) -> list[SaveFact]:
@@ -709,7 +768,11 @@ def build(program: Program, script: str) -> LintFacts:
     no_sync = any(isinstance(n, ast.Attribute) and n.attr in ("no_sync", "require_backward_grad_sync")
                   for f in program.files for n in ast.walk(f.tree))
     loaders = builder.loaders(framework)
+    accumulate = any((isinstance(n, ast.Attribute) and n.attr == "accumulate")
+                     or (isinstance(n, ast.keyword) and n.arg == "gradient_accumulation_steps")
+                     for f in program.files for n in ast.walk(f.tree))
     return LintFacts(
+        accumulate=accumulate,
         script=script, files=[f.display for f in program.files],
         statements=sum(f.statements for f in program.files),
         distributed=distributed, distributed_how=how, framework=framework, ddp_model=ddp,

@@ -208,3 +208,63 @@ def test_a_save_on_the_single_process_path_or_in_an_unbuilt_class_is_not_every_r
         train(None, None, None)
     """)
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP805
+def test_accumulation_through_a_loss_scaler_object_and_a_backward_helper(tmp_path):
+    found, _ = lint(tmp_path, """
+        class LossScaler:
+            def __init__(self):
+                self._scaler = torch.cuda.amp.GradScaler()
+            def __call__(self, loss, optimizer, update_grad=True):
+                self._scaler.scale(loss).backward()
+                if update_grad:
+                    self._scaler.step(optimizer)
+                    self._scaler.update()
+        def backward(loss, scaler):
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+        model = DDP(torch.nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        def train_one_epoch(loss_scaler, accum_iter):
+            for i in range(8):
+                loss = model(torch.randn(2, 4)).sum() / accum_iter
+                loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_iter == 0)
+        def train_micro(scaler, accum_freq):
+            for step in range(8):
+                for ii in range(accum_freq):
+                    backward(model(torch.randn(2, 4)).sum(), scaler)
+                if scaler is not None:
+                    scaler.step(optimizer)
+                else:
+                    optimizer.step()
+        def plain(loss_scaler):                     # steps every batch: no accumulation
+            for i in range(8):
+                loss_scaler(model(torch.randn(2, 4)).sum(), optimizer)
+        train_one_epoch(LossScaler(), 4)
+        train_micro(None, 4)
+        plain(LossScaler())
+    """)
+    assert codes(found) == [("DDP805", "warning", 25), ("DDP805", "warning", 29)]
+
+
+def test_accelerate_accumulating_by_hand_without_accumulate(tmp_path):
+    source = """
+        from accelerate import Accelerator
+        accelerator = Accelerator({kw})
+        model = torch.nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model, optimizer = accelerator.prepare(model, optimizer)
+        for step in range(8):
+            loss = model(torch.randn(2, 4)).sum() / 4
+            accelerator.backward(loss)
+            if step % 4 == 0:
+                optimizer.step()
+    """
+    found, _ = lint(tmp_path, source.replace("{kw}", ""))
+    assert codes(found) == [("DDP805", "warning", 14)]
+    assert "accelerator.accumulate(model)" in found[0].hint
+    found, _ = lint(tmp_path, source.replace("{kw}", "gradient_accumulation_steps=4"))
+    assert codes(found) == []
