@@ -261,10 +261,19 @@ class FactBuilder:
                 return True
         return False
 
-    def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3) -> bool:
+    def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3, strict: bool = False) -> bool:
+        """The expression depends on the rank. strict: the rank selects the data (`x[rank::world]`,
+        `random_split(...)[rank]`, `.shard(...)`), not merely passed along (`Dataset(rank=rank)`
+        that only uses it to cache on one rank)."""
         ranks = self.program.ranks
         for sub in ast.walk(node):
-            if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub, fn):
+            if strict and isinstance(sub, ast.Subscript):
+                if any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and ranks.is_rank(n, fn)
+                       for n in ast.walk(sub.slice)):
+                    return True
+                continue
+            if not strict and isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) \
+                    and ranks.is_rank(sub, fn):
                 return True
             if isinstance(sub, ast.Call) and (last_name(sub.func) or "") in ("shard", "split_dataset_by_node"):
                 return True
@@ -274,7 +283,7 @@ class FactBuilder:
             if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and
                                              isinstance(sub.value, ast.Name) and sub.value.id == "self"):
                 for value, scope in self.program.values_of(sub, fn, 1):
-                    if value is not sub and self.mentions_rank(value, scope, depth - 1):
+                    if value is not sub and self.mentions_rank(value, scope, depth - 1, strict):
                         return True
         return False
 
@@ -344,7 +353,7 @@ class FactBuilder:
                        if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS} if sampler is not None else set()
             found.append(LoaderFact(
                 sampler_class=" or ".join(sorted(filter(None, classes))),
-                trains=bool(name) and name in self._training_names(),
+                trains=self._trains(fn, name),
                 train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
                 unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None,
                 handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
@@ -373,12 +382,12 @@ class FactBuilder:
                                     if isinstance(n, ast.Name)}
         return self._framework_data
 
-    def _training_names(self) -> set[str]:
-        """Names iterated by a loop whose body runs backward (directly or through a local call):
-        the training loaders. A parameter iterated so names what its callers pass."""
+    def _training_names(self) -> set[tuple[int, str]]:
+        """(function, name) pairs a loop that runs backward iterates: the training loaders, by
+        scope. A parameter iterated so names what each caller passes, in the caller's scope."""
         if hasattr(self, "_train_names"):
             return self._train_names
-        names: set[str] = set()
+        names: set[tuple[int, str]] = set()
         for fn in self.functions:
             for node, _ in _loops(fn.node, 0):
                 if not isinstance(node, (ast.For, ast.AsyncFor)):
@@ -390,11 +399,25 @@ class FactBuilder:
                     name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
                     if not name:
                         continue
-                    names.add(name)
-                    for value, _ in fn.arguments.get(name, []):
-                        names.add(last_name(value) or "")
+                    names.add((id(fn), name))
+                    for value, caller in fn.arguments.get(name, []):
+                        names.add((id(caller), last_name(value) or ""))
         self._train_names = names
         return names
+
+    def _trains(self, fn: Function, name: str) -> bool:
+        """The loader bound to name in fn is iterated by a backward loop: there, or (returned by a
+        builder) where a caller binds what the builder returns."""
+        if not name:
+            return False
+        if (id(fn), name) in self._training_names():
+            return True
+        if name == fn.name:  # `return DataLoader(...)`: follow the callers
+            for caller, event in self.callers().get(fn, []):
+                bound = self.bound_name(caller, event.node) if isinstance(event.node, ast.Call) else ""
+                if bound and (id(caller), bound) in self._training_names():
+                    return True
+        return False
 
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function) -> str:
         if sampler is None or is_const(sampler, None):
@@ -468,7 +491,7 @@ class FactBuilder:
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
                 shuffle=shuffle is None or not is_const(shuffle, False, 0),
                 set_epoch=matched, constant_epoch=constant, across_epochs=across,
-                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn),
+                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
         return found
 

@@ -268,3 +268,33 @@ def test_accelerate_accumulating_by_hand_without_accumulate(tmp_path):
     assert "accelerator.accumulate(model)" in found[0].hint
     found, _ = lint(tmp_path, source.replace("{kw}", "gradient_accumulation_steps=4"))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP803 / DDP802 scope
+def test_a_dataset_given_the_rank_to_cache_on_one_rank_is_not_sharded(tmp_path):
+    found, _ = lint(tmp_path, """
+        class Images(torch.utils.data.Dataset):
+            def __init__(self, path, rank=-1):
+                self.cache = rank in (-1, 0)
+        LOCAL_RANK = int(os.getenv("LOCAL_RANK", -1))
+        dataset = Images("x", rank=LOCAL_RANK)
+        sampler = DistributedSampler(dataset, shuffle=True)
+    """)
+    assert [f for f in found if f.code == "DDP803"] == []
+
+
+def test_a_loader_name_iterated_for_training_elsewhere_does_not_make_an_eval_loader_training(tmp_path):
+    found, _ = lint(tmp_path, TRAIN_LOOP + """
+def get_imagenet(ds):
+    sampler = RandomSampler(ds)
+    dataloader = DataLoader(ds, batch_size=8, sampler=sampler)
+    return dataloader
+def train(data):
+    dataloader = data["train"]
+    for x, in dataloader:
+        model(x).sum().backward()
+        opt.step()
+train({"train": None})
+get_imagenet(None)
+""")
+    assert [f for f in found if f.code == "DDP802"] == []
