@@ -109,6 +109,7 @@ class LintFacts:
     functions: int = 0  # functions and methods read
     unreachable: int = 0  # of those, never run from the entry script: not judged
     notes: list[str] = field(default_factory=list)  # files not read, and why
+    cached: bool = False  # read from the cache: no file changed since the last lint
 
 
 def loc(fn: Function, node: ast.AST) -> Location:
@@ -314,7 +315,7 @@ class FactBuilder:
         return any(self._self_sharding(b, seen) for b in self.program.bases(klass))
 
     def bound_name(self, fn: Function, call: ast.Call) -> str:
-        for node in _own_nodes(fn.node):
+        for node in fn.own:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is call:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 return last_name(targets[0]) or ""
@@ -447,7 +448,7 @@ class FactBuilder:
                       if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"]
         iterated = self._iterated()
         epoch_loop = any(isinstance(n, (ast.For, ast.AsyncFor)) and "epoch" in text(n.target).lower()
-                         for f in program.files for n in ast.walk(f.tree))
+                         for f in program.files for n in f.nodes)
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():
@@ -463,7 +464,7 @@ class FactBuilder:
                     loader_at = fact.location
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
-                for node in _own_nodes(fn.node):
+                for node in fn.own:
                     if isinstance(node, ast.Call) and any(kw.value is call for kw in node.keywords):
                         fact = by_line.get((fn.file.display, node.lineno))
                         loader_name = fact.name if fact else ""
@@ -597,7 +598,7 @@ class FactBuilder:
             return "always"
         targets, _ = self.program.resolve(call.func, fn)
         for target in targets:
-            for stmt in _own_nodes(target.node):
+            for stmt in target.own:
                 if not isinstance(stmt, ast.If):
                     continue
                 inner = [c for part in stmt.body for c, _ in _expr_calls(part, False) if self._step(c, target, 1)]
@@ -789,11 +790,11 @@ def build(program: Program, script: str) -> LintFacts:
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
                 break
     no_sync = any(isinstance(n, ast.Attribute) and n.attr in ("no_sync", "require_backward_grad_sync")
-                  for f in program.files for n in ast.walk(f.tree))
+                  for f in program.files for n in f.nodes)
     loaders = builder.loaders(framework)
     accumulate = any((isinstance(n, ast.Attribute) and n.attr == "accumulate")
                      or (isinstance(n, ast.keyword) and n.arg == "gradient_accumulation_steps")
-                     for f in program.files for n in ast.walk(f.tree))
+                     for f in program.files for n in f.nodes)
     return LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.files],

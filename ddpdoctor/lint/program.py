@@ -77,6 +77,14 @@ class Function:
     calls: list[tuple[ast.Call, tuple[Guard, ...], int]] = field(default_factory=list)  # every call
     # what callers pass for each parameter: name -> [(argument, caller)]
     arguments: dict[str, list[tuple[ast.AST, "Function"]]] = field(default_factory=dict)
+    _own: Optional[list] = field(default=None, repr=False)
+
+    @property
+    def own(self) -> list[ast.AST]:
+        """Every node of the body, not inside nested defs (computed once: many passes read it)."""
+        if self._own is None:
+            self._own = list(_own_nodes(self.node))
+        return self._own
 
     @property
     def params(self) -> list[str]:
@@ -148,9 +156,7 @@ class Program:
         for function in self.functions:
             self._bind_arguments(function)
         self.ranks.index()
-        for function in self.functions:
-            Walker(self, function).run()
-        self.reachable = self._reachable()
+        self.reachable = self._reachable()  # walks each reached function (only those) once
         self.skipped = sum(1 for f in self.functions if f not in self.reachable)
 
     # ------------------------------------------------------------------ reachability
@@ -174,6 +180,7 @@ class Program:
             if fn in seen:
                 continue
             seen.add(fn)
+            Walker(self, fn).run()
             queue.extend(fn.nested.values())
             for event in fn.events:
                 if event.kind not in ("call", "ref"):
@@ -198,7 +205,7 @@ class Program:
         `model_cls=Net`, `factory = Net`); not those it only tests (`isinstance(x, Net)`) or
         annotates with."""
         found = []
-        nodes = _own_nodes(fn.node) if not isinstance(fn.node, ast.Module) else _module_nodes(fn.node)
+        nodes = fn.own if not isinstance(fn.node, ast.Module) else _module_nodes(fn.node)
         for node in nodes:
             if isinstance(node, ast.Call):
                 if last_name(node.func) in ("isinstance", "issubclass", "cast"):
@@ -223,7 +230,7 @@ class Program:
         module.body = Function("<module>", "<module>", source, source.tree, module)
         self.functions.append(module.body)
         package = source.module if source.path.name == "__init__.py" else source.module.rpartition(".")[0]
-        for node in ast.walk(source.tree):
+        for node in source.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -271,7 +278,7 @@ class Program:
                         self._index_body(sub, module, cls, parent, prefix)
 
     def _collect_bindings(self, fn: Function) -> None:
-        for node in _own_nodes(fn.node):
+        for node in fn.own:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
@@ -284,7 +291,7 @@ class Program:
     def _bind_arguments(self, fn: Function) -> None:
         """Record, on each local function a call reaches, what the call passes for each parameter
         (one level, any caller): `accuracy(ddp_net, x)` tells `accuracy` its `net` is a DDP model."""
-        for node in _own_nodes(fn.node):
+        for node in fn.own:
             if not isinstance(node, ast.Call):
                 continue
             targets, _ = self.resolve(node.func, fn)
@@ -432,13 +439,20 @@ class Program:
                 return self.full_symbol(target, depth - 1)
         return None
 
-    def bases(self, klass: Klass) -> Iterator[Klass]:
+    def bases(self, klass: Klass) -> list[Klass]:
+        """The local classes a class derives from (resolved once per class)."""
+        cache = self.__dict__.setdefault("_bases", {})
+        if klass in cache:
+            return cache[klass]
+        cache[klass] = []
         body = klass.module.body
-        for base in klass.bases:
-            found = self.symbol(base, body) if "." not in base else self.full_symbol(
-                self.qualify(ast.parse(base, mode="eval").body, body) or base)
-            if isinstance(found, Klass) and found is not klass:
-                yield found
+        found = []
+        for base, node in zip(klass.bases, [b for b in klass.node.bases if dotted(b)]):
+            target = self.symbol(base, body) if "." not in base else self.full_symbol(self.qualify(node, body) or base)
+            if isinstance(target, Klass) and target is not klass:
+                found.append(target)
+        cache[klass] = found
+        return found
 
     def method(self, klass: Klass, name: str, seen: Optional[set] = None) -> Optional[Function]:
         seen = seen or set()
@@ -531,7 +545,14 @@ class Program:
     def _named(self, attr: str) -> list[Function]:
         if attr.startswith("__"):
             return []
-        return [k.methods[attr] for k in self.classes if attr in k.methods]
+        index = self.__dict__.get("_methods_by_name")
+        if index is None:
+            index = {}
+            for klass in self.classes:
+                for name, method in klass.methods.items():
+                    index.setdefault(name, []).append(method)
+            self._methods_by_name = index
+        return list(index.get(attr, ()))
 
     def reference(self, node: ast.AST, fn: Function) -> list[Function]:
         """A local function passed by name (a callback, mp.spawn's target, a Thread target)."""
@@ -645,7 +666,7 @@ class Program:
                 if isinstance(target, Klass) and self._class_buffered(target, seen):
                     return True
                 if isinstance(target, Function):
-                    for ret in (n.value for n in _own_nodes(target.node) if isinstance(n, ast.Return) and n.value):
+                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value):
                         if self._buffered(ret, target, depth - 1, seen):
                             return True
                 for arg in value.args:
@@ -708,7 +729,7 @@ def _calls_param(target: "Function", slot) -> bool:
                or (isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
                or (isinstance(n, ast.Call) and CALLBACK_SINK.search(last_name(n.func) or "")
                    and any(isinstance(a, ast.Name) and a.id == name for a in n.args))
-               for n in _own_nodes(target.node))
+               for n in target.own)
 
 
 # Calls that keep a function to call it later: a helper passing its argument on to one of these

@@ -69,7 +69,7 @@ class RankFlow:
 
         program = self.program
         for fn in program.functions:
-            for call in _own_nodes(fn.node):
+            for call in fn.own:
                 if not isinstance(call, ast.Call):
                     continue
                 if last_name(call.func) in SPAWNERS and call.args:
@@ -331,7 +331,7 @@ class RankFlow:
         for value, scope in values:
             if is_const(value, None):
                 continue
-            branch = _enclosing_if(scope.node, value)
+            branch = _enclosing_if(scope, value)
             if branch is not None:
                 stmt, side = branch
                 found = self.guard(stmt.test, scope)
@@ -368,7 +368,7 @@ def _loop_over_ranks(node: ast.AST, fn: "Function") -> bool:
 
     if not isinstance(node, ast.Name):
         return False
-    for loop in _own_nodes(fn.node):
+    for loop in fn.own:
         if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == node.id:
             return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
     return False
@@ -383,23 +383,19 @@ def _returns(target: "Function") -> list[ast.AST]:
 
     if isinstance(target.node, ast.Module):
         return []
-    return [n.value for n in _own_nodes(target.node) if isinstance(n, ast.Return) and n.value is not None]
+    return [n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None]
 
 
-def _enclosing_if(root: ast.AST, value: ast.AST) -> Optional[tuple[ast.If, str]]:
+def _enclosing_if(fn: "Function", value: ast.AST) -> Optional[tuple[ast.If, str]]:
     """The innermost `if` of a function whose body (or else) holds the statement assigning value."""
-    best = None
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) \
-                    and child is not root:
-                continue
-            if isinstance(child, ast.If):
-                for side, part in (("body", child.body), ("else", child.orelse)):
+    index = fn.__dict__.get("_assigned_under")
+    if index is None:  # built once per function: id(assigned value) -> (if, side)
+        index = {}
+        for node in fn.own:
+            if isinstance(node, ast.If):
+                for side, part in (("body", node.body), ("else", node.orelse)):
                     for stmt in part:
-                        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is value:
-                            best = (child, side)
-            stack.append(child)
-    return best
+                        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                            index[id(stmt.value)] = (node, side)
+        fn.__dict__["_assigned_under"] = index
+    return index.get(id(value))

@@ -13,11 +13,20 @@ from ddpdoctor.report.model import Report
 
 
 def gather(script: str) -> LintFacts:
-    """The facts of a script and the local modules it imports. Bad input raises UsageError."""
+    """The facts of a script and the local modules it imports, from the cache when none of its
+    files changed since the last lint. Bad input raises UsageError."""
+    from ddpdoctor.lint import cache
+
     started = time.perf_counter()
+    facts = cache.load(script)
+    if facts is not None:
+        facts.cached = True
+        facts.elapsed_s = time.perf_counter() - started
+        return facts
     program = Program(load_program(script))
     facts = build(program, script)
     facts.elapsed_s = time.perf_counter() - started
+    cache.store(script, facts, [str(f.path) for f in program.files])
     return facts
 
 
@@ -42,7 +51,8 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
                  " not judged" if facts.unreachable else "")
               + f"; distributed: {how}"
               + (f"; framework: {facts.framework}" if facts.framework else "")
-              + f"; {facts.elapsed_s * 1000:.0f} ms")
+              + f"; {facts.elapsed_s * 1000:.0f} ms" + (" (unchanged since the last lint: cached)"
+                                                        if facts.cached else ""))
     notes = []
     if facts.distributed is None and facts.framework is None:
         notes.append("the script sets up no process group (init_process_group, DDP, a framework): "
@@ -50,7 +60,8 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
     notes.extend(facts.notes)
     metrics = {"files": facts.files, "statements": facts.statements,
                "functions": facts.functions, "unreachable_functions": facts.unreachable,
-               "elapsed_ms": round(facts.elapsed_s * 1000, 1), "framework": facts.framework,
+               "elapsed_ms": round(facts.elapsed_s * 1000, 1), "cached": facts.cached,
+               "framework": facts.framework,
                "distributed": str(facts.distributed) if facts.distributed else None}
     return Report(command="lint", results=results, fail_on=fail_on, header=header,
                   metrics=metrics, notes=notes)

@@ -28,10 +28,18 @@ class SourceFile:
     module: str  # dotted name it is imported by ("" for the script itself)
     tree: ast.Module
     lines: list[str] = field(default_factory=list)
+    _nodes: Optional[list] = field(default=None, repr=False)
+
+    @property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the file, walked once (several passes read them)."""
+        if self._nodes is None:
+            self._nodes = list(ast.walk(self.tree))
+        return self._nodes
 
     @property
     def statements(self) -> int:
-        return sum(1 for n in ast.walk(self.tree) if isinstance(n, ast.stmt))
+        return sum(1 for n in self.nodes if isinstance(n, ast.stmt))
 
 
 def display_path(path: Path) -> str:
@@ -73,12 +81,12 @@ def _candidates(name: str, roots: list[Path]) -> Optional[Path]:
     return None
 
 
-def _imported_names(tree: ast.Module, module: str, is_package: bool) -> list[str]:
+def _imported_names(nodes: list[ast.AST], module: str, is_package: bool) -> list[str]:
     """Every dotted module name the file may import (relative imports resolved), including the
     submodules named in `from pkg import sub`."""
     names = []
     package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
@@ -124,7 +132,7 @@ def load_program(script: str) -> list[SourceFile]:
                 module = ".".join(rel.parts)
             except ValueError:
                 module = current.path.stem
-        for name in _imported_names(current.tree, module, is_package):
+        for name in _imported_names(current.nodes, module, is_package):
             found = _candidates(name, roots)
             if found is None or found in seen or "site-packages" in found.parts:
                 continue
