@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, dotted, env_key, is_const,
                                      last_name, text)
 
-if TYPE_CHECKING:
-    from ddpdoctor.lint.program import Function, Program
-
+Function = Any  # ddpdoctor.lint.program.Function (program imports this module, not the reverse)
+Program = Any
 # The spellings of a process's rank, for names the source does not explain.
 RANK_NAME = re.compile(
     r"^(?:(?:local|global|world|node|group|process|proc|ddp|ddp_local|dist|my|this|cur|current|gpu|"
@@ -53,20 +52,18 @@ SPAWNERS = {"spawn", "start_processes"}
 class RankFlow:
     """Rank values and rank tests of one program, answered per scope and cached."""
 
-    def __init__(self, program: "Program") -> None:
+    def __init__(self, program: Program) -> None:
         self.program = program
         self._rank: dict[tuple[int, int], bool] = {}
         self._flag: dict[tuple[int, int], Optional[RankTest]] = {}
         self._returns: dict[int, Optional[RankTest]] = {}
         self._returns_rank: dict[int, bool] = {}
         self.spawn_params: set[tuple[int, str]] = set()  # (id(function), its first parameter)
-        self.attributes: dict[str, list[tuple[ast.AST, "Function"]]] = {}  # "args.gpu" -> values
+        self.attributes: dict[str, list[tuple[ast.AST, Function]]] = {}  # "args.gpu" -> values
 
     # ------------------------------------------------------------------ set-up
     def index(self) -> None:
         """What needs the whole program once: spawn targets, `obj.attr = ...` outside classes."""
-        from ddpdoctor.lint.program import _own_nodes
-
         program = self.program
         for fn in program.functions:
             for call in fn.own:
@@ -82,7 +79,7 @@ class RankFlow:
                 self.attributes.setdefault(name, []).extend((v, fn) for v in values)
 
     # ------------------------------------------------------------------ values
-    def is_rank(self, node: ast.AST, fn: "Function", depth: int = 4) -> bool:
+    def is_rank(self, node: ast.AST, fn: Function, depth: int = 4) -> bool:
         """The expression's value is (a function of only) this process's rank."""
         key = (id(node), id(fn))
         if key in self._rank:
@@ -92,7 +89,7 @@ class RankFlow:
         self._rank[key] = found
         return found
 
-    def _is_rank(self, node: ast.AST, fn: "Function", depth: int) -> bool:
+    def _is_rank(self, node: ast.AST, fn: Function, depth: int) -> bool:
         if isinstance(node, ast.Call):
             if env_key(node) in RANK_ENV:
                 return True
@@ -127,7 +124,7 @@ class RankFlow:
             return spelled
         return False
 
-    def _values(self, node: ast.AST, fn: "Function") -> Optional[list[tuple[ast.AST, "Function"]]]:
+    def _values(self, node: ast.AST, fn: Function) -> Optional[list[tuple[ast.AST, Function]]]:
         """What the source says a name or attribute holds; None when it says nothing."""
         program = self.program
         if isinstance(node, ast.Name):
@@ -147,15 +144,15 @@ class RankFlow:
                 return self.attributes[key]
         return None
 
-    def _spawn_index(self, name: str, fn: "Function") -> bool:
-        scope: Optional["Function"] = fn
+    def _spawn_index(self, name: str, fn: Function) -> bool:
+        scope: Optional[Function] = fn
         while scope is not None:
             if name in scope.params:
                 return (id(scope), name) in self.spawn_params
             scope = scope.parent
         return False
 
-    def _function_returns_rank(self, target: "Function", depth: int) -> bool:
+    def _function_returns_rank(self, target: Function, depth: int) -> bool:
         if id(target) in self._returns_rank:
             return self._returns_rank[id(target)]
         self._returns_rank[id(target)] = False
@@ -165,7 +162,7 @@ class RankFlow:
         return found
 
     # ------------------------------------------------------------------ tests
-    def guard(self, test: ast.AST, fn: "Function", depth: int = 4) -> Optional[RankTest]:
+    def guard(self, test: ast.AST, fn: Function, depth: int = 4) -> Optional[RankTest]:
         """The rank test in an `if`/`while` test, or None when the test is the same on every rank."""
         key = (id(test), id(fn))
         if key in self._flag:
@@ -175,7 +172,7 @@ class RankFlow:
         self._flag[key] = found
         return found
 
-    def _guard(self, test: ast.AST, fn: "Function", depth: int) -> Optional[RankTest]:
+    def _guard(self, test: ast.AST, fn: Function, depth: int) -> Optional[RankTest]:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             inner = self.guard(test.operand, fn, depth)
             return inner.negated() if inner else None
@@ -217,7 +214,7 @@ class RankFlow:
                 return RankTest(text(test), name, "zero", scope=_flag_scope(name))
         return None
 
-    def _bool(self, test: ast.BoolOp, fn: "Function", depth: int) -> Optional[RankTest]:
+    def _bool(self, test: ast.BoolOp, fn: Function, depth: int) -> Optional[RankTest]:
         """`a and rank == 0`: rank-conditional where `a` holds on every rank (an assumption the
         lint states); `not dist.is_initialized() or rank == 0`: the uniform part drops out."""
         ranked, values = [], []
@@ -238,7 +235,7 @@ class RankFlow:
             assumption = f"{extra} is {holds} on every rank" + (f", and {assumption}" if assumption else "")
         return RankTest(text(test), first.key, polarity, assumption, first.scope)
 
-    def _compare(self, test: ast.Compare, fn: "Function", depth: int) -> Optional[RankTest]:
+    def _compare(self, test: ast.Compare, fn: Function, depth: int) -> Optional[RankTest]:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, (ast.Is, ast.IsNot)) and is_const(right, None):
             # `saver is not None` where saver exists on one rank only
@@ -279,7 +276,7 @@ class RankFlow:
                 polarity = "nonzero"
         return RankTest(text(test), _key(left), polarity, scope=self._scope(left, fn))
 
-    def _scope(self, node: ast.AST, fn: "Function", depth: int = 3) -> str:
+    def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return "node"
@@ -294,7 +291,7 @@ class RankFlow:
             return self._scope(node.args[0], fn, depth)
         return "global"
 
-    def _function_test(self, target: "Function", depth: int) -> Optional[RankTest]:
+    def _function_test(self, target: Function, depth: int) -> Optional[RankTest]:
         """A helper whose every return value is the same kind of rank test."""
         if id(target) in self._returns:
             return self._returns[id(target)]
@@ -309,7 +306,7 @@ class RankFlow:
         self._returns[id(target)] = found
         return found
 
-    def _one_rank_object(self, node: ast.AST, fn: "Function") -> Optional[RankTest]:
+    def _one_rank_object(self, node: ast.AST, fn: Function) -> Optional[RankTest]:
         """`x` is None on some ranks and an object on others: `x = X() if rank == 0 else None`, or
         `x = None` and then `if rank == 0: x = X()`. The test `x is not None` is that rank test."""
         values = self._values(node, fn)
@@ -341,7 +338,7 @@ class RankFlow:
                                     found.assumption, found.scope)
         return None
 
-    def uniform(self, node: ast.AST, fn: "Function") -> bool:
+    def uniform(self, node: ast.AST, fn: Function) -> bool:
         """A test the same on every rank that says whether the run is distributed at all."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return self.uniform(node.operand, fn)
@@ -362,10 +359,8 @@ def _key(node: ast.AST) -> str:
     return last_name(node) or text(node)
 
 
-def _loop_over_ranks(node: ast.AST, fn: "Function") -> bool:
+def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     """`r` in `for r in range(world_size):` (or over the number of processes)."""
-    from ddpdoctor.lint.program import _own_nodes
-
     if not isinstance(node, ast.Name):
         return False
     for loop in fn.own:
@@ -378,15 +373,13 @@ def _on_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
-def _returns(target: "Function") -> list[ast.AST]:
-    from ddpdoctor.lint.program import _own_nodes
-
+def _returns(target: Function) -> list[ast.AST]:
     if isinstance(target.node, ast.Module):
         return []
     return [n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None]
 
 
-def _enclosing_if(fn: "Function", value: ast.AST) -> Optional[tuple[ast.If, str]]:
+def _enclosing_if(fn: Function, value: ast.AST) -> Optional[tuple[ast.If, str]]:
     """The innermost `if` of a function whose body (or else) holds the statement assigning value."""
     index = fn.__dict__.get("_assigned_under")
     if index is None:  # built once per function: id(assigned value) -> (if, side)
