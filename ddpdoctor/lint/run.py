@@ -23,8 +23,10 @@ def gather(script: str) -> LintFacts:
         facts.cached = True
         facts.elapsed_s = time.perf_counter() - started
         return facts
-    program = Program(load_program(script))
+    notes: list[str] = []
+    program = Program(load_program(script, notes))
     facts = build(program, script)
+    facts.notes.extend(notes)
     facts.elapsed_s = time.perf_counter() - started
     cache.store(script, facts, [str(f.path) for f in program.files])
     return facts

@@ -298,3 +298,21 @@ train({"train": None})
 get_imagenet(None)
 """)
     assert [f for f in found if f.code == "DDP802"] == []
+
+
+# ---------------------------------------------------------------------- files that do not parse
+def test_an_imported_module_that_does_not_parse_is_a_note_not_a_refusal(tmp_path):
+    found, facts = lint(tmp_path, """
+        import argparse
+        args = argparse.ArgumentParser().parse_args()
+        if args.arch == "resnext":
+            import models.resnext
+        torch.save({}, "every.pt")
+    """, models__resnext="""
+        def build(:
+            pass
+    """)
+    assert codes(found) == [("DDP806", "warning", 11)]
+    (note,) = facts.notes
+    assert "models/resnext.py:2: not valid Python" in note
+    assert "train.py:10 only when `args.arch == 'resnext'`; not read" in note
