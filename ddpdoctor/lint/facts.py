@@ -458,10 +458,10 @@ class FactBuilder:
             if shuffle is None and len(call.args) > 3:
                 shuffle = call.args[3]
             name = self.bound_name(fn, call)
-            loader_name, loader_at = "", None
+            loader_name, loader_at, fed = "", None, ""
             for fact in loaders:
                 if name and fact.sampler_text in (name, f"self.{name}") and fact.location.file == fn.file.display:
-                    loader_at = fact.location
+                    loader_at, fed = fact.location, fact.name
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
                 for node in fn.own:
@@ -485,7 +485,7 @@ class FactBuilder:
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
                             (loops > 0 or self.in_loop(sfn)):
                         constant = loc(sfn, scall)
-            names = {n for n in (own, loader_name, name) if n}
+            names = {n for n in (own, loader_name, name, fed) if n}
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             found.append(SamplerFact(
@@ -502,12 +502,18 @@ class FactBuilder:
         out: dict[str, bool] = {}
         for fn in self.functions:
             for node, depth in _loops(fn.node, 0):
-                if not isinstance(node, (ast.For, ast.AsyncFor)):
-                    continue
-                names = {last_name(n) for n in ast.walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
-                again = depth > 0 or self.in_loop(fn)
-                for name in filter(None, names):
-                    out[name] = out.get(name, False) or again
+                if isinstance(node, (ast.For, ast.AsyncFor)):
+                    names = {last_name(n) for n in ast.walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
+                    again = depth > 0 or self.in_loop(fn)
+                    for name in filter(None, names):
+                        out[name] = out.get(name, False) or again
+                # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch)
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \
+                            and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
+                        name = last_name(sub.args[0])
+                        if name:
+                            out[name] = True
         return out
 
     # ------------------------------------------------------------------ accumulation

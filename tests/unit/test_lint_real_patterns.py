@@ -316,3 +316,27 @@ def test_an_imported_module_that_does_not_parse_is_a_note_not_a_refusal(tmp_path
     (note,) = facts.notes
     assert "models/resnext.py:2: not valid Python" in note
     assert "train.py:10 only when `args.arch == 'resnext'`; not read" in note
+
+
+# ---------------------------------------------------------------------- DDP804
+def test_a_while_true_epoch_loop_without_set_epoch(tmp_path):
+    found, _ = lint(tmp_path, """
+        ds = TensorDataset(torch.randn(64, 4))
+        sampler = DistributedSampler(ds, shuffle=True)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        step = 0
+        while True:
+            for x, in loader:
+                step += 1
+            if step > 100:
+                break
+        stream = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+        it = iter(stream)
+        while step < 200:
+            try:
+                batch = next(it)
+            except StopIteration:
+                it = iter(stream)
+            step += 1
+    """)
+    assert codes(found) == [("DDP804", "warning", 8), ("DDP804", "warning", 16)]
