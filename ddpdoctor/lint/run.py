@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import os
 import time
 
+from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.core.registry import CheckResult, run_checks
+from ddpdoctor.core.registry import (CRASHED, FAILED, IGNORED, NOTED, PASSED, SKIPPED, WARNED, CheckResult,
+                                     run_checks)
 from ddpdoctor.lint.facts import LintFacts, build
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.sources import load_program
@@ -67,3 +71,91 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
                "distributed": str(facts.distributed) if facts.distributed else None}
     return Report(command="lint", results=results, fail_on=fail_on, header=header,
                   metrics=metrics, notes=notes)
+
+
+def changed_files(rev: str) -> list[str]:
+    """The Python files that differ from git revision `rev` in the working tree (added, copied,
+    modified, renamed), and the untracked ones git does not ignore."""
+    import subprocess
+
+    def git(*args: str) -> list[str]:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=60,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UsageError(f"--diff: git could not run: {exc}") from None
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise UsageError(f"--diff {rev}: {last}")
+        return [line for line in done.stdout.splitlines() if line]
+
+    top = git("rev-parse", "--show-toplevel")[0]
+    changed = git("diff", "--name-only", "--diff-filter=ACMR", rev, "--", "*.py")
+    untracked = git("ls-files", "--others", "--exclude-standard", "--", "*.py")
+    paths = [os.path.relpath(os.path.join(top, p)) for p in changed] + untracked
+    return list(dict.fromkeys(p for p in paths if os.path.isfile(p)))
+
+
+def runs_code(path: str) -> bool:
+    """The file does something when run: a `__main__` block, or top-level calls or loops (a
+    script), not only definitions and imports (a module that scripts import)."""
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return True  # let the lint itself say what is wrong with it
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            return True
+        if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+            return True
+    return False
+
+
+def lint_files(paths: list[str], fail_on: Severity, ignore: set[str], how: str) -> Report:
+    """Lint several files in one report, as pre-commit and `--diff` hand them over: each file that
+    runs code at its top level is linted as a script (with its local imports); a module that only
+    defines things is judged when a script importing it is linted. A finding reached from two
+    scripts is reported once."""
+    paths = [p for p in dict.fromkeys(paths) if p.endswith(".py")]
+    scripts = [p for p in paths if runs_code(p)]
+    merged: dict[str, CheckResult] = {}
+    seen: set[tuple] = set()
+    notes: list[str] = []
+    files: set[str] = set()
+    statements = 0
+    elapsed = 0.0
+    for script in scripts:
+        facts = gather(script)
+        files.update(facts.files)
+        statements += facts.statements
+        elapsed += facts.elapsed_s
+        notes.extend(f"{script}: {n}" for n in facts.notes)
+        for result in lint_results(facts, ignore):
+            mine = merged.setdefault(result.spec.code, CheckResult(result.spec, result.status, [], result.reason))
+            for finding in result.findings:
+                key = (finding.code, str(finding.location), finding.message)
+                if key not in seen:
+                    seen.add(key)
+                    mine.findings.append(finding)
+            if _worse(result.status, mine.status):
+                mine.status, mine.reason = result.status, result.reason
+    modules = [p for p in paths if p not in scripts]
+    if modules:
+        notes.append(f"{len(modules)} file(s) only define things ({', '.join(modules[:4])}"
+                     f"{', …' if len(modules) > 4 else ''}): judged when a script that imports them is linted")
+    header = (f"{len(paths)} file(s) {how}, {len(scripts)} linted as script(s); {len(files)} file(s), "
+              f"{statements} statements read; {elapsed * 1000:.0f} ms")
+    metrics = {"files": sorted(files), "scripts": scripts, "statements": statements,
+               "elapsed_ms": round(elapsed * 1000, 1)}
+    return Report(command="lint", results=list(merged.values()), fail_on=fail_on, header=header,
+                  metrics=metrics, notes=notes)
+
+
+ORDER = {PASSED: 0, SKIPPED: 0, IGNORED: 0, NOTED: 1, WARNED: 2, FAILED: 3, CRASHED: 4}
+
+
+def _worse(status: str, than: str) -> bool:
+    return ORDER.get(status, 0) > ORDER.get(than, 0)
