@@ -235,6 +235,13 @@ class FactBuilder:
                             self._callers.setdefault(target, []).append((fn, event))
         return self._callers
 
+    def _switches(self) -> frozenset:
+        """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
+        if not hasattr(self, "_switch_set"):
+            self._switch_set = frozenset(c for fn in self.functions for e in fn.events if e.kind == "init"
+                                         for c, flag in e.conds if flag)
+        return self._switch_set
+
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[bool]:
         """True when every way into fn passes a rank test; None when nothing calls it."""
         if fn.rank_only:
@@ -245,7 +252,7 @@ class FactBuilder:
         if fn in stack or depth <= 0:
             return False
         for caller, event in sites:
-            if event.guards or _single_process(event.conds):
+            if event.guards or _single_process(event.conds, self._switches()):
                 continue
             if caller.node is caller.module.file.tree:
                 return False
@@ -534,6 +541,8 @@ class FactBuilder:
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]
+        if steps and self._always(loop.body, fn, lambda c, f, d: self._step_kind(c, f) == "always") is not None:
+            return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
         if steps:
             if any(not cond for _, cond in steps):
                 return None
@@ -643,7 +652,7 @@ class FactBuilder:
                     found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
                                           _per_node(event.guards)))
                     continue
-                if _single_process(event.conds):
+                if _single_process(event.conds, self._switches()):
                     found.append(SaveFact(where, path_text, False, "on the single-process path"))
                     continue
                 if path is not None and self.mentions_rank(path, fn):
@@ -688,9 +697,10 @@ SINGLE = re.compile(r"^not [\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|mult
                     re.IGNORECASE)
 
 
-def _single_process(conds: tuple) -> bool:
-    """Under `if not args.distributed:` / `if not enable_fsdp:`: the run is not distributed there."""
-    return any(SINGLE.search(c) for c, _ in conds)
+def _single_process(conds: tuple, switches: frozenset = frozenset()) -> bool:
+    """Under `if not args.distributed:` / `if not enable_fsdp:`, or `if not X:` where the process
+    group is set up only under `if X:`: the run is not distributed there."""
+    return any(SINGLE.search(c) or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
 
 
 def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:

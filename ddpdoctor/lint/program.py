@@ -911,6 +911,8 @@ class Walker:
         if op is not None:
             fn.events.append(Event("collective", call, line, guards, loops, op=op, conds=conds))
         full = program.qualify(call.func, fn) or ""
+        if last_name(call.func) == "init_process_group":
+            fn.events.append(Event("init", call, line, guards, loops, conds=conds))
         if full == "torch.save":
             fn.events.append(Event("save", call, line, guards, loops, conds=conds))
         targets, weak = program.resolve(call.func, fn)

@@ -101,7 +101,10 @@ class RankFlow:
             targets, _ = self.program.resolve(node.func, fn)
             return any(self._function_returns_rank(t, depth) for t in targets)
         if isinstance(node, ast.Subscript):
-            return env_key(node) in RANK_ENV
+            key = node.slice
+            # config["rank"], cfg["local_rank"]: a rank kept in a dict
+            return env_key(node) in RANK_ENV or (isinstance(key, ast.Constant) and isinstance(key.value, str)
+                                                  and bool(RANK_NAME.match(key.value)))
         if isinstance(node, ast.BinOp):
             return self.is_rank(node.left, fn, depth) or self.is_rank(node.right, fn, depth)
         if isinstance(node, ast.IfExp):  # dist.get_rank() if dist.is_initialized() else 0

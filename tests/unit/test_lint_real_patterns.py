@@ -340,3 +340,50 @@ def test_a_while_true_epoch_loop_without_set_epoch(tmp_path):
             step += 1
     """)
     assert codes(found) == [("DDP804", "warning", 8), ("DDP804", "warning", 16)]
+
+
+def test_a_step_on_both_sides_of_the_scaler_test_is_no_accumulation(tmp_path):
+    found, _ = lint(tmp_path, """
+        model = DDP(torch.nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = None
+        for it in range(10):
+            loss = model(torch.randn(2, 4)).sum()
+            if scaler is None:
+                loss.backward()
+                optimizer.step()
+            else:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+    """)
+    assert codes(found) == []
+
+
+def test_a_save_where_the_switch_that_sets_up_the_group_is_off(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent("""
+        import torch, torch.distributed as dist
+        def dump(net, folder):
+            torch.save(net.state_dict(), folder + "/model.pt")
+        class Opts:
+            shard = True
+        opts = Opts()
+        if opts.shard:
+            dist.init_process_group("gloo")
+        net = torch.nn.Linear(4, 2)
+        if not opts.shard:
+            dump(net, "out")
+    """))
+    found = [f for r in lint_results(gather(str(path)), set()) for f in r.findings]
+    assert found == []
+
+
+def test_a_rank_kept_in_a_config_dict(tmp_path):
+    found, _ = lint(tmp_path, """
+        config = {"rank": dist.get_rank()}
+        if config["rank"] == 0:
+            torch.save({}, "ckpt.pt")
+        if config["rank"] == 0:
+            dist.barrier()
+    """)
+    assert codes(found) == [("DDP801", "error", 11)]
