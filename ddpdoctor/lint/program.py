@@ -229,7 +229,8 @@ class Program:
         self.by_name[source.module] = module
         module.body = Function("<module>", "<module>", source, source.tree, module)
         self.functions.append(module.body)
-        package = source.module if source.path.name == "__init__.py" else source.module.rpartition(".")[0]
+        name = source.module or source.import_name  # the script's relative imports: from its package
+        package = name if source.path.name == "__init__.py" else name.rpartition(".")[0]
         for node in source.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:

@@ -29,6 +29,9 @@ class SourceFile:
     tree: ast.Module
     lines: list[str] = field(default_factory=list)
     _nodes: Optional[list] = field(default=None, repr=False)
+    # the script's dotted name from the working directory (`python -m pkg.train`), for its
+    # relative imports; "" when it lies outside
+    import_name: str = ""
 
     @property
     def nodes(self) -> list[ast.AST]:
@@ -131,6 +134,7 @@ def load_program(script: str, notes: Optional[list[str]] = None) -> list[SourceF
             try:
                 rel = current.path.relative_to(Path.cwd().resolve()).with_suffix("")
                 module = ".".join(rel.parts)
+                current.import_name = module
             except ValueError:
                 module = current.path.stem
         for name, where in _imported_names(current.nodes, module, is_package):

@@ -387,3 +387,24 @@ def test_a_rank_kept_in_a_config_dict(tmp_path):
             dist.barrier()
     """)
     assert codes(found) == [("DDP801", "error", 11)]
+
+
+def test_the_scripts_own_relative_imports_are_followed(tmp_path, monkeypatch):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "train.py").write_text(textwrap.dedent("""
+        import torch
+        def run():
+            torch.save({}, "every.pt")
+    """))
+    (package / "main.py").write_text(textwrap.dedent("""
+        import torch.distributed as dist
+        from .train import run
+        dist.init_process_group("gloo")
+        run()
+    """))
+    monkeypatch.chdir(tmp_path)
+    facts = gather("pkg/main.py")
+    found = [f for r in lint_results(facts, set()) for f in r.findings]
+    assert codes(found) == [("DDP806", "warning", 4)] and found[0].location.file == "pkg/train.py"
