@@ -270,29 +270,37 @@ class FactBuilder:
         return False
 
     def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3, strict: bool = False) -> bool:
-        """The expression depends on the rank. strict: the rank selects the data (`x[rank::world]`,
-        `random_split(...)[rank]`, `.shard(...)`), not merely passed along (`Dataset(rank=rank)`
-        that only uses it to cache on one rank)."""
+        """The expression depends on the rank. strict: a rank handed on as `rank=` to a call
+        (`Dataset(..., rank=rank)`, which may only cache or log on one rank) does not count."""
         ranks = self.program.ranks
+        passed_on = {id(n) for sub in ast.walk(node) if strict and isinstance(sub, ast.Call)
+                     for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
+                     for n in ast.walk(kw.value)}
         for sub in ast.walk(node):
-            if strict and isinstance(sub, ast.Subscript):
-                if any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and ranks.is_rank(n, fn)
-                       for n in ast.walk(sub.slice)):
-                    return True
-                continue
-            if not strict and isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) \
-                    and ranks.is_rank(sub, fn):
+            if id(sub) in passed_on:
+                continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard
+            if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub, fn):
                 return True
             if isinstance(sub, ast.Call) and (last_name(sub.func) or "") in ("shard", "split_dataset_by_node"):
                 return True
         if depth <= 0:
             return False
         for sub in ast.walk(node):
+            if id(sub) in passed_on:
+                continue
             if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and
                                              isinstance(sub.value, ast.Name) and sub.value.id == "self"):
                 for value, scope in self.program.values_of(sub, fn, 1):
                     if value is not sub and self.mentions_rank(value, scope, depth - 1, strict):
                         return True
+            if isinstance(sub, ast.Call):  # shard_for_this_rank(ds): what the local helper returns
+                targets, _ = self.program.resolve(sub.func, fn)
+                for target in targets:
+                    if isinstance(target.node, ast.Module) or target.name == "__init__":
+                        continue
+                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None):
+                        if self.mentions_rank(ret, target, depth - 1, strict):
+                            return True
         return False
 
     def dataset_kind(self, node: ast.AST, fn: Function) -> bool:
@@ -410,6 +418,13 @@ class FactBuilder:
                     names.add((id(fn), name))
                     for value, caller in fn.arguments.get(name, []):
                         names.add((id(caller), last_name(value) or ""))
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                        # `for x in self.train_data` where __init__ did `self.train_data = train_data`
+                        klass = self.program._class_of_fn(fn)
+                        for value, owner in (self.program._attr(klass, name) if klass else []):
+                            if isinstance(value, ast.Name):
+                                for arg, caller in owner.arguments.get(value.id, []):
+                                    names.add((id(caller), last_name(arg) or ""))
         self._train_names = names
         return names
 

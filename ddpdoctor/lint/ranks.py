@@ -225,7 +225,7 @@ class RankFlow:
             found = self.guard(part, fn, depth)
             if found is not None:
                 ranked.append(found)
-            elif not self.uniform(part, fn):
+            elif not self.uniform(part, fn) and not _periodic(part):
                 values.append(text(part))
         if not ranked:
             return None
@@ -370,6 +370,13 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
         if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == node.id:
             return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
     return False
+
+
+def _periodic(node: ast.AST) -> bool:
+    """`step % log_every == 0`: a counter test, true on every rank at the same steps, and true at
+    some step of any run long enough: not a value the finding has to assume."""
+    return isinstance(node, ast.Compare) and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                                                 for n in [node.left, *node.comparators])
 
 
 def _on_self(node: ast.AST) -> bool:

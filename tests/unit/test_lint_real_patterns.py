@@ -408,3 +408,15 @@ def test_the_scripts_own_relative_imports_are_followed(tmp_path, monkeypatch):
     facts = gather("pkg/main.py")
     found = [f for r in lint_results(facts, set()) for f in r.findings]
     assert codes(found) == [("DDP806", "warning", 4)] and found[0].location.file == "pkg/train.py"
+
+
+def test_the_examples_bugs_keep_their_severity(monkeypatch):
+    """The precision rules lower what rests on unseen values, never what the examples prove."""
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(repo)
+    expected = {"examples/desync_collective.py": ("DDP801", "error"), "examples/gpu_desync.py": ("DDP801", "error"),
+                "examples/no_sampler.py": ("DDP802", "error"), "examples/gpu_no_sampler.py": ("DDP802", "error"),
+                "examples/double_sharding.py": ("DDP803", "warning")}
+    for script, (code, severity) in expected.items():
+        found = [f for r in lint_results(gather(script), set()) for f in r.findings]
+        assert [(f.code, f.severity.value) for f in found] == [(code, severity)], script
