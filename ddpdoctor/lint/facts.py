@@ -125,9 +125,11 @@ class FactBuilder:
         self._callers: Optional[dict[Function, list[tuple[Function, Event]]]] = None
 
     # ------------------------------------------------------------------ collectives
-    def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = ()) -> list[Reached]:
+    def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = (),
+              call: Optional[ast.Call] = None) -> list[Reached]:
         """Every collective a function may run, directly or through local calls, with the chain
-        and the (non-rank) tests on the way."""
+        and the (non-rank) tests on the way. `call`: the call that enters fn, whose arguments
+        may switch some of it off (`merge(state)` leaves `use_barriers=False`)."""
         if fn in stack or depth <= 0:
             return []
         if fn in self._reach and not stack:
@@ -135,13 +137,18 @@ class FactBuilder:
         found = []
         paired = self._paired(fn)
         for event in fn.events:
+            if call is not None and any(flag and _switched(fn, call, c) is False for c, flag in event.conds):
+                continue
+            own_conds = event.conds if call is None else \
+                tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c) is True))
             if event.kind == "collective" and id(event) not in paired:
-                found.append((event.op, loc(fn, event.node), [], event.conds))
+                found.append((event.op, loc(fn, event.node), [], own_conds))
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
                     step = f"{fn.file.display}:{event.line} {target.label}"
-                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,)):
-                        found.append((op, where, [step] + chain, event.conds + conds))
+                    entry = event.node if event.kind == "call" else None
+                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry):
+                        found.append((op, where, [step] + chain, own_conds + conds))
         if not stack:
             self._reach[fn] = found
         return found
@@ -183,7 +190,8 @@ class FactBuilder:
                 elif event.kind in ("call", "ref"):
                     for target in event.targets:
                         step = f"{fn.file.display}:{event.line} {target.label}"
-                        for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,)):
+                        entry = event.node if event.kind == "call" else None
+                        for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry):
                             reached.append((op, where, [step] + chain, conds))
                 for op, where, chain, conds in reached:
                     # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
@@ -716,6 +724,32 @@ def _single_process(conds: tuple, switches: frozenset = frozenset()) -> bool:
     """Under `if not args.distributed:` / `if not enable_fsdp:`, or `if not X:` where the process
     group is set up only under `if X:`: the run is not distributed there."""
     return any(SINGLE.search(c) or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
+
+
+def _switched(target: Function, call: ast.Call, cond: str) -> Optional[bool]:
+    """`if use_barriers:` in target: False where this call leaves the parameter at its default
+    False (or passes a constant False), so the branch never runs on this way in; True where it
+    passes a constant True (proven on); None when it cannot tell."""
+    if isinstance(target.node, ast.Module) or cond not in target.params:
+        return None
+    args = target.node.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    value = keyword(call, cond)
+    index = positional.index(cond) if cond in positional else -1
+    offset = 1 if target.cls is not None and target.parent is None and positional[:1] in (["self"], ["cls"]) else 0
+    if value is None and 0 <= index - offset < len(call.args):
+        value = call.args[index - offset]
+    if value is None and any(kw.arg is None for kw in call.keywords):
+        return None  # **kwargs: cannot tell
+    if value is None and index >= 0:
+        defaults = args.defaults
+        first = len(positional) - len(defaults)
+        value = defaults[index - first] if index >= first else None
+    if value is None:
+        return None
+    if is_const(value, False, None, 0):
+        return False
+    return True if is_const(value, True) else None
 
 
 def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:

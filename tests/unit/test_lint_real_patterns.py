@@ -420,3 +420,17 @@ def test_the_examples_bugs_keep_their_severity(monkeypatch):
     for script, (code, severity) in expected.items():
         found = [f for r in lint_results(gather(script), set()) for f in r.findings]
         assert [(f.code, f.severity.value) for f in found] == [(code, severity)], script
+
+
+def test_a_helper_whose_barriers_this_call_switches_off(tmp_path):
+    found, _ = lint(tmp_path, """
+        def merge(state, scale, use_barriers=False):
+            if use_barriers:
+                dist.barrier()
+            return {k: v * scale for k, v in state.items()}
+        if dist.get_rank() == 0:
+            merged = merge({}, 0.5)                      # barriers off: fine
+        if dist.get_rank() == 0:
+            merged = merge({}, 0.5, use_barriers=True)   # rank 0 alone in the barrier
+    """)
+    assert codes(found) == [("DDP801", "error", 9)]
