@@ -15,7 +15,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
-from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, _own_nodes
+from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
 
 MAX_DEPTH = 4  # calls followed from a guarded block to the collective
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev\b|holdout|calib", re.IGNORECASE)

@@ -1,14 +1,11 @@
-"""What the lint recognises in an expression: a rank, a rank-conditional test, a collective.
-
-Everything here reads names, never values: `rank == 0` is rank-conditional because of what
-`rank` is called and where it came from (dist.get_rank(), os.environ["RANK"], ...), which is
-how people write DDP scripts.
+"""What the lint recognises in an expression by its spelling: the calls and environment
+variables that give a rank, the collectives, the rank-only decorators, and the RankTest a guard
+is. Which names hold a rank is decided by data flow, scope by scope, in ranks.py.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
