@@ -18,7 +18,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         in a helper (an AMP loss scaler's `__call__` with `update_grad=`, a `backward(loss,
         scaler)` function) or on both sides of `if scaler is not None: ... else: ...`. An
         Accelerate script that accumulates by hand (`accelerator.backward()` every batch, the
-        step every K) without `accelerator.accumulate()` is reported too. Scripts whose
+        step every K) without `accelerator.accumulate()` is reported too, and so is
+        `model.require_backward_grad_sync = last` set after the micro-step's forward (DDP reads
+        it in the forward: it takes effect one micro-step late). Scripts whose
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
         engines) are not judged.
 
@@ -46,11 +48,20 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         return Skipped("no DistributedDataParallel model in the script")
     if facts.framework is not None:
         return Skipped(f"{facts.framework} handles gradient accumulation")
+    late = [acc for acc in facts.accumulations if acc.pattern == "sync_flag_after_forward"]
+    problems = [Problem(
+        message=(f"require_backward_grad_sync is set at {acc.backward}, after the "
+                 f"forward at {acc.step} in the same micro-step: DDP reads the flag in the forward, so it "
+                 "takes effect one micro-step late - the first micro-step all-reduces and the last does not"),
+        hint="set model.require_backward_grad_sync before the forward (or wrap the forward and backward "
+             "in `with model.no_sync():` on all but the last micro-step)",
+        location=acc.backward,
+        evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
+    ) for acc in late]
     if facts.no_sync:
-        return []
-    problems = []
+        return problems
     for acc in facts.accumulations:
-        if acc.by == "accelerate":
+        if acc.by == "accelerate" or acc.pattern == "sync_flag_after_forward":
             continue
         shape = ("backward() runs on every pass of the micro-step loop at "
                  f"{acc.loop} and the optimizer steps after it at {acc.step}"

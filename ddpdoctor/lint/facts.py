@@ -76,7 +76,7 @@ class AccumulationFact:
     backward: Location
     loop: Location  # the micro-step loop (or the loop whose step is conditional)
     step: Optional[Location]
-    pattern: str  # "micro_step_loop" | "conditional_step"
+    pattern: str  # "micro_step_loop" | "conditional_step" | "sync_flag_after_forward" (step: the forward)
     by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
 
 
@@ -579,6 +579,27 @@ class FactBuilder:
             return None
         return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
 
+    def late_sync_flags(self) -> list[AccumulationFact]:
+        """`model.require_backward_grad_sync = last` set after `model(...)` in the same loop pass:
+        DDP reads the flag in the forward, so it takes effect one micro-step late."""
+        found = []
+        for fn in self.functions:
+            for loop, _ in _loops(fn.node, 0):
+                body = [n for stmt in loop.body if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
+                        for n in ast.walk(stmt)]
+                for node in body:
+                    if not (isinstance(node, ast.Assign) and any(
+                            isinstance(t, ast.Attribute) and t.attr == "require_backward_grad_sync"
+                            for t in node.targets)):
+                        continue
+                    owner = next(text(t.value) for t in node.targets if isinstance(t, ast.Attribute))
+                    forwards = [c for c in body if isinstance(c, ast.Call) and text(c.func) == owner
+                                and c.lineno < node.lineno]
+                    if forwards:
+                        found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
+                                                      "sync_flag_after_forward"))
+        return found
+
     def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2) -> Optional[ast.Call]:
         """The first call matching pred that runs on every pass of body: not under an `if`,
         or under both sides of one (`if scaler is not None: scaler.scale(loss).backward()
@@ -867,7 +888,7 @@ def build(program: Program, script: str) -> LintFacts:
         distributed=distributed, distributed_how=how, framework=framework, ddp_model=ddp,
         no_sync=no_sync,
         guarded_collectives=builder.guarded_collectives(), loaders=loaders,
-        samplers=builder.samplers(loaders), accumulations=builder.accumulations(),
+        samplers=builder.samplers(loaders), accumulations=builder.accumulations() + builder.late_sync_flags(),
         saves=builder.saves(),
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped)

@@ -434,3 +434,22 @@ def test_a_helper_whose_barriers_this_call_switches_off(tmp_path):
             merged = merge({}, 0.5, use_barriers=True)   # rank 0 alone in the barrier
     """)
     assert codes(found) == [("DDP801", "error", 9)]
+
+
+def test_require_backward_grad_sync_set_after_the_forward(tmp_path):
+    source = """
+        model = DDP(torch.nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            for micro_step in range(4):
+                {before}
+                loss = model(torch.randn(2, 4)).sum()
+                {after}
+                loss.backward()
+            optimizer.step()
+    """
+    flag = "model.require_backward_grad_sync = micro_step == 3"
+    found, _ = lint(tmp_path, source.format(before="pass", after=flag))
+    assert codes(found) == [("DDP805", "warning", 13)] and "one micro-step late" in found[0].message
+    found, _ = lint(tmp_path, source.format(before=flag, after="pass"))
+    assert codes(found) == []
