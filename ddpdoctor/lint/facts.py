@@ -413,7 +413,7 @@ class FactBuilder:
             return self._train_names
         names: set[tuple[int, str]] = set()
         for fn in self.functions:
-            for node, _ in _loops(fn.node, 0):
+            for node, _ in _fn_loops(fn):
                 if not isinstance(node, (ast.For, ast.AsyncFor)):
                     continue
                 if not any(isinstance(c, ast.Call) and self._backward(c, fn)
@@ -531,7 +531,7 @@ class FactBuilder:
         runs in a loop)."""
         out: dict[str, bool] = {}
         for fn in self.functions:
-            for node, depth in _loops(fn.node, 0):
+            for node, depth in _fn_loops(fn):
                 if isinstance(node, (ast.For, ast.AsyncFor)):
                     names = {last_name(n) for n in ast.walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
                     again = depth > 0 or self.in_loop(fn)
@@ -550,7 +550,7 @@ class FactBuilder:
     def accumulations(self) -> list[AccumulationFact]:
         found = []
         for fn in self.functions:
-            for node, _ in _loops(fn.node, 0):
+            for node, _ in _fn_loops(fn):
                 fact = self._accumulation(fn, node)
                 if fact is not None:
                     found.append(fact)
@@ -584,7 +584,7 @@ class FactBuilder:
         DDP reads the flag in the forward, so it takes effect one micro-step late."""
         found = []
         for fn in self.functions:
-            for loop, _ in _loops(fn.node, 0):
+            for loop, _ in _fn_loops(fn):
                 body = [n for stmt in loop.body if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
                         for n in ast.walk(stmt)]
                 for node in body:
@@ -799,6 +799,14 @@ def _op_kind(op: str) -> str:
     return op.split("(")[0]
 
 
+def _fn_loops(fn: Function) -> list[tuple[ast.AST, int]]:
+    """A function's loops with their nesting depth, found once (several rules read them)."""
+    found = fn.__dict__.get("_loops")
+    if found is None:
+        found = fn.__dict__["_loops"] = list(_loops(fn.node, 0))
+    return found
+
+
 def _loops(root: ast.AST, depth: int) -> Iterator[tuple[ast.AST, int]]:
     """Every loop of a function body with the number of loops around it (no nested defs)."""
     for child in ast.iter_child_nodes(root):
@@ -875,12 +883,14 @@ def build(program: Program, script: str) -> LintFacts:
             if program.ddp_call(call, fn):
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
                 break
-    no_sync = any(isinstance(n, ast.Attribute) and n.attr in ("no_sync", "require_backward_grad_sync")
-                  for f in program.files for n in f.nodes)
+    no_sync = accumulate = False
+    for n in (n for f in program.files for n in f.nodes if isinstance(n, (ast.Attribute, ast.keyword))):
+        if isinstance(n, ast.Attribute):
+            no_sync = no_sync or n.attr in ("no_sync", "require_backward_grad_sync")
+            accumulate = accumulate or n.attr == "accumulate"
+        else:
+            accumulate = accumulate or n.arg == "gradient_accumulation_steps"
     loaders = builder.loaders(framework)
-    accumulate = any((isinstance(n, ast.Attribute) and n.attr == "accumulate")
-                     or (isinstance(n, ast.keyword) and n.arg == "gradient_accumulation_steps")
-                     for f in program.files for n in f.nodes)
     return LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.files],
