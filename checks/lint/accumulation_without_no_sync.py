@@ -14,9 +14,15 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         A DistributedDataParallel model trained with gradient accumulation - `backward()` on
         every pass of a micro-step loop with the optimizer step after it, or a step under
         `if (i + 1) % accum == 0:` - while the source never uses `model.no_sync()` nor sets
-        `model.require_backward_grad_sync` (nanoGPT's way). Scripts whose framework handles
-        accumulation (Accelerate's `accumulate`, Lightning, the Hugging Face Trainer,
-        DeepSpeed engines) are not judged.
+        `model.require_backward_grad_sync` (nanoGPT's way). The backward and the step may sit
+        in a helper (an AMP loss scaler's `__call__` with `update_grad=`, a `backward(loss,
+        scaler)` function) or on both sides of `if scaler is not None: ... else: ...`. An
+        Accelerate script that accumulates by hand (`accelerator.backward()` every batch, the
+        step every K) without `accelerator.accumulate()` is reported too, and so is
+        `model.require_backward_grad_sync = last` set after the micro-step's forward (DDP reads
+        it in the forward: it takes effect one micro-step late). Scripts whose
+        framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
+        engines) are not judged.
 
     Why it hurts:
         DDP all-reduces the gradients in every backward. With K micro-steps per optimizer
@@ -36,14 +42,27 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
 
         or, as nanoGPT does: `model.require_backward_grad_sync = last` before the backward.
     """
+    if facts.framework == "accelerate":
+        return _by_hand_with_accelerate(facts)
     if not facts.ddp_model:
         return Skipped("no DistributedDataParallel model in the script")
     if facts.framework is not None:
         return Skipped(f"{facts.framework} handles gradient accumulation")
+    late = [acc for acc in facts.accumulations if acc.pattern == "sync_flag_after_forward"]
+    problems = [Problem(
+        message=(f"require_backward_grad_sync is set at {acc.backward}, after the "
+                 f"forward at {acc.step} in the same micro-step: DDP reads the flag in the forward, so it "
+                 "takes effect one micro-step late - the first micro-step all-reduces and the last does not"),
+        hint="set model.require_backward_grad_sync before the forward (or wrap the forward and backward "
+             "in `with model.no_sync():` on all but the last micro-step)",
+        location=acc.backward,
+        evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
+    ) for acc in late]
     if facts.no_sync:
-        return []
-    problems = []
+        return problems
     for acc in facts.accumulations:
+        if acc.by == "accelerate" or acc.pattern == "sync_flag_after_forward":
+            continue
         shape = ("backward() runs on every pass of the micro-step loop at "
                  f"{acc.loop} and the optimizer steps after it at {acc.step}"
                  if acc.pattern == "micro_step_loop" else
@@ -59,3 +78,21 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
                       "pattern": acc.pattern},
         ))
     return problems
+
+
+def _by_hand_with_accelerate(facts: LintFacts) -> list[Problem]:
+    """Accelerate accumulates without syncing only inside `accelerator.accumulate(model)`:
+    `accelerator.backward()` on every batch and a step every K batches all-reduce every time."""
+    if facts.accumulate or facts.no_sync:
+        return []
+    return [Problem(
+        message=(f"gradient accumulation by hand under Accelerate: accelerator.backward() at {acc.backward} "
+                 f"runs on every batch and the optimizer steps only under a condition at {acc.step}, "
+                 "outside `accelerator.accumulate(model)`: the gradients are all-reduced on every "
+                 "backward, K-1 of K times for nothing"),
+        hint=("Accelerator(gradient_accumulation_steps=K) and `with accelerator.accumulate(model):` around "
+              "the forward, backward and step (it skips the sync on all but the last micro-step)"),
+        location=acc.backward,
+        evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
+                  "pattern": acc.pattern, "framework": "accelerate"},
+    ) for acc in facts.accumulations if acc.by == "accelerate" and acc.pattern == "conditional_step"]

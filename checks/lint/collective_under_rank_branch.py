@@ -27,6 +27,12 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         other side runs the same collectives (`if rank == 0: work(); barrier()` /
         `else: barrier()`), and the paired `if local_rank != 0: barrier()` ...
         `if local_rank == 0: barrier()` idiom, are balanced and not reported.
+        Rank tests are followed by data flow, scope by scope: a helper returning one
+        (`is_master(args)`), a flag assigned from one, `self.gpu_id` set from mp.spawn's
+        process index, an object that exists on one rank only (`if saver is not None:`).
+        Reported as an error when the code proves the branch differs between ranks; as a
+        warning, naming the assumption, when the test also reads a value the source does not
+        show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set).
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks
@@ -60,12 +66,16 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         message = (f"{found.op} at {found.location} runs only where `{found.guard}` holds "
                    f"({found.guard_location}, {found.function}){via}: the ranks that skip the "
                    "branch never enter it, and the job hangs or pairs it with another collective")
+        if found.assumption:  # the test also reads values the source does not show
+            message = f"if {found.assumption}: {message}"
         problems.append(Problem(
             message=message,
             hint=_hint(found.op),
             location=found.location,
             evidence={"op": found.op, "guard": found.guard, "guard_location": str(found.guard_location),
-                      "function": found.function, "chain": found.chain},
+                      "function": found.function, "chain": found.chain,
+                      "assumption": found.assumption or None},
+            severity=Severity.WARNING if found.assumption else None,
         ))
     return problems
 

@@ -17,8 +17,14 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
         and dataset classes that shard themselves, loaders built on one rank only, loaders
-        named as validation / test loaders, custom samplers, and scripts run by a framework
+        named as validation / test loaders (or built in helpers that only evaluation code
+        calls), custom samplers, and scripts run by a framework
         that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer).
+
+        An error when a loop that runs backward iterates the loader (it is the training
+        loader); a warning, saying so, when only its name says "train". A DataLoader whose
+        options come from `**kwargs`, or whose dataset is handed to a framework that shards it
+        (`deepspeed.initialize(training_data=...)`), is not judged.
 
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
@@ -41,17 +47,24 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
     problems = []
     for loader in facts.loaders:
-        if loader.sampler not in ("none", "plain"):
+        if loader.sampler not in ("none", "plain") or loader.unseen_options or loader.handed_to_framework:
             continue
         if loader.sharded_by_rank or loader.iterable or loader.under_rank_guard or loader.evaluation:
             continue
+        if not loader.trains and not loader.train_named:
+            continue  # a loader the source does not tie to training: an evaluation helper's, most often
         what = f"`{loader.name}`" if loader.name else "a DataLoader"
-        sampler = f"sampler={loader.sampler_text}" if loader.sampler == "plain" else "no sampler"
+        sampler = (f"sampler={loader.sampler_text} (a {loader.sampler_class or 'plain sampler'}, not a "
+                   "DistributedSampler)" if loader.sampler == "plain" else "no sampler")
+        message = (f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
+                   f"in a script that sets up a process group ({facts.distributed_how} at "
+                   f"{facts.distributed}): every rank iterates the whole dataset, the same "
+                   "batches where the ranks are seeded alike")
+        if not loader.trains:
+            message = f"if {what} feeds training (no loop running backward over it was found): {message}"
         problems.append(Problem(
-            message=(f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
-                     f"in a script that sets up a process group ({facts.distributed_how} at "
-                     f"{facts.distributed}): every rank iterates the whole dataset, the same "
-                     "batches where the ranks are seeded alike"),
+            severity=None if loader.trains else Severity.WARNING,
+            message=message,
             hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),
             location=loader.location,

@@ -13,7 +13,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
     What it detects:
         A `torch.save` that every rank reaches - no rank test around it nor around any call
         that leads to it - to a path that does not depend on the rank, in a script that sets
-        up a process group. Saves under `if rank == 0:` (or in a function only called under
+        up a process group; and one under a per-node test (`if local_rank == 0:`,
+        `rank % ngpus_per_node == 0`), which one rank on every node reaches: the global rank
+        0 is meant. Saves under `if rank == 0:` (or in a function only called under
         one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine.
 
     Why it hurts:
@@ -31,7 +33,16 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
     if facts.distributed is None and facts.framework is None:
         return Skipped("the script sets up no process group")
     saves = [s for s in facts.saves if s.every_rank]
+    per_node = [s for s in facts.saves if not s.every_rank and s.per_node]
     return [Problem(
+        message=(f"torch.save(..., {save.path_text}) at {save.location} runs on one rank per node: "
+                 f"`{save.per_node}` is true on local rank 0 of every node, not on global rank 0 alone. "
+                 "On several nodes sharing a filesystem, each node's writer saves the same file at once"),
+        hint="save where the global rank is 0 (`dist.get_rank() == 0`), or write to a per-node path "
+             "when the nodes do not share a filesystem",
+        location=save.location,
+        evidence={"path": save.path_text, "why": f"under {save.per_node}", "per_node": True},
+    ) for save in per_node] + [Problem(
         message=(f"torch.save(..., {save.path_text}) at {save.location} runs on every rank ({save.reason}): "
                  "all ranks write the same file at once"),
         hint="save on one rank only: `if dist.get_rank() == 0: torch.save(...)`, then dist.barrier() "

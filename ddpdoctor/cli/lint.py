@@ -11,7 +11,13 @@ from ddpdoctor.cli.options import (FailOnOpt, ForceOpt, GithubOpt, IgnoreOpt, Js
 
 
 def lint_command(
-    script: str = typer.Argument(..., help="The training script (its local imports are read too)."),
+    scripts: Optional[List[str]] = typer.Argument(
+        None, help="The training script (its local imports are read too); with --files, the files to "
+                   "lint; with --diff, an optional git revision first (default HEAD)."),
+    files: bool = typer.Option(False, "--files", help="Lint the given files (as pre-commit passes them): "
+                               "each one that runs code at its top level is linted as a script."),
+    diff: bool = typer.Option(False, "--diff", help="Lint the Python files changed against a git "
+                              "revision (`--diff` = against HEAD, `--diff main`), untracked ones included."),
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
     github: bool = GithubOpt,
@@ -23,9 +29,24 @@ def lint_command(
 ) -> int:
     """Read SCRIPT without running it and report DDP bugs visible in the source (DDP8xx):
     collectives under a rank test, DataLoaders without a DistributedSampler, set_epoch never
-    called, accumulation without no_sync, torch.save on every rank."""
-    from ddpdoctor.lint.run import lint
+    called, accumulation without no_sync, torch.save on every rank (or one rank per node)."""
+    from ddpdoctor.core.errors import UsageError
+    from ddpdoctor.lint.run import changed_files, lint, lint_files
 
     severity, codes = gate(fail_on, ignore)
-    outputs = report_outputs(json_path, junit_path, github, verbose, quiet, inputs=[script], force=force)
-    return finish(lint(script, severity, codes), outputs)
+    scripts = list(scripts or [])
+    if diff:
+        import os
+
+        rev = "HEAD"
+        if scripts and not os.path.exists(scripts[0]):
+            rev = scripts.pop(0)
+        paths = changed_files(rev) + scripts
+        outputs = report_outputs(json_path, junit_path, github, verbose, quiet, inputs=paths, force=force)
+        return finish(lint_files(paths, severity, codes, f"changed against {rev}"), outputs)
+    if not scripts:
+        raise UsageError("lint needs a script (or --files FILE..., or --diff [REV])")
+    outputs = report_outputs(json_path, junit_path, github, verbose, quiet, inputs=scripts, force=force)
+    if files or len(scripts) > 1:
+        return finish(lint_files(scripts, severity, codes, "given"), outputs)
+    return finish(lint(scripts[0], severity, codes), outputs)

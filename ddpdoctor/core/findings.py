@@ -137,8 +137,11 @@ def parse_codes(values: Iterable[str]) -> set[str]:
 
 
 def gating(findings: Iterable[Finding], fail_on: Severity) -> list[Finding]:
-    """The findings at or above `fail_on`: the ones that make a CI gate fail."""
-    return [f for f in findings if f.severity.rank >= fail_on.rank]
+    """The findings at or above `fail_on`: the ones that make a CI gate fail. A static finding
+    the run did not confirm (evidence "confirmed": false, set by lint/merge.py inside a probe's
+    report) is shown but never fails the gate by itself."""
+    return [f for f in findings if f.severity.rank >= fail_on.rank
+            and not (f.evidence.get("static") is True and f.evidence.get("confirmed") is False)]
 
 
 def exit_code_for(findings: Iterable[Finding], fail_on: Severity) -> int:

@@ -15,13 +15,14 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
-from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, _own_nodes
+from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
 
 MAX_DEPTH = 4  # calls followed from a guarded block to the collective
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev\b|holdout|calib", re.IGNORECASE)
 OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
 SCHEDULER_NAME = re.compile(r"sched|warmup|lr_", re.IGNORECASE)
 PLAIN_SAMPLERS = {"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"}
+SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_replicas", "shard_index"}
 SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
 
 
@@ -35,6 +36,7 @@ class GuardedCollective:
     guard_location: Location
     function: str  # where the guard is
     chain: list[str] = field(default_factory=list)  # "train.py:40 save_checkpoint()" steps
+    assumption: str = ""  # what must hold for the guard to differ between ranks ("" : proven)
 
 
 @dataclass
@@ -49,6 +51,11 @@ class LoaderFact:
     under_rank_guard: bool
     evaluation: bool  # named like a validation / test loader
     prepared_by: Optional[str] = None  # "accelerate" when handed to accelerator.prepare
+    sampler_class: str = ""  # the plain sampler's class (RandomSampler), for the message
+    trains: bool = False  # iterated by a loop that runs backward: the training loader, proven
+    train_named: bool = False  # its name, dataset or builder says "train"
+    unseen_options: bool = False  # DataLoader(ds, **kwargs): a sampler may be in there
+    handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
 
 
 @dataclass
@@ -69,7 +76,8 @@ class AccumulationFact:
     backward: Location
     loop: Location  # the micro-step loop (or the loop whose step is conditional)
     step: Optional[Location]
-    pattern: str  # "micro_step_loop" | "conditional_step"
+    pattern: str  # "micro_step_loop" | "conditional_step" | "sync_flag_after_forward" (step: the forward)
+    by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
 
 
 @dataclass
@@ -78,6 +86,7 @@ class SaveFact:
     path_text: str
     every_rank: bool  # reached by every rank: no rank test on any way to it
     reason: str  # why it is (not) judged every-rank
+    per_node: Optional[str] = None  # the per-node test (`local_rank == 0`) that lets one rank per node save
 
 
 @dataclass
@@ -90,12 +99,17 @@ class LintFacts:
     framework: Optional[str]  # "accelerate" | "lightning" | "transformers" | None
     ddp_model: bool  # a DistributedDataParallel is built
     no_sync: bool  # no_sync / require_backward_grad_sync appear in the source
+    accumulate: bool = False  # accelerator.accumulate() / gradient_accumulation_steps= appear
     guarded_collectives: list[GuardedCollective] = field(default_factory=list)
     loaders: list[LoaderFact] = field(default_factory=list)
     samplers: list[SamplerFact] = field(default_factory=list)
     accumulations: list[AccumulationFact] = field(default_factory=list)
     saves: list[SaveFact] = field(default_factory=list)
     elapsed_s: float = 0.0
+    functions: int = 0  # functions and methods read
+    unreachable: int = 0  # of those, never run from the entry script: not judged
+    notes: list[str] = field(default_factory=list)  # files not read, and why
+    cached: bool = False  # read from the cache: no file changed since the last lint
 
 
 def loc(fn: Function, node: ast.AST) -> Location:
@@ -105,28 +119,51 @@ def loc(fn: Function, node: ast.AST) -> Location:
 class FactBuilder:
     def __init__(self, program: Program) -> None:
         self.program = program
+        # only what the entry script can run is judged
+        self.functions = [f for f in program.functions if f in program.reachable]
         self._reach: dict[Function, list[tuple[str, Location, list[str]]]] = {}
         self._callers: Optional[dict[Function, list[tuple[Function, Event]]]] = None
 
     # ------------------------------------------------------------------ collectives
-    def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = ()) -> list[tuple[str, Location, list[str]]]:
-        """Every collective a function may run, directly or through local calls, with the chain."""
+    def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = (),
+              call: Optional[ast.Call] = None) -> list[Reached]:
+        """Every collective a function may run, directly or through local calls, with the chain
+        and the (non-rank) tests on the way. `call`: the call that enters fn, whose arguments
+        may switch some of it off (`merge(state)` leaves `use_barriers=False`)."""
         if fn in stack or depth <= 0:
             return []
         if fn in self._reach and not stack:
             return self._reach[fn]
         found = []
+        paired = self._paired(fn)
         for event in fn.events:
-            if event.kind == "collective":
-                found.append((event.op, loc(fn, event.node), []))
+            if call is not None and any(flag and _switched(fn, call, c) is False for c, flag in event.conds):
+                continue
+            own_conds = event.conds if call is None else \
+                tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c) is True))
+            if event.kind == "collective" and id(event) not in paired:
+                found.append((event.op, loc(fn, event.node), [], own_conds))
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
                     step = f"{fn.file.display}:{event.line} {target.label}"
-                    for op, where, chain in self.reach(target, depth - 1, stack + (fn,)):
-                        found.append((op, where, [step] + chain))
+                    entry = event.node if event.kind == "call" else None
+                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry):
+                        found.append((op, where, [step] + chain, own_conds + conds))
         if not stack:
             self._reach[fn] = found
         return found
+
+    def _paired(self, fn: Function) -> set[int]:
+        """Collectives of a function that pair up across its own rank tests (yolov5's
+        `if local_rank not in [-1, 0]: barrier()` ... `yield` ... `if local_rank == 0: barrier()`):
+        every rank runs one of them, so a caller's rank test does not make them one-sided."""
+        polarities: dict[tuple[str, str], set[str]] = {}
+        for event in fn.events:
+            if event.kind == "collective" and event.guards:
+                test = event.guards[-1].test
+                polarities.setdefault((_op_kind(event.op), test.key), set()).add(test.polarity)
+        return {id(e) for e in fn.events if e.kind == "collective" and e.guards
+                and {"zero", "nonzero"} <= polarities.get((_op_kind(e.op), e.guards[-1].test.key), set())}
 
     def _ops_under(self, fn: Function, branch: int, side: str) -> Counter:
         ops: Counter = Counter()
@@ -137,28 +174,37 @@ class FactBuilder:
                 ops[_op_kind(event.op)] += 1
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
-                    ops.update(_op_kind(op) for op, _, _ in self.reach(target, MAX_DEPTH - 1))
+                    ops.update(_op_kind(op) for op, _, _, _ in self.reach(target, MAX_DEPTH - 1))
         return ops
 
     def guarded_collectives(self) -> list[GuardedCollective]:
         best: dict[tuple, GuardedCollective] = {}
-        for fn in self.program.functions:
+        for fn in self.functions:
             candidates: list[tuple[Guard, GuardedCollective]] = []
             for event in fn.events:
                 if not event.guards:
                     continue
-                guard = event.guards[-1]
-                reached: list[tuple[str, Location, list[str]]] = []
+                reached: list[Reached] = []
                 if event.kind == "collective":
-                    reached.append((event.op, loc(fn, event.node), []))
+                    reached.append((event.op, loc(fn, event.node), [], ()))
                 elif event.kind in ("call", "ref"):
                     for target in event.targets:
                         step = f"{fn.file.display}:{event.line} {target.label}"
-                        for op, where, chain in self.reach(target, MAX_DEPTH - 1, (fn,)):
-                            reached.append((op, where, [step] + chain))
-                for op, where, chain in reached:
+                        entry = event.node if event.kind == "call" else None
+                        for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry):
+                            reached.append((op, where, [step] + chain, conds))
+                for op, where, chain, conds in reached:
+                    # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
+                    # `if use_fsdp_eval: all_reduce()`: every rank gets there
+                    said = {c for c, _ in conds}
+                    guards = [g for g in event.guards if not said & set(g.unless)]
+                    if not guards:
+                        continue
+                    guard = guards[-1]
+                    assumption = _assume(guard.test.assumption, conds)
                     candidates.append((guard, GuardedCollective(
-                        op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain)))
+                        op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
+                        assumption)))
             # ranks that take the other branch run the same collectives: balanced, no hang
             balanced = set()
             for guard, _ in candidates:
@@ -183,19 +229,26 @@ class FactBuilder:
 
     # ------------------------------------------------------------------ helpers
     def calls(self) -> Iterator[tuple[Function, ast.Call, tuple[Guard, ...], int]]:
-        for fn in self.program.functions:
+        for fn in self.functions:
             for call, guards, loops in fn.calls:
                 yield fn, call, guards, loops
 
     def callers(self) -> dict[Function, list[tuple[Function, Event]]]:
         if self._callers is None:
             self._callers = {}
-            for fn in self.program.functions:
+            for fn in self.functions:
                 for event in fn.events:
                     if event.kind in ("call", "ref"):
                         for target in set(event.targets) | set(event.weak):
                             self._callers.setdefault(target, []).append((fn, event))
         return self._callers
+
+    def _switches(self) -> frozenset:
+        """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
+        if not hasattr(self, "_switch_set"):
+            self._switch_set = frozenset(c for fn in self.functions for e in fn.events if e.kind == "init"
+                                         for c, flag in e.conds if flag)
+        return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[bool]:
         """True when every way into fn passes a rank test; None when nothing calls it."""
@@ -207,7 +260,7 @@ class FactBuilder:
         if fn in stack or depth <= 0:
             return False
         for caller, event in sites:
-            if event.guards:
+            if event.guards or _single_process(event.conds, self._switches()):
                 continue
             if caller.node is caller.module.file.tree:
                 return False
@@ -224,21 +277,38 @@ class FactBuilder:
                 return True
         return False
 
-    def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3) -> bool:
+    def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3, strict: bool = False) -> bool:
+        """The expression depends on the rank. strict: a rank handed on as `rank=` to a call
+        (`Dataset(..., rank=rank)`, which may only cache or log on one rank) does not count."""
         ranks = self.program.ranks
+        passed_on = {id(n) for sub in ast.walk(node) if strict and isinstance(sub, ast.Call)
+                     for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
+                     for n in ast.walk(kw.value)}
         for sub in ast.walk(node):
-            if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub):
+            if id(sub) in passed_on:
+                continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard
+            if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub, fn):
                 return True
             if isinstance(sub, ast.Call) and (last_name(sub.func) or "") in ("shard", "split_dataset_by_node"):
                 return True
         if depth <= 0:
             return False
         for sub in ast.walk(node):
+            if id(sub) in passed_on:
+                continue
             if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and
                                              isinstance(sub.value, ast.Name) and sub.value.id == "self"):
                 for value, scope in self.program.values_of(sub, fn, 1):
-                    if value is not sub and self.mentions_rank(value, scope, depth - 1):
+                    if value is not sub and self.mentions_rank(value, scope, depth - 1, strict):
                         return True
+            if isinstance(sub, ast.Call):  # shard_for_this_rank(ds): what the local helper returns
+                targets, _ = self.program.resolve(sub.func, fn)
+                for target in targets:
+                    if isinstance(target.node, ast.Module) or target.name == "__init__":
+                        continue
+                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None):
+                        if self.mentions_rank(ret, target, depth - 1, strict):
+                            return True
         return False
 
     def dataset_kind(self, node: ast.AST, fn: Function) -> bool:
@@ -247,6 +317,8 @@ class FactBuilder:
             if not isinstance(value, ast.Call):
                 continue
             name = last_name(value.func) or ""
+            if any(kw.arg in SHARD_KEYWORDS for kw in value.keywords):
+                return True  # ImageDataset(..., shard=rank, num_shards=world): shards itself
             if "Iterable" in name or (self.program.qualify(value.func, scope) or "").startswith(("webdataset", "wds.")):
                 return True
             target = self.program._callee_symbol(value.func, scope)
@@ -266,7 +338,7 @@ class FactBuilder:
         return any(self._self_sharding(b, seen) for b in self.program.bases(klass))
 
     def bound_name(self, fn: Function, call: ast.Call) -> str:
-        for node in _own_nodes(fn.node):
+        for node in fn.own:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is call:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 return last_name(targets[0]) or ""
@@ -298,9 +370,18 @@ class FactBuilder:
             kind = self._sampler_kind(sampler, fn)
             name = self.bound_name(fn, call)
             dataset_text = text(dataset) if dataset is not None else "?"
+            builder = "" if isinstance(fn.node, ast.Module) else fn.name
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
-                              or (not isinstance(fn.node, ast.Module) and EVAL_NAME.search(fn.name)))
+                              or EVAL_NAME.search(builder) or self._eval_only(fn))
+            classes = {last_name(v.func) for v, _ in self.program.values_of(sampler, fn)
+                       if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS} if sampler is not None else set()
             found.append(LoaderFact(
+                sampler_class=" or ".join(sorted(filter(None, classes))),
+                trains=self._trains(fn, name),
+                train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
+                unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None,
+                handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
+                                         & self._handed_to_framework()),
                 location=loc(fn, call), name=name, sampler=kind,
                 sampler_text=text(sampler) if sampler is not None else "",
                 dataset_text=dataset_text,
@@ -310,6 +391,64 @@ class FactBuilder:
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
+
+    def _eval_only(self, fn: Function) -> bool:
+        """Every function that calls this one is an evaluation helper (named so)."""
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(not isinstance(c.node, ast.Module) and EVAL_NAME.search(c.name)
+                                   for c, _ in sites)
+
+    def _handed_to_framework(self) -> set[str]:
+        """Names passed as `training_data=` (deepspeed.initialize builds and shards the loader)."""
+        if not hasattr(self, "_framework_data"):
+            self._framework_data = {n.id for _, call, _, _ in self.calls() for kw in call.keywords
+                                    if kw.arg == "training_data" for n in ast.walk(kw.value)
+                                    if isinstance(n, ast.Name)}
+        return self._framework_data
+
+    def _training_names(self) -> set[tuple[int, str]]:
+        """(function, name) pairs a loop that runs backward iterates: the training loaders, by
+        scope. A parameter iterated so names what each caller passes, in the caller's scope."""
+        if hasattr(self, "_train_names"):
+            return self._train_names
+        names: set[tuple[int, str]] = set()
+        for fn in self.functions:
+            for node, _ in _fn_loops(fn):
+                if not isinstance(node, (ast.For, ast.AsyncFor)):
+                    continue
+                if not any(isinstance(c, ast.Call) and self._backward(c, fn)
+                           for stmt in node.body for c in ast.walk(stmt)):
+                    continue
+                for sub in ast.walk(node.iter):
+                    name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+                    if not name:
+                        continue
+                    names.add((id(fn), name))
+                    for value, caller in fn.arguments.get(name, []):
+                        names.add((id(caller), last_name(value) or ""))
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                        # `for x in self.train_data` where __init__ did `self.train_data = train_data`
+                        klass = self.program._class_of_fn(fn)
+                        for value, owner in (self.program._attr(klass, name) if klass else []):
+                            if isinstance(value, ast.Name):
+                                for arg, caller in owner.arguments.get(value.id, []):
+                                    names.add((id(caller), last_name(arg) or ""))
+        self._train_names = names
+        return names
+
+    def _trains(self, fn: Function, name: str) -> bool:
+        """The loader bound to name in fn is iterated by a backward loop: there, or (returned by a
+        builder) where a caller binds what the builder returns."""
+        if not name:
+            return False
+        if (id(fn), name) in self._training_names():
+            return True
+        if name == fn.name:  # `return DataLoader(...)`: follow the callers
+            for caller, event in self.callers().get(fn, []):
+                bound = self.bound_name(caller, event.node) if isinstance(event.node, ast.Call) else ""
+                if bound and (id(caller), bound) in self._training_names():
+                    return True
+        return False
 
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function) -> str:
         if sampler is None or is_const(sampler, None):
@@ -327,6 +466,8 @@ class FactBuilder:
                 kinds.add(self._sampler_kind(value.args[0], scope))
             else:
                 kinds.add("custom")
+        if "distributed" in kinds:  # BatchSampler(DistributedSampler(...) or RandomSampler(...))
+            return "distributed"
         if "custom" in kinds:
             return "custom"
         return "plain" if "plain" in kinds else "none"
@@ -337,7 +478,7 @@ class FactBuilder:
                       if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"]
         iterated = self._iterated()
         epoch_loop = any(isinstance(n, (ast.For, ast.AsyncFor)) and "epoch" in text(n.target).lower()
-                         for f in program.files for n in ast.walk(f.tree))
+                         for f in program.files for n in f.nodes)
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():
@@ -347,13 +488,13 @@ class FactBuilder:
             if shuffle is None and len(call.args) > 3:
                 shuffle = call.args[3]
             name = self.bound_name(fn, call)
-            loader_name, loader_at = "", None
+            loader_name, loader_at, fed = "", None, ""
             for fact in loaders:
                 if name and fact.sampler_text in (name, f"self.{name}") and fact.location.file == fn.file.display:
-                    loader_at = fact.location
+                    loader_at, fed = fact.location, fact.name
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
-                for node in _own_nodes(fn.node):
+                for node in fn.own:
                     if isinstance(node, ast.Call) and any(kw.value is call for kw in node.keywords):
                         fact = by_line.get((fn.file.display, node.lineno))
                         loader_name = fact.name if fact else ""
@@ -374,14 +515,14 @@ class FactBuilder:
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
                             (loops > 0 or self.in_loop(sfn)):
                         constant = loc(sfn, scall)
-            names = {n for n in (own, loader_name, name) if n}
+            names = {n for n in (own, loader_name, name, fed) if n}
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
                 shuffle=shuffle is None or not is_const(shuffle, False, 0),
                 set_epoch=matched, constant_epoch=constant, across_epochs=across,
-                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn),
+                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
         return found
 
@@ -389,21 +530,27 @@ class FactBuilder:
         """name -> iterated more than once (a `for` over it inside a loop, or in a function that
         runs in a loop)."""
         out: dict[str, bool] = {}
-        for fn in self.program.functions:
-            for node, depth in _loops(fn.node, 0):
-                if not isinstance(node, (ast.For, ast.AsyncFor)):
-                    continue
-                names = {last_name(n) for n in ast.walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
-                again = depth > 0 or self.in_loop(fn)
-                for name in filter(None, names):
-                    out[name] = out.get(name, False) or again
+        for fn in self.functions:
+            for node, depth in _fn_loops(fn):
+                if isinstance(node, (ast.For, ast.AsyncFor)):
+                    names = {last_name(n) for n in ast.walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
+                    again = depth > 0 or self.in_loop(fn)
+                    for name in filter(None, names):
+                        out[name] = out.get(name, False) or again
+                # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch)
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \
+                            and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
+                        name = last_name(sub.args[0])
+                        if name:
+                            out[name] = True
         return out
 
     # ------------------------------------------------------------------ accumulation
     def accumulations(self) -> list[AccumulationFact]:
         found = []
-        for fn in self.program.functions:
-            for node, _ in _loops(fn.node, 0):
+        for fn in self.functions:
+            for node, _ in _fn_loops(fn):
                 fact = self._accumulation(fn, node)
                 if fact is not None:
                     found.append(fact)
@@ -411,14 +558,18 @@ class FactBuilder:
 
     def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
         calls = list(_loop_calls(loop.body, False))
-        backward = [c for c, cond in calls if not cond and self._backward(c, fn)]
-        if not backward:
+        backward = self._always(loop.body, fn, self._backward)
+        if backward is None:
             return None
-        steps = [(c, cond) for c, cond in calls if self._step(c, fn)]
+        by = "accelerate" if "accelerator" in text(backward.func).lower() else None
+        steps = [(c, cond or kind == "sometimes") for c, cond in calls
+                 for kind in [self._step_kind(c, fn)] if kind is not None]
+        if steps and self._always(loop.body, fn, lambda c, f, d: self._step_kind(c, f) == "always") is not None:
+            return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
         if steps:
             if any(not cond for _, cond in steps):
                 return None
-            return AccumulationFact(loc(fn, backward[0]), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step")
+            return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
         outer = _enclosing_loop(fn.node, loop)
         if outer is None:
             return None
@@ -426,12 +577,67 @@ class FactBuilder:
                  and c.lineno > loop.lineno]
         if not after:
             return None
-        return AccumulationFact(loc(fn, backward[0]), loc(fn, loop), loc(fn, after[0]), "micro_step_loop")
+        return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
+
+    def late_sync_flags(self) -> list[AccumulationFact]:
+        """`model.require_backward_grad_sync = last` set after `model(...)` in the same loop pass:
+        DDP reads the flag in the forward, so it takes effect one micro-step late."""
+        found = []
+        for fn in self.functions:
+            for loop, _ in _fn_loops(fn):
+                body = [n for stmt in loop.body if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
+                        for n in ast.walk(stmt)]
+                for node in body:
+                    if not (isinstance(node, ast.Assign) and any(
+                            isinstance(t, ast.Attribute) and t.attr == "require_backward_grad_sync"
+                            for t in node.targets)):
+                        continue
+                    owner = next(text(t.value) for t in node.targets if isinstance(t, ast.Attribute))
+                    forwards = [c for c in body if isinstance(c, ast.Call) and text(c.func) == owner
+                                and c.lineno < node.lineno]
+                    if forwards:
+                        found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
+                                                      "sync_flag_after_forward"))
+        return found
+
+    def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2) -> Optional[ast.Call]:
+        """The first call matching pred that runs on every pass of body: not under an `if`,
+        or under both sides of one (`if scaler is not None: scaler.scale(loss).backward()
+        else: loss.backward()`). Nested loops and defs are not entered."""
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor,
+                                 ast.While)):
+                continue
+            if isinstance(stmt, ast.If):
+                found = next((c for c in _expr_calls(stmt.test, False) if pred(c[0], fn, depth)), None)
+                if found:
+                    return found[0]
+                if stmt.orelse:
+                    a = self._always(stmt.body, fn, pred, depth)
+                    if a is not None and self._always(stmt.orelse, fn, pred, depth) is not None:
+                        return a
+                continue
+            if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                found = next((c for item in stmt.items for c, _ in _expr_calls(item.context_expr, False)
+                              if pred(c, fn, depth)), None)
+                found = found or self._always(stmt.body, fn, pred, depth)
+                if found is not None:
+                    return found
+                continue
+            if isinstance(stmt, ast.Try):
+                found = self._always(stmt.body, fn, pred, depth)
+                if found is not None:
+                    return found
+                continue
+            for call, _ in _expr_calls(stmt, False):
+                if pred(call, fn, depth):
+                    return call
+        return None
 
     def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             owner = (last_name(call.func.value) or "").lower()
-            return not any(w in owner for w in ("engine", "accelerator", "fabric", "deepspeed"))
+            return not any(w in owner for w in ("engine", "fabric", "deepspeed"))
         return self._through(call, fn, depth, self._backward)
 
     def _step(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
@@ -444,20 +650,41 @@ class FactBuilder:
             return False
         return self._through(call, fn, depth, self._step)
 
+    def _step_kind(self, call: ast.Call, fn: Function) -> Optional[str]:
+        """"always" / "sometimes" (a helper that steps under a switch its caller sets per call:
+        `loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)`) / None (no step)."""
+        if self._step(call, fn):
+            return "always"
+        targets, _ = self.program.resolve(call.func, fn)
+        for target in targets:
+            for stmt in target.own:
+                if not isinstance(stmt, ast.If):
+                    continue
+                inner = [c for part in stmt.body for c, _ in _expr_calls(part, False) if self._step(c, target, 1)]
+                if not inner:
+                    continue
+                switch = stmt.test.id if isinstance(stmt.test, ast.Name) else None
+                if switch is None or switch not in target.params:
+                    return "sometimes"
+                passed = keyword(call, switch)
+                index = target.params.index(switch)
+                if passed is None and index < len(call.args):
+                    passed = call.args[index]
+                if passed is None or is_const(passed, True):
+                    return "always"
+                return None if is_const(passed, False, 0, None) else "sometimes"
+        return None
+
     def _through(self, call: ast.Call, fn: Function, depth: int, pred) -> bool:
         if depth <= 0:
             return False
         targets, _ = self.program.resolve(call.func, fn)
-        for target in targets:
-            for inner, cond in _loop_calls(target.node.body, False):
-                if not cond and pred(inner, target, depth - 1):
-                    return True
-        return False
+        return any(self._always(target.node.body, target, pred, depth - 1) is not None for target in targets)
 
     # ------------------------------------------------------------------ saves
     def saves(self) -> list[SaveFact]:
         found = []
-        for fn in self.program.functions:
+        for fn in self.functions:
             for event in fn.events:
                 if event.kind != "save":
                     continue
@@ -466,7 +693,11 @@ class FactBuilder:
                 path_text = text(path) if path is not None else "?"
                 where = loc(fn, call)
                 if event.guards:
-                    found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`"))
+                    found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
+                                          _per_node(event.guards)))
+                    continue
+                if _single_process(event.conds, self._switches()):
+                    found.append(SaveFact(where, path_text, False, "on the single-process path"))
                     continue
                 if path is not None and self.mentions_rank(path, fn):
                     found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
@@ -485,12 +716,95 @@ class FactBuilder:
                 else:
                     found.append(SaveFact(where, path_text, not guarded,
                                           "every caller is under a rank test" if guarded else
-                                          f"{fn.label} is called without a rank test"))
+                                          f"{fn.label} is called without a rank test",
+                                          self._per_node_callers(fn) if guarded else None))
         return found
+
+    def _per_node_callers(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[str]:
+        """The per-node test on some way into fn whose other guards are per-node too: one rank
+        per node gets there (`if local_rank == 0: save_checkpoint()`)."""
+        if fn.rank_only or fn in stack or depth <= 0:
+            return None
+        for caller, event in self.callers().get(fn, []):
+            if event.guards:
+                found = _per_node(event.guards)
+            elif not isinstance(caller.node, ast.Module):
+                found = self._per_node_callers(caller, depth - 1, stack + (fn,))
+            else:
+                found = None
+            if found:
+                return found
+        return None
+
+
+SINGLE = re.compile(r"^not [\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$|world_size == 1$",
+                    re.IGNORECASE)
+
+
+def _single_process(conds: tuple, switches: frozenset = frozenset()) -> bool:
+    """Under `if not args.distributed:` / `if not enable_fsdp:`, or `if not X:` where the process
+    group is set up only under `if X:`: the run is not distributed there."""
+    return any(SINGLE.search(c) or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
+
+
+def _switched(target: Function, call: ast.Call, cond: str) -> Optional[bool]:
+    """`if use_barriers:` in target: False where this call leaves the parameter at its default
+    False (or passes a constant False), so the branch never runs on this way in; True where it
+    passes a constant True (proven on); None when it cannot tell."""
+    if isinstance(target.node, ast.Module) or cond not in target.params:
+        return None
+    args = target.node.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    value = keyword(call, cond)
+    index = positional.index(cond) if cond in positional else -1
+    offset = 1 if target.cls is not None and target.parent is None and positional[:1] in (["self"], ["cls"]) else 0
+    if value is None and 0 <= index - offset < len(call.args):
+        value = call.args[index - offset]
+    if value is None and any(kw.arg is None for kw in call.keywords):
+        return None  # **kwargs: cannot tell
+    if value is None and index >= 0:
+        defaults = args.defaults
+        first = len(positional) - len(defaults)
+        value = defaults[index - first] if index >= first else None
+    if value is None:
+        return None
+    if is_const(value, False, None, 0):
+        return False
+    return True if is_const(value, True) else None
+
+
+def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:
+    """The guarding test when every rank test around a statement is true on one rank per node
+    (local rank 0), not on one rank of the job."""
+    tests = [g.test for g in guards]
+    if tests and all(t.scope == "node" and t.polarity == "zero" for t in tests):
+        return tests[-1].text
+    return None
+
+
+Reached = tuple  # (op, Location, chain, conds): a collective a call leads to
+
+
+def _assume(assumption: str, conds: tuple) -> str:
+    """The guard's own assumption, and the switches on the way to the collective (`if
+    use_fsdp_eval:` in a callee): the finding holds only where they are on."""
+    flags = list(dict.fromkeys(f"`{c}`" for c, flag in conds if flag))
+    if not flags:
+        return assumption
+    more = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} true on the way"
+    return f"{assumption}, and {more}" if assumption else more
 
 
 def _op_kind(op: str) -> str:
     return op.split("(")[0]
+
+
+def _fn_loops(fn: Function) -> list[tuple[ast.AST, int]]:
+    """A function's loops with their nesting depth, found once (several rules read them)."""
+    found = fn.__dict__.get("_loops")
+    if found is None:
+        found = fn.__dict__["_loops"] = list(_loops(fn.node, 0))
+    return found
 
 
 def _loops(root: ast.AST, depth: int) -> Iterator[tuple[ast.AST, int]]:
@@ -569,14 +883,22 @@ def build(program: Program, script: str) -> LintFacts:
             if program.ddp_call(call, fn):
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
                 break
-    no_sync = any(isinstance(n, ast.Attribute) and n.attr in ("no_sync", "require_backward_grad_sync")
-                  for f in program.files for n in ast.walk(f.tree))
+    no_sync = accumulate = False
+    for n in (n for f in program.files for n in f.nodes if isinstance(n, (ast.Attribute, ast.keyword))):
+        if isinstance(n, ast.Attribute):
+            no_sync = no_sync or n.attr in ("no_sync", "require_backward_grad_sync")
+            accumulate = accumulate or n.attr == "accumulate"
+        else:
+            accumulate = accumulate or n.arg == "gradient_accumulation_steps"
     loaders = builder.loaders(framework)
     return LintFacts(
+        accumulate=accumulate,
         script=script, files=[f.display for f in program.files],
         statements=sum(f.statements for f in program.files),
         distributed=distributed, distributed_how=how, framework=framework, ddp_model=ddp,
         no_sync=no_sync,
         guarded_collectives=builder.guarded_collectives(), loaders=loaders,
-        samplers=builder.samplers(loaders), accumulations=builder.accumulations(),
-        saves=builder.saves())
+        samplers=builder.samplers(loaders), accumulations=builder.accumulations() + builder.late_sync_flags(),
+        saves=builder.saves(),
+        functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
+        unreachable=program.skipped)

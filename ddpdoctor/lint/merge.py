@@ -6,6 +6,11 @@ DDP502: a collective under a rank test, and a rank that skipped a collective) an
 at the same file:line. The probe's finding stays (it was seen happening); it gains
 evidence["static"] with the lint's code, message and evidence, and the lint's check line says
 where its finding went.
+
+A static finding the run did not confirm is a claim, not evidence: it is shown one step lower
+(an error as a warning, a warning as a note), says what the run saw instead (its twin check
+found nothing, or never got the chance), and never fails the probe's gate by itself
+(evidence["confirmed"] is False; core.findings.gating leaves such findings out).
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ import sys
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.core.findings import Finding, Location
-from ddpdoctor.core.registry import IGNORED, SKIPPED, CheckResult
+from ddpdoctor.core.findings import Finding, Location, Severity
+from ddpdoctor.core.registry import IGNORED, NOTED, PASSED, SKIPPED, WARNED, CheckResult
 from ddpdoctor.report.model import Report
 
 # lint code -> the probe codes that see the same bug at run time
@@ -124,10 +129,38 @@ def add_static_findings(report: Report, script: str, module: bool = False,
                 merged.append(twin.code)
         if merged and not kept:
             _merged_away(result, merged)
+        for finding in kept:
+            _unconfirmed(finding, report)
         result.findings = kept
+        if kept:
+            worst = max(f.severity.rank for f in kept)
+            result.status = {2: WARNED, 1: WARNED, 0: NOTED}.get(worst, PASSED)
     report.results.extend(results)
     report.metrics["lint"] = {"files": facts.files, "statements": facts.statements,
                               "elapsed_ms": round(facts.elapsed_s * 1000, 1)}
+
+
+LOWER = {Severity.ERROR: Severity.WARNING, Severity.WARNING: Severity.INFO, Severity.INFO: Severity.INFO}
+
+
+def _unconfirmed(finding: Finding, report: Report) -> None:
+    """A static finding with no run-time twin: one severity lower, marked unconfirmed (it never
+    gates), with a line saying what the run saw of it."""
+    twins = PROBE_TWINS.get(finding.code, ())
+    looked = [r for r in report.results if r.spec.code in twins and r.status != IGNORED]
+    passed = [r.spec.code for r in looked if r.status == PASSED]
+    skipped = [f"{r.spec.code} skipped: {r.reason}" for r in looked if r.status == SKIPPED and r.reason]
+    if passed:
+        seen = (f"the run did not confirm it ({', '.join(passed)} saw nothing of it in the steps it ran; "
+                "the code may not have been reached)")
+    elif skipped:
+        seen = f"the run did not reach or confirm it ({skipped[0]})"
+    else:
+        seen = "the run did not reach or confirm it"
+    finding.evidence["confirmed"] = False
+    finding.evidence["severity_in_lint"] = finding.severity.value
+    finding.severity = LOWER[finding.severity]
+    finding.message += f". Static only: {seen}, so it does not fail the probe by itself"
 
 
 def _static_evidence(finding: Finding) -> dict[str, Any]:

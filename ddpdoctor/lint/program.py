@@ -11,12 +11,14 @@ be resolved this way is left alone, which keeps the lint from guessing.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
 from ddpdoctor.lint.patterns import (ACCELERATE_COLLECTIVES, FABRIC_COLLECTIVES,
-                                     RANK_ONLY_DECORATORS, TORCH_COLLECTIVES, RankNames, RankTest,
+                                     RANK_ONLY_DECORATORS, TORCH_COLLECTIVES, RankTest,
                                      dotted, keyword, last_name, text, truthy)
+from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.sources import SourceFile
 
 FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Module]
@@ -36,6 +38,9 @@ class Guard:
     line: int
     branch: int  # id of the If node, 0 for a decorator
     side: str  # "body" | "else"
+    # after `if not use_fsdp_eval and not is_rank0: return`, the code under `if use_fsdp_eval:`
+    # runs on every rank: the tests (source text) under which this guard no longer holds
+    unless: tuple[str, ...] = ()
 
 
 @dataclass
@@ -50,6 +55,9 @@ class Event:
     op: str = ""  # collective: what it is, in the user's words
     targets: tuple["Function", ...] = ()  # call/ref: the local functions it reaches
     weak: tuple["Function", ...] = ()  # call: local methods of that name, receiver unknown
+    # the tests (not rank tests) it sits under, as source text, each with whether it is a plain
+    # flag (`use_fsdp_eval`, `args.fsdp`): a value the lint cannot see, which findings then assume
+    conds: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass
@@ -64,10 +72,19 @@ class Function:
     nested: dict[str, "Function"] = field(default_factory=dict)
     rank_only: Optional[str] = None  # a rank-only decorator's text
     bindings: dict[str, list[tuple[int, ast.AST]]] = field(default_factory=dict)
+    attr_bindings: dict[str, list[ast.AST]] = field(default_factory=dict)  # "args.gpu" -> values
     events: list[Event] = field(default_factory=list)
     calls: list[tuple[ast.Call, tuple[Guard, ...], int]] = field(default_factory=list)  # every call
     # what callers pass for each parameter: name -> [(argument, caller)]
     arguments: dict[str, list[tuple[ast.AST, "Function"]]] = field(default_factory=dict)
+    _own: Optional[list] = field(default=None, repr=False)
+
+    @property
+    def own(self) -> list[ast.AST]:
+        """Every node of the body, not inside nested defs (computed once: many passes read it)."""
+        if self._own is None:
+            self._own = list(_own_nodes(self.node))
+        return self._own
 
     @property
     def params(self) -> list[str]:
@@ -130,8 +147,7 @@ class Program:
         self.by_name: dict[str, Module] = {}
         self.functions: list[Function] = []
         self.classes: list[Klass] = []
-        self.ranks = RankNames()
-        self.ranks.learn([f.tree for f in files])
+        self.ranks = RankFlow(self)
         for source in files:
             self._index(source)
         self.imported = {full.split(".")[0] for m in self.modules for full in m.imports.values()}
@@ -139,8 +155,72 @@ class Program:
             self._collect_bindings(function)
         for function in self.functions:
             self._bind_arguments(function)
-        for function in self.functions:
-            Walker(self, function).run()
+        self.ranks.index()
+        self.reachable = self._reachable()  # walks each reached function (only those) once
+        self.skipped = sum(1 for f in self.functions if f not in self.reachable)
+
+    # ------------------------------------------------------------------ reachability
+    def _reachable(self) -> set[Function]:
+        """What running the entry script can execute: its top level (with its `__main__`
+        block), every imported module's top level (import runs it; not their `__main__`
+        blocks), and what those call or pass on, transitively. A class the reached code builds
+        is live with all its methods (frameworks call hooks and forward); a call whose receiver
+        is unknown reaches a local method of that name only when one class alone defines it."""
+        seen: set[Function] = set()
+        live: set[Klass] = set()
+        queue = [m.body for m in self.modules if m.body is not None]
+        # the entry script's own classes built on a framework's base (a LightningModule, a
+        # Callback): the framework finds them and calls their hooks
+        for klass in self.modules[0].classes.values() if self.modules else ():
+            if klass.bases:
+                live.add(klass)
+                queue.extend(klass.methods.values())
+        while queue:
+            fn = queue.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            Walker(self, fn).run()
+            queue.extend(fn.nested.values())
+            for event in fn.events:
+                if event.kind not in ("call", "ref"):
+                    continue
+                queue.extend(event.targets)
+                if len(event.weak) == 1 and event.weak[0].name not in COMMON_METHODS:
+                    queue.extend(event.weak)
+                for target in event.targets:
+                    if target.cls is not None and target.name == "__init__" and target.cls not in live:
+                        live.add(target.cls)
+                        for klass in [target.cls, *self.bases(target.cls)]:
+                            queue.extend(klass.methods.values())
+            for klass in self._classes_named(fn):
+                if klass not in live:
+                    live.add(klass)
+                    for k in [klass, *self.bases(klass)]:
+                        queue.extend(k.methods.values())
+        return seen
+
+    def _classes_named(self, fn: Function) -> list[Klass]:
+        """Local classes a reached function builds or hands on (`LightningCLI(Model)`,
+        `model_cls=Net`, `factory = Net`); not those it only tests (`isinstance(x, Net)`) or
+        annotates with."""
+        found = []
+        nodes = fn.own if not isinstance(fn.node, ast.Module) else _module_nodes(fn.node)
+        for node in nodes:
+            if isinstance(node, ast.Call):
+                if last_name(node.func) in ("isinstance", "issubclass", "cast"):
+                    continue
+                handed = [node.func, *node.args, *(kw.value for kw in node.keywords)]
+            elif isinstance(node, (ast.Assign, ast.Return)) and node.value is not None:
+                handed = [node.value]
+            else:
+                continue
+            for value in handed:
+                if isinstance(value, (ast.Name, ast.Attribute)):
+                    target = self._callee_symbol(value, fn)
+                    if isinstance(target, Klass):
+                        found.append(target)
+        return found
 
     # ------------------------------------------------------------------ indexing
     def _index(self, source: SourceFile) -> None:
@@ -149,8 +229,9 @@ class Program:
         self.by_name[source.module] = module
         module.body = Function("<module>", "<module>", source, source.tree, module)
         self.functions.append(module.body)
-        package = source.module if source.path.name == "__init__.py" else source.module.rpartition(".")[0]
-        for node in ast.walk(source.tree):
+        name = source.module or source.import_name  # the script's relative imports: from its package
+        package = name if source.path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in source.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -198,7 +279,7 @@ class Program:
                         self._index_body(sub, module, cls, parent, prefix)
 
     def _collect_bindings(self, fn: Function) -> None:
-        for node in _own_nodes(fn.node):
+        for node in fn.own:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
@@ -211,7 +292,7 @@ class Program:
     def _bind_arguments(self, fn: Function) -> None:
         """Record, on each local function a call reaches, what the call passes for each parameter
         (one level, any caller): `accuracy(ddp_net, x)` tells `accuracy` its `net` is a DDP model."""
-        for node in _own_nodes(fn.node):
+        for node in fn.own:
             if not isinstance(node, ast.Call):
                 continue
             targets, _ = self.resolve(node.func, fn)
@@ -234,6 +315,10 @@ class Program:
             owner = fn.cls
             if owner is not None and not iterated:
                 owner.attrs.setdefault(target.attr, []).append((value, fn))
+        elif isinstance(target, ast.Attribute) and not iterated:
+            key = dotted(target)
+            if key and not key.startswith("self."):
+                fn.attr_bindings.setdefault(key, []).append(value)
         elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
                 and len(target.elts) == len(value.elts):
             for t, v in zip(target.elts, value.elts):
@@ -338,7 +423,9 @@ class Program:
             return self.full_symbol(full)
         return None
 
-    def full_symbol(self, full: str) -> Optional[Union[Function, Klass, Module]]:
+    def full_symbol(self, full: str, depth: int = 8) -> Optional[Union[Function, Klass, Module]]:
+        if depth <= 0:
+            return None
         if full in self.by_name:
             return self.by_name[full]
         owner, _, attr = full.rpartition(".")
@@ -350,16 +437,23 @@ class Program:
                 return module.classes[attr]
             target = module.imports.get(attr)
             if target and target != full:
-                return self.full_symbol(target)
+                return self.full_symbol(target, depth - 1)
         return None
 
-    def bases(self, klass: Klass) -> Iterator[Klass]:
+    def bases(self, klass: Klass) -> list[Klass]:
+        """The local classes a class derives from (resolved once per class)."""
+        cache = self.__dict__.setdefault("_bases", {})
+        if klass in cache:
+            return cache[klass]
+        cache[klass] = []
         body = klass.module.body
-        for base in klass.bases:
-            found = self.symbol(base, body) if "." not in base else self.full_symbol(
-                self.qualify(ast.parse(base, mode="eval").body, body) or base)
-            if isinstance(found, Klass) and found is not klass:
-                yield found
+        found = []
+        for base, node in zip(klass.bases, [b for b in klass.node.bases if dotted(b)]):
+            target = self.symbol(base, body) if "." not in base else self.full_symbol(self.qualify(node, body) or base)
+            if isinstance(target, Klass) and target is not klass:
+                found.append(target)
+        cache[klass] = found
+        return found
 
     def method(self, klass: Klass, name: str, seen: Optional[set] = None) -> Optional[Function]:
         seen = seen or set()
@@ -389,7 +483,8 @@ class Program:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             owner = self.symbol(func.value.id, fn)
             if isinstance(owner, Module):
-                return owner.functions.get(func.attr) or owner.classes.get(func.attr)
+                return owner.functions.get(func.attr) or owner.classes.get(func.attr) or \
+                    self.full_symbol(f"{owner.name}.{func.attr}")
         return None
 
     def resolve(self, func: ast.AST, fn: Function) -> tuple[list[Function], list[Function]]:
@@ -430,13 +525,15 @@ class Program:
         if isinstance(receiver, ast.Name):
             owner = self.symbol(receiver.id, fn)
             if isinstance(owner, Module):
-                target = owner.functions.get(attr)
-                if target is None and attr in owner.classes:
-                    target = self.method(owner.classes[attr], "__init__")
-                return ([target] if target else []), []
+                found = owner.functions.get(attr) or owner.classes.get(attr) or \
+                    self.full_symbol(f"{owner.name}.{attr}")
+                target = self.method(found, "__init__") if isinstance(found, Klass) else found
+                return ([target] if isinstance(target, Function) else []), []
             if isinstance(owner, Klass):
                 found = self.method(owner, attr)
                 return ([found] if found else []), []
+            if owner is None and receiver.id in fn.module.imports and not self.lookup(receiver.id, fn):
+                return [], []  # torch.save, np.save: a library's function, not a local method
         klass = self.class_of(receiver, fn)
         if isinstance(receiver, ast.Call):
             target = self._callee_symbol(receiver.func, fn)
@@ -449,7 +546,14 @@ class Program:
     def _named(self, attr: str) -> list[Function]:
         if attr.startswith("__"):
             return []
-        return [k.methods[attr] for k in self.classes if attr in k.methods]
+        index = self.__dict__.get("_methods_by_name")
+        if index is None:
+            index = {}
+            for klass in self.classes:
+                for name, method in klass.methods.items():
+                    index.setdefault(name, []).append(method)
+            self._methods_by_name = index
+        return list(index.get(attr, ()))
 
     def reference(self, node: ast.AST, fn: Function) -> list[Function]:
         """A local function passed by name (a callback, mp.spawn's target, a Thread target)."""
@@ -563,7 +667,7 @@ class Program:
                 if isinstance(target, Klass) and self._class_buffered(target, seen):
                     return True
                 if isinstance(target, Function):
-                    for ret in (n.value for n in _own_nodes(target.node) if isinstance(n, ast.Return) and n.value):
+                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value):
                         if self._buffered(ret, target, depth - 1, seen):
                             return True
                 for arg in value.args:
@@ -594,12 +698,83 @@ class Program:
         return any(self._class_buffered(b, seen) for b in self.bases(klass))
 
 
+# Method names too common to guess a receiver by (fabric.save, model.train, optimizer.step).
+COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "eval", "close", "reset",
+                  "log", "write", "read", "get", "set", "add", "append", "put", "start", "stop", "to",
+                  "state_dict", "load_state_dict", "save_checkpoint", "load_checkpoint", "backward",
+                  "zero_grad", "apply", "build", "setup", "__init__", "__call__", "fit", "predict",
+                  "test", "validate", "evaluate", "compute", "print", "info", "warning", "flush"}
+
+
+def _module_nodes(tree: ast.Module) -> Iterator[ast.AST]:
+    """A module's top-level code, class bodies included (they run at import), not function bodies."""
+    stack = list(ast.iter_child_nodes(tree))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack.extend(node.decorator_list if not isinstance(node, ast.Lambda) else [])
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _calls_param(target: "Function", slot) -> bool:
+    """The local function calls what it receives in this argument slot (index or keyword)."""
+    params = target.params
+    name = params[slot] if isinstance(slot, int) and slot < len(params) else slot
+    if not isinstance(name, str):
+        return True  # *args, **kwargs: cannot tell, keep the callback
+    if name not in params:
+        return True
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+               or (isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
+               or (isinstance(n, ast.Call) and CALLBACK_SINK.search(last_name(n.func) or "")
+                   and any(isinstance(a, ast.Name) and a.id == name for a in n.args))
+               for n in target.own)
+
+
+# Calls that keep a function to call it later: a helper passing its argument on to one of these
+# registers a callback; one passing it to inspect.signature only reads it.
+CALLBACK_SINK = re.compile(r"spawn|Thread|Process|partial|submit|register|hook|callback|^add_|append|"
+                           r"^map$|^run|^apply|^start|wrap", re.IGNORECASE)
+
+
+def _is_main_block(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = getattr(stmt, "test", None)
+    return isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and len(test.ops) == 1 \
+        and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == "__main__"
+
+
 def _rank_only_decorator(node: ast.AST) -> Optional[str]:
     for deco in getattr(node, "decorator_list", []):
         target = deco.func if isinstance(deco, ast.Call) else deco
         if last_name(target) in RANK_ONLY_DECORATORS:
             return "@" + text(deco)
     return None
+
+
+def _negation_text(node: ast.AST) -> str:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return text(node.operand, 10_000)
+    return text(ast.UnaryOp(ast.Not(), node), 10_000)
+
+
+def _flag_like(test: ast.AST) -> bool:
+    """`use_fsdp_eval`, `not args.fsdp`: a switch whose value the source does not show."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, (ast.Name, ast.Attribute))
+
+
+def _conjuncts(test: ast.AST) -> set[str]:
+    """The source text of a test and of each part of an `and`: what holds inside its body."""
+    said = {text(test, 10_000)}
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        said.update(text(v, 10_000) for v in test.values)
+    return said
 
 
 def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
@@ -619,6 +794,7 @@ class Walker:
     def __init__(self, program: Program, fn: Function) -> None:
         self.program = program
         self.fn = fn
+        self.conds: list[tuple[str, bool]] = []
 
     def run(self) -> None:
         guards: tuple[Guard, ...] = ()
@@ -634,24 +810,40 @@ class Walker:
             # `if rank != 0: return` - what follows runs on the other ranks only
             if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
                     isinstance(stmt.body[-1], TERMINATORS):
-                test = self.program.ranks.guard(stmt.test)
+                test = self.program.ranks.guard(stmt.test, self.fn)
                 if test is not None:
-                    guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else")
+                    unless = ()
+                    if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And):
+                        unless = tuple(_negation_text(p) for p in stmt.test.values
+                                       if self.program.ranks.guard(p, self.fn) is None)
+                    guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else", unless)
                     self.block(body[index + 1:], guards + (guard,), loops)
                     return
 
     def stmt(self, stmt: ast.stmt, guards: tuple[Guard, ...], loops: int) -> None:
+        if isinstance(self.fn.node, ast.Module) and self.fn.file is not self.program.files[0] \
+                and _is_main_block(stmt):
+            return  # an imported module's own `if __name__ == "__main__":` never runs on import
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for deco in stmt.decorator_list:
                 self.expr(deco, guards, loops)
             return
         if isinstance(stmt, (ast.If, ast.While)):
             self.expr(stmt.test, guards, loops)
-            test = self.program.ranks.guard(stmt.test)
+            test = self.program.ranks.guard(stmt.test, self.fn)
             inner = loops + (1 if isinstance(stmt, ast.While) else 0)
             if test is None:
-                self.block(stmt.body, guards, inner)
-                self.block(stmt.orelse, guards, loops)
+                said = _conjuncts(stmt.test)
+                mark = len(self.conds)
+                if isinstance(stmt, ast.If):
+                    self.conds.extend((t, _flag_like(stmt.test)) for t in sorted(said))
+                self.block(stmt.body, tuple(g for g in guards if not said & set(g.unless)), inner)
+                del self.conds[mark:]
+                if stmt.orelse:
+                    negation = _negation_text(stmt.test)
+                    self.conds.append((negation, _flag_like(stmt.test)))
+                    self.block(stmt.orelse, guards, loops)
+                    del self.conds[mark:]
                 return
             file = self.fn.file.display
             self.block(stmt.body, guards + (Guard(test, file, stmt.lineno, id(stmt), "body"),), inner)
@@ -688,7 +880,7 @@ class Walker:
             return
         if isinstance(node, ast.IfExp):
             self.expr(node.test, guards, loops)
-            test = self.program.ranks.guard(node.test)
+            test = self.program.ranks.guard(node.test, self.fn)
             if test is None:
                 self.expr(node.body, guards, loops)
                 self.expr(node.orelse, guards, loops)
@@ -702,7 +894,7 @@ class Walker:
             current = guards
             for value in node.values:
                 self.expr(value, current, loops)
-                test = self.program.ranks.guard(value)
+                test = self.program.ranks.guard(value, self.fn)
                 if test is not None:
                     current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
             return
@@ -715,16 +907,23 @@ class Walker:
         program, fn = self.program, self.fn
         line = call.lineno
         fn.calls.append((call, guards, loops))
+        conds = tuple(self.conds)
         op = program.collective(call, fn)
         if op is not None:
-            fn.events.append(Event("collective", call, line, guards, loops, op=op))
+            fn.events.append(Event("collective", call, line, guards, loops, op=op, conds=conds))
         full = program.qualify(call.func, fn) or ""
+        if last_name(call.func) == "init_process_group":
+            fn.events.append(Event("init", call, line, guards, loops, conds=conds))
         if full == "torch.save":
-            fn.events.append(Event("save", call, line, guards, loops))
+            fn.events.append(Event("save", call, line, guards, loops, conds=conds))
         targets, weak = program.resolve(call.func, fn)
         if targets or weak:
-            fn.events.append(Event("call", call, line, guards, loops, targets=tuple(targets), weak=tuple(weak)))
-        for arg in list(call.args) + [kw.value for kw in call.keywords]:
+            fn.events.append(Event("call", call, line, guards, loops, targets=tuple(targets), weak=tuple(weak),
+                                   conds=conds))
+        passed = [(i, a) for i, a in enumerate(call.args)] + [(kw.arg, kw.value) for kw in call.keywords]
+        for slot, arg in passed:
             refs = program.reference(arg, fn)
+            if refs and targets and not any(_calls_param(t, slot) for t in targets):
+                continue  # a local helper that only looks at the function (its name, signature)
             if refs:
-                fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs)))
+                fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import os
 import time
 
+from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.core.registry import CheckResult, run_checks
+from ddpdoctor.core.registry import (CRASHED, FAILED, IGNORED, NOTED, PASSED, SKIPPED, WARNED, CheckResult,
+                                     run_checks)
 from ddpdoctor.lint.facts import LintFacts, build
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.sources import load_program
@@ -13,11 +17,22 @@ from ddpdoctor.report.model import Report
 
 
 def gather(script: str) -> LintFacts:
-    """The facts of a script and the local modules it imports. Bad input raises UsageError."""
+    """The facts of a script and the local modules it imports, from the cache when none of its
+    files changed since the last lint. Bad input raises UsageError."""
+    from ddpdoctor.lint import cache
+
     started = time.perf_counter()
-    program = Program(load_program(script))
+    facts = cache.load(script)
+    if facts is not None:
+        facts.cached = True
+        facts.elapsed_s = time.perf_counter() - started
+        return facts
+    notes: list[str] = []
+    program = Program(load_program(script, notes))
     facts = build(program, script)
+    facts.notes.extend(notes)
     facts.elapsed_s = time.perf_counter() - started
+    cache.store(script, facts, [str(f.path) for f in program.files])
     return facts
 
 
@@ -38,15 +53,109 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
     header = (f"{script}: {files} file(s), {facts.statements} statements read"
               f" ({', '.join(facts.files[1:4])}{', …' if files > 4 else ''})" * (files > 1)
               + (f"{script}: {facts.statements} statements read" if files == 1 else "")
+              + (f"; {facts.unreachable} of {facts.functions} functions not reachable from the script,"
+                 " not judged" if facts.unreachable else "")
               + f"; distributed: {how}"
               + (f"; framework: {facts.framework}" if facts.framework else "")
-              + f"; {facts.elapsed_s * 1000:.0f} ms")
+              + f"; {facts.elapsed_s * 1000:.0f} ms" + (" (unchanged since the last lint: cached)"
+                                                        if facts.cached else ""))
     notes = []
     if facts.distributed is None and facts.framework is None:
         notes.append("the script sets up no process group (init_process_group, DDP, a framework): "
                      "the data and checkpoint rules do not apply")
+    notes.extend(facts.notes)
     metrics = {"files": facts.files, "statements": facts.statements,
-               "elapsed_ms": round(facts.elapsed_s * 1000, 1), "framework": facts.framework,
+               "functions": facts.functions, "unreachable_functions": facts.unreachable,
+               "elapsed_ms": round(facts.elapsed_s * 1000, 1), "cached": facts.cached,
+               "framework": facts.framework,
                "distributed": str(facts.distributed) if facts.distributed else None}
     return Report(command="lint", results=results, fail_on=fail_on, header=header,
                   metrics=metrics, notes=notes)
+
+
+def changed_files(rev: str) -> list[str]:
+    """The Python files that differ from git revision `rev` in the working tree (added, copied,
+    modified, renamed), and the untracked ones git does not ignore."""
+    import subprocess
+
+    def git(*args: str) -> list[str]:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=60,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UsageError(f"--diff: git could not run: {exc}") from None
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise UsageError(f"--diff {rev}: {last}")
+        return [line for line in done.stdout.splitlines() if line]
+
+    top = git("rev-parse", "--show-toplevel")[0]
+    changed = git("diff", "--name-only", "--diff-filter=ACMR", rev, "--", "*.py")
+    untracked = git("ls-files", "--others", "--exclude-standard", "--", "*.py")
+    paths = [os.path.relpath(os.path.join(top, p)) for p in changed] + untracked
+    return list(dict.fromkeys(p for p in paths if os.path.isfile(p)))
+
+
+def runs_code(path: str) -> bool:
+    """The file does something when run: a `__main__` block, or top-level calls or loops (a
+    script), not only definitions and imports (a module that scripts import)."""
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return True  # let the lint itself say what is wrong with it
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            return True
+        if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+            return True
+    return False
+
+
+def lint_files(paths: list[str], fail_on: Severity, ignore: set[str], how: str) -> Report:
+    """Lint several files in one report, as pre-commit and `--diff` hand them over: each file that
+    runs code at its top level is linted as a script (with its local imports); a module that only
+    defines things is judged when a script importing it is linted. A finding reached from two
+    scripts is reported once."""
+    paths = [p for p in dict.fromkeys(paths) if p.endswith(".py")]
+    scripts = [p for p in paths if runs_code(p)]
+    merged: dict[str, CheckResult] = {}
+    seen: set[tuple] = set()
+    notes: list[str] = []
+    files: set[str] = set()
+    statements = 0
+    elapsed = 0.0
+    for script in scripts:
+        facts = gather(script)
+        files.update(facts.files)
+        statements += facts.statements
+        elapsed += facts.elapsed_s
+        notes.extend(f"{script}: {n}" for n in facts.notes)
+        for result in lint_results(facts, ignore):
+            mine = merged.setdefault(result.spec.code, CheckResult(result.spec, result.status, [], result.reason))
+            for finding in result.findings:
+                key = (finding.code, str(finding.location), finding.message)
+                if key not in seen:
+                    seen.add(key)
+                    mine.findings.append(finding)
+            if _worse(result.status, mine.status):
+                mine.status, mine.reason = result.status, result.reason
+    modules = [p for p in paths if p not in scripts]
+    if modules:
+        notes.append(f"{len(modules)} file(s) only define things ({', '.join(modules[:4])}"
+                     f"{', …' if len(modules) > 4 else ''}): judged when a script that imports them is linted")
+    header = (f"{len(paths)} file(s) {how}, {len(scripts)} linted as script(s); {len(files)} file(s), "
+              f"{statements} statements read; {elapsed * 1000:.0f} ms")
+    metrics = {"files": sorted(files), "scripts": scripts, "statements": statements,
+               "elapsed_ms": round(elapsed * 1000, 1)}
+    return Report(command="lint", results=list(merged.values()), fail_on=fail_on, header=header,
+                  metrics=metrics, notes=notes)
+
+
+ORDER = {PASSED: 0, SKIPPED: 0, IGNORED: 0, NOTED: 1, WARNED: 2, FAILED: 3, CRASHED: 4}
+
+
+def _worse(status: str, than: str) -> bool:
+    return ORDER.get(status, 0) > ORDER.get(than, 0)

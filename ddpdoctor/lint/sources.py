@@ -28,10 +28,21 @@ class SourceFile:
     module: str  # dotted name it is imported by ("" for the script itself)
     tree: ast.Module
     lines: list[str] = field(default_factory=list)
+    _nodes: Optional[list] = field(default=None, repr=False)
+    # the script's dotted name from the working directory (`python -m pkg.train`), for its
+    # relative imports; "" when it lies outside
+    import_name: str = ""
+
+    @property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the file, walked once (several passes read them)."""
+        if self._nodes is None:
+            self._nodes = list(ast.walk(self.tree))
+        return self._nodes
 
     @property
     def statements(self) -> int:
-        return sum(1 for n in ast.walk(self.tree) if isinstance(n, ast.stmt))
+        return sum(1 for n in self.nodes if isinstance(n, ast.stmt))
 
 
 def display_path(path: Path) -> str:
@@ -73,16 +84,16 @@ def _candidates(name: str, roots: list[Path]) -> Optional[Path]:
     return None
 
 
-def _imported_names(tree: ast.Module, module: str, is_package: bool) -> list[str]:
+def _imported_names(nodes: list[ast.AST], module: str, is_package: bool) -> list[tuple[str, ast.AST]]:
     """Every dotted module name the file may import (relative imports resolved), including the
-    submodules named in `from pkg import sub`."""
+    submodules named in `from pkg import sub`, each with the import statement."""
     names = []
     package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
-                names.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                names.extend((".".join(parts[:i]), node) for i in range(1, len(parts) + 1))
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -92,14 +103,15 @@ def _imported_names(tree: ast.Module, module: str, is_package: bool) -> list[str
                     continue
                 base = ".".join(anchor[:keep] + ([base] if base else []))
             if base:
-                names.append(base)
-            names.extend(f"{base}.{a.name}" if base else a.name for a in node.names if a.name != "*")
+                names.append((base, node))
+            names.extend((f"{base}.{a.name}" if base else a.name, node) for a in node.names if a.name != "*")
     return names
 
 
-def load_program(script: str) -> list[SourceFile]:
+def load_program(script: str, notes: Optional[list[str]] = None) -> list[SourceFile]:
     """Parse the script and the local modules it imports. Bad input (no such file, not Python)
-    raises UsageError."""
+    raises UsageError for the script itself; an imported module that cannot be read or parsed is
+    left out with a note (the script may import it only under a flag, and runs fine without)."""
     path = Path(script)
     if not path.exists():
         raise UsageError(f"no such file: {script}")
@@ -122,14 +134,33 @@ def load_program(script: str) -> list[SourceFile]:
             try:
                 rel = current.path.relative_to(Path.cwd().resolve()).with_suffix("")
                 module = ".".join(rel.parts)
+                current.import_name = module
             except ValueError:
                 module = current.path.stem
-        for name in _imported_names(current.tree, module, is_package):
+        for name, where in _imported_names(current.nodes, module, is_package):
             found = _candidates(name, roots)
             if found is None or found in seen or "site-packages" in found.parts:
                 continue
             seen.add(found)
-            parsed = _parse(found, name)
+            try:
+                parsed = _parse(found, name)
+            except UsageError as exc:
+                if notes is not None:
+                    notes.append(_not_read(exc, current, where))
+                continue
             files.append(parsed)
             queue.append(parsed)
     return files
+
+
+def _not_read(exc: UsageError, importer: SourceFile, where: ast.AST) -> str:
+    """"models/x.py:15: not valid Python: ...; imported at train.py:12 only when `args.arch ==
+    'x'`; not read"."""
+    condition = ""
+    for node in importer.nodes:
+        if isinstance(node, (ast.If, ast.Try)):
+            inside = [n for part in (node.body, getattr(node, "orelse", [])) for stmt in part for n in ast.walk(stmt)]
+            if any(n is where for n in inside):
+                condition = (f" only when `{ast.unparse(node.test)}`" if isinstance(node, ast.If)
+                             else " inside a try")
+    return f"{exc}; imported at {importer.display}:{getattr(where, 'lineno', '?')}{condition}; not read"

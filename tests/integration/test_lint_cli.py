@@ -76,3 +76,58 @@ def test_probe_reports_a_latent_desync_from_bincount_without_minlength(tmp_path)
     assert finding["location"] == {"file": "tests/scripts/latent_bincount.py", "line": 24}
     assert len(finding["evidence"]["sizes"]) >= 3 and "minlength" in finding["hint"]
     assert "DDP501" not in result.codes and result.code == 0  # a warning: the ranks agreed so far
+
+
+@pytest.mark.multiprocess
+def test_probe_of_a_healthy_run_with_an_unconfirmed_static_finding_exits_0(tmp_path):
+    result = probe("tests/scripts/lint/unreached_rank0_barrier.py", "--stall-timeout", "10",
+                   run_dir=tmp_path / "run")
+    assert result.code == 0, result.stdout + result.stderr
+    finding = result.one("DDP801")  # shown, one step lower, saying the run did not confirm it
+    assert finding["severity"] == "warning" and finding["location"]["line"] == 17
+    assert finding["evidence"]["confirmed"] is False and finding["evidence"]["severity_in_lint"] == "error"
+    assert "did not confirm it" in finding["message"] and "does not fail the probe" in finding["message"]
+    assert result.report["status"] == "pass"
+
+
+def test_lint_files_as_pre_commit_hands_them_over():
+    result = run_cli("lint", "--files", "tests/scripts/rank0_barrier_in_save.py", "tests/scripts/lint/nanogpt/model.py",
+                     "examples/healthy.py", "--json", "-", cwd=str(REPO))
+    assert result.code == 1, result.stderr
+    report = result.json()
+    assert [f["code"] for f in report["findings"]] == ["DDP801"]
+    assert report["metrics"]["scripts"] == ["tests/scripts/rank0_barrier_in_save.py", "examples/healthy.py"]
+    assert any("only define things (tests/scripts/lint/nanogpt/model.py)" in n for n in report["notes"])
+
+
+def test_lint_diff_lints_the_files_changed_against_a_revision(tmp_path):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True,
+                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                            "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+
+    healthy = "import torch.distributed as dist\ndist.init_process_group('gloo')\ndist.barrier()\n"
+    (tmp_path / "train.py").write_text(healthy)
+    (tmp_path / "other.py").write_text(healthy)
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    (tmp_path / "train.py").write_text(healthy + "if dist.get_rank() == 0:\n    dist.barrier()\n")
+    result = run_cli("lint", "--diff", "--json", "-", cwd=str(tmp_path))
+    assert result.code == 1, result.stdout + result.stderr
+    report = result.json()
+    assert report["metrics"]["scripts"] == ["train.py"]
+    assert [(f["code"], f["location"]["line"]) for f in report["findings"]] == [("DDP801", 5)]
+    assert run_cli("lint", "--diff", "HEAD", "-q", cwd=str(tmp_path)).code == 1
+    bad = run_cli("lint", "--diff", "nosuchrev", cwd=str(tmp_path))
+    assert bad.code == 2 and "nosuchrev" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_pre_commit_hook_runs_lint_on_the_files_it_is_given():
+    import yaml
+
+    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "ddpdoctor-lint" and hook["entry"] == "ddpdoctor lint --files"
+    assert hook["language"] == "python" and hook["types"] == ["python"]

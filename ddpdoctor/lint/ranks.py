@@ -1,0 +1,404 @@
+"""Which expressions are a rank, and which tests differ between ranks, by data flow.
+
+A name is a rank because of what it was assigned, in its own scope (the function, then the
+module, then what callers pass for a parameter, then `self.x = ...` in the class): never
+because a variable of the same name is a rank somewhere else in the program. Only when the
+source says nothing about a name (a parameter no local code passes, an attribute of an
+object built by a library) does its spelling decide, and then only the spellings people use
+for a process's rank (`rank`, `local_rank`, `args.gpu` is not one; `cfg.lora_rank` is not one).
+
+Followed: a helper whose return value is a rank test (`def is_master(args): return
+args.rank == 0`), a flag assigned from a rank test (`args.save_logs = args.logs and
+is_master(args)`), an attribute set from a spawned process's index (`self.gpu_id = gpu_id`
+where `gpu_id` is mp.spawn's first argument), and an object built on one rank only
+(`saver = Saver() if rank == 0 else None`, then `if saver is not None:`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Optional
+
+from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, dotted, env_key, is_const,
+                                     last_name, text)
+
+Function = Any  # ddpdoctor.lint.program.Function (program imports this module, not the reverse)
+Program = Any
+# The spellings of a process's rank, for names the source does not explain.
+RANK_NAME = re.compile(
+    r"^(?:(?:local|global|world|node|group|process|proc|ddp|ddp_local|dist|my|this|cur|current|gpu|"
+    r"device|worker|local_world|trainer)_)?rank(?:_id)?$"
+    r"|^(?:local_|global_)?process_index$|^ordinal$|^proc_id$",
+    re.IGNORECASE)
+# The spellings of "this is the main / zero rank", for names the source does not explain.
+MAIN_FLAG = re.compile(
+    r"^(?:is_)?(?:global_|local_)?(?:master|main|chief|leader)(?:_process|_rank|_proc|_node|_worker)$"
+    r"|^is_(?:global_|local_)?(?:master|main|chief|leader|root)(?:_process|_rank|_proc|_node|_worker)?$"
+    r"|^master_process$|^is_(?:global_|local_)?(?:rank_?)?zero$|^(?:is_)?rank_?zero$|^is_world_process_zero$"
+    r"|^is_local_process_zero$|^is_master_ordinal$|^is_logging_rank$|^is_global_zero$",
+    re.IGNORECASE)
+# Tests that say "is this a distributed run at all": the same on every rank.
+UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_avail_and_initialized",
+                 "is_torchelastic_launched", "get_world_size"}
+UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)$|world_size$",
+                          re.IGNORECASE)
+# A rank within the node, not within the job.
+LOCAL = re.compile(r"local_?rank|LOCALID|local_process_index|get_local_rank", re.IGNORECASE)
+# Functions that start one process per rank, the first argument of the target being its index.
+SPAWNERS = {"spawn", "start_processes"}
+
+
+class RankFlow:
+    """Rank values and rank tests of one program, answered per scope and cached."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._rank: dict[tuple[int, int], bool] = {}
+        self._flag: dict[tuple[int, int], Optional[RankTest]] = {}
+        self._returns: dict[int, Optional[RankTest]] = {}
+        self._returns_rank: dict[int, bool] = {}
+        self.spawn_params: set[tuple[int, str]] = set()  # (id(function), its first parameter)
+        self.attributes: dict[str, list[tuple[ast.AST, Function]]] = {}  # "args.gpu" -> values
+
+    # ------------------------------------------------------------------ set-up
+    def index(self) -> None:
+        """What needs the whole program once: spawn targets, `obj.attr = ...` outside classes."""
+        program = self.program
+        for fn in program.functions:
+            for call in fn.own:
+                if not isinstance(call, ast.Call):
+                    continue
+                if last_name(call.func) in SPAWNERS and call.args:
+                    full = program.qualify(call.func, fn) or ""
+                    if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:
+                        for target in program.reference(call.args[0], fn):
+                            if target.params:
+                                self.spawn_params.add((id(target), target.params[0]))
+            for name, values in fn.attr_bindings.items():
+                self.attributes.setdefault(name, []).extend((v, fn) for v in values)
+
+    # ------------------------------------------------------------------ values
+    def is_rank(self, node: ast.AST, fn: Function, depth: int = 4) -> bool:
+        """The expression's value is (a function of only) this process's rank."""
+        key = (id(node), id(fn))
+        if key in self._rank:
+            return self._rank[key]
+        self._rank[key] = False  # a cycle reads as "not a rank"
+        found = self._is_rank(node, fn, depth)
+        self._rank[key] = found
+        return found
+
+    def _is_rank(self, node: ast.AST, fn: Function, depth: int) -> bool:
+        if isinstance(node, ast.Call):
+            if env_key(node) in RANK_ENV:
+                return True
+            name = last_name(node.func)
+            if name in RANK_CALLS:
+                return True
+            if name in ("int", "str") and node.args:
+                return self.is_rank(node.args[0], fn, depth)
+            targets, _ = self.program.resolve(node.func, fn)
+            return any(self._function_returns_rank(t, depth) for t in targets)
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+            # config["rank"], cfg["local_rank"]: a rank kept in a dict
+            return env_key(node) in RANK_ENV or (isinstance(key, ast.Constant) and isinstance(key.value, str)
+                                                  and bool(RANK_NAME.match(key.value)))
+        if isinstance(node, ast.BinOp):
+            return self.is_rank(node.left, fn, depth) or self.is_rank(node.right, fn, depth)
+        if isinstance(node, ast.IfExp):  # dist.get_rank() if dist.is_initialized() else 0
+            return self.is_rank(node.body, fn, depth) or self.is_rank(node.orelse, fn, depth)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            if isinstance(node, ast.Name) and self._spawn_index(node.id, fn):
+                return True
+            values = self._values(node, fn)
+            spelled = bool(RANK_NAME.match(last_name(node) or ""))
+            if values is not None:
+                flows = depth > 0 and any(self.is_rank(v, scope, depth - 1) for v, scope in values
+                                          if not is_const(v, None, -1))
+                # a local name is what it was assigned; `args.rank = 0` on one path does not
+                # make an argparse field named rank anything else than a rank
+                if flows:
+                    return True
+                if spelled and all(isinstance(v, ast.Constant) or is_const(v, -1) for v, _ in values):
+                    return True  # `zero_first(local_rank=-1)`: a rank parameter given a constant here
+                return spelled and not isinstance(node, ast.Name) and not _on_self(node)
+            return spelled
+        return False
+
+    def _values(self, node: ast.AST, fn: Function) -> Optional[list[tuple[ast.AST, Function]]]:
+        """What the source says a name or attribute holds; None when it says nothing."""
+        program = self.program
+        if isinstance(node, ast.Name):
+            found = program.lookup(node.id, fn)
+            if found:
+                return [(value, scope) for _, value, scope in found]
+            passed = program._passed(node.id, fn)
+            return passed or None
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                klass = program._class_of_fn(fn)
+                found = program._attr(klass, node.attr) if klass is not None else []
+                if found:
+                    return found
+            key = dotted(node)
+            if key and key in self.attributes:
+                return self.attributes[key]
+        return None
+
+    def _spawn_index(self, name: str, fn: Function) -> bool:
+        scope: Optional[Function] = fn
+        while scope is not None:
+            if name in scope.params:
+                return (id(scope), name) in self.spawn_params
+            scope = scope.parent
+        return False
+
+    def _function_returns_rank(self, target: Function, depth: int) -> bool:
+        if id(target) in self._returns_rank:
+            return self._returns_rank[id(target)]
+        self._returns_rank[id(target)] = False
+        returns = _returns(target)
+        found = bool(returns) and depth > 0 and all(self.is_rank(r, target, depth - 1) for r in returns)
+        self._returns_rank[id(target)] = found
+        return found
+
+    # ------------------------------------------------------------------ tests
+    def guard(self, test: ast.AST, fn: Function, depth: int = 4) -> Optional[RankTest]:
+        """The rank test in an `if`/`while` test, or None when the test is the same on every rank."""
+        key = (id(test), id(fn))
+        if key in self._flag:
+            return self._flag[key]
+        self._flag[key] = None
+        found = self._guard(test, fn, depth)
+        self._flag[key] = found
+        return found
+
+    def _guard(self, test: ast.AST, fn: Function, depth: int) -> Optional[RankTest]:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.guard(test.operand, fn, depth)
+            return inner.negated() if inner else None
+        if isinstance(test, ast.BoolOp):
+            return self._bool(test, fn, depth)
+        if isinstance(test, ast.IfExp):  # is_local_master(args) if local else is_global_master(args)
+            sides = [self.guard(test.body, fn, depth), self.guard(test.orelse, fn, depth)]
+            if all(sides) and not self.guard(test.test, fn, depth):
+                polarity = sides[0].polarity if sides[0].polarity == sides[1].polarity else "other"
+                return RankTest(text(test), sides[0].key, polarity, sides[0].assumption,
+                                "node" if all(x.scope == "node" for x in sides) else "global")
+            return None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return self._compare(test, fn, depth)
+        if isinstance(test, ast.Call):
+            name = last_name(test.func) or ""
+            targets, _ = self.program.resolve(test.func, fn)
+            for target in targets:
+                found = self._function_test(target, depth)
+                if found is not None:
+                    return RankTest(text(test), name, found.polarity, found.assumption, found.scope)
+            if not targets and MAIN_FLAG.match(name):
+                return RankTest(text(test), name, "zero", scope=_flag_scope(name))
+            return None
+        if isinstance(test, (ast.Name, ast.Attribute)):
+            values = self._values(test, fn)
+            if values is not None:
+                if depth <= 0:
+                    return None
+                for value, scope in values:
+                    found = self.guard(value, scope, depth - 1)
+                    if found is not None:
+                        return RankTest(text(test), last_name(test) or text(test), found.polarity,
+                                        found.assumption, found.scope)
+                one = self._one_rank_object(test, fn)
+                return one
+            name = last_name(test) or ""
+            if MAIN_FLAG.match(name):
+                return RankTest(text(test), name, "zero", scope=_flag_scope(name))
+        return None
+
+    def _bool(self, test: ast.BoolOp, fn: Function, depth: int) -> Optional[RankTest]:
+        """`a and rank == 0`: rank-conditional where `a` holds on every rank (an assumption the
+        lint states); `not dist.is_initialized() or rank == 0`: the uniform part drops out."""
+        ranked, values = [], []
+        for part in test.values:
+            found = self.guard(part, fn, depth)
+            if found is not None:
+                ranked.append(found)
+            elif not self.uniform(part, fn) and not _periodic(part):
+                values.append(text(part))
+        if not ranked:
+            return None
+        first = ranked[0]
+        polarity = first.polarity if len(ranked) == 1 else "other"
+        assumption = first.assumption
+        if values:
+            holds = "true" if isinstance(test.op, ast.And) else "false"
+            extra = " and ".join(f"`{v}`" for v in values)
+            assumption = f"{extra} is {holds} on every rank" + (f", and {assumption}" if assumption else "")
+        return RankTest(text(test), first.key, polarity, assumption, first.scope)
+
+    def _compare(self, test: ast.Compare, fn: Function, depth: int) -> Optional[RankTest]:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Is, ast.IsNot)) and is_const(right, None):
+            # `saver is not None` where saver exists on one rank only
+            found = self._one_rank_object(left, fn)
+            if found is None:
+                return None
+            return found if isinstance(op, ast.IsNot) else found.negated()
+        if _loop_over_ranks(left, fn) or _loop_over_ranks(right, fn):
+            return None  # `for r in range(world_size): if rank == r:` - every rank, in turn
+        if self.is_rank(right, fn) and not self.is_rank(left, fn):
+            left, right = right, left
+            op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
+        if not self.is_rank(left, fn):
+            return None
+        # local_rank == -1 / rank is None: "are we distributed at all", the same on every rank
+        if is_const(right, -1, None):
+            return None
+        if isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+            if all(is_const(e, -1, None) for e in right.elts):
+                return None
+            has_zero = any(is_const(e, 0) for e in right.elts)
+            polarity = "other"
+            if has_zero and isinstance(op, ast.In):
+                polarity = "zero"
+            elif has_zero and isinstance(op, ast.NotIn):
+                polarity = "nonzero"
+            return RankTest(text(test), _key(left), polarity, scope=self._scope(left, fn))
+        polarity = "other"
+        if is_const(right, 0):
+            if isinstance(op, (ast.Eq, ast.LtE, ast.Is)):
+                polarity = "zero"
+            elif isinstance(op, (ast.NotEq, ast.Gt, ast.IsNot)):
+                polarity = "nonzero"
+        elif is_const(right, 1):
+            if isinstance(op, ast.Lt):
+                polarity = "zero"
+            elif isinstance(op, ast.GtE):
+                polarity = "nonzero"
+        return RankTest(text(test), _key(left), polarity, scope=self._scope(left, fn))
+
+    def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
+        """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return "node"
+        if LOCAL.search(text(node, 200)):
+            return "node"
+        if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
+            values = self._values(node, fn)
+            if values and all(self._scope(v, scope, depth - 1) == "node" for v, scope in values
+                              if not is_const(v, None, -1, 0)) and any(not is_const(v, None, -1, 0) for v, _ in values):
+                return "node"
+        if isinstance(node, ast.Call) and last_name(node.func) in ("int", "str") and node.args:
+            return self._scope(node.args[0], fn, depth)
+        return "global"
+
+    def _function_test(self, target: Function, depth: int) -> Optional[RankTest]:
+        """A helper whose every return value is the same kind of rank test."""
+        if id(target) in self._returns:
+            return self._returns[id(target)]
+        self._returns[id(target)] = None
+        found = None
+        if depth > 0:
+            tests = [self.guard(r, target, depth - 1) for r in _returns(target)]
+            if tests and all(t is not None for t in tests):
+                polarities = {t.polarity for t in tests}
+                found = RankTest(tests[0].text, tests[0].key, polarities.pop() if len(polarities) == 1 else "other",
+                                 tests[0].assumption, "node" if all(t.scope == "node" for t in tests) else "global")
+        self._returns[id(target)] = found
+        return found
+
+    def _one_rank_object(self, node: ast.AST, fn: Function) -> Optional[RankTest]:
+        """`x` is None on some ranks and an object on others: `x = X() if rank == 0 else None`, or
+        `x = None` and then `if rank == 0: x = X()`. The test `x is not None` is that rank test."""
+        values = self._values(node, fn)
+        if not values:
+            return None
+        for value, scope in values:  # passed on: `train_one_epoch(saver=saver)`
+            if isinstance(value, ast.Name) and value is not node and scope is not fn:
+                found = self._one_rank_object(value, scope)
+                if found is not None:
+                    return found
+        for value, scope in values:
+            if isinstance(value, ast.IfExp) and (is_const(value.orelse, None) or is_const(value.body, None)):
+                found = self.guard(value.test, scope)
+                if found is not None:
+                    return found if is_const(value.orelse, None) else found.negated()
+        if not any(is_const(v, None) for v, _ in values):
+            return None
+        name = dotted(node) or ""
+        for value, scope in values:
+            if is_const(value, None):
+                continue
+            branch = _enclosing_if(scope, value)
+            if branch is not None:
+                stmt, side = branch
+                found = self.guard(stmt.test, scope)
+                if found is not None:
+                    return RankTest(f"{name} is not None", found.key,
+                                    found.polarity if side == "body" else found.negated().polarity,
+                                    found.assumption, found.scope)
+        return None
+
+    def uniform(self, node: ast.AST, fn: Function) -> bool:
+        """A test the same on every rank that says whether the run is distributed at all."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.uniform(node.operand, fn)
+        if isinstance(node, ast.Call):
+            return (last_name(node.func) or "") in UNIFORM_CALLS
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return bool(UNIFORM_NAME.search(last_name(node) or ""))
+        if isinstance(node, ast.Compare):
+            return all(self.uniform(n, fn) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
+        return False
+
+
+def _flag_scope(name: str) -> str:
+    return "node" if "local" in name.lower() else "global"
+
+
+def _key(node: ast.AST) -> str:
+    return last_name(node) or text(node)
+
+
+def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
+    """`r` in `for r in range(world_size):` (or over the number of processes)."""
+    if not isinstance(node, ast.Name):
+        return False
+    for loop in fn.own:
+        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == node.id:
+            return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
+    return False
+
+
+def _periodic(node: ast.AST) -> bool:
+    """`step % log_every == 0`: a counter test, true on every rank at the same steps, and true at
+    some step of any run long enough: not a value the finding has to assume."""
+    return isinstance(node, ast.Compare) and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                                                 for n in [node.left, *node.comparators])
+
+
+def _on_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _returns(target: Function) -> list[ast.AST]:
+    if isinstance(target.node, ast.Module):
+        return []
+    return [n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None]
+
+
+def _enclosing_if(fn: Function, value: ast.AST) -> Optional[tuple[ast.If, str]]:
+    """The innermost `if` of a function whose body (or else) holds the statement assigning value."""
+    index = fn.__dict__.get("_assigned_under")
+    if index is None:  # built once per function: id(assigned value) -> (if, side)
+        index = {}
+        for node in fn.own:
+            if isinstance(node, ast.If):
+                for side, part in (("body", node.body), ("else", node.orelse)):
+                    for stmt in part:
+                        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                            index[id(stmt.value)] = (node, side)
+        fn.__dict__["_assigned_under"] = index
+    return index.get(id(value))
