@@ -410,7 +410,10 @@ EXPECTED = {
 
 def _scripts() -> list[str]:
     paths = sorted(REPO.glob("examples/**/*.py")) + sorted(REPO.glob("tests/scripts/**/*.py"))
-    return [str(p.relative_to(REPO)) for p in paths]
+    # tests/scripts/lint_real/ pins each file's exact findings in its own `# expect:` line
+    # (tests/unit/test_lint_real.py).
+    return [str(p.relative_to(REPO)) for p in paths
+            if "lint_real" not in p.relative_to(REPO).parts]
 
 
 def _allowed(script: str) -> set[str]:
