@@ -31,6 +31,9 @@ from ddpdoctor.probe.launch.watchdog import ProgressWatch
 POLL_S = 0.2
 # Multi-node: how long node 0 waits, after its own ranks ended, for the other nodes' ends.
 FINAL_GRACE_S = 15.0
+# Multi-node: how long node 0 waits for every node's ddpdoctor to connect before it names the
+# missing ones (the other nodes keep trying to reach node 0 as long: run.CONNECT_WINDOW_S).
+JOIN_WINDOW_S = 120.0
 TORCHRUN_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
 
@@ -241,6 +244,16 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
             taken, note = every_stack()
             stall_s = watch.quiet_for()
             break
+        if gather is not None and gather.waiting():
+            # A node has not connected yet: torchrun's rendezvous waits for it, so nothing can
+            # advance and a stall verdict would blame the ranks. Wait for it within the join
+            # window (nodes never start at the same instant), then name it.
+            if time.monotonic() - started < JOIN_WINDOW_S:
+                time.sleep(POLL_S)
+                continue
+            status, note = "node_lost", gather.never_joined(JOIN_WINDOW_S)
+            stall_s = watch.quiet_for()
+            break
         quiet = watch.quiet_for()
         if (reporter is None and quiet >= watch.timeout_s
                 and time.monotonic() - last_check >= watch.timeout_s / 2):
@@ -254,8 +267,14 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
             # Every rank is busy in Python and none waits on a collective: slow, not stuck.
             # Look again later; --timeout bounds it.
         time.sleep(POLL_S)
+    # Cause before consequence: from this moment the probe ends the job, and every error after
+    # it is the teardown's doing (analysis/rank_state.py). Another node ended by node 0 counts
+    # from when it was told.
+    ended_at = None if status == "completed" else time.time()
+    if reporter is not None and reporter.ended_at is not None:
+        ended_at = min(ended_at or reporter.ended_at, reporter.ended_at)
     if gather is not None and status != "completed":
-        gather.end_all(f"node 0's job {status}")
+        gather.end_all(f"node 0's job {status}", at=ended_at)
     leftovers = teardown.end_job(proc.pid, run_id)
     try:
         launcher_exit = proc.wait(timeout=10)
@@ -263,9 +282,11 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
         launcher_exit = None
     if status == "completed" and leftovers:
         leftovers = [pid for pid in leftovers if pid != proc.pid]
-    return Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
-                   launcher_exit, "", leftovers if status == "completed" else [],
-                   interrupt.signum if status == "interrupted" else None)
+    outcome = Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
+                      launcher_exit, "", leftovers if status == "completed" else [],
+                      interrupt.signum if status == "interrupted" else None)
+    outcome.ended_at = ended_at
+    return outcome
 
 
 def _is_stalled(taken: list) -> bool:

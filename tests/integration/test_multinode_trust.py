@@ -1,0 +1,42 @@
+"""What a node believes of what it is told (launch/node_wire.py, run.py own_evidence): a node's
+own evidence is the floor of its result, whatever a node 0 says. Loopback only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gather_peer import FakeNode0
+from probe_runner import REPO
+from test_multinode_probe import Node, assert_nothing_left, free_port_pair
+from ddpdoctor.probe.launch import node_wire as wire
+
+pytestmark = pytest.mark.multiprocess
+
+
+def test_a_node_whose_rank_crashed_exits_non_zero_though_node0_says_pass(tmp_path):
+    """A fake node 0 holds the gather port and answers PASS, exit 0; node 0's ranks are a plain
+    torchrun (so node 1's rank can start and crash). Node 1 must still fail, saying why."""
+    script = "tests/scripts/crash_on_node1.py"
+    port = free_port_pair()
+    fake = FakeNode0(port + 1, wire.job_identity(script, 2, f"127.0.0.1:{port + 1}"))
+    node0_ranks = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--node-rank=0", "--nproc-per-node=1",
+         "--master-addr=127.0.0.1", f"--master-port={port}", "--max-restarts=0", script],
+        cwd=str(REPO), env=dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        other = Node(tmp_path, 1, script, "--stall-timeout", "10", port=port)
+        code = other.wait(timeout=120)
+    finally:
+        fake.close()
+        node0_ranks.kill()
+        node0_ranks.wait(timeout=30)
+    assert code == 1, other.err[-3000:] + fake.error + repr([m["t"] for m in fake.received])
+    line = next(ln for ln in other.err.splitlines() if ln.startswith("ddpdoctor probe: node 1"))
+    assert "PASS, exit 0; but rank(s) 1 of this node exited non-zero: exit 1" in line, line
+    assert any(m["t"] == "final" for m in fake.received)
+    assert_nothing_left(other)
