@@ -126,6 +126,8 @@ def test_missing_sampler_is_one_report_on_node0_across_both_nodes(tmp_path):
     assert not (other.run_dir / "report.json").exists()
     nodes = json.loads((node0.run_dir / "outcome.json").read_text())["nodes"]
     assert [n["status"] for n in nodes[1:]] == ["finished"]
+    # No --gather-token: the report says what the verdict relied on.
+    assert any("unauthenticated gather port" in note for note in report["notes"])
     assert_nothing_left(node0, other)
 
 
@@ -205,11 +207,18 @@ def test_under_slurm_a_healthy_job_needs_no_flags_and_passes_on_both_nodes(tmp_p
                 sock.bind(("", busy))
             except OSError:
                 pytest.skip(f"port {busy}, derived from the recorded SLURM job id, is in use here")
+    # The batch script exports a token before srun (docs/multi-node.md): every node has it.
+    token = "tok-" + os.urandom(8).hex()
     nodes = [Node(tmp_path, r, "examples/healthy.py", "--max-steps", "4", port=0, nnodes=0,
-                  env={**slurm, "SLURM_NODEID": str(r), "SLURM_PROCID": str(r)}) for r in (1, 0)]
+                  env={**slurm, "SLURM_NODEID": str(r), "SLURM_PROCID": str(r),
+                       "DDPDOCTOR_GATHER_TOKEN": token}) for r in (1, 0)]
     codes = [n.wait() for n in nodes]
     assert codes == [0, 0], nodes[1].err[-3000:]
     report = nodes[1].json()
     assert report["status"] == "pass" and report["metrics"]["world_size"] == 2
     assert "2 rank(s) on 2 node(s)" in nodes[1].out
+    assert not any("unauthenticated" in note for note in report["notes"])
+    for path in tmp_path.rglob("*"):  # the secret is in no report, log or run-dir file
+        assert not path.is_file() or token.encode() not in path.read_bytes(), path
+    assert all(token not in n.out + n.err for n in nodes)
     assert_nothing_left(*nodes)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -40,3 +41,33 @@ def test_a_node_whose_rank_crashed_exits_non_zero_though_node0_says_pass(tmp_pat
     assert "PASS, exit 0; but rank(s) 1 of this node exited non-zero: exit 1" in line, line
     assert any(m["t"] == "final" for m in fake.received)
     assert_nothing_left(other)
+
+
+def test_a_per_node_nproc_mismatch_is_named_within_seconds_on_both_nodes(tmp_path):
+    """--nproc-per-node 1 on node 0 and 2 on node 1: torchrun would train a world of 3; node 0
+    refuses node 1 at its hello and ends the job, each node saying why in one line."""
+    port = free_port_pair()
+    node0 = Node(tmp_path, 0, "examples/healthy.py", "--max-steps", "0", "--stall-timeout", "30", port=port)
+    started = time.monotonic()
+    other = Node(tmp_path, 1, "examples/healthy.py", "--max-steps", "0", "--stall-timeout", "30",
+                 "--nproc-per-node", "2", port=port)
+    assert other.wait(timeout=90) == 3, other.err[-3000:]
+    assert node0.wait(timeout=90) == 1, node0.err[-3000:]
+    assert time.monotonic() - started < 45
+    assert "node 1 runs --nproc-per-node 2 and node 0 runs 1" in other.err
+    refused = next(f for f in node0.json()["findings"] if f["code"] == "DDP507")
+    assert "was refused by node 0: node 1 runs --nproc-per-node 2" in refused["message"]
+    assert_nothing_left(node0, other)
+
+
+def test_a_node_that_starts_late_is_waited_for_and_the_job_passes(tmp_path):
+    """Node 1's ddpdoctor starts 12 s after node 0's, past the stall timeout: node 0 waits for it
+    (the join window) instead of judging a stall of ranks that cannot start yet."""
+    port = free_port_pair()
+    flags = ("--max-steps", "3", "--stall-timeout", "6")
+    node0 = Node(tmp_path, 0, "examples/healthy.py", *flags, port=port)
+    time.sleep(12)
+    other = Node(tmp_path, 1, "examples/healthy.py", *flags, port=port)
+    assert node0.wait() == 0, node0.err[-3000:]
+    assert other.wait() == 0, other.err[-3000:]
+    assert_nothing_left(node0, other)
