@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gather_peer import FakeNode0
+from gather_peer import FakeNode, FakeNode0
 from probe_runner import REPO
 from test_multinode_probe import Node, assert_nothing_left, free_port_pair
 from ddpdoctor.probe.launch import node_wire as wire
@@ -71,3 +71,33 @@ def test_a_node_that_starts_late_is_waited_for_and_the_job_passes(tmp_path):
     assert node0.wait() == 0, node0.err[-3000:]
     assert other.wait() == 0, other.err[-3000:]
     assert_nothing_left(node0, other)
+
+
+def test_a_forged_node_is_dropped_with_one_line_and_node0_neither_crashes_nor_keeps_its_data(tmp_path):
+    """A peer that reaches node 0's gather port first, poses as node 1 and writes a rank file
+    named with an Arabic-Indic zero (int() would read rank 0): node 0 drops it, says so in one
+    line, and ends the job (that node can no longer take part) with DDP507, not a traceback."""
+    script = "examples/healthy.py"
+    port = free_port_pair()
+    node0 = Node(tmp_path, 0, script, "--stall-timeout", "30", port=port)
+    job = wire.job_identity(script, 2, f"127.0.0.1:{port + 1}")
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            forger = FakeNode(port + 1, job)
+            break
+        except OSError:
+            assert time.monotonic() < deadline, node0.err[-2000:]
+            time.sleep(0.2)
+    assert forger.hello()["t"] == "welcome"
+    forger.send("file", name="rank-\u0660.jsonl", data='{"kind":"note","t":1.0,"text":"\\u001b[2Jforged"}\n')
+    assert node0.wait(timeout=90) == 1, node0.err[-3000:]
+    assert "Traceback" not in node0.err
+    dropped = [ln for ln in node0.err.splitlines() if "dropped node 1" in ln]
+    assert len(dropped) == 1 and "is not rank-<R>.jsonl or .stack" in dropped[0], node0.err[-2000:]
+    assert "\x1b" not in node0.err + node0.out
+    lost = next(f for f in node0.json()["findings"] if f["code"] == "DDP507")
+    assert "bad message" in lost["message"]
+    assert not list(node0.run_dir.glob("rank-*[!0-9].jsonl")) and not (node0.run_dir / "rank-\u0660.jsonl").exists()
+    forger.close()
+    assert_nothing_left(node0)
