@@ -57,3 +57,17 @@ def test_an_exit_code_on_a_node_the_probe_ended_is_a_consequence():
     run.outcome("stalled", exit_codes={0: -15, 1: 1}, **STALLED)
     run._outcome.ended_at = run[0].t + 1.0
     assert judge("DDP504", run.model()) == []
+
+
+def test_a_large_worlds_rank_table_is_groups_and_outliers_on_one_screen():
+    from ddpdoctor.probe.report import summarised
+
+    columns = ["rank", "node", "host", "pid", "steps", "batches", "collectives", "last", "exit"]
+    rows = [[r, r // 8, f"n{r // 8}", 100 + r, 30 + r % 2, 30, 31, "running", -15] for r in range(1024)]
+    rows[0][7] = "waiting in all_reduce #30 at train.py:27"
+    rows[517][8] = 1
+    shown = summarised(rows, columns)
+    assert len(shown) <= 12
+    assert shown[0][0] == 0 and [r[0] for r in shown if r[8] == 1] == [517]  # the odd ones out
+    assert shown[-1][7] == "1,018 more ranks like rank 1" and shown[-1][4] == "30-31"
+    assert summarised(rows[:32], columns) == rows[:32]
