@@ -136,16 +136,15 @@ class FakeNodeThread(threading.Thread):
             self.error = repr(exc)
 
     def _run(self) -> None:
-        codec = wire.Codec(wire.job_token(TOKEN), self.job)
-        sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
-        nonce = secrets.token_hex(16)
-        sock.sendall(codec.encode("hello", {"node_rank": self.node_rank, "nproc": len(self.ranks),
-                                            "host": f"n{self.node_rank}", "addr": "127.0.0.1", "nonce": nonce}))
-        reader = sock.makefile("rb")
-        welcome = codec.decode(reader.readline().rstrip(b"\n"), frozenset({"welcome", "refused"}))
-        if welcome["t"] != "welcome":
-            raise RuntimeError(welcome)
-        codec.start_session(nonce, welcome["nonce"], node_side=True)
+        for _attempt in range(60):  # as a node's ddpdoctor does: a connection closed before the
+            try:                    # welcome (node 0 busy with a crowd) is tried again
+                sock, reader, codec = self._connect()
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("never welcomed")
+        self.connected = time.monotonic()
         sock.settimeout(None)
         inbox: list[dict] = []
         threading.Thread(target=self._listen, args=(reader, codec, inbox), daemon=True).start()
@@ -178,6 +177,23 @@ class FakeNodeThread(threading.Thread):
                     self.send(sock, codec, "bye")
                     return
             time.sleep(0.02)
+
+    def _connect(self):
+        codec = wire.Codec(wire.job_token(TOKEN), self.job)
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        nonce = secrets.token_hex(16)
+        sock.sendall(codec.encode("hello", {"node_rank": self.node_rank, "nproc": len(self.ranks),
+                                            "host": f"n{self.node_rank}", "addr": "127.0.0.1", "nonce": nonce}))
+        reader = sock.makefile("rb")
+        line = reader.readline()
+        if not line:
+            sock.close()
+            raise OSError("closed before the welcome")
+        welcome = codec.decode(line.rstrip(b"\n"), frozenset({"welcome", "refused"}))
+        if welcome["t"] != "welcome":
+            raise RuntimeError(welcome)
+        codec.start_session(nonce, welcome["nonce"], node_side=True)
+        return sock, reader, codec
 
     def _listen(self, reader, codec, inbox) -> None:
         for line in reader:
@@ -222,8 +238,10 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     verdict_at = time.time()
     cpu1 = _cpu()
     stacks, notes = gather.stacks(10.0)
+    stacks_at = time.time()
     gather.end_all("node 0's job stalled", at=verdict_at)
     gather.wait_finals(time.monotonic() + 15)
+    finals_at = time.time()
     outcome = Outcome("stalled", time.monotonic() - wall0, {r: -15 for r in range(nproc)}, watch.quiet_for(),
                       stall_s, stacks, "; ".join(notes))
     outcome.ended_at = verdict_at
@@ -245,7 +263,9 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     terminal.render(report, Console(file=screen, width=160, color_system=None), verbose=False)
     print(json.dumps({"stream_cpu_cores": round(stream_cpu, 2), "report_cpu_s": round(report_cpu, 2),
                       "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-                      "report_done": done, "report_bytes": len(rendered),
+                      "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at,
+                      "phases": {"stacks": round(stacks_at - verdict_at, 2), "finals": round(finals_at - stacks_at, 2),
+                                 "analysis": round(done - finals_at, 2)},
                       "terminal_lines": screen.getvalue().count("\n"),
                       "codes": sorted({f.code for r in report.results for f in r.findings})}), flush=True)
 
@@ -301,6 +321,7 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
     last_record = max([last_local] + [n.last_record for n in nodes])
     result.update(world=world, nodes=nnodes, stall_s=stall_s,
                   stall_to_report_s=round(result.pop("report_done") - last_record, 2),
+                  detect_s=round(result.pop("verdict_at") - last_record, 2),
                   errors=[n.error for n in nodes if n.error][:3], run_dir=run_dir)
     return result
 
@@ -324,8 +345,9 @@ def main() -> None:
         r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall)
         print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
               f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
-              f"(stall {r['stall_s']:g} s + {r['stall_to_report_s'] - r['stall_s']:.1f} s, of which "
-              f"analysis {r['report_cpu_s']:.1f} s CPU); report {r['report_bytes'] / 1024:.0f} KiB JSON, "
+              f"(stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
+              f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s wall / "
+              f"{r['report_cpu_s']:.1f} s CPU); report {r['report_bytes'] / 1024:.0f} KiB JSON, "
               f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}"
               + (f"; errors: {r['errors']}" if r["errors"] else ""), flush=True)
 

@@ -85,10 +85,11 @@ class NodeGather:
         self._request = 0
         self._replies: dict[tuple, dict[str, Any]] = {}
         self._pending: dict[socket.socket, tuple[str, float]] = {}
+        self.max_pending = min(wire.MAX_PENDING + nnodes, wire.MAX_PENDING_CAP)
         try:
             # Node 0's own address only: the gather port is for the job's nodes, not every network.
             self.server = socket.create_server((here_addr, port), family=socket.AF_INET, reuse_port=False,
-                                               backlog=wire.MAX_PENDING)
+                                               backlog=min(wire.MAX_PENDING + nnodes, wire.MAX_PENDING_CAP))
         except OSError as exc:
             raise UsageError(f"the gather port {here_addr}:{port} (node 0's ddpdoctor listens there for the "
                              f"other nodes) cannot be used: {exc.strerror or exc}; is --master-addr an "
@@ -107,7 +108,7 @@ class NodeGather:
 
     def _serve(self) -> None:
         """One thread for every connection that has not said hello: no thread per socket, at
-        most MAX_PENDING at once, nothing read beyond the hello line."""
+        most max_pending at once, nothing read beyond the hello line."""
         while not self._stop.is_set():
             try:
                 events = self._selector.select(timeout=0.25)
@@ -132,9 +133,9 @@ class NodeGather:
                 return
             except OSError:
                 return
-            if len(self._pending) >= wire.MAX_PENDING:
+            if len(self._pending) >= self.max_pending:
                 sock.close()  # a flood: the job's own nodes retry
-                self._note_refusal(peer[0], f"more than {wire.MAX_PENDING} connections waiting to say hello")
+                self._note_refusal(peer[0], f"more than {self.max_pending} connections waiting to say hello")
                 continue
             sock.setblocking(False)
             self._pending[sock] = (peer[0], time.monotonic())

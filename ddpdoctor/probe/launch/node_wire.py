@@ -39,7 +39,9 @@ DEFAULT_SILENCE_S = 10.0
 MAX_HELLO = 4096  # the first line of a connection: read by the selector, nothing beyond it
 MAX_LINE = 8 * 1024 * 1024  # any later line (a verdict carries the whole report)
 CHUNK = 256 * 1024  # telemetry is forwarded in pieces no larger than this
-MAX_PENDING = 64  # connections that have not said hello yet, at once
+MAX_PENDING = 64  # connections that have not said hello yet, at once (plus one per node:
+# every node of a large job connects at the same instant; a refused one retries)
+MAX_PENDING_CAP = 512  # whatever the node count: each is a file descriptor
 RANK_QUOTA = 64 * 1024 * 1024  # forwarded bytes per rank of a node (a 20-step probe writes < 2 MiB)
 MAX_NPROC = 1024  # as probe/options.py: more processes on one node is a typo
 MAX_TEXT = 64 * 1024
