@@ -106,6 +106,10 @@ def _peers(options: ProbeOptions, run_dir: Path):
             bind = socket.gethostbyname(host)
         except OSError as exc:
             raise UsageError(f"--master-addr {host} does not resolve on node 0: {exc}") from None
+        if bind.startswith("127.") and not _is_ip(host):
+            # A host name that resolves to loopback here (Debian's 127.0.1.1) is reached by the
+            # other nodes at another address: the gather listens on every interface then.
+            bind = ""
         return NodeGather(str(run_dir), port, options.nnodes, socket.gethostname(), bind,
                           options.nproc_per_node, key=key, job=job,
                           static_ranks=not options.rdzv_endpoint)
@@ -211,6 +215,14 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
                            "node_line": f"{reason}; this node's ranks were ended (local run dir: {reporter.run_dir})"
                                         + (f"; {why}" if floor else "")})
     return report
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        socket.inet_aton(text)
+        return True
+    except OSError:
+        return False
 
 
 def wire_status(data: dict) -> str:

@@ -111,6 +111,7 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
         "PYTHONUNBUFFERED": "1",
     })
     env.setdefault("OMP_NUM_THREADS", "1")
+    env.pop("DDPDOCTOR_GATHER_TOKEN", None)  # multi-node: ddpdoctor's secret, not the ranks' business
     # torchrun's per-rank log and error-file dirs: in the run dir, not one more torchelastic_*
     # dir in /tmp per probe (PET_LOG_DIR is torchrun's --log-dir; one the user set wins).
     env.setdefault("PET_LOG_DIR", os.path.join(run_dir, "torchrun"))

@@ -22,6 +22,7 @@ from ddpdoctor.probe.launch.node_link import Link, connect
 
 FORWARD_EVERY_S = 0.2
 HINT_AFTER_S = 10.0
+STACKS_EVERY_S = 1.0
 WELCOME_TIMEOUT_S = 5.0
 
 
@@ -44,6 +45,7 @@ class NodeReporter:
         self._last_why = ""
         self._first_try: Optional[float] = None
         self._hinted = False
+        self._last_stacks = -STACKS_EVERY_S
 
     def poll(self, take_stacks: Callable[[], tuple[list, str]]) -> None:
         """Connect (retrying), forward what the ranks appended, answer node 0's requests."""
@@ -66,6 +68,12 @@ class NodeReporter:
         for message in self.link.messages():
             kind = message["t"]
             if kind == "stacks":
+                if time.monotonic() - self._last_stacks < STACKS_EVERY_S:
+                    # Stacks cost py-spy on every rank: a node 0 asking again at once (or a peer
+                    # posing as one) gets none.
+                    self.link.send("stacks_reply", id=message["id"], note="asked again too soon", stacks=[])
+                    continue
+                self._last_stacks = time.monotonic()
                 stacks, note = take_stacks()
                 self.link.send("stacks_reply", id=message["id"], note=note,
                                stacks=[asdict(s) for s in stacks])
