@@ -113,6 +113,21 @@ def summarised(rows: list[list], columns: list[str]) -> list[list]:
     return out
 
 
+UNAUTHENTICATED = ("this verdict relied on an unauthenticated gather port: any machine that could reach "
+                   "it could have posed as a node; give every node the same --gather-token (or "
+                   "$DDPDOCTOR_GATHER_TOKEN) to authenticate it")
+
+
+def gather_notes(model: RunModel) -> list[str]:
+    """Multi-node: what the verdict relied on (node 0's entry in outcome.nodes, node_gather.py)."""
+    nodes = model.outcome.nodes if model.outcome else []
+    if not nodes:
+        return []
+    here = nodes[0]
+    notes = [] if here.get("authenticated", True) else [UNAUTHENTICATED]
+    return notes + [str(line) for line in (here.get("refusals") or [])[:10]]
+
+
 def missing_nodes(model: RunModel) -> list[str]:
     """Multi-node: the nodes whose telemetry stopped or never came, said as what the verdict lacks."""
     reasons = []
@@ -259,6 +274,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         incomplete.append(f"no telemetry from rank(s) {', '.join(map(str, missing))} of {model.world_size}")
     if outcome and outcome.leftover_pids:
         notes.append(f"ended {len(outcome.leftover_pids)} process(es) the job left running")
+    notes.extend(gather_notes(model))
     header += judged_on_training(model, incomplete, notes)
     metrics = {
         "wall_s": round(outcome.wall_s, 3) if outcome else None,

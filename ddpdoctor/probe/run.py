@@ -35,9 +35,6 @@ from ddpdoctor.lint.merge import add_static_findings
 # waits for the verdict once its own job ended (node 0 may be ending its ranks and judging).
 CONNECT_WINDOW_S = 120.0
 VERDICT_WAIT_S = 90.0
-UNAUTHENTICATED = ("this verdict relied on an unauthenticated gather port: any machine that could reach "
-                   "it could have posed as a node; give every node the same --gather-token (or "
-                   "$DDPDOCTOR_GATHER_TOKEN) to authenticate it")
 
 
 def default_run_dir(script: str) -> Path:
@@ -77,15 +74,7 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
         report = _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
                            backend, use_pyspy, trace, peers)
         if isinstance(peers, NodeGather):
-            if not peers.authenticated:
-                report.notes.append(UNAUTHENTICATED)
-            report.notes.extend(peers.refusals[:10])
-            rendered = redact.scrub(json_report.render(report))
-            try:
-                write_atomic(run_dir / REPORT_FILE, rendered, mode=0o600)
-            except ToolFailure as exc:
-                report.notes.append(f"report.json not written: {exc}")
-            data = json.loads(rendered)
+            data = json.loads(redact.scrub(json_report.render(report)))
             peers.send_verdict(report.exit_code, data,
                                f"{peers.nodes_here.host}:{run_dir / REPORT_FILE}")
         return report

@@ -71,3 +71,13 @@ def test_a_large_worlds_rank_table_is_groups_and_outliers_on_one_screen():
     assert shown[0][0] == 0 and [r[0] for r in shown if r[8] == 1] == [517]  # the odd ones out
     assert shown[-1][7] == "1,018 more ranks like rank 1" and shown[-1][4] == "30-31"
     assert summarised(rows[:32], columns) == rows[:32]
+
+
+def test_a_multi_node_verdict_without_a_token_says_it_relied_on_an_unauthenticated_port():
+    from ddpdoctor.probe.report import UNAUTHENTICATED, gather_notes
+
+    model = rank0_only_all_reduce(crash_after_s=0.3)
+    model.outcome.nodes[0]["authenticated"] = False
+    assert gather_notes(model) == [UNAUTHENTICATED]
+    model.outcome.nodes[0].update(authenticated=True, refusals=["refused a connection from 10.0.0.9: x"])
+    assert gather_notes(model) == ["refused a connection from 10.0.0.9: x"]

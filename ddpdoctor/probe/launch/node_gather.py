@@ -420,11 +420,14 @@ class NodeGather:
             time.sleep(0.05)
 
     def states(self) -> list[dict[str, Any]]:
+        """Every node's state for outcome.json; node 0's says whether the port was authenticated
+        and which connections it refused (the report's notes: probe/report.py gather_notes)."""
+        here = {**self.nodes_here.to_dict(), "authenticated": self.authenticated, "refusals": self.refusals[:10]}
         for state in self.nodes.values():
             link = self.links.get(state.node_rank)
             if link is not None and state.last_heard_s_ago is None:
                 state.last_heard_s_ago = round(link.silent_for(), 1)
-        return [self.nodes_here.to_dict()] + [s.to_dict() for s in sorted(self.nodes.values(), key=lambda s: s.node_rank)]
+        return [here] + [s.to_dict() for s in sorted(self.nodes.values(), key=lambda s: s.node_rank)]
 
     def close(self) -> None:
         self._stop.set()
