@@ -31,6 +31,7 @@ from dataclasses import fields
 from typing import Any, Callable, Mapping, Optional
 
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.rundir import RANK_FILE  # ASCII digits, no leading zero (rundir.py)
 
 TOKEN_ENV = "DDPDOCTOR_GATHER_TOKEN"
 SILENCE_ENV = "DDPDOCTOR_NODE_SILENCE_S"  # how long a silent peer is waited for (default 10 s)
@@ -49,8 +50,6 @@ MAX_TEXT = 64 * 1024
 # Control characters (C0 but tab and newline, DEL, C1) and the bidi overrides: a peer's text
 # must not move the cursor, recolour or reorder a terminal, or hide what a report says.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-# ASCII digits only, no leading zero: int() would read "rank-٠" as rank 0 and "rank-007" as 7.
-_RANK_NAME = re.compile(r"rank-(0|[1-9][0-9]{0,6})\.(jsonl|stack)\Z")
 _HEX = re.compile(r"[0-9a-f]{16,128}\Z")
 
 
@@ -78,7 +77,7 @@ def clean_deep(value: Any, depth: int = 0) -> Any:
 
 def rank_of_name(name: Any) -> Optional[int]:
     """rank-12.jsonl -> 12; None for anything else (never int() on a peer's raw text)."""
-    match = _RANK_NAME.match(name) if isinstance(name, str) else None
+    match = RANK_FILE.match(name) if isinstance(name, str) else None
     return int(match.group(1)) if match else None
 
 
