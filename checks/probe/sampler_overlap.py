@@ -323,8 +323,17 @@ class _Held:
     def __init__(self, entry: LoaderEpoch) -> None:
         self.units = entry.samples()
         self.counts = Counter(self.units)
+        self.entry = entry
         self.at = {batch.index: batch for batch in entry.batches}
+        self.indices = set(self.at)
+        self.unique_indices = len(self.indices) == len(entry.batches)  # then places = a set's size
         self.prints = {batch.fingerprint for batch in entry.batches}
+        self._padding: Optional[int] = None
+
+    def padding(self, world: int) -> int:
+        if self._padding is None:
+            self._padding = _padding(self.entry, world)
+        return self._padding
 
 
 def _sharing(held: dict[tuple[int, int], _Held], what: str) -> set[tuple[int, int, int]]:
@@ -366,12 +375,13 @@ def _pair_stats(by_rank: dict[int, dict[int, LoaderEpoch]], world: int) -> list[
             if (a, b, epoch) in share_units:
                 pair.matches += sum(k * counts_b[f] for f, k in counts_a.items() if f in counts_b)
                 pair.b_in_a += sum(1 for f in units_b if f in counts_a)
-            pair.padding += max(_padding(ea, world), _padding(eb, world))
+            pair.padding += max(ha.padding(world), hb.padding(world))
             at_a, prints_a = ha.at, ha.prints
             pair.batches_a += len(ea.batches)
             pair.batches_b += len(eb.batches)
             if (a, b, epoch) not in share_prints:  # no batch of b is one of a's: only count places
-                pair.common_batches += sum(1 for batch in eb.batches if batch.index in at_a)
+                pair.common_batches += (len(ha.indices & hb.indices) if hb.unique_indices
+                                        else sum(1 for batch in eb.batches if batch.index in at_a))
                 continue
             for batch in eb.batches:
                 other = at_a.get(batch.index)
