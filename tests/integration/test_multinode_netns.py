@@ -19,7 +19,7 @@ import pytest
 from cli_runner import ddpdoctor_exe
 from netns import Host, LabUnavailable, NetnsLab
 from probe_runner import REPO
-from test_multinode_probe import Node, assert_nothing_left, wait_until
+from node_runner import Node, assert_nothing_left, wait_until
 
 pytestmark = [pytest.mark.netns, pytest.mark.multiprocess]
 

@@ -12,7 +12,7 @@ import pytest
 
 from gather_peer import FakeNode, FakeNode0
 from probe_runner import REPO
-from test_multinode_probe import Node, assert_nothing_left, free_port_pair
+from node_runner import Node, assert_nothing_left, free_port_pair
 from ddpdoctor.probe.launch import node_wire as wire
 
 pytestmark = pytest.mark.multiprocess
