@@ -13,9 +13,12 @@ def node_stopped_reporting(run: RunModel) -> list[Problem] | Skipped | Incomplet
     What it detects:
         On a multi-node probe, a node whose ddpdoctor stopped sending its ranks' telemetry to
         node 0 (killed, its machine down, its network cut: silent for 10 s, or its connection
-        closed before its job ended), or that never connected at all. The finding names the
-        node, its host, its ranks and the last optimizer step node 0 saw from it. The report
-        is then incomplete: checks across ranks judged only what arrived.
+        closed before its job ended), that sent a message node 0 could not believe (malformed,
+        forged, over its bounds: dropped, with what was wrong), that node 0 refused (it runs a
+        different --nproc-per-node), or that never connected at all (within the 120 s join
+        window). The finding names the node, its host, its ranks and the last optimizer
+        step node 0 saw from it. The report is then incomplete: checks across ranks judged
+        only what arrived.
 
     Why it hurts:
         A lost node leaves every other rank waiting in its next collective until the process
@@ -38,12 +41,15 @@ def node_stopped_reporting(run: RunModel) -> list[Problem] | Skipped | Incomplet
     problems = []
     for node in run.outcome.nodes[1:]:
         status = node.get("status")
-        if status not in ("lost", "never_connected"):
+        if status not in ("lost", "never_connected", "refused"):
             continue
         label = f"node {node.get('node_rank')} ({node.get('host', '?')})"
         ranks = sorted(node.get("ranks") or [])
-        if status == "never_connected":
-            message = f"{label} never reported to node 0: none of its ranks were seen"
+        if status == "refused":
+            message = f"{label} was refused by node 0: {node.get('reason') or 'not one of this job'}"
+        elif status == "never_connected":
+            message = (f"{label} never reported to node 0: none of its ranks were seen"
+                       + (f" ({node['reason']})" if node.get("reason") else ""))
         else:
             message = (f"{label} stopped reporting after step {node.get('last_step', 0)}: "
                        f"{node.get('reason') or 'lost'}"

@@ -34,9 +34,12 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
         or a non-zero exit code. Ranks that failed only because a peer vanished ("Connection
         closed by peer", "Timed out waiting ...") are consequences: the finding names the
         first cause and says what every other rank was doing then (waiting in a collective,
-        its stack, exited normally, or failing in turn). Ranks that crashed the same way
-        (same exception type, message up to numbers, and site) are one finding; when every
-        rank did, the finding says so. A crash inside init_process_group is DDP505's.
+        its stack, exited normally, or failing in turn). An error after the probe began
+        ending the job (a stall verdict, a lost node) is the teardown's consequence: shown,
+        never reported as a crash, so one node or many give the same finding. Ranks that
+        crashed the same way (same exception type, message up to numbers, and site) are one
+        finding; when every rank did, the finding says so. A crash inside
+        init_process_group is DDP505's.
 
     Why it hurts:
         When one rank dies, the others do not: they sit in their next collective until the
@@ -66,9 +69,12 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
         # Ranks that only lost their peer because of it go with it.
         events = {r: e for r, e in events.items()
                   if READY_TWICE not in (e.message or "") and not e.collateral}
-    if not events:
+    # An error after the probe began ending the job is the teardown's doing: shown with the
+    # cause, never a finding of its own.
+    blamed = {r: e for r, e in events.items() if not e.after_end}
+    if not blamed:
         return []
-    causes = {r: e for r, e in events.items() if not e.collateral} or events
+    causes = {r: e for r, e in blamed.items() if not e.collateral} or blamed
     groups: dict[tuple, list[CrashEvent]] = {}
     for event in sorted(causes.values(), key=lambda e: (e.t is None, e.t or 0.0, e.rank)):
         groups.setdefault(event.signature(), []).append(event)

@@ -157,6 +157,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         code = EXIT_TOOL
     except typer.Exit as exc:
         code = exc.exit_code
+    except Exception:  # noqa: BLE001 - a bug of ours: its traceback, and 3, never 1 (a FAIL's code)
+        import traceback
+
+        traceback.print_exc()
+        err.print("ddpdoctor: internal error (a ddpdoctor bug; the traceback above says where)")
+        code = EXIT_TOOL
     if code == 130 and _terminated:  # typer answers any KeyboardInterrupt with 130
         code = 128 + signal.SIGTERM
     sys.exit(code if isinstance(code, int) else 0)

@@ -24,6 +24,7 @@ def probe_command(
     master_port: Optional[int] = typer.Option(None, "--master-port", "--master_port"),
     log_limit: float = typer.Option(16.0, "--log-limit", metavar="MB", help="Keep at most this much of each rank's output in job.log: the first 3/4 and the last 1/4, with a line saying what was dropped."),
     gather_port: Optional[int] = typer.Option(None, "--gather-port", help="Multi-node: the port on node 0 where its ddpdoctor gathers every node's telemetry (default: the rendezvous port + 1)."),
+    gather_token: Optional[str] = typer.Option(None, "--gather-token", envvar="DDPDOCTOR_GATHER_TOKEN", show_envvar=False, metavar="SECRET", help="Multi-node: a secret every node of the job shares (or $DDPDOCTOR_GATHER_TOKEN); every message on the gather port is authenticated with it, both ways. Without one the report says the verdict relied on an unauthenticated port."),
     max_steps: int = typer.Option(20, "--max-steps", help="Stop every rank after this many optimizer steps (0: no limit)."),
     steps_per_epoch: int = typer.Option(5, "--steps-per-epoch", help="End each DataLoader epoch after this many batches (0: no limit)."),
     stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="Seconds without progress before the job counts as hung (default: adaptive, at least 8)."),
@@ -59,7 +60,7 @@ def probe_command(
         nproc_per_node=pick(nproc_per_node, "nproc_per_node", 2), nnodes=pick(nnodes, "nnodes", 1),
         node_rank=pick(node_rank, "node_rank", 0), rdzv_endpoint=rdzv_endpoint,
         master_addr=pick(master_addr, "master_addr", None), master_port=pick(master_port, "master_port", None),
-        gather_port=gather_port, log_limit_mb=log_limit, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
+        gather_port=gather_port, gather_token=gather_token, log_limit_mb=log_limit, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
         stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,
         cpu=cpu, scaling=parse_sizes(scaling) if scaling is not None else [],
         verify_fix=verify_fix, baseline=baseline)

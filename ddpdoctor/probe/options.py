@@ -29,6 +29,9 @@ class ProbeOptions:
     master_port: Optional[int] = None
     log_limit_mb: float = 16.0  # job.log keeps this much per rank: 3/4 head, 1/4 tail (launch/log_cap.py)
     gather_port: Optional[int] = None  # multi-node: node 0's ddpdoctor listens here (default: rendezvous port + 1)
+    # Multi-node: the job's shared secret for the gather port (else $DDPDOCTOR_GATHER_TOKEN;
+    # launch/node_wire.py). Never stored in a report, a log or probe.json.
+    gather_token: Optional[str] = field(default=None, repr=False)
     max_steps: int = 20
     steps_per_epoch: int = 5
     stall_timeout_s: Optional[float] = None  # None: adaptive
@@ -79,6 +82,8 @@ class ProbeOptions:
             raise UsageError(f"--log-limit must be between 0.01 and 1048576 MB (got {self.log_limit_mb:g})")
         if self.gather_port is not None and not 1 <= self.gather_port <= 65535:
             raise UsageError(f"--gather-port must be in 1..65535 (got {self.gather_port})")
+        if self.gather_token is not None and not 8 <= len(self.gather_token) <= 1024:
+            raise UsageError("--gather-token must be 8 to 1024 characters (e.g. `openssl rand -hex 16`)")
         if self.rdzv_endpoint is not None and not re.fullmatch(r"[\w.\-\[\]:]+:\d{1,5}", self.rdzv_endpoint):
             raise UsageError(f"--rdzv-endpoint must be HOST:PORT (got {self.rdzv_endpoint!r})")
         if self.nnodes > 1 and not (self.rdzv_endpoint or self.master_addr):

@@ -74,7 +74,59 @@ def rank_table(model: RunModel) -> Table:
         ])
     columns = ["rank", *(["node"] if nodes else []), "host", "pid", "steps", "batches", "collectives",
                "last", "exit"]
-    return Table("Ranks", columns, rows)
+    return Table("Ranks", columns, summarised(rows, columns))
+
+
+LARGE_WORLD = 32  # more ranks than this: one screen shows groups and outliers, not every rank
+SHOWN_PER_GROUP = 4
+MAX_GROUPS = 12
+
+
+def summarised(rows: list[list], columns: list[str]) -> list[list]:
+    """A large world's rows as groups of ranks in the same state (what they last did, their
+    exit), each shown by its first few ranks and one line for the rest ("… 1,000 more ranks
+    like rank 3", their step range); small worlds unchanged. The odd ranks out (small groups)
+    are always shown, the largest groups are the ones summarised."""
+    if len(rows) <= LARGE_WORLD:
+        return rows
+    last, exit_, steps = columns.index("last"), columns.index("exit"), columns.index("steps")
+    groups: dict[tuple, list[list]] = {}
+    for row in rows:
+        groups.setdefault((row[last], row[exit_]), []).append(row)
+    ordered = sorted(groups.values(), key=lambda g: (len(g), g[0][0]))
+    out: list[list] = []
+    for members in ordered[:MAX_GROUPS]:
+        out.extend(members[:SHOWN_PER_GROUP])
+        rest = members[SHOWN_PER_GROUP:]
+        if rest:
+            done = sorted({r[steps] for r in rest if isinstance(r[steps], int)})
+            line = [""] * len(columns)
+            line[0] = "…"
+            line[steps] = (f"{done[0]}-{done[-1]}" if len(done) > 1 else done[0]) if done else ""
+            line[last] = f"{len(rest):,} more rank{'s' if len(rest) != 1 else ''} like rank {members[0][0]}"
+            out.append(line)
+    others = [r for g in ordered[MAX_GROUPS:] for r in g]
+    if others:
+        line = [""] * len(columns)
+        line[0] = "…"
+        line[last] = f"{len(others):,} more ranks in {len(ordered) - MAX_GROUPS} other states"
+        out.append(line)
+    return out
+
+
+UNAUTHENTICATED = ("this verdict relied on an unauthenticated gather port: any machine that could reach "
+                   "it could have posed as a node; give every node the same --gather-token (or "
+                   "$DDPDOCTOR_GATHER_TOKEN) to authenticate it")
+
+
+def gather_notes(model: RunModel) -> list[str]:
+    """Multi-node: what the verdict relied on (node 0's entry in outcome.nodes, node_gather.py)."""
+    nodes = model.outcome.nodes if model.outcome else []
+    if not nodes:
+        return []
+    here = nodes[0]
+    notes = [] if here.get("authenticated", True) else [UNAUTHENTICATED]
+    return notes + [str(line) for line in (here.get("refusals") or [])[:10]]
 
 
 def missing_nodes(model: RunModel) -> list[str]:
@@ -84,6 +136,9 @@ def missing_nodes(model: RunModel) -> list[str]:
         label = f"node {node['node_rank']} ({node.get('host', '?')})"
         if node.get("status") == "never_connected":
             reasons.append(f"{label} never reported: none of its ranks were seen")
+        elif node.get("status") == "refused":
+            reasons.append(f"{label} was refused by node 0 ({node.get('reason') or 'not one of this job'}): "
+                           f"none of its ranks were judged")
         elif node.get("status") == "lost":
             reasons.append(f"{label} stopped reporting after step {node.get('last_step', 0)} "
                            f"({node.get('reason') or 'lost'}): its later records are missing")
@@ -220,6 +275,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
         incomplete.append(f"no telemetry from rank(s) {', '.join(map(str, missing))} of {model.world_size}")
     if outcome and outcome.leftover_pids:
         notes.append(f"ended {len(outcome.leftover_pids)} process(es) the job left running")
+    notes.extend(gather_notes(model))
     header += judged_on_training(model, incomplete, notes)
     notes.extend(outside_steps.notes(model))  # start-up and pauses, where they were spent
     metrics = {

@@ -16,6 +16,7 @@ from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.launch import launcher, live_feed
 from ddpdoctor.probe.launch.choice import choose
+from ddpdoctor.probe.launch import node_wire
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.options import ProbeOptions
@@ -88,12 +89,24 @@ def _peers(options: ProbeOptions, run_dir: Path):
     if options.nnodes <= 1:
         return None
     host, port = options.node0_endpoint
+    key = node_wire.job_token(options.gather_token)
+    job = node_wire.job_identity(options.script, options.nnodes, f"{host}:{port}")
     if options.node_rank == 0:
-        ranks_here = list(range(options.nproc_per_node))
-        return NodeGather(str(run_dir), port, options.nnodes, socket.gethostname(), host, ranks_here)
+        try:
+            bind = socket.gethostbyname(host)
+        except OSError as exc:
+            raise UsageError(f"--master-addr {host} does not resolve on node 0: {exc}") from None
+        if bind.startswith("127.") and not _is_ip(host):
+            # A host name that resolves to loopback here (Debian's 127.0.1.1) is reached by the
+            # other nodes at another address: the gather listens on every interface then.
+            bind = ""
+        return NodeGather(str(run_dir), port, options.nnodes, socket.gethostname(), bind,
+                          options.nproc_per_node, key=key, job=job,
+                          static_ranks=not options.rdzv_endpoint)
     # Node 0 may start later (srun's start is not instant) and needs a moment to bind.
     return NodeReporter(str(run_dir), host, port, options.node_rank,
-                        time.monotonic() + min(options.timeout_s, CONNECT_WINDOW_S))
+                        time.monotonic() + min(options.timeout_s, CONNECT_WINDOW_S),
+                        nproc=options.nproc_per_node, key=key, job=job)
 
 
 def _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore, backend, use_pyspy,
@@ -159,22 +172,67 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
     """A node other than node 0: hand over the end of the job, take node 0's verdict."""
     reporter.job_ended(outcome.to_dict(), time.monotonic() + VERDICT_WAIT_S)
     node0 = reporter.node0
+    floor, why = own_evidence(outcome, options, reporter.run_dir)
     if reporter.verdict is not None:
-        data = reporter.verdict.get("report") or {}
-        report = Report.from_dict(data, fail_on)
-        where = reporter.verdict.get("where", node0)
+        data = node_wire.clean_deep(reporter.verdict["report"])
+        try:
+            report = Report.from_dict(data, fail_on)
+        except (ValueError, TypeError, KeyError, AttributeError, UsageError):
+            report = Report(command="probe", results=[], fail_on=fail_on,
+                            tool_error=f"node 0's ddpdoctor ({node0}) sent a report this node cannot read")
+            data = {}
+        where = node_wire.clean(reporter.verdict["where"], 4200)
+        relayed = reporter.verdict["exit_code"]
+        # A node never reports better than its own evidence: a relayed verdict may only make
+        # this node's result worse (a forged or mistaken PASS cannot hide its own crash).
+        code = relayed
+        if floor and relayed == 0:
+            code = floor
+        elif floor == 1 and relayed == 4:
+            code = 1  # its own crash is a finding, not only a gap
         line = (f"node {options.node_rank}'s ranks were judged with the whole job on node 0; "
-                f"the report is {where}: {str(data.get('status', '?')).upper()}, "
-                f"exit {reporter.verdict.get('exit_code')}")
-        report.forced_exit = int(reporter.verdict.get("exit_code", 3))
+                f"the report is {where}: {wire_status(data)}, exit {relayed}")
+        if code != relayed:
+            line += f"; but {why}: exit {code}"
+        report.forced_exit = code
         report.metrics.update({"node_role": "node", "node_line": line,
                                "relayed_json": json.dumps(data, indent=2) + "\n"})
         return report
     reason = reporter.lost_reason or f"node 0's ddpdoctor ({node0}) sent no verdict"
     report = Report(command="probe", results=[], fail_on=fail_on, tool_error=reason)
     report.metrics.update({"node_role": "node",
-                           "node_line": f"{reason}; this node's ranks were ended (local run dir: {reporter.run_dir})"})
+                           "node_line": f"{reason}; this node's ranks were ended (local run dir: {reporter.run_dir})"
+                                        + (f"; {why}" if floor else "")})
     return report
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        socket.inet_aton(text)
+        return True
+    except OSError:
+        return False
+
+
+def wire_status(data: dict) -> str:
+    return node_wire.clean(str(data.get("status", "?")), 20).upper()
+
+
+def own_evidence(outcome: Outcome, options: ProbeOptions, run_dir: Path) -> tuple[int, str]:
+    """The least this node may exit with, from what its own ranks did: 1 when they crashed or
+    exited non-zero by themselves, 4 (incomplete) when one never started; 0 and "" otherwise."""
+    failed = sorted(r for r, c in outcome.exit_codes.items() if c not in (None, 0))
+    if outcome.status in ("crashed", "launch_failed"):
+        what = (f"rank(s) {', '.join(map(str, failed))} of this node exited non-zero" if failed
+                else "this node's job crashed" if outcome.status == "crashed"
+                else "this node's job could not start")
+        return 1, what
+    started = {p.name for p in run_dir.glob("rank-*.jsonl")}
+    if outcome.status != "interrupted" and len(started) < options.nproc_per_node:
+        return 4, f"only {len(started)} of this node's {options.nproc_per_node} rank(s) started"
+    if outcome.status == "completed" and failed:
+        return 1, f"rank(s) {', '.join(map(str, failed))} of this node exited non-zero"
+    return 0, ""
 
 
 # What each ProbeMeta field must hold, by its annotation; ints within reason (a world size of a

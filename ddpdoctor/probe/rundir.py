@@ -43,7 +43,9 @@ MAIN_TELEMETRY = "main.jsonl"
 MAIN_STACK = "main.stack"
 RANK_TELEMETRY_GLOB = "rank-*.jsonl"
 # What one node may forward to node 0: its ranks' telemetry and signal dumps, nothing else.
-RANK_FILE = re.compile(r"^rank-(\d{1,7})\.(jsonl|stack)$")
+# ASCII digits without a leading zero ("\d" and int() would take "rank-\u0660" for rank 0 and
+# "rank-007" for rank 7), and \Z, not $ (which matches before a trailing newline).
+RANK_FILE = re.compile(r"rank-(0|[1-9][0-9]{0,6})\.(jsonl|stack)\Z")
 
 
 def rank_telemetry_name(rank: int) -> str:

@@ -19,8 +19,7 @@ import pytest
 from tests.helpers.cli_runner import ddpdoctor_exe
 from tests.helpers.netns import Host, LabUnavailable, NetnsLab
 from tests.helpers.probe_runner import REPO
-# A test module importing another: these move to tests/helpers once the multinode work lands.
-from tests.integration.test_multinode_probe import Node, assert_nothing_left, wait_until
+from tests.helpers.node_runner import Node, assert_nothing_left, wait_until
 
 pytestmark = [pytest.mark.netns, pytest.mark.multiprocess]
 
@@ -45,7 +44,7 @@ class NsNode(Node):
     """One node's probe inside its namespace; waiting and reading its report as Node does."""
 
     def __init__(self, lab: NetnsLab, host: str, node_rank: int, tmp, script: str, *flags: str, port: int,
-                 args: tuple = ()):
+                 args: tuple = (), env: dict | None = None):
         self.run_dir = tmp / f"node{node_rank}"
         self.report = tmp / f"node{node_rank}.json"
         argv = [*ddpdoctor_exe(), "probe", script, "--nproc-per-node", "1", "--nnodes", "2",
@@ -55,14 +54,14 @@ class NsNode(Node):
             argv += ["--", *args]
         # cwd: the repository, as a user runs it from their checkout on every node.
         self.proc = lab.start_in(host, ["sh", "-c", f'cd "{REPO}" && exec "$@"', "sh", *argv],
-                                 env={"GLOO_SOCKET_IFNAME": "eth0"})
+                                 env={"GLOO_SOCKET_IFNAME": "eth0", **(env or {})})
         self.out = self.err = ""
 
 
-def both(lab, tmp, script, *flags, args=()):
+def both(lab, tmp, script, *flags, args=(), env=None):
     port = next(_ports)
-    other = NsNode(lab, "m2", 1, tmp, script, *flags, port=port, args=args)
-    node0 = NsNode(lab, "m1", 0, tmp, script, *flags, port=port, args=args)
+    other = NsNode(lab, "m2", 1, tmp, script, *flags, port=port, args=args, env=env)
+    node0 = NsNode(lab, "m1", 0, tmp, script, *flags, port=port, args=args, env=env)
     return node0, other
 
 
@@ -92,13 +91,14 @@ def test_rank0_only_collective_names_the_call_site_with_stacks_from_both_hosts(l
 
 
 def test_a_node_cut_off_mid_run_is_named_and_every_node_ends(lab, tmp_path):
+    # A lost node is one silent for DDPDOCTOR_NODE_SILENCE_S (10 s by default): 3 s here.
     node0, other = both(lab, tmp_path, "tests/faults/endless_training.py", "--max-steps", "0",
-                        "--stall-timeout", "60", "--timeout", "150")
+                        "--stall-timeout", "60", "--timeout", "150", env={"DDPDOCTOR_NODE_SILENCE_S": "3"})
     wait_until(lambda: node0.steps(1) >= 3, 90, "node 1's steps to reach node 0")
     lab.cut("m2")
     cut_at = time.monotonic()
     assert node0.wait(timeout=90) == 1, node0.err[-3000:]
-    assert time.monotonic() - cut_at < 45
+    assert time.monotonic() - cut_at < 38
     report = node0.json()
     lost = next(f for f in report["findings"] if f["code"] == "DDP507")
     assert "node 1 (m2)" in lost["message"] and lost["evidence"]["last_step"] >= 3

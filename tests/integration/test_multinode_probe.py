@@ -10,101 +10,15 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import time
-from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.helpers.cli_runner import ddpdoctor_exe
 from tests.helpers.probe_runner import REPO
+from tests.helpers.node_runner import Node, assert_nothing_left, free_port_pair, wait_until
 
 pytestmark = pytest.mark.multiprocess
-
-
-def free_port_pair() -> int:
-    """A port P with P + 1 free too: the rendezvous and the gather port."""
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = a.getsockname()[1]
-        if port >= 65000:
-            continue
-        try:
-            with socket.socket() as b:
-                b.bind(("", port + 1))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair")
-
-
-class Node:
-    """One node's `ddpdoctor probe`, started as the user would start it on that node."""
-
-    def __init__(self, tmp: Path, node_rank: int, script: str, *flags: str, port: int,
-                 args: tuple = (), env: dict | None = None, nnodes: int = 2):
-        self.run_dir = tmp / f"node{node_rank}"
-        self.report = tmp / f"node{node_rank}.json"
-        cmd = [*ddpdoctor_exe(), "probe", script, "--nproc-per-node", "1", "--run-dir", str(self.run_dir),
-               "--json", str(self.report), *flags]
-        if nnodes:
-            cmd += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--master-addr", "127.0.0.1",
-                    "--master-port", str(port)]
-        if args:
-            cmd += ["--", *args]
-        merged = dict(os.environ, COLUMNS="200", GLOO_SOCKET_IFNAME="lo", **(env or {}))
-        self.proc = subprocess.Popen(cmd, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=merged, stdin=subprocess.DEVNULL)
-        self.out = self.err = ""
-
-    def wait(self, timeout: float = 150) -> int:
-        try:
-            self.out, self.err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.out, self.err = self.proc.communicate()
-            raise AssertionError(f"node did not finish in {timeout} s:\n{self.err[-3000:]}")
-        return self.proc.returncode
-
-    def json(self) -> dict:
-        assert self.report.exists(), f"no report:\n{self.err[-3000:]}"
-        return json.loads(self.report.read_text())
-
-    def steps(self, rank: int) -> int:
-        path = self.run_dir / f"rank-{rank}.jsonl"
-        if not path.exists():
-            return 0
-        return path.read_text(errors="replace").count('"kind":"step"')
-
-
-def job_processes(*nodes: Node) -> list[psutil.Process]:
-    dirs = {str(n.run_dir.resolve()) for n in nodes}
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get("DDPDOCTOR_RUN_DIR") in dirs:
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
-
-
-def assert_nothing_left(*nodes: Node, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while job_processes(*nodes) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not job_processes(*nodes), "processes of the job were left running"
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_missing_sampler_is_one_report_on_node0_across_both_nodes(tmp_path):
@@ -126,6 +40,8 @@ def test_missing_sampler_is_one_report_on_node0_across_both_nodes(tmp_path):
     assert not (other.run_dir / "report.json").exists()
     nodes = json.loads((node0.run_dir / "outcome.json").read_text())["nodes"]
     assert [n["status"] for n in nodes[1:]] == ["finished"]
+    # No --gather-token: the report says what the verdict relied on.
+    assert any("unauthenticated gather port" in note for note in report["notes"])
     assert_nothing_left(node0, other)
 
 
@@ -140,6 +56,9 @@ def test_a_collective_only_rank0_enters_is_named_with_every_ranks_stack_from_bot
     skipped = next(f for f in report["findings"] if f["code"] == "DDP502")
     assert skipped["location"]["file"] == "tests/scripts/rank0_only_allreduce.py"
     assert skipped["location"]["line"] == 27
+    # Cause before consequence: node 0 ended rank 0 at the stall verdict, and rank 1's gloo
+    # connection broke after that: the teardown's doing, not a crash (as on one node).
+    assert "DDP504" not in {f["code"] for f in report["findings"]}, report["findings"]
     stall = next(f for f in report["findings"] if f["code"] == "DDP503")
     detail = stall["evidence"]["detail"]
     assert "rank 0: " in detail and "rank 1: " in detail
@@ -202,11 +121,18 @@ def test_under_slurm_a_healthy_job_needs_no_flags_and_passes_on_both_nodes(tmp_p
                 sock.bind(("", busy))
             except OSError:
                 pytest.skip(f"port {busy}, derived from the recorded SLURM job id, is in use here")
+    # The batch script exports a token before srun (docs/multi-node.md): every node has it.
+    token = "tok-" + os.urandom(8).hex()
     nodes = [Node(tmp_path, r, "examples/healthy.py", "--max-steps", "4", port=0, nnodes=0,
-                  env={**slurm, "SLURM_NODEID": str(r), "SLURM_PROCID": str(r)}) for r in (1, 0)]
+                  env={**slurm, "SLURM_NODEID": str(r), "SLURM_PROCID": str(r),
+                       "DDPDOCTOR_GATHER_TOKEN": token}) for r in (1, 0)]
     codes = [n.wait() for n in nodes]
     assert codes == [0, 0], nodes[1].err[-3000:]
     report = nodes[1].json()
     assert report["status"] == "pass" and report["metrics"]["world_size"] == 2
     assert "2 rank(s) on 2 node(s)" in nodes[1].out
+    assert not any("unauthenticated" in note for note in report["notes"])
+    for path in tmp_path.rglob("*"):  # the secret is in no report, log or run-dir file
+        assert not path.is_file() or token.encode() not in path.read_bytes(), path
+    assert all(token not in n.out + n.err for n in nodes)
     assert_nothing_left(*nodes)

@@ -113,7 +113,7 @@ def sequences(run: RunModel) -> dict[str, dict[int, list[Call]]]:
 
 def divergences(run: RunModel) -> list[Divergence]:
     """The first divergence of every group whose ranks disagree, by group name."""
-    crashed = set(crash_events(run))
+    crashed = {r for r, e in crash_events(run).items() if not e.after_end}  # not the teardown's
     status = run.outcome.status if run.outcome is not None else None
 
     def stopped_by_itself(rank: int) -> bool:

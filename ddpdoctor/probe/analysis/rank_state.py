@@ -47,11 +47,14 @@ class CrashEvent:
     step: Optional[int] = None
     t: Optional[float] = None  # when it happened (a signal: the rank's last record)
     exit_code: Optional[int] = None
+    # It happened after the probe began ending the job (Outcome.ended_at): a consequence of the
+    # teardown, shown but never blamed.
+    after_end: bool = False
 
     @property
     def collateral(self) -> bool:
         """The rank failed because a peer vanished (or never came), not by its own fault."""
-        return self.kind == "exception" and bool(_COLLATERAL.search(self.message or ""))
+        return self.after_end or (self.kind == "exception" and bool(_COLLATERAL.search(self.message or "")))
 
     @property
     def first_line(self) -> str:
@@ -117,7 +120,46 @@ def crash_events(run: RunModel) -> dict[int, CrashEvent]:
     if any(e.kind != "signal" or e.name != "SIGKILL" for e in events.values()):
         # SIGKILL is only blamed when nothing else explains the crash.
         events = {r: e for r, e in events.items() if not (e.kind == "signal" and e.name == "SIGKILL")}
+    stamps, statuses = _ending_stamps(run)
+    for rank, event in events.items():
+        stamp = stamps.get(rank)
+        if stamp is None:
+            continue
+        if event.kind == "exception":
+            event.after_end = event.t is not None and event.t > stamp
+        else:
+            # An exit code has no time of its own. Under torchrun a rank that fails by itself
+            # ends its node's job ("crashed"); on a node the probe ended, it was the teardown.
+            event.after_end = statuses.get(rank) not in ("crashed", "completed")
     return events
+
+
+def _ending_stamps(run: RunModel) -> tuple[dict[int, float], dict[int, str]]:
+    """For each rank: when the probe began ending the job, on the clock of the rank's node (node
+    0's stamp moved by that node's clock offset, or the node's own stamp when it was told to end,
+    whichever came first), and how the rank's node's own job ended."""
+    outcome = run.outcome
+    if outcome is None:
+        return {}, {}
+    here = getattr(outcome, "ended_at", None)
+    stamps: dict[int, float] = {}
+    statuses: dict[int, str] = {}
+    elsewhere: set[int] = set()
+    for node in (outcome.nodes or [])[1:]:
+        offset, own = node.get("clock_offset_s"), node.get("ended_at")
+        candidates = [t for t in (here + offset if here is not None and offset is not None else None, own)
+                      if isinstance(t, (int, float))]
+        for rank in node.get("ranks") or []:
+            elsewhere.add(rank)
+            statuses[rank] = str(node.get("outcome") or "")
+            if candidates:
+                stamps[rank] = min(candidates)
+    for rank in set(run.ranks) | set(outcome.exit_codes):
+        if rank not in elsewhere:
+            statuses[rank] = outcome.status
+            if here is not None:
+                stamps[rank] = here
+    return stamps, statuses
 
 
 def last_collective(rank_run: RankRun) -> tuple[Optional[tm.Collective], bool]:

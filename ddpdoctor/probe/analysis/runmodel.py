@@ -103,6 +103,9 @@ class Outcome:
     signal: Optional[int] = None  # the signal that interrupted ddpdoctor (status "interrupted")
     # Multi-node, on node 0: one entry per node (launch/node_gather.py NodeState.to_dict()).
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    # When the probe began ending the job (time.time(); None: it ended by itself). Errors after
+    # it are consequences of the teardown, never the cause (analysis/rank_state.py).
+    ended_at: Optional[float] = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

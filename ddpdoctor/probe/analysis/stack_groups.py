@@ -181,6 +181,14 @@ class StackGroups:
 def rank_stacks(run: RunModel) -> dict[int, StackView]:
     """Every rank's stack: the watchdog's (py-spy or faulthandler) first, else the
     faulthandler text the rank wrote itself on a signal (rank-<R>.stack)."""
+    # Asked once per rank by the checks (whereabouts): computed once per run, or a world of
+    # 1,024 ranks costs a million stack views.
+    outcome = run.outcome
+    key = (id(outcome), id(outcome.stacks) if outcome else None, len(outcome.stacks) if outcome else -1,
+           id(run.ranks), len(run.ranks))
+    cached = run.__dict__.get("_rank_stacks")
+    if cached is not None and cached[0] == key:
+        return dict(cached[1])
     views: dict[int, StackView] = {}
     short = _short_paths(run)
     if run.outcome is not None:
@@ -199,7 +207,8 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
         frames = parse_faulthandler(rank_run.signal_dump)
         if frames:
             views[rank] = StackView(rank, short(frames), "faulthandler", None, rank_run.signal_dump)
-    return views
+    run.__dict__["_rank_stacks"] = (key, views)
+    return dict(views)
 
 
 def _short_paths(run: RunModel):

@@ -31,6 +31,9 @@ from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch
 POLL_S = 0.2
 # Multi-node: how long node 0 waits, after its own ranks ended, for the other nodes' ends.
 FINAL_GRACE_S = 15.0
+# Multi-node: how long node 0 waits for every node's ddpdoctor to connect before it names the
+# missing ones (the other nodes keep trying to reach node 0 as long: run.CONNECT_WINDOW_S).
+JOIN_WINDOW_S = 120.0
 TORCHRUN_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
 
@@ -108,6 +111,7 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
         "PYTHONUNBUFFERED": "1",
     })
     env.setdefault("OMP_NUM_THREADS", "1")
+    env.pop("DDPDOCTOR_GATHER_TOKEN", None)  # multi-node: ddpdoctor's secret, not the ranks' business
     # torchrun's per-rank log and error-file dirs: in the run dir, not one more torchelastic_*
     # dir in /tmp per probe (PET_LOG_DIR is torchrun's --log-dir; one the user set wins).
     env.setdefault("PET_LOG_DIR", os.path.join(run_dir, "torchrun"))
@@ -244,6 +248,16 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
             # Ranks that never blocked (busy in their own code) make "timeout_busy": incomplete.
             status = lookout.at_timeout((taken, note)) if reporter is None else "timeout"
             break
+        if gather is not None and gather.waiting():
+            # A node has not connected yet: torchrun's rendezvous waits for it, so nothing can
+            # advance and a stall verdict would blame the ranks. Wait for it within the join
+            # window (nodes never start at the same instant), then name it.
+            if time.monotonic() - started < JOIN_WINDOW_S:
+                time.sleep(POLL_S)
+                continue
+            status, note = "node_lost", gather.never_joined(JOIN_WINDOW_S)
+            stall_s = watch.quiet_for()
+            break
         if reporter is None and (lookout.stalled() or lookout.due()):
             # Node 0 (or a single node) judges stalls: it sees every rank. Another node only
             # forwards; node 0 asks it for stacks. A quiet spell is a stall only when a rank
@@ -255,8 +269,14 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
                 status, stall_s = "stalled", quiet
                 break
         time.sleep(POLL_S)
+    # Cause before consequence: from this moment the probe ends the job, and every error after
+    # it is the teardown's doing (analysis/rank_state.py). Another node ended by node 0 counts
+    # from when it was told.
+    ended_at = None if status == "completed" else time.time()
+    if reporter is not None and reporter.ended_at is not None:
+        ended_at = min(ended_at or reporter.ended_at, reporter.ended_at)
     if gather is not None and status != "completed":
-        gather.end_all(f"node 0's job {status}")
+        gather.end_all(f"node 0's job {status}", at=ended_at)
     leftovers = teardown.end_job(proc.pid, run_id)
     try:
         launcher_exit = proc.wait(timeout=10)
@@ -264,9 +284,11 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
         launcher_exit = None
     if status == "completed" and leftovers:
         leftovers = [pid for pid in leftovers if pid != proc.pid]
-    return Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
-                   launcher_exit, "", leftovers if status == "completed" else [],
-                   interrupt.signum if status == "interrupted" else None)
+    outcome = Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
+                      launcher_exit, "", leftovers if status == "completed" else [],
+                      interrupt.signum if status == "interrupted" else None)
+    outcome.ended_at = ended_at
+    return outcome
 
 
 def _tail(path: Path, max_bytes: int = 20000) -> str:

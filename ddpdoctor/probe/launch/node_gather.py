@@ -8,8 +8,12 @@ checks see every rank of every node with no code of their own for "remote".
 
 from __future__ import annotations
 
+import json
 import re
+import secrets
+import selectors
 import socket
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -18,12 +22,12 @@ from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.probe.analysis.runmodel import Frame, RankStack
+from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link
-from ddpdoctor.probe.rundir import RANK_FILE
 
-FORWARDED_NAME = RANK_FILE  # what a node may write into node 0's run dir (rundir.py)
 STEP_FIELD = re.compile(r'"kind":"step".*?"step":(\d+)')
 HELLO_TIMEOUT_S = 5.0
+MAX_REFUSAL_LINES = 5  # lines on stderr for refused connections; the rest are counted
 
 
 @dataclass
@@ -34,13 +38,17 @@ class NodeState:
     host: str = "?"
     addr: str = "?"
     ranks: list[int] = field(default_factory=list)
-    status: str = "never_connected"  # connected | finished | lost | never_connected
+    status: str = "never_connected"  # connected | finished | lost | never_connected | refused
     reason: str = ""
     last_step: int = 0
     last_heard_s_ago: Optional[float] = None
     exit_codes: dict[str, Optional[int]] = field(default_factory=dict)
     log_tail: str = ""
     outcome: str = ""  # the node's own job status (completed, crashed, ...)
+    # When the node's ddpdoctor began ending its ranks (its clock), and its clock minus node 0's:
+    # the analysis tells causes from consequences with these (analysis/rank_state.py).
+    ended_at: Optional[float] = None
+    clock_offset_s: Optional[float] = None
 
     def label(self) -> str:
         return f"node {self.node_rank} ({self.host})" if self.host != "?" else f"node {self.node_rank}"
@@ -50,86 +58,245 @@ class NodeState:
 
 
 class NodeGather:
-    """Listens on the gather port; one Link per node that connects."""
+    """Listens on the gather port (bound to node 0's own address): one selector thread greets
+    every new connection, and each node that proves itself gets one Link."""
 
     def __init__(self, run_dir: str, port: int, nnodes: int, here_host: str, here_addr: str,
-                 local_ranks_hint: list[int]) -> None:
+                 nproc: int, *, key: Optional[bytes] = None, job: str = "", static_ranks: bool = True) -> None:
         self.run_dir = Path(run_dir)
         self.port = port
+        self.nproc = nproc
+        self.world_size = nproc * nnodes
+        self.key, self.job = key, job
+        # torchrun's static rendezvous (--master-addr) gives node r the ranks r*nproc ..; a c10d
+        # rendezvous assigns them as nodes join, so there each rank is owned by its first claim.
+        self.static_ranks = static_ranks
         self.nodes = {n: NodeState(n) for n in range(1, nnodes)}
-        self.nodes_here = NodeState(0, here_host, here_addr, local_ranks_hint, "connected")
+        self.nodes_here = NodeState(0, here_host, here_addr,
+                                    list(range(nproc)) if static_ranks else [], "connected")
         self.links: dict[int, Link] = {}
+        self.owner: dict[int, int] = {r: 0 for r in self.nodes_here.ranks}  # rank -> node rank
+        self.received: dict[int, int] = {}  # bytes forwarded, by node rank (the quota)
+        self.refusals: list[str] = []
+        self._refusal_lines = 0
         self._files: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._request = 0
         self._replies: dict[tuple, dict[str, Any]] = {}
+        self._pending: dict[socket.socket, tuple[str, float]] = {}
+        self.max_pending = min(wire.MAX_PENDING + nnodes, wire.MAX_PENDING_CAP)
         try:
-            self.server = socket.create_server(("", port), family=socket.AF_INET, reuse_port=False)
+            # Node 0's own address only: the gather port is for the job's nodes, not every network.
+            self.server = socket.create_server((here_addr, port), family=socket.AF_INET, reuse_port=False,
+                                               backlog=min(wire.MAX_PENDING + nnodes, wire.MAX_PENDING_CAP))
         except OSError as exc:
-            raise UsageError(f"the gather port {port} (node 0's ddpdoctor listens there for the other "
-                             f"nodes) cannot be used: {exc.strerror or exc}; choose another with "
-                             f"--gather-port") from None
-        self.server.settimeout(0.5)
-        self._acceptor = threading.Thread(target=self._accept, daemon=True, name="ddpdoctor-gather")
+            raise UsageError(f"the gather port {here_addr}:{port} (node 0's ddpdoctor listens there for the "
+                             f"other nodes) cannot be used: {exc.strerror or exc}; is --master-addr an "
+                             f"address of this node? choose another port with --gather-port") from None
+        self.server.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.server, selectors.EVENT_READ)
+        self._acceptor = threading.Thread(target=self._serve, daemon=True, name="ddpdoctor-gather")
         self._acceptor.start()
+
+    @property
+    def authenticated(self) -> bool:
+        return self.key is not None
 
     # ---------------------------------------------------------------- connections
 
-    def _accept(self) -> None:
+    def _serve(self) -> None:
+        """One thread for every connection that has not said hello: no thread per socket, at
+        most max_pending at once, nothing read beyond the hello line."""
         while not self._stop.is_set():
             try:
+                events = self._selector.select(timeout=0.25)
+            except (OSError, ValueError):
+                return
+            for key, _mask in events:
+                if key.fileobj is self.server:
+                    self._accept()
+                else:
+                    self._hello(key.fileobj)  # type: ignore[arg-type]
+            now = time.monotonic()
+            for sock, (peer, since) in list(self._pending.items()):
+                if now - since > HELLO_TIMEOUT_S:
+                    self._refuse(sock, peer, "said no hello within "
+                                 f"{HELLO_TIMEOUT_S:.0f} s", tell=False)
+
+    def _accept(self) -> None:
+        while True:
+            try:
                 sock, peer = self.server.accept()
-            except socket.timeout:
-                continue
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError:
                 return
-            threading.Thread(target=self._greet, args=(sock, peer), daemon=True).start()
+            if len(self._pending) >= self.max_pending:
+                sock.close()  # a flood: the job's own nodes retry
+                self._note_refusal(peer[0], f"more than {self.max_pending} connections waiting to say hello")
+                continue
+            sock.setblocking(False)
+            self._pending[sock] = (peer[0], time.monotonic())
+            self._selector.register(sock, selectors.EVENT_READ)
 
-    def _greet(self, sock: socket.socket, peer) -> None:
-        link = Link(sock, f"-{peer[0]}")
-        hello = link.wait_message("hello", time.monotonic() + HELLO_TIMEOUT_S)
-        node_rank = hello.get("node_rank") if hello else None
+    def _hello(self, sock: socket.socket) -> None:
+        peer = self._pending[sock][0]
+        try:
+            head = sock.recv(wire.MAX_HELLO, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            head = b""
+        if not head:
+            self._unpend(sock)
+            sock.close()
+            return
+        cut = head.find(b"\n")
+        if cut < 0:
+            if len(head) >= wire.MAX_HELLO:
+                self._refuse(sock, peer, f"sent more than {wire.MAX_HELLO} bytes without a hello")
+            return  # the rest of the line is on its way; the kernel holds it, not us
+        try:
+            sock.recv(cut + 1)  # exactly the hello line: what follows stays unread
+        except OSError:
+            self._unpend(sock)
+            sock.close()
+            return
+        codec = wire.Codec(self.key, self.job)
+        try:
+            hello = codec.decode(head[:cut], frozenset({"hello"}))
+        except wire.BadMessage as exc:
+            self._refuse(sock, peer, str(exc), codec=codec)
+            return
+        node_rank = hello["node_rank"]
         with self._lock:
-            if not isinstance(node_rank, int) or node_rank not in self.nodes or node_rank in self.links:
-                link.send("refused", reason="unknown or duplicate node rank")
-                link.close()
+            why = self._why_not(hello, peer)
+            if why:
+                self._refuse(sock, peer, why, codec=codec)
+                state = self.nodes.get(node_rank)
+                if state is not None and state.status == "never_connected" and "--nproc-per-node" in why:
+                    # That node will never be one of this job's: end the job now, named.
+                    state.status, state.reason = "refused", why
+                    state.host, state.addr = wire.clean(hello["host"], 200), wire.clean(peer, 200)
                 return
+            self._unpend(sock)
+            nonce = secrets.token_hex(16)
+            try:
+                sock.setblocking(True)
+                sock.settimeout(2.0)
+                sock.sendall(codec.encode("welcome", {"run_dir": str(self.run_dir), "nonce": nonce,
+                                                      "echo": hello["nonce"]}))
+            except OSError:
+                sock.close()
+                return
+            codec.start_session(hello["nonce"], nonce, node_side=False)
             state = self.nodes[node_rank]
-            state.host = str(hello.get("host") or peer[0])[:200]
-            state.addr = str(hello.get("addr") or peer[0])[:200]
+            state.host = wire.clean(hello["host"] or peer, 200)
+            state.addr = wire.clean(hello["addr"] or peer, 200)
             state.status = "connected"
-            self.links[node_rank] = link
-        link.send("welcome", run_dir=str(self.run_dir))
+            if self.static_ranks:
+                state.ranks = list(range(node_rank * self.nproc, (node_rank + 1) * self.nproc))
+                self.owner.update({r: node_rank for r in state.ranks})
+            self.links[node_rank] = Link(sock, codec, wire.FROM_NODE, f"-node{node_rank}")
+
+    def _why_not(self, hello: dict[str, Any], peer: str) -> str:
+        """Why this hello cannot be one of this job's nodes ("" when it can), naming the mistake."""
+        node_rank = hello["node_rank"]
+        if node_rank == 0:
+            return ("it says it is node 0, as this node is: two nodes were given --node-rank 0 "
+                    "(or SLURM_NODEID)")
+        if node_rank not in self.nodes:
+            return f"it says it is node {node_rank}, and this job has nodes 0..{len(self.nodes)} (--nnodes)"
+        if node_rank in self.links:
+            other = self.nodes[node_rank]
+            return (f"node {node_rank} is already connected from {other.addr} ({other.host}): two nodes "
+                    f"were given --node-rank {node_rank}")
+        if hello["nproc"] != self.nproc:
+            return (f"node {node_rank} runs --nproc-per-node {hello['nproc']} and node 0 runs {self.nproc}: "
+                    f"every node must run the same number of ranks")
+        return ""
+
+    def _refuse(self, sock: socket.socket, peer: str, why: str, tell: bool = True,
+                codec: Optional[wire.Codec] = None) -> None:
+        self._unpend(sock)
+        if tell and codec is not None:
+            try:
+                sock.setblocking(True)
+                sock.settimeout(0.5)
+                sock.sendall(codec.encode("refused", {"reason": why[:1000]}))
+            except OSError:
+                pass
+        try:
+            sock.close()
+        except OSError:
+            pass
+        self._note_refusal(peer, why)
+
+    def _note_refusal(self, peer: str, why: str) -> None:
+        line = f"refused a connection from {wire.clean(peer, 60)}: {wire.clean(why, 300)}"
+        if len(self.refusals) < 100:
+            self.refusals.append(line)
+        if self._refusal_lines < MAX_REFUSAL_LINES:
+            self._refusal_lines += 1
+            print(f"ddpdoctor probe: node 0 {line}", file=sys.stderr, flush=True)
+
+    def _unpend(self, sock: socket.socket) -> None:
+        if self._pending.pop(sock, None) is not None:
+            try:
+                self._selector.unregister(sock)
+            except (KeyError, ValueError):
+                pass
 
     # ---------------------------------------------------------------- while the job runs
 
     def poll(self) -> None:
-        """Take in what every node sent; mark nodes that went silent as lost."""
+        """Take in what every node sent; mark nodes that went silent, or lied, as lost."""
         with self._lock:
             links = dict(self.links)
         for node_rank, link in links.items():
             state = self.nodes[node_rank]
             for message in link.messages():
-                self._take(state, message)
+                if state.status not in ("connected", "finished"):
+                    break
+                try:
+                    self._take(state, message)
+                except wire.BadMessage as exc:
+                    link._drop(str(exc))
+                    break
+            if link.clock_offset_s is not None:
+                state.clock_offset_s = round(link.clock_offset_s, 3)
             if state.status == "connected" and not link.alive:
                 state.status = "lost"
                 state.last_heard_s_ago = round(link.silent_for(), 1)
                 state.reason = (link.closed_reason if link.closed_reason not in (None, "closed")
                                 else f"silent for {link.silent_for():.0f} s")
+                if link.bad_message:
+                    print(f"ddpdoctor probe: node 0 dropped {state.label()}: it sent a bad message "
+                          f"({link.bad_message})", file=sys.stderr, flush=True)
         for handle in self._files.values():
             handle.flush()
 
     def _take(self, state: NodeState, message: dict[str, Any]) -> None:
-        kind = message.get("t")
+        """One checked message of a node (node_wire.py checked its types); BadMessage for what
+        this job cannot have come from this node."""
+        kind = message["t"]
         if kind == "file":
-            name, data = str(message.get("name", "")), message.get("data", "")
-            match = FORWARDED_NAME.match(name)
-            if not match or not isinstance(data, str):
-                return
-            rank = int(match.group(1))
-            if rank not in state.ranks:
-                state.ranks.append(rank)
+            name, data = message["name"], message["data"]
+            rank = wire.rank_of_name(name)
+            if rank is None:
+                raise wire.BadMessage(f"file: {wire.clean(name, 40)!r} is not rank-<R>.jsonl or .stack")
+            self._claim(state, rank)
+            total = self.received.get(state.node_rank, 0) + len(data)
+            if total > wire.RANK_QUOTA * self.nproc:
+                raise wire.BadMessage(f"more than {wire.RANK_QUOTA * self.nproc >> 20} MiB of telemetry "
+                                      f"({wire.RANK_QUOTA >> 20} MiB per rank)")
+            self.received[state.node_rank] = total
+            if name.endswith(".jsonl"):
+                data = wire.check_records(data, rank, self.world_size)
+            else:
+                data = wire.clean(data, len(data))
             handle = self._files.get(name)
             if handle is None:
                 handle = self._files[name] = open(self.run_dir / name, "a", encoding="utf-8")
@@ -137,19 +304,44 @@ class NodeGather:
             for step in STEP_FIELD.findall(data):
                 state.last_step = max(state.last_step, int(step))
         elif kind == "final":
-            outcome = message.get("outcome") or {}
+            outcome = wire.check_outcome(message["outcome"], set(state.ranks) | self._assigned(state))
             state.status = "finished"
-            state.outcome = str(outcome.get("status", "?"))
-            state.exit_codes = {str(k): v for k, v in (outcome.get("exit_codes") or {}).items()}
-            state.log_tail = str(outcome.get("log_tail", ""))[-4000:]
+            state.outcome = outcome["status"]
+            state.exit_codes = {str(k): v for k, v in outcome["exit_codes"].items()}
+            state.log_tail = outcome["log_tail"]
+            state.ended_at = outcome["ended_at"]
         elif kind == "stacks_reply":
-            self._replies[(state.node_rank, message.get("id"))] = message
+            ranks = set(state.ranks) | self._assigned(state)
+            stacks = [wire.check_stack(d, ranks) for d in message["stacks"]]
+            self._replies[(state.node_rank, message["id"])] = {
+                "stacks": stacks, "note": wire.clean(message.get("note", ""), 1000)}
+
+    def _assigned(self, state: NodeState) -> set[int]:
+        if self.static_ranks:
+            return set(range(state.node_rank * self.nproc, (state.node_rank + 1) * self.nproc))
+        return set(state.ranks)
+
+    def _claim(self, state: NodeState, rank: int) -> None:
+        """A node writes only its own ranks: the ones torchrun gives it (static), or under c10d
+        ranks of this world no other node (node 0 included) has written, at most nproc of them."""
+        if rank in state.ranks:
+            return
+        if not 0 <= rank < self.world_size:
+            raise wire.BadMessage(f"file: rank {rank} is outside the launched world of {self.world_size}")
+        owner = self.owner.get(rank)
+        if self.static_ranks or owner is not None:
+            raise wire.BadMessage(f"file: rank {rank} is not one of {state.label()}'s ranks"
+                                  + (f" (node {owner} runs it)" if owner is not None else ""))
+        if len(state.ranks) >= self.nproc or (self.run_dir / f"rank-{rank}.jsonl").exists():
+            raise wire.BadMessage(f"file: rank {rank} is not one of {state.label()}'s ranks")
+        self.owner[rank] = state.node_rank
+        state.ranks.append(rank)
 
     def connected(self) -> list[NodeState]:
         return [s for s in self.nodes.values() if s.status == "connected"]
 
     def lost(self) -> list[NodeState]:
-        return [s for s in self.nodes.values() if s.status == "lost"]
+        return [s for s in self.nodes.values() if s.status in ("lost", "refused")]
 
     def stacks(self, timeout_s: float) -> tuple[list[RankStack], list[str]]:
         """Every other node's ranks' stacks, asked of all at once; notes for nodes that gave none."""
@@ -167,7 +359,7 @@ class NodeGather:
                 if reply is None or state.node_rank not in pending:
                     continue
                 pending.discard(state.node_rank)
-                found.extend(_stack_from_dict(d, state.label()) for d in reply.get("stacks") or [])
+                found.extend(_stack_from_dict(d, state.label()) for d in reply["stacks"])
                 if reply.get("note"):
                     notes.append(f"{state.label()}: {reply['note']}")
             pending -= {s.node_rank for s in asked if s.status != "connected"}
@@ -176,9 +368,9 @@ class NodeGather:
             notes.append(f"{self.nodes[node_rank].label()} sent no stacks within {timeout_s:.0f} s")
         return found, notes
 
-    def end_all(self, reason: str) -> None:
+    def end_all(self, reason: str, at: Optional[float] = None) -> None:
         for state in self.connected():
-            self.links[state.node_rank].send("end", reason=reason)
+            self.links[state.node_rank].send("end", reason=reason, at=at)
 
     def wait_finals(self, deadline: float) -> None:
         """Until every connected node has said its job ended (or is lost), or the deadline."""
@@ -190,6 +382,18 @@ class NodeGather:
         for state in self.connected():
             state.status, state.reason = "lost", "its job did not end when asked"
 
+    def waiting(self) -> bool:
+        """A node has not connected yet (and none was lost: that ends the job by itself)."""
+        return any(s.status == "never_connected" for s in self.nodes.values())
+
+    def never_joined(self, window_s: float) -> str:
+        """Mark the nodes that did not connect within the join window; the line naming them."""
+        late = [s for s in self.nodes.values() if s.status == "never_connected"]
+        for state in late:
+            state.reason = f"its ddpdoctor did not connect to node 0 within {window_s:.0f} s"
+        return (f"{', '.join(s.label() for s in late)} did not connect to node 0's gather port within "
+                f"{window_s:.0f} s of node 0's start")
+
     def mark_never_connected(self) -> None:
         for state in self.nodes.values():
             if state.status == "never_connected" and not state.reason:
@@ -198,6 +402,10 @@ class NodeGather:
     # ---------------------------------------------------------------- after the verdict
 
     def send_verdict(self, exit_code: int, report: dict[str, Any], where: str) -> None:
+        if len(json.dumps(report)) > wire.MAX_LINE // 2:
+            # Too large to relay (a node takes at most MAX_LINE): the verdict and where to read it.
+            report = {k: report[k] for k in ("tool", "version", "command", "status", "run_dir") if k in report}
+            report["notes"] = [f"the full report is {where}"]
         for node_rank, link in list(self.links.items()):
             if self.nodes[node_rank].status in ("connected", "finished"):
                 link.send("verdict", exit_code=exit_code, report=report, where=where)
@@ -212,15 +420,23 @@ class NodeGather:
             time.sleep(0.05)
 
     def states(self) -> list[dict[str, Any]]:
+        """Every node's state for outcome.json; node 0's says whether the port was authenticated
+        and which connections it refused (the report's notes: probe/report.py gather_notes)."""
+        here = {**self.nodes_here.to_dict(), "authenticated": self.authenticated, "refusals": self.refusals[:10]}
         for state in self.nodes.values():
             link = self.links.get(state.node_rank)
             if link is not None and state.last_heard_s_ago is None:
                 state.last_heard_s_ago = round(link.silent_for(), 1)
-        return [self.nodes_here.to_dict()] + [s.to_dict() for s in sorted(self.nodes.values(), key=lambda s: s.node_rank)]
+        return [here] + [s.to_dict() for s in sorted(self.nodes.values(), key=lambda s: s.node_rank)]
 
     def close(self) -> None:
         self._stop.set()
+        self._acceptor.join(timeout=2.0)
+        for sock in list(self._pending):
+            self._unpend(sock)
+            sock.close()
         try:
+            self._selector.close()
             self.server.close()
         except OSError:
             pass
@@ -231,7 +447,6 @@ class NodeGather:
                 handle.close()
             except OSError:
                 pass
-        self._acceptor.join(timeout=2.0)
 
 
 def _stack_from_dict(data: dict[str, Any], host: str) -> RankStack:

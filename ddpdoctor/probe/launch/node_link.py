@@ -1,52 +1,61 @@
-"""The wire between the ddpdoctors of a multi-node probe: JSON lines over one TCP connection
-from each node to node 0's ddpdoctor, on the gather port (default MASTER_PORT + 1).
+"""The wire between the ddpdoctors of a multi-node probe: one TCP connection from each node to
+node 0's ddpdoctor, on the gather port (default MASTER_PORT + 1), one message per line in the
+framing of node_wire.py (job identity, sequence, MAC, schema).
 
 Why not the job's own c10d store: it belongs to torchrun's agent on node 0 and dies with the
 job, and the verdict must travel after the job has ended. Why TCP and not files: no shared
 filesystem is assumed. One connection per node, both ways:
 
-    node -> 0   hello {node_rank, host, addr, ranks}   first message
+    node -> 0   hello {node_rank, nproc, host, addr, nonce}   first line, read by node 0's selector
                 file  {name, data}      what the node's ranks appended to rank-<R>.jsonl / .stack
-                final {outcome}         the node's job ended (exit codes, log tail)
+                final {outcome}         the node's job ended (exit codes, log tail, when it was ended)
                 stacks_reply {id, stacks, note}
-    0 -> node   stacks {id}             take your ranks' stacks now (a stall)
-                end {reason}            end your ranks now
+    0 -> node   welcome {nonce, echo}   node 0 proves it knows the token (MAC over the node's nonce)
+                refused {reason}        a node that is not one of this job's, or a duplicate
+                stacks {id}             take your ranks' stacks now (a stall)
+                end {reason, at}        end your ranks now
                 verdict {exit_code, report, where}
-    both        beat {}                 every HEARTBEAT_S, from a thread of its own, so a node
-                                        busy taking stacks or judging still looks alive
+    both        beat {now}              every HEARTBEAT_S, from a thread of its own, so a node
+                                        busy taking stacks or judging still looks alive; `now`
+                                        is the sender's clock (node 0 compares the ranks' times
+                                        with the moment it began ending the job)
 
-A peer silent for LOST_AFTER_S is lost (its ddpdoctor killed, its network cut): nothing else
-tells a dead TCP peer from a slow one within a deadline.
+A peer silent for node_wire.silence_s() (10 s unless DDPDOCTOR_NODE_SILENCE_S) is lost (its
+ddpdoctor killed, its network cut): nothing else tells a dead TCP peer from a slow one within a
+deadline. A message that fails node_wire's checks drops the peer at once, with its reason.
 """
 
 from __future__ import annotations
 
-import json
 import queue
 import socket
 import threading
 import time
 from typing import Any, Optional
 
+from ddpdoctor.probe.launch.node_wire import MAX_LINE, BadMessage, Codec, silence_s
+
 HEARTBEAT_S = 1.0
-LOST_AFTER_S = 10.0
 SEND_TIMEOUT_S = 5.0
-MAX_LINE = 8 * 1024 * 1024  # a message larger than this is not ours: drop the link
-CHUNK = 256 * 1024  # telemetry is forwarded in pieces no larger than this
 
 
 class Link:
-    """One connection: a reader thread queues incoming messages, a heartbeat thread keeps the
+    """One connection: a reader thread queues checked messages, a heartbeat thread keeps the
     peer's view of us alive, send() is safe from any thread and never blocks past its deadline."""
 
-    def __init__(self, sock: socket.socket, label: str = "") -> None:
+    def __init__(self, sock: socket.socket, codec: Codec, allowed: frozenset, label: str = "") -> None:
         self.sock = sock
+        self.codec = codec
+        self.allowed = allowed
         self.label = label
+        self.lost_after_s = silence_s()
         sock.settimeout(0.5)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.inbox: "queue.Queue[dict[str, Any]]" = queue.Queue()
         self.last_heard = time.monotonic()
+        self.clock_offset_s: Optional[float] = None  # the peer's wall clock minus ours
         self.closed_reason: Optional[str] = None
+        self.bad_message: Optional[str] = None  # what the peer sent that was not believed
         self._send_lock = threading.Lock()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._read, daemon=True, name=f"ddpdoctor-link-read{label}"),
@@ -56,7 +65,7 @@ class Link:
 
     @property
     def alive(self) -> bool:
-        return self.closed_reason is None and time.monotonic() - self.last_heard < LOST_AFTER_S
+        return self.closed_reason is None and time.monotonic() - self.last_heard < self.lost_after_s
 
     def silent_for(self) -> float:
         return time.monotonic() - self.last_heard
@@ -65,9 +74,13 @@ class Link:
         """Send one message; False (and the link closed) when it cannot go within the deadline."""
         if self.closed_reason is not None:
             return False
-        data = json.dumps({"t": kind, **fields}, separators=(",", ":")).encode() + b"\n"
         deadline = time.monotonic() + SEND_TIMEOUT_S
         with self._send_lock:
+            try:
+                data = self.codec.encode(kind, fields)
+            except ValueError as exc:  # a NaN or a value JSON cannot hold: ours, said plainly
+                self._close(f"could not encode {kind}: {exc}")
+                return False
             view = memoryview(data)
             while view:
                 if time.monotonic() >= deadline:
@@ -112,7 +125,8 @@ class Link:
     def close(self) -> None:
         self._close("closed")
         for thread in self._threads:
-            thread.join(timeout=2.0)
+            if thread is not threading.current_thread():
+                thread.join(timeout=2.0)
 
     def _close(self, reason: str) -> None:
         if self.closed_reason is None:
@@ -142,21 +156,28 @@ class Link:
                 return
             self.last_heard = time.monotonic()
             buffer += chunk
-            if len(buffer) > MAX_LINE and b"\n" not in buffer:
-                self._close("oversized message")
-                return
             *lines, buffer = buffer.split(b"\n")
+            if len(buffer) > MAX_LINE:
+                self._drop(f"a message larger than {MAX_LINE >> 20} MiB")
+                return
             for line in lines:
                 try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(message, dict) and message.get("t") != "beat":
+                    message = self.codec.decode(line, self.allowed)
+                except BadMessage as exc:
+                    self._drop(str(exc))
+                    return
+                if message["t"] == "beat":
+                    self.clock_offset_s = message["now"] - time.time()
+                else:
                     self.inbox.put(message)
+
+    def _drop(self, why: str) -> None:
+        self.bad_message = why
+        self._close(f"sent a bad message ({why}): dropped")
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
-            if not self.send("beat"):
+            if not self.send("beat", now=time.time()):
                 return
 
 

@@ -1,0 +1,356 @@
+"""Node 0's gather at scale: 64, 256 and 1,024 simulated ranks (8 per node), replaying a real
+rank's telemetry (tests/probe_recordings/healthy) at a real step rate, until every rank stops
+(rank 0 alone enters one more all_reduce, as the rank-0-only collective does).
+
+    python benchmarks/gather_scale.py                 # 64, 256, 1024 ranks
+    python benchmarks/gather_scale.py --ranks 1024 --step-rate 2 --run-s 15 --stall 5
+
+Node 0 is its own process (`--node0`): the real NodeGather on loopback with a token, the real
+watchdog (ProgressWatch), the stall verdict, stacks asked of every node at once, the end, and the
+real analysis of the run dir into the report, as launcher.py does. The fake nodes are threads of
+this process, speaking the real protocol (tests/helpers/gather_peer.py's framing, node_wire.py);
+node 0's own 8 ranks are written into its run dir by this process, as local ranks would.
+
+Printed per world size: node 0's CPU (cores busy while the job streams), its peak RSS, the time
+from the last record of any rank to the report (includes the stall timeout), the report's size
+(JSON bytes, terminal lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ddpdoctor.probe.launch import node_wire as wire  # noqa: E402
+
+RECORDING = REPO / "tests" / "probe_recordings" / "healthy" / "rank-0.jsonl"
+TOKEN = "benchmark-token-" + "0" * 8
+SCRIPT = "train.py"
+
+
+# ----------------------------------------------------------------------------- replayed ranks
+
+def templates() -> tuple[list[dict], list[dict]]:
+    """A real rank's records before its first batch, and one step's worth (batch .. step)."""
+    records = [json.loads(line) for line in RECORDING.read_text().splitlines() if line.strip()]
+    first = next(i for i, r in enumerate(records) if r["kind"] == "batch")
+    prelude = [r for r in records[:first] if r["kind"] in ("start", "init_enter", "init", "ddp", "loader")]
+    step_end = next(i for i, r in enumerate(records) if r["kind"] == "step" and i > first)
+    step = [r for r in records[first:step_end + 1] if r["kind"] != "bucket_layout"]
+    return prelude, step
+
+
+class Rank:
+    def __init__(self, rank: int, world: int, prelude: list[dict], step: list[dict]) -> None:
+        self.rank, self.world, self.step_records = rank, world, step
+        self.steps = 0
+        self.seq = 0
+        self.prelude = prelude
+
+    def start(self) -> str:
+        out = []
+        for record in self.prelude:
+            r = dict(record, t=time.time())
+            if r["kind"] in ("start", "init"):
+                r.update(rank=self.rank, world_size=self.world)
+            if r["kind"] == "start":
+                r.update(local_rank=self.rank % 8, pid=100000 + self.rank, host=f"n{self.rank // 8}")
+            out.append(json.dumps(r, separators=(",", ":")))
+        return "\n".join(out) + "\n"
+
+    def one_step(self) -> str:
+        out = []
+        now = time.time()
+        for record in self.step_records:
+            r = dict(record, t=now)
+            kind = r["kind"]
+            if kind == "batch":
+                r.update(index=self.steps, step=self.steps,
+                         samples=[f"{random.getrandbits(64):016x}" for _ in r.get("samples", [])])
+            elif kind in ("collective", "collective_done"):
+                r["seq"] = self.seq
+                if kind == "collective":
+                    r["step"] = self.steps
+            elif kind == "bucket":
+                r.update(start=now - 0.003, end=now, step=self.steps, iteration=self.steps)
+            elif kind == "grads":
+                r.update(iteration=self.steps, step=self.steps + 1)
+            elif kind == "step":
+                r["step"] = self.steps + 1
+            out.append(json.dumps(r, separators=(",", ":")))
+        self.seq += 1
+        self.steps += 1
+        return "\n".join(out) + "\n"
+
+    def lone_collective(self) -> str:
+        """Rank 0 alone enters an all_reduce the others never call: the stall."""
+        return json.dumps({"kind": "collective", "t": time.time(), "group": "WORLD", "group_ranks": None,
+                           "seq": self.seq, "op": "all_reduce", "shapes": [[1]], "dtypes": ["float32"],
+                           "step": self.steps, "site": {"file": SCRIPT, "line": 27, "func": "<module>"}},
+                          separators=(",", ":")) + "\n"
+
+    def stack(self) -> dict:
+        if self.rank == 0:
+            frames = [{"func": "all_reduce", "file": "torch/distributed/distributed_c10d.py", "line": 3245},
+                      {"func": "<module>", "file": SCRIPT, "line": 27}]
+        else:
+            frames = [{"func": "<module>", "file": SCRIPT, "line": 30}]
+        return {"rank": self.rank, "pid": 100000 + self.rank, "method": "py-spy", "frames": frames,
+                "idle": True, "text": ""}
+
+
+class FakeNodeThread(threading.Thread):
+    """One simulated node: its ranks' telemetry forwarded as a node's ddpdoctor does."""
+
+    def __init__(self, node_rank: int, ranks: list[Rank], port: int, job: str, stop_at: float,
+                 step_s: float) -> None:
+        super().__init__(daemon=True)
+        self.node_rank, self.ranks, self.port, self.job = node_rank, ranks, port, job
+        self.stop_at, self.step_s = stop_at, step_s
+        self.last_record = 0.0
+        self.error = ""
+        self.lock = threading.Lock()
+
+    def send(self, sock, codec, kind: str, **fields) -> None:
+        with self.lock:
+            sock.sendall(codec.encode(kind, fields))
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception as exc:  # noqa: BLE001 - reported with the figures
+            self.error = repr(exc)
+
+    def _run(self) -> None:
+        for _attempt in range(60):  # as a node's ddpdoctor does: a connection closed before the
+            try:                    # welcome (node 0 busy with a crowd) is tried again
+                sock, reader, codec = self._connect()
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("never welcomed")
+        self.connected = time.monotonic()
+        sock.settimeout(None)
+        inbox: list[dict] = []
+        threading.Thread(target=self._listen, args=(reader, codec, inbox), daemon=True).start()
+        for rank in self.ranks:
+            self.send(sock, codec, "file", name=f"rank-{rank.rank}.jsonl", data=rank.start())
+        next_step = time.monotonic()
+        last_beat = 0.0
+        ended = False
+        while True:
+            now = time.monotonic()
+            if now - last_beat >= 1.0:
+                last_beat = now
+                self.send(sock, codec, "beat", now=time.time())
+            if now < self.stop_at and now >= next_step:
+                next_step += self.step_s
+                for rank in self.ranks:
+                    self.send(sock, codec, "file", name=f"rank-{rank.rank}.jsonl", data=rank.one_step())
+                self.last_record = time.time()
+            while inbox:
+                message = inbox.pop(0)
+                if message["t"] == "stacks":
+                    self.send(sock, codec, "stacks_reply", id=message["id"], note="",
+                              stacks=[r.stack() for r in self.ranks])
+                elif message["t"] == "end" and not ended:
+                    ended = True
+                    self.send(sock, codec, "final", outcome={
+                        "status": "ended", "exit_codes": {str(r.rank): -15 for r in self.ranks},
+                        "ended_at": time.time(), "log_tail": ""})
+                elif message["t"] == "verdict":
+                    self.send(sock, codec, "bye")
+                    return
+            time.sleep(0.02)
+
+    def _connect(self):
+        codec = wire.Codec(wire.job_token(TOKEN), self.job)
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        nonce = secrets.token_hex(16)
+        sock.sendall(codec.encode("hello", {"node_rank": self.node_rank, "nproc": len(self.ranks),
+                                            "host": f"n{self.node_rank}", "addr": "127.0.0.1", "nonce": nonce}))
+        reader = sock.makefile("rb")
+        line = reader.readline()
+        if not line:
+            sock.close()
+            raise OSError("closed before the welcome")
+        welcome = codec.decode(line.rstrip(b"\n"), frozenset({"welcome", "refused"}))
+        if welcome["t"] != "welcome":
+            raise RuntimeError(welcome)
+        codec.start_session(nonce, welcome["nonce"], node_side=True)
+        return sock, reader, codec
+
+    def _listen(self, reader, codec, inbox) -> None:
+        for line in reader:
+            message = codec.decode(line.rstrip(b"\n"), wire.FROM_NODE0)
+            if message["t"] != "beat":
+                inbox.append(message)
+
+
+# ----------------------------------------------------------------------------- node 0
+
+def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> None:
+    """Node 0's ddpdoctor, as launcher.py runs it, minus torchrun (its ranks are simulated)."""
+    from dataclasses import asdict
+
+    from ddpdoctor.core.findings import Severity
+    from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, Outcome, ProbeMeta
+    from ddpdoctor.probe.launch.node_gather import NodeGather
+    from ddpdoctor.probe.launch.watchdog import ProgressWatch
+    from ddpdoctor.probe.run import analyse
+    from ddpdoctor.report import json as json_report
+    from ddpdoctor.report import terminal
+
+    meta = ProbeMeta(script=SCRIPT, args=[], nproc_per_node=nproc, nnodes=nnodes, node_rank=0,
+                     world_size=nproc * nnodes, max_steps=0, steps_per_epoch=0, stall_timeout_s=stall_s,
+                     pg_timeout_s=30.0, timeout_s=600.0, backend="gloo", launcher="torchrun",
+                     launcher_reason="benchmark", started=time.time(), module=False, cpu=False)
+    Path(run_dir, META_FILE).write_text(json.dumps(asdict(meta)))
+    job = wire.job_identity(SCRIPT, nnodes, f"127.0.0.1:{port}", env={})
+    gather = NodeGather(run_dir, port, nnodes, "n0", "127.0.0.1", nproc, key=wire.job_token(TOKEN), job=job)
+    print("READY", flush=True)
+    watch = ProgressWatch(run_dir, stall_s)
+    cpu0 = wall0 = None
+    while True:
+        gather.poll()
+        watch.poll()
+        if watch.offsets and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
+            cpu0, wall0 = _cpu(), time.monotonic()
+        if cpu0 is not None and watch.quiet_for() >= stall_s:
+            break
+        time.sleep(0.2)
+    stream_cpu = (_cpu() - cpu0) / max(1e-9, time.monotonic() - wall0 - stall_s)
+    verdict_at = time.time()
+    cpu1 = _cpu()
+    stacks, notes = gather.stacks(10.0)
+    stacks_at = time.time()
+    gather.end_all("node 0's job stalled", at=verdict_at)
+    gather.wait_finals(time.monotonic() + 15)
+    finals_at = time.time()
+    outcome = Outcome("stalled", time.monotonic() - wall0, {r: -15 for r in range(nproc)}, watch.quiet_for(),
+                      stall_s, stacks, "; ".join(notes))
+    outcome.ended_at = verdict_at
+    for state in gather.nodes.values():
+        outcome.exit_codes.update({int(r): c for r, c in state.exit_codes.items()})
+    outcome.nodes = gather.states()
+    Path(run_dir, OUTCOME_FILE).write_text(json.dumps(outcome.to_dict()))
+    report = analyse(run_dir, Severity.ERROR, set())
+    rendered = json_report.render(report)
+    done = time.time()
+    report_cpu = _cpu() - cpu1
+    gather.send_verdict(report.exit_code, json.loads(rendered), f"n0:{run_dir}/report.json")
+    gather.close()
+    import io
+
+    from rich.console import Console
+
+    screen = io.StringIO()
+    terminal.render(report, Console(file=screen, width=160, color_system=None), verbose=False)
+    print(json.dumps({"stream_cpu_cores": round(stream_cpu, 2), "report_cpu_s": round(report_cpu, 2),
+                      "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                      "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at,
+                      "phases": {"stacks": round(stacks_at - verdict_at, 2), "finals": round(finals_at - stacks_at, 2),
+                                 "analysis": round(done - finals_at, 2)},
+                      "terminal_lines": screen.getvalue().count("\n"),
+                      "codes": sorted({f.code for r in report.results for f in r.findings})}), flush=True)
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# ----------------------------------------------------------------------------- the driver
+
+def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s: float) -> dict:
+    nnodes = world // per_node
+    with socket.socket() as probe_sock:
+        probe_sock.bind(("127.0.0.1", 0))
+        port = probe_sock.getsockname()[1]
+    run_dir = tempfile.mkdtemp(prefix=f"gather-scale-{world}-")
+    proc = subprocess.Popen([sys.executable, __file__, "--node0", run_dir, str(port), str(nnodes),
+                             str(per_node), str(stall_s)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "READY"
+    prelude, step = templates()
+    ranks = [Rank(r, world, prelude, step) for r in range(world)]
+    job = wire.job_identity(SCRIPT, nnodes, f"127.0.0.1:{port}", env={})
+    stop_at = time.monotonic() + run_s
+    step_s = 1.0 / step_rate
+    nodes = [FakeNodeThread(n, ranks[n * per_node:(n + 1) * per_node], port, job, stop_at, step_s)
+             for n in range(1, nnodes)]
+    for node in nodes:
+        node.start()
+    # Node 0's own ranks write their files directly, as local ranks do.
+    local = ranks[:per_node]
+    handles = {r.rank: open(Path(run_dir) / f"rank-{r.rank}.jsonl", "a") for r in local}
+    for r in local:
+        handles[r.rank].write(r.start())
+        handles[r.rank].flush()
+    last_local = 0.0
+    next_step = time.monotonic()
+    while time.monotonic() < stop_at:
+        if time.monotonic() >= next_step:
+            next_step += step_s
+            for r in local:
+                handles[r.rank].write(r.one_step())
+                handles[r.rank].flush()
+            last_local = time.time()
+        time.sleep(0.01)
+    handles[0].write(local[0].lone_collective())
+    handles[0].flush()
+    last_local = time.time()
+    out, _ = proc.communicate(timeout=300)
+    for node in nodes:
+        node.join(timeout=10)
+    result = json.loads(out.strip().splitlines()[-1])
+    last_record = max([last_local] + [n.last_record for n in nodes])
+    result.update(world=world, nodes=nnodes, stall_s=stall_s,
+                  stall_to_report_s=round(result.pop("report_done") - last_record, 2),
+                  detect_s=round(result.pop("verdict_at") - last_record, 2),
+                  errors=[n.error for n in nodes if n.error][:3], run_dir=run_dir)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", default="64,256,1024")
+    parser.add_argument("--per-node", type=int, default=8)
+    parser.add_argument("--step-rate", type=float, default=2.0, help="steps per second per rank")
+    parser.add_argument("--run-s", type=float, default=15.0, help="seconds of training before the stall")
+    parser.add_argument("--stall", type=float, default=5.0, help="the stall timeout")
+    parser.add_argument("--node0", nargs=5, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.node0:
+        run_dir, port, nnodes, nproc, stall = args.node0
+        node0(run_dir, int(port), int(nnodes), int(nproc), float(stall))
+        return
+    print(f"gather at scale: {args.per_node} ranks per node, {args.step_rate:g} steps/s per rank, "
+          f"{args.run_s:g} s of training, stall timeout {args.stall:g} s; {os.cpu_count()} CPU(s)")
+    for world in (int(w) for w in args.ranks.split(",")):
+        r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall)
+        print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
+              f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
+              f"(stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
+              f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s wall / "
+              f"{r['report_cpu_s']:.1f} s CPU); report {r['report_bytes'] / 1024:.0f} KiB JSON, "
+              f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}"
+              + (f"; errors: {r['errors']}" if r["errors"] else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Node 0's gather port against peers that are not the job's honest nodes (loopback, real
+sockets, node 0's NodeGather in this process): nothing they send is believed or kept beyond
+the stated bounds, and each one is dropped with a line saying why."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from tests.helpers.gather_peer import FakeNode
+from ddpdoctor.probe.launch import node_wire as wire
+from ddpdoctor.probe.launch.node_gather import NodeGather
+from ddpdoctor.probe.launch.node_reporter import NodeReporter
+
+JOB = "job-under-test"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def gather(tmp_path):
+    made = []
+
+    def make(nnodes: int = 2, nproc: int = 1, key=None) -> NodeGather:
+        g = NodeGather(str(tmp_path), free_port(), nnodes, "node0", "127.0.0.1", nproc, key=key, job=JOB)
+        made.append(g)
+        return g
+
+    yield make
+    for g in made:
+        g.close()
+
+
+def until(predicate, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def record(rank: int, world: int = 2, **over) -> str:
+    data = {"kind": "start", "t": 1.0, "rank": rank, "local_rank": 0, "world_size": world, "pid": 9,
+            "host": "h", "script": "s", "argv": [], "python": "3", "torch": "2", **over}
+    return json.dumps(data) + "\n"
+
+
+def dropped(g: NodeGather, node_rank: int = 1) -> str:
+    assert until(lambda: (g.poll(), g.nodes[node_rank].status)[1] == "lost"), g.nodes[node_rank]
+    return g.nodes[node_rank].reason
+
+
+def test_an_honest_node_is_welcomed_and_its_rank_file_stored(gather, tmp_path):
+    g = gather()
+    node = FakeNode(g.port, JOB)
+    assert node.hello()["t"] == "welcome"
+    node.send("file", name="rank-1.jsonl", data=record(1))
+    assert until(lambda: (g.poll(), (tmp_path / "rank-1.jsonl").exists())[1])
+    assert g.nodes[1].status == "connected" and g.nodes[1].ranks == [1]
+
+
+@pytest.mark.parametrize("name, data, why", [
+    ("rank-\u0660.jsonl", record(0), "is not rank-<R>"),        # Arabic-Indic zero: not rank 0
+    ("rank-00.jsonl", record(0), "is not rank-<R>"),
+    ("rank-0.jsonl", record(0), "not one of node 1"),          # node 0's own rank
+    ("rank-9999999.jsonl", record(1), "outside the launched world"),
+    ("rank-1.jsonl", record(1, world=10 ** 7), "the launched world is 2"),
+    ("rank-1.jsonl", '{"kind":"step","t":1.0,"step":"many"}\n', "step is"),
+])
+def test_a_node_writing_what_is_not_its_own_is_dropped_and_nothing_is_written(gather, tmp_path, name, data, why):
+    g = gather()
+    node = FakeNode(g.port, JOB)
+    assert node.hello()["t"] == "welcome"
+    node.send("file", name=name, data=data)
+    assert why in dropped(g)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind, fields", [
+    ("stacks_reply", {"id": [1], "stacks": []}),
+    ("final", {"outcome": {"status": "completed", "exit_codes": {"x": 0}}}),
+    ("final", {"outcome": {"status": "completed", "exit_codes": {"1": "zero"}}}),
+])
+def test_malformed_messages_drop_the_node_without_a_crash(gather, kind, fields):
+    g = gather()
+    node = FakeNode(g.port, JOB)
+    node.hello()
+    node.send(kind, **fields)
+    assert "bad message" in dropped(g)
+
+
+def test_two_nodes_claiming_one_node_rank_and_a_per_node_nproc_mismatch_are_named(gather):
+    g = gather(nnodes=3)
+    first = FakeNode(g.port, JOB)
+    assert first.hello(node_rank=1)["t"] == "welcome"
+    second = FakeNode(g.port, JOB)
+    answer = second.hello(node_rank=1)
+    assert answer["t"] == "refused" and "two nodes were given --node-rank 1" in answer["reason"]
+    third = FakeNode(g.port, JOB)
+    answer = third.hello(node_rank=2, nproc=2)
+    assert answer["t"] == "refused" and "--nproc-per-node 2 and node 0 runs 1" in answer["reason"]
+    zero = FakeNode(g.port, JOB)
+    assert "--node-rank 0" in zero.hello(node_rank=0)["reason"]
+    assert g.nodes[1].status == "connected"  # the first node keeps its place
+
+
+def test_another_jobs_node_is_refused(gather):
+    g = gather()
+    stranger = FakeNode(g.port, "another-job")
+    stranger.send("hello", node_rank=1, nproc=1, host="x", addr="y", nonce="ab" * 16)
+    answer_line = stranger.read_line()
+    # The refusal is framed with node 0's job, so the stranger cannot take it for its own.
+    assert b'"t":"refused"' in answer_line and b"another job" in answer_line
+    assert g.nodes[1].status == "never_connected"
+
+
+def test_with_a_token_an_unauthenticated_node_is_refused_and_node0_must_prove_itself(gather, tmp_path):
+    key = wire.job_token("s3cret-token")
+    g = gather(key=key)
+    unsigned = FakeNode(g.port, JOB)
+    answer = unsigned.hello()
+    assert answer["t"] == "refused" and "without a gather token" in answer["reason"]
+    assert g.nodes[1].status == "never_connected"
+    assert until(lambda: any("without a gather token" in r for r in g.refusals))
+    # A node with the token does not believe a node 0 without it (a fake node 0 on the port).
+    impostor = NodeGather(str(tmp_path / "x"), free_port(), 2, "fake", "127.0.0.1", 1, key=None, job=JOB)
+    try:
+        reporter = NodeReporter(str(tmp_path), "127.0.0.1", impostor.port, 1, time.monotonic() + 5,
+                                key=key, job=JOB)
+        assert until(lambda: (reporter.poll(lambda: ([], "")), reporter.lost_reason)[1] is not None)
+        assert "not this job's node 0" in reporter.lost_reason and reporter.link is None
+    finally:
+        impostor.close()
+    honest = FakeNode(g.port, JOB, key=key)
+    assert honest.hello()["t"] == "welcome"
+
+
+def test_pre_hello_floods_and_idle_connections_are_bounded_by_one_thread(gather):
+    g = gather()
+    threads_before = threading.active_count()
+    flood = FakeNode(g.port, JOB)
+    flood.raw(b"x" * (wire.MAX_HELLO * 4))
+    assert flood.closed_by_peer()
+    idle = []
+    for _ in range(g.max_pending + 40):
+        try:
+            idle.append(socket.create_connection(("127.0.0.1", g.port), timeout=2))
+        except OSError:
+            break
+    time.sleep(0.5)
+    assert threading.active_count() <= threads_before + 1
+    assert len(g._pending) <= g.max_pending
+    for sock in idle:
+        sock.close()
+    # Idle connections say no hello and are closed within the hello timeout; the job's node
+    # still gets in.
+    node = FakeNode(g.port, JOB)
+    assert node.hello()["t"] == "welcome"
+
+
+def test_a_byte_quota_per_node_drops_a_node_that_floods_telemetry(gather, monkeypatch):
+    monkeypatch.setattr(wire, "RANK_QUOTA", 64 * 1024)
+    g = gather()
+    node = FakeNode(g.port, JOB)
+    node.hello()
+    line = record(1)
+    for _ in range(3):
+        node.send("file", name="rank-1.jsonl", data=line * (30 * 1024 // len(line)))
+    assert "MiB of telemetry" in dropped(g)
+
+
+def test_a_node_pointed_at_a_port_where_nothing_answers_says_so_within_seconds(tmp_path, capsys, monkeypatch):
+    from ddpdoctor.probe.launch import node_reporter
+
+    monkeypatch.setattr(node_reporter, "HINT_AFTER_S", 1.0)
+    reporter = NodeReporter(str(tmp_path), "127.0.0.1", free_port(), 1, time.monotonic() + 30, job=JOB)
+    assert until(lambda: (reporter.poll(lambda: ([], "")), "differs from node 0's" in capsys.readouterr().err)[1],
+                 timeout=10)
+    assert reporter.lost_reason is None  # still trying: node 0 may only be late
