@@ -9,8 +9,8 @@ ddpdoctor, as a user's job would be:
   sampled, against the mean of the windows just before and after without attach (rounds). On a
   busy machine the unsampled rate itself moves; the median over rounds is the figure.
 
-    python benchmarks/attach_cost.py                     # 3 + 5 rounds, --duration 2 / 4
-    python benchmarks/attach_cost.py --rounds 8 --verdict-rounds 5
+    python -m benchmarks.attach_cost                     # 3 + 5 rounds, --duration 2 / 4
+    python -m benchmarks.attach_cost --rounds 8 --verdict-rounds 5
 """
 
 from __future__ import annotations

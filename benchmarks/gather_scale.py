@@ -2,8 +2,8 @@
 rank's telemetry (tests/probe_recordings/healthy) at a real step rate, until every rank stops
 (rank 0 alone enters one more all_reduce, as the rank-0-only collective does).
 
-    python benchmarks/gather_scale.py                 # 64, 256, 1024 ranks
-    python benchmarks/gather_scale.py --ranks 1024 --step-rate 2 --run-s 15 --stall 5
+    python -m benchmarks.gather_scale                 # 64, 256, 1024 ranks
+    python -m benchmarks.gather_scale --ranks 1024 --step-rate 2 --run-s 15 --stall 5
 
 Node 0 is its own process (`--node0`): the real NodeGather on loopback with a token, the real
 watchdog (ProgressWatch), the stall verdict, stacks asked of every node at once, the end, and the
@@ -33,9 +33,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from ddpdoctor.probe.launch import node_wire as wire  # noqa: E402
+from ddpdoctor.probe.launch import node_wire as wire
 
 RECORDING = REPO / "tests" / "probe_recordings" / "healthy" / "rank-0.jsonl"
 TOKEN = "benchmark-token-" + "0" * 8

@@ -1,7 +1,7 @@
 """GPU self-check: the probe's numbers on a real GPU against what CUDA and NCCL say outside it.
 
-    python benchmarks/gpu_selfcheck.py                 # on a machine with 1+ CUDA GPUs
-    python benchmarks/gpu_selfcheck.py --json out.json # the figures, for a note
+    python -m benchmarks.gpu_selfcheck                 # on a machine with 1+ CUDA GPUs
+    python -m benchmarks.gpu_selfcheck --json out.json # the figures, for a note
 
 One command, three jobs of the same known model (an MLP of ~36M parameters, NCCL, one rank per
 GPU, default bucket_cap_mb: about six 25 MB buckets):

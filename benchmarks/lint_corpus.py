@@ -4,9 +4,9 @@ The corpus is third-party code, so it never enters this repository: it lives on 
 /work/lint-corpus, rebuilt from benchmarks/lint_corpus_manifest.json, which records for every
 entry its repository, commit and paths) and this script only reads it.
 
-    python benchmarks/lint_corpus.py                       # /work/lint-corpus, its manifest.json
-    python benchmarks/lint_corpus.py CORPUS_DIR [--manifest FILE] [--json OUT] [--only ID,...]
-    python benchmarks/lint_corpus.py --rebuild-commands CLONES_DIR    # shell lines that rebuild it
+    python -m benchmarks.lint_corpus                       # /work/lint-corpus, its manifest.json
+    python -m benchmarks.lint_corpus CORPUS_DIR [--manifest FILE] [--json OUT] [--only ID,...]
+    python -m benchmarks.lint_corpus --rebuild-commands CLONES_DIR    # shell lines that rebuild it
 
 Rebuilding: each entry's `paths` (git pathspecs) at `commit` of https://github.com/<repository>,
 extracted into CORPUS/<dir> (`git archive <commit> -- <paths> | tar -x -C CORPUS/<dir>`), from a
