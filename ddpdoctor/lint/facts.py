@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import data_sized
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, _own_nodes
 
@@ -96,6 +97,7 @@ class LintFacts:
     accumulations: list[AccumulationFact] = field(default_factory=list)
     saves: list[SaveFact] = field(default_factory=list)
     elapsed_s: float = 0.0
+    data_sized: list = field(default_factory=list)  # lint/data_sized.DataSizedCollective (DDP807)
 
 
 def loc(fn: Function, node: ast.AST) -> Location:
@@ -579,4 +581,4 @@ def build(program: Program, script: str) -> LintFacts:
         no_sync=no_sync,
         guarded_collectives=builder.guarded_collectives(), loaders=loaders,
         samplers=builder.samplers(loaders), accumulations=builder.accumulations(),
-        saves=builder.saves())
+        saves=builder.saves(), data_sized=data_sized.gather(program.files))

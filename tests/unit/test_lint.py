@@ -355,7 +355,8 @@ def test_save_on_every_rank_and_its_safe_forms(tmp_path):
 # ---------------------------------------------------------------------- the examples
 # The lint code for each probe code a script's docstring may name as its bug.
 STATIC_TWIN = {"DDP501": "DDP801", "DDP502": "DDP801", "DDP503": "DDP801", "DDP301": "DDP802",
-               "DDP304": "DDP803", "DDP302": "DDP804", "DDP403": "DDP805", "DDP701": "DDP806"}
+               "DDP304": "DDP803", "DDP302": "DDP804", "DDP403": "DDP805", "DDP701": "DDP806",
+               "DDP506": "DDP807"}
 # Scripts whose lint findings are pinned exactly.
 EXPECTED = {
     "examples/healthy.py": set(),
@@ -364,6 +365,7 @@ EXPECTED = {
     "examples/uneven_batches.py": set(),  # sharded by hand: DDP303's, at run time
     "examples/random_split_per_rank.py": set(),  # sharded by a seeded split: DDP301's, at run time
     "examples/desync_collective.py": {"DDP801"},
+    "examples/desync_shape.py": {"DDP807"},  # bincount without minlength: DDP501 at run time
     "examples/gpu_desync.py": {"DDP801"},
     "examples/gpu_no_sampler.py": {"DDP802"},
     "examples/no_sampler.py": {"DDP802"},
@@ -417,7 +419,8 @@ def test_nanogpt_style_script_and_its_model_are_read_in_well_under_a_second(monk
 
 def test_every_lint_check_is_documented():
     specs = all_checks("lint")
-    assert [s.code for s in specs] == ["DDP801", "DDP802", "DDP803", "DDP804", "DDP805", "DDP806"]
+    assert [s.code for s in specs] == ["DDP801", "DDP802", "DDP803", "DDP804", "DDP805", "DDP806",
+                                         "DDP807"]
     for spec in specs:
         for part in ("What it detects", "Why it hurts", "How to fix"):
             assert part in spec.doc, (spec.code, part)
