@@ -119,11 +119,11 @@ def bucket_sizes(run: RunModel) -> list[Problem] | Skipped:
     if len(perfs) < 2:
         return Skipped(f"fewer than two ranks recorded {perf.MIN_STEPS} steps after the first "
                        f"{perf.WARMUP_STEPS}")
-    exposed, step, steps = perf.pure_exposed(perfs)
+    exposed, step, _ = perf.pure_exposed(perfs)
     noise = perf.step_noise(perfs)
     problems = []
     for comm in comms:
-        noises = _Noises(perfs, comm, steps)
+        noises = _Noises(perfs, comm)
         problem = (_tiny(run, comm, step, exposed, noise, noises)
                    or _huge(run, comm, step, exposed, noise, noises))
         if problem is not None:
@@ -140,11 +140,13 @@ class _Noises:
     exposed: float  # the exposed communication per step, on the last rank
     threshold: float  # MIN_GAIN_SHARE of the step time
 
-    def __init__(self, perfs: dict, comm: ModelComm, steps: int):
-        root = 2 * 1.2533 / math.sqrt(max(1, steps))
+    def __init__(self, perfs: dict, comm: ModelComm):
+        common = margins.common_steps(perfs)
         self.busy = 2 * 1.2533 * comm.busy_spread / math.sqrt(max(1, comm.iterations))
-        self.exposed = root * perf.exposed_spread(perfs)
-        self.threshold = MIN_GAIN_SHARE * root * perf.step_spread(perfs)
+        self.exposed = margins.median_noise([min(s.phases.get("comm_exposed", 0.0) for s in samples)
+                                             for samples in common])
+        self.threshold = MIN_GAIN_SHARE * margins.median_noise(
+            [perf.median([s.wall for s in samples]) for samples in common])
 
 
 def _cap_words(comm: ModelComm) -> str:

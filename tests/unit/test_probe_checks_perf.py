@@ -837,3 +837,11 @@ def test_margin_is_the_distance_in_units_of_noise_and_the_nearest_condition_bind
     assert margins.binding([below, near]) is near
     assert margins.Margin("x", 0.011, 0.010, 0.0).verdict == margins.FIRES  # no noise measured
     assert margins.judge(margins.Margin("x", 0.020, 0.010, 0.002), matters=False) == margins.BORDERLINE
+
+
+def test_nothing_to_gain_is_clean_and_drift_between_halves_counts_as_noise():
+    assert margins.Margin("x", 0.0, 0.001, 0.010).verdict == margins.CLEAN  # within noise, yet 0
+    steady = [0.010, 0.011] * 10
+    drifting = [0.010, 0.011] * 5 + [0.020, 0.021] * 5  # another job started halfway
+    assert margins.median_noise(steady) < 0.001
+    assert margins.median_noise(drifting) == pytest.approx(0.010)

@@ -4,9 +4,10 @@ A timing check (DDP601-605) compares a median over the judged steps with a thres
 command on the same machine gives a slightly different median each run; where the measurement
 sits within that noise of the threshold, one run reports and the next does not. So every timing
 check states its margin: (measured - threshold) / noise, where the noise is the uncertainty of
-the medians it compares, two standard errors of a median (2 x 1.2533 x the robust step-to-step
-spread of the per-step samples / sqrt(steps)): the run-to-run spread of a median of that many
-steps, as far as one run can tell. Beyond one unit the verdict stands on the numbers; within it
+the medians it compares, from the per-step samples it already has: two standard errors of a
+median (2 x 1.2533 x their robust step-to-step spread / sqrt(steps)), or the gap between the
+medians of the run's two halves where that is larger (median_noise): the run-to-run spread of a
+median of that many steps, as far as one run can tell. Beyond one unit the verdict stands on the numbers; within it
 the check reports "borderline" at info severity, with the numbers, so a CI gate never flips on
 noise alone.
 """
@@ -14,6 +15,7 @@ noise alone.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
@@ -24,10 +26,18 @@ FIRES, BORDERLINE, CLEAN = "fires", "borderline", "clean"
 
 
 def median_noise(samples: list[float]) -> float:
-    """Two standard errors of the median of `samples` (0.0 below 4 samples: no spread known)."""
+    """How far the median of `samples` may move in another run: two standard errors of a median
+    (2 x 1.2533 x spread / sqrt(n)), or, where larger, how far the medians of the first and the
+    second half of the run lie apart. The standard error assumes steps independent of each
+    other; on a shared machine the load changes over seconds, and a run whose halves disagree
+    shows that drift, which the next run will see differently (0.0 below 4 samples)."""
     if not samples:
         return 0.0
-    return 2 * 1.2533 * spread(samples) / math.sqrt(len(samples))
+    noise = 2 * 1.2533 * spread(samples) / math.sqrt(len(samples))
+    if len(samples) >= 8:
+        half = len(samples) // 2
+        noise = max(noise, abs(statistics.median(samples[:half]) - statistics.median(samples[half:])))
+    return noise
 
 
 def combined(*noises: float) -> float:
@@ -63,6 +73,8 @@ class Margin:
 
     @property
     def verdict(self) -> str:
+        if self.above and self.measured <= 0:
+            return CLEAN  # nothing to gain is near no threshold, whatever the noise
         if self.units > 1:
             return FIRES
         return BORDERLINE if self.units >= -1 else CLEAN
