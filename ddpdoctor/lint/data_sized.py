@@ -252,7 +252,8 @@ def _walk_own(root: ast.AST) -> Iterator[ast.AST]:
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) and node is not root:
+        nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        if isinstance(node, nested) and node is not root:
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
