@@ -177,15 +177,20 @@ def _tiny(run: RunModel, comm: ModelComm, step: float, exposed: float,
         return None
     cost = comm.cost
     typical = comm.typical_bytes
+    evidence = {"ddp_id": comm.ddp_id, "buckets_per_iteration": comm.calls,
+                "buckets_after": fix.after, "median_bucket_bytes": int(typical),
+                "busy_ms": round(comm.busy_s * 1e3, 2), "exposed_ms": round(exposed * 1e3, 2),
+                "latency_ms": round(cost.latency * 1e3, 4),
+                "knee_bytes": int(cost.knee_bytes), "cost_measured": cost.measured,
+                "step_noise_ms": round(noise * 1e3, 3), "bucket_cap_mb": comm.bucket_cap_mb,
+                "suggested_bucket_cap_mb": fix.cap_mb}
     if verdict == margins.BORDERLINE:
         return margins.borderline(
             f"the DDP model{at(comm.site)} all-reduces its gradients in {comm.calls} latency-bound "
             f"buckets per backward; bucket_cap_mb={fix.cap_mb} is estimated to save about "
             f"{ms(fix.gain)} of a {ms(step)} step, near the {MIN_GAIN_SHARE:.0%} that makes it "
             "worth a finding", margin, f"try bucket_cap_mb={fix.cap_mb} (--verify-fix measures it)",
-            evidence={"ddp_id": comm.ddp_id, "buckets_per_iteration": comm.calls,
-                      "suggested_bucket_cap_mb": fix.cap_mb, "gain_ms": round(fix.gain * 1e3, 3),
-                      "step_ms": round(step * 1e3, 3)})
+            evidence={**evidence, "gain_ms": round(fix.gain * 1e3, 3), "step_ms": round(step * 1e3, 3)})
     whatif = perf.what_if(run, "DDP603", step, step - fix.gain,
                           f"with bucket_cap_mb={fix.cap_mb}", {"bucket_cap_mb": fix.cap_mb})
     return Problem(
@@ -198,14 +203,7 @@ def _tiny(run: RunModel, comm: ModelComm, step: float, exposed: float,
                  f"{counted(fix.after, 'bucket')}: {whatif.words()} (margin: {margin.words()})"),
         hint=f"pass bucket_cap_mb={fix.cap_mb} to DistributedDataParallel (or leave it at the default 25)",
         ranks=[],
-        evidence={"ddp_id": comm.ddp_id, "buckets_per_iteration": comm.calls,
-                  "buckets_after": fix.after, "median_bucket_bytes": int(typical),
-                  "busy_ms": round(comm.busy_s * 1e3, 2), "exposed_ms": round(exposed * 1e3, 2),
-                  "latency_ms": round(cost.latency * 1e3, 4),
-                  "knee_bytes": int(cost.knee_bytes), "cost_measured": cost.measured,
-                  "step_noise_ms": round(noise * 1e3, 3), "bucket_cap_mb": comm.bucket_cap_mb,
-                  "suggested_bucket_cap_mb": fix.cap_mb, "borderline": False,
-                  **margin.evidence(), **whatif.evidence()},
+        evidence={**evidence, "borderline": False, **margin.evidence(), **whatif.evidence()},
     )
 
 
