@@ -100,7 +100,8 @@ def _judge(group: str, op: str, per_rank: dict[int, list[tm.Collective]],
     unproven: list[tuple[int, tm.Collective, Optional[tm.Collective]]] = []
     for rank, calls in per_rank.items():
         for i, record in enumerate(calls):
-            if i and _signature(record) != _signature(calls[i - 1]):
+            if (i and _signature(record) != _signature(calls[i - 1])
+                    and not size_exchange.is_size_exchange(record)):
                 found, nearest = exchanges[rank].before(record, calls[i - 1])
                 if found is None:
                     unproven.append((rank, record, nearest))

@@ -98,3 +98,17 @@ def test_sizes_already_different_between_ranks_are_ddp501s():
 
 def test_no_collective_is_skipped():
     assert isinstance(judge("DDP506", RunBuilder().model()), Skipped)
+
+
+def test_sizes_then_data_gathered_from_one_line_are_fine():
+    # Accelerate's pad_across_processes from one line of the script: the sizes (one int64 each),
+    # then the data padded to the largest, both recorded at the same call site
+    run = RunBuilder(world_size=2)
+    for rank in range(2):
+        for step, length in enumerate([5, 7, 6]):
+            run[rank].collective("all_gather_into_tensor", [[2], [1]], ["int64"] * 2, site=COUNTS,
+                                 step=step, result=[[length, length - 1], [length - rank]])
+            run[rank].collective("all_gather_into_tensor", [[2 * length], [length]], ["float32"] * 2,
+                                 site=COUNTS, step=step)
+        run[rank].end("script_exit")
+    assert judge("DDP506", run.model()) == []

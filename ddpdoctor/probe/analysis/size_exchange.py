@@ -42,15 +42,29 @@ class RankExchanges:
     def before(self, record: tm.Collective, previous: Optional[tm.Collective]
                ) -> tuple[Optional[tm.Collective], Optional[tm.Collective]]:
         """(the exchange of `record`'s size among the collectives since `previous`, or None;
-        the nearest collective before `record`, for the message)."""
+        the nearest collective before `record`, for the message). `previous` itself counts:
+        a library that gathers the sizes and then the data from one line of the script
+        (Accelerate's pad_across_processes) records both at the same call site."""
         end = self.index.get(id(record), 0)
-        start = self.index.get(id(previous), -1) + 1 if previous is not None else 0
+        start = self.index.get(id(previous), 0) if previous is not None else 0
         window = [c for c in self.calls[start:end] if c.op != "ddp_bucket_allreduce"]
         sizes = dimensions(record)
         for candidate in reversed(window):
             if exchanged(candidate, self.result(candidate), sizes):
                 return candidate, None
         return None, window[-1] if window else None
+
+
+def is_size_exchange(record: tm.Collective) -> bool:
+    """Whether a collective looks like an exchange of sizes itself: a few integers, gathered,
+    broadcast or all-reduced with MAX. Its own size needs no exchange before it."""
+    if record.op == "all_reduce":
+        if record.reduce_op.upper() != "MAX":
+            return False
+    elif record.op not in GATHERS:
+        return False
+    elements = sum(prod(shape) for shape in record.shapes)
+    return bool(record.shapes) and all(d.startswith(INTEGER) for d in record.dtypes) and 0 < elements <= SMALL
 
 
 def dimensions(record: tm.Collective) -> set[int]:
