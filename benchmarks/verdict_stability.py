@@ -66,7 +66,10 @@ def verdicts(report: dict) -> dict[str, tuple[str, object]]:
         evidence = finding.get("evidence") or {}
         verdict = "borderline" if evidence.get("borderline") else "reported"
         if found.get(code, ("", None))[0] != "reported":  # a reported finding outranks a borderline one
-            found[code] = (verdict, evidence.get("margin", "inf") if "margin_ms" in evidence else None)
+            margin = None  # older reports state none
+            if "margin_ms" in evidence:
+                margin = "inf" if evidence.get("margin") is None else evidence["margin"]
+            found[code] = (verdict, margin)
     for code in CHECKS:
         if code not in found:
             found[code] = ("skipped" if status.get(code) == "skipped" else "clean", None)

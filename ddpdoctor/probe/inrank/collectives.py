@@ -80,7 +80,7 @@ _pending: list[tuple[Callable[[], bool], Callable[[], list], str, int]] = []
 
 
 def _reduce_op(value: Any) -> str:
-    """"MAX" for ReduceOp.MAX (a RedOpType), "PREMUL_SUM"-like names for the others."""
+    """A reduce op's name: ReduceOp.MAX (a RedOpType) -> "MAX", likewise for the others."""
     name = getattr(value, "name", None)
     return name if isinstance(name, str) else str(value).rsplit(".", 1)[-1]
 
