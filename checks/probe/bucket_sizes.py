@@ -184,15 +184,17 @@ def _tiny(run: RunModel, comm: ModelComm, step: float, exposed: float,
                 "knee_bytes": int(cost.knee_bytes), "cost_measured": cost.measured,
                 "step_noise_ms": round(noise * 1e3, 3), "bucket_cap_mb": comm.bucket_cap_mb,
                 "suggested_bucket_cap_mb": fix.cap_mb}
+    # Borderline too: its ddp_kwargs let --verify-fix measure the fix instead of guessing.
+    whatif = perf.what_if(run, "DDP603", step, step - fix.gain,
+                          f"with bucket_cap_mb={fix.cap_mb}", {"bucket_cap_mb": fix.cap_mb})
     if verdict == margins.BORDERLINE:
         return margins.borderline(
             f"the DDP model{at(comm.site)} all-reduces its gradients in {comm.calls} latency-bound "
             f"buckets per backward; bucket_cap_mb={fix.cap_mb} is estimated to save about "
             f"{ms(fix.gain)} of a {ms(step)} step, near the {MIN_GAIN_SHARE:.0%} that makes it "
-            "worth a finding", margin, f"try bucket_cap_mb={fix.cap_mb} (--verify-fix measures it)",
-            evidence={**evidence, "gain_ms": round(fix.gain * 1e3, 3), "step_ms": round(step * 1e3, 3)})
-    whatif = perf.what_if(run, "DDP603", step, step - fix.gain,
-                          f"with bucket_cap_mb={fix.cap_mb}", {"bucket_cap_mb": fix.cap_mb})
+            f"worth a finding ({whatif.words()})", margin,
+            f"try bucket_cap_mb={fix.cap_mb} (--verify-fix measures it)",
+            evidence={**evidence, "gain_ms": round(fix.gain * 1e3, 3), **whatif.evidence()})
     return Problem(
         message=(f"the DDP model{at(comm.site)} all-reduces its {megabytes(comm.bytes_per_iteration)} "
                  f"of gradients in {comm.calls} buckets per backward (median {megabytes(typical)}, "
@@ -225,18 +227,19 @@ def _huge(run: RunModel, comm: ModelComm, step: float, exposed: float,
     verdict = margins.judge(margin, perf.matters(gain, step, MIN_GAIN_SHARE, noise))
     if verdict == margins.CLEAN:
         return None
+    whatif = perf.what_if(run, "DDP603", step, step - gain, f"with bucket_cap_mb={cap}",
+                          {"bucket_cap_mb": cap})
     if verdict == margins.BORDERLINE:
         return margins.borderline(
             f"bucket {largest.index} of the DDP model{at(comm.site)} holds "
             f"{megabytes(largest.nbytes)} of {megabytes(comm.bytes_per_iteration)} of gradients "
             f"(bucket_cap_mb={comm.bucket_cap_mb:g}); bucket_cap_mb={cap} is estimated to save "
             f"about {ms(gain)} of a {ms(step)} step, near the {MIN_GAIN_SHARE:.0%} that makes it "
-            "worth a finding", margin, f"try bucket_cap_mb={cap} (--verify-fix measures it)",
-            evidence={"ddp_id": comm.ddp_id, "bucket": largest.index,
+            f"worth a finding ({whatif.words()})", margin,
+            f"try bucket_cap_mb={cap} (--verify-fix measures it)",
+            evidence={"ddp_id": comm.ddp_id, "bucket": largest.index, "bucket_cap_mb": comm.bucket_cap_mb,
                       "suggested_bucket_cap_mb": cap, "gain_ms": round(gain * 1e3, 3),
-                      "step_ms": round(step * 1e3, 3)})
-    whatif = perf.what_if(run, "DDP603", step, step - gain, f"with bucket_cap_mb={cap}",
-                          {"bucket_cap_mb": cap})
+                      **whatif.evidence()})
     return Problem(
         message=(f"with bucket_cap_mb={comm.bucket_cap_mb:g}, bucket {largest.index} of the DDP model"
                  f"{at(comm.site)} holds {megabytes(largest.nbytes)} of its "

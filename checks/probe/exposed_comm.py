@@ -116,7 +116,7 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
             f"{ms(exposed)} of every {ms(step_time)} step ({share:.0%}) is gradient communication "
             f"exposed after backward (median of {steps} steps), near the communication-bound "
             f"threshold of {MIN_SHARE:.0%} of the step", margin, hint, sorted(perfs),
-            evidence=evidence)]
+            evidence={**evidence, **whatif.evidence()})]
     return [Problem(
         message=(f"{ms(exposed)} of every {ms(step_time)} step ({share:.0%}) is gradient "
                  f"communication still running after backward finished, even on the rank that "
