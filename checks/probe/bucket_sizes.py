@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf import ModelComm, megabytes, ms
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
@@ -88,7 +88,8 @@ def bucket_sizes(run: RunModel) -> list[Problem] | Skipped:
         It is reported when the fix is estimated to save at least 10% of the median step, and
         more than the uncertainty of the median step (two standard errors, from the spread of
         the step times), so a small model on a CPU runner and a large one on a cluster are
-        judged alike. The finding
+        judged alike; within the noise of that threshold it is reported as borderline, at info
+        severity (docs/verdicts.md). The finding
         suggests a bucket_cap_mb (about four buckets per backward, between 1 and 25 MB) and
         estimates the step time with it: "step 11.0 ms -> ~6 ms (est.)".
         `ddpdoctor probe --verify-fix` reruns the script with that bucket_cap_mb (set by the
@@ -125,12 +126,30 @@ def bucket_sizes(run: RunModel) -> list[Problem] | Skipped:
     noise = perf.step_noise(perfs)
     problems = []
     for comm in comms:
-        problem = _tiny(run, comm, step, exposed, noise) or _huge(run, comm, step, exposed, noise)
+        noises = _Noises(perfs, comm)
+        problem = (_tiny(run, comm, step, exposed, noise, noises)
+                   or _huge(run, comm, step, exposed, noise, noises))
         if problem is not None:
             problem.ranks = sorted(run.ranks)
             problem.location = location(comm.site)
             problems.append(problem)
     return problems
+
+
+class _Noises:
+    """The run-to-run noise of what a fix's gain is estimated from (margins.median_noise)."""
+
+    busy: float  # the communication busy time per backward
+    exposed: float  # the exposed communication per step, on the last rank
+    threshold: float  # MIN_GAIN_SHARE of the step time
+
+    def __init__(self, perfs: dict, comm: ModelComm):
+        common = margins.common_steps(perfs)
+        self.busy = 2 * 1.2533 * comm.busy_spread / math.sqrt(max(1, comm.iterations))
+        self.exposed = margins.median_noise([min(s.phases.get("comm_exposed", 0.0) for s in samples)
+                                             for samples in common])
+        self.threshold = MIN_GAIN_SHARE * margins.median_noise(
+            [perf.median([s.wall for s in samples]) for samples in common])
 
 
 def _cap_words(comm: ModelComm) -> str:
@@ -148,14 +167,37 @@ def _cost_words(cost: perf.CallCost) -> str:
 
 
 def _tiny(run: RunModel, comm: ModelComm, step: float, exposed: float,
-          noise: float) -> Optional[Problem]:
+          noise: float, noises: _Noises) -> Optional[Problem]:
     fix = merge(comm, exposed)
-    if fix is None or not perf.matters(fix.gain, step, MIN_GAIN_SHARE, noise):
+    if fix is None:
+        return None
+    # With gloo the gain is communication time saved; otherwise exposed time saved.
+    gain_noise = noises.busy if comm.shares_cores else noises.exposed
+    margin = margins.Margin("estimated gain of merging the buckets", fix.gain,
+                            MIN_GAIN_SHARE * step, margins.combined(gain_noise, noises.threshold))
+    verdict = margins.judge(margin, perf.matters(fix.gain, step, MIN_GAIN_SHARE, noise))
+    if verdict == margins.CLEAN:
         return None
     cost = comm.cost
     typical = comm.typical_bytes
+    evidence = {"ddp_id": comm.ddp_id, "buckets_per_iteration": comm.calls,
+                "buckets_after": fix.after, "median_bucket_bytes": int(typical),
+                "busy_ms": round(comm.busy_s * 1e3, 2), "exposed_ms": round(exposed * 1e3, 2),
+                "latency_ms": round(cost.latency * 1e3, 4),
+                "knee_bytes": int(cost.knee_bytes), "cost_measured": cost.measured,
+                "step_noise_ms": round(noise * 1e3, 3), "bucket_cap_mb": comm.bucket_cap_mb,
+                "suggested_bucket_cap_mb": fix.cap_mb}
+    # Borderline too: its ddp_kwargs let --verify-fix measure the fix instead of guessing.
     whatif = perf.what_if(run, "DDP603", step, step - fix.gain,
                           f"with bucket_cap_mb={fix.cap_mb}", {"bucket_cap_mb": fix.cap_mb})
+    if verdict == margins.BORDERLINE:
+        return margins.borderline(
+            f"the DDP model{at(comm.site)} all-reduces its gradients in {comm.calls} latency-bound "
+            f"buckets per backward; bucket_cap_mb={fix.cap_mb} is estimated to save about "
+            f"{ms(fix.gain)} of a {ms(step)} step, near the {MIN_GAIN_SHARE:.0%} that makes it "
+            f"worth a finding ({whatif.words()})", margin,
+            f"try bucket_cap_mb={fix.cap_mb} (--verify-fix measures it)",
+            evidence={**evidence, "gain_ms": round(fix.gain * 1e3, 3), **whatif.evidence()})
     return Problem(
         message=(f"the DDP model{at(comm.site)} all-reduces its {megabytes(comm.bytes_per_iteration)} "
                  f"of gradients in {comm.calls} buckets per backward (median {megabytes(typical)}, "
@@ -163,21 +205,15 @@ def _tiny(run: RunModel, comm: ModelComm, step: float, exposed: float,
                  f"Together they keep communication busy {ms(comm.busy_s)} per backward "
                  f"({comm.busy_s / step:.0%} of the step), {ms(exposed)} of it after backward "
                  f"finished. bucket_cap_mb={fix.cap_mb} would make about "
-                 f"{counted(fix.after, 'bucket')}: {whatif.words()}"),
+                 f"{counted(fix.after, 'bucket')}: {whatif.words()} (margin: {margin.words()})"),
         hint=f"pass bucket_cap_mb={fix.cap_mb} to DistributedDataParallel (or leave it at the default 25)",
         ranks=[],
-        evidence={"ddp_id": comm.ddp_id, "buckets_per_iteration": comm.calls,
-                  "buckets_after": fix.after, "median_bucket_bytes": int(typical),
-                  "busy_ms": round(comm.busy_s * 1e3, 2), "exposed_ms": round(exposed * 1e3, 2),
-                  "latency_ms": round(cost.latency * 1e3, 4),
-                  "knee_bytes": int(cost.knee_bytes), "cost_measured": cost.measured,
-                  "step_noise_ms": round(noise * 1e3, 3), "bucket_cap_mb": comm.bucket_cap_mb,
-                  "suggested_bucket_cap_mb": fix.cap_mb, **whatif.evidence()},
+        evidence={**evidence, "borderline": False, **margin.evidence(), **whatif.evidence()},
     )
 
 
 def _huge(run: RunModel, comm: ModelComm, step: float, exposed: float,
-          noise: float) -> Optional[Problem]:
+          noise: float, noises: _Noises) -> Optional[Problem]:
     if comm.bucket_cap_mb is None or comm.bucket_cap_mb <= DEFAULT_CAP_MB or comm.cost is None:
         return None
     largest = comm.largest
@@ -189,10 +225,24 @@ def _huge(run: RunModel, comm: ModelComm, step: float, exposed: float,
     # With smaller buckets all but the last overlap backward: the last one stays exposed.
     exposed_after = min(exposed, comm.cost.seconds(comm.bytes_per_iteration / after))
     gain = exposed - exposed_after
-    if not perf.matters(gain, step, MIN_GAIN_SHARE, noise):
+    margin = margins.Margin("estimated gain of smaller buckets", gain, MIN_GAIN_SHARE * step,
+                            margins.combined(noises.exposed, noises.threshold))
+    verdict = margins.judge(margin, perf.matters(gain, step, MIN_GAIN_SHARE, noise))
+    if verdict == margins.CLEAN:
         return None
     whatif = perf.what_if(run, "DDP603", step, step - gain, f"with bucket_cap_mb={cap}",
                           {"bucket_cap_mb": cap})
+    if verdict == margins.BORDERLINE:
+        return margins.borderline(
+            f"bucket {largest.index} of the DDP model{at(comm.site)} holds "
+            f"{megabytes(largest.nbytes)} of {megabytes(comm.bytes_per_iteration)} of gradients "
+            f"(bucket_cap_mb={comm.bucket_cap_mb:g}); bucket_cap_mb={cap} is estimated to save "
+            f"about {ms(gain)} of a {ms(step)} step, near the {MIN_GAIN_SHARE:.0%} that makes it "
+            f"worth a finding ({whatif.words()})", margin,
+            f"try bucket_cap_mb={cap} (--verify-fix measures it)",
+            evidence={"ddp_id": comm.ddp_id, "bucket": largest.index, "bucket_cap_mb": comm.bucket_cap_mb,
+                      "suggested_bucket_cap_mb": cap, "gain_ms": round(gain * 1e3, 3),
+                      **whatif.evidence()})
     return Problem(
         message=(f"with bucket_cap_mb={comm.bucket_cap_mb:g}, bucket {largest.index} of the DDP model"
                  f"{at(comm.site)} holds {megabytes(largest.nbytes)} of its "
@@ -201,12 +251,12 @@ def _huge(run: RunModel, comm: ModelComm, step: float, exposed: float,
                  f"last of them is ready, at the end of backward, and {ms(exposed)} of each "
                  f"{ms(step)} step is communication nothing hides. bucket_cap_mb={cap} "
                  f"would make about {counted(after, 'bucket')}, the first of them all-reduced "
-                 f"while backward still runs: {whatif.words()}"),
+                 f"while backward still runs: {whatif.words()} (margin: {margin.words()})"),
         hint=f"pass bucket_cap_mb={cap} to DistributedDataParallel (or drop it: the default is 25)",
         ranks=[],
         evidence={"ddp_id": comm.ddp_id, "bucket": largest.index, "bucket_bytes": largest.nbytes,
                   "bytes_per_iteration": comm.bytes_per_iteration,
                   "exposed_ms": round(exposed * 1e3, 2), "bucket_cap_mb": comm.bucket_cap_mb,
                   "step_noise_ms": round(noise * 1e3, 3), "suggested_bucket_cap_mb": cap,
-                  **whatif.evidence()},
+                  "borderline": False, **margin.evidence(), **whatif.evidence()},
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf import ModelComm, megabytes, ms
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
@@ -36,6 +36,8 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
         uncertainty of the median step (two standard errors, from the spread of the step
         times). Medians over the steps after the first 3, so a small model on a CPU runner and
         a large one on a cluster are judged alike.
+        Within the noise of that threshold (the uncertainty of the medians compared, see
+        "Margins" in docs/verdicts.md) it is reported as borderline, at info severity.
         It is measured on the rank that arrives last at each step, so time the other ranks spend
         waiting for a straggler (DDP601) does not count here. The finding estimates the step
         time with that communication hidden: "step 80 ms -> ~42 ms (est.)".
@@ -78,7 +80,15 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
     floor = min(exposed, max((unavoidable(c) for c in comms), default=0.0))
     avoidable = exposed - floor
     noise = perf.step_noise(perfs)
-    if not perf.matters(avoidable, step_time, MIN_SHARE, noise):
+    # Per step: the avoidable exposure beyond a fifth of that step; their spread is the noise of
+    # the comparison. Clear of it and of the step time's own noise, the verdict stands.
+    excess = [min(s.phases.get("comm_exposed", 0.0) for s in samples) - floor
+              - MIN_SHARE * perf.median([s.wall for s in samples])
+              for samples in margins.common_steps(perfs)]
+    margin = margins.Margin("avoidable exposed communication per step", avoidable,
+                            MIN_SHARE * step_time, margins.median_noise(excess))
+    verdict = margins.judge(margin, perf.matters(avoidable, step_time, MIN_SHARE, noise))
+    if verdict == margins.CLEAN:
         return []
     share = exposed / step_time
     traffic = ""
@@ -99,16 +109,23 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
                           "with that communication hidden behind backward")
     floor_words = (f"; {ms(floor)} of it is the last bucket's own cost, which no overlap removes"
                    if floor >= 0.05 * exposed else "")
+    evidence = {"exposed_ms": round(exposed * 1e3, 2), "step_ms": round(step_time * 1e3, 2),
+                "share": round(share, 3), "steps": steps,
+                "unavoidable_ms": round(floor * 1e3, 3),
+                "avoidable_share": round(avoidable / step_time, 3),
+                "step_noise_ms": round(noise * 1e3, 3)}
+    if verdict == margins.BORDERLINE:
+        return [margins.borderline(
+            f"{ms(exposed)} of every {ms(step_time)} step ({share:.0%}) is gradient communication "
+            f"exposed after backward (median of {steps} steps), near the communication-bound "
+            f"threshold of {MIN_SHARE:.0%} of the step", margin, hint, sorted(perfs),
+            evidence={**evidence, **whatif.evidence()})]
     return [Problem(
         message=(f"{ms(exposed)} of every {ms(step_time)} step ({share:.0%}) is gradient "
                  f"communication still running after backward finished, even on the rank that "
                  f"arrives last (median of {steps} steps{floor_words}){traffic}: the job is "
-                 f"communication bound; {whatif.words()}"),
+                 f"communication bound; {whatif.words()} (margin: {margin.words()})"),
         hint=hint,
         ranks=sorted(perfs),
-        evidence={"exposed_ms": round(exposed * 1e3, 2), "step_ms": round(step_time * 1e3, 2),
-                  "share": round(share, 3), "steps": steps,
-                  "unavoidable_ms": round(floor * 1e3, 3),
-                  "avoidable_share": round(avoidable / step_time, 3),
-                  "step_noise_ms": round(noise * 1e3, 3), **whatif.evidence()},
+        evidence={**evidence, "borderline": False, **margin.evidence(), **whatif.evidence()},
     )]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.perf import ms
 from ddpdoctor.probe.analysis.runmodel import RunModel
@@ -20,7 +20,8 @@ def input_bound(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
         Every rank spends at least 30% of its median step, and at least 10 ms per step, waiting
-        for the next batch from its DataLoader (medians over the steps after the first 3). When
+        for the next batch from its DataLoader (medians over the steps after the first 3; within
+        the noise of those medians it is reported as borderline, at info severity). When
         only some ranks wait on data, the others wait on them instead: that is a straggler
         (DDP601, which names the phase).
 
@@ -47,7 +48,15 @@ def input_bound(run: RunModel) -> list[Problem] | Skipped:
         return Skipped("no DataLoader was used")
     waits = {r: p.median("data") for r, p in perfs.items()}
     steps = {r: p.median("step") for r, p in perfs.items()}
-    if not all(waits[r] >= MIN_WAIT_S and waits[r] >= MIN_SHARE * steps[r] for r in perfs):
+    # Every rank must wait: the rank nearest its threshold decides. Per step, the wait beyond
+    # 30% of that step; the spread of those is the noise of the comparison.
+    margin = margins.binding(
+        margins.Margin(f"rank {r}'s wait for data per step", waits[r],
+                       max(MIN_WAIT_S, MIN_SHARE * steps[r]),
+                       margins.median_noise([s.phases.get("data", 0.0) - MIN_SHARE * s.wall
+                                             for s in p.steps]))
+        for r, p in perfs.items())
+    if margin.verdict == margins.CLEAN:
         return []
     ranks = sorted(perfs)
     loader = next((run.ranks[r].first(tm.Loader) for r in ranks if run.ranks[r].first(tm.Loader)), None)
@@ -67,15 +76,22 @@ def input_bound(run: RunModel) -> list[Problem] | Skipped:
                 "decoded data)")
     throughput = perf.throughput(perfs)
     rate = f"; the job reads {throughput:.0f} samples/s" if throughput else ""
+    evidence = {"data_ms": {str(r): round(w * 1e3, 2) for r, w in sorted(waits.items())},
+                "step_ms": {str(r): round(s * 1e3, 2) for r, s in sorted(steps.items())},
+                "num_workers": loader.num_workers if loader else None}
+    if margin.verdict == margins.BORDERLINE:
+        return [margins.borderline(
+            f"{rank_list(ranks)} wait {ms(wait)} of every {ms(step)} step ({wait / step:.0%}) for "
+            f"their next batch{workers}, near the input-bound threshold of {MIN_SHARE:.0%}",
+            margin, hint, ranks, location(loader.site) if loader else None, evidence)]
     return [Problem(
         message=(f"{rank_list(ranks)} wait {ms(wait)} of every {ms(step)} step "
                  f"({wait / step:.0%}) for their next batch (median of "
                  f"{min(len(p.steps) for p in perfs.values())} steps){workers}{rate}: the "
-                 "input pipeline, not compute or communication, sets the pace"),
+                 "input pipeline, not compute or communication, sets the pace "
+                 f"(margin: {margin.words()})"),
         hint=hint,
         ranks=ranks,
         location=location(loader.site) if loader else None,
-        evidence={"data_ms": {str(r): round(w * 1e3, 2) for r, w in sorted(waits.items())},
-                  "step_ms": {str(r): round(s * 1e3, 2) for r, s in sorted(steps.items())},
-                  "num_workers": loader.num_workers if loader else None},
+        evidence={**evidence, "borderline": False, **margin.evidence()},
     )]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from math import prod
+from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import size_exchange
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.analysis.wording import location, rank_list
 
@@ -15,7 +16,6 @@ from ddpdoctor.probe.analysis.wording import location, rank_list
 # internal tensor collectives are not recorded), barriers carry no data, DDP's buckets are fixed.
 SAFE_OPS = {"all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list",
             "barrier", "monitored_barrier", "ddp_bucket_allreduce"}
-SIZE_EXCHANGE_MAX_ELEMENTS = 8  # an all_reduce(MAX) of a length right before: an agreed size
 
 
 @check("DDP506", "A collective's size changes with the data", Severity.WARNING)
@@ -26,11 +26,17 @@ def latent_desync(run: RunModel) -> list[Problem] | Skipped:
         ranks, so far, happened to agree: `dist.all_reduce(torch.bincount(labels))` where the
         largest label in the batch sets the size, a list of variable length turned into a
         tensor and all-reduced. The finding names the call site, the sizes seen at which steps
-        on which ranks. Not reported: torch's object collectives (all_gather_object,
-        broadcast_object_list, ...: they exchange sizes themselves), a size agreed by a small
-        collective right before (an all_reduce(MAX) of the length, then padding), an uneven
-        all_gather into output lists whose sizes match every rank's input, and sizes that
-        already differ between ranks (DDP501 reports those as a mismatch).
+        on which ranks, and says that no exchange of the size was found.
+        A changing size is safe only when the size itself was exchanged first: the probe
+        records the reduce op of every collective and the values of small ones after they
+        complete, and accepts, between two calls of the site, an all_reduce with MAX whose
+        result is the new size (the max length, then padding), an all_gather of lengths or a
+        broadcast whose values hold it. A small collective of other values (a loss total)
+        just before is no proof. Not reported: torch's object collectives (all_gather_object,
+        broadcast_object_list, ...: they exchange sizes themselves), an uneven all_gather into
+        output lists whose sizes match every rank's input, collectives of FSDP, ZeRO or a comm
+        hook (sized by the model), and sizes that already differ between ranks (DDP501
+        reports those as a mismatch).
 
     Why it hurts:
         Every rank must pass the same size to a collective. Today the batches agreed; the
@@ -55,17 +61,16 @@ def latent_desync(run: RunModel) -> list[Problem] | Skipped:
         return Skipped("no collective was recorded")
     if len(by_rank) < 2:
         return Skipped("fewer than 2 ranks left telemetry: nothing to compare")
-    previous: dict[tuple[int, str, int], tm.Collective] = {}
+    exchanges = {rank: size_exchange.RankExchanges(run.ranks[rank]) for rank in by_rank}
     sites: dict[tuple, dict[int, list[tm.Collective]]] = defaultdict(lambda: defaultdict(list))
     for rank, calls in by_rank.items():
         for record in calls:
-            previous[(rank, record.group, record.seq)] = record
             if record.op in SAFE_OPS or record.site is None or record.via:
                 continue  # record.via: FSDP's, ZeRO's or a comm hook's own, sized by the model
             sites[(record.group, record.site.file, record.site.line, record.op)][rank].append(record)
     problems = []
     for (group, _, _, op), per_rank in sites.items():
-        problem = _judge(run, group, op, per_rank, previous)
+        problem = _judge(group, op, per_rank, exchanges)
         if problem is not None:
             problems.append(problem)
     return problems
@@ -75,8 +80,8 @@ def _signature(record: tm.Collective) -> tuple:
     return tuple(tuple(shape) for shape in record.shapes)
 
 
-def _judge(run: RunModel, group: str, op: str, per_rank: dict[int, list[tm.Collective]],
-           previous: dict) -> Problem | None:
+def _judge(group: str, op: str, per_rank: dict[int, list[tm.Collective]],
+           exchanges: dict[int, size_exchange.RankExchanges]) -> Problem | None:
     if len(per_rank) < 2:
         return None
     seen = {_signature(r) for calls in per_rank.values() for r in calls}
@@ -89,9 +94,18 @@ def _judge(run: RunModel, group: str, op: str, per_rank: dict[int, list[tm.Colle
     for k in range(common):
         if len({_signature(calls[k]) for calls in per_rank.values()}) > 1:
             return None  # already a mismatch: DDP501's
-    changes = [(rank, r) for rank, calls in per_rank.items() for i, r in enumerate(calls)
-               if i and _signature(r) != _signature(calls[i - 1])]
-    if changes and all(_agreed_before(rank, r, previous) for rank, r in changes):
+    # Every call whose size differs from this site's previous call on its rank must follow an
+    # exchange of that size since that previous call; a small collective of other values does
+    # not count, however close it ran.
+    unproven: list[tuple[int, tm.Collective, Optional[tm.Collective]]] = []
+    for rank, calls in per_rank.items():
+        for i, record in enumerate(calls):
+            if (i and _signature(record) != _signature(calls[i - 1])
+                    and not size_exchange.is_size_exchange(record)):
+                found, nearest = exchanges[rank].before(record, calls[i - 1])
+                if found is None:
+                    unproven.append((rank, record, nearest))
+    if not unproven:
         return None
     first = next(iter(per_rank.values()))[0]
     sizes: dict[tuple, dict[str, set]] = {}
@@ -103,19 +117,44 @@ def _judge(run: RunModel, group: str, op: str, per_rank: dict[int, list[tm.Colle
     shown = "; ".join(f"{_shape_text(sig)} at step(s) {_steps(v['steps'])}"
                       for sig, v in list(sizes.items())[:6])
     ranks = sorted(per_rank)
+    rank, record, nearest = unproven[0]
+    before = ""
+    if nearest is not None:
+        before = (f"; the {nearest.op}{_op_words(nearest)} at {nearest.site} before it carries "
+                  f"{_result_words(exchanges[rank].result(nearest))}, not this size")
     return Problem(
-        message=(f"{op} at {first.site} changed size from call to call ({shown}) on {rank_list(ranks)}: "
-                 f"its size follows the data. The ranks agreed in all {common} call(s) so far; the "
-                 "first batch where they differ hangs the job (or gloo aborts or returns a wrong sum)"),
+        message=(f"{op} at {first.site} changed size from call to call ({shown}) on {rank_list(ranks)}, "
+                 f"and no earlier collective exchanged the size (an all_reduce with MAX whose result "
+                 f"is the size, an all_gather of the lengths, or a broadcast from one rank){before}: "
+                 f"its size follows the data. The ranks agreed in all {common} call(s) so far by "
+                 "luck; the first batch where they differ hangs the job (or gloo aborts or returns a "
+                 "wrong sum)"),
         hint=("make the size the same on every rank: torch.bincount(x, minlength=num_classes), pad to a "
               "length agreed first (all_reduce(MAX) of the length), or all_gather_object for "
               "variable-size Python objects"),
         ranks=ranks,
         location=location(first.site),
         evidence={"op": op, "group": group, "site": str(first.site), "calls": common,
+                  "exchange": None,
+                  "unproven_step": record.step,
+                  "nearest_before": (None if nearest is None else
+                                     {"op": nearest.op, "site": str(nearest.site),
+                                      "reduce_op": nearest.reduce_op,
+                                      "result": exchanges[rank].result(nearest)}),
                   "sizes": [{"shapes": [list(s) for s in sig], "steps": sorted(v["steps"]),
                              "ranks": sorted(v["ranks"])} for sig, v in sizes.items()]},
     )
+
+
+def _op_words(record: tm.Collective) -> str:
+    return f"({record.reduce_op})" if record.reduce_op else ""
+
+
+def _result_words(values: Optional[list]) -> str:
+    if values is None:
+        return "values that were not recorded"
+    flat = [v for part in values for v in part]
+    return "the value(s) " + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in flat[:6])
 
 
 def _matching_gather(calls: list[tm.Collective]) -> bool:
@@ -127,14 +166,6 @@ def _matching_gather(calls: list[tm.Collective]) -> bool:
         if len(outputs) != len(inputs) or outputs != inputs:
             return False
     return True
-
-
-def _agreed_before(rank: int, record: tm.Collective, previous: dict) -> bool:
-    before = previous.get((rank, record.group, record.seq - 1))
-    if before is None or before.op not in ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor"):
-        return False
-    elements = sum(prod(shape) for shape in before.shapes)
-    return 0 < elements <= SIZE_EXCHANGE_MAX_ELEMENTS * max(1, len(before.shapes))
 
 
 def _shape_text(sig: tuple) -> str:

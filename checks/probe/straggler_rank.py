@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf import PHASE_WORDS, ms
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
@@ -35,7 +35,8 @@ def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
         A rank whose own work per optimizer step (the step's wall time minus every wait on other
         ranks: exposed gradient communication and the script's own collectives) is at least
         1.5x the median of the other ranks' and longer by at least 10 ms and by 20% of the
-        job's median step time (medians over the steps after the first 3), and by more than
+        job's median step time (medians over the steps after the first 3; within the noise of
+        those medians it is reported as borderline, at info severity), and by more than
         the communication still exposed on that rank itself (where more than that shows even on
         the slowest rank, the job is communication bound, DDP604, and contention with that
         communication is what slows the rank's compute). The finding names
@@ -70,16 +71,33 @@ def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
         return Skipped(f"{clock.reason}: a rank's waiting on the others cannot be told from its work")
     step_time = perf.median([p.median("step") for p in perfs.values()])
     compute = {rank: p.median("compute") for rank, p in perfs.items()}
-    slow = []
+    noise = {rank: margins.median_noise([s.compute for s in p.steps]) for rank, p in perfs.items()}
+    slow, near, judged = [], {}, {}
     for rank, own in compute.items():
         others = perf.median([c for r, c in compute.items() if r != rank])
         excess = own - others
         # A straggler's all-reduces finish soon after it joins them (the others are already
         # there), so little of its own communication shows. Where more does than its excess,
         # the job is communication bound (DDP604) and the rank's compute is slowed by it.
-        if (own >= RATIO * others and excess >= max(MIN_EXCESS_S, MIN_EXCESS_SHARE * step_time)
-                and excess > perfs[rank].median("comm_exposed")):
+        # One threshold for the excess: the ratio, the floors, and that exposure.
+        threshold = max((RATIO - 1) * others, MIN_EXCESS_S, MIN_EXCESS_SHARE * step_time,
+                        perfs[rank].median("comm_exposed"))
+        margin = margins.Margin(f"rank {rank}'s extra work per step", excess, threshold,
+                                margins.combined(noise[rank], perf.median(
+                                    [n for r, n in noise.items() if r != rank])))
+        judged[rank] = margin
+        if margin.verdict == margins.FIRES:
             slow.append(rank)
+        elif margin.verdict == margins.BORDERLINE:
+            near[rank] = margin
+    if not slow and near and len(near) * 2 <= len(perfs):
+        rank, margin = max(near.items(), key=lambda item: item[1].units)
+        return [margins.borderline(
+            f"rank {rank} works {ms(compute[rank])} per step against a median of "
+            f"{ms(perf.median([c for r, c in compute.items() if r != rank]))} on the others, near "
+            "the straggler threshold", margin, f"rerun to settle whether rank {rank} is a straggler",
+            [rank], evidence={"compute_ms": {str(r): round(c * 1e3, 2)
+                                             for r, c in sorted(compute.items())}})]
     if not slow or len(slow) * 2 > len(perfs):
         return []  # most ranks "slow" means the rest are the odd ones: no single straggler
     problems = []
@@ -99,7 +117,8 @@ def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
                      f"median of {len(perfs[rank].steps)} steps); the difference is "
                      f"{PHASE_WORDS[phase]}: {ms(own_phase)} per step against {ms(their_phase)}. "
                      f"Meanwhile {rank_list(others)} {verb(others, 'waits', 'wait')} {ms(wait)} "
-                     f"per step for it in communication, of a {ms(step_time)} step"),
+                     f"per step for it in communication, of a {ms(step_time)} step "
+                     f"(margin: {judged[rank].words()})"),
             hint=f"rank {rank} is the straggler: {HINTS[phase]}",
             ranks=[rank],
             evidence={
@@ -109,6 +128,8 @@ def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
                 "wait_ms": {str(r): round(w * 1e3, 2) for r, w in sorted(waits.items())},
                 "step_ms": round(step_time * 1e3, 2),
                 "steps": len(perfs[rank].steps),
+                "borderline": False,
+                **judged[rank].evidence(),
             },
         ))
     return problems

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import data_sized
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
 
@@ -110,6 +111,7 @@ class LintFacts:
     unreachable: int = 0  # of those, never run from the entry script: not judged
     notes: list[str] = field(default_factory=list)  # files not read, and why
     cached: bool = False  # read from the cache: no file changed since the last lint
+    data_sized: list = field(default_factory=list)  # lint/data_sized.DataSizedCollective (DDP807)
 
 
 def loc(fn: Function, node: ast.AST) -> Location:
@@ -901,4 +903,5 @@ def build(program: Program, script: str) -> LintFacts:
         samplers=builder.samplers(loaders), accumulations=builder.accumulations() + builder.late_sync_flags(),
         saves=builder.saves(),
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
-        unreachable=program.skipped)
+        unreachable=program.skipped,
+        data_sized=data_sized.gather(program.files))

@@ -33,6 +33,7 @@ PROBE_TWINS = {
     "DDP804": ("DDP302",),
     "DDP805": ("DDP403",),
     "DDP806": ("DDP701",),
+    "DDP807": ("DDP506", "DDP501"),
 }
 
 

@@ -177,6 +177,9 @@ class Collective:
     # fp16_compress_hook or PowerSGD), "dtensor"; "" when the script called it. Its sizes
     # follow the model's layout, not the data.
     via: str = ""
+    # The reduce op of a reducing collective ("SUM", "MAX", "AVG", ...); "" where it has none.
+    # With `result` (CollectiveDone / CollectiveResult), what proves a size was exchanged (DDP506).
+    reduce_op: str = ""
 
 
 @dataclass
@@ -187,6 +190,23 @@ class CollectiveDone:
     t: float
     group: str
     seq: int
+    # For a small collective (a few elements): the values of its tensors after it completed,
+    # one flat list per recorded tensor (objects' list for the object collectives). None: not
+    # read (too large, on a device, or not a collective that can exchange a size).
+    result: Optional[list] = None
+
+
+@dataclass
+class CollectiveResult:
+    """The values of a small collective read after it completed, when that was not at its
+    CollectiveDone: an async_op=True call (read at the next collective once its work completed)
+    or a device tensor (copied to the host and read once the copy's event completed)."""
+
+    kind = "collective_result"
+    t: float
+    group: str
+    seq: int
+    result: list
 
 
 @dataclass
@@ -510,7 +530,7 @@ class Memory:
 
 
 RECORD_TYPES = {cls.kind: cls for cls in (
-    Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone,
+    Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone, CollectiveResult,
     BucketTiming, BucketLayout, BaselineTiming, DeviceClock, DevicePhases, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
     DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
     SamplerShard, Memory)}

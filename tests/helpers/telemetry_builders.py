@@ -114,13 +114,15 @@ class RankBuilder:
                    dtypes: Sequence[str] = ("float32",), group: str = "WORLD",
                    site: Optional[tm.Site] = SITE_ALLREDUCE, bucket: Optional[int] = None,
                    done: bool = True, group_ranks: Optional[list[int]] = None,
-                   step: Optional[int] = None) -> "RankBuilder":
+                   step: Optional[int] = None, reduce_op: str = "",
+                   result: Optional[list] = None) -> "RankBuilder":
         seq = self._seq.get(group, 0)
         self._seq[group] = seq + 1
         self.add(tm.Collective(self._now(), group, group_ranks, seq, op, [list(s) for s in shapes],
-                               list(dtypes), self.steps if step is None else step, site, bucket))
+                               list(dtypes), self.steps if step is None else step, site, bucket,
+                               reduce_op=reduce_op))
         if done:
-            self.add(tm.CollectiveDone(self._now(), group, seq))
+            self.add(tm.CollectiveDone(self._now(), group, seq, result))
         return self
 
     def bucket(self, index: int = 0, size: int = 306, done: bool = True,

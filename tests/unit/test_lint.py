@@ -355,7 +355,8 @@ def test_save_on_every_rank_and_its_safe_forms(tmp_path):
 # ---------------------------------------------------------------------- the examples
 # The lint code for each probe code a script's docstring may name as its bug.
 STATIC_TWIN = {"DDP501": "DDP801", "DDP502": "DDP801", "DDP503": "DDP801", "DDP301": "DDP802",
-               "DDP304": "DDP803", "DDP302": "DDP804", "DDP403": "DDP805", "DDP701": "DDP806"}
+               "DDP304": "DDP803", "DDP302": "DDP804", "DDP403": "DDP805", "DDP701": "DDP806",
+               "DDP506": "DDP807"}
 # Scripts whose lint findings are pinned exactly.
 EXPECTED = {
     "examples/healthy.py": set(),
@@ -364,6 +365,7 @@ EXPECTED = {
     "examples/uneven_batches.py": set(),  # sharded by hand: DDP303's, at run time
     "examples/random_split_per_rank.py": set(),  # sharded by a seeded split: DDP301's, at run time
     "examples/desync_collective.py": {"DDP801"},
+    "examples/desync_shape.py": {"DDP807"},  # bincount without minlength: DDP501 at run time
     "examples/gpu_desync.py": {"DDP801"},
     "examples/gpu_no_sampler.py": {"DDP802"},
     "examples/no_sampler.py": {"DDP802"},
@@ -387,7 +389,6 @@ EXPECTED = {
     "tests/scripts/dp_inside_ddp_job.py": set(),
     "tests/scripts/duplicate_rank.py": set(),
     "tests/scripts/gpt_find_unused.py": set(),
-    "tests/scripts/latent_bincount.py": set(),
     "tests/scripts/p2p_deadlock.py": set(),
     "tests/scripts/rank0_weight_decay.py": set(),
     "tests/scripts/segfault_rank1.py": set(),
@@ -398,6 +399,11 @@ EXPECTED = {
     # Jobs for attach and Flight Recorder: their rank-0-only collective is deliberate (a mode of
     # attach_job.py; the skipped all-reduce fr_skip.py leaves dumps of), and the lint sees it.
     "tests/scripts/attach_job.py": {"DDP801"},
+    # bincount without minlength: DDP807 is the lint twin of their DDP506; the exchanged sizes stay clean.
+    "tests/scripts/latent_bincount.py": {"DDP807"},
+    "tests/scripts/latent_counts_after_loss.py": {"DDP807"},
+    "tests/scripts/latent_counts_max_exchanged.py": set(),
+    "tests/scripts/latent_counts_gathered.py": set(),
     "tests/scripts/slow_not_stuck.py": set(),  # slow in places, never a DDP bug the lint can see
     "tests/scripts/fr_skip.py": {"DDP801"},
     # A DataLoader of one process's own tensor with no sampler: DDP802 is right about it.
@@ -447,7 +453,8 @@ def test_nanogpt_style_script_and_its_model_are_read_in_well_under_a_second(monk
 
 def test_every_lint_check_is_documented():
     specs = all_checks("lint")
-    assert [s.code for s in specs] == ["DDP801", "DDP802", "DDP803", "DDP804", "DDP805", "DDP806"]
+    assert [s.code for s in specs] == ["DDP801", "DDP802", "DDP803", "DDP804", "DDP805", "DDP806",
+                                         "DDP807"]
     for spec in specs:
         for part in ("What it detects", "Why it hurts", "How to fix"):
             assert part in spec.doc, (spec.code, part)

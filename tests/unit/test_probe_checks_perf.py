@@ -13,7 +13,7 @@ import pytest
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.probe.analysis import perf
+from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis import perf_tables
 from ddpdoctor.probe.analysis import scaling
 from ddpdoctor.probe.launch import scaling as scaling_runs
@@ -368,13 +368,15 @@ def test_as_many_buckets_as_the_suggestion_is_no_merge():
     assert judge("DDP603", model) == []
 
 
-def test_a_merge_gain_within_the_noise_is_not_reported():
+def test_a_merge_gain_within_the_noise_is_borderline_not_a_warning():
     noisy = {i: 0.030 for i in range(2, 21, 2)}
     spec = dict(SMALL_RANK, slow_steps=noisy)
     model = perf_run([Rank(**spec), Rank(**spec)], buckets=SMALL, bucket_s=0.0011,
                      latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
     assert perf.step_spread(perf.step_perf(model)) > 0.006
-    assert judge("DDP603", model) == []
+    [finding] = judge("DDP603", model)
+    assert finding.severity is Severity.INFO and finding.evidence["borderline"] is True
+    assert finding.message.startswith("borderline, not judged: ")
 
 
 def test_call_cost_is_fitted_to_the_latency_and_bandwidth_points():
@@ -771,3 +773,85 @@ def test_a_slow_small_baseline_point_does_not_make_a_tiny_bucket_bandwidth_bound
     assert comm.cost.bandwidth is None and comm.cost.latency_bound(1 * KB)
     assert comm.cost.knee_bytes >= 1024 * 1024
     assert judge("DDP604", model) == []
+
+
+# margins: every timing verdict states its distance from its threshold, in units of its noise --
+
+def verdict(finding) -> str:
+    return "borderline" if finding.evidence["borderline"] else finding.severity.value
+
+
+@pytest.mark.parametrize("bucket_s, expected", [(0.0060, "warning"), (0.0024, "borderline")])
+def test_exposed_comm_near_its_threshold_is_borderline_and_clear_is_judged(bucket_s, expected):
+    model = perf_run([Rank(jitter=0.2), Rank(jitter=0.2)], buckets=((0, 2 * MB),), bucket_s=bucket_s,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    [finding] = judge("DDP604", model)
+    assert verdict(finding) == expected
+    margin = finding.evidence["margin"]
+    assert margin > 1 if expected == "warning" else 0 < margin <= 1
+    assert finding.evidence["noise_ms"] > 0
+    if expected == "borderline":
+        assert finding.severity is Severity.INFO and "threshold of" in finding.message
+    else:
+        assert "(margin: avoidable exposed communication per step" in finding.message
+
+
+def test_just_under_the_threshold_is_clean_not_borderline():
+    """The borderline band lies only over the threshold: a healthy run near a threshold it does
+    not cross gets no note (issue 27: healthy examples stay clean run after run)."""
+    comm = perf_run([Rank(jitter=0.2), Rank(jitter=0.2)], buckets=((0, 2 * MB),), bucket_s=0.0021,
+                    latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert judge("DDP604", comm) == []
+    assert judge("DDP605", perf_run([Rank(data=0.010, jitter=0.3), Rank(data=0.010, jitter=0.3)])) == []
+
+
+@pytest.mark.parametrize("extra, expected", [(0.030, "warning"), (0.0105, "borderline")])
+def test_straggler_near_its_threshold_is_borderline_and_clear_is_judged(extra, expected):
+    model = perf_run([Rank(jitter=0.2, wait=extra), Rank(forward=0.002 + extra, jitter=0.2)])
+    [finding] = judge("DDP601", model)
+    assert verdict(finding) == expected and finding.ranks == [1]
+    assert (finding.evidence["margin"] > 1) is (expected == "warning")
+
+
+@pytest.mark.parametrize("data, expected", [(0.030, "warning"), (0.0106, "borderline")])
+def test_input_bound_near_its_threshold_is_borderline_and_clear_is_judged(data, expected):
+    model = perf_run([Rank(data=data, jitter=0.3), Rank(data=data, jitter=0.3)])
+    [finding] = judge("DDP605", model)
+    assert verdict(finding) == expected
+
+
+@pytest.mark.parametrize("backward, expected", [(0.020, "warning"), (0.075, "borderline")])
+def test_bucket_bandwidth_near_its_threshold_is_borderline_and_clear_is_judged(backward, expected):
+    model = perf_run([Rank(backward=backward, jitter=0.2), Rank(backward=backward, jitter=0.2)],
+                     buckets=((0, 4 * MB), (1, 4 * MB)), bucket_s=0.010, baseline_s=0.003,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    [finding] = judge("DDP602", model)
+    assert verdict(finding) == expected
+    assert set(finding.evidence) >= {"margin", "margin_ms", "threshold_ms", "noise_ms"}
+
+
+def test_bucket_merge_clear_of_its_noise_is_judged_with_its_margin():
+    model = perf_run([Rank(**SMALL_RANK, jitter=0.1), Rank(**SMALL_RANK, jitter=0.1)], buckets=SMALL,
+                     bucket_s=0.0011, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    [finding] = judge("DDP603", model)
+    assert verdict(finding) == "warning" and finding.evidence["margin"] > 1
+
+
+def test_margin_is_the_distance_in_units_of_noise_and_the_nearest_condition_binds():
+    near = margins.Margin("x", measured=0.011, threshold=0.010, noise=0.002)
+    assert near.units == pytest.approx(0.5) and near.verdict == margins.BORDERLINE
+    assert margins.Margin("x", 0.020, 0.010, 0.002).verdict == margins.FIRES
+    assert margins.Margin("x", 0.002, 0.010, 0.002).verdict == margins.CLEAN
+    below = margins.Margin("efficiency", 0.30, 0.40, 0.05, above=False)  # holds below its floor
+    assert below.units == pytest.approx(2.0) and below.verdict == margins.FIRES
+    assert margins.binding([below, near]) is near
+    assert margins.Margin("x", 0.011, 0.010, 0.0).verdict == margins.FIRES  # no noise measured
+    assert margins.judge(margins.Margin("x", 0.020, 0.010, 0.002), matters=False) == margins.BORDERLINE
+
+
+def test_nothing_to_gain_is_clean_and_drift_between_halves_counts_as_noise():
+    assert margins.Margin("x", 0.0, 0.001, 0.010).verdict == margins.CLEAN  # within noise, yet 0
+    steady = [0.010, 0.011] * 10
+    drifting = [0.010, 0.011] * 5 + [0.020, 0.021] * 5  # another job started halfway
+    assert margins.median_noise(steady) < 0.001
+    assert margins.median_noise(drifting) == pytest.approx(0.010)

@@ -11,7 +11,7 @@ import inspect
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 import torch.distributed as dist
@@ -68,10 +68,78 @@ def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
     return found
 
 
+# The collectives whose result can carry a size agreed between ranks (DDP506 looks for one
+# before a collective whose size changes): their values are read after completion when small.
+EXCHANGES = {"all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_single"}
+OBJECT_EXCHANGES = {"all_gather_object", "broadcast_object_list"}
+RESULT_MAX_ELEMENTS = 16  # a length, a few lengths: reading them costs next to nothing
+
+# Results not yet readable: (is ready, read values, group, seq). Checked at the next collective,
+# on the script's thread, so nothing here runs on torch's own threads.
+_pending: list[tuple[Callable[[], bool], Callable[[], list], str, int]] = []
+
+
+def _reduce_op(value: Any) -> str:
+    """A reduce op's name: ReduceOp.MAX (a RedOpType) -> "MAX", likewise for the others."""
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) else str(value).rsplit(".", 1)[-1]
+
+
+def _small(tensors: list[torch.Tensor]) -> bool:
+    return bool(tensors) and sum(t.numel() for t in tensors) <= RESULT_MAX_ELEMENTS
+
+
+def _values(tensors: list[torch.Tensor]) -> list:
+    return [t.detach().reshape(-1).tolist() for t in tensors]
+
+
+def _object_values(args: tuple, kwargs: dict) -> Optional[list]:
+    """The object list of all_gather_object / broadcast_object_list when it holds a few numbers."""
+    objects = args[0] if args else kwargs.get("object_list")
+    if (isinstance(objects, list) and 0 < len(objects) <= RESULT_MAX_ELEMENTS
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in objects)):
+        return [list(objects)]
+    return None
+
+
+def _defer(tensors: list[torch.Tensor], work: Any, group: str, seq: int) -> None:
+    """Read the values once they exist, without waiting: an async work's completion, and for
+    device tensors a host copy ordered after the collective on the current stream."""
+    if any(t.is_cuda for t in tensors):
+        if work is not None:
+            return  # an async device collective: its completion is on a stream we do not own
+        copies = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in tensors]
+        for copy, tensor in zip(copies, tensors):
+            copy.copy_(tensor, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record()
+        _pending.append((event.query, lambda: _values(copies), group, seq))
+    elif work is not None and hasattr(work, "is_completed"):
+        _pending.append((work.is_completed, lambda: _values(tensors), group, seq))
+
+
+def _flush(rec: Any) -> None:
+    """Write the results that became readable since the last collective."""
+    for item in list(_pending):
+        ready, read, group, seq = item
+        try:
+            done = ready()
+            if done:
+                rec.write(tm.CollectiveResult(time.time(), group, seq, read()))
+        except Exception:  # a broken work or event: the result is simply not known
+            done = True
+        if done:
+            _pending.remove(item)
+    del _pending[:-64]  # works the script never completed must not pile up
+
+
 def _wrap(name: str, original: Callable) -> Callable:
     params = list(inspect.signature(original).parameters)
     group_index = params.index("group") if "group" in params else None
     async_index = params.index("async_op") if "async_op" in params else None
+    op_index = params.index("op") if "op" in params else None
+    exchange = name in EXCHANGES
+    object_exchange = name in OBJECT_EXCHANGES
 
     @functools.wraps(original)
     def collective(*args: Any, **kwargs: Any) -> Any:
@@ -84,10 +152,16 @@ def _wrap(name: str, original: Callable) -> Callable:
         group_name, group_ranks = groups.describe(group)
         tensors = _tensors(args, kwargs)
         seq = next_seq(group_name)
+        if _pending:
+            _flush(rec)
+        reduce_op = ""
+        if op_index is not None:
+            op = kwargs.get("op", args[op_index] if len(args) > op_index else "SUM")
+            reduce_op = _reduce_op(op)
         rec.write(tm.Collective(
             time.time(), group_name, group_ranks, seq, name,
             [list(t.shape) for t in tensors], [str(t.dtype).replace("torch.", "") for t in tensors],
-            rec.step, recorder.user_site(2), via=_via(sys._getframe(1))))
+            rec.step, recorder.user_site(2), via=_via(sys._getframe(1)), reduce_op=reduce_op))
         _inside.depth = 1
         try:
             result = original(*args, **kwargs)
@@ -96,8 +170,19 @@ def _wrap(name: str, original: Callable) -> Callable:
         is_async = kwargs.get("async_op")
         if is_async is None and async_index is not None and len(args) > async_index:
             is_async = args[async_index]
+        values = None
+        try:
+            if exchange and _small(tensors):
+                if is_async or any(t.is_cuda for t in tensors):
+                    _defer(tensors, result if is_async else None, group_name, seq)
+                else:
+                    values = _values(tensors)
+            elif object_exchange:
+                values = _object_values(args, kwargs)
+        except Exception:  # reading a result is a nicety: never the script's problem
+            values = None
         if not is_async:
-            rec.write(tm.CollectiveDone(time.time(), group_name, seq))
+            rec.write(tm.CollectiveDone(time.time(), group_name, seq, values))
         return result
 
     collective.__ddpdoctor_original__ = original

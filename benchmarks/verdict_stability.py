@@ -1,0 +1,131 @@
+"""Verdict stability: does the same command give the same timing verdict run after run?
+
+Runs `ddpdoctor probe` on every timing example (examples/README.md: the DDP6xx ones and the
+healthy baseline) N times, and prints per example and timing check (DDP601-605) the verdicts
+the runs gave and how many agreed with the most common one. A verdict is "reported" (a warning
+or error finding), "borderline" (the info finding of a measurement within the noise of its
+threshold: its own verdict, not a pass and not a failure), "clean" (checked, nothing found) or
+"skipped". Each cell also shows the range of margins the runs measured (distance from the
+threshold in units of the run's own noise; "inf": no measurable noise).
+
+On an idle machine every example should give one verdict in N of N runs. The figure is the
+number of (example, check) pairs that agreed in every run.
+
+    python benchmarks/verdict_stability.py                # 5 runs of each example
+    python benchmarks/verdict_stability.py --runs 3 --examples comm_bound,healthy
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+EXAMPLES = ("comm_bound", "tiny_buckets", "small_buckets", "straggler", "input_bound", "healthy")
+CHECKS = ("DDP601", "DDP602", "DDP603", "DDP604", "DDP605")
+# What each example is built to show (examples/README.md); the others must stay clean.
+EXPECTED = {"comm_bound": {"DDP604"}, "tiny_buckets": {"DDP603", "DDP604"},
+            "small_buckets": {"DDP603", "DDP604"}, "straggler": {"DDP601"},
+            "input_bound": {"DDP605"}, "healthy": set()}
+
+
+def probe_once(example: str, work: Path, index: int, timeout: float) -> dict:
+    """One probe of one example: the JSON report, or {"_failed": why}."""
+    run_dir = work / f"{example}-{index}"
+    report = work / f"{example}-{index}.json"
+    # The interpreter running this file, so the checkout under test is the one measured.
+    cmd = [sys.executable, "-m", "ddpdoctor", "probe", f"examples/{example}.py",
+           "--run-dir", str(run_dir), "--json", str(report), "-q"]
+    try:
+        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"_failed": f"timed out after {timeout:.0f} s"}
+    if not report.exists():
+        return {"_failed": f"exit {done.returncode}, no report: {done.stderr.strip()[-200:]}"}
+    return json.loads(report.read_text())
+
+
+def verdicts(report: dict) -> dict[str, tuple[str, object]]:
+    """Per timing check: (verdict, margin or None)."""
+    if "_failed" in report:
+        return {code: ("failed", None) for code in CHECKS}
+    status = {c["code"]: c["status"] for c in report.get("checks", [])}
+    found: dict[str, tuple[str, object]] = {}
+    for finding in report["findings"]:
+        code = finding["code"]
+        if code not in CHECKS:
+            continue
+        evidence = finding.get("evidence") or {}
+        verdict = "borderline" if evidence.get("borderline") else "reported"
+        if found.get(code, ("", None))[0] != "reported":  # a reported finding outranks a borderline one
+            margin = None  # older reports state none
+            if "margin_ms" in evidence:
+                margin = "inf" if evidence.get("margin") is None else evidence["margin"]
+            found[code] = (verdict, margin)
+    for code in CHECKS:
+        if code not in found:
+            found[code] = ("skipped" if status.get(code) == "skipped" else "clean", None)
+    return found
+
+
+def margin_range(margins: list) -> str:
+    values = [m for m in margins if m is not None]
+    if not values:
+        return ""
+    numbers = [m for m in values if isinstance(m, (int, float))]
+    text = "inf" if not numbers else (f"{min(numbers):+.1f}" if min(numbers) == max(numbers)
+                                      else f"{min(numbers):+.1f}..{max(numbers):+.1f}")
+    return f" (margin {text}{', inf' if numbers and len(numbers) < len(values) else ''})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--examples", default=",".join(EXAMPLES))
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per probe")
+    parser.add_argument("--json", help="also write the per-run verdicts here")
+    args = parser.parse_args()
+    examples = [e for e in args.examples.split(",") if e]
+    results: dict[str, list[dict[str, tuple[str, object]]]] = {e: [] for e in examples}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ddpdoctor-stability-") as tmp:
+        for index in range(args.runs):  # round-robin: a burst of load hits every example alike
+            for example in examples:
+                report = probe_once(example, Path(tmp), index, args.timeout)
+                results[example].append(verdicts(report))
+                if "_failed" in report:
+                    print(f"  {example} run {index + 1}: {report['_failed']}", file=sys.stderr)
+    elapsed = time.monotonic() - started
+    stable = total = 0
+    print(f"Verdict stability: {args.runs} run(s) of each example ({elapsed:.0f} s)")
+    print(f"{'example':<14} {'check':<7} {'agreed':>6}  verdicts")
+    for example in examples:
+        for code in CHECKS:
+            runs = [r[code] for r in results[example]]
+            counts = Counter(v for v, _ in runs)
+            top = counts.most_common(1)[0][1]
+            total += 1
+            stable += top == len(runs)
+            cells = ", ".join(f"{v} {n}" for v, n in counts.most_common())
+            expected = " *" if code in EXPECTED.get(example, set()) else ""
+            print(f"{example:<14} {code:<7} {top:>2}/{len(runs):<3}  {cells}"
+                  f"{margin_range([m for _, m in runs])}{expected}")
+    print(f"{stable} of {total} (example, check) pairs gave one verdict in every run "
+          "(* the check the example is built to show)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {e: [{c: list(v) for c, v in r.items()} for r in rs] for e, rs in results.items()},
+            indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

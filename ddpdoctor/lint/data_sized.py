@@ -1,0 +1,288 @@
+"""Collectives whose tensor's size comes from the data (the static twin of DDP506, for DDP807).
+
+Within one function (or the module's top level), in source order: a tensor whose length
+follows the values of a batch - `torch.bincount(x)` without `minlength`, `unique`, `nonzero`,
+`argwhere`, `masked_select`, boolean-mask indexing `x[x > 0]` / `x[mask]`, a list filled
+under a condition in a loop (or a filtered comprehension) turned into a tensor - and what is
+computed from it elementwise, handed to a tensor collective (all_reduce, all_gather, broadcast,
+reduce, ...) with no size exchange before it in the same function: an all_reduce with
+ReduceOp.MAX, an all_gather, all_gather_object, broadcast or broadcast_object_list. Padding
+(`F.pad`), reductions (`.sum()`, `.max()`, `len()`, ...) and `minlength` give a size that does
+not follow the data.
+
+Only the files' syntax trees are read (lint/sources.SourceFile), so this module stands beside
+the Program's own analysis and needs nothing of it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from ddpdoctor.core.findings import Location
+
+SINKS = {"all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce",
+         "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single"}
+EXCHANGES = {"all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast",
+             "broadcast_object_list"}
+DATA_SIZED = {"unique", "unique_consecutive", "nonzero", "argwhere", "masked_select"}
+# Calls whose result no longer has the data's length: reductions, sizes, padding, conversion
+# to Python numbers.
+FIXED = {"sum", "mean", "max", "min", "amax", "amin", "prod", "numel", "size", "item", "norm",
+         "count_nonzero", "any", "all", "len", "pad", "std", "var", "median", "logsumexp",
+         "zeros", "ones", "full", "empty", "arange", "shape", "dim"}
+NUMBERS = {"int", "float", "bool"}  # int(x): a number; x.int(): a cast of the same length
+ELEMENTWISE = {"abs", "exp", "log", "sqrt", "sigmoid", "softmax", "log_softmax", "relu", "clamp",
+               "one_hot", "pow", "mul", "add", "sub", "div", "sort", "flip", "cumsum", "square",
+               "index_select", "flatten", "reshape", "squeeze", "unsqueeze", "round", "floor",
+               "ceil", "sign", "neg", "argsort", "sorted", "list", "tuple", "array", "asarray"}
+LIST_TO_TENSOR = {"tensor", "as_tensor", "stack", "cat", "concat", "concatenate", "from_numpy",
+                  "LongTensor", "FloatTensor", "Tensor", "hstack", "vstack"}
+
+
+@dataclass
+class DataSizedCollective:
+    """A collective fed a tensor whose size follows the data, with no size exchange before it."""
+
+    op: str  # "dist.all_reduce()"
+    location: Location  # the collective
+    source: str  # what makes the size: "torch.bincount(preds) without minlength"
+    source_location: Location
+    function: str  # the function it is in ("<module>" at top level)
+
+
+def _text(node: ast.AST, limit: int = 60) -> str:
+    try:
+        out = ast.unparse(node)
+    except Exception:  # noqa: BLE001 - only for the message
+        return "?"
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+def _name(func: ast.AST) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _kw(call: ast.Call, name: str) -> Optional[ast.AST]:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+class _Scope:
+    """One function body (or the module's top level), walked in source order."""
+
+    def __init__(self, file: str, label: str, body: list[ast.stmt], dist_names: set[str],
+                 imported: set[str]):
+        self.file = file
+        self.label = label
+        self.body = body
+        self.dist_names = dist_names  # "dist", "torch.distributed"
+        self.imported = imported  # collective names imported bare (from torch.distributed import ...)
+        self.sized: dict[str, tuple[str, int]] = {}  # name -> (why, line)
+        self.masks: set[str] = set()
+        self.filled: dict[str, tuple[str, int]] = {}  # lists appended to under a loop's condition
+        self.exchanged = False
+        self.found: list[DataSizedCollective] = []
+
+    # -- what the data sizes ---------------------------------------------------------------
+    def origin(self, node: ast.AST) -> Optional[tuple[str, int]]:
+        """(why, line) when `node`'s length follows the data; None otherwise."""
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name):
+            return self.sized.get(node.id) or self.filled.get(node.id)
+        if isinstance(node, ast.Call):
+            name = _name(node.func)
+            if name in FIXED or (name in NUMBERS and isinstance(node.func, ast.Name)):
+                return None
+            if name == "bincount":
+                # torch.bincount(x, weights, minlength) or x.bincount(weights, minlength)
+                function_form = isinstance(node.func, ast.Attribute) and _text(node.func.value) == "torch"
+                positional = len(node.args) >= (3 if function_form else 2)
+                if _kw(node, "minlength") is None and not positional:
+                    return f"{_text(node)} without minlength", line
+                return None
+            if name in DATA_SIZED:
+                return _text(node), line
+            if name == "where" and len(node.args) == 1 and not node.keywords:
+                return _text(node), line
+            if name in LIST_TO_TENSOR:
+                for arg in node.args[:1]:
+                    found = self.origin(arg)
+                    if found:
+                        return found
+                return None
+            if isinstance(node.func, ast.Attribute):
+                found = self.origin(node.func.value)  # x.float(), x.to(device), x.view(-1)
+                if found:
+                    return found
+            if name in ELEMENTWISE:  # torch.abs(x), F.one_hot(x): the input's length
+                return self._first(node.args[:1])
+            return None  # any other function (a loss, a model) may reduce: not followed
+        if isinstance(node, ast.Subscript):
+            mask = node.slice
+            if isinstance(mask, ast.Compare) or (isinstance(mask, ast.Name) and mask.id in self.masks) or (
+                    isinstance(mask, ast.UnaryOp) and isinstance(mask.op, (ast.Not, ast.Invert))):
+                return f"{_text(node)} (a boolean mask)", line
+            return self.origin(node.value)
+        if isinstance(node, ast.BinOp):
+            return self._first([node.left, node.right])
+        if isinstance(node, ast.UnaryOp):
+            return self.origin(node.operand)
+        if isinstance(node, ast.ListComp):
+            if any(g.ifs for g in node.generators):
+                return f"{_text(node)} (a filtered list)", line
+            return self._first([g.iter for g in node.generators])
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return None
+        return None
+
+    def _first(self, nodes: list[ast.AST]) -> Optional[tuple[str, int]]:
+        for node in nodes:
+            found = self.origin(node)
+            if found:
+                return found
+        return None
+
+    # -- collectives -------------------------------------------------------------------------
+    def collective(self, call: ast.Call) -> Optional[str]:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            receiver = _text(func.value)
+            if receiver in self.dist_names:
+                return func.attr
+            return None
+        if isinstance(func, ast.Name) and func.id in self.imported:
+            return func.id
+        return None
+
+    def is_exchange(self, op: str, call: ast.Call) -> bool:
+        if op in EXCHANGES:
+            return True
+        if op == "all_reduce":
+            reduce_op = _kw(call, "op") or (call.args[1] if len(call.args) > 1 else None)
+            return reduce_op is not None and "MAX" in _text(reduce_op).upper()
+        return False
+
+    # -- the walk ----------------------------------------------------------------------------
+    def run(self) -> list[DataSizedCollective]:
+        for stmt in self.body:
+            self.statement(stmt, loop_depth=0, conditional=False)
+        return self.found
+
+    def statement(self, stmt: ast.stmt, loop_depth: int, conditional: bool) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return  # its own scope
+        self.calls(stmt)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            value = stmt.value
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if value is not None:
+                found = self.origin(value)
+                for target in targets:
+                    if not isinstance(target, ast.Name):
+                        continue
+                    if isinstance(stmt, ast.AugAssign):
+                        if found:
+                            self.sized[target.id] = found
+                        continue
+                    if found:
+                        self.sized[target.id] = found
+                    else:
+                        self.sized.pop(target.id, None)
+                        self.filled.pop(target.id, None)
+                    if isinstance(value, (ast.Compare, ast.BoolOp)) or (
+                            isinstance(value, ast.Call) and _name(value.func) in ("bool", "isin", "eq", "gt",
+                                                                                  "lt", "ge", "le", "ne")):
+                        self.masks.add(target.id)
+                    else:
+                        self.masks.discard(target.id)
+        for field_name in ("body", "orelse", "finalbody", "handlers"):
+            children = getattr(stmt, field_name, None)
+            if not isinstance(children, list):
+                continue
+            in_loop = loop_depth + isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
+            under_if = conditional or isinstance(stmt, ast.If)
+            if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                under_if = False  # a condition counts inside the loop it filters
+            for child in children:
+                if isinstance(child, ast.ExceptHandler):
+                    for inner in child.body:
+                        self.statement(inner, in_loop, under_if)
+                else:
+                    self.statement(child, in_loop, under_if)
+
+        if loop_depth and conditional and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call = stmt.value
+            if (isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend")
+                    and isinstance(call.func.value, ast.Name)):
+                name = call.func.value.id
+                self.filled.setdefault(name, (f"{name} (filled under a condition in a loop)",
+                                              stmt.lineno))
+
+    def calls(self, stmt: ast.stmt) -> None:
+        """The collectives of one statement (not of its nested blocks), in order."""
+        nodes = [stmt] if not hasattr(stmt, "body") else [
+            getattr(stmt, name) for name in ("test", "iter", "items", "context_expr")
+            if isinstance(getattr(stmt, name, None), ast.AST)]
+        for root in nodes:
+            for node in _walk_own(root):
+                if not isinstance(node, ast.Call):
+                    continue
+                op = self.collective(node)
+                if op is None:
+                    continue
+                if op in SINKS and not self.exchanged:
+                    tensors = list(node.args[:2]) + [k.value for k in node.keywords
+                                                      if k.arg in ("tensor", "tensor_list", "input_tensor")]
+                    found = self._first(tensors)
+                    if found:
+                        why, line = found
+                        self.found.append(DataSizedCollective(
+                            f"dist.{op}()", Location(self.file, node.lineno), why,
+                            Location(self.file, line), self.label))
+                if self.is_exchange(op, node):
+                    self.exchanged = True
+
+
+def _walk_own(root: ast.AST) -> Iterator[ast.AST]:
+    """The nodes under `root` in source order, not entering nested functions or lambdas."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        if isinstance(node, nested) and node is not root:
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _dist_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """How the file names torch.distributed, and the collectives it imports bare."""
+    names, bare = {"torch.distributed"}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch.distributed":
+                    names.add(alias.asname or alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.module == "torch" and any(a.name == "distributed" for a in node.names):
+                names.update(a.asname or a.name for a in node.names if a.name == "distributed")
+            elif node.module in ("torch.distributed", "torch.distributed.distributed_c10d"):
+                bare.update(a.asname or a.name for a in node.names
+                            if a.name in SINKS | EXCHANGES)
+    return names, bare
+
+
+def gather(files: list) -> list[DataSizedCollective]:
+    """Every data-sized collective in the files (lint/sources.SourceFile: .tree, .display)."""
+    found: list[DataSizedCollective] = []
+    for source in files:
+        dist_names, bare = _dist_names(source.tree)
+        scopes = [("<module>", source.tree.body)]
+        scopes += [(node.name, node.body) for node in ast.walk(source.tree)
+                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for label, body in scopes:
+            found.extend(_Scope(source.display, label, body, dist_names, bare).run())
+    return found
