@@ -38,7 +38,7 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu
           run_dir: Optional[PathLike] = None, launcher: str = "auto", nnodes: int = 1,
           node_rank: int = 0, rdzv_endpoint: Optional[str] = None,
           master_addr: Optional[str] = None, master_port: Optional[int] = None,
-          gather_port: Optional[int] = None, log_limit: float = 16.0, fail_on: str = "error", ignore: Iterable[str] = (),
+          gather_port: Optional[int] = None, gather_token: Optional[str] = None, log_limit: float = 16.0, fail_on: str = "error", ignore: Iterable[str] = (),
           scaling: Sequence[int] = (), trace: Optional[PathLike] = None, verify_fix: bool = False,
           baseline: Optional[PathLike] = None) -> "Report":
     """`ddpdoctor probe SCRIPT -- ARGS`: run the script as a short instrumented DDP job and
@@ -60,7 +60,7 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu
     options = ProbeOptions(
         script=os.fspath(script), args=list(args), module=module, nproc_per_node=nproc,
         nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
-        master_addr=master_addr, master_port=master_port, gather_port=gather_port, log_limit_mb=log_limit, max_steps=max_steps,
+        master_addr=master_addr, master_port=master_port, gather_port=gather_port, gather_token=gather_token, log_limit_mb=log_limit, max_steps=max_steps,
         steps_per_epoch=steps_per_epoch, stall_timeout_s=stall_timeout, timeout_s=timeout,
         run_dir=os.fspath(run_dir) if run_dir is not None else None, launcher=launcher, cpu=cpu,
         scaling=_sizes(scaling), verify_fix=bool(verify_fix),

@@ -60,7 +60,9 @@ KEYS: dict[str, dict[str, Any]] = {
 # Flags that say what one run does or where its outputs go, not how the project runs: never in
 # the file (tests/integration/test_config.py checks that every other flag has its key).
 PER_RUN = {"json", "junit", "github", "verbose", "quiet", "force", "trace", "scaling", "baseline",
-           "verify-fix", "node-rank", "facts", "ssh-option"}
+           "verify-fix", "node-rank", "facts", "ssh-option",
+           # A secret never belongs in a file checked into the project: flag or environment only.
+           "gather-token"}
 
 
 @dataclass
