@@ -360,8 +360,10 @@ def judge(looks: list[RankLook]) -> Judgement:
     """Busy or blocked, from one look at every rank (a pure function of what was seen).
 
     Blocked: some rank waits for peers that have not arrived (they work elsewhere, or ended),
-    or every unfinished rank waits. Busy: no rank waits. Nothing observed at all (no rank, or
-    no stack, no CPU and no record of a wait): blocked, as nothing shows the ranks working."""
+    or every unfinished rank waits. Busy: no rank waits. Ranks alive but not observed (no stack,
+    no CPU time, no record of a wait: py-spy timing out on a loaded machine) are no evidence of
+    blocking either: not blocked, so --timeout bounds them (incomplete, never a pass). No rank
+    left at all while nothing progresses: blocked."""
     active = [look for look in looks if not look.done]
     places: dict[str, list[int]] = {}
     for look in active:
@@ -385,7 +387,8 @@ def judge(looks: list[RankLook]) -> Judgement:
     observed = any(look.stack is not None and look.stack.frames or look.cpu_share is not None
                    for look in active)
     if not observed:
-        return Judgement(True, [], working, grouped, "no rank could be observed (no stack, no CPU time)")
+        return Judgement(False, [], working, grouped,
+                         "no rank could be observed (no stack, no CPU time) and none records a wait")
     return Judgement(False, [], working, grouped, f"{said}, no collective pending")
 
 
