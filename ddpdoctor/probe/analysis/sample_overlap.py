@@ -151,14 +151,24 @@ class _Held:
 
 def _sharing(held: dict[tuple[int, int], _Held]) -> set[tuple[int, int, int]]:
     """(a, b, epoch) for every pair of ranks a < b holding a common sample fingerprint in that
-    epoch, from one pass over the samples rather than one per pair."""
-    holders: dict[tuple[int, str], set[int]] = {}
+    epoch, from one count of the samples rather than one comparison per pair. Only the samples
+    held by two ranks or more (none, when every rank has its own shard) are indexed by rank."""
+    by_epoch: dict[int, list[tuple[int, Counter]]] = {}
     for (rank, epoch), entry in held.items():
-        for key in entry.counts:
-            holders.setdefault((epoch, key), set()).add(rank)
+        by_epoch.setdefault(epoch, []).append((rank, entry.counts))
     pairs = set()
-    for (epoch, _key), ranks in holders.items():
-        if len(ranks) > 1:
+    for epoch, entries in by_epoch.items():
+        tally: Counter = Counter()
+        for _rank, counts in entries:  # a rank holds an epoch once: a count above 1 is 2+ ranks
+            tally.update(counts.keys())
+        common = {key for key, n in tally.items() if n > 1}
+        if not common:
+            continue
+        holders: dict[str, set[int]] = {}
+        for rank, counts in entries:
+            for key in common.intersection(counts):
+                holders.setdefault(key, set()).add(rank)
+        for ranks in holders.values():
             pairs.update((a, b, epoch) for a, b in combinations(sorted(ranks), 2))
     return pairs
 
