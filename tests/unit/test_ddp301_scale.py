@@ -84,9 +84,10 @@ def random_world(seed: int) -> RunBuilder:
     world = rng.randint(2, 12)
     run = RunBuilder(world_size=world)
     distributed = rng.random() < 0.5
-    dataset_len = rng.choice([None, 40, 64, 1000])
     batch_size = rng.choice([1, 2, 4])
     batches = rng.randint(1, 8)
+    # batches * batch_size: every rank iterates the whole dataset (the static finding)
+    dataset_len = rng.choice([None, 40, 64, 1000, batches * batch_size])
     copy_of = {r: rng.randrange(world) if rng.random() < 0.4 else r for r in range(world)}
     duplicates = rng.random() < 0.3
     for rank in range(world):
