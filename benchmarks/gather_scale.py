@@ -19,6 +19,7 @@ from the last record of any rank to the report (includes the stall timeout), the
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -78,8 +79,11 @@ class Rank:
             r = dict(record, t=now)
             kind = r["kind"]
             if kind == "batch":
-                r.update(index=self.steps, step=self.steps,
-                         samples=[f"{random.getrandbits(64):016x}" for _ in r.get("samples", [])])
+                # Each rank its own samples (a DistributedSampler's shards), and the batch's
+                # fingerprint theirs: a replayed fingerprint alike on every rank is no real run.
+                samples = [f"{random.getrandbits(64):016x}" for _ in r.get("samples", [])]
+                r.update(index=self.steps, step=self.steps, samples=samples,
+                         fingerprint=hashlib.blake2b("|".join(samples).encode(), digest_size=8).hexdigest())
             elif kind in ("collective", "collective_done"):
                 r["seq"] = self.seq
                 if kind == "collective":

@@ -14,7 +14,8 @@ from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
 from ddpdoctor.probe.analysis.outside_steps import final_spell
 from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collective
 from ddpdoctor.probe.analysis.stack_groups import StackView, bare_name, group_stacks, rank_stacks
-from ddpdoctor.probe.analysis.wording import at, location, rank_list, seconds
+from ddpdoctor.probe.analysis.wording import at, location, rank_list, ranges, seconds
+from ddpdoctor.probe.report import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
 
 # What a user frame calls when it waits for the other ranks. A DDP rank blocked in its gradient
 # all-reduce sits in backward().
@@ -107,15 +108,21 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     else:
         head = "the watchdog saw no rank advance"
     hosts = _hosts(run)
+    large = len(everyone) > LARGE_WORLD
     if len(groups) == 1 and len(everyone) > 1:
-        clauses = [f"{rank_list(groups[0].ranks)} all {groups[0].where}"]
+        clauses = [f"{_ranks(groups[0].ranks, large)} all {groups[0].where}"]
     else:
-        clauses = [f"{rank_list(g.ranks)}{_on(hosts, g.ranks)} {g.where}"
+        clauses = [f"{_ranks(g.ranks, large)}{_on(hosts, g.ranks, large)} {g.where}"
                    for g in sorted(groups, key=lambda g: g.ranks[0])]
+        if large and len(clauses) > MAX_GROUPS:  # one screen: the first places, then a count
+            rest = sorted(groups, key=lambda g: g.ranks[0])[MAX_GROUPS:]
+            clauses = clauses[:MAX_GROUPS] + [f"{sum(len(g.ranks) for g in rest):,} more ranks in "
+                                              f"{len(rest)} other places (see the detail)"]
     message = f"{head}; " + ", ".join(clauses)
     steps = {r: run.ranks[r].steps for r in everyone if r in run.ranks}
     if len(set(steps.values())) > 1:
-        message += "; steps done: " + ", ".join(f"rank {r} → {n}" for r, n in steps.items())
+        message += "; steps done: " + (_steps_by_group(steps) if large else
+                                       ", ".join(f"rank {r} → {n}" for r, n in steps.items()))
     how = sorted({v.method for v in views.values()})
     note = f": {outcome.stack_note}" if outcome.stack_note else ""
     if not views:
@@ -123,6 +130,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     elif "faulthandler" in how and "py-spy" not in how:
         message += f" (stacks from faulthandler dumps{note})"
 
+    per_rank = {str(r): _last_records(run, r) for r in everyone}
     return [Problem(
         message=message,
         hint=_hint(groups, odd),
@@ -136,10 +144,10 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
             "timeout_s": run.meta.timeout_s,
             "groups": [{"ranks": g.ranks, "where": g.where} for g in groups],
             "odd_ranks": odd.ranks,
-            "per_rank": {str(r): _last_records(run, r) for r in everyone},
+            "per_rank": per_rank,
             "stack_method": "/".join(how) or "none",
             "stack_note": outcome.stack_note,
-            "detail": _detail(run, groups, everyone, outcome.stack_note),
+            "detail": _detail(run, groups, everyone, outcome.stack_note, per_rank),
         },
     )]
 
@@ -152,9 +160,39 @@ def _hosts(run: RunModel) -> dict[int, str]:
     return {s.rank: s.host for s in run.outcome.stacks if s.host}
 
 
-def _on(hosts: dict[int, str], ranks: list[int]) -> str:
+def _on(hosts: dict[int, str], ranks: list[int], large: bool = False) -> str:
     names = sorted({hosts[r] for r in ranks if r in hosts})
+    if large and len(names) > SHOWN_PER_GROUP:  # 128 nodes: the first few by number, then a count
+        names = sorted(names, key=_node_number)
+        return f" on {', '.join(names[:SHOWN_PER_GROUP])} and {len(names) - SHOWN_PER_GROUP:,} more nodes"
     return f" on {', '.join(names)}" if names else ""
+
+
+def _node_number(name: str) -> tuple:
+    """"node 12 (gpu-b)" -> (12, name): nodes in numeric order, not 1, 10, 100."""
+    digits = "".join(c for c in name.split("(")[0] if c.isdigit())
+    return (int(digits) if digits else -1, name)
+
+
+def _ranks(ranks: list[int], large: bool) -> str:
+    """rank_list, but in a large world a scattered set is its count and its first ranks."""
+    if large and len(ranges(ranks).split(", ")) > SHOWN_PER_GROUP * 2:
+        first = ", ".join(str(r) for r in sorted(ranks)[:SHOWN_PER_GROUP])
+        return f"{len(ranks):,} ranks ({first}, …)"
+    return rank_list(ranks)
+
+
+def _steps_by_group(steps: dict[int, int]) -> str:
+    """A large world's step counts: the ranks at each count, the odd ones out first."""
+    by_count: dict[int, list[int]] = {}
+    for rank, count in steps.items():
+        by_count.setdefault(count, []).append(rank)
+    ordered = sorted(by_count.items(), key=lambda item: (len(item[1]), item[1][0]))
+    parts = [f"{_ranks(ranks, True)} → {count}" for count, ranks in ordered[:MAX_GROUPS]]
+    rest = ordered[MAX_GROUPS:]
+    if rest:
+        parts.append(f"{sum(len(r) for _c, r in rest):,} more ranks at {len(rest)} other step counts")
+    return ", ".join(parts)
 
 
 @dataclass
@@ -224,21 +262,33 @@ def _last_records(run: RunModel, rank: int) -> dict:
     }
 
 
-def _detail(run: RunModel, groups: list[_Group], everyone: list[int], note: str) -> str:
+def _detail(run: RunModel, groups: list[_Group], everyone: list[int], note: str,
+            per_rank: dict[str, dict]) -> str:
+    large = len(everyone) > LARGE_WORLD
     lines = []
     for group in sorted(groups, key=lambda g: g.ranks[0]):
-        label = ("rank " if len(group.ranks) == 1 else "ranks ") + ", ".join(map(str, group.ranks))
+        if large:
+            label = _ranks(group.ranks, True)
+        else:
+            label = ("rank " if len(group.ranks) == 1 else "ranks ") + ", ".join(map(str, group.ranks))
         lines.append(f"{label}: " + (group.lines[0] if group.lines else group.where))
+    rows = []  # rank, steps, what it last did, exit (none here): the Ranks table's summary groups them
     for rank in everyone:
-        last = _last_records(run, rank)
+        last = per_rank[str(rank)]
         if last["step"] is None:
+            rows.append([rank, None, "no telemetry", ""])
+        elif last["last_collective"] is None:
+            rows.append([rank, last["step"], "no collective recorded", ""])
+        else:
+            state = "returned" if last["returned"] else "not returned"
+            rows.append([rank, last["step"], f"last collective {last['last_collective']}, {state}", ""])
+    for rank, step, what, _exit in summarised(rows, ["rank", "steps", "last", "exit"]) if large else rows:
+        if rank == "…":  # "… 1,012 more ranks like rank 12 (step 29)"
+            lines.append(f"… {what}" + (f" (step{'s' if '-' in str(step) else ''} {step})" if step != "" else ""))
+        elif step is None:
             lines.append(f"rank {rank}: no telemetry")
-            continue
-        if last["last_collective"] is None:
-            lines.append(f"rank {rank}: step {last['step']}, no collective recorded")
-            continue
-        state = "returned" if last["returned"] else "not returned"
-        lines.append(f"rank {rank}: step {last['step']}, last collective {last['last_collective']}, {state}")
+        else:
+            lines.append(f"rank {rank}: step {step}, {what}")
     if note:
         lines.append(f"stacks: {note}")
     return "\n".join(lines)

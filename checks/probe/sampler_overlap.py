@@ -9,12 +9,12 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.analysis.forward_overlap import MIN_FORWARDS, InputPair, forward_inputs, input_pairs, varying_keys
+from ddpdoctor.probe.analysis.forward_overlap import InputPair, forward_inputs, input_pairs, varying_keys
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_records, loader_site
 from ddpdoctor.probe.analysis.rank_pairs import linked_groups
-from ddpdoctor.probe.analysis.sample_overlap import (IDENTICAL, REFUTE_MIN_EXPECTED, REORDERED, SAMPLES, PairStats,
+from ddpdoctor.probe.analysis.sample_overlap import (IDENTICAL, REORDERED, SAMPLES, PairStats, PairSummary,
                                                      WholeDataset, duplicate_rate, epoch_size, identical_positions,
-                                                     pair_stats, whole_dataset_per_rank)
+                                                     pair_summary, whole_dataset_per_rank)
 from ddpdoctor.probe.analysis.wording import counted, location, name_list, rank_list, steps_text, verb
 
 
@@ -87,22 +87,18 @@ def sampler_overlap(run: RunModel) -> list[Problem] | Skipped:
     judged = False
     for loader_id, by_rank in sorted(views.items()):
         whole = whole_dataset_per_rank(by_rank, world)
-        pairs = pair_stats(by_rank, world)
-        judged = judged or bool(pairs) or whole is not None
-        flagged = [p for p in pairs if p.flagged]
+        pairs = pair_summary(by_rank, world)
+        judged = judged or pairs.compared or whole is not None
+        flagged = pairs.flagged
         for component in linked_groups(flagged):
             problems.append(_overlap_problem(loader_id, by_rank, component, flagged, whole))
-        if not flagged and whole is not None:
-            refuted = any(p.expected_if_whole is not None and p.expected_if_whole >= REFUTE_MIN_EXPECTED
-                          for p in pairs)
-            if not refuted:
-                problems.append(_whole_dataset_problem(loader_id, by_rank, whole, pairs))
+        if not flagged and whole is not None and not pairs.refuted:
+            problems.append(_whole_dataset_problem(loader_id, by_rank, whole, pairs))
     judged_inputs = False
     for model_id, by_rank in sorted(inputs.items()):
         varying = varying_keys(by_rank)
-        pairs = [p for p in input_pairs(by_rank, varying) if p.compared >= MIN_FORWARDS] if varying else []
-        judged_inputs = judged_inputs or bool(pairs)
-        flagged = [p for p in pairs if p.flagged]
+        flagged, compared = input_pairs(by_rank, varying) if varying else ([], False)
+        judged_inputs = judged_inputs or compared
         for component in linked_groups(flagged):
             _add_input_evidence(problems, run, model_id, component, flagged, varying)
     if not judged and not judged_inputs:
@@ -199,13 +195,13 @@ def _overlap_problem(loader_id: int, by_rank: dict[int, dict[int, LoaderEpoch]],
 
 
 def _whole_dataset_problem(loader_id: int, by_rank: dict[int, dict[int, LoaderEpoch]],
-                           whole: WholeDataset, pairs: list[PairStats]) -> Problem:
+                           whole: WholeDataset, pairs: PairSummary) -> Problem:
     name = loader_name(loader_id, by_rank)
     message = (f"{rank_list(whole.ranks)} each {verb(whole.ranks, 'iterates', 'iterate')} all "
                f"{whole.dataset_len} samples of {name}: its sampler is {whole.sampler}, not a "
                f"DistributedSampler, and every rank gets {counted(whole.batches, 'batch', 'batches')} "
                f"of {whole.batch_size} per epoch")
-    seen = max((min(p.seen_a, p.seen_b) for p in pairs), default=0)
+    seen = pairs.most_seen
     if seen:
         message += f" (the {seen} samples per rank seen so far happened not to collide)"
     evidence = {"loader_id": loader_id, "kind": "whole dataset per rank",

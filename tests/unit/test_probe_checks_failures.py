@@ -285,3 +285,28 @@ def test_stack_paths_are_shown_as_the_telemetry_names_the_file():
     [finding] = judge("DDP503", run.model())
     assert "ranks 0 and 1 all wait in all_reduce at train.py:57" in finding.message
     assert finding.location == Location("train.py", 57)
+
+
+def test_stall_at_a_thousand_ranks_reads_on_one_screen():
+    """128 nodes x 8: the message names the nodes by their first few and a count, the step counts
+    by group, and the detail lists the odd ranks out and "… N more ranks like rank R" (the Ranks
+    table's summary), not 1,024 lines."""
+    world = 1024
+    run = RunBuilder(world_size=world, nnodes=128, nproc_per_node=8)
+    for rank in range(world):
+        run[rank].train_steps(3 if rank < 600 else 2)
+    stuck_in_all_reduce(run, 0)
+    stacks = [waiting_in(0)] + [running(r) for r in range(1, world)]
+    for s in stacks:
+        s.host = f"node {s.rank // 8} (n{s.rank // 8})"
+    run.outcome("stalled", stacks=stacks, **STALLED)
+    [finding] = judge("DDP503", run.model())
+    assert ("ranks 1-1023 on node 0 (n0), node 1 (n1), node 2 (n2), node 3 (n3) and 124 more nodes are "
+            "running spin at train.py:12") in finding.message
+    assert finding.message.endswith("steps done: ranks 600-1023 → 2, ranks 0-599 → 3")
+    detail = finding.evidence["detail"].splitlines()
+    assert len(detail) < 20
+    assert "… 420 more ranks like rank 600 (step 2)" in detail
+    assert "… 595 more ranks like rank 1 (step 3)" in detail
+    assert detail[2].startswith("rank 0: step 3, last collective all_reduce of [3] float32")
+    assert len(finding.evidence["per_rank"]) == world  # the evidence keeps every rank

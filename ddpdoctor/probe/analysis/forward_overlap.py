@@ -4,6 +4,7 @@ judged (a constant attention mask is the same on every rank by design)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Optional
@@ -54,19 +55,50 @@ class InputPair:
         return same >= MIN_FORWARDS and same >= MAJORITY * self.compared
 
 
-def input_pairs(by_rank: dict[int, dict[int, tm.ForwardInputs]], varying: list[str]) -> list[InputPair]:
+def _pair(a: int, b: int, signature: dict[int, dict[int, tuple]],
+          by_rank: dict[int, dict[int, tm.ForwardInputs]]) -> InputPair:
+    pair = InputPair(a, b)
+    seen_a = set(signature[a].values())
+    for iteration in sorted(set(signature[a]) & set(signature[b])):
+        pair.compared += 1
+        if signature[a][iteration] == signature[b][iteration]:
+            pair.identical += 1
+            pair.steps.append(by_rank[a][iteration].step)
+        elif signature[b][iteration] in seen_a:
+            pair.moved += 1
+    return pair
+
+
+def input_pairs(by_rank: dict[int, dict[int, tm.ForwardInputs]],
+                varying: list[str]) -> tuple[list[InputPair], bool]:
+    """(the flagged pairs that compared MIN_FORWARDS or more forwards, by (a, b); whether any pair
+    compared that many). Only ranks that share an input signature can be alike: they are found
+    from one index of the signatures, not by comparing every pair of ranks (half a million at
+    1,024 ranks)."""
     signature = {rank: {i: tuple(r.tensors[k] for k in varying) for i, r in records.items()}
                  for rank, records in by_rank.items()}
-    pairs = []
-    for a, b in combinations(sorted(by_rank), 2):
-        pair = InputPair(a, b)
-        seen_a = set(signature[a].values())
-        for iteration in sorted(set(signature[a]) & set(signature[b])):
-            pair.compared += 1
-            if signature[a][iteration] == signature[b][iteration]:
-                pair.identical += 1
-                pair.steps.append(by_rank[a][iteration].step)
-            elif signature[b][iteration] in seen_a:
-                pair.moved += 1
-        pairs.append(pair)
-    return pairs
+    holders: dict[tuple, set[int]] = {}
+    for rank, signatures in signature.items():
+        for value in signatures.values():
+            holders.setdefault(value, set()).add(rank)
+    candidates = {pair for ranks in holders.values() if len(ranks) > 1
+                  for pair in combinations(sorted(ranks), 2)}
+    flagged = []
+    for a, b in sorted(candidates):
+        pair = _pair(a, b, signature, by_rank)
+        if pair.compared >= MIN_FORWARDS and pair.flagged:
+            flagged.append(pair)
+    return flagged, _some_pair_compared(signature)
+
+
+def _some_pair_compared(signature: dict[int, dict[int, tuple]]) -> bool:
+    """Two ranks recorded MIN_FORWARDS or more of the same iterations: ranks with the same
+    iterations (the usual case) are checked once."""
+    kinds = Counter(frozenset(signatures) for signatures in signature.values())
+    sets = list(kinds.items())
+    for i, (iterations, n) in enumerate(sets):
+        if n >= 2 and len(iterations) >= MIN_FORWARDS:
+            return True
+        if any(len(iterations & other) >= MIN_FORWARDS for other, _n in sets[i + 1:]):
+            return True
+    return False

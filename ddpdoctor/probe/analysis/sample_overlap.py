@@ -149,70 +149,138 @@ class _Held:
         return self._padding
 
 
-def _sharing(held: dict[tuple[int, int], _Held], what: str) -> set[tuple[int, int, int]]:
-    """(a, b, epoch) for every pair of ranks a < b holding a common key (sample or batch
-    fingerprint) in that epoch, from one pass over the keys rather than one per pair."""
-    holders: dict[tuple[int, str], set[int]] = {}
+def _sharing(held: dict[tuple[int, int], _Held]) -> set[tuple[int, int, int]]:
+    """(a, b, epoch) for every pair of ranks a < b holding a common sample fingerprint in that
+    epoch, from one count of the samples rather than one comparison per pair. Only the samples
+    held by two ranks or more (none, when every rank has its own shard) are indexed by rank."""
+    by_epoch: dict[int, list[tuple[int, Counter]]] = {}
     for (rank, epoch), entry in held.items():
-        for key in getattr(entry, what):
-            holders.setdefault((epoch, key), set()).add(rank)
+        by_epoch.setdefault(epoch, []).append((rank, entry.counts))
     pairs = set()
-    for (epoch, _key), ranks in holders.items():
-        if len(ranks) > 1:
+    for epoch, entries in by_epoch.items():
+        tally: Counter = Counter()
+        for _rank, counts in entries:  # a rank holds an epoch once: a count above 1 is 2+ ranks
+            tally.update(counts.keys())
+        common = {key for key, n in tally.items() if n > 1}
+        if not common:
+            continue
+        holders: dict[str, set[int]] = {}
+        for rank, counts in entries:
+            for key in common.intersection(counts):
+                holders.setdefault(key, set()).add(rank)
+        for ranks in holders.values():
             pairs.update((a, b, epoch) for a, b in combinations(sorted(ranks), 2))
     return pairs
 
 
-def pair_stats(by_rank: dict[int, dict[int, LoaderEpoch]], world: int) -> list[PairStats]:
+@dataclass
+class PairSummary:
+    """Every pair of ranks of one loader, as the check reads them. Only a pair that shares a
+    sample fingerprint in some epoch can have matches, hence be flagged: those pairs get full
+    statistics (`shared`, by (a, b)). The others, half a million pairs at 1,024 ranks, are read
+    only through what the check asks of all pairs, aggregated without one object per pair."""
+
+    shared: list[PairStats]  # pairs with a sample in common in some epoch, by (a, b)
+    compared: bool  # some pair saw samples in a common epoch (a PairStats with product > 0)
+    most_seen: int  # max over pairs of min(seen_a, seen_b): samples per rank compared
+    most_expected_if_whole: Optional[float]  # max over pairs of PairStats.expected_if_whole
+
+    @property
+    def flagged(self) -> list[PairStats]:
+        return [p for p in self.shared if p.flagged]
+
+    @property
+    def refuted(self) -> bool:
+        """Enough samples were compared to rule out that the ranks read the same data."""
+        return self.most_expected_if_whole is not None and self.most_expected_if_whole >= REFUTE_MIN_EXPECTED
+
+
+def pair_summary(by_rank: dict[int, dict[int, LoaderEpoch]], world: int) -> PairSummary:
+    """The pairs of ranks of one loader (see PairSummary), in work that grows with the records
+    and the sharing pairs, not with the square of the world."""
     rate = duplicate_rate(by_rank)
     size = epoch_size(by_rank)
     dataset_len = next((l.dataset_len for l in loader_records(by_rank) if l.dataset_len), None)
-    stats = []
-    # What each rank's epoch holds, built once per rank rather than once per pair: the pairs
-    # grow with the square of the world (1,024 ranks: half a million).
     held = {(rank, epoch): _Held(entry) for rank, epochs in by_rank.items() for epoch, entry in epochs.items()}
-    share_units = _sharing(held, "counts")
-    share_prints = _sharing(held, "prints")
-    for a, b in combinations(sorted(by_rank), 2):
-        pair = PairStats(a, b, epoch_size=size)
-        for epoch in sorted(set(by_rank[a]) & set(by_rank[b])):
-            eb = by_rank[b][epoch]
-            ha, hb = held[(a, epoch)], held[(b, epoch)]
-            units_a, units_b = ha.units, hb.units
-            if not units_a or not units_b:
-                continue
-            counts_a, counts_b = ha.counts, hb.counts
-            pair.seen_a += len(units_a)
-            pair.seen_b += len(units_b)
-            pair.product += len(units_a) * len(units_b)
-            if (a, b, epoch) in share_units:
-                pair.matches += sum(k * counts_b[f] for f, k in counts_a.items() if f in counts_b)
-                pair.b_in_a += sum(1 for f in units_b if f in counts_a)
-            pair.padding += max(ha.padding(world), hb.padding(world))
-            at_a, prints_a = ha.at, ha.prints
-            pair.batches_a += len(ha.entry.batches)
-            pair.batches_b += len(eb.batches)
-            if (a, b, epoch) not in share_prints:  # no batch of b is one of a's: only count places
-                pair.common_batches += (len(ha.indices & hb.indices) if hb.unique_indices
-                                        else sum(1 for batch in eb.batches if batch.index in at_a))
-                continue
-            for batch in eb.batches:
-                other = at_a.get(batch.index)
-                if other is not None:
-                    pair.common_batches += 1
-                    if other.fingerprint == batch.fingerprint:
-                        pair.identical_batches += 1
-                        pair.identical_steps.append(other.step)
-                        continue
-                if batch.fingerprint in prints_a:
-                    pair.moved_batches += 1
-        if not pair.product:
-            continue
+    share_units = _sharing(held)
+    shared = []
+    for a, b in sorted({(a, b) for a, b, _epoch in share_units}):
+        pair = _pair(a, b, by_rank, held, share_units, world, size)
         pair.expected = rate * pair.product
         if dataset_len:
             pair.expected_if_whole = pair.product / dataset_len * (1.0 - rate)
-        stats.append(pair)
-    return stats
+        shared.append(pair)
+    compared, most_seen, product = _all_pairs(by_rank, held)
+    # expected_if_whole grows with the product (floating point too): the largest is the product's
+    most = product / dataset_len * (1.0 - rate) if dataset_len and compared else None
+    return PairSummary(shared, compared, most_seen, most)
+
+
+def _pair(a: int, b: int, by_rank: dict[int, dict[int, LoaderEpoch]], held: dict[tuple[int, int], _Held],
+          share_units: set[tuple[int, int, int]], world: int, size: Optional[int]) -> PairStats:
+    pair = PairStats(a, b, epoch_size=size)
+    for epoch in sorted(set(by_rank[a]) & set(by_rank[b])):
+        eb = by_rank[b][epoch]
+        ha, hb = held[(a, epoch)], held[(b, epoch)]
+        units_a, units_b = ha.units, hb.units
+        if not units_a or not units_b:
+            continue
+        counts_a, counts_b = ha.counts, hb.counts
+        pair.seen_a += len(units_a)
+        pair.seen_b += len(units_b)
+        pair.product += len(units_a) * len(units_b)
+        if (a, b, epoch) in share_units:
+            pair.matches += sum(k * counts_b[f] for f, k in counts_a.items() if f in counts_b)
+            pair.b_in_a += sum(1 for f in units_b if f in counts_a)
+        pair.padding += max(ha.padding(world), hb.padding(world))
+        at_a, prints_a = ha.at, ha.prints
+        pair.batches_a += len(ha.entry.batches)
+        pair.batches_b += len(eb.batches)
+        if ha.prints.isdisjoint(hb.prints):  # no batch of b is one of a's: only count places
+            pair.common_batches += (len(ha.indices & hb.indices) if hb.unique_indices
+                                    else sum(1 for batch in eb.batches if batch.index in at_a))
+            continue
+        for batch in eb.batches:
+            other = at_a.get(batch.index)
+            if other is not None:
+                pair.common_batches += 1
+                if other.fingerprint == batch.fingerprint:
+                    pair.identical_batches += 1
+                    pair.identical_steps.append(other.step)
+                    continue
+            if batch.fingerprint in prints_a:
+                pair.moved_batches += 1
+    return pair
+
+
+def _all_pairs(by_rank: dict[int, dict[int, LoaderEpoch]],
+               held: dict[tuple[int, int], _Held]) -> tuple[bool, int, int]:
+    """(some pair compared samples, max of min(seen_a, seen_b), max product) over every pair of
+    ranks. A pair's numbers depend only on the two ranks' samples per epoch, and ranks of one
+    run mostly have the same: each distinct profile is paired once, with itself when two ranks
+    share it."""
+    profiles = Counter(tuple(sorted((epoch, len(held[(rank, epoch)].units)) for epoch in epochs
+                                    if held[(rank, epoch)].units))
+                       for rank, epochs in by_rank.items())
+    kinds = [(dict(profile), n) for profile, n in profiles.items()]
+    compared, most_seen, most_product = False, 0, 0
+    for i, (pa, na) in enumerate(kinds):
+        for j in range(i, len(kinds)):
+            pb, _nb = kinds[j]
+            if j == i and na < 2:
+                continue
+            seen_a = seen_b = product = 0
+            for epoch, sa in pa.items():
+                sb = pb.get(epoch)
+                if sb:
+                    seen_a += sa
+                    seen_b += sb
+                    product += sa * sb
+            if product:
+                compared = True
+                most_seen = max(most_seen, min(seen_a, seen_b))
+                most_product = max(most_product, product)
+    return compared, most_seen, most_product
 
 
 @dataclass
