@@ -14,7 +14,8 @@ _SCALAR = {"ctx", "id", "attr", "name", "arg", "asname", "module", "level", "typ
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _fields(cls: type) -> tuple[str, ...]:
+def node_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes."""
     fields = _FIELDS.get(cls)
     if fields is None:
         fields = tuple(f for f in cls._fields
@@ -28,7 +29,7 @@ def children(node: ast.AST) -> list[ast.AST]:
     out: list[ast.AST] = []
     AST = ast.AST
     fields = _FIELDS.get(node.__class__)
-    for name in _fields(node.__class__) if fields is None else fields:
+    for name in node_fields(node.__class__) if fields is None else fields:
         value = getattr(node, name, None)
         if value is None:
             continue
@@ -51,7 +52,7 @@ def walk(root: ast.AST) -> list[ast.AST]:
         node = out[index]
         index += 1
         fields = fields_of.get(node.__class__)
-        for name in _fields(node.__class__) if fields is None else fields:
+        for name in node_fields(node.__class__) if fields is None else fields:
             value = getattr(node, name, None)
             if value is None:
                 continue

@@ -37,12 +37,14 @@ def gather(script: str) -> LintFacts:
     try:
         program = Program(load_program(script, notes))
         facts = build(program, script)
+        paths = [str(f.path) for f in program.files]
+        program.release()
     finally:
         if collecting:
             gc.enable()
     facts.notes.extend(notes)
     facts.elapsed_s = time.perf_counter() - started
-    cache.store(script, facts, [str(f.path) for f in program.files])
+    cache.store(script, facts, paths)
     return facts
 
 
