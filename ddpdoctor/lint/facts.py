@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import data_sized
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
+from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
 
 MAX_DEPTH = 4  # calls followed from a guarded block to the collective
@@ -283,10 +284,10 @@ class FactBuilder:
         """The expression depends on the rank. strict: a rank handed on as `rank=` to a call
         (`Dataset(..., rank=rank)`, which may only cache or log on one rank) does not count."""
         ranks = self.program.ranks
-        passed_on = {id(n) for sub in ast.walk(node) if strict and isinstance(sub, ast.Call)
+        passed_on = {id(n) for sub in walk(node) if strict and isinstance(sub, ast.Call)
                      for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
-                     for n in ast.walk(kw.value)}
-        for sub in ast.walk(node):
+                     for n in walk(kw.value)}
+        for sub in walk(node):
             if id(sub) in passed_on:
                 continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard
             if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub, fn):
@@ -295,7 +296,7 @@ class FactBuilder:
                 return True
         if depth <= 0:
             return False
-        for sub in ast.walk(node):
+        for sub in walk(node):
             if id(sub) in passed_on:
                 continue
             if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and
@@ -404,7 +405,7 @@ class FactBuilder:
         """Names passed as `training_data=` (deepspeed.initialize builds and shards the loader)."""
         if not hasattr(self, "_framework_data"):
             self._framework_data = {n.id for _, call, _, _ in self.calls() for kw in call.keywords
-                                    if kw.arg == "training_data" for n in ast.walk(kw.value)
+                                    if kw.arg == "training_data" for n in walk(kw.value)
                                     if isinstance(n, ast.Name)}
         return self._framework_data
 
@@ -419,9 +420,9 @@ class FactBuilder:
                 if not isinstance(node, (ast.For, ast.AsyncFor)):
                     continue
                 if not any(isinstance(c, ast.Call) and self._backward(c, fn)
-                           for stmt in node.body for c in ast.walk(stmt)):
+                           for stmt in node.body for c in walk(stmt)):
                     continue
-                for sub in ast.walk(node.iter):
+                for sub in walk(node.iter):
                     name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
                     if not name:
                         continue
@@ -535,12 +536,12 @@ class FactBuilder:
         for fn in self.functions:
             for node, depth in _fn_loops(fn):
                 if isinstance(node, (ast.For, ast.AsyncFor)):
-                    names = {last_name(n) for n in ast.walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
+                    names = {last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
                     again = depth > 0 or self.in_loop(fn)
                     for name in filter(None, names):
                         out[name] = out.get(name, False) or again
                 # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch)
-                for sub in ast.walk(node):
+                for sub in walk(node):
                     if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \
                             and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
                         name = last_name(sub.args[0])
@@ -588,7 +589,7 @@ class FactBuilder:
         for fn in self.functions:
             for loop, _ in _fn_loops(fn):
                 body = [n for stmt in loop.body if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
-                        for n in ast.walk(stmt)]
+                        for n in walk(stmt)]
                 for node in body:
                     if not (isinstance(node, ast.Assign) and any(
                             isinstance(t, ast.Attribute) and t.attr == "require_backward_grad_sync"
@@ -811,7 +812,7 @@ def _fn_loops(fn: Function) -> list[tuple[ast.AST, int]]:
 
 def _loops(root: ast.AST, depth: int) -> Iterator[tuple[ast.AST, int]]:
     """Every loop of a function body with the number of loops around it (no nested defs)."""
-    for child in ast.iter_child_nodes(root):
+    for child in children(root):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         if isinstance(child, (ast.For, ast.AsyncFor, ast.While)):
@@ -856,7 +857,7 @@ def _loop_calls(body: list[ast.stmt], conditional: bool, skip: Optional[ast.AST]
 
 
 def _expr_calls(node: ast.AST, conditional: bool) -> Iterator[tuple[ast.Call, bool]]:
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Call):
             yield sub, conditional
 

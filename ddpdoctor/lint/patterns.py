@@ -1,13 +1,17 @@
-"""What the lint recognises in an expression by its spelling: the calls and environment
-variables that give a rank, the collectives, the rank-only decorators, and the RankTest a guard
-is. Which names hold a rank is decided by data flow, scope by scope, in ranks.py.
+"""What the lint knows about DDP: the calls and environment variables that give a rank, the
+collectives (torch.distributed, Accelerate, Lightning, Fabric, a DDP model's forward that
+broadcasts buffers), saves, init_process_group, the rank-only decorators, and the RankTest a
+guard is. program.py resolves names and follows control flow and asks these what a resolved call
+means; which names hold a rank is decided by data flow, scope by scope, in ranks.py.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
+
+from ddpdoctor.lint.nodes import walk
 
 # Calls that return a rank.
 RANK_CALLS = {"get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank", "get_ordinal",
@@ -121,3 +125,167 @@ def truthy(node: Optional[ast.AST]) -> bool:
 
 
 CollectiveMatcher = Callable[[ast.Call], Optional[str]]
+
+
+# ---------------------------------------------------------------------- what calls mean for DDP
+# Each takes the Program (lint/program.py: name resolution and control flow) and the function a
+# call sits in; the Program resolves names, these say what the resolved call means.
+Program = Any  # ddpdoctor.lint.program.Program (program imports this module, not the reverse)
+Function = Any
+
+# Models whose modules hold buffers (BatchNorm running stats) that a DDP forward broadcasts.
+BUFFER_MARKERS = ("BatchNorm", "register_buffer", "SyncBatchNorm", "track_running_stats=True")
+BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "inception", "regnet",
+                "_bn", "googlenet", "shufflenet", "mnasnet", "wide_resnet")
+
+
+def rank_only_decorator(node: ast.AST) -> Optional[str]:
+    """The text of a decorator that runs the function on one rank only (`@rank_zero_only`)."""
+    for deco in getattr(node, "decorator_list", []):
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if last_name(target) in RANK_ONLY_DECORATORS:
+            return "@" + text(deco)
+    return None
+
+
+def is_init(program: Program, call: ast.Call, fn: Function) -> bool:
+    """The call sets up the default process group."""
+    return last_name(call.func) == "init_process_group"
+
+
+def is_save(program: Program, call: ast.Call, fn: Function) -> bool:
+    """The call writes a checkpoint file (torch.save, whatever it was imported as)."""
+    return (program.qualify(call.func, fn) or "") == "torch.save"
+
+
+def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
+    """What a call is, in the user's words, when it is a collective (or ends in one)."""
+    full = program.qualify(call.func, fn) or ""
+    name = last_name(call.func) or ""
+    if full.startswith("torch.distributed.") and name in TORCH_COLLECTIVES:
+        return f"dist.{name}()"
+    if name.endswith("DistributedDataParallel") and full.startswith("torch."):
+        return "DistributedDataParallel(...) (its constructor broadcasts the parameters)"
+    if full.startswith("accelerate.") and name in ACCELERATE_COLLECTIVES:
+        return f"accelerate {name}()"
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if receiver is not None:
+        owner = (last_name(receiver) or "").lower()
+        if program.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
+                "accelerator" in owner or made_by(program, receiver, fn, "Accelerator")):
+            return f"accelerator.{name}()"
+        if program.uses_lightning():
+            if isinstance(receiver, ast.Name) and receiver.id == "self":
+                if name in ("log", "log_dict") and truthy(keyword(call, "sync_dist")):
+                    return f"self.{name}(..., sync_dist=True) (all-reduces the value)"
+                if name == "all_gather" and program.resolve(call.func, fn)[0] == []:
+                    return "self.all_gather()"
+            if name == "save_checkpoint" and owner.endswith("trainer") and not program.resolve(call.func, fn)[0]:
+                return "trainer.save_checkpoint() (all ranks meet in a barrier)"
+            if name == "barrier" and owner == "strategy":
+                return "strategy.barrier()"
+            if name in FABRIC_COLLECTIVES and ("fabric" in owner or made_by(program, receiver, fn, "Fabric")):
+                return f"fabric.{name}()"
+    wrapped = ddp_model(program, call, fn)
+    if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
+        return f"forward of the DDP model {text(call.func)} (DDP broadcasts its buffers in every forward)"
+    return None
+
+
+def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> bool:
+    """The name or attribute holds an object built by `cls_name(...)`."""
+    for value, scope in program.values_of(node, fn):
+        if isinstance(value, ast.Call) and last_name(value.func) == cls_name:
+            return True
+    return False
+
+
+def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
+    """`DistributedDataParallel(...)` (torch's, under any import name)."""
+    if not isinstance(value, ast.Call):
+        return False
+    full = program.qualify(value.func, fn) or ""
+    return full.endswith("DistributedDataParallel") and full.startswith("torch.")
+
+
+def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
+    """The DDP(...) call that a called name or `self.attr` holds, if any."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        found = program.lookup(func.id, fn)
+        for line, value, scope in found:
+            # `model = DDP(model)` in this very function: only calls after it are DDP forwards
+            if ddp_call(program, value, scope) and (scope is not fn or line < call.lineno):
+                return value, scope
+        if not found:
+            for value, scope in program.values_of(func, fn):
+                if ddp_call(program, value, scope):
+                    return value, scope
+        return None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        for value, scope in program.values_of(func, fn, depth=1):
+            if ddp_call(program, value, scope):
+                return value, scope
+    return None
+
+
+def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
+    """The wrapped module visibly holds buffers that DDP broadcasts (broadcast_buffers on)."""
+    flag = keyword(ddp, "broadcast_buffers")
+    if flag is not None and not truthy(flag):
+        return False
+    if not ddp.args:
+        return False
+    return _buffered(program, ddp.args[0], fn, 4, set())
+
+
+def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: set) -> bool:
+    if depth <= 0:
+        return False
+    for value, scope in program.values_of(node, fn):
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                value.func.attr in ("to", "cuda", "cpu", "float", "half", "bfloat16", "double"):
+            if _buffered(program, value.func.value, scope, depth - 1, seen):
+                return True
+            continue
+        body = text(value, 100000)
+        if any(m in body for m in BUFFER_MARKERS):
+            return True
+        full = (program.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else ""
+        if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
+            return True
+        if isinstance(value, ast.Call):
+            target = program.callee(value.func, scope)
+            if program.is_class(target) and _class_buffered(program, target, seen):
+                return True
+            if program.is_function(target):
+                for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value):
+                    if _buffered(program, ret, target, depth - 1, seen):
+                        return True
+            for arg in value.args:
+                if _buffered(program, arg, scope, depth - 1, seen):
+                    return True
+    return False
+
+
+def _class_buffered(program: Program, klass, seen: set) -> bool:
+    """The class builds a BatchNorm-like module or registers a buffer unconditionally
+    (nanoGPT's causal-mask buffer sits under `if not self.flash:`: not counted)."""
+    if klass in seen:
+        return False
+    seen.add(klass)
+    conditional = {id(n) for branch in walk(klass.node) if isinstance(branch, (ast.If, ast.IfExp))
+                   for part in (branch.body, branch.orelse)
+                   for stmt in (part if isinstance(part, list) else [part]) for n in walk(stmt)}
+    for node in walk(klass.node):
+        if not isinstance(node, ast.Call):
+            continue
+        name = last_name(node.func) or ""
+        if "BatchNorm" in name or (name == "register_buffer" and id(node) not in conditional):
+            return True
+        if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
+            return True
+        target = program.callee(node.func, klass.module.body)
+        if program.is_class(target) and _class_buffered(program, target, seen):
+            return True
+    return any(_class_buffered(program, b, seen) for b in program.bases(klass))

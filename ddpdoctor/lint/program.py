@@ -6,6 +6,10 @@ Calls are resolved the way a reader follows them: a plain name to the function o
 scope or imported from a local module, `self.m()` to the method of the enclosing class (or a
 local base class), `obj.m()` where `obj = LocalClass(...)` to that class's method. What cannot
 be resolved this way is left alone, which keeps the lint from guessing.
+
+This module knows names and control flow only: what a call means for DDP (a collective, a
+save, init_process_group, a DDP model's forward, a rank-only decorator) is asked of patterns.py,
+and which tests differ between ranks of ranks.py.
 """
 
 from __future__ import annotations
@@ -15,18 +19,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
-from ddpdoctor.lint.patterns import (ACCELERATE_COLLECTIVES, FABRIC_COLLECTIVES,
-                                     RANK_ONLY_DECORATORS, TORCH_COLLECTIVES, RankTest,
-                                     dotted, keyword, last_name, text, truthy)
+from ddpdoctor.lint import patterns
+from ddpdoctor.lint.patterns import RankTest, dotted, last_name, text
+from ddpdoctor.lint.nodes import children
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.sources import SourceFile
 
 FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Module]
 TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-# Models whose modules hold buffers (BatchNorm running stats) that a DDP forward broadcasts.
-BUFFER_MARKERS = ("BatchNorm", "register_buffer", "SyncBatchNorm", "track_running_stats=True")
-BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "inception", "regnet",
-                "_bn", "googlenet", "shufflenet", "mnasnet", "wide_resnet")
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,30 @@ class Program:
         self.reachable = self._reachable()  # walks each reached function (only those) once
         self.skipped = sum(1 for f in self.functions if f not in self.reachable)
 
+    def release(self) -> None:
+        """Drop every reference to the syntax trees, once the facts are built: the program's
+        objects refer to each other (cycles), so without this the trees (a million objects for a
+        200-file package) wait for the cyclic collector, which then spends most of a second on
+        them; cleared, they are freed at once by reference counting."""
+        for source in self.files:
+            source.tree = None
+            source._nodes = None
+            source.__dict__.pop("_imports", None)
+        for fn in self.functions:
+            fn.node = None
+            fn._own = None
+            fn.events = []
+            fn.calls = []
+            fn.bindings = {}
+            fn.attr_bindings = {}
+            fn.arguments = {}
+            fn.__dict__.pop("_loops", None)
+        for klass in self.classes:
+            klass.node = None
+            klass.attrs = {}
+        self.ranks.__dict__.clear()
+        self.__dict__.clear()
+
     # ------------------------------------------------------------------ reachability
     def _reachable(self) -> set[Function]:
         """What running the entry script can execute: its top level (with its `__main__`
@@ -231,7 +255,7 @@ class Program:
         self.functions.append(module.body)
         name = source.module or source.import_name  # the script's relative imports: from its package
         package = name if source.path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in source.nodes:
+        for node in source.imports:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -254,7 +278,7 @@ class Program:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 fn = Function(node.name, prefix + node.name, module.file, node, module, cls, parent)
-                fn.rank_only = _rank_only_decorator(node)
+                fn.rank_only = patterns.rank_only_decorator(node)
                 self.functions.append(fn)
                 if cls is not None and parent is None:
                     cls.methods[node.name] = fn
@@ -477,6 +501,18 @@ class Program:
                     return target
         return None
 
+    def callee(self, func: ast.AST, fn: Function) -> Optional[Union[Function, Klass, Module]]:
+        """The local function or class a call's target names (`f`, `Cls`, `module.f`), if any."""
+        return self._callee_symbol(func, fn)
+
+    @staticmethod
+    def is_class(symbol) -> bool:
+        return isinstance(symbol, Klass)
+
+    @staticmethod
+    def is_function(symbol) -> bool:
+        return isinstance(symbol, Function)
+
     def _callee_symbol(self, func: ast.AST, fn: Function):
         if isinstance(func, ast.Name):
             return self.symbol(func.id, fn)
@@ -567,135 +603,28 @@ class Program:
         return []
 
     # ------------------------------------------------------------------ what calls mean
+    # What a call means for DDP is patterns.py's knowledge; these stay as the names the fact
+    # gatherers call.
     def uses(self, package: str) -> bool:
         return package in self.imported
-
-    def collective(self, call: ast.Call, fn: Function) -> Optional[str]:
-        """What a call is, in the user's words, when it is a collective (or ends in one)."""
-        full = self.qualify(call.func, fn) or ""
-        name = last_name(call.func) or ""
-        if full.startswith("torch.distributed.") and name in TORCH_COLLECTIVES:
-            return f"dist.{name}()"
-        if name.endswith("DistributedDataParallel") and full.startswith("torch."):
-            return "DistributedDataParallel(...) (its constructor broadcasts the parameters)"
-        if full.startswith("accelerate.") and name in ACCELERATE_COLLECTIVES:
-            return f"accelerate {name}()"
-        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-        if receiver is not None:
-            owner = (last_name(receiver) or "").lower()
-            if self.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
-                    "accelerator" in owner or self._made_by(receiver, fn, "Accelerator")):
-                return f"accelerator.{name}()"
-            if self.uses_lightning():
-                if isinstance(receiver, ast.Name) and receiver.id == "self":
-                    if name in ("log", "log_dict") and truthy(keyword(call, "sync_dist")):
-                        return f"self.{name}(..., sync_dist=True) (all-reduces the value)"
-                    if name == "all_gather" and self.resolve(call.func, fn)[0] == []:
-                        return "self.all_gather()"
-                if name == "save_checkpoint" and owner.endswith("trainer") and not self.resolve(call.func, fn)[0]:
-                    return "trainer.save_checkpoint() (all ranks meet in a barrier)"
-                if name == "barrier" and owner == "strategy":
-                    return "strategy.barrier()"
-                if name in FABRIC_COLLECTIVES and ("fabric" in owner or self._made_by(receiver, fn, "Fabric")):
-                    return f"fabric.{name}()"
-        wrapped = self.ddp_model(call, fn)
-        if wrapped is not None and self.has_buffers(wrapped[0], wrapped[1]):
-            return f"forward of the DDP model {text(call.func)} (DDP broadcasts its buffers in every forward)"
-        return None
 
     def uses_lightning(self) -> bool:
         return self.uses("lightning") or self.uses("pytorch_lightning")
 
-    def _made_by(self, node: ast.AST, fn: Function, cls_name: str) -> bool:
-        for value, scope in self.values_of(node, fn):
-            if isinstance(value, ast.Call) and last_name(value.func) == cls_name:
-                return True
-        return False
+    def collective(self, call: ast.Call, fn: Function) -> Optional[str]:
+        """What a call is, in the user's words, when it is a collective (or ends in one)."""
+        return patterns.collective(self, call, fn)
 
     def ddp_call(self, value: ast.AST, fn: Function) -> bool:
-        if not isinstance(value, ast.Call):
-            return False
-        full = self.qualify(value.func, fn) or ""
-        return full.endswith("DistributedDataParallel") and full.startswith("torch.")
+        return patterns.ddp_call(self, value, fn)
 
     def ddp_model(self, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
         """The DDP(...) call that a called name or `self.attr` holds, if any."""
-        func = call.func
-        if isinstance(func, ast.Name):
-            found = self.lookup(func.id, fn)
-            for line, value, scope in found:
-                # `model = DDP(model)` in this very function: only calls after it are DDP forwards
-                if self.ddp_call(value, scope) and (scope is not fn or line < call.lineno):
-                    return value, scope
-            if not found:
-                for value, scope in self.values_of(func, fn):
-                    if self.ddp_call(value, scope):
-                        return value, scope
-            return None
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            for value, scope in self.values_of(func, fn, depth=1):
-                if self.ddp_call(value, scope):
-                    return value, scope
-        return None
+        return patterns.ddp_model(self, call, fn)
 
     def has_buffers(self, ddp: ast.Call, fn: Function) -> bool:
         """The wrapped module visibly holds buffers that DDP broadcasts (broadcast_buffers on)."""
-        flag = keyword(ddp, "broadcast_buffers")
-        if flag is not None and not truthy(flag):
-            return False
-        if not ddp.args:
-            return False
-        return self._buffered(ddp.args[0], fn, 4, set())
-
-    def _buffered(self, node: ast.AST, fn: Function, depth: int, seen: set) -> bool:
-        if depth <= 0:
-            return False
-        for value, scope in self.values_of(node, fn):
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
-                    value.func.attr in ("to", "cuda", "cpu", "float", "half", "bfloat16", "double"):
-                if self._buffered(value.func.value, scope, depth - 1, seen):
-                    return True
-                continue
-            body = text(value, 100000)
-            if any(m in body for m in BUFFER_MARKERS):
-                return True
-            full = (self.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else ""
-            if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
-                return True
-            if isinstance(value, ast.Call):
-                target = self._callee_symbol(value.func, scope)
-                if isinstance(target, Klass) and self._class_buffered(target, seen):
-                    return True
-                if isinstance(target, Function):
-                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value):
-                        if self._buffered(ret, target, depth - 1, seen):
-                            return True
-                for arg in value.args:
-                    if self._buffered(arg, scope, depth - 1, seen):
-                        return True
-        return False
-
-    def _class_buffered(self, klass: Klass, seen: set) -> bool:
-        """The class builds a BatchNorm-like module or registers a buffer unconditionally
-        (nanoGPT's causal-mask buffer sits under `if not self.flash:`: not counted)."""
-        if klass in seen:
-            return False
-        seen.add(klass)
-        conditional = {id(n) for branch in ast.walk(klass.node) if isinstance(branch, (ast.If, ast.IfExp))
-                       for part in (branch.body, branch.orelse)
-                       for stmt in (part if isinstance(part, list) else [part]) for n in ast.walk(stmt)}
-        for node in ast.walk(klass.node):
-            if not isinstance(node, ast.Call):
-                continue
-            name = last_name(node.func) or ""
-            if "BatchNorm" in name or (name == "register_buffer" and id(node) not in conditional):
-                return True
-            if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
-                return True
-            target = self._callee_symbol(node.func, klass.module.body)
-            if isinstance(target, Klass) and self._class_buffered(target, seen):
-                return True
-        return any(self._class_buffered(b, seen) for b in self.bases(klass))
+        return patterns.has_buffers(self, ddp, fn)
 
 
 # Method names too common to guess a receiver by (fabric.save, model.train, optimizer.step).
@@ -708,14 +637,14 @@ COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "
 
 def _module_nodes(tree: ast.Module) -> Iterator[ast.AST]:
     """A module's top-level code, class bodies included (they run at import), not function bodies."""
-    stack = list(ast.iter_child_nodes(tree))
+    stack = children(tree)
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             stack.extend(node.decorator_list if not isinstance(node, ast.Lambda) else [])
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
 
 
 def _calls_param(target: "Function", slot) -> bool:
@@ -748,14 +677,6 @@ def _is_main_block(stmt: ast.stmt) -> bool:
         and test.comparators[0].value == "__main__"
 
 
-def _rank_only_decorator(node: ast.AST) -> Optional[str]:
-    for deco in getattr(node, "decorator_list", []):
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        if last_name(target) in RANK_ONLY_DECORATORS:
-            return "@" + text(deco)
-    return None
-
-
 def _negation_text(node: ast.AST) -> str:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return text(node.operand, 10_000)
@@ -779,13 +700,13 @@ def _conjuncts(test: ast.AST) -> set[str]:
 
 def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
     """Every node of a function body, not descending into nested defs, classes or lambdas."""
-    stack = list(ast.iter_child_nodes(root))
+    stack = children(root)
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
 
 
 class Walker:
@@ -872,7 +793,7 @@ class Walker:
             for case in stmt.cases:
                 self.block(case.body, guards, loops)
             return
-        for child in ast.iter_child_nodes(stmt):
+        for child in children(stmt):
             self.expr(child, guards, loops)
 
     def expr(self, node: ast.AST, guards: tuple[Guard, ...], loops: int) -> None:
@@ -900,7 +821,7 @@ class Walker:
             return
         if isinstance(node, ast.Call):
             self.call(node, guards, loops)
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             self.expr(child, guards, loops)
 
     def call(self, call: ast.Call, guards: tuple[Guard, ...], loops: int) -> None:
@@ -911,10 +832,9 @@ class Walker:
         op = program.collective(call, fn)
         if op is not None:
             fn.events.append(Event("collective", call, line, guards, loops, op=op, conds=conds))
-        full = program.qualify(call.func, fn) or ""
-        if last_name(call.func) == "init_process_group":
+        if patterns.is_init(program, call, fn):
             fn.events.append(Event("init", call, line, guards, loops, conds=conds))
-        if full == "torch.save":
+        if patterns.is_save(program, call, fn):
             fn.events.append(Event("save", call, line, guards, loops, conds=conds))
         targets, weak = program.resolve(call.func, fn)
         if targets or weak:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.core.errors import UsageError
+from ddpdoctor.lint.nodes import walk
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
 MAX_BYTES = 4_000_000  # per file
@@ -37,8 +38,16 @@ class SourceFile:
     def nodes(self) -> list[ast.AST]:
         """Every node of the file, walked once (several passes read them)."""
         if self._nodes is None:
-            self._nodes = list(ast.walk(self.tree))
+            self._nodes = walk(self.tree)
         return self._nodes
+
+    @property
+    def imports(self) -> list[ast.AST]:
+        """The import statements, in the order of `nodes` (read by two passes)."""
+        found = self.__dict__.get("_imports")
+        if found is None:
+            found = self.__dict__["_imports"] = [n for n in self.nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
+        return found
 
     @property
     def statements(self) -> int:
@@ -137,7 +146,7 @@ def load_program(script: str, notes: Optional[list[str]] = None) -> list[SourceF
                 current.import_name = module
             except ValueError:
                 module = current.path.stem
-        for name, where in _imported_names(current.nodes, module, is_package):
+        for name, where in _imported_names(current.imports, module, is_package):
             found = _candidates(name, roots)
             if found is None or found in seen or "site-packages" in found.parts:
                 continue
@@ -159,7 +168,7 @@ def _not_read(exc: UsageError, importer: SourceFile, where: ast.AST) -> str:
     condition = ""
     for node in importer.nodes:
         if isinstance(node, (ast.If, ast.Try)):
-            inside = [n for part in (node.body, getattr(node, "orelse", [])) for stmt in part for n in ast.walk(stmt)]
+            inside = [n for part in (node.body, getattr(node, "orelse", [])) for stmt in part for n in walk(stmt)]
             if any(n is where for n in inside):
                 condition = (f" only when `{ast.unparse(node.test)}`" if isinstance(node, ast.If)
                              else " inside a try")
