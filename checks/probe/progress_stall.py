@@ -7,6 +7,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 
@@ -123,7 +124,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     elif "faulthandler" in how and "py-spy" not in how:
         message += f" (stacks from faulthandler dumps{note})"
 
-    return [Problem(
+    return [frameworks.worded("DDP503", Problem(
         message=message,
         hint=_hint(groups, odd),
         ranks=odd.ranks if len(groups) > 1 and len(odd.ranks) < len(everyone) / 2 else everyone,
@@ -141,7 +142,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
             "stack_note": outcome.stack_note,
             "detail": _detail(run, groups, everyone, outcome.stack_note),
         },
-    )]
+    ), run)]
 
 
 def _hosts(run: RunModel) -> dict[int, str]:
