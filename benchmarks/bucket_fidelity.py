@@ -11,7 +11,7 @@ bucket timings show exactly what the network does; the target is within 10%.
 
 The model has little compute per byte (batch 8), so the bucket all-reduces run with little
 backward compute beside them: the figure is about the measurement, not about contention. Both
-sides are timed alike: from the last rank's launch to the last rank's completion (perf.py).
+sides are timed alike: from the last rank's launch to the last rank's completion (perf/spans.py).
 
     python -m benchmarks.bucket_fidelity               # 5 runs
     python -m benchmarks.bucket_fidelity --runs 9

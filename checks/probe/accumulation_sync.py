@@ -6,6 +6,7 @@ from collections import Counter
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -67,7 +68,7 @@ def accumulation_sync(run: RunModel) -> list[Problem] | Skipped:
                f"{_num(per_step)} times per step where once is needed "
                f"({per_step:.1f}x the gradient traffic)")
     site = _backward_site(run, wasteful)
-    return [Problem(
+    return [frameworks.worded("DDP403", Problem(
         message=message,
         hint=("wrap every micro-batch but the last in `with model.no_sync():` so DDP all-reduces "
               "once per optimizer step"),
@@ -77,7 +78,7 @@ def accumulation_sync(run: RunModel) -> list[Problem] | Skipped:
                   "backward_per_step": micro, "allreduce_rounds_per_step": per_step,
                   "wasted_allreduce_rounds": rounds - len(offending),
                   "backward_site": str(site) if site else None},
-    )]
+    ), run)]
 
 
 def _num(value: float) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -56,7 +57,7 @@ def batch_counts(run: RunModel) -> list[Problem] | Skipped:
         return Skipped("no DataLoader with a known length was iterated")
     if len(run.ranks) < 2:
         return Skipped("a single rank left telemetry: nothing to compare")
-    return problems
+    return [frameworks.worded("DDP303", p, run) for p in problems]
 
 
 def _counts(by_rank: dict, epoch: int) -> tuple[dict[int, int], str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -64,4 +65,4 @@ def checkpoint_writers(run: RunModel) -> list[Problem] | Skipped:
             evidence={"paths": [p for (_, p), _ in collisions], "host": host,
                       "writers": {p: sorted(br) for (_, p), br in collisions}, "saves": saves},
         ))
-    return problems
+    return [frameworks.worded("DDP701", p, run) for p in problems]

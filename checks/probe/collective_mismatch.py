@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -80,7 +81,7 @@ def collective_mismatch(run: RunModel) -> list[Problem] | Skipped:
                 "later_divergences": divergence.later,
             },
         ))
-    return problems
+    return [frameworks.worded("DDP501", p, run) for p in problems]
 
 
 def _odd_side(sides: list[Side]) -> Side:

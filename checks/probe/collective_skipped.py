@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -56,7 +57,7 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
         return Skipped("no collective was recorded")
     if len(run.ranks) < 2:
         return Skipped("fewer than 2 ranks left telemetry: nothing to compare")
-    return [_problem(run, d) for d in divergences(run) if d.kind == SKIPPED]
+    return [frameworks.worded("DDP502", _problem(run, d), run) for d in divergences(run) if d.kind == SKIPPED]
 
 
 _PLURAL = (("is ", "are "), ("waits ", "wait "), ("was ", "were "), ("has ", "have "))

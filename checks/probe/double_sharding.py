@@ -10,6 +10,7 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_site
+from ddpdoctor.probe.analysis.frameworks import worded
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.analysis.wording import location, rank_list
 
@@ -59,8 +60,9 @@ def double_sharding(run: RunModel) -> list[Problem] | Skipped:
     if world < 2:
         return Skipped("a single rank: nothing is sharded")
     frameworks = sorted({f.name for r in run.ranks.values() for f in r.of(tm.FrameworkUse)})
-    problems = [p for p in (_split_subset(run, shards, world),) if p is not None]
+    problems = [worded("DDP304", p, run) for p in (_split_subset(run, shards, world),) if p is not None]
     for loader_id, by_rank in views.items():
+        # Said in the framework's words already: it names the framework that shards again.
         problem = _by_numbers(loader_id, by_rank, world, shards, frameworks)
         if problem is not None:
             problems.append(problem)

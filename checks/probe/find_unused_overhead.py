@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -60,7 +61,8 @@ def find_unused_overhead(run: RunModel) -> list[Problem] | Skipped:
         counts = sorted({len({g.iteration for g in v}) for v in per_rank.values()})
         passes = (f"all {counts[0]} recorded backward passes" if len(counts) == 1
                   else f"every recorded backward pass ({counts[0]}-{counts[-1]} per rank)")
-        model = "the DDP model" + (f" built at {info.site}" if info.site else "")
+        builder = frameworks.ddp_builder(run)  # Trainer, Lightning, prepare: the user wrote no DDP(...)
+        model = "the DDP model" + (f" {builder + ' ' if builder else ''}built at {info.site}" if info.site else "")
         problems.append(Problem(
             message=(f"{model} passes find_unused_parameters=True, yet every parameter received a "
                      f"gradient in {passes} on {rank_list(ranks)}: an extra "
@@ -75,4 +77,4 @@ def find_unused_overhead(run: RunModel) -> list[Problem] | Skipped:
     if not judged:
         return Skipped(f"fewer than {MIN_ITERATIONS} backward passes through the DDP model were "
                        "recorded on some rank")
-    return problems
+    return [frameworks.worded("DDP402", p, run) for p in problems]

@@ -7,6 +7,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 
@@ -131,7 +132,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         message += f" (stacks from faulthandler dumps{note})"
 
     per_rank = {str(r): _last_records(run, r) for r in everyone}
-    return [Problem(
+    return [frameworks.worded("DDP503", Problem(
         message=message,
         hint=_hint(groups, odd),
         ranks=odd.ranks if len(groups) > 1 and len(odd.ranks) < len(everyone) / 2 else everyone,
@@ -149,7 +150,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
             "stack_note": outcome.stack_note,
             "detail": _detail(run, groups, everyone, outcome.stack_note, per_rank),
         },
-    )]
+    ), run)]
 
 
 def _hosts(run: RunModel) -> dict[int, str]:

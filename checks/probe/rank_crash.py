@@ -6,6 +6,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -79,7 +80,8 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
     for event in sorted(causes.values(), key=lambda e: (e.t is None, e.t or 0.0, e.rank)):
         groups.setdefault(event.signature(), []).append(event)
     everyone = sorted(set(run.ranks) | set(_exit_codes(run)))
-    return [_problem(run, members, events, causes, everyone) for members in groups.values()]
+    return [frameworks.worded("DDP504", _problem(run, members, events, causes, everyone), run)
+            for members in groups.values()]
 
 
 def _exit_codes(run: RunModel) -> dict[int, Optional[int]]:

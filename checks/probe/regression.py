@@ -6,7 +6,7 @@ from __future__ import annotations
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 from ddpdoctor.probe.analysis import perf_tables, regression
-from ddpdoctor.probe.analysis.perf import megabytes
+from ddpdoctor.probe.analysis.perf.units import megabytes
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
 GB = 1e9

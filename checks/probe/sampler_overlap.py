@@ -6,6 +6,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -106,7 +107,7 @@ def sampler_overlap(run: RunModel) -> list[Problem] | Skipped:
             return Skipped("no DataLoader was iterated, and the DDP model's inputs did not change "
                            "between forwards on 2 ranks (nothing to compare)")
         return Skipped("fewer than 2 ranks recorded batches of the same DataLoader epoch")
-    return problems
+    return [frameworks.worded("DDP301", p, run) for p in problems]
 
 
 def _add_input_evidence(problems: list[Problem], run: RunModel, model_id: int, ranks: list[int],

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
-from ddpdoctor.probe.analysis.perf import PHASE_WORDS, ms
+from ddpdoctor.probe.analysis.perf.steps import PHASE_WORDS
+from ddpdoctor.probe.analysis.perf.units import ms
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 

@@ -8,6 +8,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.rank_state import READY_TWICE
+from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
@@ -63,7 +64,7 @@ def unused_parameters(run: RunModel) -> list[Problem] | Skipped:
         problem = _judge(usage)
         if problem is not None:
             problems.append(problem)
-    return problems
+    return [frameworks.worded("DDP401", p, run) for p in problems]
 
 
 @dataclass

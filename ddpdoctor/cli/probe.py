@@ -81,21 +81,22 @@ def probe_command(
 
 def other_node_output(report, outputs) -> int:
     """A node other than node 0 prints one line: where the one report is, and its verdict; it
-    exits with node 0's code. --json is written from the report node 0 sent."""
+    exits with node 0's code. --json is the report it was given: node 0's, as node 0 sent it."""
     import sys
 
     from ddpdoctor.core import redact
     from ddpdoctor.core.files import write_atomic
+    from ddpdoctor.report import json as json_report
 
     line = report.metrics.get("node_line", "")
     if not outputs.quiet and line:
         print(f"ddpdoctor probe: {line}", file=sys.stderr)
-    relayed = report.metrics.get("relayed_json")
-    if outputs.json_path and relayed:
+    if outputs.json_path and report.relayed is not None:
+        text = redact.scrub(json_report.render(report))
         if outputs.stdout_is_json:
-            sys.stdout.write(redact.scrub(relayed))
+            sys.stdout.write(text)
         else:
-            write_atomic(outputs.json_path, redact.scrub(relayed))
+            write_atomic(outputs.json_path, text)
     return report.exit_code
 
 

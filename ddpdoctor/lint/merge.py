@@ -1,5 +1,6 @@
 """The lint inside a probe's report: the probed script is also read statically, its DDP8xx
-checks join the report, and a bug seen both ways is one finding with both evidences.
+checks join the report (merged with the probe's results before the report is built,
+probe/report.py), and a bug seen both ways is one finding with both evidences.
 
 A lint finding and a probe finding are the same bug when their codes are twins (DDP801 and
 DDP502: a collective under a rank test, and a rank that skipped a collective) and they point
@@ -18,12 +19,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Finding, Location, Severity
 from ddpdoctor.core.registry import IGNORED, NOTED, PASSED, SKIPPED, WARNED, CheckResult
-from ddpdoctor.report.model import Report
 
 # lint code -> the probe codes that see the same bug at run time
 PROBE_TWINS = {
@@ -95,9 +96,22 @@ def _source_of(script: str, module: bool) -> str:
     return spec.origin
 
 
-def add_static_findings(report: Report, script: str, module: bool = False,
-                        ignore: frozenset[str] | set[str] = frozenset()) -> None:
-    """Lint the probed script and put the DDP8xx checks into the probe's report (in place).
+@dataclass
+class StaticPart:
+    """What the lint adds to a probe's report, handed to report assembly (probe/report.py):
+    the DDP8xx check results, notes (a script that could not be read), and the lint's numbers
+    (None when it did not run)."""
+
+    results: list[CheckResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    metrics: Optional[dict[str, Any]] = None
+
+
+def static_part(probe_results: list[CheckResult], script: str, module: bool = False,
+                ignore: frozenset[str] | set[str] = frozenset()) -> StaticPart:
+    """Lint the probed script and merge its DDP8xx checks with the probe's check results, before
+    the report is built: a static finding with a run-time twin becomes evidence on the twin (the
+    probe's finding, in `probe_results`), one without is kept one severity lower and unconfirmed.
     A script that cannot be read now (moved, edited into invalid Python) costs a note, never
     the probe's report."""
     from ddpdoctor.lint.run import gather, lint_results
@@ -105,10 +119,9 @@ def add_static_findings(report: Report, script: str, module: bool = False,
     try:
         facts = gather(_source_of(script, module))
     except UsageError as exc:
-        report.notes.append(f"static lint not run: {exc}")
-        return
+        return StaticPart(notes=[f"static lint not run: {exc}"])
     results = lint_results(facts, set(ignore))
-    seen = [f for r in report.results for f in r.findings]
+    seen = [f for r in probe_results for f in r.findings]
     static = [f for r in results for f in r.findings]
     for result in results:
         twins_ignored = sorted(set(PROBE_TWINS.get(result.spec.code, ())) & set(ignore))
@@ -131,24 +144,23 @@ def add_static_findings(report: Report, script: str, module: bool = False,
         if merged and not kept:
             _merged_away(result, merged)
         for finding in kept:
-            _unconfirmed(finding, report)
+            _unconfirmed(finding, probe_results)
         result.findings = kept
         if kept:
             worst = max(f.severity.rank for f in kept)
             result.status = {2: WARNED, 1: WARNED, 0: NOTED}.get(worst, PASSED)
-    report.results.extend(results)
-    report.metrics["lint"] = {"files": facts.files, "statements": facts.statements,
-                              "elapsed_ms": round(facts.elapsed_s * 1000, 1)}
+    return StaticPart(results, [], {"files": facts.files, "statements": facts.statements,
+                                    "elapsed_ms": round(facts.elapsed_s * 1000, 1)})
 
 
 LOWER = {Severity.ERROR: Severity.WARNING, Severity.WARNING: Severity.INFO, Severity.INFO: Severity.INFO}
 
 
-def _unconfirmed(finding: Finding, report: Report) -> None:
+def _unconfirmed(finding: Finding, probe_results: list[CheckResult]) -> None:
     """A static finding with no run-time twin: one severity lower, marked unconfirmed (it never
     gates), with a line saying what the run saw of it."""
     twins = PROBE_TWINS.get(finding.code, ())
-    looked = [r for r in report.results if r.spec.code in twins and r.status != IGNORED]
+    looked = [r for r in probe_results if r.spec.code in twins and r.status != IGNORED]
     passed = [r.spec.code for r in looked if r.status == PASSED]
     skipped = [f"{r.spec.code} skipped: {r.reason}" for r in looked if r.status == SKIPPED and r.reason]
     if passed:

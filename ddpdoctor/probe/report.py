@@ -7,6 +7,7 @@ from ddpdoctor.probe.analysis import coverage, frameworks, memory, outside_steps
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 from ddpdoctor.core.registry import run_checks
+from ddpdoctor.lint.merge import static_part
 from ddpdoctor.report.model import Report, Table
 
 OUTCOME_WORDS = {
@@ -233,11 +234,15 @@ def add_reach(model: RunModel, notes: list[str], metrics: dict, tables: list[Tab
     tables.extend(more_tables)
 
 
-def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report:
+def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: bool = False) -> Report:
+    """The probe's Report, built once from the run and every input: the probe's checks (each
+    finding already in the framework's words, analysis/frameworks.py) and, with `lint`, the
+    static DDP8xx checks of the same script merged with them (lint/merge.py)."""
     results = run_checks("probe", model, ignore)
     framework = frameworks.detect(model)
-    # HF Trainer, Lightning, Accelerate: each finding at the user's line, in the framework's words.
+    # Each check words its findings for the framework as it makes them; these few still do not.
     frameworks.adapt([f for r in results for f in r.findings], model, framework)
+    static = static_part(results, model.meta.script, model.meta.module, ignore) if lint else None
     meta, outcome = model.meta, model.outcome
     state = OUTCOME_WORDS.get(outcome.status, outcome.status) if outcome else "outcome unknown"
     wall = f" in {outcome.wall_s:.1f} s" if outcome else ""
@@ -292,6 +297,11 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str]) -> Report
     tables = ([rank_table(model)] if model.ranks else []) + perf_tables.tables(model)
     memory.add_to_report(model, metrics, tables)
     add_reach(model, notes, metrics, tables)
+    if static is not None:  # DDP8xx of the same script, merged with the probe's findings
+        results = results + static.results
+        notes.extend(static.notes)
+        if static.metrics is not None:
+            metrics["lint"] = static.metrics
     tool_error = None
     if outcome and outcome.status == "launch_failed":
         tool_error = outcome.log_tail or "the launcher could not start"

@@ -29,7 +29,6 @@ from ddpdoctor.probe.rundir import DDP_OVERRIDES_FILE
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.report import json as json_report
 from ddpdoctor.report.model import Report
-from ddpdoctor.lint.merge import add_static_findings
 
 
 # Multi-node: how long another node keeps trying to reach node 0's ddpdoctor, and how long it
@@ -195,8 +194,8 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
         if code != relayed:
             line += f"; but {why}: exit {code}"
         report.forced_exit = code
-        report.metrics.update({"node_role": "node", "node_line": line,
-                               "relayed_json": json.dumps(data, indent=2) + "\n"})
+        report.relayed = data  # --json on this node is node 0's report, as node 0 sent it
+        report.metrics.update({"node_role": "node", "node_line": line})
         return report
     reason = reporter.lost_reason or f"node 0's ddpdoctor ({node0}) sent no verdict"
     report = Report(command="probe", results=[], fail_on=fail_on, tool_error=reason)
@@ -273,8 +272,7 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
         raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None
     if model.outcome is None:
         model.outcome = outcome
-    report = build_report(model, fail_on, ignore)
-    add_static_findings(report, model.meta.script, model.meta.module, ignore)  # DDP8xx, merged
+    report = build_report(model, fail_on, ignore, lint=True)  # with DDP8xx of the same script
     if trace:
         from ddpdoctor.probe import trace as trace_report
 

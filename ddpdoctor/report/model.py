@@ -39,6 +39,9 @@ class Report:
     forced_exit: Optional[int] = None
     # Why the verdict is incomplete beyond single checks (e.g. "no rank trained"), in the headline.
     incomplete_because: list[str] = field(default_factory=list)
+    # Set on a report relayed from elsewhere: its JSON form as it came (node 0's verdict on
+    # another node), which is what this report's JSON output is; None for a report built here.
+    relayed: Optional[dict[str, Any]] = None
 
     @property
     def missing(self) -> list[str]:
@@ -82,6 +85,8 @@ class Report:
         return EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
+        if self.relayed is not None:
+            return self.relayed
         return {
             "tool": "ddpdoctor",
             "version": __version__,

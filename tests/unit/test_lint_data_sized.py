@@ -11,7 +11,7 @@ import pytest
 
 from ddpdoctor.core.findings import Finding, Location, Severity
 from ddpdoctor.core.registry import FAILED, CheckResult, get_check
-from ddpdoctor.lint.merge import add_static_findings
+from ddpdoctor.lint.merge import static_part
 from ddpdoctor.lint.run import gather, lint_results
 from ddpdoctor.report.model import Report
 
@@ -104,7 +104,7 @@ def test_in_a_probe_report_it_is_one_finding_with_ddp506(tmp_path):
     script.write_text(HEAD + "counts = torch.bincount(preds)\ndist.all_reduce(counts)\n")
     seen = Finding("DDP506", Severity.WARNING, "A collective's size changes with the data",
                    "all_reduce changed size", "minlength", [0, 1], [], Location(str(script), 6), {})
-    report = Report(command="probe", results=[CheckResult(get_check("DDP506"), FAILED, [seen])])
-    add_static_findings(report, str(script))
+    results = [CheckResult(get_check("DDP506"), FAILED, [seen])]
+    report = Report(command="probe", results=results + static_part(results, str(script)).results)
     assert [f.code for f in report.findings] == ["DDP506"]
     assert report.findings[0].evidence["static"]["code"] == "DDP807"

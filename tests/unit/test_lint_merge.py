@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ddpdoctor.core.findings import Finding, Location, Severity
 from ddpdoctor.core.registry import FAILED, SKIPPED, CheckResult, get_check
-from ddpdoctor.lint.merge import add_static_findings
+from ddpdoctor.lint.merge import static_part
 from ddpdoctor.report.model import Report
 
 SCRIPT = """\
@@ -19,9 +19,13 @@ torch.save({}, "/tmp/same.pt")
 """
 
 
-def probe_report(*findings: Finding) -> Report:
+def probed(script: Path, *findings: Finding, ignore: frozenset[str] = frozenset()) -> Report:
+    """A probe report built as probe/report.py builds one: the probe's results (one per finding)
+    and the lint of `script` merged with them before the Report exists."""
     results = [CheckResult(get_check(f.code), FAILED, [f]) for f in findings]
-    return Report(command="probe", results=results)
+    static = static_part(results, str(script), ignore=ignore)
+    metrics = {"lint": static.metrics} if static.metrics is not None else {}
+    return Report(command="probe", results=results + static.results, metrics=metrics, notes=static.notes)
 
 
 def skipped_at(path: Path, line: int) -> Finding:
@@ -32,8 +36,7 @@ def skipped_at(path: Path, line: int) -> Finding:
 def test_static_only_findings_join_the_report_marked_static(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    report = probe_report()
-    add_static_findings(report, str(script))
+    report = probed(script)
     codes = {f.code: f for f in report.findings}
     assert set(codes) == {"DDP801", "DDP806"}
     assert all(f.evidence["static"] is True for f in codes.values())
@@ -43,8 +46,7 @@ def test_static_only_findings_join_the_report_marked_static(tmp_path):
 def test_an_unconfirmed_static_finding_is_one_step_lower_and_never_gates(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    report = probe_report()
-    add_static_findings(report, str(script))
+    report = probed(script)
     codes = {f.code: f for f in report.findings}
     assert codes["DDP801"].severity.value == "warning" and codes["DDP806"].severity.value == "info"
     assert codes["DDP801"].evidence["confirmed"] is False
@@ -58,8 +60,7 @@ def test_an_unconfirmed_static_finding_is_one_step_lower_and_never_gates(tmp_pat
 def test_same_bug_seen_at_run_time_is_one_finding_with_both_evidences(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    report = probe_report(skipped_at(script, 4))
-    add_static_findings(report, str(script))
+    report = probed(script, skipped_at(script, 4))
     codes = [f.code for f in report.findings]
     assert sorted(codes) == ["DDP502", "DDP806"]
     runtime = next(f for f in report.findings if f.code == "DDP502")
@@ -71,17 +72,14 @@ def test_same_bug_seen_at_run_time_is_one_finding_with_both_evidences(tmp_path):
 def test_a_different_line_is_a_different_bug(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    report = probe_report(skipped_at(script, 5))
-    add_static_findings(report, str(script))
+    report = probed(script, skipped_at(script, 5))
     assert sorted(f.code for f in report.findings) == ["DDP502", "DDP801", "DDP806"]
 
 
 def test_ignored_codes_and_an_unreadable_script(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    report = probe_report()
-    add_static_findings(report, str(script), ignore={"DDP801", "DDP806"})
+    report = probed(script, ignore={"DDP801", "DDP806"})
     assert report.findings == []
-    broken = probe_report()
-    add_static_findings(broken, str(tmp_path / "gone.py"))
+    broken = probed(tmp_path / "gone.py")
     assert broken.findings == [] and any("static lint not run" in n for n in broken.notes)

@@ -472,7 +472,7 @@ def test_bus_bandwidth_follows_nccl_tests():
 
 
 def test_bucket_time_counts_from_when_the_previous_bucket_finished():
-    service, busy = perf._service_times({0: (0.0, 0.010), 1: (0.001, 0.015)})
+    service, busy = perf.service_times({0: (0.0, 0.010), 1: (0.001, 0.015)})
     assert service == {0: pytest.approx(0.010), 1: pytest.approx(0.005)}
     assert busy == pytest.approx(0.015)
 

@@ -5,8 +5,8 @@ user, so a finding that names `DistributedDataParallel(find_unused_parameters=Fa
 "look for `if rank == 0:`" points at code the user never wrote. This module, the one place
 that knows each framework's knobs, moves a finding's location to the line where the user
 configured the framework (TrainingArguments(...), Trainer(...), Accelerator(...), a
-`self.log(..., sync_dist=True)`) and rewrites its fix in the framework's own terms. Checks stay
-framework-blind; `adapt` runs over their findings (probe/report.py).
+`self.log(..., sync_dist=True)`) and gives its fix in the framework's own terms. A check asks
+for its words as it makes a finding (`worded`, `ddp_builder`); no text is patched afterwards.
 
 What the ranks recorded: telemetry.FrameworkUse (inrank/frameworks.py).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ddpdoctor.core.findings import Finding, Location
+from ddpdoctor.core.findings import Finding, Location, Problem
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.analysis.wording import location as site_location, rank_list
@@ -108,23 +108,50 @@ def _strategy(name: str, config: Optional[tm.FrameworkUse], names: set[str]) -> 
 
 # -- findings in the framework's words ----------------------------------------------------------
 
+# Who built the DDP model for the user, in the words of DDP402's message.
+_DDP_BUILDER = {"transformers": "Trainer", "lightning": "Lightning", "accelerate": "prepare"}
+# Checks that do not ask for their words yet (checks/probe/latent_desync.py, being finished
+# elsewhere): `adapt` words their findings after the checks ran, until they do.
+WORDED_AFTER = {"DDP506"}
+
+
+def ddp_builder(run: RunModel) -> str:
+    """Who built the run's DDP model when a framework did ("Trainer", "Lightning", "prepare"),
+    "" when the user's own code called DistributedDataParallel(...)."""
+    framework = detect(run)
+    return _DDP_BUILDER.get(framework.name, "") if framework is not None else ""
+
+
+def worded(code: str, problem: Problem, run: RunModel) -> Problem:
+    """A check's problem said in the words of the run's framework, asked by the check as it
+    makes the finding: moved to the line where the user configured the framework, its fix in
+    the framework's own knobs, evidence["framework"] naming it. Plain DDP: unchanged."""
+    framework = detect(run)
+    if framework is not None and _word(code, problem, run, framework):
+        problem.evidence.setdefault("framework", framework.to_dict())
+    return problem
+
+
+def _word(code: str, problem: Any, run: RunModel, framework: Framework) -> bool:
+    rule = _RULES.get((framework.name, code))
+    if rule is None and code in COLLECTIVE_CODES:
+        rule = _COLLECTIVE_RULES.get(framework.name)
+    if rule is None and code in DATA_CODES:
+        rule = _DATA_RULES.get(framework.name)
+    return rule is not None and rule(problem, run, framework)
+
+
 def adapt(findings: list[Finding], run: RunModel, framework: Optional[Framework]) -> None:
-    """Rewrite each finding's location and fix for the run's framework, in place."""
+    """The findings of the checks in WORDED_AFTER, in the framework's words (in place); every
+    other check asks `worded` as it makes its finding."""
     if framework is None:
         return
     for finding in findings:
-        rule = _RULES.get((framework.name, finding.code))
-        if rule is None and finding.code in COLLECTIVE_CODES:
-            rule = _COLLECTIVE_RULES.get(framework.name)
-        if rule is None and finding.code in DATA_CODES:
-            rule = _DATA_RULES.get(framework.name)
-        if rule is None:
-            continue
-        if rule(finding, run, framework):
+        if finding.code in WORDED_AFTER and _word(finding.code, finding, run, framework):
             finding.evidence.setdefault("framework", framework.to_dict())
 
 
-def _move_to(finding: Finding, where: Optional[Location]) -> None:
+def _move_to(finding: Problem, where: Optional[Location]) -> None:
     """Point the finding at the user's configuring line; the old place becomes context."""
     if where is None:
         return
@@ -142,11 +169,9 @@ def _config_phrase(framework: Framework) -> str:
 
 # DDP402: find_unused_parameters=True with every parameter used.
 
-def _hf_find_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _hf_find_unused(finding: Problem, run: RunModel, fw: Framework) -> bool:
     explicit = fw.settings.get("ddp_find_unused_parameters") is True
     _move_to(finding, fw.config_location)
-    # The user never wrote DDP(...): say who built it.
-    finding.message = finding.message.replace("the DDP model built at", "the DDP model Trainer built at")
     why = ("you set ddp_find_unused_parameters=True" if explicit else
            "left at its default (None), Trainer turns DDP's find_unused_parameters on for any "
            "model without gradient checkpointing")
@@ -155,18 +180,16 @@ def _hf_find_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
     return True
 
 
-def _lightning_find_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _lightning_find_unused(finding: Problem, run: RunModel, fw: Framework) -> bool:
     _move_to(finding, fw.config_location)
-    finding.message = finding.message.replace("the DDP model built at", "the DDP model Lightning built at")
     finding.hint = ("use Trainer(strategy=\"ddp\") or Trainer(strategy=DDPStrategy(find_unused_parameters=False))"
                     f"{_config_phrase(fw)} instead of strategy=\"ddp_find_unused_parameters_true\" "
                     "or find_unused_parameters=True: every parameter got a gradient here")
     return True
 
 
-def _accelerate_find_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _accelerate_find_unused(finding: Problem, run: RunModel, fw: Framework) -> bool:
     _move_to(finding, fw.config_location)
-    finding.message = finding.message.replace("the DDP model built at", "the DDP model prepare built at")
     finding.hint = ("drop DistributedDataParallelKwargs(find_unused_parameters=True) from "
                     f"Accelerator(kwargs_handlers=[...]){_config_phrase(fw)} (the default is False): "
                     "every parameter got a gradient here")
@@ -175,7 +198,7 @@ def _accelerate_find_unused(finding: Finding, run: RunModel, fw: Framework) -> b
 
 # DDP401: parameters without a gradient.
 
-def _hf_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _hf_unused(finding: Problem, run: RunModel, fw: Framework) -> bool:
     _move_to(finding, fw.config_location)
     finding.hint = ("make those parameters take part in the loss or freeze them "
                     "(requires_grad=False); if some steps really skip them, pass "
@@ -183,7 +206,7 @@ def _hf_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
     return True
 
 
-def _lightning_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _lightning_unused(finding: Problem, run: RunModel, fw: Framework) -> bool:
     _move_to(finding, fw.config_location)
     finding.hint = ("make those parameters take part in the loss or freeze them "
                     "(requires_grad=False); if some steps really skip them, use "
@@ -192,7 +215,7 @@ def _lightning_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
     return True
 
 
-def _accelerate_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _accelerate_unused(finding: Problem, run: RunModel, fw: Framework) -> bool:
     _move_to(finding, fw.config_location)
     finding.hint = ("make those parameters take part in the loss or freeze them "
                     "(requires_grad=False); if some steps really skip them, pass "
@@ -203,7 +226,7 @@ def _accelerate_unused(finding: Finding, run: RunModel, fw: Framework) -> bool:
 
 # DDP403: accumulation without no_sync.
 
-def _accelerate_accumulation(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _accelerate_accumulation(finding: Problem, run: RunModel, fw: Framework) -> bool:
     finding.hint = ("run each micro-step inside `with accelerator.accumulate(model):` with "
                     "Accelerator(gradient_accumulation_steps=N): it skips the all-reduce until the "
                     "last micro-step")
@@ -212,7 +235,7 @@ def _accelerate_accumulation(finding: Finding, run: RunModel, fw: Framework) -> 
 
 # DDP301/303/304: ranks read the same data.
 
-def _lightning_data(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _lightning_data(finding: Problem, run: RunModel, fw: Framework) -> bool:
     if fw.settings.get("use_distributed_sampler") is False:
         _move_to(finding, fw.config_location)
         finding.hint = (f"drop use_distributed_sampler=False from Trainer(...){_config_phrase(fw)}: "
@@ -225,7 +248,7 @@ def _lightning_data(finding: Finding, run: RunModel, fw: Framework) -> bool:
     return True
 
 
-def _accelerate_data(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _accelerate_data(finding: Problem, run: RunModel, fw: Framework) -> bool:
     prepared = fw.events("prepare", "accelerate")
     where = site_location(prepared[0][1].site) if prepared else None
     finding.hint = ("pass the DataLoader to accelerator.prepare(...) with the model and optimizer"
@@ -235,7 +258,7 @@ def _accelerate_data(finding: Finding, run: RunModel, fw: Framework) -> bool:
     return True
 
 
-def _hf_data(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _hf_data(finding: Problem, run: RunModel, fw: Framework) -> bool:
     finding.hint = ("let Trainer build the loader from train_dataset (it shards it across "
                     "processes); an overridden get_train_dataloader must return "
                     "self.accelerator.prepare(loader)")
@@ -244,7 +267,7 @@ def _hf_data(finding: Finding, run: RunModel, fw: Framework) -> bool:
 
 # DDP5xx: ranks left the same sequence of collectives.
 
-def _finding_step(finding: Finding) -> float:
+def _finding_step(finding: Problem) -> float:
     """The step at which the ranks diverged, where the finding says (else no bound): a call
     that some ranks made only later cannot explain it."""
     step = finding.evidence.get("step")
@@ -281,7 +304,7 @@ def _calls_at(run: RunModel, where: Optional[Location]) -> set[str]:
     return calls
 
 
-def _lightning_collective(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _lightning_collective(finding: Problem, run: RunModel, fw: Framework) -> bool:
     partial = _partial_synced_logs(run, fw, _finding_step(finding))
     if partial:
         use, ranks = partial[0]
@@ -355,7 +378,7 @@ def _is_accelerate_collective(call: str) -> bool:
     return call.startswith("Accelerator.") and call.split(".")[-1] in _ACCELERATE_COLLECTIVES
 
 
-def _accelerate_collective(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _accelerate_collective(finding: Problem, run: RunModel, fw: Framework) -> bool:
     partial = _partial_calls(run, _is_accelerate_collective, _finding_step(finding))
     if partial:
         site, call, ranks = partial[0]
@@ -377,20 +400,20 @@ def _accelerate_collective(finding: Finding, run: RunModel, fw: Framework) -> bo
 
 # DDP701: several ranks write one checkpoint.
 
-def _lightning_checkpoint(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _lightning_checkpoint(finding: Problem, run: RunModel, fw: Framework) -> bool:
     finding.hint = ("save with trainer.save_checkpoint(path), called on every rank: Lightning "
                     "writes the file from rank 0 only")
     return True
 
 
-def _accelerate_checkpoint(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _accelerate_checkpoint(finding: Problem, run: RunModel, fw: Framework) -> bool:
     finding.hint = ("save under `if accelerator.is_main_process:` (call accelerator.wait_for_everyone() "
                     "on every process first), or use accelerator.save_state / save_model, which "
                     "write from the main process only")
     return True
 
 
-def _hf_checkpoint(finding: Finding, run: RunModel, fw: Framework) -> bool:
+def _hf_checkpoint(finding: Problem, run: RunModel, fw: Framework) -> bool:
     finding.hint = ("save with trainer.save_model(path) (or TrainingArguments(save_strategy=...)): "
                     "Trainer writes from the main process only")
     return True

@@ -1,6 +1,6 @@
 """The probe report's performance tables and numbers: step phases per rank, gradient buckets
-against the in-job baseline, and throughput per world size (--scaling). The numbers are perf.py's,
-the same the DDP6xx checks quote."""
+against the in-job baseline, and throughput per world size (--scaling). The numbers are the perf
+package's, the same the DDP6xx checks quote."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 
 Each world size is a probe of its own, in RUN_DIR/scaling/ws-<N> (a complete run dir: `ddpdoctor
 report` opens it), except the size the main probe already ran, which is reused. RUN_DIR/scaling.json
-lists them. The numbers come from each run's judged steps (perf.py): throughput is every rank's
+lists them. The numbers come from each run's judged steps (perf/steps.py): throughput is every rank's
 samples per second added up; where the script feeds no DataLoader, ranks / step time stands in.
 Scaling efficiency is throughput(N) / throughput(N0) / (N / N0) against the smallest size N0
 (normally 1 process): 1.0 is perfect weak scaling, each rank as fast as one alone.

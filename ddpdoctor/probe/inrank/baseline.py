@@ -10,7 +10,7 @@ process group by then) still gets a baseline. The same bytes over the same group
 machine and network, with nothing else running, are what a bucket all-reduce could have
 achieved; the report compares them like with like.
 
-Besides the bucket sizes, two points that describe the group itself (analysis/perf.py CallCost):
+Besides the bucket sizes, two points that describe the group itself (analysis/perf/cost_fit.py CallCost):
 a latency point (one float: nearly all fixed cost) and a bandwidth point (all the gradient bytes
 in one all-reduce, at least 2 MiB and at most DDP's default bucket cap: what merged buckets
 would cost). Together
