@@ -208,7 +208,8 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     from dataclasses import asdict
 
     from ddpdoctor.core.findings import Severity
-    from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, Outcome, ProbeMeta
+    from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
+    from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
     from ddpdoctor.probe.launch.node_gather import NodeGather
     from ddpdoctor.probe.launch.watchdog import ProgressWatch
     from ddpdoctor.probe.run import analyse

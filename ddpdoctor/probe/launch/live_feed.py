@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import LOG_FILE
+from ddpdoctor.probe.rundir import LOG_FILE
 from ddpdoctor.probe.rundir import WATCH_FILE
 from ddpdoctor.probe.launch.watchdog import ProgressWatch, RankState
 from ddpdoctor.probe.options import ProbeOptions

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.probe.analysis.runmodel import Frame, RankStack
+from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link
 
@@ -359,7 +359,7 @@ class NodeGather:
                 if reply is None or state.node_rank not in pending:
                     continue
                 pending.discard(state.node_rank)
-                found.extend(_stack_from_dict(d, state.label()) for d in reply["stacks"])
+                found.extend(RankStack.from_dict(d, state.label()) for d in reply["stacks"])
                 if reply.get("note"):
                     notes.append(f"{state.label()}: {reply['note']}")
             pending -= {s.node_rank for s in asked if s.status != "connected"}
@@ -447,11 +447,3 @@ class NodeGather:
                 handle.close()
             except OSError:
                 pass
-
-
-def _stack_from_dict(data: dict[str, Any], host: str) -> RankStack:
-    frames = [Frame(str(f.get("func", "?")), str(f.get("file", "?")), int(f.get("line") or 0))
-              for f in data.get("frames", [])]
-    return RankStack(int(data.get("rank", -1)), int(data.get("pid", 0)), str(data.get("method", "none")),
-                     frames, data.get("idle"), str(data.get("text", "")), host)
-

@@ -23,7 +23,7 @@ import psutil
 
 from ddpdoctor.probe.inrank.config import ENV_RUN_ID
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
-from ddpdoctor.probe.analysis.runmodel import Frame, RankStack, stack_file
+from ddpdoctor.probe.run_model.outcome import Frame, RankStack, stack_file
 
 PYSPY_TIMEOUT_S = 10.0
 FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')

@@ -7,7 +7,7 @@ floor. A fixed --stall-timeout overrides it.
 A quiet spell is not a hang by itself: a script preparing its data, evaluating or uploading a
 checkpoint writes nothing for minutes. During a quiet spell the Lookout looks at the ranks
 every few seconds (their stacks, their main thread's CPU, the collective their telemetry says
-they are in) and rank_state.judge() reads it: blocked (a rank waits in a collective its peers
+they are in) and run_model/looks.judge() reads it: blocked (a rank waits in a collective its peers
 have not reached, or every rank waits) ends the job once the spell is longer than the stall
 timeout; busy lets it run on, up to --timeout. Each look is appended to watch.jsonl, which the
 live view shows and the report reads for where the time outside steps went.
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.rank_state import Judgement, Pending, RankLook, collective_text, judge
-from ddpdoctor.probe.analysis.runmodel import Frame, RankStack
-from ddpdoctor.probe.analysis.stack_groups import StackView
+from ddpdoctor.probe.run_model.looks import Judgement, Pending, RankLook, collective_text, judge
+from ddpdoctor.probe.run_model.outcome import Frame, RankStack
+from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
 
 STALL_FLOOR_S = 8.0
