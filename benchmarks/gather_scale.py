@@ -229,7 +229,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     while True:
         gather.poll()
         watch.poll()
-        if watch.offsets and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
+        if watch.tails and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
             cpu0, wall0 = _cpu(), time.monotonic()
         if cpu0 is not None and watch.quiet_for() >= stall_s:
             break

@@ -69,10 +69,12 @@ def test_no_module_imports_itself_back_through_others():
     assert _cycles(graph) == []
 
 
-# What code inside the user's ranks may import: itself, the telemetry format, the run dir's
-# file names and secret redaction. Never the launcher side or the analysis: they pull in psutil,
-# rich and the checks, which cost every rank start-up time and could fail inside the script.
-INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.rundir",
+# What code inside the user's ranks may import: itself, the telemetry format, the JSON-lines
+# codec, the run dir's file names and secret redaction. Never the launcher side or the
+# analysis: they pull in psutil, rich and the checks, which cost every rank start-up time and
+# could fail inside the script.
+INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.jsonl",
+                     "ddpdoctor.probe.rundir",
                      "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor._deprecated")
 INRANK_PACKAGES = ("ddpdoctor", "ddpdoctor.probe")  # __init__ files, which import nothing heavy
 

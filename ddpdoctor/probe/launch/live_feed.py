@@ -17,7 +17,6 @@ One thread polls both a few times a second and hands a Board to the view (report
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sys
@@ -27,7 +26,7 @@ from collections import deque
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe import jsonl
 from ddpdoctor.probe.rundir import LOG_FILE
 from ddpdoctor.probe.rundir import WATCH_FILE
 from ddpdoctor.probe.launch.watchdog import ProgressWatch, RankState
@@ -108,11 +107,10 @@ class WatchTail:
                     lines = handle.read(size - handle.tell()).split(b"\n")
                 self.offset = size
                 for line in reversed(lines):
-                    try:
-                        self.latest = json.loads(line)
+                    look = jsonl.decode(line)
+                    if look is not None:
+                        self.latest = look
                         break
-                    except ValueError:
-                        continue
         except OSError:
             pass
         return self.latest

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import math
 import os
 import re
 from dataclasses import fields
 from typing import Any, Callable, Mapping, Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe import jsonl, telemetry as tm
 from ddpdoctor.probe.rundir import RANK_FILE  # ASCII digits, no leading zero (rundir.py)
 
 TOKEN_ENV = "DDPDOCTOR_GATHER_TOKEN"
@@ -127,7 +126,7 @@ class Codec:
         if self.out_session:
             body["s"] = self.out_session
         body.update(fields_)
-        text = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+        text = jsonl.body(body, strict=True)
         mac = hmac.new(self.key, text, hashlib.sha256).hexdigest().encode() if self.key else b"-"
         return mac + b" " + text + b"\n"
 
@@ -142,8 +141,8 @@ class Codec:
                 raise BadMessage("not signed with this job's gather token" if mac != b"-"
                                  else "sent without a gather token, and this job has one")
         try:
-            body = json.loads(text, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+            body = jsonl.loads(text, strict=True)
+        except ValueError:
             raise BadMessage("not JSON") from None
         if not isinstance(body, dict):
             raise BadMessage("not a JSON object")
@@ -166,8 +165,6 @@ class Codec:
         self.out_session, self.in_session = (up, down) if node_side else (down, up)
 
 
-def _no_constant(name: str) -> None:
-    raise ValueError(name)
 
 
 # ------------------------------------------------------------------ the schema
@@ -337,8 +334,8 @@ def check_records(data: str, rank: int, world_size: int) -> str:
     out = []
     for line in lines:
         try:
-            record = json.loads(line, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+            record = jsonl.loads(line, strict=True)
+        except ValueError:
             raise BadMessage(f"rank {rank}: a telemetry line is not JSON") from None
         if not isinstance(record, dict):
             raise BadMessage(f"rank {rank}: a telemetry line is not an object")
@@ -355,6 +352,6 @@ def check_records(data: str, rank: int, world_size: int) -> str:
             raise BadMessage(f"rank {rank}: {record['kind']}.{field_name} is "
                              f"{clean(repr(record.get(field_name)), 20)}, the launched world is {world_size}")
         if "\\u" in line or _CONTROL.search(line):
-            line = json.dumps(clean_deep(record), separators=(",", ":"))
+            line = jsonl.body(clean_deep(record)).decode()
         out.append(line + "\n")
     return "".join(out)
