@@ -105,7 +105,7 @@ def crash_events(run: RunModel) -> dict[int, CrashEvent]:
         if rank in events or code is None or code == 0:
             continue
         last = run.ranks[rank].records[-1] if rank in run.ranks and run.ranks[rank].records else None
-        t = getattr(last, "t", None)
+        t = last.t if last is not None else None
         step = run.ranks[rank].steps if rank in run.ranks else None
         if code > 0:
             events[rank] = CrashEvent(rank, "exit", "exit", f"exited with code {code}",
@@ -142,7 +142,7 @@ def _ending_stamps(run: RunModel) -> tuple[dict[int, float], dict[int, str]]:
     outcome = run.outcome
     if outcome is None:
         return {}, {}
-    here = getattr(outcome, "ended_at", None)
+    here = outcome.ended_at
     stamps: dict[int, float] = {}
     statuses: dict[int, str] = {}
     elsewhere: set[int] = set()

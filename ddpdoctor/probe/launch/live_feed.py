@@ -264,11 +264,11 @@ class LiveFeed:
 @contextlib.contextmanager
 def showing(options: ProbeOptions, run_dir: str, launcher: str = "torchrun") -> Iterator[Optional[LiveFeed]]:
     """Show the job while it runs, as options.live says (the CLI asks; the Python API does not)."""
-    view = live.view_for(getattr(options, "live", "off"), sys.stderr)
+    view = live.view_for(options.live, sys.stderr)
     if view is None:
         yield None
         return
-    feed = LiveFeed(options, run_dir, view, show_script=not getattr(options, "quiet_script", False),
+    feed = LiveFeed(options, run_dir, view, show_script=not options.quiet_script,
                     launcher=launcher)
     feed.start()
     try:
