@@ -325,13 +325,14 @@ _RECORD_CHECKS = {kind: {f.name: _annotation_check(str(f.type)) for f in fields(
 _WORLD_FIELDS = {"start": "world_size", "init": "world_size"}
 
 
-def check_records(data: str, rank: int, world_size: int) -> str:
+def check_records(data: str, rank: int, world_size: int) -> tuple[str, int]:
     """Forwarded lines of rank-<R>.jsonl: each a known record of that rank in this world, its
-    strings cleaned. Returns the lines to store; BadMessage for the first that is not."""
+    strings cleaned. Returns the lines to store and the highest step a Step record among them
+    reached (0: none); BadMessage for the first line that is not."""
     lines = data.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    out = []
+    out, last_step = [], 0
     for line in lines:
         try:
             record = jsonl.loads(line, strict=True)
@@ -339,7 +340,8 @@ def check_records(data: str, rank: int, world_size: int) -> str:
             raise BadMessage(f"rank {rank}: a telemetry line is not JSON") from None
         if not isinstance(record, dict):
             raise BadMessage(f"rank {rank}: a telemetry line is not an object")
-        checks = _RECORD_CHECKS.get(record.get("kind"))  # type: ignore[arg-type]
+        kind = record.get("kind")
+        checks = _RECORD_CHECKS.get(kind) if isinstance(kind, str) else None
         if checks is None:
             raise BadMessage(f"rank {rank}: unknown record kind {clean(repr(record.get('kind')), 40)}")
         for name, ok in checks.items():
@@ -353,5 +355,7 @@ def check_records(data: str, rank: int, world_size: int) -> str:
                              f"{clean(repr(record.get(field_name)), 20)}, the launched world is {world_size}")
         if "\\u" in line or _CONTROL.search(line):
             line = jsonl.body(clean_deep(record)).decode()
+        if kind == "step" and type(record.get("step")) is int:
+            last_step = max(last_step, record["step"])
         out.append(line + "\n")
-    return "".join(out)
+    return "".join(out), last_step
