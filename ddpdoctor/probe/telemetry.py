@@ -516,6 +516,9 @@ RECORD_TYPES = {cls.kind: cls for cls in (
     DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
     SamplerShard, Memory)}
 
+# Each kind's field names, once: the watchdog decodes every line a rank appends.
+_FIELD_NAMES = {kind: frozenset(f.name for f in fields(cls)) for kind, cls in RECORD_TYPES.items()}
+
 
 def encode(record: Any) -> bytes:
     """One record as one JSON line. Called inside ranks: keep it cheap (no deep copies)."""
@@ -537,7 +540,7 @@ def from_dict(data: dict) -> Optional[Any]:
     cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return None
-    names = {f.name for f in fields(cls)}
+    names = _FIELD_NAMES[cls.kind]
     kwargs = {k: v for k, v in data.items() if k in names}
     if isinstance(kwargs.get("site"), dict):
         try:
