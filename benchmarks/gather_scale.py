@@ -212,7 +212,8 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     from dataclasses import asdict
 
     from ddpdoctor.core.findings import Severity
-    from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, Outcome, ProbeMeta
+    from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
+    from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
     from ddpdoctor.probe.launch.node_gather import NodeGather
     from ddpdoctor.probe.launch.watchdog import ProgressWatch
     from ddpdoctor.probe.run import analyse
@@ -232,7 +233,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     while True:
         gather.poll()
         watch.poll()
-        if watch.offsets and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
+        if watch.tails and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
             cpu0, wall0 = _cpu(), time.monotonic()
         if cpu0 is not None and watch.quiet_for() >= stall_s:
             break

@@ -9,7 +9,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import MISMATCH, Side, divergences
-from ddpdoctor.probe.analysis.wording import at, location, rank_list
+from ddpdoctor.probe.wording import at, location, rank_list
 
 
 @check("DDP501", "Ranks call different collectives at the same position", Severity.ERROR)

@@ -10,7 +10,7 @@ from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
 from ddpdoctor.probe.analysis.rank_state import whereabouts
-from ddpdoctor.probe.analysis.wording import at, location, rank_list, verb
+from ddpdoctor.probe.wording import at, location, rank_list, verb
 
 
 @check("DDP502", "A rank skipped a collective the others entered", Severity.ERROR)

@@ -8,7 +8,7 @@ from ddpdoctor.probe.analysis.perf import ModelComm, megabytes, ms
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.analysis.wording import counted
+from ddpdoctor.probe.wording import counted
 from .bucket_sizes import latency_bound_buckets
 
 MIN_SHARE = 0.20  # avoidable exposed communication per step, as a share of the median step

@@ -10,7 +10,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.rank_state import CrashEvent, crash_events, ending
-from ddpdoctor.probe.analysis.wording import at, location, rank_list, verb
+from ddpdoctor.probe.wording import at, location, rank_list, verb
 
 
 @check("DDP505", "The process group never formed", Severity.ERROR)

@@ -14,8 +14,9 @@ from ddpdoctor.core.registry import Incomplete, Skipped, check
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
 from ddpdoctor.probe.analysis.outside_steps import final_spell
 from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collective
-from ddpdoctor.probe.analysis.stack_groups import StackView, bare_name, group_stacks, rank_stacks
-from ddpdoctor.probe.analysis.wording import at, location, rank_list, ranges, seconds
+from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks
+from ddpdoctor.probe.run_model.stack_view import StackView, bare_name
+from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
 from ddpdoctor.probe.report import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
 
 # What a user frame calls when it waits for the other ranks. A DDP rank blocked in its gradient

@@ -13,7 +13,7 @@ from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWICE, UNFINISHED_REDUCTION, CrashEvent,
                           crash_events, describe_collective, last_collective, whereabouts)
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
-from ddpdoctor.probe.analysis.wording import at, location, rank_list
+from ddpdoctor.probe.wording import at, location, rank_list
 
 _SIGNAL_NOTES = {
     "SIGSEGV": "a crash in native code",

@@ -12,7 +12,7 @@ from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.analysis.wording import counted, location, name_list, natural_sorted, rank_list
+from ddpdoctor.probe.wording import counted, location, name_list, natural_sorted, rank_list
 
 MIN_ITERATIONS_DEAD = 2  # backward passes seen before calling a parameter dead under FUP=True
 

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ddpdoctor.probe.analysis.runmodel import Frame
+from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.launch.stacks import _short_library_path
 
 # The line a node's observation is printed on (ddpdoctor.attach.node) and found by (nodes.py).

@@ -27,9 +27,9 @@ from ddpdoctor.attach.judge import probe_check
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import FAILED, INCOMPLETE, PASSED, CheckResult
-from ddpdoctor.probe.analysis.runmodel import Frame
-from ddpdoctor.probe.analysis.stack_groups import StackView
-from ddpdoctor.probe.analysis.wording import rank_list, verb
+from ddpdoctor.probe.run_model.outcome import Frame
+from ddpdoctor.probe.run_model.stack_view import StackView
+from ddpdoctor.probe.wording import rank_list, verb
 from ddpdoctor.probe.launch.stacks import _short_library_path
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
 from ddpdoctor.report.model import Report, Table

@@ -25,8 +25,9 @@ from ddpdoctor.checks.probe.progress_stall import _COLLECTIVE_CALLS
 from ddpdoctor.core.findings import Location, Problem
 from ddpdoctor.core.registry import (FAILED, INCOMPLETE, PASSED, SKIPPED, WARNED, CheckResult,
                                      all_checks)
-from ddpdoctor.probe.analysis.stack_groups import StackView, bare_name, group_stacks
-from ddpdoctor.probe.analysis.wording import rank_list, seconds, verb
+from ddpdoctor.probe.analysis.stack_groups import group_stacks
+from ddpdoctor.probe.run_model.stack_view import StackView, bare_name
+from ddpdoctor.probe.wording import rank_list, seconds, verb
 from ddpdoctor.report.model import Table
 
 IN_PLACE = 0.9  # share of samples on the final stack for a rank to count as not moving

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ddpdoctor.probe.analysis.runmodel import Frame
+from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.launch.stacks import _pyspy_failure
 
 GRACE_S = 5.0  # a recorder past its --duration by this much is ended

@@ -22,8 +22,10 @@ from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.scaling import load_points
 from ddpdoctor.probe.analysis import outside_steps, regression
-from ddpdoctor.probe.analysis import verify as verify_results
-from ddpdoctor.probe.analysis.runmodel import META_FILE, OUTCOME_FILE, REPORT_FILE, Outcome, ProbeMeta, RunModel
+from ddpdoctor.probe.run_model import verify as verify_results
+from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE, REPORT_FILE
+from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
 from ddpdoctor.probe.report import build_report
 from ddpdoctor.probe.rundir import DDP_OVERRIDES_FILE
 from ddpdoctor.core.files import write_atomic

@@ -12,10 +12,11 @@ Times are `time.time()` seconds (wall clock, comparable across ranks on one host
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
+
+from ddpdoctor.probe import jsonl, rank_files
 
 
 @dataclass
@@ -535,26 +536,37 @@ RECORD_TYPES = {cls.kind: cls for cls in (
     DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
     SamplerShard, Memory)}
 
+# Each kind's field names, once: the watchdog decodes every line a rank appends.
+_FIELD_NAMES = {kind: frozenset(f.name for f in fields(cls)) for kind, cls in RECORD_TYPES.items()}
+
 
 def encode(record: Any) -> bytes:
     """One record as one JSON line. Called inside ranks: keep it cheap (no deep copies)."""
     data = {"kind": record.kind}
     for key, value in vars(record).items():
         data[key] = vars(value) if isinstance(value, Site) else value
-    return (json.dumps(data, separators=(",", ":"), default=str) + "\n").encode()
+    return jsonl.encode(data)
 
 
 def decode(line: str) -> Optional[Any]:
     """A record from one JSON line; None for a torn, unknown or malformed line."""
-    try:
-        data = json.loads(line)
-        cls = RECORD_TYPES[data.pop("kind")]
-    except (ValueError, KeyError, TypeError, AttributeError):
+    data = jsonl.decode(line)
+    return from_dict(data) if data is not None else None
+
+
+def from_dict(data: dict) -> Optional[Any]:
+    """A record from its decoded line; None for an unknown kind or fields that do not fit."""
+    kind = data.get("kind")
+    cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
         return None
-    names = {f.name for f in fields(cls)}
+    names = _FIELD_NAMES[cls.kind]
     kwargs = {k: v for k, v in data.items() if k in names}
     if isinstance(kwargs.get("site"), dict):
-        kwargs["site"] = Site(**kwargs["site"])
+        try:
+            kwargs["site"] = Site(**kwargs["site"])
+        except TypeError:
+            return None
     try:
         return cls(**kwargs)
     except TypeError:
@@ -563,14 +575,5 @@ def decode(line: str) -> Optional[Any]:
 
 def read_records(path: str | os.PathLike) -> list[Any]:
     """Every whole record of one rank's telemetry file, in order."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except FileNotFoundError:
-        return []
-    records = []
-    for line in lines:
-        record = decode(line)
-        if record is not None:
-            records.append(record)
-    return records
+    found = (from_dict(line.data) for line in rank_files.read_all(path))
+    return [record for record in found if record is not None]

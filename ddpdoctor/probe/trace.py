@@ -59,7 +59,7 @@ def _rank_events(run: RankRun, world: int, t0: float) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     last_end: dict[int, float] = {}  # steps done at launch -> the last bucket end of that step
     for b in run.of(tm.BucketTiming):
-        if getattr(b, "clock", "cpu") == "none":
+        if b.clock == "none":
             continue  # launch and callback times, not the all-reduce's: nothing to draw
         seconds = b.end - b.start
         busbw = b.nbytes / seconds / perf.GB * perf.bus_factor(world) if seconds > 0 else 0.0

@@ -20,8 +20,9 @@ from typing import Any, Iterable, Optional, Sequence
 
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.core.registry import Skipped, get_check
-from ddpdoctor.probe.analysis.runmodel import (META_FILE, OUTCOME_FILE, Frame, Outcome, ProbeMeta,
-                                      RankRun, RankStack, RunModel, rank_file)
+from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
+from ddpdoctor.probe.run_model.outcome import Frame, Outcome, ProbeMeta, RankStack, rank_file
 
 T0 = 1_700_000_000.0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ddpdoctor.attach.facts import Observation, RankObservation
 from ddpdoctor.attach.judge import judge
 from ddpdoctor.attach.sample import parse_speedscope
-from ddpdoctor.probe.analysis.runmodel import Frame
+from ddpdoctor.probe.run_model.outcome import Frame
 
 BACKWARD = (Frame("_engine_run_backward", "torch/autograd/graph.py", 979),
             Frame("Tensor.backward", "torch/_tensor.py", 623), Frame("<module>", "train.py", 49))

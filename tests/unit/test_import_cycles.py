@@ -69,10 +69,12 @@ def test_no_module_imports_itself_back_through_others():
     assert _cycles(graph) == []
 
 
-# What code inside the user's ranks may import: itself, the telemetry format, the run dir's
-# file names and secret redaction. Never the launcher side or the analysis: they pull in psutil,
-# rich and the checks, which cost every rank start-up time and could fail inside the script.
-INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.rundir",
+# What code inside the user's ranks may import: itself, the telemetry format, the JSON-lines
+# codec, the run dir's file names and secret redaction. Never the launcher side or the
+# analysis: they pull in psutil, rich and the checks, which cost every rank start-up time and
+# could fail inside the script.
+INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.jsonl",
+                     "ddpdoctor.probe.rundir",
                      "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor._deprecated")
 INRANK_PACKAGES = ("ddpdoctor", "ddpdoctor.probe")  # __init__ files, which import nothing heavy
 
@@ -87,3 +89,25 @@ def test_code_inside_ranks_imports_nothing_from_the_parent_side():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def _reaches(start: str, graph: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_the_launcher_side_and_the_run_model_never_import_the_analysis():
+    # launch/ makes the run model (Outcome, stacks, the watchdog's looks) and analysis/ reads it:
+    # both depend on probe/run_model/, neither on the other. run_model/ not even through a third
+    # module; launch/ not itself (it reaches regression.py only through options.py's --baseline).
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    analysis = lambda found: sorted(e for e in found if e.startswith("ddpdoctor.probe.analysis"))
+    wrong = {m: analysis(graph[m]) for m in modules if m.startswith("ddpdoctor.probe.launch")}
+    wrong.update({m: analysis(_reaches(m, graph)) for m in modules if m.startswith("ddpdoctor.probe.run_model")})
+    assert {m: es for m, es in wrong.items() if es} == {}

@@ -86,14 +86,17 @@ def test_the_job_identity_differs_with_the_script_the_nodes_or_slurm_job():
 def test_forwarded_records_are_of_their_rank_in_the_launched_world_and_typed():
     start = {"kind": "start", "t": 1.0, "rank": 1, "local_rank": 0, "world_size": 2, "pid": 5,
              "host": "h\x1b]0;pwned\x07", "script": "s", "argv": [], "python": "3", "torch": "2"}
-    cleaned = json.loads(wire.check_records(json.dumps(start) + "\n", 1, 2))
+    cleaned = json.loads(wire.check_records(json.dumps(start) + "\n", 1, 2)[0])
     assert cleaned["host"] == "h?]0;pwned?"
     for bad in ({**start, "world_size": 10 ** 7}, {**start, "rank": 0}, {**start, "pid": "many"},
-                {"kind": "step", "t": 1.0, "step": "many"}, {"kind": "nope"}, [1]):
+                {"kind": "step", "t": 1.0, "step": "many"}, {"kind": "nope"}, {"kind": []}, [1]):
         with pytest.raises(wire.BadMessage):
             wire.check_records(json.dumps(bad) + "\n", 1, 2)
     with pytest.raises(wire.BadMessage):
         wire.check_records("{not json\n", 1, 2)
+    steps = "".join(json.dumps({"kind": "step", "t": 1.0, "step": n, "backward_iterations": 1,
+                                "allreduce_rounds": 1}) + "\n" for n in (3, 7, 5))
+    assert wire.check_records(steps, 1, 2)[1] == 7  # the node's progress, from the records' fields
 
 
 def test_every_recorded_telemetry_file_passes_the_schema():

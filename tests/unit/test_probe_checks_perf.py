@@ -693,7 +693,7 @@ def test_a_stored_baseline_is_judged_again_by_report(tmp_path):
 # what-if and --verify-fix -------------------------------------------------------------------------
 
 def test_a_verified_fix_is_shown_beside_its_estimate():
-    from ddpdoctor.probe.analysis.verify import VerifyResult
+    from ddpdoctor.probe.run_model.verify import VerifyResult
 
     model = perf_run([Rank(), Rank()], buckets=TINY, bucket_s=0.0015, bucket_cap_mb=0.01,
                      latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
@@ -729,7 +729,7 @@ def test_verify_fix_reruns_once_per_suggested_set_of_ddp_arguments():
 
 
 def test_a_damaged_verify_file_is_no_verification(tmp_path):
-    from ddpdoctor.probe.analysis import verify
+    from ddpdoctor.probe.run_model import verify
 
     (tmp_path / verify.VERIFY_FILE).write_text("{broken")
     assert verify.load(tmp_path) == []

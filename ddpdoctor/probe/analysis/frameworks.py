@@ -19,7 +19,7 @@ from typing import Any, Optional
 from ddpdoctor.core.findings import Finding, Location, Problem
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.analysis.wording import location as site_location, rank_list
+from ddpdoctor.probe.wording import location as site_location, rank_list
 
 NAMES = {"transformers": "Hugging Face Transformers", "lightning": "Lightning",
          "accelerate": "Accelerate", "fsdp": "PyTorch FSDP", "fsdp2": "PyTorch FSDP2",

@@ -15,7 +15,7 @@ from typing import Optional
 
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.analysis.wording import ranges
+from ddpdoctor.probe.wording import ranges
 from ddpdoctor.probe.rundir import WATCH_FILE
 
 # A gap between two steps is a pause when it is this many times the median step and at least

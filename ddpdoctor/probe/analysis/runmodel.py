@@ -1,4 +1,5 @@
-"""Everything one probe run left in its run dir, loaded into typed objects for the checks.
+"""Everything one probe run left in its run dir, loaded into typed objects for the checks (the
+types the launcher writes, Outcome and ProbeMeta, live in probe/run_model/).
 
 A run dir holds:
   probe.json        ProbeMeta: what was launched and with which limits (written before launch)
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
@@ -25,103 +26,12 @@ from ddpdoctor.probe import telemetry as tm
 
 T = TypeVar("T")
 
-from ddpdoctor.probe.rundir import (LOG_FILE, MAIN_TELEMETRY, META_FILE, OUTCOME_FILE,  # noqa: F401
-                                    RANK_TELEMETRY_GLOB, REPORT_FILE, rank_of, rank_stack_name,
-                                    rank_telemetry_name)
+from ddpdoctor.probe.rundir import MAIN_TELEMETRY, META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, rank_of
+from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta, stack_file
+from ddpdoctor.probe.run_model.verify import VerifyResult
 
 if TYPE_CHECKING:
     from ddpdoctor.probe.analysis.regression import Baseline
-    from ddpdoctor.probe.analysis.verify import VerifyResult
-
-
-def rank_file(run_dir: str | os.PathLike, rank: int) -> Path:
-    return Path(run_dir) / rank_telemetry_name(rank)
-
-
-def stack_file(run_dir: str | os.PathLike, rank: int) -> Path:
-    return Path(run_dir) / rank_stack_name(rank)
-
-
-@dataclass
-class ProbeMeta:
-    script: str
-    args: list[str]
-    nproc_per_node: int
-    nnodes: int
-    node_rank: int
-    world_size: int
-    max_steps: int
-    steps_per_epoch: int
-    stall_timeout_s: Optional[float]  # None: adaptive
-    pg_timeout_s: float
-    timeout_s: float
-    backend: str
-    launcher: str  # "torchrun" | "none"
-    launcher_reason: str = ""
-    cpu: bool = False
-    started: float = 0.0
-    module: bool = False  # script is a module name (-m)
-
-
-@dataclass
-class Frame:
-    func: str
-    file: str
-    line: int
-
-    def __str__(self) -> str:
-        return f"{self.func} ({self.file}:{self.line})"
-
-
-@dataclass
-class RankStack:
-    """One rank's main-thread stack at the moment the watchdog saw the stall, innermost first."""
-
-    rank: int
-    pid: int
-    method: str  # "py-spy" | "faulthandler" | "none"
-    frames: list[Frame]
-    idle: Optional[bool] = None  # py-spy: the thread was waiting (not running Python)
-    text: str = ""  # the raw dump, for the report's detail
-    host: str = ""  # the node it was taken on (multi-node)
-
-
-@dataclass
-class Outcome:
-    # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed"; multi-node:
-    # "node_lost" (node 0 lost another node), "ended" / "node0_lost" (another node's own job)
-    status: str
-    wall_s: float
-    exit_codes: dict[int, Optional[int]] = field(default_factory=dict)  # rank -> code (negative: signal)
-    stall_s: Optional[float] = None  # seconds without progress when the watchdog fired
-    stall_timeout_s: Optional[float] = None  # the stall timeout in force then
-    stacks: list[RankStack] = field(default_factory=list)
-    stack_note: str = ""  # e.g. "py-spy not allowed to attach; faulthandler dumps used"
-    launcher_exit: Optional[int] = None
-    log_tail: str = ""
-    leftover_pids: list[int] = field(default_factory=list)  # processes that had to be killed
-    signal: Optional[int] = None  # the signal that interrupted ddpdoctor (status "interrupted")
-    # Multi-node, on node 0: one entry per node (launch/node_gather.py NodeState.to_dict()).
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    # When the probe began ending the job (time.time(); None: it ended by itself). Errors after
-    # it are consequences of the teardown, never the cause (analysis/rank_state.py).
-    ended_at: Optional[float] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["exit_codes"] = {str(k): v for k, v in self.exit_codes.items()}
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Outcome":
-        data = dict(data)
-        data["exit_codes"] = {int(k): v for k, v in (data.get("exit_codes") or {}).items()}
-        data["stacks"] = [
-            RankStack(**{**s, "frames": [Frame(**f) for f in s.get("frames", [])]})
-            for s in data.get("stacks") or []
-        ]
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass
@@ -165,7 +75,7 @@ class RunModel:
     main: Optional[RankRun] = None
     # One point per world size of `probe --scaling` (analysis/scaling.py attaches them); empty without it.
     scaling: list = field(default_factory=list)
-    # What `probe --verify-fix` measured (analysis/verify.py) and the --baseline report's numbers
+    # What `probe --verify-fix` measured (run_model/verify.py) and the --baseline report's numbers
     # (analysis/regression.py, DDP607), attached by probe/run.analyse: empty / None without them.
     verified: list[VerifyResult] = field(default_factory=list)
     regression_baseline: Optional[Baseline] = None

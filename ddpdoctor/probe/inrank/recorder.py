@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import sysconfig
@@ -11,7 +10,7 @@ import time
 from typing import Any, Optional
 
 from ddpdoctor.core import redact
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe import jsonl, telemetry as tm
 
 _SKIP_DIRS: tuple[str, ...] = ()
 # Installed packages are never "the user's code" (transformers, lightning, accelerate, ...),
@@ -153,7 +152,7 @@ class Recorder:
         # Values of secret-looking variables never reach the file, whichever record carries
         # them (the script's argv in Start, a message in Note or Crash): read once per process.
         self._secrets = redact.secret_values()
-        self._escaped = [json.dumps(v)[1:-1].encode() for v in self._secrets]  # as encode() writes them
+        self._escaped = [jsonl.body(v)[1:-1] for v in self._secrets]  # as encode() writes them
 
     @property
     def pending(self) -> bool:
@@ -207,12 +206,12 @@ def _scrubbed(line: bytes, secrets: list[str], escaped: list[bytes]) -> bytes:
             return {k: clean(v) for k, v in value.items()}
         return value
 
-    try:
-        return (json.dumps(clean(json.loads(line)), separators=(",", ":")) + "\n").encode()
-    except ValueError:
-        for secret in escaped:
-            line = line.replace(secret, redact.REDACTED.encode())
-        return line
+    data = jsonl.decode(line)
+    if data is not None:
+        return jsonl.encode(clean(data))
+    for secret in escaped:
+        line = line.replace(secret, redact.REDACTED.encode())
+    return line
 
 
 _recorder: Optional[Recorder] = None

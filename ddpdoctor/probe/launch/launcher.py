@@ -23,7 +23,8 @@ from ddpdoctor.probe.launch import stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
 from ddpdoctor.probe.options import ProbeOptions
-from ddpdoctor.probe.analysis.runmodel import LOG_FILE, Outcome
+from ddpdoctor.probe.rundir import LOG_FILE
+from ddpdoctor.probe.run_model.outcome import Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch

@@ -17,7 +17,6 @@ One thread polls both a few times a second and hands a Board to the view (report
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sys
@@ -27,8 +26,8 @@ from collections import deque
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import LOG_FILE
+from ddpdoctor.probe import jsonl
+from ddpdoctor.probe.rundir import LOG_FILE
 from ddpdoctor.probe.rundir import WATCH_FILE
 from ddpdoctor.probe.launch.watchdog import ProgressWatch, RankState
 from ddpdoctor.probe.options import ProbeOptions
@@ -108,11 +107,10 @@ class WatchTail:
                     lines = handle.read(size - handle.tell()).split(b"\n")
                 self.offset = size
                 for line in reversed(lines):
-                    try:
-                        self.latest = json.loads(line)
+                    look = jsonl.decode(line)
+                    if look is not None:
+                        self.latest = look
                         break
-                    except ValueError:
-                        continue
         except OSError:
             pass
         return self.latest
@@ -266,11 +264,11 @@ class LiveFeed:
 @contextlib.contextmanager
 def showing(options: ProbeOptions, run_dir: str, launcher: str = "torchrun") -> Iterator[Optional[LiveFeed]]:
     """Show the job while it runs, as options.live says (the CLI asks; the Python API does not)."""
-    view = live.view_for(getattr(options, "live", "off"), sys.stderr)
+    view = live.view_for(options.live, sys.stderr)
     if view is None:
         yield None
         return
-    feed = LiveFeed(options, run_dir, view, show_script=not getattr(options, "quiet_script", False),
+    feed = LiveFeed(options, run_dir, view, show_script=not options.quiet_script,
                     launcher=launcher)
     feed.start()
     try:

@@ -9,7 +9,6 @@ checks see every rank of every node with no code of their own for "remote".
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import selectors
 import socket
@@ -21,11 +20,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.probe.analysis.runmodel import Frame, RankStack
+from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link
 
-STEP_FIELD = re.compile(r'"kind":"step".*?"step":(\d+)')
 HELLO_TIMEOUT_S = 5.0
 MAX_REFUSAL_LINES = 5  # lines on stderr for refused connections; the rest are counted
 
@@ -294,15 +292,14 @@ class NodeGather:
                                       f"({wire.RANK_QUOTA >> 20} MiB per rank)")
             self.received[state.node_rank] = total
             if name.endswith(".jsonl"):
-                data = wire.check_records(data, rank, self.world_size)
+                data, last_step = wire.check_records(data, rank, self.world_size)
+                state.last_step = max(state.last_step, last_step)
             else:
                 data = wire.clean(data, len(data))
             handle = self._files.get(name)
             if handle is None:
                 handle = self._files[name] = open(self.run_dir / name, "a", encoding="utf-8")
             handle.write(data)
-            for step in STEP_FIELD.findall(data):
-                state.last_step = max(state.last_step, int(step))
         elif kind == "final":
             outcome = wire.check_outcome(message["outcome"], set(state.ranks) | self._assigned(state))
             state.status = "finished"
@@ -359,7 +356,7 @@ class NodeGather:
                 if reply is None or state.node_rank not in pending:
                     continue
                 pending.discard(state.node_rank)
-                found.extend(_stack_from_dict(d, state.label()) for d in reply["stacks"])
+                found.extend(RankStack.from_dict(d, state.label()) for d in reply["stacks"])
                 if reply.get("note"):
                     notes.append(f"{state.label()}: {reply['note']}")
             pending -= {s.node_rank for s in asked if s.status != "connected"}
@@ -447,11 +444,3 @@ class NodeGather:
                 handle.close()
             except OSError:
                 pass
-
-
-def _stack_from_dict(data: dict[str, Any], host: str) -> RankStack:
-    frames = [Frame(str(f.get("func", "?")), str(f.get("file", "?")), int(f.get("line") or 0))
-              for f in data.get("frames", [])]
-    return RankStack(int(data.get("rank", -1)), int(data.get("pid", 0)), str(data.get("method", "none")),
-                     frames, data.get("idle"), str(data.get("text", "")), host)
-

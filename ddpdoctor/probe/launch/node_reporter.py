@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link, connect
+from ddpdoctor.probe.rank_files import RankFileTail
 
 FORWARD_EVERY_S = 0.2
 HINT_AFTER_S = 10.0
@@ -35,7 +36,7 @@ class NodeReporter:
         self.nproc, self.key, self.job = nproc, key, job
         self.connect_deadline = connect_deadline
         self.link: Optional[Link] = None
-        self.offsets: dict[str, int] = {}
+        self.tails: dict[str, RankFileTail] = {}
         self.ended_by_node0: Optional[str] = None
         self.verdict: Optional[dict[str, Any]] = None
         self.lost_reason: Optional[str] = None
@@ -150,25 +151,16 @@ class NodeReporter:
         except OSError:
             return
         for name in names:
-            path = self.run_dir / name
-            try:
-                size = path.stat().st_size
-            except OSError:
-                continue
-            offset = self.offsets.get(name, 0)
-            while size > offset:
-                with open(path, "rb") as handle:
-                    handle.seek(offset)
-                    data = handle.read(min(wire.CHUNK, size - offset))
-                if name.endswith(".jsonl"):
-                    cut = data.rfind(b"\n")
-                    if cut < 0:
-                        break
-                    data = data[:cut + 1]
+            tail = self.tails.setdefault(name, RankFileTail(self.run_dir / name))
+            tail.grew()
+            while tail.size > tail.offset:
+                before = tail.offset
+                data = tail.take(wire.CHUNK, whole_lines=name.endswith(".jsonl"))
+                if not data:
+                    break
                 if not self.link.send("file", name=name, data=data.decode("utf-8", "replace")):
+                    tail.offset = before  # not sent: the next link (if any) sends it again
                     return
-                offset += len(data)
-                self.offsets[name] = offset
 
     def job_ended(self, outcome: dict[str, Any], deadline: float) -> None:
         """Hand node 0 the rest of the telemetry and how the job ended here, then wait for the

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import math
 import os
 import re
 from dataclasses import fields
 from typing import Any, Callable, Mapping, Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe import jsonl, telemetry as tm
 from ddpdoctor.probe.rundir import RANK_FILE  # ASCII digits, no leading zero (rundir.py)
 
 TOKEN_ENV = "DDPDOCTOR_GATHER_TOKEN"
@@ -127,7 +126,7 @@ class Codec:
         if self.out_session:
             body["s"] = self.out_session
         body.update(fields_)
-        text = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+        text = jsonl.body(body, strict=True)
         mac = hmac.new(self.key, text, hashlib.sha256).hexdigest().encode() if self.key else b"-"
         return mac + b" " + text + b"\n"
 
@@ -142,8 +141,8 @@ class Codec:
                 raise BadMessage("not signed with this job's gather token" if mac != b"-"
                                  else "sent without a gather token, and this job has one")
         try:
-            body = json.loads(text, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+            body = jsonl.loads(text, strict=True)
+        except ValueError:
             raise BadMessage("not JSON") from None
         if not isinstance(body, dict):
             raise BadMessage("not a JSON object")
@@ -166,8 +165,6 @@ class Codec:
         self.out_session, self.in_session = (up, down) if node_side else (down, up)
 
 
-def _no_constant(name: str) -> None:
-    raise ValueError(name)
 
 
 # ------------------------------------------------------------------ the schema
@@ -328,21 +325,23 @@ _RECORD_CHECKS = {kind: {f.name: _annotation_check(str(f.type)) for f in fields(
 _WORLD_FIELDS = {"start": "world_size", "init": "world_size"}
 
 
-def check_records(data: str, rank: int, world_size: int) -> str:
+def check_records(data: str, rank: int, world_size: int) -> tuple[str, int]:
     """Forwarded lines of rank-<R>.jsonl: each a known record of that rank in this world, its
-    strings cleaned. Returns the lines to store; BadMessage for the first that is not."""
+    strings cleaned. Returns the lines to store and the highest step a Step record among them
+    reached (0: none); BadMessage for the first line that is not."""
     lines = data.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    out = []
+    out, last_step = [], 0
     for line in lines:
         try:
-            record = json.loads(line, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+            record = jsonl.loads(line, strict=True)
+        except ValueError:
             raise BadMessage(f"rank {rank}: a telemetry line is not JSON") from None
         if not isinstance(record, dict):
             raise BadMessage(f"rank {rank}: a telemetry line is not an object")
-        checks = _RECORD_CHECKS.get(record.get("kind"))  # type: ignore[arg-type]
+        kind = record.get("kind")
+        checks = _RECORD_CHECKS.get(kind) if isinstance(kind, str) else None
         if checks is None:
             raise BadMessage(f"rank {rank}: unknown record kind {clean(repr(record.get('kind')), 40)}")
         for name, ok in checks.items():
@@ -355,6 +354,8 @@ def check_records(data: str, rank: int, world_size: int) -> str:
             raise BadMessage(f"rank {rank}: {record['kind']}.{field_name} is "
                              f"{clean(repr(record.get(field_name)), 20)}, the launched world is {world_size}")
         if "\\u" in line or _CONTROL.search(line):
-            line = json.dumps(clean_deep(record), separators=(",", ":"))
+            line = jsonl.body(clean_deep(record)).decode()
+        if kind == "step" and type(record.get("step")) is int:
+            last_step = max(last_step, record["step"])
         out.append(line + "\n")
-    return "".join(out)
+    return "".join(out), last_step

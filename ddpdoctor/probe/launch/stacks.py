@@ -23,7 +23,8 @@ import psutil
 
 from ddpdoctor.probe.inrank.config import ENV_RUN_ID
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
-from ddpdoctor.probe.analysis.runmodel import Frame, RankStack, stack_file
+from ddpdoctor.probe.rank_files import RankFileTail, read_all
+from ddpdoctor.probe.run_model.outcome import Frame, RankStack, stack_file
 
 PYSPY_TIMEOUT_S = 10.0
 FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
@@ -38,17 +39,14 @@ def rank_processes(run_dir: str, run_id: str, root_pid: Optional[int] = None) ->
     for path in Path(run_dir).glob(RANK_TELEMETRY_GLOB):
         try:
             rank = int(path.stem.split("-", 1)[1])
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    if '"kind":"start"' in line:
-                        pid = int(json.loads(line)["pid"])
-                        break
-                else:
-                    continue
+            start = next((line for line in read_all(path) if line.kind == "start"), None)
+            if start is None:
+                continue
+            pid = int(start.data["pid"])
             proc = psutil.Process(pid)
             if proc.environ().get(ENV_RUN_ID) == run_id:
                 found[rank] = proc
-        except (ValueError, KeyError, OSError, psutil.Error):
+        except (ValueError, TypeError, KeyError, OSError, psutil.Error):
             continue
     return found
 
@@ -139,10 +137,10 @@ def parse_faulthandler(text: str) -> list[Frame]:
 
 
 def _from_faulthandler(run_dir: str, ranks: dict[int, psutil.Process]) -> dict[int, RankStack]:
-    offsets = {}
+    tails = {}
     for rank, proc in ranks.items():
         path = stack_file(run_dir, rank)
-        offsets[rank] = path.stat().st_size if path.exists() else 0
+        tails[rank] = RankFileTail(path, path.stat().st_size if path.exists() else 0)
         try:
             proc.send_signal(signal.SIGUSR1)
         except psutil.Error:
@@ -150,13 +148,7 @@ def _from_faulthandler(run_dir: str, ranks: dict[int, psutil.Process]) -> dict[i
     time.sleep(0.5)
     stacks = {}
     for rank, proc in ranks.items():
-        path = stack_file(run_dir, rank)
-        try:
-            with open(path, errors="replace") as handle:
-                handle.seek(offsets[rank])
-                text = handle.read()
-        except OSError:
-            text = ""
+        text = tails[rank].text()
         frames = parse_faulthandler(text)
         stacks[rank] = RankStack(rank, proc.pid, "faulthandler" if frames else "none", frames,
                                  text="\n".join(f"    {f}" for f in frames))

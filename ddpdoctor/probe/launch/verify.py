@@ -3,7 +3,7 @@
 A finding whose evidence carries `ddp_kwargs` (DDP603: a bucket_cap_mb) names DDP arguments the
 probe can set itself, in the DDP constructor (inrank/ddp.py reads RUN_DIR/ddp_overrides.json), so
 the script runs unchanged. Each distinct set is one more probe, in RUN_DIR/verify/<n>, with the
-same options; its median step time is stored in RUN_DIR/verify.json (analysis/verify.py) and the
+same options; its median step time is stored in RUN_DIR/verify.json (run_model/verify.py) and the
 report puts it beside the finding's estimate. Findings whose fix needs the script changed
 (hiding communication, a faster network) are listed with a note instead.
 """
@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ddpdoctor.core.errors import ToolFailure
 from ddpdoctor.core.files import write_atomic
-from ddpdoctor.probe.analysis.verify import VerifyResult
+from ddpdoctor.probe.run_model.verify import VerifyResult
 from ddpdoctor.probe.rundir import VERIFY_FILE, verify_run_name
 
 MAX_RERUNS = 3

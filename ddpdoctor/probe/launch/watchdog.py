@@ -7,7 +7,7 @@ floor. A fixed --stall-timeout overrides it.
 A quiet spell is not a hang by itself: a script preparing its data, evaluating or uploading a
 checkpoint writes nothing for minutes. During a quiet spell the Lookout looks at the ranks
 every few seconds (their stacks, their main thread's CPU, the collective their telemetry says
-they are in) and rank_state.judge() reads it: blocked (a rank waits in a collective its peers
+they are in) and run_model/looks.judge() reads it: blocked (a rank waits in a collective its peers
 have not reached, or every rank waits) ends the job once the spell is longer than the stall
 timeout; busy lets it run on, up to --timeout. Each look is appended to watch.jsonl, which the
 live view shows and the report reads for where the time outside steps went.
@@ -15,17 +15,17 @@ live view shows and the report reads for where the time outside steps went.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.rank_state import Judgement, Pending, RankLook, collective_text, judge
-from ddpdoctor.probe.analysis.runmodel import Frame, RankStack
-from ddpdoctor.probe.analysis.stack_groups import StackView
+from ddpdoctor.probe import jsonl, telemetry as tm
+from ddpdoctor.probe.run_model.looks import Judgement, Pending, RankLook, collective_text, judge
+from ddpdoctor.probe.run_model.outcome import Frame, RankStack
+from ddpdoctor.probe.run_model.stack_view import StackView
+from ddpdoctor.probe.rank_files import RankFileTail, RankLine
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
 
 STALL_FLOOR_S = 8.0
@@ -62,11 +62,11 @@ class RankState:
     crashed: Optional[str] = None  # exception type
     seen: Optional[float] = None  # monotonic time its last line was read
 
-    def apply(self, kind: str, line: str) -> None:
-        if kind == "batch":  # the loader yielded: out of the DataLoader (not decoded: long lines)
+    def apply(self, line: RankLine) -> None:
+        if line.kind == "batch":  # the loader yielded: out of the DataLoader (no record built: long)
             self.in_loader = False
             return
-        record = tm.decode(line)
+        record = tm.from_dict(line.data)
         if record is None:
             return
         if isinstance(record, tm.Start):
@@ -122,8 +122,7 @@ class ProgressWatch:
     def __init__(self, run_dir: str, fixed_timeout_s: Optional[float]) -> None:
         self.run_dir = Path(run_dir)
         self.fixed = fixed_timeout_s
-        self.offsets: dict[Path, int] = {}
-        self.partial: dict[Path, str] = {}
+        self.tails: dict[Path, RankFileTail] = {}
         self.last_progress = time.monotonic()
         self.last_step_time: dict[int, float] = {}
         self.longest_step_gap = 0.0
@@ -137,8 +136,8 @@ class ProgressWatch:
     @property
     def timeout_s(self) -> float:
         if self.fixed is not None:
-            return self.fixed if self.offsets else max(self.fixed, STARTUP_FLOOR_S)
-        if not self.offsets:
+            return self.fixed if self.tails else max(self.fixed, STARTUP_FLOOR_S)
+        if not self.tails:
             return STARTUP_FLOOR_S
         return max(STALL_FLOOR_S, STEP_GAP_FACTOR * self.longest_step_gap)
 
@@ -146,32 +145,21 @@ class ProgressWatch:
         """Read what the ranks appended since the last poll. True if anything was."""
         progressed = False
         for path in self.run_dir.glob(RANK_TELEMETRY_GLOB):
-            try:
-                size = path.stat().st_size
-            except OSError:
+            tail = self.tails.get(path) or RankFileTail(path)
+            if not tail.grew():
                 continue
-            offset = self.offsets.get(path, 0)
-            if size <= offset:
-                continue
+            self.tails[path] = tail
             progressed = True
-            with open(path, "rb") as handle:
-                handle.seek(offset)
-                chunk = handle.read(size - offset).decode("utf-8", "replace")
-            self.offsets[path] = size
-            text = self.partial.pop(path, "") + chunk
-            lines = text.split("\n")
-            if lines[-1]:
-                self.partial[path] = lines[-1]
-            for line in lines[:-1]:
+            for line in tail.records():
                 self.saw_line(path, line)
         if progressed:
             self.last_progress = time.monotonic()
         return progressed
 
-    def saw_line(self, path: Path, line: str) -> None:
+    def saw_line(self, path: Path, line: RankLine) -> None:
         """One whole telemetry line of one rank."""
-        if '"kind":"step"' in line:
-            self._saw_step(path, line)
+        if line.kind == "step":
+            self._saw_step(path, line.data)
         rank = self._rank_of.get(path)
         if rank is None:
             try:
@@ -182,16 +170,10 @@ class ProgressWatch:
         if state is None:
             state = self.ranks[rank] = RankState(rank)
         state.seen = time.monotonic()
-        # encode() writes the kind first: {"kind":"step",...}
-        kind = line[9:line.find('"', 9)] if line.startswith('{"kind":"') else ""
-        if kind in FOLLOWED:
-            state.apply(kind, line)
+        if line.kind in FOLLOWED:
+            state.apply(line)
 
-    def _saw_step(self, path: Path, line: str) -> None:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            return
+    def _saw_step(self, path: Path, record: dict) -> None:
         rank = int(path.stem.split("-", 1)[1])
         previous = self.last_step_time.get(rank)
         now = float(record.get("t", 0.0))
@@ -317,7 +299,7 @@ class Lookout:
         try:
             fd = os.open(self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+                os.write(fd, jsonl.encode(record))
             finally:
                 os.close(fd)
         except OSError:

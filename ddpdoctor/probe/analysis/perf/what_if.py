@@ -1,5 +1,5 @@
 """What a fix would buy: whether a gain is worth a finding, the step time a fix is expected to
-give, and what `probe --verify-fix` measured with it (analysis/verify.py)."""
+give, and what `probe --verify-fix` measured with it (run_model/verify.py)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class WhatIf:
 def what_if(model: RunModel, code: str, step_s: float, after_s: float, change: str,
             ddp_kwargs: Optional[dict] = None) -> WhatIf:
     """A WhatIf for finding `code`, with the step time --verify-fix measured for the same DDP
-    arguments, when it ran (model.verified: analysis/verify.py)."""
+    arguments, when it ran (model.verified: run_model/verify.py)."""
     found = WhatIf(step_s, max(0.0, min(after_s, step_s)), change, dict(ddp_kwargs or {}))
     for result in model.verified or []:
         if result.code == code and result.ddp_kwargs == found.ddp_kwargs:

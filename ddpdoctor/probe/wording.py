@@ -81,7 +81,7 @@ def natural_sorted(names: Iterable[str]) -> list[str]:
 
 def location(site: Union[Site, Location, None]) -> Optional[Location]:
     """The finding location for a call site (None when the site is unknown)."""
-    if site is None or not getattr(site, "file", ""):
+    if site is None or not site.file:
         return None
     if isinstance(site, Location):
         return site
@@ -90,14 +90,14 @@ def location(site: Union[Site, Location, None]) -> Optional[Location]:
 
 def called_from(site: Optional[Site]) -> tuple:
     """A site's outer user frames as Location.called_from: ((file, line, callee), ...)."""
-    callers = getattr(site, "callers", None) or ()
+    callers = (site.callers if isinstance(site, Site) else None) or ()
     return tuple((c[0], c[1], c[3] if len(c) > 3 and c[3] else (c[2] if len(c) > 2 else ""))
                  for c in callers if isinstance(c, (list, tuple)) and len(c) >= 2)
 
 
 def at(site: Union[Site, Location, None]) -> str:
     """" at train.py:57" or "" when the site is unknown: appended to a description."""
-    if site is None or not getattr(site, "file", ""):
+    if site is None or not site.file:
         return ""
     return f" at {site}"
 

@@ -1,0 +1,48 @@
+"""The one JSON-lines codec: a record (a JSON object) to one line and back. Telemetry writes and
+reads rank files with it (telemetry.py, inrank/recorder.py), the node link signs its bodies
+(launch/node_wire.py: the codec gives the body, the wire adds its MAC and the newline).
+
+Standard library only: code inside the user's ranks imports this (on every record it writes).
+"""
+
+import json
+from typing import Any, Optional, Union
+
+_SEPARATORS = (",", ":")
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(name)
+
+
+def body(data: Any, strict: bool = False) -> bytes:
+    """One record as compact JSON, without its newline. strict (what crosses the network): NaN
+    and Infinity are refused, and so is any value JSON has no word for; else such a value is
+    written as its str() (a rank must never lose a record to an odd value)."""
+    if strict:
+        return json.dumps(data, separators=_SEPARATORS, allow_nan=False).encode()
+    return json.dumps(data, separators=_SEPARATORS, default=str).encode()
+
+
+def encode(data: Any, strict: bool = False) -> bytes:
+    """One record as one line, newline included: what a single os.write appends."""
+    return body(data, strict) + b"\n"
+
+
+def loads(line: Union[bytes, str], strict: bool = False) -> Any:
+    """The JSON value on one line; ValueError when it is none. strict: NaN, Infinity and nesting
+    too deep to parse are refused too (what crosses the network)."""
+    try:
+        return json.loads(line, parse_constant=_no_constant) if strict else json.loads(line)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def decode(line: Union[bytes, str], strict: bool = False) -> Optional[dict]:
+    """The object on one line (its newline optional); None for a torn, malformed or non-object
+    line."""
+    try:
+        data = loads(line, strict)
+    except (ValueError, TypeError):
+        return None
+    return data if isinstance(data, dict) else None

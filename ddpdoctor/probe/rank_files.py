@@ -1,0 +1,90 @@
+"""The one reader of a rank's files (rank-<R>.jsonl, rank-<R>.stack) while the job runs and
+after: it follows a file from an offset, hands back whole lines only (a record being written
+waits for its newline: a rank writes each with one os.write, so at most the last line is torn),
+decodes each with the JSON-lines codec and gives its kind from the record's own "kind" field.
+
+The watchdog (launch/watchdog.py, whose ProgressWatch the live view reads), the node reporter
+(launch/node_reporter.py, which forwards whole lines to node 0), the stack collector
+(launch/stacks.py) and the analysis (telemetry.read_records) read through it. Each poll costs a
+stat per file and reads only what was appended since the last one.
+
+Standard library only: telemetry.py, which the ranks import, reads finished files with it.
+"""
+
+import os
+from pathlib import Path
+from typing import Iterator, NamedTuple, Optional, Union
+
+from ddpdoctor.probe import jsonl
+
+
+class RankLine(NamedTuple):
+    """One decoded record line: its kind (the "kind" field) and the whole object."""
+
+    kind: str
+    data: dict
+
+
+def rank_line(raw: Union[bytes, str]) -> Optional[RankLine]:
+    """One line decoded; None for a torn or malformed line, or one without a kind."""
+    data = jsonl.decode(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
+    if data is None or not isinstance(data.get("kind"), str):
+        return None
+    return RankLine(data["kind"], data)
+
+
+class RankFileTail:
+    """Follows one rank file from an offset."""
+
+    def __init__(self, path: Union[str, os.PathLike], offset: int = 0) -> None:
+        self.path = Path(path)
+        self.offset = offset  # the first byte not yet handed out
+        self.size = offset  # the largest size seen
+
+    def grew(self) -> bool:
+        """The file is longer than when last looked at (one stat; a partial line counts)."""
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return False
+        if size <= self.size:
+            return False
+        self.size = size
+        return True
+
+    def take(self, limit: Optional[int] = None, whole_lines: bool = True) -> bytes:
+        """The bytes appended since the offset (at most limit), up to the last newline when
+        whole_lines (a torn or unfinished last line stays for the next call); moves the offset."""
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read(-1 if limit is None else limit)
+        except OSError:
+            return b""
+        if whole_lines:
+            data = data[:data.rfind(b"\n") + 1]
+        self.offset += len(data)
+        self.size = max(self.size, self.offset)
+        return data
+
+    def text(self) -> str:
+        """Everything appended since the offset (a stack dump: no lines to wait for)."""
+        return self.take(whole_lines=False).decode("utf-8", "replace")
+
+    def records(self, limit: Optional[int] = None) -> list[RankLine]:
+        """The whole record lines appended since the offset, decoded (malformed ones skipped)."""
+        found = (rank_line(raw) for raw in self.take(limit).split(b"\n")[:-1])
+        return [line for line in found if line is not None]
+
+
+def read_all(path: Union[str, os.PathLike]) -> Iterator[RankLine]:
+    """Every record of a rank file, in order, decoded as the caller goes (it may stop early). The
+    last line counts when it is whole even without its newline; a torn one is skipped."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return
+    for raw in data.split(b"\n"):
+        line = rank_line(raw) if raw else None
+        if line is not None:
+            yield line

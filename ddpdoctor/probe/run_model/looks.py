@@ -1,0 +1,183 @@
+"""The watchdog's looks at the ranks in a quiet spell, and the judgement busy or blocked: a pure
+function of what was seen, run live by launch/watchdog.py and tested over built looks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.run_model.stack_view import StackView, bare_callee, bare_name
+from ddpdoctor.probe.wording import at, ranges
+
+
+def shapes_text(shapes: list, dtypes: list) -> str:
+    """"[10, 20] float32" / "[3], [4] float32, int64"."""
+    shape = ", ".join(("[" + ", ".join(str(d) for d in s) + "]") if s else "scalar" for s in (shapes or []))
+    types = ", ".join(dict.fromkeys(str(d).replace("torch.", "") for d in (dtypes or [])))
+    return " ".join(p for p in (shape, types) if p)
+
+
+def collective_text(op: str, bucket: Optional[int] = None, shapes: Optional[list] = None,
+                    dtypes: Optional[list] = None) -> str:
+    """"all_reduce of [3] float32" / "DDP gradient all-reduce (bucket 0) of [306] float32"."""
+    name = f"DDP gradient all-reduce (bucket {bucket})" if op == "ddp_bucket_allreduce" else op
+    if op == "ddp_bucket_allreduce" and bucket is None:
+        name = "DDP gradient all-reduce"
+    tail = shapes_text(shapes or [], dtypes or [])
+    return f"{name} of {tail}" if tail else name
+
+
+# A quiet spell (no rank wrote a record) is a hang only with evidence of blocking: a rank waiting
+# in a collective, a barrier or a store wait that its peers have not reached, or every rank in
+# such a wait. Ranks running the user's code (CPU advancing, the stack moving, or all of them
+# sleeping at one line with nothing pending) are busy: start-up, evaluation, a checkpoint upload.
+
+# What a user frame calls when it waits for other ranks (py-spy names the Python function).
+WAIT_CALLS = {
+    "all_reduce", "broadcast", "barrier", "monitored_barrier", "all_gather", "all_gather_into_tensor",
+    "all_gather_object", "broadcast_object_list", "gather", "gather_object", "scatter",
+    "scatter_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
+    "all_to_all_single", "send", "recv", "init_process_group", "new_group", "rendezvous",
+    "_store_based_barrier",
+}
+# A main thread using at least this share of a CPU between two looks is working, not waiting.
+RUNNING_CPU_SHARE = 0.2
+
+
+@dataclass
+class Pending:
+    """A wait the rank's telemetry says it entered and has not left: a synchronous collective
+    with no CollectiveDone yet, or init_process_group with no Init yet."""
+
+    what: str  # "all_reduce", "init_process_group", "DDP gradient all-reduce (bucket 0)"
+    site: Optional[tm.Site] = None
+    since: Optional[float] = None  # wall time it was entered
+
+
+@dataclass
+class RankLook:
+    """One rank at one moment of a quiet spell: its telemetry, its stack, its CPU."""
+
+    rank: int
+    done: bool = False  # ended or crashed: neither waits nor works
+    pending: Optional[Pending] = None
+    stack: Optional[StackView] = None
+    moved: Optional[bool] = None  # its stack differs from the previous look of this spell
+    cpu_share: Optional[float] = None  # main thread's CPU seconds per second since the previous look
+
+    @property
+    def running(self) -> bool:
+        """Evidence of work: CPU spent, the stack moving, or py-spy seeing Python run."""
+        return bool((self.cpu_share is not None and self.cpu_share >= RUNNING_CPU_SHARE)
+                    or self.moved or (self.stack is not None and self.stack.idle is False))
+
+    @property
+    def waiting(self) -> bool:
+        """Blocked on the other ranks: a pending collective its stack does not contradict, or
+        (no record of it, e.g. a store wait) idle inside torch.distributed."""
+        if self.done:
+            return False
+        stack = self.stack if self.stack is not None and self.stack.frames else None
+        if stack is not None and any(f.file.startswith("<frozen importlib") for f in stack.frames):
+            return False  # importing (torch.distributed's modules too): start-up, not a wait
+        if self.pending is not None:
+            if stack is None:
+                return True
+            # A rank whose stack is elsewhere in its own code left an async collective open
+            # (async_op=True never writes CollectiveDone): it is not waiting there. A host
+            # thread spinning on a GPU wait is still waiting: CPU does not count here.
+            return stack.in_torch_distributed or _calls_wait(stack) or _at_site(stack, self.pending.site)
+        return stack is not None and (_inner_torch_distributed(stack) or _calls_wait(stack)) and not self.running
+
+    def where(self) -> str:
+        """"load_dataset() at train.py:41" / "all_reduce at train.py:57" / "an unknown place"."""
+        stack = self.stack
+        if stack is not None and stack.frames:
+            user = stack.user_frame
+            if user is None:
+                return f"{stack.frames[0].func}() in {stack.frames[0].file}"
+            func = "the script's top level" if user.func == "<module>" else f"{user.func}()"
+            if stack.in_library and (self.waiting or stack.in_torch_distributed):
+                func = bare_callee(stack.call)
+            return f"{func} at {user.file}:{user.line}"
+        if self.pending is not None:
+            return f"{self.pending.what}{at(self.pending.site)}"
+        return "an unknown place (no stack)"
+
+
+def _inner_torch_distributed(stack: StackView) -> bool:
+    """A frame inside the user's innermost call is torch.distributed's (a store wait, a
+    store-based barrier): not a user frame further out that merely runs under it."""
+    user = stack.user_frame
+    inner = stack.frames[:stack.frames.index(user)] if user is not None else stack.frames
+    return StackView(stack.rank, inner, stack.method).in_torch_distributed
+
+
+def _calls_wait(stack: StackView) -> bool:
+    return stack.in_library and bare_name(stack.call) in WAIT_CALLS
+
+
+def _at_site(stack: StackView, site: Optional[tm.Site]) -> bool:
+    user = stack.user_frame
+    if user is None or site is None or not site.file:
+        return False
+    name = site.file.replace("\\", "/").lstrip("./")
+    return user.line == site.line and (user.file == site.file or user.file.endswith("/" + name))
+
+
+@dataclass
+class Judgement:
+    """The watchdog's reading of a quiet spell."""
+
+    blocked: bool
+    waiting: list[int]  # ranks blocked on others
+    working: list[int]  # ranks in their own code (not waiting, not done)
+    places: list[tuple[list[int], str]]  # where the unfinished ranks stand, grouped
+    reason: str  # one line, for the live view and the report
+
+    def to_dict(self) -> dict:
+        return {"blocked": self.blocked, "waiting": self.waiting, "working": self.working,
+                "places": [{"ranks": r, "where": w} for r, w in self.places], "reason": self.reason}
+
+
+def judge(looks: list[RankLook]) -> Judgement:
+    """Busy or blocked, from one look at every rank (a pure function of what was seen).
+
+    Blocked: some rank waits for peers that have not arrived (they work elsewhere, or ended),
+    or every unfinished rank waits. Busy: no rank waits. Ranks alive but not observed (no stack,
+    no CPU time, no record of a wait: py-spy timing out on a loaded machine) are no evidence of
+    blocking either: not blocked, so --timeout bounds them (incomplete, never a pass). No rank
+    left at all while nothing progresses: blocked."""
+    active = [look for look in looks if not look.done]
+    places: dict[str, list[int]] = {}
+    for look in active:
+        places.setdefault(("waits in " if look.waiting else "in ") + look.where(), []).append(look.rank)
+    grouped = sorted(((sorted(r), w) for w, r in places.items()), key=lambda p: p[0][0])
+    waiting = sorted(look.rank for look in active if look.waiting)
+    working = sorted(look.rank for look in active if not look.waiting)
+    said = "; ".join(f"{_ranks_short(r)} {w}" for r, w in grouped)
+    if not active:
+        # Nothing left to look at, and still no progress: stuck (torchrun's rendezvous, ranks
+        # that never wrote a record, a job that does not exit after its ranks ended).
+        return Judgement(True, [], [], [], "every rank has ended, and the job has not" if looks
+                         else "no rank could be observed")
+    if waiting and working:
+        return Judgement(True, waiting, working, grouped,
+                         f"{said}: {_ranks_short(working)} never arrived")
+    if waiting:
+        done = [look.rank for look in looks if look.done]
+        tail = f" ({_ranks_short(done)} ended)" if done else ""
+        return Judgement(True, waiting, [], grouped, f"{said}{tail}")
+    observed = any(look.stack is not None and look.stack.frames or look.cpu_share is not None
+                   for look in active)
+    if not observed:
+        return Judgement(False, [], working, grouped,
+                         "no rank could be observed (no stack, no CPU time) and none records a wait")
+    return Judgement(False, [], working, grouped, f"{said}, no collective pending")
+
+
+def _ranks_short(ranks: list[int]) -> str:
+    """[0, 1, 2] -> "ranks 0-2"; [3] -> "rank 3" (the live view's short form)."""
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {ranges(ranks).replace(', ', ',')}"
