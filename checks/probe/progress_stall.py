@@ -15,19 +15,9 @@ from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
 from ddpdoctor.probe.analysis.outside_steps import final_spell
 from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collective
 from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks
-from ddpdoctor.probe.run_model.stack_view import StackView, bare_name
+from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
 from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
 from ddpdoctor.probe.report import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
-
-# What a user frame calls when it waits for the other ranks. A DDP rank blocked in its gradient
-# all-reduce sits in backward().
-_COLLECTIVE_CALLS = {
-    "all_reduce", "broadcast", "barrier", "monitored_barrier", "all_gather", "all_gather_into_tensor",
-    "all_gather_object", "broadcast_object_list", "gather", "gather_object", "scatter",
-    "scatter_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
-    "all_to_all_single", "send", "recv", "isend", "irecv", "wait", "backward",
-    "init_process_group", "new_group", "rendezvous", "_store_based_barrier",
-}
 
 
 @check("DDP503", "The job stopped making progress", Severity.ERROR)
@@ -209,7 +199,7 @@ class _Group:
 def _from_stacks(run: RunModel, ranks: list[int], view: StackView) -> _Group:
     # A rank running its own Python is not waiting, whatever its records say (async collectives).
     waiting = view.idle is not False and (
-        bare_name(view.call) in _COLLECTIVE_CALLS or view.in_torch_distributed
+        bare_name(view.call) in WAITING_CALLS or view.in_torch_distributed
         or (view.in_library and any(_in_collective_by_records(run, r) for r in ranks)))
     return _Group(ranks, view.place(plural=len(ranks) > 1),
                   view.location, waiting, [view.lines()])

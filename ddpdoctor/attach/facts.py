@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ddpdoctor.probe.run_model.outcome import Frame
-from ddpdoctor.probe.launch.stacks import _short_library_path
+from ddpdoctor.probe.launch.stacks import short_library_path
 
 # The line a node's observation is printed on (ddpdoctor.attach.node) and found by (nodes.py).
 NODE_MARKER = "DDPDOCTOR-ATTACH-NODE "
@@ -89,7 +89,7 @@ def shorten(stack: tuple[Frame, ...], cwd: str) -> tuple[Frame, ...]:
     prefix = cwd.rstrip("/") + "/" if cwd else ""
     out = []
     for frame in stack:
-        name = _short_library_path(frame.file)
+        name = short_library_path(frame.file)
         if prefix and name.startswith(prefix):
             name = name[len(prefix):]
         out.append(Frame(frame.func, name, frame.line))

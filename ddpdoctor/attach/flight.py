@@ -30,7 +30,7 @@ from ddpdoctor.core.registry import FAILED, INCOMPLETE, PASSED, CheckResult
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.wording import rank_list, verb
-from ddpdoctor.probe.launch.stacks import _short_library_path
+from ddpdoctor.probe.launch.stacks import short_library_path
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
 from ddpdoctor.report.model import Report, Table
 
@@ -123,7 +123,7 @@ class Call:
 
     @property
     def view(self) -> StackView:
-        frames = [Frame(str(f.get("name", "?")), _short_library_path(str(f.get("filename", "?"))),
+        frames = [Frame(str(f.get("name", "?")), short_library_path(str(f.get("filename", "?"))),
                         int(f.get("line") or 0))
                   for f in self.entry.get("frames") or [] if isinstance(f, dict)]
         return StackView(self.rank, frames, "flight recorder")

@@ -21,12 +21,11 @@ from statistics import median
 from typing import Optional
 
 from ddpdoctor.attach.facts import Observation, RankObservation
-from ddpdoctor.checks.probe.progress_stall import _COLLECTIVE_CALLS
 from ddpdoctor.core.findings import Location, Problem
 from ddpdoctor.core.registry import (FAILED, INCOMPLETE, PASSED, SKIPPED, WARNED, CheckResult,
                                      all_checks)
 from ddpdoctor.probe.analysis.stack_groups import group_stacks
-from ddpdoctor.probe.run_model.stack_view import StackView, bare_name
+from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
 from ddpdoctor.probe.wording import rank_list, seconds, verb
 from ddpdoctor.report.model import Table
 
@@ -112,7 +111,7 @@ def _in_place(views: list[StackView]) -> float:
 
 
 def waiting(view: StackView) -> bool:
-    return bare_name(view.call) in _COLLECTIVE_CALLS or view.in_torch_distributed
+    return bare_name(view.call) in WAITING_CALLS or view.in_torch_distributed
 
 
 def _idle(obs: RankObservation) -> Optional[bool]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ddpdoctor.probe.run_model.outcome import Frame
-from ddpdoctor.probe.launch.stacks import _pyspy_failure
+from ddpdoctor.probe.launch.stacks import pyspy_failure
 
 GRACE_S = 5.0  # a recorder past its --duration by this much is ended
 PTRACE_FIX = ("run ddpdoctor as the job's user or as root; where kernel.yama.ptrace_scope is 1 or "
@@ -157,7 +157,7 @@ class Recorders:
             result.error = "the process exited while it was sampled"
         elif not result.stacks:
             code = self.procs[pid].returncode
-            result.error = _pyspy_failure(err, code if code is not None else -1)
+            result.error = pyspy_failure(err, code if code is not None else -1)
         return result
 
 

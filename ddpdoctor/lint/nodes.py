@@ -44,6 +44,7 @@ def children(node: ast.AST) -> list[ast.AST]:
 
 def walk(root: ast.AST) -> list[ast.AST]:
     """Every node under root (root first), breadth first as `ast.walk` yields them."""
+    # children() inlined: a call per node is a measurable share of a 200-file package's lint.
     out = [root]
     index = 0
     AST = ast.AST

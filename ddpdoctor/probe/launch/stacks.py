@@ -65,14 +65,14 @@ def _pyspy(pid: int) -> tuple[Optional[list], str]:
     except OSError as exc:
         return None, f"py-spy could not run: {exc.strerror}"
     if done.returncode != 0:
-        return None, _pyspy_failure(done.stderr or done.stdout, done.returncode)
+        return None, pyspy_failure(done.stderr or done.stdout, done.returncode)
     try:
         return json.loads(done.stdout), ""
     except ValueError:
         return None, "py-spy printed no JSON"
 
 
-def _pyspy_failure(text: str, code: int) -> str:
+def pyspy_failure(text: str, code: int) -> str:
     """py-spy's reason in one line: its `Error:` line and innermost cause, never a backtrace line."""
     lines = [ln.strip() for ln in text.split("Stack backtrace:")[0].splitlines() if ln.strip()]
     error = next((ln[len("Error:"):].strip() for ln in lines if ln.startswith("Error:")), "")
@@ -88,7 +88,7 @@ def _pyspy_failure(text: str, code: int) -> str:
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # ddpdoctor/
 
 
-def _short_library_path(path: str) -> str:
+def short_library_path(path: str) -> str:
     """.../site-packages/torch/distributed/x.py -> torch/distributed/x.py; user paths unchanged."""
     for marker in ("/site-packages/", "/dist-packages/"):
         if marker in path:
@@ -99,7 +99,7 @@ def _short_library_path(path: str) -> str:
 def _without_own_frames(frames: list[Frame]) -> list[Frame]:
     """Drop ddpdoctor's own frames (the bootstrap, the collective wrappers): the user should
     see torch's all_reduce called from train.py, not our wrapper in between."""
-    return [Frame(f.func, _short_library_path(f.file), f.line) for f in frames
+    return [Frame(f.func, short_library_path(f.file), f.line) for f in frames
             if not os.path.abspath(f.file).startswith(_OWN_DIR)
             and not f.file.startswith("<frozen runpy>")]
 

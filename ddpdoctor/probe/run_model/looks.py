@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.run_model.stack_view import StackView, bare_callee, bare_name
+from ddpdoctor.probe.run_model.stack_view import COLLECTIVE_CALLS, StackView, bare_callee, bare_name
 from ddpdoctor.probe.wording import at, ranges
 
 
@@ -34,14 +34,6 @@ def collective_text(op: str, bucket: Optional[int] = None, shapes: Optional[list
 # such a wait. Ranks running the user's code (CPU advancing, the stack moving, or all of them
 # sleeping at one line with nothing pending) are busy: start-up, evaluation, a checkpoint upload.
 
-# What a user frame calls when it waits for other ranks (py-spy names the Python function).
-WAIT_CALLS = {
-    "all_reduce", "broadcast", "barrier", "monitored_barrier", "all_gather", "all_gather_into_tensor",
-    "all_gather_object", "broadcast_object_list", "gather", "gather_object", "scatter",
-    "scatter_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
-    "all_to_all_single", "send", "recv", "init_process_group", "new_group", "rendezvous",
-    "_store_based_barrier",
-}
 # A main thread using at least this share of a CPU between two looks is working, not waiting.
 RUNNING_CPU_SHARE = 0.2
 
@@ -116,7 +108,7 @@ def _inner_torch_distributed(stack: StackView) -> bool:
 
 
 def _calls_wait(stack: StackView) -> bool:
-    return stack.in_library and bare_name(stack.call) in WAIT_CALLS
+    return stack.in_library and bare_name(stack.call) in COLLECTIVE_CALLS
 
 
 def _at_site(stack: StackView, site: Optional[tm.Site]) -> bool:
