@@ -275,14 +275,17 @@ def _dist_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     return names, bare
 
 
-def gather(files: list) -> list[DataSizedCollective]:
-    """Every data-sized collective in the files (lint/sources.SourceFile: .tree, .display)."""
+def gather(files: list, reachable: Optional[set] = None) -> list[DataSizedCollective]:
+    """Every data-sized collective in the files (lint/sources.SourceFile: .tree, .display);
+    `reachable`: the ids of the function nodes the entry script can run (the other rules judge
+    only those too), None for every function."""
     found: list[DataSizedCollective] = []
     for source in files:
         dist_names, bare = _dist_names(source.tree)
         scopes = [("<module>", source.tree.body)]
         scopes += [(node.name, node.body) for node in ast.walk(source.tree)
-                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and (reachable is None or id(node) in reachable)]
         for label, body in scopes:
             found.extend(_Scope(source.display, label, body, dist_names, bare).run())
     return found

@@ -905,4 +905,4 @@ def build(program: Program, script: str) -> LintFacts:
         saves=builder.saves(),
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped,
-        data_sized=data_sized.gather(program.files))
+        data_sized=data_sized.gather(program.files, {id(f.node) for f in program.reachable}))

@@ -44,6 +44,7 @@ def ddp807(tmp_path: Path, body: str) -> list[Finding]:
              if item.sum() > 0:
                  kept.append(item)
          dist.all_reduce(torch.stack(kept))
+     step(batch)  # called: only code the script runs is judged
      """, "kept (filled under a condition in a loop)"),
 ])
 def test_data_sized_tensors_handed_to_a_collective_are_found(tmp_path, body, source):
@@ -89,12 +90,22 @@ def test_fixed_or_exchanged_sizes_are_clean(tmp_path, body):
     assert ddp807(tmp_path, body) == []
 
 
+def test_a_function_the_script_never_calls_is_not_judged(tmp_path):
+    found = ddp807(tmp_path, """
+        def report(preds):
+            dist.all_reduce(torch.bincount(preds))
+        """)
+    assert found == []
+
+
 def test_exchange_in_another_function_does_not_count(tmp_path):
     found = ddp807(tmp_path, """
         def agree(n):
             dist.all_reduce(n, op=dist.ReduceOp.MAX)
         def report(preds):
             dist.all_reduce(torch.bincount(preds))
+        agree(n)
+        report(preds)
         """)
     assert [f.evidence["function"] for f in found] == ["report"]
 
