@@ -76,7 +76,8 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
         report = _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
                            backend, use_pyspy, trace, peers)
         if isinstance(peers, NodeGather):
-            data = json.loads(redact.scrub(json_report.render(report)))
+            # The built report as data, scrubbed, straight to the node link's codec.
+            data = json_report.data(report, redact.secret_values())
             peers.send_verdict(report.exit_code, data,
                                f"{peers.nodes_here.host}:{run_dir / REPORT_FILE}")
         return report
