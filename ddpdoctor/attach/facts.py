@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ddpdoctor.probe.run_model.outcome import Frame
-from ddpdoctor.probe.launch.stacks import short_library_path
+from ddpdoctor.probe.run_model.stack_text import short_library_path
 
 # The line a node's observation is printed on (ddpdoctor.attach.node) and found by (nodes.py).
 NODE_MARKER = "DDPDOCTOR-ATTACH-NODE "

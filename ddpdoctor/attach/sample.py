@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ddpdoctor.probe.run_model.outcome import Frame
-from ddpdoctor.probe.launch.stacks import pyspy_failure
+from ddpdoctor.probe.run_model.stack_text import pyspy_failure
 
 GRACE_S = 5.0  # a recorder past its --duration by this much is ended
 PTRACE_FIX = ("run ddpdoctor as the job's user or as root; where kernel.yama.ptrace_scope is 1 or "

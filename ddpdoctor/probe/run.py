@@ -24,7 +24,7 @@ from ddpdoctor.probe.analysis.scaling import load_points
 from ddpdoctor.probe.analysis import outside_steps, regression
 from ddpdoctor.probe.run_model import verify as verify_results
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE, REPORT_FILE
+from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, REPORT_FILE
 from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
 from ddpdoctor.probe.report import build_report
 from ddpdoctor.probe.rundir import DDP_OVERRIDES_FILE
@@ -229,7 +229,7 @@ def own_evidence(outcome: Outcome, options: ProbeOptions, run_dir: Path) -> tupl
                 else "this node's job crashed" if outcome.status == "crashed"
                 else "this node's job could not start")
         return 1, what
-    started = {p.name for p in run_dir.glob("rank-*.jsonl")}
+    started = {p.name for p in run_dir.glob(RANK_TELEMETRY_GLOB)}
     if outcome.status != "interrupted" and len(started) < options.nproc_per_node:
         return 4, f"only {len(started)} of this node's {options.nproc_per_node} rank(s) started"
     if outcome.status == "completed" and failed:

@@ -53,6 +53,12 @@ def rank_telemetry_name(rank: int) -> str:
     return f"rank-{rank}.jsonl"
 
 
+def is_rank_telemetry(name: str) -> bool:
+    """rank-3.jsonl: True; rank-3.stack, or a name that is no rank file: False."""
+    match = RANK_FILE.match(name)
+    return match is not None and match.group(2) == "jsonl"
+
+
 def rank_stack_name(rank: int) -> str:
     return f"rank-{rank}.stack"
 

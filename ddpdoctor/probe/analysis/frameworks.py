@@ -281,14 +281,8 @@ def _calls_at(run: RunModel, where: Optional[Location]) -> set[str]:
     """What the user's code called at a finding's location (the library function, as recorded)."""
     if where is None:
         return set()
-    calls = set()
-    for rank_run in run.ranks.values():
-        for record in rank_run.records:
-            site = getattr(record, "site", None)
-            if (site is not None and getattr(site, "call", "") and site.file == where.file
-                    and site.line == where.line):
-                calls.add(site.call)
-    return calls
+    return {site.call for rank_run in run.ranks.values() for site in rank_run.sites()
+            if site.call and site.file == where.file and site.line == where.line}
 
 
 def _lightning_collective(finding: Problem, run: RunModel, fw: Framework) -> bool:
@@ -350,7 +344,7 @@ def _partial_calls(run: RunModel, wanted,
     for rank, rank_run in run.ranks.items():
         for record in rank_run.of(tm.Collective):
             site = record.site
-            if site is None or record.step > until or not wanted(getattr(site, "call", "")):
+            if site is None or record.step > until or not wanted(site.call):
                 continue
             key = (site.file, site.line, site.call)
             ranks_at.setdefault(key, set()).add(rank)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.probe.rundir import rank_telemetry_name
+from ddpdoctor.probe.rundir import is_rank_telemetry, rank_telemetry_name
 from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe import jsonl
 from ddpdoctor.probe.launch import node_wire as wire
@@ -292,7 +292,7 @@ class NodeGather:
                 raise wire.BadMessage(f"more than {wire.RANK_QUOTA * self.nproc >> 20} MiB of telemetry "
                                       f"({wire.RANK_QUOTA >> 20} MiB per rank)")
             self.received[state.node_rank] = total
-            if name.endswith(".jsonl"):
+            if is_rank_telemetry(name):
                 data, last_step = wire.check_records(data, rank, self.world_size)
                 state.last_step = max(state.last_step, last_step)
             else:
