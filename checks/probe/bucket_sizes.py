@@ -110,11 +110,9 @@ def bucket_sizes(run: RunModel) -> list[Problem] | Skipped:
         A few buckets per backward give both: little fixed cost, and the first buckets
         all-reduce while backward still computes the gradients of the earlier layers.
     """
-    if run.world_size < 2:
-        return Skipped("a single rank communicates with nobody")
-    clock = perf.device_time(run)
-    if not clock.comm_measured:  # launch times are not all-reduce times: judge nothing on them
-        return Skipped(clock.reason)
+    unjudged = perf.comm_unjudged(run)
+    if unjudged:
+        return Skipped(unjudged)
     comms = [c for c in perf.model_comm(run) if c.buckets]
     if not comms:
         return Skipped("no timed bucket all-reduces after the first steps")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional
+from typing import Optional
 
 from ddpdoctor.probe.run_model.outcome import Frame
 

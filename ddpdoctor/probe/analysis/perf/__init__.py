@@ -9,7 +9,7 @@ theirs, for the modules that read several (`perf.step_perf`, `perf.model_comm`).
 """
 
 from ddpdoctor.probe.analysis.perf.buckets import GB, BucketPerf, ModelComm, bus_factor, model_comm
-from ddpdoctor.probe.analysis.perf.clock import CPU_CLOCK, CUDA_CLOCK, NO_CLOCK, DeviceTime, device_time
+from ddpdoctor.probe.analysis.perf.clock import CPU_CLOCK, CUDA_CLOCK, NO_CLOCK, DeviceTime, comm_unjudged, device_time
 from ddpdoctor.probe.analysis.perf.cost_fit import (FALLBACK_KNEE_BYTES, LATENCY_MAX_BYTES, MIN_BANDWIDTH_BYTES,
                                                    CallCost, call_cost)
 from ddpdoctor.probe.analysis.perf.spans import joined, service_times
@@ -23,7 +23,7 @@ from ddpdoctor.probe.analysis.perf.what_if import WhatIf, matters, what_if
 
 __all__ = [
     "GB", "BucketPerf", "ModelComm", "bus_factor", "model_comm",
-    "CPU_CLOCK", "CUDA_CLOCK", "NO_CLOCK", "DeviceTime", "device_time",
+    "CPU_CLOCK", "CUDA_CLOCK", "NO_CLOCK", "DeviceTime", "comm_unjudged", "device_time",
     "FALLBACK_KNEE_BYTES", "LATENCY_MAX_BYTES", "MIN_BANDWIDTH_BYTES", "CallCost", "call_cost",
     "joined", "service_times", "median", "quantile", "spread",
     "BASELINE_STEP", "COMPUTE_PHASES", "DEVICE_PHASES", "MIN_STEPS", "PHASE_WORDS", "PHASES", "WARMUP_STEPS",
