@@ -50,12 +50,9 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
 
             torch.set_num_threads(max(1, os.cpu_count() // local_world_size - 1))  # a core for gloo
     """
-    unjudged = perf.comm_unjudged(run)
+    comms, unjudged = perf.bucket_comms(run)
     if unjudged:
         return Skipped(unjudged)
-    comms = [c for c in perf.model_comm(run) if c.buckets]
-    if not comms:
-        return Skipped("no timed bucket all-reduces after the first steps")
     if not any(run.ranks[r].first(tm.BaselineTiming) for r in run.ranks):
         steps = max((r.steps for r in run.ranks.values()), default=0)
         if steps < perf.BASELINE_STEP:

@@ -75,7 +75,8 @@ def test_no_module_imports_itself_back_through_others():
 # could fail inside the script.
 INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.jsonl",
                      "ddpdoctor.probe.rundir",
-                     "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor._deprecated")
+                     "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor.core.paths",
+                     "ddpdoctor._deprecated")
 INRANK_PACKAGES = ("ddpdoctor", "ddpdoctor.probe")  # __init__ files, which import nothing heavy
 
 
