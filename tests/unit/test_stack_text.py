@@ -5,7 +5,7 @@ from pathlib import Path
 
 import ddpdoctor
 from ddpdoctor.probe.run_model.outcome import Frame
-from ddpdoctor.probe.run_model.stack_text import parse_faulthandler, pyspy_main_thread
+from ddpdoctor.probe.run_model.stack_text import parse_faulthandler, pyspy_main_thread, relative_to
 from tests.helpers.telemetry_builders import faulthandler_dump
 
 OWN = str(Path(ddpdoctor.__file__).parent / "probe" / "inrank" / "collectives.py")  # our own wrapper
@@ -40,3 +40,11 @@ def test_pyspy_json_reads_like_faulthandler():
     frames, idle = pyspy_main_thread(threads)
     assert idle is True
     assert frames == parse_faulthandler(faulthandler_dump(line=57))[:1] + [Frame("train_step", "/home/u/proj/train.py", 57)]
+
+
+def test_frames_are_named_as_the_rank_s_telemetry_names_its_files():
+    frames = [Frame("all_reduce", "/v/lib/python3.11/site-packages/torch/distributed/c10d.py", 9),
+              Frame("train_step", "/home/u/proj/train.py", 57), Frame("other", "/elsewhere/x.py", 3)]
+    assert [f.file for f in relative_to(frames, "/home/u/proj/")] == [
+        "torch/distributed/c10d.py", "train.py", "/elsewhere/x.py"]
+    assert [f.file for f in relative_to(frames, "")][1] == "/home/u/proj/train.py"

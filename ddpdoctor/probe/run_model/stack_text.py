@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Optional
+from typing import Iterable, Optional
 
 from ddpdoctor.probe.run_model.outcome import Frame
 
@@ -35,6 +35,20 @@ def without_own_frames(frames: list[Frame]) -> list[Frame]:
     return [Frame(f.func, short_library_path(f.file), f.line) for f in frames
             if not os.path.abspath(f.file).startswith(_OWN_DIR)
             and not f.file.startswith("<frozen runpy>")]
+
+
+def relative_to(frames: Iterable[Frame], cwd: str) -> list[Frame]:
+    """The frames as the ranks' telemetry names their files: library paths short, the user's
+    files beneath `cwd` (where the rank runs) relative to it ("train.py"). The watchdog reads
+    its own working directory (the job's), attach each rank's."""
+    prefix = cwd.rstrip(os.sep) + os.sep if cwd else ""
+    out = []
+    for frame in frames:
+        name = short_library_path(frame.file)
+        if prefix and name.startswith(prefix):
+            name = name[len(prefix):]
+        out.append(Frame(frame.func, name, frame.line))
+    return out
 
 
 def parse_faulthandler(text: str) -> list[Frame]:
