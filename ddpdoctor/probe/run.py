@@ -284,7 +284,7 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
         except ToolFailure as exc:
             report.notes.append(f"--trace not written: {exc}")
     try:
-        write_atomic(root / REPORT_FILE, redact.scrub(json_report.render(report)), mode=0o600)
+        write_atomic(root / REPORT_FILE, json_report.render(report, redact.secret_values()), mode=0o600)
     except ToolFailure as exc:
         report.notes.append(f"report.json not written: {exc}")
     return report

@@ -16,8 +16,10 @@ def data(report: Report, secrets: Optional[list[str]] = None) -> dict[str, Any]:
     return _plain(report.to_dict(), secrets or [])
 
 
-def render(report: Report) -> str:
-    return json.dumps(data(report), indent=2) + "\n"
+def render(report: Report, secrets: Optional[list[str]] = None) -> str:
+    """The JSON report as text; with `secrets`, scrubbed string by string (`data`), so a secret
+    that JSON escapes (a quote, a backslash) is still caught and a number is never touched."""
+    return json.dumps(data(report, secrets), indent=2) + "\n"
 
 
 def _plain(value: Any, secrets: list[str]) -> Any:

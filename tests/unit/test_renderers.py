@@ -66,6 +66,7 @@ def test_json_data_is_what_render_writes_and_scrubs_every_string():
     assert sent["metrics"]["run"] == "/tmp/run" and sent["metrics"]["by_rank"] == {"0": 1.5}
     assert sent["metrics"]["arg"] == 'x"<redacted>"'  # a quote in it: text scrubbing of JSON missed it
     assert jsonl.loads(jsonl.body(sent, strict=True), strict=True) == sent
+    assert json.loads(json_report.render(report, ["s3cr3t-value"])) == sent  # every output alike
 
 
 def test_junit_has_one_testcase_per_check_and_failures_only_at_fail_on():
