@@ -112,3 +112,12 @@ def test_the_launcher_side_and_the_run_model_never_import_the_analysis():
     wrong = {m: analysis(graph[m]) for m in modules if m.startswith("ddpdoctor.probe.launch")}
     wrong.update({m: analysis(_reaches(m, graph)) for m in modules if m.startswith("ddpdoctor.probe.run_model")})
     assert {m: es for m, es in wrong.items() if es} == {}
+
+
+def test_the_analysis_never_imports_the_launcher_side():
+    # The other half of the rule: analysis/ reads a run dir through run_model/ and judges it
+    # without a job (`ddpdoctor report`), so it never imports launch/.
+    modules = _modules()
+    wrong = {m: sorted(e for e in _imports(m, path, modules) if e.startswith("ddpdoctor.probe.launch"))
+             for m, path in modules.items() if m.startswith("ddpdoctor.probe.analysis")}
+    assert {m: es for m, es in wrong.items() if es} == {}
