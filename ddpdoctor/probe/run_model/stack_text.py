@@ -1,6 +1,7 @@
 """The one reader of the stack texts a rank leaves: faulthandler's dump (rank-<R>.stack, or the
 text the watchdog tailed after SIGUSR1), py-spy's `dump --json` (and the Flight Recorder's
-frames, which have the same shape), and py-spy's reason when it failed. The watchdog reads them
+frames, which have the same shape), the speedscope file of attach's `py-spy record`, and
+py-spy's reason when it failed. The watchdog reads them
 live (launch/stacks.py), the analysis at the end of a run (analysis/stack_groups.py), attach from
 the running job's Flight Recorder dumps and py-spy's errors (attach/).
 
@@ -93,6 +94,31 @@ def pyspy_main_thread(threads: list) -> tuple[list[Frame], Optional[bool]]:
     main = next((t for t in threads if t.get("thread_name") == "MainThread"),
                 threads[0] if threads else {})
     return json_frames(main.get("frames", [])), not main.get("active", True)
+
+
+def parse_speedscope(data: dict, pid: int) -> list[tuple[Frame, ...]]:
+    """The main thread's samples from py-spy's speedscope file, innermost frame first.
+
+    py-spy writes one sampled profile per thread, named 'Thread <tid> "<name>"'; each sample
+    lists frame indexes outermost first. The main thread is the one named MainThread, else the
+    one whose thread id is the pid, else the one with most samples. The frames are as py-spy
+    names them: attach names their files with `relative_to`, each rank's working directory."""
+    frames = data["shared"]["frames"]
+    profiles = [p for p in data.get("profiles", []) if p.get("type") == "sampled"]
+    if not profiles:
+        return []
+
+    def rank_profile(profile: dict) -> tuple:
+        name = profile.get("name", "")
+        return ('"MainThread"' in name, f"Thread {pid} " in name + " ", len(profile.get("samples", [])))
+
+    main = max(profiles, key=rank_profile)
+    table = [Frame(str(f.get("name", "?")), str(f.get("file", "?")), int(f.get("line") or 0))
+             for f in frames]
+    stacks = []
+    for sample in main.get("samples", []):
+        stacks.append(tuple(table[i] for i in reversed(sample)))
+    return stacks
 
 
 def pyspy_failure(text: str, code: int) -> str:
