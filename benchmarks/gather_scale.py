@@ -36,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 from ddpdoctor.probe.launch import node_wire as wire
+from ddpdoctor.probe.rundir import rank_telemetry_name
 
 RECORDING = REPO / "tests" / "probe_recordings" / "healthy" / "rank-0.jsonl"
 TOKEN = "benchmark-token-" + "0" * 8
@@ -152,7 +153,7 @@ class FakeNodeThread(threading.Thread):
         inbox: list[dict] = []
         threading.Thread(target=self._listen, args=(reader, codec, inbox), daemon=True).start()
         for rank in self.ranks:
-            self.send(sock, codec, "file", name=f"rank-{rank.rank}.jsonl", data=rank.start())
+            self.send(sock, codec, "file", name=rank_telemetry_name(rank.rank), data=rank.start())
         next_step = time.monotonic()
         last_beat = 0.0
         ended = False
@@ -164,7 +165,7 @@ class FakeNodeThread(threading.Thread):
             if now < self.stop_at and now >= next_step:
                 next_step += self.step_s
                 for rank in self.ranks:
-                    self.send(sock, codec, "file", name=f"rank-{rank.rank}.jsonl", data=rank.one_step())
+                    self.send(sock, codec, "file", name=rank_telemetry_name(rank.rank), data=rank.one_step())
                 self.last_record = time.time()
             while inbox:
                 message = inbox.pop(0)
@@ -301,7 +302,7 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
         node.start()
     # Node 0's own ranks write their files directly, as local ranks do.
     local = ranks[:per_node]
-    handles = {r.rank: open(Path(run_dir) / f"rank-{r.rank}.jsonl", "a") for r in local}
+    handles = {r.rank: open(Path(run_dir) / rank_telemetry_name(r.rank), "a") for r in local}
     for r in local:
         handles[r.rank].write(r.start())
         handles[r.rank].flush()

@@ -19,6 +19,9 @@ _FIELDS = (
 )
 
 
+# Each compared version, read from the node's declared facts.
+_VERSION = {"torch": lambda facts: facts.torch, "torch_cuda": lambda facts: facts.torch_cuda,
+            "nccl": lambda facts: facts.nccl, "driver": lambda facts: facts.driver}
 _UNSET = {"torch": "not installed", "torch_cuda": "none (CPU build)", "nccl": "-", "driver": "-"}
 
 
@@ -37,7 +40,7 @@ def _compared(facts, field: str) -> bool:
         return True
     if field == "torch_cuda":
         return facts.torch is not None
-    return getattr(facts, field) is not None
+    return _VERSION[field](facts) is not None
 
 
 def _minor(version: str) -> str:
@@ -70,7 +73,7 @@ def versions_match(cluster: ClusterFacts) -> list[Problem] | Skipped:
         return Skipped("fewer than two nodes answered: nothing to compare")
     problems = []
     for field, label, severity, fix in _FIELDS:
-        values = {n.host: getattr(n.facts, field) for n in reached if _compared(n.facts, field)}
+        values = {n.host: _VERSION[field](n.facts) for n in reached if _compared(n.facts, field)}
         if len(set(values.values())) < 2:
             continue
         common = reference(values)

@@ -50,14 +50,9 @@ def bucket_bandwidth(run: RunModel) -> list[Problem] | Skipped:
 
             torch.set_num_threads(max(1, os.cpu_count() // local_world_size - 1))  # a core for gloo
     """
-    if run.world_size < 2:
-        return Skipped("a single rank communicates with nobody")
-    clock = perf.device_time(run)
-    if not clock.comm_measured:  # launch times are not all-reduce times: judge nothing on them
-        return Skipped(clock.reason)
-    comms = [c for c in perf.model_comm(run) if c.buckets]
-    if not comms:
-        return Skipped("no timed bucket all-reduces after the first steps")
+    comms, unjudged = perf.bucket_comms(run)
+    if unjudged:
+        return Skipped(unjudged)
     if not any(run.ranks[r].first(tm.BaselineTiming) for r in run.ranks):
         steps = max((r.steps for r in run.ranks.values()), default=0)
         if steps < perf.BASELINE_STEP:

@@ -119,13 +119,4 @@ def _hint(differ: str, odd: Side, sides: list[Side]) -> str:
 
 
 def _side_evidence(side: Side) -> dict:
-    record = side.call.record
-    return {
-        "ranks": side.ranks,
-        "op": record.op,
-        "shapes": record.shapes,
-        "dtypes": record.dtypes,
-        "bucket": record.bucket,
-        "step": record.step,
-        "site": str(record.site) if record.site else None,
-    }
+    return {"ranks": side.ranks, **side.call.evidence()}

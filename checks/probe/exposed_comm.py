@@ -68,11 +68,9 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
     perfs = perf.step_perf(run)
     if not perfs:
         return Skipped(f"no rank recorded {perf.MIN_STEPS} steps after the first {perf.WARMUP_STEPS}")
-    if run.world_size < 2:
-        return Skipped("a single rank communicates with nobody")
-    clock = perf.device_time(run)
-    if not clock.comm_measured:  # launch times are not all-reduce times: judge nothing on them
-        return Skipped(clock.reason)
+    unjudged = perf.comm_unjudged(run)
+    if unjudged:
+        return Skipped(unjudged)
     exposed, step_time, steps = perf.pure_exposed(perfs)
     if steps < perf.MIN_STEPS or step_time <= 0:
         return Skipped("too few steps recorded by every rank")

@@ -8,7 +8,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis import size_exchange
+from ddpdoctor.probe.analysis import frameworks, size_exchange
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.wording import location, rank_list
 
@@ -72,7 +72,7 @@ def latent_desync(run: RunModel) -> list[Problem] | Skipped:
     for (group, _, _, op), per_rank in sites.items():
         problem = _judge(group, op, per_rank, exchanges)
         if problem is not None:
-            problems.append(problem)
+            problems.append(frameworks.worded("DDP506", problem, run))
     return problems
 
 

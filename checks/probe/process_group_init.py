@@ -117,10 +117,12 @@ def _never_formed(run: RunModel, entered: dict[int, tm.InitEnter], launched: int
         reasons.append(f"{rank_list(out_of_range)} pass a rank outside 0..world_size-1 "
                        f"({', '.join(f'rank={entered[r].rank}' for r in out_of_range)})")
 
-    for attribute in ("init_method", "backend"):
+    passed = {"init_method": {rank: e.init_method for rank, e in entered.items()},
+              "backend": {rank: e.backend for rank, e in entered.items()}}
+    for attribute, by_rank in passed.items():
         values: dict[str, list[int]] = {}
-        for rank, e in sorted(entered.items()):
-            values.setdefault(str(getattr(e, attribute)), []).append(rank)
+        for rank, value in sorted(by_rank.items()):
+            values.setdefault(str(value), []).append(rank)
         if len(values) > 1:
             odd = min(values.values(), key=len)
             odd_site = odd_site or entered[odd[0]].site

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ddpdoctor.probe.run_model.outcome import Frame
-from ddpdoctor.probe.launch.stacks import short_library_path
 
 # The line a node's observation is printed on (ddpdoctor.attach.node) and found by (nodes.py).
 NODE_MARKER = "DDPDOCTOR-ATTACH-NODE "
@@ -81,19 +80,6 @@ class Observation:
         return cls(str(data.get("job", "")), data.get("world_size"), float(data.get("duration_s", 0)),
                    [RankObservation.from_dict(r) for r in data.get("ranks") or []],
                    list(data.get("notes") or []), int(data.get("nodes", 1)))
-
-
-def shorten(stack: tuple[Frame, ...], cwd: str) -> tuple[Frame, ...]:
-    """Library paths relative to site-packages ("torch/_tensor.py"), the user's files relative
-    to the rank's working directory when inside it ("train.py"), as probe names them."""
-    prefix = cwd.rstrip("/") + "/" if cwd else ""
-    out = []
-    for frame in stack:
-        name = short_library_path(frame.file)
-        if prefix and name.startswith(prefix):
-            name = name[len(prefix):]
-        out.append(Frame(frame.func, name, frame.line))
-    return tuple(out)
 
 
 def rank_cwd(pid: int) -> str:

@@ -27,11 +27,10 @@ from ddpdoctor.attach.judge import probe_check
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import FAILED, INCOMPLETE, PASSED, CheckResult
-from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.wording import rank_list, verb
-from ddpdoctor.probe.launch.stacks import short_library_path
-from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
+from ddpdoctor.probe.run_model.stack_text import json_frames
+from ddpdoctor.probe.rundir import META_FILE, RANK_TELEMETRY_GLOB
 from ddpdoctor.report.model import Report, Table
 
 MAX_DUMP_BYTES = 512 * 1024 * 1024
@@ -48,7 +47,7 @@ class _PlainUnpickler(pickle.Unpickler):
 def is_dump_dir(path: str) -> bool:
     """A folder of Flight Recorder pickles, not a probe's run dir."""
     folder = Path(path)
-    if not folder.is_dir() or (folder / "probe.json").exists() or any(folder.glob(RANK_TELEMETRY_GLOB)):
+    if not folder.is_dir() or (folder / META_FILE).exists() or any(folder.glob(RANK_TELEMETRY_GLOB)):
         return False
     return bool(_dump_files(folder))
 
@@ -123,10 +122,7 @@ class Call:
 
     @property
     def view(self) -> StackView:
-        frames = [Frame(str(f.get("name", "?")), short_library_path(str(f.get("filename", "?"))),
-                        int(f.get("line") or 0))
-                  for f in self.entry.get("frames") or [] if isinstance(f, dict)]
-        return StackView(self.rank, frames, "flight recorder")
+        return StackView(self.rank, json_frames(self.entry.get("frames") or []), "flight recorder")
 
     def at(self) -> str:
         location = self.view.location

@@ -17,11 +17,12 @@ import psutil
 
 from ddpdoctor.attach import procstate
 from ddpdoctor.attach.discover import Job, jobs_for, scan
-from ddpdoctor.attach.facts import Observation, RankObservation, rank_cwd, shorten
+from ddpdoctor.attach.facts import Observation, RankObservation, rank_cwd
 from ddpdoctor.attach.judge import judge
 from ddpdoctor.attach.sample import PTRACE_FIX, Recorders
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Severity
+from ddpdoctor.probe.run_model.stack_text import relative_to
 from ddpdoctor.report.model import Report
 
 
@@ -98,7 +99,7 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
         if exited and not error:
             error = "the process exited while it was sampled"
         observation.ranks.append(RankObservation(
-            proc.rank, proc.pid, host, [shorten(s, cwds[proc.pid]) for s in got.stacks],
+            proc.rank, proc.pid, host, [tuple(relative_to(s, cwds[proc.pid])) for s in got.stacks],
             error, got.refused, exited, facts, proc.rank_known))
     refused = [r for r in observation.ranks if r.refused]
     if refused:

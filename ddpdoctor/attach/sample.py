@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ddpdoctor.probe.run_model.outcome import Frame
-from ddpdoctor.probe.launch.stacks import pyspy_failure
+from ddpdoctor.probe.run_model.stack_text import parse_speedscope, pyspy_failure
 
 GRACE_S = 5.0  # a recorder past its --duration by this much is ended
 PTRACE_FIX = ("run ddpdoctor as the job's user or as root; where kernel.yama.ptrace_scope is 1 or "
@@ -159,30 +159,6 @@ class Recorders:
             code = self.procs[pid].returncode
             result.error = pyspy_failure(err, code if code is not None else -1)
         return result
-
-
-def parse_speedscope(data: dict, pid: int) -> list[tuple[Frame, ...]]:
-    """The main thread's samples from py-spy's speedscope file, innermost frame first.
-
-    py-spy writes one sampled profile per thread, named 'Thread <tid> "<name>"'; each sample
-    lists frame indexes outermost first. The main thread is the one named MainThread, else the
-    one whose thread id is the pid, else the one with most samples."""
-    frames = data["shared"]["frames"]
-    profiles = [p for p in data.get("profiles", []) if p.get("type") == "sampled"]
-    if not profiles:
-        return []
-
-    def rank_profile(profile: dict) -> tuple:
-        name = profile.get("name", "")
-        return ('"MainThread"' in name, f"Thread {pid} " in name + " ", len(profile.get("samples", [])))
-
-    main = max(profiles, key=rank_profile)
-    table = [Frame(str(f.get("name", "?")), str(f.get("file", "?")), int(f.get("line") or 0))
-             for f in frames]
-    stacks = []
-    for sample in main.get("samples", []):
-        stacks.append(tuple(table[i] for i in reversed(sample)))
-    return stacks
 
 
 def ptrace_refused(pid: int) -> bool:

@@ -92,7 +92,7 @@ def other_node_output(report, outputs) -> int:
     if not outputs.quiet and line:
         print(f"ddpdoctor probe: {line}", file=sys.stderr)
     if outputs.json_path and report.relayed is not None:
-        text = redact.scrub(json_report.render(report))
+        text = json_report.render(report, redact.secret_values())
         if outputs.stdout_is_json:
             sys.stdout.write(text)
         else:

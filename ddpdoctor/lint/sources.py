@@ -8,12 +8,12 @@ user's own `model.py`, `utils/dist.py`, never torch's. Nothing is imported or ex
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.core.errors import UsageError
+from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint.nodes import walk
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
@@ -52,15 +52,6 @@ class SourceFile:
     @property
     def statements(self) -> int:
         return sum(1 for n in self.nodes if isinstance(n, ast.stmt))
-
-
-def display_path(path: Path) -> str:
-    """Relative to the working directory when beneath it, as the probe's call sites are."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return str(path) if rel.startswith("..") else rel
 
 
 def _parse(path: Path, module: str) -> SourceFile:

@@ -240,8 +240,6 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
     static DDP8xx checks of the same script merged with them (lint/merge.py)."""
     results = run_checks("probe", model, ignore)
     framework = frameworks.detect(model)
-    # Each check words its findings for the framework as it makes them; these few still do not.
-    frameworks.adapt([f for r in results for f in r.findings], model, framework)
     static = static_part(results, model.meta.script, model.meta.module, ignore) if lint else None
     meta, outcome = model.meta, model.outcome
     state = OUTCOME_WORDS.get(outcome.status, outcome.status) if outcome else "outcome unknown"

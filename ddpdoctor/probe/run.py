@@ -24,7 +24,7 @@ from ddpdoctor.probe.analysis.scaling import load_points
 from ddpdoctor.probe.analysis import outside_steps, regression
 from ddpdoctor.probe.run_model import verify as verify_results
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE, REPORT_FILE
+from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, REPORT_FILE
 from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
 from ddpdoctor.probe.report import build_report
 from ddpdoctor.probe.rundir import DDP_OVERRIDES_FILE
@@ -76,7 +76,8 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
         report = _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
                            backend, use_pyspy, trace, peers)
         if isinstance(peers, NodeGather):
-            data = json.loads(redact.scrub(json_report.render(report)))
+            # The built report as data, scrubbed, straight to the node link's codec.
+            data = json_report.data(report, redact.secret_values())
             peers.send_verdict(report.exit_code, data,
                                f"{peers.nodes_here.host}:{run_dir / REPORT_FILE}")
         return report
@@ -228,7 +229,7 @@ def own_evidence(outcome: Outcome, options: ProbeOptions, run_dir: Path) -> tupl
                 else "this node's job crashed" if outcome.status == "crashed"
                 else "this node's job could not start")
         return 1, what
-    started = {p.name for p in run_dir.glob("rank-*.jsonl")}
+    started = {p.name for p in run_dir.glob(RANK_TELEMETRY_GLOB)}
     if outcome.status != "interrupted" and len(started) < options.nproc_per_node:
         return 4, f"only {len(started)} of this node's {options.nproc_per_node} rank(s) started"
     if outcome.status == "completed" and failed:
@@ -283,7 +284,7 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
         except ToolFailure as exc:
             report.notes.append(f"--trace not written: {exc}")
     try:
-        write_atomic(root / REPORT_FILE, redact.scrub(json_report.render(report)), mode=0o600)
+        write_atomic(root / REPORT_FILE, json_report.render(report, redact.secret_values()), mode=0o600)
     except ToolFailure as exc:
         report.notes.append(f"report.json not written: {exc}")
     return report

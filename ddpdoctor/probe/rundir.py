@@ -27,6 +27,7 @@ Standard library only: code inside the user's ranks imports this.
 
 import os
 import re
+from typing import Optional
 
 META_FILE = "probe.json"
 OUTCOME_FILE = "outcome.json"
@@ -53,6 +54,12 @@ def rank_telemetry_name(rank: int) -> str:
     return f"rank-{rank}.jsonl"
 
 
+def is_rank_telemetry(name: str) -> bool:
+    """rank-3.jsonl: True; rank-3.stack, or a name that is no rank file: False."""
+    match = RANK_FILE.match(name) if isinstance(name, str) else None
+    return match is not None and match.group(2) == "jsonl"
+
+
 def rank_stack_name(rank: int) -> str:
     return f"rank-{rank}.stack"
 
@@ -71,9 +78,16 @@ def verify_run_name(index: int) -> str:
     return f"{VERIFY_DIR}/{index}"
 
 
+def rank_of_name(name) -> Optional[int]:
+    """rank-12.jsonl -> 12; None for anything else, a path included (a name another node sent:
+    never int() on its raw text)."""
+    match = RANK_FILE.match(name) if isinstance(name, str) else None
+    return int(match.group(1)) if match else None
+
+
 def rank_of(name: str) -> int:
-    """rank-3.jsonl -> 3; ValueError for any other name."""
-    match = RANK_FILE.match(os.path.basename(str(name)))
-    if not match:
+    """rank-3.jsonl (or a path ending in it) -> 3; ValueError for any other name."""
+    rank = rank_of_name(os.path.basename(str(name)))
+    if rank is None:
         raise ValueError(f"not a rank file: {name}")
-    return int(match.group(1))
+    return rank

@@ -536,6 +536,11 @@ RECORD_TYPES = {cls.kind: cls for cls in (
     DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
     SamplerShard, Memory)}
 
+# The records that name a place in the user's code (each declares `site: Optional[Site]`), for
+# readers that want every site a rank recorded (tests/unit/test_telemetry.py keeps it complete).
+SITED = (InitEnter, DDPInfo, Loader, Collective, Save, DataParallelUse, Crash, DeviceQuery, FrameworkUse,
+         ActivationCheckpoint, Boundary, SamplerShard)
+
 # Each kind's field names, once: the watchdog decodes every line a rank appends.
 _FIELD_NAMES = {kind: frozenset(f.name for f in fields(cls)) for kind, cls in RECORD_TYPES.items()}
 

@@ -118,7 +118,7 @@ def _phase_slices(rank: int, record: tm.Step, start: Optional[float], bucket_end
 
 def build(model: RunModel) -> dict[str, Any]:
     """The trace of a run, as the JSON object Perfetto and chrome://tracing read."""
-    times = [r.t for run in model.ranks.values() for r in run.records if hasattr(r, "t")]
+    times = [r.t for run in model.ranks.values() for r in run.records]  # every record has its t
     starts = [b.start for run in model.ranks.values() for b in run.of(tm.BucketTiming)]
     t0 = min(times + starts, default=0.0)
     events: list[dict[str, Any]] = []

@@ -41,7 +41,7 @@ def emit(report: Report, options: OutputOptions) -> None:
         console.file.write(redact.scrub(capture.get(), secrets))
         console.file.flush()
     if options.json_path:
-        text = redact.scrub(json_report.render(report), secrets)
+        text = json_report.render(report, secrets)
         if options.stdout_is_json:
             sys.stdout.write(text)
             sys.stdout.flush()

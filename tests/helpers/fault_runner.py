@@ -21,6 +21,8 @@ from typing import Optional
 
 import psutil
 
+from ddpdoctor.probe.run_model.outcome import rank_file
+
 REPO = Path(__file__).resolve().parents[2]
 POLL_S = 0.15
 
@@ -127,7 +129,7 @@ class WatchedRun:
             time.sleep(0.1)
 
     def steps_done(self, rank: int = 0) -> int:
-        path = Path(self.run_dir or "") / f"rank-{rank}.jsonl"
+        path = rank_file(self.run_dir or "", rank)
         try:
             return path.read_text(errors="replace").count('"kind":"step"')
         except OSError:

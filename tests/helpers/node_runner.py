@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 
+from ddpdoctor.probe.run_model.outcome import rank_file
 from tests.helpers.cli_runner import ddpdoctor_exe
 from tests.helpers.probe_runner import REPO
 
@@ -66,7 +67,7 @@ class Node:
         return json.loads(self.report.read_text())
 
     def steps(self, rank: int) -> int:
-        path = self.run_dir / f"rank-{rank}.jsonl"
+        path = rank_file(self.run_dir, rank)
         if not path.exists():
             return 0
         return path.read_text(errors="replace").count('"kind":"step"')

@@ -22,7 +22,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.core.registry import Skipped, get_check
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
-from ddpdoctor.probe.run_model.outcome import Frame, Outcome, ProbeMeta, RankStack, rank_file
+from ddpdoctor.probe.run_model.outcome import Frame, Outcome, ProbeMeta, RankStack, rank_file, stack_file
 
 T0 = 1_700_000_000.0
 
@@ -228,7 +228,7 @@ class RunBuilder:
                 data += tm.encode(tm.Note(builder.t, "half a line"))[:17]
             rank_file(directory, rank).write_bytes(data)
             if builder.signal_dump:
-                (directory / f"rank-{rank}.stack").write_text(builder.signal_dump)
+                stack_file(directory, rank).write_text(builder.signal_dump)
         if self._outcome is not None:
             (directory / OUTCOME_FILE).write_text(json.dumps(self._outcome.to_dict()))
         return directory

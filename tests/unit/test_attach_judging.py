@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ddpdoctor.attach.facts import Observation, RankObservation
 from ddpdoctor.attach.judge import judge
-from ddpdoctor.attach.sample import parse_speedscope
 from ddpdoctor.probe.run_model.outcome import Frame
+from ddpdoctor.probe.run_model.stack_text import parse_speedscope
 
 BACKWARD = (Frame("_engine_run_backward", "torch/autograd/graph.py", 979),
             Frame("Tensor.backward", "torch/_tensor.py", 623), Frame("<module>", "train.py", 49))

@@ -75,7 +75,8 @@ def test_no_module_imports_itself_back_through_others():
 # could fail inside the script.
 INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.jsonl",
                      "ddpdoctor.probe.rundir",
-                     "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor._deprecated")
+                     "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor.core.paths",
+                     "ddpdoctor._deprecated")
 INRANK_PACKAGES = ("ddpdoctor", "ddpdoctor.probe")  # __init__ files, which import nothing heavy
 
 
@@ -110,4 +111,13 @@ def test_the_launcher_side_and_the_run_model_never_import_the_analysis():
     analysis = lambda found: sorted(e for e in found if e.startswith("ddpdoctor.probe.analysis"))
     wrong = {m: analysis(graph[m]) for m in modules if m.startswith("ddpdoctor.probe.launch")}
     wrong.update({m: analysis(_reaches(m, graph)) for m in modules if m.startswith("ddpdoctor.probe.run_model")})
+    assert {m: es for m, es in wrong.items() if es} == {}
+
+
+def test_the_analysis_never_imports_the_launcher_side():
+    # The other half of the rule: analysis/ reads a run dir through run_model/ and judges it
+    # without a job (`ddpdoctor report`), so it never imports launch/.
+    modules = _modules()
+    wrong = {m: sorted(e for e in _imports(m, path, modules) if e.startswith("ddpdoctor.probe.launch"))
+             for m, path in modules.items() if m.startswith("ddpdoctor.probe.analysis")}
     assert {m: es for m, es in wrong.items() if es} == {}

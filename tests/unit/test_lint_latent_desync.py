@@ -4,6 +4,7 @@ while the ranks agreed, and the variable sizes that are safe."""
 from __future__ import annotations
 
 from ddpdoctor.core.registry import Skipped
+from ddpdoctor.probe import telemetry as tm
 from tests.helpers.telemetry_builders import RunBuilder, judge, site
 
 COUNTS = site(70)
@@ -112,3 +113,14 @@ def test_sizes_then_data_gathered_from_one_line_are_fine():
                                  site=COUNTS, step=step)
         run[rank].end("script_exit")
     assert judge("DDP506", run.model()) == []
+
+
+def test_the_finding_is_made_in_the_framework_s_words():
+    """The check words its finding as it makes it (analysis/frameworks.py `worded`), like every
+    other check: nothing rewrites its text after the checks ran."""
+    run = run_with({0: [[[7]], [[9]]], 1: [[[7]], [[9]]]})
+    for rank in (0, 1):
+        run[rank].add(tm.FrameworkUse(1.0, "accelerate", "1.0", "Accelerator", {}, site(12), 0))
+    (finding,) = judge("DDP506", run.model())
+    assert finding.evidence["framework"]["name"] == "accelerate"
+    assert "with Accelerate, look for accelerator.gather" in finding.hint

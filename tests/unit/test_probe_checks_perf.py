@@ -855,3 +855,19 @@ def test_nothing_to_gain_is_clean_and_drift_between_halves_counts_as_noise():
     drifting = [0.010, 0.011] * 5 + [0.020, 0.021] * 5  # another job started halfway
     assert margins.median_noise(steady) < 0.001
     assert margins.median_noise(drifting) == pytest.approx(0.010)
+
+
+def test_the_communication_checks_skip_alike_when_there_is_nothing_to_judge():
+    # One guard for DDP602/603/604 (perf.comm_unjudged) and one start for the bucket checks
+    # (perf.bucket_comms): each says the same reason.
+    alone = RunBuilder(world_size=1)
+    alone[0].start()
+    assert perf.comm_unjudged(alone.model()) == "a single rank communicates with nobody"
+    for code in ("DDP602", "DDP603"):
+        skipped = judge(code, alone.model())
+        assert isinstance(skipped, Skipped) and "communicates with nobody" in skipped.reason, code
+    pair = RunBuilder(world_size=2)
+    for rank in (0, 1):
+        pair[rank].start()
+        pair[rank].init()
+    assert perf.bucket_comms(pair.model()) == ([], "no timed bucket all-reduces after the first steps")

@@ -1,11 +1,14 @@
 """The four renderers over one hand-built report."""
 
+import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from rich.console import Console
 
 from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.core.registry import FAILED, PASSED, SKIPPED, WARNED, CheckResult, CheckSpec
+from ddpdoctor.probe import jsonl
 from ddpdoctor.report import github, json as json_report, junit, terminal
 from ddpdoctor.report.model import Report
 
@@ -52,6 +55,18 @@ def test_json_report_has_the_documented_top_level_keys():
     assert [f["code"] for f in data["findings"]] == ["DDP301", "DDP402"]
     assert data["findings"][0]["ranks"] == [0, 1]
     assert {"version", "metrics", "run_dir"} <= set(data)
+
+
+def test_json_data_is_what_render_writes_and_scrubs_every_string():
+    """The form node 0 sends the other nodes: the report as data, never parsed back from text."""
+    report = sample_report()
+    report.metrics.update({"run": Path("/tmp/run"), "by_rank": {0: 1.5}, "arg": 'x"s3cr3t-value"'})
+    assert json.loads(json_report.render(report)) == json_report.data(report)
+    sent = json_report.data(report, ["s3cr3t-value"])
+    assert sent["metrics"]["run"] == "/tmp/run" and sent["metrics"]["by_rank"] == {"0": 1.5}
+    assert sent["metrics"]["arg"] == 'x"<redacted>"'  # a quote in it: text scrubbing of JSON missed it
+    assert jsonl.loads(jsonl.body(sent, strict=True), strict=True) == sent
+    assert json.loads(json_report.render(report, ["s3cr3t-value"])) == sent  # every output alike
 
 
 def test_junit_has_one_testcase_per_check_and_failures_only_at_fail_on():

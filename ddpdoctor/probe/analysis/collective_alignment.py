@@ -50,6 +50,13 @@ class Call:
     def describe(self) -> str:
         return describe_collective(self.record)
 
+    def evidence(self) -> dict:
+        """The call as a finding's evidence names it (DDP501's sides, DDP502's collective)."""
+        record = self.record
+        return {"op": record.op, "shapes": record.shapes, "dtypes": record.dtypes,
+                "bucket": record.bucket, "step": record.step,
+                "site": str(record.site) if record.site else None}
+
 
 @dataclass
 class Side:

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ddpdoctor.core.paths import display_path
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
@@ -190,14 +191,6 @@ def summarize(run: RunModel) -> Optional[CoverageSummary]:
     return CoverageSummary(files, executed, traced_steps, steps, len(workers))
 
 
-def display(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
-
-
 MAX_BLOCKS_IN_NOTE = 3
 MAX_TABLE_ROWS = 15
 
@@ -235,7 +228,7 @@ def report_parts(run: RunModel) -> tuple[list[str], dict, list]:
         tail = f"; not seen: {shown}" if file.blocks else ""
         if more > 0:
             tail += f" and {more} more block{'s' if more != 1 else ''} (table below)"
-        notes.append(f"coverage: {display(file.path)}: {file.ran} of {file.statements} statements ran "
+        notes.append(f"coverage: {display_path(file.path)}: {file.ran} of {file.statements} statements ran "
                      f"on some rank ({file.share:.0%}){tail}")
     why = []
     if summary.traced_steps is not None:
@@ -249,7 +242,7 @@ def report_parts(run: RunModel) -> tuple[list[str], dict, list]:
         why.append("lines that ran only in DataLoader worker processes (num_workers > 0) are not seen")
     if why:
         notes.append("coverage: " + "; ".join(why))
-    rows = [[display(f.path), f"{b.start}-{b.end}" if b.end != b.start else str(b.start), b.statements,
+    rows = [[display_path(f.path), f"{b.start}-{b.end}" if b.end != b.start else str(b.start), b.statements,
              b.where or "(module)"]
             for f in summary.files for b in f.blocks]
     if any(len(f.blocks) > MAX_BLOCKS_IN_NOTE for f in summary.files):
@@ -260,7 +253,7 @@ def report_parts(run: RunModel) -> tuple[list[str], dict, list]:
         "mode": "full" if summary.traced_steps is None else "boundaries",
         "traced_steps": summary.traced_steps,
         "steps": summary.steps,
-        "files": [{"file": display(f.path), "statements": f.statements, "ran": f.ran,
+        "files": [{"file": display_path(f.path), "statements": f.statements, "ran": f.ran,
                    "share": round(f.share, 4), "not_seen": [b.to_list() for b in f.blocks]}
                   for f in summary.files],
     }

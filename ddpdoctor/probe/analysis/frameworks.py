@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ddpdoctor.core.findings import Finding, Location, Problem
+from ddpdoctor.core.findings import Location, Problem
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.wording import location as site_location, rank_list
@@ -110,9 +110,6 @@ def _strategy(name: str, config: Optional[tm.FrameworkUse], names: set[str]) -> 
 
 # Who built the DDP model for the user, in the words of DDP402's message.
 _DDP_BUILDER = {"transformers": "Trainer", "lightning": "Lightning", "accelerate": "prepare"}
-# Checks that do not ask for their words yet (checks/probe/latent_desync.py, being finished
-# elsewhere): `adapt` words their findings after the checks ran, until they do.
-WORDED_AFTER = {"DDP506"}
 
 
 def ddp_builder(run: RunModel) -> str:
@@ -132,23 +129,13 @@ def worded(code: str, problem: Problem, run: RunModel) -> Problem:
     return problem
 
 
-def _word(code: str, problem: Any, run: RunModel, framework: Framework) -> bool:
+def _word(code: str, problem: Problem, run: RunModel, framework: Framework) -> bool:
     rule = _RULES.get((framework.name, code))
     if rule is None and code in COLLECTIVE_CODES:
         rule = _COLLECTIVE_RULES.get(framework.name)
     if rule is None and code in DATA_CODES:
         rule = _DATA_RULES.get(framework.name)
     return rule is not None and rule(problem, run, framework)
-
-
-def adapt(findings: list[Finding], run: RunModel, framework: Optional[Framework]) -> None:
-    """The findings of the checks in WORDED_AFTER, in the framework's words (in place); every
-    other check asks `worded` as it makes its finding."""
-    if framework is None:
-        return
-    for finding in findings:
-        if finding.code in WORDED_AFTER and _word(finding.code, finding, run, framework):
-            finding.evidence.setdefault("framework", framework.to_dict())
 
 
 def _move_to(finding: Problem, where: Optional[Location]) -> None:
@@ -294,14 +281,8 @@ def _calls_at(run: RunModel, where: Optional[Location]) -> set[str]:
     """What the user's code called at a finding's location (the library function, as recorded)."""
     if where is None:
         return set()
-    calls = set()
-    for rank_run in run.ranks.values():
-        for record in rank_run.records:
-            site = getattr(record, "site", None)
-            if (site is not None and getattr(site, "call", "") and site.file == where.file
-                    and site.line == where.line):
-                calls.add(site.call)
-    return calls
+    return {site.call for rank_run in run.ranks.values() for site in rank_run.sites()
+            if site.call and site.file == where.file and site.line == where.line}
 
 
 def _lightning_collective(finding: Problem, run: RunModel, fw: Framework) -> bool:
@@ -363,7 +344,7 @@ def _partial_calls(run: RunModel, wanted,
     for rank, rank_run in run.ranks.items():
         for record in rank_run.of(tm.Collective):
             site = record.site
-            if site is None or record.step > until or not wanted(getattr(site, "call", "")):
+            if site is None or record.step > until or not wanted(site.call):
                 continue
             key = (site.file, site.line, site.call)
             ranks_at.setdefault(key, set()).add(rank)

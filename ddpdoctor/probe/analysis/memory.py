@@ -87,10 +87,12 @@ def rank_memory(run: RunModel) -> dict[int, RankMemory]:
                     memory.current = record.current
             if record.peak is not None:
                 memory.peak = max(memory.peak or 0, record.peak)
-            for name in ("params", "params_full", "grads", "optimizer", "activations"):
-                value = getattr(record, name)
-                if value is not None:
-                    setattr(memory, name, value)
+            # A figure the record leaves out (None) keeps the one measured before.
+            memory.params = _latest(record.params, memory.params)
+            memory.params_full = _latest(record.params_full, memory.params_full)
+            memory.grads = _latest(record.grads, memory.grads)
+            memory.optimizer = _latest(record.optimizer, memory.optimizer)
+            memory.activations = _latest(record.activations, memory.activations)
             if record.moment == "step" and record.params is not None:
                 memory.sharding = record.sharding
             memory.step = max(memory.step, record.step)
@@ -98,6 +100,10 @@ def rank_memory(run: RunModel) -> dict[int, RankMemory]:
             memory.runtime = 0  # the allocator's figures hold no interpreter
         found[rank] = memory
     return found
+
+
+def _latest(value: Optional[int], before: Optional[int]) -> Optional[int]:
+    return before if value is None else value
 
 
 def _mb(value: Optional[int]) -> str:

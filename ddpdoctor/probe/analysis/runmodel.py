@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Iterator, Optional, TypeVar
 
 from ddpdoctor.probe import telemetry as tm
 
@@ -64,6 +64,12 @@ class RankRun:
     def formed(self) -> bool:
         return self.first(tm.Init) is not None
 
+    def sites(self) -> Iterator[tm.Site]:
+        """Every place in the user's code its records name (the record types of tm.SITED)."""
+        for record in self.records:
+            if isinstance(record, tm.SITED) and record.site is not None:
+                yield record.site
+
 
 @dataclass
 class RunModel:
@@ -81,6 +87,9 @@ class RunModel:
     regression_baseline: Optional[Baseline] = None
     # The watchdog's looks at the ranks in quiet spells (watch.jsonl, analysis/outside_steps.py).
     watch: list = field(default_factory=list)
+    # Every rank's stack view, worked out once per run by analysis/stack_groups.rank_stacks (the
+    # checks ask it once per rank): (what it was worked out from, the views).
+    stack_views: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def world_size(self) -> int:

@@ -9,43 +9,12 @@ frames are the same; lines inside torch internals are ignored.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.run_model.outcome import Frame
+from ddpdoctor.probe.run_model.stack_text import parse_faulthandler
 from ddpdoctor.probe.run_model.stack_view import StackView, is_user_file
-
-_FAULTHANDLER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
-
-
-def parse_faulthandler(text: str) -> list[Frame]:
-    """The main thread's frames (innermost first) from faulthandler output.
-
-    faulthandler prints one block per thread, most recent call first. The main thread is the
-    block that reaches the script's module level (`<module>`); else the first block."""
-    blocks: list[list[Frame]] = []
-    current: Optional[list[Frame]] = None
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("Thread ", "Current thread ")) or "most recent call first" in stripped:
-            current = []
-            blocks.append(current)
-            continue
-        match = _FAULTHANDLER_FRAME.search(stripped)
-        if match:
-            if current is None:
-                current = []
-                blocks.append(current)
-            current.append(Frame(match["func"], match["file"], int(match["line"])))
-    blocks = [b for b in blocks if b]
-    if not blocks:
-        return []
-    for block in blocks:
-        if any(f.func == "<module>" for f in block):
-            return block
-    return blocks[0]
 
 
 @dataclass
@@ -67,7 +36,7 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
     outcome = run.outcome
     key = (id(outcome), id(outcome.stacks) if outcome else None, len(outcome.stacks) if outcome else -1,
            id(run.ranks), len(run.ranks))
-    cached = run.__dict__.get("_rank_stacks")
+    cached = run.stack_views
     if cached is not None and cached[0] == key:
         return dict(cached[1])
     views: dict[int, StackView] = {}
@@ -88,7 +57,7 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
         frames = parse_faulthandler(rank_run.signal_dump)
         if frames:
             views[rank] = StackView(rank, short(frames), "faulthandler", None, rank_run.signal_dump)
-    run.__dict__["_rank_stacks"] = (key, views)
+    run.stack_views = (key, views)
     return dict(views)
 
 
@@ -98,9 +67,8 @@ def _short_paths(run: RunModel):
     as that name, so one file reads the same in every finding."""
     known = {run.meta.script} if run.meta.script and not run.meta.script.startswith("/") else set()
     for rank_run in run.ranks.values():
-        for record in rank_run.records:
-            site = getattr(record, "site", None)
-            if site is not None and site.file and not site.file.startswith("/"):
+        for site in rank_run.sites():
+            if site.file and not site.file.startswith("/"):
                 known.add(site.file)
     suffixes = sorted(known, key=len, reverse=True)
 

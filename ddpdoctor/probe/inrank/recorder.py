@@ -10,6 +10,7 @@ import time
 from typing import Any, Optional
 
 from ddpdoctor.core import redact
+from ddpdoctor.core.paths import display_path
 from ddpdoctor.probe import jsonl, telemetry as tm
 
 _SKIP_DIRS: tuple[str, ...] = ()
@@ -46,15 +47,6 @@ def _skip_dirs() -> tuple[str, ...]:
             pass
         _SKIP_DIRS = tuple(d.rstrip(os.sep) + os.sep for d in dirs if d)
     return _SKIP_DIRS
-
-
-def display_path(path: str) -> str:
-    """A path as a user reads it: relative to the working directory when it lies beneath it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def _user_path(code: Any) -> Optional[str]:

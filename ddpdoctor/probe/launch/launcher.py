@@ -23,7 +23,7 @@ from ddpdoctor.probe.launch import stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
 from ddpdoctor.probe.options import ProbeOptions
-from ddpdoctor.probe.rundir import LOG_FILE
+from ddpdoctor.probe.rundir import LOG_FILE, TORCHRUN_LOG_DIR
 from ddpdoctor.probe.run_model.outcome import Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
@@ -123,7 +123,7 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
     env.pop("DDPDOCTOR_GATHER_TOKEN", None)  # multi-node: ddpdoctor's secret, not the ranks' business
     # torchrun's per-rank log and error-file dirs: in the run dir, not one more torchelastic_*
     # dir in /tmp per probe (PET_LOG_DIR is torchrun's --log-dir; one the user set wins).
-    env.setdefault("PET_LOG_DIR", os.path.join(run_dir, "torchrun"))
+    env.setdefault("PET_LOG_DIR", os.path.join(run_dir, TORCHRUN_LOG_DIR))
     if launcher == "none":
         env["PYTHONPATH"] = os.pathsep.join(p for p in (SITE_DIR, env.get("PYTHONPATH", "")) if p)
         # What torchrun would have said: how many processes this node runs (--cpu makes

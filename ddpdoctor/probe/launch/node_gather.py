@@ -8,7 +8,6 @@ checks see every rank of every node with no code of their own for "remote".
 
 from __future__ import annotations
 
-import json
 import secrets
 import selectors
 import socket
@@ -20,7 +19,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
+from ddpdoctor.probe.rundir import is_rank_telemetry, rank_telemetry_name
 from ddpdoctor.probe.run_model.outcome import RankStack
+from ddpdoctor.probe import jsonl
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link
 
@@ -291,7 +292,7 @@ class NodeGather:
                 raise wire.BadMessage(f"more than {wire.RANK_QUOTA * self.nproc >> 20} MiB of telemetry "
                                       f"({wire.RANK_QUOTA >> 20} MiB per rank)")
             self.received[state.node_rank] = total
-            if name.endswith(".jsonl"):
+            if is_rank_telemetry(name):
                 data, last_step = wire.check_records(data, rank, self.world_size)
                 state.last_step = max(state.last_step, last_step)
             else:
@@ -329,7 +330,7 @@ class NodeGather:
         if self.static_ranks or owner is not None:
             raise wire.BadMessage(f"file: rank {rank} is not one of {state.label()}'s ranks"
                                   + (f" (node {owner} runs it)" if owner is not None else ""))
-        if len(state.ranks) >= self.nproc or (self.run_dir / f"rank-{rank}.jsonl").exists():
+        if len(state.ranks) >= self.nproc or (self.run_dir / rank_telemetry_name(rank)).exists():
             raise wire.BadMessage(f"file: rank {rank} is not one of {state.label()}'s ranks")
         self.owner[rank] = state.node_rank
         state.ranks.append(rank)
@@ -399,7 +400,7 @@ class NodeGather:
     # ---------------------------------------------------------------- after the verdict
 
     def send_verdict(self, exit_code: int, report: dict[str, Any], where: str) -> None:
-        if len(json.dumps(report)) > wire.MAX_LINE // 2:
+        if len(jsonl.body(report)) > wire.MAX_LINE // 2:
             # Too large to relay (a node takes at most MAX_LINE): the verdict and where to read it.
             report = {k: report[k] for k in ("tool", "version", "command", "status", "run_dir") if k in report}
             report["notes"] = [f"the full report is {where}"]

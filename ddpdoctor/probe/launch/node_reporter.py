@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link, connect
 from ddpdoctor.probe.rank_files import RankFileTail
+from ddpdoctor.probe.rundir import is_rank_telemetry
 
 FORWARD_EVERY_S = 0.2
 HINT_AFTER_S = 10.0
@@ -155,7 +156,7 @@ class NodeReporter:
             tail.grew()
             while tail.size > tail.offset:
                 before = tail.offset
-                data = tail.take(wire.CHUNK, whole_lines=name.endswith(".jsonl"))
+                data = tail.take(wire.CHUNK, whole_lines=is_rank_telemetry(name))
                 if not data:
                     break
                 if not self.link.send("file", name=name, data=data.decode("utf-8", "replace")):

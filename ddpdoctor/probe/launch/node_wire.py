@@ -30,7 +30,7 @@ from dataclasses import fields
 from typing import Any, Callable, Mapping, Optional
 
 from ddpdoctor.probe import jsonl, telemetry as tm
-from ddpdoctor.probe.rundir import RANK_FILE  # ASCII digits, no leading zero (rundir.py)
+from ddpdoctor.probe.rundir import rank_of_name  # ASCII digits, no leading zero (rundir.py)
 
 TOKEN_ENV = "DDPDOCTOR_GATHER_TOKEN"
 SILENCE_ENV = "DDPDOCTOR_NODE_SILENCE_S"  # how long a silent peer is waited for (default 10 s)
@@ -72,12 +72,6 @@ def clean_deep(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         return {_CONTROL.sub("?", str(k)): clean_deep(v, depth + 1) for k, v in value.items()}
     return value
-
-
-def rank_of_name(name: Any) -> Optional[int]:
-    """rank-12.jsonl -> 12; None for anything else (never int() on a peer's raw text)."""
-    match = RANK_FILE.match(name) if isinstance(name, str) else None
-    return int(match.group(1)) if match else None
 
 
 def silence_s(env: Mapping[str, str] = os.environ) -> float:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -22,12 +21,12 @@ from typing import Optional
 import psutil
 
 from ddpdoctor.probe.inrank.config import ENV_RUN_ID
-from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB
+from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, rank_of
 from ddpdoctor.probe.rank_files import RankFileTail, read_all
-from ddpdoctor.probe.run_model.outcome import Frame, RankStack, stack_file
+from ddpdoctor.probe.run_model.outcome import RankStack, stack_file
+from ddpdoctor.probe.run_model.stack_text import parse_faulthandler, pyspy_failure, pyspy_main_thread
 
 PYSPY_TIMEOUT_S = 10.0
-FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
 
 
 def rank_processes(run_dir: str, run_id: str, root_pid: Optional[int] = None) -> dict[int, psutil.Process]:
@@ -38,7 +37,7 @@ def rank_processes(run_dir: str, run_id: str, root_pid: Optional[int] = None) ->
     found: dict[int, psutil.Process] = {}
     for path in Path(run_dir).glob(RANK_TELEMETRY_GLOB):
         try:
-            rank = int(path.stem.split("-", 1)[1])
+            rank = rank_of(path.name)
             start = next((line for line in read_all(path) if line.kind == "start"), None)
             if start is None:
                 continue
@@ -72,68 +71,10 @@ def _pyspy(pid: int) -> tuple[Optional[list], str]:
         return None, "py-spy printed no JSON"
 
 
-def pyspy_failure(text: str, code: int) -> str:
-    """py-spy's reason in one line: its `Error:` line and innermost cause, never a backtrace line."""
-    lines = [ln.strip() for ln in text.split("Stack backtrace:")[0].splitlines() if ln.strip()]
-    error = next((ln[len("Error:"):].strip() for ln in lines if ln.startswith("Error:")), "")
-    causes = [re.sub(r"^\d+:\s*", "", ln) for ln in lines if re.match(r"^\d+:\s", ln)]
-    reason = (f"{error} ({causes[-1]})" if error and causes else error
-              or (lines[-1] if lines else f"exit {code}"))
-    if "permission denied" in text.lower():
-        # Yama's ptrace_scope, a container without CAP_SYS_PTRACE, a job of another user.
-        return "py-spy was not allowed to attach (permission denied)"
-    return f"py-spy failed: {reason}"
-
-
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # ddpdoctor/
-
-
-def short_library_path(path: str) -> str:
-    """.../site-packages/torch/distributed/x.py -> torch/distributed/x.py; user paths unchanged."""
-    for marker in ("/site-packages/", "/dist-packages/"):
-        if marker in path:
-            return path.split(marker, 1)[1]
-    return path
-
-
-def _without_own_frames(frames: list[Frame]) -> list[Frame]:
-    """Drop ddpdoctor's own frames (the bootstrap, the collective wrappers): the user should
-    see torch's all_reduce called from train.py, not our wrapper in between."""
-    return [Frame(f.func, short_library_path(f.file), f.line) for f in frames
-            if not os.path.abspath(f.file).startswith(_OWN_DIR)
-            and not f.file.startswith("<frozen runpy>")]
-
-
-def _main_thread(threads: list) -> Optional[dict]:
-    for thread in threads:
-        if thread.get("thread_name") == "MainThread":
-            return thread
-    return threads[0] if threads else None
-
-
 def _from_pyspy(rank: int, pid: int, threads: list) -> RankStack:
-    main = _main_thread(threads) or {}
-    frames = _without_own_frames(
-        [Frame(f.get("name", "?"), f.get("filename", "?"), int(f.get("line") or 0))
-         for f in main.get("frames", [])])
+    frames, idle = pyspy_main_thread(threads)
     text = "\n".join(f"    {f}" for f in frames)
-    return RankStack(rank, pid, "py-spy", frames, idle=not main.get("active", True), text=text)
-
-
-def parse_faulthandler(text: str) -> list[Frame]:
-    """Frames of the current (main) thread's last dump in faulthandler text, innermost first."""
-    blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", text.strip())
-    if not blocks or not blocks[-1]:
-        return []
-    # The last dump starts at its last "Current thread" block; prefer that thread.
-    current = [b for b in blocks if b.startswith("Current thread")]
-    block = current[-1] if current else blocks[-1]
-    frames = []
-    for line in block.splitlines():
-        match = FAULTHANDLER_FRAME.match(line)
-        if match:
-            frames.append(Frame(match["func"].strip(), match["file"], int(match["line"])))
-    return _without_own_frames(frames)
+    return RankStack(rank, pid, "py-spy", frames, idle=idle, text=text)
 
 
 def _from_faulthandler(run_dir: str, ranks: dict[int, psutil.Process]) -> dict[int, RankStack]:

@@ -23,7 +23,8 @@ from typing import Callable, Optional
 
 from ddpdoctor.probe import jsonl, telemetry as tm
 from ddpdoctor.probe.run_model.looks import Judgement, Pending, RankLook, collective_text, judge
-from ddpdoctor.probe.run_model.outcome import Frame, RankStack
+from ddpdoctor.probe.run_model.outcome import RankStack
+from ddpdoctor.probe.run_model.stack_text import relative_to
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.rank_files import RankFileTail, RankLine
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
@@ -270,7 +271,7 @@ class Lookout:
         for rank in sorted(set(self.watch.ranks) | set(by_rank)):
             state = self.watch.ranks.get(rank) or RankState(rank)
             stack = by_rank.get(rank)
-            view = (StackView(rank, [_relative(f) for f in stack.frames], stack.method, stack.idle,
+            view = (StackView(rank, relative_to(stack.frames, _CWD), stack.method, stack.idle,
                               stack.text) if stack is not None and stack.frames else None)
             signature = view.signature if view is not None else None
             earlier = self.before.get(rank)
@@ -317,14 +318,7 @@ class Lookout:
         return "timeout" if judgement.blocked else "timeout_busy"
 
 
-def _relative(frame: Frame) -> Frame:
-    """The user's files as the ranks' telemetry names them: relative to where the job runs."""
-    if frame.file.startswith(_CWD):
-        return Frame(frame.func, frame.file[len(_CWD):], frame.line)
-    return frame
-
-
-_CWD = os.getcwd().rstrip(os.sep) + os.sep
+_CWD = os.getcwd()  # where the job runs: its files named relative to it, as its telemetry names them
 
 
 def _look_dict(look: RankLook) -> dict:

@@ -8,8 +8,8 @@ a fix would buy, and what --verify-fix measured), `stats` and `units`. This pack
 theirs, for the modules that read several (`perf.step_perf`, `perf.model_comm`).
 """
 
-from ddpdoctor.probe.analysis.perf.buckets import GB, BucketPerf, ModelComm, bus_factor, model_comm
-from ddpdoctor.probe.analysis.perf.clock import CPU_CLOCK, CUDA_CLOCK, NO_CLOCK, DeviceTime, device_time
+from ddpdoctor.probe.analysis.perf.buckets import GB, BucketPerf, ModelComm, bucket_comms, bus_factor, model_comm
+from ddpdoctor.probe.analysis.perf.clock import CPU_CLOCK, CUDA_CLOCK, NO_CLOCK, DeviceTime, comm_unjudged, device_time
 from ddpdoctor.probe.analysis.perf.cost_fit import (FALLBACK_KNEE_BYTES, LATENCY_MAX_BYTES, MIN_BANDWIDTH_BYTES,
                                                    CallCost, call_cost)
 from ddpdoctor.probe.analysis.perf.spans import joined, service_times
@@ -22,8 +22,8 @@ from ddpdoctor.probe.analysis.perf.units import estimate, megabytes, ms
 from ddpdoctor.probe.analysis.perf.what_if import WhatIf, matters, what_if
 
 __all__ = [
-    "GB", "BucketPerf", "ModelComm", "bus_factor", "model_comm",
-    "CPU_CLOCK", "CUDA_CLOCK", "NO_CLOCK", "DeviceTime", "device_time",
+    "GB", "BucketPerf", "ModelComm", "bucket_comms", "bus_factor", "model_comm",
+    "CPU_CLOCK", "CUDA_CLOCK", "NO_CLOCK", "DeviceTime", "comm_unjudged", "device_time",
     "FALLBACK_KNEE_BYTES", "LATENCY_MAX_BYTES", "MIN_BANDWIDTH_BYTES", "CallCost", "call_cost",
     "joined", "service_times", "median", "quantile", "spread",
     "BASELINE_STEP", "COMPUTE_PHASES", "DEVICE_PHASES", "MIN_STEPS", "PHASE_WORDS", "PHASES", "WARMUP_STEPS",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.perf.clock import CPU_CLOCK, NO_CLOCK, device_time
+from ddpdoctor.probe.analysis.perf.clock import CPU_CLOCK, NO_CLOCK, comm_unjudged, device_time
 from ddpdoctor.probe.analysis.perf.cost_fit import CallCost, baseline_medians, call_cost
 from ddpdoctor.probe.analysis.perf.spans import joined, service_times
 from ddpdoctor.probe.analysis.perf.stats import median, spread
@@ -116,6 +116,16 @@ class ModelComm:
     @property
     def largest(self) -> BucketPerf:
         return max(self.buckets, key=lambda b: b.nbytes)
+
+
+def bucket_comms(model: RunModel) -> tuple[list[ModelComm], str]:
+    """The DDP models whose bucket all-reduces were timed, and why none can be judged ("" when
+    some can): what DDP602 and DDP603 start from."""
+    unjudged = comm_unjudged(model)
+    if unjudged:
+        return [], unjudged
+    comms = [c for c in model_comm(model) if c.buckets]
+    return comms, "" if comms else "no timed bucket all-reduces after the first steps"
 
 
 def model_comm(model: RunModel) -> list[ModelComm]:

@@ -59,3 +59,13 @@ def device_time(model: RunModel) -> DeviceTime:
     if any(c.clock == CUDA_CLOCK for c in latest.values()):
         return DeviceTime(CUDA_CLOCK, CUDA_CLOCK)
     return DeviceTime()
+
+
+def comm_unjudged(model: RunModel) -> str:
+    """Why the run's all-reduce times cannot be judged, "" when they can: the DDP6xx checks of
+    communication skip with it. One rank communicates with nobody; launch times are not
+    all-reduce times, so where the device's clock was not read, nothing is judged on them."""
+    if model.world_size < 2:
+        return "a single rank communicates with nobody"
+    clock = device_time(model)
+    return "" if clock.comm_measured else clock.reason
