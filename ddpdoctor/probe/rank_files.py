@@ -79,12 +79,14 @@ class RankFileTail:
 
 def read_all(path: Union[str, os.PathLike]) -> Iterator[RankLine]:
     """Every record of a rank file, in order, decoded as the caller goes (it may stop early). The
-    last line counts when it is whole even without its newline; a torn one is skipped."""
+    last line counts when it is whole even without its newline; a torn one is skipped. The file
+    is read and turned into text once, and its lines decoded in one pass (jsonl.objects): at
+    1,024 ranks the analysis reads 190,000 records."""
     try:
         data = Path(path).read_bytes()
     except OSError:
         return
-    for raw in data.split(b"\n"):
-        line = rank_line(raw) if raw else None
-        if line is not None:
-            yield line
+    for record in jsonl.objects(data.decode("utf-8", "replace")):
+        kind = record.get("kind")
+        if isinstance(kind, str):
+            yield RankLine(kind, record)

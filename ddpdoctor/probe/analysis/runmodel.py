@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from ddpdoctor.probe import telemetry as tm
 
@@ -36,20 +36,58 @@ if TYPE_CHECKING:
 
 @dataclass
 class RankRun:
-    """One rank's records, with typed accessors."""
+    """One rank's records, with typed accessors.
+
+    The records are indexed by type once, on the first question (a check asks a rank for one
+    kind of record; at 1,024 ranks the checks ask about 120,000 times, and a scan of every
+    record each time was most of the analysis). Replacing `records` drops the index; a list
+    changed in place is not seen: assign a new list instead."""
 
     rank: int
     records: list[Any]
     signal_dump: str = ""  # rank-<R>.stack contents
+    # type -> that type's records in order; (the records list it was built from, its length).
+    _by_type: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _indexed: tuple = field(default=(None, -1), init=False, repr=False, compare=False)
+
+    def _index(self) -> dict:
+        records = self.records
+        if self._indexed[0] is not records or self._indexed[1] != len(records):
+            by_type: dict = {}
+            for record in records:
+                kind = type(record)
+                found = by_type.get(kind)
+                if found is None:
+                    by_type[kind] = [record]
+                else:
+                    found.append(record)
+            self._by_type, self._indexed = by_type, (records, len(records))
+        return self._by_type
+
+    def _matching(self, cls: Any) -> Optional[list]:
+        """The records of cls (a record type) in order; None when cls is not one (a base class,
+        a tuple of types): the caller scans."""
+        if not isinstance(cls, type) or cls.__subclasses__():
+            return None
+        return self._index().get(cls, [])
 
     def of(self, cls: type[T]) -> list[T]:
-        return [r for r in self.records if isinstance(r, cls)]
+        found = self._matching(cls)
+        if found is None:
+            return [r for r in self.records if isinstance(r, cls)]
+        return list(found)
 
     def first(self, cls: type[T]) -> Optional[T]:
-        return next((r for r in self.records if isinstance(r, cls)), None)
+        found = self._matching(cls)
+        if found is None:
+            return next((r for r in self.records if isinstance(r, cls)), None)
+        return found[0] if found else None
 
     def last(self, cls: type[T]) -> Optional[T]:
-        return next((r for r in reversed(self.records) if isinstance(r, cls)), None)
+        found = self._matching(cls)
+        if found is None:
+            return next((r for r in reversed(self.records) if isinstance(r, cls)), None)
+        return found[-1] if found else None
 
     @property
     def steps(self) -> int:
@@ -81,6 +119,10 @@ class RunModel:
     regression_baseline: Optional[Baseline] = None
     # The watchdog's looks at the ranks in quiet spells (watch.jsonl, analysis/outside_steps.py).
     watch: list = field(default_factory=list)
+    # What the analysis derives from the records and that several checks ask for (the lined-up
+    # collectives: DDP501, DDP502, DDP503; every rank's stack): name -> (what it was derived
+    # from, the value), through `derived_once`. Not data of the run: never stored or compared.
+    derived: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def world_size(self) -> int:
@@ -90,6 +132,21 @@ class RunModel:
 
     def rank_ids(self) -> list[int]:
         return sorted(self.ranks)
+
+    def records_key(self) -> tuple:
+        """What the ranks' records are now (each rank's list and its length): a value derived
+        from them is stale when this changes (a test replacing or extending a rank's records)."""
+        return tuple((rank, id(run.records), len(run.records)) for rank, run in self.ranks.items())
+
+    def derived_once(self, name: str, key: Any, compute: Callable[[], T]) -> T:
+        """compute()'s value, computed once per model for as long as `key` (what it is derived
+        from) stays equal; shared by every caller, who must not change it."""
+        held = self.derived.get(name)
+        if held is not None and held[0] == key:
+            return held[1]
+        value = compute()
+        self.derived[name] = (key, value)
+        return value
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike) -> "RunModel":
