@@ -66,10 +66,11 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
     # 1,024 ranks costs a million stack views.
     outcome = run.outcome
     key = (id(outcome), id(outcome.stacks) if outcome else None, len(outcome.stacks) if outcome else -1,
-           id(run.ranks), len(run.ranks))
-    cached = run.__dict__.get("_rank_stacks")
-    if cached is not None and cached[0] == key:
-        return dict(cached[1])
+           run.records_key(), tuple(len(r.signal_dump) for r in run.ranks.values()))
+    return dict(run.derived_once("rank_stacks", key, lambda: _rank_stacks(run)))
+
+
+def _rank_stacks(run: RunModel) -> dict[int, StackView]:
     views: dict[int, StackView] = {}
     short = _short_paths(run)
     if run.outcome is not None:
@@ -88,8 +89,7 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
         frames = parse_faulthandler(rank_run.signal_dump)
         if frames:
             views[rank] = StackView(rank, short(frames), "faulthandler", None, rank_run.signal_dump)
-    run.__dict__["_rank_stacks"] = (key, views)
-    return dict(views)
+    return views
 
 
 def _short_paths(run: RunModel):
