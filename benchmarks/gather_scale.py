@@ -119,12 +119,13 @@ class Rank:
 class FakeNodeThread(threading.Thread):
     """One simulated node: its ranks' telemetry forwarded as a node's ddpdoctor does."""
 
-    def __init__(self, node_rank: int, ranks: list[Rank], port: int, job: str, stop_at: float,
-                 step_s: float) -> None:
+    def __init__(self, node_rank: int, ranks: list[Rank], port: int, job: str, start: float,
+                 steps: int, step_s: float) -> None:
         super().__init__(daemon=True)
         self.node_rank, self.ranks, self.port, self.job = node_rank, ranks, port, job
-        self.stop_at, self.step_s = stop_at, step_s
+        self.start_at, self.steps, self.step_s = start, steps, step_s
         self.last_record = 0.0
+        self.done = threading.Event()  # every step of this node's ranks sent
         self.error = ""
         self.lock = threading.Lock()
 
@@ -153,19 +154,27 @@ class FakeNodeThread(threading.Thread):
         threading.Thread(target=self._listen, args=(reader, codec, inbox), daemon=True).start()
         for rank in self.ranks:
             self.send(sock, codec, "file", name=f"rank-{rank.rank}.jsonl", data=rank.start())
-        next_step = time.monotonic()
         last_beat = 0.0
         ended = False
+        sent = 0
         while True:
             now = time.monotonic()
             if now - last_beat >= 1.0:
                 last_beat = now
                 self.send(sock, codec, "beat", now=time.time())
-            if now < self.stop_at and now >= next_step:
-                next_step += self.step_s
+            # Step k is sent at start + k * step_s, late rather than never: every rank of a DDP
+            # job does the same steps (their all-reduces pair up), so a node that fell behind
+            # (a busy machine) catches up instead of ending a step short. A world with ranks a
+            # step apart and the last all-reduce returned on some only is no real run (the
+            # analysis reads the others' records as lost, and judges nothing skipped).
+            if sent < self.steps and now >= self.start_at + sent * self.step_s:
+                sent += 1
                 for rank in self.ranks:
                     self.send(sock, codec, "file", name=f"rank-{rank.rank}.jsonl", data=rank.one_step())
                 self.last_record = time.time()
+                if sent == self.steps:
+                    self.done.set()
+                continue
             while inbox:
                 message = inbox.pop(0)
                 if message["t"] == "stacks":
@@ -185,9 +194,15 @@ class FakeNodeThread(threading.Thread):
         codec = wire.Codec(wire.job_token(TOKEN), self.job)
         sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
         nonce = secrets.token_hex(16)
-        sock.sendall(codec.encode("hello", {"node_rank": self.node_rank, "nproc": len(self.ranks),
-                                            "host": f"n{self.node_rank}", "addr": "127.0.0.1", "nonce": nonce}))
         reader = sock.makefile("rb")
+        first = reader.readline()  # node 0 speaks first: the challenge the hello answers
+        if not first:
+            sock.close()
+            raise OSError("closed before the challenge")
+        challenge = codec.decode(first.rstrip(b"\n"), frozenset({"challenge"}))
+        sock.sendall(codec.encode("hello", {"node_rank": self.node_rank, "nproc": len(self.ranks),
+                                            "host": f"n{self.node_rank}", "addr": "127.0.0.1", "nonce": nonce,
+                                            "challenge": challenge["nonce"]}))
         line = reader.readline()
         if not line:
             sock.close()
@@ -255,21 +270,26 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     Path(run_dir, OUTCOME_FILE).write_text(json.dumps(outcome.to_dict()))
     report = analyse(run_dir, Severity.ERROR, set())
     rendered = json_report.render(report)
-    done = time.time()
-    report_cpu = _cpu() - cpu1
-    gather.send_verdict(report.exit_code, json.loads(rendered), f"n0:{run_dir}/report.json")
-    gather.close()
+    analysed_at = time.time()
     import io
 
     from rich.console import Console
 
+    # What the person sees: the terminal report (the real probe renders it before relaying the
+    # verdict; the live view stops at the stall verdict).
     screen = io.StringIO()
     terminal.render(report, Console(file=screen, width=160, color_system=None), verbose=False)
+    done = time.time()
+    report_cpu = _cpu() - cpu1
+    total_cpu = (_cpu() - cpu0) / max(1e-9, time.monotonic() - wall0)
+    gather.send_verdict(report.exit_code, json.loads(rendered), f"n0:{run_dir}/report.json")
+    gather.close()
     print(json.dumps({"stream_cpu_cores": round(stream_cpu, 2), "report_cpu_s": round(report_cpu, 2),
+                      "total_cpu_cores": round(total_cpu, 2),
                       "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                       "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at,
                       "phases": {"stacks": round(stacks_at - verdict_at, 2), "finals": round(finals_at - stacks_at, 2),
-                                 "analysis": round(done - finals_at, 2)},
+                                 "analysis": round(analysed_at - finals_at, 2), "render": round(done - analysed_at, 2)},
                       "terminal_lines": screen.getvalue().count("\n"),
                       "codes": sorted({f.code for r in report.results for f in r.findings})}), flush=True)
 
@@ -293,9 +313,10 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
     prelude, step = templates()
     ranks = [Rank(r, world, prelude, step) for r in range(world)]
     job = wire.job_identity(SCRIPT, nnodes, f"127.0.0.1:{port}", env={})
-    stop_at = time.monotonic() + run_s
+    start = time.monotonic()
     step_s = 1.0 / step_rate
-    nodes = [FakeNodeThread(n, ranks[n * per_node:(n + 1) * per_node], port, job, stop_at, step_s)
+    steps = max(1, round(run_s * step_rate))
+    nodes = [FakeNodeThread(n, ranks[n * per_node:(n + 1) * per_node], port, job, start, steps, step_s)
              for n in range(1, nnodes)]
     for node in nodes:
         node.start()
@@ -306,15 +327,17 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
         handles[r.rank].write(r.start())
         handles[r.rank].flush()
     last_local = 0.0
-    next_step = time.monotonic()
-    while time.monotonic() < stop_at:
-        if time.monotonic() >= next_step:
-            next_step += step_s
-            for r in local:
-                handles[r.rank].write(r.one_step())
-                handles[r.rank].flush()
-            last_local = time.time()
-        time.sleep(0.01)
+    for k in range(steps):
+        time.sleep(max(0.0, start + k * step_s - time.monotonic()))
+        for r in local:
+            handles[r.rank].write(r.one_step())
+            handles[r.rank].flush()
+        last_local = time.time()
+    # Rank 0 enters its lone all_reduce once every rank has done every step (as in a real job:
+    # it returned from the last step's all-reduce, which needs every rank in it).
+    late = [n.node_rank for n in nodes if not n.done.wait(timeout=max(1.0, start + 120 - time.monotonic()))]
+    if late:
+        raise SystemExit(f"nodes {late[:5]} did not send their {steps} steps within 120 s")
     handles[0].write(local[0].lone_collective())
     handles[0].flush()
     last_local = time.time()
@@ -350,8 +373,10 @@ def main() -> None:
         print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
               f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
               f"(stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
-              f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s wall / "
-              f"{r['report_cpu_s']:.1f} s CPU); report {r['report_bytes'] / 1024:.0f} KiB JSON, "
+              f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s, terminal report "
+              f"{r['phases']['render']:.2f} s wall; verdict to report {r['report_cpu_s']:.1f} s CPU; node 0 "
+              f"{r['total_cpu_cores']:.2f} cores on average from the first record to the report); "
+              f"report {r['report_bytes'] / 1024:.0f} KiB JSON, "
               f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}"
               + (f"; errors: {r['errors']}" if r["errors"] else ""), flush=True)
 

@@ -111,6 +111,18 @@ def duplicate_rate(by_rank: dict[int, dict[int, LoaderEpoch]]) -> float:
     return duplicates / pairs if pairs else 0.0
 
 
+def _duplicate_rate(held: dict[tuple[int, int], "_Held"], classes: list[list[int]]) -> float:
+    """duplicate_rate from the samples already counted, once per class of ranks alike."""
+    size = {ranks[0]: len(ranks) for ranks in classes}
+    duplicates = pairs = 0
+    for (rank, _epoch), entry in held.items():
+        n = len(entry.units)
+        if n != len(entry.counts):  # some sample twice: else no duplicate pair to count
+            duplicates += size[rank] * sum(k * (k - 1) // 2 for k in entry.counts.values())
+        pairs += size[rank] * (n * (n - 1) // 2)
+    return duplicates / pairs if pairs else 0.0
+
+
 def _padding(entry: LoaderEpoch, world: int) -> int:
     loader = entry.loader
     if loader is None or not loader.distributed_sampler or loader.drop_last:
@@ -184,10 +196,17 @@ def _sharing(held: dict[tuple[int, int], _Held], classes: list[list[int]]) -> di
         by_epoch.setdefault(epoch, []).append((index[rank], entry.counts))
     shares: dict[tuple[int, int], set[int]] = {}
     for epoch, entries in by_epoch.items():
-        tally: Counter = Counter()
-        for i, counts in entries:  # a class holds an epoch once: a count above 1 is 2+ classes
+        seen: dict = {}
+        held_keys = 0
+        for i, counts in entries:
             if counts and len(classes[i]) > 1:  # two ranks of one class hold the same samples
                 shares.setdefault((i, i), set()).add(epoch)
+            seen.update(counts)  # one merge of hashed keys: no sample is counted again
+            held_keys += len(counts)
+        if len(seen) == held_keys:
+            continue  # no sample held by two classes (every rank its own shard)
+        tally: Counter = Counter()
+        for i, counts in entries:  # a class holds an epoch once: a count above 1 is 2+ classes
             tally.update(counts.keys())
         common = {key for key, n in tally.items() if n > 1}
         if not common:
@@ -229,11 +248,11 @@ class PairSummary:
 def pair_summary(by_rank: dict[int, dict[int, LoaderEpoch]], world: int) -> PairSummary:
     """The pairs of ranks of one loader (see PairSummary), in work that grows with the records
     and the pairs of distinct ranks that share samples, not with the square of the world."""
-    rate = duplicate_rate(by_rank)
     size = epoch_size(by_rank)
     dataset_len = next((l.dataset_len for l in loader_records(by_rank) if l.dataset_len), None)
     classes = alike(by_rank, _content)
     held = {(ranks[0], epoch): _Held(entry) for ranks in classes for epoch, entry in by_rank[ranks[0]].items()}
+    rate = _duplicate_rate(held, classes)
     shares = _sharing(held, classes)
     index = {ranks[0]: i for i, ranks in enumerate(classes)}
     class_of = {rank: index[ranks[0]] for ranks in classes for rank in ranks}

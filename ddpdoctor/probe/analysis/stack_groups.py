@@ -66,7 +66,7 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
     # 1,024 ranks costs a million stack views.
     outcome = run.outcome
     key = (id(outcome), id(outcome.stacks) if outcome else None, len(outcome.stacks) if outcome else -1,
-           run.records_key(), tuple(len(r.signal_dump) for r in run.ranks.values()))
+           id(run.ranks), len(run.ranks))
     return dict(run.derived_once("rank_stacks", key, lambda: _rank_stacks(run)))
 
 
