@@ -222,8 +222,9 @@ class FakeNodeThread(threading.Thread):
 
 # ----------------------------------------------------------------------------- node 0
 
-def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> None:
-    """Node 0's ddpdoctor, as launcher.py runs it, minus torchrun (its ranks are simulated)."""
+def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live_view: bool) -> None:
+    """Node 0's ddpdoctor, as launcher.py runs it, minus torchrun (its ranks are simulated); with
+    the live view on a terminal (its own thread, as probe/run.py shows it) unless --no-live."""
     from dataclasses import asdict
 
     from ddpdoctor.core.findings import Severity
@@ -242,6 +243,17 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     Path(run_dir, META_FILE).write_text(json.dumps(asdict(meta)))
     job = wire.job_identity(SCRIPT, nnodes, f"127.0.0.1:{port}", env={})
     gather = NodeGather(run_dir, port, nnodes, "n0", "127.0.0.1", nproc, key=wire.job_token(TOKEN), job=job)
+    feed = None
+    if live_view:
+        from rich.console import Console
+
+        from ddpdoctor.probe.launch.live_feed import LiveFeed
+        from ddpdoctor.probe.options import ProbeOptions
+        from ddpdoctor.report import live
+
+        terminal_out = open(os.devnull, "w")
+        feed = LiveFeed(ProbeOptions(SCRIPT, nproc_per_node=nproc, nnodes=nnodes, stall_timeout_s=stall_s),
+                        run_dir, live.LiveView(Console(file=terminal_out, force_terminal=True, width=160))).start()
     print("READY", flush=True)
     watch = ProgressWatch(run_dir, stall_s)
     cpu0 = wall0 = None
@@ -250,16 +262,22 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
         watch.poll()
         if watch.tails and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
             cpu0, wall0 = _cpu(), time.monotonic()
+            if PROFILE_ENV in os.environ:
+                profile = _profile_threads()
         if cpu0 is not None and watch.quiet_for() >= stall_s:
             break
         time.sleep(0.2)
     stream_cpu = (_cpu() - cpu0) / max(1e-9, time.monotonic() - wall0 - stall_s)
+    if PROFILE_ENV in os.environ:
+        _dump_profile(profile, os.environ[PROFILE_ENV])
     verdict_at = time.time()
     cpu1 = _cpu()
     stacks, notes = gather.stacks(10.0)
     stacks_at = time.time()
     gather.end_all("node 0's job stalled", at=verdict_at)
     gather.wait_finals(time.monotonic() + 15)
+    if feed is not None:
+        feed.stop()  # the job has ended: the live view's last table, then the report
     finals_at = time.time()
     outcome = Outcome("stalled", time.monotonic() - wall0, {r: -15 for r in range(nproc)}, watch.quiet_for(),
                       stall_s, stacks, "; ".join(notes))
@@ -276,7 +294,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     from rich.console import Console
 
     # What the person sees: the terminal report (the real probe renders it before relaying the
-    # verdict; the live view stops at the stall verdict).
+    # verdict; the live view stopped when the job ended, above).
     screen = io.StringIO()
     terminal.render(report, Console(file=screen, width=160, color_system=None), verbose=False)
     done = time.time()
@@ -294,6 +312,30 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
                       "codes": sorted({f.code for r in report.results for f in r.findings})}), flush=True)
 
 
+PROFILE_ENV = "GATHER_SCALE_PROFILE"  # a file: node 0's profile while the job streams
+
+
+def _profile_threads():
+    """A profile of node 0's main thread from now on: the gather's polls and the watchdog's (the
+    live view's thread, not profiled, polls the rank files as the watchdog does)."""
+    import cProfile
+
+    main = cProfile.Profile()
+    main.enable()
+    return [main]
+
+
+def _dump_profile(profiles, path: str) -> None:
+    import pstats
+
+    for profile in profiles:
+        profile.disable()
+    stats = pstats.Stats(profiles[0])
+    for profile in profiles[1:]:
+        stats.add(profile)
+    stats.dump_stats(path)
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -301,14 +343,16 @@ def _cpu() -> float:
 
 # ----------------------------------------------------------------------------- the driver
 
-def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s: float) -> dict:
+def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s: float,
+             live_view: bool = True) -> dict:
     nnodes = world // per_node
     with socket.socket() as probe_sock:
         probe_sock.bind(("127.0.0.1", 0))
         port = probe_sock.getsockname()[1]
     run_dir = tempfile.mkdtemp(prefix=f"gather-scale-{world}-")
     proc = subprocess.Popen([sys.executable, __file__, "--node0", run_dir, str(port), str(nnodes),
-                             str(per_node), str(stall_s)], stdout=subprocess.PIPE, text=True)
+                             str(per_node), str(stall_s), "1" if live_view else "0"],
+                            stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "READY"
     prelude, step = templates()
     ranks = [Rank(r, world, prelude, step) for r in range(world)]
@@ -360,16 +404,17 @@ def main() -> None:
     parser.add_argument("--step-rate", type=float, default=2.0, help="steps per second per rank")
     parser.add_argument("--run-s", type=float, default=15.0, help="seconds of training before the stall")
     parser.add_argument("--stall", type=float, default=5.0, help="the stall timeout")
-    parser.add_argument("--node0", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--no-live", action="store_true", help="node 0 without the live view")
+    parser.add_argument("--node0", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.node0:
-        run_dir, port, nnodes, nproc, stall = args.node0
-        node0(run_dir, int(port), int(nnodes), int(nproc), float(stall))
+        run_dir, port, nnodes, nproc, stall, live_view = args.node0
+        node0(run_dir, int(port), int(nnodes), int(nproc), float(stall), live_view == "1")
         return
     print(f"gather at scale: {args.per_node} ranks per node, {args.step_rate:g} steps/s per rank, "
           f"{args.run_s:g} s of training, stall timeout {args.stall:g} s; {os.cpu_count()} CPU(s)")
     for world in (int(w) for w in args.ranks.split(",")):
-        r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall)
+        r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall, not args.no_live)
         print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
               f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
               f"(stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
