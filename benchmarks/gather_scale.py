@@ -4,16 +4,21 @@ rank's telemetry (tests/probe_recordings/healthy) at a real step rate, until eve
 
     python -m benchmarks.gather_scale                 # 64, 256, 1024 ranks
     python -m benchmarks.gather_scale --ranks 1024 --step-rate 2 --run-s 15 --stall 5
+    GATHER_SCALE_PROFILE=/tmp/node0.prof python -m benchmarks.gather_scale --ranks 1024
 
 Node 0 is its own process (`--node0`): the real NodeGather on loopback with a token, the real
-watchdog (ProgressWatch), the stall verdict, stacks asked of every node at once, the end, and the
-real analysis of the run dir into the report, as launcher.py does. The fake nodes are threads of
-this process, speaking the real protocol (tests/helpers/gather_peer.py's framing, node_wire.py);
-node 0's own 8 ranks are written into its run dir by this process, as local ranks would.
+watchdog (ProgressWatch), the live view on a terminal of its own (unless --no-live), the stall
+verdict, stacks asked of every node at once, the end, the real analysis of the run dir into the
+report and the terminal report, as launcher.py and probe/run.py do. The fake nodes are threads
+of this process, speaking the real protocol (node 0's challenge, then the hello: node_wire.py);
+node 0's own 8 ranks are written into its run dir by this process, as local ranks would. Every
+rank does the same steps (a node thread that falls behind catches up): in a real DDP job no rank
+can finish a step whose all-reduce another rank never entered.
 
-Printed per world size: node 0's CPU (cores busy while the job streams), its peak RSS, the time
-from the last record of any rank to the report (includes the stall timeout), the report's size
-(JSON bytes, terminal lines).
+Printed per world size: node 0's CPU (cores busy while the job streams, and on average from the
+first record to the report), its peak RSS, the time from the last record of any rank to the
+report on screen (includes the stall timeout) by phase, the report's size (JSON bytes, terminal
+lines) and its findings. GATHER_SCALE_PROFILE: node 0's main thread profiled while it streams.
 """
 
 from __future__ import annotations
