@@ -143,10 +143,13 @@ class NodeGather:
             # socket's send buffer is empty: one short line always fits without blocking.
             codec = wire.Codec(self.key, self.job)
             challenge = secrets.token_hex(16)
+            line = codec.encode("challenge", {"nonce": challenge})
             try:
-                sock.send(codec.encode("challenge", {"nonce": challenge}))
+                whole = sock.send(line) == len(line)
             except OSError:
-                sock.close()
+                whole = False
+            if not whole:
+                sock.close()  # the peer retries, as after a flood
                 continue
             self._pending[sock] = (peer[0], time.monotonic(), codec, challenge)
             self._selector.register(sock, selectors.EVENT_READ)
