@@ -143,7 +143,7 @@ def ending_key(run: RunModel) -> tuple:
         return ()
     nodes = tuple((n.get("clock_offset_s"), n.get("ended_at"), n.get("outcome"), tuple(n.get("ranks") or ()))
                   for n in outcome.nodes or [])
-    return (id(outcome), outcome.status, outcome.ended_at, tuple(outcome.exit_codes.items()), nodes)
+    return (outcome, outcome.status, outcome.ended_at, tuple(outcome.exit_codes.items()), nodes)
 
 
 def _ending_stamps(run: RunModel) -> tuple[dict[int, float], dict[int, str]]:

@@ -137,8 +137,10 @@ class RunModel:
 
     def records_key(self) -> tuple:
         """What the ranks' records are now (each rank's list and its length): a value derived
-        from them is stale when this changes (a test replacing or extending a rank's records)."""
-        return tuple((rank, id(run.records), len(run.records)) for rank, run in self.ranks.items())
+        from them is stale when this changes (a test replacing or extending a rank's records).
+        The lists themselves, not their ids: held, an id cannot be reused by another list, and
+        the same list compares equal at once."""
+        return tuple((rank, run.records, len(run.records)) for rank, run in self.ranks.items())
 
     def derived_once(self, name: str, key: Any, compute: Callable[[], T]) -> T:
         """compute()'s value, computed once per model for as long as `key` (what it is derived

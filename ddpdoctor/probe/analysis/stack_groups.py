@@ -65,8 +65,8 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
     # Asked once per rank by the checks (whereabouts): computed once per run, or a world of
     # 1,024 ranks costs a million stack views.
     outcome = run.outcome
-    key = (id(outcome), id(outcome.stacks) if outcome else None, len(outcome.stacks) if outcome else -1,
-           id(run.ranks), len(run.ranks))
+    key = (outcome, outcome.stacks if outcome else None, len(outcome.stacks) if outcome else -1,
+           run.ranks, len(run.ranks))
     return dict(run.derived_once("rank_stacks", key, lambda: _rank_stacks(run)))
 
 
