@@ -122,8 +122,9 @@ class RunModel:
     # The watchdog's looks at the ranks in quiet spells (watch.jsonl, analysis/outside_steps.py).
     watch: list = field(default_factory=list)
     # What the analysis derives from the records and that several checks ask for (the lined-up
-    # collectives: DDP501, DDP502, DDP503; every rank's stack): name -> (what it was derived
-    # from, the value), through `derived_once`. Not data of the run: never stored or compared.
+    # collectives: DDP501-503; the DataLoader epochs: DDP301-304; every rank's stack): name ->
+    # (what it was derived from, the value), through `derived_once`. Not data of the run: never
+    # stored or compared.
     derived: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
