@@ -4,16 +4,21 @@ rank's telemetry (tests/probe_recordings/healthy) at a real step rate, until eve
 
     python -m benchmarks.gather_scale                 # 64, 256, 1024 ranks
     python -m benchmarks.gather_scale --ranks 1024 --step-rate 2 --run-s 15 --stall 5
+    GATHER_SCALE_PROFILE=/tmp/node0.prof python -m benchmarks.gather_scale --ranks 1024
 
 Node 0 is its own process (`--node0`): the real NodeGather on loopback with a token, the real
-watchdog (ProgressWatch), the stall verdict, stacks asked of every node at once, the end, and the
-real analysis of the run dir into the report, as launcher.py does. The fake nodes are threads of
-this process, speaking the real protocol (tests/helpers/gather_peer.py's framing, node_wire.py);
-node 0's own 8 ranks are written into its run dir by this process, as local ranks would.
+watchdog (ProgressWatch), the live view on a terminal of its own (unless --no-live), the stall
+verdict, stacks asked of every node at once, the end, the real analysis of the run dir into the
+report and the terminal report, as launcher.py and probe/run.py do. The fake nodes are threads
+of this process, speaking the real protocol (node 0's challenge, then the hello: node_wire.py);
+node 0's own 8 ranks are written into its run dir by this process, as local ranks would. Every
+rank does the same steps (a node thread that falls behind catches up): in a real DDP job no rank
+can finish a step whose all-reduce another rank never entered.
 
-Printed per world size: node 0's CPU (cores busy while the job streams), its peak RSS, the time
-from the last record of any rank to the report (includes the stall timeout), the report's size
-(JSON bytes, terminal lines).
+Printed per world size: node 0's CPU (cores busy while the job streams, and on average from the
+first record to the report), its peak RSS, the time from the last record of any rank to the
+report on screen (includes the stall timeout) by phase, the report's size (JSON bytes, terminal
+lines) and its findings. GATHER_SCALE_PROFILE: node 0's main thread profiled while it streams.
 """
 
 from __future__ import annotations
@@ -120,12 +125,13 @@ class Rank:
 class FakeNodeThread(threading.Thread):
     """One simulated node: its ranks' telemetry forwarded as a node's ddpdoctor does."""
 
-    def __init__(self, node_rank: int, ranks: list[Rank], port: int, job: str, stop_at: float,
-                 step_s: float) -> None:
+    def __init__(self, node_rank: int, ranks: list[Rank], port: int, job: str, start: float,
+                 steps: int, step_s: float) -> None:
         super().__init__(daemon=True)
         self.node_rank, self.ranks, self.port, self.job = node_rank, ranks, port, job
-        self.stop_at, self.step_s = stop_at, step_s
+        self.start_at, self.steps, self.step_s = start, steps, step_s
         self.last_record = 0.0
+        self.done = threading.Event()  # every step of this node's ranks sent
         self.error = ""
         self.lock = threading.Lock()
 
@@ -154,19 +160,27 @@ class FakeNodeThread(threading.Thread):
         threading.Thread(target=self._listen, args=(reader, codec, inbox), daemon=True).start()
         for rank in self.ranks:
             self.send(sock, codec, "file", name=rank_telemetry_name(rank.rank), data=rank.start())
-        next_step = time.monotonic()
         last_beat = 0.0
         ended = False
+        sent = 0
         while True:
             now = time.monotonic()
             if now - last_beat >= 1.0:
                 last_beat = now
                 self.send(sock, codec, "beat", now=time.time())
-            if now < self.stop_at and now >= next_step:
-                next_step += self.step_s
+            # Step k is sent at start + k * step_s, late rather than never: every rank of a DDP
+            # job does the same steps (their all-reduces pair up), so a node that fell behind
+            # (a busy machine) catches up instead of ending a step short. A world with ranks a
+            # step apart and the last all-reduce returned on some only is no real run (the
+            # analysis reads the others' records as lost, and judges nothing skipped).
+            if sent < self.steps and now >= self.start_at + sent * self.step_s:
+                sent += 1
                 for rank in self.ranks:
                     self.send(sock, codec, "file", name=rank_telemetry_name(rank.rank), data=rank.one_step())
                 self.last_record = time.time()
+                if sent == self.steps:
+                    self.done.set()
+                continue
             while inbox:
                 message = inbox.pop(0)
                 if message["t"] == "stacks":
@@ -186,9 +200,15 @@ class FakeNodeThread(threading.Thread):
         codec = wire.Codec(wire.job_token(TOKEN), self.job)
         sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
         nonce = secrets.token_hex(16)
-        sock.sendall(codec.encode("hello", {"node_rank": self.node_rank, "nproc": len(self.ranks),
-                                            "host": f"n{self.node_rank}", "addr": "127.0.0.1", "nonce": nonce}))
         reader = sock.makefile("rb")
+        first = reader.readline()  # node 0 speaks first: the challenge the hello answers
+        if not first:
+            sock.close()
+            raise OSError("closed before the challenge")
+        challenge = codec.decode(first.rstrip(b"\n"), frozenset({"challenge"}))
+        sock.sendall(codec.encode("hello", {"node_rank": self.node_rank, "nproc": len(self.ranks),
+                                            "host": f"n{self.node_rank}", "addr": "127.0.0.1", "nonce": nonce,
+                                            "challenge": challenge["nonce"]}))
         line = reader.readline()
         if not line:
             sock.close()
@@ -208,8 +228,9 @@ class FakeNodeThread(threading.Thread):
 
 # ----------------------------------------------------------------------------- node 0
 
-def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> None:
-    """Node 0's ddpdoctor, as launcher.py runs it, minus torchrun (its ranks are simulated)."""
+def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live_view: bool) -> None:
+    """Node 0's ddpdoctor, as launcher.py runs it, minus torchrun (its ranks are simulated); with
+    the live view on a terminal (its own thread, as probe/run.py shows it) unless --no-live."""
     from dataclasses import asdict
 
     from ddpdoctor.core.findings import Severity
@@ -228,6 +249,17 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     Path(run_dir, META_FILE).write_text(json.dumps(asdict(meta)))
     job = wire.job_identity(SCRIPT, nnodes, f"127.0.0.1:{port}", env={})
     gather = NodeGather(run_dir, port, nnodes, "n0", "127.0.0.1", nproc, key=wire.job_token(TOKEN), job=job)
+    feed = None
+    if live_view:
+        from rich.console import Console
+
+        from ddpdoctor.probe.launch.live_feed import LiveFeed
+        from ddpdoctor.probe.options import ProbeOptions
+        from ddpdoctor.report import live
+
+        terminal_out = open(os.devnull, "w")
+        feed = LiveFeed(ProbeOptions(SCRIPT, nproc_per_node=nproc, nnodes=nnodes, stall_timeout_s=stall_s),
+                        run_dir, live.LiveView(Console(file=terminal_out, force_terminal=True, width=160))).start()
     print("READY", flush=True)
     watch = ProgressWatch(run_dir, stall_s)
     cpu0 = wall0 = None
@@ -236,16 +268,22 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
         watch.poll()
         if watch.tails and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
             cpu0, wall0 = _cpu(), time.monotonic()
+            if PROFILE_ENV in os.environ:
+                profile = _profile_threads()
         if cpu0 is not None and watch.quiet_for() >= stall_s:
             break
         time.sleep(0.2)
     stream_cpu = (_cpu() - cpu0) / max(1e-9, time.monotonic() - wall0 - stall_s)
+    if PROFILE_ENV in os.environ:
+        _dump_profile(profile, os.environ[PROFILE_ENV])
     verdict_at = time.time()
     cpu1 = _cpu()
     stacks, notes = gather.stacks(10.0)
     stacks_at = time.time()
     gather.end_all("node 0's job stalled", at=verdict_at)
     gather.wait_finals(time.monotonic() + 15)
+    if feed is not None:
+        feed.stop()  # the job has ended: the live view's last table, then the report
     finals_at = time.time()
     outcome = Outcome("stalled", time.monotonic() - wall0, {r: -15 for r in range(nproc)}, watch.quiet_for(),
                       stall_s, stacks, "; ".join(notes))
@@ -256,23 +294,52 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float) -> N
     Path(run_dir, OUTCOME_FILE).write_text(json.dumps(outcome.to_dict()))
     report = analyse(run_dir, Severity.ERROR, set())
     rendered = json_report.render(report)
-    done = time.time()
-    report_cpu = _cpu() - cpu1
-    gather.send_verdict(report.exit_code, json.loads(rendered), f"n0:{run_dir}/report.json")
-    gather.close()
+    analysed_at = time.time()
     import io
 
     from rich.console import Console
 
+    # What the person sees: the terminal report (the real probe renders it before relaying the
+    # verdict; the live view stopped when the job ended, above).
     screen = io.StringIO()
     terminal.render(report, Console(file=screen, width=160, color_system=None), verbose=False)
+    done = time.time()
+    report_cpu = _cpu() - cpu1
+    total_cpu = (_cpu() - cpu0) / max(1e-9, time.monotonic() - wall0)
+    gather.send_verdict(report.exit_code, json.loads(rendered), f"n0:{run_dir}/report.json")
+    gather.close()
     print(json.dumps({"stream_cpu_cores": round(stream_cpu, 2), "report_cpu_s": round(report_cpu, 2),
+                      "total_cpu_cores": round(total_cpu, 2),
                       "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                       "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at,
                       "phases": {"stacks": round(stacks_at - verdict_at, 2), "finals": round(finals_at - stacks_at, 2),
-                                 "analysis": round(done - finals_at, 2)},
+                                 "analysis": round(analysed_at - finals_at, 2), "render": round(done - analysed_at, 2)},
                       "terminal_lines": screen.getvalue().count("\n"),
                       "codes": sorted({f.code for r in report.results for f in r.findings})}), flush=True)
+
+
+PROFILE_ENV = "GATHER_SCALE_PROFILE"  # a file: node 0's profile while the job streams
+
+
+def _profile_threads():
+    """A profile of node 0's main thread from now on: the gather's polls and the watchdog's (the
+    live view's thread, not profiled, polls the rank files as the watchdog does)."""
+    import cProfile
+
+    main = cProfile.Profile()
+    main.enable()
+    return [main]
+
+
+def _dump_profile(profiles, path: str) -> None:
+    import pstats
+
+    for profile in profiles:
+        profile.disable()
+    stats = pstats.Stats(profiles[0])
+    for profile in profiles[1:]:
+        stats.add(profile)
+    stats.dump_stats(path)
 
 
 def _cpu() -> float:
@@ -282,21 +349,24 @@ def _cpu() -> float:
 
 # ----------------------------------------------------------------------------- the driver
 
-def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s: float) -> dict:
+def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s: float,
+             live_view: bool = True) -> dict:
     nnodes = world // per_node
     with socket.socket() as probe_sock:
         probe_sock.bind(("127.0.0.1", 0))
         port = probe_sock.getsockname()[1]
     run_dir = tempfile.mkdtemp(prefix=f"gather-scale-{world}-")
     proc = subprocess.Popen([sys.executable, __file__, "--node0", run_dir, str(port), str(nnodes),
-                             str(per_node), str(stall_s)], stdout=subprocess.PIPE, text=True)
+                             str(per_node), str(stall_s), "1" if live_view else "0"],
+                            stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "READY"
     prelude, step = templates()
     ranks = [Rank(r, world, prelude, step) for r in range(world)]
     job = wire.job_identity(SCRIPT, nnodes, f"127.0.0.1:{port}", env={})
-    stop_at = time.monotonic() + run_s
+    start = time.monotonic()
     step_s = 1.0 / step_rate
-    nodes = [FakeNodeThread(n, ranks[n * per_node:(n + 1) * per_node], port, job, stop_at, step_s)
+    steps = max(1, round(run_s * step_rate))
+    nodes = [FakeNodeThread(n, ranks[n * per_node:(n + 1) * per_node], port, job, start, steps, step_s)
              for n in range(1, nnodes)]
     for node in nodes:
         node.start()
@@ -307,15 +377,17 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
         handles[r.rank].write(r.start())
         handles[r.rank].flush()
     last_local = 0.0
-    next_step = time.monotonic()
-    while time.monotonic() < stop_at:
-        if time.monotonic() >= next_step:
-            next_step += step_s
-            for r in local:
-                handles[r.rank].write(r.one_step())
-                handles[r.rank].flush()
-            last_local = time.time()
-        time.sleep(0.01)
+    for k in range(steps):
+        time.sleep(max(0.0, start + k * step_s - time.monotonic()))
+        for r in local:
+            handles[r.rank].write(r.one_step())
+            handles[r.rank].flush()
+        last_local = time.time()
+    # Rank 0 enters its lone all_reduce once every rank has done every step (as in a real job:
+    # it returned from the last step's all-reduce, which needs every rank in it).
+    late = [n.node_rank for n in nodes if not n.done.wait(timeout=max(1.0, start + 120 - time.monotonic()))]
+    if late:
+        raise SystemExit(f"nodes {late[:5]} did not send their {steps} steps within 120 s")
     handles[0].write(local[0].lone_collective())
     handles[0].flush()
     last_local = time.time()
@@ -338,21 +410,24 @@ def main() -> None:
     parser.add_argument("--step-rate", type=float, default=2.0, help="steps per second per rank")
     parser.add_argument("--run-s", type=float, default=15.0, help="seconds of training before the stall")
     parser.add_argument("--stall", type=float, default=5.0, help="the stall timeout")
-    parser.add_argument("--node0", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--no-live", action="store_true", help="node 0 without the live view")
+    parser.add_argument("--node0", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.node0:
-        run_dir, port, nnodes, nproc, stall = args.node0
-        node0(run_dir, int(port), int(nnodes), int(nproc), float(stall))
+        run_dir, port, nnodes, nproc, stall, live_view = args.node0
+        node0(run_dir, int(port), int(nnodes), int(nproc), float(stall), live_view == "1")
         return
     print(f"gather at scale: {args.per_node} ranks per node, {args.step_rate:g} steps/s per rank, "
           f"{args.run_s:g} s of training, stall timeout {args.stall:g} s; {os.cpu_count()} CPU(s)")
     for world in (int(w) for w in args.ranks.split(",")):
-        r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall)
+        r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall, not args.no_live)
         print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
               f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
               f"(stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
-              f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s wall / "
-              f"{r['report_cpu_s']:.1f} s CPU); report {r['report_bytes'] / 1024:.0f} KiB JSON, "
+              f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s, terminal report "
+              f"{r['phases']['render']:.2f} s wall; verdict to report {r['report_cpu_s']:.1f} s CPU; node 0 "
+              f"{r['total_cpu_cores']:.2f} cores on average from the first record to the report); "
+              f"report {r['report_bytes'] / 1024:.0f} KiB JSON, "
               f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}"
               + (f"; errors: {r['errors']}" if r["errors"] else ""), flush=True)
 

@@ -12,12 +12,16 @@ from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.forward_overlap import InputPair, forward_inputs, input_pairs, varying_keys
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_records, loader_site
-from ddpdoctor.probe.analysis.rank_pairs import linked_groups
+from ddpdoctor.probe.analysis.rank_pairs import (PairBlock, best_pair, blocks_inside, linked_block_groups,
+                                                 ordered_pairs, pair_count)
 from ddpdoctor.probe.analysis.sample_overlap import (IDENTICAL, REORDERED, SAMPLES, PairStats, PairSummary,
                                                      WholeDataset, duplicate_rate, epoch_size, identical_positions,
                                                      pair_summary, whole_dataset_per_rank)
 from ddpdoctor.probe.wording import counted, location, name_list, rank_list, steps_text, verb
 
+
+
+MAX_EVIDENCE_PAIRS = 20  # pairs of ranks listed in a finding's evidence
 
 
 @check("DDP301", "Ranks read the same samples", Severity.ERROR)
@@ -91,7 +95,7 @@ def sampler_overlap(run: RunModel) -> list[Problem] | Skipped:
         pairs = pair_summary(by_rank, world)
         judged = judged or pairs.compared or whole is not None
         flagged = pairs.flagged
-        for component in linked_groups(flagged):
+        for component in linked_block_groups(flagged):
             problems.append(_overlap_problem(loader_id, by_rank, component, flagged, whole))
         if not flagged and whole is not None and not pairs.refuted:
             problems.append(_whole_dataset_problem(loader_id, by_rank, whole, pairs))
@@ -100,7 +104,7 @@ def sampler_overlap(run: RunModel) -> list[Problem] | Skipped:
         varying = varying_keys(by_rank)
         flagged, compared = input_pairs(by_rank, varying) if varying else ([], False)
         judged_inputs = judged_inputs or compared
-        for component in linked_groups(flagged):
+        for component in linked_block_groups(flagged):
             _add_input_evidence(problems, run, model_id, component, flagged, varying)
     if not judged and not judged_inputs:
         if not views:
@@ -111,13 +115,18 @@ def sampler_overlap(run: RunModel) -> list[Problem] | Skipped:
 
 
 def _add_input_evidence(problems: list[Problem], run: RunModel, model_id: int, ranks: list[int],
-                        flagged: list[InputPair], varying: list[str]) -> None:
+                        flagged: list[PairBlock[InputPair]], varying: list[str]) -> None:
     """A finding for ranks fed the same inputs, or evidence added to the DataLoader's finding."""
-    inside = [p for p in flagged if p.a in ranks and p.b in ranks]
-    best = max(inside, key=lambda p: (p.identical + p.moved, p.compared))
+    inside = blocks_inside(flagged, ranks)
+    best = best_pair(inside, key=lambda p: (p.identical + p.moved, p.compared))
+    # The first pairs only: 1,024 ranks fed alike are half a million pairs.
+    shown = ordered_pairs(inside, MAX_EVIDENCE_PAIRS)
     evidence = {"model_id": model_id, "inputs_judged": varying,
                 "pairs": [{"ranks": [p.a, p.b], "forwards_compared": p.compared,
-                           "identical": p.identical, "same_at_another_step": p.moved} for p in inside]}
+                           "identical": p.identical, "same_at_another_step": p.moved} for p in shown]}
+    total = pair_count(inside)
+    if total > len(shown):
+        evidence["pairs_total"] = total
     same = best.identical + best.moved
     for problem in problems:
         if set(ranks) <= set(problem.ranks) and problem.severity in (None, Severity.ERROR):
@@ -149,27 +158,27 @@ def _add_input_evidence(problems: list[Problem], run: RunModel, model_id: int, r
 
 
 def _overlap_problem(loader_id: int, by_rank: dict[int, dict[int, LoaderEpoch]], ranks: list[int],
-                     flagged: list[PairStats], whole: Optional[WholeDataset]) -> Problem:
+                     flagged: list[PairBlock[PairStats]], whole: Optional[WholeDataset]) -> Problem:
     name = loader_name(loader_id, by_rank)
-    inside = [p for p in flagged if p.a in ranks and p.b in ranks]
-    kinds = {p.kind for p in inside}
+    inside = blocks_inside(flagged, ranks)
+    kinds = {block.stats.kind for block in inside}
     if kinds == {IDENTICAL}:
         kind = IDENTICAL
         identical, common, steps = identical_positions(by_rank, ranks)
         if not common:  # the ranks never saw the same positions all together: best pair
-            best = max(inside, key=lambda p: p.identical_batches)
+            best = best_pair(inside, key=lambda p: p.identical_batches)
             identical, common, steps = best.identical_batches, best.common_batches, best.identical_steps
         message = (f"{rank_list(ranks)} received identical batches from {name} at "
                    f"{steps_text(steps)} ({identical}/{common} batches)")
     elif kinds <= {IDENTICAL, REORDERED}:
         kind = REORDERED
-        best = max(inside, key=lambda p: p.identical_batches + p.moved_batches)
+        best = best_pair(inside, key=lambda p: p.identical_batches + p.moved_batches)
         message = (f"{rank_list(ranks)} received the same batches from {name} in a different order: "
                    f"{best.identical_batches + best.moved_batches} of the {best.batches_b} batches "
                    f"rank {best.b} saw also reached rank {best.a}")
     else:
         kind = SAMPLES
-        best = max(inside, key=lambda p: (p.share or 0.0, p.excess))
+        best = best_pair(inside, key=lambda p: (p.share or 0.0, p.excess))
         message = (f"{rank_list(ranks)} read overlapping samples from {name}: {best.b_in_a} of the "
                    f"{best.seen_b} samples rank {best.b} saw also reached rank {best.a} "
                    f"({best.matches} matches; the data's own duplicates explain "
@@ -180,7 +189,7 @@ def _overlap_problem(loader_id: int, by_rank: dict[int, dict[int, LoaderEpoch]],
     evidence = {
         "loader_id": loader_id,
         "kind": kind,
-        "pairs": [p.to_evidence() for p in sorted(inside, key=lambda p: -p.excess)[:20]],
+        "pairs": [p.to_evidence() for p in ordered_pairs(inside, MAX_EVIDENCE_PAIRS, lambda p: -p.excess)],
         "within_rank_duplicate_rate": round(duplicate_rate(by_rank), 4),
         "epoch_size": epoch_size(by_rank),
     }

@@ -72,19 +72,28 @@ class RankFileTail:
         return self.take(whole_lines=False).decode("utf-8", "replace")
 
     def records(self, limit: Optional[int] = None) -> list[RankLine]:
-        """The whole record lines appended since the offset, decoded (malformed ones skipped)."""
-        found = (rank_line(raw) for raw in self.take(limit).split(b"\n")[:-1])
-        return [line for line in found if line is not None]
+        """The whole record lines appended since the offset, decoded (malformed ones skipped), in
+        one pass over them (jsonl.objects)."""
+        return list(_lines(self.take(limit)))
 
 
 def read_all(path: Union[str, os.PathLike]) -> Iterator[RankLine]:
     """Every record of a rank file, in order, decoded as the caller goes (it may stop early). The
-    last line counts when it is whole even without its newline; a torn one is skipped."""
+    last line counts when it is whole even without its newline; a torn one is skipped. The file
+    is read and turned into text once, and its lines decoded in one pass (jsonl.objects): at
+    1,024 ranks the analysis reads 190,000 records."""
     try:
         data = Path(path).read_bytes()
     except OSError:
         return
-    for raw in data.split(b"\n"):
-        line = rank_line(raw) if raw else None
-        if line is not None:
-            yield line
+    yield from _lines(data)
+
+
+def _lines(data: bytes) -> Iterator[RankLine]:
+    """Every record line of a piece of a rank file, decoded as the caller goes: the bytes turned
+    into text once (a character cut by a bad byte is replaced, as line by line), then one pass
+    over the lines."""
+    for record in jsonl.objects(data.decode("utf-8", "replace")):
+        kind = record.get("kind")
+        if isinstance(kind, str):
+            yield RankLine(kind, record)

@@ -23,7 +23,7 @@ from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.scaling import load_points
 from ddpdoctor.probe.analysis import outside_steps, regression
 from ddpdoctor.probe.run_model import verify as verify_results
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.analysis.runmodel import RunModel, collector_paused
 from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, REPORT_FILE
 from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
 from ddpdoctor.probe.report import build_report
@@ -264,18 +264,19 @@ def analyse(run_dir: str | os.PathLike, fail_on: Severity, ignore: set[str],
     root = Path(run_dir)
     if not (root / META_FILE).is_file():
         raise UsageError(f"{root} is not a ddpdoctor run dir (no {META_FILE})")
-    try:
-        model = RunModel.load(root)
-        model.scaling = load_points(root, model)
-        model.verified = verify_results.load(root)  # probe --verify-fix (launch/verify.py)
-        model.regression_baseline = regression.stored(root)  # probe --baseline (DDP607)
-        model.watch = outside_steps.load_looks(root)  # the watchdog's looks in quiet spells
-        _check_meta(model.meta)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None
-    if model.outcome is None:
-        model.outcome = outcome
-    report = build_report(model, fail_on, ignore, lint=True)  # with DDP8xx of the same script
+    with collector_paused():  # the records are built by the hundred thousand, none garbage yet
+        try:
+            model = RunModel.load(root)
+            model.scaling = load_points(root, model)
+            model.verified = verify_results.load(root)  # probe --verify-fix (launch/verify.py)
+            model.regression_baseline = regression.stored(root)  # probe --baseline (DDP607)
+            model.watch = outside_steps.load_looks(root)  # the watchdog's looks in quiet spells
+            _check_meta(model.meta)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise UsageError(f"{root}/{META_FILE} is unreadable: {exc}") from None
+        if model.outcome is None:
+            model.outcome = outcome
+        report = build_report(model, fail_on, ignore, lint=True)  # with DDP8xx of the same script
     if trace:
         from ddpdoctor.probe import trace as trace_report
 

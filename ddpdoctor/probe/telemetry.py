@@ -566,7 +566,10 @@ def from_dict(data: dict) -> Optional[Any]:
     if cls is None:
         return None
     names = _FIELD_NAMES[cls.kind]
-    kwargs = {k: v for k, v in data.items() if k in names}
+    kwargs = dict(data)
+    del kwargs["kind"]
+    if not kwargs.keys() <= names:  # a field this version does not know: dropped
+        kwargs = {k: v for k, v in kwargs.items() if k in names}
     if isinstance(kwargs.get("site"), dict):
         try:
             kwargs["site"] = Site(**kwargs["site"])

@@ -4,6 +4,7 @@ the test's choosing. Both speak the real framing (launch/node_wire.py) over real
 
 from __future__ import annotations
 
+import json
 import secrets
 import socket
 import threading
@@ -20,9 +21,25 @@ class FakeNode:
         self.sock = socket.create_connection((host, port), timeout=5)
         self.codec = wire.Codec(key, job)
         self.nonce = secrets.token_hex(16)
+        self._challenge: Optional[str] = None
+        self.challenge_line = b""
+
+    def challenge(self) -> str:
+        """Node 0's first line: the challenge this connection's hello must answer. Read as a node
+        reads it; a node of another job or without node 0's token cannot check it, and reads
+        the nonce anyway (to see what node 0 says to its hello)."""
+        if self._challenge is None:
+            self.challenge_line = self.read_line()
+            try:
+                self._challenge = self.codec.decode(self.challenge_line, frozenset({"challenge"}))["nonce"]
+            except wire.BadMessage:
+                self._challenge = json.loads(self.challenge_line.partition(b" ")[2])["nonce"]
+                self.codec.received += 1
+        return self._challenge
 
     def hello(self, node_rank: int = 1, nproc: int = 1, **extra: Any) -> dict[str, Any]:
         """Say hello; node 0's answer (welcome or refused), checked as a node checks it."""
+        extra.setdefault("challenge", self.challenge())
         self.send("hello", node_rank=node_rank, nproc=nproc, host="fake", addr="127.0.0.1",
                   nonce=self.nonce, **extra)
         answer = self.codec.decode(self.read_line(), frozenset({"welcome", "refused"}))
@@ -95,6 +112,7 @@ class FakeNode0:
 
     def _talk(self, sock: socket.socket) -> None:
         codec = wire.Codec(self.key, self.job)
+        sock.sendall(codec.encode("challenge", {"nonce": secrets.token_hex(16)}))
         reader = sock.makefile("rb")
         first = reader.readline()
         try:

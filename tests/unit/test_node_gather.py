@@ -116,7 +116,8 @@ def test_two_nodes_claiming_one_node_rank_and_a_per_node_nproc_mismatch_are_name
 def test_another_jobs_node_is_refused(gather):
     g = gather()
     stranger = FakeNode(g.port, "another-job")
-    stranger.send("hello", node_rank=1, nproc=1, host="x", addr="y", nonce="ab" * 16)
+    stranger.send("hello", node_rank=1, nproc=1, host="x", addr="y", nonce="ab" * 16,
+                  challenge=stranger.challenge())
     answer_line = stranger.read_line()
     # The refusal is framed with node 0's job, so the stranger cannot take it for its own.
     assert b'"t":"refused"' in answer_line and b"another job" in answer_line
@@ -186,3 +187,29 @@ def test_a_node_pointed_at_a_port_where_nothing_answers_says_so_within_seconds(t
     assert until(lambda: (reporter.poll(lambda: ([], "")), "differs from node 0's" in capsys.readouterr().err)[1],
                  timeout=10)
     assert reporter.lost_reason is None  # still trying: node 0 may only be late
+
+
+def test_with_a_token_a_recorded_hello_played_again_takes_no_node_slot(gather):
+    """A signed hello recorded from one connection (a node that was refused, or whose hello was
+    captured on the way) is sent again on another: it answers that connection's challenge, not
+    the new one, so it is refused and the node's place stays free for the node itself."""
+    key = wire.job_token("s3cret-token")
+    g = gather(nnodes=3, key=key)
+    first = FakeNode(g.port, JOB, key=key)
+    assert first.hello(node_rank=1)["t"] == "welcome"
+    # A signed hello for node 2, recorded as it went to node 0 on a connection of its own.
+    recorder = FakeNode(g.port, JOB, key=key)
+    recorder.challenge()
+    recorded = recorder.codec.encode("hello", {"node_rank": 2, "nproc": 1, "host": "n2", "addr": "127.0.0.1",
+                                               "nonce": recorder.nonce, "challenge": recorder.challenge()})
+    recorder.close()
+    replayer = FakeNode(g.port, JOB, key=key)
+    replayer.challenge()
+    replayer.raw(recorded)
+    answer = replayer.codec.decode(replayer.read_line(), frozenset({"welcome", "refused"}))
+    assert answer["t"] == "refused" and "replayed hello" in answer["reason"]
+    assert until(lambda: any("replayed hello" in r for r in g.refusals))
+    assert g.nodes[2].status == "never_connected"
+    node2 = FakeNode(g.port, JOB, key=key)
+    assert node2.hello(node_rank=2)["t"] == "welcome"
+    assert until(lambda: g.nodes[2].status == "connected")

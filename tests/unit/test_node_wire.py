@@ -31,8 +31,9 @@ def test_rank_names_are_ascii_digits_without_leading_zeros():
     ("stacks_reply", {"id": 1, "stacks": "many"}),
     ("verdict", {"exit_code": "zero", "report": {}, "where": "x"}),
     ("verdict", {"exit_code": True, "report": {}, "where": "x"}),
-    ("hello", {"node_rank": 1, "nproc": 10 ** 7, "host": "h", "addr": "a", "nonce": "ab" * 16}),
-    ("hello", {"node_rank": "1", "nproc": 1, "host": "h", "addr": "a", "nonce": "ab" * 16}),
+    ("hello", {"node_rank": 1, "nproc": 10 ** 7, "host": "h", "addr": "a", "nonce": "ab" * 16, "challenge": "cd" * 16}),
+    ("hello", {"node_rank": "1", "nproc": 1, "host": "h", "addr": "a", "nonce": "ab" * 16, "challenge": "cd" * 16}),
+    ("hello", {"node_rank": 1, "nproc": 1, "host": "h", "addr": "a", "nonce": "ab" * 16}),  # no challenge answered
     ("end", {"reason": ["x"]}),
     ("beat", {"now": "soon"}),
 ])

@@ -27,7 +27,7 @@ from typing import Callable, Optional
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
-from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, has_ended
+from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, ending_key, has_ended
 
 SKIPPED = "skipped"
 MISMATCH = "mismatch"
@@ -119,7 +119,13 @@ def sequences(run: RunModel) -> dict[str, dict[int, list[Call]]]:
 
 
 def divergences(run: RunModel) -> list[Divergence]:
-    """The first divergence of every group whose ranks disagree, by group name."""
+    """The first divergence of every group whose ranks disagree, by group name. Computed once
+    per model (DDP501, DDP502 and DDP503 each ask; at 1,024 ranks each time cost a second):
+    what it depends on is the records, how the job ended and the clocks of its nodes."""
+    return run.derived_once("divergences", (run.records_key(), ending_key(run)), lambda: _divergences(run))
+
+
+def _divergences(run: RunModel) -> list[Divergence]:
     crashed = {r for r, e in crash_events(run).items() if not e.after_end}  # not the teardown's
     status = run.outcome.status if run.outcome is not None else None
 

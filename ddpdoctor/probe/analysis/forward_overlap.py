@@ -10,8 +10,9 @@ from itertools import combinations
 from typing import Optional
 
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.analysis.rank_pairs import PairBlock, blocks_of
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.analysis.sample_overlap import MAJORITY
+from ddpdoctor.probe.analysis.sample_overlap import MAJORITY, alike
 
 MIN_FORWARDS = 2  # forwards compared (and found alike), at the least
 
@@ -70,25 +71,31 @@ def _pair(a: int, b: int, signature: dict[int, dict[int, tuple]],
 
 
 def input_pairs(by_rank: dict[int, dict[int, tm.ForwardInputs]],
-                varying: list[str]) -> tuple[list[InputPair], bool]:
-    """(the flagged pairs that compared MIN_FORWARDS or more forwards, by (a, b); whether any pair
-    compared that many). Only ranks that share an input signature can be alike: they are found
-    from one index of the signatures, not by comparing every pair of ranks (half a million at
-    1,024 ranks)."""
+                varying: list[str]) -> tuple[list[PairBlock[InputPair]], bool]:
+    """(the flagged pairs that compared MIN_FORWARDS or more forwards, in blocks of pairs alike
+    (rank_pairs.PairBlock); whether any pair compared that many). Only ranks that share an input
+    signature can be alike: they are found from one index of the signatures, not by comparing
+    every pair of ranks (half a million at 1,024 ranks), and ranks whose inputs are alike at
+    every iteration are compared once as a group (1,024 ranks fed the same batches: one block)."""
     signature = {rank: {i: tuple(r.tensors[k] for k in varying) for i, r in records.items()}
                  for rank, records in by_rank.items()}
+    classes = alike(by_rank, lambda records: tuple(sorted(
+        (i, tuple(r.tensors[k] for k in varying), r.step) for i, r in records.items())))
+    class_of = {rank: n for n, ranks in enumerate(classes) for rank in ranks}
     holders: dict[tuple, set[int]] = {}
-    for rank, signatures in signature.items():
-        for value in signatures.values():
-            holders.setdefault(value, set()).add(rank)
-    candidates = {pair for ranks in holders.values() if len(ranks) > 1
-                  for pair in combinations(sorted(ranks), 2)}
-    flagged = []
-    for a, b in sorted(candidates):
-        pair = _pair(a, b, signature, by_rank)
-        if pair.compared >= MIN_FORWARDS and pair.flagged:
-            flagged.append(pair)
-    return flagged, _some_pair_compared(signature)
+    for n, ranks in enumerate(classes):
+        for value in signature[ranks[0]].values():
+            holders.setdefault(value, set()).add(n)
+    linked = {(n, n) for n, ranks in enumerate(classes) if len(ranks) > 1 and signature[ranks[0]]}
+    linked.update(pair for found in holders.values() if len(found) > 1
+                  for pair in combinations(sorted(found), 2))
+
+    def compute(a: int, b: int) -> Optional[InputPair]:
+        pair = _pair(classes[class_of[a]][0], classes[class_of[b]][0], signature, by_rank)
+        pair.a, pair.b = a, b
+        return pair if pair.compared >= MIN_FORWARDS and pair.flagged else None
+
+    return blocks_of(classes, compute, linked), _some_pair_compared(signature)
 
 
 def _some_pair_compared(signature: dict[int, dict[int, tuple]]) -> bool:

@@ -56,7 +56,12 @@ LoaderViews = dict[int, dict[int, dict[int, LoaderEpoch]]]
 
 
 def loader_epochs(run: RunModel) -> LoaderViews:
-    """Keyed by a loader number shared across ranks: the smallest `loader_id` any rank gave it."""
+    """Keyed by a loader number shared across ranks: the smallest `loader_id` any rank gave it.
+    Built once per model (DDP301, DDP302, DDP303 and DDP304 each ask): read, never changed."""
+    return run.derived_once("loader_epochs", run.records_key(), lambda: _loader_epochs(run))
+
+
+def _loader_epochs(run: RunModel) -> LoaderViews:
     by_key: dict[tuple, dict[int, dict[int, LoaderEpoch]]] = {}
     for rank, rank_run in sorted(run.ranks.items()):
         keys = _cross_rank_keys(rank_run.records)

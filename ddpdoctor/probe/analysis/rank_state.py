@@ -135,6 +135,17 @@ def crash_events(run: RunModel) -> dict[int, CrashEvent]:
     return events
 
 
+def ending_key(run: RunModel) -> tuple:
+    """What crash_events and has_ended read of how the job ended (beside the records): a value
+    derived from them is stale when this changes."""
+    outcome = run.outcome
+    if outcome is None:
+        return ()
+    nodes = tuple((n.get("clock_offset_s"), n.get("ended_at"), n.get("outcome"), tuple(n.get("ranks") or ()))
+                  for n in outcome.nodes or [])
+    return (outcome, outcome.status, outcome.ended_at, tuple(outcome.exit_codes.items()), nodes)
+
+
 def _ending_stamps(run: RunModel) -> tuple[dict[int, float], dict[int, str]]:
     """For each rank: when the probe began ending the job, on the clock of the rank's node (node
     0's stamp moved by that node's clock offset, or the node's own stamp when it was told to end,

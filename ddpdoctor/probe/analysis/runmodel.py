@@ -16,11 +16,13 @@ means the probe itself was killed, and the checks still judge what the ranks rec
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TypeVar
 
 from ddpdoctor.probe import telemetry as tm
 
@@ -36,20 +38,58 @@ if TYPE_CHECKING:
 
 @dataclass
 class RankRun:
-    """One rank's records, with typed accessors."""
+    """One rank's records, with typed accessors.
+
+    The records are indexed by type once, on the first question (a check asks a rank for one
+    kind of record; at 1,024 ranks the checks ask about 120,000 times, and a scan of every
+    record each time was most of the analysis). Replacing `records` drops the index; a list
+    changed in place is not seen: assign a new list instead."""
 
     rank: int
     records: list[Any]
     signal_dump: str = ""  # rank-<R>.stack contents
+    # type -> that type's records in order; (the records list it was built from, its length).
+    _by_type: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _indexed: tuple = field(default=(None, -1), init=False, repr=False, compare=False)
+
+    def _index(self) -> dict:
+        records = self.records
+        if self._indexed[0] is not records or self._indexed[1] != len(records):
+            by_type: dict = {}
+            for record in records:
+                kind = type(record)
+                found = by_type.get(kind)
+                if found is None:
+                    by_type[kind] = [record]
+                else:
+                    found.append(record)
+            self._by_type, self._indexed = by_type, (records, len(records))
+        return self._by_type
+
+    def _matching(self, cls: Any) -> Optional[list]:
+        """The records of cls (a record type) in order; None when cls is not one (a base class,
+        a tuple of types): the caller scans."""
+        if not isinstance(cls, type) or cls.__subclasses__():
+            return None
+        return self._index().get(cls, [])
 
     def of(self, cls: type[T]) -> list[T]:
-        return [r for r in self.records if isinstance(r, cls)]
+        found = self._matching(cls)
+        if found is None:
+            return [r for r in self.records if isinstance(r, cls)]
+        return list(found)
 
     def first(self, cls: type[T]) -> Optional[T]:
-        return next((r for r in self.records if isinstance(r, cls)), None)
+        found = self._matching(cls)
+        if found is None:
+            return next((r for r in self.records if isinstance(r, cls)), None)
+        return found[0] if found else None
 
     def last(self, cls: type[T]) -> Optional[T]:
-        return next((r for r in reversed(self.records) if isinstance(r, cls)), None)
+        found = self._matching(cls)
+        if found is None:
+            return next((r for r in reversed(self.records) if isinstance(r, cls)), None)
+        return found[-1] if found else None
 
     @property
     def steps(self) -> int:
@@ -87,9 +127,11 @@ class RunModel:
     regression_baseline: Optional[Baseline] = None
     # The watchdog's looks at the ranks in quiet spells (watch.jsonl, analysis/outside_steps.py).
     watch: list = field(default_factory=list)
-    # Every rank's stack view, worked out once per run by analysis/stack_groups.rank_stacks (the
-    # checks ask it once per rank): (what it was worked out from, the views).
-    stack_views: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
+    # What the analysis derives from the records and that several checks ask for (the lined-up
+    # collectives: DDP501-503; the DataLoader epochs: DDP301-304; every rank's stack): name ->
+    # (what it was derived from, the value), through `derived_once`. Not data of the run: never
+    # stored or compared.
+    derived: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def world_size(self) -> int:
@@ -100,9 +142,30 @@ class RunModel:
     def rank_ids(self) -> list[int]:
         return sorted(self.ranks)
 
+    def records_key(self) -> tuple:
+        """What the ranks' records are now (each rank's list and its length): a value derived
+        from them is stale when this changes (a test replacing or extending a rank's records).
+        The lists themselves, not their ids: held, an id cannot be reused by another list, and
+        the same list compares equal at once."""
+        return tuple((rank, run.records, len(run.records)) for rank, run in self.ranks.items())
+
+    def derived_once(self, name: str, key: Any, compute: Callable[[], T]) -> T:
+        """compute()'s value, computed once per model for as long as `key` (what it is derived
+        from) stays equal; shared by every caller, who must not change it."""
+        held = self.derived.get(name)
+        if held is not None and held[0] == key:
+            return held[1]
+        value = compute()
+        self.derived[name] = (key, value)
+        return value
+
     @classmethod
     def load(cls, run_dir: str | os.PathLike) -> "RunModel":
-        root = Path(run_dir)
+        with collector_paused():
+            return cls._load(Path(run_dir))
+
+    @classmethod
+    def _load(cls, root: Path) -> "RunModel":
         meta = ProbeMeta(**_known(ProbeMeta, json.loads((root / META_FILE).read_text())))
         ranks = {}
         for path in sorted(root.glob(RANK_TELEMETRY_GLOB)):
@@ -125,6 +188,21 @@ class RunModel:
             except (ValueError, TypeError):
                 outcome = None
         return cls(str(root), meta, ranks, outcome, main)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a run is loaded and judged. Records are built by the
+    hundred thousand (1,024 ranks: 190,000) and none is garbage until the report is out: the
+    collector, run every 700 allocations, walked them again and again (a third of the analysis's
+    CPU at 1,024 ranks). Reference counting still frees what is dropped; cycles wait for the end."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

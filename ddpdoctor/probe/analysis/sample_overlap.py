@@ -26,10 +26,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_records
+from ddpdoctor.probe.analysis.rank_pairs import PairBlock, blocks_of
 
 MIN_EXCESS = 4  # cross-rank matches beyond the expected, at the least, to report anything
 SIGMAS = 3.0  # ... and at least this many Poisson standard deviations of the expected
@@ -110,6 +111,18 @@ def duplicate_rate(by_rank: dict[int, dict[int, LoaderEpoch]]) -> float:
     return duplicates / pairs if pairs else 0.0
 
 
+def _duplicate_rate(held: dict[tuple[int, int], "_Held"], classes: list[list[int]]) -> float:
+    """duplicate_rate from the samples already counted, once per class of ranks alike."""
+    size = {ranks[0]: len(ranks) for ranks in classes}
+    duplicates = pairs = 0
+    for (rank, _epoch), entry in held.items():
+        n = len(entry.units)
+        if n != len(entry.counts):  # some sample twice: else no duplicate pair to count
+            duplicates += size[rank] * sum(k * (k - 1) // 2 for k in entry.counts.values())
+        pairs += size[rank] * (n * (n - 1) // 2)
+    return duplicates / pairs if pairs else 0.0
+
+
 def _padding(entry: LoaderEpoch, world: int) -> int:
     loader = entry.loader
     if loader is None or not loader.distributed_sampler or loader.drop_last:
@@ -149,45 +162,82 @@ class _Held:
         return self._padding
 
 
-def _sharing(held: dict[tuple[int, int], _Held]) -> set[tuple[int, int, int]]:
-    """(a, b, epoch) for every pair of ranks a < b holding a common sample fingerprint in that
-    epoch, from one count of the samples rather than one comparison per pair. Only the samples
-    held by two ranks or more (none, when every rank has its own shard) are indexed by rank."""
+def alike(by_rank: dict[int, dict[Any, Any]], content: Callable[[Any], Any]) -> list[list[int]]:
+    """The ranks in groups whose records are alike in everything a pair statistic reads
+    (content(a rank's entry) equal), each group sorted, the groups by their first rank."""
+    groups: dict[Any, list[int]] = {}
+    for rank in sorted(by_rank):
+        groups.setdefault(content(by_rank[rank]), []).append(rank)
+    return list(groups.values())
+
+
+def _content(epochs: dict[int, LoaderEpoch]) -> tuple:
+    """What _pair reads of one rank's epochs: its samples, batches (place, fingerprint, step) and
+    what decides its sampler's padding."""
+    out = []
+    for epoch in sorted(epochs):
+        entry = epochs[epoch]
+        loader = entry.loader
+        out.append((epoch, None if loader is None else (loader.distributed_sampler, loader.drop_last,
+                                                        loader.dataset_len),
+                    tuple((b.index, b.fingerprint, b.step, tuple(b.samples) if b.samples else None)
+                          for b in entry.batches)))
+    return tuple(out)
+
+
+def _sharing(held: dict[tuple[int, int], _Held], classes: list[list[int]]) -> dict[tuple[int, int], set[int]]:
+    """(i, j) -> the epochs in which the ranks of classes[i] and classes[j] (i <= j; i == j: two
+    ranks of one class) hold a common sample fingerprint, from one count of the samples of each
+    class rather than one comparison per pair. Only the samples held by two classes or more
+    (none, when every rank has its own shard) are indexed by class."""
+    index = {ranks[0]: i for i, ranks in enumerate(classes)}
     by_epoch: dict[int, list[tuple[int, Counter]]] = {}
     for (rank, epoch), entry in held.items():
-        by_epoch.setdefault(epoch, []).append((rank, entry.counts))
-    pairs = set()
+        by_epoch.setdefault(epoch, []).append((index[rank], entry.counts))
+    shares: dict[tuple[int, int], set[int]] = {}
     for epoch, entries in by_epoch.items():
+        seen: dict = {}
+        held_keys = 0
+        for i, counts in entries:
+            if counts and len(classes[i]) > 1:  # two ranks of one class hold the same samples
+                shares.setdefault((i, i), set()).add(epoch)
+            seen.update(counts)  # one merge of hashed keys: no sample is counted again
+            held_keys += len(counts)
+        if len(seen) == held_keys:
+            continue  # no sample held by two classes (every rank its own shard)
         tally: Counter = Counter()
-        for _rank, counts in entries:  # a rank holds an epoch once: a count above 1 is 2+ ranks
+        for i, counts in entries:  # a class holds an epoch once: a count above 1 is 2+ classes
             tally.update(counts.keys())
         common = {key for key, n in tally.items() if n > 1}
         if not common:
             continue
         holders: dict[str, set[int]] = {}
-        for rank, counts in entries:
+        for i, counts in entries:
             for key in common.intersection(counts):
-                holders.setdefault(key, set()).add(rank)
-        for ranks in holders.values():
-            pairs.update((a, b, epoch) for a, b in combinations(sorted(ranks), 2))
-    return pairs
+                holders.setdefault(key, set()).add(i)
+        for found in holders.values():
+            for i, j in combinations(sorted(found), 2):
+                shares.setdefault((i, j), set()).add(epoch)
+    return shares
 
 
 @dataclass
 class PairSummary:
     """Every pair of ranks of one loader, as the check reads them. Only a pair that shares a
     sample fingerprint in some epoch can have matches, hence be flagged: those pairs get full
-    statistics (`shared`, by (a, b)). The others, half a million pairs at 1,024 ranks, are read
-    only through what the check asks of all pairs, aggregated without one object per pair."""
+    statistics (`shared`), in blocks of pairs alike (rank_pairs.PairBlock: 1,024 ranks reading
+    the same batches are one block, not half a million pairs). The others, half a million pairs
+    at 1,024 ranks with their own shards, are read only through what the check asks of all
+    pairs, aggregated without one object per pair."""
 
-    shared: list[PairStats]  # pairs with a sample in common in some epoch, by (a, b)
+    shared: list[PairBlock[PairStats]]  # pairs with a sample in common in some epoch
     compared: bool  # some pair saw samples in a common epoch (a PairStats with product > 0)
     most_seen: int  # max over pairs of min(seen_a, seen_b): samples per rank compared
     most_expected_if_whole: Optional[float]  # max over pairs of PairStats.expected_if_whole
 
     @property
-    def flagged(self) -> list[PairStats]:
-        return [p for p in self.shared if p.flagged]
+    def flagged(self) -> list[PairBlock[PairStats]]:
+        return [block for block in self.shared if block.stats.flagged]
 
     @property
     def refuted(self) -> bool:
@@ -197,27 +247,36 @@ class PairSummary:
 
 def pair_summary(by_rank: dict[int, dict[int, LoaderEpoch]], world: int) -> PairSummary:
     """The pairs of ranks of one loader (see PairSummary), in work that grows with the records
-    and the sharing pairs, not with the square of the world."""
-    rate = duplicate_rate(by_rank)
+    and the pairs of distinct ranks that share samples, not with the square of the world."""
     size = epoch_size(by_rank)
     dataset_len = next((l.dataset_len for l in loader_records(by_rank) if l.dataset_len), None)
-    held = {(rank, epoch): _Held(entry) for rank, epochs in by_rank.items() for epoch, entry in epochs.items()}
-    share_units = _sharing(held)
-    shared = []
-    for a, b in sorted({(a, b) for a, b, _epoch in share_units}):
-        pair = _pair(a, b, by_rank, held, share_units, world, size)
+    classes = alike(by_rank, _content)
+    held = {(ranks[0], epoch): _Held(entry) for ranks in classes for epoch, entry in by_rank[ranks[0]].items()}
+    rate = _duplicate_rate(held, classes)
+    shares = _sharing(held, classes)
+    index = {ranks[0]: i for i, ranks in enumerate(classes)}
+    class_of = {rank: index[ranks[0]] for ranks in classes for rank in ranks}
+
+    def compute(a: int, b: int) -> PairStats:
+        i, j = class_of[a], class_of[b]
+        ra, rb = classes[i][0], classes[j][0]
+        pair = _pair(ra, rb, by_rank, held, shares.get((min(i, j), max(i, j)), set()), world, size)
+        pair.a, pair.b = a, b
         pair.expected = rate * pair.product
         if dataset_len:
             pair.expected_if_whole = pair.product / dataset_len * (1.0 - rate)
-        shared.append(pair)
-    compared, most_seen, product = _all_pairs(by_rank, held)
+        return pair
+
+    shared = blocks_of(classes, compute, shares)
+    compared, most_seen, product = _all_pairs(by_rank, held, classes)
     # expected_if_whole grows with the product (floating point too): the largest is the product's
     most = product / dataset_len * (1.0 - rate) if dataset_len and compared else None
     return PairSummary(shared, compared, most_seen, most)
 
 
 def _pair(a: int, b: int, by_rank: dict[int, dict[int, LoaderEpoch]], held: dict[tuple[int, int], _Held],
-          share_units: set[tuple[int, int, int]], world: int, size: Optional[int]) -> PairStats:
+          shared_epochs: set[int], world: int, size: Optional[int]) -> PairStats:
+    """The statistics of ranks a and b (each its class's first rank: held by it)."""
     pair = PairStats(a, b, epoch_size=size)
     for epoch in sorted(set(by_rank[a]) & set(by_rank[b])):
         eb = by_rank[b][epoch]
@@ -229,7 +288,7 @@ def _pair(a: int, b: int, by_rank: dict[int, dict[int, LoaderEpoch]], held: dict
         pair.seen_a += len(units_a)
         pair.seen_b += len(units_b)
         pair.product += len(units_a) * len(units_b)
-        if (a, b, epoch) in share_units:
+        if epoch in shared_epochs:
             pair.matches += sum(k * counts_b[f] for f, k in counts_a.items() if f in counts_b)
             pair.b_in_a += sum(1 for f in units_b if f in counts_a)
         pair.padding += max(ha.padding(world), hb.padding(world))
@@ -253,15 +312,17 @@ def _pair(a: int, b: int, by_rank: dict[int, dict[int, LoaderEpoch]], held: dict
     return pair
 
 
-def _all_pairs(by_rank: dict[int, dict[int, LoaderEpoch]],
-               held: dict[tuple[int, int], _Held]) -> tuple[bool, int, int]:
+def _all_pairs(by_rank: dict[int, dict[int, LoaderEpoch]], held: dict[tuple[int, int], _Held],
+               classes: list[list[int]]) -> tuple[bool, int, int]:
     """(some pair compared samples, max of min(seen_a, seen_b), max product) over every pair of
     ranks. A pair's numbers depend only on the two ranks' samples per epoch, and ranks of one
     run mostly have the same: each distinct profile is paired once, with itself when two ranks
-    share it."""
-    profiles = Counter(tuple(sorted((epoch, len(held[(rank, epoch)].units)) for epoch in epochs
-                                    if held[(rank, epoch)].units))
-                       for rank, epochs in by_rank.items())
+    share it. (held: each class's first rank's epochs; the others' are alike.)"""
+    profiles: Counter = Counter()
+    for ranks in classes:
+        rank = ranks[0]
+        profiles[tuple(sorted((epoch, len(held[(rank, epoch)].units)) for epoch in by_rank[rank]
+                              if held[(rank, epoch)].units))] += len(ranks)
     kinds = [(dict(profile), n) for profile, n in profiles.items()]
     compared, most_seen, most_product = False, 0, 0
     for i, (pa, na) in enumerate(kinds):

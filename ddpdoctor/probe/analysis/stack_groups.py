@@ -34,11 +34,12 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
     # Asked once per rank by the checks (whereabouts): computed once per run, or a world of
     # 1,024 ranks costs a million stack views.
     outcome = run.outcome
-    key = (id(outcome), id(outcome.stacks) if outcome else None, len(outcome.stacks) if outcome else -1,
-           id(run.ranks), len(run.ranks))
-    cached = run.stack_views
-    if cached is not None and cached[0] == key:
-        return dict(cached[1])
+    key = (outcome, outcome.stacks if outcome else None, len(outcome.stacks) if outcome else -1,
+           run.ranks, len(run.ranks))
+    return dict(run.derived_once("rank_stacks", key, lambda: _rank_stacks(run)))
+
+
+def _rank_stacks(run: RunModel) -> dict[int, StackView]:
     views: dict[int, StackView] = {}
     short = _short_paths(run)
     if run.outcome is not None:
@@ -57,8 +58,7 @@ def rank_stacks(run: RunModel) -> dict[int, StackView]:
         frames = parse_faulthandler(rank_run.signal_dump)
         if frames:
             views[rank] = StackView(rank, short(frames), "faulthandler", None, rank_run.signal_dump)
-    run.stack_views = (key, views)
-    return dict(views)
+    return views
 
 
 def _short_paths(run: RunModel):

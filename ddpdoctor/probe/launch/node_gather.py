@@ -8,6 +8,7 @@ checks see every rank of every node with no code of their own for "remote".
 
 from __future__ import annotations
 
+import hmac
 import secrets
 import selectors
 import socket
@@ -83,7 +84,8 @@ class NodeGather:
         self._stop = threading.Event()
         self._request = 0
         self._replies: dict[tuple, dict[str, Any]] = {}
-        self._pending: dict[socket.socket, tuple[str, float]] = {}
+        # Connections that have not said hello: peer, since, and the challenge they were sent.
+        self._pending: dict[socket.socket, tuple[str, float, wire.Codec, str]] = {}
         self.max_pending = min(wire.MAX_PENDING + nnodes, wire.MAX_PENDING_CAP)
         try:
             # Node 0's own address only: the gather port is for the job's nodes, not every network.
@@ -119,7 +121,7 @@ class NodeGather:
                 else:
                     self._hello(key.fileobj)  # type: ignore[arg-type]
             now = time.monotonic()
-            for sock, (peer, since) in list(self._pending.items()):
+            for sock, (peer, since, _codec, _challenge) in list(self._pending.items()):
                 if now - since > HELLO_TIMEOUT_S:
                     self._refuse(sock, peer, "said no hello within "
                                  f"{HELLO_TIMEOUT_S:.0f} s", tell=False)
@@ -137,11 +139,24 @@ class NodeGather:
                 self._note_refusal(peer[0], f"more than {self.max_pending} connections waiting to say hello")
                 continue
             sock.setblocking(False)
-            self._pending[sock] = (peer[0], time.monotonic())
+            # Node 0 speaks first: a fresh challenge the hello must carry (signed, with a token),
+            # so a hello recorded from another connection is worthless on this one. A new
+            # socket's send buffer is empty: one short line always fits without blocking.
+            codec = wire.Codec(self.key, self.job)
+            challenge = secrets.token_hex(16)
+            line = codec.encode("challenge", {"nonce": challenge})
+            try:
+                whole = sock.send(line) == len(line)
+            except OSError:
+                whole = False
+            if not whole:
+                sock.close()  # the peer retries, as after a flood
+                continue
+            self._pending[sock] = (peer[0], time.monotonic(), codec, challenge)
             self._selector.register(sock, selectors.EVENT_READ)
 
     def _hello(self, sock: socket.socket) -> None:
-        peer = self._pending[sock][0]
+        peer, _since, codec, challenge = self._pending[sock]
         try:
             head = sock.recv(wire.MAX_HELLO, socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
@@ -163,11 +178,15 @@ class NodeGather:
             self._unpend(sock)
             sock.close()
             return
-        codec = wire.Codec(self.key, self.job)
         try:
             hello = codec.decode(head[:cut], frozenset({"hello"}))
         except wire.BadMessage as exc:
             self._refuse(sock, peer, str(exc), codec=codec)
+            return
+        if not hmac.compare_digest(hello["challenge"], challenge):
+            # Signed, but for another connection's challenge: a recorded hello played again.
+            self._refuse(sock, peer, "its hello answers another connection's challenge (a replayed hello)",
+                         codec=codec)
             return
         node_rank = hello["node_rank"]
         with self._lock:

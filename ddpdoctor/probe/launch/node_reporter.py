@@ -114,9 +114,14 @@ class NodeReporter:
         nonce = secrets.token_hex(16)
         try:
             sock.settimeout(WELCOME_TIMEOUT_S)
+            # Node 0 speaks first: its challenge, which this hello answers (a hello is good for
+            # one connection only).
+            challenge = codec.decode(_read_line(sock, time.monotonic() + WELCOME_TIMEOUT_S),
+                                     frozenset({"challenge"}))
             sock.sendall(codec.encode("hello", {"node_rank": self.node_rank, "nproc": self.nproc,
                                                 "host": socket.gethostname()[:255],
-                                                "addr": sock.getsockname()[0], "nonce": nonce}))
+                                                "addr": sock.getsockname()[0], "nonce": nonce,
+                                                "challenge": challenge["nonce"]}))
             line = _read_line(sock, time.monotonic() + WELCOME_TIMEOUT_S)
             answer = codec.decode(line, frozenset({"welcome", "refused"}))
         except wire.BadMessage as exc:
@@ -183,7 +188,7 @@ class NodeReporter:
 
 
 def _read_line(sock: socket.socket, deadline: float) -> bytes:
-    """One line (the welcome), read byte-bounded: nothing after it is consumed."""
+    """One line (the challenge, the welcome), read byte-bounded: nothing after it is consumed."""
     data = b""
     while time.monotonic() < deadline:
         chunk = sock.recv(wire.MAX_HELLO - len(data), socket.MSG_PEEK)

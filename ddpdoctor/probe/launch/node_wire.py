@@ -10,6 +10,9 @@ One line per message:
 - `job` names the job (job_identity): two probes on one cluster never take each other's
   messages, even without a token.
 - `n` counts each direction's messages from 1; a message out of order is a replay or a forgery.
+- Node 0 speaks first: a `challenge` with a fresh nonce, which the node's hello must carry. With
+  a token the hello is MAC'd over it, so a hello recorded from one connection (even a valid,
+  signed one) cannot take a node's place on another.
 - `s` (every message after the hello and welcome) is the session: the direction and both
   nonces, so a line recorded from one connection (or reflected back) is worthless on another.
 - With a token, node 0 proves itself too: its welcome is MAC'd over the node's fresh nonce.
@@ -196,8 +199,10 @@ _SECONDS = _float(0.0, 1e12)
 
 # kind -> {field: (check, required)}; fields not listed are dropped, never passed on.
 SCHEMA: dict[str, dict[str, tuple[Check, bool]]] = {
+    "challenge": {"nonce": (_hex, True)},
     "hello": {"node_rank": (_int(0, 65535), True), "nproc": (_int(1, MAX_NPROC), True),
               "host": (_str(255), True), "addr": (_str(255), True), "nonce": (_hex, True),
+              "challenge": (_hex, True),
               "script": (_str(255), False), "version": (_str(64), False)},
     "welcome": {"run_dir": (_str(4096), True), "nonce": (_hex, True), "echo": (_hex, True)},
     "refused": {"reason": (_str(1000), True)},
