@@ -17,7 +17,7 @@ from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collec
 from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
 from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
-from ddpdoctor.probe.report import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
+from ddpdoctor.probe.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
 
 
 @check("DDP503", "The job stopped making progress", Severity.ERROR)

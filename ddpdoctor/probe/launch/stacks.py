@@ -86,14 +86,40 @@ def _from_faulthandler(run_dir: str, ranks: dict[int, psutil.Process]) -> dict[i
             proc.send_signal(signal.SIGUSR1)
         except psutil.Error:
             pass
-    time.sleep(0.5)
+    texts = _await_dumps(tails)
     stacks = {}
     for rank, proc in ranks.items():
-        text = tails[rank].text()
-        frames = parse_faulthandler(text)
+        frames = parse_faulthandler(texts[rank])
         stacks[rank] = RankStack(rank, proc.pid, "faulthandler" if frames else "none", frames,
                                  text="\n".join(f"    {f}" for f in frames))
     return stacks
+
+
+# How long the ranks get to write their faulthandler dumps: faulthandler writes from the signal
+# handler at once, unless the rank is starved of CPU; a rank that wrote nothing by then is shown
+# without a stack ("none"), as before.
+DUMP_WAIT_S = 2.0
+DUMP_POLL_S = 0.02
+
+
+def _await_dumps(tails: dict[int, RankFileTail]) -> dict[int, str]:
+    """Every rank's dump text once each has written a whole one (it parses to frames and did not
+    grow since the previous look), or what there is at DUMP_WAIT_S: no fixed wait, which was
+    too long for a quick rank and too short for a starved one."""
+    texts = {rank: "" for rank in tails}
+    done: set[int] = set()
+    deadline = time.monotonic() + DUMP_WAIT_S
+    while True:
+        for rank, tail in tails.items():
+            if rank in done:
+                continue
+            more = tail.text()
+            if not more and texts[rank] and parse_faulthandler(texts[rank]):
+                done.add(rank)  # whole: it parsed, and nothing came since the last look
+            texts[rank] += more
+        if len(done) == len(tails) or time.monotonic() >= deadline:
+            return texts
+        time.sleep(DUMP_POLL_S)
 
 
 def capture(run_dir: str, ranks: dict[int, psutil.Process], use_pyspy: bool = True) -> tuple[list[RankStack], str]:
