@@ -16,3 +16,24 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("-", "skipped, by reason")
         for reason, count in sorted(counts.items(), key=lambda item: -item[1]):
             terminalreporter.write_line(f"{count:4d} skipped: {reason}")
+
+
+def _weight(item) -> int:
+    """A test's share of the suite's time, roughly: a real multi-process job costs seconds of CPU
+    (torch imported by every rank); an ssh or namespace test waits on real daemons; the rest is
+    milliseconds."""
+    if item.get_closest_marker("multiprocess"):
+        return 3
+    return 1 if item.get_closest_marker("ssh") or item.get_closest_marker("netns") else 0
+
+
+def pytest_collection_modifyitems(config, items):
+    """Heaviest files first, the fast unit files last (stable within a file). pytest-xdist hands
+    out whole files (--dist loadfile) in this order when --no-loadscope-reorder is given, so the
+    long files start at once and the quick ones fill the workers at the end, instead of one long
+    file starting last and running alone on an otherwise idle machine."""
+    weight: dict = {}
+    for item in items:
+        weight[item.path] = weight.get(item.path, 0) + _weight(item)
+    order = {path: n for n, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (-weight[item.path], order[item.path]))
