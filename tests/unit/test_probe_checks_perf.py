@@ -471,6 +471,35 @@ def test_the_in_job_baseline_is_measured_after_the_first_judged_step():
     assert baseline.AT_STEP == perf.BASELINE_STEP == perf.WARMUP_STEPS + 1
 
 
+def test_buckets_near_the_knee_get_the_baseline_measured_again_and_the_rest_do_not():
+    from ddpdoctor.probe.inrank import baseline
+
+    # This machine's gloo (LATENCY, BANDWIDTH_POINT): the knee is about 420 KB, as cost_fit fits it.
+    measured = {4: [LATENCY] * 8, BANDWIDTH_POINT[0]: [BANDWIDTH_POINT[1]] * 8}
+    fitted = perf.CallCost(LATENCY, BANDWIDTH_POINT[0] / (BANDWIDTH_POINT[1] - LATENCY))
+    assert baseline.knee(measured) == pytest.approx(fitted.knee_bytes)
+    assert baseline.near_knee(measured, [300 * KB, 300 * KB])  # DDP603/604 decide by luck there
+    assert not baseline.near_knee(measured, [17 * KB] * 4)  # small_buckets.py: far below it
+    assert not baseline.near_knee(measured, [25 * MB])  # far above it
+    # Only sizes below 1 MiB measured: no bandwidth point, no knee to be near.
+    assert not baseline.near_knee({4: [LATENCY] * 8, 300 * KB: [0.001] * 8}, [300 * KB])
+
+
+def test_a_baseline_measured_twice_pools_both_measurements():
+    model = perf_run([Rank(), Rank()], buckets=((0, 300 * KB),), bucket_s=0.002, baseline_s=0.001,
+                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    once = perf.cost_fit.baseline_times(model, 0)
+    for run in model.ranks.values():  # the second measurement, after the last step: slower
+        for record in list(run.of(tm.BaselineTiming)):
+            run.records.append(tm.BaselineTiming(record.t + 1, 0, record.nbytes, "float32", 2,
+                                                 [t * 2 for t in record.times],
+                                                 [start + 50.0 for start in record.starts]))
+    twice = perf.cost_fit.baseline_times(model, 0)
+    assert {size: len(times) for size, times in twice.items()} == {
+        size: 2 * len(times) for size, times in once.items()}
+    assert sorted(twice[4]) == pytest.approx(sorted(once[4] + [t * 2 for t in once[4]]))
+
+
 @pytest.mark.parametrize("backward, reported", [(0.060, True), (0.085, False)])
 def test_bandwidth_loss_is_judged_as_a_share_of_the_step(backward, reported):
     # Two 4 MB buckets at 10 ms instead of 3 ms raw (30% efficiency): 14 ms lost, 16.7% of an
