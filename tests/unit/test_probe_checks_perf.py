@@ -248,8 +248,8 @@ def test_exposure_within_the_noise_of_the_steps_is_not_reported():
 def test_the_last_buckets_unavoidable_time_is_its_share_however_the_queue_split_the_time():
     # Four latency-bound buckets run one after another after backward. On a loaded machine gloo
     # may finish the third late and the last right after it: the last one's own interval is
-    # 0.05 ms instead of 1.1 ms, the communication the same. What no overlap removes is the last
-    # bucket's share of it (a quarter), whichever way the queue split it.
+    # 0.05 ms instead of 1.1 ms, the communication the same. What no overlap removes is what a
+    # bucket of that size takes in training (the median bucket), whichever way the queue split it.
     def run(squeezed: bool) -> RunModel:
         model = perf_run([Rank(**SMALL_RANK), Rank(**SMALL_RANK)], buckets=SMALL[:4],
                          bucket_s=0.0011, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)

@@ -78,9 +78,6 @@ class ModelComm:
     shares_cores: bool = False  # communication competes with compute for the cores (gloo)
     clock: str = CPU_CLOCK  # DeviceTime.comm: "none" leaves every time here at 0, unmeasured
     clock_reason: str = ""
-    # Per optimizer step (tm.Step.step): the busy time of that step's backward iterations, so a
-    # check can pair it with the same step's wall time (margins of DDP603).
-    busy_by_step: dict[int, float] = field(default_factory=dict)
 
     @property
     def measured(self) -> bool:
@@ -145,7 +142,6 @@ def model_comm(model: RunModel) -> list[ModelComm]:
     for ddp_id in sorted({key[0] for key in iterations}):
         per_bucket: dict[tuple[int, int], list[float]] = {}
         busy, counts, totals = [], [], []  # per judged iteration
-        busy_by_step: dict[int, float] = {}
         for (did, _iteration), by_index in sorted(iterations.items()):
             if did != ddp_id:
                 continue
@@ -155,10 +151,6 @@ def model_comm(model: RunModel) -> list[ModelComm]:
             service, iteration_busy = service_times(spans)
             for index, seconds in service.items():
                 per_bucket.setdefault((index, by_index[index][0].nbytes), []).append(seconds)
-            # A bucket is all-reduced during the backward of the step after the one recorded
-            # as done (b.step): Step record b.step + 1.
-            step = next(iter(by_index.values()))[0].step + 1
-            busy_by_step[step] = busy_by_step.get(step, 0.0) + iteration_busy
             busy.append(iteration_busy)
             counts.append(len(by_index))
             totals.append(sum(timings[0].nbytes for timings in by_index.values()))
@@ -183,6 +175,5 @@ def model_comm(model: RunModel) -> list[ModelComm]:
                                spread(busy) if measured else 0.0, bool(info and info.static_graph),
                                bool(info and info.find_unused_parameters),
                                bool(info and info.gradient_as_bucket_view), shares_cores,
-                               clock.comm, clock.reason,
-                               busy_by_step if measured else {}))
+                               clock.comm, clock.reason))
     return found
