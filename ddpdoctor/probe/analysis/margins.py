@@ -31,10 +31,11 @@ def median_noise(samples: list[float]) -> float:
     the second half of the run, added in quadrature. The standard error assumes steps
     independent of each other; on a shared machine the load changes over seconds, and a run
     whose halves disagree shows that drift, which the next run will see differently. The two
-    are separate sources a next run meets together, so their variances add: the larger of the
-    two alone (as before) was 0.6-0.75x the spread of the medians over repeated runs of
-    examples/small_buckets.py and examples/healthy.py, in quadrature 0.8-0.9x
-    (docs/performance.md, "Verdict stability"; 0.0 below 4 samples)."""
+    are separate sources a next run meets together, so their variances add. Against twice the
+    run-to-run standard deviation of the median on a shared machine, the larger of the two
+    alone (as before) averaged 0.51x, the quadrature sum 0.61x (docs/performance.md, "Verdict
+    stability"): the rest is the load of the next run, which this run's steps do not show
+    (0.0 below 4 samples)."""
     if not samples:
         return 0.0
     noise = 2 * 1.2533 * spread(samples) / math.sqrt(len(samples))
