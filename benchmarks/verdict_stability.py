@@ -11,8 +11,14 @@ threshold in units of the run's own noise; "inf": no measurable noise).
 On an idle machine every example should give one verdict in N of N runs. The figure is the
 number of (example, check) pairs that agreed in every run.
 
-    python benchmarks/verdict_stability.py                # 5 runs of each example
-    python benchmarks/verdict_stability.py --runs 3 --examples comm_bound,healthy
+    python -m benchmarks.verdict_stability                # 5 runs of each example
+    python -m benchmarks.verdict_stability --runs 3 --examples comm_bound,healthy
+    python -m benchmarks.verdict_stability --keep runs/   # keep the run dirs, then:
+    python -m benchmarks.verdict_stability --rejudge runs/  # judge them again, no job started
+
+`--rejudge` runs `ddpdoctor report` on kept run dirs: the checks of this checkout on the very
+same recorded runs, so two versions of a check can be compared without the machine's load
+moving between them.
 """
 
 from __future__ import annotations
@@ -43,6 +49,20 @@ def probe_once(example: str, work: Path, index: int, timeout: float) -> dict:
     # The interpreter running this file, so the checkout under test is the one measured.
     cmd = [sys.executable, "-m", "ddpdoctor", "probe", f"examples/{example}.py",
            "--run-dir", str(run_dir), "--json", str(report), "-q"]
+    try:
+        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"_failed": f"timed out after {timeout:.0f} s"}
+    if not report.exists():
+        return {"_failed": f"exit {done.returncode}, no report: {done.stderr.strip()[-200:]}"}
+    return json.loads(report.read_text())
+
+
+def judge_again(run_dir: Path, timeout: float) -> dict:
+    """The JSON report of `ddpdoctor report RUN_DIR` (this checkout's checks), or {"_failed": why}."""
+    report = run_dir.with_suffix(".rejudged.json")
+    cmd = [sys.executable, "-m", "ddpdoctor", "report", str(run_dir), "--json", str(report), "-q"]
     try:
         done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
@@ -92,20 +112,39 @@ def main() -> int:
     parser.add_argument("--examples", default=",".join(EXAMPLES))
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per probe")
     parser.add_argument("--json", help="also write the per-run verdicts here")
+    parser.add_argument("--keep", help="keep the run dirs in this new folder")
+    parser.add_argument("--rejudge", help="judge the run dirs a --keep left here again, no job")
     args = parser.parse_args()
     examples = [e for e in args.examples.split(",") if e]
     results: dict[str, list[dict[str, tuple[str, object]]]] = {e: [] for e in examples}
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ddpdoctor-stability-") as tmp:
-        for index in range(args.runs):  # round-robin: a burst of load hits every example alike
+    if args.rejudge:
+        kept = Path(args.rejudge)
+        index = 0
+        while any((kept / f"{e}-{index}").is_dir() for e in examples):  # every run kept
             for example in examples:
-                report = probe_once(example, Path(tmp), index, args.timeout)
-                results[example].append(verdicts(report))
-                if "_failed" in report:
-                    print(f"  {example} run {index + 1}: {report['_failed']}", file=sys.stderr)
+                if (kept / f"{example}-{index}").is_dir():
+                    results[example].append(verdicts(judge_again(kept / f"{example}-{index}", args.timeout)))
+            index += 1
+        if not any(results.values()):
+            print(f"no run dirs of these examples in {kept}", file=sys.stderr)
+            return 2
+        examples = [e for e in examples if results[e]]
+    else:
+        with tempfile.TemporaryDirectory(prefix="ddpdoctor-stability-") as tmp:
+            work = Path(args.keep) if args.keep else Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
+            for index in range(args.runs):  # round-robin: a burst of load hits every example alike
+                for example in examples:
+                    report = probe_once(example, work, index, args.timeout)
+                    results[example].append(verdicts(report))
+                    if "_failed" in report:
+                        print(f"  {example} run {index + 1}: {report['_failed']}", file=sys.stderr)
     elapsed = time.monotonic() - started
     stable = total = 0
-    print(f"Verdict stability: {args.runs} run(s) of each example ({elapsed:.0f} s)")
+    runs = max(len(r) for r in results.values())
+    how = f"judged again from {args.rejudge}" if args.rejudge else "probed"
+    print(f"Verdict stability: {runs} run(s) of each example, {how} ({elapsed:.0f} s)")
     print(f"{'example':<14} {'check':<7} {'agreed':>6}  verdicts")
     for example in examples:
         for code in CHECKS:

@@ -252,7 +252,8 @@ class BaselineTiming:
     machine and network, nothing else running (inrank/baseline.py). `times` are seconds per timed
     all-reduce, from the call to its completion callback, as the bucket hook measures; `starts`
     the wall-clock time of each call, to line the ranks up as bucket timings are. On CUDA both
-    come from CUDA events, as the buckets' do (`clock`).
+    come from CUDA events, as the buckets' do (`clock`). A size measured again after the last
+    step (a bucket near the knee) has a second record; readers pool them (perf/cost_fit.py).
     """
 
     kind = "baseline"

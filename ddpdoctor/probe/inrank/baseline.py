@@ -20,6 +20,13 @@ Timed as the buckets are (device_timing.py): the completion callback's CPU time 
 CUDA events on a GPU (waited for here, off the hot path, with the same deadline). Where the
 buckets' device time is not measured, neither is the baseline: no rank measures one.
 
+Measured again after the last step, when the first measurement left a bucket size near the
+knee (within a factor of KNEE_BAND of it): DDP603 and DDP604 take a categorical decision there
+(below the knee a bucket is latency-bound), and a knee moved by the load of one moment would
+decide it by luck. The second measurement, at another moment of the run, adds its samples to
+the first (analysis/perf/cost_fit.py pools them); a run whose buckets are far from the knee
+spends nothing on it but one agreement all-reduce of one float.
+
 Every decision that changes how many collectives a rank makes (whether to measure at all, how
 many iterations per size, when to stop) is taken from values all-reduced with MAX first, so all
 ranks take it alike and none is left waiting. Each wait has a deadline: ddpdoctor must never be
@@ -48,6 +55,9 @@ MAX_BYTES = 512 * 1024 * 1024  # a larger bucket is not copied for the baseline
 WARMUP = 2  # untimed all-reduces per size; the second one's time plans the timed ones
 MIN_TIMED, MAX_TIMED = 3, 20
 WAIT_S = 10.0  # the longest any one baseline all-reduce may take
+KNEE_BAND = 2.0  # a bucket within this factor of the knee is measured again after the last step
+# The knee as analysis/perf/cost_fit.py fits it: a size below this tells no bandwidth.
+MIN_BANDWIDTH_BYTES = 1024 * 1024
 
 
 class _Abandon(Exception):
@@ -125,8 +135,37 @@ def _sizes(state: Any) -> list[int]:
     return sorted(chosen)
 
 
-def _measure_model(state: Any, all_reduce: Callable, deadline: float) -> None:
+def _lower_quartile(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.25 * len(ordered)))]
+
+
+def knee(measured: dict[int, list[float]]) -> float:
+    """The latency/bandwidth knee of one rank's baseline (bytes; 0.0 where it tells none), fitted
+    as analysis/perf/cost_fit.py fits it: the lower quartiles of the latency point and of the
+    largest size, when that size is at least MIN_BANDWIDTH_BYTES and 1.5x slower."""
+    if LATENCY_BYTES not in measured or not measured[LATENCY_BYTES]:
+        return 0.0
+    latency = _lower_quartile(measured[LATENCY_BYTES])
+    largest = max(measured)
+    if largest < MIN_BANDWIDTH_BYTES or not measured[largest]:
+        return 0.0
+    seconds = _lower_quartile(measured[largest])
+    if seconds <= 1.5 * latency:
+        return 0.0
+    return latency * largest / (seconds - latency)
+
+
+def near_knee(measured: dict[int, list[float]], bucket_sizes: list[int]) -> bool:
+    """Whether a bucket size lies within a factor of KNEE_BAND of the knee `measured` shows."""
+    point = knee(measured)
+    return point > 0 and any(point / KNEE_BAND <= n <= point * KNEE_BAND for n in bucket_sizes if n > 0)
+
+
+def _measure_model(state: Any, all_reduce: Callable, deadline: float, repeat: bool = False) -> None:
+    """Measure one model's baseline; `repeat`: the second measurement after the last step."""
     rec = recorder.get()
+    measured: dict[int, list[float]] = {}
     group = state.model.process_group
     sizes = _sizes(state)
     signature = float(sum((i + 1) * n for i, n in enumerate(sizes)) % (1 << 40))
@@ -165,9 +204,17 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float) -> None:
         rec.write(tm.BaselineTiming(time.time(), state.id, nbytes, "float32", WARMUP,
                                     [round(t, 7) for _, t in times], [s for s, _ in times],
                                     state.clock))
+        measured[nbytes] = [t for _, t in times]
+    if not repeat:
+        # Every size measured: measure again after the last step if any rank saw a bucket near
+        # the knee (agreed, so every rank makes the same collectives then).
+        near = 1.0 if near_knee(measured, list(state.layouts.values())) else 0.0
+        if _agree(all_reduce, group, [near], device)[0] > 0:
+            _again.append(state)
 
 
 _done = {"measured": False}
+_again: list[Any] = []  # the models whose buckets lie near the knee: measured again at the end
 
 
 def due(step: int) -> bool:
@@ -176,13 +223,13 @@ def due(step: int) -> bool:
     return not _done["measured"] and step >= AT_STEP
 
 
-def measure(states: list[Any], budget_s: float = BUDGET_S) -> None:
-    """Measure the baseline for every DDP model whose buckets were timed, once per process.
-    Never raises."""
+def measure(states: list[Any], budget_s: float = BUDGET_S) -> bool:
+    """Measure the baseline for every DDP model whose buckets were timed, once per process;
+    True when this call measured it. Never raises."""
     eligible = [state for state in states if state.world >= 2 and state.layouts
                 and getattr(state.model, "process_group", None) is not None]
     if _done["measured"] or not eligible:
-        return  # no timed buckets yet (every rank alike): perhaps after a later step
+        return False  # no timed buckets yet (every rank alike): perhaps after a later step
     _done["measured"] = True
     rec = recorder.get()
     deadline = time.time() + budget_s
@@ -192,8 +239,31 @@ def measure(states: list[Any], budget_s: float = BUDGET_S) -> None:
             _measure_model(state, all_reduce, deadline)
         except _Abandon as exc:
             rec.note_once("baseline", f"bandwidth baseline abandoned: {exc}")
-            return
+            _again.clear()
+            break
         except Exception as exc:  # noqa: BLE001 - the user's job must go on, the report must still come
             rec.note_once("baseline", f"ddpdoctor bug: bandwidth baseline failed ({exc!r})")
-            return
+            _again.clear()
+            break
+    return True
 
+
+def measure_again(budget_s: float = BUDGET_S) -> None:
+    """After the last step (--max-steps: every rank past the same step, nothing outstanding):
+    measure again the models whose first baseline left a bucket near the knee. The same on every
+    rank (agreed when it was decided). Never raises."""
+    states, _again[:] = list(_again), []
+    if not states:
+        return
+    rec = recorder.get()
+    deadline = time.time() + budget_s
+    all_reduce = collectives.original("all_reduce")
+    for state in states:
+        try:
+            _measure_model(state, all_reduce, deadline, repeat=True)
+        except _Abandon as exc:
+            rec.note_once("baseline-again", f"second bandwidth baseline abandoned: {exc}")
+            return
+        except Exception as exc:  # noqa: BLE001 - the user's job must go on, the report must still come
+            rec.note_once("baseline-again", f"ddpdoctor bug: second bandwidth baseline failed ({exc!r})")
+            return

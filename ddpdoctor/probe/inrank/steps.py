@@ -63,7 +63,9 @@ def finish(reason: str) -> None:
         # collective is safe (DDP602's in-job bandwidth baseline, if no earlier step measured it).
         from ddpdoctor.probe.inrank import baseline
 
-        baseline.measure(ddp.all_states())
+        if not baseline.measure(ddp.all_states()):
+            # Measured earlier: again now, if its buckets sat near the knee then.
+            baseline.measure_again()
     rec.write(tm.End(time.time(), reason, rec.step))
 
 

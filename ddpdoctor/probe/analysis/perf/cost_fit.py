@@ -74,27 +74,35 @@ def call_cost(model: RunModel, ddp_id: int, bucket_times: dict[int, float]) -> O
 
 
 def baseline_times(model: RunModel, ddp_id: int) -> dict[int, list[float]]:
-    """Raw all-reduce seconds per size, each timed all-reduce lined up across ranks."""
-    per_size: dict[int, dict[int, tm.BaselineTiming]] = {}
+    """Raw all-reduce seconds per size, each timed all-reduce lined up across ranks. A baseline
+    measured twice (inrank/baseline.py: buckets near the knee) gives both measurements' samples,
+    each lined up with the same measurement on the other ranks."""
+    per_size: dict[int, dict[int, list[tm.BaselineTiming]]] = {}
     for rank, run in model.ranks.items():
         for record in run.of(tm.BaselineTiming):
             if record.ddp_id == ddp_id and record.times:
-                per_size.setdefault(record.nbytes, {})[rank] = record
+                per_size.setdefault(record.nbytes, {}).setdefault(rank, []).append(record)
     found = {}
     for size, by_rank in per_size.items():
-        records = list(by_rank.values())
-        count = min(len(r.times) for r in records)
-        if all(len(r.starts) >= count for r in records):
-            times = []
-            for i in range(count):
-                start, end = joined([r.starts[i] for r in records],
-                                     [r.starts[i] + r.times[i] for r in records],
-                                     [r.times[i] for r in records])
-                times.append(end - start)
-        else:  # no start times recorded: the fastest rank's
-            times = min((list(r.times) for r in records), key=median)
+        times: list[float] = []
+        for repetition in range(min(len(records) for records in by_rank.values())):
+            times += _lined_up([records[repetition] for records in by_rank.values()])
         found[size] = times
     return found
+
+
+def _lined_up(records: list[tm.BaselineTiming]) -> list[float]:
+    """One measurement of one size on every rank: each timed all-reduce over its ranks."""
+    count = min(len(r.times) for r in records)
+    if not all(len(r.starts) >= count for r in records):
+        return min((list(r.times) for r in records), key=median)  # no start times: the fastest rank's
+    times = []
+    for i in range(count):
+        start, end = joined([r.starts[i] for r in records],
+                             [r.starts[i] + r.times[i] for r in records],
+                             [r.times[i] for r in records])
+        times.append(end - start)
+    return times
 
 
 def baseline_medians(model: RunModel, ddp_id: int) -> dict[int, float]:
