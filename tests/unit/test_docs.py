@@ -90,8 +90,9 @@ def test_quick_start_test_command_is_where_ci_reads_it():
     assert lines.count("<!-- quickstart:test -->") == 1
     at = lines.index("<!-- quickstart:test -->")
     # .ci/run runs this line: the suite on three workers (mostly waiting), then the timing tests alone.
+    # --no-loadscope-reorder: files in the order tests/conftest.py gives them, heaviest first.
     assert lines[at + 2] == ("pip install -e '.[test]' && python -m pytest -q -n 3 --dist loadfile "
-                             "-m 'not serial' && python -m pytest -q -m serial")
+                             "--no-loadscope-reorder -m 'not serial' && python -m pytest -q -m serial")
 
 
 def test_readme_exit_code_table_has_every_code():
