@@ -79,10 +79,14 @@ class WatchedRun:
         self._watcher.start()
 
     def _note(self, proc: psutil.Process) -> None:
+        # The command line is read again at every look: a process caught between fork and exec
+        # (torchrun starting a rank) shows its parent's command line first, and a rank seen only
+        # then was never counted as a rank (a loaded machine widens that window).
         try:
             key = (proc.pid, proc.create_time())
-            if key not in self.seen:
-                self.seen[key] = Seen(proc.pid, key[1], " ".join(proc.cmdline())[:200])
+            cmdline = " ".join(proc.cmdline())[:200]
+            if key not in self.seen or self.seen[key].cmdline != cmdline:
+                self.seen[key] = Seen(proc.pid, key[1], cmdline)
         except psutil.Error:
             pass
 
