@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from ddpdoctor.probe.inrank.parent_death import die_with_parent
+
 SSHD = "/usr/sbin/sshd"
 MAX_LISTEN_PER_SSHD = 16  # OpenSSH's MAX_LISTEN_SOCKS
 
@@ -124,8 +126,11 @@ LogLevel ERROR
 """)
         log = open(self.dir / f"sshd.{index}.log", "wb")
         try:
+            # Dies with the test process that started it, even one killed outright (an
+            # interrupted pytest run must not leave a listening sshd behind).
             return subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=die_with_parent)
         finally:
             log.close()
 
