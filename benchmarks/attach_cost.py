@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -29,6 +27,8 @@ import time
 from pathlib import Path
 
 import psutil
+
+from tests.helpers.attach_jobs import end_job
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "tests" / "scripts" / "attach_job.py"
@@ -73,25 +73,6 @@ def wait_step(steps: Path, at_least: int, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
-def end(proc: subprocess.Popen) -> None:
-    """torchrun starts each rank in a session of its own: end them by pid, then torchrun."""
-    try:
-        children = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
-        children = []
-    for child in children:
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    proc.wait(timeout=30)
-    psutil.wait_procs(children, timeout=10)
-
-
 def time_to_verdict(folder: Path, rounds: int, duration: int) -> list[float]:
     proc, steps = start("stuck", folder)
     try:
@@ -107,7 +88,7 @@ def time_to_verdict(folder: Path, rounds: int, duration: int) -> list[float]:
                 raise SystemExit(f"expected a hung verdict, got {state}")
         return walls
     finally:
-        end(proc)
+        end_job(proc)
 
 
 def rate(steps: Path, seconds: float) -> float:
@@ -136,7 +117,7 @@ def slowdown(folder: Path, rounds: int, duration: int) -> list[float]:
             ratios.append(during / max((before + after) / 2, 1e-9))
         return ratios
     finally:
-        end(proc)
+        end_job(proc)
 
 
 def main() -> None:

@@ -13,7 +13,6 @@ what any Python hook costs on this machine, with no ddpdoctor involved.
 
 import argparse
 import json
-import os
 import time
 
 import torch

@@ -75,24 +75,29 @@ class TorchrunJob:
             psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE) for p in pids)
 
     def end(self) -> None:
-        """torchrun starts each rank in a session of its own: end the ranks by pid (and their
-        DataLoader workers), then torchrun's session."""
-        try:
-            procs = psutil.Process(self.proc.pid).children(recursive=True)
-        except psutil.Error:
-            procs = []
-        for proc in procs:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        self.proc.wait(timeout=30)
-        psutil.wait_procs(procs, timeout=10)
+        end_job(self.proc)
         self.log.close()
+
+
+def end_job(proc: subprocess.Popen) -> None:
+    """End a job started under torchrun (or a ddpdoctor that started one): torchrun starts each
+    rank in a session of its own, so the ranks (and their DataLoader workers) are ended by pid,
+    then the job's own session; waits for all of them."""
+    try:
+        procs = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        procs = []
+    for child in procs:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.wait(timeout=30)
+    psutil.wait_procs(procs, timeout=10)
 
 
 def pyspy_on(pids: list[int]) -> list[str]:

@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from tests.helpers.cli_runner import ddpdoctor_exe
-from tests.helpers.probe_runner import REPO, processes_of
+from tests.helpers.probe_runner import processes_of
 from tests.helpers.train_scripts import SLOW_TRAIN
 
 from ddpdoctor.probe.launch.live_feed import LiveFeed, ScriptOutput

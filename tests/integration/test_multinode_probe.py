@@ -14,8 +14,6 @@ import time
 
 import pytest
 
-from tests.helpers.cli_runner import ddpdoctor_exe
-from tests.helpers.probe_runner import REPO
 from tests.helpers.node_runner import Node, assert_nothing_left, free_port_pair, wait_until
 
 pytestmark = pytest.mark.multiprocess

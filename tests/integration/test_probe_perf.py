@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.helpers.probe_runner import REPO, probe
+from tests.helpers.probe_runner import probe
 
 # Timing verdicts: run alone (`-m serial`, the README's second pytest), never beside other tests.
 pytestmark = [pytest.mark.multiprocess, pytest.mark.serial]

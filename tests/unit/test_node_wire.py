@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddpdoctor.probe.launch import node_wire as wire
+from ddpdoctor.probe.rundir import rank_of_name
 
 KEY = wire.job_token("a-shared-secret")
 
@@ -19,11 +20,11 @@ def roundtrip(kind: str, sender: wire.Codec, receiver: wire.Codec, allowed=None,
 
 
 def test_rank_names_are_ascii_digits_without_leading_zeros():
-    assert wire.rank_of_name("rank-0.jsonl") == 0
-    assert wire.rank_of_name("rank-12.stack") == 12
+    assert rank_of_name("rank-0.jsonl") == 0
+    assert rank_of_name("rank-12.stack") == 12
     for bad in ("rank-\u0660.jsonl", "rank-\u0661\u0662.jsonl", "rank-007.jsonl", "rank-00.jsonl",
                 "rank-12345678.jsonl", "rank--1.jsonl", "rank-1.jsonl\n", "../rank-1.jsonl", 7, None):
-        assert wire.rank_of_name(bad) is None, bad
+        assert rank_of_name(bad) is None, bad
 
 
 @pytest.mark.parametrize("kind, fields", [
@@ -106,7 +107,7 @@ def test_every_recorded_telemetry_file_passes_the_schema():
     files = sorted(root.glob("*/rank-*.jsonl"))
     assert files
     for path in files:
-        rank = wire.rank_of_name(path.name)
+        rank = rank_of_name(path.name)
         world = json.loads((path.parent / "probe.json").read_text()).get("world_size", 2)
         lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
         worlds = {json.loads(ln).get("world_size") for ln in lines if '"kind":"init"' in ln}

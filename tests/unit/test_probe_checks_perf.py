@@ -22,7 +22,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import trace
-from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge, site
+from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge
 
 KB, MB = 1000, 1_000_000
 

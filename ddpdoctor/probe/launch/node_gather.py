@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.probe.rundir import is_rank_telemetry, rank_telemetry_name
+from ddpdoctor.probe.rundir import is_rank_telemetry, rank_of_name, rank_telemetry_name
 from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe import jsonl
 from ddpdoctor.probe.launch import node_wire as wire
@@ -302,7 +302,7 @@ class NodeGather:
         kind = message["t"]
         if kind == "file":
             name, data = message["name"], message["data"]
-            rank = wire.rank_of_name(name)
+            rank = rank_of_name(name)
             if rank is None:
                 raise wire.BadMessage(f"file: {wire.clean(name, 40)!r} is not rank-<R>.jsonl or .stack")
             self._claim(state, rank)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link, connect
 from ddpdoctor.probe.rank_files import RankFileTail
-from ddpdoctor.probe.rundir import is_rank_telemetry
+from ddpdoctor.probe.rundir import is_rank_telemetry, rank_of_name
 
 FORWARD_EVERY_S = 0.2
 HINT_AFTER_S = 10.0
@@ -153,7 +153,7 @@ class NodeReporter:
         if self.link is None:
             return
         try:
-            names = sorted(p.name for p in self.run_dir.iterdir() if wire.rank_of_name(p.name) is not None)
+            names = sorted(p.name for p in self.run_dir.iterdir() if rank_of_name(p.name) is not None)
         except OSError:
             return
         for name in names:

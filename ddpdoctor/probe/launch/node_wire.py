@@ -33,7 +33,6 @@ from dataclasses import fields
 from typing import Any, Callable, Mapping, Optional
 
 from ddpdoctor.probe import jsonl, telemetry as tm
-from ddpdoctor.probe.rundir import rank_of_name  # ASCII digits, no leading zero (rundir.py)
 
 TOKEN_ENV = "DDPDOCTOR_GATHER_TOKEN"
 SILENCE_ENV = "DDPDOCTOR_NODE_SILENCE_S"  # how long a silent peer is waited for (default 10 s)
