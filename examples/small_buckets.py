@@ -1,4 +1,4 @@
-"""Slow: a small model split into a few latency-bound buckets (ddpdoctor: DDP603, DDP604).
+"""Slow: a small model split into a few latency-bound buckets (ddpdoctor: DDP603).
 
 A 5-layer MLP of 64 units (67 KB of gradients) trained on a toy regression task. The
 script sets `bucket_cap_mb=0.01` ("10 KB buckets start communicating earlier"), so each layer

@@ -38,6 +38,7 @@ class Merge:
     saved_busy: float  # seconds of communication per backward the fewer fixed costs save
     gain: float  # seconds off the step: the exposed communication that goes away
     exposed: float
+    exposed_after: float  # the communication still exposed after backward with the fix
 
 
 def merge(comm: ModelComm, exposed: float) -> Optional[Merge]:
@@ -61,10 +62,12 @@ def merge(comm: ModelComm, exposed: float) -> Optional[Merge]:
         return None
     merged = cost.seconds(total / after) * comm.slowdown
     saved = max(0.0, comm.busy_s - after * merged)
-    if comm.shares_cores:
-        return Merge(cap, after, saved, saved, exposed)
+    # Whatever the cores: fewer fixed costs shorten what runs after backward, down to the last
+    # merged bucket, which always follows the last gradient.
     exposed_after = min(exposed, max(merged, exposed - saved))
-    return Merge(cap, after, saved, exposed - exposed_after, exposed)
+    if comm.shares_cores:
+        return Merge(cap, after, saved, saved, exposed, exposed_after)
+    return Merge(cap, after, saved, exposed - exposed_after, exposed, exposed_after)
 
 
 def latency_bound_buckets(comm: ModelComm) -> bool:

@@ -14,7 +14,7 @@ from ddpdoctor.core.registry import Incomplete, Skipped, check
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
 from ddpdoctor.probe.analysis.outside_steps import final_spell
 from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collective
-from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks
+from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks, stall_advice
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
 from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
 from ddpdoctor.probe.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
@@ -287,19 +287,6 @@ def _detail(run: RunModel, groups: list[_Group], everyone: list[int], note: str,
 
 
 def _hint(groups: list[_Group], odd: _Group) -> str:
-    waiting = [g for g in groups if g.in_collective]
-    where = f" at {odd.location}" if odd.location else ""
-    if len(groups) == 1 and waiting:
-        return ("every rank waits in the same place: a rank outside this job may be missing, or the "
-                "ranks cannot reach each other (run `ddpdoctor preflight`); if a step is just slow, "
-                "raise --stall-timeout")
-    if waiting and not odd.in_collective:
-        return (f"{rank_list(odd.ranks)} never reached the collective the others wait in: look{where} "
-                "for a rank-dependent branch, an endless loop or blocking I/O; every rank must reach "
-                "the same collectives in the same order")
-    if waiting:
-        return ("the ranks wait in different collectives: every rank must call the same collectives "
-                "in the same order (DDP501/DDP502 name the first divergence)")
-    return ("no rank is waiting in a collective: the script is busy (an endless loop, blocking I/O) "
-            f"{where.strip() or 'somewhere'}, or a step takes longer than the stall timeout "
-            "(raise --stall-timeout)")
+    return stall_advice(len(groups), any(g.in_collective for g in groups), odd.ranks,
+                        odd.in_collective, f"at {odd.location}" if odd.location else "",
+                        "a rank outside this job", stall_timeout=True)

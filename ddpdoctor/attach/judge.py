@@ -24,7 +24,7 @@ from ddpdoctor.attach.facts import Observation, RankObservation
 from ddpdoctor.core.findings import Location, Problem
 from ddpdoctor.core.registry import (FAILED, INCOMPLETE, PASSED, SKIPPED, WARNED, CheckResult,
                                      all_checks)
-from ddpdoctor.probe.analysis.stack_groups import group_stacks
+from ddpdoctor.probe.analysis.stack_groups import group_stacks, stall_advice
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
 from ddpdoctor.probe.wording import rank_list, seconds, verb
 from ddpdoctor.report.model import Table
@@ -309,18 +309,11 @@ def _skipped(groups: list[_Group], odd: _Group, everyone: list[int]) -> Optional
 
 
 def _hint(groups: list[_Group], odd: _Group) -> str:
-    waiting = [g for g in groups if g.waiting]
-    where = f" at {odd.view.location}" if odd.view is not None and odd.view.location else ""
-    if len(groups) == 1 and waiting:
-        return ("every rank waits in the same place: a rank outside this machine may be missing "
-                "(attach to every node: --nodes), or the ranks cannot reach each other "
-                "(run `ddpdoctor preflight`)")
-    if waiting and not odd.waiting:
-        return (f"{rank_list(odd.ranks)} never reached the collective the others wait in: look"
-                f"{where} for a rank-dependent branch, an endless loop or blocking I/O; every rank "
-                "must reach the same collectives in the same order")
-    return ("the ranks wait in different collectives: every rank must call the same collectives "
-            "in the same order")
+    where = f"at {odd.view.location}" if odd.view is not None and odd.view.location else ""
+    # attach has no stall timeout to raise: it judged ranks that did not advance while it looked.
+    return stall_advice(len(groups), any(g.waiting for g in groups), odd.ranks, odd.waiting, where,
+                        "a rank outside this machine (attach to every node: --nodes)",
+                        stall_timeout=False)
 
 
 def _detail_line(group: _Group) -> str:

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
+from tests.helpers.cli_runner import ddpdoctor_exe
 from tests.helpers.netns import Host, LabUnavailable, NetnsLab
 
 pytestmark = [pytest.mark.netns, pytest.mark.multiprocess]
@@ -57,11 +57,6 @@ def lab():
     lab.close()
 
 
-def _exe() -> list[str]:
-    exe = shutil.which("ddpdoctor")
-    return [exe] if exe else [sys.executable, "-m", "ddpdoctor"]
-
-
 def _nodes(lab, hosts: list[str]) -> str:
     path = lab.dir / f"hosts-{'-'.join(hosts)}.txt"
     path.write_text("\n".join(hosts) + "\n")
@@ -70,7 +65,7 @@ def _nodes(lab, hosts: list[str]) -> str:
 
 def ssh_preflight(lab, hosts: list[str], *args: str, env=None, timeout: float = 120):
     """Preflight from n1 over ssh to the others; (process, JSON report)."""
-    done = lab.run("n1", [*_exe(), "preflight", "--nodes", _nodes(lab, hosts), "--master-port", str(next(_ports)),
+    done = lab.run("n1", [*ddpdoctor_exe(), "preflight", "--nodes", _nodes(lab, hosts), "--master-port", str(next(_ports)),
                           *lab.ssh_flags(sys.executable), "--json", "-", *args], env=env, timeout=timeout)
     assert done.stdout.strip().startswith("{"), done.stdout + done.stderr
     return done, json.loads(done.stdout)
@@ -81,7 +76,7 @@ def store_preflight(lab, run_on: list[str], hosts: list[str], *args: str, env=No
     {host: (exit code, stdout, stderr)}."""
     port = str(next(_ports))
     nodes = _nodes(lab, hosts)
-    procs = {h: lab.start_in(h, [*_exe(), "preflight", "--nodes", nodes, "--via", "store", "--master-port", port,
+    procs = {h: lab.start_in(h, [*ddpdoctor_exe(), "preflight", "--nodes", nodes, "--via", "store", "--master-port", port,
                                  *args], env=(env or {}).get(h)) for h in run_on}
     out = {}
     deadline = time.monotonic() + timeout
@@ -130,7 +125,7 @@ def test_filtered_and_rejected_rendezvous_port_are_told_apart(lab):
     lab.nft("n2", rule.format(f"ip daddr 192.168.213.11 tcp dport {port} drop"))
     lab.nft("n3", rule.format(f"ip daddr 192.168.213.11 tcp dport {port} reject with tcp reset"))
     try:
-        done = lab.run("n1", [*_exe(), "preflight", "--nodes", _nodes(lab, ["n1", "n2", "n3"]), "--master-port",
+        done = lab.run("n1", [*ddpdoctor_exe(), "preflight", "--nodes", _nodes(lab, ["n1", "n2", "n3"]), "--master-port",
                               str(port), "--timeout", "4", *lab.ssh_flags(sys.executable), "--json", "-"])
     finally:
         lab.nft_flush("n2")
@@ -219,7 +214,7 @@ def test_collective_names_the_node_a_firewall_cuts_off(lab):
     }}
     """)
     try:
-        done = lab.run("n1", [*_exe(), "preflight", "--nodes", _nodes(lab, ["n1", "n2", "n3"]), "--master-port",
+        done = lab.run("n1", [*ddpdoctor_exe(), "preflight", "--nodes", _nodes(lab, ["n1", "n2", "n3"]), "--master-port",
                               str(port), "--timeout", "4", *lab.ssh_flags(sys.executable), "--collective",
                               "--json", "-"], timeout=150)
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli_runner import ddpdoctor_exe
 from tests.helpers.sshd import LoopbackSshd, SshdUnavailable, free_port, loopback_hosts
 
 pytestmark = pytest.mark.ssh
@@ -36,9 +36,7 @@ def sshd():
 
 
 def ddpdoctor(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    exe = shutil.which("ddpdoctor")
-    argv = [exe] if exe else [sys.executable, "-m", "ddpdoctor"]
-    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*ddpdoctor_exe(), *args], capture_output=True, text=True, timeout=timeout)
 
 
 def preflight(sshd, tmp_path, hosts: list[str], *extra: str, port: int | None = None):

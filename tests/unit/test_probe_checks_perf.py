@@ -22,6 +22,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import trace
+from ddpdoctor.checks.probe.exposed_comm import unavoidable
 from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge
 
 KB, MB = 1000, 1_000_000
@@ -262,10 +263,11 @@ def test_the_last_buckets_unavoidable_time_is_its_share_however_the_queue_split_
                         b.end = last[b.iteration].end - 0.00005
         return model
 
-    found = [judge("DDP604", run(squeezed))[0].evidence for squeezed in (False, True)]
-    assert found[0]["unavoidable_ms"] == pytest.approx(1.1, abs=0.05)
-    assert found[1]["unavoidable_ms"] == pytest.approx(found[0]["unavoidable_ms"], abs=0.01)
-    assert found[1]["margin_ms"] == pytest.approx(found[0]["margin_ms"], abs=0.01)
+    floors = [[unavoidable(c) for c in perf.model_comm(run(squeezed))] for squeezed in (False, True)]
+    assert floors[0] == [pytest.approx(0.0011, abs=0.00005)]
+    assert floors[1] == [pytest.approx(floors[0][0], abs=0.00001)]
+    # Merging the four buckets (DDP603) removes the rest of what shows: no DDP604 either way.
+    assert judge("DDP604", run(False)) == [] and judge("DDP604", run(True)) == []
 
 
 def test_waiting_for_a_straggler_is_not_exposed_communication():
@@ -321,9 +323,10 @@ def test_many_tiny_buckets_get_a_bucket_cap_suggestion_and_an_estimate():
     assert finding.evidence["step_ms"] == pytest.approx(79.0, abs=0.5)
     assert finding.evidence["estimated_step_ms"] == pytest.approx(15.5, abs=0.3)
     assert "step 79.0 ms \u2192 ~16 ms (est.) with bucket_cap_mb=1" in finding.message
-    # Their slowness is per call: not reported again as low bandwidth, and DDP604 points here.
+    # Their slowness is per call: not reported again as low bandwidth, nor as exposed
+    # communication: what shows after backward is what merging removes (one cause, one finding).
     assert judge("DDP602", model) == []
-    assert "DDP603" in judge("DDP604", model)[0].hint
+    assert judge("DDP604", model) == []
 
 
 def test_five_small_buckets_of_a_small_model_are_reported_relative_to_its_step():
@@ -333,8 +336,22 @@ def test_five_small_buckets_of_a_small_model_are_reported_relative_to_its_step()
     assert finding.evidence["buckets_per_iteration"] == 5 and finding.evidence["buckets_after"] == 1
     assert finding.evidence["step_ms"] == pytest.approx(10.0, abs=0.2)
     assert finding.evidence["estimated_step_ms"] == pytest.approx(5.8, abs=0.3)
+    assert judge("DDP604", model) == []  # the exposure is these buckets' fixed costs: DDP603's
+
+
+def test_exposure_merging_would_not_remove_is_still_ddp604_and_says_what_ddp603_takes():
+    # Eight latency-bound 300 KB buckets that take 10 ms each in training (25x their raw cost: a
+    # slow comm hook, say). Merged into three they would still take ~18 ms each: merging takes
+    # 29 ms of the 80 ms exposed, and what remains is still most of the step.
+    model = perf_run([Rank(), Rank()], buckets=tuple((i, 300 * KB) for i in range(8)),
+                     bucket_s=0.010, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    assert [f.code for f in judge("DDP603", model)] == ["DDP603"]
     [exposed] = judge("DDP604", model)
-    assert "DDP603" in exposed.hint
+    assert exposed.evidence["explained_by_ddp603_ms"] == pytest.approx(29.3, abs=0.5)
+    assert "merging the latency-bound buckets (DDP603) would take 29.3 ms" in exposed.message
+    assert "first merge the many small buckets (DDP603" in exposed.hint
+    # Judged on what remains: 80 - 29.3 - the last bucket's 10 ms against 20% of the step.
+    assert exposed.evidence["margin_ms"] == pytest.approx(80 - 29.3 - 10 - 17.4, abs=0.5)
 
 
 @pytest.mark.parametrize("backend, estimate", [("gloo", 22.5), ("nccl", 48.3)])
@@ -755,7 +772,10 @@ def test_a_verified_fix_is_shown_beside_its_estimate():
     [finding] = judge("DDP603", model)
     assert finding.evidence["verified_step_ms"] == 10.0
     assert "measured with the fix (--verify-fix): 10.0 ms" in finding.message
-    [exposed] = judge("DDP604", model)
+    comm_bound = perf_run([Rank(), Rank()], buckets=((0, 51 * MB),), bucket_s=0.070,
+                          latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
+    comm_bound.verified = model.verified
+    [exposed] = judge("DDP604", comm_bound)
     assert "--verify-fix: this fix needs the script changed" in exposed.message
     table = perf_tables.verify_table(model.verified)
     assert table.rows[0][:5] == ["DDP603", "bucket_cap_mb=1", "8.5", "10.0", "+15%"]

@@ -15,6 +15,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_text import parse_faulthandler
 from ddpdoctor.probe.run_model.stack_view import StackView, is_user_file
+from ddpdoctor.probe.wording import rank_list
 
 
 @dataclass
@@ -93,3 +94,30 @@ def group_stacks(views: dict[int, StackView]) -> StackGroups:
     groups.sort(key=lambda g: (-len(g[0]), g[0][0]))
     methods = sorted({v.method for v in views.values()})
     return StackGroups(groups, "/".join(methods))
+
+
+def stall_advice(groups: int, any_waiting: bool, odd_ranks: list[int], odd_waiting: bool,
+                 where: str, unseen_rank: str, stall_timeout: bool) -> str:
+    """What to do about ranks that stopped making progress, from how their stacks group: the
+    one wording of probe's DDP201 and attach's stall verdict, which see the same groups.
+
+    `groups`: how many places the ranks stand in; `odd_ranks`/`odd_waiting`/`where` ("at
+    train.py:57" or ""): the group that stands apart; `unseen_rank`: where a rank outside what
+    was looked at may be ("a rank outside this job"); `stall_timeout`: whether the caller judged
+    by a --stall-timeout the user can raise (probe), so a slow step can be told from a hang."""
+    if groups == 1 and any_waiting:
+        return (f"every rank waits in the same place: {unseen_rank} may be missing, or the ranks "
+                "cannot reach each other (run `ddpdoctor preflight`)"
+                + ("; if a step is just slow, raise --stall-timeout" if stall_timeout else ""))
+    look = f" {where}" if where else ""
+    if any_waiting and not odd_waiting:
+        return (f"{rank_list(odd_ranks)} never reached the collective the others wait in: look"
+                f"{look} for a rank-dependent branch, an endless loop or blocking I/O; every rank "
+                "must reach the same collectives in the same order")
+    if any_waiting:
+        return ("the ranks wait in different collectives: every rank must call the same collectives "
+                "in the same order (DDP501/DDP502 name the first divergence)")
+    return ("no rank is waiting in a collective: the script is busy (an endless loop, blocking I/O) "
+            f"{where or 'somewhere'}"
+            + (", or a step takes longer than the stall timeout (raise --stall-timeout)"
+               if stall_timeout else ""))
