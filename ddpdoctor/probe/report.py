@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.analysis import coverage, frameworks, memory, outside_steps, perf_tables
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.large_world import summarised
+from ddpdoctor.probe.run_model.outcome import MachineLoad
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 from ddpdoctor.core.registry import run_checks
 from ddpdoctor.lint.merge import static_part
@@ -92,6 +95,12 @@ def gather_notes(model: RunModel) -> list[str]:
     here = nodes[0]
     notes = [] if here.get("authenticated", True) else [UNAUTHENTICATED]
     return notes + [str(line) for line in (here.get("refusals") or [])[:10]]
+
+
+def _loaded(load: Optional[MachineLoad]) -> bool:
+    """Whether other work took enough of the machine to be said: a quarter of a core and a
+    tenth of the machine: less is what a quiet machine's own daemons take."""
+    return load is not None and load.other_cores >= max(0.25, 0.1 * load.cpus)
 
 
 def missing_nodes(model: RunModel) -> list[str]:
@@ -245,6 +254,12 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
     notes.extend(gather_notes(model))
     header += judged_on_training(model, incomplete, notes)
     notes.extend(outside_steps.notes(model))  # start-up and pauses, where they were spent
+    load = outcome.machine_load if outcome else None
+    if _loaded(load):
+        notes.append(f"other processes kept {load.other_cores:.1f} of this machine's {load.cpus} "
+                     f"CPUs busy while the job ran (the job itself {load.job_cores:.1f}): the "
+                     "timing checks (DDP601-605) measured under that load, and their medians move "
+                     "with it from run to run")
     metrics = {
         "wall_s": round(outcome.wall_s, 3) if outcome else None,
         "outcome": outcome.status if outcome else None,
@@ -255,6 +270,10 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
         **perf_tables.metrics(model),
         **outside_steps.metrics(model),
         "framework": framework.to_dict() if framework is not None else None,
+        "machine_load": None if load is None else {
+            "cpus": load.cpus, "seconds": round(load.seconds, 3),
+            "busy_cores": round(load.busy_cores, 3), "job_cores": round(load.job_cores, 3),
+            "other_cores": round(load.other_cores, 3)},
     }
     tables = ([rank_table(model)] if model.ranks else []) + perf_tables.tables(model)
     memory.add_to_report(model, metrics, tables)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.probe.inrank.parent_death import killed_with_parent
-from ddpdoctor.probe.launch import stacks, teardown
+from ddpdoctor.probe.launch import machine_load, stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
 from ddpdoctor.probe.options import ProbeOptions
@@ -140,6 +140,7 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
     teardown.subreaper(True)
     log_path = Path(run_dir) / LOG_FILE
     started = time.monotonic()
+    load_from = machine_load.sample()
     interrupt = Interrupt()
     interrupt.install()
     try:
@@ -160,6 +161,8 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
         interrupt.restore()
         teardown.reap_new_children(children_before)
         teardown.subreaper(False)
+    # After every process of the job was reaped: their CPU is then the job's, not other work's.
+    outcome.machine_load = machine_load.between(load_from, machine_load.sample())
     outcome.log_tail = _tail(log_path)
     outcome.exit_codes.update(_torchrun_exit_codes(outcome.log_tail))
     if isinstance(peers, NodeGather):

@@ -75,6 +75,30 @@ class RankStack:
 
 
 @dataclass
+class MachineLoad:
+    """This machine's CPU cores in use on average over the `seconds` the job ran: by everything,
+    and by the job (ddpdoctor and the processes of the job it reaped); launch/machine_load.py."""
+
+    cpus: int
+    seconds: float
+    busy_cores: float
+    job_cores: float
+
+    @property
+    def other_cores(self) -> float:
+        return max(0.0, self.busy_cores - self.job_cores)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Optional["MachineLoad"]:
+        """From outcome.json; None for anything else (an older run dir has no such entry)."""
+        try:
+            return cls(int(data["cpus"]), float(data["seconds"]), float(data["busy_cores"]),
+                       float(data["job_cores"]))
+        except (TypeError, KeyError, ValueError):
+            return None
+
+
+@dataclass
 class Outcome:
     # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed"; multi-node:
     # "node_lost" (node 0 lost another node), "ended" / "node0_lost" (another node's own job)
@@ -94,6 +118,7 @@ class Outcome:
     # When the probe began ending the job (time.time(); None: it ended by itself). Errors after
     # it are consequences of the teardown, never the cause (analysis/rank_state.py).
     ended_at: Optional[float] = None
+    machine_load: Optional[MachineLoad] = None  # None: not measured (not Linux, or ended early)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -105,5 +130,6 @@ class Outcome:
         data = dict(data)
         data["exit_codes"] = {int(k): v for k, v in (data.get("exit_codes") or {}).items()}
         data["stacks"] = [RankStack.from_dict(s) for s in data.get("stacks") or []]
+        data["machine_load"] = MachineLoad.from_dict(data.get("machine_load"))
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})

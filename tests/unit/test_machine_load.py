@@ -1,0 +1,86 @@
+"""The machine's load beside the job: read from /proc/stat and getrusage, kept in outcome.json,
+said in the report when other work took a real share of the machine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ddpdoctor.core.findings import Severity
+from ddpdoctor.probe.launch import machine_load
+from ddpdoctor.probe.launch.machine_load import Sample, between, parse_stat
+from ddpdoctor.probe.report import build_report
+from ddpdoctor.probe.run_model.outcome import MachineLoad, Outcome
+from tests.helpers.telemetry_builders import RunBuilder
+
+STAT = """cpu  1000 20 300 5000 80 0 10 5 0 0
+cpu0 500 10 150 2500 40 0 5 2 0 0
+cpu1 500 10 150 2500 40 0 5 3 0 0
+intr 12345
+ctxt 999
+"""
+
+
+def test_busy_time_is_everything_but_idle_and_iowait_in_seconds():
+    cpus, busy = parse_stat(STAT, 100.0)
+    assert cpus == 2
+    assert busy == pytest.approx((1000 + 20 + 300 + 10 + 5) / 100.0)
+
+
+def test_other_work_is_the_machines_busy_time_less_the_jobs():
+    first = Sample(at=10.0, cpus=2, busy_s=100.0, own_s=5.0)
+    last = Sample(at=20.0, cpus=2, busy_s=118.0, own_s=17.0)
+    load = between(first, last)
+    assert (load.cpus, load.seconds) == (2, 10.0)
+    assert load.busy_cores == pytest.approx(1.8) and load.job_cores == pytest.approx(1.2)
+    assert load.other_cores == pytest.approx(0.6)
+    # A job that reaped children started before the first sample can count more than the
+    # machine's busy time moved: other work is then nothing, never negative.
+    assert between(first, Sample(20.0, 2, 101.0, 17.0)).other_cores == 0.0
+    assert between(None, last) is None and between(first, Sample(10.01, 2, 100.0, 5.0)) is None
+
+
+def test_a_reaped_child_is_counted_as_the_jobs_own_work():
+    first = machine_load.sample()
+    if first is None:
+        pytest.skip("no /proc/stat on this machine")
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    load = between(first, machine_load.sample())
+    assert load is not None and load.cpus >= 1
+    assert load.job_cores * load.seconds >= 0.3  # the child's CPU, reaped: the job's
+    assert load.busy_cores * load.seconds >= 0.3 * 0.9  # the machine saw it busy too
+
+
+def test_the_load_survives_outcome_json_and_an_older_outcome_has_none():
+    outcome = Outcome("completed", 5.0, machine_load=MachineLoad(2, 5.0, 1.9, 1.1))
+    again = Outcome.from_dict(outcome.to_dict())
+    assert again.machine_load == MachineLoad(2, 5.0, 1.9, 1.1)
+    older = outcome.to_dict()
+    del older["machine_load"]
+    assert Outcome.from_dict(older).machine_load is None
+
+
+def _report(load):
+    run = RunBuilder(world_size=2, max_steps=5)
+    for rank in (0, 1):
+        run[rank].train_steps(5)
+        run[rank].end("script_exit")
+    run.outcome("completed")
+    model = run.model()
+    model.outcome.machine_load = load
+    return build_report(model, Severity.ERROR, set())
+
+
+def test_the_report_says_when_other_work_took_the_machine_and_is_silent_when_quiet():
+    busy = _report(MachineLoad(2, 8.0, 2.0, 0.9))
+    [said] = [n for n in busy.notes if n.startswith("other processes")]
+    assert said.startswith("other processes kept 1.1 of this machine's 2 CPUs busy while the job "
+                           "ran (the job itself 0.9): the timing checks (DDP601-605)")
+    assert busy.metrics["machine_load"]["other_cores"] == pytest.approx(1.1)
+    quiet = _report(MachineLoad(2, 8.0, 1.3, 1.15))
+    assert not [n for n in quiet.notes if n.startswith("other processes")]
+    assert quiet.metrics["machine_load"]["busy_cores"] == pytest.approx(1.3)
+    assert _report(None).metrics["machine_load"] is None
