@@ -39,6 +39,7 @@ class Merge:
     gain: float  # seconds off the step: the exposed communication that goes away
     exposed: float
     exposed_after: float  # the communication still exposed after backward with the fix
+    last_after: float  # of it, the last merged bucket, which always follows the last gradient
 
 
 def merge(comm: ModelComm, exposed: float) -> Optional[Merge]:
@@ -66,8 +67,9 @@ def merge(comm: ModelComm, exposed: float) -> Optional[Merge]:
     # merged bucket, which always follows the last gradient.
     exposed_after = min(exposed, max(merged, exposed - saved))
     if comm.shares_cores:
-        return Merge(cap, after, saved, saved, exposed, exposed_after)
-    return Merge(cap, after, saved, exposed - exposed_after, exposed, exposed_after)
+        return Merge(cap, after, saved, saved, exposed, exposed_after, min(merged, exposed_after))
+    return Merge(cap, after, saved, exposed - exposed_after, exposed, exposed_after,
+                 min(merged, exposed_after))
 
 
 def latency_bound_buckets(comm: ModelComm) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf import ModelComm, megabytes, ms
@@ -9,7 +11,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.wording import counted
-from .bucket_sizes import latency_bound_buckets, merge
+from .bucket_sizes import Merge, latency_bound_buckets, merge
 
 MIN_SHARE = 0.20  # avoidable exposed communication per step, as a share of the median step
 
@@ -96,8 +98,10 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
     # Counted here too, the same milliseconds made two findings, and DDP604's verdict on
     # examples/small_buckets.py sat within the noise of its threshold (borderline 4, reported 1
     # of 5 identical runs) while DDP603's fix removed all of it.
-    merged = _exposed_after_merge(comms, exposed)
-    explained = exposed - merged if merged is not None else 0.0
+    fix = _merge_that_leaves_most(comms, exposed)
+    explained = exposed - fix.exposed_after if fix is not None else 0.0
+    if fix is not None:  # what no overlap removes is then the last merged bucket, not today's last
+        floor = min(fix.exposed_after, max(floor, fix.last_after))
     avoidable = max(0.0, exposed - explained - floor)
     noise = perf.step_noise(perfs)
     # Per step: the avoidable exposure beyond a fifth of that step; their spread is the noise of
@@ -134,8 +138,9 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
     floor_words = (f"; {ms(floor)} of it is the last bucket's own cost, which no overlap removes"
                    if floor >= 0.05 * exposed else "")
     if explained > 0:
-        floor_words += (f"; merging the latency-bound buckets (DDP603) would take {ms(explained)} "
-                        "of it, and the rest is judged here")
+        floor_words = (f"; merging the latency-bound buckets (DDP603) would take {ms(explained)} "
+                       f"of it, and of the rest {ms(floor)} is the last merged bucket's own cost, "
+                       "which no overlap removes")
     evidence = {"exposed_ms": round(exposed * 1e3, 2), "step_ms": round(step_time * 1e3, 2),
                 "share": round(share, 3), "steps": steps,
                 "unavoidable_ms": round(floor * 1e3, 3),
@@ -158,11 +163,8 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
     )]
 
 
-def _exposed_after_merge(comms: list[ModelComm], exposed: float) -> float | None:
-    """The exposed communication left once DDP603's fix merged every model's latency-bound
-    buckets (the model that leaves the most decides: the step waits for all of them), or None
-    when no model has buckets to merge."""
+def _merge_that_leaves_most(comms: list[ModelComm], exposed: float) -> Optional[Merge]:
+    """DDP603's fix for the model whose merged buckets would leave the most communication
+    exposed (the step waits for every model's), or None when no model has buckets to merge."""
     fixes = [fix for fix in (merge(c, exposed) for c in comms) if fix is not None]
-    if not fixes:
-        return None
-    return max(fix.exposed_after for fix in fixes)
+    return max(fixes, key=lambda fix: fix.exposed_after, default=None)
