@@ -66,10 +66,8 @@ def merge(comm: ModelComm, exposed: float) -> Optional[Merge]:
     # Whatever the cores: fewer fixed costs shorten what runs after backward, down to the last
     # merged bucket, which always follows the last gradient.
     exposed_after = min(exposed, max(merged, exposed - saved))
-    if comm.shares_cores:
-        return Merge(cap, after, saved, saved, exposed, exposed_after, min(merged, exposed_after))
-    return Merge(cap, after, saved, exposed - exposed_after, exposed, exposed_after,
-                 min(merged, exposed_after))
+    gain = saved if comm.shares_cores else exposed - exposed_after
+    return Merge(cap, after, saved, gain, exposed, exposed_after, min(merged, exposed_after))
 
 
 def latency_bound_buckets(comm: ModelComm) -> bool:

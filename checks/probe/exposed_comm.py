@@ -115,10 +115,6 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
     if verdict == margins.CLEAN:
         return []
     share = exposed / step_time
-    if explained > 0:
-        evidence_merge = {"explained_by_ddp603_ms": round(explained * 1e3, 3)}
-    else:
-        evidence_merge = {}
     traffic = ""
     if comms:
         total = sum(c.bytes_per_iteration for c in comms)
@@ -145,7 +141,9 @@ def exposed_comm(run: RunModel) -> list[Problem] | Skipped:
                 "share": round(share, 3), "steps": steps,
                 "unavoidable_ms": round(floor * 1e3, 3),
                 "avoidable_share": round(avoidable / step_time, 3),
-                "step_noise_ms": round(noise * 1e3, 3), **evidence_merge}
+                "step_noise_ms": round(noise * 1e3, 3)}
+    if explained > 0:
+        evidence["explained_by_ddp603_ms"] = round(explained * 1e3, 3)
     if verdict == margins.BORDERLINE:
         return [margins.borderline(
             f"{ms(exposed)} of every {ms(step_time)} step ({share:.0%}) is gradient communication "

@@ -270,10 +270,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
         **perf_tables.metrics(model),
         **outside_steps.metrics(model),
         "framework": framework.to_dict() if framework is not None else None,
-        "machine_load": None if load is None else {
-            "cpus": load.cpus, "seconds": round(load.seconds, 3),
-            "busy_cores": round(load.busy_cores, 3), "job_cores": round(load.job_cores, 3),
-            "other_cores": round(load.other_cores, 3)},
+        "machine_load": None if load is None else load.to_dict(),
     }
     tables = ([rank_table(model)] if model.ranks else []) + perf_tables.tables(model)
     memory.add_to_report(model, metrics, tables)

@@ -88,6 +88,12 @@ class MachineLoad:
     def other_cores(self) -> float:
         return max(0.0, self.busy_cores - self.job_cores)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The report's `metrics.machine_load` (outcome.json keeps the four fields as they are)."""
+        return {"cpus": self.cpus, "seconds": round(self.seconds, 3),
+                "busy_cores": round(self.busy_cores, 3), "job_cores": round(self.job_cores, 3),
+                "other_cores": round(self.other_cores, 3)}
+
     @classmethod
     def from_dict(cls, data: Any) -> Optional["MachineLoad"]:
         """From outcome.json; None for anything else (an older run dir has no such entry)."""
@@ -118,7 +124,7 @@ class Outcome:
     # When the probe began ending the job (time.time(); None: it ended by itself). Errors after
     # it are consequences of the teardown, never the cause (analysis/rank_state.py).
     ended_at: Optional[float] = None
-    machine_load: Optional[MachineLoad] = None  # None: not measured (not Linux, or ended early)
+    machine_load: Optional[MachineLoad] = None  # None: not measured (CPU times unreadable, or no job)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
