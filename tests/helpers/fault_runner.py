@@ -81,11 +81,14 @@ class WatchedRun:
     def _note(self, proc: psutil.Process) -> None:
         # The command line is read again at every look: a process caught between fork and exec
         # (torchrun starting a rank) shows its parent's command line first, and a rank seen only
-        # then was never counted as a rank (a loaded machine widens that window).
+        # then was never counted as a rank (a loaded machine widens that window). An empty one
+        # is kept out: a process in the middle of exiting (its memory released, not yet a
+        # zombie, which psutil refuses) shows none, and a rank seen last then lost its name (a
+        # SIGTERM test counted 4 of its 6 processes).
         try:
             key = (proc.pid, proc.create_time())
             cmdline = " ".join(proc.cmdline())[:200]
-            if key not in self.seen or self.seen[key].cmdline != cmdline:
+            if key not in self.seen or (cmdline and self.seen[key].cmdline != cmdline):
                 self.seen[key] = Seen(proc.pid, key[1], cmdline)
         except psutil.Error:
             pass
