@@ -69,10 +69,11 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         # Slow is not stuck: --timeout ended ranks that were working (or sleeping) in their own
         # code with nothing pending. Not a hang, and not a pass either: the job was not judged.
         steps = f"the {run.meta.max_steps} steps it needs" if run.meta.max_steps else "its steps"
+        advice = (f"raise --timeout, or let the script reach {steps} sooner (a smaller dataset or "
+                  "evaluation flag)" if run.ranks else "raise --timeout: its start-up alone took longer")
         return Incomplete(
             f"--timeout ({seconds(run.meta.timeout_s)}) ended the job before it finished, and no "
-            f"rank ever blocked: {final_spell(run)}; raise --timeout, or let the script reach "
-            f"{steps} sooner (a smaller dataset or evaluation flag)")
+            f"rank ever blocked: {final_spell(run)}; {advice}")
     if outcome.status not in ("stalled", "timeout"):
         return []
     everyone = set(run.ranks) | set(outcome.exit_codes) | {s.rank for s in outcome.stacks}

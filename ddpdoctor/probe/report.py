@@ -246,7 +246,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
     missing = sorted(set(range(model.world_size)) - set(model.ranks))
     incomplete = missing_nodes(model)
     if missing and meta.nnodes == 1:
-        notes.append(f"no telemetry from rank(s) {', '.join(map(str, missing))}: they never started the bootstrap")
+        notes.append(f"no telemetry from rank(s) {', '.join(map(str, missing))}: they had not started the bootstrap when the job ended")
     elif missing and not incomplete and model.outcome is not None:
         incomplete.append(f"no telemetry from rank(s) {', '.join(map(str, missing))} of {model.world_size}")
     if outcome and outcome.leftover_pids:

@@ -1,5 +1,7 @@
 # Trains for ever (run it with --max-steps 0), fed by two DataLoader workers per rank: for
 # SIGINT, SIGTERM, --timeout and a killed ddpdoctor, each of which must end the workers too.
+# Five steps a second: training all the same to the watchdog, and little CPU for the tests that
+# let it run for tens of seconds on a machine shared with the rest of the suite.
 import time
 
 import torch
@@ -20,5 +22,5 @@ while True:
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
         opt.step()
-        time.sleep(0.05)
+        time.sleep(0.2)
     epoch += 1

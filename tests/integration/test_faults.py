@@ -147,8 +147,11 @@ def test_ranks_sleeping_before_init_without_py_spy_end_incomplete_at_timeout_pla
     not stuck (issue 28), so --timeout ends it as incomplete, never a hang error, and the place
     comes from the ranks' faulthandler dumps."""
     run_dir = tmp_path / "run"
-    done = WatchedRun(*probe_args("hang_before_init.py", run_dir, "--stall-timeout", "3", "--timeout", "15"),
-                      run_dir=run_dir, env={"PATH": path_without_py_spy()}).finish(deadline_s=60)
+    # 40 s: the ranks must be sleeping at their line when --timeout ends the job. On CI's loaded
+    # machine torchrun and the ranks took more than 15 s to start (the verdict is then still
+    # incomplete, but no rank stands anywhere yet). Sleeping ranks cost no CPU while it waits.
+    done = WatchedRun(*probe_args("hang_before_init.py", run_dir, "--stall-timeout", "3", "--timeout", "40"),
+                      run_dir=run_dir, env={"PATH": path_without_py_spy()}).finish(deadline_s=40 + 40)
     assert done.code == 4, done.stderr
     report = report_of(run_dir)
     assert report["status"] == "incomplete" and report["metrics"]["outcome"] == "timeout_busy"
@@ -165,12 +168,12 @@ def test_timeout_ends_an_endless_job_and_py_spy_refused_by_the_kernel_falls_back
     run_dir = tmp_path / "run"
     denied_path = denying_py_spy(tmp_path / "bin")
     started = time.monotonic()
-    # 20 s: the ranks must have trained a step before the timeout for the verdict to be a hang
-    # (before it, "incomplete", exit 4, is the right answer), and on a loaded machine two ranks
-    # with their DataLoader workers took more than 10 s to get there.
-    done = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0", "--timeout", "20"),
+    # 40 s: the ranks must have trained a step before the timeout for the verdict to be a hang
+    # (before it, "incomplete", exit 4, is the right answer), and on CI's loaded machine two ranks
+    # with their DataLoader workers took more than 20 s to get there.
+    done = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0", "--timeout", "40"),
                       run_dir=run_dir, env={"PATH": denied_path} if denied_path else None
-                      ).finish(deadline_s=20 + 20)
+                      ).finish(deadline_s=40 + 20)
     assert done.code == 1, done.stderr
     report = report_of(run_dir)
     hang = finding(report, "DDP503")
@@ -180,7 +183,7 @@ def test_timeout_ends_an_endless_job_and_py_spy_refused_by_the_kernel_falls_back
     if denied_path:
         assert hang["evidence"]["stack_method"] == "faulthandler"
         assert "py-spy was not allowed to attach (permission denied)" in hang["evidence"]["stack_note"]
-    assert time.monotonic() - started < 20 + 20
+    assert time.monotonic() - started < 40 + 20
 
 
 @multiprocess

@@ -41,10 +41,40 @@ def test_one_rank_pausing_while_the_other_waits_in_the_all_reduce_is_named_withi
 
 
 def test_ranks_polling_for_ever_end_incomplete_at_timeout_with_where_they_were(tmp_path):
-    result = probe(SCRIPT, *STALL, "--timeout", "15", run_dir=tmp_path / "run", args=["--poll"])
+    # 40 s: the ranks must be polling when --timeout ends the job; on a loaded machine torchrun
+    # and the ranks take more than 15 s to start. They poll asleep: no CPU while it waits.
+    result = probe(SCRIPT, *STALL, "--timeout", "40", run_dir=tmp_path / "run", args=["--poll"])
     assert result.code == 4, result.report["findings"]
     report = result.report
     assert report["status"] == "incomplete" and report["metrics"]["outcome"] == "timeout_busy"
     assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == []
     [why] = [r for r in report["incomplete"] if r.startswith("DDP503")]
     assert "ranks 0-1 spent" in why and f"wait_for_shards() at {SCRIPT}:43 before their first step" in why
+
+
+# --- before any rank exists ---------------------------------------------------------------------
+
+def test_timeout_before_torchrun_started_any_rank_is_incomplete_start_up_not_a_hang(tmp_path):
+    """On a loaded machine torchrun's agent and the ranks can spend longer importing torch than
+    --timeout: no rank has written a record, and the job's processes are working. That is a
+    start-up, not a stuck launch (CI saw DDP503 "left no telemetry" there). One second is less
+    than any machine needs to start a rank (torch's import alone is over a CPU-second)."""
+    result = probe("examples/healthy.py", "--timeout", "1", run_dir=tmp_path / "run")
+    assert result.code == 4, result.report["findings"]
+    report = result.report
+    assert report["status"] == "incomplete" and report["metrics"]["outcome"] == "timeout_busy"
+    assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == []
+    [why] = [r for r in report["incomplete"] if r.startswith("DDP503")]
+    assert "no rank had started: the launcher and its processes were starting up" in why
+
+
+def test_timeout_while_the_script_prepares_before_spawning_its_ranks_is_incomplete(tmp_path):
+    """--launcher none: the script's own process prepares its data (asleep, as on a download)
+    before mp.spawn. Its own code, nothing pending: busy, not a hang."""
+    result = probe("tests/scripts/slow_launch.py", "--launcher", "none", "--timeout", "4",
+                   run_dir=tmp_path / "run", args=["--prepare", "600"])
+    assert result.code == 4, result.report["findings"]
+    report = result.report
+    assert report["status"] == "incomplete" and report["metrics"]["outcome"] == "timeout_busy"
+    [why] = [r for r in report["incomplete"] if r.startswith("DDP503")]
+    assert "no rank had started: the script was in its own code before starting its ranks" in why

@@ -4,10 +4,16 @@ what the report says about time spent outside steps, fed recorded facts."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+
+import psutil
 
 from ddpdoctor.core.registry import Incomplete, get_check
 from ddpdoctor.probe.analysis import outside_steps
-from ddpdoctor.probe.run_model.looks import Pending, RankLook, judge as judge_looks
+from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch, job_cpu_seconds
+from ddpdoctor.probe.run_model.looks import STARTING_CPU, JobLook, Pending, RankLook, judge as judge_looks
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.run_model.outcome import RankStack
 from tests.helpers.telemetry_builders import SITE_ALLREDUCE, T0, RunBuilder, running, site, stack, waiting_in
@@ -91,7 +97,55 @@ def test_a_rank_waiting_on_a_peer_that_ended_is_blocked():
 
 
 def test_no_rank_left_while_nothing_progresses_is_stuck():
-    assert judge_looks([]).blocked  # no rank process found at all
+    assert judge_looks([]).blocked  # no rank process found at all, the job's CPU not measured
+
+
+def test_no_rank_yet_while_the_job_s_processes_work_is_start_up_not_a_stuck_launch():
+    """torchrun's agent and the ranks importing torch on a loaded machine (CI: 15 s and more)."""
+    verdict = judge_looks([], JobLook(cpu=0.4))
+    assert not verdict.blocked
+    assert verdict.reason == "no rank has started yet; the job's processes are starting up (using 0.4 CPUs)"
+
+
+def test_no_rank_yet_while_the_job_s_processes_are_idle_is_a_launch_that_waits():
+    """torchrun's agent in a rendezvous that never completes used 0.001 CPUs (measured)."""
+    verdict = judge_looks([], JobLook(cpu=0.001))
+    assert verdict.blocked and "idle" in verdict.reason
+    assert judge_looks([], JobLook(cpu=STARTING_CPU)).blocked is False
+
+
+def test_no_rank_yet_under_launcher_none_is_the_script_s_own_code_whatever_its_cpu():
+    verdict = judge_looks([], JobLook(cpu=0.0, script_is_launcher=True))
+    assert not verdict.blocked and "the script is in its own code before starting its ranks" in verdict.reason
+
+
+def test_every_rank_ended_while_the_job_has_not_is_stuck_whatever_the_job_s_cpu():
+    verdict = judge_looks([RankLook(r, done=True) for r in (0, 1)], JobLook(cpu=1.0))
+    assert verdict.blocked and verdict.reason == "every rank has ended, and the job has not"
+
+
+def test_the_lookout_reads_the_cpu_of_the_launcher_and_its_children(tmp_path):
+    """A real process tree: a launcher whose child works, then one whose child sleeps. Each look
+    reads from the previous one (the first, from the launch: both interpreters' own start)."""
+    child = "import time\nprint('started', flush=True)\nwhile {busy}: pass\ntime.sleep(60)"
+    code = "import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    for busy, blocked in ((True, False), (False, True)):
+        launcher = subprocess.Popen([sys.executable, "-c", code.format(child=child.format(busy=busy))],
+                                    stdout=subprocess.PIPE)
+        try:
+            lookout = Lookout(str(tmp_path), ProgressWatch(str(tmp_path), 3.0), lambda: ([], ""),
+                              dict, job_cpu=lambda: job_cpu_seconds(launcher.pid))
+            assert launcher.stdout.readline() == b"started\n"  # both interpreters have started
+            lookout.look()
+            time.sleep(0.5)
+            verdict = lookout.look()
+            assert verdict.blocked is blocked, verdict.reason
+        finally:
+            for proc in psutil.Process(launcher.pid).children(recursive=True):
+                proc.kill()
+            launcher.kill()
+            launcher.wait()
+    assert job_cpu_seconds(launcher.pid) is None  # ended: nothing to read
 
 
 def test_every_rank_waiting_in_init_process_group_is_blocked_from_the_records_alone():
@@ -153,3 +207,19 @@ def test_ranks_alive_but_unobserved_are_no_evidence_of_a_hang():
     looks = [RankLook(rank=r) for r in (0, 1)]
     verdict = judge_looks(looks)
     assert not verdict.blocked and "could be observed" in verdict.reason
+
+
+def test_timeout_before_any_rank_started_says_the_launch_was_still_starting(tmp_path):
+    run = RunBuilder(world_size=2, ranks=[], timeout_s=15.0)
+    run.outcome("timeout_busy", stall_s=15.0, wall_s=15.0)
+    run.write(tmp_path)
+    (tmp_path / "watch.jsonl").write_text(json.dumps(
+        {"t": T0 + 14, "quiet_s": 14.0, "blocked": False, "waiting": [], "working": [], "places": [],
+         "ranks": {}, "job_cpu": 0.46}) + "\n")
+    model = run.load(tmp_path)
+    model.watch = outside_steps.load_looks(tmp_path)
+    verdict = get_check("DDP503").func(model)
+    assert isinstance(verdict, Incomplete)
+    assert ("no rank had started: the launcher and its processes were starting up for 15 s "
+            "(using 0.5 CPUs at the last look)" in verdict.reason)
+    assert verdict.reason.endswith("raise --timeout: its start-up alone took longer")

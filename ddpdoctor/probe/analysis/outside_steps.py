@@ -164,6 +164,17 @@ def final_spell(run: RunModel) -> str:
     steps = max((r.steps for r in run.ranks.values()), default=0)
     when = "before their first step" if steps == 0 else f"after step {steps}"
     spent = f"spent {quiet:.0f} s" if quiet is not None else "were"
+    if not run.ranks and last is not None and not places:
+        # No rank wrote its first record. The look measured the job's CPU: torchrun's agent and
+        # the ranks importing torch and the script, or the script's own code before it starts
+        # its ranks (--launcher none).
+        cpu = last.get("job_cpu")
+        using = f" (using {cpu:.1f} CPUs at the last look)" if isinstance(cpu, (int, float)) else ""
+        took = f" for {quiet:.0f} s" if quiet is not None else ""
+        if run.meta.launcher == "none":
+            return f"no rank had started: the script was in its own code before starting its ranks{took}{using}"
+        return (f"no rank had started: the launcher and its processes were starting up{took}{using}; "
+                "a loaded machine or slow imports")
     if not places:
         return f"the ranks {spent} in their own code {when}, no collective pending (no stack was taken)"
     return "; ".join(f"{_ranks(p.get('ranks') or [])} {spent} {p.get('where', '')}"

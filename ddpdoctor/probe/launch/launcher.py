@@ -27,7 +27,7 @@ from ddpdoctor.probe.rundir import LOG_FILE, TORCHRUN_LOG_DIR
 from ddpdoctor.probe.run_model.outcome import Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
-from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch
+from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch, job_cpu_seconds
 
 POLL_S = 0.2
 # Multi-node: how long node 0 waits, after its own ranks ended, for the other nodes' ends.
@@ -156,7 +156,8 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
             except OSError as exc:
                 return Outcome("launch_failed", 0.0, log_tail=f"could not start the job: {exc}")
             outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy, peers,
-                                 health=lambda: _run_dir_trouble(run_dir, log))
+                                 health=lambda: _run_dir_trouble(run_dir, log),
+                                 script_is_launcher=launcher == "none")
     finally:
         interrupt.restore()
         teardown.reap_new_children(children_before)
@@ -197,7 +198,7 @@ def _run_dir_trouble(run_dir: str, log: JobLog) -> Optional[str]:
 
 def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_id: str,
                started: float, interrupt: Interrupt, use_pyspy: bool, peers=None,
-               health=lambda: None) -> Outcome:
+               health=lambda: None, script_is_launcher: bool = False) -> Outcome:
     watch = ProgressWatch(run_dir, options.stall_timeout_s)
     deadline = started + options.timeout_s
     gather = peers if isinstance(peers, NodeGather) else None
@@ -222,7 +223,8 @@ def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_
 
     lookout = Lookout(run_dir, watch, every_stack,
                       lambda: stacks.rank_processes(run_dir, run_id, proc.pid),
-                      local_stacks if gather is not None else None)
+                      local_stacks if gather is not None else None,
+                      lambda: job_cpu_seconds(proc.pid), script_is_launcher)
     while True:
         code = proc.poll()
         if gather is not None:

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+import psutil
+
 from ddpdoctor.probe import jsonl, telemetry as tm
-from ddpdoctor.probe.run_model.looks import Judgement, Pending, RankLook, collective_text, judge
+from ddpdoctor.probe.run_model.looks import JobLook, Judgement, Pending, RankLook, collective_text, judge
 from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe.run_model.stack_text import relative_to
 from ddpdoctor.probe.run_model.stack_view import StackView
@@ -206,17 +208,42 @@ def _main_thread_cpu(processes: dict) -> dict[int, float]:
     return found
 
 
+def job_cpu_seconds(root_pid: Optional[int]) -> Optional[float]:
+    """CPU-seconds used so far by the launcher and every live process under it, including what
+    each has reaped (torchrun's agent counts the ranks it collected). None: no launcher to read."""
+    if root_pid is None:
+        return None
+    try:
+        root = psutil.Process(root_pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return None
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue  # ended between the listing and the read
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
 class Lookout:
     """Looks at the ranks during quiet spells and judges them busy or blocked.
 
     `take_stacks()` -> (RankStack list, note): every rank's stack (py-spy, else faulthandler;
     node 0 of a multi-node job asks the other nodes too); `local_stacks()` the same for this
     node's ranks only, for the looks before the stall timeout (no network round per look).
-    `processes()` -> rank -> psutil process, for this node's ranks' CPU time."""
+    `processes()` -> rank -> psutil process, for this node's ranks' CPU time. `job_cpu()` -> the
+    CPU-seconds the launcher and its processes used so far (job_cpu_seconds), read while no rank
+    has been seen: start-up or a launch that waits; `script_is_launcher` under --launcher none.
+    Created when the job is launched."""
 
     def __init__(self, run_dir: str, watch: ProgressWatch,
                  take_stacks: Callable[[], tuple[list, str]], processes: Callable[[], dict],
-                 local_stacks: Optional[Callable[[], tuple[list, str]]] = None) -> None:
+                 local_stacks: Optional[Callable[[], tuple[list, str]]] = None,
+                 job_cpu: Callable[[], Optional[float]] = lambda: None,
+                 script_is_launcher: bool = False) -> None:
         self.watch = watch
         self.take_stacks = take_stacks
         self.local_stacks = local_stacks or take_stacks
@@ -231,6 +258,9 @@ class Lookout:
         self.judgement: Optional[Judgement] = None
         self.stacks: list[RankStack] = []
         self.note = ""
+        self.job_cpu = job_cpu
+        self.script_is_launcher = script_is_launcher
+        self.job_cpu_before = (0.0, time.monotonic())  # the launcher had used nothing at its start
 
     def due(self) -> bool:
         """Time for a look: the job is quiet long enough, and the last look is old enough (or
@@ -284,19 +314,30 @@ class Lookout:
             self.before[rank] = (signature, cpu.get(rank), now)
             looks.append(RankLook(rank, bool(state.ended or state.crashed), state.pending(), view,
                                   moved, share))
-        self.judgement = judge(looks)
+        job = JobLook(self._job_cpu_share(now), self.script_is_launcher) if not looks else None
+        self.judgement = judge(looks, job)
         self.blocked_spell = spell if full and self.judgement.blocked else None
         if late and not self.judgement.blocked:
             self.watch.paused.update(look.rank for look in looks)
         self.stacks, self.note, self.looked_at = stacks, note, now
-        self._append(looks, self.judgement)
+        self._append(looks, self.judgement, job)
         return self.judgement
 
-    def _append(self, looks: list[RankLook], judgement: Judgement) -> None:
+    def _job_cpu_share(self, now: float) -> Optional[float]:
+        """CPUs the job's processes used since the previous reading (the launch, the first time)."""
+        used = self.job_cpu()
+        if used is None:
+            return None
+        before, then = self.job_cpu_before
+        self.job_cpu_before = (used, now)
+        return max(0.0, used - before) / (now - then) if now > then else None
+
+    def _append(self, looks: list[RankLook], judgement: Judgement, job: Optional[JobLook]) -> None:
         """One line per look (one os.write on an O_APPEND descriptor, like the ranks' files)."""
         record = {"t": round(time.time(), 3), "quiet_s": round(self.watch.quiet_for(), 2),
                   "stall_timeout_s": self.watch.timeout_s, **judgement.to_dict(),
-                  "ranks": {str(look.rank): _look_dict(look) for look in looks}}
+                  "ranks": {str(look.rank): _look_dict(look) for look in looks},
+                  "job_cpu": None if job is None or job.cpu is None else round(job.cpu, 3)}
         try:
             fd = os.open(self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:

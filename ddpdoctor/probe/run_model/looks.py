@@ -36,6 +36,10 @@ def collective_text(op: str, bucket: Optional[int] = None, shapes: Optional[list
 
 # A main thread using at least this share of a CPU between two looks is working, not waiting.
 RUNNING_CPU_SHARE = 0.2
+# The job's processes, before any rank is seen: torchrun's agent waiting in a rendezvous used
+# 0.001 CPUs (measured, torch 2.13); the agent and the ranks importing torch use a whole CPU,
+# and a tenth of one still on a machine ten times overloaded.
+STARTING_CPU = 0.05
 
 
 @dataclass
@@ -134,14 +138,39 @@ class Judgement:
                 "places": [{"ranks": r, "where": w} for r, w in self.places], "reason": self.reason}
 
 
-def judge(looks: list[RankLook]) -> Judgement:
+@dataclass
+class JobLook:
+    """The job's processes as a whole, looked at while no rank has been seen."""
+
+    cpu: Optional[float]  # CPUs the launcher and every process under it used since the last look
+    script_is_launcher: bool = False  # --launcher none: the process is the user's script itself
+
+
+def judge(looks: list[RankLook], job: Optional[JobLook] = None) -> Judgement:
     """Busy or blocked, from one look at every rank (a pure function of what was seen).
 
     Blocked: some rank waits for peers that have not arrived (they work elsewhere, or ended),
     or every unfinished rank waits. Busy: no rank waits. Ranks alive but not observed (no stack,
     no CPU time, no record of a wait: py-spy timing out on a loaded machine) are no evidence of
-    blocking either: not blocked, so --timeout bounds them (incomplete, never a pass). No rank
-    left at all while nothing progresses: blocked."""
+    blocking either: not blocked, so --timeout bounds them (incomplete, never a pass).
+
+    No rank seen yet: the job's CPU tells start-up from a launch that waits. Working: torchrun's
+    agent and the ranks are still importing torch and the script (seconds each, far more on a
+    loaded machine), not stuck. Under --launcher none the process is the user's script in its
+    own code before it starts its ranks (preparing data, downloading): busy whatever its CPU,
+    as a rank sleeping in its own code is. Otherwise idle, or not measured: blocked (a
+    rendezvous that never completes). Every rank ended while the job has not: blocked."""
+    if not looks:
+        cpu = None if job is None else job.cpu
+        using = "" if cpu is None else f" (using {cpu:.1f} CPUs)"
+        if job is not None and job.script_is_launcher:
+            return Judgement(False, [], [], [], f"no rank has started yet; the script is in its own "
+                             f"code before starting its ranks{using}")
+        if cpu is not None and cpu >= STARTING_CPU:
+            return Judgement(False, [], [], [], f"no rank has started yet; the job's processes are "
+                             f"starting up{using}")
+        idle = "" if cpu is None else f", and the job's processes are idle (using {cpu:.2f} CPUs)"
+        return Judgement(True, [], [], [], f"no rank could be observed{idle}")
     active = [look for look in looks if not look.done]
     places: dict[str, list[int]] = {}
     for look in active:
@@ -151,10 +180,9 @@ def judge(looks: list[RankLook]) -> Judgement:
     working = sorted(look.rank for look in active if not look.waiting)
     said = "; ".join(f"{_ranks_short(r)} {w}" for r, w in grouped)
     if not active:
-        # Nothing left to look at, and still no progress: stuck (torchrun's rendezvous, ranks
-        # that never wrote a record, a job that does not exit after its ranks ended).
-        return Judgement(True, [], [], [], "every rank has ended, and the job has not" if looks
-                         else "no rank could be observed")
+        # Nothing left to look at, and still no progress: stuck (a job that does not exit
+        # after its ranks ended).
+        return Judgement(True, [], [], [], "every rank has ended, and the job has not")
     if waiting and working:
         return Judgement(True, waiting, working, grouped,
                          f"{said}: {_ranks_short(working)} never arrived")
