@@ -26,9 +26,11 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     What it detects:
         The probe's watchdog saw no rank advance (no new telemetry) for the stall timeout
         while a rank was blocked: waiting in a collective, a barrier or a store wait that its
-        peers had not reached, or every rank waiting. Ranks busy in their own code (CPU time
-        advancing, the stack moving, or all sleeping at one line with no collective pending:
-        data preparation, evaluation, a checkpoint upload) are not a stall; the watchdog
+        peers had not reached, or every rank waiting. Peers still running inside the same
+        statement (importing what the call needs, a slower backward) are late, not a stall.
+        Ranks busy in their own code (CPU time advancing, the stack moving, or all sleeping at
+        one line with no collective pending: data preparation, evaluation, a checkpoint
+        upload) are not a stall; the watchdog
         keeps watching up to --timeout, and if --timeout ends such a job the verdict is
         incomplete (exit 4) with where the time went, not this error. A job --timeout ends
         while it was still training or blocked is reported here. Every rank's stack at that moment

@@ -90,6 +90,45 @@ def test_ranks_importing_torch_distributed_are_starting_not_waiting():
     assert not judge_looks([RankLook(0, stack=importing), RankLook(1, stack=importing)]).blocked
 
 
+def in_ddp_init(rank: int, *inner: tuple[str, str, int], idle: bool) -> StackView:
+    """A rank inside DDP's constructor called at train.py:37, innermost frames first."""
+    return view(stack(rank, [*inner, ("DistributedDataParallel.__init__", "torch/nn/parallel/distributed.py", 886),
+                             ("main", "train.py", 37), ("<module>", "train.py", 53)], idle=idle))
+
+
+def test_a_rank_still_running_inside_the_statement_its_peer_waits_in_is_late_not_elsewhere():
+    """CI, loaded: rank 0 waited in DDP's constructor (its parameter check, a collective) while
+    rank 1, at the same line, was still importing torch._dynamo for it: not a hang."""
+    waits = in_ddp_init(0, ("_verify_param_shape_across_processes", "torch/distributed/utils.py", 286), idle=True)
+    importing = in_ddp_init(1, ("<module>", "sympy/geometry/point.py", 28),
+                            ("_find_and_load", "<frozen importlib._bootstrap>", 1176), idle=False)
+    looks = [RankLook(0, stack=waits, cpu_share=0.11), RankLook(1, stack=importing, cpu_share=0.23)]
+    verdict = judge_looks(looks)
+    assert not verdict.blocked and verdict.waiting == [0] and verdict.working == [1]
+    assert verdict.reason.endswith("rank 1 still running on the way there")
+    # A slower backward: rank 0 waits in DDP's all-reduce under loss.backward(), rank 1 computes it.
+    pending = Pending("DDP gradient all-reduce (bucket 0)", site(80, func="train_step"), T0)
+    backward = [("backward", "torch/_tensor.py", 625), ("train_step", "train.py", 80), ("main", "train.py", 90)]
+    looks = [RankLook(0, pending=pending, stack=view(stack(0, backward, idle=True)), cpu_share=0.0),
+             RankLook(1, stack=view(stack(1, backward, idle=False)), cpu_share=1.0)]
+    assert not judge_looks(looks).blocked
+
+
+def test_a_rank_at_the_waiting_statement_but_not_running_is_what_its_peer_waits_for():
+    waits = in_ddp_init(0, ("_verify_param_shape_across_processes", "torch/distributed/utils.py", 286), idle=True)
+    stuck = in_ddp_init(1, ("read", "fsspec/spec.py", 12), idle=True)  # blocked in I/O inside it
+    looks = [RankLook(0, stack=waits, cpu_share=0.0), RankLook(1, stack=stuck, moved=False, cpu_share=0.0)]
+    assert judge_looks(looks).blocked
+
+
+def test_ranks_waiting_in_two_statements_are_blocked_whatever_the_others_do():
+    looks = [RankLook(0, pending=BARRIER, stack=view(waiting_in(0, "barrier", line=60))),
+             RankLook(1, stack=view(waiting_in(1, "all_reduce", line=57))),
+             RankLook(2, stack=view(running(2, "train_step", 60)), cpu_share=1.0)]
+    verdict = judge_looks(looks)
+    assert verdict.blocked and verdict.reason.endswith("rank 2 never arrived")
+
+
 def test_a_rank_waiting_on_a_peer_that_ended_is_blocked():
     looks = [RankLook(0, done=True), RankLook(1, pending=Pending("DDP gradient all-reduce", site(60), T0))]
     verdict = judge_looks(looks)
@@ -223,3 +262,17 @@ def test_timeout_before_any_rank_started_says_the_launch_was_still_starting(tmp_
     assert ("no rank had started: the launcher and its processes were starting up for 15 s "
             "(using 0.5 CPUs at the last look)" in verdict.reason)
     assert verdict.reason.endswith("raise --timeout: its start-up alone took longer")
+
+
+def test_timeout_while_a_rank_waits_for_a_peer_still_on_its_way_says_both_places(tmp_path):
+    run = RunBuilder(world_size=2, timeout_s=60.0)
+    run.outcome("timeout_busy", stall_s=50.0, wall_s=60.0)
+    run.write(tmp_path)
+    places = [{"ranks": [0], "where": "waits in DistributedDataParallel.__init__ at train.py:37"},
+              {"ranks": [1], "where": "in DistributedDataParallel.__init__ at train.py:37"}]
+    looks_file(tmp_path, {**look(T0 + 50, "", quiet=50.0), "places": places})
+    model = run.load(tmp_path)
+    model.watch = outside_steps.load_looks(tmp_path)
+    verdict = get_check("DDP503").func(model)
+    assert ("rank 0 spent 50 s waiting in DistributedDataParallel.__init__ at train.py:37; rank 1 spent "
+            "50 s in DistributedDataParallel.__init__ at train.py:37 before their first step;") in verdict.reason

@@ -108,6 +108,33 @@ def test_an_evaluation_loader_is_not_an_epoch_end(tmp_path):
     assert "epoch end — not reached" in boundaries.line(summary, None, 5, 20)
 
 
+def test_an_evaluation_loader_between_training_epochs_is_not_an_epoch_end(tmp_path):
+    run = RunBuilder(world_size=1)
+    for epoch in range(3):
+        run[0].loader(loader_id=0, epoch=epoch).train_steps(4).epoch_end(loader_id=0, epoch=epoch, batches_seen=4)
+        run[0].loader(loader_id=1, epoch=epoch).epoch_end(loader_id=1, epoch=epoch, batches_seen=2)
+    assert boundaries.summarize(run.model(), None).epoch_ends == 3
+
+
+def test_a_dataloader_built_anew_each_epoch_counts_every_epoch(tmp_path):
+    """`for epoch in ...: loader = DataLoader(...)`: each loader has one epoch (a real pattern:
+    the dataset is rebuilt, or the loader made inside a train_one_epoch function)."""
+    run = RunBuilder(world_size=2)
+    for rank in run.ranks:
+        for epoch in range(3):
+            run[rank].loader(loader_id=epoch, epoch=0).train_steps(4).epoch_end(loader_id=epoch, batches_seen=4)
+    summary = boundaries.summarize(run.model(), None)
+    assert summary.epoch_ends == 3
+    assert boundaries.line(summary, None, 0, 20).startswith("boundaries: epoch end ✓ (3 epochs")
+
+
+def test_two_loaders_iterated_side_by_side_are_one_epoch(tmp_path):
+    run = RunBuilder(world_size=1)
+    run[0].loader(loader_id=0).loader(loader_id=1).train_steps(4)
+    run[0].epoch_end(loader_id=0, batches_seen=4).epoch_end(loader_id=1, batches_seen=4)
+    assert boundaries.summarize(run.model(), None).epoch_ends == 1
+
+
 def test_no_coverage_records_mean_no_coverage_note(tmp_path):
     run = RunBuilder(world_size=2)
     run.all("train_steps", 2)

@@ -48,7 +48,7 @@ class IntervalBranch:
 
 @dataclass
 class BoundarySummary:
-    epoch_ends: int  # most epoch ends of one training loader on one rank
+    epoch_ends: int  # training epochs that ended on one rank (the most of any rank)
     truncated: bool  # epochs were cut by --steps-per-epoch
     loaders: bool  # the script iterated a DataLoader
     counts: dict[str, int]  # kind -> Boundary records (most on one rank)
@@ -161,16 +161,19 @@ def summarize(run: RunModel, script: Optional[str]) -> BoundarySummary:
     no_grad = 0
     for rank_run in run.ranks.values():
         loaders = loaders or bool(rank_run.of(tm.Loader))
-        steps_at: dict[tuple[int, int], int] = {(l.loader_id, l.epoch): l.step for l in rank_run.of(tm.Loader)}
-        per_loader: dict[int, int] = {}
+        began = {(l.loader_id, l.epoch): l for l in rank_run.of(tm.Loader)}
+        step_times = [s.t for s in rank_run.of(tm.Step)]
+        epochs: set[int] = set()  # the step each trained epoch began at
         for end in rank_run.of(tm.EpochEnd):
-            start = steps_at.get((end.loader_id, end.epoch))
-            later = [l.step for l in rank_run.of(tm.Loader) if l.loader_id == end.loader_id and l.epoch == end.epoch + 1]
-            trained = start is not None and ((later and later[0] > start) or rank_run.steps > start)
-            if trained:  # a training loader's epoch (steps ran in it), not an evaluation pass
-                per_loader[end.loader_id] = per_loader.get(end.loader_id, 0) + 1
+            start = began.get((end.loader_id, end.epoch))
+            # A training epoch: an optimizer step ran between its first batch and its end. An
+            # evaluation pass between training epochs has none.
+            if start is not None and any(start.t < t <= end.t for t in step_times):
+                # Keyed by where it began: a DataLoader built anew each epoch counts each epoch,
+                # loaders iterated side by side (zip) count once.
+                epochs.add(start.step)
                 truncated = truncated or end.truncated
-        epoch_ends = max([epoch_ends, *per_loader.values()])
+        epoch_ends = max(epoch_ends, len(epochs))
         rank_counts: dict[str, int] = {}
         for record in rank_run.of(tm.Boundary):
             if record.what == "no_grad":

@@ -177,5 +177,13 @@ def final_spell(run: RunModel) -> str:
                 "a loaded machine or slow imports")
     if not places:
         return f"the ranks {spent} in their own code {when}, no collective pending (no stack was taken)"
-    return "; ".join(f"{_ranks(p.get('ranks') or [])} {spent} {p.get('where', '')}"
-                     for p in places) + f" {when}, no collective pending"
+    # A rank waiting for a peer still on its way to the same call (looks.py) is a place too.
+    waited = any(str(p.get("where", "")).startswith("waits in ") for p in places)
+    return "; ".join(f"{_ranks(p.get('ranks') or [])} {spent} {_spent_where(str(p.get('where', '')))}"
+                     for p in places) + f" {when}" + ("" if waited else ", no collective pending")
+
+
+def _spent_where(where: str) -> str:
+    """A look's place after "spent 30 s": "in load() at ..." as it is, "waits in ..." as
+    "waiting in ..."."""
+    return "waiting in " + where[len("waits in "):] if where.startswith("waits in ") else where

@@ -119,8 +119,14 @@ def _at_site(stack: StackView, site: Optional[tm.Site]) -> bool:
     user = stack.user_frame
     if user is None or site is None or not site.file:
         return False
-    name = site.file.replace("\\", "/").lstrip("./")
-    return user.line == site.line and (user.file == site.file or user.file.endswith("/" + name))
+    return _at_line(user, site.file, site.line)
+
+
+def _at_line(frame, file: str, line: int) -> bool:
+    """The frame stands at file:line, the file named as the telemetry names it (relative to the
+    job's directory) or in full."""
+    name = file.replace("\\", "/").lstrip("./")
+    return frame.line == line and (frame.file == file or frame.file.endswith("/" + name))
 
 
 @dataclass
@@ -184,6 +190,9 @@ def judge(looks: list[RankLook], job: Optional[JobLook] = None) -> Judgement:
         # after its ranks ended).
         return Judgement(True, [], [], [], "every rank has ended, and the job has not")
     if waiting and working:
+        if _on_their_way(active):
+            return Judgement(False, waiting, working, grouped,
+                             f"{said}: {_ranks_short(working)} still running on the way there")
         return Judgement(True, waiting, working, grouped,
                          f"{said}: {_ranks_short(working)} never arrived")
     if waiting:
@@ -196,6 +205,30 @@ def judge(looks: list[RankLook], job: Optional[JobLook] = None) -> Judgement:
         return Judgement(False, [], working, grouped,
                          "no rank could be observed (no stack, no CPU time) and none records a wait")
     return Judgement(False, [], working, grouped, f"{said}, no collective pending")
+
+
+def _waits_at(look: RankLook) -> Optional[tuple[str, int]]:
+    """(file, line) of the user's statement a waiting rank waits in."""
+    user = look.stack.user_frame if look.stack is not None and look.stack.frames else None
+    if user is not None:
+        return user.file, user.line
+    site = look.pending.site if look.pending is not None else None
+    return (site.file, site.line) if site is not None and site.file else None
+
+
+def _on_their_way(active: list[RankLook]) -> bool:
+    """The ranks that do not wait are late, not elsewhere: every waiting rank waits in one user
+    statement, and every other rank is running inside that same statement (a frame of its stack
+    is that line): importing what the call needs (DDP's constructor loads torch._dynamo, seconds
+    on a loaded machine), computing the call's arguments, a slower backward. A rank elsewhere, or
+    one not observed running, is what the waiting ranks wait for: blocked."""
+    places = {_waits_at(look) for look in active if look.waiting}
+    if len(places) != 1 or None in places:
+        return False
+    [(file, line)] = places
+    return all(look.waiting or (look.running and look.stack is not None
+                                and any(_at_line(f, file, line) for f in look.stack.frames))
+               for look in active)
 
 
 def _ranks_short(ranks: list[int]) -> str:
