@@ -32,6 +32,12 @@ def epoch_order(run: RunModel) -> list[Problem] | Skipped:
           least 2, holding at least 2 different batches, so a dataset of identical samples
           proves nothing).
 
+        A DataLoader built anew every epoch (in the epoch loop, or inside a train_one_epoch
+        function) is one DataLoader here: each new one iterated where the one before was, over
+        the same kind of dataset, after that one's last use, is its next pass. Each has a new
+        sampler, so only the fingerprints judge it (a sampler seeded with the epoch number
+        starts at epoch 0 every time, and shuffles anew).
+
         A sampler that does not shuffle (shuffle=False, SequentialSampler) repeats its order by
         design: not reported. The check needs two passes over one DataLoader; the probe cuts
         epochs short with --steps-per-epoch so that it sees several.
@@ -68,7 +74,9 @@ def epoch_order(run: RunModel) -> list[Problem] | Skipped:
         for rank, epochs in sorted(by_rank.items()):
             passes[rank] = full_passes(epochs)
             for number, (before, after) in enumerate(zip(passes[rank], passes[rank][1:]), start=1):
-                if _sampler_epoch_repeated(before, after):
+                # The sampler's epoch is evidence only for one sampler: a DataLoader built anew
+                # each epoch has a new one (seeded with the epoch, it may start at 0 each time).
+                if before.loader_id == after.loader_id and _sampler_epoch_repeated(before, after):
                     stuck.setdefault(rank, []).append((number, after.loader.sampler_epoch))
                     continue
                 compared = _replayed(before, after)

@@ -8,6 +8,7 @@ pytestmark = pytest.mark.multiprocess
 
 CASES = [
     ("constant_set_epoch", "DDP302", [0, 1]),
+    ("loader_per_epoch", "DDP302", [0, 1]),
     ("uneven_file_shards", "DDP303", [1]),
     ("gpt_find_unused", "DDP402", [0, 1]),
     ("modulo_accumulation", "DDP403", [0, 1]),

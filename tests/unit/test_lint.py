@@ -406,6 +406,8 @@ EXPECTED = {
     "tests/scripts/latent_counts_gathered.py": set(),
     "tests/scripts/slow_not_stuck.py": set(),  # slow in places, never a DDP bug the lint can see
     "tests/scripts/slow_launch.py": set(),  # slow before its ranks exist, no DDP bug
+    # A fresh DistributedSampler each epoch and no set_epoch anywhere: DDP804 is DDP302's lint twin.
+    "tests/scripts/loader_per_epoch.py": {"DDP804"},
     "tests/scripts/fr_skip.py": {"DDP801"},
     # A DataLoader of one process's own tensor with no sampler: DDP802 is right about it.
     "tests/scripts/accelerator_tour.py": {"DDP802"},

@@ -7,6 +7,7 @@ import random
 
 from ddpdoctor.core.findings import Location, Severity
 from ddpdoctor.core.registry import Skipped
+from ddpdoctor.probe.analysis.loaders import loader_epochs
 from tests.helpers.telemetry_builders import RunBuilder, judge, sample, site
 
 
@@ -237,6 +238,58 @@ def test_epoch_order_check_needs_two_epochs():
     skipped = judge("DDP302", run.model())
     assert isinstance(skipped, Skipped)
     assert skipped.reason == "the probe saw one epoch; raise --max-steps or lower --steps-per-epoch"
+
+
+
+# A DataLoader built anew every epoch (`for epoch ...: loader = DataLoader(...)`) is one loader.
+
+def _fresh_loader_epochs(run: RunBuilder, epochs: int, sampler_epoch, order_seed) -> None:
+    """Each epoch a new DataLoader (loader_id = epoch) and a new DistributedSampler over the same
+    16 samples; `order_seed(epoch)` None keeps the order, else shuffles it with that seed."""
+    for epoch in range(epochs):
+        for rank in run.ranks:
+            run[rank].loader(loader_id=epoch, epoch=0, sampler_epoch=sampler_epoch(epoch), batches=4,
+                             batch_size=2, dataset_len=16)
+            indices = list(range(rank, 16, 2))
+            if order_seed(epoch) is not None:
+                random.Random(order_seed(epoch)).shuffle(indices)
+            for start in range(0, len(indices), 2):
+                run[rank].batch([sample(i) for i in indices[start:start + 2]], loader_id=epoch).step()
+            run[rank].epoch_end(loader_id=epoch, batches_seen=4)
+
+
+def test_a_new_dataloader_each_epoch_replaying_the_order_is_reported():
+    """A new DistributedSampler each epoch and no set_epoch: every epoch is epoch 0's order."""
+    run = RunBuilder(world_size=2)
+    _fresh_loader_epochs(run, 3, lambda e: 0, lambda e: None)
+    [finding] = judge("DDP302", run.model())
+    assert "the same batches in the same order in epochs 1, 2 as in the epoch before" in finding.message
+    assert finding.evidence["passes"] == {"0": 3, "1": 3}
+    assert "sampler.set_epoch(epoch)" in finding.hint
+
+
+def test_a_new_dataloader_each_epoch_seeded_with_the_epoch_passes():
+    """DistributedSampler(seed=epoch) built each epoch: its epoch stays 0, its order changes."""
+    run = RunBuilder(world_size=2)
+    _fresh_loader_epochs(run, 3, lambda e: 0, lambda e: e + 1)
+    assert judge("DDP302", run.model()) == []
+    called = RunBuilder(world_size=2)
+    _fresh_loader_epochs(called, 3, lambda e: e, lambda e: e + 1)
+    assert judge("DDP302", called.model()) == []
+
+
+def test_loaders_used_again_later_or_side_by_side_stay_apart():
+    """A train and an eval loader of one kind alternating at one site, and two loaders zipped."""
+    alternating = RunBuilder(world_size=1)
+    for epoch in range(2):
+        for loader_id in (0, 1):
+            alternating[0].loader(loader_id=loader_id, epoch=epoch, dataset_len=16)
+            alternating[0].batch([sample(loader_id)], loader_id=loader_id, epoch=epoch).step()
+    assert len(loader_epochs(alternating.model())) == 2
+    zipped = RunBuilder(world_size=1)
+    zipped[0].loader(loader_id=0, dataset_len=16).loader(loader_id=1, dataset_len=16)
+    zipped[0].batch([sample(0)], loader_id=0).batch([sample(1)], loader_id=1).step()
+    assert len(loader_epochs(zipped.model())) == 2
 
 
 # DDP303 ---------------------------------------------------------------------------------------

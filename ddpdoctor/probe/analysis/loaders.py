@@ -8,7 +8,9 @@ iterator but not a pass: judging the order of passes (DDP302) skips it.
 A rank numbers its DataLoaders (`loader_id`) in the order it first iterates them, which is not
 the same on every rank when one rank iterates an extra loader first (rank 0 evaluating). So
 loaders are matched across ranks by where they are iterated (the site of the `for` loop) and
-their order among the loaders iterated there; by `loader_id` only when the site is unknown.
+their order among the loaders iterated there; by `loader_id` only when the site is unknown. A
+DataLoader built anew every epoch continues the one before it (`_cross_rank_keys`): its
+iterators are that loader's next epochs.
 """
 
 from __future__ import annotations
@@ -64,23 +66,25 @@ def loader_epochs(run: RunModel) -> LoaderViews:
 def _loader_epochs(run: RunModel) -> LoaderViews:
     by_key: dict[tuple, dict[int, dict[int, LoaderEpoch]]] = {}
     for rank, rank_run in sorted(run.ranks.items()):
-        keys = _cross_rank_keys(rank_run.records)
+        keys, offsets = _cross_rank_keys(rank_run.records)
 
         def slot(loader_id: int, epoch: int) -> LoaderEpoch:
             epochs = by_key.setdefault(keys.get(loader_id, ("id", loader_id)), {}).setdefault(rank, {})
-            if epoch not in epochs:
-                epochs[epoch] = LoaderEpoch(rank, loader_id, epoch)
-            return epochs[epoch]
+            number = offsets.get(loader_id, 0) + epoch
+            if number not in epochs:
+                epochs[number] = LoaderEpoch(rank, loader_id, number)
+            return epochs[number]
 
-        latest: dict[int, LoaderEpoch] = {}  # loader_id -> its current iterator on this rank
+        latest: dict[tuple, LoaderEpoch] = {}  # loader key -> its current iterator on this rank
         for record in rank_run.records:
             if isinstance(record, tm.Loader):
                 entry = slot(record.loader_id, record.epoch)
                 entry.loader = entry.loader or record
-                previous = latest.get(record.loader_id)
+                key = keys.get(record.loader_id, ("id", record.loader_id))
+                previous = latest.get(key)
                 if previous is not None and previous is not entry and previous.until_step is None:
                     previous.until_step = record.step
-                latest[record.loader_id] = entry
+                latest[key] = entry
             elif isinstance(record, tm.Batch):
                 entry = slot(record.loader_id, record.epoch)
                 if all(b.index != record.index for b in entry.batches):
@@ -105,22 +109,49 @@ def _loader_epochs(run: RunModel) -> LoaderViews:
     return views
 
 
-def _cross_rank_keys(records: list) -> dict[int, tuple]:
-    """loader_id -> (site file, site line, n-th loader iterated at that site) for one rank."""
-    sites: dict[int, Optional[tm.Site]] = {}
-    for record in records:
-        if isinstance(record, tm.Loader) and record.loader_id not in sites:
-            sites[record.loader_id] = record.site
+def _cross_rank_keys(records: list) -> tuple[dict[int, tuple], dict[int, int]]:
+    """For one rank: loader_id -> (site file, site line, n-th loader iterated at that site), and
+    loader_id -> the epoch its first iterator is under that key.
+
+    A DataLoader built anew for every epoch (`for epoch ...: loader = DataLoader(...)`, or made
+    inside a train_one_epoch function) is one loader to the checks: a loader iterated at the
+    site of an earlier one of the same kind (dataset, its length, sampler, batch size), after
+    that one's last use, continues it, and its iterators count on from the earlier one's."""
+    first: dict[int, tm.Loader] = {}
+    first_at: dict[int, int] = {}
+    last_at: dict[int, int] = {}
+    iterators: dict[int, int] = {}
+    for index, record in enumerate(records):
+        if isinstance(record, (tm.Loader, tm.Batch, tm.EpochEnd)):
+            last_at[record.loader_id] = index
+        if isinstance(record, tm.Loader):
+            if record.loader_id not in first:
+                first[record.loader_id], first_at[record.loader_id] = record, index
+            iterators[record.loader_id] = max(iterators.get(record.loader_id, 0), record.epoch + 1)
     keys: dict[int, tuple] = {}
+    offsets: dict[int, int] = {}
     seen: dict[tuple, int] = {}
-    for loader_id in sorted(sites):
-        site = sites[loader_id]
-        if site is None:
+    chains: dict[tuple, int] = {}  # (site, kind) -> the latest loader_id of that chain
+    for loader_id in sorted(first, key=first_at.__getitem__):
+        loader = first[loader_id]
+        if loader.site is None:
             continue
-        place = (site.file, site.line)
-        keys[loader_id] = ("site", *place, seen.get(place, 0))
-        seen[place] = seen.get(place, 0) + 1
-    return keys
+        place = (loader.site.file, loader.site.line)
+        chain = (place, _kind(loader))
+        before = chains.get(chain)
+        if before is not None and last_at[before] < first_at[loader_id]:
+            keys[loader_id] = keys[before]
+            offsets[loader_id] = offsets.get(before, 0) + iterators[before]
+        else:
+            keys[loader_id] = ("site", *place, seen.get(place, 0))
+            seen[place] = seen.get(place, 0) + 1
+        chains[chain] = loader_id
+    return keys, offsets
+
+
+def _kind(loader: tm.Loader) -> tuple:
+    """What a DataLoader built anew each epoch keeps from one to the next."""
+    return (loader.dataset, loader.dataset_len, loader.sampler, loader.batch_size, loader.iterable)
 
 
 def full_passes(epochs: dict[int, LoaderEpoch]) -> list[LoaderEpoch]:
