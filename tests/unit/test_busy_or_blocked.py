@@ -276,3 +276,23 @@ def test_timeout_while_a_rank_waits_for_a_peer_still_on_its_way_says_both_places
     verdict = get_check("DDP503").func(model)
     assert ("rank 0 spent 50 s waiting in DistributedDataParallel.__init__ at train.py:37; rank 1 spent "
             "50 s in DistributedDataParallel.__init__ at train.py:37 before their first step;") in verdict.reason
+
+
+def test_a_frame_of_an_installed_package_is_not_the_user_s_once_its_path_is_shortened(tmp_path, monkeypatch):
+    """Stacks name library files relative to site-packages ("lightning/fabric/wrappers.py"):
+    the live look named a Lightning rank importing "at lightning/fabric/wrappers.py:33"."""
+    from ddpdoctor.probe.run_model.stack_view import is_user_file
+
+    importing = in_ddp_init(1, ("<module>", "rich/console.py", 28),
+                            ("_find_and_load", "<frozen importlib._bootstrap>", 1176), idle=False)
+    assert importing.user_frame.file == "train.py" and importing.user_frame.line == 37
+    assert not is_user_file("psutil/__init__.py") and is_user_file("train.py")
+    # The job's own folder named like an installed package is the user's.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "psutil").mkdir()
+    (tmp_path / "psutil" / "probe_me.py").write_text("")
+    is_user_file.cache_clear()
+    try:
+        assert is_user_file("psutil/probe_me.py")
+    finally:
+        is_user_file.cache_clear()

@@ -8,8 +8,12 @@ not an installed package.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import site
 import sys
+import sysconfig
 from dataclasses import dataclass
 from typing import Optional
 
@@ -42,6 +46,7 @@ _FORWARDERS = {"wrapper", "inner", "_fn", "decorate_context", "_call_impl", "_wr
                "<lambda>", "wrapped", "_wrapper", "forward_wrapper", "_exception_logger"}
 
 
+@functools.lru_cache(maxsize=8192)
 def is_user_file(path: str) -> bool:
     """True for a file of the user's code, False for torch, ddpdoctor, packages, stdlib."""
     if not path or path.startswith("<"):
@@ -52,11 +57,41 @@ def is_user_file(path: str) -> bool:
     for part in parts[:-1]:
         if part in _LIBRARY_SEGMENTS or _PYTHON_DIR.match(part):
             return False
-    # py-spy shortens library paths relative to sys.path: "torch/...", "threading.py".
+    # py-spy shortens library paths relative to sys.path: "torch/...", "threading.py", and so do
+    # we ("transformers/trainer.py", stack_text.short_library_path). A relative path that starts
+    # with an installed package is that package's, unless the job's directory has it (the
+    # user's own folder of that name).
     head = parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
-    if not path.startswith("/") and head in _STDLIB:
+    if not path.startswith("/") and (head in _STDLIB or (head in installed_top_level()
+                                                         and not os.path.exists(path))):
         return False
     return True
+
+
+@functools.lru_cache(maxsize=1)
+def installed_top_level() -> frozenset[str]:
+    """The top-level modules and packages of this Python's site-packages (transformers,
+    lightning, accelerate, sympy, ...): one listing of each directory, once."""
+    dirs = set()
+    for key in ("purelib", "platlib"):
+        dirs.add(sysconfig.get_paths().get(key) or "")
+    try:
+        dirs.update(site.getsitepackages())
+        dirs.add(site.getusersitepackages())
+    except (AttributeError, TypeError):  # an old virtualenv's site.py
+        pass
+    names = set()
+    for directory in filter(None, dirs):
+        try:
+            entries = os.listdir(directory)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith(".py"):
+                names.add(entry[:-3])
+            elif "." not in entry and entry != "__pycache__":
+                names.add(entry)
+    return frozenset(names)
 
 
 @dataclass
