@@ -5,6 +5,8 @@ call sites with it).
 """
 
 import os
+import site
+import sysconfig
 
 
 def display_path(path) -> str:
@@ -17,3 +19,16 @@ def display_path(path) -> str:
     except ValueError:
         return text
     return text if rel.startswith("..") else rel
+
+
+def package_dirs() -> set[str]:
+    """Where this Python keeps installed packages: its site-packages (purelib, platlib, the
+    site module's own list) and the user's. Never the user's code (recorder.py's call sites,
+    stack_view.py's user frames)."""
+    dirs = {sysconfig.get_paths().get(key) or "" for key in ("purelib", "platlib")}
+    try:
+        dirs.update(site.getsitepackages())
+        dirs.add(site.getusersitepackages())
+    except (AttributeError, TypeError):  # an old virtualenv's site.py
+        pass
+    return {d for d in dirs if d}

@@ -10,7 +10,7 @@ import time
 from typing import Any, Optional
 
 from ddpdoctor.core import redact
-from ddpdoctor.core.paths import display_path
+from ddpdoctor.core.paths import display_path, package_dirs
 from ddpdoctor.probe import jsonl, telemetry as tm
 
 _SKIP_DIRS: tuple[str, ...] = ()
@@ -29,22 +29,15 @@ def _skip_dirs() -> tuple[str, ...]:
     installed packages."""
     global _SKIP_DIRS
     if not _SKIP_DIRS:
-        import site
-
         import torch
 
         import ddpdoctor
 
-        dirs = {os.path.dirname(torch.__file__), os.path.dirname(ddpdoctor.__file__)}
-        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        dirs = {os.path.dirname(torch.__file__), os.path.dirname(ddpdoctor.__file__), *package_dirs()}
+        for key in ("stdlib", "platstdlib"):
             path = sysconfig.get_paths().get(key)
             if path:
                 dirs.add(path)
-        try:
-            dirs.update(site.getsitepackages())
-            dirs.add(site.getusersitepackages())
-        except (AttributeError, TypeError):  # old virtualenv site.py
-            pass
         _SKIP_DIRS = tuple(d.rstrip(os.sep) + os.sep for d in dirs if d)
     return _SKIP_DIRS
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_view import COLLECTIVE_CALLS, StackView, bare_callee, bare_name
 from ddpdoctor.probe.wording import at, ranges
 
@@ -122,7 +123,7 @@ def _at_site(stack: StackView, site: Optional[tm.Site]) -> bool:
     return _at_line(user, site.file, site.line)
 
 
-def _at_line(frame, file: str, line: int) -> bool:
+def _at_line(frame: Frame, file: str, line: int) -> bool:
     """The frame stands at file:line, the file named as the telemetry names it (relative to the
     job's directory) or in full."""
     name = file.replace("\\", "/").lstrip("./")

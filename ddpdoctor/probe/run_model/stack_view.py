@@ -11,13 +11,12 @@ from __future__ import annotations
 import functools
 import os
 import re
-import site
 import sys
-import sysconfig
 from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.core.paths import package_dirs
 from ddpdoctor.probe.run_model.outcome import Frame
 
 # What a user frame calls when it waits for the other ranks (py-spy names the Python function).
@@ -72,16 +71,8 @@ def is_user_file(path: str) -> bool:
 def installed_top_level() -> frozenset[str]:
     """The top-level modules and packages of this Python's site-packages (transformers,
     lightning, accelerate, sympy, ...): one listing of each directory, once."""
-    dirs = set()
-    for key in ("purelib", "platlib"):
-        dirs.add(sysconfig.get_paths().get(key) or "")
-    try:
-        dirs.update(site.getsitepackages())
-        dirs.add(site.getusersitepackages())
-    except (AttributeError, TypeError):  # an old virtualenv's site.py
-        pass
     names = set()
-    for directory in filter(None, dirs):
+    for directory in package_dirs():
         try:
             entries = os.listdir(directory)
         except OSError:
