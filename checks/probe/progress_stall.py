@@ -71,11 +71,12 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         # Slow is not stuck: --timeout ended ranks that were working (or sleeping) in their own
         # code with nothing pending. Not a hang, and not a pass either: the job was not judged.
         steps = f"the {run.meta.max_steps} steps it needs" if run.meta.max_steps else "its steps"
-        advice = (f"raise --timeout, or let the script reach {steps} sooner (a smaller dataset or "
-                  "evaluation flag)" if run.ranks else "raise --timeout: its start-up alone took longer")
+        ended = f"--timeout ({seconds(run.meta.timeout_s)}) ended the job before it finished, and"
+        if not run.ranks:  # no rank to block: where the start-up stood
+            return Incomplete(f"{ended} {final_spell(run)}; raise --timeout: its start-up alone took longer")
         return Incomplete(
-            f"--timeout ({seconds(run.meta.timeout_s)}) ended the job before it finished, and no "
-            f"rank ever blocked: {final_spell(run)}; {advice}")
+            f"{ended} no rank ever blocked: {final_spell(run)}; raise --timeout, or let the script "
+            f"reach {steps} sooner (a smaller dataset or evaluation flag)")
     if outcome.status not in ("stalled", "timeout"):
         return []
     everyone = set(run.ranks) | set(outcome.exit_codes) | {s.rank for s in outcome.stacks}

@@ -256,10 +256,12 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
     notes.extend(outside_steps.notes(model))  # start-up and pauses, where they were spent
     load = outcome.machine_load if outcome else None
     if _loaded(load):
+        # The timing checks' caveat only where they had steps to time.
+        timed = any(run.steps for run in model.ranks.values())
         notes.append(f"other processes kept {load.other_cores:.1f} of this machine's {load.cpus} "
-                     f"CPUs busy while the job ran (the job itself {load.job_cores:.1f}): the "
-                     "timing checks (DDP601-605) measured under that load, and their medians move "
-                     "with it from run to run")
+                     f"CPUs busy while the job ran (the job itself {load.job_cores:.1f})"
+                     + (": the timing checks (DDP601-605) measured under that load, and their "
+                        "medians move with it from run to run" if timed else ""))
     metrics = {
         "wall_s": round(outcome.wall_s, 3) if outcome else None,
         "outcome": outcome.status if outcome else None,

@@ -82,3 +82,12 @@ def test_the_report_says_when_other_work_took_the_machine_and_is_silent_when_qui
     assert not [n for n in quiet.notes if n.startswith("other processes")]
     assert quiet.metrics["machine_load"]["busy_cores"] == pytest.approx(1.3)
     assert _report(None).metrics["machine_load"] is None
+
+
+def test_without_a_step_the_load_is_said_without_the_timing_checks_caveat():
+    run = RunBuilder(world_size=2, ranks=[], max_steps=5)  # --timeout before any rank started
+    run.outcome("timeout_busy", stall_s=1.0, wall_s=1.0)
+    model = run.model()
+    model.outcome.machine_load = MachineLoad(2, 1.0, 2.0, 1.0)
+    [said] = [n for n in build_report(model, Severity.ERROR, set()).notes if n.startswith("other processes")]
+    assert said == "other processes kept 1.0 of this machine's 2 CPUs busy while the job ran (the job itself 1.0)"
