@@ -8,6 +8,10 @@ import os
 import site
 import sysconfig
 
+# The ddpdoctor package's own directory: its frames are never the user's, wherever it lies (a
+# checkout of this project is often itself a folder named "ddpdoctor").
+OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
 
 def display_path(path) -> str:
     """Relative to the working directory when the file lies beneath it, else as given: how the

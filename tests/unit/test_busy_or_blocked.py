@@ -281,12 +281,18 @@ def test_timeout_while_a_rank_waits_for_a_peer_still_on_its_way_says_both_places
 def test_a_frame_of_an_installed_package_is_not_the_user_s_once_its_path_is_shortened(tmp_path, monkeypatch):
     """Stacks name library files relative to site-packages ("lightning/fabric/wrappers.py"):
     the live look named a Lightning rank importing "at lightning/fabric/wrappers.py:33"."""
+    from ddpdoctor.core.paths import OWN_DIR
     from ddpdoctor.probe.run_model.stack_view import is_user_file
 
     importing = in_ddp_init(1, ("<module>", "rich/console.py", 28),
                             ("_find_and_load", "<frozen importlib._bootstrap>", 1176), idle=False)
     assert importing.user_frame.file == "train.py" and importing.user_frame.line == 37
     assert not is_user_file("psutil/__init__.py") and is_user_file("train.py")
+    # A checkout of the user's (or of this project) in a folder named "ddpdoctor" is the user's;
+    # ddpdoctor's own package is not, nor its path made relative.
+    assert is_user_file("/home/me/ddpdoctor/examples/spawn/hang_in_rank.py")
+    assert not is_user_file(OWN_DIR + "probe/inrank/bootstrap.py")
+    assert not is_user_file("ddpdoctor/probe/inrank/bootstrap.py")
     # The job's own folder named like an installed package is the user's.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "psutil").mkdir()

@@ -16,10 +16,10 @@ import os
 import re
 from typing import Iterable, Optional
 
+from ddpdoctor.core.paths import OWN_DIR
 from ddpdoctor.probe.run_model.outcome import Frame
 
 FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # ddpdoctor/
 
 
 def short_library_path(path: str) -> str:
@@ -34,7 +34,7 @@ def without_own_frames(frames: list[Frame]) -> list[Frame]:
     """Drop ddpdoctor's own frames (the bootstrap, the collective wrappers): the user should
     see torch's all_reduce called from train.py, not our wrapper in between."""
     return [Frame(f.func, short_library_path(f.file), f.line) for f in frames
-            if not os.path.abspath(f.file).startswith(_OWN_DIR)
+            if not os.path.abspath(f.file).startswith(OWN_DIR)
             and not f.file.startswith("<frozen runpy>")]
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.core.paths import package_dirs
+from ddpdoctor.core.paths import OWN_DIR, package_dirs
 from ddpdoctor.probe.run_model.outcome import Frame
 
 # What a user frame calls when it waits for the other ranks (py-spy names the Python function).
@@ -35,7 +35,7 @@ WAITING_CALLS = COLLECTIVE_CALLS | {"isend", "irecv", "wait", "backward"}
 
 MAX_CALLERS = 3  # outer user frames kept as a location's context
 
-_LIBRARY_SEGMENTS = {"site-packages", "dist-packages", "torch", "ddpdoctor", "torchvision"}
+_LIBRARY_SEGMENTS = {"site-packages", "dist-packages", "torch", "torchvision"}
 # Standard-library names a user plausibly gives a script or folder of their own.
 _USER_PLAUSIBLE = {"test", "tests", "code", "this", "site", "main", "data", "model", "train"}
 _STDLIB = set(getattr(sys, "stdlib_module_names", ())) - _USER_PLAUSIBLE
@@ -51,7 +51,7 @@ def is_user_file(path: str) -> bool:
     if not path or path.startswith("<"):
         return False
     parts = [p for p in path.replace("\\", "/").split("/") if p]
-    if not parts:
+    if not parts or path.startswith(OWN_DIR):
         return False
     for part in parts[:-1]:
         if part in _LIBRARY_SEGMENTS or _PYTHON_DIR.match(part):
@@ -61,8 +61,8 @@ def is_user_file(path: str) -> bool:
     # with an installed package is that package's, unless the job's directory has it (the
     # user's own folder of that name).
     head = parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
-    if not path.startswith("/") and (head in _STDLIB or (head in installed_top_level()
-                                                         and not os.path.exists(path))):
+    if not path.startswith("/") and (head in _STDLIB or head == "ddpdoctor" or (
+            head in installed_top_level() and not os.path.exists(path))):
         return False
     return True
 
