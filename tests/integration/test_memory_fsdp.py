@@ -78,7 +78,10 @@ def test_fsdp2_with_the_root_left_unsharded_saves_less_than_expected(probes):
 def test_rank_zero_keeping_the_checkpoint_it_loaded_is_named_at_its_torch_load(probes):
     result = probes["rank0_checkpoint"]
     assert result.code == 0, result.stderr
-    assert result.codes == {"DDP608"}, [f["message"] for f in result.problems]
+    # Timing checks aside: two probes share this machine's two cores, and a rank slowed by its
+    # neighbour is a straggler (DDP601 on CI, once).
+    beyond = result.problems_beyond_timing
+    assert {f["code"] for f in beyond} == {"DDP608"}, [f["message"] for f in beyond]
     finding = result.one("DDP608")
     assert finding["ranks"] == [0] and finding["evidence"]["kind"] == "peak"
     path = "examples/rank0_keeps_checkpoint.py"
@@ -105,7 +108,7 @@ def test_fp16_compress_hook_runs_clean_with_its_buckets_timed(probes):
     # The example splits its gradients into two buckets (bucket_cap_mb=0.25) to show the hook
     # per bucket; a DDP603 suggestion to merge them is fair, on this machine's timing. What must
     # not appear is anything that blames the hook: a desync, a crash, a mismatch.
-    blamed = [f for f in result.problems if f["code"] not in ("DDP602", "DDP603", "DDP604")]
+    blamed = result.problems_beyond_timing
     assert result.code == 0 and blamed == [], [f["message"] for f in blamed]
     assert len(result.report["metrics"]["buckets"]) == 2
     assert table(result, "Gradient buckets")["rows"]
