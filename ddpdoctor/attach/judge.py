@@ -8,6 +8,10 @@ progressing with a straggler: every waiting rank advanced, and one rank spends f
 samples waiting than the others, who wait for it: DDP601, with the user frame where its own
 time goes.
 healthy: every rank advanced and none waits for one of the others.
+unknown: nothing could be sampled, or a rank stood in loss.backward() with nothing sent but
+computing (its CPU busy) for longer than the window: a step longer than the window is not a
+hang, and within one step a long backward cannot be told from one, so the verdict is
+incomplete (sample longer), never hung and never healthy.
 
 A rank waiting for its peers under DDP shows no torch.distributed frame: it sits idle inside
 loss.backward() (the reducer waits in C++), so backward counts as waiting, as in probe.
@@ -31,6 +35,11 @@ from ddpdoctor.report.model import Table
 
 IN_PLACE = 0.9  # share of samples on the final stack for a rank to count as not moving
 IDLE_CPU = 0.2  # main thread's share of a core below which a rank is idle, not computing
+# A rank's CPU (every thread) since its last read/write call, at or above which a rank standing
+# in backward computes its gradients, not waits for its peers'. A rank waiting in gloo uses
+# almost none (measured: 0.00-0.01 cores for a rank hung in DDP's all-reduce); a backward
+# computing on CPU uses at least a core, one launching CUDA kernels a fifth of one or more.
+BUSY_CPU = 0.2
 STRAGGLER_GAP = 0.3  # the others wait this much more of their samples than the straggler
 MIN_SAMPLES = 5
 MIN_QUIET_S = 1.0  # a hung rank made no read/write call for at least this long,
@@ -76,9 +85,28 @@ class Reading:
         return self.views[len(self.views) - int(len(self.views) * min(quiet / seconds_, 1.0)):]
 
     @property
+    def quiet_cpu(self) -> Optional[float]:
+        """The rank's CPU, in cores, since its last read or write call."""
+        return self.obs.proc.get("quiet_cpu_share")
+
+    @property
     def stuck(self) -> bool:
         """The stack stayed in place, and no read or write call was made, over the end of the
-        window: at least half of it and a second (no /proc/PID/io: the whole window, no CPU)."""
+        window: at least half of it and a second (no /proc/PID/io: the whole window, no CPU);
+        and not computing its own backward meanwhile (computing_backward)."""
+        return self.still and not self.computing_backward
+
+    @property
+    def computing_backward(self) -> bool:
+        """Still in loss.backward() with nothing sent, but busy: computing gradients (a
+        backward longer than the quiet time), not waiting for the others' (BUSY_CPU)."""
+        cpu = self.quiet_cpu
+        return (self.still and self.last is not None and bare_name(self.last.call) == "backward"
+                and cpu is not None and cpu >= BUSY_CPU)
+
+    @property
+    def still(self) -> bool:
+        """The stack stayed in place with no read or write call over the end of the window."""
         tail = self.tail
         if len(tail) < MIN_SAMPLES or _in_place(tail) < IN_PLACE:
             return False
@@ -154,6 +182,13 @@ def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
         notes.append(f"rank {r.rank} (pid {r.obs.pid}): {r.obs.error or 'too few samples'}")
     waiters = [r for r in sampled if r.last is not None and waiting(r.last)]
     hung = bool(waiters) and all(r.stuck for r in waiters)
+    # Computing in backward with no call in the whole window: no step was seen to end. (One
+    # that made calls earlier in the window advanced there, and is judged as the others.)
+    computing = [r for r in waiters if r.computing_backward and not r.obs.io_calls]
+    if computing and not hung:
+        reason = _long_backward(computing, observation)
+        return Verdict(_results({"DDP503": (INCOMPLETE, [], reason), "DDP502": (PASSED, [], ""),
+                                 "DDP601": (INCOMPLETE, [], reason)}, ignore), table, notes, "unknown")
     if hung:
         problems = _hung(reads, observation)
         return Verdict(_results({
@@ -190,6 +225,19 @@ def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
             if results[code][0] == PASSED:
                 results[code] = (INCOMPLETE, [], f"rank(s) {missing} could not be sampled")
     return Verdict(_results(results, ignore), table, notes, state)
+
+
+def _long_backward(computing: list[Reading], observation: Observation) -> str:
+    """Why a job whose ranks compute in backward with nothing sent is neither hung nor healthy."""
+    ranks = [r.rank for r in computing]
+    user = computing[0].last.user_frame if computing[0].last else None
+    at = f" at {user.file}:{user.line}" if user else ""
+    cpu = min(r.quiet_cpu or 0.0 for r in computing)
+    return (f"{rank_list(ranks)} stood in backward{at} with no collective completed in the "
+            f"{seconds(observation.duration_s)} sampled, "
+            f"computing ({cpu:.1f} CPUs or more meanwhile): a backward longer than the window, "
+            "which cannot be told from a hang within one step; attach again with a --duration "
+            "longer than one training step")
 
 
 def probe_check(code: str):

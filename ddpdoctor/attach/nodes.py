@@ -14,10 +14,11 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-from ddpdoctor.attach.facts import NODE_MARKER as MARKER, Observation
+from ddpdoctor.attach.facts import NODE_MARKER as MARKER, Observation, most_samples
 from ddpdoctor.core import redact
 from ddpdoctor.preflight.transport import child
 from ddpdoctor.preflight.transport.ssh import SshOptions, classify, ssh_argv
+from ddpdoctor.probe.launch.node_wire import BadMessage, clean
 
 MARGIN_S = 30.0  # a node's start-up (imports, ssh) beyond the sampling itself
 
@@ -35,13 +36,17 @@ def node_command(python: str, duration_s: float, rate: int, node_rank: Optional[
 
 
 def _answers(stdout: str) -> list[dict]:
+    """The marked answers in a node's output (a JSON object each; anything else is skipped:
+    what it says is checked in merge())."""
     found = []
     for line in stdout.splitlines():
         if line.startswith(MARKER):
             try:
-                found.append(json.loads(line[len(MARKER):]))
-            except ValueError:
+                answer = json.loads(line[len(MARKER):])
+            except (ValueError, RecursionError):
                 continue
+            if isinstance(answer, dict):
+                found.append(answer)
     return found
 
 
@@ -54,6 +59,8 @@ def _over_ssh(index: int, host: str, opts: SshOptions, duration_s: float, rate: 
     answers = _answers(done.stdout.decode("utf-8", errors="replace"))
     if answers:
         return answers[0]
+    if done.truncated:
+        return {"host": host, "error": f"printed more than {child.MAX_OUTPUT >> 20} MiB: left out"}
     if done.timed_out:
         return {"host": host, "error": f"ssh to {host} gave no answer within {timeout:g} s"}
     failure = classify(host, done.returncode, done.stderr.decode("utf-8", errors="replace"), opts)
@@ -66,7 +73,7 @@ def gather_ssh(hosts: list[str], opts: SshOptions, duration_s: float, rate: int,
     with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as pool:
         answers = list(pool.map(lambda item: _over_ssh(item[0], item[1], opts, duration_s, rate,
                                                        master_port), enumerate(hosts)))
-    return merge(answers, duration_s, len(hosts))
+    return merge(answers, duration_s, len(hosts), rate)
 
 
 def gather_slurm(job_id: str, python: str, duration_s: float, rate: int,
@@ -87,30 +94,46 @@ def gather_slurm(job_id: str, python: str, duration_s: float, rate: int,
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         answers = _answers(out)
         return merge(answers + [{"host": "srun", "error": f"srun gave no full answer within {timeout:g} s"}],
-                     duration_s, max(len(answers), 1))
-    answers = sorted(_answers(done.stdout), key=lambda a: a.get("node_rank") or 0)
+                     duration_s, max(len(answers), 1), rate)
+    answers = sorted(_answers(done.stdout),
+                     key=lambda a: a.get("node_rank") if type(a.get("node_rank")) is int else 0)
     if not answers:
         answers = [{"host": "srun", "error": redact.scrub(done.stderr.strip().splitlines()[-1]
                                                           if done.stderr.strip() else f"exit {done.returncode}")}]
-    return merge(answers, duration_s, len(answers))
+    return merge(answers, duration_s, len(answers), rate)
 
 
-def merge(answers: list[dict], duration_s: float, nodes: int) -> Observation:
+def merge(answers: list[dict], duration_s: float, nodes: int, rate: int) -> Observation:
     """The nodes' observations as one; a rank seen twice (two names for one machine) counts once,
-    and a node that did not answer is a note and leaves its ranks unobserved."""
+    and a node that did not answer, or answered with what is not a valid observation, is a
+    note and leaves its ranks unobserved (so the verdict cannot be a pass)."""
     merged = Observation("", None, duration_s, nodes=nodes)
     seen: set[int] = set()
     for answer in answers:
-        if "observation" not in answer:
-            merged.notes.append(f"node {answer.get('host', '?')}: {answer.get('error', 'no answer')}")
-            merged.lost_nodes.append(str(answer.get("host", "?")))
+        host = clean(answer.get("host", "?"), 255) if isinstance(answer.get("host"), str) else "?"
+        obs = None
+        if "observation" in answer:
+            try:
+                obs = Observation.from_dict(answer["observation"], most_samples(duration_s, rate))
+                error = ""
+            except BadMessage as exc:
+                error = f"sent an observation that is not valid ({exc}): left out"
+            if obs is not None and merged.world_size and obs.world_size not in (None, merged.world_size):
+                error = (f"says the job has {obs.world_size} ranks, where the nodes before it "
+                         f"said {merged.world_size}: left out")
+                obs = None
+        else:
+            error = answer.get("error")
+            error = clean(error, 4000) if isinstance(error, str) else "no answer"
+        if obs is None:
+            merged.notes.append(f"node {host}: {error}")
+            merged.lost_nodes.append(host)
             continue
-        obs = Observation.from_dict(answer["observation"])
         merged.job = merged.job or obs.job
         merged.world_size = merged.world_size or obs.world_size
         for note in obs.notes:
             if "ranks run on this machine" not in note:
-                merged.notes.append(f"node {answer.get('host')}: {note}")
+                merged.notes.append(f"node {host}: {note}")
         for rank in obs.ranks:
             if rank.rank not in seen:
                 seen.add(rank.rank)

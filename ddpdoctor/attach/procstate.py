@@ -114,13 +114,17 @@ def delta(start: ProcSnapshot, end: ProcSnapshot) -> ProcDelta:
 
 
 class IoWatch:
-    """Each rank's read/write call count, read every quarter second while it is sampled, to
-    tell how long before the end of the window it last made one ("quiet for 3.2 s"): a job
-    that hangs during the window is hung from that moment, not from the window's start."""
+    """Each rank's read/write call count and CPU time, read every quarter second while it is
+    sampled, to tell how long before the end of the window it last made a read or write call
+    ("quiet for 3.2 s": a job that hangs during the window is hung from that moment, not from the
+    window's start) and how much CPU it used since (a rank that neither talks nor computes waits;
+    one that computes with nothing to send, in a backward longer than the window, works)."""
 
     def __init__(self, pids: list[int]):
         self.last: dict[int, Optional[int]] = {pid: None for pid in pids}
         self.changed_at: dict[int, float] = {}
+        self.cpu_now: dict[int, tuple[float, float]] = {}  # (time, CPU s) at the last tick
+        self.cpu_at_change: dict[int, tuple[float, float]] = {}  # (time, CPU s) at the last call
         self.started = time.monotonic()
 
     def tick(self) -> None:
@@ -132,8 +136,14 @@ class IoWatch:
                 calls = int(counters["syscr"]) + int(counters["syscw"])
             except (OSError, KeyError, ValueError):
                 continue
-            if self.last[pid] is not None and calls != self.last[pid]:
-                self.changed_at[pid] = now
+            cpu = _cpu_seconds(pid)
+            if cpu is not None:
+                self.cpu_now[pid] = (now, cpu)
+            if self.last[pid] is None or calls != self.last[pid]:
+                if self.last[pid] is not None:
+                    self.changed_at[pid] = now
+                if cpu is not None:
+                    self.cpu_at_change[pid] = (now, cpu)
             self.last[pid] = calls
 
     def quiet_s(self, pid: int) -> Optional[float]:
@@ -141,3 +151,20 @@ class IoWatch:
         if self.last.get(pid) is None:
             return None
         return time.monotonic() - self.changed_at.get(pid, self.started)
+
+    def quiet_cpu_share(self, pid: int) -> Optional[float]:
+        """The process's CPU (every thread, in cores) from its last read or write call (as
+        seen by a tick) to the last tick; None when unreadable or too short to tell."""
+        since, now = self.cpu_at_change.get(pid), self.cpu_now.get(pid)
+        if since is None or now is None:
+            return None
+        seconds = now[0] - since[0]
+        return None if seconds < 0.5 else max(now[1] - since[1], 0.0) / seconds
+
+
+def _cpu_seconds(pid: int) -> Optional[float]:
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    try:
+        return (int(fields[11]) + int(fields[12])) / _TICKS if fields else None
+    except (IndexError, ValueError):
+        return None

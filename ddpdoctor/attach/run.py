@@ -94,6 +94,8 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
         facts = delta.to_dict()
         quiet = watch.quiet_s(proc.pid)
         facts["io_quiet_s"] = None if quiet is None else round(min(quiet, delta.seconds), 2)
+        busy = watch.quiet_cpu_share(proc.pid)
+        facts["quiet_cpu_share"] = None if busy is None else round(busy, 3)
         exited = got.exited or not delta.alive_at_end
         error = got.error
         if exited and not error:

@@ -29,8 +29,10 @@ class TorchrunJob:
 
     def __init__(self, mode: str, folder: Path, nproc: int = 2, env: dict | None = None,
                  wrapper: list[str] | None = None, nodes: tuple[int, int] | None = None,
-                 port: int | None = None) -> None:
-        """nodes=(nnodes, node_rank): one node of a multi-node job on this machine."""
+                 port: int | None = None, script: Path = SCRIPT) -> None:
+        """nodes=(nnodes, node_rank): one node of a multi-node job on this machine; script: a
+        job script of attach_job.py's arguments (MODE STEPS_FILE) and steps file."""
+        self.script = script
         self.port = port or free_port()
         tag = f"{mode}-node{nodes[1]}" if nodes else mode
         self.steps_file = folder / f"steps-{mode}.txt"
@@ -38,10 +40,10 @@ class TorchrunJob:
         multi = ["--nnodes", str(nodes[0]), "--node-rank", str(nodes[1])] if nodes else []
         command = [*(wrapper or []), sys.executable, "-m", "torch.distributed.run", *multi,
                    "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1",
-                   "--master-port", str(self.port), str(SCRIPT), mode, str(self.steps_file)]
+                   "--master-port", str(self.port), str(script), mode, str(self.steps_file)]
         self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
-                                     cwd=str(SCRIPT.parent), env={**os.environ, **(env or {})})
+                                     cwd=str(script.parent), env={**os.environ, **(env or {})})
 
     def steps(self) -> dict[int, int]:
         """rank -> the last step it logged."""
@@ -66,7 +68,7 @@ class TorchrunJob:
 
     def rank_pids(self) -> list[int]:
         return [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)
-                if "attach_job.py" in " ".join(c.cmdline())]
+                if self.script.name in " ".join(c.cmdline())]
 
     def running(self) -> bool:
         """Every rank alive and not stopped (attach must never pause or end one)."""

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.helpers.attach_jobs import TorchrunJob, pyspy_on
+from tests.helpers.attach_jobs import SCRIPT, TorchrunJob, pyspy_on
 from tests.helpers.cli_runner import ddpdoctor_exe, run_cli
 
 pytestmark = [pytest.mark.multiprocess,
@@ -108,6 +108,22 @@ def test_healthy_fast_job_is_said_healthy(job_in, tmp_path):
     ended = run_cli("attach", str(job.proc.pid), "--duration", "1", "--end", "-q", timeout=60)
     assert ended.code == 0, ended.stderr
     job.proc.wait(timeout=60)
+
+
+def test_a_backward_longer_than_the_window_is_neither_hung_nor_healthy(job_in, tmp_path):
+    # Each rank's backward computes for seconds (on 2 cores: 7 s or more) and sends nothing
+    # until its end: the stack stands still and no read or write call is made, the shape of a
+    # hang (DDP503, exit 1, before BUSY_CPU), but the ranks' CPU is busy. Attached as the first
+    # backward starts, the window lies within it.
+    job = job_in("long_backward", script=SCRIPT.parent / "attach_long_backward.py")
+    job.wait_until(lambda s: min(s.get(0, -1), s.get(1, -1)) >= 0, timeout=120)
+    done, report = _attach(job, tmp_path)
+    assert done.code == 4, done.stderr  # incomplete: not a hang, not a pass
+    assert report["metrics"]["state"] == "unknown" and report["findings"] == []
+    hang = next(c for c in report["checks"] if c["code"] == "DDP503")
+    assert hang["status"] == "incomplete", hang
+    assert "ranks 0 and 1 stood in backward at attach_long_backward.py:41" in hang["reason"], hang["reason"]
+    assert "--duration longer than one training step" in hang["reason"]
 
 
 def test_ptrace_refused_is_one_line_with_the_fix_and_proc_is_still_read(job_in, tmp_path):

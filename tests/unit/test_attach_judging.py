@@ -76,7 +76,7 @@ def test_no_stack_sampled_is_incomplete_never_a_pass():
 
 def test_observation_survives_json_as_a_node_sends_it():
     obs = Observation("job", 2, 3.0, [rank(0, [BACKWARD] * 3)], notes=["n"])
-    again = Observation.from_dict(obs.to_dict())
+    again = Observation.from_dict(obs.to_dict(), max_stacks=10)
     assert again.ranks[0].stacks[0][2].file == "train.py" and again.notes == ["n"]
 
 
@@ -87,3 +87,50 @@ def test_speedscope_main_thread_samples_come_innermost_first():
                          {"type": "sampled", "name": 'Thread 5 "MainThread"', "samples": [[0, 1]] * 2}]}
     stacks = parse_speedscope(data, 5)
     assert len(stacks) == 2 and [f.func for f in stacks[0]] == ["work", "<module>"]
+
+
+def busy(r, stacks, cpu, quiet=3.0):
+    obs = rank(r, stacks, quiet=quiet)
+    obs.proc["quiet_cpu_share"] = cpu
+    return obs
+
+
+def test_ranks_computing_a_backward_longer_than_the_window_are_not_hung_nor_healthy():
+    verdict = judge(Observation("job", 2, 3.0, [busy(0, [BACKWARD] * 150, 1.02),
+                                                 busy(1, [BACKWARD] * 150, 0.97)]))
+    assert verdict.state == "unknown" and not codes(verdict)
+    status = {r.spec.code: r for r in verdict.results}
+    assert status["DDP503"].status == "incomplete" and status["DDP601"].status == "incomplete"
+    assert status["DDP503"].reason.startswith(
+        "ranks 0 and 1 stood in backward at train.py:49 with no collective completed in the 3.0 s sampled, "
+        "computing (1.0 CPUs or more meanwhile)")
+    assert "--duration longer than one training step" in status["DDP503"].reason
+
+
+def test_one_rank_done_with_its_backward_waits_for_one_still_computing_its_own():
+    verdict = judge(Observation("job", 2, 3.0, [busy(0, [BACKWARD] * 150, 0.0),
+                                                 busy(1, [BACKWARD] * 150, 1.5)]))
+    assert verdict.state == "unknown"
+    assert {r.spec.code: r for r in verdict.results}["DDP503"].reason.startswith("rank 1 stood in backward")
+
+
+def test_ranks_idle_in_backward_with_nothing_sent_are_hung():
+    verdict = judge(Observation("job", 2, 3.0, [busy(0, [BACKWARD] * 150, 0.01),
+                                                 rank(1, [SPIN] * 150)]))
+    assert verdict.state == "hung" and codes(verdict)["DDP503"].ranks == [1]
+
+
+def test_busy_cpu_in_an_explicit_collective_is_still_a_wait():
+    # Only backward is both work and waiting; a rank in barrier does no work of its own there.
+    verdict = judge(Observation("job", 2, 3.0, [busy(0, [BARRIER] * 150, 1.0),
+                                                 busy(1, [BACKWARD] * 150, 0.0)]))
+    assert verdict.state == "hung" and "DDP502" in codes(verdict)
+
+
+def test_ranks_that_ended_a_step_in_the_window_and_now_compute_their_backward_advance():
+    moving = [FORWARD, LOAD] * 10
+    ranks = [busy(r, moving + [BACKWARD] * 130, 1.0, quiet=6.0) for r in (0, 1)]
+    for obs in ranks:
+        obs.proc.update(seconds=10.0, io_calls=640)  # the all-reduce of the step that ended
+    verdict = judge(Observation("job", 2, 10.0, ranks))
+    assert verdict.state == "healthy" and not codes(verdict)

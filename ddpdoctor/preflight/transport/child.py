@@ -24,6 +24,7 @@ class Completed:
     stdout: bytes
     stderr: bytes
     seconds: float
+    truncated: bool = False  # more output than run()'s max_output: the rest was dropped
 
     @property
     def timed_out(self) -> bool:
@@ -58,31 +59,77 @@ def forget(proc: subprocess.Popen) -> None:
         _live.discard(proc)
 
 
-def run(argv: Sequence[str], input_bytes: bytes, timeout: float) -> Completed:
-    """Run a child, feed it `input_bytes`, collect its output; kill it at `timeout` seconds."""
+# What a node may print before the rest is dropped: a node's facts are a few KB, an attach
+# observation of 1000 Hz x 600 s of stacks a few hundred MB at the very most (a node that prints
+# more is broken or hostile, and must not exhaust this machine's memory).
+MAX_OUTPUT = 256 * 1024 * 1024
+_READ = 64 * 1024
+
+
+def run(argv: Sequence[str], input_bytes: bytes, timeout: float,
+        max_output: int = MAX_OUTPUT) -> Completed:
+    """Run a child, feed it `input_bytes`, collect its output (at most `max_output` bytes of
+    each stream: the rest is read and dropped, so the child never blocks on a full pipe, and
+    `truncated` says so); kill it at `timeout` seconds."""
     began = time.monotonic()
     proc = start(argv)
+    streams = [_Collector(proc.stdout, max_output), _Collector(proc.stderr, max_output)]
+    feeder = threading.Thread(target=_feed, args=(proc, input_bytes), daemon=True)
+    for thread in [feeder, *streams]:
+        thread.start()
+    code: Optional[int] = None
     try:
-        out, err = proc.communicate(input_bytes, timeout=timeout)
-        code: Optional[int] = proc.returncode
+        code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill(proc)
-        out, err = _drain(proc)
-        code = None
     finally:
         if proc.poll() is None:  # interrupted (KeyboardInterrupt) mid-wait
             kill(proc)
         forget(proc)
-    return Completed(code, out or b"", err or b"", round(time.monotonic() - began, 3))
+    # After the child exits (or is killed) the pipes hold what it wrote before; a grandchild
+    # that still holds them open is not waited for beyond a second.
+    for thread in streams:
+        thread.join(timeout=1.0 if code is None else max(1.0, timeout - (time.monotonic() - began)))
+    out, err = (stream.data() for stream in streams)
+    return Completed(code, out, err, round(time.monotonic() - began, 3),
+                     any(stream.dropped for stream in streams))
 
 
-def _drain(proc: subprocess.Popen) -> tuple[bytes, bytes]:
-    # After a kill the pipes hold whatever the child wrote before it; read it without waiting
-    # on grandchildren that might still hold the pipes open.
+def _feed(proc: subprocess.Popen, data: bytes) -> None:
     try:
-        return proc.communicate(timeout=1.0)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        return b"", b""
+        if data:
+            proc.stdin.write(data)
+        proc.stdin.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # the child did not read it all: its output says why
+
+
+class _Collector(threading.Thread):
+    """Reads one of a child's pipes to its end, keeping the first `limit` bytes."""
+
+    def __init__(self, pipe, limit: int):
+        super().__init__(daemon=True)
+        self.pipe, self.limit = pipe, limit
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def run(self) -> None:
+        try:
+            while True:
+                chunk = self.pipe.read1(_READ) if hasattr(self.pipe, "read1") else self.pipe.read(_READ)
+                if not chunk:
+                    return
+                room = self.limit - self.kept
+                if room > 0:
+                    self.chunks.append(chunk[:room])
+                    self.kept += min(len(chunk), room)
+                self.dropped += max(0, len(chunk) - max(room, 0))
+        except (OSError, ValueError):
+            return
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
 
 
 def kill_all() -> None:

@@ -165,22 +165,22 @@ class Codec:
 
 # ------------------------------------------------------------------ the schema
 
-Check = Callable[[Any], bool]
+Check = Callable[[Any], bool]  # the builders below are attach's node answers' schema too
 
 
-def _int(lo: int, hi: int) -> Check:
+def int_in(lo: int, hi: int) -> Check:
     return lambda v: type(v) is int and lo <= v <= hi
 
 
-def _float(lo: float, hi: float) -> Check:
+def float_in(lo: float, hi: float) -> Check:
     return lambda v: type(v) in (int, float) and math.isfinite(v) and lo <= v <= hi
 
 
-def _str(limit: int) -> Check:
+def text_upto(limit: int) -> Check:
     return lambda v: isinstance(v, str) and len(v) <= limit
 
 
-def _opt(inner: Check) -> Check:
+def optional(inner: Check) -> Check:
     return lambda v: v is None or inner(v)
 
 
@@ -188,30 +188,30 @@ def _hex(v: Any) -> bool:
     return isinstance(v, str) and bool(_HEX.match(v))
 
 
-def _is(kind: type) -> Check:
+def instance_of(kind: type) -> Check:
     return lambda v: isinstance(v, kind)
 
 
-_ANY_INT = _int(-(2 ** 31), 2 ** 31)
-_EXIT = _opt(_int(-255, 255))
-_SECONDS = _float(0.0, 1e12)
+_ANY_INT = int_in(-(2 ** 31), 2 ** 31)
+_EXIT = optional(int_in(-255, 255))
+_SECONDS = float_in(0.0, 1e12)
 
 # kind -> {field: (check, required)}; fields not listed are dropped, never passed on.
 SCHEMA: dict[str, dict[str, tuple[Check, bool]]] = {
     "challenge": {"nonce": (_hex, True)},
-    "hello": {"node_rank": (_int(0, 65535), True), "nproc": (_int(1, MAX_NPROC), True),
-              "host": (_str(255), True), "addr": (_str(255), True), "nonce": (_hex, True),
+    "hello": {"node_rank": (int_in(0, 65535), True), "nproc": (int_in(1, MAX_NPROC), True),
+              "host": (text_upto(255), True), "addr": (text_upto(255), True), "nonce": (_hex, True),
               "challenge": (_hex, True),
-              "script": (_str(255), False), "version": (_str(64), False)},
-    "welcome": {"run_dir": (_str(4096), True), "nonce": (_hex, True), "echo": (_hex, True)},
-    "refused": {"reason": (_str(1000), True)},
-    "file": {"name": (_str(32), True), "data": (_str(CHUNK * 2), True)},
-    "final": {"outcome": (_is(dict), True)},
-    "stacks": {"id": (_int(0, 2 ** 31), True)},
-    "stacks_reply": {"id": (_int(0, 2 ** 31), True), "note": (_str(4000), False),
+              "script": (text_upto(255), False), "version": (text_upto(64), False)},
+    "welcome": {"run_dir": (text_upto(4096), True), "nonce": (_hex, True), "echo": (_hex, True)},
+    "refused": {"reason": (text_upto(1000), True)},
+    "file": {"name": (text_upto(32), True), "data": (text_upto(CHUNK * 2), True)},
+    "final": {"outcome": (instance_of(dict), True)},
+    "stacks": {"id": (int_in(0, 2 ** 31), True)},
+    "stacks_reply": {"id": (int_in(0, 2 ** 31), True), "note": (text_upto(4000), False),
                      "stacks": (lambda v: isinstance(v, list) and len(v) <= 4 * MAX_NPROC, True)},
-    "end": {"reason": (_str(1000), True), "at": (_opt(_SECONDS), False)},
-    "verdict": {"exit_code": (_int(0, 255), True), "report": (_is(dict), True), "where": (_str(4200), True)},
+    "end": {"reason": (text_upto(1000), True), "at": (optional(_SECONDS), False)},
+    "verdict": {"exit_code": (int_in(0, 255), True), "report": (instance_of(dict), True), "where": (text_upto(4200), True)},
     "beat": {"now": (_SECONDS, True)},
     "bye": {},
 }
@@ -253,14 +253,14 @@ def check_outcome(data: dict[str, Any], ranks: set[int]) -> dict[str, Any]:
             raise BadMessage(f"final: an exit code for rank {rank}, not one of this node's")
         exit_codes[rank] = code
     ended_at = data.get("ended_at")
-    if not _opt(_SECONDS)(ended_at):
+    if not optional(_SECONDS)(ended_at):
         raise BadMessage("final: ended_at is not a time")
     return {"status": status, "exit_codes": exit_codes, "ended_at": ended_at,
             "log_tail": clean(data.get("log_tail") or "", 4000) if isinstance(data.get("log_tail"), (str, type(None))) else "",
             "stack_note": clean(data.get("stack_note") or "", 1000) if isinstance(data.get("stack_note"), (str, type(None))) else ""}
 
 
-_FRAME = {"func": _str(400), "file": _str(4096), "line": _int(0, 10 ** 8)}
+_FRAME = {"func": text_upto(400), "file": text_upto(4096), "line": int_in(0, 10 ** 8)}
 
 
 def check_stack(data: Any, ranks: set[int]) -> dict[str, Any]:
@@ -277,8 +277,8 @@ def check_stack(data: Any, ranks: set[int]) -> dict[str, Any]:
         if not isinstance(frame, dict) or not all(ok(frame.get(k)) for k, ok in _FRAME.items()):
             raise BadMessage("stacks_reply: a frame is not {func, file, line}")
         out_frames.append({k: clean(frame[k], 4096) if isinstance(frame[k], str) else frame[k] for k in _FRAME})
-    if not (_int(0, 2 ** 31)(data.get("pid", 0)) and _opt(_is(bool))(data.get("idle"))
-            and _str(MAX_TEXT)(data.get("text", "")) and _str(40)(data.get("method", "none"))):
+    if not (int_in(0, 2 ** 31)(data.get("pid", 0)) and optional(instance_of(bool))(data.get("idle"))
+            and text_upto(MAX_TEXT)(data.get("text", "")) and text_upto(40)(data.get("method", "none"))):
         raise BadMessage("stacks_reply: pid, idle, method or text of a stack is malformed")
     return {"rank": rank, "pid": data.get("pid", 0), "method": clean(data.get("method", "none"), 40),
             "frames": out_frames, "idle": data.get("idle"), "text": clean(data.get("text", ""))}
@@ -288,26 +288,26 @@ def check_stack(data: Any, ranks: set[int]) -> dict[str, Any]:
 
 def _annotation_check(annotation: str) -> Check:
     """A check from a telemetry field's annotation (telemetry.py is the schema)."""
-    optional = annotation.startswith("Optional[")
-    inner = annotation[len("Optional["):-1] if optional else annotation
+    maybe = annotation.startswith("Optional[")
+    inner = annotation[len("Optional["):-1] if maybe else annotation
     base: Check
     if inner == "int":
         base = _ANY_INT
     elif inner == "float":
-        base = _float(-1e18, 1e18)
+        base = float_in(-1e18, 1e18)
     elif inner == "bool":
-        base = _is(bool)
+        base = instance_of(bool)
     elif inner == "str":
-        base = _str(MAX_TEXT * 4)
+        base = text_upto(MAX_TEXT * 4)
     elif inner == "Site":
         base = _site
     elif inner.startswith("list"):
-        base = _is(list)
+        base = instance_of(list)
     elif inner.startswith("dict"):
-        base = _is(dict)
+        base = instance_of(dict)
     else:
         base = lambda v: True  # noqa: E731 - a new annotation: typed when it gets a check
-    return _opt(base) if optional else base
+    return optional(base) if maybe else base
 
 
 def _site(v: Any) -> bool:

@@ -1,0 +1,106 @@
+"""What a node sends node 0 in a multi-node attach is a peer's word: checked for type and range,
+bounded in count, its text cleaned; a node whose answer fails is a lost node (never a pass).
+And the child runner that collects a node's output keeps at most its limit of it."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from ddpdoctor.attach.facts import MAX_FRAMES, Observation, RankObservation, most_samples
+from ddpdoctor.attach.judge import judge
+from ddpdoctor.attach.nodes import _answers, merge
+from ddpdoctor.preflight.transport import child
+from ddpdoctor.probe.launch.node_wire import BadMessage
+from ddpdoctor.probe.run_model.outcome import Frame
+
+WAIT = (Frame("barrier", "torch/distributed/distributed_c10d.py", 4800), Frame("<module>", "train.py", 53))
+
+
+def node(host: str, ranks: list[int], world: int = 2, stacks: int = 20, **proc) -> dict:
+    observed = [RankObservation(r, 100 + r, host, [WAIT] * stacks,
+                                proc={"seconds": 3.0, "io_calls": 500, "io_quiet_s": 0.1, **proc})
+                for r in ranks]
+    return {"host": host, "node_rank": ranks[0], "observation": Observation("job", world, 3.0, observed).to_dict()}
+
+
+def test_two_valid_nodes_merge_into_one_job():
+    merged = merge([node("a", [0]), node("b", [1])], 3.0, 2, rate=50)
+    assert [r.rank for r in merged.ranks] == [0, 1] and not merged.lost_nodes
+
+
+@pytest.mark.parametrize("spoil, why", [
+    (lambda o: o["ranks"][0]["proc"].update(io_quiet_s="forever"), "proc's io_quiet_s is out of range"),
+    (lambda o: o["ranks"][0]["proc"].update(io_calls=-5), "proc's io_calls is out of range"),
+    (lambda o: o["ranks"][0].update(rank="1"), "a rank or pid is not a number in range"),
+    (lambda o: o["ranks"][0].update(rank=7), "a rank beyond the world size of 2"),
+    (lambda o: o["ranks"][0].update(stacks=[[["f", "x.py", 1]]] * 10_000), "more than 316 stacks"),
+    (lambda o: o["ranks"][0]["stacks"][0].append(["f", "x.py", "nine"]), "a frame is not [function, file, line]"),
+    (lambda o: o.update(ranks=[o["ranks"][0]] * 2000), "ranks is not a list of at most 1024"),
+    (lambda o: o.update(notes=["n"] * 100), "notes are not at most 64 texts"),
+    (lambda o: o.update(world_size=0), "job, world_size, duration_s or nodes is malformed"),
+])
+def test_a_node_whose_observation_is_not_valid_is_left_out_and_the_verdict_is_no_pass(spoil, why):
+    bad = node("b", [1])
+    spoil(bad["observation"])
+    merged = merge([node("a", [0]), bad], 3.0, 2, rate=50)
+    assert merged.lost_nodes == ["b"] and [r.rank for r in merged.ranks] == [0]
+    assert any(n.startswith("node b: sent an observation that is not valid (") and why in n
+               for n in merged.notes), merged.notes
+    verdict = judge(merged)
+    assert "passed" not in {r.status for r in verdict.results if r.spec.code in ("DDP503", "DDP601")}
+
+
+def test_a_node_that_disagrees_on_the_world_size_is_left_out():
+    merged = merge([node("a", [0], world=2), node("b", [1], world=4)], 3.0, 2, rate=50)
+    assert merged.lost_nodes == ["b"] and "says the job has 4 ranks" in merged.notes[0]
+
+
+def test_a_peer_text_is_cleaned_and_a_deep_stack_cut_to_its_innermost_frames():
+    answer = node("a\x1b[2J", [0])
+    frames = [["f\x1b]0;pwned\x07", "train\u202e.py", i] for i in range(MAX_FRAMES + 300)]
+    answer["observation"]["ranks"][0]["stacks"] = [frames]
+    answer["observation"]["notes"] = ["look \x1b[31mred"]
+    merged = merge([answer], 3.0, 1, rate=50)
+    stack = merged.ranks[0].stacks[0]
+    assert len(stack) == MAX_FRAMES and stack[0].line == 0
+    assert "\x1b" not in stack[0].func and "\u202e" not in stack[0].file
+    assert all("\x1b" not in n for n in merged.notes) and "\x1b" not in merged.ranks[0].host
+
+
+def test_unknown_proc_keys_are_dropped_and_the_rest_kept():
+    answer = node("a", [0], extra="x" * 100)
+    obs = Observation.from_dict(answer["observation"], most_samples(3.0, 50))
+    assert "extra" not in obs.ranks[0].proc and obs.ranks[0].proc["io_calls"] == 500
+
+
+def test_answers_that_are_not_objects_are_skipped():
+    marker = "DDPDOCTOR-ATTACH-NODE "
+    out = "\n".join([marker + "[1, 2]", marker + "{not json", marker + '{"host": "a", "error": "x"}',
+                     marker + "[" * 100_000])
+    assert _answers(out) == [{"host": "a", "error": "x"}]
+
+
+def test_an_error_answer_is_a_lost_node_with_its_text_cleaned():
+    merged = merge([{"host": "b", "error": "boom\x1b[1m"}, {"host": 5}], 3.0, 2, rate=50)
+    assert merged.lost_nodes == ["b", "?"] and merged.notes[:2] == ["node b: boom?[1m", "node ?: no answer"]
+
+
+def test_bad_message_is_a_value_error_the_merge_catches_and_nothing_else():
+    with pytest.raises(BadMessage):
+        Observation.from_dict([], 10)
+
+
+def test_child_output_beyond_its_limit_is_read_and_dropped_without_blocking_the_child():
+    code = "import sys; sys.stdout.write('x' * (3 << 20)); sys.stdout.flush(); print('done', file=sys.stderr)"
+    done = child.run([sys.executable, "-c", code], b"", timeout=60, max_output=1 << 20)
+    assert done.returncode == 0 and done.truncated
+    assert len(done.stdout) == 1 << 20 and done.stderr.strip() == b"done"
+
+
+def test_child_gets_its_input_and_is_killed_at_its_deadline():
+    done = child.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], b"hi", timeout=60)
+    assert done.stdout.strip() == b"HI" and not done.truncated and not done.timed_out
+    slow = child.run([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"], b"", timeout=2)
+    assert slow.timed_out and slow.stdout.strip() == b"up" and slow.seconds < 10
