@@ -35,11 +35,12 @@ from ddpdoctor.report.model import Table
 
 IN_PLACE = 0.9  # share of samples on the final stack for a rank to count as not moving
 IDLE_CPU = 0.2  # main thread's share of a core below which a rank is idle, not computing
-# A rank's CPU (every thread) since its last read/write call, at or above which a rank standing
-# in backward computes its gradients, not waits for its peers'. A rank waiting in gloo uses
-# almost none (measured: 0.00-0.01 cores for a rank hung in DDP's all-reduce); a backward
-# computing on CPU uses at least a core, one launching CUDA kernels a fifth of one or more.
-BUSY_CPU = 0.2
+# A rank's CPU (every thread, in cores) since its last read/write call, at or above which a rank
+# standing in backward computes its gradients rather than waits for its peers'. A rank waiting in
+# gloo uses almost none (measured: 0.006 for a rank hung in DDP's all-reduce); a backward
+# computing on CPU uses a core (1.0 measured), still a tenth of one on a machine ten times
+# overloaded, as the probe's start-up threshold (run_model/looks.STARTING_CPU) reasons.
+BUSY_CPU = 0.05
 STRAGGLER_GAP = 0.3  # the others wait this much more of their samples than the straggler
 MIN_SAMPLES = 5
 MIN_QUIET_S = 1.0  # a hung rank made no read/write call for at least this long,

@@ -83,7 +83,8 @@ def test_script_mixing_torch_cuda_and_torch_accelerator_trains_and_is_judged_on_
                    run_dir=tmp_path / "run", args=["--set-epoch", "before", "--epochs", "1"])
     assert result.code == 0, result.report["findings"]
     # The static lint (DDP8xx) reads every --set-epoch branch of the file; the run took "before".
-    assert [p for p in result.problems if not p["code"].startswith("DDP8")] == []
+    # (Timing checks aside: other tests share the machine's cores.)
+    assert [p for p in result.problems_beyond_timing if not p["code"].startswith("DDP8")] == []
     assert result.report["status"] == "pass" and result.report["incomplete"] == []
     steps = result.report["metrics"]["steps"]
     assert 0 < steps < 40
