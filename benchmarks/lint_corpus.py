@@ -170,17 +170,18 @@ def load_manifest(path: Path) -> dict:
 
 
 def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
-    """Shell lines extracting every entry from local clones (one per repository, owner+name)."""
-    lines, done = [], set()
+    """Shell lines extracting every entry from local clones (one per repository, owner+name):
+    one line per extracted tree, with the paths of every entry that shares it."""
+    trees: dict[tuple[str, str], tuple[str, list[str]]] = {}
     for e in manifest["entries"]:
-        key = (e["commit"], e["dir"])
-        if key in done:  # several entries share one extracted tree
-            continue
-        done.add(key)
-        clone = clones / e["repository"].replace("/", "+")
-        paths = " ".join(f"'{p}'" for p in e["paths"])
-        lines.append(f"mkdir -p {corpus / e['dir']} && git -C {clone} archive {e['commit']} -- {paths}"
-                     f" | tar -x -C {corpus / e['dir']}")
+        repository, paths = trees.setdefault((e["commit"], e["dir"]), (e["repository"], []))
+        paths.extend(p for p in e["paths"] if p not in paths)
+    lines = []
+    for (commit, folder), (repository, paths) in trees.items():
+        clone = clones / repository.replace("/", "+")
+        quoted = " ".join(f"'{p}'" for p in paths)
+        lines.append(f"mkdir -p {corpus / folder} && git -C {clone} archive {commit} -- {quoted}"
+                     f" | tar -x -C {corpus / folder}")
     return "\n".join(lines)
 
 

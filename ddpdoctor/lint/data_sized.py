@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.nodes import children
 
 SINKS = {"all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce",
          "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single"}
 EXCHANGES = {"all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast",
              "broadcast_object_list"}
+_READ = SINKS | EXCHANGES  # the torch.distributed calls this rule reads
 DATA_SIZED = {"unique", "unique_consecutive", "nonzero", "argwhere", "masked_select"}
 # Calls whose result no longer has the data's length: reductions, sizes, padding, conversion
 # to Python numbers.
@@ -147,15 +149,7 @@ class _Scope:
 
     # -- collectives -------------------------------------------------------------------------
     def collective(self, call: ast.Call) -> Optional[str]:
-        func = call.func
-        if isinstance(func, ast.Attribute):
-            receiver = _text(func.value)
-            if receiver in self.dist_names:
-                return func.attr
-            return None
-        if isinstance(func, ast.Name) and func.id in self.imported:
-            return func.id
-        return None
+        return _collective(call, self.dist_names, self.imported)
 
     def is_exchange(self, op: str, call: ast.Call) -> bool:
         if op in EXCHANGES:
@@ -246,22 +240,34 @@ class _Scope:
                     self.exchanged = True
 
 
+def _collective(call: ast.Call, dist_names: set[str], imported: set[str]) -> Optional[str]:
+    """The torch.distributed call this is, when it is one this rule reads (a sink or an
+    exchange): `dist.all_reduce(...)`, `all_gather(...)` imported bare. The receiver is
+    unparsed only for those names (unparsing every `x.m()` was most of this rule's time)."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr if func.attr in _READ and _text(func.value) in dist_names else None
+    if isinstance(func, ast.Name) and func.id in imported:
+        return func.id
+    return None
+
+
 def _walk_own(root: ast.AST) -> Iterator[ast.AST]:
     """The nodes under `root` in source order, not entering nested functions or lambdas."""
     stack = [root]
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
     while stack:
         node = stack.pop()
         yield node
-        nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
         if isinstance(node, nested) and node is not root:
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(children(node)))
 
 
-def _dist_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+def _dist_names(imports: list[ast.AST]) -> tuple[set[str], set[str]]:
     """How the file names torch.distributed, and the collectives it imports bare."""
     names, bare = {"torch.distributed"}, set()
-    for node in ast.walk(tree):
+    for node in imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "torch.distributed":
@@ -276,14 +282,18 @@ def _dist_names(tree: ast.Module) -> tuple[set[str], set[str]]:
 
 
 def gather(files: list, reachable: Optional[set] = None) -> list[DataSizedCollective]:
-    """Every data-sized collective in the files (lint/sources.SourceFile: .tree, .display);
-    `reachable`: the ids of the function nodes the entry script can run (the other rules judge
-    only those too), None for every function."""
+    """Every data-sized collective in the files (lint/sources.SourceFile: .nodes, .imports,
+    .tree, .display); `reachable`: the ids of the function nodes the entry script can run (the
+    other rules judge only those too), None for every function. A file that calls no collective
+    this rule reads is not walked statement by statement (most files of a package)."""
     found: list[DataSizedCollective] = []
     for source in files:
-        dist_names, bare = _dist_names(source.tree)
+        dist_names, bare = _dist_names(source.imports)
+        nodes = source.nodes
+        if not any(isinstance(n, ast.Call) and _collective(n, dist_names, bare) for n in nodes):
+            continue
         scopes = [("<module>", source.tree.body)]
-        scopes += [(node.name, node.body) for node in ast.walk(source.tree)
+        scopes += [(node.name, node.body) for node in nodes
                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and (reachable is None or id(node) in reachable)]
         for label, body in scopes:
