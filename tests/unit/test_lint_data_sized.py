@@ -119,3 +119,24 @@ def test_in_a_probe_report_it_is_one_finding_with_ddp506(tmp_path):
     report = Report(command="probe", results=results + static_part(results, str(script)).results)
     assert [f.code for f in report.findings] == ["DDP506"]
     assert report.findings[0].evidence["static"]["code"] == "DDP807"
+
+
+@pytest.mark.parametrize("imports, call", [
+    ("import torch\n", "torch.distributed.all_reduce(counts)"),
+    ("import torch\nfrom torch.distributed import all_reduce\n", "all_reduce(counts)"),
+    ("import torch\nfrom torch import distributed as d\n", "d.all_reduce(counts)"),
+])
+def test_every_spelling_of_torch_distributed_is_read_in_a_module_the_script_imports(tmp_path, imports, call):
+    # A file is only walked when it calls a collective the rule reads: the check that decides
+    # it must know every name torch.distributed goes by, in a module as in the script.
+    (tmp_path / "metrics.py").write_text(imports + textwrap.dedent(f"""
+        def class_counts(preds):
+            counts = torch.bincount(preds)
+            {call}
+            return counts
+        """))
+    (tmp_path / "train.py").write_text("import torch\nfrom metrics import class_counts\n"
+                                       "class_counts(torch.tensor([1, 2]))\n")
+    found = [f for r in lint_results(gather(str(tmp_path / "train.py")), set())
+             for f in r.findings if f.code == "DDP807"]
+    assert [(Path(f.location.file).name, f.location.line) for f in found] == [("metrics.py", len(imports.splitlines()) + 4)]
