@@ -8,10 +8,13 @@ progressing with a straggler: every waiting rank advanced, and one rank spends f
 samples waiting than the others, who wait for it: DDP601, with the user frame where its own
 time goes.
 healthy: every rank advanced and none waits for one of the others.
-unknown: nothing could be sampled, or a rank stood in loss.backward() with nothing sent but
+unknown: nothing could be sampled; or a rank stood in loss.backward() with nothing sent but
 computing (its CPU busy) for longer than the window: a step longer than the window is not a
-hang, and within one step a long backward cannot be told from one, so the verdict is
-incomplete (sample longer), never hung and never healthy.
+hang, and within one step a long backward cannot be told from one; or the waiting ranks wait
+for a rank that is working in its own code (CPU, read/write calls, its stack moving): a long
+phase of one rank (evaluation or a checkpoint on rank 0) is not a hang either, and one window
+cannot tell it from a loop that never ends. The verdict is then incomplete, never hung and
+never healthy, as the probe's "slow is not stuck" (run_model/looks.py).
 
 A rank waiting for its peers under DDP shows no torch.distributed frame: it sits idle inside
 loss.backward() (the reducer waits in C++), so backward counts as waiting, as in probe.
@@ -106,6 +109,21 @@ class Reading:
                 and cpu is not None and cpu >= BUSY_CPU)
 
     @property
+    def working(self) -> bool:
+        """Getting somewhere in the quiet end of the window: its stack moved, or it made a
+        read or write call in the last second, or it used CPU (BUSY_CPU since its last call;
+        IDLE_CPU of its main thread where that was not read)."""
+        tail = self.tail
+        if len(tail) >= MIN_SAMPLES and _in_place(tail) < IN_PLACE:
+            return True
+        if self.quiet_s is not None and self.quiet_s < MIN_QUIET_S:
+            return True
+        if self.quiet_cpu is not None:
+            return self.quiet_cpu >= BUSY_CPU
+        main = self.obs.main_cpu_share
+        return main is not None and main >= IDLE_CPU
+
+    @property
     def still(self) -> bool:
         """The stack stayed in place with no read or write call over the end of the window."""
         tail = self.tail
@@ -191,6 +209,12 @@ def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
         short = "no step ended in the window (a backward longer than it): no steps to compare"
         return Verdict(_results({"DDP503": (INCOMPLETE, [], reason), "DDP502": (PASSED, [], ""),
                                  "DDP601": (INCOMPLETE, [], short)}, ignore), table, notes, "unknown")
+    working = [r for r in sampled if r.last is not None and not waiting(r.last) and r.working]
+    if hung and working:
+        reason = _own_phase(working, waiters)
+        short = f"{rank_list(r.rank for r in working)} still working on its own: no verdict yet"
+        return Verdict(_results({"DDP503": (INCOMPLETE, [], reason), "DDP502": (INCOMPLETE, [], short),
+                                 "DDP601": (INCOMPLETE, [], short)}, ignore), table, notes, "unknown")
     if hung:
         problems = _hung(reads, observation)
         return Verdict(_results({
@@ -240,6 +264,28 @@ def _long_backward(computing: list[Reading], observation: Observation) -> str:
             f"computing ({cpu:.1f} CPUs or more meanwhile): a backward longer than the window, "
             "which cannot be told from a hang within one step; attach again with a --duration "
             "longer than one training step")
+
+
+def _own_phase(working: list[Reading], waiters: list[Reading]) -> str:
+    """Why ranks waiting for a rank that works in its own code are not (yet) a hang."""
+    def evidence(r: Reading) -> str:
+        if r.quiet_s is not None and r.quiet_s < MIN_QUIET_S:
+            return "making read/write calls"
+        cpu = r.quiet_cpu if r.quiet_cpu is not None else r.obs.main_cpu_share
+        return f"{cpu:.2f} CPUs" if cpu is not None and cpu >= BUSY_CPU else "its stack moving"
+
+    first, wait = working[0], waiters[0].last
+    user = first.last.user_frame if first.last else None
+    where = f"{user.func} at {user.file}:{user.line}" if user else "its own code"
+    ranks = [r.rank for r in working]
+    at = f" at {wait.user_frame.file}:{wait.user_frame.line}" if wait and wait.user_frame else ""
+    return (f"{rank_list(ranks)} {verb(ranks, 'is', 'are')} running {where} ({evidence(first)}) "
+            f"while {rank_list(r.rank for r in waiters)} {verb([r.rank for r in waiters], 'waits', 'wait')} in "
+            f"{wait.call if wait else 'a collective'}{at}: a long phase of "
+            f"{'its' if len(ranks) == 1 else 'their'} own (evaluation or a checkpoint on one rank, "
+            "data preparation) or a loop that never ends, which one window cannot tell apart; "
+            f"attach again in a while: if {rank_list(ranks)} still {verb(ranks, 'works', 'work')} "
+            "at the same line, read that loop")
 
 
 def probe_check(code: str):

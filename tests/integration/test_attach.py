@@ -126,6 +126,22 @@ def test_a_backward_longer_than_the_window_is_neither_hung_nor_healthy(job_in, t
     assert "--duration longer than one training step" in hang["reason"]
 
 
+def test_ranks_waiting_for_a_rank_evaluating_alone_are_not_hung_yet(job_in, tmp_path):
+    # Rank 0 evaluates alone after step 5 (busy, no collective) and rank 1 waits for it in step
+    # 6's all-reduce: the shape of a hang on rank 1's side (DDP503, exit 1, before the rule),
+    # but rank 0 works. A long phase of one rank is not a hang; one window cannot tell it from
+    # a loop that never ends, so the verdict is incomplete with both places named.
+    job = job_in("eval", script=SCRIPT.parent / "attach_rank0_eval.py")
+    job.wait_until(lambda s: min(s.get(0, -1), s.get(1, -1)) >= 5, timeout=120)
+    done, report = _attach(job, tmp_path)
+    assert done.code == 4, done.stderr
+    assert report["metrics"]["state"] == "unknown" and report["findings"] == []
+    hang = next(c for c in report["checks"] if c["code"] == "DDP503")
+    assert hang["status"] == "incomplete", hang
+    assert hang["reason"].startswith("rank 0 is running evaluate at attach_rank0_eval.py:25 ("), hang["reason"]
+    assert "while rank 1 waits in Tensor.backward at attach_rank0_eval.py:37" in hang["reason"]
+
+
 def test_ptrace_refused_is_one_line_with_the_fix_and_proc_is_still_read(job_in, tmp_path):
     """For real: the job runs as another user (uid 12345, allowed to read the venv through
     ambient DAC capabilities) and ddpdoctor runs as root without CAP_SYS_PTRACE, which is what

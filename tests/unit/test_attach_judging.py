@@ -134,3 +134,33 @@ def test_ranks_that_ended_a_step_in_the_window_and_now_compute_their_backward_ad
         obs.proc.update(seconds=10.0, io_calls=640)  # the all-reduce of the step that ended
     verdict = judge(Observation("job", 2, 10.0, ranks))
     assert verdict.state == "healthy" and not codes(verdict)
+
+
+def test_ranks_waiting_for_one_that_works_in_its_own_code_are_not_hung_yet():
+    # rank 0 evaluates alone (its CPU busy) while rank 1 waits in the next step's all-reduce:
+    # a long phase of one rank, or a loop that never ends; one window cannot tell.
+    verdict = judge(Observation("job", 2, 3.0, [busy(0, [SPIN] * 150, 1.0),
+                                                 busy(1, [BACKWARD] * 150, 0.0)]))
+    assert verdict.state == "unknown" and not codes(verdict)
+    status = {r.spec.code: r for r in verdict.results}
+    assert {s.status for s in status.values()} == {"incomplete"}
+    assert status["DDP503"].reason.startswith(
+        "rank 0 is running wait_for_it at train.py:35 (1.00 CPUs) while rank 1 waits in "
+        "Tensor.backward at train.py:49: a long phase of its own")
+
+
+def test_a_rank_whose_stack_moves_or_that_talks_is_working_whatever_its_cpu():
+    moving = busy(0, [SPIN, LOAD] * 75, 0.0)
+    verdict = judge(Observation("job", 2, 3.0, [moving, busy(1, [BACKWARD] * 150, 0.0)]))
+    assert verdict.state == "unknown"
+    assert "(its stack moving)" in {r.spec.code: r for r in verdict.results}["DDP503"].reason
+    talking = busy(0, [SPIN] * 150, 0.0, quiet=0.3)
+    talking.proc["io_calls"] = 40  # an upload: socket writes
+    verdict = judge(Observation("job", 2, 3.0, [talking, busy(1, [BACKWARD] * 150, 0.0)]))
+    assert "(making read/write calls)" in {r.spec.code: r for r in verdict.results}["DDP503"].reason
+
+
+def test_a_rank_idle_in_its_own_code_while_the_others_wait_is_hung():
+    verdict = judge(Observation("job", 2, 3.0, [busy(0, [SPIN] * 150, 0.006),
+                                                 busy(1, [BACKWARD] * 150, 0.0)]))
+    assert verdict.state == "hung" and codes(verdict)["DDP503"].ranks == [0]

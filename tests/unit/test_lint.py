@@ -400,6 +400,7 @@ EXPECTED = {
     # attach_job.py; the skipped all-reduce fr_skip.py leaves dumps of), and the lint sees it.
     "tests/scripts/attach_job.py": {"DDP801"},
     "tests/scripts/attach_long_backward.py": set(),  # healthy, its backward long
+    "tests/scripts/attach_rank0_eval.py": set(),  # healthy, rank 0 evaluates alone (no collective)
     # bincount without minlength: DDP807 is the lint twin of their DDP506; the exchanged sizes stay clean.
     "tests/scripts/latent_bincount.py": {"DDP807"},
     "tests/scripts/latent_counts_after_loss.py": {"DDP807"},
