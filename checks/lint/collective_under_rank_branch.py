@@ -5,6 +5,7 @@ from __future__ import annotations
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.lint.facts import LintFacts
+from ddpdoctor.lint.patterns import DDP_FORWARD, no_grad_forward
 
 
 @check("DDP801", "A collective runs under a rank-conditional branch", Severity.ERROR)
@@ -33,6 +34,13 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Reported as an error when the code proves the branch differs between ranks; as a
         warning, naming the assumption, when the test also reads a value the source does not
         show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set).
+        A DDP forward with gradients off in its own function (`@torch.no_grad()`,
+        `with torch.inference_mode():`), one rank's evaluation, is a warning too: DDP then
+        broadcasts the buffers only in the first forward after a training step, one broadcast
+        that pairs with the other ranks' next training forward, and the job hangs only where
+        they reach another collective or the end first (open_clip hung so after its last
+        epoch; llama2.c's evaluation at the top of each iteration never does). A rank that
+        raises under a rank test crashes the job; what follows is not rank-conditional.
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks
@@ -63,9 +71,15 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         via = ""
         if found.chain:
             via = " through " + " -> ".join(found.chain)
+        latent = no_grad_forward(found.op)
+        consequence = ("with gradients off that is one buffer broadcast, which pairs with the "
+                       "other ranks' next training forward; where they reach another collective "
+                       "or the end of the job first (after the last evaluation, a barrier), the "
+                       "job hangs" if latent else
+                       "the ranks that skip the branch never enter it, and the job hangs or "
+                       "pairs it with another collective")
         message = (f"{found.op} at {found.location} runs only where `{found.guard}` holds "
-                   f"({found.guard_location}, {found.function}){via}: the ranks that skip the "
-                   "branch never enter it, and the job hangs or pairs it with another collective")
+                   f"({found.guard_location}, {found.function}){via}: {consequence}")
         if found.assumption:  # the test also reads values the source does not show
             message = f"if {found.assumption}: {message}"
         problems.append(Problem(
@@ -75,13 +89,13 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
             evidence={"op": found.op, "guard": found.guard, "guard_location": str(found.guard_location),
                       "function": found.function, "chain": found.chain,
                       "assumption": found.assumption or None},
-            severity=Severity.WARNING if found.assumption else None,
+            severity=Severity.WARNING if found.assumption or latent else None,
         ))
     return problems
 
 
 def _hint(op: str) -> str:
-    if op.startswith("forward of the DDP model"):
+    if op.startswith(DDP_FORWARD):
         return ("on one rank, run the plain module (`model.module(x)`), not the DDP wrapper; or "
                 "evaluate on every rank and reduce the metric")
     if op.startswith("DistributedDataParallel"):

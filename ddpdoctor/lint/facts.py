@@ -512,6 +512,8 @@ class FactBuilder:
                 ok = (own and rname == own) or rname in ("sampler", "batch_sampler", "train_sampler") \
                     or (dotted(receiver) or "").endswith(".sampler") \
                     or any(v is call for v, _ in program.values_of(receiver, sfn)) \
+                    or (isinstance(receiver, ast.Name)
+                        and any(v is call for v, _ in program.unpacked(receiver.id, sfn))) \
                     or not own
                 if ok:
                     matched.append(loc(sfn, scall))

@@ -188,8 +188,60 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
                 return f"fabric.{name}()"
     wrapped = ddp_model(program, call, fn)
     if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
-        return f"forward of the DDP model {text(call.func)} (DDP broadcasts its buffers in every forward)"
+        off = grad_off(program, call, fn)
+        if off:
+            return f"{DDP_FORWARD} {text(call.func)} under {off} {NO_GRAD_FORWARD}"
+        return f"{DDP_FORWARD} {text(call.func)} (DDP broadcasts its buffers in every forward)"
     return None
+
+
+# A DDP forward's op text (checks/lint/collective_under_rank_branch.py words its finding from it).
+DDP_FORWARD = "forward of the DDP model"
+# With gradients off, DDP syncs buffers only in a forward that follows a grad-enabled one, and
+# then marks the next forward as not to sync (torch's DistributedDataParallel._pre_forward /
+# _post_forward: require_forward_param_sync): one broadcast, the same count as the other
+# ranks', which pairs with their next training forward. It hangs only where they reach another
+# collective or the end first (open_clip #1121: at the last epoch's evaluation).
+NO_GRAD_FORWARD = "(DDP broadcasts its buffers in the first forward after a training step)"
+_GRAD_OFF = {"no_grad", "inference_mode"}
+
+
+def grad_off(program: Program, call: ast.Call, fn: Function) -> str:
+    """How gradients are off around `call` in its own function: a `@torch.no_grad()` /
+    `@torch.inference_mode()` decorator, or a `with torch.no_grad():` /
+    `torch.inference_mode()` / `torch.set_grad_enabled(False)` block around it; "" if not."""
+    node = fn.node
+    for deco in getattr(node, "decorator_list", []):
+        name = _grad_context(program, deco, fn)
+        if name:
+            return name
+    for stmt in fn.own:
+        if not isinstance(stmt, (ast.With, ast.AsyncWith)):
+            continue
+        names = [_grad_context(program, item.context_expr, fn) for item in stmt.items]
+        name = next((n for n in names if n), "")
+        if name and any(inner is call for s in stmt.body for inner in walk(s)):
+            return name
+    return ""
+
+
+def _grad_context(program: Program, node: ast.AST, fn: Function) -> str:
+    """`torch.no_grad()` / `torch.no_grad` / `torch.inference_mode()` /
+    `torch.set_grad_enabled(False)` as written, else ""."""
+    target = node.func if isinstance(node, ast.Call) else node
+    full = program.qualify(target, fn) or ""
+    name = full.rsplit(".", 1)[-1]
+    if full.startswith("torch.") and name in _GRAD_OFF:
+        return f"torch.{name}"
+    if full.startswith("torch.") and name == "set_grad_enabled" and isinstance(node, ast.Call) \
+            and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+        return "torch.set_grad_enabled(False)"
+    return ""
+
+
+def no_grad_forward(op: str) -> bool:
+    """The op is a DDP forward with gradients off (NO_GRAD_FORWARD)."""
+    return op.startswith(DDP_FORWARD) and op.endswith(NO_GRAD_FORWARD)
 
 
 def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> bool:

@@ -373,6 +373,27 @@ class Program:
             return [(line, value, body) for line, value in body.bindings[name]]
         return []
 
+    def unpacked(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
+        """What `name` holds where `fn` binds it by unpacking a call to a local function
+        (`_, loader, sampler = make_loader(...)`): that element of the tuples the function
+        returns. Kept out of the bindings the rank flow reads: a function that returns a rank
+        beside a fallback constant (`return 1, 0` when not distributed) would read as no rank."""
+        out = []
+        for node in fn.own:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], (ast.Tuple, ast.List)) and isinstance(node.value, ast.Call)):
+                continue
+            names = [t.id if isinstance(t, ast.Name) else None for t in node.targets[0].elts]
+            if name not in names or any(isinstance(t, ast.Starred) for t in node.targets[0].elts):
+                continue
+            index = names.index(name)
+            for target in self.resolve(node.value.func, fn)[0]:
+                for ret in target.own:
+                    if isinstance(ret, ast.Return) and isinstance(ret.value, (ast.Tuple, ast.List)) \
+                            and len(ret.value.elts) == len(names):
+                        out.extend(self.values_of(ret.value.elts[index], target))
+        return out
+
     def values_of(self, node: ast.AST, fn: Function, depth: int = 3) -> list[tuple[ast.AST, Function]]:
         """The expressions a name or `self.attr` may hold (the node itself when not a name)."""
         if depth <= 0:
@@ -677,6 +698,18 @@ def _is_main_block(stmt: ast.stmt) -> bool:
         and test.comparators[0].value == "__main__"
 
 
+def _crashes(stmt: ast.stmt) -> bool:
+    """`raise SomeError(...)` (or a bare re-raise): the rank fails and the launcher ends the
+    job (not SystemExit, which exits cleanly while the other ranks go on)."""
+    if not isinstance(stmt, ast.Raise):
+        return False
+    if stmt.exc is None:
+        return True
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    name = exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")
+    return name != "SystemExit"
+
+
 def _negation_text(node: ast.AST) -> str:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return text(node.operand, 10_000)
@@ -728,9 +761,12 @@ class Walker:
     def block(self, body: list[ast.stmt], guards: tuple[Guard, ...], loops: int) -> None:
         for index, stmt in enumerate(body):
             self.stmt(stmt, guards, loops)
-            # `if rank != 0: return` - what follows runs on the other ranks only
+            # `if rank != 0: return` - what follows runs on the other ranks only. Not after a
+            # raise: a rank that raises crashes and the launcher ends the job (dinov2's
+            # `if _LOCAL_RANK >= 0: raise RuntimeError("already initialised")`, read before the
+            # rank is set, is an assertion, not a branch of work); SystemExit is an exit.
             if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
-                    isinstance(stmt.body[-1], TERMINATORS):
+                    isinstance(stmt.body[-1], TERMINATORS) and not _crashes(stmt.body[-1]):
                 test = self.program.ranks.guard(stmt.test, self.fn)
                 if test is not None:
                     unless = ()

@@ -1,8 +1,10 @@
 # Stands for mlfoundations/open_clip bfd2f34^ src/open_clip_train/train.py:251-281 (fixed in
 # bfd2f34, issue #1121): evaluation returns at once on non-leader ranks, then runs the DDP-WRAPPED
-# model, whose module holds a buffer: every DDP forward broadcasts buffers, so the leader's
-# evaluation forward waits for ranks that are not there. The fix evaluates `model.module`.
-# expect: DDP801 error line 34
+# model, whose module holds a buffer. Under inference_mode DDP broadcasts the buffers once, in
+# the first forward after a training step: the leader's broadcast paired with the other ranks'
+# next training forward after every epoch but the last, where they were gone (issue #1121: it
+# hung there). A latent hang, a warning. The fix evaluates `model.module`.
+# expect: DDP801 warning line 36
 import argparse
 
 import torch
