@@ -5,7 +5,7 @@ from __future__ import annotations
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.lint.facts import LintFacts
-from ddpdoctor.lint.patterns import DDP_FORWARD, no_grad_forward
+from ddpdoctor.lint.patterns import DDP_FORWARD, no_grad_forward, sharded_save
 
 
 @check("DDP801", "A collective runs under a rank-conditional branch", Severity.ERROR)
@@ -39,8 +39,11 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         broadcasts the buffers only in the first forward after a training step, one broadcast
         that pairs with the other ranks' next training forward, and the job hangs only where
         they reach another collective or the end first (open_clip hung so after its last
-        epoch; llama2.c's evaluation at the top of each iteration never does). A rank that
-        raises under a rank test crashes the job; what follows is not rank-conditional.
+        epoch; llama2.c's evaluation at the top of each iteration never does). So is
+        Accelerate's `save_state()` on the main process only in a script that prepares for
+        DeepSpeed or FSDP (every process takes part in the save under them; under DDP it writes
+        from the main process alone). A rank that raises under a rank test crashes the job;
+        what follows is not rank-conditional.
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks
@@ -72,6 +75,7 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         if found.chain:
             via = " through " + " -> ".join(found.chain)
         latent = no_grad_forward(found.op)
+        conditional = sharded_save(found.op)  # a collective only under the engine it names
         consequence = ("with gradients off that is one buffer broadcast, which pairs with the "
                        "other ranks' next training forward; where they reach another collective "
                        "or the end of the job first (after the last evaluation, a barrier), the "
@@ -89,7 +93,7 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
             evidence={"op": found.op, "guard": found.guard, "guard_location": str(found.guard_location),
                       "function": found.function, "chain": found.chain,
                       "assumption": found.assumption or None},
-            severity=Severity.WARNING if found.assumption or latent else None,
+            severity=Severity.WARNING if found.assumption or latent or conditional else None,
         ))
     return problems
 

@@ -174,6 +174,11 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         if program.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
                 "accelerator" in owner or made_by(program, receiver, fn, "Accelerator")):
             return f"accelerator.{name}()"
+        if name == "save_state" and program.uses("accelerate") and (
+                "accelerator" in owner or made_by(program, receiver, fn, "Accelerator")):
+            engine = sharded_engine(program)
+            if engine:
+                return f"accelerator.save_state() {SHARDED_SAVE.format(engine)}"
         if program.uses_lightning():
             if isinstance(receiver, ast.Name) and receiver.id == "self":
                 if name in ("log", "log_dict") and truthy(keyword(call, "sync_dist")):
@@ -237,6 +242,37 @@ def _grad_context(program: Program, node: ast.AST, fn: Function) -> str:
             and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
         return "torch.set_grad_enabled(False)"
     return ""
+
+
+# Accelerate's save_state() writes from the main process alone under DDP, but under DeepSpeed
+# (engine.save_checkpoint) and FSDP (the sharded state dict) every process takes part: on the
+# main process only it hangs (diffusers' training examples, issue #2606). A warning: the script
+# prepares for one of them, whether the config picks it is not in the source.
+SHARDED_SAVE = "(every process takes part under {})"
+
+
+def sharded_engine(program: Program) -> str:
+    """"DeepSpeed" / "FSDP" when the script's own code mentions it (a plugin, a
+    DistributedType, an import), else "": computed once per program."""
+    found = program.__dict__.get("_sharded_engine")
+    if found is None:
+        words = set()
+        for source in program.files:
+            for node in source.nodes:
+                word = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+                if isinstance(word, str):
+                    lowered = word.lower()
+                    if "deepspeed" in lowered:
+                        words.add("DeepSpeed")
+                    elif "fsdp" in lowered:
+                        words.add("FSDP")
+        found = program.__dict__["_sharded_engine"] = " or ".join(sorted(words))
+    return found
+
+
+def sharded_save(op: str) -> bool:
+    """The op is accelerator.save_state() in a script that prepares for DeepSpeed or FSDP."""
+    return op.startswith("accelerator.save_state()") and "every process takes part" in op
 
 
 def no_grad_forward(op: str) -> bool:
