@@ -113,7 +113,7 @@ class RankFlow:
             if isinstance(node, ast.Name) and self._spawn_index(node.id, fn):
                 return True
             values = self._values(node, fn)
-            spelled = bool(RANK_NAME.match(last_name(node) or ""))
+            spelled = bool(RANK_NAME.match((last_name(node) or "").lstrip("_")))  # `__rank`: a private global
             if values is not None:
                 flows = depth > 0 and any(self.is_rank(v, scope, depth - 1) for v, scope in values
                                           if not is_const(v, None, -1))
