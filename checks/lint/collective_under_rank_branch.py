@@ -34,8 +34,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Reported as an error when the code proves the branch differs between ranks; as a
         warning, naming the assumption, when the test also reads a value the source does not
         show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set).
-        A DDP forward with gradients off in its own function (`@torch.no_grad()`,
-        `with torch.inference_mode():`), one rank's evaluation, is a warning too: DDP then
+        A DDP forward with gradients off (`@torch.no_grad()`, `with torch.inference_mode():`
+        around it or around a call that leads to it), one rank's evaluation, is a warning too: DDP then
         broadcasts the buffers only in the first forward after a training step, one broadcast
         that pairs with the other ranks' next training forward, and the job hangs only where
         they reach another collective or the end first (open_clip hung so after its last

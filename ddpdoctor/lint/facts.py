@@ -15,7 +15,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import data_sized
-from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
+from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text, through_grad_off
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
 
@@ -151,6 +151,7 @@ class FactBuilder:
                     step = f"{fn.file.display}:{event.line} {target.label}"
                     entry = event.node if event.kind == "call" else None
                     for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry):
+                        op = through_grad_off(self.program, op, event.node, fn)
                         found.append((op, where, [step] + chain, own_conds + conds))
         if not stack:
             self._reach[fn] = found
@@ -195,6 +196,7 @@ class FactBuilder:
                         step = f"{fn.file.display}:{event.line} {target.label}"
                         entry = event.node if event.kind == "call" else None
                         for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry):
+                            op = through_grad_off(self.program, op, event.node, fn)
                             reached.append((op, where, [step] + chain, conds))
                 for op, where, chain, conds in reached:
                     # `if not use_fsdp_eval and not is_rank0: return` ... a callee's

@@ -196,7 +196,7 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         off = grad_off(program, call, fn)
         if off:
             return f"{DDP_FORWARD} {text(call.func)} under {off} {NO_GRAD_FORWARD}"
-        return f"{DDP_FORWARD} {text(call.func)} (DDP broadcasts its buffers in every forward)"
+        return f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}"
     return None
 
 
@@ -208,6 +208,7 @@ DDP_FORWARD = "forward of the DDP model"
 # ranks', which pairs with their next training forward. It hangs only where they reach another
 # collective or the end first (open_clip #1121: at the last epoch's evaluation).
 NO_GRAD_FORWARD = "(DDP broadcasts its buffers in the first forward after a training step)"
+_GRAD_ON = " (DDP broadcasts its buffers in every forward)"
 _GRAD_OFF = {"no_grad", "inference_mode"}
 
 
@@ -273,6 +274,15 @@ def sharded_engine(program: Program) -> str:
 def sharded_save(op: str) -> bool:
     """The op is accelerator.save_state() in a script that prepares for DeepSpeed or FSDP."""
     return op.startswith("accelerator.save_state()") and "every process takes part" in op
+
+
+def through_grad_off(program: Program, op: str, call: ast.AST, fn: Function) -> str:
+    """A DDP forward's op as seen through a call in `fn` made with gradients off
+    (`with torch.no_grad(): evaluate()`): the forward runs with them off too."""
+    if not op.startswith(DDP_FORWARD) or op.endswith(NO_GRAD_FORWARD):
+        return op
+    off = grad_off(program, call, fn)
+    return op.replace(_GRAD_ON, f" under {off} {NO_GRAD_FORWARD}") if off and op.endswith(_GRAD_ON) else op
 
 
 def no_grad_forward(op: str) -> bool:
