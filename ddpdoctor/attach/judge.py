@@ -212,7 +212,8 @@ def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
     working = [r for r in sampled if r.last is not None and not waiting(r.last) and r.working]
     if hung and working:
         reason = _own_phase(working, waiters)
-        short = f"{rank_list(r.rank for r in working)} still working on its own: no verdict yet"
+        ranks = [r.rank for r in working]
+        short = f"{rank_list(ranks)} still working on {'its' if len(ranks) == 1 else 'their'} own: no verdict yet"
         return Verdict(_results({"DDP503": (INCOMPLETE, [], reason), "DDP502": (INCOMPLETE, [], short),
                                  "DDP601": (INCOMPLETE, [], short)}, ignore), table, notes, "unknown")
     if hung:

@@ -41,6 +41,24 @@ def _stat_fields(path: str) -> Optional[list[str]]:
     return rest.split() if head else None
 
 
+def _cpu_s(fields: Optional[list[str]]) -> Optional[float]:
+    """User + system CPU seconds from a split /proc stat line (a process's or a thread's)."""
+    try:
+        return (int(fields[11]) + int(fields[12])) / _TICKS if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
+def _io_calls(pid: int) -> Optional[int]:
+    """Read and write system calls the process made so far; None when /proc/PID/io is refused."""
+    try:
+        with open(f"/proc/{pid}/io", encoding="ascii") as handle:
+            counters = dict(line.split(":", 1) for line in handle if ":" in line)
+        return int(counters["syscr"]) + int(counters["syscw"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def read(pid: int) -> ProcSnapshot:
     """The rank's state now; `alive` False when it has exited."""
     now = time.monotonic()
@@ -50,21 +68,11 @@ def read(pid: int) -> ProcSnapshot:
     snap = ProcSnapshot(pid, now, True, state=fields[0])
     try:
         snap.threads = int(fields[17])
-        snap.cpu_s = (int(fields[11]) + int(fields[12])) / _TICKS
     except (IndexError, ValueError):
         pass
-    main = _stat_fields(f"/proc/{pid}/task/{pid}/stat")
-    if main is not None:
-        try:
-            snap.main_cpu_s = (int(main[11]) + int(main[12])) / _TICKS
-        except (IndexError, ValueError):
-            pass
-    try:
-        with open(f"/proc/{pid}/io", encoding="ascii") as handle:
-            counters = dict(line.split(":", 1) for line in handle if ":" in line)
-        snap.io_calls = int(counters["syscr"]) + int(counters["syscw"])
-    except (OSError, KeyError, ValueError):
-        pass
+    snap.cpu_s = _cpu_s(fields)
+    snap.main_cpu_s = _cpu_s(_stat_fields(f"/proc/{pid}/task/{pid}/stat"))
+    snap.io_calls = _io_calls(pid)
     return snap
 
 
@@ -130,13 +138,10 @@ class IoWatch:
     def tick(self) -> None:
         now = time.monotonic()
         for pid in self.last:
-            try:
-                with open(f"/proc/{pid}/io", encoding="ascii") as handle:
-                    counters = dict(line.split(":", 1) for line in handle if ":" in line)
-                calls = int(counters["syscr"]) + int(counters["syscw"])
-            except (OSError, KeyError, ValueError):
+            calls = _io_calls(pid)
+            if calls is None:
                 continue
-            cpu = _cpu_seconds(pid)
+            cpu = _cpu_s(_stat_fields(f"/proc/{pid}/stat"))
             if cpu is not None:
                 self.cpu_now[pid] = (now, cpu)
             if self.last[pid] is None or calls != self.last[pid]:
@@ -161,10 +166,3 @@ class IoWatch:
         seconds = now[0] - since[0]
         return None if seconds < 0.5 else max(now[1] - since[1], 0.0) / seconds
 
-
-def _cpu_seconds(pid: int) -> Optional[float]:
-    fields = _stat_fields(f"/proc/{pid}/stat")
-    try:
-        return (int(fields[11]) + int(fields[12])) / _TICKS if fields else None
-    except (IndexError, ValueError):
-        return None

@@ -193,10 +193,7 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
                 return f"fabric.{name}()"
     wrapped = ddp_model(program, call, fn)
     if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
-        off = grad_off(program, call, fn)
-        if off:
-            return f"{DDP_FORWARD} {text(call.func)} under {off} {NO_GRAD_FORWARD}"
-        return f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}"
+        return through_grad_off(program, f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}", call, fn)
     return None
 
 
@@ -277,12 +274,13 @@ def sharded_save(op: str) -> bool:
 
 
 def through_grad_off(program: Program, op: str, call: ast.AST, fn: Function) -> str:
-    """A DDP forward's op as seen through a call in `fn` made with gradients off
-    (`with torch.no_grad(): evaluate()`): the forward runs with them off too."""
-    if not op.startswith(DDP_FORWARD) or op.endswith(NO_GRAD_FORWARD):
+    """A DDP forward's op with gradients on, as seen at `call` in `fn`: the forward itself, or
+    a call on the way to it (`with torch.no_grad(): evaluate()`). Where gradients are off
+    there, the forward runs with them off."""
+    if not (op.startswith(DDP_FORWARD) and op.endswith(_GRAD_ON)):
         return op
     off = grad_off(program, call, fn)
-    return op.replace(_GRAD_ON, f" under {off} {NO_GRAD_FORWARD}") if off and op.endswith(_GRAD_ON) else op
+    return f"{op[:-len(_GRAD_ON)]} under {off} {NO_GRAD_FORWARD}" if off else op
 
 
 def no_grad_forward(op: str) -> bool:
