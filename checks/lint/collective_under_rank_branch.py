@@ -99,6 +99,11 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
 
 
 def _hint(op: str) -> str:
+    if sharded_save(op):
+        return ("call accelerator.save_state() on every process: Accelerate writes the files from "
+                "the main process itself where only it should, and under DeepSpeed or FSDP every "
+                "process holds a part of the state (or test `accelerator.distributed_type == "
+                "DistributedType.DEEPSPEED or accelerator.is_main_process`)")
     if op.startswith(DDP_FORWARD):
         return ("on one rank, run the plain module (`model.module(x)`), not the DDP wrapper; or "
                 "evaluate on every rank and reduce the metric")

@@ -65,3 +65,11 @@ def test_real_pattern_gives_exactly_the_expected_findings(path: Path, monkeypatc
     assert not elsewhere, f"findings in the pattern's helper modules: {elsewhere}"
     found = {(f.code, f.severity.value, f.location.line if f.location else None) for f in findings}
     assert found == expectations(path)
+
+
+def test_save_state_on_the_main_process_is_told_to_run_on_every_process(monkeypatch):
+    monkeypatch.chdir(HERE)
+    [found] = [f for r in lint_results(gather("save_state_on_main_with_deepspeed.py"), set())
+               for f in r.findings]
+    assert "(every process takes part under DeepSpeed)" in found.message
+    assert found.hint.startswith("call accelerator.save_state() on every process")
