@@ -54,11 +54,14 @@ class SourceFile:
         return sum(1 for n in self.nodes if isinstance(n, ast.stmt))
 
 
-def _parse(path: Path, module: str) -> SourceFile:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {display_path(path)}: {exc.strerror or exc}") from None
+def _parse(path: Path, module: str, texts: Optional[dict[Path, str]] = None) -> SourceFile:
+    if texts is not None and path in texts:  # an edit not yet written (lint --fix proving it)
+        data = texts[path].encode("utf-8")
+    else:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read {display_path(path)}: {exc.strerror or exc}") from None
     if len(data) > MAX_BYTES:
         raise UsageError(f"{display_path(path)} is {len(data)} bytes: too large for a training script")
     try:
@@ -108,10 +111,12 @@ def _imported_names(nodes: list[ast.AST], module: str, is_package: bool) -> list
     return names
 
 
-def load_program(script: str, notes: Optional[list[str]] = None) -> list[SourceFile]:
+def load_program(script: str, notes: Optional[list[str]] = None,
+                 texts: Optional[dict[Path, str]] = None) -> list[SourceFile]:
     """Parse the script and the local modules it imports. Bad input (no such file, not Python)
     raises UsageError for the script itself; an imported module that cannot be read or parsed is
-    left out with a note (the script may import it only under a flag, and runs fine without)."""
+    left out with a note (the script may import it only under a flag, and runs fine without).
+    `texts`: the text of some files (absolute paths) in place of what is on disk."""
     path = Path(script)
     if not path.exists():
         raise UsageError(f"no such file: {script}")
@@ -123,7 +128,7 @@ def load_program(script: str, notes: Optional[list[str]] = None) -> list[SourceF
     path = path.resolve()
     # Where `python train.py` and `python -m pkg.train` look for `import model`.
     roots = list(dict.fromkeys([path.parent, Path.cwd().resolve()]))
-    files = [_parse(path, "")]
+    files = [_parse(path, "", texts)]
     seen = {path}
     queue = [files[0]]
     while queue and len(files) < MAX_FILES:
@@ -143,7 +148,7 @@ def load_program(script: str, notes: Optional[list[str]] = None) -> list[SourceF
                 continue
             seen.add(found)
             try:
-                parsed = _parse(found, name)
+                parsed = _parse(found, name, texts)
             except UsageError as exc:
                 if notes is not None:
                     notes.append(_not_read(exc, current, where))

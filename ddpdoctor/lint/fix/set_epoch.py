@@ -1,0 +1,84 @@
+"""DDP804's fix: `sampler.set_epoch(epoch)` as the first line of the epoch loop's body, or the
+epoch variable in place of the constant handed to set_epoch."""
+
+from __future__ import annotations
+
+import ast
+
+from ddpdoctor.core.findings import Finding
+from ddpdoctor.lint.fix.edits import Edit
+from ddpdoctor.lint.fix.syntax import (EPOCH_NAME, NoFix, Parsed, Proposal, epoch_loop, insert_line_before,
+                                      names_read)
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import dotted
+
+CODE = "DDP804"
+
+
+def propose(finding: Finding, parsed: Parsed) -> list[Proposal]:
+    """The edits and a line saying what they do; NoFix says why none."""
+    name = str(finding.evidence.get("sampler") or "")
+    if finding.evidence.get("constant"):
+        return [_constant(finding, parsed)]
+    try:
+        expr = ast.parse(name, mode="eval").body
+    except SyntaxError:
+        raise NoFix(f"the sampler has no name a line can use (`{name}`)") from None
+    if dotted(expr) is None:
+        raise NoFix(f"the sampler has no name a line can use (`{name}`)")
+    edits = [_insert(parsed, finding.location.line, expr, name)]
+    return [(edits, f"call {name}.set_epoch(<epoch>) at the top of the epoch loop")]
+
+
+def _insert(parsed: Parsed, made_at: int, expr: ast.AST, name: str) -> Edit:
+    """The set_epoch line for the sampler `name` made at line `made_at`, in the one epoch loop
+    that can see it."""
+    reads = names_read(expr)
+    made = [n for n in walk(parsed.tree) if isinstance(n, ast.stmt) and n.lineno == made_at]
+    home = parsed.scope(made[0]) if made else parsed.tree
+    klass = _class_of(parsed, made[0]) if made else None
+    scopes = [home] if "self" not in reads else \
+        [n for n in walk(klass) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] if klass else []
+    found, reasons = [], []
+    for scope in scopes:
+        try:
+            loop = epoch_loop(parsed, scope, made_at if scope is home else 0, reads | {name.split(".")[0]})
+        except NoFix as exc:
+            reasons.append(str(exc))
+            continue
+        found.append(loop)
+    if "self" not in reads and not found and home is not parsed.tree:
+        where = getattr(home, "name", "a function")
+        raise NoFix(f"`{name}` is made in {where}() and no epoch loop there can see it (a new sampler per "
+                    "call needs the epoch passed in: not a mechanical edit)")
+    if len(found) != 1:
+        raise NoFix(reasons[0] if len(found) == 0 and reasons else
+                    "no epoch loop found where the sampler is in scope" if not found else
+                    "several methods hold an epoch loop: which one iterates this sampler is ambiguous")
+    loop = found[0]
+    if loop.body[0].lineno == loop.lineno:
+        raise NoFix(f"the epoch loop at line {loop.lineno} keeps its body on the `for` line")
+    if not parsed.visible(reads - {"self"}, loop.body[0]):
+        raise NoFix(f"`{name}` is not bound where the epoch loop at line {loop.lineno} runs")
+    return insert_line_before(parsed, loop.body[0], f"{name}.set_epoch({loop.target.id})")
+
+
+def _class_of(parsed: Parsed, node: ast.AST):
+    for up in parsed.ancestors(node):
+        if isinstance(up, ast.ClassDef):
+            return up
+    return None
+
+
+def _constant(finding: Finding, parsed: Parsed) -> Proposal:
+    calls = parsed.calls_on_line(finding.location.line, {"set_epoch"})
+    if len(calls) != 1 or len(calls[0].args) != 1 or calls[0].keywords:
+        raise NoFix("the set_epoch call with a constant is not a plain `x.set_epoch(<constant>)`")
+    call = calls[0]
+    loops = [a for a in parsed.ancestors(call) if isinstance(a, ast.For) and isinstance(a.target, ast.Name)
+             and EPOCH_NAME.search(a.target.id)]
+    if not loops:
+        raise NoFix("the loop around the set_epoch call has no epoch variable (`for epoch in ...`)")
+    epoch = loops[0].target.id
+    start, end = parsed.source.span(call.args[0])
+    return [Edit(start, end, epoch)], f"pass the epoch variable `{epoch}` to set_epoch"
