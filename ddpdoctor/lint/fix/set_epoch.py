@@ -20,41 +20,42 @@ def propose(finding: Finding, parsed: Parsed) -> list[Proposal]:
     name = str(finding.evidence.get("sampler") or "")
     if finding.evidence.get("constant"):
         return [_constant(finding, parsed)]
+    edits = [insert(parsed, finding.location.line, name)]
+    return [(edits, f"call {name}.set_epoch(<epoch>) at the top of the epoch loop")]
+
+
+def insert(parsed: Parsed, made_at: int, name: str) -> Edit:
+    """The set_epoch line for the sampler `name` made at line `made_at`, in the one epoch loop
+    that can see it."""
     try:
         expr = ast.parse(name, mode="eval").body
     except SyntaxError:
         raise NoFix(f"the sampler has no name a line can use (`{name}`)") from None
     if dotted(expr) is None:
         raise NoFix(f"the sampler has no name a line can use (`{name}`)")
-    edits = [_insert(parsed, finding.location.line, expr, name)]
-    return [(edits, f"call {name}.set_epoch(<epoch>) at the top of the epoch loop")]
-
-
-def _insert(parsed: Parsed, made_at: int, expr: ast.AST, name: str) -> Edit:
-    """The set_epoch line for the sampler `name` made at line `made_at`, in the one epoch loop
-    that can see it."""
     reads = names_read(expr)
     made = [n for n in walk(parsed.tree) if isinstance(n, ast.stmt) and n.lineno == made_at]
     home = parsed.scope(made[0]) if made else parsed.tree
     klass = _class_of(parsed, made[0]) if made else None
-    scopes = [home] if "self" not in reads else \
-        [n for n in walk(klass) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] if klass else []
-    found, reasons = [], []
+    if "self" in reads:  # an attribute: the epoch loop is in one of the class's methods
+        scopes = [n for n in walk(klass) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] if klass else []
+    elif home is parsed.tree:  # a module-level name: every function of the file reads it
+        scopes = [home] + [n for n in walk(parsed.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    else:
+        scopes = [home]
+    found = []
     for scope in scopes:
         try:
-            loop = epoch_loop(parsed, scope, made_at if scope is home else 0, reads | {name.split(".")[0]})
-        except NoFix as exc:
-            reasons.append(str(exc))
+            found.append(epoch_loop(parsed, scope, made_at if scope is home else 0, reads | {name.split(".")[0]}))
+        except NoFix:
             continue
-        found.append(loop)
     if "self" not in reads and not found and home is not parsed.tree:
         where = getattr(home, "name", "a function")
         raise NoFix(f"`{name}` is made in {where}() and no epoch loop there can see it (a new sampler per "
                     "call needs the epoch passed in: not a mechanical edit)")
     if len(found) != 1:
-        raise NoFix(reasons[0] if len(found) == 0 and reasons else
-                    "no epoch loop found where the sampler is in scope" if not found else
-                    "several methods hold an epoch loop: which one iterates this sampler is ambiguous")
+        raise NoFix("no epoch loop (`for epoch in ...`) found where the sampler is in scope" if not found else
+                    "several functions hold an epoch loop: which one iterates this sampler is ambiguous")
     loop = found[0]
     if loop.body[0].lineno == loop.lineno:
         raise NoFix(f"the epoch loop at line {loop.lineno} keeps its body on the `for` line")
@@ -75,10 +76,11 @@ def _constant(finding: Finding, parsed: Parsed) -> Proposal:
     if len(calls) != 1 or len(calls[0].args) != 1 or calls[0].keywords:
         raise NoFix("the set_epoch call with a constant is not a plain `x.set_epoch(<constant>)`")
     call = calls[0]
-    loops = [a for a in parsed.ancestors(call) if isinstance(a, ast.For) and isinstance(a.target, ast.Name)
-             and EPOCH_NAME.search(a.target.id)]
+    around = [a for a in parsed.ancestors(call) if isinstance(a, ast.For)]
+    loops = [a for a in around if isinstance(a.target, ast.Name) and EPOCH_NAME.search(a.target.id)] or \
+        [a for a in around if isinstance(a.target, ast.Name)] * (len(around) == 1)
     if not loops:
-        raise NoFix("the loop around the set_epoch call has no epoch variable (`for epoch in ...`)")
+        raise NoFix("the loop around the set_epoch call has no plain epoch variable (`for epoch in ...`)")
     epoch = loops[0].target.id
     start, end = parsed.source.span(call.args[0])
     return [Edit(start, end, epoch)], f"pass the epoch variable `{epoch}` to set_epoch"
