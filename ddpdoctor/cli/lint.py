@@ -26,6 +26,10 @@ def lint_command(
     verbose: bool = VerboseOpt,
     quiet: bool = QuietOpt,
     force: bool = ForceOpt,
+    fix: bool = typer.Option(False, "--fix", help="Write the fixes of the findings whose fix is mechanical "
+                             "and safe (each proven by linting the result again), then report what remains."),
+    patch: bool = typer.Option(False, "--patch", help="Print those fixes as a unified diff (for git apply "
+                               "or patch -p1) and change nothing."),
 ) -> int:
     """Read SCRIPT without running it and report DDP bugs visible in the source (DDP8xx):
     collectives under a rank test, DataLoaders without a DistributedSampler, set_epoch never
@@ -34,6 +38,10 @@ def lint_command(
     from ddpdoctor.lint.run import changed_files, lint, lint_files
 
     severity, codes = gate(fail_on, ignore)
+    if fix and patch:
+        raise UsageError("--fix writes the fixes and --patch only shows them: give one of the two")
+    if patch and json_path == "-":
+        raise UsageError("--patch prints the diff on stdout: write the JSON report to a file (--json FILE)")
     scripts = list(scripts or [])
     if diff:
         import os
@@ -43,10 +51,44 @@ def lint_command(
             rev = scripts.pop(0)
         paths = changed_files(rev) + scripts
         outputs = report_outputs(json_path, junit_path, github, verbose, quiet, inputs=paths, force=force)
-        return finish(lint_files(paths, severity, codes, f"changed against {rev}"), outputs)
+        return _report(lambda: lint_files(paths, severity, codes, f"changed against {rev}"), paths, True,
+                       codes, outputs, fix, patch)
     if not scripts:
         raise UsageError("lint needs a script (or --files FILE..., or --diff [REV])")
     outputs = report_outputs(json_path, junit_path, github, verbose, quiet, inputs=scripts, force=force)
     if files or len(scripts) > 1:
-        return finish(lint_files(scripts, severity, codes, "given"), outputs)
-    return finish(lint(scripts[0], severity, codes), outputs)
+        return _report(lambda: lint_files(scripts, severity, codes, "given"), scripts, True, codes, outputs,
+                       fix, patch)
+    return _report(lambda: lint(scripts[0], severity, codes), scripts, False, codes, outputs, fix, patch)
+
+
+def _report(build, paths: list[str], several: bool, codes: set[str], outputs, fix: bool, patch: bool) -> int:
+    """The lint report, with the fixes: written first (--fix, the report then says what remains),
+    printed as a diff (--patch), or attached to their findings for JSON and GitHub consumers."""
+    import sys
+
+    from ddpdoctor.lint.fix.apply import attach, scripts_of, write
+    from ddpdoctor.lint.fix.plan import plan
+
+    scripts = scripts_of(paths) if several else paths
+    notes = sys.stderr if outputs.stdout_is_json or patch else sys.stdout
+    if fix:
+        made = plan(scripts, codes)
+        written = write(made)
+        for line in made.lines():
+            notes.write(line + "\n")
+        notes.write(f"fixed {len(made.fixes)} finding(s) in {len(written)} file(s)"
+                    + (f": {', '.join(written)}" if written else "") + "\n")
+        notes.flush()
+        return finish(build(), outputs)
+    report = build()
+    if patch or outputs.github or outputs.json_path:
+        made = plan(scripts, codes)
+        attach(report.findings, made)
+        if patch:
+            sys.stdout.write(made.diff())
+            sys.stdout.flush()
+            for line in made.lines():
+                notes.write(line + "\n")
+            notes.flush()
+    return finish(report, outputs)

@@ -9,6 +9,7 @@ import typer
 
 from ddpdoctor.cli.options import (FailOnOpt, ForceOpt, TraceOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt,
                                    QuietOpt, VerboseOpt, finish, gate, report_outputs)
+from ddpdoctor.core.errors import UsageError
 from ddpdoctor.probe.options import ProbeOptions
 
 
@@ -45,6 +46,9 @@ def probe_command(
     verbose: bool = VerboseOpt,
     quiet: bool = QuietOpt,
     force: bool = ForceOpt,
+    fix: bool = typer.Option(False, "--fix", help="Write the fixes of the static findings (DDP8xx) the run "
+                             "confirmed, where the fix is mechanical and safe (as `lint --fix`)."),
+    patch: bool = typer.Option(False, "--patch", help="Print those fixes as a unified diff and change nothing."),
 ) -> int:
     """Run SCRIPT as a short instrumented DDP job and report what is wrong with it."""
     from ddpdoctor.probe.run import probe
@@ -52,6 +56,10 @@ def probe_command(
     from ddpdoctor.probe.launch.slurm import job_settings
 
     severity, codes = gate(fail_on, ignore)
+    if fix and patch:
+        raise UsageError("--fix writes the fixes and --patch only shows them: give one of the two")
+    if patch and json_path == "-":
+        raise UsageError("--patch prints the diff on stdout: write the JSON report to a file (--json FILE)")
     # Inside a SLURM allocation, what the flags leave unsaid comes from SLURM (launch/slurm.py).
     slurm = job_settings(os.environ) if nnodes is None and rdzv_endpoint is None else {}
     pick = lambda flag, name, default: flag if flag is not None else slurm.get(name, default)  # noqa: E731
@@ -76,6 +84,13 @@ def probe_command(
     report = probe(options, severity, codes, trace=trace)
     if report.metrics.get("node_role") == "node":
         return other_node_output(report, outputs)
+    if fix or patch:
+        import sys
+
+        from ddpdoctor.lint.fix.apply import offer_for_probe
+
+        offer_for_probe(report.findings, script_file(options), codes, fix, patch,
+                        sys.stderr if outputs.stdout_is_json or patch else sys.stdout)
     return finish(report, outputs)
 
 

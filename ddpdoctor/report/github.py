@@ -43,6 +43,11 @@ def render(report: Report, workspace: Optional[str] = None) -> str:
                 props.append(f"line={f.location.line}")
         props.append(f"title={_escape_property(f'{f.code} {f.title}')}")
         message = f"{f.message} Fix: {f.hint}"
+        fix = f.evidence.get("fix")
+        if isinstance(fix, dict) and fix.get("start_line"):
+            # the edit itself is in the JSON report's evidence.fix, for a review suggestion
+            message += (f" Suggested edit (`ddpdoctor lint --fix`): {fix.get('description', '')}"
+                        f" at line {fix['start_line']}")
         lines.append(f"::{LEVEL[f.severity.value]} {','.join(props)}::{_escape_data(message)}")
     if report.tool_error:
         lines.append(f"::error title=ddpdoctor::{_escape_data(report.tool_error)}")
