@@ -147,7 +147,7 @@ def _plan_script(script: str, ignore: set[str], only, texts: dict[Path, str], ou
                 continue
             verdict = _prove(script, new_texts, ignore, before, fixed + Counter([finding.code]))
             if verdict:
-                reason = f"the edit was not proven by linting it again: {verdict}"
+                reason = f"the edit ({description}) was not proven by linting it again: {verdict}"
                 continue
             kept = trial
             fixed[finding.code] += 1

@@ -37,13 +37,18 @@ def propose(finding: Finding, parsed: Parsed) -> list[Proposal]:
     edits, shuffled = _loader_edits(parsed, call, name, data)
     edits += imports
     loader = str(finding.evidence.get("loader") or "")
-    if shuffled != "False" and loader and dotted(ast.parse(loader, mode="eval").body):
+    unset = ""
+    if shuffled != "False":
         try:
+            if not loader or dotted(ast.parse(loader, mode="eval").body) is None:
+                raise NoFix("the loader has no name")
             edits.append(set_epoch.insert(parsed, call.lineno, f"{loader}.sampler"))
-        except NoFix:
-            pass  # no epoch loop: iterated once, nothing to reseed (the re-lint says otherwise)
+        except (NoFix, SyntaxError) as exc:
+            # iterated once there is nothing to reseed; if it is iterated epoch after epoch,
+            # the re-lint reports DDP804 and the fix is declined with this reason
+            unset = f"; no set_epoch placed: {exc}"
     return [(edits, f"give the loader sampler={name}({data}, shuffle={shuffled})"
-             + (" and set its epoch" if len(edits) > 1 + len(imports) else ""))]
+             + (" and set its epoch" if not unset and shuffled != "False" else unset))]
 
 
 def _after_init(finding: Finding, parsed: Parsed, call: ast.Call) -> None:

@@ -51,8 +51,8 @@ def insert(parsed: Parsed, made_at: int, name: str) -> Edit:
             continue
     if "self" not in reads and not found and home is not parsed.tree:
         where = getattr(home, "name", "a function")
-        raise NoFix(f"`{name}` is made in {where}() and no epoch loop there can see it (a new sampler per "
-                    "call needs the epoch passed in: not a mechanical edit)")
+        raise NoFix(f"`{name}` is made in {where}() and no epoch loop in {where}() reads it: the loop that "
+                    "should set its epoch cannot name it (passing it there is not a mechanical edit)")
     if len(found) != 1:
         raise NoFix("no epoch loop (`for epoch in ...`) found where the sampler is in scope" if not found else
                     "several functions hold an epoch loop: which one iterates this sampler is ambiguous")
