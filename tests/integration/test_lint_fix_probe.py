@@ -48,3 +48,17 @@ def test_the_fixed_script_lints_and_probes_clean_and_still_trains(tmp_path, sour
     assert lint_code not in result.codes
     assert result.report["metrics"]["steps"] > 0, result.stderr[-2000:]
     assert not result.problems_beyond_timing, result.problems_beyond_timing
+
+
+@pytest.mark.multiprocess
+def test_probe_fix_writes_the_fix_of_what_the_run_confirmed(tmp_path):
+    script = tmp_path / "no_sampler.py"
+    shutil.copy(REPO / "examples" / "no_sampler.py", script)
+    result = probe(str(script), "--cpu", "--stall-timeout", "150", "--fix", run_dir=tmp_path / "run",
+                   args=["--epochs", "2"], timeout=480)
+    twin = result.one("DDP301")  # the run saw the same batches; the lint's DDP802 merged into it
+    assert twin["evidence"]["static"]["code"] == "DDP802"
+    assert twin["evidence"]["fix"]["replacement"].count("DistributedSampler(dataset, shuffle=True)") == 1
+    assert f"fix DDP802 {script}:49" in result.stdout
+    assert "sampler=DistributedSampler(dataset, shuffle=True)" in script.read_text()
+    assert result.code == 1  # the report is the run's: the bug was there when it ran

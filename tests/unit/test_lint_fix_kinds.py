@@ -16,13 +16,18 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 dist.init_process_group("gloo")
 """
+SAMPLED = """\
+ds = TensorDataset(torch.randn(64, 4))
+sampler = DistributedSampler(ds, shuffle=True)
+loader = DataLoader(ds, batch_size=8, sampler=sampler)
+"""
 
 
-def fixed(tmp_path: Path, body: str, code: str, head: bool = True) -> tuple[str, list[str]]:
+def fixed(tmp_path: Path, body: str, code: str, head: bool = True, sampled: bool = False) -> tuple[str, list[str]]:
     """Plan the fixes of a script, check they are proven and idempotent; the fixed text and the
     plan's lines."""
     path = tmp_path / "train.py"
-    path.write_text((HEAD if head else "") + textwrap.dedent(body))
+    path.write_text((HEAD if head else "") + (SAMPLED if sampled else "") + textwrap.dedent(body))
     before = [f.code for f in lint_texts(str(path), {}, set())[0]]
     assert code in before
     first = plan([str(path)], set())
@@ -41,42 +46,33 @@ def fixed(tmp_path: Path, body: str, code: str, head: bool = True) -> tuple[str,
 
 def test_set_epoch_goes_at_the_top_of_the_epoch_loop_with_its_indentation(tmp_path):
     new, _ = fixed(tmp_path, """\
-        ds = TensorDataset(torch.randn(64, 4))
-        sampler = DistributedSampler(ds, shuffle=True)
-        loader = DataLoader(ds, batch_size=8, sampler=sampler)
         model = DDP(torch.nn.Linear(4, 1))
         def main():
           for epoch in range(3):   # keep this comment
             for (x,) in loader:
               model(x).sum().backward()
         main()
-        """, "DDP804")
+        """, "DDP804", sampled=True)
     assert "  for epoch in range(3):   # keep this comment\n    sampler.set_epoch(epoch)\n    for (x,)" in new
 
 
 def test_set_epoch_in_the_same_scope(tmp_path):
     new, _ = fixed(tmp_path, """\
-        ds = TensorDataset(torch.randn(64, 4))
-        sampler = DistributedSampler(ds, shuffle=True)
-        loader = DataLoader(ds, batch_size=8, sampler=sampler)
         model = DDP(torch.nn.Linear(4, 1))
         for epoch in range(3):   # keep this comment
             for (x,) in loader:
                 model(x).sum().backward()
-        """, "DDP804")
+        """, "DDP804", sampled=True)
     assert "for epoch in range(3):   # keep this comment\n    sampler.set_epoch(epoch)\n    for (x,) in loader:" in new
 
 
 def test_a_constant_set_epoch_gets_the_epoch_variable(tmp_path):
     new, _ = fixed(tmp_path, """\
-        ds = TensorDataset(torch.randn(64, 4))
-        sampler = DistributedSampler(ds, shuffle=True)
-        loader = DataLoader(ds, batch_size=8, sampler=sampler)
         for ep in range(3):
             sampler.set_epoch(0)
             for (x,) in loader:
                 pass
-        """, "DDP804")
+        """, "DDP804", sampled=True)
     assert "sampler.set_epoch(ep)" in new
 
 
