@@ -105,3 +105,28 @@ def test_the_findings_a_probe_confirmed_are_read_from_their_twins():
                    evidence={"static": {"code": "DDP804", "location": "train.py:6"}})
     plain = Finding("DDP301", Severity.ERROR, "t", "m", "h")
     assert confirmed_by_probe([twin, plain]) == {("DDP804", "train.py:6")}
+
+
+def test_probe_patch_offers_only_what_the_run_confirmed(tmp_path, capsys):
+    import io
+
+    from ddpdoctor.lint.fix.apply import offer_for_probe
+
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    [static] = [f for f in plan([str(path)], set()).fixes]
+    where = str(static.finding.location)
+    twin = Finding("DDP302", Severity.WARNING, "t", "m", "h",
+                   evidence={"static": {"code": "DDP804", "location": where}})
+    notes = io.StringIO()
+    offer_for_probe([twin], str(path), set(), write_files=False, show_patch=True, notes=notes)
+    assert "+    sampler.set_epoch(epoch)" in capsys.readouterr().out
+    assert twin.evidence["fix"]["start_line"] == 9 and f"fix DDP804 {where}" in notes.getvalue()
+    assert path.read_text() == SCRIPT
+
+    unconfirmed = Finding("DDP804", Severity.INFO, "t", "m", "h", location=static.finding.location,
+                          evidence={"confirmed": False})
+    notes = io.StringIO()
+    offer_for_probe([unconfirmed], str(path), set(), write_files=True, show_patch=False, notes=notes)
+    assert "not offered DDP804" in notes.getvalue() and "fixed 0 confirmed finding(s)" in notes.getvalue()
+    assert path.read_text() == SCRIPT
