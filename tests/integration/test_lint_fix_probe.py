@@ -58,7 +58,8 @@ def test_probe_fix_writes_the_fix_of_what_the_run_confirmed(tmp_path):
                    args=["--epochs", "2"], timeout=480)
     twin = result.one("DDP301")  # the run saw the same batches; the lint's DDP802 merged into it
     assert twin["evidence"]["static"]["code"] == "DDP802"
-    assert twin["evidence"]["fix"]["replacement"].count("DistributedSampler(dataset, shuffle=True)") == 1
+    hunks = twin["evidence"]["fix"]["hunks"]  # the import, the loader, the set_epoch line
+    assert sum("sampler=DistributedSampler(dataset, shuffle=True)" in h["replacement"] for h in hunks) == 1
     assert f"fix DDP802 {script}:49" in result.stdout
     assert "sampler=DistributedSampler(dataset, shuffle=True)" in script.read_text()
     assert result.code == 1  # the report is the run's: the bug was there when it ran
