@@ -120,20 +120,6 @@ def apply(text: str, edits: list[Edit]) -> str:
     return "".join(out)
 
 
-def conflicts(a: list[Edit], b: list[Edit]) -> bool:
-    """Whether two fixes' edits overlap (shared identical edits do not)."""
-    try:
-        apply_spans = sorted(set(a) | set(b), key=lambda e: (e.start, e.end))
-        end = -1
-        for edit in apply_spans:
-            if edit.start < end:
-                return True
-            end = max(end, edit.end)
-    except TypeError:
-        return True
-    return False
-
-
 def hunks(source: SourceText, edits: list[Edit]) -> list[Hunk]:
     """The edits as whole-line replacements of the original, one per group of touching lines:
     what a review suggestion shows. An insertion at a line's start is a suggestion on that line

@@ -76,9 +76,6 @@ class FixPlan:
         return out
 
 
-Lint = Callable[[str, dict[Path, str]], tuple[list[Finding], dict[str, Path]]]
-
-
 def lint_texts(script: str, texts: dict[Path, str], ignore: set[str]) -> tuple[list[Finding], dict[str, Path]]:
     """The lint findings of a script whose files read as `texts` where given, and every file it
     read (display name -> absolute path). Nothing cached, nothing written."""

@@ -113,7 +113,7 @@ class Parsed:
         scope = self.scope(at)
         local = self.bound_in(scope, at.lineno)
         module = self.bound_in(self.tree, 10 ** 9) if scope is not self.tree else local
-        return all(n in local or n in module or n in ("self", "cls") and "self" in local for n in names)
+        return all(n in local or n in module for n in names)
 
     # ------------------------------------------------------------------ imports
     def top_imports(self) -> list[ast.stmt]:
