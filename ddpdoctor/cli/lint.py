@@ -62,6 +62,9 @@ def lint_command(
     return _report(lambda: lint(scripts[0], severity, codes), scripts, False, codes, outputs, fix, patch)
 
 
+FIX_BUDGET_S = 20.0
+
+
 def _report(build, paths: list[str], several: bool, codes: set[str], outputs, fix: bool, patch: bool) -> int:
     """The lint report, with the fixes: written first (--fix, the report then says what remains),
     printed as a diff (--patch), or attached to their findings for JSON and GitHub consumers."""
@@ -83,7 +86,9 @@ def _report(build, paths: list[str], several: bool, codes: set[str], outputs, fi
         return finish(build(), outputs)
     report = build()
     if patch or outputs.github or outputs.json_path:
-        made = plan(scripts, codes)
+        # for the JSON / GitHub consumers the fixes are a bonus: bounded, so a large package's
+        # report is not held up by a re-lint per finding (--patch plans them all)
+        made = plan(scripts, codes, budget_s=None if patch else FIX_BUDGET_S)
         attach(report.findings, made)
         if patch:
             sys.stdout.write(made.diff())

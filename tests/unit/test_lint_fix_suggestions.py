@@ -130,3 +130,24 @@ def test_probe_patch_offers_only_what_the_run_confirmed(tmp_path, capsys):
     offer_for_probe([unconfirmed], str(path), set(), write_files=True, show_patch=False, notes=notes)
     assert "not offered DDP804" in notes.getvalue() and "fixed 0 confirmed finding(s)" in notes.getvalue()
     assert path.read_text() == SCRIPT
+
+
+def test_a_spent_time_budget_declines_the_rest_as_not_planned(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    made = plan([str(path)], set(), budget_s=0.0)
+    assert not made.fixes and not made.changed
+    assert "not planned" in made.declined[0].reason
+
+
+def test_a_fix_kinds_own_error_declines_its_fix_and_keeps_the_rest(tmp_path, monkeypatch):
+    from ddpdoctor.lint.fix import plan as plan_module
+
+    def broken(finding, parsed):
+        raise KeyError("bug")
+
+    monkeypatch.setitem(plan_module.FIXERS, "DDP804", broken)
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    made = plan([str(path)], set())
+    assert not made.fixes and "its own error: KeyError" in made.declined[0].reason

@@ -5,6 +5,7 @@ set offered is proven together, and a second run over the fixed files finds noth
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,17 +95,20 @@ def lint_texts(script: str, texts: dict[Path, str], ignore: set[str]) -> tuple[l
 
 
 def plan(scripts: list[str], ignore: set[str], only: Optional[Callable[[Finding], bool]] = None,
-         texts: Optional[dict[Path, str]] = None) -> FixPlan:
+         texts: Optional[dict[Path, str]] = None, budget_s: Optional[float] = None) -> FixPlan:
     """The proven fixes of each script's findings (those `only` keeps), each script linted on top
-    of the fixes kept for the ones before it."""
+    of the fixes kept for the ones before it. `budget_s`: stop proving after that long (each
+    proof is a lint: on a large package, seconds), the findings left declined as not planned."""
     out = FixPlan()
     texts = dict(texts or {})
+    deadline = time.monotonic() + budget_s if budget_s is not None else None
     for script in scripts:
-        _plan_script(script, ignore, only, texts, out)
+        _plan_script(script, ignore, only, texts, out, deadline)
     return out
 
 
-def _plan_script(script: str, ignore: set[str], only, texts: dict[Path, str], out: FixPlan) -> None:
+def _plan_script(script: str, ignore: set[str], only, texts: dict[Path, str], out: FixPlan,
+                 deadline: Optional[float] = None) -> None:
     findings, paths = lint_texts(script, texts, ignore)
     for display, path in paths.items():
         out.display.setdefault(path, display)
@@ -118,6 +122,9 @@ def _plan_script(script: str, ignore: set[str], only, texts: dict[Path, str], ou
         if finding.code not in FIXERS:
             if finding.code in NO_FIX:
                 out.declined.append(Declined(finding, NO_FIX[finding.code]))
+            continue
+        if deadline is not None and time.monotonic() > deadline:
+            out.declined.append(Declined(finding, "not planned: the time for fixes ran out (`lint --patch` plans them all)"))
             continue
         path = paths.get(finding.location.file) if finding.location and finding.location.line else None
         if path is None:
@@ -133,6 +140,10 @@ def _plan_script(script: str, ignore: set[str], only, texts: dict[Path, str], ou
             continue
         except (UsageError, SyntaxError, ValueError) as exc:
             out.declined.append(Declined(finding, f"the file cannot be edited: {exc}"))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a fix kind's bug costs its fix, never the lint's report
+            out.declined.append(Declined(finding, f"ddpdoctor could not work out a fix (its own error: "
+                                                  f"{type(exc).__name__}: {exc})"))
             continue
         reason = "no edit was proposed"
         for edits, description in proposals:
