@@ -71,7 +71,7 @@ def _report(build, paths: list[str], several: bool, codes: set[str], outputs, fi
     import sys
 
     from ddpdoctor.lint.fix.apply import attach, scripts_of, write
-    from ddpdoctor.lint.fix.plan import plan
+    from ddpdoctor.lint.fix.plan import FIXERS, plan
 
     scripts = scripts_of(paths) if several else paths
     notes = sys.stderr if outputs.stdout_is_json or patch else sys.stdout
@@ -85,6 +85,10 @@ def _report(build, paths: list[str], several: bool, codes: set[str], outputs, fi
         notes.flush()
         return finish(build(), outputs)
     report = build()
+    fixable = sorted({f.code for f in report.findings if f.code in FIXERS})
+    if fixable and not patch:  # said without planning: a plain lint stays one lint
+        report.notes.append(f"`--patch` shows the edits for {', '.join(fixable)} where the fix is mechanical "
+                            "(each proven by linting the result again), `--fix` writes them")
     if patch or outputs.github or outputs.json_path:
         # for the JSON / GitHub consumers the fixes are a bonus: bounded, so a large package's
         # report is not held up by a re-lint per finding (--patch plans them all)

@@ -127,6 +127,8 @@ def test_lint_diff_lints_the_files_changed_against_a_revision(tmp_path):
 def test_the_pre_commit_hook_runs_lint_on_the_files_it_is_given():
     import yaml
 
-    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "ddpdoctor-lint" and hook["entry"] == "ddpdoctor lint --files"
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    hook = hooks["ddpdoctor-lint"]
+    assert hook["entry"] == "ddpdoctor lint --files"
+    assert hooks["ddpdoctor-lint-fix"]["entry"] == "ddpdoctor lint --fix --files"
     assert hook["language"] == "python" and hook["types"] == ["python"]
