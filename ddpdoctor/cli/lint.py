@@ -83,7 +83,9 @@ def _report(build, paths: list[str], several: bool, codes: set[str], outputs, fi
         notes.write(f"fixed {len(made.fixes)} finding(s) in {len(written)} file(s)"
                     + (f": {', '.join(written)}" if written else "") + "\n")
         notes.flush()
-        return finish(build(), outputs)
+        report = build()
+        report.metrics["fixes"] = {"written": written, "lines": made.lines()}  # for the JSON consumer
+        return finish(report, outputs)
     report = build()
     fixable = sorted({f.code for f in report.findings if f.code in FIXERS})
     if fixable and not patch:  # said without planning: a plain lint stays one lint
