@@ -151,3 +151,24 @@ def test_a_fix_kinds_own_error_declines_its_fix_and_keeps_the_rest(tmp_path, mon
     path.write_text(SCRIPT)
     made = plan([str(path)], set())
     assert not made.fixes and "its own error: KeyError" in made.declined[0].reason
+
+
+def test_a_fix_touching_several_places_suggests_at_its_findings_line_and_lists_every_hunk(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text("""\
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+ds = TensorDataset(torch.randn(64, 4))
+loader = DataLoader(ds, batch_size=8, shuffle=True)
+for epoch in range(3):
+    for (x,) in loader:
+        model(x).sum().backward()
+""")
+    [fix] = plan([str(path)], set()).fixes
+    given = fix.suggestion()
+    assert fix.finding.code == "DDP802" and given["start_line"] == fix.finding.location.line == 7
+    assert "sampler=DistributedSampler(ds, shuffle=True)" in given["replacement"]
+    assert [h["start_line"] for h in given["hunks"]] == [4, 7, 9]  # the import, the loader, set_epoch

@@ -37,9 +37,11 @@ class Fix:
     hunks: list[Hunk] = field(default_factory=list)
 
     def suggestion(self) -> dict:
-        """The fix as a review suggestion (the JSON finding's evidence["fix"]): the first hunk's
-        lines and replacement, and every hunk when there are several (an import far above)."""
-        first = self.hunks[0]
+        """The fix as a review suggestion (the JSON finding's evidence["fix"]): the lines and
+        replacement of the hunk at the finding's line (else the first), and every hunk when there
+        are several (an import far above)."""
+        line = self.finding.location.line if self.finding.location else None
+        first = next((h for h in self.hunks if line and h.start_line <= line <= h.end_line), self.hunks[0])
         out = {"file": self.display, **first.to_dict(), "description": self.description}
         if len(self.hunks) > 1:
             out["hunks"] = [h.to_dict() for h in self.hunks]
