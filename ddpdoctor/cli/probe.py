@@ -84,13 +84,14 @@ def probe_command(
     report = probe(options, severity, codes, trace=trace)
     if report.metrics.get("node_role") == "node":
         return other_node_output(report, outputs)
-    if fix or patch:
+    if fix or patch or outputs.github or outputs.json_path:
         import sys
 
         from ddpdoctor.lint.fix.apply import offer_for_probe
 
+        # --json / --github alone: the confirmed findings carry their fix, nothing is printed
         offer_for_probe(report.findings, script_file(options), codes, fix, patch,
-                        sys.stderr if outputs.stdout_is_json or patch else sys.stdout)
+                        (sys.stderr if outputs.stdout_is_json or patch else sys.stdout) if fix or patch else None)
     return finish(report, outputs)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ddpdoctor.core.errors import UsageError
+from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.core.findings import Finding
 from ddpdoctor.lint.fix.plan import FixPlan
@@ -67,16 +67,25 @@ def confirmed_by_probe(findings: list[Finding]) -> set[tuple[str, str]]:
 
 
 def offer_for_probe(findings: list[Finding], script: str, codes: set[str], write_files: bool,
-                    show_patch: bool, notes) -> None:
+                    show_patch: bool, notes=None) -> None:
     """`probe --fix` / `--patch`: the fixes of the static findings the run confirmed (written, or
-    printed as a diff), each also attached to the probe's finding that confirmed it. A static
-    finding the run did not confirm gets no edit here: `lint --fix` offers it."""
+    printed as a diff), each also attached to the probe's finding that confirmed it (without
+    `notes`, only attached: for the JSON and GitHub outputs). A static finding the run did not
+    confirm gets no edit here: `lint --fix` offers it. The run's report never fails for a fix:
+    a script that cannot be read or written now costs a line."""
     import sys
 
     from ddpdoctor.lint.fix.plan import plan
 
     confirmed = confirmed_by_probe(findings)
-    made = plan([script], codes, only=lambda f: (f.code, str(f.location)) in confirmed)
+    if not confirmed and notes is None:
+        return
+    try:
+        made = plan([script], codes, only=lambda f: (f.code, str(f.location)) in confirmed)
+    except UsageError as exc:
+        if notes is not None:
+            notes.write(f"no fixes: {exc}\n")
+        return
     by_place = {(f.finding.code, str(f.finding.location)): f for f in made.fixes}
     for finding in findings:
         static = finding.evidence.get("static")
@@ -87,9 +96,14 @@ def offer_for_probe(findings: list[Finding], script: str, codes: set[str], write
     unconfirmed = [f for f in findings if f.code.startswith("DDP8") and f.evidence.get("confirmed") is False]
     lines = made.lines() + [f"not offered {f.code} {f.location}: the run did not confirm it "
                             "(`ddpdoctor lint --fix` offers the static fixes)" for f in unconfirmed]
+    if notes is None:
+        return
     if write_files:
-        written = write(made)
-        lines.append(f"fixed {len(made.fixes)} confirmed finding(s) in {len(written)} file(s)"
+        try:
+            written = write(made)
+        except (UsageError, ToolFailure) as exc:
+            written, lines = [], lines + [f"nothing written: {exc}"]
+        lines.append(f"fixed {len(made.fixes) if written else 0} confirmed finding(s) in {len(written)} file(s)"
                      + (f": {', '.join(written)}" if written else "")
                      + ("; probe again to see the run without them" if written else ""))
     elif show_patch:
