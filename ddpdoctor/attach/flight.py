@@ -8,14 +8,22 @@ analyzer (torch.distributed.flight_recorder) does. Unlike it, the process groups
 the entries, not from `pg_config`, which gloo leaves keyed by '' (torch's analyzer fails there
 with a KeyError).
 
-Dumps are pickles. Only files in the folder the user named are read, and through an unpickler
-that builds nothing but plain containers, strings and numbers: a file that asks for any other
-object is refused, never run.
+Dumps are pickles (or JSON, TORCH_NCCL_DEBUG_INFO / TORCH_FR_DUMP_TEMP_FILE's `.json` form). Only
+files in the folder the user named are read (a link to a file elsewhere is not followed), and
+pickles through an unpickler that builds nothing but plain containers, strings and numbers: a file
+that asks for any other object is refused, never run. What it built is then walked once, bounded
+in nodes and depth, before anything else touches it: a few hundred bytes of pickle can share one
+list through its memo until the data, walked, has 10^25 elements, or nest 200,000 deep.
+
+A set of dumps is judged only when it is complete: every rank the dumps' own `pg_config` lists
+has a dump with entries. Dumps of another job (a different world in `pg_config`, a different
+version) left in the same folder are set apart with a note, never lined up with this job's.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import re
@@ -34,6 +42,9 @@ from ddpdoctor.probe.rundir import META_FILE, RANK_TELEMETRY_GLOB
 from ddpdoctor.report.model import Report, Table
 
 MAX_DUMP_BYTES = 512 * 1024 * 1024
+MAX_DUMPS = 8192
+MAX_NODES = 5_000_000  # containers and values in one dump, counted as walked (shared ones again)
+MAX_DEPTH = 64
 _RANK_IN_NAME = re.compile(r"(\d+)(?:\.\w+)?$")
 
 
@@ -42,6 +53,65 @@ class _PlainUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         raise pickle.UnpicklingError(f"refused to build {module}.{name}")
+
+
+def _bounded(data: Any) -> None:
+    """Walk what the unpickler built, iteratively: refuse it when it is deeper than MAX_DEPTH or
+    has more than MAX_NODES nodes as walked (a shared list counted each time it is reached)."""
+    stack = [(data, 0)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            raise ValueError(f"more than {MAX_NODES} values: refused")
+        if isinstance(node, (list, tuple, set, frozenset)):
+            if depth >= MAX_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_DEPTH}: refused")
+            if seen + len(node) > MAX_NODES:
+                raise ValueError(f"more than {MAX_NODES} values: refused")
+            stack.extend((child, depth + 1) for child in node)
+        elif isinstance(node, dict):
+            if depth >= MAX_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_DEPTH}: refused")
+            if seen + 2 * len(node) > MAX_NODES:
+                raise ValueError(f"more than {MAX_NODES} values: refused")
+            for key, value in node.items():
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+
+
+def parse_dump(raw: bytes) -> dict:
+    """A dump's bytes (pickle or JSON) as plain data, checked and bounded; ValueError otherwise."""
+    try:
+        if raw[:1] == b"\x80":
+            data = _PlainUnpickler(io.BytesIO(raw)).load()
+        else:
+            data = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"nested deeper than Python can read: refused") from None
+    except (pickle.UnpicklingError, EOFError, IndexError, TypeError, AttributeError, KeyError,
+            UnicodeDecodeError, json.JSONDecodeError, MemoryError) as exc:
+        raise ValueError(str(exc) or type(exc).__name__) from None
+    _bounded(data)
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        raise ValueError("no 'entries' list: not a Flight Recorder dump")
+    return data
+
+
+def looks_dump(head: bytes) -> bool:
+    """A pickle (protocol 2 and later), or a JSON object with Flight Recorder's keys."""
+    return head[:1] == b"\x80" or (head.lstrip()[:1] == b"{" and b'"entries"' in head
+                                     and (b'"version"' in head or b'"pg_config"' in head))
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """The file a path names lies in the folder (a link pointing elsewhere does not)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def is_dump_dir(path: str) -> bool:
@@ -55,14 +125,16 @@ def is_dump_dir(path: str) -> bool:
 def _dump_files(folder: Path) -> list[Path]:
     found = []
     for entry in sorted(folder.iterdir()):
-        if not entry.is_file() or entry.name.endswith(".tmp"):
+        if not entry.is_file() or entry.name.endswith(".tmp") or not inside(entry, folder):
             continue
         try:
             with open(entry, "rb") as handle:
-                if handle.read(1) == b"\x80":  # pickle protocol 2 and later
+                if looks_dump(handle.read(4096)):
                     found.append(entry)
         except OSError:
             continue
+        if len(found) >= MAX_DUMPS:
+            break
     return found
 
 
@@ -86,12 +158,8 @@ def load_files(files: dict[int, Path]) -> tuple[dict[int, dict], list[str]]:
             if path.stat().st_size > MAX_DUMP_BYTES:
                 raise ValueError("larger than 512 MB")
             with open(path, "rb") as handle:
-                data = _PlainUnpickler(io.BytesIO(handle.read())).load()
-            if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
-                raise ValueError("no 'entries' list: not a Flight Recorder dump")
-            dumps[rank] = data
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError, IndexError, TypeError,
-                AttributeError) as exc:
+                dumps[rank] = parse_dump(handle.read(MAX_DUMP_BYTES + 1))
+        except (OSError, ValueError) as exc:
             notes.append(f"{path.name}: not read ({exc})")
     return dumps, notes
 
@@ -105,7 +173,7 @@ class Call:
 
     @property
     def seq(self) -> int:
-        return int(self.entry.get("collective_seq_id") or 0)
+        return seq_of(self.entry)
 
     @property
     def op(self) -> str:
@@ -129,6 +197,18 @@ class Call:
         return f" at {location}" if location else ""
 
 
+def seq_of(entry: dict) -> int:
+    """An entry's collective sequence number; -1 when it is missing or not a number."""
+    value = entry.get("collective_seq_id")
+    if isinstance(value, bool):
+        return -1
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and len(value) < 20:
+        return int(value)
+    return -1
+
+
 def _groups(dumps: dict[int, dict]) -> dict[str, dict[int, dict[int, Call]]]:
     """process group -> rank -> seq -> its call (collectives only; p2p have their own ids)."""
     groups: dict[str, dict[int, dict[int, Call]]] = {}
@@ -139,6 +219,8 @@ def _groups(dumps: dict[int, dict]) -> dict[str, dict[int, dict[int, Call]]]:
             pg = entry.get("process_group")
             name = ":".join(map(str, pg)) if isinstance(pg, (list, tuple)) else str(entry.get("pg_id"))
             call = Call(rank, entry)
+            if call.seq < 0:
+                continue  # no usable sequence number: it cannot be lined up
             groups.setdefault(name, {}).setdefault(rank, {})[call.seq] = call
     return groups
 
@@ -151,8 +233,9 @@ def analyse(dumps: dict[int, dict]) -> tuple[list[tuple[str, Problem]], int]:
     for group, by_rank in sorted(_groups(dumps).items()):
         ranks = sorted(dumps)
         start = max(min(calls) for calls in by_rank.values()) if len(by_rank) == len(ranks) else 1
-        end = max(max(calls) for calls in by_rank.values())
-        for seq in range(start, end + 1):
+        # The positions some rank recorded, not a range: a gap (or a huge number) costs nothing.
+        positions = sorted({s for calls in by_rank.values() for s in calls if s >= start})
+        for seq in positions:
             have = [r for r in ranks if seq in by_rank.get(r, {})]
             lacking = [r for r in ranks if r not in have]
             compared += 1
@@ -211,11 +294,89 @@ def _mismatch(group: str, seq: int, by_rank, shapes: dict[tuple, list[int]]) -> 
     )
 
 
+def world_of(dump: dict) -> tuple:
+    """The ranks the dump's own pg_config lists for its widest group (the default group), or ()
+    where it lists none (gloo leaves pg_config keyed by '' with no ranks). Ranks are read as
+    numbers from their text (pg_config writes them as "[0, 1, 2]"), never evaluated."""
+    config = dump.get("pg_config")
+    widest: tuple = ()
+    if not isinstance(config, dict):
+        return widest
+    for group in list(config.values())[:4096]:
+        ranks = group.get("ranks") if isinstance(group, dict) else None
+        if isinstance(ranks, (list, tuple)):
+            numbers = tuple(r for r in ranks if isinstance(r, int) and not isinstance(r, bool))
+        elif isinstance(ranks, str) and len(ranks) < 10_000_000:
+            numbers = tuple(int(x) for x in re.findall(r"\d+", ranks))
+        else:
+            continue
+        if len(numbers) > len(widest):
+            widest = numbers
+    return widest
+
+
+def _newest(dump: dict) -> int:
+    times = [e.get("time_created_ns") for e in dump.get("entries") or [] if isinstance(e, dict)]
+    return max((t for t in times if isinstance(t, int) and not isinstance(t, bool)), default=0)
+
+
+@dataclass
+class DumpSet:
+    """The dumps of one job, and why the set is not complete ('' when it is)."""
+
+    dumps: dict[int, dict]
+    missing: str
+    notes: list[str]
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+
+def one_job(dumps: dict[int, dict]) -> DumpSet:
+    """The dumps of the newest job among them, set apart from any other job's (a different world
+    in pg_config, a different dump version), and what its set lacks."""
+    jobs: dict[tuple, dict[int, dict]] = {}
+    for rank, dump in dumps.items():
+        jobs.setdefault((str(dump.get("version", "")), world_of(dump)), {})[rank] = dump
+    notes = []
+    if len(jobs) > 1:
+        keys = sorted(jobs, key=lambda k: (max(_newest(d) for d in jobs[k].values()), len(jobs[k]), k[1]))
+        chosen = keys[-1]
+        # Dumps that list no world (gloo) go with the job whose world holds them.
+        for key in keys[:-1]:
+            if not key[1] and chosen[1] and key[0] == chosen[0] and set(jobs[key]) <= set(chosen[1]):
+                jobs[chosen].update(jobs.pop(key))
+        for key in keys[:-1]:
+            if key in jobs:
+                world = f"a world of {len(key[1])} ranks" if key[1] else "no world in pg_config"
+                notes.append(f"dumps of {rank_list(sorted(jobs[key]))} are from another job ({world}, "
+                             f"version {key[0] or '?'}): set apart, not judged with the others")
+        picked = jobs[chosen]
+    else:
+        chosen, picked = next(iter(jobs.items()))
+    world = set(chosen[1]) or set(picked)
+    lacking = sorted(world - set(picked))
+    empty = sorted(r for r, d in picked.items() if not d.get("entries"))
+    missing = []
+    if lacking:
+        missing.append(f"no dump of {rank_list(lacking)} (pg_config lists {len(world)} ranks, "
+                       f"{len(set(picked) & world)} dumped)")
+    if empty:
+        missing.append(f"the dump of {rank_list(empty)} has no entries")
+    if not chosen[1]:
+        notes.append("the dumps' pg_config lists no ranks: completeness judged from the dumps present")
+    return DumpSet(picked, "; ".join(missing), notes)
+
+
 def report(folder: str, fail_on: Severity, ignore: set[str]) -> Report:
     """The report of a folder of dumps: DDP501 and DDP502 over the lined-up collectives."""
     dumps, notes = load(folder)
     if not dumps:
         raise UsageError(f"{folder}: no Flight Recorder dump could be read ({'; '.join(notes)})")
+    job = one_job(dumps)
+    notes.extend(job.notes)
+    dumps = job.dumps
     found, compared = analyse(dumps)
     results = []
     for code in ("DDP501", "DDP502"):
@@ -224,7 +385,11 @@ def report(folder: str, fail_on: Severity, ignore: set[str]) -> Report:
             results.append(CheckResult(spec, "ignored", reason="--ignore"))
             continue
         problems = [p for c, p in found if c == code]
-        if len(dumps) < 2:
+        if problems and code == "DDP501":
+            results.append(CheckResult(spec, FAILED, [spec.finding(p) for p in problems]))
+        elif not job.complete:
+            results.append(CheckResult(spec, INCOMPLETE, reason=f"the dumps are incomplete: {job.missing}"))
+        elif len(dumps) < 2:
             results.append(CheckResult(spec, INCOMPLETE, reason="fewer than 2 ranks' dumps: nothing to line up"))
         elif problems:
             results.append(CheckResult(spec, FAILED, [spec.finding(p) for p in problems]))
