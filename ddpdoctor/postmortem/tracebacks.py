@@ -21,6 +21,7 @@ from ddpdoctor.postmortem.evidence import MAX_TEXT, Line
 START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+)(?:, in (.+))?$')
 _EXCEPTION = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout|Warning|Exited))(?::\s?(.*))?$")
+_RECORD = re.compile(r"^\[[IWEF]\d{4} |NCCL (?:WARN|INFO)|^\S+:\d+:\d+ \[")
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "<frozen", "<string>")
 MAX_FRAMES = 200
@@ -104,8 +105,9 @@ class Tracebacks:
                 self._keep(state, stripped)  # a frame's source line, or its ^^^ marker
                 return True
             return False  # another rank's or the launcher's plain line: not ours
-        # After the exception line: its message's further lines, up to a blank line.
-        if not stripped or state.message_lines >= MAX_MESSAGE_LINES:
+        # After the exception line: its message's further lines, up to a blank line or a line
+        # that is a log record of its own (the C++ logger's, NCCL's).
+        if not stripped or state.message_lines >= MAX_MESSAGE_LINES or _RECORD.search(stripped):
             self._finish(rank, state)
             return bool(not stripped)
         name, message, at = state.exc
