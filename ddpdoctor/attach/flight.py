@@ -43,8 +43,11 @@ from ddpdoctor.report.model import Report, Table
 
 MAX_DUMP_BYTES = 512 * 1024 * 1024
 MAX_DUMPS = 8192
-MAX_NODES = 5_000_000  # containers and values in one dump, counted as walked (shared ones again)
-MAX_DEPTH = 64
+# Fields are read through bounded accessors (_text, _sizes, frames_of), never walked whole or
+# turned into text: a few hundred bytes of pickle can share one list through the memo until it is
+# 10^25 elements long as text, or nest 200,000 deep.
+MAX_SIZES = 4096
+MAX_FRAMES = 64
 _RANK_IN_NAME = re.compile(r"(\d+)(?:\.\w+)?$")
 
 
@@ -55,30 +58,51 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refused to build {module}.{name}")
 
 
-def _bounded(data: Any) -> None:
-    """Walk what the unpickler built, iteratively: refuse it when it is deeper than MAX_DEPTH or
-    has more than MAX_NODES nodes as walked (a shared list counted each time it is reached)."""
-    stack = [(data, 0)]
-    seen = 0
-    while stack:
-        node, depth = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
-            raise ValueError(f"more than {MAX_NODES} values: refused")
-        if isinstance(node, (list, tuple, set, frozenset)):
-            if depth >= MAX_DEPTH:
-                raise ValueError(f"nested deeper than {MAX_DEPTH}: refused")
-            if seen + len(node) > MAX_NODES:
-                raise ValueError(f"more than {MAX_NODES} values: refused")
-            stack.extend((child, depth + 1) for child in node)
-        elif isinstance(node, dict):
-            if depth >= MAX_DEPTH:
-                raise ValueError(f"nested deeper than {MAX_DEPTH}: refused")
-            if seen + 2 * len(node) > MAX_NODES:
-                raise ValueError(f"more than {MAX_NODES} values: refused")
-            for key, value in node.items():
-                stack.append((key, depth + 1))
-                stack.append((value, depth + 1))
+def _text(value: Any, limit: int = 300) -> str:
+    """A field read as text, bounded: a string cut, a number written, anything else "?" (a
+    container is never turned into text: shared through the memo, it can be 10^25 long)."""
+    if isinstance(value, str):
+        return value[:limit]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)[:limit]
+    return "?"
+
+
+def _sizes(value: Any) -> str:
+    """input_sizes (a list of shapes, each a list of ints) as canonical text, or "?" when it is
+    not that shape or holds more than MAX_SIZES numbers: the walk is bounded, never recursive."""
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_SIZES:
+        return "?"
+    shapes = []
+    count = 0
+    for shape in value:
+        if not isinstance(shape, (list, tuple)):
+            return "?"
+        count += len(shape)
+        if count > MAX_SIZES or not all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
+            return "?"
+        shapes.append("[" + ", ".join(map(str, shape)) + "]")
+    return "[" + ", ".join(shapes) + "]"
+
+
+def _dtypes(value: Any) -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [_text(d, 40) for d in value[:MAX_SIZES]]
+
+
+def frames_of(entry: dict) -> list[dict]:
+    """The entry's frames as plain {name, filename, line}, at most MAX_FRAMES of them."""
+    frames = entry.get("frames")
+    if not isinstance(frames, (list, tuple)):
+        return []
+    out = []
+    for frame in frames[:MAX_FRAMES]:
+        if isinstance(frame, dict):
+            line = frame.get("line")
+            out.append({"name": _text(frame.get("name"), 200), "filename": _text(frame.get("filename"), 500),
+                        "line": line if isinstance(line, int) and not isinstance(line, bool) else 0})
+    return out
 
 
 def parse_dump(raw: bytes) -> dict:
@@ -89,13 +113,19 @@ def parse_dump(raw: bytes) -> dict:
         else:
             data = json.loads(raw)
     except RecursionError:
-        raise ValueError(f"nested deeper than Python can read: refused") from None
+        raise ValueError("nested deeper than Python can read: refused") from None
     except (pickle.UnpicklingError, EOFError, IndexError, TypeError, AttributeError, KeyError,
             UnicodeDecodeError, json.JSONDecodeError, MemoryError) as exc:
         raise ValueError(str(exc) or type(exc).__name__) from None
-    _bounded(data)
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         raise ValueError("no 'entries' list: not a Flight Recorder dump")
+    for index, entry in enumerate(data["entries"]):
+        if not isinstance(entry, dict):
+            continue
+        for key in ("input_sizes", "output_sizes"):
+            if entry.get(key) is not None and _sizes(entry[key]) == "?":
+                raise ValueError(f"entry {index}'s {key} is not a list of shapes of at most "
+                                 f"{MAX_SIZES} numbers: refused")
     return data
 
 
@@ -177,20 +207,20 @@ class Call:
 
     @property
     def op(self) -> str:
-        return str(self.entry.get("profiling_name", "?")).split(":", 1)[-1]
+        return _text(self.entry.get("profiling_name", "?")).split(":", 1)[-1]
 
     @property
     def shape(self) -> tuple:
-        return (self.op, repr(self.entry.get("input_sizes")), repr(self.entry.get("input_dtypes")))
+        return (self.op, _sizes(self.entry.get("input_sizes")), tuple(_dtypes(self.entry.get("input_dtypes"))))
 
     def describe(self) -> str:
-        sizes = self.entry.get("input_sizes")
-        dtypes = self.entry.get("input_dtypes")
+        sizes = _sizes(self.entry.get("input_sizes"))
+        dtypes = _dtypes(self.entry.get("input_dtypes"))
         return f"{self.op} #{self.seq} ({sizes} {', '.join(map(str, dtypes or []))})".replace(" )", ")")
 
     @property
     def view(self) -> StackView:
-        return StackView(self.rank, json_frames(self.entry.get("frames") or []), "flight recorder")
+        return StackView(self.rank, json_frames(frames_of(self.entry)), "flight recorder")
 
     def at(self) -> str:
         location = self.view.location
@@ -217,7 +247,8 @@ def _groups(dumps: dict[int, dict]) -> dict[str, dict[int, dict[int, Call]]]:
             if not isinstance(entry, dict) or entry.get("is_p2p"):
                 continue
             pg = entry.get("process_group")
-            name = ":".join(map(str, pg)) if isinstance(pg, (list, tuple)) else str(entry.get("pg_id"))
+            name = (":".join(_text(p, 100) for p in pg[:4]) if isinstance(pg, (list, tuple))
+                    else _text(entry.get("pg_id")))
             call = Call(rank, entry)
             if call.seq < 0:
                 continue  # no usable sequence number: it cannot be lined up
