@@ -131,9 +131,13 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
     Flight Recorder dumps that disagree at one position, or watchdog timeouts at one SeqNum of
     one group with different OpTypes (ranks stopped in different collectives: a desync)."""
     problems = []
-    for group in grouped([e for e in ev.errors if e.kind == "mismatch"]):
+    reports = [e for e in ev.errors if e.kind == "mismatch"]
+    if reports:  # every rank raises the same report in its own words: one finding
+        group = reports
         ranks = sorted({f.rank for f in group if f.rank is not None})
-        problems.append(problem(ev, group, f"{rank_list(ranks)}: {group[0].summary()}{when(group)}",
+        differ = group[0].message.partition("Collectives differ in the following aspects:")[2].strip()
+        what = f"collectives differ in {differ}" if differ else group[0].summary()
+        problems.append(problem(ev, group, f"{rank_list(ranks)} (TORCH_DISTRIBUTED_DEBUG=DETAIL): {what}{when(group)}",
                                 "every rank must call the same collective with the same shapes and dtypes "
                                 "at the same position: the report's fingerprints show which differ",
                                 extra={"detail": group[0].message}))

@@ -308,8 +308,19 @@ def _from_evidence(ev: Evidence):
     if ev.empty:
         return Incomplete("nothing in the evidence could be read as a rank's error, a timeout, an "
                           "NCCL line, a launcher summary or a Flight Recorder dump")
-    if verdict(ev).known or not (ev.timeouts or ev.pg_status):
+    waited = [e for e in ev.errors if e.collateral]
+    if verdict(ev).known or not (ev.timeouts or ev.pg_status or waited):
         return []
+    if not (ev.timeouts or ev.pg_status):
+        # gloo (or an older NCCL) says only that a rank waited in vain: whom for, the log does not say.
+        ranks = sorted({e.rank for e in waited if e.rank is not None})
+        quiet = sorted(r for r in ev.ranks if r not in ranks)
+        return Incomplete(f"no rank left an error of its own: {rank_list(ranks) if ranks else 'a rank'} failed "
+                          f"waiting for a peer ({waited[0].summary()[:160]})"
+                          + (f", and {rank_list(quiet)} left no error: look at where "
+                             f"{'it' if len(quiet) == 1 else 'they'} stood" if quiet else "")
+                          + "; capture the cause next time: `ddpdoctor attach` while it hangs, Flight Recorder "
+                            "dumps (`ddpdoctor env`), or `ddpdoctor probe` on the script")
     stopped: dict[int, int] = {}
     for w in ev.timeouts:
         if w.rank is not None:

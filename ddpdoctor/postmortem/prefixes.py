@@ -17,7 +17,7 @@ from typing import Optional
 _TORCHRUN = re.compile(r"^\[(?:rank|default|trainer|worker)(\d{1,7})\]:\s?")
 _SRUN = re.compile(r"^\s{0,6}(\d{1,7}): ")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG ID \d+ PG GUID \S+ )?Rank (\d{1,7})\]")
-_GLOG = re.compile(r"\[[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s")
+_GLOG = re.compile(r"\[?[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s")
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?")
 _SYSLOG = re.compile(r"^([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})\s")
 _MONTHS = {m: i for i, m in enumerate(

@@ -213,3 +213,28 @@ def test_address_in_use_and_a_rendezvous_timeout_have_their_own_codes(tmp_path):
 def test_an_empty_or_unrelated_log_is_incomplete_never_a_pass(tmp_path):
     report = _report(tmp_path, {"job.log": "hello\nworld\n"})
     assert report.status == "incomplete" and report.exit_code == 4
+
+
+DATA = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "postmortem"
+
+
+def test_a_real_gloo_job_whose_rank_raised_names_that_rank_and_its_line():
+    report = postmortem([str(DATA / "gloo_oom_like.log")], Severity.ERROR, set())
+    found = _by_code(report)
+    cause, = found["DDP504"]
+    assert cause.ranks == [1] and "MemoryError" in cause.message
+    assert cause.location.file.endswith("postmortem_job.py") and cause.location.line == 21
+    assert found["DDP512"][0].ranks == [0] and found["DDP512"][0].evidence["role"] == "consequence"
+
+
+def test_a_real_gloo_timeout_without_an_error_is_an_honest_unknown():
+    report = postmortem([str(DATA / "gloo_timeout.log")], Severity.ERROR, set())
+    assert report.status == "incomplete" and report.exit_code == 4
+    assert any("no rank left an error of its own" in m and "rank 1 left no error" in m for m in report.missing)
+
+
+def test_a_real_desync_under_detail_is_one_ddp501_over_both_ranks():
+    found = _by_code(postmortem([str(DATA / "gloo_desync_detail.log")], Severity.ERROR, set()))
+    mismatch, = found["DDP501"]
+    assert mismatch.ranks == [0, 1] and "BROADCAST" in mismatch.message
+    assert "DDP504" not in found
