@@ -32,9 +32,9 @@ _STATUS_OLD = re.compile(r"[Ll]ast enqueued NCCL work: (-?\d+), last completed N
 _MISSING = re.compile(r"ranks \[([\d, ]*)\] are the lagging ranks that caused this timeout")
 _NOT_FINISHED = re.compile(r"\[([\d, ]*)\] joined but didn't finish collective #(\d+)")
 _NOT_JOINED = re.compile(r"\[([\d, ]*)\] finished collective #(\d+), but didn't join collective #(\d+)")
-TRIGGERS = ("Watchdog caught", "failure detected by watchdog", "ast enqueued NCCL work",
-            "lagging ranks", "joined but didn't finish", "but didn't join collective",
-            "NOT been destroyed", "Heartbeat monitor timed out", "watchdog got stuck")
+# Words that start a line worth reading (textlog.py); the desync report's lines come right after
+# the watchdog's and are read with it.
+ANCHORS = (b"Watchdog", b"PG status", b"NOT been destroyed", b"Heartbeat")  # the old PG status follows a watchdog line
 
 
 def _ranks(text: str) -> list[int]:

@@ -22,7 +22,7 @@ from ddpdoctor.postmortem.evidence import Evidence, Line, NcclWarn
 
 _DEBUG = re.compile(r"^\s*(\S+?):(\d+):(\d+) \[(\d+|-?\d+)\] NCCL (WARN|INFO) ?(.*)$")
 _VENDOR = re.compile(r"vendor err (\d+)")
-TRIGGERS = ("NCCL WARN", "NCCL INFO")
+ANCHORS = (b"NCCL WARN",)  # INFO lines are read only where another anchor brought them
 
 
 def kind_of(text: str) -> str:

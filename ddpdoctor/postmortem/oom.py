@@ -16,7 +16,7 @@ from ddpdoctor.postmortem.evidence import Evidence, Line, OomKill
 
 _KILLED = re.compile(r"(?:Out of memory: Kill(?:ed)? process|Killed process) (\d+) \(([^)]{0,64})\)")
 _OOM_KILL = re.compile(r"oom-kill:.*?task=([^,\s]{0,64}),pid=(\d+)")
-TRIGGERS = ("Out of memory", "Killed process", "oom-kill:")
+ANCHORS = (b"Killed process",)  # old kernels print it too, after "Kill process"
 
 
 def read(text: str, rank: Optional[int], where: Line, t: Optional[float], order: int, ev: Evidence) -> bool:
