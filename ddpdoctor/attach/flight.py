@@ -71,6 +71,14 @@ def _text(value: Any, limit: int = 300) -> str:
 def _sizes(value: Any) -> str:
     """input_sizes (a list of shapes, each a list of ints) as canonical text, or "?" when it is
     not that shape or holds more than MAX_SIZES numbers: the walk is bounded, never recursive."""
+    # The common shape, checked with C loops: a short list of short lists of ints (its repr bounded).
+    if type(value) is list and len(value) == 1 and type(value[0]) is list and len(value[0]) <= 64:
+        if set(map(type, value[0])) <= _INT:
+            return repr(value)
+    if type(value) is list and len(value) <= 64 and set(map(type, value)) <= _LIST:
+        if sum(map(len, value)) <= MAX_SIZES and set(map(type, _chain(value))) <= _INT:
+            return repr(value)
+        return "?"
     if not isinstance(value, (list, tuple)) or len(value) > MAX_SIZES:
         return "?"
     shapes = []
@@ -83,6 +91,10 @@ def _sizes(value: Any) -> str:
             return "?"
         shapes.append("[" + ", ".join(map(str, shape)) + "]")
     return "[" + ", ".join(shapes) + "]"
+
+
+_LIST, _INT = {list}, {int}
+_chain = __import__("itertools").chain.from_iterable
 
 
 def _dtypes(value: Any) -> list[str]:
@@ -119,14 +131,38 @@ def parse_dump(raw: bytes) -> dict:
         raise ValueError(str(exc) or type(exc).__name__) from None
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         raise ValueError("no 'entries' list: not a Flight Recorder dump")
+    slim = []
     for index, entry in enumerate(data["entries"]):
         if not isinstance(entry, dict):
             continue
-        for key in ("input_sizes", "output_sizes"):
-            if entry.get(key) is not None and _sizes(entry[key]) == "?":
-                raise ValueError(f"entry {index}'s {key} is not a list of shapes of at most "
-                                 f"{MAX_SIZES} numbers: refused")
+        kept = _slim(entry)
+        if kept["_sizes"] == "?" and entry.get("input_sizes") is not None:
+            raise ValueError(f"entry {index}'s input_sizes is not a list of shapes of at most "
+                             f"{MAX_SIZES} numbers: refused")
+        slim.append(kept)
+    data["entries"] = slim
     return data
+
+
+def _slim(entry: dict) -> dict:
+    """The entry with its sizes and dtypes made text once (they are compared at every position,
+    a thousand ranks each), and the fields the lining-up never reads dropped: a thousand ranks'
+    dumps stay small."""
+    for unread in _UNREAD:
+        entry.pop(unread, None)
+    entry["_sizes"] = _sizes(entry.get("input_sizes"))
+    dtypes = entry.get("input_dtypes")
+    entry["_dtypes"] = (tuple(dtypes) if type(dtypes) is list and len(dtypes) <= 64 and set(map(type, dtypes)) <= _STR
+                        else tuple(_dtypes(dtypes)))
+    if type(entry.get("frames")) is not list:
+        entry["frames"] = []  # read through frames_of when shown
+    return entry
+
+
+_UNREAD = ("output_sizes", "output_dtypes", "record_id", "op_id", "p2p_seq_id", "duration_ms",
+           "time_discovered_started_ns", "time_discovered_completed_ns", "timeout_ms", "thread_id",
+           "thread_name")
+_STR = {str}
 
 
 def looks_dump(head: bytes) -> bool:
@@ -194,12 +230,15 @@ def load_files(files: dict[int, Path]) -> tuple[dict[int, dict], list[str]]:
     return dumps, notes
 
 
-@dataclass
 class Call:
     """One rank's entry at one position of one process group."""
 
-    rank: int
-    entry: dict
+    __slots__ = ("rank", "entry", "shape")
+
+    def __init__(self, rank: int, entry: dict) -> None:
+        self.rank = rank
+        self.entry = entry
+        self.shape = self._shape()  # compared at its position against every other rank's
 
     @property
     def seq(self) -> int:
@@ -209,9 +248,11 @@ class Call:
     def op(self) -> str:
         return _text(self.entry.get("profiling_name", "?")).split(":", 1)[-1]
 
-    @property
-    def shape(self) -> tuple:
-        return (self.op, _sizes(self.entry.get("input_sizes")), tuple(_dtypes(self.entry.get("input_dtypes"))))
+    def _shape(self) -> tuple:
+        entry = self.entry
+        if "_sizes" in entry:
+            return (self.op, entry["_sizes"], entry["_dtypes"])
+        return (self.op, _sizes(entry.get("input_sizes")), tuple(_dtypes(entry.get("input_dtypes"))))
 
     def describe(self) -> str:
         sizes = _sizes(self.entry.get("input_sizes"))
@@ -266,16 +307,19 @@ def analyse(dumps: dict[int, dict]) -> tuple[list[tuple[str, Problem]], int]:
         start = max(min(calls) for calls in by_rank.values()) if len(by_rank) == len(ranks) else 1
         # The positions some rank recorded, not a range: a gap (or a huge number) costs nothing.
         positions = sorted({s for calls in by_rank.values() for s in calls if s >= start})
+        calls_of = [(r, by_rank.get(r, {})) for r in ranks]
         for seq in positions:
-            have = [r for r in ranks if seq in by_rank.get(r, {})]
-            lacking = [r for r in ranks if r not in have]
+            here = [(r, calls[seq]) for r, calls in calls_of if seq in calls]
             compared += 1
-            if lacking:
+            if len(here) < len(ranks):
+                have = [r for r, _ in here]
+                present = set(have)
+                lacking = [r for r in ranks if r not in present]
                 problems.append(("DDP502", _missing(group, seq, by_rank, have, lacking)))
                 break
             shapes = {}
-            for r in have:
-                shapes.setdefault(by_rank[r][seq].shape, []).append(r)
+            for r, call in here:
+                shapes.setdefault(call.shape, []).append(r)
             if len(shapes) > 1:
                 problems.append(("DDP501", _mismatch(group, seq, by_rank, shapes)))
                 break
