@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.postmortem.report import postmortem
 from tests.helpers.postmortem_logs import child_failed, glog, interleaved, traceback, watchdog
