@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.postmortem.causality import killed_by_oom, problem, when
+from ddpdoctor.postmortem.causality import none_found, killed_by_oom, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
 
@@ -29,14 +29,14 @@ def host_oom(ev: Evidence) -> list[Problem] | Skipped:
             # SLURM: --mem / --mem-per-gpu; Kubernetes: the pod's memory limit
     """
     if not ev.ooms:
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     by_rank = killed_by_oom(ev)
     problems = []
     for kill in ev.ooms:
         rank = kill.rank
-        who = f"rank {rank}" if rank is not None else f"process {kill.pid} ({kill.process})"
+        who_ = f"rank {rank}" if rank is not None else f"process {kill.pid} ({kill.process})"
         unmatched = "" if rank is not None else "; no log line names this pid's rank"
-        problems.append(problem(ev, [kill], f"{who} was killed by the host's OOM killer{when([kill])}: "
+        problems.append(problem(ev, [kill], f"{who_} was killed by the host's OOM killer{when([kill])}: "
                                 f"pid {kill.pid} ({kill.process}), no traceback left{unmatched}",
                                 "cut host memory per rank (DataLoader workers, datasets loaded in "
                                 "every rank) or ask the scheduler for more (--mem)",

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence, NcclWarn, RankError
 from ddpdoctor.postmortem.nccl import kind_of
-from ddpdoctor.probe.wording import rank_list
 
 _HINTS = {
     "ib": ("an InfiniBand completion failed (the vendor code says which: 12 is a transport retry "
@@ -52,22 +51,21 @@ def nccl_error(ev: Evidence) -> list[Problem] | Skipped:
     facts = [w for w in ev.nccl if w.kind != "remote"]
     facts += [e for e in ev.errors if e.kind == "nccl"]
     if not facts:
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     problems = []
     for group in grouped(facts):
         first = group[0]
         kind = first.kind if isinstance(first, NcclWarn) else kind_of(first.message)
         if kind == "shm":
             continue  # DDP509's
-        ranks = sorted({f.rank for f in group if f.rank is not None})
-        who = rank_list(ranks) if ranks else "a process (its rank not in the log)"
+        who_ = who(group, "a process (its rank not in the log)")
         text = first.text if isinstance(first, NcclWarn) else first.summary()
         vendor = [f.vendor_err for f in group if isinstance(f, NcclWarn) and f.vendor_err is not None]
         hosts = sorted({f.host for f in group if isinstance(f, NcclWarn) and f.host})
         extra = {"kind": kind, "hosts": hosts}
         if vendor:
             extra["vendor_err"] = vendor[0]
-        found = problem(ev, group, f"{who}: NCCL {kind} error{when(group)}: {text}",
+        found = problem(ev, group, f"{who_}: NCCL {kind} error{when(group)}: {text}",
                         _HINTS.get(kind, _HINTS["other"]), extra=extra)
         found.hosts = hosts
         problems.append(found)

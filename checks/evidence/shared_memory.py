@@ -6,9 +6,8 @@ import re
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
-from ddpdoctor.probe.wording import rank_list
 
 # The DataLoader's words when a worker's shared memory runs out (torch/utils/data/_utils/signal_handling
 # and the shm allocator's "unable to write to file </torch_...>" / "No space left on device").
@@ -41,14 +40,13 @@ def shared_memory(ev: Evidence) -> list[Problem] | Skipped:
     facts += [e for e in ev.errors if _LOADER_SHM.search(e.message or "") or
               (e.kind == "nccl" and "/dev/shm" in (e.message or ""))]
     if not facts:
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     problems = []
     for group in grouped(facts):
-        ranks = sorted({f.rank for f in group if f.rank is not None})
-        who = rank_list(ranks) if ranks else "a process (its rank not in the log)"
+        who_ = who(group, "a process (its rank not in the log)")
         first = group[0]
         text = getattr(first, "text", "") or first.where.text
-        problems.append(problem(ev, group, f"{who} ran out of shared memory{when(group)}: {text.strip()[:300]}",
+        problems.append(problem(ev, group, f"{who_} ran out of shared memory{when(group)}: {text.strip()[:300]}",
                                 "give the job more /dev/shm (docker --shm-size=16g or --ipc=host; "
                                 "Kubernetes: an emptyDir of medium Memory at /dev/shm), or fewer "
                                 "DataLoader workers"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.postmortem.causality import CONSEQUENCE, problem, verdict
+from ddpdoctor.postmortem.causality import none_found, CONSEQUENCE, problem, verdict
 from ddpdoctor.postmortem.evidence import Evidence
 from ddpdoctor.probe.wording import rank_list
 
@@ -33,17 +33,17 @@ def teardown_heartbeat(ev: Evidence) -> list[Problem] | Skipped:
                 dist.destroy_process_group()
     """
     if not ev.teardowns:
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     failed = verdict(ev).known or ev.timeouts
     ranks = sorted({t.rank for t in ev.teardowns if t.rank is not None})
-    who = rank_list(ranks) if ranks else "the job"
+    who_ = rank_list(ranks) if ranks else "the job"
     kinds = {t.kind for t in ev.teardowns}
     what = ("the heartbeat monitor fired at exit" if "heartbeat" in kinds else
             "the process group was not destroyed before exit")
     if failed:
-        message = f"{who}: {what}, after the failure: a consequence of it, not a cause"
+        message = f"{who_}: {what}, after the failure: a consequence of it, not a cause"
     else:
-        message = (f"{who}: {what}; no rank left an error and no collective timed out: the job "
+        message = (f"{who_}: {what}; no rank left an error and no collective timed out: the job "
                    "ended without dist.destroy_process_group()")
     return [problem(ev, ev.teardowns[:20], message,
                     "call dist.destroy_process_group() at the end of the script (in a finally)",

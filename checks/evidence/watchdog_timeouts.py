@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.postmortem.causality import CONSEQUENCE, problem, verdict
+from ddpdoctor.postmortem.causality import none_found, CONSEQUENCE, problem, verdict
 from ddpdoctor.postmortem.evidence import Evidence
 from ddpdoctor.probe.wording import rank_list
 
@@ -32,7 +32,7 @@ def watchdog_timeouts(ev: Evidence) -> list[Problem] | Skipped:
     """
     collateral = [e for e in ev.errors if e.collateral]
     if not (ev.timeouts or collateral):
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     cause = verdict(ev)
     waiting_for = f" — waiting for {rank_list(cause.ranks)}" if cause.ranks else ""
     problems = []
@@ -44,8 +44,8 @@ def watchdog_timeouts(ev: Evidence) -> list[Problem] | Skipped:
         timeout = next((w.timeout_ms for w in items if w.timeout_ms), None)
         after = f" after {timeout / 1000:g} s" if timeout else ""
         group = f" on group {pg}" if pg else ""
-        who = rank_list(ranks) if ranks else "a rank"
-        problems.append(problem(ev, items, f"{who}: watchdog timeout in {op} SeqNum {seq}{group}{after}{waiting_for}",
+        who_ = rank_list(ranks) if ranks else "a rank"
+        problems.append(problem(ev, items, f"{who_}: watchdog timeout in {op} SeqNum {seq}{group}{after}{waiting_for}",
                                 "a consequence: fix the first cause; " + _capture(cause.known),
                                 role_=CONSEQUENCE, extra={"seq": seq, "op": op, "pg": pg,
                                                           "status": _status(ev, ranks)}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ddpdoctor.preflight.cluster import ClusterFacts
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
 
@@ -61,16 +61,13 @@ def rendezvous_port_free(cluster: ClusterFacts) -> list[Problem] | Skipped:
 
 def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
     """A dead job's logs: the store or torchrun could not listen on its port (EADDRINUSE)."""
-    from ddpdoctor.probe.wording import rank_list
-
     facts = [e for e in ev.errors if e.kind == "port_in_use"]
     if not facts:
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     problems = []
     for group in grouped(facts):
-        ranks = sorted({f.rank for f in group if f.rank is not None})
-        who = rank_list(ranks) if ranks else "torchrun"
-        problems.append(problem(ev, group, f"{who}: the rendezvous port was already in use{when(group)}: "
+        who_ = who(group, "torchrun")
+        problems.append(problem(ev, group, f"{who_}: the rendezvous port was already in use{when(group)}: "
                                 f"{group[0].summary()}",
                                 "another job (or a leftover of this one) holds MASTER_PORT: pick a free "
                                 "port (--master-port / --rdzv-endpoint host:0 style) or end the old job"))

@@ -11,7 +11,7 @@ from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.rank_state import CrashEvent, crash_events, ending
 from ddpdoctor.probe.wording import at, location, rank_list, verb
-from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
 
@@ -204,12 +204,11 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
     socket timeout, DistNetworkError, no socket interface, no route to host, rendezvous errors."""
     facts = [e for e in ev.errors if e.kind == "rendezvous"]
     if not facts:
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     problems = []
     for group in grouped(facts):
-        ranks = sorted({f.rank for f in group if f.rank is not None})
-        who = rank_list(ranks) if ranks else "torchrun"
-        problems.append(problem(ev, group, f"{who} could not form the process group{when(group)}: {group[0].summary()}",
+        who_ = who(group, "torchrun")
+        problems.append(problem(ev, group, f"{who_} could not form the process group{when(group)}: {group[0].summary()}",
                                 "check MASTER_ADDR/MASTER_PORT (or --rdzv-endpoint) reach the master from "
                                 "every node, that every node starts, and the socket interface "
                                 "(GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME): `ddpdoctor preflight` checks these",

@@ -14,7 +14,7 @@ from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWIC
                           crash_events, describe_collective, last_collective, whereabouts)
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
 from ddpdoctor.probe.wording import at, location, rank_list
-from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
 _SIGNAL_NOTES = {
@@ -202,12 +202,12 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
     facts = [e for e in ev.errors if not e.collateral and e.kind in ("own", "device")]
     facts += signal_deaths(ev)
     if not facts:
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     problems = []
     for group in grouped(facts):
         first = group[0]
         ranks = sorted({f.rank for f in group if f.rank is not None})
-        who = rank_list(ranks) if ranks else "the launcher"
+        who_ = who(group, "the launcher")
         if hasattr(first, "exc_type"):
             what = first.summary()
             hint = ("fix the exception in the traceback shown; every other rank then waited for "
@@ -223,6 +223,6 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
             hint = "a native crash: rerun with PYTHONFAULTHANDLER=1 to get that rank's stack"
             detail = first.message
             site = None
-        problems.append(problem(ev, group, f"{who}: {what}{at(site) if site else ''}{when(group)}",
+        problems.append(problem(ev, group, f"{who_}: {what}{at(site) if site else ''}{when(group)}",
                                 hint, extra={"detail": detail, "crashed_ranks": ranks}))
     return problems

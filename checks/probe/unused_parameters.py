@@ -13,7 +13,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.wording import counted, location, name_list, natural_sorted, rank_list
-from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
 MIN_ITERATIONS_DEAD = 2  # backward passes seen before calling a parameter dead under FUP=True
@@ -198,7 +198,7 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
 
     facts = [e for e in ev.errors if e.kind == "unused_parameters"]
     if not facts:
-        return [] if not ev.empty else Skipped("no evidence was read")
+        return none_found(ev)
     problems = []
     for group in grouped(facts):
         text = group[0].message + "\n" + group[0].traceback

@@ -155,3 +155,19 @@ def when(facts: list[Fact]) -> str:
     if not stamps:
         return ""
     return " (at " + _time.strftime("%Y-%m-%d %H:%M:%S UTC", _time.gmtime(min(stamps))) + ")"
+
+
+def who(group: list[Fact], nobody: str) -> str:
+    """"rank 3" / "ranks 1-7" of the facts, or `nobody` when no line named a rank."""
+    from ddpdoctor.probe.wording import rank_list
+
+    ranks = sorted({f.rank for f in group if f.rank is not None})
+    return rank_list(ranks) if ranks else nobody
+
+
+def none_found(ev: Evidence):
+    """What an evidence check returns when it found nothing: nothing, or Skipped when nothing at
+    all was read (the report is then incomplete through DDP503, not passed by every check)."""
+    from ddpdoctor.core.registry import Skipped
+
+    return [] if not ev.empty else Skipped("no evidence was read")
