@@ -58,20 +58,23 @@ def read(text: str, rank: Optional[int], where: Line, t: Optional[float], order:
         pg = _pg(text)
         if any(w.rank == rank and w.seq == int(seq) and w.pg == pg for w in ev.timeouts[-64:]):
             return True  # the same timeout again, inside the exception that carries it
-        ev.timeouts.append(WatchdogTimeout(rank, where, t, order, seq=int(seq), op=op,
-                                           numel_in=_int(nin), numel_out=_int(nout),
-                                           timeout_ms=_int(timeout), ran_ms=_int(ran), pg=pg))
+        if ev.room(ev.timeouts):
+            ev.timeouts.append(WatchdogTimeout(rank, where, t, order, seq=int(seq), op=op,
+                                               numel_in=_int(nin), numel_out=_int(nout),
+                                               timeout_ms=_int(timeout), ran_ms=_int(ran), pg=pg))
         return True
     match = _STATUS.search(text)
     if match:
-        ev.pg_status.append(PgStatus(rank, where, t, order, failed_seq=int(match.group(1)),
-                                     last_enqueued=int(match.group(2)),
-                                     last_completed=int(match.group(3)), pg=_pg(text)))
+        if ev.room(ev.pg_status):
+            ev.pg_status.append(PgStatus(rank, where, t, order, failed_seq=int(match.group(1)),
+                                         last_enqueued=int(match.group(2)),
+                                         last_completed=int(match.group(3)), pg=_pg(text)))
         return True
     match = _STATUS_OLD.search(text)
     if match:
-        ev.pg_status.append(PgStatus(rank, where, t, order, last_enqueued=int(match.group(1)),
-                                     last_completed=int(match.group(2)), pg=_pg(text)))
+        if ev.room(ev.pg_status):
+            ev.pg_status.append(PgStatus(rank, where, t, order, last_enqueued=int(match.group(1)),
+                                         last_completed=int(match.group(2)), pg=_pg(text)))
         return True
     for pattern, slot in ((_MISSING, "never_joined"), (_NOT_FINISHED, "not_finished"),
                           (_NOT_JOINED, "not_joined_next")):
@@ -83,10 +86,12 @@ def read(text: str, rank: Optional[int], where: Line, t: Optional[float], order:
                 report.seq = int(match.group(2))
             return True
     if "NOT been destroyed" in text:
-        ev.teardowns.append(Teardown(rank, where, t, order, kind="not_destroyed"))
+        if ev.room(ev.teardowns):
+            ev.teardowns.append(Teardown(rank, where, t, order, kind="not_destroyed"))
         return True
     if "Heartbeat monitor timed out" in text or "watchdog got stuck" in text:
-        ev.teardowns.append(Teardown(rank, where, t, order, kind="heartbeat"))
+        if ev.room(ev.teardowns):
+            ev.teardowns.append(Teardown(rank, where, t, order, kind="heartbeat"))
         return True
     return False
 
@@ -96,7 +101,8 @@ def _desync_for(ev: Evidence, rank, where, t, order) -> DesyncReport:
     if ev.desync and ev.desync[-1].rank == rank and order - ev.desync[-1].order < 64:
         return ev.desync[-1]
     report = DesyncReport(rank, where, t, order)
-    ev.desync.append(report)
+    if ev.room(ev.desync):
+        ev.desync.append(report)
     return report
 
 

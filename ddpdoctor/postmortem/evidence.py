@@ -13,6 +13,7 @@ from typing import Any, Optional
 from ddpdoctor.core.findings import Location
 
 MAX_TEXT = 4000  # a traceback or report kept per fact, at most (a log line can be megabytes)
+MAX_FACTS = 200_000  # facts of one kind kept; more are counted, not kept (memory stays bounded)
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,15 @@ class Evidence:
     flight: Optional[FlightSet] = None
     notes: list[str] = field(default_factory=list)
     lines_read: int = 0
+    dropped: int = 0  # facts beyond MAX_FACTS of their kind
     bytes_read: int = 0
+
+    def room(self, facts: list) -> bool:
+        """Whether one more fact of this kind is kept (MAX_FACTS); the rest are only counted."""
+        if len(facts) < MAX_FACTS:
+            return True
+        self.dropped += 1
+        return False
 
     def rank_of_pid(self, pid: Optional[int]) -> Optional[int]:
         return self.pids.get(pid) if pid is not None else None

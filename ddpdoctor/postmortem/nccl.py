@@ -61,6 +61,8 @@ def read(text: str, rank: Optional[int], where: Line, t: Optional[float], order:
     if rank is None:
         rank = ev.pids.get(pid_n)
     vendor = _VENDOR.search(body)
+    if not ev.room(ev.nccl):
+        return True
     ev.nccl.append(NcclWarn(rank, where, t, order, kind=kind_of(body), host=host, pid=pid_n,
                             text=body.strip()[:500], vendor_err=int(vendor.group(1)) if vendor else None))
     return True

@@ -122,6 +122,8 @@ class LogReader:
             message = done.message
             first = f"{done.first_type}: {done.first_message}" if done.first_type else ""
             kind = error_kind(done.exc_type, message + "\n" + first + "\n" + done.text)
+            if not self.ev.room(self.ev.errors):
+                continue
             self.ev.errors.append(RankError(
                 rank, done.where, None, self.order_base + done.where.line, exc_type=done.exc_type,
                 message=message, traceback=done.text, site=done.site,
