@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from typing import Optional
 
 _TORCHRUN = re.compile(r"^\[(?:rank|default|trainer|worker)(\d{1,7})\]:\s?")
+# Ray's worker prefix names a process, not a rank: `(RayTrainWorker pid=1234, ip=10.0.0.5) text`.
+_RAY = re.compile(r"^\((?:[\w.:-]+ )?pid=(\d{1,9})(?:, ip=[\w.:-]+)?\) ")
 _SRUN = re.compile(r"^\s{0,6}(\d{1,7}): ")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG ID \d+ PG GUID \S+ )?Rank (\d{1,7})\]")
 _GLOG = re.compile(r"\[?[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s")
@@ -34,6 +36,14 @@ def split_rank(text: str, srun: bool) -> tuple[Optional[int], str]:
         match = _SRUN.match(text)
         if match:
             return int(match.group(1)), text[match.end():]
+    return None, text
+
+
+def split_pid(text: str) -> tuple[Optional[int], str]:
+    """(pid, the line without Ray's prefix), or (None, the line) when it has none."""
+    match = _RAY.match(text)
+    if match:
+        return int(match.group(1)), text[match.end():]
     return None, text
 
 

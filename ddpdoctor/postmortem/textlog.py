@@ -91,11 +91,14 @@ class LogReader:
         if self.srun is None and text.strip():
             self.srun = prefixes.looks_srun(text)
         rank, rest = prefixes.split_rank(text, bool(self.srun))
+        pid = None
         if rank is None:
-            rank = self.file_rank
+            pid, rest = prefixes.split_pid(rest)
+            rank = self.ev.pids.get(pid) if pid is not None else self.file_rank
         where = Line(self.name, self.lineno, text[:1000])
         order = self.order_base + self.lineno
-        used = self.tracebacks.feed(rank, rest, where)
+        # A traceback is assembled per process: per rank, or per pid where only a pid is known (Ray).
+        used = self.tracebacks.feed(rank if rank is not None or pid is None else ("pid", pid), rest, where)
         if not used:
             t = prefixes.timestamp(rest)
             inner = prefixes.rank_in_text(rest)
@@ -116,8 +119,9 @@ class LogReader:
             self.follow = max(0, self.follow - 1)
 
     def _collect(self) -> None:
-        for rank, done in self.tracebacks.take():
-            if rank is None and "ChildFailedError" in done.exc_type:
+        for source, done in self.tracebacks.take():
+            rank = self.ev.pids.get(source[1]) if isinstance(source, tuple) else source
+            if source is None and "ChildFailedError" in done.exc_type:
                 continue  # torchrun's own traceback: its summary block follows and is read
             message = done.message
             first = f"{done.first_type}: {done.first_message}" if done.first_type else ""

@@ -66,3 +66,14 @@ def test_one_check_serves_the_probe_and_the_evidence_stage_and_keeps_one_judge_p
     assert evidence["DDP104"].stage == "preflight"
     assert {"DDP508", "DDP509", "DDP510", "DDP511", "DDP512"} <= set(evidence)
     assert "DDP508" not in probe
+
+
+def test_ray_worker_lines_are_assembled_per_process_and_named_by_the_pid_torchrun_or_nccl_gave(tmp_path):
+    lines = ["[rank1]: node5:4101:4150 [1] NCCL WARN Cuda failure 'out of memory'"]  # pid 4101 is rank 1
+    lines += ["(RayTrainWorker pid=4100, ip=10.0.0.5) epoch 1 step 3",
+              "(RayTrainWorker pid=4101, ip=10.0.0.5) Traceback (most recent call last):",
+              "(RayTrainWorker pid=4100, ip=10.0.0.5) epoch 1 step 4",
+              '(RayTrainWorker pid=4101, ip=10.0.0.5)   File "/home/u/train.py", line 33, in train_func',
+              "(RayTrainWorker pid=4101, ip=10.0.0.5) ValueError: bad label"]
+    crash, = _findings(tmp_path, "\n".join(lines) + "\n")["DDP504"]
+    assert crash.ranks == [1] and str(crash.location) == "/home/u/train.py:33"
