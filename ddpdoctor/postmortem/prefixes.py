@@ -15,6 +15,10 @@ from datetime import datetime, timezone
 from typing import Optional
 
 _TORCHRUN = re.compile(r"^\[(?:rank|default|trainer|worker)(\d{1,7})\]:\s?")
+# A log collector's time before the launcher's prefix: ISO (`2024-05-01T12:00:00.123Z `), with
+# the container runtime's stream and tag after it (`stdout F `, Kubernetes' CRI log format).
+_COLLECTOR = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?)"
+                        r"\s+(?:(?:stdout|stderr)\s+[FP]\s+)?")
 # Ray's worker prefix names a process, not a rank: `(RayTrainWorker pid=1234, ip=10.0.0.5) text`.
 _RAY = re.compile(r"^\((?:[\w.:-]+ )?pid=(\d{1,9})(?:, ip=[\w.:-]+)?\) ")
 _SRUN = re.compile(r"^\s{0,6}(\d{1,7}): ")
@@ -37,6 +41,14 @@ def split_rank(text: str, srun: bool) -> tuple[Optional[int], str]:
         if match:
             return int(match.group(1)), text[match.end():]
     return None, text
+
+
+def split_collector(text: str) -> tuple[Optional[float], str]:
+    """(the collector's time, the line without it), or (None, the line)."""
+    match = _COLLECTOR.match(text)
+    if not match:
+        return None, text
+    return timestamp(match.group(1)), text[match.end():]
 
 
 def split_pid(text: str) -> tuple[Optional[int], str]:

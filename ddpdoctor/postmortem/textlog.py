@@ -89,8 +89,9 @@ class LogReader:
     def _line(self, raw: bytes) -> None:
         text = raw.decode("utf-8", "replace").rstrip("\r")
         if self.srun is None and text.strip():
-            self.srun = prefixes.looks_srun(text)
-        rank, rest = prefixes.split_rank(text, bool(self.srun))
+            self.srun = prefixes.looks_srun(prefixes.split_collector(text)[1])
+        lead_t, body = prefixes.split_collector(text)
+        rank, rest = prefixes.split_rank(body, bool(self.srun))
         pid = None
         if rank is None:
             pid, rest = prefixes.split_pid(rest)
@@ -100,7 +101,7 @@ class LogReader:
         # A traceback is assembled per process: per rank, or per pid where only a pid is known (Ray).
         used = self.tracebacks.feed(rank if rank is not None or pid is None else ("pid", pid), rest, where)
         if not used:
-            t = prefixes.timestamp(rest)
+            t = prefixes.timestamp(rest) or lead_t
             inner = prefixes.rank_in_text(rest)
             who = rank if rank is not None else inner
             if rank is not None:

@@ -77,3 +77,10 @@ def test_ray_worker_lines_are_assembled_per_process_and_named_by_the_pid_torchru
               "(RayTrainWorker pid=4101, ip=10.0.0.5) ValueError: bad label"]
     crash, = _findings(tmp_path, "\n".join(lines) + "\n")["DDP504"]
     assert crash.ranks == [1] and str(crash.location) == "/home/u/train.py:33"
+
+
+def test_a_log_collectors_time_before_the_rank_prefix_is_read_and_kept(tmp_path):
+    lines = [f"2026-11-28T01:0{i}:00.000000000Z stderr F {x}" for i, x in enumerate(
+        traceback(2, "RuntimeError: CUDA error: an illegal memory access was encountered"))]
+    crash, = _findings(tmp_path, "\n".join(lines) + "\n")["DDP504"]
+    assert crash.ranks == [2] and crash.location.line == 57
