@@ -29,7 +29,7 @@ import pickle
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from ddpdoctor.attach.judge import probe_check
 from ddpdoctor.core.errors import UsageError
@@ -233,16 +233,13 @@ def load_files(files: dict[int, Path]) -> tuple[dict[int, dict], list[str]]:
 class Call:
     """One rank's entry at one position of one process group."""
 
-    __slots__ = ("rank", "entry", "shape")
+    __slots__ = ("rank", "entry", "seq", "shape")
 
-    def __init__(self, rank: int, entry: dict) -> None:
+    def __init__(self, rank: int, entry: dict, seq: Optional[int] = None) -> None:
         self.rank = rank
         self.entry = entry
+        self.seq = seq_of(entry) if seq is None else seq
         self.shape = self._shape()  # compared at its position against every other rank's
-
-    @property
-    def seq(self) -> int:
-        return seq_of(self.entry)
 
     @property
     def op(self) -> str:
@@ -283,17 +280,29 @@ def seq_of(entry: dict) -> int:
 def _groups(dumps: dict[int, dict]) -> dict[str, dict[int, dict[int, Call]]]:
     """process group -> rank -> seq -> its call (collectives only; p2p have their own ids)."""
     groups: dict[str, dict[int, dict[int, Call]]] = {}
+    names: dict[Any, str] = {}  # a process group's tuple -> its name, made once
     for rank, dump in dumps.items():
+        mine: dict[str, dict[int, Call]] = {}
         for entry in dump.get("entries") or []:
             if not isinstance(entry, dict) or entry.get("is_p2p"):
                 continue
-            pg = entry.get("process_group")
-            name = (":".join(_text(p, 100) for p in pg[:4]) if isinstance(pg, (list, tuple))
-                    else _text(entry.get("pg_id")))
-            call = Call(rank, entry)
-            if call.seq < 0:
+            seq = seq_of(entry)
+            if seq < 0:
                 continue  # no usable sequence number: it cannot be lined up
-            groups.setdefault(name, {}).setdefault(rank, {})[call.seq] = call
+            pg = entry.get("process_group")
+            name = names.get(pg) if type(pg) is tuple and len(pg) <= 4 else None
+            if name is None:
+                name = (":".join(_text(p, 100) for p in pg[:4]) if isinstance(pg, (list, tuple))
+                        else _text(entry.get("pg_id")))
+                if type(pg) is tuple and len(pg) <= 4 and len(names) < 10000:
+                    try:
+                        names[pg] = name
+                    except TypeError:
+                        pass  # a tuple holding a list: not a key, named each time
+            calls = mine.get(name)
+            if calls is None:
+                calls = mine[name] = groups.setdefault(name, {}).setdefault(rank, {})
+            calls[seq] = Call(rank, entry, seq)
     return groups
 
 
