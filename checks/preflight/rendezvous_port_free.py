@@ -5,9 +5,11 @@ from __future__ import annotations
 from ddpdoctor.preflight.cluster import ClusterFacts
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
+from ddpdoctor.postmortem.evidence import Evidence
 
 
-@check("DDP104", "Rendezvous port already in use on the master", Severity.ERROR)
+@check("DDP104", "Rendezvous port already in use on the master", Severity.ERROR, stages=("evidence",))
 def rendezvous_port_free(cluster: ClusterFacts) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -27,6 +29,8 @@ def rendezvous_port_free(cluster: ClusterFacts) -> list[Problem] | Skipped:
             kill <pid>                     # the stale job ddpdoctor named
             torchrun --master-port 29501 ...   # or a free port
     """
+    if isinstance(cluster, Evidence):
+        return _from_evidence(cluster)
     bind = cluster.port_bind
     if bind.status == "not-checked":
         return Skipped(bind.detail or "the port was not tested")
@@ -53,3 +57,18 @@ def rendezvous_port_free(cluster: ClusterFacts) -> list[Problem] | Skipped:
         hosts=[bind.host],
         evidence={"port": bind.port, "detail": bind.detail, "tested": bind.where},
     )]
+
+
+def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
+    """A dead job's logs: the store or torchrun could not listen on its port (EADDRINUSE)."""
+    facts = [e for e in ev.errors if e.kind == "port_in_use"]
+    if not facts:
+        return none_found(ev)
+    problems = []
+    for group in grouped(facts):
+        who_ = who(group, "torchrun")
+        problems.append(problem(ev, group, f"{who_}: the rendezvous port was already in use{when(group)}: "
+                                f"{group[0].summary()}",
+                                "another job (or a leftover of this one) holds MASTER_PORT: pick a free "
+                                "port (--master-port / --rdzv-endpoint host:0 style) or end the old job"))
+    return problems

@@ -10,9 +10,11 @@ from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import MISMATCH, Side, divergences
 from ddpdoctor.probe.wording import at, location, rank_list
+from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.evidence import Evidence
 
 
-@check("DDP501", "Ranks call different collectives at the same position", Severity.ERROR)
+@check("DDP501", "Ranks call different collectives at the same position", Severity.ERROR, stages=("evidence",))
 def collective_mismatch(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -43,6 +45,8 @@ def collective_mismatch(run: RunModel) -> list[Problem] | Skipped:
 
         TORCH_DISTRIBUTED_DEBUG=DETAIL makes torch check every collective's fingerprint.
     """
+    if isinstance(run, Evidence):
+        return _from_evidence(run)
     calls = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.Collective)]
     if not calls:
         return Skipped("no collective was recorded")
@@ -120,3 +124,40 @@ def _hint(differ: str, odd: Side, sides: list[Side]) -> str:
 
 def _side_evidence(side: Side) -> dict:
     return {"ranks": side.ranks, **side.call.evidence()}
+
+
+def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
+    """A dead job's evidence: TORCH_DISTRIBUTED_DEBUG=DETAIL's mismatch report a rank raised,
+    Flight Recorder dumps that disagree at one position, or watchdog timeouts at one SeqNum of
+    one group with different OpTypes (ranks stopped in different collectives: a desync)."""
+    problems = []
+    reports = [e for e in ev.errors if e.kind == "mismatch"]
+    if reports:  # every rank raises the same report in its own words: one finding
+        group = reports
+        ranks = sorted({f.rank for f in group if f.rank is not None})
+        differ = group[0].message.partition("Collectives differ in the following aspects:")[2].strip()
+        what = f"collectives differ in {differ}" if differ else group[0].summary()
+        problems.append(problem(ev, group, f"{rank_list(ranks)} (TORCH_DISTRIBUTED_DEBUG=DETAIL): {what}{when(group)}",
+                                "every rank must call the same collective with the same shapes and dtypes "
+                                "at the same position: the report's fingerprints show which differ",
+                                extra={"detail": group[0].message}))
+    if ev.flight is not None:
+        for code, found in ev.flight.problems:
+            if code == "DDP501":
+                found.evidence.setdefault("role", "cause")
+                problems.append(found)
+    by_seq: dict[tuple, dict[str, list]] = {}
+    for w in ev.timeouts:
+        by_seq.setdefault((w.pg, w.seq), {}).setdefault(w.op, []).append(w)
+    for (pg, seq), ops in sorted(by_seq.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        if len(ops) > 1:
+            facts = [w for items in ops.values() for w in items]
+            parts = "; ".join(f"{rank_list(sorted({w.rank for w in items if w.rank is not None}))} in {op}"
+                              for op, items in ops.items())
+            problems.append(problem(ev, facts, f"ranks stopped at SeqNum {seq} in different collectives: {parts}",
+                                    "a desync: the ranks called different collectives at the same position; "
+                                    "look for a collective under a rank- or data-dependent branch "
+                                    "(`ddpdoctor lint` finds many)", role_="cause"))
+    if not problems and ev.empty:
+        return Skipped("no evidence was read")
+    return problems

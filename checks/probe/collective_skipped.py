@@ -11,9 +11,11 @@ from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
 from ddpdoctor.probe.analysis.rank_state import whereabouts
 from ddpdoctor.probe.wording import at, location, rank_list, verb
+from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.evidence import Evidence
 
 
-@check("DDP502", "A rank skipped a collective the others entered", Severity.ERROR)
+@check("DDP502", "A rank skipped a collective the others entered", Severity.ERROR, stages=("evidence",))
 def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -52,6 +54,8 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
         `continue`, uneven batches): give every rank the same number of steps, or wrap the
         loop in `with model.join():`.
     """
+    if isinstance(run, Evidence):
+        return _from_evidence(run)
     calls = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.Collective)]
     if not calls:
         return Skipped("no collective was recorded")
@@ -135,3 +139,34 @@ def _hint(record: tm.Collective, entered: list[int], skipped: list[int]) -> str:
     return (f"call the collective{at(record.site)} on every rank of the group, not only on "
             f"{rank_list(entered)}: move it out of the rank- or data-dependent branch (e.g. "
             "all_reduce on every rank, print on rank 0 only)")
+
+
+def _from_evidence(ev: Evidence):
+    """A dead job's evidence: a complete set of Flight Recorder dumps in which ranks entered a
+    collective another never did, or the desync report (TORCH_NCCL_DESYNC_DEBUG) naming ranks
+    that never joined or did not join the next collective."""
+    from ddpdoctor.core.registry import Incomplete
+
+    problems = []
+    for report in ev.desync:
+        lagging = report.never_joined or report.not_joined_next
+        if not lagging:
+            continue
+        what = ("never joined any collective" if report.never_joined else
+                f"finished collective #{report.seq} but never joined #{(report.seq or 0) + 1}")
+        found = problem(ev, [report], f"{rank_list(sorted(set(lagging)))} {what} (the desync report of "
+                        f"rank {report.rank})", "the rank named stopped before the collective the others "
+                        "entered: its own log (or stack) shows where", role_="cause")
+        found.ranks = sorted(set(lagging))
+        problems.append(found)
+        break
+    if ev.flight is not None:
+        skipped = [p for code, p in ev.flight.problems if code == "DDP502"]
+        if not ev.flight.complete:
+            return Incomplete(f"Flight Recorder dumps incomplete: {ev.flight.missing}")
+        for found in skipped:
+            found.evidence.setdefault("role", "cause")
+            problems.append(found)
+    if not problems and ev.empty:
+        return Skipped("no evidence was read")
+    return problems

@@ -11,9 +11,11 @@ from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.rank_state import CrashEvent, crash_events, ending
 from ddpdoctor.probe.wording import at, location, rank_list, verb
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
+from ddpdoctor.postmortem.evidence import Evidence
 
 
-@check("DDP505", "The process group never formed", Severity.ERROR)
+@check("DDP505", "The process group never formed", Severity.ERROR, stages=("evidence",))
 def process_group_init(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -48,6 +50,8 @@ def process_group_init(run: RunModel) -> list[Problem] | Skipped:
         If MASTER_ADDR/MASTER_PORT are unreachable, `ddpdoctor preflight` says which node
         cannot reach which.
     """
+    if isinstance(run, Evidence):
+        return _from_evidence(run)
     if not any(rank_run.records for rank_run in run.ranks.values()):
         return Skipped("no rank recorded telemetry")
     launched = run.meta.world_size
@@ -193,3 +197,20 @@ _SIZE_HINT = ("let torchrun set the world: call dist.init_process_group(backend)
               "and int(os.environ['RANK'])")
 _HINT = ("make every rank call dist.init_process_group with the same backend and init_method, and "
          "check that MASTER_ADDR:MASTER_PORT is reachable from every node (`ddpdoctor preflight`)")
+
+
+def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
+    """A dead job's logs: a rank (or torchrun) that failed to form the process group: client
+    socket timeout, DistNetworkError, no socket interface, no route to host, rendezvous errors."""
+    facts = [e for e in ev.errors if e.kind == "rendezvous"]
+    if not facts:
+        return none_found(ev)
+    problems = []
+    for group in grouped(facts):
+        who_ = who(group, "torchrun")
+        problems.append(problem(ev, group, f"{who_} could not form the process group{when(group)}: {group[0].summary()}",
+                                "check MASTER_ADDR/MASTER_PORT (or --rdzv-endpoint) reach the master from "
+                                "every node, that every node starts, and the socket interface "
+                                "(GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME): `ddpdoctor preflight` checks these",
+                                extra={"detail": group[0].traceback}))
+    return problems

@@ -18,9 +18,11 @@ from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks, sta
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
 from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
 from ddpdoctor.probe.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
+from ddpdoctor.postmortem.causality import grouped, problem, when
+from ddpdoctor.postmortem.evidence import Evidence
 
 
-@check("DDP503", "The job stopped making progress", Severity.ERROR)
+@check("DDP503", "The job stopped making progress", Severity.ERROR, stages=("evidence",))
 def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     """
     What it detects:
@@ -64,6 +66,8 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
 
         If a step is legitimately slower than the stall timeout, raise --stall-timeout.
     """
+    if isinstance(run, Evidence):
+        return _from_evidence(run)
     outcome = run.outcome
     if outcome is None:
         return Skipped("the probe was stopped before it recorded how the job ended")
@@ -294,3 +298,54 @@ def _hint(groups: list[_Group], odd: _Group) -> str:
     return stall_advice(len(groups), any(g.in_collective for g in groups), odd.ranks,
                         odd.in_collective, f"at {odd.location}" if odd.location else "",
                         "a rank outside this job", stall_timeout=True)
+
+
+def _from_evidence(ev: Evidence):
+    """A dead job whose ranks timed out and none left a cause: where each stopped, stated as
+    found (a rank behind the others is named), or an honest incomplete with what to capture."""
+    from ddpdoctor.postmortem.causality import verdict
+
+    if ev.empty:
+        return Incomplete("nothing in the evidence could be read as a rank's error, a timeout, an "
+                          "NCCL line, a launcher summary or a Flight Recorder dump")
+    waited = [e for e in ev.errors if e.collateral]
+    if verdict(ev).known or not (ev.timeouts or ev.pg_status or waited):
+        return []
+    if not (ev.timeouts or ev.pg_status):
+        # gloo (or an older NCCL) says only that a rank waited in vain: whom for, the log does not say.
+        ranks = sorted({e.rank for e in waited if e.rank is not None})
+        quiet = sorted(r for r in ev.ranks if r not in ranks)
+        return Incomplete(f"no rank left an error of its own: {rank_list(ranks) if ranks else 'a rank'} failed "
+                          f"waiting for a peer ({waited[0].summary()[:160]})"
+                          + (f", and {rank_list(quiet)} left no error: look at where "
+                             f"{'it' if len(quiet) == 1 else 'they'} stood" if quiet else "")
+                          + "; capture the cause next time: `ddpdoctor attach` while it hangs, Flight Recorder "
+                            "dumps (`ddpdoctor env`), or `ddpdoctor probe` on the script")
+    stopped: dict[int, int] = {}
+    for w in ev.timeouts:
+        if w.rank is not None:
+            stopped[w.rank] = max(stopped.get(w.rank, -1), w.seq)
+    for status in ev.pg_status:
+        if status.rank is not None and status.rank not in stopped and status.last_completed is not None:
+            stopped[status.rank] = status.last_completed + 1
+    world = sorted(ev.ranks | set(stopped))
+    silent = [r for r in range(max(world) + 1) if r not in ev.ranks and r not in stopped] if world else []
+    capture = ("capture the cause next time: Flight Recorder dumps (`ddpdoctor env` prints the settings), "
+               "TORCH_NCCL_DESYNC_DEBUG=1, NCCL_DEBUG=WARN, or `ddpdoctor attach` while it hangs")
+    listing = "/".join(str(stopped[r]) for r in sorted(stopped))
+    if len(set(stopped.values())) > 1:
+        low = min(stopped.values())
+        behind = sorted(r for r, s in stopped.items() if s == low)
+        message = (f"no rank left an error; ranks stopped at SeqNum {listing} "
+                   f"({rank_list(sorted(stopped))}): {rank_list(behind)} {'is' if len(behind) == 1 else 'are'} behind")
+        found = problem(ev, [w for w in ev.timeouts if w.rank in behind] or ev.pg_status[:5], message,
+                        f"{rank_list(behind)} never reached the collective the others waited in: its own "
+                        "log or stack shows where it stood; " + capture, role_="cause",
+                        extra={"stopped_at": {str(r): s for r, s in stopped.items()}})
+        found.ranks = behind
+        return [found]
+    if silent:
+        return Incomplete(f"no rank left an error; {rank_list(sorted(stopped))} timed out at SeqNum {listing}, "
+                          f"and {rank_list(silent)} left no line at all: its log is missing; {capture}")
+    return Incomplete(f"no rank left an error and every rank that reported stopped at the same collective "
+                      f"(SeqNum {listing}): the evidence does not show the first cause; {capture}")

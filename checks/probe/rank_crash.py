@@ -14,6 +14,8 @@ from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWIC
                           crash_events, describe_collective, last_collective, whereabouts)
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
 from ddpdoctor.probe.wording import at, location, rank_list
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
+from ddpdoctor.postmortem.evidence import Evidence
 
 _SIGNAL_NOTES = {
     "SIGSEGV": "a crash in native code",
@@ -25,7 +27,7 @@ _SIGNAL_NOTES = {
 }
 
 
-@check("DDP504", "A rank crashed while others waited", Severity.ERROR)
+@check("DDP504", "A rank crashed while others waited", Severity.ERROR, stages=("evidence",))
 def rank_crash(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -62,6 +64,8 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
         error: see DDP401. "Expected to mark a variable ready only once" is reported as DDP406
         (reentrant checkpointing, a shared parameter), not here.
     """
+    if isinstance(run, Evidence):
+        return _from_evidence(run)
     if not any(rank_run.records for rank_run in run.ranks.values()) and run.outcome is None:
         return Skipped("no rank recorded telemetry")
     events = {r: e for r, e in crash_events(run).items() if not _inside_init(run, r)}
@@ -188,3 +192,37 @@ def _hint(event: CrashEvent, ranks: list[int]) -> str:
             f"only waited for {'it' if len(ranks) == 1 else 'them'}, so make sure every rank can run "
             "every step (rank-specific data or files), and call dist.destroy_process_group() in a "
             "`finally:` so a failure does not leave the others hanging")
+
+
+def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
+    """A dead job's logs: each rank's own exception (not a peer's doing, not another code's),
+    and a rank that died by a signal leaving no traceback (its watchdog's abort excepted)."""
+    from ddpdoctor.postmortem.causality import signal_deaths
+
+    facts = [e for e in ev.errors if not e.collateral and e.kind in ("own", "device")]
+    facts += signal_deaths(ev)
+    if not facts:
+        return none_found(ev)
+    problems = []
+    for group in grouped(facts):
+        first = group[0]
+        ranks = sorted({f.rank for f in group if f.rank is not None})
+        who_ = who(group, "the launcher")
+        if hasattr(first, "exc_type"):
+            what = first.summary()
+            hint = ("fix the exception in the traceback shown; every other rank then waited for "
+                    f"{'it' if len(ranks) == 1 else 'them'} (the consequences)")
+            if first.kind == "device":
+                hint = ("the rank asked for a GPU its node does not have: set the device from "
+                        "LOCAL_RANK (torch.cuda.set_device(int(os.environ['LOCAL_RANK']))) and "
+                        "check --nproc-per-node against the GPUs per node")
+            detail = first.traceback
+            site = first.site
+        else:
+            what = f"died by signal {-first.exitcode} with no traceback ({first.message or 'no message'})"
+            hint = "a native crash: rerun with PYTHONFAULTHANDLER=1 to get that rank's stack"
+            detail = first.message
+            site = None
+        problems.append(problem(ev, group, f"{who_}: {what}{at(site) if site else ''}{when(group)}",
+                                hint, extra={"detail": detail, "crashed_ranks": ranks}))
+    return problems

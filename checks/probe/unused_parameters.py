@@ -13,11 +13,13 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.wording import counted, location, name_list, natural_sorted, rank_list
+from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
+from ddpdoctor.postmortem.evidence import Evidence
 
 MIN_ITERATIONS_DEAD = 2  # backward passes seen before calling a parameter dead under FUP=True
 
 
-@check("DDP401", "Parameters receive no gradient", Severity.ERROR)
+@check("DDP401", "Parameters receive no gradient", Severity.ERROR, stages=("evidence",))
 def unused_parameters(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -52,6 +54,8 @@ def unused_parameters(run: RunModel) -> list[Problem] | Skipped:
             # or, if the forward genuinely skips parts on some steps:
             model = DDP(model, find_unused_parameters=True)
     """
+    if isinstance(run, Evidence):
+        return _from_evidence(run)
     infos = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.DDPInfo)]
     grads = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.Grads)]
     if not infos and not grads:
@@ -185,3 +189,27 @@ def _iterations(usage: Usage, ranks: list[int]) -> str:
     if len(set(ratios.values())) == 1:
         return f"in {next(iter(ratios.values()))} iterations"
     return "iterations " + ", ".join(f"rank {r}: {v}" for r, v in ratios.items())
+
+
+def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
+    """A dead job's logs: DDP's reducer error "Expected to have finished reduction in the prior
+    iteration", with the parameter names or indices it lists."""
+    import re
+
+    facts = [e for e in ev.errors if e.kind == "unused_parameters"]
+    if not facts:
+        return none_found(ev)
+    problems = []
+    for group in grouped(facts):
+        text = group[0].message + "\n" + group[0].traceback
+        names = re.search(r"Parameters? which did not receive grad for rank \d+: ([^\n]+)", text)
+        indices = re.search(r"Parameter indices which did not receive grad for rank \d+: ([^\n]+)", text)
+        found = names or indices
+        listed = found.group(1).strip() if found else "(not listed: set TORCH_DISTRIBUTED_DEBUG=INFO)"
+        ranks = sorted({f.rank for f in group if f.rank is not None})
+        problems.append(problem(ev, group, f"{rank_list(ranks)}: DDP found parameters that received no gradient"
+                                f"{when(group)}: {listed}",
+                                "use every parameter in forward's output, or construct DDP with "
+                                "find_unused_parameters=True (costs a graph walk per step)",
+                                extra={"parameters": listed}))
+    return problems

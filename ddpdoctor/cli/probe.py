@@ -117,7 +117,7 @@ def other_node_output(report, outputs) -> int:
 
 
 def report_command(
-    run_dir: str = typer.Argument(..., help="A probe's run dir, finished or killed, or a folder of Flight Recorder dumps (TORCH_FR_DUMP_TEMP_FILE)."),
+    paths: List[str] = typer.Argument(..., metavar="EVIDENCE...", help="A probe's run dir, finished or killed; a folder of Flight Recorder dumps (TORCH_FR_DUMP_TEMP_FILE); or what a dead job left, in any mix: its logs (.gz too), torchrun's --log-dir, error files, dumps, dmesg."),
     trace: Optional[str] = TraceOpt,
     json_path: Optional[str] = JsonOpt,
     junit_path: Optional[str] = JunitOpt,
@@ -128,17 +128,34 @@ def report_command(
     quiet: bool = QuietOpt,
     force: bool = ForceOpt,
 ) -> int:
-    """Re-analyse a probe's run dir, or a folder of Flight Recorder dumps, and print its report."""
+    """Re-analyse a probe's run dir or a folder of Flight Recorder dumps; or read what a dead job
+    left and name its first cause and the consequences."""
     from ddpdoctor.attach import flight
     from ddpdoctor.probe.run import analyse
 
     severity, codes = gate(fail_on, ignore)
+    run_dir = paths[0]
+    if len(paths) > 1 or not (flight.is_dump_dir(run_dir) or _is_run_dir(run_dir)):
+        from ddpdoctor.postmortem.report import postmortem
+
+        outputs = report_outputs(json_path, junit_path, github, verbose, quiet, inputs=list(paths), force=force)
+        return finish(postmortem(list(paths), severity, codes), outputs)
     if flight.is_dump_dir(run_dir):
         outputs = report_outputs(json_path, junit_path, github, verbose, quiet, force=force)
         return finish(flight.report(run_dir, severity, codes), outputs)
     outputs = report_outputs(json_path, junit_path, github, verbose, quiet, trace=trace,
                              run_dir=run_dir, force=force)
     return finish(analyse(run_dir, severity, codes, trace), outputs)
+
+
+def _is_run_dir(path: str) -> bool:
+    """A probe's (or attach's) run dir: its meta file or a rank's telemetry is there."""
+    from pathlib import Path
+
+    from ddpdoctor.probe.rundir import META_FILE, RANK_TELEMETRY_GLOB
+
+    folder = Path(path)
+    return folder.is_dir() and ((folder / META_FILE).exists() or any(folder.glob(RANK_TELEMETRY_GLOB)))
 
 
 def script_file(options: ProbeOptions) -> str:

@@ -6,7 +6,9 @@ A check is one function in one module under `checks/` (installed as `ddpdoctor.c
     def hosts_resolve(cluster: ClusterFacts) -> list[Problem] | Skipped:
         '''What it detects ... Why it hurts ... How to fix ...'''
 
-Its stage (preflight or probe) is the sub-package it lives in. Its docstring is the user
+Its stage (preflight or probe) is the sub-package it lives in; `stages=` adds others it also
+judges (the post-mortem's "evidence"), so a code keeps one judge whichever command gathered the
+facts: the function tells the observations apart by their type. Its docstring is the user
 documentation that `ddpdoctor explain CODE` prints. A check reads the facts it is handed and
 returns problems; it never prints, launches processes or reads files.
 """
@@ -25,7 +27,9 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Finding, Problem, Severity
 
 CODE_PATTERN = re.compile(r"^DDP\d{3}$")
-STAGES = ("preflight", "probe", "lint")
+STAGES = ("preflight", "probe", "lint", "evidence")
+# Stages whose checks all live in their own sub-package: discovering them imports only it.
+_OWN_PACKAGE_ONLY = ("preflight", "probe", "lint")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,11 @@ class CheckSpec:
     severity: Severity
     stage: str
     func: Callable[[Any], CheckResultValue]
+    also: tuple = ()  # further stages this check judges (check(..., stages=...))
+
+    @property
+    def stages(self) -> tuple:
+        return (self.stage,) + tuple(s for s in self.also if s != self.stage)
 
     @property
     def doc(self) -> str:
@@ -97,8 +106,12 @@ class CheckResult:
 _REGISTRY: dict[str, CheckSpec] = {}
 
 
-def check(code: str, title: str, severity: Severity) -> Callable:
-    """Declare a check. The stage is taken from the module's package (checks/preflight, checks/probe)."""
+def check(code: str, title: str, severity: Severity, stages: tuple = ()) -> Callable:
+    """Declare a check. The stage is taken from the module's package (checks/preflight, checks/probe);
+    `stages` names further stages the same function judges (it is handed their observation)."""
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"{code}: unknown stage(s) {unknown}")
     if not CODE_PATTERN.match(code):
         raise ValueError(f"check code {code!r} is not of the form DDPnnn")
 
@@ -106,11 +119,12 @@ def check(code: str, title: str, severity: Severity) -> Callable:
         parts = func.__module__.split(".")
         stage = next((p for p in parts if p in STAGES), None)
         if stage is None:
-            raise ValueError(f"{func.__module__} is not under checks/preflight, checks/probe or checks/lint")
+            raise ValueError(f"{func.__module__} is not under checks/preflight, checks/probe, checks/lint "
+                             "or checks/evidence")
         existing = _REGISTRY.get(code)
         if existing is not None and existing.func.__qualname__ != func.__qualname__:
             raise ValueError(f"{code} declared twice: {existing.module} and {func.__module__}")
-        _REGISTRY[code] = CheckSpec(code, title, severity, stage, func)
+        _REGISTRY[code] = CheckSpec(code, title, severity, stage, func, tuple(stages))
         return func
 
     return register
@@ -122,6 +136,8 @@ _DISCOVERED: set[str] = set()  # stages whose check modules are imported ("*": a
 def _discover(stage: Optional[str] = None) -> None:
     """Import the check modules, of one stage only when asked: a preflight need not import the
     probe's checks (and the probe modules they import), which costs every preflight ~0.1 s."""
+    if stage is not None and stage not in _OWN_PACKAGE_ONLY:
+        stage = None  # its checks may be declared in any sub-package (stages=...)
     wanted = stage or "*"
     if wanted in _DISCOVERED or "*" in _DISCOVERED:
         return
@@ -139,7 +155,7 @@ def all_checks(stage: Optional[str] = None) -> list[CheckSpec]:
     """Every declared check (of one stage), sorted by code."""
     _discover(stage)
     specs = sorted(_REGISTRY.values(), key=lambda s: s.code)
-    return [s for s in specs if stage is None or s.stage == stage]
+    return [s for s in specs if stage is None or stage in s.stages]
 
 
 def get_check(code: str) -> CheckSpec:

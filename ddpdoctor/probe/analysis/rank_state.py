@@ -29,6 +29,14 @@ _COLLATERAL = re.compile(
     r"|process group watchdog|signal ?exception|got signal",
     re.IGNORECASE,
 )
+
+
+def is_collateral(message: str) -> bool:
+    """An error a rank gets because a peer vanished or never came (the post-mortem reads logs
+    with the same words)."""
+    return bool(_COLLATERAL.search(message or ""))
+
+
 UNFINISHED_REDUCTION = "Expected to have finished reduction in the prior iteration"
 COLLECTIVE_MISMATCH = "Detected mismatch between collectives"  # TORCH_DISTRIBUTED_DEBUG=DETAIL
 READY_TWICE = "Expected to mark a variable ready only once"  # DDP406 reports these crashes
