@@ -37,13 +37,14 @@ def install_instruments(config) -> None:
     said in a Note and the user's script still runs, never blamed for it."""
     from ddpdoctor.probe.inrank import (batches, boundaries, checkpointing, collectives, coverage,
                                         ddp, frameworks, memory, output_tail, process_group,
-                                        recorder, sharding, spawned, steps, usage)
+                                        recorder, sharding, spawned, steps, usage, worker_seeds)
 
     installers = [
         ("process groups", lambda: process_group.install(config.pg_timeout_s, on_rank_known=identity.become_rank)),
         ("collectives", collectives.install),
         ("DDP", lambda: ddp.install(config.checked_bucket_iterations)),
         ("DataLoader", lambda: batches.install(config.steps_per_epoch)),
+        ("DataLoader random state", worker_seeds.install),  # after DataLoader: it runs first
         ("optimizer steps", lambda: steps.install(config.max_steps)),
         # After the steps' hooks: those advance the step counter this one reads.
         ("memory", memory.install),
