@@ -54,6 +54,9 @@ class Start:
     python: str
     torch: str
     launcher: str = "torchrun"  # "torchrun" | "none" (the script starts its own ranks)
+    # The ddpdoctor package directory this rank imported (core/paths.OWN_DIR there): its frames
+    # are ddpdoctor's in every stack read afterwards, wherever it lies (core/paths.note_own_dir).
+    ddpdoctor_dir: str = ""
 
 
 @dataclass
