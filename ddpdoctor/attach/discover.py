@@ -143,7 +143,8 @@ def scan(own_pid: Optional[int] = None) -> tuple[list[Job], list[int]]:
 
 
 def job_of(pid: int) -> Job:
-    """The job a PID belongs to: the PID may be a rank, torchrun's agent or an mp.spawn parent."""
+    """The job a PID belongs to: the PID may be a rank, torchrun's agent, an mp.spawn parent, or
+    any process above the job (the shell, `srun`, a wrapper script) with one job below it."""
     try:
         proc = psutil.Process(pid)
         proc.status()
@@ -169,8 +170,36 @@ def job_of(pid: int) -> Job:
     env = _environ(proc)
     if env is None:
         return _unreadable(proc)
+    below = _job_below(proc, jobs)
+    if below is not None:
+        return below
     raise UsageError(f"process {pid} is no rank of a torchrun, elastic or mp.spawn job "
-                     "(no RANK/WORLD_SIZE in its environment, no such child)")
+                     "(no RANK/WORLD_SIZE in its environment, and no such job among the processes "
+                     "it started)")
+
+
+def _job_below(proc: psutil.Process, jobs: list[Job]) -> Optional[Job]:
+    """The one job started somewhere below `proc`: the PID a user has at hand is often the
+    shell, the `srun` step or the wrapper script that started torchrun, not torchrun itself.
+    Two jobs below it are bad input (which one is meant cannot be guessed)."""
+    try:
+        descendants = proc.children(recursive=True)
+    except psutil.Error:
+        return None
+    below = {p.pid for p in descendants}
+    found = [job for job in jobs if job.agent_pid in below or any(p in below for p in job.pids)]
+    if not found:
+        # An mp.spawn parent below it (its ranks carry no RANK until init_process_group).
+        for child in sorted(descendants, key=lambda c: c.pid):
+            spawned = _spawned_ranks(child)
+            if spawned:
+                found.append(spawned)
+                break
+    if len(found) > 1:
+        raise UsageError(f"process {proc.pid} started {len(found)} jobs ("
+                         + "; ".join(job.describe() for job in found)
+                         + "): give the PID of one of them (its torchrun agent or a rank)")
+    return found[0] if found else None
 
 
 def _spawned_ranks(parent: psutil.Process) -> Optional[Job]:

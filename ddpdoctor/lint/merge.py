@@ -35,6 +35,7 @@ PROBE_TWINS = {
     "DDP805": ("DDP403",),
     "DDP806": ("DDP701",),
     "DDP807": ("DDP506", "DDP501"),
+    "DDP808": ("DDP305",),
 }
 
 
@@ -57,7 +58,7 @@ def _places(finding: Finding) -> list[Location]:
 
 # Data rules: one script has one training loader, and the probe names where it is iterated
 # while the lint names where it is built - one of each in the same file is the same bug.
-ONE_PER_FILE = {"DDP802", "DDP803", "DDP804", "DDP805"}
+ONE_PER_FILE = {"DDP802", "DDP803", "DDP804", "DDP805", "DDP808"}
 
 
 def _same_file(a: Optional[Location], b: Optional[Location]) -> bool:

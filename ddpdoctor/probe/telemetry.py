@@ -54,6 +54,9 @@ class Start:
     python: str
     torch: str
     launcher: str = "torchrun"  # "torchrun" | "none" (the script starts its own ranks)
+    # The ddpdoctor package directory this rank imported (core/paths.OWN_DIR there): its frames
+    # are ddpdoctor's in every stack read afterwards, wherever it lies (core/paths.note_own_dir).
+    ddpdoctor_dir: str = ""
 
 
 @dataclass
@@ -531,11 +534,33 @@ class Memory:
     reserved: Optional[int] = None  # GPU: memory_reserved
 
 
+@dataclass
+class WorkerSeed:
+    """The random state a DataLoader's samples were drawn with, once per worker start (DDP305,
+    inrank/worker_seeds.py): in each worker after torch seeded it and the script's
+    worker_init_fn ran, and, with num_workers=0, in the rank itself before the first batch of
+    each epoch. `before` / `after` hash each global generator's state ("torch", "numpy",
+    "random": 16 hex digits) before and after the first batch was fetched: a generator that
+    moved is one the dataset's augmentation draws from. Equal hashes on two ranks for the same
+    worker are the same random draws on both."""
+
+    kind = "worker_seed"
+    t: float
+    loader_id: int  # as the rank's Loader records number it
+    epoch: int  # the loader's epoch (iterator) on this rank, as in its Loader record
+    worker: int  # the worker's id; -1: the rank's own process (num_workers=0)
+    num_workers: int
+    torch_seed: Optional[int]  # torch.initial_seed() there
+    before: dict[str, str]
+    after: dict[str, str]
+    init_fn: str = ""  # the loader's worker_init_fn as the script named it ("" none)
+
+
 RECORD_TYPES = {cls.kind: cls for cls in (
     Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone, CollectiveResult,
     BucketTiming, BucketLayout, BaselineTiming, DeviceClock, DevicePhases, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
     DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
-    SamplerShard, Memory)}
+    SamplerShard, Memory, WorkerSeed)}
 
 # The records that name a place in the user's code (each declares `site: Optional[Site]`), for
 # readers that want every site a rank recorded (tests/unit/test_telemetry.py keeps it complete).

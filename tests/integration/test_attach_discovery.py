@@ -8,8 +8,11 @@ import subprocess
 import sys
 
 import psutil
+import pytest
 
 from ddpdoctor.attach.discover import job_of, scan
+from ddpdoctor.core.errors import UsageError
+from tests.helpers.attach_jobs import TorchrunJob
 
 RANK_WITH_WORKER = """
 import os, subprocess, sys, time
@@ -67,3 +70,34 @@ def test_an_mp_spawn_parent_pid_gives_its_children_as_ranks_in_start_order():
         assert [r.rank for r in job.ranks] == [0, 1] and not job.ranks[0].rank_known
     finally:
         _end(parent)
+
+
+# A wrapper script as users write them: bash runs torchrun and waits for it (a command after it
+# keeps bash from exec'ing torchrun in its place), so bash stays torchrun's parent.
+BASH_WRAPPER = ["bash", "-c", '"$@"; status=$?; exit $status', "train-wrapper"]
+
+
+@pytest.mark.multiprocess
+def test_the_pid_of_a_bash_wrapper_that_started_torchrun_finds_the_job_below_it(tmp_path):
+    job = TorchrunJob("healthy", tmp_path, wrapper=BASH_WRAPPER)
+    try:
+        job.wait_until(lambda steps: len(steps) == 2)
+        wrapper = psutil.Process(job.proc.pid)
+        assert wrapper.name() == "bash"
+        (agent,) = [c for c in wrapper.children() if "torch.distributed.run" in " ".join(c.cmdline())]
+        found = job_of(wrapper.pid)  # the wrapper is no direct parent of the ranks
+        assert found.agent_pid == agent.pid
+        ranks = sorted(p for p in job.rank_pids() if p != agent.pid)  # its command line names the script too
+        assert sorted(found.pids) == ranks and [r.rank for r in found.ranks] == [0, 1]
+    finally:
+        job.end()
+
+
+def test_a_process_with_no_job_below_it_is_still_refused_with_the_reason():
+    proc = subprocess.Popen(["bash", "-c", 'sleep 60; exit 0'])
+    try:
+        with pytest.raises(UsageError, match="no such job among the processes it started"):
+            job_of(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)

@@ -194,7 +194,7 @@ def test_signal_to_ddpdoctor_ends_the_job_and_keeps_the_report(sig, tmp_path):
     run.wait_for("two training steps", lambda: run.steps_done() >= 2, timeout=60)
     # Both ranks' DataLoader workers must be up before the signal, or the test proves nothing
     # about reaping them (workers start when each rank begins its epoch, not at the same time).
-    bootstrapped = lambda: len([s for s in run.seen.values() if "ddpdoctor.probe.inrank.bootstrap" in s.cmdline])
+    bootstrapped = lambda: len([s for s in run.seen.values() if "probe/inrank/bootstrap.py" in s.cmdline])
     run.wait_for("2 ranks and their 4 DataLoader workers", lambda: bootstrapped() >= 6, timeout=60)
     signalled = time.monotonic()
     run.send(sig)
@@ -204,7 +204,7 @@ def test_signal_to_ddpdoctor_ends_the_job_and_keeps_the_report(sig, tmp_path):
     report = report_of(run_dir)
     assert report["status"] == "error" and report["interrupted_by"] == sig
     assert report["metrics"]["outcome"] == "interrupted" and report["metrics"]["steps"] >= 2
-    assert len([s for s in done.seen if "ddpdoctor.probe.inrank.bootstrap" in s.cmdline]) >= 6  # ranks + workers
+    assert len([s for s in done.seen if "probe/inrank/bootstrap.py" in s.cmdline]) >= 6  # ranks + workers
 
 
 @multiprocess
@@ -214,7 +214,7 @@ def test_signal_while_the_ranks_are_still_starting_ends_everything(sig, tmp_path
     run_dir = tmp_path / "run"
     run = WatchedRun(*probe_args("endless_training.py", run_dir, "--max-steps", "0"), run_dir=run_dir)
     run.wait_for("a rank process to start", lambda: any(
-        "ddpdoctor.probe.inrank.bootstrap" in s.cmdline for s in run.seen.values()), timeout=60)
+        "probe/inrank/bootstrap.py" in s.cmdline for s in run.seen.values()), timeout=60)
     assert run.steps_done() == 0
     run.send(sig)
     done = run.finish(deadline_s=time.monotonic() - run.started + 20)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TypeVar
 
+from ddpdoctor.core.paths import note_own_dir
 from ddpdoctor.probe import telemetry as tm
 
 T = TypeVar("T")
@@ -178,6 +179,9 @@ class RunModel:
             if sfile.exists():
                 dump = sfile.read_text(errors="replace")
             ranks[rank] = RankRun(rank, tm.read_records(path), dump)
+            start = ranks[rank].first(tm.Start)
+            if start is not None:
+                note_own_dir(start.ddpdoctor_dir)  # the ddpdoctor this rank ran: never its user code
         main_file = root / MAIN_TELEMETRY
         main = RankRun(-1, tm.read_records(main_file)) if main_file.exists() else None
         outcome = None

@@ -1,6 +1,6 @@
 """How a probe's instruments get into the processes that run the user's code.
 
-`python -m ddpdoctor.probe.inrank.bootstrap [-m] TARGET ARGS...` runs TARGET as `__main__` exactly as
+`python .../ddpdoctor/probe/inrank/bootstrap.py [-m] TARGET ARGS...` runs TARGET as `__main__` exactly as
 `python TARGET ARGS` (or `python -m TARGET ARGS`) would: argv, sys.path[0], pickling of classes
 defined in the script, DataLoader workers. It is the entry point of
 - every rank under torchrun (RANK is in the environment: the rank records from the start), and
@@ -18,8 +18,15 @@ import runpy
 import signal
 import sys
 
-from ddpdoctor.probe import rundir
-from ddpdoctor.probe.inrank import identity
+if __name__ == "__main__" and not __package__:
+    # Run by its path (the launcher does): sys.path[0] is this file's folder. The root of the
+    # ddpdoctor this file belongs to goes there instead, so `import ddpdoctor` is this copy
+    # whatever the working directory holds; _run_target then gives the script its own folder
+    # there, as `python train.py` would.
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from ddpdoctor.probe import rundir  # noqa: E402 - after the path above
+from ddpdoctor.probe.inrank import identity  # noqa: E402
 
 def _open_signal_dump(path: str):
     """faulthandler writes every thread's stack here on a fatal signal, on SIGTERM (the launcher
@@ -37,13 +44,14 @@ def install_instruments(config) -> None:
     said in a Note and the user's script still runs, never blamed for it."""
     from ddpdoctor.probe.inrank import (batches, boundaries, checkpointing, collectives, coverage,
                                         ddp, frameworks, memory, output_tail, process_group,
-                                        recorder, sharding, spawned, steps, usage)
+                                        recorder, sharding, spawned, steps, usage, worker_seeds)
 
     installers = [
         ("process groups", lambda: process_group.install(config.pg_timeout_s, on_rank_known=identity.become_rank)),
         ("collectives", collectives.install),
         ("DDP", lambda: ddp.install(config.checked_bucket_iterations)),
         ("DataLoader", lambda: batches.install(config.steps_per_epoch)),
+        ("DataLoader random state", worker_seeds.install),  # after DataLoader: it runs first
         ("optimizer steps", lambda: steps.install(config.max_steps)),
         # After the steps' hooks: those advance the step counter this one reads.
         ("memory", memory.install),
@@ -138,7 +146,7 @@ def main() -> None:
     if as_module:
         argv = argv[1:]
     if not argv:
-        sys.stderr.write("usage: python -m ddpdoctor.probe.inrank.bootstrap [-m] TARGET [ARGS...]\n")
+        sys.stderr.write("usage: python .../ddpdoctor/probe/inrank/bootstrap.py [-m] TARGET [ARGS...]\n")
         sys.exit(2)
     target, args = argv[0], argv[1:]
     os.environ[identity.ENV_TARGET] = json.dumps([target, args])

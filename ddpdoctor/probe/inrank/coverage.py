@@ -36,6 +36,7 @@ import threading
 import time
 from typing import Any, Optional
 
+from ddpdoctor.core.paths import is_user_file
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.inrank import identity, recorder
 
@@ -67,8 +68,7 @@ def _user_file(filename: str) -> Optional[str]:
     path = None
     if not filename.startswith("<") and filename.endswith(".py") and len(_files) < 10000:
         absolute = os.path.abspath(filename)
-        if absolute.startswith(_root) and not absolute.startswith(recorder._skip_dirs()) \
-                and not any(d in absolute for d in recorder._PACKAGE_DIRS):
+        if absolute.startswith(_root) and is_user_file(absolute):
             if len({p for p in _files.values() if p}) < MAX_FILES:
                 path = absolute
     _files[filename] = path

@@ -20,11 +20,13 @@ ENV_TARGET = "DDPDOCTOR_TARGET"  # what the root ran, for the Start records of s
 def start_record(rank: int, local_rank: int, world_size: int, launcher: str):
     import torch
 
+    from ddpdoctor.core.paths import OWN_DIR
     from ddpdoctor.probe import telemetry as tm
 
     target = json.loads(os.environ.get(ENV_TARGET, '["?", []]'))
     return tm.Start(time.time(), rank, local_rank, world_size, os.getpid(), socket.gethostname(),
-                    target[0], target[1], sys.version.split()[0], torch.__version__, launcher)
+                    target[0], target[1], sys.version.split()[0], torch.__version__, launcher,
+                    OWN_DIR.rstrip(os.sep))
 
 
 def become_rank(rank: int, world_size: int) -> None:

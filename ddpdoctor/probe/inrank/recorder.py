@@ -4,42 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 import threading
 import time
 from typing import Any, Optional
 
 from ddpdoctor.core import redact
-from ddpdoctor.core.paths import display_path, package_dirs
+from ddpdoctor.core.paths import display_path, is_user_file
 from ddpdoctor.probe import jsonl, telemetry as tm
 
-_SKIP_DIRS: tuple[str, ...] = ()
-# Installed packages are never "the user's code" (transformers, lightning, accelerate, ...),
-# wherever the interpreter keeps them (a venv's site-packages is not under the stdlib).
-_PACKAGE_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 # How many outer user frames a site keeps as context ("called from Trainer.fit at train.py:70").
 MAX_CALLERS = 3
 # code object -> its display path, or None when it is not the user's: decided once per code
 # object, so walking a deep framework stack costs a dict lookup per frame.
 _USER_CODE: dict[Any, Optional[str]] = {}
-
-
-def _skip_dirs() -> tuple[str, ...]:
-    """Directories whose frames are never 'the user's code': torch, ddpdoctor, the stdlib and
-    installed packages."""
-    global _SKIP_DIRS
-    if not _SKIP_DIRS:
-        import torch
-
-        import ddpdoctor
-
-        dirs = {os.path.dirname(torch.__file__), os.path.dirname(ddpdoctor.__file__), *package_dirs()}
-        for key in ("stdlib", "platstdlib"):
-            path = sysconfig.get_paths().get(key)
-            if path:
-                dirs.add(path)
-        _SKIP_DIRS = tuple(d.rstrip(os.sep) + os.sep for d in dirs if d)
-    return _SKIP_DIRS
 
 
 def _user_path(code: Any) -> Optional[str]:
@@ -49,9 +26,7 @@ def _user_path(code: Any) -> Optional[str]:
     except KeyError:
         pass
     filename = code.co_filename
-    user = not (filename.startswith("<") or filename.startswith(_skip_dirs())
-                or any(d in filename for d in _PACKAGE_DIRS))
-    path = display_path(filename) if user else None
+    path = display_path(filename) if is_user_file(filename) else None
     if len(_USER_CODE) < 50000:
         _USER_CODE[code] = path
     return path

@@ -24,12 +24,11 @@ _marks = {"step_start": 0.0, "previous_end": 0.0}
 def _user_frames(tb):
     """The traceback from the first frame outside ddpdoctor's bootstrap and runpy on: the user
     should read their own traceback, as `python train.py` would have printed it."""
-    import ddpdoctor
+    from ddpdoctor.core.paths import is_own_file
 
-    own = os.path.dirname(ddpdoctor.__file__)
     while tb is not None and tb.tb_next is not None:
         name = tb.tb_frame.f_code.co_filename
-        if not (name.startswith(own) or name.startswith("<frozen runpy>") or name.endswith("runpy.py")):
+        if not (is_own_file(name) or name.startswith("<frozen runpy>") or name.endswith("runpy.py")):
             break
         tb = tb.tb_next
     return tb

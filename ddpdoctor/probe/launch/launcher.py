@@ -61,13 +61,16 @@ class Interrupt:
 
 
 SITE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "inrank", "site")
+# Run by its path, not `-m ddpdoctor.probe.inrank.bootstrap`: `-m` puts the working directory
+# first on sys.path, where a checkout's own ./ddpdoctor would shadow this one (bootstrap.py).
+BOOTSTRAP = os.path.join(os.path.dirname(SITE_DIR), "bootstrap.py")
 
 
 def job_command(options: ProbeOptions, launcher: str) -> list[str]:
     if launcher == "none":
         # The script's own process runs under the bootstrap; its children get the instruments
         # from the sitecustomize on PYTHONPATH (job_environment).
-        cmd = [sys.executable, "-m", "ddpdoctor.probe.inrank.bootstrap"]
+        cmd = [sys.executable, BOOTSTRAP]
         if options.module:
             cmd += ["-m"]
         return cmd + [options.script, *options.args]
@@ -95,7 +98,7 @@ def torchrun_command(options: ProbeOptions) -> list[str]:
                 f"--master-port={options.master_port or 29500}"]
     else:
         cmd += ["--standalone"]
-    cmd += ["-m", "ddpdoctor.probe.inrank.bootstrap"]
+    cmd += [BOOTSTRAP]
     if options.module:
         cmd += ["-m"]
     return cmd + [options.script, *options.args]

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 
 import psutil
 
+from ddpdoctor.core.paths import note_own_dir
 from ddpdoctor.probe import jsonl, telemetry as tm
 from ddpdoctor.probe.run_model.looks import JobLook, Judgement, Pending, RankLook, collective_text, judge
 from ddpdoctor.probe.run_model.outcome import RankStack
@@ -74,6 +75,7 @@ class RankState:
             return
         if isinstance(record, tm.Start):
             self.host, self.pid, self.started = record.host, record.pid, True
+            note_own_dir(record.ddpdoctor_dir)  # its frames are ours in the stacks taken of it
         elif isinstance(record, tm.InitEnter):
             self.in_init = record
         elif isinstance(record, tm.Init):

@@ -16,7 +16,7 @@ import os
 import re
 from typing import Iterable, Optional
 
-from ddpdoctor.core.paths import OWN_DIR
+from ddpdoctor.core.paths import is_own_file
 from ddpdoctor.probe.run_model.outcome import Frame
 
 FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
@@ -34,7 +34,7 @@ def without_own_frames(frames: list[Frame]) -> list[Frame]:
     """Drop ddpdoctor's own frames (the bootstrap, the collective wrappers): the user should
     see torch's all_reduce called from train.py, not our wrapper in between."""
     return [Frame(f.func, short_library_path(f.file), f.line) for f in frames
-            if not os.path.abspath(f.file).startswith(OWN_DIR)
+            if not is_own_file(f.file)
             and not f.file.startswith("<frozen runpy>")]
 
 

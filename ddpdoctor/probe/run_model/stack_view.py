@@ -3,20 +3,16 @@ from it, and a finding location. The watchdog reads it live (launch/watchdog.py,
 analysis at the end of a run (analysis/stack_groups.py), attach from sampled stacks.
 
 A "user frame" is one in the user's code: not torch, not ddpdoctor, not the standard library,
-not an installed package.
+not an installed package (core/paths.is_user_file, the one rule).
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import re
-import sys
 from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.core.paths import OWN_DIR, package_dirs
+from ddpdoctor.core.paths import is_user_file  # noqa: F401 - the one rule, as stack readers import it
 from ddpdoctor.probe.run_model.outcome import Frame
 
 # What a user frame calls when it waits for the other ranks (py-spy names the Python function).
@@ -35,54 +31,9 @@ WAITING_CALLS = COLLECTIVE_CALLS | {"isend", "irecv", "wait", "backward"}
 
 MAX_CALLERS = 3  # outer user frames kept as a location's context
 
-_LIBRARY_SEGMENTS = {"site-packages", "dist-packages", "torch", "torchvision"}
-# Standard-library names a user plausibly gives a script or folder of their own.
-_USER_PLAUSIBLE = {"test", "tests", "code", "this", "site", "main", "data", "model", "train"}
-_STDLIB = set(getattr(sys, "stdlib_module_names", ())) - _USER_PLAUSIBLE
-_PYTHON_DIR = re.compile(r"^python\d+(\.\d+)?$")
 # Library frames that only forward a call: skipped when naming what the user's code called.
 _FORWARDERS = {"wrapper", "inner", "_fn", "decorate_context", "_call_impl", "_wrapped_call_impl",
                "<lambda>", "wrapped", "_wrapper", "forward_wrapper", "_exception_logger"}
-
-
-@functools.lru_cache(maxsize=8192)
-def is_user_file(path: str) -> bool:
-    """True for a file of the user's code, False for torch, ddpdoctor, packages, stdlib."""
-    if not path or path.startswith("<"):
-        return False
-    parts = [p for p in path.replace("\\", "/").split("/") if p]
-    if not parts or path.startswith(OWN_DIR):
-        return False
-    for part in parts[:-1]:
-        if part in _LIBRARY_SEGMENTS or _PYTHON_DIR.match(part):
-            return False
-    # py-spy shortens library paths relative to sys.path: "torch/...", "threading.py", and so do
-    # we ("transformers/trainer.py", stack_text.short_library_path). A relative path that starts
-    # with an installed package is that package's, unless the job's directory has it (the
-    # user's own folder of that name).
-    head = parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
-    if not path.startswith("/") and (head in _STDLIB or head == "ddpdoctor" or (
-            head in installed_top_level() and not os.path.exists(path))):
-        return False
-    return True
-
-
-@functools.lru_cache(maxsize=1)
-def installed_top_level() -> frozenset[str]:
-    """The top-level modules and packages of this Python's site-packages (transformers,
-    lightning, accelerate, sympy, ...): one listing of each directory, once."""
-    names = set()
-    for directory in package_dirs():
-        try:
-            entries = os.listdir(directory)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.endswith(".py"):
-                names.add(entry[:-3])
-            elif "." not in entry and entry != "__pycache__":
-                names.add(entry)
-    return frozenset(names)
 
 
 @dataclass

@@ -32,13 +32,30 @@ def _started_by_multiprocessing() -> bool:
 def _started_by_framework_launcher() -> bool:
     """A rank a framework started as a fresh `python train.py` (Lightning's own launcher with
     devices=N): it carries the LOCAL_RANK its launcher gave it, and is not the probe's bootstrap."""
+    bootstrap = os.path.join("probe", "inrank", "bootstrap.py")
     return ("LOCAL_RANK" in os.environ and not any(
-        "ddpdoctor.probe.inrank.bootstrap" in arg for arg in getattr(sys, "orig_argv", [])))
+        "ddpdoctor.probe.inrank.bootstrap" in arg or arg.endswith(bootstrap)
+        for arg in getattr(sys, "orig_argv", [])))
+
+
+def _own_first() -> None:
+    """The ddpdoctor this file belongs to first on sys.path while its instruments are imported:
+    a child started with `python -c` has the working directory there, where a checkout's own
+    ./ddpdoctor would shadow it."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    if "ddpdoctor" not in sys.modules:
+        sys.path.insert(0, root)
+        try:
+            import ddpdoctor  # noqa: F401 - bound to this copy from now on
+        finally:
+            sys.path.remove(root)
 
 
 _chain_to_shadowed()
 if os.environ.get("DDPDOCTOR_RUN_DIR") and os.environ.get("DDPDOCTOR_LAUNCHER") == "none":
     try:
+        if _started_by_multiprocessing() or _started_by_framework_launcher():
+            _own_first()
         if _started_by_multiprocessing():
             from ddpdoctor.probe.inrank.bootstrap import install_in_child
 

@@ -1,0 +1,71 @@
+"""DDP808: DataLoader workers seeded alike on every rank (the static twin of DDP305)."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP808", "DataLoader workers seeded without the rank", Severity.WARNING)
+def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        In a distributed script (a process group, a DDP model or a DistributedSampler), a
+        DataLoader whose workers get the same seeds on every rank:
+
+        - a `worker_init_fn` (directly or through functools.partial) that seeds numpy, `random`
+          or torch (or a seeding helper) from values that are the same on every rank: constants,
+          the worker id, a module-level seed, a config attribute (`args.seed`, `cfg.SEED`);
+        - `generator=g` on a loader with workers, where `g.manual_seed(...)` is such a value:
+          the workers' seeds come from that generator.
+
+        Not reported: seeds with a rank in them (`seed + rank * num_workers + worker_id`,
+        Accelerate's `process_index`), seeds derived from the worker's own state
+        (`torch.initial_seed()`, `get_worker_info().seed`, `np.random.get_state()`: torch seeds
+        those per worker from the rank's generator), and seeds of unknown origin (a parameter,
+        a helper's result). The probe (DDP305) sees the random state itself.
+
+    Why it hurts:
+        The ranks read different samples, but worker k of every rank draws the same random
+        numbers: the k-th sample of every rank gets the same crop, flip and noise. Nothing
+        fails; the model sees 1/world of the augmentation variety it was meant to.
+
+    How to fix:
+        Put the rank into the seed, or derive it from torch's per-worker seed with torch (or
+        the generator) seeded per rank:
+
+            def seed_worker(worker_id):
+                np.random.seed(base_seed + rank * num_workers + worker_id)
+                random.seed(base_seed + rank * num_workers + worker_id)
+
+            g = torch.Generator()
+            g.manual_seed(base_seed + rank)
+            DataLoader(dataset, sampler=sampler, num_workers=4, generator=g, worker_init_fn=seed_worker)
+    """
+    distributed = facts.distributed is not None or facts.ddp_model or any(
+        loader.sampler == "distributed" for loader in facts.loaders)
+    if not distributed:
+        return Skipped("the script sets up no process group and uses no DistributedSampler")
+    if not facts.unranked_seeds:
+        return []
+    problems = []
+    for found in facts.unranked_seeds:
+        seeds = "; ".join(found.seeds[:3])
+        if found.how == "worker_init_fn":
+            message = (f"the DataLoader at {found.loader} runs worker_init_fn {found.function}, which "
+                       f"seeds its worker the same way on every rank ({seeds} at {found.location}: no "
+                       "rank in the seed): the ranks read different samples but worker k of every "
+                       "rank draws the same random augmentation")
+            hint = (f"put the rank into {found.function}'s seed (seed + rank * num_workers + worker_id), "
+                    "or seed from torch.initial_seed() % 2**32 with torch seeded per rank")
+        else:
+            message = (f"the DataLoader at {found.loader} draws its workers' seeds from a generator "
+                       f"seeded the same on every rank ({seeds} at {found.location})"
+                       + (f", which {found.function} then hands on" if found.function else "")
+                       + ": worker k of every rank draws the same random augmentation for different samples")
+            hint = "seed the generator per rank: g.manual_seed(seed + rank)"
+        problems.append(Problem(message=message, hint=hint, location=found.location,
+                                evidence={"loader_location": str(found.loader), "how": found.how,
+                                          "worker_init_fn": found.function or None, "seeds": found.seeds}))
+    return problems

@@ -1,0 +1,291 @@
+"""DataLoader workers seeded alike on every rank (the static twin of DDP305, for DDP808).
+
+Two ways the source fixes every rank's augmentation to the same random numbers:
+
+- a `worker_init_fn` (passed to a DataLoader, directly or through functools.partial) that seeds
+  a global generator (`np.random.seed`, `random.seed`, `torch.manual_seed`, a seeding helper)
+  from values that are the same on every rank: constants, the worker id, a module-level seed,
+  a config attribute (`args.seed`, `cfg.SEED`);
+- a DataLoader with workers given `generator=g` where `g.manual_seed(...)` is such a value: the
+  workers' base seed is drawn from that generator, so `torch.initial_seed()` in each worker (and
+  the PyTorch docs' `seed_worker`, which seeds numpy and random from it) repeats on every rank.
+
+Not reported, since each depends on the rank or may: a seed with a rank in it (`rank`,
+`get_rank()`, `RANK`, Accelerate's `process_index`), one derived from the worker's own state
+(`torch.initial_seed()`, `get_worker_info().seed`, `np.random.get_state()`, a draw from numpy's
+generator: torch seeds those per worker from the rank's generator), a value of unknown origin
+(a parameter of an enclosing function, a call to a helper, an imported name), and true entropy
+(`uuid`, `os.urandom`, `time`).
+
+Only the files' syntax trees are read (lint/sources.SourceFile), like lint/data_sized.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.patterns import dotted, keyword, last_name, text
+
+RANK_WORDS = re.compile(r"rank|process_index|local_process|node_id", re.IGNORECASE)
+# Values the worker's own (per-rank, when the rank's generator is) state gives, and entropy.
+DERIVED = {"initial_seed", "get_worker_info", "get_state", "randint", "rand", "random", "uuid4",
+           "urandom", "time", "time_ns", "getpid", "default_rng", "SeedSequence", "integers"}
+# Calls that keep a value's origin: int(SEED + worker_id) is as global as SEED.
+PURE = {"int", "abs", "hash", "str", "float", "len", "min", "max", "sum", "round", "pow"}
+NOT_SEEDING = {"initial_seed", "get_seed", "seed_worker", "worker_init_fn"}
+_GLOBAL, _UNKNOWN, _PER_RANK = 0, 1, 2  # what a seed value is, weakest first
+
+
+@dataclass
+class UnrankedSeed:
+    """A DataLoader's workers seeded from values that are the same on every rank."""
+
+    loader: Location  # the DataLoader call
+    how: str  # "worker_init_fn" | "generator"
+    function: str  # the worker_init_fn's name ("" for a generator)
+    seeds: list[str] = field(default_factory=list)  # the seeding calls, as written
+    location: Optional[Location] = None  # the first seeding call
+
+
+class _Files:
+    """What the judging looks up across the program's files: functions by name, assignments to a
+    name (per scope) and to an attribute."""
+
+    def __init__(self, files: list) -> None:
+        self.functions: dict[str, list[tuple[object, ast.AST]]] = {}
+        self.attr_values: dict[str, list[tuple[ast.AST, ast.AST]]] = {}  # attr -> (value, scope)
+        self.owner: dict[int, Optional[ast.AST]] = {}  # id(node) -> its innermost function
+        self.sources = files
+        for source in files:
+            self._index(source, source.tree, None)
+        for source in files:
+            self.record_attrs(source)
+
+    def _index(self, source, node: ast.AST, fn: Optional[ast.AST]) -> None:
+        for child in ast.iter_child_nodes(node):
+            self.owner[id(child)] = fn
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.setdefault(child.name, []).append((source, child))
+                self._index(source, child, child)
+                continue
+            self._index(source, child, fn)
+
+    def record_attrs(self, source) -> None:
+        for node in source.nodes:
+            if isinstance(node, ast.Assign):
+                scope = self.owner.get(id(node)) or source.tree
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute):
+                        self.attr_values.setdefault(target.attr, []).append((node.value, scope))
+
+
+def _assigned(scope: ast.AST, name: str) -> list[ast.AST]:
+    """The values bound to `name` directly in this scope (not in nested functions)."""
+    found = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                found.append(node.value)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _params(fn: ast.AST) -> list[str]:
+    args = fn.args
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+
+class _Judge:
+    """Whether a seed value is the same on every rank (_GLOBAL), may differ (_UNKNOWN), or does
+    (_PER_RANK), from where its names were bound. `bound`: what functools.partial bound to the
+    worker_init_fn's parameters, written in `bound_scope` (where the DataLoader is built)."""
+
+    def __init__(self, files: _Files, module: ast.Module, bound: dict[str, ast.AST],
+                 bound_scope: Optional[ast.AST] = None) -> None:
+        self.files, self.module, self.bound = files, module, bound
+        self.bound_scope = bound_scope or module
+
+    def value(self, node: ast.AST, scope: ast.AST, depth: int = 0) -> int:
+        if depth > 5:
+            return _UNKNOWN
+        if RANK_WORDS.search(text(node, 400)):
+            return _PER_RANK
+        if isinstance(node, ast.Constant):
+            return _GLOBAL
+        if isinstance(node, ast.Name):
+            return self.name(node.id, scope, depth)
+        if isinstance(node, ast.Attribute):
+            if self.value(node.value, scope, depth + 1) == _PER_RANK:
+                return _PER_RANK  # get_worker_info().seed, worker_info.seed
+            # A config's attribute (args.seed, cfg.SEED) is the same on every rank unless the
+            # script sets it from something else somewhere.
+            return max((self.value(v, where, depth + 1) for v, where in self.files.attr_values.get(node.attr, [])),
+                       default=_GLOBAL)
+        if isinstance(node, ast.Call):
+            name = last_name(node.func) or ""
+            if name in DERIVED:
+                return _PER_RANK  # the worker's own state or entropy: torch seeds it per worker
+            if name not in PURE:
+                return _UNKNOWN
+            parts = [*node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.IfExp, ast.Subscript, ast.JoinedStr,
+                               ast.FormattedValue, ast.Compare, ast.Tuple, ast.List)):
+            parts = [p for p in ast.iter_child_nodes(node) if isinstance(p, ast.expr)]
+        else:
+            return _UNKNOWN
+        return max((self.value(p, scope, depth + 1) for p in parts), default=_GLOBAL)
+
+    def name(self, name: str, scope: ast.AST, depth: int) -> int:
+        """A name as `scope` sees it: a parameter, a local, an enclosing function's, a module's."""
+        innermost = True
+        while True:
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                params = _params(scope)
+                if name in params:
+                    if innermost and name == params[0]:
+                        return _GLOBAL  # the worker id: the same ids on every rank
+                    if innermost and name in self.bound:
+                        return self.value(self.bound[name], self.bound_scope, depth + 1)
+                    return _UNKNOWN  # a parameter: its callers decide
+            values = [] if isinstance(scope, ast.Lambda) else _assigned(scope, name)
+            if values:
+                return max(self.value(v, scope, depth + 1) for v in values)
+            if scope is self.module:
+                return _UNKNOWN  # imported, or a builtin
+            innermost = False
+            scope = self.files.owner.get(id(scope)) or self.module
+
+
+def _seeding_calls(fn: ast.AST) -> Iterator[ast.Call]:
+    body = [fn.body] if isinstance(fn, ast.Lambda) else fn.body
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and (node.args or keyword(node, "seed") is not None):
+                name = last_name(node.func) or ""
+                if "seed" in name.lower() and name not in NOT_SEEDING:
+                    yield node
+
+
+def _seed_args(call: ast.Call) -> list[ast.AST]:
+    seed = keyword(call, "seed")
+    return [seed] if seed is not None else call.args[:1]
+
+
+def _worker_init(value: ast.AST, files: _Files, scope: ast.AST) -> Optional[tuple[ast.AST, object, dict, str]]:
+    """The function a worker_init_fn= value runs, its file, the arguments partial() bound."""
+    bound: dict[str, ast.AST] = {}
+    if isinstance(value, ast.Name) and value.id not in files.functions:
+        assigned = _assigned(scope, value.id)  # init_fn = partial(seed_worker, seed=...)
+        if len(assigned) == 1 and isinstance(assigned[0], (ast.Call, ast.Lambda)):
+            value = assigned[0]
+    if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
+        bound = {k.arg: k.value for k in value.keywords if k.arg}
+        positional = value.args[1:]
+        value = value.args[0]
+    else:
+        positional = []
+    if isinstance(value, ast.Lambda):
+        return value, None, bound, "lambda"
+    name = last_name(value)
+    candidates = files.functions.get(name or "", [])
+    if len(candidates) != 1:
+        return None  # a library's function, or a name several functions share: not judged
+    source, fn = candidates[0]
+    params = _params(fn)
+    for index, arg in enumerate(positional):  # partial(fn, a, b): the first parameters
+        if index < len(params):
+            bound[params[index]] = arg
+    if positional:
+        return None  # the worker id is then not the first parameter: not judged
+    return fn, source, bound, name or ""
+
+
+def _generator_seeds(value: ast.AST, scope: ast.AST, module: ast.Module) -> list[ast.Call]:
+    """The manual_seed calls that seed a DataLoader's generator= value."""
+    if isinstance(value, ast.Call) and last_name(value.func) == "manual_seed":
+        return [value]
+    name = dotted(value)
+    if not name:
+        return []
+    found = []
+    for where in (scope, module):
+        for node in ast.walk(where):
+            if isinstance(node, ast.Call) and last_name(node.func) == "manual_seed" and node.args:
+                target = node.func.value if isinstance(node.func, ast.Attribute) else None
+                if target is not None and dotted(target) == name:
+                    found.append(node)
+        for bound in _assigned(where, name) if "." not in name else []:
+            if isinstance(bound, ast.Call) and last_name(bound.func) == "manual_seed":
+                found.append(bound)
+        if found:
+            break
+    return found
+
+
+def _has_workers(call: ast.Call) -> bool:
+    workers = keyword(call, "num_workers")
+    return workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0)
+
+
+def gather(files: list, reachable: Optional[set] = None) -> list[UnrankedSeed]:
+    """Every DataLoader whose workers are seeded alike on every rank, in the files
+    (lint/sources.SourceFile); `reachable`: ids of the function nodes the entry script can run."""
+    index = _Files(files)
+    found: list[UnrankedSeed] = []
+    for source in files:
+        for node in source.nodes:
+            if not (isinstance(node, ast.Call) and last_name(node.func) == "DataLoader"):
+                continue
+            owner = index.owner.get(id(node)) or source.tree
+            if reachable is not None and owner is not source.tree and id(owner) not in reachable:
+                continue
+            where = Location(source.display, node.lineno)
+            init = keyword(node, "worker_init_fn")
+            if init is not None:
+                hit = _judge_init(init, index, where, owner)
+                if hit is not None:
+                    found.append(hit)
+                    continue
+            generator = keyword(node, "generator")
+            if generator is not None and _has_workers(node):
+                seeds = _generator_seeds(generator, owner, source.tree)
+                judge = _Judge(index, source.tree, {})
+                if seeds and all(max((judge.value(a, owner) for a in _seed_args(s)), default=_UNKNOWN)
+                                 == _GLOBAL for s in seeds):
+                    found.append(UnrankedSeed(where, "generator", last_name(init) if init is not None else "",
+                                              [text(s) for s in seeds], Location(source.display, seeds[0].lineno)))
+    return found
+
+
+def _judge_init(init: ast.AST, index: _Files, where: Location, scope: ast.AST) -> Optional[UnrankedSeed]:
+    resolved = _worker_init(init, index, scope)
+    if resolved is None:
+        return None
+    fn, source, bound, name = resolved
+    if source is None:  # a lambda: written where the DataLoader is
+        source = next((f for f in index.sources if any(n is fn for n in f.nodes)), None)
+        if source is None:
+            return None
+    module = source.tree
+    params = _params(fn)
+    if any(RANK_WORDS.search(p) for p in params[1:]) or any(RANK_WORDS.search(text(v, 400)) for v in bound.values()):
+        return None  # mmengine's worker_init_fn(worker_id, num_workers, rank, seed)
+    calls = list(_seeding_calls(fn))
+    if not calls:
+        return None
+    judge = _Judge(index, module, bound, scope)
+    for call in calls:
+        args = _seed_args(call)
+        if not args or max(judge.value(a, fn) for a in args) != _GLOBAL:
+            return None
+    return UnrankedSeed(where, "worker_init_fn", name, [text(c) for c in calls],
+                        Location(source.display, calls[0].lineno))
