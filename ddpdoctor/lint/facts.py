@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import data_sized
+from ddpdoctor.lint import data_sized, rank_state
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text, through_grad_off
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
@@ -113,6 +113,7 @@ class LintFacts:
     notes: list[str] = field(default_factory=list)  # files not read, and why
     cached: bool = False  # read from the cache: no file changed since the last lint
     data_sized: list = field(default_factory=list)  # lint/data_sized.DataSizedCollective (DDP807)
+    rank_local: list = field(default_factory=list)  # lint/rank_state.RankLocalDecision (DDP809)
 
 
 def loc(fn: Function, node: ast.AST) -> Location:
@@ -909,4 +910,5 @@ def build(program: Program, script: str) -> LintFacts:
         saves=builder.saves(),
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped,
-        data_sized=data_sized.gather(program.files, {id(f.node) for f in program.reachable}))
+        data_sized=data_sized.gather(program.files, {id(f.node) for f in program.reachable}),
+        rank_local=rank_state.gather(builder, ddp or framework is not None))

@@ -1,0 +1,160 @@
+"""Issue 38: the lint reasons about values, helpers and rank-local state, not names. Each
+pattern is written in our own words, with its healthy twin; each test fails on the code before
+the change (the rule missed it, or alarmed on the twin)."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_real_patterns import codes, lint
+
+BN_MODEL = """
+net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+model = DDP(net)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+"""
+
+
+# ---------------------------------------------------------------------- rank tests by value
+def test_a_rank_helper_with_a_not_distributed_fallback_is_a_rank_test(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+def is_main(n=8):
+    if dist.is_initialized():
+        return dist.get_rank() % n == 0
+    else:
+        return True
+for epoch in range(2):
+    model(torch.randn(2, 4)).sum().backward()
+    if is_main():
+        torch.save(model.state_dict(), "a.pt")       # one writer: not DDP806
+    if is_main():
+        model(torch.randn(2, 4))                     # one rank's DDP forward: DDP801
+""")
+    assert codes(found) == [("DDP801", "error", 21)]
+
+
+def test_the_conditional_expression_fallback_is_a_rank_test_too(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+def is_dist():
+    return dist.is_available() and dist.is_initialized()
+def is_primary():
+    return dist.get_rank() == 0 if is_dist() else True
+def always():
+    return True if is_dist() else True
+for epoch in range(2):
+    model(torch.randn(2, 4)).sum().backward()
+    if is_primary():
+        torch.save(model.state_dict(), "a.pt")
+    if always():
+        torch.save(model.state_dict(), "b.pt")       # the same answer on every rank: DDP806
+""")
+    assert codes(found) == [("DDP806", "warning", 22)]
+
+
+def test_rank_modulo_the_world_size_is_rank_zero_and_modulo_the_gpus_one_per_node(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+rank, world = dist.get_rank(), dist.get_world_size()
+gpus = torch.cuda.device_count()
+if rank % world == 0:
+    torch.save(model.state_dict(), "a.pt")
+if rank % gpus == 0:
+    torch.save(model.state_dict(), "b.pt")
+""")
+    assert codes(found) == [("DDP806", "warning", 16)]
+    assert "one rank per node" in found[0].message
+
+
+# ---------------------------------------------------------------------- rank-local state
+EARLY_STOP = BN_MODEL + """
+rank = dist.get_rank()
+best, stale, patience = 1e9, 0, 3
+for epoch in range(100):
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    opt.step()
+    if rank == 0:
+        val = loss.item()
+        if val < best:
+            best, stale = val, 0
+        else:
+            stale += 1
+"""
+
+
+def test_an_early_stopping_counter_kept_by_rank_zero_and_read_by_every_rank_is_an_error(tmp_path):
+    found, _ = lint(tmp_path, EARLY_STOP + """
+    if stale > patience:
+        break
+""")
+    assert codes(found) == [("DDP809", "error", 24)]
+    assert "`stale` is set only under `rank == 0`" in found[0].message
+
+
+def test_the_counter_broadcast_before_the_test_is_healthy(tmp_path):
+    found, _ = lint(tmp_path, EARLY_STOP + """
+    shared = [stale]
+    dist.broadcast_object_list(shared, src=0)
+    if shared[0] > patience:
+        break
+""")
+    assert codes(found) == []
+
+
+def test_a_counter_every_rank_updates_is_healthy(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+best, stale, patience = 1e9, 0, 3
+for epoch in range(100):
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    val = loss.detach().clone()
+    dist.all_reduce(val)
+    if val.item() < best:
+        best, stale = val.item(), 0
+    else:
+        stale += 1
+    if stale > patience:
+        break
+""")
+    assert codes(found) == []
+
+
+def test_a_rank_local_flag_tested_under_a_switch_is_a_warning_naming_it(tmp_path):
+    found, _ = lint(tmp_path, EARLY_STOP + """
+    if args_early_stop:
+        if stale > patience:
+            break
+""")
+    assert codes(found) == [("DDP809", "warning", 25)]
+    assert "reached on every rank" in found[0].message
+
+
+def test_skipping_the_backward_on_a_ranks_own_non_finite_loss_is_a_warning(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+for step in range(100):
+    loss = model(torch.randn(2, 4)).sum()
+    if not torch.isfinite(loss):
+        continue
+    loss.backward()
+    opt.step()
+""")
+    assert codes(found) == [("DDP809", "warning", 13)]
+    assert "all-reduce the flag" in found[0].hint
+
+
+def test_skipping_the_step_on_the_all_reduced_gradient_norm_is_healthy(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+for step in range(100):
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if not torch.isfinite(norm):
+        continue
+    opt.step()
+bad = torch.tensor(0.0)
+for step in range(100):
+    loss = model(torch.randn(2, 4)).sum()
+    bad = (~torch.isfinite(loss)).float()
+    dist.all_reduce(bad)
+    if torch.isinf(bad):
+        continue
+    loss.backward()
+""")
+    assert codes(found) == []
