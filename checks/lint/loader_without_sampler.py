@@ -51,6 +51,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             continue
         if loader.sharded_by_rank or loader.iterable or loader.under_rank_guard or loader.evaluation:
             continue
+        if getattr(loader, "single_process", False):
+            continue  # the branch where the process group is never set up: one process, all the data
         if not loader.trains and not loader.train_named:
             continue  # a loader the source does not tie to training: an evaluation helper's, most often
         what = f"`{loader.name}`" if loader.name else "a DataLoader"

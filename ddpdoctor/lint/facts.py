@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import data_sized, rank_state
-from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text, through_grad_off
+from ddpdoctor.lint import data_sized, rank_state, writes
+from ddpdoctor.lint.patterns import (dotted, is_const, keyword, last_name, save_call, save_path, text,
+                                     through_grad_off)
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
 
@@ -58,6 +59,7 @@ class LoaderFact:
     train_named: bool = False  # its name, dataset or builder says "train"
     unseen_options: bool = False  # DataLoader(ds, **kwargs): a sampler may be in there
     handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
+    single_process: bool = False  # built where the process group is not set up (`else:` of `if opt["dist"]:`)
 
 
 @dataclass
@@ -89,6 +91,7 @@ class SaveFact:
     every_rank: bool  # reached by every rank: no rank test on any way to it
     reason: str  # why it is (not) judged every-rank
     per_node: Optional[str] = None  # the per-node test (`local_rank == 0`) that lets one rank per node save
+    call: str = "torch.save"  # the writing call, as the finding words it (`model.save_pretrained`)
 
 
 @dataclass
@@ -252,8 +255,9 @@ class FactBuilder:
     def _switches(self) -> frozenset:
         """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
         if not hasattr(self, "_switch_set"):
+            # any test, not only a plain flag: `if opt["dist"]:`, `if args.world_size > 1:`
             self._switch_set = frozenset(c for fn in self.functions for e in fn.events if e.kind == "init"
-                                         for c, flag in e.conds if flag)
+                                         for c, _ in e.conds)
         return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[bool]:
@@ -394,6 +398,8 @@ class FactBuilder:
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
+                single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
+                                               self._switches()),
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
@@ -697,12 +703,17 @@ class FactBuilder:
                 if event.kind != "save":
                     continue
                 call = event.node
-                path = call.args[1] if len(call.args) > 1 else keyword(call, "f")
+                how = save_call(self.program, call, fn) or "torch.save"
+                path = save_path(call, how)
                 path_text = text(path) if path is not None else "?"
                 where = loc(fn, call)
                 if event.guards:
                     found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
-                                          _per_node(event.guards)))
+                                          _per_node(event.guards), how))
+                    continue
+                first = writes.rank_zero_first(self, fn, call)
+                if first:
+                    found.append(SaveFact(where, path_text, False, first, None, how))
                     continue
                 if _single_process(event.conds, self._switches()):
                     found.append(SaveFact(where, path_text, False, "on the single-process path"))
@@ -714,7 +725,7 @@ class FactBuilder:
                     found.append(SaveFact(where, path_text, False, "saved to memory"))
                     continue
                 if isinstance(fn.node, ast.Module):
-                    found.append(SaveFact(where, path_text, True, "module level, no rank test"))
+                    found.append(SaveFact(where, path_text, True, "module level, no rank test", None, how))
                     continue
                 guarded = self.only_guarded(fn)
                 if guarded is None:
@@ -725,7 +736,7 @@ class FactBuilder:
                     found.append(SaveFact(where, path_text, not guarded,
                                           "every caller is under a rank test" if guarded else
                                           f"{fn.label} is called without a rank test",
-                                          self._per_node_callers(fn) if guarded else None))
+                                          self._per_node_callers(fn) if guarded else None, how))
         return found
 
     def _per_node_callers(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[str]:

@@ -158,3 +158,108 @@ for step in range(100):
     loss.backward()
 """)
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- types through factories
+TRAINER = """
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+    @classmethod
+    def from_config(cls, cfg):
+        return cls(build_model())
+    def fit(self):
+        for epoch in range(3):
+            self.model(torch.randn(2, 4)).sum().backward()
+            if dist.get_rank() == 0:
+                self.model(torch.randn(2, 4))
+"""
+
+
+def test_a_model_built_by_a_helper_and_handed_through_a_classmethod_factory_is_followed(tmp_path):
+    found, _ = lint(tmp_path, """
+def build_model():
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    return DDP(net)
+""" + TRAINER + """
+Trainer.from_config({}).fit()
+""")
+    assert codes(found) == [("DDP801", "error", 21)]
+
+
+def test_the_same_factory_around_a_plain_module_is_healthy(tmp_path):
+    found, _ = lint(tmp_path, """
+def build_model():
+    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+""" + TRAINER + """
+Trainer.from_config({}).fit()
+""")
+    assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- library writes
+def test_save_pretrained_on_every_rank_is_a_write_the_library_savers_are_not(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+from accelerate import Accelerator
+accelerator = Accelerator()
+rank = dist.get_rank()
+model.module.save_pretrained("out")
+model.module.save_pretrained("out2", is_main_process=rank == 0)
+accelerator.save_state("state")
+accelerator.save(model.state_dict(), "m.pt")
+if rank == 0:
+    model.module.save_pretrained("out3")
+""")
+    assert codes(found) == [("DDP806", "warning", 14)]
+    assert found[0].message.startswith("model.module.save_pretrained('out')")
+
+
+# ---------------------------------------------------------------------- rank 0 first
+MAIN_FIRST = """
+from contextlib import contextmanager
+rank = dist.get_rank()
+@contextmanager
+def main_first():
+    if rank != 0:
+        dist.barrier()
+    yield
+    if rank == 0:
+        dist.barrier()
+@contextmanager
+def timed():
+    yield
+"""
+
+
+def test_a_cache_written_in_a_rank_zero_first_block_is_not_every_rank_writing(tmp_path):
+    found, _ = lint(tmp_path, MAIN_FIRST + """
+with main_first():
+    if not os.path.exists("cache.pt"):
+        torch.save(torch.randn(10), "cache.pt")
+with timed():
+    torch.save(torch.randn(10), "other.pt")
+""")
+    assert codes(found) == [("DDP806", "warning", 24)]
+
+
+# ---------------------------------------------------------------------- related branches
+def test_the_loader_of_the_branch_without_a_process_group_is_not_ddp802(tmp_path):
+    source = """
+opt = {"dist": True, "debug": False}
+ds = TensorDataset(torch.randn(64, 4))
+if opt["dist"]:
+    dist.init_process_group("gloo")
+if opt[SWITCH]:
+    loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+else:
+    loader = DataLoader(ds, batch_size=8, shuffle=True)
+model = DDP(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    loader.sampler.set_epoch(epoch)
+    for x, in loader:
+        model(x).sum().backward()
+"""
+    found, _ = lint(tmp_path, source.replace("SWITCH", '"dist"'))
+    assert codes(found) == []
+    found, _ = lint(tmp_path, source.replace("SWITCH", '"debug"'))
+    assert codes(found) == [("DDP802", "error", 14)]
