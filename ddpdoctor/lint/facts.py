@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import data_sized, rank_state, writes
+from ddpdoctor.lint import data_keys, data_sized, rank_state, writes
 from ddpdoctor.lint.patterns import (dotted, is_const, keyword, last_name, save_call, save_path, text,
                                      through_grad_off)
 from ddpdoctor.lint.nodes import children, walk
@@ -133,28 +133,32 @@ class FactBuilder:
 
     # ------------------------------------------------------------------ collectives
     def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = (),
-              call: Optional[ast.Call] = None) -> list[Reached]:
+              call: Optional[ast.Call] = None, entries: tuple = ()) -> list[Reached]:
         """Every collective a function may run, directly or through local calls, with the chain
         and the (non-rank) tests on the way. `call`: the call that enters fn, whose arguments
-        may switch some of it off (`merge(state)` leaves `use_barriers=False`)."""
+        may switch some of it off (`merge(state)` leaves `use_barriers=False`); `entries`: the
+        calls that entered the functions of `stack` (None where not a call), so a value passed
+        on (`_write(..., synchronize=synchronize)`) is read where it was given."""
         if fn in stack or depth <= 0:
             return []
         if fn in self._reach and not stack:
             return self._reach[fn]
         found = []
         paired = self._paired(fn)
+        context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
         for event in fn.events:
-            if call is not None and any(flag and _switched(fn, call, c) is False for c, flag in event.conds):
+            if call is not None and any(flag and _switched(fn, call, c, context) is False for c, flag in event.conds):
                 continue
             own_conds = event.conds if call is None else \
-                tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c) is True))
+                tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c, context) is True))
             if event.kind == "collective" and id(event) not in paired:
                 found.append((event.op, loc(fn, event.node), [], own_conds))
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
                     step = f"{fn.file.display}:{event.line} {target.label}"
                     entry = event.node if event.kind == "call" else None
-                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry):
+                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry,
+                                                              (entries + (call,))[-3:]):
                         op = through_grad_off(self.program, op, event.node, fn)
                         found.append((op, where, [step] + chain, own_conds + conds))
         if not stack:
@@ -766,10 +770,12 @@ def _single_process(conds: tuple, switches: frozenset = frozenset()) -> bool:
     return any(SINGLE.search(c) or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
 
 
-def _switched(target: Function, call: ast.Call, cond: str) -> Optional[bool]:
+def _switched(target: Function, call: ast.Call, cond: str, context: tuple = ()) -> Optional[bool]:
     """`if use_barriers:` in target: False where this call leaves the parameter at its default
     False (or passes a constant False), so the branch never runs on this way in; True where it
-    passes a constant True (proven on); None when it cannot tell."""
+    passes a constant True (proven on); None when it cannot tell. context: the (function, call
+    that entered it) pairs of the callers, innermost last: a parameter passed on by name is
+    read at the call that gave it (bounded: the last three calls)."""
     if isinstance(target.node, ast.Module) or cond not in target.params:
         return None
     args = target.node.args
@@ -787,6 +793,10 @@ def _switched(target: Function, call: ast.Call, cond: str) -> Optional[bool]:
         value = defaults[index - first] if index >= first else None
     if value is None:
         return None
+    if isinstance(value, ast.Name) and context:
+        caller, entered = context[-1]
+        if entered is not None and value.id in caller.params and not caller.bindings.get(value.id):
+            return _switched(caller, entered, value.id, context[:-1])
     if is_const(value, False, None, 0):
         return False
     return True if is_const(value, True) else None
@@ -910,6 +920,7 @@ def build(program: Program, script: str) -> LintFacts:
         else:
             accumulate = accumulate or n.arg == "gradient_accumulation_steps"
     loaders = builder.loaders(framework)
+    reachable = {id(f.node) for f in program.reachable}
     return LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.files],
@@ -921,5 +932,5 @@ def build(program: Program, script: str) -> LintFacts:
         saves=builder.saves(),
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped,
-        data_sized=data_sized.gather(program.files, {id(f.node) for f in program.reachable}),
+        data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
         rank_local=rank_state.gather(builder, ddp or framework is not None))

@@ -806,7 +806,11 @@ class Walker:
                 said = _conjuncts(stmt.test)
                 mark = len(self.conds)
                 if isinstance(stmt, ast.If):
-                    self.conds.extend((t, _flag_like(stmt.test)) for t in sorted(said))
+                    # each part of an `and` is a switch of its own (`if synchronize and
+                    # dist.is_initialized():`): a caller's constant may turn it off
+                    parts = {text(v, 10_000): _flag_like(v) for v in getattr(stmt.test, "values", ())
+                             if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And)}
+                    self.conds.extend((t, parts.get(t, _flag_like(stmt.test))) for t in sorted(said))
                 self.block(stmt.body, tuple(g for g in guards if not said & set(g.unless)), inner)
                 del self.conds[mark:]
                 if stmt.orelse:

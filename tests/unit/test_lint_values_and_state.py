@@ -263,3 +263,66 @@ for epoch in range(3):
     assert codes(found) == []
     found, _ = lint(tmp_path, source.replace("SWITCH", '"debug"'))
     assert codes(found) == [("DDP802", "error", 14)]
+
+
+# ---------------------------------------------------------------------- values carried into callees
+SAVERS = """
+rank = dist.get_rank()
+def _write(obj, path, synchronize):
+    if synchronize and dist.is_initialized():
+        dist.barrier()
+    torch.save(obj, path)
+def save_ckpt(model, path, synchronize=True):
+    _write(model.state_dict(), path, synchronize=synchronize)
+for epoch in range(2):
+    if rank == 0:
+        save_ckpt(model, "a.pt", synchronize=SYNC)
+"""
+
+
+def test_a_constant_passed_on_through_two_helpers_switches_the_barrier_off(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + SAVERS.replace("SYNC", "False"))
+    assert codes(found) == []
+    found, _ = lint(tmp_path, BN_MODEL + SAVERS.replace("SYNC", "True"))
+    assert codes(found) == [("DDP801", "error", 14)]
+
+
+# ---------------------------------------------------------------------- DDP807
+def test_a_list_appended_in_both_branches_is_fixed_length_one_appended_in_one_is_not(tmp_path):
+    found, _ = lint(tmp_path, """
+outs, picked = [], []
+for i in range(10):
+    y = torch.randn(3)
+    if i % 3 == 0:
+        outs.append(y.sum())
+    elif i % 3 == 1:
+        outs.append(y.mean())
+    else:
+        outs.append(y.max())
+    if y.sum() > 0:
+        picked.append(y.sum())
+dist.all_reduce(torch.stack(outs))
+dist.all_reduce(torch.stack(picked))
+""")
+    assert codes(found) == [("DDP807", "warning", 19)]
+
+
+def test_one_all_reduce_per_data_key_is_a_latent_desync_per_fixed_key_is_not(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+ds = TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,)))
+loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds, shuffle=False))
+losses, stats = {}, {}
+for x, domain in loader:
+    loss = model(x).sum()
+    loss.backward()
+    for d in domain.tolist():
+        losses.setdefault(d, []).append(loss.item())
+    for name, p in model.named_parameters():
+        stats[name] = p.detach().norm()
+for key, vals in losses.items():
+    dist.all_reduce(torch.tensor(sum(vals)))
+for key, v in stats.items():
+    dist.all_reduce(v)
+""")
+    assert codes(found) == [("DDP807", "warning", 22)]
+    assert "per key of `losses`" in found[0].message
