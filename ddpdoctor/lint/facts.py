@@ -719,6 +719,12 @@ class FactBuilder:
                 if first:
                     found.append(SaveFact(where, path_text, False, first, None, how))
                     continue
+                if how != "torch.save" and fn.file is not self.program.files[0]:
+                    # a library save inside an imported helper (a checkpoint handler, a tokenizer
+                    # wrapper): which ranks hold the state it writes (an FSDP state dict gathered
+                    # to rank 0) is not in the source; the entry script's own save is judged
+                    found.append(SaveFact(where, path_text, False, "a library save in an imported helper", None, how))
+                    continue
                 if _single_process(event.conds, self._switches()):
                     found.append(SaveFact(where, path_text, False, "on the single-process path"))
                     continue
