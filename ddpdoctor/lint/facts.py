@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import data_keys, data_sized, rank_state, writes
+from ddpdoctor.lint import data_keys, data_sized, no_sync, rank_state, writes
 from ddpdoctor.lint.patterns import (dotted, is_const, keyword, last_name, save_call, save_path, text,
                                      through_grad_off)
 from ddpdoctor.lint.nodes import children, walk
@@ -60,6 +60,7 @@ class LoaderFact:
     unseen_options: bool = False  # DataLoader(ds, **kwargs): a sampler may be in there
     handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
     single_process: bool = False  # built where the process group is not set up (`else:` of `if opt["dist"]:`)
+    iterated: bool = False  # a `for` over it (or iter() of it) that runs no collective: each rank's own work
 
 
 @dataclass
@@ -82,6 +83,7 @@ class AccumulationFact:
     step: Optional[Location]
     pattern: str  # "micro_step_loop" | "conditional_step" | "sync_flag_after_forward" (step: the forward)
     by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
+    no_sync: Optional[bool] = None  # lint/no_sync.covered: False where it covers one configuration only
 
 
 @dataclass
@@ -404,6 +406,7 @@ class FactBuilder:
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
                                                self._switches()),
+                iterated=bool(name) and self._iterated_alone(name),
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
@@ -534,6 +537,11 @@ class FactBuilder:
                             (loops > 0 or self.in_loop(sfn)):
                         constant = loc(sfn, scall)
             names = {n for n in (own, loader_name, name, fed) if n}
+            if fn.name in names and not isinstance(fn.node, ast.Module):
+                # `return DataLoader(...)` from a builder: the names its callers bind the loader
+                # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
+                names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
+                          if isinstance(e.node, ast.Call)} - {""}
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             found.append(SamplerFact(
@@ -543,6 +551,17 @@ class FactBuilder:
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
         return found
+
+    def _iterated_alone(self, name: str) -> bool:
+        """A loop over the loader named `name` (a name or attribute) whose body runs no
+        collective: the ranks do not cooperate on each batch (tensor parallelism would)."""
+        for fn in self.functions:
+            for node, _ in _fn_loops(fn):
+                if isinstance(node, (ast.For, ast.AsyncFor)) and name in {
+                        last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}:
+                    if not any(isinstance(c, ast.Call) and self.program.collective(c, fn) for c in walk(node)):
+                        return True
+        return False
 
     def _iterated(self) -> dict[str, bool]:
         """name -> iterated more than once (a `for` over it inside a loop, or in a function that
@@ -571,6 +590,7 @@ class FactBuilder:
             for node, _ in _fn_loops(fn):
                 fact = self._accumulation(fn, node)
                 if fact is not None:
+                    fact.no_sync = no_sync.covered(self.program, fn, node)
                     found.append(fact)
         return found
 

@@ -326,3 +326,89 @@ for key, v in stats.items():
 """)
     assert codes(found) == [("DDP807", "warning", 22)]
     assert "per key of `losses`" in found[0].message
+
+
+# ---------------------------------------------------------------------- DDP804 through attributes
+EVAL_RUNNER = """
+def make_eval_loader(ds):
+    eval_sampler = DistributedSampler(ds)
+    return DataLoader(ds, batch_size=8, sampler=eval_sampler)
+class Runner:
+    def __init__(self):
+        ds = TensorDataset(torch.randn(64, 4))
+        self.sampler_tr = DistributedSampler(ds)
+        self.train_loader = DataLoader(ds, batch_size=8, sampler=self.sampler_tr)
+        self.val_loader = make_eval_loader(ds)
+        self.model = DDP(torch.nn.Linear(4, 1))
+    def run(self, steps):
+        for LOOP in range(steps):
+            self.sampler_tr.set_epoch(LOOP)
+            for x, in self.train_loader:
+                self.model(x).sum().backward()
+            for x, in self.val_loader:
+                self.model(x)
+Runner().run(10)
+"""
+
+
+def test_an_eval_loader_reached_through_an_attribute_is_judged_whatever_the_loop_variable_is_called(tmp_path):
+    for loop in ("epoch", "step"):
+        found, _ = lint(tmp_path, EVAL_RUNNER.replace("LOOP", loop))
+        assert codes(found) == [("DDP804", "warning", 8)], loop
+    found, _ = lint(tmp_path, EVAL_RUNNER.replace("LOOP", "step").replace(
+        "eval_sampler = DistributedSampler(ds)", "eval_sampler = DistributedSampler(ds, shuffle=False)"))
+    assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP805 per configuration
+ACCUMULATE = BN_MODEL + """
+import contextlib
+use_fsdp = False
+for step in range(100):
+    for micro in range(4):
+        last = micro == 3
+        if TEST:
+            ctx = model.no_sync()
+        else:
+            ctx = contextlib.nullcontext()
+        with ctx:
+            model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+"""
+
+
+def test_no_sync_on_the_fsdp_path_only_leaves_the_ddp_path_without_it(tmp_path):
+    found, _ = lint(tmp_path, ACCUMULATE.replace("TEST", "use_fsdp and not last"))
+    assert codes(found) == [("DDP805", "warning", 21)]
+    assert "configuration switch" in found[0].message
+    found, _ = lint(tmp_path, ACCUMULATE.replace("TEST", "not last"))
+    assert codes(found) == []
+    found, _ = lint(tmp_path, ACCUMULATE.replace("TEST", "dist.is_initialized() and not last"))
+    assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP802 without a DDP model
+INFERENCE = """
+ds = TensorDataset(torch.randn(64, 4))
+loader = DataLoader(ds, batch_size=8)
+model = torch.nn.Linear(4, 1)
+outs = []
+for x, in loader:
+    y = model(x)
+    COOPERATE
+    outs.append(y)
+if dist.get_rank() == 0:
+    torch.save(outs, "preds.pt")
+"""
+
+
+def test_a_process_group_and_a_full_dataset_on_every_rank_without_ddp_is_a_warning(tmp_path):
+    found, _ = lint(tmp_path, INFERENCE.replace("COOPERATE", "pass"))
+    assert codes(found) == [("DDP802", "warning", 8)]
+    assert "every rank processes the whole dataset" in found[0].message
+    # ranks that cooperate on each batch (tensor parallel) are meant to see the same data
+    found, _ = lint(tmp_path, INFERENCE.replace("COOPERATE", "dist.all_reduce(y)"))
+    assert codes(found) == []
+    found, _ = lint(tmp_path, INFERENCE.replace("COOPERATE", "pass").replace(
+        "DataLoader(ds, batch_size=8)", "DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds, shuffle=False))"))
+    assert codes(found) == []
