@@ -35,6 +35,7 @@ PROBE_TWINS = {
     "DDP805": ("DDP403",),
     "DDP806": ("DDP701",),
     "DDP807": ("DDP506", "DDP501"),
+    "DDP809": ("DDP502", "DDP501", "DDP503"),
 }
 
 
