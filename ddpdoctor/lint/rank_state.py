@@ -56,13 +56,81 @@ class _Stmt:
 
 def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
     found: list[RankLocalDecision] = []
+    by_class: dict[Any, list[tuple[Function, list[_Stmt]]]] = {}
     for fn in builder.functions:
         if fn.node is None:
             continue
         stmts = list(_statements(builder.program, fn, fn.node.body, (), (), False))
         found.extend(_rank_state(builder, fn, stmts, ddp))
         found.extend(_tensor_values(builder, fn, stmts, ddp))
+        if fn.cls is not None and fn.parent is None:
+            by_class.setdefault(fn.cls, []).append((fn, stmts))
+    for methods in by_class.values():
+        found.extend(_attribute_state(builder, methods, ddp))
     return sorted(found, key=lambda d: (d.location.file, d.location.line or 0))
+
+
+def _self_attrs(stmt: ast.stmt) -> list[str]:
+    """`stale` for `self.stale = ...` / `self.stale += 1`."""
+    if isinstance(stmt, ast.Assign):
+        nodes = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+        nodes = [stmt.target]
+    else:
+        return []
+    return [n.attr for n in nodes if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "self"]
+
+
+def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLocalDecision]:
+    """The same for an object's state: `self.stale` updated only under a rank test, or in a
+    method only ever called under one (`if rank == 0: self.validate()`), then tested in a
+    method every rank runs (`if self.stale > self.patience: break`)."""
+    assigned: dict[str, list[tuple[Function, _Stmt, bool]]] = {}
+    shared: set[str] = set()
+    for fn, stmts in methods:
+        only = builder.only_guarded(fn) is True
+        for item in stmts:
+            for attr in _self_attrs(item.node):
+                assigned.setdefault(attr, []).append((fn, item, bool(item.guards) or only))
+        for node in fn.own:
+            if isinstance(node, ast.Call) and builder.program.collective(node, fn):
+                shared.update(n.attr for arg in [*node.args, *(k.value for k in node.keywords)]
+                              for n in walk(arg) if isinstance(n, ast.Attribute))
+    local = {}
+    for attr, items in assigned.items():
+        ranked = [(f, i) for f, i, r in items if r]
+        if attr in shared or not ranked:
+            continue
+        if all(_constant(getattr(i.node, "value", None)) for _, i, r in items if not r):
+            local[attr] = ranked[0]
+    found = []
+    for fn, stmts in methods if local else ():
+        if builder.only_guarded(fn) is True:
+            continue
+        for item in stmts:
+            stmt = item.node
+            if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
+                continue
+            read = [n.attr for n in walk(stmt.test) if isinstance(n, ast.Attribute) and n.attr in local
+                    and isinstance(n.value, ast.Name) and n.value.id == "self"]
+            if not read:
+                continue
+            effect = _effect(builder, fn, stmt, item, ddp)
+            if effect is None:
+                continue
+            setter_fn, setter = local[read[0]]
+            tests = list(setter.guards) or [g.test for _, e in builder.callers().get(setter_fn, [])
+                                             for g in e.guards[-1:]]
+            guard = tests[-1].text if tests else setter_fn.rank_only or ""
+            assumption = tests[-1].assumption if tests else ""
+            notes = [a for a in (assumption, f"the test at line {stmt.lineno} is reached on every rank"
+                                 if item.conditional else "") if a]
+            found.append(RankLocalDecision(
+                Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], f"self.{read[0]}",
+                "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
+                ", and ".join(notes)))
+    return found
 
 
 def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,

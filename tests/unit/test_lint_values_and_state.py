@@ -412,3 +412,36 @@ def test_a_process_group_and_a_full_dataset_on_every_rank_without_ddp_is_a_warni
     found, _ = lint(tmp_path, INFERENCE.replace("COOPERATE", "pass").replace(
         "DataLoader(ds, batch_size=8)", "DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds, shuffle=False))"))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- rank-local object state
+TRAINER_STOP = """
+class Trainer:
+    def __init__(self):
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.best, self.stale, self.patience = float("inf"), 0, 3
+    def validate(self, loss):
+        if loss < self.best:
+            self.best, self.stale = loss, 0
+        else:
+            self.stale += 1
+    def fit(self):
+        for epoch in range(100):
+            loss = self.model(torch.randn(2, 4)).sum()
+            loss.backward()
+            self.opt.step()
+            VALIDATE
+            if self.stale > self.patience:
+                break
+Trainer().fit()
+"""
+
+
+def test_an_object_counter_updated_in_a_method_only_rank_zero_calls_is_an_error(tmp_path):
+    found, _ = lint(tmp_path, TRAINER_STOP.replace(
+        "VALIDATE", "if dist.get_rank() == 0:\n                self.validate(loss.item())"))
+    assert codes(found) == [("DDP809", "error", 24)]
+    assert "`self.stale` is set only under `dist.get_rank() == 0`" in found[0].message
+    found, _ = lint(tmp_path, TRAINER_STOP.replace("VALIDATE", "self.validate(loss.item())"))
+    assert codes(found) == []
