@@ -6,8 +6,9 @@ the ones still inside wait in the next collective for ever.
 - Rank-local state: a variable assigned only under a rank test (rank 0 updates an early-stopping
   counter from its validation loss), then read by a test on every rank that breaks, continues,
   returns or runs a collective (`if stale > patience: break`).
-- A rank-local tensor's value: `if not torch.isfinite(loss): continue` decides on each rank's
-  own loss, before the backward (gradient all-reduce) or a collective the others then run.
+- A rank-local tensor's value: `if not torch.isfinite(loss): continue` (or a comparison of its
+  `.item()`) decides on each rank's own loss, before the backward (gradient all-reduce) or a
+  collective the others then run.
 
 Read per function, in statement order, from the Program's syntax (program.py) and its rank tests
 (ranks.py); what counts as collective work (a collective, a DDP forward, a backward of a DDP
@@ -263,6 +264,10 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             continue
         tested = [c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
                   and (c.args or isinstance(c.func, ast.Attribute))]
+        # `if loss.item() > limit: continue`: a comparison on a rank's own number
+        tested += [c for cmp in walk(stmt.test) if isinstance(cmp, ast.Compare) for c in walk(cmp)
+                   if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "item"
+                   and not c.args]
         if not tested:
             continue
         call = tested[0]

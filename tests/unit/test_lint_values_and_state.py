@@ -445,3 +445,17 @@ def test_an_object_counter_updated_in_a_method_only_rank_zero_calls_is_an_error(
     assert "`self.stale` is set only under `dist.get_rank() == 0`" in found[0].message
     found, _ = lint(tmp_path, TRAINER_STOP.replace("VALIDATE", "self.validate(loss.item())"))
     assert codes(found) == []
+
+
+def test_a_comparison_of_a_ranks_own_loss_item_skipping_the_backward_is_a_warning(tmp_path):
+    found, _ = lint(tmp_path, BN_MODEL + """
+for step in range(100):
+    loss = model(torch.randn(2, 4)).sum()
+    if loss.item() > 1e4:
+        continue
+    loss.backward()
+    opt.step()
+    if loss.item() < 0.01:
+        continue
+""")
+    assert codes(found) == [("DDP809", "warning", 13)]
