@@ -16,8 +16,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a variable assigned or updated only under a rank test (rank 0 counts the epochs
           without improvement of its validation loss; every rank then runs
           `if stale > patience: break`);
-        - a rank's own tensor value (`if not torch.isfinite(loss): continue` before the
-          backward), each rank testing its own batch.
+        - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
+          `if loss.item() > limit: continue` before the backward), each rank testing its own
+          batch.
         An error where the variable is provably set on some ranks only and the test runs on
         every rank; a warning, naming the assumption, otherwise (and always for a tensor
         value: it differs only when the batches do). A variable handed to a collective in the
