@@ -72,14 +72,8 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
 
 
 def _self_attrs(stmt: ast.stmt) -> list[str]:
-    """`stale` for `self.stale = ...` / `self.stale += 1`."""
-    if isinstance(stmt, ast.Assign):
-        nodes = stmt.targets
-    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
-        nodes = [stmt.target]
-    else:
-        return []
-    return [n.attr for n in nodes if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+    """`stale` for `self.stale = ...` / `self.stale += 1` / `self.best, self.stale = ...`."""
+    return [n.attr for n in _assigned(stmt) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
             and n.value.id == "self"]
 
 
@@ -166,20 +160,20 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
                 yield from _statements(program, fn, part, guards, loops, conditional)
 
 
-def _targets(stmt: ast.stmt) -> list[str]:
-    """The plain names a statement assigns (`a, b = ...`, `a += 1`)."""
+def _assigned(stmt: ast.stmt) -> list[ast.AST]:
+    """The targets a statement assigns, tuples unpacked (`a, b = ...`, `a += 1`)."""
     if isinstance(stmt, ast.Assign):
         nodes = stmt.targets
     elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
         nodes = [stmt.target]
     else:
         return []
-    out = []
-    for node in nodes:
-        for sub in (node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]):
-            if isinstance(sub, ast.Name):
-                out.append(sub.id)
-    return out
+    return [sub for node in nodes for sub in (node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node])]
+
+
+def _targets(stmt: ast.stmt) -> list[str]:
+    """The plain names a statement assigns."""
+    return [n.id for n in _assigned(stmt) if isinstance(n, ast.Name)]
 
 
 def _constant(value: ast.AST) -> bool:
