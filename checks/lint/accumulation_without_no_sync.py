@@ -58,16 +58,20 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         location=acc.backward,
         evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
     ) for acc in late]
-    if facts.no_sync:
-        return problems
     for acc in facts.accumulations:
         if acc.by == "accelerate" or acc.pattern == "sync_flag_after_forward":
+            continue
+        partial = getattr(acc, "no_sync", None) is False
+        if facts.no_sync and not partial:
             continue
         shape = ("backward() runs on every pass of the micro-step loop at "
                  f"{acc.loop} and the optimizer steps after it at {acc.step}"
                  if acc.pattern == "micro_step_loop" else
                  f"backward() runs on every pass of the loop at {acc.loop} and the optimizer steps "
                  f"only under a condition at {acc.step}")
+        if partial:
+            shape += ("; no_sync is used in this loop only under a configuration switch (the "
+                      "FSDP path, say), so the other configuration goes without it")
         problems.append(Problem(
             message=(f"gradient accumulation without no_sync: {shape}; DDP all-reduces the "
                      f"gradients in every backward ({acc.backward}), K-1 of K times for nothing"),

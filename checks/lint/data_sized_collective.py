@@ -21,7 +21,11 @@ def data_sized_collective(facts: LintFacts) -> list[Problem] | Skipped:
         broadcast or broadcast_object_list before the collective. Padding (`F.pad`), reductions
         (`.sum()`, `len()`) and `minlength` fix the size. `ddpdoctor probe` sees the same bug
         at run time as DDP506 (sizes that change at one call site) or DDP501 (sizes that differ
-        between ranks); a probe reports one finding with both evidences.
+        between ranks); a probe reports one finding with both evidences. A list appended once
+        on every pass (in both branches of an `if`) has a fixed length. The count twin: a
+        collective run once per key of a dict whose keys come from the data
+        (`for d in domain.tolist(): losses[d] = ...`, then `for k, v in losses.items():
+        dist.all_reduce(v)`): ranks that saw different keys run different numbers of calls.
 
     Why it hurts:
         Every rank must pass a tensor of the same size to a collective. A size that follows the
@@ -46,15 +50,22 @@ def data_sized_collective(facts: LintFacts) -> list[Problem] | Skipped:
     problems = []
     for found in facts.data_sized:
         where = "at the top level" if found.function == "<module>" else f"in {found.function}()"
+        if getattr(found, "kind", "size") == "count":
+            message = (f"{found.op} at {found.location} ({where}) runs {found.source} "
+                       f"({found.source_location}): ranks that saw different data run a different "
+                       "number of them, pairing one key's value with another's or hanging")
+            hint = ("agree on the keys first (all_gather_object of the key set, then loop over the "
+                    "union in a fixed order, with zeros for the missing), or reduce one fixed-size tensor")
+        else:
+            message = (f"{found.op} at {found.location} ({where}) is handed a tensor whose "
+                       f"size comes from the data: {found.source} ({found.source_location}), and "
+                       "nothing before it in that function exchanges the size (an all_reduce with "
+                       "MAX, an all_gather, a broadcast): the ranks agree only while their batches "
+                       "happen to agree")
+            hint = ("make the size independent of the data (torch.bincount(x, minlength=num_classes)) "
+                    "or agree on it first: all_reduce(MAX) of the length, then pad")
         problems.append(Problem(
-            message=(f"{found.op} at {found.location} ({where}) is handed a tensor whose "
-                     f"size comes from the data: {found.source} ({found.source_location}), and "
-                     "nothing before it in that function exchanges the size (an all_reduce with "
-                     "MAX, an all_gather, a broadcast): the ranks agree only while their batches "
-                     "happen to agree"),
-            hint=("make the size independent of the data (torch.bincount(x, minlength=num_classes)) "
-                  "or agree on it first: all_reduce(MAX) of the length, then pad"),
-            location=found.location,
+            message=message, hint=hint, location=found.location,
             evidence={"op": found.op, "source": found.source,
                       "source_location": str(found.source_location), "function": found.function},
         ))

@@ -24,7 +24,12 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         An error when a loop that runs backward iterates the loader (it is the training
         loader); a warning, saying so, when only its name says "train". A DataLoader whose
         options come from `**kwargs`, or whose dataset is handed to a framework that shards it
-        (`deepspeed.initialize(training_data=...)`), is not judged.
+        (`deepspeed.initialize(training_data=...)`), is not judged, nor one built on the
+        branch where the process group is never set up (`else:` of `if opt["dist"]:`).
+        A warning too for a job with a process group but no DDP model and no sharded data (an
+        inference or preprocessing script): a loader every rank iterates in full, with no
+        collective in the loop (ranks that cooperate on each batch, tensor parallelism, are
+        meant to see the same data), does the whole job on every rank.
 
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
@@ -51,7 +56,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             continue
         if loader.sharded_by_rank or loader.iterable or loader.under_rank_guard or loader.evaluation:
             continue
+        if getattr(loader, "single_process", False):
+            continue  # the branch where the process group is never set up: one process, all the data
         if not loader.trains and not loader.train_named:
+            if _whole_job(facts, loader):
+                problems.append(_every_rank_everything(facts, loader))
             continue  # a loader the source does not tie to training: an evaluation helper's, most often
         what = f"`{loader.name}`" if loader.name else "a DataLoader"
         sampler = (f"sampler={loader.sampler_text} (a {loader.sampler_class or 'plain sampler'}, not a "
@@ -72,3 +81,30 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                       "process_group": str(facts.distributed)},
         ))
     return problems
+
+
+def _whole_job(facts: LintFacts, loader) -> bool:
+    """The script sets up a process group but shards nothing and wraps no model in DDP (an
+    inference or preprocessing job): a loader every rank iterates in full, with no collective
+    in the loop (ranks cooperating per batch, as in tensor parallelism), is the job done N times."""
+    if facts.ddp_model or facts.samplers or getattr(loader, "single_process", False):
+        return False
+    if any(other.sampler == "distributed" or other.sharded_by_rank for other in facts.loaders):
+        return False
+    return bool(getattr(loader, "iterated", False))
+
+
+def _every_rank_everything(facts: LintFacts, loader) -> Problem:
+    what = f"`{loader.name}`" if loader.name else "a DataLoader"
+    return Problem(
+        severity=Severity.WARNING,
+        message=(f"if the ranks are meant to share the work: {what} at {loader.location} = "
+                 f"DataLoader({loader.dataset_text}, ...) has no sampler and no rank in its dataset, in a "
+                 f"script that sets up a process group ({facts.distributed_how} at {facts.distributed}) "
+                 "but wraps no model in DDP and shards no data: every rank processes the whole dataset"),
+        hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}, "
+              "shuffle=False), ...), then gather the per-rank results (dist.all_gather_object)"),
+        location=loader.location,
+        evidence={"loader": loader.name, "dataset": loader.dataset_text, "ddp_model": False,
+                  "process_group": str(facts.distributed)},
+    )

@@ -17,6 +17,12 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `rank % ngpus_per_node == 0`), which one rank on every node reaches: the global rank
         0 is meant. Saves under `if rank == 0:` (or in a function only called under
         one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine.
+        Library writes count the same: a model's `save_pretrained(dir)` (transformers, PEFT,
+        diffusers: every calling rank writes unless given `is_main_process=`), safetensors'
+        `save_file`. Accelerate's `save` / `save_state` and a Trainer's `save_model` write
+        from the main process themselves, and a save inside a "rank 0 first" block (a
+        context manager that lets rank 0 through, then the others after a barrier, such as
+        `accelerator.main_process_first()`) builds a cache the others then read: not reported.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes
@@ -35,7 +41,7 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
     saves = [s for s in facts.saves if s.every_rank]
     per_node = [s for s in facts.saves if not s.every_rank and s.per_node]
     return [Problem(
-        message=(f"torch.save(..., {save.path_text}) at {save.location} runs on one rank per node: "
+        message=(f"{_written(save)} at {save.location} runs on one rank per node: "
                  f"`{save.per_node}` is true on local rank 0 of every node, not on global rank 0 alone. "
                  "On several nodes sharing a filesystem, each node's writer saves the same file at once"),
         hint="save where the global rank is 0 (`dist.get_rank() == 0`), or write to a per-node path "
@@ -43,10 +49,16 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         location=save.location,
         evidence={"path": save.path_text, "why": f"under {save.per_node}", "per_node": True},
     ) for save in per_node] + [Problem(
-        message=(f"torch.save(..., {save.path_text}) at {save.location} runs on every rank ({save.reason}): "
+        message=(f"{_written(save)} at {save.location} runs on every rank ({save.reason}): "
                  "all ranks write the same file at once"),
         hint="save on one rank only: `if dist.get_rank() == 0: torch.save(...)`, then dist.barrier() "
              "on every rank before anyone reads it",
         location=save.location,
         evidence={"path": save.path_text, "why": save.reason},
     ) for save in saves]
+
+
+def _written(save) -> str:
+    """`torch.save(..., path)` / `model.save_pretrained(dir)`, as the save was written."""
+    how = getattr(save, "call", "torch.save")
+    return f"torch.save(..., {save.path_text})" if how == "torch.save" else f"{how}({save.path_text})"

@@ -22,7 +22,7 @@ from typing import Optional
 from ddpdoctor.core.version import __version__
 from ddpdoctor.lint.facts import LintFacts
 
-FORMAT = 1
+FORMAT = 2  # 2: LintFacts.rank_local
 KEEP = 500  # entries; the oldest go first (one per script and working directory)
 
 

@@ -52,6 +52,7 @@ class DataSizedCollective:
     source: str  # what makes the size: "torch.bincount(preds) without minlength"
     source_location: Location
     function: str  # the function it is in ("<module>" at top level)
+    kind: str = "size"  # "count": one call per data-dependent key (lint/data_keys.py)
 
 
 def _text(node: ast.AST, limit: int = 60) -> str:
@@ -87,6 +88,7 @@ class _Scope:
         self.filled: dict[str, tuple[str, int]] = {}  # lists appended to under a loop's condition
         self.exchanged = False
         self.found: list[DataSizedCollective] = []
+        self.every_pass: set[int] = set()  # appends that run once per pass (both sides of an if)
 
     # -- what the data sizes ---------------------------------------------------------------
     def origin(self, node: ast.AST) -> Optional[tuple[str, int]]:
@@ -192,6 +194,9 @@ class _Scope:
                         self.masks.add(target.id)
                     else:
                         self.masks.discard(target.id)
+        if isinstance(stmt, ast.If) and loop_depth and not conditional:
+            # `if a: out.append(x)` / `else: out.append(y)`: one append per pass, a fixed length
+            self.every_pass.update(_once_each(stmt, _appends(stmt.body) & _appends(stmt.orelse)))
         for field_name in ("body", "orelse", "finalbody", "handlers"):
             children = getattr(stmt, field_name, None)
             if not isinstance(children, list):
@@ -207,7 +212,8 @@ class _Scope:
                 else:
                     self.statement(child, in_loop, under_if)
 
-        if loop_depth and conditional and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        if loop_depth and conditional and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and id(stmt) not in self.every_pass:
             call = stmt.value
             if (isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend")
                     and isinstance(call.func.value, ast.Name)):
@@ -250,6 +256,35 @@ def _collective(call: ast.Call, dist_names: set[str], imported: set[str]) -> Opt
     if isinstance(func, ast.Name) and func.id in imported:
         return func.id
     return None
+
+
+def _append_name(stmt: ast.stmt) -> Optional[str]:
+    """`out` for the statement `out.append(...)`."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        if isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Name):
+            return func.value.id
+    return None
+
+
+def _appends(branch: list[ast.stmt]) -> set[str]:
+    """The lists a branch appends to exactly once on every way through it (an `elif` chain too)."""
+    names = [_append_name(s) for s in branch]
+    once = {n for n in names if n and names.count(n) == 1}
+    for stmt in branch:
+        if isinstance(stmt, ast.If) and stmt.orelse:
+            once |= _appends(stmt.body) & _appends(stmt.orelse)
+    return once
+
+
+def _once_each(stmt: ast.If, names: set[str]) -> Iterator[int]:
+    """The ids of the append statements that together run once per pass for names."""
+    for side in (stmt.body, stmt.orelse):
+        for inner in side:
+            if _append_name(inner) in names:
+                yield id(inner)
+            elif isinstance(inner, ast.If) and inner.orelse:
+                yield from _once_each(inner, names & _appends(inner.body) & _appends(inner.orelse))
 
 
 def _walk_own(root: ast.AST) -> Iterator[ast.AST]:

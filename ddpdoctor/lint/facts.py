@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import data_sized, worker_seeds
-from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text, through_grad_off
+from ddpdoctor.lint import data_keys, data_sized, no_sync, rank_state, worker_seeds, writes
+from ddpdoctor.lint.patterns import (dotted, is_const, keyword, last_name, save_call, save_path, text,
+                                     through_grad_off)
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
 
@@ -58,6 +59,8 @@ class LoaderFact:
     train_named: bool = False  # its name, dataset or builder says "train"
     unseen_options: bool = False  # DataLoader(ds, **kwargs): a sampler may be in there
     handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
+    single_process: bool = False  # built where the process group is not set up (`else:` of `if opt["dist"]:`)
+    iterated: bool = False  # a `for` over it (or iter() of it) that runs no collective: each rank's own work
 
 
 @dataclass
@@ -80,6 +83,7 @@ class AccumulationFact:
     step: Optional[Location]
     pattern: str  # "micro_step_loop" | "conditional_step" | "sync_flag_after_forward" (step: the forward)
     by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
+    no_sync: Optional[bool] = None  # lint/no_sync.covered: False where it covers one configuration only
 
 
 @dataclass
@@ -89,6 +93,7 @@ class SaveFact:
     every_rank: bool  # reached by every rank: no rank test on any way to it
     reason: str  # why it is (not) judged every-rank
     per_node: Optional[str] = None  # the per-node test (`local_rank == 0`) that lets one rank per node save
+    call: str = "torch.save"  # the writing call, as the finding words it (`model.save_pretrained`)
 
 
 @dataclass
@@ -114,6 +119,7 @@ class LintFacts:
     cached: bool = False  # read from the cache: no file changed since the last lint
     data_sized: list = field(default_factory=list)  # lint/data_sized.DataSizedCollective (DDP807)
     unranked_seeds: list = field(default_factory=list)  # lint/worker_seeds.UnrankedSeed (DDP808)
+    rank_local: list = field(default_factory=list)  # lint/rank_state.RankLocalDecision (DDP809)
 
 
 def loc(fn: Function, node: ast.AST) -> Location:
@@ -130,28 +136,32 @@ class FactBuilder:
 
     # ------------------------------------------------------------------ collectives
     def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = (),
-              call: Optional[ast.Call] = None) -> list[Reached]:
+              call: Optional[ast.Call] = None, entries: tuple = ()) -> list[Reached]:
         """Every collective a function may run, directly or through local calls, with the chain
         and the (non-rank) tests on the way. `call`: the call that enters fn, whose arguments
-        may switch some of it off (`merge(state)` leaves `use_barriers=False`)."""
+        may switch some of it off (`merge(state)` leaves `use_barriers=False`); `entries`: the
+        calls that entered the functions of `stack` (None where not a call), so a value passed
+        on (`_write(..., synchronize=synchronize)`) is read where it was given."""
         if fn in stack or depth <= 0:
             return []
         if fn in self._reach and not stack:
             return self._reach[fn]
         found = []
         paired = self._paired(fn)
+        context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
         for event in fn.events:
-            if call is not None and any(flag and _switched(fn, call, c) is False for c, flag in event.conds):
+            if call is not None and any(flag and _switched(fn, call, c, context) is False for c, flag in event.conds):
                 continue
             own_conds = event.conds if call is None else \
-                tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c) is True))
+                tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c, context) is True))
             if event.kind == "collective" and id(event) not in paired:
                 found.append((event.op, loc(fn, event.node), [], own_conds))
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
                     step = f"{fn.file.display}:{event.line} {target.label}"
                     entry = event.node if event.kind == "call" else None
-                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry):
+                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry,
+                                                              (entries + (call,))[-3:]):
                         op = through_grad_off(self.program, op, event.node, fn)
                         found.append((op, where, [step] + chain, own_conds + conds))
         if not stack:
@@ -252,8 +262,9 @@ class FactBuilder:
     def _switches(self) -> frozenset:
         """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
         if not hasattr(self, "_switch_set"):
+            # any test, not only a plain flag: `if opt["dist"]:`, `if args.world_size > 1:`
             self._switch_set = frozenset(c for fn in self.functions for e in fn.events if e.kind == "init"
-                                         for c, flag in e.conds if flag)
+                                         for c, _ in e.conds)
         return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[bool]:
@@ -394,6 +405,9 @@ class FactBuilder:
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
+                single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
+                                               self._switches()),
+                iterated=bool(name) and self._iterated_alone(name),
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
@@ -524,6 +538,11 @@ class FactBuilder:
                             (loops > 0 or self.in_loop(sfn)):
                         constant = loc(sfn, scall)
             names = {n for n in (own, loader_name, name, fed) if n}
+            if fn.name in names and not isinstance(fn.node, ast.Module):
+                # `return DataLoader(...)` from a builder: the names its callers bind the loader
+                # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
+                names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
+                          if isinstance(e.node, ast.Call)} - {""}
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             found.append(SamplerFact(
@@ -533,6 +552,17 @@ class FactBuilder:
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
         return found
+
+    def _iterated_alone(self, name: str) -> bool:
+        """A loop over the loader named `name` (a name or attribute) whose body runs no
+        collective: the ranks do not cooperate on each batch (tensor parallelism would)."""
+        for fn in self.functions:
+            for node, _ in _fn_loops(fn):
+                if isinstance(node, (ast.For, ast.AsyncFor)) and name in {
+                        last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}:
+                    if not any(isinstance(c, ast.Call) and self.program.collective(c, fn) for c in walk(node)):
+                        return True
+        return False
 
     def _iterated(self) -> dict[str, bool]:
         """name -> iterated more than once (a `for` over it inside a loop, or in a function that
@@ -561,6 +591,7 @@ class FactBuilder:
             for node, _ in _fn_loops(fn):
                 fact = self._accumulation(fn, node)
                 if fact is not None:
+                    fact.no_sync = no_sync.covered(self.program, fn, node)
                     found.append(fact)
         return found
 
@@ -697,12 +728,23 @@ class FactBuilder:
                 if event.kind != "save":
                     continue
                 call = event.node
-                path = call.args[1] if len(call.args) > 1 else keyword(call, "f")
+                how = save_call(self.program, call, fn) or "torch.save"
+                path = save_path(call, how)
                 path_text = text(path) if path is not None else "?"
                 where = loc(fn, call)
                 if event.guards:
                     found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
-                                          _per_node(event.guards)))
+                                          _per_node(event.guards), how))
+                    continue
+                first = writes.rank_zero_first(self, fn, call)
+                if first:
+                    found.append(SaveFact(where, path_text, False, first, None, how))
+                    continue
+                if how != "torch.save" and fn.file is not self.program.files[0]:
+                    # a library save inside an imported helper (a checkpoint handler, a tokenizer
+                    # wrapper): which ranks hold the state it writes (an FSDP state dict gathered
+                    # to rank 0) is not in the source; the entry script's own save is judged
+                    found.append(SaveFact(where, path_text, False, "a library save in an imported helper", None, how))
                     continue
                 if _single_process(event.conds, self._switches()):
                     found.append(SaveFact(where, path_text, False, "on the single-process path"))
@@ -714,7 +756,7 @@ class FactBuilder:
                     found.append(SaveFact(where, path_text, False, "saved to memory"))
                     continue
                 if isinstance(fn.node, ast.Module):
-                    found.append(SaveFact(where, path_text, True, "module level, no rank test"))
+                    found.append(SaveFact(where, path_text, True, "module level, no rank test", None, how))
                     continue
                 guarded = self.only_guarded(fn)
                 if guarded is None:
@@ -725,7 +767,7 @@ class FactBuilder:
                     found.append(SaveFact(where, path_text, not guarded,
                                           "every caller is under a rank test" if guarded else
                                           f"{fn.label} is called without a rank test",
-                                          self._per_node_callers(fn) if guarded else None))
+                                          self._per_node_callers(fn) if guarded else None, how))
         return found
 
     def _per_node_callers(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[str]:
@@ -755,10 +797,12 @@ def _single_process(conds: tuple, switches: frozenset = frozenset()) -> bool:
     return any(SINGLE.search(c) or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
 
 
-def _switched(target: Function, call: ast.Call, cond: str) -> Optional[bool]:
+def _switched(target: Function, call: ast.Call, cond: str, context: tuple = ()) -> Optional[bool]:
     """`if use_barriers:` in target: False where this call leaves the parameter at its default
     False (or passes a constant False), so the branch never runs on this way in; True where it
-    passes a constant True (proven on); None when it cannot tell."""
+    passes a constant True (proven on); None when it cannot tell. context: the (function, call
+    that entered it) pairs of the callers, innermost last: a parameter passed on by name is
+    read at the call that gave it (bounded: the last three calls)."""
     if isinstance(target.node, ast.Module) or cond not in target.params:
         return None
     args = target.node.args
@@ -776,6 +820,10 @@ def _switched(target: Function, call: ast.Call, cond: str) -> Optional[bool]:
         value = defaults[index - first] if index >= first else None
     if value is None:
         return None
+    if isinstance(value, ast.Name) and context:
+        caller, entered = context[-1]
+        if entered is not None and value.id in caller.params and not caller.bindings.get(value.id):
+            return _switched(caller, entered, value.id, context[:-1])
     if is_const(value, False, None, 0):
         return False
     return True if is_const(value, True) else None
@@ -899,6 +947,7 @@ def build(program: Program, script: str) -> LintFacts:
         else:
             accumulate = accumulate or n.arg == "gradient_accumulation_steps"
     loaders = builder.loaders(framework)
+    reachable = {id(f.node) for f in program.reachable}
     return LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.files],
@@ -910,5 +959,6 @@ def build(program: Program, script: str) -> LintFacts:
         saves=builder.saves(),
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped,
-        data_sized=data_sized.gather(program.files, {id(f.node) for f in program.reachable}),
-        unranked_seeds=worker_seeds.gather(program.files, {id(f.node) for f in program.reachable}))
+        data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
+        unranked_seeds=worker_seeds.gather(program.files, reachable),
+        rank_local=rank_state.gather(builder, ddp or framework is not None))

@@ -36,6 +36,7 @@ PROBE_TWINS = {
     "DDP806": ("DDP701",),
     "DDP807": ("DDP506", "DDP501"),
     "DDP808": ("DDP305",),
+    "DDP809": ("DDP502", "DDP501", "DDP503"),
 }
 
 

@@ -154,8 +154,35 @@ def is_init(program: Program, call: ast.Call, fn: Function) -> bool:
 
 
 def is_save(program: Program, call: ast.Call, fn: Function) -> bool:
-    """The call writes a checkpoint file (torch.save, whatever it was imported as)."""
-    return (program.qualify(call.func, fn) or "") == "torch.save"
+    """The call writes a checkpoint file on the rank that runs it: torch.save (whatever it was
+    imported as), safetensors' save_file / save_model, a model's `save_pretrained(dir)`
+    (transformers, PEFT, diffusers write on every rank that calls it unless told
+    `is_main_process=`). Not Accelerate's save / save_state / save_model nor a transformers
+    Trainer's save_model: they write from the main process themselves."""
+    return save_call(program, call, fn) is not None
+
+
+def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
+    """The save's name as a finding words it (`torch.save`, `model.save_pretrained`), or None."""
+    full = program.qualify(call.func, fn) or ""
+    if full == "torch.save":
+        return "torch.save"
+    if full.startswith("safetensors.") and full.rsplit(".", 1)[-1] in ("save_file", "save_model"):
+        return full.rsplit(".", 2)[-2] + "." + full.rsplit(".", 1)[-1]
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "save_pretrained" and \
+            keyword(call, "is_main_process") is None and keyword(call, "save_function") is None and \
+            not any(kw.arg is None for kw in call.keywords) and not program.resolve(call.func, fn)[0]:
+        return f"{text(call.func.value, 40)}.save_pretrained"
+    return None
+
+
+def save_path(call: ast.Call, how: str) -> Optional[ast.AST]:
+    """Where a save call writes: torch.save's second argument, save_pretrained's first."""
+    if how.endswith("save_pretrained"):
+        return call.args[0] if call.args else keyword(call, "save_directory")
+    if how.endswith(("save_file", "save_model")):
+        return call.args[1] if len(call.args) > 1 else keyword(call, "filename")
+    return call.args[1] if len(call.args) > 1 else keyword(call, "f")
 
 
 def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
@@ -305,23 +332,48 @@ def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
 
 
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
-    """The DDP(...) call that a called name or `self.attr` holds, if any."""
+    """The DDP(...) call that a called name or `self.attr` holds, if any: built there or
+    returned by a local helper (`model = build_model(cfg)` ending in `return DDP(net)`)."""
     func = call.func
     if isinstance(func, ast.Name):
         found = program.lookup(func.id, fn)
         for line, value, scope in found:
             # `model = DDP(model)` in this very function: only calls after it are DDP forwards
-            if ddp_call(program, value, scope) and (scope is not fn or line < call.lineno):
-                return value, scope
+            if scope is fn and line >= call.lineno:
+                continue
+            wrapped = _ddp_made(program, value, scope)
+            if wrapped is not None:
+                return wrapped
         if not found:
             for value, scope in program.values_of(func, fn):
-                if ddp_call(program, value, scope):
-                    return value, scope
+                wrapped = _ddp_made(program, value, scope)
+                if wrapped is not None:
+                    return wrapped
         return None
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         for value, scope in program.values_of(func, fn, depth=1):
-            if ddp_call(program, value, scope):
-                return value, scope
+            wrapped = _ddp_made(program, value, scope)
+            if wrapped is None and isinstance(value, ast.Name) and scope.parent is None and scope.cls is not None:
+                # `self.model = model` in __init__: what its callers (a factory's `cls(...)`) pass
+                for arg, caller in program.values_of(value, scope, depth=2):
+                    wrapped = wrapped or _ddp_made(program, arg, caller)
+            if wrapped is not None:
+                return wrapped
+    return None
+
+
+def _ddp_made(program: Program, value: ast.AST, fn: Function, depth: int = 2) -> Optional[tuple[ast.Call, Function]]:
+    """The DDP(...) call a value is, or that the local helper it calls returns."""
+    if ddp_call(program, value, fn):
+        return value, fn
+    if depth > 0 and isinstance(value, ast.Call):
+        target = program.callee(value.func, fn)
+        if program.is_function(target) and not isinstance(target.node, ast.Module) and target.name != "__init__":
+            for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None):
+                for inner, scope in program.values_of(ret, target, 2):
+                    found = _ddp_made(program, inner, scope, depth - 1)
+                    if found is not None:
+                        return found
     return None
 
 

@@ -177,6 +177,7 @@ class Program:
             fn.attr_bindings = {}
             fn.arguments = {}
             fn.__dict__.pop("_loops", None)
+            fn.__dict__.pop("_call_conds", None)
         for klass in self.classes:
             klass.node = None
             klass.attrs = {}
@@ -458,6 +459,9 @@ class Program:
             if name in scope.nested:
                 return scope.nested[name]
             scope = scope.parent
+        if name == "cls" and fn.cls is not None and fn.parent is None and \
+                any(last_name(d) == "classmethod" for d in getattr(fn.node, "decorator_list", [])):
+            return fn.cls  # `return cls(...)` in a classmethod: a factory of its class
         module = fn.module
         if name in module.functions:
             return module.functions[name]
@@ -514,12 +518,19 @@ class Program:
         return None
 
     def class_of(self, node: ast.AST, fn: Function, depth: int = 3) -> Optional[Klass]:
-        """The local class an expression is an instance of, when the source says so."""
+        """The local class an expression is an instance of, when the source says so: built
+        there, or returned by a local factory (`Trainer.from_config(cfg)` returning `cls(...)`,
+        `build_trainer(cfg)` returning `Trainer(...)`)."""
         for value, scope in self.values_of(node, fn, depth):
             if isinstance(value, ast.Call):
                 target = self._callee_symbol(value.func, scope)
                 if isinstance(target, Klass):
                     return target
+                if isinstance(target, Function) and depth > 0 and not isinstance(target.node, ast.Module):
+                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None):
+                        found = self.class_of(ret, target, depth - 1)
+                        if found is not None:
+                            return found
         return None
 
     def callee(self, func: ast.AST, fn: Function) -> Optional[Union[Function, Klass, Module]]:
@@ -542,6 +553,8 @@ class Program:
             if isinstance(owner, Module):
                 return owner.functions.get(func.attr) or owner.classes.get(func.attr) or \
                     self.full_symbol(f"{owner.name}.{func.attr}")
+            if isinstance(owner, Klass):  # `Trainer.from_config(cfg)`: a class's own method
+                return self.method(owner, func.attr)
         return None
 
     def resolve(self, func: ast.AST, fn: Function) -> tuple[list[Function], list[Function]]:
@@ -793,7 +806,11 @@ class Walker:
                 said = _conjuncts(stmt.test)
                 mark = len(self.conds)
                 if isinstance(stmt, ast.If):
-                    self.conds.extend((t, _flag_like(stmt.test)) for t in sorted(said))
+                    # each part of an `and` is a switch of its own (`if synchronize and
+                    # dist.is_initialized():`): a caller's constant may turn it off
+                    parts = {text(v, 10_000): _flag_like(v) for v in getattr(stmt.test, "values", ())
+                             if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And)}
+                    self.conds.extend((t, parts.get(t, _flag_like(stmt.test))) for t in sorted(said))
                 self.block(stmt.body, tuple(g for g in guards if not said & set(g.unless)), inner)
                 del self.conds[mark:]
                 if stmt.orelse:
@@ -865,6 +882,8 @@ class Walker:
         line = call.lineno
         fn.calls.append((call, guards, loops))
         conds = tuple(self.conds)
+        if conds:  # the plain tests around every call, for rules on calls that are not events
+            fn.__dict__.setdefault("_call_conds", {})[id(call)] = conds
         op = program.collective(call, fn)
         if op is not None:
             fn.events.append(Event("collective", call, line, guards, loops, op=op, conds=conds))

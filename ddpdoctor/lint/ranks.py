@@ -43,6 +43,9 @@ UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_av
                  "is_torchelastic_launched", "get_world_size"}
 UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)$|world_size$",
                           re.IGNORECASE)
+# A count of processes (GPUs) per node.
+PER_NODE = re.compile(r"per_node|local_world_size|LOCAL_WORLD_SIZE|LOCAL_SIZE|n_?gpus|num_gpus|gpus|"
+                      r"device_count|nproc|local_size", re.IGNORECASE)
 # A rank within the node, not within the job.
 LOCAL = re.compile(r"local_?rank|LOCALID|local_process_index|get_local_rank", re.IGNORECASE)
 # Functions that start one process per rank, the first argument of the target being its index.
@@ -183,6 +186,12 @@ class RankFlow:
             return self._bool(test, fn, depth)
         if isinstance(test, ast.IfExp):  # is_local_master(args) if local else is_global_master(args)
             sides = [self.guard(test.body, fn, depth), self.guard(test.orelse, fn, depth)]
+            # `get_rank() == 0 if is_dist() else True`: the constant is the not-distributed answer
+            if sum(1 for s in sides if s) == 1 and self.uniform(test.test, fn) and \
+                    any(isinstance(side, ast.Constant) and isinstance(side.value, bool)
+                        for side in (test.body, test.orelse)):
+                found = next(s for s in sides if s)
+                return RankTest(text(test), found.key, found.polarity, found.assumption, found.scope)
             if all(sides) and not self.guard(test.test, fn, depth):
                 polarity = sides[0].polarity if sides[0].polarity == sides[1].polarity else "other"
                 return RankTest(text(test), sides[0].key, polarity, sides[0].assumption,
@@ -282,7 +291,9 @@ class RankFlow:
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            return "node"
+            # `rank % ngpus_per_node == 0` is one rank per node; `rank % world_size == 0` rank 0
+            # of the job, and a modulus the source does not explain is not taken as per node
+            return "node" if self._node_count(node.right, fn, depth) else "global"
         if LOCAL.search(text(node, 200)):
             return "node"
         if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
@@ -294,14 +305,46 @@ class RankFlow:
             return self._scope(node.args[0], fn, depth)
         return "global"
 
+    def _node_count(self, node: ast.AST, fn: Function, depth: int = 3) -> bool:
+        """The number of processes per node: torch.cuda.device_count(), LOCAL_WORLD_SIZE,
+        `ngpus_per_node`, a name assigned from one; not the job's world size."""
+        if isinstance(node, ast.Call) and last_name(node.func) in ("int", "str", "len") and node.args:
+            return self._node_count(node.args[0], fn, depth)
+        if isinstance(node, ast.Call):
+            return last_name(node.func) in ("device_count", "get_local_size", "local_world_size")
+        if env_key(node) is not None:
+            return bool(PER_NODE.search(env_key(node) or ""))
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            values = self._values(node, fn) if depth > 0 else None
+            if values and any(self._node_count(v, scope, depth - 1) for v, scope in values):
+                return True
+            return bool(PER_NODE.search(last_name(node) or ""))
+        return False
+
+    def _fallbacks(self, target: Function) -> set[int]:
+        """Constant returns that are a helper's answer when the run is not distributed:
+        `if dist.is_initialized(): return dist.get_rank() == 0` / `return True`. They say
+        nothing about the ranks of a distributed run, so the helper is still a rank test."""
+        found: set[int] = set()
+        uniform_ifs = [n for n in target.own if isinstance(n, ast.If) and self.uniform(n.test, target)]
+        if not uniform_ifs:
+            return found
+        for node in target.own:
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, bool):
+                found.add(id(node.value))
+        return found
+
     def _function_test(self, target: Function, depth: int) -> Optional[RankTest]:
-        """A helper whose every return value is the same kind of rank test."""
+        """A helper whose every return value is the same kind of rank test (a not-distributed
+        fallback `return True` aside)."""
         if id(target) in self._returns:
             return self._returns[id(target)]
         self._returns[id(target)] = None
         found = None
         if depth > 0:
-            tests = [self.guard(r, target, depth - 1) for r in _returns(target)]
+            fallback = self._fallbacks(target)
+            tests = [self.guard(r, target, depth - 1) for r in _returns(target) if id(r) not in fallback]
             if tests and all(t is not None for t in tests):
                 polarities = {t.polarity for t in tests}
                 found = RankTest(tests[0].text, tests[0].key, polarities.pop() if len(polarities) == 1 else "other",
@@ -341,16 +384,24 @@ class RankFlow:
                                     found.assumption, found.scope)
         return None
 
-    def uniform(self, node: ast.AST, fn: Function) -> bool:
+    def uniform(self, node: ast.AST, fn: Function, depth: int = 2) -> bool:
         """A test the same on every rank that says whether the run is distributed at all."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return self.uniform(node.operand, fn)
+            return self.uniform(node.operand, fn, depth)
+        if isinstance(node, ast.BoolOp):
+            return all(self.uniform(v, fn, depth) for v in node.values)
         if isinstance(node, ast.Call):
-            return (last_name(node.func) or "") in UNIFORM_CALLS
+            if (last_name(node.func) or "") in UNIFORM_CALLS:
+                return True
+            # a local helper answering "distributed at all?": `def is_dist(): return
+            # dist.is_available() and dist.is_initialized()`
+            targets, _ = self.program.resolve(node.func, fn) if depth > 0 else ([], [])
+            return any(_returns(t) and all(self.uniform(r, t, depth - 1) for r in _returns(t))
+                       for t in targets)
         if isinstance(node, (ast.Name, ast.Attribute)):
             return bool(UNIFORM_NAME.search(last_name(node) or ""))
         if isinstance(node, ast.Compare):
-            return all(self.uniform(n, fn) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
+            return all(self.uniform(n, fn, depth) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
         return False
 
 

@@ -1,0 +1,63 @@
+"""DDP809: every rank decides control flow on a value only some ranks hold."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP809", "Control flow decided by a rank-local value", Severity.ERROR)
+def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A test that every rank runs - an `if` or `while` that breaks, continues, returns or
+        runs a collective - on a value only some ranks hold:
+        - a variable assigned or updated only under a rank test (rank 0 counts the epochs
+          without improvement of its validation loss; every rank then runs
+          `if stale > patience: break`);
+        - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
+          `if loss.item() > limit: continue` before the backward), each rank testing its own
+          batch.
+        An error where the variable is provably set on some ranks only and the test runs on
+        every rank; a warning, naming the assumption, otherwise (and always for a tensor
+        value: it differs only when the batches do). A variable handed to a collective in the
+        same function (`dist.broadcast_object_list([stop])`) is shared and not reported.
+
+    Why it hurts:
+        The ranks take different branches: rank 0 leaves the loop while the others enter the
+        next epoch's forward and wait in its all-reduce for a rank that never comes - a hang
+        until the NCCL timeout; a skipped backward on one rank does the same at the next
+        gradient all-reduce, or pairs the wrong buckets.
+
+    How to fix:
+        Make the decision the same on every rank: share the value, then test it.
+
+            stop = torch.tensor(int(rank == 0 and stale > patience))
+            dist.broadcast(stop, src=0)     # or all_reduce(flag, op=MAX) for a per-rank flag
+            if stop.item():
+                break
+    """
+    if facts.distributed is None and facts.framework is None:
+        return Skipped("the script sets up no process group")
+    problems = []
+    for found in facts.rank_local:
+        if found.kind == "rank_state":
+            message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank, but "
+                       f"`{found.value}` is set only under `{found.guard}` (at {found.assigned}): "
+                       f"the ranks disagree and the others wait in {found.work}")
+            hint = (f"share `{found.value}` before the test (dist.broadcast from the rank that sets it, "
+                    "or all_reduce a flag), or update it on every rank")
+        else:
+            message = (f"`{found.decision}` at {found.location} decides ({found.action}) on each rank's own "
+                       f"`{found.value}`: a rank that skips leaves the others waiting in {found.work}")
+            hint = ("all-reduce the flag first so every rank decides the same "
+                    "(flag = torch.tensor(float(bad)); dist.all_reduce(flag, op=dist.ReduceOp.MAX))")
+        if found.assumption:
+            message = f"if {found.assumption}: {message}"
+        problems.append(Problem(
+            message=message, hint=hint, location=found.location,
+            severity=Severity.WARNING if found.assumption else None,
+            evidence={"decision": found.decision, "value": found.value, "kind": found.kind,
+                      "action": found.action}))
+    return problems

@@ -1,0 +1,84 @@
+"""Whether an accumulation loop's no_sync covers every configuration it runs in.
+
+`with model.no_sync():` (or `model.require_backward_grad_sync = ...`) used only under a test
+that does not follow the micro-step - a configuration switch such as `if use_fsdp:` or
+`isinstance(model, FSDP)` - leaves the other configuration (plain DDP) all-reducing on every
+micro-step: the fix that wrapped only the FSDP path. A test on the micro-step itself (`if not
+last_step:`, `micro % accum != 0`) is how no_sync is meant to be used and covers the loop.
+DDP805 reads this per loop (lint/facts.py), instead of "no_sync appears somewhere".
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Optional
+
+from ddpdoctor.lint.nodes import walk
+
+Function = Any
+SYNC_WORDS = ("no_sync", "require_backward_grad_sync")
+
+
+def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
+    """True: no_sync reaches the loop's backward on every configuration; False: only under a
+    configuration switch, the other side without it; None: no no_sync in the loop (nor in what
+    it calls one level down), so the whole-script answer stands."""
+    uses = _uses(loop)
+    if not uses:
+        for node in walk(loop):
+            if isinstance(node, ast.Call):
+                for target in program.resolve(node.func, fn)[0]:
+                    if target.node is not None and any(_mentions(n) for n in target.own):
+                        return None  # set up in a helper: not judged here
+        return None
+    stepping = _stepping_names(loop)
+    for parent, side, other in _branches(loop):
+        inside = [u for u in uses if any(u is n for s in side for n in walk(s))]
+        if not inside:
+            continue
+        test = parent.test
+        # `if use_fsdp and not last:` - each part of an `and` must hold: a part that does not
+        # follow the micro-step is a configuration switch
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        if side is parent.orelse or (isinstance(parent, ast.IfExp) and side[0] is parent.orelse):
+            parts = [test]  # the else side: what the test's negation holds
+        # `if ddp:` (distributed at all): the other side has no DDP model to sync
+        parts = [p for p in parts if not program.ranks.uniform(p, fn)]
+        if all({n.id for n in walk(p) if isinstance(n, ast.Name)} & stepping for p in parts):
+            continue  # a test on the micro-step: how no_sync is meant to be used
+        if not any(_mentions(n) for s in other for n in (walk(s) if isinstance(s, ast.AST) else [])):
+            return False
+    return True
+
+
+def _mentions(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr in SYNC_WORDS) or \
+        (isinstance(node, ast.Name) and node.id in SYNC_WORDS)
+
+
+def _uses(loop: ast.AST) -> list[ast.AST]:
+    return [n for n in walk(loop) if _mentions(n)]
+
+
+def _stepping_names(loop: ast.AST) -> set[str]:
+    """Names that change with the micro-step: the loop targets and what the loop body assigns."""
+    names = set()
+    for node in walk(loop):
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            names.update(n.id for n in walk(node.target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def _branches(loop: ast.AST):
+    """(the if / conditional expression, one side, the other side) for every branch in the loop."""
+    for node in walk(loop):
+        if isinstance(node, ast.If):
+            yield node, node.body, node.orelse
+            yield node, node.orelse, node.body
+        elif isinstance(node, ast.IfExp):
+            yield node, [node.body], [node.orelse]
+            yield node, [node.orelse], [node.body]

@@ -1,0 +1,352 @@
+"""Decisions every rank takes on a value that only some ranks hold (DDP809's facts).
+
+Two shapes, both a classic hang: the ranks leave a loop (or skip a step) at different times and
+the ones still inside wait in the next collective for ever.
+
+- Rank-local state: a variable assigned only under a rank test (rank 0 updates an early-stopping
+  counter from its validation loss), then read by a test on every rank that breaks, continues,
+  returns or runs a collective (`if stale > patience: break`).
+- A rank-local tensor's value: `if not torch.isfinite(loss): continue` (or a comparison of its
+  `.item()`) decides on each rank's own loss, before the backward (gradient all-reduce) or a
+  collective the others then run.
+
+Read per function, in statement order, from the Program's syntax (program.py) and its rank tests
+(ranks.py); what counts as collective work (a collective, a DDP forward, a backward of a DDP
+model) comes from patterns.py and the FactBuilder, so this module holds the reasoning only.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import RankTest, last_name, text
+
+Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
+Function = Any
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Tests on a tensor's value, each rank's own unless it was all-reduced first.
+VALUE_TESTS = {"isfinite", "isnan", "isinf", "isneginf", "isposinf"}
+
+
+@dataclass
+class RankLocalDecision:
+    """A test every rank runs on a value some ranks do not share, and what it decides."""
+
+    location: Location  # the if / while
+    decision: str  # its test, as written
+    action: str  # "break" | "continue" | "return" | "runs dist.all_reduce()" ...
+    value: str  # the rank-local variable, or the tensor expression tested
+    kind: str  # "rank_state" | "tensor_value"
+    work: str  # the collective work the other ranks go on to (what hangs)
+    assigned: Optional[Location] = None  # rank_state: where it is set under the rank test
+    guard: str = ""  # rank_state: that rank test
+    assumption: str = ""  # "" when proven; else what must hold (a warning that says so)
+
+
+@dataclass
+class _Stmt:
+    node: ast.stmt
+    guards: tuple[RankTest, ...]
+    loops: tuple[ast.AST, ...]  # enclosing loops, innermost last
+    conditional: bool  # under a test that is not a rank test
+
+
+def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
+    found: list[RankLocalDecision] = []
+    by_class: dict[Any, list[tuple[Function, list[_Stmt]]]] = {}
+    for fn in builder.functions:
+        if fn.node is None:
+            continue
+        stmts = list(_statements(builder.program, fn, fn.node.body, (), (), False))
+        found.extend(_rank_state(builder, fn, stmts, ddp))
+        found.extend(_tensor_values(builder, fn, stmts, ddp))
+        if fn.cls is not None and fn.parent is None:
+            by_class.setdefault(fn.cls, []).append((fn, stmts))
+    for methods in by_class.values():
+        found.extend(_attribute_state(builder, methods, ddp))
+    return sorted(found, key=lambda d: (d.location.file, d.location.line or 0))
+
+
+def _self_attrs(stmt: ast.stmt) -> list[str]:
+    """`stale` for `self.stale = ...` / `self.stale += 1` / `self.best, self.stale = ...`."""
+    return [n.attr for n in _assigned(stmt) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "self"]
+
+
+def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLocalDecision]:
+    """The same for an object's state: `self.stale` updated only under a rank test, or in a
+    method only ever called under one (`if rank == 0: self.validate()`), then tested in a
+    method every rank runs (`if self.stale > self.patience: break`)."""
+    assigned: dict[str, list[tuple[Function, _Stmt, bool]]] = {}
+    shared: set[str] = set()
+    for fn, stmts in methods:
+        only = builder.only_guarded(fn) is True
+        for item in stmts:
+            for attr in _self_attrs(item.node):
+                assigned.setdefault(attr, []).append((fn, item, bool(item.guards) or only))
+        for node in fn.own:
+            if isinstance(node, ast.Call) and builder.program.collective(node, fn):
+                shared.update(n.attr for arg in [*node.args, *(k.value for k in node.keywords)]
+                              for n in walk(arg) if isinstance(n, ast.Attribute))
+    local = {}
+    for attr, items in assigned.items():
+        ranked = [(f, i) for f, i, r in items if r]
+        if attr in shared or not ranked:
+            continue
+        if all(_constant(getattr(i.node, "value", None)) for _, i, r in items if not r):
+            local[attr] = ranked[0]
+    found = []
+    for fn, stmts in methods if local else ():
+        if builder.only_guarded(fn) is True:
+            continue
+        for item in stmts:
+            stmt = item.node
+            if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
+                continue
+            read = [n.attr for n in walk(stmt.test) if isinstance(n, ast.Attribute) and n.attr in local
+                    and isinstance(n.value, ast.Name) and n.value.id == "self"]
+            if not read:
+                continue
+            effect = _effect(builder, fn, stmt, item, ddp)
+            if effect is None:
+                continue
+            setter_fn, setter = local[read[0]]
+            tests = list(setter.guards) or [g.test for _, e in builder.callers().get(setter_fn, [])
+                                             for g in e.guards[-1:]]
+            guard = tests[-1].text if tests else setter_fn.rank_only or ""
+            assumption = tests[-1].assumption if tests else ""
+            notes = [a for a in (assumption, f"the test at line {stmt.lineno} is reached on every rank"
+                                 if item.conditional else "") if a]
+            found.append(RankLocalDecision(
+                Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], f"self.{read[0]}",
+                "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
+                ", and ".join(notes)))
+    return found
+
+
+def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
+                conditional: bool) -> Iterator[_Stmt]:
+    """Every statement of a body, with the rank tests, loops and plain tests around it; after
+    `if rank != 0: return` the rest runs under the negated test (as program.Walker reads it)."""
+    for index, stmt in enumerate(body):
+        yield _Stmt(stmt, guards, loops, conditional)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, (ast.If, ast.While)):
+            test = program.ranks.guard(stmt.test, fn)
+            inner = loops + (stmt,) if isinstance(stmt, ast.While) else loops
+            if test is None:
+                yield from _statements(program, fn, stmt.body, guards, inner, True)
+                yield from _statements(program, fn, stmt.orelse, guards, loops, True)
+            else:
+                yield from _statements(program, fn, stmt.body, guards + (test,), inner, conditional)
+                yield from _statements(program, fn, stmt.orelse, guards + (test.negated(),), loops, conditional)
+                if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
+                        isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)):
+                    yield from _statements(program, fn, body[index + 1:], guards + (test.negated(),),
+                                           loops, conditional)
+                    return
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            yield from _statements(program, fn, stmt.body, guards, loops + (stmt,), conditional)
+            yield from _statements(program, fn, stmt.orelse, guards, loops, conditional)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from _statements(program, fn, stmt.body, guards, loops, conditional)
+        elif isinstance(stmt, ast.Try):
+            for part in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
+                yield from _statements(program, fn, part, guards, loops, conditional)
+
+
+def _assigned(stmt: ast.stmt) -> list[ast.AST]:
+    """The targets a statement assigns, tuples unpacked (`a, b = ...`, `a += 1`)."""
+    if isinstance(stmt, ast.Assign):
+        nodes = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+        nodes = [stmt.target]
+    else:
+        return []
+    return [sub for node in nodes for sub in (node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node])]
+
+
+def _targets(stmt: ast.stmt) -> list[str]:
+    """The plain names a statement assigns."""
+    return [n.id for n in _assigned(stmt) if isinstance(n, ast.Name)]
+
+
+def _constant(value: ast.AST) -> bool:
+    """`0`, `-1`, `float("inf")`, `None`, `False`: an initial value, the same on every rank."""
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Constant):
+        return True
+    if isinstance(value, ast.Call) and last_name(value.func) in ("float", "int") and value.args \
+            and all(isinstance(a, ast.Constant) for a in value.args):
+        return True
+    if isinstance(value, ast.Attribute) and value.attr in ("inf", "nan"):
+        return True
+    return isinstance(value, ast.Tuple) and all(_constant(e) for e in value.elts)
+
+
+def _shared(builder: Builder, fn: Function) -> set[str]:
+    """Names handed to a collective anywhere in fn (`dist.broadcast_object_list([stop])`,
+    `dist.all_reduce(flag)`): their value is made the same on every rank there."""
+    names: set[str] = set()
+    for node in fn.own:
+        if isinstance(node, ast.Call) and builder.program.collective(node, fn):
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                names.update(n.id for n in walk(arg) if isinstance(n, ast.Name))
+    return names
+
+
+def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
+    assigned: dict[str, list[_Stmt]] = {}
+    loop_targets: set[str] = set()
+    for item in stmts:
+        for name in _targets(item.node):
+            assigned.setdefault(name, []).append(item)
+        if isinstance(item.node, (ast.For, ast.AsyncFor)):
+            loop_targets.update(n.id for n in walk(item.node.target) if isinstance(n, ast.Name))
+    shared = _shared(builder, fn)
+    local: dict[str, _Stmt] = {}
+    for name, items in assigned.items():
+        if name in shared or name in loop_targets:
+            continue
+        ranked = [i for i in items if i.guards]
+        others = [i for i in items if not i.guards]
+        # every rank's own assignments are initial constants; the updates happen under a rank test
+        if ranked and all(_constant(getattr(i.node, "value", None)) for i in others):
+            local[name] = ranked[0]
+    if not local:
+        return []
+    found = []
+    for item in stmts:
+        stmt = item.node
+        if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
+            continue
+        read = [n.id for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in local]
+        if not read:
+            continue
+        name = read[0]
+        setter = local[name]
+        if setter.node.lineno > stmt.lineno and not item.loops:
+            continue  # set after the read, and no loop brings it back
+        effect = _effect(builder, fn, stmt, item, ddp)
+        if effect is None:
+            continue
+        action, work = effect
+        rank_test = setter.guards[-1]
+        notes = []
+        if rank_test.assumption:
+            notes.append(rank_test.assumption)
+        if item.conditional:
+            notes.append(f"the test at line {stmt.lineno} is reached on every rank")
+        found.append(RankLocalDecision(
+            Location(fn.file.display, stmt.lineno), text(stmt.test), action, name, "rank_state", work,
+            Location(fn.file.display, setter.node.lineno), rank_test.text, ", and ".join(notes)))
+    return found
+
+
+def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
+    found = []
+    shared = _shared(builder, fn)
+    for item in stmts:
+        stmt = item.node
+        if not isinstance(stmt, ast.If) or item.guards:
+            continue
+        tested = [c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
+                  and (c.args or isinstance(c.func, ast.Attribute))]
+        # `if loss.item() > limit: continue`: a comparison on a rank's own number
+        tested += [c for cmp in walk(stmt.test) if isinstance(cmp, ast.Compare) for c in walk(cmp)
+                   if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "item"
+                   and not c.args]
+        if not tested:
+            continue
+        call = tested[0]
+        value = call.args[0] if call.args else call.func.value
+        if {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
+            continue  # all-reduced first: the same decision on every rank
+        effect = _effect(builder, fn, stmt, item, ddp, after_only=True)
+        if effect is None:
+            continue
+        action, work = effect
+        found.append(RankLocalDecision(
+            Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(value), "tensor_value", work,
+            assumption="the value differs between ranks (each rank's own batch)"))
+    return found
+
+
+def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bool,
+            after_only: bool = False) -> Optional[tuple[str, str]]:
+    """What a test on every rank decides that ranks must agree on: (the action, the collective
+    work the ranks then disagree about); None when nothing collective depends on it.
+    after_only: only what the branch skips counts (a tensor test: not a branch's own work)."""
+    branches = [stmt.body, stmt.orelse]
+    for branch in branches:
+        own = _ends(branch)
+        if own is None:
+            continue
+        if own in ("break", "continue") and item.loops:
+            # a break: the others go on into the next pass; a continue: into the rest of this one
+            loop = item.loops[-1]
+            work = _work(builder, fn, list(loop.body) if own == "break" else _after(loop.body, stmt), ddp)
+            if work:
+                return own, work
+        if own == "return" and not after_only:
+            work = _work(builder, fn, list(fn.node.body), ddp)
+            if work:
+                return own, work
+    if isinstance(stmt, ast.If) and not after_only:
+        mine, other = _work(builder, fn, stmt.body, ddp), _work(builder, fn, stmt.orelse, ddp)
+        if mine and not other:
+            return f"runs {mine}", mine
+    return None
+
+
+def _ends(branch: list) -> Optional[str]:
+    """How a branch leaves the pass: break / continue / return (a raise crashes the rank and the
+    launcher ends the job: not a divergence)."""
+    for stmt in branch:
+        if isinstance(stmt, ast.Break):
+            return "break"
+        if isinstance(stmt, ast.Continue):
+            return "continue"
+        if isinstance(stmt, ast.Return):
+            return "return"
+    return None
+
+
+def _after(body: list, stmt: ast.stmt) -> list:
+    """The statements of a loop body that run after stmt in the same pass (stmt may be nested)."""
+    for index, top in enumerate(body):
+        if top is stmt or any(n is stmt for n in walk(top)):
+            return body[index + 1:]
+    return []
+
+
+def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
+    """The first collective work in some statements: a collective (through local calls too), a
+    DDP model's forward, a backward where a DDP model exists (its gradients are all-reduced)."""
+    program = builder.program
+    for stmt in stmts:
+        for node in walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            op = program.collective(node, fn)
+            if op:
+                return op
+            name = last_name(node.func) or ""
+            if name == "backward" and ddp:
+                return f"{text(node.func, 40)}() (DDP all-reduces the gradients)"
+            if program.ddp_model(node, fn) is not None:
+                return f"the DDP forward {text(node.func, 40)}()"
+            targets, _ = program.resolve(node.func, fn)
+            for target in targets:
+                reached = builder.reach(target)
+                if reached:
+                    return f"{reached[0][0]} (in {target.label})"
+                if ddp and builder._backward(node, fn):
+                    return f"the backward in {target.label} (DDP all-reduces the gradients)"
+    return ""

@@ -1,0 +1,51 @@
+"""Where a write on every rank is not a race: a "rank 0 first" block.
+
+`with main_first(): build_cache()` where the context manager lets rank 0 run the body while
+the others wait in a barrier, then releases them (its own barriers pair across its rank tests:
+`if rank != 0: barrier()` / `yield` / `if rank == 0: barrier()`), or a library's
+(`accelerator.main_process_first()`, `training_args.main_process_first()`,
+`local_main_process_first()`). Rank 0 writes the cache; the others find it written. DDP806
+reads this for the saves it judges (lint/facts.py).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import last_name, text
+
+Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
+Function = Any
+LIBRARY_FIRST = {"main_process_first", "local_main_process_first", "rank_zero_first",
+                 "torch_distributed_zero_first", "zero_first"}
+
+
+def rank_zero_first(builder: Builder, fn: Function, call: ast.Call) -> str:
+    """Why `call` in fn runs in a rank-0-first block ("" when it does not): the `with` around it
+    (in fn, or around a call to fn) whose context manager orders the ranks."""
+    for stmt in fn.own:
+        if not isinstance(stmt, (ast.With, ast.AsyncWith)):
+            continue
+        if not any(inner is call for part in stmt.body for inner in walk(part)):
+            continue
+        for item in stmt.items:
+            why = _ordering(builder, item.context_expr, fn)
+            if why:
+                return why
+    return ""
+
+
+def _ordering(builder: Builder, expr: ast.AST, fn: Function) -> str:
+    if not isinstance(expr, ast.Call):
+        return ""
+    name = last_name(expr.func) or ""
+    targets, _ = builder.program.resolve(expr.func, fn)
+    for target in targets:
+        has_yield = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in target.own)
+        if has_yield and builder._paired(target):
+            return f"in `with {text(expr, 60)}:`, whose barriers let rank 0 write first (a cache the others read)"
+    if not targets and name in LIBRARY_FIRST:
+        return f"in `with {text(expr, 60)}:`: rank 0 writes first (a cache the others read)"
+    return ""
