@@ -10,13 +10,14 @@ import functools
 import json
 from pathlib import Path
 
-from ddpdoctor.preflight.node import collective_worker, connect, facts, gpus, interfaces, port_listener, schema
+from ddpdoctor.preflight.node import (collective_worker, connect, facts, gpuhealth, gpus, interfaces, machine,
+                                     ncclib, port_listener, schema)
 
 from ddpdoctor.core import redact
 
 # facts.py's program: each module after those whose names it uses (a node has no ddpdoctor to
 # import them from).
-FACTS_MODULES = (redact, schema, interfaces, gpus, connect, facts)
+FACTS_MODULES = (redact, schema, interfaces, machine, ncclib, gpus, gpuhealth, connect, facts)
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,7 +38,7 @@ def _program(modules, call: str, params: dict) -> bytes:
 
 
 def facts_program(params: dict) -> bytes:
-    """redact.py, node/schema, interfaces, gpus, connect and facts.py, then `_remote_main(params)`:
+    """redact.py, node/schema, interfaces, machine, ncclib, gpus, gpuhealth, connect and facts.py, then `_remote_main(params)`:
     prints one marked JSON line."""
     return _program(FACTS_MODULES, "_remote_main", params)
 

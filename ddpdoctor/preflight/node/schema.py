@@ -97,6 +97,25 @@ class NodeFacts:
     shm_bytes: Optional[int] = None
     nofile_soft: Optional[int] = None
     nofile_hard: Optional[int] = None
+    # The machine under NCCL (machine.py, ncclib.py, gpuhealth.py). A fact that could not be read
+    # is None / empty and `unmeasured` says why: {fact: reason}.
+    shm_free_bytes: Optional[int] = None
+    memlock_soft: Optional[int] = None  # bytes; -1: unlimited
+    memlock_hard: Optional[int] = None
+    cap_eff: Optional[str] = None  # CapEff of /proc/self/status, hex
+    kubernetes: Dict[str, str] = field(default_factory=dict)  # in a pod: pod, node, namespace
+    ib_devices: Dict[str, Any] = field(default_factory=dict)  # device -> port -> state, link_layer, gids
+    pci_links: List[Dict[str, Any]] = field(default_factory=list)  # GPUs and NICs: widths, speeds (GT/s)
+    pci_acs: Dict[str, Any] = field(default_factory=dict)  # bridge above GPUs -> ACS control, gpus
+    iommu: Dict[str, Any] = field(default_factory=dict)  # kernel flags, units, domain types
+    nvswitch_count: Optional[int] = None
+    fabric_manager: Dict[str, Any] = field(default_factory=dict)  # running, version, fabric_state
+    nccl_library: Dict[str, str] = field(default_factory=dict)  # path, how, version torch would load
+    driver_cuda: Optional[str] = None  # the newest CUDA the driver supports (nvidia-smi)
+    gpu_slowdowns: Dict[str, List[str]] = field(default_factory=dict)  # bus id -> active slowdowns
+    xids: List[Dict[str, Any]] = field(default_factory=list)  # recent Xid errors in the kernel log
+    nvlink_errors: Dict[str, Dict[str, int]] = field(default_factory=dict)  # GPU -> kind -> count
+    unmeasured: Dict[str, str] = field(default_factory=dict)
     netns: Optional[str] = None  # kernel boot id + network namespace: equal => loopback is shared
     notes: List[str] = field(default_factory=list)
     connect: Optional[ConnectResult] = None
@@ -153,6 +172,8 @@ def _matches(value, annotation):
     # type: (Any, Any) -> bool
     # Runs only where ddpdoctor itself runs (Python 3.9+), never on a remote node.
     from typing import Union, get_args, get_origin
+    if annotation is Any:
+        return True
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Union:
         return any(_matches(value, a) for a in args)

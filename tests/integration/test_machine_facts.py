@@ -1,0 +1,80 @@
+"""The machine under NCCL on this machine's real /dev/shm, limits and capabilities: a small
+tmpfs on /dev/shm in a mount namespace of its own, a locked-memory limit set for a child, and
+this machine's healthy state staying quiet. Mount namespaces need root; the tests skip without."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from ddpdoctor.core.registry import Skipped
+from ddpdoctor.preflight.node.facts import NodeFacts
+from tests.helpers.cli_runner import ddpdoctor_exe
+from tests.helpers.preflight_facts import cluster, node
+from tests.helpers.recorded_machine import read_tree
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                                reason="a mount namespace needs root and unshare(1)")
+MACHINE_CODES = [f"DDP2{n:02d}" for n in range(7, 17)]
+
+
+def _in_small_shm(argv: list[str], size: str = "16M") -> subprocess.CompletedProcess:
+    """Run argv with a fresh `size` tmpfs on /dev/shm, seen only by it (a mount namespace)."""
+    script = f'mount -t tmpfs -o size={size} tmpfs /dev/shm && exec "$@"'
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *argv],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _findings(done: subprocess.CompletedProcess, code: str) -> list[dict]:
+    report = json.loads(done.stdout)
+    return [f for f in report["findings"] if f["code"] == code]
+
+
+@needs_root
+def test_a_16_mib_dev_shm_fails_preflight_with_the_shm_size_and_a_fix():
+    done = _in_small_shm([*ddpdoctor_exe(), "preflight", "--nproc-per-node", "2", "--json", "-", "--quiet"])
+    found = _findings(done, "DDP207")
+    assert done.returncode == 1, done.stderr
+    assert len(found) == 1 and found[0]["severity"] == "error"
+    assert "/dev/shm" in found[0]["message"] and "16 MiB" in found[0]["message"]
+    assert "--shm-size" in found[0]["hint"]
+    assert found[0]["evidence"]["shm_bytes"] == 16 << 20
+
+
+@needs_root
+def test_the_node_program_reads_the_namespaces_own_dev_shm():
+    code = "from ddpdoctor.preflight.node import facts; print(facts.gather(import_torch=False).to_json())"
+    done = _in_small_shm(["python", "-c", code], size="48M")
+    f = NodeFacts.from_dict(json.loads(done.stdout))
+    assert f.shm_bytes == 48 << 20 and f.shm_free_bytes == 48 << 20
+
+
+def test_a_child_s_locked_memory_limit_is_measured_and_fails_on_an_infiniband_node():
+    code = "from ddpdoctor.preflight.node import facts; print(facts.gather(import_torch=False).to_json())"
+    done = subprocess.run(["prlimit", "--memlock=65536:65536", "python", "-c", code],
+                          capture_output=True, text=True, timeout=60)
+    measured = NodeFacts.from_dict(json.loads(done.stdout))
+    assert measured.memlock_soft == 65536 and measured.memlock_hard == 65536
+    from ddpdoctor.checks.preflight.memlock_limit import memlock_limit
+
+    # This machine has no IB device: the limit is reported, not judged.
+    here = memlock_limit(cluster(node(measured), backend="nccl"))
+    assert isinstance(here, Skipped) and "64 KiB" in here.reason and "no InfiniBand" in here.reason
+    # The same measured limit on a node with the recorded GPU host's HCAs is an error.
+    measured.ib_devices = read_tree("gpu-host").ib_devices
+    problems = memlock_limit(cluster(node(measured), backend="nccl"))
+    assert [p.severity for p in problems] == [None] and "64 KiB" in problems[0].message
+    assert "unlimited" in problems[0].hint
+
+
+def test_this_machine_s_healthy_state_adds_no_machine_finding():
+    done = subprocess.run([*ddpdoctor_exe(), "preflight", "--nproc-per-node", "2", "--json", "-", "--quiet"],
+                          capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stdout)
+    assert [f for f in report["findings"] if f["code"] in MACHINE_CODES] == []
+    statuses = {r["code"]: r["status"] for r in report.get("checks", [])}
+    assert all(statuses.get(c) in (None, "passed", "skipped") for c in MACHINE_CODES), statuses
