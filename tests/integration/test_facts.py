@@ -185,3 +185,18 @@ def test_netlink_interfaces_agree_with_psutil():
         {k: sorted(v) for k, v in via_psutil.interfaces.items()}
     assert sorted(via_netlink.interfaces_down) == sorted(via_psutil.interfaces_down)
     assert psutil.net_if_addrs()  # the comparison above was not against an empty table
+
+
+def test_shipped_modules_define_each_top_level_name_once():
+    """Concatenated on a node, a name defined twice silently replaces the first (ncclib's resolver
+    once shadowed interfaces.resolve)."""
+    import ast
+    from pathlib import Path
+
+    owner: dict[str, str] = {}
+    for module in payload.FACTS_MODULES:
+        for stmt in ast.parse(Path(module.__file__).read_text()).body:
+            names = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else [
+                t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)]
+            for name in names:
+                assert owner.setdefault(name, module.__name__) == module.__name__, (name, owner[name], module.__name__)
