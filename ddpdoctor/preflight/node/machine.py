@@ -88,19 +88,26 @@ def read_capabilities(facts, root="/"):
         facts.unmeasured["capabilities"] = "no CapEff line in /proc/self/status"
 
 
+def pod_identity(env):
+    # type: (Dict[str, str]) -> Dict[str, str]
+    """{"pod", "node", "namespace"} as far as a pod's environment says: the pod's name is its
+    HOSTNAME, the node's only where the pod spec passes spec.nodeName down (downward API)."""
+    pod = {"pod": env.get("POD_NAME") or env.get("HOSTNAME", ""),
+           "node": next((env[n] for n in NODE_NAME_VARS if env.get(n)), ""),
+           "namespace": env.get("POD_NAMESPACE", "")}
+    return dict((k, v) for k, v in pod.items() if v)
+
+
 def read_kubernetes(facts, env, root="/"):
     # type: (NodeFacts, Dict[str, str], str) -> None
     """Inside a pod: the service account mount or the API server's variables say so."""
     if not (env.get("KUBERNETES_SERVICE_HOST")
             or os.path.isdir(_path(root, "/var/run/secrets/kubernetes.io"))):
         return
-    pod = {"pod": env.get("POD_NAME") or env.get("HOSTNAME") or facts.hostname}
-    node = next((env[n] for n in NODE_NAME_VARS if env.get(n)), None)
-    if node:
-        pod["node"] = node
-    namespace = env.get("POD_NAMESPACE") or _read(
-        root, "/var/run/secrets/kubernetes.io/serviceaccount/namespace", 256)
-    if namespace:
+    pod = pod_identity(env)
+    pod.setdefault("pod", facts.hostname)
+    namespace = _read(root, "/var/run/secrets/kubernetes.io/serviceaccount/namespace", 256)
+    if namespace and "namespace" not in pod:
         pod["namespace"] = namespace
     facts.kubernetes = pod
 
