@@ -18,12 +18,13 @@ def not_measured(nodes: list[NodeResult], fact: str, what: str) -> list[Problem]
 
 
 def mib(nbytes: int) -> str:
-    """67108864 -> "64 MiB"; -1 -> "unlimited"."""
+    """67108864 -> "64 MiB", 25276063744 -> "23.5 GiB"; -1 -> "unlimited"."""
     if nbytes < 0:
         return "unlimited"
-    if nbytes >= 1 << 30 and nbytes % (1 << 30) == 0:
-        return f"{nbytes >> 30} GiB"
-    return f"{nbytes / (1 << 20):g} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{round(nbytes / (1 << shift), 1):g} {unit}"
+    return f"{nbytes} B"
 
 
 def has_ib(facts) -> bool:
