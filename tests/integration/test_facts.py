@@ -200,3 +200,18 @@ def test_shipped_modules_define_each_top_level_name_once():
                 t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)]
             for name in names:
                 assert owner.setdefault(name, module.__name__) == module.__name__, (name, owner[name], module.__name__)
+
+
+def test_gpu_only_parts_travel_as_text_and_compile_on_a_node_when_needed():
+    text = payload.facts_program({"timeout": 5}).decode()
+    import ast
+
+    compiled = {n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
+    assert "read_gpu_health" not in compiled and "nccl_library" not in compiled  # text until needed
+    head = text[:text.rindex("\nimport json as _json")]
+    smi = "Driver Version : 550.54.15\\nCUDA Version : 12.4\\n"
+    check = (f"\nload_lazy('ncclib'); load_lazy('gpuhealth')\n"
+             f"print(callable(nccl_library), callable(read_gpu_health), parse_smi_query('{smi}')['cuda'])\n")
+    done = run_payload((head + check).encode())
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split() == ["True", "True", "12.4"]

@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -78,3 +80,34 @@ def test_this_machine_s_healthy_state_adds_no_machine_finding():
     assert [f for f in report["findings"] if f["code"] in MACHINE_CODES] == []
     statuses = {r["code"]: r["status"] for r in report.get("checks", [])}
     assert all(statuses.get(c) in (None, "passed", "skipped") for c in MACHINE_CODES), statuses
+
+
+def test_nccl_ib_hca_on_this_machine_without_hcas_fails_the_nccl_preflight():
+    done = subprocess.run([*ddpdoctor_exe(), "preflight", "--backend", "nccl", "--json", "-", "--quiet"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "NCCL_IB_HCA": "=mlx5_0:1"})
+    found = _findings(done, "DDP211")
+    assert len(found) == 1 and "NCCL_IB_HCA==mlx5_0:1" in found[0]["message"]
+    assert "it has: none" in found[0]["message"]
+
+
+def test_this_machine_s_kernel_log_is_read_without_blocking():
+    from ddpdoctor.preflight.node.gpuhealth import _kernel_log
+
+    f = NodeFacts(hostname="here")
+    records = _kernel_log(f, time.monotonic() + 10)
+    if records is None:
+        pytest.skip(f"kernel log not readable here: {f.unmeasured['xid']}")
+    assert records and all(";" in r and r.split(",")[0].isdigit() for r in records[:50])
+
+
+@needs_root
+def test_pci_config_space_unreadable_without_root_is_not_measured():
+    bridge = sorted(os.listdir("/sys/bus/pci/devices"))[0]
+    code = ("import json; from ddpdoctor.preflight.node import machine; from ddpdoctor.preflight.node.schema "
+            f"import NodeFacts; f = NodeFacts(hostname='x'); machine._read_acs(f, '/', {{{bridge!r}: ['gpu']}}); "
+            "print(json.dumps(f.unmeasured))")
+    done = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                           sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert "readable only by root" in json.loads(done.stdout)["acs"]

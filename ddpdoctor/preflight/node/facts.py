@@ -29,6 +29,7 @@ if "NodeFacts" not in globals():  # shipped over ssh, the parts' definitions com
     from ddpdoctor.preflight.node.connect import endpoint, probe_connect
     from ddpdoctor.preflight.node.machine import read_limits, read_machine
     from ddpdoctor.preflight.node.gpuhealth import read_gpu_health
+    from ddpdoctor.preflight.node.schema import load_lazy
 
 # The settings that change how a DDP job forms and talks.
 ENV_PREFIXES = ("NCCL_", "TORCH_", "GLOO_", "MASTER_")
@@ -51,6 +52,12 @@ def _netns():
         return "%s/net:%d" % (boot, os.stat("/proc/self/ns/net").st_ino)
     except OSError:
         return None
+
+
+def _which(name):
+    # type: (str) -> Optional[str]
+    import shutil
+    return shutil.which(name)
 
 
 def identity(fqdn=True):
@@ -83,7 +90,9 @@ def gather(connect=None, timeout=10.0, import_torch=True, collected_by="local"):
         # Before the slow part, so the listener on the master is still there.
         facts.connect = probe_connect(connect["host"], int(connect["port"]), float(connect["timeout"]))
     torch_and_gpus(facts, deadline, import_torch)
-    read_gpu_health(facts, deadline)
+    if facts.gpu_count or _which("nvidia-smi"):
+        load_lazy("gpuhealth")
+        read_gpu_health(facts, deadline)
     facts.collect_s = round(time.monotonic() - start, 3)
     return facts
 

@@ -215,9 +215,11 @@ def _read_acs(facts, root, bridges):
         except OSError as exc:
             facts.unmeasured["acs"] = "config space of %s: %s" % (bridge, exc.strerror or exc)
             return
-        if len(config) <= 0x100:
+        if len(config) <= 64:  # the kernel shows the rest of config space to root only
             short.append(bridge)
             continue
+        if len(config) <= 0x100:
+            continue  # conventional PCI: no extended capabilities, so no ACS
         control = acs_control(config)
         if control is not None:
             facts.pci_acs[bridge] = {"control": control, "gpus": gpus}

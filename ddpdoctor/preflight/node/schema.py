@@ -55,6 +55,16 @@ else:
 
 
 SCHEMA = 1
+
+
+def load_lazy(module):
+    # type: (str) -> None
+    """On a node: compile a part shipped as text (payload.LAZY_MODULES) into the program's one
+    namespace, the first time it is needed. Where ddpdoctor runs it was imported: nothing to do."""
+    sources = globals().get("_LAZY_SOURCES")
+    if sources and module in sources:
+        exec(compile(sources.pop(module), module, "exec"), globals())
+
 MARKER = "DDPDOCTOR-FACTS "
 CONNECT_STATUSES = ("ok", "refused", "timeout", "unresolvable", "error")
 
