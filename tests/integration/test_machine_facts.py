@@ -111,3 +111,23 @@ def test_pci_config_space_unreadable_without_root_is_not_measured():
                            sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
     assert done.returncode == 0, done.stderr
     assert "readable only by root" in json.loads(done.stdout)["acs"]
+
+
+@needs_root
+def test_preflight_in_a_pod_checks_its_dev_shm_and_capabilities_and_names_the_pod():
+    """A pod as far as this machine can make one: the API server's variable, a 64 MiB /dev/shm
+    (the runtime's default) and SYS_PTRACE dropped from the capabilities the command runs with."""
+    env = {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "HOSTNAME": "bert-worker-0",
+           "NODE_NAME": "gpu-a1", "POD_NAMESPACE": "training"}
+    argv = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_ptrace",
+            *ddpdoctor_exe(), "preflight", "--nproc-per-node", "2", "--json", "-", "--quiet"]
+    script = 'mount -t tmpfs -o size=64M tmpfs /dev/shm && exec "$@"'
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *argv],
+                          capture_output=True, text=True, timeout=120, env=env)
+    shm = _findings(done, "DDP207")
+    assert len(shm) == 1 and "pod bert-worker-0" in shm[0]["message"], done.stderr
+    assert "emptyDir: {medium: Memory" in shm[0]["hint"]
+    caps = _findings(done, "DDP209")
+    assert [c["severity"] for c in caps] == ["info"] and "SYS_PTRACE" in caps[0]["message"]
+    notes = json.loads(done.stdout)["notes"]
+    assert any("is pod bert-worker-0 on node gpu-a1 (namespace training)" in n for n in notes), notes

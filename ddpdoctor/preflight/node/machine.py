@@ -179,14 +179,16 @@ def read_pci(facts, root="/"):
 
 def _upstream(root, where):
     # type: (str, str) -> List[str]
-    """PCI addresses of the bridges between a device and its root complex, nearest last."""
+    """PCI addresses of the switch ports between a device and its root port, nearest last. The
+    root port itself is left out: traffic between root ports crosses the root complex whatever
+    its ACS says (and Linux turns ACS on there with the IOMMU, which DDP213 judges on its own)."""
     try:
         real = os.path.realpath(_path(root, where))
     except OSError:
         return []
     parts = real.split(os.sep)
     addresses = [p for p in parts if re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", p)]
-    return addresses[:-1]
+    return addresses[1:-1]
 
 
 def acs_control(config):
