@@ -178,3 +178,16 @@ def test_the_machine_checks_skip_on_cpu_nodes():
     c = cluster(node(facts("cpu-1")))
     for check in (pcie_link, pcie_acs_iommu, driver_cuda_check, fabric_manager, gpu_health, ib_hca):
         assert isinstance(check(c), Skipped), check
+
+
+def test_a_recorded_fact_file_with_misshapen_machine_facts_is_refused():
+    import pytest
+
+    from ddpdoctor.preflight.node.schema import NodeFacts
+
+    good = gpu_node().to_dict()
+    assert NodeFacts.from_dict(good).pci_links == good["pci_links"]
+    for field, bad in (("ib_devices", {"mlx5_0": 5}), ("pci_links", [{"address": "x", "kind": "gpu"}]),
+                       ("pci_acs", {"0000:02:00.0": {"control": "on"}}), ("xids", [{"xid": "79"}])):
+        with pytest.raises(ValueError, match=field):
+            NodeFacts.from_dict({**good, field: bad})

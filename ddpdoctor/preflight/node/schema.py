@@ -167,8 +167,31 @@ class NodeFacts:
                     raise ValueError("field 'connect.status' must be one of %s" % ", ".join(CONNECT_STATUSES))
             else:
                 _check_type(f.name, value, f.type)
+                if f.name in _SHAPES and not _SHAPES[f.name](value):
+                    raise ValueError("field %r does not have the shape the machine checks read" % f.name)
             values[f.name] = value
         return cls(**values)
+
+
+def _number(value, none=True):
+    # type: (Any, bool) -> bool
+    return (value is None and none) or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+# The nested parts of the machine facts (typed Any above) that the checks index into.
+_SHAPES = {
+    "ib_devices": lambda v: all(isinstance(ports, dict) and all(
+        isinstance(p, dict) and isinstance(p.get("state", ""), str) and isinstance(p.get("gids", []), list)
+        and all(isinstance(g, int) for g in p.get("gids", [])) for p in ports.values()) for ports in v.values()),
+    "pci_links": lambda v: all(
+        isinstance(link.get("address"), str) and link.get("kind") in ("gpu", "nic")
+        and all(_number(link.get(k)) for k in ("current_width", "current_speed", "max_speed"))
+        and _number(link.get("max_width"), none=False) for link in v),
+    "pci_acs": lambda v: all(isinstance(b, dict) and isinstance(b.get("control"), int)
+                             and isinstance(b.get("gpus", []), list) for b in v.values()),
+    "iommu": lambda v: isinstance(v.get("flags", []), list) and isinstance(v.get("domain_types", {}), dict),
+    "xids": lambda v: all(isinstance(x.get("xid"), int) and isinstance(x.get("text", ""), str) for x in v),
+}  # type: Dict[str, Any]
 
 
 def _check_type(name, value, annotation):
