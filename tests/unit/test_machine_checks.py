@@ -191,3 +191,16 @@ def test_a_recorded_fact_file_with_misshapen_machine_facts_is_refused():
                        ("pci_acs", {"0000:02:00.0": {"control": "on"}}), ("xids", [{"xid": "79"}])):
         with pytest.raises(ValueError, match=field):
             NodeFacts.from_dict({**good, field: bad})
+
+
+def test_the_library_readers_survive_truncated_and_foreign_files(tmp_path):
+    from ddpdoctor.preflight.node.ncclib import CACHE_MAGIC, elf_dynamic, ld_cache
+
+    for name, data in (("short", b"\x7fELF"), ("text", b"not an elf"), ("empty", b""),
+                       ("header", b"\x7fELF\x02\x01" + b"\0" * 58)):
+        (tmp_path / name).write_bytes(data)
+        assert elf_dynamic(str(tmp_path / name)) is None
+    (tmp_path / "cache").write_bytes(CACHE_MAGIC + b"\xff" * 40)
+    assert ld_cache(str(tmp_path / "cache")) == {}
+    (tmp_path / "cache").write_bytes(CACHE_MAGIC + b"\0" * 4)
+    assert ld_cache(str(tmp_path / "cache")) == {}

@@ -122,6 +122,8 @@ def read_infiniband(facts, root="/"):
             where = "%s/%s/ports/%s" % (base, device, port)
             gids = []
             for index in _listdir(root, where + "/gids")[:256]:
+                if not index.isdigit():
+                    continue
                 gid = _read(root, "%s/gids/%s" % (where, index), 64) or ""
                 if gid.replace("0", "").replace(":", ""):
                     gids.append(int(index))

@@ -32,6 +32,8 @@ def elf_dynamic(path):
                 return None
             phoff, = struct.unpack_from("<Q", head, 32)
             phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            if phentsize < 56:  # an ELF64 program header is 56 bytes
+                return None
             f.seek(phoff)
             table = f.read(phentsize * min(phnum, 128))
             loads, dynamic = [], None
@@ -60,7 +62,7 @@ def elf_dynamic(path):
                     text = f.read(4096).split(b"\0", 1)[0].decode("utf-8", "replace")
                     out[names[tag]].extend(text.split(":") if tag != DT_NEEDED else [text])
             return out
-    except (OSError, struct.error, ValueError):
+    except (OSError, struct.error, ValueError, IndexError):
         return None
 
 
@@ -73,7 +75,7 @@ def ld_cache(path="/etc/ld.so.cache"):
     except OSError:
         return {}
     start = data.find(CACHE_MAGIC)
-    if start < 0:
+    if start < 0 or start + 48 > len(data):
         return {}
     nlibs, = struct.unpack_from("<I", data, start + 20)
     out = {}  # type: Dict[str, str]
@@ -82,6 +84,8 @@ def ld_cache(path="/etc/ld.so.cache"):
         if entry + 24 > len(data):
             break
         _, key, value = struct.unpack_from("<iII", data, entry)
+        if key >= len(data) or value >= len(data):
+            break
         name = data[key:data.find(b"\0", key)].decode("utf-8", "replace")
         out.setdefault(name, data[value:data.find(b"\0", value)].decode("utf-8", "replace"))
     return out
