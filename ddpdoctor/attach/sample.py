@@ -27,7 +27,8 @@ from ddpdoctor.probe.run_model.stack_text import parse_speedscope, pyspy_failure
 GRACE_S = 5.0  # a recorder past its --duration by this much is ended
 PTRACE_FIX = ("run ddpdoctor as the job's user or as root; where kernel.yama.ptrace_scope is 1 or "
               "more: `sudo sysctl kernel.yama.ptrace_scope=0`; in a container: add the "
-              "SYS_PTRACE capability (docker run --cap-add SYS_PTRACE)")
+              "SYS_PTRACE capability (docker run --cap-add SYS_PTRACE; in a Kubernetes pod "
+              "`securityContext: {capabilities: {add: [SYS_PTRACE]}}`, docs/kubernetes.md)")
 
 
 @dataclass

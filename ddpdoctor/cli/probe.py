@@ -18,8 +18,8 @@ def probe_command(
     args: Optional[List[str]] = typer.Argument(None, help="The script's own arguments, after `--`."),
     module: bool = typer.Option(False, "-m", help="SCRIPT is a module name, run like `python -m`."),
     nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", "--nproc_per_node", help="Processes per node (default 2, or $SLURM_GPUS_ON_NODE)."),
-    nnodes: Optional[int] = typer.Option(None, "--nnodes", help="Number of nodes (default 1, or SLURM's)."),
-    node_rank: Optional[int] = typer.Option(None, "--node-rank", "--node_rank", help="This node's rank (default 0, or $SLURM_NODEID)."),
+    nnodes: Optional[int] = typer.Option(None, "--nnodes", help="Number of nodes (default 1, or SLURM's, or a PyTorchJob pod's $PET_NNODES / $WORLD_SIZE)."),
+    node_rank: Optional[int] = typer.Option(None, "--node-rank", "--node_rank", help="This node's rank (default 0, or $SLURM_NODEID, or a pod's $PET_NODE_RANK / $RANK)."),
     rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", "--rdzv_endpoint", help="HOST:PORT of the c10d rendezvous."),
     master_addr: Optional[str] = typer.Option(None, "--master-addr", "--master_addr"),
     master_port: Optional[int] = typer.Option(None, "--master-port", "--master_port"),
@@ -53,6 +53,7 @@ def probe_command(
     """Run SCRIPT as a short instrumented DDP job and report what is wrong with it."""
     from ddpdoctor.probe.run import probe
     from ddpdoctor.probe.launch.scaling import parse_sizes
+    from ddpdoctor.probe.launch import kubernetes
     from ddpdoctor.probe.launch.slurm import job_settings
 
     severity, codes = gate(fail_on, ignore)
@@ -60,13 +61,15 @@ def probe_command(
         raise UsageError("--fix writes the fixes and --patch only shows them: give one of the two")
     if patch and json_path == "-":
         raise UsageError("--patch prints the diff on stdout: write the JSON report to a file (--json FILE)")
-    # Inside a SLURM allocation, what the flags leave unsaid comes from SLURM (launch/slurm.py).
-    slurm = job_settings(os.environ) if nnodes is None and rdzv_endpoint is None else {}
+    # Inside a SLURM allocation, or a PyTorchJob / Trainer pod, what the flags leave unsaid comes
+    # from the allocation or the pod (launch/slurm.py, launch/kubernetes.py).
+    slurm = ((job_settings(os.environ) or kubernetes.job_settings(os.environ))
+             if nnodes is None and rdzv_endpoint is None else {})
     pick = lambda flag, name, default: flag if flag is not None else slurm.get(name, default)  # noqa: E731
     options = ProbeOptions(
         script=script, args=list(args or []), module=module,
         nproc_per_node=pick(nproc_per_node, "nproc_per_node", 2), nnodes=pick(nnodes, "nnodes", 1),
-        node_rank=pick(node_rank, "node_rank", 0), rdzv_endpoint=rdzv_endpoint,
+        node_rank=pick(node_rank, "node_rank", 0), rdzv_endpoint=pick(rdzv_endpoint, "rdzv_endpoint", None),
         master_addr=pick(master_addr, "master_addr", None), master_port=pick(master_port, "master_port", None),
         gather_port=gather_port, gather_token=gather_token, log_limit_mb=log_limit, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
         stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,
@@ -82,6 +85,10 @@ def probe_command(
                              script_args=options.args,
                              run_dir=options.run_dir, force=force)
     report = probe(options, severity, codes, trace=trace)
+    pod = kubernetes.pod_identity(os.environ)
+    if pod:  # the report names where it ran: a pod's logs are found by pod and node
+        report.notes.append(f"ran in {kubernetes.describe(pod)}")
+        report.metrics["kubernetes"] = pod
     if report.metrics.get("node_role") == "node":
         return other_node_output(report, outputs)
     if fix or patch or outputs.github or outputs.json_path:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections import Counter
 
 from ddpdoctor.preflight.cluster import ClusterFacts, NodeResult, name_list
+from ddpdoctor.preflight.machine import mib
 from ddpdoctor.preflight.node.facts import endpoint
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import CheckResult
 from ddpdoctor.report.model import Report, Table
 
-COLUMNS = ["host", "transport", "python", "torch", "cuda", "nccl", "gpus"]
+COLUMNS = ["host", "transport", "python", "torch", "cuda", "nccl", "gpus", "shm", "memlock"]
 
 
 def build_report(cluster: ClusterFacts, results: list[CheckResult], fail_on: Severity, fanout: int,
@@ -110,11 +111,14 @@ def header(cluster: ClusterFacts) -> str:
 def _row(node: NodeResult) -> list[str]:
     if node.facts is None:
         kind = node.failure.kind if node.failure else "?"
-        return [node.host, f"{node.transport} ✗ {kind}", "-", "-", "-", "-", "-"]
+        return [node.host, f"{node.transport} ✗ {kind}", "-", "-", "-", "-", "-", "-", "-"]
     f = node.facts
     cuda = f.torch_cuda or ("cpu" if f.torch else "-")
     nccl = f.nccl or ("-" if not f.torch_cuda else "?")
-    return [node.host, node.transport, f.python or "?", f.torch or "not installed", cuda, nccl, _gpus(f)]
+    shm = mib(f.shm_bytes) if f.shm_bytes is not None else "?"
+    memlock = mib(f.memlock_soft) if f.memlock_soft is not None else "?"
+    return [node.host, node.transport, f.python or "?", f.torch or "not installed", cuda, nccl, _gpus(f),
+            shm, memlock]
 
 
 def _gpus(facts) -> str:
@@ -137,6 +141,12 @@ def notes(cluster: ClusterFacts, recorded: dict) -> list[str]:
                        + ("; the collective smoke test ran on gloo" if ran else ""))
         elif cluster.backend == "auto":
             out.append(f"backend auto resolves to gloo: no GPU on {name_list(gpu_less)}")
+    for node in reached:
+        pod = node.facts.kubernetes
+        if pod:
+            where = f" on node {pod['node']}" if pod.get("node") else ""
+            out.append(f"{node.host} is pod {pod.get('pod', '?')}{where}"
+                       + (f" (namespace {pod['namespace']})" if pod.get("namespace") else ""))
     for host, (path, _) in recorded.items():
         out.append(f"facts for {host} come from {path} (recorded, not contacted)")
     if cluster.port_bind.status == "not-checked":

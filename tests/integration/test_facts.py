@@ -185,3 +185,33 @@ def test_netlink_interfaces_agree_with_psutil():
         {k: sorted(v) for k, v in via_psutil.interfaces.items()}
     assert sorted(via_netlink.interfaces_down) == sorted(via_psutil.interfaces_down)
     assert psutil.net_if_addrs()  # the comparison above was not against an empty table
+
+
+def test_shipped_modules_define_each_top_level_name_once():
+    """Concatenated on a node, a name defined twice silently replaces the first (ncclib's resolver
+    once shadowed interfaces.resolve)."""
+    import ast
+    from pathlib import Path
+
+    owner: dict[str, str] = {}
+    for module in payload.FACTS_MODULES:
+        for stmt in ast.parse(Path(module.__file__).read_text()).body:
+            names = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else [
+                t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)]
+            for name in names:
+                assert owner.setdefault(name, module.__name__) == module.__name__, (name, owner[name], module.__name__)
+
+
+def test_gpu_only_parts_travel_as_text_and_compile_on_a_node_when_needed():
+    text = payload.facts_program({"timeout": 5}).decode()
+    import ast
+
+    compiled = {n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
+    assert "read_gpu_health" not in compiled and "nccl_library" not in compiled  # text until needed
+    head = text[:text.rindex("\nimport json as _json")]
+    smi = "Driver Version : 550.54.15\\nCUDA Version : 12.4\\n"
+    check = (f"\nload_lazy('ncclib'); load_lazy('gpuhealth')\n"
+             f"print(callable(nccl_library), callable(read_gpu_health), parse_smi_query('{smi}')['cuda'])\n")
+    done = run_payload((head + check).encode())
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split() == ["True", "True", "12.4"]

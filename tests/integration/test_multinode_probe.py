@@ -134,3 +134,24 @@ def test_under_slurm_a_healthy_job_needs_no_flags_and_passes_on_both_nodes(tmp_p
         assert not path.is_file() or token.encode() not in path.read_bytes(), path
     assert all(token not in n.out + n.err for n in nodes)
     assert_nothing_left(*nodes)
+
+
+def test_in_pytorchjob_pods_a_healthy_job_needs_no_flags_and_names_the_pod_and_node(tmp_path):
+    """The probe as a PyTorchJob / Trainer container's command: node 0 with Kubeflow Trainer's
+    PET_ variables, node 1 with the training operator's node-level MASTER_ADDR / WORLD_SIZE /
+    RANK (nodes, not processes); both form the same two-node job."""
+    port = free_port_pair()
+    pod = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "POD_NAMESPACE": "training"}
+    trainer = {**pod, "PET_NNODES": "2", "PET_NODE_RANK": "0", "PET_MASTER_ADDR": "127.0.0.1",
+               "PET_MASTER_PORT": str(port), "HOSTNAME": "bert-node-0-0", "NODE_NAME": "gpu-a1"}
+    operator = {**pod, "WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                "HOSTNAME": "bert-worker-0"}
+    other = Node(tmp_path, 1, "examples/healthy.py", "--max-steps", "4", port=0, nnodes=0, env=operator)
+    node0 = Node(tmp_path, 0, "examples/healthy.py", "--max-steps", "4", port=0, nnodes=0, env=trainer)
+    codes = [node0.wait(), other.wait()]
+    assert codes == [0, 0], node0.err[-3000:] + other.err[-3000:]
+    report = node0.json()
+    assert report["status"] == "pass" and report["metrics"]["world_size"] == 2
+    assert report["metrics"]["kubernetes"] == {"pod": "bert-node-0-0", "node": "gpu-a1", "namespace": "training"}
+    assert "ran in pod bert-node-0-0 on node gpu-a1 (namespace training)" in report["notes"]
+    assert_nothing_left(node0, other)

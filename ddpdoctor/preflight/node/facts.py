@@ -1,5 +1,6 @@
 """One node's facts: names and addresses, interfaces, Python / torch / CUDA / NCCL / driver
-versions, GPUs, the distributed-training environment, /dev/shm, open-files limit.
+versions, GPUs, the distributed-training environment, limits, and the machine under NCCL
+(machine.py, ncclib.py, gpuhealth.py).
 
 This module is shipped to remote nodes: ssh runs `python3 -` with redact.py's source, then
 schema.py, interfaces.py, gpus.py and connect.py (this module's parts, one job each), then this
@@ -26,6 +27,9 @@ if "NodeFacts" not in globals():  # shipped over ssh, the parts' definitions com
     from ddpdoctor.preflight.node.interfaces import names_and_addresses, read_interfaces, resolve  # noqa: F401
     from ddpdoctor.preflight.node.gpus import TORCH_PROBES, torch_and_gpus, torch_build  # noqa: F401
     from ddpdoctor.preflight.node.connect import endpoint, probe_connect
+    from ddpdoctor.preflight.node.machine import read_limits, read_machine
+    from ddpdoctor.preflight.node.gpuhealth import read_gpu_health
+    from ddpdoctor.preflight.node.schema import load_lazy
 
 # The settings that change how a DDP job forms and talks.
 ENV_PREFIXES = ("NCCL_", "TORCH_", "GLOO_", "MASTER_")
@@ -39,23 +43,6 @@ def _environment(facts):
     facts.env = dict(sorted(redact_env(picked).items()))
 
 
-def _limits(facts):
-    # type: (NodeFacts) -> None
-    try:
-        st = os.statvfs("/dev/shm")
-        facts.shm_bytes = st.f_blocks * st.f_frsize
-    except (OSError, AttributeError):
-        facts.notes.append("/dev/shm not found")
-    try:
-        import resource
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        infinity = resource.RLIM_INFINITY
-        facts.nofile_soft = None if soft == infinity else soft
-        facts.nofile_hard = None if hard == infinity else hard
-    except (ImportError, OSError):
-        pass
-
-
 def _netns():
     # type: () -> Optional[str]
     """Processes with the same boot id and network namespace share 127.0.0.1; nothing else does."""
@@ -65,6 +52,12 @@ def _netns():
         return "%s/net:%d" % (boot, os.stat("/proc/self/ns/net").st_ino)
     except OSError:
         return None
+
+
+def _which(name):
+    # type: (str) -> Optional[str]
+    import shutil
+    return shutil.which(name)
 
 
 def identity(fqdn=True):
@@ -90,12 +83,16 @@ def gather(connect=None, timeout=10.0, import_torch=True, collected_by="local"):
     names_and_addresses(facts)
     read_interfaces(facts)
     _environment(facts)
-    _limits(facts)
+    read_limits(facts)
+    read_machine(facts, dict(os.environ))
     facts.netns = _netns()
     if connect:
         # Before the slow part, so the listener on the master is still there.
         facts.connect = probe_connect(connect["host"], int(connect["port"]), float(connect["timeout"]))
     torch_and_gpus(facts, deadline, import_torch)
+    if facts.gpu_count or _which("nvidia-smi"):
+        load_lazy("gpuhealth")
+        read_gpu_health(facts, deadline)
     facts.collect_s = round(time.monotonic() - start, 3)
     return facts
 

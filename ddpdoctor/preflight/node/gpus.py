@@ -17,6 +17,10 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
+if "load_lazy" not in globals():  # shipped over ssh, schema.py's definitions come first
+    from ddpdoctor.preflight.node.ncclib import nccl_library
+    from ddpdoctor.preflight.node.schema import load_lazy
+
 _VERSION_LINE = re.compile(r"^(__version__|cuda|git_version)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
 
 
@@ -198,6 +202,8 @@ def torch_and_gpus(facts, deadline, import_torch):
         facts.notes.append("NCCL not checked here: torch %s is a CPU build" % facts.torch)
         return
     packaged = _nccl_from_packages()
+    load_lazy("ncclib")
+    facts.nccl_library = nccl_library(build["dir"], dict(os.environ))
     if packaged:
         facts.nccl, facts.nccl_source = packaged
     if not facts.gpu_count:

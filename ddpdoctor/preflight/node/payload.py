@@ -10,13 +10,18 @@ import functools
 import json
 from pathlib import Path
 
-from ddpdoctor.preflight.node import collective_worker, connect, facts, gpus, interfaces, port_listener, schema
+from ddpdoctor.preflight.node import (collective_worker, connect, facts, gpuhealth, gpus, interfaces, machine,
+                                     ncclib, port_listener, schema)
 
 from ddpdoctor.core import redact
 
 # facts.py's program: each module after those whose names it uses (a node has no ddpdoctor to
 # import them from).
-FACTS_MODULES = (redact, schema, interfaces, gpus, connect, facts)
+FACTS_MODULES = (redact, schema, interfaces, machine, ncclib, gpus, gpuhealth, connect, facts)
+# Parts only a GPU node uses travel as text and are compiled where first needed
+# (schema.load_lazy): compiling source costs every node CPU (~0.3 ms per KiB), a string literal
+# next to nothing.
+LAZY_MODULES = (ncclib, gpuhealth)
 
 
 @functools.lru_cache(maxsize=None)
@@ -29,17 +34,19 @@ def source_of(module) -> str:
     return _source(module.__file__)
 
 
-def _program(modules, call: str, params: dict) -> bytes:
-    parts = [_source(m.__file__) for m in modules]
+def _program(modules, call: str, params: dict, lazy=()) -> bytes:
+    texts = {m.__name__.rsplit(".", 1)[-1]: _source(m.__file__) for m in modules if m in lazy}
+    parts = [f"_LAZY_SOURCES = {texts!r}\n"] if texts else []
+    parts += [_source(m.__file__) for m in modules if m not in lazy]
     literal = json.dumps(json.dumps(params))  # a Python string literal holding the JSON
     parts.append(f"\nimport json as _json\n{call}(_json.loads({literal}))\n")
     return "\n".join(parts).encode("utf-8")
 
 
 def facts_program(params: dict) -> bytes:
-    """redact.py, node/schema, interfaces, gpus, connect and facts.py, then `_remote_main(params)`:
+    """redact.py, node/schema, interfaces, machine, ncclib, gpus, gpuhealth, connect and facts.py, then `_remote_main(params)`:
     prints one marked JSON line."""
-    return _program(FACTS_MODULES, "_remote_main", params)
+    return _program(FACTS_MODULES, "_remote_main", params, lazy=LAZY_MODULES)
 
 
 def listener_program(params: dict) -> bytes:

@@ -55,6 +55,16 @@ else:
 
 
 SCHEMA = 1
+
+
+def load_lazy(module):
+    # type: (str) -> None
+    """On a node: compile a part shipped as text (payload.LAZY_MODULES) into the program's one
+    namespace, the first time it is needed. Where ddpdoctor runs it was imported: nothing to do."""
+    sources = globals().get("_LAZY_SOURCES")
+    if sources and module in sources:
+        exec(compile(sources.pop(module), module, "exec"), globals())
+
 MARKER = "DDPDOCTOR-FACTS "
 CONNECT_STATUSES = ("ok", "refused", "timeout", "unresolvable", "error")
 
@@ -97,6 +107,25 @@ class NodeFacts:
     shm_bytes: Optional[int] = None
     nofile_soft: Optional[int] = None
     nofile_hard: Optional[int] = None
+    # The machine under NCCL (machine.py, ncclib.py, gpuhealth.py). A fact that could not be read
+    # is None / empty and `unmeasured` says why: {fact: reason}.
+    shm_free_bytes: Optional[int] = None
+    memlock_soft: Optional[int] = None  # bytes; -1: unlimited
+    memlock_hard: Optional[int] = None
+    cap_eff: Optional[str] = None  # CapEff of /proc/self/status, hex
+    kubernetes: Dict[str, str] = field(default_factory=dict)  # in a pod: pod, node, namespace
+    ib_devices: Dict[str, Any] = field(default_factory=dict)  # device -> port -> state, link_layer, gids
+    pci_links: List[Dict[str, Any]] = field(default_factory=list)  # GPUs and NICs: widths, speeds (GT/s)
+    pci_acs: Dict[str, Any] = field(default_factory=dict)  # bridge above GPUs -> ACS control, gpus
+    iommu: Dict[str, Any] = field(default_factory=dict)  # kernel flags, units, domain types
+    nvswitch_count: Optional[int] = None
+    fabric_manager: Dict[str, Any] = field(default_factory=dict)  # running, version, fabric_state
+    nccl_library: Dict[str, str] = field(default_factory=dict)  # path, how, version torch would load
+    driver_cuda: Optional[str] = None  # the newest CUDA the driver supports (nvidia-smi)
+    gpu_slowdowns: Dict[str, List[str]] = field(default_factory=dict)  # bus id -> active slowdowns
+    xids: List[Dict[str, Any]] = field(default_factory=list)  # recent Xid errors in the kernel log
+    nvlink_errors: Dict[str, Dict[str, int]] = field(default_factory=dict)  # GPU -> kind -> count
+    unmeasured: Dict[str, str] = field(default_factory=dict)
     netns: Optional[str] = None  # kernel boot id + network namespace: equal => loopback is shared
     notes: List[str] = field(default_factory=list)
     connect: Optional[ConnectResult] = None
@@ -138,8 +167,31 @@ class NodeFacts:
                     raise ValueError("field 'connect.status' must be one of %s" % ", ".join(CONNECT_STATUSES))
             else:
                 _check_type(f.name, value, f.type)
+                if f.name in _SHAPES and not _SHAPES[f.name](value):
+                    raise ValueError("field %r does not have the shape the machine checks read" % f.name)
             values[f.name] = value
         return cls(**values)
+
+
+def _number(value, none=True):
+    # type: (Any, bool) -> bool
+    return (value is None and none) or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+# The nested parts of the machine facts (typed Any above) that the checks index into.
+_SHAPES = {
+    "ib_devices": lambda v: all(isinstance(ports, dict) and all(
+        isinstance(p, dict) and isinstance(p.get("state", ""), str) and isinstance(p.get("gids", []), list)
+        and all(isinstance(g, int) for g in p.get("gids", [])) for p in ports.values()) for ports in v.values()),
+    "pci_links": lambda v: all(
+        isinstance(link.get("address"), str) and link.get("kind") in ("gpu", "nic")
+        and all(_number(link.get(k)) for k in ("current_width", "current_speed", "max_speed"))
+        and _number(link.get("max_width"), none=False) for link in v),
+    "pci_acs": lambda v: all(isinstance(b, dict) and isinstance(b.get("control"), int)
+                             and isinstance(b.get("gpus", []), list) for b in v.values()),
+    "iommu": lambda v: isinstance(v.get("flags", []), list) and isinstance(v.get("domain_types", {}), dict),
+    "xids": lambda v: all(isinstance(x.get("xid"), int) and isinstance(x.get("text", ""), str) for x in v),
+}  # type: Dict[str, Any]
 
 
 def _check_type(name, value, annotation):
@@ -153,6 +205,8 @@ def _matches(value, annotation):
     # type: (Any, Any) -> bool
     # Runs only where ddpdoctor itself runs (Python 3.9+), never on a remote node.
     from typing import Union, get_args, get_origin
+    if annotation is Any:
+        return True
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Union:
         return any(_matches(value, a) for a in args)
