@@ -8,7 +8,8 @@ from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.core.registry import Incomplete, Skipped, check
+from ddpdoctor.probe.analysis.launch_failure import launch_failure
 
 from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWICE, UNFINISHED_REDUCTION, CrashEvent,
                           crash_events, describe_collective, last_collective, whereabouts)
@@ -26,7 +27,7 @@ _SIGNAL_NOTES = {
 
 
 @check("DDP504", "A rank crashed while others waited", Severity.ERROR)
-def rank_crash(run: RunModel) -> list[Problem] | Skipped:
+def rank_crash(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     """
     What it detects:
         A rank that died: an exception escaped the script (its type, message, file:line and
@@ -61,9 +62,16 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
         "Expected to have finished reduction in the prior iteration" is DDP's unused-parameter
         error: see DDP401. "Expected to mark a variable ready only once" is reported as DDP406
         (reentrant checkpointing, a shared parameter), not here.
+
+        A launcher (torchrun) that failed by itself, no rank crashing, is reported here with
+        its first error line; one that failed on a taken rendezvous port is DDP104's. A launcher
+        that failed and said nothing readable leaves the verdict incomplete, never a pass.
     """
     if not any(rank_run.records for rank_run in run.ranks.values()) and run.outcome is None:
         return Skipped("no rank recorded telemetry")
+    failure = launch_failure(run)
+    if failure is not None:
+        return _launcher_failed(run, failure)
     events = {r: e for r, e in crash_events(run).items() if not _inside_init(run, r)}
     if any(READY_TWICE in (e.message or "") for e in events.values()):
         # DDP406 explains this crash (the parameter, the cause, the fix): one finding, not two.
@@ -82,6 +90,26 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
     everyone = sorted(set(run.ranks) | set(_exit_codes(run)))
     return [frameworks.worded("DDP504", _problem(run, members, events, causes, everyone), run)
             for members in groups.values()]
+
+
+def _launcher_failed(run: RunModel, failure) -> list[Problem] | Incomplete:
+    if failure.address_in_use:
+        # DDP104 names the port and its holder; this keeps the run from passing without it.
+        return Incomplete(f"the job never ran: its rendezvous port{f' {failure.port}' if failure.port else ''} "
+                          "was taken (DDP104)")
+    if not failure.first_error:
+        return Incomplete(f"the launcher exited with code {failure.launcher_exit} while no rank crashed, "
+                          "and its output (job.log) holds no error line to say why")
+    started = sorted(run.ranks)
+    ranks_said = (f"{rank_list(started)} had started" if started else "no rank had started")
+    return [Problem(
+        message=f"the launcher failed (exit {failure.launcher_exit}; {ranks_said}): {failure.first_error}",
+        hint=("fix what the launcher's error says (job.log in the run dir holds its whole output); "
+              "a rendezvous error: check MASTER_ADDR/MASTER_PORT or --rdzv-endpoint with "
+              "`ddpdoctor preflight`"),
+        evidence={"launcher_exit": failure.launcher_exit, "first_error": failure.first_error,
+                  "ranks_started": started},
+    )]
 
 
 def _exit_codes(run: RunModel) -> dict[int, Optional[int]]:

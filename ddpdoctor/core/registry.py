@@ -54,6 +54,12 @@ class CheckSpec:
     severity: Severity
     stage: str
     func: Callable[[Any], CheckResultValue]
+    # Other stages whose facts it also judges (DDP104: preflight's port test and the probe's own,
+    # one judge for both); its function tells the facts apart.
+    also: tuple[str, ...] = ()
+
+    def runs_in(self, stage: str) -> bool:
+        return stage == self.stage or stage in self.also
 
     @property
     def doc(self) -> str:
@@ -97,8 +103,9 @@ class CheckResult:
 _REGISTRY: dict[str, CheckSpec] = {}
 
 
-def check(code: str, title: str, severity: Severity) -> Callable:
-    """Declare a check. The stage is taken from the module's package (checks/preflight, checks/probe)."""
+def check(code: str, title: str, severity: Severity, also: tuple[str, ...] = ()) -> Callable:
+    """Declare a check. The stage is taken from the module's package (checks/preflight, checks/probe);
+    `also`: further stages that run it over their own facts (the stage's package then imports it)."""
     if not CODE_PATTERN.match(code):
         raise ValueError(f"check code {code!r} is not of the form DDPnnn")
 
@@ -110,7 +117,7 @@ def check(code: str, title: str, severity: Severity) -> Callable:
         existing = _REGISTRY.get(code)
         if existing is not None and existing.func.__qualname__ != func.__qualname__:
             raise ValueError(f"{code} declared twice: {existing.module} and {func.__module__}")
-        _REGISTRY[code] = CheckSpec(code, title, severity, stage, func)
+        _REGISTRY[code] = CheckSpec(code, title, severity, stage, func, tuple(also))
         return func
 
     return register
@@ -139,7 +146,7 @@ def all_checks(stage: Optional[str] = None) -> list[CheckSpec]:
     """Every declared check (of one stage), sorted by code."""
     _discover(stage)
     specs = sorted(_REGISTRY.values(), key=lambda s: s.code)
-    return [s for s in specs if stage is None or s.stage == stage]
+    return [s for s in specs if stage is None or s.runs_in(stage)]
 
 
 def get_check(code: str) -> CheckSpec:

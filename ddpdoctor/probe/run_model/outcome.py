@@ -106,7 +106,8 @@ class MachineLoad:
 
 @dataclass
 class Outcome:
-    # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed"; multi-node:
+    # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed" |
+    # "not_launched" (the rendezvous port was taken: see port_bind); multi-node:
     # "node_lost" (node 0 lost another node), "ended" / "node0_lost" (another node's own job)
     status: str
     wall_s: float
@@ -125,6 +126,11 @@ class Outcome:
     # it are consequences of the teardown, never the cause (analysis/rank_state.py).
     ended_at: Optional[float] = None
     machine_load: Optional[MachineLoad] = None  # None: not measured (CPU times unreadable, or no job)
+    # The rendezvous port ddpdoctor's launcher was to serve, tested by binding it: before launch
+    # (taken: the job is not started, status "not_launched") and again after a launcher that
+    # failed by itself (who holds it then). preflight/node/port_listener.py's info dict plus
+    # "when" ("before" | "after"); None: not tested (torchrun --standalone picks a free port).
+    port_bind: Optional[dict[str, Any]] = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
