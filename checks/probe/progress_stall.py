@@ -13,7 +13,7 @@ from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
 from ddpdoctor.probe.analysis.outside_steps import final_spell
-from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collective
+from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, last_collective
 from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks, stall_advice
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
 from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
@@ -63,6 +63,9 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
             evaluate(model)              # on every rank, or no collective inside
 
         If a step is legitimately slower than the stall timeout, raise --stall-timeout.
+
+        A stall that follows a rank's error in flight (its cleanup barrier waited for ranks
+        that went on: DDP504) is shown as that error's consequence, at info severity.
     """
     outcome = run.outcome
     if outcome is None:
@@ -127,9 +130,20 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         message += f" (stacks from faulthandler dumps{note})"
 
     per_rank = {str(r): _last_records(run, r) for r in everyone}
+    hint, severity = _hint(groups, odd), None
+    caused = sorted((e for e in crash_events(run).values() if e.waited_in is not None and not e.after_end),
+                    key=lambda e: (e.t or 0.0, e.rank))
+    if caused:
+        # Cause before consequence: the rank's error (DDP504) is why it waited; the stall is
+        # what followed, shown as such and not as a second error.
+        first = caused[0]
+        message = (f"a consequence of rank {first.rank}'s {first.name} (DDP504), whose cleanup "
+                   f"waited in {first.waited_in.op}{at(first.waited_in.site)}: " + message)
+        hint, severity = f"fix rank {first.rank}'s {first.name} first (DDP504)", Severity.INFO
     return [frameworks.worded("DDP503", Problem(
         message=message,
-        hint=_hint(groups, odd),
+        hint=hint,
+        severity=severity,
         ranks=odd.ranks if len(groups) > 1 and len(odd.ranks) < len(everyone) / 2 else everyone,
         hosts=sorted({hosts[r] for r in odd.ranks if r in hosts}) if len(groups) > 1 else [],
         location=odd.location,

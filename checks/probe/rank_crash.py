@@ -9,6 +9,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
+from ddpdoctor.probe.analysis.collective_alignment import divergences
 from ddpdoctor.probe.analysis.launch_failure import launch_failure
 
 from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWICE, UNFINISHED_REDUCTION, CrashEvent,
@@ -63,6 +64,12 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         error: see DDP401. "Expected to mark a variable ready only once" is reported as DDP406
         (reentrant checkpointing, a shared parameter), not here.
 
+        An exception still being handled when the rank entered a collective that never
+        returned (`dist.barrier()` in a `finally:` or `except:`) is that rank's crash: it
+        may never have left the script, the wait being its consequence ("rank 1 raised
+        RuntimeError: CUDA out of memory at train.py:40; with that error in flight, its cleanup
+        entered barrier at train.py:52 and waited there for the others").
+
         A launcher (torchrun) that failed by itself, no rank crashing, is reported here with
         its first error line; one that failed on a taken rendezvous port is DDP104's. A launcher
         that failed and said nothing readable leaves the verdict incomplete, never a pass.
@@ -81,6 +88,10 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     # An error after the probe began ending the job is the teardown's doing: shown with the
     # cause, never a finding of its own.
     blamed = {r: e for r, e in events.items() if not e.after_end}
+    if divergences(run):
+        # The probe's DETAIL check stopped ranks whose collectives diverged: DDP501/DDP502 name
+        # the divergence, the cause; that error is its consequence, in words no plain run prints.
+        blamed = {r: e for r, e in blamed.items() if not e.probe_worded}
     if not blamed:
         return []
     causes = {r: e for r, e in blamed.items() if not e.collateral} or blamed
@@ -140,6 +151,11 @@ def _problem(run: RunModel, members: list[CrashEvent], events: dict[int, CrashEv
         message = f"{rank_list(ranks)} {what}{at(site)}{when}"
         if others:
             message += " while " + "; ".join(f"{rank_list(r)} {text}" for text, r in others.items())
+    if first.waited_in is not None:
+        waited = first.waited_in
+        message += (f"; with that error in flight, its cleanup entered {describe_collective(waited)}"
+                    f"{at(waited.site)} and waited there for the others, so the error never left "
+                    "the script")
     detail = first.traceback.strip() if first.traceback else ""
     dump = run.ranks[first.rank].signal_dump if first.rank in run.ranks else ""
     if dump.strip():
@@ -154,6 +170,10 @@ def _problem(run: RunModel, members: list[CrashEvent], events: dict[int, CrashEv
         "others": {str(r): text for text, rs in others.items() for r in rs},
         "consequences": sorted(r for r in events if r not in causes),
     }
+    if first.waited_in is not None:
+        evidence["waited_in"] = {"op": first.waited_in.op, "group": first.waited_in.group,
+                                 "seq": first.waited_in.seq,
+                                 "site": str(first.waited_in.site) if first.waited_in.site else None}
     if detail:
         evidence["detail"] = detail
     return Problem(message=message, hint=_hint(first, ranks), ranks=ranks,
@@ -167,6 +187,11 @@ def _what(event: CrashEvent) -> str:
         return f"was killed by {event.name} (signal {number}{': ' + note if note else ''})"
     if event.kind == "exit":
         return event.summary()
+    if event.probe_worded:
+        # In a plain run's words: the rank waits in a collective its peers do not call alike.
+        return ("stopped in a collective its peers did not call the same way (the probe's collective "
+                "check, TORCH_DISTRIBUTED_DEBUG=DETAIL, ended the wait; a plain run waits there until "
+                "the process-group timeout)")
     return f"raised {event.summary()}"
 
 
@@ -194,6 +219,11 @@ def _signal_site(run: RunModel, event: CrashEvent) -> Optional[Location]:
 
 
 def _hint(event: CrashEvent, ranks: list[int]) -> str:
+    if event.waited_in is not None:
+        return (f"fix the {event.name} on {rank_list(ranks)}; and keep collectives out of the "
+                f"cleanup of a failed rank: its {event.waited_in.op} waits for ranks that went on "
+                "and hides the error. Call only dist.destroy_process_group() in `finally:`, and "
+                "the barrier after the `try` block, where only a rank without an error reaches it")
     if UNFINISHED_REDUCTION in (event.message or ""):
         return ("this is DDP's unused-parameter error: DDP401 names the parameters that got no "
                 "gradient; make them take part in the loss, freeze them (requires_grad=False) or "

@@ -389,6 +389,23 @@ class Crash:
 
 
 @dataclass
+class ErrorInFlight:
+    """A collective was entered while an exception was being handled in the same thread (the
+    cleanup barrier in a `finally:` or `except:`): that exception, which may never leave the
+    script if the collective waits for ranks that went on. Written at most once per exception."""
+
+    kind = "error_in_flight"
+    t: float
+    group: str
+    seq: int  # the collective entered with it (the Collective record of this group and seq)
+    exc_type: str
+    message: str  # secrets scrubbed, at most 1,000 characters
+    traceback: str  # the user's part, at most 4,000 characters
+    site: Optional[Site]  # where it was raised: the innermost user frame of its traceback
+    step: int
+
+
+@dataclass
 class Note:
     """Something the instruments could not do, said plainly (e.g. a builtin comm hook)."""
 
@@ -534,13 +551,14 @@ class Memory:
 RECORD_TYPES = {cls.kind: cls for cls in (
     Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone, CollectiveResult,
     BucketTiming, BucketLayout, BaselineTiming, DeviceClock, DevicePhases, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
+    ErrorInFlight,
     DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
     SamplerShard, Memory)}
 
 # The records that name a place in the user's code (each declares `site: Optional[Site]`), for
 # readers that want every site a rank recorded (tests/unit/test_telemetry.py keeps it complete).
 SITED = (InitEnter, DDPInfo, Loader, Collective, Save, DataParallelUse, Crash, DeviceQuery, FrameworkUse,
-         ActivationCheckpoint, Boundary, SamplerShard)
+         ActivationCheckpoint, Boundary, SamplerShard, ErrorInFlight)
 
 # Each kind's field names, once: the watchdog decodes every line a rank appends.
 _FIELD_NAMES = {kind: frozenset(f.name for f in fields(cls)) for kind, cls in RECORD_TYPES.items()}

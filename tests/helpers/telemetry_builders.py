@@ -160,6 +160,16 @@ class RankBuilder:
                                   f"{site.line if site else 1}, in main\n{exc_type}: {message}\n")
         return self.add(tm.Crash(self._now(), exc_type, message, traceback, site, self.steps))
 
+    def error_in_flight(self, exc_type: str = "RuntimeError", message: str = "boom",
+                        site: Optional[tm.Site] = None, group: str = "WORLD",
+                        seq: Optional[int] = None) -> "RankBuilder":
+        """The exception being handled when the rank entered its last collective on `group`."""
+        seq = self._seq.get(group, 1) - 1 if seq is None else seq
+        traceback = (f"Traceback (most recent call last):\n  File \"train.py\", line "
+                     f"{site.line if site else 1}, in main\n{exc_type}: {message}\n")
+        return self.add(tm.ErrorInFlight(self._now(), group, seq, exc_type, message, traceback, site,
+                                         self.steps))
+
     def end(self, reason: str = "max_steps") -> "RankBuilder":
         return self.add(tm.End(self._now(), reason, self.steps))
 

@@ -39,3 +39,22 @@ def test_a_free_rendezvous_port_given_with_master_port_passes(tmp_path):
                    run_dir=tmp_path / "run")
     assert result.code == 0, result.report["findings"]
     assert "DDP104" not in result.codes
+
+
+def test_an_error_swallowed_by_the_cleanup_barrier_is_ddp504_naming_the_rank_and_the_error(tmp_path):
+    result = probe("tests/scripts/swallowed_oom.py", "--stall-timeout", "5", run_dir=tmp_path / "run")
+    assert result.code == 1
+    crash = result.one("DDP504")
+    assert crash["ranks"] == [1]
+    assert "RuntimeError: CUDA out of memory" in crash["message"]
+    assert crash["location"]["file"] == "tests/scripts/swallowed_oom.py"
+    assert "barrier at tests/scripts/swallowed_oom.py:" in crash["message"]
+    assert not result.findings("DDP502")
+    assert all(f["severity"] == "info" for f in result.findings("DDP503"))
+
+
+def test_the_same_cleanup_barrier_without_an_error_stays_clean(tmp_path):
+    result = probe("tests/scripts/swallowed_oom.py", "--stall-timeout", "5", run_dir=tmp_path / "run",
+                   args=["--healthy"])
+    assert result.code == 0, result.report["findings"]
+    assert not result.problems_beyond_timing

@@ -126,7 +126,12 @@ def divergences(run: RunModel) -> list[Divergence]:
 
 
 def _divergences(run: RunModel) -> list[Divergence]:
-    crashed = {r for r, e in crash_events(run).items() if not e.after_end}  # not the teardown's
+    events = crash_events(run)
+    crashed = {r for r, e in events.items() if not e.after_end}  # not the teardown's
+    # A rank that entered a collective with an error in flight (its cleanup barrier) had
+    # crashed there: that collective and what followed are the error's consequence (DDP504),
+    # never a collective it called "instead" of its peers'.
+    cut = {r: e.waited_in for r, e in events.items() if e.waited_in is not None and r in crashed}
     status = run.outcome.status if run.outcome is not None else None
 
     def stopped_by_itself(rank: int) -> bool:
@@ -142,6 +147,8 @@ def _divergences(run: RunModel) -> list[Divergence]:
 
     found = []
     for group, calls in sorted(sequences(run).items()):
+        if cut:
+            calls = {r: [c for c in seq if r not in cut or c.record.t < cut[r].t] for r, seq in calls.items()}
         if len(calls) < 2:
             continue
         divergence = align(group, calls, stopped_by_itself)

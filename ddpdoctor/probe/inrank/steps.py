@@ -21,29 +21,11 @@ _counts: dict[int, int] = {}
 _marks = {"step_start": 0.0, "previous_end": 0.0}
 
 
-def _user_frames(tb):
-    """The traceback from the first frame outside ddpdoctor's bootstrap and runpy on: the user
-    should read their own traceback, as `python train.py` would have printed it."""
-    import ddpdoctor
-
-    own = os.path.dirname(ddpdoctor.__file__)
-    while tb is not None and tb.tb_next is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if not (name.startswith(own) or name.startswith("<frozen runpy>") or name.endswith("runpy.py")):
-            break
-        tb = tb.tb_next
-    return tb
-
-
 def record_crash(exc: BaseException) -> None:
     """The exception escaping the user's code in this process, scrubbed of secrets."""
-    import traceback
-
-    from ddpdoctor.core import redact
     rec = recorder.get()
-    text = redact.scrub("".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__))))
-    rec.write(tm.Crash(time.time(), type(exc).__name__, redact.scrub(str(exc))[:4000],
-                       text[-20000:], recorder.site_of_traceback(exc.__traceback__), rec.step))
+    message, text, site = recorder.describe_exception(exc)
+    rec.write(tm.Crash(time.time(), type(exc).__name__, message, text, site, rec.step))
 
 
 def finish(reason: str) -> None:
