@@ -10,6 +10,7 @@ from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
 from ddpdoctor.probe.analysis.rank_state import whereabouts
+from ddpdoctor.probe.analysis.skipped_backward import SkippedBackward, skipped_backwards
 from ddpdoctor.probe.wording import at, location, rank_list, verb
 
 
@@ -51,13 +52,56 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
         A skipped DDP gradient all-reduce means a rank ran fewer backward passes (an early
         `continue`, uneven batches): give every rank the same number of steps, or wrap the
         loop in `with model.join():`.
+
+        A rank-local skip is named where it happened: a rank whose DDP training forward had
+        no backward while its peers' same forward had one skipped DDP's all-reduce for it
+        ("rank 1 ran DDP training forward 3 (step 3) at train.py:40 without a backward"), with
+        the lines between that forward and its backward, where the branch is. Where the
+        shifted all-reduces finally stopped the job is its consequence, not reported apart.
+        Decide such a skip on every rank alike:
+
+            bad = torch.tensor(float(not torch.isfinite(loss)))
+            dist.all_reduce(bad, op=dist.ReduceOp.MAX)
+            if bad.item():
+                continue                 # every rank skips this batch together
     """
     calls = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.Collective)]
     if not calls:
         return Skipped("no collective was recorded")
     if len(run.ranks) < 2:
         return Skipped("fewer than 2 ranks left telemetry: nothing to compare")
-    return [frameworks.worded("DDP502", _problem(run, d), run) for d in divergences(run) if d.kind == SKIPPED]
+    skips = [frameworks.worded("DDP502", _skip_problem(run, s), run) for s in skipped_backwards(run)]
+    return skips + [frameworks.worded("DDP502", _problem(run, d), run)
+                    for d in divergences(run) if d.kind == SKIPPED]
+
+
+def _skip_problem(run: RunModel, skip: SkippedBackward) -> Problem:
+    """A rank's training forward with no backward where its peers ran one: the skipped
+    all-reduce is the cause; the collective where the shifted pairs finally met is not."""
+    forward = skip.forward
+    where = ""
+    if skip.backward_site is not None and forward.site is not None:
+        where = (f"; the branch that ran only there lies between the forward{at(forward.site)} and "
+                 f"its backward{at(skip.backward_site)} (a `continue` or an `if` around backward)")
+    stops = "; ".join(f"rank {r} {whereabouts(run, r)}" for r in sorted(run.ranks))
+    message = (f"rank {skip.rank} ran DDP training forward {forward.iteration} (step {forward.step})"
+               f"{at(forward.site)} without a backward, so it skipped DDP's gradient all-reduce for "
+               f"it, which {rank_list(list(skip.others))} entered{where}; from there each of its "
+               "gradient all-reduces paired with the wrong one of its peers'"
+               + (f" (where the ranks stopped: {stops})" if stops else ""))
+    return Problem(
+        message=message,
+        hint=(f"decide to skip a batch on every rank alike: e.g. `bad = torch.tensor(float(not "
+              "torch.isfinite(loss))); dist.all_reduce(bad, op=dist.ReduceOp.MAX)` and `continue` "
+              "on every rank when bad > 0; or keep the step and zero its loss (`loss = loss * 0`) "
+              f"so the backward and its all-reduce still run on rank {skip.rank}"),
+        ranks=[skip.rank],
+        location=location(forward.site),
+        evidence={"rank": skip.rank, "forward": forward.iteration, "step": forward.step,
+                  "ddp_id": forward.ddp_id, "forward_site": str(forward.site) if forward.site else None,
+                  "backward_site": str(skip.backward_site) if skip.backward_site else None,
+                  "peers_with_backward": list(skip.others)},
+    )
 
 
 _PLURAL = (("is ", "are "), ("waits ", "wait "), ("was ", "were "), ("has ", "have "))

@@ -13,6 +13,7 @@ from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
 from ddpdoctor.probe.analysis.outside_steps import final_spell
+from ddpdoctor.probe.analysis.skipped_backward import skipped_backwards
 from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, last_collective
 from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks, stall_advice
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
@@ -65,7 +66,8 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         If a step is legitimately slower than the stall timeout, raise --stall-timeout.
 
         A stall that follows a rank's error in flight (its cleanup barrier waited for ranks
-        that went on: DDP504) is shown as that error's consequence, at info severity.
+        that went on: DDP504) or a rank-local skipped backward (DDP502) is shown as that
+        cause's consequence, at info severity.
     """
     outcome = run.outcome
     if outcome is None:
@@ -133,6 +135,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     hint, severity = _hint(groups, odd), None
     caused = sorted((e for e in crash_events(run).values() if e.waited_in is not None and not e.after_end),
                     key=lambda e: (e.t or 0.0, e.rank))
+    skips = skipped_backwards(run)
     if caused:
         # Cause before consequence: the rank's error (DDP504) is why it waited; the stall is
         # what followed, shown as such and not as a second error.
@@ -140,6 +143,11 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         message = (f"a consequence of rank {first.rank}'s {first.name} (DDP504), whose cleanup "
                    f"waited in {first.waited_in.op}{at(first.waited_in.site)}: " + message)
         hint, severity = f"fix rank {first.rank}'s {first.name} first (DDP504)", Severity.INFO
+    elif skips:
+        skip = skips[0]
+        message = (f"a consequence of rank {skip.rank}'s skipped backward at step {skip.forward.step} "
+                   "(DDP502): " + message)
+        hint, severity = f"fix rank {skip.rank}'s rank-local skip first (DDP502)", Severity.INFO
     return [frameworks.worded("DDP503", Problem(
         message=message,
         hint=hint,

@@ -170,6 +170,12 @@ class RankBuilder:
         return self.add(tm.ErrorInFlight(self._now(), group, seq, exc_type, message, traceback, site,
                                          self.steps))
 
+    def forward_no_backward(self, site: Optional[tm.Site] = None, ddp_id: int = 0) -> "RankBuilder":
+        """A training forward with no backward: the next backward belongs to the next forward."""
+        iteration = self.iterations.get(ddp_id, 0)
+        self.iterations[ddp_id] = iteration + 1
+        return self.add(tm.ForwardNoBackward(self._now(), ddp_id, iteration, self.steps, site))
+
     def end(self, reason: str = "max_steps") -> "RankBuilder":
         return self.add(tm.End(self._now(), reason, self.steps))
 

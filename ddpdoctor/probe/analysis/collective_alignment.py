@@ -28,6 +28,7 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
 from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, ending_key, has_ended
+from ddpdoctor.probe.analysis.skipped_backward import skip_explains
 
 SKIPPED = "skipped"
 MISMATCH = "mismatch"
@@ -154,7 +155,15 @@ def _divergences(run: RunModel) -> list[Divergence]:
         divergence = align(group, calls, stopped_by_itself)
         if divergence is not None:
             found.append(divergence)
-    return _drop_consequences(found)
+    return [d for d in _drop_consequences(found) if not _after_a_skip(run, d)]
+
+
+def _after_a_skip(run: RunModel, divergence: Divergence) -> bool:
+    """A divergence among a rank that skipped a backward its peers ran (and after the skip) is
+    the skip's consequence: DDP502 names the skip, not where the shifted pairs finally met."""
+    ranks = {r for side in divergence.sides for r in side.ranks} | set(divergence.skipped)
+    times = [side.call.record.t for side in divergence.sides if side.call is not None]
+    return skip_explains(run, ranks, min(times) if times else None) is not None
 
 
 def _stopped_by_the_probe(run: RunModel, rank: int) -> bool:

@@ -1,9 +1,14 @@
 """DistributedDataParallel under the probe.
 
 - Under DETAIL on gloo, DDP is built on the unchecked twin of its group (groups.py) and its
-  bucket all-reduces go through the checked group for the first few backward iterations, so a
-  mismatched collective is caught by torch's fingerprint check at once; later ones go through the
-  twin, so that bucket timings are not distorted by the check's extra barrier.
+  bucket all-reduces go through the checked group for the first few gradient all-reduce rounds,
+  so a mismatched collective is caught by torch's fingerprint check at once; later ones go
+  through the twin, so that bucket timings are not distorted by the check's extra barrier. The
+  switch is counted in all-reduce rounds launched, which pair across ranks whatever the script
+  does: counted in forwards, a rank that skips a backward switched a round early and the probe
+  itself changed which all-reduces paired (issue 34).
+- Training forwards are counted; one with no backward before the next (a rank-local `continue`)
+  is recorded (ForwardNoBackward): that rank skipped DDP's gradient all-reduce for it.
 - Every bucket all-reduce is recorded as a collective and timed, by a comm hook whose numerics
   are bit-identical to DDP's default path: multiply by 1/world_size, then SUM (notes §1; the stock
   allreduce_hook divides and differs at world sizes that are not powers of two).
@@ -53,6 +58,12 @@ class DDPState:
         self.pending = False  # a backward happened whose Grads record is not written yet
         self.backward_iterations = 0  # since the previous optimizer step
         self.allreduce_rounds = 0
+        self.forwards = 0  # training forwards since the previous optimizer step
+        self.rounds_launched = 0  # gradient all-reduce rounds launched (the last bucket's launch)
+        self.grads_iteration = -1  # the last iteration whose backward was recorded (Grads)
+        self.forward_site: Optional[tm.Site] = None  # of the current training forward
+        self.forward_step = 0  # optimizer steps done at the current training forward
+        self.no_backward_records = 0
         self.checked_group = checked_group
         self.checked_iterations = checked_iterations
         self.group_name, _ = groups.describe(logical_group)
@@ -114,14 +125,31 @@ class DDPState:
         unused = [n for n in self.names if n not in self.used]
         rec.write(tm.Grads(time.time(), self.id, self.iteration, rec.step, unused, len(self.used),
                            self.twice))
+        self.grads_iteration = self.iteration
         self.used = set()
         self.twice = []
         self.backward_iterations += 1
 
-    def take_counts(self) -> tuple[int, int]:
-        counts = (self.backward_iterations, self.allreduce_rounds)
-        self.backward_iterations = self.allreduce_rounds = 0
+    def take_counts(self) -> tuple[int, int, int]:
+        counts = (self.backward_iterations, self.allreduce_rounds, self.forwards)
+        self.backward_iterations = self.allreduce_rounds = self.forwards = 0
         return counts
+
+    def training_forward(self) -> None:
+        """A training forward begins: the previous one's backward, if any, is recorded first;
+        a previous one without a backward skipped DDP's gradient all-reduce for it."""
+        self.flush_grads()
+        if self.iteration >= 0 and self.grads_iteration != self.iteration and self.no_backward_records < 64:
+            self.no_backward_records += 1
+            recorder.get().write(tm.ForwardNoBackward(time.time(), self.id, self.iteration,
+                                                      self.forward_step, self.forward_site))
+        self.iteration += 1
+        self.forwards += 1
+        rec = recorder.get()
+        self.forward_step = rec.step
+        # Walked like the backward's site: the first SITE_EVERY forwards, then every SITE_EVERY-th.
+        if self.forward_site is None or self.iteration < SITE_EVERY or self.iteration % SITE_EVERY == 0:
+            self.forward_site = recorder.user_site(3)
 
     def record_params(self) -> None:
         model = self.model
@@ -157,10 +185,14 @@ class DDPState:
         index, is_last = bucket.index(), bucket.is_last()
         nbytes = tensor.numel() * tensor.element_size()
         self._record_layout(bucket, index, nbytes)
-        if self.checked_group is not None and self.iteration < self.checked_iterations:
+        # Counted in rounds launched, never in forwards: every rank switches at the same
+        # all-reduce, whatever it skipped (the pairing of the script's collectives stays as is).
+        if self.checked_group is not None and self.rounds_launched < self.checked_iterations:
             group = self.checked_group
         else:
             group = model.process_group if model is not None else None
+        if is_last:
+            self.rounds_launched += 1
         seq = collectives.next_seq(self.group_name)
         if self.clock is None or tensor.device != self.device:
             self.decide_clock(tensor.device)
@@ -365,8 +397,7 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
             state.hook_registered = True
             module.register_comm_hook(state, _timed_default_hook)
         if module.training and torch.is_grad_enabled():
-            state.flush_grads()
-            state.iteration += 1
+            state.training_forward()
         state.forward_start = time.time()
         if state.timer is not None:
             state.timer.poll()  # what completed on the device since (a query, no waiting)

@@ -92,19 +92,20 @@ def install(max_steps: int) -> None:
         if step == rec.step:
             return  # a second optimizer (a GAN's) stepping within the same training step
         rec.step = step
-        backward_iterations = rounds = 0
+        backward_iterations = rounds = forwards = 0
         for state in ddp.all_states():
             state.flush_grads()
-            b, r = state.take_counts()
+            b, r, f = state.take_counts()
             backward_iterations += b
             rounds += r
+            forwards += f
         phases = {k: round(v, 6) for k, v in rec.phases.items()}
         if _marks["previous_end"]:
             phases["step"] = round(now - _marks["previous_end"], 6)
         phases["samples"] = rec.samples
         _marks["previous_end"] = now
         rec.phases, rec.samples = {}, 0
-        rec.write(tm.Step(now, step, backward_iterations, rounds, phases))
+        rec.write(tm.Step(now, step, backward_iterations, rounds, phases, forwards))
         device_timing.timeline.close(step)  # this step's device phases, resolved later
         device_timing.poll_all()  # earlier steps' that completed (a query each, no waiting)
         last = bool(max_steps) and step >= max_steps
