@@ -9,7 +9,8 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
-from ddpdoctor.probe.analysis.rank_state import whereabouts
+from ddpdoctor.probe.analysis.rank_state import describe_collective, forward_only_on, whereabouts
+from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
 from ddpdoctor.probe.analysis.skipped_backward import SkippedBackward, skipped_backwards
 from ddpdoctor.probe.wording import at, location, rank_list, verb
 
@@ -64,6 +65,10 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
             dist.all_reduce(bad, op=dist.ReduceOp.MAX)
             if bad.item():
                 continue                 # every rank skips this batch together
+
+        Collectives on two groups called in opposite orders (rank 0: group A then B; rank 1:
+        B then A) are one finding naming both orders, not two skipped collectives: call them
+        in the same order on every rank.
     """
     calls = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.Collective)]
     if not calls:
@@ -116,7 +121,35 @@ def _agree(text: str, count: int) -> str:
     return text
 
 
+def _crossed(run: RunModel, one: Divergence, other: Divergence) -> Problem:
+    """The two groups' collectives called in opposite orders: each side's order, named."""
+    a, b = one.entered.call.record, other.entered.call.record
+
+    def order(ranks: list[int], first: tm.Collective, first_group: str, then_group: str) -> str:
+        return (f"{rank_list(ranks)} entered {describe_collective(first)} on group {first_group}"
+                f"{at(first.site)} first and waits there, before its collective on group {then_group}")
+
+    message = (f"the ranks call collectives on groups {one.group} and {other.group} in opposite "
+               f"orders: {order(one.entered.ranks, a, one.group, other.group)}; "
+               f"{order(other.entered.ranks, b, other.group, one.group)}; each waits for the "
+               "others in the one they call second")
+    return Problem(
+        message=message,
+        hint=(f"call the collectives of groups {one.group} and {other.group} in the same order on "
+              "every rank (decide the order from something every rank shares, never from the rank)"),
+        ranks=sorted(set(one.entered.ranks) | set(other.entered.ranks)),
+        location=location(a.site),
+        evidence={"groups": [one.group, other.group],
+                  "orders": {str(r): [one.group, other.group] for r in one.entered.ranks}
+                  | {str(r): [other.group, one.group] for r in other.entered.ranks},
+                  "first_calls": {one.group: one.entered.call.evidence(),
+                                  other.group: other.entered.call.evidence()}},
+    )
+
+
 def _problem(run: RunModel, divergence: Divergence) -> Problem:
+    if divergence.crossed is not None:
+        return _crossed(run, divergence, divergence.crossed)
     entered = divergence.entered
     record = entered.call.record
     what = entered.call.describe()
@@ -171,6 +204,8 @@ def _problem(run: RunModel, divergence: Divergence) -> Problem:
 
 
 def _hint(record: tm.Collective, entered: list[int], skipped: list[int]) -> str:
+    if record.op == DDP_BUFFER_BROADCAST:
+        return forward_only_on(entered, record)
     if record.op == "ddp_bucket_allreduce":
         return (f"{rank_list(skipped)} ran fewer backward passes than {rank_list(entered)}: give "
                 "every rank the same number of batches (DistributedSampler, drop_last=True), do not "

@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from tests.helpers.probe_runner import probe
+from tests.helpers.probe_runner import REPO, probe
 
 pytestmark = pytest.mark.multiprocess
 
@@ -55,6 +55,42 @@ def test_an_error_swallowed_by_the_cleanup_barrier_is_ddp504_naming_the_rank_and
 
 def test_the_same_cleanup_barrier_without_an_error_stays_clean(tmp_path):
     result = probe("tests/scripts/swallowed_oom.py", "--stall-timeout", "5", run_dir=tmp_path / "run",
+                   args=["--healthy"])
+    assert result.code == 0, result.report["findings"]
+    assert not result.problems_beyond_timing
+
+
+def _line(script: str, text: str) -> int:
+    lines = (REPO / "tests" / "scripts" / script).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def test_a_rank_local_skip_is_ddp502_at_the_forward_that_had_no_backward(tmp_path):
+    result = probe("tests/scripts/nan_skip.py", "--stall-timeout", "5", run_dir=tmp_path / "run")
+    [skip] = result.findings("DDP502")
+    assert skip["ranks"] == [1]
+    assert skip["location"]["line"] == _line("nan_skip.py", "loss = model(")
+    assert "step 3" in skip["message"]
+    assert all(f["severity"] == "info" for f in result.findings("DDP503"))
+
+
+def test_collectives_on_two_groups_in_opposite_orders_are_named_as_both_orders(tmp_path):
+    result = probe("tests/scripts/crossed_groups.py", "--stall-timeout", "5", run_dir=tmp_path / "run")
+    [crossed] = result.findings("DDP502")
+    assert "opposite orders" in crossed["message"]
+    assert crossed["ranks"] == [0, 1]
+
+
+def test_a_rank0_only_ddp_forward_is_the_odd_call_not_the_barrier(tmp_path):
+    result = probe("tests/scripts/rank0_ddp_forward.py", "--stall-timeout", "5", run_dir=tmp_path / "run")
+    [odd] = result.findings("DDP501") + result.findings("DDP502")
+    assert odd["location"]["line"] == _line("rank0_ddp_forward.py", 'print("val", model(')
+    assert "buffer broadcast" in odd["message"] and "model.module" in odd["hint"]
+
+
+@pytest.mark.parametrize("script", ["nan_skip", "crossed_groups", "rank0_ddp_forward"])
+def test_the_healthy_twin_of_each_pattern_stays_clean(script, tmp_path):
+    result = probe(f"tests/scripts/{script}.py", "--stall-timeout", "5", run_dir=tmp_path / "run",
                    args=["--healthy"])
     assert result.code == 0, result.report["findings"]
     assert not result.problems_beyond_timing

@@ -58,3 +58,4 @@ def test_forwards_without_backward_on_every_rank_alike_are_no_skip():
     run.all("end", "script_exit")
     run.outcome("completed")
     assert judge("DDP502", run.model()) == []
+

@@ -79,6 +79,9 @@ class Divergence:
     ended_early: list[int] = field(default_factory=list)  # ranks whose sequence stopped before
     later: int = 0  # further divergences in this group after this one
     consequence: Optional["Divergence"] = None  # a wait on another group this one caused
+    # The same ranks waiting on another group the other way round: the ranks call the two
+    # groups' collectives in opposite orders (one finding for both).
+    crossed: Optional["Divergence"] = None
 
     @property
     def entered(self) -> Side:
@@ -175,7 +178,9 @@ def _stopped_by_the_probe(run: RunModel, rank: int) -> bool:
 def _drop_consequences(found: list[Divergence]) -> list[Divergence]:
     """Two groups waiting on each other: rank A sits in an extra collective on group G1 that B
     never entered, so B went on to DDP's gradient all-reduce on group G2, which A never reaches.
-    The gradient all-reduce is the consequence; only the extra collective is reported."""
+    The gradient all-reduce is the consequence; only the extra collective is reported. Two
+    collectives of the script's own that wait on each other so (A in G1's, B in G2's) are the
+    two groups called in opposite orders: one divergence, `crossed` naming the other."""
     tails = [d for d in found if d.kind == SKIPPED and d.tail]
     dropped = set()
     for effect in tails:
@@ -189,6 +194,18 @@ def _drop_consequences(found: list[Divergence]) -> list[Divergence]:
             if waits_on_each_other:
                 dropped.add(id(effect))
                 cause.consequence = effect
+    for first in tails:
+        if id(first) in dropped:
+            continue
+        for second in tails:
+            if second is first or id(second) in dropped or first.crossed is not None:
+                continue
+            if "ddp_bucket_allreduce" in (first.entered.call.record.op, second.entered.call.record.op):
+                continue
+            if (set(first.entered.ranks) == set(second.skipped)
+                    and set(second.entered.ranks) == set(first.skipped)):
+                dropped.add(id(second))
+                first.crossed = second
     return [d for d in found if id(d) not in dropped]
 
 

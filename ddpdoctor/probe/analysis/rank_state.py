@@ -219,6 +219,16 @@ def describe_collective(record: tm.Collective) -> str:
     return collective_text(record.op, record.bucket, record.shapes, record.dtypes)
 
 
+def forward_only_on(ranks: list[int], record: tm.Collective) -> str:
+    """The advice for DDP's buffer broadcast entered on some ranks only (DDP501 and DDP502): the
+    odd call is the forward through the DDP model, not the collective the others wait in."""
+    who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+    return (f"a forward through the DDP model is a collective (DDP broadcasts the module's buffers "
+            f"from rank 0 first), and only {who} ran it{at(record.site)}: run that forward on "
+            "every rank, or evaluate on one rank through model.module under torch.no_grad(), "
+            "which communicates nothing")
+
+
 def ending(run: RunModel, rank: int) -> str:
     """What this rank's own records say it did last, as a clause after "rank N":
     "raised ValueError: ... at train.py:42", "exited normally", "waited in all_reduce ..."."""

@@ -408,9 +408,42 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
         device_timing.timeline.forward_end()
         recorder.get().add_phase("forward", state.forward_end - state.forward_start)
 
+    _record_buffer_broadcasts(model, state)
     model.register_forward_pre_hook(before_forward)
     model.register_forward_hook(after_forward)
     forward_inputs.attach(model, state.id)  # what the model is fed, for DDP301
+
+
+# run_model/looks.py's name for it (inrank may not import run_model).
+BUFFER_BROADCAST = "ddp_buffer_broadcast"
+
+
+def _record_buffer_broadcasts(model: DDP, state: DDPState) -> None:
+    """DDP broadcasts the module's buffers from rank 0 at the start of each forward (when it has
+    buffers and broadcast_buffers=True): a collective of its own, recorded like the script's, at
+    the forward's call site, so a forward run on some ranks only is the odd call (not the
+    barrier its peers wait in)."""
+    original = model._distributed_broadcast_coalesced
+
+    def broadcast(tensors: Any, buffer_size: Any, authoritative_rank: int = 0) -> Any:
+        rec = recorder.get()
+        seq = collectives.next_seq(state.group_name)
+        try:
+            training = model.training and torch.is_grad_enabled()
+            # A training forward's site is the one training_forward keeps; another forward (an
+            # evaluation, perhaps on one rank only) is looked up now.
+            site = state.forward_site if training and state.forward_site is not None else recorder.user_site(2)
+            numel = sum(t.numel() for t in tensors)
+            dtypes = sorted({str(t.dtype).replace("torch.", "") for t in tensors})
+            rec.write(tm.Collective(time.time(), state.group_name, None, seq, BUFFER_BROADCAST,
+                                    [[numel]], dtypes, rec.step, site))
+        except Exception:  # noqa: BLE001 - recording is a nicety; the broadcast must happen
+            pass
+        result = original(tensors, buffer_size, authoritative_rank)
+        rec.write(tm.CollectiveDone(time.time(), state.group_name, seq))
+        return result
+
+    model._distributed_broadcast_coalesced = broadcast
 
 
 def _mark_used(state: DDPState, name: str, _param: torch.Tensor) -> None:

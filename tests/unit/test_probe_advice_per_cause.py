@@ -1,0 +1,33 @@
+"""Advice per cause, not per code: collectives on two groups in opposite orders name both
+orders; a forward through the DDP model on one rank only is the odd call (DDP's buffer broadcast),
+not the barrier the others wait in."""
+
+from __future__ import annotations
+
+from tests.helpers.telemetry_builders import RunBuilder, judge, site
+
+
+def test_collectives_on_two_groups_in_opposite_orders_are_one_finding_naming_both_orders():
+    run = RunBuilder(world_size=2)
+    run[0].collective("all_reduce", [[1]], group="1", group_ranks=[0, 1], site=site(23), done=False)
+    run[1].collective("all_reduce", [[1]], group="2", group_ranks=[0, 1], site=site(23), done=False)
+    run.outcome(status="stalled", stall_s=6.0, stall_timeout_s=5.0)
+    [finding] = judge("DDP502", run.model())
+    assert "opposite orders" in finding.message
+    assert "rank 0 entered all_reduce" in finding.message and "on group 1" in finding.message
+    assert "rank 1 entered all_reduce" in finding.message and "on group 2" in finding.message
+    assert finding.evidence["orders"] == {"0": ["1", "2"], "1": ["2", "1"]}
+
+
+def test_a_one_rank_ddp_forward_is_the_odd_call_with_advice_about_the_forward():
+    run = RunBuilder(world_size=2)
+    run.all("ddp")
+    run.all("train_steps", 2)
+    run[0].collective("ddp_buffer_broadcast", [[16]], site=site(26), done=False)
+    run[1].collective("barrier", [], [], site=site(27), done=False)
+    run.outcome(status="stalled", stall_s=6.0, stall_timeout_s=5.0)
+    model = run.model()
+    [finding] = judge("DDP501", model) + judge("DDP502", model)
+    assert finding.location.line == 26
+    assert "buffer broadcast" in finding.message
+    assert "model.module" in finding.hint and "torch.no_grad()" in finding.hint
