@@ -9,6 +9,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
+from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, custom_batch_sampler
 from ddpdoctor.probe.analysis.rank_state import describe_collective, forward_only_on, whereabouts
 from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
 from ddpdoctor.probe.analysis.skipped_backward import SkippedBackward, skipped_backwards
@@ -183,7 +184,7 @@ def _problem(run: RunModel, divergence: Divergence) -> Problem:
         blamed = entered.ranks + skipped
     return Problem(
         message=message,
-        hint=_hint(record, entered.ranks, skipped),
+        hint=_hint(record, entered.ranks, skipped, custom_batch_sampler(run, skipped)),
         ranks=blamed,
         location=location(record.site),
         evidence={
@@ -203,9 +204,11 @@ def _problem(run: RunModel, divergence: Divergence) -> Problem:
     )
 
 
-def _hint(record: tm.Collective, entered: list[int], skipped: list[int]) -> str:
+def _hint(record: tm.Collective, entered: list[int], skipped: list[int], batch_sampler: str = "") -> str:
     if record.op == DDP_BUFFER_BROADCAST:
         return forward_only_on(entered, record)
+    if record.op == "ddp_bucket_allreduce" and batch_sampler:
+        return batch_sampler_fix(batch_sampler, skipped)
     if record.op == "ddp_bucket_allreduce":
         return (f"{rank_list(skipped)} ran fewer backward passes than {rank_list(entered)}: give "
                 "every rank the same number of batches (DistributedSampler, drop_last=True), do not "

@@ -123,6 +123,9 @@ class Loader:
     # DistributedSampler.set_epoch calls on this sampler so far (None: not a DistributedSampler
     # or not counted): tells "never called" from "called with the same value" (DDP302).
     set_epoch_calls: Optional[int] = None
+    # The class of a custom batch_sampler the loader was given ("": torch's own BatchSampler or
+    # none): it decides how many batches a rank gets, so DDP303's fix is in it.
+    batch_sampler: str = ""
 
 
 @dataclass

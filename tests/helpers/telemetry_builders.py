@@ -91,12 +91,13 @@ class RankBuilder:
                sampler_epoch: Optional[int] = None, batches: Optional[int] = None,
                batch_size: Optional[int] = 4, drop_last: bool = False,
                dataset_len: Optional[int] = None, iterable: bool = False,
-               site: Optional[tm.Site] = SITE_LOADER) -> "RankBuilder":
+               site: Optional[tm.Site] = SITE_LOADER, batch_sampler: str = "") -> "RankBuilder":
         if distributed is None:
             distributed = sampler == "DistributedSampler"
         return self.add(tm.Loader(self._now(), loader_id, epoch, self.steps, sampler, distributed,
                                   shuffle, sampler_epoch, batches, batch_size, drop_last,
-                                  "TensorDataset", dataset_len, 0, iterable, site))
+                                  "TensorDataset", dataset_len, 0, iterable, site,
+                                  batch_sampler=batch_sampler))
 
     def batch(self, samples: Sequence[str], loader_id: int = 0, epoch: int = 0,
               index: Optional[int] = None, step: Optional[int] = None) -> "RankBuilder":

@@ -88,9 +88,18 @@ def test_a_rank0_only_ddp_forward_is_the_odd_call_not_the_barrier(tmp_path):
     assert "buffer broadcast" in odd["message"] and "model.module" in odd["hint"]
 
 
-@pytest.mark.parametrize("script", ["nan_skip", "crossed_groups", "rank0_ddp_forward"])
+@pytest.mark.parametrize("script", ["nan_skip", "crossed_groups", "rank0_ddp_forward", "uneven_batch_sampler"])
 def test_the_healthy_twin_of_each_pattern_stays_clean(script, tmp_path):
     result = probe(f"tests/scripts/{script}.py", "--stall-timeout", "5", run_dir=tmp_path / "run",
                    args=["--healthy"])
     assert result.code == 0, result.report["findings"]
     assert not result.problems_beyond_timing
+
+
+def test_uneven_batches_from_a_custom_batch_sampler_are_fixed_in_the_sampler(tmp_path):
+    result = probe("tests/scripts/uneven_batch_sampler.py", "--stall-timeout", "5", run_dir=tmp_path / "run")
+    uneven = result.one("DDP303")
+    assert uneven["ranks"] == [1]
+    assert "ContiguousBatches" in uneven["hint"] and "DistributedSampler or drop_last does not apply" in uneven["hint"]
+    for skipped in result.findings("DDP502"):
+        assert "ContiguousBatches" in skipped["hint"]

@@ -31,3 +31,23 @@ def test_a_one_rank_ddp_forward_is_the_odd_call_with_advice_about_the_forward():
     assert finding.location.line == 26
     assert "buffer broadcast" in finding.message
     assert "model.module" in finding.hint and "torch.no_grad()" in finding.hint
+
+
+def _uneven(batch_sampler: str):
+    run = RunBuilder(world_size=2)
+    run[0].loader(sampler="RandomSampler", batches=5, batch_sampler=batch_sampler)
+    run[1].loader(sampler="RandomSampler", batches=4, batch_sampler=batch_sampler)
+    run.all("end", "script_exit")
+    run.outcome("completed")
+    return run.model()
+
+
+def test_uneven_batches_from_a_custom_batch_sampler_are_fixed_in_the_sampler():
+    [finding] = judge("DDP303", _uneven("BucketBatchSampler"))
+    assert "BucketBatchSampler" in finding.hint and "inside the sampler" in finding.hint
+    assert "use a DistributedSampler" not in finding.hint
+
+
+def test_uneven_batches_without_a_custom_batch_sampler_keep_the_sampler_advice():
+    [finding] = judge("DDP303", _uneven(""))
+    assert "DistributedSampler" in finding.hint
