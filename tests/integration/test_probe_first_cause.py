@@ -88,12 +88,15 @@ def test_a_rank0_only_ddp_forward_is_the_odd_call_not_the_barrier(tmp_path):
     assert "buffer broadcast" in odd["message"] and "model.module" in odd["hint"]
 
 
-@pytest.mark.parametrize("script", ["nan_skip", "crossed_groups", "rank0_ddp_forward", "uneven_batch_sampler"])
+@pytest.mark.parametrize("script", ["nan_skip", "crossed_groups", "rank0_ddp_forward", "uneven_batch_sampler",
+                                    "cast_after_wrap"])
 def test_the_healthy_twin_of_each_pattern_stays_clean(script, tmp_path):
     result = probe(f"tests/scripts/{script}.py", "--stall-timeout", "5", run_dir=tmp_path / "run",
                    args=["--healthy"])
     assert result.code == 0, result.report["findings"]
-    assert not result.problems_beyond_timing
+    # The twin shares its file with the bug (a flag picks the branch): the lint's claims about
+    # the buggy branch (DDP8xx, unconfirmed) are expected; what the run itself shows must be clean.
+    assert not [f for f in result.problems_beyond_timing if not f["code"].startswith("DDP8")]
 
 
 def test_uneven_batches_from_a_custom_batch_sampler_are_fixed_in_the_sampler(tmp_path):
@@ -103,3 +106,10 @@ def test_uneven_batches_from_a_custom_batch_sampler_are_fixed_in_the_sampler(tmp
     assert "ContiguousBatches" in uneven["hint"] and "DistributedSampler or drop_last does not apply" in uneven["hint"]
     for skipped in result.findings("DDP502"):
         assert "ContiguousBatches" in skipped["hint"]
+
+
+def test_drift_after_a_cast_after_wrapping_states_zero_gradient_all_reduces(tmp_path):
+    result = probe("tests/scripts/cast_after_wrap.py", "--stall-timeout", "5", run_dir=tmp_path / "run")
+    drift = result.one("DDP405")
+    assert "0 gradient all-reduces" in drift["message"]
+    assert "after DistributedDataParallel" in drift["hint"]

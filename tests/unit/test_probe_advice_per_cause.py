@@ -51,3 +51,35 @@ def test_uneven_batches_from_a_custom_batch_sampler_are_fixed_in_the_sampler():
 def test_uneven_batches_without_a_custom_batch_sampler_keep_the_sampler_advice():
     [finding] = judge("DDP303", _uneven(""))
     assert "DistributedSampler" in finding.hint
+
+
+def _drifted(forwards: int, allreduces: bool):
+    from ddpdoctor.probe import telemetry as tm
+
+    run = RunBuilder(world_size=2)
+    run.all("ddp")
+    for rank in (0, 1):
+        for step in range(1, 7):
+            run[rank].add(tm.Step(run[rank]._now(), step, 1 if forwards else 0, int(allreduces), {}, forwards))
+        run[rank].steps = 6
+        run[rank].params({"fc.weight": f"w{rank}", "fc.bias": f"b{rank}"})
+        run[rank].end()
+    run.outcome("completed")
+    return run.model()
+
+
+def test_drift_with_zero_gradient_all_reduces_through_ddp_forwards_names_the_cast_after_wrapping():
+    [finding] = judge("DDP405", _drifted(forwards=1, allreduces=False))
+    assert "in 6 steps the ranks did 0 gradient all-reduces" in finding.message
+    assert "after DistributedDataParallel" in finding.hint and "module(x)" not in finding.hint
+
+
+def test_drift_with_no_forward_through_ddp_names_the_unwrapped_model():
+    [finding] = judge("DDP405", _drifted(forwards=0, allreduces=False))
+    assert "0 gradient all-reduces" in finding.message and "0 forwards" in finding.message
+    assert "ddp_model(x)" in finding.hint
+
+
+def test_drift_with_gradient_all_reduces_keeps_the_general_advice():
+    [finding] = judge("DDP405", _drifted(forwards=1, allreduces=True))
+    assert "0 gradient all-reduces" not in finding.message
