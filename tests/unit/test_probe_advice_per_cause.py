@@ -83,3 +83,26 @@ def test_drift_with_no_forward_through_ddp_names_the_unwrapped_model():
 def test_drift_with_gradient_all_reduces_keeps_the_general_advice():
     [finding] = judge("DDP405", _drifted(forwards=1, allreduces=True))
     assert "0 gradient all-reduces" not in finding.message
+
+
+def test_a_rank_stuck_on_its_dataloader_worker_shows_the_worker_frame_not_drop_last():
+    from tests.helpers.telemetry_builders import stack, waiting_in
+
+    run = RunBuilder(world_size=2)
+    run.all("ddp")
+    run.all("train_steps", 2)
+    run[0].grads()
+    run[0].bucket(done=False)
+    main = stack(1, [("_try_get_data", "torch/utils/data/dataloader.py", 1133),
+                     ("__next__", "torch/utils/data/dataloader.py", 708),
+                     ("main", "train.py", 30), ("<module>", "train.py", 38)])
+    main.workers = [stack(1, [("wait", "threading.py", 629), ("__getitem__", "train.py", 18),
+                              ("fetch", "torch/utils/data/_utils/fetch.py", 52)])]
+    run.outcome(status="stalled", stall_s=6.0, stall_timeout_s=5.0,
+                stacks=[waiting_in(0, "backward", 33), main])
+    model = run.model()
+    assert judge("DDP502", model) == []
+    [stall] = judge("DDP503", model)
+    assert stall.location.line == 18
+    assert "DataLoader worker" in stall.message and "train.py:18" in stall.message
+    assert "drop_last" not in stall.hint and "DataLoader(timeout=" in stall.hint

@@ -29,6 +29,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 
 from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, ending_key, has_ended
 from ddpdoctor.probe.analysis.skipped_backward import skip_explains
+from ddpdoctor.probe.analysis.stack_groups import blocking_workers
 
 SKIPPED = "skipped"
 MISMATCH = "mismatch"
@@ -138,11 +139,14 @@ def _divergences(run: RunModel) -> list[Divergence]:
     cut = {r: e.waited_in for r, e in events.items() if e.waited_in is not None and r in crashed}
     status = run.outcome.status if run.outcome is not None else None
 
+    stuck_on_worker = blocking_workers(run)
+
     def stopped_by_itself(rank: int) -> bool:
         # A rank whose sequence stops early skipped the next collective only if it ended or
         # was stuck elsewhere. One torn down mid-way (a crashed or killed run) may just not
-        # have got there yet.
-        if rank in crashed or _stopped_by_the_probe(run, rank):
+        # have got there yet; one waiting for a DataLoader worker that blocks is stuck on it
+        # (DDP503 shows the worker's frame), not skipping.
+        if rank in crashed or rank in stuck_on_worker or _stopped_by_the_probe(run, rank):
             # Stopped at --max-steps, a rank may leave a collective its peers entered just
             # after their own last step (a framework's end-of-step broadcast): the probe's
             # doing, not the script's.

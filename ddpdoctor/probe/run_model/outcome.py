@@ -52,6 +52,9 @@ class Frame:
         return f"{self.func} ({self.file}:{self.line})"
 
 
+MAX_WORKER_STACKS = 4  # DataLoader workers sampled per rank
+
+
 @dataclass
 class RankStack:
     """One rank's main-thread stack at the moment the watchdog saw the stall, innermost first."""
@@ -63,15 +66,20 @@ class RankStack:
     idle: Optional[bool] = None  # py-spy: the thread was waiting (not running Python)
     text: str = ""  # the raw dump, for the report's detail
     host: str = ""  # the node it was taken on (multi-node)
+    # Its DataLoader worker processes' stacks (py-spy), when the rank waited for a batch: a
+    # worker that blocks is where the rank's hang comes from (launch/stacks.py, at most 4).
+    workers: list["RankStack"] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], host: Optional[str] = None) -> "RankStack":
         """From outcome.json or another node's reply (whose host is the node it came from)."""
         frames = [Frame(str(f.get("func", "?")), str(f.get("file", "?")), int(f.get("line") or 0))
                   for f in data.get("frames") or []]
+        workers = [cls.from_dict(w, host) for w in (data.get("workers") or [])[:MAX_WORKER_STACKS]
+                   if isinstance(w, dict)]
         return cls(int(data.get("rank", -1)), int(data.get("pid", 0)), str(data.get("method", "none")),
                    frames, data.get("idle"), str(data.get("text", "")),
-                   str(data.get("host", "")) if host is None else host)
+                   str(data.get("host", "")) if host is None else host, workers)
 
 
 @dataclass
