@@ -184,7 +184,9 @@ def _problem(run: RunModel, divergence: Divergence) -> Problem:
         blamed = entered.ranks + skipped
     return Problem(
         message=message,
-        hint=_hint(record, entered.ranks, skipped, custom_batch_sampler(run, skipped)),
+        hint=_hint(record, entered.ranks, skipped, custom_batch_sampler(run),
+                   still_training=any(c is not None and c.record.op == "ddp_bucket_allreduce"
+                                      for c in divergence.instead.values())),
         ranks=blamed,
         location=location(record.site),
         evidence={
@@ -204,11 +206,15 @@ def _problem(run: RunModel, divergence: Divergence) -> Problem:
     )
 
 
-def _hint(record: tm.Collective, entered: list[int], skipped: list[int], batch_sampler: str = "") -> str:
+def _hint(record: tm.Collective, entered: list[int], skipped: list[int], batch_sampler: str = "",
+          still_training: bool = False) -> str:
     if record.op == DDP_BUFFER_BROADCAST:
         return forward_only_on(entered, record)
     if record.op == "ddp_bucket_allreduce" and batch_sampler:
         return batch_sampler_fix(batch_sampler, skipped)
+    if still_training and batch_sampler:
+        # The entering ranks ran out of batches while the others still trained: the sampler's.
+        return batch_sampler_fix(batch_sampler, entered)
     if record.op == "ddp_bucket_allreduce":
         return (f"{rank_list(skipped)} ran fewer backward passes than {rank_list(entered)}: give "
                 "every rank the same number of batches (DistributedSampler, drop_last=True), do not "

@@ -89,7 +89,7 @@ def test_a_rank0_only_ddp_forward_is_the_odd_call_not_the_barrier(tmp_path):
 
 
 @pytest.mark.parametrize("script", ["nan_skip", "crossed_groups", "rank0_ddp_forward", "uneven_batch_sampler",
-                                    "cast_after_wrap"])
+                                    "cast_after_wrap", "stuck_worker"])
 def test_the_healthy_twin_of_each_pattern_stays_clean(script, tmp_path):
     result = probe(f"tests/scripts/{script}.py", "--stall-timeout", "5", run_dir=tmp_path / "run",
                    args=["--healthy"])
@@ -113,3 +113,12 @@ def test_drift_after_a_cast_after_wrapping_states_zero_gradient_all_reduces(tmp_
     drift = result.one("DDP405")
     assert "0 gradient all-reduces" in drift["message"]
     assert "after DistributedDataParallel" in drift["hint"]
+
+
+def test_a_dataloader_worker_that_blocks_is_shown_where_it_blocks(tmp_path):
+    result = probe("tests/scripts/stuck_worker.py", "--stall-timeout", "5", run_dir=tmp_path / "run")
+    assert result.code == 1
+    assert not result.findings("DDP502")
+    stall = result.one("DDP503")
+    assert stall["location"]["line"] == _line("stuck_worker.py", "NEVER.wait()")
+    assert "DataLoader worker" in stall["message"] and "drop_last" not in stall["hint"]
