@@ -217,7 +217,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
     static = static_part(results, model.meta.script, model.meta.module, ignore) if lint else None
     meta, outcome = model.meta, model.outcome
     state = OUTCOME_WORDS.get(outcome.status, outcome.status) if outcome else "outcome unknown"
-    wall = f" in {outcome.wall_s:.1f} s" if outcome else ""
+    wall = f" in {outcome.wall_s:.1f} s" if outcome and outcome.status != "not_launched" else ""
     steps = max((r.steps for r in model.ranks.values()), default=0)
     header = (f"{meta.script} {' '.join(meta.args)}".rstrip()
               + f": {model.world_size} rank(s) on {meta.nnodes} node(s), {meta.backend}"
