@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
-from ddpdoctor.preflight.cluster import ClusterFacts
+from typing import TYPE_CHECKING, Union
+
+from ddpdoctor.preflight.cluster import ClusterFacts, PortBind
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
+if TYPE_CHECKING:
+    from ddpdoctor.probe.analysis.runmodel import RunModel
 
-@check("DDP104", "Rendezvous port already in use on the master", Severity.ERROR, stages=("evidence",))
-def rendezvous_port_free(cluster: ClusterFacts) -> list[Problem] | Skipped:
+
+@check("DDP104", "Rendezvous port already in use on the master", Severity.ERROR,
+       stages=("probe", "evidence"))
+def rendezvous_port_free(facts: Union[ClusterFacts, "RunModel", Evidence]) -> list[Problem] | Skipped:
     """
     What it detects:
         MASTER_PORT cannot be bound on the master: another process already listens on it (named,
         with its pid, when the system lets ddpdoctor see it), or binding fails for another reason
-        (a port below 1024 without privileges).
+        (a port below 1024 without privileges). `preflight` binds the port itself; `probe` binds
+        it before it starts a single-node torchrun on --master-port (and then does not start the
+        job), and reads the launcher's own "address already in use" error when the port was
+        taken between the two.
 
     Why it hurts:
         Rank 0 starts the TCPStore server on MASTER_PORT. If the port is taken - often by a
@@ -29,9 +38,11 @@ def rendezvous_port_free(cluster: ClusterFacts) -> list[Problem] | Skipped:
             kill <pid>                     # the stale job ddpdoctor named
             torchrun --master-port 29501 ...   # or a free port
     """
-    if isinstance(cluster, Evidence):
-        return _from_evidence(cluster)
-    bind = cluster.port_bind
+    if isinstance(facts, Evidence):
+        return _from_evidence(facts)
+    bind = facts.port_bind if isinstance(facts, ClusterFacts) else _probed_port(facts)
+    if isinstance(bind, Skipped):
+        return bind
     if bind.status == "not-checked":
         return Skipped(bind.detail or "the port was not tested")
     if bind.status == "listening":
@@ -72,3 +83,21 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
                                 "another job (or a leftover of this one) holds MASTER_PORT: pick a free "
                                 "port (--master-port / --rdzv-endpoint host:0 style) or end the old job"))
     return problems
+
+
+def _probed_port(run: "RunModel") -> Union[PortBind, Skipped]:
+    """The probe's port facts as the PortBind preflight judges: the launcher's error says the
+    port was taken; the port test (before launch, or after the failure) names who holds it."""
+    # Here, not at the top: a preflight need not import the probe's analysis.
+    from ddpdoctor.probe.analysis.launch_failure import launch_failure
+
+    failure = launch_failure(run)
+    if failure is None or not failure.address_in_use:
+        return Skipped("the launcher did not fail on its rendezvous port")
+    fact = failure.port_fact or {}
+    port = failure.port if failure.port is not None else 0
+    host = str(fact.get("host") or "localhost")
+    if fact.get("status") == "in-use" and fact.get("port") == port:
+        return PortBind.from_info(host, fact, "local")
+    detail = failure.first_error or "address already in use"
+    return PortBind(host, port, "in-use", detail, where="local")

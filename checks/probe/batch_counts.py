@@ -7,7 +7,7 @@ from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.analysis.loaders import loader_epochs, loader_name, loader_site
+from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, loader_epochs, loader_name, loader_site
 from ddpdoctor.probe.wording import counted, location, rank_list, verb
 
 
@@ -30,7 +30,9 @@ def batch_counts(run: RunModel) -> list[Problem] | Skipped:
 
     How to fix:
         Give every rank the same number of batches: a DistributedSampler (it pads), or
-        drop_last=True on both sampler and loader when sharding by hand. For inputs that are
+        drop_last=True on both sampler and loader when sharding by hand. With a custom
+        batch_sampler the fix is in it (the finding names it): make it yield the same number of
+        batches on every rank. For inputs that are
         uneven by nature, let DDP shadow the missing steps:
 
             sampler = DistributedSampler(dataset, drop_last=True)
@@ -97,9 +99,13 @@ def _problem(loader_id: int, by_rank: dict, epoch: int, counts: dict[int, int], 
         entry = epochs.get(epoch)
         if entry is not None and entry.loader is not None:
             datasets[str(rank)] = entry.loader.dataset_len
+    custom = next((entry.loader.batch_sampler for epochs in by_rank.values()
+                   for entry in [epochs.get(epoch)] if entry is not None and entry.loader is not None
+                   and entry.loader.batch_sampler), "")
     return Problem(
         message=message,
-        hint=("give every rank the same number of batches: use a DistributedSampler (it pads), or "
+        hint=(batch_sampler_fix(custom, short) if custom else
+              "give every rank the same number of batches: use a DistributedSampler (it pads), or "
               "drop_last=True when sharding by hand; for uneven inputs wrap the loop in "
               "`with model.join():`"),
         ranks=short,

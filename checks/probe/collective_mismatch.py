@@ -9,6 +9,8 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import MISMATCH, Side, divergences
+from ddpdoctor.probe.analysis.rank_state import forward_only_on
+from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
 from ddpdoctor.probe.wording import at, location, rank_list
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
@@ -90,10 +92,12 @@ def collective_mismatch(run: RunModel) -> list[Problem] | Skipped:
 
 def _odd_side(sides: list[Side]) -> Side:
     """The side to point at: the fewest ranks; between equals, a user collective rather than
-    DDP's gradient all-reduce (which every step makes), then the side without the lowest rank."""
+    DDP's gradient all-reduce (which every step makes), then DDP's buffer broadcast (a forward
+    through the DDP model, run where the others did something else), then the side without the
+    lowest rank."""
     lowest = min(r for s in sides for r in s.ranks)
     return min(sides, key=lambda s: (len(s.ranks), s.call.record.op == "ddp_bucket_allreduce",
-                                     lowest in s.ranks))
+                                     s.call.record.op != DDP_BUFFER_BROADCAST, lowest in s.ranks))
 
 
 def _what_differs(sides: list[Side]) -> str:
@@ -109,6 +113,8 @@ def _what_differs(sides: list[Side]) -> str:
 
 def _hint(differ: str, odd: Side, sides: list[Side]) -> str:
     where = at(odd.call.record.site)
+    if odd.call.record.op == DDP_BUFFER_BROADCAST:
+        return forward_only_on(odd.ranks, odd.call.record)
     if all(s.call.record.op == "ddp_bucket_allreduce" for s in sides):
         return ("DDP's gradient buckets differ across ranks, so the ranks hold different models: "
                 "build the same model on every rank (no rank-dependent layers or requires_grad) "

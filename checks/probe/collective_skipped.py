@@ -9,7 +9,10 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
-from ddpdoctor.probe.analysis.rank_state import whereabouts
+from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, custom_batch_sampler
+from ddpdoctor.probe.analysis.rank_state import describe_collective, forward_only_on, whereabouts
+from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
+from ddpdoctor.probe.analysis.skipped_backward import SkippedBackward, skipped_backwards
 from ddpdoctor.probe.wording import at, location, rank_list, verb
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
@@ -53,6 +56,22 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
         A skipped DDP gradient all-reduce means a rank ran fewer backward passes (an early
         `continue`, uneven batches): give every rank the same number of steps, or wrap the
         loop in `with model.join():`.
+
+        A rank-local skip is named where it happened: a rank whose DDP training forward had
+        no backward while its peers' same forward had one skipped DDP's all-reduce for it
+        ("rank 1 ran DDP training forward 3 (step 3) at train.py:40 without a backward"), with
+        the lines between that forward and its backward, where the branch is. Where the
+        shifted all-reduces finally stopped the job is its consequence, not reported apart.
+        Decide such a skip on every rank alike:
+
+            bad = torch.tensor(float(not torch.isfinite(loss)))
+            dist.all_reduce(bad, op=dist.ReduceOp.MAX)
+            if bad.item():
+                continue                 # every rank skips this batch together
+
+        Collectives on two groups called in opposite orders (rank 0: group A then B; rank 1:
+        B then A) are one finding naming both orders, not two skipped collectives: call them
+        in the same order on every rank.
     """
     if isinstance(run, Evidence):
         return _from_evidence(run)
@@ -61,7 +80,38 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
         return Skipped("no collective was recorded")
     if len(run.ranks) < 2:
         return Skipped("fewer than 2 ranks left telemetry: nothing to compare")
-    return [frameworks.worded("DDP502", _problem(run, d), run) for d in divergences(run) if d.kind == SKIPPED]
+    skips = [frameworks.worded("DDP502", _skip_problem(run, s), run) for s in skipped_backwards(run)]
+    return skips + [frameworks.worded("DDP502", _problem(run, d), run)
+                    for d in divergences(run) if d.kind == SKIPPED]
+
+
+def _skip_problem(run: RunModel, skip: SkippedBackward) -> Problem:
+    """A rank's training forward with no backward where its peers ran one: the skipped
+    all-reduce is the cause; the collective where the shifted pairs finally met is not."""
+    forward = skip.forward
+    where = ""
+    if skip.backward_site is not None and forward.site is not None:
+        where = (f"; the branch that ran only there lies between the forward{at(forward.site)} and "
+                 f"its backward{at(skip.backward_site)} (a `continue` or an `if` around backward)")
+    stops = "; ".join(f"rank {r} {whereabouts(run, r)}" for r in sorted(run.ranks))
+    message = (f"rank {skip.rank} ran DDP training forward {forward.iteration} (step {forward.step})"
+               f"{at(forward.site)} without a backward, so it skipped DDP's gradient all-reduce for "
+               f"it, which {rank_list(list(skip.others))} entered{where}; from there each of its "
+               "gradient all-reduces paired with the wrong one of its peers'"
+               + (f" (where the ranks stopped: {stops})" if stops else ""))
+    return Problem(
+        message=message,
+        hint=(f"decide to skip a batch on every rank alike: e.g. `bad = torch.tensor(float(not "
+              "torch.isfinite(loss))); dist.all_reduce(bad, op=dist.ReduceOp.MAX)` and `continue` "
+              "on every rank when bad > 0; or keep the step and zero its loss (`loss = loss * 0`) "
+              f"so the backward and its all-reduce still run on rank {skip.rank}"),
+        ranks=[skip.rank],
+        location=location(forward.site),
+        evidence={"rank": skip.rank, "forward": forward.iteration, "step": forward.step,
+                  "ddp_id": forward.ddp_id, "forward_site": str(forward.site) if forward.site else None,
+                  "backward_site": str(skip.backward_site) if skip.backward_site else None,
+                  "peers_with_backward": list(skip.others)},
+    )
 
 
 _PLURAL = (("is ", "are "), ("waits ", "wait "), ("was ", "were "), ("has ", "have "))
@@ -76,7 +126,35 @@ def _agree(text: str, count: int) -> str:
     return text
 
 
+def _crossed(run: RunModel, one: Divergence, other: Divergence) -> Problem:
+    """The two groups' collectives called in opposite orders: each side's order, named."""
+    a, b = one.entered.call.record, other.entered.call.record
+
+    def order(ranks: list[int], first: tm.Collective, first_group: str, then_group: str) -> str:
+        return (f"{rank_list(ranks)} entered {describe_collective(first)} on group {first_group}"
+                f"{at(first.site)} first and waits there, before its collective on group {then_group}")
+
+    message = (f"the ranks call collectives on groups {one.group} and {other.group} in opposite "
+               f"orders: {order(one.entered.ranks, a, one.group, other.group)}; "
+               f"{order(other.entered.ranks, b, other.group, one.group)}; each waits for the "
+               "others in the one they call second")
+    return Problem(
+        message=message,
+        hint=(f"call the collectives of groups {one.group} and {other.group} in the same order on "
+              "every rank (decide the order from something every rank shares, never from the rank)"),
+        ranks=sorted(set(one.entered.ranks) | set(other.entered.ranks)),
+        location=location(a.site),
+        evidence={"groups": [one.group, other.group],
+                  "orders": {str(r): [one.group, other.group] for r in one.entered.ranks}
+                  | {str(r): [other.group, one.group] for r in other.entered.ranks},
+                  "first_calls": {one.group: one.entered.call.evidence(),
+                                  other.group: other.entered.call.evidence()}},
+    )
+
+
 def _problem(run: RunModel, divergence: Divergence) -> Problem:
+    if divergence.crossed is not None:
+        return _crossed(run, divergence, divergence.crossed)
     entered = divergence.entered
     record = entered.call.record
     what = entered.call.describe()
@@ -110,7 +188,9 @@ def _problem(run: RunModel, divergence: Divergence) -> Problem:
         blamed = entered.ranks + skipped
     return Problem(
         message=message,
-        hint=_hint(record, entered.ranks, skipped),
+        hint=_hint(record, entered.ranks, skipped, custom_batch_sampler(run),
+                   still_training=any(c is not None and c.record.op == "ddp_bucket_allreduce"
+                                      for c in divergence.instead.values())),
         ranks=blamed,
         location=location(record.site),
         evidence={
@@ -130,7 +210,15 @@ def _problem(run: RunModel, divergence: Divergence) -> Problem:
     )
 
 
-def _hint(record: tm.Collective, entered: list[int], skipped: list[int]) -> str:
+def _hint(record: tm.Collective, entered: list[int], skipped: list[int], batch_sampler: str = "",
+          still_training: bool = False) -> str:
+    if record.op == DDP_BUFFER_BROADCAST:
+        return forward_only_on(entered, record)
+    if record.op == "ddp_bucket_allreduce" and batch_sampler:
+        return batch_sampler_fix(batch_sampler, skipped)
+    if still_training and batch_sampler:
+        # The entering ranks ran out of batches while the others still trained: the sampler's.
+        return batch_sampler_fix(batch_sampler, entered)
     if record.op == "ddp_bucket_allreduce":
         return (f"{rank_list(skipped)} ran fewer backward passes than {rank_list(entered)}: give "
                 "every rank the same number of batches (DistributedSampler, drop_last=True), do not "

@@ -35,7 +35,11 @@ def parameter_sync(run: RunModel) -> list[Problem] | Skipped:
             loss.backward()
             optimizer.step()            # an optimizer built over ddp_model.parameters()
 
-        Then fix what DDP401 or DDP403 report, if they do.
+        Then fix what DDP401 or DDP403 report, if they do. When the ranks' steps did no
+        gradient all-reduce at all, the finding says so ("in 6 steps the ranks did 0 gradient
+        all-reduces") and whether the forwards went through DDP: none did (the model trained
+        unwrapped), or they did and the model was cast or moved after wrapping (cast first,
+        then wrap).
     """
     records: dict[int, dict[int, dict[int, tm.Params]]] = {}  # ddp_id -> step -> rank -> Params
     for rank, rank_run in run.ranks.items():
@@ -79,14 +83,48 @@ def _compare(run: RunModel, ddp_id: int, step: int, by_rank: dict[int, tm.Params
                f"{verb(disagree, 'disagrees', 'disagree')} with rank {reference}")
     if len(groups) > 2:
         message += f" (fingerprint groups: {listing})"
+    counts = _step_counts(run)
+    hint = ("train only through the DDP wrapper (ddp_model(x), never ddp_model.module(x)) with an "
+            "optimizer over its parameters; fix unused parameters (DDP401) and do not change "
+            "weights on some ranks only")
+    if counts is not None and counts["steps"] and not counts["allreduces"]:
+        # The evidence where it is: DDP never all-reduced a gradient, and whether the forwards
+        # went through it says why.
+        message += (f"; in {counted(counts['steps'], 'step')} the ranks did 0 gradient all-reduces "
+                    f"({counted(counts['forwards'], 'forward')} and "
+                    f"{counted(counts['backwards'], 'backward')} through the DDP model)")
+        hint = _no_allreduce_hint(counts)
     return Problem(
         message=message,
-        hint=("train only through the DDP wrapper (ddp_model(x), never ddp_model.module(x)) with an "
-              "optimizer over its parameters; fix unused parameters (DDP401) and do not change "
-              "weights on some ranks only"),
+        hint=hint,
         ranks=disagree,
         location=location(info.site if info else None),
         evidence={"ddp_id": ddp_id, "step": step, "differing": differing,
                   "groups": [ranks for ranks in groups.values()], "reference_rank": reference,
-                  "missing": missing, "compared_ranks": sorted(by_rank)},
+                  "missing": missing, "compared_ranks": sorted(by_rank), "step_counts": counts},
     )
+
+
+def _step_counts(run: RunModel) -> dict | None:
+    """What the ranks' training steps did, summed over the ranks' Step records: optimizer steps
+    (the most any rank did), DDP training forwards, DDP backwards and gradient all-reduce rounds
+    (every rank's). None without Step records."""
+    steps = [s for rank_run in run.ranks.values() for s in rank_run.of(tm.Step)]
+    if not steps:
+        return None
+    return {"steps": max(rank_run.steps for rank_run in run.ranks.values()),
+            "forwards": sum(s.forwards for s in steps),
+            "backwards": sum(s.backward_iterations for s in steps),
+            "allreduces": sum(s.allreduce_rounds for s in steps)}
+
+
+def _no_allreduce_hint(counts: dict) -> str:
+    if not counts["forwards"]:
+        return ("no forward went through the DDP wrapper, so DDP never synchronized a gradient: "
+                "call ddp_model(x), not ddp_model.module(x) or the model it wraps, and build the "
+                "optimizer over ddp_model.parameters()")
+    return ("the forwards went through DDP but no gradient reached its all-reduce: the parameters "
+            "DDP registered are not the ones trained, typically after a cast or move of the model "
+            "once wrapped (model.double(), .half(), .to(dtype or device) after "
+            "DistributedDataParallel(...)). Cast and move the model first, then wrap it, then build "
+            "the optimizer")

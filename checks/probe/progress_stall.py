@@ -13,8 +13,9 @@ from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
 from ddpdoctor.probe.analysis.outside_steps import final_spell
-from ddpdoctor.probe.analysis.rank_state import describe_collective, last_collective
-from ddpdoctor.probe.analysis.stack_groups import group_stacks, rank_stacks, stall_advice
+from ddpdoctor.probe.analysis.skipped_backward import skipped_backwards
+from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, last_collective
+from ddpdoctor.probe.analysis.stack_groups import blocking_workers, group_stacks, rank_stacks, stall_advice
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
 from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
 from ddpdoctor.probe.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
@@ -65,6 +66,12 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
             evaluate(model)              # on every rank, or no collective inside
 
         If a step is legitimately slower than the stall timeout, raise --stall-timeout.
+
+        A stall that follows a rank's error in flight (its cleanup barrier waited for ranks
+        that went on: DDP504) or a rank-local skipped backward (DDP502) is shown as that
+        cause's consequence, at info severity. A rank waiting for a batch whose DataLoader
+        worker blocks in the user's code (a Dataset's __getitem__ waiting on a lock or a read)
+        is named with the worker's own frame, where the hang is (its workers are sampled too).
     """
     if isinstance(run, Evidence):
         return _from_evidence(run)
@@ -131,14 +138,44 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         message += f" (stacks from faulthandler dumps{note})"
 
     per_rank = {str(r): _last_records(run, r) for r in everyone}
+    hint, severity = _hint(groups, odd), None
+    caused = sorted((e for e in crash_events(run).values() if e.waited_in is not None and not e.after_end),
+                    key=lambda e: (e.t or 0.0, e.rank))
+    skips = skipped_backwards(run)
+    workers = blocking_workers(run)
+    worker_location = None
+    if caused:
+        # Cause before consequence: the rank's error (DDP504) is why it waited; the stall is
+        # what followed, shown as such and not as a second error.
+        first = caused[0]
+        message = (f"a consequence of rank {first.rank}'s {first.name} (DDP504), whose cleanup "
+                   f"waited in {first.waited_in.op}{at(first.waited_in.site)}: " + message)
+        hint, severity = f"fix rank {first.rank}'s {first.name} first (DDP504)", Severity.INFO
+    elif workers:
+        # Cause before consequence: the rank waits for a worker that blocks in the user's code;
+        # the worker's frame is where the hang is, not the collective its peers wait in.
+        rank, worker = sorted(workers.items())[0]
+        message += (f"; rank {rank} waits for a batch from its DataLoader worker, which "
+                    f"{worker.place()} (worker stack: {worker.lines(8)})")
+        hint = (f"rank {rank}'s DataLoader worker never returns its batch: it {worker.place()}. "
+                "Fix what it waits on there (a lock, a queue, a network or file read), or pass "
+                "DataLoader(timeout=...) so a stuck worker raises instead of hanging the job")
+        worker_location = worker.location
+    elif skips:
+        skip = skips[0]
+        message = (f"a consequence of rank {skip.rank}'s skipped backward at step {skip.forward.step} "
+                   "(DDP502): " + message)
+        hint, severity = f"fix rank {skip.rank}'s rank-local skip first (DDP502)", Severity.INFO
     return [frameworks.worded("DDP503", Problem(
         message=message,
-        hint=_hint(groups, odd),
+        hint=hint,
+        severity=severity,
         ranks=odd.ranks if len(groups) > 1 and len(odd.ranks) < len(everyone) / 2 else everyone,
         hosts=sorted({hosts[r] for r in odd.ranks if r in hosts}) if len(groups) > 1 else [],
-        location=odd.location,
+        location=worker_location or odd.location,
         evidence={
             "status": outcome.status,
+            "blocking_workers": {str(r): w.lines() for r, w in workers.items()},
             "stall_s": outcome.stall_s,
             "stall_timeout_s": outcome.stall_timeout_s,
             "timeout_s": run.meta.timeout_s,

@@ -8,7 +8,9 @@ from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.core.registry import Incomplete, Skipped, check
+from ddpdoctor.probe.analysis.collective_alignment import divergences
+from ddpdoctor.probe.analysis.launch_failure import launch_failure
 
 from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWICE, UNFINISHED_REDUCTION, CrashEvent,
                           crash_events, describe_collective, last_collective, whereabouts)
@@ -28,7 +30,7 @@ _SIGNAL_NOTES = {
 
 
 @check("DDP504", "A rank crashed while others waited", Severity.ERROR, stages=("evidence",))
-def rank_crash(run: RunModel) -> list[Problem] | Skipped:
+def rank_crash(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     """
     What it detects:
         A rank that died: an exception escaped the script (its type, message, file:line and
@@ -63,11 +65,24 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
         "Expected to have finished reduction in the prior iteration" is DDP's unused-parameter
         error: see DDP401. "Expected to mark a variable ready only once" is reported as DDP406
         (reentrant checkpointing, a shared parameter), not here.
+
+        An exception still being handled when the rank entered a collective that never
+        returned (`dist.barrier()` in a `finally:` or `except:`) is that rank's crash: it
+        may never have left the script, the wait being its consequence ("rank 1 raised
+        RuntimeError: CUDA out of memory at train.py:40; with that error in flight, its cleanup
+        entered barrier at train.py:52 and waited there for the others").
+
+        A launcher (torchrun) that failed by itself, no rank crashing, is reported here with
+        its first error line; one that failed on a taken rendezvous port is DDP104's. A launcher
+        that failed and said nothing readable leaves the verdict incomplete, never a pass.
     """
     if isinstance(run, Evidence):
         return _from_evidence(run)
     if not any(rank_run.records for rank_run in run.ranks.values()) and run.outcome is None:
         return Skipped("no rank recorded telemetry")
+    failure = launch_failure(run)
+    if failure is not None:
+        return _launcher_failed(run, failure)
     events = {r: e for r, e in crash_events(run).items() if not _inside_init(run, r)}
     if any(READY_TWICE in (e.message or "") for e in events.values()):
         # DDP406 explains this crash (the parameter, the cause, the fix): one finding, not two.
@@ -77,6 +92,10 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
     # An error after the probe began ending the job is the teardown's doing: shown with the
     # cause, never a finding of its own.
     blamed = {r: e for r, e in events.items() if not e.after_end}
+    if divergences(run):
+        # The probe's DETAIL check stopped ranks whose collectives diverged: DDP501/DDP502 name
+        # the divergence, the cause; that error is its consequence, in words no plain run prints.
+        blamed = {r: e for r, e in blamed.items() if not e.probe_worded}
     if not blamed:
         return []
     causes = {r: e for r, e in blamed.items() if not e.collateral} or blamed
@@ -86,6 +105,26 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped:
     everyone = sorted(set(run.ranks) | set(_exit_codes(run)))
     return [frameworks.worded("DDP504", _problem(run, members, events, causes, everyone), run)
             for members in groups.values()]
+
+
+def _launcher_failed(run: RunModel, failure) -> list[Problem] | Incomplete:
+    if failure.address_in_use:
+        # DDP104 names the port and its holder; this keeps the run from passing without it.
+        return Incomplete(f"the job never ran: its rendezvous port{f' {failure.port}' if failure.port else ''} "
+                          "was taken (DDP104)")
+    if not failure.first_error:
+        return Incomplete(f"the launcher exited with code {failure.launcher_exit} while no rank crashed, "
+                          "and its output (job.log) holds no error line to say why")
+    started = sorted(run.ranks)
+    ranks_said = (f"{rank_list(started)} had started" if started else "no rank had started")
+    return [Problem(
+        message=f"the launcher failed (exit {failure.launcher_exit}; {ranks_said}): {failure.first_error}",
+        hint=("fix what the launcher's error says (job.log in the run dir holds its whole output); "
+              "a rendezvous error: check MASTER_ADDR/MASTER_PORT or --rdzv-endpoint with "
+              "`ddpdoctor preflight`"),
+        evidence={"launcher_exit": failure.launcher_exit, "first_error": failure.first_error,
+                  "ranks_started": started},
+    )]
 
 
 def _exit_codes(run: RunModel) -> dict[int, Optional[int]]:
@@ -116,6 +155,11 @@ def _problem(run: RunModel, members: list[CrashEvent], events: dict[int, CrashEv
         message = f"{rank_list(ranks)} {what}{at(site)}{when}"
         if others:
             message += " while " + "; ".join(f"{rank_list(r)} {text}" for text, r in others.items())
+    if first.waited_in is not None:
+        waited = first.waited_in
+        message += (f"; with that error in flight, its cleanup entered {describe_collective(waited)}"
+                    f"{at(waited.site)} and waited there for the others, so the error never left "
+                    "the script")
     detail = first.traceback.strip() if first.traceback else ""
     dump = run.ranks[first.rank].signal_dump if first.rank in run.ranks else ""
     if dump.strip():
@@ -130,6 +174,10 @@ def _problem(run: RunModel, members: list[CrashEvent], events: dict[int, CrashEv
         "others": {str(r): text for text, rs in others.items() for r in rs},
         "consequences": sorted(r for r in events if r not in causes),
     }
+    if first.waited_in is not None:
+        evidence["waited_in"] = {"op": first.waited_in.op, "group": first.waited_in.group,
+                                 "seq": first.waited_in.seq,
+                                 "site": str(first.waited_in.site) if first.waited_in.site else None}
     if detail:
         evidence["detail"] = detail
     return Problem(message=message, hint=_hint(first, ranks), ranks=ranks,
@@ -143,6 +191,11 @@ def _what(event: CrashEvent) -> str:
         return f"was killed by {event.name} (signal {number}{': ' + note if note else ''})"
     if event.kind == "exit":
         return event.summary()
+    if event.probe_worded:
+        # In a plain run's words: the rank waits in a collective its peers do not call alike.
+        return ("stopped in a collective its peers did not call the same way (the probe's collective "
+                "check, TORCH_DISTRIBUTED_DEBUG=DETAIL, ended the wait; a plain run waits there until "
+                "the process-group timeout)")
     return f"raised {event.summary()}"
 
 
@@ -170,6 +223,11 @@ def _signal_site(run: RunModel, event: CrashEvent) -> Optional[Location]:
 
 
 def _hint(event: CrashEvent, ranks: list[int]) -> str:
+    if event.waited_in is not None:
+        return (f"fix the {event.name} on {rank_list(ranks)}; and keep collectives out of the "
+                f"cleanup of a failed rank: its {event.waited_in.op} waits for ranks that went on "
+                "and hides the error. Call only dist.destroy_process_group() in `finally:`, and "
+                "the barrier after the `try` block, where only a rank without an error reaches it")
     if UNFINISHED_REDUCTION in (event.message or ""):
         return ("this is DDP's unused-parameter error: DDP401 names the parameters that got no "
                 "gradient; make them take part in the loss, freeze them (requires_grad=False) or "

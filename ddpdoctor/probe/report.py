@@ -22,6 +22,7 @@ OUTCOME_WORDS = {
     "timeout_busy": "hit --timeout while its ranks were busy, never blocked (ended)",
     "interrupted": "interrupted (ended)",
     "launch_failed": "could not be launched",
+    "not_launched": "not launched: its rendezvous port was taken",
     "node_lost": "a node was lost (the job was ended)",
     "run_dir_failed": "ended: its records could no longer be stored",
 }
@@ -216,7 +217,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
     static = static_part(results, model.meta.script, model.meta.module, ignore) if lint else None
     meta, outcome = model.meta, model.outcome
     state = OUTCOME_WORDS.get(outcome.status, outcome.status) if outcome else "outcome unknown"
-    wall = f" in {outcome.wall_s:.1f} s" if outcome else ""
+    wall = f" in {outcome.wall_s:.1f} s" if outcome and outcome.status != "not_launched" else ""
     steps = max((r.steps for r in model.ranks.values()), default=0)
     header = (f"{meta.script} {' '.join(meta.args)}".rstrip()
               + f": {model.world_size} rank(s) on {meta.nnodes} node(s), {meta.backend}"
@@ -245,7 +246,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
                      f"`ddpdoctor probe --cpu {meta.script}` runs it on the CPU with gloo, unchanged")
     missing = sorted(set(range(model.world_size)) - set(model.ranks))
     incomplete = missing_nodes(model)
-    if missing and meta.nnodes == 1:
+    if missing and meta.nnodes == 1 and not (outcome and outcome.status == "not_launched"):
         notes.append(f"no telemetry from rank(s) {', '.join(map(str, missing))}: they had not started the bootstrap when the job ended")
     elif missing and not incomplete and model.outcome is not None:
         incomplete.append(f"no telemetry from rank(s) {', '.join(map(str, missing))} of {model.world_size}")

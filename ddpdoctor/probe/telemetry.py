@@ -126,6 +126,9 @@ class Loader:
     # DistributedSampler.set_epoch calls on this sampler so far (None: not a DistributedSampler
     # or not counted): tells "never called" from "called with the same value" (DDP302).
     set_epoch_calls: Optional[int] = None
+    # The class of a custom batch_sampler the loader was given ("": torch's own BatchSampler or
+    # none): it decides how many batches a rank gets, so DDP303's fix is in it.
+    batch_sampler: str = ""
 
 
 @dataclass
@@ -327,6 +330,7 @@ class Step:
     backward_iterations: int  # DDP backwards since the previous step
     allreduce_rounds: int  # complete DDP gradient all-reduces (last bucket) since the previous step
     phases: dict[str, float] = field(default_factory=dict)  # seconds: data, forward, backward, ...
+    forwards: int = 0  # DDP training forwards since the previous step (grad on, train mode)
 
 
 @dataclass
@@ -389,6 +393,37 @@ class Crash:
     traceback: str
     site: Optional[Site]  # innermost user frame of the traceback
     step: int
+
+
+@dataclass
+class ErrorInFlight:
+    """A collective was entered while an exception was being handled in the same thread (the
+    cleanup barrier in a `finally:` or `except:`): that exception, which may never leave the
+    script if the collective waits for ranks that went on. Written at most once per exception."""
+
+    kind = "error_in_flight"
+    t: float
+    group: str
+    seq: int  # the collective entered with it (the Collective record of this group and seq)
+    exc_type: str
+    message: str  # secrets scrubbed, at most 1,000 characters
+    traceback: str  # the user's part, at most 4,000 characters
+    site: Optional[Site]  # where it was raised: the innermost user frame of its traceback
+    step: int
+
+
+@dataclass
+class ForwardNoBackward:
+    """A DDP training forward (train mode, gradients on) was followed by another with no
+    backward in between: this rank skipped DDP's gradient all-reduce for it (a rank-local
+    `continue` before backward). Written at the next training forward; at most 64 per model."""
+
+    kind = "forward_no_backward"
+    t: float
+    ddp_id: int
+    iteration: int  # the training forward without a backward (from 0, per model)
+    step: int  # optimizer steps done when it ran
+    site: Optional[Site]  # where that forward was called
 
 
 @dataclass
@@ -559,13 +594,14 @@ class WorkerSeed:
 RECORD_TYPES = {cls.kind: cls for cls in (
     Start, InitEnter, Init, DDPInfo, Loader, Batch, EpochEnd, Collective, CollectiveDone, CollectiveResult,
     BucketTiming, BucketLayout, BaselineTiming, DeviceClock, DevicePhases, Grads, Step, Params, Save, DataParallelUse, Crash, Note, End,
+    ErrorInFlight, ForwardNoBackward,
     DeviceQuery, ForwardInputs, OutputTail, FrameworkUse, ActivationCheckpoint, Boundary, Coverage,
     SamplerShard, Memory, WorkerSeed)}
 
 # The records that name a place in the user's code (each declares `site: Optional[Site]`), for
 # readers that want every site a rank recorded (tests/unit/test_telemetry.py keeps it complete).
 SITED = (InitEnter, DDPInfo, Loader, Collective, Save, DataParallelUse, Crash, DeviceQuery, FrameworkUse,
-         ActivationCheckpoint, Boundary, SamplerShard)
+         ActivationCheckpoint, Boundary, SamplerShard, ErrorInFlight, ForwardNoBackward)
 
 # Each kind's field names, once: the watchdog decodes every line a rank appends.
 _FIELD_NAMES = {kind: frozenset(f.name for f in fields(cls)) for kind, cls in RECORD_TYPES.items()}

@@ -91,12 +91,13 @@ class RankBuilder:
                sampler_epoch: Optional[int] = None, batches: Optional[int] = None,
                batch_size: Optional[int] = 4, drop_last: bool = False,
                dataset_len: Optional[int] = None, iterable: bool = False,
-               site: Optional[tm.Site] = SITE_LOADER) -> "RankBuilder":
+               site: Optional[tm.Site] = SITE_LOADER, batch_sampler: str = "") -> "RankBuilder":
         if distributed is None:
             distributed = sampler == "DistributedSampler"
         return self.add(tm.Loader(self._now(), loader_id, epoch, self.steps, sampler, distributed,
                                   shuffle, sampler_epoch, batches, batch_size, drop_last,
-                                  "TensorDataset", dataset_len, 0, iterable, site))
+                                  "TensorDataset", dataset_len, 0, iterable, site,
+                                  batch_sampler=batch_sampler))
 
     def batch(self, samples: Sequence[str], loader_id: int = 0, epoch: int = 0,
               index: Optional[int] = None, step: Optional[int] = None) -> "RankBuilder":
@@ -159,6 +160,22 @@ class RankBuilder:
         traceback = traceback or (f"Traceback (most recent call last):\n  File \"train.py\", line "
                                   f"{site.line if site else 1}, in main\n{exc_type}: {message}\n")
         return self.add(tm.Crash(self._now(), exc_type, message, traceback, site, self.steps))
+
+    def error_in_flight(self, exc_type: str = "RuntimeError", message: str = "boom",
+                        site: Optional[tm.Site] = None, group: str = "WORLD",
+                        seq: Optional[int] = None) -> "RankBuilder":
+        """The exception being handled when the rank entered its last collective on `group`."""
+        seq = self._seq.get(group, 1) - 1 if seq is None else seq
+        traceback = (f"Traceback (most recent call last):\n  File \"train.py\", line "
+                     f"{site.line if site else 1}, in main\n{exc_type}: {message}\n")
+        return self.add(tm.ErrorInFlight(self._now(), group, seq, exc_type, message, traceback, site,
+                                         self.steps))
+
+    def forward_no_backward(self, site: Optional[tm.Site] = None, ddp_id: int = 0) -> "RankBuilder":
+        """A training forward with no backward: the next backward belongs to the next forward."""
+        iteration = self.iterations.get(ddp_id, 0)
+        self.iterations[ddp_id] = iteration + 1
+        return self.add(tm.ForwardNoBackward(self._now(), ddp_id, iteration, self.steps, site))
 
     def end(self, reason: str = "max_steps") -> "RankBuilder":
         return self.add(tm.End(self._now(), reason, self.steps))

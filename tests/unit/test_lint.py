@@ -418,6 +418,18 @@ EXPECTED = {
     # A DataLoader of one process's own tensor with no sampler: DDP802 is right about it.
     "tests/scripts/accelerator_tour.py": {"DDP802"},
     "tests/scripts/lint/unreached_rank0_barrier.py": {"DDP801"},
+    # Issue 34's first causes: run-time bugs the source does not show (an error swallowed by a
+    # cleanup barrier, a rank-local skip, groups in opposite orders, a cast after wrapping, a
+    # stuck worker, a custom sampler's uneven batches); the two collectives under a rank test
+    # are DDP801's to see.
+    "tests/scripts/swallowed_oom.py": set(),
+    "tests/scripts/nan_skip.py": set(),
+    "tests/scripts/rank0_interval_allreduce.py": {"DDP801"},
+    "tests/scripts/crossed_groups.py": set(),
+    "tests/scripts/rank0_ddp_forward.py": {"DDP801"},
+    "tests/scripts/uneven_batch_sampler.py": set(),
+    "tests/scripts/cast_after_wrap.py": set(),
+    "tests/scripts/stuck_worker.py": set(),
     # `self.rank = int(os.environ["LOCAL_RANK"])`, then a save under `self.rank == 0`: one writer per node
     "examples/tutorial_style/trainer_set_epoch.py": {"DDP806"},
 }

@@ -28,6 +28,8 @@ from ddpdoctor.probe import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
 from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, ending_key, has_ended
+from ddpdoctor.probe.analysis.skipped_backward import skip_explains
+from ddpdoctor.probe.analysis.stack_groups import blocking_workers
 
 SKIPPED = "skipped"
 MISMATCH = "mismatch"
@@ -78,6 +80,9 @@ class Divergence:
     ended_early: list[int] = field(default_factory=list)  # ranks whose sequence stopped before
     later: int = 0  # further divergences in this group after this one
     consequence: Optional["Divergence"] = None  # a wait on another group this one caused
+    # The same ranks waiting on another group the other way round: the ranks call the two
+    # groups' collectives in opposite orders (one finding for both).
+    crossed: Optional["Divergence"] = None
 
     @property
     def entered(self) -> Side:
@@ -126,14 +131,22 @@ def divergences(run: RunModel) -> list[Divergence]:
 
 
 def _divergences(run: RunModel) -> list[Divergence]:
-    crashed = {r for r, e in crash_events(run).items() if not e.after_end}  # not the teardown's
+    events = crash_events(run)
+    crashed = {r for r, e in events.items() if not e.after_end}  # not the teardown's
+    # A rank that entered a collective with an error in flight (its cleanup barrier) had
+    # crashed there: that collective and what followed are the error's consequence (DDP504),
+    # never a collective it called "instead" of its peers'.
+    cut = {r: e.waited_in for r, e in events.items() if e.waited_in is not None and r in crashed}
     status = run.outcome.status if run.outcome is not None else None
+
+    stuck_on_worker = blocking_workers(run)
 
     def stopped_by_itself(rank: int) -> bool:
         # A rank whose sequence stops early skipped the next collective only if it ended or
         # was stuck elsewhere. One torn down mid-way (a crashed or killed run) may just not
-        # have got there yet.
-        if rank in crashed or _stopped_by_the_probe(run, rank):
+        # have got there yet; one waiting for a DataLoader worker that blocks is stuck on it
+        # (DDP503 shows the worker's frame), not skipping.
+        if rank in crashed or rank in stuck_on_worker or _stopped_by_the_probe(run, rank):
             # Stopped at --max-steps, a rank may leave a collective its peers entered just
             # after their own last step (a framework's end-of-step broadcast): the probe's
             # doing, not the script's.
@@ -142,12 +155,22 @@ def _divergences(run: RunModel) -> list[Divergence]:
 
     found = []
     for group, calls in sorted(sequences(run).items()):
+        if cut:
+            calls = {r: [c for c in seq if r not in cut or c.record.t < cut[r].t] for r, seq in calls.items()}
         if len(calls) < 2:
             continue
         divergence = align(group, calls, stopped_by_itself)
         if divergence is not None:
             found.append(divergence)
-    return _drop_consequences(found)
+    return [d for d in _drop_consequences(found) if not _after_a_skip(run, d)]
+
+
+def _after_a_skip(run: RunModel, divergence: Divergence) -> bool:
+    """A divergence among a rank that skipped a backward its peers ran (and after the skip) is
+    the skip's consequence: DDP502 names the skip, not where the shifted pairs finally met."""
+    ranks = {r for side in divergence.sides for r in side.ranks} | set(divergence.skipped)
+    times = [side.call.record.t for side in divergence.sides if side.call is not None]
+    return skip_explains(run, ranks, min(times) if times else None) is not None
 
 
 def _stopped_by_the_probe(run: RunModel, rank: int) -> bool:
@@ -159,7 +182,9 @@ def _stopped_by_the_probe(run: RunModel, rank: int) -> bool:
 def _drop_consequences(found: list[Divergence]) -> list[Divergence]:
     """Two groups waiting on each other: rank A sits in an extra collective on group G1 that B
     never entered, so B went on to DDP's gradient all-reduce on group G2, which A never reaches.
-    The gradient all-reduce is the consequence; only the extra collective is reported."""
+    The gradient all-reduce is the consequence; only the extra collective is reported. Two
+    collectives of the script's own that wait on each other so (A in G1's, B in G2's) are the
+    two groups called in opposite orders: one divergence, `crossed` naming the other."""
     tails = [d for d in found if d.kind == SKIPPED and d.tail]
     dropped = set()
     for effect in tails:
@@ -173,6 +198,18 @@ def _drop_consequences(found: list[Divergence]) -> list[Divergence]:
             if waits_on_each_other:
                 dropped.add(id(effect))
                 cause.consequence = effect
+    for first in tails:
+        if id(first) in dropped:
+            continue
+        for second in tails:
+            if second is first or id(second) in dropped or first.crossed is not None:
+                continue
+            if "ddp_bucket_allreduce" in (first.entered.call.record.op, second.entered.call.record.op):
+                continue
+            if (set(first.entered.ranks) == set(second.skipped)
+                    and set(second.entered.ranks) == set(first.skipped)):
+                dropped.add(id(second))
+                first.crossed = second
     return [d for d in found if id(d) not in dropped]
 
 

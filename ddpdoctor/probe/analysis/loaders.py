@@ -176,3 +176,26 @@ def loader_name(loader_id: int, by_rank: dict[int, dict[int, LoaderEpoch]]) -> s
 def shuffles(loader: tm.Loader) -> bool:
     """The sampler draws a new order each epoch (or is meant to)."""
     return loader.shuffle is True or (loader.shuffle is None and loader.sampler == "RandomSampler")
+
+
+def custom_batch_sampler(run: RunModel, ranks: Optional[list[int]] = None) -> str:
+    """The class name of a custom batch_sampler some rank's (or one of `ranks`') DataLoader
+    was given, "" when none: it alone decides how many batches a rank gets, so the fix for
+    uneven batches is in it, not in a DistributedSampler or drop_last."""
+    for rank, rank_run in sorted(run.ranks.items()):
+        if ranks is not None and rank not in ranks:
+            continue
+        for loader in rank_run.of(tm.Loader):
+            if loader.batch_sampler:
+                return loader.batch_sampler
+    return ""
+
+
+def batch_sampler_fix(name: str, short: list[int]) -> str:
+    """DDP303's and DDP502's advice when a custom batch_sampler gave the ranks uneven batches."""
+    who = f"rank {short[0]}" if len(short) == 1 else f"ranks {', '.join(map(str, short))}"
+    return (f"the batch sampler {name} decides how many batches each rank gets, and {who} got "
+            "fewer: make it yield the same number of batches on every rank (compute the count from "
+            "the whole dataset and the world size, then pad with repeated indices or drop the "
+            "remainder inside the sampler); a DistributedSampler or drop_last does not apply to a "
+            "batch_sampler")

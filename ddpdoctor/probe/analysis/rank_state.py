@@ -40,6 +40,9 @@ def is_collateral(message: str) -> bool:
 UNFINISHED_REDUCTION = "Expected to have finished reduction in the prior iteration"
 COLLECTIVE_MISMATCH = "Detected mismatch between collectives"  # TORCH_DISTRIBUTED_DEBUG=DETAIL
 READY_TWICE = "Expected to mark a variable ready only once"  # DDP406 reports these crashes
+# Words only the probe's TORCH_DISTRIBUTED_DEBUG=DETAIL makes torch say (its collective check and
+# its monitored barrier): a plain run of the same script never prints them.
+PROBE_WORDED = re.compile(r"Detected mismatch between collectives|monitoredBarrier", re.IGNORECASE)
 NORMAL_ENDS = ("max_steps", "script_exit")  # End reasons of a rank that finished by itself
 
 
@@ -59,11 +62,20 @@ class CrashEvent:
     # It happened after the probe began ending the job (Outcome.ended_at): a consequence of the
     # teardown, shown but never blamed.
     after_end: bool = False
+    # An exception that was being handled when the rank entered this collective, which never
+    # returned (a cleanup barrier in `finally:`): the rank's crash, though it may never have
+    # left the script; the wait in the collective is its consequence.
+    waited_in: Optional[tm.Collective] = None
 
     @property
     def collateral(self) -> bool:
         """The rank failed because a peer vanished (or never came), not by its own fault."""
         return self.after_end or (self.kind == "exception" and bool(_COLLATERAL.search(self.message or "")))
+
+    @property
+    def probe_worded(self) -> bool:
+        """Raised by the probe's own DETAIL check, in words a plain run would never print."""
+        return self.kind == "exception" and self.waited_in is None and bool(PROBE_WORDED.search(self.message or ""))
 
     @property
     def first_line(self) -> str:
@@ -99,12 +111,32 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+def error_in_flight(rank_run: RankRun) -> Optional[tuple[tm.ErrorInFlight, tm.Collective]]:
+    """The first exception this rank had in flight when it entered a collective that never
+    returned normally (it hung there, or failed there in turn), with that collective."""
+    for error in rank_run.of(tm.ErrorInFlight):
+        entered = next((c for c in rank_run.of(tm.Collective)
+                        if c.group == error.group and c.seq == error.seq), None)
+        returned = any(d.group == error.group and d.seq == error.seq for d in rank_run.of(tm.CollectiveDone))
+        if entered is not None and not returned:
+            return error, entered
+    return None
+
+
 def crash_events(run: RunModel) -> dict[int, CrashEvent]:
-    """Every rank that crashed, by rank: its Crash record, or a fatal exit code."""
+    """Every rank that crashed, by rank: its Crash record, an exception in flight at a
+    collective that never returned (its first cause: a later Crash record of the same rank is
+    what the wait led to), or a fatal exit code."""
     events: dict[int, CrashEvent] = {}
     for rank, rank_run in run.ranks.items():
         crash = rank_run.crash
-        if crash is not None:
+        held = error_in_flight(rank_run)
+        if held is not None:
+            error, entered = held
+            events[rank] = CrashEvent(rank, "exception", error.exc_type, error.message,
+                                      error.traceback, error.site, error.step, error.t,
+                                      exit_codes(run).get(rank), waited_in=entered)
+        elif crash is not None:
             events[rank] = CrashEvent(rank, "exception", crash.exc_type, crash.message,
                                       crash.traceback, crash.site, crash.step, crash.t,
                                       exit_codes(run).get(rank))
@@ -193,6 +225,16 @@ def last_collective(rank_run: RankRun) -> tuple[Optional[tm.Collective], bool]:
 
 def describe_collective(record: tm.Collective) -> str:
     return collective_text(record.op, record.bucket, record.shapes, record.dtypes)
+
+
+def forward_only_on(ranks: list[int], record: tm.Collective) -> str:
+    """The advice for DDP's buffer broadcast entered on some ranks only (DDP501 and DDP502): the
+    odd call is the forward through the DDP model, not the collective the others wait in."""
+    who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+    return (f"a forward through the DDP model is a collective (DDP broadcasts the module's buffers "
+            f"from rank 0 first), and only {who} ran it{at(record.site)}: run that forward on "
+            "every rank, or evaluate on one rank through model.module under torch.no_grad(), "
+            "which communicates nothing")
 
 
 def ending(run: RunModel, rank: int) -> str:

@@ -121,3 +121,29 @@ def stall_advice(groups: int, any_waiting: bool, odd_ranks: list[int], odd_waiti
             f"{where or 'somewhere'}"
             + (", or a step takes longer than the stall timeout (raise --stall-timeout)"
                if stall_timeout else ""))
+
+
+# A rank's main thread in here waits for a batch from its DataLoader workers.
+_DATALOADER_FILE = "torch/utils/data/dataloader.py"
+
+
+def blocking_workers(run: RunModel) -> dict[int, StackView]:
+    """rank -> the stack of its DataLoader worker that blocks in the user's code (a Dataset's
+    __getitem__, a collate_fn), for every rank whose main thread waits for a batch: that rank
+    is stuck on its worker, not skipping its peers' collectives."""
+    views = rank_stacks(run)
+    short = _short_paths(run)
+    found: dict[int, StackView] = {}
+    for stack in (run.outcome.stacks if run.outcome is not None else []):
+        view = views.get(stack.rank)
+        if view is None or not stack.workers:
+            continue
+        if not any(f.file.replace("\\", "/").endswith(_DATALOADER_FILE) for f in view.frames):
+            continue
+        for worker in stack.workers:
+            worker_view = StackView(stack.rank, short(worker.frames), worker.method, worker.idle,
+                                    worker.text)
+            if worker_view.user_frame is not None:
+                found[stack.rank] = worker_view
+                break
+    return found

@@ -14,7 +14,7 @@ import time
 from typing import Any, Optional
 
 import torch
-from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, RandomSampler
+from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, IterableDataset, RandomSampler
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from ddpdoctor.probe import telemetry as tm
@@ -79,7 +79,16 @@ def _record_epoch(loader: DataLoader, loader_id: int, epoch: int) -> None:
         getattr(sampler, "epoch", None) if isinstance(sampler, DistributedSampler) else None,
         _length(loader), loader.batch_size, bool(loader.drop_last), type(loader.dataset).__name__,
         _length(loader.dataset), int(loader.num_workers), iterable, recorder.user_site(3),
-        sampler.__dict__.get("_ddpdoctor_set_epoch", 0) if isinstance(sampler, DistributedSampler) else None))
+        sampler.__dict__.get("_ddpdoctor_set_epoch", 0) if isinstance(sampler, DistributedSampler) else None,
+        _custom_batch_sampler(loader)))
+
+
+def _custom_batch_sampler(loader: DataLoader) -> str:
+    """The class name of a batch_sampler the script passed ("" for torch's own BatchSampler)."""
+    batch_sampler = loader.batch_sampler
+    if batch_sampler is None or type(batch_sampler) is BatchSampler:
+        return ""
+    return type(batch_sampler).__name__
 
 
 def install(steps_per_epoch: int) -> None:

@@ -31,6 +31,10 @@ COLLECTIVES = (
 )
 
 _inside = threading.local()  # object collectives call tensor ones: record only the outer call
+# Exceptions already recorded as in flight at a collective (ErrorInFlight): the first
+# collective each one reached is the one that matters; a few per rank at most.
+_in_flight_seen: list[int] = []
+MAX_ERRORS_IN_FLIGHT = 8
 _seq: dict[str, int] = {}
 _seq_lock = threading.Lock()
 
@@ -133,6 +137,21 @@ def _flush(rec: Any) -> None:
     del _pending[:-64]  # works the script never completed must not pile up
 
 
+def _error_in_flight(rec: Any, exc: BaseException, group: str, seq: int) -> None:
+    """Record the exception being handled when this collective was entered (once per exception):
+    if the collective then waits for ranks that went on, it is why, and it may never leave the
+    script."""
+    try:
+        if id(exc) in _in_flight_seen or len(_in_flight_seen) >= MAX_ERRORS_IN_FLIGHT:
+            return
+        _in_flight_seen.append(id(exc))
+        message, text, site = recorder.describe_exception(exc, 1000, 4000)
+        rec.write(tm.ErrorInFlight(time.time(), group, seq, type(exc).__name__, message, text,
+                                   site, rec.step))
+    except Exception:  # noqa: BLE001 - a nicety of the report: never the script's problem
+        pass
+
+
 def _wrap(name: str, original: Callable) -> Callable:
     params = list(inspect.signature(original).parameters)
     group_index = params.index("group") if "group" in params else None
@@ -162,6 +181,9 @@ def _wrap(name: str, original: Callable) -> Callable:
             time.time(), group_name, group_ranks, seq, name,
             [list(t.shape) for t in tensors], [str(t.dtype).replace("torch.", "") for t in tensors],
             rec.step, recorder.user_site(2), via=_via(sys._getframe(1)), reduce_op=reduce_op))
+        in_flight = sys.exc_info()[1]  # the cleanup barrier in `finally:`: one lookup per call
+        if in_flight is not None:
+            _error_in_flight(rec, in_flight, group_name, seq)
         _inside.depth = 1
         try:
             result = original(*args, **kwargs)

@@ -1,9 +1,14 @@
 """DistributedDataParallel under the probe.
 
 - Under DETAIL on gloo, DDP is built on the unchecked twin of its group (groups.py) and its
-  bucket all-reduces go through the checked group for the first few backward iterations, so a
-  mismatched collective is caught by torch's fingerprint check at once; later ones go through the
-  twin, so that bucket timings are not distorted by the check's extra barrier.
+  bucket all-reduces go through the checked group for the first few gradient all-reduce rounds,
+  so a mismatched collective is caught by torch's fingerprint check at once; later ones go
+  through the twin, so that bucket timings are not distorted by the check's extra barrier. The
+  switch is counted in all-reduce rounds launched, which pair across ranks whatever the script
+  does: counted in forwards, a rank that skips a backward switched a round early and the probe
+  itself changed which all-reduces paired (issue 34).
+- Training forwards are counted; one with no backward before the next (a rank-local `continue`)
+  is recorded (ForwardNoBackward): that rank skipped DDP's gradient all-reduce for it.
 - Every bucket all-reduce is recorded as a collective and timed, by a comm hook whose numerics
   are bit-identical to DDP's default path: multiply by 1/world_size, then SUM (notes §1; the stock
   allreduce_hook divides and differs at world sizes that are not powers of two).
@@ -53,6 +58,12 @@ class DDPState:
         self.pending = False  # a backward happened whose Grads record is not written yet
         self.backward_iterations = 0  # since the previous optimizer step
         self.allreduce_rounds = 0
+        self.forwards = 0  # training forwards since the previous optimizer step
+        self.rounds_launched = 0  # gradient all-reduce rounds launched (the last bucket's launch)
+        self.grads_iteration = -1  # the last iteration whose backward was recorded (Grads)
+        self.forward_site: Optional[tm.Site] = None  # of the current training forward
+        self.forward_step = 0  # optimizer steps done at the current training forward
+        self.no_backward_records = 0
         self.checked_group = checked_group
         self.checked_iterations = checked_iterations
         self.group_name, _ = groups.describe(logical_group)
@@ -114,14 +125,31 @@ class DDPState:
         unused = [n for n in self.names if n not in self.used]
         rec.write(tm.Grads(time.time(), self.id, self.iteration, rec.step, unused, len(self.used),
                            self.twice))
+        self.grads_iteration = self.iteration
         self.used = set()
         self.twice = []
         self.backward_iterations += 1
 
-    def take_counts(self) -> tuple[int, int]:
-        counts = (self.backward_iterations, self.allreduce_rounds)
-        self.backward_iterations = self.allreduce_rounds = 0
+    def take_counts(self) -> tuple[int, int, int]:
+        counts = (self.backward_iterations, self.allreduce_rounds, self.forwards)
+        self.backward_iterations = self.allreduce_rounds = self.forwards = 0
         return counts
+
+    def training_forward(self) -> None:
+        """A training forward begins: the previous one's backward, if any, is recorded first;
+        a previous one without a backward skipped DDP's gradient all-reduce for it."""
+        self.flush_grads()
+        if self.iteration >= 0 and self.grads_iteration != self.iteration and self.no_backward_records < 64:
+            self.no_backward_records += 1
+            recorder.get().write(tm.ForwardNoBackward(time.time(), self.id, self.iteration,
+                                                      self.forward_step, self.forward_site))
+        self.iteration += 1
+        self.forwards += 1
+        rec = recorder.get()
+        self.forward_step = rec.step
+        # Walked like the backward's site: the first SITE_EVERY forwards, then every SITE_EVERY-th.
+        if self.forward_site is None or self.iteration < SITE_EVERY or self.iteration % SITE_EVERY == 0:
+            self.forward_site = recorder.user_site(3)
 
     def record_params(self) -> None:
         model = self.model
@@ -157,10 +185,14 @@ class DDPState:
         index, is_last = bucket.index(), bucket.is_last()
         nbytes = tensor.numel() * tensor.element_size()
         self._record_layout(bucket, index, nbytes)
-        if self.checked_group is not None and self.iteration < self.checked_iterations:
+        # Counted in rounds launched, never in forwards: every rank switches at the same
+        # all-reduce, whatever it skipped (the pairing of the script's collectives stays as is).
+        if self.checked_group is not None and self.rounds_launched < self.checked_iterations:
             group = self.checked_group
         else:
             group = model.process_group if model is not None else None
+        if is_last:
+            self.rounds_launched += 1
         seq = collectives.next_seq(self.group_name)
         if self.clock is None or tensor.device != self.device:
             self.decide_clock(tensor.device)
@@ -365,8 +397,7 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
             state.hook_registered = True
             module.register_comm_hook(state, _timed_default_hook)
         if module.training and torch.is_grad_enabled():
-            state.flush_grads()
-            state.iteration += 1
+            state.training_forward()
         state.forward_start = time.time()
         if state.timer is not None:
             state.timer.poll()  # what completed on the device since (a query, no waiting)
@@ -377,9 +408,42 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
         device_timing.timeline.forward_end()
         recorder.get().add_phase("forward", state.forward_end - state.forward_start)
 
+    _record_buffer_broadcasts(model, state)
     model.register_forward_pre_hook(before_forward)
     model.register_forward_hook(after_forward)
     forward_inputs.attach(model, state.id)  # what the model is fed, for DDP301
+
+
+# run_model/looks.py's name for it (inrank may not import run_model).
+BUFFER_BROADCAST = "ddp_buffer_broadcast"
+
+
+def _record_buffer_broadcasts(model: DDP, state: DDPState) -> None:
+    """DDP broadcasts the module's buffers from rank 0 at the start of each forward (when it has
+    buffers and broadcast_buffers=True): a collective of its own, recorded like the script's, at
+    the forward's call site, so a forward run on some ranks only is the odd call (not the
+    barrier its peers wait in)."""
+    original = model._distributed_broadcast_coalesced
+
+    def broadcast(tensors: Any, buffer_size: Any, authoritative_rank: int = 0) -> Any:
+        rec = recorder.get()
+        seq = collectives.next_seq(state.group_name)
+        try:
+            training = model.training and torch.is_grad_enabled()
+            # A training forward's site is the one training_forward keeps; another forward (an
+            # evaluation, perhaps on one rank only) is looked up now.
+            site = state.forward_site if training and state.forward_site is not None else recorder.user_site(2)
+            numel = sum(t.numel() for t in tensors)
+            dtypes = sorted({str(t.dtype).replace("torch.", "") for t in tensors})
+            rec.write(tm.Collective(time.time(), state.group_name, None, seq, BUFFER_BROADCAST,
+                                    [[numel]], dtypes, rec.step, site))
+        except Exception:  # noqa: BLE001 - recording is a nicety; the broadcast must happen
+            pass
+        result = original(tensors, buffer_size, authoritative_rank)
+        rec.write(tm.CollectiveDone(time.time(), state.group_name, seq))
+        return result
+
+    model._distributed_broadcast_coalesced = broadcast
 
 
 def _mark_used(state: DDPState, name: str, _param: torch.Tensor) -> None:

@@ -88,6 +88,30 @@ def site_of_traceback(tb) -> Optional[tm.Site]:
     return None
 
 
+def _user_frames(tb):
+    """The traceback from the first frame outside ddpdoctor's bootstrap and runpy on: the user
+    should read their own traceback, as `python train.py` would have printed it."""
+    from ddpdoctor.core.paths import is_own_file
+
+    while tb is not None and tb.tb_next is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (is_own_file(name) or name.startswith("<frozen runpy>") or name.endswith("runpy.py")):
+            break
+        tb = tb.tb_next
+    return tb
+
+
+def describe_exception(exc: BaseException, message_chars: int = 4000,
+                       traceback_chars: int = 20000) -> tuple[str, str, Optional[tm.Site]]:
+    """(message, traceback, where it was raised) of an exception, scrubbed of secrets and
+    bounded: what a Crash (and an error in flight at a collective) records."""
+    import traceback
+
+    text = redact.scrub("".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__))))
+    return (redact.scrub(str(exc))[:message_chars], text[-traceback_chars:],
+            site_of_traceback(exc.__traceback__))
+
+
 class Recorder:
     """Appends telemetry records to rank-<R>.jsonl, one os.write per record.
 

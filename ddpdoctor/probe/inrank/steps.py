@@ -21,28 +21,11 @@ _counts: dict[int, int] = {}
 _marks = {"step_start": 0.0, "previous_end": 0.0}
 
 
-def _user_frames(tb):
-    """The traceback from the first frame outside ddpdoctor's bootstrap and runpy on: the user
-    should read their own traceback, as `python train.py` would have printed it."""
-    from ddpdoctor.core.paths import is_own_file
-
-    while tb is not None and tb.tb_next is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if not (is_own_file(name) or name.startswith("<frozen runpy>") or name.endswith("runpy.py")):
-            break
-        tb = tb.tb_next
-    return tb
-
-
 def record_crash(exc: BaseException) -> None:
     """The exception escaping the user's code in this process, scrubbed of secrets."""
-    import traceback
-
-    from ddpdoctor.core import redact
     rec = recorder.get()
-    text = redact.scrub("".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__))))
-    rec.write(tm.Crash(time.time(), type(exc).__name__, redact.scrub(str(exc))[:4000],
-                       text[-20000:], recorder.site_of_traceback(exc.__traceback__), rec.step))
+    message, text, site = recorder.describe_exception(exc)
+    rec.write(tm.Crash(time.time(), type(exc).__name__, message, text, site, rec.step))
 
 
 def finish(reason: str) -> None:
@@ -109,19 +92,20 @@ def install(max_steps: int) -> None:
         if step == rec.step:
             return  # a second optimizer (a GAN's) stepping within the same training step
         rec.step = step
-        backward_iterations = rounds = 0
+        backward_iterations = rounds = forwards = 0
         for state in ddp.all_states():
             state.flush_grads()
-            b, r = state.take_counts()
+            b, r, f = state.take_counts()
             backward_iterations += b
             rounds += r
+            forwards += f
         phases = {k: round(v, 6) for k, v in rec.phases.items()}
         if _marks["previous_end"]:
             phases["step"] = round(now - _marks["previous_end"], 6)
         phases["samples"] = rec.samples
         _marks["previous_end"] = now
         rec.phases, rec.samples = {}, 0
-        rec.write(tm.Step(now, step, backward_iterations, rounds, phases))
+        rec.write(tm.Step(now, step, backward_iterations, rounds, phases, forwards))
         device_timing.timeline.close(step)  # this step's device phases, resolved later
         device_timing.poll_all()  # earlier steps' that completed (a query each, no waiting)
         last = bool(max_steps) and step >= max_steps

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ddpdoctor.preflight.node import port_listener
 from ddpdoctor.probe.inrank.parent_death import killed_with_parent
 from ddpdoctor.probe.launch import machine_load, stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
@@ -104,6 +105,32 @@ def torchrun_command(options: ProbeOptions) -> list[str]:
     return cmd + [options.script, *options.args]
 
 
+def store_port(options: ProbeOptions, launcher: str) -> Optional[int]:
+    """The port the launcher's own store will listen on, when ddpdoctor starts it on this
+    machine (a single-node torchrun given --master-port or --rdzv-endpoint); None otherwise
+    (--standalone picks a free port, the script's own launcher picks its own, another node
+    serves a multi-node job's)."""
+    if launcher != "torchrun" or options.nnodes != 1:
+        return None
+    if options.rdzv_endpoint:
+        port = options.rdzv_endpoint.rpartition(":")[2]
+        return int(port) if port.isdigit() else None
+    if options.master_addr or options.master_port:
+        return options.master_port or 29500
+    return None
+
+
+def port_fact(port: Optional[int], host: str, when: str) -> Optional[dict]:
+    """Bind the port as the store would (and let it go at once): the fact DDP104 judges, with
+    the process holding it when this user may see it."""
+    if port is None:
+        return None
+    sock, info = port_listener.bind_rendezvous(port)
+    if sock is not None:
+        sock.close()
+    return {**info, "host": host, "when": when}
+
+
 def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
                     launcher: str = "torchrun") -> dict[str, str]:
     env = dict(os.environ)
@@ -139,6 +166,13 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
             use_pyspy: bool = True, launcher: str = "torchrun", peers=None) -> Outcome:
     """Run the job to its end (completed, crashed, stalled, timed out or interrupted).
     `peers`: on a multi-node probe, node 0's NodeGather or another node's NodeReporter."""
+    port = store_port(options, launcher)
+    host = (options.rdzv_endpoint.rpartition(":")[0] if options.rdzv_endpoint else options.master_addr) or "localhost"
+    before = port_fact(port, host, "before")
+    if before is not None and before.get("status") != "listening":
+        # Started now, torchrun's agent would fail at its store before any rank ran (EADDRINUSE):
+        # not started, and said so (DDP104 judges the fact).
+        return Outcome("not_launched", 0.0, port_bind=before)
     children_before = teardown.children_now()
     teardown.subreaper(True)
     log_path = Path(run_dir) / LOG_FILE
@@ -169,6 +203,9 @@ def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: floa
     outcome.machine_load = machine_load.between(load_from, machine_load.sample())
     outcome.log_tail = _tail(log_path)
     outcome.exit_codes.update(_torchrun_exit_codes(outcome.log_tail))
+    if outcome.launcher_exit not in (None, 0) and outcome.status == "crashed":
+        # Who holds the port now, should the launcher's error be that it was taken meanwhile.
+        outcome.port_bind = port_fact(port, host, "after")
     if isinstance(peers, NodeGather):
         _gather_the_end(peers, outcome, started)
     return outcome

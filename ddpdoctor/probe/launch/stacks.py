@@ -23,7 +23,7 @@ import psutil
 from ddpdoctor.probe.inrank.config import ENV_RUN_ID
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, rank_of
 from ddpdoctor.probe.rank_files import RankFileTail, read_all
-from ddpdoctor.probe.run_model.outcome import RankStack, stack_file
+from ddpdoctor.probe.run_model.outcome import MAX_WORKER_STACKS, RankStack, stack_file
 from ddpdoctor.probe.run_model.stack_text import parse_faulthandler, pyspy_failure, pyspy_main_thread
 
 PYSPY_TIMEOUT_S = 10.0
@@ -122,6 +122,26 @@ def _await_dumps(tails: dict[int, RankFileTail]) -> dict[int, str]:
         time.sleep(DUMP_POLL_S)
 
 
+# A rank's main thread in here waits for a batch from its DataLoader workers.
+DATALOADER_FILE = "torch/utils/data/dataloader.py"
+
+
+def _add_workers(results: dict[int, RankStack], ranks: dict[int, psutil.Process]) -> None:
+    """The stacks of the DataLoader workers of every rank that waits for a batch: where a
+    worker blocks is why its rank never reached the collective its peers wait in."""
+    waiting = {rank: stack for rank, stack in results.items()
+               if any(f.file.replace("\\", "/").endswith(DATALOADER_FILE) for f in stack.frames)}
+    for rank, stack in waiting.items():
+        try:
+            children = ranks[rank].children()[:MAX_WORKER_STACKS]
+        except psutil.Error:
+            continue
+        for child in children:
+            threads, _ = _pyspy(child.pid)
+            if threads is not None:
+                stack.workers.append(_from_pyspy(rank, child.pid, threads))
+
+
 def capture(run_dir: str, ranks: dict[int, psutil.Process], use_pyspy: bool = True) -> tuple[list[RankStack], str]:
     """Stacks of every rank, and a note saying how they were taken when it was not py-spy."""
     if not ranks:
@@ -136,6 +156,7 @@ def capture(run_dir: str, ranks: dict[int, psutil.Process], use_pyspy: bool = Tr
                 results[rank] = _from_pyspy(rank, ranks[rank].pid, threads)
             else:
                 failures.append(error)
+        _add_workers(results, ranks)
     missing = {r: p for r, p in ranks.items() if r not in results}
     note = ""
     if missing:

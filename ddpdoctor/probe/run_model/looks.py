@@ -20,12 +20,19 @@ def shapes_text(shapes: list, dtypes: list) -> str:
     return " ".join(p for p in (shape, types) if p)
 
 
+# DDP's own broadcast of the module's buffers (BatchNorm statistics) from rank 0, at the start
+# of every forward with broadcast_buffers=True (inrank/ddp.py records it as a collective).
+DDP_BUFFER_BROADCAST = "ddp_buffer_broadcast"
+
+
 def collective_text(op: str, bucket: Optional[int] = None, shapes: Optional[list] = None,
                     dtypes: Optional[list] = None) -> str:
     """"all_reduce of [3] float32" / "DDP gradient all-reduce (bucket 0) of [306] float32"."""
     name = f"DDP gradient all-reduce (bucket {bucket})" if op == "ddp_bucket_allreduce" else op
     if op == "ddp_bucket_allreduce" and bucket is None:
         name = "DDP gradient all-reduce"
+    if op == DDP_BUFFER_BROADCAST:
+        name = "DDP's buffer broadcast in the model's forward"
     tail = shapes_text(shapes or [], dtypes or [])
     return f"{name} of {tail}" if tail else name
 

@@ -52,6 +52,9 @@ class Frame:
         return f"{self.func} ({self.file}:{self.line})"
 
 
+MAX_WORKER_STACKS = 4  # DataLoader workers sampled per rank
+
+
 @dataclass
 class RankStack:
     """One rank's main-thread stack at the moment the watchdog saw the stall, innermost first."""
@@ -63,15 +66,20 @@ class RankStack:
     idle: Optional[bool] = None  # py-spy: the thread was waiting (not running Python)
     text: str = ""  # the raw dump, for the report's detail
     host: str = ""  # the node it was taken on (multi-node)
+    # Its DataLoader worker processes' stacks (py-spy), when the rank waited for a batch: a
+    # worker that blocks is where the rank's hang comes from (launch/stacks.py, at most 4).
+    workers: list["RankStack"] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], host: Optional[str] = None) -> "RankStack":
         """From outcome.json or another node's reply (whose host is the node it came from)."""
         frames = [Frame(str(f.get("func", "?")), str(f.get("file", "?")), int(f.get("line") or 0))
                   for f in data.get("frames") or []]
+        workers = [cls.from_dict(w, host) for w in (data.get("workers") or [])[:MAX_WORKER_STACKS]
+                   if isinstance(w, dict)]
         return cls(int(data.get("rank", -1)), int(data.get("pid", 0)), str(data.get("method", "none")),
                    frames, data.get("idle"), str(data.get("text", "")),
-                   str(data.get("host", "")) if host is None else host)
+                   str(data.get("host", "")) if host is None else host, workers)
 
 
 @dataclass
@@ -106,7 +114,8 @@ class MachineLoad:
 
 @dataclass
 class Outcome:
-    # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed"; multi-node:
+    # "completed" | "crashed" | "stalled" | "timeout" | "interrupted" | "launch_failed" |
+    # "not_launched" (the rendezvous port was taken: see port_bind); multi-node:
     # "node_lost" (node 0 lost another node), "ended" / "node0_lost" (another node's own job)
     status: str
     wall_s: float
@@ -125,6 +134,11 @@ class Outcome:
     # it are consequences of the teardown, never the cause (analysis/rank_state.py).
     ended_at: Optional[float] = None
     machine_load: Optional[MachineLoad] = None  # None: not measured (CPU times unreadable, or no job)
+    # The rendezvous port ddpdoctor's launcher was to serve, tested by binding it: before launch
+    # (taken: the job is not started, status "not_launched") and again after a launcher that
+    # failed by itself (who holds it then). preflight/node/port_listener.py's info dict plus
+    # "when" ("before" | "after"); None: not tested (torchrun --standalone picks a free port).
+    port_bind: Optional[dict[str, Any]] = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -1,0 +1,40 @@
+# Issue 34's zoo: a rank-0-only metric all_reduce every 3 steps. Rank 0's all_reduce pairs with
+# rank 1's next gradient all-reduce, which the probe must not change. `--healthy`: every rank
+# all-reduces the metric.
+import faulthandler, os, signal, sys, traceback
+from datetime import timedelta
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+where = {"step": 0}
+if os.environ.get("ZOO_PLAIN"):  # a plain run (tests/helpers/zoo.py): where a rank aborts or is ended
+    faulthandler.enable()
+    faulthandler.register(signal.SIGTERM, chain=True)
+
+
+def main():
+    timeout = timedelta(seconds=float(os.environ.get("ZOO_PG_TIMEOUT", "1800")))
+    dist.init_process_group("gloo", timeout=timeout)
+    rank = dist.get_rank()
+    torch.manual_seed(rank)
+    model = DDP(torch.nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(8):
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        where["step"] += 1
+        if step % 3 == 2 and (rank == 0 or "--healthy" in sys.argv):
+            dist.all_reduce(loss.detach())
+    dist.destroy_process_group()
+
+
+try:
+    main()
+except Exception as exc:  # where it failed, for the test that compares plain and probed runs
+    lines = [line for frame, line in traceback.walk_tb(exc.__traceback__)
+             if os.path.abspath(frame.f_code.co_filename) == os.path.abspath(__file__)]
+    print(f"ZOO-FAILED rank={os.environ.get('RANK')} line={lines[-1] if lines else None} "
+          f"step={where['step']}", flush=True)
+    raise
