@@ -153,3 +153,6 @@ def check_script(path: str) -> None:
         raise UsageError(f"{where}: script does not compile: {exc.msg}") from None
     except ValueError as exc:
         raise UsageError(f"script does not compile: {path}: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise UsageError(f"script does not compile: {path}: nested too deeply (an expression or block "
+                         "deeper than the interpreter's limits)") from None
