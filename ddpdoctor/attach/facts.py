@@ -59,6 +59,7 @@ class RankObservation:
     exited: bool = False  # ended while sampled
     proc: dict[str, Any] = field(default_factory=dict)  # procstate.ProcDelta.to_dict()
     rank_known: bool = True
+    local_rank: Optional[int] = None  # torchrun's LOCAL_RANK: which node can own the rank
 
     @property
     def io_calls(self) -> Optional[int]:
@@ -71,7 +72,7 @@ class RankObservation:
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "pid": self.pid, "host": self.host, "error": self.error,
                 "refused": self.refused, "exited": self.exited, "proc": self.proc,
-                "rank_known": self.rank_known,
+                "rank_known": self.rank_known, "local_rank": self.local_rank,
                 "stacks": [[[f.func, f.file, f.line] for f in s] for s in self.stacks]}
 
     @classmethod
@@ -101,8 +102,10 @@ class RankObservation:
         flags = [data.get("refused", False), data.get("exited", False), data.get("rank_known", True)]
         _need(all(text_upto(4096)(t) for t in texts) and all(type(f) is bool for f in flags),
               f"rank {rank}: host, error or a flag is malformed")
+        local = data.get("local_rank")
+        _need(optional(int_in(0, MAX_NPROC))(local), f"rank {rank}: local_rank is not a number in range")
         return cls(rank, pid, clean(texts[0], 255), stacks, clean(texts[1], 4096), *flags[:2],
-                   {k: proc[k] for k in _PROC if k in proc}, flags[2])
+                   {k: proc[k] for k in _PROC if k in proc}, flags[2], local)
 
 
 @dataclass

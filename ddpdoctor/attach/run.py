@@ -110,7 +110,7 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
             facts["exit_status"] = watch.exit_status.get(proc.pid) or None
         observation.ranks.append(RankObservation(
             proc.rank, proc.pid, host, [tuple(relative_to(s, cwds[proc.pid])) for s in got.stacks],
-            error, got.refused, exited, facts, proc.rank_known))
+            error, got.refused, exited, facts, proc.rank_known, proc.local_rank))
     refused = [r for r in observation.ranks if r.refused]
     if refused:
         observation.notes.append(
