@@ -1,0 +1,30 @@
+"""Every verdict path is total: runs with no ranks, empty groups or peer-sized numbers end in a
+finding or an incomplete check, never a crashed check (exit 3) or an unearned pass."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Severity
+from ddpdoctor.core.registry import CRASHED, PASSED
+from ddpdoctor.probe.report import build_report
+from tests.helpers.telemetry_builders import RunBuilder
+
+
+def test_a_two_node_probe_whose_ranks_hung_before_their_first_line_is_a_stall_not_a_crash():
+    run = RunBuilder(world_size=4, ranks=[], nnodes=2, nproc_per_node=2)
+    run.outcome("stalled", exit_codes={}, stall_s=12.0, stall_timeout_s=10.0)
+    report = build_report(run.model(), Severity.ERROR, set())
+    by_code = {r.spec.code: r for r in report.results}
+    assert not [r.spec.code for r in report.results if r.status == CRASHED], report.to_dict()["checks"]
+    stall = by_code["DDP503"]
+    assert stall.findings and stall.findings[0].ranks == [0, 1, 2, 3]
+    assert "left no telemetry" in stall.findings[0].message
+    assert report.exit_code == 1
+
+
+def test_a_stalled_run_with_no_rank_and_no_world_size_is_incomplete_not_a_pass():
+    run = RunBuilder(world_size=0, ranks=[], nnodes=2, nproc_per_node=0)
+    run.outcome("stalled", exit_codes={}, stall_s=12.0, stall_timeout_s=10.0)
+    report = build_report(run.model(), Severity.ERROR, set())
+    assert not [r.spec.code for r in report.results if r.status == CRASHED]
+    assert {r.status for r in report.results if r.spec.code == "DDP503"} != {PASSED}
+    assert report.exit_code != 0
