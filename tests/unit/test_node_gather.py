@@ -213,3 +213,21 @@ def test_with_a_token_a_recorded_hello_played_again_takes_no_node_slot(gather):
     node2 = FakeNode(g.port, JOB, key=key)
     assert node2.hello(node_rank=2)["t"] == "welcome"
     assert until(lambda: g.nodes[2].status == "connected")
+
+
+def test_a_hello_sent_in_pieces_still_gets_in_and_a_half_hello_is_closed_at_the_timeout(gather):
+    g = gather()
+    node = FakeNode(g.port, JOB)
+    line = node.codec.encode("hello", {"node_rank": 1, "nproc": 1, "host": "fake", "addr": "127.0.0.1",
+                                       "nonce": node.nonce, "challenge": node.challenge()})
+    node.raw(line[:1])  # one byte, no newline: parked, not spun on
+    assert until(lambda: len(g._parked) == 1)
+    time.sleep(0.3)
+    node.raw(line[1:])
+    answer = node.codec.decode(node.read_line(), frozenset({"welcome", "refused"}))
+    assert answer["t"] == "welcome" and not g._parked
+    half = FakeNode(g.port, JOB)
+    half.challenge()
+    half.raw(b"x")
+    assert half.closed_by_peer(timeout=10)
+    assert not g._parked and not g._pending

@@ -27,6 +27,7 @@ from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link
 
 HELLO_TIMEOUT_S = 5.0
+PARKED_S = 0.1  # how often a connection that sent part of its hello is looked at again
 MAX_REFUSAL_LINES = 5  # lines on stderr for refused connections; the rest are counted
 
 
@@ -86,6 +87,10 @@ class NodeGather:
         self._replies: dict[tuple, dict[str, Any]] = {}
         # Connections that have not said hello: peer, since, and the challenge they were sent.
         self._pending: dict[socket.socket, tuple[str, float, wire.Codec, str]] = {}
+        # Of those, the ones that sent part of a line: out of the selector (their unread bytes
+        # would wake it at once, for ever: a spin), looked at again every PARKED_S instead.
+        self._parked: dict[socket.socket, int] = {}  # socket -> bytes seen so far
+        self._parked_at = 0.0
         self.max_pending = min(wire.MAX_PENDING + nnodes, wire.MAX_PENDING_CAP)
         try:
             # Node 0's own address only: the gather port is for the job's nodes, not every network.
@@ -112,7 +117,7 @@ class NodeGather:
         most max_pending at once, nothing read beyond the hello line."""
         while not self._stop.is_set():
             try:
-                events = self._selector.select(timeout=0.25)
+                events = self._selector.select(timeout=PARKED_S if self._parked else 0.25)
             except (OSError, ValueError):
                 return
             for key, _mask in events:
@@ -121,6 +126,10 @@ class NodeGather:
                 else:
                     self._hello(key.fileobj)  # type: ignore[arg-type]
             now = time.monotonic()
+            if self._parked and now - self._parked_at >= PARKED_S:
+                self._parked_at = now
+                for sock in list(self._parked):
+                    self._hello(sock)
             for sock, (peer, since, _codec, _challenge) in list(self._pending.items()):
                 if now - since > HELLO_TIMEOUT_S:
                     self._refuse(sock, peer, "said no hello within "
@@ -171,7 +180,16 @@ class NodeGather:
         if cut < 0:
             if len(head) >= wire.MAX_HELLO:
                 self._refuse(sock, peer, f"sent more than {wire.MAX_HELLO} bytes without a hello")
-            return  # the rest of the line is on its way; the kernel holds it, not us
+                return
+            # The rest of the line is on its way; the kernel holds it, not us. Peeked bytes stay
+            # readable, so the selector would wake for this socket at once, for ever: park it.
+            if sock not in self._parked:
+                self._parked[sock] = len(head)
+                try:
+                    self._selector.unregister(sock)
+                except (KeyError, ValueError):
+                    pass
+            return
         try:
             sock.recv(cut + 1)  # exactly the hello line: what follows stays unread
         except OSError:
@@ -261,7 +279,8 @@ class NodeGather:
             print(f"ddpdoctor probe: node 0 {line}", file=sys.stderr, flush=True)
 
     def _unpend(self, sock: socket.socket) -> None:
-        if self._pending.pop(sock, None) is not None:
+        parked = self._parked.pop(sock, None) is not None
+        if self._pending.pop(sock, None) is not None and not parked:
             try:
                 self._selector.unregister(sock)
             except (KeyError, ValueError):
