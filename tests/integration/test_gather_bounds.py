@@ -10,6 +10,7 @@ import time
 import pytest
 
 from tests.helpers.gather_peer import FakeNode
+from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_gather import NodeGather
 
 JOB = "job-under-test"
@@ -19,6 +20,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def until(predicate, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
 
 
 def thread_cpu_s(thread: threading.Thread) -> float:
@@ -49,3 +59,28 @@ def test_64_half_open_hellos_cost_node0_at_most_a_twentieth_of_a_core(tmp_path):
         for peer in peers:
             peer.close()
         g.close()
+
+
+@pytest.mark.serial
+def test_a_long_line_dribbled_in_small_pieces_is_assembled_in_linear_time():
+    from ddpdoctor.probe.launch.node_link import Link
+
+    server = socket.create_server(("127.0.0.1", 0))
+    left = socket.create_connection(server.getsockname())
+    right, _ = server.accept()
+    server.close()
+    codec = wire.Codec(None, JOB)
+    link = Link(right, wire.Codec(None, JOB), wire.FROM_NODE, "-test")
+    try:
+        line = codec.encode("bye", {"pad": "x" * (6 * 1024 * 1024)})
+        started = time.process_time()
+        for at in range(0, len(line), 1024):
+            left.sendall(line[at:at + 1024])
+        assert until(lambda: link.queued_bytes > 0, timeout=30)
+        # quadratic assembly copied and rescanned up to 6 MiB per 1 KiB piece: ~36 GB
+        assert time.process_time() - started < 5
+        [message] = link.messages()
+        assert message["t"] == "bye" and link.queued_bytes == 0
+    finally:
+        link.close()
+        left.close()

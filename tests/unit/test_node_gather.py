@@ -231,3 +231,23 @@ def test_a_hello_sent_in_pieces_still_gets_in_and_a_half_hello_is_closed_at_the_
     half.raw(b"x")
     assert half.closed_by_peer(timeout=10)
     assert not g._parked and not g._pending
+
+
+def test_unsolicited_stack_replies_count_against_the_quota_and_are_not_kept(gather, monkeypatch):
+    monkeypatch.setattr(wire, "RANK_QUOTA", 256 * 1024)
+    g = gather()
+    node = FakeNode(g.port, JOB)
+    node.hello()
+    stack = {"rank": 1, "pid": 5, "frames": [{"func": "f", "file": "x.py", "line": 1}] * 100, "text": "t" * 1000}
+    for i in range(3):
+        node.send("stacks_reply", id=1000 + i, stacks=[stack])
+    assert until(lambda: (g.poll(), g.received.get(1, 0))[1] > 0)
+    assert g._replies == {}  # nobody asked: nothing kept
+    for i in range(200):
+        try:
+            node.send("stacks_reply", id=2000 + i, stacks=[stack])
+        except OSError:
+            break
+    assert "MiB of telemetry" in dropped(g)
+    assert g._replies == {}
+

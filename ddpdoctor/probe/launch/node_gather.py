@@ -24,7 +24,7 @@ from ddpdoctor.probe.rundir import is_rank_telemetry, rank_of_name, rank_telemet
 from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe import jsonl
 from ddpdoctor.probe.launch import node_wire as wire
-from ddpdoctor.probe.launch.node_link import Link
+from ddpdoctor.probe.launch.node_link import SIZE, Link
 
 HELLO_TIMEOUT_S = 5.0
 PARKED_S = 0.1  # how often a connection that sent part of its hello is looked at again
@@ -85,6 +85,7 @@ class NodeGather:
         self._stop = threading.Event()
         self._request = 0
         self._replies: dict[tuple, dict[str, Any]] = {}
+        self._awaited: set[tuple[int, int]] = set()  # (node rank, request id) of stacks asked for
         # Connections that have not said hello: peer, since, and the challenge they were sent.
         self._pending: dict[socket.socket, tuple[str, float, wire.Codec, str]] = {}
         # Of those, the ones that sent part of a line: out of the selector (their unread bytes
@@ -319,17 +320,19 @@ class NodeGather:
         """One checked message of a node (node_wire.py checked its types); BadMessage for what
         this job cannot have come from this node."""
         kind = message["t"]
+        # Every message counts against the node's quota (telemetry, stack replies, finals alike):
+        # what a node may make node 0 hold is bounded whatever it sends.
+        total = self.received.get(state.node_rank, 0) + message.get(SIZE, 0)
+        if total > wire.RANK_QUOTA * self.nproc:
+            raise wire.BadMessage(f"more than {wire.RANK_QUOTA * self.nproc >> 20} MiB of telemetry "
+                                  f"({wire.RANK_QUOTA >> 20} MiB per rank)")
+        self.received[state.node_rank] = total
         if kind == "file":
             name, data = message["name"], message["data"]
             rank = rank_of_name(name)
             if rank is None:
                 raise wire.BadMessage(f"file: {wire.clean(name, 40)!r} is not rank-<R>.jsonl or .stack")
             self._claim(state, rank)
-            total = self.received.get(state.node_rank, 0) + len(data)
-            if total > wire.RANK_QUOTA * self.nproc:
-                raise wire.BadMessage(f"more than {wire.RANK_QUOTA * self.nproc >> 20} MiB of telemetry "
-                                      f"({wire.RANK_QUOTA >> 20} MiB per rank)")
-            self.received[state.node_rank] = total
             if is_rank_telemetry(name):
                 data, last_step = wire.check_records(data, rank, self.world_size)
                 state.last_step = max(state.last_step, last_step)
@@ -349,8 +352,10 @@ class NodeGather:
         elif kind == "stacks_reply":
             ranks = set(state.ranks) | self._assigned(state)
             stacks = [wire.check_stack(d, ranks) for d in message["stacks"]]
-            self._replies[(state.node_rank, message["id"])] = {
-                "stacks": stacks, "note": wire.clean(message.get("note", ""), 1000)}
+            key = (state.node_rank, message["id"])
+            if key in self._awaited:  # an answer nobody asked for (or a late one) is not kept
+                self._awaited.discard(key)
+                self._replies[key] = {"stacks": stacks, "note": wire.clean(message.get("note", ""), 1000)}
 
     def _assigned(self, state: NodeState) -> set[int]:
         if self.static_ranks:
@@ -383,6 +388,7 @@ class NodeGather:
         """Every other node's ranks' stacks, asked of all at once; notes for nodes that gave none."""
         self._request += 1
         request = self._request
+        self._awaited |= {(s.node_rank, request) for s in self.connected()}
         asked = [s for s in self.connected() if self.links[s.node_rank].send("stacks", id=request)]
         deadline = time.monotonic() + timeout_s
         found: list[RankStack] = []
@@ -402,6 +408,8 @@ class NodeGather:
             time.sleep(0.05)
         for node_rank in sorted(pending):
             notes.append(f"{self.nodes[node_rank].label()} sent no stacks within {timeout_s:.0f} s")
+        self._awaited = {k for k in self._awaited if k[1] != request}
+        self._replies = {k: v for k, v in self._replies.items() if k[1] != request}
         return found, notes
 
     def end_all(self, reason: str, at: Optional[float] = None) -> None:
