@@ -78,7 +78,7 @@ def test_a_long_line_dribbled_in_small_pieces_is_assembled_in_linear_time():
             left.sendall(line[at:at + 1024])
         assert until(lambda: link.queued_bytes > 0, timeout=30)
         # quadratic assembly copied and rescanned up to 6 MiB per 1 KiB piece: ~36 GB
-        assert time.process_time() - started < 5
+        assert time.process_time() - started < 8
         [message] = link.messages()
         assert message["t"] == "bye" and link.queued_bytes == 0
     finally:
