@@ -28,3 +28,15 @@ def test_a_stalled_run_with_no_rank_and_no_world_size_is_incomplete_not_a_pass()
     assert not [r.spec.code for r in report.results if r.status == CRASHED]
     assert {r.status for r in report.results if r.spec.code == "DDP503"} != {PASSED}
     assert report.exit_code != 0
+
+
+def test_findings_of_one_kind_beyond_the_cap_are_summarised_in_one():
+    from ddpdoctor.core.findings import Problem
+    from ddpdoctor.core.registry import MAX_FINDINGS_PER_CHECK, capped
+
+    many = [Problem(f"collective {i} skipped", "fix", ranks=[i % 7]) for i in range(100_000)]
+    kept = capped(many, "DDP502")
+    assert len(kept) == MAX_FINDINGS_PER_CHECK
+    assert kept[-1].message.startswith(f"{100_000 - MAX_FINDINGS_PER_CHECK + 1:,} more DDP502 findings")
+    assert kept[-1].evidence["summarised"] == 100_000 - MAX_FINDINGS_PER_CHECK + 1
+    assert capped(many[:3], "DDP502") == many[:3]
