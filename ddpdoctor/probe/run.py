@@ -86,6 +86,23 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
             peers.close()
 
 
+def _own_address(host: str, loopback: str) -> str:
+    """Where node 0's gather listens when --master-addr names it but resolves to loopback here.
+    `localhost`: the other nodes are on this machine (nowhere else can reach a node by that
+    name), so loopback. Any other name (Debian maps the machine's own name to 127.0.1.1) is
+    reached by the other nodes at this machine's routed address: the source address of the
+    route out (a UDP connect sends nothing), never every interface; loopback without a route."""
+    if host.lower().rstrip(".") in ("localhost", "localhost.localdomain", "ip6-localhost"):
+        return "127.0.0.1"
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: only the route is looked up
+            routed = probe.getsockname()[0]
+    except OSError:
+        return loopback
+    return routed if routed and not routed.startswith(("0.", "127.")) else loopback
+
+
 def _peers(options: ProbeOptions, run_dir: Path):
     """Multi-node: node 0 gathers (NodeGather), every other node reports to it (NodeReporter)."""
     if options.nnodes <= 1:
@@ -99,9 +116,7 @@ def _peers(options: ProbeOptions, run_dir: Path):
         except OSError as exc:
             raise UsageError(f"--master-addr {host} does not resolve on node 0: {exc}") from None
         if bind.startswith("127.") and not _is_ip(host):
-            # A host name that resolves to loopback here (Debian's 127.0.1.1) is reached by the
-            # other nodes at another address: the gather listens on every interface then.
-            bind = ""
+            bind = _own_address(host, bind)
         return NodeGather(str(run_dir), port, options.nnodes, socket.gethostname(), bind,
                           options.nproc_per_node, key=key, job=job,
                           static_ranks=not options.rdzv_endpoint)

@@ -251,3 +251,19 @@ def test_unsolicited_stack_replies_count_against_the_quota_and_are_not_kept(gath
     assert "MiB of telemetry" in dropped(g)
     assert g._replies == {}
 
+
+
+@pytest.mark.parametrize("host, resolved", [("localhost", "127.0.0.1"), ("LOCALHOST.", "127.0.0.1"),
+                                            ("node0.example", "127.0.1.1")])
+def test_the_gather_port_binds_node0s_own_address_never_every_interface(host, resolved):
+    from ddpdoctor.probe.run import _own_address
+
+    bind = _own_address(host, resolved)
+    assert bind not in ("", "0.0.0.0")
+    if host.lower().startswith("localhost"):
+        assert bind == "127.0.0.1"
+    g = NodeGather("/tmp", free_port(), 2, "node0", bind, 1, key=None, job=JOB)
+    try:
+        assert g.server.getsockname()[0] == bind
+    finally:
+        g.close()
