@@ -40,3 +40,19 @@ def test_findings_of_one_kind_beyond_the_cap_are_summarised_in_one():
     assert kept[-1].message.startswith(f"{100_000 - MAX_FINDINGS_PER_CHECK + 1:,} more DDP502 findings")
     assert kept[-1].evidence["summarised"] == 100_000 - MAX_FINDINGS_PER_CHECK + 1
     assert capped(many[:3], "DDP502") == many[:3]
+
+
+def test_a_node_refused_for_its_token_is_named_so_not_as_a_machine_that_may_be_down():
+    from tests.helpers.telemetry_builders import judge
+
+    run = RunBuilder(world_size=2, nnodes=2, nproc_per_node=1, ranks=[0])
+    run.outcome("node_lost", exit_codes={0: 0})
+    model = run.model()
+    model.outcome.nodes = [
+        {"node_rank": 0, "host": "n0", "status": "connected", "ranks": [0],
+         "refusals": ["refused a connection from 10.0.0.2: not signed with this job's gather token"]},
+        {"node_rank": 1, "host": "?", "status": "never_connected", "ranks": [],
+         "reason": "its ddpdoctor never connected to node 0"}]
+    [finding] = judge("DDP507", model)
+    assert "not signed with this job's gather token" in finding.message
+    assert "--gather-token" in finding.hint and "machine up" not in finding.hint
