@@ -191,10 +191,12 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
     node0 = reporter.node0
     floor, why = own_evidence(outcome, options, reporter.run_dir)
     if reporter.verdict is not None:
-        data = node_wire.clean_deep(reporter.verdict["report"])
         try:
+            # clean_deep refuses a report nested deeper than any we write (BadMessage, a
+            # ValueError): node 0's word, never this node's traceback
+            data = node_wire.clean_deep(reporter.verdict["report"])
             report = Report.from_dict(data, fail_on)
-        except (ValueError, TypeError, KeyError, AttributeError, UsageError):
+        except (ValueError, TypeError, KeyError, AttributeError, UsageError, RecursionError):
             report = Report(command="probe", results=[], fail_on=fail_on,
                             tool_error=f"node 0's ddpdoctor ({node0}) sent a report this node cannot read")
             data = {}
@@ -211,6 +213,10 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
                 f"the report is {where}: {wire_status(data)}, exit {relayed}")
         if code != relayed:
             line += f"; but {why}: exit {code}"
+            # --json says what this node exits with: node 0's "pass" beside exit 1 would let a
+            # pipeline reading the status miss this node's own crash
+            data = {**data, "status": {1: "fail", 4: "incomplete"}.get(code, "error"), "exit_code": code,
+                    "node_status": line}
         report.forced_exit = code
         report.relayed = data  # --json on this node is node 0's report, as node 0 sent it
         report.metrics.update({"node_role": "node", "node_line": line})
