@@ -267,3 +267,16 @@ def test_the_gather_port_binds_node0s_own_address_never_every_interface(host, re
         assert g.server.getsockname()[0] == bind
     finally:
         g.close()
+
+
+def test_a_connection_flood_is_one_refusal_line_with_a_count(gather, capsys):
+    g = gather()
+    for _ in range(10):
+        peer = FakeNode(g.port, JOB)
+        peer.challenge()
+        peer.raw(b"not a hello\n")
+        assert peer.closed_by_peer()
+        peer.close()
+    assert until(lambda: g.refusals and g.refusals[0].endswith("(10 times)")), g.refusals
+    assert len(g.refusals) == 1
+    assert capsys.readouterr().err.count("refused a connection") == 1

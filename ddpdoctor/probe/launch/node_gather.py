@@ -78,7 +78,7 @@ class NodeGather:
         self.links: dict[int, Link] = {}
         self.owner: dict[int, int] = {r: 0 for r in self.nodes_here.ranks}  # rank -> node rank
         self.received: dict[int, int] = {}  # bytes forwarded, by node rank (the quota)
-        self.refusals: list[str] = []
+        self._refused: dict[str, int] = {}  # each distinct refusal line -> how many times
         self._refusal_lines = 0
         self._files: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -271,11 +271,17 @@ class NodeGather:
             pass
         self._note_refusal(peer, why)
 
+    @property
+    def refusals(self) -> list[str]:
+        """Each distinct refusal once, with how often it happened (a flood is one line)."""
+        return [line if n == 1 else f"{line} ({n:,} times)" for line, n in list(self._refused.items())]
+
     def _note_refusal(self, peer: str, why: str) -> None:
         line = f"refused a connection from {wire.clean(peer, 60)}: {wire.clean(why, 300)}"
-        if len(self.refusals) < 100:
-            self.refusals.append(line)
-        if self._refusal_lines < MAX_REFUSAL_LINES:
+        seen = line in self._refused
+        if seen or len(self._refused) < 100:
+            self._refused[line] = self._refused.get(line, 0) + 1
+        if not seen and self._refusal_lines < MAX_REFUSAL_LINES:
             self._refusal_lines += 1
             print(f"ddpdoctor probe: node 0 {line}", file=sys.stderr, flush=True)
 
