@@ -212,3 +212,12 @@ def test_a_rank_killed_during_the_window_is_reported_and_never_healthy(job_in, t
     said = [n for n in report["notes"] if "exited" in n and "into the window" in n]
     assert said and "not judged healthy" in said[0], report["notes"]
     assert {f["status"] for f in report["checks"] if f["code"] == "DDP503"} == {"incomplete"}
+
+
+
+def test_pid_1_is_refused_in_one_line_never_judged_as_rank_0():
+    # init's environment is unreadable here (and it is no rank, readable or not)
+    done = run_cli("attach", "1", "--json", "-", timeout=60)
+    assert done.code == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "not a Python process" in done.stderr or "is no rank" in done.stderr
+    assert done.stdout == ""
