@@ -3,6 +3,8 @@ finding or an incomplete check, never a crashed check (exit 3) or an unearned pa
 
 from __future__ import annotations
 
+import pytest
+
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import CRASHED, PASSED
 from ddpdoctor.probe.report import build_report
@@ -56,3 +58,20 @@ def test_a_node_refused_for_its_token_is_named_so_not_as_a_machine_that_may_be_d
     [finding] = judge("DDP507", model)
     assert "not signed with this job's gather token" in finding.message
     assert "--gather-token" in finding.hint and "machine up" not in finding.hint
+
+
+@pytest.mark.parametrize("status", ["completed", "stalled", "crashed", "node_lost", "timeout"])
+@pytest.mark.parametrize("ranks", [[0], []], ids=["node0-rank", "no-rank"])
+def test_a_node_that_sent_final_with_no_ranks_never_crashes_a_check(status, ranks):
+    run = RunBuilder(world_size=2, ranks=ranks, nnodes=2, nproc_per_node=1)
+    if ranks:
+        run.all("train_steps", 2)
+    run.outcome(status, exit_codes={}, stall_s=12.0, stall_timeout_s=10.0)
+    model = run.model()
+    model.outcome.nodes = [
+        {"node_rank": 0, "host": "n0", "status": "connected", "ranks": ranks, "refusals": []},
+        {"node_rank": 1, "host": "n1", "status": "finished", "ranks": [], "outcome": "completed",
+         "exit_codes": {}, "log_tail": "", "ended_at": None}]
+    report = build_report(model, Severity.ERROR, set())
+    assert not [r.spec.code for r in report.results if r.status == CRASHED]
+    assert report.exit_code != 0  # node 1's ranks left nothing: never a pass
