@@ -261,6 +261,10 @@ def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
         for code in ("DDP503", "DDP601"):
             if results[code][0] == PASSED:
                 results[code] = (INCOMPLETE, [], f"rank(s) {missing} could not be sampled")
+    if state == "healthy" and any(results[code][0] == INCOMPLETE for code in CODES):
+        # what was sampled looked healthy, but not every rank was: the job is not said healthy
+        state = "unknown"
+        notes = [n for n in notes if not n.startswith("healthy:")]
     return Verdict(_results(results, ignore), table, notes, state)
 
 

@@ -36,11 +36,21 @@ def node_command(python: str, duration_s: float, rate: int, node_rank: Optional[
     return argv
 
 
+# A node's answer larger than this is not parsed: JSON of that size takes ~12x its size as Python
+# objects (a 238 MiB answer: 2.8 GiB, and minutes). An honest answer (8 ranks, 5 s at 50 Hz,
+# 50-frame stacks) is ~10 MiB; the node is then lost, its ranks unobserved: never a pass.
+MAX_ANSWER = 32 * 1024 * 1024
+
+
 def _answers(stdout: str) -> list[dict]:
     """The marked answers in a node's output (a JSON object each; anything else is skipped:
     what it says is checked in merge())."""
     found = []
     for line in stdout.splitlines():
+        if line.startswith(MARKER) and len(line) > MAX_ANSWER:
+            found.append({"error": f"sent an answer of {len(line) >> 20} MiB, more than {MAX_ANSWER >> 20} MiB: "
+                                   "left out (sample for less time, or at a lower --rate)"})
+            continue
         if line.startswith(MARKER):
             try:
                 answer = json.loads(line[len(MARKER):])
@@ -59,6 +69,7 @@ def _over_ssh(index: int, host: str, opts: SshOptions, duration_s: float, rate: 
     done = child.run(ssh_argv(host, opts, timeout, remote), b"", timeout)
     answers = _answers(done.stdout.decode("utf-8", errors="replace"))
     if answers:
+        answers[0].setdefault("host", host)
         return answers[0]
     if done.truncated:
         return {"host": host, "error": f"printed more than {child.MAX_OUTPUT >> 20} MiB: left out"}
@@ -159,8 +170,12 @@ def believed(answers: list[tuple[str, Observation]], notes: list[str]) -> list[R
         bases = Counter(r.rank - r.local_rank for r in obs.ranks if r.local_rank is not None)
         top = bases.most_common(2)
         base = top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
+        # a node's local ranks are 0, 1, ... with no gap: one past a gap is not one of its own
+        local = {r.local_rank for r in obs.ranks if r.local_rank is not None}
+        gap = next(k for k in range(len(local) + 1) if k not in local)
         for r in obs.ranks:
-            if r.local_rank is not None and (base is None or r.rank - r.local_rank != base):
+            if r.local_rank is not None and (base is None or r.rank - r.local_rank != base
+                                             or r.local_rank > gap):
                 notes.append(f"node {host} claims rank {r.rank} as its local rank {r.local_rank}, which is "
                              f"not in the block of its other ranks: not its own, left out")
                 continue

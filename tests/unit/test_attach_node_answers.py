@@ -142,3 +142,20 @@ def test_the_same_process_reported_by_two_names_of_one_machine_counts_once():
     merged = merge([local_node("a", [0, 1], base=0), local_node("a", [0, 1], base=0)], 3.0, 2, rate=50)
     assert [r.rank for r in merged.ranks] == [0, 1]
     assert not [n for n in merged.notes if "claim" in n]
+
+
+def test_a_node_answer_beyond_the_bound_is_not_parsed_and_the_node_is_lost():
+    import resource
+    import time
+
+    from ddpdoctor.attach.facts import NODE_MARKER
+    from ddpdoctor.attach.nodes import MAX_ANSWER
+
+    huge = NODE_MARKER + '{"host": "b", "observation": {"notes": ["' + "x" * (MAX_ANSWER + 10) + '"]}}\n'
+    before, started = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
+    [answer] = _answers(huge)
+    assert "more than 32 MiB: left out" in answer["error"]
+    assert time.process_time() - started < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 300 * 1024  # KiB: no parse
+    merged = merge([node("a", [0]), {"host": "b", **answer}], 3.0, 2, rate=50)
+    assert merged.lost_nodes == ["b"] and judge(merged).state != "healthy"
