@@ -165,3 +165,13 @@ class FakeNode0:
         self._stop.set()
         self.server.close()
         self._thread.join(timeout=5)
+
+
+def until(predicate, timeout: float = 5.0) -> bool:
+    """Wait for a condition (never a fixed sleep): True as soon as it holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()

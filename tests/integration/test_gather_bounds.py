@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.helpers.gather_peer import FakeNode
+from tests.helpers.gather_peer import FakeNode, until
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_gather import NodeGather
 
@@ -20,15 +20,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def until(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def thread_cpu_s(thread: threading.Thread) -> float:

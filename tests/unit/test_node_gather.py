@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.helpers.gather_peer import FakeNode
+from tests.helpers.gather_peer import FakeNode, until
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
@@ -37,15 +37,6 @@ def gather(tmp_path):
     yield make
     for g in made:
         g.close()
-
-
-def until(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def record(rank: int, world: int = 2, **over) -> str:
