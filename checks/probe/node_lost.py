@@ -39,6 +39,10 @@ def node_stopped_reporting(run: RunModel) -> list[Problem] | Skipped | Incomplet
     if run.outcome is None or not run.outcome.nodes:
         return Incomplete("node 0's record of the other nodes is missing (outcome.json)")
     problems = []
+    # A node that connected with another token never counts as connected; node 0 refused it and
+    # kept the refusal: say that, not "is its machine up".
+    refusals = (run.outcome.nodes[0].get("refusals") or []) if isinstance(run.outcome.nodes[0], dict) else []
+    token = [str(r) for r in refusals if "gather token" in str(r)]
     for node in run.outcome.nodes[1:]:
         status = node.get("status")
         if status not in ("lost", "never_connected", "refused"):
@@ -54,10 +58,15 @@ def node_stopped_reporting(run: RunModel) -> list[Problem] | Skipped | Incomplet
             message = (f"{label} stopped reporting after step {node.get('last_step', 0)}: "
                        f"{node.get('reason') or 'lost'}"
                        + (f"; its ranks {', '.join(map(str, ranks))} were cut off" if ranks else ""))
+        hint = (f"check {node.get('host', 'the node')}: is its machine up (dmesg for the OOM killer), "
+                f"is its network link up, and can it reach node 0's rendezvous and gather ports")
+        if status == "never_connected" and token:
+            message += f"; node 0 {token[0]}" + (f" (and {len(token) - 1} more)" if len(token) > 1 else "")
+            hint = ("a node connected with a gather token other than node 0's: give every node the same "
+                    "--gather-token (or DDPDOCTOR_GATHER_TOKEN)")
         problems.append(Problem(
             message=message,
-            hint=(f"check {node.get('host', 'the node')}: is its machine up (dmesg for the OOM killer), "
-                  f"is its network link up, and can it reach node 0's rendezvous and gather ports"),
+            hint=hint,
             ranks=ranks, hosts=[str(node.get("host", "?"))],
             evidence={"node_rank": node.get("node_rank"), "status": status,
                       "last_step": node.get("last_step", 0), "reason": node.get("reason", ""),

@@ -93,6 +93,13 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     everyone = set(run.ranks) | set(outcome.exit_codes) | {s.rank for s in outcome.stacks}
     if run.meta.nnodes == 1:  # every rank of the job ran here: one without a file never started
         everyone |= set(range(run.world_size))
+    if not everyone:
+        # Several nodes, and no rank of any wrote a line, left a stack or an exit code (they
+        # hung before their first record: a hung shared filesystem, an import that never
+        # returns): the launched world is every rank there is.
+        everyone = set(range(run.world_size))
+    if not everyone:
+        return Incomplete("the job stalled before any rank recorded anything, and its world size is unknown")
     everyone = sorted(everyone)
     views = rank_stacks(run)
     groups = [_from_stacks(run, ranks, view) for ranks, view in group_stacks(views).groups]

@@ -247,5 +247,11 @@ def _unreadable(proc: psutil.Process) -> Job:
             job.ranks.append(RankProc(index, child.pid, index, _cmdline(child), rank_known=False))
         if job.ranks:
             return job
+    if "python" not in text.lower() and "torch" not in text.lower():
+        # PID 1, a shell, a daemon: nothing says it is a rank at all, and calling it rank 0
+        # would judge a process that is none
+        raise UsageError(f"process {proc.pid} ({text[:60] or '?'}) is not a Python process and its environment "
+                         "cannot be read (another user's, or no permission): no rank to attach to; give "
+                         "a rank's PID, as the user who runs the job")
     return Job(f"process {proc.pid} (environment unreadable)", None, unreadable=[proc.pid],
                ranks=[RankProc(0, proc.pid, None, text, rank_known=False)])

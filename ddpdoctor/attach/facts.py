@@ -30,7 +30,8 @@ _PROC = {"pid": int_in(0, 2 ** 31), "seconds": float_in(0.0, 1e6), "alive": inst
          "state": text_upto(16), "threads": optional(int_in(0, 10 ** 7)),
          "cpu_share": optional(float_in(0.0, 1e5)), "main_cpu_share": optional(float_in(0.0, 1e5)),
          "io_calls": optional(int_in(0, 2 ** 63)), "io_quiet_s": optional(float_in(0.0, 1e6)),
-         "quiet_cpu_share": optional(float_in(0.0, 1e5))}
+         "quiet_cpu_share": optional(float_in(0.0, 1e5)),
+         "exited_after_s": optional(float_in(0.0, 1e6)), "exit_status": optional(text_upto(64))}
 _FRAME = (text_upto(4096), text_upto(4096), int_in(0, 10 ** 8))  # func, file, line
 
 
@@ -58,6 +59,7 @@ class RankObservation:
     exited: bool = False  # ended while sampled
     proc: dict[str, Any] = field(default_factory=dict)  # procstate.ProcDelta.to_dict()
     rank_known: bool = True
+    local_rank: Optional[int] = None  # torchrun's LOCAL_RANK: which node can own the rank
 
     @property
     def io_calls(self) -> Optional[int]:
@@ -70,7 +72,7 @@ class RankObservation:
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "pid": self.pid, "host": self.host, "error": self.error,
                 "refused": self.refused, "exited": self.exited, "proc": self.proc,
-                "rank_known": self.rank_known,
+                "rank_known": self.rank_known, "local_rank": self.local_rank,
                 "stacks": [[[f.func, f.file, f.line] for f in s] for s in self.stacks]}
 
     @classmethod
@@ -100,8 +102,10 @@ class RankObservation:
         flags = [data.get("refused", False), data.get("exited", False), data.get("rank_known", True)]
         _need(all(text_upto(4096)(t) for t in texts) and all(type(f) is bool for f in flags),
               f"rank {rank}: host, error or a flag is malformed")
+        local = data.get("local_rank")
+        _need(optional(int_in(0, MAX_NPROC))(local), f"rank {rank}: local_rank is not a number in range")
         return cls(rank, pid, clean(texts[0], 255), stacks, clean(texts[1], 4096), *flags[:2],
-                   {k: proc[k] for k in _PROC if k in proc}, flags[2])
+                   {k: proc[k] for k in _PROC if k in proc}, flags[2], local)
 
 
 @dataclass

@@ -197,8 +197,13 @@ def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
         return Verdict(_results({c: (INCOMPLETE, [], reason) for c in CODES}, ignore), table, notes,
                        "unknown")
     unsampled = [r for r in reads if len(r.views) < MIN_SAMPLES]
+    exited = [r for r in reads if r.obs.exited]
     for r in unsampled:
-        notes.append(f"rank {r.rank} (pid {r.obs.pid}): {r.obs.error or 'too few samples'}")
+        if not r.obs.exited:
+            notes.append(f"rank {r.rank} (pid {r.obs.pid}): {r.obs.error or 'too few samples'}")
+    gone = _exited(exited, window)
+    if gone:
+        notes.insert(0, gone)
     waiters = [r for r in sampled if r.last is not None and waiting(r.last)]
     hung = bool(waiters) and all(r.stuck for r in waiters)
     # Computing in backward with no call in the whole window: no step was seen to end. (One
@@ -229,6 +234,11 @@ def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
                   "sampled: a step may be longer than the window (sample longer with --duration)")
         return Verdict(_results({"DDP503": (INCOMPLETE, [], reason), "DDP502": (PASSED, [], ""),
                                  "DDP601": (INCOMPLETE, [], reason)}, ignore), table, notes, "unknown")
+    if exited:
+        # A rank that ended inside the window did not advance through it: never healthy, and
+        # the others' pace is not comparable either.
+        return Verdict(_results({code: (INCOMPLETE, [], gone) for code in CODES}, ignore), table, notes,
+                       "unknown")
     straggler = _straggler(sampled, observation)
     results = {"DDP503": (PASSED, [], ""), "DDP502": (PASSED, [], "")}
     if straggler is not None:
@@ -251,7 +261,26 @@ def judge(observation: Observation, ignore: set[str] = frozenset()) -> Verdict:
         for code in ("DDP503", "DDP601"):
             if results[code][0] == PASSED:
                 results[code] = (INCOMPLETE, [], f"rank(s) {missing} could not be sampled")
+    if state == "healthy" and any(results[code][0] == INCOMPLETE for code in CODES):
+        # what was sampled looked healthy, but not every rank was: the job is not said healthy
+        state = "unknown"
+        notes = [n for n in notes if not n.startswith("healthy:")]
     return Verdict(_results(results, ignore), table, notes, state)
+
+
+def _exited(exited: list[Reading], window: str) -> str:
+    """'rank 1 (pid 42) exited 3.0 s into the 6.0 s window (killed by SIGKILL)', or ""."""
+    parts = []
+    for r in exited:
+        when = r.obs.proc.get("exited_after_s")
+        how = r.obs.proc.get("exit_status") or "exit status unknown: not our child, already reaped"
+        parts.append(f"rank {r.rank} (pid {r.obs.pid}) exited "
+                     + (f"{seconds(when)} into the window" if when is not None else "during the window")
+                     + f" ({how})")
+    if not parts:
+        return ""
+    return ("; ".join(parts) + f": the job did not run through the {window} sampled, so it is not judged "
+            "healthy (the job ended, or lost a rank: read its log)")
 
 
 def _long_backward(computing: list[Reading], observation: Observation) -> str:

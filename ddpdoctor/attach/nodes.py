@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-from ddpdoctor.attach.facts import NODE_MARKER as MARKER, Observation, most_samples
+from ddpdoctor.attach.facts import NODE_MARKER as MARKER, Observation, RankObservation, most_samples
 from ddpdoctor.core import redact
 from ddpdoctor.preflight.transport import child
 from ddpdoctor.preflight.transport.ssh import SshOptions, classify, ssh_argv
@@ -35,11 +36,21 @@ def node_command(python: str, duration_s: float, rate: int, node_rank: Optional[
     return argv
 
 
+# A node's answer larger than this is not parsed: JSON of that size takes ~12x its size as Python
+# objects (a 238 MiB answer: 2.8 GiB, and minutes). An honest answer (8 ranks, 5 s at 50 Hz,
+# 50-frame stacks) is ~10 MiB; the node is then lost, its ranks unobserved: never a pass.
+MAX_ANSWER = 32 * 1024 * 1024
+
+
 def _answers(stdout: str) -> list[dict]:
     """The marked answers in a node's output (a JSON object each; anything else is skipped:
     what it says is checked in merge())."""
     found = []
     for line in stdout.splitlines():
+        if line.startswith(MARKER) and len(line) > MAX_ANSWER:
+            found.append({"error": f"sent an answer of {len(line) >> 20} MiB, more than {MAX_ANSWER >> 20} MiB: "
+                                   "left out (sample for less time, or at a lower --rate)"})
+            continue
         if line.startswith(MARKER):
             try:
                 answer = json.loads(line[len(MARKER):])
@@ -58,6 +69,7 @@ def _over_ssh(index: int, host: str, opts: SshOptions, duration_s: float, rate: 
     done = child.run(ssh_argv(host, opts, timeout, remote), b"", timeout)
     answers = _answers(done.stdout.decode("utf-8", errors="replace"))
     if answers:
+        answers[0].setdefault("host", host)
         return answers[0]
     if done.truncated:
         return {"host": host, "error": f"printed more than {child.MAX_OUTPUT >> 20} MiB: left out"}
@@ -109,6 +121,7 @@ def merge(answers: list[dict], duration_s: float, nodes: int, rate: int) -> Obse
     note and leaves its ranks unobserved (so the verdict cannot be a pass)."""
     merged = Observation("", None, duration_s, nodes=nodes)
     seen: set[int] = set()
+    kept: list[tuple[str, Observation]] = []
     for answer in answers:
         host = clean(answer.get("host", "?"), 255) if isinstance(answer.get("host"), str) else "?"
         obs = None
@@ -134,12 +147,46 @@ def merge(answers: list[dict], duration_s: float, nodes: int, rate: int) -> Obse
         for note in obs.notes:
             if "ranks run on this machine" not in note:
                 merged.notes.append(f"node {host}: {note}")
-        for rank in obs.ranks:
-            if rank.rank not in seen:
-                seen.add(rank.rank)
-                merged.ranks.append(rank)
+        kept.append((host, obs))
+    for rank in believed(kept, merged.notes):
+        seen.add(rank.rank)
+        merged.ranks.append(rank)
     if merged.world_size and len(seen) < merged.world_size:
         missing = sorted(set(range(merged.world_size)) - seen)
         merged.notes.append(f"rank(s) {', '.join(map(str, missing))} of {merged.world_size} were "
                             "not observed on any node")
     return merged
+
+
+def believed(answers: list[tuple[str, Observation]], notes: list[str]) -> list[RankObservation]:
+    """The ranks each node may report: a node answers for its own ranks only. Under torchrun a
+    node's ranks are one block, RANK = the node's first rank + LOCAL_RANK, so a claim whose rank
+    and local rank put it in another block than the node's other ranks is not its own; and a
+    rank that two nodes claim as different processes is believed from neither (it stays
+    unobserved: the verdict cannot pass on it, and blames no one on a forged stack). The same
+    process reported twice (two names for one machine) counts once. Dropped claims are notes."""
+    claims: dict[int, list[tuple[str, RankObservation]]] = {}
+    for host, obs in answers:
+        bases = Counter(r.rank - r.local_rank for r in obs.ranks if r.local_rank is not None)
+        top = bases.most_common(2)
+        base = top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
+        # a node's local ranks are 0, 1, ... with no gap: one past a gap is not one of its own
+        local = {r.local_rank for r in obs.ranks if r.local_rank is not None}
+        gap = next(k for k in range(len(local) + 1) if k not in local)
+        for r in obs.ranks:
+            if r.local_rank is not None and (base is None or r.rank - r.local_rank != base
+                                             or r.local_rank > gap):
+                notes.append(f"node {host} claims rank {r.rank} as its local rank {r.local_rank}, which is "
+                             f"not in the block of its other ranks: not its own, left out")
+                continue
+            claims.setdefault(r.rank, []).append((host, r))
+    out = []
+    for rank in sorted(claims):
+        distinct = {(r.host, r.pid): (host, r) for host, r in claims[rank]}
+        if len(distinct) == 1:
+            out.append(next(iter(distinct.values()))[1])
+            continue
+        who = ", ".join(sorted({f"{host} (pid {r.pid})" for host, r in distinct.values()}))
+        notes.append(f"rank {rank} is claimed by several nodes as different processes ({who}): "
+                     "believed from none of them")
+    return out

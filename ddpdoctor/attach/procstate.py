@@ -59,6 +59,27 @@ def _io_calls(pid: int) -> Optional[int]:
         return None
 
 
+def exit_status(fields: Optional[list[str]]) -> str:
+    """How a zombie ended ("exit code 1", "killed by SIGKILL"), from its stat line's exit_code
+    field (Linux 3.5+; readable while its parent has not reaped it); "" when unknown: a rank
+    of torchrun is reaped at once, so most often it is."""
+    import signal
+
+    try:
+        code = int(fields[49]) if fields and fields[0] == "Z" else None
+    except (IndexError, ValueError):
+        code = None
+    if code is None:
+        return ""
+    if code & 0x7F:
+        try:
+            name = signal.Signals(code & 0x7F).name
+        except ValueError:
+            name = f"signal {code & 0x7F}"
+        return f"killed by {name}"
+    return f"exit code {(code >> 8) & 0xFF}"
+
+
 def read(pid: int) -> ProcSnapshot:
     """The rank's state now; `alive` False when it has exited."""
     now = time.monotonic()
@@ -134,10 +155,14 @@ class IoWatch:
         self.cpu_now: dict[int, tuple[float, float]] = {}  # (time, CPU s) at the last tick
         self.cpu_at_change: dict[int, tuple[float, float]] = {}  # (time, CPU s) at the last call
         self.started = time.monotonic()
+        self.gone_at: dict[int, float] = {}  # seconds into the window a rank was first seen gone
+        self.exit_status: dict[int, str] = {}  # how it ended, where a zombie still told
 
     def tick(self) -> None:
         now = time.monotonic()
         for pid in self.last:
+            if pid not in self.gone_at:
+                self._check_gone(pid, now)
             calls = _io_calls(pid)
             if calls is None:
                 continue
@@ -150,6 +175,15 @@ class IoWatch:
                 if cpu is not None:
                     self.cpu_at_change[pid] = (now, cpu)
             self.last[pid] = calls
+
+    def _check_gone(self, pid: int, now: float) -> None:
+        fields = _stat_fields(f"/proc/{pid}/stat")
+        if fields is not None and fields[0] != "Z":
+            return
+        self.gone_at[pid] = now - self.started
+        status = exit_status(fields)
+        if status:
+            self.exit_status[pid] = status
 
     def quiet_s(self, pid: int) -> Optional[float]:
         """Seconds since the rank's last read or write call (the whole window if none)."""

@@ -87,7 +87,11 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
     finally:
         recorders.stop()
     ends = {pid: procstate.read(pid) for pid in pids}
-    observation = Observation(job.key, job.world_size, duration_s)
+    # The window judged is the one sampled: every rank gone after 3 s is a 3 s window, not 6.
+    sampled_s = time.monotonic() - watch.started
+    if pids and all(pid in watch.gone_at for pid in pids):
+        sampled_s = max(watch.gone_at.values())
+    observation = Observation(job.key, job.world_size, round(min(duration_s, sampled_s), 2))
     for proc in job.ranks:
         got = samples[proc.pid]
         delta = procstate.delta(starts[proc.pid], ends[proc.pid])
@@ -100,9 +104,13 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
         error = got.error
         if exited and not error:
             error = "the process exited while it was sampled"
+        if exited:
+            gone = watch.gone_at.get(proc.pid)
+            facts["exited_after_s"] = round(min(gone, duration_s), 2) if gone is not None else None
+            facts["exit_status"] = watch.exit_status.get(proc.pid) or None
         observation.ranks.append(RankObservation(
             proc.rank, proc.pid, host, [tuple(relative_to(s, cwds[proc.pid])) for s in got.stacks],
-            error, got.refused, exited, facts, proc.rank_known))
+            error, got.refused, exited, facts, proc.rank_known, proc.local_rank))
     refused = [r for r in observation.ranks if r.refused]
     if refused:
         observation.notes.append(

@@ -35,7 +35,7 @@ def lint_command(
     collectives under a rank test, DataLoaders without a DistributedSampler, set_epoch never
     called, accumulation without no_sync, torch.save on every rank (or one rank per node)."""
     from ddpdoctor.core.errors import UsageError
-    from ddpdoctor.lint.run import changed_files, lint, lint_files
+    from ddpdoctor.lint.run import changed_files, expand_paths, lint, lint_files
 
     severity, codes = gate(fail_on, ignore)
     if fix and patch:
@@ -57,7 +57,8 @@ def lint_command(
         raise UsageError("lint needs a script (or --files FILE..., or --diff [REV])")
     outputs = report_outputs(json_path, junit_path, github, verbose, quiet, inputs=scripts, force=force)
     if files or len(scripts) > 1:
-        return _report(lambda: lint_files(scripts, severity, codes, "given"), scripts, True, codes, outputs,
+        paths = expand_paths(scripts)
+        return _report(lambda: lint_files(paths, severity, codes, "given"), paths, True, codes, outputs,
                        fix, patch)
     return _report(lambda: lint(scripts[0], severity, codes), scripts, False, codes, outputs, fix, patch)
 

@@ -175,6 +175,27 @@ def validate_codes(codes: set[str]) -> None:
         raise UsageError(f"unknown check code(s) in --ignore: {', '.join(unknown)}")
 
 
+MAX_FINDINGS_PER_CHECK = 50  # a report lists at most this many findings of one code
+
+
+def capped(problems: list[Problem], code: str) -> list[Problem]:
+    """At most MAX_FINDINGS_PER_CHECK of one check's problems, the rest summarised in one: a
+    report's size is bounded whatever the data (100,000 forged collectives made 100,000 DDP502s,
+    a 124 MB report), and a person reads the first few anyway."""
+    if len(problems) <= MAX_FINDINGS_PER_CHECK:
+        return problems
+    kept, rest = problems[:MAX_FINDINGS_PER_CHECK - 1], problems[MAX_FINDINGS_PER_CHECK - 1:]
+    ranks = sorted({r for p in rest for r in p.ranks})
+    graded = [p.severity for p in rest if p.severity is not None]
+    return kept + [Problem(
+        f"{len(rest):,} more {code} findings, not listed (a report lists {MAX_FINDINGS_PER_CHECK} per "
+        f"check)" + (f"; they involve rank(s) {', '.join(map(str, ranks[:20]))}{', …' if len(ranks) > 20 else ''}"
+                     if ranks else ""),
+        "fix the ones listed first: the same cause often explains the rest; run again to see what remains",
+        ranks=ranks[:1000], severity=max(graded, key=lambda s: s.rank) if graded else None,
+        evidence={"summarised": len(rest)})]
+
+
 def run_checks(stage: str, facts: Any, ignore: set[str] = frozenset(),
                only: Optional[set[str]] = None) -> list[CheckResult]:
     """Run every check of a stage (or `only` these codes) over the facts. A check that raises is
@@ -199,7 +220,7 @@ def run_checks(stage: str, facts: Any, ignore: set[str] = frozenset(),
         if isinstance(value, Skipped):
             results.append(CheckResult(spec, SKIPPED, reason=value.reason))
             continue
-        findings = [spec.finding(p) for p in value]
+        findings = [spec.finding(p) for p in capped(list(value), spec.code)]
         if not findings:
             results.append(CheckResult(spec, PASSED))
             continue

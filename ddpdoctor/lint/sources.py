@@ -8,6 +8,8 @@ user's own `model.py`, `utils/dist.py`, never torch's. Nothing is imported or ex
 from __future__ import annotations
 
 import ast
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -54,16 +56,32 @@ class SourceFile:
         return sum(1 for n in self.nodes if isinstance(n, ast.stmt))
 
 
+def read_source(path: Path) -> bytes:
+    """A source file's bytes, at most MAX_BYTES; a device, a FIFO or a directory is refused
+    before anything is read (/dev/zero would be read forever, a FIFO would block)."""
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer must not block before fstat can refuse it
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise UsageError(f"cannot read {display_path(path)}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise UsageError(f"{display_path(path)} is not a regular file (a device, a FIFO, a directory): "
+                             "lint reads Python source files")
+        try:
+            data = handle.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"cannot read {display_path(path)}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise UsageError(f"{display_path(path)} is over {MAX_BYTES} bytes: too large for a training script")
+    return data
+
+
 def _parse(path: Path, module: str, texts: Optional[dict[Path, str]] = None) -> SourceFile:
     if texts is not None and path in texts:  # an edit not yet written (lint --fix proving it)
         data = texts[path].encode("utf-8")
     else:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read {display_path(path)}: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise UsageError(f"{display_path(path)} is {len(data)} bytes: too large for a training script")
+        data = read_source(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -74,6 +92,9 @@ def _parse(path: Path, module: str, texts: Optional[dict[Path, str]] = None) -> 
         raise UsageError(f"{display_path(path)}:{exc.lineno or '?'}: not valid Python: {exc.msg}") from None
     except ValueError as exc:  # null bytes
         raise UsageError(f"{display_path(path)}: not valid Python: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise UsageError(f"{display_path(path)}: nested too deeply to parse (an expression or block "
+                         "deeper than the interpreter's limits)") from None
     return SourceFile(path, display_path(path), module, tree, text.splitlines())
 
 

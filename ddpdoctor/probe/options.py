@@ -13,6 +13,11 @@ from ddpdoctor.core.errors import UsageError
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 # More processes than this on one node is a typo, and torchrun would try to start every one.
 MAX_NPROC_PER_NODE = 1024
+# The gather port numbers nodes up to 65535; 16,384 nodes or 131,072 ranks is beyond any job
+# probed whole, and every per-node and per-rank table is sized by these before a rank starts.
+MAX_NNODES = 16384
+MAX_WORLD = 131072
+MAX_STEPS = 10 ** 9
 MAX_SCRIPT_BYTES = 64 * 1024 * 1024
 
 
@@ -64,12 +69,15 @@ class ProbeOptions:
         if not 1 <= self.nproc_per_node <= MAX_NPROC_PER_NODE:
             raise UsageError(f"--nproc-per-node must be at least 1 and at most {MAX_NPROC_PER_NODE} "
                              f"(got {self.nproc_per_node})")
-        if self.nnodes < 1:
-            raise UsageError(f"--nnodes must be at least 1 (got {self.nnodes})")
+        if not 1 <= self.nnodes <= MAX_NNODES:
+            raise UsageError(f"--nnodes must be at least 1 and at most {MAX_NNODES} (got {self.nnodes})")
+        if self.nnodes * self.nproc_per_node > MAX_WORLD:
+            raise UsageError(f"--nnodes {self.nnodes} x --nproc-per-node {self.nproc_per_node} is more than "
+                             f"{MAX_WORLD} ranks")
         if not 0 <= self.node_rank < self.nnodes:
             raise UsageError(f"--node-rank must be in 0..{self.nnodes - 1} (got {self.node_rank})")
-        if self.max_steps < 0 or self.steps_per_epoch < 0:
-            raise UsageError("--max-steps and --steps-per-epoch must be 0 (no limit) or more")
+        if not (0 <= self.max_steps <= MAX_STEPS and 0 <= self.steps_per_epoch <= MAX_STEPS):
+            raise UsageError(f"--max-steps and --steps-per-epoch must be 0 (no limit) or more, and at most {MAX_STEPS}")
         if self.stall_timeout_s is not None and not 0 < self.stall_timeout_s <= MAX_TIMEOUT_S:
             raise UsageError(f"--stall-timeout must be more than 0 and at most {MAX_TIMEOUT_S:.0f} "
                              f"seconds (got {self.stall_timeout_s:g})")
@@ -153,3 +161,6 @@ def check_script(path: str) -> None:
         raise UsageError(f"{where}: script does not compile: {exc.msg}") from None
     except ValueError as exc:
         raise UsageError(f"script does not compile: {path}: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise UsageError(f"script does not compile: {path}: nested too deeply (an expression or block "
+                         "deeper than the interpreter's limits)") from None

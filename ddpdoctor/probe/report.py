@@ -230,6 +230,12 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
     if model.main is not None and model.main.crash is not None:
         notes.append(f"the script's main process ended with {model.main.crash.exc_type}: "
                      f"{model.main.crash.message.strip().splitlines()[0][:300] if model.main.crash.message.strip() else ''}")
+    for rank, run in sorted(model.ranks.items()):
+        dropped = run.contradicted_crash
+        if dropped is not None:
+            notes.append(f"rank {rank}: a crash record ({dropped.exc_type[:80]} at step {dropped.step}) is followed "
+                         "by more of the rank's own steps or collectives: inconsistent (an injected or relayed "
+                         "record), not believed")
     if outcome is None:
         notes.append("the probe was ended before it wrote outcome.json: judged from what the ranks recorded")
     elif outcome.stack_note:

@@ -86,6 +86,23 @@ def probe(options: ProbeOptions, fail_on: Severity, ignore: set[str], backend: s
             peers.close()
 
 
+def _own_address(host: str, loopback: str) -> str:
+    """Where node 0's gather listens when --master-addr names it but resolves to loopback here.
+    `localhost`: the other nodes are on this machine (nowhere else can reach a node by that
+    name), so loopback. Any other name (Debian maps the machine's own name to 127.0.1.1) is
+    reached by the other nodes at this machine's routed address: the source address of the
+    route out (a UDP connect sends nothing), never every interface; loopback without a route."""
+    if host.lower().rstrip(".") in ("localhost", "localhost.localdomain", "ip6-localhost"):
+        return "127.0.0.1"
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: only the route is looked up
+            routed = probe.getsockname()[0]
+    except OSError:
+        return loopback
+    return routed if routed and not routed.startswith(("0.", "127.")) else loopback
+
+
 def _peers(options: ProbeOptions, run_dir: Path):
     """Multi-node: node 0 gathers (NodeGather), every other node reports to it (NodeReporter)."""
     if options.nnodes <= 1:
@@ -99,9 +116,7 @@ def _peers(options: ProbeOptions, run_dir: Path):
         except OSError as exc:
             raise UsageError(f"--master-addr {host} does not resolve on node 0: {exc}") from None
         if bind.startswith("127.") and not _is_ip(host):
-            # A host name that resolves to loopback here (Debian's 127.0.1.1) is reached by the
-            # other nodes at another address: the gather listens on every interface then.
-            bind = ""
+            bind = _own_address(host, bind)
         return NodeGather(str(run_dir), port, options.nnodes, socket.gethostname(), bind,
                           options.nproc_per_node, key=key, job=job,
                           static_ranks=not options.rdzv_endpoint)
@@ -176,10 +191,12 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
     node0 = reporter.node0
     floor, why = own_evidence(outcome, options, reporter.run_dir)
     if reporter.verdict is not None:
-        data = node_wire.clean_deep(reporter.verdict["report"])
         try:
+            # clean_deep refuses a report nested deeper than any we write (BadMessage, a
+            # ValueError): node 0's word, never this node's traceback
+            data = node_wire.clean_deep(reporter.verdict["report"])
             report = Report.from_dict(data, fail_on)
-        except (ValueError, TypeError, KeyError, AttributeError, UsageError):
+        except (ValueError, TypeError, KeyError, AttributeError, UsageError, RecursionError):
             report = Report(command="probe", results=[], fail_on=fail_on,
                             tool_error=f"node 0's ddpdoctor ({node0}) sent a report this node cannot read")
             data = {}
@@ -196,6 +213,10 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
                 f"the report is {where}: {wire_status(data)}, exit {relayed}")
         if code != relayed:
             line += f"; but {why}: exit {code}"
+            # --json says what this node exits with: node 0's "pass" beside exit 1 would let a
+            # pipeline reading the status miss this node's own crash
+            data = {**data, "status": {1: "fail", 4: "incomplete"}.get(code, "error"), "exit_code": code,
+                    "node_status": line}
         report.forced_exit = code
         report.relayed = data  # --json on this node is node 0's report, as node 0 sent it
         report.metrics.update({"node_role": "node", "node_line": line})

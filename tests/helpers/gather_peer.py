@@ -84,11 +84,12 @@ class FakeNode0:
     ended (`final`), sends it `verdict` (by default a PASS, exit 0), whatever it saw."""
 
     def __init__(self, port: int, job: str, exit_code: int = 0, status: str = "pass",
-                 key: Optional[bytes] = None) -> None:
+                 key: Optional[bytes] = None, extra: Optional[dict[str, Any]] = None) -> None:
         self.server = socket.create_server(("127.0.0.1", port))
         self.server.settimeout(0.5)
         self.job, self.key = job, key
         self.exit_code, self.status = exit_code, status
+        self.extra = extra or {}  # more fields of the verdict's report (a hostile node 0's)
         self.received: list[dict[str, Any]] = []
         self.error = ""
         self._stop = threading.Event()
@@ -155,7 +156,7 @@ class FakeNode0:
             self.received.append(message)
             if message["t"] == "final":
                 report = {"tool": "ddpdoctor", "command": "probe", "status": self.status,
-                          "findings": [], "checks": [], "metrics": {}}
+                          "findings": [], "checks": [], "metrics": {}, **self.extra}
                 send("verdict", exit_code=self.exit_code, report=report, where="fake:/report.json")
             if message["t"] == "bye":
                 return
@@ -164,3 +165,13 @@ class FakeNode0:
         self._stop.set()
         self.server.close()
         self._thread.join(timeout=5)
+
+
+def until(predicate, timeout: float = 5.0) -> bool:
+    """Wait for a condition (never a fixed sleep): True as soon as it holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()

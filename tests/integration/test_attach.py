@@ -186,3 +186,38 @@ def test_a_process_that_exits_while_sampled_is_said_so_and_nothing_is_left(tmp_p
         short.wait(timeout=10)
     assert got.exited and got.error == "the process exited while it was sampled"
     assert pyspy_on([short.pid]) == [] and not os.path.exists(recorders.folder)
+
+
+def test_a_rank_killed_during_the_window_is_reported_and_never_healthy(job_in, tmp_path):
+    import signal
+    import time
+
+    import psutil
+
+    job = job_in("healthy")
+    job.wait_until(lambda s: s.get(0, -1) >= 4 and s.get(1, -1) >= 4)
+    victim = sorted(job.rank_pids())[-1]
+    attach = subprocess.Popen([*ddpdoctor_exe(), "attach", str(job.proc.pid), "--duration", "6",
+                               "--json", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pyspy_on([victim]) and time.monotonic() < deadline:  # sampling has begun
+        time.sleep(0.1)
+    time.sleep(1.0)
+    os.kill(victim, signal.SIGKILL)
+    out, err = attach.communicate(timeout=90)
+    report = json.loads(out)
+    assert attach.returncode == 4, err
+    assert report["metrics"]["state"] == "unknown"
+    assert not any(n.startswith("healthy") for n in report["notes"])
+    said = [n for n in report["notes"] if "exited" in n and "into the window" in n]
+    assert said and "not judged healthy" in said[0], report["notes"]
+    assert {f["status"] for f in report["checks"] if f["code"] == "DDP503"} == {"incomplete"}
+
+
+
+def test_pid_1_is_refused_in_one_line_never_judged_as_rank_0():
+    # init's environment is unreadable here (and it is no rank, readable or not)
+    done = run_cli("attach", "1", "--json", "-", timeout=60)
+    assert done.code == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "not a Python process" in done.stderr or "is no rank" in done.stderr
+    assert done.stdout == ""

@@ -194,6 +194,34 @@ def test_script_paths_that_are_not_python_scripts(tmp_path, empty_cwd):
     assert_all_refused(cases, empty_cwd)
 
 
+def test_lint_inputs_that_are_not_python_scripts_are_refused_quickly(tmp_path, empty_cwd):
+    scripts = tmp_path / "lint-scripts"
+    (scripts / "empty-folder" / "sub").mkdir(parents=True)
+    (scripts / "empty-folder" / "sub" / "notes.txt").write_text("no python here\n")
+    os.mkfifo(scripts / "fifo.py")
+    deep = "import torch.distributed as dist\nx = " + "+".join(["a"] * 200_000) + "\n"
+    (scripts / "deep.py").write_text(deep)
+    cases = {
+        "dev-zero": (["lint", "/dev/zero"], "not a regular file"),
+        "fifo": (["lint", str(scripts / "fifo.py")], "not a regular file"),
+        "fifo-files": (["lint", "--files", str(scripts / "fifo.py")], "not a regular file"),
+        "empty-dir": (["lint", "--files", str(scripts / "empty-folder")], "no .py files beneath it"),
+        "deep-lint": (["lint", str(scripts / "deep.py")], "nested too deeply"),
+        "deep-probe": (["probe", str(scripts / "deep.py")], "nested too deeply"),
+    }
+    assert_all_refused(cases, empty_cwd)
+
+
+def test_lint_files_walks_a_directory_for_its_scripts(tmp_path):
+    folder = tmp_path / "project"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "pkg" / "train.py").write_text(
+        "import torch, torch.distributed as dist\ndist.init_process_group('gloo')\ntorch.save({}, 'x.pt')\n")
+    done, _ = ddpdoctor(["lint", "--fail-on", "warning", "--files", str(folder)], tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "DDP805" in done.stdout and "1 linted as script(s)" in done.stdout
+
+
 def test_nonsense_flag_values(tmp_path, empty_cwd):
     script = str(REPO / "examples" / "healthy.py")
     busy = tmp_path / "busy-run"
@@ -213,6 +241,9 @@ def test_nonsense_flag_values(tmp_path, empty_cwd):
         "stall-nan": ([*probe, "--stall-timeout", "nan"], "--stall-timeout"),
         "stall-zero": ([*probe, "--stall-timeout", "0"], "--stall-timeout"),
         "max-steps": ([*probe, "--max-steps", "-1"], "--max-steps"),
+        "max-steps-huge": ([*probe, "--max-steps", "99999999999"], "at most 1000000000"),
+        "nnodes-huge": ([*probe, "--nnodes", "10000000", "--master-addr", "h"], "--nnodes must be at least 1 and at most"),
+        "world-huge": ([*probe, "--nnodes", "8000", "--nproc-per-node", "1000", "--master-addr", "h"], "ranks"),
         "node-rank": ([*probe, "--nnodes", "2", "--node-rank", "5", "--master-addr", "h"], "--node-rank"),
         "port": ([*probe, "--master-port", "0"], "--master-port"),
         "rdzv": ([*probe, "--rdzv-endpoint", "host port"], "--rdzv-endpoint"),

@@ -499,3 +499,21 @@ def test_host_key_mismatch_is_refused_in_time_even_with_accept_new(tmp_path):
     refused = finding(json.loads(report_path.read_text()), "DDP105")
     assert refused["hosts"] == [host] and refused["evidence"]["kind"] == "host-key"
     assert known.read_text() == f"[{host}]:{server.port} {kind} {key}\n"  # not replaced, not added to
+
+
+def test_a_daemon_the_script_detached_with_setsid_and_an_empty_environment_is_ended(tmp_path):
+    from tests.helpers.probe_runner import probe
+
+    marker = tmp_path / "daemon.pid"
+    result = probe("tests/scripts/daemon_escape.py", "--nproc-per-node", "2", "--cpu", "--stall-timeout", "60",
+                   run_dir=tmp_path / "run", args=[str(marker)])
+    assert result.code in (0, 1), result.stderr[-2000:]
+    pid = int(marker.read_text())
+    try:
+        proc = psutil.Process(pid)
+        alive = proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and "sleep" in proc.name()
+    except psutil.NoSuchProcess:
+        alive = False
+    if alive:
+        proc.kill()
+    assert not alive, "the detached daemon outlived the probe"

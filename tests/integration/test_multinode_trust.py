@@ -18,12 +18,21 @@ from ddpdoctor.probe.launch import node_wire as wire
 pytestmark = pytest.mark.multiprocess
 
 
-def test_a_node_whose_rank_crashed_exits_non_zero_though_node0_says_pass(tmp_path):
-    """A fake node 0 holds the gather port and answers PASS, exit 0; node 0's ranks are a plain
-    torchrun (so node 1's rank can start and crash). Node 1 must still fail, saying why."""
+def nested(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize("extra", [None, {"notes": [nested(40)]}], ids=["pass", "pass-nested-40-deep"])
+def test_a_node_whose_rank_crashed_exits_non_zero_though_node0_says_pass(tmp_path, extra):
+    """A fake node 0 holds the gather port and answers PASS, exit 0 (or a PASS nested 40 deep);
+    node 0's ranks are a plain torchrun (so node 1's rank can start and crash). Node 1 must still
+    fail, saying why in one line, its --json status agreeing with its exit."""
     script = "tests/scripts/crash_on_node1.py"
     port = free_port_pair()
-    fake = FakeNode0(port + 1, wire.job_identity(script, 2, f"127.0.0.1:{port + 1}"))
+    fake = FakeNode0(port + 1, wire.job_identity(script, 2, f"127.0.0.1:{port + 1}"), extra=extra)
     node0_ranks = subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--node-rank=0", "--nproc-per-node=1",
          "--master-addr=127.0.0.1", f"--master-port={port}", "--max-restarts=0", script],
@@ -37,8 +46,14 @@ def test_a_node_whose_rank_crashed_exits_non_zero_though_node0_says_pass(tmp_pat
         node0_ranks.kill()
         node0_ranks.wait(timeout=30)
     assert code == 1, other.err[-3000:] + fake.error + repr([m["t"] for m in fake.received])
+    # the rank's own traceback is on stderr; ddpdoctor's must not be
+    assert "internal error" not in other.err and "node_wire.py" not in other.err, other.err[-3000:]
     line = next(ln for ln in other.err.splitlines() if ln.startswith("ddpdoctor probe: node 1"))
-    assert "PASS, exit 0; but rank(s) 1 of this node exited non-zero: exit 1" in line, line
+    if extra is None:
+        assert "PASS, exit 0; but rank(s) 1 of this node exited non-zero: exit 1" in line, line
+    else:
+        assert "exit 0; but rank(s) 1 of this node exited non-zero: exit 1" in line, line
+    assert other.json()["status"] == "fail"
     assert any(m["t"] == "final" for m in fake.received)
     assert_nothing_left(other)
 

@@ -104,3 +104,58 @@ def test_child_gets_its_input_and_is_killed_at_its_deadline():
     assert done.stdout.strip() == b"HI" and not done.truncated and not done.timed_out
     slow = child.run([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"], b"", timeout=2)
     assert slow.timed_out and slow.stdout.strip() == b"up" and slow.seconds < 10
+
+
+STUCK = (Frame("wait_for_file_that_never_comes", "train.py", 35), Frame("<module>", "train.py", 50))
+
+
+def local_node(host: str, ranks: list[int], base: int, world: int = 4, stack=WAIT, pid0: int = 100,
+               **local) -> dict:
+    observed = [RankObservation(r, pid0 + r, host, [stack] * 20, local_rank=local.get(str(r), r - base),
+                                proc={"seconds": 3.0, "io_calls": 500, "io_quiet_s": 0.1})
+                for r in ranks]
+    return {"host": host, "observation": Observation("job", world, 3.0, observed).to_dict()}
+
+
+def test_a_node_claiming_another_nodes_rank_is_dropped_and_the_real_stack_kept():
+    hostile = local_node("a", [0, 1, 3], base=0, pid0=100)  # rank 3 is not in its block
+    honest = local_node("b", [2, 3], base=2, pid0=200)
+    honest["observation"]["ranks"][1]["stacks"] = [[[f.func, f.file, f.line] for f in STUCK]] * 20
+    merged = merge([hostile, honest], 3.0, 2, rate=50)
+    three = [r for r in merged.ranks if r.rank == 3]
+    assert len(three) == 1 and three[0].pid == 203 and three[0].stacks[0] == STUCK
+    assert any("node a claims rank 3" in n and "not its own" in n for n in merged.notes)
+
+
+def test_a_rank_two_nodes_claim_as_different_processes_is_believed_from_neither():
+    # each claim is consistent on its own (a forged whole block): neither is believed, and the
+    # verdict cannot pass on a rank no one honestly observed
+    first = local_node("a", [0, 1], base=0, pid0=100)
+    second = local_node("b", [1], base=1, pid0=300)
+    merged = merge([first, second], 3.0, 2, rate=50)
+    assert [r.rank for r in merged.ranks] == [0]
+    assert any("rank 1 is claimed by several nodes" in n for n in merged.notes)
+    assert judge(merged).state != "healthy"
+
+
+def test_the_same_process_reported_by_two_names_of_one_machine_counts_once():
+    merged = merge([local_node("a", [0, 1], base=0), local_node("a", [0, 1], base=0)], 3.0, 2, rate=50)
+    assert [r.rank for r in merged.ranks] == [0, 1]
+    assert not [n for n in merged.notes if "claim" in n]
+
+
+def test_a_node_answer_beyond_the_bound_is_not_parsed_and_the_node_is_lost():
+    import resource
+    import time
+
+    from ddpdoctor.attach.facts import NODE_MARKER
+    from ddpdoctor.attach.nodes import MAX_ANSWER
+
+    huge = NODE_MARKER + '{"host": "b", "observation": {"notes": ["' + "x" * (MAX_ANSWER + 10) + '"]}}\n'
+    before, started = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
+    [answer] = _answers(huge)
+    assert "more than 32 MiB: left out" in answer["error"]
+    assert time.process_time() - started < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 300 * 1024  # KiB: no parse
+    merged = merge([node("a", [0]), {"host": "b", **answer}], 3.0, 2, rate=50)
+    assert merged.lost_nodes == ["b"] and judge(merged).state != "healthy"

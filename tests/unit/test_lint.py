@@ -401,6 +401,7 @@ EXPECTED = {
     # Jobs for attach and Flight Recorder: their rank-0-only collective is deliberate (a mode of
     # attach_job.py; the skipped all-reduce fr_skip.py leaves dumps of), and the lint sees it.
     "tests/scripts/attach_job.py": {"DDP801"},
+    "tests/scripts/daemon_escape.py": set(),  # healthy DDP; its detached daemon is for the teardown
     "tests/scripts/attach_long_backward.py": set(),  # healthy, its backward long
     "tests/scripts/attach_rank0_eval.py": set(),  # healthy, rank 0 evaluates alone (no collective)
     # bincount without minlength: DDP807 is the lint twin of their DDP506; the exchanged sizes stay clean.

@@ -318,3 +318,17 @@ def test_instrument_counts_parameters_gradients_adam_state_and_activations_and_l
     assert with_closure["grads"] == plain["grads"] and with_closure["pushed"] is False
     [activations] = [r for r in records if isinstance(r, tm.Memory) and r.moment == "activations"]
     assert activations.activations == (32 * 64 + 32 * 256 + 32 * 4) * 4
+
+
+def test_a_step_of_two_to_the_31_sizes_nothing():
+    # a forged record (as a peer or a run dir may hold): the steps judged are the recorded ones
+    import resource
+    import time
+
+    run = fsdp_run()
+    run[1].add(tm.Step(2000.0, 2 ** 31, 0, 0, {"step": 0.1}))
+    before, started = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
+    comm = fsdp_comm.fsdp_comm(run.model())
+    assert comm is not None and comm.judged_steps <= 9
+    assert time.process_time() - started < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB

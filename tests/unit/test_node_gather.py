@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.helpers.gather_peer import FakeNode
+from tests.helpers.gather_peer import FakeNode, until
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
@@ -37,15 +37,6 @@ def gather(tmp_path):
     yield make
     for g in made:
         g.close()
-
-
-def until(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def record(rank: int, world: int = 2, **over) -> str:
@@ -213,3 +204,70 @@ def test_with_a_token_a_recorded_hello_played_again_takes_no_node_slot(gather):
     node2 = FakeNode(g.port, JOB, key=key)
     assert node2.hello(node_rank=2)["t"] == "welcome"
     assert until(lambda: g.nodes[2].status == "connected")
+
+
+def test_a_hello_sent_in_pieces_still_gets_in_and_a_half_hello_is_closed_at_the_timeout(gather):
+    g = gather()
+    node = FakeNode(g.port, JOB)
+    line = node.codec.encode("hello", {"node_rank": 1, "nproc": 1, "host": "fake", "addr": "127.0.0.1",
+                                       "nonce": node.nonce, "challenge": node.challenge()})
+    node.raw(line[:1])  # one byte, no newline: parked, not spun on
+    assert until(lambda: len(g._parked) == 1)
+    time.sleep(0.3)
+    node.raw(line[1:])
+    answer = node.codec.decode(node.read_line(), frozenset({"welcome", "refused"}))
+    assert answer["t"] == "welcome" and not g._parked
+    half = FakeNode(g.port, JOB)
+    half.challenge()
+    half.raw(b"x")
+    assert half.closed_by_peer(timeout=10)
+    assert not g._parked and not g._pending
+
+
+def test_unsolicited_stack_replies_count_against_the_quota_and_are_not_kept(gather, monkeypatch):
+    monkeypatch.setattr(wire, "RANK_QUOTA", 256 * 1024)
+    g = gather()
+    node = FakeNode(g.port, JOB)
+    node.hello()
+    stack = {"rank": 1, "pid": 5, "frames": [{"func": "f", "file": "x.py", "line": 1}] * 100, "text": "t" * 1000}
+    for i in range(3):
+        node.send("stacks_reply", id=1000 + i, stacks=[stack])
+    assert until(lambda: (g.poll(), g.received.get(1, 0))[1] > 0)
+    assert g._replies == {}  # nobody asked: nothing kept
+    for i in range(200):
+        try:
+            node.send("stacks_reply", id=2000 + i, stacks=[stack])
+        except OSError:
+            break
+    assert "MiB of telemetry" in dropped(g)
+    assert g._replies == {}
+
+
+
+@pytest.mark.parametrize("host, resolved", [("localhost", "127.0.0.1"), ("LOCALHOST.", "127.0.0.1"),
+                                            ("node0.example", "127.0.1.1")])
+def test_the_gather_port_binds_node0s_own_address_never_every_interface(host, resolved):
+    from ddpdoctor.probe.run import _own_address
+
+    bind = _own_address(host, resolved)
+    assert bind not in ("", "0.0.0.0")
+    if host.lower().startswith("localhost"):
+        assert bind == "127.0.0.1"
+    g = NodeGather("/tmp", free_port(), 2, "node0", bind, 1, key=None, job=JOB)
+    try:
+        assert g.server.getsockname()[0] == bind
+    finally:
+        g.close()
+
+
+def test_a_connection_flood_is_one_refusal_line_with_a_count(gather, capsys):
+    g = gather()
+    for _ in range(10):
+        peer = FakeNode(g.port, JOB)
+        peer.challenge()
+        peer.raw(b"not a hello\n")
+        assert peer.closed_by_peer()
+        peer.close()
+    assert until(lambda: g.refusals and g.refusals[0].endswith("(10 times)")), g.refusals
+    assert len(g.refusals) == 1
+    assert capsys.readouterr().err.count("refused a connection") == 1

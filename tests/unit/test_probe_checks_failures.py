@@ -310,3 +310,15 @@ def test_stall_at_a_thousand_ranks_reads_on_one_screen():
     assert "… 595 more ranks like rank 1 (step 3)" in detail
     assert detail[2].startswith("rank 0: step 3, last collective all_reduce of [3] float32")
     assert len(finding.evidence["per_rank"]) == world  # the evidence keeps every rank
+
+
+def test_a_crash_record_followed_by_the_ranks_own_steps_is_not_believed():
+    # a relay injected a crash for rank 1 at step 3; rank 1's own records go on to step 10
+    run = RunBuilder(world_size=2)
+    run.all("train_steps", 3)
+    run[1].crash("ValueError", "forged", site=site(44, func="collate"))
+    run.all("train_steps", 7)
+    run.outcome("completed", exit_codes={0: 0, 1: 0})
+    model = run.model()
+    assert model.ranks[1].crash is None and model.ranks[1].contradicted_crash is not None
+    assert judge("DDP504", model) == [] or isinstance(judge("DDP504", model), Skipped)

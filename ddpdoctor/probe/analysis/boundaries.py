@@ -120,7 +120,7 @@ def scan_source(path: str) -> tuple[list[Occurrence], list[IntervalBranch]]:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             tree = ast.parse(handle.read(), filename=path)
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return [], []
     occurrences = []
     for node in ast.walk(tree):

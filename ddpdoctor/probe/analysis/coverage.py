@@ -155,10 +155,10 @@ def file_coverage(path: str, lines: set[int]) -> Optional[FileCoverage]:
             return None
         with open(path, encoding="utf-8", errors="replace") as handle:
             tree = ast.parse(handle.read(), filename=path)
-    except (OSError, SyntaxError, ValueError):
-        return None
-    walker = _Walker(lines)
-    walker.walk(tree.body, tree, "")
+        walker = _Walker(lines)
+        walker.walk(tree.body, tree, "")
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # nested deeper than the interpreter's limits: no coverage, not a crash
     walker.blocks.sort(key=lambda b: b.start)
     return FileCoverage(path, walker.total, walker.ran, walker.blocks)
 

@@ -102,10 +102,12 @@ def fsdp_comm(model: RunModel) -> Optional[FsdpComm]:
                 calls[(c.group, c.seq)][rank] = c
     if not calls:
         return None
-    # Made while `c.step` steps were done: the call belongs to step c.step + 1.
-    last = max((max(s) for s in steps.values() if s), default=0)
-    judged = [s for s in range(perf.WARMUP_STEPS + 1, last + 1)] or list(range(1, last + 1))
-    judged_set = set(judged)
+    # Made while `c.step` steps were done: the call belongs to step c.step + 1. The steps judged
+    # are the ones recorded (past the warm-up), never a range up to the highest number: a file
+    # or a peer saying "step 2^31" must not make a list of 2^31 steps.
+    recorded = set().union(*steps.values()) if steps else set()
+    judged_set = {s for s in recorded if s > perf.WARMUP_STEPS} or {s for s in recorded if s >= 1}
+    judged = sorted(judged_set)
     world = model.world_size
     per_row: dict[tuple, list[float]] = defaultdict(list)
     counts: dict[tuple, int] = defaultdict(int)

@@ -99,7 +99,25 @@ class RankRun:
 
     @property
     def crash(self) -> Optional[tm.Crash]:
-        return self.last(tm.Crash)
+        """The exception that ended this rank; None when none did, or when the rank's own records
+        go on after the one said to have (a Crash followed by steps or collectives cannot be true:
+        an injected record, a relay's forgery; `contradicted_crash` says so)."""
+        found = self.last(tm.Crash)
+        return None if found is None or self.contradicted_crash is not None else found
+
+    @property
+    def contradicted_crash(self) -> Optional[tm.Crash]:
+        """A Crash record after which the rank still stepped or joined a collective."""
+        found = self.last(tm.Crash)
+        if found is None:
+            return None
+        later = (tm.Step, tm.Collective, tm.CollectiveDone, tm.Batch)
+        for record in reversed(self.records):  # from the end back to the crash: one pass
+            if record is found:
+                return None
+            if isinstance(record, later):
+                return found
+        return None
 
     @property
     def formed(self) -> bool:

@@ -24,9 +24,10 @@ from ddpdoctor.probe.rundir import is_rank_telemetry, rank_of_name, rank_telemet
 from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe import jsonl
 from ddpdoctor.probe.launch import node_wire as wire
-from ddpdoctor.probe.launch.node_link import Link
+from ddpdoctor.probe.launch.node_link import SIZE, Link
 
 HELLO_TIMEOUT_S = 5.0
+PARKED_S = 0.1  # how often a connection that sent part of its hello is looked at again
 MAX_REFUSAL_LINES = 5  # lines on stderr for refused connections; the rest are counted
 
 
@@ -77,15 +78,20 @@ class NodeGather:
         self.links: dict[int, Link] = {}
         self.owner: dict[int, int] = {r: 0 for r in self.nodes_here.ranks}  # rank -> node rank
         self.received: dict[int, int] = {}  # bytes forwarded, by node rank (the quota)
-        self.refusals: list[str] = []
+        self._refused: dict[str, int] = {}  # each distinct refusal line -> how many times
         self._refusal_lines = 0
         self._files: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._request = 0
         self._replies: dict[tuple, dict[str, Any]] = {}
+        self._awaited: set[tuple[int, int]] = set()  # (node rank, request id) of stacks asked for
         # Connections that have not said hello: peer, since, and the challenge they were sent.
         self._pending: dict[socket.socket, tuple[str, float, wire.Codec, str]] = {}
+        # Of those, the ones that sent part of a line: out of the selector (their unread bytes
+        # would wake it at once, for ever: a spin), looked at again every PARKED_S instead.
+        self._parked: dict[socket.socket, int] = {}  # socket -> bytes seen so far
+        self._parked_at = 0.0
         self.max_pending = min(wire.MAX_PENDING + nnodes, wire.MAX_PENDING_CAP)
         try:
             # Node 0's own address only: the gather port is for the job's nodes, not every network.
@@ -112,7 +118,7 @@ class NodeGather:
         most max_pending at once, nothing read beyond the hello line."""
         while not self._stop.is_set():
             try:
-                events = self._selector.select(timeout=0.25)
+                events = self._selector.select(timeout=PARKED_S if self._parked else 0.25)
             except (OSError, ValueError):
                 return
             for key, _mask in events:
@@ -121,6 +127,10 @@ class NodeGather:
                 else:
                     self._hello(key.fileobj)  # type: ignore[arg-type]
             now = time.monotonic()
+            if self._parked and now - self._parked_at >= PARKED_S:
+                self._parked_at = now
+                for sock in list(self._parked):
+                    self._hello(sock)
             for sock, (peer, since, _codec, _challenge) in list(self._pending.items()):
                 if now - since > HELLO_TIMEOUT_S:
                     self._refuse(sock, peer, "said no hello within "
@@ -171,7 +181,16 @@ class NodeGather:
         if cut < 0:
             if len(head) >= wire.MAX_HELLO:
                 self._refuse(sock, peer, f"sent more than {wire.MAX_HELLO} bytes without a hello")
-            return  # the rest of the line is on its way; the kernel holds it, not us
+                return
+            # The rest of the line is on its way; the kernel holds it, not us. Peeked bytes stay
+            # readable, so the selector would wake for this socket at once, for ever: park it.
+            if sock not in self._parked:
+                self._parked[sock] = len(head)
+                try:
+                    self._selector.unregister(sock)
+                except (KeyError, ValueError):
+                    pass
+            return
         try:
             sock.recv(cut + 1)  # exactly the hello line: what follows stays unread
         except OSError:
@@ -252,16 +271,23 @@ class NodeGather:
             pass
         self._note_refusal(peer, why)
 
+    @property
+    def refusals(self) -> list[str]:
+        """Each distinct refusal once, with how often it happened (a flood is one line)."""
+        return [line if n == 1 else f"{line} ({n:,} times)" for line, n in list(self._refused.items())]
+
     def _note_refusal(self, peer: str, why: str) -> None:
         line = f"refused a connection from {wire.clean(peer, 60)}: {wire.clean(why, 300)}"
-        if len(self.refusals) < 100:
-            self.refusals.append(line)
-        if self._refusal_lines < MAX_REFUSAL_LINES:
+        seen = line in self._refused
+        if seen or len(self._refused) < 100:
+            self._refused[line] = self._refused.get(line, 0) + 1
+        if not seen and self._refusal_lines < MAX_REFUSAL_LINES:
             self._refusal_lines += 1
             print(f"ddpdoctor probe: node 0 {line}", file=sys.stderr, flush=True)
 
     def _unpend(self, sock: socket.socket) -> None:
-        if self._pending.pop(sock, None) is not None:
+        parked = self._parked.pop(sock, None) is not None
+        if self._pending.pop(sock, None) is not None and not parked:
             try:
                 self._selector.unregister(sock)
             except (KeyError, ValueError):
@@ -300,17 +326,19 @@ class NodeGather:
         """One checked message of a node (node_wire.py checked its types); BadMessage for what
         this job cannot have come from this node."""
         kind = message["t"]
+        # Every message counts against the node's quota (telemetry, stack replies, finals alike):
+        # what a node may make node 0 hold is bounded whatever it sends.
+        total = self.received.get(state.node_rank, 0) + message.get(SIZE, 0)
+        if total > wire.RANK_QUOTA * self.nproc:
+            raise wire.BadMessage(f"more than {wire.RANK_QUOTA * self.nproc >> 20} MiB of telemetry "
+                                  f"({wire.RANK_QUOTA >> 20} MiB per rank)")
+        self.received[state.node_rank] = total
         if kind == "file":
             name, data = message["name"], message["data"]
             rank = rank_of_name(name)
             if rank is None:
                 raise wire.BadMessage(f"file: {wire.clean(name, 40)!r} is not rank-<R>.jsonl or .stack")
             self._claim(state, rank)
-            total = self.received.get(state.node_rank, 0) + len(data)
-            if total > wire.RANK_QUOTA * self.nproc:
-                raise wire.BadMessage(f"more than {wire.RANK_QUOTA * self.nproc >> 20} MiB of telemetry "
-                                      f"({wire.RANK_QUOTA >> 20} MiB per rank)")
-            self.received[state.node_rank] = total
             if is_rank_telemetry(name):
                 data, last_step = wire.check_records(data, rank, self.world_size)
                 state.last_step = max(state.last_step, last_step)
@@ -330,8 +358,10 @@ class NodeGather:
         elif kind == "stacks_reply":
             ranks = set(state.ranks) | self._assigned(state)
             stacks = [wire.check_stack(d, ranks) for d in message["stacks"]]
-            self._replies[(state.node_rank, message["id"])] = {
-                "stacks": stacks, "note": wire.clean(message.get("note", ""), 1000)}
+            key = (state.node_rank, message["id"])
+            if key in self._awaited:  # an answer nobody asked for (or a late one) is not kept
+                self._awaited.discard(key)
+                self._replies[key] = {"stacks": stacks, "note": wire.clean(message.get("note", ""), 1000)}
 
     def _assigned(self, state: NodeState) -> set[int]:
         if self.static_ranks:
@@ -364,6 +394,7 @@ class NodeGather:
         """Every other node's ranks' stacks, asked of all at once; notes for nodes that gave none."""
         self._request += 1
         request = self._request
+        self._awaited |= {(s.node_rank, request) for s in self.connected()}
         asked = [s for s in self.connected() if self.links[s.node_rank].send("stacks", id=request)]
         deadline = time.monotonic() + timeout_s
         found: list[RankStack] = []
@@ -383,6 +414,8 @@ class NodeGather:
             time.sleep(0.05)
         for node_rank in sorted(pending):
             notes.append(f"{self.nodes[node_rank].label()} sent no stacks within {timeout_s:.0f} s")
+        self._awaited = {k for k in self._awaited if k[1] != request}
+        self._replies = {k: v for k, v in self._replies.items() if k[1] != request}
         return found, notes
 
     def end_all(self, reason: str, at: Optional[float] = None) -> None:

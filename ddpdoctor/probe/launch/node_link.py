@@ -37,6 +37,8 @@ from ddpdoctor.probe.launch.node_wire import MAX_LINE, BadMessage, Codec, silenc
 
 HEARTBEAT_S = 1.0
 SEND_TIMEOUT_S = 5.0
+MAX_QUEUED = 2 * MAX_LINE  # bytes of received lines waiting for the owner to take them
+SIZE = "_bytes"  # the key under which a queued message carries its line's length
 
 
 class Link:
@@ -52,6 +54,10 @@ class Link:
         sock.settimeout(0.5)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.inbox: "queue.Queue[dict[str, Any]]" = queue.Queue()
+        self.queued_bytes = 0  # lines in the inbox, not yet taken: at most MAX_QUEUED (+ one line)
+        self.received_bytes = 0  # every byte the peer sent on this link
+        self._queued_lock = threading.Lock()
+        self._room = threading.Event()
         self.last_heard = time.monotonic()
         self.clock_offset_s: Optional[float] = None  # the peer's wall clock minus ours
         self.closed_reason: Optional[str] = None
@@ -100,9 +106,16 @@ class Link:
         out = []
         while True:
             try:
-                out.append(self.inbox.get_nowait())
+                message = self.inbox.get_nowait()
             except queue.Empty:
                 return out
+            self._taken(message)
+            out.append(message)
+
+    def _taken(self, message: dict[str, Any]) -> None:
+        with self._queued_lock:
+            self.queued_bytes -= message.get(SIZE, 0)
+        self._room.set()
 
     def wait_message(self, kind: str, deadline: float) -> Optional[dict[str, Any]]:
         """The next message of this kind (others are kept, in order), or None at the deadline or
@@ -115,6 +128,7 @@ class Link:
                 except queue.Empty:
                     continue
                 if message.get("t") == kind:
+                    self._taken(message)
                     return message
                 kept.append(message)
             return None
@@ -142,8 +156,18 @@ class Link:
             pass
 
     def _read(self) -> None:
-        buffer = b""
+        # The unfinished line's pieces: only each new chunk is searched for a newline, so a long
+        # line dribbled in small pieces costs linear time, not a rescan of all before it per piece.
+        pieces: list[bytes] = []
+        held = 0
         while not self._stop.is_set():
+            if self.queued_bytes > MAX_QUEUED:
+                # Node 0 has not taken what is queued yet: stop reading (TCP pushes back on the
+                # peer) rather than hold more; we are the silent side, not the peer.
+                self.last_heard = time.monotonic()
+                self._room.wait(0.2)
+                self._room.clear()
+                continue
             try:
                 chunk = self.sock.recv(65536)
             except socket.timeout:
@@ -155,12 +179,22 @@ class Link:
                 self._close("connection closed by the peer")
                 return
             self.last_heard = time.monotonic()
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            if len(buffer) > MAX_LINE:
-                self._drop(f"a message larger than {MAX_LINE >> 20} MiB")
-                return
+            self.received_bytes += len(chunk)
+            cut = chunk.find(b"\n")
+            if cut < 0:
+                pieces.append(chunk)
+                held += len(chunk)
+                if held > MAX_LINE:
+                    self._drop(f"a message larger than {MAX_LINE >> 20} MiB")
+                    return
+                continue
+            *lines, rest = chunk.split(b"\n")
+            lines[0] = b"".join(pieces) + lines[0]
+            pieces, held = ([rest], len(rest)) if rest else ([], 0)
             for line in lines:
+                if len(line) > MAX_LINE:
+                    self._drop(f"a message larger than {MAX_LINE >> 20} MiB")
+                    return
                 try:
                     message = self.codec.decode(line, self.allowed)
                 except BadMessage as exc:
@@ -169,6 +203,9 @@ class Link:
                 if message["t"] == "beat":
                     self.clock_offset_s = message["now"] - time.time()
                 else:
+                    message[SIZE] = len(line)
+                    with self._queued_lock:
+                        self.queued_bytes += len(line)
                     self.inbox.put(message)
 
     def _drop(self, why: str) -> None:

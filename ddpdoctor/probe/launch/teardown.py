@@ -21,11 +21,37 @@ from ddpdoctor.probe.inrank.parent_death import PR_SET_CHILD_SUBREAPER, die_with
 __all__ = ["die_with_parent", "subreaper", "job_processes"]
 
 
+_OURS_BEFORE: set[int] = set()  # this process's children when the job began: never the job's
+
+
 def subreaper(on: bool) -> None:
     """While a job runs, its orphans (a DataLoader worker whose rank exited) are re-parented to
     ddpdoctor instead of init, so they stay findable and are reaped here. Off again afterwards:
     through the Python API this process is the user's own (a pytest run)."""
+    global _OURS_BEFORE
+    if on:
+        _OURS_BEFORE = children_now()
     prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0)
+
+
+def _adopted() -> list[psutil.Process]:
+    """Orphans of the job re-parented to us (we are its subreaper): a daemon that called setsid,
+    forked twice and exec'd with an empty environment carries neither the launcher as ancestor
+    nor the run id, but its parent is this process. Our children from before the job are not."""
+    try:
+        mine = psutil.Process().children()
+    except psutil.Error:
+        return []
+    out = []
+    for child in mine:
+        if child.pid in _OURS_BEFORE:
+            continue
+        out.append(child)
+        try:
+            out.extend(child.children(recursive=True))
+        except psutil.Error:
+            pass
+    return out
 
 
 def job_processes(root_pid: int | None, run_id: str) -> list[psutil.Process]:
@@ -38,6 +64,9 @@ def job_processes(root_pid: int | None, run_id: str) -> list[psutil.Process]:
                 found[child.pid] = child
         except psutil.Error:
             pass
+    if root_pid is not None:  # a job of ours is running: its orphans are ours to end
+        for proc in _adopted():
+            found.setdefault(proc.pid, proc)
     me = os.getpid()
     for proc in psutil.process_iter():
         if proc.pid in found or proc.pid == me:
