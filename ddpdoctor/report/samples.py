@@ -86,9 +86,13 @@ def expected_lines(command: str, current: dict[str, tuple[str, str]],
     lines = []
     for stage in STAGES[command]:
         for spec in all_checks(stage):
-            mark, status = from_report.get(spec.code) or current.get(spec.code) or ("✓", "none found")
-            if command == "probe" and stage == "lint" and mark == "-":
-                continue  # the probe's report does not list the lint checks that did not apply
+            known = from_report.get(spec.code) or current.get(spec.code)
+            mark, status = known or ("✓", "none found")
+            # as report/terminal.py: another stage's check is listed only where it applied
+            if spec.stage != command and mark in ("-", "~"):
+                continue
+            if spec.stage not in STAGES[command] and known is None:
+                continue  # one the probe runs for another stage (DDP104), with no run to say it applied
             lines.append(f"[{mark}] {spec.code} {spec.title}" + (f"  {status}" if status else ""))
     return lines
 
