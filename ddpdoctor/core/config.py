@@ -61,6 +61,8 @@ KEYS: dict[str, dict[str, Any]] = {
 # the file (tests/integration/test_config.py checks that every other flag has its key).
 PER_RUN = {"json", "junit", "github", "verbose", "quiet", "force", "trace", "scaling", "baseline",
            "verify-fix", "node-rank", "facts", "ssh-option",
+           # Editing the user's files is asked for each time, never a project default.
+           "fix", "patch",
            # A secret never belongs in a file checked into the project: flag or environment only.
            "gather-token"}
 

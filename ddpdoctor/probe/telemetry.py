@@ -585,7 +585,7 @@ class WorkerSeed:
     epoch: int  # the loader's epoch (iterator) on this rank, as in its Loader record
     worker: int  # the worker's id; -1: the rank's own process (num_workers=0)
     num_workers: int
-    torch_seed: Optional[int]  # torch.initial_seed() there
+    torch_seed: Optional[str]  # torch.initial_seed() there, in hex (64 bits: no wire int)
     before: dict[str, str]
     after: dict[str, str]
     init_fn: str = ""  # the loader's worker_init_fn as the script named it ("" none)

@@ -14,7 +14,7 @@ def test_checks_lists_the_catalogue_with_stable_codes():
     codes = [r["code"] for r in rows]
     assert codes == sorted(codes)
     for row in rows:
-        assert row["stage"] in ("preflight", "probe", "lint")
+        assert row["stage"] in ("preflight", "probe", "lint", "evidence")
         assert row["severity"] in ("error", "warning", "info")
 
 

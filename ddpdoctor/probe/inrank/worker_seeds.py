@@ -61,11 +61,13 @@ def rng_states() -> dict[str, str]:
     return found
 
 
-def _initial_seed() -> Optional[int]:
+def _initial_seed() -> Optional[str]:
+    """torch's seed as hex: a 64-bit number, beyond what a relayed record's int may be
+    (probe/launch/node_wire.py bounds ints to 31 bits)."""
     import torch
 
     try:
-        return int(torch.initial_seed())
+        return f"{int(torch.initial_seed()):x}"
     except Exception:  # noqa: BLE001
         return None
 
