@@ -221,7 +221,7 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
         report.relayed = data  # --json on this node is node 0's report, as node 0 sent it
         report.metrics.update({"node_role": "node", "node_line": line})
         return report
-    if not reporter.ever_connected:
+    if reporter.never_reached():
         # Never reached node 0 (a port or address differing between the nodes, node 0 not
         # started): no verdict could be reached, which is incomplete, not ddpdoctor's failure;
         # this node's own crash still makes it a finding.

@@ -47,6 +47,7 @@ class NodeReporter:
         self._last_try = 0.0
         self._last_why = ""
         self._first_try: Optional[float] = None
+        self._unanswered = False
         self._hinted = False
         self._last_stacks = -STACKS_EVERY_S
 
@@ -87,6 +88,11 @@ class NodeReporter:
             elif kind == "verdict":
                 self.verdict = message
 
+    def never_reached(self) -> bool:
+        """No link to node 0 was ever made and nothing answered on its port: no refusal, no bad
+        message (those are node 0's, or an impostor's, word; this is only silence)."""
+        return not self.ever_connected and (self.lost_reason is None or self._unanswered)
+
     def never_answered(self) -> str:
         """Why node 0 never answered, in the words both ends of a mismatch need."""
         return (f"node 0's ddpdoctor never answered on {self.node0} "
@@ -99,6 +105,7 @@ class NodeReporter:
         now = time.monotonic()
         if now >= self.connect_deadline:
             self.lost_reason = self.never_answered()
+            self._unanswered = True
             return
         if now - self._last_try < 0.5:
             return
