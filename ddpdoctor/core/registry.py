@@ -7,8 +7,9 @@ A check is one function in one module under `checks/` (installed as `ddpdoctor.c
         '''What it detects ... Why it hurts ... How to fix ...'''
 
 Its stage (preflight or probe) is the sub-package it lives in; `stages=` adds others it also
-judges (the post-mortem's "evidence"), so a code keeps one judge whichever command gathered the
-facts: the function tells the observations apart by their type. Its docstring is the user
+judges (the post-mortem's "evidence", attach's sampled window "attach", a set of Flight Recorder
+dumps "flight"), so a code keeps one judge whichever command gathered the facts: the function
+tells the observations apart by their type. Its docstring is the user
 documentation that `ddpdoctor explain CODE` prints. A check reads the facts it is handed and
 returns problems; it never prints, launches processes or reads files.
 """
@@ -27,7 +28,7 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Finding, Problem, Severity
 
 CODE_PATTERN = re.compile(r"^DDP\d{3}$")
-STAGES = ("preflight", "probe", "lint", "evidence")
+STAGES = ("preflight", "probe", "lint", "evidence", "attach", "flight")
 # Stages whose checks all live in their own sub-package: discovering them imports only it.
 _OWN_PACKAGE_ONLY = ("preflight", "probe", "lint")
 
