@@ -29,8 +29,10 @@ from ddpdoctor.core.findings import Finding, Problem, Severity
 
 CODE_PATTERN = re.compile(r"^DDP\d{3}$")
 STAGES = ("preflight", "probe", "lint", "evidence", "attach", "flight")
-# Stages whose checks all live in their own sub-package: discovering them imports only it.
-_OWN_PACKAGE_ONLY = ("preflight", "probe", "lint")
+# Stages whose checks all live in these sub-packages: discovering them imports only those
+# (attach and Flight Recorder dumps are judged by the probe's own checks).
+_HOMES = {"preflight": ("preflight",), "probe": ("probe",), "lint": ("lint",),
+          "attach": ("probe",), "flight": ("probe",)}
 
 
 @dataclass(frozen=True)
@@ -137,18 +139,18 @@ _DISCOVERED: set[str] = set()  # stages whose check modules are imported ("*": a
 def _discover(stage: Optional[str] = None) -> None:
     """Import the check modules, of one stage only when asked: a preflight need not import the
     probe's checks (and the probe modules they import), which costs every preflight ~0.1 s."""
-    if stage is not None and stage not in _OWN_PACKAGE_ONLY:
+    if stage is not None and stage not in _HOMES:
         stage = None  # its checks may be declared in any sub-package (stages=...)
     wanted = stage or "*"
     if wanted in _DISCOVERED or "*" in _DISCOVERED:
         return
     import ddpdoctor.checks as root
 
-    package = root
-    if stage is not None:
-        package = importlib.import_module(f"{root.__name__}.{stage}")
-    for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
-        importlib.import_module(info.name)
+    packages = [root] if stage is None else [importlib.import_module(f"{root.__name__}.{home}")
+                                              for home in _HOMES[stage]]
+    for package in packages:
+        for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
+            importlib.import_module(info.name)
     _DISCOVERED.add(wanted)
 
 

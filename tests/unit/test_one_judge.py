@@ -179,3 +179,21 @@ def test_attach_honours_ignore_for_the_dumps_own_check():
     assert results["DDP501"].status == "ignored" and not results["DDP501"].findings
     assert [r.spec.code for r in judge(observation).results] == ["DDP503", "DDP502", "DDP601", "DDP501"]
     assert {r.spec.code: r.status for r in judge(observation).results}["DDP501"] == "failed"
+
+
+def test_a_stage_discovered_from_its_home_packages_misses_none_of_its_checks():
+    """all_checks("attach") imports only checks/probe: every check of the stage must be declared
+    there, or in a check module one there imports (DDP104 judges the probe's port from preflight)."""
+    from ddpdoctor.core.registry import _HOMES
+
+    every = all_checks()
+    for stage, homes in _HOMES.items():
+        reached = set()
+        for home in homes:
+            for path in (REPO / "checks" / home).glob("*.py"):
+                reached.add(f"ddpdoctor.checks.{home}.{path.stem}")
+                reached |= {f"{n.module}.{a.name}" for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                            if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("ddpdoctor.checks")
+                            for a in n.names}
+        missed = [s.code for s in every if stage in s.stages and s.module not in reached]
+        assert missed == [], f"stage {stage}: checks outside {homes} that its discovery never imports"
