@@ -30,6 +30,9 @@ def collective_mismatch(run: RunModel) -> list[Problem] | Skipped:
         per process group: the first divergence; later ones are counted in the evidence.
         When the difference is better explained by one rank making an extra call (the rest of
         the sequences line up again once it is removed), DDP502 reports it instead.
+        Flight Recorder dumps are lined up the same way by their sequence numbers, whichever
+        command read them (`ddpdoctor report FR_DUMP_DIR`, `ddpdoctor attach` on an NCCL job
+        started with the dump pipe, a post-mortem).
 
     Why it hurts:
         Collectives match by position, not by name. On gloo, an all_reduce of 10 floats on one
