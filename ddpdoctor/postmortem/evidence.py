@@ -8,7 +8,7 @@ consequences); the checks of the "evidence" stage judge it. Every fact keeps the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from ddpdoctor.attach.flight import DumpSet
 from ddpdoctor.core.findings import Location
