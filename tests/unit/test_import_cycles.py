@@ -74,6 +74,7 @@ def test_no_module_imports_itself_back_through_others():
 # analysis: they pull in psutil, rich and the checks, which cost every rank start-up time and
 # could fail inside the script.
 INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.jsonl",
+                     "ddpdoctor.core.torch_names", "ddpdoctor.core.defaults",
                      "ddpdoctor.probe.rundir",
                      "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor.core.paths",
                      "ddpdoctor._deprecated")
