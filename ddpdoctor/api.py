@@ -38,7 +38,7 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = defaul
           steps_per_epoch: int = defaults.STEPS_PER_EPOCH,
           stall_timeout: Optional[float] = None, timeout: float = defaults.TIMEOUT_S,
           run_dir: Optional[PathLike] = None, launcher: str = "auto", nnodes: int = defaults.NNODES,
-          node_rank: int = 0, rdzv_endpoint: Optional[str] = None,
+          node_rank: int = defaults.NODE_RANK, rdzv_endpoint: Optional[str] = None,
           master_addr: Optional[str] = None, master_port: Optional[int] = None,
           gather_port: Optional[int] = None, gather_token: Optional[str] = None, log_limit: float = defaults.LOG_LIMIT_MB, fail_on: str = "error", ignore: Iterable[str] = (),
           scaling: Sequence[int] = (), trace: Optional[PathLike] = None, verify_fix: bool = False,

@@ -71,7 +71,7 @@ def probe_command(
         script=script, args=list(args or []), module=module,
         nproc_per_node=pick(nproc_per_node, "nproc_per_node", defaults.NPROC_PER_NODE),
         nnodes=pick(nnodes, "nnodes", defaults.NNODES),
-        node_rank=pick(node_rank, "node_rank", 0), rdzv_endpoint=pick(rdzv_endpoint, "rdzv_endpoint", None),
+        node_rank=pick(node_rank, "node_rank", defaults.NODE_RANK), rdzv_endpoint=pick(rdzv_endpoint, "rdzv_endpoint", None),
         master_addr=pick(master_addr, "master_addr", None), master_port=pick(master_port, "master_port", None),
         gather_port=gather_port, gather_token=gather_token, log_limit_mb=log_limit, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
         stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,

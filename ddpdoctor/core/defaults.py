@@ -11,6 +11,7 @@ MASTER_PORT = 29500
 # probe: a short job, long enough to see a few steps of every phase.
 NPROC_PER_NODE = 2
 NNODES = 1
+NODE_RANK = 0
 MAX_STEPS = 20  # optimizer steps per rank (0: no limit)
 STEPS_PER_EPOCH = 5  # batches per DataLoader epoch (0: no limit)
 TIMEOUT_S = 300.0  # the whole probe

@@ -28,7 +28,7 @@ class ProbeOptions:
     module: bool = False  # `script` is a module name (python -m)
     nproc_per_node: int = defaults.NPROC_PER_NODE
     nnodes: int = defaults.NNODES
-    node_rank: int = 0
+    node_rank: int = defaults.NODE_RANK
     rdzv_endpoint: Optional[str] = None
     master_addr: Optional[str] = None
     master_port: Optional[int] = None

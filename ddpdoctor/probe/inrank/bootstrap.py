@@ -51,7 +51,7 @@ def install_instruments(config) -> None:
         ("collectives", collectives.install),
         ("DDP", lambda: ddp.install(config.checked_bucket_iterations)),
         ("DataLoader", lambda: batches.install(config.steps_per_epoch)),
-        ("DataLoader random state", worker_seeds.install),  # after DataLoader: it runs first
+        ("DataLoader random state", worker_seeds.install),
         ("optimizer steps", lambda: steps.install(config.max_steps)),
         # After the steps' hooks: those advance the step counter this one reads.
         ("memory", memory.install),
@@ -61,12 +61,14 @@ def install_instruments(config) -> None:
         ("frameworks", frameworks.install),
         ("activation checkpointing", checkpointing.install),
         ("DistributedSampler datasets", sharding.install),
-        ("boundary paths", boundaries.install),  # after usage: it wraps that torch.save
+        ("boundary paths", boundaries.install),
         ("line coverage", coverage.install),
     ]
     if config.cpu:
-        # First, so that the instruments above wrap it: they record what the script asked for
-        # (backend 'nccl', DDP's device_ids) while torch receives the CPU version.
+        # First, so that the instruments above wrap what it patches alone: they record what the
+        # script asked for (backend 'nccl', DDP's device_ids) while torch receives the CPU
+        # version. Where several instruments hook one entry point (torch.save, torch.load, the
+        # DataLoader's __iter__ and __next__), hooks.ORDER decides, not this list.
         from ddpdoctor.probe.inrank import cpu_shim
 
         installers.insert(0, ("--cpu", cpu_shim.install))

@@ -46,7 +46,7 @@ import torch.distributed.distributed_c10d as c10d
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.inrank import recorder
+from ddpdoctor.probe.inrank import hooks, recorder
 
 PREFIX = "--cpu: "
 UNCOVERED = (PREFIX + "CUDA and NCCL ran on the CPU and gloo, remapped as the notes below say. Not "
@@ -393,17 +393,13 @@ def _patch_moves() -> None:
         if original is not None:
             setattr(torch.Tensor, name, cpu_factory(f"Tensor.{name}", original))
 
-    original_load = torch.load
-
-    @functools.wraps(original_load)
-    def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def load(call: Callable, f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
         # None too: a checkpoint saved on a GPU holds CUDA storages, which only load onto the CPU.
         if map_location is not None and not _is_cpu(map_location):
             _note("load", "torch.load(map_location=...) loaded the checkpoint onto the CPU")
-        return original_load(f, "cpu", *args, **kwargs)
+        return call(f, "cpu", *args, **kwargs)
 
-    torch.load = load
-    torch.serialization.load = load
+    hooks.register("torch.load", "cpu_shim", load)
 
 
 def _is_cpu(map_location: Any) -> bool:
