@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional
 #   sets the workers' init function while the iterator starts them.
 # - the loader iterator's __next__: the line tracer sees an epoch's end after the DataLoader
 #   instrument cut it.
+# - init_process_group, new_group, DDP.__init__: as for torch.load, the --cpu shim is innermost.
 ORDER: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[type, ...]]] = {
     "torch.save": (("torch:save", "torch.serialization:save"), ("boundaries", "usage"), ()),
     "torch.load": (("torch:load", "torch.serialization:load"), ("boundaries", "cpu_shim"), ()),
@@ -40,6 +41,12 @@ ORDER: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[type, ...]]] = {
                             ("coverage", "worker_seeds", "batches"), ()),
     "DataLoader iterator.__next__": (("torch.utils.data.dataloader:_BaseDataLoaderIter.__next__",),
                                      ("coverage", "batches"), (StopIteration,)),
+    "init_process_group": (("torch.distributed:init_process_group",
+                            "torch.distributed.distributed_c10d:init_process_group"),
+                           ("process_group", "cpu_shim"), ()),
+    "new_group": (("torch.distributed:new_group", "torch.distributed.distributed_c10d:new_group"),
+                  ("process_group", "cpu_shim"), ()),
+    "DDP.__init__": (("torch.nn.parallel:DistributedDataParallel.__init__",), ("ddp", "cpu_shim"), ()),
 }
 
 Hook = Callable[..., Any]
