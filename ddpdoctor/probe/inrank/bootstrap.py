@@ -22,7 +22,7 @@ if __name__ == "__main__" and not __package__:
     # Run by its path (the launcher does): sys.path[0] is this file's folder. The root of the
     # ddpdoctor this file belongs to goes there instead, so `import ddpdoctor` is this copy
     # whatever the working directory holds; _run_target then gives the script its own folder
-    # there, as `python train.py` would.
+    # there, as `python train.py` would. (core/paths.OWN_ROOT, which cannot be imported yet.)
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from ddpdoctor.probe import rundir  # noqa: E402 - after the path above
