@@ -133,32 +133,33 @@ class EntryPoint:
         passes = self.passes
 
         def step(*args: Any, **kwargs: Any) -> Any:
-            done: list = []  # [result, exception] once the inner call ran
+            ran = raised = result = None  # the inner call's outcome, once it ran
 
             def call(*a: Any, **k: Any) -> Any:
-                if done:
+                nonlocal ran, raised, result
+                if ran:
                     raise RuntimeError("a hook called through twice")
-                done.extend((None, None))
+                ran = True
                 try:
-                    done[0] = inner(*a, **k)
+                    result = inner(*a, **k)
                 except BaseException as exc:
-                    done[1] = exc
+                    raised = exc
                     raise
-                return done[0]
+                return result
 
             try:
                 return hook(call, *args, **kwargs)
             except passes:
                 raise
             except Exception as exc:
-                if done and done[1] is exc:
+                if raised is exc:
                     raise  # the call's own exception, on its way to the script
                 self.fail(instrument, exc)
-                if not done:
+                if not ran:
                     return inner(*args, **kwargs)
-                if done[1] is not None:
-                    raise done[1] from None
-                return done[0]
+                if raised is not None:
+                    raise raised from None
+                return result
 
         return step
 
