@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint.nodes import walk
@@ -120,9 +120,6 @@ def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
 def truthy(node: Optional[ast.AST]) -> bool:
     """A keyword value that is not literally False/None/0."""
     return node is not None and not is_const(node, False, None, 0)
-
-
-CollectiveMatcher = Callable[[ast.Call], Optional[str]]
 
 
 # ---------------------------------------------------------------------- what calls mean for DDP
