@@ -164,3 +164,15 @@ def test_the_declared_entry_points_name_only_instruments_that_exist():
         for instrument in order:
             assert (inrank / f"{instrument}.py").is_file(), (name, instrument)
             assert f'"{name}", "{instrument}"' in (inrank / f"{instrument}.py").read_text(), (name, instrument)
+
+
+def test_arguments_that_do_not_fit_torch_s_signature_are_not_bound_and_pass_on_as_they_came():
+    import inspect
+
+    def init_process_group(backend=None, *, rank=-1):
+        return backend
+
+    signature = inspect.signature(init_process_group)
+    assert hooks.bind(signature, ("gloo",), {"rank": 1}).arguments == {"backend": "gloo", "rank": 1}
+    assert hooks.bind(signature, ("gloo", "extra"), {}) is None
+    assert hooks.bind(signature, (), {"unknown": 1}) is None

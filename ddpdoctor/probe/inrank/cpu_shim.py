@@ -123,14 +123,18 @@ def _patch_process_groups() -> None:
     init_signature = inspect.signature(hooks.original("init_process_group"))
 
     def init_process_group(call: Callable, *args: Any, **kwargs: Any) -> Any:
-        bound = init_signature.bind(*args, **kwargs)
+        bound = hooks.bind(init_signature, args, kwargs)
+        if bound is None:
+            return call(*args, **kwargs)
         _cpu_backend(bound.arguments, "init_process_group")
         return call(*bound.args, **bound.kwargs)
 
     group_signature = inspect.signature(hooks.original("new_group"))
 
     def new_group(call: Callable, *args: Any, **kwargs: Any) -> Any:
-        bound = group_signature.bind(*args, **kwargs)
+        bound = hooks.bind(group_signature, args, kwargs)
+        if bound is None:
+            return call(*args, **kwargs)
         if bound.arguments.get("backend") is not None or bound.arguments.get("device_id") is not None:
             _cpu_backend(bound.arguments, "new_group")
         return call(*bound.args, **bound.kwargs)
@@ -409,7 +413,9 @@ def _rewriting(original: Callable, rewrite: Callable[[dict], None]) -> Callable:
     signature = inspect.signature(original)
 
     def __init__(call: Callable, self: Any, *args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(self, *args, **kwargs)
+        bound = hooks.bind(signature, (self, *args), kwargs)
+        if bound is None:
+            return call(self, *args, **kwargs)
         rewrite(bound.arguments)
         call(*bound.args, **bound.kwargs)
 

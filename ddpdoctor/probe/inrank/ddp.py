@@ -322,7 +322,9 @@ def install(checked_iterations: int) -> None:
         recorder.get().note_once("verify-fix", f"ddpdoctor bug: --verify-fix arguments unreadable ({exc!r})")
 
     def __init__(call: Callable, self: DDP, *args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(self, *args, **kwargs)
+        bound = hooks.bind(signature, (self, *args), kwargs)
+        if bound is None:
+            return call(self, *args, **kwargs)
         arguments = bound.arguments
         if overrides:
             _override(arguments, overrides)

@@ -191,6 +191,16 @@ def register(entry: str, instrument: str, hook: Hook) -> None:
     ENTRY_POINTS[entry].add(instrument, hook)
 
 
+def bind(signature: Any, args: tuple, kwargs: dict) -> Any:
+    """The call's arguments bound to torch's signature (inspect.BoundArguments), or None when
+    they do not fit: the hook then passes the call on as it came and torch says what is wrong,
+    as it would unprobed (not a ddpdoctor bug, so no hook is switched off for it)."""
+    try:
+        return signature.bind(*args, **kwargs)
+    except TypeError:
+        return None
+
+
 def original(entry: str) -> Callable:
     """The unpatched function, for the probe's own calls."""
     point = ENTRY_POINTS[entry]

@@ -19,8 +19,10 @@ def install(pg_timeout_s: float, on_rank_known: Callable[[int, int], None]) -> N
     limit = datetime.timedelta(seconds=pg_timeout_s)
 
     def init_process_group(call, *args, **kwargs):
+        bound = hooks.bind(init_signature, args, kwargs)
+        if bound is None:
+            return call(*args, **kwargs)
         rec = recorder.get()
-        bound = init_signature.bind(*args, **kwargs)
         arguments = bound.arguments
         world = arguments.get("world_size", -1)
         rank = arguments.get("rank", -1)
