@@ -37,6 +37,19 @@ if TYPE_CHECKING:
     from ddpdoctor.probe.analysis.regression import Baseline
 
 
+def records_by_type(records: list[Any]) -> dict[type, list[Any]]:
+    """A rank's index: record type -> that type's records in order (one pass)."""
+    by_type: dict = {}
+    for record in records:
+        kind = type(record)
+        found = by_type.get(kind)
+        if found is None:
+            by_type[kind] = [record]
+        else:
+            found.append(record)
+    return by_type
+
+
 @dataclass
 class RankRun:
     """One rank's records, with typed accessors.
@@ -56,15 +69,7 @@ class RankRun:
     def _index(self) -> dict:
         records = self.records
         if self._indexed[0] is not records or self._indexed[1] != len(records):
-            by_type: dict = {}
-            for record in records:
-                kind = type(record)
-                found = by_type.get(kind)
-                if found is None:
-                    by_type[kind] = [record]
-                else:
-                    found.append(record)
-            self._by_type, self._indexed = by_type, (records, len(records))
+            self._by_type, self._indexed = records_by_type(records), (records, len(records))
         return self._by_type
 
     def _matching(self, cls: Any) -> Optional[list]:
@@ -124,10 +129,13 @@ class RankRun:
         return self.first(tm.Init) is not None
 
     def sites(self) -> Iterator[tm.Site]:
-        """Every place in the user's code its records name (the record types of tm.SITED)."""
-        for record in self.records:
-            if isinstance(record, tm.SITED) and record.site is not None:
-                yield record.site
+        """Every place in the user's code its records name (the record types of tm.SITED), by
+        record type (not in record order): through the type index, not a scan of every record."""
+        for kind, records in self._index().items():
+            if issubclass(kind, tm.SITED):
+                for record in records:
+                    if record.site is not None:
+                        yield record.site
 
 
 @dataclass
@@ -167,6 +175,12 @@ class RunModel:
         The lists themselves, not their ids: held, an id cannot be reused by another list, and
         the same list compares equal at once."""
         return tuple((rank, run.records, len(run.records)) for rank, run in self.ranks.items())
+
+    def launch_key(self) -> tuple:
+        """records_key() and what the launch was asked (meta, as it is now: a copy, so a meta
+        changed in place is seen): for a value derived from both (the bucket numbers read
+        --cpu, the stack paths the script's name)."""
+        return self.records_key(), repr(self.meta)
 
     def derived_once(self, name: str, key: Any, compute: Callable[[], T]) -> T:
         """compute()'s value, computed once per model for as long as `key` (what it is derived

@@ -66,12 +66,7 @@ def _short_paths(run: RunModel):
     """Stacks carry absolute paths; telemetry sites are relative to the rank's working
     directory. A user frame whose absolute path ends in a path the telemetry names is shown
     as that name, so one file reads the same in every finding."""
-    known = {run.meta.script} if run.meta.script and not run.meta.script.startswith("/") else set()
-    for rank_run in run.ranks.values():
-        for site in rank_run.sites():
-            if site.file and not site.file.startswith("/"):
-                known.add(site.file)
-    suffixes = sorted(known, key=len, reverse=True)
+    suffixes = run.derived_once("site_files", run.launch_key(), lambda: _site_files(run))
 
     def shorten(frames: list[Frame]) -> list[Frame]:
         result = []
@@ -83,6 +78,17 @@ def _short_paths(run: RunModel):
         return result
 
     return shorten
+
+
+def _site_files(run: RunModel) -> list[str]:
+    """Every relative file name the records' sites (and the script) give, longest first: one
+    pass over every record of every rank, once per run (stacks and workers' stacks read it)."""
+    known = {run.meta.script} if run.meta.script and not run.meta.script.startswith("/") else set()
+    for rank_run in run.ranks.values():
+        for site in rank_run.sites():
+            if site.file and not site.file.startswith("/"):
+                known.add(site.file)
+    return sorted(known, key=len, reverse=True)
 
 
 def group_stacks(views: dict[int, StackView]) -> StackGroups:
