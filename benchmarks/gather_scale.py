@@ -435,9 +435,11 @@ def analyse_only(run_dir: str) -> dict:
         phases[name] = (round(_cpu() - cpu, 2), round(time.monotonic() - wall, 2))
         return value
 
-    with collector_paused():  # as probe/run.analyse does
-        model = timed("load", lambda: RunModel.load(run_dir))
-        report = timed("checks", lambda: build_report(model, Severity.ERROR, set(), lint=True))
+    paused = collector_paused()  # as probe/run.analyse does; its end (the collector on again) timed too
+    paused.__enter__()
+    model = timed("load", lambda: RunModel.load(run_dir))
+    report = timed("checks", lambda: build_report(model, Severity.ERROR, set(), lint=True))
+    timed("collector", lambda: paused.__exit__(None, None, None))
     rendered = timed("json", lambda: json_report.render(report))
     screen = io.StringIO()
     timed("terminal", lambda: terminal.render(report, Console(file=screen, width=160, color_system=None),
