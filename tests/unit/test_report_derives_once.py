@@ -85,3 +85,17 @@ def test_changed_records_or_launch_are_derived_again(calls):
     assert calls["_divergences"] == before["_divergences"] + 1
     assert calls["_model_comm"] == before["_model_comm"] + 1
     assert calls["records_by_type"] == before["records_by_type"] + 1  # rank 0's only
+
+
+def test_what_the_paused_collector_let_build_is_not_walked_again_as_young_nor_kept_frozen():
+    """The records built while the collector was paused leave the young generation at the end
+    (the collector's next pass would walk them all once more), and nothing stays frozen."""
+    import gc
+
+    from ddpdoctor.probe.analysis.runmodel import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        built = [[i] for i in range(50_000)]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert any(o is built[0] for o in gc.get_objects(generation=2))  # the oldest, not walked as young
