@@ -1,7 +1,7 @@
 """One report, each derived thing computed once: the checks and the report's tables share what
 the analysis derives from the records (each rank's type index, the lined-up collectives, every
-rank's steps, the bucket numbers, the stacks and the file names they are shortened to, the
-DataLoader epochs), instead of each question deriving it again (at 1,024 ranks that was most
+rank's steps, the job's step times, the bucket and FSDP numbers, the stacks and the file names
+they are shortened to, the DataLoader epochs), instead of each question deriving it again (at 1,024 ranks that was most
 of the analysis: benchmarks/gather_scale.py measures it). Counted, not timed."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from collections import Counter
 import pytest
 
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.probe.analysis import (collective_alignment, loaders, runmodel, skipped_backward, stack_groups)
+from ddpdoctor.probe.analysis import (collective_alignment, fsdp_comm, loaders, outside_steps, runmodel,
+                                      skipped_backward, stack_groups)
 from ddpdoctor.probe.analysis.perf import buckets, steps
 from ddpdoctor.probe.report import build_report
 from tests.helpers.telemetry_builders import RunBuilder, faulthandler_dump, sample, waiting_in
@@ -21,7 +22,8 @@ WORLD = 4
 # module, function: each derives one thing from the whole run (or, the index, from one rank).
 COUNTED = [(collective_alignment, "_divergences"), (steps, "_step_perf"), (buckets, "_model_comm"),
            (stack_groups, "_site_files"), (stack_groups, "_rank_stacks"), (loaders, "_loader_epochs"),
-           (skipped_backward, "_skipped"), (runmodel, "records_by_type")]
+           (skipped_backward, "_skipped"), (outside_steps, "_step_times"), (fsdp_comm, "_fsdp_comm"),
+           (runmodel, "records_by_type")]
 
 
 def stalled_run() -> RunBuilder:

@@ -10,6 +10,8 @@ frames are the same; lines inside torch internals are ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
 
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.run_model.outcome import Frame
@@ -29,15 +31,16 @@ class StackGroups:
         return bool(self.groups)
 
 
-def rank_stacks(run: RunModel) -> dict[int, StackView]:
+def rank_stacks(run: RunModel) -> Mapping[int, StackView]:
     """Every rank's stack: the watchdog's (py-spy or faulthandler) first, else the
     faulthandler text the rank wrote itself on a signal (rank-<R>.stack)."""
     # Asked once per rank by the checks (whereabouts): computed once per run, or a world of
-    # 1,024 ranks costs a million stack views.
+    # 1,024 ranks costs a million stack views; and handed out read-only, not copied, or each
+    # question copies every rank's entry (16 million at 4,096 ranks).
     outcome = run.outcome
     key = (outcome, outcome.stacks if outcome else None, len(outcome.stacks) if outcome else -1,
            run.ranks, len(run.ranks))
-    return dict(run.derived_once("rank_stacks", key, lambda: _rank_stacks(run)))
+    return MappingProxyType(run.derived_once("rank_stacks", key, lambda: _rank_stacks(run)))
 
 
 def _rank_stacks(run: RunModel) -> dict[int, StackView]:
@@ -91,7 +94,7 @@ def _site_files(run: RunModel) -> list[str]:
     return sorted(known, key=len, reverse=True)
 
 
-def group_stacks(views: dict[int, StackView]) -> StackGroups:
+def group_stacks(views: Mapping[int, StackView]) -> StackGroups:
     """Ranks with the same stack signature together; largest group first, ties by lowest rank."""
     by_signature: dict[tuple, list[int]] = {}
     for rank in sorted(views):
