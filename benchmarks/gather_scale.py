@@ -452,14 +452,16 @@ def analyse_only(run_dir: str) -> dict:
             "codes": sorted({f.code for r in report.results for f in r.findings})}
 
 
-def synth_run_dir(world: int, per_node: int, step_rate: float, run_s: float, stall_s: float) -> str:
-    """The run dir node 0 would hold after the stall of one_size(world), written directly."""
+def synth_run_dir(world: int, per_node: int, step_rate: float, run_s: float, stall_s: float,
+                  run_dir: str | None = None) -> str:
+    """The run dir node 0 would hold after the stall of one_size(world), written directly (into
+    run_dir, an empty folder, or a new one)."""
     from dataclasses import asdict
 
     from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
     from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
 
-    run_dir = tempfile.mkdtemp(prefix=f"gather-scale-synth-{world}-")
+    run_dir = run_dir or tempfile.mkdtemp(prefix=f"gather-scale-synth-{world}-")
     nnodes = world // per_node
     started = time.time() - run_s - stall_s
     meta = ProbeMeta(script=SCRIPT, args=[], nproc_per_node=per_node, nnodes=nnodes, node_rank=0,
