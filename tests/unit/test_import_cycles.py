@@ -78,10 +78,11 @@ def test_no_module_imports_itself_back_through_others():
 
 
 # What code inside the user's ranks may import: itself, the telemetry format, the JSON-lines
-# codec, the run dir's file names and secret redaction. Never the launcher side or the
+# codec, the run dir's file names, secret redaction, torch's names and the defaults. Never the launcher side or the
 # analysis: they pull in psutil, rich and the checks, which cost every rank start-up time and
 # could fail inside the script.
 INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.jsonl",
+                     "ddpdoctor.core.torch_names", "ddpdoctor.core.defaults",
                      "ddpdoctor.probe.rundir",
                      "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor.core.paths",
                      "ddpdoctor._deprecated")

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 
 import psutil
 
+from ddpdoctor.core import defaults
 from ddpdoctor.core.paths import note_own_dir
 from ddpdoctor.probe import jsonl, telemetry as tm
 from ddpdoctor.probe.run_model.looks import JobLook, Judgement, Pending, RankLook, collective_text, judge
@@ -32,7 +33,7 @@ from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.rank_files import RankFileTail, RankLine
 from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
 
-STALL_FLOOR_S = 8.0
+STALL_FLOOR_S = defaults.STALL_FLOOR_S
 # Before any rank has written a record, the ranks are importing torch and the script: slow on a
 # loaded machine, and not yet anything a stall diagnosis could say much about.
 STARTUP_FLOOR_S = 30.0
