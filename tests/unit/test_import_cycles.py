@@ -8,6 +8,8 @@ import ast
 import functools
 from pathlib import Path
 
+from tests.helpers.source_tree import parsed
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -25,7 +27,7 @@ def _modules() -> dict[str, Path]:
 @functools.lru_cache(maxsize=None)
 def _import_nodes(path: Path) -> tuple[ast.AST, ...]:
     """A module's import statements, parsed once for every test of this file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     return tuple(n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
