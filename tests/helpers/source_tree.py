@@ -13,3 +13,10 @@ from pathlib import Path
 def parsed(path: Path) -> ast.Module:
     """`path` parsed; callers only read the tree (it is shared)."""
     return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def walked(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of `path`'s tree (ast.walk's order), walked once per session: the scans above
+    each walk the whole package, and walking costs as much as parsing."""
+    return tuple(ast.walk(parsed(path)))

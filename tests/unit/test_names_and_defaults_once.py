@@ -10,7 +10,7 @@ import inspect
 from pathlib import Path
 
 from ddpdoctor.core import defaults, torch_names
-from tests.helpers.source_tree import parsed
+from tests.helpers.source_tree import parsed, walked
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES_HOME = REPO / "ddpdoctor" / "core" / "torch_names.py"
@@ -44,7 +44,7 @@ def test_no_module_but_torch_names_spells_a_list_of_torch_collectives():
     for path, tree in SOURCES.items():
         if path == NAMES_HOME:
             continue
-        for node in ast.walk(tree):
+        for node in walked(path):
             if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
                 names = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
                 if len(names & TORCH_NAMES) > MOST_SHARED:
@@ -73,7 +73,7 @@ def test_the_bus_factor_and_gb_are_computed_in_torch_names_only():
     for path, tree in SOURCES.items():
         if path == NAMES_HOME:
             continue
-        for node in ast.walk(tree):
+        for node in walked(path):
             if _is_bus_factor(node):
                 found.append(f"{_where(path, node)}: 2(n-1)/n")
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "GB" for t in node.targets):
@@ -85,7 +85,7 @@ def test_the_bus_factor_and_gb_are_computed_in_torch_names_only():
 
 def test_the_rendezvous_port_is_a_number_in_defaults_only():
     found = [_where(path, node) for path, tree in SOURCES.items() if path != DEFAULTS_HOME
-             for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value == defaults.MASTER_PORT]
+             for node in walked(path) if isinstance(node, ast.Constant) and node.value == defaults.MASTER_PORT]
     assert found == []
 
 
@@ -93,7 +93,7 @@ def _number_defaults(path: Path) -> list[str]:
     """Numbers written as a default in the signatures of a CLI module or the Python API, and as
     the default of a typer.Option: each should be a name from core/defaults.py."""
     found = []
-    for node in ast.walk(SOURCES[path]):
+    for node in walked(path):
         values = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             values = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]

@@ -207,14 +207,14 @@ sequences = st.lists(st.sampled_from(CALLS), max_size=25)
 worlds = st.integers(min_value=2, max_value=4)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(sequences, worlds)
 def test_ranks_calling_the_same_sequence_never_diverge(calls, world):
     run = run_of({rank: list(calls) for rank in range(world)})
     assert codes(run.model()) == {"DDP501": [], "DDP502": []} or not calls
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(sequences, worlds, st.data())
 def test_one_extra_collective_on_one_rank_is_always_a_skip_at_an_equivalent_position(calls, world, data):
     extra_rank = data.draw(st.integers(0, world - 1))
@@ -237,7 +237,7 @@ def test_one_extra_collective_on_one_rank_is_always_a_skip_at_an_equivalent_posi
     assert longer[position] == extra
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(sequences.filter(bool), worlds, st.data())
 def test_one_substituted_collective_on_one_rank_is_always_a_mismatch_at_that_position(calls, world, data):
     odd_rank = data.draw(st.integers(0, world - 1))

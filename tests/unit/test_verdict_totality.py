@@ -78,7 +78,7 @@ def test_a_node_that_sent_final_with_no_ranks_never_crashes_a_check(status, rank
 
 
 @pytest.mark.serial
-def test_twenty_thousand_misaligned_collectives_are_judged_in_bounded_time_and_size():
+def test_ten_thousand_misaligned_collectives_are_judged_in_bounded_time_and_size():
     import time
 
     from ddpdoctor.report import json as json_report
@@ -86,13 +86,13 @@ def test_twenty_thousand_misaligned_collectives_are_judged_in_bounded_time_and_s
 
     run = RunBuilder(world_size=2)
     run.all("train_steps", 2)
-    for i in range(20_000):  # every call differs between the ranks: 200 divergences looked at
+    for i in range(10_000):  # every call differs between the ranks: 200 divergences looked at
         run[0].collective(site=site(100 + i % 50), shapes=((i % 97 + 1,),))
         run[1].collective(site=site(100 + i % 50), shapes=((i % 89 + 1,),))
     run.outcome("stalled", exit_codes={}, stall_s=12.0, stall_timeout_s=10.0)
     model = run.model()
     started = time.process_time()
     report = build_report(model, Severity.ERROR, set())
-    assert time.process_time() - started < 30  # was 26 s for 10,000 (whole sequences per divergence)
+    assert time.process_time() - started < 15  # was 26 s (whole sequences per divergence); 0.9 s now
     assert len(json_report.render(report, set())) < 1_000_000
     assert report.exit_code == 1
