@@ -105,7 +105,7 @@ class ProbeOptions:
         if unknown:
             raise UsageError(f"DDP arguments the probe cannot set: {', '.join(sorted(unknown))}")
         if self.baseline is not None:
-            from ddpdoctor.probe.analysis.regression import load_baseline
+            from ddpdoctor.probe.run_model.baseline import load_baseline
 
             self.loaded_baseline = load_baseline(self.baseline)  # bad input is said now, before launch
         if self.launcher == "none" and self.nnodes > 1:

@@ -34,7 +34,7 @@ from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta, stack_file
 from ddpdoctor.probe.run_model.verify import VerifyResult
 
 if TYPE_CHECKING:
-    from ddpdoctor.probe.analysis.regression import Baseline
+    from ddpdoctor.probe.run_model.baseline import Baseline
 
 
 @dataclass

@@ -17,7 +17,7 @@ from ddpdoctor.core.files import write_atomic
 from ddpdoctor.probe.rundir import SCALING_FILE, scaling_run_name
 
 if TYPE_CHECKING:
-    from ddpdoctor.probe.options import ProbeOptions
+    from ddpdoctor.probe.launch.spec import JobSpec
 
 MAX_SIZE = 256
 
@@ -36,7 +36,7 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(set(sizes))
 
 
-def run_sizes(options: "ProbeOptions", run_dir: Path, probe_one: Any) -> None:
+def run_sizes(options: "JobSpec", run_dir: Path, probe_one: Any) -> None:
     """Probe the script at each size in options.scaling, one after another, under run_dir.
 
     `probe_one(options)` runs one probe (run.probe, without --scaling) and returns its Report.
