@@ -15,7 +15,7 @@ mean what the flags of the same names mean; pyproject.toml is not read. Bad inpu
 ddpdoctor.core.errors.UsageError, a failure of ddpdoctor itself ToolFailure.
 
 The names of release 0.1, `ddpdoctor.probe(...)` and `ddpdoctor.preflight(...)`, still work for
-one release with a DeprecationWarning (_deprecated.py). This module imports nothing heavy until
+one release with a DeprecationWarning (core/deprecated.py). This module imports nothing heavy until
 a function is called.
 """
 

@@ -2,6 +2,6 @@
 logic, the port hold and the cluster model are parent-side; node/ holds the stdlib-only programs
 shipped to nodes; transport/ reaches them; collective/ is the cross-node smoke test."""
 
-from ddpdoctor._deprecated import make_callable
+from ddpdoctor.core.deprecated import make_callable
 
 make_callable(__name__, "run_preflight")

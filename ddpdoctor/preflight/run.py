@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ddpdoctor._deprecated import make_callable
+from ddpdoctor.core.deprecated import make_callable
 from ddpdoctor.preflight.node import facts as node_facts
 from ddpdoctor.preflight.cluster import ClusterFacts
 from ddpdoctor.preflight.cluster_builder import build_cluster, connect_timeout, resolve_timeout
@@ -263,5 +263,5 @@ def _local_node(here: NodeFacts | TransportFailure, request: FactsRequest) -> No
     return dataclasses.replace(here, connect=connect)
 
 
-# Release 0.1 called `ddpdoctor.preflight.run(...)`; the name is this module now (_deprecated.py).
+# Release 0.1 called `ddpdoctor.preflight.run(...)`; the name is this module now (core/deprecated.py).
 make_callable(__name__, "run_preflight")

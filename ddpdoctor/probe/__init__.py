@@ -2,6 +2,6 @@
 instruments), analysis/ turns telemetry into a run model, report.py makes the Report.
 telemetry.py is the record schema both sides share; rundir.py owns the run dir's file names."""
 
-from ddpdoctor._deprecated import make_callable
+from ddpdoctor.core.deprecated import make_callable
 
 make_callable(__name__, "run_probe")

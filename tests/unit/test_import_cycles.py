@@ -76,7 +76,7 @@ def test_no_module_imports_itself_back_through_others():
 INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.jsonl",
                      "ddpdoctor.probe.rundir",
                      "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor.core.paths",
-                     "ddpdoctor._deprecated")
+                     "ddpdoctor.core.deprecated")
 INRANK_PACKAGES = ("ddpdoctor", "ddpdoctor.probe")  # __init__ files, which import nothing heavy
 
 
