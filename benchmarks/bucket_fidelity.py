@@ -27,7 +27,7 @@ from pathlib import Path
 
 from benchmarks.overhead import REPO, SCRIPT, ddpdoctor_cmd
 from ddpdoctor.probe.analysis import perf
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 from ddpdoctor.probe.launch import node_wire as wire
-from ddpdoctor.probe.rundir import rank_telemetry_name
+from ddpdoctor.probe.records.rundir import rank_telemetry_name
 
 RECORDING = REPO / "tests" / "probe_recordings" / "healthy" / "rank-0.jsonl"
 TOKEN = "benchmark-token-" + "0" * 8
@@ -234,7 +234,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     from dataclasses import asdict
 
     from ddpdoctor.core.findings import Severity
-    from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
+    from ddpdoctor.probe.records.rundir import META_FILE, OUTCOME_FILE
     from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
     from ddpdoctor.probe.launch.node_gather import NodeGather
     from ddpdoctor.probe.launch.watchdog import ProgressWatch

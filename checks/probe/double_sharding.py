@@ -8,7 +8,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_site
 from ddpdoctor.probe.analysis.frameworks import worded
 from ddpdoctor.probe.analysis.runmodel import RunModel

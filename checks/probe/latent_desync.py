@@ -7,7 +7,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks, size_exchange
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.wording import location, rank_list

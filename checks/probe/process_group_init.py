@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 

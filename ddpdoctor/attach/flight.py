@@ -38,7 +38,7 @@ from ddpdoctor.core.registry import FAILED, INCOMPLETE, PASSED, CheckResult
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.wording import rank_list, verb
 from ddpdoctor.probe.run_model.stack_text import json_frames
-from ddpdoctor.probe.rundir import META_FILE, RANK_TELEMETRY_GLOB
+from ddpdoctor.probe.records.rundir import META_FILE, RANK_TELEMETRY_GLOB
 from ddpdoctor.report.model import Report, Table
 
 MAX_DUMP_BYTES = 512 * 1024 * 1024

@@ -159,7 +159,7 @@ def _is_run_dir(path: str) -> bool:
     """A probe's (or attach's) run dir: its meta file or a rank's telemetry is there."""
     from pathlib import Path
 
-    from ddpdoctor.probe.rundir import META_FILE, RANK_TELEMETRY_GLOB
+    from ddpdoctor.probe.records.rundir import META_FILE, RANK_TELEMETRY_GLOB
 
     folder = Path(path)
     return folder.is_dir() and ((folder / META_FILE).exists() or any(folder.glob(RANK_TELEMETRY_GLOB)))

@@ -21,7 +21,7 @@ from typing import Any, Optional
 from ddpdoctor.core import redact
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.probe.analysis import perf
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 
 STEP_TID, COMM_TID = 1, 2

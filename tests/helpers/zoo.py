@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
 _REPORTED = re.compile(r"ZOO-FAILED rank=(\d+) line=(\d+|None) step=(\d+)")

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 
 SCRIPT = """
 import sys, torch, torch.distributed as dist

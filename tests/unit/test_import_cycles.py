@@ -73,8 +73,8 @@ def test_no_module_imports_itself_back_through_others():
 # codec, the run dir's file names and secret redaction. Never the launcher side or the
 # analysis: they pull in psutil, rich and the checks, which cost every rank start-up time and
 # could fail inside the script.
-INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.telemetry", "ddpdoctor.probe.jsonl",
-                     "ddpdoctor.probe.rundir",
+INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.records.telemetry", "ddpdoctor.probe.records.jsonl",
+                     "ddpdoctor.probe.records.rundir",
                      "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor.core.paths",
                      "ddpdoctor.core.deprecated")
 INRANK_PACKAGES = ("ddpdoctor", "ddpdoctor.probe")  # __init__ files, which import nothing heavy

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import fsdp_comm, memory, perf_tables
 from ddpdoctor.core.registry import Skipped
 from tests.helpers.telemetry_builders import RunBuilder, judge, site
@@ -244,7 +244,7 @@ def test_library_collectives_whose_size_follows_the_model_are_not_latent_desyncs
 SCRIPT = textwrap.dedent("""
     import json, sys, torch
     from ddpdoctor.probe.inrank import memory, recorder
-    from ddpdoctor.probe import telemetry as tm
+    from ddpdoctor.probe.records import telemetry as tm
     rec = recorder.Recorder(sys.argv[1]); recorder.set_recorder(rec)
     from torch.optim.optimizer import register_optimizer_step_post_hook
     def count(opt, a, k): rec.step += 1

@@ -18,7 +18,7 @@ from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis import perf_tables
 from ddpdoctor.probe.analysis import scaling
 from ddpdoctor.probe.launch import scaling as scaling_runs
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import trace
@@ -821,7 +821,8 @@ def test_estimates_read_like_a_person_would_write_them():
 def test_the_overrides_file_name_is_the_one_the_ranks_read():
     import inspect as inspect_module
 
-    from ddpdoctor.probe import run, rundir
+    from ddpdoctor.probe import run
+    from ddpdoctor.probe.records import rundir
     from ddpdoctor.probe.inrank import ddp
 
     assert ddp.OVERRIDES_FILE == rundir.DDP_OVERRIDES_FILE

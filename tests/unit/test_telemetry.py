@@ -1,8 +1,8 @@
-"""The record schema (probe/telemetry.py): what readers rely on being declared."""
+"""The record schema (probe/records/telemetry.py): what readers rely on being declared."""
 
 from dataclasses import fields
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RankRun
 from tests.helpers.telemetry_builders import site
 

@@ -26,7 +26,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
 from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, ending_key, has_ended

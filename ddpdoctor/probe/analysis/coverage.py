@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.paths import display_path
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any, Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import perf
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.report.model import Table

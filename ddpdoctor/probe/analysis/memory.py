@@ -20,7 +20,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.report.model import Table
 

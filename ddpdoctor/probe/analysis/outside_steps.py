@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.wording import ranges
-from ddpdoctor.probe.rundir import WATCH_FILE
+from ddpdoctor.probe.records.rundir import WATCH_FILE
 
 # A gap between two steps is a pause when it is this many times the median step and at least
 # PAUSE_MIN_S long; a start-up is said in the terminal report from STARTUP_SHOWN_S on.

@@ -9,7 +9,7 @@ import signal
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks

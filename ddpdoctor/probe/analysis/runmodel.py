@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TypeVar
 
 from ddpdoctor.core.paths import note_own_dir
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 
 T = TypeVar("T")
 
-from ddpdoctor.probe.rundir import MAIN_TELEMETRY, META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, rank_of
+from ddpdoctor.probe.records.rundir import MAIN_TELEMETRY, META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, rank_of
 from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta, stack_file
 from ddpdoctor.probe.run_model.verify import VerifyResult
 

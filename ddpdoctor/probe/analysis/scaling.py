@@ -20,7 +20,7 @@ from typing import Any, Optional
 from ddpdoctor.probe.analysis import perf
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
-from ddpdoctor.probe.rundir import SCALING_FILE
+from ddpdoctor.probe.records.rundir import SCALING_FILE
 
 
 @dataclass

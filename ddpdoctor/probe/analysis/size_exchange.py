@@ -13,7 +13,7 @@ from __future__ import annotations
 from math import prod
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RankRun
 
 GATHERS = {"all_gather", "all_gather_into_tensor", "all_gather_single", "broadcast",

@@ -32,7 +32,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from ddpdoctor.probe import rundir, telemetry as tm
+from ddpdoctor.probe.records import rundir
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import (collectives, coverage, device_timing, fingerprint, forward_inputs,
                                     frameworks, groups, recorder)
 

@@ -11,7 +11,7 @@ from typing import Callable
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import frameworks, groups, recorder
 
 

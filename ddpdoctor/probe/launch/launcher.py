@@ -24,7 +24,7 @@ from ddpdoctor.probe.launch import machine_load, stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
 from ddpdoctor.probe.launch.spec import JobSpec
-from ddpdoctor.probe.rundir import LOG_FILE, TORCHRUN_LOG_DIR
+from ddpdoctor.probe.records.rundir import LOG_FILE, TORCHRUN_LOG_DIR
 from ddpdoctor.probe.run_model.outcome import Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter

@@ -26,9 +26,9 @@ from collections import deque
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ddpdoctor.probe import jsonl
-from ddpdoctor.probe.rundir import LOG_FILE
-from ddpdoctor.probe.rundir import WATCH_FILE
+from ddpdoctor.probe.records import jsonl
+from ddpdoctor.probe.records.rundir import LOG_FILE
+from ddpdoctor.probe.records.rundir import WATCH_FILE
 from ddpdoctor.probe.launch.watchdog import ProgressWatch, RankState
 from ddpdoctor.probe.launch.spec import JobSpec
 from ddpdoctor.report import live

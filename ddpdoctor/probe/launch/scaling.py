@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.core.files import write_atomic
-from ddpdoctor.probe.rundir import SCALING_FILE, scaling_run_name
+from ddpdoctor.probe.records.rundir import SCALING_FILE, scaling_run_name
 
 if TYPE_CHECKING:
     from ddpdoctor.probe.launch.spec import JobSpec

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ddpdoctor.core.errors import ToolFailure
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.probe.run_model.verify import VerifyResult
-from ddpdoctor.probe.rundir import VERIFY_FILE, verify_run_name
+from ddpdoctor.probe.records.rundir import VERIFY_FILE, verify_run_name
 
 MAX_RERUNS = 3
 # Findings that change a DDP argument without saying so in ddp_kwargs (older checks).

@@ -1,5 +1,5 @@
 """What a probe's run dir holds, as types: launch/ writes them, analysis/ reads them, and both
-depend on this package, never on each other. The file names themselves are in probe/rundir.py
+depend on this package, never on each other. The file names themselves are in probe/records/rundir.py
 (standard library only: the ranks import it).
 
     outcome.py      ProbeMeta (probe.json), Outcome (outcome.json), RankStack, Frame
@@ -8,5 +8,5 @@ depend on this package, never on each other. The file names themselves are in pr
     stack_view.py   StackView: one rank's stack read for where it stands (user frame, call)
     looks.py        the watchdog's looks at the ranks in a quiet spell, judged busy or blocked
 
-The one reader of rank-<R>.jsonl / rank-<R>.stack while the job runs is probe/rank_files.py.
+The one reader of rank-<R>.jsonl / rank-<R>.stack while the job runs is probe/records/rank_files.py.
 """

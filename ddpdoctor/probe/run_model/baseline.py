@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.probe.rundir import BASELINE_FILE
+from ddpdoctor.probe.records.rundir import BASELINE_FILE
 
 
 @dataclass

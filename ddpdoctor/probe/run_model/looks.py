@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_view import COLLECTIVE_CALLS, StackView, bare_callee, bare_name
 from ddpdoctor.probe.wording import at, ranges

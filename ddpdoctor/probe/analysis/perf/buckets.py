@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.perf.clock import CPU_CLOCK, NO_CLOCK, comm_unjudged, device_time
 from ddpdoctor.probe.analysis.perf.cost_fit import CallCost, baseline_medians, call_cost
 from ddpdoctor.probe.analysis.perf.spans import joined, service_times

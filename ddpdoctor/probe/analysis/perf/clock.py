@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
 
 CPU_CLOCK, CUDA_CLOCK, NO_CLOCK = "cpu", "cuda-events", "none"  # inrank/device_timing.py

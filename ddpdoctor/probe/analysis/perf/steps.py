@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.perf.clock import CUDA_CLOCK, DeviceTime, device_time
 from ddpdoctor.probe.analysis.perf.stats import median, spread
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
