@@ -10,7 +10,7 @@ from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import location, rank_list
+from ddpdoctor.probe.words.wording import location, rank_list
 
 
 @check("DDP403", "Gradient accumulation all-reduces every micro-step", Severity.WARNING)

@@ -8,7 +8,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, loader_epochs, loader_name, loader_site
-from ddpdoctor.probe.wording import counted, location, rank_list, verb
+from ddpdoctor.probe.words.wording import counted, location, rank_list, verb
 
 
 @check("DDP303", "Ranks get different numbers of batches", Severity.ERROR)

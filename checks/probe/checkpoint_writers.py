@@ -8,7 +8,7 @@ from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import location, rank_list, steps_text
+from ddpdoctor.probe.words.wording import location, rank_list, steps_text
 
 
 @check("DDP701", "Several ranks write the same checkpoint", Severity.ERROR)

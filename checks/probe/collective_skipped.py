@@ -13,7 +13,7 @@ from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, custom_batch_sam
 from ddpdoctor.probe.analysis.rank_state import describe_collective, forward_only_on, whereabouts
 from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
 from ddpdoctor.probe.analysis.skipped_backward import SkippedBackward, skipped_backwards
-from ddpdoctor.probe.wording import at, location, rank_list, verb
+from ddpdoctor.probe.words.wording import at, location, rank_list, verb
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

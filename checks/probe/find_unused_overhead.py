@@ -8,7 +8,7 @@ from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import location, rank_list
+from ddpdoctor.probe.words.wording import location, rank_list
 
 MIN_ITERATIONS = 2  # backward passes on every rank before trusting "always all used"
 

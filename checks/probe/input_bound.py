@@ -9,7 +9,7 @@ from ddpdoctor.probe.analysis.perf.units import ms
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import at, location, rank_list
+from ddpdoctor.probe.words.wording import at, location, rank_list
 
 MIN_SHARE = 0.30  # waiting for data, as a share of the rank's median step
 MIN_WAIT_S = 0.010  # ... and at least this long per step, on every rank

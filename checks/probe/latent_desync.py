@@ -10,7 +10,7 @@ from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks, size_exchange
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import location, rank_list
+from ddpdoctor.probe.words.wording import location, rank_list
 
 # Sizes that may vary by design: torch's object collectives exchange the sizes themselves (their
 # internal tensor collectives are not recorded), barriers carry no data, DDP's buckets are fixed.

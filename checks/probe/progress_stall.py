@@ -17,8 +17,8 @@ from ddpdoctor.probe.analysis.skipped_backward import skipped_backwards
 from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, last_collective
 from ddpdoctor.probe.analysis.stack_groups import blocking_workers, group_stacks, rank_stacks, stall_advice
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
-from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
-from ddpdoctor.probe.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
+from ddpdoctor.probe.words.wording import at, location, rank_list, ranges, seconds
+from ddpdoctor.probe.words.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

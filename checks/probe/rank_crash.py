@@ -15,7 +15,7 @@ from ddpdoctor.probe.analysis.launch_failure import launch_failure
 from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWICE, UNFINISHED_REDUCTION, CrashEvent,
                           crash_events, describe_collective, last_collective, whereabouts)
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
-from ddpdoctor.probe.wording import at, location, rank_list
+from ddpdoctor.probe.words.wording import at, location, rank_list
 from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

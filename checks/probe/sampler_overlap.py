@@ -17,7 +17,7 @@ from ddpdoctor.probe.analysis.rank_pairs import (PairBlock, best_pair, blocks_in
 from ddpdoctor.probe.analysis.sample_overlap import (IDENTICAL, REORDERED, SAMPLES, PairStats, PairSummary,
                                                      WholeDataset, duplicate_rate, epoch_size, identical_positions,
                                                      pair_summary, whole_dataset_per_rank)
-from ddpdoctor.probe.wording import counted, location, name_list, rank_list, steps_text, verb
+from ddpdoctor.probe.words.wording import counted, location, name_list, rank_list, steps_text, verb
 
 
 

@@ -9,7 +9,7 @@ from ddpdoctor.probe.analysis.perf.units import ms
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import rank_list, verb
+from ddpdoctor.probe.words.wording import rank_list, verb
 
 RATIO = 1.5  # the rank's compute per step against the median of the other ranks'
 MIN_EXCESS_S = 0.010  # ... and at least this much more per step,

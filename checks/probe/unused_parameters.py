@@ -12,7 +12,7 @@ from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import counted, location, name_list, natural_sorted, rank_list
+from ddpdoctor.probe.words.wording import counted, location, name_list, natural_sorted, rank_list
 from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

@@ -36,7 +36,7 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import FAILED, INCOMPLETE, PASSED, CheckResult
 from ddpdoctor.probe.run_model.stack_view import StackView
-from ddpdoctor.probe.wording import rank_list, verb
+from ddpdoctor.probe.words.wording import rank_list, verb
 from ddpdoctor.probe.run_model.stack_text import json_frames
 from ddpdoctor.probe.records.rundir import META_FILE, RANK_TELEMETRY_GLOB
 from ddpdoctor.report.model import Report, Table

@@ -33,7 +33,7 @@ from ddpdoctor.core.registry import (FAILED, INCOMPLETE, PASSED, SKIPPED, WARNED
                                      all_checks)
 from ddpdoctor.probe.analysis.stack_groups import group_stacks, stall_advice
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
-from ddpdoctor.probe.wording import rank_list, seconds, verb
+from ddpdoctor.probe.words.wording import rank_list, seconds, verb
 from ddpdoctor.report.model import Table
 
 IN_PLACE = 0.9  # share of samples on the final stack for a rank to count as not moving

@@ -7,7 +7,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.analysis import coverage, frameworks, memory, outside_steps, perf_tables
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.large_world import summarised
+from ddpdoctor.probe.words.large_world import summarised
 from ddpdoctor.probe.run_model.outcome import MachineLoad
 from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
 from ddpdoctor.core.registry import run_checks

@@ -15,7 +15,7 @@ from typing import Optional
 
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import ranges
+from ddpdoctor.probe.words.wording import ranges
 from ddpdoctor.probe.records.rundir import WATCH_FILE
 
 # A gap between two steps is a pause when it is this many times the median step and at least

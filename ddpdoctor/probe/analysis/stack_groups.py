@@ -15,7 +15,7 @@ from ddpdoctor.probe.analysis.runmodel import RunModel
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_text import parse_faulthandler
 from ddpdoctor.probe.run_model.stack_view import StackView, is_user_file
-from ddpdoctor.probe.wording import rank_list
+from ddpdoctor.probe.words.wording import rank_list
 
 
 @dataclass

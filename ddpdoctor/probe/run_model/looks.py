@@ -10,7 +10,7 @@ from typing import Optional
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_view import COLLECTIVE_CALLS, StackView, bare_callee, bare_name
-from ddpdoctor.probe.wording import at, ranges
+from ddpdoctor.probe.words.wording import at, ranges
 
 
 def shapes_text(shapes: list, dtypes: list) -> str:
