@@ -28,7 +28,7 @@ from pathlib import Path
 from benchmarks.overhead import REPO, SCRIPT, ddpdoctor_cmd
 from ddpdoctor.probe.analysis import perf
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.loaders import (LoaderEpoch, full_passes, loader_epochs, loader_name,

@@ -7,7 +7,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf import ModelComm, megabytes, ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.words.wording import counted

@@ -9,7 +9,7 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks, size_exchange
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.probe.words.wording import location, rank_list
 
 # Sizes that may vary by design: torch's object collectives exchange the sizes themselves (their

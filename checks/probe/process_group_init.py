@@ -6,7 +6,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.rank_state import CrashEvent, crash_events, ending

@@ -8,7 +8,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences

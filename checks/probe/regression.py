@@ -7,7 +7,7 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 from ddpdoctor.probe.analysis import perf_tables, regression
 from ddpdoctor.probe.analysis.perf.units import megabytes
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 GB = 1e9
 

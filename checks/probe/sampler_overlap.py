@@ -7,7 +7,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.forward_overlap import InputPair, forward_inputs, input_pairs, varying_keys

@@ -6,7 +6,7 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf.steps import PHASE_WORDS
 from ddpdoctor.probe.analysis.perf.units import ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.words.wording import rank_list, verb

@@ -9,7 +9,7 @@ from ddpdoctor.probe.analysis import coverage, frameworks, memory, outside_steps
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.words.large_world import summarised
 from ddpdoctor.probe.run_model.outcome import MachineLoad
-from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+from ddpdoctor.probe.run_model.loaded_run import RankRun, RunModel
 from ddpdoctor.core.registry import run_checks
 from ddpdoctor.lint.merge import static_part
 from ddpdoctor.report.model import Report, Table

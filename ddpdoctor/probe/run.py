@@ -23,7 +23,7 @@ from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.scaling import load_points
 from ddpdoctor.probe.analysis import outside_steps, regression
 from ddpdoctor.probe.run_model import verify as verify_results
-from ddpdoctor.probe.analysis.runmodel import RunModel, collector_paused
+from ddpdoctor.probe.run_model.loaded_run import RunModel, collector_paused
 from ddpdoctor.probe.records.rundir import META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, REPORT_FILE
 from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
 from ddpdoctor.probe.report import build_report

@@ -19,7 +19,7 @@ from ddpdoctor.probe.analysis import perf_tables
 from ddpdoctor.probe.analysis import scaling
 from ddpdoctor.probe.launch import scaling as scaling_runs
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import trace
 from ddpdoctor.checks.probe.exposed_comm import unavoidable

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.collective_alignment import divergences
-from ddpdoctor.probe.analysis.runmodel import RankRun
+from ddpdoctor.probe.run_model.loaded_run import RankRun
 from tests.helpers.telemetry_builders import RunBuilder
 
 

@@ -3,7 +3,7 @@
 from dataclasses import fields
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RankRun
+from ddpdoctor.probe.run_model.loaded_run import RankRun
 from tests.helpers.telemetry_builders import site
 
 

@@ -16,7 +16,7 @@ from typing import Optional
 
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core.findings import Location, Problem
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.probe.words.wording import location as site_location, rank_list
 
 NAMES = {"transformers": "Hugging Face Transformers", "lightning": "Lightning",

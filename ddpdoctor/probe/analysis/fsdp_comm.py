@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import perf
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.report.model import Table
 
 ELEMENT_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.probe.words.wording import ranges
 from ddpdoctor.probe.records.rundir import WATCH_FILE
 

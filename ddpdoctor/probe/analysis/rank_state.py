@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+from ddpdoctor.probe.run_model.loaded_run import RankRun, RunModel
 
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
 from ddpdoctor.probe.run_model.looks import collective_text

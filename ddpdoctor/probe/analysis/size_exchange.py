@@ -14,7 +14,7 @@ from math import prod
 from typing import Optional
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RankRun
+from ddpdoctor.probe.run_model.loaded_run import RankRun
 
 GATHERS = {"all_gather", "all_gather_into_tensor", "all_gather_single", "broadcast",
            "all_gather_object", "broadcast_object_list"}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_text import parse_faulthandler
 from ddpdoctor.probe.run_model.stack_view import StackView, is_user_file

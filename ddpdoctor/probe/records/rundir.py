@@ -1,6 +1,6 @@
 """The names of everything in a probe's run dir, in one place: the ranks write them (inrank/),
 the launcher watches them (launch/), node 0 receives other nodes' copies of them
-(launch/node_gather.py), the analysis reads them (analysis/runmodel.py); the types written
+(launch/node_gather.py), the analysis reads them (run_model/loaded_run.py); the types written
 into them are in run_model/, and probe/records/rank_files.py is the one reader of the rank files.
 
     probe.json        what was launched and with which limits (written before launch)

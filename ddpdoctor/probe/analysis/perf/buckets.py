@@ -13,7 +13,7 @@ from ddpdoctor.probe.analysis.perf.cost_fit import CallCost, baseline_medians, c
 from ddpdoctor.probe.analysis.perf.spans import joined, service_times
 from ddpdoctor.probe.analysis.perf.stats import median, spread
 from ddpdoctor.probe.analysis.perf.steps import WARMUP_STEPS, comm_shares_cores
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 GB = 1e9
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 CPU_CLOCK, CUDA_CLOCK, NO_CLOCK = "cpu", "cuda-events", "none"  # inrank/device_timing.py
 
