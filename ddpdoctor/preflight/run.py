@@ -120,8 +120,8 @@ def run_preflight(opts: PreflightOptions) -> Report:
 def _smoke_test(opts: PreflightOptions, cluster: ClusterFacts):
     """DDP107: a real all-reduce, once the facts say a job could form (every check is judged for
     that, --ignore or not)."""
-    from ddpdoctor.preflight.collective import run as collective  # only with --collective
-    from ddpdoctor.preflight.collective import result as collective_result
+    from ddpdoctor.preflight import collective_smoke as collective  # only with --collective
+    from ddpdoctor.preflight import collective_result
 
     reason = collective.blocker(cluster)
     if reason:

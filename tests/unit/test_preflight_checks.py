@@ -383,14 +383,14 @@ def test_nccl_socket_ifname_syntax():
 # DDP107: the collective smoke test, fed recorded outcomes
 
 def _smoke(**kw) -> ClusterFacts:
-    from ddpdoctor.preflight.collective.result import CollectiveOutcome
+    from ddpdoctor.preflight.collective_result import CollectiveOutcome
     c = cluster(node(facts("gpu-a1"), host="a"), node(facts("gpu-a2"), host="b"), node(facts("gpu-b1"), host="c"))
     c.collective = CollectiveOutcome(**{"status": "ran", "hosts": ["a", "b", "c"], "world_size": 3, "world": "ok", **kw})
     return c
 
 
 def _pair(a, b, busbw=None, error=None, number=0):
-    from ddpdoctor.preflight.collective.result import PairResult
+    from ddpdoctor.preflight.collective_result import PairResult
     return PairResult([a, b], number, 1 << 20, None if error else (1 << 20) / busbw, busbw, error)
 
 
@@ -400,7 +400,7 @@ def test_collective_check_is_skipped_until_asked_for_and_says_how():
 
 
 def test_collective_not_run_because_facts_are_unsound_is_skipped_with_the_reason():
-    from ddpdoctor.preflight.collective.result import skipped
+    from ddpdoctor.preflight.collective_result import skipped
     c = healthy()
     c.collective = skipped("not run: DDP105 failed (A node cannot be reached); fix that first")
     result = run("DDP107", c)
@@ -432,7 +432,7 @@ def test_slow_node_is_a_warning_and_noise_is_not():
 
 
 def test_world_all_reduce_timeout_names_the_ranks():
-    from ddpdoctor.preflight.collective.result import RankResult
+    from ddpdoctor.preflight.collective_result import RankResult
     ranks = [RankResult(0, "a", 0, "size"), RankResult(1, "b", 0, "world-init", "killed at the deadline while in the first all-reduce"),
              RankResult(2, "c", 0, "size")]
     c = _smoke(pairs=[_pair("a", "b", 5e8)], ranks=ranks, world="failed")
@@ -441,7 +441,7 @@ def test_world_all_reduce_timeout_names_the_ranks():
 
 
 def test_pair_schedule_meets_every_pair_once_in_disjoint_rounds():
-    from ddpdoctor.preflight.collective.run import pair_rounds
+    from ddpdoctor.preflight.collective_smoke import pair_rounds
     for n in range(2, 10):
         rounds = pair_rounds(n, cap=99)
         met = [tuple(p) for r in rounds for p in r]
@@ -453,7 +453,7 @@ def test_pair_schedule_meets_every_pair_once_in_disjoint_rounds():
 
 
 def test_worker_events_merge_into_pairs_sizes_and_rank_errors():
-    from ddpdoctor.preflight.collective.result import from_nodes
+    from ddpdoctor.preflight.collective_result import from_nodes
     answers = {
         "a": {"ranks": [{"rank": 0, "local_rank": 0, "exit_code": 0, "killed": False, "stderr": [], "events": [
             {"phase": "started"}, {"phase": "imported"}, {"phase": "store"},
