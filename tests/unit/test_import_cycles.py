@@ -69,6 +69,41 @@ def test_no_module_imports_itself_back_through_others():
     assert _cycles(graph) == []
 
 
+def _folder(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Folders as nodes: an import (at the top or inside a function) of any module of folder X by
+    a module of folder Y != X is an edge Y -> X. A package and its sub-package are two nodes."""
+    modules = _modules()
+    folders = {name: _folder(name, path) for name, path in modules.items()}
+    graph: dict[str, set[str]] = {folder: set() for folder in folders.values()}
+    for name, path in modules.items():
+        graph[folders[name]].update(folders[e] for e in _imports(name, path, modules) if folders[e] != folders[name])
+    return graph
+
+
+def test_no_package_imports_itself_back_through_others():
+    # No module cycle is not enough: probe/ holding both the record schema every layer reads and
+    # the driver that imports every layer made probe/ <-> analysis/, launch/, run_model/ a
+    # cycle of folders without one of modules. A layer is a folder, and layers lean one way.
+    assert _cycles(package_graph()) == []
+
+
+def test_the_package_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path):
+    for rel, text in {"a/__init__.py": "", "a/x.py": "def f():\n    from a.b import y\n",
+                      "a/b/__init__.py": "", "a/b/y.py": "from a import x\n"}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    modules = {"a": tmp_path / "a/__init__.py", "a.x": tmp_path / "a/x.py",
+               "a.b": tmp_path / "a/b/__init__.py", "a.b.y": tmp_path / "a/b/y.py"}
+    folders = {name: _folder(name, path) for name, path in modules.items()}
+    graph = {f: {folders[e] for e in _imports(m, modules[m], modules) if folders[e] != f}
+             for m, f in folders.items() if m in ("a.x", "a.b.y")}
+    assert graph == {"a": {"a.b"}, "a.b": {"a"}} and _cycles(graph) == [["a", "a.b", "a"]]
+
+
 # What code inside the user's ranks may import: itself, the telemetry format, the JSON-lines
 # codec, the run dir's file names and secret redaction. Never the launcher side or the
 # analysis: they pull in psutil, rich and the checks, which cost every rank start-up time and
