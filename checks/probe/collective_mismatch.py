@@ -10,7 +10,7 @@ from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import MISMATCH, Side, divergences
 from ddpdoctor.probe.analysis.rank_state import forward_only_on
-from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
+from ddpdoctor.probe.run_model.busy_or_blocked import DDP_BUFFER_BROADCAST
 from ddpdoctor.probe.words.wording import at, location, rank_list
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence

@@ -11,7 +11,7 @@ from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
 from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, custom_batch_sampler
 from ddpdoctor.probe.analysis.rank_state import describe_collective, forward_only_on, whereabouts
-from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
+from ddpdoctor.probe.run_model.busy_or_blocked import DDP_BUFFER_BROADCAST
 from ddpdoctor.probe.analysis.skipped_backward import SkippedBackward, skipped_backwards
 from ddpdoctor.probe.words.wording import at, location, rank_list, verb
 from ddpdoctor.postmortem.causality import grouped, problem, when

@@ -14,7 +14,7 @@ hang, and within one step a long backward cannot be told from one; or the waitin
 for a rank that is working in its own code (CPU, read/write calls, its stack moving): a long
 phase of one rank (evaluation or a checkpoint on rank 0) is not a hang either, and one window
 cannot tell it from a loop that never ends. The verdict is then incomplete, never hung and
-never healthy, as the probe's "slow is not stuck" (run_model/looks.py).
+never healthy, as the probe's "slow is not stuck" (run_model/busy_or_blocked.py).
 
 A rank waiting for its peers under DDP shows no torch.distributed frame: it sits idle inside
 loss.backward() (the reducer waits in C++), so backward counts as waiting, as in probe.

@@ -177,7 +177,7 @@ def final_spell(run: RunModel) -> str:
                 "a loaded machine or slow imports")
     if not places:
         return f"the ranks {spent} in their own code {when}, no collective pending (no stack was taken)"
-    # A rank waiting for a peer still on its way to the same call (looks.py) is a place too.
+    # A rank waiting for a peer still on its way to the same call (run_model/busy_or_blocked.py) is a place too.
     waited = any(str(p.get("where", "")).startswith("waits in ") for p in places)
     return "; ".join(f"{_ranks(p.get('ranks') or [])} {spent} {_spent_where(str(p.get('where', '')))}"
                      for p in places) + f" {when}" + ("" if waited else ", no collective pending")

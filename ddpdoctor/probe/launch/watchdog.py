@@ -26,7 +26,7 @@ import psutil
 from ddpdoctor.core.paths import note_own_dir
 from ddpdoctor.probe.records import jsonl
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.run_model.looks import JobLook, Judgement, Pending, RankLook, collective_text, judge
+from ddpdoctor.probe.run_model.busy_or_blocked import JobLook, Judgement, Pending, RankLook, collective_text, judge
 from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe.run_model.stack_text import relative_to
 from ddpdoctor.probe.run_model.stack_view import StackView

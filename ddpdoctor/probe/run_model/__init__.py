@@ -6,7 +6,7 @@ depend on this package, never on each other. The file names themselves are in pr
     verify.py       VerifyResult (verify.json, probe --verify-fix)
     stack_text.py   the one reader of stack texts: faulthandler dumps, py-spy's JSON and errors
     stack_view.py   StackView: one rank's stack read for where it stands (user frame, call)
-    looks.py        the watchdog's looks at the ranks in a quiet spell, judged busy or blocked
+    busy_or_blocked.py  the watchdog's looks at the ranks in a quiet spell, judged busy or blocked
 
 The one reader of rank-<R>.jsonl / rank-<R>.stack while the job runs is probe/records/rank_files.py.
 """
