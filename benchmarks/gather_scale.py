@@ -9,7 +9,7 @@ rank's telemetry (tests/probe_recordings/healthy) at a real step rate, until eve
 Node 0 is its own process (`--node0`): the real NodeGather on loopback with a token, the real
 watchdog (ProgressWatch), the live view on a terminal of its own (unless --no-live), the stall
 verdict, stacks asked of every node at once, the end, the real analysis of the run dir into the
-report and the terminal report, as launcher.py and probe/run.py do. The fake nodes are threads
+report and the terminal report, as launcher.py and probe/driver.py do. The fake nodes are threads
 of this process, speaking the real protocol (node 0's challenge, then the hello: node_wire.py);
 node 0's own 8 ranks are written into its run dir by this process, as local ranks would. Every
 rank does the same steps (a node thread that falls behind catches up): in a real DDP job no rank
@@ -230,7 +230,7 @@ class FakeNodeThread(threading.Thread):
 
 def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live_view: bool) -> None:
     """Node 0's ddpdoctor, as launcher.py runs it, minus torchrun (its ranks are simulated); with
-    the live view on a terminal (its own thread, as probe/run.py shows it) unless --no-live."""
+    the live view on a terminal (its own thread, as probe/driver.py shows it) unless --no-live."""
     from dataclasses import asdict
 
     from ddpdoctor.core.findings import Severity
@@ -238,7 +238,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
     from ddpdoctor.probe.launch.node_gather import NodeGather
     from ddpdoctor.probe.launch.watchdog import ProgressWatch
-    from ddpdoctor.probe.run import analyse
+    from ddpdoctor.probe.driver import analyse
     from ddpdoctor.report import json as json_report
     from ddpdoctor.report import terminal
 

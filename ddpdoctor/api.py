@@ -45,7 +45,7 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu
     return the report. `cpu=True` is `--cpu` (a CUDA/NCCL script on the CPU with gloo);
     `verify_fix=True` is --verify-fix, `baseline="perf.json"` is --baseline perf.json."""
     from ddpdoctor.probe.options import ProbeOptions
-    from ddpdoctor.probe.run import probe as probe_job
+    from ddpdoctor.probe.driver import probe as probe_job
 
     _want("script", script, (str, os.PathLike), "a path")
     if isinstance(args, (str, bytes)) or not all(isinstance(a, str) for a in args):

@@ -821,12 +821,12 @@ def test_estimates_read_like_a_person_would_write_them():
 def test_the_overrides_file_name_is_the_one_the_ranks_read():
     import inspect as inspect_module
 
-    from ddpdoctor.probe import run
+    from ddpdoctor.probe import driver
     from ddpdoctor.probe.records import rundir
     from ddpdoctor.probe.inrank import ddp
 
     assert ddp.OVERRIDES_FILE == rundir.DDP_OVERRIDES_FILE
-    assert "DDP_OVERRIDES_FILE" in inspect_module.getsource(run._store_perf_inputs)
+    assert "DDP_OVERRIDES_FILE" in inspect_module.getsource(driver._store_perf_inputs)
 
 
 def test_a_latency_bound_bucket_slower_than_raw_is_not_a_bandwidth_problem():

@@ -11,7 +11,7 @@ run dir holds them all, the host in each rank's Start record):
   prefixed `[rankN]: ` by torchrun's --tee), printed as it grows.
 
 One thread polls both a few times a second and hands a Board to the view (report/live.py).
-`showing(options, run_dir)` wraps the job: the one hook in probe/run.py.
+`showing(options, run_dir)` wraps the job: the one hook in probe/driver.py.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def parse_sizes(text: str) -> list[int]:
 def run_sizes(options: "JobSpec", run_dir: Path, probe_one: Any) -> None:
     """Probe the script at each size in options.scaling, one after another, under run_dir.
 
-    `probe_one(options)` runs one probe (run.probe, without --scaling) and returns its Report.
+    `probe_one(options)` runs one probe (driver.probe, without --scaling) and returns its Report.
     An interrupted probe ends the series; its point shows as "interrupted" in the table."""
     runs: dict[str, str] = {}
     for size in options.scaling:

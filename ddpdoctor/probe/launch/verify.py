@@ -52,7 +52,7 @@ def write(run_dir: Path, results: list[VerifyResult]) -> None:
 def run_fixes(options: Any, run_dir: Path, report: Any, probe_one: Callable[[Any], Any]) -> list[VerifyResult]:
     """Rerun the script once per set of DDP arguments the report's findings suggest.
 
-    `probe_one(options)` runs one probe (run.probe, without --verify-fix) and returns its Report."""
+    `probe_one(options)` runs one probe (driver.probe, without --verify-fix) and returns its Report."""
     results = fixes(report)
     reruns: dict[str, tuple[str, Any]] = {}  # kwargs -> (rel dir, report) : one rerun per set
     for result in results:

@@ -141,7 +141,7 @@ class RunModel:
     # One point per world size of `probe --scaling` (analysis/scaling.py attaches them); empty without it.
     scaling: list = field(default_factory=list)
     # What `probe --verify-fix` measured (run_model/verify.py) and the --baseline report's numbers
-    # (analysis/regression.py, DDP607), attached by probe/run.analyse: empty / None without them.
+    # (analysis/regression.py, DDP607), attached by probe/driver.analyse: empty / None without them.
     verified: list[VerifyResult] = field(default_factory=list)
     regression_baseline: Optional[Baseline] = None
     # The watchdog's looks at the ranks in quiet spells (watch.jsonl, analysis/outside_steps.py).
