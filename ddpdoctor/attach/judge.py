@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Optional
 
-from ddpdoctor.attach.facts import Observation, RankObservation
+from ddpdoctor.attach.observation import Observation, RankObservation
 from ddpdoctor.core.findings import Location, Problem
 from ddpdoctor.core.registry import (FAILED, INCOMPLETE, PASSED, SKIPPED, WARNED, CheckResult,
                                      all_checks)

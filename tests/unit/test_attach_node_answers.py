@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ddpdoctor.attach.facts import MAX_FRAMES, Observation, RankObservation, most_samples
+from ddpdoctor.attach.observation import MAX_FRAMES, Observation, RankObservation, most_samples
 from ddpdoctor.attach.judge import judge
 from ddpdoctor.attach.nodes import _answers, merge
 from ddpdoctor.preflight.transport import child
@@ -148,7 +148,7 @@ def test_a_node_answer_beyond_the_bound_is_not_parsed_and_the_node_is_lost():
     import resource
     import time
 
-    from ddpdoctor.attach.facts import NODE_MARKER
+    from ddpdoctor.attach.observation import NODE_MARKER
     from ddpdoctor.attach.nodes import MAX_ANSWER
 
     huge = NODE_MARKER + '{"host": "b", "observation": {"notes": ["' + "x" * (MAX_ANSWER + 10) + '"]}}\n'
