@@ -1,10 +1,13 @@
-"""The package's modules import each other without a cycle: the layout's layers (core, report,
-cli, preflight, probe's launch / inrank / analysis) only lean one way. Function-level imports
-count too: a cycle hidden in a function is still a cycle a reader has to untangle."""
+"""The package's modules, and its packages (folders), import each other without a cycle: the
+layout's layers (core, report, cli, preflight, probe's records / launch / inrank / run_model /
+analysis) only lean one way; docs/architecture.md draws that graph and names every module.
+Function-level imports count too: a cycle hidden in a function is still a cycle a reader has to
+untangle."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,13 +142,13 @@ def _reaches(start: str, graph: dict[str, set[str]]) -> set[str]:
 
 def test_the_launcher_side_and_the_run_model_never_import_the_analysis():
     # launch/ makes the run model (Outcome, stacks, the watchdog's looks) and analysis/ reads it:
-    # both depend on probe/run_model/, neither on the other. run_model/ not even through a third
-    # module; launch/ not itself (it reaches regression.py only through options.py's --baseline).
+    # both depend on probe/run_model/, neither on the other, not even through a third module
+    # (launch/ reads a spec.JobSpec, not options.py, which reads the --baseline report).
     modules = _modules()
     graph = {name: _imports(name, path, modules) for name, path in modules.items()}
     analysis = lambda found: sorted(e for e in found if e.startswith("ddpdoctor.probe.analysis"))
-    wrong = {m: analysis(graph[m]) for m in modules if m.startswith("ddpdoctor.probe.launch")}
-    wrong.update({m: analysis(_reaches(m, graph)) for m in modules if m.startswith("ddpdoctor.probe.run_model")})
+    wrong = {m: analysis(_reaches(m, graph)) for m in modules
+             if m.startswith(("ddpdoctor.probe.launch", "ddpdoctor.probe.run_model"))}
     assert {m: es for m, es in wrong.items() if es} == {}
 
 
@@ -156,3 +159,65 @@ def test_the_analysis_never_imports_the_launcher_side():
     wrong = {m: sorted(e for e in _imports(m, path, modules) if e.startswith("ddpdoctor.probe.launch"))
              for m, path in modules.items() if m.startswith("ddpdoctor.probe.analysis")}
     assert {m: es for m, es in wrong.items() if es} == {}
+
+
+# docs/architecture.md, drawn from the code: its "Who depends on whom" block is the package graph
+# above, edge for edge, and its table has a row per package naming each of its modules.
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+
+
+def _short(folder: str) -> str:
+    """ddpdoctor.probe.records -> probe/records; ddpdoctor.checks.probe -> checks/probe."""
+    return folder if folder == "ddpdoctor" else folder.removeprefix("ddpdoctor.").replace(".", "/")
+
+
+def _drawn_graph() -> dict[str, set[str]]:
+    block = ARCHITECTURE.read_text(encoding="utf-8").split("## Who depends on whom", 1)[1].split("```")[1]
+    drawn = {}
+    for line in block.splitlines():
+        found = re.match(r"^(\S+)\s+─►\s*(.*)$", line)
+        if found:
+            deps = found.group(2).strip()
+            drawn[found.group(1)] = set() if deps == "nothing" else {d.strip() for d in deps.split(",")}
+    return drawn
+
+
+def _drawing(graph: dict[str, set[str]]) -> str:
+    order: list[str] = []
+
+    def place(node: str) -> None:
+        if node not in order:
+            for dep in sorted(graph[node]):
+                place(dep)
+            order.append(node)
+
+    for node in sorted(graph):
+        place(node)
+    width = max(len(_short(n)) for n in order) + 2
+    return "\n".join(f"{_short(n):{width}}─► " + (", ".join(_short(d) for d in sorted(graph[n], key=order.index))
+                                                or "nothing") for n in order)
+
+
+def test_the_architecture_page_draws_the_package_graph_as_it_is():
+    graph = {_short(node): {_short(dep) for dep in deps} for node, deps in package_graph().items()}
+    assert _drawn_graph() == graph, "docs/architecture.md's drawing, as the imports are now:\n" + _drawing(package_graph())
+
+
+def test_every_module_is_named_in_its_packages_row_of_the_architecture_page():
+    rows = {}
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        found = re.match(r"^\| `([\w/]+/)` \| (.*) \|$", line)
+        if found:
+            rows[found.group(1)] = found.group(2)
+    missing = []
+    for path in _modules().values():
+        rel = path.relative_to(REPO)
+        if rel.parts[0] == "checks" and len(rel.parts) > 2:
+            continue  # one module per check: docs/checks.md lists them
+        folder = rel.parent.as_posix() + "/"
+        if folder not in rows:
+            missing.append(f"{folder} (no row)")
+        elif path.name != "__init__.py" and not re.search(rf"`{re.escape(path.stem)}(\.py)?[`.( ]", rows[folder]):
+            missing.append(str(rel))
+    assert sorted(set(missing)) == []
+
