@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from ddpdoctor.attach.observation import Observation
+from ddpdoctor.attach.flight import MISMATCH as FLIGHT_MISMATCH, Divergence as FlightDivergence, DumpSet
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.run_model.loaded_run import RunModel
-from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import MISMATCH, Side, divergences
 from ddpdoctor.probe.analysis.rank_state import forward_only_on
@@ -16,7 +18,8 @@ from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
 
-@check("DDP501", "Ranks call different collectives at the same position", Severity.ERROR, stages=("evidence",))
+@check("DDP501", "Ranks call different collectives at the same position", Severity.ERROR,
+       stages=("evidence", "attach", "flight"))
 def collective_mismatch(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -27,6 +30,9 @@ def collective_mismatch(run: RunModel) -> list[Problem] | Skipped:
         per process group: the first divergence; later ones are counted in the evidence.
         When the difference is better explained by one rank making an extra call (the rest of
         the sequences line up again once it is removed), DDP502 reports it instead.
+        Flight Recorder dumps are lined up the same way by their sequence numbers, whichever
+        command read them (`ddpdoctor report FR_DUMP_DIR`, `ddpdoctor attach` on an NCCL job
+        started with the dump pipe, a post-mortem).
 
     Why it hurts:
         Collectives match by position, not by name. On gloo, an all_reduce of 10 floats on one
@@ -49,6 +55,10 @@ def collective_mismatch(run: RunModel) -> list[Problem] | Skipped:
     """
     if isinstance(run, Evidence):
         return _from_evidence(run)
+    if isinstance(run, DumpSet):
+        return _from_dumps(run)
+    if isinstance(run, Observation):  # attach: only the dumps its pipe fetched tell positions apart
+        return _flight_mismatches(run.flight) if run.flight is not None else []
     calls = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.Collective)]
     if not calls:
         return Skipped("no collective was recorded")
@@ -148,10 +158,9 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
                                 "at the same position: the report's fingerprints show which differ",
                                 extra={"detail": group[0].message}))
     if ev.flight is not None:
-        for code, found in ev.flight.problems:
-            if code == "DDP501":
-                found.evidence.setdefault("role", "cause")
-                problems.append(found)
+        for found in _flight_mismatches(ev.flight):
+            found.evidence.setdefault("role", "cause")
+            problems.append(found)
     by_seq: dict[tuple, dict[str, list]] = {}
     for w in ev.timeouts:
         by_seq.setdefault((w.pg, w.seq), {}).setdefault(w.op, []).append(w)
@@ -167,3 +176,36 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
     if not problems and ev.empty:
         return Skipped("no evidence was read")
     return problems
+
+
+def _from_dumps(dumps: DumpSet) -> list[Problem] | Incomplete:
+    """A folder of Flight Recorder dumps (`ddpdoctor report DUMPS`): a mismatch the dumps show is
+    one whatever is missing; none found is a verdict only over every rank's dump."""
+    found = _flight_mismatches(dumps)
+    if found:
+        return found
+    if not dumps.complete:
+        return Incomplete(f"the dumps are incomplete: {dumps.missing}")
+    if len(dumps.dumps) < 2:
+        return Incomplete("fewer than 2 ranks' dumps: nothing to line up")
+    return []
+
+
+def _flight_mismatches(dumps: DumpSet) -> list[Problem]:
+    return [_flight_mismatch(d) for d in dumps.lineup.divergences if d.kind == FLIGHT_MISMATCH]
+
+
+def _flight_mismatch(d: FlightDivergence) -> Problem:
+    """Ranks that entered one position of a group with different ops, shapes or dtypes."""
+    parts = [f"{rank_list(ranks)} called {d.by_rank[ranks[0]][d.seq].describe()}{d.by_rank[ranks[0]][d.seq].at()}"
+             for ranks in d.shapes.values()]
+    smallest = min(d.shapes.values(), key=len)
+    call = d.by_rank[smallest[0]][d.seq]
+    return Problem(
+        message=f"position {d.seq} on group {d.group}: " + "; ".join(parts),
+        hint="every rank must call the same collective with the same shapes and dtypes at the same position",
+        ranks=smallest,
+        location=call.view.location,
+        evidence={"group": d.group, "seq": d.seq, "source": "flight recorder",
+                  "calls": {str(r): d.by_rank[r][d.seq].describe() for rs in d.shapes.values() for r in rs}},
+    )

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+from ddpdoctor.attach.observation import Observation
+from ddpdoctor.attach.flight import SKIPPED as FLIGHT_SKIPPED, Divergence as FlightDivergence, DumpSet
+from ddpdoctor.attach.window import EXITED, HUNG, NOTHING_SAMPLED, OWN_PHASE, Window, window
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.run_model.loaded_run import RunModel
-from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
 from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, custom_batch_sampler
 from ddpdoctor.probe.analysis.rank_state import describe_collective, forward_only_on, whereabouts
 from ddpdoctor.probe.run_model.busy_or_blocked import DDP_BUFFER_BROADCAST
+from ddpdoctor.probe.run_model.stack_view import bare_name
 from ddpdoctor.probe.analysis.skipped_backward import SkippedBackward, skipped_backwards
 from ddpdoctor.probe.words.wording import at, location, rank_list, verb
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
 
-@check("DDP502", "A rank skipped a collective the others entered", Severity.ERROR, stages=("evidence",))
+@check("DDP502", "A rank skipped a collective the others entered", Severity.ERROR,
+       stages=("evidence", "attach", "flight"))
 def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -75,6 +80,10 @@ def collective_skipped(run: RunModel) -> list[Problem] | Skipped:
     """
     if isinstance(run, Evidence):
         return _from_evidence(run)
+    if isinstance(run, DumpSet):
+        return _from_dumps(run)
+    if isinstance(run, Observation):
+        return _from_attach(run)
     calls = [r for rank_run in run.ranks.values() for r in rank_run.of(tm.Collective)]
     if not calls:
         return Skipped("no collective was recorded")
@@ -233,8 +242,6 @@ def _from_evidence(ev: Evidence):
     """A dead job's evidence: a complete set of Flight Recorder dumps in which ranks entered a
     collective another never did, or the desync report (TORCH_NCCL_DESYNC_DEBUG) naming ranks
     that never joined or did not join the next collective."""
-    from ddpdoctor.core.registry import Incomplete
-
     problems = []
     for report in ev.desync:
         lagging = report.never_joined or report.not_joined_next
@@ -249,7 +256,7 @@ def _from_evidence(ev: Evidence):
         problems.append(found)
         break
     if ev.flight is not None:
-        skipped = [p for code, p in ev.flight.problems if code == "DDP502"]
+        skipped = _flight_skips(ev.flight)
         if not ev.flight.complete:
             return Incomplete(f"Flight Recorder dumps incomplete: {ev.flight.missing}")
         for found in skipped:
@@ -258,3 +265,90 @@ def _from_evidence(ev: Evidence):
     if not problems and ev.empty:
         return Skipped("no evidence was read")
     return problems
+
+
+def _from_dumps(dumps: DumpSet) -> list[Problem] | Incomplete:
+    """A folder of Flight Recorder dumps (`ddpdoctor report DUMPS`): judged only when every rank
+    of the job left one (a rank without a dump would look like a rank that skipped)."""
+    if not dumps.complete:
+        return Incomplete(f"the dumps are incomplete: {dumps.missing}")
+    if len(dumps.dumps) < 2:
+        return Incomplete("fewer than 2 ranks' dumps: nothing to line up")
+    return _flight_skips(dumps)
+
+
+def _flight_skips(dumps: DumpSet) -> list[Problem]:
+    return [_flight_skip(d) for d in dumps.lineup.divergences if d.kind == FLIGHT_SKIPPED]
+
+
+def _flight_skip(d: FlightDivergence) -> Problem:
+    """Ranks that entered a collective at one position of a group that others never did."""
+    have, lacking, by_rank = d.entered, d.lacking, d.by_rank
+    call = by_rank[have[0]][d.seq]
+    instead = []
+    for r in lacking:
+        calls = by_rank.get(r, {})
+        if calls:
+            last = calls[max(calls)]
+            state = "completed" if last.entry.get("retired") else "not completed"
+            instead.append(f"rank {r}'s last collective was {last.describe()}{last.at()} ({state})")
+        else:
+            instead.append(f"rank {r} recorded no collective on this group")
+    stuck = "" if call.entry.get("retired") else f"; {rank_list(have)} {verb(have, 'waits', 'wait')} in it"
+    frames = {str(r): by_rank[r][max(by_rank[r])].view.lines() for r in lacking if by_rank.get(r)}
+    return Problem(
+        message=(f"{rank_list(have)} entered {call.describe()}{call.at()} on group {d.group} and "
+                 f"{rank_list(lacking)} never did: " + "; ".join(instead) + stuck),
+        hint=(f"call {call.op} on every rank, outside any rank- or data-dependent branch; "
+              f"{rank_list(lacking)} stopped before it: {verb(lacking, 'its', 'their')} last "
+              "collective's frames (in the details) show where"),
+        ranks=lacking if len(lacking) <= len(have) else have,
+        location=call.view.location,
+        evidence={"group": d.group, "seq": d.seq, "op": call.op, "entered_ranks": have,
+                  "skipped_ranks": lacking, "source": "flight recorder",
+                  "detail": "\n".join([f"rank {have[0]} (entered): {call.view.lines()}"] +
+                                      [f"rank {r} (last collective): {t}" for r, t in frames.items()])},
+    )
+
+
+def _from_attach(observation: Observation) -> list[Problem] | Incomplete:
+    """A running job (`ddpdoctor attach`): from the sampled stacks, a hung rank waiting in a
+    collective of its own that the others never entered; from the Flight Recorder dumps its pipe
+    fetched (NCCL), the same with sequence numbers."""
+    win = window(observation)
+    flight = _flight_skips(observation.flight) if observation.flight is not None else []
+    found: list[Problem] | Incomplete = []
+    if win.phase == HUNG:
+        found = [p for p in (_stack_skip(win),) if p is not None]
+    elif win.phase in (NOTHING_SAMPLED, OWN_PHASE, EXITED):
+        found = Incomplete(win.short_reason())
+    if flight:  # the dumps' evidence (sequence numbers, every rank's frames) joins the stacks' own
+        return (found if isinstance(found, list) else []) + flight
+    return found
+
+
+def _stack_skip(win: Window) -> Problem | None:
+    """The odd group waits in a collective of its own that the other ranks never entered (they
+    went on, and wait in DDP's gradient all-reduce or another collective)."""
+    groups = win.groups()
+    odd = win.odd(groups)
+    if not odd.waiting or odd.view is None or bare_name(odd.view.call) == "backward":
+        return None
+    others = [g for g in groups if g is not odd]
+    if not others or not all(g.waiting and g.view is not None
+                             and g.view.signature != odd.view.signature for g in others):
+        return None
+    call = bare_name(odd.view.call)
+    skipped = sorted(r for g in others for r in g.ranks)
+    where = f" at {odd.view.location}" if odd.view.location else ""
+    elsewhere = "; ".join(f"{rank_list(g.ranks)} {g.where}" for g in others)
+    return Problem(
+        message=(f"{rank_list(odd.ranks)} entered {call}{where} and {rank_list(skipped)} "
+                 f"skipped it: {elsewhere}"),
+        hint=(f"call {call} on every rank, outside any rank- or data-dependent branch "
+              "(`if rank == 0:` around a collective hangs the job)"),
+        ranks=odd.ranks if len(odd.ranks) <= len(skipped) else skipped,
+        location=odd.view.location,
+        evidence={"op": call, "entered_ranks": odd.ranks, "skipped_ranks": skipped,
+                  "from": "sampled stacks (no telemetry: sequence numbers unknown)"},
+    )

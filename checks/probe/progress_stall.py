@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.core.findings import Location, Problem, Severity
+from ddpdoctor.attach.observation import Observation
+from ddpdoctor.attach.window import HUNG, PROGRESSING, Window, window
+from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
 from ddpdoctor.probe.run_model.loaded_run import RunModel
@@ -15,15 +16,16 @@ from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
 from ddpdoctor.probe.analysis.outside_steps import final_spell
 from ddpdoctor.probe.analysis.skipped_backward import skipped_backwards
 from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, last_collective
-from ddpdoctor.probe.analysis.stack_groups import blocking_workers, group_stacks, rank_stacks, stall_advice
-from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name
+from ddpdoctor.probe.analysis.stack_groups import (StandGroup, blocking_workers, detail_line, group_stacks,
+                                                   on_hosts, rank_stacks, stall_hint, waits_in_collective)
+from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.words.wording import at, location, rank_list, ranges, seconds
 from ddpdoctor.probe.words.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
 
-@check("DDP503", "The job stopped making progress", Severity.ERROR, stages=("evidence",))
+@check("DDP503", "The job stopped making progress", Severity.ERROR, stages=("evidence", "attach"))
 def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     """
     What it detects:
@@ -75,6 +77,8 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     """
     if isinstance(run, Evidence):
         return _from_evidence(run)
+    if isinstance(run, Observation):
+        return _from_attach(run)
     outcome = run.outcome
     if outcome is None:
         return Skipped("the probe was stopped before it recorded how the job ended")
@@ -105,12 +109,12 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     groups = [_from_stacks(run, ranks, view) for ranks, view in group_stacks(views).groups]
     groups += _from_records(run, [r for r in everyone if r not in views])
     if not groups:
-        groups = [_Group(everyone, "left no telemetry", None, False, [])]
+        groups = [StandGroup(everyone, "left no telemetry", None, False, [])]
     # The odd group: the fewest ranks; between equals, ranks not waiting in a collective (the
     # others wait for them), then ranks that entered a collective the others skipped (DDP502's
     # reading of the sequences), then the group without rank 0.
     entered = [sorted(d.entered.ranks) for d in divergences(run) if d.kind == SKIPPED]
-    odd = min(groups, key=lambda g: (len(g.ranks), g.in_collective, sorted(g.ranks) not in entered,
+    odd = min(groups, key=lambda g: (len(g.ranks), g.waiting, sorted(g.ranks) not in entered,
                                      0 in g.ranks, g.ranks[0]))
 
     if outcome.status == "timeout":
@@ -126,7 +130,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
     if len(groups) == 1 and len(everyone) > 1:
         clauses = [f"{_ranks(groups[0].ranks, large)} all {groups[0].where}"]
     else:
-        clauses = [f"{_ranks(g.ranks, large)}{_on(hosts, g.ranks, large)} {g.where}"
+        clauses = [f"{_ranks(g.ranks, large)}{on_hosts(hosts, g.ranks, large)} {g.where}"
                    for g in sorted(groups, key=lambda g: g.ranks[0])]
         if large and len(clauses) > MAX_GROUPS:  # one screen: the first places, then a count
             rest = sorted(groups, key=lambda g: g.ranks[0])[MAX_GROUPS:]
@@ -145,7 +149,7 @@ def progress_stall(run: RunModel) -> list[Problem] | Skipped | Incomplete:
         message += f" (stacks from faulthandler dumps{note})"
 
     per_rank = {str(r): _last_records(run, r) for r in everyone}
-    hint, severity = _hint(groups, odd), None
+    hint, severity = stall_hint(groups, odd, "a rank outside this job", stall_timeout=True), None
     caused = sorted((e for e in crash_events(run).values() if e.waited_in is not None and not e.after_end),
                     key=lambda e: (e.t or 0.0, e.rank))
     skips = skipped_backwards(run)
@@ -204,20 +208,6 @@ def _hosts(run: RunModel) -> dict[int, str]:
     return {s.rank: s.host for s in run.outcome.stacks if s.host}
 
 
-def _on(hosts: dict[int, str], ranks: list[int], large: bool = False) -> str:
-    names = sorted({hosts[r] for r in ranks if r in hosts})
-    if large and len(names) > SHOWN_PER_GROUP:  # 128 nodes: the first few by number, then a count
-        names = sorted(names, key=_node_number)
-        return f" on {', '.join(names[:SHOWN_PER_GROUP])} and {len(names) - SHOWN_PER_GROUP:,} more nodes"
-    return f" on {', '.join(names)}" if names else ""
-
-
-def _node_number(name: str) -> tuple:
-    """"node 12 (gpu-b)" -> (12, name): nodes in numeric order, not 1, 10, 100."""
-    digits = "".join(c for c in name.split("(")[0] if c.isdigit())
-    return (int(digits) if digits else -1, name)
-
-
 def _ranks(ranks: list[int], large: bool) -> str:
     """rank_list, but in a large world a scattered set is its count and its first ranks."""
     if large and len(ranges(ranks).split(", ")) > SHOWN_PER_GROUP * 2:
@@ -239,22 +229,13 @@ def _steps_by_group(steps: dict[int, int]) -> str:
     return ", ".join(parts)
 
 
-@dataclass
-class _Group:
-    ranks: list[int]
-    where: str  # "wait in all_reduce at train.py:57"
-    location: Optional[Location]
-    in_collective: bool
-    lines: list[str]  # the stack, or what the records say, for the detail
-
-
-def _from_stacks(run: RunModel, ranks: list[int], view: StackView) -> _Group:
+def _from_stacks(run: RunModel, ranks: list[int], view: StackView) -> StandGroup:
     # A rank running its own Python is not waiting, whatever its records say (async collectives).
     waiting = view.idle is not False and (
-        bare_name(view.call) in WAITING_CALLS or view.in_torch_distributed
+        waits_in_collective(view)
         or (view.in_library and any(_in_collective_by_records(run, r) for r in ranks)))
-    return _Group(ranks, view.place(plural=len(ranks) > 1),
-                  view.location, waiting, [view.lines()])
+    return StandGroup(ranks, view.place(plural=len(ranks) > 1),
+                      view.location, waiting, [view.lines()])
 
 
 def _in_collective_by_records(run: RunModel, rank: int) -> bool:
@@ -265,7 +246,7 @@ def _in_collective_by_records(run: RunModel, rank: int) -> bool:
     return record is not None and not returned
 
 
-def _from_records(run: RunModel, ranks: list[int]) -> list[_Group]:
+def _from_records(run: RunModel, ranks: list[int]) -> list[StandGroup]:
     """Ranks without a stack, grouped by what their last records say."""
     by_key: dict[tuple, tuple[list[int], Optional[tm.Collective]]] = {}
     for rank in ranks:
@@ -282,14 +263,14 @@ def _from_records(run: RunModel, ranks: list[int]) -> list[_Group]:
     for key, (members, pending) in by_key.items():
         plural = len(members) > 1
         if key[0] == "none":
-            groups.append(_Group(members, "left no telemetry", None, False, []))
+            groups.append(StandGroup(members, "left no telemetry", None, False, []))
         elif pending is not None:
             text = (f"{'wait' if plural else 'waits'} in {describe_collective(pending)}{at(pending.site)} "
                     "(last record; no stack)")
-            groups.append(_Group(members, text, location(pending.site), True, []))
+            groups.append(StandGroup(members, text, location(pending.site), True, []))
         else:
             text = f"{'were' if plural else 'was'} last seen at step {key[1]} (no stack)"
-            groups.append(_Group(members, text, None, False, []))
+            groups.append(StandGroup(members, text, None, False, []))
     return groups
 
 
@@ -306,16 +287,12 @@ def _last_records(run: RunModel, rank: int) -> dict:
     }
 
 
-def _detail(run: RunModel, groups: list[_Group], everyone: list[int], note: str,
+def _detail(run: RunModel, groups: list[StandGroup], everyone: list[int], note: str,
             per_rank: dict[str, dict]) -> str:
     large = len(everyone) > LARGE_WORLD
     lines = []
     for group in sorted(groups, key=lambda g: g.ranks[0]):
-        if large:
-            label = _ranks(group.ranks, True)
-        else:
-            label = ("rank " if len(group.ranks) == 1 else "ranks ") + ", ".join(map(str, group.ranks))
-        lines.append(f"{label}: " + (group.lines[0] if group.lines else group.where))
+        lines.append(detail_line(group, _ranks(group.ranks, True) if large else ""))
     rows = []  # rank, steps, what it last did, exit (none here): the Ranks table's summary groups them
     for rank in everyone:
         last = per_rank[str(rank)]
@@ -336,12 +313,6 @@ def _detail(run: RunModel, groups: list[_Group], everyone: list[int], note: str,
     if note:
         lines.append(f"stacks: {note}")
     return "\n".join(lines)
-
-
-def _hint(groups: list[_Group], odd: _Group) -> str:
-    return stall_advice(len(groups), any(g.in_collective for g in groups), odd.ranks,
-                        odd.in_collective, f"at {odd.location}" if odd.location else "",
-                        "a rank outside this job", stall_timeout=True)
 
 
 def _from_evidence(ev: Evidence):
@@ -393,3 +364,54 @@ def _from_evidence(ev: Evidence):
                           f"and {rank_list(silent)} left no line at all: its log is missing; {capture}")
     return Incomplete(f"no rank left an error and every rank that reported stopped at the same collective "
                       f"(SeqNum {listing}): the evidence does not show the first cause; {capture}")
+
+
+def _from_attach(observation: Observation) -> list[Problem] | Incomplete:
+    """A running job (`ddpdoctor attach`): hung when every rank waiting in a collective stayed in
+    place with no read or write call over the window (attach/window.py), every rank's sampled
+    stack grouped as the probe groups them."""
+    win = window(observation)
+    if win.phase == HUNG:
+        return [_attach_stall(win)]
+    if win.phase == PROGRESSING:
+        why = win.unjudged()
+        return Incomplete(why) if why else []
+    return Incomplete(win.reason())
+
+
+def _attach_stall(win: Window) -> Problem:
+    observation = win.observation
+    groups = win.groups()
+    odd = win.odd(groups)
+    everyone = sorted(r.rank for r in win.reads)
+    hosts = win.hosts
+    quiet = [r.quiet_s for r in win.reads if r.quiet_s is not None and r.waiting]
+    span = (f"the last {seconds(min(quiet))} of the {win.span} sampled"
+            if quiet and min(quiet) < observation.duration_s - 0.5 else f"the {win.span} sampled")
+    head = (f"no rank advanced in {span} (the waiting ranks' stacks stayed in place and made no "
+            "read or write system call)")
+    if len(groups) == 1 and len(everyone) > 1:
+        clauses = [f"{rank_list(groups[0].ranks)} all {groups[0].where}"]
+    else:
+        clauses = [f"{rank_list(g.ranks)}{on_hosts(hosts, g.ranks)} {g.where}"
+                   for g in sorted(groups, key=lambda g: g.ranks[0])]
+    blamed = odd.ranks if len(groups) > 1 and len(odd.ranks) < len(everyone) / 2 or (
+        len(groups) == 2 and len(odd.ranks) == len(everyone) / 2) else everyone
+    return Problem(
+        message=f"{head}; " + ", ".join(clauses),
+        # attach has no stall timeout to raise: it judged ranks that did not advance while it looked.
+        hint=stall_hint(groups, odd, "a rank outside this machine (attach to every node: --nodes)",
+                        stall_timeout=False),
+        ranks=blamed,
+        hosts=sorted({hosts[r] for r in odd.ranks if r in hosts}) if len(groups) > 1 else [],
+        location=odd.location,
+        evidence={
+            "status": "hung",
+            "window_s": observation.duration_s,
+            "groups": [{"ranks": g.ranks, "where": g.where} for g in groups],
+            "odd_ranks": odd.ranks,
+            "per_rank": {str(r.rank): r.evidence() for r in win.reads},
+            "stack_method": "py-spy record",
+            "detail": "\n".join(detail_line(g) for g in sorted(groups, key=lambda g: g.ranks[0])),
+        },
+    )

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from ddpdoctor.core.findings import Problem, Severity
+from collections import Counter
+from statistics import median
+
+from ddpdoctor.attach.observation import Observation
+from ddpdoctor.attach.window import HUNG, PROGRESSING, Reading, Window, window
+from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf.steps import PHASE_WORDS
 from ddpdoctor.probe.analysis.perf.units import ms
 from ddpdoctor.probe.run_model.loaded_run import RunModel
-from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.core.registry import Incomplete, Skipped, check
+from ddpdoctor.probe.analysis.stack_groups import on_hosts
+from ddpdoctor.probe.run_model.stack_view import bare_name
 
-from ddpdoctor.probe.words.wording import rank_list, verb
+from ddpdoctor.probe.words.wording import rank_list, seconds, verb
 
 RATIO = 1.5  # the rank's compute per step against the median of the other ranks'
 MIN_EXCESS_S = 0.010  # ... and at least this much more per step,
@@ -29,7 +36,7 @@ HINTS = {
 }
 
 
-@check("DDP601", "Straggler rank", Severity.WARNING)
+@check("DDP601", "Straggler rank", Severity.WARNING, stages=("attach",))
 def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
     """
     What it detects:
@@ -62,6 +69,8 @@ def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
             if step % 100 == 0 and rank == 0:     # not every step on one rank
                 log_metrics(model)
     """
+    if isinstance(run, Observation):
+        return _from_attach(run)
     perfs = perf.step_perf(run)
     if len(perfs) < 2:
         return Skipped(f"needs at least 2 ranks with {perf.MIN_STEPS} steps after the first "
@@ -134,3 +143,52 @@ def straggler_rank(run: RunModel) -> list[Problem] | Skipped:
             },
         ))
     return problems
+
+
+def _from_attach(observation: Observation) -> list[Problem] | Skipped | Incomplete:
+    """A running job (`ddpdoctor attach`): the one rank that waits in far fewer of its sampled
+    stacks than the others, who wait for it, while every rank advances."""
+    win = window(observation)
+    if win.phase == HUNG:
+        return Skipped("the job is not progressing: no step to compare")
+    if win.phase != PROGRESSING:
+        return Incomplete(win.short_reason())
+    rank = win.straggler()
+    if rank is not None:
+        return [_attach_straggler(win, rank)]
+    why = win.unjudged()
+    return Incomplete(why) if why else []
+
+
+def _attach_straggler(win: Window, rank: Reading) -> Problem:
+    others = [r for r in win.sampled if r is not rank]
+    view, share = rank.top_own()
+    where = ""
+    location: Location | None = None
+    if view is not None:
+        location = view.location
+        user = view.user_frame
+        func = user.func if user else view.call
+        call = "" if view.call == func or not view.in_library else f" (in {view.call})"
+        where = (f"; rank {rank.rank} spends {share:.0%} of its samples in {func}"
+                 f"{f' at {location}' if location else ''}{call}")
+    their = median([r.wait_share for r in others])
+    waits_in = Counter(bare_name(r.views[-1].call) if r.views else "?" for r in others).most_common(1)[0][0]
+    hosts = win.hosts
+    return Problem(
+        message=(f"rank {rank.rank}{on_hosts(hosts, [rank.rank])} waits for the others in "
+                 f"{rank.wait_share:.0%} of its samples while {rank_list([r.rank for r in others])} "
+                 f"{verb([r.rank for r in others], 'waits', 'wait')} in {their:.0%} of "
+                 f"{verb([r.rank for r in others], 'its', 'theirs')} "
+                 f"(mostly in {waits_in}), over the {seconds(win.observation.duration_s)} sampled"
+                 f"{where}"),
+        hint=(f"rank {rank.rank} is the straggler: make every rank do the same work per step "
+              "(rank-guarded extras, a heavier data shard, a DataLoader without workers on that "
+              "rank, a slower or shared device)"),
+        ranks=[rank.rank],
+        hosts=[hosts[rank.rank]] if rank.rank in hosts else [],
+        location=location,
+        evidence={"wait_share": {str(r.rank): round(r.wait_share, 3) for r in win.sampled},
+                  "own_share": round(share, 3),
+                  "per_rank": {str(r.rank): r.evidence() for r in win.sampled}},
+    )

@@ -130,9 +130,10 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
     return observation
 
 
-def flight_findings(job: Job, observation: Observation) -> list:
-    """An NCCL job started with the dump pipe: ask each rank for its Flight Recorder dump and
-    line the ranks up (DDP501/DDP502 with sequence numbers); else say what cannot be seen."""
+def fetch_dumps(job: Job, observation: Observation) -> None:
+    """An NCCL job started with the dump pipe: ask each rank for its Flight Recorder dump, for
+    the collective checks to line the ranks up (with sequence numbers); else say what cannot be
+    seen."""
     from ddpdoctor.attach import flight, flight_pipe
 
     nccl = any(flight_pipe.uses_nccl(pid) for pid in job.pids)
@@ -143,27 +144,15 @@ def flight_findings(job: Job, observation: Observation) -> list:
     if note:
         observation.notes.append(note)
     if not files:
-        return []
+        return
     dumps, problems = flight.load_files(files)
     observation.notes.extend(problems)
-    return flight.analyse(dumps)[0] if len(dumps) > 1 else []
+    if len(dumps) > 1:
+        observation.flight = flight.DumpSet(dumps)
 
 
-def report_for(observation: Observation, options: AttachOptions, header: str,
-               flight_problems: list = ()) -> Report:
+def report_for(observation: Observation, options: AttachOptions, header: str) -> Report:
     verdict = judge(observation, options.ignore)
-    for code, problem in flight_problems:
-        # The dumps' evidence (sequence numbers, every rank's frames) joins the stacks' own.
-        from ddpdoctor.attach.judge import probe_check
-        from ddpdoctor.core.registry import FAILED, CheckResult
-
-        spec = probe_check(code)
-        result = next((r for r in verdict.results if r.spec.code == code), None)
-        if result is None:
-            verdict.results.append(CheckResult(spec, FAILED, [spec.finding(problem)]))
-        elif result.status != "ignored":
-            result.status = FAILED
-            result.findings.append(spec.finding(problem))
     return Report(command="attach", results=verdict.results, fail_on=options.fail_on,
                   header=header, tables=[verdict.table], notes=verdict.notes,
                   metrics={"state": verdict.state, "window_s": observation.duration_s,
@@ -201,9 +190,8 @@ def attach(options: AttachOptions) -> Report:
     started = time.monotonic()
     job = choose_job(options.pids, options.master_port)
     observation = observe(job, options.duration_s, options.rate)
-    flight_problems = flight_findings(job, observation)
-    report = report_for(observation, options, f"{job.describe()}; sampled {options.duration_s:g} s",
-                        flight_problems)
+    fetch_dumps(job, observation)
+    report = report_for(observation, options, f"{job.describe()}; sampled {options.duration_s:g} s")
     report.metrics["seconds_to_verdict"] = round(time.monotonic() - started, 2)
     if options.end:
         report.notes.append(end_job(job))

@@ -3,8 +3,10 @@
 Flight Recorder keeps each rank's last collectives (process group, sequence number, op, sizes,
 dtypes, whether it completed, the Python frames that called it). Lining the ranks up by
 sequence number per process group gives the first collective that not every rank entered
-(DDP502) or that ranks entered with different ops, shapes or dtypes (DDP501), as torch's own
-analyzer (torch.distributed.flight_recorder) does. Unlike it, the process groups are taken from
+or that ranks entered with different ops, shapes or dtypes, as torch's own analyzer
+(torch.distributed.flight_recorder) does. The dumps of one job (DumpSet) are an observation:
+the checks that own DDP501 and DDP502 judge its line-up (stage "flight"), whichever command read
+the dumps (`report DUMPS` here, attach's dump pipe, the post-mortem's gather). Unlike it, the process groups are taken from
 the entries, not from `pg_config`, which gloo leaves keyed by '' (torch's analyzer fails there
 with a KeyError).
 
@@ -27,16 +29,15 @@ import json
 import os
 import pickle
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ddpdoctor.attach.judge import probe_check
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.core.registry import FAILED, INCOMPLETE, PASSED, CheckResult
+from ddpdoctor.core.findings import Severity
+from ddpdoctor.core.registry import run_checks
 from ddpdoctor.probe.run_model.stack_view import StackView
-from ddpdoctor.probe.words.wording import rank_list, verb
+from ddpdoctor.probe.words.wording import rank_list
 from ddpdoctor.probe.run_model.stack_text import json_frames
 from ddpdoctor.probe.records.rundir import META_FILE, RANK_TELEMETRY_GLOB
 from ddpdoctor.report.model import Report, Table
@@ -306,10 +307,33 @@ def _groups(dumps: dict[int, dict]) -> dict[str, dict[int, dict[int, Call]]]:
     return groups
 
 
-def analyse(dumps: dict[int, dict]) -> tuple[list[tuple[str, Problem]], int]:
-    """The first divergence of each process group, as (code, problem); and the positions
-    compared."""
-    problems = []
+SKIPPED, MISMATCH = "skipped", "mismatch"
+
+
+@dataclass
+class Divergence:
+    """The first position of one process group where the ranks part: some never entered the
+    collective others did (SKIPPED), or they entered it with different ops, shapes or dtypes
+    (MISMATCH)."""
+
+    kind: str
+    group: str
+    seq: int
+    by_rank: dict[int, dict[int, Call]]  # rank -> seq -> its call, on this group
+    entered: list[int] = field(default_factory=list)  # SKIPPED: the ranks that entered it
+    lacking: list[int] = field(default_factory=list)  # SKIPPED: the ranks that never did
+    shapes: dict[tuple, list[int]] = field(default_factory=dict)  # MISMATCH: call shape -> ranks
+
+
+@dataclass
+class LineUp:
+    divergences: list[Divergence]
+    compared: int  # positions compared
+
+
+def line_up(dumps: dict[int, dict]) -> LineUp:
+    """The first divergence of each process group, and the positions compared."""
+    found = []
     compared = 0
     for group, by_rank in sorted(_groups(dumps).items()):
         ranks = sorted(dumps)
@@ -324,58 +348,15 @@ def analyse(dumps: dict[int, dict]) -> tuple[list[tuple[str, Problem]], int]:
                 have = [r for r, _ in here]
                 present = set(have)
                 lacking = [r for r in ranks if r not in present]
-                problems.append(("DDP502", _missing(group, seq, by_rank, have, lacking)))
+                found.append(Divergence(SKIPPED, group, seq, by_rank, entered=have, lacking=lacking))
                 break
             shapes = {}
             for r, call in here:
                 shapes.setdefault(call.shape, []).append(r)
             if len(shapes) > 1:
-                problems.append(("DDP501", _mismatch(group, seq, by_rank, shapes)))
+                found.append(Divergence(MISMATCH, group, seq, by_rank, shapes=shapes))
                 break
-    return problems, compared
-
-
-def _missing(group: str, seq: int, by_rank, have: list[int], lacking: list[int]) -> Problem:
-    call = by_rank[have[0]][seq]
-    instead = []
-    for r in lacking:
-        calls = by_rank.get(r, {})
-        if calls:
-            last = calls[max(calls)]
-            state = "completed" if last.entry.get("retired") else "not completed"
-            instead.append(f"rank {r}'s last collective was {last.describe()}{last.at()} ({state})")
-        else:
-            instead.append(f"rank {r} recorded no collective on this group")
-    stuck = "" if call.entry.get("retired") else f"; {rank_list(have)} {verb(have, 'waits', 'wait')} in it"
-    frames = {str(r): by_rank[r][max(by_rank[r])].view.lines() for r in lacking if by_rank.get(r)}
-    return Problem(
-        message=(f"{rank_list(have)} entered {call.describe()}{call.at()} on group {group} and "
-                 f"{rank_list(lacking)} never did: " + "; ".join(instead) + stuck),
-        hint=(f"call {call.op} on every rank, outside any rank- or data-dependent branch; "
-              f"{rank_list(lacking)} stopped before it: {verb(lacking, 'its', 'their')} last "
-              "collective's frames (in the details) show where"),
-        ranks=lacking if len(lacking) <= len(have) else have,
-        location=call.view.location,
-        evidence={"group": group, "seq": seq, "op": call.op, "entered_ranks": have,
-                  "skipped_ranks": lacking, "source": "flight recorder",
-                  "detail": "\n".join([f"rank {have[0]} (entered): {call.view.lines()}"] +
-                                      [f"rank {r} (last collective): {t}" for r, t in frames.items()])},
-    )
-
-
-def _mismatch(group: str, seq: int, by_rank, shapes: dict[tuple, list[int]]) -> Problem:
-    parts = [f"{rank_list(ranks)} called {by_rank[ranks[0]][seq].describe()}{by_rank[ranks[0]][seq].at()}"
-             for ranks in shapes.values()]
-    smallest = min(shapes.values(), key=len)
-    call = by_rank[smallest[0]][seq]
-    return Problem(
-        message=f"position {seq} on group {group}: " + "; ".join(parts),
-        hint="every rank must call the same collective with the same shapes and dtypes at the same position",
-        ranks=smallest,
-        location=call.view.location,
-        evidence={"group": group, "seq": seq, "source": "flight recorder",
-                  "calls": {str(r): by_rank[r][seq].describe() for rs in shapes.values() for r in rs}},
-    )
+    return LineUp(found, compared)
 
 
 def world_of(dump: dict) -> tuple:
@@ -406,15 +387,24 @@ def _newest(dump: dict) -> int:
 
 @dataclass
 class DumpSet:
-    """The dumps of one job, and why the set is not complete ('' when it is)."""
+    """The dumps of one job, and why the set is not complete ('' when it is): the observation
+    the collective checks judge."""
 
     dumps: dict[int, dict]
-    missing: str
-    notes: list[str]
+    missing: str = ""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         return not self.missing
+
+    @property
+    def lineup(self) -> LineUp:
+        """The dumps lined up (once: both collective checks read it)."""
+        cached = self.__dict__.get("_lineup")
+        if cached is None:
+            cached = self.__dict__["_lineup"] = line_up(self.dumps)
+        return cached
 
 
 def one_job(dumps: dict[int, dict]) -> DumpSet:
@@ -454,31 +444,14 @@ def one_job(dumps: dict[int, dict]) -> DumpSet:
 
 
 def report(folder: str, fail_on: Severity, ignore: set[str]) -> Report:
-    """The report of a folder of dumps: DDP501 and DDP502 over the lined-up collectives."""
+    """The report of a folder of dumps: the checks of stage "flight" over the dumps of one job."""
     dumps, notes = load(folder)
     if not dumps:
         raise UsageError(f"{folder}: no Flight Recorder dump could be read ({'; '.join(notes)})")
     job = one_job(dumps)
     notes.extend(job.notes)
     dumps = job.dumps
-    found, compared = analyse(dumps)
-    results = []
-    for code in ("DDP501", "DDP502"):
-        spec = probe_check(code)
-        if code in ignore:
-            results.append(CheckResult(spec, "ignored", reason="--ignore"))
-            continue
-        problems = [p for c, p in found if c == code]
-        if problems and code == "DDP501":
-            results.append(CheckResult(spec, FAILED, [spec.finding(p) for p in problems]))
-        elif not job.complete:
-            results.append(CheckResult(spec, INCOMPLETE, reason=f"the dumps are incomplete: {job.missing}"))
-        elif len(dumps) < 2:
-            results.append(CheckResult(spec, INCOMPLETE, reason="fewer than 2 ranks' dumps: nothing to line up"))
-        elif problems:
-            results.append(CheckResult(spec, FAILED, [spec.finding(p) for p in problems]))
-        else:
-            results.append(CheckResult(spec, PASSED))
+    results = run_checks("flight", job, ignore)
     rows = []
     for rank, dump in sorted(dumps.items()):
         entries = [e for e in dump.get("entries") or [] if isinstance(e, dict)]
@@ -492,5 +465,5 @@ def report(folder: str, fail_on: Severity, ignore: set[str]) -> Report:
                   header=f"Flight Recorder dumps in {folder}: {len(dumps)} rank(s)",
                   tables=[Table("Ranks' last collectives", ["rank", "entries", "not completed",
                                                              "last collective", "at"], rows)],
-                  notes=notes, metrics={"ranks": len(dumps), "positions_compared": compared},
+                  notes=notes, metrics={"ranks": len(dumps), "positions_compared": job.lineup.compared},
                   run_dir=os.path.abspath(folder))

@@ -119,6 +119,9 @@ class Observation:
     notes: list[str] = field(default_factory=list)
     nodes: int = 1
     lost_nodes: list[str] = field(default_factory=list)  # nodes that gave no observation
+    # The Flight Recorder dumps attach's pipe fetched (attach/flight.DumpSet): read here, never
+    # sent by a node.
+    flight: Optional[Any] = None
 
     @property
     def unobserved(self) -> list[int]:

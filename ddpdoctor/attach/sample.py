@@ -25,9 +25,16 @@ from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_text import parse_speedscope, pyspy_failure
 
 GRACE_S = 5.0  # a recorder past its --duration by this much is ended
-PTRACE_FIX = ("run ddpdoctor as the job's user or as root; where kernel.yama.ptrace_scope is 1 or "
-              "more: `sudo sysctl kernel.yama.ptrace_scope=0`; in a container: add the "
-              "SYS_PTRACE capability (docker run --cap-add SYS_PTRACE; in a Kubernetes pod "
+# The narrowest right first: root (sudo) for this one command. Lowering Yama's ptrace_scope is
+# machine-wide (every process may then trace every other of its user), so it is offered only
+# as an administrator's temporary step, with the way back.
+PTRACE_FIX = ("run it as root for this one command (`sudo ddpdoctor attach ...`: root may trace "
+              "any process while kernel.yama.ptrace_scope is 0, 1 or 2); only where sudo is not "
+              "available, an administrator may set kernel.yama.ptrace_scope to 0 for the attach "
+              "and back after (`sudo sysctl kernel.yama.ptrace_scope=0`, then its old value): "
+              "it lets every process trace every other process of its user, machine-wide; 3 "
+              "forbids tracing until a reboot; in a container: add the SYS_PTRACE capability "
+              "(docker run --cap-add SYS_PTRACE; in a Kubernetes pod "
               "`securityContext: {capabilities: {add: [SYS_PTRACE]}}`, docs/kubernetes.md)")
 
 

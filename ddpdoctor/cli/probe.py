@@ -104,7 +104,8 @@ def probe_command(
 
 def other_node_output(report, outputs) -> int:
     """A node other than node 0 prints one line: where the one report is, and its verdict; it
-    exits with node 0's code. --json is the report it was given: node 0's, as node 0 sent it."""
+    exits with node 0's code. --json is the report it was given: node 0's, as node 0 sent it; with
+    no verdict from node 0, this node's own (incomplete or error: never a silent missing file)."""
     import sys
 
     from ddpdoctor.core import redact
@@ -114,7 +115,7 @@ def other_node_output(report, outputs) -> int:
     line = report.metrics.get("node_line", "")
     if not outputs.quiet and line:
         print(f"ddpdoctor probe: {line}", file=sys.stderr)
-    if outputs.json_path and report.relayed is not None:
+    if outputs.json_path:
         text = json_report.render(report, redact.secret_values())
         if outputs.stdout_is_json:
             sys.stdout.write(text)

@@ -1,12 +1,31 @@
-"""Writing files so that a crash at any moment leaves either the old file or the whole new one."""
+"""Writing files so that a crash at any moment leaves either the old file or the whole new one;
+opening a file a user named only when it is a regular file."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
-from ddpdoctor.core.errors import ToolFailure
+from ddpdoctor.core.errors import ToolFailure, UsageError
+
+
+def open_regular(path: str | os.PathLike, shown: str, reads: str) -> BinaryIO:
+    """A file the user named, opened for reading only when it is a regular file: a device, a FIFO
+    or a directory is refused (exit 2) before anything is read (/dev/zero would be read for ever, a
+    FIFO would block). `reads` says what the command reads, for the refusal's words."""
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer must not block before fstat can refuse it
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise UsageError(f"cannot read {shown}: {exc.strerror or exc}") from None
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise UsageError(f"{shown} is not a regular file (a device, a FIFO, a directory): {reads}")
+    return handle
 
 
 def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> Path:

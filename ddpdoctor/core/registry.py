@@ -7,8 +7,9 @@ A check is one function in one module under `checks/` (installed as `ddpdoctor.c
         '''What it detects ... Why it hurts ... How to fix ...'''
 
 Its stage (preflight or probe) is the sub-package it lives in; `stages=` adds others it also
-judges (the post-mortem's "evidence"), so a code keeps one judge whichever command gathered the
-facts: the function tells the observations apart by their type. Its docstring is the user
+judges (the post-mortem's "evidence", attach's sampled window "attach", a set of Flight Recorder
+dumps "flight"), so a code keeps one judge whichever command gathered the facts: the function
+tells the observations apart by their type. Its docstring is the user
 documentation that `ddpdoctor explain CODE` prints. A check reads the facts it is handed and
 returns problems; it never prints, launches processes or reads files.
 """
@@ -27,9 +28,11 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Finding, Problem, Severity
 
 CODE_PATTERN = re.compile(r"^DDP\d{3}$")
-STAGES = ("preflight", "probe", "lint", "evidence")
-# Stages whose checks all live in their own sub-package: discovering them imports only it.
-_OWN_PACKAGE_ONLY = ("preflight", "probe", "lint")
+STAGES = ("preflight", "probe", "lint", "evidence", "attach", "flight")
+# Stages whose checks all live in these sub-packages: discovering them imports only those
+# (attach and Flight Recorder dumps are judged by the probe's own checks).
+_HOMES = {"preflight": ("preflight",), "probe": ("probe",), "lint": ("lint",),
+          "attach": ("probe",), "flight": ("probe",)}
 
 
 @dataclass(frozen=True)
@@ -136,18 +139,18 @@ _DISCOVERED: set[str] = set()  # stages whose check modules are imported ("*": a
 def _discover(stage: Optional[str] = None) -> None:
     """Import the check modules, of one stage only when asked: a preflight need not import the
     probe's checks (and the probe modules they import), which costs every preflight ~0.1 s."""
-    if stage is not None and stage not in _OWN_PACKAGE_ONLY:
+    if stage is not None and stage not in _HOMES:
         stage = None  # its checks may be declared in any sub-package (stages=...)
     wanted = stage or "*"
     if wanted in _DISCOVERED or "*" in _DISCOVERED:
         return
     import ddpdoctor.checks as root
 
-    package = root
-    if stage is not None:
-        package = importlib.import_module(f"{root.__name__}.{stage}")
-    for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
-        importlib.import_module(info.name)
+    packages = [root] if stage is None else [importlib.import_module(f"{root.__name__}.{home}")
+                                              for home in _HOMES[stage]]
+    for package in packages:
+        for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
+            importlib.import_module(info.name)
     _DISCOVERED.add(wanted)
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ast
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.core.errors import UsageError
+from ddpdoctor.core.files import open_regular
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint.nodes import walk
 
@@ -59,15 +59,7 @@ class SourceFile:
 def read_source(path: Path) -> bytes:
     """A source file's bytes, at most MAX_BYTES; a device, a FIFO or a directory is refused
     before anything is read (/dev/zero would be read forever, a FIFO would block)."""
-    try:
-        # O_NONBLOCK: opening a FIFO with no writer must not block before fstat can refuse it
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise UsageError(f"cannot read {display_path(path)}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise UsageError(f"{display_path(path)} is not a regular file (a device, a FIFO, a directory): "
-                             "lint reads Python source files")
+    with open_regular(path, display_path(path), "lint reads Python source files") as handle:
         try:
             data = handle.read(MAX_BYTES + 1)
         except OSError as exc:

@@ -8,8 +8,9 @@ consequences); the checks of the "evidence" stage judge it. Every fact keeps the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
+from ddpdoctor.attach.flight import DumpSet
 from ddpdoctor.core.findings import Location
 
 MAX_TEXT = 4000  # a traceback or report kept per fact, at most (a log line can be megabytes)
@@ -142,17 +143,6 @@ class Teardown(Fact):
 
 
 @dataclass
-class FlightSet:
-    """Flight Recorder dumps read for this job (rank -> dump) and what the lining-up found."""
-
-    dumps: dict[int, dict] = field(default_factory=dict)
-    problems: list[tuple[str, Any]] = field(default_factory=list)  # (code, Problem) per group
-    compared: int = 0
-    complete: bool = False
-    missing: str = ""  # what keeps the set from being complete
-
-
-@dataclass
 class Evidence:
     """Everything read from the inputs. The lists are in reading order (`Fact.order`)."""
 
@@ -168,7 +158,7 @@ class Evidence:
     ooms: list[OomKill] = field(default_factory=list)
     teardowns: list[Teardown] = field(default_factory=list)
     pids: dict[int, int] = field(default_factory=dict)  # pid -> rank, where the logs say
-    flight: Optional[FlightSet] = None
+    flight: Optional[DumpSet] = None  # the Flight Recorder dumps of this job, where some were read
     notes: list[str] = field(default_factory=list)
     lines_read: int = 0
     dropped: int = 0  # facts beyond MAX_FACTS of their kind

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ddpdoctor.attach import flight
 from ddpdoctor.postmortem import elastic
-from ddpdoctor.postmortem.evidence import Evidence, FlightSet, Line, RankError
+from ddpdoctor.postmortem.evidence import Evidence, Line, RankError
 from ddpdoctor.postmortem.kinds import error_kind
 from ddpdoctor.postmortem.sources import Input, collect, open_input
 from ddpdoctor.postmortem.textlog import LogReader
@@ -90,5 +90,4 @@ def _dumps(ev: Evidence, files: dict[int, Path]) -> None:
         return
     job = flight.one_job(dumps)
     ev.notes.extend(job.notes)
-    problems, compared = flight.analyse(job.dumps)
-    ev.flight = FlightSet(job.dumps, problems, compared, job.complete, job.missing)
+    ev.flight = job  # lined up and judged by the collective checks, as `report DUMPS` does

@@ -22,6 +22,7 @@ from typing import BinaryIO, Optional
 
 from ddpdoctor.attach.flight import looks_dump
 from ddpdoctor.core.errors import UsageError
+from ddpdoctor.core.files import open_regular
 from ddpdoctor.postmortem.elastic import looks_error_file
 
 MAX_FILES = 10000
@@ -78,6 +79,9 @@ def collect(paths: list[str]) -> tuple[list[Input], list[str]]:
         if not path.exists():
             raise UsageError(f"{text}: no such file or folder")
         roots.append(path.resolve() if path.is_dir() else path.resolve().parent)
+        if not path.is_dir():
+            # a device or a FIFO named on the command line is refused like lint refuses it
+            open_regular(path, text, "report reads logs, error files and Flight Recorder dumps").close()
         if path.is_dir():
             for folder, dirs, names in os.walk(path, followlinks=False):
                 dirs.sort()

@@ -13,7 +13,7 @@ from typing import Optional
 
 from ddpdoctor.core import redact
 from ddpdoctor.core.errors import ToolFailure, UsageError
-from ddpdoctor.core.findings import Severity
+from ddpdoctor.core.findings import EXIT_INCOMPLETE, EXIT_TOOL, Severity
 from ddpdoctor.probe.launch import launcher, live_feed
 from ddpdoctor.probe.launch.choice import choose
 from ddpdoctor.probe.launch import node_wire
@@ -221,11 +221,21 @@ def _as_other_node(reporter: NodeReporter, outcome: Outcome, options: ProbeOptio
         report.relayed = data  # --json on this node is node 0's report, as node 0 sent it
         report.metrics.update({"node_role": "node", "node_line": line})
         return report
-    reason = reporter.lost_reason or f"node 0's ddpdoctor ({node0}) sent no verdict"
-    report = Report(command="probe", results=[], fail_on=fail_on, tool_error=reason)
+    if reporter.never_reached():
+        # Never reached node 0 (a port or address differing between the nodes, node 0 not
+        # started): no verdict could be reached, which is incomplete, not ddpdoctor's failure;
+        # this node's own crash still makes it a finding.
+        reason = reporter.lost_reason or reporter.never_answered()
+        report = Report(command="probe", results=[], fail_on=fail_on, incomplete_because=[reason])
+        code = floor or EXIT_INCOMPLETE
+    else:
+        reason = reporter.lost_reason or f"node 0's ddpdoctor ({node0}) sent no verdict"
+        report = Report(command="probe", results=[], fail_on=fail_on, tool_error=reason)
+        code = 1 if floor == 1 else EXIT_TOOL
+    report.forced_exit = code
     report.metrics.update({"node_role": "node",
                            "node_line": f"{reason}; this node's ranks were ended (local run dir: {reporter.run_dir})"
-                                        + (f"; {why}" if floor else "")})
+                                        + (f"; {why}" if floor else "") + f": exit {code}"})
     return report
 
 

@@ -221,3 +221,28 @@ def test_pid_1_is_refused_in_one_line_never_judged_as_rank_0():
     assert done.code == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "not a Python process" in done.stderr or "is no rank" in done.stderr
     assert done.stdout == ""
+
+
+def test_sigterm_to_attach_while_it_samples_ends_it_at_once_and_leaves_the_job_and_no_pyspy(job_in, tmp_path):
+    # SIGTERM promptly in every phase (issue 35): attach's sampling window is the long one.
+    import signal
+    import time
+
+    job = job_in("healthy")
+    job.wait_until(lambda s: len(s) == 2 and min(s.values()) >= 2)
+    pids = job.rank_pids()
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    attach = subprocess.Popen([*ddpdoctor_exe(), "attach", str(job.proc.pid), "--duration", "30"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "TMPDIR": str(spool)})
+    deadline = time.monotonic() + 60
+    while not pyspy_on(pids) and time.monotonic() < deadline and attach.poll() is None:
+        time.sleep(0.1)
+    assert pyspy_on(pids), "attach never started sampling"
+    signalled = time.monotonic()
+    attach.send_signal(signal.SIGTERM)
+    _out, err = attach.communicate(timeout=30)
+    assert attach.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert time.monotonic() - signalled < 10 and "Traceback" not in err
+    assert job.running() and pyspy_on(pids) == [] and list(spool.iterdir()) == []

@@ -212,6 +212,16 @@ def test_lint_inputs_that_are_not_python_scripts_are_refused_quickly(tmp_path, e
     assert_all_refused(cases, empty_cwd)
 
 
+def test_report_inputs_that_are_devices_or_fifos_are_refused_like_lints(tmp_path, empty_cwd):
+    # `report` once read /dev/zero to its 64 GB log cap and called the result "incomplete" (exit 4)
+    os.mkfifo(tmp_path / "rank0.log")
+    cases = {
+        "report-dev-zero": (["report", "/dev/zero"], "not a regular file"),
+        "report-fifo": (["report", str(tmp_path / "rank0.log")], "not a regular file"),
+    }
+    assert_all_refused(cases, empty_cwd)
+
+
 def test_lint_files_walks_a_directory_for_its_scripts(tmp_path):
     folder = tmp_path / "project"
     (folder / "pkg").mkdir(parents=True)

@@ -224,6 +224,25 @@ def test_signal_while_the_ranks_are_still_starting_ends_everything(sig, tmp_path
 
 
 @multiprocess
+def test_sigterm_while_py_spy_reads_the_quiet_ranks_stacks_ends_everything(tmp_path):
+    """The third phase a user interrupts (issue 35: promptly in every phase): ranks quiet in a
+    collective, the watchdog's py-spy reading their stacks."""
+    run_dir = tmp_path / "run"
+    script = Path(REPO_ROOT) / "tests" / "scripts" / "rank0_only_allreduce.py"
+    run = WatchedRun("probe", str(script), "--run-dir", str(run_dir), "--json",
+                     str(tmp_path / "report.json"), "-q", "--stall-timeout", "30", "--", str(tmp_path),
+                     run_dir=run_dir)
+    run.wait_for("py-spy on a quiet rank", lambda: any(
+        s.cmdline.split(" ")[0].endswith("py-spy") for s in run.seen.values()), timeout=120)
+    signalled = time.monotonic()
+    run.send(signal.SIGTERM)
+    done = run.finish(deadline_s=time.monotonic() - run.started + 25)
+    assert done.code == 128 + signal.SIGTERM, done.stderr
+    assert time.monotonic() - signalled < 25 and "Traceback" not in done.stderr
+    assert report_of(run_dir)["interrupted_by"] == signal.SIGTERM
+
+
+@multiprocess
 def test_two_probes_of_one_script_at_once_in_one_folder_each_get_their_own_run_dir(tmp_path):
     script = tmp_path / "train.py"
     script.write_text((Path(REPO_ROOT) / "examples" / "healthy.py").read_text())

@@ -107,6 +107,25 @@ def test_node0_lost_ends_the_other_node_with_a_clear_line_and_exit_3(tmp_path):
     assert_nothing_left(node0, other)
 
 
+def test_nodes_given_different_master_ports_end_in_a_verdict_on_each_never_a_crash_or_a_pass(tmp_path):
+    # Once "ddpdoctor bug: IndexError" on both nodes; then node 1 ended in exit 3 (ddpdoctor's own
+    # failure) though the cause is the user's flags: node 0 judges node 1 never reported, node 1
+    # says it never reached node 0, why, and that no verdict was reached (exit 4, --json written).
+    flags = ("--max-steps", "2", "--stall-timeout", "5", "--timeout", "15")
+    other = Node(tmp_path, 1, "examples/no_sampler.py", *flags, port=free_port_pair())
+    node0 = Node(tmp_path, 0, "examples/no_sampler.py", *flags, port=free_port_pair())
+    assert node0.wait() == 1, node0.err[-3000:]
+    assert other.wait() == 4, other.err[-3000:]
+    lost = next(f for f in node0.json()["findings"] if f["code"] == "DDP507")
+    assert "node 1" in lost["message"] and "never" in lost["message"]
+    assert "Traceback" not in node0.err + other.err and "ddpdoctor bug" not in node0.err + other.err
+    line = [ln for ln in other.err.splitlines() if "never answered" in ln]
+    assert len(line) == 1 and "--master-port" in line[0] and "exit 4" in line[0], other.err[-2000:]
+    own = other.json()
+    assert own["status"] == "incomplete" and "--master-port" in own["incomplete"][0]
+    assert_nothing_left(node0, other)
+
+
 def test_under_slurm_a_healthy_job_needs_no_flags_and_passes_on_both_nodes(tmp_path):
     """srun --nodes=2 --ntasks-per-node=1 ddpdoctor probe train.py: SLURM's environment as srun
     sets it (recorded), no daemon needed."""

@@ -7,6 +7,7 @@ import pickle
 import time
 
 from ddpdoctor.attach import flight
+from ddpdoctor.core.registry import run_checks
 
 
 def entry(seq, op="all_reduce", sizes=((10,),), retired=True, line=41):
@@ -34,15 +35,17 @@ def test_different_shapes_at_one_position_are_a_mismatch():
     dumps = {0: {"entries": [entry(1), entry(2, sizes=((10,),))]},
              1: {"entries": [entry(1), entry(2, sizes=((12,),), line=50)]},
              2: {"entries": [entry(1), entry(2, sizes=((10,),))]}}
-    (code, problem), = flight.analyse(dumps)[0]
-    assert code == "DDP501" and list(problem.ranks) == [1]
+    found = {r.spec.code: r for r in run_checks("flight", flight.DumpSet(dumps))}
+    assert found["DDP502"].status == "passed"
+    problem, = found["DDP501"].findings
+    assert list(problem.ranks) == [1]
     assert str(problem.location) == "/home/u/train.py:50"
 
 
 def test_ring_buffers_that_start_at_different_positions_line_up_on_the_common_part():
     dumps = {0: {"entries": [entry(s) for s in range(3, 9)]},
              1: {"entries": [entry(s) for s in range(5, 9)]}}
-    assert flight.analyse(dumps)[0] == []
+    assert flight.line_up(dumps).divergences == []
 
 
 def test_a_probe_run_dir_is_not_a_dump_dir(tmp_path):

@@ -132,3 +132,40 @@ def test_a_worker_seed_record_with_torchs_64_bit_seed_crosses_the_wire():
     record = tm.WorkerSeed(1.0, 0, 0, 1, 2, _initial_seed(), {"torch": "ab" * 8}, {"torch": "cd" * 8}, "seed_fn")
     lines, _ = wire.check_records(tm.encode(record).decode(), 3, 4)
     assert json.loads(lines)["torch_seed"] == f"{2 ** 63 + 12345:x}"
+
+
+def test_a_heartbeat_flood_drops_the_link_and_a_heartbeat_a_second_keeps_it():
+    # Beats are never queued, but each costs a decode on node 0's CPU (the job's): a flood is a
+    # bad message, the link dropped; a peer's normal beat keeps it and sets its clock offset.
+    import socket
+    import time
+
+    from ddpdoctor.probe.launch.node_link import BEAT_BURST, Link
+
+    def link_pair():
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            theirs = socket.create_connection(server.getsockname())
+            ours, _ = server.accept()
+        return Link(ours, wire.Codec(None, "j"), wire.FROM_NODE, "-test"), theirs, wire.Codec(None, "j")
+
+    link, peer, codec = link_pair()
+    try:
+        peer.sendall(b"".join(codec.encode("beat", {"now": time.time()}) for _ in range(BEAT_BURST * 5)))
+        deadline = time.monotonic() + 10
+        while link.bad_message is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert link.bad_message and "heartbeats faster" in link.bad_message and not link.alive
+    finally:
+        link.close()
+        peer.close()
+    link, peer, codec = link_pair()
+    try:
+        for _ in range(3):
+            peer.sendall(codec.encode("beat", {"now": time.time() + 2.0}))
+        deadline = time.monotonic() + 10
+        while link.clock_offset_s is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert link.alive and link.bad_message is None and 1.0 < link.clock_offset_s < 3.0
+    finally:
+        link.close()
+        peer.close()

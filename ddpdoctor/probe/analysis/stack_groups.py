@@ -1,5 +1,6 @@
 """Each rank's stack at the end of a run, from the watchdog (py-spy) or a faulthandler dump, and
-how ranks are grouped by where they stand.
+how ranks are grouped by where they stand: the one grouping, "waiting in a collective" test and
+stall advice of every stall verdict (the probe's DDP503 and attach's, over its sampled stacks).
 
 Frames are innermost first. A "user frame" is one in the user's code: not torch, not
 ddpdoctor, not the standard library, not an installed package. Two ranks stand in the same
@@ -10,11 +11,14 @@ frames are the same; lines inside torch internals are ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
+from ddpdoctor.core.findings import Location
 from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.large_world import SHOWN_PER_GROUP
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_text import parse_faulthandler
-from ddpdoctor.probe.run_model.stack_view import StackView, is_user_file
+from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name, is_user_file
 from ddpdoctor.probe.words.wording import rank_list
 
 
@@ -27,6 +31,52 @@ class StackGroups:
 
     def __bool__(self) -> bool:
         return bool(self.groups)
+
+
+@dataclass
+class StandGroup:
+    """Ranks that stand in one place, as a stall finding names them."""
+
+    ranks: list[int]
+    where: str  # "wait in all_reduce at train.py:57"
+    location: Optional[Location]
+    waiting: bool  # waiting in a collective (waits_in_collective), not working on its own
+    lines: list[str] = field(default_factory=list)  # the stack, or what the records say, for the detail
+    view: Optional[StackView] = None  # the group's stack, where it has one
+
+
+def waits_in_collective(view: StackView) -> bool:
+    """The stack waits for the other ranks: in one of torch.distributed's waiting calls, or inside
+    torch.distributed. A rank waiting for its peers under DDP shows no torch.distributed frame: it
+    sits inside loss.backward() (the reducer waits in C++), so backward counts as waiting."""
+    return bare_name(view.call) in WAITING_CALLS or view.in_torch_distributed
+
+
+def stall_hint(groups: list[StandGroup], odd: StandGroup, unseen_rank: str, stall_timeout: bool) -> str:
+    """stall_advice for these groups and the odd one out."""
+    return stall_advice(len(groups), any(g.waiting for g in groups), odd.ranks, odd.waiting,
+                        f"at {odd.location}" if odd.location else "", unseen_rank, stall_timeout)
+
+
+def detail_line(group: StandGroup, label: str = "") -> str:
+    """"ranks 0, 1: <its stack>" (or where it stands, without one) for a finding's detail."""
+    label = label or ("rank " if len(group.ranks) == 1 else "ranks ") + ", ".join(map(str, group.ranks))
+    return f"{label}: " + (group.lines[0] if group.lines else group.where)
+
+
+def on_hosts(hosts: dict[int, str], ranks: list[int], large: bool = False) -> str:
+    """" on node 1 (gpu-b)": the hosts of these ranks, where hosts were told apart (several nodes)."""
+    names = sorted({hosts[r] for r in ranks if r in hosts})
+    if large and len(names) > SHOWN_PER_GROUP:  # 128 nodes: the first few by number, then a count
+        names = sorted(names, key=_node_number)
+        return f" on {', '.join(names[:SHOWN_PER_GROUP])} and {len(names) - SHOWN_PER_GROUP:,} more nodes"
+    return f" on {', '.join(names)}" if names else ""
+
+
+def _node_number(name: str) -> tuple:
+    """"node 12 (gpu-b)" -> (12, name): nodes in numeric order, not 1, 10, 100."""
+    digits = "".join(c for c in name.split("(")[0] if c.isdigit())
+    return (int(digits) if digits else -1, name)
 
 
 def rank_stacks(run: RunModel) -> dict[int, StackView]:

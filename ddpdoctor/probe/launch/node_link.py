@@ -36,6 +36,11 @@ from typing import Any, Optional
 from ddpdoctor.probe.launch.node_wire import MAX_LINE, BadMessage, Codec, silence_s
 
 HEARTBEAT_S = 1.0
+# A peer's heartbeats are never queued, but each is decoded and checked: more than a burst of
+# BEAT_BURST, refilled at BEAT_RATE a second (a good peer sends one a second), is a flood, and
+# the link is dropped rather than spending node 0's CPU (the job's) on it.
+BEAT_BURST = 20
+BEAT_RATE = 4.0
 SEND_TIMEOUT_S = 5.0
 MAX_QUEUED = 2 * MAX_LINE  # bytes of received lines waiting for the owner to take them
 SIZE = "_bytes"  # the key under which a queued message carries its line's length
@@ -60,6 +65,7 @@ class Link:
         self._room = threading.Event()
         self.last_heard = time.monotonic()
         self.clock_offset_s: Optional[float] = None  # the peer's wall clock minus ours
+        self._beat_tokens, self._beat_at = float(BEAT_BURST), time.monotonic()
         self.closed_reason: Optional[str] = None
         self.bad_message: Optional[str] = None  # what the peer sent that was not believed
         self._send_lock = threading.Lock()
@@ -201,12 +207,24 @@ class Link:
                     self._drop(str(exc))
                     return
                 if message["t"] == "beat":
+                    if not self._beat_allowed():
+                        self._drop(f"heartbeats faster than {BEAT_RATE:.0f} a second")
+                        return
                     self.clock_offset_s = message["now"] - time.time()
                 else:
                     message[SIZE] = len(line)
                     with self._queued_lock:
                         self.queued_bytes += len(line)
                     self.inbox.put(message)
+
+    def _beat_allowed(self) -> bool:
+        now = time.monotonic()
+        self._beat_tokens = min(float(BEAT_BURST), self._beat_tokens + (now - self._beat_at) * BEAT_RATE)
+        self._beat_at = now
+        if self._beat_tokens < 1.0:
+            return False
+        self._beat_tokens -= 1.0
+        return True
 
     def _drop(self, why: str) -> None:
         self.bad_message = why

@@ -37,6 +37,7 @@ class NodeReporter:
         self.nproc, self.key, self.job = nproc, key, job
         self.connect_deadline = connect_deadline
         self.link: Optional[Link] = None
+        self.ever_connected = False  # a link to node 0 was once established (then lost or not)
         self.tails: dict[str, RankFileTail] = {}
         self.ended_by_node0: Optional[str] = None
         self.verdict: Optional[dict[str, Any]] = None
@@ -46,6 +47,7 @@ class NodeReporter:
         self._last_try = 0.0
         self._last_why = ""
         self._first_try: Optional[float] = None
+        self._unanswered = False
         self._hinted = False
         self._last_stacks = -STACKS_EVERY_S
 
@@ -86,12 +88,24 @@ class NodeReporter:
             elif kind == "verdict":
                 self.verdict = message
 
+    def never_reached(self) -> bool:
+        """No link to node 0 was ever made and nothing answered on its port: no refusal, no bad
+        message (those are node 0's, or an impostor's, word; this is only silence)."""
+        return not self.ever_connected and (self.lost_reason is None or self._unanswered)
+
+    def never_answered(self) -> str:
+        """Why node 0 never answered, in the words both ends of a mismatch need."""
+        return (f"node 0's ddpdoctor never answered on {self.node0} "
+                f"(the gather port: MASTER_PORT + 1 unless --gather-port)"
+                + (f": {self._last_why}" if self._last_why else "")
+                + "; node 0 was not started, or its --master-addr/--master-port (or --gather-port) "
+                  "differ from this node's")
+
     def _try_connect(self) -> None:
         now = time.monotonic()
         if now >= self.connect_deadline:
-            self.lost_reason = (f"node 0's ddpdoctor did not answer on {self.node0} "
-                                f"(the gather port: MASTER_PORT + 1 unless --gather-port)"
-                                + (f": {self._last_why}" if self._last_why else ""))
+            self.lost_reason = self.never_answered()
+            self._unanswered = True
             return
         if now - self._last_try < 0.5:
             return
@@ -146,6 +160,7 @@ class NodeReporter:
             return
         codec.start_session(nonce, answer["nonce"], node_side=True)
         self.link = Link(sock, codec, wire.FROM_NODE0, "-node0")
+        self.ever_connected = True
 
     def forward(self) -> None:
         """Send what every local rank file gained since the last call: whole lines of the
