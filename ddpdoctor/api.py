@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
+from ddpdoctor.core import defaults
 from ddpdoctor.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,13 +33,14 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu: bool = False,
-          module: bool = False, max_steps: int = 20, steps_per_epoch: int = 5,
-          stall_timeout: Optional[float] = None, timeout: float = 300.0,
-          run_dir: Optional[PathLike] = None, launcher: str = "auto", nnodes: int = 1,
-          node_rank: int = 0, rdzv_endpoint: Optional[str] = None,
+def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = defaults.NPROC_PER_NODE,
+          cpu: bool = False, module: bool = False, max_steps: int = defaults.MAX_STEPS,
+          steps_per_epoch: int = defaults.STEPS_PER_EPOCH,
+          stall_timeout: Optional[float] = None, timeout: float = defaults.TIMEOUT_S,
+          run_dir: Optional[PathLike] = None, launcher: str = "auto", nnodes: int = defaults.NNODES,
+          node_rank: int = defaults.NODE_RANK, rdzv_endpoint: Optional[str] = None,
           master_addr: Optional[str] = None, master_port: Optional[int] = None,
-          gather_port: Optional[int] = None, gather_token: Optional[str] = None, log_limit: float = 16.0, fail_on: str = "error", ignore: Iterable[str] = (),
+          gather_port: Optional[int] = None, gather_token: Optional[str] = None, log_limit: float = defaults.LOG_LIMIT_MB, fail_on: str = "error", ignore: Iterable[str] = (),
           scaling: Sequence[int] = (), trace: Optional[PathLike] = None, verify_fix: bool = False,
           baseline: Optional[PathLike] = None) -> "Report":
     """`ddpdoctor probe SCRIPT -- ARGS`: run the script as a short instrumented DDP job and
@@ -70,10 +72,10 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = 2, cpu
 
 def run_preflight(nodes: Optional[PathLike] = None, *, nproc: Optional[int] = None,
               world_size: Optional[int] = None, master_addr: Optional[str] = None,
-              master_port: int = 29500, backend: str = "auto", via: str = "auto",
+              master_port: int = defaults.MASTER_PORT, backend: str = "auto", via: str = "auto",
               ssh_user: Optional[str] = None, ssh_port: Optional[int] = None,
-              ssh_options: Sequence[str] = (), remote_python: str = "python3",
-              timeout: float = 10.0, fanout: int = 64, facts: Sequence[PathLike] = (),
+              ssh_options: Sequence[str] = (), remote_python: str = defaults.REMOTE_PYTHON,
+              timeout: float = defaults.PREFLIGHT_TIMEOUT_S, fanout: int = defaults.FANOUT, facts: Sequence[PathLike] = (),
               collective: bool = False, node_rank: Optional[int] = None,
               fail_on: str = "error", ignore: Iterable[str] = ()) -> "Report":
     """`ddpdoctor preflight --nodes NODES`: check the machines and return the report.

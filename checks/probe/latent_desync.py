@@ -7,6 +7,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.core import torch_names as names
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks, size_exchange
 from ddpdoctor.probe.run_model.loaded_run import RunModel
@@ -14,8 +15,7 @@ from ddpdoctor.probe.words.wording import location, rank_list
 
 # Sizes that may vary by design: torch's object collectives exchange the sizes themselves (their
 # internal tensor collectives are not recorded), barriers carry no data, DDP's buckets are fixed.
-SAFE_OPS = {"all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list",
-            "barrier", "monitored_barrier", "ddp_bucket_allreduce"}
+SAFE_OPS = frozenset(names.OBJECT_COLLECTIVES + names.BARRIERS + ("ddp_bucket_allreduce",))
 
 
 @check("DDP506", "A collective's size changes with the data", Severity.WARNING)

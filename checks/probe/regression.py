@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Incomplete, Skipped, check
+from ddpdoctor.core.torch_names import GB, bus_factor
 from ddpdoctor.probe.analysis import perf_tables, regression
 from ddpdoctor.probe.analysis.perf.units import megabytes
 from ddpdoctor.probe.run_model.loaded_run import RunModel
-
-GB = 1e9
 
 
 def _value(change: regression.Change, value: float) -> str:
@@ -25,7 +24,7 @@ def _busbw(metrics: dict) -> float | None:
     if not isinstance(busy, (int, float)) or not isinstance(size, (int, float)) or busy <= 0:
         return None
     world = metrics.get("world_size") or 2
-    return size / (busy / 1e3) / GB * (2 * (world - 1) / world)
+    return size / (busy / 1e3) / GB * bus_factor(world)
 
 
 @check("DDP607", "Slower than the baseline report", Severity.ERROR)

@@ -13,6 +13,7 @@ from rich.markup import escape
 from ddpdoctor.cli.options import (FailOnOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt, QuietOpt,
                                    VerboseOpt, finish, gate, report_outputs)
 from ddpdoctor.cli.options import ForceOpt
+from ddpdoctor.core import defaults
 
 
 def preflight_command(
@@ -20,16 +21,16 @@ def preflight_command(
     nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", "--nproc_per_node", min=1, help="Processes per node (default: the list's slots, else 1)."),
     world_size: Optional[int] = typer.Option(None, "--world-size", "--world_size", min=1, help="The world size the job will ask for; checked against nodes x processes."),
     master_addr: Optional[str] = typer.Option(None, "--master-addr", "--master_addr", help="Rendezvous host (default: the first host of the list)."),
-    master_port: int = typer.Option(29500, "--master-port", "--master_port", min=1, max=65535, help="Rendezvous port."),
+    master_port: int = typer.Option(defaults.MASTER_PORT, "--master-port", "--master_port", min=1, max=65535, help="Rendezvous port."),
     backend: str = typer.Option("auto", "--backend", metavar="auto|nccl|gloo", help="auto: nccl when every node has a GPU, else gloo."),
     via: str = typer.Option("auto", "--via", metavar="auto|local|ssh|store", help="auto: this machine in-process, every other host over ssh. store: run the same command on every node (srun); they meet in a TCPStore on the master."),
     node_rank: Optional[int] = typer.Option(None, "--node-rank", "--node_rank", min=0, help="With --via store: this machine is entry N (from 0) of the host list (default: found by name or address)."),
     ssh_user: Optional[str] = typer.Option(None, "--ssh-user", help="Log in as this user (ssh -l)."),
     ssh_port: Optional[int] = typer.Option(None, "--ssh-port", min=1, max=65535, help="ssh port (ssh -p)."),
     ssh_option: List[str] = typer.Option([], "--ssh-option", metavar="KEY=VALUE", help="Passed to ssh as -o KEY=VALUE (repeatable)."),
-    remote_python: str = typer.Option("python3", "--remote-python", metavar="PYTHON", help="The Python to run on remote nodes (the one your job uses, e.g. a venv's)."),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds allowed for each node (ssh included)."),
-    fanout: int = typer.Option(64, "--fanout", min=1, help="Nodes asked at the same time."),
+    remote_python: str = typer.Option(defaults.REMOTE_PYTHON, "--remote-python", metavar="PYTHON", help="The Python to run on remote nodes (the one your job uses, e.g. a venv's)."),
+    timeout: float = typer.Option(defaults.PREFLIGHT_TIMEOUT_S, "--timeout", help="Seconds allowed for each node (ssh included)."),
+    fanout: int = typer.Option(defaults.FANOUT, "--fanout", min=1, help="Nodes asked at the same time."),
     collective: bool = typer.Option(False, "--collective", help="Once the facts are sound, run a real all-reduce across every node and process (gloo; NCCL where GPUs are) and pairwise node tests (DDP107). Needs torch on every node."),
     facts: List[str] = typer.Option([], "--facts", metavar="FILE", help="A recorded `ddpdoctor facts --json` file standing in for the host of the list with its hostname (repeatable)."),
     json_path: Optional[str] = JsonOpt,
@@ -96,7 +97,7 @@ def _store_node_output(report, outputs) -> int:
 
 def facts_command(
     json_out: bool = typer.Option(False, "--json", help="Print the facts as JSON (what `preflight --facts` reads)."),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds allowed for gathering."),
+    timeout: float = typer.Option(defaults.PREFLIGHT_TIMEOUT_S, "--timeout", help="Seconds allowed for gathering."),
 ) -> int:
     """Print this machine's facts: names, addresses, interfaces, Python/torch/CUDA/NCCL/driver, GPUs."""
     from ddpdoctor.core.errors import ToolFailure, UsageError

@@ -9,6 +9,7 @@ import typer
 
 from ddpdoctor.cli.options import (FailOnOpt, ForceOpt, TraceOpt, GithubOpt, IgnoreOpt, JsonOpt, JunitOpt,
                                    QuietOpt, VerboseOpt, finish, gate, report_outputs)
+from ddpdoctor.core import defaults
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.probe.options import ProbeOptions
 
@@ -17,19 +18,19 @@ def probe_command(
     script: str = typer.Argument(..., help="The training script (or a module name with -m)."),
     args: Optional[List[str]] = typer.Argument(None, help="The script's own arguments, after `--`."),
     module: bool = typer.Option(False, "-m", help="SCRIPT is a module name, run like `python -m`."),
-    nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", "--nproc_per_node", help="Processes per node (default 2, or $SLURM_GPUS_ON_NODE)."),
-    nnodes: Optional[int] = typer.Option(None, "--nnodes", help="Number of nodes (default 1, or SLURM's, or a PyTorchJob pod's $PET_NNODES / $WORLD_SIZE)."),
+    nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", "--nproc_per_node", help=f"Processes per node (default {defaults.NPROC_PER_NODE}, or $SLURM_GPUS_ON_NODE)."),
+    nnodes: Optional[int] = typer.Option(None, "--nnodes", help=f"Number of nodes (default {defaults.NNODES}, or SLURM's, or a PyTorchJob pod's $PET_NNODES / $WORLD_SIZE)."),
     node_rank: Optional[int] = typer.Option(None, "--node-rank", "--node_rank", help="This node's rank (default 0, or $SLURM_NODEID, or a pod's $PET_NODE_RANK / $RANK)."),
     rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", "--rdzv_endpoint", help="HOST:PORT of the c10d rendezvous."),
     master_addr: Optional[str] = typer.Option(None, "--master-addr", "--master_addr"),
     master_port: Optional[int] = typer.Option(None, "--master-port", "--master_port"),
-    log_limit: float = typer.Option(16.0, "--log-limit", metavar="MB", help="Keep at most this much of each rank's output in job.log: the first 3/4 and the last 1/4, with a line saying what was dropped."),
+    log_limit: float = typer.Option(defaults.LOG_LIMIT_MB, "--log-limit", metavar="MB", help="Keep at most this much of each rank's output in job.log: the first 3/4 and the last 1/4, with a line saying what was dropped."),
     gather_port: Optional[int] = typer.Option(None, "--gather-port", help="Multi-node: the port on node 0 where its ddpdoctor gathers every node's telemetry (default: the rendezvous port + 1)."),
     gather_token: Optional[str] = typer.Option(None, "--gather-token", envvar="DDPDOCTOR_GATHER_TOKEN", show_envvar=False, metavar="SECRET", help="Multi-node: a secret every node of the job shares (or $DDPDOCTOR_GATHER_TOKEN); every message on the gather port is authenticated with it, both ways. Without one the report says the verdict relied on an unauthenticated port."),
-    max_steps: int = typer.Option(20, "--max-steps", help="Stop every rank after this many optimizer steps (0: no limit)."),
-    steps_per_epoch: int = typer.Option(5, "--steps-per-epoch", help="End each DataLoader epoch after this many batches (0: no limit)."),
-    stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="Seconds without progress before the job counts as hung (default: adaptive, at least 8)."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds before the whole probe is ended."),
+    max_steps: int = typer.Option(defaults.MAX_STEPS, "--max-steps", help="Stop every rank after this many optimizer steps (0: no limit)."),
+    steps_per_epoch: int = typer.Option(defaults.STEPS_PER_EPOCH, "--steps-per-epoch", help="End each DataLoader epoch after this many batches (0: no limit)."),
+    stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help=f"Seconds without progress before the job counts as hung (default: adaptive, at least {defaults.STALL_FLOOR_S:g})."),
+    timeout: float = typer.Option(defaults.TIMEOUT_S, "--timeout", help="Seconds before the whole probe is ended."),
     launcher: str = typer.Option("auto", "--launcher", metavar="auto|torchrun|none", help="How ranks start: torchrun, or none for scripts that start their own (mp.spawn). auto decides from the source."),
     run_dir: Optional[str] = typer.Option(None, "--run-dir", help="Where telemetry and the report go (default ./ddpdoctor-runs/...)."),
     cpu: bool = typer.Option(False, "--cpu/--no-cpu", help="Run a script written for CUDA and NCCL on the CPU with gloo, unchanged (CI runners without a GPU); the report lists what was remapped."),
@@ -68,8 +69,9 @@ def probe_command(
     pick = lambda flag, name, default: flag if flag is not None else slurm.get(name, default)  # noqa: E731
     options = ProbeOptions(
         script=script, args=list(args or []), module=module,
-        nproc_per_node=pick(nproc_per_node, "nproc_per_node", 2), nnodes=pick(nnodes, "nnodes", 1),
-        node_rank=pick(node_rank, "node_rank", 0), rdzv_endpoint=pick(rdzv_endpoint, "rdzv_endpoint", None),
+        nproc_per_node=pick(nproc_per_node, "nproc_per_node", defaults.NPROC_PER_NODE),
+        nnodes=pick(nnodes, "nnodes", defaults.NNODES),
+        node_rank=pick(node_rank, "node_rank", defaults.NODE_RANK), rdzv_endpoint=pick(rdzv_endpoint, "rdzv_endpoint", None),
         master_addr=pick(master_addr, "master_addr", None), master_port=pick(master_port, "master_port", None),
         gather_port=gather_port, gather_token=gather_token, log_limit_mb=log_limit, max_steps=max_steps, steps_per_epoch=steps_per_epoch,
         stall_timeout_s=stall_timeout, timeout_s=timeout, run_dir=run_dir, launcher=launcher,

@@ -142,7 +142,3 @@ def gating(findings: Iterable[Finding], fail_on: Severity) -> list[Finding]:
     report) is shown but never fails the gate by itself."""
     return [f for f in findings if f.severity.rank >= fail_on.rank
             and not (f.evidence.get("static") is True and f.evidence.get("confirmed") is False)]
-
-
-def exit_code_for(findings: Iterable[Finding], fail_on: Severity) -> int:
-    return EXIT_FINDINGS if gating(findings, fail_on) else EXIT_OK

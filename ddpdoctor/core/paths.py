@@ -15,6 +15,11 @@ import sysconfig
 # The ddpdoctor package's own directory: its frames are never the user's, wherever it lies (a
 # checkout of this project is often itself a folder named "ddpdoctor").
 OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# The folder that holds that package: what goes on sys.path for `import ddpdoctor` to be this
+# copy. The one home for ddpdoctor's own folder; the two places that run before ddpdoctor can be
+# imported (inrank/bootstrap.py run by its path, inrank/site/sitecustomize.py) derive it from
+# their own file the same way, and tests/unit/test_own_folder.py holds them to this.
+OWN_ROOT = os.path.dirname(OWN_DIR.rstrip(os.sep))
 # Every ddpdoctor directory whose frames are ddpdoctor's: this process's, and the one each rank
 # imported (its Start record says which; note_own_dir). A rank may import another copy than
 # the parent (a checkout in the job's folder, another node's install).

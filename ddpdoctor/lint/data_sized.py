@@ -20,13 +20,15 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from ddpdoctor.core import torch_names as names
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import children
 
-SINKS = {"all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce",
-         "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single"}
-EXCHANGES = {"all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast",
-             "broadcast_object_list"}
+# The tensor collectives whose one tensor's size must match on every rank; all_to_all takes
+# lists of tensors, which this rule does not follow.
+SINKS = frozenset(names.TENSOR_COLLECTIVES) - {"all_to_all"}
+# A size exchange before the sink (all_reduce counts only with ReduceOp.MAX: read at the call).
+EXCHANGES = frozenset(names.SIZE_GATHERS + names.OBJECT_EXCHANGES)
 _READ = SINKS | EXCHANGES  # the torch.distributed calls this rule reads
 DATA_SIZED = {"unique", "unique_consecutive", "nonzero", "argwhere", "masked_select"}
 # Calls whose result no longer has the data's length: reductions, sizes, padding, conversion

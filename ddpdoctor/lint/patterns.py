@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
+from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint.nodes import walk
 
 # Calls that return a rank.
@@ -23,14 +24,11 @@ RANK_ENV = {"RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "SLURM_PROCID", "SL
 RANK_ONLY_DECORATORS = {"rank_zero_only", "main_process_only", "on_main_process",
                         "on_local_main_process", "on_process", "on_local_process", "rank_zero_first"}
 
-# torch.distributed functions every rank of the group must enter.
-TORCH_COLLECTIVES = {
-    "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "all_gather_object",
-    "all_gather_coalesced", "all_reduce_coalesced", "reduce", "reduce_scatter",
-    "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast", "broadcast_object_list", "barrier",
-    "monitored_barrier", "gather", "gather_object", "scatter", "scatter_object_list", "all_to_all",
-    "all_to_all_single", "new_group", "new_subgroups", "batch_isend_irecv",
-}
+# torch.distributed functions every rank of the group must enter, as a script spells them: the
+# public collectives, the older and private spellings, making a group, and a batch of p2p ops
+# (every rank of the batch's group enters it). Not init_process_group: its own rules read it.
+TORCH_COLLECTIVES = frozenset(names.COLLECTIVES + names.LEGACY_COLLECTIVES + names.GROUP_CREATION
+                              + names.P2P_BATCH)
 ACCELERATE_COLLECTIVES = {"gather", "gather_for_metrics", "reduce", "wait_for_everyone",
                           "pad_across_processes", "broadcast"}
 FABRIC_COLLECTIVES = {"barrier", "all_reduce", "all_gather", "broadcast"}
@@ -122,9 +120,6 @@ def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
 def truthy(node: Optional[ast.AST]) -> bool:
     """A keyword value that is not literally False/None/0."""
     return node is not None and not is_const(node, False, None, 0)
-
-
-CollectiveMatcher = Callable[[ast.Call], Optional[str]]
 
 
 # ---------------------------------------------------------------------- what calls mean for DDP

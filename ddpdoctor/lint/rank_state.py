@@ -27,7 +27,6 @@ from ddpdoctor.lint.patterns import RankTest, last_name, text
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
-LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Tests on a tensor's value, each rank's own unless it was all-reduced first.
 VALUE_TESTS = {"isfinite", "isnan", "isinf", "isneginf", "isposinf"}
 

@@ -43,11 +43,6 @@ def kind_of(text: str) -> str:
     return "other"
 
 
-def is_nccl_error(message: str) -> bool:
-    """A Python exception that carries an NCCL error (not a watchdog timeout)."""
-    return "NCCL error" in message or "nccl" in message.lower() and ("Error" in message or "error" in message)
-
-
 def read(text: str, rank: Optional[int], where: Line, t: Optional[float], order: int, ev: Evidence) -> bool:
     match = _DEBUG.match(text)
     if not match:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ddpdoctor.core.torch_names import bus_factor
+
 # What a rank was doing after its last event, for "killed at the deadline while ...".
 _DOING_AFTER = {
     None: "starting Python",
@@ -115,8 +117,9 @@ def from_nodes(hosts: list[str], backend: str, world_size: int, answers: dict[st
             pair_events.setdefault((number, (a, b)), [])
     for (number, (a, b)), events in sorted(pair_events.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         out.pairs.append(_pair_result(hosts, number, a, b, events))
-    out.sizes = [SizeResult(int(e["bytes"]), float(e["seconds"]), float(e["algbw"]), float(e["busbw"]))
-                 for e in size_events]
+    factor = bus_factor(world_size)
+    out.sizes = [SizeResult(int(e["bytes"]), float(e["seconds"]), float(e["algbw"]),
+                            round(float(e["algbw"]) * factor, 1)) for e in size_events]
     out.world, out.world_detail = _world_status(out, answers)
     return out
 

@@ -75,14 +75,6 @@ def _ipv6(text: str, original: str) -> str:
     return text
 
 
-def is_ip_address(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
-
-
 def split_outside_brackets(text: str, sep: str = ",") -> list[str]:
     """Split on `sep` except inside [...] (`a[1,3],b` -> ["a[1,3]", "b"]); raises ValueError on
     unbalanced or nested brackets."""

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ddpdoctor.core import defaults
 from ddpdoctor.core.deprecated import make_callable
 from ddpdoctor.preflight.node import facts as node_facts
 from ddpdoctor.preflight.cluster import ClusterFacts
@@ -47,12 +48,12 @@ class PreflightOptions:
     nproc_per_node: Optional[int] = None
     world_size: Optional[int] = None
     master_addr: Optional[str] = None
-    master_port: int = 29500
+    master_port: int = defaults.MASTER_PORT
     backend: str = "auto"
     via: str = "auto"
     ssh: SshOptions = field(default_factory=SshOptions)
-    timeout: float = 10.0
-    fanout: int = 64
+    timeout: float = defaults.PREFLIGHT_TIMEOUT_S
+    fanout: int = defaults.FANOUT
     facts_files: list[str] = field(default_factory=list)
     fail_on: Severity = Severity.ERROR
     ignore: set[str] = field(default_factory=set)

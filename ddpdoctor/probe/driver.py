@@ -11,7 +11,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Optional
 
-from ddpdoctor.core import redact
+from ddpdoctor.core import defaults, redact
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.core.findings import EXIT_INCOMPLETE, EXIT_TOOL, Severity
 from ddpdoctor.probe.launch import launcher, live_feed
@@ -47,7 +47,7 @@ def default_run_dir(script: str) -> Path:
 def pg_timeout_for(options: ProbeOptions) -> float:
     """The process-group timeout imposed in every rank: long enough that the watchdog sees the
     stall and takes stacks first, short enough that a hang surfaces in seconds."""
-    stall = options.stall_timeout_s or 8.0
+    stall = options.stall_timeout_s or defaults.STALL_FLOOR_S
     return max(30.0, 3 * stall)
 
 

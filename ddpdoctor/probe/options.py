@@ -7,12 +7,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ddpdoctor.core import defaults
 from ddpdoctor.core.errors import UsageError
 
 # A timeout is a deadline: a finite number of seconds (nan would never fire, inf never end).
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
-# More processes than this on one node is a typo, and torchrun would try to start every one.
-MAX_NPROC_PER_NODE = 1024
+MAX_NPROC_PER_NODE = defaults.MAX_NPROC_PER_NODE
 # The gather port numbers nodes up to 65535; 16,384 nodes or 131,072 ranks is beyond any job
 # probed whole, and every per-node and per-rank table is sized by these before a rank starts.
 MAX_NNODES = 16384
@@ -26,21 +26,21 @@ class ProbeOptions:
     script: str
     args: list[str] = field(default_factory=list)
     module: bool = False  # `script` is a module name (python -m)
-    nproc_per_node: int = 2
-    nnodes: int = 1
-    node_rank: int = 0
+    nproc_per_node: int = defaults.NPROC_PER_NODE
+    nnodes: int = defaults.NNODES
+    node_rank: int = defaults.NODE_RANK
     rdzv_endpoint: Optional[str] = None
     master_addr: Optional[str] = None
     master_port: Optional[int] = None
-    log_limit_mb: float = 16.0  # job.log keeps this much per rank: 3/4 head, 1/4 tail (launch/log_cap.py)
+    log_limit_mb: float = defaults.LOG_LIMIT_MB  # job.log keeps this much per rank: 3/4 head, 1/4 tail (launch/log_cap.py)
     gather_port: Optional[int] = None  # multi-node: node 0's ddpdoctor listens here (default: rendezvous port + 1)
     # Multi-node: the job's shared secret for the gather port (else $DDPDOCTOR_GATHER_TOKEN;
     # launch/node_wire.py). Never stored in a report, a log or probe.json.
     gather_token: Optional[str] = field(default=None, repr=False)
-    max_steps: int = 20
-    steps_per_epoch: int = 5
+    max_steps: int = defaults.MAX_STEPS
+    steps_per_epoch: int = defaults.STEPS_PER_EPOCH
     stall_timeout_s: Optional[float] = None  # None: adaptive
-    timeout_s: float = 300.0
+    timeout_s: float = defaults.TIMEOUT_S
     run_dir: Optional[str] = None
     checked_bucket_iterations: int = 3
     cpu: bool = False  # run a CUDA/NCCL script on the CPU with gloo (inrank/cpu_shim.py)
@@ -127,7 +127,7 @@ class ProbeOptions:
             host, _, port = self.rdzv_endpoint.rpartition(":")
             host, rdzv_port = host.strip("[]"), int(port)
         else:
-            host, rdzv_port = self.master_addr or "127.0.0.1", self.master_port or 29500
+            host, rdzv_port = self.master_addr or "127.0.0.1", self.master_port or defaults.MASTER_PORT
         if self.gather_port is not None:
             return host, self.gather_port
         return host, rdzv_port + 1 if rdzv_port < 65535 else rdzv_port - 1

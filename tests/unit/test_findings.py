@@ -1,5 +1,4 @@
-from ddpdoctor.core.findings import (EXIT_FINDINGS, EXIT_OK, Finding, Location, Severity, exit_code_for,
-                                parse_codes)
+from ddpdoctor.core.findings import Finding, Location, Severity, parse_codes
 
 
 def make(severity: Severity, code: str = "DDP101") -> Finding:
@@ -14,14 +13,6 @@ def test_finding_json_matches_the_documented_schema():
     assert data["severity"] == "error"
     assert data["location"] == {"file": "train.py", "line": 57}
     assert Finding.from_dict(data) == make(Severity.ERROR)
-
-
-def test_exit_code_gates_on_fail_on_threshold():
-    warning = [make(Severity.WARNING)]
-    assert exit_code_for(warning, Severity.ERROR) == EXIT_OK
-    assert exit_code_for(warning, Severity.WARNING) == EXIT_FINDINGS
-    assert exit_code_for([make(Severity.INFO)], Severity.WARNING) == EXIT_OK
-    assert exit_code_for([], Severity.INFO) == EXIT_OK
 
 
 def test_ignore_codes_accept_commas_repeats_and_lowercase():

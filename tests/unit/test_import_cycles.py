@@ -108,10 +108,11 @@ def test_the_package_cycle_finder_sees_a_cycle_through_a_function_level_import(t
 
 
 # What code inside the user's ranks may import: itself, the telemetry format, the JSON-lines
-# codec, the run dir's file names and secret redaction. Never the launcher side or the
+# codec, the run dir's file names, secret redaction, torch's names and the defaults. Never the launcher side or the
 # analysis: they pull in psutil, rich and the checks, which cost every rank start-up time and
 # could fail inside the script.
 INRANK_MAY_IMPORT = ("ddpdoctor.probe.inrank", "ddpdoctor.probe.records.telemetry", "ddpdoctor.probe.records.jsonl",
+                     "ddpdoctor.core.torch_names", "ddpdoctor.core.defaults",
                      "ddpdoctor.probe.records.rundir",
                      "ddpdoctor.core.redact", "ddpdoctor.core.version", "ddpdoctor.core.paths",
                      "ddpdoctor.core.deprecated")

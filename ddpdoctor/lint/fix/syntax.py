@@ -13,7 +13,6 @@ from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.patterns import dotted, last_name
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 EPOCH_NAME = re.compile(r"epoch", re.IGNORECASE)
 
 

@@ -15,8 +15,8 @@ Rank (`_rank_main`), in this order:
    2-rank group of its own through the store and times an all-reduce: a broken or slow node
    shows in every pair it is part of and in no other;
 3. when every pair worked: the whole world - every node, every process - in one process group,
-   a correctness all-reduce, then all-reduces at a few sizes with their bus bandwidth (NCCL's
-   busbw: algbw x 2(n-1)/n). Each size's time is agreed on by all ranks (a MAX all-reduce), so
+   a correctness all-reduce, then all-reduces at a few sizes with their algorithm bandwidth (the
+   parent turns it into NCCL's busbw). Each size's time is agreed on by all ranks (a MAX all-reduce), so
    all of them stop the size ladder at the same point and no rank waits in a collective the
    others skipped.
 Each step prints one marked event line as it ends, so a rank killed at the deadline still says
@@ -275,7 +275,7 @@ def _world(params, store, dist, torch, device, rank, left):
             seconds = float(slowest.item())
             algbw = nbytes / seconds if seconds > 0 else 0.0
             _emit({"phase": "size", "bytes": int(nbytes), "seconds": round(seconds, 6),
-                   "algbw": round(algbw, 1), "busbw": round(algbw * 2 * (world - 1) / world, 1)})
+                   "algbw": round(algbw, 1)})  # busbw: the parent's (core/torch_names.bus_factor)
             following = sizes[index + 1] if index + 1 < len(sizes) else None
             if following is not None and seconds * following / nbytes > cap:
                 break  # the next size would take too long on this network; same verdict on every rank

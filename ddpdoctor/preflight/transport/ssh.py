@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ddpdoctor.core import redact
+from ddpdoctor.core import defaults, redact
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.preflight.node.facts import MARKER, NodeFacts
 from ddpdoctor.preflight.node import payload
@@ -36,7 +36,7 @@ class SshOptions:
     user: Optional[str] = None
     port: Optional[int] = None
     options: list[str] = field(default_factory=list)  # KEY=VALUE, each passed as -o KEY=VALUE
-    remote_python: str = "python3"
+    remote_python: str = defaults.REMOTE_PYTHON
     executable: str = "ssh"
 
     def validate(self) -> "SshOptions":

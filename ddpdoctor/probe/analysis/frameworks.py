@@ -277,14 +277,6 @@ def _partial_synced_logs(run: RunModel, fw: Framework,
             if ranks and ranks != formed]
 
 
-def _calls_at(run: RunModel, where: Optional[Location]) -> set[str]:
-    """What the user's code called at a finding's location (the library function, as recorded)."""
-    if where is None:
-        return set()
-    return {site.call for rank_run in run.ranks.values() for site in rank_run.sites()
-            if site.call and site.file == where.file and site.line == where.line}
-
-
 def _lightning_collective(finding: Problem, run: RunModel, fw: Framework) -> bool:
     partial = _partial_synced_logs(run, fw, _finding_step(finding))
     if partial:

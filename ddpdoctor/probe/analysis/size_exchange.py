@@ -13,11 +13,12 @@ from __future__ import annotations
 from math import prod
 from typing import Optional
 
+from ddpdoctor.core import torch_names as names
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.run_model.loaded_run import RankRun
 
-GATHERS = {"all_gather", "all_gather_into_tensor", "all_gather_single", "broadcast",
-           "all_gather_object", "broadcast_object_list"}
+# all_reduce is an exchange only with MAX (read below); these are, whatever their op.
+GATHERS = frozenset(names.SIZE_GATHERS + names.OBJECT_EXCHANGES)
 SMALL = 16  # elements: as many as the probe reads values of (inrank/collectives.py)
 INTEGER = ("int", "uint", "long", "short")
 

@@ -18,7 +18,7 @@ from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Itera
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import fingerprint, recorder
+from ddpdoctor.probe.inrank import fingerprint, hooks, recorder
 
 _ids = itertools.count()
 
@@ -92,7 +92,6 @@ def _custom_batch_sampler(loader: DataLoader) -> str:
 
 
 def install(steps_per_epoch: int) -> None:
-    original_iter = DataLoader.__iter__
     original_set_epoch = DistributedSampler.set_epoch
 
     @functools.wraps(original_set_epoch)
@@ -103,7 +102,6 @@ def install(steps_per_epoch: int) -> None:
         return original_set_epoch(self, epoch)
 
     DistributedSampler.set_epoch = set_epoch
-    original_next = _BaseDataLoaderIter.__next__
     original_next_index = _BaseDataLoaderIter._next_index
 
     @functools.wraps(original_next_index)
@@ -117,9 +115,8 @@ def install(steps_per_epoch: int) -> None:
         queue.append(index)
         return index
 
-    @functools.wraps(original_iter)
-    def __iter__(self: DataLoader) -> Any:
-        iterator = original_iter(self)
+    def __iter__(call: Any, self: DataLoader) -> Any:
+        iterator = call(self)
         try:
             fields = self.__dict__
             if "_ddpdoctor_id" not in fields:
@@ -137,17 +134,16 @@ def install(steps_per_epoch: int) -> None:
             recorder.get().note_once("loader", f"DataLoader instrument failed: {exc!r}")
         return iterator
 
-    @functools.wraps(original_next)
-    def __next__(self: _BaseDataLoaderIter) -> Any:
+    def __next__(call: Any, self: _BaseDataLoaderIter) -> Any:
         state: Optional[_EpochState] = self.__dict__.get("_ddpdoctor")
         if state is None:
-            return original_next(self)
+            return call(self)
         if state.limit and state.index >= state.limit:
             _end_epoch(state, truncated=True)
             raise StopIteration
         waited = time.time()
         try:
-            batch = original_next(self)
+            batch = call(self)
         except StopIteration:
             _end_epoch(state, truncated=False)
             raise
@@ -175,8 +171,8 @@ def install(steps_per_epoch: int) -> None:
         state.index += 1
         return batch
 
-    DataLoader.__iter__ = __iter__
-    _BaseDataLoaderIter.__next__ = __next__
+    hooks.register("DataLoader.__iter__", "batches", __iter__)
+    hooks.register("DataLoader iterator.__next__", "batches", __next__)
     _BaseDataLoaderIter._next_index = _next_index
 
 

@@ -22,7 +22,7 @@ if __name__ == "__main__" and not __package__:
     # Run by its path (the launcher does): sys.path[0] is this file's folder. The root of the
     # ddpdoctor this file belongs to goes there instead, so `import ddpdoctor` is this copy
     # whatever the working directory holds; _run_target then gives the script its own folder
-    # there, as `python train.py` would.
+    # there, as `python train.py` would. (core/paths.OWN_ROOT, which cannot be imported yet.)
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from ddpdoctor.probe.records import rundir  # noqa: E402 - after the path above
@@ -51,7 +51,7 @@ def install_instruments(config) -> None:
         ("collectives", collectives.install),
         ("DDP", lambda: ddp.install(config.checked_bucket_iterations)),
         ("DataLoader", lambda: batches.install(config.steps_per_epoch)),
-        ("DataLoader random state", worker_seeds.install),  # after DataLoader: it runs first
+        ("DataLoader random state", worker_seeds.install),
         ("optimizer steps", lambda: steps.install(config.max_steps)),
         # After the steps' hooks: those advance the step counter this one reads.
         ("memory", memory.install),
@@ -61,12 +61,14 @@ def install_instruments(config) -> None:
         ("frameworks", frameworks.install),
         ("activation checkpointing", checkpointing.install),
         ("DistributedSampler datasets", sharding.install),
-        ("boundary paths", boundaries.install),  # after usage: it wraps that torch.save
+        ("boundary paths", boundaries.install),
         ("line coverage", coverage.install),
     ]
     if config.cpu:
-        # First, so that the instruments above wrap it: they record what the script asked for
-        # (backend 'nccl', DDP's device_ids) while torch receives the CPU version.
+        # First, so that the instruments above wrap what it patches alone: they record what the
+        # script asked for (backend 'nccl', DDP's device_ids) while torch receives the CPU
+        # version. Where several instruments hook one entry point (torch.save, torch.load, the
+        # DataLoader's __iter__ and __next__), hooks.ORDER decides, not this list.
         from ddpdoctor.probe.inrank import cpu_shim
 
         installers.insert(0, ("--cpu", cpu_shim.install))

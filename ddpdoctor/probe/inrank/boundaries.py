@@ -16,12 +16,12 @@ from __future__ import annotations
 import functools
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import coverage, recorder
+from ddpdoctor.probe.inrank import coverage, hooks, recorder
 
 MAX_PER_KIND = 200
 _counts: dict[str, int] = {}
@@ -88,28 +88,13 @@ def install() -> None:
         functools.update_wrapper(enter, original_enter)
         cls.__enter__ = enter
 
-    original_save = torch.save
+    def save(call: Callable, *args: Any, **kwargs: Any) -> Any:
+        _record("save", 2)
+        return call(*args, **kwargs)
 
-    @functools.wraps(original_save)
-    def save(*args: Any, **kwargs: Any) -> Any:
-        try:
-            _record("save", 2)
-        except Exception:  # noqa: BLE001
-            pass
-        return original_save(*args, **kwargs)
+    def load(call: Callable, *args: Any, **kwargs: Any) -> Any:
+        _record("load", 2)
+        return call(*args, **kwargs)
 
-    torch.save = save
-    torch.serialization.save = save
-
-    original_load = torch.load
-
-    @functools.wraps(original_load)
-    def load(*args: Any, **kwargs: Any) -> Any:
-        try:
-            _record("load", 2)
-        except Exception:  # noqa: BLE001
-            pass
-        return original_load(*args, **kwargs)
-
-    torch.load = load
-    torch.serialization.load = load
+    hooks.register("torch.save", "boundaries", save)
+    hooks.register("torch.load", "boundaries", load)

@@ -17,18 +17,13 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from ddpdoctor.core import torch_names as names
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import groups, recorder
 
-COLLECTIVES = (
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast",
-    "broadcast_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
-    "all_to_all_single", "barrier", "monitored_barrier", "gather", "gather_object", "scatter",
-    "scatter_object_list",
-    # torch 2.13's single-tensor forms (all_gather_into_tensor and reduce_scatter_tensor call
-    # them; FSDP and FSDP2 call them directly).
-    "all_gather_single", "reduce_scatter_single",
-)
+# Recorded: every public collective, and torch's single-tensor forms that FSDP calls directly
+# (the public ones that call them are recorded once: _inside below).
+RECORDED = names.COLLECTIVES + names.SINGLE_TENSOR_FORMS
 
 _inside = threading.local()  # object collectives call tensor ones: record only the outer call
 # Exceptions already recorded as in flight at a collective (ErrorInFlight): the first
@@ -74,8 +69,8 @@ def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
 
 # The collectives whose result can carry a size agreed between ranks (DDP506 looks for one
 # before a collective whose size changes): their values are read after completion when small.
-EXCHANGES = {"all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_single"}
-OBJECT_EXCHANGES = {"all_gather_object", "broadcast_object_list"}
+EXCHANGES = frozenset(names.VALUE_EXCHANGES)
+OBJECT_EXCHANGES = frozenset(names.OBJECT_EXCHANGES)
 RESULT_MAX_ELEMENTS = 16  # a length, a few lengths: reading them costs next to nothing
 
 # Results not yet readable: (is ready, read values, group, seq). Checked at the next collective,
@@ -212,7 +207,7 @@ def _wrap(name: str, original: Callable) -> Callable:
 
 
 def install() -> None:
-    for name in COLLECTIVES:
+    for name in RECORDED:
         original = getattr(c10d, name, None)
         if original is None:
             continue

@@ -28,7 +28,6 @@ lines that ran only there (Dataset.__getitem__ with num_workers > 0) count as no
 from __future__ import annotations
 
 import atexit
-import functools
 import json
 import os
 import sys
@@ -38,7 +37,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core.paths import is_user_file
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import identity, recorder
+from ddpdoctor.probe.inrank import hooks, identity, recorder
 
 ENV_COVERAGE = "DDPDOCTOR_COVERAGE"  # "0": no line tracer; "full": trace every step
 FLUSH_S = 2.0
@@ -205,25 +204,20 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 def _watch_loaders() -> None:
     """An epoch's end (the loader's StopIteration, also --steps-per-epoch's cut) and a loader's
     start (a new epoch, an evaluation loop) wake the tracer."""
-    from torch.utils.data import DataLoader
-    from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-    original_iter = DataLoader.__iter__
-    original_next = _BaseDataLoaderIter.__next__
-
-    def __iter__(self: Any) -> Any:
+    def __iter__(call: Any, self: Any) -> Any:
         wake()
-        return original_iter(self)
+        return call(self)
 
-    def __next__(self: Any) -> Any:
+    def __next__(call: Any, self: Any) -> Any:
         try:
-            return original_next(self)
+            return call(self)
         except StopIteration:
             wake()
             raise
 
-    DataLoader.__iter__ = functools.update_wrapper(__iter__, original_iter)
-    _BaseDataLoaderIter.__next__ = functools.update_wrapper(__next__, original_next)
+    hooks.register("DataLoader.__iter__", "coverage", __iter__)
+    hooks.register("DataLoader iterator.__next__", "coverage", __next__)
 
 
 def _root_dir() -> str:

@@ -41,12 +41,11 @@ import types
 from typing import Any, Callable, Optional
 
 import torch
-import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import recorder
+from ddpdoctor.probe.inrank import hooks, recorder
 
 PREFIX = "--cpu: "
 UNCOVERED = (PREFIX + "CUDA and NCCL ran on the CPU and gloo, remapped as the notes below say. Not "
@@ -121,28 +120,27 @@ def _cpu_backend(arguments: dict, what: str) -> None:
 
 
 def _patch_process_groups() -> None:
-    original_init = c10d.init_process_group
-    init_signature = inspect.signature(original_init)
+    init_signature = inspect.signature(hooks.original("init_process_group"))
 
-    @functools.wraps(original_init)
-    def init_process_group(*args: Any, **kwargs: Any) -> Any:
-        bound = init_signature.bind(*args, **kwargs)
+    def init_process_group(call: Callable, *args: Any, **kwargs: Any) -> Any:
+        bound = hooks.bind(init_signature, args, kwargs)
+        if bound is None:
+            return call(*args, **kwargs)
         _cpu_backend(bound.arguments, "init_process_group")
-        return original_init(*bound.args, **bound.kwargs)
+        return call(*bound.args, **bound.kwargs)
 
-    original_new_group = c10d.new_group
-    group_signature = inspect.signature(original_new_group)
+    group_signature = inspect.signature(hooks.original("new_group"))
 
-    @functools.wraps(original_new_group)
-    def new_group(*args: Any, **kwargs: Any) -> Any:
-        bound = group_signature.bind(*args, **kwargs)
+    def new_group(call: Callable, *args: Any, **kwargs: Any) -> Any:
+        bound = hooks.bind(group_signature, args, kwargs)
+        if bound is None:
+            return call(*args, **kwargs)
         if bound.arguments.get("backend") is not None or bound.arguments.get("device_id") is not None:
             _cpu_backend(bound.arguments, "new_group")
-        return original_new_group(*bound.args, **bound.kwargs)
+        return call(*bound.args, **bound.kwargs)
 
-    for module in (dist, c10d):
-        module.init_process_group = init_process_group
-        module.new_group = new_group
+    hooks.register("init_process_group", "cpu_shim", init_process_group)
+    hooks.register("new_group", "cpu_shim", new_group)
 
 
 # -- torch.cuda ----------------------------------------------------------------------------
@@ -393,17 +391,13 @@ def _patch_moves() -> None:
         if original is not None:
             setattr(torch.Tensor, name, cpu_factory(f"Tensor.{name}", original))
 
-    original_load = torch.load
-
-    @functools.wraps(original_load)
-    def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def load(call: Callable, f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
         # None too: a checkpoint saved on a GPU holds CUDA storages, which only load onto the CPU.
         if map_location is not None and not _is_cpu(map_location):
             _note("load", "torch.load(map_location=...) loaded the checkpoint onto the CPU")
-        return original_load(f, "cpu", *args, **kwargs)
+        return call(f, "cpu", *args, **kwargs)
 
-    torch.load = load
-    torch.serialization.load = load
+    hooks.register("torch.load", "cpu_shim", load)
 
 
 def _is_cpu(map_location: Any) -> bool:
@@ -414,16 +408,28 @@ def _is_cpu(map_location: Any) -> bool:
 
 # -- DDP and AMP ---------------------------------------------------------------------------
 
-def _drop_arguments(cls: type, rewrite: Callable[[dict], None]) -> None:
-    """Wrap cls.__init__ so that `rewrite` edits its bound arguments before torch sees them."""
-    original = cls.__init__
+def _rewriting(original: Callable, rewrite: Callable[[dict], None]) -> Callable:
+    """A hook that lets `rewrite` edit the call's bound arguments before torch sees them."""
     signature = inspect.signature(original)
+
+    def __init__(call: Callable, self: Any, *args: Any, **kwargs: Any) -> None:
+        bound = hooks.bind(signature, (self, *args), kwargs)
+        if bound is None:
+            return call(self, *args, **kwargs)
+        rewrite(bound.arguments)
+        call(*bound.args, **bound.kwargs)
+
+    return __init__
+
+
+def _drop_arguments(cls: type, rewrite: Callable[[dict], None]) -> None:
+    """Wrap cls.__init__, which no other instrument hooks, with _rewriting."""
+    original = cls.__init__
+    hook = _rewriting(original, rewrite)
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(self, *args, **kwargs)
-        rewrite(bound.arguments)
-        original(*bound.args, **bound.kwargs)
+        hook(original, self, *args, **kwargs)
 
     cls.__init__ = __init__
 
@@ -455,7 +461,7 @@ def install() -> None:
     _patch_cuda(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     _patch_accelerator(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     _patch_moves()
-    _drop_arguments(DDP, _ddp_on_cpu)
+    hooks.register("DDP.__init__", "cpu_shim", _rewriting(hooks.original("DDP.__init__"), _ddp_on_cpu))
     _drop_arguments(torch.amp.grad_scaler.GradScaler, _scaler_on_cpu)
     _drop_arguments(torch.amp.autocast_mode.autocast, _autocast_on_cpu)
     recorder.get().note_once("cpu:uncovered", UNCOVERED)

@@ -35,7 +35,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from ddpdoctor.probe.records import rundir
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import (collectives, coverage, device_timing, fingerprint, forward_inputs,
-                                    frameworks, groups, recorder)
+                                    frameworks, groups, hooks, recorder)
 
 _ids = itertools.count()
 SITE_EVERY = 20  # the backward call site is looked up afresh every this many iterations
@@ -311,8 +311,7 @@ def _override(arguments: dict, overrides: dict) -> None:
 
 
 def install(checked_iterations: int) -> None:
-    original_init = DDP.__init__
-    signature = inspect.signature(original_init)
+    signature = inspect.signature(hooks.original("DDP.__init__"))
     original_register = DDP.register_comm_hook
     original_builtin = DDP._register_builtin_comm_hook
     signature_defaults.update({name: p.default for name, p in signature.parameters.items()
@@ -323,9 +322,10 @@ def install(checked_iterations: int) -> None:
         overrides = {}
         recorder.get().note_once("verify-fix", f"ddpdoctor bug: --verify-fix arguments unreadable ({exc!r})")
 
-    @functools.wraps(original_init)
-    def __init__(self: DDP, *args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(self, *args, **kwargs)
+    def __init__(call: Callable, self: DDP, *args: Any, **kwargs: Any) -> None:
+        bound = hooks.bind(signature, (self, *args), kwargs)
+        if bound is None:
+            return call(self, *args, **kwargs)
         arguments = bound.arguments
         if overrides:
             _override(arguments, overrides)
@@ -341,7 +341,7 @@ def install(checked_iterations: int) -> None:
         site = recorder.user_site(2)
         frameworks.record_driver("DistributedDataParallel")  # built by HF, Lightning, ...?
         with coverage.paused():
-            original_init(*bound.args, **bound.kwargs)
+            call(*bound.args, **bound.kwargs)
         try:
             _instrument(self, arguments, logical_group, checked_group, workaround, site,
                         checked_iterations)
@@ -366,7 +366,7 @@ def install(checked_iterations: int) -> None:
                 "all-reduces cannot be timed or recorded from Python")
         return original_builtin(self, comm_hook_type)
 
-    DDP.__init__ = __init__
+    hooks.register("DDP.__init__", "ddp", __init__)
     DDP.register_comm_hook = register_comm_hook
     DDP._register_builtin_comm_hook = _register_builtin_comm_hook
 

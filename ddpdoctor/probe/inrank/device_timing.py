@@ -204,10 +204,6 @@ def poll_all(deadline: float = 0.0) -> None:
             timer.fail(f"ddpdoctor bug: resolving device timings failed ({exc!r})")
 
 
-def first_failure() -> str:
-    return next((t.failed for t in _timers.values() if t.failed), "")
-
-
 def _guarded(method: Callable) -> Callable:
     """A StepTimeline method that never raises into the script: a failure turns timing off."""
 

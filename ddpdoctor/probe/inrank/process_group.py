@@ -3,27 +3,26 @@
 from __future__ import annotations
 
 import datetime
-import functools
 import inspect
 import time
 from typing import Callable
 
 import torch.distributed as dist
-import torch.distributed.distributed_c10d as c10d
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import frameworks, groups, recorder
+from ddpdoctor.probe.inrank import frameworks, groups, hooks, recorder
 
 
 def install(pg_timeout_s: float, on_rank_known: Callable[[int, int], None]) -> None:
-    original_init = c10d.init_process_group
+    original_init = hooks.original("init_process_group")
     init_signature = inspect.signature(original_init)
     limit = datetime.timedelta(seconds=pg_timeout_s)
 
-    @functools.wraps(original_init)
-    def init_process_group(*args, **kwargs):
+    def init_process_group(call, *args, **kwargs):
+        bound = hooks.bind(init_signature, args, kwargs)
+        if bound is None:
+            return call(*args, **kwargs)
         rec = recorder.get()
-        bound = init_signature.bind(*args, **kwargs)
         arguments = bound.arguments
         world = arguments.get("world_size", -1)
         rank = arguments.get("rank", -1)
@@ -35,7 +34,7 @@ def install(pg_timeout_s: float, on_rank_known: Callable[[int, int], None]) -> N
         # A hang must surface in seconds, not after torch's 30 (gloo) or 10 (NCCL) minutes.
         given = arguments.get("timeout")
         arguments["timeout"] = limit if given is None or given > limit else given
-        result = original_init(*bound.args, **bound.kwargs)
+        result = call(*bound.args, **bound.kwargs)
         on_rank_known(dist.get_rank(), dist.get_world_size())
         rec = recorder.get()
         rec.write(tm.Init(time.time(), dist.get_backend(), dist.get_world_size(),
@@ -44,11 +43,8 @@ def install(pg_timeout_s: float, on_rank_known: Callable[[int, int], None]) -> N
             groups.make_twin(None, None)
         return result
 
-    original_new_group = c10d.new_group
-
-    @functools.wraps(original_new_group)
-    def new_group(*args, **kwargs):
-        group = original_new_group(*args, **kwargs)
+    def new_group(call, *args, **kwargs):
+        group = call(*args, **kwargs)
         ranks = kwargs.get("ranks", args[0] if args else None)
         if (group is not None and group is not dist.GroupMember.NON_GROUP_MEMBER
                 and groups.detail_on_gloo(group)):
@@ -58,6 +54,5 @@ def install(pg_timeout_s: float, on_rank_known: Callable[[int, int], None]) -> N
             groups.make_twin(group, ranks)
         return group
 
-    for module in (dist, c10d):
-        module.init_process_group = init_process_group
-        module.new_group = new_group
+    hooks.register("init_process_group", "process_group", init_process_group)
+    hooks.register("new_group", "process_group", new_group)

@@ -7,28 +7,25 @@ import functools
 import os
 import socket
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import recorder
+from ddpdoctor.probe.inrank import hooks, recorder
 
 
 def install() -> None:
-    original_save = torch.save
     host = socket.gethostname()
 
-    @functools.wraps(original_save)
-    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+    def save(call: Callable, obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(f, (str, os.PathLike)):
             rec = recorder.get()
             rec.write(tm.Save(time.time(), os.path.abspath(os.fspath(f)), host, rec.step,
                               recorder.user_site(2)))
-        return original_save(obj, f, *args, **kwargs)
+        return call(obj, f, *args, **kwargs)
 
-    torch.save = save
-    torch.serialization.save = save
+    hooks.register("torch.save", "usage", save)
 
     original_dp_init = torch.nn.DataParallel.__init__
 

@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _SingleProcessDataLoaderIter
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import batches, recorder
+from ddpdoctor.probe.inrank import batches, hooks, recorder
 
 
 def _digest(data: bytes) -> str:
@@ -163,12 +163,10 @@ def _watch_main_process_fetch(iterator: _SingleProcessDataLoaderIter, loader: Da
 
 
 def install() -> None:
-    """After batches.install: this __iter__ runs first, and numbers a loader's epoch as the
-    DataLoader instrument is about to (batches keeps a loader's number once it has one)."""
-    original_iter = DataLoader.__iter__
+    """Numbers a loader's epoch as the DataLoader instrument is about to (it runs first:
+    hooks.ORDER), and watches the workers' seeding while the iterator starts them."""
 
-    @functools.wraps(original_iter)
-    def __iter__(self: DataLoader) -> Any:
+    def __iter__(call: Any, self: DataLoader) -> Any:
         fields = self.__dict__
         watch = None
         try:
@@ -183,7 +181,7 @@ def install() -> None:
         except Exception as exc:  # noqa: BLE001 - never break the user's data pipeline
             recorder.get().note_once("worker_seed", f"could not watch the workers' seeds: {exc!r}")
         try:
-            iterator = original_iter(self)
+            iterator = call(self)
         finally:
             if watch is not None:
                 self.worker_init_fn = watch.user_fn
@@ -194,4 +192,4 @@ def install() -> None:
             recorder.get().note_once("worker_seed", f"could not watch the random state: {exc!r}")
         return iterator
 
-    DataLoader.__iter__ = __iter__
+    hooks.register("DataLoader.__iter__", "worker_seeds", __iter__)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ddpdoctor.core import defaults
 from ddpdoctor.preflight.node import port_listener
 from ddpdoctor.probe.inrank.parent_death import killed_with_parent
 from ddpdoctor.probe.launch import machine_load, stacks, teardown
@@ -96,7 +97,7 @@ def torchrun_command(options: JobSpec) -> list[str]:
     elif options.master_addr or options.master_port or options.nnodes > 1:
         cmd += [f"--node-rank={options.node_rank}",
                 f"--master-addr={options.master_addr or '127.0.0.1'}",
-                f"--master-port={options.master_port or 29500}"]
+                f"--master-port={options.master_port or defaults.MASTER_PORT}"]
     else:
         cmd += ["--standalone"]
     cmd += [BOOTSTRAP]
@@ -116,7 +117,7 @@ def store_port(options: JobSpec, launcher: str) -> Optional[int]:
         port = options.rdzv_endpoint.rpartition(":")[2]
         return int(port) if port.isdigit() else None
     if options.master_addr or options.master_port:
-        return options.master_port or 29500
+        return options.master_port or defaults.MASTER_PORT
     return None
 
 

@@ -123,25 +123,6 @@ class Link:
             self.queued_bytes -= message.get(SIZE, 0)
         self._room.set()
 
-    def wait_message(self, kind: str, deadline: float) -> Optional[dict[str, Any]]:
-        """The next message of this kind (others are kept, in order), or None at the deadline or
-        when the link is lost."""
-        kept = []
-        try:
-            while time.monotonic() < deadline and self.alive:
-                try:
-                    message = self.inbox.get(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
-                except queue.Empty:
-                    continue
-                if message.get("t") == kind:
-                    self._taken(message)
-                    return message
-                kept.append(message)
-            return None
-        finally:
-            for message in kept:
-                self.inbox.put(message)
-
     def close(self) -> None:
         self._close("closed")
         for thread in self._threads:

@@ -32,6 +32,7 @@ import re
 from dataclasses import fields
 from typing import Any, Callable, Mapping, Optional
 
+from ddpdoctor.core import defaults
 from ddpdoctor.probe.records import jsonl
 from ddpdoctor.probe.records import telemetry as tm
 
@@ -46,7 +47,7 @@ MAX_PENDING = 64  # connections that have not said hello yet, at once (plus one 
 # every node of a large job connects at the same instant; a refused one retries)
 MAX_PENDING_CAP = 512  # whatever the node count: each is a file descriptor
 RANK_QUOTA = 64 * 1024 * 1024  # forwarded bytes per rank of a node (a 20-step probe writes < 2 MiB)
-MAX_NPROC = 1024  # as probe/options.py: more processes on one node is a typo
+MAX_NPROC = defaults.MAX_NPROC_PER_NODE  # a hello saying more is a typo or an attack
 MAX_TEXT = 64 * 1024
 
 # Control characters (C0 but tab and newline, DEL, C1) and the bidi overrides: a peer's text

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 
 import psutil
 
+from ddpdoctor.core import defaults
 from ddpdoctor.core.paths import note_own_dir
 from ddpdoctor.probe.records import jsonl
 from ddpdoctor.probe.records import telemetry as tm
@@ -33,7 +34,7 @@ from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.records.rank_files import RankFileTail, RankLine
 from ddpdoctor.probe.records.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
 
-STALL_FLOOR_S = 8.0
+STALL_FLOOR_S = defaults.STALL_FLOOR_S
 # Before any rank has written a record, the ranks are importing torch and the script: slow on a
 # loaded machine, and not yet anything a stall diagnosis could say much about.
 STARTUP_FLOOR_S = 30.0

@@ -25,14 +25,6 @@ class RankLine(NamedTuple):
     data: dict
 
 
-def rank_line(raw: Union[bytes, str]) -> Optional[RankLine]:
-    """One line decoded; None for a torn or malformed line, or one without a kind."""
-    data = jsonl.decode(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
-    if data is None or not isinstance(data.get("kind"), str):
-        return None
-    return RankLine(data["kind"], data)
-
-
 class RankFileTail:
     """Follows one rank file from an offset."""
 

@@ -14,20 +14,10 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.core.paths import is_user_file  # noqa: F401 - the one rule, as stack readers import it
 from ddpdoctor.probe.run_model.outcome import Frame
-
-# What a user frame calls when it waits for the other ranks (py-spy names the Python function).
-COLLECTIVE_CALLS = frozenset({
-    "all_reduce", "broadcast", "barrier", "monitored_barrier", "all_gather", "all_gather_into_tensor",
-    "all_gather_object", "broadcast_object_list", "gather", "gather_object", "scatter",
-    "scatter_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
-    "all_to_all_single", "send", "recv", "init_process_group", "new_group", "rendezvous",
-    "_store_based_barrier",
-})
-# The same, plus where a rank waiting on its peers sits without a collective frame of its own:
-# a p2p work's wait(), isend/irecv, and backward() (DDP's reducer waits in C++ under it). Stacks
-# judged after the fact (DDP503, attach) read these as waiting; the live watchdog does not count
-# backward, where a working rank also computes.
-WAITING_CALLS = COLLECTIVE_CALLS | {"isend", "irecv", "wait", "backward"}
+# What a user frame calls when it waits for the other ranks, and the wider set stacks judged
+# after the fact read as waiting (core/torch_names.py says which is which).
+from ddpdoctor.core.torch_names import STACK_COLLECTIVE_CALLS as COLLECTIVE_CALLS
+from ddpdoctor.core.torch_names import WAITING_CALLS  # noqa: F401 - stack readers import it here
 
 MAX_CALLERS = 3  # outer user frames kept as a location's context
 

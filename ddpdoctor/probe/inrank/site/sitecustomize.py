@@ -41,8 +41,10 @@ def _started_by_framework_launcher() -> bool:
 def _own_first() -> None:
     """The ddpdoctor this file belongs to first on sys.path while its instruments are imported:
     a child started with `python -c` has the working directory there, where a checkout's own
-    ./ddpdoctor would shadow it."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    ./ddpdoctor would shadow it. (core/paths.OWN_ROOT, which cannot be imported yet.)"""
+    # site/ -> inrank/ -> probe/ -> ddpdoctor/ -> the folder holding it (four levels stopped at
+    # the package itself, which put nothing importable first)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
     if "ddpdoctor" not in sys.modules:
         sys.path.insert(0, root)
         try:
