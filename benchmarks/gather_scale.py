@@ -5,6 +5,15 @@ rank's telemetry (tests/probe_recordings/healthy) at a real step rate, until eve
     python -m benchmarks.gather_scale                 # 64, 256, 1024 ranks
     python -m benchmarks.gather_scale --ranks 1024 --step-rate 2 --run-s 15 --stall 5
     GATHER_SCALE_PROFILE=/tmp/node0.prof python -m benchmarks.gather_scale --ranks 1024
+    python -m benchmarks.gather_scale --synth 4096    # the run dir written directly, then analysed
+    GATHER_SCALE_PROFILE=/tmp/analysis.prof python -m benchmarks.gather_scale --analyse RUN_DIR
+
+Every size's run dir is kept (its path printed): `--analyse` times the analysis of one again
+(loading the run, the checks, the report rendered), CPU and wall apart: on a shared machine the
+wall time is inflated by the others' work, the CPU time is this process's own. `--synth` writes
+the run dir the gather would have written (the same replayed ranks, a step apart, rank 0's lone
+all_reduce, the stalled outcome with every rank's stack) without the network: for world sizes
+a loaded machine cannot stream (4,096 ranks), the analysis's share measured alone.
 
 Node 0 is its own process (`--node0`): the real NodeGather on loopback with a token, the real
 watchdog (ProgressWatch), the live view on a terminal of its own (unless --no-live), the stall
@@ -67,10 +76,10 @@ class Rank:
         self.seq = 0
         self.prelude = prelude
 
-    def start(self) -> str:
+    def start(self, now: float | None = None) -> str:
         out = []
         for record in self.prelude:
-            r = dict(record, t=time.time())
+            r = dict(record, t=time.time() if now is None else now)
             if r["kind"] in ("start", "init"):
                 r.update(rank=self.rank, world_size=self.world)
             if r["kind"] == "start":
@@ -78,9 +87,9 @@ class Rank:
             out.append(json.dumps(r, separators=(",", ":")))
         return "\n".join(out) + "\n"
 
-    def one_step(self) -> str:
+    def one_step(self, now: float | None = None) -> str:
         out = []
-        now = time.time()
+        now = time.time() if now is None else now
         for record in self.step_records:
             r = dict(record, t=now)
             kind = r["kind"]
@@ -105,9 +114,9 @@ class Rank:
         self.steps += 1
         return "\n".join(out) + "\n"
 
-    def lone_collective(self) -> str:
+    def lone_collective(self, now: float | None = None) -> str:
         """Rank 0 alone enters an all_reduce the others never call: the stall."""
-        return json.dumps({"kind": "collective", "t": time.time(), "group": "WORLD", "group_ranks": None,
+        return json.dumps({"kind": "collective", "t": time.time() if now is None else now, "group": "WORLD", "group_ranks": None,
                            "seq": self.seq, "op": "all_reduce", "shapes": [[1]], "dtypes": ["float32"],
                            "step": self.steps, "site": {"file": SCRIPT, "line": 27, "func": "<module>"}},
                           separators=(",", ":")) + "\n"
@@ -403,6 +412,86 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
     return result
 
 
+def analyse_only(run_dir: str) -> dict:
+    """The analysis of a kept run dir, as node 0 does it after the stall: its phases' CPU and
+    wall seconds (GATHER_SCALE_PROFILE: the whole of it profiled into that file)."""
+    import io
+
+    from rich.console import Console
+
+    from ddpdoctor.core.findings import Severity
+    from ddpdoctor.probe.run_model.loaded_run import RunModel, collector_paused
+    from ddpdoctor.probe.report import build_report
+    from ddpdoctor.report import json as json_report
+    from ddpdoctor.report import terminal
+
+    build_report  # noqa: B018 - imported (with the checks it finds) before the clock starts
+    profile = _profile_threads() if PROFILE_ENV in os.environ else None
+    phases: dict[str, tuple[float, float]] = {}
+
+    def timed(name, work):
+        cpu, wall = _cpu(), time.monotonic()
+        value = work()
+        phases[name] = (round(_cpu() - cpu, 2), round(time.monotonic() - wall, 2))
+        return value
+
+    paused = collector_paused()  # as probe/run.analyse does; its end (the collector on again) timed too
+    paused.__enter__()
+    model = timed("load", lambda: RunModel.load(run_dir))
+    report = timed("checks", lambda: build_report(model, Severity.ERROR, set(), lint=True))
+    timed("collector", lambda: paused.__exit__(None, None, None))
+    rendered = timed("json", lambda: json_report.render(report))
+    screen = io.StringIO()
+    timed("terminal", lambda: terminal.render(report, Console(file=screen, width=160, color_system=None),
+                                              verbose=False))
+    if profile is not None:
+        _dump_profile(profile, os.environ[PROFILE_ENV])
+    return {"ranks": len(model.ranks), "records": sum(len(r.records) for r in model.ranks.values()),
+            "phases": phases, "cpu_s": round(sum(c for c, _ in phases.values()), 2),
+            "wall_s": round(sum(w for _, w in phases.values()), 2), "report_bytes": len(rendered),
+            "codes": sorted({f.code for r in report.results for f in r.findings})}
+
+
+def synth_run_dir(world: int, per_node: int, step_rate: float, run_s: float, stall_s: float,
+                  run_dir: str | None = None) -> str:
+    """The run dir node 0 would hold after the stall of one_size(world), written directly (into
+    run_dir, an empty folder, or a new one)."""
+    from dataclasses import asdict
+
+    from ddpdoctor.probe.records.rundir import META_FILE, OUTCOME_FILE
+    from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
+
+    run_dir = run_dir or tempfile.mkdtemp(prefix=f"gather-scale-synth-{world}-")
+    nnodes = world // per_node
+    started = time.time() - run_s - stall_s
+    meta = ProbeMeta(script=SCRIPT, args=[], nproc_per_node=per_node, nnodes=nnodes, node_rank=0,
+                     world_size=world, max_steps=0, steps_per_epoch=0, stall_timeout_s=stall_s,
+                     pg_timeout_s=30.0, timeout_s=600.0, backend="gloo", launcher="torchrun",
+                     launcher_reason="benchmark", started=started, module=False, cpu=False)
+    Path(run_dir, META_FILE).write_text(json.dumps(asdict(meta)))
+    prelude, step = templates()
+    steps = max(1, round(run_s * step_rate))
+    ranks = [Rank(r, world, prelude, step) for r in range(world)]
+    for rank in ranks:
+        parts = [rank.start(started)] + [rank.one_step(started + (k + 1) / step_rate) for k in range(steps)]
+        if rank.rank == 0:
+            parts.append(rank.lone_collective(started + run_s))
+        Path(run_dir, rank_telemetry_name(rank.rank)).write_text("".join(parts))
+    outcome = Outcome("stalled", run_s + stall_s, {r.rank: -15 for r in ranks}, stall_s, stall_s)
+    outcome.ended_at = started + run_s + stall_s
+    data = outcome.to_dict()
+    data["stacks"] = [dict(r.stack(), host=f"n{r.rank // per_node}") for r in ranks]
+    Path(run_dir, OUTCOME_FILE).write_text(json.dumps(data))
+    return run_dir
+
+
+def print_analysis(run_dir: str, r: dict) -> None:
+    print(f"{r['ranks']:5d} ranks, {r['records']:,} records: analysis {r['cpu_s']:.2f} s CPU, {r['wall_s']:.2f} s "
+          "wall (" + ", ".join(f"{name} {cpu:.2f}/{wall:.2f}" for name, (cpu, wall) in r["phases"].items())
+          + f" s CPU/wall); report {r['report_bytes'] / 1024:.0f} KiB JSON; findings {', '.join(r['codes'])}; "
+          f"run dir {run_dir}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", default="64,256,1024")
@@ -411,8 +500,19 @@ def main() -> None:
     parser.add_argument("--run-s", type=float, default=15.0, help="seconds of training before the stall")
     parser.add_argument("--stall", type=float, default=5.0, help="the stall timeout")
     parser.add_argument("--no-live", action="store_true", help="node 0 without the live view")
+    parser.add_argument("--analyse", metavar="RUN_DIR", help="time the analysis of a kept run dir, nothing else")
+    parser.add_argument("--synth", metavar="RANKS", help="write each size's run dir directly, then time its analysis")
     parser.add_argument("--node0", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.analyse:
+        print_analysis(args.analyse, analyse_only(args.analyse))
+        return
+    if args.synth:
+        for world in (int(w) for w in args.synth.split(",")):
+            run_dir = synth_run_dir(world, args.per_node, args.step_rate, args.run_s, args.stall)
+            # The analysis in a process of its own: node 0's, without this one's ranks in memory.
+            subprocess.run([sys.executable, "-m", "benchmarks.gather_scale", "--analyse", run_dir], check=True)
+        return
     if args.node0:
         run_dir, port, nnodes, nproc, stall, live_view = args.node0
         node0(run_dir, int(port), int(nnodes), int(nproc), float(stall), live_view == "1")
@@ -428,7 +528,7 @@ def main() -> None:
               f"{r['phases']['render']:.2f} s wall; verdict to report {r['report_cpu_s']:.1f} s CPU; node 0 "
               f"{r['total_cpu_cores']:.2f} cores on average from the first record to the report); "
               f"report {r['report_bytes'] / 1024:.0f} KiB JSON, "
-              f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}"
+              f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}; run dir {r['run_dir']}"
               + (f"; errors: {r['errors']}" if r["errors"] else ""), flush=True)
 
 

@@ -2,6 +2,8 @@
 # (lint_real/helper_returns_rank_test.py calls init_process_group at import) broke collection
 # and with it the whole `-m serial` phase.
 collect_ignore = ["scripts", "faults", "data", "probe_recordings"]
+# No message with a hole in it: judged over every test's Problems at the end of the session.
+pytest_plugins = ["tests.helpers.message_holes"]
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -76,3 +76,8 @@ def probe(script: str, *flags: str, run_dir: Path, args: Optional[list[str]] = N
     left = processes_of(run_dir.resolve())
     assert not left, f"processes left running: {[p.pid for p in left]}"
     return ProbeResult(result.code, report, result.stderr, result.stdout, wall, run_dir)
+
+
+def run_example(name: str, tmp_path: Path, *flags: str) -> ProbeResult:
+    """`ddpdoctor probe examples/NAME.py FLAGS` into tmp_path/run."""
+    return probe(f"examples/{name}.py", *flags, run_dir=tmp_path / "run")

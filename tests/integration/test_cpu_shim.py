@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.helpers.probe_runner import REPO, probe
+from tests.helpers.probe_runner import REPO, run_example
 
 from ddpdoctor.probe.records import telemetry as tm
 
@@ -15,10 +15,6 @@ from ddpdoctor.probe.launch import launcher
 from ddpdoctor.probe.options import ProbeOptions
 
 pytestmark = pytest.mark.multiprocess
-
-
-def run_example(name, tmp_path, *flags):
-    return probe(f"examples/{name}.py", *flags, run_dir=tmp_path / "run")
 
 
 def cpu_notes(result):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.helpers.probe_runner import probe
+from tests.helpers.probe_runner import probe, run_example
 
 # Timing verdicts: run alone (`-m serial`, the README's second pytest), never beside other tests.
 pytestmark = [pytest.mark.multiprocess, pytest.mark.serial]
@@ -25,10 +25,6 @@ def judged(result) -> set[str]:
         assert {"margin", "margin_ms", "threshold_ms", "noise_ms"} <= set(finding["evidence"])
     return {f["code"] for f in result.report["findings"]
             if f["code"] in PERF_CODES and f not in borderline}
-
-
-def run_example(name, tmp_path, *flags):
-    return probe(f"examples/{name}.py", *flags, run_dir=tmp_path / "run")
 
 
 def table(result, prefix):

@@ -1,21 +1,55 @@
-"""Every Problem any check returns while the unit tests run is kept, so that
-test_zz_messages_complete.py can prove no message or fix reaches a user with a hole in it."""
+"""The quick tier is pure: a unit test that starts a process (subprocess, fork, posix_spawn,
+multiprocessing, torch.multiprocessing) fails at once, naming the call. Tests that need a real
+process belong in tests/integration/. The guard holds through each unit test's setup, call and
+teardown only, so integration tests running in the same xdist worker are untouched."""
+
+from __future__ import annotations
+
+import _posixsubprocess
+import multiprocessing.process
+import os
+import subprocess
 
 import pytest
 
-from ddpdoctor.core import findings
+
+class ProcessStarted(AssertionError):
+    """A unit test tried to start a process."""
 
 
-@pytest.fixture(autouse=True, scope="session")
-def seen_problems() -> list:
-    """Every Problem made so far in this session (test_zz_messages_complete.py reads it)."""
-    seen: list = []
-    original = findings.Problem.__init__
+def _refuse(owner, attr: str, name: str):
+    def refused(*args, **kwargs):
+        raise ProcessStarted(f"tests/unit is pure: {name}() starts a process; "
+                             "move this test to tests/integration/")
+    # Pickled by name as the original is (a test pickles `os.system` to forge a hostile dump).
+    refused.__module__ = getattr(owner, "__module__", None) or owner.__name__
+    refused.__qualname__ = f"{owner.__qualname__}.{attr}" if isinstance(owner, type) else attr
+    return refused
 
-    def recording(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        seen.append(self)
 
-    findings.Problem.__init__ = recording
-    yield seen
-    findings.Problem.__init__ = original
+# Every door to a new process on POSIX: subprocess (and asyncio, os.popen through it) reaches
+# Popen._execute_child; multiprocessing's spawn and forkserver reach _posixsubprocess.fork_exec,
+# its fork start method os.fork; os.system and os.spawn* fork.
+_DOORS = [(subprocess.Popen, "_execute_child", "subprocess.Popen"),
+          (_posixsubprocess, "fork_exec", "_posixsubprocess.fork_exec"),
+          (multiprocessing.process.BaseProcess, "start", "multiprocessing.Process.start")]
+_DOORS += [(os, name, f"os.{name}") for name in
+           ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "spawnv", "spawnve",
+            "spawnvp", "spawnvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe") if hasattr(os, name)]
+
+
+def _guarded(phase):
+    @pytest.hookimpl(hookwrapper=True)
+    def wrapper(item):
+        with pytest.MonkeyPatch.context() as patch:
+            for owner, attr, name in _DOORS:
+                patch.setattr(owner, attr, _refuse(owner, attr, name))
+            yield
+    wrapper.__name__ = phase
+    return wrapper
+
+
+# Path-scoped hooks: pytest calls these only for items under tests/unit/.
+pytest_runtest_setup = _guarded("pytest_runtest_setup")
+pytest_runtest_call = _guarded("pytest_runtest_call")
+pytest_runtest_teardown = _guarded("pytest_runtest_teardown")

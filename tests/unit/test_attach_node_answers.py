@@ -1,17 +1,14 @@
 """What a node sends node 0 in a multi-node attach is a peer's word: checked for type and range,
 bounded in count, its text cleaned; a node whose answer fails is a lost node (never a pass).
-And the child runner that collects a node's output keeps at most its limit of it."""
+The child runner that collects a node's output: tests/integration/test_child_runner.py."""
 
 from __future__ import annotations
-
-import sys
 
 import pytest
 
 from ddpdoctor.attach.observation import MAX_FRAMES, Observation, RankObservation, most_samples
 from ddpdoctor.attach.judge import judge
 from ddpdoctor.attach.nodes import _answers, merge
-from ddpdoctor.preflight.transport import child
 from ddpdoctor.probe.launch.node_wire import BadMessage
 from ddpdoctor.probe.run_model.outcome import Frame
 
@@ -90,20 +87,6 @@ def test_an_error_answer_is_a_lost_node_with_its_text_cleaned():
 def test_bad_message_is_a_value_error_the_merge_catches_and_nothing_else():
     with pytest.raises(BadMessage):
         Observation.from_dict([], 10)
-
-
-def test_child_output_beyond_its_limit_is_read_and_dropped_without_blocking_the_child():
-    code = "import sys; sys.stdout.write('x' * (3 << 20)); sys.stdout.flush(); print('done', file=sys.stderr)"
-    done = child.run([sys.executable, "-c", code], b"", timeout=60, max_output=1 << 20)
-    assert done.returncode == 0 and done.truncated
-    assert len(done.stdout) == 1 << 20 and done.stderr.strip() == b"done"
-
-
-def test_child_gets_its_input_and_is_killed_at_its_deadline():
-    done = child.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], b"hi", timeout=60)
-    assert done.stdout.strip() == b"HI" and not done.truncated and not done.timed_out
-    slow = child.run([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"], b"", timeout=2)
-    assert slow.timed_out and slow.stdout.strip() == b"up" and slow.seconds < 10
 
 
 STUCK = (Frame("wait_for_file_that_never_comes", "train.py", 35), Frame("<module>", "train.py", 50))

@@ -4,15 +4,9 @@ what the report says about time spent outside steps, fed recorded facts."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
-
-import psutil
 
 from ddpdoctor.core.registry import Incomplete, get_check
 from ddpdoctor.probe.analysis import outside_steps
-from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch, job_cpu_seconds
 from ddpdoctor.probe.run_model.busy_or_blocked import STARTING_CPU, JobLook, Pending, RankLook, judge as judge_looks
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.run_model.outcome import RankStack
@@ -161,30 +155,6 @@ def test_no_rank_yet_under_launcher_none_is_the_script_s_own_code_whatever_its_c
 def test_every_rank_ended_while_the_job_has_not_is_stuck_whatever_the_job_s_cpu():
     verdict = judge_looks([RankLook(r, done=True) for r in (0, 1)], JobLook(cpu=1.0))
     assert verdict.blocked and verdict.reason == "every rank has ended, and the job has not"
-
-
-def test_the_lookout_reads_the_cpu_of_the_launcher_and_its_children(tmp_path):
-    """A real process tree: a launcher whose child works, then one whose child sleeps. Each look
-    reads from the previous one (the first, from the launch: both interpreters' own start)."""
-    child = "import time\nprint('started', flush=True)\nwhile {busy}: pass\ntime.sleep(60)"
-    code = "import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
-    for busy, blocked in ((True, False), (False, True)):
-        launcher = subprocess.Popen([sys.executable, "-c", code.format(child=child.format(busy=busy))],
-                                    stdout=subprocess.PIPE)
-        try:
-            lookout = Lookout(str(tmp_path), ProgressWatch(str(tmp_path), 3.0), lambda: ([], ""),
-                              dict, job_cpu=lambda: job_cpu_seconds(launcher.pid))
-            assert launcher.stdout.readline() == b"started\n"  # both interpreters have started
-            lookout.look()
-            time.sleep(0.5)
-            verdict = lookout.look()
-            assert verdict.blocked is blocked, verdict.reason
-        finally:
-            for proc in psutil.Process(launcher.pid).children(recursive=True):
-                proc.kill()
-            launcher.kill()
-            launcher.wait()
-    assert job_cpu_seconds(launcher.pid) is None  # ended: nothing to read
 
 
 def test_every_rank_waiting_in_init_process_group_is_blocked_from_the_records_alone():

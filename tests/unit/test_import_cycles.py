@@ -7,8 +7,11 @@ untangle."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
+
+from tests.helpers.source_tree import parsed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,10 +27,17 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+@functools.lru_cache(maxsize=None)
+def _import_nodes(path: Path) -> tuple[ast.AST, ...]:
+    """A module's import statements, parsed once for every test of this file."""
+    tree = parsed(path)
+    return tuple(n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     edges = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _import_nodes(path):
         if isinstance(node, ast.Import):
             edges.update(a.name for a in node.names if a.name in modules)
         elif isinstance(node, ast.ImportFrom):

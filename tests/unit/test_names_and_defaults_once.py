@@ -10,6 +10,7 @@ import inspect
 from pathlib import Path
 
 from ddpdoctor.core import defaults, torch_names
+from tests.helpers.source_tree import parsed
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES_HOME = REPO / "ddpdoctor" / "core" / "torch_names.py"
@@ -27,7 +28,7 @@ def _sources() -> dict[Path, ast.AST]:
     found = {}
     for root in (REPO / "ddpdoctor", REPO / "checks"):
         for path in root.rglob("*.py"):
-            found[path] = ast.parse(path.read_text(encoding="utf-8"))
+            found[path] = parsed(path)
     return found
 
 

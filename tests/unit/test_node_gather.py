@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.helpers.gather_peer import FakeNode, until
-from ddpdoctor.probe.launch import node_wire as wire
+from ddpdoctor.probe.launch import node_gather, node_wire as wire
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
 
@@ -206,7 +206,7 @@ def test_with_a_token_a_recorded_hello_played_again_takes_no_node_slot(gather):
     assert until(lambda: g.nodes[2].status == "connected")
 
 
-def test_a_hello_sent_in_pieces_still_gets_in_and_a_half_hello_is_closed_at_the_timeout(gather):
+def test_a_hello_sent_in_pieces_still_gets_in_and_a_half_hello_is_closed_at_the_timeout(gather, monkeypatch):
     g = gather()
     node = FakeNode(g.port, JOB)
     line = node.codec.encode("hello", {"node_rank": 1, "nproc": 1, "host": "fake", "addr": "127.0.0.1",
@@ -217,6 +217,8 @@ def test_a_hello_sent_in_pieces_still_gets_in_and_a_half_hello_is_closed_at_the_
     node.raw(line[1:])
     answer = node.codec.decode(node.read_line(), frozenset({"welcome", "refused"}))
     assert answer["t"] == "welcome" and not g._parked
+    # The half hello is about the timeout closing it, not its length: 0.5 s, not 5 s of waiting.
+    monkeypatch.setattr(node_gather, "HELLO_TIMEOUT_S", 0.5)
     half = FakeNode(g.port, JOB)
     half.challenge()
     half.raw(b"x")

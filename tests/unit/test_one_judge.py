@@ -19,6 +19,7 @@ from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import all_checks
 from ddpdoctor.postmortem.report import postmortem
 from ddpdoctor.probe.run_model.outcome import Frame
+from tests.helpers.source_tree import parsed
 
 REPO = Path(__file__).resolve().parents[2]
 CODE = re.compile(r"^DDP\d{3}$")
@@ -59,7 +60,7 @@ def _sources() -> dict[str, ast.AST]:
         for path in sorted((REPO / root).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
             if _HINT.search(text):
-                found[path.relative_to(REPO).as_posix()] = ast.parse(text)
+                found[path.relative_to(REPO).as_posix()] = parsed(path)
     return found
 
 
@@ -192,7 +193,7 @@ def test_a_stage_discovered_from_its_home_packages_misses_none_of_its_checks():
         for home in homes:
             for path in (REPO / "checks" / home).glob("*.py"):
                 reached.add(f"ddpdoctor.checks.{home}.{path.stem}")
-                reached |= {f"{n.module}.{a.name}" for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                reached |= {f"{n.module}.{a.name}" for n in ast.walk(parsed(path))
                             if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("ddpdoctor.checks")
                             for a in n.names}
         missed = [s.code for s in every if stage in s.stages and s.module not in reached]

@@ -9,6 +9,7 @@ from pathlib import Path
 import ddpdoctor
 from ddpdoctor.core import paths
 from ddpdoctor.probe.inrank import bootstrap
+from tests.helpers.source_tree import parsed
 
 SITECUSTOMIZE = Path(bootstrap.__file__).parent / "site" / "sitecustomize.py"
 
@@ -16,7 +17,7 @@ SITECUSTOMIZE = Path(bootstrap.__file__).parent / "site" / "sitecustomize.py"
 def _root_expressions(path: Path) -> list[ast.expr]:
     """The values assigned to `root` or `sys.path[0]` from `__file__` in the module."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if (isinstance(node, ast.Assign) and "__file__" in ast.unparse(node.value)
                 and ast.unparse(node.targets[0]) in ("root", "sys.path[0]")):
             found.append(node.value)

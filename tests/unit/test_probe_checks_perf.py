@@ -1,14 +1,13 @@
-"""The performance checks (DDP601-DDP606), the numbers behind them, the tables and the trace,
-fed telemetry built the way ranks write it."""
+"""The numbers behind the performance checks, the tables and the trace, and the tests that
+judge several performance checks at once, fed telemetry built the way ranks write it. Each
+check's own tests: tests/unit/checks/probe/test_<module>.py."""
 
 from __future__ import annotations
 
 import json
 import math
-import random
 import re
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass
 
 import pytest
 
@@ -16,126 +15,15 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis import perf_tables
-from ddpdoctor.probe.analysis import scaling
 from ddpdoctor.probe.launch import scaling as scaling_runs
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import trace
-from ddpdoctor.checks.probe.exposed_comm import unavoidable
 from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge
-
-KB, MB = 1000, 1_000_000
-
-
-@dataclass
-class Rank:
-    """How one rank spends each step (seconds), for `perf_run`."""
-
-    data: float = 0.001
-    forward: float = 0.002
-    backward: float = 0.003
-    optimizer: float = 0.001
-    other: float = 0.0
-    wait: float = 0.0  # waiting for a slower rank inside the gradient all-reduce
-    hidden: float = 0.0  # bucket time overlapped with backward
-    jitter: float = 0.0  # +- this share, at random, on every duration
-    slow_steps: dict[int, float] = field(default_factory=dict)  # step -> extra forward seconds
-
-
-def perf_run(ranks: list[Rank], steps: int = 20, buckets: tuple = ((0, 64 * KB),),
-             bucket_s: float = 0.001, baseline_s: Optional[float] = None,
-             bucket_cap_mb: Optional[float] = None, params_per_bucket: int = 2,
-             loader_workers: int = 0, seed: int = 0, latency_s: Optional[float] = None,
-             bandwidth_point: Optional[tuple] = None, backend: str = "gloo") -> RunModel:
-    """A completed probe run: every rank trains `steps` steps; each backward all-reduces
-    `buckets` ((index, bytes), ...) one after another at the end of backward, each taking
-    `bucket_s`; `baseline_s` adds the in-job baseline (raw all-reduce seconds per bucket),
-    `latency_s` its latency point (a one-float all-reduce), `bandwidth_point` (bytes, seconds)
-    its bandwidth point."""
-    rng = random.Random(seed)
-    run = RunBuilder(world_size=len(ranks))
-    names = {index: [f"layer{index}.p{k}" for k in range(params_per_bucket)] for index, _ in buckets}
-    for rank, spec in enumerate(ranks):
-        builder = run[rank]
-        builder.add(tm.DDPInfo(builder.t, 0, False, False, False, bucket_cap_mb, None,
-                               [n for ns in names.values() for n in ns], 4096, SITE_DDP))
-        builder.loader()
-        builder.records[-1].num_workers = loader_workers
-        for index, nbytes in buckets:
-            builder.add(tm.BucketLayout(builder.t, 0, index, names[index], nbytes))
-
-        def d(value: float) -> float:
-            return value * (1 + rng.uniform(-spec.jitter, spec.jitter)) if spec.jitter else value
-
-        t = builder.t + 1.0
-        for i in range(steps):
-            step_start = t
-            phases = {"data": d(spec.data), "forward": d(spec.forward + spec.slow_steps.get(i + 1, 0.0)),
-                      "backward": d(spec.backward)}
-            t += phases["data"]
-            builder.add(tm.Batch(t, 0, 0, i, i, [f"{rank}-{i}"], "f"))
-            t += phases["forward"] + phases["backward"]
-            grads_done = t
-            launch = grads_done - spec.hidden
-            end = launch
-            for index, nbytes in buckets:
-                start, end = end, end + d(bucket_s)
-                if index == buckets[-1][0]:
-                    end += spec.wait
-                builder.add(tm.BucketTiming(end, 0, index, nbytes, start, end, i, i,
-                                            index == buckets[-1][0], "default"))
-            exposed = max(0.0, end - grads_done)
-            if exposed:
-                phases["comm_exposed"] = exposed
-            t = max(t, end)
-            phases["optimizer"] = d(spec.optimizer)
-            t += phases["optimizer"] + d(spec.other)
-            if i:
-                phases["step"] = t - step_start
-            phases["samples"] = 32
-            builder.add(tm.Step(t, i + 1, 1, 1, phases))
-        points = {nbytes: baseline_s for _index, nbytes in buckets} if baseline_s is not None else {}
-        if latency_s is not None:
-            points[4] = latency_s
-        if bandwidth_point is not None:
-            points[bandwidth_point[0]] = bandwidth_point[1]
-        for nbytes, seconds in sorted(points.items()):
-            starts = [1000.0 + k for k in range(5)]  # lined up across ranks, as after a MAX agreement
-            builder.add(tm.BaselineTiming(t + 0.1, 0, nbytes, "float32", 2, [seconds] * 5, starts))
-        builder.end()
-        for record in builder.records:
-            if isinstance(record, tm.Init):
-                record.backend = backend
-    run.outcome("completed")
-    run.meta.backend = backend
-    return run.model()
-
-
-def codes(model: RunModel, code: str):
-    return judge(code, model)
-
-
-# DDP601 straggler -----------------------------------------------------------------------------
-
-def test_straggler_is_named_with_its_slow_phase_and_what_the_others_lose():
-    model = perf_run([Rank(wait=0.080), Rank(forward=0.082)])
-    [finding] = judge("DDP601", model)
-    assert finding.ranks == [1]
-    assert finding.severity is Severity.WARNING
-    assert finding.evidence["phase"] == "forward"
-    assert "rank 1 works" in finding.message and "the difference is forward" in finding.message
-    assert "rank 0 waits" in finding.message
-    assert "rank 1 is the straggler" in finding.hint and "if rank ==" in finding.hint
-
-
-def test_straggler_in_its_own_code_between_phases_is_named_as_such():
-    model = perf_run([Rank(wait=0.060), Rank(other=0.060)])
-    [finding] = judge("DDP601", model)
-    assert finding.ranks == [1]
-    assert finding.evidence["phase"] == "other"
-    assert "its own code between the phases" in finding.message
-    assert "logging" in finding.hint
+from tests.unit.checks.probe.perf_runs import (
+    KB, MB, Rank, perf_run, LATENCY, BANDWIDTH_POINT, TINY, SMALL, SMALL_RANK, report_of, gated,
+    steady, verdict,
+)
 
 
 def test_one_rank_slow_on_data_is_a_straggler_not_an_input_bound_job():
@@ -162,11 +50,6 @@ def test_healthy_run_with_baseline_and_latency_bound_buckets_is_clean():
         assert judge(code, model) == [], code
 
 
-def test_slowness_in_the_warmup_steps_is_not_judged():
-    model = perf_run([Rank(), Rank(slow_steps={1: 0.5, 2: 0.5, 3: 0.5})])
-    assert judge("DDP601", model) == []
-
-
 def test_a_rank_slowed_inside_a_communication_bound_job_is_left_to_ddp604():
     # Rank 1's backward is slower, but even rank 1 sees more exposed communication than that.
     model = perf_run([Rank(backward=0.010, wait=0.020), Rank(backward=0.030)],
@@ -174,114 +57,6 @@ def test_a_rank_slowed_inside_a_communication_bound_job_is_left_to_ddp604():
     assert judge("DDP601", model) == []
     assert [f.code for f in judge("DDP604", model)] == ["DDP604"]
 
-
-def test_straggler_needs_two_ranks():
-    assert isinstance(judge("DDP601", perf_run([Rank()])), Skipped)
-
-
-# DDP604 exposed communication -------------------------------------------------------------------
-
-# A group like this machine's gloo: 0.25 ms fixed cost per all-reduce, ~1.7 GB/s beyond it
-# (measured: 4 B 0.25 ms, 4 MB 2.6 ms): the knee is about 420 KB.
-LATENCY = 0.00025
-BANDWIDTH_POINT = (4 * MB, 0.00260)
-
-
-def test_communication_bound_job_is_reported_with_its_share_traffic_and_estimate():
-    model = perf_run([Rank(), Rank()], buckets=((0, 51 * MB),), bucket_s=0.070,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    [finding] = judge("DDP604", model)
-    assert finding.ranks == [0, 1]
-    assert finding.evidence["share"] > 0.8
-    assert "51 MB of gradients in 1 bucket" in finding.message
-    assert "communication bound" in finding.message
-    assert "no_sync" in finding.hint and "bf16_compress_hook" in finding.hint
-    # Hidden, all but the bucket's fixed cost would leave the step: 77 ms -> ~7 ms.
-    assert finding.evidence["unavoidable_ms"] == pytest.approx(LATENCY * 1e3, abs=0.01)
-    assert finding.evidence["estimated_step_ms"] == pytest.approx(7.25, abs=0.3)
-    assert "step 77.0 ms \u2192 ~7.2 ms (est.) with that communication hidden" in finding.message
-
-
-def test_communication_bound_without_baseline_is_still_reported():
-    model = perf_run([Rank(), Rank()], buckets=((0, 51 * MB),), bucket_s=0.070)
-    [finding] = judge("DDP604", model)
-    assert finding.evidence["unavoidable_ms"] == 0.0
-
-
-def test_one_latency_bound_bucket_after_backward_is_not_communication_bound():
-    # healthy.py's shape: a tiny model, one 23 KB bucket (below the 420 KB knee) all-reduced
-    # after the last gradient, 36% of a 11 ms step: nothing can hide it, nothing to report.
-    model = perf_run([Rank(), Rank()], buckets=((0, 23 * KB),), bucket_s=0.004,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    assert perf.pure_exposed(perf.step_perf(model))[0] / perf.step_time(perf.step_perf(model)) > 0.3
-    assert judge("DDP604", model) == []
-
-
-def test_the_same_exposure_from_a_bucket_above_the_knee_is_reported():
-    # Same time, same share, but 2 MB: bytes, not a fixed cost, that overlap could hide.
-    model = perf_run([Rank(), Rank()], buckets=((0, 2 * MB),), bucket_s=0.004,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    [finding] = judge("DDP604", model)
-    assert finding.evidence["unavoidable_ms"] == pytest.approx(0.25, abs=0.01)
-
-
-@pytest.mark.parametrize("bucket_s, reported", [(0.0018, False), (0.0023, True)])
-def test_avoidable_exposure_is_judged_at_a_fifth_of_the_step(bucket_s, reported):
-    # 7 ms of compute; exposure beyond the 0.25 ms fixed cost of 18% vs 22% of the step.
-    model = perf_run([Rank(), Rank()], buckets=((0, 2 * MB),), bucket_s=bucket_s,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    found = judge("DDP604", model)
-    assert bool(found) is reported
-    if found:
-        assert 0.2 <= found[0].evidence["avoidable_share"] < 0.25
-
-
-def test_exposure_within_the_noise_of_the_steps_is_not_reported():
-    # 30% exposure, but every other step is 40 ms slower: a 3 ms difference is not evidence.
-    noisy = {i: 0.040 for i in range(2, 21, 2)}
-    model = perf_run([Rank(slow_steps=noisy), Rank(slow_steps=noisy)], buckets=((0, 2 * MB),),
-                     bucket_s=0.003, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    perfs = perf.step_perf(model)
-    assert perf.step_spread(perfs) > 0.003
-    assert judge("DDP604", model) == []
-
-
-def test_the_last_buckets_unavoidable_time_is_its_share_however_the_queue_split_the_time():
-    # Four latency-bound buckets run one after another after backward. On a loaded machine gloo
-    # may finish the third late and the last right after it: the last one's own interval is
-    # 0.05 ms instead of 1.1 ms, the communication the same. What no overlap removes is what a
-    # bucket of that size takes in training (the median bucket), whichever way the queue split it.
-    def run(squeezed: bool) -> RunModel:
-        model = perf_run([Rank(**SMALL_RANK), Rank(**SMALL_RANK)], buckets=SMALL[:4],
-                         bucket_s=0.0011, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-        if squeezed:
-            for rank_run in model.ranks.values():
-                timings = rank_run.of(tm.BucketTiming)
-                last = {b.iteration: b for b in timings if b.index == 3}
-                for b in timings:
-                    if b.index == 2:
-                        b.end = last[b.iteration].end - 0.00005
-        return model
-
-    floors = [[unavoidable(c) for c in perf.model_comm(run(squeezed))] for squeezed in (False, True)]
-    assert floors[0] == [pytest.approx(0.0011, abs=0.00005)]
-    assert floors[1] == [pytest.approx(floors[0][0], abs=0.00001)]
-    # Merging the four buckets (DDP603) removes the rest of what shows: no DDP604 either way.
-    assert judge("DDP604", run(False)) == [] and judge("DDP604", run(True)) == []
-
-
-def test_waiting_for_a_straggler_is_not_exposed_communication():
-    model = perf_run([Rank(wait=0.080), Rank(forward=0.082)])
-    assert judge("DDP604", model) == []
-
-
-def test_communication_mostly_hidden_behind_backward_is_fine():
-    model = perf_run([Rank(backward=0.080, hidden=0.045), Rank(backward=0.080, hidden=0.045)],
-                     buckets=((0, 8 * MB),), bucket_s=0.050)
-    assert judge("DDP604", model) == []
-
-
-# DDP605 input bound ------------------------------------------------------------------------------
 
 def test_every_rank_waiting_on_data_is_input_bound_and_names_num_workers():
     model = perf_run([Rank(data=0.160), Rank(data=0.158)])
@@ -291,20 +66,6 @@ def test_every_rank_waiting_on_data_is_input_bound_and_names_num_workers():
     assert finding.location.file == "train.py"
     assert "num_workers=4" in finding.hint
     assert judge("DDP601", model) == []
-
-
-def test_input_bound_with_workers_suggests_more_of_them():
-    model = perf_run([Rank(data=0.160), Rank(data=0.160)], loader_workers=2)
-    [finding] = judge("DDP605", model)
-    assert "num_workers=2" in finding.message and "more DataLoader workers than 2" in finding.hint
-
-
-# DDP603 bucket sizes ----------------------------------------------------------------------------
-
-TINY = tuple((i, 37 * KB) for i in range(48))
-# The issue's script: five buckets of ~17 KB per backward, ~11 ms steps, half of it exposed.
-SMALL = tuple((i, 17 * KB) for i in range(5))
-SMALL_RANK = dict(data=0.0005, forward=0.0015, backward=0.002, optimizer=0.0005)
 
 
 def test_many_tiny_buckets_get_a_bucket_cap_suggestion_and_an_estimate():
@@ -357,72 +118,6 @@ def test_exposure_merging_would_not_remove_is_still_ddp604_and_says_what_ddp603_
     assert exposed.evidence["margin_ms"] == pytest.approx(80 - 29.3 - 16.9 - 17.4, abs=0.5)
 
 
-@pytest.mark.parametrize("backend, estimate", [("gloo", 22.5), ("nccl", 48.3)])
-def test_hidden_communication_counts_whole_with_gloo_and_not_with_nccl(backend, estimate):
-    # 30 ms of the buckets run behind backward. With gloo they take the same CPU cores as the
-    # backward they hide behind: merging saves all of it. With NCCL only what shows counts.
-    spec = dict(backward=0.040, hidden=0.030)
-    model = perf_run([Rank(**spec), Rank(**spec)], buckets=TINY, bucket_s=0.0015,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT, backend=backend)
-    [finding] = judge("DDP603", model)
-    assert finding.evidence["step_ms"] == pytest.approx(86.0, abs=0.2)
-    assert finding.evidence["estimated_step_ms"] == pytest.approx(estimate, abs=0.3)
-
-
-def test_the_same_buckets_under_a_long_step_are_not_worth_a_finding():
-    # Five fixed costs are 5 ms: 50% of a 10 ms step, 2% of a 250 ms one.
-    slow = dict(SMALL_RANK, backward=0.240)
-    model = perf_run([Rank(**slow), Rank(**slow)], buckets=SMALL, bucket_s=0.0011,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    assert judge("DDP603", model) == []
-
-
-@pytest.mark.parametrize("backward, reported", [(0.030, True), (0.036, False)])
-def test_a_merge_is_reported_from_a_tenth_of_the_step(backward, reported):
-    # Merging five latency-bound buckets saves ~4.2 ms: 11% of a 38 ms step, 9.6% of a 44 ms one.
-    spec = dict(SMALL_RANK, backward=backward)
-    model = perf_run([Rank(**spec), Rank(**spec)], buckets=SMALL, bucket_s=0.0011,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    assert bool(judge("DDP603", model)) is reported
-
-
-def test_buckets_above_the_knee_are_not_merged():
-    # Eight 4 MB buckets: well above the 420 KB knee, their time is bytes.
-    model = perf_run([Rank(), Rank()], buckets=tuple((i, 4 * MB) for i in range(8)),
-                     bucket_s=0.003, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    assert judge("DDP603", model) == []
-
-
-def test_a_knee_measured_higher_makes_the_same_buckets_latency_bound():
-    # 8 x 300 KB buckets: above a 420 KB knee? no; against a fast 10 GB/s group the knee is
-    # 2.5 MB and they are latency-bound; against a 0.5 GB/s one (knee 125 KB) they are not.
-    buckets = tuple((i, 300 * KB) for i in range(8))
-    fast = perf_run([Rank(), Rank()], buckets=buckets, bucket_s=0.0006, latency_s=LATENCY,
-                    bandwidth_point=(4 * MB, LATENCY + 0.0004))
-    slow = perf_run([Rank(), Rank()], buckets=buckets, bucket_s=0.0006, latency_s=LATENCY,
-                    bandwidth_point=(4 * MB, LATENCY + 0.008))
-    assert [c.cost.knee_bytes for c in perf.model_comm(fast)] == [pytest.approx(2.5 * MB)]
-    assert [f.code for f in judge("DDP603", fast)] == ["DDP603"]
-    assert judge("DDP603", slow) == []
-
-
-def test_as_many_buckets_as_the_suggestion_is_no_merge():
-    model = perf_run([Rank(), Rank()], buckets=((0, 900 * KB), (1, 900 * KB)), bucket_s=0.010,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    assert judge("DDP603", model) == []
-
-
-def test_a_merge_gain_within_the_noise_is_borderline_not_a_warning():
-    noisy = {i: 0.030 for i in range(2, 21, 2)}
-    spec = dict(SMALL_RANK, slow_steps=noisy)
-    model = perf_run([Rank(**spec), Rank(**spec)], buckets=SMALL, bucket_s=0.0011,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    assert perf.step_spread(perf.step_perf(model)) > 0.006
-    [finding] = judge("DDP603", model)
-    assert finding.severity is Severity.INFO and finding.evidence["borderline"] is True
-    assert finding.message.startswith("borderline, not judged: ")
-
-
 def test_call_cost_is_fitted_to_the_latency_and_bandwidth_points():
     model = perf_run([Rank(), Rank()], buckets=TINY, bucket_s=0.0015, latency_s=LATENCY,
                      bandwidth_point=BANDWIDTH_POINT)
@@ -435,54 +130,12 @@ def test_call_cost_is_fitted_to_the_latency_and_bandwidth_points():
     assert cost.seconds(4 * MB) == pytest.approx(0.0026)
 
 
-def test_one_huge_bucket_from_a_raised_cap_is_reported():
-    model = perf_run([Rank(), Rank()], buckets=((0, 2 * MB), (1, 60 * MB)), bucket_s=0.040,
-                     bucket_cap_mb=200, params_per_bucket=6)
-    [finding] = judge("DDP603", model)
-    assert "bucket_cap_mb=200" in finding.message and "end of backward" in finding.message
-    assert finding.evidence["suggested_bucket_cap_mb"] == 15
-
-
-def test_default_cap_with_large_buckets_is_not_a_bucket_problem():
-    model = perf_run([Rank(), Rank()], buckets=((0, 16 * MB), (1, 33 * MB)), bucket_s=0.040)
-    assert judge("DDP603", model) == []
-
-
 def test_suggested_cap_is_about_four_buckets_between_1_and_25():
     from ddpdoctor.checks.probe.bucket_sizes import suggested_cap_mb
 
     assert suggested_cap_mb(1_800_000) == 1
     assert suggested_cap_mb(64 * 1024 * 1024) == 16
     assert suggested_cap_mb(4_000_000_000) == 25
-
-
-# DDP602 bucket bandwidth --------------------------------------------------------------------------
-
-def test_buckets_far_below_the_in_job_baseline_are_reported():
-    model = perf_run([Rank(), Rank()], buckets=((0, 4 * MB), (1, 4 * MB)), bucket_s=0.020,
-                     baseline_s=0.005)
-    [finding] = judge("DDP602", model)
-    assert finding.evidence["efficiency"] == pytest.approx(0.25, abs=0.01)
-    assert "25% efficiency" in finding.message
-    assert "bucket 0 (4.0 MB): 0.20 GB/s against 0.80" in finding.message
-
-
-def test_buckets_as_fast_as_the_baseline_are_fine():
-    model = perf_run([Rank(), Rank()], buckets=((0, 4 * MB),), bucket_s=0.005, baseline_s=0.0049)
-    assert judge("DDP602", model) == []
-
-
-def test_no_baseline_means_bandwidth_is_not_judged():
-    verdict = judge("DDP602", perf_run([Rank(), Rank()]))
-    assert isinstance(verdict, Skipped) and "not measured" in verdict.reason
-
-
-def test_a_job_that_ended_before_the_baseline_step_says_so():
-    model = perf_run([Rank(), Rank()], steps=4)
-    for run in model.ranks.values():  # every rank crashed in step 4, after its backward
-        run.records = [r for r in run.records if not (isinstance(r, tm.Step) and r.step == 4)]
-    verdict = judge("DDP602", model)
-    assert isinstance(verdict, Skipped) and "before step 4" in verdict.reason
 
 
 def test_the_in_job_baseline_is_measured_after_the_first_judged_step():
@@ -520,21 +173,6 @@ def test_a_baseline_measured_twice_pools_both_measurements():
     assert sorted(twice[4]) == pytest.approx(sorted(once[4] + [t * 2 for t in once[4]]))
 
 
-@pytest.mark.parametrize("backward, reported", [(0.060, True), (0.085, False)])
-def test_bandwidth_loss_is_judged_as_a_share_of_the_step(backward, reported):
-    # Two 4 MB buckets at 10 ms instead of 3 ms raw (30% efficiency): 14 ms lost, 16.7% of an
-    # 84 ms step, 12.8% of a 109 ms one.
-    model = perf_run([Rank(backward=backward), Rank(backward=backward)],
-                     buckets=((0, 4 * MB), (1, 4 * MB)), bucket_s=0.010, baseline_s=0.003,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    found = judge("DDP602", model)
-    assert bool(found) is reported
-    if found:
-        assert "(est.) with the buckets at the baseline's speed" in found[0].message
-
-
-# numbers, tables -----------------------------------------------------------------------------------
-
 def test_bus_bandwidth_follows_nccl_tests():
     bucket = perf.BucketPerf(0, 0, 100 * MB, [], 10, 0.1, world=4, baseline=0.05)
     assert bucket.algbw == pytest.approx(1.0)
@@ -569,38 +207,12 @@ def test_report_tables_show_phases_per_rank_and_buckets_against_the_baseline():
     assert numbers["buckets_per_backward"] == 1 and numbers["samples_per_s"] > 0
 
 
-# DDP606 scaling -------------------------------------------------------------------------------------
-
-def point(world: int, rate: float, step_s: float = 0.1, exposed: float = 0.0) -> scaling.ScalingPoint:
-    return scaling.ScalingPoint(world, f"/runs/ws-{world}", "completed", 17, step_s, rate,
-                                {"comm_exposed": exposed, "data": 0.001, "forward": 0.01})
-
-
-def test_poor_scaling_is_an_info_finding_naming_the_phase_that_grew():
-    model = perf_run([Rank(), Rank()])
-    model.scaling = [point(1, 100.0, 0.05), point(2, 120.0, 0.16, exposed=0.1), point(4, 130.0, 0.3, exposed=0.24)]
-    [finding] = judge("DDP606", model)
-    assert finding.severity is Severity.INFO
-    assert "scaling efficiency of 32%" in finding.message
-    assert "communication not hidden behind backward" in finding.message
-    assert finding.evidence["efficiency"] == {"1": 1.0, "2": 0.6, "4": 0.325}
-
-
-def test_good_scaling_is_fine_and_no_scaling_is_skipped():
-    model = perf_run([Rank(), Rank()])
-    assert isinstance(judge("DDP606", model), Skipped)
-    model.scaling = [point(1, 100.0), point(2, 190.0)]
-    assert judge("DDP606", model) == []
-
-
 def test_scaling_sizes_are_parsed_or_refused_in_one_line():
     assert scaling_runs.parse_sizes("4,1, 2") == [1, 2, 4]
     for bad in ("1", "0,2", "a,b", "1,,1", "1,9999"):
         with pytest.raises(UsageError):
             scaling_runs.parse_sizes(bad)
 
-
-# --trace ----------------------------------------------------------------------------------------------
 
 def test_trace_has_a_process_per_rank_with_step_phases_and_bucket_slices(tmp_path):
     model = perf_run([Rank(), Rank(forward=0.050)], buckets=((0, 4 * MB), (1, 1 * MB)), bucket_s=0.010)
@@ -629,25 +241,6 @@ def test_trace_is_scrubbed_of_secrets(tmp_path, monkeypatch):
     model.meta.script = "train.py --key sk-very-secret-value"
     text = trace.write(model, tmp_path / "t.json").read_text()
     assert "sk-very-secret-value" not in text and "<redacted>" in text
-
-
-# DDP607 regression gate --------------------------------------------------------------------------
-
-def report_of(model: RunModel, **extra) -> dict:
-    """The JSON report an earlier probe of `model` would have written (its metrics)."""
-    metrics = {"world_size": model.world_size, **perf_tables.metrics(model), **extra}
-    return {"tool": "ddpdoctor", "command": "probe", "status": "pass", "metrics": metrics}
-
-
-def gated(before: RunModel, now: RunModel, **extra):
-    from ddpdoctor.probe.analysis import regression
-
-    now.regression_baseline = regression.parse(report_of(before, **extra), "previous.json")
-    return judge("DDP607", now)
-
-
-def steady(**rank) -> list[Rank]:
-    return [Rank(jitter=0.15, **rank), Rank(jitter=0.15, **rank)]
 
 
 def test_two_runs_of_the_same_job_pass_the_gate():
@@ -720,24 +313,6 @@ def test_the_gate_tables_list_every_metric_and_bucket_bandwidth():
     assert row[:2] == [0, "4.000"] and float(row[2]) == pytest.approx(2 * float(row[3]), rel=0.1)
 
 
-def test_the_gate_is_skipped_without_a_baseline_and_incomplete_without_steps():
-    from ddpdoctor.core.registry import Incomplete
-    from ddpdoctor.probe.analysis import regression
-
-    from ddpdoctor.core.registry import get_check
-
-    gate = get_check("DDP607").func
-    model = perf_run(steady())
-    assert isinstance(gate(model), Skipped)
-    short = perf_run(steady(), steps=3)
-    short.regression_baseline = regression.parse(report_of(model), "previous.json")
-    assert isinstance(gate(short), Incomplete)
-    wider = perf_run([Rank(), Rank(), Rank()])
-    wider.regression_baseline = regression.parse(report_of(model), "previous.json")
-    verdict = gate(wider)
-    assert isinstance(verdict, Incomplete) and "2 ranks" in verdict.reason
-
-
 def test_a_baseline_that_is_not_a_probe_report_is_bad_input(tmp_path):
     from ddpdoctor.probe.analysis import regression
 
@@ -762,8 +337,6 @@ def test_a_stored_baseline_is_judged_again_by_report(tmp_path):
     assert again.metrics["step_ms_median"] == report_of(model)["metrics"]["step_ms_median"]
     assert again.source.endswith("old.json")
 
-
-# what-if and --verify-fix -------------------------------------------------------------------------
 
 def test_a_verified_fix_is_shown_beside_its_estimate():
     from ddpdoctor.probe.run_model.verify import VerifyResult
@@ -829,50 +402,6 @@ def test_the_overrides_file_name_is_the_one_the_ranks_read():
     assert "DDP_OVERRIDES_FILE" in inspect_module.getsource(driver._store_perf_inputs)
 
 
-def test_a_latency_bound_bucket_slower_than_raw_is_not_a_bandwidth_problem():
-    # healthy.py: one 23 KB bucket at 1.8 ms in training against 0.45 ms raw (25% efficiency,
-    # a third of a 5 ms step); below the knee its time is a fixed cost, not bytes.
-    model = perf_run([Rank(), Rank()], buckets=((0, 23 * KB),), bucket_s=0.0018,
-                     baseline_s=0.00045, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    assert judge("DDP602", model) == []
-    bigger = perf_run([Rank(), Rank()], buckets=((0, 2 * MB),), bucket_s=0.0072,
-                      baseline_s=0.0018, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    assert [f.code for f in judge("DDP602", bigger)] == ["DDP602"]
-
-
-def test_a_slow_small_baseline_point_does_not_make_a_tiny_bucket_bandwidth_bound():
-    # The spawn example on a loaded machine: its one 1 KB bucket took 3.7 ms raw once. Only an
-    # all-reduce of a megabyte or more tells what bytes cost: 1 KB stays below the knee, and the
-    # bucket's own time after backward is no communication-bound job.
-    model = perf_run([Rank(), Rank()], buckets=((0, 1 * KB),), bucket_s=0.0021, baseline_s=0.0037,
-                     latency_s=0.0002)
-    [comm] = perf.model_comm(model)
-    assert comm.cost.bandwidth is None and comm.cost.latency_bound(1 * KB)
-    assert comm.cost.knee_bytes >= 1024 * 1024
-    assert judge("DDP604", model) == []
-
-
-# margins: every timing verdict states its distance from its threshold, in units of its noise --
-
-def verdict(finding) -> str:
-    return "borderline" if finding.evidence["borderline"] else finding.severity.value
-
-
-@pytest.mark.parametrize("bucket_s, expected", [(0.0060, "warning"), (0.0024, "borderline")])
-def test_exposed_comm_near_its_threshold_is_borderline_and_clear_is_judged(bucket_s, expected):
-    model = perf_run([Rank(jitter=0.2), Rank(jitter=0.2)], buckets=((0, 2 * MB),), bucket_s=bucket_s,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    [finding] = judge("DDP604", model)
-    assert verdict(finding) == expected
-    margin = finding.evidence["margin"]
-    assert margin > 1 if expected == "warning" else 0 < margin <= 1
-    assert finding.evidence["noise_ms"] > 0
-    if expected == "borderline":
-        assert finding.severity is Severity.INFO and "threshold of" in finding.message
-    else:
-        assert "(margin: avoidable exposed communication per step" in finding.message
-
-
 def test_just_under_the_threshold_is_clean_not_borderline():
     """The borderline band lies only over the threshold: a healthy run near a threshold it does
     not cross gets no note (issue 27: healthy examples stay clean run after run)."""
@@ -880,38 +409,6 @@ def test_just_under_the_threshold_is_clean_not_borderline():
                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
     assert judge("DDP604", comm) == []
     assert judge("DDP605", perf_run([Rank(data=0.010, jitter=0.3), Rank(data=0.010, jitter=0.3)])) == []
-
-
-@pytest.mark.parametrize("extra, expected", [(0.030, "warning"), (0.0105, "borderline")])
-def test_straggler_near_its_threshold_is_borderline_and_clear_is_judged(extra, expected):
-    model = perf_run([Rank(jitter=0.2, wait=extra), Rank(forward=0.002 + extra, jitter=0.2)])
-    [finding] = judge("DDP601", model)
-    assert verdict(finding) == expected and finding.ranks == [1]
-    assert (finding.evidence["margin"] > 1) is (expected == "warning")
-
-
-@pytest.mark.parametrize("data, expected", [(0.030, "warning"), (0.0106, "borderline")])
-def test_input_bound_near_its_threshold_is_borderline_and_clear_is_judged(data, expected):
-    model = perf_run([Rank(data=data, jitter=0.3), Rank(data=data, jitter=0.3)])
-    [finding] = judge("DDP605", model)
-    assert verdict(finding) == expected
-
-
-@pytest.mark.parametrize("backward, expected", [(0.020, "warning"), (0.075, "borderline")])
-def test_bucket_bandwidth_near_its_threshold_is_borderline_and_clear_is_judged(backward, expected):
-    model = perf_run([Rank(backward=backward, jitter=0.2), Rank(backward=backward, jitter=0.2)],
-                     buckets=((0, 4 * MB), (1, 4 * MB)), bucket_s=0.010, baseline_s=0.003,
-                     latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    [finding] = judge("DDP602", model)
-    assert verdict(finding) == expected
-    assert set(finding.evidence) >= {"margin", "margin_ms", "threshold_ms", "noise_ms"}
-
-
-def test_bucket_merge_clear_of_its_noise_is_judged_with_its_margin():
-    model = perf_run([Rank(**SMALL_RANK, jitter=0.1), Rank(**SMALL_RANK, jitter=0.1)], buckets=SMALL,
-                     bucket_s=0.0011, latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
-    [finding] = judge("DDP603", model)
-    assert verdict(finding) == "warning" and finding.evidence["margin"] > 1
 
 
 def test_margin_is_the_distance_in_units_of_noise_and_the_nearest_condition_binds():

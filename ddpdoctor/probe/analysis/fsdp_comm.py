@@ -90,7 +90,12 @@ class FsdpComm:
 
 
 def fsdp_comm(model: RunModel) -> Optional[FsdpComm]:
-    """FSDP's collectives per judged step, or None when FSDP issued none."""
+    """FSDP's collectives per judged step, or None when FSDP issued none. Derived once per run
+    (the report's metrics and tables ask for it): shared, never changed."""
+    return model.derived_once("fsdp_comm", model.records_key(), lambda: _fsdp_comm(model))
+
+
+def _fsdp_comm(model: RunModel) -> Optional[FsdpComm]:
     calls: dict[tuple, dict[int, tm.Collective]] = defaultdict(dict)  # (group, seq) -> rank -> call
     done: dict[int, dict[tuple, float]] = {}
     steps: dict[int, set[int]] = {}

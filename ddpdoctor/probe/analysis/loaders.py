@@ -65,6 +65,9 @@ def loader_epochs(run: RunModel) -> LoaderViews:
 
 def _loader_epochs(run: RunModel) -> LoaderViews:
     by_key: dict[tuple, dict[int, dict[int, LoaderEpoch]]] = {}
+    # id(an epoch) -> the indices of its batches so far: a batch recorded twice (a replayed
+    # index) is kept once, by one look-up, not a scan of the epoch's batches (quadratic in them).
+    indices: dict[int, set] = {}
     for rank, rank_run in sorted(run.ranks.items()):
         keys, offsets = _cross_rank_keys(rank_run.records)
 
@@ -87,7 +90,9 @@ def _loader_epochs(run: RunModel) -> LoaderViews:
                 latest[key] = entry
             elif isinstance(record, tm.Batch):
                 entry = slot(record.loader_id, record.epoch)
-                if all(b.index != record.index for b in entry.batches):
+                held = indices.setdefault(id(entry), set())
+                if record.index not in held:
+                    held.add(record.index)
                     entry.batches.append(record)
             elif isinstance(record, tm.EpochEnd):
                 slot(record.loader_id, record.epoch).end = record

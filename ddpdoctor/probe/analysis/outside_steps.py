@@ -94,7 +94,12 @@ def _ranks(ranks: list) -> str:
 
 
 def step_times(run: RunModel) -> list[tuple[int, float]]:
-    """(step, wall time) of the job's steps: a step is done when the last rank has done it."""
+    """(step, wall time) of the job's steps: a step is done when the last rank has done it.
+    Derived once per run (the report's metrics and notes ask for it): shared, never changed."""
+    return list(run.derived_once("step_times", run.records_key(), lambda: _step_times(run)))
+
+
+def _step_times(run: RunModel) -> list[tuple[int, float]]:
     done: dict[int, float] = {}
     for rank_run in run.ranks.values():
         for record in rank_run.of(tm.Step):

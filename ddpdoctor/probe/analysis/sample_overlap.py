@@ -196,12 +196,12 @@ def _sharing(held: dict[tuple[int, int], _Held], classes: list[list[int]]) -> di
         by_epoch.setdefault(epoch, []).append((index[rank], entry.counts))
     shares: dict[tuple[int, int], set[int]] = {}
     for epoch, entries in by_epoch.items():
-        seen: dict = {}
+        seen: set = set()
         held_keys = 0
         for i, counts in entries:
             if counts and len(classes[i]) > 1:  # two ranks of one class hold the same samples
                 shares.setdefault((i, i), set()).add(epoch)
-            seen.update(counts)  # one merge of hashed keys: no sample is counted again
+            seen.update(counts)  # one merge of hashed keys (a set's: no value to store)
             held_keys += len(counts)
         if len(seen) == held_keys:
             continue  # no sample held by two classes (every rank its own shard)

@@ -11,7 +11,8 @@ frames are the same; lines inside torch internals are ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from types import MappingProxyType
+from typing import Mapping, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.probe.run_model.loaded_run import RunModel
@@ -79,15 +80,16 @@ def _node_number(name: str) -> tuple:
     return (int(digits) if digits else -1, name)
 
 
-def rank_stacks(run: RunModel) -> dict[int, StackView]:
+def rank_stacks(run: RunModel) -> Mapping[int, StackView]:
     """Every rank's stack: the watchdog's (py-spy or faulthandler) first, else the
     faulthandler text the rank wrote itself on a signal (rank-<R>.stack)."""
     # Asked once per rank by the checks (whereabouts): computed once per run, or a world of
-    # 1,024 ranks costs a million stack views.
+    # 1,024 ranks costs a million stack views; and handed out read-only, not copied, or each
+    # question copies every rank's entry (16 million at 4,096 ranks).
     outcome = run.outcome
     key = (outcome, outcome.stacks if outcome else None, len(outcome.stacks) if outcome else -1,
            run.ranks, len(run.ranks))
-    return dict(run.derived_once("rank_stacks", key, lambda: _rank_stacks(run)))
+    return MappingProxyType(run.derived_once("rank_stacks", key, lambda: _rank_stacks(run)))
 
 
 def _rank_stacks(run: RunModel) -> dict[int, StackView]:
@@ -116,12 +118,7 @@ def _short_paths(run: RunModel):
     """Stacks carry absolute paths; telemetry sites are relative to the rank's working
     directory. A user frame whose absolute path ends in a path the telemetry names is shown
     as that name, so one file reads the same in every finding."""
-    known = {run.meta.script} if run.meta.script and not run.meta.script.startswith("/") else set()
-    for rank_run in run.ranks.values():
-        for site in rank_run.sites():
-            if site.file and not site.file.startswith("/"):
-                known.add(site.file)
-    suffixes = sorted(known, key=len, reverse=True)
+    suffixes = run.derived_once("site_files", run.launch_key(), lambda: _site_files(run))
 
     def shorten(frames: list[Frame]) -> list[Frame]:
         result = []
@@ -135,7 +132,18 @@ def _short_paths(run: RunModel):
     return shorten
 
 
-def group_stacks(views: dict[int, StackView]) -> StackGroups:
+def _site_files(run: RunModel) -> list[str]:
+    """Every relative file name the records' sites (and the script) give, longest first: one
+    pass over every record of every rank, once per run (stacks and workers' stacks read it)."""
+    known = {run.meta.script} if run.meta.script and not run.meta.script.startswith("/") else set()
+    for rank_run in run.ranks.values():
+        for site in rank_run.sites():
+            if site.file and not site.file.startswith("/"):
+                known.add(site.file)
+    return sorted(known, key=len, reverse=True)
+
+
+def group_stacks(views: Mapping[int, StackView]) -> StackGroups:
     """Ranks with the same stack signature together; largest group first, ties by lowest rank."""
     by_signature: dict[tuple, list[int]] = {}
     for rank in sorted(views):

@@ -104,6 +104,9 @@ class NodeGather:
         self.server.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.server, selectors.EVENT_READ)
+        # close() writes here: the acceptor ends at once, not at its selector's next tick.
+        self._wake, self._waker = socket.socketpair()
+        self._selector.register(self._wake, selectors.EVENT_READ)
         self._acceptor = threading.Thread(target=self._serve, daemon=True, name="ddpdoctor-gather")
         self._acceptor.start()
 
@@ -122,6 +125,8 @@ class NodeGather:
             except (OSError, ValueError):
                 return
             for key, _mask in events:
+                if key.fileobj is self._wake:
+                    return
                 if key.fileobj is self.server:
                     self._accept()
                 else:
@@ -481,6 +486,10 @@ class NodeGather:
 
     def close(self) -> None:
         self._stop.set()
+        try:
+            self._waker.send(b"x")
+        except OSError:
+            pass
         self._acceptor.join(timeout=2.0)
         for sock in list(self._pending):
             self._unpend(sock)
@@ -488,6 +497,8 @@ class NodeGather:
         try:
             self._selector.close()
             self.server.close()
+            self._wake.close()
+            self._waker.close()
         except OSError:
             pass
         for link in list(self.links.values()):

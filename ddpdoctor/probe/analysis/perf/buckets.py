@@ -123,7 +123,12 @@ def bucket_comms(model: RunModel) -> tuple[list[ModelComm], str]:
 
 
 def model_comm(model: RunModel) -> list[ModelComm]:
-    """Bucket numbers of every DDP model whose all-reduces were timed."""
+    """Bucket numbers of every DDP model whose all-reduces were timed. Computed once per run
+    (four checks and the tables ask): the ModelComms are shared, never changed."""
+    return list(model.derived_once("model_comm", model.launch_key(), lambda: _model_comm(model)))
+
+
+def _model_comm(model: RunModel) -> list[ModelComm]:
     world = model.world_size
     infos: dict[int, tm.DDPInfo] = {}
     layouts: dict[tuple[int, int, int], list[str]] = {}

@@ -128,7 +128,12 @@ def rank_steps(run: RankRun, clock: Optional[DeviceTime] = None,
 
 def step_perf(model: RunModel, launch: bool = False) -> dict[int, RankPerf]:
     """Every rank's judged steps, by rank; ranks with fewer than MIN_STEPS are left out. Phases
-    on the run's clock (device_time); `launch`: the CPU (launch) times, as recorded."""
+    on the run's clock (device_time); `launch`: the CPU (launch) times, as recorded. Computed
+    once per run (eight checks and the tables ask): the RankPerfs are shared, never changed."""
+    return dict(model.derived_once(f"step_perf:{launch}", model.launch_key(), lambda: _step_perf(model, launch)))
+
+
+def _step_perf(model: RunModel, launch: bool) -> dict[int, RankPerf]:
     found = {}
     clock = device_time(model)
     for rank in model.rank_ids():

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from ddpdoctor.probe.records import telemetry as tm
 
 SCRIPT = """
@@ -25,6 +27,8 @@ objects = [None]; dist.all_gather_object(objects, 12)
 dist.barrier()                                                   # flushes the async result
 dist.destroy_process_group()
 """
+
+pytestmark = pytest.mark.multiprocess
 
 
 def test_reduce_op_and_small_results_are_recorded(tmp_path):
