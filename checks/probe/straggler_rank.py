@@ -14,7 +14,7 @@ from ddpdoctor.probe.analysis.perf.units import ms
 from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 from ddpdoctor.probe.analysis.stack_groups import on_hosts
-from ddpdoctor.probe.run_model.stack_view import bare_name
+from ddpdoctor.probe.run_model.stack_view import bare_name, func_words
 
 from ddpdoctor.probe.words.wording import rank_list, seconds, verb
 
@@ -170,6 +170,7 @@ def _attach_straggler(win: Window, rank: Reading) -> Problem:
         user = view.user_frame
         func = user.func if user else view.call
         call = "" if view.call == func or not view.in_library else f" (in {view.call})"
+        func = func_words(func)
         where = (f"; rank {rank.rank} spends {share:.0%} of its samples in {func}"
                  f"{f' at {location}' if location else ''}{call}")
     their = median([r.wait_share for r in others])

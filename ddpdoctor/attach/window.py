@@ -27,7 +27,7 @@ from typing import Optional
 
 from ddpdoctor.attach.observation import Observation, RankObservation
 from ddpdoctor.probe.analysis.stack_groups import StandGroup, group_stacks, waits_in_collective
-from ddpdoctor.probe.run_model.stack_view import StackView, bare_name
+from ddpdoctor.probe.run_model.stack_view import StackView, bare_name, func_words
 from ddpdoctor.probe.words.wording import rank_list, seconds, verb
 
 IN_PLACE = 0.9  # share of samples on the final stack for a rank to count as not moving
@@ -296,7 +296,7 @@ class Window:
         working, waiters = self.working, self.waiters
         first, wait = working[0], waiters[0].last
         user = first.last.user_frame if first.last else None
-        where = f"{user.func} at {user.file}:{user.line}" if user else "its own code"
+        where = f"{func_words(user.func)} at {user.file}:{user.line}" if user else "its own code"
         ranks = [r.rank for r in working]
         at = f" at {wait.user_frame.file}:{wait.user_frame.line}" if wait and wait.user_frame else ""
         return (f"{rank_list(ranks)} {verb(ranks, 'is', 'are')} running {where} ({evidence(first)}) "

@@ -9,7 +9,7 @@ from typing import Optional
 
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.run_model.outcome import Frame
-from ddpdoctor.probe.run_model.stack_view import COLLECTIVE_CALLS, StackView, bare_callee, bare_name
+from ddpdoctor.probe.run_model.stack_view import COLLECTIVE_CALLS, StackView, bare_callee, bare_name, func_words
 from ddpdoctor.probe.words.wording import at, ranges
 
 
@@ -102,7 +102,7 @@ class RankLook:
             user = stack.user_frame
             if user is None:
                 return f"{stack.frames[0].func}() in {stack.frames[0].file}"
-            func = "the script's top level" if user.func == "<module>" else f"{user.func}()"
+            func = func_words(user.func) if user.func == "<module>" else f"{user.func}()"
             if stack.in_library and (self.waiting or stack.in_torch_distributed):
                 func = bare_callee(stack.call)
             return f"{func} at {user.file}:{user.line}"

@@ -26,6 +26,12 @@ _FORWARDERS = {"wrapper", "inner", "_fn", "decorate_context", "_call_impl", "_wr
                "<lambda>", "wrapped", "_wrapper", "forward_wrapper", "_exception_logger"}
 
 
+def func_words(func: str) -> str:
+    """A frame's function as a message names it: Python calls a script's module level `<module>`,
+    which a reader (and a template check) takes for a hole; say what it is."""
+    return "the script's top level" if func == "<module>" else func
+
+
 @dataclass
 class StackView:
     """One rank's main-thread stack, innermost frame first."""
@@ -95,7 +101,7 @@ class StackView:
         user = self.user_frame
         where = f" at {user.file}:{user.line}" if user else ""
         if not self.in_library and user is not None:
-            return f"{'are' if plural else 'is'} running {user.func}{where}"
+            return f"{'are' if plural else 'is'} running {func_words(user.func)}{where}"
         if self.idle is False:
             return f"{'are' if plural else 'is'} busy in {self.call}{where}"
         return f"{'wait' if plural else 'waits'} in {self.call}{where}"
