@@ -27,8 +27,8 @@ from pathlib import Path
 
 from benchmarks.overhead import REPO, SCRIPT, ddpdoctor_cmd
 from ddpdoctor.probe.analysis import perf
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 
 

@@ -18,7 +18,7 @@ a loaded machine cannot stream (4,096 ranks), the analysis's share measured alon
 Node 0 is its own process (`--node0`): the real NodeGather on loopback with a token, the real
 watchdog (ProgressWatch), the live view on a terminal of its own (unless --no-live), the stall
 verdict, stacks asked of every node at once, the end, the real analysis of the run dir into the
-report and the terminal report, as launcher.py and probe/run.py do. The fake nodes are threads
+report and the terminal report, as launcher.py and probe/driver.py do. The fake nodes are threads
 of this process, speaking the real protocol (node 0's challenge, then the hello: node_wire.py);
 node 0's own 8 ranks are written into its run dir by this process, as local ranks would. Every
 rank does the same steps (a node thread that falls behind catches up): in a real DDP job no rank
@@ -50,7 +50,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 from ddpdoctor.probe.launch import node_wire as wire
-from ddpdoctor.probe.rundir import rank_telemetry_name
+from ddpdoctor.probe.records.rundir import rank_telemetry_name
 
 RECORDING = REPO / "tests" / "probe_recordings" / "healthy" / "rank-0.jsonl"
 TOKEN = "benchmark-token-" + "0" * 8
@@ -239,15 +239,15 @@ class FakeNodeThread(threading.Thread):
 
 def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live_view: bool) -> None:
     """Node 0's ddpdoctor, as launcher.py runs it, minus torchrun (its ranks are simulated); with
-    the live view on a terminal (its own thread, as probe/run.py shows it) unless --no-live."""
+    the live view on a terminal (its own thread, as probe/driver.py shows it) unless --no-live."""
     from dataclasses import asdict
 
     from ddpdoctor.core.findings import Severity
-    from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
+    from ddpdoctor.probe.records.rundir import META_FILE, OUTCOME_FILE
     from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
     from ddpdoctor.probe.launch.node_gather import NodeGather
     from ddpdoctor.probe.launch.watchdog import ProgressWatch
-    from ddpdoctor.probe.run import analyse
+    from ddpdoctor.probe.driver import analyse
     from ddpdoctor.report import json as json_report
     from ddpdoctor.report import terminal
 
@@ -420,7 +420,7 @@ def analyse_only(run_dir: str) -> dict:
     from rich.console import Console
 
     from ddpdoctor.core.findings import Severity
-    from ddpdoctor.probe.analysis.runmodel import RunModel, collector_paused
+    from ddpdoctor.probe.run_model.loaded_run import RunModel, collector_paused
     from ddpdoctor.probe.report import build_report
     from ddpdoctor.report import json as json_report
     from ddpdoctor.report import terminal
@@ -458,7 +458,7 @@ def synth_run_dir(world: int, per_node: int, step_rate: float, run_s: float, sta
     run_dir, an empty folder, or a new one)."""
     from dataclasses import asdict
 
-    from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
+    from ddpdoctor.probe.records.rundir import META_FILE, OUTCOME_FILE
     from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
 
     run_dir = run_dir or tempfile.mkdtemp(prefix=f"gather-scale-synth-{world}-")

@@ -12,7 +12,7 @@ Rebuilding: each entry's `paths` (git pathspecs) at `commit` of https://github.c
 extracted into CORPUS/<dir> (`git archive <commit> -- <paths> | tar -x -C CORPUS/<dir>`), from a
 clone of each repository under CLONES_DIR/<owner>+<name>.
 
-Each entry is linted in-process (ddpdoctor.lint.run.gather + lint_results) from its own working
+Each entry is linted in-process (ddpdoctor.lint.driver.gather + lint_results) from its own working
 directory (`dir`/`cwd` of the entry, where `python script` or `torchrun` would start), and its
 findings are compared with the ones a careful reviewer accepts (`expected`: code, file, line,
 severity). Printed: a row per entry, then the totals the issue's bar is written in:
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.lint.run import gather, lint_results
+from ddpdoctor.lint.driver import gather, lint_results
 
 DEFAULT_CORPUS = Path("/work/lint-corpus")
 COMMITTED_MANIFEST = Path(__file__).resolve().with_name("lint_corpus_manifest.json")

@@ -11,7 +11,7 @@ def __getattr__(name: str):
         from ddpdoctor import api
 
         return getattr(api, name)
-    if name in ("probe", "preflight"):  # release 0.1's callables (_deprecated.py)
+    if name in ("probe", "preflight"):  # release 0.1's callables (core/deprecated.py)
         import importlib
 
         return importlib.import_module(f"ddpdoctor.{name}")

@@ -15,7 +15,7 @@ mean what the flags of the same names mean; pyproject.toml is not read. Bad inpu
 ddpdoctor.core.errors.UsageError, a failure of ddpdoctor itself ToolFailure.
 
 The names of release 0.1, `ddpdoctor.probe(...)` and `ddpdoctor.preflight(...)`, still work for
-one release with a DeprecationWarning (_deprecated.py). This module imports nothing heavy until
+one release with a DeprecationWarning (core/deprecated.py). This module imports nothing heavy until
 a function is called.
 """
 
@@ -47,7 +47,7 @@ def run_probe(script: PathLike, args: Sequence[str] = (), *, nproc: int = defaul
     return the report. `cpu=True` is `--cpu` (a CUDA/NCCL script on the CPU with gloo);
     `verify_fix=True` is --verify-fix, `baseline="perf.json"` is --baseline perf.json."""
     from ddpdoctor.probe.options import ProbeOptions
-    from ddpdoctor.probe.run import probe as probe_job
+    from ddpdoctor.probe.driver import probe as probe_job
 
     _want("script", script, (str, os.PathLike), "a path")
     if isinstance(args, (str, bytes)) or not all(isinstance(a, str) for a in args):

@@ -6,7 +6,7 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.postmortem.causality import none_found, CONSEQUENCE, problem, verdict
 from ddpdoctor.postmortem.evidence import Evidence
-from ddpdoctor.probe.wording import rank_list
+from ddpdoctor.probe.words.wording import rank_list
 
 
 @check("DDP511", "A rank exited without destroy_process_group", Severity.INFO, stages=("evidence",))

@@ -6,7 +6,7 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.postmortem.causality import none_found, CONSEQUENCE, problem, verdict
 from ddpdoctor.postmortem.evidence import Evidence
-from ddpdoctor.probe.wording import rank_list
+from ddpdoctor.probe.words.wording import rank_list
 
 
 @check("DDP512", "Ranks timed out waiting for a peer (consequences)", Severity.WARNING, stages=("evidence",))

@@ -11,7 +11,7 @@ from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, wh
 from ddpdoctor.postmortem.evidence import Evidence
 
 if TYPE_CHECKING:
-    from ddpdoctor.probe.analysis.runmodel import RunModel
+    from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 
 @check("DDP104", "Rendezvous port already in use on the master", Severity.ERROR,

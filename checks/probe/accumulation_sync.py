@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import location, rank_list
+from ddpdoctor.probe.words.wording import location, rank_list
 
 
 @check("DDP403", "Gradient accumulation all-reduces every micro-step", Severity.WARNING)

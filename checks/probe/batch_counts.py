@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, loader_epochs, loader_name, loader_site
-from ddpdoctor.probe.wording import counted, location, rank_list, verb
+from ddpdoctor.probe.words.wording import counted, location, rank_list, verb
 
 
 @check("DDP303", "Ranks get different numbers of batches", Severity.ERROR)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.perf import megabytes, ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import at, counted, location
+from ddpdoctor.probe.words.wording import at, counted, location
 from .bucket_sizes import latency_bound_buckets
 
 MAX_EFFICIENCY = 0.4  # the iteration's all-reduces at less than 40% of the baseline's speed

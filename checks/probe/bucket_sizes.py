@@ -9,10 +9,10 @@ from typing import Optional
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf import ModelComm, megabytes, ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import at, counted, location
+from ddpdoctor.probe.words.wording import at, counted, location
 
 MIB = 1024 * 1024
 DEFAULT_CAP_MB = 25  # DDP's default bucket_cap_mb

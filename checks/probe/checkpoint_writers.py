@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import location, rank_list, steps_text
+from ddpdoctor.probe.words.wording import location, rank_list, steps_text
 
 
 @check("DDP701", "Several ranks write the same checkpoint", Severity.ERROR)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from ddpdoctor.attach.facts import Observation
+from ddpdoctor.attach.observation import Observation
 from ddpdoctor.attach.flight import MISMATCH as FLIGHT_MISMATCH, Divergence as FlightDivergence, DumpSet
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import MISMATCH, Side, divergences
 from ddpdoctor.probe.analysis.rank_state import forward_only_on
-from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
-from ddpdoctor.probe.wording import at, location, rank_list
+from ddpdoctor.probe.run_model.busy_or_blocked import DDP_BUFFER_BROADCAST
+from ddpdoctor.probe.words.wording import at, location, rank_list
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from ddpdoctor.attach.facts import Observation
+from ddpdoctor.attach.observation import Observation
 from ddpdoctor.attach.flight import SKIPPED as FLIGHT_SKIPPED, Divergence as FlightDivergence, DumpSet
 from ddpdoctor.attach.window import EXITED, HUNG, NOTHING_SAMPLED, OWN_PHASE, Window, window
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, Divergence, divergences
 from ddpdoctor.probe.analysis.loaders import batch_sampler_fix, custom_batch_sampler
 from ddpdoctor.probe.analysis.rank_state import describe_collective, forward_only_on, whereabouts
-from ddpdoctor.probe.run_model.looks import DDP_BUFFER_BROADCAST
+from ddpdoctor.probe.run_model.busy_or_blocked import DDP_BUFFER_BROADCAST
 from ddpdoctor.probe.run_model.stack_view import bare_name
 from ddpdoctor.probe.analysis.skipped_backward import SkippedBackward, skipped_backwards
-from ddpdoctor.probe.wording import at, location, rank_list, verb
+from ddpdoctor.probe.words.wording import at, location, rank_list, verb
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

@@ -8,11 +8,11 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_epochs, loader_name, loader_site
 from ddpdoctor.probe.analysis.frameworks import worded
-from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import location, rank_list
+from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.wording import location, rank_list
 
 _FRAMEWORK_NAMES = {"accelerate": "Accelerate's prepare()", "lightning": "Lightning's Trainer",
                     "transformers": "the Hugging Face Trainer", "deepspeed": "DeepSpeed"}

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.loaders import (LoaderEpoch, full_passes, loader_epochs, loader_name,
                                               loader_records, loader_site, shuffles)
-from ddpdoctor.probe.wording import location, rank_list
+from ddpdoctor.probe.words.wording import location, rank_list
 
 MIN_BATCHES = 2  # batches compared between two epochs, at the least, for the fingerprint signal
 

@@ -7,10 +7,10 @@ from typing import Optional
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf import ModelComm, megabytes, ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import counted
+from ddpdoctor.probe.words.wording import counted
 from .bucket_sizes import Merge, latency_bound_buckets, merge
 
 MIN_SHARE = 0.20  # avoidable exposed communication per step, as a share of the median step

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.perf.units import ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import at, location, rank_list
+from ddpdoctor.probe.words.wording import at, location, rank_list
 
 MIN_SHARE = 0.30  # waiting for data, as a share of the rank's median step
 MIN_WAIT_S = 0.010  # ... and at least this long per step, on every rank

@@ -8,10 +8,10 @@ from typing import Optional
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.core import torch_names as names
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks, size_exchange
-from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import location, rank_list
+from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.wording import location, rank_list
 
 # Sizes that may vary by design: torch's object collectives exchange the sizes themselves (their
 # internal tensor collectives are not recorded), barriers carry no data, DDP's buckets are fixed.

@@ -7,10 +7,10 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.memory import MB, RankMemory, rank_memory
-from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import location, rank_list
+from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.wording import location, rank_list
 
 RATIO = 1.5  # a rank's figure against the median of the other ranks'
 MIN_HELD_EXCESS = 8 * 2**20  # parameters + gradients + optimizer state: exact byte counts

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
-from ddpdoctor.probe.wording import counted, location, name_list, natural_sorted, rank_list, verb
+from ddpdoctor.probe.words.wording import counted, location, name_list, natural_sorted, rank_list, verb
 
 
 @check("DDP405", "Parameters differ across ranks", Severity.ERROR)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.rank_state import CrashEvent, crash_events, ending
-from ddpdoctor.probe.wording import at, location, rank_list, verb
+from ddpdoctor.probe.words.wording import at, location, rank_list, verb
 from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ddpdoctor.attach.facts import Observation
+from ddpdoctor.attach.observation import Observation
 from ddpdoctor.attach.window import HUNG, PROGRESSING, Window, window
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 
 from ddpdoctor.probe.analysis.collective_alignment import SKIPPED, divergences
@@ -19,8 +19,8 @@ from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collectiv
 from ddpdoctor.probe.analysis.stack_groups import (StandGroup, blocking_workers, detail_line, group_stacks,
                                                    on_hosts, rank_stacks, stall_hint, waits_in_collective)
 from ddpdoctor.probe.run_model.stack_view import StackView
-from ddpdoctor.probe.wording import at, location, rank_list, ranges, seconds
-from ddpdoctor.probe.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
+from ddpdoctor.probe.words.wording import at, location, rank_list, ranges, seconds
+from ddpdoctor.probe.words.large_world import LARGE_WORLD, MAX_GROUPS, SHOWN_PER_GROUP, summarised
 from ddpdoctor.postmortem.causality import grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ddpdoctor.core.findings import Location, Problem, Severity
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 from ddpdoctor.probe.analysis.collective_alignment import divergences
 from ddpdoctor.probe.analysis.launch_failure import launch_failure
@@ -15,7 +15,7 @@ from ddpdoctor.probe.analysis.launch_failure import launch_failure
 from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWICE, UNFINISHED_REDUCTION, CrashEvent,
                           crash_events, describe_collective, last_collective, whereabouts)
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
-from ddpdoctor.probe.wording import at, location, rank_list
+from ddpdoctor.probe.words.wording import at, location, rank_list
 from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 

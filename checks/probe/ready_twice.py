@@ -7,10 +7,10 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.rank_state import READY_TWICE
-from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import at, counted, location, name_list, natural_sorted, rank_list
+from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.wording import at, counted, location, name_list, natural_sorted, rank_list
 
 # "Parameter at index 5 with name blocks.2.fc.bias has been marked as ready twice" (torch 2.x);
 # without "with name ..." where torch did not know the names.

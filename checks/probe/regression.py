@@ -8,7 +8,7 @@ from ddpdoctor.core.registry import Incomplete, Skipped, check
 from ddpdoctor.core.torch_names import GB, bus_factor
 from ddpdoctor.probe.analysis import perf_tables, regression
 from ddpdoctor.probe.analysis.perf.units import megabytes
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 
 def _value(change: regression.Change, value: float) -> str:

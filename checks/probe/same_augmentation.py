@@ -6,10 +6,10 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, LoaderViews, loader_epochs, loader_name, loader_site
-from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import location, rank_list, ranges
+from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.wording import location, rank_list, ranges
 
 GENERATORS = ("torch", "numpy", "random")  # as inrank/worker_seeds.py names them
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 from ddpdoctor.probe.analysis.forward_overlap import InputPair, forward_inputs, input_pairs, varying_keys
@@ -17,7 +17,7 @@ from ddpdoctor.probe.analysis.rank_pairs import (PairBlock, best_pair, blocks_in
 from ddpdoctor.probe.analysis.sample_overlap import (IDENTICAL, REORDERED, SAMPLES, PairStats, PairSummary,
                                                      WholeDataset, duplicate_rate, epoch_size, identical_positions,
                                                      pair_summary, whole_dataset_per_rank)
-from ddpdoctor.probe.wording import counted, location, name_list, rank_list, steps_text, verb
+from ddpdoctor.probe.words.wording import counted, location, name_list, rank_list, steps_text, verb
 
 
 

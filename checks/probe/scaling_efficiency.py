@@ -7,7 +7,7 @@ from ddpdoctor.probe.analysis import perf
 from ddpdoctor.probe.analysis import scaling
 from ddpdoctor.probe.analysis.perf.steps import PHASE_WORDS
 from ddpdoctor.probe.analysis.perf.units import ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Skipped, check
 
 MIN_EFFICIENCY = 0.5  # throughput per rank at the largest size, against the smallest size's

@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections import Counter
 from statistics import median
 
-from ddpdoctor.attach.facts import Observation
+from ddpdoctor.attach.observation import Observation
 from ddpdoctor.attach.window import HUNG, PROGRESSING, Reading, Window, window
 from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis.perf.steps import PHASE_WORDS
 from ddpdoctor.probe.analysis.perf.units import ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import Incomplete, Skipped, check
 from ddpdoctor.probe.analysis.stack_groups import on_hosts
 from ddpdoctor.probe.run_model.stack_view import bare_name, func_words
 
-from ddpdoctor.probe.wording import rank_list, seconds, verb
+from ddpdoctor.probe.words.wording import rank_list, seconds, verb
 
 RATIO = 1.5  # the rank's compute per step against the median of the other ranks'
 MIN_EXCESS_S = 0.010  # ... and at least this much more per step,

@@ -37,9 +37,9 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import run_checks
 from ddpdoctor.probe.run_model.stack_view import StackView
-from ddpdoctor.probe.wording import rank_list
+from ddpdoctor.probe.words.wording import rank_list
 from ddpdoctor.probe.run_model.stack_text import json_frames
-from ddpdoctor.probe.rundir import META_FILE, RANK_TELEMETRY_GLOB
+from ddpdoctor.probe.records.rundir import META_FILE, RANK_TELEMETRY_GLOB
 from ddpdoctor.report.model import Report, Table
 
 MAX_DUMP_BYTES = 512 * 1024 * 1024

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ddpdoctor.attach.facts import Observation
+from ddpdoctor.attach.observation import Observation
 from ddpdoctor.attach.window import PROGRESSING, Reading, Window, window
 from ddpdoctor.core.registry import CheckResult, all_checks, run_checks
 from ddpdoctor.report.model import Table

@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 
-from ddpdoctor.attach.facts import NODE_MARKER as MARKER
+from ddpdoctor.attach.observation import NODE_MARKER as MARKER
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         node_rank = int(os.environ["SLURM_NODEID"])
     host = args.host or socket.gethostname()
     try:
-        from ddpdoctor.attach.run import choose_job, observe
+        from ddpdoctor.attach.driver import choose_job, observe
 
         job = choose_job([], args.master_port, node_rank)
         observation = observe(job, args.duration, args.rate, host=host)

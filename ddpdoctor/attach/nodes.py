@@ -15,7 +15,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-from ddpdoctor.attach.facts import NODE_MARKER as MARKER, Observation, RankObservation, most_samples
+from ddpdoctor.attach.observation import NODE_MARKER as MARKER, Observation, RankObservation, most_samples
 from ddpdoctor.core import redact
 from ddpdoctor.preflight.transport import child
 from ddpdoctor.preflight.transport.ssh import SshOptions, classify, ssh_argv

@@ -5,7 +5,7 @@ or write made (on gloo every collective that completes is socket traffic), while
 stands elsewhere. progressing: every waiting rank advanced; a straggler is the one rank that
 spends far less of its samples waiting than the others, who wait for it. The window cannot say
 (the checks are then incomplete, never hung and never healthy, as the probe's "slow is not
-stuck", run_model/looks.py) when nothing could be sampled; when a rank stood in loss.backward()
+stuck", run_model/busy_or_blocked.py) when nothing could be sampled; when a rank stood in loss.backward()
 with nothing sent but computing (its CPU busy) for longer than the window (a step longer than
 the window is not a hang, and within one step a long backward cannot be told from one); when
 the waiting ranks wait for a rank that is working in its own code (CPU, read/write calls, its
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Optional
 
-from ddpdoctor.attach.facts import Observation, RankObservation
+from ddpdoctor.attach.observation import Observation, RankObservation
 from ddpdoctor.probe.analysis.stack_groups import StandGroup, group_stacks, waits_in_collective
 from ddpdoctor.probe.run_model.stack_view import StackView, bare_name, func_words
-from ddpdoctor.probe.wording import rank_list, seconds, verb
+from ddpdoctor.probe.words.wording import rank_list, seconds, verb
 
 IN_PLACE = 0.9  # share of samples on the final stack for a rank to count as not moving
 IDLE_CPU = 0.2  # main thread's share of a core below which a rank is idle, not computing

@@ -33,7 +33,7 @@ def attach_command(
     force: bool = ForceOpt,
 ) -> int:
     """Diagnose a running DDP job (hung, straggler, healthy) from its ranks' stacks, without stopping it."""
-    from ddpdoctor.attach.run import AttachOptions, attach
+    from ddpdoctor.attach.driver import AttachOptions, attach
 
     if not 0.5 <= duration <= 600:
         raise UsageError(f"--duration must be between 0.5 and 600 seconds (got {duration:g})")

@@ -35,7 +35,7 @@ def lint_command(
     collectives under a rank test, DataLoaders without a DistributedSampler, set_epoch never
     called, accumulation without no_sync, torch.save on every rank (or one rank per node)."""
     from ddpdoctor.core.errors import UsageError
-    from ddpdoctor.lint.run import changed_files, expand_paths, lint, lint_files
+    from ddpdoctor.lint.driver import changed_files, expand_paths, lint, lint_files
 
     severity, codes = gate(fail_on, ignore)
     if fix and patch:

@@ -52,7 +52,7 @@ def probe_command(
     patch: bool = typer.Option(False, "--patch", help="Print those fixes as a unified diff and change nothing."),
 ) -> int:
     """Run SCRIPT as a short instrumented DDP job and report what is wrong with it."""
-    from ddpdoctor.probe.run import probe
+    from ddpdoctor.probe.driver import probe
     from ddpdoctor.probe.launch.scaling import parse_sizes
     from ddpdoctor.probe.launch import kubernetes
     from ddpdoctor.probe.launch.slurm import job_settings
@@ -141,7 +141,7 @@ def report_command(
     """Re-analyse a probe's run dir or a folder of Flight Recorder dumps; or read what a dead job
     left and name its first cause and the consequences."""
     from ddpdoctor.attach import flight
-    from ddpdoctor.probe.run import analyse
+    from ddpdoctor.probe.driver import analyse
 
     severity, codes = gate(fail_on, ignore)
     run_dir = paths[0]
@@ -162,7 +162,7 @@ def _is_run_dir(path: str) -> bool:
     """A probe's (or attach's) run dir: its meta file or a rank's telemetry is there."""
     from pathlib import Path
 
-    from ddpdoctor.probe.rundir import META_FILE, RANK_TELEMETRY_GLOB
+    from ddpdoctor.probe.records.rundir import META_FILE, RANK_TELEMETRY_GLOB
 
     folder = Path(path)
     return folder.is_dir() and ((folder / META_FILE).exists() or any(folder.glob(RANK_TELEMETRY_GLOB)))

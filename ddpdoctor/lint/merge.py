@@ -116,7 +116,7 @@ def static_part(probe_results: list[CheckResult], script: str, module: bool = Fa
     probe's finding, in `probe_results`), one without is kept one severity lower and unconfirmed.
     A script that cannot be read now (moved, edited into invalid Python) costs a note, never
     the probe's report."""
-    from ddpdoctor.lint.run import gather, lint_results
+    from ddpdoctor.lint.driver import gather, lint_results
 
     try:
         facts = gather(_source_of(script, module))

@@ -159,7 +159,7 @@ def when(facts: list[Fact]) -> str:
 
 def who(group: list[Fact], nobody: str) -> str:
     """"rank 3" / "ranks 1-7" of the facts, or `nobody` when no line named a rank."""
-    from ddpdoctor.probe.wording import rank_list
+    from ddpdoctor.probe.words.wording import rank_list
 
     ranks = sorted({f.rank for f in group if f.rank is not None})
     return rank_list(ranks) if ranks else nobody

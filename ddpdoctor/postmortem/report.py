@@ -8,7 +8,7 @@ from ddpdoctor.core.registry import run_checks
 from ddpdoctor.postmortem.causality import verdict
 from ddpdoctor.postmortem.evidence import MAX_FACTS, Evidence
 from ddpdoctor.postmortem.gather import gather
-from ddpdoctor.probe.wording import rank_list
+from ddpdoctor.probe.words.wording import rank_list
 from ddpdoctor.report.model import Report, Table
 
 MAX_ROWS = 64

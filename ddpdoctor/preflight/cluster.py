@@ -10,7 +10,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ddpdoctor.preflight.collective.result import CollectiveOutcome
+from ddpdoctor.preflight.collective_result import CollectiveOutcome
 from ddpdoctor.preflight.node.facts import ConnectResult, NodeFacts
 from ddpdoctor.preflight.hosts import HostEntry
 from ddpdoctor.preflight.transport import TransportFailure

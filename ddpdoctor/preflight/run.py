@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ddpdoctor.core import defaults
-from ddpdoctor._deprecated import make_callable
+from ddpdoctor.core.deprecated import make_callable
 from ddpdoctor.preflight.node import facts as node_facts
 from ddpdoctor.preflight.cluster import ClusterFacts
 from ddpdoctor.preflight.cluster_builder import build_cluster, connect_timeout, resolve_timeout
@@ -121,8 +121,8 @@ def run_preflight(opts: PreflightOptions) -> Report:
 def _smoke_test(opts: PreflightOptions, cluster: ClusterFacts):
     """DDP107: a real all-reduce, once the facts say a job could form (every check is judged for
     that, --ignore or not)."""
-    from ddpdoctor.preflight.collective import run as collective  # only with --collective
-    from ddpdoctor.preflight.collective import result as collective_result
+    from ddpdoctor.preflight import collective_smoke as collective  # only with --collective
+    from ddpdoctor.preflight import collective_result
 
     reason = collective.blocker(cluster)
     if reason:
@@ -264,5 +264,5 @@ def _local_node(here: NodeFacts | TransportFailure, request: FactsRequest) -> No
     return dataclasses.replace(here, connect=connect)
 
 
-# Release 0.1 called `ddpdoctor.preflight.run(...)`; the name is this module now (_deprecated.py).
+# Release 0.1 called `ddpdoctor.preflight.run(...)`; the name is this module now (core/deprecated.py).
 make_callable(__name__, "run_preflight")

@@ -22,12 +22,12 @@ import threading
 import time
 from typing import Any, Optional
 
-from ddpdoctor.preflight.collective import run as collective
+from ddpdoctor.preflight import collective_smoke as collective
 
-from ddpdoctor.preflight.collective import result as collective_result
+from ddpdoctor.preflight import collective_result
 from ddpdoctor.preflight.cluster import ClusterFacts, PortBind
 from ddpdoctor.preflight.cluster_builder import build_cluster, connect_timeout, resolve_timeout
-from ddpdoctor.preflight.collective.result import CollectiveOutcome
+from ddpdoctor.preflight.collective_result import CollectiveOutcome
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.preflight.node.facts import NodeFacts, endpoint, probe_connect
 from ddpdoctor.preflight.hosts import HostEntry

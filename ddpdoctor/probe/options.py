@@ -56,7 +56,7 @@ class ProbeOptions:
     live: str = "off"
     quiet_script: bool = False  # --quiet-script: the script's output only in RUN_DIR/job.log
     # What validate() found, so that one pass serves the CLI and the probe: the --baseline report,
-    # read once (regression.Baseline), and whether these options were validated at all. Not
+    # read once (run_model/baseline.Baseline), and whether these options were validated at all. Not
     # init fields: a dataclasses.replace() copy (a --scaling or --verify-fix rerun) is new options.
     loaded_baseline: Optional[Any] = field(default=None, init=False, compare=False, repr=False)
     validated: bool = field(default=False, init=False, compare=False, repr=False)
@@ -105,7 +105,7 @@ class ProbeOptions:
         if unknown:
             raise UsageError(f"DDP arguments the probe cannot set: {', '.join(sorted(unknown))}")
         if self.baseline is not None:
-            from ddpdoctor.probe.analysis.regression import load_baseline
+            from ddpdoctor.probe.run_model.baseline import load_baseline
 
             self.loaded_baseline = load_baseline(self.baseline)  # bad input is said now, before launch
         if self.launcher == "none" and self.nnodes > 1:

@@ -6,10 +6,10 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.analysis import coverage, frameworks, memory, outside_steps, perf_tables
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.large_world import summarised
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.words.large_world import summarised
 from ddpdoctor.probe.run_model.outcome import MachineLoad
-from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+from ddpdoctor.probe.run_model.loaded_run import RankRun, RunModel
 from ddpdoctor.core.registry import run_checks
 from ddpdoctor.lint.merge import static_part
 from ddpdoctor.report.model import Report, Table

@@ -21,8 +21,8 @@ from typing import Any, Optional
 from ddpdoctor.core import redact
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.probe.analysis import perf
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RankRun, RunModel
 
 STEP_TID, COMM_TID = 1, 2
 PHASE_NAMES = {"data": "data", "forward": "forward", "backward": "backward",

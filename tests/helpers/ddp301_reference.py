@@ -8,7 +8,7 @@ from collections import Counter
 from itertools import combinations
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.forward_overlap import InputPair
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_records
 from ddpdoctor.probe.analysis.sample_overlap import PairStats, _padding, duplicate_rate, epoch_size

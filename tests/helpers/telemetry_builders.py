@@ -18,10 +18,10 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.core.registry import Skipped, get_check
-from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
-from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE
+from ddpdoctor.probe.run_model.loaded_run import RankRun, RunModel
+from ddpdoctor.probe.records.rundir import META_FILE, OUTCOME_FILE
 from ddpdoctor.probe.run_model.outcome import Frame, Outcome, ProbeMeta, RankStack, rank_file, stack_file
 
 T0 = 1_700_000_000.0

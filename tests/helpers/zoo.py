@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 _REPORTED = re.compile(r"ZOO-FAILED rank=(\d+) line=(\d+|None) step=(\d+)")
 

@@ -63,8 +63,8 @@ def test_import_ddpdoctor_stays_cheap_and_the_old_names_still_call_with_a_warnin
         "import sys, warnings, ddpdoctor\n"
         "assert callable(ddpdoctor.run_probe) and callable(ddpdoctor.run_preflight)\n"
         "assert 'torch' not in sys.modules, 'import ddpdoctor imported torch'\n"
-        "import ddpdoctor.probe.run\n"  # binds ddpdoctor.probe to the package: still callable
-        "assert callable(ddpdoctor.probe) and ddpdoctor.probe.run.analyse\n"
+        "import ddpdoctor.probe.driver\n"  # binds ddpdoctor.probe to the package: still callable
+        "assert callable(ddpdoctor.probe) and ddpdoctor.probe.driver.analyse\n"
         "from ddpdoctor.core.errors import UsageError\n"
         "with warnings.catch_warnings(record=True) as seen:\n"
         "    warnings.simplefilter('always')\n"

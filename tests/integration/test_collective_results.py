@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 
 SCRIPT = """
 import sys, torch, torch.distributed as dist

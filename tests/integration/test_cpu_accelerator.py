@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers.probe_runner import REPO, probe
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import cpu_shim
 from ddpdoctor.probe.launch import launcher
 from ddpdoctor.probe.options import ProbeOptions

@@ -394,7 +394,7 @@ def test_a_report_whose_writer_is_killed_at_any_moment_is_old_or_new_never_torn(
 
 RANK_WRITER = """
 import sys, time
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank.recorder import Recorder
 rec = Recorder(sys.argv[1])
 step = 0
@@ -405,7 +405,7 @@ while True:
 
 
 def test_telemetry_of_a_rank_killed_mid_write_reads_back_every_whole_record(tmp_path):
-    from ddpdoctor.probe import telemetry as tm
+    from ddpdoctor.probe.records import telemetry as tm
 
     path = tmp_path / "rank-0.jsonl"
     rank = subprocess.Popen([sys.executable, "-c", RANK_WRITER, str(path)], cwd=REPO_ROOT)

@@ -12,14 +12,14 @@ import textwrap
 
 import pytest
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 
 pytestmark = pytest.mark.multiprocess
 
 SCRIPT = textwrap.dedent("""
     import json, sys, torch
     from ddpdoctor.probe.inrank import memory, recorder
-    from ddpdoctor.probe import telemetry as tm
+    from ddpdoctor.probe.records import telemetry as tm
     rec = recorder.Recorder(sys.argv[1]); recorder.set_recorder(rec)
     from torch.optim.optimizer import register_optimizer_step_post_hook
     def count(opt, a, k): rec.step += 1

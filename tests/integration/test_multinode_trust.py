@@ -1,4 +1,4 @@
-"""What a node believes of what it is told (launch/node_wire.py, run.py own_evidence): a node's
+"""What a node believes of what it is told (launch/node_wire.py, driver.py own_evidence): a node's
 own evidence is the floor of its result, whatever a node 0 says. Loopback only."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ straggler, healthy, nothing sampled."""
 
 from __future__ import annotations
 
-from ddpdoctor.attach.facts import Observation, RankObservation
+from ddpdoctor.attach.observation import Observation, RankObservation
 from ddpdoctor.attach.judge import judge
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_text import parse_speedscope

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddpdoctor.attach.facts import MAX_FRAMES, Observation, RankObservation, most_samples
+from ddpdoctor.attach.observation import MAX_FRAMES, Observation, RankObservation, most_samples
 from ddpdoctor.attach.judge import judge
 from ddpdoctor.attach.nodes import _answers, merge
 from ddpdoctor.probe.launch.node_wire import BadMessage
@@ -131,7 +131,7 @@ def test_a_node_answer_beyond_the_bound_is_not_parsed_and_the_node_is_lost():
     import resource
     import time
 
-    from ddpdoctor.attach.facts import NODE_MARKER
+    from ddpdoctor.attach.observation import NODE_MARKER
     from ddpdoctor.attach.nodes import MAX_ANSWER
 
     huge = NODE_MARKER + '{"host": "b", "observation": {"notes": ["' + "x" * (MAX_ANSWER + 10) + '"]}}\n'

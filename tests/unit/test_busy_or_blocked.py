@@ -7,7 +7,7 @@ import json
 
 from ddpdoctor.core.registry import Incomplete, get_check
 from ddpdoctor.probe.analysis import outside_steps
-from ddpdoctor.probe.run_model.looks import STARTING_CPU, JobLook, Pending, RankLook, judge as judge_looks
+from ddpdoctor.probe.run_model.busy_or_blocked import STARTING_CPU, JobLook, Pending, RankLook, judge as judge_looks
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.run_model.outcome import RankStack
 from tests.helpers.telemetry_builders import SITE_ALLREDUCE, T0, RunBuilder, running, site, stack, waiting_in

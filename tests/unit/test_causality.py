@@ -60,7 +60,7 @@ def test_an_exit_code_on_a_node_the_probe_ended_is_a_consequence():
 
 
 def test_a_large_worlds_rank_table_is_groups_and_outliers_on_one_screen():
-    from ddpdoctor.probe.large_world import summarised
+    from ddpdoctor.probe.words.large_world import summarised
 
     columns = ["rank", "node", "host", "pid", "steps", "batches", "collectives", "last", "exit"]
     rows = [[r, r // 8, f"n{r // 8}", 100 + r, 30 + r % 2, 30, 31, "running", -15] for r in range(1024)]

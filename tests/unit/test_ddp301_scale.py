@@ -14,9 +14,9 @@ import pytest
 from ddpdoctor.probe.analysis.forward_overlap import MIN_FORWARDS, forward_inputs, input_pairs, varying_keys
 from ddpdoctor.probe.analysis.loaders import loader_epochs
 from ddpdoctor.probe.analysis.rank_pairs import PairBlock, every_pair
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.probe.analysis.sample_overlap import REFUTE_MIN_EXPECTED, PairSummary, pair_summary
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.core.registry import Skipped
 from tests.helpers import ddp301_reference as reference
 from tests.helpers.telemetry_builders import RunBuilder, judge, sample

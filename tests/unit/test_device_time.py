@@ -8,7 +8,7 @@ import threading
 
 import torch
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import perf, perf_tables
 from ddpdoctor.probe.inrank import device_timing
 from ddpdoctor.core.registry import Skipped

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ddpdoctor.core.findings import Finding, Location, Severity
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.probe.inrank import recorder
 from ddpdoctor.probe.launch.choice import choose
 from ddpdoctor.probe.report import build_report

@@ -12,7 +12,7 @@ import pytest
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.registry import all_checks
-from ddpdoctor.lint.run import gather, lint_results
+from ddpdoctor.lint.driver import gather, lint_results
 
 REPO = Path(__file__).resolve().parents[2]
 

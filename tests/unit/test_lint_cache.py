@@ -10,7 +10,7 @@ import pytest
 
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.lint import cache
-from ddpdoctor.lint.run import gather, lint
+from ddpdoctor.lint.driver import gather, lint
 
 SCRIPT = """\
 import torch, torch.distributed as dist

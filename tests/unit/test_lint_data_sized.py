@@ -12,7 +12,7 @@ import pytest
 from ddpdoctor.core.findings import Finding, Location, Severity
 from ddpdoctor.core.registry import FAILED, CheckResult, get_check
 from ddpdoctor.lint.merge import static_part
-from ddpdoctor.lint.run import gather, lint_results
+from ddpdoctor.lint.driver import gather, lint_results
 from ddpdoctor.report.model import Report
 
 HEAD = """\

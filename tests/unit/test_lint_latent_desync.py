@@ -4,7 +4,7 @@ while the ranks agreed, and the variable sizes that are safe."""
 from __future__ import annotations
 
 from ddpdoctor.core.registry import Skipped
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from tests.helpers.telemetry_builders import RunBuilder, judge, site
 
 COUNTS = site(70)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpdoctor.lint.run import gather, lint_results
+from ddpdoctor.lint.driver import gather, lint_results
 
 HEAD = """
 import torch

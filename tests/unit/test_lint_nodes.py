@@ -6,7 +6,7 @@ import gc
 from pathlib import Path
 
 from ddpdoctor.lint import nodes
-from ddpdoctor.lint.run import gather
+from ddpdoctor.lint.driver import gather
 
 HERE = Path(__file__).resolve().parents[2]
 SOURCES = sorted((HERE / "ddpdoctor" / "lint").glob("*.py"))

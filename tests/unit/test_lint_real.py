@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpdoctor.lint.run import gather, lint_results
+from ddpdoctor.lint.driver import gather, lint_results
 
 HERE = Path(__file__).resolve().parents[1] / "scripts" / "lint_real"
 EXPECT = re.compile(r"^# expect: (?:(clean)|(DDP\d{3}) (error|warning|note) line (\d+))\s*$")

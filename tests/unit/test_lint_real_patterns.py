@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from ddpdoctor.lint.run import gather, lint_results
+from ddpdoctor.lint.driver import gather, lint_results
 
 HEAD = """\
 import os

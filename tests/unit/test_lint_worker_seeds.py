@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ddpdoctor.core.findings import Finding
-from ddpdoctor.lint.run import gather, lint_results
+from ddpdoctor.lint.driver import gather, lint_results
 
 HEAD = """\
 import functools

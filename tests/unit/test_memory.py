@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import fsdp_comm, memory, perf_tables
 from ddpdoctor.core.registry import Skipped
 from tests.helpers.telemetry_builders import RunBuilder, judge, site

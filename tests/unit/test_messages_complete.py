@@ -11,7 +11,7 @@ from ddpdoctor.core.registry import all_checks, run_checks
 from ddpdoctor.preflight.hosts import HostEntry
 from ddpdoctor.preflight.cluster import NodeResult
 from ddpdoctor.preflight.transport import TransportFailure
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from tests.helpers.message_holes import holes
 from tests.helpers.preflight_facts import cluster, facts, node
 

@@ -249,7 +249,7 @@ def test_unsolicited_stack_replies_count_against_the_quota_and_are_not_kept(gath
 @pytest.mark.parametrize("host, resolved", [("localhost", "127.0.0.1"), ("LOCALHOST.", "127.0.0.1"),
                                             ("node0.example", "127.0.1.1")])
 def test_the_gather_port_binds_node0s_own_address_never_every_interface(host, resolved):
-    from ddpdoctor.probe.run import _own_address
+    from ddpdoctor.probe.driver import _own_address
 
     bind = _own_address(host, resolved)
     assert bind not in ("", "0.0.0.0")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddpdoctor.probe.launch import node_wire as wire
-from ddpdoctor.probe.rundir import rank_of_name
+from ddpdoctor.probe.records.rundir import rank_of_name
 
 KEY = wire.job_token("a-shared-secret")
 
@@ -125,7 +125,7 @@ def test_a_worker_seed_record_with_torchs_64_bit_seed_crosses_the_wire():
     reach node 0 (it was dropped, and node 1 with it, in every two-node probe with a DataLoader)."""
     import torch
 
-    from ddpdoctor.probe import telemetry as tm
+    from ddpdoctor.probe.records import telemetry as tm
     from ddpdoctor.probe.inrank.worker_seeds import _initial_seed
 
     torch.manual_seed(2 ** 63 + 12345)

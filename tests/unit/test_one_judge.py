@@ -12,7 +12,7 @@ import pickle
 import re
 from pathlib import Path
 
-from ddpdoctor.attach.facts import Observation, RankObservation
+from ddpdoctor.attach.observation import Observation, RankObservation
 from ddpdoctor.attach.flight import DumpSet, report as dumps_report
 from ddpdoctor.attach.judge import judge
 from ddpdoctor.core.findings import Severity
@@ -29,7 +29,7 @@ NOT_JUDGES = {
     "ddpdoctor/attach/judge.py": "the order attach lists its checks in, and the one it lists only with dumps",
     "ddpdoctor/lint/merge.py": "which probe check is each lint check's run-time twin (merging, after both judged)",
     "ddpdoctor/probe/analysis/frameworks.py": "each framework's words for a finding the check makes (the check asks)",
-    "ddpdoctor/preflight/collective/run.py": "the checks whose failure means the smoke test would only time out",
+    "ddpdoctor/preflight/collective_smoke.py": "the checks whose failure means the smoke test would only time out",
     "ddpdoctor/preflight/store_mode.py": "runs DDP103's own check (run_checks(..., only=...))",
     "ddpdoctor/probe/launch/verify.py": "the DDP arguments --verify-fix sets for a finding already made",
     "ddpdoctor/lint/fix/plan.py": "why a finding's fix is left to a person",
@@ -44,7 +44,7 @@ NOT_JUDGES = {
 BUILDS_RESULTS = {
     "ddpdoctor/core/registry.py": "the runner: every check's problems become its findings here",
     "ddpdoctor/report/model.py": "a report rebuilt from its JSON form (relayed from node 0)",
-    "ddpdoctor/lint/run.py": "one lint check's results over several files merged into one",
+    "ddpdoctor/lint/driver.py": "one lint check's results over several files merged into one",
 }
 
 

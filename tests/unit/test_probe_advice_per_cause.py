@@ -54,7 +54,7 @@ def test_uneven_batches_without_a_custom_batch_sampler_keep_the_sampler_advice()
 
 
 def _drifted(forwards: int, allreduces: bool):
-    from ddpdoctor.probe import telemetry as tm
+    from ddpdoctor.probe.records import telemetry as tm
 
     run = RunBuilder(world_size=2)
     run.all("ddp")

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+from ddpdoctor.probe.run_model.loaded_run import RankRun, RunModel
 from ddpdoctor.core.registry import CRASHED, FAILED, NOTED, WARNED, all_checks, run_checks
 from tests.helpers.telemetry_builders import (UNFINISHED_REDUCTION, RunBuilder, faulthandler_dump, running, sample,
                                 site, waiting_in)

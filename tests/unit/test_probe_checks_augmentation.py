@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.core.registry import Skipped
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from tests.helpers.telemetry_builders import RunBuilder, sample
 
 MOVED = {"torch": "a" * 16, "numpy": "b" * 16, "random": "c" * 16}

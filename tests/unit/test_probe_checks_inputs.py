@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import Skipped
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.report import build_report
 from tests.helpers.telemetry_builders import RunBuilder, judge, sample
 

@@ -16,7 +16,7 @@ from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.analysis import margins, perf
 from ddpdoctor.probe.analysis import perf_tables
 from ddpdoctor.probe.launch import scaling as scaling_runs
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.core.registry import Skipped
 from ddpdoctor.probe import trace
 from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge
@@ -394,11 +394,12 @@ def test_estimates_read_like_a_person_would_write_them():
 def test_the_overrides_file_name_is_the_one_the_ranks_read():
     import inspect as inspect_module
 
-    from ddpdoctor.probe import run, rundir
+    from ddpdoctor.probe import driver
+    from ddpdoctor.probe.records import rundir
     from ddpdoctor.probe.inrank import ddp
 
     assert ddp.OVERRIDES_FILE == rundir.DDP_OVERRIDES_FILE
-    assert "DDP_OVERRIDES_FILE" in inspect_module.getsource(run._store_perf_inputs)
+    assert "DDP_OVERRIDES_FILE" in inspect_module.getsource(driver._store_perf_inputs)
 
 
 def test_just_under_the_threshold_is_clean_not_borderline():

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.core.registry import FAILED, NOTED, WARNED, run_checks
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "probe_recordings"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import boundaries, coverage
 from tests.helpers.telemetry_builders import RunBuilder
 

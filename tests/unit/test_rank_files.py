@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from ddpdoctor.probe import jsonl
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.rank_files import RankFileTail, read_all
+from ddpdoctor.probe.records import jsonl
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.records.rank_files import RankFileTail, read_all
 
 
 def test_a_tail_hands_out_whole_lines_and_keeps_the_torn_one_for_later(tmp_path):

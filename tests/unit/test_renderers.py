@@ -8,7 +8,7 @@ from rich.console import Console
 
 from ddpdoctor.core.findings import Location, Problem, Severity
 from ddpdoctor.core.registry import FAILED, PASSED, SKIPPED, WARNED, CheckResult, CheckSpec
-from ddpdoctor.probe import jsonl
+from ddpdoctor.probe.records import jsonl
 from ddpdoctor.report import github, json as json_report, junit, terminal
 from ddpdoctor.report.model import Report
 

@@ -11,10 +11,11 @@ from collections import Counter
 import pytest
 
 from ddpdoctor.core.findings import Severity
-from ddpdoctor.probe.analysis import (collective_alignment, fsdp_comm, loaders, outside_steps, runmodel,
-                                      skipped_backward, stack_groups)
+from ddpdoctor.probe.analysis import (collective_alignment, fsdp_comm, loaders, outside_steps, skipped_backward,
+                                      stack_groups)
 from ddpdoctor.probe.analysis.perf import buckets, steps
 from ddpdoctor.probe.report import build_report
+from ddpdoctor.probe.run_model import loaded_run
 from tests.helpers.telemetry_builders import RunBuilder, faulthandler_dump, sample, waiting_in
 
 WORLD = 4
@@ -23,7 +24,7 @@ WORLD = 4
 COUNTED = [(collective_alignment, "_divergences"), (steps, "_step_perf"), (buckets, "_model_comm"),
            (stack_groups, "_site_files"), (stack_groups, "_rank_stacks"), (loaders, "_loader_epochs"),
            (skipped_backward, "_skipped"), (outside_steps, "_step_times"), (fsdp_comm, "_fsdp_comm"),
-           (runmodel, "records_by_type")]
+           (loaded_run, "records_by_type")]
 
 
 def stalled_run() -> RunBuilder:
@@ -94,7 +95,7 @@ def test_what_the_paused_collector_let_build_is_not_walked_again_as_young_nor_ke
     (the collector's next pass would walk them all once more), and nothing stays frozen."""
     import gc
 
-    from ddpdoctor.probe.analysis.runmodel import collector_paused
+    from ddpdoctor.probe.run_model.loaded_run import collector_paused
 
     assert gc.isenabled()
     with collector_paused():

@@ -4,9 +4,9 @@ collectives) computed once per model, again when the records change."""
 
 from __future__ import annotations
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.collective_alignment import divergences
-from ddpdoctor.probe.analysis.runmodel import RankRun
+from ddpdoctor.probe.run_model.loaded_run import RankRun
 from tests.helpers.telemetry_builders import RunBuilder
 
 

@@ -1,9 +1,9 @@
-"""The record schema (probe/telemetry.py): what readers rely on being declared."""
+"""The record schema (probe/records/telemetry.py): what readers rely on being declared."""
 
 from dataclasses import fields
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RankRun
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RankRun
 from tests.helpers.telemetry_builders import site
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ddpdoctor.core import paths
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_text import without_own_frames
 from ddpdoctor.probe.run_model.stack_view import StackView

@@ -50,7 +50,7 @@ def attach(findings: list[Finding], plan: FixPlan) -> int:
 
 def scripts_of(paths: list[str]) -> list[str]:
     """Of the files handed to `lint --files`, those linted as scripts (as lint_files decides)."""
-    from ddpdoctor.lint.run import runs_code
+    from ddpdoctor.lint.driver import runs_code
 
     return [p for p in dict.fromkeys(paths) if p.endswith(".py") and runs_code(p)]
 

@@ -84,7 +84,7 @@ def lint_texts(script: str, texts: dict[Path, str], ignore: set[str]) -> tuple[l
     read (display name -> absolute path). Nothing cached, nothing written."""
     from ddpdoctor.lint.facts import build
     from ddpdoctor.lint.program import Program
-    from ddpdoctor.lint.run import lint_results
+    from ddpdoctor.lint.driver import lint_results
     from ddpdoctor.lint.sources import load_program
 
     files = load_program(script, [], texts)

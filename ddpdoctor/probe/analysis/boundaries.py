@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 KINDS = ("eval", "save", "load")
 _WORDS = {"eval": "evaluation", "save": "checkpoint save", "load": "checkpoint load"}

@@ -26,8 +26,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 from ddpdoctor.probe.analysis.rank_state import crash_events, describe_collective, ending_key, has_ended
 from ddpdoctor.probe.analysis.skipped_backward import skip_explains

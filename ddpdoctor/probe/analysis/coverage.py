@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.paths import display_path
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 

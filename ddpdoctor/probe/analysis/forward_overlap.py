@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.rank_pairs import PairBlock, blocks_of
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.probe.analysis.sample_overlap import MAJORITY, alike
 
 MIN_FORWARDS = 2  # forwards compared (and found alike), at the least

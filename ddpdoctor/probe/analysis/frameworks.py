@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ddpdoctor.core.findings import Location, Problem
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import location as site_location, rank_list
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.wording import location as site_location, rank_list
 
 NAMES = {"transformers": "Hugging Face Transformers", "lightning": "Lightning",
          "accelerate": "Accelerate", "fsdp": "PyTorch FSDP", "fsdp2": "PyTorch FSDP2",

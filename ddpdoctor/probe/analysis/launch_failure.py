@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 # The outcome when ddpdoctor did not start the job because the rendezvous port was taken.
 NOT_LAUNCHED = "not_launched"

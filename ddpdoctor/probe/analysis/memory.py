@@ -20,8 +20,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.report.model import Table
 
 MB = 1e6

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.wording import ranges
-from ddpdoctor.probe.rundir import WATCH_FILE
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.wording import ranges
+from ddpdoctor.probe.records.rundir import WATCH_FILE
 
 # A gap between two steps is a pause when it is this many times the median step and at least
 # PAUSE_MIN_S long; a start-up is said in the terminal report from STARTUP_SHOWN_S on.
@@ -182,7 +182,7 @@ def final_spell(run: RunModel) -> str:
                 "a loaded machine or slow imports")
     if not places:
         return f"the ranks {spent} in their own code {when}, no collective pending (no stack was taken)"
-    # A rank waiting for a peer still on its way to the same call (looks.py) is a place too.
+    # A rank waiting for a peer still on its way to the same call (run_model/busy_or_blocked.py) is a place too.
     waited = any(str(p.get("where", "")).startswith("waits in ") for p in places)
     return "; ".join(f"{_ranks(p.get('ranks') or [])} {spent} {_spent_where(str(p.get('where', '')))}"
                      for p in places) + f" {when}" + ("" if waited else ", no collective pending")

@@ -9,7 +9,7 @@ from typing import Any, Optional
 from ddpdoctor.probe.analysis import fsdp_comm, perf
 
 from ddpdoctor.probe.analysis import scaling
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.report.model import Table
 
 PHASE_COLUMNS = ("data", "forward", "backward", "comm_exposed", "optimizer", "collectives", "other")

@@ -9,12 +9,12 @@ import signal
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RankRun, RunModel
 
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
-from ddpdoctor.probe.run_model.looks import collective_text
-from ddpdoctor.probe.wording import at
+from ddpdoctor.probe.run_model.busy_or_blocked import collective_text
+from ddpdoctor.probe.words.wording import at
 
 # Signals a process dies of by itself. SIGTERM, SIGINT and SIGKILL are what launchers and the
 # probe send to tear a job down, so they are not counted as crashes (SIGKILL only in a run

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Callable, Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.loaders import LoaderEpoch, loader_records
 from ddpdoctor.probe.analysis.rank_pairs import PairBlock, blocks_of
 

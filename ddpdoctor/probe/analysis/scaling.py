@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.probe.analysis import perf
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
-from ddpdoctor.probe.rundir import SCALING_FILE
+from ddpdoctor.probe.records.rundir import SCALING_FILE
 
 
 @dataclass

@@ -14,8 +14,8 @@ from math import prod
 from typing import Optional
 
 from ddpdoctor.core import torch_names as names
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RankRun
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RankRun
 
 # all_reduce is an exchange only with MAX (read below); these are, whatever their op.
 GATHERS = frozenset(names.SIZE_GATHERS + names.OBJECT_EXCHANGES)

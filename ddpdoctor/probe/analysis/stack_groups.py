@@ -15,12 +15,12 @@ from types import MappingProxyType
 from typing import Mapping, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.probe.analysis.runmodel import RunModel
-from ddpdoctor.probe.large_world import SHOWN_PER_GROUP
+from ddpdoctor.probe.run_model.loaded_run import RunModel
+from ddpdoctor.probe.words.large_world import SHOWN_PER_GROUP
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_text import parse_faulthandler
 from ddpdoctor.probe.run_model.stack_view import WAITING_CALLS, StackView, bare_name, is_user_file
-from ddpdoctor.probe.wording import rank_list
+from ddpdoctor.probe.words.wording import rank_list
 
 
 @dataclass

@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 import torch
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import collectives, device_timing, recorder
 
 BUDGET_S = 1.0  # all sizes of all models together

@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, IterableDataset, RandomSampler
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import fingerprint, hooks, recorder
 
 _ids = itertools.count()

@@ -25,7 +25,7 @@ if __name__ == "__main__" and not __package__:
     # there, as `python train.py` would. (core/paths.OWN_ROOT, which cannot be imported yet.)
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from ddpdoctor.probe import rundir  # noqa: E402 - after the path above
+from ddpdoctor.probe.records import rundir  # noqa: E402 - after the path above
 from ddpdoctor.probe.inrank import identity  # noqa: E402
 
 def _open_signal_dump(path: str):

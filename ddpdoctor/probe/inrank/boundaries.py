@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import coverage, hooks, recorder
 
 MAX_PER_KIND = 200

@@ -13,7 +13,7 @@ import functools
 import time
 from typing import Any
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import recorder
 
 _LOOKED_AT_CALLS = 512  # calls whose site is looked up; later ones only pass through

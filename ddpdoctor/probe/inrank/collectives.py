@@ -18,7 +18,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from ddpdoctor.core import torch_names as names
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import groups, recorder
 
 # Recorded: every public collective, and torch's single-tensor forms that FSDP calls directly

@@ -36,7 +36,7 @@ import time
 from typing import Any, Optional
 
 from ddpdoctor.core.paths import is_user_file
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import hooks, identity, recorder
 
 ENV_COVERAGE = "DDPDOCTOR_COVERAGE"  # "0": no line tracer; "full": trace every step

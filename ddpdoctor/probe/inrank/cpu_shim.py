@@ -44,7 +44,7 @@ import torch
 import torch.distributed.distributed_c10d as c10d
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import hooks, recorder
 
 PREFIX = "--cpu: "

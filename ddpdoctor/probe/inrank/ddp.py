@@ -32,7 +32,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from ddpdoctor.probe import rundir, telemetry as tm
+from ddpdoctor.probe.records import rundir
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import (collectives, coverage, device_timing, fingerprint, forward_inputs,
                                     frameworks, groups, hooks, recorder)
 
@@ -414,7 +415,7 @@ def _instrument(model: DDP, arguments: dict, logical_group: Any, checked_group: 
     forward_inputs.attach(model, state.id)  # what the model is fed, for DDP301
 
 
-# run_model/looks.py's name for it (inrank may not import run_model).
+# run_model/busy_or_blocked.py's name for it (inrank may not import run_model).
 BUFFER_BROADCAST = "ddp_buffer_broadcast"
 
 

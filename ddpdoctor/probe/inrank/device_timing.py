@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import recorder
 
 CPU, CUDA_EVENTS, NONE = "cpu", "cuda-events", "none"

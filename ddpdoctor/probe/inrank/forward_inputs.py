@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import torch
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import recorder
 
 SAMPLE = 64  # positions read per tensor: differing batches differ in some of them

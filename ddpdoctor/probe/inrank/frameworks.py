@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import recorder
 
 _seen: set = set()  # (event, site file, site line): each configuring call recorded once

@@ -12,7 +12,7 @@ import socket
 import sys
 import time
 
-from ddpdoctor.probe import rundir
+from ddpdoctor.probe.records import rundir
 
 ENV_TARGET = "DDPDOCTOR_TARGET"  # what the root ran, for the Start records of spawned ranks
 
@@ -21,7 +21,7 @@ def start_record(rank: int, local_rank: int, world_size: int, launcher: str):
     import torch
 
     from ddpdoctor.core.paths import OWN_DIR
-    from ddpdoctor.probe import telemetry as tm
+    from ddpdoctor.probe.records import telemetry as tm
 
     target = json.loads(os.environ.get(ENV_TARGET, '["?", []]'))
     return tm.Start(time.time(), rank, local_rank, world_size, os.getpid(), socket.gethostname(),
@@ -41,6 +41,6 @@ def become_rank(rank: int, world_size: int) -> None:
     pid_dump = os.path.join(config.run_dir, rundir.pid_stack_name(os.getpid()))
     if os.path.exists(pid_dump):
         os.replace(pid_dump, os.path.join(config.run_dir, rundir.rank_stack_name(rank)))
-    rec.buffer.insert(0, __import__("ddpdoctor.probe.telemetry", fromlist=["encode"]).encode(
+    rec.buffer.insert(0, __import__("ddpdoctor.probe.records.telemetry", fromlist=["encode"]).encode(
         start_record(rank, int(os.environ.get("LOCAL_RANK", rank)), world_size, config.launcher)))
     rec.bind(os.path.join(config.run_dir, rundir.rank_telemetry_name(rank)))

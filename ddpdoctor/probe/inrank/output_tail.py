@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import recorder
 
 KEEP_LINES = 8

@@ -9,7 +9,7 @@ from typing import Callable
 
 import torch.distributed as dist
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import frameworks, groups, hooks, recorder
 
 

@@ -10,7 +10,8 @@ from typing import Any, Optional
 
 from ddpdoctor.core import redact
 from ddpdoctor.core.paths import display_path, is_user_file
-from ddpdoctor.probe import jsonl, telemetry as tm
+from ddpdoctor.probe.records import jsonl
+from ddpdoctor.probe.records import telemetry as tm
 
 # How many outer user frames a site keeps as context ("called from Trainer.fit at train.py:70").
 MAX_CALLERS = 3

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from torch.utils.data import DistributedSampler, Subset
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import recorder
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import baseline, ddp, device_timing, recorder
 
 _counts: dict[int, int] = {}

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import hooks, recorder
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _SingleProcessDataLoaderIter
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import batches, hooks, recorder
 
 

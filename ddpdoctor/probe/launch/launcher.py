@@ -24,8 +24,8 @@ from ddpdoctor.probe.inrank.parent_death import killed_with_parent
 from ddpdoctor.probe.launch import machine_load, stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
-from ddpdoctor.probe.options import ProbeOptions
-from ddpdoctor.probe.rundir import LOG_FILE, TORCHRUN_LOG_DIR
+from ddpdoctor.probe.launch.spec import JobSpec
+from ddpdoctor.probe.records.rundir import LOG_FILE, TORCHRUN_LOG_DIR
 from ddpdoctor.probe.run_model.outcome import Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
@@ -68,7 +68,7 @@ SITE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 BOOTSTRAP = os.path.join(os.path.dirname(SITE_DIR), "bootstrap.py")
 
 
-def job_command(options: ProbeOptions, launcher: str) -> list[str]:
+def job_command(options: JobSpec, launcher: str) -> list[str]:
     if launcher == "none":
         # The script's own process runs under the bootstrap; its children get the instruments
         # from the sitecustomize on PYTHONPATH (job_environment).
@@ -87,7 +87,7 @@ TORCHRUN_MAIN = ("import os, sys; sys.argv[0] = 'torchrun'; from torch.distribut
                  "main(); sys.stdout.flush(); sys.stderr.flush(); os._exit(0)")
 
 
-def torchrun_command(options: ProbeOptions) -> list[str]:
+def torchrun_command(options: JobSpec) -> list[str]:
     cmd = [sys.executable, "-c", TORCHRUN_MAIN,
            f"--nproc-per-node={options.nproc_per_node}", f"--nnodes={options.nnodes}",
            "--max-restarts=0", "--monitor-interval=0.1"]
@@ -106,7 +106,7 @@ def torchrun_command(options: ProbeOptions) -> list[str]:
     return cmd + [options.script, *options.args]
 
 
-def store_port(options: ProbeOptions, launcher: str) -> Optional[int]:
+def store_port(options: JobSpec, launcher: str) -> Optional[int]:
     """The port the launcher's own store will listen on, when ddpdoctor starts it on this
     machine (a single-node torchrun given --master-port or --rdzv-endpoint); None otherwise
     (--standalone picks a free port, the script's own launcher picks its own, another node
@@ -132,7 +132,7 @@ def port_fact(port: Optional[int], host: str, when: str) -> Optional[dict]:
     return {**info, "host": host, "when": when}
 
 
-def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
+def job_environment(options: JobSpec, run_dir: str, run_id: str, pg_timeout_s: float,
                     launcher: str = "torchrun") -> dict[str, str]:
     env = dict(os.environ)
     env.update({
@@ -163,7 +163,7 @@ def job_environment(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout
     return env
 
 
-def run_job(options: ProbeOptions, run_dir: str, run_id: str, pg_timeout_s: float,
+def run_job(options: JobSpec, run_dir: str, run_id: str, pg_timeout_s: float,
             use_pyspy: bool = True, launcher: str = "torchrun", peers=None) -> Outcome:
     """Run the job to its end (completed, crashed, stalled, timed out or interrupted).
     `peers`: on a multi-node probe, node 0's NodeGather or another node's NodeReporter."""
@@ -237,7 +237,7 @@ def _run_dir_trouble(run_dir: str, log: JobLog) -> Optional[str]:
     return log.error
 
 
-def _supervise(proc: subprocess.Popen, options: ProbeOptions, run_dir: str, run_id: str,
+def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: str,
                started: float, interrupt: Interrupt, use_pyspy: bool, peers=None,
                health=lambda: None, script_is_launcher: bool = False) -> Outcome:
     watch = ProgressWatch(run_dir, options.stall_timeout_s)

@@ -11,7 +11,7 @@ run dir holds them all, the host in each rank's Start record):
   prefixed `[rankN]: ` by torchrun's --tee), printed as it grows.
 
 One thread polls both a few times a second and hands a Board to the view (report/live.py).
-`showing(options, run_dir)` wraps the job: the one hook in probe/run.py.
+`showing(options, run_dir)` wraps the job: the one hook in probe/driver.py.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from collections import deque
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ddpdoctor.probe import jsonl
-from ddpdoctor.probe.rundir import LOG_FILE
-from ddpdoctor.probe.rundir import WATCH_FILE
+from ddpdoctor.probe.records import jsonl
+from ddpdoctor.probe.records.rundir import LOG_FILE
+from ddpdoctor.probe.records.rundir import WATCH_FILE
 from ddpdoctor.probe.launch.watchdog import ProgressWatch, RankState
-from ddpdoctor.probe.options import ProbeOptions
+from ddpdoctor.probe.launch.spec import JobSpec
 from ddpdoctor.report import live
 
 # At most this many script lines printed per poll; a script printing faster than that has the
@@ -154,7 +154,7 @@ class LogTail:
 class LiveFeed:
     """Polls the run dir from one thread and keeps the view up to date until stopped."""
 
-    def __init__(self, options: ProbeOptions, run_dir: str, view, show_script: bool = True,
+    def __init__(self, options: JobSpec, run_dir: str, view, show_script: bool = True,
                  launcher: str = "torchrun") -> None:
         self.options = options
         self.watch = RankWatch(run_dir, options.stall_timeout_s)
@@ -262,7 +262,7 @@ class LiveFeed:
 
 
 @contextlib.contextmanager
-def showing(options: ProbeOptions, run_dir: str, launcher: str = "torchrun") -> Iterator[Optional[LiveFeed]]:
+def showing(options: JobSpec, run_dir: str, launcher: str = "torchrun") -> Iterator[Optional[LiveFeed]]:
     """Show the job while it runs, as options.live says (the CLI asks; the Python API does not)."""
     view = live.view_for(options.live, sys.stderr)
     if view is None:

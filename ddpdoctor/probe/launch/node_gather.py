@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.probe.rundir import is_rank_telemetry, rank_of_name, rank_telemetry_name
+from ddpdoctor.probe.records.rundir import is_rank_telemetry, rank_of_name, rank_telemetry_name
 from ddpdoctor.probe.run_model.outcome import RankStack
-from ddpdoctor.probe import jsonl
+from ddpdoctor.probe.records import jsonl
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import SIZE, Link
 

@@ -19,8 +19,8 @@ from typing import Any, Callable, Optional
 
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_link import Link, connect
-from ddpdoctor.probe.rank_files import RankFileTail
-from ddpdoctor.probe.rundir import is_rank_telemetry, rank_of_name
+from ddpdoctor.probe.records.rank_files import RankFileTail
+from ddpdoctor.probe.records.rundir import is_rank_telemetry, rank_of_name
 
 FORWARD_EVERY_S = 0.2
 HINT_AFTER_S = 10.0

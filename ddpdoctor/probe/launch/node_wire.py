@@ -33,7 +33,8 @@ from dataclasses import fields
 from typing import Any, Callable, Mapping, Optional
 
 from ddpdoctor.core import defaults
-from ddpdoctor.probe import jsonl, telemetry as tm
+from ddpdoctor.probe.records import jsonl
+from ddpdoctor.probe.records import telemetry as tm
 
 TOKEN_ENV = "DDPDOCTOR_GATHER_TOKEN"
 SILENCE_ENV = "DDPDOCTOR_NODE_SILENCE_S"  # how long a silent peer is waited for (default 10 s)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from ddpdoctor.core.errors import ToolFailure, UsageError
 from ddpdoctor.core.files import write_atomic
-from ddpdoctor.probe.rundir import SCALING_FILE, scaling_run_name
+from ddpdoctor.probe.records.rundir import SCALING_FILE, scaling_run_name
 
 if TYPE_CHECKING:
-    from ddpdoctor.probe.options import ProbeOptions
+    from ddpdoctor.probe.launch.spec import JobSpec
 
 MAX_SIZE = 256
 
@@ -36,10 +36,10 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(set(sizes))
 
 
-def run_sizes(options: "ProbeOptions", run_dir: Path, probe_one: Any) -> None:
+def run_sizes(options: "JobSpec", run_dir: Path, probe_one: Any) -> None:
     """Probe the script at each size in options.scaling, one after another, under run_dir.
 
-    `probe_one(options)` runs one probe (run.probe, without --scaling) and returns its Report.
+    `probe_one(options)` runs one probe (driver.probe, without --scaling) and returns its Report.
     An interrupted probe ends the series; its point shows as "interrupted" in the table."""
     runs: dict[str, str] = {}
     for size in options.scaling:

@@ -21,8 +21,8 @@ from typing import Optional
 import psutil
 
 from ddpdoctor.probe.inrank.config import ENV_RUN_ID
-from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, rank_of
-from ddpdoctor.probe.rank_files import RankFileTail, read_all
+from ddpdoctor.probe.records.rundir import RANK_TELEMETRY_GLOB, rank_of
+from ddpdoctor.probe.records.rank_files import RankFileTail, read_all
 from ddpdoctor.probe.run_model.outcome import MAX_WORKER_STACKS, RankStack, stack_file
 from ddpdoctor.probe.run_model.stack_text import parse_faulthandler, pyspy_failure, pyspy_main_thread
 

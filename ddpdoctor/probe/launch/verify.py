@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ddpdoctor.core.errors import ToolFailure
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.probe.run_model.verify import VerifyResult
-from ddpdoctor.probe.rundir import VERIFY_FILE, verify_run_name
+from ddpdoctor.probe.records.rundir import VERIFY_FILE, verify_run_name
 
 MAX_RERUNS = 3
 # Findings that change a DDP argument without saying so in ddp_kwargs (older checks).
@@ -52,7 +52,7 @@ def write(run_dir: Path, results: list[VerifyResult]) -> None:
 def run_fixes(options: Any, run_dir: Path, report: Any, probe_one: Callable[[Any], Any]) -> list[VerifyResult]:
     """Rerun the script once per set of DDP arguments the report's findings suggest.
 
-    `probe_one(options)` runs one probe (run.probe, without --verify-fix) and returns its Report."""
+    `probe_one(options)` runs one probe (driver.probe, without --verify-fix) and returns its Report."""
     results = fixes(report)
     reruns: dict[str, tuple[str, Any]] = {}  # kwargs -> (rel dir, report) : one rerun per set
     for result in results:

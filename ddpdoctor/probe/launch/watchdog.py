@@ -25,13 +25,14 @@ import psutil
 
 from ddpdoctor.core import defaults
 from ddpdoctor.core.paths import note_own_dir
-from ddpdoctor.probe import jsonl, telemetry as tm
-from ddpdoctor.probe.run_model.looks import JobLook, Judgement, Pending, RankLook, collective_text, judge
+from ddpdoctor.probe.records import jsonl
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.busy_or_blocked import JobLook, Judgement, Pending, RankLook, collective_text, judge
 from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe.run_model.stack_text import relative_to
 from ddpdoctor.probe.run_model.stack_view import StackView
-from ddpdoctor.probe.rank_files import RankFileTail, RankLine
-from ddpdoctor.probe.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
+from ddpdoctor.probe.records.rank_files import RankFileTail, RankLine
+from ddpdoctor.probe.records.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
 
 STALL_FLOOR_S = defaults.STALL_FLOOR_S
 # Before any rank has written a record, the ranks are importing torch and the script: slow on a

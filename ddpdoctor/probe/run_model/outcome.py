@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ddpdoctor.probe.rundir import rank_stack_name, rank_telemetry_name
+from ddpdoctor.probe.records.rundir import rank_stack_name, rank_telemetry_name
 
 
 def rank_file(run_dir: str | os.PathLike, rank: int) -> Path:

@@ -1,5 +1,5 @@
 """One rank's stack, read for where it stands: its innermost user frame, the library call made
-from it, and a finding location. The watchdog reads it live (launch/watchdog.py, looks.py), the
+from it, and a finding location. The watchdog reads it live (launch/watchdog.py, run_model/busy_or_blocked.py), the
 analysis at the end of a run (analysis/stack_groups.py), attach from sampled stacks.
 
 A "user frame" is one in the user's code: not torch, not ddpdoctor, not the standard library,

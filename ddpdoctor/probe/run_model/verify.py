@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ddpdoctor.probe.rundir import VERIFY_FILE
+from ddpdoctor.probe.records.rundir import VERIFY_FILE
 
 
 @dataclass

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.torch_names import GB, bus_factor  # perf/ re-exports them as the analysis reads them
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.perf.clock import CPU_CLOCK, NO_CLOCK, comm_unjudged, device_time
 from ddpdoctor.probe.analysis.perf.cost_fit import CallCost, baseline_medians, call_cost
 from ddpdoctor.probe.analysis.perf.spans import joined, service_times
 from ddpdoctor.probe.analysis.perf.stats import median, spread
 from ddpdoctor.probe.analysis.perf.steps import WARMUP_STEPS, comm_shares_cores
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 
 @dataclass

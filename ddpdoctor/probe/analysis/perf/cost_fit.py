@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.perf.spans import joined
 from ddpdoctor.probe.analysis.perf.stats import median, quantile
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 LATENCY_MAX_BYTES = 64  # a baseline size this small is the latency point (inrank/baseline.py)
 # Only an all-reduce at least this large tells a bandwidth: below it, a loaded machine's jitter is

@@ -20,10 +20,10 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis.perf.clock import CUDA_CLOCK, DeviceTime, device_time
 from ddpdoctor.probe.analysis.perf.stats import median, spread
-from ddpdoctor.probe.analysis.runmodel import RankRun, RunModel
+from ddpdoctor.probe.run_model.loaded_run import RankRun, RunModel
 
 WARMUP_STEPS = 3  # steps 1-3 are not judged (see above)
 MIN_STEPS = 5  # judged steps a rank needs before its numbers mean anything

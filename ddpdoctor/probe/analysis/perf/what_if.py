@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.probe.analysis.perf.units import estimate, ms
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 
 
 def matters(gain: float, step: float, share: float, noise: float) -> bool:

@@ -48,7 +48,7 @@ def _own_first() -> None:
     if "ddpdoctor" not in sys.modules:
         sys.path.insert(0, root)
         try:
-            import ddpdoctor  # noqa: F401 - bound to this copy from now on
+            import ddpdoctor.probe.inrank  # noqa: F401 - binds ddpdoctor to this copy from now on
         finally:
             sys.path.remove(root)
 

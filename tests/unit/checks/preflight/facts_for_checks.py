@@ -27,12 +27,12 @@ def nic_facts(name: str, interfaces: dict, env: dict | None = None, **changes) -
 
 
 def smoke(**kw) -> ClusterFacts:
-    from ddpdoctor.preflight.collective.result import CollectiveOutcome
+    from ddpdoctor.preflight.collective_result import CollectiveOutcome
     c = cluster(node(facts("gpu-a1"), host="a"), node(facts("gpu-a2"), host="b"), node(facts("gpu-b1"), host="c"))
     c.collective = CollectiveOutcome(**{"status": "ran", "hosts": ["a", "b", "c"], "world_size": 3, "world": "ok", **kw})
     return c
 
 
 def pair(a, b, busbw=None, error=None, number=0):
-    from ddpdoctor.preflight.collective.result import PairResult
+    from ddpdoctor.preflight.collective_result import PairResult
     return PairResult([a, b], number, 1 << 20, None if error else (1 << 20) / busbw, busbw, error)

@@ -77,7 +77,7 @@ def test_nccl_socket_ifname_syntax():
 
 
 def test_collective_not_run_because_facts_are_unsound_is_skipped_with_the_reason():
-    from ddpdoctor.preflight.collective.result import skipped
+    from ddpdoctor.preflight.collective_result import skipped
     c = healthy()
     c.collective = skipped("not run: DDP105 failed (A node cannot be reached); fix that first")
     result = run("DDP107", c)
@@ -92,7 +92,7 @@ def test_loopback_trap_node_gets_a_hint_pointing_at_ddp102():
 
 
 def test_pair_schedule_meets_every_pair_once_in_disjoint_rounds():
-    from ddpdoctor.preflight.collective.run import pair_rounds
+    from ddpdoctor.preflight.collective_smoke import pair_rounds
     for n in range(2, 10):
         rounds = pair_rounds(n, cap=99)
         met = [tuple(p) for r in rounds for p in r]
@@ -104,7 +104,7 @@ def test_pair_schedule_meets_every_pair_once_in_disjoint_rounds():
 
 
 def test_worker_events_merge_into_pairs_sizes_and_rank_errors():
-    from ddpdoctor.preflight.collective.result import from_nodes
+    from ddpdoctor.preflight.collective_result import from_nodes
     answers = {
         "a": {"ranks": [{"rank": 0, "local_rank": 0, "exit_code": 0, "killed": False, "stderr": [], "events": [
             {"phase": "started"}, {"phase": "imported"}, {"phase": "store"},

@@ -31,7 +31,7 @@ def test_slow_node_is_a_warning_and_noise_is_not():
 
 
 def test_world_all_reduce_timeout_names_the_ranks():
-    from ddpdoctor.preflight.collective.result import RankResult
+    from ddpdoctor.preflight.collective_result import RankResult
     ranks = [RankResult(0, "a", 0, "size"), RankResult(1, "b", 0, "world-init", "killed at the deadline while in the first all-reduce"),
              RankResult(2, "c", 0, "size")]
     c = smoke(pairs=[pair("a", "b", 5e8)], ranks=ranks, world="failed")

@@ -9,8 +9,8 @@ from typing import Optional
 
 from ddpdoctor.probe.analysis import perf_tables
 from ddpdoctor.probe.analysis import scaling
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.core.registry import Skipped
 from tests.helpers.telemetry_builders import judge
 from tests.unit.checks.probe.perf_runs import KB, MB, Rank, perf_run, LATENCY, BANDWIDTH_POINT, verdict

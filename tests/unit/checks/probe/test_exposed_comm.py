@@ -7,8 +7,8 @@ import pytest
 
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.analysis import perf
-from ddpdoctor.probe import telemetry as tm
-from ddpdoctor.probe.analysis.runmodel import RunModel
+from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.run_model.loaded_run import RunModel
 from ddpdoctor.checks.probe.exposed_comm import unavoidable
 from tests.helpers.telemetry_builders import judge
 from tests.unit.checks.probe.perf_runs import (

@@ -1,7 +1,7 @@
 """The names of everything in a probe's run dir, in one place: the ranks write them (inrank/),
 the launcher watches them (launch/), node 0 receives other nodes' copies of them
-(launch/node_gather.py), the analysis reads them (analysis/runmodel.py); the types written
-into them are in run_model/, and probe/rank_files.py is the one reader of the rank files.
+(launch/node_gather.py), the analysis reads them (run_model/loaded_run.py); the types written
+into them are in run_model/, and probe/records/rank_files.py is the one reader of the rank files.
 
     probe.json        what was launched and with which limits (written before launch)
     rank-<R>.jsonl    rank R's telemetry (telemetry.py), one JSON record per line

@@ -23,11 +23,11 @@ from ddpdoctor.probe.options import ProbeOptions
 from ddpdoctor.probe.analysis.scaling import load_points
 from ddpdoctor.probe.analysis import outside_steps, regression
 from ddpdoctor.probe.run_model import verify as verify_results
-from ddpdoctor.probe.analysis.runmodel import RunModel, collector_paused
-from ddpdoctor.probe.rundir import META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, REPORT_FILE
+from ddpdoctor.probe.run_model.loaded_run import RunModel, collector_paused
+from ddpdoctor.probe.records.rundir import META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, REPORT_FILE
 from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
 from ddpdoctor.probe.report import build_report
-from ddpdoctor.probe.rundir import DDP_OVERRIDES_FILE
+from ddpdoctor.probe.records.rundir import DDP_OVERRIDES_FILE
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.report import json as json_report
 from ddpdoctor.report.model import Report

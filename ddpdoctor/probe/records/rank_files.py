@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional, Union
 
-from ddpdoctor.probe import jsonl
+from ddpdoctor.probe.records import jsonl
 
 
 class RankLine(NamedTuple):

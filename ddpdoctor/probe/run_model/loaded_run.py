@@ -25,16 +25,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TypeVar
 
 from ddpdoctor.core.paths import note_own_dir
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 
 T = TypeVar("T")
 
-from ddpdoctor.probe.rundir import MAIN_TELEMETRY, META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, rank_of
+from ddpdoctor.probe.records.rundir import MAIN_TELEMETRY, META_FILE, OUTCOME_FILE, RANK_TELEMETRY_GLOB, rank_of
 from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta, stack_file
 from ddpdoctor.probe.run_model.verify import VerifyResult
 
 if TYPE_CHECKING:
-    from ddpdoctor.probe.analysis.regression import Baseline
+    from ddpdoctor.probe.run_model.baseline import Baseline
 
 
 # The types a rank's index answers for: the record types no other type derives from (an
@@ -155,7 +155,7 @@ class RunModel:
     # One point per world size of `probe --scaling` (analysis/scaling.py attaches them); empty without it.
     scaling: list = field(default_factory=list)
     # What `probe --verify-fix` measured (run_model/verify.py) and the --baseline report's numbers
-    # (analysis/regression.py, DDP607), attached by probe/run.analyse: empty / None without them.
+    # (analysis/regression.py, DDP607), attached by probe/driver.analyse: empty / None without them.
     verified: list[VerifyResult] = field(default_factory=list)
     regression_baseline: Optional[Baseline] = None
     # The watchdog's looks at the ranks in quiet spells (watch.jsonl, analysis/outside_steps.py).

@@ -16,7 +16,8 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
-from ddpdoctor.probe import jsonl, rank_files
+from ddpdoctor.probe.records import rank_files
+from ddpdoctor.probe.records import jsonl
 
 
 @dataclass

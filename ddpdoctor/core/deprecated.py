@@ -5,8 +5,8 @@ every rank imports ddpdoctor.probe, and must not pay for the API.
 
 The forward goes through the root package's lazy attribute (`ddpdoctor.run_probe`, the name the
 warning tells users to call), never an import of api.py: api.py imports the packages this shim
-makes callable, so naming it here would close a circle (_deprecated -> api -> preflight.run ->
-_deprecated). Delete this module, and its three make_callable lines, in the release after."""
+makes callable, so naming it here would close a circle (core.deprecated -> api -> preflight.run ->
+core.deprecated). Delete this module, and its three make_callable lines, in the release after."""
 
 import sys
 import types

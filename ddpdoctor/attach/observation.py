@@ -23,7 +23,7 @@ NODE_MARKER = "DDPDOCTOR-ATTACH-NODE "
 MAX_FRAMES = 512  # a deeper stack is cut to its innermost frames, where the rank waits
 MAX_NOTES = 64
 MAX_WORLD = 1 << 20
-# procstate.ProcDelta.to_dict() and run.observe's io_quiet_s, quiet_cpu_share: the /proc facts
+# procstate.ProcDelta.to_dict() and driver.observe's io_quiet_s, quiet_cpu_share: the /proc facts
 # the judge reads.
 # A key not listed (a newer node) is dropped, never passed on.
 _PROC = {"pid": int_in(0, 2 ** 31), "seconds": float_in(0.0, 1e6), "alive": instance_of(bool),

@@ -10,7 +10,7 @@ import re
 from typing import Iterable, Optional, Union
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.probe.telemetry import Site
+from ddpdoctor.probe.records.telemetry import Site
 
 
 def ranges(numbers: Iterable[int]) -> str:

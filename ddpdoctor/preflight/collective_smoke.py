@@ -24,11 +24,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from ddpdoctor.preflight.collective import result as collective_result
+from ddpdoctor.preflight import collective_result
 
 from ddpdoctor.preflight.node import collective_worker
 from ddpdoctor.preflight.cluster import ClusterFacts, NodeResult
-from ddpdoctor.preflight.collective.result import CollectiveOutcome
+from ddpdoctor.preflight.collective_result import CollectiveOutcome
 from ddpdoctor.core.registry import FAILED, run_checks
 from ddpdoctor.preflight.node import payload
 from ddpdoctor.preflight.transport import child, ssh

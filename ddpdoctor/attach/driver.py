@@ -17,7 +17,7 @@ import psutil
 
 from ddpdoctor.attach import procstate
 from ddpdoctor.attach.discover import Job, jobs_for, scan
-from ddpdoctor.attach.facts import Observation, RankObservation, rank_cwd
+from ddpdoctor.attach.observation import Observation, RankObservation, rank_cwd
 from ddpdoctor.attach.judge import judge
 from ddpdoctor.attach.sample import PTRACE_FIX, Recorders
 from ddpdoctor.core.errors import UsageError

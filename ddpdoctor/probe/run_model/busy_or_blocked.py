@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ddpdoctor.probe import telemetry as tm
+from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.run_model.outcome import Frame
 from ddpdoctor.probe.run_model.stack_view import COLLECTIVE_CALLS, StackView, bare_callee, bare_name, func_words
-from ddpdoctor.probe.wording import at, ranges
+from ddpdoctor.probe.words.wording import at, ranges
 
 
 def shapes_text(shapes: list, dtypes: list) -> str:
