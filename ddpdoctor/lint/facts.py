@@ -497,8 +497,8 @@ class FactBuilder:
         set_epochs = [(fn, call, loops) for fn, call, _, loops in self.calls()
                       if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"]
         iterated = self._iterated()
-        epoch_loop = any(isinstance(n, (ast.For, ast.AsyncFor)) and "epoch" in text(n.target).lower()
-                         for f in program.files for n in f.nodes)
+        epoch_loop = any("epoch" in text(n.target).lower()
+                         for f in program.files for n in f.of(ast.For, ast.AsyncFor))
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():
@@ -864,15 +864,29 @@ def _fn_loops(fn: Function) -> list[tuple[ast.AST, int]]:
 
 
 def _loops(root: ast.AST, depth: int) -> Iterator[tuple[ast.AST, int]]:
-    """Every loop of a function body with the number of loops around it (no nested defs)."""
-    for child in children(root):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(child, (ast.For, ast.AsyncFor, ast.While)):
-            yield child, depth
-            yield from _loops(child, depth + 1)
-        else:
-            yield from _loops(child, depth)
+    """Every loop of a function body with the number of loops around it (no nested defs). A
+    loop is a statement: only the statement lists are followed, never an expression (most of a
+    tree's nodes), in the order of the fields as a walk of every child meets them."""
+    for name in _block_fields(root.__class__):
+        for child in getattr(root, name):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(child, (ast.For, ast.AsyncFor, ast.While)):
+                yield child, depth
+                yield from _loops(child, depth + 1)
+            else:
+                yield from _loops(child, depth)
+
+
+_BLOCKS: dict[type, tuple[str, ...]] = {}
+
+
+def _block_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that hold statements (or handlers, match cases: their bodies)."""
+    found = _BLOCKS.get(cls)
+    if found is None:
+        found = _BLOCKS[cls] = tuple(f for f in cls._fields if f in ("body", "orelse", "finalbody", "handlers", "cases"))
+    return found
 
 
 def _enclosing_loop(root: ast.AST, target: ast.AST) -> Optional[ast.AST]:
@@ -940,12 +954,11 @@ def build(program: Program, script: str) -> LintFacts:
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
                 break
     no_sync = accumulate = False
-    for n in (n for f in program.files for n in f.nodes if isinstance(n, (ast.Attribute, ast.keyword))):
-        if isinstance(n, ast.Attribute):
-            no_sync = no_sync or n.attr in ("no_sync", "require_backward_grad_sync")
-            accumulate = accumulate or n.attr == "accumulate"
-        else:
-            accumulate = accumulate or n.arg == "gradient_accumulation_steps"
+    for f in program.files:
+        attrs = {n.attr for n in f.of(ast.Attribute)}
+        no_sync = no_sync or "no_sync" in attrs or "require_backward_grad_sync" in attrs
+        accumulate = accumulate or "accumulate" in attrs or \
+            any(n.arg == "gradient_accumulation_steps" for n in f.of(ast.keyword))
     loaders = builder.loaders(framework)
     reachable = {id(f.node) for f in program.reachable}
     return LintFacts(
@@ -960,5 +973,5 @@ def build(program: Program, script: str) -> LintFacts:
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped,
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
-        unranked_seeds=worker_seeds.gather(program.files, reachable),
+        unranked_seeds=worker_seeds.gather(program.files, reachable, program.functions),
         rank_local=rank_state.gather(builder, ddp or framework is not None))

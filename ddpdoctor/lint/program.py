@@ -21,7 +21,7 @@ from typing import Iterator, Optional, Union
 
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.patterns import RankTest, dotted, last_name, text
-from ddpdoctor.lint.nodes import children
+from ddpdoctor.lint.nodes import children, own_nodes, own_nodes_of
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.sources import SourceFile
 
@@ -83,7 +83,7 @@ class Function:
     def own(self) -> list[ast.AST]:
         """Every node of the body, not inside nested defs (computed once: many passes read it)."""
         if self._own is None:
-            self._own = list(_own_nodes(self.node))
+            self._own = _own_nodes(self.node)
         return self._own
 
     @property
@@ -168,6 +168,7 @@ class Program:
             source.tree = None
             source._nodes = None
             source.__dict__.pop("_imports", None)
+            source.__dict__.pop("_by_kind", None)
         for fn in self.functions:
             fn.node = None
             fn._own = None
@@ -669,16 +670,18 @@ COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "
                   "test", "validate", "evaluate", "compute", "print", "info", "warning", "flush"}
 
 
-def _module_nodes(tree: ast.Module) -> Iterator[ast.AST]:
-    """A module's top-level code, class bodies included (they run at import), not function bodies."""
-    stack = children(tree)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            stack.extend(node.decorator_list if not isinstance(node, ast.Lambda) else [])
-            continue
-        stack.extend(children(node))
+def _module_nodes(tree: ast.Module) -> list[ast.AST]:
+    """A module's top-level code, class bodies included (they run at import), not function bodies
+    (their decorators are: they run at import too)."""
+    out = []
+    for node in own_nodes(tree, _FUNCTIONS):
+        out.append(node)
+        if isinstance(node, _FUNCTIONS) and not isinstance(node, ast.Lambda):
+            out.extend(own_nodes_of(node.decorator_list, _FUNCTIONS))
+    return out
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
 def _calls_param(target: "Function", slot) -> bool:
@@ -744,15 +747,9 @@ def _conjuncts(test: ast.AST) -> set[str]:
     return said
 
 
-def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
+def _own_nodes(root: ast.AST) -> list[ast.AST]:
     """Every node of a function body, not descending into nested defs, classes or lambdas."""
-    stack = children(root)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(children(node))
+    return own_nodes(root)
 
 
 class Walker:
