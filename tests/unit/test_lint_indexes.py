@@ -7,11 +7,11 @@ shapes) and one file written for the corner cases (a lambda and a class inside a
 import ast
 from pathlib import Path
 
-from ddpdoctor.lint import facts, nodes, program, worker_seeds
+from ddpdoctor.lint import fact_builder, nodes, program, worker_seeds
 from ddpdoctor.lint.sources import SourceFile
 
 HERE = Path(__file__).resolve().parents[2]
-SOURCES = [HERE / "ddpdoctor" / "lint" / name for name in ("program.py", "facts.py", "worker_seeds.py", "ranks.py")]
+SOURCES = [HERE / "ddpdoctor" / "lint" / name for name in ("program.py", "fact_builder.py", "loader_facts.py", "worker_seeds.py", "ranks.py")]
 CORNERS = '''
 import functools
 from torch.utils.data import DataLoader
@@ -113,7 +113,7 @@ def test_loops_are_found_through_the_statements_alone_in_the_same_order():
     for name, tree in _trees():
         for root in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.For, ast.While)))]:
             expected = list(reference(root, 0))
-            got = list(facts._loops(root, 0))
+            got = list(fact_builder._loops(root, 0))
             seen += len(got)
             assert [(id(n), d) for n, d in got] == [(id(n), d) for n, d in expected], name
     assert seen > 20
