@@ -61,6 +61,14 @@ class Function:
         return self._own
 
     @property
+    def own_calls(self) -> list[ast.Call]:
+        """The calls among `own`, in its order."""
+        found = self.__dict__.get("_own_calls")
+        if found is None:
+            found = self.__dict__["_own_calls"] = [n for n in self.own if n.__class__ is ast.Call]
+        return found
+
+    @property
     def params(self) -> list[str]:
         if isinstance(self.node, ast.Module):
             return []
@@ -146,6 +154,7 @@ class Program:
         for fn in self.functions:
             fn.node = None
             fn._own = None
+            fn.__dict__.pop("_own_calls", None)
             fn.events = []
             fn.calls = []
             fn.bindings = {}
@@ -279,8 +288,15 @@ class Program:
                         self._index_body(sub, module, cls, parent, prefix)
 
     def _collect_bindings(self, fn: Function) -> None:
+        calls = fn.__dict__["_own_calls"] = []  # the same scan lists the calls (two passes read them)
+        Call = ast.Call
         for node in fn.own:
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            kind = node.__class__
+            if kind is Call:
+                calls.append(node)
+            elif kind not in _BINDERS:
+                continue  # most nodes: one test each
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     self._bind(fn, target, node.value, node.lineno)
@@ -292,9 +308,7 @@ class Program:
     def _bind_arguments(self, fn: Function) -> None:
         """Record, on each local function a call reaches, what the call passes for each parameter
         (one level, any caller): `accuracy(ddp_net, x)` tells `accuracy` its `net` is a DDP model."""
-        for node in fn.own:
-            if not isinstance(node, ast.Call):
-                continue
+        for node in fn.own_calls:
             targets, _ = self.resolve(node.func, fn)
             for target in targets:
                 params = target.params
@@ -621,8 +635,13 @@ class Program:
         return self.uses("lightning") or self.uses("pytorch_lightning")
 
     def collective(self, call: ast.Call, fn: Function) -> Optional[str]:
-        """What a call is, in the user's words, when it is a collective (or ends in one)."""
-        return patterns.collective(self, call, fn)
+        """What a call is, in the user's words, when it is a collective (or ends in one); asked of
+        every call by the walk, and again by later rules: answered once per call."""
+        known = self.__dict__.setdefault("_collective", {})
+        key = (id(call), id(fn))
+        if key not in known:
+            known[key] = patterns.collective(self, call, fn)
+        return known[key]
 
     def ddp_call(self, value: ast.AST, fn: Function) -> bool:
         return patterns.ddp_call(self, value, fn)
@@ -656,6 +675,7 @@ def _module_nodes(tree: ast.Module) -> list[ast.AST]:
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_BINDERS = {ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem}  # what binds a name
 
 
 def _own_nodes(root: ast.AST) -> list[ast.AST]:
