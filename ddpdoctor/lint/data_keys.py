@@ -35,12 +35,11 @@ def gather(files: list, reachable: Optional[set] = None) -> list[DataSizedCollec
     found: list[DataSizedCollective] = []
     for source in files:
         dist_names, bare = data_sized._dist_names(source.imports)
-        nodes = source.nodes
-        if not any(isinstance(n, ast.Call) and data_sized._collective(n, dist_names, bare) for n in nodes):
+        if not any(data_sized._collective(n, dist_names, bare) for n in source.of(ast.Call)):
             continue
         scopes = [("<module>", source.tree)]
-        scopes += [(node.name, node) for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   and (reachable is None or id(node) in reachable)]
+        scopes += [(node.name, node) for node in source.of(ast.FunctionDef, ast.AsyncFunctionDef)
+                   if reachable is None or id(node) in reachable]
         for label, root in scopes:
             found.extend(_scope(source.display, label, root, dist_names, bare))
     return found

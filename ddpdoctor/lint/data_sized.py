@@ -326,13 +326,11 @@ def gather(files: list, reachable: Optional[set] = None) -> list[DataSizedCollec
     found: list[DataSizedCollective] = []
     for source in files:
         dist_names, bare = _dist_names(source.imports)
-        nodes = source.nodes
-        if not any(isinstance(n, ast.Call) and _collective(n, dist_names, bare) for n in nodes):
+        if not any(_collective(n, dist_names, bare) for n in source.of(ast.Call)):
             continue
         scopes = [("<module>", source.tree.body)]
-        scopes += [(node.name, node.body) for node in nodes
-                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   and (reachable is None or id(node) in reachable)]
+        scopes += [(node.name, node.body) for node in source.of(ast.FunctionDef, ast.AsyncFunctionDef)
+                   if reachable is None or id(node) in reachable]
         for label, body in scopes:
             found.extend(_Scope(source.display, label, body, dist_names, bare).run())
     return found

@@ -64,3 +64,40 @@ def walk(root: ast.AST) -> list[ast.AST]:
             elif isinstance(value, AST):
                 out.append(value)
     return out
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def own_nodes(root: ast.AST, stop: tuple = _SCOPES) -> list[ast.AST]:
+    """Every node under root (not root), not descending into nodes of the `stop` types (nested
+    defs, classes, lambdas: their own scopes), in the order a stack walk pops them: last child
+    first, each node before its children. children() inlined, as in walk()."""
+    return own_nodes_of(children(root), stop)
+
+
+def own_nodes_of(roots: list[ast.AST], stop: tuple = _SCOPES) -> list[ast.AST]:
+    """own_nodes() of several roots (each root included), the last root's first."""
+    out: list[ast.AST] = []
+    AST = ast.AST
+    fields_of = _FIELDS
+    stack = list(roots)
+    pop, push, append = stack.pop, stack.append, out.append
+    while stack:
+        node = pop()
+        append(node)
+        if isinstance(node, stop):
+            continue
+        cls = node.__class__
+        fields = fields_of.get(cls)
+        for name in node_fields(cls) if fields is None else fields:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
+            elif isinstance(value, AST):
+                push(value)
+    return out

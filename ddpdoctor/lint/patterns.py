@@ -278,7 +278,7 @@ def sharded_engine(program: Program) -> str:
     if found is None:
         words = set()
         for source in program.files:
-            for node in source.nodes:
+            for node in [*source.of(ast.Attribute), *source.of(ast.Name)]:  # a set of words: any order
                 word = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
                 if isinstance(word, str):
                     lowered = word.lower()

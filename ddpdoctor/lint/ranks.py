@@ -69,9 +69,7 @@ class RankFlow:
         """What needs the whole program once: spawn targets, `obj.attr = ...` outside classes."""
         program = self.program
         for fn in program.functions:
-            for call in fn.own:
-                if not isinstance(call, ast.Call):
-                    continue
+            for call in fn.own_calls:
                 if last_name(call.func) in SPAWNERS and call.args:
                     full = program.qualify(call.func, fn) or ""
                     if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:

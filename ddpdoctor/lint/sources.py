@@ -43,17 +43,38 @@ class SourceFile:
             self._nodes = walk(self.tree)
         return self._nodes
 
+    def of(self, *kinds: type) -> list[ast.AST]:
+        """The nodes of these exact classes, in the order of `nodes`: several rules look for one
+        kind of node (the calls, the assignments) in every file, and a scan of every node per
+        rule cost a 200-file package most of a second; the nodes are sorted by class once."""
+        by_kind = self.__dict__.get("_by_kind")
+        if by_kind is None:
+            by_kind = self.__dict__["_by_kind"] = {}
+            for node in self.nodes:
+                found = by_kind.get(node.__class__)
+                if found is None:
+                    by_kind[node.__class__] = [node]
+                else:
+                    found.append(node)
+        if len(kinds) == 1:
+            return by_kind.get(kinds[0], [])
+        present = [k for k in kinds if by_kind.get(k)]
+        if len(present) <= 1:
+            return by_kind.get(present[0], []) if present else []
+        return [n for n in self.nodes if n.__class__ in present]  # several kinds: in walk order
+
     @property
     def imports(self) -> list[ast.AST]:
         """The import statements, in the order of `nodes` (read by two passes)."""
         found = self.__dict__.get("_imports")
         if found is None:
-            found = self.__dict__["_imports"] = [n for n in self.nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
+            found = self.__dict__["_imports"] = self.of(ast.Import, ast.ImportFrom)
         return found
 
     @property
     def statements(self) -> int:
-        return sum(1 for n in self.nodes if isinstance(n, ast.stmt))
+        self.of(ast.Module)
+        return sum(len(nodes) for kind, nodes in self.__dict__["_by_kind"].items() if issubclass(kind, ast.stmt))
 
 
 def read_source(path: Path) -> bytes:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.nodes import children
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, text
 
 RANK_WORDS = re.compile(r"rank|process_index|local_process|node_id", re.IGNORECASE)
@@ -55,15 +56,46 @@ class _Files:
     """What the judging looks up across the program's files: functions by name, assignments to a
     name (per scope) and to an attribute."""
 
-    def __init__(self, files: list) -> None:
+    def __init__(self, files: list, functions: Optional[list] = None) -> None:
         self.functions: dict[str, list[tuple[object, ast.AST]]] = {}
         self.attr_values: dict[str, list[tuple[ast.AST, ast.AST]]] = {}  # attr -> (value, scope)
-        self.owner: dict[int, Optional[ast.AST]] = {}  # id(node) -> its innermost function
+        # id(node) -> its innermost function, for the nodes the judging asks about: functions,
+        # lambdas, assignments, calls (None, or no entry: the module's top level)
+        self.owner: dict[int, Optional[ast.AST]] = {}
         self.sources = files
-        for source in files:
-            self._index(source, source.tree, None)
+        if functions is None:
+            for source in files:
+                self._index(source, source.tree, None)
+        else:
+            self._from_program(functions)
         for source in files:
             self.record_attrs(source)
+
+    def _from_program(self, functions: list) -> None:
+        """The same index from the program's functions (lint/program.Function: .node, .file and
+        .own, every node of a body already listed once): no second walk of every node, which cost
+        a 200-file package a second. Lambdas and classes inside a function are walked here: their
+        nodes belong to that function."""
+        owner = self.owner
+        for fn in functions:
+            node = fn.node
+            if not isinstance(node, ast.Module):
+                self.functions.setdefault(fn.name, []).append((fn.file, node))
+            scope = None if isinstance(node, ast.Module) else node
+            for child in fn.own:
+                if isinstance(child, _OWNED):
+                    owner[id(child)] = scope
+                    if scope is not None and isinstance(child, (ast.Lambda, ast.ClassDef)):
+                        self._inside(child, scope)
+
+    def _inside(self, root: ast.AST, scope: ast.AST) -> None:
+        stack = children(root)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _OWNED):
+                self.owner[id(node)] = scope
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                stack.extend(children(node))
 
     def _index(self, source, node: ast.AST, fn: Optional[ast.AST]) -> None:
         for child in ast.iter_child_nodes(node):
@@ -75,12 +107,16 @@ class _Files:
             self._index(source, child, fn)
 
     def record_attrs(self, source) -> None:
-        for node in source.nodes:
-            if isinstance(node, ast.Assign):
+        for node in source.of(ast.Assign):
+            if True:
                 scope = self.owner.get(id(node)) or source.tree
                 for target in node.targets:
                     if isinstance(target, ast.Attribute):
                         self.attr_values.setdefault(target.attr, []).append((node.value, scope))
+
+
+# The nodes whose owner the judging looks up.
+_OWNED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Assign, ast.Call)
 
 
 def _assigned(scope: ast.AST, name: str) -> list[ast.AST]:
@@ -236,17 +272,18 @@ def _has_workers(call: ast.Call) -> bool:
     return workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0)
 
 
-def gather(files: list, reachable: Optional[set] = None) -> list[UnrankedSeed]:
+def gather(files: list, reachable: Optional[set] = None, functions: Optional[list] = None) -> list[UnrankedSeed]:
     """Every DataLoader whose workers are seeded alike on every rank, in the files
-    (lint/sources.SourceFile); `reachable`: ids of the function nodes the entry script can run."""
+    (lint/sources.SourceFile); `reachable`: ids of the function nodes the entry script can run;
+    `functions`: the program's (lint/program.Function), to index from instead of the trees."""
     # Only a loader that names its workers' seeding can be judged: without one, no index of the
     # program is built (that index over every node cost a large package seconds: timm's 207 files).
-    loaders = [(source, node) for source in files for node in source.nodes
-               if isinstance(node, ast.Call) and last_name(node.func) == "DataLoader"
+    loaders = [(source, node) for source in files for node in source.of(ast.Call)
+               if last_name(node.func) == "DataLoader"
                and (keyword(node, "worker_init_fn") is not None or keyword(node, "generator") is not None)]
     if not loaders:
         return []
-    index = _Files(files)
+    index = _Files(files, functions)
     found: list[UnrankedSeed] = []
     for source, node in loaders:
         owner = index.owner.get(id(node)) or source.tree

@@ -1,0 +1,210 @@
+"""DDP805's facts: gradient accumulation loops (a backward every micro-step, the optimizer step
+every N) and where DDP's gradient sync is left on for them."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import no_sync
+from ddpdoctor.lint.fact_builder import _fn_loops, _loops, loc
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import is_const, keyword, last_name, text
+from ddpdoctor.lint.program import Function
+
+
+OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
+SCHEDULER_NAME = re.compile(r"sched|warmup|lr_", re.IGNORECASE)
+
+
+@dataclass
+class AccumulationFact:
+    backward: Location
+    loop: Location  # the micro-step loop (or the loop whose step is conditional)
+    step: Optional[Location]
+    pattern: str  # "micro_step_loop" | "conditional_step" | "sync_flag_after_forward" (step: the forward)
+    by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
+    no_sync: Optional[bool] = None  # lint/no_sync.covered: False where it covers one configuration only
+
+
+class AccumulationFacts:
+    """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP805."""
+
+    # ------------------------------------------------------------------ accumulation
+    def accumulations(self) -> list[AccumulationFact]:
+        found = []
+        for fn in self.functions:
+            for node, _ in _fn_loops(fn):
+                fact = self._accumulation(fn, node)
+                if fact is not None:
+                    fact.no_sync = no_sync.covered(self.program, fn, node)
+                    found.append(fact)
+        return found
+
+    def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
+        calls = list(_loop_calls(loop.body, False))
+        backward = self._always(loop.body, fn, self._backward)
+        if backward is None:
+            return None
+        by = "accelerate" if "accelerator" in text(backward.func).lower() else None
+        steps = [(c, cond or kind == "sometimes") for c, cond in calls
+                 for kind in [self._step_kind(c, fn)] if kind is not None]
+        if steps and self._always(loop.body, fn, lambda c, f, d: self._step_kind(c, f) == "always") is not None:
+            return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
+        if steps:
+            if any(not cond for _, cond in steps):
+                return None
+            return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
+        outer = _enclosing_loop(fn.node, loop)
+        if outer is None:
+            return None
+        after = [c for c, cond in _loop_calls(outer.body, False, skip=loop) if self._step(c, fn)
+                 and c.lineno > loop.lineno]
+        if not after:
+            return None
+        return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
+
+    def late_sync_flags(self) -> list[AccumulationFact]:
+        """`model.require_backward_grad_sync = last` set after `model(...)` in the same loop pass:
+        DDP reads the flag in the forward, so it takes effect one micro-step late."""
+        found = []
+        for fn in self.functions:
+            for loop, _ in _fn_loops(fn):
+                body = [n for stmt in loop.body if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
+                        for n in walk(stmt)]
+                for node in body:
+                    if not (isinstance(node, ast.Assign) and any(
+                            isinstance(t, ast.Attribute) and t.attr == "require_backward_grad_sync"
+                            for t in node.targets)):
+                        continue
+                    owner = next(text(t.value) for t in node.targets if isinstance(t, ast.Attribute))
+                    forwards = [c for c in body if isinstance(c, ast.Call) and text(c.func) == owner
+                                and c.lineno < node.lineno]
+                    if forwards:
+                        found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
+                                                      "sync_flag_after_forward"))
+        return found
+
+    def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2) -> Optional[ast.Call]:
+        """The first call matching pred that runs on every pass of body: not under an `if`,
+        or under both sides of one (`if scaler is not None: scaler.scale(loss).backward()
+        else: loss.backward()`). Nested loops and defs are not entered."""
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor,
+                                 ast.While)):
+                continue
+            if isinstance(stmt, ast.If):
+                found = next((c for c in _expr_calls(stmt.test, False) if pred(c[0], fn, depth)), None)
+                if found:
+                    return found[0]
+                if stmt.orelse:
+                    a = self._always(stmt.body, fn, pred, depth)
+                    if a is not None and self._always(stmt.orelse, fn, pred, depth) is not None:
+                        return a
+                continue
+            if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                found = next((c for item in stmt.items for c, _ in _expr_calls(item.context_expr, False)
+                              if pred(c, fn, depth)), None)
+                found = found or self._always(stmt.body, fn, pred, depth)
+                if found is not None:
+                    return found
+                continue
+            if isinstance(stmt, ast.Try):
+                found = self._always(stmt.body, fn, pred, depth)
+                if found is not None:
+                    return found
+                continue
+            for call, _ in _expr_calls(stmt, False):
+                if pred(call, fn, depth):
+                    return call
+        return None
+
+    def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+            owner = (last_name(call.func.value) or "").lower()
+            return not any(w in owner for w in ("engine", "fabric", "deepspeed"))
+        return self._through(call, fn, depth, self._backward)
+
+    def _step(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "step":
+            owner = text(call.func.value)
+            if SCHEDULER_NAME.search(owner):
+                return False
+            if OPTIMIZER_NAME.search(owner) or any(OPTIMIZER_NAME.search(text(a)) for a in call.args):
+                return True
+            return False
+        return self._through(call, fn, depth, self._step)
+
+    def _step_kind(self, call: ast.Call, fn: Function) -> Optional[str]:
+        """"always" / "sometimes" (a helper that steps under a switch its caller sets per call:
+        `loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)`) / None (no step)."""
+        if self._step(call, fn):
+            return "always"
+        targets, _ = self.program.resolve(call.func, fn)
+        for target in targets:
+            for stmt in target.own:
+                if not isinstance(stmt, ast.If):
+                    continue
+                inner = [c for part in stmt.body for c, _ in _expr_calls(part, False) if self._step(c, target, 1)]
+                if not inner:
+                    continue
+                switch = stmt.test.id if isinstance(stmt.test, ast.Name) else None
+                if switch is None or switch not in target.params:
+                    return "sometimes"
+                passed = keyword(call, switch)
+                index = target.params.index(switch)
+                if passed is None and index < len(call.args):
+                    passed = call.args[index]
+                if passed is None or is_const(passed, True):
+                    return "always"
+                return None if is_const(passed, False, 0, None) else "sometimes"
+        return None
+
+    def _through(self, call: ast.Call, fn: Function, depth: int, pred) -> bool:
+        if depth <= 0:
+            return False
+        targets, _ = self.program.resolve(call.func, fn)
+        return any(self._always(target.node.body, target, pred, depth - 1) is not None for target in targets)
+
+
+def _enclosing_loop(root: ast.AST, target: ast.AST) -> Optional[ast.AST]:
+    for node, _ in _loops(root, 0):
+        for inner, _ in _loops(node, 0):
+            if inner is target:
+                # the nearest: no loop between node and target
+                if not any(mid is not target and any(x is target for x, _ in _loops(mid, 0))
+                           for mid, _ in _loops(node, 0)):
+                    return node
+    return None
+
+
+def _loop_calls(body: list[ast.stmt], conditional: bool, skip: Optional[ast.AST] = None
+                ) -> Iterator[tuple[ast.Call, bool]]:
+    """The calls a loop body makes on each pass, with whether an `if` decides them; nested
+    loops are not entered (their calls run a different number of times)."""
+    for stmt in body:
+        if stmt is skip or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                             ast.For, ast.AsyncFor, ast.While)):
+            continue
+        if isinstance(stmt, ast.If):
+            yield from _expr_calls(stmt.test, conditional)
+            yield from _loop_calls(stmt.body, True, skip)
+            yield from _loop_calls(stmt.orelse, True, skip)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                yield from _expr_calls(item.context_expr, conditional)
+            yield from _loop_calls(stmt.body, conditional, skip)
+        elif isinstance(stmt, ast.Try):
+            yield from _loop_calls(stmt.body, conditional, skip)
+            yield from _loop_calls(stmt.finalbody, conditional, skip)
+        else:
+            yield from _expr_calls(stmt, conditional)
+
+
+def _expr_calls(node: ast.AST, conditional: bool) -> Iterator[tuple[ast.Call, bool]]:
+    for sub in walk(node):
+        if isinstance(sub, ast.Call):
+            yield sub, conditional

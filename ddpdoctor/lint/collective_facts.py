@@ -1,0 +1,102 @@
+"""DDP801's facts: collectives (or calls that end in one) that run only where a rank test holds,
+less those the other ranks run too (the other branch runs the same ops, or the tests pair up)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, loc
+from ddpdoctor.lint.patterns import through_grad_off
+from ddpdoctor.lint.program import Function, Guard
+
+
+@dataclass
+class GuardedCollective:
+    """A collective (or a call that ends in one) that runs only where a rank test holds."""
+
+    op: str
+    location: Location  # the collective itself
+    guard: str  # the rank test's source text
+    guard_location: Location
+    function: str  # where the guard is
+    chain: list[str] = field(default_factory=list)  # "train.py:40 save_checkpoint()" steps
+    assumption: str = ""  # what must hold for the guard to differ between ranks ("" : proven)
+
+
+class CollectiveFacts:
+    """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP801."""
+
+    def _ops_under(self, fn: Function, branch: int, side: str) -> Counter:
+        ops: Counter = Counter()
+        for event in fn.events:
+            if not any(g.branch == branch and g.side == side for g in event.guards):
+                continue
+            if event.kind == "collective":
+                ops[_op_kind(event.op)] += 1
+            elif event.kind in ("call", "ref"):
+                for target in event.targets:
+                    ops.update(_op_kind(op) for op, _, _, _ in self.reach(target, MAX_DEPTH - 1))
+        return ops
+
+    def guarded_collectives(self) -> list[GuardedCollective]:
+        best: dict[tuple, GuardedCollective] = {}
+        for fn in self.functions:
+            candidates: list[tuple[Guard, GuardedCollective]] = []
+            for event in fn.events:
+                if not event.guards:
+                    continue
+                reached: list[Reached] = []
+                if event.kind == "collective":
+                    reached.append((event.op, loc(fn, event.node), [], ()))
+                elif event.kind in ("call", "ref"):
+                    for target in event.targets:
+                        step = f"{fn.file.display}:{event.line} {target.label}"
+                        entry = event.node if event.kind == "call" else None
+                        for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry):
+                            op = through_grad_off(self.program, op, event.node, fn)
+                            reached.append((op, where, [step] + chain, conds))
+                for op, where, chain, conds in reached:
+                    # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
+                    # `if use_fsdp_eval: all_reduce()`: every rank gets there
+                    said = {c for c, _ in conds}
+                    guards = [g for g in event.guards if not said & set(g.unless)]
+                    if not guards:
+                        continue
+                    guard = guards[-1]
+                    assumption = _assume(guard.test.assumption, conds)
+                    candidates.append((guard, GuardedCollective(
+                        op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
+                        assumption)))
+            # ranks that take the other branch run the same collectives: balanced, no hang
+            balanced = set()
+            for guard, _ in candidates:
+                if guard.branch and guard.branch not in balanced:
+                    other = "else" if guard.side == "body" else "body"
+                    mine = self._ops_under(fn, guard.branch, guard.side)
+                    if mine and mine == self._ops_under(fn, guard.branch, other):
+                        balanced.add(guard.branch)
+            # `if local_rank != 0: barrier()` ... `if local_rank == 0: barrier()`: paired
+            polarities: dict[tuple[str, str], set[str]] = {}
+            for guard, found in candidates:
+                polarities.setdefault((_op_kind(found.op), guard.test.key), set()).add(guard.test.polarity)
+            for guard, found in candidates:
+                if guard.branch in balanced:
+                    continue
+                if {"zero", "nonzero"} <= polarities[(_op_kind(found.op), guard.test.key)]:
+                    continue
+                key = (found.location.file, found.location.line, found.op)
+                if key not in best or len(found.chain) < len(best[key].chain):
+                    best[key] = found
+        return sorted(best.values(), key=lambda g: (g.location.file, g.location.line or 0))
+
+
+def _assume(assumption: str, conds: tuple) -> str:
+    """The guard's own assumption, and the switches on the way to the collective (`if
+    use_fsdp_eval:` in a callee): the finding holds only where they are on."""
+    flags = list(dict.fromkeys(f"`{c}`" for c, flag in conds if flag))
+    if not flags:
+        return assumption
+    more = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} true on the way"
+    return f"{assumption}, and {more}" if assumption else more

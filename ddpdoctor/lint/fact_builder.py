@@ -1,0 +1,252 @@
+"""What every fact gatherer of the lint starts from (lint/facts.py composes them): the functions
+the entry script can run, their calls and callers, the collectives a function reaches with the
+tests on the way, whether every way into a function passes a rank test, and the loops of a body.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Optional
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, through_grad_off
+from ddpdoctor.lint.program import Event, Function, Guard, Program
+
+
+MAX_DEPTH = 4  # calls followed from a guarded block to the collective
+SINGLE = re.compile(r"^not [\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$|world_size == 1$",
+                    re.IGNORECASE)
+Reached = tuple  # (op, Location, chain, conds): a collective a call leads to
+_BLOCKS: dict[type, tuple[str, ...]] = {}
+
+
+class BuilderCore:
+    """The program's reachable functions and the walks over them that several checks' facts share."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        # only what the entry script can run is judged
+        self.functions = [f for f in program.functions if f in program.reachable]
+        self._reach: dict[Function, list[tuple[str, Location, list[str]]]] = {}
+        self._callers: Optional[dict[Function, list[tuple[Function, Event]]]] = None
+
+    # ------------------------------------------------------------------ collectives
+    def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = (),
+              call: Optional[ast.Call] = None, entries: tuple = ()) -> list[Reached]:
+        """Every collective a function may run, directly or through local calls, with the chain
+        and the (non-rank) tests on the way. `call`: the call that enters fn, whose arguments
+        may switch some of it off (`merge(state)` leaves `use_barriers=False`); `entries`: the
+        calls that entered the functions of `stack` (None where not a call), so a value passed
+        on (`_write(..., synchronize=synchronize)`) is read where it was given."""
+        if fn in stack or depth <= 0:
+            return []
+        if fn in self._reach and not stack:
+            return self._reach[fn]
+        found = []
+        paired = self._paired(fn)
+        context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
+        for event in fn.events:
+            if call is not None and any(flag and _switched(fn, call, c, context) is False for c, flag in event.conds):
+                continue
+            own_conds = event.conds if call is None else \
+                tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c, context) is True))
+            if event.kind == "collective" and id(event) not in paired:
+                found.append((event.op, loc(fn, event.node), [], own_conds))
+            elif event.kind in ("call", "ref"):
+                for target in event.targets:
+                    step = f"{fn.file.display}:{event.line} {target.label}"
+                    entry = event.node if event.kind == "call" else None
+                    for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry,
+                                                              (entries + (call,))[-3:]):
+                        op = through_grad_off(self.program, op, event.node, fn)
+                        found.append((op, where, [step] + chain, own_conds + conds))
+        if not stack:
+            self._reach[fn] = found
+        return found
+
+    def _paired(self, fn: Function) -> set[int]:
+        """Collectives of a function that pair up across its own rank tests (yolov5's
+        `if local_rank not in [-1, 0]: barrier()` ... `yield` ... `if local_rank == 0: barrier()`):
+        every rank runs one of them, so a caller's rank test does not make them one-sided."""
+        polarities: dict[tuple[str, str], set[str]] = {}
+        for event in fn.events:
+            if event.kind == "collective" and event.guards:
+                test = event.guards[-1].test
+                polarities.setdefault((_op_kind(event.op), test.key), set()).add(test.polarity)
+        return {id(e) for e in fn.events if e.kind == "collective" and e.guards
+                and {"zero", "nonzero"} <= polarities.get((_op_kind(e.op), e.guards[-1].test.key), set())}
+
+    # ------------------------------------------------------------------ helpers
+    def calls(self) -> Iterator[tuple[Function, ast.Call, tuple[Guard, ...], int]]:
+        for fn in self.functions:
+            for call, guards, loops in fn.calls:
+                yield fn, call, guards, loops
+
+    def callers(self) -> dict[Function, list[tuple[Function, Event]]]:
+        if self._callers is None:
+            self._callers = {}
+            for fn in self.functions:
+                for event in fn.events:
+                    if event.kind in ("call", "ref"):
+                        for target in set(event.targets) | set(event.weak):
+                            self._callers.setdefault(target, []).append((fn, event))
+        return self._callers
+
+    def _switches(self) -> frozenset:
+        """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
+        if not hasattr(self, "_switch_set"):
+            # any test, not only a plain flag: `if opt["dist"]:`, `if args.world_size > 1:`
+            self._switch_set = frozenset(c for fn in self.functions for e in fn.events if e.kind == "init"
+                                         for c, _ in e.conds)
+        return self._switch_set
+
+    def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[bool]:
+        """True when every way into fn passes a rank test; None when nothing calls it."""
+        if fn.rank_only:
+            return True
+        sites = self.callers().get(fn, [])
+        if not sites:
+            return None
+        if fn in stack or depth <= 0:
+            return False
+        for caller, event in sites:
+            if event.guards or _single_process(event.conds, self._switches()):
+                continue
+            if caller.node is caller.module.file.tree:
+                return False
+            if not self.only_guarded(caller, depth - 1, stack + (fn,)):
+                return False
+        return True
+
+    def in_loop(self, fn: Function, depth: int = 4, stack: tuple = ()) -> bool:
+        """Some way into fn passes through a loop (it runs more than once)."""
+        if fn in stack or depth <= 0:
+            return False
+        for caller, event in self.callers().get(fn, []):
+            if event.loops > 0 or self.in_loop(caller, depth - 1, stack + (fn,)):
+                return True
+        return False
+
+    def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3, strict: bool = False) -> bool:
+        """The expression depends on the rank. strict: a rank handed on as `rank=` to a call
+        (`Dataset(..., rank=rank)`, which may only cache or log on one rank) does not count."""
+        ranks = self.program.ranks
+        passed_on = {id(n) for sub in walk(node) if strict and isinstance(sub, ast.Call)
+                     for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
+                     for n in walk(kw.value)}
+        for sub in walk(node):
+            if id(sub) in passed_on:
+                continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard
+            if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub, fn):
+                return True
+            if isinstance(sub, ast.Call) and (last_name(sub.func) or "") in ("shard", "split_dataset_by_node"):
+                return True
+        if depth <= 0:
+            return False
+        for sub in walk(node):
+            if id(sub) in passed_on:
+                continue
+            if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and
+                                             isinstance(sub.value, ast.Name) and sub.value.id == "self"):
+                for value, scope in self.program.values_of(sub, fn, 1):
+                    if value is not sub and self.mentions_rank(value, scope, depth - 1, strict):
+                        return True
+            if isinstance(sub, ast.Call):  # shard_for_this_rank(ds): what the local helper returns
+                targets, _ = self.program.resolve(sub.func, fn)
+                for target in targets:
+                    if isinstance(target.node, ast.Module) or target.name == "__init__":
+                        continue
+                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None):
+                        if self.mentions_rank(ret, target, depth - 1, strict):
+                            return True
+        return False
+
+    def bound_name(self, fn: Function, call: ast.Call) -> str:
+        for node in fn.own:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is call:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                return last_name(targets[0]) or ""
+            if isinstance(node, ast.keyword) and node.value is call and node.arg:
+                return node.arg
+            if isinstance(node, ast.Return) and node.value is call and not isinstance(fn.node, ast.Module):
+                return fn.name
+        return ""
+
+
+def loc(fn: Function, node: ast.AST) -> Location:
+    return Location(fn.file.display, getattr(node, "lineno", None))
+
+
+def _single_process(conds: tuple, switches: frozenset = frozenset()) -> bool:
+    """Under `if not args.distributed:` / `if not enable_fsdp:`, or `if not X:` where the process
+    group is set up only under `if X:`: the run is not distributed there."""
+    return any(SINGLE.search(c) or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
+
+
+def _switched(target: Function, call: ast.Call, cond: str, context: tuple = ()) -> Optional[bool]:
+    """`if use_barriers:` in target: False where this call leaves the parameter at its default
+    False (or passes a constant False), so the branch never runs on this way in; True where it
+    passes a constant True (proven on); None when it cannot tell. context: the (function, call
+    that entered it) pairs of the callers, innermost last: a parameter passed on by name is
+    read at the call that gave it (bounded: the last three calls)."""
+    if isinstance(target.node, ast.Module) or cond not in target.params:
+        return None
+    args = target.node.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    value = keyword(call, cond)
+    index = positional.index(cond) if cond in positional else -1
+    offset = 1 if target.cls is not None and target.parent is None and positional[:1] in (["self"], ["cls"]) else 0
+    if value is None and 0 <= index - offset < len(call.args):
+        value = call.args[index - offset]
+    if value is None and any(kw.arg is None for kw in call.keywords):
+        return None  # **kwargs: cannot tell
+    if value is None and index >= 0:
+        defaults = args.defaults
+        first = len(positional) - len(defaults)
+        value = defaults[index - first] if index >= first else None
+    if value is None:
+        return None
+    if isinstance(value, ast.Name) and context:
+        caller, entered = context[-1]
+        if entered is not None and value.id in caller.params and not caller.bindings.get(value.id):
+            return _switched(caller, entered, value.id, context[:-1])
+    if is_const(value, False, None, 0):
+        return False
+    return True if is_const(value, True) else None
+
+
+def _op_kind(op: str) -> str:
+    return op.split("(")[0]
+
+
+def _fn_loops(fn: Function) -> list[tuple[ast.AST, int]]:
+    """A function's loops with their nesting depth, found once (several rules read them)."""
+    found = fn.__dict__.get("_loops")
+    if found is None:
+        found = fn.__dict__["_loops"] = list(_loops(fn.node, 0))
+    return found
+
+
+def _loops(root: ast.AST, depth: int) -> Iterator[tuple[ast.AST, int]]:
+    """Every loop of a function body with the number of loops around it (no nested defs). A
+    loop is a statement: only the statement lists are followed, never an expression (most of a
+    tree's nodes), in the order of the fields as a walk of every child meets them."""
+    for name in _block_fields(root.__class__):
+        for child in getattr(root, name):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(child, (ast.For, ast.AsyncFor, ast.While)):
+                yield child, depth
+                yield from _loops(child, depth + 1)
+            else:
+                yield from _loops(child, depth)
+
+
+def _block_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that hold statements (or handlers, match cases: their bodies)."""
+    found = _BLOCKS.get(cls)
+    if found is None:
+        found = _BLOCKS[cls] = tuple(f for f in cls._fields if f in ("body", "orelse", "finalbody", "handlers", "cases"))
+    return found

@@ -1,0 +1,305 @@
+"""DDP802-DDP804's facts: every DataLoader with its sampler and dataset (sharded by rank or not,
+training or evaluation, handed to a framework), and every DistributedSampler with its set_epoch
+calls."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, loc
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
+from ddpdoctor.lint.program import Function, Klass
+
+
+EVAL_NAME = re.compile(r"val|valid|test|eval|dev\b|holdout|calib", re.IGNORECASE)
+PLAIN_SAMPLERS = {"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"}
+SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_replicas", "shard_index"}
+SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
+
+
+@dataclass
+class LoaderFact:
+    location: Location
+    name: str  # what it is bound to ("" when passed inline)
+    sampler: str  # "distributed" | "none" | "plain" | "custom"
+    sampler_text: str
+    dataset_text: str
+    sharded_by_rank: bool  # the dataset already depends on the rank (manual shards)
+    iterable: bool  # an IterableDataset, or a dataset class that shards itself
+    under_rank_guard: bool
+    evaluation: bool  # named like a validation / test loader
+    prepared_by: Optional[str] = None  # "accelerate" when handed to accelerator.prepare
+    sampler_class: str = ""  # the plain sampler's class (RandomSampler), for the message
+    trains: bool = False  # iterated by a loop that runs backward: the training loader, proven
+    train_named: bool = False  # its name, dataset or builder says "train"
+    unseen_options: bool = False  # DataLoader(ds, **kwargs): a sampler may be in there
+    handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
+    single_process: bool = False  # built where the process group is not set up (`else:` of `if opt["dist"]:`)
+    iterated: bool = False  # a `for` over it (or iter() of it) that runs no collective: each rank's own work
+
+
+@dataclass
+class SamplerFact:
+    location: Location
+    name: str  # the sampler's name, or "<loader>.sampler" when built inline
+    shuffle: bool
+    set_epoch: list[Location]  # the set_epoch calls that reach it
+    constant_epoch: Optional[Location]  # set_epoch(<constant>) inside a loop
+    across_epochs: bool  # its loader is iterated more than once (inside a loop)
+    sharded_by_rank: bool
+    dataset_text: str
+    loader: Optional[Location] = None  # the DataLoader it feeds, where known
+
+
+class LoaderFacts:
+    """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP802, DDP803, DDP804."""
+
+    def dataset_kind(self, node: ast.AST, fn: Function) -> bool:
+        """An IterableDataset or a dataset class that shards itself by rank."""
+        for value, scope in self.program.values_of(node, fn):
+            if not isinstance(value, ast.Call):
+                continue
+            name = last_name(value.func) or ""
+            if any(kw.arg in SHARD_KEYWORDS for kw in value.keywords):
+                return True  # ImageDataset(..., shard=rank, num_shards=world): shards itself
+            if "Iterable" in name or (self.program.qualify(value.func, scope) or "").startswith(("webdataset", "wds.")):
+                return True
+            target = self.program._callee_symbol(value.func, scope)
+            if isinstance(target, Klass) and self._self_sharding(target, set()):
+                return True
+        return False
+
+    def _self_sharding(self, klass: Klass, seen: set) -> bool:
+        if klass in seen:
+            return False
+        seen.add(klass)
+        if any("Iterable" in b for b in klass.bases):
+            return True
+        source = ast.get_source_segment("\n".join(klass.file.lines), klass.node) or ""
+        if SELF_SHARDING.search(source):
+            return True
+        return any(self._self_sharding(b, seen) for b in self.program.bases(klass))
+
+    # ------------------------------------------------------------------ loaders and samplers
+    def loaders(self, framework: Optional[str]) -> list[LoaderFact]:
+        program = self.program
+        prepared = set()
+        for fn, call, _, _ in self.calls():
+            if last_name(call.func) == "prepare" and isinstance(call.func, ast.Attribute):
+                for arg in call.args:
+                    prepared.add(last_name(arg) or "")
+        found = []
+        for fn, call, guards, _ in self.calls():
+            full = program.qualify(call.func, fn) or ""
+            if last_name(call.func) != "DataLoader" or not (full.startswith("torch.") or full == "DataLoader"):
+                continue
+            dataset = call.args[0] if call.args else keyword(call, "dataset")
+            sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")
+            if sampler is None and len(call.args) > 3:
+                sampler = call.args[3]
+            if sampler is None and len(call.args) > 4:
+                sampler = call.args[4]
+            kind = self._sampler_kind(sampler, fn)
+            name = self.bound_name(fn, call)
+            dataset_text = text(dataset) if dataset is not None else "?"
+            builder = "" if isinstance(fn.node, ast.Module) else fn.name
+            evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
+                              or EVAL_NAME.search(builder) or self._eval_only(fn))
+            classes = {last_name(v.func) for v, _ in self.program.values_of(sampler, fn)
+                       if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS} if sampler is not None else set()
+            found.append(LoaderFact(
+                sampler_class=" or ".join(sorted(filter(None, classes))),
+                trains=self._trains(fn, name),
+                train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
+                unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None,
+                handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
+                                         & self._handed_to_framework()),
+                location=loc(fn, call), name=name, sampler=kind,
+                sampler_text=text(sampler) if sampler is not None else "",
+                dataset_text=dataset_text,
+                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn),
+                iterable=dataset is not None and self.dataset_kind(dataset, fn),
+                under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
+                single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
+                                               self._switches()),
+                iterated=bool(name) and self._iterated_alone(name),
+                evaluation=evaluation,
+                prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
+        return found
+
+    def _eval_only(self, fn: Function) -> bool:
+        """Every function that calls this one is an evaluation helper (named so)."""
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(not isinstance(c.node, ast.Module) and EVAL_NAME.search(c.name)
+                                   for c, _ in sites)
+
+    def _handed_to_framework(self) -> set[str]:
+        """Names passed as `training_data=` (deepspeed.initialize builds and shards the loader)."""
+        if not hasattr(self, "_framework_data"):
+            self._framework_data = {n.id for _, call, _, _ in self.calls() for kw in call.keywords
+                                    if kw.arg == "training_data" for n in walk(kw.value)
+                                    if isinstance(n, ast.Name)}
+        return self._framework_data
+
+    def _training_names(self) -> set[tuple[int, str]]:
+        """(function, name) pairs a loop that runs backward iterates: the training loaders, by
+        scope. A parameter iterated so names what each caller passes, in the caller's scope."""
+        if hasattr(self, "_train_names"):
+            return self._train_names
+        names: set[tuple[int, str]] = set()
+        for fn in self.functions:
+            for node, _ in _fn_loops(fn):
+                if not isinstance(node, (ast.For, ast.AsyncFor)):
+                    continue
+                if not any(isinstance(c, ast.Call) and self._backward(c, fn)
+                           for stmt in node.body for c in walk(stmt)):
+                    continue
+                for sub in walk(node.iter):
+                    name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+                    if not name:
+                        continue
+                    names.add((id(fn), name))
+                    for value, caller in fn.arguments.get(name, []):
+                        names.add((id(caller), last_name(value) or ""))
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                        # `for x in self.train_data` where __init__ did `self.train_data = train_data`
+                        klass = self.program._class_of_fn(fn)
+                        for value, owner in (self.program._attr(klass, name) if klass else []):
+                            if isinstance(value, ast.Name):
+                                for arg, caller in owner.arguments.get(value.id, []):
+                                    names.add((id(caller), last_name(arg) or ""))
+        self._train_names = names
+        return names
+
+    def _trains(self, fn: Function, name: str) -> bool:
+        """The loader bound to name in fn is iterated by a backward loop: there, or (returned by a
+        builder) where a caller binds what the builder returns."""
+        if not name:
+            return False
+        if (id(fn), name) in self._training_names():
+            return True
+        if name == fn.name:  # `return DataLoader(...)`: follow the callers
+            for caller, event in self.callers().get(fn, []):
+                bound = self.bound_name(caller, event.node) if isinstance(event.node, ast.Call) else ""
+                if bound and (id(caller), bound) in self._training_names():
+                    return True
+        return False
+
+    def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function) -> str:
+        if sampler is None or is_const(sampler, None):
+            return "none"
+        kinds = set()
+        for value, scope in self.program.values_of(sampler, fn):
+            body = text(value, 100000)
+            if "Distributed" in body:
+                return "distributed"
+            if is_const(value, None):
+                kinds.add("none")
+            elif isinstance(value, ast.Call) and last_name(value.func) in PLAIN_SAMPLERS:
+                kinds.add("custom" if self.mentions_rank(value, scope) else "plain")
+            elif isinstance(value, ast.Call) and last_name(value.func) == "BatchSampler" and value.args:
+                kinds.add(self._sampler_kind(value.args[0], scope))
+            else:
+                kinds.add("custom")
+        if "distributed" in kinds:  # BatchSampler(DistributedSampler(...) or RandomSampler(...))
+            return "distributed"
+        if "custom" in kinds:
+            return "custom"
+        return "plain" if "plain" in kinds else "none"
+
+    def samplers(self, loaders: list[LoaderFact]) -> list[SamplerFact]:
+        program = self.program
+        set_epochs = [(fn, call, loops) for fn, call, _, loops in self.calls()
+                      if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"]
+        iterated = self._iterated()
+        epoch_loop = any("epoch" in text(n.target).lower()
+                         for f in program.files for n in f.of(ast.For, ast.AsyncFor))
+        by_line = {(l.location.file, l.location.line): l for l in loaders}
+        found = []
+        for fn, call, _, _ in self.calls():
+            if "DistributedSampler" not in (last_name(call.func) or ""):
+                continue
+            shuffle = keyword(call, "shuffle")
+            if shuffle is None and len(call.args) > 3:
+                shuffle = call.args[3]
+            name = self.bound_name(fn, call)
+            loader_name, loader_at, fed = "", None, ""
+            for fact in loaders:
+                if name and fact.sampler_text in (name, f"self.{name}") and fact.location.file == fn.file.display:
+                    loader_at, fed = fact.location, fact.name
+            if name in ("sampler", "batch_sampler") or not name:
+                # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
+                for node in fn.own:
+                    if isinstance(node, ast.Call) and any(kw.value is call for kw in node.keywords):
+                        fact = by_line.get((fn.file.display, node.lineno))
+                        loader_name = fact.name if fact else ""
+                        loader_at = fact.location if fact else loader_at
+                name = f"{loader_name}.sampler" if loader_name else name
+            own = name.split(".")[0] if "." not in name else ""
+            matched = []
+            constant = None
+            for sfn, scall, loops in set_epochs:
+                receiver = scall.func.value
+                rname = last_name(receiver) or ""
+                ok = (own and rname == own) or rname in ("sampler", "batch_sampler", "train_sampler") \
+                    or (dotted(receiver) or "").endswith(".sampler") \
+                    or any(v is call for v, _ in program.values_of(receiver, sfn)) \
+                    or (isinstance(receiver, ast.Name)
+                        and any(v is call for v, _ in program.unpacked(receiver.id, sfn))) \
+                    or not own
+                if ok:
+                    matched.append(loc(sfn, scall))
+                    if scall.args and isinstance(scall.args[0], ast.Constant) and \
+                            (loops > 0 or self.in_loop(sfn)):
+                        constant = loc(sfn, scall)
+            names = {n for n in (own, loader_name, name, fed) if n}
+            if fn.name in names and not isinstance(fn.node, ast.Module):
+                # `return DataLoader(...)` from a builder: the names its callers bind the loader
+                # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
+                names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
+                          if isinstance(e.node, ast.Call)} - {""}
+            across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
+            dataset = call.args[0] if call.args else keyword(call, "dataset")
+            found.append(SamplerFact(
+                location=loc(fn, call), name=name or "DistributedSampler(...)",
+                shuffle=shuffle is None or not is_const(shuffle, False, 0),
+                set_epoch=matched, constant_epoch=constant, across_epochs=across,
+                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
+                dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
+        return found
+
+    def _iterated_alone(self, name: str) -> bool:
+        """A loop over the loader named `name` (a name or attribute) whose body runs no
+        collective: the ranks do not cooperate on each batch (tensor parallelism would)."""
+        for fn in self.functions:
+            for node, _ in _fn_loops(fn):
+                if isinstance(node, (ast.For, ast.AsyncFor)) and name in {
+                        last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}:
+                    if not any(isinstance(c, ast.Call) and self.program.collective(c, fn) for c in walk(node)):
+                        return True
+        return False
+
+    def _iterated(self) -> dict[str, bool]:
+        """name -> iterated more than once (a `for` over it inside a loop, or in a function that
+        runs in a loop)."""
+        out: dict[str, bool] = {}
+        for fn in self.functions:
+            for node, depth in _fn_loops(fn):
+                if isinstance(node, (ast.For, ast.AsyncFor)):
+                    names = {last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
+                    again = depth > 0 or self.in_loop(fn)
+                    for name in filter(None, names):
+                        out[name] = out.get(name, False) or again
+                # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch)
+                for sub in walk(node):
+                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \
+                            and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
+                        name = last_name(sub.args[0])
+                        if name:
+                            out[name] = True
+        return out

@@ -1,0 +1,103 @@
+"""DDP806's facts: every checkpoint write (torch.save, a library's saver) with whether every rank
+reaches it, and the per-node test that makes one rank per node write."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import writes
+from ddpdoctor.lint.fact_builder import _single_process, loc
+from ddpdoctor.lint.patterns import save_call, save_path, text
+from ddpdoctor.lint.program import Function, Guard
+
+
+@dataclass
+class SaveFact:
+    location: Location
+    path_text: str
+    every_rank: bool  # reached by every rank: no rank test on any way to it
+    reason: str  # why it is (not) judged every-rank
+    per_node: Optional[str] = None  # the per-node test (`local_rank == 0`) that lets one rank per node save
+    call: str = "torch.save"  # the writing call, as the finding words it (`model.save_pretrained`)
+
+
+class SaveFacts:
+    """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP806."""
+
+    # ------------------------------------------------------------------ saves
+    def saves(self) -> list[SaveFact]:
+        found = []
+        for fn in self.functions:
+            for event in fn.events:
+                if event.kind != "save":
+                    continue
+                call = event.node
+                how = save_call(self.program, call, fn) or "torch.save"
+                path = save_path(call, how)
+                path_text = text(path) if path is not None else "?"
+                where = loc(fn, call)
+                if event.guards:
+                    found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
+                                          _per_node(event.guards), how))
+                    continue
+                first = writes.rank_zero_first(self, fn, call)
+                if first:
+                    found.append(SaveFact(where, path_text, False, first, None, how))
+                    continue
+                if how != "torch.save" and fn.file is not self.program.files[0]:
+                    # a library save inside an imported helper (a checkpoint handler, a tokenizer
+                    # wrapper): which ranks hold the state it writes (an FSDP state dict gathered
+                    # to rank 0) is not in the source; the entry script's own save is judged
+                    found.append(SaveFact(where, path_text, False, "a library save in an imported helper", None, how))
+                    continue
+                if _single_process(event.conds, self._switches()):
+                    found.append(SaveFact(where, path_text, False, "on the single-process path"))
+                    continue
+                if path is not None and self.mentions_rank(path, fn):
+                    found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
+                    continue
+                if path is not None and any("BytesIO" in text(v, 1000) for v, _ in self.program.values_of(path, fn)):
+                    found.append(SaveFact(where, path_text, False, "saved to memory"))
+                    continue
+                if isinstance(fn.node, ast.Module):
+                    found.append(SaveFact(where, path_text, True, "module level, no rank test", None, how))
+                    continue
+                guarded = self.only_guarded(fn)
+                if guarded is None:
+                    hook = fn.name.startswith("on_")
+                    found.append(SaveFact(where, path_text, hook,
+                                          "a hook the framework calls on every rank" if hook else "never called"))
+                else:
+                    found.append(SaveFact(where, path_text, not guarded,
+                                          "every caller is under a rank test" if guarded else
+                                          f"{fn.label} is called without a rank test",
+                                          self._per_node_callers(fn) if guarded else None, how))
+        return found
+
+    def _per_node_callers(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[str]:
+        """The per-node test on some way into fn whose other guards are per-node too: one rank
+        per node gets there (`if local_rank == 0: save_checkpoint()`)."""
+        if fn.rank_only or fn in stack or depth <= 0:
+            return None
+        for caller, event in self.callers().get(fn, []):
+            if event.guards:
+                found = _per_node(event.guards)
+            elif not isinstance(caller.node, ast.Module):
+                found = self._per_node_callers(caller, depth - 1, stack + (fn,))
+            else:
+                found = None
+            if found:
+                return found
+        return None
+
+
+def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:
+    """The guarding test when every rank test around a statement is true on one rank per node
+    (local rank 0), not on one rank of the job."""
+    tests = [g.test for g in guards]
+    if tests and all(t.scope == "node" and t.polarity == "zero" for t in tests):
+        return tests[-1].text
+    return None

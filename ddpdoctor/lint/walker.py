@@ -1,0 +1,268 @@
+"""Walking one function of the program in order (lint/program.py resolves, this module walks):
+every statement with the rank tests and loops around it, and the events a rule cares about
+(collectives, init_process_group, saves, calls into local functions, functions passed on) with
+the plain tests (not rank tests) each sits under.
+
+What a call means for DDP is asked of patterns.py (through the Program), which tests differ
+between ranks of ranks.py, where a call goes of the Program's resolution.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ddpdoctor.lint import patterns
+from ddpdoctor.lint.nodes import children
+from ddpdoctor.lint.patterns import RankTest, last_name, text
+
+Function = Any  # lint/program.Function (program imports this module, not the reverse)
+Program = Any  # lint/program.Program
+
+
+TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A rank test that a statement sits under: the `if` (or decorator) and the branch taken."""
+
+    test: RankTest
+    file: str
+    line: int
+    branch: int  # id of the If node, 0 for a decorator
+    side: str  # "body" | "else"
+    # after `if not use_fsdp_eval and not is_rank0: return`, the code under `if use_fsdp_eval:`
+    # runs on every rank: the tests (source text) under which this guard no longer holds
+    unless: tuple[str, ...] = ()
+
+
+@dataclass
+class Event:
+    """Something in a function body that a rule cares about, with where and under what."""
+
+    kind: str  # collective | call | ref | save
+    node: ast.AST
+    line: int
+    guards: tuple[Guard, ...]
+    loops: int  # enclosing loops inside this function
+    op: str = ""  # collective: what it is, in the user's words
+    targets: tuple["Function", ...] = ()  # call/ref: the local functions it reaches
+    weak: tuple["Function", ...] = ()  # call: local methods of that name, receiver unknown
+    # the tests (not rank tests) it sits under, as source text, each with whether it is a plain
+    # flag (`use_fsdp_eval`, `args.fsdp`): a value the lint cannot see, which findings then assume
+    conds: tuple[tuple[str, bool], ...] = ()
+
+
+def _calls_param(target: "Function", slot) -> bool:
+    """The local function calls what it receives in this argument slot (index or keyword)."""
+    params = target.params
+    name = params[slot] if isinstance(slot, int) and slot < len(params) else slot
+    if not isinstance(name, str):
+        return True  # *args, **kwargs: cannot tell, keep the callback
+    if name not in params:
+        return True
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+               or (isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
+               or (isinstance(n, ast.Call) and CALLBACK_SINK.search(last_name(n.func) or "")
+                   and any(isinstance(a, ast.Name) and a.id == name for a in n.args))
+               for n in target.own)
+
+
+# Calls that keep a function to call it later: a helper passing its argument on to one of these
+# registers a callback; one passing it to inspect.signature only reads it.
+CALLBACK_SINK = re.compile(r"spawn|Thread|Process|partial|submit|register|hook|callback|^add_|append|"
+                           r"^map$|^run|^apply|^start|wrap", re.IGNORECASE)
+
+
+def _is_main_block(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = getattr(stmt, "test", None)
+    return isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and len(test.ops) == 1 \
+        and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == "__main__"
+
+
+def _crashes(stmt: ast.stmt) -> bool:
+    """`raise SomeError(...)` (or a bare re-raise): the rank fails and the launcher ends the
+    job (not SystemExit, which exits cleanly while the other ranks go on)."""
+    if not isinstance(stmt, ast.Raise):
+        return False
+    if stmt.exc is None:
+        return True
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    name = exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")
+    return name != "SystemExit"
+
+
+def _negation_text(node: ast.AST) -> str:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return text(node.operand, 10_000)
+    return text(ast.UnaryOp(ast.Not(), node), 10_000)
+
+
+def _flag_like(test: ast.AST) -> bool:
+    """`use_fsdp_eval`, `not args.fsdp`: a switch whose value the source does not show."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, (ast.Name, ast.Attribute))
+
+
+def _conjuncts(test: ast.AST) -> set[str]:
+    """The source text of a test and of each part of an `and`: what holds inside its body."""
+    said = {text(test, 10_000)}
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        said.update(text(v, 10_000) for v in test.values)
+    return said
+
+
+class Walker:
+    """Walks one function's statements in order, keeping the rank tests and loops around them."""
+
+    def __init__(self, program: Program, fn: Function) -> None:
+        self.program = program
+        self.fn = fn
+        self.conds: list[tuple[str, bool]] = []
+
+    def run(self) -> None:
+        guards: tuple[Guard, ...] = ()
+        if self.fn.rank_only:
+            test = RankTest(self.fn.rank_only, self.fn.rank_only, "zero")
+            guards = (Guard(test, self.fn.file.display, self.fn.line, 0, "body"),)
+        body = self.fn.node.body
+        self.block(body, guards, 0)
+
+    def block(self, body: list[ast.stmt], guards: tuple[Guard, ...], loops: int) -> None:
+        for index, stmt in enumerate(body):
+            self.stmt(stmt, guards, loops)
+            # `if rank != 0: return` - what follows runs on the other ranks only. Not after a
+            # raise: a rank that raises crashes and the launcher ends the job (dinov2's
+            # `if _LOCAL_RANK >= 0: raise RuntimeError("already initialised")`, read before the
+            # rank is set, is an assertion, not a branch of work); SystemExit is an exit.
+            if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
+                    isinstance(stmt.body[-1], TERMINATORS) and not _crashes(stmt.body[-1]):
+                test = self.program.ranks.guard(stmt.test, self.fn)
+                if test is not None:
+                    unless = ()
+                    if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And):
+                        unless = tuple(_negation_text(p) for p in stmt.test.values
+                                       if self.program.ranks.guard(p, self.fn) is None)
+                    guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else", unless)
+                    self.block(body[index + 1:], guards + (guard,), loops)
+                    return
+
+    def stmt(self, stmt: ast.stmt, guards: tuple[Guard, ...], loops: int) -> None:
+        if isinstance(self.fn.node, ast.Module) and self.fn.file is not self.program.files[0] \
+                and _is_main_block(stmt):
+            return  # an imported module's own `if __name__ == "__main__":` never runs on import
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for deco in stmt.decorator_list:
+                self.expr(deco, guards, loops)
+            return
+        if isinstance(stmt, (ast.If, ast.While)):
+            self.expr(stmt.test, guards, loops)
+            test = self.program.ranks.guard(stmt.test, self.fn)
+            inner = loops + (1 if isinstance(stmt, ast.While) else 0)
+            if test is None:
+                said = _conjuncts(stmt.test)
+                mark = len(self.conds)
+                if isinstance(stmt, ast.If):
+                    # each part of an `and` is a switch of its own (`if synchronize and
+                    # dist.is_initialized():`): a caller's constant may turn it off
+                    parts = {text(v, 10_000): _flag_like(v) for v in getattr(stmt.test, "values", ())
+                             if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And)}
+                    self.conds.extend((t, parts.get(t, _flag_like(stmt.test))) for t in sorted(said))
+                self.block(stmt.body, tuple(g for g in guards if not said & set(g.unless)), inner)
+                del self.conds[mark:]
+                if stmt.orelse:
+                    negation = _negation_text(stmt.test)
+                    self.conds.append((negation, _flag_like(stmt.test)))
+                    self.block(stmt.orelse, guards, loops)
+                    del self.conds[mark:]
+                return
+            file = self.fn.file.display
+            self.block(stmt.body, guards + (Guard(test, file, stmt.lineno, id(stmt), "body"),), inner)
+            if stmt.orelse:
+                self.block(stmt.orelse, guards + (Guard(test.negated(), file, stmt.lineno, id(stmt), "else"),), loops)
+            return
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.expr(stmt.iter, guards, loops)
+            self.block(stmt.body, guards, loops + 1)
+            self.block(stmt.orelse, guards, loops)
+            return
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self.expr(item.context_expr, guards, loops)
+            self.block(stmt.body, guards, loops)
+            return
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.block(stmt.body, guards, loops)
+            for handler in stmt.handlers:
+                self.block(handler.body, guards, loops)
+            self.block(stmt.orelse, guards, loops)
+            self.block(stmt.finalbody, guards, loops)
+            return
+        if isinstance(stmt, ast.Match):
+            self.expr(stmt.subject, guards, loops)
+            for case in stmt.cases:
+                self.block(case.body, guards, loops)
+            return
+        for child in children(stmt):
+            self.expr(child, guards, loops)
+
+    def expr(self, node: ast.AST, guards: tuple[Guard, ...], loops: int) -> None:
+        if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test, guards, loops)
+            test = self.program.ranks.guard(node.test, self.fn)
+            if test is None:
+                self.expr(node.body, guards, loops)
+                self.expr(node.orelse, guards, loops)
+            else:
+                file = self.fn.file.display
+                self.expr(node.body, guards + (Guard(test, file, node.lineno, id(node), "body"),), loops)
+                self.expr(node.orelse, guards + (Guard(test.negated(), file, node.lineno, id(node), "else"),), loops)
+            return
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            # `rank == 0 and dist.barrier()`: what follows a rank test runs on some ranks only
+            current = guards
+            for value in node.values:
+                self.expr(value, current, loops)
+                test = self.program.ranks.guard(value, self.fn)
+                if test is not None:
+                    current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
+            return
+        if isinstance(node, ast.Call):
+            self.call(node, guards, loops)
+        for child in children(node):
+            self.expr(child, guards, loops)
+
+    def call(self, call: ast.Call, guards: tuple[Guard, ...], loops: int) -> None:
+        program, fn = self.program, self.fn
+        line = call.lineno
+        fn.calls.append((call, guards, loops))
+        conds = tuple(self.conds)
+        if conds:  # the plain tests around every call, for rules on calls that are not events
+            fn.__dict__.setdefault("_call_conds", {})[id(call)] = conds
+        op = program.collective(call, fn)
+        if op is not None:
+            fn.events.append(Event("collective", call, line, guards, loops, op=op, conds=conds))
+        if patterns.is_init(program, call, fn):
+            fn.events.append(Event("init", call, line, guards, loops, conds=conds))
+        if patterns.is_save(program, call, fn):
+            fn.events.append(Event("save", call, line, guards, loops, conds=conds))
+        targets, weak = program.resolve(call.func, fn)
+        if targets or weak:
+            fn.events.append(Event("call", call, line, guards, loops, targets=tuple(targets), weak=tuple(weak),
+                                   conds=conds))
+        passed = [(i, a) for i, a in enumerate(call.args)] + [(kw.arg, kw.value) for kw in call.keywords]
+        for slot, arg in passed:
+            refs = program.reference(arg, fn)
+            if refs and targets and not any(_calls_param(t, slot) for t in targets):
+                continue  # a local helper that only looks at the function (its name, signature)
+            if refs:
+                fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))
