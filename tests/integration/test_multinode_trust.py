@@ -29,8 +29,10 @@ def nested(depth: int) -> dict:
 def test_a_node_whose_rank_crashed_exits_non_zero_though_node0_says_pass(tmp_path, extra):
     """A fake node 0 holds the gather port and answers PASS, exit 0 (or a PASS nested 40 deep);
     node 0's ranks are a plain torchrun (so node 1's rank can start and crash). Node 1 must still
-    fail, saying why in one line, its --json status agreeing with its exit."""
-    script = "tests/scripts/crash_on_node1.py"
+    fail, saying why in one line, its --json status agreeing with its exit. Node 1's rank crashes
+    before it joins the process group: a plain rank 0 never joins the probe's checked group
+    (TORCH_DISTRIBUTED_DEBUG=DETAIL), so a rank crashing later first waited 30 s for it there."""
+    script = "tests/scripts/crash_early_on_node1.py"
     port = free_port_pair()
     fake = FakeNode0(port + 1, wire.job_identity(script, 2, f"127.0.0.1:{port + 1}"), extra=extra)
     node0_ranks = subprocess.Popen(

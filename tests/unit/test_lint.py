@@ -388,6 +388,7 @@ EXPECTED = {
     # p2p deadlock, a duplicate rank, a drift or a size that changes with the data): the lint
     # must stay silent on them.
     "tests/scripts/crash_on_node1.py": set(),
+    "tests/scripts/crash_early_on_node1.py": set(),
     "tests/scripts/dp_inside_ddp_job.py": set(),
     "tests/scripts/duplicate_rank.py": set(),
     "tests/scripts/gpt_find_unused.py": set(),
