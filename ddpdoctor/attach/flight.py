@@ -255,7 +255,8 @@ class Call:
     def describe(self) -> str:
         sizes = _sizes(self.entry.get("input_sizes"))
         dtypes = _dtypes(self.entry.get("input_dtypes"))
-        return f"{self.op} #{self.seq} ({sizes} {', '.join(map(str, dtypes or []))})".replace(" )", ")")
+        seq = self.seq if self.seq >= 0 else "?"  # seq_of's -1: missing or not a number
+        return f"{self.op} #{seq} ({sizes} {', '.join(map(str, dtypes or []))})".replace(" )", ")")
 
     @property
     def view(self) -> StackView:
