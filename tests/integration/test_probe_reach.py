@@ -59,9 +59,15 @@ def test_distributed_sampler_under_accelerate_prepare_is_double_sharding(tmp_pat
     assert "512 / 2² ≈ 128" in finding["message"] and "Accelerate" in finding["message"]
 
 
-def test_healthy_example_reaches_every_epoch_boundary_and_sees_its_code(tmp_path):
+def test_healthy_example_is_clean_reaches_every_epoch_boundary_and_sees_its_code(tmp_path):
+    # The one probe of the healthy example with its defaults (test_probe_examples.py's clean run
+    # was the same job: one run, both proofs).
     result = probe("examples/healthy.py", run_dir=tmp_path / "run")
+    assert result.code == 0, result.report["findings"]
     assert result.problems_beyond_timing == [], result.report["findings"]
+    assert result.report["status"] == "pass"
+    assert result.report["metrics"]["steps"] >= 15  # 3 epochs cut to 5 batches each
+    assert result.report["metrics"]["outcome"] == "completed"
     [line] = notes(result, "boundaries: ")
     assert "epoch end ✓ (3 epochs" in line and "evaluation ✓ (healthy.py:88" in line
     assert "checkpoint save ✓ (healthy.py:97" in line and "checkpoint load — none in healthy.py" in line
