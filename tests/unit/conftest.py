@@ -6,6 +6,7 @@ teardown only, so integration tests running in the same xdist worker are untouch
 from __future__ import annotations
 
 import _posixsubprocess
+import gc
 import multiprocessing.process
 import os
 import subprocess
@@ -66,3 +67,28 @@ def pytest_runtest_teardown(item, nextitem):
         for owner, attr, name in _DOORS:
             patch.setattr(owner, attr, _refuse(owner, attr, name))
         yield
+
+
+@pytest.fixture(autouse=True)
+def _no_lint_cache(monkeypatch):
+    """The lint's cache off: a unit test proves the analysis, not an entry another run (or
+    another checkout) left in ~/.cache; and each store there fsyncs and stats every entry (500)
+    to prune the oldest. tests/unit/test_lint_cache.py turns it on, in a folder of its own."""
+    monkeypatch.setenv("DDPDOCTOR_LINT_CACHE", "0")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """No cyclic garbage collection while the tier is collected: importing the test modules and
+    what they import builds ~700,000 objects that live for the whole session, and the collector's
+    full passes over the growing heap cost ~3 s (12 of them). Frozen afterwards, those objects are
+    never walked again; the tests' own objects are collected as usual. (Called where this
+    conftest is loaded before collection starts, as with `pytest tests/unit`.)"""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()

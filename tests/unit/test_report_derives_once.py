@@ -98,7 +98,31 @@ def test_what_the_paused_collector_let_build_is_not_walked_again_as_young_nor_ke
     from ddpdoctor.probe.run_model.loaded_run import collector_paused
 
     assert gc.isenabled()
+    host_frozen = gc.get_freeze_count()  # tests/unit's conftest freezes what collection built
+    gc.unfreeze()
+    try:
+        with collector_paused():
+            built = [[i] for i in range(50_000)]
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert any(o is built[0] for o in gc.get_objects(generation=2))  # the oldest, not walked as young
+        del built
+    finally:
+        if host_frozen:
+            gc.freeze()
+
+
+def test_the_paused_collector_leaves_a_freeze_of_the_hosts_as_it_was():
+    """A host that froze objects of its own (a forking server, a test session) keeps them frozen:
+    gc.unfreeze() would thaw all of them, and every later full collection walk them again."""
+    import gc
+
+    from ddpdoctor.probe.run_model.loaded_run import collector_paused
+
+    hosts = [[i] for i in range(1_000)]
+    gc.freeze()
+    frozen = gc.get_freeze_count()
     with collector_paused():
         built = [[i] for i in range(50_000)]
-    assert gc.isenabled() and gc.get_freeze_count() == 0
-    assert any(o is built[0] for o in gc.get_objects(generation=2))  # the oldest, not walked as young
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # none thawed, none of ours frozen
+    assert not any(o is hosts[0] for o in gc.get_objects())  # still frozen: no generation holds it
+    assert any(o is built[0] for o in gc.get_objects())

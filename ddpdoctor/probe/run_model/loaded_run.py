@@ -242,15 +242,18 @@ def collector_paused() -> Iterator[None]:
     At the end, what was built meanwhile goes to the oldest generation as it is (freeze, then
     unfreeze: two list splices): left young, the collector's first pass after it would walk every
     record once (0.4 s at 1,024 ranks; at 4,096 the passes while the report was rendered were
-    2.4 s), to find no garbage. A full collection still sees them (and any cycle among them)."""
+    2.4 s), to find no garbage. A full collection still sees them (and any cycle among them).
+    Not where the host froze objects of its own (a forking server, a test session): unfreeze
+    would thaw those too, and every later full collection would walk them again."""
     collecting = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if collecting:
-            gc.freeze()
-            gc.unfreeze()
+            if not gc.get_freeze_count():  # never undo a freeze of the host's (gc.freeze() thaws all)
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
