@@ -59,14 +59,16 @@ def request_dumps(job: Job) -> tuple[dict[int, str], str]:
         return {}, ""
     deadline = time.monotonic() + WAIT_S
     written: dict[int, str] = {}
-    while time.monotonic() < deadline and len(written) < len(asked):
+    while True:
         for rank, path in asked.items():
             try:
-                if os.stat(path).st_mtime >= since - 1:
+                if rank not in written and os.stat(path).st_mtime >= since - 1:
                     written[rank] = path
             except OSError:
                 continue
-        time.sleep(0.2)
+        if len(written) == len(asked) or time.monotonic() >= deadline:
+            break  # not one more wait once every rank wrote
+        time.sleep(0.1)
     note = (f"Flight Recorder: asked {len(asked)} rank(s) for a dump through their pipe, "
             f"{len(written)} wrote one")
     return written, note

@@ -1,16 +1,12 @@
-"""Which clock a duration comes from (cpu / cuda-events / none), and what the tables and the
-DDP60x checks make of it, fed telemetry built the way ranks write it."""
+"""What the tables and the DDP60x checks make of each clock a duration comes from (cpu /
+cuda-events / none), fed telemetry built the way ranks write it. How the ranks decide the clock and
+read CUDA events (probe/inrank/device_timing.py imports torch): tests/integration/
+test_inrank_with_torch.py."""
 
 from __future__ import annotations
 
-import collections
-import threading
-
-import torch
-
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import perf, perf_tables
-from ddpdoctor.probe.inrank import device_timing
 from ddpdoctor.core.registry import Skipped
 from tests.helpers.telemetry_builders import SITE_DDP, RunBuilder, judge
 
@@ -56,17 +52,6 @@ def run_with(clock: str, device: str = "cpu", steps: int = 20, cpu_exposed: floa
 
 def table(model, prefix):
     return next(t for t in perf_tables.tables(model) if t.title.startswith(prefix))
-
-
-def test_the_clock_is_decided_from_the_backend_and_the_device():
-    cpu, cuda = torch.device("cpu"), torch.device("cuda", 0)
-    assert device_timing.decide("gloo", cpu) == ("cpu", "")
-    assert device_timing.decide("nccl", cuda) == ("cuda-events", "")
-    assert device_timing.decide("gloo", cuda) == ("cuda-events", "")
-    clock, reason = device_timing.decide("enqueue_complete", cpu)
-    assert clock == "none" and "'enqueue_complete'" in reason and "enqueued" in reason
-    assert device_timing.decide("ucc", cuda)[0] == "none"
-    assert device_timing.decide("gloo", torch.device("meta"))[0] == "none"
 
 
 def test_unmeasured_device_time_skips_ddp601_to_604_with_the_reason():
@@ -129,83 +114,3 @@ def test_a_recording_without_clocks_is_gloo_on_cpu_and_reads_as_before():
     numbers = perf_tables.metrics(model)
     assert "device_time" not in numbers and numbers["comm_busy_ms"] > 0
     assert not any(t.title.startswith("Step phases, CPU (launch)") for t in perf_tables.tables(model))
-
-
-# The CUDA bookkeeping with stand-in events (this machine has no GPU; tests/integration/
-# test_gpu_timing.py runs the real ones): an event knows when the "device" ran it.
-
-class Event:
-    def __init__(self, at: float, done: bool = True, broken: bool = False):
-        self.at, self.done, self.broken = at, done, broken
-
-    def query(self) -> bool:
-        if self.broken:
-            raise RuntimeError("CUDA error: an illegal memory access was encountered")
-        return self.done
-
-    def elapsed_time(self, other: "Event") -> float:
-        return (other.at - self.at) * 1e3
-
-
-def stand_in_timer(times: list[float]) -> device_timing.DeviceTimer:
-    timer = device_timing.DeviceTimer.__new__(device_timing.DeviceTimer)
-    # The real constructor anchors on a GPU: set what it would have set.
-    timer.device, timer.failed, timer.dropped = torch.device("cuda", 0), "", 0
-    timer._pending, timer._lock = collections.deque(), threading.Lock()
-    timer.anchor_event, timer.anchor_wall = Event(0.0), 1000.0
-    ticks = iter(times)
-    timer.record = lambda: Event(next(ticks))
-    return timer
-
-
-def recorded(tmp_path, action):
-    from ddpdoctor.probe.inrank import recorder
-
-    before = recorder._recorder
-    recorder.set_recorder(recorder.Recorder(str(tmp_path / "rank-0.jsonl")))
-    try:
-        action()
-    finally:
-        recorder.set_recorder(before)
-    return tm.read_records(tmp_path / "rank-0.jsonl")
-
-
-def test_device_phases_come_from_the_events_of_the_step(tmp_path):
-    # forward 0-2 ms; buckets launched at 5 and 7 ms (7: the last, every gradient ready), their
-    # all-reduces ending at 9 and 12 ms; optimizer 13-14 ms. Device seconds on the anchor's clock.
-    timer = stand_in_timer([0.000, 0.002, 0.005, 0.009, 0.007, 0.012, 0.013, 0.014])
-    timeline = device_timing.StepTimeline()
-
-    def step():
-        timeline.attach(timer)
-        timeline.forward_start()
-        timeline.forward_end()
-        first = timer.record(), timer.record()
-        timeline.bucket(*first, is_last=False)
-        last = timer.record(), timer.record()
-        timeline.bucket(*last, is_last=True)
-        timeline.optimizer_start()
-        timeline.close(7)
-        assert timer.poll() == 0
-
-    [record] = [r for r in recorded(tmp_path, step) if isinstance(r, tm.DevicePhases)]
-    assert record.step == 7
-    assert {k: round(v * 1e3, 3) for k, v in record.phases.items()} == {
-        "forward": 2.0, "backward": 5.0, "comm_exposed": 5.0, "optimizer": 1.0}
-
-
-def test_pending_events_wait_in_order_and_a_failing_event_turns_timing_off(tmp_path):
-    timer = stand_in_timer([])
-    walls = []
-    late = Event(0.003, done=False)
-    timer.later([Event(0.001), late], walls.append)
-    timer.later([Event(0.004), Event(0.005)], walls.append)
-    assert timer.poll() == 2 and walls == []  # the first is not done: nothing after it either
-    late.done = True
-    assert timer.poll() == 0
-    assert [[round(w - 1000, 3) for w in pair] for pair in walls] == [[0.001, 0.003], [0.004, 0.005]]
-    timer.later([Event(0.006, broken=True)], walls.append)
-    assert timer.poll() == 0 and len(walls) == 2
-    assert timer.failed.startswith("reading CUDA events failed (RuntimeError")
-    timer.later([Event(0.007)], walls.append)  # once failed: nothing more is queued
-    assert timer.poll() == 0 and len(walls) == 2

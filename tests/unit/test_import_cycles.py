@@ -11,7 +11,7 @@ import functools
 import re
 from pathlib import Path
 
-from tests.helpers.source_tree import parsed
+from tests.helpers.source_tree import walked
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,8 +30,7 @@ def _modules() -> dict[str, Path]:
 @functools.lru_cache(maxsize=None)
 def _import_nodes(path: Path) -> tuple[ast.AST, ...]:
     """A module's import statements, parsed once for every test of this file."""
-    tree = parsed(path)
-    return tuple(n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return tuple(n for n in walked(path) if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:

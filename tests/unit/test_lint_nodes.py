@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ddpdoctor.lint import nodes
 from ddpdoctor.lint.driver import gather
+from tests.helpers.source_tree import parsed, walked
 
 HERE = Path(__file__).resolve().parents[2]
 SOURCES = sorted((HERE / "ddpdoctor" / "lint").glob("*.py"))
@@ -17,10 +18,9 @@ def _no_ctx(found):
 
 
 def test_walk_and_children_match_ast_module():
-    for path in SOURCES:
-        tree = ast.parse(path.read_text())
-        expected = _no_ctx(ast.walk(tree))
-        got = nodes.walk(tree)
+    for path in SOURCES:  # the session's trees (tests/helpers/source_tree.py): read, never changed
+        expected = _no_ctx(walked(path))
+        got = nodes.walk(parsed(path))
         assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), path
         for node in expected[:2000]:
             assert nodes.children(node) == _no_ctx(ast.iter_child_nodes(node)), (path, node)

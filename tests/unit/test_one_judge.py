@@ -19,7 +19,7 @@ from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import all_checks
 from ddpdoctor.postmortem.report import postmortem
 from ddpdoctor.probe.run_model.outcome import Frame
-from tests.helpers.source_tree import parsed
+from tests.helpers.source_tree import walked
 
 REPO = Path(__file__).resolve().parents[2]
 CODE = re.compile(r"^DDP\d{3}$")
@@ -54,32 +54,33 @@ _HINT = re.compile(r"""["']DDP\d{3}["']|CheckResult\(|Finding\(|finding\(""")
 
 
 @functools.lru_cache(maxsize=1)
-def _sources() -> dict[str, ast.AST]:
+def _sources() -> dict[str, tuple[ast.AST, ...]]:
+    """module -> every node of its tree (walked once per session: tests/helpers/source_tree.py)."""
     found = {}
     for root in ("ddpdoctor", "checks"):
         for path in sorted((REPO / root).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
             if _HINT.search(text):
-                found[path.relative_to(REPO).as_posix()] = parsed(path)
+                found[path.relative_to(REPO).as_posix()] = walked(path)
     return found
 
 
-def _named_codes(tree: ast.AST) -> set[str]:
+def _named_codes(nodes: tuple[ast.AST, ...]) -> set[str]:
     """Every string that is exactly a code ("DDP503"), not a code mentioned inside a text."""
-    return {n.value for n in ast.walk(tree)
+    return {n.value for n in nodes
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and CODE.match(n.value)}
 
 
-def _declared(tree: ast.AST) -> set[str]:
+def _declared(nodes: tuple[ast.AST, ...]) -> set[str]:
     """The codes a module declares with @check("DDPnnn", ...)."""
-    return {d.args[0].value for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+    return {d.args[0].value for n in nodes if isinstance(n, ast.FunctionDef)
             for d in n.decorator_list
             if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "check"
             and d.args and isinstance(d.args[0], ast.Constant)}
 
 
-def _result_builders(tree: ast.AST) -> bool:
-    for node in ast.walk(tree):
+def _result_builders(nodes: tuple[ast.AST, ...]) -> bool:
+    for node in nodes:
         if isinstance(node, ast.Call):
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
             if name in ("CheckResult", "Finding", "finding"):
@@ -91,16 +92,16 @@ def _result_builders(tree: ast.AST) -> bool:
 def places() -> dict[str, set[str]]:
     """code -> every module that names it."""
     out: dict[str, set[str]] = {}
-    for module, tree in _sources().items():
-        for code in _named_codes(tree):
+    for module, nodes in _sources().items():
+        for code in _named_codes(nodes):
             out.setdefault(code, set()).add(module)
     return out
 
 
 def test_every_code_is_declared_by_exactly_one_check_module_under_checks():
     declared: dict[str, list[str]] = {}
-    for module, tree in _sources().items():
-        for code in _declared(tree):
+    for module, nodes in _sources().items():
+        for code in _declared(nodes):
             declared.setdefault(code, []).append(module)
     assert {c: m for c, m in declared.items() if len(m) != 1} == {}
     assert all(m[0].startswith("checks/") for m in declared.values())
@@ -109,8 +110,8 @@ def test_every_code_is_declared_by_exactly_one_check_module_under_checks():
 
 def test_the_places_naming_each_code_are_its_check_and_no_other_judge():
     sources = _sources()
-    owner = {code: module for module, tree in sources.items() if module.startswith("checks/")
-             for code in _declared(tree)}
+    owner = {code: module for module, nodes in sources.items() if module.startswith("checks/")
+             for code in _declared(nodes)}
     strays = {}
     for code, modules in sorted(places().items()):
         for module in sorted(modules):
@@ -125,7 +126,7 @@ def test_the_places_naming_each_code_are_its_check_and_no_other_judge():
 
 
 def test_only_the_runner_builds_check_results_and_findings():
-    builders = {m for m, tree in _sources().items() if _result_builders(tree)}
+    builders = {m for m, nodes in _sources().items() if _result_builders(nodes)}
     assert builders == set(BUILDS_RESULTS)
     assert not set(NOT_JUDGES) & builders
 
@@ -193,7 +194,7 @@ def test_a_stage_discovered_from_its_home_packages_misses_none_of_its_checks():
         for home in homes:
             for path in (REPO / "checks" / home).glob("*.py"):
                 reached.add(f"ddpdoctor.checks.{home}.{path.stem}")
-                reached |= {f"{n.module}.{a.name}" for n in ast.walk(parsed(path))
+                reached |= {f"{n.module}.{a.name}" for n in walked(path)
                             if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("ddpdoctor.checks")
                             for a in n.names}
         missed = [s.code for s in every if stage in s.stages and s.module not in reached]

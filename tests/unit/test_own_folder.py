@@ -9,7 +9,7 @@ from pathlib import Path
 import ddpdoctor
 from ddpdoctor.core import paths
 from ddpdoctor.probe.inrank import bootstrap
-from tests.helpers.source_tree import parsed
+from tests.helpers.source_tree import walked
 
 SITECUSTOMIZE = Path(bootstrap.__file__).parent / "site" / "sitecustomize.py"
 
@@ -17,7 +17,7 @@ SITECUSTOMIZE = Path(bootstrap.__file__).parent / "site" / "sitecustomize.py"
 def _root_expressions(path: Path) -> list[ast.expr]:
     """The values assigned to `root` or `sys.path[0]` from `__file__` in the module."""
     found = []
-    for node in ast.walk(parsed(path)):
+    for node in walked(path):
         if (isinstance(node, ast.Assign) and "__file__" in ast.unparse(node.value)
                 and ast.unparse(node.targets[0]) in ("root", "sys.path[0]")):
             found.append(node.value)

@@ -138,26 +138,6 @@ def test_suggested_cap_is_about_four_buckets_between_1_and_25():
     assert suggested_cap_mb(4_000_000_000) == 25
 
 
-def test_the_in_job_baseline_is_measured_after_the_first_judged_step():
-    from ddpdoctor.probe.inrank import baseline
-
-    assert baseline.AT_STEP == perf.BASELINE_STEP == perf.WARMUP_STEPS + 1
-
-
-def test_buckets_near_the_knee_get_the_baseline_measured_again_and_the_rest_do_not():
-    from ddpdoctor.probe.inrank import baseline
-
-    # This machine's gloo (LATENCY, BANDWIDTH_POINT): the knee is about 420 KB, as cost_fit fits it.
-    measured = {4: [LATENCY] * 8, BANDWIDTH_POINT[0]: [BANDWIDTH_POINT[1]] * 8}
-    fitted = perf.CallCost(LATENCY, BANDWIDTH_POINT[0] / (BANDWIDTH_POINT[1] - LATENCY))
-    assert baseline.knee(measured) == pytest.approx(fitted.knee_bytes)
-    assert baseline.near_knee(measured, [300 * KB, 300 * KB])  # DDP603/604 decide by luck there
-    assert not baseline.near_knee(measured, [17 * KB] * 4)  # small_buckets.py: far below it
-    assert not baseline.near_knee(measured, [25 * MB])  # far above it
-    # Only sizes below 1 MiB measured: no bandwidth point, no knee to be near.
-    assert not baseline.near_knee({4: [LATENCY] * 8, 300 * KB: [0.001] * 8}, [300 * KB])
-
-
 def test_a_baseline_measured_twice_pools_both_measurements():
     model = perf_run([Rank(), Rank()], buckets=((0, 300 * KB),), bucket_s=0.002, baseline_s=0.001,
                      latency_s=LATENCY, bandwidth_point=BANDWIDTH_POINT)
@@ -389,17 +369,6 @@ def test_estimates_read_like_a_person_would_write_them():
     assert perf.estimate(0.041) == "~41 ms" and perf.estimate(1.23) == "~1.2 s"
     what = perf.WhatIf(0.011, 0.006, "with bucket_cap_mb=1")
     assert what.words() == "step 11.0 ms \u2192 ~6 ms (est.) with bucket_cap_mb=1"
-
-
-def test_the_overrides_file_name_is_the_one_the_ranks_read():
-    import inspect as inspect_module
-
-    from ddpdoctor.probe import driver
-    from ddpdoctor.probe.records import rundir
-    from ddpdoctor.probe.inrank import ddp
-
-    assert ddp.OVERRIDES_FILE == rundir.DDP_OVERRIDES_FILE
-    assert "DDP_OVERRIDES_FILE" in inspect_module.getsource(driver._store_perf_inputs)
 
 
 def test_just_under_the_threshold_is_clean_not_borderline():

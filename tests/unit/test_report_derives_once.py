@@ -90,7 +90,7 @@ def test_changed_records_or_launch_are_derived_again(calls):
     assert calls["records_by_type"] == before["records_by_type"] + 1  # rank 0's only
 
 
-def test_what_the_paused_collector_let_build_is_not_walked_again_as_young_nor_kept_frozen():
+def test_what_the_paused_collector_let_build_is_not_walked_again_as_young_nor_kept_frozen(monkeypatch):
     """The records built while the collector was paused leave the young generation at the end
     (the collector's next pass would walk them all once more), and nothing stays frozen."""
     import gc
@@ -98,7 +98,33 @@ def test_what_the_paused_collector_let_build_is_not_walked_again_as_young_nor_ke
     from ddpdoctor.probe.run_model.loaded_run import collector_paused
 
     assert gc.isenabled()
+    host_frozen = gc.get_freeze_count()  # tests/unit's conftest freezes what collection built
+    gc.unfreeze()
+    monkeypatch.setattr(loaded_run, "_host_freezes", False)  # as in a process that never froze
+    try:
+        with collector_paused():
+            built = [[i] for i in range(50_000)]
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert any(o is built[0] for o in gc.get_objects(generation=2))  # the oldest, not walked as young
+        del built
+    finally:
+        if host_frozen:
+            gc.freeze()
+
+
+def test_the_paused_collector_leaves_a_freeze_of_the_hosts_as_it_was(monkeypatch):
+    """A host that froze objects of its own (a forking server, a test session) keeps them frozen:
+    gc.unfreeze() would thaw all of them, and every later full collection walk them again."""
+    import gc
+
+    from ddpdoctor.probe.run_model.loaded_run import collector_paused
+
+    monkeypatch.setattr(loaded_run, "_host_freezes", False)  # not yet seen: found at the end
+    hosts = [[i] for i in range(1_000)]
+    gc.freeze()
+    frozen = gc.get_freeze_count()
     with collector_paused():
         built = [[i] for i in range(50_000)]
-    assert gc.isenabled() and gc.get_freeze_count() == 0
-    assert any(o is built[0] for o in gc.get_objects(generation=2))  # the oldest, not walked as young
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # none thawed, none of ours frozen
+    assert not any(o is hosts[0] for o in gc.get_objects())  # still frozen: no generation holds it
+    assert any(o is built[0] for o in gc.get_objects())

@@ -1,5 +1,6 @@
 """The quick tier stays pure: every way to start a process fails inside a unit test (the guard of
-tests/unit/conftest.py), so a test that needs one is written in tests/integration/."""
+tests/unit/conftest.py), so a test that needs one is written in tests/integration/; so does an
+import of torch."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import os
 import pickle
 import subprocess
 import sys
+import types
 
 import pytest
 
-from tests.unit.conftest import ProcessStarted
+from tests.unit.conftest import ProcessStarted, TorchImported, torch_stays_out
 
 
 @pytest.mark.parametrize("start", [
@@ -32,3 +34,16 @@ def test_starting_a_process_in_a_unit_test_fails_naming_the_way_out(start):
 
 def test_a_guarded_call_still_pickles_by_name_as_the_original_does():
     assert pickle.loads(pickle.dumps(os.system)) is os.system
+
+
+def test_a_unit_test_that_imports_torch_fails_naming_the_way_out():
+    # A stand-in module under torch's name: importing the real one is what the tier must not do.
+    real = sys.modules.pop("torch", None)
+    try:
+        with pytest.raises(TorchImported, match="tests/integration/test_inrank_with_torch.py"):
+            with torch_stays_out("tests/unit/test_x.py::test_y"):
+                sys.modules["torch"] = types.ModuleType("torch")
+    finally:
+        sys.modules.pop("torch", None)
+        if real is not None:
+            sys.modules["torch"] = real
