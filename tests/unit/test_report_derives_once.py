@@ -125,6 +125,8 @@ def test_the_paused_collector_leaves_a_freeze_of_the_hosts_as_it_was(monkeypatch
     frozen = gc.get_freeze_count()
     with collector_paused():
         built = [[i] for i in range(50_000)]
-    assert gc.isenabled() and gc.get_freeze_count() == frozen  # none thawed, none of ours frozen
+    # None thawed (that would be 0), none of ours frozen (50,000 more). A frozen object can still
+    # be freed by its reference count meanwhile (the full suite's worker dropped 2 of 718,311).
+    assert gc.isenabled() and frozen - 1_000 <= gc.get_freeze_count() <= frozen
     assert not any(o is hosts[0] for o in gc.get_objects())  # still frozen: no generation holds it
     assert any(o is built[0] for o in gc.get_objects())
