@@ -44,7 +44,7 @@ def gather(script: str) -> LintFacts:
             # line): nothing a person wrote to be read; one line, exit 2, not a traceback
             raise UsageError(f"{script}: nested too deeply to analyse (an expression or block deeper "
                              f"than the interpreter's recursion limit)") from None
-        paths = [str(f.path) for f in program.files]
+        paths = [str(f.path) for f in program.sources]  # every module found, read or not
         program.release()
     finally:
         if collecting:

@@ -91,7 +91,7 @@ def build(program: Program, script: str) -> LintFacts:
     reachable = {id(f.node) for f in program.reachable}
     return LintFacts(
         accumulate=accumulate,
-        script=script, files=[f.display for f in program.files],
+        script=script, files=[f.display for f in program.sources],
         statements=sum(f.statements for f in program.files),
         distributed=distributed, distributed_how=how, framework=framework, ddp_model=ddp,
         no_sync=no_sync,

@@ -25,7 +25,8 @@ from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
 from ddpdoctor.lint.patterns import dotted, last_name
 from ddpdoctor.lint.ranks import RankFlow
-from ddpdoctor.lint.sources import SourceFile
+from ddpdoctor.core.errors import UsageError
+from ddpdoctor.lint.sources import SourceFile, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
 __all__ = ["Event", "Function", "Guard", "Klass", "Module", "Program"]
@@ -124,28 +125,110 @@ class Program:
     """The parsed script and its local modules, with calls resolved and events gathered."""
 
     def __init__(self, files: list[SourceFile]) -> None:
-        self.files = files
+        # Every local module found; the quiet ones (lint/sources.py) wait unparsed until
+        # resolution asks for a name they define: then they are read and indexed into the
+        # program as if they had been there from the start (see _read), and every list is put
+        # back in the order the modules were found in (_in_order).
+        self.sources = files
+        self.files = [f for f in files if f.tree is not None]
+        self._waiting = {f.module: f for f in files if f.tree is None and f.module}
+        self._deferred: dict[str, list[tuple[Function, ast.Call, list]]] = {}
+        self._late = False
+        self._deferrals = 0
         self.modules: list[Module] = []
         self.by_name: dict[str, Module] = {}
         self.functions: list[Function] = []
         self.classes: list[Klass] = []
         self.ranks = RankFlow(self)
-        for source in files:
+        self._phase = "index"
+        for source in self.files:
             self._index(source)
-        self.imported = {full.split(".")[0] for m in self.modules for full in m.imports.values()}
+        self.imported = {full.split(".")[0] for f in files for full in _import_map(f).values()}
         for function in self.functions:
             self._collect_bindings(function)
-        for function in self.functions:
+        self._phase = "arguments"
+        for function in list(self.functions):
             self._bind_arguments(function)
+        self._phase = "ranks"
         self.ranks.index()
+        self._in_order()
+        self._phase = "walk"
         self.reachable = self._reachable()  # walks each reached function (only those) once
+        self._in_order()
         self.skipped = sum(1 for f in self.functions if f not in self.reachable)
+        self._phase = "done"
+
+    def _module(self, name: str) -> Optional[Module]:
+        """The module of that dotted name. A quiet one is read now, unless what asks is the
+        binding of every call's arguments (calls in code never run, most of them): that call
+        is bound again if the module is read later (a reached function lives there)."""
+        module = self.by_name.get(name)
+        if module is None and name in self._waiting:
+            if self._phase == "arguments":
+                self._deferred.setdefault(name, []).append(self._binding)
+                self._deferrals += 1
+                return None
+            self._read(self._waiting[name])
+            module = self.by_name.get(name)
+        return module
+
+    def _read(self, source: SourceFile) -> None:
+        """Parse a waiting module and index it into the program: its functions' bindings and
+        the arguments their calls pass, the calls that were left unbound for want of it, the
+        attributes they set, and (in the walk) its top level, which import runs."""
+        del self._waiting[source.module]
+        try:
+            read(source)
+        except UsageError:
+            return  # not Python: as if it were not there
+        self._late = True
+        first = len(self.functions)
+        self.files.append(source)
+        module = self._index(source)
+        self.__dict__.pop("_methods_by_name", None)
+        fresh = self.functions[first:]
+        for fn in fresh:
+            self._collect_bindings(fn)
+        if self._phase == "index":
+            return
+        phase, self._phase = self._phase, "arguments"
+        for fn in fresh:
+            self._bind_arguments(fn)
+        for binding in self._deferred.pop(source.module, []):
+            self._bind_call(*binding)
+        self._phase = phase
+        if phase in ("walk", "done"):
+            for fn in fresh:
+                for name, values in fn.attr_bindings.items():
+                    self.ranks.attributes.setdefault(name, []).extend((v, fn) for v in values)
+        if phase == "walk":
+            self._queue.append(module.body)
+
+    def _in_order(self) -> None:
+        """After modules were read late: every list in the order one pass over the modules in
+        the order found gives (the callers and the setters in function order)."""
+        if not self._late:
+            return
+        self._late = False
+        place = {id(s): i for i, s in enumerate(self.sources)}
+        self.files.sort(key=lambda s: place[id(s)])
+        for items in (self.modules, self.functions, self.classes):
+            items.sort(key=lambda x: place[id(x.file)])
+        order = {fn: i for i, fn in enumerate(self.functions)}
+        for fn in self.functions:
+            for passed in fn.arguments.values():
+                passed.sort(key=lambda p: order[p[1]])
+        for values in self.ranks.attributes.values():
+            values.sort(key=lambda p: order[p[1]])
+        self.__dict__.pop("_methods_by_name", None)
 
     def release(self) -> None:
         """Drop every reference to the syntax trees, once the facts are built: the program's
         objects refer to each other (cycles), so without this the trees (a million objects for a
         200-file package) wait for the cyclic collector, which then spends most of a second on
         them; cleared, they are freed at once by reference counting."""
+        for source in self.sources:
+            source.text = None
         for source in self.files:
             source.tree = None
             source._nodes = None
@@ -167,6 +250,7 @@ class Program:
             klass.attrs = {}
         self.ranks.__dict__.clear()
         self.__dict__.clear()
+        self.sources = []
 
     # ------------------------------------------------------------------ reachability
     def _reachable(self) -> set[Function]:
@@ -177,7 +261,7 @@ class Program:
         is unknown reaches a local method of that name only when one class alone defines it."""
         seen: set[Function] = set()
         live: set[Klass] = set()
-        queue = [m.body for m in self.modules if m.body is not None]
+        queue = self._queue = [m.body for m in self.modules if m.body is not None]  # _read adds to it
         # the entry script's own classes built on a framework's base (a LightningModule, a
         # Callback): the framework finds them and calls their hooks
         for klass in self.modules[0].classes.values() if self.modules else ():
@@ -232,31 +316,15 @@ class Program:
         return found
 
     # ------------------------------------------------------------------ indexing
-    def _index(self, source: SourceFile) -> None:
+    def _index(self, source: SourceFile) -> Module:
         module = Module(source, source.module)
         self.modules.append(module)
         self.by_name[source.module] = module
         module.body = Function("<module>", "<module>", source, source.tree, module)
         self.functions.append(module.body)
-        name = source.module or source.import_name  # the script's relative imports: from its package
-        package = name if source.path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in source.imports:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        module.imports[alias.asname] = alias.name
-                    else:
-                        module.imports[alias.name.split(".")[0]] = alias.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".") if package else []
-                    keep = max(0, len(anchor) - (node.level - 1))
-                    base = ".".join(anchor[:keep] + ([base] if base else []))
-                for alias in node.names:
-                    if alias.name != "*":
-                        module.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+        module.imports = _import_map(source)
         self._index_body(source.tree.body, module, None, None, "")
+        return module
 
     def _index_body(self, body, module: Module, cls: Optional[Klass], parent: Optional[Function],
                     prefix: str) -> None:
@@ -309,16 +377,24 @@ class Program:
         """Record, on each local function a call reaches, what the call passes for each parameter
         (one level, any caller): `accuracy(ddp_net, x)` tells `accuracy` its `net` is a DDP model."""
         for node in fn.own_calls:
-            targets, _ = self.resolve(node.func, fn)
-            for target in targets:
-                params = target.params
-                for index, arg in enumerate(node.args):
-                    if isinstance(arg, ast.Starred) or index >= len(params):
-                        break
-                    target.arguments.setdefault(params[index], []).append((arg, fn))
-                for kw in node.keywords:
-                    if kw.arg in params:
-                        target.arguments.setdefault(kw.arg, []).append((kw.value, fn))
+            self._bind_call(fn, node, [])
+
+    def _bind_call(self, fn: Function, node: ast.Call, bound: list) -> None:
+        """`bound`: the targets bound already (a call bound again once a module it needs is read)."""
+        self._binding = (fn, node, bound)
+        targets, _ = self.resolve(node.func, fn)
+        for target in targets:
+            if target in bound:
+                continue
+            bound.append(target)
+            params = target.params
+            for index, arg in enumerate(node.args):
+                if isinstance(arg, ast.Starred) or index >= len(params):
+                    break
+                target.arguments.setdefault(params[index], []).append((arg, fn))
+            for kw in node.keywords:
+                if kw.arg in params:
+                    target.arguments.setdefault(kw.arg, []).append((kw.value, fn))
 
     def _bind(self, fn: Function, target: ast.AST, value: ast.AST, line: int, iterated: bool = False) -> None:
         if isinstance(target, ast.Name):
@@ -464,10 +540,11 @@ class Program:
     def full_symbol(self, full: str, depth: int = 8) -> Optional[Union[Function, Klass, Module]]:
         if depth <= 0:
             return None
-        if full in self.by_name:
-            return self.by_name[full]
+        found = self._module(full)
+        if found is not None:
+            return found
         owner, _, attr = full.rpartition(".")
-        module = self.by_name.get(owner)
+        module = self._module(owner)
         if module is not None and owner:
             if attr in module.functions:
                 return module.functions[attr]
@@ -486,11 +563,15 @@ class Program:
         cache[klass] = []
         body = klass.module.body
         found = []
+        deferrals = self._deferrals
         for base, node in zip(klass.bases, [b for b in klass.node.bases if dotted(b)]):
             target = self.symbol(base, body) if "." not in base else self.full_symbol(self.qualify(node, body) or base)
             if isinstance(target, Klass) and target is not klass:
                 found.append(target)
-        cache[klass] = found
+        if deferrals != self._deferrals:
+            del cache[klass]  # a base in a module not read yet: asked again later
+        else:
+            cache[klass] = found
         return found
 
     def method(self, klass: Klass, name: str, seen: Optional[set] = None) -> Optional[Function]:
@@ -605,6 +686,22 @@ class Program:
     def _named(self, attr: str) -> list[Function]:
         if attr.startswith("__"):
             return []
+        index = self._methods_index()
+        if self._phase != "walk":
+            return list(index.get(attr, ()))  # only the walk reads these (a call's weak targets)
+        if attr not in COMMON_METHODS:
+            # one method of that name is followed (see _reachable), two are not: quiet modules
+            # that may define one more are read until that is told
+            for source in [s for s in self._waiting.values() if attr in s.defined]:
+                if len(index.get(attr, ())) >= 2:
+                    break
+                if source.module not in self._waiting:
+                    continue
+                self._read(source)
+                index = self._methods_index()
+        return list(index.get(attr, ()))
+
+    def _methods_index(self) -> dict[str, list[Function]]:
         index = self.__dict__.get("_methods_by_name")
         if index is None:
             index = {}
@@ -612,7 +709,7 @@ class Program:
                 for name, method in klass.methods.items():
                     index.setdefault(name, []).append(method)
             self._methods_by_name = index
-        return list(index.get(attr, ()))
+        return index
 
     def reference(self, node: ast.AST, fn: Function) -> list[Function]:
         """A local function passed by name (a callback, mp.spawn's target, a Thread target)."""
@@ -661,6 +758,30 @@ COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "
                   "state_dict", "load_state_dict", "save_checkpoint", "load_checkpoint", "backward",
                   "zero_grad", "apply", "build", "setup", "__init__", "__call__", "fit", "predict",
                   "test", "validate", "evaluate", "compute", "print", "info", "warning", "flush"}
+
+
+def _import_map(source: SourceFile) -> dict[str, str]:
+    """A module's imports: alias -> full dotted name (relative imports resolved)."""
+    imports: dict[str, str] = {}
+    name = source.module or source.import_name  # the script's relative imports: from its package
+    package = name if source.path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in source.imports:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    imports[alias.asname] = alias.name
+                else:
+                    imports[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".") if package else []
+                keep = max(0, len(anchor) - (node.level - 1))
+                base = ".".join(anchor[:keep] + ([base] if base else []))
+            for alias in node.names:
+                if alias.name != "*":
+                    imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+    return imports
 
 
 def _module_nodes(tree: ast.Module) -> list[ast.AST]:

@@ -8,7 +8,9 @@ user's own `model.py`, `utils/dist.py`, never torch's. Nothing is imported or ex
 from __future__ import annotations
 
 import ast
+import bisect
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -16,25 +18,40 @@ from typing import Optional
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.files import open_regular
 from ddpdoctor.core.paths import display_path
+from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
 MAX_BYTES = 4_000_000  # per file
+# A smaller module is parsed when found, quiet or not: it costs little, and a module that does not
+# parse is then told of in a note (one never parsed cannot be)
+QUIET_MIN_CHARS = 2_000
 
 
 @dataclass
 class SourceFile:
-    """One parsed file."""
+    """One file: parsed, or (a quiet module, see `quiet`) found and not yet parsed: `tree` is
+    None until `read(source)` parses it, and `imports` are its import statements alone."""
 
     path: Path  # absolute
     display: str  # as the user reads it: relative to the working directory when beneath it
     module: str  # dotted name it is imported by ("" for the script itself)
-    tree: ast.Module
+    tree: Optional[ast.Module]
     lines: list[str] = field(default_factory=list)
     _nodes: Optional[list] = field(default=None, repr=False)
     # the script's dotted name from the working directory (`python -m pkg.train`), for its
     # relative imports; "" when it lies outside
     import_name: str = ""
+    text: Optional[str] = field(default=None, repr=False)  # kept until parsed (a quiet module)
+
+    @property
+    def defined(self) -> frozenset[str]:
+        """The names a quiet module may define a function or method by (`def name`): a superset,
+        read from the text without parsing it."""
+        found = self.__dict__.get("_defined")
+        if found is None:
+            found = self.__dict__["_defined"] = frozenset(_DEF.findall(self.text or ""))
+        return found
 
     @property
     def nodes(self) -> list[ast.AST]:
@@ -90,17 +107,34 @@ def read_source(path: Path) -> bytes:
     return data
 
 
-def _parse(path: Path, module: str, texts: Optional[dict[Path, str]] = None) -> SourceFile:
+def _text(path: Path, texts: Optional[dict[Path, str]] = None) -> str:
     if texts is not None and path in texts:  # an edit not yet written (lint --fix proving it)
         data = texts[path].encode("utf-8")
     else:
         data = read_source(path)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        text = data.decode("latin-1")
+        return data.decode("latin-1")
+
+
+def _parse(path: Path, module: str, texts: Optional[dict[Path, str]] = None) -> SourceFile:
+    text = _text(path, texts)
+    return SourceFile(path, display_path(path), module, _tree(path, text), text.splitlines())
+
+
+def read(source: SourceFile) -> None:
+    """Parse a quiet module that resolution asks for (UsageError when it is not Python)."""
+    if source.tree is None:
+        source.tree = _tree(source.path, source.text or "")
+        source.lines = source.text.splitlines() if source.text else []
+        source.text = None
+        source.__dict__.pop("_imports", None)  # the scanned statements give way to the tree's
+
+
+def _tree(path: Path, text: str) -> ast.Module:
     try:
-        tree = ast.parse(text, filename=str(path))
+        return ast.parse(text, filename=str(path))
     except SyntaxError as exc:
         raise UsageError(f"{display_path(path)}:{exc.lineno or '?'}: not valid Python: {exc.msg}") from None
     except ValueError as exc:  # null bytes
@@ -108,7 +142,102 @@ def _parse(path: Path, module: str, texts: Optional[dict[Path, str]] = None) -> 
     except (RecursionError, MemoryError):
         raise UsageError(f"{display_path(path)}: nested too deeply to parse (an expression or block "
                          "deeper than the interpreter's limits)") from None
-    return SourceFile(path, display_path(path), module, tree, text.splitlines())
+
+
+# A module is quiet when its text holds none of the words that a pass over every file or every
+# function (reached or not) looks for: collectives and the process group (torch.distributed,
+# Accelerate, Fabric, Lightning, DeepSpeed/FSDP words), a rank or world size (in a name, an
+# environment variable, an attribute set anywhere), spawn targets, seeds (workers' seeding is
+# looked up by name in every file), no_sync and accumulation, an `epoch` loop. Such a module is
+# parsed only when resolution asks for a name it defines (program.py), and is then read whole
+# like any other: what the walk of a reached function finds there (a save, a DataLoader, a
+# backward, a break) needs no word here. Unread stay what a quiet module adds on its own: its top
+# level (run at import), the arguments its functions pass, the attributes they set; a model
+# zoo's hundred model files are never parsed. A crude superset (substrings of the lowered text).
+_LOUD_WORDS = tuple(sorted({
+    "dist.", "distributed", "ddp", "fsdp", "deepspeed", "accelerat", "fabric", "lightning", "torch_xla",
+    "rank", "world_size", "procid", "localid", "main_process", "local_process", "process_index",
+    "master_proc", "is_master", "spawn", "start_processes", "seed", "epoch", "no_sync",
+    "require_backward_grad_sync", "accumulat", *(w.lower() for w in patterns.RANK_ONLY_DECORATORS)}))
+_DEF = re.compile(r"\bdef[ \t]+(\w+)")
+_FROM = re.compile(r"[ \t]*from[ \t]+[\w.]+[ \t]+$")
+
+
+def _positions(text: str, word: str) -> list[int]:
+    found, at = [], text.find(word)
+    while at >= 0:
+        found.append(at)
+        at = text.find(word, at + len(word))
+    return found
+
+
+def quiet(text: str) -> bool:
+    lowered = text.lower()
+    return not any(word in lowered for word in _LOUD_WORDS)
+
+
+def scan_imports(text: str) -> Optional[list[ast.AST]]:
+    """A file's import statements without parsing the whole file: each line that starts an import
+    (with its parenthesised or backslashed continuation) is parsed alone. None when unsure (an
+    import after `:` or `;`, a line inside a triple-quoted string, one that does not parse): the
+    caller then parses the file."""
+    quotes = sorted(_positions(text, '"""') + _positions(text, "'''"))
+    found: list[ast.AST] = []
+    line, counted = 0, 0
+    for at in _positions(text, "import"):
+        if (at and (text[at - 1].isalnum() or text[at - 1] in "_.")) or text[at + 6:at + 7] not in (" ", "\t", "\\", "("):
+            continue  # `importlib`, `reimport`, `x.import_`: not the keyword
+        start = text.rfind("\n", 0, at) + 1
+        before = text[start:at]
+        if before.strip() and not _FROM.match(before):
+            if "#" in before and ";" not in before:
+                continue  # a comment
+            if ":" in before or ";" in before:
+                return None  # `try: import x`, or text that only looks so: unsure
+            continue  # a comment or a string that says "import"
+        if bisect.bisect(quotes, start) % 2:  # after an odd number of triple quotes: in a string
+            return None
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        statement = text[start:end]
+        if "(" in statement and ")" not in statement:
+            close = text.find(")", start)
+            if close < 0:
+                return None
+            end = close + 1
+        while text[start:end].rstrip().endswith("\\"):
+            more = text.find("\n", end + 1)
+            end = len(text) if more < 0 else more
+        statement = text[start:end]
+        indent = len(statement) - len(statement.lstrip())
+        try:
+            parsed = ast.parse(statement[indent:])
+        except (SyntaxError, ValueError):
+            return None
+        line += text.count("\n", counted, start)
+        counted = start
+        for node in parsed.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for part in ast.walk(node):  # where the whole-file parse puts it
+                    if getattr(part, "lineno", None) == 1:
+                        part.col_offset += indent
+                        if part.end_lineno == 1:
+                            part.end_col_offset += indent
+                ast.increment_lineno(node, line)
+                found.append(node)
+    return found
+
+
+def _found(path: Path, module: str, texts: Optional[dict[Path, str]]) -> SourceFile:
+    """A local module: parsed when it is loud, else kept as text with its imports scanned."""
+    text = _text(path, texts)
+    if len(text) >= QUIET_MIN_CHARS and quiet(text):
+        imports = scan_imports(text)
+        if imports is not None:
+            source = SourceFile(path, display_path(path), module, None, text=text)
+            source.__dict__["_imports"] = imports
+            return source
+    return SourceFile(path, display_path(path), module, _tree(path, text), text.splitlines())
 
 
 def _candidates(name: str, roots: list[Path]) -> Optional[Path]:
@@ -176,13 +305,21 @@ def load_program(script: str, notes: Optional[list[str]] = None,
                 current.import_name = module
             except ValueError:
                 module = current.path.stem
+        if current.tree is None and _nested_local(current, module, is_package, roots):
+            try:  # the walk orders a nested import by its depth, which the scan does not know
+                read(current)
+            except UsageError as exc:
+                files.remove(current)
+                if notes is not None:
+                    notes.append(f"{exc}; not read")
+                continue
         for name, where in _imported_names(current.imports, module, is_package):
             found = _candidates(name, roots)
             if found is None or found in seen or "site-packages" in found.parts:
                 continue
             seen.add(found)
             try:
-                parsed = _parse(found, name, texts)
+                parsed = _found(found, name, texts)
             except UsageError as exc:
                 if notes is not None:
                     notes.append(_not_read(exc, current, where))
@@ -192,9 +329,23 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     return files
 
 
+def _nested_local(source: SourceFile, module: str, is_package: bool, roots: list[Path]) -> bool:
+    """A scanned module imports a local module inside a block or a function: the files are found
+    in the order of the parsed tree's walk (breadth first), so such a module is parsed."""
+    nested = [n for n in source.imports if n.col_offset > 0]
+    return any((found := _candidates(name, roots)) is not None and "site-packages" not in found.parts
+               for name, _ in _imported_names(nested, module, is_package))
+
+
 def _not_read(exc: UsageError, importer: SourceFile, where: ast.AST) -> str:
     """"models/x.py:15: not valid Python: ...; imported at train.py:12 only when `args.arch ==
     'x'`; not read"."""
+    if importer.tree is None:  # a quiet importer: its tree tells the condition
+        try:
+            read(importer)
+        except UsageError:
+            return f"{exc}; imported at {importer.display}:{getattr(where, 'lineno', '?')}; not read"
+        where = next((n for n in importer.imports if n.lineno == where.lineno), where)
     condition = ""
     for node in importer.nodes:
         if isinstance(node, (ast.If, ast.Try)):
