@@ -21,11 +21,11 @@ import ast
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
 from ddpdoctor.lint.patterns import dotted, last_name
 from ddpdoctor.lint.ranks import RankFlow
-from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint.sources import SourceFile, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
@@ -132,6 +132,7 @@ class Program:
         self.sources = files
         self.files = [f for f in files if f.tree is not None]
         self._waiting = {f.module: f for f in files if f.tree is None and f.module}
+        # calls whose binding needed a waiting module: bound when it is read (see _module)
         self._deferred: dict[str, list[tuple[Function, ast.Call, list]]] = {}
         self._late = False
         self._deferrals = 0

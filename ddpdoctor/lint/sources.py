@@ -3,6 +3,8 @@
 A module is local when its source lies next to the script (or under the working directory,
 where `python -m` and torchrun put it on sys.path) and not inside an installed package: the
 user's own `model.py`, `utils/dist.py`, never torch's. Nothing is imported or executed.
+A quiet module (see `quiet`) is found by a scan of its import statements and parsed only when
+the program asks for a name it defines (lint/program.py): a package's model zoo is never parsed.
 """
 
 from __future__ import annotations
