@@ -133,7 +133,7 @@ class Program:
         self.files = [f for f in files if f.tree is not None]
         self._waiting = {f.module: f for f in files if f.tree is None and f.module}
         # calls whose binding needed a waiting module: bound when it is read (see _module)
-        self._deferred: dict[str, list[tuple[Function, ast.Call, list]]] = {}
+        self._deferred: dict[str, dict[int, tuple[Function, ast.Call, list]]] = {}
         self._late = False
         self._deferrals = 0
         self.modules: list[Module] = []
@@ -166,7 +166,7 @@ class Program:
         module = self.by_name.get(name)
         if module is None and name in self._waiting:
             if self._phase == "arguments":
-                self._deferred.setdefault(name, []).append(self._binding)
+                self._deferred.setdefault(name, {})[id(self._binding)] = self._binding  # once per call
                 self._deferrals += 1
                 return None
             self._read(self._waiting[name])
@@ -195,7 +195,7 @@ class Program:
         phase, self._phase = self._phase, "arguments"
         for fn in fresh:
             self._bind_arguments(fn)
-        for binding in self._deferred.pop(source.module, []):
+        for binding in self._deferred.pop(source.module, {}).values():
             self._bind_call(*binding)
         self._phase = phase
         if phase in ("walk", "done"):
