@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from ddpdoctor.lint import cache, sources
+from ddpdoctor.lint import sources
 from ddpdoctor.lint.driver import gather, lint_results
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.sources import load_program, scan_imports
+from tests.unit.test_lint_cache import own_cache  # noqa: F401 (a cache of each test's own)
 
 SCRIPT = """\
 import torch
@@ -40,11 +41,7 @@ def tidy(net):
 
 
 @pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.delenv("DDPDOCTOR_LINT_CACHE", raising=False)
-    monkeypatch.setattr(cache, "_said", set())
+def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # files shown relative to it
 
 
@@ -89,13 +86,22 @@ def test_a_save_in_a_quiet_helper_reached_through_a_call_is_still_found(tmp_path
     assert [f for f in found if f.code == "DDP806"] == []
 
 
-def test_an_edit_to_a_module_never_parsed_still_invalidates_the_cache(tmp_path):
+def test_an_edit_to_a_module_read_late_invalidates_the_cache(tmp_path):
     script = write(tmp_path, "helpers.tidy(model)\n")
     assert not gather(str(script)).cached
     assert gather(str(script)).cached
     (tmp_path / "helpers.py").write_text(HELPERS.replace("return net", "return store(net)"))
     again = gather(str(script))
     assert not again.cached and len(again.saves) == 1  # the save is now reached through tidy
+
+
+def test_an_edit_to_a_module_never_parsed_invalidates_the_cache(tmp_path, monkeypatch):
+    script = write(tmp_path, "x = 1\n")
+    assert [f for f in Program(load_program(str(script), [])).sources if f.tree is None]  # never parsed
+    assert not gather(str(script)).cached
+    assert gather(str(script)).cached
+    (tmp_path / "helpers.py").write_text(HELPERS + "\nimport torch.distributed as dist\n")
+    assert not gather(str(script)).cached
 
 
 def test_a_module_with_a_loud_word_is_parsed_when_found(tmp_path):
