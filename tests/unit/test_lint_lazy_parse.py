@@ -95,13 +95,24 @@ def test_an_edit_to_a_module_read_late_invalidates_the_cache(tmp_path):
     assert not again.cached and len(again.saves) == 1  # the save is now reached through tidy
 
 
-def test_an_edit_to_a_module_never_parsed_invalidates_the_cache(tmp_path, monkeypatch):
+def test_an_edit_to_a_module_never_parsed_invalidates_the_cache(tmp_path):
     script = write(tmp_path, "x = 1\n")
     assert [f for f in Program(load_program(str(script), [])).sources if f.tree is None]  # never parsed
     assert not gather(str(script)).cached
     assert gather(str(script)).cached
     (tmp_path / "helpers.py").write_text(HELPERS + "\nimport torch.distributed as dist\n")
     assert not gather(str(script)).cached
+
+
+def test_lint_fix_reads_a_quiet_module_as_its_unwritten_edit_says(tmp_path):
+    from ddpdoctor.lint.fix.plan import lint_texts
+    script = write(tmp_path, "helpers.tidy(model)\n")
+    edited = {(tmp_path / "helpers.py").resolve(): HELPERS.replace("return net", "return store(net)")}
+    found, read = lint_texts(str(script), edited, set())
+    assert [(f.code, f.location.file) for f in found if f.code == "DDP806"] == [("DDP806", "helpers.py")]
+    assert set(read) == {"train.py", "helpers.py"}
+    found, _ = lint_texts(str(script), {}, set())  # the file on disk: no save reached
+    assert [f for f in found if f.code == "DDP806"] == []
 
 
 def test_a_module_with_a_loud_word_is_parsed_when_found(tmp_path):
