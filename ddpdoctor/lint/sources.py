@@ -161,7 +161,7 @@ _LOUD_WORDS = tuple(sorted({
     "rank", "world_size", "procid", "localid", "main_process", "local_process", "process_index",
     "master_proc", "is_master", "spawn", "start_processes", "seed", "epoch", "no_sync",
     "require_backward_grad_sync", "accumulat", *(w.lower() for w in patterns.RANK_ONLY_DECORATORS)}))
-_DEF = re.compile(r"\bdef[ \t]+(\w+)")
+_DEF = re.compile(r"def[ \t]+(\w+)")  # a literal first: searched fast (`undef x` too: a superset)
 _FROM = re.compile(r"[ \t]*from[ \t]+[\w.]+[ \t]+$")
 
 
@@ -179,13 +179,15 @@ def quiet(text: str) -> bool:
 
 
 def scan_imports(text: str) -> Optional[list[ast.AST]]:
-    """A file's import statements without parsing the whole file: each line that starts an import
-    (with its parenthesised or backslashed continuation) is parsed alone. None when unsure (an
+    """A file's import statements without parsing the whole file: the lines that start an import
+    (with their parenthesised or backslashed continuations) are parsed alone. None when unsure (an
     import after `:` or `;`, a line inside a triple-quoted string, one that does not parse): the
     caller then parses the file."""
     quotes = sorted(_positions(text, '"""') + _positions(text, "'''"))
     found: list[ast.AST] = []
-    line, counted = 0, 0
+    parts: list[str] = []
+    pieces: list[tuple[int, int, int]] = []  # (its first line in the parts joined, in the file - 1, indent)
+    line, counted, joined = 0, 0, 1
     for at in _positions(text, "import"):
         if (at and (text[at - 1].isalnum() or text[at - 1] in "_.")) or text[at + 6:at + 7] not in (" ", "\t", "\\", "("):
             continue  # `importlib`, `reimport`, `x.import_`: not the keyword
@@ -212,21 +214,27 @@ def scan_imports(text: str) -> Optional[list[ast.AST]]:
             end = len(text) if more < 0 else more
         statement = text[start:end]
         indent = len(statement) - len(statement.lstrip())
-        try:
-            parsed = ast.parse(statement[indent:])
-        except (SyntaxError, ValueError):
-            return None
         line += text.count("\n", counted, start)
         counted = start
-        for node in parsed.body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for part in ast.walk(node):  # where the whole-file parse puts it
-                    if getattr(part, "lineno", None) == 1:
-                        part.col_offset += indent
-                        if part.end_lineno == 1:
-                            part.end_col_offset += indent
-                ast.increment_lineno(node, line)
-                found.append(node)
+        pieces.append((joined, line, indent))
+        joined += statement.count("\n") + 1
+        parts.append(statement[indent:])
+    try:  # the statements parsed at once, one per line, then put where the whole-file parse puts them
+        parsed = ast.parse("\n".join(parts))
+    except (SyntaxError, ValueError):
+        return None
+    starts = [piece[0] for piece in pieces]
+    for node in parsed.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            first, line, indent = pieces[bisect.bisect(starts, node.lineno) - 1]
+            for part in (node, *node.names):
+                if part.lineno == first:
+                    part.col_offset += indent
+                if part.end_lineno == first:
+                    part.end_col_offset += indent
+                part.lineno += line - first + 1
+                part.end_lineno += line - first + 1
+            found.append(node)
     return found
 
 
