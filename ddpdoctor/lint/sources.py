@@ -180,7 +180,8 @@ def quiet(text: str) -> bool:
 
 def scan_imports(text: str) -> Optional[list[ast.AST]]:
     """A file's import statements without parsing the whole file: the lines that start an import
-    (with their parenthesised or backslashed continuations) are parsed alone. None when unsure (an
+    (with their parenthesised or backslashed continuations) are parsed, without the rest, at the
+    lines and columns the whole file's parse gives them. None when unsure (an
     import after `:` or `;`, a line inside a triple-quoted string, one that does not parse): the
     caller then parses the file."""
     quotes = sorted(_positions(text, '"""') + _positions(text, "'''"))
