@@ -301,16 +301,17 @@ class Program:
         found = []
         nodes = fn.own if not isinstance(fn.node, ast.Module) else _module_nodes(fn.node)
         for node in nodes:
-            if isinstance(node, ast.Call):
+            cls = node.__class__  # exact classes in a parsed tree: a test per node, not isinstance
+            if cls is ast.Call:
                 if last_name(node.func) in ("isinstance", "issubclass", "cast"):
                     continue
                 handed = [node.func, *node.args, *(kw.value for kw in node.keywords)]
-            elif isinstance(node, (ast.Assign, ast.Return)) and node.value is not None:
+            elif (cls is ast.Assign or cls is ast.Return) and node.value is not None:
                 handed = [node.value]
             else:
                 continue
             for value in handed:
-                if isinstance(value, (ast.Name, ast.Attribute)):
+                if value.__class__ is ast.Name or value.__class__ is ast.Attribute:
                     target = self._callee_symbol(value, fn)
                     if isinstance(target, Klass):
                         found.append(target)

@@ -415,9 +415,16 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     """`r` in `for r in range(world_size):` (or over the number of processes)."""
     if not isinstance(node, ast.Name):
         return False
-    for loop in fn.own:
-        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == node.id:
-            return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
+    loops = fn.__dict__.get("_loops_by_target")
+    if loops is None:  # built once per function: the first `for NAME in ...` of each name
+        loops = {}
+        for loop in fn.own:
+            if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
+                loops.setdefault(loop.target.id, loop)
+        fn.__dict__["_loops_by_target"] = loops
+    loop = loops.get(node.id)
+    if loop is not None:
+        return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
     return False
 
 

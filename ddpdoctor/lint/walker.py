@@ -119,6 +119,9 @@ def _conjuncts(test: ast.AST) -> set[str]:
     return said
 
 
+_LEAVES_AND_SCOPES = {ast.Name, ast.Constant, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef}
+
+
 class Walker:
     """Walks one function's statements in order, keeping the rank tests and loops around them."""
 
@@ -214,9 +217,10 @@ class Walker:
             self.expr(child, guards, loops)
 
     def expr(self, node: ast.AST, guards: tuple[Guard, ...], loops: int) -> None:
-        if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        cls = node.__class__  # a parsed tree's nodes are of the exact classes: set tests, not isinstance
+        if cls in _LEAVES_AND_SCOPES:  # a name or constant has no child; a nested scope is not walked
             return
-        if isinstance(node, ast.IfExp):
+        if cls is ast.IfExp:
             self.expr(node.test, guards, loops)
             test = self.program.ranks.guard(node.test, self.fn)
             if test is None:
@@ -227,7 +231,7 @@ class Walker:
                 self.expr(node.body, guards + (Guard(test, file, node.lineno, id(node), "body"),), loops)
                 self.expr(node.orelse, guards + (Guard(test.negated(), file, node.lineno, id(node), "else"),), loops)
             return
-        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        if cls is ast.BoolOp and node.op.__class__ is ast.And:
             # `rank == 0 and dist.barrier()`: what follows a rank test runs on some ranks only
             current = guards
             for value in node.values:
@@ -236,7 +240,7 @@ class Walker:
                 if test is not None:
                     current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
             return
-        if isinstance(node, ast.Call):
+        if cls is ast.Call:
             self.call(node, guards, loops)
         for child in children(node):
             self.expr(child, guards, loops)
