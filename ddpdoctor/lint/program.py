@@ -71,12 +71,16 @@ class Function:
 
     @property
     def params(self) -> list[str]:
+        found = self.__dict__.get("_params")  # asked of every call's target, many times over
+        if found is not None:
+            return found
         if isinstance(self.node, ast.Module):
             return []
         args = self.node.args
         names = [a.arg for a in args.posonlyargs + args.args]
         if self.cls is not None and self.parent is None and names and names[0] in ("self", "cls"):
             names = names[1:]
+        self.__dict__["_params"] = names
         return names
 
     @property

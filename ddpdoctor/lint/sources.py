@@ -305,6 +305,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     files = [_parse(path, "", texts)]
     seen = {path}
     queue = [files[0]]
+    where_is: dict[str, Optional[Path]] = {}  # every file imports torch, os, ...: each name looked up once
     while queue and len(files) < MAX_FILES:
         current = queue.pop(0)
         is_package = current.path.name == "__init__.py"
@@ -325,7 +326,9 @@ def load_program(script: str, notes: Optional[list[str]] = None,
                     notes.append(f"{exc}; not read")
                 continue
         for name, where in _imported_names(current.imports, module, is_package):
-            found = _candidates(name, roots)
+            if name not in where_is:
+                where_is[name] = _candidates(name, roots)
+            found = where_is[name]
             if found is None or found in seen or "site-packages" in found.parts:
                 continue
             seen.add(found)
