@@ -232,6 +232,7 @@ class Program:
         objects refer to each other (cycles), so without this the trees (a million objects for a
         200-file package) wait for the cyclic collector, which then spends most of a second on
         them; cleared, they are freed at once by reference counting."""
+        self.__dict__.pop("_qualified", None)
         for source in self.sources:
             source.text = None
         for source in self.files:
@@ -424,6 +425,17 @@ class Program:
     def qualify(self, node: ast.AST, fn: Function) -> Optional[str]:
         """The full dotted name of a name or attribute chain, its first part mapped through the
         module's imports: `dist.barrier` -> torch.distributed.barrier."""
+        # asked of the same nodes by the walk and by every rule: answered once per node (the node
+        # is kept with its answer, so a freed node's reused id is never mistaken for it)
+        known = self.__dict__.setdefault("_qualified", {})
+        hit = known.get(id(node))
+        if hit is not None and hit[0] is node and hit[1] is fn.module:
+            return hit[2]
+        full = self._qualify(node, fn)
+        known[id(node)] = (node, fn.module, full)
+        return full
+
+    def _qualify(self, node: ast.AST, fn: Function) -> Optional[str]:
         name = dotted(node)
         if name is None:
             return None
