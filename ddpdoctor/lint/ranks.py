@@ -233,9 +233,10 @@ class RankFlow:
             if found is not None:
                 ranked.append(found)
             elif not self.uniform(part, fn) and not _periodic(part):
-                values.append(text(part))
+                values.append(part)
         if not ranked:
             return None
+        values = [text(part) for part in values]  # only a rank test says them: unparsed then
         first = ranked[0]
         polarity = first.polarity if len(ranked) == 1 else "other"
         assumption = first.assumption
