@@ -136,6 +136,7 @@ class BuilderCore:
         passed_on = {id(n) for sub in walk(node) if strict and isinstance(sub, ast.Call)
                      for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
                      for n in walk(kw.value)}
+        passed_on |= _placement(node)
         for sub in walk(node):
             if id(sub) in passed_on:
                 continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard
@@ -173,6 +174,26 @@ class BuilderCore:
             if isinstance(node, ast.Return) and node.value is call and not isinstance(fn.node, ast.Module):
                 return fn.name
         return ""
+
+
+PLACEMENT_KEYWORDS = frozenset({"device", "device_id", "device_ids", "output_device", "map_location"})
+
+
+def _placement(node: ast.AST) -> set[int]:
+    """The parts of an expression that only say where tensors live (`device=cuda:{rank}`,
+    `torch.device(...)`, the argument of `.to(...)` / `.cuda(...)`): the rank there places the
+    same data on this rank's GPU, it does not choose which data."""
+    placed = set()
+    for sub in walk(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        name = dotted(sub.func) or ""
+        if name in ("torch.device", "device") or last_name(sub.func) in ("to", "cuda"):
+            placed.update(id(n) for arg in [*sub.args, *sub.keywords] for n in walk(arg))
+            if name in ("torch.device", "device"):
+                placed.add(id(sub))
+        placed.update(id(n) for kw in sub.keywords if kw.arg in PLACEMENT_KEYWORDS for n in walk(kw.value))
+    return placed
 
 
 def loc(fn: Function, node: ast.AST) -> Location:

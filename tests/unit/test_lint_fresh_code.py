@@ -1,0 +1,34 @@
+"""Issue 38, measured on repositories new to the corpus: what the lint misjudged there, written
+again in our own words as small scripts, each with its healthy twin."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_real_patterns import codes, lint
+
+
+# ---------------------------------------------------------------------- DDP803
+def test_a_dataset_placed_on_the_ranks_device_is_not_a_manual_shard(tmp_path):
+    found, _ = lint(tmp_path, """
+class Frames(torch.utils.data.Dataset):
+    def __init__(self, files, device=None):
+        self.files, self.device = files, device
+    def __len__(self):
+        return len(self.files)
+    def __getitem__(self, i):
+        return torch.zeros(2, device=self.device)
+rank = dist.get_rank()
+device = torch.device("cuda:{:d}".format(rank))
+frames = Frames(list(range(64)), device=device)
+loader = DataLoader(frames, sampler=DistributedSampler(frames), batch_size=4)
+""")
+    assert codes(found) == []
+
+
+def test_a_dataset_cut_by_the_rank_under_a_sampler_is_still_sharded_twice(tmp_path):
+    found, _ = lint(tmp_path, """
+rank, world = dist.get_rank(), dist.get_world_size()
+device = torch.device("cuda:{:d}".format(rank))
+frames = TensorDataset(torch.randn(64, 2, device=device)[rank::world])
+loader = DataLoader(frames, sampler=DistributedSampler(frames), batch_size=4)
+""")
+    assert codes(found) == [("DDP803", "warning", 10)]
