@@ -102,8 +102,15 @@ class AccumulationFacts:
                     return found[0]
                 if stmt.orelse:
                     a = self._always(stmt.body, fn, pred, depth)
-                    if a is not None and self._always(stmt.orelse, fn, pred, depth) is not None:
+                    b = self._always(stmt.orelse, fn, pred, depth)
+                    if a is not None and b is not None:
                         return a
+                    # `if scaler is None: engine.backward(loss); engine.step() else: <DDP path>`:
+                    # the engine's side is not DDP's, the other side alone decides
+                    if pred == self._backward and (a or b) is not None and any(
+                            no_sync.engine_backward(c, fn) for c, _ in _loop_calls(
+                                stmt.orelse if a is not None else stmt.body, False)):
+                        return a or b
                 continue
             if isinstance(stmt, (ast.With, ast.AsyncWith)):
                 found = next((c for item in stmt.items for c, _ in _expr_calls(item.context_expr, False)
@@ -125,6 +132,8 @@ class AccumulationFacts:
     def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             owner = (last_name(call.func.value) or "").lower()
+            if no_sync.engine_backward(call, fn):
+                return False
             return not any(w in owner for w in ("engine", "fabric", "deepspeed"))
         return self._through(call, fn, depth, self._backward)
 

@@ -32,3 +32,41 @@ frames = TensorDataset(torch.randn(64, 2, device=device)[rank::world])
 loader = DataLoader(frames, sampler=DistributedSampler(frames), batch_size=4)
 """)
     assert codes(found) == [("DDP803", "warning", 10)]
+
+
+# ---------------------------------------------------------------------- DDP805
+ENGINE_OR_DDP = """
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64)), batch_size=4)
+def train_one_epoch(model, scaler, every):
+    for i, (x,) in enumerate(loader):
+        loss = model(x).sum() / every
+        if scaler is None:
+            model.backward(loss)      # an engine that owns backward and step: it knows the boundary
+            model.step()
+        else:
+            {ddp_path}
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    train_one_epoch(model, None, 4)
+"""
+
+
+def test_an_engine_branch_that_owns_backward_and_step_leaves_the_ddp_branch_to_judge(tmp_path):
+    found, _ = lint(tmp_path, ENGINE_OR_DDP.format(ddp_path="""loss.backward()
+            if (i + 1) % every == 0:
+                opt.step()
+                opt.zero_grad()"""))
+    assert codes(found) == [("DDP805", "warning", 17)]
+
+
+def test_the_ddp_branch_with_no_sync_is_clean(tmp_path):
+    found, _ = lint(tmp_path, ENGINE_OR_DDP.format(ddp_path="""if (i + 1) % every != 0:
+                with model.no_sync():
+                    loss.backward()
+            else:
+                loss.backward()
+                opt.step()
+                opt.zero_grad()"""))
+    assert codes(found) == []
