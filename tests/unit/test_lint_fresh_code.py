@@ -70,3 +70,33 @@ def test_the_ddp_branch_with_no_sync_is_clean(tmp_path):
                 opt.step()
                 opt.zero_grad()"""))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP804
+SAMPLER_HELPER = """
+def make_sampler(ds, shuffle, distributed):
+    if distributed:
+        return DistributedSampler(ds, shuffle=shuffle)
+    return RandomSampler(ds) if shuffle else None
+def endless(source):
+    while True:
+        for batch in source:
+            yield batch
+model = DDP(torch.nn.Linear(4, 1))
+ds = TensorDataset(torch.randn(64, 4))
+loader = DataLoader(ds, batch_size=4, sampler=make_sampler(ds, shuffle={shuffle}, distributed=True))
+batches = endless(loader)
+for step in range(1000):
+    (x,) = next(batches)
+    model(x).sum().backward()
+"""
+
+
+def test_a_shuffling_sampler_from_a_helper_drained_by_an_endless_generator_needs_set_epoch(tmp_path):
+    found, _ = lint(tmp_path, SAMPLER_HELPER.format(shuffle=True))
+    assert codes(found) == [("DDP804", "warning", 9)]
+
+
+def test_the_same_helper_called_without_shuffling_needs_no_set_epoch(tmp_path):
+    found, _ = lint(tmp_path, SAMPLER_HELPER.format(shuffle=False))
+    assert codes(found) == []
