@@ -100,3 +100,46 @@ def test_a_shuffling_sampler_from_a_helper_drained_by_an_endless_generator_needs
 def test_the_same_helper_called_without_shuffling_needs_no_set_epoch(tmp_path):
     found, _ = lint(tmp_path, SAMPLER_HELPER.format(shuffle=False))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP801
+NETS = """
+import torch
+class Block(torch.nn.Module):
+    def __init__(self, width, norm=None):
+        super().__init__()
+        if norm is None:
+            norm = torch.nn.{norm}
+        self.fc = torch.nn.Linear(width, width)
+        self.norm = norm(width)
+    def forward(self, x):
+        return self.norm(self.fc(x))
+def small(**kw):
+    return Block(4, **kw), 4
+def large(**kw):
+    return Block(8, **kw), 8
+"""
+
+EVAL_ON_RANK_ZERO = """
+import nets
+rank = dist.get_rank()
+backbone, width = nets.__dict__[os.environ.get("ARCH", "small")]()
+model = DDP(torch.nn.Sequential(backbone, torch.nn.Linear(width, 2)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    if rank == 0:
+        with torch.no_grad():
+            model(torch.randn(2, 4))
+"""
+
+
+def test_a_backbone_picked_from_a_modules_table_by_name_brings_its_batchnorm_buffers(tmp_path):
+    found, _ = lint(tmp_path, EVAL_ON_RANK_ZERO, nets=NETS.format(norm="BatchNorm1d"))
+    assert codes(found) == [("DDP801", "warning", 17)]
+
+
+def test_a_backbone_from_the_same_table_without_buffers_is_clean(tmp_path):
+    found, _ = lint(tmp_path, EVAL_ON_RANK_ZERO, nets=NETS.format(norm="LayerNorm"))
+    assert codes(found) == []
