@@ -222,7 +222,7 @@ class LoaderFacts:
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():
-            if "DistributedSampler" not in (last_name(call.func) or ""):
+            if not self._builds_distributed_sampler(call, fn):
                 continue
             shuffle = keyword(call, "shuffle")
             if shuffle is None and len(call.args) > 3:
@@ -293,6 +293,22 @@ class LoaderFacts:
             if isinstance(value, (ast.Name, ast.Attribute)) and last_name(value):
                 found.add(last_name(value))
         return found
+
+    def _builds_distributed_sampler(self, call: ast.Call, fn: Function) -> bool:
+        """`DistributedSampler(ds)`, or a call through a name bound to the class
+        (`make = RandomSampler if local_rank == -1 else DistributedSampler; make(ds)`)."""
+        if "DistributedSampler" in (last_name(call.func) or ""):
+            return True
+        if not isinstance(call.func, ast.Name):
+            return False
+        for value, _ in self.program.values_of(call.func, fn):
+            if value is call.func:
+                continue
+            for alternative in ((value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,)):
+                if isinstance(alternative, (ast.Name, ast.Attribute)) and \
+                        "DistributedSampler" in (last_name(alternative) or ""):
+                    return True
+        return False
 
     def _fed_from_helper(self, fn: Function, by_line: dict, loader_at, fed: str, shuffle):
         """A DistributedSampler returned by helper fn: the loader whose `sampler=` calls fn, and

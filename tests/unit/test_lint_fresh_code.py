@@ -143,3 +143,32 @@ def test_a_backbone_picked_from_a_modules_table_by_name_brings_its_batchnorm_buf
 def test_a_backbone_from_the_same_table_without_buffers_is_clean(tmp_path):
     found, _ = lint(tmp_path, EVAL_ON_RANK_ZERO, nets=NETS.format(norm="LayerNorm"))
     assert codes(found) == []
+
+
+SAMPLER_ALIAS = """
+local_rank = int(os.environ.get("LOCAL_RANK", -1))
+make = RandomSampler if local_rank == -1 else DistributedSampler
+model = DDP(torch.nn.Linear(4, 1))
+ds = TensorDataset(torch.randn(64, 4))
+loader = DataLoader(ds, batch_size=4, sampler=make(ds))
+it = iter(loader)
+for epoch in range(3):
+    {restart}
+    for step in range(10):
+        try:
+            (x,) = next(it)
+        except StopIteration:
+            it = iter(loader)
+            (x,) = next(it)
+        model(x).sum().backward()
+"""
+
+
+def test_a_sampler_class_chosen_by_an_alias_is_still_a_distributed_sampler(tmp_path):
+    found, _ = lint(tmp_path, SAMPLER_ALIAS.format(restart="pass"))
+    assert codes(found) == [("DDP804", "warning", 11)]
+
+
+def test_the_alias_with_set_epoch_on_the_loaders_sampler_is_clean(tmp_path):
+    found, _ = lint(tmp_path, SAMPLER_ALIAS.format(restart="loader.sampler.set_epoch(epoch)"))
+    assert codes(found) == []
