@@ -227,7 +227,7 @@ class LoaderFacts:
             shuffle = keyword(call, "shuffle")
             if shuffle is None and len(call.args) > 3:
                 shuffle = call.args[3]
-            name = self.bound_name(fn, call)
+            name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call)
             loader_name, loader_at, fed = "", None, ""
             for fact in loaders:
                 if name and fact.sampler_text in (name, f"self.{name}") and fact.location.file == fn.file.display:
@@ -261,7 +261,8 @@ class LoaderFacts:
                 # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
                 loader_at, fed, shuffle = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
             names = {n for n in (own, loader_name, name, fed) if n}
-            if fn.name in names and not isinstance(fn.node, ast.Module):
+            returned = {r.value.id for r in fn.own if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
+            if (fn.name in names or names & returned) and not isinstance(fn.node, ast.Module):
                 # `return DataLoader(...)` from a builder: the names its callers bind the loader
                 # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
                 names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
@@ -293,6 +294,15 @@ class LoaderFacts:
             if isinstance(value, (ast.Name, ast.Attribute)) and last_name(value):
                 found.add(last_name(value))
         return found
+
+    @staticmethod
+    def _bound_by_conditional(fn: Function, call: ast.Call) -> str:
+        """`sampler = RandomSampler(ds) if not distributed else DistributedSampler(ds)`: the name."""
+        for node in fn.own:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp) and \
+                    call in (node.value.body, node.value.orelse) and len(node.targets) == 1:
+                return last_name(node.targets[0]) or ""
+        return ""
 
     def _builds_distributed_sampler(self, call: ast.Call, fn: Function) -> bool:
         """`DistributedSampler(ds)`, or a call through a name bound to the class
@@ -346,6 +356,11 @@ class LoaderFacts:
                 if isinstance(node, (ast.For, ast.AsyncFor)):
                     names = {last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
                     again = depth > 0 or self.in_loop(fn)
+                    # `shown = tqdm(train_loader)` / `iter(train_loader)` before the loop: the loader inside
+                    names |= {last_name(n) for sub in walk(node.iter) if isinstance(sub, ast.Name)
+                              for value, _ in self.program.values_of(sub, fn, 1) if value is not sub
+                              and isinstance(value, ast.Call)
+                              for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))}
                     for name in filter(None, names):
                         out[name] = out.get(name, False) or again
                         if again and name in fn.params:  # `def endless(src): while True: for b in src`

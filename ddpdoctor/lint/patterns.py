@@ -319,11 +319,12 @@ def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> boo
 
 
 def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
-    """`DistributedDataParallel(...)` (torch's, under any import name)."""
+    """`DistributedDataParallel(...)` (torch's or apex's, under any import name): both all-reduce
+    the gradients in every backward."""
     if not isinstance(value, ast.Call):
         return False
     full = program.qualify(value.func, fn) or ""
-    return full.endswith("DistributedDataParallel") and full.startswith("torch.")
+    return full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel."))
 
 
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
@@ -377,6 +378,8 @@ def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
     flag = keyword(ddp, "broadcast_buffers")
     if flag is not None and not truthy(flag):
         return False
+    if (program.qualify(ddp.func, fn) or "").startswith("apex."):
+        return False  # apex's DistributedDataParallel syncs no buffers in its forward
     if not ddp.args:
         return False
     return _buffered(program, ddp.args[0], fn, 4, set())

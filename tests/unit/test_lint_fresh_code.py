@@ -172,3 +172,60 @@ def test_a_sampler_class_chosen_by_an_alias_is_still_a_distributed_sampler(tmp_p
 def test_the_alias_with_set_epoch_on_the_loaders_sampler_is_clean(tmp_path):
     found, _ = lint(tmp_path, SAMPLER_ALIAS.format(restart="loader.sampler.set_epoch(epoch)"))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- apex's DistributedDataParallel
+APEX = """
+from apex.parallel import DistributedDataParallel as ApexDDP
+net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+model = ApexDDP(net)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64)), batch_size=4)
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for i, (x,) in enumerate(loader):
+        model(x).sum().backward()
+        {step}
+    if dist.get_rank() == 0:
+        with torch.no_grad():
+            model(torch.randn(2, 4))      # apex's forward syncs no buffers: no DDP801
+"""
+
+
+def test_accumulation_on_an_apex_ddp_model_all_reduces_every_micro_step(tmp_path):
+    found, _ = lint(tmp_path, APEX.format(step="""if (i + 1) % 4 == 0:
+            opt.step()"""))
+    assert codes(found) == [("DDP805", "warning", 15)]
+
+
+def test_an_apex_ddp_model_stepping_every_batch_is_clean_and_its_rank_zero_forward_too(tmp_path):
+    found, _ = lint(tmp_path, APEX.format(step="opt.step()"))
+    assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP804 through wrappers
+WRAPPED_LOADER = """
+def make_loader(ds, distributed):
+    sampler = RandomSampler(ds) if not distributed else DistributedSampler(ds)
+    loader = DataLoader(ds, sampler=sampler, batch_size=4)
+    return loader
+model = DDP(torch.nn.Linear(4, 1))
+train_loader = make_loader(TensorDataset(torch.randn(64, 4)), True)
+steps = 0
+while steps < 100:
+    {restart}
+    shown = iter(train_loader)
+    for i, (x,) in enumerate(shown):
+        model(x).sum().backward()
+        steps += 1
+"""
+
+
+def test_a_sampler_chosen_by_a_conditional_and_a_loader_wrapped_before_its_loop_need_set_epoch(tmp_path):
+    found, _ = lint(tmp_path, WRAPPED_LOADER.format(restart="pass"))
+    assert codes(found) == [("DDP804", "warning", 8)]
+
+
+def test_the_wrapped_loader_with_set_epoch_is_clean(tmp_path):
+    found, _ = lint(tmp_path, WRAPPED_LOADER.format(restart="train_loader.sampler.set_epoch(steps)"))
+    assert codes(found) == []
