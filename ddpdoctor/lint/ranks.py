@@ -78,6 +78,25 @@ class RankFlow:
                                 self.spawn_params.add((id(target), target.params[0]))
             for name, values in fn.attr_bindings.items():
                 self.attributes.setdefault(name, []).extend((v, fn) for v in values)
+            for name, value, scope in self._unpacked_attributes(fn):
+                self.attributes.setdefault(name, []).append((value, scope))
+
+    def _unpacked_attributes(self, fn: Function):
+        """`args.rank, args.local_rank, args.world_size = get_envs()`: each attribute gets its
+        element of the tuples the local helper returns (in the helper's order, whatever the
+        names on the left say)."""
+        for node in fn.own:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)
+                    and isinstance(node.targets[0], (ast.Tuple, ast.List))):
+                continue
+            elts = node.targets[0].elts
+            keys = [dotted(t) if isinstance(t, ast.Attribute) and not _on_self(t) else None for t in elts]
+            if not any(keys):
+                continue
+            for target in self.program.resolve(node.value.func, fn)[0]:
+                for ret in _returns(target):
+                    if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) == len(elts):
+                        yield from ((key, value, target) for key, value in zip(keys, ret.elts) if key)
 
     # ------------------------------------------------------------------ values
     def is_rank(self, node: ast.AST, fn: Function, depth: int = 4) -> bool:

@@ -229,3 +229,34 @@ def test_a_sampler_chosen_by_a_conditional_and_a_loader_wrapped_before_its_loop_
 def test_the_wrapped_loader_with_set_epoch_is_clean(tmp_path):
     found, _ = lint(tmp_path, WRAPPED_LOADER.format(restart="train_loader.sampler.set_epoch(steps)"))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP806 through a returned tuple
+ENVS = """
+import argparse
+def read_envs():
+    local = int(os.getenv("LOCAL_RANK", -1))
+    rank = int(os.getenv("RANK", -1))
+    return local, rank, int(os.getenv("WORLD_SIZE", 1))
+args = argparse.Namespace()
+{unpack} = read_envs()
+model = DDP(torch.nn.Linear(4, 1))
+class Runner:
+    def __init__(self, args):
+        self.rank = args.rank
+        self.main = self.rank in [-1, 0]
+    def finish(self):
+        if self.main:
+            torch.save(model.state_dict(), "last.pt")
+Runner(args).finish()
+"""
+
+
+def test_a_rank_unpacked_in_the_wrong_order_from_a_helper_is_the_local_rank(tmp_path):
+    found, _ = lint(tmp_path, ENVS.format(unpack="args.rank, args.local_rank, args.world_size"))
+    assert codes(found) == [("DDP806", "warning", 21)]
+
+
+def test_the_same_helper_unpacked_in_its_order_gives_the_global_rank(tmp_path):
+    found, _ = lint(tmp_path, ENVS.format(unpack="args.local_rank, args.rank, args.world_size"))
+    assert codes(found) == []
