@@ -59,9 +59,13 @@ class AccumulationFacts:
                 return None
             return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
         outer = _enclosing_loop(fn.node, loop)
-        if outer is None:
+        if outer is not None:
+            body = outer.body
+        elif not isinstance(fn.node, ast.Module) and self.in_loop(fn):
+            body = fn.node.body  # `def train_step(): for micro in ...: backward; opt.step()`, called in a loop
+        else:
             return None
-        after = [c for c, cond in _loop_calls(outer.body, False, skip=loop) if self._step(c, fn)
+        after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
                  and c.lineno > loop.lineno]
         if not after:
             return None
@@ -176,6 +180,11 @@ class AccumulationFacts:
         if depth <= 0:
             return False
         targets, _ = self.program.resolve(call.func, fn)
+        if not targets and isinstance(call.func, ast.Name):
+            # `backwards = partial(loss_backwards, fp16)`; `backwards(loss, opt)`: the wrapped helper
+            for value, scope in self.program.values_of(call.func, fn, 1):
+                if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
+                    targets += self.program.resolve(value.args[0], scope)[0]
         return any(self._always(target.node.body, target, pred, depth - 1) is not None for target in targets)
 
 

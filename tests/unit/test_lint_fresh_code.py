@@ -260,3 +260,81 @@ def test_a_rank_unpacked_in_the_wrong_order_from_a_helper_is_the_local_rank(tmp_
 def test_the_same_helper_unpacked_in_its_order_gives_the_global_rank(tmp_path):
     found, _ = lint(tmp_path, ENVS.format(unpack="args.local_rank, args.rank, args.world_size"))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP805 through functools.partial
+PARTIAL = """
+from functools import partial
+def run_backward(scale, loss, opt):
+    (loss * scale).backward()
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64)), batch_size=4)
+backwards = partial(run_backward, 1.0)
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    batches = iter(loader)
+    opt.zero_grad()
+    for i in range(4):
+        (x,) = next(batches)
+        backwards(model(x).sum(), opt)
+        {inner_step}
+    {outer_step}
+"""
+
+
+def test_a_backward_reached_through_a_partial_of_a_helper_accumulates(tmp_path):
+    found, _ = lint(tmp_path, PARTIAL.format(inner_step="pass", outer_step="opt.step()"))
+    assert codes(found) == [("DDP805", "warning", 20)]
+
+
+def test_a_step_after_every_backward_through_the_partial_is_clean(tmp_path):
+    found, _ = lint(tmp_path, PARTIAL.format(inner_step="opt.step()", outer_step="pass"))
+    assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP805: the outer loop in the caller
+TRAIN_STEP = """
+class Runner:
+    def __init__(self):
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.every = 4
+    def train_step(self, batches):
+        self.opt.zero_grad()
+        for i in range(self.every):
+            (x,) = next(batches)
+            {micro}
+        self.opt.step()
+runner = Runner()
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64), shuffle=False), batch_size=4)
+batches = iter(loader)
+for step in range(10):
+    runner.train_step(batches)
+"""
+
+
+def test_micro_steps_in_a_method_that_a_caller_runs_in_a_loop_accumulate(tmp_path):
+    found, _ = lint(tmp_path, TRAIN_STEP.format(micro="(self.model(x).sum() / self.every).backward()"))
+    assert codes(found) == [("DDP805", "warning", 16)]
+
+
+def test_the_same_method_with_no_sync_on_all_but_the_last_micro_step_is_clean(tmp_path):
+    found, _ = lint(tmp_path, TRAIN_STEP.format(micro="""ctx = self.model.no_sync() if i < self.every - 1 else contextlib.nullcontext()
+            with ctx:
+                (self.model(x).sum() / self.every).backward()"""))
+    assert codes(found) == []
+
+
+def test_a_method_handed_to_a_retry_wrapper_in_a_loop_runs_in_that_loop(tmp_path):
+    source = TRAIN_STEP.format(micro="(self.model(x).sum() / self.every).backward()").replace(
+        "    runner.train_step(batches)", "    with_retries(runner.train_step, batches)")
+    found, _ = lint(tmp_path, "def with_retries(f, *args):\n    return f(*args)\n" + source)
+    assert codes(found) == [("DDP805", "warning", 19)]
+
+
+def test_the_same_method_handed_on_once_outside_a_loop_is_not_accumulation(tmp_path):
+    source = TRAIN_STEP.format(micro="(self.model(x).sum() / self.every).backward()").replace(
+        "for step in range(10):\n    runner.train_step(batches)", "with_retries(runner.train_step, batches)")
+    found, _ = lint(tmp_path, "def with_retries(f, *args):\n    return f(*args)\n" + source)
+    assert codes(found) == []
