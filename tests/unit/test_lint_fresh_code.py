@@ -338,3 +338,37 @@ def test_the_same_method_handed_on_once_outside_a_loop_is_not_accumulation(tmp_p
         "for step in range(10):\n    runner.train_step(batches)", "with_retries(runner.train_step, batches)")
     found, _ = lint(tmp_path, "def with_retries(f, *args):\n    return f(*args)\n" + source)
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP806: a per-sample cache
+SAMPLE_CACHE = """
+class Clips(torch.utils.data.Dataset):
+    def __init__(self, files):
+        self.files = files
+    def __len__(self):
+        return len(self.files)
+    def features(self, name):
+        cached = {path}
+        if os.path.exists(cached):
+            return torch.load(cached)
+        feats = torch.randn(4)
+        torch.save(feats, cached)
+        return feats
+    def __getitem__(self, index):
+        return self.features(self.files[index])
+model = DDP(torch.nn.Linear(4, 1))
+ds = Clips([f"clip{{i}}.wav" for i in range(64)])
+loader = DataLoader(ds, sampler=DistributedSampler(ds, shuffle=False), batch_size=4)
+for x in loader:
+    model(x).sum().backward()
+"""
+
+
+def test_a_cache_file_per_sample_written_while_loading_it_is_not_every_rank_writing(tmp_path):
+    found, _ = lint(tmp_path, SAMPLE_CACHE.format(path='name.replace(".wav", ".feat.pt")'))
+    assert codes(found) == []
+
+
+def test_one_fixed_file_written_while_loading_every_sample_is_still_every_rank(tmp_path):
+    found, _ = lint(tmp_path, SAMPLE_CACHE.format(path='"features.pt"'))
+    assert codes(found) == [("DDP806", "warning", 17)]
