@@ -273,6 +273,11 @@ def _bound_method(program, node: ast.AST, fn) -> list:
     source builds (`model = Trainer(...)`); whoever receives it runs it."""
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
         return []
+    methods = program.__dict__.get("_method_names")
+    if methods is None:  # built once: most attributes handed on (`args.lr`) name no local method
+        methods = program.__dict__["_method_names"] = {m for k in program.classes for m in k.methods}
+    if node.attr not in methods:
+        return []
     klass = program.class_of(node.value, fn)
     method = program.method(klass, node.attr) if klass is not None else None
     return [method] if method is not None else []
