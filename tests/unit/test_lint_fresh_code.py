@@ -3,6 +3,8 @@ again in our own words as small scripts, each with its healthy twin."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.test_lint_real_patterns import codes, lint
 
 
@@ -164,16 +166,6 @@ for epoch in range(3):
 """
 
 
-def test_a_sampler_class_chosen_by_an_alias_is_still_a_distributed_sampler(tmp_path):
-    found, _ = lint(tmp_path, SAMPLER_ALIAS.format(restart="pass"))
-    assert codes(found) == [("DDP804", "warning", 11)]
-
-
-def test_the_alias_with_set_epoch_on_the_loaders_sampler_is_clean(tmp_path):
-    found, _ = lint(tmp_path, SAMPLER_ALIAS.format(restart="loader.sampler.set_epoch(epoch)"))
-    assert codes(found) == []
-
-
 # ---------------------------------------------------------------------- apex's DistributedDataParallel
 APEX = """
 from apex.parallel import DistributedDataParallel as ApexDDP
@@ -221,14 +213,17 @@ while steps < 100:
 """
 
 
-def test_a_sampler_chosen_by_a_conditional_and_a_loader_wrapped_before_its_loop_need_set_epoch(tmp_path):
-    found, _ = lint(tmp_path, WRAPPED_LOADER.format(restart="pass"))
-    assert codes(found) == [("DDP804", "warning", 8)]
-
-
-def test_the_wrapped_loader_with_set_epoch_is_clean(tmp_path):
-    found, _ = lint(tmp_path, WRAPPED_LOADER.format(restart="train_loader.sampler.set_epoch(steps)"))
-    assert codes(found) == []
+@pytest.mark.parametrize("script, restart, expected", [
+    (SAMPLER_ALIAS, "pass", [("DDP804", "warning", 11)]),
+    (SAMPLER_ALIAS, "loader.sampler.set_epoch(epoch)", []),
+    (WRAPPED_LOADER, "pass", [("DDP804", "warning", 8)]),
+    (WRAPPED_LOADER, "train_loader.sampler.set_epoch(steps)", []),
+], ids=["class-alias-without-set-epoch", "class-alias-with-set-epoch",
+        "conditional-sampler-wrapped-loader-without-set-epoch", "wrapped-loader-with-set-epoch"])
+def test_a_sampler_through_a_class_alias_or_a_wrapped_loader_needs_set_epoch_and_is_clean_with_it(
+        tmp_path, script, restart, expected):
+    found, _ = lint(tmp_path, script.format(restart=restart))
+    assert codes(found) == expected
 
 
 # ---------------------------------------------------------------------- DDP806 through a returned tuple
