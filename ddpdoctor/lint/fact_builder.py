@@ -98,8 +98,19 @@ class BuilderCore:
         """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
         if not hasattr(self, "_switch_set"):
             # any test, not only a plain flag: `if opt["dist"]:`, `if args.world_size > 1:`
-            self._switch_set = frozenset(c for fn in self.functions for e in fn.events if e.kind == "init"
-                                         for c, _ in e.conds)
+            conds = {c for fn in self.functions for e in fn.events if e.kind == "init" for c, _ in e.conds}
+            # and the tests around a call of a helper that sets the group up (`if opt["dist"]:
+            # init_dist("pytorch")`), a few calls up
+            starters = {fn for fn in self.functions if any(e.kind == "init" for e in fn.events)}
+            for _ in range(3):
+                calls = [(fn, e) for fn in self.functions for e in fn.events
+                         if e.kind == "call" and starters.intersection(e.targets)]
+                conds |= {c for _, e in calls for c, _ in e.conds}
+                grown = starters | {fn for fn, _ in calls if not isinstance(fn.node, ast.Module)}
+                if grown == starters:
+                    break
+                starters = grown
+            self._switch_set = frozenset(conds)
         return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[bool]:

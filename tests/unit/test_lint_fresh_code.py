@@ -3,8 +3,11 @@ again in our own words as small scripts, each with its healthy twin."""
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
+from ddpdoctor.lint.driver import gather, lint_results
 from tests.unit.test_lint_real_patterns import codes, lint
 
 
@@ -367,3 +370,50 @@ def test_a_cache_file_per_sample_written_while_loading_it_is_not_every_rank_writ
 def test_one_fixed_file_written_while_loading_every_sample_is_still_every_rank(tmp_path):
     found, _ = lint(tmp_path, SAMPLE_CACHE.format(path='"features.pt"'))
     assert codes(found) == [("DDP806", "warning", 17)]
+
+
+# ---------------------------------------------------------------------- DDP802: two branches on one flag
+def _lint_alone(tmp_path, source: str):
+    """Lint a script without the shared header (which sets up the process group unconditionally)."""
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(source).lstrip("\n"))
+    facts = gather(str(path))
+    return [f for r in lint_results(facts, set()) for f in r.findings]
+
+
+ONE_FLAG = """
+import os
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+def start(launcher):
+    if launcher == "env":
+        dist.init_process_group("gloo")
+opt = {"dist": os.environ.get("WORLD_SIZE") is not None}
+if opt["dist"]:
+    start("env")
+data = TensorDataset(torch.randn(64, 4))
+net = torch.nn.Linear(4, 1)
+model = torch.nn.parallel.DistributedDataParallel(net) if opt["dist"] else net
+for epoch in range(2):
+    if opt["dist"]:
+        sampler = DistributedSampler(data)
+        sampler.set_epoch(epoch)
+        loader = DataLoader(data, sampler=sampler, batch_size=4)
+    else:
+        loader = DataLoader(data, shuffle=True, batch_size=4)
+    for (x,) in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_plain_loader_in_the_else_of_the_flag_that_starts_the_group_through_a_helper_is_single_process(tmp_path):
+    found = _lint_alone(tmp_path, ONE_FLAG)
+    assert codes(found) == []
+
+
+def test_a_plain_loader_outside_that_flag_is_still_unsharded(tmp_path):
+    found = _lint_alone(tmp_path, ONE_FLAG.replace(
+        "    else:\n        loader = DataLoader(data, shuffle=True, batch_size=4)\n",
+        "    loader = DataLoader(data, shuffle=True, batch_size=4)\n"))
+    assert [c for c, _, _ in codes(found)] == ["DDP802"]
