@@ -417,3 +417,39 @@ def test_a_plain_loader_outside_that_flag_is_still_unsharded(tmp_path):
         "    else:\n        loader = DataLoader(data, shuffle=True, batch_size=4)\n",
         "    loader = DataLoader(data, shuffle=True, batch_size=4)\n"))
     assert [c for c, _, _ in codes(found)] == ["DDP802"]
+
+
+# ---------------------------------------------------------------------- DDP801: the model a call site passes
+EVAL_HELPER = """
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 1)
+        self.register_buffer("scale", torch.ones(1))
+    def forward(self, x):
+        return self.fc(x) * self.scale
+def plain(m):
+    return m.module if hasattr(m, "module") else m
+@torch.no_grad()
+def evaluate(net):
+    return net(torch.randn(2, 4)).sum().item()
+model = DDP(Net())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    if step % 5 == 0:
+        evaluate(model)                  # every rank: fine
+if dist.get_rank() == 0:
+    evaluate({final})
+"""
+
+
+def test_a_final_rank_zero_evaluation_through_the_ddp_wrapper_is_reported(tmp_path):
+    found, _ = lint(tmp_path, EVAL_HELPER.format(final="model"))
+    assert [(c, s) for c, s, _ in codes(found)] == [("DDP801", "warning")]
+
+
+def test_the_same_evaluation_given_the_unwrapped_module_is_clean(tmp_path):
+    found, _ = lint(tmp_path, EVAL_HELPER.format(final="plain(model)"))
+    assert codes(found) == []
