@@ -108,7 +108,9 @@ class AccumulationFacts:
                     a = self._always(stmt.body, fn, pred, depth)
                     b = self._always(stmt.orelse, fn, pred, depth)
                     if a is not None and b is not None:
-                        return a
+                        # `if args.fp16: scaled.backward() else: loss.backward()`: name the side the
+                        # flag takes by default (a store_true option is off unless given)
+                        return b if self._flag_default(stmt.test) is False else a
                     # `if scaler is None: engine.backward(loss); engine.step() else: <DDP path>`:
                     # the engine's side is not DDP's, the other side alone decides
                     if pred == self._backward and (a or b) is not None and any(
@@ -132,6 +134,30 @@ class AccumulationFacts:
                 if pred(call, fn, depth):
                     return call
         return None
+
+    def _flag_default(self, test: ast.AST) -> Optional[bool]:
+        """The default of a command-line flag a test reads (`if args.fp16:`): False for
+        `add_argument("--fp16", action="store_true")` without a default, True with default=True;
+        None when the test is not such a flag."""
+        if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)):
+            return None
+        flags = self.__dict__.get("_flags")
+        if flags is None:
+            flags = self.__dict__["_flags"] = {}
+            for f in self.program.files:
+                for node in f.of(ast.Call):
+                    if last_name(node.func) != "add_argument" or not node.args or \
+                            not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
+                        continue
+                    action, default = keyword(node, "action"), keyword(node, "default")
+                    if not is_const(action, "store_true"):
+                        continue
+                    dest = keyword(node, "dest")
+                    name = dest.value if isinstance(dest, ast.Constant) else node.args[0].value.lstrip("-").replace("-", "_")
+                    value = False if default is None or is_const(default, False) else \
+                        True if is_const(default, True) else None
+                    flags[name] = None if name in flags and flags[name] != value else value
+        return flags.get(test.attr)
 
     def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":

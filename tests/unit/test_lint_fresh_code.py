@@ -455,3 +455,35 @@ def test_a_final_rank_zero_evaluation_through_the_ddp_wrapper_is_reported_at_tha
 def test_the_same_evaluation_given_the_unwrapped_module_is_clean(tmp_path):
     found, _ = lint(tmp_path, EVAL_HELPER.format(final="plain(model)"))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP805: which branch runs by default
+FLAG_BRANCHES = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--half", action="store_true"{default})
+args = parser.parse_args()
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64)), batch_size=4)
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for i, (x,) in enumerate(loader):
+        loss = model(x).sum() / 4
+        if args.half:
+            (loss * 2.0).backward()
+        else:
+            loss.backward()
+        if (i + 1) % 4 == 0:
+            opt.step()
+"""
+
+
+def test_accumulation_is_reported_at_the_backward_of_the_branch_a_store_true_flag_takes_by_default(tmp_path):
+    found, _ = lint(tmp_path, FLAG_BRANCHES.format(default=""))
+    assert codes(found) == [("DDP805", "warning", 21)]
+
+
+def test_a_store_true_flag_defaulting_to_true_takes_the_other_branch(tmp_path):
+    found, _ = lint(tmp_path, FLAG_BRANCHES.format(default=", default=True"))
+    assert codes(found) == [("DDP805", "warning", 19)]
