@@ -20,7 +20,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         Accelerate script that accumulates by hand (`accelerator.backward()` every batch, the
         step every K) without `accelerator.accumulate()` is reported too, and so is
         `model.require_backward_grad_sync = last` set after the micro-step's forward (DDP reads
-        it in the forward: it takes effect one micro-step late). Scripts whose
+        it in the forward: it takes effect one micro-step late), and `with model.no_sync():`
+        entered after the forward, around the backward only (it changes nothing). Scripts whose
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
         engines) are not judged.
 
@@ -49,6 +50,7 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
     if facts.framework is not None:
         return Skipped(f"{facts.framework} handles gradient accumulation")
     late = [acc for acc in facts.accumulations if acc.pattern == "sync_flag_after_forward"]
+    entered_late = [acc for acc in facts.accumulations if acc.pattern == "no_sync_after_forward"]
     problems = [Problem(
         message=(f"require_backward_grad_sync is set at {acc.backward}, after the "
                  f"forward at {acc.step} in the same micro-step: DDP reads the flag in the forward, so it "
@@ -58,8 +60,16 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         location=acc.backward,
         evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
     ) for acc in late]
+    problems += [Problem(
+        message=(f"`no_sync()` is entered at {acc.backward}, after the forward at {acc.step}: DDP decides in "
+                 "the forward whether the backward all-reduces, so the context around the backward alone "
+                 "changes nothing - every micro-step still all-reduces"),
+        hint="put the forward inside the no_sync context with the backward (all but the last micro-step)",
+        location=acc.backward,
+        evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
+    ) for acc in entered_late]
     for acc in facts.accumulations:
-        if acc.by == "accelerate" or acc.pattern == "sync_flag_after_forward":
+        if acc.by == "accelerate" or acc.pattern in ("sync_flag_after_forward", "no_sync_after_forward"):
             continue
         partial = getattr(acc, "no_sync", None) is False
         if facts.no_sync and not partial:

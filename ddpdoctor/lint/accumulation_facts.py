@@ -90,6 +90,27 @@ class AccumulationFacts:
                     if forwards:
                         found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                       "sync_flag_after_forward"))
+                found.extend(self._no_sync_after_forward(fn, loop, body))
+        return found
+
+    def _no_sync_after_forward(self, fn: Function, loop: ast.AST, body: list) -> list[AccumulationFact]:
+        """`loss = model(x)` then `with model.no_sync(): loss.backward()`: DDP decides in the
+        forward whether the backward all-reduces, so a no_sync entered after it changes nothing."""
+        found = []
+        for node in body:
+            if not isinstance(node, (ast.With, ast.AsyncWith)):
+                continue
+            owners = {text(c.func.value) for item in node.items for c in walk(item.context_expr)
+                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "no_sync"}
+            inside = [c for stmt in node.body for c in walk(stmt) if isinstance(c, ast.Call)]
+            for owner in owners:
+                if any(text(c.func) == owner for c in inside) or not any(self._backward(c, fn) for c in inside):
+                    continue  # the forward runs inside (as meant), or no backward there
+                forwards = [c for c in body if isinstance(c, ast.Call) and text(c.func) == owner
+                            and c.lineno < node.lineno]
+                if forwards:
+                    found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
+                                                  "no_sync_after_forward"))
         return found
 
     def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2) -> Optional[ast.Call]:

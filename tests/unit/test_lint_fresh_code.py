@@ -46,8 +46,8 @@ opt = torch.optim.SGD(model.parameters(), lr=0.1)
 loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64)), batch_size=4)
 def train_one_epoch(model, scaler, every):
     for i, (x,) in enumerate(loader):
-        loss = model(x).sum() / every
         if scaler is None:
+            loss = model(x).sum() / every
             model.backward(loss)      # an engine that owns backward and step: it knows the boundary
             model.step()
         else:
@@ -59,7 +59,7 @@ for epoch in range(2):
 
 
 def test_an_engine_branch_that_owns_backward_and_step_leaves_the_ddp_branch_to_judge(tmp_path):
-    found, _ = lint(tmp_path, ENGINE_OR_DDP.format(ddp_path="""loss.backward()
+    found, _ = lint(tmp_path, ENGINE_OR_DDP.format(ddp_path="""(model(x).sum() / every).backward()
             if (i + 1) % every == 0:
                 opt.step()
                 opt.zero_grad()"""))
@@ -69,9 +69,9 @@ def test_an_engine_branch_that_owns_backward_and_step_leaves_the_ddp_branch_to_j
 def test_the_ddp_branch_with_no_sync_is_clean(tmp_path):
     found, _ = lint(tmp_path, ENGINE_OR_DDP.format(ddp_path="""if (i + 1) % every != 0:
                 with model.no_sync():
-                    loss.backward()
+                    (model(x).sum() / every).backward()
             else:
-                loss.backward()
+                (model(x).sum() / every).backward()
                 opt.step()
                 opt.zero_grad()"""))
     assert codes(found) == []
@@ -487,3 +487,33 @@ def test_accumulation_is_reported_at_the_backward_of_the_branch_a_store_true_fla
 def test_a_store_true_flag_defaulting_to_true_takes_the_other_branch(tmp_path):
     found, _ = lint(tmp_path, FLAG_BRANCHES.format(default=", default=True"))
     assert codes(found) == [("DDP805", "warning", 19)]
+
+
+# ---------------------------------------------------------------------- DDP805: no_sync around the backward only
+NO_SYNC_PLACE = """
+import contextlib
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64)), batch_size=4)
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for i, (x,) in enumerate(loader):
+        last = (i + 1) % 4 == 0
+        {body}
+        if last:
+            opt.step()
+"""
+
+
+def test_no_sync_around_the_backward_alone_comes_after_the_forward_that_decided_the_sync(tmp_path):
+    found, _ = lint(tmp_path, NO_SYNC_PLACE.format(body="""loss = model(x).sum() / 4
+        with (contextlib.nullcontext() if last else model.no_sync()):
+            loss.backward()"""))
+    assert codes(found) == [("DDP805", "warning", 16)]
+
+
+def test_no_sync_around_the_forward_and_the_backward_is_clean(tmp_path):
+    found, _ = lint(tmp_path, NO_SYNC_PLACE.format(body="""with (contextlib.nullcontext() if last else model.no_sync()):
+            loss = model(x).sum() / 4
+            loss.backward()"""))
+    assert codes(found) == []
