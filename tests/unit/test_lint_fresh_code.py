@@ -250,14 +250,13 @@ Runner(args).finish()
 """
 
 
-def test_a_rank_unpacked_in_the_wrong_order_from_a_helper_is_the_local_rank(tmp_path):
-    found, _ = lint(tmp_path, ENVS.format(unpack="args.rank, args.local_rank, args.world_size"))
-    assert codes(found) == [("DDP806", "warning", 21)]
-
-
-def test_the_same_helper_unpacked_in_its_order_gives_the_global_rank(tmp_path):
-    found, _ = lint(tmp_path, ENVS.format(unpack="args.local_rank, args.rank, args.world_size"))
-    assert codes(found) == []
+@pytest.mark.parametrize("unpack, expected", [
+    ("args.rank, args.local_rank, args.world_size", [("DDP806", "warning", 21)]),
+    ("args.local_rank, args.rank, args.world_size", []),
+], ids=["wrong-order-is-the-local-rank-one-writer-per-node", "helper-order-is-the-global-rank"])
+def test_a_rank_unpacked_from_a_helpers_tuple_takes_the_helpers_element(tmp_path, unpack, expected):
+    found, _ = lint(tmp_path, ENVS.format(unpack=unpack))
+    assert codes(found) == expected
 
 
 # ---------------------------------------------------------------------- DDP805 through functools.partial
@@ -445,16 +444,15 @@ if dist.get_rank() == 0:
 """
 
 
-def test_a_final_rank_zero_evaluation_through_the_ddp_wrapper_is_reported_at_that_call(tmp_path):
-    # the helper's forward also runs on every rank (the periodic evaluation): the one-sided
-    # place is the rank-0 call, not the forward inside the helper
-    found, _ = lint(tmp_path, EVAL_HELPER.format(final="model"))
-    assert codes(found) == [("DDP801", "warning", 27)]
-
-
-def test_the_same_evaluation_given_the_unwrapped_module_is_clean(tmp_path):
-    found, _ = lint(tmp_path, EVAL_HELPER.format(final="plain(model)"))
-    assert codes(found) == []
+# the helper's forward also runs on every rank (the periodic evaluation): the one-sided place is
+# the rank-0 call into it, not the forward inside; given the unwrapped module it is no DDP forward
+@pytest.mark.parametrize("final, expected", [
+    ("model", [("DDP801", "warning", 27)]),
+    ("plain(model)", []),
+], ids=["ddp-wrapper-reported-at-the-rank-zero-call", "unwrapped-module-is-clean"])
+def test_a_final_rank_zero_evaluation_is_judged_by_the_model_that_call_passes(tmp_path, final, expected):
+    found, _ = lint(tmp_path, EVAL_HELPER.format(final=final))
+    assert codes(found) == expected
 
 
 # ---------------------------------------------------------------------- DDP805: which branch runs by default
