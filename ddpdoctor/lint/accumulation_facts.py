@@ -4,6 +4,7 @@ every N) and where DDP's gradient sync is left on for them."""
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -91,6 +92,7 @@ class AccumulationFacts:
                         found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                       "sync_flag_after_forward"))
                 found.extend(self._no_sync_after_forward(fn, loop, body))
+                found.extend(_no_sync_out_of_phase(fn, loop, self._step))
         return found
 
     def _no_sync_after_forward(self, fn: Function, loop: ast.AST, body: list) -> list[AccumulationFact]:
@@ -273,3 +275,75 @@ def _expr_calls(node: ast.AST, conditional: bool) -> Iterator[tuple[ast.Call, bo
     for sub in walk(node):
         if isinstance(sub, ast.Call):
             yield sub, conditional
+
+
+def _no_sync_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[AccumulationFact]:
+    """`model.no_sync() if i % k != 0 else nullcontext()` with the step under
+    `if (i + 1) % k == 0:`: the micro-step that steps runs under no_sync, so its gradients are
+    never all-reduced and the ranks step on their own. Both tests are evaluated over a few
+    periods; only tests on the loop counter and one period are read."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return []
+    counters = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
+    steps = [n for n in walk(loop) if isinstance(n, ast.If)
+             and any(isinstance(c, ast.Call) and is_step(c, fn) for s in n.body for c in walk(s))]
+    found = []
+    for node in walk(loop):
+        if not isinstance(node, (ast.IfExp, ast.If)):
+            continue
+        sides = [(node.body, True), (node.orelse, False)]
+        for side, when in sides:
+            side = side if isinstance(side, list) else [side]
+            if not any(isinstance(c, ast.Attribute) and c.attr == "no_sync" for s in side for c in walk(s)):
+                continue
+            for step in steps:
+                if _overlaps(node.test, when, step.test, counters):
+                    found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, step), "no_sync_on_step"))
+    return found
+
+
+def _overlaps(sync_test: ast.AST, when: bool, step_test: ast.AST, counters: set) -> bool:
+    """Some micro-step where no_sync is on (sync_test == when) and the step runs (step_test true)."""
+    period = {text(n) for t in (sync_test, step_test) for n in walk(t)
+              if isinstance(n, (ast.Name, ast.Attribute)) and not (isinstance(n, ast.Name) and n.id in counters)
+              and not isinstance(getattr(n, "ctx", None), ast.Store)}
+    period = {p for p in period if not any(p != q and q.startswith(p + ".") for q in period)}
+    if len(period) > 1 or not (counters & {n.id for n in walk(sync_test) if isinstance(n, ast.Name)}):
+        return False
+    for k in (2, 3, 4):
+        for i in range(2 * k):
+            values = {**{c: i for c in counters}, **{p: k for p in period}}
+            on, stepping = _value(sync_test, values), _value(step_test, values)
+            if on is None or stepping is None:
+                return False
+            if bool(on) == when and stepping:
+                return True
+    return False
+
+
+def _value(node: ast.AST, values: dict):
+    """A small arithmetic and comparison evaluator over the given names; None when it cannot."""
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mod: operator.mod, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+           ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, bool)):
+        return node.value
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return values.get(text(node))
+    if isinstance(node, ast.BinOp) and type(node.op) in ops:
+        left, right = _value(node.left, values), _value(node.right, values)
+        if left is None or right is None or (isinstance(node.op, (ast.Mod, ast.FloorDiv)) and right == 0):
+            return None
+        return ops[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _value(node.operand, values)
+        return None if inner is None else not inner
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in ops:
+        left, right = _value(node.left, values), _value(node.comparators[0], values)
+        return None if left is None or right is None else ops[type(node.ops[0])](left, right)
+    if isinstance(node, ast.BoolOp):
+        parts = [_value(v, values) for v in node.values]
+        if any(p is None for p in parts):
+            return None
+        return all(parts) if isinstance(node.op, ast.And) else any(parts)
+    return None

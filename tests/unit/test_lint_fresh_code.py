@@ -515,3 +515,31 @@ def test_no_sync_around_the_forward_and_the_backward_is_clean(tmp_path):
             loss = model(x).sum() / 4
             loss.backward()"""))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP805: no_sync out of phase with the step
+PHASE = """
+import contextlib
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64)), batch_size=4)
+accum = int(os.environ.get("ACCUM", 4))
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for batch_idx, (x,) in enumerate(loader):
+        with (model.no_sync() if {skip} else contextlib.nullcontext()):
+            (model(x).sum() / accum).backward()
+        if (batch_idx + 1) % accum == 0:
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_no_sync_on_the_micro_step_that_steps_leaves_the_ranks_gradients_unsynced(tmp_path):
+    found, _ = lint(tmp_path, PHASE.format(skip="batch_idx % accum != 0"))
+    assert codes(found) == [("DDP805", "warning", 15)]
+
+
+def test_no_sync_on_all_but_the_micro_step_that_steps_is_clean(tmp_path):
+    found, _ = lint(tmp_path, PHASE.format(skip="(batch_idx + 1) % accum != 0"))
+    assert codes(found) == []
