@@ -92,7 +92,8 @@ class AccumulationFacts:
                         found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                       "sync_flag_after_forward"))
                 found.extend(self._no_sync_after_forward(fn, loop, body))
-                found.extend(_no_sync_out_of_phase(fn, loop, self._step))
+                if any(isinstance(n, ast.Attribute) and n.attr == "no_sync" for n in body):
+                    found.extend(_no_sync_out_of_phase(fn, loop, self._step))
         return found
 
     def _no_sync_after_forward(self, fn: Function, loop: ast.AST, body: list) -> list[AccumulationFact]:
