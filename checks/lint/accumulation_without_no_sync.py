@@ -20,7 +20,10 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         Accelerate script that accumulates by hand (`accelerator.backward()` every batch, the
         step every K) without `accelerator.accumulate()` is reported too, and so is
         `model.require_backward_grad_sync = last` set after the micro-step's forward (DDP reads
-        it in the forward: it takes effect one micro-step late). Scripts whose
+        it in the forward: it takes effect one micro-step late), and `with model.no_sync():`
+        entered after the forward, around the backward only (it changes nothing), or on for the
+        micro-step that steps (`no_sync() if i % k != 0` with the step at `(i + 1) % k == 0`:
+        that step's gradients are never all-reduced). Scripts whose
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
         engines) are not judged.
 
@@ -49,6 +52,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
     if facts.framework is not None:
         return Skipped(f"{facts.framework} handles gradient accumulation")
     late = [acc for acc in facts.accumulations if acc.pattern == "sync_flag_after_forward"]
+    entered_late = [acc for acc in facts.accumulations if acc.pattern == "no_sync_after_forward"]
+    on_step = [acc for acc in facts.accumulations if acc.pattern == "no_sync_on_step"]
     problems = [Problem(
         message=(f"require_backward_grad_sync is set at {acc.backward}, after the "
                  f"forward at {acc.step} in the same micro-step: DDP reads the flag in the forward, so it "
@@ -58,8 +63,25 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         location=acc.backward,
         evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
     ) for acc in late]
+    problems += [Problem(
+        message=(f"`no_sync()` is entered at {acc.backward}, after the forward at {acc.step}: DDP decides in "
+                 "the forward whether the backward all-reduces, so the context around the backward alone "
+                 "changes nothing - every micro-step still all-reduces"),
+        hint="put the forward inside the no_sync context with the backward (all but the last micro-step)",
+        location=acc.backward,
+        evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
+    ) for acc in entered_late]
+    problems += [Problem(
+        message=(f"no_sync at {acc.backward} is on for a micro-step on which the optimizer steps ({acc.step}): "
+                 "that micro-step's gradients are never all-reduced, so each rank steps on its own gradients "
+                 "and the replicas drift apart"),
+        hint="skip the sync on all but the micro-step that steps: `no_sync() if (i + 1) % k != 0 else nullcontext()`",
+        location=acc.backward,
+        evidence={"loop": str(acc.loop), "step": str(acc.step), "pattern": acc.pattern},
+    ) for acc in on_step]
     for acc in facts.accumulations:
-        if acc.by == "accelerate" or acc.pattern == "sync_flag_after_forward":
+        if acc.by == "accelerate" or acc.pattern in ("sync_flag_after_forward", "no_sync_after_forward",
+                                                     "no_sync_on_step"):
             continue
         partial = getattr(acc, "no_sync", None) is False
         if facts.no_sync and not partial:

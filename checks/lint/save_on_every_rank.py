@@ -16,7 +16,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         up a process group; and one under a per-node test (`if local_rank == 0:`,
         `rank % ngpus_per_node == 0`), which one rank on every node reaches: the global rank
         0 is meant. Saves under `if rank == 0:` (or in a function only called under
-        one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine.
+        one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine,
+        and so is a file per sample written while a dataset loads it (a feature cache in
+        `__getitem__`: the sampler gives each sample to one rank).
         Library writes count the same: a model's `save_pretrained(dir)` (transformers, PEFT,
         diffusers: every calling rank writes unless given `is_main_process=`), safetensors'
         `save_file`. Accelerate's `save` / `save_state` and a Trainer's `save_model` write

@@ -4,6 +4,7 @@ every N) and where DDP's gradient sync is left on for them."""
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -59,9 +60,13 @@ class AccumulationFacts:
                 return None
             return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
         outer = _enclosing_loop(fn.node, loop)
-        if outer is None:
+        if outer is not None:
+            body = outer.body
+        elif not isinstance(fn.node, ast.Module) and self.in_loop(fn):
+            body = fn.node.body  # `def train_step(): for micro in ...: backward; opt.step()`, called in a loop
+        else:
             return None
-        after = [c for c, cond in _loop_calls(outer.body, False, skip=loop) if self._step(c, fn)
+        after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
                  and c.lineno > loop.lineno]
         if not after:
             return None
@@ -86,6 +91,29 @@ class AccumulationFacts:
                     if forwards:
                         found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                       "sync_flag_after_forward"))
+                found.extend(self._no_sync_after_forward(fn, loop, body))
+                if any(isinstance(n, ast.Attribute) and n.attr == "no_sync" for n in body):
+                    found.extend(_no_sync_out_of_phase(fn, loop, self._step))
+        return found
+
+    def _no_sync_after_forward(self, fn: Function, loop: ast.AST, body: list) -> list[AccumulationFact]:
+        """`loss = model(x)` then `with model.no_sync(): loss.backward()`: DDP decides in the
+        forward whether the backward all-reduces, so a no_sync entered after it changes nothing."""
+        found = []
+        for node in body:
+            if not isinstance(node, (ast.With, ast.AsyncWith)):
+                continue
+            owners = {text(c.func.value) for item in node.items for c in walk(item.context_expr)
+                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "no_sync"}
+            inside = [c for stmt in node.body for c in walk(stmt) if isinstance(c, ast.Call)]
+            for owner in owners:
+                if any(text(c.func) == owner for c in inside) or not any(self._backward(c, fn) for c in inside):
+                    continue  # the forward runs inside (as meant), or no backward there
+                forwards = [c for c in body if isinstance(c, ast.Call) and text(c.func) == owner
+                            and c.lineno < node.lineno]
+                if forwards:
+                    found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
+                                                  "no_sync_after_forward"))
         return found
 
     def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2) -> Optional[ast.Call]:
@@ -102,8 +130,17 @@ class AccumulationFacts:
                     return found[0]
                 if stmt.orelse:
                     a = self._always(stmt.body, fn, pred, depth)
-                    if a is not None and self._always(stmt.orelse, fn, pred, depth) is not None:
-                        return a
+                    b = self._always(stmt.orelse, fn, pred, depth)
+                    if a is not None and b is not None:
+                        # `if args.fp16: scaled.backward() else: loss.backward()`: name the side the
+                        # flag takes by default (a store_true option is off unless given)
+                        return b if self._flag_default(stmt.test) is False else a
+                    # `if scaler is None: engine.backward(loss); engine.step() else: <DDP path>`:
+                    # the engine's side is not DDP's, the other side alone decides
+                    if pred == self._backward and (a or b) is not None and any(
+                            no_sync.engine_backward(c, fn) for c, _ in _loop_calls(
+                                stmt.orelse if a is not None else stmt.body, False)):
+                        return a or b
                 continue
             if isinstance(stmt, (ast.With, ast.AsyncWith)):
                 found = next((c for item in stmt.items for c, _ in _expr_calls(item.context_expr, False)
@@ -122,9 +159,35 @@ class AccumulationFacts:
                     return call
         return None
 
+    def _flag_default(self, test: ast.AST) -> Optional[bool]:
+        """The default of a command-line flag a test reads (`if args.fp16:`): False for
+        `add_argument("--fp16", action="store_true")` without a default, True with default=True;
+        None when the test is not such a flag."""
+        if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)):
+            return None
+        flags = self.__dict__.get("_flags")
+        if flags is None:
+            flags = self.__dict__["_flags"] = {}
+            for f in self.program.files:
+                for node in f.of(ast.Call):
+                    if last_name(node.func) != "add_argument" or not node.args or \
+                            not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
+                        continue
+                    action, default = keyword(node, "action"), keyword(node, "default")
+                    if not is_const(action, "store_true"):
+                        continue
+                    dest = keyword(node, "dest")
+                    name = dest.value if isinstance(dest, ast.Constant) else node.args[0].value.lstrip("-").replace("-", "_")
+                    value = False if default is None or is_const(default, False) else \
+                        True if is_const(default, True) else None
+                    flags[name] = None if name in flags and flags[name] != value else value
+        return flags.get(test.attr)
+
     def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             owner = (last_name(call.func.value) or "").lower()
+            if no_sync.engine_backward(call, fn):
+                return False
             return not any(w in owner for w in ("engine", "fabric", "deepspeed"))
         return self._through(call, fn, depth, self._backward)
 
@@ -167,6 +230,11 @@ class AccumulationFacts:
         if depth <= 0:
             return False
         targets, _ = self.program.resolve(call.func, fn)
+        if not targets and isinstance(call.func, ast.Name):
+            # `backwards = partial(loss_backwards, fp16)`; `backwards(loss, opt)`: the wrapped helper
+            for value, scope in self.program.values_of(call.func, fn, 1):
+                if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
+                    targets += self.program.resolve(value.args[0], scope)[0]
         return any(self._always(target.node.body, target, pred, depth - 1) is not None for target in targets)
 
 
@@ -208,3 +276,75 @@ def _expr_calls(node: ast.AST, conditional: bool) -> Iterator[tuple[ast.Call, bo
     for sub in walk(node):
         if isinstance(sub, ast.Call):
             yield sub, conditional
+
+
+def _no_sync_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[AccumulationFact]:
+    """`model.no_sync() if i % k != 0 else nullcontext()` with the step under
+    `if (i + 1) % k == 0:`: the micro-step that steps runs under no_sync, so its gradients are
+    never all-reduced and the ranks step on their own. Both tests are evaluated over a few
+    periods; only tests on the loop counter and one period are read."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return []
+    counters = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
+    steps = [n for n in walk(loop) if isinstance(n, ast.If)
+             and any(isinstance(c, ast.Call) and is_step(c, fn) for s in n.body for c in walk(s))]
+    found = []
+    for node in walk(loop):
+        if not isinstance(node, (ast.IfExp, ast.If)):
+            continue
+        sides = [(node.body, True), (node.orelse, False)]
+        for side, when in sides:
+            side = side if isinstance(side, list) else [side]
+            if not any(isinstance(c, ast.Attribute) and c.attr == "no_sync" for s in side for c in walk(s)):
+                continue
+            for step in steps:
+                if _overlaps(node.test, when, step.test, counters):
+                    found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, step), "no_sync_on_step"))
+    return found
+
+
+def _overlaps(sync_test: ast.AST, when: bool, step_test: ast.AST, counters: set) -> bool:
+    """Some micro-step where no_sync is on (sync_test == when) and the step runs (step_test true)."""
+    period = {text(n) for t in (sync_test, step_test) for n in walk(t)
+              if isinstance(n, (ast.Name, ast.Attribute)) and not (isinstance(n, ast.Name) and n.id in counters)
+              and not isinstance(getattr(n, "ctx", None), ast.Store)}
+    period = {p for p in period if not any(p != q and q.startswith(p + ".") for q in period)}
+    if len(period) > 1 or not (counters & {n.id for n in walk(sync_test) if isinstance(n, ast.Name)}):
+        return False
+    for k in (2, 3, 4):
+        for i in range(2 * k):
+            values = {**{c: i for c in counters}, **{p: k for p in period}}
+            on, stepping = _value(sync_test, values), _value(step_test, values)
+            if on is None or stepping is None:
+                return False
+            if bool(on) == when and stepping:
+                return True
+    return False
+
+
+def _value(node: ast.AST, values: dict):
+    """A small arithmetic and comparison evaluator over the given names; None when it cannot."""
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mod: operator.mod, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+           ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, bool)):
+        return node.value
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return values.get(text(node))
+    if isinstance(node, ast.BinOp) and type(node.op) in ops:
+        left, right = _value(node.left, values), _value(node.right, values)
+        if left is None or right is None or (isinstance(node.op, (ast.Mod, ast.FloorDiv)) and right == 0):
+            return None
+        return ops[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _value(node.operand, values)
+        return None if inner is None else not inner
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in ops:
+        left, right = _value(node.left, values), _value(node.comparators[0], values)
+        return None if left is None or right is None else ops[type(node.ops[0])](left, right)
+    if isinstance(node, ast.BoolOp):
+        parts = [_value(v, values) for v in node.values]
+        if any(p is None for p in parts):
+            return None
+        return all(parts) if isinstance(node.op, ast.And) else any(parts)
+    return None

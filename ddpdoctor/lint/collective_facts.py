@@ -54,9 +54,12 @@ class CollectiveFacts:
                     for target in event.targets:
                         step = f"{fn.file.display}:{event.line} {target.label}"
                         entry = event.node if event.kind == "call" else None
+                        # a helper every rank also runs elsewhere (a periodic evaluation): its
+                        # collective is one-sided only through this call, so the call is the place
+                        here = loc(fn, event.node) if self.only_guarded(target) is False else None
                         for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry):
                             op = through_grad_off(self.program, op, event.node, fn)
-                            reached.append((op, where, [step] + chain, conds))
+                            reached.append((op, here or where, [step] + chain, conds))
                 for op, where, chain, conds in reached:
                     # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
                     # `if use_fsdp_eval: all_reduce()`: every rank gets there

@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, through_grad_off
+from ddpdoctor.lint.patterns import DDP_FORWARD, dotted, is_const, keyword, last_name, through_grad_off
 from ddpdoctor.lint.program import Event, Function, Guard, Program
 
 
@@ -53,6 +53,8 @@ class BuilderCore:
             own_conds = event.conds if call is None else \
                 tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c, context) is True))
             if event.kind == "collective" and id(event) not in paired:
+                if call is not None and self._unwrapped_here(fn, call, event):
+                    continue  # `evaluate(unwrap(model))`: this way in passes the plain module
                 found.append((event.op, loc(fn, event.node), [], own_conds))
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
@@ -65,6 +67,23 @@ class BuilderCore:
         if not stack:
             self._reach[fn] = found
         return found
+
+    def _unwrapped_here(self, fn: Function, call: ast.Call, event) -> bool:
+        """A DDP forward on fn's parameter (`def evaluate(net): net(x)`) where the call entering fn
+        passes the plain module for it (`model.module`, `unwrap(model)` returning
+        `m.module if hasattr(m, "module") else m`): not a DDP forward on this way in."""
+        node = event.node
+        if not (event.op.startswith(DDP_FORWARD) and isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in fn.params and not isinstance(fn.node, ast.Module)):
+            return False
+        args = fn.node.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        offset = 1 if fn.cls is not None and positional[:1] in (["self"], ["cls"]) else 0
+        value = keyword(call, node.func.id)
+        index = positional.index(node.func.id) - offset if node.func.id in positional else -1
+        if value is None and 0 <= index < len(call.args):
+            value = call.args[index]
+        return value is not None and _plain_module(self.program, value, fn, 2)
 
     def _paired(self, fn: Function) -> set[int]:
         """Collectives of a function that pair up across its own rank tests (yolov5's
@@ -98,8 +117,19 @@ class BuilderCore:
         """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
         if not hasattr(self, "_switch_set"):
             # any test, not only a plain flag: `if opt["dist"]:`, `if args.world_size > 1:`
-            self._switch_set = frozenset(c for fn in self.functions for e in fn.events if e.kind == "init"
-                                         for c, _ in e.conds)
+            conds = {c for fn in self.functions for e in fn.events if e.kind == "init" for c, _ in e.conds}
+            # and the tests around a call of a helper that sets the group up (`if opt["dist"]:
+            # init_dist("pytorch")`), a few calls up
+            starters = {fn for fn in self.functions if any(e.kind == "init" for e in fn.events)}
+            for _ in range(3):
+                calls = [(fn, e) for fn in self.functions for e in fn.events
+                         if e.kind == "call" and starters.intersection(e.targets)]
+                conds |= {c for _, e in calls for c, _ in e.conds}
+                grown = starters | {fn for fn, _ in calls if not isinstance(fn.node, ast.Module)}
+                if grown == starters:
+                    break
+                starters = grown
+            self._switch_set = frozenset(conds)
         return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[bool]:
@@ -136,6 +166,7 @@ class BuilderCore:
         passed_on = {id(n) for sub in walk(node) if strict and isinstance(sub, ast.Call)
                      for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
                      for n in walk(kw.value)}
+        passed_on |= _placement(node)
         for sub in walk(node):
             if id(sub) in passed_on:
                 continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard
@@ -173,6 +204,47 @@ class BuilderCore:
             if isinstance(node, ast.Return) and node.value is call and not isinstance(fn.node, ast.Module):
                 return fn.name
         return ""
+
+
+PLACEMENT_KEYWORDS = frozenset({"device", "device_id", "device_ids", "output_device", "map_location"})
+
+
+def _placement(node: ast.AST) -> set[int]:
+    """The parts of an expression that only say where tensors live (`device=cuda:{rank}`,
+    `torch.device(...)`, the argument of `.to(...)` / `.cuda(...)`): the rank there places the
+    same data on this rank's GPU, it does not choose which data."""
+    placed = set()
+    for sub in walk(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        name = dotted(sub.func) or ""
+        if name in ("torch.device", "device") or last_name(sub.func) in ("to", "cuda"):
+            placed.update(id(n) for arg in [*sub.args, *sub.keywords] for n in walk(arg))
+            if name in ("torch.device", "device"):
+                placed.add(id(sub))
+        placed.update(id(n) for kw in sub.keywords if kw.arg in PLACEMENT_KEYWORDS for n in walk(kw.value))
+    return placed
+
+
+def _plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> bool:
+    """`x.module`, `getattr(x, "module", x)`, or a local helper whose every return is one
+    (`return m.module if hasattr(m, "module") else m`: the module whenever there is a wrapper)."""
+    if isinstance(value, ast.Attribute) and value.attr == "module":
+        return True
+    if isinstance(value, ast.IfExp):
+        test = value.test
+        return isinstance(value.body, ast.Attribute) and value.body.attr == "module" and \
+            isinstance(test, ast.Call) and last_name(test.func) == "hasattr" and len(test.args) == 2 and \
+            is_const(test.args[1], "module")
+    if isinstance(value, ast.Call) and last_name(value.func) == "getattr" and len(value.args) >= 2 and \
+            is_const(value.args[1], "module"):
+        return True
+    if isinstance(value, ast.Call) and depth > 0:
+        target = program.callee(value.func, fn)
+        returns = [n.value for n in getattr(target, "own", []) if isinstance(n, ast.Return) and n.value is not None] \
+            if program.is_function(target) and not isinstance(target.node, ast.Module) else []
+        return bool(returns) and all(_plain_module(program, r, target, depth - 1) for r in returns)
+    return False
 
 
 def loc(fn: Function, node: ast.AST) -> Location:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, loc
+from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _switched, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
 from ddpdoctor.lint.program import Function, Klass
@@ -222,12 +222,12 @@ class LoaderFacts:
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():
-            if "DistributedSampler" not in (last_name(call.func) or ""):
+            if not self._builds_distributed_sampler(call, fn):
                 continue
             shuffle = keyword(call, "shuffle")
             if shuffle is None and len(call.args) > 3:
                 shuffle = call.args[3]
-            name = self.bound_name(fn, call)
+            name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call)
             loader_name, loader_at, fed = "", None, ""
             for fact in loaders:
                 if name and fact.sampler_text in (name, f"self.{name}") and fact.location.file == fn.file.display:
@@ -257,8 +257,12 @@ class LoaderFacts:
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
                             (loops > 0 or self.in_loop(sfn)):
                         constant = loc(sfn, scall)
+            if name == fn.name and not isinstance(fn.node, ast.Module):
+                # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
+                loader_at, fed, shuffle = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
             names = {n for n in (own, loader_name, name, fed) if n}
-            if fn.name in names and not isinstance(fn.node, ast.Module):
+            returned = {r.value.id for r in fn.own if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
+            if (fn.name in names or names & returned) and not isinstance(fn.node, ast.Module):
                 # `return DataLoader(...)` from a builder: the names its callers bind the loader
                 # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
                 names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
@@ -272,6 +276,65 @@ class LoaderFacts:
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
         return found
+
+    def _arguments(self, fn: Function, param: str) -> set[str]:
+        """The names fn's callers pass for its parameter `param` (one level up)."""
+        node = fn.node
+        positional = [a.arg for a in node.args.posonlyargs + node.args.args]
+        offset = 1 if fn.cls is not None and positional[:1] in (["self"], ["cls"]) else 0
+        index = positional.index(param) - offset if param in positional else -1
+        found = set()
+        for _, event in self.callers().get(fn, []):
+            call = event.node
+            if not isinstance(call, ast.Call):
+                continue
+            value = keyword(call, param)
+            if value is None and 0 <= index < len(call.args):
+                value = call.args[index]
+            if isinstance(value, (ast.Name, ast.Attribute)) and last_name(value):
+                found.add(last_name(value))
+        return found
+
+    @staticmethod
+    def _bound_by_conditional(fn: Function, call: ast.Call) -> str:
+        """`sampler = RandomSampler(ds) if not distributed else DistributedSampler(ds)`: the name."""
+        for node in fn.own:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp) and \
+                    call in (node.value.body, node.value.orelse) and len(node.targets) == 1:
+                return last_name(node.targets[0]) or ""
+        return ""
+
+    def _builds_distributed_sampler(self, call: ast.Call, fn: Function) -> bool:
+        """`DistributedSampler(ds)`, or a call through a name bound to the class
+        (`make = RandomSampler if local_rank == -1 else DistributedSampler; make(ds)`)."""
+        if "DistributedSampler" in (last_name(call.func) or ""):
+            return True
+        if not isinstance(call.func, ast.Name):
+            return False
+        for value, _ in self.program.values_of(call.func, fn):
+            if value is call.func:
+                continue
+            for alternative in ((value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,)):
+                if isinstance(alternative, (ast.Name, ast.Attribute)) and \
+                        "DistributedSampler" in (last_name(alternative) or ""):
+                    return True
+        return False
+
+    def _fed_from_helper(self, fn: Function, by_line: dict, loader_at, fed: str, shuffle):
+        """A DistributedSampler returned by helper fn: the loader whose `sampler=` calls fn, and
+        the shuffle flag when it is fn's parameter and every call passes a constant for it."""
+        passed = []
+        for caller, event in self.callers().get(fn, []):
+            for node in caller.own:
+                if isinstance(node, ast.Call) and any(kw.value is event.node for kw in node.keywords):
+                    fact = by_line.get((caller.file.display, node.lineno))
+                    if fact is not None:
+                        loader_at, fed = fact.location, fact.name
+            if isinstance(shuffle, ast.Name) and isinstance(event.node, ast.Call):
+                passed.append(_switched(fn, event.node, shuffle.id))
+        if passed and all(p is False for p in passed):
+            shuffle = ast.Constant(False)
+        return loader_at, fed, shuffle
 
     def _iterated_alone(self, name: str) -> bool:
         """A loop over the loader named `name` (a name or attribute) whose body runs no
@@ -293,8 +356,16 @@ class LoaderFacts:
                 if isinstance(node, (ast.For, ast.AsyncFor)):
                     names = {last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
                     again = depth > 0 or self.in_loop(fn)
+                    # `shown = tqdm(train_loader)` / `iter(train_loader)` before the loop: the loader inside
+                    names |= {last_name(n) for sub in walk(node.iter) if isinstance(sub, ast.Name)
+                              for value, _ in self.program.values_of(sub, fn, 1) if value is not sub
+                              and isinstance(value, ast.Call)
+                              for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))}
                     for name in filter(None, names):
                         out[name] = out.get(name, False) or again
+                        if again and name in fn.params:  # `def endless(src): while True: for b in src`
+                            for arg in self._arguments(fn, name):
+                                out[arg] = True
                 # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch)
                 for sub in walk(node):
                     if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \

@@ -14,6 +14,7 @@ import ast
 from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import text
 
 Function = Any
 SYNC_WORDS = ("no_sync", "require_backward_grad_sync")
@@ -46,9 +47,23 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
         parts = [p for p in parts if not program.ranks.uniform(p, fn)]
         if all({n.id for n in walk(p) if isinstance(n, ast.Name)} & stepping for p in parts):
             continue  # a test on the micro-step: how no_sync is meant to be used
+        if any(isinstance(n, ast.Call) and engine_backward(n, fn) for s in other
+               for n in (walk(s) if isinstance(s, ast.AST) else [])):
+            continue  # the other side is an engine's (DeepSpeed): no DDP model to sync there
         if not any(_mentions(n) for s in other for n in (walk(s) if isinstance(s, ast.AST) else [])):
             return False
     return True
+
+
+def engine_backward(call: ast.Call, fn: Function) -> bool:
+    """`model.backward(loss)` with `model.step()` in the same function: an engine (DeepSpeed's)
+    that owns backward and step, and with them the accumulation boundary; a tensor's backward
+    takes no loss and has no step."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and call.args):
+        return False
+    owner = text(call.func.value)
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+               and text(n.func.value) == owner for n in fn.own)
 
 
 def _mentions(node: ast.AST) -> bool:

@@ -319,11 +319,12 @@ def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> boo
 
 
 def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
-    """`DistributedDataParallel(...)` (torch's, under any import name)."""
+    """`DistributedDataParallel(...)` (torch's or apex's, under any import name): both all-reduce
+    the gradients in every backward."""
     if not isinstance(value, ast.Call):
         return False
     full = program.qualify(value.func, fn) or ""
-    return full.endswith("DistributedDataParallel") and full.startswith("torch.")
+    return full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel."))
 
 
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
@@ -377,6 +378,8 @@ def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
     flag = keyword(ddp, "broadcast_buffers")
     if flag is not None and not truthy(flag):
         return False
+    if (program.qualify(ddp.func, fn) or "").startswith("apex."):
+        return False  # apex's DistributedDataParallel syncs no buffers in its forward
     if not ddp.args:
         return False
     return _buffered(program, ddp.args[0], fn, 4, set())
@@ -397,7 +400,17 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         full = (program.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else ""
         if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
             return True
+        if isinstance(value, ast.Name):  # unpacked from a call the program does not resolve
+            if any(_buffered(program, v, s, depth - 1, seen)
+                   for v, s in [*program.unpacked(value.id, scope), *_unpacked_dispatch(program, value.id, scope)]):
+                return True
         if isinstance(value, ast.Call):
+            for target in _dispatched(program, value.func, scope):
+                if (program.is_class(target) and _class_buffered(program, target, seen)) or \
+                        (program.is_function(target) and any(
+                            _buffered(program, n.value, target, depth - 1, seen)
+                            for n in target.own if isinstance(n, ast.Return) and n.value is not None)):
+                    return True
             target = program.callee(value.func, scope)
             if program.is_class(target) and _class_buffered(program, target, seen):
                 return True
@@ -411,6 +424,56 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
     return False
 
 
+def _norm_class_value(node: ast.AST) -> bool:
+    """A BatchNorm class handed on as a value to be called later: assigned, or a default."""
+    values = []
+    if isinstance(node, ast.Assign):
+        values = [node.value]
+    elif isinstance(node, ast.arguments):
+        values = [*node.defaults, *(d for d in node.kw_defaults if d is not None)]
+    return any(isinstance(v, (ast.Name, ast.Attribute)) and "BatchNorm" in (last_name(v) or "") for v in values)
+
+
+def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:
+    """`models.__dict__[name]`, `vars(models)[name]`, `getattr(models, name)`: a local module's
+    table looked up by a name only known at run time; every function and class it defines."""
+    owner = None
+    if isinstance(func, ast.Subscript):
+        table = func.value
+        if isinstance(table, ast.Attribute) and table.attr == "__dict__":
+            owner = table.value
+        elif isinstance(table, ast.Call) and last_name(table.func) == "vars" and table.args:
+            owner = table.args[0]
+    elif isinstance(func, ast.Call) and last_name(func.func) == "getattr" and len(func.args) >= 2:
+        owner = func.args[0]
+    if not isinstance(owner, ast.Name):
+        return []
+    module = program.symbol(owner.id, fn)
+    if module is None or program.is_class(module) or program.is_function(module):
+        return []
+    return [*module.functions.values(), *module.classes.values()]
+
+
+def _unpacked_dispatch(program: Program, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
+    """`backbone, width = models.__dict__[arch](...)`: that element of what each candidate returns."""
+    out = []
+    for node in fn.own:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)
+                and isinstance(node.targets[0], (ast.Tuple, ast.List))):
+            continue
+        names = [t.id if isinstance(t, ast.Name) else None for t in node.targets[0].elts]
+        if name not in names:
+            continue
+        for target in _dispatched(program, node.value.func, fn):
+            if not program.is_function(target):
+                continue
+            for ret in target.own:
+                if isinstance(ret, ast.Return) and isinstance(ret.value, (ast.Tuple, ast.List)) \
+                        and len(ret.value.elts) == len(names):
+                    out.append((ret.value.elts[names.index(name)], target))
+    return out
+
+
 def _class_buffered(program: Program, klass, seen: set) -> bool:
     """The class builds a BatchNorm-like module or registers a buffer unconditionally
     (nanoGPT's causal-mask buffer sits under `if not self.flash:`: not counted)."""
@@ -421,6 +484,8 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
                    for part in (branch.body, branch.orelse)
                    for stmt in (part if isinstance(part, list) else [part]) for n in walk(stmt)}
     for node in walk(klass.node):
+        if _norm_class_value(node):
+            return True  # `norm_layer = nn.BatchNorm2d`, `def __init__(..., norm=nn.BatchNorm2d)`: built later
         if not isinstance(node, ast.Call):
             continue
         name = last_name(node.func) or ""

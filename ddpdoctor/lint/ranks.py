@@ -78,6 +78,37 @@ class RankFlow:
                                 self.spawn_params.add((id(target), target.params[0]))
             for name, values in fn.attr_bindings.items():
                 self.attributes.setdefault(name, []).extend((v, fn) for v in values)
+        unpacking = {id(n) for f in program.files for n in f.of(ast.Assign)
+                     if len(n.targets) == 1 and isinstance(n.targets[0], (ast.Tuple, ast.List))
+                     and isinstance(n.value, ast.Call) and any(isinstance(t, ast.Attribute) for t in n.targets[0].elts)}
+        for fn in program.functions if unpacking else ():
+            for name, value, scope in self._unpacked_attributes(fn, unpacking):
+                self.attributes.setdefault(name, []).append((value, scope))
+
+    def _unpacked_attributes(self, fn: Function, unpacking: set):
+        """`args.rank, args.local_rank, args.world_size = get_envs()`: each attribute gets its
+        element of the tuples the local helper returns (in the helper's order, whatever the
+        names on the left say). unpacking: the ids of such assignments in the program."""
+        if fn.file.display not in self._files_unpacking(unpacking):
+            return
+        for node in fn.own:
+            if id(node) not in unpacking:
+                continue
+            elts = node.targets[0].elts
+            keys = [dotted(t) if isinstance(t, ast.Attribute) and not _on_self(t) else None for t in elts]
+            if not any(keys):
+                continue
+            for target in self.program.resolve(node.value.func, fn)[0]:
+                for ret in _returns(target):
+                    if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) == len(elts):
+                        yield from ((key, value, target) for key, value in zip(keys, ret.elts) if key)
+
+    def _files_unpacking(self, unpacking: set) -> set:
+        files = self.__dict__.get("_unpacking_files")
+        if files is None:
+            files = self.__dict__["_unpacking_files"] = {
+                f.display for f in self.program.files if any(id(n) in unpacking for n in f.of(ast.Assign))}
+        return files
 
     # ------------------------------------------------------------------ values
     def is_rank(self, node: ast.AST, fn: Function, depth: int = 4) -> bool:

@@ -65,6 +65,12 @@ class SaveFacts:
                 if isinstance(fn.node, ast.Module):
                     found.append(SaveFact(where, path_text, True, "module level, no rank test", None, how))
                     continue
+                if path is not None and self._loads_a_sample(fn) and not all(
+                        isinstance(v, ast.Constant) for v, _ in self.program.values_of(path, fn)):
+                    # `Dataset.__getitem__` -> cache the features next to the sample: the sampler
+                    # gives each rank its own samples, so each file has one writer
+                    found.append(SaveFact(where, path_text, False, "a per-sample file written while loading it"))
+                    continue
                 guarded = self.only_guarded(fn)
                 if guarded is None:
                     hook = fn.name.startswith("on_")
@@ -76,6 +82,15 @@ class SaveFacts:
                                           f"{fn.label} is called without a rank test",
                                           self._per_node_callers(fn) if guarded else None, how))
         return found
+
+    def _loads_a_sample(self, fn: Function, depth: int = 3, stack: tuple = ()) -> bool:
+        """fn is a dataset's `__getitem__`, or only ever called from one (a few calls down)."""
+        if fn.name == "__getitem__" and fn.cls is not None:
+            return True
+        if fn in stack or depth <= 0:
+            return False
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(self._loads_a_sample(caller, depth - 1, stack + (fn,)) for caller, _ in sites)
 
     def _per_node_callers(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[str]:
         """The per-node test on some way into fn whose other guards are per-node too: one rank

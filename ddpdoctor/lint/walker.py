@@ -265,8 +265,23 @@ class Walker:
                                    conds=conds))
         passed = [(i, a) for i, a in enumerate(call.args)] + [(kw.arg, kw.value) for kw in call.keywords]
         for slot, arg in passed:
-            refs = program.reference(arg, fn)
+            refs = program.reference(arg, fn) or _bound_method(program, arg, fn)
             if refs and targets and not any(_calls_param(t, slot) for t in targets):
                 continue  # a local helper that only looks at the function (its name, signature)
             if refs:
                 fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))
+
+
+def _bound_method(program, node: ast.AST, fn) -> list:
+    """`retry_call(model.train, ...)`: a local class's method handed on bound to an instance the
+    source builds (`model = Trainer(...)`); whoever receives it runs it."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
+        return []
+    methods = program.__dict__.get("_method_names")
+    if methods is None:  # built once: most attributes handed on (`args.lr`) name no local method
+        methods = program.__dict__["_method_names"] = {m for k in program.classes for m in k.methods}
+    if node.attr not in methods:
+        return []
+    klass = program.class_of(node.value, fn)
+    method = program.method(klass, node.attr) if klass is not None else None
+    return [method] if method is not None else []
