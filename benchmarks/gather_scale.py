@@ -269,13 +269,15 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
         terminal_out = open(os.devnull, "w")
         feed = LiveFeed(ProbeOptions(SCRIPT, nproc_per_node=nproc, nnodes=nnodes, stall_timeout_s=stall_s),
                         run_dir, live.LiveView(Console(file=terminal_out, force_terminal=True, width=160))).start()
+        gather.watches.append(feed.watch)  # as probe/driver.py does
     print("READY", flush=True)
     watch = ProgressWatch(run_dir, stall_s)
+    gather.watches.append(watch)  # as launcher.py does
     cpu0 = wall0 = None
     while True:
         gather.poll()
         watch.poll()
-        if watch.tails and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
+        if watch.heard and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
             cpu0, wall0 = _cpu(), time.monotonic()
             if PROFILE_ENV in os.environ:
                 profile = _profile_threads()

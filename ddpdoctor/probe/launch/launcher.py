@@ -243,6 +243,8 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
     watch = ProgressWatch(run_dir, options.stall_timeout_s)
     deadline = started + options.timeout_s
     gather = peers if isinstance(peers, NodeGather) else None
+    if gather is not None:
+        gather.watches.append(watch)  # other nodes' records as the gather checked them
     reporter = peers if isinstance(peers, NodeReporter) else None
     status = None
     stall_s = None

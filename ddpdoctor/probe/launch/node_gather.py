@@ -81,6 +81,9 @@ class NodeGather:
         self._refused: dict[str, int] = {}  # each distinct refusal line -> how many times
         self._refusal_lines = 0
         self._files: dict[str, Any] = {}
+        # The watchdogs (ProgressWatch: the launcher's, the live view's) handed each forwarded
+        # record as checked here, decoded once, instead of reading back the files written here.
+        self.watches: list[Any] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._request = 0
@@ -345,8 +348,11 @@ class NodeGather:
                 raise wire.BadMessage(f"file: {wire.clean(name, 40)!r} is not rank-<R>.jsonl or .stack")
             self._claim(state, rank)
             if is_rank_telemetry(name):
-                data, last_step = wire.check_records(data, rank, self.world_size)
+                records: Optional[list] = [] if self.watches else None
+                data, last_step = wire.check_records(data, rank, self.world_size, records)
                 state.last_step = max(state.last_step, last_step)
+                for watch in self.watches:  # before the write: they skip the file from now on
+                    watch.forwarded(rank, records)
             else:
                 data = wire.clean(data, len(data))
             handle = self._files.get(name)

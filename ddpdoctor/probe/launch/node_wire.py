@@ -325,10 +325,13 @@ _RECORD_CHECKS = {kind: {f.name: _annotation_check(str(f.type)) for f in fields(
 _WORLD_FIELDS = {"start": "world_size", "init": "world_size"}
 
 
-def check_records(data: str, rank: int, world_size: int) -> tuple[str, int]:
+def check_records(data: str, rank: int, world_size: int,
+                  decoded: Optional[list] = None) -> tuple[str, int]:
     """Forwarded lines of rank-<R>.jsonl: each a known record of that rank in this world, its
     strings cleaned. Returns the lines to store and the highest step a Step record among them
-    reached (0: none); BadMessage for the first line that is not."""
+    reached (0: none); BadMessage for the first line that is not. `decoded`: gets each checked
+    record (its strings cleaned, as stored), so the watchdog
+    reads node 0's forwarded records without decoding their lines again."""
     lines = data.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -354,8 +357,11 @@ def check_records(data: str, rank: int, world_size: int) -> tuple[str, int]:
             raise BadMessage(f"rank {rank}: {record['kind']}.{field_name} is "
                              f"{clean(repr(record.get(field_name)), 20)}, the launched world is {world_size}")
         if "\\u" in line or _CONTROL.search(line):
-            line = jsonl.body(clean_deep(record)).decode()
+            record = clean_deep(record)
+            line = jsonl.body(record).decode()
         if kind == "step" and type(record.get("step")) is int:
             last_step = max(last_step, record["step"])
         out.append(line + "\n")
+        if decoded is not None:
+            decoded.append(record)
     return "".join(out), last_step
