@@ -247,6 +247,9 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
     from ddpdoctor.probe.launch.node_gather import NodeGather
     from ddpdoctor.probe.launch.watchdog import ProgressWatch
+    from ddpdoctor.probe.launch.launcher import READ_AHEAD_AFTER_S, READ_AHEAD_SLICE_S
+    from ddpdoctor.probe.records import read_ahead
+    from ddpdoctor.probe.records.read_ahead import ReadAhead
     from ddpdoctor.probe.driver import analyse
     from ddpdoctor.report import json as json_report
     from ddpdoctor.report import terminal
@@ -273,10 +276,13 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     print("READY", flush=True)
     watch = ProgressWatch(run_dir, stall_s)
     gather.watches.append(watch)  # as launcher.py does
+    ahead = ReadAhead(run_dir)
     cpu0 = wall0 = None
     while True:
         gather.poll()
         watch.poll()
+        if watch.quiet_for() >= READ_AHEAD_AFTER_S:
+            ahead.step(READ_AHEAD_SLICE_S)  # as launcher.py does
         if watch.heard and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
             cpu0, wall0 = _cpu(), time.monotonic()
             if PROFILE_ENV in os.environ:
@@ -288,6 +294,8 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     if PROFILE_ENV in os.environ:
         _dump_profile(profile, os.environ[PROFILE_ENV])
     verdict_at = time.time()
+    caught_up_at = verdict_at - watch.quiet_for()  # node 0 read the last record (its lag behind the ranks)
+    threads_cpu = _threads_cpu()
     cpu1 = _cpu()
     stacks, notes = gather.stacks(10.0)
     stacks_at = time.time()
@@ -303,6 +311,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
         outcome.exit_codes.update({int(r): c for r, c in state.exit_codes.items()})
     outcome.nodes = gather.states()
     Path(run_dir, OUTCOME_FILE).write_text(json.dumps(outcome.to_dict()))
+    read_ahead.hand_over(ahead)
     report = analyse(run_dir, Severity.ERROR, set())
     rendered = json_report.render(report)
     analysed_at = time.time()
@@ -322,7 +331,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     print(json.dumps({"stream_cpu_cores": round(stream_cpu, 2), "report_cpu_s": round(report_cpu, 2),
                       "total_cpu_cores": round(total_cpu, 2),
                       "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-                      "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at,
+                      "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at, "caught_up_at": caught_up_at, "threads_cpu_s": threads_cpu,
                       "phases": {"stacks": round(stacks_at - verdict_at, 2), "finals": round(finals_at - stacks_at, 2),
                                  "analysis": round(analysed_at - finals_at, 2), "render": round(done - analysed_at, 2)},
                       "terminal_lines": screen.getvalue().count("\n"),
@@ -351,6 +360,20 @@ def _dump_profile(profiles, path: str) -> None:
     for profile in profiles[1:]:
         stats.add(profile)
     stats.dump_stats(path)
+
+
+def _threads_cpu() -> dict[str, float]:
+    """CPU seconds node 0's threads used so far, by kind (the name without its node number)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        kind = thread.name.rstrip("0123456789").removesuffix("-node")
+        found[kind] = round(found.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / ticks, 2)
+    return found
 
 
 def _cpu() -> float:
@@ -410,6 +433,7 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
     result.update(world=world, nodes=nnodes, stall_s=stall_s,
                   stall_to_report_s=round(result.pop("report_done") - last_record, 2),
                   detect_s=round(result.pop("verdict_at") - last_record, 2),
+                  behind_s=round(result.pop("caught_up_at") - last_record, 2),
                   errors=[n.error for n in nodes if n.error][:3], run_dir=run_dir)
     return result
 
@@ -525,12 +549,13 @@ def main() -> None:
         r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall, not args.no_live)
         print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
               f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
-              f"(stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
+              f"(last record read {r['behind_s']:.1f} s after it was sent, stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
               f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s, terminal report "
               f"{r['phases']['render']:.2f} s wall; verdict to report {r['report_cpu_s']:.1f} s CPU; node 0 "
               f"{r['total_cpu_cores']:.2f} cores on average from the first record to the report); "
               f"report {r['report_bytes'] / 1024:.0f} KiB JSON, "
-              f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}; run dir {r['run_dir']}"
+              f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}; run dir {r['run_dir']}; "
+              f"node 0's threads' CPU s at the verdict: {r['threads_cpu_s']}"
               + (f"; errors: {r['errors']}" if r["errors"] else ""), flush=True)
 
 

@@ -25,6 +25,8 @@ from ddpdoctor.probe.launch import machine_load, stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
 from ddpdoctor.probe.launch.spec import JobSpec
+from ddpdoctor.probe.records import read_ahead
+from ddpdoctor.probe.records.read_ahead import ReadAhead
 from ddpdoctor.probe.records.rundir import LOG_FILE, TORCHRUN_LOG_DIR
 from ddpdoctor.probe.run_model.outcome import Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
@@ -32,6 +34,10 @@ from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch, job_cpu_seconds
 
 POLL_S = 0.2
+# A quiet spell this long: the rank files are read ahead for the analysis, at most this much of
+# each poll (records/read_ahead.py).
+READ_AHEAD_AFTER_S = 1.0
+READ_AHEAD_SLICE_S = 0.25
 # Multi-node: how long node 0 waits, after its own ranks ended, for the other nodes' ends.
 FINAL_GRACE_S = 15.0
 # Multi-node: how long node 0 waits for every node's ddpdoctor to connect before it names the
@@ -246,6 +252,7 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
     if gather is not None:
         gather.watches.append(watch)  # other nodes' records as the gather checked them
     reporter = peers if isinstance(peers, NodeReporter) else None
+    ahead = ReadAhead(run_dir) if reporter is None else None  # node 0 (or the only node) analyses
     status = None
     stall_s = None
     taken: list = []
@@ -275,6 +282,8 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
         if reporter is not None:
             reporter.poll(local_stacks)
         watch.poll()
+        if ahead is not None and watch.quiet_for() >= READ_AHEAD_AFTER_S:
+            ahead.step(READ_AHEAD_SLICE_S)  # the analysis after a stall verdict reads the rest only
         if code is not None:
             status = "completed" if code == 0 else "crashed"
             break
@@ -341,6 +350,7 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
         launcher_exit = None
     if status == "completed" and leftovers:
         leftovers = [pid for pid in leftovers if pid != proc.pid]
+    read_ahead.hand_over(ahead)
     outcome = Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
                       launcher_exit, "", leftovers if status == "completed" else [],
                       interrupt.signum if status == "interrupted" else None)

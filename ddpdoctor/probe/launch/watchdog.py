@@ -33,7 +33,7 @@ from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe.run_model.stack_text import relative_to
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.records.rank_files import RankFileTail, RankLine
-from ddpdoctor.probe.records.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE, rank_of_name, rank_telemetry_name
+from ddpdoctor.probe.records.rundir import WATCH_FILE, is_rank_telemetry, rank_of
 
 STALL_FLOOR_S = defaults.STALL_FLOOR_S
 # Before any rank has written a record, the ranks are importing torch and the script: slow on a
@@ -130,13 +130,13 @@ class ProgressWatch:
     def __init__(self, run_dir: str, fixed_timeout_s: Optional[float]) -> None:
         self.run_dir = Path(run_dir)
         self.fixed = fixed_timeout_s
-        self.tails: dict[Path, RankFileTail] = {}
+        self.tails: dict[str, RankFileTail] = {}  # by file name
         self.last_progress = time.monotonic()
         self.last_step_time: dict[int, float] = {}
         self.longest_step_gap = 0.0
         self.steps = 0
         self.ranks: dict[int, RankState] = {}
-        self._rank_of: dict[Path, int] = {}
+        self._rank_by_name: dict[str, int] = {}
         # Ranks of other nodes, whose records node 0's gather decoded and checked already
         # (forwarded()): read from this inbox, not again from the files the gather writes.
         # Filled from the gather's thread, drained here (deque and set: one step each under
@@ -171,38 +171,42 @@ class ProgressWatch:
         progressed = False
         while self.inbox:
             rank, records = self.inbox.popleft()
-            path = self.run_dir / rank_telemetry_name(rank)
-            self._rank_of[path] = rank
             for record in records:
-                self.saw_line(path, RankLine(record["kind"], record))
+                self._saw(rank, RankLine(record["kind"], record))
             progressed = True
-        for path in self.run_dir.glob(RANK_TELEMETRY_GLOB):
-            rank = self._rank_of.get(path)
+        for name in self._rank_file_names():
+            rank = self._rank_by_name.get(name)
             if rank is None:
-                rank = self._rank_of[path] = rank_of_name(path.name)
+                if not is_rank_telemetry(name):
+                    continue
+                rank = self._rank_by_name[name] = rank_of(name)
             if rank in self.forwarded_ranks:
                 continue
-            tail = self.tails.get(path) or RankFileTail(path)
+            tail = self.tails.get(name) or RankFileTail(self.run_dir / name)
             if not tail.grew():
                 continue
             lines = tail.records()
             if rank in self.forwarded_ranks:
                 continue  # the gather began writing it meanwhile: those lines come by the inbox
-            self.tails[path] = tail
+            self.tails[name] = tail
             progressed = True
             for line in lines:
-                self.saw_line(path, line)
+                self._saw(rank, line)
         if progressed:
             self.last_progress = time.monotonic()
         return progressed
 
-    def saw_line(self, path: Path, line: RankLine) -> None:
+    def _rank_file_names(self) -> list[str]:
+        """The run dir's file names (names, not paths: at 1,024 ranks hashing a Path per file
+        per poll was a tenth of node 0's watchdog)."""
+        try:
+            with os.scandir(self.run_dir) as entries:
+                return [entry.name for entry in entries]
+        except OSError:
+            return []
+
+    def _saw(self, rank: int, line: RankLine) -> None:
         """One whole telemetry line of one rank."""
-        rank = self._rank_of.get(path)
-        if rank is None:
-            rank = self._rank_of[path] = rank_of_name(path.name)
-            if rank is None:
-                return
         if line.kind == "step":
             self._saw_step(rank, line.data)
         state = self.ranks.get(rank)
