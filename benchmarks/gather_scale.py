@@ -272,10 +272,11 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
         terminal_out = open(os.devnull, "w")
         feed = LiveFeed(ProbeOptions(SCRIPT, nproc_per_node=nproc, nnodes=nnodes, stall_timeout_s=stall_s),
                         run_dir, live.LiveView(Console(file=terminal_out, force_terminal=True, width=160))).start()
-        gather.watches.append(feed.watch)  # as probe/driver.py does
     print("READY", flush=True)
     watch = ProgressWatch(run_dir, stall_s)
     gather.watches.append(watch)  # as launcher.py does
+    if feed is not None:
+        feed.follow(watch)
     ahead = ReadAhead(run_dir)
     cpu0 = wall0 = None
     while True:

@@ -170,9 +170,11 @@ def job_environment(options: JobSpec, run_dir: str, run_id: str, pg_timeout_s: f
 
 
 def run_job(options: JobSpec, run_dir: str, run_id: str, pg_timeout_s: float,
-            use_pyspy: bool = True, launcher: str = "torchrun", peers=None) -> Outcome:
+            use_pyspy: bool = True, launcher: str = "torchrun", peers=None, live=None) -> Outcome:
     """Run the job to its end (completed, crashed, stalled, timed out or interrupted).
-    `peers`: on a multi-node probe, node 0's NodeGather or another node's NodeReporter."""
+    `peers`: on a multi-node probe, node 0's NodeGather or another node's NodeReporter.
+    `live`: the live view (LiveFeed), shown this run's watchdog rather than reading the ranks'
+    records a second time."""
     port = store_port(options, launcher)
     host = (options.rdzv_endpoint.rpartition(":")[0] if options.rdzv_endpoint else options.master_addr) or "localhost"
     before = port_fact(port, host, "before")
@@ -200,7 +202,7 @@ def run_job(options: JobSpec, run_dir: str, run_id: str, pg_timeout_s: float,
             except OSError as exc:
                 return Outcome("launch_failed", 0.0, log_tail=f"could not start the job: {exc}")
             outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy, peers,
-                                 health=lambda: _run_dir_trouble(run_dir, log),
+                                 health=lambda: _run_dir_trouble(run_dir, log), live=live,
                                  script_is_launcher=launcher == "none")
     finally:
         interrupt.restore()
@@ -245,8 +247,10 @@ def _run_dir_trouble(run_dir: str, log: JobLog) -> Optional[str]:
 
 def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: str,
                started: float, interrupt: Interrupt, use_pyspy: bool, peers=None,
-               health=lambda: None, script_is_launcher: bool = False) -> Outcome:
+               health=lambda: None, script_is_launcher: bool = False, live=None) -> Outcome:
     watch = ProgressWatch(run_dir, options.stall_timeout_s)
+    if live is not None:
+        live.follow(watch)
     deadline = started + options.timeout_s
     gather = peers if isinstance(peers, NodeGather) else None
     if gather is not None:
