@@ -317,8 +317,10 @@ def _site(v: Any) -> bool:
             and isinstance(v.get("func", ""), str))
 
 
-_RECORD_CHECKS = {kind: {f.name: _annotation_check(str(f.type)) for f in fields(cls)}
+# Each kind's (field, check) pairs, built once: node 0 checks every record of every node.
+_RECORD_CHECKS = {kind: tuple((f.name, _annotation_check(str(f.type))) for f in fields(cls))
                   for kind, cls in tm.RECORD_TYPES.items()}
+_ABSENT = object()
 # The records that say which rank wrote them and in what world (the world as the rank found it,
 # not as the script passed it): the file's rank and the launched world, or the report sizes
 # itself by a peer's number (a forged world_size of 10^7 made an 89 MB report).
@@ -347,9 +349,10 @@ def check_records(data: str, rank: int, world_size: int,
         checks = _RECORD_CHECKS.get(kind) if isinstance(kind, str) else None
         if checks is None:
             raise BadMessage(f"rank {rank}: unknown record kind {clean(repr(record.get('kind')), 40)}")
-        for name, ok in checks.items():
-            if name in record and not ok(record[name]):
-                raise BadMessage(f"rank {rank}: {record['kind']}.{name} is {clean(repr(record[name]), 40)}")
+        for name, ok in checks:
+            value = record.get(name, _ABSENT)
+            if value is not _ABSENT and not ok(value):
+                raise BadMessage(f"rank {rank}: {record['kind']}.{name} is {clean(repr(value), 40)}")
         if record["kind"] in _WORLD_FIELDS and record.get("rank") != rank:
             raise BadMessage(f"rank {rank}: a record claims rank {clean(repr(record['rank']), 20)}")
         field_name = _WORLD_FIELDS.get(record["kind"])
