@@ -439,9 +439,11 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
     return result
 
 
-def analyse_only(run_dir: str) -> dict:
+def analyse_only(run_dir: str, read_first: bool = False) -> dict:
     """The analysis of a kept run dir, as node 0 does it after the stall: its phases' CPU and
-    wall seconds (GATHER_SCALE_PROFILE: the whole of it profiled into that file)."""
+    wall seconds (GATHER_SCALE_PROFILE: the whole of it profiled into that file). read_first:
+    the rank files read ahead first, as node 0 does while it waits out the stall timeout
+    (records/read_ahead.py), timed apart ("read ahead", not part of the analysis's total)."""
     import io
 
     from rich.console import Console
@@ -462,6 +464,14 @@ def analyse_only(run_dir: str) -> dict:
         phases[name] = (round(_cpu() - cpu, 2), round(time.monotonic() - wall, 2))
         return value
 
+    ahead_phase = None
+    if read_first:
+        from ddpdoctor.probe.records import read_ahead
+
+        ahead = read_ahead.ReadAhead(run_dir)
+        timed("read ahead", lambda: ahead.step(3600.0))
+        read_ahead.hand_over(ahead)
+        ahead_phase = phases.pop("read ahead")
     paused = collector_paused()  # as probe/run.analyse does; its end (the collector on again) timed too
     paused.__enter__()
     model = timed("load", lambda: RunModel.load(run_dir))
@@ -474,7 +484,7 @@ def analyse_only(run_dir: str) -> dict:
     if profile is not None:
         _dump_profile(profile, os.environ[PROFILE_ENV])
     return {"ranks": len(model.ranks), "records": sum(len(r.records) for r in model.ranks.values()),
-            "phases": phases, "cpu_s": round(sum(c for c, _ in phases.values()), 2),
+            "phases": phases, "read_ahead": ahead_phase, "cpu_s": round(sum(c for c, _ in phases.values()), 2),
             "wall_s": round(sum(w for _, w in phases.values()), 2), "report_bytes": len(rendered),
             "codes": sorted({f.code for r in report.results for f in r.findings})}
 
@@ -516,7 +526,9 @@ def print_analysis(run_dir: str, r: dict) -> None:
     print(f"{r['ranks']:5d} ranks, {r['records']:,} records: analysis {r['cpu_s']:.2f} s CPU, {r['wall_s']:.2f} s "
           "wall (" + ", ".join(f"{name} {cpu:.2f}/{wall:.2f}" for name, (cpu, wall) in r["phases"].items())
           + f" s CPU/wall); report {r['report_bytes'] / 1024:.0f} KiB JSON; findings {', '.join(r['codes'])}; "
-          f"run dir {run_dir}", flush=True)
+          f"run dir {run_dir}" + (f"; read ahead during the stall wait first: {r['read_ahead'][0]:.2f}/"
+                                  f"{r['read_ahead'][1]:.2f} s CPU/wall" if r.get("read_ahead") else ""),
+          flush=True)
 
 
 def main() -> None:
@@ -529,16 +541,20 @@ def main() -> None:
     parser.add_argument("--no-live", action="store_true", help="node 0 without the live view")
     parser.add_argument("--analyse", metavar="RUN_DIR", help="time the analysis of a kept run dir, nothing else")
     parser.add_argument("--synth", metavar="RANKS", help="write each size's run dir directly, then time its analysis")
+    parser.add_argument("--read-ahead", action="store_true",
+                        help="--analyse/--synth: the rank files read ahead first (as node 0 does while "
+                             "it waits out the stall timeout), timed apart")
     parser.add_argument("--node0", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.analyse:
-        print_analysis(args.analyse, analyse_only(args.analyse))
+        print_analysis(args.analyse, analyse_only(args.analyse, args.read_ahead))
         return
     if args.synth:
         for world in (int(w) for w in args.synth.split(",")):
             run_dir = synth_run_dir(world, args.per_node, args.step_rate, args.run_s, args.stall)
             # The analysis in a process of its own: node 0's, without this one's ranks in memory.
-            subprocess.run([sys.executable, "-m", "benchmarks.gather_scale", "--analyse", run_dir], check=True)
+            subprocess.run([sys.executable, "-m", "benchmarks.gather_scale", "--analyse", run_dir]
+                           + (["--read-ahead"] if args.read_ahead else []), check=True)
         return
     if args.node0:
         run_dir, port, nnodes, nproc, stall, live_view = args.node0

@@ -40,7 +40,7 @@ def test_records_read_ahead_and_the_rest_are_exactly_a_full_read(tmp_path):
     assert read_ahead.take(tmp_path) == {}  # handed over once
 
 
-def test_what_was_read_for_another_run_dir_or_past_the_bound_is_not_used(tmp_path, monkeypatch):
+def test_what_was_read_for_another_run_dir_is_not_used_and_past_the_bound_the_rest_is_read_later(tmp_path, monkeypatch):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "rank-0.jsonl").write_text(step_line(1, 1.0) + "\n")
@@ -48,9 +48,11 @@ def test_what_was_read_for_another_run_dir_or_past_the_bound_is_not_used(tmp_pat
     ahead.step(10.0)
     read_ahead.hand_over(ahead)
     assert read_ahead.take(tmp_path / "b") == {} and read_ahead.take(tmp_path / "a") == {}
-    monkeypatch.setattr(read_ahead, "MAX_BYTES", 10)
+    (tmp_path / "a" / "rank-1.jsonl").write_text(step_line(2, 2.0) + "\n")
+    full = loaded(tmp_path / "a")
+    monkeypatch.setattr(read_ahead, "MAX_BYTES", len(step_line(1, 1.0)) + 5)  # room for one file
     ahead = ReadAhead(tmp_path / "a")
     ahead.step(10.0)
-    assert ahead.given_up and not ahead.records
+    assert ahead.full and sum(map(len, ahead.records.values())) == 1
     read_ahead.hand_over(ahead)
-    assert read_ahead.take(tmp_path / "a") == {}
+    assert loaded(tmp_path / "a") == full

@@ -7,8 +7,8 @@ the launcher hands this reader a slice of each poll (step()); it follows each ra
 from where it stopped (a spell that ends, not stalled, keeps what was read) and decodes its
 records as the analysis would. At the end the launcher hands what it holds over (hand_over());
 RunModel.load takes it for that run dir only, once (take()), and reads each file from the
-offset reached. Bounded: past MAX_BYTES of files it stops and holds nothing (the analysis reads
-everything itself, as without it).
+offset reached. Bounded: it holds at most MAX_BYTES of files, and stops there (the analysis
+reads the rest itself, as without it).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ddpdoctor.probe.records import rank_files
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.records.rundir import is_rank_telemetry
 
-MAX_BYTES = 64 << 20  # of rank files held decoded (about 8x that in memory)
+MAX_BYTES = 128 << 20  # of rank files held decoded (about 8x that in memory)
 
 
 class ReadAhead:
@@ -33,11 +33,11 @@ class ReadAhead:
         self.tails: dict[str, rank_files.RankFileTail] = {}
         self.records: dict[str, list[Any]] = {}
         self.held = 0  # bytes read
-        self.given_up = False
+        self.full = False  # MAX_BYTES held: nothing more is read
 
     def step(self, budget_s: float) -> None:
         """Read what the rank files gained since, for about budget_s of this thread's time."""
-        if self.given_up:
+        if self.full:
             return
         until = time.monotonic() + budget_s
         try:
@@ -52,12 +52,11 @@ class ReadAhead:
                 self.records[name] = []
             if not tail.grew():
                 continue
-            data = tail.take()
-            self.held += len(data)
-            if self.held > MAX_BYTES:
-                self.given_up = True
-                self.tails, self.records = {}, {}
+            if self.held + tail.size - tail.offset > MAX_BYTES:
+                self.full = True  # what is held stays good: the analysis reads on from each offset
                 return
+            data = tail.take(MAX_BYTES - self.held)
+            self.held += len(data)
             found = self.records[name]
             for line in rank_files.lines(data):
                 record = tm.from_dict(line.data)
@@ -73,7 +72,7 @@ _handed: Optional[ReadAhead] = None
 def hand_over(ahead: Optional[ReadAhead]) -> None:
     """What the launcher read ahead, for the analysis of its run dir that follows."""
     global _handed
-    _handed = ahead if ahead is not None and not ahead.given_up else None
+    _handed = ahead
 
 
 def take(run_dir: Path) -> dict[str, tuple[list[Any], int]]:
