@@ -250,6 +250,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     from ddpdoctor.probe.launch.launcher import READ_AHEAD_AFTER_S, READ_AHEAD_SLICE_S
     from ddpdoctor.probe.records import read_ahead
     from ddpdoctor.probe.records.read_ahead import ReadAhead
+    from ddpdoctor.probe.run_model.loaded_run import collector_paused
     from ddpdoctor.probe.driver import analyse
     from ddpdoctor.report import json as json_report
     from ddpdoctor.report import terminal
@@ -283,7 +284,8 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
         gather.poll()
         watch.poll()
         if watch.quiet_for() >= READ_AHEAD_AFTER_S:
-            ahead.step(READ_AHEAD_SLICE_S)  # as launcher.py does
+            with collector_paused():  # as launcher.py does
+                ahead.step(READ_AHEAD_SLICE_S)
         if watch.heard and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
             cpu0, wall0 = _cpu(), time.monotonic()
             if PROFILE_ENV in os.environ:
@@ -469,7 +471,8 @@ def analyse_only(run_dir: str, read_first: bool = False) -> dict:
         from ddpdoctor.probe.records import read_ahead
 
         ahead = read_ahead.ReadAhead(run_dir)
-        timed("read ahead", lambda: ahead.step(3600.0))
+        with collector_paused():  # as launcher.py does
+            timed("read ahead", lambda: ahead.step(3600.0))
         read_ahead.hand_over(ahead)
         ahead_phase = phases.pop("read ahead")
     paused = collector_paused()  # as probe/run.analyse does; its end (the collector on again) timed too

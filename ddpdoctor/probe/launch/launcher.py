@@ -28,6 +28,7 @@ from ddpdoctor.probe.launch.spec import JobSpec
 from ddpdoctor.probe.records import read_ahead
 from ddpdoctor.probe.records.read_ahead import ReadAhead
 from ddpdoctor.probe.records.rundir import LOG_FILE, TORCHRUN_LOG_DIR
+from ddpdoctor.probe.run_model.loaded_run import collector_paused
 from ddpdoctor.probe.run_model.outcome import Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
@@ -287,7 +288,8 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
             reporter.poll(local_stacks)
         watch.poll()
         if ahead is not None and watch.quiet_for() >= READ_AHEAD_AFTER_S:
-            ahead.step(READ_AHEAD_SLICE_S)  # the analysis after a stall verdict reads the rest only
+            with collector_paused():  # records by the hundred thousand, none garbage (as in the analysis)
+                ahead.step(READ_AHEAD_SLICE_S)  # the analysis after a stall verdict reads the rest only
         if code is not None:
             status = "completed" if code == 0 else "crashed"
             break
