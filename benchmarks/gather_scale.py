@@ -280,8 +280,11 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
         feed.follow(watch)
     ahead = ReadAhead(run_dir)
     cpu0 = wall0 = None
+    longest_poll = 0.0  # the longest gather.poll() (wall): how long the watchdog waited for it
     while True:
-        gather.poll()
+        began = time.monotonic()
+        behind = gather.poll()  # as launcher.py does: a slice at a time, no stall while behind
+        longest_poll = max(longest_poll, time.monotonic() - began)
         watch.poll()
         if watch.quiet_for() >= READ_AHEAD_AFTER_S:
             with collector_paused():  # as launcher.py does
@@ -290,9 +293,10 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
             cpu0, wall0 = _cpu(), time.monotonic()
             if PROFILE_ENV in os.environ:
                 profile = _profile_threads()
-        if cpu0 is not None and watch.quiet_for() >= stall_s:
+        if cpu0 is not None and not behind and watch.quiet_for() >= stall_s:
             break
-        time.sleep(0.2)
+        if not behind:
+            time.sleep(0.2)
     stream_cpu = (_cpu() - cpu0) / max(1e-9, time.monotonic() - wall0 - stall_s)
     if PROFILE_ENV in os.environ:
         _dump_profile(profile, os.environ[PROFILE_ENV])
@@ -334,7 +338,8 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     print(json.dumps({"stream_cpu_cores": round(stream_cpu, 2), "report_cpu_s": round(report_cpu, 2),
                       "total_cpu_cores": round(total_cpu, 2),
                       "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-                      "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at, "caught_up_at": caught_up_at, "threads_cpu_s": threads_cpu,
+                      "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at, "caught_up_at": caught_up_at,
+                      "longest_poll_s": round(longest_poll, 2), "threads_cpu_s": threads_cpu,
                       "phases": {"stacks": round(stacks_at - verdict_at, 2), "finals": round(finals_at - stacks_at, 2),
                                  "analysis": round(analysed_at - finals_at, 2), "render": round(done - analysed_at, 2)},
                       "terminal_lines": screen.getvalue().count("\n"),

@@ -282,8 +282,9 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
                       lambda: job_cpu_seconds(proc.pid), script_is_launcher)
     while True:
         code = proc.poll()
-        if gather is not None:
-            gather.poll()
+        # Node 0 takes other nodes' records in slices (node_gather.POLL_BUDGET_S); while some are
+        # still queued the loop turns at once and judges no stall: they may be the progress.
+        behind = gather is not None and gather.poll()
         if reporter is not None:
             reporter.poll(local_stacks)
         watch.poll()
@@ -330,7 +331,7 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
             status, note = "node_lost", gather.never_joined(JOIN_WINDOW_S)
             stall_s = watch.quiet_for()
             break
-        if reporter is None and (lookout.stalled() or lookout.due()):
+        if reporter is None and not behind and (lookout.stalled() or lookout.due()):
             # Node 0 (or a single node) judges stalls: it sees every rank. Another node only
             # forwards; node 0 asks it for stacks. A quiet spell is a stall only when a rank
             # is blocked on the others; ranks busy in their own code run on, up to --timeout.
@@ -340,7 +341,8 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
                 taken, note = lookout.stacks, lookout.note
                 status, stall_s = "stalled", quiet
                 break
-        time.sleep(POLL_S)
+        if not behind:
+            time.sleep(POLL_S)
     # Cause before consequence: from this moment the probe ends the job, and every error after
     # it is the teardown's doing (analysis/rank_state.py). Another node ended by node 0 counts
     # from when it was told.
