@@ -574,7 +574,8 @@ def main() -> None:
         r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall, not args.no_live)
         print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
               f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
-              f"(last record read {r['behind_s']:.1f} s after it was sent, stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
+              f"(last record read {r['behind_s']:.1f} s after it was sent, longest poll "
+              f"{r.get('longest_poll_s', 0):.2f} s, stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
               f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s, terminal report "
               f"{r['phases']['render']:.2f} s wall; verdict to report {r['report_cpu_s']:.1f} s CPU; node 0 "
               f"{r['total_cpu_cores']:.2f} cores on average from the first record to the report); "
