@@ -281,10 +281,16 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     ahead = ReadAhead(run_dir)
     cpu0 = wall0 = None
     longest_poll = 0.0  # the longest gather.poll() (wall): how long the watchdog waited for it
+    behind_since, longest_behind = None, 0.0  # polls in a row that ran out of their budget
     while True:
         began = time.monotonic()
         behind = gather.poll()  # as launcher.py does: a slice at a time, no stall while behind
         longest_poll = max(longest_poll, time.monotonic() - began)
+        if behind:  # node 0's main thread could not keep up: how long it stayed behind
+            behind_since = began if behind_since is None else behind_since
+            longest_behind = max(longest_behind, time.monotonic() - behind_since)
+        else:
+            behind_since = None
         watch.poll()
         if watch.quiet_for() >= READ_AHEAD_AFTER_S:
             with collector_paused():  # as launcher.py does
@@ -339,7 +345,8 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
                       "total_cpu_cores": round(total_cpu, 2),
                       "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                       "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at, "caught_up_at": caught_up_at,
-                      "longest_poll_s": round(longest_poll, 2), "threads_cpu_s": threads_cpu,
+                      "longest_poll_s": round(longest_poll, 2),
+                      "longest_behind_s": round(longest_behind, 2), "threads_cpu_s": threads_cpu,
                       "phases": {"stacks": round(stacks_at - verdict_at, 2), "finals": round(finals_at - stacks_at, 2),
                                  "analysis": round(analysed_at - finals_at, 2), "render": round(done - analysed_at, 2)},
                       "terminal_lines": screen.getvalue().count("\n"),
@@ -575,7 +582,7 @@ def main() -> None:
         print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
               f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
               f"(last record read {r['behind_s']:.1f} s after it was sent, longest poll "
-              f"{r.get('longest_poll_s', 0):.2f} s, stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
+              f"{r.get('longest_poll_s', 0):.2f} s, behind for {r.get('longest_behind_s', 0):.1f} s at most, stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
               f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s, terminal report "
               f"{r['phases']['render']:.2f} s wall; verdict to report {r['report_cpu_s']:.1f} s CPU; node 0 "
               f"{r['total_cpu_cores']:.2f} cores on average from the first record to the report); "

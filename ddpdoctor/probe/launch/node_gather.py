@@ -84,6 +84,7 @@ class NodeGather:
         self._refused: dict[str, int] = {}  # each distinct refusal line -> how many times
         self._refusal_lines = 0
         self._files: dict[str, Any] = {}
+        self._unflushed: set[Any] = set()  # of those, the ones written since the last poll ended
         self._resume_at = 0  # the node the next poll starts with (where a poll ran out of time)
         self.clock = time.monotonic  # the polls' budget clock
         # The watchdogs (ProgressWatch: the launcher's, the live view's) handed each forwarded
@@ -337,8 +338,9 @@ class NodeGather:
                 if link.bad_message:
                     print(f"ddpdoctor probe: node 0 dropped {state.label()}: it sent a bad message "
                           f"({link.bad_message})", file=sys.stderr, flush=True)
-        for handle in self._files.values():
+        for handle in self._unflushed:  # only those written to (1,016 flushes a poll cost 10 ms)
             handle.flush()
+        self._unflushed.clear()
         return behind
 
     def _drain(self, state: NodeState, link: Link, deadline: Optional[float]) -> bool:
@@ -387,6 +389,7 @@ class NodeGather:
             if handle is None:
                 handle = self._files[name] = open(self.run_dir / name, "a", encoding="utf-8")
             handle.write(data)
+            self._unflushed.add(handle)
         elif kind == "final":
             outcome = wire.check_outcome(message["outcome"], set(state.ranks) | self._assigned(state))
             state.status = "finished"
