@@ -247,6 +247,10 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     from ddpdoctor.probe.run_model.outcome import Outcome, ProbeMeta
     from ddpdoctor.probe.launch.node_gather import NodeGather
     from ddpdoctor.probe.launch.watchdog import ProgressWatch
+    from ddpdoctor.probe.launch.launcher import READ_AHEAD_AFTER_S, READ_AHEAD_SLICE_S
+    from ddpdoctor.probe.records import read_ahead
+    from ddpdoctor.probe.records.read_ahead import ReadAhead
+    from ddpdoctor.probe.run_model.loaded_run import collector_paused
     from ddpdoctor.probe.driver import analyse
     from ddpdoctor.report import json as json_report
     from ddpdoctor.report import terminal
@@ -271,21 +275,40 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
                         run_dir, live.LiveView(Console(file=terminal_out, force_terminal=True, width=160))).start()
     print("READY", flush=True)
     watch = ProgressWatch(run_dir, stall_s)
+    gather.watches.append(watch)  # as launcher.py does
+    if feed is not None:
+        feed.follow(watch)
+    ahead = ReadAhead(run_dir)
     cpu0 = wall0 = None
+    longest_poll = 0.0  # the longest gather.poll() (wall): how long the watchdog waited for it
+    behind_since, longest_behind = None, 0.0  # polls in a row that ran out of their budget
     while True:
-        gather.poll()
+        began = time.monotonic()
+        behind = gather.poll()  # as launcher.py does: a slice at a time, no stall while behind
+        longest_poll = max(longest_poll, time.monotonic() - began)
+        if behind:  # node 0's main thread could not keep up: how long it stayed behind
+            behind_since = began if behind_since is None else behind_since
+            longest_behind = max(longest_behind, time.monotonic() - behind_since)
+        else:
+            behind_since = None
         watch.poll()
-        if watch.tails and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
+        if watch.quiet_for() >= READ_AHEAD_AFTER_S:
+            with collector_paused():  # as launcher.py does
+                ahead.step(READ_AHEAD_SLICE_S)
+        if watch.heard and cpu0 is None and all(s.status == "connected" for s in gather.nodes.values()):
             cpu0, wall0 = _cpu(), time.monotonic()
             if PROFILE_ENV in os.environ:
                 profile = _profile_threads()
-        if cpu0 is not None and watch.quiet_for() >= stall_s:
+        if cpu0 is not None and not behind and watch.quiet_for() >= stall_s:
             break
-        time.sleep(0.2)
+        if not behind:
+            time.sleep(0.2)
     stream_cpu = (_cpu() - cpu0) / max(1e-9, time.monotonic() - wall0 - stall_s)
     if PROFILE_ENV in os.environ:
         _dump_profile(profile, os.environ[PROFILE_ENV])
     verdict_at = time.time()
+    caught_up_at = verdict_at - watch.quiet_for()  # node 0 read the last record (its lag behind the ranks)
+    threads_cpu = _threads_cpu()
     cpu1 = _cpu()
     stacks, notes = gather.stacks(10.0)
     stacks_at = time.time()
@@ -301,6 +324,7 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
         outcome.exit_codes.update({int(r): c for r, c in state.exit_codes.items()})
     outcome.nodes = gather.states()
     Path(run_dir, OUTCOME_FILE).write_text(json.dumps(outcome.to_dict()))
+    read_ahead.hand_over(ahead)
     report = analyse(run_dir, Severity.ERROR, set())
     rendered = json_report.render(report)
     analysed_at = time.time()
@@ -320,7 +344,9 @@ def node0(run_dir: str, port: int, nnodes: int, nproc: int, stall_s: float, live
     print(json.dumps({"stream_cpu_cores": round(stream_cpu, 2), "report_cpu_s": round(report_cpu, 2),
                       "total_cpu_cores": round(total_cpu, 2),
                       "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-                      "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at,
+                      "report_done": done, "report_bytes": len(rendered), "verdict_at": verdict_at, "caught_up_at": caught_up_at,
+                      "longest_poll_s": round(longest_poll, 2),
+                      "longest_behind_s": round(longest_behind, 2), "threads_cpu_s": threads_cpu,
                       "phases": {"stacks": round(stacks_at - verdict_at, 2), "finals": round(finals_at - stacks_at, 2),
                                  "analysis": round(analysed_at - finals_at, 2), "render": round(done - analysed_at, 2)},
                       "terminal_lines": screen.getvalue().count("\n"),
@@ -349,6 +375,20 @@ def _dump_profile(profiles, path: str) -> None:
     for profile in profiles[1:]:
         stats.add(profile)
     stats.dump_stats(path)
+
+
+def _threads_cpu() -> dict[str, float]:
+    """CPU seconds node 0's threads used so far, by kind (the name without its node number)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        kind = thread.name.rstrip("0123456789").removesuffix("-node")
+        found[kind] = round(found.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / ticks, 2)
+    return found
 
 
 def _cpu() -> float:
@@ -408,13 +448,16 @@ def one_size(world: int, per_node: int, step_rate: float, run_s: float, stall_s:
     result.update(world=world, nodes=nnodes, stall_s=stall_s,
                   stall_to_report_s=round(result.pop("report_done") - last_record, 2),
                   detect_s=round(result.pop("verdict_at") - last_record, 2),
+                  behind_s=round(result.pop("caught_up_at") - last_record, 2),
                   errors=[n.error for n in nodes if n.error][:3], run_dir=run_dir)
     return result
 
 
-def analyse_only(run_dir: str) -> dict:
+def analyse_only(run_dir: str, read_first: bool = False) -> dict:
     """The analysis of a kept run dir, as node 0 does it after the stall: its phases' CPU and
-    wall seconds (GATHER_SCALE_PROFILE: the whole of it profiled into that file)."""
+    wall seconds (GATHER_SCALE_PROFILE: the whole of it profiled into that file). read_first:
+    the rank files read ahead first, as node 0 does while it waits out the stall timeout
+    (records/read_ahead.py), timed apart ("read ahead", not part of the analysis's total)."""
     import io
 
     from rich.console import Console
@@ -435,6 +478,15 @@ def analyse_only(run_dir: str) -> dict:
         phases[name] = (round(_cpu() - cpu, 2), round(time.monotonic() - wall, 2))
         return value
 
+    ahead_phase = None
+    if read_first:
+        from ddpdoctor.probe.records import read_ahead
+
+        ahead = read_ahead.ReadAhead(run_dir)
+        with collector_paused():  # as launcher.py does
+            timed("read ahead", lambda: ahead.step(3600.0))
+        read_ahead.hand_over(ahead)
+        ahead_phase = phases.pop("read ahead")
     paused = collector_paused()  # as probe/run.analyse does; its end (the collector on again) timed too
     paused.__enter__()
     model = timed("load", lambda: RunModel.load(run_dir))
@@ -447,7 +499,7 @@ def analyse_only(run_dir: str) -> dict:
     if profile is not None:
         _dump_profile(profile, os.environ[PROFILE_ENV])
     return {"ranks": len(model.ranks), "records": sum(len(r.records) for r in model.ranks.values()),
-            "phases": phases, "cpu_s": round(sum(c for c, _ in phases.values()), 2),
+            "phases": phases, "read_ahead": ahead_phase, "cpu_s": round(sum(c for c, _ in phases.values()), 2),
             "wall_s": round(sum(w for _, w in phases.values()), 2), "report_bytes": len(rendered),
             "codes": sorted({f.code for r in report.results for f in r.findings})}
 
@@ -489,7 +541,9 @@ def print_analysis(run_dir: str, r: dict) -> None:
     print(f"{r['ranks']:5d} ranks, {r['records']:,} records: analysis {r['cpu_s']:.2f} s CPU, {r['wall_s']:.2f} s "
           "wall (" + ", ".join(f"{name} {cpu:.2f}/{wall:.2f}" for name, (cpu, wall) in r["phases"].items())
           + f" s CPU/wall); report {r['report_bytes'] / 1024:.0f} KiB JSON; findings {', '.join(r['codes'])}; "
-          f"run dir {run_dir}", flush=True)
+          f"run dir {run_dir}" + (f"; read ahead during the stall wait first: {r['read_ahead'][0]:.2f}/"
+                                  f"{r['read_ahead'][1]:.2f} s CPU/wall" if r.get("read_ahead") else ""),
+          flush=True)
 
 
 def main() -> None:
@@ -502,16 +556,20 @@ def main() -> None:
     parser.add_argument("--no-live", action="store_true", help="node 0 without the live view")
     parser.add_argument("--analyse", metavar="RUN_DIR", help="time the analysis of a kept run dir, nothing else")
     parser.add_argument("--synth", metavar="RANKS", help="write each size's run dir directly, then time its analysis")
+    parser.add_argument("--read-ahead", action="store_true",
+                        help="--analyse/--synth: the rank files read ahead first (as node 0 does while "
+                             "it waits out the stall timeout), timed apart")
     parser.add_argument("--node0", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.analyse:
-        print_analysis(args.analyse, analyse_only(args.analyse))
+        print_analysis(args.analyse, analyse_only(args.analyse, args.read_ahead))
         return
     if args.synth:
         for world in (int(w) for w in args.synth.split(",")):
             run_dir = synth_run_dir(world, args.per_node, args.step_rate, args.run_s, args.stall)
             # The analysis in a process of its own: node 0's, without this one's ranks in memory.
-            subprocess.run([sys.executable, "-m", "benchmarks.gather_scale", "--analyse", run_dir], check=True)
+            subprocess.run([sys.executable, "-m", "benchmarks.gather_scale", "--analyse", run_dir]
+                           + (["--read-ahead"] if args.read_ahead else []), check=True)
         return
     if args.node0:
         run_dir, port, nnodes, nproc, stall, live_view = args.node0
@@ -523,12 +581,14 @@ def main() -> None:
         r = one_size(world, args.per_node, args.step_rate, args.run_s, args.stall, not args.no_live)
         print(f"{r['world']:5d} ranks ({r['nodes']:3d} nodes): node 0 {r['stream_cpu_cores']:.2f} cores while "
               f"streaming, {r['rss_mb']} MB peak RSS; last record -> report {r['stall_to_report_s']:.1f} s "
-              f"(stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
+              f"(last record read {r['behind_s']:.1f} s after it was sent, longest poll "
+              f"{r.get('longest_poll_s', 0):.2f} s, behind for {r.get('longest_behind_s', 0):.1f} s at most, stall verdict at {r['detect_s']:.1f} s; stacks {r['phases']['stacks']:.1f} s, ends "
               f"{r['phases']['finals']:.1f} s, analysis {r['phases']['analysis']:.1f} s, terminal report "
               f"{r['phases']['render']:.2f} s wall; verdict to report {r['report_cpu_s']:.1f} s CPU; node 0 "
               f"{r['total_cpu_cores']:.2f} cores on average from the first record to the report); "
               f"report {r['report_bytes'] / 1024:.0f} KiB JSON, "
-              f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}; run dir {r['run_dir']}"
+              f"{r['terminal_lines']} terminal lines; findings {', '.join(r['codes'])}; run dir {r['run_dir']}; "
+              f"node 0's threads' CPU s at the verdict: {r['threads_cpu_s']}"
               + (f"; errors: {r['errors']}" if r["errors"] else ""), flush=True)
 
 

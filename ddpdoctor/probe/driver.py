@@ -142,9 +142,9 @@ def _probe_in(options, run_dir, launcher_name, launcher_reason, fail_on, ignore,
         started=time.time(), module=options.module, cpu=options.cpu)
     write_atomic(run_dir / META_FILE, json.dumps(asdict(meta), indent=2) + "\n", mode=0o600)
     _store_perf_inputs(options, run_dir)
-    with live_feed.showing(options, str(run_dir), launcher_name):  # the job shown while it runs (live view)
+    with live_feed.showing(options, str(run_dir), launcher_name) as feed:  # the job shown while it runs (live view)
         outcome = launcher.run_job(options, str(run_dir), run_id, pg_timeout, use_pyspy=use_pyspy,
-                                   launcher=launcher_name, peers=peers)
+                                   launcher=launcher_name, peers=peers, live=feed)
     if isinstance(peers, NodeReporter):
         return _as_other_node(peers, outcome, options, fail_on)
     if outcome.status == "run_dir_failed" and not (run_dir / META_FILE).is_file():

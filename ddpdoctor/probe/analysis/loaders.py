@@ -69,7 +69,10 @@ def _loader_epochs(run: RunModel) -> LoaderViews:
     # index) is kept once, by one look-up, not a scan of the epoch's batches (quadratic in them).
     indices: dict[int, set] = {}
     for rank, rank_run in sorted(run.ranks.items()):
-        keys, offsets = _cross_rank_keys(rank_run.records)
+        # The loaders' own records, in order, picked once: most of a rank's records are not
+        # (at 1,024 ranks both passes below tested every record's type four times).
+        records = [r for r in rank_run.records if isinstance(r, _LOADER_KINDS)]
+        keys, offsets = _cross_rank_keys(records)
 
         def slot(loader_id: int, epoch: int) -> LoaderEpoch:
             epochs = by_key.setdefault(keys.get(loader_id, ("id", loader_id)), {}).setdefault(rank, {})
@@ -79,7 +82,7 @@ def _loader_epochs(run: RunModel) -> LoaderViews:
             return epochs[number]
 
         latest: dict[tuple, LoaderEpoch] = {}  # loader key -> its current iterator on this rank
-        for record in rank_run.records:
+        for record in records:
             if isinstance(record, tm.Loader):
                 entry = slot(record.loader_id, record.epoch)
                 entry.loader = entry.loader or record
@@ -114,8 +117,11 @@ def _loader_epochs(run: RunModel) -> LoaderViews:
     return views
 
 
+_LOADER_KINDS = (tm.Loader, tm.Batch, tm.EpochEnd)
+
+
 def _cross_rank_keys(records: list) -> tuple[dict[int, tuple], dict[int, int]]:
-    """For one rank: loader_id -> (site file, site line, n-th loader iterated at that site), and
+    """For one rank (its Loader, Batch and EpochEnd records, in order): loader_id -> (site file, site line, n-th loader iterated at that site), and
     loader_id -> the epoch its first iterator is under that key.
 
     A DataLoader built anew for every epoch (`for epoch ...: loader = DataLoader(...)`, or made
@@ -127,8 +133,7 @@ def _cross_rank_keys(records: list) -> tuple[dict[int, tuple], dict[int, int]]:
     last_at: dict[int, int] = {}
     iterators: dict[int, int] = {}
     for index, record in enumerate(records):
-        if isinstance(record, (tm.Loader, tm.Batch, tm.EpochEnd)):
-            last_at[record.loader_id] = index
+        last_at[record.loader_id] = index
         if isinstance(record, tm.Loader):
             if record.loader_id not in first:
                 first[record.loader_id], first_at[record.loader_id] = record, index

@@ -25,13 +25,20 @@ from ddpdoctor.probe.launch import machine_load, stacks, teardown
 from ddpdoctor.probe.launch.joblog import JobLog
 from ddpdoctor.probe.inrank import config as rank_config
 from ddpdoctor.probe.launch.spec import JobSpec
+from ddpdoctor.probe.records import read_ahead
+from ddpdoctor.probe.records.read_ahead import ReadAhead
 from ddpdoctor.probe.records.rundir import LOG_FILE, TORCHRUN_LOG_DIR
+from ddpdoctor.probe.run_model.loaded_run import collector_paused
 from ddpdoctor.probe.run_model.outcome import Outcome
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
 from ddpdoctor.probe.launch.watchdog import Lookout, ProgressWatch, job_cpu_seconds
 
 POLL_S = 0.2
+# A quiet spell this long: the rank files are read ahead for the analysis, at most this much of
+# each poll (records/read_ahead.py).
+READ_AHEAD_AFTER_S = 1.0
+READ_AHEAD_SLICE_S = 0.25
 # Multi-node: how long node 0 waits, after its own ranks ended, for the other nodes' ends.
 FINAL_GRACE_S = 15.0
 # Multi-node: how long node 0 waits for every node's ddpdoctor to connect before it names the
@@ -164,9 +171,11 @@ def job_environment(options: JobSpec, run_dir: str, run_id: str, pg_timeout_s: f
 
 
 def run_job(options: JobSpec, run_dir: str, run_id: str, pg_timeout_s: float,
-            use_pyspy: bool = True, launcher: str = "torchrun", peers=None) -> Outcome:
+            use_pyspy: bool = True, launcher: str = "torchrun", peers=None, live=None) -> Outcome:
     """Run the job to its end (completed, crashed, stalled, timed out or interrupted).
-    `peers`: on a multi-node probe, node 0's NodeGather or another node's NodeReporter."""
+    `peers`: on a multi-node probe, node 0's NodeGather or another node's NodeReporter.
+    `live`: the live view (LiveFeed), shown this run's watchdog rather than reading the ranks'
+    records a second time."""
     port = store_port(options, launcher)
     host = (options.rdzv_endpoint.rpartition(":")[0] if options.rdzv_endpoint else options.master_addr) or "localhost"
     before = port_fact(port, host, "before")
@@ -194,7 +203,7 @@ def run_job(options: JobSpec, run_dir: str, run_id: str, pg_timeout_s: float,
             except OSError as exc:
                 return Outcome("launch_failed", 0.0, log_tail=f"could not start the job: {exc}")
             outcome = _supervise(proc, options, run_dir, run_id, started, interrupt, use_pyspy, peers,
-                                 health=lambda: _run_dir_trouble(run_dir, log),
+                                 health=lambda: _run_dir_trouble(run_dir, log), live=live,
                                  script_is_launcher=launcher == "none")
     finally:
         interrupt.restore()
@@ -239,11 +248,16 @@ def _run_dir_trouble(run_dir: str, log: JobLog) -> Optional[str]:
 
 def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: str,
                started: float, interrupt: Interrupt, use_pyspy: bool, peers=None,
-               health=lambda: None, script_is_launcher: bool = False) -> Outcome:
+               health=lambda: None, script_is_launcher: bool = False, live=None) -> Outcome:
     watch = ProgressWatch(run_dir, options.stall_timeout_s)
+    if live is not None:
+        live.follow(watch)
     deadline = started + options.timeout_s
     gather = peers if isinstance(peers, NodeGather) else None
+    if gather is not None:
+        gather.watches.append(watch)  # other nodes' records as the gather checked them
     reporter = peers if isinstance(peers, NodeReporter) else None
+    ahead = ReadAhead(run_dir) if reporter is None else None  # node 0 (or the only node) analyses
     status = None
     stall_s = None
     taken: list = []
@@ -268,11 +282,15 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
                       lambda: job_cpu_seconds(proc.pid), script_is_launcher)
     while True:
         code = proc.poll()
-        if gather is not None:
-            gather.poll()
+        # Node 0 takes other nodes' records in slices (node_gather.POLL_BUDGET_S); while some are
+        # still queued the loop turns at once and judges no stall: they may be the progress.
+        behind = gather is not None and gather.poll()
         if reporter is not None:
             reporter.poll(local_stacks)
         watch.poll()
+        if ahead is not None and watch.quiet_for() >= READ_AHEAD_AFTER_S:
+            with collector_paused():  # records by the hundred thousand, none garbage (as in the analysis)
+                ahead.step(READ_AHEAD_SLICE_S)  # the analysis after a stall verdict reads the rest only
         if code is not None:
             status = "completed" if code == 0 else "crashed"
             break
@@ -313,7 +331,7 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
             status, note = "node_lost", gather.never_joined(JOIN_WINDOW_S)
             stall_s = watch.quiet_for()
             break
-        if reporter is None and (lookout.stalled() or lookout.due()):
+        if reporter is None and not behind and (lookout.stalled() or lookout.due()):
             # Node 0 (or a single node) judges stalls: it sees every rank. Another node only
             # forwards; node 0 asks it for stacks. A quiet spell is a stall only when a rank
             # is blocked on the others; ranks busy in their own code run on, up to --timeout.
@@ -323,7 +341,8 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
                 taken, note = lookout.stacks, lookout.note
                 status, stall_s = "stalled", quiet
                 break
-        time.sleep(POLL_S)
+        if not behind:
+            time.sleep(POLL_S)
     # Cause before consequence: from this moment the probe ends the job, and every error after
     # it is the teardown's doing (analysis/rank_state.py). Another node ended by node 0 counts
     # from when it was told.
@@ -339,6 +358,7 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
         launcher_exit = None
     if status == "completed" and leftovers:
         leftovers = [pid for pid in leftovers if pid != proc.pid]
+    read_ahead.hand_over(ahead)
     outcome = Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
                       launcher_exit, "", leftovers if status == "completed" else [],
                       interrupt.signum if status == "interrupted" else None)

@@ -4,7 +4,8 @@ Everything comes from files the job already writes in the run dir, so the view c
 nothing and shows every node's ranks wherever their rank-<R>.jsonl lands (multi-node: node 0's
 run dir holds them all, the host in each rank's Start record):
 - rank-<R>.jsonl, tailed by the watchdog's own reader (ProgressWatch, which follows each
-  rank's phase), which also gives the stall timeout the countdown runs to;
+  rank's phase), which also gives the stall timeout the countdown runs to; while the launcher
+  supervises the job, its own ProgressWatch (follow()), not a second reader of the same files;
 - watch.jsonl, the watchdog's looks at the ranks in a quiet spell: where ranks that wait on
   nobody are (shown instead of a countdown: slow is not stuck);
 - job.log, the job's output as joblog.py wrote it (secrets already replaced, each rank's lines
@@ -158,6 +159,7 @@ class LiveFeed:
                  launcher: str = "torchrun") -> None:
         self.options = options
         self.watch = RankWatch(run_dir, options.stall_timeout_s)
+        self.own_watch = True  # polled here; False once it shows the launcher's (follow())
         self.log = LogTail(Path(run_dir) / LOG_FILE)
         self.looks = WatchTail(Path(run_dir) / WATCH_FILE)
         self.view = view
@@ -170,6 +172,12 @@ class LiveFeed:
         self._thread = threading.Thread(target=self._run, name="ddpdoctor-live", daemon=True)
         self.failed = False
 
+    def follow(self, watch: ProgressWatch) -> None:
+        """Show the launcher's watchdog, which its thread polls, instead of reading every rank's
+        records a second time here (at 1,024 ranks a fifth of node 0's CPU, which the gather
+        needs to keep up)."""
+        self.watch, self.own_watch = watch, False
+
     def start(self) -> "LiveFeed":
         self.view.start()
         self._thread.start()
@@ -177,6 +185,8 @@ class LiveFeed:
 
     def board(self) -> live.Board:
         now = time.monotonic()
+        # A copy: the launcher's thread may add a rank to the watchdog it shares with this one.
+        ranks = self.watch.ranks.copy()
         timeout = self.watch.timeout_s
         quiet = self.watch.quiet_for()
         # The watchdog's latest look, if it was taken in this quiet spell: where each rank
@@ -188,13 +198,13 @@ class LiveFeed:
         # The countdown to a stall verdict runs only while a rank waits on the others (its
         # records or the look say so): ranks busy in their own code are not judged stalled.
         waiting = any(s.pending() is not None and not (s.ended or s.crashed)
-                      for s in self.watch.ranks.values()) or bool((look or {}).get("waiting"))
+                      for s in ranks.values()) or bool((look or {}).get("waiting"))
         # Node 0 (or a single node) expects every rank; another node of a multi-node job knows
         # only its own, which it sees as their records come.
         expected = range(self.options.world_size) if self.options.node_rank == 0 else ()
         rows = []
-        for rank in sorted({*expected, *self.watch.ranks}):
-            state = self.watch.ranks.get(rank) or RankState(rank)
+        for rank in sorted({*expected, *ranks}):
+            state = ranks.get(rank) or RankState(rank)
             age = now - state.seen if state.seen is not None else None
             phase = state.phase()
             where = (seen.get(str(rank)) or {}).get("where")
@@ -234,9 +244,18 @@ class LiveFeed:
         self.view.script_lines(lines)
 
     def tick(self) -> None:
-        self.watch.poll()
+        if self.own_watch:
+            self.watch.poll()
         self._script_lines(self.log.read())
-        self.view.update(self.board())
+        try:
+            board = self.board()
+        except RuntimeError:
+            # A rank's open collectives changed while this thread read them (the launcher's
+            # thread polls a followed watchdog): the next frame reads them again.
+            if self.own_watch:
+                raise
+            return
+        self.view.update(board)
 
     def _run(self) -> None:
         while not self._stop.wait(1.0 / live.REFRESH_PER_S):
@@ -253,7 +272,8 @@ class LiveFeed:
         board = None
         if not self.failed and not self._thread.is_alive():
             try:
-                self.watch.poll()
+                if self.own_watch:
+                    self.watch.poll()
                 self._script_lines(self.log.rest())
                 board = self.board()
             except Exception:  # noqa: BLE001 - as in _run

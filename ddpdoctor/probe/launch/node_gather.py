@@ -29,6 +29,9 @@ from ddpdoctor.probe.launch.node_link import SIZE, Link
 HELLO_TIMEOUT_S = 5.0
 PARKED_S = 0.1  # how often a connection that sent part of its hello is looked at again
 MAX_REFUSAL_LINES = 5  # lines on stderr for refused connections; the rest are counted
+# Work per poll: then the launcher's loop runs (watchdog, stall clock, interrupts) and the next
+# poll takes on where this one stopped.
+POLL_BUDGET_S = 0.25
 
 
 @dataclass
@@ -81,6 +84,12 @@ class NodeGather:
         self._refused: dict[str, int] = {}  # each distinct refusal line -> how many times
         self._refusal_lines = 0
         self._files: dict[str, Any] = {}
+        self._unflushed: set[Any] = set()  # of those, the ones written since the last poll ended
+        self._resume_at = 0  # the node the next poll starts with (where a poll ran out of time)
+        self.clock = time.monotonic  # the polls' budget clock
+        # The watchdogs (ProgressWatch: the launcher's, the live view's) handed each forwarded
+        # record as checked here, decoded once, instead of reading back the files written here.
+        self.watches: list[Any] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._request = 0
@@ -300,23 +309,28 @@ class NodeGather:
 
     # ---------------------------------------------------------------- while the job runs
 
-    def poll(self) -> None:
-        """Take in what every node sent; mark nodes that went silent, or lied, as lost."""
+    def poll(self, budget_s: Optional[float] = POLL_BUDGET_S) -> bool:
+        """Take in what every node sent, for at most about budget_s (None: all that is queued);
+        mark nodes that went silent, or lied, as lost. True when it stopped at its budget with
+        messages still queued: they stay in their links, in order, and the next poll starts
+        with the node after the one it stopped at (each node gets its turn, none waits for ever
+        behind a busy one)."""
         with self._lock:
-            links = dict(self.links)
-        for node_rank, link in links.items():
+            links = sorted(self.links.items())
+        start = next((i for i, (n, _) in enumerate(links) if n >= self._resume_at), 0)
+        deadline = None if budget_s is None else self.clock() + budget_s
+        behind = False
+        for node_rank, link in links[start:] + links[:start]:
             state = self.nodes[node_rank]
-            for message in link.messages():
-                if state.status not in ("connected", "finished"):
-                    break
-                try:
-                    self._take(state, message)
-                except wire.BadMessage as exc:
-                    link._drop(str(exc))
-                    break
+            # Read before the drain: a link that closed had queued all it read before closing,
+            # so once drained, nothing it sent is left behind when it is marked lost.
+            alive = link.alive
+            if not self._drain(state, link, deadline):
+                behind, self._resume_at = True, node_rank + 1
+                break
             if link.clock_offset_s is not None:
                 state.clock_offset_s = round(link.clock_offset_s, 3)
-            if state.status == "connected" and not link.alive:
+            if state.status == "connected" and not alive:
                 state.status = "lost"
                 state.last_heard_s_ago = round(link.silent_for(), 1)
                 state.reason = (link.closed_reason if link.closed_reason not in (None, "closed")
@@ -324,8 +338,27 @@ class NodeGather:
                 if link.bad_message:
                     print(f"ddpdoctor probe: node 0 dropped {state.label()}: it sent a bad message "
                           f"({link.bad_message})", file=sys.stderr, flush=True)
-        for handle in self._files.values():
+        for handle in self._unflushed:  # only those written to (1,016 flushes a poll cost 10 ms)
             handle.flush()
+        self._unflushed.clear()
+        return behind
+
+    def _drain(self, state: NodeState, link: Link, deadline: Optional[float]) -> bool:
+        """Take one node's queued messages until none is left (True) or the deadline (False).
+        At 1,024 ranks one unbounded poll ran 7 s: the watchdog and the stall clock, which run
+        between polls, saw nothing of it until the end."""
+        while state.status in ("connected", "finished"):
+            if deadline is not None and self.clock() >= deadline:
+                return False
+            message = link.message()
+            if message is None:
+                return True
+            try:
+                self._take(state, message)
+            except wire.BadMessage as exc:
+                link._drop(str(exc))
+                return True
+        return True
 
     def _take(self, state: NodeState, message: dict[str, Any]) -> None:
         """One checked message of a node (node_wire.py checked its types); BadMessage for what
@@ -345,14 +378,18 @@ class NodeGather:
                 raise wire.BadMessage(f"file: {wire.clean(name, 40)!r} is not rank-<R>.jsonl or .stack")
             self._claim(state, rank)
             if is_rank_telemetry(name):
-                data, last_step = wire.check_records(data, rank, self.world_size)
+                records: Optional[list] = [] if self.watches else None
+                data, last_step = wire.check_records(data, rank, self.world_size, records)
                 state.last_step = max(state.last_step, last_step)
+                for watch in self.watches:  # before the write: they skip the file from now on
+                    watch.forwarded(rank, records)
             else:
                 data = wire.clean(data, len(data))
             handle = self._files.get(name)
             if handle is None:
                 handle = self._files[name] = open(self.run_dir / name, "a", encoding="utf-8")
             handle.write(data)
+            self._unflushed.add(handle)
         elif kind == "final":
             outcome = wire.check_outcome(message["outcome"], set(state.ranks) | self._assigned(state))
             state.status = "finished"
@@ -406,7 +443,7 @@ class NodeGather:
         notes: list[str] = []
         pending = {s.node_rank for s in asked}
         while pending and time.monotonic() < deadline:
-            self.poll()
+            behind = self.poll()
             for state in asked:
                 reply = self._replies.pop((state.node_rank, request), None)
                 if reply is None or state.node_rank not in pending:
@@ -416,7 +453,8 @@ class NodeGather:
                 if reply.get("note"):
                     notes.append(f"{state.label()}: {reply['note']}")
             pending -= {s.node_rank for s in asked if s.status != "connected"}
-            time.sleep(0.05)
+            if not behind:  # a backlog is taken on at once (the replies queue behind it)
+                time.sleep(0.05)
         for node_rank in sorted(pending):
             notes.append(f"{self.nodes[node_rank].label()} sent no stacks within {timeout_s:.0f} s")
         self._awaited = {k for k in self._awaited if k[1] != request}
@@ -430,10 +468,11 @@ class NodeGather:
     def wait_finals(self, deadline: float) -> None:
         """Until every connected node has said its job ended (or is lost), or the deadline."""
         while time.monotonic() < deadline:
-            self.poll()
+            behind = self.poll()
             if not self.connected():
                 return
-            time.sleep(0.1)
+            if not behind:
+                time.sleep(0.1)
         for state in self.connected():
             state.status, state.reason = "lost", "its job did not end when asked"
 

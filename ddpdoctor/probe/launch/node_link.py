@@ -110,13 +110,19 @@ class Link:
 
     def messages(self) -> list[dict[str, Any]]:
         out = []
-        while True:
-            try:
-                message = self.inbox.get_nowait()
-            except queue.Empty:
-                return out
-            self._taken(message)
+        while (message := self.message()) is not None:
             out.append(message)
+        return out
+
+    def message(self) -> Optional[dict[str, Any]]:
+        """The oldest queued message (None when none is): a taker with a time budget leaves the
+        rest queued, in order, for its next turn."""
+        try:
+            message = self.inbox.get_nowait()
+        except queue.Empty:
+            return None
+        self._taken(message)
+        return message
 
     def _taken(self, message: dict[str, Any]) -> None:
         with self._queued_lock:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import math
 import os
 import re
 from dataclasses import fields
@@ -175,7 +174,9 @@ def int_in(lo: int, hi: int) -> Check:
 
 
 def float_in(lo: float, hi: float) -> Check:
-    return lambda v: type(v) in (int, float) and math.isfinite(v) and lo <= v <= hi
+    # Finite bounds refuse NaN and infinities by themselves; math.isfinite would raise on an int
+    # too large for a float (a 400-digit number is valid JSON), out of the gather's poll.
+    return lambda v: type(v) in (int, float) and lo <= v <= hi
 
 
 def text_upto(limit: int) -> Check:
@@ -288,28 +289,21 @@ def check_stack(data: Any, ranks: set[int]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ forwarded telemetry
 
-def _annotation_check(annotation: str) -> Check:
-    """A check from a telemetry field's annotation (telemetry.py is the schema)."""
+def _annotation_test(annotation: str) -> str:
+    """A telemetry field's check as a Python expression on `v` (telemetry.py is the schema)."""
     maybe = annotation.startswith("Optional[")
     inner = annotation[len("Optional["):-1] if maybe else annotation
-    base: Check
-    if inner == "int":
-        base = _ANY_INT
-    elif inner == "float":
-        base = float_in(-1e18, 1e18)
-    elif inner == "bool":
-        base = instance_of(bool)
-    elif inner == "str":
-        base = text_upto(MAX_TEXT * 4)
-    elif inner == "Site":
-        base = _site
-    elif inner.startswith("list"):
-        base = instance_of(list)
-    elif inner.startswith("dict"):
-        base = instance_of(dict)
-    else:
-        base = lambda v: True  # noqa: E731 - a new annotation: typed when it gets a check
-    return optional(base) if maybe else base
+    # A decoded JSON value is exactly a dict, list, str, int, float, bool or None: `type(v) is`
+    # is isinstance here. Finite bounds refuse NaN and infinities (the strict decoder does too).
+    base = {"int": f"type(v) is int and {-(2 ** 31)} <= v <= {2 ** 31}",
+            "float": "(type(v) is float or type(v) is int) and -1e18 <= v <= 1e18",
+            "bool": "type(v) is bool",
+            "str": f"type(v) is str and len(v) <= {MAX_TEXT * 4}",
+            "Site": "_site(v)"}.get(inner)
+    if base is None:
+        base = ("type(v) is list" if inner.startswith("list") else "type(v) is dict" if inner.startswith("dict")
+                else "True")  # a new annotation: typed when it gets a check
+    return f"v is None or ({base})" if maybe else base
 
 
 def _site(v: Any) -> bool:
@@ -317,18 +311,36 @@ def _site(v: Any) -> bool:
             and isinstance(v.get("func", ""), str))
 
 
-_RECORD_CHECKS = {kind: {f.name: _annotation_check(str(f.type)) for f in fields(cls)}
-                  for kind, cls in tm.RECORD_TYPES.items()}
+def _record_validator(cls: type) -> Callable[[dict], Optional[str]]:
+    """One function for a record kind that checks every field it has inline and returns the
+    first bad field's name (None: all good). Node 0 checks every record of every node: a call
+    per field (a check, inside optional's) cost as much as decoding the line. Written from the
+    telemetry dataclasses' own annotations, never from input."""
+    body = ["def valid(r, A=_ABSENT):"]
+    for f in fields(cls):
+        body += [f"    v = r.get({f.name!r}, A)",
+                 f"    if v is not A and not ({_annotation_test(str(f.type))}): return {f.name!r}"]
+    body.append("    return None")
+    scope = {"_ABSENT": _ABSENT, "_site": _site}
+    exec("\n".join(body), scope)  # noqa: S102 - our own schema's code, as dataclasses writes its __init__
+    return scope["valid"]
+
+
+_ABSENT = object()
+_RECORD_VALIDATORS = {kind: _record_validator(cls) for kind, cls in tm.RECORD_TYPES.items()}
 # The records that say which rank wrote them and in what world (the world as the rank found it,
 # not as the script passed it): the file's rank and the launched world, or the report sizes
 # itself by a peer's number (a forged world_size of 10^7 made an 89 MB report).
 _WORLD_FIELDS = {"start": "world_size", "init": "world_size"}
 
 
-def check_records(data: str, rank: int, world_size: int) -> tuple[str, int]:
+def check_records(data: str, rank: int, world_size: int,
+                  decoded: Optional[list] = None) -> tuple[str, int]:
     """Forwarded lines of rank-<R>.jsonl: each a known record of that rank in this world, its
     strings cleaned. Returns the lines to store and the highest step a Step record among them
-    reached (0: none); BadMessage for the first line that is not."""
+    reached (0: none); BadMessage for the first line that is not. `decoded`: gets each checked
+    record (its strings cleaned, as stored), so the watchdog
+    reads node 0's forwarded records without decoding their lines again."""
     lines = data.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -341,12 +353,12 @@ def check_records(data: str, rank: int, world_size: int) -> tuple[str, int]:
         if not isinstance(record, dict):
             raise BadMessage(f"rank {rank}: a telemetry line is not an object")
         kind = record.get("kind")
-        checks = _RECORD_CHECKS.get(kind) if isinstance(kind, str) else None
-        if checks is None:
+        valid = _RECORD_VALIDATORS.get(kind) if isinstance(kind, str) else None
+        if valid is None:
             raise BadMessage(f"rank {rank}: unknown record kind {clean(repr(record.get('kind')), 40)}")
-        for name, ok in checks.items():
-            if name in record and not ok(record[name]):
-                raise BadMessage(f"rank {rank}: {record['kind']}.{name} is {clean(repr(record[name]), 40)}")
+        bad = valid(record)
+        if bad is not None:
+            raise BadMessage(f"rank {rank}: {kind}.{bad} is {clean(repr(record[bad]), 40)}")
         if record["kind"] in _WORLD_FIELDS and record.get("rank") != rank:
             raise BadMessage(f"rank {rank}: a record claims rank {clean(repr(record['rank']), 20)}")
         field_name = _WORLD_FIELDS.get(record["kind"])
@@ -354,8 +366,11 @@ def check_records(data: str, rank: int, world_size: int) -> tuple[str, int]:
             raise BadMessage(f"rank {rank}: {record['kind']}.{field_name} is "
                              f"{clean(repr(record.get(field_name)), 20)}, the launched world is {world_size}")
         if "\\u" in line or _CONTROL.search(line):
-            line = jsonl.body(clean_deep(record)).decode()
+            record = clean_deep(record)
+            line = jsonl.body(record).decode()
         if kind == "step" and type(record.get("step")) is int:
             last_step = max(last_step, record["step"])
         out.append(line + "\n")
+        if decoded is not None:
+            decoded.append(record)
     return "".join(out), last_step

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -32,7 +33,7 @@ from ddpdoctor.probe.run_model.outcome import RankStack
 from ddpdoctor.probe.run_model.stack_text import relative_to
 from ddpdoctor.probe.run_model.stack_view import StackView
 from ddpdoctor.probe.records.rank_files import RankFileTail, RankLine
-from ddpdoctor.probe.records.rundir import RANK_TELEMETRY_GLOB, WATCH_FILE
+from ddpdoctor.probe.records.rundir import WATCH_FILE, is_rank_telemetry, rank_of
 
 STALL_FLOOR_S = defaults.STALL_FLOOR_S
 # Before any rank has written a record, the ranks are importing torch and the script: slow on a
@@ -129,13 +130,19 @@ class ProgressWatch:
     def __init__(self, run_dir: str, fixed_timeout_s: Optional[float]) -> None:
         self.run_dir = Path(run_dir)
         self.fixed = fixed_timeout_s
-        self.tails: dict[Path, RankFileTail] = {}
+        self.tails: dict[str, RankFileTail] = {}  # by file name
         self.last_progress = time.monotonic()
         self.last_step_time: dict[int, float] = {}
         self.longest_step_gap = 0.0
         self.steps = 0
         self.ranks: dict[int, RankState] = {}
-        self._rank_of: dict[Path, int] = {}
+        self._rank_by_name: dict[str, int] = {}
+        # Ranks of other nodes, whose records node 0's gather decoded and checked already
+        # (forwarded()): read from this inbox, not again from the files the gather writes.
+        # Filled from the gather's thread, drained here (deque and set: one step each under
+        # the GIL, so the live view's thread may own this watch).
+        self.inbox: deque = deque()
+        self.forwarded_ranks: set[int] = set()
         # Ranks whose next step gap holds a pause the Lookout judged busy past the stall timeout
         # (an evaluation, an upload): not a step, so it does not stretch the adaptive timeout.
         self.paused: set[int] = set()
@@ -143,36 +150,65 @@ class ProgressWatch:
     @property
     def timeout_s(self) -> float:
         if self.fixed is not None:
-            return self.fixed if self.tails else max(self.fixed, STARTUP_FLOOR_S)
-        if not self.tails:
+            return self.fixed if self.heard else max(self.fixed, STARTUP_FLOOR_S)
+        if not self.heard:
             return STARTUP_FLOOR_S
         return max(STALL_FLOOR_S, STEP_GAP_FACTOR * self.longest_step_gap)
+
+    @property
+    def heard(self) -> bool:
+        """Some rank has written a record (a file followed, or a forwarded record)."""
+        return bool(self.tails or self.forwarded_ranks)
+
+    def forwarded(self, rank: int, records: list[dict]) -> None:
+        """Records of a rank on another node, checked by node 0's gather (node_wire.check_records),
+        before it appends them to that rank's file: the next poll takes them from here."""
+        self.forwarded_ranks.add(rank)
+        self.inbox.append((rank, records))
 
     def poll(self) -> bool:
         """Read what the ranks appended since the last poll. True if anything was."""
         progressed = False
-        for path in self.run_dir.glob(RANK_TELEMETRY_GLOB):
-            tail = self.tails.get(path) or RankFileTail(path)
+        while self.inbox:
+            rank, records = self.inbox.popleft()
+            for record in records:
+                self._saw(rank, RankLine(record["kind"], record))
+            progressed = True
+        for name in self._rank_file_names():
+            rank = self._rank_by_name.get(name)
+            if rank is None:
+                if not is_rank_telemetry(name):
+                    continue
+                rank = self._rank_by_name[name] = rank_of(name)
+            if rank in self.forwarded_ranks:
+                continue
+            tail = self.tails.get(name) or RankFileTail(self.run_dir / name)
             if not tail.grew():
                 continue
-            self.tails[path] = tail
+            lines = tail.records()
+            if rank in self.forwarded_ranks:
+                continue  # the gather began writing it meanwhile: those lines come by the inbox
+            self.tails[name] = tail
             progressed = True
-            for line in tail.records():
-                self.saw_line(path, line)
+            for line in lines:
+                self._saw(rank, line)
         if progressed:
             self.last_progress = time.monotonic()
         return progressed
 
-    def saw_line(self, path: Path, line: RankLine) -> None:
+    def _rank_file_names(self) -> list[str]:
+        """The run dir's file names (names, not paths: at 1,024 ranks hashing a Path per file
+        per poll was a tenth of node 0's watchdog)."""
+        try:
+            with os.scandir(self.run_dir) as entries:
+                return [entry.name for entry in entries]
+        except OSError:
+            return []
+
+    def _saw(self, rank: int, line: RankLine) -> None:
         """One whole telemetry line of one rank."""
         if line.kind == "step":
-            self._saw_step(path, line.data)
-        rank = self._rank_of.get(path)
-        if rank is None:
-            try:
-                rank = self._rank_of[path] = int(path.stem.split("-", 1)[1])
-            except ValueError:
-                return
+            self._saw_step(rank, line.data)
         state = self.ranks.get(rank)
         if state is None:
             state = self.ranks[rank] = RankState(rank)
@@ -180,8 +216,7 @@ class ProgressWatch:
         if line.kind in FOLLOWED:
             state.apply(line)
 
-    def _saw_step(self, path: Path, record: dict) -> None:
-        rank = int(path.stem.split("-", 1)[1])
+    def _saw_step(self, rank: int, record: dict) -> None:
         previous = self.last_step_time.get(rank)
         now = float(record.get("t", 0.0))
         if previous is not None and rank not in self.paused:

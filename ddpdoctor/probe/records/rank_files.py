@@ -66,22 +66,24 @@ class RankFileTail:
     def records(self, limit: Optional[int] = None) -> list[RankLine]:
         """The whole record lines appended since the offset, decoded (malformed ones skipped), in
         one pass over them (jsonl.objects)."""
-        return list(_lines(self.take(limit)))
+        return list(lines(self.take(limit)))
 
 
-def read_all(path: Union[str, os.PathLike]) -> Iterator[RankLine]:
-    """Every record of a rank file, in order, decoded as the caller goes (it may stop early). The
-    last line counts when it is whole even without its newline; a torn one is skipped. The file
-    is read and turned into text once, and its lines decoded in one pass (jsonl.objects): at
-    1,024 ranks the analysis reads 190,000 records."""
+def read_all(path: Union[str, os.PathLike], offset: int = 0) -> Iterator[RankLine]:
+    """Every record of a rank file (from offset, the start of a line), in order, decoded as the
+    caller goes (it may stop early). The last line counts when it is whole even without its
+    newline; a torn one is skipped. The file is read and turned into text once, and its lines
+    decoded in one pass (jsonl.objects): at 1,024 ranks the analysis reads 190,000 records."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
     except OSError:
         return
-    yield from _lines(data)
+    yield from lines(data)
 
 
-def _lines(data: bytes) -> Iterator[RankLine]:
+def lines(data: bytes) -> Iterator[RankLine]:
     """Every record line of a piece of a rank file, decoded as the caller goes: the bytes turned
     into text once (a character cut by a bad byte is replaced, as line by line), then one pass
     over the lines."""

@@ -644,7 +644,9 @@ def from_dict(data: dict) -> Optional[Any]:
         return None
 
 
-def read_records(path: str | os.PathLike) -> list[Any]:
-    """Every whole record of one rank's telemetry file, in order."""
-    found = (from_dict(line.data) for line in rank_files.read_all(path))
-    return [record for record in found if record is not None]
+def read_records(path: str | os.PathLike, ahead: Optional[tuple[list[Any], int]] = None) -> list[Any]:
+    """Every whole record of one rank's telemetry file, in order. `ahead`: its records up to an
+    offset, already read (records/read_ahead.py): only the rest is read."""
+    done, offset = ahead if ahead is not None else ([], 0)
+    found = (from_dict(line.data) for line in rank_files.read_all(path, offset))
+    return done + [record for record in found if record is not None]

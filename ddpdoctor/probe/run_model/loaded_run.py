@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TypeVar
 
 from ddpdoctor.core.paths import note_own_dir
 from ddpdoctor.probe.records import telemetry as tm
+from ddpdoctor.probe.records import read_ahead
 
 T = TypeVar("T")
 
@@ -207,6 +208,7 @@ class RunModel:
     def _load(cls, root: Path) -> "RunModel":
         meta = ProbeMeta(**_known(ProbeMeta, json.loads((root / META_FILE).read_text())))
         ranks = {}
+        ahead = read_ahead.take(root)  # what node 0 read while it waited out the quiet spell
         for path in sorted(root.glob(RANK_TELEMETRY_GLOB)):
             try:
                 rank = rank_of(path.name)
@@ -216,7 +218,7 @@ class RunModel:
             sfile = stack_file(root, rank)
             if sfile.exists():
                 dump = sfile.read_text(errors="replace")
-            ranks[rank] = RankRun(rank, tm.read_records(path), dump)
+            ranks[rank] = RankRun(rank, tm.read_records(path, ahead.get(path.name)), dump)
             start = ranks[rank].first(tm.Start)
             if start is not None:
                 note_own_dir(start.ddpdoctor_dir)  # the ddpdoctor this rank ran: never its user code
