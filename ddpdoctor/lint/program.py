@@ -274,6 +274,9 @@ class Program:
             if klass.bases:
                 live.add(klass)
                 queue.extend(klass.methods.values())
+        entry = _console_entry(self.modules[0]) if self.modules else None
+        if entry is not None:
+            queue.append(entry)
         while queue:
             fn = queue.pop()
             if fn in seen:
@@ -776,6 +779,23 @@ COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "
                   "state_dict", "load_state_dict", "save_checkpoint", "load_checkpoint", "backward",
                   "zero_grad", "apply", "build", "setup", "__init__", "__call__", "fit", "predict",
                   "test", "validate", "evaluate", "compute", "print", "info", "warning", "flush"}
+
+
+def _console_entry(module: Module) -> Optional[Function]:
+    """The `main` of an entry file that runs nothing itself: only definitions and imports, no
+    `__main__` block. Such a file is a console script's module (`entry_points` names
+    `pkg.cli:main`); its `main` is what the command runs, so the lint starts there too."""
+    main = module.functions.get("main")
+    if main is None:
+        return None
+    for stmt in module.file.tree.body:
+        if isinstance(stmt, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith, ast.Try)):
+            return None
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            return None
+        if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+            return None
+    return main
 
 
 def _import_map(source: SourceFile) -> dict[str, str]:
