@@ -51,34 +51,30 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         return Skipped("no DistributedDataParallel model in the script")
     if facts.framework is not None:
         return Skipped(f"{facts.framework} handles gradient accumulation")
-    late = [acc for acc in facts.accumulations if acc.pattern == "sync_flag_after_forward"]
-    entered_late = [acc for acc in facts.accumulations if acc.pattern == "no_sync_after_forward"]
-    on_step = [acc for acc in facts.accumulations if acc.pattern == "no_sync_on_step"]
+    # The three ways the sync is switched at the wrong moment: (pattern, message, hint, the
+    # evidence key of the other line: the forward that already decided, or the step)
+    misplaced = [
+        ("sync_flag_after_forward",
+         "require_backward_grad_sync is set at {backward}, after the forward at {step} in the same micro-step: "
+         "DDP reads the flag in the forward, so it takes effect one micro-step late - the first micro-step "
+         "all-reduces and the last does not",
+         "set model.require_backward_grad_sync before the forward (or wrap the forward and backward "
+         "in `with model.no_sync():` on all but the last micro-step)", "forward"),
+        ("no_sync_after_forward",
+         "`no_sync()` is entered at {backward}, after the forward at {step}: DDP decides in the forward whether "
+         "the backward all-reduces, so the context around the backward alone changes nothing - every "
+         "micro-step still all-reduces",
+         "put the forward inside the no_sync context with the backward (all but the last micro-step)", "forward"),
+        ("no_sync_on_step",
+         "no_sync at {backward} is on for a micro-step on which the optimizer steps ({step}): that micro-step's "
+         "gradients are never all-reduced, so each rank steps on its own gradients and the replicas drift apart",
+         "skip the sync on all but the micro-step that steps: `no_sync() if (i + 1) % k != 0 else nullcontext()`",
+         "step"),
+    ]
     problems = [Problem(
-        message=(f"require_backward_grad_sync is set at {acc.backward}, after the "
-                 f"forward at {acc.step} in the same micro-step: DDP reads the flag in the forward, so it "
-                 "takes effect one micro-step late - the first micro-step all-reduces and the last does not"),
-        hint="set model.require_backward_grad_sync before the forward (or wrap the forward and backward "
-             "in `with model.no_sync():` on all but the last micro-step)",
-        location=acc.backward,
-        evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
-    ) for acc in late]
-    problems += [Problem(
-        message=(f"`no_sync()` is entered at {acc.backward}, after the forward at {acc.step}: DDP decides in "
-                 "the forward whether the backward all-reduces, so the context around the backward alone "
-                 "changes nothing - every micro-step still all-reduces"),
-        hint="put the forward inside the no_sync context with the backward (all but the last micro-step)",
-        location=acc.backward,
-        evidence={"loop": str(acc.loop), "forward": str(acc.step), "pattern": acc.pattern},
-    ) for acc in entered_late]
-    problems += [Problem(
-        message=(f"no_sync at {acc.backward} is on for a micro-step on which the optimizer steps ({acc.step}): "
-                 "that micro-step's gradients are never all-reduced, so each rank steps on its own gradients "
-                 "and the replicas drift apart"),
-        hint="skip the sync on all but the micro-step that steps: `no_sync() if (i + 1) % k != 0 else nullcontext()`",
-        location=acc.backward,
-        evidence={"loop": str(acc.loop), "step": str(acc.step), "pattern": acc.pattern},
-    ) for acc in on_step]
+        message=message.format(backward=acc.backward, step=acc.step), hint=hint, location=acc.backward,
+        evidence={"loop": str(acc.loop), key: str(acc.step), "pattern": acc.pattern},
+    ) for pattern, message, hint, key in misplaced for acc in facts.accumulations if acc.pattern == pattern]
     for acc in facts.accumulations:
         if acc.by == "accelerate" or acc.pattern in ("sync_flag_after_forward", "no_sync_after_forward",
                                                      "no_sync_on_step"):

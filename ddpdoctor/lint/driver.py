@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import (CRASHED, FAILED, IGNORED, NOTED, PASSED, SKIPPED, WARNED, CheckResult,
                                      run_checks)
 from ddpdoctor.lint.facts import LintFacts, build
-from ddpdoctor.lint.program import Program
+from ddpdoctor.lint.program import Program, top_level_runs
 from ddpdoctor.lint.sources import load_program, read_source
 from ddpdoctor.report.model import Report
 
@@ -116,20 +116,13 @@ def changed_files(rev: str) -> list[str]:
 
 
 def runs_code(path: str) -> bool:
-    """The file does something when run: a `__main__` block, or top-level calls or loops (a
-    script), not only definitions and imports (a module that scripts import)."""
+    """The file does something when run (program.top_level_runs); one that cannot be parsed is
+    taken as a script, so the lint itself says what is wrong with it."""
     try:
         tree = ast.parse(read_source(Path(path)))
     except (UsageError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # let the lint itself say what is wrong with it
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)):
-            return True
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            return True
-        if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
-            return True
-    return False
+        return True
+    return top_level_runs(tree)
 
 
 MAX_WALKED = 5000  # .py files taken from the directories given to --files

@@ -786,16 +786,20 @@ def _console_entry(module: Module) -> Optional[Function]:
     `__main__` block. Such a file is a console script's module (`entry_points` names
     `pkg.cli:main`); its `main` is what the command runs, so the lint starts there too."""
     main = module.functions.get("main")
-    if main is None:
-        return None
-    for stmt in module.file.tree.body:
-        if isinstance(stmt, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith, ast.Try)):
-            return None
+    return None if main is None or top_level_runs(module.file.tree) else main
+
+
+def top_level_runs(tree: ast.Module) -> bool:
+    """The file does something when run: a `__main__` block, or top-level calls or loops (a
+    script), not only definitions and imports (a module that scripts import)."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)):
+            return True
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            return None
+            return True
         if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
-            return None
-    return main
+            return True
+    return False
 
 
 def _import_map(source: SourceFile) -> dict[str, str]:
