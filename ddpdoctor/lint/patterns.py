@@ -48,11 +48,13 @@ def dotted(node: ast.AST) -> Optional[str]:
 
 def last_name(node: ast.AST) -> Optional[str]:
     """The last component of a name, attribute or call target: `self.train_loader` -> train_loader."""
-    if isinstance(node, ast.Call):
+    cls = node.__class__  # exact classes (a parsed tree has no subclasses): asked 50,000 times on open_clip
+    if cls is ast.Call:
         node = node.func
-    if isinstance(node, ast.Attribute):
+        cls = node.__class__
+    if cls is ast.Attribute:
         return node.attr
-    if isinstance(node, ast.Name):
+    if cls is ast.Name:
         return node.id
     return None
 
