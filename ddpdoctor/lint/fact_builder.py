@@ -189,7 +189,7 @@ class BuilderCore:
                 for target in targets:
                     if isinstance(target.node, ast.Module) or target.name == "__init__":
                         continue
-                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None):
+                    for ret in target.returned:
                         if self.mentions_rank(ret, target, depth - 1, strict):
                             return True
         return False
@@ -241,8 +241,7 @@ def _plain_module(program: Program, value: ast.AST, fn: Function, depth: int) ->
         return True
     if isinstance(value, ast.Call) and depth > 0:
         target = program.callee(value.func, fn)
-        returns = [n.value for n in getattr(target, "own", []) if isinstance(n, ast.Return) and n.value is not None] \
-            if program.is_function(target) and not isinstance(target.node, ast.Module) else []
+        returns = target.returned if program.is_function(target) else []
         return bool(returns) and all(_plain_module(program, r, target, depth - 1) for r in returns)
     return False
 

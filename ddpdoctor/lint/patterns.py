@@ -367,7 +367,7 @@ def _ddp_made(program: Program, value: ast.AST, fn: Function, depth: int = 2) ->
     if depth > 0 and isinstance(value, ast.Call):
         target = program.callee(value.func, fn)
         if program.is_function(target) and not isinstance(target.node, ast.Module) and target.name != "__init__":
-            for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None):
+            for ret in target.returned:
                 for inner, scope in program.values_of(ret, target, 2):
                     found = _ddp_made(program, inner, scope, depth - 1)
                     if found is not None:
@@ -410,14 +410,13 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             for target in _dispatched(program, value.func, scope):
                 if (program.is_class(target) and _class_buffered(program, target, seen)) or \
                         (program.is_function(target) and any(
-                            _buffered(program, n.value, target, depth - 1, seen)
-                            for n in target.own if isinstance(n, ast.Return) and n.value is not None)):
+                            _buffered(program, ret, target, depth - 1, seen) for ret in target.returned)):
                     return True
             target = program.callee(value.func, scope)
             if program.is_class(target) and _class_buffered(program, target, seen):
                 return True
             if program.is_function(target):
-                for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value):
+                for ret in target.returned:
                     if _buffered(program, ret, target, depth - 1, seen):
                         return True
             for arg in value.args:

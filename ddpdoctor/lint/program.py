@@ -70,6 +70,16 @@ class Function:
         return found
 
     @property
+    def returned(self) -> list[ast.AST]:
+        """The values of its own `return` statements, in `own`'s order (asked of a call's target
+        by several passes, again and again)."""
+        found = self.__dict__.get("_returned")
+        if found is None:
+            found = self.__dict__["_returned"] = [] if isinstance(self.node, ast.Module) else [
+                n.value for n in self.own if n.__class__ is ast.Return and n.value is not None]
+        return found
+
+    @property
     def params(self) -> list[str]:
         found = self.__dict__.get("_params")  # asked of every call's target, many times over
         if found is not None:
@@ -618,7 +628,7 @@ class Program:
                 if isinstance(target, Klass):
                     return target
                 if isinstance(target, Function) and depth > 0 and not isinstance(target.node, ast.Module):
-                    for ret in (n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None):
+                    for ret in target.returned:
                         found = self.class_of(ret, target, depth - 1)
                         if found is not None:
                             return found

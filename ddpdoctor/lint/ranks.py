@@ -472,9 +472,7 @@ def _on_self(node: ast.AST) -> bool:
 
 
 def _returns(target: Function) -> list[ast.AST]:
-    if isinstance(target.node, ast.Module):
-        return []
-    return [n.value for n in target.own if isinstance(n, ast.Return) and n.value is not None]
+    return target.returned
 
 
 def _enclosing_if(fn: Function, value: ast.AST) -> Optional[tuple[ast.If, str]]:
