@@ -201,6 +201,7 @@ class Program:
         self.files.append(source)
         module = self._index(source)
         self.__dict__.pop("_methods_by_name", None)
+        self.__dict__.pop("_method_names", None)  # walker._bound_method's names: its classes' methods count too
         fresh = self.functions[first:]
         for fn in fresh:
             self._collect_bindings(fn)
