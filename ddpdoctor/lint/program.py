@@ -26,6 +26,7 @@ from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
 from ddpdoctor.lint.patterns import dotted, last_name
 from ddpdoctor.lint.ranks import RankFlow
+from ddpdoctor.lint.receivers import library_made
 from ddpdoctor.lint.sources import SourceFile, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
@@ -716,7 +717,10 @@ class Program:
         if klass is not None:
             found = self.method(klass, attr)
             return ([found] if found else []), []
-        return [], self._named(attr)
+        weak = self._named(attr)
+        if weak and library_made(self, receiver, fn):
+            return [], []  # `frames[0].save(...)` over PIL images is no local class's `save`
+        return [], weak
 
     def _named(self, attr: str) -> list[Function]:
         if attr.startswith("__"):

@@ -1,0 +1,136 @@
+"""Whether a method call's receiver is provably a library's object.
+
+`program.resolve` guesses a call's target by its method name when nothing is known of the
+receiver (`trainer.save(n)` with `trainer` a parameter: the script's own `Trainer.save`). The
+guess is wrong when the source shows the receiver was made by a library: `frames[0].save(...)`
+over a list of PIL images, `still = Image.fromarray(a); still.save(p)`. Taken by name, such a call
+made the script's checkpoint `save` look called without a rank test (a false DDP806 on
+lucidrains/stylegan2-pytorch). Only what the source proves counts: a receiver nothing is known
+of keeps the guess.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_ADDS = frozenset(("append", "insert", "extend"))
+
+
+def library_made(program, node: ast.AST, fn, depth: int = 3, judging: frozenset = frozenset()) -> bool:
+    """node's value is, on every way the source gives, made by an imported library (or a plain
+    constant): never an instance of the script's own classes. judging: the calls (by id) being
+    judged on the way here."""
+    if depth <= 0:
+        return False
+    if node.__class__ is ast.Call or isinstance(node, (ast.Constant, ast.JoinedStr)):
+        return _value_library_made(program, node, fn, depth, judging)
+    if node.__class__ is ast.Subscript:  # `frames[0]`: an element of a container
+        return _elements_library_made(program, node.value, fn, depth - 1)
+    if node.__class__ is ast.Name and not program.lookup(node.id, fn):
+        iterated = _iterated_over(node.id, fn)  # `for i, frame in enumerate(frames)`
+        if iterated is not None:
+            return _elements_library_made(program, iterated, fn, depth - 1)
+    values = program.values_of(node, fn, depth)
+    return bool(values) and all(value is not node and _value_library_made(program, value, scope, depth - 1, judging)
+                                for value, scope in values)
+
+
+def _value_library_made(program, value: ast.AST, scope, depth: int, judging: frozenset = frozenset()) -> bool:
+    if isinstance(value, (ast.Constant, ast.JoinedStr)):
+        return True
+    if value.__class__ is not ast.Call:
+        return False
+    if id(value) in judging:
+        return True  # `img = img.convert("L")`: made from itself, the other values decide
+    if program.callee(value.func, scope) is not None:
+        return False  # the script's own function or class: it may well return its own objects
+    root, calls = value.func, [value]
+    while root.__class__ in (ast.Attribute, ast.Call):  # `T.ToPILImage()(x)`, `img.convert("L")`
+        if root.__class__ is ast.Call:
+            calls.append(root)
+        root = root.value if root.__class__ is ast.Attribute else root.func
+    if any(_may_be_own(program, arg, scope) for call in calls
+           for arg in [*call.args, *(kw.value for kw in call.keywords)]):
+        return False  # `accelerator.prepare(model)`, `torch.compile(model)`: hands the object back
+    if root.__class__ is not ast.Name:
+        return False
+    if root.id in scope.module.imports and not program.lookup(root.id, scope):
+        return program.symbol(root.id, scope) is None  # an import of a local module is the script's
+    return library_made(program, root, scope, depth, judging | {id(value)})  # a library object's method
+
+
+def _may_be_own(program, arg: ast.AST, scope) -> bool:
+    """An argument that is, or may be, an instance of the script's classes: a library call given it
+    may return it (a wrapper, a copy)."""
+    if arg.__class__ is ast.Starred or program.class_of(arg, scope) is not None:
+        return True
+    if arg.__class__ in (ast.Name, ast.Attribute):
+        return any(value is arg for value, _ in program.values_of(arg, scope))  # nothing known of it
+    return False
+
+
+def _elements_library_made(program, container: ast.AST, fn, depth: int) -> bool:
+    if depth <= 0:
+        return False
+    values = program.values_of(container, fn, depth)
+    if not values:
+        return False
+    for value, scope in values:
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            if any(e.__class__ is ast.Starred for e in value.elts):
+                return False
+            elements = list(value.elts)
+            added = _added(container, scope)
+            if added is None:
+                return False
+            if not all(_value_library_made(program, e, scope, depth - 1) for e in elements):
+                return False
+            for item, extended in added:
+                ok = _elements_library_made(program, item, scope, depth - 1) if extended \
+                    else library_made(program, item, scope, depth - 1)
+                if not ok:
+                    return False
+        elif isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            if not _value_library_made(program, value.elt, scope, depth - 1):
+                return False
+        elif not _value_library_made(program, value, scope, depth - 1):
+            return False  # a library call's result holds the library's objects
+    return True
+
+
+def _added(container: ast.AST, scope):
+    """What the function adds to a list it names: [(value, extended)]; None when the list is
+    changed in a way not followed (`frames += more`)."""
+    if container.__class__ is not ast.Name:
+        return []
+    name, out = container.id, []
+    for node in scope.own:
+        if node.__class__ is ast.AugAssign and node.target.__class__ is ast.Name and node.target.id == name:
+            return None
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute \
+                and node.func.attr in _ADDS and node.func.value.__class__ is ast.Name \
+                and node.func.value.id == name and node.args:
+            out.append((node.args[-1], node.func.attr == "extend"))
+    return out
+
+
+def _iterated_over(name: str, fn):
+    """The iterable `for name in X` or `for i, name in enumerate(X)` walks in fn, if one only."""
+    found = []
+    for node in fn.own:
+        if node.__class__ not in (ast.For, ast.AsyncFor):
+            continue
+        target, source = node.target, node.iter
+        if target.__class__ is ast.Name and target.id == name:
+            found.append(source)
+        elif target.__class__ is ast.Tuple and len(target.elts) == 2 and target.elts[1].__class__ is ast.Name \
+                and target.elts[1].id == name and source.__class__ is ast.Call \
+                and source.func.__class__ is ast.Name and source.func.id == "enumerate" and source.args:
+            found.append(source.args[0])
+        elif _binds(target, name):
+            return None  # bound some other way (`for a, b in zip(x, y)`): not followed
+    return found[0] if len(found) == 1 else None
+
+
+def _binds(target: ast.AST, name: str) -> bool:
+    return any(n.__class__ is ast.Name and n.id == name for n in ast.walk(target))
