@@ -111,15 +111,24 @@ def _flag_like(test: ast.AST) -> bool:
     return isinstance(test, (ast.Name, ast.Attribute))
 
 
-def _conjuncts(test: ast.AST) -> set[str]:
-    """The source text of a test and of each part of an `and`: what holds inside its body."""
-    said = {text(test, 10_000)}
+def _conjuncts(test: ast.AST) -> dict[str, bool]:
+    """The source text of a test and of each part of an `and` (what holds inside its body), each
+    with whether it is a plain flag: each part of an `and` is a switch of its own (`if synchronize
+    and dist.is_initialized():`), which a caller's constant may turn off. Each part unparsed once."""
+    said = {}
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        said.update(text(v, 10_000) for v in test.values)
+        said = {text(v, 10_000): _flag_like(v) for v in test.values}
+    whole = text(test, 10_000)
+    if whole not in said:
+        said[whole] = _flag_like(test)
     return said
 
 
-_LEAVES_AND_SCOPES = {ast.Name, ast.Constant, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef}
+# Nodes the walk has nothing to do in: a name or constant has no child, an operator neither
+# (`+`, `not`, `==`: a third of an expression's nodes), a nested scope is not walked.
+_LEAVES_AND_SCOPES = {ast.Name, ast.Constant, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                      *(k for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+                        for k in base.__subclasses__())}
 
 
 class Walker:
@@ -173,12 +182,8 @@ class Walker:
                 said = _conjuncts(stmt.test)
                 mark = len(self.conds)
                 if isinstance(stmt, ast.If):
-                    # each part of an `and` is a switch of its own (`if synchronize and
-                    # dist.is_initialized():`): a caller's constant may turn it off
-                    parts = {text(v, 10_000): _flag_like(v) for v in getattr(stmt.test, "values", ())
-                             if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And)}
-                    self.conds.extend((t, parts.get(t, _flag_like(stmt.test))) for t in sorted(said))
-                self.block(stmt.body, tuple(g for g in guards if not said & set(g.unless)), inner)
+                    self.conds.extend((t, said[t]) for t in sorted(said))
+                self.block(stmt.body, tuple(g for g in guards if not said.keys() & set(g.unless)), inner)
                 del self.conds[mark:]
                 if stmt.orelse:
                     negation = _negation_text(stmt.test)
@@ -217,10 +222,30 @@ class Walker:
             self.expr(child, guards, loops)
 
     def expr(self, node: ast.AST, guards: tuple[Guard, ...], loops: int) -> None:
-        cls = node.__class__  # a parsed tree's nodes are of the exact classes: set tests, not isinstance
-        if cls in _LEAVES_AND_SCOPES:  # a name or constant has no child; a nested scope is not walked
-            return
-        if cls is ast.IfExp:
+        """The calls in an expression, in the order a recursive walk meets them (each node before
+        its children, the children in order), under these guards. A loop over a stack, not a
+        call per node: most nodes are plain (`x.view(b, -1)`, `a + b`); only a conditional
+        expression and an `and` add a guard to a part of themselves."""
+        stack = [node]
+        pop, push = stack.pop, stack.extend
+        plain = _LEAVES_AND_SCOPES
+        while stack:
+            node = pop()
+            cls = node.__class__  # a parsed tree's nodes are of the exact classes: set tests, not isinstance
+            if cls in plain:
+                continue
+            if cls is ast.IfExp or (cls is ast.BoolOp and node.op.__class__ is ast.And):
+                self._branching(node, guards, loops)
+                continue
+            if cls is ast.Call:
+                self.call(node, guards, loops)
+            inner = children(node)
+            inner.reverse()  # popped first to last
+            push(inner)
+
+    def _branching(self, node: ast.AST, guards: tuple[Guard, ...], loops: int) -> None:
+        """A conditional expression or an `and`: the parts a rank test decides run on some ranks."""
+        if node.__class__ is ast.IfExp:
             self.expr(node.test, guards, loops)
             test = self.program.ranks.guard(node.test, self.fn)
             if test is None:
@@ -231,19 +256,13 @@ class Walker:
                 self.expr(node.body, guards + (Guard(test, file, node.lineno, id(node), "body"),), loops)
                 self.expr(node.orelse, guards + (Guard(test.negated(), file, node.lineno, id(node), "else"),), loops)
             return
-        if cls is ast.BoolOp and node.op.__class__ is ast.And:
-            # `rank == 0 and dist.barrier()`: what follows a rank test runs on some ranks only
-            current = guards
-            for value in node.values:
-                self.expr(value, current, loops)
-                test = self.program.ranks.guard(value, self.fn)
-                if test is not None:
-                    current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
-            return
-        if cls is ast.Call:
-            self.call(node, guards, loops)
-        for child in children(node):
-            self.expr(child, guards, loops)
+        # `rank == 0 and dist.barrier()`: what follows a rank test runs on some ranks only
+        current = guards
+        for value in node.values:
+            self.expr(value, current, loops)
+            test = self.program.ranks.guard(value, self.fn)
+            if test is not None:
+                current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
 
     def call(self, call: ast.Call, guards: tuple[Guard, ...], loops: int) -> None:
         program, fn = self.program, self.fn
