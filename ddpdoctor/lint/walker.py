@@ -124,6 +124,27 @@ def _conjuncts(test: ast.AST) -> dict[str, bool]:
     return said
 
 
+class _Said:
+    """A plain test around the code walked, on one side of its `if`: its source text (and each
+    part's, for an `and`) as (text, is a plain flag) pairs, which the events and calls beneath
+    it carry. Unparsed when a call beneath it first asks: most tests have none, or are asked of
+    by many."""
+
+    __slots__ = ("test", "side", "_said")
+
+    def __init__(self, test: ast.AST, side: str) -> None:
+        self.test, self.side, self._said = test, side, None
+
+    def said(self) -> tuple[tuple[str, bool], ...]:
+        if self._said is None:
+            if self.side == "body":
+                parts = _conjuncts(self.test)
+                self._said = tuple((t, parts[t]) for t in sorted(parts))
+            else:
+                self._said = ((_negation_text(self.test), _flag_like(self.test)),)
+        return self._said
+
+
 # Nodes the walk has nothing to do in: a name or constant has no child, an operator neither
 # (`+`, `not`, `==`: a third of an expression's nodes), a nested scope is not walked.
 _LEAVES_AND_SCOPES = {ast.Name, ast.Constant, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
@@ -137,7 +158,7 @@ class Walker:
     def __init__(self, program: Program, fn: Function) -> None:
         self.program = program
         self.fn = fn
-        self.conds: list[tuple[str, bool]] = []
+        self.conds: list[_Said] = []  # the plain tests around the statement walked, outermost first
 
     def run(self) -> None:
         guards: tuple[Guard, ...] = ()
@@ -179,15 +200,17 @@ class Walker:
             test = self.program.ranks.guard(stmt.test, self.fn)
             inner = loops + (1 if isinstance(stmt, ast.While) else 0)
             if test is None:
-                said = _conjuncts(stmt.test)
                 mark = len(self.conds)
                 if isinstance(stmt, ast.If):
-                    self.conds.extend((t, said[t]) for t in sorted(said))
-                self.block(stmt.body, tuple(g for g in guards if not said.keys() & set(g.unless)), inner)
+                    self.conds.append(_Said(stmt.test, "body"))
+                inside = guards
+                if any(g.unless for g in guards):
+                    said = _conjuncts(stmt.test)
+                    inside = tuple(g for g in guards if not said.keys() & set(g.unless))
+                self.block(stmt.body, inside, inner)
                 del self.conds[mark:]
                 if stmt.orelse:
-                    negation = _negation_text(stmt.test)
-                    self.conds.append((negation, _flag_like(stmt.test)))
+                    self.conds.append(_Said(stmt.test, "else"))
                     self.block(stmt.orelse, guards, loops)
                     del self.conds[mark:]
                 return
@@ -268,7 +291,7 @@ class Walker:
         program, fn = self.program, self.fn
         line = call.lineno
         fn.calls.append((call, guards, loops))
-        conds = tuple(self.conds)
+        conds = tuple(c for said in self.conds for c in said.said()) if self.conds else ()
         if conds:  # the plain tests around every call, for rules on calls that are not events
             fn.__dict__.setdefault("_call_conds", {})[id(call)] = conds
         op = program.collective(call, fn)
