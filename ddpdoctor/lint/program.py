@@ -158,7 +158,10 @@ class Program:
         self._phase = "index"
         for source in self.files:
             self._index(source)
-        self.imported = {full.split(".")[0] for f in files for full in _import_map(f).values()}
+        # every module found, read or not (the waiting ones by their scanned imports); a read
+        # one's map is its Module's, made by _index
+        maps = [m.imports for m in self.modules] + [_import_map(f) for f in files if f.tree is None]
+        self.imported = {full.split(".")[0] for imports in maps for full in imports.values()}
         for function in self.functions:
             self._collect_bindings(function)
         self._phase = "arguments"
