@@ -159,7 +159,10 @@ class Program:
         self._phase = "index"
         for source in self.files:
             self._index(source)
-        self.imported = {full.split(".")[0] for f in files for full in _import_map(f).values()}
+        # every module found, read or not (the waiting ones by their scanned imports); a read
+        # one's map is its Module's, made by _index
+        maps = [m.imports for m in self.modules] + [_import_map(f) for f in files if f.tree is None]
+        self.imported = {full.split(".")[0] for imports in maps for full in imports.values()}
         for function in self.functions:
             self._collect_bindings(function)
         self._phase = "arguments"
@@ -256,6 +259,7 @@ class Program:
             fn.node = None
             fn._own = None
             fn.__dict__.pop("_own_calls", None)
+            fn.__dict__.pop("_handing", None)
             fn.events = []
             fn.calls = []
             fn.bindings = {}
@@ -319,7 +323,12 @@ class Program:
         `model_cls=Net`, `factory = Net`); not those it only tests (`isinstance(x, Net)`) or
         annotates with."""
         found = []
-        nodes = fn.own if not isinstance(fn.node, ast.Module) else _module_nodes(fn.node)
+        if isinstance(fn.node, ast.Module):
+            nodes = _module_nodes(fn.node)
+        else:  # its own calls, assignments and returns, listed by _collect_bindings' scan of `own`
+            nodes = fn.__dict__.get("_handing")
+            if nodes is None:
+                nodes = [n for n in fn.own if n.__class__ in (ast.Call, ast.Assign, ast.Return)]
         for node in nodes:
             cls = node.__class__  # exact classes in a parsed tree: a test per node, not isinstance
             if cls is ast.Call:
@@ -379,14 +388,21 @@ class Program:
 
     def _collect_bindings(self, fn: Function) -> None:
         calls = fn.__dict__["_own_calls"] = []  # the same scan lists the calls (two passes read them)
-        Call = ast.Call
+        # and what a reached function may hand a class on with (_classes_named, for each one)
+        handing = fn.__dict__["_handing"] = []
+        Call, Return, Assign = ast.Call, ast.Return, ast.Assign
         for node in fn.own:
             kind = node.__class__
             if kind is Call:
                 calls.append(node)
+                handing.append(node)
+            elif kind is Return:
+                handing.append(node)
             elif kind not in _BINDERS:
                 continue  # most nodes: one test each
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                if kind is Assign:
+                    handing.append(node)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     self._bind(fn, target, node.value, node.lineno)

@@ -252,12 +252,14 @@ def _found(path: Path, module: str, texts: Optional[dict[Path, str]]) -> SourceF
 
 
 def _candidates(name: str, roots: list[Path]) -> Optional[Path]:
-    parts = name.split(".")
+    # strings, not pathlib (a package's imports ask hundreds of names, most not local); a name
+    # is never empty nor has an empty part, so the joined string is the path pathlib would build
+    tail = name.replace(".", os.sep)
     for root in roots:
-        base = root.joinpath(*parts)
-        for path in (base.with_suffix(".py"), base / "__init__.py"):
-            if path.is_file():
-                return path
+        base = os.path.join(str(root), tail)
+        for path in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(path):
+                return Path(path)
     return None
 
 

@@ -111,15 +111,45 @@ def _flag_like(test: ast.AST) -> bool:
     return isinstance(test, (ast.Name, ast.Attribute))
 
 
-def _conjuncts(test: ast.AST) -> set[str]:
-    """The source text of a test and of each part of an `and`: what holds inside its body."""
-    said = {text(test, 10_000)}
+def _conjuncts(test: ast.AST) -> dict[str, bool]:
+    """The source text of a test and of each part of an `and` (what holds inside its body), each
+    with whether it is a plain flag: each part of an `and` is a switch of its own (`if synchronize
+    and dist.is_initialized():`), which a caller's constant may turn off. Each part unparsed once."""
+    said = {}
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        said.update(text(v, 10_000) for v in test.values)
+        said = {text(v, 10_000): _flag_like(v) for v in test.values}
+    whole = text(test, 10_000)
+    if whole not in said:
+        said[whole] = _flag_like(test)
     return said
 
 
-_LEAVES_AND_SCOPES = {ast.Name, ast.Constant, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef}
+class _Said:
+    """A plain test around the code walked, on one side of its `if`: its source text (and each
+    part's, for an `and`) as (text, is a plain flag) pairs, which the events and calls beneath
+    it carry. Unparsed when a call beneath it first asks: most tests have none, or are asked of
+    by many."""
+
+    __slots__ = ("test", "side", "_said")
+
+    def __init__(self, test: ast.AST, side: str) -> None:
+        self.test, self.side, self._said = test, side, None
+
+    def said(self) -> tuple[tuple[str, bool], ...]:
+        if self._said is None:
+            if self.side == "body":
+                parts = _conjuncts(self.test)
+                self._said = tuple((t, parts[t]) for t in sorted(parts))
+            else:
+                self._said = ((_negation_text(self.test), _flag_like(self.test)),)
+        return self._said
+
+
+# Nodes the walk has nothing to do in: a name or constant has no child, an operator neither
+# (`+`, `not`, `==`: a third of an expression's nodes), a nested scope is not walked.
+_LEAVES_AND_SCOPES = {ast.Name, ast.Constant, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                      *(k for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+                        for k in base.__subclasses__())}
 
 
 class Walker:
@@ -128,7 +158,7 @@ class Walker:
     def __init__(self, program: Program, fn: Function) -> None:
         self.program = program
         self.fn = fn
-        self.conds: list[tuple[str, bool]] = []
+        self.conds: list[_Said] = []  # the plain tests around the statement walked, outermost first
 
     def run(self) -> None:
         guards: tuple[Guard, ...] = ()
@@ -170,19 +200,17 @@ class Walker:
             test = self.program.ranks.guard(stmt.test, self.fn)
             inner = loops + (1 if isinstance(stmt, ast.While) else 0)
             if test is None:
-                said = _conjuncts(stmt.test)
                 mark = len(self.conds)
                 if isinstance(stmt, ast.If):
-                    # each part of an `and` is a switch of its own (`if synchronize and
-                    # dist.is_initialized():`): a caller's constant may turn it off
-                    parts = {text(v, 10_000): _flag_like(v) for v in getattr(stmt.test, "values", ())
-                             if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And)}
-                    self.conds.extend((t, parts.get(t, _flag_like(stmt.test))) for t in sorted(said))
-                self.block(stmt.body, tuple(g for g in guards if not said & set(g.unless)), inner)
+                    self.conds.append(_Said(stmt.test, "body"))
+                inside = guards
+                if any(g.unless for g in guards):
+                    said = _conjuncts(stmt.test)
+                    inside = tuple(g for g in guards if not said.keys() & set(g.unless))
+                self.block(stmt.body, inside, inner)
                 del self.conds[mark:]
                 if stmt.orelse:
-                    negation = _negation_text(stmt.test)
-                    self.conds.append((negation, _flag_like(stmt.test)))
+                    self.conds.append(_Said(stmt.test, "else"))
                     self.block(stmt.orelse, guards, loops)
                     del self.conds[mark:]
                 return
@@ -217,10 +245,30 @@ class Walker:
             self.expr(child, guards, loops)
 
     def expr(self, node: ast.AST, guards: tuple[Guard, ...], loops: int) -> None:
-        cls = node.__class__  # a parsed tree's nodes are of the exact classes: set tests, not isinstance
-        if cls in _LEAVES_AND_SCOPES:  # a name or constant has no child; a nested scope is not walked
-            return
-        if cls is ast.IfExp:
+        """The calls in an expression, in the order a recursive walk meets them (each node before
+        its children, the children in order), under these guards. A loop over a stack, not a
+        call per node: most nodes are plain (`x.view(b, -1)`, `a + b`); only a conditional
+        expression and an `and` add a guard to a part of themselves."""
+        stack = [node]
+        pop, push = stack.pop, stack.extend
+        plain = _LEAVES_AND_SCOPES
+        while stack:
+            node = pop()
+            cls = node.__class__  # a parsed tree's nodes are of the exact classes: set tests, not isinstance
+            if cls in plain:
+                continue
+            if cls is ast.IfExp or (cls is ast.BoolOp and node.op.__class__ is ast.And):
+                self._branching(node, guards, loops)
+                continue
+            if cls is ast.Call:
+                self.call(node, guards, loops)
+            inner = children(node)
+            inner.reverse()  # popped first to last
+            push(inner)
+
+    def _branching(self, node: ast.AST, guards: tuple[Guard, ...], loops: int) -> None:
+        """A conditional expression or an `and`: the parts a rank test decides run on some ranks."""
+        if node.__class__ is ast.IfExp:
             self.expr(node.test, guards, loops)
             test = self.program.ranks.guard(node.test, self.fn)
             if test is None:
@@ -231,25 +279,19 @@ class Walker:
                 self.expr(node.body, guards + (Guard(test, file, node.lineno, id(node), "body"),), loops)
                 self.expr(node.orelse, guards + (Guard(test.negated(), file, node.lineno, id(node), "else"),), loops)
             return
-        if cls is ast.BoolOp and node.op.__class__ is ast.And:
-            # `rank == 0 and dist.barrier()`: what follows a rank test runs on some ranks only
-            current = guards
-            for value in node.values:
-                self.expr(value, current, loops)
-                test = self.program.ranks.guard(value, self.fn)
-                if test is not None:
-                    current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
-            return
-        if cls is ast.Call:
-            self.call(node, guards, loops)
-        for child in children(node):
-            self.expr(child, guards, loops)
+        # `rank == 0 and dist.barrier()`: what follows a rank test runs on some ranks only
+        current = guards
+        for value in node.values:
+            self.expr(value, current, loops)
+            test = self.program.ranks.guard(value, self.fn)
+            if test is not None:
+                current = current + (Guard(test, self.fn.file.display, node.lineno, id(node), "body"),)
 
     def call(self, call: ast.Call, guards: tuple[Guard, ...], loops: int) -> None:
         program, fn = self.program, self.fn
         line = call.lineno
         fn.calls.append((call, guards, loops))
-        conds = tuple(self.conds)
+        conds = tuple(c for said in self.conds for c in said.said()) if self.conds else ()
         if conds:  # the plain tests around every call, for rules on calls that are not events
             fn.__dict__.setdefault("_call_conds", {})[id(call)] = conds
         op = program.collective(call, fn)
