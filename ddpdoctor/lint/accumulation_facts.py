@@ -68,6 +68,15 @@ class AccumulationFacts:
             return None
         after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
                  and c.lineno > loop.lineno]
+        inner = loop
+        for _ in range(2):
+            # `for batch: for layer: for chunk: backward` with the step after the layer loop: the
+            # chunks' backwards still accumulate until it, however many loops lie between
+            if after or outer is None:
+                break
+            inner, outer = outer, _enclosing_loop(fn.node, outer)
+            after = [c for c, cond in _loop_calls(outer.body, False, skip=inner) if self._step(c, fn)
+                     and c.lineno > loop.lineno] if outer is not None else []
         if not after:
             return None
         return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)

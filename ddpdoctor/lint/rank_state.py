@@ -61,8 +61,10 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         if fn.node is None:
             continue
         stmts = list(_statements(builder.program, fn, fn.node.body, (), (), False))
-        found.extend(_rank_state(builder, fn, stmts, ddp))
-        found.extend(_tensor_values(builder, fn, stmts, ddp))
+        state = _rank_state(builder, fn, stmts, ddp)
+        found.extend(state)
+        decided = {d.location for d in state}  # a counter rank 0 keeps: said once, as state
+        found.extend(d for d in _tensor_values(builder, fn, stmts, ddp) if d.location not in decided)
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
     for methods in by_class.values():
@@ -261,10 +263,15 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         tested += [c for cmp in walk(stmt.test) if isinstance(cmp, ast.Compare) for c in walk(cmp)
                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "item"
                    and not c.args]
-        if not tested:
+        if tested:
+            call = tested[0]
+            value = call.args[0] if call.args else call.func.value
+        elif item.loops:
+            value = _from_the_forward(stmt.test, item.loops[-1], shared)
+            if value is None:
+                continue
+        else:
             continue
-        call = tested[0]
-        value = call.args[0] if call.args else call.func.value
         if {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue  # all-reduced first: the same decision on every rank
         effect = _effect(builder, fn, stmt, item, ddp, after_only=True)
@@ -275,6 +282,66 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(value), "tensor_value", work,
             assumption="the value differs between ranks (each rank's own batch)"))
     return found
+
+
+# What a value's shape or type says: the same on every rank whatever the batch's values.
+_SHAPE_ONLY = {"shape", "size", "ndim", "dim", "dtype", "device", "numel", "len"}
+
+
+def _inputs(value: ast.AST) -> set[str]:
+    """The names a value is computed from, not counting what only sizes or types it."""
+    names: set[str] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Attribute) and node.attr in _SHAPE_ONLY:
+            continue
+        if isinstance(node, ast.Call) and last_name(node.func) in _SHAPE_ONLY:
+            continue
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:
+    """The name a test reads that the loop computes from the same call results as the loss it
+    backpropagates (`approx_kl` from `logratio` from the model's `newlogprob`, beside `loss`):
+    each rank's own batch decides it. None when no such name (or no backward in the loop); a
+    name handed to a collective (shared) is the same on every rank and ends the trail."""
+    sources: dict[str, list[ast.AST]] = {}
+    produced: set[str] = set()  # names bound to a call's result in the loop (a forward's outputs)
+    losses: list[ast.AST] = []
+    for node in walk(loop):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            for target in _assigned(node):
+                for name in (n.id for n in walk(target) if isinstance(n, ast.Name)):
+                    sources.setdefault(name, []).append(node.value)
+                    if isinstance(node.value, ast.Call):
+                        produced.add(name)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+            losses.append(node.func.value)
+            losses.extend(node.args[:1])
+
+    def ancestry(roots: set[str]) -> set[str]:
+        seen, todo = set(), list(roots)
+        while todo and len(seen) < 200:
+            name = todo.pop()
+            if name in seen or name in shared:
+                continue
+            seen.add(name)
+            for value in sources.get(name, []):
+                todo.extend(_inputs(value) - seen)
+        return seen
+
+    if not losses:
+        return None
+    behind_loss = ancestry(set().union(*(_inputs(v) for v in losses))) & produced
+    read = _inputs(test)
+    for name in (n for n in walk(test) if isinstance(n, ast.Name) and n.id in read and n.id in sources):
+        if ancestry({name.id}) & behind_loss:
+            return name
+    return None
 
 
 def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bool,
