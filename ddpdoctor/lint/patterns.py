@@ -326,7 +326,23 @@ def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
     if not isinstance(value, ast.Call):
         return False
     full = program.qualify(value.func, fn) or ""
+    if not full.endswith("DistributedDataParallel") and "." in full:
+        full = _reexported(program, full)
     return full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel."))
+
+
+def _reexported(program: Program, full: str, hops: int = 3) -> str:
+    """The name a local module's attribute stands for when that module only imports it:
+    `ext_dist.DDP`, where extend_distributed.py did `from torch.nn.parallel import
+    DistributedDataParallel as DDP`, is torch's DistributedDataParallel."""
+    for _ in range(hops):
+        owner, _, attr = full.rpartition(".")
+        module = program._module(owner) if owner else None
+        target = module.imports.get(attr) if module is not None else None
+        if not target or target == full:
+            break
+        full = target
+    return full
 
 
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:

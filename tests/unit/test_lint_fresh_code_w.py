@@ -104,3 +104,58 @@ def test_a_test_on_the_batchs_shape_is_not_a_rank_local_value(tmp_path):
     found, _ = lint(tmp_path, EARLY_STOP_ON_OWN_STAT.format(share="pass").replace(
         "if drift > 0.5:", "if new.shape[0] < 16:"))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP802
+TUPLE_BUILDER = """
+def build(n):
+    data = TensorDataset(torch.randn(n, 4), torch.randn(n, 1))
+    train_loader = DataLoader(data, batch_size=32)
+    return data, train_loader
+def my_part(n):
+    per = n // dist.get_world_size()
+    return slice(dist.get_rank() * per, (dist.get_rank() + 1) * per)
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+_, loader = build(256)
+for epoch in range(3):
+    for x, y in loader:
+        {keep}
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        opt.step()
+"""
+
+
+def test_a_plain_loader_returned_in_a_tuple_and_trained_on_every_rank_is_unsharded(tmp_path):
+    found, _ = lint(tmp_path, TUPLE_BUILDER.format(keep="pass"))
+    assert codes(found) == [("DDP802", "error", 9)]
+
+
+def test_the_same_loader_whose_batches_each_rank_slices_to_its_own_part_is_sharded(tmp_path):
+    # every rank loads the whole batch on purpose and keeps its slice (a hybrid-parallel model)
+    found, _ = lint(tmp_path, TUPLE_BUILDER.format(keep="x, y = x[my_part(len(x))], y[my_part(len(y))]"))
+    assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP805
+ACCUMULATE_THROUGH_ALIAS = """
+import comm
+net = comm.DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for j in range(100):
+    net(torch.randn(8, 4)).sum().backward()
+    if (j + 1) % 4 == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_ddp_imported_through_a_local_module_under_another_name_is_still_ddp(tmp_path):
+    found, _ = lint(tmp_path, ACCUMULATE_THROUGH_ALIAS,
+                    comm="from torch.nn.parallel import DistributedDataParallel as DDP\n")
+    assert codes(found) == [("DDP805", "warning", 11)]
+
+
+def test_a_local_modules_own_wrapper_of_that_name_is_not_ddp(tmp_path):
+    found, _ = lint(tmp_path, ACCUMULATE_THROUGH_ALIAS, comm="def DDP(module):\n    return module\n")
+    assert codes(found) == []
