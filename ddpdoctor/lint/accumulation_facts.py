@@ -47,13 +47,15 @@ class AccumulationFacts:
 
     def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
         calls = list(_loop_calls(loop.body, False))
-        backward = self._always(loop.body, fn, self._backward)
+        changed = _assigned_names(loop.body + ([ast.Expr(loop.target)] if hasattr(loop, "target") else []))
+        backward = self._always(loop.body, fn, self._backward, changed=changed)
         if backward is None:
             return None
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]
-        if steps and self._always(loop.body, fn, lambda c, f, d: self._step_kind(c, f) == "always") is not None:
+        if steps and self._always(loop.body, fn, lambda c, f, d: self._step_kind(c, f) == "always",
+                                  changed=changed) is not None:
             return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
         if steps:
             if any(not cond for _, cond in steps):
@@ -125,10 +127,13 @@ class AccumulationFacts:
                                                   "no_sync_after_forward"))
         return found
 
-    def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2) -> Optional[ast.Call]:
+    def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2,
+                changed: Optional[set] = None) -> Optional[ast.Call]:
         """The first call matching pred that runs on every pass of body: not under an `if`,
         or under both sides of one (`if scaler is not None: scaler.scale(loss).backward()
-        else: loss.backward()`). Nested loops and defs are not entered."""
+        else: loss.backward()`), or - changed: the names the loop rebinds - under a test the
+        loop never changes (`if mode == "train":` on a parameter: the same side on every pass).
+        Nested loops and defs are not entered."""
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor,
                                  ast.While)):
@@ -138,8 +143,8 @@ class AccumulationFacts:
                 if found:
                     return found[0]
                 if stmt.orelse:
-                    a = self._always(stmt.body, fn, pred, depth)
-                    b = self._always(stmt.orelse, fn, pred, depth)
+                    a = self._always(stmt.body, fn, pred, depth, changed)
+                    b = self._always(stmt.orelse, fn, pred, depth, changed)
                     if a is not None and b is not None:
                         # `if args.fp16: scaled.backward() else: loss.backward()`: name the side the
                         # flag takes by default (a store_true option is off unless given)
@@ -150,16 +155,20 @@ class AccumulationFacts:
                             no_sync.engine_backward(c, fn) for c, _ in _loop_calls(
                                 stmt.orelse if a is not None else stmt.body, False)):
                         return a or b
+                elif changed is not None and _invariant(stmt.test, changed):
+                    found = self._always(stmt.body, fn, pred, depth, changed)
+                    if found is not None:
+                        return found
                 continue
             if isinstance(stmt, (ast.With, ast.AsyncWith)):
                 found = next((c for item in stmt.items for c, _ in _expr_calls(item.context_expr, False)
                               if pred(c, fn, depth)), None)
-                found = found or self._always(stmt.body, fn, pred, depth)
+                found = found or self._always(stmt.body, fn, pred, depth, changed)
                 if found is not None:
                     return found
                 continue
             if isinstance(stmt, ast.Try):
-                found = self._always(stmt.body, fn, pred, depth)
+                found = self._always(stmt.body, fn, pred, depth, changed)
                 if found is not None:
                     return found
                 continue
@@ -245,6 +254,33 @@ class AccumulationFacts:
                 if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
                     targets += self.program.resolve(value.args[0], scope)[0]
         return any(self._always(target.node.body, target, pred, depth - 1) is not None for target in targets)
+
+
+def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    """The names a loop body (re)binds on its passes."""
+    names = set()
+    for stmt in body:
+        for node in walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(text(node))  # `self.accumulating = ...` changes that test too
+    return names
+
+
+def _invariant(test: ast.AST, changed: set[str]) -> bool:
+    """A test of names and constants only (no call), none of them rebound in the loop: it
+    takes the same side on every pass (`mode == "train"`, `args.fp16`)."""
+    for node in walk(test):
+        if isinstance(node, ast.Name):
+            if node.id in changed:
+                return False
+        elif isinstance(node, ast.Attribute) and text(node) in changed:
+            return False
+        elif not isinstance(node, (ast.Attribute, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp,
+                                   ast.cmpop, ast.boolop, ast.unaryop, ast.expr_context)):
+            return False
+    return True
 
 
 def _enclosing_loop(root: ast.AST, target: ast.AST) -> Optional[ast.AST]:

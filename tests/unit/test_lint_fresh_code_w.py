@@ -159,3 +159,59 @@ def test_ddp_imported_through_a_local_module_under_another_name_is_still_ddp(tmp
 def test_a_local_modules_own_wrapper_of_that_name_is_not_ddp(tmp_path):
     found, _ = lint(tmp_path, ACCUMULATE_THROUGH_ALIAS, comm="def DDP(module):\n    return module\n")
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP805
+EPOCH_BY_MODE = """
+def one_epoch(batches, model, opt, mode="train", every=4):
+    for i, x in enumerate(batches):
+        loss = model(x).sum()
+        if mode == "train":
+            loss.backward()
+            if {when}:
+                opt.step()
+                opt.zero_grad()
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for epoch in range(3):
+    one_epoch([torch.randn(8, 4) for _ in range(16)], net, opt)
+"""
+
+
+def test_a_backward_under_a_test_the_loop_never_changes_runs_every_pass_and_accumulates(tmp_path):
+    # `mode` is a parameter: the same side of the test on every pass of the loop
+    found, _ = lint(tmp_path, EPOCH_BY_MODE.format(when="i % every == 0"))
+    assert codes(found) == [("DDP805", "warning", 11)]
+
+
+def test_the_same_epoch_stepping_every_pass_is_clean(tmp_path):
+    found, _ = lint(tmp_path, EPOCH_BY_MODE.format(when='mode == "train"'))
+    assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP806
+SPAWNED = """
+import torch.multiprocessing as mp
+def launched_here():
+    return __name__ == "__main__"
+def build_vocab():
+    torch.save({{"a": 0}}, "vocab.pt")
+def worker(rank, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    {in_worker}
+    net = DDP(torch.nn.Linear(4, 1))
+if launched_here():
+    build_vocab()
+    mp.spawn(worker, args=(2,), nprocs=2)
+"""
+
+
+def test_a_file_written_by_the_launcher_before_it_spawns_the_ranks_is_written_once(tmp_path):
+    # the spawned ranks import the script under another name: its `__main__` code is the launcher's
+    found, _ = lint(tmp_path, SPAWNED.format(in_worker="pass"))
+    assert [c for c in codes(found) if c[0] == "DDP806"] == []
+
+
+def test_the_same_file_written_by_every_spawned_rank_is_every_rank(tmp_path):
+    found, _ = lint(tmp_path, SPAWNED.format(in_worker="build_vocab()"))
+    assert [c for c in codes(found) if c[0] == "DDP806"] == [("DDP806", "warning", 11)]
