@@ -51,6 +51,8 @@ class AccumulationFacts:
         backward = self._always(loop.body, fn, self._backward, changed=changed)
         if backward is None:
             return None
+        if any(last_name(c.func) == "zero_grad" for c, cond in calls if not cond):
+            return None  # the gradients are cleared on every pass: none carry over to accumulate
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]

@@ -215,3 +215,27 @@ def test_a_file_written_by_the_launcher_before_it_spawns_the_ranks_is_written_on
 def test_the_same_file_written_by_every_spawned_rank_is_every_rank(tmp_path):
     found, _ = lint(tmp_path, SPAWNED.format(in_worker="build_vocab()"))
     assert [c for c in codes(found) if c[0] == "DDP806"] == [("DDP806", "warning", 11)]
+
+
+# ---------------------------------------------------------------------- DDP805
+LAST_PASS_ONLY_EVALUATES = """
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+steps = 100
+for step in range(steps + 1):
+    {clear}
+    net(torch.randn(8, 4)).sum().backward()
+    if step != steps:
+        opt.step()
+"""
+
+
+def test_a_step_skipped_on_a_pass_that_cleared_its_gradients_first_is_not_accumulation(tmp_path):
+    # the last pass only evaluates; zero_grad on every pass means no gradient carries over
+    found, _ = lint(tmp_path, LAST_PASS_ONLY_EVALUATES.format(clear="opt.zero_grad()"))
+    assert codes(found) == []
+
+
+def test_the_same_loop_without_clearing_accumulates_until_the_step(tmp_path):
+    found, _ = lint(tmp_path, LAST_PASS_ONLY_EVALUATES.format(clear="pass"))
+    assert codes(found) == [("DDP805", "warning", 12)]
