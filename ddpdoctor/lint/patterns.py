@@ -406,6 +406,13 @@ def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
 def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: set) -> bool:
     if depth <= 0:
         return False
+    # each (value, scope) once per depth: `model = DDP(model)`, `model = amp.initialize(model)`...
+    # each refer back to every other binding of `model`, which without this grew exponentially
+    # (a copied Trainer.train: 105,000 visits, 4 s); a state seen at this depth or deeper found
+    # nothing, or the search would have returned already
+    if any((id(node), id(fn), d) in seen for d in range(depth, depth + 8)):
+        return False
+    seen.add((id(node), id(fn), depth))
     for value, scope in program.values_of(node, fn):
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in ("to", "cuda", "cpu", "float", "half", "bfloat16", "double"):
