@@ -182,25 +182,40 @@ class AccumulationFacts:
     def _flag_default(self, test: ast.AST) -> Optional[bool]:
         """The default of a command-line flag a test reads (`if args.fp16:`): False for
         `add_argument("--fp16", action="store_true")` without a default, True with default=True;
-        None when the test is not such a flag."""
-        if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)):
-            return None
+        None when the test is not such a flag. `args.opt == "sgd"` (or `!=`) against an option
+        with a constant default: whether that default makes the comparison true."""
+        compared = None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)) \
+                and isinstance(test.comparators[0], ast.Constant):
+            compared, test = test, test.left
+        if not (isinstance(test, ast.Attribute) and isinstance(test.value, (ast.Name, ast.Attribute))):
+            return None  # `args.fp16`, `self.args.fp16`
         flags = self.__dict__.get("_flags")
         if flags is None:
             flags = self.__dict__["_flags"] = {}
+            defaults = self.__dict__["_option_defaults"] = {}
             for f in self.program.files:
                 for node in f.of(ast.Call):
                     if last_name(node.func) != "add_argument" or not node.args or \
                             not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
                         continue
                     action, default = keyword(node, "action"), keyword(node, "default")
-                    if not is_const(action, "store_true"):
-                        continue
                     dest = keyword(node, "dest")
                     name = dest.value if isinstance(dest, ast.Constant) else node.args[0].value.lstrip("-").replace("-", "_")
+                    if isinstance(default, ast.Constant):
+                        value = default.value
+                        defaults[name] = None if name in defaults and defaults[name] != value else value
+                    if not is_const(action, "store_true"):
+                        continue
                     value = False if default is None or is_const(default, False) else \
                         True if is_const(default, True) else None
                     flags[name] = None if name in flags and flags[name] != value else value
+        if compared is not None:
+            default = self.__dict__["_option_defaults"].get(test.attr)
+            if default is None:
+                return None
+            same = default == compared.comparators[0].value
+            return same if isinstance(compared.ops[0], ast.Eq) else not same
         return flags.get(test.attr)
 
     def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:

@@ -9,7 +9,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import writes
-from ddpdoctor.lint.fact_builder import _single_process, loc
+from ddpdoctor.lint.fact_builder import _single_process, _switched, loc
 from ddpdoctor.lint.patterns import save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 
@@ -75,6 +75,11 @@ class SaveFacts:
                     # gives each rank its own samples, so each file has one writer
                     found.append(SaveFact(where, path_text, False, "a per-sample file written while loading it"))
                     continue
+                switch = self._returns_first(fn, call)
+                if switch:
+                    found.append(SaveFact(where, path_text, False,
+                                          f"every caller leaves `{switch}` true, and {fn.label} returns before it"))
+                    continue
                 guarded = self.only_guarded(fn)
                 if guarded is None:
                     hook = fn.name.startswith("on_")
@@ -117,6 +122,23 @@ class SaveFacts:
                 todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
             self._spawned_reach = seen
         return self._spawned_reach
+
+    def _returns_first(self, fn: Function, call: ast.Call) -> str:
+        """The parameter of `if return_model: return model`, ahead of the write in fn's own body,
+        when every call of fn leaves it true (its default True, or a constant True): the write
+        is never reached on those ways in. "" otherwise."""
+        if isinstance(fn.node, ast.Module):
+            return ""
+        switches = [stmt.test.id for stmt in fn.node.body
+                    if isinstance(stmt, ast.If) and stmt.lineno < call.lineno and isinstance(stmt.test, ast.Name)
+                    and stmt.test.id in fn.params and stmt.body and isinstance(stmt.body[-1], ast.Return)]
+        sites = self.callers().get(fn, []) if switches else []
+        if not sites or any(way.kind != "call" or not isinstance(way.node, ast.Call) for _, way in sites):
+            return ""
+        for switch in switches:
+            if all(_switched(fn, way.node, switch) is True for _, way in sites):
+                return switch
+        return ""
 
     def _loads_a_sample(self, fn: Function, depth: int = 3, stack: tuple = ()) -> bool:
         """fn is a dataset's `__getitem__`, or only ever called from one (a few calls down)."""

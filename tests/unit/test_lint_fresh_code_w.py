@@ -239,3 +239,56 @@ def test_a_step_skipped_on_a_pass_that_cleared_its_gradients_first_is_not_accumu
 def test_the_same_loop_without_clearing_accumulates_until_the_step(tmp_path):
     found, _ = lint(tmp_path, LAST_PASS_ONLY_EVALUATES.format(clear="pass"))
     assert codes(found) == [("DDP805", "warning", 12)]
+
+
+# ---------------------------------------------------------------------- DDP805
+BACKWARD_BY_OPTIMIZER = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--optimizer", type=str, default="{default}")
+args = parser.parse_args()
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for i in range(100):
+    loss = net(torch.randn(8, 4)).sum()
+    if args.optimizer == "scaled":
+        (loss * 2).backward()
+    else:
+        loss.backward()
+    if (i + 1) % 4 == 0:
+        opt.step()
+"""
+
+
+def test_accumulation_is_reported_on_the_side_that_an_options_string_default_takes(tmp_path):
+    found, _ = lint(tmp_path, BACKWARD_BY_OPTIMIZER.format(default="adamw"))
+    assert codes(found) == [("DDP805", "warning", 18)]
+
+
+def test_a_default_that_matches_the_comparison_takes_the_first_side(tmp_path):
+    found, _ = lint(tmp_path, BACKWARD_BY_OPTIMIZER.format(default="scaled"))
+    assert codes(found) == [("DDP805", "warning", 16)]
+
+
+# ---------------------------------------------------------------------- DDP806
+CONVERTER = """
+def convert(model, path="out.pt", return_model=True):
+    copy = torch.nn.Linear(4, 1)
+    copy.load_state_dict(model.state_dict())
+    if return_model:
+        return copy
+    torch.save(copy, path)
+net = torch.nn.Linear(4, 1)
+net = convert(net{passed})
+model = DDP(net)
+"""
+
+
+def test_a_save_after_an_early_return_that_every_caller_leaves_on_is_never_reached(tmp_path):
+    found, _ = lint(tmp_path, CONVERTER.format(passed=""))
+    assert codes(found) == []
+
+
+def test_a_caller_that_turns_the_early_return_off_reaches_the_save_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, CONVERTER.format(passed=", return_model=False"))
+    assert codes(found) == [("DDP806", "warning", 12)]
