@@ -212,6 +212,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             loop_targets.update(n.id for n in walk(item.node.target) if isinstance(n, ast.Name))
     shared = _shared(builder, fn)
     local: dict[str, _Stmt] = {}
+    relative: set[str] = set()  # also stepped on every rank: the rank's own value carries on
     for name, items in assigned.items():
         if name in shared or name in loop_targets:
             continue
@@ -220,6 +221,13 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # every rank's own assignments are initial constants; the updates happen under a rank test
         if ranked and all(_constant(getattr(i.node, "value", None)) for i in others):
             local[name] = ranked[0]
+        # or every rank starts it outside any loop and only steps it (`epoch += 1`), while a
+        # rank test sets it outright (`epoch = swa.start` on rank 0): the offset never goes away
+        elif ranked and others and any(isinstance(i.node, ast.Assign) for i in ranked) and all(
+                isinstance(i.node, ast.AugAssign) or not i.loops for i in others) and any(
+                isinstance(i.node, ast.AugAssign) for i in others):
+            local[name] = next(i for i in ranked if isinstance(i.node, ast.Assign))
+            relative.add(name)
     if not local:
         return []
     found = []
@@ -232,14 +240,21 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         name = read[0]
         setter = local[name]
-        if setter.node.lineno > stmt.lineno and not item.loops:
+        rereads = isinstance(stmt, ast.While) and any(n is setter.node for n in walk(stmt))
+        if setter.node.lineno > stmt.lineno and not item.loops and not rereads:
             continue  # set after the read, and no loop brings it back
         effect = _effect(builder, fn, stmt, item, ddp)
+        if effect is None and rereads:
+            # `while epoch < max_epochs:` - the rank whose value is ahead leaves the loop
+            work = _work(builder, fn, list(stmt.body), ddp)
+            effect = ("leaves the loop", work) if work else None
         if effect is None:
             continue
         action, work = effect
         rank_test = setter.guards[-1]
         notes = []
+        if name in relative:
+            notes.append(f"the value set under `{rank_test.text}` differs from the one the other ranks step")
         if rank_test.assumption:
             notes.append(rank_test.assumption)
         if item.conditional:

@@ -292,3 +292,34 @@ def test_a_save_after_an_early_return_that_every_caller_leaves_on_is_never_reach
 def test_a_caller_that_turns_the_early_return_off_reaches_the_save_on_every_rank(tmp_path):
     found, _ = lint(tmp_path, CONVERTER.format(passed=", return_model=False"))
     assert codes(found) == [("DDP806", "warning", 12)]
+
+
+# ---------------------------------------------------------------------- DDP809
+RESTART_ON_PATIENCE = """
+rank = dist.get_rank()
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+def train(start_epoch, max_epochs, restart_at, patience):
+    epoch = start_epoch
+    stale = 0
+    while epoch < max_epochs:
+        net(torch.randn(8, 4)).sum().backward()
+        opt.step()
+        stale += 1
+        {who}
+            epoch = restart_at
+        epoch += 1
+train(0, 100, 50, 3)
+"""
+
+
+def test_a_loop_counter_that_rank_zero_alone_jumps_ahead_decides_the_loop_on_every_rank(tmp_path):
+    # every rank steps `epoch`, rank 0 alone sets it outright: the offset stays, and rank 0
+    # leaves the while loop first while the others wait in the next backward's all-reduce
+    found, _ = lint(tmp_path, RESTART_ON_PATIENCE.format(who="if rank == 0 and stale >= patience:"))
+    assert codes(found) == [("DDP809", "warning", 13)]
+
+
+def test_the_same_jump_taken_on_every_rank_keeps_the_ranks_together(tmp_path):
+    found, _ = lint(tmp_path, RESTART_ON_PATIENCE.format(who="if stale >= patience:"))
+    assert codes(found) == []
