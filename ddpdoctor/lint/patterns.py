@@ -334,7 +334,11 @@ def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
 def _reexported(program: Program, full: str, hops: int = 3) -> str:
     """The name a local module's attribute stands for when that module only imports it:
     `ext_dist.DDP`, where extend_distributed.py did `from torch.nn.parallel import
-    DistributedDataParallel as DDP`, is torch's DistributedDataParallel."""
+    DistributedDataParallel as DDP`, is torch's DistributedDataParallel. Once per name."""
+    known = program.__dict__.setdefault("_reexported", {})
+    if full in known:
+        return known[full]
+    asked = full
     for _ in range(hops):
         owner, _, attr = full.rpartition(".")
         module = program._module(owner) if owner else None
@@ -342,6 +346,8 @@ def _reexported(program: Program, full: str, hops: int = 3) -> str:
         if not target or target == full:
             break
         full = target
+    if getattr(program, "_phase", "") != "arguments":  # a module deferred then is read later
+        known[asked] = full
     return full
 
 

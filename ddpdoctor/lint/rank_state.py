@@ -319,13 +319,17 @@ def _inputs(value: ast.AST) -> set[str]:
     return names
 
 
-def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:
-    """The name a test reads that the loop computes from the same call results as the loss it
-    backpropagates (`approx_kl` from `logratio` from the model's `newlogprob`, beside `loss`):
-    each rank's own batch decides it. None when no such name (or no backward in the loop); a
-    name handed to a collective (shared) is the same on every rank and ends the trail."""
+_DATAFLOW: dict[int, tuple] = {}
+
+
+def _loop_dataflow(loop: ast.AST) -> tuple[dict, set, list]:
+    """A loop's bindings (name -> values), the names bound to a call's result (a forward's
+    outputs) and what it backpropagates: read once per loop, however many tests it holds."""
+    hit = _DATAFLOW.get(id(loop))
+    if hit is not None and hit[0] is loop:
+        return hit[1]
     sources: dict[str, list[ast.AST]] = {}
-    produced: set[str] = set()  # names bound to a call's result in the loop (a forward's outputs)
+    produced: set[str] = set()
     losses: list[ast.AST] = []
     for node in walk(loop):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
@@ -337,6 +341,18 @@ def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optiona
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
             losses.append(node.func.value)
             losses.extend(node.args[:1])
+    if len(_DATAFLOW) > 4096:
+        _DATAFLOW.clear()
+    _DATAFLOW[id(loop)] = (loop, (sources, produced, losses))
+    return sources, produced, losses
+
+
+def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:
+    """The name a test reads that the loop computes from the same call results as the loss it
+    backpropagates (`approx_kl` from `logratio` from the model's `newlogprob`, beside `loss`):
+    each rank's own batch decides it. None when no such name (or no backward in the loop); a
+    name handed to a collective (shared) is the same on every rank and ends the trail."""
+    sources, produced, losses = _loop_dataflow(loop)
 
     def ancestry(roots: set[str]) -> set[str]:
         seen, todo = set(), list(roots)
