@@ -323,3 +323,28 @@ def test_a_loop_counter_that_rank_zero_alone_jumps_ahead_decides_the_loop_on_eve
 def test_the_same_jump_taken_on_every_rank_keeps_the_ranks_together(tmp_path):
     found, _ = lint(tmp_path, RESTART_ON_PATIENCE.format(who="if stale >= patience:"))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP808
+SEEDED_LOADER = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=1)
+parser.add_argument("--num_workers", type=int, default={workers})
+args = parser.parse_args()
+dist.init_process_group("gloo")
+data = torch.utils.data.TensorDataset(torch.randn(64, 4))
+sampler = torch.utils.data.distributed.DistributedSampler(data)
+loader = torch.utils.data.DataLoader(data, sampler=sampler, num_workers=args.num_workers,
+                                     generator=torch.Generator().manual_seed(args.seed))
+"""
+
+
+def test_a_loader_whose_worker_count_defaults_to_zero_seeds_no_worker(tmp_path):
+    found, _ = lint(tmp_path, SEEDED_LOADER.format(workers=0))
+    assert [c for c in codes(found) if c[0] == "DDP808"] == []
+
+
+def test_the_same_loader_with_workers_by_default_seeds_them_alike_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, SEEDED_LOADER.format(workers=4))
+    assert [c for c in codes(found) if c[0] == "DDP808"] == [("DDP808", "warning", 16)]
