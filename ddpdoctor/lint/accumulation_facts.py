@@ -13,6 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
 from ddpdoctor.lint.fact_builder import _fn_loops, _loops, loc
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import is_const, keyword, last_name, text
 from ddpdoctor.lint.program import Function
 
@@ -193,7 +194,7 @@ class AccumulationFacts:
         flags = self.__dict__.get("_flags")
         if flags is None:
             flags = self.__dict__["_flags"] = {}
-            defaults = self.__dict__["_option_defaults"] = {}
+            self.__dict__["_option_defaults"] = option_defaults(self.program.files)
             for f in self.program.files:
                 for node in f.of(ast.Call):
                     if last_name(node.func) != "add_argument" or not node.args or \
@@ -202,9 +203,6 @@ class AccumulationFacts:
                     action, default = keyword(node, "action"), keyword(node, "default")
                     dest = keyword(node, "dest")
                     name = dest.value if isinstance(dest, ast.Constant) else node.args[0].value.lstrip("-").replace("-", "_")
-                    if isinstance(default, ast.Constant):
-                        value = default.value
-                        defaults[name] = None if name in defaults and defaults[name] != value else value
                     if not is_const(action, "store_true"):
                         continue
                     value = False if default is None or is_const(default, False) else \
