@@ -25,6 +25,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         from the main process themselves, and a save inside a "rank 0 first" block (a
         context manager that lets rank 0 through, then the others after a barrier, such as
         `accelerator.main_process_first()`) builds a cache the others then read: not reported.
+        Nor is a write no rank reaches: one made only by the launcher's `__main__` code before
+        it spawns the ranks (mp.spawn), or one after `if return_model: return model` when every
+        caller leaves that parameter true.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes

@@ -24,7 +24,10 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         Accelerate's `process_index`), seeds derived from the worker's own state
         (`torch.initial_seed()`, `get_worker_info().seed`, `np.random.get_state()`: torch seeds
         those per worker from the rank's generator), and seeds of unknown origin (a parameter,
-        a helper's result). The probe (DDP305) sees the random state itself.
+        a helper's result). Nor is a loader that runs no workers on the values the source
+        gives (`num_workers=0`, a name bound to 0, an option whose declared default is 0 and
+        that the script never sets): it is judged on the default path, so a run that passes a
+        worker count is not. The probe (DDP305) sees the random state itself.
 
     Why it hurts:
         The ranks read different samples, but worker k of every rank draws the same random

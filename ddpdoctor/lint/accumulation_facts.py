@@ -13,6 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
 from ddpdoctor.lint.fact_builder import _fn_loops, _loops, loc
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import is_const, keyword, last_name, text
 from ddpdoctor.lint.program import Function
 
@@ -47,13 +48,17 @@ class AccumulationFacts:
 
     def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
         calls = list(_loop_calls(loop.body, False))
-        backward = self._always(loop.body, fn, self._backward)
+        changed = _assigned_names(loop.body + ([ast.Expr(loop.target)] if hasattr(loop, "target") else []))
+        backward = self._always(loop.body, fn, self._backward, changed=changed)
         if backward is None:
             return None
+        if any(last_name(c.func) == "zero_grad" for c, cond in calls if not cond):
+            return None  # the gradients are cleared on every pass: none carry over to accumulate
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]
-        if steps and self._always(loop.body, fn, lambda c, f, d: self._step_kind(c, f) == "always") is not None:
+        if steps and self._always(loop.body, fn, lambda c, f, d: self._step_kind(c, f) == "always",
+                                  changed=changed) is not None:
             return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
         if steps:
             if any(not cond for _, cond in steps):
@@ -68,6 +73,15 @@ class AccumulationFacts:
             return None
         after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
                  and c.lineno > loop.lineno]
+        inner = loop
+        for _ in range(2):
+            # `for batch: for layer: for chunk: backward` with the step after the layer loop: the
+            # chunks' backwards still accumulate until it, however many loops lie between
+            if after or outer is None:
+                break
+            inner, outer = outer, _enclosing_loop(fn.node, outer)
+            after = [c for c, cond in _loop_calls(outer.body, False, skip=inner) if self._step(c, fn)
+                     and c.lineno > loop.lineno] if outer is not None else []
         if not after:
             return None
         return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
@@ -116,10 +130,13 @@ class AccumulationFacts:
                                                   "no_sync_after_forward"))
         return found
 
-    def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2) -> Optional[ast.Call]:
+    def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2,
+                changed: Optional[set] = None) -> Optional[ast.Call]:
         """The first call matching pred that runs on every pass of body: not under an `if`,
         or under both sides of one (`if scaler is not None: scaler.scale(loss).backward()
-        else: loss.backward()`). Nested loops and defs are not entered."""
+        else: loss.backward()`), or - changed: the names the loop rebinds - under a test the
+        loop never changes (`if mode == "train":` on a parameter: the same side on every pass).
+        Nested loops and defs are not entered."""
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor,
                                  ast.While)):
@@ -129,8 +146,8 @@ class AccumulationFacts:
                 if found:
                     return found[0]
                 if stmt.orelse:
-                    a = self._always(stmt.body, fn, pred, depth)
-                    b = self._always(stmt.orelse, fn, pred, depth)
+                    a = self._always(stmt.body, fn, pred, depth, changed)
+                    b = self._always(stmt.orelse, fn, pred, depth, changed)
                     if a is not None and b is not None:
                         # `if args.fp16: scaled.backward() else: loss.backward()`: name the side the
                         # flag takes by default (a store_true option is off unless given)
@@ -141,16 +158,20 @@ class AccumulationFacts:
                             no_sync.engine_backward(c, fn) for c, _ in _loop_calls(
                                 stmt.orelse if a is not None else stmt.body, False)):
                         return a or b
+                elif changed is not None and _invariant(stmt.test, changed):
+                    found = self._always(stmt.body, fn, pred, depth, changed)
+                    if found is not None:
+                        return found
                 continue
             if isinstance(stmt, (ast.With, ast.AsyncWith)):
                 found = next((c for item in stmt.items for c, _ in _expr_calls(item.context_expr, False)
                               if pred(c, fn, depth)), None)
-                found = found or self._always(stmt.body, fn, pred, depth)
+                found = found or self._always(stmt.body, fn, pred, depth, changed)
                 if found is not None:
                     return found
                 continue
             if isinstance(stmt, ast.Try):
-                found = self._always(stmt.body, fn, pred, depth)
+                found = self._always(stmt.body, fn, pred, depth, changed)
                 if found is not None:
                     return found
                 continue
@@ -162,25 +183,37 @@ class AccumulationFacts:
     def _flag_default(self, test: ast.AST) -> Optional[bool]:
         """The default of a command-line flag a test reads (`if args.fp16:`): False for
         `add_argument("--fp16", action="store_true")` without a default, True with default=True;
-        None when the test is not such a flag."""
-        if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)):
-            return None
+        None when the test is not such a flag. `args.opt == "sgd"` (or `!=`) against an option
+        with a constant default: whether that default makes the comparison true."""
+        compared = None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)) \
+                and isinstance(test.comparators[0], ast.Constant):
+            compared, test = test, test.left
+        if not (isinstance(test, ast.Attribute) and isinstance(test.value, (ast.Name, ast.Attribute))):
+            return None  # `args.fp16`, `self.args.fp16`
         flags = self.__dict__.get("_flags")
         if flags is None:
             flags = self.__dict__["_flags"] = {}
+            self.__dict__["_option_defaults"] = option_defaults(self.program.files)
             for f in self.program.files:
                 for node in f.of(ast.Call):
                     if last_name(node.func) != "add_argument" or not node.args or \
                             not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
                         continue
                     action, default = keyword(node, "action"), keyword(node, "default")
-                    if not is_const(action, "store_true"):
-                        continue
                     dest = keyword(node, "dest")
                     name = dest.value if isinstance(dest, ast.Constant) else node.args[0].value.lstrip("-").replace("-", "_")
+                    if not is_const(action, "store_true"):
+                        continue
                     value = False if default is None or is_const(default, False) else \
                         True if is_const(default, True) else None
                     flags[name] = None if name in flags and flags[name] != value else value
+        if compared is not None:
+            default = self.__dict__["_option_defaults"].get(test.attr)
+            if default is None:
+                return None
+            same = default == compared.comparators[0].value
+            return same if isinstance(compared.ops[0], ast.Eq) else not same
         return flags.get(test.attr)
 
     def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
@@ -236,6 +269,33 @@ class AccumulationFacts:
                 if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
                     targets += self.program.resolve(value.args[0], scope)[0]
         return any(self._always(target.node.body, target, pred, depth - 1) is not None for target in targets)
+
+
+def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    """The names a loop body (re)binds on its passes."""
+    names = set()
+    for stmt in body:
+        for node in walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(text(node))  # `self.accumulating = ...` changes that test too
+    return names
+
+
+def _invariant(test: ast.AST, changed: set[str]) -> bool:
+    """A test of names and constants only (no call), none of them rebound in the loop: it
+    takes the same side on every pass (`mode == "train"`, `args.fp16`)."""
+    for node in walk(test):
+        if isinstance(node, ast.Name):
+            if node.id in changed:
+                return False
+        elif isinstance(node, ast.Attribute) and text(node) in changed:
+            return False
+        elif not isinstance(node, (ast.Attribute, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp,
+                                   ast.cmpop, ast.boolop, ast.unaryop, ast.expr_context)):
+            return False
+    return True
 
 
 def _enclosing_loop(root: ast.AST, target: ast.AST) -> Optional[ast.AST]:

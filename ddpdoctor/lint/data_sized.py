@@ -41,6 +41,9 @@ ELEMENTWISE = {"abs", "exp", "log", "sqrt", "sigmoid", "softmax", "log_softmax",
                "one_hot", "pow", "mul", "add", "sub", "div", "sort", "flip", "cumsum", "square",
                "index_select", "flatten", "reshape", "squeeze", "unsqueeze", "round", "floor",
                "ceil", "sign", "neg", "argsort", "sorted", "list", "tuple", "array", "asarray"}
+# nn.Module's own iterators: their length is the model's, the same on every rank.
+MODULE_STRUCTURE = {"parameters", "named_parameters", "buffers", "named_buffers", "modules",
+                    "named_modules", "children", "named_children"}
 LIST_TO_TENSOR = {"tensor", "as_tensor", "stack", "cat", "concat", "concatenate", "from_numpy",
                   "LongTensor", "FloatTensor", "Tensor", "hstack", "vstack"}
 
@@ -91,6 +94,7 @@ class _Scope:
         self.exchanged = False
         self.found: list[DataSizedCollective] = []
         self.every_pass: set[int] = set()  # appends that run once per pass (both sides of an if)
+        self.in_structure = False  # inside a loop over a module's own structure (its parameters)
 
     # -- what the data sizes ---------------------------------------------------------------
     def origin(self, node: ast.AST) -> Optional[tuple[str, int]]:
@@ -207,15 +211,19 @@ class _Scope:
             under_if = conditional or isinstance(stmt, ast.If)
             if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
                 under_if = False  # a condition counts inside the loop it filters
+            outer_structure = self.in_structure
+            if isinstance(stmt, (ast.For, ast.AsyncFor)) and field_name == "body":
+                self.in_structure = _module_structure(stmt.iter)
             for child in children:
                 if isinstance(child, ast.ExceptHandler):
                     for inner in child.body:
                         self.statement(inner, in_loop, under_if)
                 else:
                     self.statement(child, in_loop, under_if)
+            self.in_structure = outer_structure
 
         if loop_depth and conditional and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
-                and id(stmt) not in self.every_pass:
+                and id(stmt) not in self.every_pass and not self.in_structure:
             call = stmt.value
             if (isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend")
                     and isinstance(call.func.value, ast.Name)):
@@ -258,6 +266,24 @@ def _collective(call: ast.Call, dist_names: set[str], imported: set[str]) -> Opt
     if isinstance(func, ast.Name) and func.id in imported:
         return func.id
     return None
+
+
+def _module_structure(node: ast.AST) -> bool:
+    """`model.parameters()`, `named_buffers()`, `state_dict().items()`, `zip(...)` or
+    `enumerate(...)` of them: the loop walks the model, which is the same on every rank, so
+    what it keeps (`if p.grad is not None: grads.append(p.grad)`) has the model's size, not the
+    data's."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name) and func.id in ("zip", "enumerate", "list", "reversed"):
+        return bool(node.args) and all(_module_structure(a) for a in node.args[:1 if func.id != "zip" else None])
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in MODULE_STRUCTURE:
+        return True
+    return func.attr in ("items", "values", "keys") and isinstance(func.value, ast.Call) \
+        and isinstance(func.value.func, ast.Attribute) and func.value.func.attr == "state_dict"
 
 
 def _append_name(stmt: ast.stmt) -> Optional[str]:

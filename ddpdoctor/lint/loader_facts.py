@@ -122,7 +122,8 @@ class LoaderFacts:
                 location=loc(fn, call), name=name, sampler=kind,
                 sampler_text=text(sampler) if sampler is not None else "",
                 dataset_text=dataset_text,
-                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn),
+                sharded_by_rank=(dataset is not None and self.mentions_rank(dataset, fn))
+                or self._trains(fn, name, split=True),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
@@ -152,6 +153,7 @@ class LoaderFacts:
         if hasattr(self, "_train_names"):
             return self._train_names
         names: set[tuple[int, str]] = set()
+        self._split_names: set[tuple[int, str]] = set()
         for fn in self.functions:
             for node, _ in _fn_loops(fn):
                 if not isinstance(node, (ast.For, ast.AsyncFor)):
@@ -159,6 +161,9 @@ class LoaderFacts:
                 if not any(isinstance(c, ast.Call) and self._backward(c, fn)
                            for stmt in node.body for c in walk(stmt)):
                     continue
+                if self._splits_by_rank(node, fn):
+                    # every rank loads the whole batch and keeps its own slice of it
+                    before, names = names, set()
                 for sub in walk(node.iter):
                     name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
                     if not name:
@@ -173,20 +178,42 @@ class LoaderFacts:
                             if isinstance(value, ast.Name):
                                 for arg, caller in owner.arguments.get(value.id, []):
                                     names.add((id(caller), last_name(arg) or ""))
+                if self._splits_by_rank(node, fn):
+                    self._split_names |= names
+                    names = before | names
         self._train_names = names
         return names
 
-    def _trains(self, fn: Function, name: str) -> bool:
+    def _splits_by_rank(self, loop: ast.AST, fn: Function) -> bool:
+        """The loop cuts what it loads by the rank: `y = y[rank * n:(rank + 1) * n]`, or through a
+        helper returning such a `slice(...)` (a hybrid-parallel model that gives each rank part
+        of every batch)."""
+        for stmt in loop.body:
+            for node in walk(stmt):
+                if isinstance(node, ast.Subscript) and _slicing(node.slice) \
+                        and self.mentions_rank(node.slice, fn):
+                    return True
+        return False
+
+    def _trains(self, fn: Function, name: str, split: bool = False) -> bool:
         """The loader bound to name in fn is iterated by a backward loop: there, or (returned by a
-        builder) where a caller binds what the builder returns."""
+        builder, alone or as one item of a tuple) where a caller binds what the builder returns.
+        split: by a loop that cuts each batch by the rank."""
         if not name:
             return False
-        if (id(fn), name) in self._training_names():
+        names = self._training_names()
+        if split:
+            names = self._split_names
+        if (id(fn), name) in names:
             return True
-        if name == fn.name:  # `return DataLoader(...)`: follow the callers
+        position = _returned_at(fn, name)
+        if name == fn.name or position is not None:  # `return DataLoader(...)`: follow the callers
             for caller, event in self.callers().get(fn, []):
-                bound = self.bound_name(caller, event.node) if isinstance(event.node, ast.Call) else ""
-                if bound and (id(caller), bound) in self._training_names():
+                if not isinstance(event.node, ast.Call):
+                    continue
+                bound = self.bound_name(caller, event.node) if position is None else \
+                    _unpacked_at(caller, event.node, position)
+                if bound and (id(caller), bound) in names:
                     return True
         return False
 
@@ -374,3 +401,31 @@ class LoaderFacts:
                         if name:
                             out[name] = True
         return out
+
+
+def _slicing(node: ast.AST) -> bool:
+    """An index that takes a range: `a:b`, `slice(...)`, or a call that may return one."""
+    return any(isinstance(n, (ast.Slice, ast.Call)) for n in walk(node))
+
+
+def _returned_at(fn: Function, name: str) -> Optional[int]:
+    """The position of `name` in the tuple fn returns (`return data, loader, ...`)."""
+    if isinstance(fn.node, ast.Module):
+        return None
+    for node in fn.own:
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            for index, item in enumerate(node.value.elts):
+                if isinstance(item, ast.Name) and item.id == name:
+                    return index
+    return None
+
+
+def _unpacked_at(fn: Function, call: ast.Call, index: int) -> str:
+    """The name a caller unpacks a call's returned tuple into at position index."""
+    for node in fn.own:
+        if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1 \
+                and isinstance(node.targets[0], (ast.Tuple, ast.List)):
+            items = node.targets[0].elts
+            if index < len(items) and isinstance(items[index], ast.Name):
+                return items[index].id
+    return ""

@@ -326,7 +326,29 @@ def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
     if not isinstance(value, ast.Call):
         return False
     full = program.qualify(value.func, fn) or ""
+    if not full.endswith("DistributedDataParallel") and "." in full:
+        full = _reexported(program, full)
     return full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel."))
+
+
+def _reexported(program: Program, full: str, hops: int = 3) -> str:
+    """The name a local module's attribute stands for when that module only imports it:
+    `ext_dist.DDP`, where extend_distributed.py did `from torch.nn.parallel import
+    DistributedDataParallel as DDP`, is torch's DistributedDataParallel. Once per name."""
+    known = program.__dict__.setdefault("_reexported", {})
+    if full in known:
+        return known[full]
+    asked = full
+    for _ in range(hops):
+        owner, _, attr = full.rpartition(".")
+        module = program._module(owner) if owner else None
+        target = module.imports.get(attr) if module is not None else None
+        if not target or target == full:
+            break
+        full = target
+    if getattr(program, "_phase", "") != "arguments":  # a module deferred then is read later
+        known[asked] = full
+    return full
 
 
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
@@ -390,6 +412,13 @@ def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
 def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: set) -> bool:
     if depth <= 0:
         return False
+    # each (value, scope) once per depth: `model = DDP(model)`, `model = amp.initialize(model)`...
+    # each refer back to every other binding of `model`, which without this grew exponentially
+    # (a copied Trainer.train: 105,000 visits, 4 s); a state seen at this depth or deeper found
+    # nothing, or the search would have returned already
+    if any((id(node), id(fn), d) in seen for d in range(depth, depth + 8)):
+        return False
+    seen.add((id(node), id(fn), depth))
     for value, scope in program.values_of(node, fn):
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in ("to", "cuda", "cpu", "float", "half", "bfloat16", "double"):

@@ -61,8 +61,10 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         if fn.node is None:
             continue
         stmts = list(_statements(builder.program, fn, fn.node.body, (), (), False))
-        found.extend(_rank_state(builder, fn, stmts, ddp))
-        found.extend(_tensor_values(builder, fn, stmts, ddp))
+        state = _rank_state(builder, fn, stmts, ddp)
+        found.extend(state)
+        decided = {d.location for d in state}  # a counter rank 0 keeps: said once, as state
+        found.extend(d for d in _tensor_values(builder, fn, stmts, ddp) if d.location not in decided)
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
     for methods in by_class.values():
@@ -210,6 +212,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             loop_targets.update(n.id for n in walk(item.node.target) if isinstance(n, ast.Name))
     shared = _shared(builder, fn)
     local: dict[str, _Stmt] = {}
+    relative: set[str] = set()  # also stepped on every rank: the rank's own value carries on
     for name, items in assigned.items():
         if name in shared or name in loop_targets:
             continue
@@ -218,6 +221,13 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # every rank's own assignments are initial constants; the updates happen under a rank test
         if ranked and all(_constant(getattr(i.node, "value", None)) for i in others):
             local[name] = ranked[0]
+        # or every rank starts it outside any loop and only steps it (`epoch += 1`), while a
+        # rank test sets it outright (`epoch = swa.start` on rank 0): the offset never goes away
+        elif ranked and others and any(isinstance(i.node, ast.Assign) for i in ranked) and all(
+                isinstance(i.node, ast.AugAssign) or not i.loops for i in others) and any(
+                isinstance(i.node, ast.AugAssign) for i in others):
+            local[name] = next(i for i in ranked if isinstance(i.node, ast.Assign))
+            relative.add(name)
     if not local:
         return []
     found = []
@@ -230,14 +240,21 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         name = read[0]
         setter = local[name]
-        if setter.node.lineno > stmt.lineno and not item.loops:
+        rereads = isinstance(stmt, ast.While) and any(n is setter.node for n in walk(stmt))
+        if setter.node.lineno > stmt.lineno and not item.loops and not rereads:
             continue  # set after the read, and no loop brings it back
         effect = _effect(builder, fn, stmt, item, ddp)
+        if effect is None and rereads:
+            # `while epoch < max_epochs:` - the rank whose value is ahead leaves the loop
+            work = _work(builder, fn, list(stmt.body), ddp)
+            effect = ("leaves the loop", work) if work else None
         if effect is None:
             continue
         action, work = effect
         rank_test = setter.guards[-1]
         notes = []
+        if name in relative:
+            notes.append(f"the value set under `{rank_test.text}` differs from the one the other ranks step")
         if rank_test.assumption:
             notes.append(rank_test.assumption)
         if item.conditional:
@@ -261,10 +278,15 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         tested += [c for cmp in walk(stmt.test) if isinstance(cmp, ast.Compare) for c in walk(cmp)
                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "item"
                    and not c.args]
-        if not tested:
+        if tested:
+            call = tested[0]
+            value = call.args[0] if call.args else call.func.value
+        elif item.loops:
+            value = _from_the_forward(stmt.test, item.loops[-1], shared)
+            if value is None:
+                continue
+        else:
             continue
-        call = tested[0]
-        value = call.args[0] if call.args else call.func.value
         if {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue  # all-reduced first: the same decision on every rank
         effect = _effect(builder, fn, stmt, item, ddp, after_only=True)
@@ -275,6 +297,82 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(value), "tensor_value", work,
             assumption="the value differs between ranks (each rank's own batch)"))
     return found
+
+
+# What a value's shape or type says: the same on every rank whatever the batch's values.
+_SHAPE_ONLY = {"shape", "size", "ndim", "dim", "dtype", "device", "numel", "len"}
+
+
+def _inputs(value: ast.AST) -> set[str]:
+    """The names a value is computed from, not counting what only sizes or types it."""
+    names: set[str] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Attribute) and node.attr in _SHAPE_ONLY:
+            continue
+        if isinstance(node, ast.Call) and last_name(node.func) in _SHAPE_ONLY:
+            continue
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+_DATAFLOW: dict[int, tuple] = {}
+
+
+def _loop_dataflow(loop: ast.AST) -> tuple[dict, set, list]:
+    """A loop's bindings (name -> values), the names bound to a call's result (a forward's
+    outputs) and what it backpropagates: read once per loop, however many tests it holds."""
+    hit = _DATAFLOW.get(id(loop))
+    if hit is not None and hit[0] is loop:
+        return hit[1]
+    sources: dict[str, list[ast.AST]] = {}
+    produced: set[str] = set()
+    losses: list[ast.AST] = []
+    for node in walk(loop):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            for target in _assigned(node):
+                for name in (n.id for n in walk(target) if isinstance(n, ast.Name)):
+                    sources.setdefault(name, []).append(node.value)
+                    if isinstance(node.value, ast.Call):
+                        produced.add(name)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+            losses.append(node.func.value)
+            losses.extend(node.args[:1])
+    if len(_DATAFLOW) > 4096:
+        _DATAFLOW.clear()
+    _DATAFLOW[id(loop)] = (loop, (sources, produced, losses))
+    return sources, produced, losses
+
+
+def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:
+    """The name a test reads that the loop computes from the same call results as the loss it
+    backpropagates (`approx_kl` from `logratio` from the model's `newlogprob`, beside `loss`):
+    each rank's own batch decides it. None when no such name (or no backward in the loop); a
+    name handed to a collective (shared) is the same on every rank and ends the trail."""
+    sources, produced, losses = _loop_dataflow(loop)
+
+    def ancestry(roots: set[str]) -> set[str]:
+        seen, todo = set(), list(roots)
+        while todo and len(seen) < 200:
+            name = todo.pop()
+            if name in seen or name in shared:
+                continue
+            seen.add(name)
+            for value in sources.get(name, []):
+                todo.extend(_inputs(value) - seen)
+        return seen
+
+    if not losses:
+        return None
+    behind_loss = ancestry(set().union(*(_inputs(v) for v in losses))) & produced
+    read = _inputs(test)
+    for name in (n for n in walk(test) if isinstance(n, ast.Name) and n.id in read and n.id in sources):
+        if ancestry({name.id}) & behind_loss:
+            return name
+    return None
 
 
 def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bool,

@@ -62,6 +62,7 @@ class RankFlow:
         self._returns: dict[int, Optional[RankTest]] = {}
         self._returns_rank: dict[int, bool] = {}
         self.spawn_params: set[tuple[int, str]] = set()  # (id(function), its first parameter)
+        self.spawn_targets: list = []  # the local functions mp.spawn starts as the ranks
         self.attributes: dict[str, list[tuple[ast.AST, Function]]] = {}  # "args.gpu" -> values
 
     # ------------------------------------------------------------------ set-up
@@ -74,6 +75,7 @@ class RankFlow:
                     full = program.qualify(call.func, fn) or ""
                     if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:
                         for target in program.reference(call.args[0], fn):
+                            self.spawn_targets.append(target)
                             if target.params:
                                 self.spawn_params.add((id(target), target.params[0]))
             for name, values in fn.attr_bindings.items():

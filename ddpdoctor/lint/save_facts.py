@@ -9,7 +9,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import writes
-from ddpdoctor.lint.fact_builder import _single_process, loc
+from ddpdoctor.lint.fact_builder import _single_process, _switched, loc
 from ddpdoctor.lint.patterns import save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 
@@ -59,6 +59,10 @@ class SaveFacts:
                 if path is not None and self.mentions_rank(path, fn):
                     found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
                     continue
+                if self._in_the_launcher(fn, event):
+                    found.append(SaveFact(where, path_text, False,
+                                          "in the launching process, which mp.spawn's ranks do not run"))
+                    continue
                 if path is not None and any("BytesIO" in text(v, 1000) for v, _ in self.program.values_of(path, fn)):
                     found.append(SaveFact(where, path_text, False, "saved to memory"))
                     continue
@@ -71,6 +75,11 @@ class SaveFacts:
                     # gives each rank its own samples, so each file has one writer
                     found.append(SaveFact(where, path_text, False, "a per-sample file written while loading it"))
                     continue
+                switch = self._returns_first(fn, call)
+                if switch:
+                    found.append(SaveFact(where, path_text, False,
+                                          f"every caller leaves `{switch}` true, and {fn.label} returns before it"))
+                    continue
                 guarded = self.only_guarded(fn)
                 if guarded is None:
                     hook = fn.name.startswith("on_")
@@ -82,6 +91,54 @@ class SaveFacts:
                                           f"{fn.label} is called without a rank test",
                                           self._per_node_callers(fn) if guarded else None, how))
         return found
+
+    def _in_the_launcher(self, fn: Function, event, depth: int = 6) -> bool:
+        """The ranks are functions handed to mp.spawn, and this write is reached only from the
+        launching script's `if __name__ == "__main__":` code (directly or through a helper that
+        returns that test), never from a spawned rank: the spawned processes import the script
+        under another name, so it runs once, before the ranks exist."""
+        spawned = self.program.ranks.spawn_targets
+        if not spawned or fn in self._spawn_reach():
+            return False
+        return self._main_only(fn, event, depth, ())
+
+    def _main_only(self, fn: Function, event, depth: int, stack: tuple) -> bool:
+        if any(_main_test(self.program, cond, fn) for cond, _ in event.conds):
+            return True
+        if isinstance(fn.node, ast.Module) or fn in stack or depth <= 0:
+            return False
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(self._main_only(caller, way, depth - 1, stack + (fn,)) for caller, way in sites)
+
+    def _spawn_reach(self) -> set:
+        """The functions a spawned rank can run: the spawn targets and what they call or hand on."""
+        if not hasattr(self, "_spawned_reach"):
+            seen, todo = set(), list(self.program.ranks.spawn_targets)
+            while todo:
+                fn = todo.pop()
+                if fn in seen:
+                    continue
+                seen.add(fn)
+                todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
+            self._spawned_reach = seen
+        return self._spawned_reach
+
+    def _returns_first(self, fn: Function, call: ast.Call) -> str:
+        """The parameter of `if return_model: return model`, ahead of the write in fn's own body,
+        when every call of fn leaves it true (its default True, or a constant True): the write
+        is never reached on those ways in. "" otherwise."""
+        if isinstance(fn.node, ast.Module):
+            return ""
+        switches = [stmt.test.id for stmt in fn.node.body
+                    if isinstance(stmt, ast.If) and stmt.lineno < call.lineno and isinstance(stmt.test, ast.Name)
+                    and stmt.test.id in fn.params and stmt.body and isinstance(stmt.body[-1], ast.Return)]
+        sites = self.callers().get(fn, []) if switches else []
+        if not sites or any(way.kind != "call" or not isinstance(way.node, ast.Call) for _, way in sites):
+            return ""
+        for switch in switches:
+            if all(_switched(fn, way.node, switch) is True for _, way in sites):
+                return switch
+        return ""
 
     def _loads_a_sample(self, fn: Function, depth: int = 3, stack: tuple = ()) -> bool:
         """fn is a dataset's `__getitem__`, or only ever called from one (a few calls down)."""
@@ -107,6 +164,26 @@ class SaveFacts:
             if found:
                 return found
         return None
+
+
+def _main_test(program, cond: str, fn: Function) -> bool:
+    """`__name__ == "__main__"`, or a call of a local helper that returns that test."""
+    try:
+        node = ast.parse(cond, mode="eval").body
+    except SyntaxError:
+        return False
+    if _is_main_compare(node):
+        return True
+    if isinstance(node, ast.Call) and not node.args:
+        target = program.callee(node.func, fn)
+        if program.is_function(target) and not isinstance(target.node, ast.Module):
+            return bool(target.returned) and all(_is_main_compare(r) for r in target.returned)
+    return False
+
+
+def _is_main_compare(node: ast.AST) -> bool:
+    return isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
+        and {text(node.left), text(node.comparators[0])} in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
 
 
 def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:

@@ -29,6 +29,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import children
+from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, text
 
 RANK_WORDS = re.compile(r"rank|process_index|local_process|node_id", re.IGNORECASE)
@@ -63,6 +64,7 @@ class _Files:
         # lambdas, assignments, calls (None, or no entry: the module's top level)
         self.owner: dict[int, Optional[ast.AST]] = {}
         self.sources = files
+        self.defaults: Optional[dict] = None  # command-line options' defaults, read when asked
         if functions is None:
             for source in files:
                 self._index(source, source.tree, None)
@@ -267,9 +269,28 @@ def _generator_seeds(value: ast.AST, scope: ast.AST, module: ast.Module) -> list
     return found
 
 
-def _has_workers(call: ast.Call) -> bool:
+def _has_workers(call: ast.Call, index: Optional[_Files] = None, scope: Optional[ast.AST] = None) -> bool:
+    """Whether the loader runs workers on the values the source gives: not for a literal 0, a
+    name bound only to 0, or an option (`args.num_workers`) whose declared default is 0 and that
+    the script never sets: with no workers, the loader's seeds reach no worker (a user who passes
+    a worker count leaves that default path, which the source cannot tell)."""
     workers = keyword(call, "num_workers")
-    return workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0)
+    if workers is None or _is_zero(workers):
+        return False
+    if index is None:
+        return True
+    if isinstance(workers, ast.Name) and scope is not None:
+        bound = _assigned(scope, workers.id)
+        return not (bound and all(_is_zero(v) for v in bound))
+    if isinstance(workers, ast.Attribute) and workers.attr not in index.attr_values:
+        if index.defaults is None:
+            index.defaults = option_defaults(index.sources)
+        return index.defaults.get(workers.attr, 1) != 0
+    return True
+
+
+def _is_zero(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
 
 
 def gather(files: list, reachable: Optional[set] = None, functions: Optional[list] = None) -> list[UnrankedSeed]:
@@ -291,13 +312,16 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
             continue
         where = Location(source.display, node.lineno)
         init = keyword(node, "worker_init_fn")
+        workers = keyword(node, "num_workers")
+        if workers is not None and not _has_workers(node, index, owner):
+            continue  # no workers on the default path: no worker is seeded
         if init is not None:
             hit = _judge_init(init, index, where, owner)
             if hit is not None:
                 found.append(hit)
                 continue
         generator = keyword(node, "generator")
-        if generator is not None and _has_workers(node):
+        if generator is not None and workers is not None:
             seeds = _generator_seeds(generator, owner, source.tree)
             judge = _Judge(index, source.tree, {})
             if seeds and all(max((judge.value(a, owner) for a in _seed_args(s)), default=_UNKNOWN)

@@ -1,0 +1,27 @@
+"""Command-line options' defaults as the source declares them (`add_argument("--x", default=0)`).
+
+What a script does when run without flags: the value a rule may reason about on the default path.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ddpdoctor.lint.patterns import keyword, last_name
+
+
+def option_defaults(files: list) -> dict[str, object]:
+    """Each option's constant default by its dest name; None where two declarations disagree
+    or the default is not a constant (unknown). Options without a default are left out."""
+    defaults: dict[str, object] = {}
+    for source in files:
+        for node in source.of(ast.Call):
+            if last_name(node.func) != "add_argument" or not node.args or \
+                    not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
+                continue
+            dest, default = keyword(node, "dest"), keyword(node, "default")
+            name = dest.value if isinstance(dest, ast.Constant) else node.args[0].value.lstrip("-").replace("-", "_")
+            value = default.value if isinstance(default, ast.Constant) else None
+            if default is not None:
+                defaults[name] = None if name in defaults and defaults[name] != value else value
+    return defaults
