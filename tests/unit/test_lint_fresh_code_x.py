@@ -53,3 +53,62 @@ def test_the_continue_before_the_step_with_no_sync_on_the_skipped_micro_steps_is
         opt.step()
         opt.zero_grad()"""))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP806: rank 0 first, a few calls up
+RANK_ZERO_FIRST_BUILDER = """
+import contextlib
+@contextlib.contextmanager
+def local_zero_first(local_rank):
+    if local_rank not in (-1, 0):
+        dist.barrier()
+    yield
+    if local_rank == 0:
+        dist.barrier()
+class Labels(torch.utils.data.Dataset):
+    def __init__(self, root):
+        self.items = self.load(root) if os.path.exists(root + ".cache") else self.index(root)
+    def index(self, root):
+        items = dict(n=4)
+        torch.save(items, root + ".cache")
+        return items
+    def load(self, root):
+        return torch.load(root + ".cache")
+    def __len__(self):
+        return 4
+    def __getitem__(self, i):
+        return torch.zeros(2)
+def make_loader(root, local_rank):
+{build}
+    return DataLoader(data, sampler=DistributedSampler(data), batch_size=2)
+loader = make_loader("labels", int(os.environ["LOCAL_RANK"]))
+"""
+
+
+def test_a_cache_written_by_a_dataset_built_inside_a_rank_zero_first_block_is_not_every_rank(tmp_path):
+    # the save is three calls below the `with`: make_loader -> Labels.__init__ -> index
+    found, _ = lint(tmp_path, RANK_ZERO_FIRST_BUILDER.format(build="""\
+    with local_zero_first(local_rank):
+        data = Labels(root)"""))
+    assert [c for c in codes(found) if c[0] == "DDP806"] == []
+
+
+def test_the_same_dataset_built_outside_the_block_is_still_every_rank_writing(tmp_path):
+    found, _ = lint(tmp_path, RANK_ZERO_FIRST_BUILDER.format(build="""\
+    with local_zero_first(local_rank):
+        pass
+    data = Labels(root)"""))
+    assert [c for c in codes(found) if c[0] == "DDP806"] == [("DDP806", "warning", 20)]
+
+
+def test_other_ways_to_that_cache_under_a_rank_test_keep_it_one_writer(tmp_path):
+    # rank 0 alone also builds the dataset a few calls down (an anchor check on the labels)
+    found, _ = lint(tmp_path, RANK_ZERO_FIRST_BUILDER.format(build="""\
+    with local_zero_first(local_rank):
+        data = Labels(root)""") + """
+def check_labels(root):
+    return len(Labels(root))
+if dist.get_rank() == 0:
+    check_labels("labels")
+""")
+    assert [c for c in codes(found) if c[0] == "DDP806"] == []
