@@ -112,3 +112,36 @@ if dist.get_rank() == 0:
     check_labels("labels")
 """)
     assert [c for c in codes(found) if c[0] == "DDP806"] == []
+
+
+# ---------------------------------------------------------------------- DDP806: a rank-0 return one block down
+GATHER_THEN_WRITE = """
+class Scorer:
+    def __init__(self, out, distributed=True):
+        self.out, self.distributed, self.rows = out, distributed, []
+    def score(self):
+        if self.distributed:
+            parts = [None] * dist.get_world_size()
+            dist.all_gather_object(parts, self.rows)
+            rows = [r for part in parts for r in part]
+{leave}
+        else:
+            rows = self.rows
+        torch.save(rows, self.out + "/rows.pth")
+        return len(rows)
+Scorer("out").score()
+"""
+
+
+def test_a_write_after_the_other_ranks_returned_inside_the_distributed_branch_is_rank_zeros(tmp_path):
+    # after `if distributed: gather; if not rank 0: return` only rank 0 (or a single process) writes
+    found, _ = lint(tmp_path, GATHER_THEN_WRITE.format(leave="""\
+            if dist.get_rank() != 0:
+                return 0"""))
+    assert [c for c in codes(found) if c[0] == "DDP806"] == []
+
+
+def test_the_same_write_with_no_rank_returning_in_that_branch_is_every_rank(tmp_path):
+    found, _ = lint(tmp_path, GATHER_THEN_WRITE.format(leave="""\
+            rows = sorted(rows)"""))
+    assert [c for c in codes(found) if c[0] == "DDP806"] == [("DDP806", "warning", 18)]
