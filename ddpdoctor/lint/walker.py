@@ -122,23 +122,6 @@ def _conjuncts(test: ast.AST) -> set[str]:
 _LEAVES_AND_SCOPES = {ast.Name, ast.Constant, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef}
 
 
-def _rank_return(walker: "Walker", stmt: ast.stmt):
-    """(rank test, the `if`) for `if <switch>: ...; if <rank test>: return` where the rank-
-    terminating `if` sits at the top of the outer `if`'s body and its else does not end the
-    same way; None otherwise."""
-    if not isinstance(stmt, ast.If) or walker.program.ranks.guard(stmt.test, walker.fn) is not None:
-        return None
-    if stmt.orelse and isinstance(stmt.orelse[-1], TERMINATORS):
-        return None
-    for inner in stmt.body:
-        if isinstance(inner, ast.If) and not inner.orelse and inner.body and \
-                isinstance(inner.body[-1], TERMINATORS) and not _crashes(inner.body[-1]):
-            test = walker.program.ranks.guard(inner.test, walker.fn)
-            if test is not None:
-                return test, inner
-    return None
-
-
 class Walker:
     """Walks one function's statements in order, keeping the rank tests and loops around them."""
 
@@ -312,3 +295,20 @@ def _bound_method(program, node: ast.AST, fn) -> list:
     klass = program.class_of(node.value, fn)
     method = program.method(klass, node.attr) if klass is not None else None
     return [method] if method is not None else []
+
+
+def _rank_return(walker: "Walker", stmt: ast.stmt):
+    """(rank test, the `if`) for `if <switch>: ...; if <rank test>: return` where the rank-
+    terminating `if` sits at the top of the outer `if`'s body and its else does not end the
+    same way; None otherwise."""
+    if not isinstance(stmt, ast.If) or walker.program.ranks.guard(stmt.test, walker.fn) is not None:
+        return None
+    if stmt.orelse and isinstance(stmt.orelse[-1], TERMINATORS):
+        return None
+    for inner in stmt.body:
+        if isinstance(inner, ast.If) and not inner.orelse and inner.body and \
+                isinstance(inner.body[-1], TERMINATORS) and not _crashes(inner.body[-1]):
+            test = walker.program.ranks.guard(inner.test, walker.fn)
+            if test is not None:
+                return test, inner
+    return None
