@@ -3,6 +3,7 @@ again in our own words as small scripts, each with its healthy twin."""
 
 from __future__ import annotations
 
+from ddpdoctor.lint.driver import gather, lint_results
 from tests.unit.test_lint_real_patterns import codes, lint
 
 
@@ -145,3 +146,41 @@ def test_the_same_write_with_no_rank_returning_in_that_branch_is_every_rank(tmp_
     found, _ = lint(tmp_path, GATHER_THEN_WRITE.format(leave="""\
             rows = sorted(rows)"""))
     assert [c for c in codes(found) if c[0] == "DDP806"] == [("DDP806", "warning", 18)]
+
+
+# ---------------------------------------------------------------------- a script that puts its repository on sys.path
+SCRIPT_IN_A_FOLDER = """
+import os, sys
+import torch
+import torch.distributed as dist
+here = os.path.abspath(os.path.dirname(__file__))
+{extend}
+from lib.io import write_state
+dist.init_process_group("gloo")
+write_state({{"step": 1}}, "state.pt")
+"""
+
+
+def _script_in_a_folder(tmp_path, extend):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "io.py").write_text("import torch\ndef write_state(state, path):\n    torch.save(state, path)\n")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text(SCRIPT_IN_A_FOLDER.format(extend=extend))
+    facts = gather(str(script))
+    return [f for r in lint_results(facts, set()) for f in r.findings], facts
+
+
+def test_modules_found_through_the_folder_a_script_appends_to_sys_path_are_read(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path / "..")  # the working directory is neither the script's nor the repository's
+    found, facts = _script_in_a_folder(tmp_path, "sys.path.append(os.path.split(here)[0])")
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP806"] == [("DDP806", 3)]
+    assert len(facts.files) == 2
+
+
+def test_without_that_line_the_helper_stays_unread(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path / "..")
+    found, facts = _script_in_a_folder(tmp_path, "root = os.environ.get('ROOT', '')")
+    assert [f.code for f in found if f.code == "DDP806"] == []
+    assert len(facts.files) == 1
