@@ -184,3 +184,80 @@ def test_without_that_line_the_helper_stays_unread(tmp_path, monkeypatch):
     found, facts = _script_in_a_folder(tmp_path, "root = os.environ.get('ROOT', '')")
     assert [f.code for f in found if f.code == "DDP806"] == []
     assert len(facts.files) == 1
+
+
+# ---------------------------------------------------------------------- DDP809: a flag that comes with the batch
+FLAGGED_BATCHES = """
+class Clips(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.randn(4), i % 7 != 3   # the sample, and whether it could be built
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = Clips()
+loader = DataLoader(data, sampler=DistributedSampler(data), batch_size=4)
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for step, (x, ok) in enumerate(loader):
+{skip}
+        model(x).sum().backward()
+        opt.step()
+"""
+
+
+def test_a_skip_on_a_flag_that_came_with_the_ranks_own_batch_diverges(tmp_path):
+    found, _ = lint(tmp_path, FLAGGED_BATCHES.format(skip="""\
+        if not all(ok):
+            continue"""))
+    assert codes(found) == [("DDP809", "warning", 19)]
+    assert "each rank's own batch" in found[0].message
+
+
+def test_skips_on_the_step_counter_or_the_batch_size_are_the_same_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, FLAGGED_BATCHES.format(skip="""\
+        if step < 2 or len(x) < 4:
+            continue"""))
+    assert codes(found) == []
+
+
+def test_a_batch_flag_all_reduced_before_the_skip_is_shared(tmp_path):
+    found, _ = lint(tmp_path, FLAGGED_BATCHES.format(skip="""\
+        bad = torch.tensor(float(not all(ok)))
+        dist.all_reduce(bad)
+        if bad > 0:
+            continue"""))
+    assert codes(found) == []
+
+
+LITE_LOOP = """
+from pytorch_lightning.lite import LightningLite
+class Clips(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.randn(4), i % 7 != 3
+class Run(LightningLite):
+    def run(self):
+        model, opt = self.setup(torch.nn.Linear(4, 1), torch.optim.SGD([torch.zeros(1)], lr=0.1))
+        loader = self.setup_dataloaders(DataLoader(Clips(), batch_size=4, shuffle=True))
+        for x, ok in loader:
+{skip}
+            self.backward(model(x).sum())
+            opt.step()
+Run(strategy="ddp", devices=2).run()
+"""
+
+
+def test_a_batch_flag_skip_in_a_lightning_lite_subclass_diverges_too(tmp_path):
+    # the script's own LightningLite subclass makes it a DDP run (its setup wraps the model)
+    found, _ = lint(tmp_path, LITE_LOOP.format(skip="""\
+            if not all(ok):
+                continue"""))
+    assert [c for c in codes(found) if c[0] == "DDP809"] == [("DDP809", "warning", 18)]
+
+
+def test_the_lite_loop_without_that_skip_is_clean(tmp_path):
+    found, _ = lint(tmp_path, LITE_LOOP.format(skip="""\
+            x = x.float()"""))
+    assert codes(found) == []
