@@ -301,14 +301,14 @@ def _rank_return(walker: "Walker", stmt: ast.stmt):
     """(rank test, the `if`) for `if <switch>: ...; if <rank test>: return` where the rank-
     terminating `if` sits at the top of the outer `if`'s body and its else does not end the
     same way; None otherwise."""
-    if not isinstance(stmt, ast.If) or walker.program.ranks.guard(stmt.test, walker.fn) is not None:
+    if stmt.__class__ is not ast.If or (stmt.orelse and isinstance(stmt.orelse[-1], TERMINATORS)):
         return None
-    if stmt.orelse and isinstance(stmt.orelse[-1], TERMINATORS):
-        return None
-    for inner in stmt.body:
-        if isinstance(inner, ast.If) and not inner.orelse and inner.body and \
-                isinstance(inner.body[-1], TERMINATORS) and not _crashes(inner.body[-1]):
-            test = walker.program.ranks.guard(inner.test, walker.fn)
-            if test is not None:
-                return test, inner
+    inners = [inner for inner in stmt.body if inner.__class__ is ast.If and not inner.orelse and inner.body
+              and isinstance(inner.body[-1], TERMINATORS) and not _crashes(inner.body[-1])]
+    if not inners or walker.program.ranks.guard(stmt.test, walker.fn) is not None:
+        return None  # (the structure first: most ifs hold no such return, and guard() is dearer)
+    for inner in inners:
+        test = walker.program.ranks.guard(inner.test, walker.fn)
+        if test is not None:
+            return test, inner
     return None
