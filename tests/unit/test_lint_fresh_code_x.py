@@ -261,3 +261,29 @@ def test_the_lite_loop_without_that_skip_is_clean(tmp_path):
     found, _ = lint(tmp_path, LITE_LOOP.format(skip="""\
             x = x.float()"""))
     assert codes(found) == []
+
+
+# ---------------------------------------------------------------------- DDP801: `local_rank >= 0` asks "distributed?"
+LAUNCHED = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=-1)
+args = parser.parse_args()
+{test}
+if distributed:
+    dist.init_process_group("gloo")
+model = torch.nn.Linear(4, 1)
+if distributed:
+    model = DDP(model)
+    dist.barrier()
+"""
+
+
+def test_a_local_rank_of_at_least_zero_is_the_same_on_every_launched_rank(tmp_path):
+    found, _ = lint(tmp_path, LAUNCHED.format(test="distributed = args.local_rank >= 0"))
+    assert [c for c in codes(found) if c[0] == "DDP801"] == []
+
+
+def test_a_local_rank_above_zero_still_leaves_local_rank_zero_out(tmp_path):
+    found, _ = lint(tmp_path, LAUNCHED.format(test="distributed = args.local_rank > 0"))
+    assert [c[0] for c in codes(found) if c[0] == "DDP801"] != []
