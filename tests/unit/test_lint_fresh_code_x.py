@@ -287,3 +287,44 @@ def test_a_local_rank_of_at_least_zero_is_the_same_on_every_launched_rank(tmp_pa
 def test_a_local_rank_above_zero_still_leaves_local_rank_zero_out(tmp_path):
     found, _ = lint(tmp_path, LAUNCHED.format(test="distributed = args.local_rank > 0"))
     assert [c[0] for c in codes(found) if c[0] == "DDP801"] != []
+
+
+# ---------------------------------------------------------------------- DDP808 under a framework that launches the ranks
+LITE_SEEDED = """
+import torch
+from torch.utils.data import DataLoader
+from pytorch_lightning.lite import LightningLite
+class Clips(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.randn(4)
+class Run(LightningLite):
+    def run(self):
+        g = torch.Generator()
+        g.manual_seed({seed})
+        model, opt = self.setup(torch.nn.Linear(4, 1), torch.optim.SGD([torch.zeros(1)], lr=0.1))
+        loader = self.setup_dataloaders(DataLoader(Clips(), batch_size=4, num_workers=2, generator=g))
+        for x in loader:
+            self.backward(model(x).sum())
+            opt.step()
+Run(strategy="ddp", devices=2).run()
+"""
+
+
+def _lite_script(tmp_path, seed):
+    # no init_process_group of its own: Lightning starts the ranks and the group
+    path = tmp_path / "train.py"
+    path.write_text(LITE_SEEDED.format(seed=seed).lstrip("\n"))
+    facts = gather(str(path))
+    return [f for r in lint_results(facts, set()) for f in r.findings]
+
+
+def test_workers_seeded_from_one_constant_generator_under_lightning_lite_are_the_same_on_every_rank(tmp_path):
+    found = _lite_script(tmp_path, "42")
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP808"] == [("DDP808", 12)]
+
+
+def test_a_generator_seeded_with_the_rank_under_lightning_lite_is_clean(tmp_path):
+    found = _lite_script(tmp_path, "42 + self.global_rank")
+    assert [f.code for f in found if f.code == "DDP808"] == []
