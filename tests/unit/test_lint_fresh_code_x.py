@@ -328,3 +328,26 @@ def test_workers_seeded_from_one_constant_generator_under_lightning_lite_are_the
 def test_a_generator_seeded_with_the_rank_under_lightning_lite_is_clean(tmp_path):
     found = _lite_script(tmp_path, "42 + self.global_rank")
     assert [f.code for f in found if f.code == "DDP808"] == []
+
+
+# ---------------------------------------------------------------------- both sides of one rank test reach every rank
+BOTH_SIDES = """
+class Trainer:
+    def __init__(self, every):
+        self.every = every
+        self.model = DDP(torch.nn.Linear(4, 1))
+    def fit(self):
+        for step in range(8):
+            if step % self.every == 0:
+                dist.barrier()
+rank = dist.get_rank()
+if rank == 0:
+    trainer = Trainer(2)
+{other}
+trainer.fit()
+"""
+
+
+def test_an_object_built_on_both_sides_of_a_rank_test_holds_every_ranks_state(tmp_path):
+    found, _ = lint(tmp_path, BOTH_SIDES.format(other="else:\n    trainer = Trainer(2)"))
+    assert [c for c in codes(found) if c[0] == "DDP809"] == []
