@@ -11,8 +11,9 @@ from ddpdoctor.lint.facts import LintFacts
 def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
     """
     What it detects:
-        In a distributed script (a process group, a DDP model or a DistributedSampler), a
-        DataLoader whose workers get the same seeds on every rank:
+        In a distributed script (a process group, a DDP model, a DistributedSampler, or a
+        framework that starts the ranks itself: Accelerate, Lightning), a DataLoader whose
+        workers get the same seeds on every rank:
 
         - a `worker_init_fn` (directly or through functools.partial) that seeds numpy, `random`
           or torch (or a seeding helper) from values that are the same on every rank: constants,
@@ -46,7 +47,8 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
             g.manual_seed(base_seed + rank)
             DataLoader(dataset, sampler=sampler, num_workers=4, generator=g, worker_init_fn=seed_worker)
     """
-    distributed = facts.distributed is not None or facts.ddp_model or any(
+    # a framework (Accelerate, Lightning) starts the ranks and the group itself
+    distributed = facts.distributed is not None or facts.ddp_model or facts.framework is not None or any(
         loader.sampler == "distributed" for loader in facts.loaders)
     if not distributed:
         return Skipped("the script sets up no process group and uses no DistributedSampler")

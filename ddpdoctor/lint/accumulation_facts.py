@@ -47,17 +47,20 @@ class AccumulationFacts:
         return found
 
     def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
-        calls = list(_loop_calls(loop.body, False))
         changed = _assigned_names(loop.body + ([ast.Expr(loop.target)] if hasattr(loop, "target") else []))
         backward = self._always(loop.body, fn, self._backward, changed=changed)
         if backward is None:
             return None
+        # `backward; if (i + 1) % k: continue; opt.step()`: what follows a `continue` that comes
+        # after the backward runs on some passes only (one before it skips both alike)
+        head, tail = _split_at_skip(loop, backward)
+        calls = list(_loop_calls(head, False)) + list(_loop_calls(tail, True))
         if any(last_name(c.func) == "zero_grad" for c, cond in calls if not cond):
             return None  # the gradients are cleared on every pass: none carry over to accumulate
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]
-        if steps and self._always(loop.body, fn, lambda c, f, d: self._step_kind(c, f) == "always",
+        if steps and self._always(head, fn, lambda c, f, d: self._step_kind(c, f) == "always",
                                   changed=changed) is not None:
             return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
         if steps:
@@ -307,6 +310,40 @@ def _enclosing_loop(root: ast.AST, target: ast.AST) -> Optional[ast.AST]:
                            for mid, _ in _loops(node, 0)):
                     return node
     return None
+
+
+def _split_at_skip(loop: ast.AST, after: ast.AST) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """The loop's body cut at the first periodic skip (`if (i + 1) % k != 0: continue`, a test on
+    a counter modulo something) that follows the statement holding `after`: (what runs on every
+    pass that reached `after`, what runs on some of them). A skip on a value (`if not
+    torch.isfinite(norm): continue`) is no accumulation boundary and does not cut."""
+    body = loop.body
+    counters = {n.id for n in walk(getattr(loop, "target", loop)) if isinstance(n, ast.Name)} | {
+        n.id for stmt in body for node in walk(stmt) if isinstance(node, (ast.Assign, ast.AugAssign))
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for n in walk(t) if isinstance(n, ast.Name)}
+    start = next((i for i, stmt in enumerate(body) if any(n is after for n in walk(stmt))), len(body))
+    for i in range(start + 1, len(body)):
+        stmt = body[i]
+        periodic = isinstance(stmt, ast.If) and any(
+            isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+            and any(isinstance(m, ast.Name) and m.id in counters for m in walk(n.left)) for n in walk(stmt.test))
+        if periodic and _continues(stmt.body + stmt.orelse):
+            return body[:i], body[i:]
+    return body, []
+
+
+def _continues(body: list[ast.stmt]) -> bool:
+    """A `continue` of the enclosing loop somewhere in body (not one of a nested loop's)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Continue):
+            return True
+        if isinstance(stmt, ast.If) and _continues(stmt.body + stmt.orelse):
+            return True
+        if isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and _continues(
+                stmt.body + getattr(stmt, "orelse", []) + getattr(stmt, "finalbody", [])):
+            return True
+    return False
 
 
 def _loop_calls(body: list[ast.stmt], conditional: bool, skip: Optional[ast.AST] = None

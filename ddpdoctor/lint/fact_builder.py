@@ -148,7 +148,21 @@ class BuilderCore:
                 return False
             if not self.only_guarded(caller, depth - 1, stack + (fn,)):
                 return False
-        return True
+        return not self._both_sides(sites, depth, stack + (fn,))
+
+    def _both_sides(self, sites: list, depth: int, stack: tuple) -> bool:
+        """Two ways in under the two sides of one rank test, in a caller every rank runs
+        (`if rank == 0: t = Trainer(logger) else: t = Trainer()`): together every rank."""
+        sides: dict[tuple, set] = {}
+        for caller, event in sites:
+            if len(event.guards) != 1:
+                continue
+            if caller.node is not caller.module.file.tree and \
+                    self.only_guarded(caller, depth - 1, stack) is not False:
+                continue
+            guard = event.guards[0]
+            sides.setdefault((id(caller), guard.branch), set()).add(guard.side)
+        return any(len(found) == 2 for found in sides.values())
 
     def in_loop(self, fn: Function, depth: int = 4, stack: tuple = ()) -> bool:
         """Some way into fn passes through a loop (it runs more than once)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import data_keys, data_sized, no_sync, rank_state, worker_seeds
+from ddpdoctor.lint import batch_flags, data_keys, data_sized, no_sync, rank_state, worker_seeds
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import BuilderCore, loc
@@ -61,6 +61,10 @@ def build(program: Program, script: str) -> LintFacts:
     """All the facts of one program."""
     builder = FactBuilder(program)
     distributed, how, framework, ddp = None, "", None, False
+    # `class Lite(LightningLite): def run(self): ...` then `Lite(strategy="ddp").run()`: the
+    # script's own subclass of Lightning's Fabric (LightningLite before it) is the framework
+    fabric = {k.name for k in program.classes if program.uses_lightning() and any(
+        b.split(".")[-1] in ("Fabric", "LightningLite") for c in (k, *program.bases(k)) for b in c.bases)}
     for fn, call, _, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
         name = last_name(call.func) or ""
@@ -70,7 +74,8 @@ def build(program: Program, script: str) -> LintFacts:
             ddp = True
         if name == "Accelerator" and program.uses("accelerate"):
             framework = "accelerate"
-        elif name in ("Trainer", "Fabric") and program.uses_lightning() and not full.startswith("transformers"):
+        elif (name in ("Trainer", "Fabric") and program.uses_lightning() and not full.startswith("transformers")) \
+                or name in fabric:
             framework = framework or "lightning"
         elif name.endswith("Trainer") and (full.startswith(("transformers", "trl"))):
             framework = framework or "transformers"
@@ -102,4 +107,5 @@ def build(program: Program, script: str) -> LintFacts:
         unreachable=program.skipped,
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
         unranked_seeds=worker_seeds.gather(program.files, reachable, program.functions),
-        rank_local=rank_state.gather(builder, ddp or framework is not None))
+        rank_local=rank_state.gather(builder, ddp or framework is not None)
+        + batch_flags.gather(builder, ddp or framework is not None))

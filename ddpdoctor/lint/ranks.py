@@ -297,6 +297,10 @@ class RankFlow:
         # local_rank == -1 / rank is None: "are we distributed at all", the same on every rank
         if is_const(right, -1, None):
             return None
+        # local_rank >= 0 / rank < 0: no rank is negative, so the same answer on every rank of a
+        # distributed run (the launcher's -1 is the only value that differs): the same question
+        if is_const(right, 0) and isinstance(op, (ast.GtE, ast.Lt)):
+            return None
         if isinstance(right, (ast.List, ast.Tuple, ast.Set)):
             if all(is_const(e, -1, None) for e in right.elts):
                 return None

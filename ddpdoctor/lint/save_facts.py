@@ -43,7 +43,7 @@ class SaveFacts:
                     found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
                                           _per_node(event.guards), how))
                     continue
-                first = writes.rank_zero_first(self, fn, call)
+                first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
                 if first:
                     found.append(SaveFact(where, path_text, False, first, None, how))
                     continue

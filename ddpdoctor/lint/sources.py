@@ -22,6 +22,7 @@ from ddpdoctor.core.files import open_regular
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.syspath import added_roots
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
 MAX_BYTES = 4_000_000  # per file
@@ -305,6 +306,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     # Where `python train.py` and `python -m pkg.train` look for `import model`.
     roots = list(dict.fromkeys([path.parent, Path.cwd().resolve()]))
     files = [_parse(path, "", texts)]
+    roots = list(dict.fromkeys(roots + added_roots(files[0].tree, path, Path.cwd().resolve())))
     seen = {path}
     queue = [files[0]]
     where_is: dict[str, Optional[Path]] = {}  # every file imports torch, os, ...: each name looked up once

@@ -186,6 +186,16 @@ class Walker:
                     guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else", unless)
                     self.block(body[index + 1:], guards + (guard,), loops)
                     return
+            # `if distributed: gather(); if rank != 0: return` (else: one process's own rows):
+            # what follows the outer `if` runs on rank 0 of a distributed run, or on a single
+            # process - every rank only if the outer test is false, the case `unless` names
+            inner = _rank_return(self, stmt)
+            if inner is not None:
+                test, leave = inner
+                guard = Guard(test.negated(), self.fn.file.display, leave.lineno, id(leave), "else",
+                              (_negation_text(stmt.test),))
+                self.block(body[index + 1:], guards + (guard,), loops)
+                return
 
     def stmt(self, stmt: ast.stmt, guards: tuple[Guard, ...], loops: int) -> None:
         if isinstance(self.fn.node, ast.Module) and self.fn.file is not self.program.files[0] \
@@ -327,3 +337,20 @@ def _bound_method(program, node: ast.AST, fn) -> list:
     klass = program.class_of(node.value, fn)
     method = program.method(klass, node.attr) if klass is not None else None
     return [method] if method is not None else []
+
+
+def _rank_return(walker: "Walker", stmt: ast.stmt):
+    """(rank test, the `if`) for `if <switch>: ...; if <rank test>: return` where the rank-
+    terminating `if` sits at the top of the outer `if`'s body and its else does not end the
+    same way; None otherwise."""
+    if stmt.__class__ is not ast.If or (stmt.orelse and isinstance(stmt.orelse[-1], TERMINATORS)):
+        return None
+    inners = [inner for inner in stmt.body if inner.__class__ is ast.If and not inner.orelse and inner.body
+              and isinstance(inner.body[-1], TERMINATORS) and not _crashes(inner.body[-1])]
+    if not inners or walker.program.ranks.guard(stmt.test, walker.fn) is not None:
+        return None  # (the structure first: most ifs hold no such return, and guard() is dearer)
+    for inner in inners:
+        test = walker.program.ranks.guard(inner.test, walker.fn)
+        if test is not None:
+            return test, inner
+    return None

@@ -11,7 +11,7 @@ reads this for the saves it judges (lint/facts.py).
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import last_name, text
@@ -35,6 +35,32 @@ def rank_zero_first(builder: Builder, fn: Function, call: ast.Call) -> str:
             if why:
                 return why
     return ""
+
+
+def rank_zero_first_above(builder: Builder, fn: Function) -> str:
+    """Why fn's writes have one writer at a time through a rank-0-first block a few calls up
+    ("" when some way into fn has neither such a block nor a rank test): `with zero_first(rank):
+    data = Labels(root)` whose constructor calls the method that writes the cache, the other
+    ways in under `if rank == 0:`. Nothing calling fn, or a call at module level: ""."""
+    return _ways_in(builder, fn, 6, ()) or ""
+
+
+def _ways_in(builder: Builder, fn: Function, depth: int, stack: tuple) -> Optional[str]:
+    """None: some way into fn passes neither a rank-0-first block nor a rank test; otherwise the
+    block's reason, "" where every way in is under a rank test."""
+    sites = builder.callers().get(fn, [])
+    if fn in stack or depth <= 0 or not sites:
+        return None
+    why = ""
+    for caller, event in sites:
+        if event.guards:
+            continue  # a rank test on this way in: one rank gets through
+        here = rank_zero_first(builder, caller, event.node) or (
+            None if isinstance(caller.node, ast.Module) else _ways_in(builder, caller, depth - 1, stack + (fn,)))
+        if here is None:
+            return None
+        why = why or here
+    return why
 
 
 def _ordering(builder: Builder, expr: ast.AST, fn: Function) -> str:

@@ -1,0 +1,125 @@
+"""DDP809 on a flag that comes with each rank's own batch (rank_state.py reads the other shapes).
+
+    for step, (batch, ok) in enumerate(loader):
+        if not all(ok):      # the dataset marks a sample it could not build
+            continue         # this rank skips the backward the others run
+        loss = model(batch).sum(); loss.backward()
+
+Each rank draws its own samples, so a value that arrives with the batch (the loop's target, and
+what is unpacked, indexed or read off it without a call) differs between ranks. A test on it
+that every rank runs and that breaks or continues before a collective, a DDP forward or a
+backward of a DDP model is a divergence. What only sizes or types the batch (`len`, `.shape`)
+and the loop's counter (`enumerate`'s index) are not read; tests on a tensor's value
+(`isfinite`, `.item()`) are rank_state.py's; a flag handed to a collective first is shared.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import rank_state
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import last_name, text
+
+Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
+# Calls that make (or wrap) a loader: their result's items are each rank's own batches.
+LOADER_CALLS = {"DataLoader", "setup_dataloaders", "prepare", "prepare_data_loader"}
+# Wrappers a loop reads a loader through: the loader is their first argument.
+WRAPPERS = {"enumerate", "tqdm", "iter", "zip"}
+# What says only a value's size or type: the same on every rank whatever the batch holds.
+SHAPE_ONLY = {"shape", "size", "ndim", "dim", "dtype", "device", "numel", "len"}
+
+
+def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
+    if not ddp:
+        return []
+    found = []
+    for fn in builder.functions:
+        if fn.node is None:
+            continue
+        loops = [n for n in fn.own if n.__class__ is ast.For or n.__class__ is ast.AsyncFor]  # exact: cheap
+        batches = [(loop, names) for loop in loops for names in [_batch_names(builder, fn, loop)] if names]
+        if not batches:
+            continue
+        items = {id(s.node): s for s in rank_state._statements(builder.program, fn, fn.node.body, (), (), False)}
+        shared = rank_state._shared(builder, fn)
+        for loop, names in batches:
+            for stmt in _tests(loop.body):
+                item = items.get(id(stmt))
+                if item is None or item.guards or not item.loops or item.loops[-1] is not loop:
+                    continue
+                flags = (_reads(stmt.test) & names) - shared
+                if not flags or _tensor_test(stmt.test):
+                    continue
+                effect = rank_state._effect(builder, fn, stmt, item, ddp, after_only=True)
+                if effect is None:
+                    continue
+                action, work = effect
+                found.append(rank_state.RankLocalDecision(
+                    Location(fn.file.display, stmt.lineno), text(stmt.test), action, ", ".join(sorted(flags)),
+                    "tensor_value", work, assumption="the value differs between ranks (each rank's own batch)"))
+    return found
+
+
+def _batch_names(builder: Builder, fn, loop: ast.AST) -> set[str]:
+    """The names a loop over a loader binds to each rank's batch, and what the body unpacks from
+    them without a call; empty when the loop is not over a loader."""
+    source, target = loop.iter, loop.target
+    counted = False
+    while isinstance(source, ast.Call) and last_name(source.func) in WRAPPERS and source.args:
+        counted = counted or last_name(source.func) == "enumerate"
+        source = source.args[0]
+    if not _a_loader(builder, fn, source):
+        return set()
+    if counted and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        target = target.elts[1]  # `for i, batch in enumerate(loader)`: i is the same on every rank
+    names = {n.id for n in walk(target) if isinstance(n, ast.Name)}
+    for node in walk(loop):
+        if isinstance(node, ast.Assign) and not any(isinstance(n, ast.Call) for n in walk(node.value)) \
+                and _reads(node.value) & names:
+            names |= {n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def _a_loader(builder: Builder, fn, source: ast.AST) -> bool:
+    if isinstance(source, ast.Call):
+        return last_name(source.func) in LOADER_CALLS
+    if not isinstance(source, (ast.Name, ast.Attribute)):
+        return False
+    return any(isinstance(value, ast.Call) and last_name(value.func) in LOADER_CALLS
+               for value, _ in builder.program.values_of(source, fn, 2))
+
+
+def _tests(body: list[ast.stmt]):
+    """The `if`s of a loop body, not those of a nested loop or def."""
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            yield stmt
+            yield from _tests(stmt.body)
+            yield from _tests(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
+            yield from _tests(stmt.body)
+
+
+def _reads(node: ast.AST) -> set[str]:
+    """The names an expression reads, not counting what only sizes or types them."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Attribute) and current.attr in SHAPE_ONLY:
+            continue
+        if isinstance(current, ast.Call) and last_name(current.func) in SHAPE_ONLY:
+            continue
+        if isinstance(current, ast.Name):
+            names.add(current.id)
+        stack.extend(ast.iter_child_nodes(current))
+    return names
+
+
+def _tensor_test(test: ast.AST) -> bool:
+    """A test rank_state.py reads as a tensor's value (`isfinite(x)`, `x.item() > k`)."""
+    return any(isinstance(c, ast.Call) and (last_name(c.func) in rank_state.VALUE_TESTS or (
+        isinstance(c.func, ast.Attribute) and c.func.attr == "item")) for c in walk(test))

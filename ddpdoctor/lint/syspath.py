@@ -1,0 +1,101 @@
+"""The folders a script puts on sys.path before importing its own modules.
+
+Research code kept in a `scripts/` or `tools/` folder often reaches the repository's packages with
+`sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))` (or `insert(0, ...)`,
+through a name: `root = os.path.split(cur)[0]`). Python then finds `import core.models` there, so the
+lint reads those modules too. Only what can be worked out from the script's own location is
+followed: `__file__`, the os.path and pathlib calls on it, `".."` joins and string constants
+(relative to the working directory); anything else (an environment variable) is not a folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Optional
+
+_PATH_OPS = {"dirname", "abspath", "realpath", "normpath", "join", "expanduser"}
+
+
+def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
+    """The existing folders the script's top level appends or inserts into sys.path."""
+    values: dict[str, str] = {}
+    found: list[Path] = []
+    for stmt in _top(tree.body):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = _value(stmt.value, values, script, cwd)
+            if value is not None:
+                values[stmt.targets[0].id] = value
+            else:
+                values.pop(stmt.targets[0].id, None)
+            continue
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("append", "insert") and _is_sys_path(call.func.value) and call.args):
+            continue
+        value = _value(call.args[-1], values, script, cwd)
+        if value is not None and os.path.isdir(value):
+            found.append(Path(os.path.normpath(value)))
+    return found
+
+
+def _top(body: list[ast.stmt]):
+    """The module's statements, and those of a top-level `if`/`try` (`if root not in sys.path:`)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _top(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            yield from _top(stmt.body)
+
+
+def _is_sys_path(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "path" and \
+        isinstance(node.value, ast.Name) and node.value.id == "sys"
+
+
+def _value(node: ast.AST, values: dict[str, str], script: Path, cwd: Path) -> Optional[str]:
+    """The path an expression evaluates to (absolute), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value if os.path.isabs(node.value) else os.path.join(str(cwd), node.value)
+    if isinstance(node, ast.Name):
+        return str(script) if node.id == "__file__" else values.get(node.id)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and \
+            isinstance(node.slice, ast.Constant) and node.slice.value == 0 and \
+            isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "split":
+        inner = _value(node.value.args[0], values, script, cwd) if node.value.args else None
+        return os.path.dirname(inner) if inner is not None else None  # os.path.split(p)[0]
+    if isinstance(node, ast.Attribute) and node.attr in ("parent", "parents"):
+        inner = _value(node.value, values, script, cwd)
+        return os.path.dirname(inner) if inner is not None and node.attr == "parent" else None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+            node.value.attr == "parents" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+        inner = _value(node.value.value, values, script, cwd)
+        for _ in range(node.slice.value + 1):
+            inner = os.path.dirname(inner) if inner is not None else None
+        return inner
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # Path(...) / ".."
+        left, right = _value(node.left, values, script, cwd), node.right
+        if left is not None and isinstance(right, ast.Constant) and isinstance(right.value, str):
+            return os.path.normpath(os.path.join(left, right.value))
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+        node.func.id if isinstance(node.func, ast.Name) else ""
+    if name in ("str", "Path", "PurePath", "fspath") and len(node.args) == 1:
+        return _value(node.args[0], values, script, cwd)
+    if name in ("resolve", "absolute") and isinstance(node.func, ast.Attribute) and not node.args:
+        return _value(node.func.value, values, script, cwd)
+    if name not in _PATH_OPS or not node.args:
+        return None
+    parts = [_value(a, values, script, cwd) if not (isinstance(a, ast.Constant) and isinstance(a.value, str))
+             else a.value for a in node.args]
+    if any(p is None for p in parts):
+        return None
+    if name == "join":
+        return os.path.normpath(os.path.join(*parts))
+    if name == "dirname":
+        return os.path.dirname(parts[0])
+    return os.path.normpath(parts[0])  # abspath/realpath/normpath/expanduser of an absolute path
