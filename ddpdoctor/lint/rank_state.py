@@ -300,7 +300,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
 
 
 # What a value's shape or type says: the same on every rank whatever the batch's values.
-_SHAPE_ONLY = {"shape", "size", "ndim", "dim", "dtype", "device", "numel", "len"}
+_SHAPE_ONLY = {"shape", "size", "ndim", "dim", "dtype", "device", "numel", "len",
+               "isinstance", "type"}  # `isinstance(loss, float)`: which code path made it
 
 
 def _inputs(value: ast.AST) -> set[str]:

@@ -106,6 +106,13 @@ def test_a_test_on_the_batchs_shape_is_not_a_rank_local_value(tmp_path):
     assert codes(found) == []
 
 
+def test_a_test_on_the_losss_type_is_not_a_rank_local_value(tmp_path):
+    # `isinstance(loss, float)`: which code path made the loss, the same one on every rank
+    found, _ = lint(tmp_path, EARLY_STOP_ON_OWN_STAT.format(share="pass").replace(
+        "if drift > 0.5:", "if isinstance(drift, float):"))
+    assert codes(found) == []
+
+
 # ---------------------------------------------------------------------- DDP802
 TUPLE_BUILDER = """
 def build(n):
