@@ -53,6 +53,8 @@ class Function:
     calls: list[tuple[ast.Call, tuple[Guard, ...], int]] = field(default_factory=list)  # every call
     # what callers pass for each parameter: name -> [(argument, caller)]
     arguments: dict[str, list[tuple[ast.AST, "Function"]]] = field(default_factory=dict)
+    # the calls that leave a parameter out (its default): name -> [(call, caller)]
+    defaulted: dict[str, list[tuple[ast.Call, "Function"]]] = field(default_factory=dict)
     _own: Optional[list] = field(default=None, repr=False)
 
     @property
@@ -236,7 +238,7 @@ class Program:
             items.sort(key=lambda x: place[id(x.file)])
         order = {fn: i for i, fn in enumerate(self.functions)}
         for fn in self.functions:
-            for passed in fn.arguments.values():
+            for passed in [*fn.arguments.values(), *fn.defaulted.values()]:
                 passed.sort(key=lambda p: order[p[1]])
         for values in self.ranks.attributes.values():
             values.sort(key=lambda p: order[p[1]])
@@ -265,6 +267,7 @@ class Program:
             fn.bindings = {}
             fn.attr_bindings = {}
             fn.arguments = {}
+            fn.defaulted = {}
             fn.__dict__.pop("_loops", None)
             fn.__dict__.pop("_call_conds", None)
         for klass in self.classes:
@@ -433,6 +436,11 @@ class Program:
             for kw in node.keywords:
                 if kw.arg in params:
                     target.arguments.setdefault(kw.arg, []).append((kw.value, fn))
+            if not any(a.__class__ is ast.Starred for a in node.args) and all(kw.arg for kw in node.keywords):
+                given = {kw.arg for kw in node.keywords}  # no `*a` / `**kw`: what is left out is known
+                for name in params[len(node.args):]:
+                    if name not in given:
+                        target.defaulted.setdefault(name, []).append((node, fn))
 
     def _bind(self, fn: Function, target: ast.AST, value: ast.AST, line: int, iterated: bool = False) -> None:
         if isinstance(target, ast.Name):

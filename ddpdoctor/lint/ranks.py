@@ -20,6 +20,7 @@ import ast
 import re
 from typing import Any, Optional
 
+from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, dotted, env_key, is_const,
                                      last_name, text)
 
@@ -330,13 +331,15 @@ class RankFlow:
             # `rank % ngpus_per_node == 0` is one rank per node; `rank % world_size == 0` rank 0
             # of the job, and a modulus the source does not explain is not taken as per node
             return "node" if self._node_count(node.right, fn, depth) else "global"
+        if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
+            # what the source assigns decides before the name: `local_rank = dist.get_rank()` is
+            # the global rank whatever it is called
+            scopes = {self._scope(v, scope, depth - 1) for v, scope in self._values(node, fn) or ()
+                      if v is not node and not is_const(v, None, -1, 0)}
+            if len(scopes) == 1:
+                return scopes.pop()
         if LOCAL.search(text(node, 200)):
             return "node"
-        if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
-            values = self._values(node, fn)
-            if values and all(self._scope(v, scope, depth - 1) == "node" for v, scope in values
-                              if not is_const(v, None, -1, 0)) and any(not is_const(v, None, -1, 0) for v, _ in values):
-                return "node"
         if isinstance(node, ast.Call) and last_name(node.func) in ("int", "str") and node.args:
             return self._scope(node.args[0], fn, depth)
         return "global"
@@ -404,6 +407,9 @@ class RankFlow:
                 found = self.guard(value.test, scope)
                 if found is not None:
                     return found if is_const(value.orelse, None) else found.negated()
+        found = self._left_at_none(node, fn)
+        if found is not None:
+            return found
         if not any(is_const(v, None) for v, _ in values):
             return None
         name = dotted(node) or ""
@@ -419,6 +425,32 @@ class RankFlow:
                                     found.polarity if side == "body" else found.negated().polarity,
                                     found.assumption, found.scope)
         return None
+
+    def _left_at_none(self, node: ast.AST, fn: Function) -> Optional[RankTest]:
+        """`def __init__(self, logger=None)`, called with a logger under `if rank == 0:` and without
+        one in that if's `else:`: the parameter is None on the other ranks, so `logger is not None`
+        (or the `self.logger` it is kept in) is that rank test."""
+        if node.__class__ is not ast.Name or not fn.defaulted.get(node.id) or not is_const(_default(fn, node.id), None):
+            return None
+        given, left = [], list(fn.defaulted[node.id])
+        for value, caller in fn.arguments.get(node.id, []):
+            (left if is_const(value, None) else given).append((value, caller))
+        if not given:
+            return None
+        sides = {(id(caller), _under_if(caller, site)) for site, caller in given}
+        others = {(id(caller), _under_if(caller, site)) for site, caller in left}
+        if len(sides) != 1 or len(others) != 1:
+            return None
+        (caller_id, (stmt, side)), (other_id, (other_stmt, other_side)) = next(iter(sides)), next(iter(others))
+        if stmt is None or stmt is not other_stmt or side == other_side or caller_id != other_id:
+            return None
+        caller = given[0][1]
+        found = self.guard(stmt.test, caller)
+        if found is None:
+            return None
+        return RankTest(f"{node.id} is not None", found.key,
+                        found.polarity if side == "body" else found.negated().polarity,
+                        found.assumption, found.scope)
 
     def uniform(self, node: ast.AST, fn: Function, depth: int = 2) -> bool:
         """A test the same on every rank that says whether the run is distributed at all."""
@@ -494,3 +526,31 @@ def _enclosing_if(fn: Function, value: ast.AST) -> Optional[tuple[ast.If, str]]:
                             index[id(stmt.value)] = (node, side)
         fn.__dict__["_assigned_under"] = index
     return index.get(id(value))
+
+
+def _default(fn: Function, name: str) -> Optional[ast.AST]:
+    """The default a positional parameter declares, if any."""
+    args = getattr(fn.node, "args", None)
+    if args is None:
+        return None
+    positional = args.posonlyargs + args.args
+    names = [a.arg for a in positional]
+    if name not in names:
+        return None
+    index = names.index(name) - (len(positional) - len(args.defaults))
+    return args.defaults[index] if index >= 0 else None
+
+
+def _under_if(fn: Function, node: ast.AST) -> tuple[Optional[ast.If], str]:
+    """The innermost `if` of a function whose body or else holds node, and which side."""
+    index = fn.__dict__.get("_under_if")
+    if index is None:  # built once per function, only for the few that pass a default-None
+        index = {}
+        for stmt in fn.own:  # outer ifs first: an inner one overwrites, so the innermost wins
+            if stmt.__class__ is ast.If:
+                for side, part in (("body", stmt.body), ("else", stmt.orelse)):
+                    for child in part:
+                        for sub in walk(child):
+                            index[id(sub)] = (stmt, side)
+        fn.__dict__["_under_if"] = index
+    return index.get(id(node), (None, ""))
