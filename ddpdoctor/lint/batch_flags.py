@@ -28,8 +28,6 @@ Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, no
 LOADER_CALLS = {"DataLoader", "setup_dataloaders", "prepare", "prepare_data_loader"}
 # Wrappers a loop reads a loader through: the loader is their first argument.
 WRAPPERS = {"enumerate", "tqdm", "iter", "zip"}
-# What says only a value's size or type: the same on every rank whatever the batch holds.
-SHAPE_ONLY = {"shape", "size", "ndim", "dim", "dtype", "device", "numel", "len"}
 
 
 def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
@@ -50,7 +48,7 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
                 item = items.get(id(stmt))
                 if item is None or item.guards or not item.loops or item.loops[-1] is not loop:
                     continue
-                flags = (_reads(stmt.test) & names) - shared
+                flags = (rank_state.value_inputs(stmt.test) & names) - shared
                 if not flags or _tensor_test(stmt.test):
                     continue
                 effect = rank_state._effect(builder, fn, stmt, item, ddp, after_only=True)
@@ -78,7 +76,7 @@ def _batch_names(builder: Builder, fn, loop: ast.AST) -> set[str]:
     names = {n.id for n in walk(target) if isinstance(n, ast.Name)}
     for node in walk(loop):
         if isinstance(node, ast.Assign) and not any(isinstance(n, ast.Call) for n in walk(node.value)) \
-                and _reads(node.value) & names:
+                and rank_state.value_inputs(node.value) & names:
             names |= {n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name)}
     return names
 
@@ -101,22 +99,6 @@ def _tests(body: list[ast.stmt]):
             yield from _tests(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
             yield from _tests(stmt.body)
-
-
-def _reads(node: ast.AST) -> set[str]:
-    """The names an expression reads, not counting what only sizes or types them."""
-    names: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ast.Attribute) and current.attr in SHAPE_ONLY:
-            continue
-        if isinstance(current, ast.Call) and last_name(current.func) in SHAPE_ONLY:
-            continue
-        if isinstance(current, ast.Name):
-            names.add(current.id)
-        stack.extend(ast.iter_child_nodes(current))
-    return names
 
 
 def _tensor_test(test: ast.AST) -> bool:

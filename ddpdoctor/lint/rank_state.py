@@ -304,7 +304,7 @@ _SHAPE_ONLY = {"shape", "size", "ndim", "dim", "dtype", "device", "numel", "len"
                "isinstance", "type"}  # `isinstance(loss, float)`: which code path made it
 
 
-def _inputs(value: ast.AST) -> set[str]:
+def value_inputs(value: ast.AST) -> set[str]:
     """The names a value is computed from, not counting what only sizes or types it."""
     names: set[str] = set()
     stack = [value]
@@ -363,13 +363,13 @@ def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optiona
                 continue
             seen.add(name)
             for value in sources.get(name, []):
-                todo.extend(_inputs(value) - seen)
+                todo.extend(value_inputs(value) - seen)
         return seen
 
     if not losses:
         return None
-    behind_loss = ancestry(set().union(*(_inputs(v) for v in losses))) & produced
-    read = _inputs(test)
+    behind_loss = ancestry(set().union(*(value_inputs(v) for v in losses))) & produced
+    read = value_inputs(test)
     for name in (n for n in walk(test) if isinstance(n, ast.Name) and n.id in read and n.id in sources):
         if ancestry({name.id}) & behind_loss:
             return name
