@@ -231,19 +231,17 @@ def test_script_output_hides_the_probes_own_cpp_info_logs_and_quiet_script_hides
     assert quiet.getvalue() == ""
 
 
-def test_live_view_redraws_cheaply():
-    """The table for 64 ranks is drawn well under the 1 %-of-a-core budget at its refresh rate."""
+def test_a_64_rank_table_is_drawn_with_at_most_max_rows_and_sums_up_the_rest():
+    """What keeps a redraw cheap at any world size: the table is bounded (its CPU cost per redraw
+    is a timing, so it is benchmarks/live_redraw.py's figure, not an assertion here)."""
     rows = [live.RankRow(r, f"node{r // 8}", 10000 + r, "in collective all_reduce", 100 + r % 3, 400, 0.2)
             for r in range(64)]
     board = live.Board(42.0, rows, 200, 3.3, 0.4, 8.0, "train.py")
-    view = live.LiveView(Console(file=io.StringIO(), force_terminal=True, width=120, height=40))
-    view.start()
-    began = time.process_time()
-    for _ in range(100):
-        view.update(board)
-    per_redraw = (time.process_time() - began) / 100
-    view.stop(None)
-    assert per_redraw * live.REFRESH_PER_S < 0.01, f"{per_redraw * 1000:.2f} ms per redraw"
+    out = io.StringIO()
+    Console(file=out, width=200).print(live.render(board))
+    drawn = set(re.findall(r"\b100\d\d\b", out.getvalue()))  # the pids of the rows drawn
+    assert len(drawn) == live.MAX_ROWS
+    assert f"{64 - live.MAX_ROWS} more ranks" in out.getvalue()
 
 
 def test_preflight_host_progress_appears_only_after_a_second_on_a_terminal():
