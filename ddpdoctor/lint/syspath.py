@@ -35,9 +35,16 @@ def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
                 and call.func.attr in ("append", "insert") and _is_sys_path(call.func.value) and call.args):
             continue
         value = _value(call.args[-1], values, script, cwd)
-        if value is not None and os.path.isdir(value):
+        if value is not None and os.path.isdir(value) and not _installed(value):
             found.append(Path(os.path.normpath(value)))
     return found
+
+
+def _installed(folder: str) -> bool:
+    """The filesystem root or an installed-packages folder: not the script's own modules (reading
+    every library there as local code would judge other people's code and take seconds)."""
+    parts = Path(os.path.normpath(folder)).parts
+    return len(parts) <= 1 or "site-packages" in parts or "dist-packages" in parts
 
 
 def _top(body: list[ast.stmt]):

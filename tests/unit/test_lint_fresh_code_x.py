@@ -3,6 +3,8 @@ again in our own words as small scripts, each with its healthy twin."""
 
 from __future__ import annotations
 
+import ast
+
 from ddpdoctor.lint.driver import gather, lint_results
 from tests.unit.test_lint_real_patterns import codes, lint
 
@@ -184,6 +186,16 @@ def test_without_that_line_the_helper_stays_unread(tmp_path, monkeypatch):
     found, facts = _script_in_a_folder(tmp_path, "root = os.environ.get('ROOT', '')")
     assert [f.code for f in found if f.code == "DDP806"] == []
     assert len(facts.files) == 1
+
+
+def test_the_filesystem_root_or_an_installed_packages_folder_is_no_import_root(tmp_path):
+    from ddpdoctor.lint.syspath import added_roots
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    (tmp_path / "lib").mkdir()
+    tree = ast.parse(f"import sys\nsys.path.append('/')\nsys.path.append({str(site)!r})\n"
+                     f"sys.path.insert(0, {str(tmp_path / 'lib')!r})\n")
+    assert added_roots(tree, tmp_path / "train.py", tmp_path) == [tmp_path / "lib"]
 
 
 # ---------------------------------------------------------------------- DDP809: a flag that comes with the batch
