@@ -20,7 +20,6 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, dotted, env_key, is_const,
                                      last_name, text)
 
@@ -542,15 +541,14 @@ def _default(fn: Function, name: str) -> Optional[ast.AST]:
 
 
 def _under_if(fn: Function, node: ast.AST) -> tuple[Optional[ast.If], str]:
-    """The innermost `if` of a function whose body or else holds node, and which side."""
-    index = fn.__dict__.get("_under_if")
-    if index is None:  # built once per function, only for the few that pass a default-None
-        index = {}
-        for stmt in fn.own:  # outer ifs first: an inner one overwrites, so the innermost wins
-            if stmt.__class__ is ast.If:
-                for side, part in (("body", stmt.body), ("else", stmt.orelse)):
-                    for child in part:
-                        for sub in walk(child):
-                            index[id(sub)] = (stmt, side)
-        fn.__dict__["_under_if"] = index
-    return index.get(id(node), (None, ""))
+    """The innermost `if` of a function whose body or else holds node, and which side: by source
+    position, one pass over the function's ifs (an index of every node under each side would be
+    quadratic in a long elif chain)."""
+    at = (node.lineno, node.col_offset)
+    found: tuple[Optional[ast.If], str] = (None, "")
+    for stmt in fn.own:  # outer ifs first: a later match is an inner one
+        if stmt.__class__ is ast.If:
+            for side, part in (("body", stmt.body), ("else", stmt.orelse)):
+                if part and (part[0].lineno, part[0].col_offset) <= at <= (part[-1].end_lineno, part[-1].end_col_offset):
+                    found = (stmt, side)
+    return found
