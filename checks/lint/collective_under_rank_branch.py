@@ -34,6 +34,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Reported as an error when the code proves the branch differs between ranks; as a
         warning, naming the assumption, when the test also reads a value the source does not
         show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set).
+        A switch that is a field of a local config class (`distribute_layers: bool = False`),
+        declared with one constant default and assigned nowhere the lint reads, is taken at
+        that default: an error that names it (the run hangs as shipped; a run that sets the
+        switch may not).
         A DDP forward with gradients off (`@torch.no_grad()`, `with torch.inference_mode():`
         around it or around a call that leads to it), one rank's evaluation, is a warning too: DDP then
         broadcasts the buffers only in the first forward after a training step, one broadcast
@@ -86,13 +90,15 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
                    f"({found.guard_location}, {found.function}){via}: {consequence}")
         if found.assumption:  # the test also reads values the source does not show
             message = f"if {found.assumption}: {message}"
+        elif found.given:  # and values the source settles only by their defaults
+            message = f"with {found.given}: {message}"
         problems.append(Problem(
             message=message,
             hint=_hint(found.op),
             location=found.location,
             evidence={"op": found.op, "guard": found.guard, "guard_location": str(found.guard_location),
                       "function": found.function, "chain": found.chain,
-                      "assumption": found.assumption or None},
+                      "assumption": found.assumption or None, "given": found.given or None},
             severity=Severity.WARNING if found.assumption or latent or conditional else None,
         ))
     return problems

@@ -23,6 +23,7 @@ class GuardedCollective:
     function: str  # where the guard is
     chain: list[str] = field(default_factory=list)  # "train.py:40 save_checkpoint()" steps
     assumption: str = ""  # what must hold for the guard to differ between ranks ("" : proven)
+    given: str = ""  # the config defaults the guard differs at (RankTest.given)
 
 
 class CollectiveFacts:
@@ -71,7 +72,7 @@ class CollectiveFacts:
                     assumption = _assume(guard.test.assumption, conds)
                     candidates.append((guard, GuardedCollective(
                         op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
-                        assumption)))
+                        assumption, guard.test.given)))
             # ranks that take the other branch run the same collectives: balanced, no hang
             balanced = set()
             for guard, _ in candidates:

@@ -106,10 +106,13 @@ class RankTest:
     # ("`args.logs` is true on every rank"): findings that rest on it are warnings that say so.
     assumption: str = ""
     scope: str = "global"  # "node" when it tests the rank within a node (local_rank, rank % gpus)
+    # The config defaults the test's other parts hold at, when they settle it in place of an
+    # assumption ("`Cfg.flag` at its default `False` (config.py:5)"): said, not assumed.
+    given: str = ""
 
     def negated(self) -> "RankTest":
         flip = {"zero": "nonzero", "nonzero": "zero"}.get(self.polarity, "other")
-        return RankTest(f"not ({self.text})", self.key, flip, self.assumption, self.scope)
+        return RankTest(f"not ({self.text})", self.key, flip, self.assumption, self.scope, self.given)
 
 
 def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:

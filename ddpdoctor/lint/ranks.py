@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from typing import Any, Optional
 
+from ddpdoctor.lint.defaults import default_truth
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, dotted, env_key, is_const,
                                      last_name, text)
 
@@ -221,8 +223,7 @@ class RankFlow:
             if sum(1 for s in sides if s) == 1 and self.uniform(test.test, fn) and \
                     any(isinstance(side, ast.Constant) and isinstance(side.value, bool)
                         for side in (test.body, test.orelse)):
-                found = next(s for s in sides if s)
-                return RankTest(text(test), found.key, found.polarity, found.assumption, found.scope)
+                return replace(next(s for s in sides if s), text=text(test))
             if all(sides) and not self.guard(test.test, fn, depth):
                 polarity = sides[0].polarity if sides[0].polarity == sides[1].polarity else "other"
                 return RankTest(text(test), sides[0].key, polarity, sides[0].assumption,
@@ -236,7 +237,7 @@ class RankFlow:
             for target in targets:
                 found = self._function_test(target, depth)
                 if found is not None:
-                    return RankTest(text(test), name, found.polarity, found.assumption, found.scope)
+                    return replace(found, text=text(test), key=name)
             if not targets and MAIN_FLAG.match(name):
                 return RankTest(text(test), name, "zero", scope=_flag_scope(name))
             return None
@@ -248,8 +249,7 @@ class RankFlow:
                 for value, scope in values:
                     found = self.guard(value, scope, depth - 1)
                     if found is not None:
-                        return RankTest(text(test), last_name(test) or text(test), found.polarity,
-                                        found.assumption, found.scope)
+                        return replace(found, text=text(test), key=last_name(test) or text(test))
                 one = self._one_rank_object(test, fn)
                 return one
             name = last_name(test) or ""
@@ -269,15 +269,25 @@ class RankFlow:
                 values.append(part)
         if not ranked:
             return None
-        values = [text(part) for part in values]  # only a rank test says them: unparsed then
+        # `rank != 0 and not cfg.flag`: a config field whose default makes the part hold is said
+        # as the default the finding rests on, not assumed (defaults.py)
+        want = isinstance(test.op, ast.And)
+        given, open_parts = [], []
+        for part in values:
+            found = default_truth(part, fn, self.program)
+            if found is not None and found[0] == want:
+                given.append(found[1])
+            else:
+                open_parts.append(text(part))  # only a rank test says them: unparsed then
         first = ranked[0]
         polarity = first.polarity if len(ranked) == 1 else "other"
         assumption = first.assumption
-        if values:
-            holds = "true" if isinstance(test.op, ast.And) else "false"
-            extra = " and ".join(f"`{v}`" for v in values)
+        if open_parts:
+            holds = "true" if want else "false"
+            extra = " and ".join(f"`{v}`" for v in open_parts)
             assumption = f"{extra} is {holds} on every rank" + (f", and {assumption}" if assumption else "")
-        return RankTest(text(test), first.key, polarity, assumption, first.scope)
+        given = ", ".join(given + [first.given] if first.given else given)
+        return RankTest(text(test), first.key, polarity, assumption, first.scope, given)
 
     def _compare(self, test: ast.Compare, fn: Function, depth: int) -> Optional[RankTest]:
         left, op, right = test.left, test.ops[0], test.comparators[0]

@@ -1,0 +1,159 @@
+"""What a config field holds when the run does not set it: the class-body default of a
+dataclass-style config (`distribute_layers: bool = False`).
+
+A rank test often reads a config switch beside the rank (`if rank != 0 and not
+cfg.distribute_layers: return`). Without knowing the switch, a finding under that test rests on
+an assumption and is a warning. When the switch is a field of a local config class whose every
+declaration (the class, its bases, its local subclasses) gives the same constant default, and no
+code the lint reads assigns that field, the default configuration makes the test differ between
+ranks: a real failure of the run as shipped, said with the default it rests on.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Optional
+
+from ddpdoctor.lint.patterns import last_name
+
+Function = Any  # ddpdoctor.lint.program.Function
+Klass = Any
+Program = Any
+
+
+def default_truth(part: ast.AST, fn: Function, program: Program) -> Optional[tuple[bool, str]]:
+    """(the truth of `part` under the defaults, "`Config.field` at its default `False` (file:line)"),
+    or None when the source does not settle it. `part`: `cfg.flag` or `not cfg.flag`."""
+    negate = False
+    while isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
+        negate, part = not negate, part.operand
+    if not isinstance(part, ast.Attribute):
+        return None
+    klass = declared_class(part.value, fn, program)
+    if klass is None or _assigned(part.attr, program):
+        return None
+    found = _field_default(klass, part.attr, program)
+    if found is None:
+        return None
+    value, where = found
+    said = f"`{klass.name}.{part.attr}` at its default `{value!r}` ({where})"
+    return (not bool(value)) if negate else bool(value), said
+
+
+def _assigned(attr: str, program: Program) -> bool:
+    """Some code the lint reads sets an attribute of that name (`cfg.flag = True`,
+    `self.cfg.flag = ...`, `setattr(cfg, "flag", ...)`): the default is not all there is."""
+    for source in program.files:
+        for node in source.of(ast.Assign, ast.AnnAssign, ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for one in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
+                    if isinstance(one, ast.Attribute) and one.attr == attr:
+                        return True
+        for call in source.of(ast.Call):
+            if last_name(call.func) == "setattr" and len(call.args) > 1 and \
+                    isinstance(call.args[1], ast.Constant) and call.args[1].value == attr:
+                return True
+    return False
+
+
+def declared_class(node: ast.AST, fn: Function, program: Program, depth: int = 3) -> Optional[Klass]:
+    """The one local class `node` is an instance of: built there (Program.class_of), or a
+    parameter annotated with it (`def __init__(self, cfg: TrainConfig)`), through `self.x`."""
+    klass = program.class_of(node, fn)
+    if klass is not None or depth <= 0:
+        return klass
+    found: list = []
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        owner = program._class_of_fn(fn)
+        for value, scope in program._attr(owner, node.attr) if owner is not None else ():
+            found.append(declared_class(value, scope, program, depth - 1))
+    elif isinstance(node, ast.Name):
+        annotation = _annotation(node.id, fn)
+        if annotation is not None:
+            target = program.callee(annotation, fn)
+            found.append(target if program.is_class(target) else None)
+        else:
+            for _, value, scope in program.lookup(node.id, fn):
+                found.append(declared_class(value, scope, program, depth - 1))
+    if found and all(k is not None and k is found[0] for k in found):
+        return found[0]
+    return None
+
+
+def _annotation(name: str, fn: Function) -> Optional[ast.AST]:
+    """The annotation of parameter `name` of `fn` (or of a function around it)."""
+    scope = fn
+    while scope is not None:
+        args = getattr(scope.node, "args", None)
+        if args is not None:
+            for arg in args.posonlyargs + args.args + args.kwonlyargs:
+                if arg.arg == name:
+                    note = arg.annotation
+                    if isinstance(note, ast.Constant) and isinstance(note.value, str):
+                        try:  # `cfg: "TrainConfig"`
+                            note = ast.parse(note.value, mode="eval").body
+                        except SyntaxError:
+                            return None
+                    return note if isinstance(note, (ast.Name, ast.Attribute)) else None
+        scope = scope.parent
+    return None
+
+
+def _field_default(klass: Klass, attr: str, program: Program) -> Optional[tuple[Any, str]]:
+    """The constant every declaration of `attr` in the class's family gives, where none of them
+    assigns it in a method (`self.attr = ...`, `__post_init__`) and at least one declares it."""
+    family = _family(klass, program)
+    values = []
+    for member in family:
+        if attr in member.attrs:
+            return None  # set in a method: not only its default
+        for stmt in member.node.body:
+            value = _declared(stmt, attr)
+            if value is _UNSET:
+                continue
+            if not (isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, str, type(None)))):
+                return None
+            values.append((value.value, f"{member.file.display}:{stmt.lineno}"))
+    if not values or len({repr(v) for v, _ in values}) != 1:
+        return None
+    return values[0]
+
+
+_UNSET = object()
+
+
+def _declared(stmt: ast.stmt, attr: str):
+    """The default a class-body statement gives `attr` (`attr: bool = False`, `attr = False`,
+    `attr: bool = field(default=False)`), None for a declaration without one, _UNSET otherwise."""
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == attr:
+        value = stmt.value
+    elif isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in stmt.targets):
+        value = stmt.value
+    else:
+        return _UNSET
+    if isinstance(value, ast.Call) and last_name(value.func) == "field":
+        value = next((kw.value for kw in value.keywords if kw.arg == "default"), None)
+    return value
+
+
+def _family(klass: Klass, program: Program) -> list[Klass]:
+    """The class, its local bases, and every local class derived from it."""
+    up, todo = [], [klass]
+    while todo:
+        member = todo.pop()
+        if member not in up:
+            up.append(member)
+            todo.extend(program.bases(member))
+    down = [c for c in program.classes if c not in up and klass in _ancestors(c, program)]
+    return up + down
+
+
+def _ancestors(klass: Klass, program: Program) -> list[Klass]:
+    seen, todo = [], list(program.bases(klass))
+    while todo:
+        member = todo.pop()
+        if member not in seen:
+            seen.append(member)
+            todo.extend(program.bases(member))
+    return seen
