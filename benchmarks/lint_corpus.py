@@ -66,6 +66,7 @@ class Scored:
     seconds: float = 0.0
     refused: str = ""  # the UsageError's line (exit 2)
     crashed: str = ""  # ddpdoctor's own failure (exit 3)
+    unjudged: str = ""  # where the process group is set up in code the lint could not reach (exit 4)
     cpu_seconds: float = 0.0  # this process's CPU time: the wall time on a busy machine says less
     found: list[Seen] = field(default_factory=list)  # expected, at the right line
     accepted: list[Seen] = field(default_factory=list)  # optional (acceptable, not required), reported
@@ -135,6 +136,7 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
         os.chdir(here)
     scored.files = len(facts.files)
     scored.statements = facts.statements
+    scored.unjudged = str(facts.unreached_setup or "")
     seen = [Seen(f.code, f.severity.value, _norm(f.location.file) if f.location else "",
                  f.location.line if f.location else None, f.message)
             for r in results for f in r.findings]
@@ -202,6 +204,7 @@ def render(rows: list[Scored], manifest: dict) -> str:
             parts += [f"FALSE error {errors}"] * bool(errors)
             parts += [f"false warning {warnings}"] * bool(warnings)
             parts += [f"other severity {len(r.wrong_severity)}"] * bool(r.wrong_severity)
+            parts += [f"NOT JUDGED (exit 4): set-up at {r.unjudged} not reached"] * bool(r.unjudged)
             result = ", ".join(parts) or "clean, as expected"
         out.append(f"{r.id:30} {r.kind:14} {r.files:5} {r.statements:6} {r.seconds * 1000:7.0f}"
                    f" {r.cpu_seconds * 1000:7.0f}  {result}")
@@ -261,6 +264,7 @@ def totals(rows: list[Scored]) -> dict:
                            for code in sorted({e["code"] for r in ran for e in r.missed})},
         "refused_exit2": [r.id for r in rows if r.refused],
         "crashed": [r.id for r in rows if r.crashed],
+        "unjudged_exit4": [r.id for r in rows if r.unjudged],
         "median_ms": round(1000 * sorted(r.seconds for r in ran)[len(ran) // 2], 1) if ran else 0.0,
         "median_cpu_ms": round(1000 * sorted(r.cpu_seconds for r in ran)[len(ran) // 2], 1) if ran else 0.0,
         "total_s": round(sum(r.seconds for r in rows), 2),
@@ -285,6 +289,8 @@ def totals_lines(t: dict) -> list[str]:
         "misses by code:               " + (", ".join(f"{c} {n}" for c, n in t["missed_by_code"].items()) or "-"),
         f"exit-2 refusals:              {len(t['refused_exit2'])} {', '.join(t['refused_exit2'])}   (bar: 0)",
         f"lint crashes:                 {len(t['crashed'])} {', '.join(t['crashed'])}",
+        f"not judged (exit 4):          {len(t['unjudged_exit4'])} {', '.join(t['unjudged_exit4'])}"
+        "   (the distributed code was not reached from the script)",
         f"time: median {t['median_ms']} ms per entry (cpu {t['median_cpu_ms']} ms), {t['total_s']} s in all;"
         " largest package: "
         + (f"{big['id']} ({big['files']} files, {big['statements']} statements) {big['seconds']} s"

@@ -57,46 +57,18 @@ def _assigned(attr: str, program: Program) -> bool:
     return False
 
 
-def declared_class(node: ast.AST, fn: Function, program: Program, depth: int = 3) -> Optional[Klass]:
-    """The one local class `node` is an instance of: built there (Program.class_of), or a
-    parameter annotated with it (`def __init__(self, cfg: TrainConfig)`), through `self.x`."""
+def declared_class(node: ast.AST, fn: Function, program: Program) -> Optional[Klass]:
+    """The one local class `node` is an instance of (Program.class_of: built there, or declared
+    `cfg: TrainConfig`), also through `self.cfg` set from such a name in a method."""
     klass = program.class_of(node, fn)
-    if klass is not None or depth <= 0:
+    if klass is not None:
         return klass
-    found: list = []
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         owner = program._class_of_fn(fn)
-        for value, scope in program._attr(owner, node.attr) if owner is not None else ():
-            found.append(declared_class(value, scope, program, depth - 1))
-    elif isinstance(node, ast.Name):
-        annotation = _annotation(node.id, fn)
-        if annotation is not None:
-            target = program.callee(annotation, fn)
-            found.append(target if program.is_class(target) else None)
-        else:
-            for _, value, scope in program.lookup(node.id, fn):
-                found.append(declared_class(value, scope, program, depth - 1))
-    if found and all(k is not None and k is found[0] for k in found):
-        return found[0]
-    return None
-
-
-def _annotation(name: str, fn: Function) -> Optional[ast.AST]:
-    """The annotation of parameter `name` of `fn` (or of a function around it)."""
-    scope = fn
-    while scope is not None:
-        args = getattr(scope.node, "args", None)
-        if args is not None:
-            for arg in args.posonlyargs + args.args + args.kwonlyargs:
-                if arg.arg == name:
-                    note = arg.annotation
-                    if isinstance(note, ast.Constant) and isinstance(note.value, str):
-                        try:  # `cfg: "TrainConfig"`
-                            note = ast.parse(note.value, mode="eval").body
-                        except SyntaxError:
-                            return None
-                    return note if isinstance(note, (ast.Name, ast.Attribute)) else None
-        scope = scope.parent
+        found = [program.class_of(value, scope) for value, scope in
+                 (program._attr(owner, node.attr) if owner is not None else ())]
+        if found and all(k is not None and k is found[0] for k in found):
+            return found[0]
     return None
 
 

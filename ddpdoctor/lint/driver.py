@@ -78,8 +78,15 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
               + (f"; framework: {facts.framework}" if facts.framework else "")
               + f"; {facts.elapsed_s * 1000:.0f} ms" + (" (unchanged since the last lint: cached)"
                                                         if facts.cached else ""))
-    notes = []
-    if facts.distributed is None and facts.framework is None:
+    notes, unjudged = [], []
+    if facts.unreached_setup is not None:
+        where = facts.unreached_setup
+        unjudged.append(f"the script's distributed code was not reached: the process group is set up at "
+                        f"{where}, in a function no call from the script leads to")
+        notes.append(f"the process group is set up at {where}, in code the lint could not reach from the "
+                     "script (called through a registry, a callback or a name chosen at run time): the "
+                     "rules did not judge that code; `ddpdoctor probe` judges it as it runs")
+    elif facts.distributed is None and facts.framework is None:
         notes.append("the script sets up no process group (init_process_group, DDP, a framework): "
                      "the data and checkpoint rules do not apply")
     notes.extend(facts.notes)
@@ -89,7 +96,7 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
                "framework": facts.framework,
                "distributed": str(facts.distributed) if facts.distributed else None}
     return Report(command="lint", results=results, fail_on=fail_on, header=header,
-                  metrics=metrics, notes=notes)
+                  metrics=metrics, notes=notes, incomplete_because=unjudged)
 
 
 def changed_files(rev: str) -> list[str]:

@@ -49,6 +49,13 @@ class LintFacts:
     data_sized: list = field(default_factory=list)  # lint/data_sized.DataSizedCollective (DDP807)
     unranked_seeds: list = field(default_factory=list)  # lint/worker_seeds.UnrankedSeed (DDP808)
     rank_local: list = field(default_factory=list)  # lint/rank_state.RankLocalDecision (DDP809)
+    # Where a function the script never reaches sets up the process group, when nothing it
+    # reaches does (agents built through a registry of lambdas): the rules could not judge it.
+    unreached_setup: Optional[Location] = None
+
+
+# The calls that set up the default process group, by their last name.
+SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed")
 
 
 class FactBuilder(CollectiveFacts, LoaderFacts, AccumulationFacts, SaveFacts, BuilderCore):
@@ -68,7 +75,7 @@ def build(program: Program, script: str) -> LintFacts:
     for fn, call, _, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
         name = last_name(call.func) or ""
-        if distributed is None and name in ("init_process_group", "init_distributed", "initialize_distributed"):
+        if distributed is None and name in SETUP_CALLS:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
         if program.ddp_call(call, fn):
             ddp = True
@@ -108,4 +115,21 @@ def build(program: Program, script: str) -> LintFacts:
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
         unranked_seeds=worker_seeds.gather(program.files, reachable, program.functions),
         rank_local=rank_state.gather(builder, ddp or framework is not None)
-        + batch_flags.gather(builder, ddp or framework is not None))
+        + batch_flags.gather(builder, ddp or framework is not None),
+        unreached_setup=_unreached_setup(program) if distributed is None and framework is None else None)
+
+
+def _unreached_setup(program: Program) -> Optional[Location]:
+    """A process-group set-up inside a function of the files read (none the script reaches
+    does one, or the caller would not ask): code that runs distributed where the lint could
+    not follow. A set-up in another module's `if __name__ == "__main__":` is that module's own
+    entry point, not this script's, and is left out."""
+    for source in program.files:
+        calls = [c for c in source.of(ast.Call) if last_name(c.func) in SETUP_CALLS]
+        if not calls:
+            continue
+        defs = source.of(ast.FunctionDef, ast.AsyncFunctionDef)
+        for call in calls:
+            if any(d.lineno <= call.lineno <= (d.end_lineno or d.lineno) for d in defs):
+                return Location(source.display, call.lineno)
+    return None

@@ -310,7 +310,10 @@ class Program:
                 if len(event.weak) == 1 and event.weak[0].name not in COMMON_METHODS:
                     queue.extend(event.weak)
                 for target in event.targets:
-                    if target.cls is not None and target.name == "__init__" and target.cls not in live:
+                    # a class built here, or whose method is called on an instance the source
+                    # types (`trainer: Trainer = config.build()`): one exists, all of it is live
+                    if target.cls is not None and target.cls not in live and \
+                            (target.name == "__init__" or event.kind == "call"):
                         live.add(target.cls)
                         for klass in [target.cls, *self.bases(target.cls)]:
                             queue.extend(klass.methods.values())
@@ -659,6 +662,24 @@ class Program:
                         found = self.class_of(ret, target, depth - 1)
                         if found is not None:
                             return found
+        return self.annotated_class(node, fn) if node.__class__ is ast.Name else None
+
+    def annotated_class(self, name: ast.Name, fn: Function) -> Optional[Klass]:
+        """The local class a name is declared as, where its values do not show one: a parameter
+        `def __init__(self, cfg: TrainConfig)`, a variable `trainer: Trainer | None = None` later
+        set by `config.build()`. The author's own statement of the type."""
+        scope: Optional[Function] = fn
+        while scope is not None:
+            notes = scope.__dict__.get("_annotations")
+            if notes is None:
+                notes = scope.__dict__["_annotations"] = _annotations(scope)
+            note = notes.get(name.id)
+            if note is not None:
+                target = self._callee_symbol(note, scope)
+                return target if target.__class__ is Klass else None
+            if name.id in scope.params or name.id in scope.bindings:
+                return None  # a name of this scope without a declared type
+            scope = scope.parent
         return None
 
     def callee(self, func: ast.AST, fn: Function) -> Optional[Union[Function, Klass, Module]]:
@@ -783,6 +804,12 @@ class Program:
             klass = self._class_of_fn(fn)
             found = self.method(klass, node.attr) if klass else None
             return [found] if found else []
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            # `mp.spawn(mpu.run, ...)`: a function of an imported local module
+            owner = self.symbol(node.value.id, fn)
+            if owner.__class__ is Module:
+                target = self._callee_symbol(node, fn)
+                return [target] if isinstance(target, Function) else []
         return []
 
     # ------------------------------------------------------------------ what calls mean
@@ -821,6 +848,35 @@ COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "
                   "state_dict", "load_state_dict", "save_checkpoint", "load_checkpoint", "backward",
                   "zero_grad", "apply", "build", "setup", "__init__", "__call__", "fit", "predict",
                   "test", "validate", "evaluate", "compute", "print", "info", "warning", "flush"}
+
+
+def _annotations(fn: Function) -> dict[str, ast.AST]:
+    """A function's declared types by name: its parameters' and its annotated assignments',
+    each reduced to the class it names (`X`, `"X"`, `X | None`, `Optional[X]`)."""
+    found: dict[str, ast.AST] = {}
+    args = getattr(fn.node, "args", None)
+    pairs = [(a.arg, a.annotation) for a in args.posonlyargs + args.args + args.kwonlyargs] if args else []
+    pairs += [(n.target.id, n.annotation) for n in fn.own
+              if n.__class__ is ast.AnnAssign and n.target.__class__ is ast.Name]
+    for name, note in pairs:
+        named = _named_type(note)
+        if named is not None:
+            found[name] = named
+    return found
+
+
+def _named_type(note: Optional[ast.AST]) -> Optional[ast.AST]:
+    if isinstance(note, ast.Constant) and isinstance(note.value, str):
+        try:
+            note = ast.parse(note.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(note, ast.BinOp) and isinstance(note.op, ast.BitOr):  # X | None
+        sides = [s for s in (note.left, note.right) if not (isinstance(s, ast.Constant) and s.value is None)]
+        return _named_type(sides[0]) if len(sides) == 1 else None
+    if isinstance(note, ast.Subscript) and dotted(note.value) in ("Optional", "typing.Optional"):
+        return _named_type(note.slice)
+    return note if isinstance(note, (ast.Name, ast.Attribute)) else None
 
 
 def _console_entry(module: Module) -> Optional[Function]:
