@@ -3,25 +3,7 @@ bar is per entry; the median hides the slow few), the largest package aside (its
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("lint_corpus_slow", REPO / "benchmarks" / "lint_corpus.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
+from tests.unit.test_lint_corpus_benchmark import bench  # noqa: F401 - the fixture: the benchmark module
 
 
 def test_totals_name_the_slowest_entry_and_those_over_one_second_besides_the_largest(bench):
