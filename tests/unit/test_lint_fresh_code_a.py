@@ -1,0 +1,72 @@
+"""Issue 38, a third blind measure (helper a: language, speech, retrieval, science code new to the
+corpus): what the lint misjudged there, written again in our own words as small scripts, each
+with its healthy twin."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_real_patterns import codes, lint
+
+
+# ---------------------------------------------------------------------- DDP802
+LOADERS_IN_A_LIST = """
+def run(net, loaders):
+    fit_on, look_at = loaders
+    for x, in fit_on:
+        net(x).sum().backward()
+        opt.step()
+    with torch.no_grad():
+        for x, in look_at:
+            net(x)
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+ds = TensorDataset(torch.randn(64, 4))
+first = DataLoader(ds, batch_size=8, shuffle=True)
+second = DataLoader(ds, batch_size=8)
+for epoch in range(2):
+    run(net, [{order}])
+"""
+
+
+def test_a_plain_loader_handed_in_a_list_and_unpacked_into_the_backward_loop_is_unsharded(tmp_path):
+    found, _ = lint(tmp_path, LOADERS_IN_A_LIST.format(order="first, second"))
+    assert codes(found) == [("DDP802", "error", 18)]
+
+
+def test_the_loader_unpacked_into_the_evaluation_loop_is_not_the_trained_one(tmp_path):
+    # the same list in the other order: the loader at the trained position is the other one
+    found, _ = lint(tmp_path, LOADERS_IN_A_LIST.format(order="second, first"))
+    assert codes(found) == [("DDP802", "error", 19)]
+
+
+SHARD_PICKED_IN_A_HELPER = """
+import glob
+import numpy as np
+def read_parts(folder):
+    names = sorted(glob.glob(folder + "/*.pt"))
+    mine = {picked}
+    parts = []
+    for name in mine:
+        parts.append(torch.load(name))
+    return torch.cat(parts)
+def make_set(folder):
+    return TensorDataset(read_parts(folder))
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+data = make_set("shards")
+loader = DataLoader(data, batch_size=8, shuffle=True)
+for epoch in range(2):
+    for x, in loader:
+        net(x).sum().backward()
+        opt.step()
+"""
+
+
+def test_a_dataset_loaded_from_the_files_a_helper_picked_for_this_rank_is_already_sharded(tmp_path):
+    found, _ = lint(tmp_path, SHARD_PICKED_IN_A_HELPER.format(
+        picked="list(np.array_split(names, dist.get_world_size()))[dist.get_rank()]"))
+    assert codes(found) == []
+
+
+def test_the_same_helper_loading_every_file_on_every_rank_is_unsharded(tmp_path):
+    found, _ = lint(tmp_path, SHARD_PICKED_IN_A_HELPER.format(picked="names[:dist.get_world_size() * 4]"))
+    assert codes(found) == [("DDP802", "error", 21)]
