@@ -14,6 +14,7 @@ from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _switched, l
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
 from ddpdoctor.lint.program import Function, Klass
+from ddpdoctor.lint.value_flow import reaches_return
 
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev\b|holdout|calib", re.IGNORECASE)
@@ -158,39 +159,10 @@ class LoaderFacts:
         return cache[key]
 
     def _taints_return(self, fn: Function, depth: int) -> bool:
-        flows = []  # (names bound, the value they come from)
-        for node in fn.own:
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                flows.append(({_root(n) for t in targets
-                               for n in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])} - {None},
-                              node.value))
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                flows.append(({n.id for n in walk(node.target) if isinstance(n, ast.Name)}, node.iter))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name):
-                flows.append(({node.func.value.id}, node))
-        tainted: set[str] = set()
-        reads = {}
-
-        def from_rank(value: ast.AST) -> bool:
-            if id(value) not in reads:
-                reads[id(value)] = self.mentions_rank(value, fn, depth=0, strict=True) or any(
-                    isinstance(sub, ast.Call) and any(self._returns_rank_part(t, depth - 1)
-                                                      for t in self.program.resolve(sub.func, fn)[0])
-                    for sub in walk(value))
-            return reads[id(value)]
-
-        changed = True
-        while changed:
-            changed = False
-            for names, value in flows:
-                if names - tainted and (from_rank(value) or any(
-                        isinstance(n, ast.Name) and n.id in tainted for n in walk(value))):
-                    tainted |= names
-                    changed = True
-        return any(from_rank(ret) or any(isinstance(n, ast.Name) and n.id in tainted for n in walk(ret))
-                   for ret in fn.returned)
+        return reaches_return(fn, set(), lambda value: self.mentions_rank(value, fn, depth=0, strict=True) or any(
+            isinstance(sub, ast.Call) and any(self._returns_rank_part(t, depth - 1)
+                                              for t in self.program.resolve(sub.func, fn)[0])
+            for sub in walk(value)))
 
     def _eval_only(self, fn: Function) -> bool:
         """Every function that calls this one is an evaluation helper (named so)."""
@@ -510,9 +482,3 @@ def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
                     found.add((id(caller), value.elts[index].id))
     return found
 
-
-def _root(target: ast.AST) -> Optional[str]:
-    """The name an assignment target stores into (`x`, `x[k]`, `x.attr`; a tuple: none)."""
-    while isinstance(target, (ast.Subscript, ast.Attribute)):
-        target = target.value
-    return target.id if isinstance(target, ast.Name) else None

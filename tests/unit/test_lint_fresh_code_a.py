@@ -70,3 +70,49 @@ def test_a_dataset_loaded_from_the_files_a_helper_picked_for_this_rank_is_alread
 def test_the_same_helper_loading_every_file_on_every_rank_is_unsharded(tmp_path):
     found, _ = lint(tmp_path, SHARD_PICKED_IN_A_HELPER.format(picked="names[:dist.get_world_size() * 4]"))
     assert codes(found) == [("DDP802", "error", 21)]
+
+
+# ---------------------------------------------------------------------- DDP806
+SAVE_AFTER_A_SETUP_HELPER = """
+from helpers import prepare
+class Opts:
+    out = "last.pt"
+class Runner:
+    def __init__(self, opts, local):
+        self.opts = opts
+        self.local = local
+    def keep(self, net):
+        torch.save(net.state_dict(), self.opts.out)
+    def fit(self):
+        net = DDP(torch.nn.Linear(4, 1))
+        for epoch in range(2):
+            net(torch.randn(2, 4)).sum().backward()
+            if self.local == 0:
+                self.keep(net)
+def main():
+    local = int(os.environ["LOCAL_RANK"])
+    opts = prepare(Opts(), local)
+    Runner(opts, local).fit()
+main()
+"""
+TOOLS = """
+import torch
+def prepare(opts, local):
+    torch.manual_seed(0)
+    {body}
+    return opts
+"""
+
+
+def test_options_handed_with_the_rank_to_a_re_exported_helper_that_ignores_it_keep_a_shared_path(tmp_path):
+    # `from tools import *` re-exports the helper; it takes the local rank but returns the options
+    # untouched, so the save path is the same on every node's local rank 0
+    found, _ = lint(tmp_path, SAVE_AFTER_A_SETUP_HELPER, helpers="from tools import *\n",
+                    tools=TOOLS.format(body="pass"))
+    assert codes(found) == [("DDP806", "warning", 15)]
+
+
+def test_the_same_helper_putting_the_rank_into_the_path_gives_each_rank_its_own_file(tmp_path):
+    found, _ = lint(tmp_path, SAVE_AFTER_A_SETUP_HELPER, helpers="from tools import *\n",
+                    tools=TOOLS.format(body="opts.out = f'last-{local}.pt'"))
+    assert codes(found) == []
