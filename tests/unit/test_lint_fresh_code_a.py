@@ -116,3 +116,56 @@ def test_the_same_helper_putting_the_rank_into_the_path_gives_each_rank_its_own_
     found, _ = lint(tmp_path, SAVE_AFTER_A_SETUP_HELPER, helpers="from tools import *\n",
                     tools=TOOLS.format(body="opts.out = f'last-{local}.pt'"))
     assert codes(found) == []
+
+
+DUMP_A_FAILING_BATCH = """
+import uuid
+def dump(batch, folder):
+    name = {name}
+    torch.save(batch, name)
+net = DDP(torch.nn.Linear(4, 1))
+for step in range(10):
+    x = torch.randn(8, 4)
+    try:
+        net(x).sum().backward()
+    except RuntimeError:
+        dump(x, "dumps")
+        raise
+"""
+
+
+def test_a_dump_named_by_a_fresh_uuid_is_a_file_of_its_own_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, DUMP_A_FAILING_BATCH.format(name='f"{folder}/batch-{uuid.uuid4()}.pt"'))
+    assert codes(found) == []
+
+
+def test_the_same_dump_under_a_fixed_name_is_written_by_every_rank(tmp_path):
+    found, _ = lint(tmp_path, DUMP_A_FAILING_BATCH.format(name='f"{folder}/batch.pt"'))
+    assert codes(found) == [("DDP806", "warning", 10)]
+
+
+FEATURE_CACHE = """
+def features(args, path):
+    cache = path + ".cached.pt"
+    if os.path.exists(cache):
+        return torch.load(cache)
+    data = torch.randn(64, 4)
+    if args.local_rank in [-1, 0]:
+        torch.save(data, {target})
+    return data
+class Args:
+    local_rank = int(os.environ["LOCAL_RANK"])
+data = features(Args(), "train.txt")
+net = DDP(torch.nn.Linear(4, 1))
+net(data).sum().backward()
+"""
+
+
+def test_a_cache_that_local_rank_zero_writes_and_every_rank_reads_back_is_one_per_node_by_design(tmp_path):
+    found, _ = lint(tmp_path, FEATURE_CACHE.format(target="cache"))
+    assert codes(found) == []
+
+
+def test_a_file_local_rank_zero_writes_but_nothing_reads_back_is_written_once_per_node(tmp_path):
+    found, _ = lint(tmp_path, FEATURE_CACHE.format(target='path + ".out.pt"'))
+    assert codes(found) == [("DDP806", "warning", 13)]
