@@ -85,6 +85,10 @@ class SaveFacts:
                                           f"every caller leaves `{switch}` true, and {fn.label} returns before it"))
                     continue
                 guarded = self.only_guarded(fn)
+                if guarded is False and self._only_on_failure(fn):
+                    found.append(SaveFact(where, path_text, False,
+                                          "only in an `except:` that raises again: the failing rank's dump"))
+                    continue
                 if guarded is None:
                     hook = fn.name.startswith("on_")
                     found.append(SaveFact(where, path_text, hook,
@@ -96,6 +100,13 @@ class SaveFacts:
                                           self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call)
                                           else None, how))
         return found
+
+    def _only_on_failure(self, fn: Function) -> bool:
+        """Every call of fn sits in an `except` handler that ends by raising again: a rank that
+        failed dumps its state on the way out, not every rank in the normal run."""
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(isinstance(event.node, ast.Call) and _in_a_reraising_handler(caller, event.node)
+                                   for caller, event in sites)
 
     def _unique_per_call(self, path: ast.AST, fn: Function) -> bool:
         """The path holds a value no two calls share - `uuid.uuid4()`, a `tempfile.mkstemp()` /
@@ -185,6 +196,14 @@ class SaveFacts:
 # calls whose value is new on every call: a path built from one names a file no other rank writes
 UNIQUE_NAMES = frozenset({"uuid.uuid1", "uuid.uuid4", "tempfile.mkstemp", "tempfile.mkdtemp",
                           "tempfile.NamedTemporaryFile", "tempfile.mktemp"})
+
+
+def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:
+    for node in fn.own:
+        if isinstance(node, ast.ExceptHandler) and node.body and isinstance(node.body[-1], ast.Raise) \
+                and any(sub is call for stmt in node.body for sub in walk(stmt)):
+            return True
+    return False
 
 
 def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST) -> bool:

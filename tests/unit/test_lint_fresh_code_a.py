@@ -126,11 +126,9 @@ def dump(batch, folder):
 net = DDP(torch.nn.Linear(4, 1))
 for step in range(10):
     x = torch.randn(8, 4)
-    try:
-        net(x).sum().backward()
-    except RuntimeError:
+    net(x).sum().backward()
+    if step % 5 == 0:
         dump(x, "dumps")
-        raise
 """
 
 
@@ -169,3 +167,27 @@ def test_a_cache_that_local_rank_zero_writes_and_every_rank_reads_back_is_one_pe
 def test_a_file_local_rank_zero_writes_but_nothing_reads_back_is_written_once_per_node(tmp_path):
     found, _ = lint(tmp_path, FEATURE_CACHE.format(target='path + ".out.pt"'))
     assert codes(found) == [("DDP806", "warning", 13)]
+
+
+DUMP_ON_FAILURE = """
+def dump(batch):
+    torch.save(batch, "failed-batch.pt")
+net = DDP(torch.nn.Linear(4, 1))
+for step in range(10):
+    x = torch.randn(8, 4)
+    try:
+        net(x).sum().backward()
+    except RuntimeError:
+        dump(x)
+        {then}
+"""
+
+
+def test_a_dump_made_only_on_the_way_out_of_a_failing_step_is_the_failing_ranks_own(tmp_path):
+    found, _ = lint(tmp_path, DUMP_ON_FAILURE.format(then="raise"))
+    assert codes(found) == []
+
+
+def test_the_same_dump_in_a_handler_that_carries_on_can_run_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, DUMP_ON_FAILURE.format(then="continue"))
+    assert codes(found) == [("DDP806", "warning", 8)]
