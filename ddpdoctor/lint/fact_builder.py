@@ -13,6 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import DDP_FORWARD, dotted, is_const, keyword, last_name, through_grad_off
 from ddpdoctor.lint.program import Event, Function, Guard, Program
+from ddpdoctor.lint.value_flow import unreturned_arguments
 
 
 MAX_DEPTH = 4  # calls followed from a guarded block to the collective
@@ -181,6 +182,7 @@ class BuilderCore:
                      for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
                      for n in walk(kw.value)}
         passed_on |= _placement(node)
+        passed_on |= unreturned_arguments(self.program, node, fn)  # set_seed(args, rank) returns args
         for sub in walk(node):
             if id(sub) in passed_on:
                 continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard

@@ -14,6 +14,7 @@ from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _switched, l
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
 from ddpdoctor.lint.program import Function, Klass
+from ddpdoctor.lint.value_flow import reaches_return
 
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev\b|holdout|calib", re.IGNORECASE)
@@ -122,7 +123,8 @@ class LoaderFacts:
                 location=loc(fn, call), name=name, sampler=kind,
                 sampler_text=text(sampler) if sampler is not None else "",
                 dataset_text=dataset_text,
-                sharded_by_rank=(dataset is not None and self.mentions_rank(dataset, fn))
+                sharded_by_rank=(dataset is not None and (self.mentions_rank(dataset, fn)
+                                                          or self._rank_part_built(dataset, fn)))
                 or self._trains(fn, name, split=True),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
@@ -132,6 +134,35 @@ class LoaderFacts:
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
+
+    def _rank_part_built(self, dataset: ast.AST, fn: Function) -> bool:
+        """The dataset comes from a local helper that picks this rank's part inside its own body
+        (`mine = np.array_split(files, world)[rank]`, then loads and concatenates `mine`): the rank
+        reaches what it returns through the helper's names, not through its return expression."""
+        for value, scope in [(dataset, fn), *self.program.values_of(dataset, fn, 1)]:
+            for sub in walk(value):
+                if isinstance(sub, ast.Call) and any(self._returns_rank_part(t, 3)
+                                                     for t in self.program.resolve(sub.func, scope)[0]):
+                    return True
+        return False
+
+    def _returns_rank_part(self, fn: Function, depth: int) -> bool:
+        """What fn returns is derived (by assignment, a `for` over it, `append`/`extend`, an item
+        stored) from a value that reads the rank, or from a local helper that returns such a part."""
+        if isinstance(fn.node, ast.Module) or fn.name == "__init__" or depth <= 0:
+            return False
+        cache = self.__dict__.setdefault("_rank_parts", {})
+        key = (id(fn.node), depth)
+        if key not in cache:
+            cache[key] = False  # a helper that reaches itself again adds nothing
+            cache[key] = self._taints_return(fn, depth)
+        return cache[key]
+
+    def _taints_return(self, fn: Function, depth: int) -> bool:
+        return reaches_return(fn, set(), lambda value: self.mentions_rank(value, fn, depth=0, strict=True) or any(
+            isinstance(sub, ast.Call) and any(self._returns_rank_part(t, depth - 1)
+                                              for t in self.program.resolve(sub.func, fn)[0])
+            for sub in walk(value)))
 
     def _eval_only(self, fn: Function) -> bool:
         """Every function that calls this one is an evaluation helper (named so)."""
@@ -171,6 +202,7 @@ class LoaderFacts:
                     names.add((id(fn), name))
                     for value, caller in fn.arguments.get(name, []):
                         names.add((id(caller), last_name(value) or ""))
+                    names |= _packed_by_callers(fn, name)
                     if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
                         # `for x in self.train_data` where __init__ did `self.train_data = train_data`
                         klass = self.program._class_of_fn(fn)
@@ -429,3 +461,24 @@ def _unpacked_at(fn: Function, call: ast.Call, index: int) -> str:
             if index < len(items) and isinstance(items[index], ast.Name):
                 return items[index].id
     return ""
+
+
+def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
+    """(caller, name) for a name fn unpacks from a parameter (`train_loader, val_loader = loaders`)
+    that callers fill with a list or tuple literal (`run(..., [train_loader, None])`): the
+    caller's item at the same position is the loader fn iterates."""
+    found = set()
+    for node in fn.own:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name)
+                and isinstance(node.targets[0], (ast.Tuple, ast.List))):
+            continue
+        items = node.targets[0].elts
+        for index, item in enumerate(items):
+            if not (isinstance(item, ast.Name) and item.id == name):
+                continue
+            for value, caller in fn.arguments.get(node.value.id, []):
+                if isinstance(value, (ast.List, ast.Tuple)) and len(value.elts) == len(items) \
+                        and isinstance(value.elts[index], ast.Name):
+                    found.add((id(caller), value.elts[index].id))
+    return found
+

@@ -614,6 +614,11 @@ class Program:
             target = module.imports.get(attr)
             if target and target != full:
                 return self.full_symbol(target, depth - 1)
+            for key, base in module.imports.items():  # a package re-exporting a module's names
+                if key[0] == "*" and base != owner:
+                    found = self.full_symbol(f"{base}.{attr}", depth - 1)
+                    if found is not None:
+                        return found
         return None
 
     def bases(self, klass: Klass) -> list[Klass]:
@@ -921,6 +926,8 @@ def _import_map(source: SourceFile) -> dict[str, str]:
             for alias in node.names:
                 if alias.name != "*":
                     imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                elif base:
+                    imports[f"*{base}"] = base  # `from .utils import *`: full_symbol looks there last
     return imports
 
 

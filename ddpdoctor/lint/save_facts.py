@@ -10,7 +10,8 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import writes
 from ddpdoctor.lint.fact_builder import _single_process, _switched, loc
-from ddpdoctor.lint.patterns import save_call, save_path, text
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 
 
@@ -41,7 +42,7 @@ class SaveFacts:
                 where = loc(fn, call)
                 if event.guards:
                     found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
-                                          _per_node(event.guards), how))
+                                          None if _reads_back(fn, path, call) else _per_node(event.guards), how))
                     continue
                 first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
                 if first:
@@ -58,6 +59,9 @@ class SaveFacts:
                     continue
                 if path is not None and self.mentions_rank(path, fn):
                     found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
+                    continue
+                if path is not None and self._unique_per_call(path, fn):
+                    found.append(SaveFact(where, path_text, False, "the path is new on every call (uuid, mkstemp)"))
                     continue
                 if self._in_the_launcher(fn, event):
                     found.append(SaveFact(where, path_text, False,
@@ -81,6 +85,10 @@ class SaveFacts:
                                           f"every caller leaves `{switch}` true, and {fn.label} returns before it"))
                     continue
                 guarded = self.only_guarded(fn)
+                if guarded is False and self._only_on_failure(fn):
+                    found.append(SaveFact(where, path_text, False,
+                                          "only in an `except:` that raises again: the failing rank's dump"))
+                    continue
                 if guarded is None:
                     hook = fn.name.startswith("on_")
                     found.append(SaveFact(where, path_text, hook,
@@ -89,8 +97,27 @@ class SaveFacts:
                     found.append(SaveFact(where, path_text, not guarded,
                                           "every caller is under a rank test" if guarded else
                                           f"{fn.label} is called without a rank test",
-                                          self._per_node_callers(fn) if guarded else None, how))
+                                          self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call)
+                                          else None, how))
         return found
+
+    def _only_on_failure(self, fn: Function) -> bool:
+        """Every call of fn sits in an `except` handler that ends by raising again: a rank that
+        failed dumps its state on the way out, not every rank in the normal run."""
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(isinstance(event.node, ast.Call) and _in_a_reraising_handler(caller, event.node)
+                                   for caller, event in sites)
+
+    def _unique_per_call(self, path: ast.AST, fn: Function) -> bool:
+        """The path holds a value no two calls share - `uuid.uuid4()`, a `tempfile.mkstemp()` /
+        `NamedTemporaryFile` name - directly or through the names it is built from: each rank
+        writes its own file, whatever the rest of the path says."""
+        names = [(path, fn), *self.program.values_of(path, fn, 2)]
+        for node, scope in list(names):  # `name = f"{base}-{tag}.pt"` where `tag = uuid.uuid4().hex`
+            names += [v for sub in walk(node) if isinstance(sub, ast.Name) and sub is not node
+                      for v in self.program.values_of(sub, scope, 1)]
+        return any(isinstance(sub, ast.Call) and (self.program.qualify(sub.func, scope) or "") in UNIQUE_NAMES
+                   for value, scope in names for sub in walk(value))
 
     def _in_the_launcher(self, fn: Function, event, depth: int = 6) -> bool:
         """The ranks are functions handed to mp.spawn, and this write is reached only from the
@@ -164,6 +191,43 @@ class SaveFacts:
             if found:
                 return found
         return None
+
+
+# calls whose value is new on every call: a path built from one names a file no other rank writes
+UNIQUE_NAMES = frozenset({"uuid.uuid1", "uuid.uuid4", "tempfile.mkstemp", "tempfile.mkdtemp",
+                          "tempfile.NamedTemporaryFile", "tempfile.mktemp"})
+
+
+def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:
+    for node in fn.own:
+        if isinstance(node, ast.ExceptHandler) and node.body and isinstance(node.body[-1], ast.Raise) \
+                and any(sub is call for stmt in node.body for sub in walk(stmt)):
+            return True
+    return False
+
+
+def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST) -> bool:
+    """fn loads the file where it already exists and writes it only where it does not
+    (`if os.path.exists(p): data = torch.load(p)` / `else: ... torch.save(data, p)`): a cache of
+    what every rank computes alike. Local rank 0 building it once per node is the point (a
+    node's own disk), not a per-node copy of a checkpoint meant once. A file loaded and
+    written again where it exists (stripping a checkpoint) is no cache."""
+    if path is None:
+        return False
+    wanted = text(path)
+    for node in fn.own:
+        if not isinstance(node, ast.If):
+            continue
+        tests = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
+            else [node.test]
+        if not any(isinstance(t, ast.Call) and t.args and text(t.args[0]) == wanted
+                   and last_name(t.func) in ("exists", "isfile", "is_file") for t in tests):
+            continue
+        body = [n for stmt in node.body for n in walk(stmt)]
+        if save not in body and any(isinstance(n, ast.Call) and n.args and text(n.args[0]) == wanted
+                                    and last_name(n.func) in ("load", "load_from_disk", "read_pickle") for n in body):
+            return True
+    return False
 
 
 def _main_test(program, cond: str, fn: Function) -> bool:

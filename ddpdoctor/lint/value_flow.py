@@ -1,0 +1,84 @@
+"""Which names of a function's own body a value flows into, and whether it reaches what the
+function returns: one flow-insensitive pass over assignments, `for` targets, `append`/`extend`
+and stores into items or attributes (`args.seed = x` makes `args` carry x). Used to ask "does the
+rank reach this helper's result?" without following every statement's order."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.program import Function
+
+
+def _root(target: ast.AST) -> Optional[str]:
+    """The name an assignment target stores into (`x`, `x[k]`, `x.attr`)."""
+    while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _flows(fn: Function) -> list[tuple[set[str], ast.AST]]:
+    """(names bound, the value they come from) for each binding in fn's own body (computed once)."""
+    found = fn.__dict__.get("_value_flows")
+    if found is not None:
+        return found
+    found = []
+    for node in fn.own:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {_root(n) for t in targets for n in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])}
+            found.append((names - {None}, node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            found.append(({n.id for n in walk(node.target) if isinstance(n, ast.Name)}, node.iter))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name):
+            found.append(({node.func.value.id}, node))
+    fn.__dict__["_value_flows"] = found
+    return found
+
+
+def reaches_return(fn: Function, start: set[str], source: Callable[[ast.AST], bool] = lambda _: False) -> bool:
+    """Something fn returns is derived from the names in start, or from a value source accepts."""
+    tainted = set(start)
+    sourced: dict[int, bool] = {}
+
+    def derived(value: ast.AST) -> bool:
+        if id(value) not in sourced:
+            sourced[id(value)] = source(value)
+        return sourced[id(value)] or any(n.__class__ is ast.Name and n.id in tainted for n in walk(value))
+
+    flows = _flows(fn)
+    changed = True
+    while changed:
+        changed = False
+        for names, value in flows:
+            if names - tainted and derived(value):
+                tainted |= names
+                changed = True
+    return any(derived(ret) for ret in fn.returned)
+
+
+def unreturned_arguments(program, node: ast.AST, fn: Function) -> set[int]:
+    """The nodes of arguments, anywhere in node, handed to a local function that does not return
+    anything derived from that parameter (`args = set_seed(args, local_rank)` where set_seed
+    only seeds the device): the result does not depend on such an argument."""
+    found: set[int] = set()
+    for call in walk(node):
+        if call.__class__ is not ast.Call or not isinstance(call.func, ast.Name):
+            continue
+        targets, _ = program.resolve(call.func, fn)
+        if len(targets) != 1 or targets[0].cls is not None or targets[0].name == "__init__" \
+                or not isinstance(targets[0].node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue  # one plain function of the script's own: its body is the whole answer
+        target = targets[0]
+        params = target.params
+        if any(isinstance(arg, ast.Starred) for arg in call.args) or target.node.args.vararg:
+            continue
+        bound = [(params[i], arg) for i, arg in enumerate(call.args) if i < len(params)]
+        bound += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in params]
+        for param, arg in bound:
+            if not reaches_return(target, {param}):
+                found.update(id(n) for n in walk(arg))
+    return found
