@@ -282,7 +282,8 @@ class LoaderFacts:
                 if ok:
                     matched.append(loc(sfn, scall))
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
-                            (loops > 0 or self.in_loop(sfn)):
+                            (loops > 0 or self.in_loop(sfn)) and \
+                            not _varying_set_epoch_beside(sfn, scall, set_epochs):
                         constant = loc(sfn, scall)
             if name == fn.name and not isinstance(fn.node, ast.Module):
                 # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
@@ -429,3 +430,15 @@ def _unpacked_at(fn: Function, call: ast.Call, index: int) -> str:
             if index < len(items) and isinstance(items[index], ast.Name):
                 return items[index].id
     return ""
+
+
+def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:
+    """The same receiver also gets set_epoch(<a varying value>) in the same function: a
+    `set_epoch(0)` beside it (to fix the order of an evaluation pass over the training
+    loader) is undone by the next epoch's `set_epoch(epoch)`, so the training order still
+    changes every epoch."""
+    receiver = text(call.func.value)
+    return any(other is not call and sfn is fn and other.args
+               and not isinstance(other.args[0], ast.Constant) and text(other.func.value) == receiver
+               for sfn, other, _ in set_epochs)
+
