@@ -3,6 +3,8 @@ again in our own words as small scripts, each with its healthy twin."""
 
 from __future__ import annotations
 
+import textwrap
+
 from tests.unit.test_lint_real_patterns import lint
 
 
@@ -87,3 +89,101 @@ def test_the_fixed_epoch_alone_repeats_the_order_every_epoch(tmp_path):
     # the twin: no per-epoch set_epoch, only the constant one - the order never changes
     found, _ = lint(tmp_path, EVAL_PASS_OVER_THE_TRAIN_LOADER.format(first="    pass"))
     assert [f.code for f in found if f.code == "DDP804"] == ["DDP804"]
+
+
+# ---------------------- DDP801: a rank-0 evaluation through a DDP model built by a helper the package re-exports
+NETS_PACKAGE = {
+    "__init__.py": "from .build_net import build_net\n",
+    "build_net.py": """
+        import torch
+
+        class Head(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 4)
+                self.norm = torch.nn.BatchNorm1d(4)
+
+            def forward(self, x):
+                return self.norm(self.fc(x))
+
+        def build_net():
+            net = Head()
+            return net
+    """,
+}
+
+
+def _nets(tmp_path):
+    """A package whose __init__ re-exports a helper from the submodule of the same name."""
+    (tmp_path / "nets").mkdir()
+    for name, body in NETS_PACKAGE.items():
+        (tmp_path / "nets" / name).write_text(textwrap.dedent(body))
+
+
+EVALUATE_ON_RANK_ZERO = """
+from nets import build_net
+def fit(model, loader):
+    model = DDP(model)
+    for x, in loader:
+        model(x).sum().backward()
+    if dist.get_rank() == 0:
+        with torch.no_grad():
+            for x, in loader:
+                model(x)
+net = build_net()
+fit(net, DataLoader(TensorDataset(torch.randn(8, 4)), sampler=DistributedSampler(range(8))))
+"""
+
+
+def test_a_rank_zero_evaluation_through_a_ddp_model_built_by_a_re_exported_helper_is_reported(tmp_path):
+    # `from nets import build_net` is the function the package's __init__ re-exports (not the
+    # submodule of the same name), and `model = DDP(model)` wraps what the caller passed in
+    found, _ = _nets(tmp_path) or lint(tmp_path, EVALUATE_ON_RANK_ZERO)
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP801"] == [("DDP801", "warning")]
+
+
+def test_the_same_evaluation_through_the_plain_module_is_clean(tmp_path):
+    # the twin: rank 0 evaluates model.module, which broadcasts nothing
+    source = EVALUATE_ON_RANK_ZERO.replace("                model(x)\n", "                model.module(x)\n")
+    assert "model.module(x)" in source
+    found, _ = _nets(tmp_path) or lint(tmp_path, source)
+    assert [f.code for f in found if f.code == "DDP801"] == []
+
+
+# --------------------------- DDP801: rank 0 signals from a closure that the others' loop answers
+SIGNAL_FROM_A_CLOSURE = """
+def drive(model, rank):
+    flag = torch.zeros(1)
+    def work():
+        if rank == 0:
+            flag.fill_(1)
+            dist.broadcast(flag, src=0)
+        dist.all_reduce(model.weight.data)
+{leader}
+drive(torch.nn.Linear(2, 2), dist.get_rank())
+"""
+
+
+def test_a_closure_rank_zero_signals_from_pairs_with_the_others_answering_loop(tmp_path):
+    # rank 0 runs work() (its broadcast says "one more"), the others loop on the same broadcast
+    found, _ = lint(tmp_path, SIGNAL_FROM_A_CLOSURE.format(leader="""\
+    if rank == 0:
+        for _ in range(3):
+            work()
+        flag.fill_(0)
+        dist.broadcast(flag, src=0)
+    else:
+        while True:
+            dist.broadcast(flag, src=0)
+            if flag.item() == 0:
+                break
+            work()"""))
+    assert [f.code for f in found if f.code == "DDP801"] == []
+
+
+def test_the_same_closure_signal_with_no_one_answering_is_one_sided(tmp_path):
+    # the twin: every rank runs work(), so rank 0's broadcast has no partner on the others
+    found, _ = lint(tmp_path, SIGNAL_FROM_A_CLOSURE.format(leader="""\
+    for _ in range(3):
+        work()"""))
+    assert [f.code for f in found if f.code == "DDP801"] == ["DDP801"]
