@@ -58,6 +58,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             continue
         if getattr(loader, "single_process", False):
             continue  # the branch where the process group is never set up: one process, all the data
+        if getattr(loader, "unread", False):
+            continue  # returned by a builder into a name no caller reads: never iterated
         if not loader.trains and not loader.train_named:
             if _whole_job(facts, loader):
                 problems.append(_every_rank_everything(facts, loader))

@@ -41,6 +41,7 @@ class LoaderFact:
     handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
     single_process: bool = False  # built where the process group is not set up (`else:` of `if opt["dist"]:`)
     iterated: bool = False  # a `for` over it (or iter() of it) that runs no collective: each rank's own work
+    unread: bool = False  # returned in a builder's tuple that every caller unpacks into a name it never reads
 
 
 @dataclass
@@ -129,6 +130,7 @@ class LoaderFacts:
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
                                                self._switches()),
                 iterated=bool(name) and self._iterated_alone(name),
+                unread=bool(name) and self._unread(fn, name),
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
@@ -216,6 +218,22 @@ class LoaderFacts:
                 if bound and (id(caller), bound) in names:
                     return True
         return False
+
+    def _unread(self, fn: Function, name: str) -> bool:
+        """The loader is one item of the tuple fn returns, and every caller unpacks that item into
+        a name it never reads: nothing iterates it, on any rank."""
+        position = _returned_at(fn, name)
+        if position is None:
+            return False
+        calls = [(caller, event.node) for caller, event in self.callers().get(fn, [])
+                 if isinstance(event.node, ast.Call)]
+        builder = {id(n) for n in walk(fn.node)}  # its own `return ..., name` is not a read
+        for caller, call in calls:
+            bound = _unpacked_at(caller, call, position)
+            if not bound or any(isinstance(n, ast.Name) and n.id == bound and isinstance(n.ctx, ast.Load)
+                                and id(n) not in builder for n in walk(caller.node)):
+                return False
+        return bool(calls)
 
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function) -> str:
         if sampler is None or is_const(sampler, None):

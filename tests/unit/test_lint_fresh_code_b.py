@@ -187,3 +187,33 @@ def test_the_same_closure_signal_with_no_one_answering_is_one_sided(tmp_path):
     for _ in range(3):
         work()"""))
     assert [f.code for f in found if f.code == "DDP801"] == ["DDP801"]
+
+
+# ---------------------------- DDP802: a loader a builder returns that no caller ever reads
+LOADERS_FROM_A_BUILDER = """
+def make_loaders(data):
+    train_loader = DataLoader(data, sampler=DistributedSampler(data), batch_size=4)
+    train_plain = DataLoader(data, batch_size=4, shuffle=False)
+    return train_loader, train_plain
+model = DDP(torch.nn.Linear(4, 1))
+train_loader, train_plain = make_loaders(TensorDataset(torch.randn(64, 4)))
+for epoch in range(2):
+    train_loader.sampler.set_epoch(epoch)
+    for x, in train_loader:
+        model(x).sum().backward()
+{more}
+"""
+
+
+def test_a_loader_returned_into_a_name_no_caller_reads_is_not_reported(tmp_path):
+    # `train_plain` is unpacked and then never used: no rank iterates it
+    found, _ = lint(tmp_path, LOADERS_FROM_A_BUILDER.format(more=""))
+    assert [f.code for f in found if f.code == "DDP802"] == []
+
+
+def test_the_same_loader_read_by_the_caller_is_still_reported(tmp_path):
+    # the twin: the caller trains on it too, every rank over the whole dataset
+    found, _ = lint(tmp_path, LOADERS_FROM_A_BUILDER.format(more="""\
+    for x, in train_plain:
+        model(x).sum().backward()"""))
+    assert [f.code for f in found if f.code == "DDP802"] == ["DDP802"]
