@@ -217,3 +217,52 @@ def test_the_same_loader_read_by_the_caller_is_still_reported(tmp_path):
     for x, in train_plain:
         model(x).sum().backward()"""))
     assert [f.code for f in found if f.code == "DDP802"] == ["DDP802"]
+
+
+# ------------------------------- DDP809: rank 0 alone leaves the epoch loop on its own early stop
+STOP_EARLY = """
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), sampler=DistributedSampler(range(64)), batch_size=4)
+def one_epoch():
+    for x, in loader:
+        model(x).sum().backward()
+        opt.step()
+best, stale = 1e9, 0
+for epoch in range(10):
+    loader.sampler.set_epoch(epoch)
+    one_epoch()
+{stop}
+"""
+
+
+def test_a_break_rank_zero_alone_takes_on_its_own_validation_leaves_the_others_in_the_next_epoch(tmp_path):
+    found, _ = lint(tmp_path, STOP_EARLY.format(stop="""\
+    if dist.get_rank() == 0:
+        loss = float(model.module(torch.ones(1, 4)).sum())
+        stale = 0 if loss < best else stale + 1
+        if stale > 3:
+            break"""))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP809"] == [("DDP809", "warning")]
+
+
+def test_the_same_stop_shared_by_a_broadcast_and_taken_on_every_rank_is_clean(tmp_path):
+    # the twin: rank 0 decides, the flag is broadcast, and every rank breaks together
+    found, _ = lint(tmp_path, STOP_EARLY.format(stop="""\
+    stop = torch.zeros(1)
+    if dist.get_rank() == 0:
+        loss = float(model.module(torch.ones(1, 4)).sum())
+        stale = 0 if loss < best else stale + 1
+        stop.fill_(float(stale > 3))
+    dist.broadcast(stop, src=0)
+    if stop.item():
+        break"""))
+    assert [f.code for f in found if f.code == "DDP809"] == []
+
+
+def test_a_break_directly_under_the_rank_test_is_an_error(tmp_path):
+    # no further condition: rank 0 leaves after the first epoch, the others never can
+    found, _ = lint(tmp_path, STOP_EARLY.format(stop="""\
+    if dist.get_rank() == 0:
+        break"""))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP809"] == [("DDP809", "error")]
