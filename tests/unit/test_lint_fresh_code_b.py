@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+from ddpdoctor.lint.driver import gather, lint_results
 from tests.unit.test_lint_real_patterns import lint
 
 
@@ -266,3 +267,82 @@ def test_a_break_directly_under_the_rank_test_is_an_error(tmp_path):
     if dist.get_rank() == 0:
         break"""))
     assert [(f.code, f.severity.value) for f in found if f.code == "DDP809"] == [("DDP809", "error")]
+
+
+# ------------------- sources: a module imported for its effect of putting the repository on sys.path
+def _tools_layout(tmp_path, script: str):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "kit").mkdir()
+    (tmp_path / "kit" / "__init__.py").write_text("")
+    (tmp_path / "kit" / "saving.py").write_text("import torch\n\ndef keep(model, path):\n    torch.save(model.state_dict(), path)\n")
+    (tmp_path / "tools" / "_set_path.py").write_text("import sys\nsys.path.insert(0, '../')\n")
+    (tmp_path / "tools" / "train.py").write_text(textwrap.dedent(script))
+    return tmp_path / "tools" / "train.py"
+
+
+PATH_SETTER_SCRIPT = """
+{first}
+import torch
+import torch.distributed as dist
+from kit.saving import keep
+dist.init_process_group("gloo")
+model = torch.nn.Linear(2, 2)
+keep(model, "last.pt")
+"""
+
+
+def test_the_folder_an_imported_path_setter_puts_on_sys_path_is_read(tmp_path, monkeypatch):
+    # `import _set_path` runs `sys.path.insert(0, '../')` from the tools folder: kit/ is found
+    script = _tools_layout(tmp_path, PATH_SETTER_SCRIPT.format(first="import _set_path"))
+    monkeypatch.chdir(script.parent)
+    facts = gather(str(script))
+    assert any(f.endswith("saving.py") for f in facts.files)
+    assert [f.code for r in lint_results(facts, set()) for f in r.findings] == ["DDP806"]
+
+
+def test_without_the_path_setter_the_package_stays_unread(tmp_path, monkeypatch):
+    script = _tools_layout(tmp_path, PATH_SETTER_SCRIPT.format(first="import os"))
+    monkeypatch.chdir(script.parent)
+    facts = gather(str(script))
+    assert not any(f.endswith("saving.py") for f in facts.files)
+
+
+# ------------- DDP806: a rank from a setup helper picked by name at run time, unpacked into an attribute
+LAUNCHER_PICKED_BY_NAME = {
+    "setup_utils": """
+        import os
+        import torch.distributed as dist
+
+        def init_dist_torchrun(port):
+            dist.init_process_group("gloo")
+            return 1, {rank}
+
+        def init_dist_slurm(port):
+            dist.init_process_group("gloo")
+            return 1, {rank}
+    """,
+}
+SAVE_ON_THE_PICKED_RANK = """
+import setup_utils
+class Config:
+    pass
+cfg = Config()
+launcher = os.environ.get("LAUNCHER", "torchrun")
+gpus, cfg.LOCAL_RANK = getattr(setup_utils, 'init_dist_%s' % launcher)(29500)
+model = DDP(torch.nn.Linear(2, 2))
+if cfg.LOCAL_RANK == 0:
+    torch.save(model.state_dict(), "last.pt")
+"""
+
+
+def test_a_rank_the_launcher_helper_reads_with_get_rank_is_global_whatever_the_attribute_is_called(tmp_path):
+    # every `init_dist_*` candidate returns dist.get_rank(): cfg.LOCAL_RANK holds the global rank
+    modules = {k: v.format(rank="dist.get_rank()") for k, v in LAUNCHER_PICKED_BY_NAME.items()}
+    found, _ = lint(tmp_path, SAVE_ON_THE_PICKED_RANK, **modules)
+    assert [f.code for f in found if f.code == "DDP806"] == []
+
+
+def test_the_same_helpers_returning_the_local_rank_save_once_per_node(tmp_path):
+    modules = {k: v.format(rank="int(os.environ['LOCAL_RANK'])") for k, v in LAUNCHER_PICKED_BY_NAME.items()}
+    found, _ = lint(tmp_path, SAVE_ON_THE_PICKED_RANK, **modules)
+    assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
