@@ -42,6 +42,7 @@ class LoaderFact:
     single_process: bool = False  # built where the process group is not set up (`else:` of `if opt["dist"]:`)
     iterated: bool = False  # a `for` over it (or iter() of it) that runs no collective: each rank's own work
     unread: bool = False  # returned in a builder's tuple that every caller unpacks into a name it never reads
+    other_branch_distributed: str = ""  # the test whose other side handles the process-group switch
 
 
 @dataclass
@@ -131,6 +132,7 @@ class LoaderFacts:
                                                self._switches()),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
+                other_branch_distributed=self._other_branch_distributed(fn, call),
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
@@ -218,6 +220,25 @@ class LoaderFacts:
                 if bound and (id(caller), bound) in names:
                     return True
         return False
+
+    def _other_branch_distributed(self, fn: Function, call: ast.Call) -> str:
+        """`if 'triplet' in cfg.SAMPLER: (if cfg.DIST: a sharding sampler ...) elif ...: DataLoader(ds,
+        shuffle=True)`: the other side of a configuration test handles the switch the process
+        group is set up under, this side never tests it - the loader meets a distributed run
+        only if that configuration is chosen with it. The test, or ""."""
+        switches = self._switches()
+        if not switches or isinstance(fn.node, ast.Module):
+            return ""
+        for node in walk(fn.node):
+            if not isinstance(node, ast.If) or text(node.test) in switches:
+                continue
+            for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
+                if not any(n is call for s in mine for n in walk(s)):
+                    continue
+                tests = lambda stmts: {text(n.test) for s in stmts for n in walk(s) if isinstance(n, ast.If)}
+                if tests(other) & switches and not tests(mine) & switches:
+                    return text(node.test)
+        return ""
 
     def _unread(self, fn: Function, name: str) -> bool:
         """The loader is one item of the tuple fn returns, and every caller unpacks that item into

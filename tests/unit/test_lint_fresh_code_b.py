@@ -346,3 +346,47 @@ def test_the_same_helpers_returning_the_local_rank_save_once_per_node(tmp_path):
     modules = {k: v.format(rank="int(os.environ['LOCAL_RANK'])") for k, v in LAUNCHER_PICKED_BY_NAME.items()}
     found, _ = lint(tmp_path, SAVE_ON_THE_PICKED_RANK, **modules)
     assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
+
+
+# -------- DDP802: a sampler-less loader on the side of a configuration test that never meets the switch
+LOADER_BY_SAMPLING_MODE = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--mode", default="pairs")
+parser.add_argument("--dist", action="store_true")
+args = parser.parse_args()
+def build(data):
+    if args.mode == "pairs":
+        if args.dist:
+            train_loader = DataLoader(data, sampler=DistributedSampler(data), batch_size=4)
+        else:
+            train_loader = DataLoader(data, shuffle=True, batch_size=4)
+    else:
+        train_loader = DataLoader(data, shuffle=True, batch_size=4)
+    return train_loader, len(data)
+if args.dist:
+    dist.init_process_group("gloo")
+model = torch.nn.Linear(4, 1)
+train_loader, size = build({data})
+for epoch in range(2):
+    for x, in train_loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_loader_on_the_side_of_a_configuration_test_that_never_meets_the_switch_is_a_warning(tmp_path):
+    # the "pairs" side shards when --dist is given; the other side never asks, so it meets a
+    # distributed run only if that mode is chosen with --dist: a warning naming the choice
+    found, _ = lint(tmp_path, LOADER_BY_SAMPLING_MODE.format(data="TensorDataset(torch.randn(64, 4))"))
+    reported = [(f.code, f.severity.value) for f in found if f.code == "DDP802"]
+    assert reported == [("DDP802", "warning")]
+    assert "args.mode == 'pairs'" in next(f.message for f in found if f.code == "DDP802")
+
+
+def test_a_sampler_less_loader_with_no_configuration_choice_around_it_stays_an_error(tmp_path):
+    # the twin: the loader is built on every way through, distributed or not
+    body = LOADER_BY_SAMPLING_MODE.split("def build(data):\n")[1].split("    return train_loader, len(data)")[0]
+    source = LOADER_BY_SAMPLING_MODE.replace(body, "    train_loader = DataLoader(data, shuffle=True, batch_size=4)\n")
+    assert "pairs" not in source.split("def build")[1]
+    found, _ = lint(tmp_path, source.format(data="TensorDataset(torch.randn(64, 4))"))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP802"] == [("DDP802", "error")]
