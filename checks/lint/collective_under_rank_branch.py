@@ -27,7 +27,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`. A branch whose
         other side runs the same collectives (`if rank == 0: work(); barrier()` /
         `else: barrier()`), and the paired `if local_rank != 0: barrier()` ...
-        `if local_rank == 0: barrier()` idiom, are balanced and not reported.
+        `if local_rank == 0: barrier()` idiom, are balanced and not reported - also across a
+        nested function and the one it is defined in (rank 0 signals from a closure with
+        `if rank == 0: broadcast(flag)`, the others answer in the enclosing `else:` loop).
         Rank tests are followed by data flow, scope by scope: a helper returning one
         (`is_master(args)`), a flag assigned from one, `self.gpu_id` set from mp.spawn's
         process index, an object that exists on one rank only (`if saver is not None:`).

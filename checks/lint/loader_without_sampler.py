@@ -25,7 +25,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         loader); a warning, saying so, when only its name says "train". A DataLoader whose
         options come from `**kwargs`, or whose dataset is handed to a framework that shards it
         (`deepspeed.initialize(training_data=...)`), is not judged, nor one built on the
-        branch where the process group is never set up (`else:` of `if opt["dist"]:`).
+        branch where the process group is never set up (`else:` of `if opt["dist"]:`), nor
+        one a builder returns into a name no caller reads. A warning, naming the choice, for a
+        loader on one side of a configuration test whose other side handles the process
+        group's switch (`if 'triplet' in cfg.SAMPLER: if cfg.DIST: ...` / `else:` a plain
+        loader): it meets a distributed run only if that configuration is chosen with it.
         A warning too for a job with a process group but no DDP model and no sharded data (an
         inference or preprocessing script): a loader every rank iterates in full, with no
         collective in the loop (ranks that cooperate on each batch, tensor parallelism, are
@@ -58,6 +62,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             continue
         if getattr(loader, "single_process", False):
             continue  # the branch where the process group is never set up: one process, all the data
+        if getattr(loader, "unread", False):
+            continue  # returned by a builder into a name no caller reads: never iterated
         if not loader.trains and not loader.train_named:
             if _whole_job(facts, loader):
                 problems.append(_every_rank_everything(facts, loader))
@@ -71,8 +77,12 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                    "batches where the ranks are seeded alike")
         if not loader.trains:
             message = f"if {what} feeds training (no loop running backward over it was found): {message}"
+        configured = getattr(loader, "other_branch_distributed", "")
+        if configured:  # the other side of a configuration test handles the distributed switch
+            message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
+                       f"(the other side handles the process group's switch, this one does not): {message}")
         problems.append(Problem(
-            severity=None if loader.trains else Severity.WARNING,
+            severity=None if loader.trains and not configured else Severity.WARNING,
             message=message,
             hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),

@@ -18,7 +18,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           `if stale > patience: break`);
         - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
           `if loss.item() > limit: continue` before the backward), each rank testing its own
-          batch.
+          batch;
+        - a `break` of a loop taken inside a rank test in that loop (`if rank == 0:` ...
+          `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
+          collective work on every rank: rank 0 leaves, the others stay (a warning when a
+          further test decides the break).
         An error where the variable is provably set on some ranks only and the test runs on
         every rank; a warning, naming the assumption, otherwise (and always for a tensor
         value: it differs only when the batches do). A variable handed to a collective in the
@@ -42,7 +46,12 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         return Skipped("the script sets up no process group")
     problems = []
     for found in facts.rank_local:
-        if found.kind == "rank_state":
+        if found.kind == "rank_exit":
+            message = (f"`{found.decision}` at {found.location} leaves the loop (break) only where `{found.guard}` "
+                       f"holds: the other ranks go on into the next pass and wait in {found.work}")
+            hint = ("decide the stop on every rank: compute it where it is known, share it "
+                    "(dist.broadcast from that rank), then break on every rank")
+        elif found.kind == "rank_state":
             message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank, but "
                        f"`{found.value}` is set only under `{found.guard}` (at {found.assigned}): "
                        f"the ranks disagree and the others wait in {found.work}")

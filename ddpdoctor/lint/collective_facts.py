@@ -43,6 +43,12 @@ class CollectiveFacts:
 
     def guarded_collectives(self) -> list[GuardedCollective]:
         best: dict[tuple, GuardedCollective] = {}
+        kept: list[tuple[Function, Guard, GuardedCollective]] = []
+        # `if local_rank != 0: barrier()` ... `if local_rank == 0: barrier()`: paired. A nested
+        # function reads its enclosing function's rank, so they pair as one: rank 0 signals from
+        # a closure (`if rank == 0: broadcast(flag)`) that the others' loop in the enclosing
+        # `else:` side answers (`while True: broadcast(flag)`)
+        polarities: dict[tuple, set[str]] = {}
         for fn in self.functions:
             candidates: list[tuple[Guard, GuardedCollective]] = []
             for event in fn.events:
@@ -81,19 +87,25 @@ class CollectiveFacts:
                     mine = self._ops_under(fn, guard.branch, guard.side)
                     if mine and mine == self._ops_under(fn, guard.branch, other):
                         balanced.add(guard.branch)
-            # `if local_rank != 0: barrier()` ... `if local_rank == 0: barrier()`: paired
-            polarities: dict[tuple[str, str], set[str]] = {}
             for guard, found in candidates:
-                polarities.setdefault((_op_kind(found.op), guard.test.key), set()).add(guard.test.polarity)
-            for guard, found in candidates:
-                if guard.branch in balanced:
-                    continue
-                if {"zero", "nonzero"} <= polarities[(_op_kind(found.op), guard.test.key)]:
-                    continue
-                key = (found.location.file, found.location.line, found.op)
-                if key not in best or len(found.chain) < len(best[key].chain):
-                    best[key] = found
+                polarities.setdefault((_outermost(fn), _op_kind(found.op), guard.test.key),
+                                      set()).add(guard.test.polarity)
+                if guard.branch not in balanced:
+                    kept.append((fn, guard, found))
+        for fn, guard, found in kept:
+            if {"zero", "nonzero"} <= polarities[(_outermost(fn), _op_kind(found.op), guard.test.key)]:
+                continue
+            key = (found.location.file, found.location.line, found.op)
+            if key not in best or len(found.chain) < len(best[key].chain):
+                best[key] = found
         return sorted(best.values(), key=lambda g: (g.location.file, g.location.line or 0))
+
+
+def _outermost(fn: Function) -> Function:
+    """The function a nested one is defined in, outermost first (itself when not nested)."""
+    while fn.parent is not None:
+        fn = fn.parent
+    return fn
 
 
 def _assume(assumption: str, conds: tuple) -> str:

@@ -42,6 +42,8 @@ class LoaderFact:
     handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
     single_process: bool = False  # built where the process group is not set up (`else:` of `if opt["dist"]:`)
     iterated: bool = False  # a `for` over it (or iter() of it) that runs no collective: each rank's own work
+    unread: bool = False  # returned in a builder's tuple that every caller unpacks into a name it never reads
+    other_branch_distributed: str = ""  # the test whose other side handles the process-group switch
 
 
 @dataclass
@@ -131,6 +133,8 @@ class LoaderFacts:
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
                                                self._switches()),
                 iterated=bool(name) and self._iterated_alone(name),
+                unread=bool(name) and self._unread(fn, name),
+                other_branch_distributed=self._other_branch_distributed(fn, call),
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
@@ -249,6 +253,41 @@ class LoaderFacts:
                     return True
         return False
 
+    def _other_branch_distributed(self, fn: Function, call: ast.Call) -> str:
+        """`if 'triplet' in cfg.SAMPLER: (if cfg.DIST: a sharding sampler ...) elif ...: DataLoader(ds,
+        shuffle=True)`: the other side of a configuration test handles the switch the process
+        group is set up under, this side never tests it - the loader meets a distributed run
+        only if that configuration is chosen with it. The test, or ""."""
+        switches = self._switches()
+        if not switches or isinstance(fn.node, ast.Module):
+            return ""
+        for node in walk(fn.node):
+            if not isinstance(node, ast.If) or text(node.test) in switches:
+                continue
+            for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
+                if not any(n is call for s in mine for n in walk(s)):
+                    continue
+                tests = lambda stmts: {text(n.test) for s in stmts for n in walk(s) if isinstance(n, ast.If)}
+                if tests(other) & switches and not tests(mine) & switches:
+                    return text(node.test)
+        return ""
+
+    def _unread(self, fn: Function, name: str) -> bool:
+        """The loader is one item of the tuple fn returns, and every caller unpacks that item into
+        a name it never reads: nothing iterates it, on any rank."""
+        position = _returned_at(fn, name)
+        if position is None:
+            return False
+        calls = [(caller, event.node) for caller, event in self.callers().get(fn, [])
+                 if isinstance(event.node, ast.Call)]
+        builder = {id(n) for n in walk(fn.node)}  # its own `return ..., name` is not a read
+        for caller, call in calls:
+            bound = _unpacked_at(caller, call, position)
+            if not bound or any(isinstance(n, ast.Name) and n.id == bound and isinstance(n.ctx, ast.Load)
+                                and id(n) not in builder for n in walk(caller.node)):
+                return False
+        return bool(calls)
+
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function) -> str:
         if sampler is None or is_const(sampler, None):
             return "none"
@@ -314,7 +353,8 @@ class LoaderFacts:
                 if ok:
                     matched.append(loc(sfn, scall))
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
-                            (loops > 0 or self.in_loop(sfn)):
+                            (loops > 0 or self.in_loop(sfn)) and \
+                            not _varying_set_epoch_beside(sfn, scall, set_epochs):
                         constant = loc(sfn, scall)
             if name == fn.name and not isinstance(fn.node, ast.Module):
                 # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
@@ -481,4 +521,15 @@ def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
                         and isinstance(value.elts[index], ast.Name):
                     found.add((id(caller), value.elts[index].id))
     return found
+
+
+def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:
+    """The same receiver also gets set_epoch(<a varying value>) in the same function: a
+    `set_epoch(0)` beside it (to fix the order of an evaluation pass over the training
+    loader) is undone by the next epoch's `set_epoch(epoch)`, so the training order still
+    changes every epoch."""
+    receiver = text(call.func.value)
+    return any(other is not call and sfn is fn and other.args
+               and not isinstance(other.args[0], ast.Constant) and text(other.func.value) == receiver
+               for sfn, other, _ in set_epochs)
 

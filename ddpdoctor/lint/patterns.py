@@ -422,6 +422,12 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
     if any((id(node), id(fn), d) in seen for d in range(depth, depth + 8)):
         return False
     seen.add((id(node), id(fn), depth))
+    if isinstance(node, ast.Name) and program.lookup(node.id, fn):
+        # a parameter the function also rebinds (`model = DDP(model)`): the argument wrapped is
+        # what the callers passed in, which the local binding hides from values_of
+        if any(_buffered(program, value, caller, depth - 1, seen)
+               for value, caller in program._passed(node.id, fn)):
+            return True
     for value, scope in program.values_of(node, fn):
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in ("to", "cuda", "cpu", "float", "half", "bfloat16", "double"):

@@ -601,25 +601,27 @@ class Program:
     def full_symbol(self, full: str, depth: int = 8) -> Optional[Union[Function, Klass, Module]]:
         if depth <= 0:
             return None
-        found = self._module(full)
-        if found is not None:
-            return found
         owner, _, attr = full.rpartition(".")
-        module = self._module(owner)
-        if module is not None and owner:
+        module = self._module(owner) if owner else None
+        if module is not None:
+            # `from pkg import name` reads the package's own attribute first: a function its
+            # __init__ imports from a submodule of the same name (`from .build import build`)
+            # hides that submodule
             if attr in module.functions:
                 return module.functions[attr]
             if attr in module.classes:
                 return module.classes[attr]
             target = module.imports.get(attr)
             if target and target != full:
-                return self.full_symbol(target, depth - 1)
+                found = self.full_symbol(target, depth - 1)
+                if found is not None:
+                    return found
             for key, base in module.imports.items():  # a package re-exporting a module's names
                 if key[0] == "*" and base != owner:
                     found = self.full_symbol(f"{base}.{attr}", depth - 1)
                     if found is not None:
                         return found
-        return None
+        return self._module(full)
 
     def bases(self, klass: Klass) -> list[Klass]:
         """The local classes a class derives from (resolved once per class)."""

@@ -65,6 +65,7 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         found.extend(state)
         decided = {d.location for d in state}  # a counter rank 0 keeps: said once, as state
         found.extend(d for d in _tensor_values(builder, fn, stmts, ddp) if d.location not in decided)
+        found.extend(d for d in _rank_exits(builder, fn, stmts, ddp) if d.location not in decided)
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
     for methods in by_class.values():
@@ -263,6 +264,78 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             Location(fn.file.display, stmt.lineno), text(stmt.test), action, name, "rank_state", work,
             Location(fn.file.display, setter.node.lineno), rank_test.text, ", and ".join(notes)))
     return found
+
+
+def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
+    """A `break` taken under a rank test inside a loop whose other work every rank runs: rank 0
+    leaves the epoch loop (an early stop on its own validation) while the others go on into the
+    next pass's collectives and wait there."""
+    found = []
+    guards_of = {id(item.node): item.guards for item in stmts}
+    for item in stmts:
+        stmt = item.node
+        # the first rank test inside the loop: the loop itself runs on the same ranks as before it
+        if not isinstance(stmt, ast.If) or not item.loops or \
+                guards_of.get(id(item.loops[-1]), ()) != item.guards:
+            continue
+        test = builder.program.ranks.guard(stmt.test, fn)
+        if test is None or _break_in(stmt.orelse) is not None:
+            continue  # not a rank test, or both sides leave
+        leave = _break_in(stmt.body)
+        if leave is None:
+            continue
+        around = leave[0]
+        loop = item.loops[-1]
+        # what every rank does in the loop besides this branch: the ones that stay run it alone
+        rest = [s for s in loop.body if s is not stmt and not any(n is stmt for n in walk(s))]
+        work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
+        if not work:
+            continue
+        where = around if around is not None else stmt
+        notes = [test.assumption] if test.assumption else []
+        if around is not None:
+            notes.append(f"`{text(around.test)}` holds there")
+        found.append(RankLocalDecision(
+            Location(fn.file.display, where.lineno), text(where.test), "break", test.text, "rank_exit", work,
+            guard=test.text, assumption=", and ".join(notes)))
+    return found
+
+
+def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str:
+    """A backward somewhere in these statements or the local functions they call (a few
+    levels): with a DDP model, the gradient all-reduce the ranks still in the loop run."""
+    for stmt in stmts:
+        for node in walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            if last_name(node.func) == "backward":
+                return f"{text(node.func, 40)}() in {fn.label} (DDP all-reduces the gradients)"
+            if depth > 0:
+                for target in builder.program.resolve(node.func, fn)[0]:
+                    found = _backward_in(builder, target, list(target.node.body), depth - 1)
+                    if found:
+                        return found
+    return ""
+
+
+def _break_in(body: list, around: Optional[ast.If] = None) -> Optional[tuple]:
+    """(the innermost plain `if` around it, the `break`) for a break of the enclosing loop in
+    body - not one of a nested loop's."""
+    for stmt in body:
+        if isinstance(stmt, ast.Break):
+            return around, stmt
+        parts: list = []
+        if isinstance(stmt, ast.If):
+            parts = [(stmt.body, stmt), (stmt.orelse, stmt)]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            parts = [(stmt.body, around)]
+        elif isinstance(stmt, ast.Try):
+            parts = [(p, around) for p in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody)]
+        for part, inner in parts:
+            got = _break_in(part, inner)
+            if got is not None:
+                return got
+    return None
 
 
 def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:

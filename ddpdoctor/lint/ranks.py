@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import default_truth
-from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, dotted, env_key, is_const,
+from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dispatched, dotted, env_key, is_const,
                                      last_name, text)
 
 Function = Any  # ddpdoctor.lint.program.Function (program imports this module, not the reverse)
@@ -102,10 +102,21 @@ class RankFlow:
             keys = [dotted(t) if isinstance(t, ast.Attribute) and not _on_self(t) else None for t in elts]
             if not any(keys):
                 continue
-            for target in self.program.resolve(node.value.func, fn)[0]:
+            for target in self.program.resolve(node.value.func, fn)[0] or self._by_name_pattern(node.value.func, fn):
                 for ret in _returns(target):
                     if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) == len(elts):
                         yield from ((key, value, target) for key, value in zip(keys, ret.elts) if key)
+
+    def _by_name_pattern(self, func: ast.AST, fn: Function) -> list:
+        """`getattr(utils, 'init_dist_%s' % launcher)(...)`: the local module's functions whose
+        names fit the pattern (the launcher is only known at run time; each candidate is read)."""
+        if not (isinstance(func, ast.Call) and last_name(func.func) == "getattr" and len(func.args) >= 2):
+            return []
+        prefix = _name_prefix(func.args[1])
+        if not prefix:
+            return []
+        return [t for t in _dispatched(self.program, func, fn)
+                if self.program.is_function(t) and t.name.startswith(prefix)]
 
     def _files_unpacking(self, unpacking: set) -> set:
         files = self.__dict__.get("_unpacking_files")
@@ -562,3 +573,15 @@ def _under_if(fn: Function, node: ast.AST) -> tuple[Optional[ast.If], str]:
                 if part and (part[0].lineno, part[0].col_offset) <= at <= (part[-1].end_lineno, part[-1].end_col_offset):
                     found = (stmt, side)
     return found
+
+
+def _name_prefix(node: ast.AST) -> str:
+    """The constant start of a name built at run time: `'init_dist_%s' % x`, `'init_dist_' + x`,
+    f"init_dist_{x}"; "" when it has none."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)) and \
+            isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+        return node.left.value.split("%")[0] if isinstance(node.op, ast.Mod) else node.left.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return str(node.values[0].value)
+    return ""
+

@@ -307,6 +307,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     roots = list(dict.fromkeys([path.parent, Path.cwd().resolve()]))
     files = [_parse(path, "", texts)]
     roots = list(dict.fromkeys(roots + added_roots(files[0].tree, path, Path.cwd().resolve())))
+    roots = list(dict.fromkeys(roots + _path_setters(files[0], roots, texts)))
     seen = {path}
     queue = [files[0]]
     where_is: dict[str, Optional[Path]] = {}  # every file imports torch, os, ...: each name looked up once
@@ -345,6 +346,24 @@ def load_program(script: str, notes: Optional[list[str]] = None,
             files.append(parsed)
             queue.append(parsed)
     return files
+
+
+def _path_setters(script: SourceFile, roots: list[Path], texts: Optional[dict[Path, str]]) -> list[Path]:
+    """`import _init_path` at the script's top: a local module run for its effect of putting
+    folders on sys.path (`sys.path.insert(0, '../')`) before the script's other imports; the
+    folders it adds are import roots too."""
+    found: list[Path] = []
+    for stmt in script.tree.body if script.tree is not None else []:
+        for alias in stmt.names if isinstance(stmt, ast.Import) else []:
+            where = _candidates(alias.name, roots)
+            if where is None or where.suffix != ".py" or "site-packages" in where.parts:
+                continue
+            try:
+                tree = _tree(where, _text(where, texts))
+            except UsageError:
+                continue
+            found += added_roots(tree, where, Path.cwd().resolve())
+    return found
 
 
 def _nested_local(source: SourceFile, module: str, is_package: bool, roots: list[Path]) -> bool:
