@@ -78,15 +78,8 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
               + (f"; framework: {facts.framework}" if facts.framework else "")
               + f"; {facts.elapsed_s * 1000:.0f} ms" + (" (unchanged since the last lint: cached)"
                                                         if facts.cached else ""))
-    notes, unjudged = [], []
-    if facts.unreached_setup is not None:
-        where = facts.unreached_setup
-        unjudged.append(f"the script's distributed code was not reached: the process group is set up at "
-                        f"{where}, in a function no call from the script leads to")
-        notes.append(f"the process group is set up at {where}, in code the lint could not reach from the "
-                     "script (called through a registry, a callback or a name chosen at run time): the "
-                     "rules did not judge that code; `ddpdoctor probe` judges it as it runs")
-    elif facts.distributed is None and facts.framework is None:
+    notes, unjudged = unreached(facts)
+    if not unjudged and facts.distributed is None and facts.framework is None:
         notes.append("the script sets up no process group (init_process_group, DDP, a framework): "
                      "the data and checkpoint rules do not apply")
     notes.extend(facts.notes)
@@ -97,6 +90,19 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
                "distributed": str(facts.distributed) if facts.distributed else None}
     return Report(command="lint", results=results, fail_on=fail_on, header=header,
                   metrics=metrics, notes=notes, incomplete_because=unjudged)
+
+
+def unreached(facts: LintFacts) -> tuple[list[str], list[str]]:
+    """(notes, why the verdict is incomplete) when the script's distributed code was not reached:
+    the process group is set up only in a function no call from the script leads to."""
+    where = facts.unreached_setup
+    if where is None:
+        return [], []
+    return ([f"the process group is set up at {where}, in code the lint could not reach from the script "
+             "(called through a registry, a callback or a name chosen at run time): the rules did not "
+             "judge that code; `ddpdoctor probe` judges it as it runs"],
+            [f"{facts.script}: the distributed code was not reached: the process group is set up at "
+             f"{where}, in a function no call from the script leads to"])
 
 
 def changed_files(rev: str) -> list[str]:
@@ -169,6 +175,7 @@ def lint_files(paths: list[str], fail_on: Severity, ignore: set[str], how: str) 
     merged: dict[str, CheckResult] = {}
     seen: set[tuple] = set()
     notes: list[str] = []
+    unjudged: list[str] = []
     files: set[str] = set()
     statements = 0
     elapsed = 0.0
@@ -178,6 +185,9 @@ def lint_files(paths: list[str], fail_on: Severity, ignore: set[str], how: str) 
         statements += facts.statements
         elapsed += facts.elapsed_s
         notes.extend(f"{script}: {n}" for n in facts.notes)
+        more, why = unreached(facts)
+        notes.extend(f"{script}: {n}" for n in more)
+        unjudged.extend(why)
         for result in lint_results(facts, ignore):
             mine = merged.setdefault(result.spec.code, CheckResult(result.spec, result.status, [], result.reason))
             for finding in result.findings:
@@ -196,7 +206,7 @@ def lint_files(paths: list[str], fail_on: Severity, ignore: set[str], how: str) 
     metrics = {"files": sorted(files), "scripts": scripts, "statements": statements,
                "elapsed_ms": round(elapsed * 1000, 1)}
     return Report(command="lint", results=list(merged.values()), fail_on=fail_on, header=header,
-                  metrics=metrics, notes=notes)
+                  metrics=metrics, notes=notes, incomplete_because=unjudged)
 
 
 ORDER = {PASSED: 0, SKIPPED: 0, IGNORED: 0, NOTED: 1, WARNED: 2, FAILED: 3, CRASHED: 4}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from ddpdoctor.core.findings import EXIT_INCOMPLETE, EXIT_OK, Severity
-from ddpdoctor.lint.driver import lint
+from ddpdoctor.lint.driver import lint, lint_files
 
 REGISTRY = """
 import torch
@@ -100,3 +100,11 @@ def test_a_script_that_never_runs_distributed_code_it_does_not_define_stays_a_pa
     """))
     report = _lint(tmp_path, "import tool\nprint(tool.SCALE)\n")
     assert report.status == "pass" and report.exit_code == EXIT_OK
+
+
+def test_the_files_mode_of_pre_commit_and_diff_is_incomplete_for_the_same_script(tmp_path):
+    path = tmp_path / "run.py"
+    path.write_text(textwrap.dedent(REGISTRY).lstrip("\n"))
+    report = lint_files([str(path)], Severity.ERROR, set(), "changed")
+    assert report.status == "incomplete" and report.exit_code == EXIT_INCOMPLETE
+    assert any("not reached" in m for m in report.missing)
