@@ -19,6 +19,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
           `if loss.item() > limit: continue` before the backward), each rank testing its own
           batch;
+        - a flag a signal handler sets (`signal.signal(SIGUSR2, on_preempt)` where
+          `on_preempt` sets `stop["now"] = True`), tested every step before a collective
+          save or a break: each rank runs its handler at its own step (a warning);
         - a `break` of a loop taken inside a rank test in that loop (`if rank == 0:` ...
           `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
@@ -51,6 +54,13 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                        f"holds: the other ranks go on into the next pass and wait in {found.work}")
             hint = ("decide the stop on every rank: compute it where it is known, share it "
                     "(dist.broadcast from that rank), then break on every rank")
+        elif found.kind == "signal_state":
+            message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank on "
+                       f"`{found.value}`, which the signal handler {found.guard} sets (at {found.assigned}) in "
+                       f"each process when its signal arrives: the first rank to see it goes on alone and the "
+                       f"others wait in {found.work}")
+            hint = (f"share `{found.value}` before the test: all_reduce it each step (op=MAX) and test "
+                    "the result, so every rank acts on the signal at the same step")
         elif found.kind == "rank_state":
             message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank, but "
                        f"`{found.value}` is set only under `{found.guard}` (at {found.assigned}): "

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import batch_flags, data_keys, data_sized, no_sync, rank_state, worker_seeds
+from ddpdoctor.lint import batch_flags, data_keys, data_sized, no_sync, rank_state, signal_state, worker_seeds
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import BuilderCore, loc
@@ -115,7 +115,8 @@ def build(program: Program, script: str) -> LintFacts:
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
         unranked_seeds=worker_seeds.gather(program.files, reachable, program.functions),
         rank_local=rank_state.gather(builder, ddp or framework is not None)
-        + batch_flags.gather(builder, ddp or framework is not None),
+        + batch_flags.gather(builder, ddp or framework is not None)
+        + signal_state.gather(builder, ddp or framework is not None),
         unreached_setup=_unreached_setup(program) if distributed is None and framework is None else None)
 
 

@@ -1,0 +1,100 @@
+"""DDP809 on state a signal handler sets (rank_state.py reads the other shapes).
+
+    stop = {"now": False}
+    def on_preempt(signum, frame):
+        stop["now"] = True
+    signal.signal(signal.SIGUSR2, on_preempt)
+    for step in range(steps):
+        train_step()                       # every rank all-reduces
+        if stop["now"]:                    # each rank's own view of the signal
+            save_checkpoint(); break
+
+The launcher (SLURM's `--signal`, a preemption notice) signals every rank's process, but each
+runs its handler between two of its own bytecodes: the ranks see the flag at different steps,
+and the first to see it saves collectively or leaves while the others run the next step. A flag
+handed to a collective in the testing function (all-reduced first) is shared and not read here.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import rank_state
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import text
+
+Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
+Function = Any
+
+
+def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
+    written = _handler_state(builder)
+    if not written:
+        return []
+    found = []
+    for fn in builder.functions:
+        if fn.node is None:
+            continue
+        top = isinstance(fn.node, ast.Module)  # there the module's own names are the flag
+        mine = {name: handler for (module, name), handler in written.items() if module == id(fn.module)
+                and (top or (name not in fn.bindings and name not in fn.params))}
+        if not mine or not any(n.__class__ is ast.Name and n.id in mine for n in fn.own):
+            continue
+        shared = rank_state._shared(builder, fn)
+        for item in rank_state._statements(builder.program, fn, fn.node.body, (), (), False):
+            stmt = item.node
+            if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
+                continue
+            read = [n.id for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in mine and n.id not in shared]
+            if not read:
+                continue
+            effect = rank_state._effect(builder, fn, stmt, item, ddp)
+            if effect is None:
+                continue
+            handler, line = mine[read[0]]
+            found.append(rank_state.RankLocalDecision(
+                Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], read[0], "signal_state",
+                effect[1], Location(handler.file.display, line), handler.label,
+                "each rank sees the signal at its own step"))
+    return found
+
+
+def _handler_state(builder: Builder) -> dict[tuple[int, str], tuple[Function, int]]:
+    """(id(module), name) -> (handler, line) for each module-level name a signal handler of the
+    reached code sets: `flag["stop"] = True`, `state.stop = True`, `global stop; stop = True`."""
+    out: dict = {}
+    for handler in _handlers(builder):
+        declared = {n for node in handler.own if isinstance(node, ast.Global) for n in node.names}
+        for node in handler.own:
+            if not isinstance(node, (ast.Assign, ast.AugAssign)):
+                continue
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                base = target
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                if not isinstance(base, ast.Name) or base.id == "self":
+                    continue
+                if base is target and base.id not in declared:
+                    continue  # a plain local of the handler
+                out.setdefault((id(handler.module), base.id), (handler, node.lineno))
+    return out
+
+
+def _handlers(builder: Builder) -> list[Function]:
+    """The local functions the reached code installs with `signal.signal(sig, handler)`, also
+    through a helper that passes its parameter on (`init_signal_handler(on_preempt)`)."""
+    program = builder.program
+    found: list = []
+    for fn in builder.functions:
+        for call in fn.own_calls:
+            if program.qualify(call.func, fn) != "signal.signal" or len(call.args) < 2:
+                continue
+            arg = call.args[1]
+            refs = program.reference(arg, fn)
+            if not refs and isinstance(arg, ast.Name) and arg.id in fn.params:
+                for value, caller in fn.arguments.get(arg.id, []):
+                    refs = refs + program.reference(value, caller)
+            found.extend(r for r in refs if r not in found)
+    return found
