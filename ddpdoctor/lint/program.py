@@ -27,6 +27,7 @@ from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
 from ddpdoctor.lint.patterns import dotted, last_name
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made
+from ddpdoctor.lint.sources import dynamic_spec, fits
 from ddpdoctor.lint.sources import SourceFile, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
@@ -728,7 +729,16 @@ class Program:
             if klass is not None:
                 call = self.method(klass, "__call__")
                 return ([call] if call else []), []
+            if target is None and self.lookup(func.id, fn):  # `run = getattr(import_module(...), "run")`
+                return self._entries(self._loaded(func, fn, aliases=False)), []
             return [], []
+        if cls is ast.Call:  # `get_trainer(cfg)(model)`: what the helper returns is called
+            found = []
+            for helper in self.resolve(func.func, fn)[0]:
+                if helper.node.__class__ is not ast.Module:
+                    for ret in helper.returned:
+                        found.extend(self._loaded(ret, helper))
+            return self._entries(found), []
         if cls is not ast.Attribute:
             return [], []
         receiver, attr = func.value, func.attr
@@ -762,6 +772,11 @@ class Program:
                 return ([found] if found else []), []
             if owner is None and receiver.id in fn.module.imports and not self.lookup(receiver.id, fn):
                 return [], []  # torch.save, np.save: a library's function, not a local method
+            if owner is None and self.lookup(receiver.id, fn):  # `mod = import_module("pkg.train")`
+                found = [m.functions.get(attr) or m.classes.get(attr) for m in self._loaded(receiver, fn)
+                         if m.__class__ is Module]
+                if any(found):
+                    return self._entries([f for f in found if f is not None]), []
         klass = self.class_of(receiver, fn)
         if isinstance(receiver, ast.Call):
             target = self._callee_symbol(receiver.func, fn)
@@ -773,6 +788,53 @@ class Program:
         if weak and library_made(self, receiver, fn):
             return [], []  # `frames[0].save(...)` over PIL images is no local class's `save`
         return [], weak
+
+    def _loaded(self, node: ast.AST, fn: Function, depth: int = 3, aliases: bool = True) -> list:
+        """The local modules, functions and classes a value is, where the source loads them by
+        name: `importlib.import_module("pkg.train")` (a plugin spelled as an f-string: every
+        module of the package that fits, sources.fits), `getattr(<one of those>, "run")`, or a
+        name bound to such a value or (aliases) to a local function or class. Without aliases
+        only what is loaded by name counts: `gather = all_gather if distributed else identity`
+        is read where it is called, as before."""
+        out: list = []
+        for value, scope in self.values_of(node, fn, depth):
+            kind = value.__class__
+            if kind is ast.Name or kind is ast.Attribute:
+                if value is not node and aliases:
+                    symbol = self._callee_symbol(value, scope)
+                    if symbol is not None:
+                        out.append(symbol)
+                continue
+            if kind is not ast.Call:
+                continue
+            spec = dynamic_spec(value)
+            if spec is not None:
+                names = [spec[0]] if spec[1] is None else \
+                    [n for n in [*self.by_name, *self._waiting] if fits(spec, n)]
+                out.extend(m for m in (self._module(n) for n in names) if m is not None)
+            elif last_name(value.func) == "getattr" and len(value.args) >= 2 and depth > 0 and \
+                    isinstance(value.args[1], ast.Constant) and isinstance(value.args[1].value, str):
+                attr = value.args[1].value
+                owners = self._loaded(value.args[0], scope, depth - 1) or [self._callee_symbol(value.args[0], scope)]
+                for owner in owners:
+                    if owner.__class__ is Module:
+                        found = owner.functions.get(attr) or owner.classes.get(attr)
+                    elif owner.__class__ is Klass:
+                        found = self.method(owner, attr)
+                    else:
+                        found = None
+                    if found is not None:
+                        out.append(found)
+        return out
+
+    def _entries(self, symbols: list) -> list[Function]:
+        """What calling these runs: a function itself, a class's __init__."""
+        out = []
+        for symbol in symbols:
+            target = self.method(symbol, "__init__") if symbol.__class__ is Klass else symbol
+            if target.__class__ is Function and target not in out:
+                out.append(target)
+        return out
 
     def _named(self, attr: str) -> list[Function]:
         if attr.startswith("__"):

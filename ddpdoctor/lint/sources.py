@@ -330,7 +330,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
                 if notes is not None:
                     notes.append(f"{exc}; not read")
                 continue
-        for name, where in _imported_names(current.imports, module, is_package):
+        for name, where in _imported_names(current.imports, module, is_package) + _dynamic_imports(current, roots):
             if name not in where_is:
                 where_is[name] = _candidates(name, roots)
             found = where_is[name]
@@ -346,6 +346,66 @@ def load_program(script: str, notes: Optional[list[str]] = None,
             files.append(parsed)
             queue.append(parsed)
     return files
+
+
+IMPORTERS = ("import_module", "__import__")  # importlib.import_module(name), __import__(name)
+
+
+def dynamic_spec(call: ast.Call) -> Optional[tuple[str, Optional[str]]]:
+    """What `importlib.import_module(...)` loads, as the source spells it: (name, None) when
+    constant (`"lib.train.train_script"`); (prefix, suffix) of an f-string with one varying part
+    (`f"pkg.trainers.{config.trainer}_trainer"`: a plugin a config chooses, any module of that
+    package that fits); None when the name is not spelled."""
+    if not call.args or (call.func.attr if isinstance(call.func, ast.Attribute)
+                         else getattr(call.func, "id", "")) not in IMPORTERS:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value, None
+    if not isinstance(arg, ast.JoinedStr) or sum(isinstance(v, ast.FormattedValue) for v in arg.values) != 1:
+        return None
+    parts = [v.value if isinstance(v, ast.Constant) else None for v in arg.values]
+    cut = parts.index(None)
+    prefix, suffix = "".join(parts[:cut]), "".join(parts[cut + 1:])
+    return (prefix, suffix) if "." in prefix and "." not in suffix else None
+
+
+def fits(spec: tuple[str, Optional[str]], name: str) -> bool:
+    """A module name `spec` (dynamic_spec) may load: one module of the prefix's package."""
+    prefix, suffix = spec
+    if suffix is None:
+        return name == prefix
+    package = prefix.rpartition(".")[0]
+    return name.rpartition(".")[0] == package and name.startswith(prefix) and name.endswith(suffix) \
+        and len(name) > len(prefix) + len(suffix)
+
+
+def dynamic_names(call: ast.Call, roots: list[Path]) -> list[str]:
+    """The local modules such a call may load, found on disk."""
+    spec = dynamic_spec(call)
+    if spec is None:
+        return []
+    if spec[1] is None:
+        return [spec[0]]
+    package = spec[0].rpartition(".")[0]
+    for root in roots:
+        folder = os.path.join(str(root), package.replace(".", os.sep))
+        if os.path.isdir(folder):
+            names = sorted(f"{package}.{n[:-3]}" for n in os.listdir(folder) if n.endswith(".py"))
+            return [n for n in names if fits(spec, n)]
+    return []
+
+
+def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, ast.AST]]:
+    """(module name, the call) for each module the file loads by name at run time."""
+    if source.tree is None:
+        if not any(word in (source.text or "") for word in IMPORTERS):
+            return []
+        try:
+            read(source)  # a quiet module that loads modules by name: its calls need the tree
+        except UsageError:
+            return []  # not Python: said when resolution asks for it
+    return [(name, call) for call in source.of(ast.Call) for name in dynamic_names(call, roots)]
 
 
 def _path_setters(script: SourceFile, roots: list[Path], texts: Optional[dict[Path, str]]) -> list[Path]:

@@ -1,0 +1,102 @@
+"""Modules a script loads by name at run time: `importlib.import_module("pkg.train")` with a
+constant, or a plugin chosen by a config (`import_module(f"pkg.trainers.{name}_trainer")`), and
+`getattr(module, "run")`: the lint reads and follows them, so their code is judged."""
+
+from __future__ import annotations
+
+import textwrap
+
+from ddpdoctor.core.findings import Severity
+from ddpdoctor.lint.driver import lint
+
+RANK0_BARRIER = """
+import torch.distributed as dist
+
+
+def run(settings):
+    if dist.get_rank() == 0:
+        dist.barrier()
+"""
+EVERY_RANK_BARRIER = RANK0_BARRIER.replace("    if dist.get_rank() == 0:\n        dist.barrier()",
+                                           "    dist.barrier()")
+TRAINER = """
+import torch.distributed as dist
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def train(self):
+        if dist.get_rank() == 0:
+            dist.barrier()
+"""
+
+
+def _lint(tmp_path, script: str, **modules: str):
+    for name, body in modules.items():
+        path = tmp_path / f"{name.replace('.', '/')}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(body))
+    (tmp_path / "run.py").write_text(textwrap.dedent(script))
+    report = lint(str(tmp_path / "run.py"), Severity.ERROR, set())
+    return [(f.code, f.location.file.rsplit("/", 1)[-1]) for r in report.results for f in r.findings], report
+
+
+SCRIPT = """
+import importlib
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+expr_module = importlib.import_module("pkg.train_script")
+expr_func = getattr(expr_module, "run")
+expr_func(None)
+"""
+
+
+def test_a_module_loaded_by_a_constant_name_and_its_function_taken_by_getattr_is_judged(tmp_path):
+    found, _ = _lint(tmp_path, SCRIPT, **{"pkg.__init__": "", "pkg.train_script": RANK0_BARRIER})
+    assert found == [("DDP801", "train_script.py")]
+
+
+def test_the_same_module_with_a_barrier_on_every_rank_is_healthy(tmp_path):
+    found, report = _lint(tmp_path, SCRIPT, **{"pkg.__init__": "", "pkg.train_script": EVERY_RANK_BARRIER})
+    assert found == [] and report.status == "pass"
+
+
+def test_a_function_called_on_the_loaded_module_is_followed(tmp_path):
+    script = SCRIPT.replace('expr_func = getattr(expr_module, "run")\nexpr_func(None)', "expr_module.run(None)")
+    found, _ = _lint(tmp_path, script, **{"pkg.__init__": "", "pkg.train_script": RANK0_BARRIER})
+    assert found == [("DDP801", "train_script.py")]
+
+
+PLUGIN = """
+import sys
+from importlib import import_module
+import torch.distributed as dist
+
+
+def get_trainer(name):
+    return getattr(import_module(f"pkg.trainers.{name}_trainer"), "Trainer")
+
+
+dist.init_process_group("gloo")
+trainer = get_trainer(sys.argv[1])(model=None)
+trainer.train()
+"""
+
+
+def test_a_trainer_class_chosen_by_a_config_among_the_packages_modules_is_judged(tmp_path):
+    found, _ = _lint(tmp_path, PLUGIN, **{"pkg.__init__": "", "pkg.trainers.__init__": "",
+                                          "pkg.trainers.gan_trainer": TRAINER, "pkg.trainers.utils": ""})
+    assert found == [("DDP801", "gan_trainer.py")]
+
+
+def test_a_module_outside_the_f_strings_pattern_is_not_taken_for_the_plugin(tmp_path):
+    # `utils.py` does not end in `_trainer`: never loaded by that call, so its bug is not reached
+    found, _ = _lint(tmp_path, PLUGIN, **{"pkg.__init__": "", "pkg.trainers.__init__": "",
+                                          "pkg.trainers.gan_trainer": TRAINER.replace(
+                                              "        if dist.get_rank() == 0:\n            dist.barrier()",
+                                              "        dist.barrier()"),
+                                          "pkg.trainers.utils": TRAINER})
+    assert found == []
