@@ -271,6 +271,8 @@ class RankFlow:
     def _bool(self, test: ast.BoolOp, fn: Function, depth: int) -> Optional[RankTest]:
         """`a and rank == 0`: rank-conditional where `a` holds on every rank (an assumption the
         lint states); `not dist.is_initialized() or rank == 0`: the uniform part drops out."""
+        if isinstance(test.op, ast.And) and any(self.single_process(part, fn) for part in test.values):
+            return None  # true only in a run of one process: no distributed ranks to split
         ranked, values = [], []
         for part in test.values:
             found = self.guard(part, fn, depth)
@@ -471,6 +473,23 @@ class RankFlow:
         return RankTest(f"{node.id} is not None", found.key,
                         found.polarity if side == "body" else found.negated().polarity,
                         found.assumption, found.scope)
+
+    def single_process(self, node: ast.AST, fn: Function) -> bool:
+        """The test holds only where the run is not distributed: `not distributed`, `not
+        dist.is_initialized()`, `world_size == 1`, `local_rank == -1`. A rank test beside it
+        (`if not distributed and device_id > 0: return`) splits no distributed ranks."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = node.operand
+            return isinstance(inner, (ast.Name, ast.Attribute, ast.Call)) and self.uniform(inner, fn)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
+            left, op, value = node.left, node.ops[0], node.comparators[0].value
+            if isinstance(op, ast.Eq) and value == -1:
+                return self.is_rank(left, fn)  # local_rank == -1: launched without a launcher
+            sized = (last_name(left.func) if isinstance(left, ast.Call) else last_name(left)) or ""
+            if sized.endswith("world_size") and isinstance(value, int) and not isinstance(value, bool):
+                return (isinstance(op, ast.Eq) and value == 1) or (isinstance(op, ast.LtE) and value == 1) \
+                    or (isinstance(op, ast.Lt) and value == 2)
+        return False
 
     def uniform(self, node: ast.AST, fn: Function, depth: int = 2) -> bool:
         """A test the same on every rank that says whether the run is distributed at all."""

@@ -349,6 +349,8 @@ def _rank_return(walker: "Walker", stmt: ast.stmt):
               and isinstance(inner.body[-1], TERMINATORS) and not _crashes(inner.body[-1])]
     if not inners or walker.program.ranks.guard(stmt.test, walker.fn) is not None:
         return None  # (the structure first: most ifs hold no such return, and guard() is dearer)
+    if walker.program.ranks.single_process(stmt.test, walker.fn):
+        return None  # `if not distributed: if device_id > 0: return`: distributed ranks all go on
     for inner in inners:
         test = walker.program.ranks.guard(inner.test, walker.fn)
         if test is not None:
