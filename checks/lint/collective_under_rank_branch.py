@@ -30,6 +30,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `if local_rank == 0: barrier()` idiom, are balanced and not reported - also across a
         nested function and the one it is defined in (rank 0 signals from a closure with
         `if rank == 0: broadcast(flag)`, the others answer in the enclosing `else:` loop).
+        Nor is a rank test that can only hold in a run of one process (`if not distributed
+        and device_id > 0: return`, `world_size == 1`): every distributed rank goes on.
         Rank tests are followed by data flow, scope by scope: a helper returning one
         (`is_master(args)`), a flag assigned from one, `self.gpu_id` set from mp.spawn's
         process index, an object that exists on one rank only (`if saver is not None:`).
