@@ -22,7 +22,7 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a flag a signal handler sets (`signal.signal(SIGUSR2, on_preempt)` where
           `on_preempt` sets `stop["now"] = True`), tested every step before a collective
           save or a break: each rank runs its handler at its own step (a warning);
-        - a `break` of a loop taken inside a rank test in that loop (`if rank == 0:` ...
+        - a `break` (or a `return`) of a loop taken inside a rank test in that loop (`if rank == 0:` ...
           `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
           further test decides the break).
@@ -50,7 +50,8 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
     problems = []
     for found in facts.rank_local:
         if found.kind == "rank_exit":
-            message = (f"`{found.decision}` at {found.location} leaves the loop (break) only where `{found.guard}` "
+            leaves = "the function (return)" if found.action == "return" else "the loop (break)"
+            message = (f"`{found.decision}` at {found.location} leaves {leaves} only where `{found.guard}` "
                        f"holds: the other ranks go on into the next pass and wait in {found.work}")
             hint = ("decide the stop on every rank: compute it where it is known, share it "
                     "(dist.broadcast from that rank), then break on every rank")

@@ -424,8 +424,12 @@ class LoaderFacts:
         the shuffle flag when it is fn's parameter and every call passes a constant for it."""
         passed = []
         for caller, event in self.callers().get(fn, []):
+            # `sampler = data_sampler(ds, shuffle=True)` then `DataLoader(ds, sampler=sampler)`
+            bound = self.bound_name(caller, event.node) if isinstance(event.node, ast.Call) else ""
             for node in caller.own:
-                if isinstance(node, ast.Call) and any(kw.value is event.node for kw in node.keywords):
+                if isinstance(node, ast.Call) and any(kw.value is event.node or (
+                        bound and isinstance(kw.value, ast.Name) and kw.value.id == bound and kw.arg == "sampler")
+                        for kw in node.keywords):
                     fact = by_line.get((caller.file.display, node.lineno))
                     if fact is not None:
                         loader_at, fed = fact.location, fact.name

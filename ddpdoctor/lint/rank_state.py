@@ -279,9 +279,10 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                 guards_of.get(id(item.loops[-1]), ()) != item.guards:
             continue
         test = builder.program.ranks.guard(stmt.test, fn)
-        if test is None or _break_in(stmt.orelse) is not None:
+        leaving = (ast.Break, ast.Return)  # rank 0 leaves the loop, or the whole training function
+        if test is None or _break_in(stmt.orelse, None, leaving) is not None:
             continue  # not a rank test, or both sides leave
-        leave = _break_in(stmt.body)
+        leave = _break_in(stmt.body, None, leaving)
         if leave is None:
             continue
         around = leave[0]
@@ -296,7 +297,8 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if around is not None:
             notes.append(f"`{text(around.test)}` holds there")
         found.append(RankLocalDecision(
-            Location(fn.file.display, where.lineno), text(where.test), "break", test.text, "rank_exit", work,
+            Location(fn.file.display, where.lineno), text(where.test),
+            "return" if isinstance(leave[1], ast.Return) else "break", test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes)))
     return found
 
@@ -318,11 +320,11 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
     return ""
 
 
-def _break_in(body: list, around: Optional[ast.If] = None) -> Optional[tuple]:
+def _break_in(body: list, around: Optional[ast.If] = None, leaves: tuple = (ast.Break,)) -> Optional[tuple]:
     """(the innermost plain `if` around it, the `break`) for a break of the enclosing loop in
-    body - not one of a nested loop's."""
+    body - not one of a nested loop's; leaves=(Break, Return): a `return` out of it too."""
     for stmt in body:
-        if isinstance(stmt, ast.Break):
+        if isinstance(stmt, leaves):
             return around, stmt
         parts: list = []
         if isinstance(stmt, ast.If):
@@ -332,7 +334,7 @@ def _break_in(body: list, around: Optional[ast.If] = None) -> Optional[tuple]:
         elif isinstance(stmt, ast.Try):
             parts = [(p, around) for p in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody)]
         for part, inner in parts:
-            got = _break_in(part, inner)
+            got = _break_in(part, inner, leaves)
             if got is not None:
                 return got
     return None
