@@ -83,11 +83,23 @@ def _batch_names(builder: Builder, fn, loop: ast.AST) -> set[str]:
 
 def _a_loader(builder: Builder, fn, source: ast.AST) -> bool:
     if isinstance(source, ast.Call):
-        return last_name(source.func) in LOADER_CALLS
+        return last_name(source.func) in LOADER_CALLS or _built_by_helper(builder, fn, source)
     if not isinstance(source, (ast.Name, ast.Attribute)):
         return False
-    return any(isinstance(value, ast.Call) and last_name(value.func) in LOADER_CALLS
-               for value, _ in builder.program.values_of(source, fn, 2))
+    return any(isinstance(value, ast.Call) and (last_name(value.func) in LOADER_CALLS
+                                                or _built_by_helper(builder, scope, value))
+               for value, scope in builder.program.values_of(source, fn, 2))
+
+
+def _built_by_helper(builder: Builder, fn, call: ast.Call) -> bool:
+    """`data_loader = make_data_loader(cfg)`: a local builder that makes the DataLoader in its
+    own body and returns it (or the list it appended it to)."""
+    for target in builder.program.resolve(call.func, fn)[0]:
+        if isinstance(target.node, ast.Module) or not target.returned:
+            continue
+        if any(last_name(c.func) in LOADER_CALLS for c in target.own_calls):
+            return True
+    return False
 
 
 def _tests(body: list[ast.stmt]):

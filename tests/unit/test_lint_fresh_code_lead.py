@@ -63,3 +63,29 @@ def test_the_same_stop_shared_first_and_taken_on_every_rank_is_healthy(tmp_path)
     assert "all_reduce(flag" in source
     found, _ = lint(tmp_path, source)
     assert codes(found) == []
+
+
+BUILT_LOADER = """
+def make_loader(ds):
+    loaders = []
+    loaders.append(DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds)))
+    return loaders[0]
+model = DDP(torch.nn.Linear(4, 1))
+ds = TensorDataset(torch.randn(64, 4), torch.ones(64))
+loader = make_loader(ds)
+for x, ok in loader:
+{decide}
+    model(x).sum().backward()
+"""
+
+
+def test_a_skip_on_a_flag_of_this_ranks_batch_from_a_loader_a_helper_builds_is_a_warning(tmp_path):
+    found, _ = lint(tmp_path, BUILT_LOADER.format(decide="    if not bool(ok.all()):\n        continue"))
+    assert codes(found) == [("DDP809", "warning", 15)]
+
+
+def test_the_same_flag_all_reduced_before_the_skip_is_healthy(tmp_path):
+    decide = ("    bad = torch.tensor(float(not bool(ok.all())))\n    dist.all_reduce(bad)\n"
+              "    if bad.item() > 0:\n        continue")
+    found, _ = lint(tmp_path, BUILT_LOADER.format(decide=decide))
+    assert [c for c, _, _ in codes(found)] == []
