@@ -111,21 +111,15 @@ def _declared(stmt: ast.stmt, attr: str):
 
 def _family(klass: Klass, program: Program) -> list[Klass]:
     """The class, its local bases, and every local class derived from it."""
-    up, todo = [], [klass]
-    while todo:
-        member = todo.pop()
-        if member not in up:
-            up.append(member)
-            todo.extend(program.bases(member))
-    down = [c for c in program.classes if c not in up and klass in _ancestors(c, program)]
-    return up + down
+    up = [klass, *_ancestors(klass, program)]
+    return up + [c for c in program.classes if c not in up and klass in _ancestors(c, program)]
 
 
 def _ancestors(klass: Klass, program: Program) -> list[Klass]:
     seen, todo = [], list(program.bases(klass))
     while todo:
         member = todo.pop()
-        if member not in seen:
+        if member not in seen and member is not klass:
             seen.append(member)
             todo.extend(program.bases(member))
     return seen

@@ -473,6 +473,25 @@ def _norm_class_value(node: ast.AST) -> bool:
     return any(isinstance(v, (ast.Name, ast.Attribute)) and "BatchNorm" in (last_name(v) or "") for v in values)
 
 
+def name_pattern(node: ast.AST) -> Optional[tuple[str, Optional[str]]]:
+    """A name as the source spells it: (name, None) for a constant; (prefix, suffix) around the
+    one part known only at run time (`'init_dist_%s' % x`, `'init_dist_' + x`,
+    `f"pkg.trainers.{cfg.trainer}_trainer"`); None when nothing of it is spelled."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value, None
+    if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+        if isinstance(node.op, ast.Mod) and node.left.value.count("%") == 1:
+            prefix, _, rest = node.left.value.partition("%")
+            return prefix, rest[1:]  # the conversion letter (`%s`, `%d`) is the varying part
+        if isinstance(node.op, ast.Add):
+            return node.left.value, ""
+    if isinstance(node, ast.JoinedStr) and sum(isinstance(v, ast.FormattedValue) for v in node.values) == 1:
+        parts = [v.value if isinstance(v, ast.Constant) else None for v in node.values]
+        cut = parts.index(None)
+        return "".join(parts[:cut]), "".join(parts[cut + 1:])
+    return None
+
+
 def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:
     """`models.__dict__[name]`, `vars(models)[name]`, `getattr(models, name)`: a local module's
     table looked up by a name only known at run time; every function and class it defines."""

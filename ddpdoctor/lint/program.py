@@ -27,8 +27,7 @@ from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
 from ddpdoctor.lint.patterns import dotted, last_name
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made
-from ddpdoctor.lint.sources import dynamic_spec, fits
-from ddpdoctor.lint.sources import SourceFile, read
+from ddpdoctor.lint.sources import SourceFile, dynamic_spec, fits, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
 __all__ = ["Event", "Function", "Guard", "Klass", "Module", "Program"]
@@ -938,8 +937,8 @@ def _named_type(note: Optional[ast.AST]) -> Optional[ast.AST]:
     if isinstance(note, ast.Constant) and isinstance(note.value, str):
         try:
             note = ast.parse(note.value, mode="eval").body
-        except SyntaxError:
-            return None
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None  # not a type the source spells: nothing to follow
     if isinstance(note, ast.BinOp) and isinstance(note.op, ast.BitOr):  # X | None
         sides = [s for s in (note.left, note.right) if not (isinstance(s, ast.Constant) and s.value is None)]
         return _named_type(sides[0]) if len(sides) == 1 else None

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import default_truth
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dispatched, dotted, env_key, is_const,
-                                     last_name, text)
+                                     last_name, name_pattern, text)
 
 Function = Any  # ddpdoctor.lint.program.Function (program imports this module, not the reverse)
 Program = Any
@@ -597,10 +597,5 @@ def _under_if(fn: Function, node: ast.AST) -> tuple[Optional[ast.If], str]:
 def _name_prefix(node: ast.AST) -> str:
     """The constant start of a name built at run time: `'init_dist_%s' % x`, `'init_dist_' + x`,
     f"init_dist_{x}"; "" when it has none."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)) and \
-            isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
-        return node.left.value.split("%")[0] if isinstance(node.op, ast.Mod) else node.left.value
-    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
-        return str(node.values[0].value)
-    return ""
-
+    spec = name_pattern(node)
+    return spec[0] if spec is not None and spec[1] is not None else ""

@@ -359,15 +359,11 @@ def dynamic_spec(call: ast.Call) -> Optional[tuple[str, Optional[str]]]:
     if not call.args or (call.func.attr if isinstance(call.func, ast.Attribute)
                          else getattr(call.func, "id", "")) not in IMPORTERS:
         return None
-    arg = call.args[0]
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-        return arg.value, None
-    if not isinstance(arg, ast.JoinedStr) or sum(isinstance(v, ast.FormattedValue) for v in arg.values) != 1:
-        return None
-    parts = [v.value if isinstance(v, ast.Constant) else None for v in arg.values]
-    cut = parts.index(None)
-    prefix, suffix = "".join(parts[:cut]), "".join(parts[cut + 1:])
-    return (prefix, suffix) if "." in prefix and "." not in suffix else None
+    spec = patterns.name_pattern(call.args[0])
+    if spec is None or spec[1] is None:
+        return spec
+    prefix, suffix = spec
+    return spec if "." in prefix and "." not in suffix else None
 
 
 def fits(spec: tuple[str, Optional[str]], name: str) -> bool:

@@ -100,3 +100,20 @@ def test_a_module_outside_the_f_strings_pattern_is_not_taken_for_the_plugin(tmp_
                                               "        dist.barrier()"),
                                           "pkg.trainers.utils": TRAINER})
     assert found == []
+
+
+def test_one_reader_of_a_name_spelled_at_run_time_serves_every_rule():
+    import ast as _ast
+    from ddpdoctor.lint.patterns import name_pattern
+    spelled = {src: name_pattern(_ast.parse(src, mode="eval").body) for src in (
+        "'pkg.train'", "'init_dist_%s' % x", "'init_dist_' + x", "f'pkg.t.{c.name}_trainer'", "f'{a}{b}'", "x")}
+    assert spelled == {"'pkg.train'": ("pkg.train", None), "'init_dist_%s' % x": ("init_dist_", ""),
+                       "'init_dist_' + x": ("init_dist_", ""), "f'pkg.t.{c.name}_trainer'": ("pkg.t.", "_trainer"),
+                       "f'{a}{b}'": None, "x": None}
+
+
+def test_a_string_annotation_too_deep_to_parse_is_no_type_and_no_crash(tmp_path):
+    deep = '"' + "(" * 5000 + "X" + ")" * 5000 + '"'
+    found, report = _lint(tmp_path, f"import torch.distributed as dist\n\ndef f(cfg: {deep}):\n"
+                                    "    return cfg.run()\n\ndist.init_process_group('gloo')\nf(None)\n")
+    assert found == [] and report.status == "pass"
