@@ -350,6 +350,11 @@ class Program:
                     target = self._callee_symbol(value, fn)
                     if isinstance(target, Klass):
                         found.append(target)
+                    elif target is None and value is getattr(node, "func", None) and value.__class__ is ast.Name:
+                        # `Trainer()` where Trainer was loaded by name: built, even without __init__
+                        found.extend(k for k in self._called(value, fn) if k.__class__ is Klass)
+            if cls is ast.Call and node.func.__class__ is ast.Call:
+                found.extend(k for k in self._called(node.func, fn) if k.__class__ is Klass)
         return found
 
     # ------------------------------------------------------------------ indexing
@@ -728,16 +733,9 @@ class Program:
             if klass is not None:
                 call = self.method(klass, "__call__")
                 return ([call] if call else []), []
-            if target is None and self.lookup(func.id, fn):  # `run = getattr(import_module(...), "run")`
-                return self._entries(self._loaded(func, fn, aliases=False)), []
-            return [], []
-        if cls is ast.Call:  # `get_trainer(cfg)(model)`: what the helper returns is called
-            found = []
-            for helper in self.resolve(func.func, fn)[0]:
-                if helper.node.__class__ is not ast.Module:
-                    for ret in helper.returned:
-                        found.extend(self._loaded(ret, helper))
-            return self._entries(found), []
+            return (self._entries(self._called(func, fn)) if target is None else []), []
+        if cls is ast.Call:
+            return self._entries(self._called(func, fn)), []
         if cls is not ast.Attribute:
             return [], []
         receiver, attr = func.value, func.attr
@@ -787,6 +785,20 @@ class Program:
         if weak and library_made(self, receiver, fn):
             return [], []  # `frames[0].save(...)` over PIL images is no local class's `save`
         return [], weak
+
+    def _called(self, func: ast.AST, fn: Function) -> list:
+        """The local functions and classes a call runs where the source loads them by name:
+        `Trainer = getattr(import_module(...), "Trainer")` then `Trainer()`, or what a helper
+        returns, `get_trainer(cfg)(model)`. func: a name without a symbol of its own, or a call."""
+        if func.__class__ is ast.Name:
+            return self._loaded(func, fn, aliases=False) if self.lookup(func.id, fn) else []
+        found: list = []
+        if func.__class__ is ast.Call:
+            for helper in self.resolve(func.func, fn)[0]:
+                if helper.node.__class__ is not ast.Module:
+                    for ret in helper.returned:
+                        found.extend(self._loaded(ret, helper))
+        return found
 
     def _loaded(self, node: ast.AST, fn: Function, depth: int = 3, aliases: bool = True) -> list:
         """The local modules, functions and classes a value is, where the source loads them by

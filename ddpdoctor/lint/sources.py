@@ -330,7 +330,14 @@ def load_program(script: str, notes: Optional[list[str]] = None,
                 if notes is not None:
                     notes.append(f"{exc}; not read")
                 continue
-        for name, where in _imported_names(current.imports, module, is_package) + _dynamic_imports(current, roots):
+        # modules loaded by name (a plugin package's every `*_trainer.py`): as many as the cap
+        # on files leaves room for, said when some are left out
+        dynamic = _dynamic_imports(current, roots)
+        room = max(0, MAX_FILES - len(files))
+        if len(dynamic) > room and notes is not None:
+            notes.append(f"{current.display}: {len(dynamic)} modules may be loaded by name "
+                         f"(import_module); {room} read, the lint reads at most {MAX_FILES} files")
+        for name, where in _imported_names(current.imports, module, is_package) + dynamic[:room]:
             if name not in where_is:
                 where_is[name] = _candidates(name, roots)
             found = where_is[name]

@@ -117,3 +117,25 @@ def test_a_string_annotation_too_deep_to_parse_is_no_type_and_no_crash(tmp_path)
     found, report = _lint(tmp_path, f"import torch.distributed as dist\n\ndef f(cfg: {deep}):\n"
                                     "    return cfg.run()\n\ndist.init_process_group('gloo')\nf(None)\n")
     assert found == [] and report.status == "pass"
+
+
+def test_a_plugin_class_without_an_init_loaded_by_name_at_the_top_level_is_built_and_judged(tmp_path):
+    script = ("import sys\nfrom importlib import import_module\nimport torch.distributed as dist\n\n"
+              "dist.init_process_group('gloo')\n"
+              "Trainer = getattr(import_module(f'pkg.trainers.{sys.argv[1]}_trainer'), 'Trainer')\n"
+              "Trainer().train()\n")
+    no_init = TRAINER.replace("    def __init__(self, model):\n        self.model = model\n\n", "")
+    found, _ = _lint(tmp_path, script, **{"pkg.__init__": "", "pkg.trainers.__init__": "",
+                                          "pkg.trainers.gan_trainer": no_init})
+    assert found == [("DDP801", "gan_trainer.py")]
+
+
+def test_a_plugin_package_larger_than_the_file_cap_is_read_up_to_it_and_says_so(tmp_path, monkeypatch):
+    from ddpdoctor.lint import sources
+    monkeypatch.setattr(sources, "MAX_FILES", 4)
+    modules = {"pkg.__init__": "", "pkg.trainers.__init__": ""}
+    modules.update({f"pkg.trainers.m{i}_trainer": EVERY_RANK_BARRIER for i in range(6)})
+    _, report = _lint(tmp_path, PLUGIN, **modules)
+    assert any("6 modules may be loaded by name (import_module); 3 read, the lint reads at most 4 files" in n
+               for n in report.notes)
+    assert len(report.metrics["files"]) == 4
