@@ -229,11 +229,21 @@ def test_sigterm_while_py_spy_reads_the_quiet_ranks_stacks_ends_everything(tmp_p
     collective, the watchdog's py-spy reading their stacks."""
     run_dir = tmp_path / "run"
     script = Path(REPO_ROOT) / "tests" / "scripts" / "rank0_only_allreduce.py"
+    # A real `py-spy dump` takes ~20 ms on an idle machine, less than the watcher's poll: the
+    # py-spy ddpdoctor finds first on PATH holds still for 2 s (a slow py-spy on a loaded node),
+    # then becomes the real one, so the SIGTERM lands while it runs, on any machine.
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    real = shutil.which("py-spy")
+    assert real, "py-spy is a required package"
+    shim = shims / "py-spy"
+    shim.write_text(f"#!/bin/sh\nsleep 2\nexec {real} \"$@\"\n")
+    shim.chmod(0o755)
     run = WatchedRun("probe", str(script), "--run-dir", str(run_dir), "--json",
                      str(tmp_path / "report.json"), "-q", "--stall-timeout", "30", "--", str(tmp_path),
-                     run_dir=run_dir)
+                     run_dir=run_dir, env={"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
     run.wait_for("py-spy on a quiet rank", lambda: any(
-        s.cmdline.split(" ")[0].endswith("py-spy") for s in run.seen.values()), timeout=120)
+        str(shim) in s.cmdline.split(" ")[:2] for s in run.seen.values()), timeout=120)
     signalled = time.monotonic()
     run.send(signal.SIGTERM)
     done = run.finish(deadline_s=time.monotonic() - run.started + 25)
