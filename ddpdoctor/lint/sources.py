@@ -352,7 +352,26 @@ def load_program(script: str, notes: Optional[list[str]] = None,
                 continue
             files.append(parsed)
             queue.append(parsed)
+    if queue and notes is not None:  # the cap reached: say which local modules were never read
+        unread = _unread(queue, roots, where_is, seen)
+        if unread:
+            notes.append(f"the lint reads at most {MAX_FILES} files: {len(unread)} more local modules "
+                         f"imported were not read ({unread[0]} first)")
     return files
+
+
+def _unread(queue: list[SourceFile], roots: list[Path], where_is: dict, seen: set) -> list[str]:
+    """The local modules the files left in the queue import that were never read, by name."""
+    unread: dict[Path, str] = {}
+    for current in queue:
+        module = current.module or current.path.stem
+        for name, _where in _imported_names(current.imports, module, current.path.name == "__init__.py"):
+            if name not in where_is:
+                where_is[name] = _candidates(name, roots)
+            found = where_is[name]
+            if found is not None and found not in seen and "site-packages" not in found.parts:
+                unread.setdefault(found, name)
+    return list(unread.values())
 
 
 IMPORTERS = ("import_module", "__import__")  # importlib.import_module(name), __import__(name)

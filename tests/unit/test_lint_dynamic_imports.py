@@ -139,3 +139,19 @@ def test_a_plugin_package_larger_than_the_file_cap_is_read_up_to_it_and_says_so(
     assert any("6 modules may be loaded by name (import_module); 3 read, the lint reads at most 4 files" in n
                for n in report.notes)
     assert len(report.metrics["files"]) == 4
+
+
+def test_a_chain_of_imports_longer_than_the_file_cap_says_which_imports_were_not_followed(tmp_path, monkeypatch):
+    """Ordinary imports too: a cap reached in silence would let a clean result stand for code
+    never read (the barrier under a rank test sits in the sixth module of the chain)."""
+    from ddpdoctor.lint import sources
+    monkeypatch.setattr(sources, "MAX_FILES", 4)
+    chain = {f"m{i}": f"import m{i + 1}\n" for i in range(5)}
+    chain["m5"] = "import torch.distributed as dist\n\ndef f(rank):\n    if rank == 0:\n        dist.barrier()\n"
+    _, report = _lint(tmp_path, "import torch.distributed as dist\nimport m0\n", **chain)
+    assert len(report.metrics["files"]) == 4
+    assert "the lint reads at most 4 files: 1 more local modules imported were not read (m3 first)" \
+        in report.notes, report.notes
+    monkeypatch.setattr(sources, "MAX_FILES", 200)
+    _, whole = _lint(tmp_path / "all", "import torch.distributed as dist\nimport m0\n", **chain)
+    assert not any("at most" in n for n in whole.notes)
