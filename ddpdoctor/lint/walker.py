@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpdoctor.lint import patterns
+from ddpdoctor.lint.gating import decorator_test
 from ddpdoctor.lint.nodes import children
 from ddpdoctor.lint.patterns import RankTest, last_name, text
 
@@ -162,8 +163,12 @@ class Walker:
 
     def run(self) -> None:
         guards: tuple[Guard, ...] = ()
-        if self.fn.rank_only:
-            test = RankTest(self.fn.rank_only, self.fn.rank_only, "zero")
+        test = decorator_test(self.program, self.fn)
+        if test is not None:
+            if test.polarity == "zero" and not self.fn.rank_only:
+                # the rules that ask whether a function runs on one rank (its saves, the state it
+                # sets) read rank_only; walked before any of them runs
+                self.fn.rank_only = test.text
             guards = (Guard(test, self.fn.file.display, self.fn.line, 0, "body"),)
         body = self.fn.node.body
         self.block(body, guards, 0)

@@ -1,0 +1,68 @@
+"""Decorators that decide on which ranks a function runs.
+
+Two shapes: a rank-only decorator by name (`@rank_zero_only`, patterns.rank_only_decorator), and a
+decorator handed a predicate on the rank (`@when(lambda: local_rank == 0)`, audiotools' idiom, or a
+project's own `run_if(...)`). The second is read from its values, not its name: a zero-argument
+lambda whose body is a rank test. When the decorator is local, its code must show the gate (an
+`if` on a call of the parameter the predicate is passed as); a decorator from a library, whose code
+is not read, is taken to gate on its predicate, and the findings that rest on it say so.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import Any, Optional
+
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import RankTest, text
+
+Program = Any  # ddpdoctor.lint.program.Program
+Function = Any
+
+
+def decorator_test(program: Program, fn: Function) -> Optional[RankTest]:
+    """The rank test a decorator of fn puts around its whole body, or None."""
+    if fn.rank_only:
+        return RankTest(fn.rank_only, fn.rank_only, "zero")
+    where = fn.parent or fn.module.body  # the predicate reads the names where the def sits
+    for deco in getattr(fn.node, "decorator_list", []):
+        if not isinstance(deco, ast.Call):
+            continue
+        for slot, arg in [*enumerate(deco.args), *((kw.arg, kw.value) for kw in deco.keywords)]:
+            if not (isinstance(arg, ast.Lambda) and not arg.args.args and not arg.args.vararg):
+                continue
+            test = program.ranks.guard(arg.body, where)
+            if test is None:
+                continue
+            gates = _gates_on(program, deco.func, where, slot)
+            if gates is False:
+                continue
+            said = f"@{text(deco)}"
+            if gates is None:
+                assumption = f"`{text(deco.func)}` runs the function only where its predicate holds"
+                test = replace(test, assumption="; ".join(a for a in (test.assumption, assumption) if a))
+            return replace(test, text=said)
+    return None
+
+
+def _gates_on(program: Program, func: ast.AST, where: Function, slot) -> Optional[bool]:
+    """Whether a local decorator runs the decorated function under `if <predicate>():`, the
+    predicate being its parameter at `slot`; None when the decorator is not local (unread)."""
+    targets, _weak = program.resolve(func, where)
+    if not targets:
+        return None
+    for target in targets:
+        params = [a.arg for a in target.node.args.args]
+        name = params[slot] if isinstance(slot, int) and slot < len(params) else slot
+        nodes = walk(target.node)
+        # the decorated function arrives as a parameter of a function inside (`def decorator(fn)`)
+        wrapped = {a.arg for node in nodes[1:] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for a in node.args.args}
+        for node in nodes:
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Call) and \
+                    isinstance(node.test.func, ast.Name) and node.test.func.id == name and \
+                    any(isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in wrapped
+                        for part in node.body for inner in walk(part)):
+                return True  # `if condition(): return fn(*args, **kwargs)`
+    return False
