@@ -22,6 +22,7 @@ def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
     """The existing folders the script's top level appends or inserts into sys.path."""
     values: dict[str, str] = {}
     found: list[Path] = []
+    adders = _path_adders(tree)
     for stmt in _top(tree.body):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             value = _value(stmt.value, values, script, cwd)
@@ -31,13 +32,34 @@ def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
                 values.pop(stmt.targets[0].id, None)
             continue
         call = stmt.value if isinstance(stmt, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr in ("append", "insert") and _is_sys_path(call.func.value) and call.args):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in adders:
+            slot = adders[call.func.id]  # `add_path(lib_path)`: a helper of this module adds its argument
+            added = call.args[slot] if slot < len(call.args) else None
+        elif isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                call.func.attr in ("append", "insert") and _is_sys_path(call.func.value) and call.args:
+            added = call.args[-1]
+        else:
             continue
-        value = _value(call.args[-1], values, script, cwd)
+        value = _value(added, values, script, cwd) if added is not None else None
         if value is not None and os.path.isdir(value) and not _installed(value):
             found.append(Path(os.path.normpath(value)))
     return found
+
+
+def _path_adders(tree: ast.Module) -> dict[str, int]:
+    """The module's own functions that put a parameter on sys.path (`def add_path(path):
+    sys.path.insert(0, path)`, the `_init_paths.py` idiom): name -> that parameter's position."""
+    adders = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.FunctionDef):
+            continue
+        params = [a.arg for a in stmt.args.args]
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("append", "insert") and _is_sys_path(node.func.value) and node.args and \
+                    isinstance(node.args[-1], ast.Name) and node.args[-1].id in params:
+                adders[stmt.name] = params.index(node.args[-1].id)
+    return adders
 
 
 def _installed(folder: str) -> bool:
