@@ -33,7 +33,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         A warning too for a job with a process group but no DDP model and no sharded data (an
         inference or preprocessing script): a loader every rank iterates in full, with no
         collective in the loop (ranks that cooperate on each batch, tensor parallelism, are
-        meant to see the same data), does the whole job on every rank.
+        meant to see the same data), does the whole job on every rank. A warning, too, where
+        the dataset's `__getitem__` never reads the index it is handed (it draws a random
+        sample of its own): the sampler does not choose the samples, the ranks' random state
+        does. A builder's loader counts as training only on the ways in whose constants reach
+        it (`make_loader(cfg, train=True)` never builds the `else:` side of `if train:`).
 
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
@@ -77,12 +81,16 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                    "batches where the ranks are seeded alike")
         if not loader.trains:
             message = f"if {what} feeds training (no loop running backward over it was found): {message}"
+        if getattr(loader, "index_ignored", False):  # the sampler's order does not pick the samples
+            message = (f"{message}; unless each rank's random state differs, since the dataset's "
+                       "__getitem__ ignores the index it is handed and draws its own sample")
         configured = getattr(loader, "other_branch_distributed", "")
         if configured:  # the other side of a configuration test handles the distributed switch
             message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
                        f"(the other side handles the process group's switch, this one does not): {message}")
         problems.append(Problem(
-            severity=None if loader.trains and not configured else Severity.WARNING,
+            severity=None if loader.trains and not configured and not getattr(loader, "index_ignored", False)
+            else Severity.WARNING,
             message=message,
             hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),

@@ -44,6 +44,9 @@ class LoaderFact:
     iterated: bool = False  # a `for` over it (or iter() of it) that runs no collective: each rank's own work
     unread: bool = False  # returned in a builder's tuple that every caller unpacks into a name it never reads
     other_branch_distributed: str = ""  # the test whose other side handles the process-group switch
+    # the dataset's __getitem__ never reads the index it is handed (it draws its own sample):
+    # the sampler does not decide what each rank loads
+    index_ignored: bool = False
 
 
 @dataclass
@@ -117,7 +120,7 @@ class LoaderFacts:
                        if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS} if sampler is not None else set()
             found.append(LoaderFact(
                 sampler_class=" or ".join(sorted(filter(None, classes))),
-                trains=self._trains(fn, name),
+                trains=self._trains(fn, name, call=call),
                 train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
                 unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None,
                 handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
@@ -135,6 +138,7 @@ class LoaderFacts:
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
                 other_branch_distributed=self._other_branch_distributed(fn, call),
+                index_ignored=dataset is not None and self._index_ignored(dataset, fn, call),
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
@@ -199,7 +203,7 @@ class LoaderFacts:
                 if self._splits_by_rank(node, fn):
                     # every rank loads the whole batch and keeps its own slice of it
                     before, names = names, set()
-                for sub in walk(node.iter):
+                for sub in [*walk(node.iter), *_held(self.program, node.iter, fn)]:
                     name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
                     if not name:
                         continue
@@ -231,10 +235,11 @@ class LoaderFacts:
                     return True
         return False
 
-    def _trains(self, fn: Function, name: str, split: bool = False) -> bool:
+    def _trains(self, fn: Function, name: str, split: bool = False, call: Optional[ast.Call] = None) -> bool:
         """The loader bound to name in fn is iterated by a backward loop: there, or (returned by a
-        builder, alone or as one item of a tuple) where a caller binds what the builder returns.
-        split: by a loop that cuts each batch by the rank."""
+        builder, alone or as one item of a tuple) where a caller binds what the builder returns,
+        on a way in whose constants reach the DataLoader `call` (`create_loader(cfg, True)` never
+        builds the `else:` side of `if train:`). split: by a loop that cuts each batch by the rank."""
         if not name:
             return False
         names = self._training_names()
@@ -249,9 +254,27 @@ class LoaderFacts:
                     continue
                 bound = self.bound_name(caller, event.node) if position is None else \
                     _unpacked_at(caller, event.node, position)
-                if bound and (id(caller), bound) in names:
+                if bound and (id(caller), bound) in names and not _ruled_out(fn, call, event.node):
                     return True
         return False
+
+    def _index_ignored(self, dataset: ast.AST, fn: Function, call: ast.Call) -> bool:
+        """Every dataset the loader may be handed is built from a class whose `__getitem__`
+        replaces the index it is handed before reading it (`idx = torch.multinomial(w, 1).item()`:
+        it draws a sample of its own), on the branch of `if self.<flag>:` the construction
+        decides (`Dataset(..., train)` inside `if train:` sets the flag true)."""
+        conds = {c for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())}
+        found = False
+        for value, scope in self.program.values_of(dataset, fn):
+            target = self.program._callee_symbol(value.func, scope) if isinstance(value, ast.Call) else None
+            getitem = self.program.method(target, "__getitem__") if isinstance(target, Klass) else None
+            init = self.program.method(target, "__init__") if isinstance(target, Klass) else None
+            params = [a.arg for a in getitem.node.args.args] if getitem is not None else []
+            if len(params) < 2 or init is None or \
+                    not _drawn_anew(getitem.node.body, params[1], _flags(init, value, conds)):
+                return False
+            found = True
+        return found
 
     def _other_branch_distributed(self, fn: Function, call: ast.Call) -> str:
         """`if 'triplet' in cfg.SAMPLER: (if cfg.DIST: a sharding sampler ...) elif ...: DataLoader(ds,
@@ -459,11 +482,7 @@ class LoaderFacts:
                 if isinstance(node, (ast.For, ast.AsyncFor)):
                     names = {last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
                     again = depth > 0 or self.in_loop(fn)
-                    # `shown = tqdm(train_loader)` / `iter(train_loader)` before the loop: the loader inside
-                    names |= {last_name(n) for sub in walk(node.iter) if isinstance(sub, ast.Name)
-                              for value, _ in self.program.values_of(sub, fn, 1) if value is not sub
-                              and isinstance(value, ast.Call)
-                              for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))}
+                    names |= {last_name(n) for n in _held(self.program, node.iter, fn, aliases=False)}
                     for name in filter(None, names):
                         out[name] = out.get(name, False) or again
                         if again and name in fn.params:  # `def endless(src): while True: for b in src`
@@ -477,6 +496,74 @@ class LoaderFacts:
                         if name:
                             out[name] = True
         return out
+
+
+def _flags(init: Function, built: ast.Call, conds: set[str]) -> dict[str, bool]:
+    """`self.<attr> = <param>` in a dataset's __init__, with the truth of what the construction
+    passes for it: a constant, or a name the tests around the loader hold true (`if train:`)
+    or false (its `else:`, `not train`)."""
+    positional = [a.arg for a in init.node.args.args][1:]
+    flags = {}
+    for stmt in init.node.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name)):
+            continue
+        target = stmt.targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+            continue
+        param = stmt.value.id
+        passed = keyword(built, param)
+        if passed is None and param in positional and positional.index(param) < len(built.args):
+            passed = built.args[positional.index(param)]
+        if isinstance(passed, ast.Constant) and isinstance(passed.value, bool):
+            flags[target.attr] = passed.value
+        elif isinstance(passed, ast.Name) and (passed.id in conds or f"not {passed.id}" in conds):
+            flags[target.attr] = passed.id in conds
+    return flags
+
+
+def _drawn_anew(body: list[ast.stmt], index: str, flags: dict[str, bool]) -> bool:
+    """The statements rebind `index` from something else before any of them reads it, following
+    the side of `if self.<flag>:` the flags decide."""
+    for stmt in body:
+        if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Attribute) and \
+                isinstance(stmt.test.value, ast.Name) and stmt.test.value.id == "self" and stmt.test.attr in flags:
+            return _drawn_anew(stmt.body if flags[stmt.test.attr] else stmt.orelse, index, flags)
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == index for t in stmt.targets):
+            return not any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt.value))
+        if any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt)):
+            return False
+    return False
+
+
+def _ruled_out(fn: Function, call: Optional[ast.Call], way_in: ast.AST) -> bool:
+    """The plain tests around `call` in fn include one on a parameter that the call `way_in`
+    decides against (`if train:` entered with a constant False, its `else:` with True)."""
+    if call is None or not isinstance(way_in, ast.Call):
+        return False
+    for cond, _flag in fn.__dict__.get("_call_conds", {}).get(id(call), ()):
+        negated = cond.startswith("not ")
+        switched = _switched(fn, way_in, cond[4:] if negated else cond)
+        if switched is not None and switched is negated:
+            return True
+    return False
+
+
+def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> list[ast.AST]:
+    """The names (and attributes) of the loader inside a name a loop iterates: `shown =
+    tqdm(train_loader)` / `iter(train_loader)` before the loop, the call's first argument; with
+    aliases, `progress = loader` too."""
+    found = []
+    for sub in walk(iterated):
+        if not isinstance(sub, ast.Name):
+            continue
+        for value, _ in program.values_of(sub, fn, 1):
+            if value is sub:
+                continue
+            if isinstance(value, ast.Call):
+                found += [n for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))]
+            elif aliases and isinstance(value, (ast.Name, ast.Attribute)):
+                found.append(value)
+    return found
 
 
 def _slicing(node: ast.AST) -> bool:
