@@ -15,7 +15,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         runs a collective - on a value only some ranks hold:
         - a variable assigned or updated only under a rank test (rank 0 counts the epochs
           without improvement of its validation loss; every rank then runs
-          `if stale > patience: break`);
+          `if stale > patience: break`), or over a setting every rank read first (rank 0
+          alone resumes `begin_epoch` from a checkpoint); also as a loop's bound
+          (`for epoch in range(begin_epoch + 1, end)`: the ranks run different numbers of
+          passes of the backward inside);
         - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
           `if loss.item() > limit: continue` before the backward), each rank testing its own
           batch;

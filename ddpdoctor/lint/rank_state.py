@@ -173,6 +173,32 @@ def _assigned(stmt: ast.stmt) -> list[ast.AST]:
     return [sub for node in nodes for sub in (node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node])]
 
 
+def _value_of(stmt: ast.stmt, name: str) -> Optional[ast.AST]:
+    """What a statement assigns to `name`: its value, or the item of a tuple unpacked into a
+    tuple (`a, name = x, y`); None for an augmented assignment or an unpacked call."""
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+        return None
+    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+        if isinstance(target, ast.Name) and target.id == name:
+            return stmt.value
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List)) and \
+                len(target.elts) == len(stmt.value.elts):
+            for item, value in zip(target.elts, stmt.value.elts):
+                if isinstance(item, ast.Name) and item.id == name:
+                    return value
+    return None
+
+
+def _setting(builder: Builder, value: Optional[ast.AST], fn: Function) -> bool:
+    """`cfg.TRAIN.BEGIN_EPOCH`, `args.start_epoch`: an attribute chain off a name, read the same
+    on every rank (parsed options, a config), unless it is the rank itself."""
+    node = value
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(value, ast.Attribute) and isinstance(node, ast.Name) and node.id != "self" and \
+        not builder.program.ranks.is_rank(value, fn)
+
+
 def _targets(stmt: ast.stmt) -> list[str]:
     """The plain names a statement assigns."""
     return [n.id for n in _assigned(stmt) if isinstance(n, ast.Name)]
@@ -219,8 +245,15 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         ranked = [i for i in items if i.guards]
         others = [i for i in items if not i.guards]
-        # every rank's own assignments are initial constants; the updates happen under a rank test
-        if ranked and all(_constant(getattr(i.node, "value", None)) for i in others):
+        # a rank test that assigns what every rank assigned before (`epochs = opt.epochs` again,
+        # after a logger may have changed opt): the same source, not a rank's own value
+        every = {text(v) for i in others for v in [_value_of(i.node, name)] if v is not None}
+        ranked = [i for i in ranked if not (isinstance(i.node, ast.Assign) and
+                                            text(_value_of(i.node, name) or i.node) in every)]
+        # every rank's own assignments are initial constants or settings (`cfg.TRAIN.BEGIN_EPOCH`);
+        # the updates happen under a rank test
+        if ranked and all(_constant(getattr(i.node, "value", None)) or
+                          _setting(builder, _value_of(i.node, name), fn) for i in others):
             local[name] = ranked[0]
         # or every rank starts it outside any loop and only steps it (`epoch += 1`), while a
         # rank test sets it outright (`epoch = swa.start` on rank 0): the offset never goes away
@@ -234,9 +267,10 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
     found = []
     for item in stmts:
         stmt = item.node
-        if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
+        if not isinstance(stmt, (ast.If, ast.While, ast.For, ast.AsyncFor)) or item.guards:
             continue
-        read = [n.id for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in local]
+        decided = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.test
+        read = [n.id for n in walk(decided) if isinstance(n, ast.Name) and n.id in local]
         if not read:
             continue
         name = read[0]
@@ -244,6 +278,15 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         rereads = isinstance(stmt, ast.While) and any(n is setter.node for n in walk(stmt))
         if setter.node.lineno > stmt.lineno and not item.loops and not rereads:
             continue  # set after the read, and no loop brings it back
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            # `for epoch in range(begin_epoch + 1, end)`: the bound set on rank 0 alone (a resumed
+            # checkpoint's epoch) gives the ranks different numbers of passes of the work inside
+            work = _work(builder, fn, list(stmt.body), ddp) or \
+                (_backward_in(builder, fn, list(stmt.body), 2) if ddp else "")
+            if work and any(isinstance(n, ast.Call) and last_name(n.func) == "range" for n in walk(stmt.iter)):
+                found.append(_decision(fn, stmt, text(stmt.iter), "runs a different number of passes",
+                                       name, setter, work, relative, item))
+            continue
         effect = _effect(builder, fn, stmt, item, ddp)
         if effect is None and rereads:
             # `while epoch < max_epochs:` - the rank whose value is ahead leaves the loop
@@ -252,18 +295,23 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if effect is None:
             continue
         action, work = effect
-        rank_test = setter.guards[-1]
-        notes = []
-        if name in relative:
-            notes.append(f"the value set under `{rank_test.text}` differs from the one the other ranks step")
-        if rank_test.assumption:
-            notes.append(rank_test.assumption)
-        if item.conditional:
-            notes.append(f"the test at line {stmt.lineno} is reached on every rank")
-        found.append(RankLocalDecision(
-            Location(fn.file.display, stmt.lineno), text(stmt.test), action, name, "rank_state", work,
-            Location(fn.file.display, setter.node.lineno), rank_test.text, ", and ".join(notes)))
+        found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
     return found
+
+
+def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, setter: _Stmt, work: str,
+              relative: set, item: _Stmt) -> RankLocalDecision:
+    rank_test = setter.guards[-1]
+    notes = []
+    if name in relative:
+        notes.append(f"the value set under `{rank_test.text}` differs from the one the other ranks step")
+    if rank_test.assumption:
+        notes.append(rank_test.assumption)
+    if item.conditional:
+        notes.append(f"the test at line {stmt.lineno} is reached on every rank")
+    return RankLocalDecision(
+        Location(fn.file.display, stmt.lineno), test, action, name, "rank_state", work,
+        Location(fn.file.display, setter.node.lineno), rank_test.text, ", and ".join(notes))
 
 
 def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
