@@ -239,6 +239,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             loop_targets.update(n.id for n in walk(item.node.target) if isinstance(n, ast.Name))
     shared = _shared(builder, fn)
     local: dict[str, _Stmt] = {}
+    ranked_of: dict[str, list[_Stmt]] = {}  # every assignment of a local name under a rank test
     relative: set[str] = set()  # also stepped on every rank: the rank's own value carries on
     for name, items in assigned.items():
         if name in shared or name in loop_targets:
@@ -255,12 +256,14 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if ranked and all(_constant(getattr(i.node, "value", None)) or
                           _setting(builder, _value_of(i.node, name), fn) for i in others):
             local[name] = ranked[0]
+            ranked_of[name] = ranked
         # or every rank starts it outside any loop and only steps it (`epoch += 1`), while a
         # rank test sets it outright (`epoch = swa.start` on rank 0): the offset never goes away
         elif ranked and others and any(isinstance(i.node, ast.Assign) for i in ranked) and all(
                 isinstance(i.node, ast.AugAssign) or not i.loops for i in others) and any(
                 isinstance(i.node, ast.AugAssign) for i in others):
             local[name] = next(i for i in ranked if isinstance(i.node, ast.Assign))
+            ranked_of[name] = ranked
             relative.add(name)
     if not local:
         return []
@@ -284,8 +287,12 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             work = _work(builder, fn, list(stmt.body), ddp) or \
                 (_backward_in(builder, fn, list(stmt.body), 2) if ddp else "")
             if work and any(isinstance(n, ast.Call) and last_name(n.func) == "range" for n in walk(stmt.iter)):
+                # a bound rank 0 sets only on some runs (`if os.path.exists(ckpt):` a resume)
+                # splits the ranks on those runs: said, a warning
+                extra = (f"rank 0 takes the assignment at line {setter.node.lineno} (under a further test)"
+                         if all(i.conditional for i in ranked_of[name]) else "")
                 found.append(_decision(fn, stmt, text(stmt.iter), "runs a different number of passes",
-                                       name, setter, work, relative, item))
+                                       name, setter, work, relative, item, extra))
             continue
         effect = _effect(builder, fn, stmt, item, ddp)
         if effect is None and rereads:
@@ -300,9 +307,9 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
 
 
 def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, setter: _Stmt, work: str,
-              relative: set, item: _Stmt) -> RankLocalDecision:
+              relative: set, item: _Stmt, extra: str = "") -> RankLocalDecision:
     rank_test = setter.guards[-1]
-    notes = []
+    notes = [extra] if extra else []
     if name in relative:
         notes.append(f"the value set under `{rank_test.text}` differs from the one the other ranks step")
     if rank_test.assumption:

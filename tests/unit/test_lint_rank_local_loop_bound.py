@@ -67,3 +67,10 @@ def test_a_bound_every_rank_reads_from_the_options_then_rank_zero_overwrites_is_
 def test_rank_zero_reading_the_same_setting_again_is_no_rank_local_value(tmp_path):
     found, _ = lint(tmp_path, CONFIGURED.format(again="args.begin_epoch"))
     assert [f.code for f in found if f.code == "DDP809"] == []
+
+
+def test_a_bound_rank_zero_sets_only_when_a_checkpoint_exists_is_a_warning_that_says_so(tmp_path):
+    resume = 'if rank in [-1, 0]:\n    if os.path.exists("last.pt"):\n        begin_epoch = torch.load("last.pt")["epoch"]'
+    found, _ = lint(tmp_path, RESUME.format(resume=resume))
+    assert codes(found) == [("DDP809", "warning", 15)]
+    assert "rank 0 takes the assignment at line 14 (under a further test)" in found[0].message
