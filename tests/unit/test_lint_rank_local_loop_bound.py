@@ -72,5 +72,5 @@ def test_rank_zero_reading_the_same_setting_again_is_no_rank_local_value(tmp_pat
 def test_a_bound_rank_zero_sets_only_when_a_checkpoint_exists_is_a_warning_that_says_so(tmp_path):
     resume = 'if rank in [-1, 0]:\n    if os.path.exists("last.pt"):\n        begin_epoch = torch.load("last.pt")["epoch"]'
     found, _ = lint(tmp_path, RESUME.format(resume=resume))
-    assert codes(found) == [("DDP809", "warning", 15)]
-    assert "rank 0 takes the assignment at line 14 (under a further test)" in found[0].message
+    assert codes(found) == [("DDP809", "warning", 14)]
+    assert "rank 0 takes the assignment at line 13 (under a further test)" in found[0].message
