@@ -5,7 +5,7 @@ from __future__ import annotations
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.lint.facts import LintFacts
-from ddpdoctor.lint.patterns import DDP_FORWARD, no_grad_forward, sharded_save
+from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, no_grad_forward, sharded_save
 
 
 @check("DDP801", "A collective runs under a rank-conditional branch", Severity.ERROR)
@@ -22,7 +22,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Collectives include every torch.distributed collective (all_reduce, barrier,
         broadcast, all_gather, new_group, ...), the DistributedDataParallel constructor, the
         forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them
-        in every forward), Lightning's `self.log(..., sync_dist=True)`,
+        in every forward), the backward of a loss computed through a DDP model (a rank-0
+        learning-rate finder on the wrapper: its hooks all-reduce every gradient bucket; not
+        under `no_sync()`, and a side that also trains through the wrapper pairs with it),
+        Lightning's `self.log(..., sync_dist=True)`,
         `trainer.save_checkpoint()` and `strategy.barrier()`, and Accelerate's
         `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`. A branch whose
         other side runs the same collectives (`if rank == 0: work(); barrier()` /
@@ -114,6 +117,9 @@ def _hint(op: str) -> str:
                 "the main process itself where only it should, and under DeepSpeed or FSDP every "
                 "process holds a part of the state (or test `accelerator.distributed_type == "
                 "DistributedType.DEEPSPEED or accelerator.is_main_process`)")
+    if op.startswith(DDP_BACKWARD):
+        return ("train on every rank, or on one rank through the plain module (`model.module`), "
+                "whose backward all-reduces nothing")
     if op.startswith(DDP_FORWARD):
         return ("on one rank, run the plain module (`model.module(x)`), not the DDP wrapper; or "
                 "evaluate on every rank and reduce the metric")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, loc
-from ddpdoctor.lint.patterns import through_grad_off
+from ddpdoctor.lint.patterns import DDP_BACKWARD, through_grad_off
 from ddpdoctor.lint.program import Function, Guard
 
 
@@ -39,6 +39,11 @@ class CollectiveFacts:
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
                     ops.update(_op_kind(op) for op, _, _, _ in self.reach(target, MAX_DEPTH - 1))
+        # how many backward calls a side spells (an amp and a plain one) says nothing of how many
+        # run: a side that trains through the DDP model pairs with another that does
+        backward = _op_kind(DDP_BACKWARD)
+        if ops[backward]:
+            ops[backward] = 1
         return ops
 
     def guarded_collectives(self) -> list[GuardedCollective]:

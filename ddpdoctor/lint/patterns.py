@@ -221,7 +221,51 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     wrapped = ddp_model(program, call, fn)
     if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
         return through_grad_off(program, f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}", call, fn)
+    if name == "backward" and receiver is not None and _through_ddp(program, _loss_of(receiver), fn, 3) \
+            and not _in_no_sync(program, call, fn):
+        return f"{DDP_BACKWARD} (DDP all-reduces the gradients): {text(call.func, 40)}()"
     return None
+
+
+# A backward of a loss computed through a DDP model (checks/lint/collective_under_rank_branch.py
+# words its finding from it): DDP's hooks all-reduce every gradient bucket in it.
+# Its text before the first "(" is the same for every backward (fact_builder._op_kind): the
+# backwards of two branches pair up whatever their loss is called.
+DDP_BACKWARD = "backward through the DDP model"
+
+
+def _loss_of(receiver: ast.AST) -> ast.AST:
+    """`scaler.scale(loss)` / `accelerator.scale(loss)`... -> loss: what the backward runs on."""
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
+            receiver.func.attr == "scale" and receiver.args:
+        return receiver.args[0]
+    return receiver
+
+
+def _through_ddp(program: Program, node: ast.AST, fn: Function, depth: int) -> bool:
+    """The value is computed from a forward of a DDP model: a call ddp_model() recognises in
+    it, or in what the names in it were assigned (a few assignments back, in fn)."""
+    for sub in walk(node):
+        if isinstance(sub, ast.Call) and ddp_model(program, sub, fn) is not None:
+            return True
+    if depth <= 0:
+        return False
+    for sub in walk(node):
+        if isinstance(sub, ast.Name):
+            for value, scope in program.values_of(sub, fn, 1):
+                if value is not sub and scope is fn and _through_ddp(program, value, fn, depth - 1):
+                    return True
+    return False
+
+
+def _in_no_sync(program: Program, call: ast.Call, fn: Function) -> bool:
+    """The call sits in a `with <model>.no_sync():` block of its own function: no all-reduce."""
+    for stmt in fn.own:
+        if isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
+                isinstance(item.context_expr, ast.Call) and last_name(item.context_expr.func) == "no_sync"
+                for item in stmt.items) and any(inner is call for s in stmt.body for inner in walk(s)):
+            return True
+    return False
 
 
 # A DDP forward's op text (checks/lint/collective_under_rank_branch.py words its finding from it).
@@ -364,7 +408,7 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
             # `model = DDP(model)` in this very function: only calls after it are DDP forwards
             if scope is fn and line >= call.lineno:
                 continue
-            wrapped = _ddp_made(program, value, scope)
+            wrapped = _ddp_made(program, value, scope) or _same_object(program, func.id, value, scope)
             if wrapped is not None:
                 return wrapped
         if not found:
@@ -380,6 +424,24 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                 # `self.model = model` in __init__: what its callers (a factory's `cls(...)`) pass
                 for arg, caller in program.values_of(value, scope, depth=2):
                     wrapped = wrapped or _ddp_made(program, arg, caller)
+            if wrapped is not None:
+                return wrapped
+    return None
+
+
+# Module methods that return the module itself: `model = model.train()` keeps the DDP wrapper.
+SELF_RETURNING = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "half", "bfloat16", "double",
+                            "requires_grad_"})
+
+
+def _same_object(program: Program, name: str, value: ast.AST, fn: Function) -> Optional[tuple[ast.Call, Function]]:
+    """`model = model.train()` on a parameter: the DDP call the callers' argument holds."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == name):
+        return None
+    for arg, caller in program._passed(name, fn):
+        for held, scope in program.values_of(arg, caller):
+            wrapped = _ddp_made(program, held, scope)
             if wrapped is not None:
                 return wrapped
     return None
