@@ -16,7 +16,7 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         (init_process_group, a DistributedDataParallel model). Not reported: loaders of a
         dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
-        and dataset classes that shard themselves, loaders built on one rank only, loaders
+        (datapipes too, also as what local builders return) and dataset classes that shard themselves, loaders built on one rank only, loaders
         named as validation / test loaders (or built in helpers that only evaluation code
         calls), custom samplers, and scripts run by a framework
         that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer).

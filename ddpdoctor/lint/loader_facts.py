@@ -20,6 +20,9 @@ from ddpdoctor.lint.value_flow import reaches_return
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev\b|holdout|calib", re.IGNORECASE)
 PLAIN_SAMPLERS = {"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"}
 SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_replicas", "shard_index"}
+# Dataset kinds that yield samples rather than index them: a sampler never applies (torch's
+# IterableDataset, and its datapipes, IterDataPipe subclasses).
+ITERABLE_KINDS = ("Iterable", "IterDataPipe")
 SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
 
 
@@ -65,18 +68,23 @@ class SamplerFact:
 class LoaderFacts:
     """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP802, DDP803, DDP804."""
 
-    def dataset_kind(self, node: ast.AST, fn: Function) -> bool:
-        """An IterableDataset or a dataset class that shards itself by rank."""
+    def dataset_kind(self, node: ast.AST, fn: Function, depth: int = 4) -> bool:
+        """An IterableDataset or a dataset class that shards itself by rank, also as what a
+        local builder returns (`init_dataset(...)` -> `Dataset(...)` -> a datapipe chain)."""
         for value, scope in self.program.values_of(node, fn):
             if not isinstance(value, ast.Call):
                 continue
             name = last_name(value.func) or ""
             if any(kw.arg in SHARD_KEYWORDS for kw in value.keywords):
                 return True  # ImageDataset(..., shard=rank, num_shards=world): shards itself
-            if "Iterable" in name or (self.program.qualify(value.func, scope) or "").startswith(("webdataset", "wds.")):
+            if any(kind in name for kind in ITERABLE_KINDS) or \
+                    (self.program.qualify(value.func, scope) or "").startswith(("webdataset", "wds.")):
                 return True
             target = self.program._callee_symbol(value.func, scope)
             if isinstance(target, Klass) and self._self_sharding(target, set()):
+                return True
+            if depth > 0 and self.program.is_function(target) and not isinstance(target.node, ast.Module) and \
+                    any(self.dataset_kind(ret, target, depth - 1) for ret in target.returned):
                 return True
         return False
 
@@ -84,7 +92,7 @@ class LoaderFacts:
         if klass in seen:
             return False
         seen.add(klass)
-        if any("Iterable" in b for b in klass.bases):
+        if any(kind in b for b in klass.bases for kind in ITERABLE_KINDS):
             return True
         source = ast.get_source_segment("\n".join(klass.file.lines), klass.node) or ""
         if SELF_SHARDING.search(source):
