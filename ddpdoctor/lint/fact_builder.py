@@ -133,11 +133,14 @@ class BuilderCore:
             self._switch_set = frozenset(conds)
         return self._switch_set
 
-    def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[bool]:
-        """True when every way into fn passes a rank test; None when nothing calls it."""
+    def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = (),
+                     inside: Optional[ast.AST] = None) -> Optional[bool]:
+        """True when every way into fn passes a rank test; None when nothing calls it. inside:
+        a call in fn; the ways in whose constants never reach it (ruled_out) do not count."""
         if fn.rank_only:
             return True
-        sites = self.callers().get(fn, [])
+        sites = [(caller, event) for caller, event in self.callers().get(fn, [])
+                 if not ruled_out(fn, inside, event.node)]
         if not sites:
             return None
         if fn in stack or depth <= 0:
@@ -272,7 +275,30 @@ def _single_process(conds: tuple, switches: frozenset = frozenset()) -> bool:
     return any(SINGLE.search(c) or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
 
 
-def _switched(target: Function, call: ast.Call, cond: str, context: tuple = ()) -> Optional[bool]:
+def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST) -> bool:
+    """The plain tests around `node` (a call) in fn include one on a parameter that the call
+    `way_in` decides against: `if train:` entered with a constant False (its `else:` with True),
+    `if model is not None:` entered with model left at its default None."""
+    if node is None or not isinstance(way_in, ast.Call):
+        return False
+    for cond, _flag in fn.__dict__.get("_call_conds", {}).get(id(node), ()):
+        negated = cond.startswith("not ")
+        name = cond[4:] if negated else cond
+        wanted = not negated
+        for suffix, holds in ((" is not None", True), (" is None", False)):
+            if name.endswith(suffix) and name[:-len(suffix)].isidentifier():
+                name, wanted = name[:-len(suffix)], holds == wanted
+                break
+        if not name.isidentifier():
+            continue
+        switched = _switched(fn, way_in, name, none_only=name != cond and name != cond[4:])
+        if switched is not None and switched is not wanted:
+            return True
+    return False
+
+
+def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
+              none_only: bool = False) -> Optional[bool]:
     """`if use_barriers:` in target: False where this call leaves the parameter at its default
     False (or passes a constant False), so the branch never runs on this way in; True where it
     passes a constant True (proven on); None when it cannot tell. context: the (function, call
@@ -298,7 +324,9 @@ def _switched(target: Function, call: ast.Call, cond: str, context: tuple = ()) 
     if isinstance(value, ast.Name) and context:
         caller, entered = context[-1]
         if entered is not None and value.id in caller.params and not caller.bindings.get(value.id):
-            return _switched(caller, entered, value.id, context[:-1])
+            return _switched(caller, entered, value.id, context[:-1], none_only)
+    if none_only:  # `x is not None`: None alone is false; any other constant is a value
+        return False if is_const(value, None) else (True if isinstance(value, ast.Constant) else None)
     if is_const(value, False, None, 0):
         return False
     return True if is_const(value, True) else None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _switched, loc
+from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _switched, loc, ruled_out
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
 from ddpdoctor.lint.program import Function, Klass
@@ -262,7 +262,7 @@ class LoaderFacts:
                     continue
                 bound = self.bound_name(caller, event.node) if position is None else \
                     _unpacked_at(caller, event.node, position)
-                if bound and (id(caller), bound) in names and not _ruled_out(fn, call, event.node):
+                if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node):
                     return True
         return False
 
@@ -540,19 +540,6 @@ def _drawn_anew(body: list[ast.stmt], index: str, flags: dict[str, bool]) -> boo
             return not any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt.value))
         if any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt)):
             return False
-    return False
-
-
-def _ruled_out(fn: Function, call: Optional[ast.Call], way_in: ast.AST) -> bool:
-    """The plain tests around `call` in fn include one on a parameter that the call `way_in`
-    decides against (`if train:` entered with a constant False, its `else:` with True)."""
-    if call is None or not isinstance(way_in, ast.Call):
-        return False
-    for cond, _flag in fn.__dict__.get("_call_conds", {}).get(id(call), ()):
-        negated = cond.startswith("not ")
-        switched = _switched(fn, way_in, cond[4:] if negated else cond)
-        if switched is not None and switched is negated:
-            return True
     return False
 
 

@@ -84,7 +84,7 @@ class SaveFacts:
                     found.append(SaveFact(where, path_text, False,
                                           f"every caller leaves `{switch}` true, and {fn.label} returns before it"))
                     continue
-                guarded = self.only_guarded(fn)
+                guarded = self.only_guarded(fn, inside=call)
                 if guarded is False and self._only_on_failure(fn):
                     found.append(SaveFact(where, path_text, False,
                                           "only in an `except:` that raises again: the failing rank's dump"))
