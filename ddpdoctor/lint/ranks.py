@@ -28,9 +28,13 @@ from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dispatched
 Function = Any  # ddpdoctor.lint.program.Function (program imports this module, not the reverse)
 Program = Any
 # The spellings of a process's rank, for names the source does not explain.
+# A parallel group's rank (`dp_rank`, `tp_rank`, `data_parallel_rank`: Megatron, picotron,
+# nanotron) differs between ranks as much as the global one does.
 RANK_NAME = re.compile(
     r"^(?:(?:local|global|world|node|group|process|proc|ddp|ddp_local|dist|my|this|cur|current|gpu|"
-    r"device|worker|local_world|trainer)_)?rank(?:_id)?$"
+    r"device|worker|local_world|trainer|dp|tp|pp|cp|ep|sp|data_parallel|tensor_parallel|"
+    r"tensor_model_parallel|pipeline_parallel|pipeline_model_parallel|model_parallel|context_parallel|"
+    r"expert_parallel|sequence_parallel)_)?rank(?:_id)?$"
     r"|^(?:local_|global_)?process_index$|^ordinal$|^proc_id$",
     re.IGNORECASE)
 # The spellings of "this is the main / zero rank", for names the source does not explain.
