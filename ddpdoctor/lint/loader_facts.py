@@ -364,7 +364,7 @@ class LoaderFacts:
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
                 for node in fn.own:
-                    if isinstance(node, ast.Call) and any(kw.value is call for kw in node.keywords):
+                    if isinstance(node, ast.Call) and any(_holds(kw.value, call) for kw in node.keywords):
                         fact = by_line.get((fn.file.display, node.lineno))
                         loader_name = fact.name if fact else ""
                         loader_at = fact.location if fact else loader_at
@@ -541,6 +541,14 @@ def _drawn_anew(body: list[ast.stmt], index: str, flags: dict[str, bool]) -> boo
         if any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt)):
             return False
     return False
+
+
+def _holds(value: ast.AST, call: ast.Call) -> bool:
+    """The keyword value is the call, or one side of a conditional expression that is
+    (`sampler=DistributedSampler(ds) if distributed else None`)."""
+    if value is call:
+        return True
+    return isinstance(value, ast.IfExp) and (_holds(value.body, call) or _holds(value.orelse, call))
 
 
 def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> list[ast.AST]:

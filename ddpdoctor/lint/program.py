@@ -207,6 +207,7 @@ class Program:
         self.files.append(source)
         module = self._index(source)
         self.__dict__.pop("_methods_by_name", None)
+        self.__dict__.pop("_outside", None)  # its functions may set attributes of known classes
         self.__dict__.pop("_method_names", None)  # walker._bound_method's names: its classes' methods count too
         fresh = self.functions[first:]
         for fn in fresh:
@@ -568,13 +569,38 @@ class Program:
         if klass in seen:
             return []
         seen.add(klass)
+        outside = self._outside_attrs(klass, attr)
         if attr in klass.attrs:
-            return klass.attrs[attr]
+            return klass.attrs[attr] + outside if outside else klass.attrs[attr]
+        if outside:
+            return outside
         for base in self.bases(klass):
             found = self._attr(base, attr, seen)
             if found:
                 return found
         return []
+
+    def _outside_attrs(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
+        """What code outside the class assigns to an instance's attribute (`learner.is_master =
+        replica_id == 0` after `learner = Learner(...)` in the same function), found once for the
+        whole program."""
+        index = self.__dict__.get("_outside")
+        if index is None:
+            index = self.__dict__["_outside"] = {}  # seen empty by the class_of calls below
+            found: dict = {}
+            for fn in self.functions:
+                for key, values in fn.attr_bindings.items():
+                    base, _, name = key.partition(".")
+                    if not name or "." in name:
+                        continue
+                    # the instance built in the same function (`learner = Learner(...)`): a
+                    # full class_of per binding cost a config-heavy package 0.7 s
+                    for _line, built in fn.bindings.get(base, []):
+                        owner = self._callee_symbol(built.func, fn) if isinstance(built, ast.Call) else None
+                        if isinstance(owner, Klass):
+                            found.setdefault((owner, name), []).extend((value, fn) for value in values)
+            index.update(found)
+        return index.get((klass, attr), [])
 
     def _class_of_fn(self, fn: Function) -> Optional[Klass]:
         scope: Optional[Function] = fn
