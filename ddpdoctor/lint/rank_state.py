@@ -245,6 +245,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if name in shared or name in loop_targets:
             continue
         ranked = [i for i in items if i.guards]
+        if not ranked:  # no rank test sets it: nothing below applies (and unparse is dear)
+            continue
         others = [i for i in items if not i.guards]
         # a rank test that assigns what every rank assigned before (`epochs = opt.epochs` again,
         # after a logger may have changed opt): the same source, not a rank's own value
