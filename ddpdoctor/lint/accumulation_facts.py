@@ -232,7 +232,9 @@ class AccumulationFacts:
             owner = text(call.func.value)
             if SCHEDULER_NAME.search(owner):
                 return False
-            if OPTIMIZER_NAME.search(owner) or any(OPTIMIZER_NAME.search(text(a)) for a in call.args):
+            # `scaler.step(opt)` or `scaler.step(optimizer=self.optimizer)`: what it is handed
+            handed = [*call.args, *(k.value for k in call.keywords if k.arg in (None, "optimizer"))]
+            if OPTIMIZER_NAME.search(owner) or any(OPTIMIZER_NAME.search(text(a)) for a in handed):
                 return True
             return False
         return self._through(call, fn, depth, self._step)

@@ -153,6 +153,10 @@ class Program:
         self._deferred: dict[str, dict[int, tuple[Function, ast.Call, list]]] = {}
         self._late = False
         self._deferrals = 0
+        # class_of's answers while nothing they read changes (see _changed): a name every helper
+        # takes (`opts`) has hundreds of callers, and the answer for each of them was asked again
+        # through every factory and return on the way (CVNets: 750,000 asks, 3 s)
+        self._class_memo: dict = {}
         self.modules: list[Module] = []
         self.by_name: dict[str, Module] = {}
         self.functions: list[Function] = []
@@ -193,11 +197,36 @@ class Program:
             module = self.by_name.get(name)
         return module
 
+    def _names_anywhere(self) -> set[str]:
+        """Every name a function, method or class is defined or imported by, in the modules read
+        and (a superset, from their text) in those waiting; built again when a module is read."""
+        names = self.__dict__.get("_anywhere")
+        if names is None:
+            names = self.__dict__["_anywhere"] = set()
+            for function in self.functions:
+                names.add(function.name)
+            for klass in self.classes:
+                names.add(klass.name)
+            for module in self.modules:
+                names.update(module.imports)
+            for source in self._waiting.values():
+                names.update(source.defined)
+                names.update(source.classes_named)
+                names.update(_import_map(source))
+        return names
+
+    def _changed(self) -> None:
+        """Something class_of reads changed (a binding, an argument, a module read, an order):
+        its remembered answers go."""
+        self._class_memo = {}
+
     def _read(self, source: SourceFile) -> None:
         """Parse a waiting module and index it into the program: its functions' bindings and
         the arguments their calls pass, the calls that were left unbound for want of it, the
         attributes they set, and (in the walk) its top level, which import runs."""
         del self._waiting[source.module]
+        self._changed()
+        self.__dict__.pop("_anywhere", None)
         try:
             read(source)
         except UsageError:
@@ -233,6 +262,7 @@ class Program:
         if not self._late:
             return
         self._late = False
+        self._changed()
         place = {id(s): i for i, s in enumerate(self.sources)}
         self.files.sort(key=lambda s: place[id(s)])
         for items in (self.modules, self.functions, self.classes):
@@ -432,7 +462,19 @@ class Program:
     def _bind_call(self, fn: Function, node: ast.Call, bound: list) -> None:
         """`bound`: the targets bound already (a call bound again once a module it needs is read)."""
         self._binding = (fn, node, bound)
-        targets, _ = self.resolve(node.func, fn)
+        func = node.func
+        if func.__class__ is ast.Attribute and func.attr not in self._names_anywhere() and not (
+                func.value.__class__ is ast.Name and func.value.id in ("self", "cls")):
+            # `parser.add_argument(...)`: what an attribute call reaches is a function, method or
+            # class of that name (or imported under it); none in the program, read or waiting,
+            # so nothing to bind, and the receiver's class is not asked for. (Asking it followed
+            # `parser = add_x_arguments(parser)` through hundreds of callers: CVNets' options
+            # chain, 10,000 calls bound again as modules were read, 2 s.) `self.head(x)` stays:
+            # an attribute holding an instance reaches its class's `__call__`.
+            return
+        self._changed()  # a module this call needs and has not read is noted for it (_module)
+        targets, _ = self.resolve(func, fn)
+        self._changed()
         for target in targets:
             if target in bound:
                 continue
@@ -452,6 +494,7 @@ class Program:
                         target.defaulted.setdefault(name, []).append((node, fn))
 
     def _bind(self, fn: Function, target: ast.AST, value: ast.AST, line: int, iterated: bool = False) -> None:
+        self._class_memo = {} if self._class_memo else self._class_memo
         if isinstance(target, ast.Name):
             if not iterated:
                 fn.bindings.setdefault(target.id, []).append((line, value))
@@ -690,6 +733,16 @@ class Program:
         """The local class an expression is an instance of, when the source says so: built
         there, or returned by a local factory (`Trainer.from_config(cfg)` returning `cls(...)`,
         `build_trainer(cfg)` returning `Trainer(...)`)."""
+        memo = self._class_memo
+        key = (id(node), id(fn), depth)
+        if key in memo:
+            return memo[key]
+        found = self._class_of(node, fn, depth)
+        if memo is self._class_memo:  # nothing changed while it was worked out
+            memo[key] = found
+        return found
+
+    def _class_of(self, node: ast.AST, fn: Function, depth: int) -> Optional[Klass]:
         for value, scope in self.values_of(node, fn, depth):
             if value.__class__ is ast.Call:
                 target = self._callee_symbol(value.func, scope)

@@ -149,6 +149,12 @@ class RankFlow:
                 return True
             if name in ("int", "str") and node.args:
                 return self.is_rank(node.args[0], fn, depth)
+            if name == "getattr" and isinstance(node.func, ast.Name) and len(node.args) >= 2:
+                # `getattr(opts, "ddp.rank", 0)`: options kept under dotted names (CVNets), read
+                # by the field's own name as `opts.rank` would be
+                key = node.args[1]
+                return isinstance(key, ast.Constant) and isinstance(key.value, str) and \
+                    bool(RANK_NAME.match(key.value.rsplit(".", 1)[-1]))
             targets, _ = self.program.resolve(node.func, fn)
             return any(self._function_returns_rank(t, depth) for t in targets)
         if isinstance(node, ast.Subscript):

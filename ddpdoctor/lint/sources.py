@@ -57,6 +57,14 @@ class SourceFile:
         return found
 
     @property
+    def classes_named(self) -> frozenset[str]:
+        """The names a quiet module may define a class by (`class Name`), a superset as `defined`."""
+        found = self.__dict__.get("_classes_named")
+        if found is None:
+            found = self.__dict__["_classes_named"] = frozenset(_CLASS.findall(self.text or ""))
+        return found
+
+    @property
     def nodes(self) -> list[ast.AST]:
         """Every node of the file, walked once (several passes read them)."""
         if self._nodes is None:
@@ -163,6 +171,7 @@ _LOUD_WORDS = tuple(sorted({
     "master_proc", "is_master", "spawn", "start_processes", "seed", "epoch", "no_sync",
     "require_backward_grad_sync", "accumulat", *(w.lower() for w in patterns.RANK_ONLY_DECORATORS)}))
 _DEF = re.compile(r"def[ \t]+(\w+)")  # a literal first: searched fast (`undef x` too: a superset)
+_CLASS = re.compile(r"class[ \t]+(\w+)")  # the same for classes (`subclass x` too)
 _FROM = re.compile(r"[ \t]*from[ \t]+[\w.]+[ \t]+$")
 
 
