@@ -579,6 +579,8 @@ class Program:
         cls = node.__class__  # exact classes, as in _callee_symbol: 28,000 asks on open_clip
         if cls is ast.Name:
             found = self.lookup(node.id, fn)
+            if found and found[0][2] is fn:
+                found = _reaching(found, node, fn)
             if not found:
                 passed = self._passed(node.id, fn)
                 if not passed:
@@ -1063,6 +1065,23 @@ def _named_type(note: Optional[ast.AST]) -> Optional[ast.AST]:
     if isinstance(note, ast.Subscript) and dotted(note.value) in ("Optional", "typing.Optional"):
         return _named_type(note.slice)
     return note if isinstance(note, (ast.Name, ast.Attribute)) else None
+
+
+def _reaching(found: list, use: ast.AST, fn: Function) -> list:
+    """The bindings of a name (in the function that reads it) that can reach this use: not one
+    written below it, unless a loop holds both (the next pass reads it). `if shuffle: return
+    Loader(dataset, sampler=DistributedSampler(dataset))` then `dataset = Subset(dataset, rank
+    ...)`: the sampler shards the parameter, not the rank's subset."""
+    line = getattr(use, "lineno", None)
+    if line is None or all(bound <= line for bound, _, _ in found):
+        return found
+    spans = fn.__dict__.get("_loop_spans")
+    if spans is None:
+        spans = fn.__dict__["_loop_spans"] = [
+            (n.lineno, getattr(n, "end_lineno", n.lineno)) for n in fn.own
+            if n.__class__ in (ast.For, ast.While, ast.AsyncFor)]
+    return [(bound, value, scope) for bound, value, scope in found
+            if bound <= line or any(start <= line and bound <= end for start, end in spans)]
 
 
 # Table literals: a class put in a registry (`BACKENDS = {"nccl": DDPBackend}`) is handed on
