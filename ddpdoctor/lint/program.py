@@ -202,7 +202,7 @@ class Program:
 
     def _names_anywhere(self) -> set[str]:
         """Every name a function, method or class is defined or imported by, in the modules read
-        and (a superset, from their text) in those waiting; built again when a module is read."""
+        and (a superset, from their text) in those waiting; a module read adds its own (_read)."""
         names = self.__dict__.get("_anywhere")
         if names is None:
             names = self.__dict__["_anywhere"] = set()
@@ -229,19 +229,23 @@ class Program:
         attributes they set, and (in the walk) its top level, which import runs."""
         del self._waiting[source.module]
         self._changed()
-        self.__dict__.pop("_anywhere", None)
         try:
             read(source)
         except UsageError:
             return  # not Python: as if it were not there
         self._late = True
-        first = len(self.functions)
+        first, first_class = len(self.functions), len(self.classes)
         self.files.append(source)
         module = self._index(source)
         self.__dict__.pop("_methods_by_name", None)
         self.__dict__.pop("_outside", None)  # its functions may set attributes of known classes
         self.__dict__.pop("_method_names", None)  # walker._bound_method's names: its classes' methods count too
         fresh = self.functions[first:]
+        names = self.__dict__.get("_anywhere")
+        if names is not None:  # what the text promised, now as parsed (a superset already, but exact)
+            names.update(fn.name for fn in fresh)
+            names.update(k.name for k in self.classes[first_class:])
+            names.update(module.imports)
         for fn in fresh:
             self._collect_bindings(fn)
         if self._phase == "index":
