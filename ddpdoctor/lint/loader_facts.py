@@ -201,6 +201,7 @@ class LoaderFacts:
             return self._train_names
         names: set[tuple[int, str]] = set()
         self._split_names: set[tuple[int, str]] = set()
+        self._train_calls: set[int] = set()  # the calls in a training loop's iterable itself
         for fn in self.functions:
             for node, _ in _fn_loops(fn):
                 if not isinstance(node, (ast.For, ast.AsyncFor)):
@@ -211,6 +212,8 @@ class LoaderFacts:
                 if self._splits_by_rank(node, fn):
                     # every rank loads the whole batch and keeps its own slice of it
                     before, names = names, set()
+                if not self._splits_by_rank(node, fn):
+                    self._train_calls.update(id(c) for c in walk(node.iter) if isinstance(c, ast.Call))
                 for sub in [*walk(node.iter), *_held(self.program, node.iter, fn)]:
                     name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
                     if not name:
@@ -248,9 +251,11 @@ class LoaderFacts:
         builder, alone or as one item of a tuple) where a caller binds what the builder returns,
         on a way in whose constants reach the DataLoader `call` (`create_loader(cfg, True)` never
         builds the `else:` side of `if train:`). split: by a loop that cuts each batch by the rank."""
+        names = self._training_names()
+        if call is not None and not split and id(call) in self._train_calls:
+            return True  # `for x, y in DataLoader(ds, shuffle=True):` built where it is iterated
         if not name:
             return False
-        names = self._training_names()
         if split:
             names = self._split_names
         if (id(fn), name) in names:

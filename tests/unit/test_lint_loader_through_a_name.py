@@ -92,3 +92,24 @@ def test_a_dataset_that_draws_its_own_index_makes_the_missing_sampler_a_warning(
     loader = [f for f in found if f.code == "DDP802"]
     assert [(f.severity.value, f.location.line) for f in loader] == [("warning", 23)]
     assert "ignores the index it is handed" in loader[0].message
+
+
+INLINE = """
+def main():
+    model = DDP(torch.nn.Linear(2, 2))
+    ds = TensorDataset(torch.randn(8, 2))
+    for (x,) in {loader}:
+        model(x).sum().backward()
+
+main()
+"""
+
+
+def test_a_loader_built_where_the_training_loop_iterates_it_is_judged(tmp_path):
+    found, _ = lint(tmp_path, INLINE.format(loader="DataLoader(ds, shuffle=True)"))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP802"] == [("DDP802", "error")]
+
+
+def test_the_same_loop_over_a_sharded_inline_loader_is_clean(tmp_path):
+    found, _ = lint(tmp_path, INLINE.format(loader="DataLoader(ds, sampler=DistributedSampler(ds))"))
+    assert [f.code for f in found if f.code == "DDP802"] == []
