@@ -27,6 +27,10 @@ def decorator_test(program: Program, fn: Function) -> Optional[RankTest]:
         return RankTest(fn.rank_only, fn.rank_only, "zero")
     where = fn.parent or fn.module.body  # the predicate reads the names where the def sits
     for deco in getattr(fn.node, "decorator_list", []):
+        if isinstance(deco, (ast.Name, ast.Attribute)):
+            test = _wrapper_test(program, deco, where)
+            if test is not None:
+                return replace(test, text=f"@{text(deco)}")
         if not isinstance(deco, ast.Call):
             continue
         for slot, arg in [*enumerate(deco.args), *((kw.arg, kw.value) for kw in deco.keywords)]:
@@ -43,6 +47,40 @@ def decorator_test(program: Program, fn: Function) -> Optional[RankTest]:
                 assumption = f"`{text(deco.func)}` runs the function only where its predicate holds"
                 test = replace(test, assumption="; ".join(a for a in (test.assumption, assumption) if a))
             return replace(test, text=said)
+    return None
+
+
+def _wrapper_test(program: Program, deco: ast.AST, where: Function) -> Optional[RankTest]:
+    """The rank test a local decorator's wrapper calls the decorated function under, read from
+    its code (BasicSR's `master_only`: `def wrapper(*args, **kwargs): rank, _ = get_dist_info();
+    if rank == 0: return func(*args, **kwargs)`), whatever the decorator is called. Every call
+    of the function in the wrapper must sit under one such test."""
+    targets, _ = program.resolve(deco, where)
+    for target in targets:
+        if not target.params or target.node.__class__ is ast.Module:
+            continue
+        wrapped = target.params[0]
+        for inner in target.nested.values():
+            calls, gated = 0, None
+            for node in walk(inner.node):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == wrapped:
+                    calls += 1
+            if not calls:
+                continue
+            under = 0
+            for node in walk(inner.node):
+                if not isinstance(node, ast.If):
+                    continue
+                inside = sum(1 for part in node.body for sub in walk(part) if isinstance(sub, ast.Call)
+                             and isinstance(sub.func, ast.Name) and sub.func.id == wrapped)
+                if not inside:
+                    continue
+                test = program.ranks.guard(node.test, inner)
+                if test is None:
+                    return None
+                gated, under = gated or test, under + inside
+            if gated is not None and under == calls:
+                return gated
     return None
 
 
