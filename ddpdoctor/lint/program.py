@@ -881,6 +881,16 @@ class Program:
                          if m.__class__ is Module]
                 if any(found):
                     return self._entries([f for f in found if f is not None]), []
+        if receiver.__class__ is ast.Attribute:  # `onmt.utils.distributed.all_gather_list(x)`
+            root = receiver
+            while root.__class__ is ast.Attribute:
+                root = root.value
+            if root.__class__ is ast.Name and self.symbol(root.id, fn).__class__ is Module:
+                full = self.qualify(func, fn)
+                found = self.full_symbol(full) if full else None
+                if found.__class__ is Function or found.__class__ is Klass:
+                    target = self.method(found, "__init__") if found.__class__ is Klass else found
+                    return ([target] if target is not None else []), []
         klass = self.class_of(receiver, fn)
         if isinstance(receiver, ast.Call):
             target = self._callee_symbol(receiver.func, fn)

@@ -63,13 +63,18 @@ class RankFlow:
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self._rank: dict[tuple[int, int], bool] = {}
-        self._flag: dict[tuple[int, int], Optional[RankTest]] = {}
+        self._rank: dict[tuple[int, int, int], bool] = {}
+        self._flag: dict[tuple[int, int, int], Optional[RankTest]] = {}
         self._returns: dict[int, Optional[RankTest]] = {}
-        self._returns_rank: dict[int, bool] = {}
+        self._returns_rank: dict[tuple[int, int], bool] = {}
         self.spawn_params: set[tuple[int, str]] = set()  # (id(function), its first parameter)
         self.spawn_targets: list = []  # the local functions mp.spawn starts as the ranks
         self.attributes: dict[str, list[tuple[ast.AST, Function]]] = {}  # "args.gpu" -> values
+        # what the program hands init_process_group as `rank=`: the global rank by definition,
+        # however it is spelled (`opt.gpu_ranks[device_id]`): attribute and subscript texts, and
+        # (function, name) for a plain name
+        self.init_rank_texts: set[str] = set()
+        self.init_rank_names: set[tuple[int, str]] = set()
 
     # ------------------------------------------------------------------ set-up
     def index(self) -> None:
@@ -77,6 +82,14 @@ class RankFlow:
         program = self.program
         for fn in program.functions:
             for call in fn.own_calls:
+                if last_name(call.func) == "init_process_group":
+                    given = next((kw.value for kw in call.keywords if kw.arg == "rank"), None)
+                    if given is None and len(call.args) > 4:
+                        given = call.args[4]
+                    if isinstance(given, (ast.Attribute, ast.Subscript)):
+                        self.init_rank_texts.add(text(given))
+                    elif isinstance(given, ast.Name):
+                        self.init_rank_names.add((id(fn), given.id))
                 if last_name(call.func) in SPAWNERS and call.args:
                     full = program.qualify(call.func, fn) or ""
                     if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:
@@ -132,7 +145,10 @@ class RankFlow:
     # ------------------------------------------------------------------ values
     def is_rank(self, node: ast.AST, fn: Function, depth: int = 4) -> bool:
         """The expression's value is (a function of only) this process's rank."""
-        key = (id(node), id(fn))
+        # by depth too: an answer worked out with the depth nearly spent (a name whose value is
+        # followed no further reads as "not a rank") is not the answer a fresh question gets
+        # (OpenNMT's gpu_rank, first asked at the end of a long chain, was then never a rank)
+        key = (id(node), id(fn), depth)
         if key in self._rank:
             return self._rank[key]
         self._rank[key] = False  # a cycle reads as "not a rank"
@@ -157,6 +173,11 @@ class RankFlow:
                     bool(RANK_NAME.match(key.value.rsplit(".", 1)[-1]))
             targets, _ = self.program.resolve(node.func, fn)
             return any(self._function_returns_rank(t, depth) for t in targets)
+        if node.__class__ in (ast.Subscript, ast.Attribute) and self.init_rank_texts and \
+                text(node) in self.init_rank_texts:
+            return True  # the expression init_process_group is handed as its rank
+        if node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names:
+            return True
         if isinstance(node, ast.Subscript):
             key = node.slice
             # config["rank"], cfg["local_rank"]: a rank kept in a dict
@@ -213,18 +234,19 @@ class RankFlow:
         return False
 
     def _function_returns_rank(self, target: Function, depth: int) -> bool:
-        if id(target) in self._returns_rank:
-            return self._returns_rank[id(target)]
-        self._returns_rank[id(target)] = False
+        key = (id(target), depth)  # by depth, as is_rank
+        if key in self._returns_rank:
+            return self._returns_rank[key]
+        self._returns_rank[key] = False
         returns = _returns(target)
         found = bool(returns) and depth > 0 and all(self.is_rank(r, target, depth - 1) for r in returns)
-        self._returns_rank[id(target)] = found
+        self._returns_rank[key] = found
         return found
 
     # ------------------------------------------------------------------ tests
     def guard(self, test: ast.AST, fn: Function, depth: int = 4) -> Optional[RankTest]:
         """The rank test in an `if`/`while` test, or None when the test is the same on every rank."""
-        key = (id(test), id(fn))
+        key = (id(test), id(fn), depth)  # by depth, as is_rank
         if key in self._flag:
             return self._flag[key]
         self._flag[key] = None
