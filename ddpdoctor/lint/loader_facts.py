@@ -110,7 +110,10 @@ class LoaderFacts:
         found = []
         for fn, call, guards, _ in self.calls():
             full = program.qualify(call.func, fn) or ""
-            if last_name(call.func) != "DataLoader" or not (full.startswith("torch.") or full == "DataLoader"):
+            # by what it is, not what the file calls it: `from torch.utils.data import DataLoader
+            # as DL`; torch_geometric's loaders are torch DataLoaders with the same arguments
+            if full.rpartition(".")[2] != "DataLoader" or not (
+                    full.startswith(("torch.", "torch_geometric.")) or full == "DataLoader"):
                 continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")
@@ -218,9 +221,7 @@ class LoaderFacts:
                     name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
                     if not name:
                         continue
-                    names.add((id(fn), name))
-                    for value, caller in fn.arguments.get(name, []):
-                        names.add((id(caller), last_name(value) or ""))
+                    _mark_passed(names, fn, name)
                     names |= _packed_by_callers(fn, name)
                     if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
                         # `for x in self.train_data` where __init__ did `self.train_data = train_data`
@@ -392,6 +393,10 @@ class LoaderFacts:
                             (loops > 0 or self.in_loop(sfn)) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs):
                         constant = loc(sfn, scall)
+            if not matched and _reseeded_per_pass(fn, call):
+                # rebuilt in the epoch loop with a seed that moves with it (`seed=base + epoch`):
+                # each pass shuffles anew, as set_epoch(epoch) would make it
+                matched.append(loc(fn, call))
             if name == fn.name and not isinstance(fn.node, ast.Module):
                 # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
                 loader_at, fed, shuffle = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
@@ -600,6 +605,37 @@ def _unpacked_at(fn: Function, call: ast.Call, index: int) -> str:
             if index < len(items) and isinstance(items[index], ast.Name):
                 return items[index].id
     return ""
+
+
+def _reseeded_per_pass(fn: Function, call: ast.Call) -> bool:
+    """The sampler built by `call` sits in a loop of fn and its seed (`seed=` or the fifth
+    argument) reads that loop's variable: a new order every pass."""
+    seed = keyword(call, "seed")
+    if seed is None and len(call.args) > 4:
+        seed = call.args[4]
+    if seed is None:
+        return False
+    read = {n.id for n in walk(seed) if isinstance(n, ast.Name)}
+    for node in fn.own:
+        if isinstance(node, (ast.For, ast.AsyncFor)) and any(n is call for part in node.body for n in walk(part)):
+            if read & {n.id for n in walk(node.target) if isinstance(n, ast.Name)}:
+                return True
+    return False
+
+
+def _mark_passed(names: set, fn: Function, name: str, depth: int = 3) -> None:
+    """(fn, name) trains, and so does what each caller passes for it when it is a parameter, up
+    the callers (`train_model(dataloader)` handing it on to `train_one_epoch(dataloader)`, which
+    loops over it): the caller's name, and its own callers' when that is a parameter too."""
+    names.add((id(fn), name))
+    if depth <= 0:
+        return
+    for value, caller in fn.arguments.get(name, []):
+        passed = last_name(value) or ""
+        if passed and (id(caller), passed) not in names:
+            _mark_passed(names, caller, passed, depth - 1)
+        else:
+            names.add((id(caller), passed))
 
 
 def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
