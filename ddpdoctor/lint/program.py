@@ -154,6 +154,7 @@ class Program:
         self._late = False
         self._deferrals = 0
         self._peeking = False
+        self._override_targets: set[int] = set()  # ids of the methods _overrides returned
         # class_of's answers while nothing they read changes (see _changed): a name every helper
         # takes (`opts`) has hundreds of callers, and the answer for each of them was asked again
         # through every factory and return on the way (CVNets: 750,000 asks, 3 s)
@@ -238,6 +239,8 @@ class Program:
         self.files.append(source)
         module = self._index(source)
         self.__dict__.pop("_methods_by_name", None)
+        self.__dict__.pop("_children", None)  # its classes may derive from known ones
+        self.__dict__.pop("_built_names", None)
         self.__dict__.pop("_outside", None)  # its functions may set attributes of known classes
         self.__dict__.pop("_method_names", None)  # walker._bound_method's names: its classes' methods count too
         fresh = self.functions[first:]
@@ -368,8 +371,10 @@ class Program:
                 for target in event.targets:
                     # a class built here, or whose method is called on an instance the source
                     # types (`trainer: Trainer = config.build()`): one exists, all of it is live
+                    # (not a subclass's hook that a base class's template method may run)
                     if target.cls is not None and target.cls not in live and \
-                            (target.name == "__init__" or event.kind == "call"):
+                            (target.name == "__init__" or (event.kind == "call"
+                                                           and id(target) not in self._override_targets)):
                         live.add(target.cls)
                         for klass in [target.cls, *self.bases(target.cls)]:
                             queue.extend(klass.methods.values())
@@ -634,20 +639,73 @@ class Program:
         return []
 
     def _attr(self, klass: Klass, attr: str, seen: Optional[set] = None) -> list[tuple[ast.AST, Function]]:
-        seen = seen or set()
+        top = seen is None
+        found = self._own_attr(klass, attr, seen or set())
+        if not found and top:
+            # set by none of its own classes: a base class's method reading what the subclasses
+            # set (`self.model = DDP(...)` in the trainer built on the base): their values
+            for sub in self._descendants(klass):
+                found.extend(sub.attrs.get(attr, ()))
+        return found
+
+    def _own_attr(self, klass: Klass, attr: str, seen: set) -> list[tuple[ast.AST, Function]]:
         if klass in seen:
             return []
         seen.add(klass)
         outside = self._outside_attrs(klass, attr)
         if attr in klass.attrs:
-            return klass.attrs[attr] + outside if outside else klass.attrs[attr]
+            return klass.attrs[attr] + outside if outside else list(klass.attrs[attr])
         if outside:
             return outside
         for base in self.bases(klass):
-            found = self._attr(base, attr, seen)
+            found = self._own_attr(base, attr, seen)
             if found:
                 return found
         return []
+
+    def _descendants(self, klass: Klass) -> list[Klass]:
+        """The local classes derived from klass, at any depth (an index built once, again after a
+        module is read)."""
+        children = self.__dict__.get("_children")
+        if children is None:
+            children = self.__dict__["_children"] = {}
+            for k in self.classes:
+                for base in self.bases(k):
+                    children.setdefault(base, []).append(k)
+        out: list[Klass] = []
+        todo = list(children.get(klass, ()))
+        while todo:
+            k = todo.pop()
+            if k not in out:
+                out.append(k)
+                todo.extend(children.get(k, ()))
+        return out
+
+    def _overrides(self, klass: Klass, attr: str, caller: str) -> list[Function]:
+        """The subclasses' own `attr` methods that a call `self.attr()` in klass's method `caller`
+        may run: of a subclass the program builds somewhere by name (or one with subclasses of its
+        own), and not in one that overrides `caller` itself (below it, this call never runs).
+        Recorded as overrides: reaching one does not make its class live (_reachable), only
+        building it does."""
+        children = self.__dict__.get("_children")
+        if children is None:
+            self._descendants(klass)
+            children = self.__dict__["_children"]
+        built = self.__dict__.get("_built_names")
+        if built is None:  # the names classes are built by somewhere: `Trainer(...)`
+            built = self.__dict__["_built_names"] = {last_name(c.func) for f in self.functions for c in f.own_calls}
+        out: list[Function] = []
+        todo, seen = list(children.get(klass, ())), set()
+        while todo:
+            k = todo.pop()
+            if k in seen or caller in k.methods:
+                continue
+            seen.add(k)
+            if attr in k.methods and (k.name in built or children.get(k)):
+                out.append(k.methods[attr])
+            todo.extend(children.get(k, ()))
+        self._override_targets.update(id(f) for f in out)
+        return out
 
     def _outside_attrs(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
         """What code outside the class assigns to an instance's attribute (`learner.is_master =
@@ -851,6 +909,8 @@ class Program:
             if klass is not None:
                 found = self.method(klass, attr)
                 if found is not None:
+                    if _stub(found.node):  # a template method's hook: what the subclasses put there runs
+                        return [found, *self._overrides(klass, attr, fn.name)], []
                     return [found], []
                 inner = self.class_of(func, fn)
                 if inner is not None:
@@ -1113,6 +1173,23 @@ def _reaching(found: list, use: ast.AST, fn: Function) -> list:
             if n.__class__ in (ast.For, ast.While, ast.AsyncFor)]
     return [(bound, value, scope) for bound, value, scope in found
             if bound <= line or any(start <= line and bound <= end for start, end in spans)]
+
+
+def _stub(node: ast.AST) -> bool:
+    """A method that does nothing itself: `raise NotImplementedError`, `pass` or `...` (after its
+    docstring), or an @abstractmethod: a hook its subclasses fill."""
+    if any(last_name(d) == "abstractmethod" for d in getattr(node, "decorator_list", ())):
+        return True
+    body = [s for s in getattr(node, "body", ()) if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                                        and isinstance(s.value.value, str))]
+    if len(body) != 1:
+        return not body
+    only = body[0]
+    if isinstance(only, ast.Raise):
+        exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
+        return last_name(exc) == "NotImplementedError" if exc is not None else False
+    return isinstance(only, ast.Pass) or (isinstance(only, ast.Expr) and isinstance(only.value, ast.Constant)
+                                          and only.value.value is Ellipsis)
 
 
 def _runs_backward(fn: Function) -> bool:
