@@ -25,7 +25,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         Accelerate's `process_index`), seeds derived from the worker's own state
         (`torch.initial_seed()`, `get_worker_info().seed`, `np.random.get_state()`: torch seeds
         those per worker from the rank's generator), and seeds of unknown origin (a parameter,
-        a helper's result). Nor is a loader that runs no workers on the values the source
+        a helper's result). Nor is an evaluation loader that no training loop reads, or a loader
+        built on some ranks only (the variety it would cost is the training augmentation's),
+        nor a loader that runs no workers on the values the source
         gives (`num_workers=0`, a name bound to 0, an option whose declared default is 0 and
         that the script never sets): it is judged on the default path, so a run that passes a
         worker count is not. The probe (DDP305) sees the random state itself.
@@ -54,8 +56,14 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         return Skipped("the script sets up no process group and uses no DistributedSampler")
     if not facts.unranked_seeds:
         return []
+    # an evaluation loader no training loop reads, or one only some ranks build: the same
+    # random streams on every rank cost no augmentation variety there
+    quiet = {str(loader.location) for loader in facts.loaders
+             if not loader.trains and (loader.evaluation or loader.under_rank_guard)}
     problems = []
     for found in facts.unranked_seeds:
+        if str(found.loader) in quiet:
+            continue
         seeds = "; ".join(found.seeds[:3])
         if found.how == "worker_init_fn":
             message = (f"the DataLoader at {found.loader} runs worker_init_fn {found.function}, which "

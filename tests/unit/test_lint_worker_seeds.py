@@ -184,3 +184,47 @@ def test_in_a_probe_report_it_is_one_finding_with_ddp305(tmp_path):
     report = Report(command="probe", results=results + static_part(results, str(script)).results)
     assert [f.code for f in report.findings] == ["DDP305"]
     assert report.findings[0].evidence["static"]["code"] == "DDP808"
+
+
+EVALUATION_ONLY = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+sampler = DistributedSampler(data)
+g = torch.Generator()
+g.manual_seed(0)
+train = DataLoader(data, batch_size=8, sampler=sampler, num_workers=2{train_generator})
+val_loader = DataLoader(data, batch_size=8, shuffle=False, num_workers=2, generator=g)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x, y in train:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    if rank == 0:
+        with torch.no_grad():
+            print(sum(torch.nn.functional.mse_loss(model.module(x), y).item() for x, y in val_loader))
+"""
+
+
+def _ddp808(tmp_path: Path, source: str) -> list[str]:
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(source))
+    facts = gather(str(path))
+    return [str(f.evidence.get("loader_location")) for r in lint_results(facts, set()) for f in r.findings
+            if f.code == "DDP808"]
+
+
+def test_an_evaluation_loader_no_training_loop_reads_is_not_reported(tmp_path):
+    assert _ddp808(tmp_path, EVALUATION_ONLY.format(train_generator="")) == []
+
+
+def test_the_training_loader_on_the_same_generator_is(tmp_path):
+    found = _ddp808(tmp_path, EVALUATION_ONLY.format(train_generator=", generator=g"))
+    assert len(found) == 1 and found[0].endswith(":14")  # the training loader, not the evaluation one
