@@ -381,6 +381,9 @@ class LoaderFacts:
             for sfn, scall, loops in set_epochs:
                 receiver = scall.func.value
                 rname = last_name(receiver) or ""
+                if not rname and isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Constant) \
+                        and isinstance(receiver.slice.value, str):
+                    rname = receiver.slice.value  # `loaders["train_sampler"].set_epoch(epoch)`
                 ok = (own and rname == own) or rname in ("sampler", "batch_sampler", "train_sampler") \
                     or (dotted(receiver) or "").endswith(".sampler") \
                     or any(v is call for v, _ in program.values_of(receiver, sfn)) \

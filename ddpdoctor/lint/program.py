@@ -97,6 +97,11 @@ class Function:
         return names
 
     @property
+    def kwonly(self) -> list[str]:
+        """The keyword-only parameters (`def __init__(self, model, *, save_to_disk=True)`)."""
+        return [] if isinstance(self.node, ast.Module) else [a.arg for a in self.node.args.kwonlyargs]
+
+    @property
     def line(self) -> int:
         return getattr(self.node, "lineno", 1)
 
@@ -513,12 +518,13 @@ class Program:
                 if isinstance(arg, ast.Starred) or index >= len(params):
                     break
                 target.arguments.setdefault(params[index], []).append((arg, fn))
+            kwonly = target.kwonly
             for kw in node.keywords:
-                if kw.arg in params:
+                if kw.arg in params or kw.arg in kwonly:
                     target.arguments.setdefault(kw.arg, []).append((kw.value, fn))
             if not any(a.__class__ is ast.Starred for a in node.args) and all(kw.arg for kw in node.keywords):
                 given = {kw.arg for kw in node.keywords}  # no `*a` / `**kw`: what is left out is known
-                for name in params[len(node.args):]:
+                for name in [*params[len(node.args):], *kwonly]:
                     if name not in given:
                         target.defaulted.setdefault(name, []).append((node, fn))
 
@@ -633,7 +639,7 @@ class Program:
     def _passed(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
         scope: Optional[Function] = fn
         while scope is not None:
-            if name in scope.params:
+            if name in scope.params or name in scope.kwonly:
                 return scope.arguments.get(name, [])
             scope = scope.parent
         return []

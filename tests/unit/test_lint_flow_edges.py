@@ -1,0 +1,68 @@
+"""Values through the less common doors: a keyword-only parameter (`Checkpointer(..., *,
+save_to_disk=True)` built with `save_to_disk=is_main_process()`, then `if not self.save_to_disk:
+return` before the save: fast-reid) carries the rank test its callers pass; and a sampler kept in
+a dict of loaders gets its set_epoch through the dict (`loaders["train_sampler"].set_epoch(epoch)`:
+3DETR)."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_real_patterns import lint
+
+CHECKPOINTER = """
+def is_main_process():
+    return dist.get_rank() == 0
+
+class Checkpointer:
+    def __init__(self, model, save_dir, *, save_to_disk=True):
+        self.model, self.save_dir, self.save_to_disk = model, save_dir, save_to_disk
+
+    def save(self, name):
+        if not self.save_dir or not self.save_to_disk:
+            return
+        torch.save(self.model.state_dict(), f"{self.save_dir}/{name}.pth")
+
+model = DDP(torch.nn.Linear(4, 1))
+ckpt = Checkpointer(model.module, "out", save_to_disk=WHO)
+for epoch in range(3):
+    ckpt.save(f"model_{epoch}")
+"""
+
+
+def test_a_keyword_only_parameter_carries_the_callers_rank_test(tmp_path):
+    found, _ = lint(tmp_path, CHECKPOINTER.replace("WHO", "is_main_process()"))
+    assert [f.code for f in found if f.code == "DDP806"] == []
+
+
+def test_given_true_on_every_rank_every_rank_saves(tmp_path):
+    found, _ = lint(tmp_path, CHECKPOINTER.replace("WHO", "True"))
+    assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
+
+
+LOADERS = """
+def fit(model, opt, loaders, epochs):
+    for epoch in range(epochs):
+        {set_epoch}
+        for (x,) in loaders["train"]:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+model = DDP(torch.nn.Linear(4, 1))
+datasets = {{"train": TensorDataset(torch.randn(64, 4)), "test": TensorDataset(torch.randn(16, 4))}}
+loaders = {{}}
+for split in ["train", "test"]:
+    sampler = DistributedSampler(datasets[split], shuffle=(split == "train"))
+    loaders[split] = DataLoader(datasets[split], sampler=sampler, batch_size=8)
+    loaders[split + "_sampler"] = sampler
+fit(model, torch.optim.SGD(model.parameters(), lr=0.1), loaders, 3)
+"""
+
+
+def test_set_epoch_through_a_dict_of_loaders_counts(tmp_path):
+    found, _ = lint(tmp_path, LOADERS.format(set_epoch='loaders["train_sampler"].set_epoch(epoch)'))
+    assert [f.code for f in found if f.code == "DDP804"] == []
+
+
+def test_without_it_the_order_repeats(tmp_path):
+    found, _ = lint(tmp_path, LOADERS.format(set_epoch="pass"))
+    assert [f.code for f in found if f.code == "DDP804"] == ["DDP804"]
