@@ -54,6 +54,8 @@ PER_NODE = re.compile(r"per_node|local_world_size|LOCAL_WORLD_SIZE|LOCAL_SIZE|n_
                       r"device_count|nproc|local_size", re.IGNORECASE)
 # A rank within the node, not within the job.
 LOCAL = re.compile(r"local_?rank|LOCALID|local_process_index|get_local_rank", re.IGNORECASE)
+# The most GPUs a node holds (8 is usual, 16 on some): a literal modulus up to this is per node.
+GPUS_PER_NODE_MAX = 16
 # Functions that start one process per rank, the first argument of the target being its index.
 SPAWNERS = {"spawn", "start_processes"}
 
@@ -377,13 +379,24 @@ class RankFlow:
                 polarity = "zero"
             elif isinstance(op, ast.GtE):
                 polarity = "nonzero"
-        return RankTest(text(test), _key(left), polarity, scope=self._scope(left, fn))
+        found = RankTest(text(test), _key(left), polarity, scope=self._scope(left, fn))
+        if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod) and isinstance(left.right, ast.Constant) \
+                and found.scope == "node" and not self._node_count(left.right, fn):
+            found = replace(found, assumption=f"each node runs {left.right.value} processes (the `% "
+                                              f"{left.right.value}` written in)")
+        return found
 
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             # `rank % ngpus_per_node == 0` is one rank per node; `rank % world_size == 0` rank 0
-            # of the job, and a modulus the source does not explain is not taken as per node
+            # of the job, and a modulus the source does not explain is not taken as per node;
+            # a literal count a node can hold (`rank % 8 == 0`, jukebox) is its GPUs written in:
+            # one rank in every 8; a larger one (`dp_rank % 128 == 0`: lingua's probe files, one
+            # per 128 ranks) is a sampling of the ranks, as before
+            if isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) \
+                    and not isinstance(node.right.value, bool) and 1 < node.right.value <= GPUS_PER_NODE_MAX:
+                return "node"
             return "node" if self._node_count(node.right, fn, depth) else "global"
         if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
             # what the source assigns decides before the name: `local_rank = dist.get_rank()` is

@@ -66,3 +66,29 @@ def test_set_epoch_through_a_dict_of_loaders_counts(tmp_path):
 def test_without_it_the_order_repeats(tmp_path):
     found, _ = lint(tmp_path, LOADERS.format(set_epoch="pass"))
     assert [f.code for f in found if f.code == "DDP804"] == ["DDP804"]
+
+
+PER_NODE_LITERAL = """
+def save_checkpoint(model, logdir, name):
+    torch.save({"model": model.state_dict()}, f"{logdir}/checkpoint_{name}.pth.tar")
+
+model = torch.nn.Linear(2, 2)
+for step in range(10):
+    if dist.get_rank() % MOD == 0:
+        save_checkpoint(model, "logs", "latest")
+"""
+
+
+def test_a_literal_gpu_count_in_the_modulus_makes_one_writer_per_node(tmp_path):
+    found, _ = lint(tmp_path, PER_NODE_LITERAL.replace("MOD", "8"))
+    assert [(f.code, f.evidence.get("per_node")) for f in found if f.code == "DDP806"] == [("DDP806", True)]
+
+
+def test_the_world_size_in_the_modulus_is_rank_zero_of_the_job(tmp_path):
+    found, _ = lint(tmp_path, PER_NODE_LITERAL.replace("MOD", "dist.get_world_size()"))
+    assert [f.code for f in found if f.code == "DDP806"] == []
+
+
+def test_a_modulus_larger_than_a_node_samples_the_ranks_as_before(tmp_path):
+    found, _ = lint(tmp_path, PER_NODE_LITERAL.replace("MOD", "128"))
+    assert [f.evidence.get("per_node") for f in found if f.code == "DDP806"] == []
