@@ -142,14 +142,21 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
             for r in results for f in r.findings]
     expected = list(entry.get("expected", []))
     unmatched = list(seen)
-    for exp in expected:
+    # exact places first, optional ones included: a required label's stand-in at another line must
+    # not take the finding an optional label names exactly ("one required, one optional")
+    exact = {}
+    for index, exp in enumerate(expected):
         key = (exp["code"], _norm(exp["file"]), exp["line"])
         hit = next((s for s in unmatched if s.key() == key), None)
-        if hit is not None and hit.severity != exp["severity"]:
-            scored.wrong_severity.append((exp, hit))
+        if hit is not None:
+            unmatched.remove(hit)
+            exact[index] = hit
+            if hit.severity != exp["severity"]:
+                scored.wrong_severity.append((exp, hit))
+    for index, exp in enumerate(expected):
+        hit = exact.get(index)
         if exp.get("optional"):  # a finding a reviewer accepts but does not require
             if hit is not None:
-                unmatched.remove(hit)
                 scored.accepted.append(hit)
             continue
         if hit is None:
@@ -160,7 +167,6 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
             else:
                 scored.missed.append(exp)
             continue
-        unmatched.remove(hit)
         scored.found.append(hit)
     scored.false = unmatched
     return scored

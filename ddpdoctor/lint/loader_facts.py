@@ -222,6 +222,11 @@ class LoaderFacts:
                     if not name:
                         continue
                     _mark_passed(names, fn, name)
+                    if isinstance(sub, ast.Name) and name not in fn.params and name not in fn.bindings:
+                        # a global (`for x in train_loader:` in a module-level function, the loader
+                        # bound at the top level or in the `__main__` block): where it is bound
+                        for _, _, scope in self.program.lookup(name, fn):
+                            names.add((id(scope), name))
                     names |= _packed_by_callers(fn, name)
                     if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
                         # `for x in self.train_data` where __init__ did `self.train_data = train_data`
@@ -394,7 +399,8 @@ class LoaderFacts:
                     matched.append(loc(sfn, scall))
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
                             (loops > 0 or self.in_loop(sfn)) and \
-                            not _varying_set_epoch_beside(sfn, scall, set_epochs):
+                            not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
+                            not _varying_elsewhere(sfn, scall, set_epochs):
                         constant = loc(sfn, scall)
             if not matched and _reseeded_per_pass(fn, call):
                 # rebuilt in the epoch loop with a seed that moves with it (`seed=base + epoch`):
@@ -659,6 +665,16 @@ def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
                         and isinstance(value.elts[index], ast.Name):
                     found.add((id(caller), value.elts[index].id))
     return found
+
+
+def _varying_elsewhere(fn, call: ast.Call, set_epochs) -> bool:
+    """Another receiver gets set_epoch(<a varying value>) in the same function: the loaders' own
+    samplers are matched to their set_epoch calls loosely (`x.sampler` names any), so the constant
+    one (`valid_q.sampler.set_epoch(0)`, beside `train_q.sampler.set_epoch(step)`: NVAE) is the
+    other loader's, not this one's."""
+    mine = text(call.func.value)
+    return any(sfn is fn and other is not call and text(other.func.value) != mine and other.args
+               and not isinstance(other.args[0], ast.Constant) for sfn, other, _ in set_epochs)
 
 
 def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:

@@ -213,9 +213,17 @@ def _constant(value: ast.AST) -> bool:
     if isinstance(value, ast.Call) and last_name(value.func) in ("float", "int") and value.args \
             and all(isinstance(a, ast.Constant) for a in value.args):
         return True
+    if isinstance(value, ast.Call) and last_name(value.func) in ("tensor", "zeros", "ones", "full") \
+            and value.args and all(_constant(a) for a in value.args) \
+            and all(_constant(k.value) or k.arg in ("device", "dtype") for k in value.keywords):
+        return True  # `torch.tensor(0)`, `torch.zeros(1, device=device)`: the same on every rank
     if isinstance(value, ast.Attribute) and value.attr in ("inf", "nan"):
         return True
     return isinstance(value, ast.Tuple) and all(_constant(e) for e in value.elts)
+
+
+# Collectives whose result only one rank holds (the destination): they make nothing the same.
+ONE_RANK_RESULT = frozenset({"reduce", "gather", "gather_object"})
 
 
 def _shared(builder: Builder, fn: Function) -> set[str]:
@@ -224,6 +232,8 @@ def _shared(builder: Builder, fn: Function) -> set[str]:
     names: set[str] = set()
     for node in fn.own_calls:  # fn.own's calls in its order: 136,000 tests fewer on open_clip
         if builder.program.collective(node, fn):
+            if last_name(node.func) in ONE_RANK_RESULT:
+                continue  # `dist.reduce(val, dst=0)`: only rank 0 holds the sum; the others keep their own
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 names.update(n.id for n in walk(arg) if isinstance(n, ast.Name))
     return names

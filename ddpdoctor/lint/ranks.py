@@ -295,6 +295,9 @@ class RankFlow:
                     found = self.guard(value, scope, depth - 1)
                     if found is not None:
                         return replace(found, text=text(test), key=last_name(test) or text(test))
+                found = self._set_by_branches(values, depth)
+                if found is not None:
+                    return replace(found, text=text(test), key=last_name(test) or text(test))
                 one = self._one_rank_object(test, fn)
                 return one
             name = last_name(test) or ""
@@ -491,6 +494,24 @@ class RankFlow:
                     return RankTest(f"{name} is not None", found.key,
                                     found.polarity if side == "body" else found.negated().polarity,
                                     found.assumption, found.scope)
+        return None
+
+    def _set_by_branches(self, values: list, depth: int) -> Optional[RankTest]:
+        """A flag given only constants, True only on a rank test's side (`if opt.rank == 0:
+        opt.log = True` / `else: opt.log = False`, HybrIK): that rank test."""
+        if not all(is_const(v, True, False) for v, _ in values):
+            return None
+        tests = []
+        for value, scope in values:
+            if not is_const(value, True):
+                continue
+            branch = _enclosing_if(scope, value)
+            found = self.guard(branch[0].test, scope, depth - 1) if branch is not None else None
+            if found is None:
+                return None  # true somewhere without a rank test
+            tests.append(found if branch[1] == "body" else found.negated())
+        if tests and len({(t.polarity, t.scope) for t in tests}) == 1:
+            return tests[0]
         return None
 
     def _left_at_none(self, node: ast.AST, fn: Function) -> Optional[RankTest]:

@@ -92,3 +92,31 @@ def test_the_world_size_in_the_modulus_is_rank_zero_of_the_job(tmp_path):
 def test_a_modulus_larger_than_a_node_samples_the_ranks_as_before(tmp_path):
     found, _ = lint(tmp_path, PER_NODE_LITERAL.replace("MOD", "128"))
     assert [f.evidence.get("per_node") for f in found if f.code == "DDP806"] == []
+
+
+FLAG_BY_BRANCHES = """
+def init_dist(opt):
+    opt.rank = dist.get_rank()
+    if opt.rank == 0:
+        opt.log = True
+    else:
+        opt.log = OTHERS
+
+def main(opt):
+    init_dist(opt)
+    model = DDP(torch.nn.Linear(4, 1))
+    if opt.log:
+        torch.save(model.module.state_dict(), "model.pth")
+
+main(argparse.Namespace())
+"""
+
+
+def test_a_flag_set_true_only_on_rank_zeros_side_is_that_rank_test(tmp_path):
+    found, _ = lint(tmp_path, "import argparse\n" + FLAG_BY_BRANCHES.replace("OTHERS", "False"))
+    assert [f.code for f in found if f.code == "DDP806"] == []
+
+
+def test_set_true_on_both_sides_every_rank_saves(tmp_path):
+    found, _ = lint(tmp_path, "import argparse\n" + FLAG_BY_BRANCHES.replace("OTHERS", "True"))
+    assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
