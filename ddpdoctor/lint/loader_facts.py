@@ -212,10 +212,11 @@ class LoaderFacts:
                 if not any(isinstance(c, ast.Call) and self._backward(c, fn)
                            for stmt in node.body for c in walk(stmt)):
                     continue
-                if self._splits_by_rank(node, fn):
+                split = self._splits_by_rank(node, fn)
+                if split:
                     # every rank loads the whole batch and keeps its own slice of it
                     before, names = names, set()
-                if not self._splits_by_rank(node, fn):
+                else:
                     self._train_calls.update(id(c) for c in walk(node.iter) if isinstance(c, ast.Call))
                 for sub in [*walk(node.iter), *_held(self.program, node.iter, fn)]:
                     name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
@@ -235,7 +236,7 @@ class LoaderFacts:
                             if isinstance(value, ast.Name):
                                 for arg, caller in owner.arguments.get(value.id, []):
                                     names.add((id(caller), last_name(arg) or ""))
-                if self._splits_by_rank(node, fn):
+                if split:
                     self._split_names |= names
                     names = before | names
         self._train_names = names

@@ -244,7 +244,7 @@ class Program:
         self.files.append(source)
         module = self._index(source)
         self.__dict__.pop("_methods_by_name", None)
-        self.__dict__.pop("_children", None)  # its classes may derive from known ones
+        self.__dict__.pop("_children_index", None)  # its classes may derive from known ones
         self.__dict__.pop("_built_names", None)
         self.__dict__.pop("_outside", None)  # its functions may set attributes of known classes
         self.__dict__.pop("_method_names", None)  # walker._bound_method's names: its classes' methods count too
@@ -529,7 +529,6 @@ class Program:
                         target.defaulted.setdefault(name, []).append((node, fn))
 
     def _bind(self, fn: Function, target: ast.AST, value: ast.AST, line: int, iterated: bool = False) -> None:
-        self._class_memo = {} if self._class_memo else self._class_memo
         if isinstance(target, ast.Name):
             if not iterated:
                 fn.bindings.setdefault(target.id, []).append((line, value))
@@ -669,15 +668,19 @@ class Program:
                 return found
         return []
 
-    def _descendants(self, klass: Klass) -> list[Klass]:
-        """The local classes derived from klass, at any depth (an index built once, again after a
-        module is read)."""
-        children = self.__dict__.get("_children")
+    def _children(self) -> dict:
+        """Each local class's direct subclasses (an index built once, again after a module is read)."""
+        children = self.__dict__.get("_children_index")
         if children is None:
-            children = self.__dict__["_children"] = {}
+            children = self.__dict__["_children_index"] = {}
             for k in self.classes:
                 for base in self.bases(k):
                     children.setdefault(base, []).append(k)
+        return children
+
+    def _descendants(self, klass: Klass) -> list[Klass]:
+        """The local classes derived from klass, at any depth."""
+        children = self._children()
         out: list[Klass] = []
         todo = list(children.get(klass, ()))
         while todo:
@@ -693,10 +696,7 @@ class Program:
         own), and not in one that overrides `caller` itself (below it, this call never runs).
         Recorded as overrides: reaching one does not make its class live (_reachable), only
         building it does."""
-        children = self.__dict__.get("_children")
-        if children is None:
-            self._descendants(klass)
-            children = self.__dict__["_children"]
+        children = self._children()
         built = self.__dict__.get("_built_names")
         if built is None:  # the names classes are built by somewhere: `Trainer(...)`
             built = self.__dict__["_built_names"] = {last_name(c.func) for f in self.functions for c in f.own_calls}

@@ -384,7 +384,7 @@ class RankFlow:
                 polarity = "nonzero"
         found = RankTest(text(test), _key(left), polarity, scope=self._scope(left, fn))
         if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod) and isinstance(left.right, ast.Constant) \
-                and found.scope == "node" and not self._node_count(left.right, fn):
+                and found.scope == "node":
             found = replace(found, assumption=f"each node runs {left.right.value} processes (the `% "
                                               f"{left.right.value}` written in)")
         return found
