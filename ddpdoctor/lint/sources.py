@@ -124,7 +124,9 @@ def _text(path: Path, texts: Optional[dict[Path, str]] = None) -> str:
     else:
         data = read_source(path)
     try:
-        return data.decode("utf-8")
+        # utf-8-sig: a file that starts with a byte-order mark (StyleGAN2-ADA's) is Python to the
+        # interpreter, which skips the mark; read as plain UTF-8 it would not parse
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return data.decode("latin-1")
 

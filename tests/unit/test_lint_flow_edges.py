@@ -120,3 +120,11 @@ def test_a_flag_set_true_only_on_rank_zeros_side_is_that_rank_test(tmp_path):
 def test_set_true_on_both_sides_every_rank_saves(tmp_path):
     found, _ = lint(tmp_path, "import argparse\n" + FLAG_BY_BRANCHES.replace("OTHERS", "True"))
     assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
+
+
+def test_a_module_that_starts_with_a_byte_order_mark_is_read(tmp_path):
+    (tmp_path / "saver.py").write_bytes(
+        "\ufeffimport torch\n\n\ndef save(model):\n    torch.save(model.state_dict(), 'ckpt.pt')\n".encode("utf-8"))
+    found, facts = lint(tmp_path, "from saver import save\n\nsave(DDP(torch.nn.Linear(2, 2)).module)\n")
+    assert not any("not valid Python" in note for note in facts.notes)
+    assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
