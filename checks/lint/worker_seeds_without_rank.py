@@ -19,7 +19,15 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           or torch (or a seeding helper) from values that are the same on every rank: constants,
           the worker id, a module-level seed, a config attribute (`args.seed`, `cfg.SEED`);
         - `generator=g` on a loader with workers, where `g.manual_seed(...)` is such a value:
-          the workers' seeds come from that generator.
+          the workers' seeds come from that generator;
+        - a training loader with workers and neither of those (or a worker_init_fn that reseeds
+          from `torch.initial_seed()`), whose dataset draws random numbers (its class, builder,
+          transform or collate_fn says random / Rand... / augment / jitter / flip), in a script
+          whose ranks all seed torch with the same value (`torch.manual_seed(args.seed)`,
+          `seed_everything(cfg.seed)`, `set_seed(seed)`): each worker's base seed is drawn
+          from the rank's torch generator. Not when any seeding the ranks run puts the rank in
+          or seeds from a value of unknown origin, nor for the launcher's own seeding before
+          mp.spawn (the spawned ranks never run it).
 
         Not reported: seeds with a rank in them (`seed + rank * num_workers + worker_id`,
         Accelerate's `process_index`), seeds derived from the worker's own state
@@ -72,6 +80,14 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
                        "rank draws the same random augmentation")
             hint = (f"put the rank into {found.function}'s seed (seed + rank * num_workers + worker_id), "
                     "or seed from torch.initial_seed() % 2**32 with torch seeded per rank")
+        elif found.how == "process":
+            sites = ", ".join(found.seed_sites[:3])  # (set for "process" findings only)
+            message = (f"the training DataLoader at {found.loader} has workers whose seeds come from the "
+                       f"rank's torch generator, which every rank seeds alike ({seeds} at {sites}: no rank "
+                       "in the seed), and its dataset draws random numbers: worker k of every rank draws "
+                       "the same random augmentation for different samples")
+            hint = ("seed torch per rank (torch.manual_seed(seed + rank)), or give the loader "
+                    "generator=g with g.manual_seed(seed + rank)")
         else:
             message = (f"the DataLoader at {found.loader} draws its workers' seeds from a generator "
                        f"seeded the same on every rank ({seeds} at {found.location})"
@@ -80,5 +96,6 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
             hint = "seed the generator per rank: g.manual_seed(seed + rank)"
         problems.append(Problem(message=message, hint=hint, location=found.location,
                                 evidence={"loader_location": str(found.loader), "how": found.how,
-                                          "worker_init_fn": found.function or None, "seeds": found.seeds}))
+                                          "worker_init_fn": found.function or None, "seeds": found.seeds,
+                                          **({"seed_locations": found.seed_sites} if getattr(found, "seed_sites", None) else {})}))
     return problems

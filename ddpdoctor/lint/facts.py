@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import batch_flags, data_keys, data_sized, no_sync, rank_state, signal_state, worker_seeds
+from ddpdoctor.lint import (batch_flags, data_keys, data_sized, no_sync, process_seeds, rank_state, signal_state,
+                            worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import BuilderCore, loc
@@ -101,6 +102,7 @@ def build(program: Program, script: str) -> LintFacts:
             any(n.arg == "gradient_accumulation_steps" for n in f.of(ast.keyword))
     loaders = builder.loaders(framework)
     reachable = {id(f.node) for f in program.reachable}
+    seeds = worker_seeds.gather(program.files, reachable, program.functions)
     return LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.sources],
@@ -113,7 +115,7 @@ def build(program: Program, script: str) -> LintFacts:
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped,
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
-        unranked_seeds=worker_seeds.gather(program.files, reachable, program.functions),
+        unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds),
         rank_local=rank_state.gather(builder, ddp or framework is not None)
         + batch_flags.gather(builder, ddp or framework is not None)
         + signal_state.gather(builder, ddp or framework is not None),

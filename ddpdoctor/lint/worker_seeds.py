@@ -47,10 +47,11 @@ class UnrankedSeed:
     """A DataLoader's workers seeded from values that are the same on every rank."""
 
     loader: Location  # the DataLoader call
-    how: str  # "worker_init_fn" | "generator"
+    how: str  # "worker_init_fn" | "generator" | "process" (lint/process_seeds.py)
     function: str  # the worker_init_fn's name ("" for a generator)
     seeds: list[str] = field(default_factory=list)  # the seeding calls, as written
-    location: Optional[Location] = None  # the first seeding call
+    location: Optional[Location] = None  # the first seeding call ("process": the loader)
+    seed_sites: list[str] = field(default_factory=list)  # "process": where each seeding call is
 
 
 class _Files:

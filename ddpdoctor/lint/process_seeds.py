@@ -1,0 +1,270 @@
+"""DDP808's third way: every rank seeds its own torch generator alike, and a training loader's
+workers inherit it.
+
+A DataLoader draws its workers' base seed from the rank's torch generator (the loader's
+`generator=`, else the process's default one): worker k is seeded `base_seed + k`, and torch
+seeds `random` and numpy in the worker from that too. A script that calls
+`torch.manual_seed(args.seed)` (or `seed_everything(cfg.seed)`, transformers' / Accelerate's
+`set_seed(seed)`) with the same value on every rank therefore gives worker k of every rank the
+same base seed: the ranks read different samples, and the k-th of each gets the same random
+crop, flip, masking. A `worker_init_fn` that reseeds from `torch.initial_seed()` or
+`get_worker_info().seed` keeps that sameness (those are the base seed again).
+
+Reported only with all of these in the source (each one missing leaves no finding: the lint
+does not guess):
+- a seeding call the ranks run (under mp.spawn: in what the spawned function reaches, not the
+  launcher's `__main__` block, which the spawned processes never run), and none of the reached
+  seeding calls puts the rank in (`seed + rank`, Accelerate's `device_specific=True`,
+  Lightning's `seed_everything(..., workers=True)`) or seeds from a value of unknown origin;
+- a training loader (a training loop reads it, or it is named or built for training, or it has
+  a sampler) with workers on the default path, no `generator=`, no worker_init_fn of its own
+  making (one that seeds from something else is judged by lint/worker_seeds.py), not built on
+  some ranks only;
+- a dataset that draws randomness in the workers: its class, the local builder that makes it, the
+  arguments it is built with (a transform) or the loader's collate_fn say `random` / `Rand…` /
+  `augment` / `jitter` / `flip` (a token dataset that draws nothing loses nothing).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Optional
+
+from ddpdoctor.lint.fact_builder import loc
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.options import option_defaults
+from ddpdoctor.lint.patterns import keyword, last_name, text
+from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
+
+Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
+Function = Any
+
+# The calls that seed the process's torch generator, by full name (through the file's imports).
+TORCH_SEEDERS = {"torch.manual_seed", "torch.random.manual_seed"}
+# Libraries' helpers that seed torch (and numpy, random) with the value given, on this process:
+# (module prefixes, helper name, the keyword that makes the seed per rank when true)
+LIBRARY_SEEDERS = (
+    (("lightning", "pytorch_lightning", "lightning_fabric"), "seed_everything", "workers"),
+    (("accelerate",), "set_seed", "device_specific"),
+    (("transformers",), "set_seed", None),
+)
+# What a dataset that draws randomness in its workers says somewhere in its own code
+# (`random.random()`, `np.random.randint`, `torch.rand(...)`, an augmentation)...
+RANDOM_WORDS = re.compile(r"random|\brand\w*\(|RandAugment|augment|jitter|flip", re.IGNORECASE)
+# ...and in what it is built with, which runs in the launching process: there a draw
+# (`TensorDataset(torch.randn(64, 4))`) is data, not augmentation; a transform's name is
+ARGUMENT_WORDS = re.compile(r"Random[A-Z]|RandAugment|TrivialAugment|(?i:augment|jitter|flip)")
+_SAME, _PER_RANK, _UNKNOWN = 0, 1, 2
+
+
+def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list[UnrankedSeed]:
+    """The training loaders whose workers take their seeds from a torch generator every rank
+    seeded alike. `loaders`: the LoaderFacts (for which are evaluation / some ranks' only);
+    `already`: what lint/worker_seeds.py found (a loader is reported once)."""
+    seeds = _seeding_calls(builder)
+    if not seeds or any(verdict != _SAME for _, _, verdict in seeds):
+        return []
+    # a training loader, by what the source shows: a training loop reads it, it is called or
+    # built from something called "train", or it has a sampler (an evaluation loader is
+    # sequential); not one built on some ranks only
+    training = {str(f.location) for f in loaders if not f.under_rank_guard and (
+        f.trains or (not f.evaluation and (f.train_named or f.sampler != "none")))}
+    training -= {str(found.loader) for found in already}
+    program = builder.program
+    found = []
+    defaults: Optional[dict] = None
+    for fn, call, _, _ in builder.calls():
+        full = program.qualify(call.func, fn) or ""
+        if full.rpartition(".")[2] != "DataLoader" or not (full.startswith(("torch.", "torch_geometric."))
+                                                            or full == "DataLoader"):
+            continue
+        where = loc(fn, call)
+        if str(where) not in training or keyword(call, "generator") is not None:
+            continue
+        workers = keyword(call, "num_workers")
+        if workers is None or any(kw.arg is None for kw in call.keywords):
+            continue  # no workers by default; `**kwargs` may hold a generator
+        if defaults is None:
+            defaults = option_defaults(program.files)
+        if not _has_workers(program, workers, fn, defaults) or not _keeps_base_seed(program, call, fn):
+            continue
+        if not _draws_randomness(program, call, fn):
+            continue
+        found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in seeds[:3]], where,
+                                  [str(loc(f, c)) for f, c, _ in seeds[:3]]))
+    return found
+
+
+def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
+    """Each seeding of the process's torch generator that the ranks run, with what its seed is."""
+    program = builder.program
+    spawned = program.ranks.spawn_targets
+    reach = builder._spawn_reach() if spawned else None
+    found = []
+    for fn, call, _, _ in builder.calls():
+        full = program.qualify(call.func, fn) or ""
+        verdict = _library_seed(full, call, fn, program)
+        if verdict is None:
+            continue
+        if reach is not None and fn not in reach and not _on_import(fn, call, program):
+            continue  # the launcher's own seeding: the spawned ranks start from their own
+        if not isinstance(fn.node, ast.Module) and fn not in builder.callers() and fn not in spawned:
+            continue  # a method of a live class that nothing calls (a model's `check_sample()` test)
+        found.append((fn, call, verdict))
+    return found
+
+
+def _library_seed(full: str, call: ast.Call, fn: Function, program) -> Optional[int]:
+    """What a call seeds the process's torch generator with: None when it is no such call."""
+    if full in TORCH_SEEDERS:
+        return _judge(call.args[0] if call.args else keyword(call, "seed"), fn, program)
+    name = full.rpartition(".")[2]
+    for prefixes, helper, per_rank in LIBRARY_SEEDERS:
+        if name == helper and full.startswith(prefixes):
+            switch = keyword(call, per_rank) if per_rank else None
+            if switch is not None and not (isinstance(switch, ast.Constant) and not switch.value):
+                return _PER_RANK  # workers=True / device_specific=True (or a value: maybe true)
+            return _judge(call.args[0] if call.args else keyword(call, "seed"), fn, program)
+    return None
+
+
+def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
+    """_SAME when every value the seed may hold names no rank and comes from constants or a
+    config's attributes; _PER_RANK with a rank in it; _UNKNOWN otherwise (a parameter no caller
+    shows, a helper's result)."""
+    if seed is None:
+        return _UNKNOWN  # seed_everything() draws one itself
+    verdict = _SAME
+    for value, scope in program.values_of(seed, fn, 3):
+        for node in walk(value):
+            if RANK_WORDS.search(last_name(node) or "") or program.ranks.is_rank(node, scope):
+                return _PER_RANK
+        verdict = max(verdict, _origin(value, scope, program))
+    return verdict
+
+
+# Counters the ranks step in lockstep (DDP keeps them so): the same on every rank wherever they come from.
+LOCKSTEP = re.compile(r"epoch|step|iter", re.IGNORECASE)
+
+
+def _origin(value: ast.AST, fn: Function, program) -> int:
+    if isinstance(value, (ast.Name, ast.Attribute)) and LOCKSTEP.search(last_name(value) or ""):
+        return _SAME
+    for node in walk(value):
+        if isinstance(node, ast.Call) and (last_name(node.func) or "") not in ("int", "abs", "hash", "str", "getattr"):
+            if not (isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
+                return _UNKNOWN  # a helper's result (`get_seed()`, `random_seed()`): not judged
+        if isinstance(node, ast.Name) and node is value and node.id in getattr(fn, "params", ()):
+            return _UNKNOWN  # a parameter whose callers the lint does not show
+    return _SAME
+
+
+def _on_import(fn: Function, call: ast.Call, program) -> bool:
+    """A module's top-level seeding outside its `__main__` block: a spawned rank imports the
+    script, so it runs there too."""
+    from ddpdoctor.lint.save_facts import _main_test
+
+    if not isinstance(fn.node, ast.Module):
+        return False
+    conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
+    return not any(_main_test(program, cond, fn) for cond, _ in conds)
+
+
+def _has_workers(program, workers: ast.AST, fn: Function, defaults: dict) -> bool:
+    """Workers on the default path: not a literal 0, a name bound only to 0, or an option whose
+    declared default is 0."""
+    for value, _ in program.values_of(workers, fn, 2):
+        if isinstance(value, ast.Constant) and value.value == 0:
+            continue
+        if isinstance(value, ast.Attribute) and defaults.get(value.attr, 1) == 0:
+            continue
+        return True
+    return False
+
+
+def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
+    """No worker_init_fn, or one that reseeds from the worker's base seed only
+    (`torch.initial_seed()`, `get_worker_info().seed`): the sameness stays."""
+    init = keyword(call, "worker_init_fn")
+    if init is None or (isinstance(init, ast.Constant) and init.value is None):
+        return True
+    for value, scope in program.values_of(init, fn, 2):
+        target = program.callee(value, scope) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        if not program.is_function(target) or isinstance(target.node, ast.Module):
+            return False  # a library's or a partial's: not judged here
+        body = "\n".join(text(stmt, 2000) for stmt in target.node.body)
+        if RANK_WORDS.search(body) or not re.search(r"initial_seed|get_worker_info", body):
+            return False
+    return True
+
+
+def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
+    """The loader's dataset (or collate_fn) says it draws random numbers somewhere in its making.
+    When the source does not show which local dataset class it is (handed through a container
+    or a library), any local dataset class that draws is taken: the assumption is the message's."""
+    dataset = call.args[0] if call.args else keyword(call, "dataset")
+    made = [dataset, keyword(call, "collate_fn")]
+    shown: list = []
+    if any(_random_in(program, node, fn, 3, shown) for node in made if node is not None):
+        return True
+    if shown:
+        return False
+    return any(_draws(k) for k in program.classes
+               if any(b.rpartition(".")[2].endswith("Dataset") for b in k.bases) and "__getitem__" in k.methods)
+
+
+def _draws(klass) -> bool:
+    """A dataset class draws in the worker: a method other than __init__ draws (`random.random()`,
+    `np.random.randint`, an augmentation called), or __init__ builds a random transform
+    (`RandomResizedCrop`, `ColorJitter`). A draw in __init__ itself (`random.shuffle(self.files)`)
+    runs once in the launching process: every rank's workers get the list as it is."""
+    return any(RANDOM_WORDS.search(_source(method)) if name != "__init__" else
+               ARGUMENT_WORDS.search(_source(method)) for name, method in klass.methods.items())
+
+
+def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
+    """`shown` gets each local class or builder the values lead to."""
+    for value, scope in program.values_of(node, fn, 2):
+        if ARGUMENT_WORDS.search(text(value, 4000)):
+            return True
+        if depth <= 0:
+            continue
+        if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+            # `datasets["train"]` of `datasets = {"train": train_set, ...}`
+            for held, where in program.values_of(value.value, scope, 2):
+                if isinstance(held, ast.Dict):
+                    for key, item in zip(held.keys, held.values):
+                        if isinstance(key, ast.Constant) and key.value == value.slice.value and \
+                                _random_in(program, item, where, depth - 1, shown):
+                            return True
+            continue
+        if isinstance(value, ast.Name):  # `train_set, val_set = data.splits()`: what the builder returns
+            if any(_random_in(program, held, where, depth - 1, shown)
+                   for held, where in program.unpacked(value.id, scope)):
+                return True
+            continue
+        if not isinstance(value, ast.Call):
+            continue
+        target = program.callee(value.func, scope)
+        if program.is_class(target):
+            shown.append(target)
+            if any(_draws(k) for k in [target, *program.bases(target)]):
+                return True
+        elif program.is_function(target) and not isinstance(target.node, ast.Module):
+            shown.append(target)
+            if ARGUMENT_WORDS.search(_source(target)) or \
+                    any(_random_in(program, ret, target, depth - 1, shown) for ret in target.returned):
+                return True
+        if any(_random_in(program, arg, scope, depth - 1, shown)
+               for arg in [*value.args, *(kw.value for kw in value.keywords)]
+               if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))):
+            return True
+    return False
+
+
+def _source(symbol) -> str:
+    """A local class's or function's own text (its lines in the file)."""
+    node = symbol.node
+    lines = symbol.file.lines[node.lineno - 1:getattr(node, "end_lineno", node.lineno)]
+    return "\n".join(line for line in lines if not line.lstrip().startswith(("import ", "from ", "#")))
