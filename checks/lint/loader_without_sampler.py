@@ -18,7 +18,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
         (datapipes too, also as what local builders return) and dataset classes that shard themselves, loaders built on one rank only, loaders
         named as validation / test loaders (or built in helpers that only evaluation code
-        calls), custom samplers, and scripts run by a framework
+        calls), loaders not proven to train that loops read only with gradients off (`with
+        torch.no_grad():` a feature cache every rank builds in full), custom samplers, and
+        scripts run by a framework
         that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer).
 
         An error when a loop that runs backward iterates the loader (it is the training
@@ -36,7 +38,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         meant to see the same data), does the whole job on every rank. A warning, too, where
         the dataset's `__getitem__` never reads the index it is handed (it draws a random
         sample of its own): the sampler does not choose the samples, the ranks' random state
-        does. A builder's loader counts as training only on the ways in whose constants reach
+        does; and where the plain sampler draws with replacement (`RandomSampler(ds,
+        replacement=True, num_samples=n)`, a WeightedRandomSampler): there is no epoch to split,
+        and ranks seeded apart draw their own samples. A builder's loader counts as training only on the ways in whose constants reach
         it (`make_loader(cfg, train=True)` never builds the `else:` side of `if train:`).
 
     Why it hurts:
@@ -68,6 +72,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             continue  # the branch where the process group is never set up: one process, all the data
         if getattr(loader, "unread", False):
             continue  # returned by a builder into a name no caller reads: never iterated
+        if getattr(loader, "no_grad_read", False):
+            continue  # read with gradients off only (a feature cache every rank builds in full)
         if not loader.trains and not loader.train_named:
             if _whole_job(facts, loader):
                 problems.append(_every_rank_everything(facts, loader))
@@ -84,13 +90,17 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         if getattr(loader, "index_ignored", False):  # the sampler's order does not pick the samples
             message = (f"{message}; unless each rank's random state differs, since the dataset's "
                        "__getitem__ ignores the index it is handed and draws its own sample")
+        replacement = getattr(loader, "with_replacement", False)
+        if replacement:  # no epoch to split: independent draws per rank are a design, if seeded apart
+            message = (f"{message}; unless the ranks are seeded apart: {loader.sampler_class} draws with "
+                       "replacement, so ranks with their own random state draw their own samples")
         configured = getattr(loader, "other_branch_distributed", "")
         if configured:  # the other side of a configuration test handles the distributed switch
             message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
                        f"(the other side handles the process group's switch, this one does not): {message}")
         problems.append(Problem(
             severity=None if loader.trains and not configured and not getattr(loader, "index_ignored", False)
-            else Severity.WARNING,
+            and not replacement else Severity.WARNING,
             message=message,
             hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),

@@ -11,7 +11,8 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import DDP_FORWARD, dotted, is_const, keyword, last_name, through_grad_off
+from ddpdoctor.lint.patterns import (DDP_FORWARD, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+                                     through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Program
 from ddpdoctor.lint.value_flow import unreturned_arguments
 
@@ -56,7 +57,12 @@ class BuilderCore:
             if event.kind == "collective" and id(event) not in paired:
                 if call is not None and self._unwrapped_here(fn, call, event):
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
-                found.append((event.op, loc(fn, event.node), [], own_conds))
+                op = event.op
+                switch = grad_switch(self.program, event.node, fn) if call is not None and \
+                    op.startswith(DDP_FORWARD) else ""
+                if switch and _switched(fn, call, switch, context) is False:
+                    op = grad_off_by(op, switch)  # `compute_loss(..., is_training=False)`
+                found.append((op, loc(fn, event.node), [], own_conds))
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
                     step = f"{fn.file.display}:{event.line} {target.label}"

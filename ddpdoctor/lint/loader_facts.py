@@ -50,6 +50,12 @@ class LoaderFact:
     # the dataset's __getitem__ never reads the index it is handed (it draws its own sample):
     # the sampler does not decide what each rank loads
     index_ignored: bool = False
+    # not proven a training loader, and read by loops that run with gradients off (a feature
+    # cache, an evaluation) whatever its name says
+    no_grad_read: bool = False
+    # its plain sampler draws with replacement (`RandomSampler(ds, replacement=True)`, a
+    # WeightedRandomSampler): each rank draws its own samples when the ranks are seeded apart
+    with_replacement: bool = False
 
 
 @dataclass
@@ -127,11 +133,15 @@ class LoaderFacts:
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
                               or EVAL_NAME.search(builder) or self._eval_only(fn))
-            classes = {last_name(v.func) for v, _ in self.program.values_of(sampler, fn)
-                       if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS} if sampler is not None else set()
+            plain = [v for v, _ in self.program.values_of(sampler, fn)
+                     if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS] if sampler is not None else []
+            classes = {last_name(v.func) for v in plain}
             found.append(LoaderFact(
                 sampler_class=" or ".join(sorted(filter(None, classes))),
-                trains=self._trains(fn, name, call=call),
+                with_replacement=bool(plain) and all(_with_replacement(v) for v in plain),
+                trains=(trains := self._trains(fn, name, call=call)),
+                no_grad_read=not trains and bool(name) and bool(re.search(r"train", name, re.IGNORECASE))
+                and self._trains(fn, name, call=call, among=self._no_grad_names()),
                 train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
                 unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None,
                 handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
@@ -218,28 +228,58 @@ class LoaderFacts:
                     before, names = names, set()
                 else:
                     self._train_calls.update(id(c) for c in walk(node.iter) if isinstance(c, ast.Call))
-                for sub in [*walk(node.iter), *_held(self.program, node.iter, fn)]:
-                    name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
-                    if not name:
-                        continue
-                    _mark_passed(names, fn, name)
-                    if isinstance(sub, ast.Name) and name not in fn.params and name not in fn.bindings:
-                        # a global (`for x in train_loader:` in a module-level function, the loader
-                        # bound at the top level or in the `__main__` block): where it is bound
-                        for _, _, scope in self.program.lookup(name, fn):
-                            names.add((id(scope), name))
-                    names |= _packed_by_callers(fn, name)
-                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
-                        # `for x in self.train_data` where __init__ did `self.train_data = train_data`
-                        klass = self.program._class_of_fn(fn)
-                        for value, owner in (self.program._attr(klass, name) if klass else []):
-                            if isinstance(value, ast.Name):
-                                for arg, caller in owner.arguments.get(value.id, []):
-                                    names.add((id(caller), last_name(arg) or ""))
+                names |= self._iterated_names(node, fn)
                 if split:
                     self._split_names |= names
                     names = before | names
         self._train_names = names
+        return names
+
+    def _iterated_names(self, loop: ast.AST, fn: Function) -> set[tuple[int, str]]:
+        """(function, name) pairs that name what a `for` loop iterates: in fn, and where a
+        parameter iterated comes from (what each caller passes, in the caller's scope)."""
+        names: set[tuple[int, str]] = set()
+        for sub in [*walk(loop.iter), *_held(self.program, loop.iter, fn)]:
+            name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+            if not name:
+                continue
+            _mark_passed(names, fn, name)
+            if isinstance(sub, ast.Name) and name not in fn.params and name not in fn.bindings:
+                # a global (`for x in train_loader:` in a module-level function, the loader
+                # bound at the top level or in the `__main__` block): where it is bound
+                for _, _, scope in self.program.lookup(name, fn):
+                    names.add((id(scope), name))
+            names |= _packed_by_callers(fn, name)
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                # `for x in self.train_data` where __init__ did `self.train_data = train_data`
+                klass = self.program._class_of_fn(fn)
+                for value, owner in (self.program._attr(klass, name) if klass else []):
+                    if isinstance(value, ast.Name):
+                        for arg, caller in owner.arguments.get(value.id, []):
+                            names.add((id(caller), last_name(arg) or ""))
+        return names
+
+    def _no_grad_names(self) -> set[tuple[int, str]]:
+        """(function, name) pairs that loops inside `with torch.no_grad():` (or under a no-grad
+        decorator) iterate without a backward: loaders read to compute without gradients (a
+        feature cache every rank builds in full, an evaluation)."""
+        if hasattr(self, "_no_grad_read"):
+            return self._no_grad_read
+        names: set[tuple[int, str]] = set()
+        for fn in self.functions:
+            blocks = _no_grad_blocks(self.program, fn)
+            if not blocks:
+                continue
+            inside = {id(inner) for block in blocks for inner in block}
+            for node, _ in _fn_loops(fn):
+                if isinstance(node, (ast.For, ast.AsyncFor)) and id(node) in inside and not \
+                        any(isinstance(c, ast.Call) and self._backward(c, fn) for s in node.body for c in walk(s)):
+                    names |= self._iterated_names(node, fn)
+            for block in blocks:  # `cache = [encoder(x) for x, _ in loader]` under `with torch.no_grad():`
+                for inner in block:
+                    if isinstance(inner, ast.comprehension):
+                        names |= self._iterated_names(inner, fn)
+        self._no_grad_read = names
         return names
 
     def _splits_by_rank(self, loop: ast.AST, fn: Function) -> bool:
@@ -253,18 +293,22 @@ class LoaderFacts:
                     return True
         return False
 
-    def _trains(self, fn: Function, name: str, split: bool = False, call: Optional[ast.Call] = None) -> bool:
+    def _trains(self, fn: Function, name: str, split: bool = False, call: Optional[ast.Call] = None,
+                among: Optional[set] = None) -> bool:
         """The loader bound to name in fn is iterated by a backward loop: there, or (returned by a
         builder, alone or as one item of a tuple) where a caller binds what the builder returns,
         on a way in whose constants reach the DataLoader `call` (`create_loader(cfg, True)` never
-        builds the `else:` side of `if train:`). split: by a loop that cuts each batch by the rank."""
+        builds the `else:` side of `if train:`). split: by a loop that cuts each batch by the rank.
+        among: other loops' names instead (_no_grad_names: read with gradients off)."""
         names = self._training_names()
-        if call is not None and not split and id(call) in self._train_calls:
+        if among is None and call is not None and not split and id(call) in self._train_calls:
             return True  # `for x, y in DataLoader(ds, shuffle=True):` built where it is iterated
         if not name:
             return False
         if split:
             names = self._split_names
+        if among is not None:
+            names = among
         if (id(fn), name) in names:
             return True
         position = _returned_at(fn, name)
@@ -688,3 +732,28 @@ def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:
                and not isinstance(other.args[0], ast.Constant) and text(other.func.value) == receiver
                for sfn, other, _ in set_epochs)
 
+
+
+def _with_replacement(sampler: ast.Call) -> bool:
+    """A plain sampler that draws with replacement: WeightedRandomSampler unless told not to,
+    RandomSampler when told to."""
+    replacement = keyword(sampler, "replacement")
+    if last_name(sampler.func) == "WeightedRandomSampler":
+        if replacement is None and len(sampler.args) > 2:
+            replacement = sampler.args[2]
+        return replacement is None or not (isinstance(replacement, ast.Constant) and not replacement.value)
+    if replacement is None and last_name(sampler.func) == "RandomSampler" and len(sampler.args) > 1:
+        replacement = sampler.args[1]
+    return isinstance(replacement, ast.Constant) and replacement.value is True
+
+
+def _no_grad_blocks(program, fn: Function) -> list[list[ast.AST]]:
+    """The nodes of each block of fn that runs with gradients off: the whole body under a
+    `@torch.no_grad()` decorator, each `with torch.no_grad():` / `inference_mode()` block."""
+    from ddpdoctor.lint.patterns import _grad_context
+
+    if any(_grad_context(program, deco, fn) for deco in getattr(fn.node, "decorator_list", [])):
+        return [list(fn.own)]
+    return [[inner for s in stmt.body for inner in walk(s)] for stmt in fn.own
+            if isinstance(stmt, (ast.With, ast.AsyncWith))
+            and any(_grad_context(program, item.context_expr, fn) for item in stmt.items)]

@@ -313,6 +313,30 @@ def _grad_context(program: Program, node: ast.AST, fn: Function) -> str:
     return ""
 
 
+def grad_switch(program: Program, call: ast.Call, fn: Function) -> str:
+    """The parameter of fn that turns gradients on or off around `call`: `with
+    torch.set_grad_enabled(is_training):` in a helper that training and evaluation share; ""
+    when there is none. The way in decides (fact_builder.reach reads the value it passes)."""
+    for stmt in fn.own:
+        if not isinstance(stmt, (ast.With, ast.AsyncWith)):
+            continue
+        for item in stmt.items:
+            node = item.context_expr
+            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
+                    and node.args[0].id in fn.params and (program.qualify(node.func, fn) or "").startswith("torch.") \
+                    and last_name(node.func) == "set_grad_enabled" \
+                    and any(inner is call for s in stmt.body for inner in walk(s)):
+                return node.args[0].id
+    return ""
+
+
+def grad_off_by(op: str, switch: str) -> str:
+    """A DDP forward's op under `set_grad_enabled(<switch>)` that the way in leaves False."""
+    if not (op.startswith(DDP_FORWARD) and op.endswith(_GRAD_ON)):
+        return op
+    return f"{op[:-len(_GRAD_ON)]} under torch.set_grad_enabled({switch}=False) {NO_GRAD_FORWARD}"
+
+
 # Accelerate's save_state() writes from the main process alone under DDP, but under DeepSpeed
 # (engine.save_checkpoint) and FSDP (the sharded state dict) every process takes part: on the
 # main process only it hangs (diffusers' training examples, issue #2606). A warning: the script

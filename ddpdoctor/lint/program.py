@@ -308,6 +308,7 @@ class Program:
             fn._own = None
             fn.__dict__.pop("_own_calls", None)
             fn.__dict__.pop("_handing", None)
+            fn.__dict__.pop("_unpacking", None)
             fn.events = []
             fn.calls = []
             fn.bindings = {}
@@ -539,7 +540,9 @@ class Program:
                 owner.attrs.setdefault(target.attr, []).append((value, fn))
         elif isinstance(target, ast.Attribute) and not iterated:
             key = dotted(target)
-            if key and not key.startswith("self."):
+            # `self.conf.ckpt_dir = None`: an attribute of an object the instance holds (a plain
+            # `self.x` is the class's own, in owner.attrs above)
+            if key and (not key.startswith("self.") or key.count(".") >= 2):
                 fn.attr_bindings.setdefault(key, []).append(value)
         elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
                 and len(target.elts) == len(value.elts):
@@ -587,20 +590,26 @@ class Program:
         (`_, loader, sampler = make_loader(...)`): that element of the tuples the function
         returns. Kept out of the bindings the rank flow reads: a function that returns a rank
         beside a fallback constant (`return 1, 0` when not distributed) would read as no rank."""
+        sites = fn.__dict__.get("_unpacking")
+        if sites is None:  # name -> (assignment, position, width): asked for every name class_of meets
+            sites = fn.__dict__["_unpacking"] = {}
+            for node in fn.own:
+                if not (node.__class__ is ast.Assign and len(node.targets) == 1
+                        and isinstance(node.targets[0], (ast.Tuple, ast.List)) and isinstance(node.value, ast.Call)):
+                    continue
+                elts = node.targets[0].elts
+                if any(isinstance(t, ast.Starred) for t in elts):
+                    continue
+                names = [t.id if isinstance(t, ast.Name) else None for t in elts]
+                for position, each in enumerate(names):
+                    if each is not None and names.index(each) == position:
+                        sites.setdefault(each, []).append((node, position, len(names)))
         out = []
-        for node in fn.own:
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                    and isinstance(node.targets[0], (ast.Tuple, ast.List)) and isinstance(node.value, ast.Call)):
-                continue
-            names = [t.id if isinstance(t, ast.Name) else None for t in node.targets[0].elts]
-            if name not in names or any(isinstance(t, ast.Starred) for t in node.targets[0].elts):
-                continue
-            index = names.index(name)
+        for node, index, width in sites.get(name, ()):
             for target in self.resolve(node.value.func, fn)[0]:
-                for ret in target.own:
-                    if isinstance(ret, ast.Return) and isinstance(ret.value, (ast.Tuple, ast.List)) \
-                            and len(ret.value.elts) == len(names):
-                        out.extend(self.values_of(ret.value.elts[index], target))
+                for ret in target.returned:
+                    if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) == width:
+                        out.extend(self.values_of(ret.elts[index], target))
         return out
 
     def values_of(self, node: ast.AST, fn: Function, depth: int = 3) -> list[tuple[ast.AST, Function]]:
@@ -827,13 +836,33 @@ class Program:
         key = (id(node), id(fn), depth)
         if key in memo:
             return memo[key]
-        found = self._class_of(node, fn, depth)
+        busy = self.__dict__.setdefault("_class_busy", set())
+        if key in busy or len(busy) > 40:
+            # a cycle (`a, b = a.step()` asks what `a` is through its own method's receiver), or
+            # a chain of factories deeper than any author's: not known, not a crash
+            return None
+        busy.add(key)
+        try:
+            found = self._class_of(node, fn, depth)
+        finally:
+            busy.discard(key)
         if memo is self._class_memo:  # nothing changed while it was worked out
             memo[key] = found
         return found
 
     def _class_of(self, node: ast.AST, fn: Function, depth: int) -> Optional[Klass]:
-        for value, scope in self.values_of(node, fn, depth):
+        values = self.values_of(node, fn, depth)
+        if node.__class__ is ast.Name and depth > 0:
+            # `ds, info = get_iters()`: each name is what its position of the returned tuple holds
+            unpacked = self.unpacked(node.id, fn)
+            if unpacked:
+                values = unpacked if values == [(node, fn)] else values + unpacked
+        for value, scope in values:
+            if value.__class__ is ast.Call and last_name(value.func) == "cast" and len(value.args) == 2:
+                # `typing.cast(DataInfo, Config.load(path))`: the author's statement of the type
+                target = self._callee_symbol(value.args[0], scope)
+                if target.__class__ is Klass:
+                    return target
             if value.__class__ is ast.Call:
                 target = self._callee_symbol(value.func, scope)
                 if target.__class__ is Klass:

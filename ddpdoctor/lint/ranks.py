@@ -224,7 +224,11 @@ class RankFlow:
                     return found
             key = dotted(node)
             if key and key in self.attributes:
-                return self.attributes[key]
+                if not key.startswith("self."):
+                    return self.attributes[key]
+                klass = program._class_of_fn(fn)  # `self.conf.x`: this class's own methods set it
+                found = [(v, f) for v, f in self.attributes[key] if program._class_of_fn(f) is klass]
+                return found or None
         return None
 
     def _spawn_index(self, name: str, fn: Function) -> bool:
@@ -483,6 +487,25 @@ class RankFlow:
         if not any(is_const(v, None) for v, _ in values):
             return None
         name = dotted(node) or ""
+        kept = [(v, f) for v, f in values if not is_const(v, None) and _kept_set(f, v, name)]
+        if len(kept) < len(values) and all(is_const(v, None) for v, _ in values if (v, _) not in kept):
+            # `if rank != 0: self.conf.ckpt_dir = None`: cleared on those ranks alone, so it is
+            # not None (whatever it was given) exactly on the others; a value set again only
+            # where it is not None (`if self.conf.ckpt_dir is not None: self.conf.ckpt_dir = sub`)
+            # keeps that
+            tests = []
+            for value, scope in values:
+                if (value, scope) in kept:
+                    continue
+                branch = _enclosing_if(scope, value)
+                found = self.guard(branch[0].test, scope) if branch is not None else None
+                if found is None:
+                    return None
+                tests.append(found if branch[1] == "body" else found.negated())
+            if len({(t.key, t.polarity) for t in tests}) == 1:
+                first = tests[0].negated()
+                return RankTest(f"{name} is not None", first.key, first.polarity, first.assumption, first.scope)
+            return None
         for value, scope in values:
             if is_const(value, None):
                 continue
@@ -665,3 +688,13 @@ def _name_prefix(node: ast.AST) -> str:
     f"init_dist_{x}"; "" when it has none."""
     spec = name_pattern(node)
     return spec[0] if spec is not None and spec[1] is not None else ""
+
+
+def _kept_set(fn: Function, value: ast.AST, name: str) -> bool:
+    """`value` is assigned to `name` inside `if <name> is not None:`: it stays an object there."""
+    branch = _enclosing_if(fn, value)
+    if branch is None or branch[1] != "body":
+        return False
+    test = branch[0].test
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) \
+        and is_const(test.comparators[0], None) and dotted(test.left) == name

@@ -1,0 +1,153 @@
+"""Shapes from the third blind round (session 14), each with its twin: a loader whose plain sampler
+draws with replacement (RF-DETR's tiny-dataset fallback); a helper shared by training and
+evaluation that turns gradients off with `torch.set_grad_enabled(is_training)` (VALL-E); names
+unpacked from a returned tuple, typed by their position (Sockeye); a train-named loader read only
+with gradients off to build a feature cache (CLIP-ReID); and a config attribute cleared to None on
+the other ranks, whose `is not None` test is then a rank test (FrameDiff)."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_real_patterns import codes, lint
+
+WITH_REPLACEMENT = """
+rank = dist.get_rank()
+torch.manual_seed(1234 + rank)
+ds = TensorDataset(torch.randn(12, 8))
+model = DDP(torch.nn.Linear(8, 1))
+loader = DataLoader(ds, batch_size=4, sampler=RandomSampler(ds{how}))
+for (x,) in loader:
+    model(x).sum().backward()
+"""
+
+
+def test_a_sampler_drawing_with_replacement_is_a_warning_that_says_why(tmp_path):
+    found, _ = lint(tmp_path, WITH_REPLACEMENT.format(how=", replacement=True, num_samples=20"))
+    ddp802 = [f for f in found if f.code == "DDP802"]
+    assert [(f.severity.value, f.location.line) for f in ddp802] == [("warning", 11)]
+    assert "draws with replacement" in ddp802[0].message
+
+
+def test_a_shuffling_sampler_over_the_whole_set_stays_an_error(tmp_path):
+    found, _ = lint(tmp_path, WITH_REPLACEMENT.format(how=""))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP802"] == [("DDP802", "error")]
+
+
+SHARED_STEP = """
+from torch import nn
+rank = dist.get_rank()
+model = DDP(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)))
+
+def compute_loss(model, x, is_training):
+    with torch.set_grad_enabled(is_training):
+        return model(x).sum()
+
+for step in range(100):
+    compute_loss(model, torch.randn(8, 4), is_training=True).backward()
+    if step % 10 == 0:
+        if rank == 0:
+            compute_loss(model, torch.randn(8, 4), is_training={flag})
+        dist.barrier()
+"""
+
+
+def test_a_helper_called_with_gradients_off_on_rank_0_is_the_no_grad_warning(tmp_path):
+    found, _ = lint(tmp_path, SHARED_STEP.format(flag="False"))
+    ddp801 = [f for f in found if f.code == "DDP801"]
+    assert [(f.severity.value, f.location.line) for f in ddp801] == [("warning", 19)]
+    assert "set_grad_enabled(is_training=False)" in ddp801[0].message
+
+
+def test_with_gradients_on_it_stays_an_error(tmp_path):
+    found, _ = lint(tmp_path, SHARED_STEP.format(flag="True"))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP801"] == [("DDP801", "error")]
+
+
+UNPACKED = """
+import json
+
+class Info:
+    def save(self, path):
+        with open(path, "w") as f:
+            json.dump({{}}, f)
+
+class Shards:
+    def save(self, path):
+        torch.save({{}}, path)
+
+def load_data():
+    return {returned}
+
+data, info = load_data()
+info.save("data.info")
+model = DDP(torch.nn.Linear(4, 1))
+"""
+
+
+def test_an_unpacked_name_is_typed_by_its_own_position(tmp_path):
+    found, _ = lint(tmp_path, UNPACKED.format(returned="Shards(), Info()"))
+    assert [f.code for f in found if f.code == "DDP806"] == []
+
+
+def test_the_other_position_is_the_writer(tmp_path):
+    found, _ = lint(tmp_path, UNPACKED.format(returned="Info(), Shards()"))
+    assert [(c, s, line) for c, s, line in codes(found) if c == "DDP806"] == [("DDP806", "warning", 16)]
+
+
+FEATURE_CACHE = """
+encoder, head = torch.nn.Linear(8, 4), DDP(torch.nn.Linear(4, 2))
+opt = torch.optim.SGD(head.parameters(), lr=0.1)
+train_loader_feats = DataLoader(TensorDataset(torch.randn(64, 8)), batch_size=8, shuffle=True)
+{reading}
+"""
+CACHED = """
+with torch.no_grad():
+    cache = [encoder(x) for x, in train_loader_feats]
+feats = torch.cat(cache)
+for i in range(0, len(feats), 16):
+    head(feats[i:i + 16]).sum().backward()
+    opt.step()
+"""
+TRAINED = """
+for x, in train_loader_feats:
+    head(encoder(x)).sum().backward()
+    opt.step()
+"""
+
+
+def test_a_train_named_loader_read_only_without_gradients_is_not_a_training_loader(tmp_path):
+    found, _ = lint(tmp_path, FEATURE_CACHE.format(reading=CACHED))
+    assert [f.code for f in found if f.code == "DDP802"] == []
+
+
+def test_the_same_loader_trained_on_is(tmp_path):
+    found, _ = lint(tmp_path, FEATURE_CACHE.format(reading=TRAINED))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP802"] == [("DDP802", "error")]
+
+
+CLEARED = """
+import types
+
+class Experiment:
+    def __init__(self, conf):
+        self.conf = conf
+        {clearing}
+        self.model = DDP(torch.nn.Linear(4, 4))
+
+    def train_step(self, step):
+        if self.conf.ckpt_dir is not None and step % 100 == 0:
+            torch.save(self.model.module.state_dict(), f"{{self.conf.ckpt_dir}}/step_{{step}}.pth")
+
+exp = Experiment(types.SimpleNamespace(ckpt_dir="ckpt"))
+for step in range(1000):
+    exp.train_step(step)
+"""
+
+
+def test_a_folder_cleared_on_the_other_ranks_makes_its_test_a_rank_test(tmp_path):
+    found, _ = lint(tmp_path, CLEARED.format(clearing="if dist.get_rank() != 0:\n            self.conf.ckpt_dir = None"))
+    assert [f.code for f in found if f.code == "DDP806"] == []
+
+
+def test_cleared_on_every_rank_by_an_option_it_is_no_rank_test(tmp_path):
+    found, _ = lint(tmp_path, CLEARED.format(clearing="if conf.no_save:\n            self.conf.ckpt_dir = None"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
