@@ -15,7 +15,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         that leads to it - to a path that does not depend on the rank, in a script that sets
         up a process group; and one under a per-node test (`if local_rank == 0:`,
         `rank % ngpus_per_node == 0`), which one rank on every node reaches: the global rank
-        0 is meant. Saves under `if rank == 0:` (or in a function only called under
+        0 is meant; and one every rank reaches whose path differs only by the rank within a
+        node (`final_{local_rank}.pt`, or mp.spawn's index where the script makes the global
+        rank as `node * ngpus + gpu`): the same local rank of every node writes it. Saves under `if rank == 0:` (or in a function only called under
         one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine,
         and so is a file per sample written while a dataset loads it (a feature cache in
         `__getitem__`: the sampler gives each sample to one rank).
@@ -59,6 +61,13 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         location=save.location,
         evidence={"path": save.path_text, "why": f"under {save.per_node}", "per_node": True},
     ) for save in per_node] + [Problem(
+        message=(f"{_written(save)} at {save.location} runs on every rank, and its path differs only by "
+                 f"`{save.local_path}`, the rank within a node: on several nodes sharing a filesystem, the "
+                 "same local rank of every node writes the same file at once"),
+        hint="put the global rank in the path (`dist.get_rank()`), or save where the global rank is 0",
+        location=save.location,
+        evidence={"path": save.path_text, "why": save.reason, "per_node": True},
+    ) for save in facts.saves if getattr(save, "local_path", "")] + [Problem(
         message=(f"{_written(save)} at {save.location} runs on every rank ({save.reason}): "
                  "all ranks write the same file at once"),
         hint="save on one rank only: `if dist.get_rank() == 0: torch.save(...)`, then dist.barrier() "

@@ -23,6 +23,9 @@ class SaveFact:
     reason: str  # why it is (not) judged every-rank
     per_node: Optional[str] = None  # the per-node test (`local_rank == 0`) that lets one rank per node save
     call: str = "torch.save"  # the writing call, as the finding words it (`model.save_pretrained`)
+    # every_rank, but the path holds a node-local rank alone (`final_{gpu}.pt`, gpu mp.spawn's
+    # index in code that makes the global rank as node * ngpus + gpu): one writer per node per path
+    local_path: str = ""
 
 
 class SaveFacts:
@@ -31,6 +34,7 @@ class SaveFacts:
     # ------------------------------------------------------------------ saves
     def saves(self) -> list[SaveFact]:
         found = []
+        node_local: dict[str, str] = {}
         for fn in self.functions:
             for event in fn.events:
                 if event.kind != "save":
@@ -58,8 +62,11 @@ class SaveFacts:
                     found.append(SaveFact(where, path_text, False, "on the single-process path"))
                     continue
                 if path is not None and self.mentions_rank(path, fn):
-                    found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
-                    continue
+                    local = self._node_local_only(path, fn)
+                    if not local:
+                        found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
+                        continue
+                    node_local[str(where)] = local  # judged as any save, then per node (below)
                 if path is not None and self._unique_per_call(path, fn):
                     found.append(SaveFact(where, path_text, False, "the path is new on every call (uuid, mkstemp)"))
                     continue
@@ -99,7 +106,31 @@ class SaveFacts:
                                           f"{fn.label} is called without a rank test",
                                           self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call)
                                           else None, how))
+        for save in found:
+            if save.every_rank and str(save.location) in node_local:
+                save.every_rank, save.local_path = False, node_local[str(save.location)]
+                save.reason = f"the path differs by the node-local rank `{save.local_path}` alone"
         return found
+
+    def _node_local_only(self, path: ast.AST, fn: Function) -> str:
+        """The node-local rank a path holds when it holds no global one: a name that says
+        `local` (`local_rank`), or mp.spawn's index where the script builds the global rank
+        from it (`node_rank * ngpus + gpu`: the code runs on several nodes). "" otherwise."""
+        ranks = self.program.ranks
+        values = [(path, fn), *self.program.values_of(path, fn, 2)]
+        found = []
+        for value, scope in values:
+            for sub in walk(value):
+                if isinstance(sub, (ast.Name, ast.Attribute)) and ranks.is_rank(sub, scope):
+                    name = last_name(sub) or ""
+                    if "local" in name.lower() or (isinstance(sub, ast.Name) and ranks._spawn_index(name, scope)
+                                                   and _global_from(scope, name)):
+                        found.append(name)
+                    else:
+                        return ""
+                elif isinstance(sub, (ast.Call, ast.Subscript)) and ranks.is_rank(sub, scope):
+                    return ""  # get_rank(), os.environ["RANK"]: a global rank
+        return found[0] if found else ""
 
     def _only_on_failure(self, fn: Function) -> bool:
         """Every call of fn sits in an `except` handler that ends by raising again: a rank that
@@ -257,3 +288,14 @@ def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:
     if tests and all(t.scope == "node" and t.polarity == "zero" for t in tests):
         return tests[-1].text
     return None
+
+
+def _global_from(fn: Function, index: str) -> bool:
+    """fn makes a global rank from mp.spawn's index: `node * per_node + index` somewhere in it."""
+    for node in fn.own:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            sides = [node.left, node.right]
+            if any(isinstance(s, ast.Name) and s.id == index for s in sides) and \
+                    any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult) for s in sides):
+                return True
+    return False

@@ -151,3 +151,34 @@ def test_a_folder_cleared_on_the_other_ranks_makes_its_test_a_rank_test(tmp_path
 def test_cleared_on_every_rank_by_an_option_it_is_no_rank_test(tmp_path):
     found, _ = lint(tmp_path, CLEARED.format(clearing="if conf.no_save:\n            self.conf.ckpt_dir = None"))
     assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+SPAWNED_SAVE = """
+import torch.multiprocessing as mp
+
+def worker(gpu, ngpus, node):
+    dist.init_process_group("gloo", rank={rank}, world_size=2 * ngpus)
+    model = DDP(torch.nn.Linear(4, 4))
+    model(torch.randn(2, 4)).sum().backward()
+    torch.save(model.module.state_dict(), "/shared/final_{{}}.pt".format({key}))
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=2, args=(2, 0))
+"""
+
+
+def test_a_path_keyed_by_the_spawn_index_of_a_multi_node_script_has_one_writer_per_node(tmp_path):
+    found, _ = lint(tmp_path, SPAWNED_SAVE.format(rank="node * ngpus + gpu", key="gpu"))
+    ddp806 = [f for f in found if f.code == "DDP806"]
+    assert [(f.severity.value, f.location.line) for f in ddp806] == [("warning", 13)]
+    assert "rank within a node" in ddp806[0].message
+
+
+def test_keyed_by_the_global_rank_it_is_clean(tmp_path):
+    found, _ = lint(tmp_path, SPAWNED_SAVE.format(rank="node * ngpus + gpu", key="dist.get_rank()"))
+    assert [f.code for f in found if f.code == "DDP806"] == []
+
+
+def test_keyed_by_the_spawn_index_of_a_one_node_script_it_is_clean(tmp_path):
+    found, _ = lint(tmp_path, SPAWNED_SAVE.format(rank="gpu", key="gpu"))
+    assert [f.code for f in found if f.code == "DDP806"] == []
