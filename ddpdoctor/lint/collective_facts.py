@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, loc
-from ddpdoctor.lint.patterns import DDP_BACKWARD, through_grad_off
+from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, through_grad_off
 from ddpdoctor.lint.program import Function, Guard
+from ddpdoctor.lint.ranks import UNIFORM_NAME
 
 
 @dataclass
@@ -28,6 +30,10 @@ class GuardedCollective:
 
 class CollectiveFacts:
     """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP801."""
+
+    def _collective_owner(self, where) -> Optional[Function]:
+        """The function a collective reached at `where` is written in (None: not a collective's)."""
+        return _owner_index(self).get(str(where))
 
     def _ops_under(self, fn: Function, branch: int, side: str) -> Counter:
         ops: Counter = Counter()
@@ -71,7 +77,14 @@ class CollectiveFacts:
                         here = loc(fn, event.node) if self.only_guarded(target) is False else None
                         for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry):
                             op = through_grad_off(self.program, op, event.node, fn)
-                            reached.append((op, here or where, [step] + chain, conds))
+                            # so is a collective in a helper every rank runs elsewhere, a few
+                            # calls down (`reduce_mean()` of a metrics object rank 0 asks)
+                            owner = self._collective_owner(where)
+                            # (not a DDP forward: that is reported at the forward, the call named)
+                            place = here or (loc(fn, event.node) if owner is not None and owner is not target
+                                             and not op.startswith(DDP_FORWARD)
+                                             and self.only_guarded(owner) is False else None)
+                            reached.append((op, place or where, [step] + chain, conds))
                 for op, where, chain, conds in reached:
                     # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
                     # `if use_fsdp_eval: all_reduce()`: every rank gets there
@@ -113,10 +126,22 @@ def _outermost(fn: Function) -> Function:
     return fn
 
 
+def _owner_index(builder) -> dict:
+    index = builder.__dict__.get("_collective_owners")
+    if index is None:
+        index = builder.__dict__["_collective_owners"] = {
+            str(loc(fn, event.node)): fn for fn in builder.functions for event in fn.events
+            if event.kind == "collective"}
+    return index
+
+
 def _assume(assumption: str, conds: tuple) -> str:
     """The guard's own assumption, and the switches on the way to the collective (`if
     use_fsdp_eval:` in a callee): the finding holds only where they are on."""
-    flags = list(dict.fromkeys(f"`{c}`" for c, flag in conds if flag))
+    # a switch that says whether the run is distributed at all (`if self._distributed:` around
+    # the all_reduce) is true wherever there are ranks to disagree: no assumption
+    flags = list(dict.fromkeys(f"`{c}`" for c, flag in conds
+                               if flag and not UNIFORM_NAME.search(c.rpartition(".")[2])))
     if not flags:
         return assumption
     more = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} true on the way"

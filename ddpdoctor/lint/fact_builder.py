@@ -17,7 +17,7 @@ from ddpdoctor.lint.program import Event, Function, Guard, Program
 from ddpdoctor.lint.value_flow import unreturned_arguments
 
 
-MAX_DEPTH = 4  # calls followed from a guarded block to the collective
+MAX_DEPTH = 6  # calls followed from a guarded block to the collective
 SINGLE = re.compile(r"^not [\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$|world_size == 1$",
                     re.IGNORECASE)
 Reached = tuple  # (op, Location, chain, conds): a collective a call leads to

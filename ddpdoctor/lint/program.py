@@ -993,10 +993,43 @@ class Program:
         if klass is not None:
             found = self.method(klass, attr)
             return ([found] if found else []), []
+        if receiver.__class__ is ast.Name:  # `for part in self.parts: part.dataset()`
+            found = [m for k in self._element_classes(receiver.id, fn) if (m := self.method(k, attr)) is not None]
+            if found:
+                return list(dict.fromkeys(found)), []
         weak = self._named(attr)
         if weak and library_made(self, receiver, fn):
             return [], []  # `frames[0].save(...)` over PIL images is no local class's `save`
         return [], weak
+
+    def _element_classes(self, name: str, fn: Function) -> list[Klass]:
+        """The local classes of the items a `for name in <list>` loop of fn iterates, where the
+        list is a literal of built objects (`self.parts = [Snapshot()]`, `self.parts +=
+        [MeanMap()]`, `self.parts.append(Gauge())`): every one of them gets the loop's calls."""
+        loops = [n for n in fn.own if n.__class__ is ast.For and n.target.__class__ is ast.Name
+                 and n.target.id == name]
+        found: list[Klass] = []
+        for loop in loops:
+            items: list[tuple[ast.AST, Function]] = []
+            for value, scope in self.values_of(loop.iter, fn, 2):
+                if value.__class__ in (ast.List, ast.Tuple, ast.Set):
+                    items += [(elt, scope) for elt in value.elts]
+            key = dotted(loop.iter)
+            klass = self._class_of_fn(fn) if key and key.startswith("self.") and key.count(".") == 1 else None
+            for method in (klass.methods.values() if klass is not None else ()):
+                for node in method.own:  # `self.parts += [...]`, `self.parts.append(...)`
+                    if node.__class__ is ast.AugAssign and dotted(node.target) == key and \
+                            node.value.__class__ in (ast.List, ast.Tuple):
+                        items += [(elt, method) for elt in node.value.elts]
+                    elif node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and \
+                            node.func.attr == "append" and dotted(node.func.value) == key and node.args:
+                        items.append((node.args[0], method))
+            for item, scope in items:
+                if item.__class__ is ast.Call:
+                    target = self._callee_symbol(item.func, scope)
+                    if target.__class__ is Klass:
+                        found.append(target)
+        return found
 
     def _table_entries(self, table: ast.AST, fn: Function) -> list:
         """The local functions and classes a table literal holds (`{"nccl": ddp.Backend, None:

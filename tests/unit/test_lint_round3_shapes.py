@@ -182,3 +182,70 @@ def test_keyed_by_the_global_rank_it_is_clean(tmp_path):
 def test_keyed_by_the_spawn_index_of_a_one_node_script_it_is_clean(tmp_path):
     found, _ = lint(tmp_path, SPAWNED_SAVE.format(rank="gpu", key="gpu"))
     assert [f.code for f in found if f.code == "DDP806"] == []
+
+
+DEEP = """
+def reduce_mean(t):
+    if distributed:
+        dist.all_reduce(t)
+    return t
+
+class Running:
+    def __init__(self):
+        self.total = torch.zeros(1)
+    def get(self):
+        return reduce_mean(self.total)
+
+class Maps:
+    def __init__(self):
+        self.mean = Running()
+    def dataset(self):
+        return {{"mean": self.mean.get()}}
+
+class Metrics:
+    def __init__(self):
+        self.maps = Maps()
+    def dataset(self):
+        return self.maps.dataset()
+
+class Report:
+    def __init__(self):
+        self.metrics = Metrics()
+    def dataset(self):
+        return self.metrics.dataset()
+
+class Parts:
+    def __init__(self):
+        self.parts = [Report()]
+        self.parts += [Metrics()]
+    def dataset(self):
+        found = []
+        for part in self.parts:
+            if hasattr(part, "dataset"):
+                found.append(part.dataset())
+        return found
+
+distributed = True
+reduce_mean(torch.ones(1))  # every rank, every step
+{call}
+"""
+
+
+def test_a_collective_five_calls_below_a_rank_test_is_found_at_the_call(tmp_path):
+    found, _ = lint(tmp_path, DEEP.format(call="if dist.get_rank() == 0:\n    Report().dataset()"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP801"] == [("DDP801", "error")]
+    ddp801 = next(f for f in found if f.code == "DDP801")
+    lines = (tmp_path / "train.py").read_text().splitlines()
+    # at the guarded call: reduce_mean runs on every rank elsewhere
+    assert lines[ddp801.location.line - 1] == "    Report().dataset()"
+
+
+def test_through_the_items_of_a_list_of_parts(tmp_path):
+    source = DEEP.format(call="if dist.get_rank() == 0:\n    Parts().dataset()")
+    found, _ = lint(tmp_path, source)
+    assert [c for c, _, _ in codes(found) if c == "DDP801"] == ["DDP801"]
+
+
+def test_every_rank_asking_is_clean(tmp_path):
+    found, _ = lint(tmp_path, DEEP.format(call="Report().dataset()"))
+    assert [f.code for f in found if f.code == "DDP801"] == []
