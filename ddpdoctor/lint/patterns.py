@@ -17,7 +17,8 @@ from ddpdoctor.lint.nodes import walk
 # Calls that return a rank.
 RANK_CALLS = {"get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank", "get_ordinal",
               "get_process_index", "get_local_process_index", "local_process_index",
-              "Get_rank"}  # mpi4py: MPI.COMM_WORLD.Get_rank()
+              "Get_rank",  # mpi4py: MPI.COMM_WORLD.Get_rank()
+              "current_device"}  # torch.cuda.current_device(): the local rank once set_device(local_rank) ran
 RANK_ENV = {"RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID",
             "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"}
 # Decorators that make a function run on one rank only.

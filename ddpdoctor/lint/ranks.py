@@ -53,7 +53,7 @@ UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)$|
 PER_NODE = re.compile(r"per_node|local_world_size|LOCAL_WORLD_SIZE|LOCAL_SIZE|n_?gpus|num_gpus|gpus|"
                       r"device_count|nproc|local_size", re.IGNORECASE)
 # A rank within the node, not within the job.
-LOCAL = re.compile(r"local_?rank|LOCALID|local_process_index|get_local_rank", re.IGNORECASE)
+LOCAL = re.compile(r"local_?rank|LOCALID|local_process_index|get_local_rank|current_device", re.IGNORECASE)
 # The most GPUs a node holds (8 is usual, 16 on some): a literal modulus up to this is per node.
 GPUS_PER_NODE_MAX = 16
 # Functions that start one process per rank, the first argument of the target being its index.
@@ -145,7 +145,7 @@ class RankFlow:
         return files
 
     # ------------------------------------------------------------------ values
-    def is_rank(self, node: ast.AST, fn: Function, depth: int = 4) -> bool:
+    def is_rank(self, node: ast.AST, fn: Function, depth: int = 6) -> bool:
         """The expression's value is (a function of only) this process's rank."""
         # by depth too: an answer worked out with the depth nearly spent (a name whose value is
         # followed no further reads as "not a rank") is not the answer a fresh question gets
@@ -395,6 +395,9 @@ class RankFlow:
 
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and any(
+                isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult) for side in (node.left, node.right)):
+            return "global"  # `node * gpus_per_node + local_rank`: the node's offset makes it the job's rank
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             # `rank % ngpus_per_node == 0` is one rank per node; `rank % world_size == 0` rank 0
             # of the job, and a modulus the source does not explain is not taken as per node;

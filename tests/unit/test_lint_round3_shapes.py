@@ -249,3 +249,42 @@ def test_through_the_items_of_a_list_of_parts(tmp_path):
 def test_every_rank_asking_is_clean(tmp_path):
     found, _ = lint(tmp_path, DEEP.format(call="Report().dataset()"))
     assert [f.code for f in found if f.code == "DDP801"] == []
+
+
+PROCESS_PER_GPU = """
+from torch.multiprocessing import Process
+
+class Worker:
+    def __init__(self, global_rank):
+        self.global_rank = global_rank
+    def train(self, step):
+        if self.global_rank == 0:
+            dist.barrier()
+        if self.global_rank == 0:
+            torch.save({{}}, "last.pt")
+
+def load_worker(local_rank, gpus_per_node, node):
+    global_rank = {global_rank}
+    Worker(global_rank).train(0)
+
+def main():
+    gpus, rank = torch.cuda.device_count(), torch.cuda.current_device()
+    if gpus > 1:
+        for local_rank in range(gpus):
+            Process(target=load_worker, args=(local_rank, gpus, 0)).start()
+    else:
+        load_worker(local_rank=rank, gpus_per_node=1, node=0)
+
+main()
+"""
+
+
+def test_a_rank_made_from_the_node_offset_through_a_worker_object_is_the_global_rank(tmp_path):
+    found, _ = lint(tmp_path, PROCESS_PER_GPU.format(global_rank="node * gpus_per_node + local_rank"))
+    assert [(c, s) for c, s, _ in codes(found) if c in ("DDP801", "DDP806")] == [("DDP801", "error")]
+
+
+def test_the_local_rank_alone_saves_once_per_node(tmp_path):
+    found, _ = lint(tmp_path, PROCESS_PER_GPU.format(global_rank="local_rank"))
+    assert [(c, s) for c, s, _ in codes(found) if c in ("DDP801", "DDP806")] == [
+        ("DDP801", "error"), ("DDP806", "warning")]
