@@ -43,8 +43,9 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
         parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
         if side is parent.orelse or (isinstance(parent, ast.IfExp) and side[0] is parent.orelse):
             parts = [test]  # the else side: what the test's negation holds
-        # `if ddp:` (distributed at all): the other side has no DDP model to sync
-        parts = [p for p in parts if not program.ranks.uniform(p, fn)]
+        # `if ddp:` (distributed at all): the other side has no DDP model to sync; nor has the
+        # other side of `hasattr(model, "no_sync")`, which every DDP model passes
+        parts = [p for p in parts if not program.ranks.uniform(p, fn) and not _has_sync(p)]
         if all({n.id for n in walk(p) if isinstance(n, ast.Name)} & stepping for p in parts):
             continue  # a test on the micro-step: how no_sync is meant to be used
         if any(isinstance(n, ast.Call) and engine_backward(n, fn) for s in other
@@ -64,6 +65,12 @@ def engine_backward(call: ast.Call, fn: Function) -> bool:
     owner = text(call.func.value)
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
                and text(n.func.value) == owner for n in fn.own)
+
+
+def _has_sync(test: ast.AST) -> bool:
+    """`hasattr(model, "no_sync")`: true for every DDP model."""
+    return isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr" \
+        and len(test.args) == 2 and isinstance(test.args[1], ast.Constant) and test.args[1].value in SYNC_WORDS
 
 
 def _mentions(node: ast.AST) -> bool:

@@ -230,6 +230,11 @@ def _shared(builder: Builder, fn: Function) -> set[str]:
     """Names handed to a collective anywhere in fn (`dist.broadcast_object_list([stop])`,
     `dist.all_reduce(flag)`): their value is made the same on every rank there."""
     names: set[str] = set()
+    # `grad_norm = clip_grad_norm_(model.parameters(), ...)`: the norm of gradients DDP's
+    # backward all-reduced, the same on every rank
+    names.update(name for name, values in fn.bindings.items()
+                 if any(isinstance(v, ast.Call) and (last_name(v.func) or "").startswith("clip_grad_norm")
+                        for _, v in values))
     for node in fn.own_calls:  # fn.own's calls in its order: 136,000 tests fewer on open_clip
         if builder.program.collective(node, fn):
             if last_name(node.func) in ONE_RANK_RESULT:
@@ -431,7 +436,7 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             continue
         if {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue  # all-reduced first: the same decision on every rank
-        effect = _effect(builder, fn, stmt, item, ddp, after_only=True)
+        effect = _effect(builder, fn, stmt, item, ddp, after_only=True, returns=bool(tested))
         if effect is None:
             continue
         action, work = effect
@@ -519,10 +524,11 @@ def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optiona
 
 
 def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bool,
-            after_only: bool = False) -> Optional[tuple[str, str]]:
+            after_only: bool = False, returns: bool = False) -> Optional[tuple[str, str]]:
     """What a test on every rank decides that ranks must agree on: (the action, the collective
     work the ranks then disagree about); None when nothing collective depends on it.
-    after_only: only what the branch skips counts (a tensor test: not a branch's own work)."""
+    after_only: only what the branch skips counts (a tensor test: not a branch's own work);
+    returns: a `return` counts too (a test on a value's own number, `np.isnan(loss.item())`)."""
     branches = [stmt.body, stmt.orelse]
     for branch in branches:
         own = _ends(branch)
@@ -536,6 +542,12 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
                 return own, work
         if own == "return" and not after_only:
             work = _work(builder, fn, list(fn.node.body), ddp)
+            if work:
+                return own, work
+        if own == "return" and after_only and returns and not isinstance(fn.node, ast.Module):
+            # a step helper's `if np.isnan(loss_val): return` before its backward: the rank
+            # that returns skips what follows in this call, the others run it
+            work = _work(builder, fn, _continuation(fn.node.body, stmt), ddp)
             if work:
                 return own, work
     if isinstance(stmt, ast.If) and not after_only:
@@ -556,6 +568,23 @@ def _ends(branch: list) -> Optional[str]:
         if isinstance(stmt, ast.Return):
             return "return"
     return None
+
+
+def _continuation(body: list, stmt: ast.stmt) -> list:
+    """What runs after stmt until the function returns: the statements after it in its own block,
+    then after each block around it (`if args.fp16: with autocast(): ...; if nan: return` skips
+    the backward below the `with`)."""
+    for index, top in enumerate(body):
+        if top is stmt:
+            return body[index + 1:]
+        if any(n is stmt for n in walk(top)):
+            blocks = [getattr(top, f, None) for f in ("body", "orelse", "finalbody")]
+            blocks += [h.body for h in getattr(top, "handlers", ())] + [c.body for c in getattr(top, "cases", ())]
+            for block in blocks:
+                if block and any(n is stmt for s in block for n in walk(s)):
+                    return _continuation(block, stmt) + body[index + 1:]
+            return body[index + 1:]
+    return []
 
 
 def _after(body: list, stmt: ast.stmt) -> list:

@@ -288,3 +288,64 @@ def test_the_local_rank_alone_saves_once_per_node(tmp_path):
     found, _ = lint(tmp_path, PROCESS_PER_GPU.format(global_rank="local_rank"))
     assert [(c, s) for c, s, _ in codes(found) if c in ("DDP801", "DDP806")] == [
         ("DDP801", "error"), ("DDP806", "warning")]
+
+
+NAN_HELPER = """
+import numpy as np
+model = DDP(torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+def train_batch(x, fp16):
+    if fp16:
+        with torch.autocast("cpu"):
+            loss = model(x).mean()
+            loss_val = {value}
+            if np.isnan(loss_val):
+                opt.zero_grad()
+                return loss_val
+    else:
+        loss = model(x).mean()
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+for step in range(100):
+    train_batch(torch.randn(4, 8), fp16=True)
+"""
+
+
+def test_a_step_helper_returning_before_its_backward_on_a_nan_loss_is_ddp809(tmp_path):
+    found, _ = lint(tmp_path, NAN_HELPER.format(value="loss.item()"))
+    assert [(c, s, line) for c, s, line in codes(found) if c == "DDP809"] == [("DDP809", "warning", 16)]
+
+
+def test_on_an_all_reduced_loss_it_is_clean(tmp_path):
+    value = "loss.detach().clone()\n            dist.all_reduce(loss_val)"
+    found, _ = lint(tmp_path, NAN_HELPER.format(value=value))
+    assert [f.code for f in found if f.code == "DDP809"] == []
+
+
+HASATTR_SYNC = """
+from contextlib import nullcontext
+model = DDP(torch.nn.Linear(8, 1))
+opt, accum = torch.optim.SGD(model.parameters(), lr=0.1), 4
+for step in range(100):
+    if (step + 1) % accum != 0:
+        ctx = model.no_sync() if {test} else nullcontext()
+        with ctx:
+            model(torch.randn(4, 8)).sum().backward()
+    else:
+        model(torch.randn(4, 8)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_no_sync_behind_hasattr_covers_every_ddp_model(tmp_path):
+    found, _ = lint(tmp_path, HASATTR_SYNC.format(test='hasattr(model, "no_sync")'))
+    assert [f.code for f in found if f.code == "DDP805"] == []
+
+
+def test_no_sync_behind_a_configuration_switch_leaves_the_other_side(tmp_path):
+    found, _ = lint(tmp_path, HASATTR_SYNC.format(test="use_fsdp"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP805"] == [("DDP805", "warning")]
