@@ -21,6 +21,7 @@ from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
 from ddpdoctor.lint.patterns import last_name, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
+from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread
 
 __all__ = ["AccumulationFact", "FactBuilder", "GuardedCollective", "LintFacts", "LoaderFact", "SamplerFact",
            "SaveFact", "build", "loc"]
@@ -135,4 +136,12 @@ def _unreached_setup(program: Program) -> Optional[Location]:
         for call in calls:
             if any(d.lineno <= call.lineno <= (d.end_lineno or d.lineno) for d in defs):
                 return Location(source.display, call.lineno)
+    # a module loaded by a name the source does not spell (`import_module(cfg["trainer"])`):
+    # the local modules never read that set up a process group are where the job's code lives
+    if any(last_name(c.func) in IMPORTERS and dynamic_spec(c) is None and c.args
+           for source in program.files for c in source.of(ast.Call)):
+        read = {f.path for f in program.files}
+        script = program.sources[0].path if program.sources else None
+        if script is not None:
+            return setup_in_unread(script, read, SETUP_CALLS)
     return None

@@ -484,3 +484,38 @@ def _not_read(exc: UsageError, importer: SourceFile, where: ast.AST) -> str:
                 condition = (f" only when `{ast.unparse(node.test)}`" if isinstance(node, ast.If)
                              else " inside a try")
     return f"{exc}; imported at {importer.display}:{getattr(where, 'lineno', '?')}{condition}; not read"
+
+
+UNREAD_SCAN_MAX = 400  # files: a look for where a job's code lives, not a second lint
+
+
+def setup_in_unread(script: Path, read: set, words: tuple[str, ...]) -> Optional["Location"]:
+    """The first local module next to the script (its folder and below, then the working
+    directory's) that the lint did not read and whose text calls one of `words` (a process-group
+    set-up): where a trainer loaded by a name chosen at run time lives. Bounded: at most
+    UNREAD_SCAN_MAX files, no installed packages, no hidden or virtual-environment folders."""
+    from ddpdoctor.core.findings import Location
+
+    seen = 0
+    for root in dict.fromkeys([script.parent, Path.cwd().resolve()]):
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("site-packages", "node_modules")
+                             and not os.path.isfile(os.path.join(folder, d, "pyvenv.cfg")))
+            for name in sorted(names):
+                if not name.endswith(".py"):
+                    continue
+                path = Path(folder, name)
+                if path in read:
+                    continue
+                seen += 1
+                if seen > UNREAD_SCAN_MAX:
+                    return None
+                try:
+                    text = _text(path)
+                except UsageError:
+                    continue
+                for word in words:
+                    at = text.find(f"{word}(")
+                    if at >= 0:
+                        return Location(display_path(path), text.count("\n", 0, at) + 1)
+    return None

@@ -7,6 +7,9 @@ the other ranks, whose `is not None` test is then a rank test (FrameDiff)."""
 
 from __future__ import annotations
 
+import textwrap
+
+from ddpdoctor.lint.driver import gather
 from tests.unit.test_lint_real_patterns import codes, lint
 
 WITH_REPLACEMENT = """
@@ -349,3 +352,48 @@ def test_no_sync_behind_hasattr_covers_every_ddp_model(tmp_path):
 def test_no_sync_behind_a_configuration_switch_leaves_the_other_side(tmp_path):
     found, _ = lint(tmp_path, HASATTR_SYNC.format(test="use_fsdp"))
     assert [(c, s) for c, s, _ in codes(found) if c == "DDP805"] == [("DDP805", "warning")]
+
+
+def test_a_trainer_loaded_by_a_run_time_name_leaves_the_verdict_incomplete(tmp_path):
+    from ddpdoctor.lint.driver import unreached
+
+    source = """
+    import importlib
+    def get_obj(path):
+        module, name = path.rsplit(".", 1)
+        return getattr(importlib.import_module(module), name)
+    trainer = get_obj(config["trainer"])(config)
+    trainer.train()
+    """
+    trainer = """
+    import torch.distributed as dist
+    class Trainer:
+        def __init__(self, config):
+            dist.init_process_group("gloo")
+    """
+    path = tmp_path / "main.py"
+    path.write_text(textwrap.dedent(source))
+    (tmp_path / "my_trainer.py").write_text(textwrap.dedent(trainer))
+    facts = gather(str(path))
+    notes, missing = unreached(facts)
+    assert facts.unreached_setup is not None and facts.unreached_setup.line == 5
+    assert "my_trainer.py" in str(facts.unreached_setup) and missing
+
+
+def test_with_the_module_named_in_the_source_it_is_read_and_judged(tmp_path):
+    source = """
+    import importlib
+    mod = importlib.import_module("my_trainer")
+    trainer = mod.Trainer(config)
+    """
+    trainer = """
+    import torch.distributed as dist
+    class Trainer:
+        def __init__(self, config):
+            dist.init_process_group("gloo")
+    """
+    path = tmp_path / "main.py"
+    path.write_text(textwrap.dedent(source))
+    (tmp_path / "my_trainer.py").write_text(textwrap.dedent(trainer))
+    facts = gather(str(path))
+    assert facts.unreached_setup is None and facts.distributed is not None
