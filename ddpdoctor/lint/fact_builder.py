@@ -202,6 +202,21 @@ class BuilderCore:
         if depth <= 0:
             return False
         for sub in walk(node):
+            # `config["model"]` of `config = {"model": ..., "local_rank": ...}`: that key's value
+            # alone, not the dict's every entry
+            if isinstance(sub, ast.Subscript) and isinstance(sub.value, (ast.Name, ast.Attribute)) and \
+                    isinstance(sub.slice, ast.Constant) and isinstance(sub.slice.value, str):
+                # a config read by a field's name (`config["model"]`): that field, judged by its
+                # name (is_rank above: `config["local_rank"]`) or its value in a dict literal
+                passed_on.add(id(sub.value))
+                held = self.program.values_of(sub.value, fn, 1)
+                if held and all(isinstance(v, ast.Dict) for v, _ in held):
+                    for value, scope in held:
+                        for key, item in zip(value.keys, value.values):
+                            if isinstance(key, ast.Constant) and key.value == sub.slice.value and \
+                                    self.mentions_rank(item, scope, depth - 1, strict):
+                                return True
+        for sub in walk(node):
             if id(sub) in passed_on:
                 continue
             if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and

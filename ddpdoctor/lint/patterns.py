@@ -572,6 +572,9 @@ def name_pattern(node: ast.AST) -> Optional[tuple[str, Optional[str]]]:
             return prefix, rest[1:]  # the conversion letter (`%s`, `%d`) is the varying part
         if isinstance(node.op, ast.Add):
             return node.left.value, ""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.Constant) \
+            and isinstance(node.right.value, str) and not isinstance(node.left, ast.Constant):
+        return "", node.right.value  # `model_name + "Trainer"`
     if isinstance(node, ast.JoinedStr) and sum(isinstance(v, ast.FormattedValue) for v in node.values) == 1:
         parts = [v.value if isinstance(v, ast.Constant) else None for v in node.values]
         cut = parts.index(None)

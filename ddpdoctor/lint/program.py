@@ -24,7 +24,7 @@ from typing import Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
-from ddpdoctor.lint.patterns import dotted, last_name
+from ddpdoctor.lint.patterns import dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made
 from ddpdoctor.lint.sources import SourceFile, dynamic_spec, fits, read
@@ -1061,6 +1061,8 @@ class Program:
             return self._loaded(func, fn, aliases=False) if self.lookup(func.id, fn) else []
         found: list = []
         if func.__class__ is ast.Call:
+            if last_name(func.func) == "getattr":  # `getattr(import_module("pkg"), "Trainer")(model)`
+                return self._loaded(func, fn)
             for helper in self.resolve(func.func, fn)[0]:
                 if helper.node.__class__ is not ast.Module:
                     for ret in helper.returned:
@@ -1091,19 +1093,39 @@ class Program:
                     [n for n in [*self.by_name, *self._waiting] if fits(spec, n)]
                 out.extend(m for m in (self._module(n) for n in names) if m is not None)
             elif last_name(value.func) == "getattr" and len(value.args) >= 2 and depth > 0 and \
-                    isinstance(value.args[1], ast.Constant) and isinstance(value.args[1].value, str):
-                attr = value.args[1].value
+                    (spec := name_pattern(value.args[1])) is not None:
                 owners = self._loaded(value.args[0], scope, depth - 1) or [self._callee_symbol(value.args[0], scope)]
                 for owner in owners:
+                    if spec[1] is not None and owner.__class__ is Module:
+                        # `getattr(module, model_name + "Trainer")`: every class of it that fits
+                        out.extend(k for name, k in self._module_names(owner).items()
+                                   if name.startswith(spec[0]) and name.endswith(spec[1]) and k.__class__ is Klass)
+                        continue
+                    attr = spec[0]
                     if owner.__class__ is Module:
-                        found = owner.functions.get(attr) or owner.classes.get(attr)
+                        # the module's own, or what its `from .trainer import *` re-exports
+                        found = owner.functions.get(attr) or owner.classes.get(attr) or \
+                            self._module_names(owner).get(attr)
                     elif owner.__class__ is Klass:
-                        found = self.method(owner, attr)
+                        found = self.method(owner, attr) if spec[1] is None else None
                     else:
                         found = None
                     if found is not None:
                         out.append(found)
         return out
+
+    def _module_names(self, module: Module) -> dict:
+        """A module's functions and classes by name, with those its `from x import *` lines
+        re-export (one level: a package's __init__ gathering its submodules' trainers)."""
+        names = dict(module.functions)
+        names.update(module.classes)
+        for key, base in module.imports.items():
+            if key[0] == "*" and base != module.name:
+                other = self._module(base)
+                if other is not None:
+                    for name, symbol in [*other.functions.items(), *other.classes.items()]:
+                        names.setdefault(name, symbol)
+        return names
 
     def _entries(self, symbols: list) -> list[Function]:
         """What calling these runs: a function itself, a class's __init__."""

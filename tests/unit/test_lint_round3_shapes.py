@@ -397,3 +397,47 @@ def test_with_the_module_named_in_the_source_it_is_read_and_judged(tmp_path):
     (tmp_path / "my_trainer.py").write_text(textwrap.dedent(trainer))
     facts = gather(str(path))
     assert facts.unreached_setup is None and facts.distributed is not None
+
+
+TRAINER_PACKAGE = """
+    import torch
+
+    class {name}:
+        def __init__(self, model):
+            self.model = model
+        def fit(self):
+            torch.save(self.model.state_dict(), "ckpt.pth")
+"""
+
+
+def test_a_trainer_got_by_name_from_a_package_that_re_exports_it_is_judged(tmp_path):
+    (tmp_path / "trainers").mkdir()
+    (tmp_path / "trainers" / "__init__.py").write_text("from trainers.base import *\n")
+    found, _ = lint(tmp_path, """
+        import importlib
+        model = DDP(torch.nn.Linear(4, 4))
+        getattr(importlib.import_module("trainers"), "Trainer")(model).fit()
+        """, trainers__base=TRAINER_PACKAGE.format(name="Trainer"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+def test_so_is_one_whose_name_is_built_at_run_time(tmp_path):
+    found, _ = lint(tmp_path, """
+        import importlib
+        model = DDP(torch.nn.Linear(4, 4))
+        name = choose()
+        getattr(importlib.import_module("trainers"), name + "Trainer")(model).fit()
+        """, trainers=TRAINER_PACKAGE.format(name="BPRTrainer"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+def test_a_config_field_that_names_no_rank_leaves_the_path_shared(tmp_path):
+    source = """
+    config = {{"model": "S3Rec", "local_rank": int(os.environ["LOCAL_RANK"])}}
+    model = DDP(torch.nn.Linear(4, 4))
+    torch.save(model.module.state_dict(), "{{}}.pth".format(config["{field}"]))
+    """
+    found, _ = lint(tmp_path, source.format(field="model"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+    found, _ = lint(tmp_path, source.format(field="local_rank"))
+    assert [c for c, _, _ in codes(found) if c == "DDP806"] == []
