@@ -26,8 +26,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         learning-rate finder on the wrapper: its hooks all-reduce every gradient bucket; not
         under `no_sync()`, and a side that also trains through the wrapper pairs with it),
         Lightning's `self.log(..., sync_dist=True)`,
-        `trainer.save_checkpoint()` and `strategy.barrier()`, and Accelerate's
-        `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`. A branch whose
+        `trainer.save_checkpoint()` and `strategy.barrier()`, Accelerate's
+        `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`, and a sharded
+        optimizer's `consolidate_state_dict()` (ZeroRedundancyOptimizer, fairscale's OSS: every
+        rank sends its shard; a warning where the optimizer's class is not shown). A branch whose
         other side runs the same collectives (`if rank == 0: work(); barrier()` /
         `else: barrier()`), and the paired `if local_rank != 0: barrier()` ...
         `if local_rank == 0: barrier()` idiom, are balanced and not reported - also across a
@@ -112,6 +114,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
 
 
 def _hint(op: str) -> str:
+    if "consolidate_state_dict()" in op:
+        return ("call optimizer.consolidate_state_dict() on every rank (it gathers the shards to rank 0), "
+                "then save the optimizer's state_dict() on rank 0 alone")
     if sharded_save(op):
         return ("call accelerator.save_state() on every process: Accelerate writes the files from "
                 "the main process itself where only it should, and under DeepSpeed or FSDP every "

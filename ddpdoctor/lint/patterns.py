@@ -197,6 +197,11 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     if full.startswith("accelerate.") and name in ACCELERATE_COLLECTIVES:
         return f"accelerate {name}()"
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if receiver is not None and name == "consolidate_state_dict":
+        # ZeroRedundancyOptimizer's / fairscale OSS's: every rank sends its shard to the target
+        if made_by(program, receiver, fn, "ZeroRedundancyOptimizer") or made_by(program, receiver, fn, "OSS"):
+            return f"{text(call.func, 40)}() (the sharded optimizer gathers every rank's shard)"
+        return f"{text(call.func, 40)}() {SHARDED_OPTIMIZER}"
     if receiver is not None:
         owner = (last_name(receiver) or "").lower()
         if program.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
@@ -364,9 +369,17 @@ def sharded_engine(program: Program) -> str:
     return found
 
 
+# consolidate_state_dict() on an optimizer the source does not show being built: a collective
+# where it is a sharded one (the only optimizers that have it), which the config may choose.
+SHARDED_OPTIMIZER = "(every rank takes part where the optimizer is sharded: ZeroRedundancyOptimizer, OSS)"
+
+
 def sharded_save(op: str) -> bool:
-    """The op is accelerator.save_state() in a script that prepares for DeepSpeed or FSDP."""
-    return op.startswith("accelerator.save_state()") and "every process takes part" in op
+    """The op is a collective only under an engine the source names but does not prove chosen:
+    accelerator.save_state() in a script that prepares for DeepSpeed or FSDP, an optimizer's
+    consolidate_state_dict() where the optimizer's class is not shown."""
+    return (op.startswith("accelerator.save_state()") and "every process takes part" in op) or \
+        op.endswith(SHARDED_OPTIMIZER)
 
 
 def through_grad_off(program: Program, op: str, call: ast.AST, fn: Function) -> str:

@@ -482,7 +482,9 @@ def _loop_dataflow(loop: ast.AST) -> tuple[dict, set, list]:
     for node in walk(loop):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
             for target in _assigned(node):
-                for name in (n.id for n in walk(target) if isinstance(n, ast.Name)):
+                # the names it binds: `a, b = ...` binds a and b; `self.seq_len = batch.size(1)`
+                # binds no name (taking `self` for it made every `self.x` read a forward's output)
+                for name in _bound_names(target):
                     sources.setdefault(name, []).append(node.value)
                     if isinstance(node.value, ast.Call):
                         produced.add(name)
@@ -493,6 +495,16 @@ def _loop_dataflow(loop: ast.AST) -> tuple[dict, set, list]:
         _DATAFLOW.clear()
     _DATAFLOW[id(loop)] = (loop, (sources, produced, losses))
     return sources, produced, losses
+
+
+def _bound_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for elt in target.elts for name in _bound_names(elt)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
 
 
 def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:

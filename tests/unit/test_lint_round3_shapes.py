@@ -441,3 +441,34 @@ def test_a_config_field_that_names_no_rank_leaves_the_path_shared(tmp_path):
     assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
     found, _ = lint(tmp_path, source.format(field="local_rank"))
     assert [c for c, _, _ in codes(found) if c == "DDP806"] == []
+
+
+CONSOLIDATE = """
+from torch.distributed.optim import ZeroRedundancyOptimizer
+
+def save(model, optimizer, path):
+    optimizer.consolidate_state_dict()
+    torch.save({{"model": model.state_dict(), "optim": optimizer.state_dict()}}, path)
+
+model = DDP(torch.nn.Linear(8, 1))
+optimizer = {optimizer}
+for step in range(1, 1001):
+    model(torch.randn(4, 8)).sum().backward()
+    optimizer.step()
+    if step % 100 == 0 {guard}:
+        save(model.module, optimizer, "ckpt.pt")
+"""
+
+
+def test_a_sharded_optimizer_consolidated_on_rank_0_alone_is_ddp801(tmp_path):
+    zero = "ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.1)"
+    found, _ = lint(tmp_path, CONSOLIDATE.format(optimizer=zero, guard="and dist.get_rank() == 0"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP801"] == [("DDP801", "error")]
+    found, _ = lint(tmp_path, CONSOLIDATE.format(optimizer="build_optimizer(model)", guard="and dist.get_rank() == 0"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP801"] == [("DDP801", "warning")]
+
+
+def test_consolidated_on_every_rank_it_is_clean(tmp_path):
+    zero = "ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.1)"
+    found, _ = lint(tmp_path, CONSOLIDATE.format(optimizer=zero, guard=""))
+    assert [c for c, _, _ in codes(found) if c == "DDP801"] == []
