@@ -17,6 +17,7 @@ from ddpdoctor.lint import (batch_flags, data_keys, data_sized, no_sync, process
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import BuilderCore, loc
+from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
 from ddpdoctor.lint.patterns import last_name, text
 from ddpdoctor.lint.program import Program
@@ -95,12 +96,22 @@ def build(program: Program, script: str) -> LintFacts:
             if program.ddp_call(call, fn):
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
                 break
-    no_sync = accumulate = False
+    accumulate = False
+    syncing = set()  # the files that mention no_sync
     for f in program.files:
         attrs = {n.attr for n in f.of(ast.Attribute)}
-        no_sync = no_sync or "no_sync" in attrs or "require_backward_grad_sync" in attrs
+        if "no_sync" in attrs or "require_backward_grad_sync" in attrs:
+            syncing.add(id(f))
         accumulate = accumulate or "accumulate" in attrs or \
             any(n.arg == "gradient_accumulation_steps" for n in f.of(ast.keyword))
+    # only where it can run: a helper nothing calls (EDM's `ddp_sync`, imported with the module
+    # for another name) syncs nothing; a lambda or closure inside a called one does
+    callers = builder.callers() if syncing else {}
+    no_sync = any(isinstance(n, ast.Attribute) and n.attr in ("no_sync", "require_backward_grad_sync")
+                  for fn in builder.functions
+                  if id(fn.file) in syncing and (isinstance(fn.node, ast.Module) or fn in callers
+                                                 or fn.name.startswith("on_"))
+                  for n in (fn.own if isinstance(fn.node, ast.Module) else walk(fn.node)))
     loaders = builder.loaders(framework)
     reachable = {id(f.node) for f in program.reachable}
     seeds = worker_seeds.gather(program.files, reachable, program.functions)

@@ -182,6 +182,15 @@ class RankFlow:
             return True
         if isinstance(node, ast.Subscript):
             key = node.slice
+            if isinstance(key, (ast.Name, ast.Attribute)):
+                # `config[KEY.RANK]` with `RANK = "rank"` in a module of keys: the key's constant
+                named = [v for v, _ in self.program.values_of(key, fn, 2) if isinstance(v, ast.Constant)]
+                owner = self.program.symbol(key.value.id, fn) if isinstance(key, ast.Attribute) and \
+                    isinstance(key.value, ast.Name) else None
+                if owner is not None and owner.__class__.__name__ == "Module" and owner.body is not None:
+                    named = [v for _, v in owner.body.bindings.get(key.attr, []) if isinstance(v, ast.Constant)]
+                if len(named) == 1:
+                    key = named[0]
             # config["rank"], cfg["local_rank"]: a rank kept in a dict
             return env_key(node) in RANK_ENV or (isinstance(key, ast.Constant) and isinstance(key.value, str)
                                                   and bool(RANK_NAME.match(key.value)))

@@ -472,3 +472,64 @@ def test_consolidated_on_every_rank_it_is_clean(tmp_path):
     zero = "ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.1)"
     found, _ = lint(tmp_path, CONSOLIDATE.format(optimizer=zero, guard=""))
     assert [c for c, _, _ in codes(found) if c == "DDP801"] == []
+
+
+KEYED_RANK = """
+KEY_RANK = "rank"
+
+def run_epochs(model, config):
+    rank = config[KEY_RANK]
+    def write_checkpoint(epoch):
+        if config["is_ddp"] and rank != 0:
+            return
+        torch.save(model.state_dict(), f"out/checkpoint_{{epoch}}.pth")
+    for epoch in range(10):
+        model(torch.randn(2, 4)).sum().backward()
+        write_checkpoint(epoch)
+
+config = {{"is_ddp": True}}
+config[KEY_RANK] = {rank}
+run_epochs(DDP(torch.nn.Linear(4, 1)), config)
+"""
+
+
+def test_a_rank_kept_under_a_key_named_by_a_constant_is_a_rank(tmp_path):
+    found, _ = lint(tmp_path, KEYED_RANK.format(rank='int(os.environ["RANK"])'))
+    assert [c for c, _, _ in codes(found) if c == "DDP806"] == []
+
+
+def test_a_key_holding_no_rank_is_no_rank_test(tmp_path):
+    found, _ = lint(tmp_path, KEYED_RANK.format(rank="0").replace('KEY_RANK = "rank"', 'KEY_RANK = "verbose"'))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+UNUSED_SYNC = """
+import contextlib
+
+@contextlib.contextmanager
+def ddp_sync(module, sync):
+    if sync:
+        yield
+    else:
+        with module.no_sync():
+            yield
+
+model = DDP(torch.nn.Linear(4, 1))
+optimizer = torch.optim.Adam(model.parameters())
+for step in range(100):
+    optimizer.zero_grad()
+    for micro in range(4):
+        {body}
+    optimizer.step()
+"""
+
+
+def test_a_no_sync_helper_nothing_calls_does_not_cover_the_accumulation(tmp_path):
+    found, _ = lint(tmp_path, UNUSED_SYNC.format(body="model(torch.randn(8, 4)).sum().backward()"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP805"] == [("DDP805", "warning")]
+
+
+def test_called_around_the_backward_it_does(tmp_path):
+    body = "with ddp_sync(model, micro == 3):\n            model(torch.randn(8, 4)).sum().backward()"
+    found, _ = lint(tmp_path, UNUSED_SYNC.format(body=body))
+    assert [c for c, _, _ in codes(found) if c == "DDP805"] == []
