@@ -66,9 +66,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
             hint = (f"share `{found.value}` before the test: all_reduce it each step (op=MAX) and test "
                     "the result, so every rank acts on the signal at the same step")
         elif found.kind == "rank_state":
+            how = (f"every rank steps `{found.value}` and `{found.guard}` steps it further (at {found.assigned}): "
+                   "that rank's count runs ahead" if getattr(found, "stepped", False) else
+                   f"`{found.value}` is set only under `{found.guard}` (at {found.assigned})")
             message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank, but "
-                       f"`{found.value}` is set only under `{found.guard}` (at {found.assigned}): "
-                       f"the ranks disagree and the others wait in {found.work}")
+                       f"{how}: the ranks disagree and the others wait in {found.work}")
             hint = (f"share `{found.value}` before the test (dist.broadcast from the rank that sets it, "
                     "or all_reduce a flag), or update it on every rank")
         else:

@@ -44,6 +44,7 @@ class RankLocalDecision:
     assigned: Optional[Location] = None  # rank_state: where it is set under the rank test
     guard: str = ""  # rank_state: that rank test
     assumption: str = ""  # "" when proven; else what must hold (a warning that says so)
+    stepped: bool = False  # rank_state: every rank steps it, and the rank test steps it further
 
 
 @dataclass
@@ -256,6 +257,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
     local: dict[str, _Stmt] = {}
     ranked_of: dict[str, list[_Stmt]] = {}  # every assignment of a local name under a rank test
     relative: set[str] = set()  # also stepped on every rank: the rank's own value carries on
+    ahead: set[str] = set()  # stepped on every rank, and further under a rank test
     for name, items in assigned.items():
         if name in shared or name in loop_targets:
             continue
@@ -282,6 +284,13 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             local[name] = next(i for i in ranked if isinstance(i.node, ast.Assign))
             ranked_of[name] = ranked
             relative.add(name)
+        # or every rank steps it and a rank test steps it further (`it += len(x)` in training,
+        # again in rank 0's validation): that rank's count runs ahead, pass after pass
+        elif ranked and others and all(isinstance(i.node, ast.AugAssign) and i.loops for i in ranked) and any(
+                isinstance(i.node, ast.AugAssign) for i in others):
+            local[name] = ranked[0]
+            ranked_of[name] = ranked
+            ahead.add(name)
     if not local:
         return []
     found = []
@@ -320,6 +329,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         action, work = effect
         found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
+        found[-1].stepped = name in ahead
     return found
 
 

@@ -533,3 +533,40 @@ def test_called_around_the_backward_it_does(tmp_path):
     body = "with ddp_sync(model, micro == 3):\n            model(torch.randn(8, 4)).sum().backward()"
     found, _ = lint(tmp_path, UNUSED_SYNC.format(body=body))
     assert [c for c, _, _ in codes(found) if c == "DDP805"] == []
+
+
+COUNTER_AHEAD = """
+def main(rank, data, val_data, n_iter):
+    net = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler)
+    it, epoch = 0, 0
+    while it <= n_iter:
+        epoch += 1
+        sampler.set_epoch(epoch)
+        for x in loader:
+            opt.zero_grad()
+            net(x).sum().backward()
+            opt.step()
+            it += len(x)
+        if rank == 0:
+            with torch.no_grad():
+                for x in val_data:
+                    net.module(x)
+                    {counting}
+
+torch.multiprocessing.spawn(main, args=(torch.randn(64, 4), torch.randn(16, 4), 10_000), nprocs=2)
+"""
+
+
+def test_a_counter_rank_0_steps_further_decides_the_loop_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, COUNTER_AHEAD.format(counting="it += len(x)"))
+    ddp809 = [f for f in found if f.code == "DDP809"]
+    assert [(f.severity.value, f.location.line) for f in ddp809] == [("error", 13)]
+    assert "steps it further" in ddp809[0].message
+
+
+def test_a_counter_of_its_own_for_validation_is_clean(tmp_path):
+    found, _ = lint(tmp_path, COUNTER_AHEAD.format(counting="seen = len(x)"))
+    assert [f.code for f in found if f.code == "DDP809"] == []
