@@ -106,10 +106,13 @@ def build(program: Program, script: str) -> LintFacts:
             any(n.arg == "gradient_accumulation_steps" for n in f.of(ast.keyword))
     # only where it can run: a helper nothing calls (EDM's `ddp_sync`, imported with the module
     # for another name) syncs nothing; a lambda or closure inside a called one does
-    callers = builder.callers() if syncing else {}
+    # (a guessed receiver counts here: `backend.get_context_for_microstep_forward(...)` over
+    # several backends' methods may be the one that syncs)
+    called = {t for fn in builder.functions for e in fn.events if e.kind in ("call", "ref")
+              for t in (*e.targets, *e.weak)} if syncing else set()
     no_sync = any(isinstance(n, ast.Attribute) and n.attr in ("no_sync", "require_backward_grad_sync")
                   for fn in builder.functions
-                  if id(fn.file) in syncing and (isinstance(fn.node, ast.Module) or fn in callers
+                  if id(fn.file) in syncing and (isinstance(fn.node, ast.Module) or fn in called
                                                  or fn.name.startswith("on_"))
                   for n in (fn.own if isinstance(fn.node, ast.Module) else walk(fn.node)))
     loaders = builder.loaders(framework)

@@ -24,7 +24,7 @@ from typing import Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
-from ddpdoctor.lint.patterns import dotted, last_name, name_pattern
+from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made
 from ddpdoctor.lint.sources import SourceFile, dynamic_spec, fits, read
@@ -998,6 +998,8 @@ class Program:
             if found:
                 return list(dict.fromkeys(found)), []
         weak = self._named(attr)
+        if weak and attr in SELF_RETURNING and any(self.ddp_call(v, s) for v, s in self.values_of(receiver, fn)):
+            return [], []  # `self.model.train()` on a DDP model: nn.Module.train, not the script's Trainer.train
         if weak and library_made(self, receiver, fn):
             return [], []  # `frames[0].save(...)` over PIL images is no local class's `save`
         return [], weak

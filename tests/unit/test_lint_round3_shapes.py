@@ -570,3 +570,41 @@ def test_a_counter_rank_0_steps_further_decides_the_loop_on_every_rank(tmp_path)
 def test_a_counter_of_its_own_for_validation_is_clean(tmp_path):
     found, _ = lint(tmp_path, COUNTER_AHEAD.format(counting="seen = len(x)"))
     assert [f.code for f in found if f.code == "DDP809"] == []
+
+
+MODULE_TRAIN = """
+class Trainer:
+    def __init__(self, n):
+        self.model = DDP(build_model())
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.setup_data(n)
+
+    def setup_data(self, n):
+        data = TensorDataset(torch.randn(n, 4))
+        self.sampler = DistributedSampler(data)
+        self.loader = DataLoader(data, batch_size=8, sampler=self.sampler)
+        self.sampler.set_epoch(0)
+
+    def train(self, new_n=None):
+        if new_n:
+            self.setup_data(new_n)
+        for epoch in range(10):
+            self.sampler.set_epoch(epoch)
+            self.train_one_epoch()
+
+    def train_one_epoch(self):
+        self.model.{mode}()
+        for (x,) in self.loader:
+            self.model(x).sum().backward()
+            self.opt.step()
+
+def build_model():
+    return torch.nn.Linear(4, 1)
+
+Trainer(64).train()
+"""
+
+
+def test_a_models_own_train_is_no_call_of_the_trainers_train(tmp_path):
+    found, _ = lint(tmp_path, MODULE_TRAIN.format(mode="train"))
+    assert [f.code for f in found if f.code == "DDP804"] == []
