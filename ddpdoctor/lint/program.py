@@ -980,7 +980,9 @@ class Program:
             root = receiver
             while root.__class__ is ast.Attribute:
                 root = root.value
-            if root.__class__ is ast.Name and self.symbol(root.id, fn).__class__ is Module:
+            # (a namespace package, without __init__.py, is no module of its own: its import is the way in)
+            if root.__class__ is ast.Name and (self.symbol(root.id, fn).__class__ is Module
+                                               or (root.id in fn.module.imports and not self.lookup(root.id, fn))):
                 full = self.qualify(func, fn)
                 found = self.full_symbol(full) if full else None
                 if found.__class__ is Function or found.__class__ is Klass:

@@ -417,6 +417,8 @@ class RankFlow:
                     and not isinstance(node.right.value, bool) and 1 < node.right.value <= GPUS_PER_NODE_MAX:
                 return "node"
             return "node" if self._node_count(node.right, fn, depth) else "global"
+        if isinstance(node, (ast.Name, ast.Attribute)) and self._offset_by_node(node, fn):
+            return "global"  # `args.local_rank += args.node_index * args.gpu_per_node`
         if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
             # what the source assigns decides before the name: `local_rank = dist.get_rank()` is
             # the global rank whatever it is called
@@ -429,6 +431,19 @@ class RankFlow:
         if isinstance(node, ast.Call) and last_name(node.func) in ("int", "str") and node.args:
             return self._scope(node.args[0], fn, depth)
         return "global"
+
+    def _offset_by_node(self, node: ast.AST, fn: Function) -> bool:
+        """The name (or attribute) is stepped by a product somewhere in the program (`local_rank +=
+        node_index * gpus_per_node`): from then on it is the job's rank, whatever it is called."""
+        key = dotted(node)
+        if not key:
+            return False
+        index = self.__dict__.get("_node_offsets")
+        if index is None:  # built once: the targets of `x += a * b` in every file read
+            index = self.__dict__["_node_offsets"] = {
+                dotted(n.target) for source in self.program.files for n in source.of(ast.AugAssign)
+                if isinstance(n.op, ast.Add) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Mult)}
+        return key in index
 
     def _node_count(self, node: ast.AST, fn: Function, depth: int = 3) -> bool:
         """The number of processes per node: torch.cuda.device_count(), LOCAL_WORLD_SIZE,

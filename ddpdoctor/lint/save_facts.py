@@ -45,8 +45,12 @@ class SaveFacts:
                 path_text = text(path) if path is not None else "?"
                 where = loc(fn, call)
                 if event.guards:
+                    # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`)
+                    # writes a file of its own
+                    per_host = path is not None and self._names_host(path, fn)
                     found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
-                                          None if _reads_back(fn, path, call) else _per_node(event.guards), how))
+                                          None if per_host or _reads_back(fn, path, call) else _per_node(event.guards),
+                                          how))
                     continue
                 first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
                 if first:
@@ -139,15 +143,33 @@ class SaveFacts:
         return bool(sites) and all(isinstance(event.node, ast.Call) and _in_a_reraising_handler(caller, event.node)
                                    for caller, event in sites)
 
+    def _names_host(self, path: ast.AST, fn: Function) -> bool:
+        """The path holds the machine's name (socket.gethostname(), platform.node()), directly or
+        through the names it is built from: each node writes its own."""
+        return self._holds_call(path, fn, HOST_NAMES)
+
     def _unique_per_call(self, path: ast.AST, fn: Function) -> bool:
         """The path holds a value no two calls share - `uuid.uuid4()`, a `tempfile.mkstemp()` /
         `NamedTemporaryFile` name - directly or through the names it is built from: each rank
         writes its own file, whatever the rest of the path says."""
+        return self._holds_call(path, fn, UNIQUE_NAMES)
+
+    def _holds_call(self, path: ast.AST, fn: Function, calls: frozenset) -> bool:
+        """A call of one of these (by full name) is in the path or in what its names hold."""
         names = [(path, fn), *self.program.values_of(path, fn, 2)]
-        for node, scope in list(names):  # `name = f"{base}-{tag}.pt"` where `tag = uuid.uuid4().hex`
-            names += [v for sub in walk(node) if isinstance(sub, ast.Name) and sub is not node
-                      for v in self.program.values_of(sub, scope, 1)]
-        return any(isinstance(sub, ast.Call) and (self.program.qualify(sub.func, scope) or "") in UNIQUE_NAMES
+        fresh = list(names)
+        for _ in range(3):  # a few steps out: names' values, and what a local helper returns
+            more = []
+            for node, scope in fresh:
+                # `name = f"{base}-{tag}.pt"` where `tag = uuid.uuid4().hex`
+                more += [v for sub in walk(node) if isinstance(sub, ast.Name)
+                         for v in self.program.values_of(sub, scope, 1) if v[0] is not sub]
+                if isinstance(node, ast.Call):  # `log_dir = make_logdir(name)`
+                    more += [(ret, target) for target in self.program.resolve(node.func, scope)[0]
+                             if not isinstance(target.node, ast.Module) for ret in target.returned]
+            fresh = [m for m in more if all(m[0] is not n for n, _ in names)][:64]
+            names += fresh
+        return any(isinstance(sub, ast.Call) and (self.program.qualify(sub.func, scope) or "") in calls
                    for value, scope in names for sub in walk(value))
 
     def _in_the_launcher(self, fn: Function, event, depth: int = 6) -> bool:
@@ -227,6 +249,7 @@ class SaveFacts:
 # calls whose value is new on every call: a path built from one names a file no other rank writes
 UNIQUE_NAMES = frozenset({"uuid.uuid1", "uuid.uuid4", "tempfile.mkstemp", "tempfile.mkdtemp",
                           "tempfile.NamedTemporaryFile", "tempfile.mktemp"})
+HOST_NAMES = frozenset({"socket.gethostname", "platform.node", "os.uname", "socket.getfqdn"})
 
 
 def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:

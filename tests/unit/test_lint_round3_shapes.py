@@ -608,3 +608,66 @@ Trainer(64).train()
 def test_a_models_own_train_is_no_call_of_the_trainers_train(tmp_path):
     found, _ = lint(tmp_path, MODULE_TRAIN.format(mode="train"))
     assert [f.code for f in found if f.code == "DDP804"] == []
+
+
+OFFSET_RANK = """
+import argparse
+p = argparse.ArgumentParser()
+p.add_argument("--local_rank", type=int, default=-1)
+p.add_argument("--node_index", type=int, default=0)
+p.add_argument("--gpu_per_node", type=int, default=8)
+args = p.parse_args()
+{offset}
+model = DDP(torch.nn.Linear(4, 4))
+if args.local_rank in [-1, 0]:
+    torch.save(model.module.state_dict(), "ckpt.pt")
+"""
+
+
+def test_a_local_rank_offset_by_its_node_is_the_global_rank(tmp_path):
+    found, _ = lint(tmp_path, OFFSET_RANK.format(offset="args.local_rank += args.node_index * args.gpu_per_node"))
+    assert [c for c, _, _ in codes(found) if c == "DDP806"] == []
+
+
+def test_without_the_offset_it_saves_once_per_node(tmp_path):
+    found, _ = lint(tmp_path, OFFSET_RANK.format(offset="pass"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+PER_HOST = """
+import socket
+def make_logdir(name):
+    return os.path.join("runs", {folder})
+local_rank = int(os.environ["LOCAL_RANK"])
+log_dir = make_logdir("gpt2")
+model = DDP(torch.nn.Linear(4, 4))
+if local_rank == 0:
+    torch.save(model.module.state_dict(), log_dir + "/model.bin")
+"""
+
+
+def test_a_per_node_writer_of_a_folder_named_after_its_host_writes_its_own_file(tmp_path):
+    found, _ = lint(tmp_path, PER_HOST.format(folder='socket.gethostname() + "_" + name'))
+    assert [c for c, _, _ in codes(found) if c == "DDP806"] == []
+
+
+def test_a_shared_folder_has_one_writer_per_node(tmp_path):
+    found, _ = lint(tmp_path, PER_HOST.format(folder='"latest_" + name'))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+def test_a_namespace_packages_dotted_call_is_followed(tmp_path):
+    (tmp_path / "nspkg").mkdir()
+    (tmp_path / "nspkg" / "train.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+        def train(path):
+            dist.init_process_group("gloo")
+            model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+            torch.save(model.module.state_dict(), path)
+        """))
+    path = tmp_path / "main.py"
+    path.write_text("import nspkg.train\n\nnspkg.train.train('ckpt.pt')\n")
+    from ddpdoctor.lint.driver import lint_results
+    found = [f for r in lint_results(gather(str(path)), set()) for f in r.findings]
+    assert [f.code for f in found] == ["DDP806"]
