@@ -155,7 +155,7 @@ class LoaderFacts:
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
-                                               self._switches()),
+                                               self._switches()) or self.in_the_launcher(fn, call),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
                 other_branch_distributed=self._other_branch_distributed(fn, call),

@@ -1180,7 +1180,8 @@ class Program:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             # `mp.spawn(mpu.run, ...)`: a function of an imported local module
             owner = self.symbol(node.value.id, fn)
-            if owner.__class__ is Module:
+            if owner.__class__ is Module or owner.__class__ is Klass:
+                # (or a class's own: `mp.spawn(Trainable._worker, ...)`, a staticmethod)
                 target = self._callee_symbol(node, fn)
                 return [target] if isinstance(target, Function) else []
         return []

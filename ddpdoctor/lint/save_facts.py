@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
@@ -181,6 +182,16 @@ class SaveFacts:
         if not spawned or fn in self._spawn_reach():
             return False
         return self._main_only(fn, event, depth, ())
+
+    def in_the_launcher(self, fn: Function, call: ast.Call) -> bool:
+        """A call (a DataLoader built) only in the launching process of mp.spawn'd ranks, as
+        _in_the_launcher judges a write: a subclass's single-process `train()` beside the
+        base's spawning one."""
+        spawned = self.program.ranks.spawn_targets
+        if not spawned or fn in self._spawn_reach():
+            return False
+        way = SimpleNamespace(conds=fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+        return self._main_only(fn, way, 6, ())
 
     def _main_only(self, fn: Function, event, depth: int, stack: tuple) -> bool:
         if any(_main_test(self.program, cond, fn) for cond, _ in event.conds):

@@ -671,3 +671,47 @@ def test_a_namespace_packages_dotted_call_is_followed(tmp_path):
     from ddpdoctor.lint.driver import lint_results
     found = [f for r in lint_results(gather(str(path)), set()) for f in r.findings]
     assert [f.code for f in found] == ["DDP806"]
+
+
+SPAWNING_BASE = """
+import torch.multiprocessing as mp
+
+class Trainable:
+    def __init__(self):
+        self.model = torch.nn.Linear(4, 2)
+        self.data = TensorDataset(torch.randn(64, 4))
+    def train(self):
+        mp.spawn(Trainable._worker, nprocs=2, args=(self,))
+    @staticmethod
+    def _worker(rank, self):
+        dist.init_process_group("gloo", rank=rank, world_size=2)
+        model = DDP(self.model)
+        sampler = DistributedSampler(self.data)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x, in DataLoader(self.data, batch_size=8, sampler=sampler):
+                model(x).sum().backward()
+
+class Transfer(Trainable):
+    def train(self):
+        loader = DataLoader(self.data, batch_size=8, shuffle=True)
+        for x, in loader:
+            self.model(x).sum().backward()
+        torch.save(self.model.state_dict(), "transfer.pt")
+
+if __name__ == "__main__":
+    for t in (Trainable(), Transfer()):
+        {call}
+"""
+
+
+def test_a_subclass_training_in_the_launching_process_is_one_process(tmp_path):
+    found, _ = lint(tmp_path, SPAWNING_BASE.format(call="t.train()"))
+    assert [c for c, _, _ in codes(found) if c in ("DDP802", "DDP806")] == []
+
+
+def test_the_same_loop_run_by_the_spawned_ranks_is_judged(tmp_path):
+    source = SPAWNING_BASE.format(call="t.train()").replace(
+        "        model = DDP(self.model)", "        model = DDP(self.model)\n        Transfer.train(self)")
+    found, _ = lint(tmp_path, source)
+    assert sorted(c for c, _, _ in codes(found) if c in ("DDP802", "DDP806")) == ["DDP802", "DDP806"]
