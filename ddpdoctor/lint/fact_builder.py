@@ -307,12 +307,19 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST) -> bool:
         name = cond[4:] if negated else cond
         wanted = not negated
         for suffix, holds in ((" is not None", True), (" is None", False)):
-            if name.endswith(suffix) and name[:-len(suffix)].isidentifier():
+            stem = name[:-len(suffix)]
+            if name.endswith(suffix) and (stem.isidentifier() or (stem.startswith("self.") and stem[5:].isidentifier())):
                 name, wanted = name[:-len(suffix)], holds == wanted
                 break
+        kept = name
+        if name.startswith("self.") and name[5:].isidentifier():
+            # `self.save_every = save_every` in the same function, then `if self.save_every is not None:`
+            name = next((n.value.id for n in fn.own if isinstance(n, ast.Assign) and len(n.targets) == 1
+                         and dotted(n.targets[0]) == name and isinstance(n.value, ast.Name)
+                         and n.value.id in fn.params), name)
         if not name.isidentifier():
             continue
-        switched = _switched(fn, way_in, name, none_only=name != cond and name != cond[4:])
+        switched = _switched(fn, way_in, name, none_only=kept != cond and kept != cond[4:])
         if switched is not None and switched is not wanted:
             return True
     return False

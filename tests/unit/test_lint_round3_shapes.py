@@ -715,3 +715,26 @@ def test_the_same_loop_run_by_the_spawned_ranks_is_judged(tmp_path):
         "        model = DDP(self.model)", "        model = DDP(self.model)\n        Transfer.train(self)")
     found, _ = lint(tmp_path, source)
     assert sorted(c for c, _, _ in codes(found) if c in ("DDP802", "DDP806")) == ["DDP802", "DDP806"]
+
+
+SAVE_EVERY = """
+class Trainer:
+    def train(self, model, n_epochs, save_every=None):
+        self.save_every = save_every
+        for epoch in range(n_epochs):
+            model(torch.randn(8, 4)).sum().backward()
+            if self.save_every is not None and epoch % self.save_every == 0:
+                torch.save(model.module.state_dict(), "ckpt.pt")
+
+Trainer().train(DDP(torch.nn.Linear(4, 1)), 3{given})
+"""
+
+
+def test_a_save_switched_off_through_an_attribute_left_at_none_is_never_reached(tmp_path):
+    found, _ = lint(tmp_path, SAVE_EVERY.format(given=""))
+    assert [c for c, _, _ in codes(found) if c == "DDP806"] == []
+
+
+def test_switched_on_it_is_every_ranks(tmp_path):
+    found, _ = lint(tmp_path, SAVE_EVERY.format(given=", save_every=2"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
