@@ -45,7 +45,10 @@ class SaveFacts:
                 path = save_path(call, how)
                 path_text = text(path) if path is not None else "?"
                 where = loc(fn, call)
-                if event.guards:
+                # `if eval_first and rank == 0: ...; return` above it: what follows runs on every
+                # rank but rank 0, several writers still (judged as if unguarded)
+                several = bool(event.guards) and all(g.test.polarity == "nonzero" for g in event.guards)
+                if event.guards and not several:
                     # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`)
                     # writes a file of its own
                     per_host = path is not None and self._names_host(path, fn)

@@ -738,3 +738,27 @@ def test_a_save_switched_off_through_an_attribute_left_at_none_is_never_reached(
 def test_switched_on_it_is_every_ranks(tmp_path):
     found, _ = lint(tmp_path, SAVE_EVERY.format(given=", save_every=2"))
     assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+EARLY_RETURN = """
+def main(eval_first):
+    model = DDP(torch.nn.Linear(4, 2))
+    if eval_first and dist.get_rank() == 0:
+        print(model.module(torch.zeros(1, 4)))
+        return
+    for step in range(10):
+        model(torch.randn(8, 4)).sum().backward()
+        torch.save(model.state_dict(), {path})
+
+main(False)
+"""
+
+
+def test_a_save_after_rank_0_returned_early_still_has_every_other_rank_writing(tmp_path):
+    found, _ = lint(tmp_path, EARLY_RETURN.format(path='"ckpt.pt"'))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+def test_a_per_rank_path_there_is_clean(tmp_path):
+    found, _ = lint(tmp_path, EARLY_RETURN.format(path='f"ckpt-{dist.get_rank()}.pt"'))
+    assert [c for c, _, _ in codes(found) if c == "DDP806"] == []
