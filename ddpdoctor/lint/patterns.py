@@ -573,6 +573,14 @@ def _norm_class_value(node: ast.AST) -> bool:
     return any(isinstance(v, (ast.Name, ast.Attribute)) and "BatchNorm" in (last_name(v) or "") for v in values)
 
 
+def torch_loader(full: str) -> bool:
+    """A call's full name is a torch DataLoader: by what it is, not what the file calls it (`from
+    torch.utils.data import DataLoader as DL`); torch_geometric's loaders are torch DataLoaders
+    with the same arguments; a bare `DataLoader` whose import the lint did not see counts too."""
+    return full.rpartition(".")[2] == "DataLoader" and (full.startswith(("torch.", "torch_geometric."))
+                                                        or full == "DataLoader")
+
+
 def name_pattern(node: ast.AST) -> Optional[tuple[str, Optional[str]]]:
     """A name as the source spells it: (name, None) for a constant; (prefix, suffix) around the
     one part known only at run time (`'init_dist_%s' % x`, `'init_dist_' + x`,

@@ -34,7 +34,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.fact_builder import loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.options import option_defaults
-from ddpdoctor.lint.patterns import keyword, last_name, text
+from ddpdoctor.lint.patterns import keyword, last_name, text, torch_loader
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -76,8 +76,7 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
     defaults: Optional[dict] = None
     for fn, call, _, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
-        if full.rpartition(".")[2] != "DataLoader" or not (full.startswith(("torch.", "torch_geometric."))
-                                                            or full == "DataLoader"):
+        if not torch_loader(full):
             continue
         where = loc(fn, call)
         if str(where) not in training or keyword(call, "generator") is not None:
