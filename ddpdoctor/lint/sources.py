@@ -512,10 +512,12 @@ def setup_in_unread(script: Path, read: set, words: tuple[str, ...]) -> Optional
                     return None
                 try:
                     text = _text(path)
+                    if not any(f"{word}(" in text for word in words):
+                        continue  # most files: no parse
+                    tree = _tree(path, text)
                 except UsageError:
-                    continue
-                for word in words:
-                    at = text.find(f"{word}(")
-                    if at >= 0:
-                        return Location(display_path(path), text.count("\n", 0, at) + 1)
+                    continue  # unreadable, or not Python: nothing that runs
+                for node in walk(tree):  # a call, not a comment or a string that says it
+                    if isinstance(node, ast.Call) and patterns.last_name(node.func) in words:
+                        return Location(display_path(path), node.lineno)
     return None
