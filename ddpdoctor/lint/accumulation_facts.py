@@ -38,13 +38,29 @@ class AccumulationFacts:
     # ------------------------------------------------------------------ accumulation
     def accumulations(self) -> list[AccumulationFact]:
         found = []
+        engine_steps = self._engine_steps()
         for fn in self.functions:
-            for node, _ in _fn_loops(fn):
+            loops = [node for node, _ in _fn_loops(fn)]
+            if fn in engine_steps:
+                loops.append(fn.node)  # its body is one pass of the engine's loop
+            for node in loops:
                 fact = self._accumulation(fn, node)
                 if fact is not None:
                     fact.no_sync = no_sync.covered(self.program, fn, node)
                     found.append(fact)
         return found
+
+    def _engine_steps(self) -> set[Function]:
+        """The process functions of an ignite `Engine(update)`: the engine calls one per batch, so
+        its body is the body of a training loop (`update` accumulates when it steps every K)."""
+        steps = set()
+        for fn in self.functions:
+            for call in fn.own_calls:
+                if last_name(call.func) == "Engine" and call.args and \
+                        (self.program.qualify(call.func, fn) or "").startswith("ignite."):
+                    steps.update(t for t in self.program.reference(call.args[0], fn)
+                                 if not isinstance(t.node, ast.Module))
+        return steps
 
     def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
         changed = _assigned_names(loop.body + ([ast.Expr(loop.target)] if hasattr(loop, "target") else []))
@@ -126,8 +142,17 @@ class AccumulationFacts:
             for owner in owners:
                 if any(text(c.func) == owner for c in inside) or not any(self._backward(c, fn) for c in inside):
                     continue  # the forward runs inside (as meant), or no backward there
+                # a forward that already ran under no_sync, or on the other side of the same
+                # test (`if step % k == 0: loss = model(x) else: with no_sync: loss = model(x)`,
+                # the backward split alike) did not decide this backward's sync
+                quiet = {id(c) for w in walk(loop) if isinstance(w, (ast.With, ast.AsyncWith))
+                         and any(isinstance(a, ast.Attribute) and a.attr == "no_sync"
+                                 for item in w.items for a in walk(item.context_expr))
+                         for stmt in w.body for c in walk(stmt)}
+                sides = _sides(loop)
                 forwards = [c for c in body if isinstance(c, ast.Call) and text(c.func) == owner
-                            and c.lineno < node.lineno]
+                            and c.lineno < node.lineno and id(c) not in quiet
+                            and not _exclusive(sides.get(id(c), ()), sides.get(id(node), ()))]
                 if forwards:
                     found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                   "no_sync_after_forward"))
@@ -206,10 +231,14 @@ class AccumulationFacts:
                     action, default = keyword(node, "action"), keyword(node, "default")
                     dest = keyword(node, "dest")
                     name = dest.value if isinstance(dest, ast.Constant) else node.args[0].value.lstrip("-").replace("-", "_")
-                    if not is_const(action, "store_true"):
+                    if is_const(action, "store_true"):
+                        value = False if default is None or is_const(default, False) else \
+                            True if is_const(default, True) else None
+                    elif action is None and isinstance(default, ast.Constant):
+                        # `--fp16 default=""` (an apex opt level, empty when off): the test's truth
+                        value = bool(default.value)
+                    else:
                         continue
-                    value = False if default is None or is_const(default, False) else \
-                        True if is_const(default, True) else None
                     flags[name] = None if name in flags and flags[name] != value else value
         if compared is not None:
             default = self.__dict__["_option_defaults"].get(test.attr)
@@ -375,6 +404,32 @@ def _expr_calls(node: ast.AST, conditional: bool) -> Iterator[tuple[ast.Call, bo
     for sub in walk(node):
         if isinstance(sub, ast.Call):
             yield sub, conditional
+
+
+def _sides(loop: ast.AST) -> dict[int, tuple]:
+    """For each node in the loop, the (test, side) of every `if` around it: ("step % k == 0", True)."""
+    sides: dict[int, tuple] = {}
+
+    def visit(node: ast.AST, around: tuple) -> None:
+        sides[id(node)] = around
+        if isinstance(node, ast.If):
+            visit(node.test, around)
+            for stmt in node.body:
+                visit(stmt, around + ((text(node.test), True),))
+            for stmt in node.orelse:
+                visit(stmt, around + ((text(node.test), False),))
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, around)
+
+    for stmt in loop.body:
+        visit(stmt, ())
+    return sides
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Two places on opposite sides of the same test (read twice, not changed between)."""
+    return any((test, not side) in b for test, side in a)
 
 
 def _no_sync_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[AccumulationFact]:

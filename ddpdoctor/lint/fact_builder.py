@@ -55,7 +55,7 @@ class BuilderCore:
             own_conds = event.conds if call is None else \
                 tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c, context) is True))
             if event.kind == "collective" and id(event) not in paired:
-                if call is not None and self._unwrapped_here(fn, call, event):
+                if call is not None and self._unwrapped_here(fn, call, event, stack[-1] if stack else None):
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
                 op = event.op
                 switch = grad_switch(self.program, event.node, fn) if call is not None and \
@@ -75,7 +75,7 @@ class BuilderCore:
             self._reach[fn] = found
         return found
 
-    def _unwrapped_here(self, fn: Function, call: ast.Call, event) -> bool:
+    def _unwrapped_here(self, fn: Function, call: ast.Call, event, caller: Optional[Function] = None) -> bool:
         """A DDP forward on fn's parameter (`def evaluate(net): net(x)`) where the call entering fn
         passes the plain module for it (`model.module`, `unwrap(model)` returning
         `m.module if hasattr(m, "module") else m`): not a DDP forward on this way in."""
@@ -90,6 +90,12 @@ class BuilderCore:
         index = positional.index(node.func.id) - offset if node.func.id in positional else -1
         if value is None and 0 <= index < len(call.args):
             value = call.args[index]
+        if value is not None and isinstance(value, ast.Name) and caller is not None:
+            # `model = Model.from_pretrained(ckpt); evaluate(model)`: the binding just before the
+            # call, in its own block, is the one passed - a fresh model, not the DDP wrapper
+            bound = _bound_just_before(caller, value.id, call)
+            if bound is not None and _fresh_model(self.program, bound, caller):
+                return True
         return value is not None and _plain_module(self.program, value, fn, 2)
 
     def _paired(self, fn: Function) -> set[int]:
@@ -264,6 +270,45 @@ def _placement(node: ast.AST) -> set[int]:
                 placed.add(id(sub))
         placed.update(id(n) for kw in sub.keywords if kw.arg in PLACEMENT_KEYWORDS for n in walk(kw.value))
     return placed
+
+
+def _bound_just_before(fn: Function, name: str, call: ast.Call) -> Optional[ast.AST]:
+    """The value of the last `name = ...` before the statement holding `call`, in the same block,
+    with nothing between that could bind the name again; None when there is none such."""
+    for block in _statement_blocks(fn.node):
+        for i, stmt in enumerate(block):
+            if not any(n is call for n in walk(stmt)):
+                continue
+            for earlier in reversed(block[:i]):
+                if isinstance(earlier, ast.Assign) and len(earlier.targets) == 1 and \
+                        isinstance(earlier.targets[0], ast.Name) and earlier.targets[0].id == name:
+                    return earlier.value
+                if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                       for n in walk(earlier)):
+                    return None
+            return None
+    return None
+
+
+def _statement_blocks(node: ast.AST):
+    """The innermost-first statement lists of a function: each `body` / `orelse` / `finalbody`."""
+    blocks = []
+    for sub in walk(node):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(sub, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                blocks.append(block)
+    return reversed(blocks)
+
+
+def _fresh_model(program: Program, value: ast.AST, fn: Function) -> bool:
+    """A model built here, not a wrapper: `X.from_pretrained(...)` / `from_config`, or an
+    instance of a local class that is not a DistributedDataParallel."""
+    if not isinstance(value, ast.Call) or program.ddp_call(value, fn):
+        return False
+    if isinstance(value.func, ast.Attribute) and value.func.attr in ("from_pretrained", "from_config"):
+        return True
+    return program.is_class(program.callee(value.func, fn))
 
 
 def _plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> bool:

@@ -152,7 +152,8 @@ class LoaderFacts:
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
-                                               self._switches()) or self.in_the_launcher(fn, call),
+                                               self._switches()) or self.in_the_launcher(fn, call)
+                or self._replaced_when_distributed(fn, call),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
                 other_branch_distributed=self._other_branch_distributed(fn, call),
@@ -355,6 +356,31 @@ class LoaderFacts:
                 if tests(other) & switches and not tests(mine) & switches:
                     return text(node.test)
         return ""
+
+    def _replaced_when_distributed(self, fn: Function, call: ast.Call) -> bool:
+        """`train_loader = load_data(...)` then `if distributed: train_loader = DataLoader(ds,
+        sampler=DistributedSampler(ds))` before anything else reads the name: under the switch
+        the process group is set up under, the plain loader is dropped; it is only ever iterated
+        in a run without a process group. Every place the loader is bound (here, or where each
+        caller binds what the builder returns) must be replaced so."""
+        switches = self._switches()
+        if not switches:
+            return False
+        sites = []
+        name = self.bound_name(fn, call)
+        position = _returned_at(fn, name) if name else None
+        if name and name != fn.name and position is None:
+            sites.append((fn, name, call))
+        else:
+            for caller, event in self.callers().get(fn, []):
+                if not isinstance(event.node, ast.Call):
+                    return False
+                bound = self.bound_name(caller, event.node) if position is None else \
+                    _unpacked_at(caller, event.node, position)
+                if not bound:
+                    return False
+                sites.append((caller, bound, event.node))
+        return bool(sites) and all(_rebound_under(scope, bound, value, switches) for scope, bound, value in sites)
 
     def _unread(self, fn: Function, name: str) -> bool:
         """The loader is one item of the tuple fn returns, and every caller unpacks that item into
@@ -628,6 +654,34 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
             elif aliases and isinstance(value, (ast.Name, ast.Attribute)):
                 found.append(value)
     return found
+
+
+def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset) -> bool:
+    """The statement binding `name = value` is followed, in its own block and before any other
+    read of the name, by `if <switch>:` whose body binds the name again."""
+    for block in _blocks(fn.node):
+        for i, stmt in enumerate(block):
+            if not (isinstance(stmt, ast.Assign) and stmt.value is value and any(
+                    isinstance(t, ast.Name) and t.id == name for target in stmt.targets for t in walk(target))):
+                continue
+            for later in block[i + 1:]:
+                if isinstance(later, ast.If) and text(later.test) in switches and any(
+                        isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+                        for s in later.body):
+                    return True
+                if any(isinstance(n, ast.Name) and n.id == name for n in walk(later)):
+                    return False
+            return False
+    return False
+
+
+def _blocks(node: ast.AST):
+    """Every statement list in a function (or module), nested blocks included."""
+    for sub in walk(node):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(sub, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
 
 
 def _slicing(node: ast.AST) -> bool:

@@ -24,7 +24,9 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
     """True: no_sync reaches the loop's backward on every configuration; False: only under a
     configuration switch, the other side without it; None: no no_sync in the loop (nor in what
     it calls one level down), so the whole-script answer stands."""
-    uses = _uses(loop)
+    # a no_sync around the forward decides; one around a backward alone changes nothing, so
+    # where it sits under a switch (`if fp16: plain backward else: no_sync backward`) says nothing
+    uses = around_forward(loop) or _uses(loop)
     if not uses:
         for node in walk(loop):
             if isinstance(node, ast.Call):
@@ -76,6 +78,20 @@ def _has_sync(test: ast.AST) -> bool:
 def _mentions(node: ast.AST) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr in SYNC_WORDS) or \
         (isinstance(node, ast.Name) and node.id in SYNC_WORDS)
+
+
+def around_forward(loop: ast.AST) -> list[ast.AST]:
+    """The `X.no_sync` of each `with X.no_sync():` whose body calls X (the forward) in the loop."""
+    found = []
+    for node in walk(loop):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                for sub in walk(item.context_expr):
+                    if isinstance(sub, ast.Attribute) and sub.attr == "no_sync" and any(
+                            isinstance(c, ast.Call) and text(c.func) == text(sub.value)
+                            for stmt in node.body for c in walk(stmt)):
+                        found.append(sub)
+    return found
 
 
 def _uses(loop: ast.AST) -> list[ast.AST]:

@@ -138,6 +138,10 @@ Function = Any
 BUFFER_MARKERS = ("BatchNorm", "register_buffer", "SyncBatchNorm", "track_running_stats=True")
 BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "inception", "regnet",
                 "_bn", "googlenet", "shufflenet", "mnasnet", "wide_resnet")
+# Hugging Face encoders whose embeddings register `position_ids` (and `token_type_ids`) with
+# register_buffer: BERT and the models built on its embeddings (RoBERTa, DistilBERT, ALBERT,
+# ELECTRA, DeBERTa, CamemBERT...). DDP broadcasts buffers, persistent or not.
+BUFFERED_TRANSFORMERS = ("bert", "electra", "longformer")
 
 
 def rank_only_decorator(node: ast.AST) -> Optional[str]:
@@ -537,8 +541,16 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         body = text(value, 100000)
         if any(m in body for m in BUFFER_MARKERS):
             return True
-        full = (program.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else ""
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                value.func.attr in ("from_pretrained", "from_config"):
+            # `model_class.from_pretrained(path)`: an instance of the class the receiver names
+            if _buffered(program, value.func.value, scope, depth - 1, seen):
+                return True
+        full = (program.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else \
+            (program.qualify(value, scope) or "") if isinstance(value, (ast.Name, ast.Attribute)) else ""
         if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
+            return True
+        if full.startswith("transformers.") and any(z in full.split(".")[1].lower() for z in BUFFERED_TRANSFORMERS):
             return True
         if isinstance(value, ast.Name):  # unpacked from a call the program does not resolve
             if any(_buffered(program, v, s, depth - 1, seen)

@@ -595,7 +595,8 @@ class Program:
             sites = fn.__dict__["_unpacking"] = {}
             for node in fn.own:
                 if not (node.__class__ is ast.Assign and len(node.targets) == 1
-                        and isinstance(node.targets[0], (ast.Tuple, ast.List)) and isinstance(node.value, ast.Call)):
+                        and isinstance(node.targets[0], (ast.Tuple, ast.List))
+                        and isinstance(node.value, (ast.Call, ast.Subscript))):
                     continue
                 elts = node.targets[0].elts
                 if any(isinstance(t, ast.Starred) for t in elts):
@@ -606,6 +607,16 @@ class Program:
                         sites.setdefault(each, []).append((node, position, len(names)))
         out = []
         for node, index, width in sites.get(name, ()):
+            if node.value.__class__ is ast.Subscript:
+                # `config_class, model_class, tok = MODEL_CLASSES[args.model_type]`: that element
+                # of every row of a table of tuples (a dict or list the source spells)
+                for table, scope in self.values_of(node.value.value, fn):
+                    rows = table.values if isinstance(table, ast.Dict) else \
+                        table.elts if isinstance(table, (ast.List, ast.Tuple)) else []
+                    for row in rows:
+                        if isinstance(row, (ast.Tuple, ast.List)) and len(row.elts) == width:
+                            out.append((row.elts[index], scope))
+                continue
             for target in self.resolve(node.value.func, fn)[0]:
                 for ret in target.returned:
                     if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) == width:
@@ -671,11 +682,40 @@ class Program:
             return klass.attrs[attr] + outside if outside else list(klass.attrs[attr])
         if outside:
             return outside
+        built = self._record_fields(klass, attr)
+        if built:
+            return built
         for base in self.bases(klass):
             found = self._own_attr(base, attr, seen)
             if found:
                 return found
         return []
+
+    def _record_fields(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
+        """A dataclass / NamedTuple field has no `self.x = ...`: what each construction of the
+        class passes for it (`Env(world=n, master=dist.get_rank() == 0)`), by keyword or place."""
+        fields = _record_field_names(klass.node)
+        if attr not in fields:
+            return []
+        index = self.__dict__.get("_records")
+        if index is None:  # built once: every call of a record class's name, resolved
+            index = self.__dict__["_records"] = {}
+            named = {c.name for m in self.modules for c in m.classes.values() if _record_field_names(c.node)}
+            for fn in self.functions if named else ():
+                for call in fn.own_calls:
+                    if last_name(call.func) in named:
+                        owner = self._callee_symbol(call.func, fn)
+                        if owner.__class__ is Klass:
+                            index.setdefault(owner, []).append((call, fn))
+        position = fields.index(attr)
+        found = []
+        for call, fn in index.get(klass, []):
+            given = next((kw.value for kw in call.keywords if kw.arg == attr), None)
+            if given is None and position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+                given = call.args[position]
+            if given is not None:
+                found.append((given, fn))
+        return found
 
     def _children(self) -> dict:
         """Each local class's direct subclasses (an index built once, again after a module is read)."""
@@ -1222,6 +1262,16 @@ COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "
                   "state_dict", "load_state_dict", "save_checkpoint", "load_checkpoint", "backward",
                   "zero_grad", "apply", "build", "setup", "__init__", "__call__", "fit", "predict",
                   "test", "validate", "evaluate", "compute", "print", "info", "warning", "flush"}
+
+
+def _record_field_names(node: ast.ClassDef) -> list[str]:
+    """The fields of a `@dataclass` or `NamedTuple` class, in order; [] for any other class."""
+    record = any(last_name(d.func if isinstance(d, ast.Call) else d) in ("dataclass", "define", "frozen")
+                 for d in node.decorator_list) or any(last_name(b) == "NamedTuple" for b in node.bases)
+    if not record:
+        return []
+    return [stmt.target.id for stmt in node.body
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)]
 
 
 def _annotations(fn: Function) -> dict[str, ast.AST]:

@@ -17,11 +17,13 @@ where `gpu_id` is mp.spawn's first argument), and an object built on one rank on
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from dataclasses import replace
 from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import default_truth
+from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dispatched, dotted, env_key, is_const,
                                      last_name, name_pattern, text)
 
@@ -82,6 +84,7 @@ class RankFlow:
     def index(self) -> None:
         """What needs the whole program once: spawn targets, `obj.attr = ...` outside classes."""
         program = self.program
+        joins = []  # (a helper that joins the group, the rank it hands init_process_group)
         for fn in program.functions:
             for call in fn.own_calls:
                 if last_name(call.func) == "init_process_group":
@@ -92,6 +95,8 @@ class RankFlow:
                         self.init_rank_texts.add(text(given))
                     elif isinstance(given, ast.Name):
                         self.init_rank_names.add((id(fn), given.id))
+                    if given is not None and not isinstance(fn.node, ast.Module):
+                        joins.append((fn, given))
                 if last_name(call.func) in SPAWNERS and call.args:
                     full = program.qualify(call.func, fn) or ""
                     if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:
@@ -101,12 +106,34 @@ class RankFlow:
                                 self.spawn_params.add((id(target), target.params[0]))
             for name, values in fn.attr_bindings.items():
                 self.attributes.setdefault(name, []).extend((v, fn) for v in values)
+        for helper, given in joins:
+            self._rank_at_callers(helper, given)
         unpacking = {id(n) for f in program.files for n in f.of(ast.Assign)
                      if len(n.targets) == 1 and isinstance(n.targets[0], (ast.Tuple, ast.List))
                      and isinstance(n.value, ast.Call) and any(isinstance(t, ast.Attribute) for t in n.targets[0].elts)}
         for fn in program.functions if unpacking else ():
             for name, value, scope in self._unpacked_attributes(fn, unpacking):
                 self.attributes.setdefault(name, []).append((value, scope))
+
+    def _rank_at_callers(self, helper: Function, given: ast.AST) -> None:
+        """`def multi_init(device_id, gpu_ranks): init_process_group(..., rank=gpu_ranks[device_id])`
+        called as `multi_init(device_id, args.gpu_ranks)`: in the caller, `args.gpu_ranks[device_id]`
+        is the rank too (PreSumm builds its trainer with it). One level up, by the call's arguments."""
+        params = set(helper.params)
+        if not params & {n.id for n in walk(given) if isinstance(n, ast.Name)}:
+            return
+        for caller in self.program.functions:
+            for call in caller.own_calls:
+                if last_name(call.func) != helper.name or helper not in self.program.resolve(call.func, caller)[0]:
+                    continue
+                bound = dict(zip([p for p in helper.params if p != "self"], call.args))
+                bound.update({kw.arg: kw.value for kw in call.keywords if kw.arg})
+                if isinstance(given, ast.Name):
+                    if isinstance(bound.get(given.id), ast.Name):
+                        self.init_rank_names.add((id(caller), bound[given.id].id))
+                    continue
+                swapped = _Substitute(bound).visit(copy.deepcopy(given))
+                self.init_rank_texts.add(text(swapped))
 
     def _unpacked_attributes(self, fn: Function, unpacking: set):
         """`args.rank, args.local_rank, args.world_size = get_envs()`: each attribute gets its
@@ -238,6 +265,13 @@ class RankFlow:
                 klass = program._class_of_fn(fn)  # `self.conf.x`: this class's own methods set it
                 found = [(v, f) for v, f in self.attributes[key] if program._class_of_fn(f) is klass]
                 return found or None
+            if isinstance(node.value, (ast.Attribute, ast.Name)) and not _on_self(node) and \
+                    not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+                # `self.env.master` where env is a record built `Env(master=rank == 0)`: the field's
+                # value at each construction
+                klass = program.class_of(node.value, fn)
+                found = program._record_fields(klass, node.attr) if klass is not None else []
+                return found or None
         return None
 
     def _spawn_index(self, name: str, fn: Function) -> bool:
@@ -367,6 +401,8 @@ class RankFlow:
             op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
         if not self.is_rank(left, fn):
             return None
+        if isinstance(op, ast.Eq) and _turn_taking(right, lambda n: self.is_rank(n, fn)):
+            return None  # `if i % world == rank:` over one shared stream: every rank, in turn
         # local_rank == -1 / rank is None: "are we distributed at all", the same on every rank
         if is_const(right, -1, None):
             return None
@@ -404,6 +440,12 @@ class RankFlow:
 
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
+        if depth == 3 and ((node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names) or
+                           (node.__class__ in (ast.Attribute, ast.Subscript) and text(node) in self.init_rank_texts)):
+            # the very name the test reads is handed to init_process_group as `rank=` (in the
+            # test's own function): the job's rank, whatever it is called. Not a value it was
+            # copied from on one path (DPR's cfg.local_rank is the global rank only under SLURM)
+            return "global"
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and any(
                 isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult) for side in (node.left, node.right)):
             return "global"  # `node * gpus_per_node + local_rank`: the node's offset makes it the job's rank
@@ -424,6 +466,13 @@ class RankFlow:
             # the global rank whatever it is called
             scopes = {self._scope(v, scope, depth - 1) for v, scope in self._values(node, fn) or ()
                       if v is not node and not is_const(v, None, -1, 0)}
+            if len(scopes) == 1:
+                return scopes.pop()
+        if isinstance(node, ast.Call) and depth > 0 and last_name(node.func) not in ("int", "str"):
+            # what a local helper returns decides before its name: `def get_local_rank(): return
+            # dist.get_rank()` (NeuralOperator) is the job's rank
+            scopes = {self._scope(r, target, depth - 1) for target in self.program.resolve(node.func, fn)[0]
+                      for r in _returns(target) if not is_const(r, None, -1, 0)}
             if len(scopes) == 1:
                 return scopes.pop()
         if LOCAL.search(text(node, 200)):
@@ -651,6 +700,28 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     if loop is not None:
         return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
     return False
+
+
+class _Substitute(ast.NodeTransformer):
+    """Each parameter's name replaced by the argument a call passes for it."""
+
+    def __init__(self, bound: dict) -> None:
+        self.bound = bound
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.bound.get(node.id, node)
+
+
+def _turn_taking(node: ast.AST, is_rank) -> bool:
+    """`i % world_size` with i a counter, not a rank: compared with the rank, each rank's turn
+    comes once in every `world_size` items of a stream all ranks walk alike (OpenNMT's round-robin
+    batches), so the ranks enter the branch equally often, not one of them alone."""
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) \
+        and isinstance(node.left, (ast.Name, ast.Attribute)) and not is_rank(node.left) \
+        and bool(WORLD_COUNT.search(text(node.right)))
+
+
+WORLD_COUNT = re.compile(r"world|get_size|nprocs|num_(?:gpus|procs|ranks|replicas)|n_?gpus?\b|ngpu", re.I)
 
 
 def _periodic(node: ast.AST) -> bool:

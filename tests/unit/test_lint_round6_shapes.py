@@ -1,0 +1,302 @@
+"""Shapes from session 14's fifth blind round and session 15's sixth, each with its twin, written
+in our own words: a plain loader that the script replaces under the switch the process group is
+set up under, before anything reads it (NeuralOperator)."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_real_patterns import codes, lint
+
+REPLACED = """
+def load_data(batch_size):
+    return DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=batch_size, shuffle=True)
+
+use_distributed = os.environ.get("WORLD_SIZE") is not None
+if use_distributed:
+    dist.init_process_group("gloo")
+train_loader = load_data(8)
+{between}if {test}:
+    train_sampler = DistributedSampler(train_loader.dataset)
+    train_loader = DataLoader(train_loader.dataset, batch_size=8, sampler=train_sampler)
+model = DDP(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    train_sampler.set_epoch(epoch)
+    for (x,) in train_loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_plain_loader_replaced_under_the_distributed_switch_is_not_ddp802(tmp_path):
+    found, _ = lint(tmp_path, REPLACED.format(between="", test="use_distributed"))
+    assert [f for f in found if f.code == "DDP802"] == []
+
+
+def test_a_plain_loader_replaced_under_another_test_stays_ddp802(tmp_path):
+    found, _ = lint(tmp_path, REPLACED.format(between="", test="os.environ.get('SHARD')"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP802"] == [("DDP802", "error")]
+
+
+def test_a_plain_loader_iterated_before_it_is_replaced_stays_ddp802(tmp_path):
+    found, _ = lint(tmp_path, REPLACED.format(between="warm = [b for b in train_loader]\n",
+                                             test="use_distributed"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP802"] == [("DDP802", "error")]
+
+
+TURNS = """
+def train(model, batches, steps, rank, world):
+    step = 0
+    while step < steps:
+        for i, batch in enumerate(batches):
+            if i % {every} == rank:
+                model(batch).sum().backward()
+                for p in model.parameters():
+                    dist.all_reduce(p.grad)
+                step += 1
+
+rank, world = dist.get_rank(), dist.get_world_size()
+train(torch.nn.Linear(4, 4), [torch.randn(8, 4) for _ in range(10)], 100, rank, world)
+"""
+
+
+def test_ranks_taking_turns_over_one_stream_are_not_a_rank_branch(tmp_path):
+    found, _ = lint(tmp_path, TURNS.format(every="world"))
+    assert [f for f in found if f.code in ("DDP801", "DDP809")] == []
+
+
+def test_a_counter_compared_with_the_rank_by_another_modulus_stays_ddp801(tmp_path):
+    found, _ = lint(tmp_path, TURNS.format(every="10"))
+    assert ("DDP801", "error") in [(c, s) for c, s, _ in codes(found)]
+
+
+SPLIT_STEP = """
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.randn(64, 4)
+loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=False))
+K, fp16 = 4, False
+for step, x in enumerate(loader, 1):
+{forward}
+    if fp16:
+        (loss * 1024.0).backward()
+    else:
+        if step % K == 0:
+            loss.backward()
+        else:
+            with model.no_sync():
+                loss.backward()
+    if step % K == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+FORWARD_SPLIT = """\
+    if step % K == 0:
+        loss = model(x).sum()
+    else:
+        with model.no_sync():
+            loss = model(x).sum()"""
+
+
+def test_forward_and_backward_split_on_the_same_test_are_right_accumulation(tmp_path):
+    # ANCE: no_sync around the non-final forward; the backward's own split changes nothing, and
+    # the fp16 side's plain backward follows a forward that already skipped the sync
+    found, _ = lint(tmp_path, SPLIT_STEP.format(forward=FORWARD_SPLIT))
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+def test_a_backward_alone_under_no_sync_after_a_plain_forward_stays_ddp805(tmp_path):
+    found, _ = lint(tmp_path, SPLIT_STEP.format(forward="    loss = model(x).sum()"))
+    ddp805 = [f for f in found if f.code == "DDP805"]
+    assert ddp805 and "after the forward" in ddp805[0].message
+
+
+RECORD = """
+from dataclasses import dataclass
+
+@dataclass
+class Env:
+    world: int
+    master: bool
+
+def init():
+    return Env(world=dist.get_world_size(), master={master})
+
+class Runner:
+    def __init__(self, model, env):
+        self.model, self.env = model, env
+
+    def fit(self, opt):
+        for step in range(10):
+            self.model(torch.randn(4, 8)).sum().backward()
+            opt.step()
+        if self.env.master:
+            torch.save(self.model.module.state_dict(), "ckpt.pt")
+
+env = init()
+model = DDP(torch.nn.Linear(8, 8))
+Runner(model, env).fit(torch.optim.SGD(model.parameters(), 0.1))
+"""
+
+
+def test_a_rank_test_kept_in_a_dataclass_field_guards_the_save(tmp_path):
+    # RQ-VAE: the field's value at each construction is what `env.master` reads
+    found, _ = lint(tmp_path, RECORD.format(master="dist.get_rank() == 0"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_a_dataclass_field_set_alike_on_every_rank_leaves_the_save_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, RECORD.format(master="True"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+JOINED_IN_A_HELPER = """
+import argparse
+import torch.multiprocessing as mp
+
+def multi_init(device_id, world_size, gpu_ranks):
+    dist.init_process_group("gloo", init_method="tcp://localhost:10000",
+                            world_size=world_size, rank=gpu_ranks[device_id])
+
+class Trainer:
+    def __init__(self, model, gpu_rank=1):
+        self.model, self.gpu_rank = model, gpu_rank
+    def train(self, steps):
+        for step in range(steps):
+            if step % 100 == 0 and self.gpu_rank == 0:
+                torch.save(self.model.state_dict(), "model_step_%d.pt" % step)
+
+def run(args, device_id):
+    multi_init(device_id, len(args.gpu_ranks), args.gpu_ranks)
+    Trainer(torch.nn.Linear(4, 4), int(args.{field}[device_id])).train(1000)
+
+if __name__ == "__main__":
+    args = argparse.Namespace(gpu_ranks=[0, 1], devices=[0, 1])
+    procs = [mp.get_context("spawn").Process(target=run, args=(args, i)) for i in range(2)]
+"""
+
+
+def test_the_rank_a_helper_hands_init_process_group_is_the_rank_in_its_caller(tmp_path):
+    # PreSumm: multi_init(device_id, n, args.gpu_ranks) joins with gpu_ranks[device_id]; the
+    # caller's args.gpu_ranks[device_id] is that rank
+    found, _ = lint(tmp_path, JOINED_IN_A_HELPER.format(field="gpu_ranks"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_another_list_indexed_alike_is_not_the_rank(tmp_path):
+    found, _ = lint(tmp_path, JOINED_IN_A_HELPER.format(field="devices"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+LOCAL_AS_RANK = """
+local_rank = int(os.getenv("LOCAL_RANK", 0))
+dist.init_process_group("gloo"{given})
+model = DDP(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    model(torch.randn(8, 4)).sum().backward()
+    if local_rank == 0:
+        torch.save(model.module.state_dict(), "ckpt.pt")
+"""
+
+
+def test_a_local_rank_handed_to_init_process_group_as_the_rank_is_the_global_rank(tmp_path):
+    # NeuralOperator joins with rank=LOCAL_RANK, world_size=device_count(): one node, one writer
+    found, _ = lint(tmp_path, LOCAL_AS_RANK.format(given=", rank=local_rank, world_size=torch.cuda.device_count()"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_a_local_rank_beside_a_group_joined_by_the_environment_is_one_writer_per_node(tmp_path):
+    found, _ = lint(tmp_path, LOCAL_AS_RANK.format(given=""))
+    ddp806 = [f for f in found if f.code == "DDP806"]
+    assert ddp806 and "per node" in ddp806[0].message
+
+
+ENGINE = """
+from ignite.engine import Engine
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+ds = TensorDataset(torch.randn(64, 4))
+loader = DataLoader(ds, sampler=DistributedSampler(ds), batch_size=4)
+
+def update(engine, batch):
+    loss = model(batch[0]).sum() / 8
+    loss.backward()
+    {step}
+    return loss.item()
+
+trainer = Engine(update)
+trainer.run(loader, max_epochs=1)
+"""
+
+
+def test_an_ignite_process_function_that_steps_every_k_batches_is_ddp805(tmp_path):
+    # ConvAI: the Engine calls update() once per batch; its body is the loop's body
+    found, _ = lint(tmp_path, ENGINE.format(
+        step="if engine.state.iteration % 8 == 0:\n        opt.step(); opt.zero_grad()"))
+    assert [(c, s, line) for c, s, line in codes(found) if c == "DDP805"] == [("DDP805", "warning", 15)]
+
+
+def test_an_ignite_process_function_that_steps_every_batch_is_not(tmp_path):
+    found, _ = lint(tmp_path, ENGINE.format(step="opt.step(); opt.zero_grad()"))
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+OPT_LEVEL = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--fp16", type=str, default={default})
+args = parser.parse_args()
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, x in enumerate(torch.randn(64, 4).split(8)):
+    loss = model(x).sum() / 8
+    if args.fp16:
+        (loss * 128.0).backward()
+    else:
+        loss.backward()
+    if (i + 1) % 8 == 0:
+        opt.step(); opt.zero_grad()
+"""
+
+
+def test_the_accumulating_backward_named_is_the_side_an_empty_default_takes(tmp_path):
+    # ConvAI: `--fp16 default=""` (an apex opt level): off unless given, so the plain backward
+    found, _ = lint(tmp_path, OPT_LEVEL.format(default='""'))
+    assert [(c, line) for c, _, line in codes(found) if c == "DDP805"] == [("DDP805", 18)]
+
+
+def test_a_set_default_names_the_other_side(tmp_path):
+    found, _ = lint(tmp_path, OPT_LEVEL.format(default='"O1"'))
+    assert [(c, line) for c, _, line in codes(found) if c == "DDP805"] == [("DDP805", 16)]
+
+
+def test_a_plain_loader_returned_in_a_tuple_and_replaced_under_the_switch_is_not_ddp802(tmp_path):
+    source = REPLACED.format(between="", test="use_distributed").replace(
+        "return DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=batch_size, shuffle=True)",
+        "loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=batch_size, shuffle=True)\n"
+        "    return loader, 64").replace("train_loader = load_data(8)", "train_loader, n = load_data(8)")
+    found, _ = lint(tmp_path, source)
+    assert [f for f in found if f.code == "DDP802"] == []
+
+
+HELPER_NAMED_LOCAL = """
+def get_local_rank():
+    if not dist.is_initialized():
+        return 0
+    return {value}
+
+model = DDP(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    model(torch.randn(8, 4)).sum().backward()
+    if get_local_rank() == 0:
+        torch.save(model.module.state_dict(), "ckpt.pt")
+"""
+
+
+def test_a_helper_named_local_that_returns_the_global_rank_guards_one_writer(tmp_path):
+    # NeuralOperator's comm.get_local_rank() returns dist.get_rank()
+    found, _ = lint(tmp_path, HELPER_NAMED_LOCAL.format(value="dist.get_rank()"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_a_helper_that_returns_the_local_rank_guards_one_writer_per_node(tmp_path):
+    found, _ = lint(tmp_path, HELPER_NAMED_LOCAL.format(value='int(os.environ["LOCAL_RANK"])'))
+    ddp806 = [f for f in found if f.code == "DDP806"]
+    assert ddp806 and "per node" in ddp806[0].message
