@@ -300,3 +300,47 @@ def test_a_helper_that_returns_the_local_rank_guards_one_writer_per_node(tmp_pat
     found, _ = lint(tmp_path, HELPER_NAMED_LOCAL.format(value='int(os.environ["LOCAL_RANK"])'))
     ddp806 = [f for f in found if f.code == "DDP806"]
     assert ddp806 and "per node" in ddp806[0].message
+
+
+HF_EVAL = """
+from transformers import RobertaConfig, RobertaForSequenceClassification, GPT2Config, GPT2LMHeadModel
+MODEL_CLASSES = {{"roberta": (RobertaConfig, {klass})}}
+
+def evaluate(model, x):
+    with torch.no_grad():
+        return model(x)
+
+config_class, model_class = MODEL_CLASSES["roberta"]
+model = DDP(model_class.from_pretrained("ckpt"))
+opt = torch.optim.AdamW(model.parameters())
+x = torch.randint(0, 100, (4, 16))
+for epoch in range(3):
+    model(x)[0].sum().backward(); opt.step()
+    if dist.get_rank() == 0:
+        evaluate(model, x)
+{after}
+"""
+
+
+def test_a_bert_family_model_from_a_table_broadcasts_buffers_in_a_rank_0_forward(tmp_path):
+    # CodeBERT: RoBERTa's embeddings register position_ids; the class comes from MODEL_CLASSES
+    found, _ = lint(tmp_path, HF_EVAL.format(klass="RobertaForSequenceClassification", after=""))
+    assert ("DDP801", "warning") in [(c, s) for c, s, _ in codes(found)]
+
+
+def test_a_library_model_without_known_buffers_is_not_judged_so(tmp_path):
+    found, _ = lint(tmp_path, HF_EVAL.format(klass="GPT2LMHeadModel", after=""))
+    assert [f for f in found if f.code == "DDP801"] == []
+
+
+def test_a_fresh_model_passed_to_the_rank_0_evaluation_is_not_the_ddp_model(tmp_path):
+    # after training, rank 0 reloads each checkpoint into a plain model and evaluates it
+    after = ("if dist.get_rank() == 0:\n    for ckpt in ['a', 'b']:\n"
+             "        model = model_class.from_pretrained(ckpt)\n        evaluate(model, x)\n")
+    plain = HF_EVAL.format(klass="RobertaForSequenceClassification", after=after).replace(
+        "    if dist.get_rank() == 0:\n        evaluate(model, x)\n", "")
+    found, _ = lint(tmp_path, plain)
+    assert [f for f in found if f.code == "DDP801"] == []
+    wrapped = plain.replace("model = model_class.from_pretrained(ckpt)", "model = DDP(model_class.from_pretrained(ckpt))")
+    found, _ = lint(tmp_path, wrapped)
+    assert [c for c, _, _ in codes(found) if c == "DDP801"] == ["DDP801"]
