@@ -80,7 +80,7 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
                                                      "no_sync_on_step"):
             continue
         partial = getattr(acc, "no_sync", None) is False
-        if facts.no_sync and not partial:
+        if facts.no_sync and not partial and not getattr(acc, "no_sync_off_way", False):
             continue
         shape = ("backward() runs on every pass of the micro-step loop at "
                  f"{acc.loop} and the optimizer steps after it at {acc.step}"

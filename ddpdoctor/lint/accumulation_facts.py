@@ -30,6 +30,7 @@ class AccumulationFact:
     pattern: str  # "micro_step_loop" | "conditional_step" | "sync_flag_after_forward" (step: the forward)
     by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
     no_sync: Optional[bool] = None  # lint/no_sync.covered: False where it covers one configuration only
+    no_sync_off_way: bool = False  # the source's no_sync is in none of the functions this loop runs
 
 
 class AccumulationFacts:
@@ -47,8 +48,39 @@ class AccumulationFacts:
                 fact = self._accumulation(fn, node)
                 if fact is not None:
                     fact.no_sync = no_sync.covered(self.program, fn, node)
+                    if fact.no_sync is None:
+                        fact.no_sync_off_way = not self._syncs_on_the_way(fn, node)
                     found.append(fact)
         return found
+
+    def _syncs_on_the_way(self, fn: Function, loop: ast.AST, depth: int = 5) -> bool:
+        """no_sync (or require_backward_grad_sync) is used by the function holding the loop, one
+        around it, or a function the loop calls (a few calls down): it may be what this loop's
+        micro-steps run under. One in a helper off the loop's way (a grad-cache step elsewhere)
+        syncs nothing here."""
+        scope: Optional[Function] = fn
+        while scope is not None:
+            if any(no_sync.mentions(n) for n in scope.own):
+                return True
+            scope = scope.parent
+        for caller, _ in self.callers().get(fn, []):
+            if any(no_sync.mentions(n) for n in caller.own):
+                return True  # `with model.no_sync(): train_step()` around the call
+        seen: set = set()
+        # (a guessed receiver counts: `backend.get_context_for_microstep_forward(...)` over several
+        # backends' methods may be the one that syncs)
+        todo = [(target, depth) for c in walk(loop) if isinstance(c, ast.Call)
+                for found in self.program.resolve(c.func, fn) for target in found]
+        while todo:
+            target, left = todo.pop()
+            if target in seen or left <= 0 or isinstance(target.node, ast.Module):
+                continue
+            seen.add(target)
+            if any(no_sync.mentions(n) for n in walk(target.node)):
+                return True
+            todo.extend((t, left - 1) for c in target.own_calls for found in self.program.resolve(c.func, target)
+                        for t in found)
+        return False
 
     def _engine_steps(self) -> set[Function]:
         """The process functions of an ignite `Engine(update)`: the engine calls one per batch, so

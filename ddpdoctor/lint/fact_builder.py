@@ -20,6 +20,9 @@ from ddpdoctor.lint.value_flow import unreturned_arguments
 MAX_DEPTH = 6  # calls followed from a guarded block to the collective
 SINGLE = re.compile(r"^not [\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$|world_size == 1$",
                     re.IGNORECASE)
+# `not use_fsdp` / `not self.deepspeed` is the single-process side only where the script has no
+# other way to be distributed: beside a DistributedDataParallel model it is the DDP path
+ENGINE_OFF = re.compile(r"^not [\w.]*(?:fsdp|deepspeed)$", re.IGNORECASE)
 Reached = tuple  # (op, Location, chain, conds): a collective a call leads to
 _BLOCKS: dict[type, tuple[str, ...]] = {}
 
@@ -116,6 +119,12 @@ class BuilderCore:
             for call, guards, loops in fn.calls:
                 yield fn, call, guards, loops
 
+    def wraps_ddp(self) -> bool:
+        """Some reachable call builds a DistributedDataParallel model."""
+        if not hasattr(self, "_wraps_ddp"):
+            self._wraps_ddp = any(self.program.ddp_call(call, fn) for fn, call, _, _ in self.calls())
+        return self._wraps_ddp
+
     def callers(self) -> dict[Function, list[tuple[Function, Event]]]:
         if self._callers is None:
             self._callers = {}
@@ -158,7 +167,7 @@ class BuilderCore:
         if fn in stack or depth <= 0:
             return False
         for caller, event in sites:
-            if event.guards or _single_process(event.conds, self._switches()):
+            if event.guards or _single_process(event.conds, self._switches(), self.wraps_ddp()):
                 continue
             if caller.node is caller.module.file.tree:
                 return False
@@ -335,10 +344,12 @@ def loc(fn: Function, node: ast.AST) -> Location:
     return Location(fn.file.display, getattr(node, "lineno", None))
 
 
-def _single_process(conds: tuple, switches: frozenset = frozenset()) -> bool:
+def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool = False) -> bool:
     """Under `if not args.distributed:` / `if not enable_fsdp:`, or `if not X:` where the process
-    group is set up only under `if X:`: the run is not distributed there."""
-    return any(SINGLE.search(c) or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
+    group is set up only under `if X:`: the run is not distributed there. ddp: the script wraps a
+    model in DistributedDataParallel, so `not use_fsdp` / `not deepspeed` is its DDP path."""
+    return any((SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)))
+               or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
 
 
 def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST) -> bool:

@@ -152,7 +152,7 @@ class LoaderFacts:
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
-                                               self._switches()) or self.in_the_launcher(fn, call)
+                                               self._switches(), self.wraps_ddp()) or self.in_the_launcher(fn, call)
                 or self._replaced_when_distributed(fn, call),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),

@@ -31,7 +31,7 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
         for node in walk(loop):
             if isinstance(node, ast.Call):
                 for target in program.resolve(node.func, fn)[0]:
-                    if target.node is not None and any(_mentions(n) for n in target.own):
+                    if target.node is not None and any(mentions(n) for n in target.own):
                         return None  # set up in a helper: not judged here
         return None
     stepping = _stepping_names(loop)
@@ -53,7 +53,7 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
         if any(isinstance(n, ast.Call) and engine_backward(n, fn) for s in other
                for n in (walk(s) if isinstance(s, ast.AST) else [])):
             continue  # the other side is an engine's (DeepSpeed): no DDP model to sync there
-        if not any(_mentions(n) for s in other for n in (walk(s) if isinstance(s, ast.AST) else [])):
+        if not any(mentions(n) for s in other for n in (walk(s) if isinstance(s, ast.AST) else [])):
             return False
     return True
 
@@ -75,7 +75,7 @@ def _has_sync(test: ast.AST) -> bool:
         and len(test.args) == 2 and isinstance(test.args[1], ast.Constant) and test.args[1].value in SYNC_WORDS
 
 
-def _mentions(node: ast.AST) -> bool:
+def mentions(node: ast.AST) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr in SYNC_WORDS) or \
         (isinstance(node, ast.Name) and node.id in SYNC_WORDS)
 
@@ -95,7 +95,7 @@ def around_forward(loop: ast.AST) -> list[ast.AST]:
 
 
 def _uses(loop: ast.AST) -> list[ast.AST]:
-    return [n for n in walk(loop) if _mentions(n)]
+    return [n for n in walk(loop) if mentions(n)]
 
 
 def _stepping_names(loop: ast.AST) -> set[str]:

@@ -907,6 +907,12 @@ class Program:
                 target = self._callee_symbol(value.func, scope)
                 if target.__class__ is Klass:
                     return target
+                if target is None and value.func.__class__ is ast.Name and self.lookup(value.func.id, scope):
+                    # `cls = REGISTRY[key]; trainer = cls(cfg)`: the class the name was loaded as
+                    # (the first of a registry's; each is a trainer built the same way)
+                    loaded = [k for k in self._loaded(value.func, scope, aliases=False) if k.__class__ is Klass]
+                    if loaded:
+                        return loaded[0]
                 if target.__class__ is Function and depth > 0 and target.node.__class__ is not ast.Module:
                     for ret in target.returned:
                         found = self.class_of(ret, target, depth - 1)
@@ -975,7 +981,10 @@ class Program:
         if cls is ast.Call:
             return self._entries(self._called(func, fn)), []
         if cls is ast.Subscript:  # `BACKENDS[args.backend](args)`: any entry of a literal table
-            return self._entries(self._table_entries(func.value, fn)), []
+            table = func.value
+            while table.__class__ is ast.Subscript:  # `LOADERS[name]["train"](args)`
+                table = table.value
+            return self._entries(self._table_entries(table, fn)), []
         if cls is not ast.Attribute:
             return [], []
         receiver, attr = func.value, func.attr
@@ -1087,8 +1096,13 @@ class Program:
             for value, scope in self.values_of(table, fn):
                 if value.__class__ not in _TABLES:
                     continue
-                entries = value.values if value.__class__ is ast.Dict else value.elts
+                entries = list(value.values if value.__class__ is ast.Dict else value.elts)
                 for entry in entries:
+                    if entry.__class__ in _TABLES and len(entries) < 400:
+                        # `LOADERS = {"msrvtt": {"train": build_train, "val": build_val}}` read as
+                        # `LOADERS[name]["train"](args)`: the inner tables' entries too
+                        entries.extend(entry.values if entry.__class__ is ast.Dict else entry.elts)
+                        continue
                     if entry.__class__ is ast.Name or entry.__class__ is ast.Attribute:
                         symbol = self._callee_symbol(entry, scope)
                         if symbol.__class__ is Function or symbol.__class__ is Klass:
@@ -1123,6 +1137,13 @@ class Program:
         out: list = []
         for value, scope in self.values_of(node, fn, depth):
             kind = value.__class__
+            if kind is ast.Subscript and value is not node:
+                # `cls = REGISTRY[cfg.trainer]` then `cls(cfg)`: an entry of the table
+                table = value.value
+                while table.__class__ is ast.Subscript:
+                    table = table.value
+                out.extend(self._table_entries(table, scope))
+                continue
             if kind is ast.Name or kind is ast.Attribute:
                 if value is not node and aliases:
                     symbol = self._callee_symbol(value, scope)

@@ -66,7 +66,7 @@ class SaveFacts:
                     # to rank 0) is not in the source; the entry script's own save is judged
                     found.append(SaveFact(where, path_text, False, "a library save in an imported helper", None, how))
                     continue
-                if _single_process(event.conds, self._switches()):
+                if _single_process(event.conds, self._switches(), self.wraps_ddp()):
                     found.append(SaveFact(where, path_text, False, "on the single-process path"))
                     continue
                 if path is not None and self.mentions_rank(path, fn):

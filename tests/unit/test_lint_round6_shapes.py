@@ -344,3 +344,137 @@ def test_a_fresh_model_passed_to_the_rank_0_evaluation_is_not_the_ddp_model(tmp_
     wrapped = plain.replace("model = model_class.from_pretrained(ckpt)", "model = DDP(model_class.from_pretrained(ckpt))")
     found, _ = lint(tmp_path, wrapped)
     assert [c for c, _, _ in codes(found) if c == "DDP801"] == ["DDP801"]
+
+
+OFF_THE_WAY = """
+import contextlib
+
+def chunked_backward(model, chunks):
+    ctxs = [model.no_sync for _ in chunks[:-1]] + [contextlib.nullcontext]
+    for ctx, c in zip(ctxs, chunks):
+        with ctx():
+            model(c).sum().backward()
+
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+accum = 4
+for step in range(1000):
+    {step}
+    if (step + 1) % accum == 0:
+        opt.step(); opt.zero_grad()
+chunked_backward(model, torch.randn(8, 4).chunk(2))
+"""
+
+
+def test_a_no_sync_in_a_helper_the_loop_never_runs_does_not_cover_its_accumulation(tmp_path):
+    # contrastors: a grad-cache step's no_sync; the training loop accumulates without it
+    found, _ = lint(tmp_path, OFF_THE_WAY.format(step="model(torch.randn(8, 4)).sum().backward()"))
+    assert [(c, line) for c, _, line in codes(found) if c == "DDP805"] == [("DDP805", 19)]
+
+
+def test_a_no_sync_in_a_helper_the_loop_calls_covers_it(tmp_path):
+    found, _ = lint(tmp_path, OFF_THE_WAY.format(step="chunked_backward(model, torch.randn(8, 4).chunk(2))"))
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+ENGINE_OR_DDP = """
+class Trainer:
+    def __init__(self, use_ds):
+        self.deepspeed = use_ds
+        self.model = {model}
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+    def save_state(self, out):
+        if self.deepspeed:
+            self.engine.save_checkpoint(out)
+        else:
+            torch.save(self.opt.state_dict(), f"{{out}}/optimizer.pt")
+    def train(self):
+        for step in range(100):
+            self.model(torch.randn(8, 4)).sum().backward()
+            self.opt.step(); self.opt.zero_grad()
+            if step % 10 == 0:
+                self.save_state(f"ckpt/step_{{step}}")
+
+Trainer(False).train()
+"""
+
+
+def test_the_other_side_of_a_deepspeed_switch_beside_a_ddp_model_is_the_ddp_path(tmp_path):
+    # contrastors: `if self.deepspeed: engine save else: torch.save` - the else side is DDP's
+    found, _ = lint(tmp_path, ENGINE_OR_DDP.format(model="DDP(torch.nn.Linear(4, 1))"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+def test_the_other_side_of_a_deepspeed_switch_without_ddp_is_one_process(tmp_path):
+    found, _ = lint(tmp_path, ENGINE_OR_DDP.format(model="torch.nn.Linear(4, 1)"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+REGISTRY = """
+import sys
+
+class Trainer:
+    def __init__(self, cfg):
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+    def train(self):
+        for step in range(100):
+            self.model(torch.randn(8, 4)).sum().backward()
+            self.opt.step(); self.opt.zero_grad()
+        {save}
+
+REGISTRY = {{"base": Trainer}}
+cls = REGISTRY[sys.argv[1]]
+trainer = cls({{}})
+trainer.train()
+"""
+
+
+def test_a_trainer_class_taken_from_a_registry_into_a_name_is_followed(tmp_path):
+    # contrastors: `cls = REGISTRY[key]; cls(cfg).train()`
+    found, _ = lint(tmp_path, REGISTRY.format(save='torch.save(self.opt.state_dict(), "opt.pt")'))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+def test_the_registry_trainer_saving_on_rank_0_is_quiet(tmp_path):
+    found, _ = lint(tmp_path, REGISTRY.format(
+        save='if dist.get_rank() == 0:\n            torch.save(self.opt.state_dict(), "opt.pt")'))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+NESTED_TABLE = """
+import random
+from torch.utils.data import Dataset
+
+class Captions(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.tensor([float(random.randint(0, 4))])
+
+def msrvtt_train(args):
+    ds = Captions()
+    s = DistributedSampler(ds)
+    return DataLoader(ds, batch_size=8, sampler=s, num_workers=2{init}), s
+
+LOADERS = {{"msrvtt": {{"train": msrvtt_train}}}}
+torch.manual_seed(42)
+loader, sampler = LOADERS["msrvtt"]["train"](None)
+model = DDP(torch.nn.Linear(1, 1))
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_loader_builder_reached_through_a_nested_table_is_judged(tmp_path):
+    # UniVL: `LOADERS[name]["train"](args)` over a dict of dicts
+    found, _ = lint(tmp_path, NESTED_TABLE.format(init=""))
+    assert [(c, line) for c, _, line in codes(found) if c == "DDP808"] == [("DDP808", 19)]
+
+
+def test_the_nested_table_builder_seeding_its_workers_by_rank_is_quiet(tmp_path):
+    found, _ = lint(tmp_path, NESTED_TABLE.format(
+        init=", worker_init_fn=lambda w: random.seed(dist.get_rank() * 100 + w)"))
+    assert [f for f in found if f.code == "DDP808"] == []
