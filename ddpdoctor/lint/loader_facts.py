@@ -39,6 +39,7 @@ class LoaderFact:
     evaluation: bool  # named like a validation / test loader
     prepared_by: Optional[str] = None  # "accelerate" when handed to accelerator.prepare
     sampler_class: str = ""  # the plain sampler's class (RandomSampler), for the message
+    sequential: bool = False  # its sampler keeps the order (shuffle=False, SequentialSampler): an evaluation's
     trains: bool = False  # iterated by a loop that runs backward: the training loader, proven
     train_named: bool = False  # its name, dataset or builder says "train"
     unseen_options: bool = False  # DataLoader(ds, **kwargs): a sampler may be in there
@@ -134,6 +135,7 @@ class LoaderFacts:
                      if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
             found.append(LoaderFact(
+                sequential=sampler is not None and _sequential(self.program, sampler, fn),
                 sampler_class=" or ".join(sorted(filter(None, classes))),
                 with_replacement=bool(plain) and all(_with_replacement(v) for v in plain),
                 trains=(trains := self._trains(fn, name, call=call)),
@@ -654,6 +656,18 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
             elif aliases and isinstance(value, (ast.Name, ast.Attribute)):
                 found.append(value)
     return found
+
+
+def _sequential(program, sampler: ast.AST, fn: Function) -> bool:
+    """Every sampler the loader may get keeps the dataset's order: `DistributedSampler(ds,
+    shuffle=False)` or a SequentialSampler."""
+    values = program.values_of(sampler, fn)
+    return bool(values) and all(
+        isinstance(v, ast.Call) and (last_name(v.func) == "SequentialSampler" or (
+            last_name(v.func) == "DistributedSampler"
+            and is_const(keyword(v, "shuffle") if keyword(v, "shuffle") is not None
+                         else (v.args[3] if len(v.args) > 3 else None), False)))
+        for v, _ in values)
 
 
 def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset) -> bool:

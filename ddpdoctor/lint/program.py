@@ -635,6 +635,12 @@ class Program:
             if not found:
                 passed = self._passed(node.id, fn)
                 if not passed:
+                    imported = self._imported_values(node.id, fn)
+                    if imported:
+                        out = []
+                        for value, scope in imported:
+                            out.extend(self.values_of(value, scope, depth - 1))
+                        return out
                     return [(node, fn)]
                 out = []
                 for value, caller in passed:
@@ -654,6 +660,18 @@ class Program:
                         out.extend(self.values_of(value, owner, depth - 1))
                     return out
         return [(node, fn)]
+
+    def _imported_values(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
+        """`from pkg.trainers import REGISTRY`: what the local module binds the name to at its top
+        level (a table, a constant), read in that module's scope."""
+        full = fn.module.imports.get(name)
+        if not full or "." not in full:
+            return []
+        owner, _, attr = full.rpartition(".")
+        module = self._module(owner)
+        if module is None or module.body is None or module is fn.module:
+            return []
+        return [(value, module.body) for _, value in module.body.bindings.get(attr, [])]
 
     def _passed(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
         scope: Optional[Function] = fn
@@ -809,6 +827,13 @@ class Program:
         full = module.imports.get(name)
         if full is not None:
             return self.full_symbol(full)
+        for key, base in module.imports.items():
+            # `from .base import *` (a package __init__ gathering its trainers): a name one of
+            # those local modules defines
+            if key[0] == "*" and base != module.name:
+                found = self.full_symbol(f"{base}.{name}", 2)
+                if found is not None and found.__class__ is not Module:
+                    return found
         return None
 
     def full_symbol(self, full: str, depth: int = 8) -> Optional[Union[Function, Klass, Module]]:
@@ -907,6 +932,14 @@ class Program:
                 target = self._callee_symbol(value.func, scope)
                 if target.__class__ is Klass:
                     return target
+                if target is None and value.func.__class__ is ast.Subscript:
+                    # `REGISTRY[key](cfg)`: the classes of the table (the first; built alike)
+                    table = value.func.value
+                    while table.__class__ is ast.Subscript:
+                        table = table.value
+                    entries = [k for k in self._table_entries(table, scope) if k.__class__ is Klass]
+                    if entries:
+                        return entries[0]
                 if target is None and value.func.__class__ is ast.Name and self.lookup(value.func.id, scope):
                     # `cls = REGISTRY[key]; trainer = cls(cfg)`: the class the name was loaded as
                     # (the first of a registry's; each is a trainer built the same way)

@@ -440,11 +440,12 @@ class RankFlow:
 
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
-        if depth == 3 and ((node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names) or
-                           (node.__class__ in (ast.Attribute, ast.Subscript) and text(node) in self.init_rank_texts)):
-            # the very name the test reads is handed to init_process_group as `rank=` (in the
-            # test's own function): the job's rank, whatever it is called. Not a value it was
-            # copied from on one path (DPR's cfg.local_rank is the global rank only under SLURM)
+        if (depth == 3 and node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names) or \
+                (node.__class__ in (ast.Attribute, ast.Subscript) and text(node) in self.init_rank_texts):
+            # what init_process_group is handed as `rank=`: the job's rank, whatever it is called -
+            # an attribute (`args.global_rank`, one object's field) wherever it is read; a plain
+            # name only as the test's own (DPR's local `local_rank`, copied into cfg.local_rank,
+            # is the global rank only on its SLURM path)
             return "global"
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and any(
                 isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult) for side in (node.left, node.right)):

@@ -478,3 +478,51 @@ def test_the_nested_table_builder_seeding_its_workers_by_rank_is_quiet(tmp_path)
     found, _ = lint(tmp_path, NESTED_TABLE.format(
         init=", worker_init_fn=lambda w: random.seed(dist.get_rank() * 100 + w)"))
     assert [f for f in found if f.code == "DDP808"] == []
+
+
+def test_a_registry_in_a_package_init_over_star_imported_trainers_is_followed(tmp_path):
+    # contrastors: `from .base import *` in the package's __init__, then TRAINER_REGISTRY = {...}
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('from .base import *\n\nREGISTRY = {"base": Trainer}\n')
+    for guard in ("", "if dist.get_rank() == 0:\n            "):
+        (pkg / "base.py").write_text(
+            "import torch\nimport torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+            "class Trainer:\n    def __init__(self, cfg):\n        self.model = DDP(torch.nn.Linear(4, 1))\n"
+            "    def train(self):\n        for step in range(10):\n"
+            "            self.model(torch.randn(8, 4)).sum().backward()\n"
+            f"        {guard}torch.save(self.model.state_dict(), 'model.pt')\n")
+        found, _ = lint(tmp_path, "import sys\nfrom pkg import REGISTRY\ntrainer_cls = REGISTRY[sys.argv[1]]\n"
+                                  "trainer = trainer_cls({})\ntrainer.train()\n")
+        assert [c for c, _, _ in codes(found) if c == "DDP806"] == ([] if guard else ["DDP806"])
+
+
+SEQUENTIAL = """
+import random
+from torch.utils.data import Dataset
+
+class Crops(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.rand(3) * random.random()
+
+def get_data(args):
+    ds = Crops()
+    return DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds, shuffle={shuffle}), num_workers=4)
+
+torch.manual_seed(0)
+data = get_data(None)
+"""
+
+
+def test_a_loader_on_an_order_keeping_sampler_is_no_training_loader_for_ddp808(tmp_path):
+    # contrastors' ImageNet validation loader: DistributedSampler(ds, shuffle=False)
+    found, _ = lint(tmp_path, SEQUENTIAL.format(shuffle="False"))
+    assert [f for f in found if f.code == "DDP808"] == []
+
+
+def test_a_loader_on_a_shuffling_sampler_still_is(tmp_path):
+    found, _ = lint(tmp_path, SEQUENTIAL.format(shuffle="True"))
+    assert [c for c, _, _ in codes(found) if c == "DDP808"] == ["DDP808"]
