@@ -14,7 +14,7 @@ from ddpdoctor.lint import no_sync
 from ddpdoctor.lint.fact_builder import _fn_loops, _loops, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.options import option_defaults
-from ddpdoctor.lint.patterns import is_const, keyword, last_name, text
+from ddpdoctor.lint.patterns import fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function
 
 
@@ -52,6 +52,34 @@ class AccumulationFacts:
                         fact.no_sync_off_way = not self._syncs_on_the_way(fn, node)
                     found.append(fact)
         return found
+
+    def _steps_plain_models(self, steps: list, fn: Function) -> bool:
+        """Every optimizer the loop steps was built over the parameters of models no DDP wraps
+        (`BertAdam([p for n, p in student.named_parameters()])`, the teacher alone wrapped): the
+        gradients it steps are never all-reduced, so no sync is there to skip."""
+        for call, _ in steps:
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
+                return False
+            built = [(v, scope) for v, scope in self.program.values_of(call.func.value, fn) if isinstance(v, ast.Call)]
+            if not built:
+                return False
+            for value, scope in built:
+                owners = _parameter_owners(self.program, value, scope)
+                if not owners or not all(fresh_model(self.program, o, scope) and not self._wrapped(o)
+                                         for o in owners):
+                    return False
+        return True
+
+    def _wrapped(self, owner: ast.AST) -> bool:
+        """The model's name is handed to a wrapper somewhere (`DDP(model)`, `accelerator.prepare(
+        model, opt)`, `deepspeed.initialize(model=model)`): the optimizer built over its parameters
+        before steps the wrapped model's too."""
+        name = text(owner)
+        for fn, call, _, _ in self.calls():
+            if last_name(call.func) in WRAPPERS or self.program.ddp_call(call, fn):
+                if any(text(a) == name for a in [*call.args, *(k.value for k in call.keywords)]):
+                    return True
+        return False
 
     def _syncs_on_the_way(self, fn: Function, loop: ast.AST, depth: int = 5) -> bool:
         """no_sync (or require_backward_grad_sync) is used by the function holding the loop, one
@@ -99,6 +127,9 @@ class AccumulationFacts:
         backward = self._always(loop.body, fn, self._backward, changed=changed)
         if backward is None:
             return None
+        if isinstance(backward.func, ast.Attribute) and backward.func.attr == "backward" and \
+                plain_loss(self.program, backward.func.value, fn):
+            return None  # the loss never passes a DDP forward: its backward all-reduces nothing
         # `backward; if (i + 1) % k: continue; opt.step()`: what follows a `continue` that comes
         # after the backward runs on some passes only (one before it skips both alike)
         head, tail = _split_at_skip(loop, backward)
@@ -111,6 +142,8 @@ class AccumulationFacts:
         if steps and self._always(head, fn, lambda c, f, d: self._step_kind(c, f) == "always",
                                   changed=changed) is not None:
             return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
+        if steps and self._steps_plain_models(steps, fn):
+            return None  # the optimizer steps a model no DDP wraps (a student beside a DDP teacher)
         if steps:
             if any(not cond for _, cond in steps):
                 return None
@@ -436,6 +469,29 @@ def _expr_calls(node: ast.AST, conditional: bool) -> Iterator[tuple[ast.Call, bo
     for sub in walk(node):
         if isinstance(sub, ast.Call):
             yield sub, conditional
+
+
+# Calls that wrap a model for distributed training (or hand it to a framework that does).
+WRAPPERS = frozenset({"DDP", "DistributedDataParallel", "FSDP", "FullyShardedDataParallel", "prepare",
+                      "prepare_model", "initialize", "wrap", "setup", "distribute", "fully_shard"})
+
+
+def _parameter_owners(program, value: ast.AST, fn: Function, depth: int = 4) -> list[ast.AST]:
+    """The models whose `.parameters()` / `.named_parameters()` an optimizer's argument is built
+    from, through the names it is assigned from in fn (`param_optimizer = list(m.named_parameters())`)."""
+    owners: list = []
+    todo, seen = [(value, depth)], set()
+    while todo:
+        expr, left = todo.pop()
+        for sub in walk(expr):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                    sub.func.attr in ("parameters", "named_parameters"):
+                owners.append(sub.func.value)
+            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and left > 0 and sub.id not in seen:
+                seen.add(sub.id)
+                todo.extend((v, left - 1) for v, scope in program.values_of(sub, fn, 1)
+                            if v is not sub and scope is fn)
+    return owners
 
 
 def _sides(loop: ast.AST) -> dict[int, tuple]:

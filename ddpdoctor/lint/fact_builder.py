@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import (DDP_FORWARD, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Program
 from ddpdoctor.lint.value_flow import unreturned_arguments
@@ -97,7 +97,7 @@ class BuilderCore:
             # `model = Model.from_pretrained(ckpt); evaluate(model)`: the binding just before the
             # call, in its own block, is the one passed - a fresh model, not the DDP wrapper
             bound = _bound_just_before(caller, value.id, call)
-            if bound is not None and _fresh_model(self.program, bound, caller):
+            if bound is not None and fresh_model(self.program, bound, caller):
                 return True
         return value is not None and _plain_module(self.program, value, fn, 2)
 
@@ -308,16 +308,6 @@ def _statement_blocks(node: ast.AST):
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                 blocks.append(block)
     return reversed(blocks)
-
-
-def _fresh_model(program: Program, value: ast.AST, fn: Function) -> bool:
-    """A model built here, not a wrapper: `X.from_pretrained(...)` / `from_config`, or an
-    instance of a local class that is not a DistributedDataParallel."""
-    if not isinstance(value, ast.Call) or program.ddp_call(value, fn):
-        return False
-    if isinstance(value.func, ast.Attribute) and value.func.attr in ("from_pretrained", "from_config"):
-        return True
-    return program.is_class(program.callee(value.func, fn))
 
 
 def _plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> bool:

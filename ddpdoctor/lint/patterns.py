@@ -268,6 +268,79 @@ def _through_ddp(program: Program, node: ast.AST, fn: Function, depth: int) -> b
     return False
 
 
+def fresh_model(program: Program, value: ast.AST, fn: Function, depth: int = 3,
+                seen: Optional[set] = None) -> bool:
+    """A model built here, not a wrapper: `X.from_pretrained(...)` / `from_config`, an instance
+    of a local class (a factory's too) or of a torch.nn module that is not a
+    DistributedDataParallel (moved with `.to()` / `.cuda()`, or in a one-process DataParallel),
+    or a name bound only to such (`model = net`, the module the DDP wrapper was built around;
+    `model = model.to(device)` adds nothing)."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return True  # a binding that refers back to one already being judged
+    seen.add(id(value))
+    if isinstance(value, ast.Name):
+        if depth <= 0:
+            return False
+        values = [(v, scope) for v, scope in program.values_of(value, fn, 2) if v is not value]
+        return bool(values) and all(fresh_model(program, v, scope, depth - 1, seen) for v, scope in values)
+    if not isinstance(value, ast.Call) or program.ddp_call(value, fn):
+        return False
+    if isinstance(value.func, ast.Attribute) and value.func.attr in ("from_pretrained", "from_config"):
+        return True
+    if isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "float", "half", "bfloat16"):
+        return fresh_model(program, value.func.value, fn, depth, seen)
+    full = program.qualify(value.func, fn) or ""
+    if full.endswith(".DataParallel") and value.args:  # one process's replicas: no all-reduce
+        return fresh_model(program, value.args[0], fn, depth, seen)
+    if full.startswith("torch.nn.") and not full.endswith("DataParallel"):
+        return True
+    return program.is_class(program.callee(value.func, fn)) or program.class_of(value, fn) is not None
+
+
+def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) -> bool:
+    """The loss provably never passes through a DDP forward: every name in it is assigned in fn
+    (or imported), what a DDP model computes enters only detached (`teacher(x).detach()`), and
+    some call in it is the forward of a model built plain (TinyBERT's student beside a
+    DDP-wrapped teacher). Unknown parts (a parameter, a helper's return) prove nothing."""
+    seen_plain = False
+    todo = [(node, depth)]
+    while todo:
+        expr, left = todo.pop()
+        for sub in _undetached(expr):
+            if isinstance(sub, ast.Call):
+                if ddp_model(program, sub, fn) is not None:
+                    return False
+                if isinstance(sub.func, ast.Name) and fresh_model(program, sub.func, fn):
+                    seen_plain = True
+                continue
+            if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
+                continue
+            if sub.id in fn.module.imports or sub.id in _BUILTINS:
+                continue  # torch, F.mse_loss: a library's
+            values = [(v, scope) for v, scope in program.values_of(sub, fn, 1) if v is not sub]
+            if not values or left <= 0 or any(scope is not fn for _, scope in values):
+                if fresh_model(program, sub, fn):
+                    continue  # the plain model's own name (`student` in `student(x)`)
+                return False
+            todo.extend((v, left - 1) for v, _ in values)
+    return seen_plain
+
+
+_BUILTINS = frozenset({"len", "sum", "min", "max", "abs", "float", "int", "range", "zip", "list", "tuple"})
+
+
+def _undetached(node: ast.AST):
+    """The nodes of an expression outside `.detach()` calls (and their receivers)."""
+    todo = [node]
+    while todo:
+        sub = todo.pop()
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "detach":
+            continue
+        yield sub
+        todo.extend(ast.iter_child_nodes(sub))
+
+
 def _in_no_sync(program: Program, call: ast.Call, fn: Function) -> bool:
     """The call sits in a `with <model>.no_sync():` block of its own function: no all-reduce."""
     for stmt in fn.own:

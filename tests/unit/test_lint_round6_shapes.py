@@ -526,3 +526,66 @@ def test_a_loader_on_an_order_keeping_sampler_is_no_training_loader_for_ddp808(t
 def test_a_loader_on_a_shuffling_sampler_still_is(tmp_path):
     found, _ = lint(tmp_path, SEQUENTIAL.format(shuffle="True"))
     assert [c for c, _, _ in codes(found) if c == "DDP808"] == ["DDP808"]
+
+
+REBOUND_PLAIN = """
+def evaluate(model, x):
+    with torch.no_grad():
+        return model(x)
+
+def main(backend="gloo"):
+    local_rank = dist.get_rank()
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    model = DDP(net)
+    model(torch.randn(8, 4)).sum().backward()
+    if backend is not None and local_rank != 0:
+        return
+    model = {plain}
+    evaluate(model, torch.randn(8, 4))
+
+main()
+"""
+
+
+def test_a_name_rebound_to_the_plain_module_before_rank_0_evaluates_is_no_ddp_forward(tmp_path):
+    # weaver: `model = orig_model.to(dev)` on rank 0 after the others returned
+    found, _ = lint(tmp_path, REBOUND_PLAIN.format(plain="net"))
+    assert [f for f in found if f.code == "DDP801"] == []
+
+
+def test_a_name_rebound_to_a_new_ddp_wrapper_is_still_one(tmp_path):
+    found, _ = lint(tmp_path, REBOUND_PLAIN.format(plain="DDP(net)"))
+    assert [c for c, _, _ in codes(found) if c == "DDP801"] == ["DDP801"]
+
+
+DISTILL = """
+teacher = DDP(torch.nn.Linear(4, 4))
+student = {student}
+opt = torch.optim.SGD(student.parameters(), lr=0.1)
+for step in range(1000):
+    x = torch.randn(8, 4)
+    target = teacher(x){detach}
+    loss = torch.nn.functional.mse_loss(student(x), target)
+    loss.backward()
+    if (step + 1) % 4 == 0:
+        opt.step(); opt.zero_grad()
+"""
+
+
+def test_accumulating_a_plain_student_against_a_detached_ddp_teacher_is_not_ddp805(tmp_path):
+    # TinyBERT: the backward never reaches the DDP model, so no all-reduce to skip
+    found, _ = lint(tmp_path, DISTILL.format(student="torch.nn.Linear(4, 4)", detach=".detach()"))
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+def test_a_wrapped_student_is_ddp805_whatever_the_teacher(tmp_path):
+    for student, detach in (("DDP(torch.nn.Linear(4, 4))", ".detach()"), ("DDP(torch.nn.Linear(4, 4))", "")):
+        found, _ = lint(tmp_path, DISTILL.format(student=student, detach=detach))
+        assert [c for c, _, _ in codes(found) if c == "DDP805"] == ["DDP805"], (student, detach)
+
+
+def test_an_optimizer_built_before_the_model_is_wrapped_still_steps_the_ddp_model(tmp_path):
+    source = DISTILL.format(student="torch.nn.Linear(4, 4)", detach=".detach()").replace(
+        "for step in range(1000):", "student = DDP(student)\nfor step in range(1000):")
+    found, _ = lint(tmp_path, source)
+    assert [c for c, _, _ in codes(found) if c == "DDP805"] == ["DDP805"]
