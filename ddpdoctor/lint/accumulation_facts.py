@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.fact_builder import _fn_loops, _loops, loc
+from ddpdoctor.lint.fact_builder import _fn_loops, _loops, given_constants, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import fresh_model, is_const, keyword, last_name, plain_loss, text
@@ -52,6 +52,17 @@ class AccumulationFacts:
                         fact.no_sync_off_way = not self._syncs_on_the_way(fn, node)
                     found.append(fact)
         return found
+
+    def _runs_once(self, fn: Function, loop: ast.AST) -> bool:
+        """`for _ in range(n):` over a parameter every way into fn gives 1 (passed, or its
+        default where the call leaves it out): one micro-step, nothing accumulates."""
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) == "range"
+                and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], ast.Name)):
+            return False
+        param = loop.iter.args[0].id
+        if param not in fn.params or fn.bindings.get(param):
+            return False
+        return given_constants(self.callers(), fn, param) == {1}
 
     def _steps_plain_models(self, steps: list, fn: Function) -> bool:
         """Every optimizer the loop steps was built over the parameters of models no DDP wraps
@@ -148,6 +159,8 @@ class AccumulationFacts:
             if any(not cond for _, cond in steps):
                 return None
             return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
+        if self._runs_once(fn, loop):
+            return None  # `for _ in range(accumulation_steps)` left at its default 1 by every caller
         outer = _enclosing_loop(fn.node, loop)
         if outer is not None:
             body = outer.body

@@ -371,20 +371,18 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST) -> bool:
     return False
 
 
-def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
-              none_only: bool = False) -> Optional[bool]:
-    """`if use_barriers:` in target: False where this call leaves the parameter at its default
-    False (or passes a constant False), so the branch never runs on this way in; True where it
-    passes a constant True (proven on); None when it cannot tell. context: the (function, call
-    that entered it) pairs of the callers, innermost last: a parameter passed on by name is
-    read at the call that gave it (bounded: the last three calls)."""
-    if isinstance(target.node, ast.Module) or cond not in target.params:
+def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AST]:
+    """What `call` hands target's parameter: the argument given (by keyword or place), else the
+    parameter's default; None when it cannot tell (`**kwargs`, a `*args` before it)."""
+    if isinstance(target.node, ast.Module) or param not in target.params:
         return None
     args = target.node.args
     positional = [a.arg for a in args.posonlyargs + args.args]
-    value = keyword(call, cond)
-    index = positional.index(cond) if cond in positional else -1
+    value = keyword(call, param)
+    index = positional.index(param) if param in positional else -1
     offset = 1 if target.cls is not None and target.parent is None and positional[:1] in (["self"], ["cls"]) else 0
+    if value is None and any(isinstance(a, ast.Starred) for a in call.args):
+        return None
     if value is None and 0 <= index - offset < len(call.args):
         value = call.args[index - offset]
     if value is None and any(kw.arg is None for kw in call.keywords):
@@ -393,6 +391,43 @@ def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
         defaults = args.defaults
         first = len(positional) - len(defaults)
         value = defaults[index - first] if index >= first else None
+    if value is None and param in [a.arg for a in args.kwonlyargs]:
+        value = args.kw_defaults[[a.arg for a in args.kwonlyargs].index(param)]
+    return value
+
+
+def given_constants(callers: dict, fn: Function, param: str, depth: int = 3) -> Optional[set]:
+    """The constants every way into fn gives its parameter: passed, left at its default, or a
+    caller's own parameter so given (a few calls up). None where some way gives anything else.
+    callers: BuilderCore.callers()."""
+    sites = callers.get(fn, [])
+    if not sites or depth <= 0:
+        return None
+    found: set = set()
+    for caller, event in sites:
+        if not isinstance(event.node, ast.Call):
+            return None
+        value = argument_at(fn, event.node, param)
+        if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None))):
+            found.add(value.value)
+        elif isinstance(value, ast.Name) and value.id in caller.params and not caller.bindings.get(value.id):
+            above = given_constants(callers, caller, value.id, depth - 1)
+            if above is None:
+                return None
+            found |= above
+        else:
+            return None
+    return found
+
+
+def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
+              none_only: bool = False) -> Optional[bool]:
+    """`if use_barriers:` in target: False where this call leaves the parameter at its default
+    False (or passes a constant False), so the branch never runs on this way in; True where it
+    passes a constant True (proven on); None when it cannot tell. context: the (function, call
+    that entered it) pairs of the callers, innermost last: a parameter passed on by name is
+    read at the call that gave it (bounded: the last three calls)."""
+    value = argument_at(target, call, cond)
     if value is None:
         return None
     if isinstance(value, ast.Name) and context:

@@ -10,9 +10,9 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import writes
-from ddpdoctor.lint.fact_builder import _single_process, _switched, loc
+from ddpdoctor.lint.fact_builder import _single_process, _switched, given_constants, loc
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import last_name, save_call, save_path, text
+from ddpdoctor.lint.patterns import dotted, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 
 
@@ -93,6 +93,10 @@ class SaveFacts:
                     # `Dataset.__getitem__` -> cache the features next to the sample: the sampler
                     # gives each rank its own samples, so each file has one writer
                     found.append(SaveFact(where, path_text, False, "a per-sample file written while loading it"))
+                    continue
+                dead = self._dead_side(fn, event.conds)
+                if dead:
+                    found.append(SaveFact(where, path_text, False, dead))
                     continue
                 switch = self._returns_first(fn, call)
                 if switch:
@@ -217,6 +221,29 @@ class SaveFacts:
             self._spawned_reach = seen
         return self._spawned_reach
 
+    def _dead_side(self, fn: Function, conds: tuple) -> str:
+        """The write sits under `if self.in_memory:`'s other side, where the attribute is the
+        constructor's parameter and every construction (a call or two up) leaves it at the same
+        constant, the other way: never reached. The reason, or ""."""
+        klass = self.program._class_of_fn(fn)
+        init = self.program.method(klass, "__init__") if klass is not None else None
+        if init is None:
+            return ""
+        for cond, flag in conds:
+            negated = cond.startswith("not ")
+            attr = cond[4:] if negated else cond
+            if not (flag and attr.startswith("self.") and attr[5:].isidentifier()):
+                continue
+            param = next((value.id for target, value in _pairs(init) if dotted(target) == attr
+                          and isinstance(value, ast.Name) and value.id in init.params), None)
+            if param is None or any(isinstance(n, ast.Assign) and any(dotted(t) == attr for t in n.targets)
+                                    for f in klass.methods.values() if f is not init for n in f.own):
+                continue
+            given = given_constants(self.callers(), init, param)
+            if given and len({bool(v) for v in given}) == 1 and bool(given.pop()) == negated:
+                return f"`{cond}` is false on every construction of {klass.name}"
+        return ""
+
     def _returns_first(self, fn: Function, call: ast.Call) -> str:
         """The parameter of `if return_model: return model`, ahead of the write in fn's own body,
         when every call of fn leaves it true (its default True, or a constant True): the write
@@ -336,3 +363,16 @@ def _global_from(fn: Function, index: str) -> bool:
                     any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult) for s in sides):
                 return True
     return False
+
+
+def _pairs(fn: Function):
+    """(target, value) of each plain assignment in fn's own body, a tuple's items paired:
+    `self.a, self.b = a, {}` gives (self.a, a) and (self.b, {})."""
+    for node in fn.own:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            yield from zip(target.elts, value.elts)
+        else:
+            yield target, value

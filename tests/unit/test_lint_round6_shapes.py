@@ -589,3 +589,45 @@ def test_an_optimizer_built_before_the_model_is_wrapped_still_steps_the_ddp_mode
         "for step in range(1000):", "student = DDP(student)\nfor step in range(1000):")
     found, _ = lint(tmp_path, source)
     assert [c for c, _, _ in codes(found) if c == "DDP805"] == ["DDP805"]
+
+
+FINDER = """
+import tempfile
+
+class Cacher:
+    def __init__(self, in_memory):
+        self.in_memory, self.cached = in_memory, {{}}
+
+    def store(self, key, state):
+        if self.in_memory:
+            self.cached[key] = state
+        else:
+            torch.save(state, os.path.join(tempfile.gettempdir(), f"state_{{key}}.pt"))
+
+class Finder:
+    def __init__(self, model, opt, memory_cache=True):
+        self.model, self.opt = model, opt
+        self.cacher = Cacher(memory_cache)
+        self.cacher.store("model", model.state_dict())
+
+    def run(self, batches, accumulation_steps=1):
+        for x in batches:
+            self.opt.zero_grad()
+            for _ in range(accumulation_steps):
+                (self.model(x).sum() / accumulation_steps).backward()
+            self.opt.step()
+
+model = DDP(torch.nn.Linear(4, 4))
+Finder(model, torch.optim.SGD(model.parameters(), lr=0.1){given}).run([torch.randn(8, 4)] * 10{steps})
+"""
+
+
+def test_defaults_every_call_leaves_make_one_micro_step_and_an_in_memory_cache(tmp_path):
+    # weaver's LR finder: accumulation_steps=1 and memory_cache=True by default, never passed
+    found, _ = lint(tmp_path, FINDER.format(given="", steps=""))
+    assert [f for f in found if f.code in ("DDP805", "DDP806")] == []
+
+
+def test_a_call_that_passes_other_values_reaches_both(tmp_path):
+    found, _ = lint(tmp_path, FINDER.format(given=", memory_cache=False", steps=", accumulation_steps=4"))
+    assert sorted(c for c, _, _ in codes(found) if c in ("DDP805", "DDP806")) == ["DDP805", "DDP806"]
