@@ -123,6 +123,26 @@ def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
     return None
 
 
+def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[dict[str, ast.AST]]:
+    """A call's keyword arguments by name, those spread from `**loader_kwargs` included where
+    the name holds a dict literal of string keys (every value it may hold, merged); None when a
+    `**` spread cannot be read."""
+    found: dict[str, ast.AST] = {}
+    for kw in call.keywords:
+        if kw.arg is not None:
+            found[kw.arg] = kw.value
+            continue
+        values = program.values_of(kw.value, fn)
+        if not values or not all(isinstance(v, ast.Dict) and all(isinstance(k, ast.Constant) and
+                                                                  isinstance(k.value, str) for k in v.keys)
+                                 for v, _ in values):
+            return None
+        for v, _ in values:
+            for key, value in zip(v.keys, v.values):
+                found.setdefault(key.value, value)
+    return found
+
+
 def truthy(node: Optional[ast.AST]) -> bool:
     """A keyword value that is not literally False/None/0."""
     return node is not None and not is_const(node, False, None, 0)

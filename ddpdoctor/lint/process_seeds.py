@@ -34,7 +34,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.fact_builder import loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.options import option_defaults
-from ddpdoctor.lint.patterns import keyword, last_name, text, torch_loader
+from ddpdoctor.lint.patterns import call_keywords, keyword, last_name, text, torch_loader
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -79,11 +79,14 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         if not torch_loader(full):
             continue
         where = loc(fn, call)
-        if str(where) not in training or keyword(call, "generator") is not None:
+        if str(where) not in training:
             continue
-        workers = keyword(call, "num_workers")
-        if workers is None or any(kw.arg is None for kw in call.keywords):
-            continue  # no workers by default; `**kwargs` may hold a generator
+        given = call_keywords(program, call, fn)  # `**loader_kwargs` read where it is a dict literal
+        if given is None or "generator" in given:
+            continue  # a `**kwargs` that cannot be read may hold a generator
+        workers = given.get("num_workers")
+        if workers is None or ("worker_init_fn" in given and keyword(call, "worker_init_fn") is None):
+            continue  # no workers by default
         if defaults is None:
             defaults = option_defaults(program.files)
         if not _has_workers(program, workers, fn, defaults) or not _keeps_base_seed(program, call, fn):
@@ -246,6 +249,15 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
         if not isinstance(value, ast.Call):
             continue
         target = program.callee(value.func, scope)
+        if target is None and isinstance(value.func, ast.Subscript):
+            # `datasets[name.lower()](**kwargs)` over a registry table: each class it holds
+            table = value.func.value
+            while isinstance(table, ast.Subscript):
+                table = table.value
+            classes = [k for k in program._table_entries(table, scope, read=True) if program.is_class(k)]
+            shown.extend(classes)
+            if any(_draws(k) for c in classes for k in [c, *program.bases(c)]):
+                return True
         if program.is_class(target):
             shown.append(target)
             if any(_draws(k) for k in [target, *program.bases(target)]):
@@ -255,7 +267,10 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             if ARGUMENT_WORDS.search(_source(target)) or \
                     any(_random_in(program, ret, target, depth - 1, shown) for ret in target.returned):
                 return True
-        if any(_random_in(program, arg, scope, depth - 1, shown)
+        # what the arguments lead to shows the dataset only where the callee is known: through
+        # `getattr(import_module(...), name)(args)` the options' builder is no dataset maker
+        into = shown if target is not None else []
+        if any(_random_in(program, arg, scope, depth - 1, into)
                for arg in [*value.args, *(kw.value for kw in value.keywords)]
                if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))):
             return True

@@ -1117,14 +1117,16 @@ class Program:
                         found.append(target)
         return found
 
-    def _table_entries(self, table: ast.AST, fn: Function) -> list:
+    def _table_entries(self, table: ast.AST, fn: Function, read: bool = False) -> list:
         """The local functions and classes a table literal holds (`{"nccl": ddp.Backend, None:
         single.Backend}`, `[train_a, train_b]`), the table itself or named where it is
-        subscripted. Only entries in modules already read: a registry of a model zoo (OpenPCDet's
+        subscripted. Unless `read`, only entries in modules already read: a registry of a model zoo (OpenPCDet's
         `__all__ = {"PointPillar": PointPillar, ...}`) does not make every quiet module of the zoo
         read (twice the statements, three times the time, for no finding)."""
         found: list = []
-        peeking, self._peeking = self._peeking, True
+        # read: the entries' modules are read if they are not yet (a dataset registry feeding a
+        # training loader: which class draws is the question)
+        peeking, self._peeking = self._peeking, not read
         try:
             for value, scope in self.values_of(table, fn):
                 if value.__class__ not in _TABLES:

@@ -462,6 +462,10 @@ class RankFlow:
             return "node" if self._node_count(node.right, fn, depth) else "global"
         if isinstance(node, (ast.Name, ast.Attribute)) and self._offset_by_node(node, fn):
             return "global"  # `args.local_rank += args.node_index * args.gpu_per_node`
+        if node.__class__ is ast.Name and self._spawn_index(node.id, fn) and _offset_from(node.id, fn):
+            # mp.spawn's index where the function builds the job's rank from it (`args.rank =
+            # args.rank * ngpus_per_node + gpu`): the index is the rank within the node
+            return "node"
         if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
             # what the source assigns decides before the name: `local_rank = dist.get_rank()` is
             # the global rank whatever it is called
@@ -711,6 +715,19 @@ class _Substitute(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         return self.bound.get(node.id, node)
+
+
+def _offset_from(name: str, fn: Function) -> bool:
+    """fn assigns `<something> * <count> + name` (or `name + <something> * <count>`)."""
+    for node in fn.own:
+        value = getattr(node, "value", None)
+        if isinstance(node, (ast.Assign, ast.AugAssign)) and isinstance(value, ast.BinOp) and \
+                isinstance(value.op, ast.Add):
+            sides = (value.left, value.right)
+            if any(isinstance(side, ast.Name) and side.id == name for side in sides) and \
+                    any(isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult) for side in sides):
+                return True
+    return False
 
 
 def _turn_taking(node: ast.AST, is_rank) -> bool:

@@ -631,3 +631,109 @@ def test_defaults_every_call_leaves_make_one_micro_step_and_an_in_memory_cache(t
 def test_a_call_that_passes_other_values_reaches_both(tmp_path):
     found, _ = lint(tmp_path, FINDER.format(given=", memory_cache=False", steps=", accumulation_steps=4"))
     assert sorted(c for c, _, _ in codes(found) if c in ("DDP805", "DDP806")) == ["DDP805", "DDP806"]
+
+
+SPAWNED = """
+import argparse
+import torch.multiprocessing as mp
+
+def main_worker(gpu, ngpus_per_node, args):
+    args.gpu = gpu
+    {rank}
+    dist.init_process_group("gloo", init_method=args.dist_url, world_size=args.world_size, rank=args.rank)
+    model = DDP(torch.nn.Linear(4, 4))
+    for epoch in range(10):
+        if args.gpu == 0:
+            torch.save(model.module.state_dict(), "checkpoint.pth")
+
+if __name__ == "__main__":
+    args = argparse.Namespace(rank=0, world_size=1, dist_url="tcp://localhost:23456")
+    mp.spawn(main_worker, nprocs=2, args=(2, args))
+"""
+
+
+def test_a_spawn_index_the_job_rank_is_built_from_is_the_rank_within_the_node(tmp_path):
+    # PyTorch-Encoding: args.rank = args.rank * ngpus_per_node + gpu; the save under args.gpu == 0
+    found, _ = lint(tmp_path, SPAWNED.format(rank="args.rank = args.rank * ngpus_per_node + gpu"))
+    ddp806 = [f for f in found if f.code == "DDP806"]
+    assert ddp806 and "per node" in ddp806[0].message
+
+
+def test_a_spawn_index_used_as_the_rank_itself_is_the_job_rank(tmp_path):
+    found, _ = lint(tmp_path, SPAWNED.format(rank="args.rank = gpu"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+SPREAD = """
+import random
+from torch.utils.data import Dataset
+
+class FlipSet(Dataset):
+    def __len__(self):
+        return 1000
+    def __getitem__(self, i):
+        x = torch.zeros(3, 8, 8)
+        return x.flip(-1) if random.random() < 0.5 else x
+
+torch.manual_seed(1)
+model = DDP(torch.nn.Conv2d(3, 3, 1))
+train_set = FlipSet()
+sampler = DistributedSampler(train_set)
+loader_kwargs = {{'batch_size': 8, 'num_workers': 4, 'pin_memory': True{more}}}
+loader = DataLoader(train_set, sampler=sampler, drop_last=True, **loader_kwargs)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_workers_spread_from_a_dict_literal_are_read(tmp_path):
+    # PyTorch-Encoding: DataLoader(..., **loader_kwargs) with num_workers in the dict
+    found, _ = lint(tmp_path, SPREAD.format(more=""))
+    assert [(c, line) for c, _, line in codes(found) if c == "DDP808"] == [("DDP808", 22)]
+
+
+def test_a_generator_spread_from_the_dict_is_read_too(tmp_path):
+    found, _ = lint(tmp_path, SPREAD.format(more=", 'generator': torch.Generator()"))
+    assert [f for f in found if f.code == "DDP808"] == []
+
+
+def test_a_dataset_registry_in_unread_modules_is_read_to_see_which_class_draws(tmp_path):
+    # PyTorch-Encoding: get_dataset(name) returns datasets[name](**kw) over classes of other modules
+    pkg = tmp_path / "sets"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .crops import Crops\n\nDATASETS = {'crops': Crops}\n\n"
+                                     "def get_dataset(name, **kwargs):\n    return DATASETS[name](**kwargs)\n")
+    for draw, expected in (("random.randint(0, 9)", ["DDP808"]), ("0", [])):
+        (pkg / "crops.py").write_text("import random\nfrom torch.utils.data import Dataset\n\n"
+                                      "class Crops(Dataset):\n    def __len__(self):\n        return 8\n"
+                                      f"    def __getitem__(self, i):\n        return i + {draw}\n")
+        found, _ = lint(tmp_path, "from sets import get_dataset\ntorch.manual_seed(0)\n"
+                                  "ds = get_dataset('crops')\nsampler = DistributedSampler(ds)\n"
+                                  "loader = DataLoader(ds, sampler=sampler, num_workers=2)\n"
+                                  "model = DDP(torch.nn.Linear(1, 1))\nfor epoch in range(2):\n"
+                                  "    sampler.set_epoch(epoch)\n    for x in loader:\n"
+                                  "        model(x.float()).sum().backward()\n")
+        assert [c for c, _, _ in codes(found) if c == "DDP808"] == expected, draw
+
+
+def test_a_dataset_picked_by_name_from_a_module_built_with_options_from_a_helper(tmp_path):
+    # DeepDeblur: getattr(import_module("data." + name), name)(args) with args = setup(...)
+    pkg = tmp_path / "data"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    source = ("import argparse\nfrom importlib import import_module\n\ndef setup(args):\n"
+              "    torch.manual_seed(args.seed)\n    return args\n\n"
+              "args = setup(argparse.Namespace(seed=1, data='BlurSet'))\n"
+              "ds = getattr(import_module('data.' + args.data.lower()), args.data)(args)\n"
+              "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=2)\n"
+              "model = DDP(torch.nn.Linear(1, 1))\nfor epoch in range(2):\n    sampler.set_epoch(epoch)\n"
+              "    for x in loader:\n        model(x.float()).sum().backward()\n")
+    for draw, expected in (("random.randrange(0, 64)", ["DDP808"]), ("0", [])):
+        (pkg / "blurset.py").write_text("import random\nfrom torch.utils.data import Dataset\n\n"
+                                        "class BlurSet(Dataset):\n    def __init__(self, args):\n        self.n = 64\n"
+                                        "    def __len__(self):\n        return self.n\n"
+                                        f"    def __getitem__(self, i):\n        return float(i + {draw})\n")
+        found, _ = lint(tmp_path, source)
+        assert [c for c, _, _ in codes(found) if c == "DDP808"] == expected, draw
