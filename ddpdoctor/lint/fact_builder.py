@@ -18,7 +18,8 @@ from ddpdoctor.lint.value_flow import unreturned_arguments
 
 
 MAX_DEPTH = 6  # calls followed from a guarded block to the collective
-SINGLE = re.compile(r"^not [\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$|world_size == 1$",
+SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$"
+                    r"|world_size == 1$",
                     re.IGNORECASE)
 # `not use_fsdp` / `not self.deepspeed` is the single-process side only where the script has no
 # other way to be distributed: beside a DistributedDataParallel model it is the DDP path

@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _switched, loc, ruled_out
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text, torch_loader
+from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, loader_call, text
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint.value_flow import reaches_return
 
@@ -116,8 +116,7 @@ class LoaderFacts:
                     prepared.add(last_name(arg) or "")
         found = []
         for fn, call, guards, _ in self.calls():
-            full = program.qualify(call.func, fn) or ""
-            if not torch_loader(full):
+            if not loader_call(program, call, fn):
                 continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")

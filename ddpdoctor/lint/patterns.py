@@ -686,6 +686,36 @@ def torch_loader(full: str) -> bool:
                                                         or full == "DataLoader")
 
 
+def loader_call(program: Program, call: ast.Call, fn: Function) -> bool:
+    """A call that builds a torch DataLoader: torch's own (torch_loader), or a local subclass of it
+    (`class FastLoader(DataLoader)`, a loader that keeps its workers alive), a few bases up."""
+    if torch_loader(program.qualify(call.func, fn) or ""):
+        return True
+    klass = program._callee_symbol(call.func, fn)
+    return klass.__class__.__name__ == "Klass" and _passes_through(program, klass) and \
+        _loader_class(program, klass, 3)
+
+
+def _passes_through(program: Program, klass, depth: int = 3) -> bool:
+    """The subclass takes a DataLoader's arguments as they are: no `__init__` of its own (nor in
+    its local bases), or one of `(self, *args, **kwargs)` only. picotron's MicroBatchDataLoader
+    builds its own sampler from arguments of its own: its call is no DataLoader's."""
+    init = klass.methods.get("__init__")
+    if init is None:
+        return depth > 0 and all(_passes_through(program, b, depth - 1) for b in program.bases(klass))
+    args = init.node.args
+    return len(args.args) == 1 and not args.kwonlyargs and args.vararg is not None and args.kwarg is not None
+
+
+def _loader_class(program: Program, klass, depth: int) -> bool:
+    for base in klass.bases:
+        head, _, rest = base.partition(".")
+        full = klass.module.imports.get(head, head) + (f".{rest}" if rest else "")
+        if full.rpartition(".")[2] == "DataLoader" and full.startswith(("torch.", "torch_geometric.")):
+            return True
+    return depth > 0 and any(_loader_class(program, b, depth - 1) for b in program.bases(klass))
+
+
 def name_pattern(node: ast.AST) -> Optional[tuple[str, Optional[str]]]:
     """A name as the source spells it: (name, None) for a constant; (prefix, suffix) around the
     one part known only at run time (`'init_dist_%s' % x`, `'init_dist_' + x`,

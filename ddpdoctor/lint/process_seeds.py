@@ -31,10 +31,10 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.fact_builder import loc
+from ddpdoctor.lint.fact_builder import _single_process, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.options import option_defaults
-from ddpdoctor.lint.patterns import call_keywords, keyword, last_name, text, torch_loader
+from ddpdoctor.lint.patterns import call_keywords, keyword, last_name, loader_call, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -75,8 +75,7 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
     found = []
     defaults: Optional[dict] = None
     for fn, call, _, _ in builder.calls():
-        full = program.qualify(call.func, fn) or ""
-        if not torch_loader(full):
+        if not loader_call(program, call, fn):
             continue
         where = loc(fn, call)
         if str(where) not in training:
@@ -109,12 +108,45 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
         verdict = _library_seed(full, call, fn, program)
         if verdict is None:
             continue
-        if reach is not None and fn not in reach and not _on_import(fn, call, program):
-            continue  # the launcher's own seeding: the spawned ranks start from their own
+        if reach is not None and fn not in reach and not _on_import(fn, call, program) and not (
+                _calls_directly(builder, fn, spawned) and not fn.__dict__.get("_call_conds", {}).get(id(call))):
+            # the launcher's own seeding: the spawned ranks start from their own (on its direct
+            # path, counted only where the launcher seeds whatever the options)
+            continue
+        if _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program):
+            continue  # `if args.seed is not None: torch.manual_seed(args.seed)`, --seed unset by default
         if not isinstance(fn.node, ast.Module) and fn not in builder.callers() and fn not in spawned:
             continue  # a method of a live class that nothing calls (a model's `check_sample()` test)
         found.append((fn, call, verdict))
     return found
+
+
+def _calls_directly(builder: Builder, fn: Function, spawned: list) -> bool:
+    """fn also calls a spawn target itself on a path that may be distributed (`if
+    args.multiprocessing_distributed: mp.spawn(worker) else: worker()`, the torchrun / SLURM
+    path): there the process that seeded is the rank. Not the other side of the switch the
+    process group is set up under (`if num_gpus > 1: mp.spawn(...) else: train(0)`: one process)."""
+    program = builder.program
+    conds = fn.__dict__.get("_call_conds", {})
+    return any(target in spawned and not _single_process(conds.get(id(call), ()), builder._switches())
+               for call in fn.own_calls for target in program.resolve(call.func, fn)[0])
+
+
+_OFF_TEST = re.compile(r"^(?:[\w.]+\.)?(\w+)(?: is not None)?$")
+
+
+def _off_by_default(conds: tuple, program) -> bool:
+    """The seeding runs only where an option left at a false default (`--seed` unset: None) is
+    given: `if args.seed is not None:` / `if args.seed:`."""
+    for cond, flag in conds:
+        found = _OFF_TEST.match(cond)
+        if found:
+            defaults = program.__dict__.get("_option_defaults_seen")
+            if defaults is None:
+                defaults = program.__dict__["_option_defaults_seen"] = option_defaults(program.files)
+            if found.group(1) in defaults and defaults[found.group(1)] in (None, False, 0, ""):
+                return True
+    return False
 
 
 def _library_seed(full: str, call: ast.Call, fn: Function, program) -> Optional[int]:

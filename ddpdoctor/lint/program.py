@@ -1014,10 +1014,11 @@ class Program:
         if cls is ast.Call:
             return self._entries(self._called(func, fn)), []
         if cls is ast.Subscript:  # `BACKENDS[args.backend](args)`: any entry of a literal table
-            table = func.value
+            table, path = func, []
             while table.__class__ is ast.Subscript:  # `LOADERS[name]["train"](args)`
+                path.insert(0, table.slice)
                 table = table.value
-            return self._entries(self._table_entries(table, fn)), []
+            return self._entries(self._table_entries(table, fn, path=path)), []
         if cls is not ast.Attribute:
             return [], []
         receiver, attr = func.value, func.attr
@@ -1117,7 +1118,8 @@ class Program:
                         found.append(target)
         return found
 
-    def _table_entries(self, table: ast.AST, fn: Function, read: bool = False) -> list:
+    def _table_entries(self, table: ast.AST, fn: Function, read: bool = False,
+                       path: Optional[list] = None) -> list:
         """The local functions and classes a table literal holds (`{"nccl": ddp.Backend, None:
         single.Backend}`, `[train_a, train_b]`), the table itself or named where it is
         subscripted. Unless `read`, only entries in modules already read: a registry of a model zoo (OpenPCDet's
@@ -1131,12 +1133,19 @@ class Program:
             for value, scope in self.values_of(table, fn):
                 if value.__class__ not in _TABLES:
                     continue
-                entries = list(value.values if value.__class__ is ast.Dict else value.elts)
-                for entry in entries:
+                entries = [(e, 1) for e in _rows(value, path, 0)]
+                if table.__class__ is ast.Name:
+                    # `DATALOADER_DICT = {}` then `DATALOADER_DICT["msrvtt"] = {"train": ...}`
+                    entries.extend((n.value, 1) for n in scope.own if n.__class__ is ast.Assign
+                                   and any(t.__class__ is ast.Subscript and t.value.__class__ is ast.Name
+                                           and t.value.id == table.id and _key_fits(t.slice, path, 0)
+                                           for t in n.targets))
+                for entry, level in entries:
                     if entry.__class__ in _TABLES and len(entries) < 400:
                         # `LOADERS = {"msrvtt": {"train": build_train, "val": build_val}}` read as
-                        # `LOADERS[name]["train"](args)`: the inner tables' entries too
-                        entries.extend(entry.values if entry.__class__ is ast.Dict else entry.elts)
+                        # `LOADERS[name]["train"](args)`: the inner tables' entries too (those whose
+                        # key the subscript spells, where it spells one)
+                        entries.extend((e, level + 1) for e in _rows(entry, path, level))
                         continue
                     if entry.__class__ is ast.Name or entry.__class__ is ast.Attribute:
                         symbol = self._callee_symbol(entry, scope)
@@ -1318,6 +1327,23 @@ COMMON_METHODS = {"save", "load", "step", "update", "forward", "run", "train", "
                   "state_dict", "load_state_dict", "save_checkpoint", "load_checkpoint", "backward",
                   "zero_grad", "apply", "build", "setup", "__init__", "__call__", "fit", "predict",
                   "test", "validate", "evaluate", "compute", "print", "info", "warning", "flush"}
+
+
+def _rows(table: ast.AST, path: Optional[list], level: int) -> list:
+    """A table literal's entries at one level of a subscript path: those under the key the
+    path spells there (a constant), or all of them."""
+    if table.__class__ is not ast.Dict:
+        return list(table.elts)
+    return [v for k, v in zip(table.keys, table.values) if k is None or _key_fits(k, path, level)]
+
+
+def _key_fits(key: ast.AST, path: Optional[list], level: int) -> bool:
+    """A dict key matches the subscript at that level: no path, a key that is not a constant,
+    or the path's key not a constant, all fit; two constants fit when equal."""
+    wanted = path[level] if path and level < len(path) else None
+    if not (isinstance(wanted, ast.Constant) and isinstance(key, ast.Constant)):
+        return True
+    return key.value == wanted.value
 
 
 def _record_field_names(node: ast.ClassDef) -> list[str]:

@@ -737,3 +737,131 @@ def test_a_dataset_picked_by_name_from_a_module_built_with_options_from_a_helper
                                         f"    def __getitem__(self, i):\n        return float(i + {draw})\n")
         found, _ = lint(tmp_path, source)
         assert [c for c, _, _ in codes(found) if c == "DDP808"] == expected, draw
+
+
+CLIPS = """
+import random
+import sys
+import torch.multiprocessing as mp
+from torch.utils.data import Dataset
+
+class Clips(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.tensor([random.uniform(0, 1)])
+"""
+
+
+def test_a_local_dataloader_subclass_is_a_loader(tmp_path):
+    # CoCLR's FastDataLoader(DataLoader)
+    for base, expected in (("DataLoader", ["DDP808"]), ("object", [])):
+        source = CLIPS + (f"class FastLoader({base}):\n    def __init__(self, *args, **kwargs):\n"
+                          "        super().__init__(*args, **kwargs)\n"
+                          "torch.manual_seed(0)\nds = Clips()\ns = DistributedSampler(ds)\n"
+                          "loader = FastLoader(ds, batch_size=8, sampler=s, num_workers=2)\n"
+                          "model = DDP(torch.nn.Linear(1, 1))\nfor epoch in range(2):\n    s.set_epoch(epoch)\n"
+                          "    for x in loader:\n        model(x).sum().backward()\n")
+        found, _ = lint(tmp_path, source)
+        assert [c for c, _, _ in codes(found) if c == "DDP808"] == expected, base
+
+
+SPAWN_OR_DIRECT = CLIPS + """
+def worker(gpu, use_spawn):
+    ds = Clips()
+    s = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=8, sampler=s, num_workers=2)
+    model = DDP(torch.nn.Linear(1, 1))
+    for epoch in range(2):
+        s.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+def main(use_spawn):
+    torch.manual_seed(0)
+    {launch}
+
+main("--spawn" in sys.argv)
+"""
+
+
+def test_a_launcher_that_may_call_the_worker_itself_shares_its_seed_with_it(tmp_path):
+    # CoCLR: mp.spawn(worker) or worker() directly (torchrun): the direct path keeps the seed
+    found, _ = lint(tmp_path, SPAWN_OR_DIRECT.format(
+        launch="if use_spawn:\n        mp.spawn(worker, nprocs=2, args=(use_spawn,))\n"
+               "    else:\n        worker(None, use_spawn)"))
+    assert [c for c, _, _ in codes(found) if c == "DDP808"] == ["DDP808"]
+
+
+def test_a_launcher_that_only_spawns_seeds_itself_alone(tmp_path):
+    found, _ = lint(tmp_path, SPAWN_OR_DIRECT.format(launch="mp.spawn(worker, nprocs=2, args=(use_spawn,))"))
+    assert [f for f in found if f.code == "DDP808"] == []
+
+
+BUILDERS = CLIPS + """
+def build_train(args):
+    ds = Clips()
+    s = DistributedSampler(ds)
+    return DataLoader(ds, batch_size=8, sampler=s, num_workers=2, drop_last=True), s
+
+def build_val(args):
+    return DataLoader(Clips(), batch_size=8, num_workers=2), 64
+
+BUILD = {}
+BUILD["clips"] = {"train": build_train, "val": build_val}
+torch.manual_seed(0)
+val_loader, n = BUILD[sys.argv[1]]["val"](None)
+train_loader, sampler = BUILD[sys.argv[1]]["train"](None)
+model = DDP(torch.nn.Linear(1, 1))
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x in train_loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_table_filled_by_key_and_read_by_a_spelled_key_gives_that_entry(tmp_path):
+    # UniVL: DATALOADER_DICT = {}; DATALOADER_DICT["msrvtt"] = {"train": ..., "val": ...}
+    found, _ = lint(tmp_path, BUILDERS)
+    assert [(c, line) for c, _, line in codes(found) if c in ("DDP802", "DDP808")] == [("DDP808", 21)]
+
+
+IMAGENET_LAUNCH = CLIPS + """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", default={seed}, type=int)
+parser.add_argument("--multiprocessing-distributed", action="store_true")
+
+def main_worker(gpu, args):
+    ds = Clips()
+    s = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=8, sampler=s, num_workers=2)
+    model = DDP(torch.nn.Linear(1, 1))
+    for epoch in range(2):
+        s.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+def main():
+    args = parser.parse_args()
+    {seeding}
+    if args.multiprocessing_distributed:
+        mp.spawn(main_worker, nprocs=2, args=(args,))
+    else:
+        main_worker(None, args)
+
+main()
+"""
+
+
+def test_the_direct_path_beside_multiprocessing_distributed_may_be_a_distributed_run(tmp_path):
+    # CoCLR / the ImageNet example: without --multiprocessing-distributed each launched process
+    # runs main_worker itself, after the launcher's seeding
+    found, _ = lint(tmp_path, IMAGENET_LAUNCH.format(seed=0, seeding="torch.manual_seed(args.seed)"))
+    assert [c for c, _, _ in codes(found) if c == "DDP808"] == ["DDP808"]
+
+
+def test_a_seeding_only_when_an_unset_option_is_given_is_not_judged(tmp_path):
+    found, _ = lint(tmp_path, IMAGENET_LAUNCH.format(
+        seed=None, seeding="if args.seed is not None:\n        torch.manual_seed(args.seed)"))
+    assert [f for f in found if f.code == "DDP808"] == []
