@@ -91,6 +91,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             message = (f"{message}; unless each rank's random state differs, since the dataset's "
                        "__getitem__ ignores the index it is handed and draws its own sample")
         replacement = getattr(loader, "with_replacement", False)
+        if replacement and not getattr(loader, "seeded_alike", True):
+            continue  # independent draws: nothing seeds the ranks' generators alike
         if replacement:  # no epoch to split: independent draws per rank are a design, if seeded apart
             message = (f"{message}; unless the ranks are seeded apart: {loader.sampler_class} draws with "
                        "replacement, so ranks with their own random state draw their own samples")

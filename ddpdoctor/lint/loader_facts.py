@@ -56,7 +56,8 @@ class LoaderFact:
     no_grad_read: bool = False
     # its plain sampler draws with replacement (`RandomSampler(ds, replacement=True)`, a
     # WeightedRandomSampler): each rank draws its own samples when the ranks are seeded apart
-    with_replacement: bool = False
+    with_replacement: bool = False  # its plain sampler draws (with replacement, or a fixed number of samples)
+    seeded_alike: bool = True  # the ranks seed torch alike (their random samplers draw the same)
 
 
 @dataclass
@@ -134,6 +135,7 @@ class LoaderFacts:
                      if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
             found.append(LoaderFact(
+                seeded_alike=self._seeded_alike(),
                 sequential=sampler is not None and _sequential(self.program, sampler, fn),
                 sampler_class=" or ".join(sorted(filter(None, classes))),
                 with_replacement=bool(plain) and all(_with_replacement(v) for v in plain),
@@ -162,6 +164,13 @@ class LoaderFacts:
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
         return found
+
+    def _seeded_alike(self) -> bool:
+        if not hasattr(self, "_alike"):
+            from ddpdoctor.lint.process_seeds import seeded_alike  # it reads the loaders' facts back
+
+            self._alike = seeded_alike(self)
+        return self._alike
 
     def _rank_part_built(self, dataset: ast.AST, fn: Function) -> bool:
         """The dataset comes from a local helper that picks this rank's part inside its own body
@@ -800,7 +809,10 @@ def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:
 
 def _with_replacement(sampler: ast.Call) -> bool:
     """A plain sampler that draws with replacement: WeightedRandomSampler unless told not to,
-    RandomSampler when told to."""
+    RandomSampler when told to; or one that draws a fixed number of samples (`num_samples=`):
+    a random subset, not an epoch to split."""
+    if keyword(sampler, "num_samples") is not None:
+        return True
     replacement = keyword(sampler, "replacement")
     if last_name(sampler.func) == "WeightedRandomSampler":
         if replacement is None and len(sampler.args) > 2:

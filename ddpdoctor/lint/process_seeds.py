@@ -97,6 +97,12 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
     return found
 
 
+def seeded_alike(builder: Builder) -> bool:
+    """The ranks run some seeding of torch's generator, and every one of them seeds alike."""
+    seeds = _seeding_calls(builder)
+    return bool(seeds) and all(verdict == _SAME for _, _, verdict in seeds)
+
+
 def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
     """Each seeding of the process's torch generator that the ranks run, with what its seed is."""
     program = builder.program

@@ -253,6 +253,10 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             assigned.setdefault(name, []).append(item)
         if isinstance(item.node, (ast.For, ast.AsyncFor)):
             loop_targets.update(n.id for n in walk(item.node.target) if isinstance(n, ast.Name))
+    for name, items in assigned.items():
+        # `start = load_step(path, 0)` where load_step returns what it sets under a rank test
+        # (rank 0 reads the saved step): the caller's name is as rank-local as the helper's
+        items[:] = [_through_helper(builder, fn, i, name) or i for i in items]
     shared = _shared(builder, fn)
     local: dict[str, _Stmt] = {}
     ranked_of: dict[str, list[_Stmt]] = {}  # every assignment of a local name under a rank test
@@ -331,6 +335,41 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
         found[-1].stepped = name in ahead
     return found
+
+
+def _through_helper(builder: Builder, fn: Function, item: _Stmt, name: str) -> Optional[_Stmt]:
+    """The assignment read as one under the rank test of the local helper it calls, where that
+    helper returns a name it sets only under a rank test (from a parameter or a constant
+    otherwise); None when it is no such call."""
+    value = _value_of(item.node, name)
+    if item.guards or not isinstance(value, ast.Call):
+        return None
+    for helper in builder.program.resolve(value.func, fn)[0]:
+        test = _returns_rank_local(builder, helper)
+        if test is not None:
+            return _Stmt(item.node, (test,), item.loops, True)
+    return None
+
+
+def _returns_rank_local(builder: Builder, helper: Function) -> Optional[RankTest]:
+    cache = builder.__dict__.setdefault("_rank_local_returns", {})
+    if helper in cache:
+        return cache[helper]
+    cache[helper] = None
+    if helper.node is None or isinstance(helper.node, ast.Module):
+        return None
+    returns = [n for n in walk(helper.node) if isinstance(n, ast.Return)]
+    names = {r.value.id for r in returns if isinstance(r.value, ast.Name)}
+    if len(names) != 1 or len(returns) != sum(isinstance(r.value, ast.Name) for r in returns):
+        return None
+    returned = names.pop()
+    stmts = list(_statements(builder.program, helper, helper.node.body, (), (), False))
+    sets = [i for i in stmts if returned in _targets(i.node)]
+    ranked = [i for i in sets if i.guards]
+    if ranked and all(_constant(getattr(i.node, "value", None)) for i in sets if not i.guards) and \
+            (returned in helper.params or any(not i.guards for i in sets)):
+        cache[helper] = ranked[0].guards[-1]
+    return cache[helper]
 
 
 def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, setter: _Stmt, work: str,

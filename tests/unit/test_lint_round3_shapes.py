@@ -14,7 +14,7 @@ from tests.unit.test_lint_real_patterns import codes, lint
 
 WITH_REPLACEMENT = """
 rank = dist.get_rank()
-torch.manual_seed(1234 + rank)
+torch.manual_seed(1234{by_rank})
 ds = TensorDataset(torch.randn(12, 8))
 model = DDP(torch.nn.Linear(8, 1))
 loader = DataLoader(ds, batch_size=4, sampler=RandomSampler(ds{how}))
@@ -24,14 +24,20 @@ for (x,) in loader:
 
 
 def test_a_sampler_drawing_with_replacement_is_a_warning_that_says_why(tmp_path):
-    found, _ = lint(tmp_path, WITH_REPLACEMENT.format(how=", replacement=True, num_samples=20"))
+    found, _ = lint(tmp_path, WITH_REPLACEMENT.format(how=", replacement=True, num_samples=20", by_rank=""))
     ddp802 = [f for f in found if f.code == "DDP802"]
     assert [(f.severity.value, f.location.line) for f in ddp802] == [("warning", 11)]
     assert "draws with replacement" in ddp802[0].message
 
 
+def test_ranks_seeded_apart_drawing_with_replacement_draw_their_own_samples(tmp_path):
+    # session 15 (RoMa): a sampler that draws, on ranks whose generators differ, is no DDP802
+    found, _ = lint(tmp_path, WITH_REPLACEMENT.format(how=", replacement=True, num_samples=20", by_rank=" + rank"))
+    assert [f for f in found if f.code == "DDP802"] == []
+
+
 def test_a_shuffling_sampler_over_the_whole_set_stays_an_error(tmp_path):
-    found, _ = lint(tmp_path, WITH_REPLACEMENT.format(how=""))
+    found, _ = lint(tmp_path, WITH_REPLACEMENT.format(how="", by_rank=" + rank"))
     assert [(f.code, f.severity.value) for f in found if f.code == "DDP802"] == [("DDP802", "error")]
 
 

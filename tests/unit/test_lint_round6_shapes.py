@@ -865,3 +865,32 @@ def test_a_seeding_only_when_an_unset_option_is_given_is_not_judged(tmp_path):
     found, _ = lint(tmp_path, IMAGENET_LAUNCH.format(
         seed=None, seeding="if args.seed is not None:\n        torch.manual_seed(args.seed)"))
     assert [f for f in found if f.code == "DDP808"] == []
+
+
+RESUME = """
+RANK = int(os.environ.get("RANK", 0))
+
+def load_step(path, step):
+    if os.path.exists(path){test}:
+        step = torch.load(path)["step"]
+    return step
+
+def main():
+    model = DDP(torch.nn.Linear(4, 4))
+    start = load_step("ckpt.pt", 0)
+    for step in range(start, 1000):
+        model(torch.randn(8, 4)).sum().backward()
+
+main()
+"""
+
+
+def test_a_bound_a_helper_reads_on_rank_0_alone_is_rank_local(tmp_path):
+    # RoMa: the resume step read only where RANK == 0, then every rank loops from it
+    found, _ = lint(tmp_path, RESUME.format(test=" and RANK == 0"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP809"] == [("DDP809", "warning")]
+
+
+def test_a_bound_every_rank_reads_is_shared(tmp_path):
+    found, _ = lint(tmp_path, RESUME.format(test=""))
+    assert [f for f in found if f.code == "DDP809"] == []
