@@ -147,6 +147,8 @@ class AccumulationFacts:
         calls = list(_loop_calls(head, False)) + list(_loop_calls(tail, True))
         if any(last_name(c.func) == "zero_grad" for c, cond in calls if not cond):
             return None  # the gradients are cleared on every pass: none carry over to accumulate
+        if _clears_first(self.program, backward, fn):
+            return None  # `def train_step(): model.zero_grad(); ...backward()`: the helper clears them
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]
@@ -487,6 +489,20 @@ def _expr_calls(node: ast.AST, conditional: bool) -> Iterator[tuple[ast.Call, bo
 # Calls that wrap a model for distributed training (or hand it to a framework that does).
 WRAPPERS = frozenset({"DDP", "DistributedDataParallel", "FSDP", "FullyShardedDataParallel", "prepare",
                       "prepare_model", "initialize", "wrap", "setup", "distribute", "fully_shard"})
+
+
+def _clears_first(program, call: ast.Call, fn: Function) -> bool:
+    """The backward is reached through a local helper whose own body clears the gradients on
+    every call, ahead of anything conditional (VDVAE's step: `model.zero_grad()` first, the
+    optimizer step skipped on a bad gradient norm)."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+        return False
+    targets = program.resolve(call.func, fn)[0]
+    return bool(targets) and all(
+        target.node is not None and not isinstance(target.node, ast.Module) and any(
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and last_name(stmt.value.func) == "zero_grad"
+            for stmt in target.node.body)
+        for target in targets)
 
 
 def _parameter_owners(program, value: ast.AST, fn: Function, depth: int = 4) -> list[ast.AST]:

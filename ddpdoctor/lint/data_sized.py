@@ -213,7 +213,7 @@ class _Scope:
                 under_if = False  # a condition counts inside the loop it filters
             outer_structure = self.in_structure
             if isinstance(stmt, (ast.For, ast.AsyncFor)) and field_name == "body":
-                self.in_structure = _module_structure(stmt.iter)
+                self.in_structure = _module_structure(stmt.iter) or _parameter_filter(stmt)
             for child in children:
                 if isinstance(child, ast.ExceptHandler):
                     for inner in child.body:
@@ -284,6 +284,24 @@ def _module_structure(node: ast.AST) -> bool:
         return True
     return func.attr in ("items", "values", "keys") and isinstance(func.value, ast.Call) \
         and isinstance(func.value.func, ast.Attribute) and func.value.func.attr == "state_dict"
+
+
+def _parameter_filter(loop: ast.AST) -> bool:
+    """`for p in params: if p.requires_grad: flat.append(p.grad)`: every test in the loop reads
+    only a parameter's own properties (`requires_grad`, `grad is not None`) of the loop's item,
+    the same on every rank whatever list of parameters was handed in."""
+    items = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    tests = [n.test for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.If)]
+    if not tests or not items:
+        return False
+    for test in tests:
+        reads = [n for n in ast.walk(test) if isinstance(n, ast.Attribute)]
+        if not reads or not all(n.attr in ("requires_grad", "grad") and isinstance(n.value, ast.Name)
+                                and n.value.id in items for n in reads):
+            return False
+        if any(isinstance(n, ast.Name) and n.id not in items and n.id != "None" for n in ast.walk(test)):
+            return False
+    return True
 
 
 def _append_name(stmt: ast.stmt) -> Optional[str]:

@@ -1082,6 +1082,12 @@ class Program:
             found = [m for k in self._element_classes(receiver.id, fn) if (m := self.method(k, attr)) is not None]
             if found:
                 return list(dict.fromkeys(found)), []
+            # `runner = getattr(runners, cfg.runner_type)(cfg); runner.train()`: each candidate's
+            found = [m for v, scope in self.values_of(receiver, fn) if v.__class__ is ast.Call
+                     for k in self._runtime_classes(v.func, scope)
+                     if (m := self.method(k, attr)) is not None]
+            if found:
+                return list(dict.fromkeys(found)), []
         weak = self._named(attr)
         if weak and attr in SELF_RETURNING and any(self.ddp_call(v, s) for v, s in self.values_of(receiver, fn)):
             return [], []  # `self.model.train()` on a DDP model: nn.Module.train, not the script's Trainer.train
@@ -1222,6 +1228,21 @@ class Program:
                     if found is not None:
                         out.append(found)
         return out
+
+    def _runtime_classes(self, func: ast.AST, fn: Function) -> list:
+        """`getattr(runners, config.runner_type)`: a class picked from a local module by a name
+        known only at run time. Each class the module holds or re-exports that has a method of
+        the asked name is a candidate; a handful at most (a runner family, not a model zoo)."""
+        if not (func.__class__ is ast.Call and last_name(func.func) == "getattr" and len(func.args) >= 2
+                and name_pattern(func.args[1]) is None):
+            return []
+        found: list = []
+        for owner in self._loaded(func.args[0], fn) or [self._callee_symbol(func.args[0], fn)]:
+            if owner.__class__ is Module:
+                classes = [k for k in dict.fromkeys(self._module_names(owner).values()) if k.__class__ is Klass]
+                if len(classes) <= 8:
+                    found.extend(classes)
+        return found
 
     def _module_names(self, module: Module) -> dict:
         """A module's functions and classes by name, with those its `from x import *` lines

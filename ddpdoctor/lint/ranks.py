@@ -97,10 +97,12 @@ class RankFlow:
                         self.init_rank_names.add((id(fn), given.id))
                     if given is not None and not isinstance(fn.node, ast.Module):
                         joins.append((fn, given))
-                if last_name(call.func) in SPAWNERS and call.args:
+                started = call.args[0] if call.args else next(
+                    (kw.value for kw in call.keywords if kw.arg == "fn"), None)  # mp.spawn(fn=worker, ...)
+                if last_name(call.func) in SPAWNERS and started is not None:
                     full = program.qualify(call.func, fn) or ""
                     if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:
-                        for target in program.reference(call.args[0], fn):
+                        for target in program.reference(started, fn):
                             self.spawn_targets.append(target)
                             if target.params:
                                 self.spawn_params.add((id(target), target.params[0]))

@@ -894,3 +894,75 @@ def test_a_bound_a_helper_reads_on_rank_0_alone_is_rank_local(tmp_path):
 def test_a_bound_every_rank_reads_is_shared(tmp_path):
     found, _ = lint(tmp_path, RESUME.format(test=""))
     assert [f for f in found if f.code == "DDP809"] == []
+
+
+def test_a_spawn_target_given_as_fn_is_a_spawned_rank(tmp_path):
+    # PVDM: mp.spawn(fn=worker, ...) - the parent's seeding is not the ranks'
+    for launch, expected in (("mp.spawn(fn=worker, nprocs=2, args=(False,))", []),
+                             ("worker(None, False)", ["DDP808"])):
+        found, _ = lint(tmp_path, SPAWN_OR_DIRECT.format(launch=launch))
+        assert [c for c, _, _ in codes(found) if c == "DDP808"] == expected, launch
+
+
+SKIPPED_STEP = """
+def train_step(model, opt, x, threshold):
+    {clear}
+    model(x).pow(2).mean().backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9).item()
+    if grad_norm < threshold:
+        opt.step()
+
+model = DDP(torch.nn.Linear(4, 4))
+opt = torch.optim.Adam(model.parameters())
+for it in range(100):
+    train_step(model, opt, torch.randn(8, 4), threshold=400.0)
+"""
+
+
+def test_a_step_skipped_on_a_bad_norm_after_clearing_the_gradients_is_no_accumulation(tmp_path):
+    # VDVAE: model.zero_grad() first in the step helper; the step skipped on a large norm
+    found, _ = lint(tmp_path, SKIPPED_STEP.format(clear="model.zero_grad()"))
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+def test_the_same_step_without_clearing_accumulates(tmp_path):
+    found, _ = lint(tmp_path, SKIPPED_STEP.format(clear="pass"))
+    assert [c for c, _, _ in codes(found) if c == "DDP805"] == ["DDP805"]
+
+
+FLAT_REDUCE = """
+def allreduce_grads(params):
+    flat = []
+    for p in params:
+        if {test}:
+            flat.append(p.grad.flatten())
+    dist.all_reduce(torch.cat(flat))
+
+model = torch.nn.Linear(4, 4)
+for x in torch.randn(10, 8, 4):
+    model(x).sum().backward()
+    allreduce_grads(list(model.parameters()))
+"""
+
+
+def test_a_flat_gradient_list_filtered_by_requires_grad_has_the_models_size(tmp_path):
+    # LSGM: the parameters handed in as an argument, filtered by a property of each parameter
+    found, _ = lint(tmp_path, FLAT_REDUCE.format(test="p.requires_grad"))
+    assert [f for f in found if f.code == "DDP807"] == []
+
+
+def test_a_list_filtered_by_a_value_of_the_data_is_data_sized(tmp_path):
+    found, _ = lint(tmp_path, FLAT_REDUCE.format(test="p.grad.abs().sum() > 0"))
+    assert [c for c, _, _ in codes(found) if c == "DDP807"] == ["DDP807"]
+
+
+def test_a_runner_class_picked_by_a_run_time_name_from_a_local_module_is_followed(tmp_path):
+    # genforce: getattr(runners, config.runner_type)().train()
+    (tmp_path / "runners.py").write_text(
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        "class SGDRunner:\n    def train(self):\n        model = DDP(torch.nn.Linear(4, 4))\n"
+        "        for it in range(100):\n            model(torch.randn(8, 4)).sum().backward()\n"
+        "            if dist.get_rank() == 0:\n                dist.barrier()\n")
+    found, _ = lint(tmp_path, "import runners\nrunner = getattr(runners, os.environ['RUNNER'])()\nrunner.train()\n")
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP801"] == [("DDP801", "error")]
