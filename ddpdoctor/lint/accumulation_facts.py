@@ -266,6 +266,11 @@ class AccumulationFacts:
                             no_sync.engine_backward(c, fn) for c, _ in _loop_calls(
                                 stmt.orelse if a is not None else stmt.body, False)):
                         return a or b
+                    # `if train: ...backward() else: <evaluate>` on a value fixed for the whole
+                    # loop (a closure's flag): the training side is the one a training loop runs
+                    if pred == self._backward and changed is not None and _invariant(stmt.test, changed) \
+                            and (a or b) is not None:
+                        return a or b
                 elif changed is not None and _invariant(stmt.test, changed):
                     found = self._always(stmt.body, fn, pred, depth, changed)
                     if found is not None:
@@ -382,7 +387,11 @@ class AccumulationFacts:
             for value, scope in self.program.values_of(call.func, fn, 1):
                 if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
                     targets += self.program.resolve(value.args[0], scope)[0]
-        return any(self._always(target.node.body, target, pred, depth - 1) is not None for target in targets)
+        # a test on a name the helper neither takes nor sets (a closure's `if train:`, fixed when
+        # the factory built it) takes the same side on every call
+        return any(self._always(target.node.body, target, pred, depth - 1,
+                                _assigned_names(target.node.body) | set(target.params)) is not None
+                   for target in targets if target.node is not None and not isinstance(target.node, ast.Module))
 
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:

@@ -406,8 +406,8 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3) -> 
         return None
     found: set = set()
     for caller, event in sites:
-        if not isinstance(event.node, ast.Call):
-            return None
+        if event.kind != "call" or not isinstance(event.node, ast.Call):
+            return None  # a reference (`mp.spawn(fn, args=...)`) hands its arguments another way
         value = argument_at(fn, event.node, param)
         if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None))):
             found.add(value.value)

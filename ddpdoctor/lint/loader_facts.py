@@ -462,6 +462,8 @@ class LoaderFacts:
             matched = []
             constant = None
             for sfn, scall, loops in set_epochs:
+                if self._never_runs(sfn, scall):
+                    continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in
                 receiver = scall.func.value
                 rname = last_name(receiver) or ""
                 if not rname and isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Constant) \
@@ -495,6 +497,8 @@ class LoaderFacts:
                 names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
                           if isinstance(e.node, ast.Call)} - {""}
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
+            if loader_at is not None and iterated.get(f"@{loader_at.file}:{loader_at.line}"):
+                across = True  # built inline as the argument of a function that iterates it again and again
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
@@ -504,6 +508,14 @@ class LoaderFacts:
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
         return found
 
+    def _never_runs(self, fn: Function, call: ast.Call) -> bool:
+        """Every way into fn decides against a test around the call on one of fn's parameters
+        (left at its default None, or given a constant that turns the test off)."""
+        sites = [event for _, event in self.callers().get(fn, [])]
+        # (a reference - `mp.spawn(fn, args=(...))` - hands its arguments another way: not judged)
+        return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call)
+                                   and ruled_out(fn, call, event.node) for event in sites)
+
     def _arguments(self, fn: Function, param: str) -> set[str]:
         """The names fn's callers pass for its parameter `param` (one level up)."""
         node = fn.node
@@ -511,7 +523,7 @@ class LoaderFacts:
         offset = 1 if fn.cls is not None and positional[:1] in (["self"], ["cls"]) else 0
         index = positional.index(param) - offset if param in positional else -1
         found = set()
-        for _, event in self.callers().get(fn, []):
+        for caller, event in self.callers().get(fn, []):
             call = event.node
             if not isinstance(call, ast.Call):
                 continue
@@ -520,6 +532,8 @@ class LoaderFacts:
                 value = call.args[index]
             if isinstance(value, (ast.Name, ast.Attribute)) and last_name(value):
                 found.add(last_name(value))
+            elif isinstance(value, ast.Call):  # `forever(DataLoader(ds, ...))`: the loader by its place
+                found.add(f"@{caller.file.display}:{value.lineno}")
         return found
 
     @staticmethod

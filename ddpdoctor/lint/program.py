@@ -1202,6 +1202,13 @@ class Program:
                 continue
             if kind is not ast.Call:
                 continue
+            if value is not node and depth > 0 and value.func.__class__ in (ast.Name, ast.Attribute):
+                # `step = make_step(accum)` where make_step returns a function it defines (a
+                # closure over its counter): that function is what `step(...)` runs
+                maker = self._callee_symbol(value.func, scope)
+                if maker.__class__ is Function and maker.node.__class__ is not ast.Module:
+                    out.extend(maker.nested[r.id] for r in maker.returned
+                               if r.__class__ is ast.Name and r.id in maker.nested)
             spec = dynamic_spec(value)
             if spec is not None:
                 names = [spec[0]] if spec[1] is None else \

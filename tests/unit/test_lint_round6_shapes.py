@@ -966,3 +966,87 @@ def test_a_runner_class_picked_by_a_run_time_name_from_a_local_module_is_followe
         "            if dist.get_rank() == 0:\n                dist.barrier()\n")
     found, _ = lint(tmp_path, "import runners\nrunner = getattr(runners, os.environ['RUNNER'])()\nrunner.train()\n")
     assert [(c, s) for c, s, _ in codes(found) if c == "DDP801"] == [("DDP801", "error")]
+
+
+FOREVER = """
+def forever(loader, sampler=None):
+    epoch = 0
+    while True:
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        epoch += 1
+        for b in loader:
+            yield b
+
+ds = torch.arange(1000).float()
+sampler = DistributedSampler(ds)
+it = forever(DataLoader(ds, batch_size=8, sampler=sampler){given})
+model = DDP(torch.nn.Linear(1, 1))
+for step in range(10000):
+    model(next(it)[:, None]).sum().backward()
+"""
+
+
+def test_a_set_epoch_behind_a_sampler_no_caller_hands_in_never_runs(tmp_path):
+    # SEDD: the endless generator sets the epoch only `if sampler is not None`
+    found, _ = lint(tmp_path, FOREVER.format(given=""))
+    assert [c for c, _, _ in codes(found) if c == "DDP804"] == ["DDP804"]
+
+
+def test_the_generator_handed_the_sampler_sets_the_epoch(tmp_path):
+    found, _ = lint(tmp_path, FOREVER.format(given=", sampler"))
+    assert [f for f in found if f.code == "DDP804"] == []
+
+
+FACTORY_STEP = """
+def make_step(accum):
+    n = 0
+    def step_fn(model, opt, batch):
+        nonlocal n
+        model(batch).sum().div(accum).backward()
+        n += 1
+        if n == accum:
+            n = 0
+            opt.step(); opt.zero_grad()
+    return step_fn
+
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+step = make_step(4)
+for i in range(1000):
+    {call}
+"""
+
+
+def test_a_step_function_a_factory_returns_is_followed_into_its_accumulation(tmp_path):
+    # SEDD: get_step_fn(...) returns a closure that counts micro-batches in a nonlocal
+    found, _ = lint(tmp_path, FACTORY_STEP.format(call="step(model, opt, torch.randn(8, 4))"))
+    assert [c for c, _, _ in codes(found) if c == "DDP805"] == ["DDP805"]
+
+
+def test_the_factory_step_under_no_sync_is_quiet(tmp_path):
+    found, _ = lint(tmp_path, FACTORY_STEP.format(
+        call="with model.no_sync():\n        step(model, opt, torch.randn(8, 4))"))
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+def test_a_worker_spawned_with_its_switch_on_runs_the_set_epoch_under_it(tmp_path):
+    # the Annotated Transformer: train_worker(..., is_distributed) called directly with False and
+    # through mp.spawn(train_worker, args=(..., True)): the spawned way sets the epoch
+    source = ("import torch.multiprocessing as mp\n\n"
+              "def train_worker(gpu, ngpus, is_distributed):\n"
+              "    ds = torch.arange(100).float()\n"
+              "    sampler = DistributedSampler(ds) if is_distributed else None\n"
+              "    loader = DataLoader(ds, sampler=sampler, batch_size=4)\n"
+              "    model = DDP(torch.nn.Linear(1, 1))\n"
+              "    for epoch in range(3):\n"
+              "        if is_distributed:\n"
+              "            loader.sampler.set_epoch(epoch)\n"
+              "        for x in loader:\n"
+              "            model(x[:, None]).sum().backward()\n\n"
+              "if os.environ.get('N'):\n"
+              "    mp.spawn(train_worker, nprocs=2, args=(2, True))\n"
+              "else:\n"
+              "    train_worker(0, 1, False)\n")
+    found, _ = lint(tmp_path, source)
+    assert [f for f in found if f.code == "DDP804"] == []
