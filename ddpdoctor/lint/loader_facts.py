@@ -23,6 +23,11 @@ SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_
 # Dataset kinds that yield samples rather than index them: a sampler never applies (torch's
 # IterableDataset, and its datapipes, IterDataPipe subclasses).
 ITERABLE_KINDS = ("Iterable", "IterDataPipe")
+# Libraries whose datasets split the data across ranks themselves (they read the rank and world
+# size from the environment): MosaicML's streaming, Lightning's litdata, webdataset, torchdata's
+# nodes, Hugging Face datasets' split_dataset_by_node.
+SELF_SHARDING_LIBRARIES = ("streaming.", "litdata.", "webdataset", "wds.", "torchdata.",
+                           "datasets.distributed.split_dataset_by_node")
 SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
 
 
@@ -86,7 +91,7 @@ class LoaderFacts:
             if any(kw.arg in SHARD_KEYWORDS for kw in value.keywords):
                 return True  # ImageDataset(..., shard=rank, num_shards=world): shards itself
             if any(kind in name for kind in ITERABLE_KINDS) or \
-                    (self.program.qualify(value.func, scope) or "").startswith(("webdataset", "wds.")):
+                    (self.program.qualify(value.func, scope) or "").startswith(SELF_SHARDING_LIBRARIES):
                 return True
             target = self.program._callee_symbol(value.func, scope)
             if isinstance(target, Klass) and self._self_sharding(target, set()):

@@ -1050,3 +1050,15 @@ def test_a_worker_spawned_with_its_switch_on_runs_the_set_epoch_under_it(tmp_pat
               "    train_worker(0, 1, False)\n")
     found, _ = lint(tmp_path, source)
     assert [f for f in found if f.code == "DDP804"] == []
+
+
+def test_a_library_dataset_that_shards_itself_needs_no_sampler(tmp_path):
+    # minRF: mosaic streaming's StreamingDataset reads the rank and world size itself
+    for dataset, expected in (("StreamingDataset(local='/data', shuffle=True, batch_size=8)", []),
+                              ("TensorDataset(torch.randn(64, 4))", ["DDP802"])):
+        found, _ = lint(tmp_path, "from streaming import StreamingDataset\n"
+                                  f"ds = {dataset}\n"
+                                  "train_loader = DataLoader(ds, batch_size=8, num_workers=4, drop_last=True)\n"
+                                  "model = DDP(torch.nn.Linear(4, 4))\nfor epoch in range(3):\n"
+                                  "    for batch in train_loader:\n        model(batch[0]).sum().backward()\n")
+        assert [c for c, _, _ in codes(found) if c == "DDP802"] == expected, dataset
