@@ -191,8 +191,9 @@ class AccumulationFacts:
         found = []
         for fn in self.functions:
             for loop, _ in _fn_loops(fn):
-                body = [n for stmt in loop.body if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
-                        for n in walk(stmt)]
+                # one pass of this loop: not the passes of the loops inside it (each inner
+                # micro-step loop is judged as its own), however deep in its branches they sit
+                body = list(_own_pass(loop.body))
                 for node in body:
                     if not (isinstance(node, ast.Assign) and any(
                             isinstance(t, ast.Attribute) and t.attr == "require_backward_grad_sync"
@@ -530,6 +531,18 @@ def _parameter_owners(program, value: ast.AST, fn: Function, depth: int = 4) -> 
                 todo.extend((v, left - 1) for v, scope in program.values_of(sub, fn, 1)
                             if v is not sub and scope is fn)
     return owners
+
+
+def _own_pass(body: list):
+    """The nodes of a loop body outside the loops (and defs) nested in it."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef, ast.Lambda)):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def _sides(loop: ast.AST) -> dict[int, tuple]:

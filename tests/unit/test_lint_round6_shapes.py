@@ -1062,3 +1062,35 @@ def test_a_library_dataset_that_shards_itself_needs_no_sampler(tmp_path):
                                   "model = DDP(torch.nn.Linear(4, 4))\nfor epoch in range(3):\n"
                                   "    for batch in train_loader:\n        model(batch[0]).sum().backward()\n")
         assert [c for c, _, _ in codes(found) if c == "DDP802"] == expected, dataset
+
+
+BRANCH_LOOPS = """
+model = DDP(torch.nn.Linear(8, 1))
+accum, step = 4, 0
+while step < 100:
+    if step % 10 != 9:
+        for micro in range(accum):
+            {first}
+    else:
+        for micro in range(accum):
+            model.require_backward_grad_sync = (micro == accum - 1)
+            model(torch.randn(2, 8)).sum().backward()
+    step += 1
+"""
+
+
+def test_each_micro_step_loop_sets_its_own_sync_flag_before_its_forward(tmp_path):
+    # Sophia: one outer loop holding a micro-step loop in each branch
+    found, _ = lint(tmp_path, BRANCH_LOOPS.format(
+        first="model.require_backward_grad_sync = (micro == accum - 1)\n"
+              "            model(torch.randn(2, 8)).sum().backward()"))
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+def test_a_micro_step_loop_setting_the_flag_after_its_forward_is_late(tmp_path):
+    found, _ = lint(tmp_path, BRANCH_LOOPS.format(
+        first="loss = model(torch.randn(2, 8)).sum()\n"
+              "            model.require_backward_grad_sync = (micro == accum - 1)\n"
+              "            loss.backward()"))
+    ddp805 = [f for f in found if f.code == "DDP805"]
+    assert ddp805 and "after the forward" in ddp805[0].message
