@@ -60,12 +60,18 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
     """
     if facts.distributed is None:
         return Skipped("the script sets up no process group")
-    if facts.framework is not None:
+    # a script that runs under Accelerate on one side of a switch and wraps its own DDP model on
+    # the other (coqui's Trainer: `use_accelerate`) is judged on its DDP side
+    both = facts.framework == "accelerate" and facts.ddp_model and any(
+        getattr(loader, "prepared_under", "") for loader in facts.loaders)
+    if facts.framework is not None and not both:
         return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
     problems = []
     for loader in facts.loaders:
         if loader.sampler not in ("none", "plain") or loader.unseen_options or loader.handed_to_framework:
             continue
+        if both and not getattr(loader, "prepared_under", ""):
+            continue  # prepared on every way, or never on a DDP path the source shows
         if loader.sharded_by_rank or loader.iterable or loader.under_rank_guard or loader.evaluation:
             continue
         if getattr(loader, "single_process", False):
@@ -96,13 +102,16 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         if replacement:  # no epoch to split: independent draws per rank are a design, if seeded apart
             message = (f"{message}; unless the ranks are seeded apart: {loader.sampler_class} draws with "
                        "replacement, so ranks with their own random state draw their own samples")
+        if both:  # the DDP side: where `use_accelerate` is off, nothing shards the loader
+            message = (f"where `{loader.prepared_under}` is false (the script's own DDP path; accelerator."
+                       f"prepare() shards the loader only on the other): {message}")
         configured = getattr(loader, "other_branch_distributed", "")
         if configured:  # the other side of a configuration test handles the distributed switch
             message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
                        f"(the other side handles the process group's switch, this one does not): {message}")
         problems.append(Problem(
             severity=None if loader.trains and not configured and not getattr(loader, "index_ignored", False)
-            and not replacement else Severity.WARNING,
+            and not replacement and not both else Severity.WARNING,
             message=message,
             hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),

@@ -43,6 +43,7 @@ class LoaderFact:
     under_rank_guard: bool
     evaluation: bool  # named like a validation / test loader
     prepared_by: Optional[str] = None  # "accelerate" when handed to accelerator.prepare
+    prepared_under: str = ""  # the test the prepare() sits under, "" when it always runs
     sampler_class: str = ""  # the plain sampler's class (RandomSampler), for the message
     sequential: bool = False  # its sampler keeps the order (shuffle=False, SequentialSampler): an evaluation's
     trains: bool = False  # iterated by a loop that runs backward: the training loader, proven
@@ -115,11 +116,14 @@ class LoaderFacts:
     # ------------------------------------------------------------------ loaders and samplers
     def loaders(self, framework: Optional[str]) -> list[LoaderFact]:
         program = self.program
-        prepared = set()
+        prepared, switched = set(), {}
         for fn, call, _, _ in self.calls():
             if last_name(call.func) == "prepare" and isinstance(call.func, ast.Attribute):
+                conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
                 for arg in call.args:
                     prepared.add(last_name(arg) or "")
+                    if conds:  # `if args.use_accelerate: loader = acc.prepare(loader)`
+                        switched.setdefault(last_name(arg) or "", conds[-1][0])
         found = []
         for fn, call, guards, _ in self.calls():
             if not loader_call(program, call, fn):
@@ -167,7 +171,8 @@ class LoaderFacts:
                 other_branch_distributed=self._other_branch_distributed(fn, call),
                 index_ignored=dataset is not None and self._index_ignored(dataset, fn, call),
                 evaluation=evaluation,
-                prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None))
+                prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None,
+                prepared_under=switched.get(name, "") if name else ""))
         return found
 
     def _seeded_alike(self) -> bool:

@@ -1094,3 +1094,21 @@ def test_a_micro_step_loop_setting_the_flag_after_its_forward_is_late(tmp_path):
               "            loss.backward()"))
     ddp805 = [f for f in found if f.code == "DDP805"]
     assert ddp805 and "after the forward" in ddp805[0].message
+
+
+def test_a_loader_prepared_by_accelerate_on_one_side_only_is_judged_on_the_ddp_side(tmp_path):
+    # coqui's Trainer: accelerator.prepare() under `if args.use_accelerate:`, its own DDP otherwise
+    source = ("import argparse\nfrom accelerate import Accelerator\n"
+              "p = argparse.ArgumentParser()\np.add_argument('--use_accelerate', action='store_true')\n"
+              "args = p.parse_args()\n"
+              "train_loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)\n"
+              "model = torch.nn.Linear(4, 1)\n"
+              "if args.use_accelerate:\n    acc = Accelerator()\n"
+              "    model, train_loader = acc.prepare(model, train_loader)\n"
+              "{other}"
+              "for (x,) in train_loader:\n    model(x).sum().backward()\n")
+    found, _ = lint(tmp_path, source.format(other="else:\n    model = DDP(model)\n"))
+    ddp802 = [f for f in found if f.code == "DDP802"]
+    assert [f.severity.value for f in ddp802] == ["warning"] and "use_accelerate" in ddp802[0].message
+    found, _ = lint(tmp_path, source.format(other="").replace("if args.use_accelerate:\n    acc", "if True:\n    acc"))
+    assert [f for f in found if f.code == "DDP802"] == []
