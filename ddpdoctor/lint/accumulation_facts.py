@@ -53,6 +53,24 @@ class AccumulationFacts:
                     found.append(fact)
         return found
 
+    def _every_time(self, test: ast.AST, fn: Function) -> bool:
+        """`x % k == 0` where k is 1 on every way in: a parameter every caller leaves at 1, or an
+        attribute the constructor sets from such a parameter (`self.acc_steps = acc_steps`)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and is_const(test.comparators[0], 0) and isinstance(test.left, ast.BinOp)
+                and isinstance(test.left.op, ast.Mod)):
+            return False
+        k = test.left.right
+        if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
+            return given_constants(self.callers(), fn, k.id) == {1}
+        if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
+            klass = self.program._class_of_fn(fn)
+            values = self.program._attr(klass, k.attr) if klass is not None else []
+            return bool(values) and all(
+                isinstance(v, ast.Name) and v.id in owner.params and given_constants(self.callers(), owner, v.id) == {1}
+                for v, owner in values)
+        return False
+
     def _runs_once(self, fn: Function, loop: ast.AST) -> bool:
         """`for _ in range(n):` over a parameter every way into fn gives 1 (passed, or its
         default where the call leaves it out): one micro-step, nothing accumulates."""
@@ -155,6 +173,10 @@ class AccumulationFacts:
         if steps and self._always(head, fn, lambda c, f, d: self._step_kind(c, f) == "always",
                                   changed=changed) is not None:
             return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
+        if steps and any(isinstance(node, ast.If) and self._every_time(node.test, fn) and any(
+                isinstance(c, ast.Call) and self._step(c, fn) for part in node.body for c in walk(part))
+                for node in _own_pass(loop.body)):
+            return None  # `if (it + 1) % self.acc_steps == 0: opt.step()` with acc_steps 1: every pass
         if steps and self._steps_plain_models(steps, fn):
             return None  # the optimizer steps a model no DDP wraps (a student beside a DDP teacher)
         if steps:
@@ -367,6 +389,8 @@ class AccumulationFacts:
                 inner = [c for part in stmt.body for c, _ in _expr_calls(part, False) if self._step(c, target, 1)]
                 if not inner:
                     continue
+                if self._every_time(stmt.test, target):
+                    return "always"  # `if it % self.acc_steps == 0:` with acc_steps left at 1
                 switch = stmt.test.id if isinstance(stmt.test, ast.Name) else None
                 if switch is None or switch not in target.params:
                     return "sometimes"

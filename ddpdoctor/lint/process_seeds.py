@@ -68,7 +68,7 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
     # a training loader, by what the source shows: a training loop reads it, it is called or
     # built from something called "train", or it has a sampler (an evaluation loader is
     # sequential); not one built on some ranks only
-    training = {str(f.location) for f in loaders if not f.under_rank_guard and (
+    training = {str(f.location) for f in loaders if not f.under_rank_guard and not f.single_process and (
         f.trains or (not f.evaluation and (f.train_named or (f.sampler != "none" and not f.sequential))))}
     training -= {str(found.loader) for found in already}
     program = builder.program

@@ -94,7 +94,7 @@ class SaveFacts:
                     # gives each rank its own samples, so each file has one writer
                     found.append(SaveFact(where, path_text, False, "a per-sample file written while loading it"))
                     continue
-                dead = self._dead_side(fn, event.conds)
+                dead = self._dead_side(fn, event.conds + _returned_before(fn, call))
                 if dead:
                     found.append(SaveFact(where, path_text, False, dead))
                     continue
@@ -376,3 +376,18 @@ def _pairs(fn: Function):
             yield from zip(target.elts, value.elts)
         else:
             yield target, value
+
+
+def _returned_before(fn: Function, call: ast.Call) -> tuple:
+    """`if not self.debug_dump: return` ahead of the call in fn's own body: what must hold for the
+    call to run, as the walker's conds say it (("self.debug_dump", True))."""
+    if isinstance(fn.node, ast.Module):
+        return ()
+    held = []
+    for stmt in fn.node.body:
+        if stmt.lineno >= call.lineno:
+            break
+        if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], ast.Return):
+            test = text(stmt.test)
+            held.append((test[4:] if test.startswith("not ") else f"not {test}", True))
+    return tuple(held)

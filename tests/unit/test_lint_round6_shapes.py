@@ -1112,3 +1112,78 @@ def test_a_loader_prepared_by_accelerate_on_one_side_only_is_judged_on_the_ddp_s
     assert [f.severity.value for f in ddp802] == ["warning"] and "use_accelerate" in ddp802[0].message
     found, _ = lint(tmp_path, source.format(other="").replace("if args.use_accelerate:\n    acc", "if True:\n    acc"))
     assert [f for f in found if f.code == "DDP802"] == []
+
+
+ACC_ON_SELF = """
+class Base:
+    def __init__(self, acc_steps=1):
+        self.acc_steps = acc_steps
+    def opt_step(self, it):
+        if it % self.acc_steps == 0:
+            self.opt.step(); self.opt.zero_grad()
+
+class Trainer(Base):
+    def __init__(self, acc_steps=1):
+        super().__init__(acc_steps=acc_steps)
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+    def run(self, loader):
+        for it, x in enumerate(loader):
+            self.model(x).sum().backward()
+            {step}
+
+Trainer({given}).run([torch.randn(2, 4) for _ in range(8)])
+"""
+
+
+def test_an_accumulation_count_every_constructor_leaves_at_1_steps_every_pass(tmp_path):
+    # GeoTransformer: grad_acc_steps=1 kept on self through a constructor chain
+    for step in ("self.opt_step(it + 1)", "if (it + 1) % self.acc_steps == 0:\n                self.opt.step()"):
+        found, _ = lint(tmp_path, ACC_ON_SELF.format(step=step, given=""))
+        assert [f for f in found if f.code == "DDP805"] == [], step
+        found, _ = lint(tmp_path, ACC_ON_SELF.format(step=step, given="acc_steps=4"))
+        assert [c for c, _, _ in codes(found) if c == "DDP805"] == ["DDP805"], step
+
+
+DEBUG_DUMP = """
+class Base:
+    def __init__(self, debug_dump=False):
+        self.debug_dump = debug_dump
+    def dump(self, batch):
+        if not self.debug_dump:
+            return
+        torch.save(batch, "batch.pth")
+
+class Trainer(Base):
+    def __init__(self, debug_dump=False):
+        super().__init__(debug_dump=debug_dump)
+        self.model = DDP(torch.nn.Linear(4, 1))
+    def run(self, loader):
+        for x in loader:
+            self.model(x).sum().backward()
+            self.dump(x)
+
+Trainer({given}).run([torch.randn(2, 4) for _ in range(8)])
+"""
+
+
+def test_a_dump_behind_an_early_return_on_a_flag_left_off_never_runs(tmp_path):
+    # GeoTransformer's debug save: `if not self.run_grad_check: return` first
+    found, _ = lint(tmp_path, DEBUG_DUMP.format(given=""))
+    assert [f for f in found if f.code == "DDP806"] == []
+    found, _ = lint(tmp_path, DEBUG_DUMP.format(given="debug_dump=True"))
+    assert [c for c, _, _ in codes(found) if c == "DDP806"] == ["DDP806"]
+
+
+def test_a_loader_on_the_one_process_side_of_the_switch_is_no_ddp808(tmp_path):
+    # SEA-RAFT: `if use_ddp: <sampler loader> else: DataLoader(ds, shuffle=True, num_workers=2)`
+    source = CLIPS + ("def main(rank, use_ddp):\n    if use_ddp:\n        dist.init_process_group('gloo')\n"
+                      "        torch.manual_seed(987)\n    ds = Clips()\n    if use_ddp:\n"
+                      "        loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds), num_workers=2,"
+                      " generator=torch.Generator().manual_seed(rank))\n"
+                      "    else:\n        loader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2)\n"
+                      "    model = DDP(torch.nn.Linear(1, 1)) if use_ddp else torch.nn.Linear(1, 1)\n"
+                      "    for x in loader:\n        model(x).sum().backward()\n\n"
+                      "if len(sys.argv) > 1:\n    mp.spawn(main, nprocs=2, args=(True,))\nelse:\n    main(0, False)\n")
+    found, _ = lint(tmp_path, source)
+    assert [f for f in found if f.code == "DDP808"] == []
