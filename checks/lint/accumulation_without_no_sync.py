@@ -23,9 +23,13 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         it in the forward: it takes effect one micro-step late), and `with model.no_sync():`
         entered after the forward, around the backward only (it changes nothing), or on for the
         micro-step that steps (`no_sync() if i % k != 0` with the step at `(i + 1) % k == 0`:
-        that step's gradients are never all-reduced). Scripts whose
+        that step's gradients are never all-reduced). An ignite `Engine(update)` calls
+        `update` once per batch: its body is judged as a loop's. Scripts whose
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
-        engines) are not judged.
+        engines) are not judged, nor loops whose backward never reaches a DDP model (a plain
+        student trained against a detached DDP teacher), whose step helper clears the
+        gradients first, or whose accumulation count is 1 on every way in; a `no_sync` in a
+        helper the loop never runs covers nothing.
 
     Why it hurts:
         DDP all-reduces the gradients in every backward. With K micro-steps per optimizer

@@ -40,8 +40,14 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         sample of its own): the sampler does not choose the samples, the ranks' random state
         does; and where the plain sampler draws with replacement (`RandomSampler(ds,
         replacement=True, num_samples=n)`, a WeightedRandomSampler): there is no epoch to split,
-        and ranks seeded apart draw their own samples. A builder's loader counts as training only on the ways in whose constants reach
-        it (`make_loader(cfg, train=True)` never builds the `else:` side of `if train:`).
+        and ranks seeded apart draw their own samples; such a sampler (or one drawing a fixed
+        `num_samples`) is not reported at all where nothing seeds the ranks alike. A dataset of
+        a library that shards by rank itself (mosaic streaming, litdata, webdataset, torchdata)
+        needs no sampler. A script that prepares its loader with Accelerate on one side of a
+        switch and wraps its own DDP model on the other is judged on its DDP side, as a warning
+        naming the switch. A builder's loader counts as training only on the ways in whose
+        constants reach it (`make_loader(cfg, train=True)` never builds the `else:` side of
+        `if train:`).
 
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
