@@ -208,6 +208,8 @@ class BuilderCore:
                      for n in walk(kw.value)}
         passed_on |= _placement(node)
         passed_on |= unreturned_arguments(self.program, node, fn)  # set_seed(args, rank) returns args
+        if strict:  # `embed(model, items, local_rank)` whose body only does `items.to(local_rank)`
+            passed_on |= self._placed_by_callee(node, fn)
         for sub in walk(node):
             if id(sub) in passed_on:
                 continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard
@@ -249,6 +251,31 @@ class BuilderCore:
                         if self.mentions_rank(ret, target, depth - 1, strict):
                             return True
         return False
+
+    def _placed_by_callee(self, node: ast.AST, fn: Function) -> set[int]:
+        """The arguments of local calls in node whose parameter the callee only uses to place
+        tensors (`.to(local_rank)`, `.cuda(rank)`, `device=rank`): a device, not a shard."""
+        cache = self.__dict__.setdefault("_callee_placements", {})
+        if (id(node), id(fn)) in cache:
+            return cache[(id(node), id(fn))]
+        placed: set[int] = set()
+        cache[(id(node), id(fn))] = placed
+        for call in walk(node):
+            if not isinstance(call, ast.Call) or not any(isinstance(a, (ast.Name, ast.Attribute)) for a in call.args):
+                continue
+            for target in self.program.resolve(call.func, fn)[0]:
+                if target.node is None or isinstance(target.node, ast.Module):
+                    continue
+                where = _placement(target.node)
+                for param in target.params:
+                    value = argument_at(target, call, param)
+                    if value is None or not any(n is value for n in walk(call)):
+                        continue  # a default, not this call's argument
+                    uses = [n for n in walk(target.node) if isinstance(n, ast.Name) and n.id == param
+                            and isinstance(n.ctx, ast.Load)]
+                    if uses and all(id(n) in where for n in uses):
+                        placed.update(id(n) for n in walk(value))
+        return placed
 
     def bound_name(self, fn: Function, call: ast.Call) -> str:
         for node in fn.own:

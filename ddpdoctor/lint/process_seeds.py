@@ -115,7 +115,8 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
         if verdict is None:
             continue
         if reach is not None and fn not in reach and not _on_import(fn, call, program) and not (
-                _calls_directly(builder, fn, spawned) and not fn.__dict__.get("_call_conds", {}).get(id(call))):
+                _calls_directly(builder, fn, spawned)
+                and _on_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program)):
             # the launcher's own seeding: the spawned ranks start from their own (on its direct
             # path, counted only where the launcher seeds whatever the options)
             continue
@@ -141,15 +142,31 @@ def _calls_directly(builder: Builder, fn: Function, spawned: list) -> bool:
 _OFF_TEST = re.compile(r"^(?:[\w.]+\.)?(\w+)(?: is not None)?$")
 
 
+def _on_by_default(conds: tuple, program) -> bool:
+    """Every test around the seeding holds with the options at their defaults (none at all,
+    or `if args.seed is not None:` with `--seed` defaulting to 1): it runs on a plain launch."""
+    defaults = _defaults(program)
+    for cond, _ in conds:
+        found = _OFF_TEST.match(cond)
+        if not found or found.group(1) not in defaults or defaults[found.group(1)] in (None, False, 0, ""):
+            return False
+    return True
+
+
+def _defaults(program) -> dict:
+    defaults = program.__dict__.get("_option_defaults_seen")
+    if defaults is None:
+        defaults = program.__dict__["_option_defaults_seen"] = option_defaults(program.files)
+    return defaults
+
+
 def _off_by_default(conds: tuple, program) -> bool:
     """The seeding runs only where an option left at a false default (`--seed` unset: None) is
     given: `if args.seed is not None:` / `if args.seed:`."""
     for cond, flag in conds:
         found = _OFF_TEST.match(cond)
         if found:
-            defaults = program.__dict__.get("_option_defaults_seen")
-            if defaults is None:
-                defaults = program.__dict__["_option_defaults_seen"] = option_defaults(program.files)
+            defaults = _defaults(program)
             if found.group(1) in defaults and defaults[found.group(1)] in (None, False, 0, ""):
                 return True
     return False

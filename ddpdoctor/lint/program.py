@@ -36,6 +36,9 @@ __all__ = ["Event", "Function", "Guard", "Klass", "Module", "Program"]
 FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Module]
 
 
+CONTEXT_MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
+
+
 @dataclass
 class Function:
     name: str
@@ -78,8 +81,12 @@ class Function:
         by several passes, again and again)."""
         found = self.__dict__.get("_returned")
         if found is None:
+            # a @contextmanager's value is what it yields: `with sync_workers() as rank:` binds
+            # the `yield rank` (NVIDIA's Transformer-XL), not the generator object
+            kind = ast.Yield if any(last_name(d.func if isinstance(d, ast.Call) else d) in CONTEXT_MANAGERS
+                                    for d in getattr(self.node, "decorator_list", ())) else ast.Return
             found = self.__dict__["_returned"] = [] if isinstance(self.node, ast.Module) else [
-                n.value for n in self.own if n.__class__ is ast.Return and n.value is not None]
+                n.value for n in self.own if n.__class__ is kind and n.value is not None]
         return found
 
     @property
@@ -228,6 +235,7 @@ class Program:
         """Something class_of reads changed (a binding, an argument, a module read, an order):
         its remembered answers go."""
         self._class_memo = {}
+        self.__dict__.pop("_star_names", None)  # a star-imported module may have been read since
 
     def _read(self, source: SourceFile) -> None:
         """Parse a waiting module and index it into the program: its functions' bindings and
@@ -827,14 +835,19 @@ class Program:
         full = module.imports.get(name)
         if full is not None:
             return self.full_symbol(full)
-        for key, base in module.imports.items():
-            # `from .base import *` (a package __init__ gathering its trainers): a name one of
-            # those local modules defines
-            if key[0] == "*" and base != module.name:
-                found = self.full_symbol(f"{base}.{name}", 2)
-                if found is not None and found.__class__ is not Module:
-                    return found
-        return None
+        stars = self.__dict__.setdefault("_star_names", {})
+        key = (id(module), name)
+        if key not in stars:  # asked for every unbound name (builtins too): once per module and name
+            stars[key] = None
+            for alias, base in module.imports.items():
+                # `from .base import *` (a package __init__ gathering its trainers): a name one of
+                # those local modules defines
+                if alias[0] == "*" and base != module.name and (base in self.by_name or base in self._waiting):
+                    found = self.full_symbol(f"{base}.{name}", 2)
+                    if found is not None and found.__class__ is not Module:
+                        stars[key] = found
+                        break
+        return stars[key]
 
     def full_symbol(self, full: str, depth: int = 8) -> Optional[Union[Function, Klass, Module]]:
         if depth <= 0:

@@ -1187,3 +1187,66 @@ def test_a_loader_on_the_one_process_side_of_the_switch_is_no_ddp808(tmp_path):
                       "if len(sys.argv) > 1:\n    mp.spawn(main, nprocs=2, args=(True,))\nelse:\n    main(0, False)\n")
     found, _ = lint(tmp_path, source)
     assert [f for f in found if f.code == "DDP808"] == []
+
+
+SYNC_WORKERS = """
+from contextlib import contextmanager
+
+@contextmanager
+def sync_workers():
+    r = {value}
+    yield r
+    dist.barrier()
+
+def write_state(net, path):
+    with sync_workers() as rank:
+        if rank == 0:
+            torch.save(net.state_dict(), path)
+
+net = DDP(torch.nn.Linear(4, 4))
+write_state(net.module, "ckpt.pt")
+"""
+
+
+def test_a_rank_a_context_manager_yields_is_a_rank(tmp_path):
+    # NVIDIA's Transformer-XL: `with utils.distributed.sync_workers() as rank: if rank == 0: save`
+    found, _ = lint(tmp_path, SYNC_WORKERS.format(value="dist.get_rank()"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_a_context_manager_yielding_another_value_guards_nothing(tmp_path):
+    found, _ = lint(tmp_path, SYNC_WORKERS.format(value="len(os.environ.get('X', ''))"))
+    assert [c for c, _, _ in codes(found) if c == "DDP806"] == ["DDP806"]
+
+
+PLACED = """
+def embed(model, items, local_rank):
+    with torch.no_grad():
+        return model({use}).to("cpu")
+
+def evaluate(model, items, local_rank):
+    ds = TensorDataset(embed(model, items, local_rank))
+    dl = DataLoader(ds, batch_size=64, sampler=DistributedSampler(ds, shuffle=False))
+    return sum(x[0].sum() for x in dl)
+
+local_rank = int(os.environ["LOCAL_RANK"])
+evaluate(torch.nn.Linear(8, 8), torch.randn(1000, 8), local_rank)
+"""
+
+
+def test_a_rank_a_helper_only_places_tensors_with_shards_nothing(tmp_path):
+    # MoRec: embed(model, items, local_rank) does items.to(local_rank): a device, not a shard
+    found, _ = lint(tmp_path, PLACED.format(use="items.to(local_rank)"))
+    assert [f for f in found if f.code == "DDP803"] == []
+
+
+def test_a_rank_a_helper_slices_the_data_with_is_a_shard(tmp_path):
+    found, _ = lint(tmp_path, PLACED.format(use="items[local_rank::2]"))
+    assert [c for c, _, _ in codes(found) if c == "DDP803"] == ["DDP803"]
+
+
+def test_a_launcher_seeding_under_an_option_set_by_default_seeds_its_direct_path(tmp_path):
+    # MIL-NCE: `if args.seed is not None: torch.manual_seed(args.seed)` with --seed defaulting to 1
+    source = IMAGENET_LAUNCH.format(seed=1, seeding="if args.seed is not None:\n        torch.manual_seed(args.seed)")
+    found, _ = lint(tmp_path, source)
+    assert [c for c, _, _ in codes(found) if c == "DDP808"] == ["DDP808"]
