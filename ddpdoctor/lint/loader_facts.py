@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _switched, loc, ruled_out
+from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _statement_blocks, _switched, loc, ruled_out
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, loader_call, text
 from ddpdoctor.lint.program import Function, Klass
@@ -705,7 +705,7 @@ def _sequential(program, sampler: ast.AST, fn: Function) -> bool:
 def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset) -> bool:
     """The statement binding `name = value` is followed, in its own block and before any other
     read of the name, by `if <switch>:` whose body binds the name again."""
-    for block in _blocks(fn.node):
+    for block in _statement_blocks(fn.node):
         for i, stmt in enumerate(block):
             if not (isinstance(stmt, ast.Assign) and stmt.value is value and any(
                     isinstance(t, ast.Name) and t.id == name for target in stmt.targets for t in walk(target))):
@@ -719,15 +719,6 @@ def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset)
                     return False
             return False
     return False
-
-
-def _blocks(node: ast.AST):
-    """Every statement list in a function (or module), nested blocks included."""
-    for sub in walk(node):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(sub, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
 
 
 def _slicing(node: ast.AST) -> bool:
