@@ -15,7 +15,8 @@ clone of each repository under CLONES_DIR/<owner>+<name>.
 Each entry is linted in-process (ddpdoctor.lint.driver.gather + lint_results) from its own working
 directory (`dir`/`cwd` of the entry, where `python script` or `torchrun` would start), and its
 findings are compared with the ones a careful reviewer accepts (`expected`: code, file, line,
-severity). Printed: a row per entry, then the totals the issue's bar is written in:
+severity; `optional` for one accepted but not required; `or`, a list of other places with their
+code and severity that tell the same bug). Printed: a row per entry, then the totals the issue's bar is written in:
 false alarms at error, false warnings per 10 scripts, bugs found at the right line (%),
 exit-2 refusals, time per entry and the largest package's time.
 
@@ -146,13 +147,17 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
     # not take the finding an optional label names exactly ("one required, one optional")
     exact = {}
     for index, exp in enumerate(expected):
-        key = (exp["code"], _norm(exp["file"]), exp["line"])
-        hit = next((s for s in unmatched if s.key() == key), None)
-        if hit is not None:
-            unmatched.remove(hit)
-            exact[index] = hit
-            if hit.severity != exp["severity"]:
-                scored.wrong_severity.append((exp, hit))
+        # "or": the same bug told by another code at another line (SSD's early return: DDP809 at
+        # the return, or DDP801 at the gather rank 0 then reaches alone), each with its severity
+        for place in (exp, *exp.get("or", [])):
+            key = (place["code"], _norm(place["file"]), place["line"])
+            hit = next((s for s in unmatched if s.key() == key), None)
+            if hit is not None:
+                unmatched.remove(hit)
+                exact[index] = hit
+                if hit.severity != place["severity"]:
+                    scored.wrong_severity.append((place, hit))
+                break
     for index, exp in enumerate(expected):
         hit = exact.get(index)
         if exp.get("optional"):  # a finding a reviewer accepts but does not require

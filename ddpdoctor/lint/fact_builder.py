@@ -10,8 +10,9 @@ import re
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Program
 from ddpdoctor.lint.value_flow import unreturned_arguments
@@ -97,9 +98,11 @@ class BuilderCore:
         if value is not None and isinstance(value, ast.Name) and caller is not None:
             # `model = Model.from_pretrained(ckpt); evaluate(model)`: the binding just before the
             # call, in its own block, is the one passed - a fresh model, not the DDP wrapper
-            bound = _bound_just_before(caller, value.id, call)
+            bound = reaching.reaching_value(caller.node, value.id, call)
             if bound is not None and fresh_model(self.program, bound, caller):
                 return True
+            if holds_no_ddp(self.program, value, caller):
+                return True  # rebound to the plain module on every way to this call
         return value is not None and _plain_module(self.program, value, fn, 2)
 
     def _paired(self, fn: Function) -> set[int]:
@@ -307,24 +310,6 @@ def _placement(node: ast.AST) -> set[int]:
                 placed.add(id(sub))
         placed.update(id(n) for kw in sub.keywords if kw.arg in PLACEMENT_KEYWORDS for n in walk(kw.value))
     return placed
-
-
-def _bound_just_before(fn: Function, name: str, call: ast.Call) -> Optional[ast.AST]:
-    """The value of the last `name = ...` before the statement holding `call`, in the same block,
-    with nothing between that could bind the name again; None when there is none such."""
-    for block in _statement_blocks(fn.node):
-        for i, stmt in enumerate(block):
-            if not any(n is call for n in walk(stmt)):
-                continue
-            for earlier in reversed(block[:i]):
-                if isinstance(earlier, ast.Assign) and len(earlier.targets) == 1 and \
-                        isinstance(earlier.targets[0], ast.Name) and earlier.targets[0].id == name:
-                    return earlier.value
-                if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                       for n in walk(earlier)):
-                    return None
-            return None
-    return None
 
 
 def _statement_blocks(node: ast.AST):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ddpdoctor.core import torch_names as names
+from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
 
 # Calls that return a rank.
@@ -302,6 +303,9 @@ def fresh_model(program: Program, value: ast.AST, fn: Function, depth: int = 3,
     if isinstance(value, ast.Name):
         if depth <= 0:
             return False
+        bound = reaching.reaching_values(fn.node, value.id, value) if fn is not None else None
+        if bound:  # the bindings that reach this use, each one earlier in fn (no depth spent)
+            return all(fresh_model(program, v, fn, depth, seen) for v in bound)
         values = [(v, scope) for v, scope in program.values_of(value, fn, 2) if v is not value]
         return bool(values) and all(fresh_model(program, v, scope, depth - 1, seen) for v, scope in values)
     if not isinstance(value, ast.Call) or program.ddp_call(value, fn):
@@ -595,6 +599,32 @@ def _ddp_made(program: Program, value: ast.AST, fn: Function, depth: int = 2) ->
                     if found is not None:
                         return found
     return None
+
+
+def holds_no_ddp(program: Program, value: ast.AST, fn: Function, depth: int = 3) -> bool:
+    """The value is no DistributedDataParallel wrapper on any way it can be bound: a name's
+    bindings that reach it (reaching.py: weaver rebinds `model = orig_model.to(dev)` before
+    rank 0 tests), moved with `.to()` or put in a one-process DataParallel, down to values
+    ddp_model would not take for a DDP call either (`_ddp_made`). False where it cannot tell."""
+    if isinstance(value, ast.Name):
+        bound = reaching.reaching_values(fn.node, value.id, value, unpacked=True)
+        if bound:
+            return all(holds_no_ddp(program, v, fn, depth) for v in bound)
+        if depth <= 0:
+            return False
+        # a parameter, or bound in a way reaching.py does not follow: every binding the name
+        # has (program._reaching leaves out those written below it)
+        values = [(v, scope) for v, scope in program.values_of(value, fn, 2) if v is not value]
+        return bool(values) and all(holds_no_ddp(program, v, scope, depth - 1) for v, scope in values)
+    if isinstance(value, ast.Attribute) and value.attr == "module":
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING:
+        return holds_no_ddp(program, value.func.value, fn, depth)
+    if (program.qualify(value.func, fn) or "").endswith(".DataParallel") and value.args:
+        return holds_no_ddp(program, value.args[0], fn, depth)
+    return _ddp_made(program, value, fn) is None
 
 
 def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:

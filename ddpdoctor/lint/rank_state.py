@@ -23,7 +23,7 @@ from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import RankTest, last_name, text
+from ddpdoctor.lint.patterns import RankTest, last_name, loader_call, text
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -417,11 +417,48 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         notes = [test.assumption] if test.assumption else []
         if around is not None:
             notes.append(f"`{text(around.test)}` holds there")
+        top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
+        after = loop.body[loop.body.index(top) + 1:]
+        if not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
+                and _few_passes(builder, fn, loop):
+            # All the work the others stay for comes before the exit: they wait only in a next
+            # pass, and a loop over a few configured items (SSD's test sets) often has one.
+            notes.append(f"the loop over `{text(loop.iter, 50)}` runs more than once")
         found.append(RankLocalDecision(
             Location(fn.file.display, where.lineno), text(where.test),
             "return" if isinstance(leave[1], ast.Return) else "break", test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes)))
     return found
+
+
+def _few_passes(builder: Builder, fn: Function, loop: ast.AST) -> bool:
+    """A `for` over a few items known before it starts (a literal, a dict's items, a `zip` of
+    lists), not over batches: `for name, data in zip(cfg.TEST, datasets)`. A zip with a loader
+    in it, a range or a while loop may run many passes."""
+    if not isinstance(loop, ast.For):
+        return False
+    source = loop.iter
+    if isinstance(source, ast.Call) and last_name(source.func) == "enumerate" and source.args:
+        source = source.args[0]
+    if isinstance(source, (ast.List, ast.Tuple, ast.Set)):
+        return True
+    if not isinstance(source, ast.Call) or not isinstance(source.func, (ast.Name, ast.Attribute)):
+        return False
+    if isinstance(source.func, ast.Attribute) and source.func.attr in ("items", "keys", "values") \
+            and not source.args:
+        return True
+    if last_name(source.func) != "zip" or not isinstance(source.func, ast.Name):
+        return False
+    program = builder.program
+    for part in source.args:
+        if isinstance(part, (ast.List, ast.Tuple)):
+            continue
+        if not isinstance(part, (ast.Name, ast.Attribute)):
+            return False  # `zip(cycle(a), b)`, `zip(loader_a, iter(b))`: not known to be short
+        if any(isinstance(value, ast.Call) and loader_call(program, value, scope)
+               for value, scope in program.values_of(part, fn, 2)):
+            return False
+    return True
 
 
 def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str:

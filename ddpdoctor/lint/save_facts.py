@@ -226,18 +226,27 @@ class SaveFacts:
         constructor's parameter and every construction (a call or two up) leaves it at the same
         constant, the other way: never reached. The reason, or ""."""
         klass = self.program._class_of_fn(fn)
-        init = self.program.method(klass, "__init__") if klass is not None else None
-        if init is None:
+        if klass is None:
             return ""
+        # the class and its local bases, nearest first: the flag may be stored by a base's
+        # constructor that the subclasses' `super().__init__(flag=flag)` hand it to (GeoTransformer)
+        chain, todo = [], [klass]
+        while todo and len(chain) < 6:
+            current = todo.pop(0)
+            if current not in chain:
+                chain.append(current)
+                todo.extend(self.program.bases(current))
+        inits = [c.methods["__init__"] for c in chain if "__init__" in c.methods]
         for cond, flag in conds:
             negated = cond.startswith("not ")
             attr = cond[4:] if negated else cond
             if not (flag and attr.startswith("self.") and attr[5:].isidentifier()):
                 continue
-            param = next((value.id for target, value in _pairs(init) if dotted(target) == attr
-                          and isinstance(value, ast.Name) and value.id in init.params), None)
+            init, param = next(((init, value.id) for init in inits for target, value in _pairs(init)
+                                if dotted(target) == attr and isinstance(value, ast.Name)
+                                and value.id in init.params), (None, None))
             if param is None or any(isinstance(n, ast.Assign) and any(dotted(t) == attr for t in n.targets)
-                                    for f in klass.methods.values() if f is not init for n in f.own):
+                                    for c in chain for f in c.methods.values() if f is not init for n in f.own):
                 continue
             given = given_constants(self.callers(), init, param)
             if given and len({bool(v) for v in given}) == 1 and bool(given.pop()) == negated:
