@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
-                                     through_grad_off)
+                                     text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Program
 from ddpdoctor.lint.value_flow import unreturned_arguments
 
@@ -165,7 +165,7 @@ class BuilderCore:
         if fn.rank_only:
             return True
         sites = [(caller, event) for caller, event in self.callers().get(fn, [])
-                 if not ruled_out(fn, inside, event.node)]
+                 if not ruled_out(fn, inside, event.node, event.guards)]
         if not sites:
             return None
         if fn in stack or depth <= 0:
@@ -242,7 +242,7 @@ class BuilderCore:
                 continue
             if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and
                                              isinstance(sub.value, ast.Name) and sub.value.id == "self"):
-                for value, scope in self.program.values_of(sub, fn, 1):
+                for value, scope in self._bound_here(sub, fn):
                     if value is not sub and self.mentions_rank(value, scope, depth - 1, strict):
                         return True
             if isinstance(sub, ast.Call):  # shard_for_this_rank(ds): what the local helper returns
@@ -254,6 +254,20 @@ class BuilderCore:
                         if self.mentions_rank(ret, target, depth - 1, strict):
                             return True
         return False
+
+    def _bound_here(self, name: ast.AST, fn: Function) -> list:
+        """(value, scope) of what a name may hold where it is read: the bindings that reach it
+        (reaching.py; the parameter's arguments where a way reaches the function's start),
+        not one made on the other side of an `if` (`if streaming: ds = split_by_node(ds)`
+        `else: DistributedSampler(ds)`); every binding where that cannot be told."""
+        if isinstance(name, ast.Name) and not isinstance(fn.node, ast.Module):
+            bound = reaching.reaching_values(fn.node, name.id, name, params=True)
+            if bound is not None:
+                found = [(v, fn) for v in bound if not isinstance(v, ast.arg)]
+                if len(found) < len(bound):  # the parameter as the callers pass it
+                    found += [(v, s) for v, s in self.program.values_of(name, fn, 1) if s is not fn]
+                return found
+        return self.program.values_of(name, fn, 1)
 
     def _placed_by_callee(self, node: ast.AST, fn: Function) -> set[int]:
         """The arguments of local calls in node whose parameter the callee only uses to place
@@ -355,13 +369,17 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
                or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
 
 
-def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST) -> bool:
+def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tuple = ()) -> bool:
     """The plain tests around `node` (a call) in fn include one on a parameter that the call
     `way_in` decides against: `if train:` entered with a constant False (its `else:` with True),
-    `if model is not None:` entered with model left at its default None."""
+    `if model is not None:` entered with model left at its default None, `if local_rank > -1:`'s
+    `else:` entered with a constant, or with an argument the caller's own rank test pins
+    (`if args.local_rank == 0: save(net, args.local_rank)`; guards: that way's)."""
     if node is None or not isinstance(way_in, ast.Call):
         return False
     for cond, _flag in fn.__dict__.get("_call_conds", {}).get(id(node), ()):
+        if _compared_false(fn, cond, way_in, guards):
+            return True
         negated = cond.startswith("not ")
         name = cond[4:] if negated else cond
         wanted = not negated
@@ -382,6 +400,70 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST) -> bool:
         if switched is not None and switched is not wanted:
             return True
     return False
+
+
+def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) -> bool:
+    """`local_rank > -1` (or `not (...)` of it, the `else:` side) on a parameter of fn that this
+    way in gives a number: false there."""
+    try:
+        test = ast.parse(cond, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    test = test.operand if negated else test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+            and test.left.id in fn.params):
+        return False
+    bound = _number(test.comparators[0])
+    if bound is None:
+        return False
+    given = argument_at(fn, way_in, test.left.id)
+    value = _number(given) if isinstance(given, (ast.Constant, ast.UnaryOp)) else _pinned(given, guards)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    compare = {ast.Gt: value.__gt__, ast.GtE: value.__ge__, ast.Lt: value.__lt__, ast.LtE: value.__le__,
+               ast.Eq: value.__eq__, ast.NotEq: value.__ne__}.get(type(test.ops[0]))
+    if compare is None:
+        return False
+    holds = compare(bound)
+    return holds is not NotImplemented and bool(holds) == negated
+
+
+def _pinned(value: Optional[ast.AST], guards: tuple):
+    """The number a caller's rank test `if <value> == N:` pins the argument to, on its true side."""
+    if not isinstance(value, (ast.Name, ast.Attribute)):
+        return None
+    for guard in guards:
+        # a test true on rank 0 alone of the rank this argument names: it is 0 there (the
+        # test's text may be cut short; its key and polarity are not). Other conjuncts of the
+        # test (`local_rank == 0 and phase == "val"`) hold too on its body side; its `else:`
+        # pins nothing unless the rank test is all of it.
+        zero = "zero" if guard.side == "body" else "nonzero"
+        if guard.test.polarity == zero and guard.test.key == last_name(value) and \
+                (guard.side == "body" or not guard.test.assumption):
+            return 0
+        if guard.side != "body":
+            continue
+        try:
+            test = ast.parse(guard.test.text, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        for part in parts:  # `opt.local_rank == 0 and phase == "val"`: each conjunct holds
+            if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.Eq) and \
+                    text(part.left) == text(value):
+                return _number(part.comparators[0])
+    return None
+
+
+def _number(node: Optional[ast.AST]):
+    """An int or float the source spells (`-1` included); None for anything else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return -inner if inner is not None else None
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    return None
 
 
 def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AST]:
@@ -428,9 +510,55 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3) -> 
             if above is None:
                 return None
             found |= above
+        elif isinstance(value, ast.Name) and local_constants(caller, value.id) is not None:
+            found |= local_constants(caller, value.id)
         else:
             return None
     return found
+
+
+def local_constants(fn: Function, name: str) -> Optional[set]:
+    """The constants a local name is ever bound to in fn: `is_distributed, world, rank = (False, 1,
+    0)` (the detection call left commented out); None where any binding is something else, or
+    the name is a parameter (its callers decide: given_constants)."""
+    if isinstance(fn.node, ast.Module) or name in fn.params:
+        return None
+    found: set = set()
+    for node in fn.own:
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr,
+                             ast.Global, ast.Nonlocal)) and any(
+                isinstance(n, ast.Name) and n.id == name for n in walk(getattr(node, "target", node))):
+            return None
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = [(target, node.value)]
+            if isinstance(target, ast.Tuple):
+                if not (isinstance(node.value, ast.Tuple) and len(node.value.elts) == len(target.elts)):
+                    if any(isinstance(n, ast.Name) and n.id == name for n in walk(target)):
+                        return None
+                    continue
+                pairs = list(zip(target.elts, node.value.elts))
+            for bound, value in pairs:
+                if not (isinstance(bound, ast.Name) and bound.id == name):
+                    continue
+                if not (isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None)))):
+                    return None
+                found.add(value.value)
+    return found or None
+
+
+def never_true(callers: dict, fn: Function, cond: str) -> bool:
+    """A plain flag test in fn that no way through it can pass: `if is_distributed:` on a local
+    bound only to False, or on a parameter every caller leaves false."""
+    negated = cond.startswith("not ")
+    name = cond[4:] if negated else cond
+    if not name.isidentifier():
+        return False
+    values = local_constants(fn, name)
+    if values is None and name in fn.params:
+        values = given_constants(callers, fn, name)
+    return bool(values) and all(bool(v) == negated for v in values)
 
 
 def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),

@@ -16,7 +16,7 @@ from ddpdoctor.lint import (batch_flags, data_keys, data_sized, no_sync, process
                             worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
-from ddpdoctor.lint.fact_builder import BuilderCore, loc
+from ddpdoctor.lint.fact_builder import BuilderCore, loc, never_true
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
 from ddpdoctor.lint.patterns import last_name, text
@@ -71,6 +71,7 @@ def build(program: Program, script: str) -> LintFacts:
     """All the facts of one program."""
     builder = FactBuilder(program)
     distributed, how, framework, ddp = None, "", None, False
+    off: set[int] = set()  # set-up calls no way in switches on
     # `class Lite(LightningLite): def run(self): ...` then `Lite(strategy="ddp").run()`: the
     # script's own subclass of Lightning's Fabric (LightningLite before it) is the framework
     fabric = {k.name for k in program.classes if program.uses_lightning() and any(
@@ -78,6 +79,9 @@ def build(program: Program, script: str) -> LintFacts:
     for fn, call, _, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
         name = last_name(call.func) or ""
+        if (name in SETUP_CALLS or program.ddp_call(call, fn)) and _switched_off(builder, fn, call):
+            off.add(id(call))  # under `if is_distributed:` with the flag left False on every way in
+            continue
         if distributed is None and name in SETUP_CALLS:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
         if program.ddp_call(call, fn):
@@ -93,7 +97,7 @@ def build(program: Program, script: str) -> LintFacts:
         how = framework
     if distributed is None and ddp:
         for fn, call, _, _ in builder.calls():
-            if program.ddp_call(call, fn):
+            if program.ddp_call(call, fn) and not _switched_off(builder, fn, call):
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
                 break
     accumulate = False
@@ -134,16 +138,21 @@ def build(program: Program, script: str) -> LintFacts:
         rank_local=rank_state.gather(builder, ddp or framework is not None)
         + batch_flags.gather(builder, ddp or framework is not None)
         + signal_state.gather(builder, ddp or framework is not None),
-        unreached_setup=_unreached_setup(program) if distributed is None and framework is None else None)
+        unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None)
 
 
-def _unreached_setup(program: Program) -> Optional[Location]:
+def _switched_off(builder: FactBuilder, fn, call: ast.Call) -> bool:
+    return any(flag and never_true(builder.callers(), fn, cond)
+               for cond, flag in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+
+
+def _unreached_setup(program: Program, off: set) -> Optional[Location]:
     """A process-group set-up inside a function of the files read (none the script reaches
     does one, or the caller would not ask): code that runs distributed where the lint could
     not follow. A set-up in another module's `if __name__ == "__main__":` is that module's own
     entry point, not this script's, and is left out."""
     for source in program.files:
-        calls = [c for c in source.of(ast.Call) if last_name(c.func) in SETUP_CALLS]
+        calls = [c for c in source.of(ast.Call) if last_name(c.func) in SETUP_CALLS and id(c) not in off]
         if not calls:
             continue
         defs = source.of(ast.FunctionDef, ast.AsyncFunctionDef)

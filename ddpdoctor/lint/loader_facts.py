@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _statement_blocks, _switched, loc, ruled_out
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, loader_call, text
+from ddpdoctor.lint.patterns import _grad_context, dotted, is_const, keyword, last_name, loader_call, text
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint.value_flow import reaches_return
 
@@ -277,6 +277,46 @@ class LoaderFacts:
                             names.add((id(caller), last_name(arg) or ""))
         return names
 
+    def _one_loader(self, fn: Function, call: ast.Call) -> bool:
+        """The sampler built here serves one loader: not in a loop (mlpf builds the training
+        and the validation sampler in one pass per split), nor in a helper called more than
+        once (`make_loader("train")`, `make_loader("val")`)."""
+        if any(any(n is call for n in walk(loop)) for loop, _ in _fn_loops(fn)):
+            return False
+        return isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1
+
+    def _read_only_to_evaluate(self, names: set[str]) -> bool:
+        """Every loop over the loader these names hold evaluates: no backward, and its work runs
+        with gradients off (inside `torch.no_grad()`, a `with` of it in the loop, or a step
+        function under a no-grad decorator: CasMVSNet's `@make_nograd_func test_sample`). An
+        evaluation visits every sample whatever the order set_epoch would shuffle."""
+        evaluating, other = self._evaluation_loops()
+        return bool(names & evaluating) and not names & other
+
+    def _evaluation_loops(self) -> tuple[set[str], set[str]]:
+        """(the names loops that evaluate iterate, the names any other loop iterates)."""
+        if hasattr(self, "_evaluating"):
+            return self._evaluating
+        evaluating: set[str] = set()
+        other: set[str] = set()
+        for fn in self.functions:
+            blocks = _no_grad_blocks(self.program, fn)
+            inside = {id(inner) for block in blocks for inner in block}
+            for node, _ in _fn_loops(fn):
+                if not isinstance(node, (ast.For, ast.AsyncFor)):
+                    continue
+                calls = [c for s in node.body for c in walk(s) if isinstance(c, ast.Call)]
+                grad_off = id(node) in inside or any(
+                    isinstance(s, (ast.With, ast.AsyncWith)) and any(
+                        _grad_context(self.program, item.context_expr, fn) for item in s.items)
+                    for stmt in node.body for s in walk(stmt)) or any(
+                    _grad_off_function(self.program, target)
+                    for c in calls for target in self.program.resolve(c.func, fn)[0])
+                evaluates = grad_off and not any(self._backward(c, fn) for c in calls)
+                (evaluating if evaluates else other).update(name for _, name in self._iterated_names(node, fn))
+        self._evaluating = (evaluating, other)
+        return self._evaluating
+
     def _no_grad_names(self) -> set[tuple[int, str]]:
         """(function, name) pairs that loops inside `with torch.no_grad():` (or under a no-grad
         decorator) iterate without a backward: loaders read to compute without gradients (a
@@ -509,6 +549,8 @@ class LoaderFacts:
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
             if loader_at is not None and iterated.get(f"@{loader_at.file}:{loader_at.line}"):
                 across = True  # built inline as the argument of a function that iterates it again and again
+            if across and self._one_loader(fn, call) and self._read_only_to_evaluate(names):
+                across = False  # an evaluation visits every sample whatever the order (CasMVSNet's test loader)
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
@@ -840,11 +882,31 @@ def _with_replacement(sampler: ast.Call) -> bool:
 
 def _no_grad_blocks(program, fn: Function) -> list[list[ast.AST]]:
     """The nodes of each block of fn that runs with gradients off: the whole body under a
-    `@torch.no_grad()` decorator, each `with torch.no_grad():` / `inference_mode()` block."""
-    from ddpdoctor.lint.patterns import _grad_context
-
-    if any(_grad_context(program, deco, fn) for deco in getattr(fn.node, "decorator_list", [])):
+    `@torch.no_grad()` decorator (or a local one that calls the function under it), each
+    `with torch.no_grad():` / `inference_mode()` block."""
+    if _grad_off_function(program, fn):
         return [list(fn.own)]
     return [[inner for s in stmt.body for inner in walk(s)] for stmt in fn.own
             if isinstance(stmt, (ast.With, ast.AsyncWith))
             and any(_grad_context(program, item.context_expr, fn) for item in stmt.items)]
+
+
+def _grad_off_function(program, fn: Function) -> bool:
+    """fn runs with gradients off: decorated with `@torch.no_grad()`, or with a local decorator
+    whose wrapper calls the function it wraps inside `with torch.no_grad():` (`make_nograd_func`)."""
+    for deco in getattr(fn.node, "decorator_list", []):
+        if _grad_context(program, deco, fn):
+            return True
+        if not isinstance(deco, (ast.Name, ast.Attribute)):
+            continue
+        maker = program.callee(deco, fn)
+        if not program.is_function(maker) or isinstance(maker.node, ast.Module) or not maker.node.args.args:
+            continue
+        wrapped = maker.node.args.args[0].arg
+        for node in walk(maker.node):
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                    _grad_context(program, item.context_expr, maker) for item in node.items) and any(
+                    isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == wrapped
+                    for s in node.body for c in walk(s)):
+                return True
+    return False

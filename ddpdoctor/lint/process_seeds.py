@@ -271,13 +271,40 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
                if any(b.rpartition(".")[2].endswith("Dataset") for b in k.bases) and "__getitem__" in k.methods)
 
 
+# Methods a dataset base class runs while the dataset is built, in the launching process:
+# torch_geometric's Dataset calls download() and process() from its __init__.
+CONSTRUCTION_HOOKS = {"download", "process"}
+
+
 def _draws(klass) -> bool:
     """A dataset class draws in the worker: a method other than __init__ draws (`random.random()`,
     `np.random.randint`, an augmentation called), or __init__ builds a random transform
-    (`RandomResizedCrop`, `ColorJitter`). A draw in __init__ itself (`random.shuffle(self.files)`)
-    runs once in the launching process: every rank's workers get the list as it is."""
-    return any(RANDOM_WORDS.search(_source(method)) if name != "__init__" else
+    (`RandomResizedCrop`, `ColorJitter`). A draw in __init__ itself (`random.shuffle(self.files)`),
+    in a method only __init__ calls (`self.idx = self._split(n)`: a seeded permutation choosing
+    the split) or in a base's construction hook (PyG's process()) runs once in the launching
+    process: every rank's workers get the list as it is."""
+    built = _construction_methods(klass)
+    return any(RANDOM_WORDS.search(_source(method)) if name not in built else
                ARGUMENT_WORDS.search(_source(method)) for name, method in klass.methods.items())
+
+
+def _construction_methods(klass) -> set[str]:
+    """__init__, and the methods only it (or another such) calls as `self.<name>(...)`, or a
+    base runs while building (CONSTRUCTION_HOOKS): those that run before any worker starts."""
+    calls = {name: {n.func.attr for n in walk(method.node) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self"}
+             for name, method in klass.methods.items()}
+    built = {"__init__"} | (CONSTRUCTION_HOOKS & set(klass.methods))
+    grown = True
+    while grown:
+        grown = False
+        for name in klass.methods:
+            callers = {c for c, called in calls.items() if name in called and c != name}
+            if name not in built and callers and callers <= built:
+                built.add(name)
+                grown = True
+    return built
 
 
 def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:

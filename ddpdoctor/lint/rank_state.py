@@ -53,6 +53,7 @@ class _Stmt:
     guards: tuple[RankTest, ...]
     loops: tuple[ast.AST, ...]  # enclosing loops, innermost last
     conditional: bool  # under a test that is not a rank test
+    tensor: Optional[ast.AST] = None  # the innermost plain test around it on a tensor's value
 
 
 def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
@@ -132,35 +133,37 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
 
 
 def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
-                conditional: bool) -> Iterator[_Stmt]:
+                conditional: bool, tensor: Optional[ast.AST] = None) -> Iterator[_Stmt]:
     """Every statement of a body, with the rank tests, loops and plain tests around it; after
     `if rank != 0: return` the rest runs under the negated test (as program.Walker reads it)."""
     for index, stmt in enumerate(body):
-        yield _Stmt(stmt, guards, loops, conditional)
+        yield _Stmt(stmt, guards, loops, conditional, tensor)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(stmt, (ast.If, ast.While)):
             test = program.ranks.guard(stmt.test, fn)
             inner = loops + (stmt,) if isinstance(stmt, ast.While) else loops
             if test is None:
-                yield from _statements(program, fn, stmt.body, guards, inner, True)
-                yield from _statements(program, fn, stmt.orelse, guards, loops, True)
+                on_value = stmt.test if isinstance(stmt, ast.If) and _tensor_tested(stmt.test) else tensor
+                yield from _statements(program, fn, stmt.body, guards, inner, True, on_value)
+                yield from _statements(program, fn, stmt.orelse, guards, loops, True, on_value)
             else:
-                yield from _statements(program, fn, stmt.body, guards + (test,), inner, conditional)
-                yield from _statements(program, fn, stmt.orelse, guards + (test.negated(),), loops, conditional)
+                yield from _statements(program, fn, stmt.body, guards + (test,), inner, conditional, tensor)
+                yield from _statements(program, fn, stmt.orelse, guards + (test.negated(),), loops, conditional,
+                                       tensor)
                 if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
                         isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)):
                     yield from _statements(program, fn, body[index + 1:], guards + (test.negated(),),
-                                           loops, conditional)
+                                           loops, conditional, tensor)
                     return
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            yield from _statements(program, fn, stmt.body, guards, loops + (stmt,), conditional)
-            yield from _statements(program, fn, stmt.orelse, guards, loops, conditional)
+            yield from _statements(program, fn, stmt.body, guards, loops + (stmt,), conditional, tensor)
+            yield from _statements(program, fn, stmt.orelse, guards, loops, conditional, tensor)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            yield from _statements(program, fn, stmt.body, guards, loops, conditional)
+            yield from _statements(program, fn, stmt.body, guards, loops, conditional, tensor)
         elif isinstance(stmt, ast.Try):
             for part in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
-                yield from _statements(program, fn, part, guards, loops, conditional)
+                yield from _statements(program, fn, part, guards, loops, conditional, tensor)
 
 
 def _assigned(stmt: ast.stmt) -> list[ast.AST]:
@@ -253,11 +256,11 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             assigned.setdefault(name, []).append(item)
         if isinstance(item.node, (ast.For, ast.AsyncFor)):
             loop_targets.update(n.id for n in walk(item.node.target) if isinstance(n, ast.Name))
+    shared = _shared(builder, fn)
     for name, items in assigned.items():
         # `start = load_step(path, 0)` where load_step returns what it sets under a rank test
         # (rank 0 reads the saved step): the caller's name is as rank-local as the helper's
-        items[:] = [_through_helper(builder, fn, i, name) or i for i in items]
-    shared = _shared(builder, fn)
+        items[:] = [_through_helper(builder, fn, i, name) or _under_value_test(i, shared) or i for i in items]
     local: dict[str, _Stmt] = {}
     ranked_of: dict[str, list[_Stmt]] = {}  # every assignment of a local name under a rank test
     relative: set[str] = set()  # also stepped on every rank: the rank's own value carries on
@@ -335,6 +338,29 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
         found[-1].stepped = name in ahead
     return found
+
+
+def _tensor_tested(test: ast.AST) -> bool:
+    """A test on a tensor's value, as _tensor_values reads one (`not torch.isfinite(loss)`,
+    `loss.item() > limit`)."""
+    return any(isinstance(c, ast.Call) and (
+        (last_name(c.func) in VALUE_TESTS and (c.args or isinstance(c.func, ast.Attribute)))
+        or (isinstance(c.func, ast.Attribute) and c.func.attr == "item" and not c.args
+            and any(isinstance(cmp, ast.Compare) for cmp in walk(test))))
+        for c in walk(test))
+
+
+def _under_value_test(item: _Stmt, shared: set) -> Optional[_Stmt]:
+    """An assignment under a test on a rank's own tensor (`if not torch.isfinite(loss):
+    keep_going = False`), read as one under a rank test that says what it rests on: each rank
+    tests its own batch's value. None where it is no such assignment, or the value was
+    all-reduced first."""
+    if item.guards or item.tensor is None or \
+            {n.id for n in walk(item.tensor) if isinstance(n, ast.Name)} & shared:
+        return None
+    test = RankTest(text(item.tensor), f"value:{text(item.tensor)}", "other",
+                    assumption="the value differs between ranks (each rank's own batch)")
+    return _Stmt(item.node, (test,), item.loops, True, item.tensor)
 
 
 def _through_helper(builder: Builder, fn: Function, item: _Stmt, name: str) -> Optional[_Stmt]:

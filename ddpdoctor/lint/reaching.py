@@ -16,7 +16,8 @@ from typing import Optional
 from ddpdoctor.lint.nodes import walk
 
 
-def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = False) -> Optional[list[ast.AST]]:
+def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = False,
+                    params: bool = False) -> Optional[list[ast.AST]]:
     """The values of the `name = ...` bindings a path to `node` (inside root, a function or
     module) may last pass through: the nearest one before it in its own block or an enclosing
     one, each side of an earlier `if` that binds it (only the side whose test holds at node as
@@ -24,7 +25,9 @@ def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = Fa
     evaluate(model)`), with what came before where a side binds nothing. None where it cannot
     tell: no binding before node, or one in a loop, a `try`, a tuple unpacking, or a later
     binding a loop around node brings back round. unpacked: `model, opt = setup(cfg)` gives the
-    call itself (for a question every element answers alike: does it return a DDP wrapper)."""
+    call itself (for a question every element answers alike: does it return a DDP wrapper).
+    params: a way that reaches root's start with `name` one of its parameters gives that
+    parameter's `ast.arg` (what the callers pass) rather than None."""
     path = _path_to(root, node)
     if path is None:
         return None
@@ -41,6 +44,12 @@ def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = Fa
         values += left[0]
         if not left[1]:
             return values
+    args = getattr(root, "args", None)
+    if params and isinstance(args, ast.arguments):
+        arg = next((a for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                    if a is not None and a.arg == name), None)
+        if arg is not None:
+            return values + [arg]
     return None
 
 
