@@ -96,6 +96,13 @@ def unreached(facts: LintFacts) -> tuple[list[str], list[str]]:
     """(notes, why the verdict is incomplete) when the script's distributed code was not reached:
     the process group is set up only in a function no call from the script leads to."""
     where = facts.unreached_setup
+    if where is None and facts.config_named is not None:
+        named = facts.config_named
+        return ([f"the training code is a class the config names, made at {named} (a `_target_`): the "
+                 "lint reads the source, not the config, so the rules did not judge it; lint the module "
+                 "that class lives in, or `ddpdoctor probe` the script"],
+                [f"{facts.script}: the training code was not reached: the script sets up the process group, "
+                 f"then runs what its config names at {named}"])
     if where is None:
         return [], []
     return ([f"the process group is set up at {where}, in code the lint could not reach from the script "

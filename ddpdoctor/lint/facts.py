@@ -55,6 +55,9 @@ class LintFacts:
     # Where a function the script never reaches sets up the process group, when nothing it
     # reaches does (agents built through a registry of lambdas): the rules could not judge it.
     unreached_setup: Optional[Location] = None
+    # the script sets up the process group but reaches no training code of its own, and runs a
+    # class its config names (`hydra.utils.get_class(cfg._target_)(cfg).run()`): where
+    config_named: Optional[Location] = None
 
 
 # The calls that set up the default process group, by their last name.
@@ -138,7 +141,28 @@ def build(program: Program, script: str) -> LintFacts:
         rank_local=rank_state.gather(builder, ddp or framework is not None)
         + batch_flags.gather(builder, ddp or framework is not None)
         + signal_state.gather(builder, ddp or framework is not None),
-        unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None)
+        unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
+        config_named=_config_named(builder) if distributed is not None and not ddp and framework is None
+        and not loaders else None)
+
+
+# Hydra's documented ways to make an object from a config's `_target_` (hydra.utils).
+CONFIG_MAKERS = {"get_class", "get_method", "instantiate", "call"}
+
+
+def _config_named(builder: FactBuilder) -> Optional[Location]:
+    """A call that makes what a config's `_target_` names (hydra.utils.get_class / instantiate),
+    where no backward is reached either: the training code is chosen by the config, and the
+    lint did not read it."""
+    program = builder.program
+    found = None
+    for fn, call, _, _ in builder.calls():
+        if last_name(call.func) == "backward":
+            return None
+        full = program.qualify(call.func, fn) or ""
+        if found is None and full.startswith("hydra.") and last_name(call.func) in CONFIG_MAKERS:
+            found = loc(fn, call)
+    return found
 
 
 def _switched_off(builder: FactBuilder, fn, call: ast.Call) -> bool:

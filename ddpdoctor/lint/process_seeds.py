@@ -327,10 +327,17 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             if any(_random_in(program, held, where, depth - 1, shown)
                    for held, where in program.unpacked(value.id, scope)):
                 return True
+            if value.id in scope.params and any(
+                    _random_in(program, held, where, depth - 1, shown)
+                    for held, where in program.values_of(value, scope, 2) if held is not value):
+                return True  # `self.transform = transform`: what the constructions pass
             continue
         if not isinstance(value, ast.Call):
             continue
         target = program.callee(value.func, scope)
+        if target is None and isinstance(value.func, ast.Attribute):
+            # `Data(Masker()).train_set()`: a method of an object made on the spot
+            target = next(iter(program.resolve(value.func, scope)[0]), None)
         if target is None and isinstance(value.func, ast.Subscript):
             # `datasets[name.lower()](**kwargs)` over a registry table: each class it holds
             table = value.func.value

@@ -327,3 +327,95 @@ def test_a_rank_test_among_other_conjuncts_pins_the_argument_too(tmp_path):
         "    if rank == 0:\n", "    if rank == 0 and epoch % 2 == 1 and os.environ.get('SAVE', '1') == '1':\n")
     found, _ = lint(tmp_path, source)
     assert [f for f in found if f.code == "DDP806"] == []
+
+
+CONFIG_NAMED = """
+import hydra
+import torch
+import torch.distributed as dist
+
+
+@hydra.main(version_base=None, config_path="config", config_name="train.yaml")
+def main(cfg):
+    dist.init_process_group("gloo")
+    agent = hydra.utils.get_class(cfg._target_)(cfg)
+    agent.run()
+    {more}
+
+main()
+"""
+
+
+def test_training_code_a_config_names_leaves_the_verdict_incomplete(tmp_path):
+    # open-pi-zero: run.py sets up the group, the agent class is the config's `_target_`
+    from ddpdoctor.lint.driver import unreached
+
+    _, facts = lint_alone(tmp_path, CONFIG_NAMED.format(more=""))
+    notes, why = unreached(facts)
+    assert facts.config_named is not None and facts.config_named.line == 9
+    assert why and "its config names" in why[0]
+
+
+def test_training_code_in_the_script_itself_is_judged(tmp_path):
+    from ddpdoctor.lint.driver import unreached
+
+    more = ("model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))\n"
+            "    model(torch.randn(8, 4)).sum().backward()")
+    _, facts = lint_alone(tmp_path, CONFIG_NAMED.format(more=more))
+    assert facts.config_named is None and unreached(facts) == ([], [])
+
+
+HELD_TRANSFORM = """
+import numpy as np
+
+
+class Masker:
+    def __init__(self):
+        self.rng = np.random.{maker}()
+
+    def __call__(self, x):
+        return x * torch.from_numpy(self.rng.uniform(size=4) < 0.5)
+
+
+class Slices(torch.utils.data.Dataset):
+    def __init__(self, transform):
+        self.transform = transform
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return self.transform(torch.ones(4))
+
+
+class Data:
+    def __init__(self, train_transform):
+        self.train_transform = train_transform
+
+    def train_set(self):
+        return Slices(transform=self.train_transform)
+
+
+torch.manual_seed(42)
+ds = Data(Masker()).train_set()
+model = DDP(torch.nn.Linear(4, 1))
+loader = DataLoader(ds, batch_size=8, num_workers=2, sampler=DistributedSampler(ds))
+for epoch in range(3):
+    loader.sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_random_transform_a_holder_object_hands_the_dataset_draws_in_the_workers(tmp_path):
+    # fastMRI: the mask function reaches the dataset through the data module's attribute
+    found, _ = lint(tmp_path, HELD_TRANSFORM.format(maker="RandomState"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP808"] == [("DDP808", "warning")]
+
+
+def test_a_fixed_transform_handed_the_same_way_draws_nothing(tmp_path):
+    source = HELD_TRANSFORM.format(maker="RandomState").replace(
+        "        self.rng = np.random.RandomState()\n", "        self.scale = 2.0\n").replace(
+        "x * torch.from_numpy(self.rng.uniform(size=4) < 0.5)", "x * self.scale")
+    found, _ = lint(tmp_path, source)
+    assert [f for f in found if f.code == "DDP808"] == []
