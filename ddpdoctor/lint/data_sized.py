@@ -314,13 +314,25 @@ def _append_name(stmt: ast.stmt) -> Optional[str]:
 
 
 def _appends(branch: list[ast.stmt]) -> set[str]:
-    """The lists a branch appends to exactly once on every way through it (an `elif` chain too)."""
-    names = [_append_name(s) for s in branch]
+    """The lists a branch appends to exactly once on every way through it (an `elif` chain too);
+    `name@flag` for one append under a plain flag (`if collect: out.append(x)`), which two
+    sides that both say so append alike (OLMo's metrics: a real value or a placeholder)."""
+    names = [_append_name(s) or _flagged_append(s) for s in branch]
     once = {n for n in names if n and names.count(n) == 1}
     for stmt in branch:
         if isinstance(stmt, ast.If) and stmt.orelse:
             once |= _appends(stmt.body) & _appends(stmt.orelse)
     return once
+
+
+def _flagged_append(stmt: ast.stmt) -> Optional[str]:
+    """`out@collect` for `if collect: out.append(...)`: a flag (a name or an attribute, not a
+    comparison on the item) around one append."""
+    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and \
+            isinstance(stmt.test, (ast.Name, ast.Attribute)):
+        name = _append_name(stmt.body[0])
+        return f"{name}@{ast.dump(stmt.test)}" if name else None
+    return None
 
 
 def _once_each(stmt: ast.If, names: set[str]) -> Iterator[int]:
@@ -329,6 +341,8 @@ def _once_each(stmt: ast.If, names: set[str]) -> Iterator[int]:
         for inner in side:
             if _append_name(inner) in names:
                 yield id(inner)
+            elif _flagged_append(inner) in names:
+                yield id(inner.body[0])
             elif isinstance(inner, ast.If) and inner.orelse:
                 yield from _once_each(inner, names & _appends(inner.body) & _appends(inner.orelse))
 

@@ -469,8 +469,8 @@ def _number(node: Optional[ast.AST]):
 def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AST]:
     """What `call` hands target's parameter: the argument given (by keyword or place), else the
     parameter's default; None when it cannot tell (`**kwargs`, a `*args` before it)."""
-    if isinstance(target.node, ast.Module) or param not in target.params:
-        return None
+    if isinstance(target.node, ast.Module) or (param not in target.params and param not in target.kwonly):
+        return None  # (a keyword-only parameter after `*` is given by keyword or its default)
     args = target.node.args
     positional = [a.arg for a in args.posonlyargs + args.args]
     value = keyword(call, param)
@@ -505,7 +505,7 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3) -> 
         value = argument_at(fn, event.node, param)
         if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None))):
             found.add(value.value)
-        elif isinstance(value, ast.Name) and value.id in caller.params and not caller.bindings.get(value.id):
+        elif isinstance(value, ast.Name) and (value.id in caller.params or value.id in caller.kwonly) and not caller.bindings.get(value.id):
             above = given_constants(callers, caller, value.id, depth - 1)
             if above is None:
                 return None
@@ -573,7 +573,7 @@ def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
         return None
     if isinstance(value, ast.Name) and context:
         caller, entered = context[-1]
-        if entered is not None and value.id in caller.params and not caller.bindings.get(value.id):
+        if entered is not None and (value.id in caller.params or value.id in caller.kwonly) and not caller.bindings.get(value.id):
             return _switched(caller, entered, value.id, context[:-1], none_only)
     if none_only:  # `x is not None`: None alone is false; any other constant is a value
         return False if is_const(value, None) else (True if isinstance(value, ast.Constant) else None)

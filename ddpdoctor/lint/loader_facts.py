@@ -152,7 +152,8 @@ class LoaderFacts:
                 no_grad_read=not trains and bool(name) and bool(re.search(r"train", name, re.IGNORECASE))
                 and self._trains(fn, name, call=call, among=self._no_grad_names()),
                 train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
-                unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None,
+                unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None
+                and not _spread_without_sampler(self.program, call, fn),
                 handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
                                          & self._handed_to_framework()),
                 location=loc(fn, call), name=name, sampler=kind,
@@ -276,6 +277,12 @@ class LoaderFacts:
                         for arg, caller in owner.arguments.get(value.id, []):
                             names.add((id(caller), last_name(arg) or ""))
         return names
+
+    def _evaluates(self, fn: Function) -> bool:
+        """fn evaluates: it turns gradients off for some of its work and runs no backward
+        (py-meanflow's evaluation pins its sampler with set_epoch(0), a fixed order on purpose)."""
+        return bool(_no_grad_blocks(self.program, fn)) and not any(
+            self._backward(c, fn) for c in fn.own_calls)
 
     def _one_loader(self, fn: Function, call: ast.Call) -> bool:
         """The sampler built here serves one loader: not in a loop (mlpf builds the training
@@ -528,7 +535,7 @@ class LoaderFacts:
                 if ok:
                     matched.append(loc(sfn, scall))
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
-                            (loops > 0 or self.in_loop(sfn)) and \
+                            (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
                             not _varying_elsewhere(sfn, scall, set_epochs):
                         constant = loc(sfn, scall)
@@ -910,3 +917,48 @@ def _grad_off_function(program, fn: Function) -> bool:
                     for s in node.body for c in walk(s)):
                 return True
     return False
+
+
+def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
+    """Every `**options` of the call is a local dict the function fills with literal keys only
+    (a dict literal, `.update({...})`, `options["k"] = v`), and no key is a sampler: PyTorch's
+    MNIST example's `train_kwargs`. Anything else done with the dict (handed to a call, updated
+    from another dict) may put a sampler in it."""
+    spreads = [kw.value for kw in call.keywords if kw.arg is None]
+    if not spreads or isinstance(fn.node, ast.Module):
+        return False
+    parents = {id(child): node for node in walk(fn.node) for child in ast.iter_child_nodes(node)}
+    keys: set[str] = set()
+    for spread in spreads:
+        if not isinstance(spread, ast.Name) or spread.id in fn.params:
+            return False
+        values = program.values_of(spread, fn)
+        if not values or not all(isinstance(v, ast.Dict) and scope is fn and _literal_keys(v) for v, scope in values):
+            return False
+        keys.update(k.value for v, _ in values for k in v.keys)
+        for use in walk(fn.node):
+            if not (isinstance(use, ast.Name) and use.id == spread.id) or use is spread:
+                continue
+            parent = parents.get(id(use))
+            grand = parents.get(id(parent)) if parent is not None else None
+            if isinstance(parent, ast.Assign) and use in parent.targets:
+                continue  # its binding: the dict literal read above
+            if isinstance(parent, ast.Subscript) and isinstance(parent.slice, ast.Constant) and \
+                    isinstance(parent.slice.value, str):
+                keys.add(parent.slice.value)  # `options["shuffle"] = True`
+                continue
+            if isinstance(parent, ast.Attribute) and parent.attr == "update" and isinstance(grand, ast.Call) \
+                    and len(grand.args) == 1 and not grand.keywords:
+                # `.update({...})`, or `.update(cuda_kwargs)` of another local dict literal
+                added = [grand.args[0]] if isinstance(grand.args[0], ast.Dict) else [
+                    v for v, scope in program.values_of(grand.args[0], fn) if scope is fn] \
+                    if isinstance(grand.args[0], ast.Name) else []
+                if added and all(isinstance(v, ast.Dict) and _literal_keys(v) for v in added):
+                    keys.update(k.value for v in added for k in v.keys)
+                    continue
+            return False
+    return not keys & {"sampler", "batch_sampler"}
+
+
+def _literal_keys(table: ast.Dict) -> bool:
+    return all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in table.keys)

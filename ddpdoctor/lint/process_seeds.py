@@ -267,7 +267,7 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
         return True
     if shown:
         return False
-    return any(_draws(k) for k in program.classes
+    return any(_draws(program, k) for k in program.classes
                if any(b.rpartition(".")[2].endswith("Dataset") for b in k.bases) and "__getitem__" in k.methods)
 
 
@@ -276,16 +276,37 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
 CONSTRUCTION_HOOKS = {"download", "process"}
 
 
-def _draws(klass) -> bool:
+def _draws(program, klass) -> bool:
     """A dataset class draws in the worker: a method other than __init__ draws (`random.random()`,
     `np.random.randint`, an augmentation called), or __init__ builds a random transform
     (`RandomResizedCrop`, `ColorJitter`). A draw in __init__ itself (`random.shuffle(self.files)`),
     in a method only __init__ calls (`self.idx = self._split(n)`: a seeded permutation choosing
     the split) or in a base's construction hook (PyG's process()) runs once in the launching
-    process: every rank's workers get the list as it is."""
+    process: every rank's workers get the list as it is. A method nothing in the program names
+    (GPT-SoVITS's `random_slice()`) draws nothing."""
     built = _construction_methods(klass)
-    return any(RANDOM_WORDS.search(_source(method)) if name not in built else
-               ARGUMENT_WORDS.search(_source(method)) for name, method in klass.methods.items())
+    named = _attribute_names(program)
+    return any(ARGUMENT_WORDS.search(_source(method)) if name in built else
+               RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(method)))
+               if name in named or name.startswith("__") else False
+               for name, method in klass.methods.items())
+
+
+# A generator the code makes and seeds itself (`np.random.Generator(np.random.PCG64(seed +
+# epoch))`, `random.Random(seed)`): its draws follow that seed, not the worker's inherited one
+# (OLMo's global data order, the same on every rank by design). Unseeded (`default_rng()`), it
+# draws fresh entropy in each process: no sameness either.
+OWN_GENERATOR = re.compile(r"\b(?:np|numpy)\.random\.(?:Generator|PCG64|PCG64DXSM|Philox|SFC64|MT19937|"
+                           r"default_rng|SeedSequence)\(|\brandom\.Random\(")
+
+
+def _attribute_names(program) -> set[str]:
+    """Every `x.<name>` the program's files spell: the methods something may call."""
+    found = program.__dict__.get("_spelled_attributes")
+    if found is None:
+        found = program.__dict__["_spelled_attributes"] = {
+            n.attr for f in program.files for n in f.of(ast.Attribute)}
+    return found
 
 
 def _construction_methods(klass) -> set[str]:
@@ -345,11 +366,11 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
                 table = table.value
             classes = [k for k in program._table_entries(table, scope, read=True) if program.is_class(k)]
             shown.extend(classes)
-            if any(_draws(k) for c in classes for k in [c, *program.bases(c)]):
+            if any(_draws(program, k) for c in classes for k in [c, *program.bases(c)]):
                 return True
         if program.is_class(target):
             shown.append(target)
-            if any(_draws(k) for k in [target, *program.bases(target)]):
+            if any(_draws(program, k) for k in [target, *program.bases(target)]):
                 return True
         elif program.is_function(target) and not isinstance(target.node, ast.Module):
             shown.append(target)

@@ -12,7 +12,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import writes
 from ddpdoctor.lint.fact_builder import _single_process, _switched, given_constants, loc
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import dotted, last_name, save_call, save_path, text
+from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 
 
@@ -188,7 +188,7 @@ class SaveFacts:
         spawned = self.program.ranks.spawn_targets
         if not spawned or fn in self._spawn_reach():
             return False
-        return self._main_only(fn, event, depth, ())
+        return self._groups_only_in_ranks() or self._main_only(fn, event, depth, ())
 
     def in_the_launcher(self, fn: Function, call: ast.Call) -> bool:
         """A call (a DataLoader built) only in the launching process of mp.spawn'd ranks, as
@@ -197,8 +197,35 @@ class SaveFacts:
         spawned = self.program.ranks.spawn_targets
         if not spawned or fn in self._spawn_reach():
             return False
+        if self._groups_only_in_ranks():
+            return True  # the launching process never joins a process group: no rank of the job
         way = SimpleNamespace(conds=fn.__dict__.get("_call_conds", {}).get(id(call), ()))
         return self._main_only(fn, way, 6, ())
+
+    def _groups_only_in_ranks(self) -> bool:
+        """Every process-group set-up the script reaches runs in a spawned rank (Taglets'
+        `_do_train`, mp.spawn's target): code the launching process runs itself, outside what
+        the ranks run, is single-process."""
+        if not hasattr(self, "_ranks_only_setup"):
+            # the processes the script starts: mp.spawn's ranks, and `mp.Process(target=...)`
+            # ones that join a group of their own (Taglets' prediction workers)
+            todo = list(self.program.ranks.spawn_targets)
+            for fn, call, _, _ in self.calls():
+                target = keyword(call, "target")
+                if last_name(call.func) != "Process" or target is None:
+                    continue
+                full = self.program.qualify(call.func, fn) or ""
+                if "multiprocessing" in full or (dotted(call.func) or "").startswith("mp."):
+                    todo.extend(self.program.reference(target, fn))
+            reach: set = set()
+            while todo:
+                fn = todo.pop()
+                if fn not in reach:
+                    reach.add(fn)
+                    todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
+            setups = [fn for fn, call, _, _ in self.calls() if last_name(call.func) == "init_process_group"]
+            self._ranks_only_setup = bool(setups) and all(fn in reach for fn in setups)
+        return self._ranks_only_setup
 
     def _main_only(self, fn: Function, event, depth: int, stack: tuple) -> bool:
         if any(_main_test(self.program, cond, fn) for cond, _ in event.conds):

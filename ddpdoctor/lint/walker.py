@@ -176,6 +176,8 @@ class Walker:
     def block(self, body: list[ast.stmt], guards: tuple[Guard, ...], loops: int) -> None:
         for index, stmt in enumerate(body):
             self.stmt(stmt, guards, loops)
+            if isinstance(stmt, (ast.Raise, ast.Return, ast.Continue, ast.Break)):
+                return  # what follows in this block never runs (relora's retired save helper)
             # `if rank != 0: return` - what follows runs on the other ranks only. Not after a
             # raise: a rank that raises crashes and the launcher ends the job (dinov2's
             # `if _LOCAL_RANK >= 0: raise RuntimeError("already initialised")`, read before the

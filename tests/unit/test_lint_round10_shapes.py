@@ -419,3 +419,56 @@ def test_a_fixed_transform_handed_the_same_way_draws_nothing(tmp_path):
         "x * torch.from_numpy(self.rng.uniform(size=4) < 0.5)", "x * self.scale")
     found, _ = lint(tmp_path, source)
     assert [f for f in found if f.code == "DDP808"] == []
+
+
+LAUNCHER_TRAINS = """
+import torch.multiprocessing as mp
+
+
+def worker(rank, data, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    model = DDP(torch.nn.Linear(4, 1))
+    sampler = DistributedSampler(data)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for (x,) in DataLoader(data, batch_size=8, sampler=sampler):
+            model(x).sum().backward()
+
+
+class Module:
+    def train(self, data):
+        mp.spawn(worker, args=(data, 2), nprocs=2)
+
+    def warm_up(self, data):
+        model = torch.nn.Linear(4, 1)
+        {join}for (x,) in DataLoader(data, batch_size=8, shuffle=True):
+            model(x).sum().backward()
+        torch.save(model.state_dict(), "warm.pt")
+
+
+def run(module, data):
+    module.warm_up(data)
+    module.train(data)
+
+
+run(Module(), TensorDataset(torch.randn(64, 4)))
+"""
+
+
+def lint_spawned(tmp_path, join: str):
+    source = ("import torch\nimport torch.distributed as dist\n"
+              "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+              "from torch.utils.data import DataLoader, DistributedSampler, TensorDataset\n"
+              + LAUNCHER_TRAINS.format(join=join))
+    return lint_alone(tmp_path, source)
+
+
+def test_code_the_launcher_runs_outside_the_spawned_ranks_is_single_process(tmp_path):
+    # Taglets: a module's own warm-up training in the parent, beside the spawned DDP ranks
+    found, _ = lint_spawned(tmp_path, "")
+    assert [f.code for f in found if f.code in ("DDP802", "DDP806")] == []
+
+
+def test_a_launcher_that_joins_a_group_itself_is_judged(tmp_path):
+    found, _ = lint_spawned(tmp_path, "dist.init_process_group('gloo')\n        ")
+    assert "DDP802" in [f.code for f in found]
