@@ -329,7 +329,10 @@ def load_program(script: str, notes: Optional[list[str]] = None,
         if not module:  # the script: relative imports resolve against its package, if any
             try:
                 rel = current.path.relative_to(Path.cwd().resolve()).with_suffix("")
-                module = ".".join(rel.parts)
+                # a package's own `__init__.py` (a console script's `pkg/cli/__init__.py`) is
+                # the module `pkg.cli`: its relative imports count from there
+                parts = rel.parts[:-1] if rel.parts and rel.parts[-1] == "__init__" else rel.parts
+                module = ".".join(parts)
                 current.import_name = module
             except ValueError:
                 module = current.path.stem

@@ -223,3 +223,20 @@ def test_draws_from_a_generator_the_dataset_seeds_itself_are_no_worker_draws(tmp
 def test_draws_from_the_global_generator_the_workers_inherit_are(tmp_path):
     found, _ = lint(tmp_path, OWN_RNG.format(rng="np.random"))
     assert [c for c, _, _ in codes(found) if c == "DDP808"] == ["DDP808"]
+
+
+def test_a_package_init_given_as_the_script_resolves_its_relative_imports(tmp_path, monkeypatch):
+    # LibreYOLO's console module libreyolo/cli/__init__.py: `from ..training.loop import train`
+    from ddpdoctor.lint.driver import gather
+
+    for folder in ("pkg", "pkg/cli", "pkg/training"):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "pkg/training/loop.py").write_text(
+        "import torch.distributed as dist\n\ndef train():\n    dist.init_process_group('gloo')\n")
+    (tmp_path / "pkg/cli/__init__.py").write_text(
+        "def main():\n    from ..training.loop import train\n    train()\n")
+    monkeypatch.chdir(tmp_path)
+    facts = gather("pkg/cli/__init__.py")
+    assert "pkg/training/loop.py" in facts.files
+    assert facts.distributed is not None  # its `main` is the console command: reached
