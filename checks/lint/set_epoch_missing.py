@@ -13,7 +13,10 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
     What it detects:
         A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
         nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`), or calls
-        it with a constant (`sampler.set_epoch(0)` inside the epoch loop).
+        it with a constant (`sampler.set_epoch(0)` inside the epoch loop). Not an evaluation
+        loader's: one no backward reads, its loops running with gradients off, or built by
+        an evaluation builder and read by no training loop; the order of an evaluation
+        changes no result (and `set_epoch(0)` there pins it on purpose).
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the

@@ -317,7 +317,8 @@ def _appends(branch: list[ast.stmt]) -> set[str]:
     """The lists a branch appends to exactly once on every way through it (an `elif` chain too);
     `name@flag` for one append under a plain flag (`if collect: out.append(x)`), which two
     sides that both say so append alike (OLMo's metrics: a real value or a placeholder)."""
-    names = [_append_name(s) or _flagged_append(s) for s in branch]
+    names = [_append_name(s) for s in branch]
+    names += [flagged for s in branch for flagged in _flagged_appends(s)]
     once = {n for n in names if n and names.count(n) == 1}
     for stmt in branch:
         if isinstance(stmt, ast.If) and stmt.orelse:
@@ -325,14 +326,12 @@ def _appends(branch: list[ast.stmt]) -> set[str]:
     return once
 
 
-def _flagged_append(stmt: ast.stmt) -> Optional[str]:
-    """`out@collect` for `if collect: out.append(...)`: a flag (a name or an attribute, not a
-    comparison on the item) around one append."""
-    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and \
-            isinstance(stmt.test, (ast.Name, ast.Attribute)):
-        name = _append_name(stmt.body[0])
-        return f"{name}@{ast.dump(stmt.test)}" if name else None
-    return None
+def _flagged_appends(stmt: ast.stmt) -> set[str]:
+    """`out@collect` for each list `if collect: ... out.append(...) ...` appends to once: a
+    flag (a name or an attribute, not a comparison on the item) around the appends."""
+    if isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.test, (ast.Name, ast.Attribute)):
+        return {f"{name}@{ast.dump(stmt.test)}" for name in _appends(stmt.body) if "@" not in name}
+    return set()
 
 
 def _once_each(stmt: ast.If, names: set[str]) -> Iterator[int]:
@@ -341,8 +340,9 @@ def _once_each(stmt: ast.If, names: set[str]) -> Iterator[int]:
         for inner in side:
             if _append_name(inner) in names:
                 yield id(inner)
-            elif _flagged_append(inner) in names:
-                yield id(inner.body[0])
+            elif _flagged_appends(inner) & names:
+                flagged = {n.partition("@")[0] for n in _flagged_appends(inner) & names}
+                yield from (id(s) for s in inner.body if _append_name(s) in flagged)
             elif isinstance(inner, ast.If) and inner.orelse:
                 yield from _once_each(inner, names & _appends(inner.body) & _appends(inner.orelse))
 

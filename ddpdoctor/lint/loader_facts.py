@@ -558,6 +558,9 @@ class LoaderFacts:
                 across = True  # built inline as the argument of a function that iterates it again and again
             if across and self._one_loader(fn, call) and self._read_only_to_evaluate(names):
                 across = False  # an evaluation visits every sample whatever the order (CasMVSNet's test loader)
+            feeds = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
+            if across and feeds is not None and feeds.evaluation and not feeds.trains and self._one_loader(fn, call):
+                across = False  # the loader's own facts: an evaluation loader no training loop reads (OLMo)
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",

@@ -240,3 +240,57 @@ def test_a_package_init_given_as_the_script_resolves_its_relative_imports(tmp_pa
     facts = gather("pkg/cli/__init__.py")
     assert "pkg/training/loop.py" in facts.files
     assert facts.distributed is not None  # its `main` is the console command: reached
+
+
+EVAL_HELD = """
+from dataclasses import dataclass
+
+
+def build_eval_dataloader(ds, batch_size):
+    sampler = DistributedSampler(ds)
+    return DataLoader(ds, batch_size=batch_size, sampler=sampler)
+
+
+@dataclass
+class Evaluator:
+    eval_loader: DataLoader
+
+
+class Trainer:
+    def __init__(self, model, loader, evaluators):
+        self.model, self.loader, self.evaluators = model, loader, evaluators
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def eval(self):
+        for ev in self.evaluators:
+            for (x,) in ev.eval_loader:
+                with torch.no_grad():
+                    self.model(x)
+
+    def fit(self):
+        for epoch in range(3):
+            for (x,) in self.loader:
+                self.opt.zero_grad()
+                self.model(x).sum().backward()
+                self.opt.step()
+            self.eval()
+
+
+ds = TensorDataset(torch.randn(256, 8))
+ev = Evaluator({evaluated})
+train = DataLoader(ds, batch_size=16, sampler=DistributedSampler(ds, shuffle=False))
+Trainer(DDP(torch.nn.Linear(8, 1)), {trained}, [ev]).fit()
+"""
+
+
+def test_an_evaluation_loader_kept_in_a_record_needs_no_set_epoch(tmp_path):
+    # OLMo's Evaluator: the loader a builder named for evaluation makes, read with gradients off
+    found, _ = lint(tmp_path, EVAL_HELD.format(evaluated="build_eval_dataloader(ds, 16)", trained="train"))
+    assert [f for f in found if f.code == "DDP804"] == []
+
+
+def test_a_shuffling_training_loader_beside_it_still_needs_set_epoch(tmp_path):
+    source = EVAL_HELD.format(evaluated="build_eval_dataloader(ds, 16)", trained="train").replace(
+        "DistributedSampler(ds, shuffle=False)", "DistributedSampler(ds)")
+    found, _ = lint(tmp_path, source)
+    assert [(c, line) for c, _, line in codes(found) if c == "DDP804"] == [("DDP804", 42)]
