@@ -255,19 +255,21 @@ class BuilderCore:
                             return True
         return False
 
-    def _bound_here(self, name: ast.AST, fn: Function) -> list:
+    def _bound_here(self, name: ast.AST, fn: Function, depth: int = 1) -> list:
         """(value, scope) of what a name may hold where it is read: the bindings that reach it
         (reaching.py; the parameter's arguments where a way reaches the function's start),
         not one made on the other side of an `if` (`if streaming: ds = split_by_node(ds)`
         `else: DistributedSampler(ds)`); every binding where that cannot be told."""
-        if isinstance(name, ast.Name) and not isinstance(fn.node, ast.Module):
+        if isinstance(name, ast.Name):
             bound = reaching.reaching_values(fn.node, name.id, name, params=True)
             if bound is not None:
                 found = [(v, fn) for v in bound if not isinstance(v, ast.arg)]
                 if len(found) < len(bound):  # the parameter as the callers pass it
-                    found += [(v, s) for v, s in self.program.values_of(name, fn, 1) if s is not fn]
-                return found
-        return self.program.values_of(name, fn, 1)
+                    found += [(v, s) for v, s in self.program.values_of(name, fn, depth) if s is not fn]
+                if all(not isinstance(v, ast.Name) for v, _ in found):
+                    return found
+                # a plain `x = y` in the way: what y holds, as every binding would say
+        return self.program.values_of(name, fn, depth)
 
     def _placed_by_callee(self, node: ast.AST, fn: Function) -> set[int]:
         """The arguments of local calls in node whose parameter the callee only uses to place

@@ -82,10 +82,15 @@ class SamplerFact:
 class LoaderFacts:
     """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP802, DDP803, DDP804."""
 
-    def dataset_kind(self, node: ast.AST, fn: Function, depth: int = 4) -> bool:
+    def dataset_kind(self, node: ast.AST, fn: Function, depth: int = 4, seen: frozenset = frozenset()) -> bool:
         """An IterableDataset or a dataset class that shards itself by rank, also as what a
-        local builder returns (`init_dataset(...)` -> `Dataset(...)` -> a datapipe chain)."""
-        for value, scope in self.program.values_of(node, fn):
+        local builder returns (`init_dataset(...)` -> `Dataset(...)` -> a datapipe chain). A
+        name is what reaches this use (SimXNS binds `train_ds` to a self-sharding dataset on one
+        side of a flag and to a plain one on the other)."""
+        values = self._bound_here(node, fn, 3) if isinstance(node, ast.Name) else []
+        if not values or not all(isinstance(v, ast.Call) for v, _ in values):
+            values = self.program.values_of(node, fn)  # `x.map(f) if ... else x`: every binding
+        for value, scope in values:
             if not isinstance(value, ast.Call):
                 continue
             name = last_name(value.func) or ""
@@ -94,11 +99,16 @@ class LoaderFacts:
             if any(kind in name for kind in ITERABLE_KINDS) or \
                     (self.program.qualify(value.func, scope) or "").startswith(SELF_SHARDING_LIBRARIES):
                 return True
+            if isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
+                    and id(value) not in seen and self.dataset_kind(value.func.value, scope, depth, seen | {id(value)}):
+                # `dataset = dataset.map(parse)`: a datapipe chain keeps its kind (no depth spent:
+                # each step is another binding, and none is walked twice)
+                return True
             target = self.program._callee_symbol(value.func, scope)
             if isinstance(target, Klass) and self._self_sharding(target, set()):
                 return True
             if depth > 0 and self.program.is_function(target) and not isinstance(target.node, ast.Module) and \
-                    any(self.dataset_kind(ret, target, depth - 1) for ret in target.returned):
+                    any(self.dataset_kind(ret, target, depth - 1, seen) for ret in target.returned):
                 return True
         return False
 
@@ -290,7 +300,9 @@ class LoaderFacts:
         once (`make_loader("train")`, `make_loader("val")`)."""
         if any(any(n is call for n in walk(loop)) for loop, _ in _fn_loops(fn)):
             return False
-        return isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1
+        # an evaluation function that builds its own loader, however often it is called
+        # (BERT-NER's `evaluate(args, model, prefix)` for dev and test): evaluation's own
+        return isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1 or self._evaluates(fn)
 
     def _read_only_to_evaluate(self, names: set[str]) -> bool:
         """Every loop over the loader these names hold evaluates: no backward, and its work runs

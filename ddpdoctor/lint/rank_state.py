@@ -268,7 +268,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
     for name, items in assigned.items():
         if name in shared or name in loop_targets:
             continue
-        ranked = [i for i in items if i.guards]
+        ranked = [i for i in items if i.guards and not _converted(builder, fn, i.node, name)]
         if not ranked:  # no rank test sets it: nothing below applies (and unparse is dear)
             continue
         others = [i for i in items if not i.guards]
@@ -338,6 +338,20 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
         found[-1].stepped = name in ahead
     return found
+
+
+def _converted(builder: Builder, fn: Function, stmt: ast.stmt, name: str) -> bool:
+    """`config = TrainingConfig(**config)` on one rank: the same settings in another class
+    (ALIGNN turns a dict into its config on rank 0), not a value of that rank's own."""
+    value = _value_of(stmt, name) if isinstance(stmt, ast.Assign) else None
+    if not isinstance(value, ast.Call) or value.keywords and len(value.keywords) > 1:
+        return False
+    given = [a.value if isinstance(a, ast.Starred) else a for a in value.args] + \
+        [k.value for k in value.keywords if k.arg is None]
+    if len(given) != 1 or not (isinstance(given[0], ast.Name) and given[0].id == name) or \
+            any(k.arg is not None for k in value.keywords):
+        return False
+    return builder.program.is_class(builder.program.callee(value.func, fn))
 
 
 def _tensor_tested(test: ast.AST) -> bool:
