@@ -95,6 +95,12 @@ class RankFlow:
                         self.init_rank_texts.add(text(given))
                     elif isinstance(given, ast.Name):
                         self.init_rank_names.add((id(fn), given.id))
+                        # `self.local_rank = local_rank` beside it: the object's field holds it too
+                        # (OpenTransformer's Trainer hands its `local_rank` parameter as rank=)
+                        self.init_rank_texts.update(
+                            text(t) for n in fn.own if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+                            and n.value.id == given.id for t in n.targets
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
                     if given is not None and not isinstance(fn.node, ast.Module):
                         joins.append((fn, given))
                 started = call.args[0] if call.args else next(

@@ -116,3 +116,32 @@ for x in loader:
     model(x).sum().backward()
 """)
     assert [f for f in found if f.code == "DDP802"] == []
+
+
+FIELD_RANK = """
+class Trainer:
+    def __init__(self, model, local_rank, global_rank, ngpu):
+        self.local_rank = local_rank
+        dist.init_process_group("nccl", rank={handed}, world_size=ngpu)
+        self.model = DDP(model)
+
+    def save(self):
+        if self.local_rank == 0:
+            torch.save(self.model.module.state_dict(), "model.pt")
+
+
+t = Trainer(torch.nn.Linear(4, 1), local_rank=0, global_rank=0, ngpu=2)
+t.model(torch.randn(8, 4)).sum().backward()
+t.save()
+"""
+
+
+def test_a_field_set_from_what_init_process_group_takes_as_rank_is_the_jobs_rank(tmp_path):
+    # OpenTransformer's Trainer: `self.local_rank = local_rank`, `rank=local_rank`
+    found, _ = lint(tmp_path, FIELD_RANK.format(handed="local_rank"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_a_field_beside_another_rank_handed_to_init_is_per_node(tmp_path):
+    found, _ = lint(tmp_path, FIELD_RANK.format(handed="global_rank"))
+    assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
