@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.fact_builder import _fn_loops, _loops, given_constants, loc
+from ddpdoctor.lint.fact_builder import _fn_loops, _loops, argument_at, given_constants, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import fresh_model, is_const, keyword, last_name, plain_loss, text
@@ -105,8 +105,29 @@ class AccumulationFacts:
         before steps the wrapped model's too."""
         name = text(owner)
         for fn, call, _, _ in self.calls():
+            handed = [a for a in [*call.args, *(k.value for k in call.keywords)] if text(a) == name]
+            if not handed:
+                continue
             if last_name(call.func) in WRAPPERS or self.program.ddp_call(call, fn):
-                if any(text(a) == name for a in [*call.args, *(k.value for k in call.keywords)]):
+                return True
+            # `Trainer(net, optimizer)` whose __init__ wraps its `model` parameter in DDP
+            # (OpenTransformer): the parameter the model is handed to, wrapped there
+            for target in self.program.resolve(call.func, fn)[0]:
+                if isinstance(target.node, ast.Module):
+                    continue
+                params = {p for p in (*target.params, *target.kwonly) if argument_at(target, call, p) in handed}
+                # and the fields it keeps them in (`self.model = model`, wrapped by a later method)
+                pairs = [(t, n.value) for n in target.own if isinstance(n, ast.Assign) for t in n.targets]
+                pairs += [pair for t, v in list(pairs) if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple)
+                          and len(t.elts) == len(v.elts) for pair in zip(t.elts, v.elts)]
+                kept = {text(t) for t, v in pairs if isinstance(t, ast.Attribute) and isinstance(v, ast.Name)
+                        and v.id in params}
+                klass = self.program._class_of_fn(target)
+                where = [target] + ([m for m in klass.methods.values() if m is not target] if klass and kept else [])
+                if params and any((last_name(inner.func) in WRAPPERS or self.program.ddp_call(inner, method))
+                                  and any(text(a) in params | kept
+                                          for a in [*inner.args, *(k.value for k in inner.keywords)])
+                                  for method in where for inner in method.own_calls):
                     return True
         return False
 

@@ -145,3 +145,43 @@ def test_a_field_set_from_what_init_process_group_takes_as_rank_is_the_jobs_rank
 def test_a_field_beside_another_rank_handed_to_init_is_per_node(tmp_path):
     found, _ = lint(tmp_path, FIELD_RANK.format(handed="global_rank"))
     assert [(c, s) for c, s, _ in codes(found) if c == "DDP806"] == [("DDP806", "warning")]
+
+
+WRAPPED_INSIDE = """
+class Trainer:
+    def __init__(self, model, teacher, optimizer, accum_steps):
+        self.model, self.teacher = model, teacher
+        self.optimizer, self.accum_steps, self.step = optimizer, accum_steps, 1
+
+    def setup(self):
+        self.{wrapped} = DDP(self.{wrapped})
+
+    def train(self, loader, sampler, epochs):
+        for epoch in range(epochs):
+            sampler.set_epoch(epoch)
+            for (x,) in loader:
+                (self.model(x).sum() + self.teacher(x).sum() / self.accum_steps).backward()
+                if self.step % self.accum_steps == 0:
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+                self.step += 1
+
+
+ds = TensorDataset(torch.randn(64, 4))
+sampler = DistributedSampler(ds)
+net, teacher = torch.nn.Linear(4, 1), torch.nn.Linear(4, 1)
+trainer = Trainer(net, teacher, torch.optim.SGD(net.parameters(), lr=0.1), 4)
+trainer.setup()
+trainer.train(DataLoader(ds, sampler=sampler, batch_size=8), sampler, 3)
+"""
+
+
+def test_a_model_a_trainer_wraps_after_its_optimizer_was_built_accumulates_through_ddp(tmp_path):
+    # OpenTransformer: the optimizer over the plain module, the Trainer wraps that module later
+    found, _ = lint(tmp_path, WRAPPED_INSIDE.format(wrapped="model"))
+    assert [c for c, _, _ in codes(found) if c == "DDP805"] == ["DDP805"]
+
+
+def test_the_optimizer_over_a_model_the_trainer_leaves_plain_skips_no_sync(tmp_path):
+    found, _ = lint(tmp_path, WRAPPED_INSIDE.format(wrapped="teacher"))
+    assert [f for f in found if f.code == "DDP805"] == []
