@@ -79,6 +79,11 @@ class SamplerFact:
     loader: Optional[Location] = None  # the DataLoader it feeds, where known
 
 
+# The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
+# a dozen (wenet); the bound keeps a generated script of thousands within the recursion limit.
+CHAIN_STEPS = 64
+
+
 class LoaderFacts:
     """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP802, DDP803, DDP804."""
 
@@ -100,7 +105,8 @@ class LoaderFacts:
                     (self.program.qualify(value.func, scope) or "").startswith(SELF_SHARDING_LIBRARIES):
                 return True
             if isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
-                    and id(value) not in seen and self.dataset_kind(value.func.value, scope, depth, seen | {id(value)}):
+                    and id(value) not in seen and len(seen) < CHAIN_STEPS \
+                    and self.dataset_kind(value.func.value, scope, depth, seen | {id(value)}):
                 # `dataset = dataset.map(parse)`: a datapipe chain keeps its kind (no depth spent:
                 # each step is another binding, and none is walked twice)
                 return True
