@@ -344,14 +344,12 @@ def _converted(builder: Builder, fn: Function, stmt: ast.stmt, name: str) -> boo
     """`config = TrainingConfig(**config)` on one rank: the same settings in another class
     (ALIGNN turns a dict into its config on rank 0), not a value of that rank's own."""
     value = _value_of(stmt, name) if isinstance(stmt, ast.Assign) else None
-    if not isinstance(value, ast.Call) or value.keywords and len(value.keywords) > 1:
+    if not isinstance(value, ast.Call) or any(k.arg is not None for k in value.keywords):
         return False
-    given = [a.value if isinstance(a, ast.Starred) else a for a in value.args] + \
-        [k.value for k in value.keywords if k.arg is None]
-    if len(given) != 1 or not (isinstance(given[0], ast.Name) and given[0].id == name) or \
-            any(k.arg is not None for k in value.keywords):
-        return False
-    return builder.program.is_class(builder.program.callee(value.func, fn))
+    # its one argument is the name itself: `C(config)`, `C(*config)` or `C(**config)`
+    given = [a.value if isinstance(a, ast.Starred) else a for a in value.args] + [k.value for k in value.keywords]
+    return len(given) == 1 and isinstance(given[0], ast.Name) and given[0].id == name and \
+        builder.program.is_class(builder.program.callee(value.func, fn))
 
 
 def _tensor_tested(test: ast.AST) -> bool:

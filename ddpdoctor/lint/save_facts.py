@@ -209,20 +209,15 @@ class SaveFacts:
         if not hasattr(self, "_ranks_only_setup"):
             # the processes the script starts: mp.spawn's ranks, and `mp.Process(target=...)`
             # ones that join a group of their own (Taglets' prediction workers)
-            todo = list(self.program.ranks.spawn_targets)
+            started = list(self.program.ranks.spawn_targets)
             for fn, call, _, _ in self.calls():
                 target = keyword(call, "target")
                 if last_name(call.func) != "Process" or target is None:
                     continue
                 full = self.program.qualify(call.func, fn) or ""
                 if "multiprocessing" in full or (dotted(call.func) or "").startswith("mp."):
-                    todo.extend(self.program.reference(target, fn))
-            reach: set = set()
-            while todo:
-                fn = todo.pop()
-                if fn not in reach:
-                    reach.add(fn)
-                    todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
+                    started.extend(self.program.reference(target, fn))
+            reach = _reached_from(started)
             setups = [fn for fn, call, _, _ in self.calls() if last_name(call.func) == "init_process_group"]
             self._ranks_only_setup = bool(setups) and all(fn in reach for fn in setups)
         return self._ranks_only_setup
@@ -238,14 +233,7 @@ class SaveFacts:
     def _spawn_reach(self) -> set:
         """The functions a spawned rank can run: the spawn targets and what they call or hand on."""
         if not hasattr(self, "_spawned_reach"):
-            seen, todo = set(), list(self.program.ranks.spawn_targets)
-            while todo:
-                fn = todo.pop()
-                if fn in seen:
-                    continue
-                seen.add(fn)
-                todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
-            self._spawned_reach = seen
+            self._spawned_reach = _reached_from(self.program.ranks.spawn_targets)
         return self._spawned_reach
 
     def _dead_side(self, fn: Function, conds: tuple) -> str:
@@ -427,3 +415,15 @@ def _returned_before(fn: Function, call: ast.Call) -> tuple:
             test = text(stmt.test)
             held.append((test[4:] if test.startswith("not ") else f"not {test}", True))
     return tuple(held)
+
+
+def _reached_from(starts: list) -> set:
+    """The functions these can run: themselves and what they call or hand on, transitively."""
+    seen: set = set()
+    todo = list(starts)
+    while todo:
+        fn = todo.pop()
+        if fn not in seen:
+            seen.add(fn)
+            todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
+    return seen
