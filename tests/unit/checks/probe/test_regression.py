@@ -23,3 +23,20 @@ def test_the_gate_is_skipped_without_a_baseline_and_incomplete_without_steps():
     wider.regression_baseline = regression.parse(report_of(model), "previous.json")
     verdict = gate(wider)
     assert isinstance(verdict, Incomplete) and "2 ranks" in verdict.reason
+
+
+def test_a_part_of_the_step_is_not_judged_finer_than_the_step():
+    # Two runs of the same job (measured on 2 CPU cores): exposed communication 0.5 ms, then
+    # 1.4 ms, each run's own spread small; the steps' noise covers the 0.9 ms, so it is no
+    # regression. The same growth in a step that the runs measured as steady is one.
+    from ddpdoctor.probe.analysis import regression
+
+    def metrics(step, step_spread, exposed):
+        return {"step_ms_median": step, "step_ms_spread": step_spread, "judged_steps": 17,
+                "exposed_comm_ms": exposed, "exposed_comm_spread_ms": 0.13}
+
+    noisy = {c.metric: c for c in regression.compare(metrics(3.6, 2.2, 0.5), metrics(4.0, 2.4, 1.4))}
+    assert not noisy["exposed_comm_ms"].regressed
+    assert noisy["exposed_comm_ms"].tolerance == noisy["step_ms_median"].tolerance > 0.9
+    steady_steps = {c.metric: c for c in regression.compare(metrics(3.6, 0.05, 0.5), metrics(4.5, 0.05, 1.4))}
+    assert steady_steps["exposed_comm_ms"].regressed and steady_steps["step_ms_median"].regressed
