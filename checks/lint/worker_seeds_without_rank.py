@@ -94,6 +94,8 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
                        + (f", which {found.function} then hands on" if found.function else "")
                        + ": worker k of every rank draws the same random augmentation for different samples")
             hint = "seed the generator per rank: g.manual_seed(seed + rank)"
+        if getattr(found, "assumption", ""):
+            message = f"if {found.assumption}: {message}"
         problems.append(Problem(message=message, hint=hint, location=found.location,
                                 evidence={"loader_location": str(found.loader), "how": found.how,
                                           "worker_init_fn": found.function or None, "seeds": found.seeds,

@@ -44,8 +44,17 @@ class AccumulationFacts:
             loops = [node for node, _ in _fn_loops(fn)]
             if fn in engine_steps:
                 loops.append(fn.node)  # its body is one pass of the engine's loop
+            reported = set()  # the stepping helpers already reported from this function
             for node in loops:
                 fact = self._accumulation(fn, node)
+                step = self.__dict__.get("_fact_step", {}).get(id(fact))
+                helper = self.__dict__.get("_stepping_helper", {}).get(step)
+                if helper:
+                    # XLM's six step loops (`clm_step`, `mlm_step`, ...) all reach one `optimize()`:
+                    # one accumulation, reported at the first loop
+                    if helper in reported:
+                        continue
+                    reported.add(helper)
                 if fact is not None:
                     fact.no_sync = no_sync.covered(self.program, fn, node)
                     if fact.no_sync is None:
@@ -203,7 +212,9 @@ class AccumulationFacts:
         if steps:
             if any(not cond for _, cond in steps):
                 return None
-            return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
+            fact = AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
+            self.__dict__.setdefault("_fact_step", {})[id(fact)] = id(steps[0][0])
+            return fact
         if self._runs_once(fn, loop):
             return None  # `for _ in range(accumulation_steps)` left at its default 1 by every caller
         outer = _enclosing_loop(fn.node, loop)
@@ -397,13 +408,21 @@ class AccumulationFacts:
             return False
         return self._through(call, fn, depth, self._step)
 
-    def _step_kind(self, call: ast.Call, fn: Function) -> Optional[str]:
+    def _step_kind(self, call: ast.Call, fn: Function, depth: int = 2) -> Optional[str]:
         """"always" / "sometimes" (a helper that steps under a switch its caller sets per call:
-        `loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)`) / None (no step)."""
+        `loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)`, or a helper's helper that
+        does: ClassyVision's `train_step()` -> `run_optimizer(loss)`) / None (no step)."""
         if self._step(call, fn):
             return "always"
         targets, _ = self.program.resolve(call.func, fn)
         for target in targets:
+            if depth > 1 and target.node is not None and not isinstance(target.node, ast.Module):
+                for inner in target.own_calls:
+                    if self._step_kind(inner, target, depth - 1) == "sometimes":
+                        # the helper that steps, for accumulations() to report it once
+                        helpers = self.__dict__.setdefault("_stepping_helper", {})
+                        helpers[id(call)] = helpers.get(id(inner)) or tuple(self.program.resolve(inner.func, target)[0])
+                        return "sometimes"
             for stmt in target.own:
                 if not isinstance(stmt, ast.If):
                     continue

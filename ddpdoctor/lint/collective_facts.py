@@ -3,6 +3,7 @@ less those the other ranks run too (the other branch runs the same ops, or the t
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
@@ -135,13 +136,20 @@ def _owner_index(builder) -> dict:
     return index
 
 
+_NONE_TEST = re.compile(r"^[A-Za-z_]\w* is (?:not )?None$")
+
+
 def _assume(assumption: str, conds: tuple) -> str:
     """The guard's own assumption, and the switches on the way to the collective (`if
     use_fsdp_eval:` in a callee): the finding holds only where they are on."""
     # a switch that says whether the run is distributed at all (`if self._distributed:` around
     # the all_reduce) is true wherever there are ranks to disagree: no assumption
+    # ...and a search's fallback (`dir_name = None`, a loop that may set it, then `if dir_name
+    # is None: dir_name = stamp()` whose stamp() waits at a barrier): a local's None-test says
+    # when, which the source does not settle
     flags = list(dict.fromkeys(f"`{c}`" for c, flag in conds
-                               if flag and not UNIFORM_NAME.search(c.rpartition(".")[2])))
+                               if (flag and not UNIFORM_NAME.search(c.rpartition(".")[2]))
+                               or _NONE_TEST.match(c)))
     if not flags:
         return assumption
     more = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} true on the way"

@@ -6,6 +6,7 @@ tests on the way, whether every way into a function passes a rank test, and the 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Iterator, Optional
 
@@ -55,8 +56,9 @@ class BuilderCore:
         paired = self._paired(fn)
         context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
         for event in fn.events:
-            if call is not None and any(flag and _switched(fn, call, c, context) is False for c, flag in event.conds):
-                continue
+            if call is not None and any(_switched(fn, call, c, context) is False if flag else
+                                        _compared_false(fn, c, call, ()) for c, flag in event.conds):
+                continue  # `if use_barriers:` left False, `if phase == "train":` entered with "val"
             own_conds = event.conds if call is None else \
                 tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c, context) is True))
             if event.kind == "collective" and id(event) not in paired:
@@ -406,20 +408,25 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tu
 
 def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) -> bool:
     """`local_rank > -1` (or `not (...)` of it, the `else:` side) on a parameter of fn that this
-    way in gives a number: false there."""
-    try:
-        test = ast.parse(cond, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    way in gives a number, or `phase == "train"` one it gives another string: false there."""
+    test = _test_of(cond)
+    if test is None:
         return False
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     test = test.operand if negated else test
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
             and test.left.id in fn.params):
         return False
-    bound = _number(test.comparators[0])
+    given = argument_at(fn, way_in, test.left.id)
+    right = test.comparators[0]
+    if isinstance(right, ast.Constant) and isinstance(right.value, str) and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+            return False
+        holds = (given.value == right.value) != isinstance(test.ops[0], ast.NotEq)
+        return holds == negated
+    bound = _number(right)
     if bound is None:
         return False
-    given = argument_at(fn, way_in, test.left.id)
     value = _number(given) if isinstance(given, (ast.Constant, ast.UnaryOp)) else _pinned(given, guards)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False
@@ -429,6 +436,16 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) ->
         return False
     holds = compare(bound)
     return holds is not NotImplemented and bool(holds) == negated
+
+
+@functools.lru_cache(maxsize=4096)
+def _test_of(cond: str) -> Optional[ast.AST]:
+    """A test's text parsed back (asked again for every way into the function that holds it);
+    the trees are only read."""
+    try:
+        return ast.parse(cond, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _pinned(value: Optional[ast.AST], guards: tuple):

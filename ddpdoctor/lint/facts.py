@@ -64,6 +64,14 @@ class LintFacts:
 SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed")
 
 
+def _engine_setup(call: ast.Call, full: str) -> bool:
+    """`deepspeed.initialize(model=...)`: it sets up the default process group itself unless
+    told not to (`dist_init_required=False`), and many scripts call nothing else."""
+    return full == "deepspeed.initialize" and not any(
+        kw.arg == "dist_init_required" and isinstance(kw.value, ast.Constant) and kw.value.value is False
+        for kw in call.keywords)
+
+
 class FactBuilder(CollectiveFacts, LoaderFacts, AccumulationFacts, SaveFacts, BuilderCore):
     """Every check's facts over one program: each check's gatherer is a mixin in its own module
     (lint/collective_facts.py, loader_facts.py, accumulation_facts.py, save_facts.py), over the
@@ -82,10 +90,11 @@ def build(program: Program, script: str) -> LintFacts:
     for fn, call, _, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
         name = last_name(call.func) or ""
-        if (name in SETUP_CALLS or program.ddp_call(call, fn)) and _switched_off(builder, fn, call):
+        sets_up = name in SETUP_CALLS or _engine_setup(call, full)
+        if (sets_up or program.ddp_call(call, fn)) and _switched_off(builder, fn, call):
             off.add(id(call))  # under `if is_distributed:` with the flag left False on every way in
             continue
-        if distributed is None and name in SETUP_CALLS:
+        if distributed is None and sets_up:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
         if program.ddp_call(call, fn):
             ddp = True

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _statement_blocks, _switched, loc, ruled_out
+from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _statement_blocks, _switched, argument_at, loc, ruled_out
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import _grad_context, dotted, is_const, keyword, last_name, loader_call, text
 from ddpdoctor.lint.program import Function, Klass
@@ -155,7 +155,8 @@ class LoaderFacts:
             dataset_text = text(dataset) if dataset is not None else "?"
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
-                              or EVAL_NAME.search(builder) or self._eval_only(fn))
+                              or EVAL_NAME.search(builder) or self._eval_only(fn)
+                              or _off_the_training_side(fn, call))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
                      if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
@@ -252,10 +253,28 @@ class LoaderFacts:
         self._train_calls: set[int] = set()  # the calls in a training loop's iterable itself
         for fn in self.functions:
             for node, _ in _fn_loops(fn):
-                if not isinstance(node, (ast.For, ast.AsyncFor)):
-                    continue
-                if not any(isinstance(c, ast.Call) and self._backward(c, fn)
+                if not any(isinstance(c, ast.Call) and self._runs_backward(c, fn)
                            for stmt in node.body for c in walk(stmt)):
+                    continue
+                # `(x,) = next(batches)` in the loop, or in a helper it hands the loader to
+                # (I2SB's `sample_batch(opt, train_loader)`): batches is read as a loop would
+                for c in (c for stmt in node.body for c in walk(stmt)):
+                    if not isinstance(c, ast.Call):
+                        continue
+                    read = _next_of(c)
+                    if read is not None:
+                        names |= self._iterated_names_of(read, fn)
+                        continue
+                    for target in self.program.resolve(c.func, fn)[0]:
+                        if isinstance(target.node, ast.Module):
+                            continue
+                        for inner in target.own_calls:
+                            read = _next_of(inner)
+                            if isinstance(read, ast.Name) and read.id in target.params:
+                                given = argument_at(target, c, read.id)
+                                if isinstance(given, (ast.Name, ast.Attribute)):
+                                    names |= self._iterated_names_of(given, fn)
+                if not isinstance(node, (ast.For, ast.AsyncFor)):
                     continue
                 split = self._splits_by_rank(node, fn)
                 if split:
@@ -273,8 +292,11 @@ class LoaderFacts:
     def _iterated_names(self, loop: ast.AST, fn: Function) -> set[tuple[int, str]]:
         """(function, name) pairs that name what a `for` loop iterates: in fn, and where a
         parameter iterated comes from (what each caller passes, in the caller's scope)."""
+        return self._iterated_names_of(loop.iter, fn)
+
+    def _iterated_names_of(self, iterable: ast.AST, fn: Function) -> set[tuple[int, str]]:
         names: set[tuple[int, str]] = set()
-        for sub in [*walk(loop.iter), *_held(self.program, loop.iter, fn)]:
+        for sub in [*walk(iterable), *_held(self.program, iterable, fn)]:
             name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
             if not name:
                 continue
@@ -294,11 +316,19 @@ class LoaderFacts:
                             names.add((id(caller), last_name(arg) or ""))
         return names
 
+    def _runs_backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
+        """The call runs a backward, an engine's included (`model_engine.backward(loss)`,
+        `accelerator.backward(loss)`): a loop that runs one trains, whoever syncs its gradients
+        (DDP805 asks which backward DDP syncs: accumulation_facts._backward)."""
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+            return True
+        return self._through(call, fn, depth, self._runs_backward)
+
     def _evaluates(self, fn: Function) -> bool:
         """fn evaluates: it turns gradients off for some of its work and runs no backward
         (py-meanflow's evaluation pins its sampler with set_epoch(0), a fixed order on purpose)."""
         return bool(_no_grad_blocks(self.program, fn)) and not any(
-            self._backward(c, fn) for c in fn.own_calls)
+            self._runs_backward(c, fn) for c in fn.own_calls)
 
     def _one_loader(self, fn: Function, call: ast.Call) -> bool:
         """The sampler built here serves one loader: not in a loop (mlpf builds the training
@@ -337,7 +367,7 @@ class LoaderFacts:
                     for stmt in node.body for s in walk(stmt)) or any(
                     _grad_off_function(self.program, target)
                     for c in calls for target in self.program.resolve(c.func, fn)[0])
-                evaluates = grad_off and not any(self._backward(c, fn) for c in calls)
+                evaluates = grad_off and not any(self._runs_backward(c, fn) for c in calls)
                 (evaluating if evaluates else other).update(name for _, name in self._iterated_names(node, fn))
         self._evaluating = (evaluating, other)
         return self._evaluating
@@ -356,7 +386,7 @@ class LoaderFacts:
             inside = {id(inner) for block in blocks for inner in block}
             for node, _ in _fn_loops(fn):
                 if isinstance(node, (ast.For, ast.AsyncFor)) and id(node) in inside and not \
-                        any(isinstance(c, ast.Call) and self._backward(c, fn) for s in node.body for c in walk(s)):
+                        any(isinstance(c, ast.Call) and self._runs_backward(c, fn) for s in node.body for c in walk(s)):
                     names |= self._iterated_names(node, fn)
             for block in blocks:  # `cache = [encoder(x) for x, _ in loader]` under `with torch.no_grad():`
                 for inner in block:
@@ -395,11 +425,13 @@ class LoaderFacts:
         if (id(fn), name) in names:
             return True
         position = _returned_at(fn, name)
+        if position is None and _yielded_from(fn, name):
+            position = -1  # `while True: yield from loader`: the generator is the loader
         if name == fn.name or position is not None:  # `return DataLoader(...)`: follow the callers
             for caller, event in self.callers().get(fn, []):
                 if not isinstance(event.node, ast.Call):
                     continue
-                bound = self.bound_name(caller, event.node) if position is None else \
+                bound = self.bound_name(caller, event.node) if position in (None, -1) else \
                     _unpacked_at(caller, event.node, position)
                 if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node):
                     return True
@@ -460,7 +492,7 @@ class LoaderFacts:
             for caller, event in self.callers().get(fn, []):
                 if not isinstance(event.node, ast.Call):
                     return False
-                bound = self.bound_name(caller, event.node) if position is None else \
+                bound = self.bound_name(caller, event.node) if position in (None, -1) else \
                     _unpacked_at(caller, event.node, position)
                 if not bound:
                     return False
@@ -917,6 +949,37 @@ def _no_grad_blocks(program, fn: Function) -> list[list[ast.AST]]:
     return [[inner for s in stmt.body for inner in walk(s)] for stmt in fn.own
             if isinstance(stmt, (ast.With, ast.AsyncWith))
             and any(_grad_context(program, item.context_expr, fn) for item in stmt.items)]
+
+
+# `not mode == 'train'` (the `else:` of `if mode == 'train':`), `split != "train"`, `not is_train`
+_NOT_TRAINING = re.compile(r"^not \(?[\w.]*train\w*\b|^not \(?[\w.]+ == ['\"]train['\"]|!= ['\"]train['\"]",
+                           re.IGNORECASE)
+
+
+def _off_the_training_side(fn: Function, call: ast.Call) -> bool:
+    """The loader is built on the other side of a test for training (P5's `if mode == 'train':
+    DataLoader(..., shuffle=...) else: DataLoader(...)`): the builder's evaluation loader."""
+    return any(_NOT_TRAINING.search(cond) for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+
+
+def _next_of(call: ast.Call):
+    """`next(batches)`: the name read, or None."""
+    if isinstance(call.func, ast.Name) and call.func.id == "next" and call.args and \
+            isinstance(call.args[0], (ast.Name, ast.Attribute)):
+        return call.args[0]
+    return None
+
+
+def _yielded_from(fn: Function, name: str) -> bool:
+    """fn is a generator over the loader bound to name: `yield from loader`, or `for batch in
+    loader: yield batch` (an endless loader wrapper read with next())."""
+    for node in fn.own:
+        if isinstance(node, ast.YieldFrom) and isinstance(node.value, ast.Name) and node.value.id == name:
+            return True
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.Name) and node.iter.id == name and any(
+                isinstance(n, ast.Yield) for stmt in node.body for n in walk(stmt)):
+            return True
+    return False
 
 
 def _grad_off_function(program, fn: Function) -> bool:

@@ -7,8 +7,10 @@ seeds `random` and numpy in the worker from that too. A script that calls
 `torch.manual_seed(args.seed)` (or `seed_everything(cfg.seed)`, transformers' / Accelerate's
 `set_seed(seed)`) with the same value on every rank therefore gives worker k of every rank the
 same base seed: the ranks read different samples, and the k-th of each gets the same random
-crop, flip, masking. A `worker_init_fn` that reseeds from `torch.initial_seed()` or
-`get_worker_info().seed` keeps that sameness (those are the base seed again).
+crop, flip, masking. A `worker_init_fn` that reseeds from `torch.initial_seed()`,
+`get_worker_info().seed` or numpy's state in the worker keeps that sameness (those are the base
+seed again). A wall-clock seed in whole seconds (`torch.manual_seed(int(time.time()))`) counts
+as alike: ranks in lockstep read the same second.
 
 Reported only with all of these in the source (each one missing leaves no finding: the lint
 does not guess):
@@ -88,12 +90,13 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
             continue  # no workers by default
         if defaults is None:
             defaults = option_defaults(program.files)
-        if not _has_workers(program, workers, fn, defaults) or not _keeps_base_seed(program, call, fn):
+        workers_by = _workers(program, workers, fn, defaults)
+        if workers_by is None or not _keeps_base_seed(program, call, fn):
             continue
         if not _draws_randomness(program, call, fn):
             continue
         found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in seeds[:3]], where,
-                                  [str(loc(f, c)) for f, c, _ in seeds[:3]]))
+                                  [str(loc(f, c)) for f, c, _ in seeds[:3]], workers_by))
     return found
 
 
@@ -208,7 +211,14 @@ LOCKSTEP = re.compile(r"epoch|step|iter", re.IGNORECASE)
 def _origin(value: ast.AST, fn: Function, program) -> int:
     if isinstance(value, (ast.Name, ast.Attribute)) and LOCKSTEP.search(last_name(value) or ""):
         return _SAME
+    # `int(time.time())`: whole seconds, which ranks reaching the same line in lockstep (every
+    # epoch's start, after the last step's all-reduce) read alike but across a second's turn
+    clock = {id(node.args[0]) for node in walk(value) if isinstance(node, ast.Call)
+             and last_name(node.func) == "int" and len(node.args) == 1 and isinstance(node.args[0], ast.Call)
+             and program.qualify(node.args[0].func, fn) == "time.time"}
     for node in walk(value):
+        if id(node) in clock:
+            continue
         if isinstance(node, ast.Call) and (last_name(node.func) or "") not in ("int", "abs", "hash", "str", "getattr"):
             if not (isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
                 return _UNKNOWN  # a helper's result (`get_seed()`, `random_seed()`): not judged
@@ -228,21 +238,27 @@ def _on_import(fn: Function, call: ast.Call, program) -> bool:
     return not any(_main_test(program, cond, fn) for cond, _ in conds)
 
 
-def _has_workers(program, workers: ast.AST, fn: Function, defaults: dict) -> bool:
-    """Workers on the default path: not a literal 0, a name bound only to 0, or an option whose
-    declared default is 0."""
+def _workers(program, workers: ast.AST, fn: Function, defaults: dict) -> Optional[str]:
+    """Whether the loader has workers: "" on the default path (not a literal 0, nor a name bound
+    only to 0); the assumption where only an option gives them (`--num_workers`, declared with
+    default 0, which a launch recipe sets: wekws, P5); None where it never has any."""
+    options = []
     for value, _ in program.values_of(workers, fn, 2):
         if isinstance(value, ast.Constant) and value.value == 0:
             continue
         if isinstance(value, ast.Attribute) and defaults.get(value.attr, 1) == 0:
+            options.append(value.attr)
             continue
-        return True
-    return False
+        return ""
+    if options:
+        return f"--{options[0]} is above its default 0"
+    return None
 
 
 def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
     """No worker_init_fn, or one that reseeds from the worker's base seed only
-    (`torch.initial_seed()`, `get_worker_info().seed`): the sameness stays."""
+    (`torch.initial_seed()`, `get_worker_info().seed`, numpy's state in the worker): the
+    sameness stays."""
     init = keyword(call, "worker_init_fn")
     if init is None or (isinstance(init, ast.Constant) and init.value is None):
         return True
@@ -251,9 +267,17 @@ def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
         if not program.is_function(target) or isinstance(target.node, ast.Module):
             return False  # a library's or a partial's: not judged here
         body = "\n".join(text(stmt, 2000) for stmt in target.node.body)
-        if RANK_WORDS.search(body) or not re.search(r"initial_seed|get_worker_info", body):
+        if RANK_WORDS.search(body) or WORKER_ENTROPY.search(body) or not WORKER_STATE.search(body):
             return False
     return True
+
+
+# What a worker_init_fn may seed from and keep the base seed's sameness: the base seed itself,
+# or the state torch seeded from it in the worker (numpy's and random's, since torch 1.9);
+# `np.random.seed(np.random.get_state()[1][0] + worker_id)` is the base seed again.
+WORKER_STATE = re.compile(r"initial_seed|get_worker_info|get_state\(|getstate\(")
+# ...and what breaks it: true entropy.
+WORKER_ENTROPY = re.compile(r"\btime(?:_ns)?\(|urandom|uuid|getpid|SeedSequence\(\)|default_rng\(\)")
 
 
 def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
@@ -285,6 +309,8 @@ def _draws(program, klass) -> bool:
     process: every rank's workers get the list as it is. A method nothing in the program names
     (GPT-SoVITS's `random_slice()`) draws nothing."""
     built = _construction_methods(klass)
+    if any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name not in built):
+        return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
     return any(ARGUMENT_WORDS.search(_source(method)) if name in built else
                RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(method)))
@@ -297,7 +323,15 @@ def _draws(program, klass) -> bool:
 # (OLMo's global data order, the same on every rank by design). Unseeded (`default_rng()`), it
 # draws fresh entropy in each process: no sameness either.
 OWN_GENERATOR = re.compile(r"\b(?:np|numpy)\.random\.(?:Generator|PCG64|PCG64DXSM|Philox|SFC64|MT19937|"
-                           r"default_rng|SeedSequence)\(|\brandom\.Random\(")
+                           r"default_rng|SeedSequence)\(|\brandom\.Random\(|\btorch\.Generator\("
+                           # a torch draw handed such a generator: `torch.randn(3, generator=g)`
+                           r"|\b[\w.]+\((?:[^()]|\([^()]*\))*\bgenerator=(?:[^()]|\([^()]*\))*\)")
+
+
+# A dataset that seeds a global generator in the methods its workers run (`np.random.seed(
+# self.rand_seed)` on reading index 0): what it draws is what it seeded, not what the worker
+# inherited. (A seeding in __init__ runs in the launching process; the workers reseed after it.)
+SELF_SEEDING = re.compile(r"\b(?:np|numpy)\.random\.seed\(|\brandom\.seed\(|\btorch\.manual_seed\(")
 
 
 def _attribute_names(program) -> set[str]:
@@ -331,7 +365,14 @@ def _construction_methods(klass) -> set[str]:
 def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
     """`shown` gets each local class or builder the values lead to."""
     for value, scope in program.values_of(node, fn, 2):
-        if ARGUMENT_WORDS.search(text(value, 4000)):
+        said = text(value, 4000)
+        if isinstance(value, ast.Call):
+            local = program.callee(value.func, scope)
+            if program.is_class(local) or program.is_function(local):
+                # a local class is judged by what it does below, not its name (DLRM's
+                # `RandomDataset(...)` draws synthetic data it seeds itself): its arguments only
+                said = " ".join(text(a, 4000) for a in [*value.args, *(kw.value for kw in value.keywords)])
+        if ARGUMENT_WORDS.search(said):
             return True
         if depth <= 0:
             continue

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.lint import patterns
+from ddpdoctor.lint import patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
@@ -37,6 +37,10 @@ FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Module]
 
 
 CONTEXT_MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
+# A name bound more often than this in one function (`ds = ds.map(f)` a thousand times in a
+# generated script) is read through the flow (reaching.py), or else through the bindings
+# nearest the use: every binding of every use would be quadratic in the rebindings.
+MANY_BINDINGS = 16
 
 
 @dataclass
@@ -586,11 +590,11 @@ class Program:
         scope: Optional[Function] = fn
         while scope is not None:
             if name in scope.bindings:
-                return [(line, value, scope) for line, value in scope.bindings[name]]
+                return _scoped(scope, name)
             scope = scope.parent
         body = fn.module.body
         if body is not None and name in body.bindings:
-            return [(line, value, body) for line, value in body.bindings[name]]
+            return _scoped(body, name)
         return []
 
     def unpacked(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
@@ -639,7 +643,7 @@ class Program:
         if cls is ast.Name:
             found = self.lookup(node.id, fn)
             if found and found[0][2] is fn:
-                found = _reaching(found, node, fn)
+                found = _nearest(found, node, fn) if len(found) > MANY_BINDINGS else _reaching(found, node, fn)
             if not found:
                 passed = self._passed(node.id, fn)
                 if not passed:
@@ -1112,8 +1116,13 @@ class Program:
         """The local classes of the items a `for name in <list>` loop of fn iterates, where the
         list is a literal of built objects (`self.parts = [Snapshot()]`, `self.parts +=
         [MeanMap()]`, `self.parts.append(Gauge())`): every one of them gets the loop's calls."""
-        loops = [n for n in fn.own if n.__class__ is ast.For and n.target.__class__ is ast.Name
-                 and n.target.id == name]
+        by_target = fn.__dict__.get("_for_targets")
+        if by_target is None:  # asked for every method call on a plain name: one pass per function
+            by_target = fn.__dict__["_for_targets"] = {}
+            for n in fn.own:
+                if n.__class__ is ast.For and n.target.__class__ is ast.Name:
+                    by_target.setdefault(n.target.id, []).append(n)
+        loops = by_target.get(name, [])
         found: list[Klass] = []
         for loop in loops:
             items: list[tuple[ast.AST, Function]] = []
@@ -1441,6 +1450,26 @@ def _reaching(found: list, use: ast.AST, fn: Function) -> list:
             if n.__class__ in (ast.For, ast.While, ast.AsyncFor)]
     return [(bound, value, scope) for bound, value, scope in found
             if bound <= line or any(start <= line and bound <= end for start, end in spans)]
+
+
+def _scoped(scope: Function, name: str) -> list:
+    """(line, value, scope) of each binding of name in scope, made once per name and shared:
+    the callers only read it (a name bound 600 times is looked up at each of its uses)."""
+    made = scope.__dict__.setdefault("_scoped", {})
+    found = made.get(name)
+    if found is None:
+        found = made[name] = [(line, value, scope) for line, value in scope.bindings[name]]
+    return found
+
+
+def _nearest(found: list, use: ast.AST, fn: Function) -> list:
+    """Of a name's many bindings (MANY_BINDINGS) in fn: those the flow says reach the use, or
+    else, of those _reaching keeps, the MANY_BINDINGS nearest it by line."""
+    flow = reaching.reaching_values(fn.node, use.id, use) if fn.node is not None else None
+    if flow is not None:
+        return [(getattr(value, "lineno", 0), value, fn) for value in flow]
+    line = getattr(use, "lineno", 0)
+    return sorted(_reaching(found, use, fn), key=lambda bound: abs(bound[0] - line))[:MANY_BINDINGS]
 
 
 def _stub(node: ast.AST) -> bool:

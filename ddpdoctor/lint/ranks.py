@@ -209,7 +209,11 @@ class RankFlow:
                 return isinstance(key, ast.Constant) and isinstance(key.value, str) and \
                     bool(RANK_NAME.match(key.value.rsplit(".", 1)[-1]))
             targets, _ = self.program.resolve(node.func, fn)
-            return any(self._function_returns_rank(t, depth) for t in targets)
+            if targets:
+                return any(self._function_returns_rank(t, depth) for t in targets)
+            # a library's parallel-group rank, named as one (fairscale's
+            # `fs_init.get_data_parallel_rank()`, Megatron's `mpu.get_tensor_model_parallel_rank()`)
+            return bool(name) and name.startswith("get_") and bool(RANK_NAME.match(name[4:]))
         if node.__class__ in (ast.Subscript, ast.Attribute) and self.init_rank_texts and \
                 text(node) in self.init_rank_texts:
             return True  # the expression init_process_group is handed as its rank

@@ -11,6 +11,7 @@ every binding the name has.
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import Optional
 
 from ddpdoctor.lint.nodes import walk
@@ -29,16 +30,17 @@ def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = Fa
     params: a way that reaches root's start with `name` one of its parameters gives that
     parameter's `ast.arg` (what the callers pass) rather than None."""
     path = _path_to(root, node)
+    index = _index(root)
     if path is None:
         return None
     holds = [(ast.dump(owner.test), field == "body") for _, _, owner, field in path if isinstance(owner, ast.If)]
     values: list[ast.AST] = []
-    for block, index, owner, _ in reversed(path):
+    for block, at, owner, _ in reversed(path):
         if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)):
-            later = owner.body[index + 1:] if block is owner.body else []
-            if _binds(later, name) or (not isinstance(owner, ast.While) and _binds([owner.target], name)):
+            later = owner.body[at + 1:] if block is owner.body else []
+            if _binds(later, name, index) or (not isinstance(owner, ast.While) and _binds([owner.target], name)):
                 return None
-        left = _leaving(block[:index], name, holds, unpacked)
+        left = _leaving(block[:at], name, holds, unpacked, index)
         if left is None:
             return None
         values += left[0]
@@ -59,12 +61,13 @@ def reaching_value(root: ast.AST, name: str, node: ast.AST) -> Optional[ast.AST]
     return values[0] if values and len(values) == 1 else None
 
 
-def _leaving(stmts: list, name: str, holds: list, unpacked: bool) -> Optional[tuple[list, bool]]:
+def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
+             index: Optional[_Index] = None) -> Optional[tuple[list, bool]]:
     """(the values these statements may leave `name` bound to, whether some way through them
     binds nothing); None where a binding is not a plain one."""
     values: list[ast.AST] = []
     for stmt in reversed(stmts):
-        if not _binds([stmt], name):
+        if not _binds([stmt], name, index):
             continue
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name:
@@ -82,7 +85,7 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool) -> Optional[tu
             return None
         through = False
         for side in sides:
-            left = _leaving(side, name, holds, unpacked)
+            left = _leaving(side, name, holds, unpacked, index)
             if left is None:
                 return None
             values += left[0]
@@ -92,33 +95,91 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool) -> Optional[tu
     return values, True
 
 
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
+class _Index:
+    """One walk of a function (or module): for every node, the innermost statement of a
+    `body` / `orelse` / `finalbody` block holding it; for every such statement, its place and
+    the one around it; and the names each statement binds anywhere under it. Every question
+    reaching_values asks of that function is then a lookup, not a walk of its statements (a
+    500-line `main()` is asked about each name it reads)."""
+
+    def __init__(self, root: ast.AST):
+        self.place: dict[int, tuple] = {}  # id(stmt) -> (block, index, owner or None for root, field, up stmt)
+        self.holder: dict[int, ast.stmt] = {}  # id(node) -> innermost block statement holding it
+        self.bound: dict[int, frozenset] = {}  # id(stmt) -> names bound anywhere under it
+        self._blocks(root, None, None)
+
+    def _blocks(self, owner: ast.AST, owner_stmt: Optional[ast.stmt], up: Optional[ast.stmt]) -> None:
+        for field in _BLOCKS:
+            block = getattr(owner, field, None)
+            if not (isinstance(block, list) and block and isinstance(block[0], ast.stmt)):
+                continue
+            for index, stmt in enumerate(block):
+                self.place[id(stmt)] = (block, index, owner_stmt, field, up)
+                for node in walk(stmt):
+                    self.holder[id(node)] = stmt  # inner statements overwrite below
+                self.bound[id(stmt)] = _bound_names(stmt)
+                if not isinstance(stmt, _DEFS):
+                    self._blocks(stmt, stmt, stmt)
+
+
+_INDEXES: "weakref.WeakKeyDictionary[ast.AST, _Index]" = weakref.WeakKeyDictionary()
+
+
+def _index(root: ast.AST) -> _Index:
+    found = _INDEXES.get(root)
+    if found is None:
+        found = _INDEXES[root] = _Index(root)
+    return found
+
+
 def _path_to(root: ast.AST, node: ast.AST) -> Optional[list]:
     """(block, index in it, the statement owning the block, its field) from the outermost block
-    of root down to the statement holding node; None when node is not inside root."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(root, field, None)
-        if not (isinstance(block, list) and block and isinstance(block[0], ast.stmt)):
-            continue
-        for index, stmt in enumerate(block):
-            if stmt is node or any(n is node for n in walk(stmt)):
-                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                    return None  # inside a nested def: its own bindings
-                inner = _path_to(stmt, node) if stmt is not node else []
-                return [(block, index, root, field)] + (inner or [])
-    return None  # in an `except` handler (which of the try's statements ran is not known)
+    of root down to the statement holding node; None when node is not inside root, or inside a
+    def of root's own blocks. A way into an `except` handler (which of the try's statements ran
+    is not known), or into a def nested deeper, ends at the statement around it."""
+    index = _index(root)
+    stmt = index.holder.get(id(node))
+    if stmt is None:
+        return None
+    chain = []
+    while stmt is not None:
+        chain.append(stmt)
+        stmt = index.place[id(stmt)][4]
+    chain.reverse()
+    path = []
+    for stmt in chain:
+        block, at, owner, field, _ = index.place[id(stmt)]
+        if isinstance(stmt, _DEFS):
+            return None if owner is None else path
+        path.append((block, at, root if owner is None else owner, field))
+    return path
 
 
-def _binds(stmts: list, name: str) -> bool:
+def _binds(stmts: list, name: str, index: Optional[_Index] = None) -> bool:
     for stmt in stmts:
-        for n in walk(stmt):
-            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)):
-                return True
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
-                return True
-            if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
-                    (a.asname or a.name.partition(".")[0]) == name for a in n.names):
-                return True
+        bound = index.bound.get(id(stmt)) if index is not None else None
+        if name in (bound if bound is not None else _bound_names(stmt)):
+            return True
     return False
+
+
+def _bound_names(root: ast.AST) -> frozenset:
+    """Every name bound anywhere under root (nested defs included): assigned or deleted, a
+    def's or class's name, an import's."""
+    names = set()
+    for n in walk(root):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, (ast.Store, ast.Del)):
+                names.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.update(a.asname or a.name.partition(".")[0] for a in n.names)
+    return frozenset(names)
 
 
 def _holds(test: ast.AST, holds: list, side: bool) -> bool:

@@ -14,6 +14,7 @@ from ddpdoctor.lint.fact_builder import _single_process, _switched, given_consta
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
+from ddpdoctor.lint.walker import partial_target
 
 
 @dataclass
@@ -185,8 +186,7 @@ class SaveFacts:
         launching script's `if __name__ == "__main__":` code (directly or through a helper that
         returns that test), never from a spawned rank: the spawned processes import the script
         under another name, so it runs once, before the ranks exist."""
-        spawned = self.program.ranks.spawn_targets
-        if not spawned or fn in self._spawn_reach():
+        if not self._started() or fn in self._spawn_reach():
             return False
         return self._groups_only_in_ranks() or self._main_only(fn, event, depth, ())
 
@@ -194,8 +194,7 @@ class SaveFacts:
         """A call (a DataLoader built) only in the launching process of mp.spawn'd ranks, as
         _in_the_launcher judges a write: a subclass's single-process `train()` beside the
         base's spawning one."""
-        spawned = self.program.ranks.spawn_targets
-        if not spawned or fn in self._spawn_reach():
+        if not self._started() or fn in self._spawn_reach():
             return False
         if self._groups_only_in_ranks():
             return True  # the launching process never joins a process group: no rank of the job
@@ -207,17 +206,7 @@ class SaveFacts:
         `_do_train`, mp.spawn's target): code the launching process runs itself, outside what
         the ranks run, is single-process."""
         if not hasattr(self, "_ranks_only_setup"):
-            # the processes the script starts: mp.spawn's ranks, and `mp.Process(target=...)`
-            # ones that join a group of their own (Taglets' prediction workers)
-            started = list(self.program.ranks.spawn_targets)
-            for fn, call, _, _ in self.calls():
-                target = keyword(call, "target")
-                if last_name(call.func) != "Process" or target is None:
-                    continue
-                full = self.program.qualify(call.func, fn) or ""
-                if "multiprocessing" in full or (dotted(call.func) or "").startswith("mp."):
-                    started.extend(self.program.reference(target, fn))
-            reach = _reached_from(started)
+            reach = self._spawn_reach()
             setups = [fn for fn, call, _, _ in self.calls() if last_name(call.func) == "init_process_group"]
             self._ranks_only_setup = bool(setups) and all(fn in reach for fn in setups)
         return self._ranks_only_setup
@@ -230,10 +219,46 @@ class SaveFacts:
         sites = self.callers().get(fn, [])
         return bool(sites) and all(self._main_only(caller, way, depth - 1, stack + (fn,)) for caller, way in sites)
 
+    def _started(self) -> list:
+        """The functions the script starts as ranks: mp.spawn's, and `mp.Process(target=...)`
+        ones that set up a process group (I2SB's ranks, Taglets' prediction workers; a Process
+        that only prefetches or logs leaves the script's own process a rank)."""
+        if not hasattr(self, "_started_targets"):
+            started = list(self.program.ranks.spawn_targets)
+            setups = {fn for fn, call, _, _ in self.calls() if last_name(call.func) == "init_process_group"}
+            for fn, call, _, _ in self.calls():
+                target = keyword(call, "target")
+                if last_name(call.func) != "Process" or target is None:
+                    continue
+                full = self.program.qualify(call.func, fn) or ""
+                if "multiprocessing" in full or (dotted(call.func) or "").startswith("mp."):
+                    started.extend(t for t in self.program.reference(target, fn) if _reached_from([t]) & setups)
+            self._started_targets = started
+            # what the ranks are handed to run (`Process(target=init_processes, args=(r, n, main,
+            # opt))`, OpenNMT's `args=(partial(single_main), ...)`): they run it too
+            started += [t for t in self._handed_to_ranks() if t not in started]
+        return self._started_targets
+
+    def _handed_to_ranks(self) -> list:
+        """The local functions a spawn or Process call passes its ranks in `args=` (bare, or
+        wrapped in functools.partial), where the call starts ranks (_started's)."""
+        starters = set(map(id, self._started_targets))
+        found = []
+        for fn, call, _, _ in self.calls():
+            first = call.args[0] if call.args else keyword(call, "fn")
+            target = keyword(call, "target") or first
+            if target is None or not any(id(t) in starters for t in self.program.reference(target, fn)):
+                continue
+            handed = keyword(call, "args")
+            for item in getattr(handed, "elts", ()):
+                for runs in partial_target(self.program, item, fn):
+                    found += [t for t in self.program.reference(runs, fn) if not isinstance(t.node, ast.Module)]
+        return found
+
     def _spawn_reach(self) -> set:
-        """The functions a spawned rank can run: the spawn targets and what they call or hand on."""
+        """The functions a started process can run: the targets and what they call or hand on."""
         if not hasattr(self, "_spawned_reach"):
-            self._spawned_reach = _reached_from(self.program.ranks.spawn_targets)
+            self._spawned_reach = _reached_from(self._started())
         return self._spawned_reach
 
     def _dead_side(self, fn: Function, conds: tuple) -> str:

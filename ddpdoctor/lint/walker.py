@@ -323,12 +323,28 @@ class Walker:
             fn.events.append(Event("call", call, line, guards, loops, targets=tuple(targets), weak=tuple(weak),
                                    conds=conds))
         passed = [(i, a) for i, a in enumerate(call.args)] + [(kw.arg, kw.value) for kw in call.keywords]
+        if not targets:
+            # `Process(target=init_processes, args=(rank, n, main, opt))`, `mp.spawn(run, args=(
+            # partial(train),))`: a library's starter hands the functions in `args` on to what it runs
+            handed = [(kw.arg, kw.value) for kw in call.keywords if kw.arg == "args"]
+            passed += [(slot, unwrapped) for slot, value in handed if isinstance(value, (ast.Tuple, ast.List))
+                       for item in value.elts for unwrapped in partial_target(program, item, fn)]
         for slot, arg in passed:
             refs = program.reference(arg, fn) or _bound_method(program, arg, fn)
             if refs and targets and not any(_calls_param(t, slot) for t in targets):
                 continue  # a local helper that only looks at the function (its name, signature)
             if refs:
                 fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))
+
+
+def partial_target(program, item: ast.AST, fn) -> list:
+    """What a handed-on value runs: `partial(f, ...)` runs f, as does a name bound to one
+    (OpenNMT's `train_process = partial(single_main)`); anything else is itself."""
+    values = [item]
+    if isinstance(item, ast.Name):
+        values += [v for v, _ in program.values_of(item, fn, 1) if v is not item]
+    found = [v.args[0] for v in values if isinstance(v, ast.Call) and v.args and patterns.last_name(v.func) == "partial"]
+    return found or [item]
 
 
 def _bound_method(program, node: ast.AST, fn) -> list:

@@ -52,6 +52,7 @@ class UnrankedSeed:
     seeds: list[str] = field(default_factory=list)  # the seeding calls, as written
     location: Optional[Location] = None  # the first seeding call ("process": the loader)
     seed_sites: list[str] = field(default_factory=list)  # "process": where each seeding call is
+    assumption: str = ""  # what must hold for it ("--num_workers above its default 0"), or ""
 
 
 class _Files:
