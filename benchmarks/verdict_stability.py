@@ -15,6 +15,7 @@ number of (example, check) pairs that agreed in every run.
     python -m benchmarks.verdict_stability --runs 3 --examples comm_bound,healthy
     python -m benchmarks.verdict_stability --keep runs/   # keep the run dirs, then:
     python -m benchmarks.verdict_stability --rejudge runs/  # judge them again, no job started
+    python -m benchmarks.verdict_stability --baseline     # also: does probe --baseline pass reruns?
 
 `--rejudge` runs `ddpdoctor report` on kept run dirs: the checks of this checkout on the very
 same recorded runs, so two versions of a check can be compared without the machine's load
@@ -31,6 +32,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,13 +46,16 @@ EXPECTED = {"comm_bound": {"DDP604"}, "tiny_buckets": {"DDP603"},
             "input_bound": {"DDP605"}, "healthy": set()}
 
 
-def probe_once(example: str, work: Path, index: int, timeout: float) -> dict:
-    """One probe of one example: the JSON report, or {"_failed": why}."""
+def probe_once(example: str, work: Path, index: int, timeout: float, baseline: Optional[Path] = None) -> dict:
+    """One probe of one example (gated against `baseline`, an earlier run's report, where
+    given): the JSON report, or {"_failed": why}."""
     run_dir = work / f"{example}-{index}"
     report = work / f"{example}-{index}.json"
     # The interpreter running this file, so the checkout under test is the one measured.
     cmd = [sys.executable, "-m", "ddpdoctor", "probe", f"examples/{example}.py",
            "--run-dir", str(run_dir), "--json", str(report), "-q"]
+    if baseline is not None:
+        cmd += ["--baseline", str(baseline)]
     try:
         done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
@@ -116,9 +121,14 @@ def main() -> int:
     parser.add_argument("--json", help="also write the per-run verdicts here")
     parser.add_argument("--keep", help="keep the run dirs in this new folder")
     parser.add_argument("--rejudge", help="judge the run dirs a --keep left here again, no job")
+    parser.add_argument("--baseline", action="store_true",
+                        help="gate every run after an example's first against the first (probe "
+                             "--baseline, DDP607): also prints how many of these identical reruns "
+                             "the regression gate passed")
     args = parser.parse_args()
     examples = [e for e in args.examples.split(",") if e]
     results: dict[str, list[dict[str, tuple[str, object]]]] = {e: [] for e in examples}
+    gated: dict[str, list[dict]] = {e: [] for e in examples}  # --baseline: the reruns' reports
     started = time.monotonic()
     if args.rejudge:
         kept = Path(args.rejudge)
@@ -138,8 +148,12 @@ def main() -> int:
             work.mkdir(parents=True, exist_ok=True)
             for index in range(args.runs):  # round-robin: a burst of load hits every example alike
                 for example in examples:
-                    report = probe_once(example, work, index, args.timeout)
+                    first = work / f"{example}-0.json"
+                    gate = first if args.baseline and index > 0 and first.exists() else None
+                    report = probe_once(example, work, index, args.timeout, gate)
                     results[example].append(verdicts(report))
+                    if gate is not None:
+                        gated[example].append(report)
                     if "_failed" in report:
                         print(f"  {example} run {index + 1}: {report['_failed']}", file=sys.stderr)
     elapsed = time.monotonic() - started
@@ -161,6 +175,21 @@ def main() -> int:
                   f"{margin_range([m for _, m in runs])}{expected}")
     print(f"{stable} of {total} (example, check) pairs gave one verdict in every run "
           "(* the check the example is built to show)")
+    if args.baseline and any(gated.values()):
+        clean = reruns = 0
+        print("Regression gate (DDP607) on identical reruns against each example's first run:")
+        for example in examples:
+            flagged = []
+            for report in gated[example]:
+                metrics = sorted({f["evidence"].get("metric", "?") for f in report.get("findings", [])
+                                  if f.get("code") == "DDP607"})
+                reruns += 1
+                clean += not metrics and "_failed" not in report
+                if metrics or "_failed" in report:
+                    flagged.append(", ".join(metrics) or "failed")
+            print(f"  {example:<14} passed {len(gated[example]) - len(flagged)}/{len(gated[example])}"
+                  + (f"  (flagged: {'; '.join(flagged)})" if flagged else ""))
+        print(f"{clean} of {reruns} identical reruns passed the regression gate")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {e: [{c: list(v) for c, v in r.items()} for r in rs] for e, rs in results.items()},

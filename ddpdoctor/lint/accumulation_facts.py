@@ -22,6 +22,15 @@ OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
 SCHEDULER_NAME = re.compile(r"sched|warmup|lr_", re.IGNORECASE)
 
 
+def _over_optimizers(loop: ast.For) -> bool:
+    """`for o in optimizers:` / `for o in optimizer.values():`: a loop over the optimizers."""
+    iterable = loop.iter
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and \
+            iterable.func.attr in ("values", "items") and not iterable.args:
+        iterable = iterable.func.value
+    return isinstance(iterable, (ast.Name, ast.Attribute)) and bool(OPTIMIZER_NAME.search(text(iterable)))
+
+
 @dataclass
 class AccumulationFact:
     backward: Location
@@ -299,8 +308,14 @@ class AccumulationFacts:
         or under both sides of one (`if scaler is not None: scaler.scale(loss).backward()
         else: loss.backward()`), or - changed: the names the loop rebinds - under a test the
         loop never changes (`if mode == "train":` on a parameter: the same side on every pass).
-        Nested loops and defs are not entered."""
+        Nested loops and defs are not entered, but for a loop over the optimizers (`for o in
+        optimizer.values(): o.step()`, CLAP's): each pass steps them all."""
         for stmt in body:
+            if isinstance(stmt, ast.For) and _over_optimizers(stmt):
+                found = self._always(stmt.body, fn, pred, depth, changed)
+                if found is not None:
+                    return found
+                continue
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor,
                                  ast.While)):
                 continue
@@ -405,6 +420,10 @@ class AccumulationFacts:
             handed = [*call.args, *(k.value for k in call.keywords if k.arg in (None, "optimizer"))]
             if OPTIMIZER_NAME.search(owner) or any(OPTIMIZER_NAME.search(text(a)) for a in handed):
                 return True
+            if isinstance(call.func.value, ast.Name) and any(
+                    isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == call.func.value.id
+                    and _over_optimizers(n) for n in fn.own):
+                return True  # `for o in optimizer.values(): o.step()`
             return False
         return self._through(call, fn, depth, self._step)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, loc
+from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, loc
 from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, through_grad_off
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.ranks import UNIFORM_NAME
@@ -64,8 +64,8 @@ class CollectiveFacts:
         for fn in self.functions:
             candidates: list[tuple[Guard, GuardedCollective]] = []
             for event in fn.events:
-                if not event.guards:
-                    continue
+                if not event.guards or _single_process(event.conds, self._switches(), self.wraps_ddp()):
+                    continue  # (`if local_rank == -1:` inside the rank-0 branch: never in a distributed run)
                 reached: list[Reached] = []
                 if event.kind == "collective":
                     reached.append((event.op, loc(fn, event.node), [], ()))

@@ -21,7 +21,12 @@ from ddpdoctor.lint.value_flow import unreturned_arguments
 
 MAX_DEPTH = 6  # calls followed from a guarded block to the collective
 SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$"
-                    r"|world_size == 1$",
+                    r"|world_size == 1$"
+                    # the `else:` of `if dist.is_initialized():` (HydraGNN), of `if dist.is_available()
+                    # and dist.is_initialized():`: no process group there
+                    r"|^not \(?(?:[\w.]*is_available\(\) and )?[\w.]*is_initialized\(\)\)?$"
+                    # `local_rank == -1`: launched without a launcher (DensePhrases' evaluation)
+                    r"|^[\w.]*local_rank == -1$",
                     re.IGNORECASE)
 # `not use_fsdp` / `not self.deepspeed` is the single-process side only where the script has no
 # other way to be distributed: beside a DistributedDataParallel model it is the DDP path
@@ -56,11 +61,10 @@ class BuilderCore:
         paired = self._paired(fn)
         context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
         for event in fn.events:
-            if call is not None and any(_switched(fn, call, c, context) is False if flag else
-                                        _compared_false(fn, c, call, ()) for c, flag in event.conds):
+            if call is not None and any(_cond_false(fn, call, c, flag, context) for c, flag in event.conds):
                 continue  # `if use_barriers:` left False, `if phase == "train":` entered with "val"
             own_conds = event.conds if call is None else \
-                tuple((c, flag) for c, flag in event.conds if not (flag and _switched(fn, call, c, context) is True))
+                tuple((c, flag) for c, flag in event.conds if not (flag and _cond_true(fn, call, c, context)))
             if event.kind == "collective" and id(event) not in paired:
                 if call is not None and self._unwrapped_here(fn, call, event, stack[-1] if stack else None):
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
@@ -138,6 +142,8 @@ class BuilderCore:
                 for event in fn.events:
                     if event.kind in ("call", "ref"):
                         for target in set(event.targets) | set(event.weak):
+                            if target is fn:
+                                continue  # a function calling itself is entered the ways its callers enter it
                             self._callers.setdefault(target, []).append((fn, event))
         return self._callers
 
@@ -438,6 +444,24 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) ->
     return holds is not NotImplemented and bool(holds) == negated
 
 
+def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tuple) -> bool:
+    """The test is false on the way in through `call`: a switch it leaves False (`if
+    use_barriers:`), one it passes True under a `not` (DensePhrases' `not evaluate` entered with
+    `evaluate=True`), a string or number it gives another value (`phase == "train"`)."""
+    if not flag:
+        return _compared_false(fn, cond, call, ())
+    if cond.startswith("not ") and cond[4:].isidentifier():
+        return _switched(fn, call, cond[4:], context) is True
+    return _switched(fn, call, cond, context) is False
+
+
+def _cond_true(fn: Function, call: ast.Call, cond: str, context: tuple) -> bool:
+    """A switch the way in through `call` proves on (`True` given), or its `not` proves on (`False`)."""
+    if cond.startswith("not ") and cond[4:].isidentifier():
+        return _switched(fn, call, cond[4:], context) is False
+    return _switched(fn, call, cond, context) is True
+
+
 @functools.lru_cache(maxsize=4096)
 def _test_of(cond: str) -> Optional[ast.AST]:
     """A test's text parsed back (asked again for every way into the function that holds it);
@@ -499,8 +523,13 @@ def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AS
         return None
     if value is None and 0 <= index - offset < len(call.args):
         value = call.args[index - offset]
-    if value is None and any(kw.arg is None for kw in call.keywords):
-        return None  # **kwargs: cannot tell
+    for spread in (kw.value for kw in call.keywords if kw.arg is None) if value is None else ():
+        # `**{"use_distributed_sampler": False}`: a literal's keys are read; anything else cannot be
+        if not (isinstance(spread, ast.Dict) and all(isinstance(k, ast.Constant) for k in spread.keys)):
+            return None
+        value = next((v for k, v in zip(spread.keys, spread.values) if k.value == param), None)
+        if value is not None:
+            break
     if value is None and index >= 0:
         defaults = args.defaults
         first = len(positional) - len(defaults)
@@ -594,6 +623,14 @@ def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
         caller, entered = context[-1]
         if entered is not None and (value.id in caller.params or value.id in caller.kwonly) and not caller.bindings.get(value.id):
             return _switched(caller, entered, value.id, context[:-1], none_only)
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not) and isinstance(value.operand, ast.Name) \
+            and context and not none_only:
+        # `is_training=not evaluate`, the caller entered with `evaluate=True` (DensePhrases)
+        caller, entered = context[-1]
+        name = value.operand.id
+        if entered is not None and (name in caller.params or name in caller.kwonly) and not caller.bindings.get(name):
+            inner = _switched(caller, entered, name, context[:-1])
+            return None if inner is None else not inner
     if none_only:  # `x is not None`: None alone is false; any other constant is a value
         return False if is_const(value, None) else (True if isinstance(value, ast.Constant) else None)
     if is_const(value, False, None, 0):

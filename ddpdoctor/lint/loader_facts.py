@@ -17,7 +17,7 @@ from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint.value_flow import reaches_return
 
 
-EVAL_NAME = re.compile(r"val|valid|test|eval|dev\b|holdout|calib", re.IGNORECASE)
+EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
 PLAIN_SAMPLERS = {"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"}
 SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_replicas", "shard_index"}
 # Dataset kinds that yield samples rather than index them: a sampler never applies (torch's
@@ -156,7 +156,8 @@ class LoaderFacts:
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
                               or EVAL_NAME.search(builder) or self._eval_only(fn)
-                              or _off_the_training_side(fn, call))
+                              or _off_the_training_side(fn, call)
+                              or (bool(name) and self._read_only_to_evaluate({name})))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
                      if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
@@ -183,7 +184,7 @@ class LoaderFacts:
                 under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
                                                self._switches(), self.wraps_ddp()) or self.in_the_launcher(fn, call)
-                or self._replaced_when_distributed(fn, call),
+                or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
                 other_branch_distributed=self._other_branch_distributed(fn, call),
@@ -324,11 +325,24 @@ class LoaderFacts:
             return True
         return self._through(call, fn, depth, self._runs_backward)
 
+    def _may_backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
+        """The call may run a backward on some way through it (`step(model, batch, train)` whose
+        `if train: loss.backward()`): a loop that makes one is no evaluation loop, whatever else
+        it runs under no_grad (EvoDiff saves its checkpoints so)."""
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+            return True
+        if depth <= 0:
+            return False
+        return any(self._may_backward(inner, target, depth - 1)
+                   for target in self.program.resolve(call.func, fn)[0]
+                   if target.node is not None and not isinstance(target.node, ast.Module)
+                   for inner in target.own_calls)
+
     def _evaluates(self, fn: Function) -> bool:
         """fn evaluates: it turns gradients off for some of its work and runs no backward
         (py-meanflow's evaluation pins its sampler with set_epoch(0), a fixed order on purpose)."""
         return bool(_no_grad_blocks(self.program, fn)) and not any(
-            self._runs_backward(c, fn) for c in fn.own_calls)
+            self._may_backward(c, fn) for c in fn.own_calls)
 
     def _one_loader(self, fn: Function, call: ast.Call) -> bool:
         """The sampler built here serves one loader: not in a loop (mlpf builds the training
@@ -367,7 +381,7 @@ class LoaderFacts:
                     for stmt in node.body for s in walk(stmt)) or any(
                     _grad_off_function(self.program, target)
                     for c in calls for target in self.program.resolve(c.func, fn)[0])
-                evaluates = grad_off and not any(self._runs_backward(c, fn) for c in calls)
+                evaluates = grad_off and not any(self._may_backward(c, fn) for c in calls)
                 (evaluating if evaluates else other).update(name for _, name in self._iterated_names(node, fn))
         self._evaluating = (evaluating, other)
         return self._evaluating
@@ -520,6 +534,8 @@ class LoaderFacts:
             return "none"
         kinds = set()
         for value, scope in self.program.values_of(sampler, fn):
+            if isinstance(value, ast.Call) and self._never_built(value, scope):
+                continue  # `if use_distributed_sampler:` left False by every caller (operator_learning)
             body = text(value, 100000)
             if "Distributed" in body:
                 return "distributed"
@@ -536,6 +552,30 @@ class LoaderFacts:
         if "custom" in kinds:
             return "custom"
         return "plain" if "plain" in kinds else "none"
+
+    def _counts_apart(self, fn: Function, call: ast.Call) -> bool:
+        """The loader's test on a count and the one the process group is set up under never hold
+        together: SimCLS's `if is_mp:` (`is_mp = len(gpus) > 1`) builds the plain loader on its
+        `else:`, and `if len(gpus) == 1: ... else: init_process_group(...)`."""
+        switches = self._switches()
+        if not switches:
+            return False
+        mine = [_count_test(c, fn) for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())]
+        setups = [_count_test(c, fn) for c in switches]
+        for here in filter(None, mine):
+            for there in filter(None, setups):
+                if here[0] == there[0] and not any(here[1](n) and there[1](n) for n in _COUNTS):
+                    return True
+        return False
+
+    def _never_built(self, call: ast.Call, fn: Function) -> bool:
+        """Every way into fn leaves the call on a side that does not run (ruled_out: a switch
+        its callers leave at a false default or pass a constant against)."""
+        if isinstance(fn.node, ast.Module) or not fn.__dict__.get("_call_conds", {}).get(id(call)):
+            return False
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(isinstance(event.node, ast.Call) and ruled_out(fn, call, event.node)
+                                   for _, event in sites)
 
     def samplers(self, loaders: list[LoaderFact]) -> list[SamplerFact]:
         program = self.program
@@ -960,6 +1000,29 @@ def _off_the_training_side(fn: Function, call: ast.Call) -> bool:
     """The loader is built on the other side of a test for training (P5's `if mode == 'train':
     DataLoader(..., shuffle=...) else: DataLoader(...)`): the builder's evaluation loader."""
     return any(_NOT_TRAINING.search(cond) for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+
+
+_COUNTS = (*range(1, 17), 64, 1024)  # the values a count of GPUs or processes is tried at (one at least)
+_OPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
+        ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b}
+
+
+def _count_test(cond: str, fn: Function):
+    """(what is counted, a predicate on its value) for `n > 1`, `not len(gpus) == 1`, or a flag
+    fn binds once to such a test (`is_mp = len(gpus) > 1`, then `not is_mp`); None otherwise."""
+    from ddpdoctor.lint.fact_builder import _test_of
+
+    test = _test_of(cond)
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    test = test.operand if negated else test
+    if isinstance(test, ast.Name) and not isinstance(fn.node, ast.Module):
+        bound = fn.bindings.get(test.id, [])
+        test = bound[0][1] if len(bound) == 1 else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPS
+            and isinstance(test.comparators[0], ast.Constant) and type(test.comparators[0].value) is int):
+        return None
+    op, bound_at = _OPS[type(test.ops[0])], test.comparators[0].value
+    return text(test.left), (lambda n: op(n, bound_at) != negated)
 
 
 def _next_of(call: ast.Call):

@@ -291,6 +291,9 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
         return True
     if shown:
         return False
+    # (CompletionFormer's `getattr(import_module("data." + name), name)`: the dataset modules
+    # a name picks at run time are read for their classes)
+    program.read_waiting(DATASET_CLASS, 16)
     return any(_draws(program, k) for k in program.classes
                if any(b.rpartition(".")[2].endswith("Dataset") for b in k.bases) and "__getitem__" in k.methods)
 
@@ -298,6 +301,9 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
 # Methods a dataset base class runs while the dataset is built, in the launching process:
 # torch_geometric's Dataset calls download() and process() from its __init__.
 CONSTRUCTION_HOOKS = {"download", "process"}
+
+
+DATASET_CLASS = re.compile(r"^class \w+\([\w.]*Dataset\b", re.MULTILINE)
 
 
 def _draws(program, klass) -> bool:
@@ -414,10 +420,18 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             if any(_draws(program, k) for k in [target, *program.bases(target)]):
                 return True
         elif program.is_function(target) and not isinstance(target.node, ast.Module):
-            shown.append(target)
-            if ARGUMENT_WORDS.search(_source(target)) or \
-                    any(_random_in(program, ret, target, depth - 1, shown) for ret in target.returned):
+            if ARGUMENT_WORDS.search(_source(target)):
+                shown.append(target)
                 return True
+            led: list = []
+            if any(_random_in(program, ret, target, depth - 1, led) for ret in target.returned):
+                return True
+            # a builder whose result the source does not show (CompletionFormer's `get(args)`:
+            # `getattr(import_module("data." + name), name)`) shows no dataset: the local
+            # dataset classes are taken, as where nothing is shown
+            if led or not _unshown(target):
+                shown.append(target)
+                shown.extend(led)
         # what the arguments lead to shows the dataset only where the callee is known: through
         # `getattr(import_module(...), name)(args)` the options' builder is no dataset maker
         into = shown if target is not None else []
@@ -426,6 +440,14 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
                if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))):
             return True
     return False
+
+
+def _unshown(target) -> bool:
+    """Every value the function returns is picked by name at run time (`getattr(module, name)`,
+    a module `import_module` loads): no class the source names."""
+    returned = list(target.returned)
+    return bool(returned) and all(isinstance(r, ast.Call) and last_name(r.func) in ("getattr", "import_module")
+                                  for r in returned)
 
 
 def _source(symbol) -> str:

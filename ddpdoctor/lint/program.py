@@ -18,6 +18,7 @@ of ranks.py.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -216,6 +217,13 @@ class Program:
             self._read(self._waiting[name])
             module = self.by_name.get(name)
         return module
+
+    def read_waiting(self, pattern: "re.Pattern", limit: int) -> None:
+        """Read the quiet modules whose text the pattern finds (at most `limit`): a rule that
+        needs every class of a kind (DDP808's dataset classes, where the source does not show
+        which one a loader gets) sees those in modules loaded by a name known at run time."""
+        for source in [s for s in self._waiting.values() if pattern.search(s.text or "")][:limit]:
+            self._module(source.module)
 
     def _names_anywhere(self) -> set[str]:
         """Every name a function, method or class is defined or imported by, in the modules read

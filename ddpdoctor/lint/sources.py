@@ -19,6 +19,7 @@ from typing import Optional
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.files import open_regular
+from ddpdoctor.lint.nodes import walk
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
@@ -391,15 +392,19 @@ def _unread(queue: list[SourceFile], roots: list[Path], where_is: dict, seen: se
 IMPORTERS = ("import_module", "__import__")  # importlib.import_module(name), __import__(name)
 
 
-def dynamic_spec(call: ast.Call) -> Optional[tuple[str, Optional[str]]]:
+def dynamic_spec(call: ast.Call, bound: Optional[dict] = None) -> Optional[tuple[str, Optional[str]]]:
     """What `importlib.import_module(...)` loads, as the source spells it: (name, None) when
     constant (`"lib.train.train_script"`); (prefix, suffix) of an f-string with one varying part
     (`f"pkg.trainers.{config.trainer}_trainer"`: a plugin a config chooses, any module of that
-    package that fits); None when the name is not spelled."""
+    package that fits); None when the name is not spelled. bound: the names the call's function
+    binds once (`module_name = "data." + name.lower()` then `import_module(module_name)`)."""
     if not call.args or (call.func.attr if isinstance(call.func, ast.Attribute)
                          else getattr(call.func, "id", "")) not in IMPORTERS:
         return None
-    spec = patterns.name_pattern(call.args[0])
+    given = call.args[0]
+    if isinstance(given, ast.Name) and bound and given.id in bound:
+        given = bound[given.id]
+    spec = patterns.name_pattern(given)
     if spec is None or spec[1] is None:
         return spec
     prefix, suffix = spec
@@ -416,9 +421,9 @@ def fits(spec: tuple[str, Optional[str]], name: str) -> bool:
         and len(name) > len(prefix) + len(suffix)
 
 
-def dynamic_names(call: ast.Call, roots: list[Path]) -> list[str]:
+def dynamic_names(call: ast.Call, roots: list[Path], bound: Optional[dict] = None) -> list[str]:
     """The local modules such a call may load, found on disk."""
-    spec = dynamic_spec(call)
+    spec = dynamic_spec(call, bound)
     if spec is None:
         return []
     if spec[1] is None:
@@ -441,7 +446,27 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
             read(source)  # a quiet module that loads modules by name: its calls need the tree
         except UsageError:
             return []  # not Python: said when resolution asks for it
-    return [(name, call) for call in source.of(ast.Call) for name in dynamic_names(call, roots)]
+    found = [(name, call) for call in source.of(ast.Call) for name in dynamic_names(call, roots)]
+    by_name = [call for call in source.of(ast.Call) if call.args and isinstance(call.args[0], ast.Name)
+               and (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) in IMPORTERS]
+    for fn in source.of(ast.FunctionDef) if by_name else ():  # a name the function binds once, then loads
+        bound = _bound_once(fn)
+        if bound:
+            found += [(name, call) for call in walk(fn) if isinstance(call, ast.Call) and call.args
+                      and isinstance(call.args[0], ast.Name) and call.args[0].id in bound
+                      for name in dynamic_names(call, roots, bound)]
+    return found
+
+
+def _bound_once(fn: ast.AST) -> dict:
+    """The names a function assigns exactly once, by a plain `name = value`, to their value."""
+    counts: dict = {}
+    for node in walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    return {node.targets[0].id: node.value for node in walk(fn) if isinstance(node, ast.Assign)
+            and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and counts.get(node.targets[0].id) == 1}
 
 
 def _path_setters(script: SourceFile, roots: list[Path], texts: Optional[dict[Path, str]]) -> list[Path]:

@@ -19,17 +19,36 @@ _PATH_OPS = {"dirname", "abspath", "realpath", "normpath", "join", "expanduser"}
 
 
 def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
-    """The existing folders the script's top level appends or inserts into sys.path."""
+    """The existing folders the script (its top level, or any function of it) appends or inserts
+    into sys.path."""
     values: dict[str, str] = {}
     found: list[Path] = []
     adders = _path_adders(tree)
-    for stmt in _top(tree.body):
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+    _added(list(_top(tree.body)), values, adders, script, cwd, found)
+    # and in the script's functions and methods, each in its own order (SMPLer-X's config
+    # method: `self.root = dirname(abspath(__file__))`, then `sys.path.insert(0, join(self.root,
+    # "common"))`), with what the top level bound
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inside = sorted((s for s in ast.walk(fn) if isinstance(s, ast.stmt) and s is not fn),
+                            key=lambda s: (s.lineno, s.col_offset))  # in source order
+            _added(inside, dict(values), adders, script, cwd, found)
+    return list(dict.fromkeys(found))
+
+
+def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, found: list) -> None:
+    """The folders these statements put on sys.path, in order; `values`: the path-valued names
+    (and `self.` attributes) bound so far."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Name, ast.Attribute)):
+            key = _key(stmt.targets[0])
+            if key is None:
+                continue
             value = _value(stmt.value, values, script, cwd)
             if value is not None:
-                values[stmt.targets[0].id] = value
+                values[key] = value
             else:
-                values.pop(stmt.targets[0].id, None)
+                values.pop(key, None)
             continue
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in adders:
@@ -43,7 +62,15 @@ def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
         value = _value(added, values, script, cwd) if added is not None else None
         if value is not None and os.path.isdir(value) and not _installed(value):
             found.append(Path(os.path.normpath(value)))
-    return found
+
+
+def _key(target: ast.AST) -> Optional[str]:
+    """A name, or `self.<attr>`: the bindings a path is followed through."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return f"self.{target.attr}"
+    return None
 
 
 def _path_adders(tree: ast.Module) -> dict[str, int]:
@@ -90,6 +117,8 @@ def _value(node: ast.AST, values: dict[str, str], script: Path, cwd: Path) -> Op
         return node.value if os.path.isabs(node.value) else os.path.join(str(cwd), node.value)
     if isinstance(node, ast.Name):
         return str(script) if node.id == "__file__" else values.get(node.id)
+    if isinstance(node, ast.Attribute) and _key(node) is not None:
+        return values.get(_key(node))
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and \
             isinstance(node.slice, ast.Constant) and node.slice.value == 0 and \
             isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "split":

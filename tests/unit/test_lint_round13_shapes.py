@@ -423,3 +423,64 @@ def test_a_loader_an_endless_generator_wraps_is_read_by_the_loop_that_calls_next
 def test_the_same_generator_over_a_sharded_loader_is_healthy(tmp_path):
     found, _ = lint(tmp_path, ENDLESS.format(order="sampler=DistributedSampler(ds)"))
     assert [f for f in found if f.code == "DDP802"] == []
+
+
+PICKED = """
+from data import get as get_data
+torch.manual_seed({seed})
+data = get_data("Noisy")
+ds = data("train")
+sampler = DistributedSampler(ds)
+loader = DataLoader(dataset=ds, batch_size=8, sampler=sampler, num_workers=4)
+model = DDP(torch.nn.Linear(3, 1))
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+PICKED_DATA = {
+    "__init__": """
+        from importlib import import_module
+        from torch.utils.data import Dataset
+
+        def get(name):
+            module_name = "data." + name.lower()
+            module = import_module(module_name)
+            return getattr(module, name)
+
+        class BaseDataset(Dataset):
+            def __len__(self):
+                return 100
+    """,
+    "noisy": """
+        import numpy as np
+        import torch
+        from data import BaseDataset
+
+        class Noisy(BaseDataset):
+            def __init__(self, mode):
+                self.mode = mode
+            def __getitem__(self, i):
+                return torch.tensor(np.random.uniform(0, 1, 3), dtype=torch.float32)
+    """,
+}
+
+
+def picked_package(tmp_path):
+    (tmp_path / "data").mkdir()
+    for name, body in PICKED_DATA.items():
+        (tmp_path / "data" / f"{name}.py").write_text(textwrap.dedent(body))
+
+
+def test_a_dataset_module_picked_by_a_name_bound_first_is_read_for_its_draws(tmp_path):
+    # CompletionFormer: `module_name = "data." + name.lower()`, import_module(module_name)
+    picked_package(tmp_path)
+    found, facts = lint(tmp_path, PICKED.format(seed="1234"))
+    assert any(f.endswith("noisy.py") for f in facts.files)
+    assert ("DDP808", "warning", 12) in codes(found)
+
+
+def test_the_picked_dataset_with_a_seed_per_rank_is_healthy(tmp_path):
+    picked_package(tmp_path)
+    found, _ = lint(tmp_path, PICKED.format(seed="1234 + dist.get_rank()"))
+    assert [f for f in found if f.code == "DDP808"] == []
