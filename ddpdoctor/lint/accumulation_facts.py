@@ -420,10 +420,10 @@ class AccumulationFacts:
             handed = [*call.args, *(k.value for k in call.keywords if k.arg in (None, "optimizer"))]
             if OPTIMIZER_NAME.search(owner) or any(OPTIMIZER_NAME.search(text(a)) for a in handed):
                 return True
-            if isinstance(call.func.value, ast.Name) and any(
-                    isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == call.func.value.id
-                    and _over_optimizers(n) for n in fn.own):
-                return True  # `for o in optimizer.values(): o.step()`
+            looped = {n.target.id for n in fn.own if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
+                      and _over_optimizers(n)}
+            if looped and any(isinstance(a, ast.Name) and a.id in looped for a in (call.func.value, *handed)):
+                return True  # `for o in optimizer.values(): o.step()` (or `scaler.step(o)`)
             return False
         return self._through(call, fn, depth, self._step)
 

@@ -448,6 +448,12 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
     """The test is false on the way in through `call`: a switch it leaves False (`if
     use_barriers:`), one it passes True under a `not` (DensePhrases' `not evaluate` entered with
     `evaluate=True`), a string or number it gives another value (`phase == "train"`)."""
+    if cond.endswith((" is not None", " is None")):
+        # `if process_group is not None:` entered with the default None (RL2's rank-0 logging)
+        stem, _, _ = cond.rpartition(" is ")
+        if stem.isidentifier():
+            given = _switched(fn, call, stem, context, none_only=True)
+            return given is not None and given == cond.endswith(" is None")
     if not flag:
         return _compared_false(fn, cond, call, ())
     if cond.startswith("not ") and cond[4:].isidentifier():

@@ -18,6 +18,7 @@ from ddpdoctor.lint.value_flow import reaches_return
 
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
+ORDERED_SAMPLER = re.compile(r"Ordered|Sequential|Eval|Inference")
 PLAIN_SAMPLERS = {"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"}
 SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_replicas", "shard_index"}
 # Dataset kinds that yield samples rather than index them: a sampler never applies (torch's
@@ -351,8 +352,35 @@ class LoaderFacts:
         if any(any(n is call for n in walk(loop)) for loop, _ in _fn_loops(fn)):
             return False
         # an evaluation function that builds its own loader, however often it is called
-        # (BERT-NER's `evaluate(args, model, prefix)` for dev and test): evaluation's own
-        return isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1 or self._evaluates(fn)
+        # (BERT-NER's `evaluate(args, model, prefix)` for dev and test): evaluation's own; and a
+        # sampler over a dataset no parameter of fn makes is the same one on every call (SimCLS's
+        # `run` both mp.spawn'd and called on one GPU builds its validation sampler alike)
+        dataset = call.args[0] if call.args else keyword(call, "dataset")
+        return isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1 or self._evaluates(fn) \
+            or (dataset is not None and self._same_on_every_call(dataset, fn))
+
+    def _same_on_every_call(self, node: ast.AST, fn: Function, depth: int = 3) -> bool:
+        """The value is the same on every call of fn: the parameters it is built from (through
+        the local names it is built from, a few bindings back) are given alike by every call
+        (`run(0, args)` beside `mp.spawn(run, args=(args,))`); not `make_loader("val")` beside
+        `make_loader("train")`."""
+        params = set(fn.params) | set(fn.kwonly)
+        todo, seen, used = [node], set(), set()
+        while todo:
+            if depth < 0:
+                return False  # deeper than followed: may differ
+            names = {n.id for value in todo for n in walk(value) if isinstance(n, ast.Name)} - seen
+            used |= names & params
+            seen |= names
+            todo = [value for name in names - params for _, value in fn.bindings.get(name, [])]
+            depth -= 1
+        calls = [event.node for _, event in self.callers().get(fn, []) if event.kind == "call"]
+        for param in used:
+            given = {text(argument_at(fn, c, param)) if argument_at(fn, c, param) is not None else None
+                     for c in calls}
+            if None in given or len(given) > 1:
+                return False
+        return True
 
     def _read_only_to_evaluate(self, names: set[str]) -> bool:
         """Every loop over the loader these names hold evaluates: no backward, and its work runs
@@ -654,7 +682,7 @@ class LoaderFacts:
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
-                shuffle=shuffle is None or not is_const(shuffle, False, 0),
+                shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn),
                 set_epoch=matched, constant_epoch=constant, across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
@@ -696,6 +724,13 @@ class LoaderFacts:
                     call in (node.value.body, node.value.orelse) and len(node.targets) == 1:
                 return last_name(node.targets[0]) or ""
         return ""
+
+    def _ordered_class(self, call: ast.Call, fn: Function) -> bool:
+        """A library's sampler whose name says it keeps the order (timm's
+        `OrderedDistributedSampler`, transformers' `SequentialDistributedSampler`, a
+        `DistributedEvalSampler`): it never shuffles, so no epoch changes its order."""
+        name = last_name(call.func) or ""
+        return bool(ORDERED_SAMPLER.search(name)) and self.program.callee(call.func, fn) is None
 
     def _builds_distributed_sampler(self, call: ast.Call, fn: Function) -> bool:
         """`DistributedSampler(ds)`, or a call through a name bound to the class

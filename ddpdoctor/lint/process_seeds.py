@@ -65,8 +65,9 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
     seeded alike. `loaders`: the LoaderFacts (for which are evaluation / some ranks' only);
     `already`: what lint/worker_seeds.py found (a loader is reported once)."""
     seeds = _seeding_calls(builder)
-    if not seeds or any(verdict != _SAME for _, _, verdict in seeds):
+    if not seeds:
         return []
+    alike = all(verdict == _SAME for _, _, verdict in seeds)
     # a training loader, by what the source shows: a training loop reads it, it is called or
     # built from something called "train", or it has a sampler (an evaluation loader is
     # sequential); not one built on some ranks only
@@ -81,6 +82,12 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
             continue
         where = loc(fn, call)
         if str(where) not in training:
+            continue
+        # the seeding that runs last before the loader is built, in its own function (MiniMind-V
+        # seeds per rank at the start, then `setup_seed(42 + epoch)` alike at each epoch's top,
+        # just before building the loader): that one decides; elsewhere every seeding must agree
+        reaching = _last_seeding_before(program, seeds, fn, call)
+        if (reaching if reaching is not None else (_SAME if alike else _UNKNOWN)) != _SAME:
             continue
         given = call_keywords(program, call, fn)  # `**loader_kwargs` read where it is a dict literal
         if given is None or "generator" in given:
@@ -98,6 +105,30 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in seeds[:3]], where,
                                   [str(loc(f, c)) for f, c, _ in seeds[:3]], workers_by))
     return found
+
+
+def _last_seeding_before(program, seeds: list, fn: Function, loader: ast.Call) -> Optional[int]:
+    """The verdict of the seeding fn runs last before building the loader: a seeding call of
+    its own, or a call of a local helper that seeds (`setup_seed(42 + epoch)`), judged by what
+    that call hands the helper. None where fn runs none before it."""
+    from ddpdoctor.lint.fact_builder import argument_at
+
+    best: Optional[tuple[int, int]] = None
+    for site in fn.own_calls:
+        if site.lineno >= loader.lineno or (best is not None and site.lineno <= best[0]):
+            continue
+        verdict = next((v for f, c, v in seeds if f is fn and c is site), None)
+        if verdict is None:
+            for target in program.resolve(site.func, fn)[0]:
+                inner = next(((c, v) for f, c, v in seeds if f is target), None)
+                if inner is None:
+                    continue
+                seed = inner[0].args[0] if inner[0].args else keyword(inner[0], "seed")
+                given = argument_at(target, site, seed.id) if isinstance(seed, ast.Name) else None
+                verdict = _judge(given, fn, program) if given is not None else inner[1]
+        if verdict is not None:
+            best = (site.lineno, verdict)
+    return best[1] if best is not None else None
 
 
 def seeded_alike(builder: Builder) -> bool:
@@ -319,9 +350,22 @@ def _draws(program, klass) -> bool:
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
     return any(ARGUMENT_WORDS.search(_source(method)) if name in built else
-               RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(method)))
+               (RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(method))) or _helpers_draw(program, method))
                if name in named or name.startswith("__") else False
                for name, method in klass.methods.items())
+
+
+def _helpers_draw(program, method) -> bool:
+    """A module function the method calls draws (MiniMind-V's `__getitem__` ->
+    `pre_processing_chat()`: `random.random() < 0.2` adds a system prompt): one call down."""
+    for call in method.own_calls:
+        if not isinstance(call.func, ast.Name):
+            continue
+        for target in program.resolve(call.func, method)[0]:
+            if target.cls is None and target.node is not None and not isinstance(target.node, ast.Module) \
+                    and RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(target))):
+                return True
+    return False
 
 
 # A generator the code makes and seeds itself (`np.random.Generator(np.random.PCG64(seed +

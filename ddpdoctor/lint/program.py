@@ -376,6 +376,10 @@ class Program:
                         live.add(klass)
                         for k in [klass, *self.bases(klass)]:
                             queue.extend(k.methods.values())
+                # and the functions it registers (VGen's `@ENGINE.register_function()` training
+                # entrances, which `ENGINE.build(dict(type=cfg.TASK_TYPE))` runs)
+                queue.extend(fn for fn in module.functions.values()
+                             if fn not in seen and fn.node is not None and _registered(fn.node))
             self._drain(queue, seen, live)
         return seen
 
@@ -841,6 +845,14 @@ class Program:
             return fn.cls  # `return cls(...)` in a classmethod: a factory of its class
         module = fn.module
         if name in module.functions:
+            if name in module.imports and _imports_locally(fn, name):
+                # `def load_data(...)` whose own body does `from .moving_mnist import load_data`
+                # and calls it (OpenSTL): the local import, not itself (unless the import is
+                # the script importing itself by name: The Annotated Transformer's
+                # `from the_annotated_transformer import train_worker`)
+                imported = self.full_symbol(module.imports[name])
+                if imported is not None:
+                    return imported
             return module.functions[name]
         if name in module.classes:
             return module.classes[name]
@@ -1503,8 +1515,9 @@ def _runs_backward(fn: Function) -> bool:
     return any(call.func.__class__ is ast.Attribute and call.func.attr == "backward" for call, _, _ in fn.calls)
 
 
-def _registered(node: ast.ClassDef) -> bool:
-    """A class decorated by a registration (`@REGISTRY.register_module()`, `@register_task("x")`)."""
+def _registered(node: ast.AST) -> bool:
+    """A class or function decorated by a registration (`@REGISTRY.register_module()`,
+    `@register_task("x")`, `@ENGINE.register_function()`)."""
     for deco in node.decorator_list:
         name = last_name(deco.func if isinstance(deco, ast.Call) else deco) or ""
         if name.startswith("register"):
@@ -1535,6 +1548,21 @@ def top_level_runs(tree: ast.Module) -> bool:
             return True
         if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
             return True
+    return False
+
+
+def _imports_locally(fn: Function, name: str) -> bool:
+    """fn (or a function around it) imports `name` in its own body."""
+    scope: Optional[Function] = fn
+    while scope is not None and scope.node is not None and not isinstance(scope.node, ast.Module):
+        names = scope.__dict__.get("_local_imports")
+        if names is None:
+            names = scope.__dict__["_local_imports"] = {
+                (a.asname or a.name.split(".")[0]) for n in scope.own if n.__class__ in (ast.Import, ast.ImportFrom)
+                for a in n.names}
+        if name in names:
+            return True
+        scope = scope.parent
     return False
 
 

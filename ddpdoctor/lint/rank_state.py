@@ -690,6 +690,14 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         mine, other = _work(builder, fn, stmt.body, ddp), _work(builder, fn, stmt.orelse, ddp)
         if mine and not other:
             return f"runs {mine}", mine
+    if isinstance(stmt, ast.If) and after_only and returns and ddp:
+        # `if not torch.isnan(loss): loss.backward() ... else: log("skip")`: the backward (DDP's
+        # gradient all-reduce) on one side only is the skip a `continue` before it would be
+        # (a test on the value's own number only: `if loss.requires_grad:` is alike everywhere)
+        sides = [_work(builder, fn, side, ddp) for side in (stmt.body, stmt.orelse)]
+        for mine, other in (sides, sides[::-1]):
+            if mine and "all-reduces the gradients" in mine and not other:
+                return f"runs {mine}", mine
     return None
 
 

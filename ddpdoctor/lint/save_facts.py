@@ -49,6 +49,9 @@ class SaveFacts:
                 # `if eval_first and rank == 0: ...; return` above it: what follows runs on every
                 # rank but rank 0, several writers still (judged as if unguarded)
                 several = bool(event.guards) and all(g.test.polarity == "nonzero" for g in event.guards)
+                # `if master and step % 10 == 0 or step in milestones:`: at the milestones every
+                # rank takes it (Adam-mini's checkpoints): judged as if unguarded
+                several = several or any(_open_or(_guard_test(fn, g)) for g in event.guards)
                 if event.guards and not several:
                     # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`)
                     # writes a file of its own
@@ -85,6 +88,11 @@ class SaveFacts:
                     continue
                 if path is not None and any("BytesIO" in text(v, 1000) for v, _ in self.program.values_of(path, fn)):
                     found.append(SaveFact(where, path_text, False, "saved to memory"))
+                    continue
+                opened = next((g.test.text for g in event.guards if _open_or(_guard_test(fn, g))), "")
+                if opened:
+                    found.append(SaveFact(where, path_text, True, f"under `{opened}`, whose other side holds "
+                                          "on every rank", None, how))
                     continue
                 if isinstance(fn.node, ast.Module):
                     found.append(SaveFact(where, path_text, True, "module level, no rank test", None, how))
@@ -392,6 +400,41 @@ def _main_test(program, cond: str, fn: Function) -> bool:
 def _is_main_compare(node: ast.AST) -> bool:
     return isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
         and {text(node.left), text(node.comparators[0])} in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
+
+
+def _guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:
+    """The test of the `if` a guard stands for, on its body side (its text may be cut short)."""
+    if guard.side != "body":
+        return None
+    ifs = fn.__dict__.get("_ifs_by_id")
+    if ifs is None:
+        ifs = fn.__dict__["_ifs_by_id"] = {id(n): n for n in fn.own if n.__class__ is ast.If}
+    found = ifs.get(guard.branch)
+    return found.test if found is not None else None
+
+
+def _open_or(test: Optional[ast.AST]) -> bool:
+    """An `or` test one of whose parts names no rank (`master and step % 10 == 0 or step in
+    [25, 50]`): where that part holds, every rank is in."""
+    from ddpdoctor.lint.fact_builder import SINGLE
+    from ddpdoctor.lint.ranks import MAIN_FLAG, RANK_NAME, UNIFORM_CALLS, UNIFORM_NAME
+
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or)):
+        return False
+
+    def ranked(part: ast.AST) -> bool:
+        return any(isinstance(n, (ast.Name, ast.Attribute)) and (
+            RANK_NAME.match(last_name(n) or "") or MAIN_FLAG.match(last_name(n) or "")
+            or "rank" in (last_name(n) or "").lower() or (last_name(n) or "") in ("master", "master_process", "main"))
+            for n in walk(part))
+
+    def one_process(part: ast.AST) -> bool:
+        # `not dist.is_initialized() or rank == 0`: where that side holds there is one process
+        return bool(SINGLE.search(text(part))) or any(
+            isinstance(n, ast.Call) and last_name(n.func) in UNIFORM_CALLS for n in walk(part)) or any(
+            isinstance(n, (ast.Name, ast.Attribute)) and UNIFORM_NAME.search(last_name(n) or "") for n in walk(part))
+
+    return any(not ranked(part) and not one_process(part) for part in test.values)
 
 
 def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:

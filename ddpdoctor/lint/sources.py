@@ -475,8 +475,12 @@ def _path_setters(script: SourceFile, roots: list[Path], texts: Optional[dict[Pa
     folders it adds are import roots too."""
     found: list[Path] = []
     for stmt in script.tree.body if script.tree is not None else []:
-        for alias in stmt.names if isinstance(stmt, ast.Import) else []:
-            where = _candidates(alias.name, roots)
+        # `import _init_path`, and `from config import cfg` (SMPLer-X's config object puts the
+        # trainer's folder on sys.path in a method the script calls)
+        names = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else \
+            [stmt.module] if isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level else []
+        for name in names:
+            where = _candidates(name, roots)
             if where is None or where.suffix != ".py" or "site-packages" in where.parts:
                 continue
             try:

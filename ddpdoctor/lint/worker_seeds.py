@@ -150,9 +150,13 @@ class _Judge:
     worker_init_fn's parameters, written in `bound_scope` (where the DataLoader is built)."""
 
     def __init__(self, files: _Files, module: ast.Module, bound: dict[str, ast.AST],
-                 bound_scope: Optional[ast.AST] = None) -> None:
+                 bound_scope: Optional[ast.AST] = None, worker_init: bool = True) -> None:
         self.files, self.module, self.bound = files, module, bound
         self.bound_scope = bound_scope or module
+        # judging a worker_init_fn: its first parameter is the worker id (judging a generator's
+        # seed where the loader is built, a first parameter is a parameter like any other: its
+        # callers decide)
+        self.worker_init = worker_init
 
     def value(self, node: ast.AST, scope: ast.AST, depth: int = 0) -> int:
         if depth > 5:
@@ -191,7 +195,7 @@ class _Judge:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 params = _params(scope)
                 if name in params:
-                    if innermost and name == params[0]:
+                    if innermost and name == params[0] and self.worker_init:
                         return _GLOBAL  # the worker id: the same ids on every rank
                     if innermost and name in self.bound:
                         return self.value(self.bound[name], self.bound_scope, depth + 1)
@@ -271,6 +275,32 @@ def _generator_seeds(value: ast.AST, scope: ast.AST, module: ast.Module) -> list
     return found
 
 
+def _made_by_helper(value: ast.AST, index: _Files) -> Optional[tuple[list[ast.Call], Optional[ast.AST]]]:
+    """`make_gen(seed)`: a local function (one of that name) that seeds the generator it returns
+    from one of its parameters: (its manual_seed calls, the argument the call gives that
+    parameter; None where the seed is anything else). None where the value is no such call."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return None
+    defs = index.functions.get(value.func.id, [])
+    if len(defs) != 1:
+        return None
+    helper = defs[0][1]
+    returned = {r.value.id for r in ast.walk(helper) if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
+    seeds = [c for c in ast.walk(helper) if isinstance(c, ast.Call) and last_name(c.func) == "manual_seed"
+             and c.args and isinstance(c.func, ast.Attribute) and dotted(c.func.value) in returned]
+    if not seeds:
+        return None
+    params = _params(helper)
+    arg = seeds[0].args[0]
+    if not (isinstance(arg, ast.Name) and arg.id in params) or any(isinstance(a, ast.Starred) for a in value.args):
+        return seeds, None
+    index_of = params.index(arg.id)
+    given = next((k.value for k in value.keywords if k.arg == arg.id), None)
+    if given is None and index_of < len(value.args):
+        given = value.args[index_of]
+    return seeds, given
+
+
 def _has_workers(call: ast.Call, index: Optional[_Files] = None, scope: Optional[ast.AST] = None) -> bool:
     """Whether the loader runs workers on the values the source gives: not for a literal 0, a
     name bound only to 0, or an option (`args.num_workers`) whose declared default is 0 and that
@@ -325,7 +355,20 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
         generator = keyword(node, "generator")
         if generator is not None and workers is not None:
             seeds = _generator_seeds(generator, owner, source.tree)
-            judge = _Judge(index, source.tree, {})
+            judge = _Judge(index, source.tree, {}, worker_init=False)
+            made = None
+            if not seeds:
+                # `generator=make_gen(seed)`, or `gen = make_gen(seed)` then `generator=gen`
+                bound = _assigned(owner or source.tree, generator.id) if isinstance(generator, ast.Name) else [generator]
+                made = _made_by_helper(bound[0], index) if len(bound) == 1 else None
+            if made is not None:
+                # `generator=make_gen(cfg.seed)` whose `g.manual_seed(seed); return g` (PANGAEA):
+                # the seed is what the call hands the helper's parameter
+                seeds, given = made
+                if seeds and given is not None and judge.value(given, owner) == _GLOBAL:
+                    found.append(UnrankedSeed(where, "generator", "", [text(s) for s in seeds],
+                                              Location(source.display, seeds[0].lineno)))
+                continue
             if seeds and all(max((judge.value(a, owner) for a in _seed_args(s)), default=_UNKNOWN)
                              == _GLOBAL for s in seeds):
                 found.append(UnrankedSeed(where, "generator", last_name(init) if init is not None else "",

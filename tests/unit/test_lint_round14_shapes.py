@@ -309,3 +309,49 @@ def test_a_switch_handed_on_negated_is_read_where_it_was_given(tmp_path):
 def test_the_negated_switch_given_false_gathers_on_rank_0_alone(tmp_path):
     found, _ = lint(tmp_path, NEGATED_PASS.format(given="False"))
     assert "DDP801" in [c for c, _, _ in codes(found)]
+
+
+SPAWNED_AND_CALLED = """
+import torch.multiprocessing as mp
+
+def test(loader, scorer):
+    with torch.no_grad():
+        for (x,) in loader:
+            scorer(x)
+
+class Options:
+    gpus, n = 2, 16
+
+def run(rank, args):
+    train_set, val_set = TensorDataset(torch.randn(64, 4)), TensorDataset(torch.randn(args.n, 4))
+    train_sampler = DistributedSampler(train_set)
+    loader = DataLoader(train_set, batch_size=8, sampler=train_sampler)
+    val_sampler = DistributedSampler(val_set)
+    val_loader = DataLoader(val_set, batch_size=8, sampler=val_sampler)
+    scorer = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(3):
+        for (x,) in loader:
+            scorer(x).sum().backward()
+        test(val_loader, scorer)
+
+def main(args, other):
+    if args.gpus > 1:
+        mp.spawn(run, args=(args,), nprocs=args.gpus)
+    else:
+        run(0, args)
+        run(1, {given})
+
+main(Options(), Options())
+"""
+
+
+def test_a_validation_sampler_built_alike_on_every_call_needs_no_set_epoch(tmp_path):
+    # SimCLS: `run` is mp.spawn'd and also called directly on one GPU, with the same args
+    found, _ = lint(tmp_path, SPAWNED_AND_CALLED.format(given="args"))
+    assert [f.location.line for f in found if f.code == "DDP804"] == [19]  # the training sampler alone
+    # (the twin below: a second call handing the dataset's parameter something else)
+
+
+def test_a_validation_sampler_built_from_what_differing_calls_give_is_still_judged(tmp_path):
+    found, _ = lint(tmp_path, SPAWNED_AND_CALLED.format(given="other"))
+    assert [f.location.line for f in found if f.code == "DDP804"] == [19, 21]
