@@ -10,7 +10,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, loc
-from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, through_grad_off
+from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, text, through_grad_off
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.ranks import UNIFORM_NAME
 
@@ -35,6 +35,18 @@ class CollectiveFacts:
     def _collective_owner(self, where) -> Optional[Function]:
         """The function a collective reached at `where` is written in (None: not a collective's)."""
         return _owner_index(self).get(str(where))
+
+    def _subgroup_at(self, where) -> str:
+        """The process group a collective at `where` is handed (`group=mesh["dp"].get_group()`),
+        as the source spells it; "" for the default group."""
+        owner = self._collective_owner(where)
+        for call in owner.own_calls if owner is not None else ():
+            if call.lineno != where.line:
+                continue
+            group = keyword(call, "group")
+            if group is not None and not is_const(group, None) and not (dotted(group) or "").endswith("WORLD"):
+                return text(group, 60)
+        return ""
 
     def _ops_under(self, fn: Function, branch: int, side: str) -> Counter:
         ops: Counter = Counter()
@@ -95,6 +107,12 @@ class CollectiveFacts:
                         continue
                     guard = guards[-1]
                     assumption = _assume(guard.test.assumption, conds)
+                    group = self._subgroup_at(where)
+                    if group:
+                        # RL2's tp-rank-0 processes gathering over their dp group: a subgroup may
+                        # hold only ranks that take the branch, which the source does not show
+                        said = f"`{group}` holds ranks that skip the branch"
+                        assumption = f"{said}, and {assumption}" if assumption else said
                     candidates.append((guard, GuardedCollective(
                         op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
                         assumption, guard.test.given)))

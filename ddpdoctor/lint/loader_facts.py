@@ -467,8 +467,10 @@ class LoaderFacts:
         if (id(fn), name) in names:
             return True
         position = _returned_at(fn, name)
-        if position is None and _yielded_from(fn, name):
-            position = -1  # `while True: yield from loader`: the generator is the loader
+        if position is None and (_yielded_from(fn, name) or _returned_alone(fn, name)):
+            # `while True: yield from loader` (the generator is the loader), or `loader =
+            # DataLoader(...); return loader` (IRRA's builder): what the callers bind it to
+            position = -1
         if name == fn.name or position is not None:  # `return DataLoader(...)`: follow the callers
             for caller, event in self.callers().get(fn, []):
                 if not isinstance(event.node, ast.Call):
@@ -794,8 +796,13 @@ class LoaderFacts:
                         if again and name in fn.params:  # `def endless(src): while True: for b in src`
                             for arg in self._arguments(fn, name):
                                 out[arg] = True
-                # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch)
+                # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch), or
+                # `while True: yield from loader` (an endless generator: DiffuSeq, StyleSwin)
                 for sub in walk(node):
+                    if isinstance(sub, ast.YieldFrom) and isinstance(sub.value, (ast.Name, ast.Attribute)):
+                        name = last_name(sub.value)
+                        if name:
+                            out[name] = True
                     if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \
                             and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
                         name = last_name(sub.args[0])
@@ -901,6 +908,13 @@ def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset)
 def _slicing(node: ast.AST) -> bool:
     """An index that takes a range: `a:b`, `slice(...)`, or a call that may return one."""
     return any(isinstance(n, (ast.Slice, ast.Call)) for n in walk(node))
+
+
+def _returned_alone(fn: Function, name: str) -> bool:
+    """fn returns the name itself (`return loader`)."""
+    return not isinstance(fn.node, ast.Module) and any(
+        isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id == name
+        for node in fn.own)
 
 
 def _returned_at(fn: Function, name: str) -> Optional[int]:

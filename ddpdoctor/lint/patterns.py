@@ -830,4 +830,11 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
         target = program.callee(node.func, klass.module.body)
         if program.is_class(target) and _class_buffered(program, target, seen):
             return True
+        if program.is_function(target) and target not in seen and not isinstance(target.node, ast.Module):
+            # `self.blip = blip_pretrain(...)`, a factory returning `BLIP_Pretrain(...)` (ImageReward)
+            seen.add(target)
+            for ret in target.returned:
+                made = program.callee(ret.func, target) if isinstance(ret, ast.Call) else None
+                if program.is_class(made) and _class_buffered(program, made, seen):
+                    return True
     return any(_class_buffered(program, b, seen) for b in program.bases(klass))

@@ -560,7 +560,10 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             continue
         if {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue  # all-reduced first: the same decision on every rank
-        effect = _effect(builder, fn, stmt, item, ddp, after_only=True, returns=bool(tested))
+        # a comparison of the value itself (`if loss < 1e6:`, `if mask_loss.nelement() > 0:`):
+        # a number each rank's batch decides, as `loss.item() > limit` is (not `loss.requires_grad`)
+        compared = bool(tested) or any(isinstance(n, ast.Compare) for n in walk(stmt.test))
+        effect = _effect(builder, fn, stmt, item, ddp, after_only=True, returns=bool(tested), valued=compared)
         if effect is None:
             continue
         action, work = effect
@@ -660,7 +663,7 @@ def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optiona
 
 
 def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bool,
-            after_only: bool = False, returns: bool = False) -> Optional[tuple[str, str]]:
+            after_only: bool = False, returns: bool = False, valued: bool = False) -> Optional[tuple[str, str]]:
     """What a test on every rank decides that ranks must agree on: (the action, the collective
     work the ranks then disagree about); None when nothing collective depends on it.
     after_only: only what the branch skips counts (a tensor test: not a branch's own work);
@@ -690,7 +693,7 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         mine, other = _work(builder, fn, stmt.body, ddp), _work(builder, fn, stmt.orelse, ddp)
         if mine and not other:
             return f"runs {mine}", mine
-    if isinstance(stmt, ast.If) and after_only and returns and ddp:
+    if isinstance(stmt, ast.If) and after_only and valued and ddp:
         # `if not torch.isnan(loss): loss.backward() ... else: log("skip")`: the backward (DDP's
         # gradient all-reduce) on one side only is the skip a `continue` before it would be
         # (a test on the value's own number only: `if loss.requires_grad:` is alike everywhere)

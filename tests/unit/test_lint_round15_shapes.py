@@ -282,3 +282,26 @@ def test_a_draw_in_a_module_function_the_dataset_calls_is_the_workers(tmp_path):
 def test_a_module_function_the_dataset_calls_that_draws_nothing_is_healthy(tmp_path):
     found, _ = lint(tmp_path, HELPER_DRAWS.format(draw="len(conversation) > 1"))
     assert [f for f in found if f.code == "DDP808"] == []
+
+
+SUBGROUP = """
+def launch(group):
+    urls = [None] * 2
+    dist.all_gather_object(urls, "url"{group})
+
+group = dist.new_group([0, 2])
+if dist.get_rank() == 0:
+    launch(group)
+"""
+
+
+def test_a_collective_over_a_subgroup_under_a_rank_test_is_a_warning_that_names_the_group(tmp_path):
+    # RL2: tp-rank-0 processes gather over their dp group, which holds exactly them
+    found, _ = lint(tmp_path, SUBGROUP.format(group=", group=group"))
+    [one] = [f for f in found if f.code == "DDP801"]
+    assert one.severity.value == "warning" and one.message.startswith("if `group` holds ranks that skip the branch")
+
+
+def test_the_same_collective_over_the_default_group_is_an_error(tmp_path):
+    found, _ = lint(tmp_path, SUBGROUP.format(group=""))
+    assert [f.severity.value for f in found if f.code == "DDP801"] == ["error"]
