@@ -1242,6 +1242,14 @@ class Program:
                     if symbol is not None:
                         out.append(symbol)
                 continue
+            if kind is ast.IfExp and value is not node:
+                # `loader_class = build_dist_loaders if not args.data_path else build_dataloaders`
+                # (CDial-GPT): where both sides are local functions, the call runs one of them
+                sides = [self._callee_symbol(side, scope) if side.__class__ in (ast.Name, ast.Attribute) else None
+                         for side in (value.body, value.orelse)]
+                if all(side.__class__ is Function and side.node.__class__ is not ast.Module for side in sides):
+                    out.extend(sides)
+                continue
             if kind is not ast.Call:
                 continue
             if value is not node and depth > 0 and value.func.__class__ in (ast.Name, ast.Attribute):

@@ -73,6 +73,11 @@ class SaveFacts:
                 if _single_process(event.conds, self._switches(), self.wraps_ddp()):
                     found.append(SaveFact(where, path_text, False, "on the single-process path"))
                     continue
+                pinned = self._pinned_off(event.conds)
+                if pinned:
+                    found.append(SaveFact(where, path_text, False, f"under `{pinned}`, which the process group's "
+                                          "set-up makes false"))
+                    continue
                 if path is not None and self.mentions_rank(path, fn):
                     local = self._node_local_only(path, fn)
                     if not local:
@@ -226,6 +231,44 @@ class SaveFacts:
             return False
         sites = self.callers().get(fn, [])
         return bool(sites) and all(self._main_only(caller, way, depth - 1, stack + (fn,)) for caller, way in sites)
+
+    def _pinned_off(self, conds: tuple) -> str:
+        """A test on a count the process group's set-up pins beside it (`init_process_group(...)`
+        then `args.n_gpu = 1` in the same block: OpenMatch, the transformers examples), false at
+        that value: `if args.n_gpu > 1:` never runs in a distributed job. The test, or ""."""
+        from ddpdoctor.lint.fact_builder import _test_of
+
+        pinned = self._setup_pins()
+        for cond, _ in conds:
+            test = _test_of(cond)
+            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+            test = test.operand if negated else test
+            if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)
+                    and type(test.comparators[0].value) is int and text(test.left) in pinned):
+                continue
+            compare = {ast.Gt: int.__gt__, ast.GtE: int.__ge__, ast.Lt: int.__lt__, ast.LtE: int.__le__,
+                       ast.Eq: int.__eq__, ast.NotEq: int.__ne__}.get(type(test.ops[0]))
+            if compare is not None and compare(pinned[text(test.left)], test.comparators[0].value) == negated:
+                return cond
+        return ""
+
+    def _setup_pins(self) -> dict:
+        """What the statements beside each init_process_group set to an int constant (a name or an
+        attribute, as written), where every set-up agrees."""
+        if not hasattr(self, "_pins"):
+            pins: dict = {}
+            for fn in self.functions:
+                for event in fn.events:
+                    if event.kind != "init":
+                        continue
+                    for block in _blocks_holding(fn.node, event.node):
+                        for stmt in block:
+                            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                                    isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is int:
+                                key = text(stmt.targets[0])
+                                pins[key] = stmt.value.value if pins.get(key, stmt.value.value) == stmt.value.value else None
+            self._pins = {k: v for k, v in pins.items() if v is not None}
+        return self._pins
 
     def _started(self) -> list:
         """The functions the script starts as ranks: mp.spawn's, and `mp.Process(target=...)`
@@ -411,6 +454,14 @@ def _guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:
         ifs = fn.__dict__["_ifs_by_id"] = {id(n): n for n in fn.own if n.__class__ is ast.If}
     found = ifs.get(guard.branch)
     return found.test if found is not None else None
+
+
+def _blocks_holding(root: ast.AST, node: ast.AST) -> list:
+    """The innermost statement list of root (a body, an `else:`) that holds node's statement."""
+    from ddpdoctor.lint.reaching import _path_to
+
+    path = _path_to(root, node)
+    return [path[-1][0]] if path else []
 
 
 def _open_or(test: Optional[ast.AST]) -> bool:

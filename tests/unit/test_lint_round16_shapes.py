@@ -123,3 +123,60 @@ def test_a_backward_under_a_test_of_the_loss_graph_is_no_skip(tmp_path):
     # guided-diffusion: `if loss.requires_grad:` is the same on every rank
     found, _ = lint(tmp_path, BARE_COMPARE.format(test="loss.requires_grad"))
     assert [f for f in found if f.code == "DDP809"] == []
+
+
+PINNED = """
+def setup(args):
+    if args.local_rank == -1:
+        args.n_gpu = torch.cuda.device_count()
+    else:
+        dist.init_process_group("gloo")
+        args.n_gpu = {pinned}
+
+class Args:
+    local_rank = int(os.environ.get("LOCAL_RANK", -1))
+
+args = Args()
+setup(args)
+model = torch.nn.Linear(4, 4)
+if args.n_gpu > 1:
+    torch.save(model.state_dict(), "a.pt")
+else:
+    torch.save(model.state_dict(), "b.pt")
+"""
+
+
+def test_a_side_the_set_up_pins_false_never_saves_in_a_distributed_job(tmp_path):
+    # OpenMatch: `args.n_gpu = 1` beside init_process_group, then `if args.n_gpu > 1: torch.save(...)`
+    found, _ = lint(tmp_path, PINNED.format(pinned="1"))
+    assert [f.location.line for f in found if f.code == "DDP806"] == [23]
+
+
+def test_a_count_the_set_up_leaves_open_saves_on_both_sides(tmp_path):
+    found, _ = lint(tmp_path, PINNED.format(pinned="torch.cuda.device_count()"))
+    assert [f.location.line for f in found if f.code == "DDP806"] == [21, 23]
+
+
+PICKED_BUILDER = """
+def build_dist_loaders(path):
+    torch.save(list(range(10)), path + ".cache")
+    return [torch.randn(8, 4)]
+
+def build_dataloaders(path):
+    return [torch.randn(8, 4)]
+
+path = os.environ.get("DATA", "data.json")
+loader_class = {choice}
+loader = loader_class(path)
+"""
+
+
+def test_a_builder_picked_by_a_conditional_expression_runs_either_function(tmp_path):
+    # CDial-GPT: `loader_class = build_dist_loaders if not args.data_path else build_dataloaders`
+    found, _ = lint(tmp_path, PICKED_BUILDER.format(choice="build_dist_loaders if not path else build_dataloaders"))
+    assert ("DDP806", "warning", 8) in codes(found)
+
+
+def test_a_builder_picked_between_a_local_function_and_a_library_one_is_not_followed(tmp_path):
+    found, _ = lint(tmp_path, PICKED_BUILDER.format(choice="build_dist_loaders if not path else print"))
+    assert [f for f in found if f.code == "DDP806"] == []
