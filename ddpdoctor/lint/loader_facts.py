@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import _fn_loops, _single_process, _statement_blocks, _switched, argument_at, loc, ruled_out
+from ddpdoctor.lint.fact_builder import (_fn_loops, _single_process, _statement_blocks, _switched, _test_of,
+                                         argument_at, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import _grad_context, dotted, is_const, keyword, last_name, loader_call, text
 from ddpdoctor.lint.program import Function, Klass
@@ -1059,8 +1060,6 @@ _OPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lam
 def _count_test(cond: str, fn: Function):
     """(what is counted, a predicate on its value) for `n > 1`, `not len(gpus) == 1`, or a flag
     fn binds once to such a test (`is_mp = len(gpus) > 1`, then `not is_mp`); None otherwise."""
-    from ddpdoctor.lint.fact_builder import _test_of
-
     test = _test_of(cond)
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     test = test.operand if negated else test

@@ -33,7 +33,7 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.fact_builder import _single_process, loc
+from ddpdoctor.lint.fact_builder import _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import call_keywords, keyword, last_name, loader_call, text
@@ -111,8 +111,6 @@ def _last_seeding_before(program, seeds: list, fn: Function, loader: ast.Call) -
     """The verdict of the seeding fn runs last before building the loader: a seeding call of
     its own, or a call of a local helper that seeds (`setup_seed(42 + epoch)`), judged by what
     that call hands the helper. None where fn runs none before it."""
-    from ddpdoctor.lint.fact_builder import argument_at
-
     best: Optional[tuple[int, int]] = None
     for site in fn.own_calls:
         if site.lineno >= loader.lineno or (best is not None and site.lineno <= best[0]):

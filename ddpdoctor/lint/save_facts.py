@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import writes
-from ddpdoctor.lint.fact_builder import _single_process, _switched, given_constants, loc
+from ddpdoctor.lint import reaching, writes
+from ddpdoctor.lint.fact_builder import _single_process, _switched, _test_of, given_constants, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
@@ -51,7 +51,8 @@ class SaveFacts:
                 several = bool(event.guards) and all(g.test.polarity == "nonzero" for g in event.guards)
                 # `if master and step % 10 == 0 or step in milestones:`: at the milestones every
                 # rank takes it (Adam-mini's checkpoints): judged as if unguarded
-                several = several or any(_open_or(_guard_test(fn, g)) for g in event.guards)
+                several = several or any(_open_or(self.program, _guard_test(fn, g), fn) is not None
+                                         for g in event.guards)
                 if event.guards and not several:
                     # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`)
                     # writes a file of its own
@@ -94,10 +95,11 @@ class SaveFacts:
                 if path is not None and any("BytesIO" in text(v, 1000) for v, _ in self.program.values_of(path, fn)):
                     found.append(SaveFact(where, path_text, False, "saved to memory"))
                     continue
-                opened = next((g.test.text for g in event.guards if _open_or(_guard_test(fn, g))), "")
-                if opened:
-                    found.append(SaveFact(where, path_text, True, f"under `{opened}`, whose other side holds "
-                                          "on every rank", None, how))
+                opened = next(((g, part) for g in event.guards
+                               if (part := _open_or(self.program, _guard_test(fn, g), fn)) is not None), None)
+                if opened is not None:
+                    found.append(SaveFact(where, path_text, True, f"under `{opened[0].test.text}`, whose other side "
+                                          f"holds on every rank: `{text(opened[1], 60)}` is no rank test", None, how))
                     continue
                 if isinstance(fn.node, ast.Module):
                     found.append(SaveFact(where, path_text, True, "module level, no rank test", None, how))
@@ -236,8 +238,6 @@ class SaveFacts:
         """A test on a count the process group's set-up pins beside it (`init_process_group(...)`
         then `args.n_gpu = 1` in the same block: OpenMatch, the transformers examples), false at
         that value: `if args.n_gpu > 1:` never runs in a distributed job. The test, or ""."""
-        from ddpdoctor.lint.fact_builder import _test_of
-
         pinned = self._setup_pins()
         for cond, _ in conds:
             test = _test_of(cond)
@@ -458,34 +458,21 @@ def _guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:
 
 def _blocks_holding(root: ast.AST, node: ast.AST) -> list:
     """The innermost statement list of root (a body, an `else:`) that holds node's statement."""
-    from ddpdoctor.lint.reaching import _path_to
-
-    path = _path_to(root, node)
+    path = reaching._path_to(root, node)
     return [path[-1][0]] if path else []
 
 
-def _open_or(test: Optional[ast.AST]) -> bool:
-    """An `or` test one of whose parts names no rank (`master and step % 10 == 0 or step in
-    [25, 50]`): where that part holds, every rank is in."""
-    from ddpdoctor.lint.fact_builder import SINGLE
-    from ddpdoctor.lint.ranks import MAIN_FLAG, RANK_NAME, UNIFORM_CALLS, UNIFORM_NAME
-
+def _open_or(program, test: Optional[ast.AST], fn: Function) -> Optional[ast.AST]:
+    """The part of an `or` test that is no rank test and says nothing about the run being
+    distributed (`step in [25, 50]` of `master and step % 10 == 0 or step in [25, 50]`): where
+    it holds, every rank is in; None where there is no such part (`not dist.is_initialized() or
+    rank == 0`: that side is one process)."""
     if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or)):
-        return False
-
-    def ranked(part: ast.AST) -> bool:
-        return any(isinstance(n, (ast.Name, ast.Attribute)) and (
-            RANK_NAME.match(last_name(n) or "") or MAIN_FLAG.match(last_name(n) or "")
-            or "rank" in (last_name(n) or "").lower() or (last_name(n) or "") in ("master", "master_process", "main"))
-            for n in walk(part))
-
-    def one_process(part: ast.AST) -> bool:
-        # `not dist.is_initialized() or rank == 0`: where that side holds there is one process
-        return bool(SINGLE.search(text(part))) or any(
-            isinstance(n, ast.Call) and last_name(n.func) in UNIFORM_CALLS for n in walk(part)) or any(
-            isinstance(n, (ast.Name, ast.Attribute)) and UNIFORM_NAME.search(last_name(n) or "") for n in walk(part))
-
-    return any(not ranked(part) and not one_process(part) for part in test.values)
+        return None
+    ranks = program.ranks
+    return next((part for part in test.values if ranks.guard(part, fn) is None and not ranks.uniform(part, fn)
+                 and not ranks.single_process(part, fn) and not _single_process(((text(part, 400), True),))),
+                None)
 
 
 def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:

@@ -144,7 +144,8 @@ def baseline_tables(baseline: Any, now: dict[str, Any]) -> list[Table]:
         rows.append([c.words, f"{c.before:g}", f"{c.now:g}", c.unit,
                      f"{c.tolerance:.3g}", "REGRESSED" if c.regressed else "ok"])
     found = [Table(f"Against the baseline ({baseline.source}): worse by more than the tolerance "
-                   "regresses (times: 3 standard errors of the difference of the two medians)",
+                   "regresses (times: 3 standard errors of the difference of the two medians; a part "
+                   "of the step, never less than the step time's own tolerance)",
                    ["metric", "baseline", "now", "unit", "tolerance", "verdict"], rows)]
     buckets = regression.bucket_rows(baseline.metrics, now)
     if buckets:

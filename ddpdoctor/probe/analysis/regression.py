@@ -54,8 +54,8 @@ class Change:
 
 def _standard_error(metrics: dict, spread_key: str) -> Optional[float]:
     spread, steps = _number(metrics.get(spread_key)), _number(metrics.get("judged_steps"))
-    if spread is None or not steps:
-        return None
+    if spread is None or steps is None or steps < 1 or spread < 0:
+        return None  # (a hand-edited baseline's `judged_steps: -5` is no count of steps)
     return MEDIAN_SE * spread / math.sqrt(steps)
 
 
@@ -69,7 +69,7 @@ def _time(metric: str, spread_key: str, words: str, before: dict, now: dict,
         tolerance = SIGMAS * math.sqrt(errors[0] ** 2 + errors[1] ** 2)
     else:  # an older report without its step count: the larger spread, twice
         spreads = [v for v in (_number(before.get(spread_key)), _number(now.get(spread_key)))
-                   if v is not None]
+                   if v is not None and v >= 0]
         tolerance = 2 * max(spreads, default=0.0)
     tolerance = max(MIN_TOLERANCE_MS, floor, tolerance)
     return Change(metric, words, "ms", old, new, tolerance, new - old > tolerance)

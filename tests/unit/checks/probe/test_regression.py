@@ -40,3 +40,13 @@ def test_a_part_of_the_step_is_not_judged_finer_than_the_step():
     assert noisy["exposed_comm_ms"].tolerance == noisy["step_ms_median"].tolerance > 0.9
     steady_steps = {c.metric: c for c in regression.compare(metrics(3.6, 0.05, 0.5), metrics(4.5, 0.05, 1.4))}
     assert steady_steps["exposed_comm_ms"].regressed and steady_steps["step_ms_median"].regressed
+
+
+def test_a_baseline_with_an_impossible_step_count_or_spread_is_judged_without_them():
+    # a hand-edited report (`judged_steps: -5`, a negative spread) sizes no standard error
+    from ddpdoctor.probe.analysis import regression
+
+    bad = {"step_ms_median": 4.0, "step_ms_spread": -1.0, "judged_steps": -5}
+    now = {"step_ms_median": 4.1, "step_ms_spread": 0.5, "judged_steps": 17}
+    [step] = regression.compare(bad, now)
+    assert step.tolerance == 1.0 and not step.regressed  # twice the one usable spread
