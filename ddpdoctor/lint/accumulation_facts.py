@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.fact_builder import _fn_loops, _loops, argument_at, given_constants, loc
+from ddpdoctor.lint.fact_builder import _cond_false, _cond_true, _fn_loops, _loops, argument_at, given_constants, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import fresh_model, is_const, keyword, last_name, plain_loss, text
@@ -303,7 +303,7 @@ class AccumulationFacts:
         return found
 
     def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2,
-                changed: Optional[set] = None) -> Optional[ast.Call]:
+                changed: Optional[set] = None, way_in: Optional[tuple] = None) -> Optional[ast.Call]:
         """The first call matching pred that runs on every pass of body: not under an `if`,
         or under both sides of one (`if scaler is not None: scaler.scale(loss).backward()
         else: loss.backward()`), or - changed: the names the loop rebinds - under a test the
@@ -312,7 +312,7 @@ class AccumulationFacts:
         optimizer.values(): o.step()`, CLAP's): each pass steps them all."""
         for stmt in body:
             if isinstance(stmt, ast.For) and _over_optimizers(stmt):
-                found = self._always(stmt.body, fn, pred, depth, changed)
+                found = self._always(stmt.body, fn, pred, depth, changed, way_in)
                 if found is not None:
                     return found
                 continue
@@ -323,9 +323,21 @@ class AccumulationFacts:
                 found = next((c for c in _expr_calls(stmt.test, False) if pred(c[0], fn, depth)), None)
                 if found:
                     return found[0]
+                # (way_in: the call into fn and the function it is in)
+                decided = self._decided(fn, *way_in, stmt.test) if way_in is not None else None
+                if decided is not None:
+                    # `if not eval_only:` of a helper the loop calls with a literal False
+                    # (adaptive-span's micro-batch step): the side that call takes; both where
+                    # the ways into the loop's function give both (its training and its evaluation)
+                    sides = [stmt.body, stmt.orelse] if decided == "either" else [stmt.body if decided else stmt.orelse]
+                    found = next((f for side in sides
+                                  if (f := self._always(side, fn, pred, depth, changed, way_in)) is not None), None)
+                    if found is not None:
+                        return found
+                    continue
                 if stmt.orelse:
-                    a = self._always(stmt.body, fn, pred, depth, changed)
-                    b = self._always(stmt.orelse, fn, pred, depth, changed)
+                    a = self._always(stmt.body, fn, pred, depth, changed, way_in)
+                    b = self._always(stmt.orelse, fn, pred, depth, changed, way_in)
                     if a is not None and b is not None:
                         # `if args.fp16: scaled.backward() else: loss.backward()`: name the side the
                         # flag takes by default (a store_true option is off unless given)
@@ -342,19 +354,19 @@ class AccumulationFacts:
                             and (a or b) is not None:
                         return a or b
                 elif changed is not None and _invariant(stmt.test, changed):
-                    found = self._always(stmt.body, fn, pred, depth, changed)
+                    found = self._always(stmt.body, fn, pred, depth, changed, way_in)
                     if found is not None:
                         return found
                 continue
             if isinstance(stmt, (ast.With, ast.AsyncWith)):
                 found = next((c for item in stmt.items for c, _ in _expr_calls(item.context_expr, False)
                               if pred(c, fn, depth)), None)
-                found = found or self._always(stmt.body, fn, pred, depth, changed)
+                found = found or self._always(stmt.body, fn, pred, depth, changed, way_in)
                 if found is not None:
                     return found
                 continue
             if isinstance(stmt, ast.Try):
-                found = self._always(stmt.body, fn, pred, depth, changed)
+                found = self._always(stmt.body, fn, pred, depth, changed, way_in)
                 if found is not None:
                     return found
                 continue
@@ -462,6 +474,30 @@ class AccumulationFacts:
                 return None if is_const(passed, False, 0, None) else "sometimes"
         return None
 
+    def _decided(self, fn: Function, call: ast.Call, caller: Function, test: ast.AST):
+        """The side of a test on fn's parameters that this call into fn settles (a switch it
+        passes as a constant, a string it gives another value; or its own parameter that every
+        way into the caller gives one constant: adaptive-span's `eval_only`; "either" where the
+        ways give both), or None."""
+        cond = text(test)
+        if _cond_true(fn, call, cond, ()):
+            return True
+        if _cond_false(fn, call, cond, True, ()):
+            return False
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        name = test.operand if negated else test
+        if not isinstance(name, ast.Name) or name.id not in fn.params:
+            return None
+        passed = argument_at(fn, call, name.id)
+        if not isinstance(passed, ast.Name) or passed.id not in caller.params:
+            return None
+        given = given_constants(self.callers(), caller, passed.id)
+        if not given:
+            return None
+        if len({bool(v) for v in given}) != 1:
+            return "either"  # a training way and an evaluating way in: each takes its side
+        return bool(next(iter(given))) != negated
+
     def _through(self, call: ast.Call, fn: Function, depth: int, pred) -> bool:
         if depth <= 0:
             return False
@@ -474,8 +510,10 @@ class AccumulationFacts:
         # a test on a name the helper neither takes nor sets (a closure's `if train:`, fixed when
         # the factory built it) takes the same side on every call
         return any(self._always(target.node.body, target, pred, depth - 1,
-                                _assigned_names(target.node.body) | set(target.params)) is not None
+                                _assigned_names(target.node.body) | set(target.params), (call, fn)) is not None
                    for target in targets if target.node is not None and not isinstance(target.node, ast.Module))
+
+
 
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:

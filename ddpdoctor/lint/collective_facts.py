@@ -83,6 +83,11 @@ class CollectiveFacts:
                     reached.append((event.op, loc(fn, event.node), [], ()))
                 elif event.kind in ("call", "ref"):
                     for target in event.targets:
+                        if self.sets_up_group(target):
+                            # `if rank() == 0: spawn(others); setup(0)` before any group exists
+                            # (SCRL's launcher): each process joins, and barriers, through its own
+                            # set-up call; the test tells the parent from the spawned, not ranks
+                            continue
                         step = f"{fn.file.display}:{event.line} {target.label}"
                         entry = event.node if event.kind == "call" else None
                         # a helper every rank also runs elsewhere (a periodic evaluation): its
@@ -133,7 +138,11 @@ class CollectiveFacts:
             if {"zero", "nonzero"} <= polarities[(_outermost(fn), _op_kind(found.op), guard.test.key)]:
                 continue
             key = (found.location.file, found.location.line, found.op)
-            if key not in best or len(found.chain) < len(best[key].chain):
+            # one finding per place: the proven one before one that rests on a switch on the way
+            # (minimal-diffusion's sampler: an all_gather under `if args.class_cond:`, then one
+            # every call runs), then the shortest way there
+            if key not in best or (bool(found.assumption), len(found.chain)) < \
+                    (bool(best[key].assumption), len(best[key].chain)):
                 best[key] = found
         return sorted(best.values(), key=lambda g: (g.location.file, g.location.line or 0))
 

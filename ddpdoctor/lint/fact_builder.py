@@ -129,6 +129,21 @@ class BuilderCore:
             for call, guards, loops in fn.calls:
                 yield fn, call, guards, loops
 
+    def setups(self) -> set:
+        """The reached functions that set up the process group (call init_process_group)."""
+        if not hasattr(self, "_setup_set"):
+            self._setup_set = {fn for fn, call, _, _ in self.calls() if last_name(call.func) == "init_process_group"}
+        return self._setup_set
+
+    def sets_up_group(self, fn: Function) -> bool:
+        """fn, or what it calls, sets up the process group: a rank test around its call is
+        decided before the group exists (the parent that joins as rank 0 after spawning the
+        others, each of which joins through its own call), not between its members."""
+        cache = self.__dict__.setdefault("_sets_up", {})
+        if fn not in cache:
+            cache[fn] = bool(self.setups() and reached_from([fn]) & self.setups())
+        return cache[fn]
+
     def wraps_ddp(self) -> bool:
         """Some reachable call builds a DistributedDataParallel model."""
         if not hasattr(self, "_wraps_ddp"):
@@ -152,18 +167,28 @@ class BuilderCore:
         if not hasattr(self, "_switch_set"):
             # any test, not only a plain flag: `if opt["dist"]:`, `if args.world_size > 1:`
             conds = {c for fn in self.functions for e in fn.events if e.kind == "init" for c, _ in e.conds}
+            # the tests each set-up runs under, by the function it is in
+            own = {fn: {c for e in fn.events if e.kind == "init" for c, _ in e.conds}
+                   for fn in self.functions if any(e.kind == "init" for e in fn.events)}
             # and the tests around a call of a helper that sets the group up (`if opt["dist"]:
             # init_dist("pytorch")`), a few calls up
-            starters = {fn for fn in self.functions if any(e.kind == "init" for e in fn.events)}
+            starters = set(own)
+            open_sides = set()  # call tests on whose side the helper does set the group up
             for _ in range(3):
-                calls = [(fn, e) for fn in self.functions for e in fn.events
-                         if e.kind == "call" and starters.intersection(e.targets)]
+                calls = [(fn, e) for fn in self.functions for e in fn.events  # (mp.spawn's ref too)
+                         if e.kind in ("call", "ref") and starters.intersection(e.targets)]
                 conds |= {c for _, e in calls for c, _ in e.conds}
+                # `if num_gpus > 1: spawn(train) else: train(0)` whose train sets up only under
+                # `if num_gpus > 1:`: the `else:` call sets nothing up (HiFi-GAN); `if generate:
+                # Trainer(...)` and past it the training that spawns: both sides do (lightweight-gan)
+                open_sides |= {c for _, e in calls for c, _ in e.conds
+                               if not any(_negated(c) in own.get(t, ()) for t in e.targets)}
                 grown = starters | {fn for fn, _ in calls if not isinstance(fn.node, ast.Module)}
                 if grown == starters:
                     break
                 starters = grown
-            self._switch_set = frozenset(conds)
+            self._switch_set = Switches(conds)
+            self._switch_set.open = frozenset(open_sides)
         return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = (),
@@ -274,8 +299,8 @@ class BuilderCore:
                 found = [(v, fn) for v in bound if not isinstance(v, ast.arg)]
                 if len(found) < len(bound):  # the parameter as the callers pass it
                     found += [(v, s) for v, s in self.program.values_of(name, fn, depth) if s is not fn]
-                if all(not isinstance(v, ast.Name) for v, _ in found):
-                    return found
+                if all(not isinstance(v, ast.Name) or s is not fn for v, s in found):
+                    return found  # (a caller's name is judged in the caller, by the recursion)
                 # a plain `x = y` in the way: what y holds, as every binding would say
         return self.program.values_of(name, fn, depth)
 
@@ -288,7 +313,8 @@ class BuilderCore:
         placed: set[int] = set()
         cache[(id(node), id(fn))] = placed
         for call in walk(node):
-            if not isinstance(call, ast.Call) or not any(isinstance(a, (ast.Name, ast.Attribute)) for a in call.args):
+            if not isinstance(call, ast.Call) or not any(isinstance(a, (ast.Name, ast.Attribute, ast.Call))
+                                                         for a in call.args):
                 continue
             for target in self.program.resolve(call.func, fn)[0]:
                 if target.node is None or isinstance(target.node, ast.Module):
@@ -300,7 +326,8 @@ class BuilderCore:
                         continue  # a default, not this call's argument
                     uses = [n for n in walk(target.node) if isinstance(n, ast.Name) and n.id == param
                             and isinstance(n.ctx, ast.Load)]
-                    if uses and all(id(n) in where for n in uses):
+                    # never read at all (a Dataset taking `rank, world` it ignores): no shard either
+                    if (uses and all(id(n) in where for n in uses)) or (not uses and not _reads_locals(target.node)):
                         placed.update(id(n) for n in walk(value))
         return placed
 
@@ -314,6 +341,12 @@ class BuilderCore:
             if isinstance(node, ast.Return) and node.value is call and not isinstance(fn.node, ast.Module):
                 return fn.name
         return ""
+
+
+def _reads_locals(node: ast.AST) -> bool:
+    """The function reads its names another way (`locals()`, `vars()`, `eval`)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("locals", "vars", "eval", "exec")
+               for n in walk(node))
 
 
 PLACEMENT_KEYWORDS = frozenset({"device", "device_id", "device_ids", "output_device", "map_location"})
@@ -376,7 +409,21 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
     group is set up only under `if X:`: the run is not distributed there. ddp: the script wraps a
     model in DistributedDataParallel, so `not use_fsdp` / `not deepspeed` is its DDP path."""
     return any((SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)))
-               or (c.startswith("not ") and c[4:] in switches) for c, _ in conds)
+               # (not where the group is set up on that side too: `if generate: Trainer(...)`
+               # and, past its `return`, the training that sets it up again)
+               or (c.startswith("not ") and c[4:] in switches and c not in getattr(switches, "open", ()))
+               for c, _ in conds)
+
+
+class Switches(frozenset):
+    """The tests the process group is set up under (_switches); `open`: those of the calls into
+    a helper that sets it up on that side too."""
+
+    open: frozenset = frozenset()
+
+
+def _negated(cond: str) -> str:
+    return cond[4:] if cond.startswith("not ") else f"not {cond}"
 
 
 def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tuple = ()) -> bool:
@@ -677,3 +724,15 @@ def _block_fields(cls: type) -> tuple[str, ...]:
     if found is None:
         found = _BLOCKS[cls] = tuple(f for f in cls._fields if f in ("body", "orelse", "finalbody", "handlers", "cases"))
     return found
+
+
+def reached_from(starts: list) -> set:
+    """The functions these can run: themselves and what they call or hand on, transitively."""
+    seen: set = set()
+    todo = list(starts)
+    while todo:
+        fn = todo.pop()
+        if fn not in seen:
+            seen.add(fn)
+            todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
+    return seen

@@ -64,9 +64,18 @@ class LintFacts:
 SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed")
 
 
+# Library calls that set up the default process group by their full name (OpenMMLab's
+# `init_dist(launcher)` reads RANK / WORLD_SIZE and calls init_process_group)
+LIBRARY_SETUPS = frozenset({"mmcv.runner.init_dist", "mmcv.runner.dist_utils.init_dist", "mmengine.dist.init_dist",
+                            "mmengine.dist.utils.init_dist"})
+
+
 def _engine_setup(call: ast.Call, full: str) -> bool:
     """`deepspeed.initialize(model=...)`: it sets up the default process group itself unless
-    told not to (`dist_init_required=False`), and many scripts call nothing else."""
+    told not to (`dist_init_required=False`), and many scripts call nothing else; OpenMMLab's
+    init_dist always does."""
+    if full in LIBRARY_SETUPS:
+        return True
     return full == "deepspeed.initialize" and not any(
         kw.arg == "dist_init_required" and isinstance(kw.value, ast.Constant) and kw.value.value is False
         for kw in call.keywords)

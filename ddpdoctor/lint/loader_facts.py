@@ -618,8 +618,8 @@ class LoaderFacts:
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():
-            if not self._builds_distributed_sampler(call, fn):
-                continue
+            if not self._builds_distributed_sampler(call, fn) or self._never_built(call, fn):
+                continue  # (a sampler on a side of its builder's switch no call takes)
             shuffle = keyword(call, "shuffle")
             if shuffle is None and len(call.args) > 3:
                 shuffle = call.args[3]
@@ -652,6 +652,7 @@ class LoaderFacts:
                     or any(v is call for v, _ in program.values_of(receiver, sfn)) \
                     or (isinstance(receiver, ast.Name)
                         and any(v is call for v, _ in program.unpacked(receiver.id, sfn))) \
+                    or self._kept_by_instance(receiver, sfn, call) \
                     or not own
                 if ok:
                     matched.append(loc(sfn, scall))
@@ -690,6 +691,20 @@ class LoaderFacts:
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
         return found
+
+    def _kept_by_instance(self, receiver: ast.AST, fn: Function, call: ast.Call) -> bool:
+        """`self.loader.origin.set_epoch(e)`: an attribute of an instance of a local class that
+        keeps the sampler it was given (`self.origin = sampler` in a DataLoader subclass's
+        __init__, SCRL): the attribute's values, through the class, hold the sampler built here."""
+        if not isinstance(receiver, ast.Attribute) or \
+                (isinstance(receiver.value, ast.Name) and receiver.value.id == "self"):
+            return False  # `self.sampler` is values_of's own case
+        program = self.program
+        klass = program.class_of(receiver.value, fn)
+        if klass is None:
+            return False
+        return any(v is call for value, owner in program._attr(klass, receiver.attr)
+                   for v, _ in program.values_of(value, owner))
 
     def _never_runs(self, fn: Function, call: ast.Call) -> bool:
         """Every way into fn decides against a test around the call on one of fn's parameters
@@ -739,7 +754,10 @@ class LoaderFacts:
         """`DistributedSampler(ds)`, or a call through a name bound to the class
         (`make = RandomSampler if local_rank == -1 else DistributedSampler; make(ds)`)."""
         if "DistributedSampler" in (last_name(call.func) or ""):
-            return True
+            target = self.program.callee(call.func, fn)
+            # a local class is judged by what it is, not its name: IDM's unshuffled
+            # `SequentialDistributedSampler(Sampler)` has no epoch to set
+            return not self.program.is_class(target) or self._epoch_sampler(target)
         if not isinstance(call.func, ast.Name):
             return False
         for value, _ in self.program.values_of(call.func, fn):
@@ -750,6 +768,13 @@ class LoaderFacts:
                         "DistributedSampler" in (last_name(alternative) or ""):
                     return True
         return False
+
+    def _epoch_sampler(self, klass, depth: int = 4) -> bool:
+        """A local sampler class that derives from a DistributedSampler or has set_epoch."""
+        if self.program.method(klass, "set_epoch") is not None or \
+                any("DistributedSampler" in base for base in klass.bases):
+            return True
+        return depth > 0 and any(self._epoch_sampler(base, depth - 1) for base in self.program.bases(klass))
 
     def _fed_from_helper(self, fn: Function, by_line: dict, loader_at, fed: str, shuffle):
         """A DistributedSampler returned by helper fn: the loader whose `sampler=` calls fn, and

@@ -514,7 +514,8 @@ def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
     full = program.qualify(value.func, fn) or ""
     if not full.endswith("DistributedDataParallel") and "." in full:
         full = _reexported(program, full)
-    return full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel."))
+    # (OpenMMLab's MMDistributedDataParallel, mmcv's or mmengine's, is torch's subclass)
+    return full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel.", "mmcv.", "mmengine."))
 
 
 def _reexported(program: Program, full: str, hops: int = 3) -> str:

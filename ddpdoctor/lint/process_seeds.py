@@ -138,7 +138,7 @@ def seeded_alike(builder: Builder) -> bool:
 def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
     """Each seeding of the process's torch generator that the ranks run, with what its seed is."""
     program = builder.program
-    spawned = program.ranks.spawn_targets
+    spawned = program.ranks.live_spawn_targets()
     reach = builder._spawn_reach() if spawned else None
     found = []
     for fn, call, _, _ in builder.calls():

@@ -478,6 +478,10 @@ class Program:
                 self.classes.append(klass)
                 if parent is None and cls is None:
                     module.classes[node.name] = klass
+                elif parent is not None:
+                    # a class defined inside a function (skrl's config builds `Torch()` defined in
+                    # its own __init__, which sets up the process group): found by that name there
+                    parent.__dict__.setdefault("_nested_classes", {})[node.name] = klass
                 self._index_body(node.body, module, klass, None, f"{prefix}{node.name}.")
             elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
                 # defs under `if TYPE_CHECKING`, try/except ImportError, ...
@@ -673,6 +677,12 @@ class Program:
             out = []
             for _, value, scope in found:
                 out.extend(self.values_of(value, scope, depth - 1))
+            if found and found[0][2] is fn and (node.id in fn.params or node.id in fn.kwonly) and \
+                    _entry_reaches(fn, node):
+                # `if sampler is None: sampler = RandomSampler(ds)` then `self.origin = sampler`
+                # (SCRL's loader): what the callers pass still reaches the use
+                for value, caller in self._passed(node.id, fn):
+                    out.extend(self.values_of(value, caller, depth - 1))
             return out
         if cls is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self":
             klass = self._class_of_fn(fn)
@@ -839,6 +849,9 @@ class Program:
         while scope is not None:
             if name in scope.nested:
                 return scope.nested[name]
+            inner = scope.__dict__.get("_nested_classes")
+            if inner and name in inner:
+                return inner[name]
             scope = scope.parent
         if name == "cls" and fn.cls is not None and fn.parent is None and \
                 any(last_name(d) == "classmethod" for d in getattr(fn.node, "decorator_list", [])):
@@ -987,8 +1000,23 @@ class Program:
                     for ret in target.returned:
                         found = self.class_of(ret, target, depth - 1)
                         if found is not None:
-                            return found
+                            return self._called_on(value.func, scope, target, found)
         return self.annotated_class(node, fn) if node.__class__ is ast.Name else None
+
+    def _called_on(self, func: ast.AST, fn: Function, factory: Function, found: Klass) -> Klass:
+        """A classmethod factory's `cls(...)` is the class it is called on: `Trainer.build(cfg)`
+        with `build` inherited from `Base` builds a Trainer (SCRL's init_from_config), whose own
+        methods then run."""
+        if found is factory.cls and func.__class__ is ast.Attribute and func.value.__class__ is ast.Name:
+            owner = self.symbol(func.value.id, fn)
+            if owner.__class__ is Klass and owner is not found and self._derives(owner, found):
+                return owner
+        return found
+
+    def _derives(self, klass: Klass, base: Klass, depth: int = 8) -> bool:
+        if depth <= 0:
+            return False
+        return any(b is base or self._derives(b, base, depth - 1) for b in self.bases(klass))
 
     def annotated_class(self, name: ast.Name, fn: Function) -> Optional[Klass]:
         """The local class a name is declared as, where its values do not show one: a parameter
@@ -1478,6 +1506,13 @@ def _reaching(found: list, use: ast.AST, fn: Function) -> list:
             if n.__class__ in (ast.For, ast.While, ast.AsyncFor)]
     return [(bound, value, scope) for bound, value, scope in found
             if bound <= line or any(start <= line and bound <= end for start, end in spans)]
+
+
+def _entry_reaches(fn: Function, use: ast.Name) -> bool:
+    """The parameter's value fn was entered with may reach this use past fn's own bindings of the
+    name (each under an `if` that may not run)."""
+    flow = reaching.reaching_values(fn.node, use.id, use, params=True) if fn.node is not None else None
+    return bool(flow) and any(value.__class__ is ast.arg for value in flow)
 
 
 def _scoped(scope: Function, name: str) -> list:

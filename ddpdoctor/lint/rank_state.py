@@ -62,12 +62,14 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
     for fn in builder.functions:
         if fn.node is None:
             continue
-        stmts = list(_statements(builder.program, fn, fn.node.body, (), (), False))
+        stmts = statements(builder.program, fn)
         state = _rank_state(builder, fn, stmts, ddp)
         found.extend(state)
         decided = {d.location for d in state}  # a counter rank 0 keeps: said once, as state
         found.extend(d for d in _tensor_values(builder, fn, stmts, ddp) if d.location not in decided)
         found.extend(d for d in _rank_exits(builder, fn, stmts, ddp) if d.location not in decided)
+        decided |= {d.location for d in found}
+        found.extend(d for d in _clock_values(builder, fn, stmts, ddp) if d.location not in decided)
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
     for methods in by_class.values():
@@ -97,39 +99,95 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
                 shared.update(n.attr for arg in [*node.args, *(k.value for k in node.keywords)]
                               for n in walk(arg) if isinstance(n, ast.Attribute))
     local = {}
+    flagged = set()  # set only to a constant under a further test: whether that test ever holds
     for attr, items in assigned.items():
         ranked = [(f, i) for f, i, r in items if r]
         if attr in shared or not ranked:
             continue
-        if all(_constant(getattr(i.node, "value", None)) for _, i, r in items if not r):
+        if all(_constant(_attr_value(i.node, attr)) or _restored(_attr_value(i.node, attr), f)
+               for f, i, r in items if not r):
             local[attr] = ranked[0]
+            if all(i.conditional and isinstance(i.node, ast.Assign) and _constant(_attr_value(i.node, attr))
+                   for _, i in ranked):
+                flagged.add(attr)  # (ParaGen's `self._early_stopping = True` past a patience the config sets)
     found = []
-    for fn, stmts in methods if local else ():
+    said: set = set()
+    # the reads on every rank's way first (a test under a plain `if` only where it is reached)
+    reads = sorted(((fn, item) for fn, stmts in (methods if local else ()) for item in stmts),
+                   key=lambda pair: pair[1].conditional)
+    for fn, item in reads:
         if builder.only_guarded(fn) is True:
             continue
-        for item in stmts:
-            stmt = item.node
-            if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
-                continue
-            read = [n.attr for n in walk(stmt.test) if isinstance(n, ast.Attribute) and n.attr in local
-                    and isinstance(n.value, ast.Name) and n.value.id == "self"]
-            if not read:
-                continue
-            effect = _effect(builder, fn, stmt, item, ddp)
-            if effect is None:
-                continue
-            setter_fn, setter = local[read[0]]
-            tests = list(setter.guards) or [g.test for _, e in builder.callers().get(setter_fn, [])
-                                             for g in e.guards[-1:]]
-            guard = tests[-1].text if tests else setter_fn.rank_only or ""
-            assumption = tests[-1].assumption if tests else ""
-            notes = [a for a in (assumption, f"the test at line {stmt.lineno} is reached on every rank"
-                                 if item.conditional else "") if a]
-            found.append(RankLocalDecision(
-                Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], f"self.{read[0]}",
-                "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
-                ", and ".join(notes)))
+        stmt = item.node
+        if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
+            continue
+        read = [n.attr for n in walk(stmt.test) if isinstance(n, ast.Attribute) and n.attr in local
+                and isinstance(n.value, ast.Name) and n.value.id == "self"]
+        if not read:
+            continue
+        effect = _effect(builder, fn, stmt, item, ddp)
+        if effect is None:
+            continue
+        setter_fn, setter = local[read[0]]
+        tests = list(setter.guards) or [g.test for _, e in builder.callers().get(setter_fn, [])
+                                         for g in e.guards[-1:]]
+        guard = tests[-1].text if tests else setter_fn.rank_only or ""
+        assumption = tests[-1].assumption if tests else ""
+        notes = [a for a in (assumption, f"the test at line {stmt.lineno} is reached on every rank"
+                             if item.conditional else "",
+                             f"the assignment at line {setter.node.lineno} runs (it is under a further test)"
+                             if read[0] in flagged else "") if a]
+        if setter.node in said:
+            continue  # one flag, one finding: the loop that reads it unconditionally first
+        said.add(setter.node)
+        found.append(RankLocalDecision(
+            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], f"self.{read[0]}",
+            "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
+            ", and ".join(notes)))
     return found
+
+
+def _restored(value: Optional[ast.AST], fn: Function) -> bool:
+    """`state["trainer"]["early_stopping"]` read from a state dict the method is handed or
+    loads (`_restore(self, state_dict)`, `torch.load(path)`): every rank resumes from the same
+    checkpoint, so the value is the same on every rank (ParaGen's trainer state)."""
+    for _ in range(3):
+        while isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+            value = value.value
+        if isinstance(value, ast.Call) and last_name(value.func) == "load":
+            return True
+        if not isinstance(value, ast.Name):
+            return False
+        if value.id in fn.params and value.id != "self" and "state" in value.id.lower():
+            return True
+        bound = fn.bindings.get(value.id, [])
+        if len(bound) != 1:
+            return False
+        value = bound[0][1]
+    return False
+
+
+def _attr_value(stmt: ast.stmt, attr: str) -> Optional[ast.AST]:
+    """What a statement assigns to `self.attr`: its value, or the item of a tuple unpacked
+    into a tuple (`self.model, self.stop = model, False`: ParaGen's trainer)."""
+    value = getattr(stmt, "value", None)
+    if isinstance(stmt, ast.Assign) and isinstance(value, (ast.Tuple, ast.List)):
+        for target in stmt.targets:
+            if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(value.elts):
+                for item, part in zip(target.elts, value.elts):
+                    if isinstance(item, ast.Attribute) and item.attr == attr and \
+                            isinstance(item.value, ast.Name) and item.value.id == "self":
+                        return part
+    return value
+
+
+def statements(program, fn: Function) -> list:
+    """fn's statements with the rank tests around each (_Stmt.guards), made once per function
+    (DDP809's passes and the saves' read them)."""
+    made = fn.__dict__.get("_rank_statements")
+    if made is None:
+        made = fn.__dict__["_rank_statements"] = list(_statements(program, fn, fn.node.body, (), (), False))
+    return made
 
 
 def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
@@ -151,10 +209,17 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
                 yield from _statements(program, fn, stmt.body, guards + (test,), inner, conditional, tensor)
                 yield from _statements(program, fn, stmt.orelse, guards + (test.negated(),), loops, conditional,
                                        tensor)
+                leaving = (ast.Return, ast.Continue, ast.Break)
                 if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
-                        isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)):
+                        isinstance(stmt.body[-1], leaving):
                     yield from _statements(program, fn, body[index + 1:], guards + (test.negated(),),
                                            loops, conditional, tensor)
+                    return
+                if isinstance(stmt, ast.If) and stmt.orelse and stmt.body and \
+                        isinstance(stmt.body[-1], leaving) != isinstance(stmt.orelse[-1], leaving):
+                    # `if rank == 0: ... else: continue`: the rest runs where the other side holds
+                    on = test if isinstance(stmt.orelse[-1], leaving) else test.negated()
+                    yield from _statements(program, fn, body[index + 1:], guards + (on,), loops, conditional, tensor)
                     return
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             yield from _statements(program, fn, stmt.body, guards, loops + (stmt,), conditional, tensor)
@@ -573,6 +638,55 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
     return found
 
 
+# Each process's own clock: two ranks cross a time limit at different passes.
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
+                    "time.monotonic_ns", "datetime.datetime.now", "datetime.now", "timeit.default_timer"})
+
+
+def _clock_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
+    """`if time.time() > last_log + 0.25: log_and_all_reduce()` (PufferLib's trainer), `if
+    time.time() - start > budget: break`: a test on the process's own clock decides a collective
+    or a leave on every rank; each rank crosses the time at its own pass."""
+    program = builder.program
+    clocked = {name for name, values in fn.bindings.items()
+               if values and all(_reads_clock(program, v, fn) for _, v in values)}
+    found = []
+    for item in stmts:
+        stmt = item.node
+        if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
+            continue
+        if not (_reads_clock(program, stmt.test, fn) or
+                any(isinstance(n, ast.Name) and n.id in clocked for n in walk(stmt.test))):
+            continue
+        # what a side runs on every rank: a block under a rank test inside it is that rank's
+        # own (EvoDiff's `if rank == 0:` checkpoint under the clock test), judged as such elsewhere
+        sides = {field: [s for s in getattr(stmt, field) if not (
+            isinstance(s, ast.If) and program.ranks.guard(s.test, fn) is not None)] for field in ("body", "orelse")}
+        effect = _effect(builder, fn, _with_sides(stmt, sides), item, ddp)
+        if effect is None:
+            continue
+        clock = next((c for c in walk(stmt.test) if isinstance(c, ast.Call) and
+                      (program.qualify(c.func, fn) or "") in CLOCKS), None)
+        value = text(clock) if clock is not None else \
+            next(n.id for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in clocked)
+        found.append(RankLocalDecision(
+            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], value, "clock_value",
+            effect[1], assumption="each rank's own clock crosses the limit at a different pass"))
+    return found
+
+
+def _with_sides(stmt: ast.stmt, sides: dict) -> ast.stmt:
+    """A copy of an if / while with other statements on its sides (the tree is only read)."""
+    copy = ast.If(test=stmt.test, body=sides["body"], orelse=sides["orelse"]) if isinstance(stmt, ast.If) else \
+        ast.While(test=stmt.test, body=sides["body"], orelse=sides["orelse"])
+    return ast.copy_location(copy, stmt)
+
+
+def _reads_clock(program, node: Optional[ast.AST], fn: Function) -> bool:
+    return node is not None and any(isinstance(c, ast.Call) and (program.qualify(c.func, fn) or "") in CLOCKS
+                                    for c in walk(node))
+
+
 # What a value's shape or type says: the same on every rank whatever the batch's values.
 _SHAPE_ONLY = {"shape", "size", "ndim", "dim", "dtype", "device", "numel", "len",
                "isinstance", "type"}  # `isinstance(loss, float)`: which code path made it
@@ -765,4 +879,10 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
                     return f"{reached[0][0]} (in {target.label})"
                 if ddp and builder._backward(node, fn):
                     return f"the backward in {target.label} (DDP all-reduces the gradients)"
+                if ddp and target.node is not None and not isinstance(target.node, ast.Module):
+                    # a trainer's step a few helpers down (ParaGen: `_safe_step` -> `_step` ->
+                    # `_backward_loss` -> `loss.backward()`)
+                    deeper = _backward_in(builder, target, list(target.node.body), 3)
+                    if deeper:
+                        return deeper
     return ""

@@ -73,12 +73,22 @@ class RankFlow:
         self._returns_rank: dict[tuple[int, int], bool] = {}
         self.spawn_params: set[tuple[int, str]] = set()  # (id(function), its first parameter)
         self.spawn_targets: list = []  # the local functions mp.spawn starts as the ranks
+        self.spawners: dict[int, list] = {}  # id(target) -> the functions whose mp.spawn starts it
         self.attributes: dict[str, list[tuple[ast.AST, Function]]] = {}  # "args.gpu" -> values
         # what the program hands init_process_group as `rank=`: the global rank by definition,
         # however it is spelled (`opt.gpu_ranks[device_id]`): attribute and subscript texts, and
         # (function, name) for a plain name
         self.init_rank_texts: set[str] = set()
         self.init_rank_names: set[tuple[int, str]] = set()
+
+    def live_spawn_targets(self) -> list:
+        """The spawn targets whose mp.spawn runs: a launcher helper the script defines (or
+        imports) and never calls starts no ranks, and the script's own process is then a rank
+        (SCRL's unused `launch()` beside a __main__ that joins the group itself)."""
+        reached = getattr(self.program, "reachable", None)
+        if reached is None:  # asked before the walk: every target
+            return list(self.spawn_targets)
+        return [t for t in self.spawn_targets if any(fn in reached for fn in self.spawners.get(id(t), ()))]
 
     # ------------------------------------------------------------------ set-up
     def index(self) -> None:
@@ -110,6 +120,7 @@ class RankFlow:
                     if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:
                         for target in program.reference(started, fn):
                             self.spawn_targets.append(target)
+                            self.spawners.setdefault(id(target), []).append(fn)
                             if target.params:
                                 self.spawn_params.add((id(target), target.params[0]))
             for name, values in fn.attr_bindings.items():
@@ -335,6 +346,10 @@ class RankFlow:
             return None
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return self._compare(test, fn, depth)
+        if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and self.is_rank(test, fn):
+            # `if dist.get_rank():`, `if config.torch.rank:` (skrl): the rank's truth, every rank but 0
+            name = last_name(test.func if isinstance(test, ast.Call) else test) or text(test)
+            return RankTest(text(test), name, "nonzero", scope="node" if "local" in name.lower() else "global")
         if isinstance(test, ast.Call):
             name = last_name(test.func) or ""
             targets, _ = self.program.resolve(test.func, fn)
@@ -757,6 +772,9 @@ WORLD_COUNT = re.compile(r"world|get_size|nprocs|num_(?:gpus|procs|ranks|replica
 def _periodic(node: ast.AST) -> bool:
     """`step % log_every == 0`: a counter test, true on every rank at the same steps, and true at
     some step of any run long enough: not a value the finding has to assume."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node = node.operand  # `not epoch % k` (minimal-diffusion): `epoch % k == 0`
+        return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) or _periodic(node)
     return isinstance(node, ast.Compare) and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
                                                  for n in [node.left, *node.comparators])
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import reaching, writes
-from ddpdoctor.lint.fact_builder import _single_process, _switched, _test_of, given_constants, loc
+from ddpdoctor.lint import rank_state, reaching, writes
+from ddpdoctor.lint.fact_builder import _single_process, _switched, _test_of, given_constants, loc, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
@@ -73,6 +73,10 @@ class SaveFacts:
                     continue
                 if _single_process(event.conds, self._switches(), self.wraps_ddp()):
                     found.append(SaveFact(where, path_text, False, "on the single-process path"))
+                    continue
+                off = self._rank_disabled(fn, event.conds) or self._callers_disabled(fn)
+                if off:
+                    found.append(SaveFact(where, path_text, False, off))
                     continue
                 pinned = self._pinned_off(event.conds)
                 if pinned:
@@ -222,7 +226,7 @@ class SaveFacts:
         the ranks run, is single-process."""
         if not hasattr(self, "_ranks_only_setup"):
             reach = self._spawn_reach()
-            setups = [fn for fn, call, _, _ in self.calls() if last_name(call.func) == "init_process_group"]
+            setups = self.setups()
             self._ranks_only_setup = bool(setups) and all(fn in reach for fn in setups)
         return self._ranks_only_setup
 
@@ -233,6 +237,62 @@ class SaveFacts:
             return False
         sites = self.callers().get(fn, [])
         return bool(sites) and all(self._main_only(caller, way, depth - 1, stack + (fn,)) for caller, way in sites)
+
+    def _rank_disabled(self, fn: Function, conds: tuple) -> str:
+        """A plain test around the write that the other ranks make false themselves: a name or
+        `self.` attribute set to a constant under a test true on every rank but 0 (skrl's
+        `if config.torch.rank: self.checkpoint_interval = 0`, then `if self.checkpoint_interval >
+        0 ...: write_checkpoint()`): only rank 0 writes. The reason, or ""."""
+        for cond, _ in conds:
+            test = _test_of(cond)
+            if test is None:
+                continue
+            for key, value, guard in self._set_off_rank_zero(fn, test):
+                if _truth(test, key, value) is False:
+                    return f"`{cond}` is false on the ranks `{guard}` sets {key} = {text(value)} on"
+        return ""
+
+    def _callers_disabled(self, fn: Function, depth: int = 2) -> str:
+        """Every call of fn sits under such a test, or on a side no construction of its class
+        takes (skrl's `if self.export: self.save(...)`, export left False): one or two calls up."""
+        sites = self.callers().get(fn, [])
+        if not sites or depth <= 0:
+            return ""
+        said = []
+        for caller, event in sites:
+            why = self._rank_disabled(caller, event.conds) or self._dead_side(caller, event.conds) or \
+                self._callers_disabled(caller, depth - 1)
+            if not why:
+                return ""
+            said.append(why)
+        return said[0]
+
+    def _set_off_rank_zero(self, fn: Function, test: ast.AST) -> list:
+        """(key, constant, rank test) for each name or self attribute the test reads that some
+        statement sets to a constant under a test true on every rank but 0."""
+        keys = {text(n) for n in walk(test) if isinstance(n, ast.Name) or
+                (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self")}
+        if not keys:
+            return []
+        scopes = [fn]
+        klass = self.program._class_of_fn(fn)
+        if klass is not None:
+            chain = [klass, *self.program.bases(klass)]
+            scopes += [m for k in chain for m in k.methods.values() if m is not fn]
+        found = []
+        for scope in scopes:
+            if scope.node is None:
+                continue
+            for item in rank_state.statements(self.program, scope):
+                stmt = item.node
+                if not (item.guards and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
+                        all(g.polarity == "nonzero" and not g.assumption for g in item.guards)):
+                    continue
+                key = text(stmt.targets[0])
+                if key in keys and (key.startswith("self.") or scope is fn) and \
+                        isinstance(stmt.value, (ast.Constant, ast.UnaryOp)):
+                    found.append((key, stmt.value, item.guards[-1].text))
+        return found
 
     def _pinned_off(self, conds: tuple) -> str:
         """A test on a count the process group's set-up pins beside it (`init_process_group(...)`
@@ -275,15 +335,15 @@ class SaveFacts:
         ones that set up a process group (I2SB's ranks, Taglets' prediction workers; a Process
         that only prefetches or logs leaves the script's own process a rank)."""
         if not hasattr(self, "_started_targets"):
-            started = list(self.program.ranks.spawn_targets)
-            setups = {fn for fn, call, _, _ in self.calls() if last_name(call.func) == "init_process_group"}
+            started = self.program.ranks.live_spawn_targets()
+            setups = self.setups()
             for fn, call, _, _ in self.calls():
                 target = keyword(call, "target")
                 if last_name(call.func) != "Process" or target is None:
                     continue
                 full = self.program.qualify(call.func, fn) or ""
                 if "multiprocessing" in full or (dotted(call.func) or "").startswith("mp."):
-                    started.extend(t for t in self.program.reference(target, fn) if _reached_from([t]) & setups)
+                    started.extend(t for t in self.program.reference(target, fn) if reached_from([t]) & setups)
             self._started_targets = started
             # what the ranks are handed to run (`Process(target=init_processes, args=(r, n, main,
             # opt))`, OpenNMT's `args=(partial(single_main), ...)`): they run it too
@@ -303,13 +363,18 @@ class SaveFacts:
             handed = keyword(call, "args")
             for item in getattr(handed, "elts", ()):
                 for runs in partial_target(self.program, item, fn):
-                    found += [t for t in self.program.reference(runs, fn) if not isinstance(t.node, ast.Module)]
+                    # a launcher helper's own parameter (`launch(main_func, n)` handing
+                    # `args=(main_func,)` on, detectron2's): what its callers pass for it
+                    targets = self.program.reference(runs, fn) or [
+                        t for value, scope in self.program.values_of(runs, fn) if value is not runs
+                        for t in self.program.reference(value, scope)]
+                    found += [t for t in targets if not isinstance(t.node, ast.Module)]
         return found
 
     def _spawn_reach(self) -> set:
         """The functions a started process can run: the targets and what they call or hand on."""
         if not hasattr(self, "_spawned_reach"):
-            self._spawned_reach = _reached_from(self._started())
+            self._spawned_reach = reached_from(self._started())
         return self._spawned_reach
 
     def _dead_side(self, fn: Function, conds: tuple) -> str:
@@ -335,7 +400,7 @@ class SaveFacts:
                 continue
             init, param = next(((init, value.id) for init in inits for target, value in _pairs(init)
                                 if dotted(target) == attr and isinstance(value, ast.Name)
-                                and value.id in init.params), (None, None))
+                                and (value.id in init.params or value.id in init.kwonly)), (None, None))
             if param is None or any(isinstance(n, ast.Assign) and any(dotted(t) == attr for t in n.targets)
                                     for c in chain for f in c.methods.values() if f is not init for n in f.own):
                 continue
@@ -523,13 +588,31 @@ def _returned_before(fn: Function, call: ast.Call) -> tuple:
     return tuple(held)
 
 
-def _reached_from(starts: list) -> set:
-    """The functions these can run: themselves and what they call or hand on, transitively."""
-    seen: set = set()
-    todo = list(starts)
-    while todo:
-        fn = todo.pop()
-        if fn not in seen:
-            seen.add(fn)
-            todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
-    return seen
+def _truth(test: ast.AST, key: str, value: ast.AST):
+    """True / False where the test is settled by `key` holding the constant `value`, else None
+    (other names unknown): `x > 0`, `x`, `not x`, and `and` / `or` of such."""
+    const = value.value if isinstance(value, ast.Constant) else None
+    if isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Constant) and \
+            isinstance(value.op, ast.USub) and isinstance(value.operand.value, (int, float)):
+        const = -value.operand.value
+    if isinstance(test, ast.BoolOp):
+        parts = [_truth(v, key, value) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        return True if True in parts else (False if all(p is False for p in parts) else None)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _truth(test.operand, key, value)
+        return None if inner is None else not inner
+    if text(test) == key:
+        return bool(const)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and text(test.left) == key and \
+            isinstance(test.comparators[0], ast.Constant):
+        other = test.comparators[0].value
+        compare = {ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b,
+                   ast.LtE: lambda a, b: a <= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+                   ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}.get(type(test.ops[0]))
+        try:
+            return None if compare is None else bool(compare(const, other))
+        except TypeError:
+            return None
+    return None

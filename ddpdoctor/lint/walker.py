@@ -68,8 +68,15 @@ def _calls_param(target: "Function", slot) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
                or (isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
                or (isinstance(n, ast.Call) and CALLBACK_SINK.search(last_name(n.func) or "")
-                   and any(isinstance(a, ast.Name) and a.id == name for a in n.args))
+                   and any(isinstance(a, ast.Name) and a.id == name for a in _handed(n)))
                for n in target.own)
+
+
+def _handed(call: ast.Call) -> list:
+    """What a call hands on: its arguments and keyword values, and the items of a tuple or list
+    among them (`mp.spawn(_worker, args=(main_func,))`: detectron2-style launchers)."""
+    values = [*call.args, *(kw.value for kw in call.keywords)]
+    return values + [item for v in values if isinstance(v, (ast.Tuple, ast.List)) for item in v.elts]
 
 
 # Calls that keep a function to call it later: a helper passing its argument on to one of these
@@ -174,10 +181,23 @@ class Walker:
         self.block(body, guards, 0)
 
     def block(self, body: list[ast.stmt], guards: tuple[Guard, ...], loops: int) -> None:
+        mark = len(self.conds)
+        try:
+            self._block(body, guards, loops)
+        finally:
+            del self.conds[mark:]
+
+    def _block(self, body: list[ast.stmt], guards: tuple[Guard, ...], loops: int) -> None:
         for index, stmt in enumerate(body):
             self.stmt(stmt, guards, loops)
             if isinstance(stmt, (ast.Raise, ast.Return, ast.Continue, ast.Break)):
                 return  # what follows in this block never runs (relora's retired save helper)
+            if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
+                    isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)) and \
+                    self.program.ranks.guard(stmt.test, self.fn) is None:
+                # `if phase == "train": return train_loader` then `return DataLoader(ds)`: what
+                # follows runs where the test is false (a call that passes "train" never gets there)
+                self.conds.append(_Said(stmt.test, "else"))
             # `if rank != 0: return` - what follows runs on the other ranks only. Not after a
             # raise: a rank that raises crashes and the launcher ends the job (dinov2's
             # `if _LOCAL_RANK >= 0: raise RuntimeError("already initialised")`, read before the
@@ -191,6 +211,17 @@ class Walker:
                         unless = tuple(_negation_text(p) for p in stmt.test.values
                                        if self.program.ranks.guard(p, self.fn) is None)
                     guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else", unless)
+                    self.block(body[index + 1:], guards + (guard,), loops)
+                    return
+            # `if rank == 0: log() else: continue` (adaptive-span's loop tail): what follows runs
+            # where the side that goes on holds; the same with the sides the other way round
+            if isinstance(stmt, ast.If) and stmt.orelse and stmt.body:
+                ends = [isinstance(side[-1], TERMINATORS) and not _crashes(side[-1])
+                        for side in (stmt.body, stmt.orelse)]
+                test = self.program.ranks.guard(stmt.test, self.fn) if ends[0] != ends[1] else None
+                if test is not None:
+                    on = test if ends[1] else test.negated()
+                    guard = Guard(on, self.fn.file.display, stmt.lineno, id(stmt), "body" if ends[1] else "else")
                     self.block(body[index + 1:], guards + (guard,), loops)
                     return
             # `if distributed: gather(); if rank != 0: return` (else: one process's own rows):
@@ -368,14 +399,19 @@ def _rank_return(walker: "Walker", stmt: ast.stmt):
     same way; None otherwise."""
     if stmt.__class__ is not ast.If or (stmt.orelse and isinstance(stmt.orelse[-1], TERMINATORS)):
         return None
-    inners = [inner for inner in stmt.body if inner.__class__ is ast.If and not inner.orelse and inner.body
-              and isinstance(inner.body[-1], TERMINATORS) and not _crashes(inner.body[-1])]
+    def leaves(side: list) -> bool:
+        return bool(side) and isinstance(side[-1], TERMINATORS) and not _crashes(side[-1])
+
+    # `if rank != 0: return`, or `if rank == 0: ... else: continue` (adaptive-span): the side
+    # that leaves, as the test that holds there
+    inners = [(inner, leaves(inner.body)) for inner in stmt.body if inner.__class__ is ast.If and inner.body
+              and ((not inner.orelse and leaves(inner.body)) or (inner.orelse and leaves(inner.orelse) != leaves(inner.body)))]
     if not inners or walker.program.ranks.guard(stmt.test, walker.fn) is not None:
         return None  # (the structure first: most ifs hold no such return, and guard() is dearer)
     if walker.program.ranks.single_process(stmt.test, walker.fn):
         return None  # `if not distributed: if device_id > 0: return`: distributed ranks all go on
-    for inner in inners:
+    for inner, body_leaves in inners:
         test = walker.program.ranks.guard(inner.test, walker.fn)
         if test is not None:
-            return test, inner
+            return (test if body_leaves else test.negated()), inner
     return None
