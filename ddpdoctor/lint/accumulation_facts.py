@@ -509,11 +509,18 @@ class AccumulationFacts:
                     targets += self.program.resolve(value.args[0], scope)[0]
         # a test on a name the helper neither takes nor sets (a closure's `if train:`, fixed when
         # the factory built it) takes the same side on every call
-        return any(self._always(target.node.body, target, pred, depth - 1,
-                                _assigned_names(target.node.body) | set(target.params), (call, fn)) is not None
+        return any(self._always(target.node.body, target, pred, depth - 1, _changed_in(target), (call, fn)) is not None
                    for target in targets if target.node is not None and not isinstance(target.node, ast.Module))
 
 
+
+
+def _changed_in(fn: Function) -> set[str]:
+    """A helper's parameters and the names its body rebinds (asked at every call into it)."""
+    found = fn.__dict__.get("_changed_names")
+    if found is None:
+        found = fn.__dict__["_changed_names"] = _assigned_names(fn.node.body) | set(fn.params)
+    return found
 
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:

@@ -98,9 +98,9 @@ def unreached(facts: LintFacts) -> tuple[list[str], list[str]]:
     where = facts.unreached_setup
     if where is None and facts.config_named is not None:
         named = facts.config_named
-        return ([f"the training code is a class the config names, made at {named} (a `_target_`): the "
-                 "lint reads the source, not the config, so the rules did not judge it; lint the module "
-                 "that class lives in, or `ddpdoctor probe` the script"],
+        return ([f"the training code is a class or module the config names, made at {named} (a `_target_`, "
+                 "an import_module of a configured name): the lint reads the source, not the config, so the "
+                 "rules did not judge it; lint the module that class lives in, or `ddpdoctor probe` the script"],
                 [f"{facts.script}: the training code was not reached: the script sets up the process group, "
                  f"then runs what its config names at {named}"])
     if where is None:

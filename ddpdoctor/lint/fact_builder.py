@@ -203,13 +203,21 @@ class BuilderCore:
             return None
         if fn in stack or depth <= 0:
             return False
+        live = 0
         for caller, event in sites:
             if event.guards or _single_process(event.conds, self._switches(), self.wraps_ddp()):
+                live += 1
                 continue
             if caller.node is caller.module.file.tree:
                 return False
-            if not self.only_guarded(caller, depth - 1, stack + (fn,)):
+            way = self.only_guarded(caller, depth - 1, stack + (fn,))
+            if way is None and caller.cls is not None and not caller.name.startswith(("on_", "_on_", "__")):
+                continue  # a method nothing calls (sparseml's exporter's `export()`): no way in
+            if not way:
                 return False
+            live += 1
+        if not live:
+            return None
         return not self._both_sides(sites, depth, stack + (fn,))
 
     def _both_sides(self, sites: list, depth: int, stack: tuple) -> bool:
@@ -244,6 +252,11 @@ class BuilderCore:
                      for n in walk(kw.value)}
         passed_on |= _placement(node)
         passed_on |= unreturned_arguments(self.program, node, fn)  # set_seed(args, rank) returns args
+        if strict:
+            # `local_rank == 0`, `rank in (-1, 0)`: a flag (who prints, who writes the cache:
+            # VL-T5's verbose, VL-BERT's cache_db), not a number that picks a shard
+            passed_on |= {id(n) for sub in walk(node) if sub.__class__ is ast.Compare
+                          for part in (sub.left, *sub.comparators) for n in walk(part)}
         if strict:  # `embed(model, items, local_rank)` whose body only does `items.to(local_rank)`
             passed_on |= self._placed_by_callee(node, fn)
         for sub in walk(node):

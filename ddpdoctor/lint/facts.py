@@ -180,6 +180,11 @@ def _config_named(builder: FactBuilder) -> Optional[Location]:
         full = program.qualify(call.func, fn) or ""
         if found is None and full.startswith("hydra.") and last_name(call.func) in CONFIG_MAKERS:
             found = loc(fn, call)
+        # `importlib.import_module(cfg.trainer.type).Trainer(cfg)` (Neuralangelo): a module the
+        # config names at run time, which the lint cannot read
+        if found is None and full == "importlib.import_module" and call.args and \
+                not isinstance(call.args[0], ast.Constant):
+            found = loc(fn, call)
     return found
 
 

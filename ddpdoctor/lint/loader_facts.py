@@ -159,7 +159,7 @@ class LoaderFacts:
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
                               or EVAL_NAME.search(builder) or self._eval_only(fn)
                               or _off_the_training_side(fn, call)
-                              or (bool(name) and self._read_only_to_evaluate({name})))
+                              or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name))))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
                      if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
@@ -195,6 +195,16 @@ class LoaderFacts:
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None,
                 prepared_under=switched.get(name, "") if name else ""))
         return found
+
+    def _names_outside(self, fn: Function, name: str) -> set[str]:
+        """The names a loader bound to `name` in fn is known by where it is read: a builder's own
+        local that it returns (`loader = DataLoader(...)`; `return loader`) is whatever its callers
+        bind the call to, not every `loader` of the program (VL-T5's `predict(self, loader)`)."""
+        if isinstance(fn.node, ast.Module) or "." in name or not any(
+                isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == name for r in fn.own):
+            return {name}
+        return {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
+                if isinstance(e.node, ast.Call)} - {""}
 
     def _seeded_alike(self) -> bool:
         if not hasattr(self, "_alike"):

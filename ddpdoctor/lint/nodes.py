@@ -51,7 +51,16 @@ def children(node: ast.AST) -> list[ast.AST]:
 
 
 def walk(root: ast.AST) -> list[ast.AST]:
-    """Every node under root (root first), breadth first as `ast.walk` yields them."""
+    """Every node under root (root first), breadth first as `ast.walk` yields them. Kept on the
+    node: the rules walk the same statements again and again (40,000 walks on a 14,000-statement
+    package), and the trees are never changed once parsed. Callers only read the list."""
+    found = root.__dict__.get("_walked")
+    if found is None:
+        found = root.__dict__["_walked"] = _walk(root)
+    return found
+
+
+def _walk(root: ast.AST) -> list[ast.AST]:
     # children() inlined: a call per node is a measurable share of a 200-file package's lint.
     out = [root]
     index = 0

@@ -712,8 +712,10 @@ def _norm_class_value(node: ast.AST) -> bool:
 def torch_loader(full: str) -> bool:
     """A call's full name is a torch DataLoader: by what it is, not what the file calls it (`from
     torch.utils.data import DataLoader as DL`); torch_geometric's loaders are torch DataLoaders
-    with the same arguments; a bare `DataLoader` whose import the lint did not see counts too."""
-    return full.rpartition(".")[2] == "DataLoader" and (full.startswith(("torch.", "torch_geometric."))
+    with the same arguments, as is MONAI's (whose own worker_init_fn seeds each worker's random
+    transforms from the worker's torch seed); a bare `DataLoader` whose import the lint did not
+    see counts too."""
+    return full.rpartition(".")[2] == "DataLoader" and (full.startswith(("torch.", "torch_geometric.", "monai."))
                                                         or full == "DataLoader")
 
 

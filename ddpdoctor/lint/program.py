@@ -983,6 +983,9 @@ class Program:
                 if target.__class__ is Klass:
                     return target
                 if target is None and value.func.__class__ is ast.Subscript:
+                    spaced = [k for k in self._namespace_entries(value.func, scope) if k.__class__ is Klass]
+                    if spaced:
+                        return spaced[0]  # `module.__dict__[name](cfg)`
                     # `REGISTRY[key](cfg)`: the classes of the table (the first; built alike)
                     table = value.func.value
                     while table.__class__ is ast.Subscript:
@@ -1078,6 +1081,9 @@ class Program:
             return (self._entries(self._called(func, fn)) if target is None else []), []
         if cls is ast.Call:
             return self._entries(self._called(func, fn)), []
+        if cls is ast.Subscript and func.value.__class__ is ast.Attribute and func.value.attr == "__dict__":
+            # `core.__dict__[version].__dict__["Trainer"](cfg)` (ProPainter): a module's namespace
+            return self._entries(self._namespace_entries(func, fn)), []
         if cls is ast.Subscript:  # `BACKENDS[args.backend](args)`: any entry of a literal table
             table, path = func, []
             while table.__class__ is ast.Subscript:  # `LOADERS[name]["train"](args)`
@@ -1342,6 +1348,39 @@ class Program:
                         names.setdefault(name, symbol)
         return names
 
+    def _namespace_entries(self, node: ast.AST, fn: Function, depth: int = 3) -> list:
+        """What `<module>.__dict__[key]` may be: the function, class or submodule the key names
+        (a string), or, for a key known only at run time, the module's classes and its submodules."""
+        if depth <= 0 or node.__class__ is not ast.Subscript or node.value.__class__ is not ast.Attribute \
+                or node.value.attr != "__dict__":
+            return []
+        owner = node.value.value
+        if owner.__class__ is ast.Subscript and owner.value.__class__ is ast.Attribute and owner.value.attr == "__dict__":
+            modules = [m for m in self._namespace_entries(owner, fn, depth - 1) if m.__class__ is Module]
+        elif owner.__class__ is ast.Subscript and dotted(owner.value) == "sys.modules":
+            modules = [fn.module]  # `sys.modules[__name__]`: this module
+        else:
+            symbol = self._callee_symbol(owner, fn) if owner.__class__ is ast.Attribute else \
+                self.symbol(owner.id, fn) if owner.__class__ is ast.Name else None
+            modules = [symbol] if symbol.__class__ is Module else []
+        key = node.slice.value if node.slice.__class__ is ast.Constant and isinstance(node.slice.value, str) else None
+        found: list = []
+        if not modules and owner.__class__ is ast.Name and owner.id in fn.module.imports:
+            # a folder without __init__.py (a namespace package): no module of its own, its
+            # submodules the script imports (`import core.trainer`) are what its namespace holds
+            base = fn.module.imports[owner.id]
+            subs = [m for m in self.modules if m.name.startswith(base + ".") and "." not in m.name[len(base) + 1:]]
+            return [m for m in subs if key is None or m.name == f"{base}.{key}"]
+        for module in modules:
+            if key is not None:
+                hit = module.functions.get(key) or module.classes.get(key) or self._module(f"{module.name}.{key}")
+                found += [hit] if hit is not None else []
+            else:
+                found += list(module.classes.values())
+                found += [m for m in self.modules if m.name.startswith(module.name + ".")
+                          and "." not in m.name[len(module.name) + 1:]]
+        return found
+
     def _entries(self, symbols: list) -> list[Function]:
         """What calling these runs: a function itself, a class's __init__."""
         out = []
@@ -1511,6 +1550,16 @@ def _reaching(found: list, use: ast.AST, fn: Function) -> list:
 def _entry_reaches(fn: Function, use: ast.Name) -> bool:
     """The parameter's value fn was entered with may reach this use past fn's own bindings of the
     name (each under an `if` that may not run)."""
+    top = fn.__dict__.get("_top_bound")
+    if top is None:  # the names fn's own body rebinds outright, by the first line it does
+        top = fn.__dict__["_top_bound"] = {}
+        for stmt in getattr(fn.node, "body", ()):
+            if stmt.__class__ is ast.Assign:
+                for target in stmt.targets:
+                    if target.__class__ is ast.Name:
+                        top.setdefault(target.id, stmt.lineno)
+    if top.get(use.id, 1 << 30) < getattr(use, "lineno", 0):
+        return False  # `x = x.to(device)` before the use, on every way: the entry value is gone
     flow = reaching.reaching_values(fn.node, use.id, use, params=True) if fn.node is not None else None
     return bool(flow) and any(value.__class__ is ast.arg for value in flow)
 

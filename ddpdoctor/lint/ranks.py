@@ -282,6 +282,14 @@ class RankFlow:
                 if found:
                     return found
             key = dotted(node)
+            if key and key.startswith("self.") and key not in self.attributes and key.count(".") >= 2:
+                # `self.args.gpu` where the class keeps its `args` parameter as `self.args`: what
+                # the script sets `args.gpu` to (VL-T5's trainer, handed the parsed options)
+                head = key.split(".")[1]
+                klass = program._class_of_fn(fn)
+                kept = program._attr(klass, head) if klass is not None else []
+                if kept and all(v.__class__ is ast.Name and v.id == head for v, _ in kept):
+                    key = key[5:]
             if key and key in self.attributes:
                 if not key.startswith("self."):
                     return self.attributes[key]
@@ -639,8 +647,28 @@ class RankFlow:
             branch = _enclosing_if(scope, value)
             found = self.guard(branch[0].test, scope, depth - 1) if branch is not None else None
             if found is None:
-                return None  # true somewhere without a rank test
+                return self._turned_off(values, depth)  # true somewhere without a rank test
             tests.append(found if branch[1] == "body" else found.negated())
+        if tests and len({(t.polarity, t.scope) for t in tests}) == 1:
+            return tests[0]
+        return None
+
+    def _turned_off(self, values: list, depth: int) -> Optional[RankTest]:
+        """A flag True by default (outside any `if`) and set False only under a rank test
+        (`self.verbose = True` ... `if args.gpu != 0: self.verbose = False`, VL-T5's trainer):
+        true where that test does not hold."""
+        trues = [(v, s) for v, s in values if is_const(v, True)]
+        if len(trues) != 1 or _enclosing_if(trues[0][1], trues[0][0]) is not None:
+            return None
+        tests = []
+        for value, scope in values:
+            if is_const(value, True):
+                continue
+            branch = _enclosing_if(scope, value)
+            found = self.guard(branch[0].test, scope, depth - 1) if branch is not None else None
+            if found is None:
+                return None
+            tests.append((found if branch[1] == "body" else found.negated()).negated())
         if tests and len({(t.polarity, t.scope) for t in tests}) == 1:
             return tests[0]
         return None

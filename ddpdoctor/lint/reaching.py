@@ -33,7 +33,7 @@ def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = Fa
     index = _index(root)
     if path is None:
         return None
-    holds = [(ast.dump(owner.test), field == "body") for _, _, owner, field in path if isinstance(owner, ast.If)]
+    holds = [(index.dump(owner.test), field == "body") for _, _, owner, field in path if isinstance(owner, ast.If)]
     values: list[ast.AST] = []
     for block, at, owner, _ in reversed(path):
         if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)):
@@ -77,8 +77,8 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
                 any(isinstance(e, ast.Name) and e.id == name for e in stmt.targets[0].elts):
             return values + [stmt.value], False
         if isinstance(stmt, ast.If) and not _binds([stmt.test], name):
-            sides = [stmt.body] if _holds(stmt.test, holds, True) else [stmt.orelse] \
-                if _holds(stmt.test, holds, False) else [stmt.body, stmt.orelse]
+            sides = [stmt.body] if _holds(stmt.test, holds, True, index) else [stmt.orelse] \
+                if _holds(stmt.test, holds, False, index) else [stmt.body, stmt.orelse]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)) and not _binds(stmt.items, name):
             sides = [stmt.body]
         else:
@@ -110,7 +110,14 @@ class _Index:
         self.place: dict[int, tuple] = {}  # id(stmt) -> (block, index, owner or None for root, field, up stmt)
         self.holder: dict[int, ast.stmt] = {}  # id(node) -> innermost block statement holding it
         self.bound: dict[int, frozenset] = {}  # id(stmt) -> names bound anywhere under it
+        self._dumps: dict[int, str] = {}  # id(test) -> ast.dump(test): each test compared many times
         self._blocks(root, None, None)
+
+    def dump(self, node: ast.AST) -> str:
+        found = self._dumps.get(id(node))
+        if found is None:
+            found = self._dumps[id(node)] = ast.dump(node)
+        return found
 
     def _blocks(self, owner: ast.AST, owner_stmt: Optional[ast.stmt], up: Optional[ast.stmt]) -> None:
         for field in _BLOCKS:
@@ -182,11 +189,14 @@ def _bound_names(root: ast.AST) -> frozenset:
     return frozenset(names)
 
 
-def _holds(test: ast.AST, holds: list, side: bool) -> bool:
+def _holds(test: ast.AST, holds: list, side: bool, index: Optional[_Index] = None) -> bool:
     """`test` is known to be `side` (true or false) where the (test, side) pairs on node's way
     hold: the same test on that side, or its negation on the other."""
-    if (ast.dump(test), side) in holds:
+    if not holds:
+        return False
+    dump = index.dump if index is not None else ast.dump
+    if (dump(test), side) in holds:
         return True
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return (ast.dump(test.operand), not side) in holds
+        return (dump(test.operand), not side) in holds
     return False

@@ -770,3 +770,31 @@ def test_a_launcher_that_runs_a_rank_itself_seeds_that_rank(tmp_path):
     found = lint_plain(tmp_path, SEEDED_LAUNCHER.format(single="        train(0, 2)").replace(
         "    if gpus > 1:\n        dist", "    if True:\n        dist"))
     assert [f for f in found if f.code == "DDP808"] != []
+
+
+NAMESPACE = """
+import sys
+class Trainer:
+    def __init__(self, cfg):
+        ds = TensorDataset(torch.randn(64, 4))
+        self.loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+        self.model = DDP(torch.nn.Linear(4, 1))
+    def train(self):
+        for epoch in range(3):
+{reset}
+            for (x,) in self.loader:
+                self.model(x).sum().backward()
+
+sys.modules[__name__].__dict__[os.environ.get("TRAINER", "Trainer")]({{}}).train()
+"""
+
+
+def test_a_trainer_picked_from_a_modules_namespace_is_followed(tmp_path):
+    # ProPainter: `core.__dict__[version].__dict__["Trainer"](config).train()`
+    found, _ = lint(tmp_path, NAMESPACE.format(reset="            pass"))
+    assert ("DDP804", "warning", 11) in codes(found)
+
+
+def test_the_namespace_trainer_that_resets_its_sampler_is_clean(tmp_path):
+    found, _ = lint(tmp_path, NAMESPACE.format(reset="            self.loader.sampler.set_epoch(epoch)"))
+    assert [f for f in found if f.code == "DDP804"] == []

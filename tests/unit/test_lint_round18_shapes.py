@@ -1,0 +1,229 @@
+"""Shapes from session 18's eighteenth blind round, each with its twin, written in our own words."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_real_patterns import codes, lint
+from tests.unit.test_lint_round17_shapes import lint_plain
+
+FLAGGED_DATASET = """
+class Questions(torch.utils.data.Dataset):
+    def __init__(self, n, verbose=True):
+        self.items = list(range(n)){slice}
+        if verbose:
+            print("loaded", len(self.items))
+    def __len__(self):
+        return len(self.items)
+    def __getitem__(self, i):
+        return torch.tensor([float(self.items[i])])
+
+model = DDP(torch.nn.Linear(1, 1))
+rank = dist.get_rank()
+verbose = (rank == 0)
+ds = Questions(1000, {arg})
+loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+for epoch in range(3):
+    loader.sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_flag_made_of_a_rank_comparison_shards_nothing(tmp_path):
+    # VL-T5's `verbose = local_rank == 0`, VL-BERT's `cache_db = rank == 0` handed to the dataset
+    found, _ = lint(tmp_path, FLAGGED_DATASET.format(slice="", arg="verbose"))
+    assert [f for f in found if f.code == "DDP803"] == []
+
+
+def test_the_rank_as_a_number_picking_items_is_a_shard(tmp_path):
+    source = FLAGGED_DATASET.format(slice="[rank::2]", arg="verbose").replace(
+        "def __init__(self, n, verbose=True):", "def __init__(self, n, verbose=True, rank=0):").replace(
+        "Questions(1000, verbose)", "Questions(1000, verbose, rank)")
+    found, _ = lint(tmp_path, source)
+    assert ("DDP803", "warning", 21) in codes(found)
+
+
+TURNED_OFF_FLAG = """
+import argparse, torch, torch.distributed as dist
+
+class Base:
+    def __init__(self, args):
+        self.args, self.verbose = args, True
+        if self.args.distributed:
+            if {test}:
+                self.verbose = False
+    def save(self, name):
+        torch.save(self.model.state_dict(), f"out/{{name}}.pth")
+
+class Trainer(Base):
+    def __init__(self, args):
+        super().__init__(args)
+        self.model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+    def train(self):
+        for epoch in range(3):
+            self.model(torch.ones(4, 1)).sum().backward()
+            if self.verbose:
+                self.save("LAST")
+
+def main_worker(gpu, args):
+    args.gpu = gpu
+    dist.init_process_group("gloo")
+    Trainer(args).train()
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--local_rank", type=int, default=-1)
+    p.add_argument("--distributed", action="store_true")
+    args = p.parse_args()
+    main_worker(args.local_rank, args)
+"""
+
+
+def test_a_flag_the_other_local_ranks_turn_off_is_a_per_node_rank_test(tmp_path):
+    # VL-T5: `self.verbose = True`, then `if self.args.gpu != 0: self.verbose = False`
+    found = lint_plain(tmp_path, TURNED_OFF_FLAG.format(test="self.args.gpu != 0"))
+    saves = [f for f in found if f.code == "DDP806"]
+    assert len(saves) == 1 and "one rank per node" in saves[0].message
+
+
+def test_a_flag_a_plain_option_turns_off_leaves_every_rank_writing(tmp_path):
+    found = lint_plain(tmp_path, TURNED_OFF_FLAG.format(test="self.args.quiet"))
+    saves = [f for f in found if f.code == "DDP806"]
+    assert len(saves) == 1 and "called without a rank test" in saves[0].message
+
+
+CONFIGURED_MODULE = """
+import importlib, os, torch.distributed as dist
+
+def main():
+    dist.init_process_group("gloo")
+    trainer = importlib.import_module({name}).Trainer({{}})
+    trainer.train()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_trainer_from_a_module_the_config_names_leaves_the_verdict_incomplete(tmp_path):
+    # Neuralangelo: `importlib.import_module(cfg.trainer.type).Trainer(cfg)`
+    from ddpdoctor.lint.driver import gather, unreached
+    path = tmp_path / "train.py"
+    path.write_text(CONFIGURED_MODULE.format(name='os.environ["TRAINER"]'))
+    notes, missing = unreached(gather(str(path)))
+    assert missing and "runs what its config names" in missing[0]
+
+
+def test_a_module_named_in_the_source_is_read_as_any_import(tmp_path):
+    from ddpdoctor.lint.driver import gather, unreached
+    (tmp_path / "mytrainer.py").write_text("class Trainer:\n    def __init__(self, cfg):\n        pass\n"
+                                           "    def train(self):\n        pass\n")
+    path = tmp_path / "train.py"
+    path.write_text(CONFIGURED_MODULE.format(name='"mytrainer"'))
+    assert unreached(gather(str(path))) == ([], [])
+
+
+MONAI_LOADER = """
+from monai.data import DataLoader as MonaiLoader
+torch.manual_seed(317)
+
+class Volumes(torch.utils.data.Dataset):
+    def __len__(self):
+        return 100
+    def __getitem__(self, i):
+        return torch.rand(1, 8, 8, 8)
+
+model = DDP(torch.nn.Conv3d(1, 1, 3))
+ds = Volumes()
+sampler = DistributedSampler(ds)
+loader = {loader}(ds, batch_size=2, sampler=sampler, num_workers=4)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    for b in loader:
+        model(b).mean().backward()
+"""
+
+
+def test_monais_dataloader_seeds_workers_without_the_rank(tmp_path):
+    # SuPreM: `set_seed(317)` on every rank, MONAI's DataLoader over random transforms
+    found, _ = lint(tmp_path, MONAI_LOADER.format(loader="MonaiLoader"))
+    assert ("DDP808", "warning", 19) in codes(found)
+
+
+def test_a_loader_of_an_unknown_library_is_not_judged_as_torchs(tmp_path):
+    found, _ = lint(tmp_path, MONAI_LOADER.format(loader="OtherLoader").replace(
+        "from monai.data import DataLoader as MonaiLoader", "from otherlib import OtherLoader"))
+    assert [f for f in found if f.code == "DDP808"] == []
+
+
+SAME_LOCAL_NAME = """
+import numpy as np
+torch.manual_seed(0)
+
+class Answers(torch.utils.data.Dataset):
+    def __len__(self):
+        return 1000
+    def __getitem__(self, i):
+        return torch.tensor([float(np.random.rand())])
+
+def get_loader(mode):
+    ds = Answers()
+    loader = DataLoader(ds, batch_size=8, num_workers=4, sampler=DistributedSampler(ds, shuffle=mode == "train"))
+    return loader
+
+class Trainer:
+    def __init__(self, model, train_loader, val_loader):
+        self.model, self.train_loader, self.val_loader = model, train_loader, val_loader
+    def train(self):
+        for epoch in range(3):
+            self.train_loader.sampler.set_epoch(epoch)
+            for x in self.train_loader:
+                self.model(x).sum().backward()
+            self.predict(self.val_loader)
+    def predict(self, {param}):
+        with torch.no_grad():
+            for x in {param}:
+                self.model.module(x)
+
+Trainer(DDP(torch.nn.Linear(1, 1)), get_loader("train"), get_loader("val")).train()
+"""
+
+
+def test_a_builders_local_name_is_not_the_evaluation_helpers_parameter(tmp_path):
+    # VL-T5: `loader = DataLoader(...)`, `return loader`; `def predict(self, loader)` evaluates
+    found, _ = lint(tmp_path, SAME_LOCAL_NAME.format(param="loader"))
+    assert ("DDP808", "warning", 18) in codes(found)
+    found, _ = lint(tmp_path, SAME_LOCAL_NAME.format(param="dl"))
+    assert ("DDP808", "warning", 18) in codes(found)
+
+
+UNCALLED_METHOD = """
+class Exporter:
+    def __init__(self, model, out):
+        self.model, self.out = model, out
+    def export(self):
+        self.export_pytorch()
+    def export_pytorch(self):
+        torch.save(self.model.state_dict(), os.path.join(self.out, "model.pth"))
+
+def save_training(model, out):
+    Exporter(model, out).{call}()
+
+model = DDP(torch.nn.Linear(4, 4))
+for epoch in range(3):
+    model(torch.randn(2, 4)).sum().backward()
+    if dist.get_rank() == 0:
+        save_training(model, "ckpt")
+"""
+
+
+def test_a_method_nothing_calls_is_no_way_in_to_a_rank_zero_save(tmp_path):
+    # sparseml: the exporter's `export()` is never called; `export_pytorch()` only under rank 0
+    found, _ = lint(tmp_path, UNCALLED_METHOD.format(call="export_pytorch"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_the_same_save_reached_from_every_rank_is_reported(tmp_path):
+    source = UNCALLED_METHOD.format(call="export_pytorch").replace(
+        "    if dist.get_rank() == 0:\n        save_training", "    Exporter(model, 'x').export()\n    if True:\n        save_training")
+    found, _ = lint(tmp_path, source)
+    assert ("DDP806", "warning", 13) in codes(found)
