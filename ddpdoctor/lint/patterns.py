@@ -552,7 +552,9 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
             if wrapped is not None:
                 return wrapped
         if not found:
-            for value, scope in program.values_of(func, fn):
+            # a parameter: what the callers hand it, a step further than a name's own value (a
+            # tester's `forward_fn(x, self._module)` holding the DDP model its constructor was given)
+            for value, scope in program.values_of(func, fn, 4):
                 wrapped = _ddp_made(program, value, scope)
                 if wrapped is not None:
                     return wrapped

@@ -1105,6 +1105,12 @@ class Program:
                 if inner is not None:
                     call = self.method(inner, "__call__")
                     return ([call] if call else []), []
+                # `self._backward = backward_fn` in __init__, then `self._backward(loss)`: the
+                # function the attribute holds (sparseml's module trainer)
+                held = [t for value, scope in self.values_of(func, fn, 1) if value is not func
+                        for t in self.reference(value, scope)]
+                if held:
+                    return held, []
             return [], self._named(attr)
         if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
             klass = self._class_of_fn(fn)
@@ -1560,6 +1566,11 @@ def _entry_reaches(fn: Function, use: ast.Name) -> bool:
                         top.setdefault(target.id, stmt.lineno)
     if top.get(use.id, 1 << 30) < getattr(use, "lineno", 0):
         return False  # `x = x.to(device)` before the use, on every way: the entry value is gone
+    if any(value.__class__ is ast.Attribute and value.attr == "module" and value.value.__class__ is ast.Name
+           and value.value.id == use.id for _, value in fn.bindings.get(use.id, ())):
+        # `if args.distributed: model = model.module` (open_clip's zero-shot): the author unwraps
+        # where it is wrapped; the value entering on the other side is no wrapper
+        return False
     flow = reaching.reaching_values(fn.node, use.id, use, params=True) if fn.node is not None else None
     return bool(flow) and any(value.__class__ is ast.arg for value in flow)
 

@@ -202,7 +202,8 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
             test = program.ranks.guard(stmt.test, fn)
             inner = loops + (stmt,) if isinstance(stmt, ast.While) else loops
             if test is None:
-                on_value = stmt.test if isinstance(stmt, ast.If) and _tensor_tested(stmt.test) else tensor
+                on_value = stmt.test if isinstance(stmt, ast.If) and (
+                    _tensor_tested(stmt.test) or _item_valued(program, fn, stmt.test)) else tensor
                 yield from _statements(program, fn, stmt.body, guards, inner, True, on_value)
                 yield from _statements(program, fn, stmt.orelse, guards, loops, True, on_value)
             else:
@@ -425,6 +426,48 @@ def _tensor_tested(test: ast.AST) -> bool:
         or (isinstance(c.func, ast.Attribute) and c.func.attr == "item" and not c.args
             and any(isinstance(cmp, ast.Compare) for cmp in walk(test))))
         for c in walk(test))
+
+
+def _item_valued(program, fn: Function, test: ast.AST) -> bool:
+    """A comparison on a number this rank computed from its own tensors' `.item()` (a
+    validation loss summed over its shard, ppln's early stopping) that no collective shared."""
+    return isinstance(test, ast.Compare) and bool(
+        {n.id for n in walk(test) if isinstance(n, ast.Name)} & _item_names(program, fn))
+
+
+def _item_names(program, fn: Function) -> frozenset:
+    """The names fn binds from `.item()` of a tensor no collective in fn is handed (directly or
+    through other such names: `total += loss.item()`, `val_loss = total / n`)."""
+    found = fn.__dict__.get("_item_names")
+    if found is not None:
+        return found
+    shared = {n.id for call in fn.own_calls if program.collective(call, fn)
+              for arg in [*call.args, *(k.value for k in call.keywords)] for n in walk(arg)
+              if isinstance(n, ast.Name)}
+    pairs = []
+    for node in fn.own:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            pairs.append((node.targets[0].id, node.value))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            pairs.append((node.target.id, node.value))
+    names: set = set()
+    for _ in range(3):
+        grown = False
+        for name, value in pairs:
+            if name in names or name in shared:
+                continue
+            used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
+            if used & shared:
+                continue
+            items = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "item"
+                        and not c.args for c in walk(value))
+            if items or used & names:
+                names.add(name)
+                grown = True
+        if not grown:
+            break
+    found = fn.__dict__["_item_names"] = frozenset(names)
+    return found
 
 
 def _under_value_test(item: _Stmt, shared: set) -> Optional[_Stmt]:

@@ -485,6 +485,11 @@ class RankFlow:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and any(
                 isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult) for side in (node.left, node.right)):
             return "global"  # `node * gpus_per_node + local_rank`: the node's offset makes it the job's rank
+        if isinstance(node, ast.IfExp) and depth > 0 and self.uniform(node.test, fn):
+            # `dist.get_rank() if distributed else args.local_rank` (MLPerf SSD): in a distributed
+            # run the side the switch picks then; the other is one process's
+            side = node.orelse if self.single_process(node.test, fn) else node.body
+            return self._scope(side, fn, depth - 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             # `rank % ngpus_per_node == 0` is one rank per node; `rank % world_size == 0` rank 0
             # of the job, and a modulus the source does not explain is not taken as per node;

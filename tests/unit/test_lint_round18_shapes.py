@@ -227,3 +227,138 @@ def test_the_same_save_reached_from_every_rank_is_reported(tmp_path):
         "    if dist.get_rank() == 0:\n        save_training", "    Exporter(model, 'x').export()\n    if True:\n        save_training")
     found, _ = lint(tmp_path, source)
     assert ("DDP806", "warning", 13) in codes(found)
+
+
+OWN_SHARD_STOP = """
+data = TensorDataset(torch.randn(256, 4), torch.randn(256, 1))
+train = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+val = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=False))
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+best, wait = float("inf"), 0
+for epoch in range(100):
+    train.sampler.set_epoch(epoch)
+    for x, y in train:
+        opt.zero_grad(); (model(x) - y).pow(2).mean().backward(); opt.step()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in val:
+            total += (model.module(x) - y).pow(2).mean().item()
+{share}
+    val_loss = total / len(val)
+    if val_loss < best:
+        best, wait = val_loss, 0
+    else:
+        wait += 1
+    if wait >= 3:
+        break
+"""
+
+
+def test_an_early_stop_on_each_ranks_own_validation_shard_is_a_warning(tmp_path):
+    # ppln: the validation loss of this rank's shard, never all-reduced, steers the stop
+    found, _ = lint(tmp_path, OWN_SHARD_STOP.format(share=""))
+    assert ("DDP809", "warning", 27) in codes(found)
+
+
+def test_the_same_stop_on_an_all_reduced_loss_is_alike_everywhere(tmp_path):
+    share = "    total = torch.tensor(total); dist.all_reduce(total); total = total.item() / dist.get_world_size()"
+    found, _ = lint(tmp_path, OWN_SHARD_STOP.format(share=share))
+    assert [f for f in found if f.code == "DDP809"] == []
+
+
+HELD_MODULE = """
+def forward_fn(x, module):
+    return module(x)
+
+class Tester:
+    def __init__(self, module):
+        self._module = module
+    def run_epoch(self, data):
+        with torch.no_grad():
+            for x in data:
+                forward_fn(x, self._module)
+
+model = DDP(torch.nn.BatchNorm1d(4))
+tester = Tester({held})
+for epoch in range(3):
+    model(torch.randn(2, 4)).sum().backward()
+    if dist.get_rank() == 0:
+        tester.run_epoch([torch.randn(2, 4)])
+"""
+
+
+def test_a_ddp_model_a_tester_keeps_and_hands_a_helper_is_a_one_sided_forward(tmp_path):
+    # sparseml: ModuleTester keeps the DDP model as `self._module`, rank 0 alone runs it
+    found, _ = lint(tmp_path, HELD_MODULE.format(held="model"))
+    assert ("DDP801", "warning", 8) in codes(found)
+
+
+def test_the_tester_handed_the_plain_module_runs_no_collective(tmp_path):
+    found, _ = lint(tmp_path, HELD_MODULE.format(held="model.module"))
+    assert [f for f in found if f.code == "DDP801"] == []
+
+
+HELD_BACKWARD = """
+def backward_fn(loss):
+    loss.backward()
+
+class Runner:
+    def __init__(self, module, optim, accum):
+        self._module, self._optim, self._n, self._acc = module, optim, accum, 0
+        self._backward = backward_fn
+    def _batch(self, x):
+        loss = self._module(x).sum() / self._n
+        self._backward(loss)
+        self._acc += 1
+        if self._acc == self._n:
+            self._optim.step()
+            self._optim.zero_grad()
+            self._acc = 0
+    def run(self, data):
+        for x in data:
+            {call}
+
+model = DDP(torch.nn.Linear(4, 4))
+runner = Runner(model, torch.optim.SGD(model.parameters(), lr=0.1), accum=4)
+for epoch in range(3):
+    runner.run([torch.randn(2, 4) for _ in range(8)])
+"""
+
+
+def test_a_backward_through_a_function_an_attribute_holds_is_a_backward(tmp_path):
+    # sparseml: `self._backward = ...` in the constructor, called per batch, stepping every n
+    found, _ = lint(tmp_path, HELD_BACKWARD.format(call="self._batch(x)"))
+    assert ("DDP805", "warning", 24) in codes(found)
+
+
+def test_the_runner_that_steps_every_batch_accumulates_nothing(tmp_path):
+    source = HELD_BACKWARD.format(call="self._batch(x)").replace("if self._acc == self._n:", "if True:")
+    found, _ = lint(tmp_path, source)
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+SWITCHED_RANK = """
+import argparse, os, torch, torch.distributed as dist
+ap = argparse.ArgumentParser(); ap.add_argument("--local_rank", type=int, default=0)
+args = ap.parse_args()
+distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+if distributed:
+    dist.init_process_group("gloo")
+net = torch.nn.Linear(4, 2)
+who = {who}
+if who == 0:
+    torch.save(net.state_dict(), "weights.pt")
+"""
+
+
+def test_the_global_rank_a_distributed_switch_picks_has_one_writer(tmp_path):
+    # MLPerf SSD: `dist.get_rank() if args.distributed else args.local_rank`
+    found = lint_plain(tmp_path, SWITCHED_RANK.format(who="dist.get_rank() if distributed else args.local_rank"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_the_local_rank_the_switch_picks_in_a_distributed_run_is_per_node(tmp_path):
+    found = lint_plain(tmp_path, SWITCHED_RANK.format(who="args.local_rank if distributed else 0"))
+    saves = [f for f in found if f.code == "DDP806"]
+    assert len(saves) == 1 and "one rank per node" in saves[0].message
