@@ -402,17 +402,38 @@ class Program:
                     # a class built here, or whose method is called on an instance the source
                     # types (`trainer: Trainer = config.build()`): one exists, all of it is live
                     # (not a subclass's hook that a base class's template method may run)
-                    if target.cls is not None and target.cls not in live and \
+                    built = target.cls
+                    if target.name == "__init__" and event.kind == "call" and event.node.__class__ is ast.Call:
+                        # `Sub(...)` with the base's __init__: a Sub is built, whose own methods
+                        # replace the base's of the same name
+                        named = self._callee_symbol(event.node.func, fn)
+                        if named.__class__ is Klass and named is not built:
+                            built = named
+                        func = event.node.func
+                        if func.__class__ is ast.Attribute and func.value.__class__ is ast.Call and \
+                                func.value.func.__class__ is ast.Name and func.value.func.id == "super":
+                            built = None  # `super().__init__(...)`: the subclass's instance, live already
+                    if built is not None and built not in live and \
                             (target.name == "__init__" or (event.kind == "call"
                                                            and id(target) not in self._override_targets)):
-                        live.add(target.cls)
-                        for klass in [target.cls, *self.bases(target.cls)]:
-                            queue.extend(klass.methods.values())
+                        live.add(built)
+                        queue.extend(self._live_methods(built))
             for klass in self._classes_named(fn):
                 if klass not in live:
                     live.add(klass)
-                    for k in [klass, *self.bases(klass)]:
-                        queue.extend(k.methods.values())
+                    queue.extend(self._live_methods(klass))
+
+    def _live_methods(self, klass: Klass) -> list[Function]:
+        """The methods an instance of klass has: its own, and its bases' that it does not replace
+        (a base's `fit()` that the subclass overrides without calling super() never runs on it:
+        pytorch_distillation's Distiller; `super().fit()` reaches it as a call)."""
+        found, names = [], set()
+        for k in [klass, *self.bases(klass)]:
+            for name, method in k.methods.items():
+                if name not in names:
+                    found.append(method)
+            names |= set(k.methods)
+        return found
 
     def _classes_named(self, fn: Function) -> list[Klass]:
         """Local classes a reached function builds or hands on (`LightningCLI(Model)`,

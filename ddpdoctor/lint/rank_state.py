@@ -204,8 +204,12 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
             if test is None:
                 on_value = stmt.test if isinstance(stmt, ast.If) and (
                     _tensor_tested(stmt.test) or _item_valued(program, fn, stmt.test)) else tensor
-                yield from _statements(program, fn, stmt.body, guards, inner, True, on_value)
-                yield from _statements(program, fn, stmt.orelse, guards, loops, True, on_value)
+                # a side that runs only where the run is not distributed (`if args.distributed:
+                # ... else: <one process's early stop>`, T5-CL): no ranks there to disagree
+                if not program.ranks.single_process(stmt.test, fn):
+                    yield from _statements(program, fn, stmt.body, guards, inner, True, on_value)
+                if not (stmt.orelse and program.ranks.single_process(ast.UnaryOp(ast.Not(), stmt.test), fn)):
+                    yield from _statements(program, fn, stmt.orelse, guards, loops, True, on_value)
             else:
                 yield from _statements(program, fn, stmt.body, guards + (test,), inner, conditional, tensor)
                 yield from _statements(program, fn, stmt.orelse, guards + (test.negated(),), loops, conditional,

@@ -362,3 +362,74 @@ def test_the_local_rank_the_switch_picks_in_a_distributed_run_is_per_node(tmp_pa
     found = lint_plain(tmp_path, SWITCHED_RANK.format(who="args.local_rank if distributed else 0"))
     saves = [f for f in found if f.code == "DDP806"]
     assert len(saves) == 1 and "one rank per node" in saves[0].message
+
+
+SINGLE_SIDE_STOP = """
+import argparse, torch, torch.distributed as dist
+p = argparse.ArgumentParser(); p.add_argument("--distributed", action="store_true"); args = p.parse_args()
+if args.distributed:
+    dist.init_process_group("gloo")
+master = (not args.distributed) or dist.get_rank() == 0
+model = torch.nn.Linear(4, 1)
+if args.distributed:
+    model = torch.nn.parallel.DistributedDataParallel(model)
+best_epoch = 0
+for epoch in range(10):
+    model(torch.randn(8, 4)).sum().backward()
+    if master and torch.rand(1).item() > 0.5:
+        best_epoch = epoch
+    if {test}:
+        flag = torch.zeros(1)
+        if master and epoch - best_epoch > 2:
+            flag += 1
+        dist.all_reduce(flag)
+        if flag > 0:
+            break
+    else:
+        if epoch - best_epoch > 2:
+            break
+"""
+
+
+def test_an_early_stop_on_the_not_distributed_side_splits_no_ranks(tmp_path):
+    # T5-CL: the shared stop under `if args.distributed:`, the plain one in its else
+    found = lint_plain(tmp_path, SINGLE_SIDE_STOP.format(test="args.distributed"))
+    assert [f for f in found if f.code == "DDP809"] == []
+
+
+def test_the_same_plain_stop_under_a_switch_of_any_other_kind_is_reported(tmp_path):
+    found = lint_plain(tmp_path, SINGLE_SIDE_STOP.format(test="epoch % 2 == 0"))
+    assert ("DDP809", "warning", 22) in codes(found)
+
+
+OVERRIDDEN = """
+class Base:
+    def __init__(self, model, loader, accum):
+        self.model, self.loader, self.accum = DDP(model), loader, accum
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+    def fit(self):
+        for i, x in enumerate(self.loader):
+            self.model(x).sum().backward()
+            if i % self.accum == 0:
+                self.opt.step(); self.opt.zero_grad()
+
+class Sub(Base):
+    def __init__(self, model, loader, accum):
+        super().__init__(model, loader, accum)
+    def fit(self):
+{body}
+
+loader = DataLoader(torch.randn(64, 4), sampler=DistributedSampler(torch.randn(64, 4)))
+Sub(torch.nn.Linear(4, 1), loader, accum=8).fit()
+"""
+
+
+def test_a_base_loop_the_built_subclass_replaces_never_runs(tmp_path):
+    # pytorch_distillation: SanhDistiller.distill replaces Distiller.distill, no super() call
+    found, _ = lint(tmp_path, OVERRIDDEN.format(body="        pass"))
+    assert [f for f in found if f.code == "DDP805"] == []
+
+
+def test_the_base_loop_a_subclass_calls_through_super_runs(tmp_path):
+    found, _ = lint(tmp_path, OVERRIDDEN.format(body="        super().fit()"))
+    assert ("DDP805", "warning", 13) in codes(found)
