@@ -65,6 +65,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                        f"others wait in {found.work}")
             hint = (f"share `{found.value}` before the test: all_reduce it each step (op=MAX) and test "
                     "the result, so every rank acts on the signal at the same step")
+        elif found.kind == "exception":
+            message = (f"`{found.decision}` at {found.location} leaves the pass ({found.action}) on the rank "
+                       f"that raises it: the others go on and wait in {found.work}")
+            hint = ("keep every rank in step: catch it, all_reduce a flag (op=MAX), and skip on every rank "
+                    "together; or filter such batches before the loop")
         elif found.kind == "rank_state":
             how = (f"every rank steps `{found.value}` and `{found.guard}` steps it further (at {found.assigned}): "
                    "that rank's count runs ahead" if getattr(found, "stepped", False) else

@@ -18,6 +18,7 @@ model) comes from patterns.py and the FactBuilder, so this module holds the reas
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
@@ -70,6 +71,7 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         found.extend(d for d in _rank_exits(builder, fn, stmts, ddp) if d.location not in decided)
         decided |= {d.location for d in found}
         found.extend(d for d in _clock_values(builder, fn, stmts, ddp) if d.location not in decided)
+        found.extend(_exception_skips(builder, fn, stmts, ddp))
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
     for methods in by_class.values():
@@ -727,6 +729,49 @@ def _with_sides(stmt: ast.stmt, sides: dict) -> ast.stmt:
     copy = ast.If(test=stmt.test, body=sides["body"], orelse=sides["orelse"]) if isinstance(stmt, ast.If) else \
         ast.While(test=stmt.test, body=sides["body"], orelse=sides["orelse"])
     return ast.copy_location(copy, stmt)
+
+
+# Exceptions every rank meets alike (the data ran out, the user stopped the job), not one rank's batch.
+ALIKE_EXCEPTIONS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "SystemExit",
+                              "GeneratorExit"})
+
+
+# ... and by their name: the data ran out on every rank (torchtitan's DataloaderExhaustedError)
+ALIKE_NAME = re.compile(r"Exhaust|EndOf|OutOfData|NotImplemented", re.IGNORECASE)
+
+
+def _exception_skips(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
+    """`try: loss = model(batch); loss.backward() except NoValidAnchorsError: continue` in a
+    training loop (NeMo Automodel's DFlash recipe, an out-of-memory skip): the rank whose batch
+    raises leaves the pass while the others wait in the backward's all-reduce it skipped."""
+    found = []
+    for item in stmts:
+        stmt = item.node
+        if not isinstance(stmt, ast.Try) or item.guards or not item.loops:
+            continue
+        # the batch's own work: its backward (DDP's all-reduce) or a DDP forward, not a collective
+        # a set-up or a log line runs (a configuration error is raised alike on every rank)
+        work = (_backward_in(builder, fn, list(stmt.body), 3) if ddp else "") or next(
+            (f"the DDP forward {text(c.func, 40)}()" for n in stmt.body for c in walk(n)
+             if isinstance(c, ast.Call) and builder.program.ddp_model(c, fn) is not None), "")
+        if not work:
+            continue
+        for handler in stmt.handlers:
+            names = {last_name(n) for n in ([handler.type] if not isinstance(handler.type, ast.Tuple)
+                                            else handler.type.elts) if n is not None}
+            leaves = _ends(handler.body)
+            # (a catch-all - bare, Exception - guards against crashes of any kind, the same
+            # code's on every rank; the skip a batch decides names what it catches)
+            if not names or names & {"Exception", "BaseException"} or names & ALIKE_EXCEPTIONS or \
+                    any(ALIKE_NAME.search(n) for n in names) or \
+                    leaves not in ("continue", "break", "return") or \
+                    any(isinstance(n, ast.Raise) for n in handler.body) or _work(builder, fn, handler.body, ddp):
+                continue
+            caught = ", ".join(sorted(names)) or "any exception"
+            found.append(RankLocalDecision(
+                Location(fn.file.display, handler.lineno), f"except {caught}", leaves, caught, "exception", work,
+                assumption=f"{caught} is raised on some ranks only (each rank's own batch)"))
+    return found
 
 
 def _reads_clock(program, node: Optional[ast.AST], fn: Function) -> bool:

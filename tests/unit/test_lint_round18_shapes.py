@@ -433,3 +433,35 @@ def test_a_base_loop_the_built_subclass_replaces_never_runs(tmp_path):
 def test_the_base_loop_a_subclass_calls_through_super_runs(tmp_path):
     found, _ = lint(tmp_path, OVERRIDDEN.format(body="        super().fit()"))
     assert ("DDP805", "warning", 13) in codes(found)
+
+
+EXCEPTION_SKIP = """
+class NoValidAnchorsError(Exception):
+    pass
+
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    try:
+        loss = model(torch.randn(2, 4)).sum()
+        loss.backward()
+    except {caught}:
+        continue
+    opt.step(); opt.zero_grad()
+"""
+
+
+def test_an_exception_one_batch_raises_that_skips_the_backward_is_a_warning(tmp_path):
+    # NeMo Automodel's DFlash: `except NoValidAnchorsError: continue` around forward + backward
+    found, _ = lint(tmp_path, EXCEPTION_SKIP.format(caught="NoValidAnchorsError"))
+    assert ("DDP809", "warning", 16) in codes(found)
+    assert "leaves the pass (continue) on the rank that raises it" in \
+        next(f.message for f in found if f.code == "DDP809")
+
+
+def test_exceptions_every_rank_meets_alike_skip_nothing_one_sided(tmp_path):
+    for caught in ("StopIteration", "Exception", "DataloaderExhaustedError"):
+        source = EXCEPTION_SKIP.format(caught=caught).replace(
+            "class NoValidAnchorsError", "class DataloaderExhaustedError")
+        found, _ = lint(tmp_path, source)
+        assert [f for f in found if f.code == "DDP809"] == [], caught
