@@ -941,10 +941,21 @@ def _continuation(body: list, stmt: ast.stmt) -> list:
 
 
 def _after(body: list, stmt: ast.stmt) -> list:
-    """The statements of a loop body that run after stmt in the same pass (stmt may be nested)."""
+    """The statements of a loop body that run after stmt in the same pass (stmt may be nested):
+    the rest of its own block, then of each block around it (a `continue` inside `with
+    model.no_sync():` skips the backward below it in the same `with`: flowprogen)."""
     for index, top in enumerate(body):
-        if top is stmt or any(n is stmt for n in walk(top)):
+        if top is stmt:
             return body[index + 1:]
+        if any(n is stmt for n in walk(top)):
+            inner: list = []
+            if isinstance(top, (ast.With, ast.AsyncWith, ast.If, ast.Try)):
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(top, field, None) or []
+                    if any(n is stmt for part in block for n in walk(part)):
+                        inner = _after(block, stmt)
+                        break
+            return inner + body[index + 1:]
     return []
 
 

@@ -465,3 +465,32 @@ def test_exceptions_every_rank_meets_alike_skip_nothing_one_sided(tmp_path):
             "class NoValidAnchorsError", "class DataloaderExhaustedError")
         found, _ = lint(tmp_path, source)
         assert [f for f in found if f.code == "DDP809"] == [], caught
+
+
+NESTED_CONTINUE = """
+import contextlib
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    with {context}:
+        loss = model(torch.randn(2, 4)).sum()
+        if torch.isnan(loss).any():
+            opt.zero_grad()
+            continue
+        loss.backward()
+    opt.step(); opt.zero_grad()
+"""
+
+
+def test_a_nan_skip_inside_a_with_block_skips_the_backward_below_it(tmp_path):
+    # flowprogen: `with model.no_sync() if ... else nullcontext():` holds the test and the backward
+    found, _ = lint(tmp_path, NESTED_CONTINUE.format(context="contextlib.nullcontext()"))
+    assert ("DDP809", "warning", 13) in codes(found)
+
+
+def test_the_same_skip_after_the_backward_skips_nothing_collective(tmp_path):
+    source = NESTED_CONTINUE.format(context="contextlib.nullcontext()").replace(
+        "        if torch.isnan(loss).any():\n            opt.zero_grad()\n            continue\n        loss.backward()\n",
+        "        loss.backward()\n        if torch.isnan(loss).any():\n            opt.zero_grad()\n            continue\n")
+    found, _ = lint(tmp_path, source)
+    assert [f for f in found if f.code == "DDP809"] == []
