@@ -302,9 +302,17 @@ def _constant(value: ast.AST) -> bool:
 ONE_RANK_RESULT = frozenset({"reduce", "gather", "gather_object"})
 
 
-def _shared(builder: Builder, fn: Function) -> set[str]:
+def _shared(builder: Builder, fn: Function) -> frozenset:
+    return shared_names(builder.program, fn)
+
+
+def shared_names(program, fn: Function) -> frozenset:
     """Names handed to a collective anywhere in fn (`dist.broadcast_object_list([stop])`,
-    `dist.all_reduce(flag)`): their value is made the same on every rank there."""
+    `dist.all_reduce(flag)`): their value is made the same on every rank there. Made once per
+    function (several DDP809 passes ask)."""
+    found = fn.__dict__.get("_shared_names")
+    if found is not None:
+        return found
     names: set[str] = set()
     # `grad_norm = clip_grad_norm_(model.parameters(), ...)`: the norm of gradients DDP's
     # backward all-reduced, the same on every rank
@@ -312,12 +320,13 @@ def _shared(builder: Builder, fn: Function) -> set[str]:
                  if any(isinstance(v, ast.Call) and (last_name(v.func) or "").startswith("clip_grad_norm")
                         for _, v in values))
     for node in fn.own_calls:  # fn.own's calls in its order: 136,000 tests fewer on open_clip
-        if builder.program.collective(node, fn):
+        if program.collective(node, fn):
             if last_name(node.func) in ONE_RANK_RESULT:
                 continue  # `dist.reduce(val, dst=0)`: only rank 0 holds the sum; the others keep their own
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 names.update(n.id for n in walk(arg) if isinstance(n, ast.Name))
-    return names
+    found = fn.__dict__["_shared_names"] = frozenset(names)
+    return found
 
 
 def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
@@ -447,9 +456,7 @@ def _item_names(program, fn: Function) -> frozenset:
     found = fn.__dict__.get("_item_names")
     if found is not None:
         return found
-    shared = {n.id for call in fn.own_calls if program.collective(call, fn)
-              for arg in [*call.args, *(k.value for k in call.keywords)] for n in walk(arg)
-              if isinstance(n, ast.Name)}
+    shared = shared_names(program, fn)
     pairs = []
     for node in fn.own:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

@@ -300,15 +300,9 @@ class SaveFacts:
         that value: `if args.n_gpu > 1:` never runs in a distributed job. The test, or ""."""
         pinned = self._setup_pins()
         for cond, _ in conds:
-            test = _test_of(cond)
-            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-            test = test.operand if negated else test
-            if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)
-                    and type(test.comparators[0].value) is int and text(test.left) in pinned):
-                continue
-            compare = {ast.Gt: int.__gt__, ast.GtE: int.__ge__, ast.Lt: int.__lt__, ast.LtE: int.__le__,
-                       ast.Eq: int.__eq__, ast.NotEq: int.__ne__}.get(type(test.ops[0]))
-            if compare is not None and compare(pinned[text(test.left)], test.comparators[0].value) == negated:
+            test = _test_of(cond) if pinned else None
+            if test is not None and any(key in cond and _truth(test, key, ast.Constant(value)) is False
+                                        for key, value in pinned.items()):
                 return cond
         return ""
 
