@@ -34,7 +34,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `tempfile.mkstemp()`) is each rank's own file, and a cache the same function reads
         back when it exists (`if os.path.exists(p): return torch.load(p)`) is built by local
         rank 0 once per node on purpose: not reported. Nor is a dump made only in an
-        `except:` that raises again (the failing rank's state on its way out).
+        `except:` that raises again (the failing rank's state on its way out). Writes one
+        after the other in one block under the same rank tests (model, optimizer, EMA) are one
+        finding, at the first, naming the others: one block to move under one rank test.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes
@@ -50,31 +52,60 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
     """
     if facts.distributed is None and facts.framework is None:
         return Skipped("the script sets up no process group")
-    saves = [s for s in facts.saves if s.every_rank]
-    per_node = [s for s in facts.saves if not s.every_rank and s.per_node]
+    per_node = _blocks([s for s in facts.saves if not s.every_rank and s.per_node])
+    node_local = _blocks([s for s in facts.saves if getattr(s, "local_path", "")])
+    every = _blocks([s for s in facts.saves if s.every_rank])
     return [Problem(
-        message=(f"{_written(save)} at {save.location} runs on one rank per node: "
+        message=(f"{_written(save)} at {save.location}{_and(more)} runs on one rank per node: "
                  f"`{save.per_node}` is true on local rank 0 of every node, not on global rank 0 alone. "
                  "On several nodes sharing a filesystem, each node's writer saves the same file at once"),
         hint="save where the global rank is 0 (`dist.get_rank() == 0`), or write to a per-node path "
              "when the nodes do not share a filesystem",
         location=save.location,
-        evidence={"path": save.path_text, "why": f"under {save.per_node}", "per_node": True},
-    ) for save in per_node] + [Problem(
-        message=(f"{_written(save)} at {save.location} runs on every rank, and its path differs only by "
-                 f"`{save.local_path}`, the rank within a node: on several nodes sharing a filesystem, the "
+        evidence=_also({"path": save.path_text, "why": f"under {save.per_node}", "per_node": True}, more),
+    ) for save, more in per_node] + [Problem(
+        message=(f"{_written(save)} at {save.location}{_and(more)} runs on every rank, and its path differs only "
+                 f"by `{save.local_path}`, the rank within a node: on several nodes sharing a filesystem, the "
                  "same local rank of every node writes the same file at once"),
         hint="put the global rank in the path (`dist.get_rank()`), or save where the global rank is 0",
         location=save.location,
-        evidence={"path": save.path_text, "why": save.reason, "per_node": True},
-    ) for save in facts.saves if getattr(save, "local_path", "")] + [Problem(
-        message=(f"{_written(save)} at {save.location} runs on every rank ({save.reason}): "
+        evidence=_also({"path": save.path_text, "why": save.reason, "per_node": True}, more),
+    ) for save, more in node_local] + [Problem(
+        message=(f"{_written(save)} at {save.location}{_and(more)} runs on every rank ({save.reason}): "
                  "all ranks write the same file at once"),
         hint="save on one rank only: `if dist.get_rank() == 0: torch.save(...)`, then dist.barrier() "
              "on every rank before anyone reads it",
         location=save.location,
-        evidence={"path": save.path_text, "why": save.reason},
-    ) for save in saves]
+        evidence=_also({"path": save.path_text, "why": save.reason}, more),
+    ) for save, more in every]
+
+
+def _blocks(saves: list) -> list:
+    """(first write, the later writes of its block): writes one after the other in one block,
+    under the same rank tests (model, optimizer, EMA), are one thing to fix, told once."""
+    groups: dict = {}
+    order = []
+    for save in saves:
+        key = save.block or str(save.location)
+        if key not in groups:
+            groups[key] = []
+            order.append((save, groups[key]))
+        else:
+            groups[key].append(save)
+    return order
+
+
+def _and(more: list) -> str:
+    if not more:
+        return ""
+    lines = ", ".join(str(s.location.line) for s in more)
+    return f" (and {len(more)} more write{'s' if len(more) > 1 else ''} in the same block, line{'s' if len(more) > 1 else ''} {lines})"
+
+
+def _also(evidence: dict, more: list) -> dict:
+    if more:
+        evidence["also"] = [s.location.line for s in more]
+    return evidence
 
 
 def _written(save) -> str:

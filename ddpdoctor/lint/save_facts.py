@@ -4,6 +4,7 @@ reaches it, and the per-node test that makes one rank per node write."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional
@@ -28,6 +29,10 @@ class SaveFact:
     # every_rank, but the path holds a node-local rank alone (`final_{gpu}.pt`, gpu mp.spawn's
     # index in code that makes the global rank as node * ngpus + gpu): one writer per node per path
     local_path: str = ""
+    # the statement list that holds the write ("file:line" of its first statement) with the rank
+    # tests around it: writes sharing it (model, then optimizer, then EMA) are one block to move
+    # under one rank test, told once (checks/lint/save_on_every_rank.py)
+    block: str = ""
 
 
 class SaveFacts:
@@ -41,108 +46,138 @@ class SaveFacts:
             for event in fn.events:
                 if event.kind != "save":
                     continue
-                call = event.node
-                how = save_call(self.program, call, fn) or "torch.save"
-                path = save_path(call, how)
-                path_text = text(path) if path is not None else "?"
-                where = loc(fn, call)
-                # `if eval_first and rank == 0: ...; return` above it: what follows runs on every
-                # rank but rank 0, several writers still (judged as if unguarded)
-                several = bool(event.guards) and all(g.test.polarity == "nonzero" for g in event.guards)
-                # `if master and step % 10 == 0 or step in milestones:`: at the milestones every
-                # rank takes it (Adam-mini's checkpoints): judged as if unguarded
-                several = several or any(_open_or(self.program, _guard_test(fn, g), fn) is not None
-                                         for g in event.guards)
-                if event.guards and not several:
-                    # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`)
-                    # writes a file of its own
-                    per_host = path is not None and self._names_host(path, fn)
-                    found.append(SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
-                                          None if per_host or _reads_back(fn, path, call) else _per_node(event.guards),
-                                          how))
-                    continue
-                first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
-                if first:
-                    found.append(SaveFact(where, path_text, False, first, None, how))
-                    continue
-                if how != "torch.save" and fn.file is not self.program.files[0]:
-                    # a library save inside an imported helper (a checkpoint handler, a tokenizer
-                    # wrapper): which ranks hold the state it writes (an FSDP state dict gathered
-                    # to rank 0) is not in the source; the entry script's own save is judged
-                    found.append(SaveFact(where, path_text, False, "a library save in an imported helper", None, how))
-                    continue
-                if _single_process(event.conds, self._switches(), self.wraps_ddp()):
-                    found.append(SaveFact(where, path_text, False, "on the single-process path"))
-                    continue
-                off = self._rank_disabled(fn, event.conds) or self._callers_disabled(fn)
-                if off:
-                    found.append(SaveFact(where, path_text, False, off))
-                    continue
-                pinned = self._pinned_off(event.conds)
-                if pinned:
-                    found.append(SaveFact(where, path_text, False, f"under `{pinned}`, which the process group's "
-                                          "set-up makes false"))
-                    continue
-                if path is not None and self.mentions_rank(path, fn):
-                    local = self._node_local_only(path, fn)
-                    if not local:
-                        found.append(SaveFact(where, path_text, False, "the path depends on the rank"))
-                        continue
-                    node_local[str(where)] = local  # judged as any save, then per node (below)
-                if path is not None and self._unique_per_call(path, fn):
-                    found.append(SaveFact(where, path_text, False, "the path is new on every call (uuid, mkstemp)"))
-                    continue
-                if self._in_the_launcher(fn, event):
-                    found.append(SaveFact(where, path_text, False,
-                                          "in the launching process, which mp.spawn's ranks do not run"))
-                    continue
-                if path is not None and any("BytesIO" in text(v, 1000) for v, _ in self.program.values_of(path, fn)):
-                    found.append(SaveFact(where, path_text, False, "saved to memory"))
-                    continue
-                opened = next(((g, part) for g in event.guards
-                               if (part := _open_or(self.program, _guard_test(fn, g), fn)) is not None), None)
-                if opened is not None:
-                    found.append(SaveFact(where, path_text, True, f"under `{opened[0].test.text}`, whose other side "
-                                          f"holds on every rank: `{text(opened[1], 60)}` is no rank test", None, how))
-                    continue
-                if isinstance(fn.node, ast.Module):
-                    found.append(SaveFact(where, path_text, True, "module level, no rank test", None, how))
-                    continue
-                if path is not None and self._loads_a_sample(fn) and not all(
-                        isinstance(v, ast.Constant) for v, _ in self.program.values_of(path, fn)):
-                    # `Dataset.__getitem__` -> cache the features next to the sample: the sampler
-                    # gives each rank its own samples, so each file has one writer
-                    found.append(SaveFact(where, path_text, False, "a per-sample file written while loading it"))
-                    continue
-                dead = self._dead_side(fn, event.conds + _returned_before(fn, call))
-                if dead:
-                    found.append(SaveFact(where, path_text, False, dead))
-                    continue
-                switch = self._returns_first(fn, call)
-                if switch:
-                    found.append(SaveFact(where, path_text, False,
-                                          f"every caller leaves `{switch}` true, and {fn.label} returns before it"))
-                    continue
-                guarded = self.only_guarded(fn, inside=call)
-                if guarded is False and self._only_on_failure(fn):
-                    found.append(SaveFact(where, path_text, False,
-                                          "only in an `except:` that raises again: the failing rank's dump"))
-                    continue
-                if guarded is None:
-                    hook = fn.name.startswith("on_")
-                    found.append(SaveFact(where, path_text, hook,
-                                          "a hook the framework calls on every rank" if hook else "never called"))
-                else:
-                    found.append(SaveFact(where, path_text, not guarded,
-                                          "every caller is under a rank test" if guarded else
-                                          f"{fn.label} is called without a rank test",
-                                          self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call)
-                                          else None, how))
+                save = self._judged_save(fn, event, node_local)
+                save.block = _block_key(fn, event)
+                found.append(save)
         for save in found:
             if save.every_rank and str(save.location) in node_local:
                 save.every_rank, save.local_path = False, node_local[str(save.location)]
                 save.reason = f"the path differs by the node-local rank `{save.local_path}` alone"
         return found
+
+    def _judged_save(self, fn: Function, event, node_local: dict) -> SaveFact:
+        """One write: whether every rank reaches it, and why (node_local: the writes whose path
+        differs by a node-local rank alone, kept for the per-node pass)."""
+        call = event.node
+        how = save_call(self.program, call, fn) or "torch.save"
+        path = save_path(call, how)
+        path_text = text(path) if path is not None else "?"
+        where = loc(fn, call)
+        # `if eval_first and rank == 0: ...; return` above it: what follows runs on every
+        # rank but rank 0, several writers still (judged as if unguarded)
+        several = bool(event.guards) and all(g.test.polarity == "nonzero" for g in event.guards)
+        # `if master and step % 10 == 0 or step in milestones:`: at the milestones every
+        # rank takes it (Adam-mini's checkpoints): judged as if unguarded
+        several = several or any(_open_or(self.program, _guard_test(fn, g), fn) is not None
+                                 for g in event.guards)
+        if event.guards and not several:
+            # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`)
+            # writes a file of its own
+            per_host = path is not None and self._names_host(path, fn)
+            return SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
+                            None if per_host or _reads_back(fn, path, call) else _per_node(event.guards),
+                            how)
+        first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
+        if first:
+            return SaveFact(where, path_text, False, first, None, how)
+        if how != "torch.save" and fn.file is not self.program.files[0]:
+            # a library save inside an imported helper (a checkpoint handler, a tokenizer
+            # wrapper): which ranks hold the state it writes (an FSDP state dict gathered
+            # to rank 0) is not in the source; the entry script's own save is judged
+            return SaveFact(where, path_text, False, "a library save in an imported helper", None, how)
+        if _single_process(event.conds, self._switches(), self.wraps_ddp()):
+            return SaveFact(where, path_text, False, "on the single-process path")
+        off = self._rank_disabled(fn, event.conds) or self._callers_disabled(fn)
+        if off:
+            return SaveFact(where, path_text, False, off)
+        pinned = self._pinned_off(event.conds)
+        if pinned:
+            return SaveFact(where, path_text, False, f"under `{pinned}`, which the process group's "
+                            "set-up makes false")
+        if path is not None and self.mentions_rank(path, fn):
+            local = self._node_local_only(path, fn)
+            if not local:
+                return SaveFact(where, path_text, False, "the path depends on the rank")
+            node_local[str(where)] = local  # judged as any save, then per node (below)
+        if path is not None and self._unique_per_call(path, fn):
+            return SaveFact(where, path_text, False, "the path is new on every call (uuid, mkstemp)")
+        if self._in_the_launcher(fn, event):
+            return SaveFact(where, path_text, False,
+                            "in the launching process, which mp.spawn's ranks do not run")
+        if path is not None and any("BytesIO" in text(v, 1000) for v, _ in self.program.values_of(path, fn)):
+            return SaveFact(where, path_text, False, "saved to memory")
+        opened = next(((g, part) for g in event.guards
+                       if (part := _open_or(self.program, _guard_test(fn, g), fn)) is not None), None)
+        if opened is not None:
+            return SaveFact(where, path_text, True, f"under `{opened[0].test.text}`, whose other side "
+                            f"holds on every rank: `{text(opened[1], 60)}` is no rank test", None, how)
+        if isinstance(fn.node, ast.Module):
+            return SaveFact(where, path_text, True, "module level, no rank test", None, how)
+        if path is not None and self._loads_a_sample(fn) and not all(
+                isinstance(v, ast.Constant) for v, _ in self.program.values_of(path, fn)):
+            # `Dataset.__getitem__` -> cache the features next to the sample: the sampler
+            # gives each rank its own samples, so each file has one writer
+            return SaveFact(where, path_text, False, "a per-sample file written while loading it")
+        if path is not None and _reads_back(fn, path, call, filled=True) and self._per_item(path, fn):
+            # `if isfile(cache_of(item)): load / else: compute; torch.save(...)` for the items a
+            # rank's batches hold: the sampler gives each item to one rank, so one writer per file
+            return SaveFact(where, path_text, False, "a per-item cache it reads back where it exists")
+        if path is not None and self._streamed(path, fn):
+            return SaveFact(where, path_text, False, "into a stream its caller opened")
+        dead = self._dead_side(fn, event.conds + _returned_before(fn, call))
+        if dead:
+            return SaveFact(where, path_text, False, dead)
+        switch = self._returns_first(fn, call)
+        if switch:
+            return SaveFact(where, path_text, False,
+                            f"every caller leaves `{switch}` true, and {fn.label} returns before it")
+        guarded = self.only_guarded(fn, inside=call)
+        if guarded is False and self._only_on_failure(fn):
+            return SaveFact(where, path_text, False,
+                            "only in an `except:` that raises again: the failing rank's dump")
+        if guarded is None:
+            hook = fn.name.startswith("on_")
+            return SaveFact(where, path_text, hook,
+                            "a hook the framework calls on every rank" if hook else "never called")
+        return SaveFact(where, path_text, not guarded,
+                        "every caller is under a rank test" if guarded else f"{fn.label} is called without a rank test",
+                        self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how)
+
+    def _per_item(self, path: ast.AST, fn: Function) -> bool:
+        """The path is built from one of fn's own parameters (an item's name), not from
+        constants and settings alone."""
+        params = set(fn.params) - {"self", "cls"}
+        used = {sub.id for node, _ in [(path, fn), *self.program.values_of(path, fn, 2)] for sub in walk(node)
+                if isinstance(sub, ast.Name) and sub.id in params}
+        if not used:
+            return False
+        # `checkpoint("last.pt", model)`: a parameter every caller fills with a constant names
+        # one file, whoever calls
+        for _, event in self.callers().get(fn, []):
+            call = event.node
+            if not isinstance(call, ast.Call):
+                continue
+            given = {kw.arg: kw.value for kw in call.keywords if kw.arg}
+            offset = 1 if fn.params[:1] in (["self"], ["cls"]) else 0
+            given.update({fn.params[i + offset]: a for i, a in enumerate(call.args)
+                          if i + offset < len(fn.params) and not isinstance(a, ast.Starred)})
+            if not any(name in given and not isinstance(given[name], ast.Constant) for name in used):
+                return False
+        return True
+
+    def _streamed(self, path: ast.AST, fn: Function) -> bool:
+        """The write goes into a file object handed in: a parameter annotated as a stream
+        (`stream: io.IOBase`, `f: BinaryIO`), or what a call on one returns (a transform
+        wrapping it). Which file that is, and who opens it, is the caller's business."""
+        node = getattr(fn.node, "args", None)
+        if node is None:
+            return False
+        streams = {a.arg for a in (*node.posonlyargs, *node.args, *node.kwonlyargs)
+                   if a.annotation is not None and STREAM_TYPES.search(text(a.annotation))}
+        if not streams:
+            return False
+        values = [path, *(v for v, _ in self.program.values_of(path, fn, 2))]
+        return any(isinstance(sub, ast.Name) and sub.id in streams for v in values for sub in walk(v))
 
     def _node_local_only(self, path: ast.AST, fn: Function) -> str:
         """The node-local rank a path holds when it holds no global one: a name that says
@@ -446,6 +481,9 @@ class SaveFacts:
         return None
 
 
+# annotations of a parameter that holds an open file object
+STREAM_TYPES = re.compile(r"\b(IOBase|BufferedIOBase|RawIOBase|BinaryIO|IO|BytesIO|BufferedWriter)\b")
+
 # calls whose value is new on every call: a path built from one names a file no other rank writes
 UNIQUE_NAMES = frozenset({"uuid.uuid1", "uuid.uuid4", "tempfile.mkstemp", "tempfile.mkdtemp",
                           "tempfile.NamedTemporaryFile", "tempfile.mktemp"})
@@ -460,12 +498,14 @@ def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:
     return False
 
 
-def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST) -> bool:
+def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bool = False) -> bool:
     """fn loads the file where it already exists and writes it only where it does not
     (`if os.path.exists(p): data = torch.load(p)` / `else: ... torch.save(data, p)`): a cache of
     what every rank computes alike. Local rank 0 building it once per node is the point (a
     node's own disk), not a per-node copy of a checkpoint meant once. A file loaded and
-    written again where it exists (stripping a checkpoint) is no cache."""
+    written again where it exists (stripping a checkpoint) is no cache. filled: the write is
+    where the file is missing (the test's `else:`, or after a body that returns), not in a
+    load-or-save helper's other mode."""
     if path is None:
         return False
     wanted = text(path)
@@ -477,10 +517,18 @@ def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST) -> bool:
         if not any(isinstance(t, ast.Call) and t.args and text(t.args[0]) == wanted
                    and last_name(t.func) in ("exists", "isfile", "is_file") for t in tests):
             continue
-        body = [n for stmt in node.body for n in walk(stmt)]
+        # a save in an `except:` of the body rebuilds a cache entry that failed to load
+        rebuilt = {id(n) for h in (x for stmt in node.body for x in walk(stmt) if isinstance(x, ast.ExceptHandler))
+                   for stmt in h.body for n in walk(stmt)}
+        body = [n for stmt in node.body for n in walk(stmt) if id(n) not in rebuilt]
         if save not in body and any(isinstance(n, ast.Call) and n.args and text(n.args[0]) == wanted
                                     and last_name(n.func) in ("load", "load_from_disk", "read_pickle") for n in body):
-            return True
+            if not filled or id(save) in rebuilt or any(n is save for stmt in node.orelse for n in walk(stmt)):
+                return True
+            after = next((block for block in _blocks_holding(fn.node, node)), None)
+            if node.body and isinstance(node.body[-1], ast.Return) and after is not None and any(
+                    n is save for stmt in after[after.index(node) + 1:] for n in walk(stmt)):
+                return True
     return False
 
 
@@ -513,6 +561,17 @@ def _guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:
         ifs = fn.__dict__["_ifs_by_id"] = {id(n): n for n in fn.own if n.__class__ is ast.If}
     found = ifs.get(guard.branch)
     return found.test if found is not None else None
+
+
+def _block_key(fn: Function, event) -> str:
+    """"file:line" of the statement list that holds the write, with the rank tests around it:
+    the same key for writes one after the other in one block (one fix: move the block under
+    one rank test); "" where the write is no statement of fn's own blocks."""
+    path = reaching._path_to(fn.node, event.node)
+    if not path or not path[-1][0]:
+        return ""
+    tests = ",".join(g.test.text for g in event.guards)
+    return f"{fn.file.display}:{path[-1][0][0].lineno}:{tests}"
 
 
 def _blocks_holding(root: ast.AST, node: ast.AST) -> list:

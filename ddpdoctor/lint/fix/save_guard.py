@@ -25,27 +25,50 @@ def propose(finding: Finding, parsed: Parsed) -> list[Proposal]:
     return _every_rank(finding, parsed)
 
 
-def _save_call(finding: Finding, parsed: Parsed) -> ast.Call:
-    calls = [c for c in parsed.calls_on_line(finding.location.line, {"save"})]
+def _save_call(line: int, parsed: Parsed) -> ast.Call:
+    calls = [c for c in parsed.calls_on_line(line, {"save"})]
     if len(calls) != 1:
-        raise NoFix(f"line {finding.location.line} does not hold exactly one save call")
+        raise NoFix(f"line {line} does not hold exactly one save call")
     return calls[0]
 
 
 def _every_rank(finding: Finding, parsed: Parsed) -> list[Proposal]:
-    call = _save_call(finding, parsed)
-    stmt = parsed.statement(call)
-    if not (isinstance(stmt, ast.Expr) and stmt.value is call):
-        raise NoFix("the save's value is used (`x = torch.save(...)`, `return ...`): a guard would leave it unset")
-    lead = parsed.indent(stmt)
+    """Each write of the finding's block (its line and the evidence's `also` lines) under the
+    zero test; writes one right after the other share one `if`."""
+    lines = [finding.location.line, *[n for n in finding.evidence.get("also", []) if isinstance(n, int)]]
+    stmts = []
+    for line in lines:
+        call = _save_call(line, parsed)
+        stmt = parsed.statement(call)
+        if not (isinstance(stmt, ast.Expr) and stmt.value is call):
+            raise NoFix("the save's value is used (`x = torch.save(...)`, `return ...`): a guard would leave it unset")
+        stmts.append(stmt)
+    runs: list[list] = []
+    for stmt in sorted(stmts, key=lambda s: s.lineno):
+        if runs and _next_to(parsed, runs[-1][-1], stmt):
+            runs[-1].append(stmt)
+        else:
+            runs.append([stmt])
     unit = parsed.indent_unit()
     nl = parsed.source.newline()
-    at = parsed.source.line_start(stmt.lineno)
     out = []
-    for test in zero_tests(parsed, stmt):
-        edits = [Edit(at, at, f"{lead}if {test.zero}:{nl}")] + parsed.reindent(stmt.lineno, stmt.end_lineno, unit)
+    for test in zero_tests(parsed, stmts[0]):
+        edits = []
+        for run in runs:
+            at = parsed.source.line_start(run[0].lineno)
+            edits += [Edit(at, at, f"{parsed.indent(run[0])}if {test.zero}:{nl}")]
+            edits += parsed.reindent(run[0].lineno, run[-1].end_lineno, unit)
         out.append((edits, f"save on global rank 0 only: `if {test.zero}:`"))
     return out
+
+
+def _next_to(parsed: Parsed, before: ast.stmt, after: ast.stmt) -> bool:
+    """`after` is the statement right after `before` in the same block (blank or comment lines
+    between them are fine)."""
+    if parsed.indent(before) != parsed.indent(after):
+        return False
+    between = parsed.source.text.splitlines()[before.end_lineno:after.lineno - 1]
+    return all(not ln.strip() or ln.strip().startswith("#") for ln in between)
 
 
 def _per_node(finding: Finding, parsed: Parsed) -> list[Proposal]:
