@@ -141,6 +141,11 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
     seen = [Seen(f.code, f.severity.value, _norm(f.location.file) if f.location else "",
                  f.location.line if f.location else None, f.message)
             for r in results for f in r.findings]
+    # a finding that names more places of the same bug (DDP806's later writes of one block, its
+    # evidence's `also`) reports those lines too: they match a label there, and are never false
+    named = [Seen(f.code, f.severity.value, _norm(f.location.file), line, f.message)
+             for r in results for f in r.findings if f.location
+             for line in f.evidence.get("also", []) if isinstance(line, int)]
     expected = list(entry.get("expected", []))
     unmatched = list(seen)
     # exact places first, optional ones included: a required label's stand-in at another line must
@@ -151,9 +156,9 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
         # the return, or DDP801 at the gather rank 0 then reaches alone), each with its severity
         for place in (exp, *exp.get("or", [])):
             key = (place["code"], _norm(place["file"]), place["line"])
-            hit = next((s for s in unmatched if s.key() == key), None)
+            hit = next((s for s in unmatched + named if s.key() == key), None)
             if hit is not None:
-                unmatched.remove(hit)
+                (unmatched if hit in unmatched else named).remove(hit)
                 exact[index] = hit
                 if hit.severity != place["severity"]:
                     scored.wrong_severity.append((place, hit))

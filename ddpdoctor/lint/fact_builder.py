@@ -246,6 +246,16 @@ class BuilderCore:
     def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3, strict: bool = False) -> bool:
         """The expression depends on the rank. strict: a rank handed on as `rank=` to a call
         (`Dataset(..., rank=rank)`, which may only cache or log on one rank) does not count."""
+        # asked again for the same value at every step out of a name rebound many times (a path
+        # extended under 200 tests): answered once per (value, scope, depth)
+        memo = self.__dict__.setdefault("_mentions", {})
+        key = (id(node), id(fn), depth, strict)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._mentions_rank(node, fn, depth, strict)
+        return found
+
+    def _mentions_rank(self, node: ast.AST, fn: Function, depth: int, strict: bool) -> bool:
         ranks = self.program.ranks
         passed_on = {id(n) for sub in walk(node) if strict and isinstance(sub, ast.Call)
                      for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")

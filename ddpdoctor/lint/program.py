@@ -1587,8 +1587,12 @@ def _entry_reaches(fn: Function, use: ast.Name) -> bool:
                         top.setdefault(target.id, stmt.lineno)
     if top.get(use.id, 1 << 30) < getattr(use, "lineno", 0):
         return False  # `x = x.to(device)` before the use, on every way: the entry value is gone
-    if any(value.__class__ is ast.Attribute and value.attr == "module" and value.value.__class__ is ast.Name
-           and value.value.id == use.id for _, value in fn.bindings.get(use.id, ())):
+    unwrapped = fn.__dict__.setdefault("_unwrapped", {})
+    if use.id not in unwrapped:
+        unwrapped[use.id] = any(value.__class__ is ast.Attribute and value.attr == "module" and
+                                value.value.__class__ is ast.Name and value.value.id == use.id
+                                for _, value in fn.bindings.get(use.id, ()))
+    if unwrapped[use.id]:
         # `if args.distributed: model = model.module` (open_clip's zero-shot): the author unwraps
         # where it is wrapped; the value entering on the other side is no wrapper
         return False
@@ -1610,9 +1614,14 @@ def _nearest(found: list, use: ast.AST, fn: Function) -> list:
     """Of a name's many bindings (MANY_BINDINGS) in fn: those the flow says reach the use, or
     else, of those _reaching keeps, the MANY_BINDINGS nearest it by line."""
     flow = reaching.reaching_values(fn.node, use.id, use) if fn.node is not None else None
-    if flow is not None:
-        return [(getattr(value, "lineno", 0), value, fn) for value in flow]
     line = getattr(use, "lineno", 0)
+    if flow is not None:
+        # a name rebound under 200 tests reaches each use with every earlier binding: the
+        # nearest MANY_BINDINGS say what it holds there (all of them would make each read cost
+        # as much as the function, and the whole function quadratic)
+        found = [(getattr(value, "lineno", 0), value, fn) for value in flow]
+        return found if len(found) <= MANY_BINDINGS else \
+            sorted(found, key=lambda bound: abs(bound[0] - line))[:MANY_BINDINGS]
     return sorted(_reaching(found, use, fn), key=lambda bound: abs(bound[0] - line))[:MANY_BINDINGS]
 
 

@@ -29,8 +29,20 @@ def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = Fa
     call itself (for a question every element answers alike: does it return a DDP wrapper).
     params: a way that reaches root's start with `name` one of its parameters gives that
     parameter's `ast.arg` (what the callers pass) rather than None."""
-    path = _path_to(root, node)
     index = _index(root)
+    # asked again for the same use at each step out of a value's names (a path rebound under
+    # 100 tests is asked about each binding's own use, at every depth): answered once
+    key = (name, id(node), unpacked, params)
+    if key in index.answers:
+        found = index.answers[key]
+        return None if found is None else list(found)
+    found = index.answers[key] = _reaching_values(root, index, name, node, unpacked, params)
+    return None if found is None else list(found)
+
+
+def _reaching_values(root: ast.AST, index: "_Index", name: str, node: ast.AST, unpacked: bool,
+                     params: bool) -> Optional[list[ast.AST]]:
+    path = _path_to(root, node)
     if path is None:
         return None
     holds = [(index.dump(owner.test), field == "body") for _, _, owner, field in path if isinstance(owner, ast.If)]
@@ -111,6 +123,7 @@ class _Index:
         self.holder: dict[int, ast.stmt] = {}  # id(node) -> innermost block statement holding it
         self.bound: dict[int, frozenset] = {}  # id(stmt) -> names bound anywhere under it
         self._dumps: dict[int, str] = {}  # id(test) -> ast.dump(test): each test compared many times
+        self.answers: dict[tuple, Optional[list]] = {}  # reaching_values, per (name, use, ...)
         self._blocks(root, None, None)
 
     def dump(self, node: ast.AST) -> str:

@@ -144,24 +144,29 @@ class SaveFacts:
                         self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how)
 
     def _per_item(self, path: ast.AST, fn: Function) -> bool:
-        """The path is built from one of fn's own parameters (an item's name), not from
-        constants and settings alone."""
+        """The path is built from one of fn's parameters, and every call of fn hands it a value
+        the loop around the call binds afresh on each pass (`for i in range(len(batch)): p =
+        batch["path"][i]; f(p)`): one file per item a rank handles, not a setting (`args.cache`
+        is the same file on every rank)."""
         params = set(fn.params) - {"self", "cls"}
         used = {sub.id for node, _ in [(path, fn), *self.program.values_of(path, fn, 2)] for sub in walk(node)
                 if isinstance(sub, ast.Name) and sub.id in params}
-        if not used:
+        live = self.__dict__.get("_live")
+        if live is None:  # what the entry script runs: a library's other callers (an inference pipeline) aside
+            live = self.__dict__["_live"] = reached_from([f for f in self.functions if isinstance(f.node, ast.Module)
+                                                          and f.file is self.program.files[0]])
+        sites = [(caller, event) for caller, event in self.callers().get(fn, []) if caller in live]
+        if not used or not sites:
             return False
-        # `checkpoint("last.pt", model)`: a parameter every caller fills with a constant names
-        # one file, whoever calls
-        for _, event in self.callers().get(fn, []):
+        offset = 1 if fn.params[:1] in (["self"], ["cls"]) else 0
+        for caller, event in sites:
             call = event.node
-            if not isinstance(call, ast.Call):
-                continue
+            if not isinstance(call, ast.Call) or event.loops <= 0:
+                return False
             given = {kw.arg: kw.value for kw in call.keywords if kw.arg}
-            offset = 1 if fn.params[:1] in (["self"], ["cls"]) else 0
             given.update({fn.params[i + offset]: a for i, a in enumerate(call.args)
                           if i + offset < len(fn.params) and not isinstance(a, ast.Starred)})
-            if not any(name in given and not isinstance(given[name], ast.Constant) for name in used):
+            if not any(name in given and _bound_in_loop(caller, given[name], call) for name in used):
                 return False
         return True
 
@@ -221,6 +226,7 @@ class SaveFacts:
         """A call of one of these (by full name) is in the path or in what its names hold."""
         names = [(path, fn), *self.program.values_of(path, fn, 2)]
         fresh = list(names)
+        held = {id(n) for n, _ in names}
         for _ in range(3):  # a few steps out: names' values, and what a local helper returns
             more = []
             for node, scope in fresh:
@@ -230,7 +236,8 @@ class SaveFacts:
                 if isinstance(node, ast.Call):  # `log_dir = make_logdir(name)`
                     more += [(ret, target) for target in self.program.resolve(node.func, scope)[0]
                              if not isinstance(target.node, ast.Module) for ret in target.returned]
-            fresh = [m for m in more if all(m[0] is not n for n, _ in names)][:64]
+            fresh = [m for m in more if id(m[0]) not in held][:64]
+            held.update(id(n) for n, _ in fresh)
             names += fresh
         return any(isinstance(sub, ast.Call) and (self.program.qualify(sub.func, scope) or "") in calls
                    for value, scope in names for sub in walk(value))
@@ -561,6 +568,18 @@ def _guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:
         ifs = fn.__dict__["_ifs_by_id"] = {id(n): n for n in fn.own if n.__class__ is ast.If}
     found = ifs.get(guard.branch)
     return found.test if found is not None else None
+
+
+def _bound_in_loop(fn: Function, value: ast.AST, call: ast.Call) -> bool:
+    """A name in value is bound by a loop of fn that holds the call (its target, or an
+    assignment in its body): a new value on every pass."""
+    loops = [n for n in fn.own if n.__class__ in (ast.For, ast.AsyncFor, ast.While)
+             and n.lineno <= call.lineno <= (n.end_lineno or 0)]
+    names = {sub.id for sub in walk(value) if isinstance(sub, ast.Name)}
+    targets = {sub.id for n in loops if n.__class__ is not ast.While for sub in walk(n.target)
+               if isinstance(sub, ast.Name)}
+    return bool(names & targets) or any(n.lineno <= line <= (n.end_lineno or 0) for name in names
+                                        for line, _ in fn.bindings.get(name, ()) for n in loops)
 
 
 def _block_key(fn: Function, event) -> str:
