@@ -285,9 +285,11 @@ class BuilderCore:
                     isinstance(sub.slice, ast.Constant) and isinstance(sub.slice.value, str):
                 # a config read by a field's name (`config["model"]`): that field, judged by its
                 # name (is_rank above: `config["local_rank"]`) or its value in a dict literal
-                passed_on.add(id(sub.value))
                 held = self.program.values_of(sub.value, fn, 1)
                 if held and all(isinstance(v, ast.Dict) for v, _ in held):
+                    # a dict literal: that key's value alone (not the read of a rank's own file,
+                    # `pickle.load(open(f"train-{rank}.pkl"))["x"]`: that value is the rank's)
+                    passed_on.add(id(sub.value))
                     for value, scope in held:
                         for key, item in zip(value.keys, value.values):
                             if isinstance(key, ast.Constant) and key.value == sub.slice.value and \
@@ -528,7 +530,26 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
         return _compared_false(fn, cond, call, ())
     if cond.startswith("not ") and cond[4:].isidentifier():
         return _switched(fn, call, cond[4:], context) is True
-    return _switched(fn, call, cond, context) is False
+    if _switched(fn, call, cond, context) is False:
+        return True
+    # `sync = distributed and dist.is_initialized()` then `if sync:`: the local is false where
+    # one part of its `and` is (a parameter this way in leaves False)
+    value = _alias(fn, cond)
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And):
+        return any(_cond_false(fn, call, text(part), True, context) for part in value.values
+                   if isinstance(part, ast.Name) or (isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not)
+                                                     and isinstance(part.operand, ast.Name)))
+    if isinstance(value, ast.Name):
+        return _cond_false(fn, call, value.id, True, context)
+    return False
+
+
+def _alias(fn: Function, name: str) -> Optional[ast.AST]:
+    """The one value a local (not a parameter) is bound to in fn, None otherwise."""
+    if not name.isidentifier() or name in fn.params or name in fn.kwonly:
+        return None
+    bound = fn.bindings.get(name, [])
+    return bound[0][1] if len(bound) == 1 else None
 
 
 def _cond_true(fn: Function, call: ast.Call, cond: str, context: tuple) -> bool:

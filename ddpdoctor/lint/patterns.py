@@ -111,6 +111,9 @@ class RankTest:
     # The config defaults the test's other parts hold at, when they settle it in place of an
     # assumption ("`Cfg.flag` at its default `False` (config.py:5)"): said, not assumed.
     given: str = ""
+    # `A and rank == 0` with A a value the source does not settle: A's text. Its negation holds
+    # on every rank wherever A is false, so the `else:` of such a test is no rank branch.
+    open: tuple = ()
 
     def negated(self) -> "RankTest":
         flip = {"zero": "nonzero", "nonzero": "zero"}.get(self.polarity, "other")

@@ -395,6 +395,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         rereads = isinstance(stmt, ast.While) and any(n is setter.node for n in walk(stmt))
         if setter.node.lineno > stmt.lineno and not item.loops and not rereads:
             continue  # set after the read, and no loop brings it back
+        if not item.loops and _apart(fn, setter.node, stmt):
+            continue  # set in one branch of an if/elif chain, read in a later branch: never both
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             # `for epoch in range(begin_epoch + 1, end)`: the bound set on rank 0 alone (a resumed
             # checkpoint's epoch) gives the ranks different numbers of passes of the work inside
@@ -419,6 +421,18 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
         found[-1].stepped = name in ahead
     return found
+
+
+def _apart(fn: Function, setter: ast.stmt, read: ast.stmt) -> bool:
+    """The setter sits in the body of an `if` and the read in its `else:` / `elif` (or the other
+    way round): one run takes one side, so the read never sees that assignment."""
+    for node in fn.own:
+        if node.__class__ is ast.If and node.orelse:
+            body = any(n is setter for stmt in node.body for n in walk(stmt))
+            other = any(n is read for stmt in node.orelse for n in walk(stmt))
+            if body and other:
+                return True
+    return False
 
 
 def _converted(builder: Builder, fn: Function, stmt: ast.stmt, name: str) -> bool:
@@ -667,9 +681,10 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         tested = [c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
                   and (c.args or isinstance(c.func, ast.Attribute))]
         # `if loss.item() > limit: continue`: a comparison on a rank's own number
-        tested += [c for cmp in walk(stmt.test) if isinstance(cmp, ast.Compare) for c in walk(cmp)
+        # or handed to a check of one's own (`if is_valid_number(loss.data.item()):`)
+        tested += [c for cmp in walk(stmt.test) if isinstance(cmp, (ast.Compare, ast.Call)) for c in walk(cmp)
                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "item"
-                   and not c.args]
+                   and not c.args and (cmp.__class__ is ast.Compare or c in cmp.args)]
         if tested:
             call = tested[0]
             value = call.args[0] if call.args else call.func.value
@@ -906,13 +921,15 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         mine, other = _work(builder, fn, stmt.body, ddp), _work(builder, fn, stmt.orelse, ddp)
         if mine and not other:
             return f"runs {mine}", mine
-    if isinstance(stmt, ast.If) and after_only and valued and ddp:
+    if isinstance(stmt, ast.If) and after_only and valued:
         # `if not torch.isnan(loss): loss.backward() ... else: log("skip")`: the backward (DDP's
         # gradient all-reduce) on one side only is the skip a `continue` before it would be
-        # (a test on the value's own number only: `if loss.requires_grad:` is alike everywhere)
+        # (a test on the value's own number only: `if loss.requires_grad:` is alike everywhere);
+        # so is a hand-written gradient all-reduce there (`if ok(loss.item()): sync_grads(net)`)
         sides = [_work(builder, fn, side, ddp) for side in (stmt.body, stmt.orelse)]
         for mine, other in (sides, sides[::-1]):
-            if mine and "all-reduces the gradients" in mine and not other:
+            if mine and not other and (("all-reduces the gradients" in mine and ddp) or
+                                       not mine.startswith("the DDP forward")):
                 return f"runs {mine}", mine
     return None
 

@@ -419,7 +419,8 @@ class RankFlow:
             extra = " and ".join(f"`{v}`" for v in open_parts)
             assumption = f"{extra} is {holds} on every rank" + (f", and {assumption}" if assumption else "")
         given = ", ".join(given + [first.given] if first.given else given)
-        return RankTest(text(test), first.key, polarity, assumption, first.scope, given)
+        return RankTest(text(test), first.key, polarity, assumption, first.scope, given,
+                        tuple(open_parts) if want else ())
 
     def _compare(self, test: ast.Compare, fn: Function, depth: int) -> Optional[RankTest]:
         left, op, right = test.left, test.ops[0], test.comparators[0]

@@ -27,6 +27,9 @@ from ddpdoctor.lint.syspath import added_roots
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
 MAX_BYTES = 4_000_000  # per file
+DATA_TABLE_BYTES = 256_000  # a module larger than this, with few functions or classes, is a data table
+_DEFINES = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]", re.MULTILINE)
+DATA_PER_DEF = 64_000
 # A smaller module is parsed when found, quiet or not: it costs little, and a module that does not
 # parse is then told of in a note (one never parsed cannot be)
 QUIET_MIN_CHARS = 2_000
@@ -140,10 +143,19 @@ def _parse(path: Path, module: str, texts: Optional[dict[Path, str]] = None) -> 
 def read(source: SourceFile) -> None:
     """Parse a quiet module that resolution asks for (UsageError when it is not Python)."""
     if source.tree is None:
-        source.tree = _tree(source.path, source.text or "")
+        text = source.text or ""
+        source.tree = ast.Module(body=[], type_ignores=[]) if _data_table(text) else _tree(source.path, text)
         source.lines = source.text.splitlines() if source.text else []
         source.text = None
         source.__dict__.pop("_imports", None)  # the scanned statements give way to the tree's
+
+
+def _data_table(text: str) -> bool:
+    """Hundreds of kilobytes holding a function or class per 64 KB at most: a generated table (a
+    pronunciation dictionary, a vocabulary, with a `load()` at its end). What its names hold is
+    never what a rule reads, and parsing it costs a second a megabyte: it is read as empty, its
+    names unknown values."""
+    return len(text) > DATA_TABLE_BYTES and len(_DEFINES.findall(text)) * DATA_PER_DEF < len(text)
 
 
 def _tree(path: Path, text: str) -> ast.Module:
@@ -255,6 +267,10 @@ def scan_imports(text: str) -> Optional[list[ast.AST]]:
 def _found(path: Path, module: str, texts: Optional[dict[Path, str]]) -> SourceFile:
     """A local module: parsed when it is loud, else kept as text with its imports scanned."""
     text = _text(path, texts)
+    if _data_table(text):
+        # a data table (read()): its words (a dictionary's "rank", "seed") make it loud, its size
+        # makes it dear, and nothing in it is code a rule reads
+        return SourceFile(path, display_path(path), module, ast.Module(body=[], type_ignores=[]), [])
     if len(text) >= QUIET_MIN_CHARS and quiet(text):
         imports = scan_imports(text)
         if imports is not None:
@@ -295,7 +311,10 @@ def _imported_names(nodes: list[ast.AST], module: str, is_package: bool) -> list
                     continue
                 base = ".".join(anchor[:keep] + ([base] if base else []))
             if base:
-                names.append((base, node))
+                # `from pkg.common.registry import X` runs pkg/__init__.py and pkg/common/__init__.py
+                # first (a package that registers its trainers on import)
+                parts = base.split(".")
+                names.extend((".".join(parts[:i]), node) for i in range(1, len(parts) + 1))
             names.extend((f"{base}.{a.name}" if base else a.name, node) for a in node.names if a.name != "*")
     return names
 

@@ -242,6 +242,14 @@ class Walker:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for deco in stmt.decorator_list:
                 self.expr(deco, guards, loops)
+            registered = next((d for d in stmt.decorator_list if _registers_command(d)), None)
+            if registered is not None and not isinstance(stmt, ast.ClassDef):
+                # `@cli.command()` (click), `@app.command()` (typer): the group run by `cli()` /
+                # `app()` calls the function it was handed here; reached as a handed-on function
+                name = ast.copy_location(ast.Name(id=stmt.name, ctx=ast.Load()), stmt)
+                refs = self.program.reference(name, self.fn)
+                if refs:
+                    self.fn.events.append(Event("ref", registered, stmt.lineno, guards, loops, targets=tuple(refs)))
             return
         if isinstance(stmt, (ast.If, ast.While)):
             self.expr(stmt.test, guards, loops)
@@ -264,7 +272,14 @@ class Walker:
                 return
             file = self.fn.file.display
             self.block(stmt.body, guards + (Guard(test, file, stmt.lineno, id(stmt), "body"),), inner)
-            if stmt.orelse:
+            if stmt.orelse and getattr(test, "open", ()) and isinstance(stmt, ast.If):
+                # `if args.hpo and rank == 0: search() else: train()`: with the flag off (what the
+                # source cannot tell) every rank trains: the else side is every rank's, under the test
+                mark = len(self.conds)
+                self.conds.append(_Said(stmt.test, "else"))
+                self.block(stmt.orelse, guards, loops)
+                del self.conds[mark:]
+            elif stmt.orelse:
                 self.block(stmt.orelse, guards + (Guard(test.negated(), file, stmt.lineno, id(stmt), "else"),), loops)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -366,6 +381,14 @@ class Walker:
                 continue  # a local helper that only looks at the function (its name, signature)
             if refs:
                 fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))
+
+
+def _registers_command(deco: ast.AST) -> bool:
+    """A command-line framework's registration: `@cli.command()`, `@click.group()`,
+    `@app.command(name=...)` (typer), `@cli.command` without the call."""
+    func = deco.func if isinstance(deco, ast.Call) else deco
+    return isinstance(func, ast.Attribute) and func.attr in ("command", "group") and \
+        isinstance(func.value, (ast.Name, ast.Attribute)) and patterns.last_name(func.value) != "self"
 
 
 def partial_target(program, item: ast.AST, fn) -> list:

@@ -1,0 +1,237 @@
+"""Shapes from session 19's blind rounds 20 and 21, each with its twin, written in our own words."""
+
+from __future__ import annotations
+
+import textwrap
+
+from ddpdoctor.lint.driver import gather, lint_results
+from tests.unit.test_lint_real_patterns import lint
+from tests.unit.test_lint_round17_shapes import lint_plain
+
+
+def found_codes(found) -> list:
+    return sorted((f.code, f.location.line) for f in found)
+
+
+# ------------------------------------------------------------- command-line frameworks' dispatch
+CLICK = """
+import click
+import torch, torch.distributed as dist
+
+@click.group()
+def cli():
+    pass
+
+@cli.command()
+def train():
+    dist.init_process_group("gloo")
+    model = torch.nn.Linear(2, 2)
+    torch.save(model.state_dict(), "last.pt")
+
+if __name__ == "__main__":
+    {run}
+"""
+
+
+def test_a_click_subcommand_is_reached_through_its_group(tmp_path):
+    found = lint_plain(tmp_path, CLICK.format(run="cli()"))
+    assert found_codes(f for f in found if f.code == "DDP806") == [("DDP806", 12)]
+
+
+def test_its_twin_an_unregistered_function_the_group_never_runs_is_not_judged(tmp_path):
+    found = lint_plain(tmp_path, CLICK.format(run="cli()").replace("@cli.command()\n", ""))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_a_typer_command_is_reached_through_its_app(tmp_path):
+    found = lint_plain(tmp_path, """
+import typer, torch, torch.distributed as dist
+app = typer.Typer()
+
+@app.command()
+def main(epochs: int = 1):
+    dist.init_process_group("gloo")
+    torch.save(torch.nn.Linear(2, 2).state_dict(), "model.pt")
+
+if __name__ == "__main__":
+    app()
+""")
+    assert found_codes(f for f in found if f.code == "DDP806") == [("DDP806", 7)]
+
+
+# ------------------------------------------------------- a package runs before its module
+def test_a_trainer_the_package_registers_on_import_is_reached(tmp_path, monkeypatch):
+    files = {
+        "pkg/__init__.py": "from pkg.trainers.dist import DistTrainer\n",
+        "pkg/trainers/__init__.py": "",
+        "pkg/app/__init__.py": "",
+        "pkg/registry.py": "TRAINERS = {}\ndef register(name):\n    def deco(cls):\n"
+                           "        TRAINERS[name] = cls\n        return cls\n    return deco\n",
+        "pkg/trainers/dist.py": textwrap.dedent("""\
+            import torch, torch.distributed as dist
+            from pkg.registry import register
+            @register("dist")
+            class DistTrainer:
+                def __init__(self, cfg):
+                    self.cfg = cfg
+                def train(self):
+                    dist.init_process_group("gloo")
+                    torch.save(torch.nn.Linear(2, 1).state_dict(), "ckpt.pth")
+            """),
+        "pkg/app/run.py": "import sys\nfrom pkg.registry import TRAINERS\n\ndef main():\n"
+                          "    TRAINERS[sys.argv[1]]({}).train()\n\nif __name__ == '__main__':\n    main()\n",
+    }
+    for name, body in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body)
+    monkeypatch.chdir(tmp_path)
+    facts = gather("pkg/app/run.py")
+    assert "pkg/__init__.py" in facts.files
+    found = [f for r in lint_results(facts, set()) for f in r.findings]
+    assert [(f.code, f.location.file, f.location.line) for f in found if f.code == "DDP806"] == \
+        [("DDP806", "pkg/trainers/dist.py", 9)]
+
+
+# ----------------------------------------------- the else of `flag and rank == 0` is every rank's
+SEARCH_OR_TRAIN = """
+def train():
+    loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)
+    model = DDP(torch.nn.Linear(4, 1))
+    for x, in loader:
+        model(x).sum().backward()
+    torch.save(model.module.state_dict(), "best.pt")
+
+rank = dist.get_rank()
+if {test}:
+    print("search on rank 0")
+else:
+    train()
+"""
+
+
+def test_the_else_of_a_flag_and_a_rank_test_runs_on_every_rank_where_the_flag_is_off(tmp_path):
+    found, _ = lint(tmp_path, SEARCH_OR_TRAIN.format(test='"--search" in os.sys.argv and rank == 0'))
+    assert ("DDP802", 8) in found_codes(found) and ("DDP806", 12) in found_codes(found)
+
+
+def test_its_twin_the_else_of_a_plain_rank_test_is_the_other_ranks(tmp_path):
+    found, _ = lint(tmp_path, SEARCH_OR_TRAIN.format(test="rank == 0"))
+    assert ("DDP806", 12) not in found_codes(found)
+
+
+# ------------------------------------------------- a local alias of a switch a caller turns off
+WRITER = """
+class Writer:
+    def __init__(self, path, distributed=True):
+        sync = distributed and dist.is_initialized()
+        if sync:
+            dist.barrier()
+        self.path = path
+
+def save_once(path):
+    Writer(path, distributed={given})
+
+if dist.get_rank() == 0:
+    save_once("scores")
+"""
+
+
+def test_a_switch_off_through_a_local_alias_never_reaches_the_barrier(tmp_path):
+    found, _ = lint(tmp_path, WRITER.format(given="False"))
+    assert [f for f in found if f.code == "DDP801"] == []
+
+
+def test_its_twin_the_switch_left_on_reaches_it_on_rank_0_alone(tmp_path):
+    found, _ = lint(tmp_path, WRITER.format(given="True"))
+    assert [f.location.line for f in found if f.code == "DDP801"] == [11]
+
+
+# ------------------------------------------- set in one branch of an if/elif, read in another
+CHAIN = """
+def work(out, mode):
+    t = torch.ones(1)
+    {loop}if not out and mode == "per_query":
+    {ind}    dist.all_reduce(t)
+    {ind}    if dist.get_rank() == 0:
+    {ind}        out = "scores"
+    {ind}elif not out:
+    {ind}    dist.all_reduce(t)
+
+work("", "aggregate")
+"""
+
+
+def test_a_name_set_in_one_branch_of_a_chain_is_not_what_a_later_branch_reads(tmp_path):
+    found, _ = lint(tmp_path, CHAIN.format(loop="", ind=""))
+    assert [f for f in found if f.code == "DDP809"] == []
+
+
+def test_its_twin_in_a_loop_the_next_pass_reads_it(tmp_path):
+    found, _ = lint(tmp_path, CHAIN.format(loop="for step in range(3):\n        ", ind="    "))
+    assert [f.location.line for f in found if f.code == "DDP809"] == [14]
+
+
+# --------------------------------------------- a check of a rank's own loss before a hand-written all-reduce
+HAND_SYNC = """
+import math
+def sync_grads(net):
+    for p in net.parameters():
+        dist.all_reduce(p.grad)
+
+net = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+ok = lambda v: not (math.isnan(v) or v > 1e4)
+for step in range(100):
+    loss = net(torch.randn(8, 4)).pow(2).mean()
+    {shared}if ok(loss.item()):
+        loss.backward()
+        sync_grads(net)
+        opt.step()
+"""
+
+
+def test_a_check_of_a_ranks_own_loss_value_around_a_hand_written_all_reduce_is_a_skip(tmp_path):
+    found, _ = lint(tmp_path, HAND_SYNC.format(shared=""))
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP809"] == [("DDP809", 17)]
+
+
+def test_its_twin_the_loss_all_reduced_first_is_the_same_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, HAND_SYNC.format(shared="dist.all_reduce(loss)\n    "))
+    assert [f for f in found if f.code == "DDP809"] == []
+
+
+# --------------------------------------------------------- a rank's own shard file read by key
+SHARD_FILE = """
+import pickle
+local_rank = int(os.environ["LOCAL_RANK"])
+with open({path}, "rb") as f:
+    inputs = pickle.load(f)
+dataset = TensorDataset(torch.tensor(inputs["x"]))
+loader = DataLoader(dataset, sampler=RandomSampler(dataset), batch_size=8)
+model = DDP(torch.nn.Linear(1, 1))
+for x, in loader:
+    model(x).sum().backward()
+"""
+
+
+def test_a_dataset_read_from_the_ranks_own_shard_file_is_sharded(tmp_path):
+    found, _ = lint(tmp_path, SHARD_FILE.format(path='"shards/train-%d.pkl" % local_rank'))
+    assert [f for f in found if f.code == "DDP802"] == []
+
+
+def test_its_twin_one_file_for_every_rank_is_no_shard(tmp_path):
+    found, _ = lint(tmp_path, SHARD_FILE.format(path='"shards/train.pkl"'))
+    assert [f.location.line for f in found if f.code == "DDP802"] == [12]
+
+
+# ------------------------------------------------------------- a generated table is not parsed
+def test_a_megabyte_table_with_a_loader_at_its_end_is_a_data_table():
+    from ddpdoctor.lint.sources import _data_table
+    table = "phrases = {\n" + "".join(f"    'w{i}': [['p{i}']],\n" for i in range(40_000)) + "}\n\ndef load():\n    pass\n"
+    assert len(table) > 256_000 and _data_table(table)
+
+
+def test_its_twin_a_large_module_of_code_is_parsed():
+    from ddpdoctor.lint.sources import _data_table
+    code = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y * 2 + len(str(y))\n\n" for i in range(6_000))
+    assert len(code) > 256_000 and not _data_table(code)
