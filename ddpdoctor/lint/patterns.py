@@ -598,7 +598,13 @@ def _ddp_made(program: Program, value: ast.AST, fn: Function, depth: int = 2) ->
         return value, fn
     if depth > 0 and isinstance(value, ast.Call):
         target = program.callee(value.func, fn)
-        if program.is_function(target) and not isinstance(target.node, ast.Module) and target.name != "__init__":
+        targets = [target] if program.is_function(target) else \
+            (program.resolve(value.func, fn)[0] if isinstance(value.func, ast.Attribute) else [])
+        # a helper, or a method of an object the source builds (`backend.wrap(net)` ending in
+        # `return DDP(m)`)
+        for target in targets:
+            if isinstance(target.node, ast.Module) or target.name == "__init__":
+                continue
             for ret in target.returned:
                 for inner, scope in program.values_of(ret, target, 2):
                     found = _ddp_made(program, inner, scope, depth - 1)
@@ -786,6 +792,11 @@ def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:
             owner = table.value
         elif isinstance(table, ast.Call) and last_name(table.func) == "vars" and table.args:
             owner = table.args[0]
+        else:
+            # `MODELS[args.model](args)`: an entry of a table literal the source spells
+            while isinstance(table, ast.Subscript):
+                table = table.value
+            return program._table_entries(table, fn)
     elif isinstance(func, ast.Call) and last_name(func.func) == "getattr" and len(func.args) >= 2:
         owner = func.args[0]
     if not isinstance(owner, ast.Name):

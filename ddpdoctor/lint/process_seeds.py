@@ -347,10 +347,33 @@ def _draws(program, klass) -> bool:
     if any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name not in built):
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
+    own = _own_generators(klass, built)
     return any(ARGUMENT_WORDS.search(_source(method)) if name in built else
-               (RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(method))) or _helpers_draw(program, method))
+               (RANDOM_WORDS.search(_without_own(_source(method), own)) or _helpers_draw(program, method))
                if name in named or name.startswith("__") else False
                for name, method in klass.methods.items())
+
+
+def _own_generators(klass, built: set) -> set[str]:
+    """`self.rng = random.Random(seed)` in the construction: the attributes holding a generator
+    the dataset made and seeded itself (its draws in the workers follow that seed)."""
+    found = set()
+    for name in built:
+        method = klass.methods.get(name)
+        for node in walk(method.node) if method is not None and method.node is not None else ():
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    OWN_GENERATOR.match(text(node.value, 200)):
+                found.update(t.attr for t in node.targets if isinstance(t, ast.Attribute)
+                             and isinstance(t.value, ast.Name) and t.value.id == "self")
+    return found
+
+
+def _without_own(source: str, own: set[str]) -> str:
+    """The source with the draws from the dataset's own generators taken out (`self.rng.randint(`)."""
+    source = OWN_GENERATOR.sub("", source)
+    if own:
+        source = re.sub(r"\bself\.(?:" + "|".join(map(re.escape, sorted(own))) + r")\.\w+\(", "", source)
+    return source
 
 
 def _helpers_draw(program, method) -> bool:
@@ -371,7 +394,7 @@ def _helpers_draw(program, method) -> bool:
 # (OLMo's global data order, the same on every rank by design). Unseeded (`default_rng()`), it
 # draws fresh entropy in each process: no sameness either.
 OWN_GENERATOR = re.compile(r"\b(?:np|numpy)\.random\.(?:Generator|PCG64|PCG64DXSM|Philox|SFC64|MT19937|"
-                           r"default_rng|SeedSequence)\(|\brandom\.Random\(|\btorch\.Generator\("
+                           r"default_rng|SeedSequence|RandomState)\(|\brandom\.Random\(|\btorch\.Generator\("
                            # a torch draw handed such a generator: `torch.randn(3, generator=g)`
                            r"|\b[\w.]+\((?:[^()]|\([^()]*\))*\bgenerator=(?:[^()]|\([^()]*\))*\)")
 

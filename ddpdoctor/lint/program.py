@@ -1298,9 +1298,12 @@ class Program:
                 out.extend(self._table_entries(table, scope))
                 continue
             if kind is ast.Name or kind is ast.Attribute:
-                if value is not node and aliases:
+                if value is not node:
                     symbol = self._callee_symbol(value, scope)
-                    if symbol is not None:
+                    # without aliases, a local function picked into a name (`run = train_xl` /
+                    # `run = train` on an if/else, then `run(model)`) still runs where it is called
+                    if symbol is not None and (aliases or (kind is ast.Name and symbol.__class__ is Function
+                                                           and symbol.node.__class__ is not ast.Module)):
                         out.append(symbol)
                 continue
             if kind is ast.IfExp and value is not node:

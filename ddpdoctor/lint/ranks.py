@@ -474,6 +474,15 @@ class RankFlow:
                                               f"{left.right.value}` written in)")
         return found
 
+    def _given_the_init_rank(self, name: str, fn: Function) -> bool:
+        """Every caller hands this parameter the name (or field) it gave init_process_group as
+        its rank."""
+        passed = self.program._passed(name, fn)
+        return bool(passed) and all(
+            (value.__class__ is ast.Name and (id(caller), value.id) in self.init_rank_names)
+            or (value.__class__ in (ast.Attribute, ast.Subscript) and text(value) in self.init_rank_texts)
+            for value, caller in passed)
+
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
         if (depth == 3 and node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names) or \
@@ -482,6 +491,11 @@ class RankFlow:
             # an attribute (`args.global_rank`, one object's field) wherever it is read; a plain
             # name only as the test's own (DPR's local `local_rank`, copied into cfg.local_rank,
             # is the global rank only on its SLURM path)
+            return "global"
+        if node.__class__ is ast.Name and depth == 3 and (node.id in fn.params or node.id in fn.kwonly) \
+                and not fn.bindings.get(node.id) and self._given_the_init_rank(node.id, fn):
+            # `save(local_rank, model)` where that local_rank is what init_process_group was
+            # handed as rank=: the parameter is the job's rank too
             return "global"
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and any(
                 isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult) for side in (node.left, node.right)):

@@ -235,3 +235,132 @@ def test_its_twin_a_large_module_of_code_is_parsed():
     from ddpdoctor.lint.sources import _data_table
     code = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y * 2 + len(str(y))\n\n" for i in range(6_000))
     assert len(code) > 256_000 and not _data_table(code)
+
+
+# ------------------------------------------------- the rank init_process_group was handed, passed on
+HANDED_RANK = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def save(local_rank, model, path):
+    if local_rank == 0:
+        torch.save(model.module.state_dict(), path)
+
+if __name__ == "__main__":
+    local_rank = int(os.environ["LOCAL_RANK"])
+    dist.init_process_group("gloo"{rank})
+    model = DDP(torch.nn.Linear(4, 4))
+    save(local_rank, model, "ckpt.pt")
+"""
+
+
+def test_a_parameter_handed_the_rank_init_process_group_was_given_is_the_jobs_rank(tmp_path):
+    found = lint_plain(tmp_path, HANDED_RANK.format(rank=", rank=local_rank"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_its_twin_a_local_rank_never_given_as_the_rank_is_one_writer_per_node(tmp_path):
+    found = lint_plain(tmp_path, HANDED_RANK.format(rank=""))
+    assert [(f.code, f.location.line, f.evidence.get("per_node")) for f in found if f.code == "DDP806"] == \
+        [("DDP806", 6, True)]
+
+
+# ------------------------------------------------------- a dataset's own seeded generator
+OWN_RNG = """
+import random
+class Crops(torch.utils.data.Dataset):
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+    def __len__(self):
+        return 1000
+    def __getitem__(self, i):
+        start = {draw}.randint(0, 10)
+        return torch.arange(start, start + 4).float()
+
+torch.manual_seed(0)
+model = DDP(torch.nn.Linear(4, 1))
+ds = Crops(0)
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, sampler=sampler, batch_size=8, num_workers=4)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_draws_from_the_datasets_own_seeded_generator_do_not_follow_the_workers_seed(tmp_path):
+    found, _ = lint(tmp_path, OWN_RNG.format(draw="self.rng"))
+    assert [f for f in found if f.code == "DDP808"] == []
+
+
+def test_its_twin_draws_from_the_global_generator_do(tmp_path):
+    found, _ = lint(tmp_path, OWN_RNG.format(draw="random"))
+    assert [f.code for f in found if f.code == "DDP808"] == ["DDP808"]
+
+
+# ---------------------------------------------- a DDP model made by a method, a table, a picked function
+BUFFERED = """
+class Net(torch.nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.register_buffer("mask", torch.ones(4))
+    def forward(self, x):
+        return self.fc(x) * self.mask
+
+@torch.no_grad()
+def evaluate(model):
+    return model(torch.randn(2, 4)).sum().item()
+"""
+
+
+def test_a_ddp_model_a_method_of_the_scripts_backend_returns_is_one(tmp_path):
+    found, _ = lint(tmp_path, BUFFERED + """
+class Backend:
+    def wrap(self, m):
+        return DDP(m)
+
+model = Backend().wrap(Net())
+for it in range(10):
+    model(torch.randn(2, 4)).sum().backward()
+    if dist.get_rank() == 0:
+        evaluate(model)
+""")
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP801"] == [("DDP801", 17)]
+
+
+def test_a_model_class_from_a_table_literal_holds_its_buffers(tmp_path):
+    found, _ = lint(tmp_path, BUFFERED + """
+MODELS = {"base": Net}
+model = DDP(MODELS[os.environ.get("MODEL", "base")]())
+for it in range(10):
+    model(torch.randn(2, 4)).sum().backward()
+    if dist.get_rank() == 0:
+        evaluate(model)
+""")
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP801"] == [("DDP801", 17)]
+
+
+def test_a_function_picked_into_a_name_runs_where_the_name_is_called(tmp_path):
+    source = BUFFERED + """
+def train(model):
+    for it in range(10):
+        model(torch.randn(2, 4)).sum().backward()
+        if dist.get_rank() == 0:
+            evaluate(model)
+
+def train_quiet(model):
+    model(torch.randn(2, 4)).sum().backward()
+
+model = DDP(Net())
+if os.environ.get("QUIET"):
+    run = train_quiet
+else:
+    run = {picked}
+run(model)
+"""
+    found, _ = lint(tmp_path, source.format(picked="train"))
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP801"] == [("DDP801", 17)]
+    found, _ = lint(tmp_path, source.format(picked="train_quiet"))
+    assert [f for f in found if f.code == "DDP801"] == []
