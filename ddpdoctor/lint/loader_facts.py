@@ -768,6 +768,9 @@ class LoaderFacts:
             # a local class is judged by what it is, not its name: IDM's unshuffled
             # `SequentialDistributedSampler(Sampler)` has no epoch to set
             return not self.program.is_class(target) or self._epoch_sampler(target)
+        target = self.program.callee(call.func, fn)
+        if self.program.is_class(target) and self._derives_distributed(target):
+            return True  # VITS's `DistributedBucketSampler`-alike named otherwise (`BucketSampler`)
         if not isinstance(call.func, ast.Name):
             return False
         for value, _ in self.program.values_of(call.func, fn):
@@ -778,6 +781,12 @@ class LoaderFacts:
                         "DistributedSampler" in (last_name(alternative) or ""):
                     return True
         return False
+
+    def _derives_distributed(self, klass, depth: int = 4) -> bool:
+        """A local class built on torch's DistributedSampler (a base named so, a few levels up)."""
+        if any("DistributedSampler" in base for base in klass.bases):
+            return True
+        return depth > 0 and any(self._derives_distributed(base, depth - 1) for base in self.program.bases(klass))
 
     def _epoch_sampler(self, klass, depth: int = 4) -> bool:
         """A local sampler class that derives from a DistributedSampler or has set_epoch."""

@@ -364,3 +364,31 @@ run(model)
     assert [(f.code, f.location.line) for f in found if f.code == "DDP801"] == [("DDP801", 17)]
     found, _ = lint(tmp_path, source.format(picked="train_quiet"))
     assert [f for f in found if f.code == "DDP801"] == []
+
+
+# ------------------------------------------- a DistributedSampler subclass named otherwise
+BUCKETS = """
+class BucketSampler(torch.utils.data.distributed.DistributedSampler):
+    def __iter__(self):
+        g = torch.Generator()
+        g.manual_seed(self.epoch)
+        idx = torch.randperm(len(self.dataset), generator=g)[self.rank::self.num_replicas].tolist()
+        return iter([idx[i:i + 8] for i in range(0, len(idx), 8)])
+
+model = DDP(torch.nn.Linear(4, 1))
+ds = TensorDataset(torch.randn(64, 4))
+loader = DataLoader(ds, batch_sampler=BucketSampler(ds))
+for epoch in range(10):
+    {set_epoch}for x, in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_distributed_sampler_subclass_named_otherwise_needs_set_epoch_too(tmp_path):
+    found, _ = lint(tmp_path, BUCKETS.format(set_epoch=""))
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP804"] == [("DDP804", 16)]
+
+
+def test_its_twin_with_set_epoch_on_the_batch_sampler_is_clean(tmp_path):
+    found, _ = lint(tmp_path, BUCKETS.format(set_epoch="loader.batch_sampler.set_epoch(epoch)\n    "))
+    assert [f for f in found if f.code == "DDP804"] == []
