@@ -16,6 +16,7 @@ from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Program
+from ddpdoctor.lint.walker import COMMAND
 from ddpdoctor.lint.value_flow import unreturned_arguments
 
 
@@ -142,6 +143,43 @@ class BuilderCore:
         cache = self.__dict__.setdefault("_sets_up", {})
         if fn not in cache:
             cache[fn] = bool(self.setups() and reached_from([fn]) & self.setups())
+        return cache[fn]
+
+    def in_another_command(self, fn: Function, depth: int = 8, stack: tuple = ()) -> str:
+        """Every way into fn starts at a command-line command (`@cli.command()`) that runs no
+        distributed training: no process group, DDP model, Lightning Trainer or Accelerator
+        reached from it. A CLI's `preprocess` and `train` are separate runs; only the latter is
+        the job of many ranks. The command's name, or "" otherwise."""
+        sites = self.callers().get(fn, [])
+        if not sites or depth <= 0 or fn in stack:
+            return ""
+        found = ""
+        for caller, event in sites:
+            if event.kind == "ref" and event.op == COMMAND:
+                if self._distributed_reach(fn):
+                    return ""
+                found = found or fn.label
+                continue
+            alternatives = event.targets or event.weak  # a registry's entries; a method of that name
+            if event.kind == "call" and len(alternatives) > 1 and not self._distributed_reach(fn) and any(
+                    t is not fn and self._distributed_reach(t) for t in alternatives) and not any(
+                    (last_name(c.func) or "") in DISTRIBUTED_STARTS for c, _, _ in caller.calls):
+                # `TRAINERS[cfg.name](cfg)`: one of the alternatives a registry picks, where another
+                # sets up the distributed run and this one (a single-process trainer) does not
+                found = found or fn.label
+                continue
+            inner = self.in_another_command(caller, depth - 1, stack + (fn,))
+            if not inner:
+                return ""
+            found = found or inner
+        return found
+
+    def _distributed_reach(self, fn: Function) -> bool:
+        cache = self.__dict__.setdefault("_distributed_reached", {})
+        if fn not in cache:
+            cache[fn] = any(
+                (last_name(call.func) or "") in DISTRIBUTED_STARTS or self.program.ddp_call(call, reached)
+                for reached in reached_from([fn]) for call, _, _ in reached.calls)
         return cache[fn]
 
     def wraps_ddp(self) -> bool:
@@ -768,6 +806,12 @@ def _block_fields(cls: type) -> tuple[str, ...]:
     if found is None:
         found = _BLOCKS[cls] = tuple(f for f in cls._fields if f in ("body", "orelse", "finalbody", "handlers", "cases"))
     return found
+
+
+# calls that make a run distributed, for in_another_command: a process group, a launcher of
+# ranks, a framework's trainer or accelerator
+DISTRIBUTED_STARTS = frozenset({"init_process_group", "init_distributed", "initialize_distributed", "initialize",
+                                "spawn", "start_processes", "Trainer", "Accelerator", "Fabric", "init_dist"})
 
 
 def reached_from(starts: list) -> set:

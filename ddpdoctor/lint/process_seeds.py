@@ -394,7 +394,7 @@ def _helpers_draw(program, method) -> bool:
 # (OLMo's global data order, the same on every rank by design). Unseeded (`default_rng()`), it
 # draws fresh entropy in each process: no sameness either.
 OWN_GENERATOR = re.compile(r"\b(?:np|numpy)\.random\.(?:Generator|PCG64|PCG64DXSM|Philox|SFC64|MT19937|"
-                           r"default_rng|SeedSequence|RandomState)\(|\brandom\.Random\(|\btorch\.Generator\("
+                           r"default_rng|SeedSequence|RandomState)\(|\brandom\.Random\(|(?<![\w.])(?:Random|RandomState)\(|\btorch\.Generator\("
                            # a torch draw handed such a generator: `torch.randn(3, generator=g)`
                            r"|\b[\w.]+\((?:[^()]|\([^()]*\))*\bgenerator=(?:[^()]|\([^()]*\))*\)")
 

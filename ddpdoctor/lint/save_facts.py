@@ -101,6 +101,9 @@ class SaveFacts:
             node_local[str(where)] = local  # judged as any save, then per node (below)
         if path is not None and self._unique_per_call(path, fn):
             return SaveFact(where, path_text, False, "the path is new on every call (uuid, mkstemp)")
+        other = self.in_another_command(fn)
+        if other:
+            return SaveFact(where, path_text, False, f"in {other}, a command of its own that runs no distributed job")
         if self._in_the_launcher(fn, event):
             return SaveFact(where, path_text, False,
                             "in the launching process, which mp.spawn's ranks do not run")

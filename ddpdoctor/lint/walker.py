@@ -249,7 +249,8 @@ class Walker:
                 name = ast.copy_location(ast.Name(id=stmt.name, ctx=ast.Load()), stmt)
                 refs = self.program.reference(name, self.fn)
                 if refs:
-                    self.fn.events.append(Event("ref", registered, stmt.lineno, guards, loops, targets=tuple(refs)))
+                    self.fn.events.append(Event("ref", registered, stmt.lineno, guards, loops, targets=tuple(refs),
+                                                op=COMMAND))
             return
         if isinstance(stmt, (ast.If, ast.While)):
             self.expr(stmt.test, guards, loops)
@@ -381,6 +382,9 @@ class Walker:
                 continue  # a local helper that only looks at the function (its name, signature)
             if refs:
                 fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))
+
+
+COMMAND = "command"  # a "ref" event's op: a command-line framework's registration of its target
 
 
 def _registers_command(deco: ast.AST) -> bool:
