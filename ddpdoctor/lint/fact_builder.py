@@ -243,7 +243,7 @@ class BuilderCore:
             return False
         live = 0
         for caller, event in sites:
-            if event.guards or _single_process(event.conds, self._switches(), self.wraps_ddp()):
+            if rank_guards(event.guards) or _single_process(event.conds, self._switches(), self.wraps_ddp()):
                 live += 1
                 continue
             if caller.node is caller.module.file.tree:
@@ -812,6 +812,12 @@ def _block_fields(cls: type) -> tuple[str, ...]:
 # ranks, a framework's trainer or accelerator
 DISTRIBUTED_STARTS = frozenset({"init_process_group", "init_distributed", "initialize_distributed", "initialize",
                                 "spawn", "start_processes", "Trainer", "Accelerator", "Fabric", "init_dist"})
+
+
+def rank_guards(guards: tuple) -> tuple:
+    """The guards that leave some ranks out: not the `else:` of `flag and rank == 0`, which every
+    rank takes wherever the flag is off (`if args.hpo and rank == 0: search() else: train()`)."""
+    return tuple(g for g in guards if not g.test.everyone)
 
 
 def reached_from(starts: list) -> set:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import (_fn_loops, _single_process, _statement_blocks, _switched, _test_of,
+from ddpdoctor.lint.fact_builder import (_fn_loops, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import _grad_context, dotted, is_const, keyword, last_name, loader_call, text
@@ -183,7 +183,7 @@ class LoaderFacts:
                                                           or self._rank_part_built(dataset, fn)))
                 or self._trains(fn, name, split=True),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
-                under_rank_guard=bool(guards) or self.only_guarded(fn) is True,
+                under_rank_guard=bool(rank_guards(guards)) or self.only_guarded(fn) is True,
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
                                                self._switches(), self.wraps_ddp()) or self.in_the_launcher(fn, call)
                 or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call),

@@ -114,10 +114,15 @@ class RankTest:
     # `A and rank == 0` with A a value the source does not settle: A's text. Its negation holds
     # on every rank wherever A is false, so the `else:` of such a test is no rank branch.
     open: tuple = ()
+    # the negation of such a test (its `else:`): true on every rank wherever the open parts are
+    # false. A collective there still pairs with the other side's; who writes or trains there is
+    # every rank (saves, loaders: fact_builder.rank_guards)
+    everyone: bool = False
 
     def negated(self) -> "RankTest":
         flip = {"zero": "nonzero", "nonzero": "zero"}.get(self.polarity, "other")
-        return RankTest(f"not ({self.text})", self.key, flip, self.assumption, self.scope, self.given)
+        return RankTest(f"not ({self.text})", self.key, flip, self.assumption, self.scope, self.given,
+                        self.open, bool(self.open) and not self.everyone)
 
 
 def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:

@@ -927,9 +927,14 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         # (a test on the value's own number only: `if loss.requires_grad:` is alike everywhere);
         # so is a hand-written gradient all-reduce there (`if ok(loss.item()): sync_grads(net)`)
         sides = [_work(builder, fn, side, ddp) for side in (stmt.body, stmt.orelse)]
-        for mine, other in (sides, sides[::-1]):
+        steps = [any(isinstance(n, ast.Call) and last_name(n.func) == "backward" for s in side for n in walk(s))
+                 for side in (stmt.body, stmt.orelse)]
+        for (mine, other), step in zip((sides, sides[::-1]), (steps[0], steps[1])):
+            # a hand-written one counts where the side is a training step (its own backward) and
+            # the test a value's own check (`ok(loss.item())`), not a count's (`n.item() == 0`
+            # before a metric's all_reduce) nor a key's (`"acc" in out`)
             if mine and not other and (("all-reduces the gradients" in mine and ddp) or
-                                       not mine.startswith("the DDP forward")):
+                                       (returns and step and not mine.startswith("the DDP forward"))):
                 return f"runs {mine}", mine
     return None
 

@@ -313,8 +313,11 @@ def _imported_names(nodes: list[ast.AST], module: str, is_package: bool) -> list
             if base:
                 # `from pkg.common.registry import X` runs pkg/__init__.py and pkg/common/__init__.py
                 # first (a package that registers its trainers on import)
+                # (a trailing "." marks a name that must be a package: a module file of that name
+                # found through a folder some module appends to sys.path is not it)
                 parts = base.split(".")
-                names.extend((".".join(parts[:i]), node) for i in range(1, len(parts) + 1))
+                names.extend((".".join(parts[:i]) + ".", node) for i in range(1, len(parts)))
+                names.append((base, node))
             names.extend((f"{base}.{a.name}" if base else a.name, node) for a in node.names if a.name != "*")
     return names
 
@@ -372,9 +375,13 @@ def load_program(script: str, notes: Optional[list[str]] = None,
             notes.append(f"{current.display}: {len(dynamic)} modules may be loaded by name "
                          f"(import_module); {room} read, the lint reads at most {MAX_FILES} files")
         for name, where in _imported_names(current.imports, module, is_package) + dynamic[:room]:
+            package_only = name.endswith(".")
+            name = name.rstrip(".")
             if name not in where_is:
                 where_is[name] = _candidates(name, roots)
             found = where_is[name]
+            if package_only and found is not None and found.name != "__init__.py":
+                continue
             if found is None or found in seen or "site-packages" in found.parts:
                 continue
             seen.add(found)
@@ -400,6 +407,8 @@ def _unread(queue: list[SourceFile], roots: list[Path], where_is: dict, seen: se
     for current in queue:
         module = current.module or current.path.stem
         for name, _where in _imported_names(current.imports, module, current.path.name == "__init__.py"):
+            if name.endswith("."):
+                continue  # a package above an imported module: said with the module
             if name not in where_is:
                 where_is[name] = _candidates(name, roots)
             found = where_is[name]
@@ -515,7 +524,7 @@ def _nested_local(source: SourceFile, module: str, is_package: bool, roots: list
     in the order of the parsed tree's walk (breadth first), so such a module is parsed."""
     nested = [n for n in source.imports if n.col_offset > 0]
     return any((found := _candidates(name, roots)) is not None and "site-packages" not in found.parts
-               for name, _ in _imported_names(nested, module, is_package))
+               for name, _ in _imported_names(nested, module, is_package) if not name.endswith("."))
 
 
 def _not_read(exc: UsageError, importer: SourceFile, where: ast.AST) -> str:

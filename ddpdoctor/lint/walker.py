@@ -273,14 +273,7 @@ class Walker:
                 return
             file = self.fn.file.display
             self.block(stmt.body, guards + (Guard(test, file, stmt.lineno, id(stmt), "body"),), inner)
-            if stmt.orelse and getattr(test, "open", ()) and isinstance(stmt, ast.If):
-                # `if args.hpo and rank == 0: search() else: train()`: with the flag off (what the
-                # source cannot tell) every rank trains: the else side is every rank's, under the test
-                mark = len(self.conds)
-                self.conds.append(_Said(stmt.test, "else"))
-                self.block(stmt.orelse, guards, loops)
-                del self.conds[mark:]
-            elif stmt.orelse:
+            if stmt.orelse:
                 self.block(stmt.orelse, guards + (Guard(test.negated(), file, stmt.lineno, id(stmt), "else"),), loops)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):

@@ -392,3 +392,32 @@ def test_a_distributed_sampler_subclass_named_otherwise_needs_set_epoch_too(tmp_
 def test_its_twin_with_set_epoch_on_the_batch_sampler_is_clean(tmp_path):
     found, _ = lint(tmp_path, BUCKETS.format(set_epoch="loader.batch_sampler.set_epoch(epoch)\n    "))
     assert [f for f in found if f.code == "DDP804"] == []
+
+
+def test_a_package_above_a_module_is_a_package_not_a_module_file_of_its_name(tmp_path, monkeypatch):
+    # loaders/loaders.py appends its own folder to sys.path: `loaders` there would name the module
+    # file itself, but Python imported the package `loaders` before that line ran
+    (tmp_path / "loaders").mkdir()
+    (tmp_path / "loaders" / "loaders.py").write_text(textwrap.dedent("""\
+        import os, sys, torch
+        sys.path.append(os.path.dirname(__file__))
+        from loaders.misc import size
+        def get_loader():
+            ds = torch.utils.data.TensorDataset(torch.randn(size(), 2))
+            return torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True)
+        """))
+    (tmp_path / "loaders" / "misc.py").write_text("def size():\n    return 64\n")
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import torch, torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from loaders.loaders import get_loader
+        dist.init_process_group("gloo")
+        model = DDP(torch.nn.Linear(2, 1))
+        loader = get_loader()
+        for x, in loader:
+            model(x).sum().backward()
+        """))
+    monkeypatch.chdir(tmp_path)
+    found = [f for r in lint_results(gather("train.py"), set()) for f in r.findings]
+    assert [(f.code, f.location.file, f.location.line) for f in found if f.code == "DDP802"] == \
+        [("DDP802", "loaders/loaders.py", 6)]
