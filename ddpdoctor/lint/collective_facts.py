@@ -103,6 +103,7 @@ class CollectiveFacts:
                                              and not op.startswith(DDP_FORWARD)
                                              and self.only_guarded(owner) is False else None)
                             reached.append((op, place or where, [step] + chain, conds))
+                reached = _both_ways(reached)
                 for op, where, chain, conds in reached:
                     # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
                     # `if use_fsdp_eval: all_reduce()`: every rank gets there
@@ -145,6 +146,26 @@ class CollectiveFacts:
             if key not in best or _rank(found) < _rank(best[key]):
                 best[key] = found
         return sorted(best.values(), key=lambda g: (g.location.file, g.location.line or 0))
+
+
+def _both_ways(reached: list) -> list:
+    """A switch on the way that leads to a collective on both its sides (`if per_token: save_a()
+    else: save_b()`, each ending in a barrier) decides which collective, not whether: it is no
+    assumption of either finding."""
+    said = {c for _, _, _, conds in reached for c, _ in conds}
+    both = {c for c in said if _negation(c) in said}
+    if not both:
+        return reached
+    return [(op, where, chain, tuple((c, flag) for c, flag in conds if c not in both))
+            for op, where, chain, conds in reached]
+
+
+def _negation(cond: str) -> str:
+    if cond.startswith("not (") and cond.endswith(")"):
+        return cond[5:-1]
+    if cond.startswith("not "):
+        return cond[4:]
+    return f"not {cond}" if cond.replace(".", "").replace("_", "").isalnum() else f"not ({cond})"
 
 
 def _rank(found: GuardedCollective) -> tuple:

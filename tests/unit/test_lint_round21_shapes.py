@@ -421,3 +421,33 @@ def test_a_package_above_a_module_is_a_package_not_a_module_file_of_its_name(tmp
     found = [f for r in lint_results(gather("train.py"), set()) for f in r.findings]
     assert [(f.code, f.location.file, f.location.line) for f in found if f.code == "DDP802"] == \
         [("DDP802", "loaders/loaders.py", 6)]
+
+
+# ------------------------------------- a switch with a collective on both its sides decides which, not whether
+SAVER = """
+def write_rows(path):
+    dist.barrier()
+
+def write_tokens(path):
+    {other}
+
+def save(path, per_token):
+    if per_token:
+        write_tokens(path)
+    else:
+        write_rows(path)
+
+if dist.get_rank() == 0:
+    save("scores", os.environ.get("PER_TOKEN") == "1")
+"""
+
+
+def test_a_collective_on_both_sides_of_a_switch_on_the_way_is_no_assumption(tmp_path):
+    found, _ = lint(tmp_path, SAVER.format(other="dist.barrier()"))
+    assert sorted((f.location.line, f.severity.value) for f in found if f.code == "DDP801") == \
+        [(8, "error"), (11, "error")]
+
+
+def test_its_twin_a_collective_on_one_side_rests_on_the_switch(tmp_path):
+    found, _ = lint(tmp_path, SAVER.format(other="pass"))
+    assert [(f.location.line, f.severity.value) for f in found if f.code == "DDP801"] == [(8, "warning")]
