@@ -769,7 +769,7 @@ class LoaderFacts:
             # `SequentialDistributedSampler(Sampler)` has no epoch to set
             return not self.program.is_class(target) or self._epoch_sampler(target)
         target = self.program.callee(call.func, fn)
-        if self.program.is_class(target) and self._derives_distributed(target):
+        if self.program.is_class(target) and self._derives_distributed(target) and not self._wraps_a_sampler(call, fn):
             return True  # VITS's `DistributedBucketSampler`-alike named otherwise (`BucketSampler`)
         if not isinstance(call.func, ast.Name):
             return False
@@ -781,6 +781,14 @@ class LoaderFacts:
                         "DistributedSampler" in (last_name(alternative) or ""):
                     return True
         return False
+
+    def _wraps_a_sampler(self, call: ast.Call, fn: Function) -> bool:
+        """`DistributedProxySampler(RandomSampler(ds, num_samples=...))`: built on another sampler,
+        whose own order (and length: often every iteration of the run in one pass) it splits."""
+        first = call.args[0] if call.args else None
+        return first is not None and any(
+            isinstance(v, ast.Call) and (last_name(v.func) or "").lower().endswith("sampler")
+            for v, _ in self.program.values_of(first, fn))
 
     def _derives_distributed(self, klass, depth: int = 4) -> bool:
         """A local class built on torch's DistributedSampler (a base named so, a few levels up)."""

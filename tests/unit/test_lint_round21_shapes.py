@@ -451,3 +451,11 @@ def test_a_collective_on_both_sides_of_a_switch_on_the_way_is_no_assumption(tmp_
 def test_its_twin_a_collective_on_one_side_rests_on_the_switch(tmp_path):
     found, _ = lint(tmp_path, SAVER.format(other="pass"))
     assert [(f.location.line, f.severity.value) for f in found if f.code == "DDP801"] == [(8, "warning")]
+
+
+def test_a_distributed_sampler_subclass_wrapping_another_sampler_takes_that_ones_order(tmp_path):
+    # a proxy built on a sampler (often one pass covering the whole run): not judged as a
+    # shuffling DistributedSampler of its own
+    found, _ = lint(tmp_path, BUCKETS.replace("BucketSampler(ds)", "BucketSampler(RandomSampler(ds))")
+                    .format(set_epoch=""))
+    assert [f for f in found if f.code == "DDP804"] == []
