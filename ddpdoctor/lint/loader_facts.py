@@ -179,7 +179,9 @@ class LoaderFacts:
                 location=loc(fn, call), name=name, sampler=kind,
                 sampler_text=text(sampler) if sampler is not None else "",
                 dataset_text=dataset_text,
-                sharded_by_rank=(dataset is not None and (self.mentions_rank(dataset, fn)
+                # (a few steps further than a value's usual reach: `self.inputs` a method set from
+                # `pickle.load(open(path % self.local_rank))`, read into a TensorDataset elsewhere)
+                sharded_by_rank=(dataset is not None and (self.mentions_rank(dataset, fn, depth=6)
                                                           or self._rank_part_built(dataset, fn)))
                 or self._trains(fn, name, split=True),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),

@@ -459,3 +459,37 @@ def test_a_distributed_sampler_subclass_wrapping_another_sampler_takes_that_ones
     found, _ = lint(tmp_path, BUCKETS.replace("BucketSampler(ds)", "BucketSampler(RandomSampler(ds))")
                     .format(set_epoch=""))
     assert [f for f in found if f.code == "DDP804"] == []
+
+
+SHARD_ATTR = """
+import pickle
+class Data:
+    def __init__(self, local_rank):
+        self.local_rank = local_rank
+        self.inputs = None
+    def load(self):
+        with open({path}, "rb") as f:
+            inputs = pickle.load(f)
+        self.inputs = inputs
+    def loader(self):
+        inputs = self.inputs
+        dataset = TensorDataset(torch.tensor(inputs["x"]))
+        return DataLoader(dataset, sampler=RandomSampler(dataset), batch_size=8)
+
+data = Data(int(os.environ["LOCAL_RANK"]))
+data.load()
+model = DDP(torch.nn.Linear(1, 1))
+loader = data.loader()
+for x, in loader:
+    model(x).sum().backward()
+"""
+
+
+def test_a_dataset_from_a_field_another_method_read_from_the_ranks_own_file_is_sharded(tmp_path):
+    found, _ = lint(tmp_path, SHARD_ATTR.format(path='"train-rank=%d.pkl" % self.local_rank'))
+    assert [f for f in found if f.code == "DDP802"] == []
+
+
+def test_its_twin_one_file_for_all_is_no_shard(tmp_path):
+    found, _ = lint(tmp_path, SHARD_ATTR.format(path='"train.pkl"'))
+    assert [f.location.line for f in found if f.code == "DDP802"] == [19]
