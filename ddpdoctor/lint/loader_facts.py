@@ -86,6 +86,13 @@ class SamplerFact:
 CHAIN_STEPS = 64
 
 
+# calls that read a file's content back (their first argument the file or its path), and those
+# that turn what they are given into a dataset's tensors: _read_from_rank_file follows these only
+FILE_LOADS = frozenset({"load", "loads", "load_from_disk", "read_pickle", "read_csv", "read_json", "fromfile"})
+TENSOR_BUILDERS = frozenset({"TensorDataset", "tensor", "as_tensor", "from_numpy", "LongTensor", "FloatTensor",
+                             "Tensor", "array", "asarray", "stack", "cat", "list", "dict"})
+
+
 class LoaderFacts:
     """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP802, DDP803, DDP804."""
 
@@ -179,9 +186,8 @@ class LoaderFacts:
                 location=loc(fn, call), name=name, sampler=kind,
                 sampler_text=text(sampler) if sampler is not None else "",
                 dataset_text=dataset_text,
-                # (a few steps further than a value's usual reach: `self.inputs` a method set from
-                # `pickle.load(open(path % self.local_rank))`, read into a TensorDataset elsewhere)
-                sharded_by_rank=(dataset is not None and (self.mentions_rank(dataset, fn, depth=6)
+                sharded_by_rank=(dataset is not None and (self.mentions_rank(dataset, fn)
+                                                          or self._read_from_rank_file(dataset, fn)
                                                           or self._rank_part_built(dataset, fn)))
                 or self._trains(fn, name, split=True),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
@@ -782,6 +788,39 @@ class LoaderFacts:
                 if isinstance(alternative, (ast.Name, ast.Attribute)) and \
                         "DistributedSampler" in (last_name(alternative) or ""):
                     return True
+        return False
+
+    def _read_from_rank_file(self, dataset: ast.AST, fn: Function, steps: int = 8) -> bool:
+        """The dataset's tensors come, value by value, from a file whose path holds the rank:
+        `TensorDataset(inputs["x"])` where `inputs = self.inputs`, which another method set from
+        `pickle.load(open(f"train-rank={self.local_rank}.pkl"))` (MetaICL's pre-made shards).
+        Followed through names, fields, subscripts and tensor builders only, not through any
+        call's other arguments (a logger built with the rank says nothing of the data)."""
+        todo, seen = [(dataset, fn)], set()
+        for _ in range(steps):
+            more = []
+            for node, scope in todo:
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if isinstance(node, ast.Subscript):
+                    more.append((node.value, scope))
+                elif isinstance(node, ast.Call):
+                    name = last_name(node.func) or ""
+                    if name in FILE_LOADS and node.args:
+                        file = node.args[0]
+                        opened = [v for v, _ in self.program.values_of(file, scope, 1) if v is not file] or [file]
+                        paths = [v.args[0] if isinstance(v, ast.Call) and v.args and last_name(v.func) == "open"
+                                 else v for v in opened]
+                        if any(self.mentions_rank(p, scope) for p in paths):
+                            return True
+                    elif name in TENSOR_BUILDERS:
+                        more += [(a, scope) for a in node.args]
+                elif isinstance(node, (ast.Name, ast.Attribute)):
+                    more += [(v, sc) for v, sc in self.program.values_of(node, scope, 1) if v is not node]
+            todo = more[:64]
+            if not todo:
+                break
         return False
 
     def _wraps_a_sampler(self, call: ast.Call, fn: Function) -> bool:
