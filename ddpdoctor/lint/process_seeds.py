@@ -378,12 +378,17 @@ def _without_own(source: str, own: set[str]) -> str:
 
 def _helpers_draw(program, method) -> bool:
     """A module function the method calls draws (MiniMind-V's `__getitem__` ->
-    `pre_processing_chat()`: `random.random() < 0.2` adds a system prompt): one call down."""
+    `pre_processing_chat()`: `random.random() < 0.2` adds a system prompt), or a method of a
+    helper object the dataset keeps (`self.frames.indices(n)`, a frame sampler drawing its
+    offset): one call down."""
     for call in method.own_calls:
-        if not isinstance(call.func, ast.Name):
+        helper = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Attribute) and \
+            isinstance(call.func.value.value, ast.Name) and call.func.value.value.id == "self"
+        if not isinstance(call.func, ast.Name) and not helper:
             continue
         for target in program.resolve(call.func, method)[0]:
-            if target.cls is None and target.node is not None and not isinstance(target.node, ast.Module) \
+            if (target.cls is None or (helper and target.cls is not method.cls)) and target.node is not None \
+                    and not isinstance(target.node, ast.Module) and target.name != "__init__" \
                     and RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(target))):
                 return True
     return False

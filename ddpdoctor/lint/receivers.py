@@ -31,8 +31,21 @@ def library_made(program, node: ast.AST, fn, depth: int = 3, judging: frozenset 
         if iterated is not None:
             return _elements_library_made(program, iterated, fn, depth - 1)
     values = program.values_of(node, fn, depth)
+    if node.__class__ is ast.Name and all(value is node for value, _ in values):
+        # `engine, *_ = deepspeed.initialize(...)`: an element of what a library call returns
+        made = _unpacked_from(node.id, fn)
+        if made:
+            return all(_value_library_made(program, call, fn, depth - 1, judging) for call in made)
     return bool(values) and all(value is not node and _value_library_made(program, value, scope, depth - 1, judging)
                                 for value, scope in values)
+
+
+def _unpacked_from(name: str, fn) -> list:
+    """The calls fn unpacks into a tuple of names holding `name` (a starred rest allowed)."""
+    return [node.value for node in fn.own if node.__class__ is ast.Assign and len(node.targets) == 1
+            and isinstance(node.targets[0], (ast.Tuple, ast.List)) and node.value.__class__ is ast.Call
+            and any((t.value if isinstance(t, ast.Starred) else t).__class__ is ast.Name and
+                    (t.value if isinstance(t, ast.Starred) else t).id == name for t in node.targets[0].elts)]
 
 
 def _value_library_made(program, value: ast.AST, scope, depth: int, judging: frozenset = frozenset()) -> bool:

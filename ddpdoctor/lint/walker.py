@@ -359,6 +359,10 @@ class Walker:
         if patterns.is_save(program, call, fn):
             fn.events.append(Event("save", call, line, guards, loops, conds=conds))
         targets, weak = program.resolve(call.func, fn)
+        if targets:
+            split = _null_object_guard(program, fn, call, targets)
+            if split is not None:  # `saver = Saver() if rank == 0 else NoOp()`: Saver's methods, rank 0's
+                guards = guards + (split,)
         if targets or weak:
             fn.events.append(Event("call", call, line, guards, loops, targets=tuple(targets), weak=tuple(weak),
                                    conds=conds))
@@ -378,6 +382,60 @@ class Walker:
 
 
 COMMAND = "command"  # a "ref" event's op: a command-line framework's registration of its target
+
+
+def _null_object_guard(program, fn, call: ast.Call, targets: list):
+    """`if rank != 0: saver = NoOp() else: saver = Saver()` (or the `x if test else y` form),
+    then `saver.save(model)` on every rank: the local class's method runs only on the side of
+    the rank test that built it, the other side holding None or a do-nothing stand-in (a class
+    whose methods only pass, or whose __getattr__ hands out one that does). The Guard of that
+    side, or None."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)) or isinstance(fn.node, ast.Module) \
+            and fn.file is not program.files[0]:
+        return None
+    name = func.value.id
+    owners = {t.cls for t in targets if t.cls is not None}
+    bound = fn.bindings.get(name, [])
+    if not owners or not 1 <= len(bound) <= 2:
+        return None
+    for node in fn.own:
+        sides = None
+        if node.__class__ is ast.If and len(node.body) == 1 and len(node.orelse) == 1 and all(
+                s.__class__ is ast.Assign and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+                and s.targets[0].id == name for s in (node.body[0], node.orelse[0])):
+            sides = (node.test, node.body[0].value, node.orelse[0].value, node)
+        elif node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id == name and node.value.__class__ is ast.IfExp:
+            sides = (node.value.test, node.value.body, node.value.orelse, node.value)
+        if sides is None:
+            continue
+        test, body, orelse, where = sides
+        rank = program.ranks.guard(test, fn)
+        if rank is None:
+            return None
+        made = [program.callee(v.func, fn) if v.__class__ is ast.Call else None for v in (body, orelse)]
+        for real, other, side in ((made[0], (orelse, made[1]), "body"), (made[1], (body, made[0]), "else")):
+            if real in owners and (patterns.is_const(other[0], None) or _does_nothing(program, other[1])):
+                test_there = rank if side == "body" else rank.negated()
+                return Guard(test_there, fn.file.display, getattr(where, "lineno", call.lineno), id(where), side)
+        return None
+    return None
+
+
+def _does_nothing(program, klass) -> bool:
+    """A local class whose methods do nothing (pass, `return None`, a docstring), a no-op stand-in."""
+    if not program.is_class(klass) or not klass.methods:
+        return False
+    for method in klass.methods.values():
+        body = [s for s in getattr(method.node, "body", []) if not (s.__class__ is ast.Expr and
+                                                                  s.value.__class__ is ast.Constant)]
+        if method.name == "__getattr__":
+            continue  # hands out one of the others
+        if not all(s.__class__ is ast.Pass or (s.__class__ is ast.Return and (s.value is None or patterns.is_const(
+                s.value, None))) for s in body):
+            return False
+    return True
 
 
 def _registers_command(deco: ast.AST) -> bool:

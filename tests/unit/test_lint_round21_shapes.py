@@ -493,3 +493,102 @@ def test_a_dataset_from_a_field_another_method_read_from_the_ranks_own_file_is_s
 def test_its_twin_one_file_for_all_is_no_shard(tmp_path):
     found, _ = lint(tmp_path, SHARD_ATTR.format(path='"train.pkl"'))
     assert [f.location.line for f in found if f.code == "DDP802"] == [19]
+
+
+# ------------------------------------------------------------ round 22's shapes
+HELPER_DRAW = """
+from numpy.random import randint
+class Frames:
+    def __init__(self, shift):
+        self.shift = shift
+    def indices(self, n):
+        return list(range(0, n, 4)) if not self.shift else [i + {draw} for i in range(0, n, 4)]
+
+class Clips(torch.utils.data.Dataset):
+    def __init__(self):
+        self.frames = Frames(shift=True)
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.tensor(self.frames.indices(32), dtype=torch.float)
+
+torch.manual_seed(42)
+model = DDP(torch.nn.Linear(8, 1))
+ds = Clips()
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=4)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_draw_in_a_method_of_a_helper_object_the_dataset_keeps_is_the_datasets(tmp_path):
+    found, _ = lint(tmp_path, HELPER_DRAW.format(draw="randint(0, 4)"))
+    assert [f.code for f in found if f.code == "DDP808"] == ["DDP808"]
+
+
+def test_its_twin_a_helper_that_draws_nothing(tmp_path):
+    found, _ = lint(tmp_path, HELPER_DRAW.format(draw="1"))
+    assert [f for f in found if f.code == "DDP808"] == []
+
+
+NULL_SAVER = """
+class NoOp:
+    def __getattr__(self, name):
+        return self.noop
+    def noop(self, *args, **kwargs):
+        return None
+
+class Saver:
+    def save(self, model):
+        torch.save(model.module.state_dict(), "model.bin")
+
+model = DDP(torch.nn.Linear(4, 1))
+if dist.get_rank() != 0:
+    saver = {other}
+else:
+    saver = Saver()
+for step in range(10):
+    model(torch.randn(8, 4)).sum().backward()
+    saver.save(model)
+"""
+
+
+def test_a_do_nothing_stand_in_on_the_other_ranks_leaves_the_save_to_rank_0(tmp_path):
+    found, _ = lint(tmp_path, NULL_SAVER.format(other="NoOp()"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_its_twin_a_real_saver_on_every_rank_writes_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, NULL_SAVER.format(other="Saver()"))
+    assert [f.location.line for f in found if f.code == "DDP806"] == [15]
+
+
+ENGINE_STEP = """
+import deepspeed
+class Checkpointer:
+    def __init__(self, model):
+        self.model = model
+    def step(self):
+        torch.save(self.model.state_dict(), "restore.pt")
+
+engine, *_ = deepspeed.initialize(model=torch.nn.Linear(4, 1), config={{}})
+ckpt = Checkpointer(engine.module) if dist.get_rank() == 0 else None
+for step in range(10):
+    engine.backward(engine(torch.randn(8, 4)).sum())
+    {call}.step()
+    if ckpt is not None:
+        ckpt.step()
+"""
+
+
+def test_a_library_engines_step_is_not_the_scripts_method_of_that_name(tmp_path):
+    found, _ = lint(tmp_path, ENGINE_STEP.format(call="engine"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_its_twin_the_scripts_own_object_on_every_rank_is(tmp_path):
+    found, _ = lint(tmp_path, ENGINE_STEP.format(call="Checkpointer(engine.module)"))
+    assert [f.location.line for f in found if f.code == "DDP806"] == [12]
