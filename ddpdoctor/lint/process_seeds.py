@@ -389,9 +389,28 @@ def _helpers_draw(program, method) -> bool:
         for target in program.resolve(call.func, method)[0]:
             if (target.cls is None or (helper and target.cls is not method.cls)) and target.node is not None \
                     and not isinstance(target.node, ast.Module) and target.name != "__init__" \
-                    and RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(target))):
+                    and any(RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(m)))
+                            for m in _with_own_calls(target) if m.name != "__init__"):
                 return True
     return False
+
+
+def _with_own_calls(method, depth: int = 3) -> list:
+    """The method and the methods of its class it calls as `self.<name>(...)`, a few calls down
+    (a frame extractor's `get_video_data` -> `self.video_to_tensor`, which draws the offset)."""
+    klass, found, todo = method.cls, [method], [method]
+    for _ in range(depth if klass is not None else 0):
+        more = []
+        for m in todo:
+            for n in m.own_calls:
+                if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and \
+                        n.func.value.id == "self" and n.func.attr in klass.methods:
+                    callee = klass.methods[n.func.attr]
+                    if callee not in found:
+                        found.append(callee)
+                        more.append(callee)
+        todo = more
+    return found
 
 
 # A generator the code makes and seeds itself (`np.random.Generator(np.random.PCG64(seed +

@@ -925,6 +925,13 @@ class Program:
                 found = self.full_symbol(target, depth - 1)
                 if found is not None:
                     return found
+            alias = _module_alias(module, attr)
+            if alias is not None:  # `RawFramesExtractor = RawFramesExtractorCV2` at the module's top
+                found = module.functions.get(alias) or module.classes.get(alias)
+                if found is None and alias in module.imports:
+                    found = self.full_symbol(module.imports[alias], depth - 1)
+                if found is not None:
+                    return found
             for key, base in module.imports.items():  # a package re-exporting a module's names
                 if key[0] == "*" and base != owner:
                     found = self.full_symbol(f"{base}.{attr}", depth - 1)
@@ -1626,6 +1633,13 @@ def _nearest(found: list, use: ast.AST, fn: Function) -> list:
         return found if len(found) <= MANY_BINDINGS else \
             sorted(found, key=lambda bound: abs(bound[0] - line))[:MANY_BINDINGS]
     return sorted(_reaching(found, use, fn), key=lambda bound: abs(bound[0] - line))[:MANY_BINDINGS]
+
+
+def _module_alias(module, name: str) -> Optional[str]:
+    """The one plain name a module's top level binds `name` to (`Extractor = ExtractorCV2`), if any."""
+    body = module.body
+    bound = body.bindings.get(name, []) if body is not None else []
+    return bound[0][1].id if len(bound) == 1 and bound[0][1].__class__ is ast.Name and bound[0][1].id != name else None
 
 
 def _stub(node: ast.AST) -> bool:

@@ -386,25 +386,41 @@ COMMAND = "command"  # a "ref" event's op: a command-line framework's registrati
 
 def _null_object_guard(program, fn, call: ast.Call, targets: list):
     """`if rank != 0: saver = NoOp() else: saver = Saver()` (or the `x if test else y` form),
-    then `saver.save(model)` on every rank: the local class's method runs only on the side of
-    the rank test that built it, the other side holding None or a do-nothing stand-in (a class
-    whose methods only pass, or whose __getattr__ hands out one that does). The Guard of that
-    side, or None."""
+    then `saver.save(model)` on every rank, there or in a function handed `saver`: the local
+    class's method runs only on the side of the rank test that built it, the other side holding
+    None or a do-nothing stand-in (a class whose methods only pass, or whose __getattr__ hands
+    out one that does). The Guard of that side, or None."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)) or isinstance(fn.node, ast.Module) \
-            and fn.file is not program.files[0]:
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None
+    owners = {t.cls for t in targets if t.cls is not None}
+    if not owners:
         return None
     name = func.value.id
-    owners = {t.cls for t in targets if t.cls is not None}
+    if name in fn.params and not fn.bindings.get(name):
+        # handed in: every caller's argument built that way, under the same test
+        found = [_split_binding(program, caller, value.id, owners)
+                 for value, caller in program._passed(name, fn) if value.__class__ is ast.Name]
+        if found and len(found) == len(program._passed(name, fn)) and all(found) and \
+                len({g.branch for g in found}) == 1:
+            return found[0]
+        return None
+    return _split_binding(program, fn, name, owners)
+
+
+def _split_binding(program, fn, name: str, owners: set):
     bound = fn.bindings.get(name, [])
-    if not owners or not 1 <= len(bound) <= 2:
+    if not 1 <= len(bound) <= 2:
         return None
     for node in fn.own:
         sides = None
-        if node.__class__ is ast.If and len(node.body) == 1 and len(node.orelse) == 1 and all(
-                s.__class__ is ast.Assign and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
-                and s.targets[0].id == name for s in (node.body[0], node.orelse[0])):
-            sides = (node.test, node.body[0].value, node.orelse[0].value, node)
+        if node.__class__ is ast.If and node.orelse:
+            body = [s.value for s in node.body if s.__class__ is ast.Assign and len(s.targets) == 1
+                    and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name]
+            other = [s.value for s in node.orelse if s.__class__ is ast.Assign and len(s.targets) == 1
+                     and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name]
+            if len(body) == 1 and len(other) == 1:
+                sides = (node.test, body[0], other[0], node)
         elif node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id == name and node.value.__class__ is ast.IfExp:
             sides = (node.value.test, node.value.body, node.value.orelse, node.value)
@@ -418,7 +434,7 @@ def _null_object_guard(program, fn, call: ast.Call, targets: list):
         for real, other, side in ((made[0], (orelse, made[1]), "body"), (made[1], (body, made[0]), "else")):
             if real in owners and (patterns.is_const(other[0], None) or _does_nothing(program, other[1])):
                 test_there = rank if side == "body" else rank.negated()
-                return Guard(test_there, fn.file.display, getattr(where, "lineno", call.lineno), id(where), side)
+                return Guard(test_there, fn.file.display, getattr(where, "lineno", 0), id(where), side)
         return None
     return None
 

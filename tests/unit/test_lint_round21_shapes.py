@@ -592,3 +592,55 @@ def test_a_library_engines_step_is_not_the_scripts_method_of_that_name(tmp_path)
 def test_its_twin_the_scripts_own_object_on_every_rank_is(tmp_path):
     found, _ = lint(tmp_path, ENGINE_STEP.format(call="Checkpointer(engine.module)"))
     assert [f.location.line for f in found if f.code == "DDP806"] == [12]
+
+
+def test_a_stand_in_handed_to_the_training_function_leaves_the_save_to_rank_0(tmp_path):
+    found, _ = lint(tmp_path, NULL_SAVER.split("model = DDP")[0] + """
+def train(model, saver):
+    for step in range(10):
+        model(torch.randn(8, 4)).sum().backward()
+        saver.save(model)
+
+model = DDP(torch.nn.Linear(4, 1))
+if dist.get_rank() != 0:
+    print("quiet")
+    saver = {other}
+else:
+    saver = Saver()
+    print("saving to model.bin")
+train(model, saver)
+""".format(other="NoOp()"))
+    assert [f for f in found if f.code == "DDP806"] == []
+
+
+def test_a_class_a_module_names_again_is_that_class(tmp_path):
+    # `Extractor = ExtractorCV2` at the helper module's top: its draws are the dataset's
+    found, _ = lint(tmp_path, """
+from frames import Extractor
+class Clips(torch.utils.data.Dataset):
+    def __init__(self):
+        self.frames = Extractor()
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.tensor(self.frames.get(32), dtype=torch.float)
+
+torch.manual_seed(42)
+model = DDP(torch.nn.Linear(8, 1))
+ds = Clips()
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=4)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+""", frames="""
+from numpy.random import randint
+class ExtractorCV2:
+    def get(self, n):
+        return self.offsets(n)
+    def offsets(self, n):
+        return [i + randint(0, 4) for i in range(0, n, 4)]
+Extractor = ExtractorCV2
+""")
+    assert [f.code for f in found if f.code == "DDP808"] == ["DDP808"]
