@@ -3,13 +3,14 @@ less those the other ranks run too (the other branch runs the same ops, or the t
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, loc
+from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, loc
 from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, text, through_grad_off
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.ranks import UNIFORM_NAME
@@ -65,6 +66,9 @@ class CollectiveFacts:
             ops[backward] = 1
         return ops
 
+    def _never_none(self, fn: Function, cond: str) -> bool:
+        return _never_none_impl(self, fn, cond)
+
     def guarded_collectives(self) -> list[GuardedCollective]:
         best: dict[tuple, GuardedCollective] = {}
         kept: list[tuple[Function, Guard, GuardedCollective]] = []
@@ -78,6 +82,8 @@ class CollectiveFacts:
             for event in fn.events:
                 if not event.guards or _single_process(event.conds, self._switches(), self.wraps_ddp()):
                     continue  # (`if local_rank == -1:` inside the rank-0 branch: never in a distributed run)
+                if any(self._never_none(fn, cond) for cond, _ in event.conds):
+                    continue  # `gather(x) if gathered is None else gathered`, every caller handing `gathered`
                 reached: list[Reached] = []
                 if event.kind == "collective":
                     reached.append((event.op, loc(fn, event.node), [], ()))
@@ -146,6 +152,25 @@ class CollectiveFacts:
             if key not in best or _rank(found) < _rank(best[key]):
                 best[key] = found
         return sorted(best.values(), key=lambda g: (g.location.file, g.location.line or 0))
+
+
+def _never_none_impl(builder, fn: Function, cond: str) -> bool:
+    """`x is None` on a parameter every call of fn hands a value that is no None constant."""
+    if not cond.endswith(" is None"):
+        return False
+    name = cond[:-len(" is None")]
+    if not name.isidentifier() or (name not in fn.params and name not in fn.kwonly) or fn.bindings.get(name):
+        return False
+    sites = builder.callers().get(fn, [])
+    if not sites:
+        return False
+    for _, event in sites:
+        if event.kind != "call" or not isinstance(event.node, ast.Call):
+            return False
+        given = argument_at(fn, event.node, name)
+        if given is None or is_const(given, None):
+            return False
+    return True
 
 
 def _both_ways(reached: list) -> list:

@@ -160,8 +160,10 @@ def build(program: Program, script: str) -> LintFacts:
         + batch_flags.gather(builder, ddp or framework is not None)
         + signal_state.gather(builder, ddp or framework is not None),
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
+        # (a loader the script builds and hands on, no loop of its own training on it, leaves the
+        # training to what the config names all the same)
         config_named=_config_named(builder) if distributed is not None and not ddp and framework is None
-        and not loaders else None)
+        and not any(loader.trains for loader in loaders) else None)
 
 
 # Hydra's documented ways to make an object from a config's `_target_` (hydra.utils).

@@ -30,6 +30,7 @@ ITERABLE_KINDS = ("Iterable", "IterDataPipe")
 # nodes, Hugging Face datasets' split_dataset_by_node.
 SELF_SHARDING_LIBRARIES = ("streaming.", "litdata.", "webdataset", "wds.", "torchdata.",
                            "datasets.distributed.split_dataset_by_node")
+DRAWS = re.compile(r"\brandom\b|\brand(?:n|int|perm)?\(|\.normal\(|\.uniform\(")
 SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
 
 
@@ -131,11 +132,16 @@ class LoaderFacts:
         if klass in seen:
             return False
         seen.add(klass)
-        if any(kind in b for b in klass.bases for kind in ITERABLE_KINDS):
-            return True
         source = ast.get_source_segment("\n".join(klass.file.lines), klass.node) or ""
         if SELF_SHARDING.search(source):
             return True
+        # a datapipe is sharded by its loader; a local IterableDataset only where it reads the
+        # rank, the world size or its worker (above): one that never does streams the same
+        # items to every rank
+        if any("IterDataPipe" in b for b in klass.bases):
+            return True
+        if any("Iterable" in b for b in klass.bases) and DRAWS.search(source):
+            return True  # a stream of generated samples: each process draws its own
         return any(self._self_sharding(b, seen) for b in self.program.bases(klass))
 
     # ------------------------------------------------------------------ loaders and samplers
@@ -1207,13 +1213,56 @@ def _grad_off_function(program, fn: Function) -> bool:
     return False
 
 
+SAMPLER_KEYS = frozenset({"sampler", "batch_sampler"})
+CONFIG_FILE_READERS = ("toml.", "tomli.", "tomllib.", "yaml.", "json.", "omegaconf.OmegaConf.load", "configparser.")
+
+
+def _from_config_file(program, spread: ast.AST, fn: Function, depth: int = 3) -> bool:
+    """`**cfg["loader"]` where cfg is what toml.load / yaml.safe_load / json.load returned (here,
+    or handed in by every caller): a part of a parsed config file."""
+    root = spread
+    while isinstance(root, (ast.Subscript, ast.Attribute)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    values = [(v, scope) for v, scope in program.values_of(root, fn, depth) if v is not root]
+    if not values and root.id in fn.params:
+        values = _spawn_arguments(program, fn, root.id)
+    if not values:
+        return False
+    for value, scope in values:
+        while isinstance(value, (ast.Subscript, ast.Attribute)):
+            value = value.value
+        if not (isinstance(value, ast.Call) and (program.qualify(value.func, scope) or "").startswith(CONFIG_FILE_READERS)):
+            return False
+    return True
+
+
+def _spawn_arguments(program, fn: Function, param: str) -> list:
+    """What mp.spawn's `args=(...)` hands a spawned function's parameter (the process index
+    comes first): (value, spawning function) pairs."""
+    index = fn.params.index(param) - 1 if param in fn.params else -1
+    found = []
+    for spawner in program.ranks.spawners.get(id(fn), []):
+        for call in spawner.own_calls:
+            given = keyword(call, "args")
+            if given is None or not isinstance(given, ast.Tuple) or not call.args or \
+                    fn not in program.reference(call.args[0], spawner):
+                continue
+            if 0 <= index < len(given.elts):
+                found.append((given.elts[index], spawner))
+    return found
+
+
 def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
     """Every `**options` of the call is a local dict the function fills with literal keys only
     (a dict literal, `.update({...})`, `options["k"] = v`), and no key is a sampler: PyTorch's
     MNIST example's `train_kwargs`. Anything else done with the dict (handed to a call, updated
     from another dict) may put a sampler in it."""
     spreads = [kw.value for kw in call.keywords if kw.arg is None]
-    if not spreads or isinstance(fn.node, ast.Module):
+    if spreads and all(_from_config_file(program, spread, fn) for spread in spreads):
+        return True  # a TOML/YAML/JSON file holds plain values: no sampler object in it
+    if not spreads:
         return False
     parents = {id(child): node for node in walk(fn.node) for child in ast.iter_child_nodes(node)}
     keys: set[str] = set()
@@ -1221,6 +1270,11 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
         if not isinstance(spread, ast.Name) or spread.id in fn.params:
             return False
         values = program.values_of(spread, fn)
+        if values and all(isinstance(v, ast.Dict) and isinstance(scope.node, ast.Module) and _literal_keys(v)
+                          and not {k.value for k in v.keys} & SAMPLER_KEYS for v, scope in values):
+            continue  # `CFG = {"batch_size": 8, "shuffle": True}` at the module's top, no sampler key
+        if isinstance(fn.node, ast.Module):
+            return False
         if not values or not all(isinstance(v, ast.Dict) and scope is fn and _literal_keys(v) for v, scope in values):
             return False
         keys.update(k.value for v, _ in values for k in v.keys)

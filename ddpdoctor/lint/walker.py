@@ -329,8 +329,13 @@ class Walker:
             self.expr(node.test, guards, loops)
             test = self.program.ranks.guard(node.test, self.fn)
             if test is None:
-                self.expr(node.body, guards, loops)
-                self.expr(node.orelse, guards, loops)
+                # `gather(x) if gathered is None else gathered`: each side under its test, as an
+                # if's (a caller that always hands `gathered` never reaches the gather)
+                for side, branch in ((node.body, "body"), (node.orelse, "else")):
+                    mark = len(self.conds)
+                    self.conds.append(_Said(node.test, branch))
+                    self.expr(side, guards, loops)
+                    del self.conds[mark:]
             else:
                 file = self.fn.file.display
                 self.expr(node.body, guards + (Guard(test, file, node.lineno, id(node), "body"),), loops)

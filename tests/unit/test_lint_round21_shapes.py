@@ -644,3 +644,98 @@ class ExtractorCV2:
 Extractor = ExtractorCV2
 """)
     assert [f.code for f in found if f.code == "DDP808"] == ["DDP808"]
+
+
+# ------------------------------------------------------------ round 23's shapes
+GATHERED = """
+def gather_stats(x):
+    out = [torch.zeros_like(x) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, x)
+    return torch.stack(out).mean()
+
+def show(x, gathered=None):
+    if dist.get_rank() != 0:
+        return
+    value = gather_stats(x) if gathered is None else gathered
+    print(value)
+
+x = torch.ones(1)
+show(x{given})
+"""
+
+
+def test_a_gather_on_the_side_of_a_conditional_every_caller_skips_is_never_reached(tmp_path):
+    found, _ = lint(tmp_path, GATHERED.format(given=", gathered=gather_stats(x)"))
+    assert [f for f in found if f.code == "DDP801"] == []
+
+
+def test_its_twin_left_at_its_default_rank_0_gathers_alone(tmp_path):
+    found, _ = lint(tmp_path, GATHERED.format(given=""))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP801"] == [("DDP801", "error")]
+
+
+TOML_LOADER = """
+import sys, toml
+import torch.multiprocessing as mp
+def entry(rank, world, cfg):
+    train_loader = DataLoader(TensorDataset(torch.randn(64, 4)), **cfg["loader"])
+    model = DDP(torch.nn.Linear(4, 1))
+    for x, in train_loader:
+        model(x).sum().backward()
+
+mp.spawn(entry, args=(2, {cfg}), nprocs=2)
+"""
+
+
+def test_options_spread_from_a_parsed_config_file_hold_no_sampler(tmp_path):
+    found, _ = lint(tmp_path, TOML_LOADER.format(cfg="toml.load(sys.argv[1])"))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP802"] == [("DDP802", "error")]
+
+
+def test_its_twin_options_from_the_scripts_own_helper_may_hold_one(tmp_path):
+    found, _ = lint(tmp_path, "def options():\n    return make_options()\n" +
+                    TOML_LOADER.format(cfg="options()"))
+    assert [f for f in found if f.code == "DDP802"] == []
+
+
+def test_a_module_level_literal_without_a_sampler_key_holds_no_sampler(tmp_path):
+    found, _ = lint(tmp_path, """
+CFG = {"batch_size": 8, "shuffle": True}
+train_loader = DataLoader(TensorDataset(torch.randn(64, 4)), **CFG)
+model = DDP(torch.nn.Linear(4, 1))
+for x, in train_loader:
+    model(x).sum().backward()
+""")
+    assert [f.code for f in found if f.code == "DDP802"] == ["DDP802"]
+
+
+STREAM = """
+class Chunks(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        for i in range(1000):
+            yield torch.full((16,), {item})
+model = DDP(torch.nn.Linear(16, 1))
+for x in DataLoader(Chunks(), batch_size=8):
+    model(x).sum().backward()
+"""
+
+
+def test_a_stream_that_never_reads_the_rank_is_the_same_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, STREAM.format(item="float(i)"))
+    assert [(f.code, f.severity.value) for f in found if f.code == "DDP802"] == [("DDP802", "error")]
+
+
+def test_its_twins_a_stream_split_by_rank_or_of_generated_samples(tmp_path):
+    for item in ("float(i) if i % dist.get_world_size() == dist.get_rank() else 0.0", "torch.randn(1).item()"):
+        found, _ = lint(tmp_path, STREAM.format(item=item))
+        assert [f for f in found if f.code == "DDP802"] == [], item
+
+
+def test_a_loader_handed_to_a_trainer_the_config_names_is_incomplete(tmp_path):
+    _, facts = lint(tmp_path, """
+import importlib
+train_loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8)
+module, name = os.environ["TRAINER"].rsplit(".", 1)
+getattr(importlib.import_module(module), name)(train_loader).train()
+""")
+    assert facts.config_named is not None and facts.config_named.line == 10
