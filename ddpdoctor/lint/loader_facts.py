@@ -30,6 +30,8 @@ ITERABLE_KINDS = ("Iterable", "IterDataPipe")
 # nodes, Hugging Face datasets' split_dataset_by_node.
 SELF_SHARDING_LIBRARIES = ("streaming.", "litdata.", "webdataset", "wds.", "torchdata.",
                            "datasets.distributed.split_dataset_by_node")
+LISTS_ITS_OWN = re.compile(r"\bglob\(|\blistdir\(|\bscandir\(|\biterdir\(|\brglob\(|\breadlines\(|\bfor \w+ in range\(")
+WRAPS = re.compile(r"\biter\(self\.|\bfrom self\.|\.as_numpy_iterator\(")
 DRAWS = re.compile(r"\brandom\b|\brand(?:n|int|perm)?\(|\.normal\(|\.uniform\(")
 SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
 
@@ -138,10 +140,14 @@ class LoaderFacts:
         # a datapipe is sharded by its loader; a local IterableDataset only where it reads the
         # rank, the world size or its worker (above): one that never does streams the same
         # items to every rank
+        if any("Iterable" in b for b in klass.bases) and not (LISTS_ITS_OWN.search(source) and not DRAWS.search(source)
+                                                              and not WRAPS.search(source)):
+            # a local stream shards itself, or wraps one that may (a processor over `iter(self.source)`,
+            # a library pipeline), or draws its samples; only one that lists its own files
+            # (glob, listdir, range) and never reads the rank streams the same items to every rank
+            return True
         if any("IterDataPipe" in b for b in klass.bases):
             return True
-        if any("Iterable" in b for b in klass.bases) and DRAWS.search(source):
-            return True  # a stream of generated samples: each process draws its own
         return any(self._self_sharding(b, seen) for b in self.program.bases(klass))
 
     # ------------------------------------------------------------------ loaders and samplers
