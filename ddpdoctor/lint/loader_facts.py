@@ -1275,7 +1275,9 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
     for spread in spreads:
         if not isinstance(spread, ast.Name) or spread.id in fn.params:
             return False
-        values = program.values_of(spread, fn)
+        # `kwargs = {"num_workers": 1, "pin_memory": True} if use_cuda else {}`: either literal
+        values = [(side, scope) for v, scope in program.values_of(spread, fn)
+                  for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
         if values and all(isinstance(v, ast.Dict) and isinstance(scope.node, ast.Module) and _literal_keys(v)
                           and not {k.value for k in v.keys} & SAMPLER_KEYS for v, scope in values):
             continue  # `CFG = {"batch_size": 8, "shuffle": True}` at the module's top, no sampler key
@@ -1291,6 +1293,8 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
             grand = parents.get(id(parent)) if parent is not None else None
             if isinstance(parent, ast.Assign) and use in parent.targets:
                 continue  # its binding: the dict literal read above
+            if isinstance(parent, ast.keyword) and parent.arg is None:
+                continue  # spread into another call too (the test loader's `**kwargs`): read, not changed
             if isinstance(parent, ast.Subscript) and isinstance(parent.slice, ast.Constant) and \
                     isinstance(parent.slice.value, str):
                 keys.add(parent.slice.value)  # `options["shuffle"] = True`

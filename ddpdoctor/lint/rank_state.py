@@ -690,6 +690,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             value = call.args[0] if call.args else call.func.value
         elif item.loops:
             value = _from_the_forward(stmt.test, item.loops[-1], shared)
+            if value is None and _checked_by_helper(builder, fn, stmt.test, item):
+                value = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) else stmt.test
             if value is None:
                 continue
         else:
@@ -697,8 +699,11 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         if {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue  # all-reduced first: the same decision on every rank
         # a comparison of the value itself (`if loss < 1e6:`, `if mask_loss.nelement() > 0:`):
-        # a number each rank's batch decides, as `loss.item() > limit` is (not `loss.requires_grad`)
-        compared = bool(tested) or any(isinstance(n, ast.Compare) for n in walk(stmt.test))
+        # a number each rank's batch decides, as `loss.item() > limit` is (not `loss.requires_grad`);
+        # or a check helper's verdict on it (`valid, err = check_loss(loss, loss.item())`, then
+        # `if valid:`)
+        compared = bool(tested) or any(isinstance(n, ast.Compare) for n in walk(stmt.test)) or \
+            _checked_by_helper(builder, fn, stmt.test, item)
         effect = _effect(builder, fn, stmt, item, ddp, after_only=True, returns=bool(tested), valued=compared)
         if effect is None:
             continue
@@ -860,6 +865,34 @@ def _bound_names(target: ast.AST) -> list[str]:
     if isinstance(target, ast.Starred):
         return _bound_names(target.value)
     return []
+
+
+def _checked_by_helper(builder: Builder, fn: Function, test: ast.AST, item: _Stmt) -> bool:
+    """The test is a name (or `not` one) the loop binds from a call of a local function handed
+    a value's own number (`.item()`, or a name bound to one): a check helper's verdict."""
+    name = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+    if not isinstance(name, ast.Name) or not item.loops:
+        return False
+    shared = _shared(builder, fn)
+    own = lambda v: isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "item" \
+        and not ({n.id for n in walk(v.func.value) if isinstance(n, ast.Name)} & shared)
+    bound: dict = {}
+    for n in walk(item.loops[-1]):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    bound.setdefault(t.id, []).append(n.value)
+    # a rank's own number: every binding in the loop is `.item()` of a value no collective reduced
+    items = {k for k, values in bound.items() if all(own(v) for v in values)}
+    for node in walk(item.loops[-1]):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+                isinstance(t, ast.Name) and t.id == name.id or isinstance(t, ast.Tuple) and any(
+                    isinstance(e, ast.Name) and e.id == name.id for e in t.elts) for t in node.targets):
+            targets = builder.program.resolve(node.value.func, fn)[0]
+            handed = [a for a in node.value.args]
+            if targets and any(own(a) or (isinstance(a, ast.Name) and a.id in items) for a in handed):
+                return True
+    return False
 
 
 def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:

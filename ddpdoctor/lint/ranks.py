@@ -354,7 +354,8 @@ class RankFlow:
             return None
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return self._compare(test, fn, depth)
-        if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and self.is_rank(test, fn):
+        if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and self.is_rank(test, fn) and \
+                not self._env_string(test, fn):
             # `if dist.get_rank():`, `if config.torch.rank:` (skrl): the rank's truth, every rank but 0
             name = last_name(test.func if isinstance(test, ast.Call) else test) or text(test)
             return RankTest(text(test), name, "nonzero", scope="node" if "local" in name.lower() else "global")
@@ -386,6 +387,14 @@ class RankFlow:
             if MAIN_FLAG.match(name):
                 return RankTest(text(test), name, "zero", scope=_flag_scope(name))
         return None
+
+    def _env_string(self, test: ast.AST, fn: Function) -> bool:
+        """`is_distributed = os.environ.get("LOCAL_RANK")` then `if is_distributed:`: the
+        variable's text, "0" on rank 0 too, is true wherever it is set: a question about the
+        launch, the same on every rank (int(...) of it is the rank's number)."""
+        values = [test] if not isinstance(test, ast.Name) else \
+            [v for v, _ in self.program.values_of(test, fn, 2) if v is not test]
+        return bool(values) and all(_env_read(v) for v in values)
 
     def _bool(self, test: ast.BoolOp, fn: Function, depth: int) -> Optional[RankTest]:
         """`a and rank == 0`: rank-conditional where `a` holds on every rank (an assumption the
@@ -755,6 +764,14 @@ class RankFlow:
         if isinstance(node, ast.Compare):
             return all(self.uniform(n, fn, depth) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
         return False
+
+
+def _env_read(node: ast.AST) -> bool:
+    """`os.environ.get("RANK")`, `os.getenv("LOCAL_RANK")`, `os.environ["RANK"]`: a string."""
+    if isinstance(node, ast.Subscript):
+        return dotted(node.value) in ("os.environ", "environ")
+    return isinstance(node, ast.Call) and (dotted(node.func) or "") in ("os.environ.get", "environ.get", "os.getenv",
+                                                                         "getenv")
 
 
 def _flag_scope(name: str) -> str:

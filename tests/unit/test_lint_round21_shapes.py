@@ -739,3 +739,64 @@ module, name = os.environ["TRAINER"].rsplit(".", 1)
 getattr(importlib.import_module(module), name)(train_loader).train()
 """)
     assert facts.config_named is not None and facts.config_named.line == 10
+
+
+# ------------------------------------------------------------ from session 19's holdout (after scoring)
+ENV_FLAG = """
+local_rank = {read}
+if local_rank:
+    dist.barrier()
+"""
+
+
+def test_an_environment_variables_text_is_true_wherever_it_is_set(tmp_path):
+    # "0" is a true string: `if os.environ.get("LOCAL_RANK"):` asks whether the launcher set it
+    found, _ = lint(tmp_path, ENV_FLAG.format(read='os.environ.get("LOCAL_RANK")'))
+    assert [f for f in found if f.code == "DDP801"] == []
+
+
+def test_its_twin_the_ranks_number_is_a_rank_test(tmp_path):
+    found, _ = lint(tmp_path, ENV_FLAG.format(read='int(os.environ.get("LOCAL_RANK", 0))'))
+    assert [f.code for f in found if f.code == "DDP801"] == ["DDP801"]
+
+
+CHECKED = """
+def check_loss(loss, value):
+    ok = not (math.isnan(value) or math.isinf(value) or value < 0)
+    return ok, "" if ok else "bad loss"
+
+import math
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    value = loss.item()
+    {shared}valid, error = check_loss(loss, value)
+    if valid:
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_check_helpers_verdict_on_a_ranks_own_loss_decides_the_backward(tmp_path):
+    found, _ = lint(tmp_path, CHECKED.format(shared=""))
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP809"] == [("DDP809", 18)]
+
+
+def test_its_twin_a_verdict_on_the_reduced_value_is_every_ranks(tmp_path):
+    found, _ = lint(tmp_path, CHECKED.format(shared="t = torch.tensor([value]); dist.all_reduce(t); value = t.item()\n    "))
+    assert [f for f in found if f.code == "DDP809"] == []
+
+
+def test_options_that_are_one_of_two_literals_and_spread_into_two_loaders_hold_no_sampler(tmp_path):
+    found, _ = lint(tmp_path, """
+def main(use_cuda):
+    kwargs = {"num_workers": 1, "pin_memory": True} if use_cuda else {}
+    train_loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True, **kwargs)
+    test_loader = DataLoader(TensorDataset(torch.randn(16, 4)), batch_size=8, **kwargs)
+    model = DDP(torch.nn.Linear(4, 1))
+    for x, in train_loader:
+        model(x).sum().backward()
+main(True)
+""")
+    assert [(f.code, f.location.line) for f in found if f.code == "DDP802"] == [("DDP802", 9)]
