@@ -46,6 +46,17 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                 location=sampler.constant_epoch,
                 evidence={"sampler": sampler.name, "set_epoch": str(sampler.constant_epoch), "constant": True,
                           "loader_location": str(sampler.loader) if sampler.loader else None}))
+        elif getattr(sampler, "set_epoch_under", "") and sampler.across_epochs:
+            problems.append(Problem(
+                message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "
+                         f"loader is iterated epoch after epoch, but set_epoch is called only where "
+                         f"`{sampler.set_epoch_under}` holds ({sampler.set_epoch[0]}): the other ranks keep "
+                         "the first epoch's order, and from the second epoch on the ranks' shards overlap"),
+                hint=f"call {sampler.name}.set_epoch(epoch) on every rank, outside the rank test",
+                location=sampler.location,
+                evidence={"sampler": sampler.name, "set_epoch": str(sampler.set_epoch[0]), "constant": False,
+                          "under": sampler.set_epoch_under,
+                          "loader_location": str(sampler.loader) if sampler.loader else None}))
         elif not sampler.set_epoch and sampler.across_epochs:
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "

@@ -67,7 +67,10 @@ SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed
 # Library calls that set up the default process group by their full name (OpenMMLab's
 # `init_dist(launcher)` reads RANK / WORLD_SIZE and calls init_process_group)
 LIBRARY_SETUPS = frozenset({"mmcv.runner.init_dist", "mmcv.runner.dist_utils.init_dist", "mmengine.dist.init_dist",
-                            "mmengine.dist.utils.init_dist"})
+                            "mmengine.dist.utils.init_dist",
+                            # Colossal-AI's launchers set up the default process group (FastFold)
+                            "colossalai.launch", "colossalai.launch_from_torch", "colossalai.launch_from_slurm",
+                            "colossalai.launch_from_openmpi"})
 
 
 def _engine_setup(call: ast.Call, full: str) -> bool:

@@ -82,6 +82,9 @@ class SamplerFact:
     sharded_by_rank: bool
     dataset_text: str
     loader: Optional[Location] = None  # the DataLoader it feeds, where known
+    # every set_epoch call found sits under this rank test (`if rank <= 0:` around a progress
+    # bar): the other ranks keep epoch 0's order, and the ranks' shards overlap after the first
+    set_epoch_under: str = ""
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -642,6 +645,9 @@ class LoaderFacts:
         program = self.program
         set_epochs = [(fn, call, loops) for fn, call, _, loops in self.calls()
                       if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"]
+        # the rank tests around each, by call
+        ranked = {id(call): rank_guards(guards) for fn, call, guards, _ in self.calls()
+                  if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"}
         iterated = self._iterated()
         epoch_loop = any("epoch" in text(n.target).lower()
                          for f in program.files for n in f.of(ast.For, ast.AsyncFor))
@@ -668,6 +674,7 @@ class LoaderFacts:
                 name = f"{loader_name}.sampler" if loader_name else name
             own = name.split(".")[0] if "." not in name else ""
             matched = []
+            matched_calls: list = []
             constant = None
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
@@ -686,6 +693,7 @@ class LoaderFacts:
                     or not own
                 if ok:
                     matched.append(loc(sfn, scall))
+                    matched_calls.append(scall)
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
@@ -714,12 +722,17 @@ class LoaderFacts:
             if across and feeds is not None and feeds.evaluation and not feeds.trains and self._one_loader(fn, call):
                 across = False  # the loader's own facts: an evaluation loader no training loop reads (OLMo)
             dataset = call.args[0] if call.args else keyword(call, "dataset")
+            under = ""
+            if matched_calls and all(ranked.get(id(c)) for c in matched_calls):
+                test = ranked[id(matched_calls[0])][-1].test
+                if test.polarity in ("zero", "other") and not test.everyone:
+                    under = test.text  # `if rank <= 0: ...; train_sampler.set_epoch(epoch)`
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
                 shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn),
                 set_epoch=matched, constant_epoch=constant, across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
-                dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at))
+                dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under))
         return found
 
     def _kept_by_instance(self, receiver: ast.AST, fn: Function, call: ast.Call) -> bool:

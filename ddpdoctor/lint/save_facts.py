@@ -71,6 +71,10 @@ class SaveFacts:
         several = several or any(_open_or(self.program, _guard_test(fn, g), fn) is not None
                                  for g in event.guards)
         if event.guards and not several:
+            if _single_process(event.conds, self._switches(), self.wraps_ddp()):
+                # `if local_rank == 0: if world_size > 1: ... else: torch.save(...)`: the else is a
+                # one-process job's
+                return SaveFact(where, path_text, False, "on the single-process path")
             # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`)
             # writes a file of its own
             per_host = path is not None and self._names_host(path, fn)

@@ -53,15 +53,22 @@ def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, fou
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in adders:
             slot = adders[call.func.id]  # `add_path(lib_path)`: a helper of this module adds its argument
-            added = call.args[slot] if slot < len(call.args) else None
+            added = [call.args[slot]] if slot < len(call.args) else []
         elif isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
                 call.func.attr in ("append", "insert") and _is_sys_path(call.func.value) and call.args:
-            added = call.args[-1]
+            added = [call.args[-1]]
+        elif isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "extend" \
+                and _is_sys_path(call.func.value) and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
+            added = list(call.args[0].elts)  # `sys.path.extend(["../", "../lib"])`
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and _is_sys_path(stmt.target) \
+                and isinstance(stmt.value, (ast.List, ast.Tuple)):
+            added = list(stmt.value.elts)  # `sys.path += ["../"]` (COCO-DR's drivers)
         else:
             continue
-        value = _value(added, values, script, cwd) if added is not None else None
-        if value is not None and os.path.isdir(value) and not _installed(value):
-            found.append(Path(os.path.normpath(value)))
+        for each in added:
+            value = _value(each, values, script, cwd)
+            if value is not None and os.path.isdir(value) and not _installed(value):
+                found.append(Path(os.path.normpath(value)))
 
 
 def _key(target: ast.AST) -> Optional[str]:

@@ -800,3 +800,78 @@ def main(use_cuda):
 main(True)
 """)
     assert [(f.code, f.location.line) for f in found if f.code == "DDP802"] == [("DDP802", 9)]
+
+
+# ------------------------------------------------------------ round 24's shapes
+def test_the_else_of_a_world_size_above_one_is_one_process(tmp_path):
+    found, _ = lint(tmp_path, """
+world_size = int(os.environ["WORLD_SIZE"])
+local_rank = int(os.environ["LOCAL_RANK"])
+model = DDP(torch.nn.Linear(2, 2))
+if local_rank == 0:
+    if world_size > 1:
+        torch.save(model.module.state_dict(), "ckpt.pth")
+    else:
+        torch.save(model.state_dict(), "ckpt.pth")
+""")
+    assert [f.location.line for f in found if f.code == "DDP806"] == [12]
+
+
+SET_EPOCH_ON_RANK_0 = """
+rank = dist.get_rank()
+model = DDP(torch.nn.Linear(4, 1))
+data = TensorDataset(torch.randn(64, 4))
+sampler = DistributedSampler(data, shuffle=True)
+loader = DataLoader(data, batch_size=8, sampler=sampler)
+for epoch in range(10):
+    {guard}sampler.set_epoch(epoch)
+    for x, in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_set_epoch_called_under_a_rank_test_leaves_the_other_ranks_on_the_first_order(tmp_path):
+    found, _ = lint(tmp_path, SET_EPOCH_ON_RANK_0.format(guard="if rank <= 0:\n        "))
+    [f] = [f for f in found if f.code == "DDP804"]
+    assert f.location.line == 10 and "only where `rank <= 0`" in f.message
+
+
+def test_its_twin_set_epoch_on_every_rank(tmp_path):
+    found, _ = lint(tmp_path, SET_EPOCH_ON_RANK_0.format(guard=""))
+    assert [f for f in found if f.code == "DDP804"] == []
+
+
+def test_colossal_ais_launcher_sets_up_the_process_group(tmp_path):
+    found = lint_plain(tmp_path, """
+import torch, colossalai
+from torch.utils.data import DataLoader, TensorDataset
+colossalai.launch_from_torch(config={})
+model = torch.nn.Linear(4, 1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8)
+for x, in loader:
+    model(x).sum().backward()
+torch.save(model.state_dict(), "model.pth")
+""")
+    assert sorted(f.code for f in found if f.code in ("DDP802", "DDP806")) == ["DDP802", "DDP806"]
+
+
+def test_folders_added_with_plus_equals_or_extend_are_searched(tmp_path, monkeypatch):
+    lib = tmp_path / "lib" / "helpers"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("")
+    (lib / "util.py").write_text("import torch.distributed as dist\ndef is_first_worker():\n"
+                                 "    return dist.get_rank() == 0\n")
+    (tmp_path / "drivers").mkdir()
+    for add in ('sys.path += ["../lib"]', 'sys.path.extend(["../lib"])'):
+        (tmp_path / "drivers" / "train.py").write_text(textwrap.dedent(f"""\
+            import sys, torch, torch.distributed as dist
+            {add}
+            from helpers.util import is_first_worker
+            dist.init_process_group("gloo")
+            if is_first_worker():
+                torch.save(torch.nn.Linear(2, 2).state_dict(), "model.pt")
+            """))
+        monkeypatch.chdir(tmp_path / "drivers")
+        facts = gather("train.py")
+        found = [f for r in lint_results(facts, set()) for f in r.findings]
+        assert len(facts.files) == 3 and [f for f in found if f.code == "DDP806"] == [], add
