@@ -1176,6 +1176,13 @@ class Program:
                 if found.__class__ is Function or found.__class__ is Klass:
                     target = self.method(found, "__init__") if found.__class__ is Klass else found
                     return ([target] if target is not None else []), []
+        if receiver.__class__ is ast.Call and (last_name(receiver.func) or "") in ("import_module", "__import__"):
+            # `importlib.import_module(f"apps.{name}.train").main(cfg)`: that function of each
+            # module the name may load
+            found = [m.functions.get(attr) or m.classes.get(attr) for m in self._loaded(receiver, fn)
+                     if m.__class__ is Module]
+            if any(found):
+                return self._entries([f for f in found if f is not None]), []
         klass = self.class_of(receiver, fn)
         if isinstance(receiver, ast.Call):
             target = self._callee_symbol(receiver.func, fn)
