@@ -873,21 +873,29 @@ def _checked_by_helper(builder: Builder, fn: Function, test: ast.AST, item: _Stm
     name = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
     if not isinstance(name, ast.Name) or not item.loops:
         return False
+    cache = fn.__dict__.setdefault("_checked_by_helper", {})
+    key = (id(item.loops[-1]), name.id)
+    if key not in cache:
+        cache[key] = _checked_in_loop(builder, fn, item.loops[-1], name.id)
+    return cache[key]
+
+
+def _checked_in_loop(builder: Builder, fn: Function, loop: ast.AST, wanted: str) -> bool:
     shared = _shared(builder, fn)
     own = lambda v: isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "item" \
         and not ({n.id for n in walk(v.func.value) if isinstance(n, ast.Name)} & shared)
     bound: dict = {}
-    for n in walk(item.loops[-1]):
-        if isinstance(n, ast.Assign):
-            for t in n.targets:
-                if isinstance(t, ast.Name):
-                    bound.setdefault(t.id, []).append(n.value)
+    assigns = [n for n in walk(loop) if isinstance(n, ast.Assign)]
+    for n in assigns:
+        for t in n.targets:
+            if isinstance(t, ast.Name):
+                bound.setdefault(t.id, []).append(n.value)
     # a rank's own number: every binding in the loop is `.item()` of a value no collective reduced
     items = {k for k, values in bound.items() if all(own(v) for v in values)}
-    for node in walk(item.loops[-1]):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
-                isinstance(t, ast.Name) and t.id == name.id or isinstance(t, ast.Tuple) and any(
-                    isinstance(e, ast.Name) and e.id == name.id for e in t.elts) for t in node.targets):
+    for node in assigns:
+        if isinstance(node.value, ast.Call) and any(
+                isinstance(t, ast.Name) and t.id == wanted or isinstance(t, ast.Tuple) and any(
+                    isinstance(e, ast.Name) and e.id == wanted for e in t.elts) for t in node.targets):
             targets = builder.program.resolve(node.value.func, fn)[0]
             handed = [a for a in node.value.args]
             if targets and any(own(a) or (isinstance(a, ast.Name) and a.id in items) for a in handed):
