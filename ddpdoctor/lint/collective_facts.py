@@ -66,9 +66,6 @@ class CollectiveFacts:
             ops[backward] = 1
         return ops
 
-    def _never_none(self, fn: Function, cond: str) -> bool:
-        return _never_none_impl(self, fn, cond)
-
     def guarded_collectives(self) -> list[GuardedCollective]:
         best: dict[tuple, GuardedCollective] = {}
         kept: list[tuple[Function, Guard, GuardedCollective]] = []
@@ -82,7 +79,7 @@ class CollectiveFacts:
             for event in fn.events:
                 if not event.guards or _single_process(event.conds, self._switches(), self.wraps_ddp()):
                     continue  # (`if local_rank == -1:` inside the rank-0 branch: never in a distributed run)
-                if any(self._never_none(fn, cond) for cond, _ in event.conds):
+                if any(_never_none(self, fn, cond) for cond, _ in event.conds):
                     continue  # `gather(x) if gathered is None else gathered`, every caller handing `gathered`
                 reached: list[Reached] = []
                 if event.kind == "collective":
@@ -154,7 +151,7 @@ class CollectiveFacts:
         return sorted(best.values(), key=lambda g: (g.location.file, g.location.line or 0))
 
 
-def _never_none_impl(builder, fn: Function, cond: str) -> bool:
+def _never_none(builder, fn: Function, cond: str) -> bool:
     """`x is None` on a parameter every call of fn hands a value that is no None constant."""
     if not cond.endswith(" is None"):
         return False

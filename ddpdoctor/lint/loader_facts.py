@@ -643,11 +643,10 @@ class LoaderFacts:
 
     def samplers(self, loaders: list[LoaderFact]) -> list[SamplerFact]:
         program = self.program
-        set_epochs = [(fn, call, loops) for fn, call, _, loops in self.calls()
-                      if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"]
-        # the rank tests around each, by call
-        ranked = {id(call): rank_guards(guards) for fn, call, guards, _ in self.calls()
-                  if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"}
+        found_set_epochs = [(fn, call, guards, loops) for fn, call, guards, loops in self.calls()
+                            if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"]
+        set_epochs = [(fn, call, loops) for fn, call, _, loops in found_set_epochs]
+        ranked = {id(call): rank_guards(guards) for _, call, guards, _ in found_set_epochs}  # the rank tests around each
         iterated = self._iterated()
         epoch_loop = any("epoch" in text(n.target).lower()
                          for f in program.files for n in f.of(ast.For, ast.AsyncFor))
@@ -1322,7 +1321,7 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
                     keys.update(k.value for v in added for k in v.keys)
                     continue
             return False
-    return not keys & {"sampler", "batch_sampler"}
+    return not keys & SAMPLER_KEYS
 
 
 def _literal_keys(table: ast.Dict) -> bool:

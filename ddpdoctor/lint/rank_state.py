@@ -897,8 +897,7 @@ def _checked_in_loop(builder: Builder, fn: Function, loop: ast.AST, wanted: str)
                 isinstance(t, ast.Name) and t.id == wanted or isinstance(t, ast.Tuple) and any(
                     isinstance(e, ast.Name) and e.id == wanted for e in t.elts) for t in node.targets):
             targets = builder.program.resolve(node.value.func, fn)[0]
-            handed = [a for a in node.value.args]
-            if targets and any(own(a) or (isinstance(a, ast.Name) and a.id in items) for a in handed):
+            if targets and any(own(a) or (isinstance(a, ast.Name) and a.id in items) for a in node.value.args):
                 return True
     return False
 
@@ -970,7 +969,7 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         sides = [_work(builder, fn, side, ddp) for side in (stmt.body, stmt.orelse)]
         steps = [any(isinstance(n, ast.Call) and last_name(n.func) == "backward" for s in side for n in walk(s))
                  for side in (stmt.body, stmt.orelse)]
-        for (mine, other), step in zip((sides, sides[::-1]), (steps[0], steps[1])):
+        for (mine, other), step in zip((sides, sides[::-1]), steps):
             # a hand-written one counts where the side is a training step (its own backward) and
             # the test a value's own check (`ok(loss.item())`), not a count's (`n.item() == 0`
             # before a metric's all_reduce) nor a key's (`"acc" in out`)

@@ -394,7 +394,7 @@ class RankFlow:
         launch, the same on every rank (int(...) of it is the rank's number)."""
         values = [test] if not isinstance(test, ast.Name) else \
             [v for v, _ in self.program.values_of(test, fn, 2) if v is not test]
-        return bool(values) and all(_env_read(v) for v in values)
+        return bool(values) and all(env_key(v) is not None for v in values)
 
     def _bool(self, test: ast.BoolOp, fn: Function, depth: int) -> Optional[RankTest]:
         """`a and rank == 0`: rank-conditional where `a` holds on every rank (an assumption the
@@ -764,14 +764,6 @@ class RankFlow:
         if isinstance(node, ast.Compare):
             return all(self.uniform(n, fn, depth) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
         return False
-
-
-def _env_read(node: ast.AST) -> bool:
-    """`os.environ.get("RANK")`, `os.getenv("LOCAL_RANK")`, `os.environ["RANK"]`: a string."""
-    if isinstance(node, ast.Subscript):
-        return dotted(node.value) in ("os.environ", "environ")
-    return isinstance(node, ast.Call) and (dotted(node.func) or "") in ("os.environ.get", "environ.get", "os.getenv",
-                                                                         "getenv")
 
 
 def _flag_scope(name: str) -> str:

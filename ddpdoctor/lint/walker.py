@@ -404,9 +404,10 @@ def _null_object_guard(program, fn, call: ast.Call, targets: list):
     name = func.value.id
     if name in fn.params and not fn.bindings.get(name):
         # handed in: every caller's argument built that way, under the same test
-        found = [_split_binding(program, caller, value.id, owners)
-                 for value, caller in program._passed(name, fn) if value.__class__ is ast.Name]
-        if found and len(found) == len(program._passed(name, fn)) and all(found) and \
+        passed = program._passed(name, fn)
+        found = [_split_binding(program, caller, value.id, owners) for value, caller in passed
+                 if value.__class__ is ast.Name]
+        if found and len(found) == len(passed) and all(found) and \
                 len({g.branch for g in found}) == 1:
             return found[0]
         return None
@@ -414,6 +415,32 @@ def _null_object_guard(program, fn, call: ast.Call, targets: list):
 
 
 def _split_binding(program, fn, name: str, owners: set):
+    sides = _binding_sides(fn, name)
+    if sides is None:
+        return None
+    test, body, orelse, where = sides
+    rank = program.ranks.guard(test, fn)
+    if rank is None:
+        return None
+    made = [program.callee(v.func, fn) if v.__class__ is ast.Call else None for v in (body, orelse)]
+    for real, other, side in ((made[0], (orelse, made[1]), "body"), (made[1], (body, made[0]), "else")):
+        if real in owners and (patterns.is_const(other[0], None) or _does_nothing(program, other[1])):
+            test_there = rank if side == "body" else rank.negated()
+            return Guard(test_there, fn.file.display, getattr(where, "lineno", 0), id(where), side)
+    return None
+
+
+def _binding_sides(fn, name: str):
+    """(test, value on its true side, value on its false side, the if) of the one if/else (or
+    conditional expression) that binds `name` in fn; None otherwise. Looked up once per name:
+    every method call on a name asks (`model.train()`, `saver.save()`)."""
+    made = fn.__dict__.setdefault("_binding_sides", {})
+    if name not in made:
+        made[name] = _find_binding_sides(fn, name)
+    return made[name]
+
+
+def _find_binding_sides(fn, name: str):
     bound = fn.bindings.get(name, [])
     if not 1 <= len(bound) <= 2:
         return None
@@ -429,18 +456,8 @@ def _split_binding(program, fn, name: str, owners: set):
         elif node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id == name and node.value.__class__ is ast.IfExp:
             sides = (node.value.test, node.value.body, node.value.orelse, node.value)
-        if sides is None:
-            continue
-        test, body, orelse, where = sides
-        rank = program.ranks.guard(test, fn)
-        if rank is None:
-            return None
-        made = [program.callee(v.func, fn) if v.__class__ is ast.Call else None for v in (body, orelse)]
-        for real, other, side in ((made[0], (orelse, made[1]), "body"), (made[1], (body, made[0]), "else")):
-            if real in owners and (patterns.is_const(other[0], None) or _does_nothing(program, other[1])):
-                test_there = rank if side == "body" else rank.negated()
-                return Guard(test_there, fn.file.display, getattr(where, "lineno", 0), id(where), side)
-        return None
+        if sides is not None:
+            return sides
     return None
 
 
