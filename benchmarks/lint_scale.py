@@ -36,6 +36,9 @@ SHAPES = {
 }
 
 
+MAX_SIZE = 2000  # the growth is about quadratic: N = 2000 already takes minutes
+
+
 def script(kind: str, n: int) -> str:
     lines = list(HEAD)
     for i in range(n):
@@ -58,10 +61,10 @@ def main(argv=None) -> int:
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
         kinds = args.kinds.split(",")
-        if not sizes or min(sizes) < 1 or any(k not in SHAPES for k in kinds):
+        if not sizes or min(sizes) < 1 or max(sizes) > MAX_SIZE or any(k not in SHAPES for k in kinds):
             raise ValueError
     except ValueError:
-        parser.error(f"--sizes takes positive integers, --kinds some of {', '.join(SHAPES)}")
+        parser.error(f"--sizes takes integers from 1 to {MAX_SIZE}, --kinds some of {', '.join(SHAPES)}")
     os.environ["DDPDOCTOR_LINT_CACHE"] = "0"  # cold every time
     with tempfile.TemporaryDirectory() as tmp:
         for kind in kinds:
