@@ -812,10 +812,12 @@ def _block_fields(cls: type) -> tuple[str, ...]:
     return found
 
 
-# calls that make a run distributed, for in_another_command: a process group, a launcher of
-# ranks, a framework's trainer or accelerator
-DISTRIBUTED_STARTS = frozenset({"init_process_group", "init_distributed", "initialize_distributed", "initialize",
-                                "spawn", "start_processes", "Trainer", "Accelerator", "Fabric", "init_dist"})
+# the calls that set up the default process group (lint/facts.py), and those that make a run
+# distributed in in_another_command's sense: those, a launcher of ranks, an engine that sets it up
+# itself, a framework's trainer or accelerator
+SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed")
+DISTRIBUTED_STARTS = frozenset({*SETUP_CALLS, "initialize", "spawn", "start_processes", "Trainer", "Accelerator",
+                                "Fabric", "init_dist"})
 
 
 def rank_guards(guards: tuple) -> tuple:

@@ -16,7 +16,7 @@ from ddpdoctor.lint import (batch_flags, data_keys, data_sized, no_sync, process
                             worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
-from ddpdoctor.lint.fact_builder import BuilderCore, loc, never_true
+from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc, never_true
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
 from ddpdoctor.lint.patterns import last_name, text
@@ -61,7 +61,6 @@ class LintFacts:
 
 
 # The calls that set up the default process group, by their last name.
-SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed")
 
 
 # Library calls that set up the default process group by their full name (OpenMMLab's
