@@ -81,3 +81,24 @@ def test_a_multi_node_verdict_without_a_token_says_it_relied_on_an_unauthenticat
     assert gather_notes(model) == [UNAUTHENTICATED]
     model.outcome.nodes[0].update(authenticated=True, refusals=["refused a connection from 10.0.0.9: x"])
     assert gather_notes(model) == ["refused a connection from 10.0.0.9: x"]
+
+
+def test_an_error_a_rank_meets_after_the_probes_step_limit_ended_it_is_the_probes_doing():
+    # Lightning's own launcher: rank 0 stops at the step limit and leaves; rank 1, stopped too and
+    # running its exit handlers, is sent SIGTERM, and Lightning's handler broadcasts to rank 0.
+    run = RunBuilder(world_size=2)
+    run.all("train_steps", 6)
+    run.all("end", "max_steps")
+    run[1].collective("broadcast", [[1]], site=SITE_ALLREDUCE, done=False)
+    run[1].error_in_flight("RuntimeError", PEER_GONE, site=SITE_ALLREDUCE)
+    run.outcome("completed", exit_codes={0: 0})
+    assert judge("DDP504", run.model()) == []
+    # The same error before the rank's own stop is the rank's crash.
+    run = RunBuilder(world_size=2)
+    run.all("train_steps", 6)
+    run[0].end("max_steps")
+    run[1].collective("broadcast", [[1]], site=SITE_ALLREDUCE, done=False)
+    run[1].error_in_flight("RuntimeError", "bad batch", site=SITE_ALLREDUCE)
+    run.outcome("completed", exit_codes={0: 0})
+    [crash] = judge("DDP504", run.model())
+    assert crash.ranks == [1]

@@ -164,6 +164,11 @@ def crash_events(run: RunModel) -> dict[int, CrashEvent]:
     stamps, statuses = _ending_stamps(run)
     for rank, event in events.items():
         stamp = stamps.get(rank)
+        stopped = _stopped_at_limit(run.ranks.get(rank))
+        if event.kind == "exception" and stopped is not None:
+            # The probe's step limit ended this rank first: what its exit ran into after that (a
+            # framework's SIGTERM handler broadcasting to a rank already gone) is the probe's doing.
+            stamp = stopped if stamp is None else min(stamp, stopped)
         if stamp is None:
             continue
         if event.kind == "exception":
@@ -173,6 +178,14 @@ def crash_events(run: RunModel) -> dict[int, CrashEvent]:
             # ends its node's job ("crashed"); on a node the probe ended, it was the teardown.
             event.after_end = statuses.get(rank) not in ("crashed", "completed")
     return events
+
+
+def _stopped_at_limit(rank_run: Optional[RankRun]) -> Optional[float]:
+    """When the probe's step limit ended this rank (its End record), or None."""
+    if rank_run is None:
+        return None
+    end = next((e for e in rank_run.of(tm.End) if e.reason == "max_steps"), None)
+    return end.t if end is not None else None
 
 
 def ending_key(run: RunModel) -> tuple:

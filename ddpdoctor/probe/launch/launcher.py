@@ -351,7 +351,12 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
         ended_at = min(ended_at or reporter.ended_at, reporter.ended_at)
     if gather is not None and status != "completed":
         gather.end_all(f"node 0's job {status}", at=ended_at)
+    if status == "completed":
+        teardown.let_ranks_finish(stacks.rank_processes(run_dir, run_id, proc.pid).values())
+    signalled_at = time.time()
     leftovers = teardown.end_job(proc.pid, run_id)
+    if status == "completed" and any(pid != proc.pid for pid in leftovers):
+        ended_at = signalled_at  # what they raised on the SIGTERM is the teardown's doing
     try:
         launcher_exit = proc.wait(timeout=10)
     except subprocess.TimeoutExpired:

@@ -21,6 +21,9 @@ from ddpdoctor.probe.inrank.parent_death import PR_SET_CHILD_SUBREAPER, die_with
 __all__ = ["die_with_parent", "subreaper", "job_processes"]
 
 
+# How long ranks still ending get, after the script's own process returned, before the SIGTERM.
+RANKS_FINISH_S = 10.0
+
 _OURS_BEFORE: set[int] = set()  # this process's children when the job began: never the job's
 
 
@@ -102,6 +105,16 @@ def reap(pids: Iterable[int]) -> None:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             continue
+
+
+def let_ranks_finish(ranks: Iterable[psutil.Process], within_s: float = RANKS_FINISH_S) -> None:
+    """The script's own process returned, but ranks it started itself (Lightning's launcher,
+    mp.spawn without join) may still be running their exit handlers: wait for them, bounded, so
+    that the teardown's SIGTERM never lands in a rank that was ending cleanly (Lightning's SIGTERM
+    handler broadcasts to rank 0, long gone, and fails)."""
+    alive = [p for p in ranks if _running(p)]
+    if alive:
+        psutil.wait_procs(alive, timeout=within_s)
 
 
 def end_job(root_pid: int | None, run_id: str, grace_s: float = 3.0) -> list[int]:
