@@ -53,9 +53,13 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
     problems = []
     for found in facts.rank_local:
         if found.kind == "rank_exit":
-            leaves = "the function (return)" if found.action == "return" else "the loop (break)"
-            message = (f"`{found.decision}` at {found.location} leaves {leaves} only where `{found.guard}` "
-                       f"holds: the other ranks go on into the next pass and wait in {found.work}")
+            if found.action == "continue":
+                message = (f"`{found.decision}` at {found.location} skips the rest of the pass (continue) only "
+                           f"where `{found.guard}` holds: the other ranks run it and wait in {found.work}")
+            else:
+                leaves = "the function (return)" if found.action == "return" else "the loop (break)"
+                message = (f"`{found.decision}` at {found.location} leaves {leaves} only where `{found.guard}` "
+                           f"holds: the other ranks go on into the next pass and wait in {found.work}")
             hint = ("decide the stop on every rank: compute it where it is known, share it "
                     "(dist.broadcast from that rank), then break on every rank")
         elif found.kind == "signal_state":

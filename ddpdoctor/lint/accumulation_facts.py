@@ -454,11 +454,14 @@ class AccumulationFacts:
                         helpers = self.__dict__.setdefault("_stepping_helper", {})
                         helpers[id(call)] = helpers.get(id(inner)) or tuple(self.program.resolve(inner.func, target)[0])
                         return "sometimes"
-            for stmt in target.own:
-                if not isinstance(stmt, ast.If):
-                    continue
-                inner = [c for part in stmt.body for c, _ in _expr_calls(part, False) if self._step(c, target, 1)]
-                if not inner:
+            steps_in = lambda block: any(self._step(c, target, 1) for part in block for c, _ in _expr_calls(part, False))
+            # (an `if fp16: scaler.step(opt) else: opt.step()` steps either way: it decides nothing)
+            stepping = [stmt for stmt in target.own if isinstance(stmt, ast.If) and steps_in(stmt.body)
+                        and not steps_in(stmt.orelse)]
+            for stmt in stepping:
+                if any(other is not stmt and any(n is other for n in walk(stmt)) for other in stepping):
+                    # `if is_training: backward; if is_update: step`: the test nearest the step
+                    # decides it (snowfall's get_objf), not the switch around both
                     continue
                 if self._every_time(stmt.test, target):
                     return "always"  # `if it % self.acc_steps == 0:` with acc_steps left at 1

@@ -479,7 +479,26 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
                # (not where the group is set up on that side too: `if generate: Trainer(...)`
                # and, past its `return`, the training that sets it up again)
                or (c.startswith("not ") and c[4:] in switches and c not in getattr(switches, "open", ()))
+               or _other_choice(c, switches)
                for c, _ in conds)
+
+
+_CHOICE = re.compile(r"^(?:[\w.]+\.)?(\w+) (==|!=) ('[^'\\]*'|-?\d+)$")
+
+
+def _other_choice(cond: str, switches: frozenset) -> bool:
+    """`mode == 'single'` where the group is set up only under `args.mode == 'multi'`: one
+    option compared with two different values, so never both (pggan's single / multi modes).
+    The option is matched by its last name (`mode = args.mode` copies it)."""
+    mine = _CHOICE.match(cond)
+    if mine is None:
+        return False
+    theirs = [m for m in map(_CHOICE.match, switches) if m is not None and m.group(1) == mine.group(1)]
+    if not theirs or len(theirs) != len([c for c in switches if mine.group(1) in c]):
+        return False  # the group is also set up under some other test of the option
+    if mine.group(2) == "==":
+        return all(m.group(2) == "==" and m.group(3) != mine.group(3) for m in theirs)
+    return all(m.group(2) == "==" and m.group(3) == mine.group(3) for m in theirs)
 
 
 class Switches(frozenset):

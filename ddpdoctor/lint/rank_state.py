@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import RankTest, last_name, loader_call, text
+from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, RankTest, last_name, loader_call, text
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -320,9 +320,12 @@ def shared_names(program, fn: Function) -> frozenset:
                  if any(isinstance(v, ast.Call) and (last_name(v.func) or "").startswith("clip_grad_norm")
                         for _, v in values))
     for node in fn.own_calls:  # fn.own's calls in its order: 136,000 tests fewer on open_clip
-        if program.collective(node, fn):
+        op = program.collective(node, fn)
+        if op:
             if last_name(node.func) in ONE_RANK_RESULT:
                 continue  # `dist.reduce(val, dst=0)`: only rank 0 holds the sum; the others keep their own
+            if op.startswith((DDP_FORWARD, DDP_BACKWARD)):
+                continue  # the batch handed to a DDP forward stays each rank's own (PSED's X_val)
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 names.update(n.id for n in walk(arg) if isinstance(n, ast.Name))
     found = fn.__dict__["_shared_names"] = frozenset(names)
@@ -459,9 +462,37 @@ def _tensor_tested(test: ast.AST) -> bool:
 
 def _item_valued(program, fn: Function, test: ast.AST) -> bool:
     """A comparison on a number this rank computed from its own tensors' `.item()` (a
-    validation loss summed over its shard, ppln's early stopping) that no collective shared."""
-    return isinstance(test, ast.Compare) and bool(
-        {n.id for n in walk(test) if isinstance(n, ast.Name)} & _item_names(program, fn))
+    validation loss summed over its shard, ppln's early stopping) that no collective shared; or
+    a flag set under such a comparison (`if val_loss < best: improved = True`, then `if not
+    improved:`: propulate's tutorial)."""
+    if isinstance(test, ast.Compare):
+        return bool({n.id for n in walk(test) if isinstance(n, ast.Name)} & _item_names(program, fn))
+    flag = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+    return isinstance(flag, ast.Name) and flag.id in _item_flags(program, fn)
+
+
+def _item_flags(program, fn: Function) -> frozenset:
+    """Names fn only ever sets to constants, at least once under a comparison on one of its
+    `.item()` numbers: a flag that says what this rank's own number did."""
+    found = fn.__dict__.get("_item_flags")
+    if found is not None:
+        return found
+    items = _item_names(program, fn)
+    flags: set = set()
+    if items:
+        constants: dict[str, bool] = {}
+        for node in fn.own:
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for name in _targets(node):
+                    constants[name] = constants.get(name, True) and isinstance(node, ast.Assign) and \
+                        isinstance(_value_of(node, name), ast.Constant)
+        for node in fn.own:
+            if node.__class__ is ast.If and isinstance(node.test, ast.Compare) and \
+                    {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & items:
+                flags.update(name for part in (node.body, node.orelse) for stmt in part
+                             for name in _targets(stmt) if constants.get(name))
+    found = fn.__dict__["_item_flags"] = frozenset(flags - shared_names(program, fn))
+    return found
 
 
 def _item_names(program, fn: Function) -> frozenset:
@@ -474,14 +505,18 @@ def _item_names(program, fn: Function) -> frozenset:
     pairs = []
     for node in fn.own:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            pairs.append((node.targets[0].id, node.value))
+            pairs.append((node.targets[0].id, node.value, True))
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            pairs.append((node.target.id, node.value))
+            pairs.append((node.target.id, node.value, False))
+    # `val = total.item() / world` after `dist.all_reduce(total)`: from there on the name holds
+    # the shared value, whatever it summed before
+    settled = {name for name, value, plain in pairs if plain and
+               {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared}
     names: set = set()
     for _ in range(3):
         grown = False
-        for name, value in pairs:
-            if name in names or name in shared:
+        for name, value, _plain in pairs:
+            if name in names or name in shared or name in settled:
                 continue
             used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
             if used & shared:
@@ -573,7 +608,8 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                 guards_of.get(id(item.loops[-1]), ()) != item.guards:
             continue
         test = builder.program.ranks.guard(stmt.test, fn)
-        leaving = (ast.Break, ast.Return)  # rank 0 leaves the loop, or the whole training function
+        # rank 0 leaves the loop, or the whole training function, or skips the rest of the pass
+        leaving = (ast.Break, ast.Return, ast.Continue)
         if test is None or _break_in(stmt.orelse, None, leaving) is not None:
             continue  # not a rank test, or both sides leave
         leave = _break_in(stmt.body, None, leaving)
@@ -581,8 +617,13 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         around = leave[0]
         loop = item.loops[-1]
+        top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
+        after = loop.body[loop.body.index(top) + 1:]
         # what every rank does in the loop besides this branch: the ones that stay run it alone
-        rest = [s for s in loop.body if s is not stmt and not any(n is stmt for n in walk(s))]
+        # (after a `continue`, only the rest of the pass: FullSubNet's validation-only debug run
+        # on rank 0 skips the training epoch the others run)
+        skipping = isinstance(leave[1], ast.Continue)
+        rest = after if skipping else [s for s in loop.body if s is not stmt and not any(n is stmt for n in walk(s))]
         work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
         if not work:
             continue
@@ -590,16 +631,14 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         notes = [test.assumption] if test.assumption else []
         if around is not None:
             notes.append(f"`{text(around.test)}` holds there")
-        top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
-        after = loop.body[loop.body.index(top) + 1:]
-        if not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
+        if not skipping and not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
                 and _few_passes(builder, fn, loop):
             # All the work the others stay for comes before the exit: they wait only in a next
             # pass, and a loop over a few configured items (SSD's test sets) often has one.
             notes.append(f"the loop over `{text(loop.iter, 50)}` runs more than once")
         found.append(RankLocalDecision(
             Location(fn.file.display, where.lineno), text(where.test),
-            "return" if isinstance(leave[1], ast.Return) else "break", test.text, "rank_exit", work,
+            {ast.Return: "return", ast.Continue: "continue"}.get(type(leave[1]), "break"), test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes)))
     return found
 
@@ -719,20 +758,38 @@ CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.ti
                     "time.monotonic_ns", "datetime.datetime.now", "datetime.now", "timeit.default_timer"})
 
 
+# Each process's own random stream: seeded per rank, or drawn a different number of times on
+# some ranks (rank 0's extra draws in its evaluation), it gives each rank its own number.
+DRAWS = frozenset({"random.random", "random.uniform", "random.randint", "random.randrange", "random.choice",
+                   "numpy.random.rand", "numpy.random.random", "numpy.random.uniform", "numpy.random.randint",
+                   "numpy.random.choice", "numpy.random.random_sample", "torch.rand", "torch.randint"})
+
+
 def _clock_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
     """`if time.time() > last_log + 0.25: log_and_all_reduce()` (PufferLib's trainer), `if
     time.time() - start > budget: break`: a test on the process's own clock decides a collective
-    or a leave on every rank; each rank crosses the time at its own pass."""
+    or a leave on every rank; each rank crosses the time at its own pass. Likewise a draw of
+    the process's own random stream (`if random.random() < p:` before a discriminator's
+    backward, EnCodec's trainer)."""
+    return _own_values(builder, fn, stmts, ddp, CLOCKS, "clock_value",
+                       "each rank's own clock crosses the limit at a different pass") + \
+        _own_values(builder, fn, stmts, ddp, DRAWS, "random_draw",
+                    "each rank draws its own number (the ranks' random states differ)")
+
+
+def _own_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool, sources: frozenset, kind: str,
+                assumption: str) -> list[RankLocalDecision]:
     program = builder.program
-    clocked = {name for name, values in fn.bindings.items()
-               if values and all(_reads_clock(program, v, fn) for _, v in values)}
+    reads = lambda node: _reads(program, node, fn, sources)
+    # less what a collective shares (`dist.broadcast(flag, 0)` after the draw: EnCodec's fix)
+    owned = {name for name, values in fn.bindings.items()
+             if values and all(reads(v) for _, v in values)} - _shared(builder, fn)
     found = []
     for item in stmts:
         stmt = item.node
         if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
             continue
-        if not (_reads_clock(program, stmt.test, fn) or
-                any(isinstance(n, ast.Name) and n.id in clocked for n in walk(stmt.test))):
+        if not (reads(stmt.test) or any(isinstance(n, ast.Name) and n.id in owned for n in walk(stmt.test))):
             continue
         # what a side runs on every rank: a block under a rank test inside it is that rank's
         # own (EvoDiff's `if rank == 0:` checkpoint under the clock test), judged as such elsewhere
@@ -741,13 +798,13 @@ def _clock_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool)
         effect = _effect(builder, fn, _with_sides(stmt, sides), item, ddp)
         if effect is None:
             continue
-        clock = next((c for c in walk(stmt.test) if isinstance(c, ast.Call) and
-                      (program.qualify(c.func, fn) or "") in CLOCKS), None)
-        value = text(clock) if clock is not None else \
-            next(n.id for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in clocked)
+        source = next((c for c in walk(stmt.test) if isinstance(c, ast.Call) and
+                       (program.qualify(c.func, fn) or "") in sources), None)
+        value = text(source) if source is not None else \
+            next(n.id for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in owned)
         found.append(RankLocalDecision(
-            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], value, "clock_value",
-            effect[1], assumption="each rank's own clock crosses the limit at a different pass"))
+            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], value, kind, effect[1],
+            assumption=assumption))
     return found
 
 
@@ -801,8 +858,8 @@ def _exception_skips(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bo
     return found
 
 
-def _reads_clock(program, node: Optional[ast.AST], fn: Function) -> bool:
-    return node is not None and any(isinstance(c, ast.Call) and (program.qualify(c.func, fn) or "") in CLOCKS
+def _reads(program, node: Optional[ast.AST], fn: Function, sources: frozenset = CLOCKS) -> bool:
+    return node is not None and any(isinstance(c, ast.Call) and (program.qualify(c.func, fn) or "") in sources
                                     for c in walk(node))
 
 
@@ -891,7 +948,9 @@ def _checked_in_loop(builder: Builder, fn: Function, loop: ast.AST, wanted: str)
             if isinstance(t, ast.Name):
                 bound.setdefault(t.id, []).append(n.value)
     # a rank's own number: every binding in the loop is `.item()` of a value no collective reduced
-    items = {k for k, values in bound.items() if all(own(v) for v in values)}
+    # (or a constant where the check failed: deepspeech's `loss_value = 0` after a skip)
+    items = {k for k, values in bound.items()
+             if all(own(v) or _constant(v) for v in values) and any(own(v) for v in values)}
     for node in assigns:
         if isinstance(node.value, ast.Call) and any(
                 isinstance(t, ast.Name) and t.id == wanted or isinstance(t, ast.Tuple) and any(
