@@ -13,7 +13,6 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
 from ddpdoctor.lint.fact_builder import _cond_false, _cond_true, _fn_loops, _loops, argument_at, given_constants, loc
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function
 
@@ -389,7 +388,7 @@ class AccumulationFacts:
         flags = self.__dict__.get("_flags")
         if flags is None:
             flags = self.__dict__["_flags"] = {}
-            self.__dict__["_option_defaults"] = option_defaults(self.program.files)
+            self.__dict__["_option_defaults"] = self.program.option_defaults()
             for f in self.program.files:
                 for node in f.of(ast.Call):
                     if last_name(node.func) != "add_argument" or not node.args or \

@@ -204,6 +204,12 @@ class BuilderCore:
                             self._callers.setdefault(target, []).append((fn, event))
         return self._callers
 
+    def switched_off(self, fn: Function, call: ast.Call) -> bool:
+        """The call sits under a plain test no way into fn passes (`if not as_sets:` past the
+        early return every caller takes with as_sets=True): it never runs."""
+        return any(flag and never_true(self.callers(), fn, cond)
+                   for cond, flag in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+
     def _switches(self) -> frozenset:
         """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
         if not hasattr(self, "_switch_set"):
@@ -231,6 +237,8 @@ class BuilderCore:
                 starters = grown
             self._switch_set = Switches(conds)
             self._switch_set.open = frozenset(open_sides)
+            self._switch_set.inits = tuple(tuple(c for c, _ in e.conds) for fn in self.functions
+                                           for e in fn.events if e.kind == "init")
         return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = (),
@@ -483,22 +491,35 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
                for c, _ in conds)
 
 
-_CHOICE = re.compile(r"^(?:[\w.]+\.)?(\w+) (==|!=) ('[^'\\]*'|-?\d+)$")
+_CHOICE = re.compile(r"^(not )?(?:[\w.]+\.)?(\w+) (==|!=) ('[^'\\]*'|-?\d+)$")
+
+
+def _choice(cond: str) -> Optional[tuple[str, bool, str]]:
+    """(option, equal, value) of `args.mode == 'multi'` / `mode != 'single'` / `not x == 1`."""
+    found = _CHOICE.match(cond)
+    if found is None:
+        return None
+    equal = (found.group(3) == "==") != bool(found.group(1))
+    return found.group(2), equal, found.group(4)
 
 
 def _other_choice(cond: str, switches: frozenset) -> bool:
-    """`mode == 'single'` where the group is set up only under `args.mode == 'multi'`: one
-    option compared with two different values, so never both (pggan's single / multi modes).
-    The option is matched by its last name (`mode = args.mode` copies it)."""
-    mine = _CHOICE.match(cond)
-    if mine is None:
+    """`mode == 'single'` where every set-up call sits under `args.mode == 'multi'`: one option
+    compared with two different values, so never both (pggan's single / multi modes). The
+    option is matched by its last name (`mode = args.mode` copies it)."""
+    mine = _choice(cond)
+    inits = getattr(switches, "inits", ())
+    if mine is None or not inits:
         return False
-    theirs = [m for m in map(_CHOICE.match, switches) if m is not None and m.group(1) == mine.group(1)]
-    if not theirs or len(theirs) != len([c for c in switches if mine.group(1) in c]):
-        return False  # the group is also set up under some other test of the option
-    if mine.group(2) == "==":
-        return all(m.group(2) == "==" and m.group(3) != mine.group(3) for m in theirs)
-    return all(m.group(2) == "==" and m.group(3) == mine.group(3) for m in theirs)
+
+    def apart(other: Optional[tuple]) -> bool:
+        if other is None or other[0] != mine[0]:
+            return False
+        if mine[1] and other[1]:
+            return other[2] != mine[2]  # == 'single' beside == 'multi'
+        return mine[1] != other[1] and other[2] == mine[2]  # == 'single' beside != 'single'
+
+    return all(any(apart(_choice(c)) for c in conds) for conds in inits)
 
 
 class Switches(frozenset):
@@ -506,6 +527,7 @@ class Switches(frozenset):
     a helper that sets it up on that side too."""
 
     open: frozenset = frozenset()
+    inits: tuple = ()  # the tests around each set-up call itself, one tuple per call
 
 
 def _negated(cond: str) -> str:

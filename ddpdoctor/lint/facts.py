@@ -16,7 +16,7 @@ from ddpdoctor.lint import (batch_flags, data_keys, data_sized, no_sync, process
                             worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
-from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc, never_true
+from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
 from ddpdoctor.lint.patterns import last_name, text
@@ -102,7 +102,7 @@ def build(program: Program, script: str) -> LintFacts:
         full = program.qualify(call.func, fn) or ""
         name = last_name(call.func) or ""
         sets_up = name in SETUP_CALLS or _engine_setup(call, full)
-        if (sets_up or program.ddp_call(call, fn)) and _switched_off(builder, fn, call):
+        if (sets_up or program.ddp_call(call, fn)) and builder.switched_off(fn, call):
             off.add(id(call))  # under `if is_distributed:` with the flag left False on every way in
             continue
         if distributed is None and sets_up:
@@ -120,7 +120,7 @@ def build(program: Program, script: str) -> LintFacts:
         how = framework
     if distributed is None and ddp:
         for fn, call, _, _ in builder.calls():
-            if program.ddp_call(call, fn) and not _switched_off(builder, fn, call):
+            if program.ddp_call(call, fn) and not builder.switched_off(fn, call):
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
                 break
     accumulate = False
@@ -163,8 +163,9 @@ def build(program: Program, script: str) -> LintFacts:
         + signal_state.gather(builder, ddp or framework is not None),
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the
-        # training to what the config names all the same)
-        config_named=_config_named(builder) if distributed is not None and not ddp and framework is None
+        # training to what the config names all the same; so does a DDP model it wraps and hands
+        # on: ASR-Wav2vec-Finetune's trainer class comes from its TOML)
+        config_named=_config_named(builder) if distributed is not None and framework is None
         and not any(loader.trains for loader in loaders) else None)
 
 
@@ -190,11 +191,6 @@ def _config_named(builder: FactBuilder) -> Optional[Location]:
                 not isinstance(call.args[0], ast.Constant):
             found = loc(fn, call)
     return found
-
-
-def _switched_off(builder: FactBuilder, fn, call: ast.Call) -> bool:
-    return any(flag and never_true(builder.callers(), fn, cond)
-               for cond, flag in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
 
 
 def _unreached_setup(program: Program, off: set) -> Optional[Location]:

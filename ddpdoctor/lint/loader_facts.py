@@ -13,6 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (_fn_loops, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import _grad_context, dotted, is_const, keyword, last_name, loader_call, text
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint.value_flow import reaches_return
@@ -166,8 +167,8 @@ class LoaderFacts:
                         switched.setdefault(last_name(arg) or "", conds[-1][0])
         found = []
         for fn, call, guards, _ in self.calls():
-            if not loader_call(program, call, fn):
-                continue
+            if not loader_call(program, call, fn) or self.switched_off(fn, call):
+                continue  # (a loader past an early return every caller takes is never built)
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")
             if sampler is None and len(call.args) > 3:
@@ -208,7 +209,8 @@ class LoaderFacts:
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(rank_guards(guards)) or self.only_guarded(fn) is True,
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
-                                               self._switches(), self.wraps_ddp()) or self.in_the_launcher(fn, call)
+                                               self._switches(), self.wraps_ddp()) or (
+                    self.in_the_launcher(fn, call) and not self._loader_to_ranks(fn, name))
                 or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
@@ -482,6 +484,26 @@ class LoaderFacts:
                     return True
         return False
 
+    def _loader_to_ranks(self, fn: Function, name: str) -> bool:
+        """The launcher's loader is handed to the ranks (`mp.spawn(run, args=(world, loader))`):
+        each rank gets a copy of it and iterates all of it (finetune-SAM)."""
+        return bool(name) and any(True for _ in self._spawned_as(fn, name))
+
+    def _spawned_as(self, fn: Function, name: str):
+        """(the spawn target, its parameter) for each mp.spawn in fn handing `name` in its args
+        (the target's first parameter is the process index; the args follow)."""
+        for call in fn.own_calls:
+            if last_name(call.func) not in SPAWNERS or not call.args:
+                continue
+            handed = keyword(call, "args") or (call.args[1] if len(call.args) > 1 else None)
+            if not isinstance(handed, ast.Tuple):
+                continue
+            for index, item in enumerate(handed.elts):
+                if isinstance(item, ast.Name) and item.id == name:
+                    for target in self.program.reference(call.args[0], fn):
+                        if index + 1 < len(target.params):
+                            yield target, target.params[index + 1]
+
     def _trains(self, fn: Function, name: str, split: bool = False, call: Optional[ast.Call] = None,
                 among: Optional[set] = None) -> bool:
         """The loader bound to name in fn is iterated by a backward loop: there, or (returned by a
@@ -500,6 +522,8 @@ class LoaderFacts:
             names = among
         if (id(fn), name) in names:
             return True
+        if any((id(target), param) in names for target, param in self._spawned_as(fn, name)):
+            return True  # the launcher's loader, iterated by the training loop of each rank
         position = _returned_at(fn, name)
         if position is None and (_yielded_from(fn, name) or _returned_alone(fn, name)):
             # `while True: yield from loader` (the generator is the loader), or `loader =

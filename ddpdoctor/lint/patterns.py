@@ -8,6 +8,7 @@ means; which names hold a rank is decided by data flow, scope by scope, in ranks
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -171,6 +172,11 @@ BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "i
 # register_buffer: BERT and the models built on its embeddings (RoBERTa, DistilBERT, ALBERT,
 # ELECTRA, DeBERTa, CamemBERT...). DDP broadcasts buffers, persistent or not.
 BUFFERED_TRANSFORMERS = ("bert", "electra", "longformer")
+# Checkpoint families whose models register buffers: BERT's embeddings (above) and the rotary
+# embeddings' `inv_freq` (Llama, Mistral, Qwen, Gemma, Phi, GPT-NeoX...), as a model's name or
+# path says it (`from_pretrained("meta-llama/Meta-Llama-3-8B")`, `--model_name` defaulting to one).
+BUFFERED_CHECKPOINTS = re.compile(r"bert|electra|longformer|llama|mistral|mixtral|qwen|gemma|phi-?\d|"
+                                  r"gpt-?neox|pythia|falcon|deepseek|internlm|baichuan|yi-", re.IGNORECASE)
 
 
 def rank_only_decorator(node: ast.AST) -> Optional[str]:
@@ -219,12 +225,20 @@ def save_path(call: ast.Call, how: str) -> Optional[ast.AST]:
     return call.args[1] if len(call.args) > 1 else keyword(call, "f")
 
 
+# torch.distributed.checkpoint's entry points that coordinate every rank of the process group.
+DCP_COLLECTIVES = frozenset({"save", "load", "async_save", "save_state_dict", "load_state_dict"})
+
+
 def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     """What a call is, in the user's words, when it is a collective (or ends in one)."""
     full = program.qualify(call.func, fn) or ""
     name = last_name(call.func) or ""
     if full.startswith("torch.distributed.") and name in TORCH_COLLECTIVES:
         return f"dist.{name}()"
+    if full.startswith("torch.distributed.checkpoint.") and name in DCP_COLLECTIVES:
+        # Distributed checkpointing plans the save (or load) across every rank of the group:
+        # gathers and a barrier inside (torch.distributed.checkpoint's save / load)
+        return f"torch.distributed.checkpoint.{name}() (plans the checkpoint with every rank)"
     if name.endswith("DistributedDataParallel") and full.startswith("torch."):
         return "DistributedDataParallel(...) (its constructor broadcasts the parameters)"
     if full.startswith("accelerate.") and name in ACCELERATE_COLLECTIVES:
@@ -523,7 +537,12 @@ def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
     if not full.endswith("DistributedDataParallel") and "." in full:
         full = _reexported(program, full)
     # (OpenMMLab's MMDistributedDataParallel, mmcv's or mmengine's, is torch's subclass)
-    return full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel.", "mmcv.", "mmengine."))
+    if full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel.", "mmcv.", "mmengine.")):
+        return True
+    # a subclass of its own (`class DDP(DistributedDataParallel): def get_module(...)`, GEqTrain)
+    klass = program.callee(value.func, fn) if isinstance(value.func, (ast.Name, ast.Attribute)) else None
+    return program.is_class(klass) and any(
+        b.rsplit(".", 1)[-1] == "DistributedDataParallel" for c in (klass, *program.bases(klass)) for b in c.bases)
 
 
 def _reexported(program: Program, full: str, hops: int = 3) -> str:
@@ -672,7 +691,11 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         if any(_buffered(program, value, caller, depth - 1, seen)
                for value, caller in program._passed(node.id, fn)):
             return True
-    for value, scope in program.values_of(node, fn):
+    values = program.values_of(node, fn)
+    if isinstance(node, ast.Name):
+        # `model, opt = get_model(rank)`: the item the factory returns for it (CompTransTTS)
+        values = [*values, *program.unpacked(node.id, fn)]
+    for value, scope in values:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in ("to", "cuda", "cpu", "float", "half", "bfloat16", "double"):
             if _buffered(program, value.func.value, scope, depth - 1, seen):
@@ -683,8 +706,10 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             return True
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in ("from_pretrained", "from_config"):
-            # `model_class.from_pretrained(path)`: an instance of the class the receiver names
-            if _buffered(program, value.func.value, scope, depth - 1, seen):
+            # `model_class.from_pretrained(path)`: an instance of the class the receiver names,
+            # or of the family the checkpoint's name says (an Auto class)
+            if _buffered(program, value.func.value, scope, depth - 1, seen) or \
+                    _buffered_checkpoint(program, value, scope):
                 return True
         full = (program.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else \
             (program.qualify(value, scope) or "") if isinstance(value, (ast.Name, ast.Attribute)) else ""
@@ -713,6 +738,20 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 if _buffered(program, arg, scope, depth - 1, seen):
                     return True
     return False
+
+
+def _buffered_checkpoint(program: Program, call: ast.Call, fn: Function) -> bool:
+    """from_pretrained's checkpoint names a family with buffers: a string in place, bound to the
+    name it is given, or the default of the option it reads (`args.model_name`)."""
+    given = call.args[0] if call.args else keyword(call, "pretrained_model_name_or_path")
+    if given is None:
+        return False
+    names = [v.value for v, _ in program.values_of(given, fn, 1) if isinstance(v, ast.Constant)]
+    if isinstance(given, ast.Constant):
+        names.append(given.value)
+    if isinstance(given, ast.Attribute):
+        names.append(program.option_defaults().get(given.attr))
+    return any(isinstance(n, str) and BUFFERED_CHECKPOINTS.search(n) for n in names)
 
 
 def _norm_class_value(node: ast.AST) -> bool:

@@ -35,7 +35,6 @@ from typing import Any, Optional
 
 from ddpdoctor.lint.fact_builder import _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import call_keywords, keyword, last_name, loader_call, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
@@ -96,7 +95,7 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         if workers is None or ("worker_init_fn" in given and keyword(call, "worker_init_fn") is None):
             continue  # no workers by default
         if defaults is None:
-            defaults = option_defaults(program.files)
+            defaults = program.option_defaults()
         workers_by = _workers(program, workers, fn, defaults)
         if workers_by is None or not _keeps_base_seed(program, call, fn):
             continue
@@ -186,10 +185,7 @@ def _on_by_default(conds: tuple, program) -> bool:
 
 
 def _defaults(program) -> dict:
-    defaults = program.__dict__.get("_option_defaults_seen")
-    if defaults is None:
-        defaults = program.__dict__["_option_defaults_seen"] = option_defaults(program.files)
-    return defaults
+    return program.option_defaults()
 
 
 def _off_by_default(conds: tuple, program) -> bool:

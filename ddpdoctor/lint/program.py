@@ -25,6 +25,7 @@ from typing import Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
+from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made
@@ -1478,11 +1479,24 @@ class Program:
                 # (or a class's own: `mp.spawn(Trainable._worker, ...)`, a staticmethod)
                 target = self._callee_symbol(node, fn)
                 return [target] if isinstance(target, Function) else []
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
+            # `mp.spawn(Trainer(args).train, ...)`: a method of an object made in place (IDDM)
+            klass = self.callee(node.value.func, fn)
+            found = self.method(klass, node.attr) if self.is_class(klass) else None
+            return [found] if found else []
         return []
 
     # ------------------------------------------------------------------ what calls mean
     # What a call means for DDP is patterns.py's knowledge; these stay as the names the fact
     # gatherers call.
+    def option_defaults(self) -> dict[str, object]:
+        """The command-line options' defaults the program's files declare (lint/options.py), read
+        once (several rules ask: seeds on the default path, a checkpoint's family)."""
+        found = self.__dict__.get("_option_defaults_seen")
+        if found is None:
+            found = self.__dict__["_option_defaults_seen"] = option_defaults(self.files)
+        return found
+
     def uses(self, package: str) -> bool:
         return package in self.imported
 

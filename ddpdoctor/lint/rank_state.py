@@ -306,11 +306,14 @@ def _shared(builder: Builder, fn: Function) -> frozenset:
     return shared_names(builder.program, fn)
 
 
-def shared_names(program, fn: Function) -> frozenset:
+def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
     """Names handed to a collective anywhere in fn (`dist.broadcast_object_list([stop])`,
     `dist.all_reduce(flag)`): their value is made the same on every rank there. Made once per
-    function (several DDP809 passes ask)."""
-    found = fn.__dict__.get("_shared_names")
+    function (several DDP809 passes ask). forwards=False: not what is handed to a DDP forward or
+    backward, whose batch stays each rank's own (PSED's `X_val.size(0)` in its validation sum);
+    the tensor tests keep those names as a trail's end (a loss computed past one is no proof)."""
+    key = "_shared_names" if forwards else "_shared_names_no_forwards"
+    found = fn.__dict__.get(key)
     if found is not None:
         return found
     names: set[str] = set()
@@ -324,11 +327,11 @@ def shared_names(program, fn: Function) -> frozenset:
         if op:
             if last_name(node.func) in ONE_RANK_RESULT:
                 continue  # `dist.reduce(val, dst=0)`: only rank 0 holds the sum; the others keep their own
-            if op.startswith((DDP_FORWARD, DDP_BACKWARD)):
-                continue  # the batch handed to a DDP forward stays each rank's own (PSED's X_val)
+            if not forwards and op.startswith((DDP_FORWARD, DDP_BACKWARD)):
+                continue
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 names.update(n.id for n in walk(arg) if isinstance(n, ast.Name))
-    found = fn.__dict__["_shared_names"] = frozenset(names)
+    found = fn.__dict__[key] = frozenset(names)
     return found
 
 
@@ -491,7 +494,7 @@ def _item_flags(program, fn: Function) -> frozenset:
                     {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & items:
                 flags.update(name for part in (node.body, node.orelse) for stmt in part
                              for name in _targets(stmt) if constants.get(name))
-    found = fn.__dict__["_item_flags"] = frozenset(flags - shared_names(program, fn))
+    found = fn.__dict__["_item_flags"] = frozenset(flags - shared_names(program, fn, forwards=False))
     return found
 
 
@@ -501,13 +504,16 @@ def _item_names(program, fn: Function) -> frozenset:
     found = fn.__dict__.get("_item_names")
     if found is not None:
         return found
-    shared = shared_names(program, fn)
+    shared = shared_names(program, fn, forwards=False)
     pairs = []
     for node in fn.own:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             pairs.append((node.targets[0].id, node.value, True))
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             pairs.append((node.target.id, node.value, False))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name) and node.args:
+            pairs.append((node.func.value.id, node.args[0], False))  # `losses.append(loss.item())`
     # `val = total.item() / world` after `dist.all_reduce(total)`: from there on the name holds
     # the shared value, whatever it summed before
     settled = {name for name, value, plain in pairs if plain and
@@ -521,8 +527,9 @@ def _item_names(program, fn: Function) -> frozenset:
             used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
             if used & shared:
                 continue
-            items = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "item"
-                        and not c.args for c in walk(value))
+            items = any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr == "item"
+                                                     and not c.args or _returns_item(program, c, fn))
+                        for c in walk(value))
             if items or used & names:
                 names.add(name)
                 grown = True
@@ -530,6 +537,22 @@ def _item_names(program, fn: Function) -> frozenset:
             break
     found = fn.__dict__["_item_names"] = frozenset(names)
     return found
+
+
+def _returns_item(program, call: ast.Call, fn: Function) -> bool:
+    """A local helper every return of which is a tensor's `.item()` (`def val_step(x, m): return
+    m(x).mean().item()`): this rank's own number, unless the helper hands it to a collective."""
+    for target in program.resolve(call.func, fn)[0]:
+        known = target.__dict__.get("_returns_item")
+        if known is None:
+            returns = [r for r in getattr(target, "returned", ()) if r is not None]
+            known = bool(returns) and all(
+                isinstance(r, ast.Call) and isinstance(r.func, ast.Attribute) and r.func.attr == "item"
+                for r in returns) and not shared_names(program, target, forwards=False)
+            target.__dict__["_returns_item"] = known
+        if known:
+            return True
+    return False
 
 
 def _under_value_test(item: _Stmt, shared: set) -> Optional[_Stmt]:
@@ -623,6 +646,8 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # (after a `continue`, only the rest of the pass: FullSubNet's validation-only debug run
         # on rank 0 skips the training epoch the others run)
         skipping = isinstance(leave[1], ast.Continue)
+        if skipping and test.polarity == "other":
+            continue  # `if i % world != rank: continue`: each rank skips the others' share (nanoGPT)
         rest = after if skipping else [s for s in loop.body if s is not stmt and not any(n is stmt for n in walk(s))]
         work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
         if not work:
@@ -680,7 +705,7 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
         for node in walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
-            if last_name(node.func) == "backward":
+            if last_name(node.func) == "backward" and not _module_method(builder.program, fn):
                 return f"{text(node.func, 40)}() in {fn.label} (DDP all-reduces the gradients)"
             if depth > 0:
                 for target in builder.program.resolve(node.func, fn)[0]:
@@ -688,6 +713,20 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
                     if found:
                         return found
     return ""
+
+
+def _module_method(program, fn: Function) -> bool:
+    """fn is a method of a torch Module subclass: a backward there fits the module on its own
+    (lab4d's `mlp_init` matching its priors before training), not through a DDP wrapper, which
+    calls only forward. A backward traced through a DDP model is a collective all the same."""
+    klass = fn.cls
+    if klass is None:
+        return False
+    known = klass.__dict__.get("_torch_module")
+    if known is None:
+        known = klass.__dict__["_torch_module"] = any(
+            b.rsplit(".", 1)[-1] in ("Module", "LightningModule") for k in (klass, *program.bases(klass)) for b in k.bases)
+    return known
 
 
 def _break_in(body: list, around: Optional[ast.If] = None, leaves: tuple = (ast.Break,)) -> Optional[tuple]:
@@ -777,19 +816,38 @@ def _clock_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool)
                     "each rank draws its own number (the ranks' random states differ)")
 
 
+_NUMERIC = frozenset({"int", "float", "round", "abs", "min", "max"})
+
+
 def _own_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool, sources: frozenset, kind: str,
                 assumption: str) -> list[RankLocalDecision]:
     program = builder.program
     reads = lambda node: _reads(program, node, fn, sources)
-    # less what a collective shares (`dist.broadcast(flag, 0)` after the draw: EnCodec's fix)
-    owned = {name for name, values in fn.bindings.items()
-             if values and all(reads(v) for _, v in values)} - _shared(builder, fn)
+    # less what a collective shares (`dist.broadcast(flag, 0)` after the draw: EnCodec's fix),
+    # and a parameter (`if seed is not None: return seed` before `seed = randint(...)`: the
+    # caller's value there)
+    shared = _shared(builder, fn)
+    owned: dict = {}
+    # and names computed from them by arithmetic (`now = time.time(); since = now - last`), not
+    # what a call makes of them (a logger named after the start time is no clock)
+    derived = lambda v: v is not None and any(isinstance(n, ast.Name) and n.id in owned for n in walk(v)) and all(
+        last_name(c.func) in _NUMERIC for c in walk(v) if isinstance(c, ast.Call))
+    for _ in range(3):
+        grown = {name: values for name, values in fn.bindings.items()
+                 if values and name not in owned and name not in fn.params and name not in shared
+                 and all(reads(v) or derived(v) for _, v in values)}
+        if not grown:
+            break
+        owned.update(grown)
     found = []
     for item in stmts:
         stmt = item.node
         if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
             continue
-        if not (reads(stmt.test) or any(isinstance(n, ast.Name) and n.id in owned for n in walk(stmt.test))):
+        # a name read after it was drawn (or in the loop that draws it again)
+        drawn = [n for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in owned and any(
+            getattr(v, "lineno", stmt.lineno) < stmt.lineno or item.loops for _, v in owned[n.id])]
+        if not (reads(stmt.test) or drawn):
             continue
         # what a side runs on every rank: a block under a rank test inside it is that rank's
         # own (EvoDiff's `if rank == 0:` checkpoint under the clock test), judged as such elsewhere
@@ -800,8 +858,7 @@ def _own_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool, s
             continue
         source = next((c for c in walk(stmt.test) if isinstance(c, ast.Call) and
                        (program.qualify(c.func, fn) or "") in sources), None)
-        value = text(source) if source is not None else \
-            next(n.id for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in owned)
+        value = text(source) if source is not None else drawn[0].id
         found.append(RankLocalDecision(
             Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], value, kind, effect[1],
             assumption=assumption))
@@ -1099,7 +1156,7 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
             if op:
                 return op
             name = last_name(node.func) or ""
-            if name == "backward" and ddp:
+            if name == "backward" and ddp and not _module_method(program, fn):
                 return f"{text(node.func, 40)}() (DDP all-reduces the gradients)"
             if program.ddp_model(node, fn) is not None:
                 return f"the DDP forward {text(node.func, 40)}()"

@@ -105,6 +105,11 @@ class RankFlow:
                         self.init_rank_texts.add(text(given))
                     elif isinstance(given, ast.Name):
                         self.init_rank_names.add((id(fn), given.id))
+                        # `local_rank = get_local_rank()` handed as rank=: that helper's answer is
+                        # the job's rank wherever it is asked again (lab4d's save test)
+                        self.init_rank_texts.update(
+                            text(v) for _, v in fn.bindings.get(given.id, ())
+                            if isinstance(v, ast.Call) and not v.args and not v.keywords)
                         # `self.local_rank = local_rank` beside it: the object's field holds it too
                         # (OpenTransformer's Trainer hands its `local_rank` parameter as rank=)
                         self.init_rank_texts.update(
@@ -495,7 +500,7 @@ class RankFlow:
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
         if (depth == 3 and node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names) or \
-                (node.__class__ in (ast.Attribute, ast.Subscript) and text(node) in self.init_rank_texts):
+                (node.__class__ in (ast.Attribute, ast.Subscript, ast.Call) and text(node) in self.init_rank_texts):
             # what init_process_group is handed as `rank=`: the job's rank, whatever it is called -
             # an attribute (`args.global_rank`, one object's field) wherever it is read; a plain
             # name only as the test's own (DPR's local `local_rank`, copied into cfg.local_rank,

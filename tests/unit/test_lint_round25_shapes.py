@@ -3,6 +3,7 @@ written in our own words."""
 
 from __future__ import annotations
 
+from ddpdoctor.lint.driver import gather
 from tests.unit.test_lint_round17_shapes import lint_plain
 
 
@@ -252,3 +253,70 @@ def test_a_loader_under_the_other_value_of_the_option_that_sets_up_the_group_is_
 def test_its_twin_a_group_set_up_under_another_option_leaves_the_loader_distributed(tmp_path):
     found = lint_plain(tmp_path, MODES.replace("{setup}", 'args.backend == "gloo"'))
     assert lines_of(found, "DDP802") == [10]
+
+
+# ---------------------------------------------- mp.spawn's target: a method of an object made in place
+SPAWNED_METHOD = """
+import torch, torchvision, torch.distributed as dist, torch.multiprocessing as mp
+from torch.utils.data import DataLoader, DistributedSampler
+
+class Trainer:
+    def train(self, rank):
+        dist.init_process_group("gloo", rank=rank, world_size=2)
+        torch.manual_seed({seed})
+        crop = torchvision.transforms.RandomResizedCrop(32)
+        data = torchvision.datasets.ImageFolder("data", transform=crop)
+        loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data), num_workers=2)
+        for epoch in range(3):
+            loader.sampler.set_epoch(epoch)
+            for x, y in loader:
+                x.sum().backward()
+
+if __name__ == "__main__":
+    mp.spawn(Trainer().train, nprocs=2)
+"""
+
+
+def test_a_spawned_method_of_an_object_made_in_place_is_each_ranks_code(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SPAWNED_METHOD.replace("{seed}", "0")), "DDP808") == [10]
+
+
+def test_its_twin_seeded_with_the_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SPAWNED_METHOD.replace("{seed}", "rank")), "DDP808") == []
+
+
+# ------------------------------------- a DDP model handed to a trainer class the config names
+CONFIG_TRAINER = """
+import importlib, sys, json, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def made(path):
+    module, name = path.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)
+
+def main():
+    cfg = json.load(open(sys.argv[1]))
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    model = DDP(torch.nn.Linear(4, 1))
+    made(cfg["trainer"])(model, loader).fit()
+    {own}
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_ddp_model_handed_to_a_trainer_the_config_names_leaves_the_verdict_incomplete(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(CONFIG_TRAINER.replace("{own}", "pass"))
+    assert gather(str(path)).config_named is not None
+
+
+def test_its_twin_a_training_loop_the_script_runs_itself_is_judged(tmp_path):
+    own = "for (x,) in loader:\n        model(x).sum().backward()"
+    path = tmp_path / "train.py"
+    path.write_text(CONFIG_TRAINER.replace("{own}", own))
+    assert gather(str(path)).config_named is None
