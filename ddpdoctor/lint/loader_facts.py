@@ -184,7 +184,7 @@ class LoaderFacts:
                               or _off_the_training_side(fn, call)
                               or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name))))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
-                     if isinstance(v, ast.Call) and last_name(v.func) in PLAIN_SAMPLERS] if sampler is not None else []
+                     if isinstance(v, ast.Call) and self._plain_sampler(v, fn)] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
             found.append(LoaderFact(
                 seeded_alike=self._seeded_alike(),
@@ -629,7 +629,7 @@ class LoaderFacts:
                 return "distributed"
             if is_const(value, None):
                 kinds.add("none")
-            elif isinstance(value, ast.Call) and last_name(value.func) in PLAIN_SAMPLERS:
+            elif isinstance(value, ast.Call) and self._plain_sampler(value, scope):
                 kinds.add("custom" if self.mentions_rank(value, scope) else "plain")
             elif isinstance(value, ast.Call) and last_name(value.func) == "BatchSampler" and value.args:
                 kinds.add(self._sampler_kind(value.args[0], scope))
@@ -640,6 +640,11 @@ class LoaderFacts:
         if "custom" in kinds:
             return "custom"
         return "plain" if "plain" in kinds else "none"
+
+    def _plain_sampler(self, call: ast.Call, fn: Function) -> bool:
+        """torch's RandomSampler & co., not a class of the source's own that took the name
+        (MTLFace's `RandomSampler(Sampler)` shards by rank in its __iter__)."""
+        return last_name(call.func) in PLAIN_SAMPLERS and not self.program.is_class(self.program.callee(call.func, fn))
 
     def _counts_apart(self, fn: Function, call: ast.Call) -> bool:
         """The loader's test on a count and the one the process group is set up under never hold

@@ -225,6 +225,26 @@ def save_path(call: ast.Call, how: str) -> Optional[ast.AST]:
     return call.args[1] if len(call.args) > 1 else keyword(call, "f")
 
 
+# FSDP's and distributed checkpointing's gathers of a full state dict (torch.distributed.fsdp's
+# static methods; torch.distributed.checkpoint.state_dict's getters): collective on every rank.
+FSDP_GATHERS = frozenset({"optim_state_dict", "full_optim_state_dict", "sharded_optim_state_dict",
+                          "get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"})
+def _under_full_state_dict(program: Program, call: ast.Call, fn: Function) -> bool:
+    """`with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, ...): model.state_dict()`:
+    in that context an FSDP model's state_dict all-gathers every rank's shard."""
+    for node in fn.own:
+        if node.__class__ is not ast.With:
+            continue
+        for item in node.items:
+            ctx = item.context_expr
+            if isinstance(ctx, ast.Call) and last_name(ctx.func) == "state_dict_type" and \
+                    (program.qualify(ctx.func, fn) or "").startswith("torch.distributed.fsdp.") and \
+                    any("FULL_STATE_DICT" in text(a) for a in ctx.args[1:2]) and \
+                    any(n is call for part in node.body for n in walk(part)):
+                return True
+    return False
+
+
 # torch.distributed.checkpoint's entry points that coordinate every rank of the process group.
 DCP_COLLECTIVES = frozenset({"save", "load", "async_save", "save_state_dict", "load_state_dict"})
 
@@ -235,6 +255,12 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     name = last_name(call.func) or ""
     if full.startswith("torch.distributed.") and name in TORCH_COLLECTIVES:
         return f"dist.{name}()"
+    if name in FSDP_GATHERS and (full.startswith("torch.distributed.fsdp.") or
+                                 (full.startswith("torch.distributed.checkpoint.") and name.startswith("get_"))):
+        # the full (unsharded) state is all-gathered from every rank's shard, whoever keeps it
+        return f"{text(call.func, 40)}() (gathers the state from every rank's shard)"
+    if name == "state_dict" and not call.args and _under_full_state_dict(program, call, fn):
+        return f"{text(call.func, 40)}() under FSDP.state_dict_type (gathers the full state from every rank)"
     if full.startswith("torch.distributed.checkpoint.") and name in DCP_COLLECTIVES:
         # Distributed checkpointing plans the save (or load) across every rank of the group:
         # gathers and a barrier inside (torch.distributed.checkpoint's save / load)
@@ -620,6 +646,9 @@ def _ddp_made(program: Program, value: ast.AST, fn: Function, depth: int = 2) ->
     """The DDP(...) call a value is, or that the local helper it calls returns."""
     if ddp_call(program, value, fn):
         return value, fn
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING \
+            and ddp_call(program, value.func.value, fn):
+        return value.func.value, fn  # `DistributedDataParallel(model, ...).to(device)` (CompTransTTS)
     if depth > 0 and isinstance(value, ast.Call):
         target = program.callee(value.func, fn)
         targets = [target] if program.is_function(target) else \
@@ -715,6 +744,8 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             (program.qualify(value, scope) or "") if isinstance(value, (ast.Name, ast.Attribute)) else ""
         if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
             return True
+        if isinstance(value, ast.Call) and _zoo_by_name(program, value.func, scope):
+            return True
         if full.startswith("transformers.") and any(z in full.split(".")[1].lower() for z in BUFFERED_TRANSFORMERS):
             return True
         if isinstance(value, ast.Name):  # unpacked from a call the program does not resolve
@@ -738,6 +769,19 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 if _buffered(program, arg, scope, depth - 1, seen):
                     return True
     return False
+
+
+def _zoo_by_name(program: Program, func: ast.AST, fn: Function) -> bool:
+    """`models.__dict__[args.arch](...)` / `getattr(models, arch)(...)` over torchvision's model
+    zoo (the ImageNet example's way): an architecture picked by name, BatchNorm in nearly all of
+    them (ResNets, RegNets, MobileNets, EfficientNets, DenseNets...)."""
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__":
+        owner = func.value.value
+    elif isinstance(func, ast.Call) and last_name(func.func) == "getattr" and func.args:
+        owner = func.args[0]
+    else:
+        return False
+    return (program.qualify(owner, fn) or "") == "torchvision.models"
 
 
 def _buffered_checkpoint(program: Program, call: ast.Call, fn: Function) -> bool:
@@ -769,7 +813,9 @@ def torch_loader(full: str) -> bool:
     torch.utils.data import DataLoader as DL`); torch_geometric's loaders are torch DataLoaders
     with the same arguments, as is MONAI's (whose own worker_init_fn seeds each worker's random
     transforms from the worker's torch seed); a bare `DataLoader` whose import the lint did not
-    see counts too."""
+    see counts too. torchdata's StatefulDataLoader is a DataLoader that also saves its position."""
+    if full == "torchdata.stateful_dataloader.StatefulDataLoader":
+        return True
     return full.rpartition(".")[2] == "DataLoader" and (full.startswith(("torch.", "torch_geometric.", "monai."))
                                                         or full == "DataLoader")
 

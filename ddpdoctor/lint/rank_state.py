@@ -642,6 +642,8 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         loop = item.loops[-1]
         top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
         after = loop.body[loop.body.index(top) + 1:]
+        if around is not None and _left_already(loop.body[:loop.body.index(top)], around.test):
+            continue  # `if step > n or args.dry_run: break` earlier in the pass: never true here
         # what every rank does in the loop besides this branch: the ones that stay run it alone
         # (after a `continue`, only the rest of the pass: FullSubNet's validation-only debug run
         # on rank 0 skips the training epoch the others run)
@@ -666,6 +668,19 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             {ast.Return: "return", ast.Continue: "continue"}.get(type(leave[1]), "break"), test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes)))
     return found
+
+
+def _left_already(before: list, test: ast.AST) -> bool:
+    """An earlier statement of the same pass leaves the loop on every rank wherever `test` holds
+    (`if step >= 500 or args.dry_run: break`): a later test of it can only be false (human-policy)."""
+    wanted = text(test)
+    for stmt in before:
+        if isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[-1], (ast.Break, ast.Return)):
+            parts = stmt.test.values if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.Or) \
+                else [stmt.test]
+            if any(text(p) == wanted for p in parts):
+                return True
+    return False
 
 
 def _few_passes(builder: Builder, fn: Function, loop: ast.AST) -> bool:

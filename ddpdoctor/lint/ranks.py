@@ -307,6 +307,9 @@ class RankFlow:
                 # value at each construction
                 klass = program.class_of(node.value, fn)
                 found = program._record_fields(klass, node.attr) if klass is not None else []
+                # or what the class's own methods set it to (`mon.is_main` where Monitor's
+                # __init__ sets `self.is_main = int(os.getenv("LOCAL_RANK", 0)) == 0`: JoeyLLM)
+                found = found or (program._attr(klass, node.attr) if klass is not None else [])
                 return found or None
         return None
 
