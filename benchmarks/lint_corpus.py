@@ -79,7 +79,11 @@ class Scored:
     false: list[Seen] = field(default_factory=list)  # reported, not expected
 
 
-def _norm(path: str) -> str:
+def _norm(path: str, workdir: Path | None = None) -> str:
+    """A file as labels name it: relative to the entry's working directory (the lint reports a
+    file outside it by its absolute path, a label by `../pkg/x.py`)."""
+    if workdir is not None and os.path.isabs(path):
+        path = os.path.relpath(path, os.path.abspath(workdir))
     return os.path.normpath(path)
 
 
@@ -138,7 +142,7 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
     scored.files = len(facts.files)
     scored.statements = facts.statements
     scored.unjudged = str(facts.unreached_setup or "")
-    seen = [Seen(f.code, f.severity.value, _norm(f.location.file) if f.location else "",
+    seen = [Seen(f.code, f.severity.value, _norm(f.location.file, workdir) if f.location else "",
                  f.location.line if f.location else None, f.message)
             for r in results for f in r.findings]
     # a finding that names more places of the same bug (DDP806's later writes of one block, its
@@ -148,11 +152,11 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
         for f in r.findings:
             if not f.location:
                 continue
-            main = next(s for s in seen if s.key() == (f.code, _norm(f.location.file), f.location.line)
+            main = next(s for s in seen if s.key() == (f.code, _norm(f.location.file, workdir), f.location.line)
                         and s.message == f.message)
             for line in f.evidence.get("also", []):
                 if isinstance(line, int):
-                    named.append(Seen(f.code, f.severity.value, _norm(f.location.file), line, f.message))
+                    named.append(Seen(f.code, f.severity.value, _norm(f.location.file, workdir), line, f.message))
                     parent[id(named[-1])] = main
     expected = list(entry.get("expected", []))
     unmatched = list(seen)

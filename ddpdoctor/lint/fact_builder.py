@@ -491,22 +491,40 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
                for c, _ in conds)
 
 
-_CHOICE = re.compile(r"^(not )?(?:[\w.]+\.)?(\w+) (==|!=) ('[^'\\]*'|-?\d+)$")
-
-
-def _choice(cond: str) -> Optional[tuple[str, bool, str]]:
-    """(option, equal, value) of `args.mode == 'multi'` / `mode != 'single'` / `not x == 1`."""
-    found = _CHOICE.match(cond)
-    if found is None:
+def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
+    """(option, values, inside) of a test of one option against constants: `args.mode == 'multi'`,
+    `mode != 'single'`, `not x == 1`, `mode in ['CPU', 'GPU']`, `mode is Mode.DDP` (an Enum's
+    member, by its text); inside False for the negated forms. The option by its last name."""
+    try:
+        test = ast.parse(cond, mode="eval").body
+    except SyntaxError:
         return None
-    equal = (found.group(3) == "==") != bool(found.group(1))
-    return found.group(2), equal, found.group(4)
+    negated = False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        negated, test = True, test.operand
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, (ast.Name, ast.Attribute))):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    value = lambda n: repr(n.value) if isinstance(n, ast.Constant) else \
+        text(n) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) else None
+    if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+        values = [value(right)]
+        inside = isinstance(op, (ast.Eq, ast.Is))
+    elif isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+        values = [value(e) for e in right.elts]
+        inside = isinstance(op, ast.In)
+    else:
+        return None
+    if not values or None in values:
+        return None
+    return last_name(test.left) or "", frozenset(values), inside != negated
 
 
 def _other_choice(cond: str, switches: frozenset) -> bool:
-    """`mode == 'single'` where every set-up call sits under `args.mode == 'multi'`: one option
-    compared with two different values, so never both (pggan's single / multi modes). The
-    option is matched by its last name (`mode = args.mode` copies it)."""
+    """`mode == 'single'` (or `mode in ['CPU', 'GPU']`) where every set-up call sits under
+    `args.mode == 'multi'`: one option held to values that never meet (pggan's single / multi
+    modes, a BERT script's CPU / GPU / DDP). The option is matched by its last name (`mode =
+    args.mode` copies it)."""
     mine = _choice(cond)
     inits = getattr(switches, "inits", ())
     if mine is None or not inits:
@@ -515,9 +533,13 @@ def _other_choice(cond: str, switches: frozenset) -> bool:
     def apart(other: Optional[tuple]) -> bool:
         if other is None or other[0] != mine[0]:
             return False
-        if mine[1] and other[1]:
-            return other[2] != mine[2]  # == 'single' beside == 'multi'
-        return mine[1] != other[1] and other[2] == mine[2]  # == 'single' beside != 'single'
+        if mine[2] and other[2]:
+            return not (mine[1] & other[1])  # in {single} beside in {multi}
+        if mine[2]:
+            return mine[1] <= other[1]  # in {single} beside not in {single}
+        if other[2]:
+            return other[1] <= mine[1]  # not in {multi} beside in {multi}
+        return False
 
     return all(any(apart(_choice(c)) for c in conds) for conds in inits)
 

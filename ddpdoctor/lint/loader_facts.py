@@ -624,6 +624,13 @@ class LoaderFacts:
         for value, scope in self.program.values_of(sampler, fn):
             if isinstance(value, ast.Call) and self._never_built(value, scope):
                 continue  # `if use_distributed_sampler:` left False by every caller (operator_learning)
+            if isinstance(value, ast.IfExp):
+                # `RandomSampler(ds) if split == "train" else SequentialSampler(ds)`: either side's
+                sides = {self._sampler_kind(side, scope) for side in (value.body, value.orelse)}
+                if "distributed" in sides:
+                    return "distributed"
+                kinds |= sides
+                continue
             body = text(value, 100000)
             if "Distributed" in body:
                 return "distributed"

@@ -1028,6 +1028,12 @@ class Program:
                     loaded = [k for k in self._loaded(value.func, scope, aliases=False) if k.__class__ is Klass]
                     if loaded:
                         return loaded[0]
+                    # `runner_class = Evaluator; runner = runner_class()`: the class the name holds
+                    held = [k for v, s in self.values_of(value.func, scope, 1)
+                            if v.__class__ in (ast.Name, ast.Attribute) and v is not value.func
+                            for k in [self._callee_symbol(v, s)] if k.__class__ is Klass]
+                    if held:
+                        return held[0]
                 if target.__class__ is Function and depth > 0 and target.node.__class__ is not ast.Module:
                     for ret in target.returned:
                         found = self.class_of(ret, target, depth - 1)

@@ -540,8 +540,13 @@ class RankFlow:
             return "node"
         if isinstance(node, (ast.Name, ast.Attribute)) and depth > 0:
             # what the source assigns decides before the name: `local_rank = dist.get_rank()` is
-            # the global rank whatever it is called
-            scopes = {self._scope(v, scope, depth - 1) for v, scope in self._values(node, fn) or ()
+            # the global rank whatever it is called; so does the item a helper returns for it
+            # (`local_rank, device = setup()` with `return dist.get_rank(), device`: SEE)
+            values = list(self._values(node, fn) or ())
+            unpacked = self.program.unpacked(node.id, fn) if isinstance(node, ast.Name) else []
+            if unpacked:  # (the call's value is the whole tuple, not this item)
+                values = [(v, s) for v, s in values if not isinstance(v, ast.Call)] + unpacked
+            scopes = {self._scope(v, scope, depth - 1) for v, scope in values
                       if v is not node and not is_const(v, None, -1, 0)}
             if len(scopes) == 1:
                 return scopes.pop()

@@ -216,3 +216,33 @@ def test_a_torchvision_model_picked_by_name_broadcasts_buffers_in_rank_0s_forwar
 
 def test_its_twin_a_plain_linear_model_has_no_buffers(tmp_path):
     assert lines_of(lint_plain(tmp_path, BY_NAME.replace("{model}", "torch.nn.Linear(4, 1)")), "DDP801") == []
+
+
+# ------------------------------------------------ a class picked into a name, built, then called
+PICKED = """
+import torch, torch.distributed as dist
+
+class Evaluator:
+    def __call__(self, model, x):
+        with torch.no_grad():
+            return model(x)
+
+dist.init_process_group("gloo")
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+picked = Evaluator
+evaluator = picked()
+for epoch in range(3):
+    net(torch.randn(8, 4)).sum().backward()
+    opt.step()
+    if {guard}:
+        evaluator(net, torch.randn(8, 4))
+"""
+
+
+def test_a_class_picked_into_a_name_then_built_runs_its_call(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PICKED.replace("{guard}", "dist.get_rank() == 0")), "DDP801") == [6]
+
+
+def test_its_twin_every_rank_evaluates_through_it(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PICKED.replace("{guard}", "epoch > 0")), "DDP801") == []
