@@ -279,7 +279,13 @@ class AccumulationFacts:
         for node in body:
             if not isinstance(node, (ast.With, ast.AsyncWith)):
                 continue
-            owners = {text(c.func.value) for item in node.items for c in walk(item.context_expr)
+            # the context as written, or the value a name in the same pass holds (`ctx =
+            # model.no_sync() if not last else nullcontext()`, then `with ctx:`: LLM_Train)
+            held = {item.context_expr.id for item in node.items if isinstance(item.context_expr, ast.Name)}
+            contexts = [item.context_expr for item in node.items] + [
+                a.value for a in body if isinstance(a, ast.Assign) and a.lineno < node.lineno
+                and any(isinstance(t, ast.Name) and t.id in held for t in a.targets)]
+            owners = {text(c.func.value) for ctx in contexts for c in walk(ctx)
                       if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "no_sync"}
             inside = [c for stmt in node.body for c in walk(stmt) if isinstance(c, ast.Call)]
             for owner in owners:

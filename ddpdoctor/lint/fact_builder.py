@@ -210,6 +210,22 @@ class BuilderCore:
         return any(flag and never_true(self.callers(), fn, cond)
                    for cond, flag in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
 
+    def apart_from_setups(self, fn: Function, conds: tuple) -> bool:
+        """Every way to a call (its own tests and those of the calls into its function, a few
+        up) takes a test that every process-group set-up's way rules out (`if args.do_prepare:
+        prepare() elif args.do_train: train()` with the group set up in train alone): the call
+        runs in a process that never joins a group. False where a way is unknown (a callback)."""
+        setups = self.__dict__.get("_setup_ways")
+        if setups is None:
+            setups = self.__dict__["_setup_ways"] = [
+                way for f in self.functions for e in f.events if e.kind == "init"
+                for way in (_ways(self.callers(), f, tuple(c for c, _ in e.conds), 3) or [None])]
+        if not setups or None in setups:
+            return False
+        mine = _ways(self.callers(), fn, tuple(c for c, _ in conds), 3)
+        return bool(mine) and all(any(_exclusive(c, d) for c in way for d in setup)
+                                  for way in mine for setup in setups)
+
     def _switches(self) -> frozenset:
         """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
         if not hasattr(self, "_switch_set"):
@@ -491,6 +507,42 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
                for c, _ in conds)
 
 
+def _ways(callers: dict, fn: Function, conds: tuple, depth: int) -> Optional[list[frozenset]]:
+    """The tests on each way to a call in fn: its own `conds` plus those around each call into
+    fn, `depth` calls up (at most 16 ways). None where fn is entered otherwise than by a call (a
+    callback, mp.spawn's target) or the ways are too many to list."""
+    sites = callers.get(fn, []) if not isinstance(fn.node, ast.Module) else []
+    if not sites or depth <= 0:
+        return [frozenset(conds)] if isinstance(fn.node, ast.Module) or not sites else None
+    ways: list[frozenset] = []
+    for caller, event in sites:
+        if event.kind != "call":
+            return None
+        above = _ways(callers, caller, tuple(c for c, _ in event.conds), depth - 1)
+        if above is None:
+            return None
+        ways.extend(way | frozenset(conds) for way in above)
+        if len(ways) > 16:
+            return None
+    return ways
+
+
+def _exclusive(a: str, b: str) -> bool:
+    """Two tests that never hold together: one the other's `not`, or one option held to values
+    that never meet (_other_choice)."""
+    if a == f"not {b}" or b == f"not {a}":
+        return True
+    mine, theirs = _choice(a), _choice(b)
+    if mine is None or theirs is None or mine[0] != theirs[0]:
+        return False
+    if mine[2] and theirs[2]:
+        return not (mine[1] & theirs[1])
+    if mine[2] != theirs[2]:
+        inside, outside = (mine, theirs) if mine[2] else (theirs, mine)
+        return inside[1] <= outside[1]
+    return False
+
+
 def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
     """(option, values, inside) of a test of one option against constants: `args.mode == 'multi'`,
     `mode != 'single'`, `not x == 1`, `mode in ['CPU', 'GPU']`, `mode is Mode.DDP` (an Enum's
@@ -529,19 +581,7 @@ def _other_choice(cond: str, switches: frozenset) -> bool:
     inits = getattr(switches, "inits", ())
     if mine is None or not inits:
         return False
-
-    def apart(other: Optional[tuple]) -> bool:
-        if other is None or other[0] != mine[0]:
-            return False
-        if mine[2] and other[2]:
-            return not (mine[1] & other[1])  # in {single} beside in {multi}
-        if mine[2]:
-            return mine[1] <= other[1]  # in {single} beside not in {single}
-        if other[2]:
-            return other[1] <= mine[1]  # not in {multi} beside in {multi}
-        return False
-
-    return all(any(apart(_choice(c)) for c in conds) for conds in inits)
+    return all(any(_exclusive(cond, c) for c in conds) for conds in inits)
 
 
 class Switches(frozenset):

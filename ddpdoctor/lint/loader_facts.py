@@ -617,16 +617,18 @@ class LoaderFacts:
                 return False
         return bool(calls)
 
-    def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function) -> str:
+    def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function, depth: int = 4) -> str:
         if sampler is None or is_const(sampler, None):
             return "none"
+        if depth <= 0:
+            return "custom"  # (`sampler = sampler if ... else ...`: not followed round again)
         kinds = set()
         for value, scope in self.program.values_of(sampler, fn):
             if isinstance(value, ast.Call) and self._never_built(value, scope):
                 continue  # `if use_distributed_sampler:` left False by every caller (operator_learning)
             if isinstance(value, ast.IfExp):
                 # `RandomSampler(ds) if split == "train" else SequentialSampler(ds)`: either side's
-                sides = {self._sampler_kind(side, scope) for side in (value.body, value.orelse)}
+                sides = {self._sampler_kind(side, scope, depth - 1) for side in (value.body, value.orelse)}
                 if "distributed" in sides:
                     return "distributed"
                 kinds |= sides
@@ -639,7 +641,7 @@ class LoaderFacts:
             elif isinstance(value, ast.Call) and self._plain_sampler(value, scope):
                 kinds.add("custom" if self.mentions_rank(value, scope) else "plain")
             elif isinstance(value, ast.Call) and last_name(value.func) == "BatchSampler" and value.args:
-                kinds.add(self._sampler_kind(value.args[0], scope))
+                kinds.add(self._sampler_kind(value.args[0], scope, depth - 1))
             else:
                 kinds.add("custom")
         if "distributed" in kinds:  # BatchSampler(DistributedSampler(...) or RandomSampler(...))

@@ -225,10 +225,10 @@ def save_path(call: ast.Call, how: str) -> Optional[ast.AST]:
     return call.args[1] if len(call.args) > 1 else keyword(call, "f")
 
 
-# FSDP's and distributed checkpointing's gathers of a full state dict (torch.distributed.fsdp's
-# static methods; torch.distributed.checkpoint.state_dict's getters): collective on every rank.
-FSDP_GATHERS = frozenset({"optim_state_dict", "full_optim_state_dict", "sharded_optim_state_dict",
-                          "get_model_state_dict", "get_optimizer_state_dict", "get_state_dict"})
+# FSDP's gathers of a full optimizer state (torch.distributed.fsdp's static methods): collective
+# on every rank. (torch.distributed.checkpoint.state_dict's getters gather only for a sharded
+# model, which the source shows by a flag the lint does not carry: open_clip's `if fsdp_enabled:`.)
+FSDP_GATHERS = frozenset({"optim_state_dict", "full_optim_state_dict", "sharded_optim_state_dict"})
 def _under_full_state_dict(program: Program, call: ast.Call, fn: Function) -> bool:
     """`with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, ...): model.state_dict()`:
     in that context an FSDP model's state_dict all-gathers every rank's shard."""
@@ -255,8 +255,7 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     name = last_name(call.func) or ""
     if full.startswith("torch.distributed.") and name in TORCH_COLLECTIVES:
         return f"dist.{name}()"
-    if name in FSDP_GATHERS and (full.startswith("torch.distributed.fsdp.") or
-                                 (full.startswith("torch.distributed.checkpoint.") and name.startswith("get_"))):
+    if name in FSDP_GATHERS and full.startswith("torch.distributed.fsdp."):
         # the full (unsharded) state is all-gathered from every rank's shard, whoever keeps it
         return f"{text(call.func, 40)}() (gathers the state from every rank's shard)"
     if name == "state_dict" and not call.args and _under_full_state_dict(program, call, fn):

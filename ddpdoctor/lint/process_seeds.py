@@ -340,7 +340,8 @@ def _draws(program, klass) -> bool:
     process: every rank's workers get the list as it is. A method nothing in the program names
     (GPT-SoVITS's `random_slice()`) draws nothing."""
     built = _construction_methods(klass)
-    if any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name not in built):
+    reading = _worker_methods(klass) or set(klass.methods) - built
+    if any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name in reading):
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
     own = _own_generators(klass, built)
@@ -431,6 +432,28 @@ def _attribute_names(program) -> set[str]:
     if found is None:
         found = program.__dict__["_spelled_attributes"] = {
             n.attr for f in program.files for n in f.of(ast.Attribute)}
+    return found
+
+
+# The methods a DataLoader worker calls on its dataset.
+WORKER_ENTRIES = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__"})
+
+
+def _worker_methods(klass) -> set[str]:
+    """The methods the workers run: __getitem__ / __iter__ and what they call as `self.<name>()`.
+    Empty where the class defines neither (a base's reading is not in sight). A method only the
+    main process calls between epochs (`loader.dataset.reorder(epoch)` reseeding numpy: Grad-W)
+    seeds nothing the workers draw from."""
+    todo = [name for name in WORKER_ENTRIES if name in klass.methods]
+    found: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in found or name not in klass.methods:
+            continue
+        found.add(name)
+        todo.extend(n.func.attr for n in walk(klass.methods[name].node) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self")
     return found
 
 

@@ -1318,6 +1318,11 @@ class Program:
                     table = table.value
                 out.extend(self._table_entries(table, scope))
                 continue
+            if kind is ast.Call and value is not node and value.func.__class__ is ast.Attribute and \
+                    value.func.attr == "get" and value.args:
+                # `cls = TRAINERS.get(name)`: the same lookup as `TRAINERS[name]` (LoongForge)
+                out.extend(self._table_entries(value.func.value, scope))
+                continue
             if kind is ast.Name or kind is ast.Attribute:
                 if value is not node:
                     symbol = self._callee_symbol(value, scope)

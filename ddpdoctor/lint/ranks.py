@@ -313,6 +313,21 @@ class RankFlow:
                 return found or None
         return None
 
+    def _world_size(self, node: ast.AST, fn: Function) -> bool:
+        """The number of ranks in the job: `dist.get_world_size()`, a `world_size`, or a name
+        (a parameter) given one."""
+        said = lambda n: (isinstance(n, ast.Call) and last_name(n.func) == "get_world_size") or \
+            (isinstance(n, (ast.Name, ast.Attribute)) and (last_name(n) or "").lower() == "world_size")
+        if said(node):
+            return True
+        return isinstance(node, ast.Name) and any(said(v) for v, _ in self.program.values_of(node, fn, 2))
+
+    def _asks_the_group(self, value: ast.AST, fn: Function) -> bool:
+        """`dist.get_rank()`, or a name bound only to it: the job's rank as the group tells it."""
+        found = [value] if not isinstance(value, ast.Name) else [v for v, _ in self._values(value, fn) or ()]
+        return bool(found) and all(isinstance(v, ast.Call) and last_name(v.func) == "get_rank" and not v.args
+                                   for v in found)
+
     def _spawn_index(self, name: str, fn: Function) -> bool:
         scope: Optional[Function] = fn
         while scope is not None:
@@ -463,6 +478,10 @@ class RankFlow:
         # distributed run (the launcher's -1 is the only value that differs): the same question
         if is_const(right, 0) and isinstance(op, (ast.GtE, ast.Lt)):
             return None
+        # rank >= world_size / rank < world_size: no rank reaches the world's size (CAGNet's
+        # `if rank >= size: return` guards a process the launch never starts): the same everywhere
+        if isinstance(op, (ast.GtE, ast.Lt)) and self._world_size(right, fn):
+            return None
         if isinstance(right, (ast.List, ast.Tuple, ast.Set)):
             if all(is_const(e, -1, None) for e in right.elts):
                 return None
@@ -544,7 +563,10 @@ class RankFlow:
             # (`local_rank, device = setup()` with `return dist.get_rank(), device`: SEE)
             values = list(self._values(node, fn) or ())
             unpacked = self.program.unpacked(node.id, fn) if isinstance(node, ast.Name) else []
-            if unpacked:  # (the call's value is the whole tuple, not this item)
+            if unpacked and all(self._asks_the_group(v, s) for v, s in unpacked):
+                # (the call's value is the whole tuple, not this item; only an item the process
+                # group itself answers decides: DPR's SLURM path returns `int(proc_id)` for a
+                # `local_rank` its launcher path fills with the node's local rank)
                 values = [(v, s) for v, s in values if not isinstance(v, ast.Call)] + unpacked
             scopes = {self._scope(v, scope, depth - 1) for v, scope in values
                       if v is not node and not is_const(v, None, -1, 0)}

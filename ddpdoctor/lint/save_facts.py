@@ -91,6 +91,8 @@ class SaveFacts:
             return SaveFact(where, path_text, False, "a library save in an imported helper", None, how)
         if _single_process(event.conds, self._switches(), self.wraps_ddp()):
             return SaveFact(where, path_text, False, "on the single-process path")
+        if self.apart_from_setups(fn, event.conds):
+            return SaveFact(where, path_text, False, "on a way that never sets up the process group")
         off = self._rank_disabled(fn, event.conds) or self._callers_disabled(fn)
         if off:
             return SaveFact(where, path_text, False, off)

@@ -86,3 +86,77 @@ def test_a_plain_sampler_on_either_side_of_a_conditional_feeds_every_rank_everyt
 def test_its_twin_a_distributed_sampler_on_the_training_side(tmp_path):
     sampler = 'DistributedSampler(data) if split == "train" else SequentialSampler(data)'
     assert lines_of(lint_plain(tmp_path, PICKED_SAMPLER.replace("{sampler}", sampler)), "DDP802") == []
+
+
+# ----------------------------------- a step the flags dispatch to, on a way that sets up no group
+DISPATCH = """
+import argparse, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def prepare():
+    torch.save([torch.randn(4) for _ in range(8)], "features.pt")
+
+def train():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    if dist.get_rank() == 0:
+        torch.save(model.module.state_dict(), "model.pt")
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--do_prepare", action="store_true")
+parser.add_argument("--do_train", action="store_true")
+args = parser.parse_args()
+if args.do_prepare:
+    prepare()
+{second} args.do_train:
+    train()
+"""
+
+
+def test_a_save_on_a_way_the_setup_never_takes_is_one_processs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, DISPATCH.replace("{second}", "elif")), "DDP806") == []
+
+
+def test_its_twin_both_flags_may_run_the_save_before_the_setup(tmp_path):
+    assert lines_of(lint_plain(tmp_path, DISPATCH.replace("{second}", "if")), "DDP806") == [5]
+
+
+# ------------------------- a dataset reseeded by the main process between epochs, not by its workers
+RESEEDED = """
+import numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Noisy(Dataset):
+    def __init__(self):
+        self.items = list(range(100))
+
+    def reorder(self, epoch):
+        np.random.seed(epoch)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        {reseed}
+        return torch.tensor(self.items[i] + np.random.randint(0, 10))
+
+torch.manual_seed(0)
+dist.init_process_group("gloo")
+data = Noisy()
+loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data), num_workers=2)
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+for epoch in range(3):
+    loader.sampler.set_epoch(epoch)
+    loader.dataset.reorder(epoch)
+    for x in loader:
+        net(x.float()[:, None]).sum().backward()
+"""
+
+
+def test_a_seeding_only_the_main_process_runs_leaves_the_workers_draws_alike(tmp_path):
+    assert lines_of(lint_plain(tmp_path, RESEEDED.replace("{reseed}", "pass")), "DDP808") == [21]
+
+
+def test_its_twin_the_workers_reseed_as_they_read(tmp_path):
+    found = lint_plain(tmp_path, RESEEDED.replace("{reseed}", "np.random.seed(i)"))
+    assert lines_of(found, "DDP808") == []

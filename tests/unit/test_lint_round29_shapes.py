@@ -1,0 +1,100 @@
+"""Shapes from session 20's blind round 29, each with its healthy twin, written in our own words."""
+
+from __future__ import annotations
+
+from ddpdoctor.lint.driver import gather
+from tests.unit.test_lint_round17_shapes import lint_plain
+from tests.unit.test_lint_round25_shapes import lines_of
+
+# -------------------------------------------------- a rank that reaches the world's size is none
+BEYOND = """
+import torch, torch.distributed as dist
+
+def run(rank, size):
+    if rank >= {bound}:
+        return
+    t = torch.ones(1)
+    dist.all_reduce(t)
+
+dist.init_process_group("gloo")
+run(dist.get_rank(), dist.get_world_size())
+"""
+
+
+def test_rank_at_or_past_the_world_size_is_never_true(tmp_path):
+    assert lines_of(lint_plain(tmp_path, BEYOND.replace("{bound}", "size")), "DDP801") == []
+
+
+def test_its_twin_a_rank_past_one_leaves_rank_0_alone_in_the_all_reduce(tmp_path):
+    assert lines_of(lint_plain(tmp_path, BEYOND.replace("{bound}", "1")), "DDP801") == [7]
+
+
+# -------------------------------------------------- a trainer class looked up with dict.get
+LOOKUP = """
+import sys, torch.distributed as dist
+
+class Trainer:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def train(self):
+        dist.init_process_group("gloo")
+        dist.barrier()
+
+TRAINERS = {"plain": Trainer}
+
+def build(name, cfg):
+    cls = {lookup}
+    return cls(cfg)
+
+if __name__ == "__main__":
+    build(sys.argv[1], {}).train()
+"""
+
+
+def test_a_trainer_class_looked_up_with_get_is_followed(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(LOOKUP.replace("{lookup}", "TRAINERS.get(name)"))
+    assert gather(str(path)).unreached_setup is None
+
+
+def test_its_twin_a_class_from_nowhere_the_source_shows_leaves_the_setup_unreached(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(LOOKUP.replace("{lookup}", "getattr(sys.modules[__name__], name)"))
+    assert gather(str(path)).unreached_setup is not None
+
+
+# ---------------------------------------- a no_sync context held in a name, entered after the forward
+HELD = """
+import contextlib, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(64):
+    last = (step + 1) % 8 == 0
+    {first}
+    {second}
+    with ctx:
+        {third}
+    if last:
+        opt.step()
+        opt.zero_grad()
+"""
+LATE = ("loss = net(torch.randn(2, 4)).sum()", "ctx = net.no_sync() if not last else contextlib.nullcontext()",
+        "(loss / 8).backward()")
+EARLY = ("ctx = net.no_sync() if not last else contextlib.nullcontext()", "pass",
+         "(net(torch.randn(2, 4)).sum() / 8).backward()")
+
+
+def fill(parts):
+    return HELD.replace("{first}", parts[0]).replace("{second}", parts[1]).replace("{third}", parts[2])
+
+
+def test_a_no_sync_held_in_a_name_and_entered_after_the_forward_changes_nothing(tmp_path):
+    assert lines_of(lint_plain(tmp_path, fill(LATE)), "DDP805") == [11]
+
+
+def test_its_twin_the_forward_inside_the_held_context(tmp_path):
+    assert lines_of(lint_plain(tmp_path, fill(EARLY)), "DDP805") == []
