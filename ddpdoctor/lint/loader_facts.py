@@ -211,7 +211,8 @@ class LoaderFacts:
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
                                                self._switches(), self.wraps_ddp()) or (
                     self.in_the_launcher(fn, call) and not self._loader_to_ranks(fn, name))
-                or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call),
+                or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call)
+                or self.apart_from_setups(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
                 other_branch_distributed=self._other_branch_distributed(fn, call),

@@ -60,6 +60,8 @@ LOCAL = re.compile(r"local_?rank|LOCALID|local_process_index|get_local_rank|curr
 GPUS_PER_NODE_MAX = 16
 # Functions that start one process per rank, the first argument of the target being its index.
 SPAWNERS = {"spawn", "start_processes"}
+# What a rank is compared with when the test is about the job's size (`if rank >= size: return`).
+WORLD_NAMES = frozenset({"world_size", "size", "world", "nprocs", "num_procs", "n_procs", "nranks", "num_ranks"})
 
 
 class RankFlow:
@@ -317,7 +319,7 @@ class RankFlow:
         """The number of ranks in the job: `dist.get_world_size()`, a `world_size`, or a name
         (a parameter) given one."""
         said = lambda n: (isinstance(n, ast.Call) and last_name(n.func) == "get_world_size") or \
-            (isinstance(n, (ast.Name, ast.Attribute)) and (last_name(n) or "").lower() == "world_size")
+            (isinstance(n, (ast.Name, ast.Attribute)) and (last_name(n) or "").lower() in WORLD_NAMES)
         if said(node):
             return True
         return isinstance(node, ast.Name) and any(said(v) for v, _ in self.program.values_of(node, fn, 2))

@@ -98,3 +98,60 @@ def test_a_no_sync_held_in_a_name_and_entered_after_the_forward_changes_nothing(
 
 def test_its_twin_the_forward_inside_the_held_context(tmp_path):
     assert lines_of(lint_plain(tmp_path, fill(EARLY)), "DDP805") == []
+
+
+# ------------------------- a loader on the modes whose way never calls the set-up helper
+MODE_HELPER = """
+import argparse, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def setup():
+    dist.init_process_group("gloo")
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--mode", default="GPU")
+args = parser.parse_args()
+if args.mode == "DDP":
+    setup()
+data = TensorDataset(torch.randn(64, 4))
+if args.mode in {modes}:
+    loader = DataLoader(data, batch_size=8, shuffle=True)
+else:
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+model = torch.nn.Linear(4, 1)
+for (x,) in loader:
+    model(x).sum().backward()
+"""
+
+
+def test_a_loader_on_modes_that_never_call_the_set_up_helper_is_one_process(tmp_path):
+    assert lines_of(lint_plain(tmp_path, MODE_HELPER.replace("{modes}", '["CPU", "GPU"]')), "DDP802") == []
+
+
+def test_its_twin_the_distributed_mode_among_them(tmp_path):
+    assert lines_of(lint_plain(tmp_path, MODE_HELPER.replace("{modes}", '["GPU", "DDP"]')), "DDP802") == [14]
+
+
+# ------------------------------------------- the world's size handed on through a function value
+HANDED_SIZE = """
+import torch, torch.distributed as dist
+
+def run(rank, size):
+    if rank >= {bound}:
+        return
+    dist.all_reduce(torch.ones(1))
+
+def launch(fn):
+    dist.init_process_group("gloo")
+    fn(dist.get_rank(), dist.get_world_size())
+
+launch(run)
+"""
+
+
+def test_rank_against_a_size_parameter_is_never_past_it(tmp_path):
+    assert lines_of(lint_plain(tmp_path, HANDED_SIZE.replace("{bound}", "size")), "DDP801") == []
+
+
+def test_its_twin_against_a_constant_splits_the_ranks(tmp_path):
+    assert lines_of(lint_plain(tmp_path, HANDED_SIZE.replace("{bound}", "2")), "DDP801") == [6]
