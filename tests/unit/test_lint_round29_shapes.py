@@ -5,6 +5,7 @@ from __future__ import annotations
 from ddpdoctor.lint.driver import gather
 from tests.unit.test_lint_round17_shapes import lint_plain
 from tests.unit.test_lint_round25_shapes import lines_of
+from tests.unit.test_lint_round28_shapes import MEMBERSHIP
 
 # -------------------------------------------------- a rank that reaches the world's size is none
 BEYOND = """
@@ -101,27 +102,9 @@ def test_its_twin_the_forward_inside_the_held_context(tmp_path):
 
 
 # ------------------------- a loader on the modes whose way never calls the set-up helper
-MODE_HELPER = """
-import argparse, torch, torch.distributed as dist
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
-
-def setup():
-    dist.init_process_group("gloo")
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--mode", default="GPU")
-args = parser.parse_args()
-if args.mode == "DDP":
-    setup()
-data = TensorDataset(torch.randn(64, 4))
-if args.mode in {modes}:
-    loader = DataLoader(data, batch_size=8, shuffle=True)
-else:
-    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
-model = torch.nn.Linear(4, 1)
-for (x,) in loader:
-    model(x).sum().backward()
-"""
+# (round 28's membership script, its set-up moved into a helper called under the mode test)
+MODE_HELPER = MEMBERSHIP.replace('if args.mode == "DDP":\n    dist.init_process_group("gloo")',
+                                 'def setup():\n    dist.init_process_group("gloo")\n\nif args.mode == "DDP":\n    setup()')
 
 
 def test_a_loader_on_modes_that_never_call_the_set_up_helper_is_one_process(tmp_path):
