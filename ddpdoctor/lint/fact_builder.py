@@ -214,16 +214,21 @@ class BuilderCore:
         """Every way to a call (its own tests and those of the calls into its function, a few
         up) takes a test that every process-group set-up's way rules out (`if args.do_prepare:
         prepare() elif args.do_train: train()` with the group set up in train alone): the call
-        runs in a process that never joins a group. False where a way is unknown (a callback)."""
+        runs in a process that never joins a group. Where the ways into a function are not all
+        known (a callback, mp.spawn's target), the tests inside it, which hold on every way, decide."""
         setups = self.__dict__.get("_setup_ways")
         if setups is None:
+            # a set-up whose ways in are not all known (mp.spawn's target) keeps its own tests,
+            # which hold on every way (pggan's `if args.mode == "train_multi":` inside the target)
+            own = lambda e: tuple(c for c, _ in e.conds)
             setups = self.__dict__["_setup_ways"] = [
                 way for f in self.functions for e in f.events if e.kind == "init"
-                for way in (_ways(self.callers(), f, tuple(c for c, _ in e.conds), 3) or [None])]
-        if not setups or None in setups:
+                for way in (_ways(self.callers(), f, own(e), 3) or [frozenset(own(e))])]
+        if not setups:
             return False
-        mine = _ways(self.callers(), fn, tuple(c for c, _ in conds), 3)
-        return bool(mine) and all(any(_exclusive(c, d) for c in way for d in setup)
+        own = tuple(c for c, _ in conds)  # (its own tests hold on every way, known or not)
+        mine = _ways(self.callers(), fn, own, 3) or [frozenset(own)]
+        return all(any(_exclusive(c, d) for c in way for d in setup)
                                   for way in mine for setup in setups)
 
     def _switches(self) -> frozenset:
@@ -253,8 +258,6 @@ class BuilderCore:
                 starters = grown
             self._switch_set = Switches(conds)
             self._switch_set.open = frozenset(open_sides)
-            self._switch_set.inits = tuple(tuple(c for c, _ in e.conds) for fn in self.functions
-                                           for e in fn.events if e.kind == "init")
         return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = (),
@@ -503,7 +506,6 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
                # (not where the group is set up on that side too: `if generate: Trainer(...)`
                # and, past its `return`, the training that sets it up again)
                or (c.startswith("not ") and c[4:] in switches and c not in getattr(switches, "open", ()))
-               or _other_choice(c, switches)
                for c, _ in conds)
 
 
@@ -529,7 +531,9 @@ def _ways(callers: dict, fn: Function, conds: tuple, depth: int) -> Optional[lis
 
 def _exclusive(a: str, b: str) -> bool:
     """Two tests that never hold together: one the other's `not`, or one option held to values
-    that never meet (_other_choice)."""
+    that never meet (`mode == 'single'` beside `args.mode == 'multi'`, pggan; `mode in ['CPU',
+    'GPU']` beside `mode == 'DDP'`). The option is matched by its last name (`mode = args.mode`
+    copies it)."""
     if a == f"not {b}" or b == f"not {a}":
         return True
     mine, theirs = _choice(a), _choice(b)
@@ -543,6 +547,7 @@ def _exclusive(a: str, b: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=4096)
 def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
     """(option, values, inside) of a test of one option against constants: `args.mode == 'multi'`,
     `mode != 'single'`, `not x == 1`, `mode in ['CPU', 'GPU']`, `mode is Mode.DDP` (an Enum's
@@ -572,24 +577,11 @@ def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
     return last_name(test.left) or "", frozenset(values), inside != negated
 
 
-def _other_choice(cond: str, switches: frozenset) -> bool:
-    """`mode == 'single'` (or `mode in ['CPU', 'GPU']`) where every set-up call sits under
-    `args.mode == 'multi'`: one option held to values that never meet (pggan's single / multi
-    modes, a BERT script's CPU / GPU / DDP). The option is matched by its last name (`mode =
-    args.mode` copies it)."""
-    mine = _choice(cond)
-    inits = getattr(switches, "inits", ())
-    if mine is None or not inits:
-        return False
-    return all(any(_exclusive(cond, c) for c in conds) for conds in inits)
-
-
 class Switches(frozenset):
     """The tests the process group is set up under (_switches); `open`: those of the calls into
     a helper that sets it up on that side too."""
 
     open: frozenset = frozenset()
-    inits: tuple = ()  # the tests around each set-up call itself, one tuple per call
 
 
 def _negated(cond: str) -> str:

@@ -488,7 +488,7 @@ class LoaderFacts:
     def _loader_to_ranks(self, fn: Function, name: str) -> bool:
         """The launcher's loader is handed to the ranks (`mp.spawn(run, args=(world, loader))`):
         each rank gets a copy of it and iterates all of it (finetune-SAM)."""
-        return bool(name) and any(True for _ in self._spawned_as(fn, name))
+        return bool(name) and any(self._spawned_as(fn, name))
 
     def _spawned_as(self, fn: Function, name: str):
         """(the spawn target, its parameter) for each mp.spawn in fn handing `name` in its args

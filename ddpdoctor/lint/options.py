@@ -25,4 +25,3 @@ def option_defaults(files: list) -> dict[str, object]:
             if default is not None:
                 defaults[name] = None if name in defaults and defaults[name] != value else value
     return defaults
-

@@ -1497,9 +1497,6 @@ class Program:
             return [found] if found else []
         return []
 
-    # ------------------------------------------------------------------ what calls mean
-    # What a call means for DDP is patterns.py's knowledge; these stay as the names the fact
-    # gatherers call.
     def option_defaults(self) -> dict[str, object]:
         """The command-line options' defaults the program's files declare (lint/options.py), read
         once (several rules ask: seeds on the default path, a checkpoint's family)."""
@@ -1508,6 +1505,9 @@ class Program:
             found = self.__dict__["_option_defaults_seen"] = option_defaults(self.files)
         return found
 
+    # ------------------------------------------------------------------ what calls mean
+    # What a call means for DDP is patterns.py's knowledge; these stay as the names the fact
+    # gatherers call.
     def uses(self, package: str) -> bool:
         return package in self.imported
 

@@ -355,14 +355,14 @@ def _supervise(proc: subprocess.Popen, options: JobSpec, run_dir: str, run_id: s
         teardown.let_ranks_finish(stacks.rank_processes(run_dir, run_id, proc.pid).values())
     signalled_at = time.time()
     leftovers = teardown.end_job(proc.pid, run_id)
-    if status == "completed" and any(pid != proc.pid for pid in leftovers):
-        ended_at = signalled_at  # what they raised on the SIGTERM is the teardown's doing
+    if status == "completed":
+        leftovers = [pid for pid in leftovers if pid != proc.pid]
+        if leftovers:
+            ended_at = signalled_at  # what they raised on the SIGTERM is the teardown's doing
     try:
         launcher_exit = proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         launcher_exit = None
-    if status == "completed" and leftovers:
-        leftovers = [pid for pid in leftovers if pid != proc.pid]
     read_ahead.hand_over(ahead)
     outcome = Outcome(status, time.monotonic() - started, {}, stall_s, watch.timeout_s, taken, note,
                       launcher_exit, "", leftovers if status == "completed" else [],
