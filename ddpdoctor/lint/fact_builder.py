@@ -554,8 +554,8 @@ def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
     member, by its text); inside False for the negated forms. The option by its last name."""
     try:
         test = ast.parse(cond, mode="eval").body
-    except SyntaxError:
-        return None
+    except (SyntaxError, ValueError, RecursionError):
+        return None  # a test's text cut short, or nested past what the parser takes again
     negated = False
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         negated, test = True, test.operand
