@@ -372,6 +372,12 @@ class BuilderCore:
                 for value, scope in self._bound_here(sub, fn):
                     if value is not sub and self.mentions_rank(value, scope, depth - 1, strict):
                         return True
+                if sub.__class__ is ast.Name:
+                    # `data, n = load(path)` where load returns `(Lines(path, rank, world), n)`:
+                    # that element of what the local function returns
+                    for value, scope in self.program.unpacked(sub.id, fn):
+                        if self.mentions_rank(value, scope, depth - 1, strict):
+                            return True
             if isinstance(sub, ast.Call):  # shard_for_this_rank(ds): what the local helper returns
                 targets, _ = self.program.resolve(sub.func, fn)
                 for target in targets:

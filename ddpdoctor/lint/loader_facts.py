@@ -538,6 +538,9 @@ class LoaderFacts:
                     _unpacked_at(caller, event.node, position)
                 if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node):
                     return True
+                if among is None and not split and position in (None, -1) and id(event.node) in self._train_calls \
+                        and not ruled_out(fn, call, event.node):
+                    return True  # `for x, y in make_loader(data):` iterated where the builder is called
         return False
 
     def _index_ignored(self, dataset: ast.AST, fn: Function, call: ast.Call) -> bool:

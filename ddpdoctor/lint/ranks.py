@@ -688,17 +688,20 @@ class RankFlow:
                 first = tests[0].negated()
                 return RankTest(f"{name} is not None", first.key, first.polarity, first.assumption, first.scope)
             return None
+        tests = []
         for value, scope in values:
             if is_const(value, None):
                 continue
             branch = _enclosing_if(scope, value)
-            if branch is not None:
-                stmt, side = branch
-                found = self.guard(stmt.test, scope)
-                if found is not None:
-                    return RankTest(f"{name} is not None", found.key,
-                                    found.polarity if side == "body" else found.negated().polarity,
-                                    found.assumption, found.scope)
+            found = self.guard(branch[0].test, scope) if branch is not None else None
+            if found is None:
+                # also given on a way that is no rank test (`if is_distributed: x =
+                # broadcast_object(x)`, Uni-Core's checkpoint flag): not None on every rank there
+                return None
+            tests.append(found if branch[1] == "body" else found.negated())
+        if tests:
+            found = tests[0]
+            return RankTest(f"{name} is not None", found.key, found.polarity, found.assumption, found.scope)
         return None
 
     def _set_by_branches(self, values: list, depth: int) -> Optional[RankTest]:
