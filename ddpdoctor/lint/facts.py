@@ -109,8 +109,9 @@ def build(program: Program, script: str) -> LintFacts:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
         if program.ddp_call(call, fn):
             ddp = True
-        if name == "Accelerator" and program.uses("accelerate"):
-            framework = "accelerate"
+        if program.uses("accelerate") and (name == "Accelerator" or name[:1].isupper() and any(
+                c.startswith("accelerate.") and c.endswith(".Accelerator") for c in program.library_classes(call, fn))):
+            framework = "accelerate"  # also a local subclass, or the class imported under another name
         elif (name in ("Trainer", "Fabric") and program.uses_lightning() and not full.startswith("transformers")) \
                 or name in fabric:
             framework = framework or "lightning"

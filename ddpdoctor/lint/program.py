@@ -959,6 +959,23 @@ class Program:
             cache[klass] = found
         return found
 
+    def library_classes(self, call: ast.Call, fn: Function) -> set[str]:
+        """The full names of the library classes a call constructs: `X()` of `from accelerate
+        import Accelerator as X`, or a local class derived from one (`class MyAccelerator(
+        accelerate.Accelerator)`, on any depth of local ancestors)."""
+        found = {self.qualify(call.func, fn) or ""}
+        target = self._callee_symbol(call.func, fn)
+        todo, seen = [target] if isinstance(target, Klass) else [], set()
+        while todo and len(seen) < 16:
+            klass = todo.pop()
+            if klass in seen:
+                continue
+            seen.add(klass)
+            found.update(self.qualify(node, klass.module.body) or "" for node in klass.node.bases if dotted(node))
+            todo.extend(self.bases(klass))
+        found.discard("")
+        return found
+
     def method(self, klass: Klass, name: str, seen: Optional[set] = None) -> Optional[Function]:
         seen = seen or set()
         if klass in seen:

@@ -101,3 +101,50 @@ def test_a_loader_iterated_where_its_builder_is_called_trains_without_a_sampler(
 def test_its_twin_the_builder_gives_it_a_distributed_sampler(tmp_path):
     code = ITERATED_AT_CALL.replace("{sampler}", ", sampler=DistributedSampler(data)")
     assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- the project's own Accelerator subclass
+OWN_ACCELERATOR = """
+import os, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+from myacc import MyAccelerator
+
+def ensure_group():
+    if int(os.getenv("WORLD_SIZE", 1)) > 1 and not dist.is_initialized():
+        dist.init_process_group("gloo")
+
+acc = MyAccelerator()
+model = acc.prepare(torch.nn.Linear(4, 1))
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)
+loader = acc.prepare(loader)
+ensure_group()
+for (x,) in loader:
+    acc.backward(model(x).sum())
+"""
+DERIVED = """
+import accelerate
+
+class MyAccelerator(accelerate.Accelerator):
+    def __repr__(self):
+        return "mine"
+"""
+PLAIN = """
+class MyAccelerator:
+    def prepare(self, thing):
+        return thing
+    def backward(self, loss):
+        loss.backward()
+"""
+
+
+def test_a_local_subclass_of_accelerator_is_accelerate_and_prepares_the_loader(tmp_path):
+    assert lines_of(lint_plain(tmp_path, OWN_ACCELERATOR, myacc=DERIVED), "DDP802") == []
+
+
+def test_the_stock_class_imported_under_another_name_is_accelerate_too(tmp_path):
+    code = OWN_ACCELERATOR.replace("from myacc import MyAccelerator", "from accelerate import Accelerator as MyAccelerator")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_a_local_class_of_the_same_name_prepares_nothing(tmp_path):
+    assert lines_of(lint_plain(tmp_path, OWN_ACCELERATOR, myacc=PLAIN), "DDP802") == [11]
