@@ -111,14 +111,20 @@ def _by_hand_with_accelerate(facts: LintFacts) -> list[Problem]:
     `accelerator.backward()` on every batch and a step every K batches all-reduce every time."""
     if facts.accumulate or facts.no_sync:
         return []
+    # a plain `loss.backward()` of a model accelerator.prepare() wrapped all-reduces as
+    # accelerator.backward() does; a micro-step loop before one step wastes the same syncs
+    shapes = {"conditional_step": "runs on every batch and the optimizer steps only under a condition at {step}",
+              "micro_step_loop": "runs on every pass of the micro-step loop at {loop} and the optimizer steps "
+                                 "once after it, at {step}"}
     return [Problem(
-        message=(f"gradient accumulation by hand under Accelerate: accelerator.backward() at {acc.backward} "
-                 f"runs on every batch and the optimizer steps only under a condition at {acc.step}, "
-                 "outside `accelerator.accumulate(model)`: the gradients are all-reduced on every "
+        message=(f"gradient accumulation by hand under Accelerate: "
+                 f"{'accelerator.backward()' if acc.by == 'accelerate' else 'backward()'} at {acc.backward} "
+                 + shapes[acc.pattern].format(step=acc.step, loop=acc.loop) +
+                 ", outside `accelerator.accumulate(model)`: the gradients are all-reduced on every "
                  "backward, K-1 of K times for nothing"),
         hint=("Accelerator(gradient_accumulation_steps=K) and `with accelerator.accumulate(model):` around "
               "the forward, backward and step (it skips the sync on all but the last micro-step)"),
         location=acc.backward,
         evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
                   "pattern": acc.pattern, "framework": "accelerate"},
-    ) for acc in facts.accumulations if acc.by == "accelerate" and acc.pattern == "conditional_step"]
+    ) for acc in facts.accumulations if acc.by in ("accelerate", None) and acc.pattern in shapes]

@@ -117,6 +117,12 @@ def build(program: Program, script: str) -> LintFacts:
             framework = framework or "lightning"
         elif name.endswith("Trainer") and (full.startswith(("transformers", "trl"))):
             framework = framework or "transformers"
+    if framework is None and program.uses_lightning() and any(
+            b.endswith("LightningModule") for k in program.classes for b in program.library_bases(k)) and any(
+            last_name(call.func) == "fit" for _, call, _, _ in builder.calls()):
+        # the script's own LightningModule fitted by a Trainer the source never names a call to
+        # (`trainer: Trainer = hydra.utils.instantiate(cfg.trainer)`): Lightning still runs it
+        framework = "lightning"
     if distributed is None and framework is not None:
         how = framework
     if distributed is None and ddp:

@@ -965,7 +965,16 @@ class Program:
         accelerate.Accelerator)`, on any depth of local ancestors)."""
         found = {self.qualify(call.func, fn) or ""}
         target = self._callee_symbol(call.func, fn)
-        todo, seen = [target] if isinstance(target, Klass) else [], set()
+        if isinstance(target, Klass):
+            found |= self.library_bases(target)
+        found.discard("")
+        return found
+
+    def library_bases(self, klass: Klass) -> set[str]:
+        """The full names of the library classes a local class derives from, through any depth
+        of local ancestors (`class Policy(pl.LightningModule)` -> pytorch_lightning.LightningModule)."""
+        found: set[str] = set()
+        todo, seen = [klass], set()
         while todo and len(seen) < 16:
             klass = todo.pop()
             if klass in seen:
@@ -1047,6 +1056,7 @@ class Program:
                         return loaded[0]
                     # `runner_class = Evaluator; runner = runner_class()`: the class the name holds
                     held = [k for v, s in self.values_of(value.func, scope, 1)
+                            for v in [self._distributed_side(v, s) if v.__class__ is ast.IfExp else v]
                             if v.__class__ in (ast.Name, ast.Attribute) and v is not value.func
                             for k in [self._callee_symbol(v, s)] if k.__class__ is Klass]
                     if held:
@@ -1057,6 +1067,16 @@ class Program:
                         if found is not None:
                             return self._called_on(value.func, scope, target, found)
         return self.annotated_class(node, fn) if node.__class__ is ast.Name else None
+
+    def _distributed_side(self, choice: ast.IfExp, fn: Function) -> Optional[ast.AST]:
+        """`GroupSaver if distributed else OneProcessSaver`: the side a distributed run takes,
+        where the test says whether the run is distributed at all; None for any other test."""
+        ranks = self.ranks
+        if ranks.single_process(choice.test, fn):
+            return choice.orelse
+        if ranks.uniform(choice.test, fn):
+            return choice.body
+        return None
 
     def _called_on(self, func: ast.AST, fn: Function, factory: Function, found: Klass) -> Klass:
         """A classmethod factory's `cls(...)` is the class it is called on: `Trainer.build(cfg)`

@@ -72,6 +72,7 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         decided |= {d.location for d in found}
         found.extend(d for d in _clock_values(builder, fn, stmts, ddp) if d.location not in decided)
         found.extend(_exception_skips(builder, fn, stmts, ddp))
+        found.extend(_lightning_skips(builder, fn, stmts))
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
     for methods in by_class.values():
@@ -134,6 +135,10 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
         tests = list(setter.guards) or [g.test for _, e in builder.callers().get(setter_fn, [])
                                          for g in e.guards[-1:]]
         guard = tests[-1].text if tests else setter_fn.rank_only or ""
+        if not guard:
+            # the setter's way in is no rank test one can name (a sampler built on the
+            # one-process side of `if distributed:`): never set on some ranks alone
+            continue
         assumption = tests[-1].assumption if tests else ""
         notes = [a for a in (assumption, f"the test at line {stmt.lineno} is reached on every rank"
                              if item.conditional else "",
@@ -803,6 +808,65 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         action, work = effect
         found.append(RankLocalDecision(
             Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(value), "tensor_value", work,
+            assumption="the value differs between ranks (each rank's own batch)"))
+    return found
+
+
+def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list[RankLocalDecision]:
+    """`def training_step(self, batch, i): ... if not torch.isfinite(loss): return None` in a
+    LightningModule (automatic optimization): Lightning skips the backward of a step whose
+    training_step returns None, on that rank alone; the others run theirs and wait in DDP's
+    gradient all-reduce (Lightning documents None as unsupported on several devices). A test on
+    the step's own loss, or on a value computed from what builds it (`val = loss.detach()`,
+    `if val > 1.5 * self.ema:`), is each rank's own batch's."""
+    program = builder.program
+    if fn.name != "training_step" or fn.cls is None or fn.parent is not None or not program.uses_lightning():
+        return []
+    if not any(b.endswith("LightningModule") for b in program.library_bases(fn.cls)):
+        return []
+    if any(isinstance(n, ast.Assign) and any(text(t) == "self.automatic_optimization" for t in n.targets)
+           and isinstance(n.value, ast.Constant) and n.value.value is False
+           for method in fn.cls.methods.values() for n in method.own):
+        return []  # manual optimization: the step calls manual_backward itself
+    returns = [n for n in fn.own if isinstance(n, ast.Return)]
+    losses = [r.value for r in returns if r.value is not None and not (
+        isinstance(r.value, ast.Constant) and r.value.value is None)]
+    if not losses:
+        return []
+    shared = _shared(builder, fn)
+    sources, produced, _ = _loop_dataflow(fn.node)
+
+    def ancestry(roots: set[str]) -> set[str]:
+        seen, todo = set(), list(roots)
+        while todo and len(seen) < 200:
+            name = todo.pop()
+            if name in seen or name in shared:
+                continue
+            seen.add(name)
+            for value in sources.get(name, []):
+                todo.extend(value_inputs(value) - seen)
+        return seen
+
+    behind_loss = ancestry(set().union(*(value_inputs(v) for v in losses))) & produced
+    found = []
+    for item in stmts:
+        stmt = item.node
+        if not isinstance(stmt, ast.If) or item.guards or item.loops:
+            continue
+        skips = [side for side in (stmt.body, stmt.orelse) if side and isinstance(side[-1], ast.Return) and (
+            side[-1].value is None or (isinstance(side[-1].value, ast.Constant) and side[-1].value.value is None))]
+        if not skips:
+            continue
+        tested = next((c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
+                       and c.args), None)
+        value = tested.args[0] if tested is not None else next(
+            (n for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in produced
+             and ancestry({n.id}) & behind_loss), None)
+        if value is None or {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
+            continue
+        found.append(RankLocalDecision(
+            Location(fn.file.display, stmt.lineno), text(stmt.test), "return None", text(value), "tensor_value",
+            "Lightning's backward of this step (DDP's gradient all-reduce)",
             assumption="the value differs between ranks (each rank's own batch)"))
     return found
 

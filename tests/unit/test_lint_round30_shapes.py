@@ -148,3 +148,207 @@ def test_the_stock_class_imported_under_another_name_is_accelerate_too(tmp_path)
 
 def test_its_twin_a_local_class_of_the_same_name_prepares_nothing(tmp_path):
     assert lines_of(lint_plain(tmp_path, OWN_ACCELERATOR, myacc=PLAIN), "DDP802") == [11]
+
+
+# -------------------------------------------------- accumulation by hand under Accelerate
+BY_HAND = """
+import torch
+from accelerate import Accelerator
+
+def train(batches, accum):
+    acc = Accelerator({options})
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, opt = acc.prepare(model, opt)
+{loop}
+
+train(torch.randn(64, 2, 4), 4)
+"""
+PLAIN_BACKWARD = """
+    for step, batch in enumerate(batches):
+        {ctx}loss = model(batch).pow(2).mean() / accum
+        {ind}loss.backward()
+        {ind}if step % accum == 0:
+            {ind}opt.step()
+            {ind}opt.zero_grad()
+"""
+MICRO_STEPS = """
+    for chunk in batches.split(accum):
+        opt.zero_grad()
+        for micro in chunk:
+            {ctx}loss = model(micro).pow(2).mean() / accum
+            {ind}acc.backward(loss)
+        opt.step()
+"""
+
+
+def _by_hand(loop: str, within: bool) -> str:
+    ctx, ind = ("with acc.accumulate(model):\n            ", "    ") if within else ("", "")
+    if "micro" in loop:
+        ctx = ctx.replace("            ", "                ")
+    return BY_HAND.replace("{options}", "gradient_accumulation_steps=accum" if within else "").replace(
+        "{loop}", loop.replace("{ctx}", ctx).replace("{ind}", ind))
+
+
+def test_a_plain_backward_of_a_prepared_model_every_batch_is_accumulation_by_hand(tmp_path):
+    assert lines_of(lint_plain(tmp_path, _by_hand(PLAIN_BACKWARD, False)), "DDP805") == [12]
+
+
+def test_its_twin_under_accumulate_syncs_once_per_step(tmp_path):
+    assert lines_of(lint_plain(tmp_path, _by_hand(PLAIN_BACKWARD, True)), "DDP805") == []
+
+
+def test_accelerator_backward_in_a_micro_step_loop_before_one_step_is_accumulation_by_hand(tmp_path):
+    assert lines_of(lint_plain(tmp_path, _by_hand(MICRO_STEPS, False)), "DDP805") == [14]
+
+
+def test_its_twin_the_micro_steps_under_accumulate(tmp_path):
+    assert lines_of(lint_plain(tmp_path, _by_hand(MICRO_STEPS, True)), "DDP805") == []
+
+
+# -------------------------------------------------- a LightningModule's training_step returning None
+SKIPPING_STEP = """
+import torch
+import lightning as L
+{imports}
+
+class Policy(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 1)
+        self.ema = None
+
+    def training_step(self, batch, batch_idx):
+        loss = self.net(batch).pow(2).mean()
+        seen = loss.detach()
+        if {test}:
+            return None
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+{launch}
+"""
+DIRECT = "L.Trainer(strategy='ddp', devices=2).fit(Policy(), torch.randn(64, 4))"
+HYDRA = """def main(cfg):
+    trainer: L.Trainer = hydra.utils.instantiate(cfg.trainer)
+    trainer.fit(model=hydra.utils.instantiate(cfg.model))"""
+
+
+def _skipping(test: str, launch: str = DIRECT) -> str:
+    return SKIPPING_STEP.replace("{test}", test).replace("{launch}", launch).replace(
+        "{imports}", "import hydra" if "hydra" in launch else "")
+
+
+def test_training_step_returning_none_on_its_own_loss_is_a_rank_local_skip(tmp_path):
+    found = [f for f in lint_plain(tmp_path, _skipping("not torch.isfinite(loss)")) if f.code == "DDP809"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(14, "warning")]
+
+
+def test_a_value_computed_from_the_loss_decides_alike(tmp_path):
+    assert lines_of(lint_plain(tmp_path, _skipping("seen > 10.0")), "DDP809") == [14]
+
+
+def test_its_twin_a_test_on_the_batch_index_is_the_same_on_every_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, _skipping("batch_idx % 100 == 99")), "DDP809") == []
+
+
+def test_its_twin_under_manual_optimization_the_step_runs_its_own_backward(tmp_path):
+    code = _skipping("not torch.isfinite(loss)").replace(
+        "self.ema = None", "self.ema = None\n        self.automatic_optimization = False")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == []
+
+
+def test_a_trainer_made_by_hydra_still_runs_the_modules_training_step(tmp_path):
+    assert lines_of(lint_plain(tmp_path, _skipping("not torch.isfinite(loss)", HYDRA)), "DDP809") == [14]
+
+
+# -------------------------------------------------- object state set on the one-process side only
+ONE_PROCESS_SIDE = """
+import os, torch, torch.distributed as dist
+
+class Shifted:
+    def __init__(self, n, world_size=1):
+        self.n = n
+        self.world_size = world_size
+
+    def reset(self):
+        pick = torch.randint(1, self.n, (1,))
+        if self.world_size > 1:
+            dist.broadcast(pick, src=0)
+        return int(pick)
+
+def main():
+    distributed = int(os.environ.get("WORLD_SIZE", 0)) > 1
+    if distributed:
+        dist.init_process_group("gloo")
+    {made}
+    for epoch in range(3):
+        if sampler is not None:
+            sampler.reset()
+
+main()
+"""
+
+
+def test_state_set_where_the_run_is_not_distributed_is_no_rank_local_state(tmp_path):
+    code = ONE_PROCESS_SIDE.replace("{made}", "sampler = None\n    if not distributed:\n        sampler = Shifted(8)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == []
+
+
+def test_its_twin_state_set_on_rank_0_alone_decides_the_broadcast(tmp_path):
+    code = ONE_PROCESS_SIDE.replace("{made}", "sampler = Shifted(8, 2)\n    if dist.get_rank() == 0:\n"
+                                              "        sampler.alone()").replace(
+        "    def reset(self):", "    def alone(self):\n        self.world_size = 1\n\n    def reset(self):").replace(
+        "self.world_size = world_size", "self.world_size = 2")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == [13]
+
+
+# -------------------------------------------------- a class chosen by whether the run is distributed
+CHOSEN_SAVER = """
+import os, torch, torch.distributed as dist
+
+class Saver:
+    def __init__(self, path):
+        self.path = path
+    def save(self, state, step):
+        torch.save(state, f"{self.path}/state_{step}.pt")
+
+class AloneSaver(Saver):
+    pass
+
+class GroupSaver(Saver):
+    def save(self, state, step):
+        if dist.get_rank() == 0:
+            super().save(state, step)
+        dist.barrier()
+
+class Runner:
+    def __init__(self, model, path):
+        self.distributed = "LOCAL_RANK" in os.environ
+        saver_cls = {choice}
+        self.saver = saver_cls(path)
+        self.model = model
+
+    def run(self, steps):
+        for step in range(steps):
+            self.model(torch.randn(4, 2)).sum().backward()
+            self.saver.save(self.model.state_dict(), step)
+
+model = torch.nn.Linear(2, 1)
+if "LOCAL_RANK" in os.environ:
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(model)
+Runner(model, "out").run(3)
+"""
+
+
+def test_the_class_a_distributed_run_picks_is_the_one_that_saves(tmp_path):
+    code = CHOSEN_SAVER.replace("{choice}", "GroupSaver if self.distributed else AloneSaver")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_the_distributed_run_picks_the_class_that_saves_on_every_rank(tmp_path):
+    code = CHOSEN_SAVER.replace("{choice}", "AloneSaver if self.distributed else GroupSaver")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [7]
