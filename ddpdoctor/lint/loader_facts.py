@@ -14,7 +14,7 @@ from ddpdoctor.lint.fact_builder import (_fn_loops, rank_guards, _single_process
                                          argument_at, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.ranks import SPAWNERS
-from ddpdoctor.lint.patterns import _grad_context, dotted, is_const, keyword, last_name, loader_call, text
+from ddpdoctor.lint.patterns import _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call, text
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint.value_flow import reaches_return
 
@@ -698,6 +698,9 @@ class LoaderFacts:
             if not self._builds_distributed_sampler(call, fn) or self._never_built(call, fn):
                 continue  # (a sampler on a side of its builder's switch no call takes)
             shuffle = keyword(call, "shuffle")
+            if shuffle is None and any(kw.arg is None for kw in call.keywords):
+                # `DistributedSampler(ds, **sampler_args)`, a dict literal that says shuffle=False
+                shuffle = (call_keywords(program, call, fn) or {}).get("shuffle")
             if shuffle is None and len(call.args) > 3:
                 shuffle = call.args[3]
             name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call)

@@ -210,10 +210,30 @@ def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     if full.startswith("safetensors.") and full.rsplit(".", 1)[-1] in ("save_file", "save_model"):
         return full.rsplit(".", 2)[-2] + "." + full.rsplit(".", 1)[-1]
     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_pretrained" and \
-            keyword(call, "is_main_process") is None and keyword(call, "save_function") is None and \
-            not any(kw.arg is None for kw in call.keywords) and not program.resolve(call.func, fn)[0]:
+            not (_GATED_SAVE & _given_keywords(program, call, fn)) and not program.resolve(call.func, fn)[0]:
         return f"{text(call.func.value, 40)}.save_pretrained"
     return None
+
+
+# The keywords that make save_pretrained write from one process (or through a function that does).
+_GATED_SAVE = frozenset({"is_main_process", "save_function"})
+
+
+def _given_keywords(program: Program, call: ast.Call, fn: Function) -> set[str]:
+    """The keyword names a call may pass: its own, a spread dict literal's keys, and for a
+    spread of the function's own `**kwargs`, what its known callers pass into it; a spread that
+    cannot be read may pass anything (the gated keywords included)."""
+    given = {kw.arg for kw in call.keywords if kw.arg is not None}
+    for kw in call.keywords:
+        if kw.arg is not None:
+            continue
+        own = getattr(fn.node, "args", None)
+        if isinstance(kw.value, ast.Name) and own is not None and own.kwarg is not None and kw.value.id == own.kwarg.arg:
+            given |= {k.arg for k, _ in fn.arguments.get(f"**{own.kwarg.arg}", [])}
+            continue
+        spread = call_keywords(program, ast.Call(func=call.func, args=[], keywords=[kw]), fn)
+        given |= set(spread) if spread is not None else set(_GATED_SAVE)
+    return given
 
 
 def save_path(call: ast.Call, how: str) -> Optional[ast.AST]:

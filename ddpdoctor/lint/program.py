@@ -570,9 +570,15 @@ class Program:
                     break
                 target.arguments.setdefault(params[index], []).append((arg, fn))
             kwonly = target.kwonly
+            spread = target.node.args.kwarg.arg if getattr(target.node, "args", None) is not None and \
+                target.node.args.kwarg is not None else None
             for kw in node.keywords:
                 if kw.arg in params or kw.arg in kwonly:
                     target.arguments.setdefault(kw.arg, []).append((kw.value, fn))
+                elif spread is not None:
+                    # `f(x, is_main_process=...)` into `def f(x, **kwargs)`: kept by its name
+                    # under `**kwargs` (what a forwarding `g(**kwargs)` may carry)
+                    target.arguments.setdefault(f"**{spread}", []).append((kw, fn))
             if not any(a.__class__ is ast.Starred for a in node.args) and all(kw.arg for kw in node.keywords):
                 given = {kw.arg for kw in node.keywords}  # no `*a` / `**kw`: what is left out is known
                 for name in [*params[len(node.args):], *kwonly]:
@@ -1066,6 +1072,11 @@ class Program:
                         found = self.class_of(ret, target, depth - 1)
                         if found is not None:
                             return self._called_on(value.func, scope, target, found)
+                if target is None and value.func.__class__ is ast.Call:
+                    # `get_trainer(name)(cfg)`: the class the helper returns from its registry
+                    made = [k for k in self._called(value.func, scope) if k.__class__ is Klass]
+                    if made:
+                        return made[0]
         return self.annotated_class(node, fn) if node.__class__ is ast.Name else None
 
     def _distributed_side(self, choice: ast.IfExp, fn: Function) -> Optional[ast.AST]:
@@ -1318,8 +1329,35 @@ class Program:
                         symbol = self._callee_symbol(entry, scope)
                         if symbol.__class__ is Function or symbol.__class__ is Klass:
                             found.append(symbol)
+                if table.__class__ is ast.Name:
+                    found.extend(self._decorated_entries(table.id, scope.module))
         finally:
             self._peeking = peeking
+        return found
+
+    def _decorated_entries(self, table: str, module: "Module") -> list:
+        """`TRAINERS[cls.__name__] = cls` inside `def register(cls)` (or inside the decorator a
+        `register(name)` call returns), used as `@register` on classes and functions: those."""
+        memo = self.__dict__.setdefault("_decorated", {})
+        key = (table, id(module))
+        if key in memo:
+            return memo[key]
+        registrars = set()
+        todo = list(module.functions.values())
+        while todo and len(todo) < 2000:
+            fn = todo.pop()
+            todo.extend(fn.nested.values())
+            if any(n.__class__ is ast.Assign and n.value.__class__ is ast.Name and n.value.id in fn.params
+                   and any(t.__class__ is ast.Subscript and t.value.__class__ is ast.Name and t.value.id == table
+                           for t in n.targets) for n in fn.own):
+                registrars.add(fn.name)
+                if fn.parent is not None:
+                    registrars.add(fn.parent.name)  # `@register("sft")`: the outer call's decorator
+        found: list = []
+        if registrars:
+            named = lambda d: last_name(d.func if d.__class__ is ast.Call else d) in registrars
+            found = [k for k in self.classes if any(named(d) for d in k.node.decorator_list)]
+        memo[key] = found
         return found
 
     def _called(self, func: ast.AST, fn: Function) -> list:
@@ -1335,7 +1373,10 @@ class Program:
             for helper in self.resolve(func.func, fn)[0]:
                 if helper.node.__class__ is not ast.Module:
                     for ret in helper.returned:
-                        found.extend(self._loaded(ret, helper))
+                        table = ret
+                        while table.__class__ is ast.Subscript:
+                            table = table.value  # `return TRAINERS[name.lower()]`: that table's entries
+                        found.extend(self._table_entries(table, helper) if table is not ret else self._loaded(ret, helper))
         return found
 
     def _loaded(self, node: ast.AST, fn: Function, depth: int = 3, aliases: bool = True) -> list:

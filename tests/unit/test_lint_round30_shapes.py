@@ -352,3 +352,70 @@ def test_the_class_a_distributed_run_picks_is_the_one_that_saves(tmp_path):
 def test_its_twin_the_distributed_run_picks_the_class_that_saves_on_every_rank(tmp_path):
     code = CHOSEN_SAVER.replace("{choice}", "AloneSaver if self.distributed else GroupSaver")
     assert lines_of(lint_plain(tmp_path, code), "DDP806") == [7]
+
+
+# -------------------------------------------------- sampler options spread from a dict literal
+SPREAD_SAMPLER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+data = TensorDataset(torch.randn(64, 4))
+options = {"shuffle": {shuffle}, "drop_last": False}
+loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, **options))
+for epoch in range(3):
+    for (x,) in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_sampler_told_not_to_shuffle_through_a_spread_dict_needs_no_set_epoch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SPREAD_SAMPLER.replace("{shuffle}", "False")), "DDP804") == []
+
+
+def test_its_twin_the_spread_dict_says_shuffle(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SPREAD_SAMPLER.replace("{shuffle}", "True")), "DDP804") == [8]
+
+
+# -------------------------------------------------- a trainer from a decorator-filled registry
+REGISTERED = """
+import torch
+from accelerate import Accelerator
+from transformers import AutoModelForCausalLM
+
+TRAINERS = {}
+
+def register(cls):
+    TRAINERS[cls.__name__.lower()] = cls
+    return cls
+
+@register
+class Tuner:
+    def __init__(self, path):
+        self.acc = Accelerator()
+        self.model = self.acc.prepare(AutoModelForCausalLM.from_pretrained(path))
+
+    def save_pretrained(self, directory, **kwargs):
+        self.acc.wait_for_everyone()
+        self.acc.unwrap_model(self.model).save_pretrained(directory, **kwargs)
+
+def get_trainer(name):
+    return TRAINERS[name.lower()]
+
+def main(name, path):
+    trainer = get_trainer(name)(path)
+    trainer.save_pretrained("out"{passed})
+
+main("Tuner", "gpt2")
+"""
+
+
+def test_a_registered_trainers_save_forwarding_empty_kwargs_writes_on_every_rank(tmp_path):
+    found = lint_plain(tmp_path, REGISTERED.replace("{passed}", ""))
+    assert lines_of(found, "DDP806") == [19]
+
+
+def test_its_twin_the_caller_passes_is_main_process_through_the_kwargs(tmp_path):
+    code = REGISTERED.replace("{passed}", ", is_main_process=False")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
