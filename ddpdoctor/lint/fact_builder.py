@@ -65,9 +65,12 @@ class BuilderCore:
         found = []
         paired = self._paired(fn)
         context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
+        whiles = fn.__dict__.get("_call_whiles")
         for event in fn.events:
             if call is not None and any(_cond_false(fn, call, c, flag, context) for c, flag in event.conds):
                 continue  # `if use_barriers:` left False, `if phase == "train":` entered with "val"
+            if call is not None and whiles and any(_never_entered(fn, loop, call) for loop in whiles.get(id(event.node), ())):
+                continue  # `while wanted > made:` entered with wanted at its default -1
             own_conds = event.conds if call is None else \
                 tuple((c, flag) for c, flag in event.conds if not (flag and _cond_true(fn, call, c, context)))
             if event.kind == "collective" and id(event) not in paired:
@@ -602,6 +605,8 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tu
     (`if args.local_rank == 0: save(net, args.local_rank)`; guards: that way's)."""
     if node is None or not isinstance(way_in, ast.Call):
         return False
+    if any(_never_entered(fn, loop, way_in) for loop in fn.__dict__.get("_call_whiles", {}).get(id(node), ())):
+        return True
     for cond, _flag in fn.__dict__.get("_call_conds", {}).get(id(node), ()):
         if _compared_false(fn, cond, way_in, guards):
             return True
@@ -625,6 +630,34 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tu
         if switched is not None and switched is not wanted:
             return True
     return False
+
+
+def _never_entered(fn: Function, loop: ast.While, way_in: ast.Call) -> bool:
+    """`made = 0` then `while wanted > made:` entered with `wanted` at its default -1: the first
+    test is false, so the body never runs on this way in. Each side is a number the source
+    spells, a parameter this way in gives one, or a local given one number before the loop and
+    changed only inside it."""
+    test = loop.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    sides = []
+    for side in (test.left, test.comparators[0]):
+        value = _number(side)
+        if value is None and isinstance(side, ast.Name):
+            if side.id in fn.params or side.id in fn.kwonly:
+                value = _number(argument_at(fn, way_in, side.id))
+            else:
+                bound = fn.bindings.get(side.id, [])
+                before = [v for line, v in bound if line < loop.lineno]
+                inside = [line for line, _ in bound if loop.lineno <= line <= (loop.end_lineno or loop.lineno)]
+                if len(before) == 1 and len(before) + len(inside) == len(bound):
+                    value = _number(before[0])
+        if value is None:
+            return False
+        sides.append(value)
+    compare = {ast.Gt: float.__gt__, ast.GtE: float.__ge__, ast.Lt: float.__lt__, ast.LtE: float.__le__,
+               ast.Eq: float.__eq__, ast.NotEq: float.__ne__}.get(type(test.ops[0]))
+    return compare is not None and not compare(float(sides[0]), float(sides[1]))
 
 
 def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) -> bool:

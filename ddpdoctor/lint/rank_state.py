@@ -787,6 +787,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             call = tested[0]
             value = call.args[0] if call.args else call.func.value
         elif item.loops:
+            if _key_presence(stmt.test):
+                continue  # `if "main" in out.keys():` asks which keys the code put there, not a value
             value = _from_the_forward(stmt.test, item.loops[-1], shared)
             if value is None and _checked_by_helper(builder, fn, stmt.test, item):
                 value = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) else stmt.test
@@ -1095,6 +1097,17 @@ def _checked_in_loop(builder: Builder, fn: Function, loop: ast.AST, wanted: str)
             if targets and any(own(a) or (isinstance(a, ast.Name) and a.id in items) for a in node.value.args):
                 return True
     return False
+
+
+def _key_presence(test: ast.AST) -> bool:
+    """`"main" in terms`, `"k" not in list(out.keys())`, and `and`/`or`/`not` of such: a test on
+    which keys a dict holds, each a constant string."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _key_presence(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return all(_key_presence(v) for v in test.values)
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.In, ast.NotIn)) \
+        and isinstance(test.left, ast.Constant) and isinstance(test.left.value, str)
 
 
 def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:

@@ -167,6 +167,7 @@ class Walker:
         self.program = program
         self.fn = fn
         self.conds: list[_Said] = []  # the plain tests around the statement walked, outermost first
+        self.whiles: list[ast.While] = []  # the plain `while` loops around it (their first test decides)
 
     def run(self) -> None:
         guards: tuple[Guard, ...] = ()
@@ -260,12 +261,16 @@ class Walker:
                 mark = len(self.conds)
                 if isinstance(stmt, ast.If):
                     self.conds.append(_Said(stmt.test, "body"))
+                else:
+                    self.whiles.append(stmt)
                 inside = guards
                 if any(g.unless for g in guards):
                     said = _conjuncts(stmt.test)
                     inside = tuple(g for g in guards if not said.keys() & set(g.unless))
                 self.block(stmt.body, inside, inner)
                 del self.conds[mark:]
+                if isinstance(stmt, ast.While):
+                    self.whiles.pop()
                 if stmt.orelse:
                     self.conds.append(_Said(stmt.test, "else"))
                     self.block(stmt.orelse, guards, loops)
@@ -356,6 +361,8 @@ class Walker:
         conds = tuple(c for said in self.conds for c in said.said()) if self.conds else ()
         if conds:  # the plain tests around every call, for rules on calls that are not events
             fn.__dict__.setdefault("_call_conds", {})[id(call)] = conds
+        if self.whiles:
+            fn.__dict__.setdefault("_call_whiles", {})[id(call)] = tuple(self.whiles)
         op = program.collective(call, fn)
         if op is not None:
             fn.events.append(Event("collective", call, line, guards, loops, op=op, conds=conds))

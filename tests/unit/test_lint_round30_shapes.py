@@ -419,3 +419,58 @@ def test_a_registered_trainers_save_forwarding_empty_kwargs_writes_on_every_rank
 def test_its_twin_the_caller_passes_is_main_process_through_the_kwargs(tmp_path):
     code = REGISTERED.replace("{passed}", ", is_main_process=False")
     assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- a gather in a loop the way in never enters
+NEVER_ENTERED = """
+import torch, torch.distributed as dist
+
+def draw(model, wanted=-1, per_call=8):
+    made = 0
+    while wanted > made:
+        out = model(torch.randn(per_call, 4))
+        parts = [torch.zeros_like(out) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, out)
+        made += per_call * dist.get_world_size()
+
+dist.init_process_group("gloo")
+model = torch.nn.Linear(4, 4)
+for step in range(100):
+    if dist.get_rank() == 0 and step % 10 == 0:
+        draw(model{given})
+"""
+
+
+def test_a_gather_in_a_loop_whose_first_test_fails_on_that_way_in_never_runs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, NEVER_ENTERED.replace("{given}", "")), "DDP801") == []
+
+
+def test_its_twin_asked_for_samples_on_rank_0_alone_it_gathers_and_hangs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, NEVER_ENTERED.replace("{given}", ", wanted=64")), "DDP801") == [8]
+
+
+# -------------------------------------------------- which keys a dict holds is the code's, not the batch's
+KEYED = """
+import random, torch, torch.distributed as dist
+
+def terms_of(model, x, extra):
+    out = model(x)
+    return {"extra": out.abs().mean()} if extra else {"main": out.pow(2).mean()}
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+flag = [random.random() < 0.5]
+dist.broadcast_object_list(flag, 0)
+for x in torch.randn(10, 8, 4):
+    terms = terms_of(model, x, flag[0])
+    if {test}:
+        terms["main"].backward()
+"""
+
+
+def test_a_test_on_which_keys_the_terms_hold_decides_alike_on_every_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, KEYED.replace("{test}", '"main" in list(terms.keys())')), "DDP809") == []
+
+
+def test_its_twin_a_test_on_the_terms_value_is_each_ranks_own(tmp_path):
+    assert lines_of(lint_plain(tmp_path, KEYED.replace("{test}", 'terms["main"] < 10.0')), "DDP809") == [13]
