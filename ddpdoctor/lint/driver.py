@@ -45,6 +45,7 @@ def gather(script: str) -> LintFacts:
             raise UsageError(f"{script}: nested too deeply to analyse (an expression or block deeper "
                              f"than the interpreter's recursion limit)") from None
         paths = [str(f.path) for f in program.sources]  # every module found, read or not
+        paths += program.sources[0].hydra_configs if program.sources else []  # (a changed config is a miss)
         program.release()
     finally:
         if collecting:

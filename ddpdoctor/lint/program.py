@@ -361,6 +361,12 @@ class Program:
             if klass.bases:
                 live.add(klass)
                 queue.extend(klass.methods.values())
+        # and the classes a Hydra config names for `instantiate` (sources._hydra_imports)
+        for target in self.sources[0].hydra_targets if self.sources else ():
+            klass = self.full_symbol(target)
+            if klass.__class__ is Klass and klass not in live:
+                live.add(klass)
+                queue.extend(self._live_methods(klass))
         entry = _console_entry(self.modules[0]) if self.modules else None
         if entry is not None:
             queue.append(entry)

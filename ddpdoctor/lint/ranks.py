@@ -872,8 +872,15 @@ def _periodic(node: ast.AST) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         node = node.operand  # `not epoch % k` (minimal-diffusion): `epoch % k == 0`
         return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) or _periodic(node)
+    if isinstance(node, ast.Attribute) and node.attr in STEP_PHASES:
+        return True
     return isinstance(node, ast.Compare) and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
                                                  for n in [node.left, *node.comparators])
+
+
+# Accelerate's `accelerator.sync_gradients`: true on every process at the micro-step that steps
+# the optimizer (the accumulation counter every rank keeps alike), so periodic as `step % k == 0` is.
+STEP_PHASES = frozenset({"sync_gradients"})
 
 
 def _on_self(node: ast.AST) -> bool:

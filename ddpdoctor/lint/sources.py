@@ -50,6 +50,10 @@ class SourceFile:
     # relative imports; "" when it lies outside
     import_name: str = ""
     text: Optional[str] = field(default=None, repr=False)  # kept until parsed (a quiet module)
+    # the dotted names a Hydra config under the script's `@hydra.main(config_path=...)` asks
+    # `hydra.utils.instantiate` to build (`_target_: pkg.models.Policy`); the script's only
+    hydra_targets: list[str] = field(default_factory=list)
+    hydra_configs: list[str] = field(default_factory=list)  # the config files they were read from
 
     @property
     def defined(self) -> frozenset[str]:
@@ -370,6 +374,8 @@ def load_program(script: str, notes: Optional[list[str]] = None,
         # modules loaded by name (a plugin package's every `*_trainer.py`): as many as the cap
         # on files leaves room for, said when some are left out
         dynamic = _dynamic_imports(current, roots)
+        if current is files[0]:
+            dynamic += _hydra_imports(current)
         room = max(0, MAX_FILES - len(files))
         if len(dynamic) > room and notes is not None:
             notes.append(f"{current.display}: {len(dynamic)} modules may be loaded by name "
@@ -486,6 +492,50 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
                       and isinstance(call.args[0], ast.Name) and call.args[0].id in bound
                       for name in dynamic_names(call, roots, bound)]
     return found
+
+
+# `@hydra.main(config_path="../configs", ...)` and a `_target_: pkg.mod.Class` line of a config.
+_HYDRA_MAIN = re.compile(r"""hydra\.main\([^)]*?config_path\s*=\s*["']([^"']+)["']""", re.DOTALL)
+_TARGET = re.compile(r"""^\s*_target_\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*$""", re.MULTILINE)
+MAX_CONFIGS = 400  # config files read for Hydra targets (a config tree larger than this is data)
+MAX_CONFIG_BYTES = 256_000
+
+
+def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
+    """The modules a Hydra script builds objects from: `hydra.utils.instantiate(cfg.model)`
+    reads `_target_: egomimic.pl_utils.pl_model.ModelWrapper` from the configs under the
+    `config_path` of its `@hydra.main`, so the class's module runs (and its hooks are the
+    framework's to call) though nothing imports it. (module name, the script's tree) pairs;
+    the names are kept on the script (hydra_targets) for the reachability."""
+    text = script.text if script.text is not None else "\n".join(script.lines)
+    if "instantiate" not in text:
+        return []
+    found = _HYDRA_MAIN.search(text)
+    if found is None:
+        return []
+    folder = (script.path.parent / found.group(1)).resolve()
+    if not folder.is_dir():
+        return []
+    targets: list[str] = []
+    for count, config in enumerate(sorted(folder.rglob("*.yaml"))):
+        if count >= MAX_CONFIGS:
+            break
+        try:
+            if config.stat().st_size > MAX_CONFIG_BYTES or not config.is_file():
+                continue
+            body = config.read_text(errors="replace")
+        except OSError:
+            continue
+        targets.extend(t for t in _TARGET.findall(body) if t not in targets and "." in t)
+        script.hydra_configs.append(str(config))
+    script.hydra_targets = targets
+    where = script.tree if script.tree is not None else ast.Module(body=[], type_ignores=[])
+    modules = []
+    for target in targets:
+        module = target.rsplit(".", 1)[0]
+        if module not in modules:
+            modules.append(module)
+    return [(m, where) for m in modules]
 
 
 def _bound_once(fn: ast.AST) -> dict:

@@ -3,6 +3,9 @@ healthy twin, written in our own words."""
 
 from __future__ import annotations
 
+import textwrap
+
+from ddpdoctor.lint.driver import gather, lint_results
 from tests.unit.test_lint_round17_shapes import lint_plain
 from tests.unit.test_lint_round25_shapes import lines_of
 
@@ -474,3 +477,84 @@ def test_a_test_on_which_keys_the_terms_hold_decides_alike_on_every_rank(tmp_pat
 
 def test_its_twin_a_test_on_the_terms_value_is_each_ranks_own(tmp_path):
     assert lines_of(lint_plain(tmp_path, KEYED.replace("{test}", 'terms["main"] < 10.0')), "DDP809") == [13]
+
+
+# -------------------------------------------------- Accelerate's sync_gradients is every rank's step phase
+SYNC_PHASE = """
+import torch
+from accelerate import Accelerator
+
+acc = Accelerator(gradient_accumulation_steps=4)
+model = acc.prepare(torch.nn.Linear(4, 1))
+for step, x in enumerate(torch.randn(32, 8, 4)):
+    with acc.accumulate(model):
+        acc.backward(model(x).sum())
+    if acc.sync_gradients and acc.is_main_process{more}:
+        acc.wait_for_everyone()
+"""
+
+
+def test_a_barrier_on_the_main_process_at_a_sync_step_is_a_certain_hang(tmp_path):
+    found = [f for f in lint_plain(tmp_path, SYNC_PHASE.replace("{more}", "")) if f.code == "DDP801"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(10, "error")]
+
+
+def test_its_twin_a_flag_of_unknown_value_beside_it_is_an_assumption(tmp_path):
+    found = [f for f in lint_plain(tmp_path, SYNC_PHASE.replace("{more}", " and want_log")) if f.code == "DDP801"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(10, "warning")]
+
+
+# -------------------------------------------------- a LightningModule named only by a Hydra config
+HYDRA_SCRIPT = """
+import hydra
+import lightning as L
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="train.yaml")
+def main(cfg):
+    model: L.LightningModule = hydra.utils.instantiate(cfg.model)
+    trainer: L.Trainer = hydra.utils.instantiate(cfg.trainer)
+    trainer.fit(model=model)
+
+if __name__ == "__main__":
+    main()
+"""
+HYDRA_MODULE = """
+import torch
+import lightning as L
+
+class Policy(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, batch_idx):
+        loss = self.net(batch).pow(2).mean()
+        if not torch.isfinite(loss):
+            return None
+        return loss
+"""
+
+
+def _hydra_project(tmp_path, target: str):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "policy.py").write_text(textwrap.dedent(HYDRA_MODULE))
+    (tmp_path / "configs" / "model").mkdir(parents=True)
+    (tmp_path / "configs" / "train.yaml").write_text("defaults:\n  - model: policy\ntrainer:\n"
+                                                     "  _target_: lightning.Trainer\n  strategy: ddp\n")
+    (tmp_path / "configs" / "model" / "policy.yaml").write_text(f"_target_: {target}\n")
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(HYDRA_SCRIPT).lstrip("\n"))
+    return [f for r in lint_results(gather(str(script)), set()) for f in r.findings]
+
+
+def test_a_module_a_hydra_config_targets_is_read_and_its_hooks_judged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    found = _hydra_project(tmp_path, "pkg.policy.Policy")
+    assert [(f.code, f.location.file, f.location.line) for f in found if f.code == "DDP809"] == \
+        [("DDP809", "pkg/policy.py", 12)]
+
+
+def test_its_twin_a_config_that_targets_another_class_leaves_the_module_unjudged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert [f for f in _hydra_project(tmp_path, "torch.nn.Identity") if f.code == "DDP809"] == []
