@@ -18,7 +18,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         in a helper (an AMP loss scaler's `__call__` with `update_grad=`, a `backward(loss,
         scaler)` function) or on both sides of `if scaler is not None: ... else: ...`. An
         Accelerate script that accumulates by hand (`accelerator.backward()` every batch, the
-        step every K) without `accelerator.accumulate()` is reported too, and so is
+        step every K, or once after a micro-step loop; a plain `loss.backward()` of a prepared
+        model alike) without `accelerator.accumulate()` is reported too, and so is
         `model.require_backward_grad_sync = last` set after the micro-step's forward (DDP reads
         it in the forward: it takes effect one micro-step late), and `with model.no_sync():`
         entered after the forward, around the backward only (it changes nothing), or on for the

@@ -21,7 +21,8 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           passes of the backward inside);
         - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
           `if loss.item() > limit: continue` before the backward), each rank testing its own
-          batch;
+          batch; also a LightningModule's `training_step` returning None on such a test
+          (Lightning then skips that rank's backward alone);
         - a flag a signal handler sets (`signal.signal(SIGUSR2, on_preempt)` where
           `on_preempt` sets `stop["now"] = True`), tested every step before a collective
           save or a break: each rank runs its handler at its own step (a warning);

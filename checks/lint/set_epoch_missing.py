@@ -13,7 +13,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
     What it detects:
         A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
         nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`), or calls
-        it with a constant (`sampler.set_epoch(0)` inside the epoch loop). Not an evaluation
+        it with a constant (`sampler.set_epoch(0)` inside the epoch loop), or calls it only
+        once, before any loop (`sampler.set_epoch(start_epoch - 1)` above the epoch loop: the
+        order it fixes is every epoch's). Not an evaluation
         loader's: one no backward reads, its loops running with gradients off, or built by
         an evaluation builder and read by no training loop; the order of an evaluation
         changes no result (and `set_epoch(0)` there pins it on purpose).
@@ -46,6 +48,15 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                 location=sampler.constant_epoch,
                 evidence={"sampler": sampler.name, "set_epoch": str(sampler.constant_epoch), "constant": True,
                           "loader_location": str(sampler.loader) if sampler.loader else None}))
+        elif getattr(sampler, "set_epoch_once", None) is not None:
+            problems.append(Problem(
+                message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "
+                         f"loader is iterated epoch after epoch, but set_epoch runs once, before any loop "
+                         f"({sampler.set_epoch_once}): every epoch repeats the same order"),
+                hint=f"call {sampler.name}.set_epoch(epoch) at the start of each epoch, inside the epoch loop",
+                location=sampler.location,
+                evidence={"sampler": sampler.name, "set_epoch": str(sampler.set_epoch_once), "constant": False,
+                          "once": True, "loader_location": str(sampler.loader) if sampler.loader else None}))
         elif getattr(sampler, "set_epoch_under", "") and sampler.across_epochs:
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "

@@ -86,6 +86,9 @@ class SamplerFact:
     # every set_epoch call found sits under this rank test (`if rank <= 0:` around a progress
     # bar): the other ranks keep epoch 0's order, and the ranks' shards overlap after the first
     set_epoch_under: str = ""
+    # every set_epoch call found runs once, before any loop (`sampler.set_epoch(start - 1)` above
+    # the epoch loop): the order it fixes is the same every epoch
+    set_epoch_once: Optional[Location] = None
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -720,6 +723,7 @@ class LoaderFacts:
             matched = []
             matched_calls: list = []
             constant = None
+            once = True  # every set_epoch matched runs outside any loop
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
                     continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in
@@ -738,6 +742,7 @@ class LoaderFacts:
                 if ok:
                     matched.append(loc(sfn, scall))
                     matched_calls.append(scall)
+                    once = once and loops == 0 and not self.in_loop(sfn)
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
@@ -776,7 +781,8 @@ class LoaderFacts:
                 shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn),
                 set_epoch=matched, constant_epoch=constant, across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
-                dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under))
+                dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
+                set_epoch_once=matched[0] if matched and once and matched_calls and across else None))
         return found
 
     def _kept_by_instance(self, receiver: ast.AST, fn: Function, call: ast.Call) -> bool:

@@ -897,7 +897,7 @@ def _clock_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool)
                     "each rank draws its own number (the ranks' random states differ)")
 
 
-_NUMERIC = frozenset({"int", "float", "round", "abs", "min", "max"})
+_NUMERIC = frozenset({"int", "float", "round", "abs", "min", "max", "total_seconds"})  # (a timedelta in seconds)
 
 
 def _own_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool, sources: frozenset, kind: str,
@@ -1133,9 +1133,52 @@ def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optiona
     behind_loss = ancestry(set().union(*(value_inputs(v) for v in losses))) & produced
     read = value_inputs(test)
     for name in (n for n in walk(test) if isinstance(n, ast.Name) and n.id in read and n.id in sources):
-        if ancestry({name.id}) & behind_loss:
+        if any(not _counted_only(n, sources) for n in ancestry({name.id}) & behind_loss):
             return name
     return None
+
+
+def _counted_only(name: str, sources: dict) -> bool:
+    """The loop makes the name from numbers alone: constants, and names it makes the same way
+    (`step += 1`, `cfg = stage_at(step)`), reading no data from outside the loop - a batch, a
+    rollout buffer, `self`'s state. The same on every rank (a forward's input, not its output)."""
+    seen, todo = set(), [name]
+    while todo and len(seen) < 200:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current not in sources:
+            return False  # read from outside the loop's own bindings: may be each rank's data
+        for value in sources[current]:
+            todo.extend(_data_inputs(value))
+    return not todo
+
+
+def _data_inputs(value: ast.AST) -> set[str]:
+    """The names a value reads as data: value_inputs less the functions it calls (`stage_at` of
+    `stage_at(step)`, `torch` of `torch.tensor(x)`)."""
+    names: set[str] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call):
+            stack.extend(node.args)
+            stack.extend(k.value for k in node.keywords)
+            if isinstance(node.func, ast.Attribute) and not isinstance(node.func.value, ast.Name):
+                stack.append(node.func.value)  # `x.float().mean()`: x is read
+            elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and \
+                    node.func.value.id[:1].islower() and node.func.value.id not in _MODULE_LIKE:
+                stack.append(node.func.value)  # `loss.item()`: loss is read (not `torch.` / `np.`)
+            continue
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+# Names a call's receiver is a module by, not data (`torch.tensor(x)`, `np.mean(x)`, `math.exp(x)`).
+_MODULE_LIKE = frozenset({"torch", "np", "numpy", "math", "F", "nn", "dist", "random", "time", "os", "json"})
 
 
 def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bool,

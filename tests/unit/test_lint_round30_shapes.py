@@ -558,3 +558,103 @@ def test_a_module_a_hydra_config_targets_is_read_and_its_hooks_judged(tmp_path, 
 def test_its_twin_a_config_that_targets_another_class_leaves_the_module_unjudged(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert [f for f in _hydra_project(tmp_path, "torch.nn.Identity") if f.code == "DDP809"] == []
+
+
+# -------------------------------------------------- set_epoch called once, before the epoch loop
+ONCE = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+data = TensorDataset(torch.randn(64, 4))
+start = 0
+sampler = DistributedSampler(data, shuffle=True)
+loader = DataLoader(data, batch_size=8, sampler=sampler)
+{before}
+for epoch in range(start, 5):
+    {inside}
+    for (x,) in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_set_epoch_once_before_the_epoch_loop_fixes_one_order(tmp_path):
+    code = ONCE.replace("{before}", "sampler.set_epoch(start - 1)").replace("{inside}", "pass")
+    assert lines_of(lint_plain(tmp_path, code), "DDP804") == [8]
+
+
+def test_its_twin_set_epoch_at_the_top_of_each_epoch(tmp_path):
+    code = ONCE.replace("{before}", "").replace("{inside}", "sampler.set_epoch(epoch)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP804") == []
+
+
+# -------------------------------------------------- a wall-clock wait in seconds decides a report
+CLOCKED = """
+from datetime import datetime
+import torch, torch.distributed as dist
+
+class Reporter:
+    def __init__(self, every_s=20.0):
+        self.every_s = every_s
+        self.last = datetime.now()
+        self.total = torch.zeros(())
+
+    def on_step(self, loss, step):
+        self.total += loss
+        now = datetime.now()
+        waited = {waited}
+        if waited < self.every_s:
+            return
+        dist.all_reduce(self.total)
+        self.last = now
+
+dist.init_process_group("gloo")
+reporter = Reporter()
+for step in range(1000):
+    reporter.on_step(torch.ones(()), step)
+"""
+
+
+def test_a_wait_in_seconds_of_each_ranks_own_clock_decides_the_all_reduce(tmp_path):
+    code = CLOCKED.replace("{waited}", "(now - self.last).total_seconds()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == [14]
+
+
+def test_its_twin_a_wait_counted_in_steps_is_the_same_on_every_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, CLOCKED.replace("{waited}", "step % 100")), "DDP809") == []
+
+
+# -------------------------------------------------- a forward's input made from the step counter
+STAGED = """
+import torch, torch.distributed as dist
+
+STAGES = {0: {"size": 8, "scale": 1.0}, 500: {"size": 4, "scale": 0.5}}
+
+def stage_at(step):
+    return dict(STAGES[max(s for s in STAGES if s <= step)])
+
+class Net(torch.nn.Linear):
+    def forward(self, x, scale=1.0, size=None):
+        return super().forward(x) * scale
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(Net(4, 1))
+step = 0
+for x in torch.randn(100, 8, 4):
+    cfg = stage_at(step)
+    out = model(x, **cfg)
+    loss = out.mean()
+    if {test}:
+        break
+    loss.backward()
+    step += 1
+"""
+
+
+def test_a_setting_made_from_the_step_counter_is_the_same_on_every_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, STAGED.replace("{test}", 'cfg["size"] != 8')), "DDP809") == []
+
+
+def test_its_twin_a_value_made_from_the_forwards_output_is_each_ranks_own(tmp_path):
+    assert lines_of(lint_plain(tmp_path, STAGED.replace("{test}", "out.max() > 100")), "DDP809") == [19]
