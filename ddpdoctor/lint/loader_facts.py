@@ -20,6 +20,7 @@ from ddpdoctor.lint.value_flow import reaches_return
 
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
+TRAIN_NAME = re.compile(r"train", re.IGNORECASE)
 ORDERED_SAMPLER = re.compile(r"Ordered|Sequential|Eval|Inference")
 PLAIN_SAMPLERS = {"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"}
 SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_replicas", "shard_index"}
@@ -272,10 +273,11 @@ class LoaderFacts:
             for sub in walk(value)))
 
     def _eval_only(self, fn: Function) -> bool:
-        """Every function that calls this one is an evaluation helper (named so)."""
+        """Every function that calls this one is an evaluation helper (named so; not one that
+        builds the training loader beside it, `make_train_val_loaders`)."""
         sites = self.callers().get(fn, [])
         return bool(sites) and all(not isinstance(c.node, ast.Module) and EVAL_NAME.search(c.name)
-                                   for c, _ in sites)
+                                   and not TRAIN_NAME.search(c.name) for c, _ in sites)
 
     def _handed_to_framework(self) -> set[str]:
         """Names passed as `training_data=` (deepspeed.initialize builds and shards the loader)."""

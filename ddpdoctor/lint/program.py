@@ -1049,6 +1049,13 @@ class Program:
                 target = self._callee_symbol(value.func, scope)
                 if target.__class__ is Klass:
                     return target
+                if target is None and depth > 0 and value.func.__class__ is ast.Attribute and \
+                        value.func.value.__class__ is ast.Name:
+                    # `Model = PosTagger; tagger = Model.build(**opts)`: a classmethod factory
+                    # called on a name that holds a local class
+                    built = self._factory_on_held_class(value.func, scope, depth)
+                    if built is not None:
+                        return built
                 if target is None and value.func.__class__ is ast.Subscript:
                     spaced = [k for k in self._namespace_entries(value.func, scope) if k.__class__ is Klass]
                     if spaced:
@@ -1084,6 +1091,45 @@ class Program:
                     if made:
                         return made[0]
         return self.annotated_class(node, fn) if node.__class__ is ast.Name else None
+
+    def _factory_on_held_class(self, func: ast.Attribute, fn: Function, depth: int) -> Optional[Klass]:
+        held = []
+        for v, s in self.values_of(func.value, fn, 1):
+            if v is not func.value and v.__class__ in (ast.Name, ast.Attribute):
+                k = self._callee_symbol(v, s)
+                if k.__class__ is Klass:
+                    held.append(k)
+            elif _option_read(v) is not None:
+                # `Model = opts.pop("Model")` of `parser.set_defaults(Model=PosTagger)` (supar)
+                held.extend(self._set_default_classes().get(_option_read(v), []))
+        if not held:
+            return None
+        method = self.method(held[0], func.attr)
+        if method is None or method.node.__class__ is ast.Module:
+            return None
+        for ret in method.returned:
+            found = self.class_of(ret, method, depth - 1)
+            if found is not None:
+                return held[0] if found is held[0] or self._derives(held[0], found) else found
+        return None
+
+    def _set_default_classes(self) -> dict[str, list[Klass]]:
+        """`parser.set_defaults(Model=PosTagger)` anywhere in the program: option name -> the
+        local classes given as its default (read once)."""
+        found = self.__dict__.get("_set_defaults")
+        if found is None:
+            found = self.__dict__["_set_defaults"] = {}
+            for module in self.modules:
+                if module.body is None or "set_defaults" not in "\n".join(module.file.lines):
+                    continue
+                for call in module.file.of(ast.Call):
+                    if last_name(call.func) != "set_defaults":
+                        continue
+                    for kw in call.keywords:
+                        k = self._callee_symbol(kw.value, module.body) if kw.arg else None
+                        if k.__class__ is Klass:
+                            found.setdefault(kw.arg, []).append(k)
+        return found
 
     def _distributed_side(self, choice: ast.IfExp, fn: Function) -> Optional[ast.AST]:
         """`GroupSaver if distributed else OneProcessSaver`: the side a distributed run takes,
@@ -1876,3 +1922,16 @@ _BINDERS = {ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem}  # w
 def _own_nodes(root: ast.AST) -> list[ast.AST]:
     """Every node of a function body, not descending into nested defs, classes or lambdas."""
     return own_nodes(root)
+
+
+def _option_read(value: ast.AST) -> Optional[str]:
+    """The option a value reads by name: `opts.pop("Model")`, `opts.get("Model")`,
+    `opts["Model"]`, `args.Model`; None otherwise."""
+    if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in ("pop", "get") \
+            and value.args and value.args[0].__class__ is ast.Constant and isinstance(value.args[0].value, str):
+        return value.args[0].value
+    if value.__class__ is ast.Subscript and value.slice.__class__ is ast.Constant and isinstance(value.slice.value, str):
+        return value.slice.value
+    if value.__class__ is ast.Attribute and value.value.__class__ is ast.Name and value.value.id in ("args", "opts", "opt", "cfg", "config"):
+        return value.attr
+    return None

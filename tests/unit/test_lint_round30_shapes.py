@@ -658,3 +658,98 @@ def test_a_setting_made_from_the_step_counter_is_the_same_on_every_rank(tmp_path
 
 def test_its_twin_a_value_made_from_the_forwards_output_is_each_ranks_own(tmp_path):
     assert lines_of(lint_plain(tmp_path, STAGED.replace("{test}", "out.max() > 100")), "DDP809") == [19]
+
+
+# -------------------------------------------------- a trainer class held in a name, built by a classmethod
+HELD_CLASS = """
+import argparse, torch, torch.distributed as dist
+
+class Tagger:
+    def __init__(self, model):
+        self.model = model
+
+    @classmethod
+    def build(cls, **kwargs):
+        return cls(torch.nn.Linear(4, 2))
+
+    def save(self, path):
+        torch.save(self.model.state_dict(), path)
+
+    def train(self, path, **kwargs):
+        net = torch.nn.parallel.DistributedDataParallel(self.model)
+        net(torch.randn(8, 4)).sum().backward()
+        dist.barrier()
+        {save}
+
+class PosTagger(Tagger):
+    pass
+
+def run(opts):
+    dist.init_process_group("gloo")
+    Model = {held}
+    tagger = Model.build(**opts)
+    tagger.train(**opts)
+
+cli = argparse.ArgumentParser()
+cli.add_argument("--path", default="tagger.pt")
+cli.set_defaults(Model=PosTagger)
+run(vars(cli.parse_args()))
+"""
+
+
+def test_a_class_held_in_a_name_then_built_by_its_classmethod_saves_on_every_rank(tmp_path):
+    code = HELD_CLASS.replace("{save}", "self.save(path)").replace("{held}", "PosTagger")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [12]
+
+
+def test_the_class_given_as_an_argparse_default_is_followed_alike(tmp_path):
+    code = HELD_CLASS.replace("{save}", "self.save(path)").replace("{held}", 'opts.pop("Model")')
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [12]
+
+
+def test_its_twin_the_save_under_rank_0(tmp_path):
+    code = HELD_CLASS.replace("{save}", "if dist.get_rank() == 0:\n            self.save(path)").replace(
+        "{held}", 'opts.pop("Model")')
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- one builder makes the training and the validation loader
+TRAIN_VAL = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Noisy(Dataset):
+    def __init__(self, n):
+        self.x = torch.randn(n, 8)
+    def __len__(self):
+        return len(self.x)
+    def __getitem__(self, i):
+        return self.x[i] + torch.rand_like(self.x[i])
+
+def wrap(ds):
+    return DataLoader(ds, batch_size=16, sampler=DistributedSampler(ds), num_workers=4)
+
+def {builder}(n):
+    return wrap(Noisy(n)), wrap(Noisy(n // 10))
+
+torch.manual_seed(1234)
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
+train_loader, val_loader = {builder}(1000)
+for epoch in range(2):
+    train_loader.sampler.set_epoch(epoch)
+    for x in train_loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_builder_of_both_loaders_is_no_evaluation_helper(tmp_path):
+    code = TRAIN_VAL.replace("{builder}", "make_train_val_loaders")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == [13]
+
+
+def test_its_twin_a_builder_of_evaluation_loaders_alone(tmp_path):
+    code = TRAIN_VAL.replace("{builder}", "make_val_loaders").replace(
+        "    for x in train_loader:\n        model(x).sum().backward()\n",
+        "    with torch.no_grad():\n        for x in train_loader:\n            model(x)\n")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == []
