@@ -229,6 +229,8 @@ def _given_keywords(program: Program, call: ast.Call, fn: Function) -> set[str]:
             continue
         own = getattr(fn.node, "args", None)
         if isinstance(kw.value, ast.Name) and own is not None and own.kwarg is not None and kw.value.id == own.kwarg.arg:
+            # what the calls into the function pass by name (judged again, once every call is
+            # resolved, by save_facts.forwarded_gate)
             given |= {k.arg for k, _ in fn.arguments.get(f"**{own.kwarg.arg}", [])}
             continue
         spread = call_keywords(program, ast.Call(func=call.func, args=[], keywords=[kw]), fn)

@@ -55,6 +55,30 @@ class SaveFacts:
                 save.reason = f"the path differs by the node-local rank `{save.local_path}` alone"
         return found
 
+    def _forwarded_gate(self, fn: Function, call: ast.Call) -> str:
+        """`model.save_pretrained(dir, **kwargs)` handing on the function's own `**kwargs`: a
+        caller may pass `is_main_process=` through it. Why it is no every-rank write ("" when
+        every call into the function is known and none passes a gating keyword)."""
+        own = getattr(fn.node, "args", None)
+        name = own.kwarg.arg if own is not None and own.kwarg is not None else None
+        if name is None or not any(kw.arg is None and isinstance(kw.value, ast.Name) and kw.value.id == name
+                                   for kw in call.keywords):
+            return ""
+        # the calls resolved to it (not a same-named method guessed for an unknown receiver:
+        # a wrapper's `self.base_model.save_pretrained(**kwargs)` is no call into the trainer's)
+        sites = [e.node for _, e in self.callers().get(fn, []) if isinstance(e.node, ast.Call) and fn in e.targets]
+        if not sites:
+            return f"its `**{name}` comes from calls the lint does not resolve (they may pass is_main_process=)"
+        params = set(fn.params) | set(fn.kwonly)
+        for site in sites:
+            if any(kw.arg is None or (kw.arg not in params and kw.arg in ("is_main_process", "save_function"))
+                   for kw in site.keywords):
+                return f"a call into it ({loc(self._caller_of(fn, site), site)}) passes what decides who writes"
+        return ""
+
+    def _caller_of(self, fn: Function, site: ast.Call) -> Function:
+        return next(c for c, e in self.callers().get(fn, []) if e.node is site)
+
     def _judged_save(self, fn: Function, event, node_local: dict) -> SaveFact:
         """One write: whether every rank reaches it, and why (node_local: the writes whose path
         differs by a node-local rank alone, kept for the per-node pass)."""
@@ -63,6 +87,9 @@ class SaveFacts:
         path = save_path(call, how)
         path_text = text(path) if path is not None else "?"
         where = loc(fn, call)
+        gate = self._forwarded_gate(fn, call) if how != "torch.save" else ""
+        if gate:
+            return SaveFact(where, path_text, False, gate, None, how)
         # `if eval_first and rank == 0: ...; return` above it: what follows runs on every
         # rank but rank 0, several writers still (judged as if unguarded)
         several = bool(event.guards) and all(g.test.polarity == "nonzero" for g in event.guards)
@@ -84,10 +111,11 @@ class SaveFacts:
         first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
         if first:
             return SaveFact(where, path_text, False, first, None, how)
-        if how != "torch.save" and fn.file is not self.program.files[0]:
-            # a library save inside an imported helper (a checkpoint handler, a tokenizer
-            # wrapper): which ranks hold the state it writes (an FSDP state dict gathered
-            # to rank 0) is not in the source; the entry script's own save is judged
+        if how != "torch.save" and fn.file is not self.program.files[0] and _sharded_state(fn, call):
+            # a library save inside an imported helper that handles sharded state (an FSDP
+            # state dict gathered to rank 0, a ZeRO engine): which ranks hold what it writes is
+            # not in the source; a plain `model.save_pretrained(dir)` in the project's own
+            # trainer is judged as the entry script's would be
             return SaveFact(where, path_text, False, "a library save in an imported helper", None, how)
         if _single_process(event.conds, self._switches(), self.wraps_ddp()):
             return SaveFact(where, path_text, False, "on the single-process path")
@@ -697,3 +725,16 @@ def _truth(test: ast.AST, key: str, value: ast.AST):
         except TypeError:
             return None
     return None
+
+
+# What a function that gathers or shards model state says: where it is, a library save there
+# may write what rank 0 alone holds.
+SHARDED_STATE = re.compile(r"FSDP|FullyShardedDataParallel|state_dict_type|StateDictType|zero_stage|ZeRO|"
+                           r"deepspeed|get_state_dict|consolidate|gather_16bit|full_state_dict", re.IGNORECASE)
+
+
+def _sharded_state(fn, call: ast.Call) -> bool:
+    if any(kw.arg == "state_dict" for kw in call.keywords):
+        return True
+    source = ast.get_source_segment("\n".join(fn.file.lines), fn.node) if not isinstance(fn.node, ast.Module) else ""
+    return bool(SHARDED_STATE.search(source or ""))

@@ -753,3 +753,35 @@ def test_its_twin_a_builder_of_evaluation_loaders_alone(tmp_path):
         "    for x in train_loader:\n        model(x).sum().backward()\n",
         "    with torch.no_grad():\n        for x in train_loader:\n            model(x)\n")
     assert lines_of(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- a model wrapper forwarding **kwargs to the library save
+WRAPPER = """
+import torch, torch.distributed as dist
+from transformers import AutoModelForCausalLM
+
+class Wrapped(torch.nn.Module):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+
+    def save_pretrained(self, *args, **kwargs):
+        return self.base.save_pretrained(*args, **kwargs)
+
+def unwrap(model):
+    return model.module
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(Wrapped(AutoModelForCausalLM.from_pretrained("gpt2")))
+unwrap(model).save_pretrained("out", is_main_process=dist.get_rank() == 0)
+{direct}
+"""
+
+
+def test_a_wrapper_that_hands_on_unknown_kwargs_is_not_judged_a_write(tmp_path):
+    assert lines_of(lint_plain(tmp_path, WRAPPER.replace("{direct}", "")), "DDP806") == []
+
+
+def test_its_twin_a_resolved_call_into_it_passes_nothing(tmp_path):
+    code = WRAPPER.replace("{direct}", 'Wrapped(AutoModelForCausalLM.from_pretrained("gpt2")).save_pretrained("out")')
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [10]
