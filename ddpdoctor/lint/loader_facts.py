@@ -725,7 +725,9 @@ class LoaderFacts:
             matched = []
             matched_calls: list = []
             constant = None
-            once = True  # every set_epoch matched runs outside any loop
+            # every set_epoch matched runs outside any loop, and so does every other one (one in
+            # a loop the matching missed - `dataset.set_epoch(e)` handing it on - may be it)
+            once = all(loops == 0 and not self.in_loop(sfn) for sfn, _, loops in set_epochs)
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
                     continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in
@@ -744,7 +746,8 @@ class LoaderFacts:
                 if ok:
                     matched.append(loc(sfn, scall))
                     matched_calls.append(scall)
-                    once = once and loops == 0 and not self.in_loop(sfn)
+                    if sfn.cls is not None and "set_epoch" in sfn.cls.methods:
+                        once = False  # a class of its own that hands set_epoch on (a batcher's)
                     if scall.args and isinstance(scall.args[0], ast.Constant) and \
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \

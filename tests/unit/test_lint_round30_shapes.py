@@ -785,3 +785,32 @@ def test_a_wrapper_that_hands_on_unknown_kwargs_is_not_judged_a_write(tmp_path):
 def test_its_twin_a_resolved_call_into_it_passes_nothing(tmp_path):
     code = WRAPPER.replace("{direct}", 'Wrapped(AutoModelForCausalLM.from_pretrained("gpt2")).save_pretrained("out")')
     assert lines_of(lint_plain(tmp_path, code), "DDP806") == [10]
+
+
+def test_a_sampler_primed_in_a_constructor_of_a_class_that_hands_set_epoch_on(tmp_path):
+    code = '''
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Batcher(Dataset):
+    def __init__(self, n):
+        self.x = torch.randn(n, 4)
+        self.sampler = DistributedSampler(self, shuffle=True)
+        self.sampler.set_epoch(0)
+        self.order = list(self.sampler)
+    def set_epoch(self, epoch):
+        self.sampler.set_epoch(epoch)
+    def __len__(self):
+        return len(self.x)
+    def __getitem__(self, i):
+        return self.x[self.order[i % len(self.order)]]
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+loader = DataLoader(Batcher(64), batch_size=8)
+for epoch in range(3):
+    getattr(loader.dataset, "set_epoch")(epoch)
+    for x in loader:
+        model(x).sum().backward()
+'''
+    assert lines_of(lint_plain(tmp_path, code), "DDP804") == []
