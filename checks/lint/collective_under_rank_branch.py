@@ -29,7 +29,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `trainer.save_checkpoint()` and `strategy.barrier()`, Accelerate's
         `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`, and a sharded
         optimizer's `consolidate_state_dict()` (ZeroRedundancyOptimizer, fairscale's OSS: every
-        rank sends its shard; a warning where the optimizer's class is not shown). A branch whose
+        rank sends its shard; a warning where the optimizer's class is not shown), and a
+        torchmetrics metric's `compute()` (it all-gathers the metric's state, unless built with
+        `sync_on_compute=False` or a `dist_sync_fn` of its own). A branch whose
         other side runs the same collectives (`if rank == 0: work(); barrier()` /
         `else: barrier()`), and the paired `if local_rank != 0: barrier()` ...
         `if local_rank == 0: barrier()` idiom, are balanced and not reported - also across a

@@ -291,6 +291,12 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     if full.startswith("accelerate.") and name in ACCELERATE_COLLECTIVES:
         return f"accelerate {name}()"
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if receiver is not None and name == "compute" and program.uses("torchmetrics"):
+        metric = _torchmetrics_metric(program, receiver, fn)
+        if metric:
+            # a Metric all-gathers its states across the process group inside compute()
+            # (sync_on_compute defaults to True) whenever one is initialised
+            return f"{text(call.func, 40)}() (the {metric} metric all-gathers its state from every rank)"
     if receiver is not None and name == "consolidate_state_dict":
         # ZeroRedundancyOptimizer's / fairscale OSS's: every rank sends its shard to the target
         if made_by(program, receiver, fn, "ZeroRedundancyOptimizer") or made_by(program, receiver, fn, "OSS"):
@@ -567,6 +573,19 @@ def no_grad_forward(op: str) -> bool:
     return op.startswith(DDP_FORWARD) and op.endswith(NO_GRAD_FORWARD)
 
 
+def _torchmetrics_metric(program: Program, node: ast.AST, fn: Function) -> str:
+    """The torchmetrics class a receiver was built from, unless told not to sync on compute
+    (`sync_on_compute=False`, or a `dist_sync_fn` of its own); "" otherwise."""
+    for value, scope in program.values_of(node, fn):
+        if isinstance(value, ast.Call) and (program.qualify(value.func, scope) or "").startswith("torchmetrics."):
+            sync = keyword(value, "sync_on_compute")
+            if (sync is not None and not truthy(sync)) or keyword(value, "dist_sync_fn") is not None \
+                    or any(kw.arg is None for kw in value.keywords):
+                return ""
+            return last_name(value.func) or "torchmetrics"
+    return ""
+
+
 def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> bool:
     """The name or attribute holds an object built by `cls_name(...)`."""
     for value, scope in program.values_of(node, fn):
@@ -747,7 +766,7 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         values = [*values, *program.unpacked(node.id, fn)]
     for value, scope in values:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
-                value.func.attr in ("to", "cuda", "cpu", "float", "half", "bfloat16", "double"):
+                value.func.attr in SELF_RETURNING:  # `return model.eval()`: the module itself
             if _buffered(program, value.func.value, scope, depth - 1, seen):
                 return True
             continue

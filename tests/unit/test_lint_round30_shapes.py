@@ -814,3 +814,63 @@ for epoch in range(3):
         model(x).sum().backward()
 '''
     assert lines_of(lint_plain(tmp_path, code), "DDP804") == []
+
+
+# -------------------------------------------------- a factory returning `model.eval()`
+EVAL_RETURNED = """
+import torch, torch.nn as nn, torch.distributed as dist
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), {norm})
+    def forward(self, x):
+        return self.body(x).mean()
+
+def build():
+    model = Encoder()
+    return model.eval()
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(build())
+for step in range(10):
+    model(torch.randn(2, 4)).backward()
+    if dist.get_rank() == 0:
+        with torch.no_grad():
+            model(torch.randn(2, 4))
+"""
+
+
+def test_a_model_returned_as_model_eval_keeps_its_buffers(tmp_path):
+    assert lines_of(lint_plain(tmp_path, EVAL_RETURNED.replace("{norm}", "nn.BatchNorm1d(4)")), "DDP801") == [20]
+
+
+def test_its_twin_a_model_without_buffers(tmp_path):
+    assert lines_of(lint_plain(tmp_path, EVAL_RETURNED.replace("{norm}", "nn.ReLU()")), "DDP801") == []
+
+
+# -------------------------------------------------- a torchmetrics metric computed on rank 0 alone
+METRIC = """
+import torch, torch.distributed as dist
+from torchmetrics.regression import MeanSquaredError
+
+def evaluate(pred, target):
+    metric = MeanSquaredError({options})
+    metric.update(pred, target)
+    return metric.compute().item()
+
+dist.init_process_group("gloo")
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    net(torch.randn(8, 4)).sum().backward()
+    if dist.get_rank() == 0:
+        print(evaluate(torch.randn(8), torch.randn(8)))
+"""
+
+
+def test_a_metric_computed_on_rank_0_alone_all_gathers_alone(tmp_path):
+    assert lines_of(lint_plain(tmp_path, METRIC.replace("{options}", "")), "DDP801") == [7]
+
+
+def test_its_twin_a_metric_told_not_to_sync_on_compute(tmp_path):
+    assert lines_of(lint_plain(tmp_path, METRIC.replace("{options}", "sync_on_compute=False")), "DDP801") == []
