@@ -692,6 +692,12 @@ class LoaderFacts:
         program = self.program
         found_set_epochs = [(fn, call, guards, loops) for fn, call, guards, loops in self.calls()
                             if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"]
+        found_set_epochs += [(fn, bound, guards, loops) for fn, call, guards, loops in self.calls()
+                             for bound in [_bound_set_epoch(fn, call)] if bound is not None]
+        # `return loader, sampler.set_epoch` (the bound method handed on, called elsewhere by
+        # whatever keeps it): counted as a call, in a loop (where it is called is not known)
+        found_set_epochs += [(fn, ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node), (), 1)
+                             for fn in self.functions for node in _set_epoch_handed_on(fn)]
         set_epochs = [(fn, call, loops) for fn, call, _, loops in found_set_epochs]
         ranked = {id(call): rank_guards(guards) for _, call, guards, _ in found_set_epochs}  # the rank tests around each
         iterated = self._iterated()
@@ -1382,3 +1388,21 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
 
 def _literal_keys(table: ast.Dict) -> bool:
     return all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in table.keys)
+
+
+def _bound_set_epoch(fn: Function, call: ast.Call) -> Optional[ast.Call]:
+    """`on_epoch = sampler.set_epoch` then `on_epoch(epoch)`: the call as `sampler.set_epoch(epoch)`
+    would be written (a copy at the call's place; the tree is only read)."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    bound = fn.bindings.get(call.func.id, [])
+    if len(bound) != 1 or not (isinstance(bound[0][1], ast.Attribute) and bound[0][1].attr == "set_epoch"):
+        return None
+    return ast.copy_location(ast.Call(func=bound[0][1], args=call.args, keywords=call.keywords), call)
+
+
+def _set_epoch_handed_on(fn: Function) -> list[ast.Attribute]:
+    """`x.set_epoch` read as a value, not called there (returned, kept, passed on)."""
+    called = {id(n.func) for n in fn.own if isinstance(n, ast.Call)}
+    return [n for n in fn.own if isinstance(n, ast.Attribute) and n.attr == "set_epoch"
+            and isinstance(n.ctx, ast.Load) and id(n) not in called]

@@ -874,3 +874,37 @@ def test_a_metric_computed_on_rank_0_alone_all_gathers_alone(tmp_path):
 
 def test_its_twin_a_metric_told_not_to_sync_on_compute(tmp_path):
     assert lines_of(lint_plain(tmp_path, METRIC.replace("{options}", "sync_on_compute=False")), "DDP801") == []
+
+
+# -------------------------------------------------- set_epoch kept as a bound method
+BOUND = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def build(ds):
+    sampler = DistributedSampler(ds, shuffle=True)
+    return DataLoader(ds, sampler=sampler, batch_size=8), {hook}
+
+dist.init_process_group("gloo")
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+loader, hook = build(TensorDataset(torch.randn(64, 4)))
+for epoch in range(10):
+    if hook is not None:
+        hook(epoch)
+    for (x,) in loader:
+        net(x).sum().backward()
+"""
+
+
+def test_a_set_epoch_handed_on_as_a_bound_method_is_called_by_whoever_keeps_it(tmp_path):
+    assert lines_of(lint_plain(tmp_path, BOUND.replace("{hook}", "sampler.set_epoch")), "DDP804") == []
+
+
+def test_its_twin_no_set_epoch_handed_on(tmp_path):
+    assert lines_of(lint_plain(tmp_path, BOUND.replace("{hook}", "None")), "DDP804") == [5]
+
+
+def test_a_set_epoch_kept_in_a_local_name_and_called(tmp_path):
+    code = BOUND.replace("{hook}", "None").replace("for epoch in range(10):",
+                                                   "on_epoch = loader.sampler.set_epoch\nfor epoch in range(10):\n    on_epoch(epoch)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP804") == []
