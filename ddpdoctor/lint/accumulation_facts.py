@@ -230,6 +230,12 @@ class AccumulationFacts:
             body = outer.body
         elif not isinstance(fn.node, ast.Module) and self.in_loop(fn):
             body = fn.node.body  # `def train_step(): for micro in ...: backward; opt.step()`, called in a loop
+            if not any(self._step(c, fn) for c, _ in _loop_calls(body, False, skip=loop)):
+                # `def accumulate(batch): for chunk: backward` with the step in the caller's loop,
+                # after the call (ZeroVL's runner)
+                stepped = self._step_after_call(fn)
+                if stepped is not None:
+                    return AccumulationFact(loc(fn, backward), loc(fn, loop), stepped, "micro_step_loop", by)
         else:
             return None
         after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
@@ -246,6 +252,20 @@ class AccumulationFacts:
         if not after:
             return None
         return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
+
+    def _step_after_call(self, fn: Function) -> Optional[Location]:
+        """The optimizer step a caller's loop takes after calling fn, on every pass."""
+        for caller, event in self.callers().get(fn, []):
+            if event.loops == 0 or not isinstance(event.node, ast.Call):
+                continue
+            for node, _ in _loops(caller.node, 0):
+                calls = list(_loop_calls(node.body, False))
+                if not any(c is event.node for c, _ in calls):
+                    continue
+                steps = [c for c, cond in calls if not cond and c.lineno > event.node.lineno and self._step(c, caller)]
+                if steps:
+                    return loc(caller, steps[0])
+        return None
 
     def late_sync_flags(self) -> list[AccumulationFact]:
         """`model.require_backward_grad_sync = last` set after `model(...)` in the same loop pass:

@@ -908,3 +908,39 @@ def test_a_set_epoch_kept_in_a_local_name_and_called(tmp_path):
     code = BOUND.replace("{hook}", "None").replace("for epoch in range(10):",
                                                    "on_epoch = loader.sampler.set_epoch\nfor epoch in range(10):\n    on_epoch(epoch)")
     assert lines_of(lint_plain(tmp_path, code), "DDP804") == []
+
+
+# -------------------------------------------------- micro-steps in a method, the step in its caller
+MICRO_METHOD = """
+import contextlib, torch, torch.distributed as dist
+
+class Runner:
+    def __init__(self, model, micro):
+        self.model = torch.nn.parallel.DistributedDataParallel(model)
+        self.micro = micro
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def accumulate(self, batch):
+        chunks = batch.split(self.micro)
+        for i, chunk in enumerate(chunks):
+            with {ctx}:
+                self.model(chunk).sum().backward()
+
+    def run(self, batches):
+        for batch in batches:
+            self.optimizer.zero_grad()
+            self.accumulate(batch)
+            self.optimizer.step()
+
+dist.init_process_group("gloo")
+Runner(torch.nn.Linear(4, 1), 8).run([torch.randn(64, 4) for _ in range(10)])
+"""
+
+
+def test_micro_steps_in_a_method_whose_caller_steps_after_it_accumulate(tmp_path):
+    assert lines_of(lint_plain(tmp_path, MICRO_METHOD.replace("{ctx}", "contextlib.nullcontext()")), "DDP805") == [13]
+
+
+def test_its_twin_no_sync_on_all_but_the_last_chunk(tmp_path):
+    code = MICRO_METHOD.replace("{ctx}", "self.model.no_sync() if i < len(chunks) - 1 else contextlib.nullcontext()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") == []
