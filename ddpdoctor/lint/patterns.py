@@ -142,7 +142,7 @@ def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[di
         if kw.arg is not None:
             found[kw.arg] = kw.value
             continue
-        values = program.values_of(kw.value, fn)
+        values = [(_dict_call_literal(v), s) for v, s in program.values_of(kw.value, fn)]
         if not values or not all(isinstance(v, ast.Dict) and all(isinstance(k, ast.Constant) and
                                                                   isinstance(k.value, str) for k in v.keys)
                                  for v, _ in values):
@@ -151,6 +151,15 @@ def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[di
             for key, value in zip(v.keys, v.values):
                 found.setdefault(key.value, value)
     return found
+
+
+def _dict_call_literal(value: ast.AST) -> ast.AST:
+    """`dict(dataset=ds, num_workers=4)` as the literal `{"dataset": ds, "num_workers": 4}` it
+    spells (the value itself otherwise)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+            and not value.args and value.keywords and all(kw.arg for kw in value.keywords):
+        return ast.Dict(keys=[ast.Constant(kw.arg) for kw in value.keywords], values=[kw.value for kw in value.keywords])
+    return value
 
 
 def truthy(node: Optional[ast.AST]) -> bool:

@@ -944,3 +944,38 @@ def test_micro_steps_in_a_method_whose_caller_steps_after_it_accumulate(tmp_path
 def test_its_twin_no_sync_on_all_but_the_last_chunk(tmp_path):
     code = MICRO_METHOD.replace("{ctx}", "self.model.no_sync() if i < len(chunks) - 1 else contextlib.nullcontext()")
     assert lines_of(lint_plain(tmp_path, code), "DDP805") == []
+
+
+# -------------------------------------------------- loader options collected with dict(...)
+DICT_OPTIONS = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Crops(Dataset):
+    def __len__(self):
+        return 100
+    def __getitem__(self, i):
+        top = random.randint(0, 8)
+        return torch.randn(16)[top:top + 8]
+
+dist.init_process_group("gloo")
+torch.manual_seed({seed})
+random.seed({seed})
+data = Crops()
+sampler = DistributedSampler(data)
+options = dict(dataset=data, batch_size=4, num_workers=3, sampler=sampler)
+loader = DataLoader(**options)
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        net(x).sum().backward()
+"""
+
+
+def test_loader_options_collected_with_dict_are_read(tmp_path):
+    assert lines_of(lint_plain(tmp_path, DICT_OPTIONS.replace("{seed}", "10")), "DDP808") == [17]
+
+
+def test_its_twin_the_seed_holds_the_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, DICT_OPTIONS.replace("{seed}", "10 + dist.get_rank()")), "DDP808") == []
