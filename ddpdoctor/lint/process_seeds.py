@@ -319,8 +319,12 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     # (CompletionFormer's `getattr(import_module("data." + name), name)`: the dataset modules
     # a name picks at run time are read for their classes)
     program.read_waiting(DATASET_CLASS, 16)
-    return any(_draws(program, k) for k in program.classes
-               if any(b.rpartition(".")[2].endswith("Dataset") for b in k.bases) and "__getitem__" in k.methods)
+    datasets = [k for k in program.classes
+                if any(b.rpartition(".")[2].endswith("Dataset") for b in k.bases) and "__getitem__" in k.methods]
+    # the ones the run is seen to build, where it builds any (a class kept for another
+    # experiment and never built draws in no worker)
+    built = [k for k in datasets if k in program.built_classes]
+    return any(_draws(program, k) for k in (built or datasets))
 
 
 # Methods a dataset base class runs while the dataset is built, in the launching process:

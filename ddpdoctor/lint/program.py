@@ -354,6 +354,7 @@ class Program:
         is unknown reaches a local method of that name only when one class alone defines it."""
         seen: set[Function] = set()
         live: set[Klass] = set()
+        self.built_classes: set[Klass] = set()  # the classes a reached call builds by name (`Crops(...)`)
         queue = self._queue = [m.body for m in self.modules if m.body is not None]  # _read adds to it
         # the entry script's own classes built on a framework's base (a LightningModule, a
         # Callback): the framework finds them and calls their hooks
@@ -402,6 +403,10 @@ class Program:
             for event in fn.events:
                 if event.kind not in ("call", "ref"):
                     continue
+                if event.kind == "call" and event.node.__class__ is ast.Call:
+                    named = self._callee_symbol(event.node.func, fn)
+                    if named.__class__ is Klass:
+                        self.built_classes.add(named)
                 queue.extend(event.targets)
                 if len(event.weak) == 1 and event.weak[0].name not in COMMON_METHODS:
                     queue.extend(event.weak)

@@ -979,3 +979,48 @@ def test_loader_options_collected_with_dict_are_read(tmp_path):
 
 def test_its_twin_the_seed_holds_the_rank(tmp_path):
     assert lines_of(lint_plain(tmp_path, DICT_OPTIONS.replace("{seed}", "10 + dist.get_rank()")), "DDP808") == []
+
+
+# -------------------------------------------------- loaders made in a loop over datasets: which classes are built
+ZIPPED = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Plain(Dataset):
+    def __init__(self, n):
+        self.n = n
+    def __len__(self):
+        return self.n
+    def __getitem__(self, i):
+        return torch.full((4,), float(i))
+
+class Noisy(Dataset):
+    def __init__(self, n):
+        self.n = n
+    def __len__(self):
+        return self.n
+    def __getitem__(self, i):
+        return torch.full((4,), float(random.randrange(self.n)))
+
+def make_loaders(datasets, samplers):
+    return [DataLoader(d, batch_size=8, sampler=s, num_workers=4) for d, s in zip(datasets, samplers)]
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+train_set = {built}(256)
+sampler = DistributedSampler(train_set)
+(train_loader,) = make_loaders([train_set], [sampler])
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x in train_loader:
+        net(x).sum().backward()
+"""
+
+
+def test_a_drawing_dataset_class_the_run_never_builds_decides_nothing(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ZIPPED.replace("{built}", "Plain")), "DDP808") == []
+
+
+def test_its_twin_the_run_builds_the_drawing_class(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ZIPPED.replace("{built}", "Noisy")), "DDP808") == [21]
