@@ -55,6 +55,16 @@ class SaveFacts:
                 save.reason = f"the path differs by the node-local rank `{save.local_path}` alone"
         return found
 
+    def _trainer_method(self, fn: Function) -> bool:
+        """fn is a method of a class (or its local bases) whose methods run a backward."""
+        if fn.cls is None:
+            return False
+        for klass in (fn.cls, *self.program.bases(fn.cls)):
+            for method in klass.methods.values():
+                if any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in method.own_calls):
+                    return True
+        return False
+
     def _forwarded_gate(self, fn: Function, call: ast.Call) -> str:
         """`model.save_pretrained(dir, **kwargs)` handing on the function's own `**kwargs`: a
         caller may pass `is_main_process=` through it. Why it is no every-rank write ("" when
@@ -111,11 +121,13 @@ class SaveFacts:
         first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
         if first:
             return SaveFact(where, path_text, False, first, None, how)
-        if how != "torch.save" and fn.file is not self.program.files[0] and _sharded_state(fn, call):
-            # a library save inside an imported helper that handles sharded state (an FSDP
-            # state dict gathered to rank 0, a ZeRO engine): which ranks hold what it writes is
-            # not in the source; a plain `model.save_pretrained(dir)` in the project's own
-            # trainer is judged as the entry script's would be
+        if how != "torch.save" and fn.file is not self.program.files[0] and \
+                (_sharded_state(fn, call) or not self._trainer_method(fn)):
+            # a library save inside an imported helper (a checkpoint handler, a tokenizer
+            # wrapper, a converter): which ranks hold the state it writes (an FSDP state dict
+            # gathered to rank 0) is not in the source. A plain `model.save_pretrained(dir)` in
+            # a method of the project's own trainer (a class that runs the backward) is judged
+            # as the entry script's would be.
             return SaveFact(where, path_text, False, "a library save in an imported helper", None, how)
         if _single_process(event.conds, self._switches(), self.wraps_ddp()):
             return SaveFact(where, path_text, False, "on the single-process path")
