@@ -69,6 +69,9 @@ class BuilderCore:
         for event in fn.events:
             if call is not None and any(_cond_false(fn, call, c, flag, context) for c, flag in event.conds):
                 continue  # `if use_barriers:` left False, `if phase == "train":` entered with "val"
+            if call is not None and stack and event.conds and \
+                    any(self._other_wrapper(fn, call, stack[-1], c) for c, flag in event.conds if not flag):
+                continue  # `if isinstance(model, FSDP):` entered with a DDP model
             if call is not None and whiles and any(_never_entered(fn, loop, call) for loop in whiles.get(id(event.node), ())):
                 continue  # `while wanted > made:` entered with wanted at its default -1
             own_conds = event.conds if call is None else \
@@ -93,6 +96,24 @@ class BuilderCore:
         if not stack:
             self._reach[fn] = found
         return found
+
+    def _other_wrapper(self, fn: Function, call: ast.Call, caller: Function, cond: str) -> bool:
+        """`if isinstance(model, FSDP):` entered, through `call` in `caller`, with `model` a
+        `DistributedDataParallel(...)` (torch's, under any import name): false on this way in."""
+        test = _test_of(cond)
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+                and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id in fn.params):
+            return False
+        wanted = (self.program.qualify(test.args[1], fn) or "").rpartition(".")[2]
+        given = argument_at(fn, call, test.args[0].id)
+        if wanted not in _WRAPPERS or given is None:
+            return False
+        values = self.program.values_of(given, caller)
+        if not values or not all(isinstance(v, ast.Call) for v, _ in values):
+            return False
+        made = {self.program.qualify(v.func, s) or "" for v, s in values}
+        return all(m.startswith("torch.") and m.rpartition(".")[2] in _WRAPPERS and m.rpartition(".")[2] != wanted
+                   for m in made)
 
     def _unwrapped_here(self, fn: Function, call: ast.Call, event, caller: Optional[Function] = None) -> bool:
         """A DDP forward on fn's parameter (`def evaluate(net): net(x)`) where the call entering fn
@@ -718,6 +739,10 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
     if isinstance(value, ast.Name):
         return _cond_false(fn, call, value.id, True, context)
     return False
+
+
+# Wrappers none of which derives from another: a model built by one is never an instance of the other.
+_WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel", "DataParallel"})
 
 
 def _alias(fn: Function, name: str) -> Optional[ast.AST]:

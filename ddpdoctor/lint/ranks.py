@@ -49,7 +49,7 @@ MAIN_FLAG = re.compile(
 # Tests that say "is this a distributed run at all": the same on every rank.
 UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_avail_and_initialized",
                  "is_torchelastic_launched", "get_world_size"}
-UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)$|world_size$",
+UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)(?:_enabled|_on|_mode|_run)?$|world_size$",
                           re.IGNORECASE)
 # A count of processes (GPUs) per node.
 PER_NODE = re.compile(r"per_node|local_world_size|LOCAL_WORLD_SIZE|LOCAL_SIZE|n_?gpus|num_gpus|gpus|"

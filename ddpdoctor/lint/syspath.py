@@ -124,6 +124,9 @@ def _value(node: ast.AST, values: dict[str, str], script: Path, cwd: Path) -> Op
         return node.value if os.path.isabs(node.value) else os.path.join(str(cwd), node.value)
     if isinstance(node, ast.Name):
         return str(script) if node.id == "__file__" else values.get(node.id)
+    if isinstance(node, ast.Attribute) and node.attr in ("pardir", "curdir") and isinstance(node.value, ast.Name) \
+            and node.value.id in ("os", "path"):
+        return os.pardir if node.attr == "pardir" else os.curdir  # a part of a join, not a path
     if isinstance(node, ast.Attribute) and _key(node) is not None:
         return values.get(_key(node))
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and \

@@ -1024,3 +1024,84 @@ def test_a_drawing_dataset_class_the_run_never_builds_decides_nothing(tmp_path):
 
 def test_its_twin_the_run_builds_the_drawing_class(tmp_path):
     assert lines_of(lint_plain(tmp_path, ZIPPED.replace("{built}", "Noisy")), "DDP808") == [21]
+
+
+# -------------------------------------------------- the FSDP side of a helper entered with a DDP model
+WRAPPER_SIDE = """
+import torch, torch.nn as nn, torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def grad_stats(model, log):
+    sums = torch.stack([p.detach().square().sum() for p in model.parameters()])
+    if isinstance(model, FSDP):
+        dist.all_reduce(sums)
+    log.append(sums.sum().item())
+
+dist.init_process_group("gloo")
+net = {wrapper}(nn.Linear(4, 4))
+log = []
+for step in range(10):
+    net(torch.randn(2, 4)).sum().backward()
+    if dist.get_rank() == 0:
+        grad_stats(net, log)
+"""
+
+
+def test_the_fsdp_side_of_a_helper_handed_a_ddp_model_never_runs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, WRAPPER_SIDE.replace("{wrapper}", "DDP")), "DDP801") == []
+
+
+def test_its_twin_handed_an_fsdp_model_it_all_reduces_on_rank_0_alone(tmp_path):
+    assert lines_of(lint_plain(tmp_path, WRAPPER_SIDE.replace("{wrapper}", "FSDP")), "DDP801") == [8]
+
+
+# -------------------------------------------------- a flag named distributed_enabled, os.pardir on sys.path
+ENABLED = """
+import torch, torch.distributed as dist
+
+def train(rank, args):
+    if args.distributed_enabled:
+        dist.init_process_group("gloo", rank=rank, world_size=2)
+    is_master = True if not args.distributed_enabled else args.distributed_enabled and rank == 0
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    for step in range(10):
+        model(torch.randn(2, 4)).sum().backward()
+        if {test}:
+            torch.save(model.state_dict(), "ckpt.pt")
+
+class Args:
+    distributed_enabled = True
+
+torch.multiprocessing.spawn(train, nprocs=2, args=(Args(),))
+"""
+
+
+def test_a_one_process_fallback_on_a_flag_named_distributed_enabled_is_no_writer(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ENABLED.replace("{test}", "is_master")), "DDP806") == []
+
+
+def test_its_twin_a_save_with_no_test(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ENABLED.replace("{test}", "step % 5 == 0")), "DDP806") == [11]
+
+
+def test_a_folder_put_on_sys_path_through_os_pardir_is_read(tmp_path):
+    (tmp_path / "lib" / "pkg").mkdir(parents=True)
+    (tmp_path / "lib" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "pkg" / "data.py").write_text(
+        "import torch\n\nclass Stream(torch.utils.data.IterableDataset):\n"
+        "    def __iter__(self):\n        rank = torch.distributed.get_rank()\n        yield from range(rank, 100, 2)\n")
+    code = '''
+import os, sys
+here = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, os.path.abspath(os.path.join(here, "lib", "pkg", os.pardir)))
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader
+from pkg.data import Stream
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+for x in DataLoader(Stream(), batch_size=4):
+    model(x.float().view(-1, 1)).sum().backward()
+'''
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
