@@ -1085,6 +1085,13 @@ class Program:
                             for k in [self._callee_symbol(v, s)] if k.__class__ is Klass]
                     if held:
                         return held[0]
+                    # `create = build_trainer(kind); trainer = create(...)` where the builder returns
+                    # `lambda *a, **k: Trainer(*a, **k)` or a nested def that builds one
+                    if depth > 0:
+                        for maker_call, maker_scope in self.values_of(value.func, scope, 1):
+                            made = self._made_by_returned_callable(maker_call, maker_scope, depth)
+                            if made is not None:
+                                return made
                 if target.__class__ is Function and depth > 0 and target.node.__class__ is not ast.Module:
                     for ret in target.returned:
                         found = self.class_of(ret, target, depth - 1)
@@ -1096,6 +1103,26 @@ class Program:
                     if made:
                         return made[0]
         return self.annotated_class(node, fn) if node.__class__ is ast.Name else None
+
+    def _made_by_returned_callable(self, maker_call: ast.AST, scope: Function, depth: int) -> Optional[Klass]:
+        """The class what a maker returns builds when called: a lambda's body, a nested def's
+        returns (`def build_trainer(kind): return lambda *a, **k: Trainer(*a, **k)`)."""
+        if maker_call.__class__ is not ast.Call:
+            return None
+        maker = self._callee_symbol(maker_call.func, scope)
+        if maker.__class__ is not Function or maker.node.__class__ is ast.Module:
+            return None
+        for ret in maker.returned:
+            if ret.__class__ is ast.Lambda:
+                found = self.class_of(ret.body, maker, depth - 1)
+            elif ret.__class__ is ast.Name and ret.id in maker.nested:
+                inner = maker.nested[ret.id]
+                found = next((k for r in inner.returned for k in [self.class_of(r, inner, depth - 1)] if k), None)
+            else:
+                continue
+            if found is not None:
+                return found
+        return None
 
     def _factory_on_held_class(self, func: ast.Attribute, fn: Function, depth: int) -> Optional[Klass]:
         held = []

@@ -1105,3 +1105,46 @@ for x in DataLoader(Stream(), batch_size=4):
     model(x.float().view(-1, 1)).sum().backward()
 '''
     assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- a trainer built by a callable a factory returns
+LAMBDA_FACTORY = """
+import torch, torch.distributed as dist
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def train(self):
+        self.model(torch.randn(2, 4)).sum().backward()
+        if dist.get_rank() == 0:
+            self.log("done")
+
+    def log(self, message):
+        print(message)
+        {sync}
+
+def build_trainer(kind):
+    {maker}
+
+dist.init_process_group("gloo")
+create = build_trainer("own")
+trainer = create(torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1)))
+trainer.train()
+"""
+NESTED_MAKER = "def make(*args):\n        return Trainer(*args)\n    return make"
+
+
+def test_a_trainer_a_returned_lambda_builds_is_followed(tmp_path):
+    code = LAMBDA_FACTORY.replace("{sync}", "dist.barrier()").replace("{maker}", "return lambda *a: Trainer(*a)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == [14]
+
+
+def test_a_trainer_a_returned_nested_def_builds_is_followed(tmp_path):
+    code = LAMBDA_FACTORY.replace("{sync}", "dist.barrier()").replace("{maker}", NESTED_MAKER)
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == [14]
+
+
+def test_its_twin_the_log_syncs_nothing(tmp_path):
+    code = LAMBDA_FACTORY.replace("{sync}", "pass").replace("{maker}", "return lambda *a: Trainer(*a)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == []
