@@ -544,6 +544,8 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             if led or not _unshown(target):
                 shown.append(target)
                 shown.extend(led)
+        if program.is_class(target) and _reseeds_in_worker(target):
+            continue  # it reseeds as it reads: what it holds draws from that seed (a simulator handed in)
         # what the arguments lead to shows the dataset only where the callee is known: through
         # `getattr(import_module(...), name)(args)` the options' builder is no dataset maker
         into = shown if target is not None else []
@@ -552,6 +554,13 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
                if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))):
             return True
     return False
+
+
+def _reseeds_in_worker(klass) -> bool:
+    """A dataset class that seeds the generators itself in the methods its workers run
+    (`torch.manual_seed(rank * 10000 + worker_id)` in `__iter__`)."""
+    reading = _worker_methods(klass) or set(klass.methods) - _construction_methods(klass)
+    return any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name in reading)
 
 
 def _unshown(target) -> bool:

@@ -1148,3 +1148,40 @@ def test_a_trainer_a_returned_nested_def_builds_is_followed(tmp_path):
 def test_its_twin_the_log_syncs_nothing(tmp_path):
     code = LAMBDA_FACTORY.replace("{sync}", "pass").replace("{maker}", "return lambda *a: Trainer(*a)")
     assert lines_of(lint_plain(tmp_path, code), "DDP801") == []
+
+
+# -------------------------------------------------- a stream that reseeds itself, drawing through an object it holds
+RESEEDING = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, IterableDataset
+
+torch.manual_seed(42)
+
+class Simulator:
+    def sample(self, n):
+        return torch.rand(n, 4)
+
+class Simulated(IterableDataset):
+    def __init__(self, simulator, rank):
+        self.simulator, self.rank = simulator, rank
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        {seed}
+        for _ in range(64):
+            yield self.simulator.sample(8)
+
+dist.init_process_group("gloo")
+loader = DataLoader(Simulated(Simulator(), dist.get_rank()), batch_size=None, num_workers=2)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for x in loader:
+    model(x).sum().backward()
+"""
+
+
+def test_a_stream_that_reseeds_in_its_worker_governs_what_it_holds(tmp_path):
+    code = RESEEDING.replace("{seed}", "torch.manual_seed(self.rank * 1000 + (info.id if info else 0))")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == []
+
+
+def test_its_twin_no_reseeding_the_held_simulator_draws_alike(tmp_path):
+    assert lines_of(lint_plain(tmp_path, RESEEDING.replace("{seed}", "pass")), "DDP808") == [20]
