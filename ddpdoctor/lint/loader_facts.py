@@ -779,8 +779,11 @@ class LoaderFacts:
             if across and self._one_loader(fn, call) and self._read_only_to_evaluate(names):
                 across = False  # an evaluation visits every sample whatever the order (CasMVSNet's test loader)
             feeds = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
-            if across and feeds is not None and feeds.evaluation and not feeds.trains and self._one_loader(fn, call):
-                across = False  # the loader's own facts: an evaluation loader no training loop reads (OLMo)
+            if across and feeds is not None and feeds.evaluation and not feeds.trains and \
+                    (self._one_loader(fn, call) or bool(EVAL_NAME.search(name or ""))):
+                # the loader's own facts: an evaluation loader no training loop reads (OLMo); also
+                # beside the training loader where the sampler's own name says so (`test_sampler`)
+                across = False
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             under = ""
             if matched_calls and all(ranked.get(id(c)) for c in matched_calls):

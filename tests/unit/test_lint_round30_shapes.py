@@ -1185,3 +1185,35 @@ def test_a_stream_that_reseeds_in_its_worker_governs_what_it_holds(tmp_path):
 
 def test_its_twin_no_reseeding_the_held_simulator_draws_alike(tmp_path):
     assert lines_of(lint_plain(tmp_path, RESEEDING.replace("{seed}", "pass")), "DDP808") == [20]
+
+
+# -------------------------------------------------- an evaluation sampler beside the training one
+EVAL_BESIDE = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+@torch.no_grad()
+def test_epoch(model, loader):
+    for (x,) in loader:
+        model(x)
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+loaders = {}
+for name in ["a", "b"]:
+    testset = TensorDataset(torch.randn(16, 4))
+    {sampler_name} = DistributedSampler(testset, shuffle=True)
+    loaders[name] = DataLoader(testset, batch_size=4, sampler={sampler_name})
+trainset = TensorDataset(torch.randn(64, 4))
+train_sampler = DistributedSampler(trainset, shuffle=True)
+train_loader = DataLoader(trainset, batch_size=4, sampler=train_sampler)
+for epoch in range(10):
+    for (x,) in train_loader:
+        model(x).sum().backward()
+    for name, loader in loaders.items():
+        test_epoch(model, loader)
+"""
+
+
+def test_an_evaluation_sampler_beside_the_training_one_is_not_asked_for_set_epoch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, EVAL_BESIDE.replace("{sampler_name}", "test_sampler")), "DDP804") == [17]
