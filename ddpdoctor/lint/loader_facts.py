@@ -780,9 +780,11 @@ class LoaderFacts:
                 across = False  # an evaluation visits every sample whatever the order (CasMVSNet's test loader)
             feeds = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
             if across and feeds is not None and feeds.evaluation and not feeds.trains and \
-                    (self._one_loader(fn, call) or bool(EVAL_NAME.search(name or ""))):
+                    (self._one_loader(fn, call) or (bool(EVAL_NAME.search(name or "")) and (
+                        isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1))):
                 # the loader's own facts: an evaluation loader no training loop reads (OLMo); also
-                # beside the training loader where the sampler's own name says so (`test_sampler`)
+                # one built in a loop over evaluation sets (`test_sampler` per benchmark) by a
+                # function that runs once
                 across = False
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             under = ""
