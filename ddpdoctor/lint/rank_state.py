@@ -474,6 +474,8 @@ def _item_valued(program, fn: Function, test: ast.AST) -> bool:
     a flag set under such a comparison (`if val_loss < best: improved = True`, then `if not
     improved:`: propulate's tutorial)."""
     if isinstance(test, ast.Compare):
+        if all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops):
+            return False  # `checkpoint is not None`: whether it was set, not what a batch gave
         return bool({n.id for n in walk(test) if isinstance(n, ast.Name)} & _item_names(program, fn))
     flag = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
     return isinstance(flag, ast.Name) and flag.id in _item_flags(program, fn)

@@ -1217,3 +1217,36 @@ for epoch in range(10):
 
 def test_an_evaluation_sampler_beside_the_training_one_is_not_asked_for_set_epoch(tmp_path):
     assert lines_of(lint_plain(tmp_path, EVAL_BESIDE.replace("{sampler_name}", "test_sampler")), "DDP804") == [17]
+
+
+# -------------------------------------------------- whether a name was set is no value a batch gave
+RESUMED = """
+import os, torch, torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+checkpoint = None
+if os.path.exists("last.pth"):
+    checkpoint = torch.load("last.pth")
+last_epoch, best = -1, None
+if {test}:
+    last_epoch = checkpoint["last_epoch"]
+for epoch in range(last_epoch + 1, 5):
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    val = loss.item()
+    if rank == 0 and (best is None or val < best):
+        best = val
+        checkpoint = {"last_epoch": epoch, "best": best}
+        torch.save(checkpoint, "last.pth")
+"""
+
+
+def test_a_test_of_whether_the_checkpoint_was_loaded_is_the_same_on_every_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, RESUMED.replace("{test}", "checkpoint is not None")), "DDP809") == []
+
+
+def test_its_twin_a_test_of_the_best_value_rank_0_keeps(tmp_path):
+    assert lines_of(lint_plain(tmp_path, RESUMED.replace("{test}", "checkpoint is not None and best is not None "
+                                                                    "and best < 1.0")), "DDP809") != []
