@@ -412,6 +412,13 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
     some call in it is the forward of a model built plain (TinyBERT's student beside a
     DDP-wrapped teacher). Unknown parts (a parameter, a helper's return) prove nothing."""
     seen_plain = False
+    # `loss = self.model.module.loss(x) / k`: computed through the module DDP wraps, skipping
+    # the wrapper's forward (no DDP call beside it): its backward all-reduces nothing
+    values = [v for v, _ in program.values_of(node, fn, 1)] if isinstance(node, ast.Name) else [node]
+    calls = [c for v in values for c in _undetached(v) if isinstance(c, ast.Call)]
+    if values and all(any(_through_module(c) for c in _undetached(v) if isinstance(c, ast.Call)) for v in values) \
+            and not any(ddp_model(program, c, fn) is not None for c in calls):
+        return True
     todo = [(node, depth)]
     while todo:
         expr, left = todo.pop()
@@ -436,6 +443,17 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
 
 
 _BUILTINS = frozenset({"len", "sum", "min", "max", "abs", "float", "int", "range", "zip", "list", "tuple"})
+
+
+def _through_module(call: ast.Call) -> bool:
+    """`model.module(x)`, `self.net.module.loss(x)`: a call on the module a wrapper holds."""
+    func = call.func
+    inner = func.value if isinstance(func, ast.Attribute) else None
+    while isinstance(inner, ast.Attribute):
+        if inner.attr == "module":
+            return True
+        inner = inner.value
+    return isinstance(func, ast.Attribute) and func.attr == "module"
 
 
 def _undetached(node: ast.AST):

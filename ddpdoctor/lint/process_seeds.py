@@ -532,6 +532,8 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             if any(_draws(program, k) for k in [target, *program.bases(target)]):
                 return True
         elif program.is_function(target) and not isinstance(target.node, ast.Module):
+            if _parses_options(target):
+                continue  # `args = get_args()`: the options' parser (a `--random_flip` declared) draws nothing
             if ARGUMENT_WORDS.search(_source(target)):
                 shown.append(target)
                 return True
@@ -554,6 +556,14 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
                if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))):
             return True
     return False
+
+
+def _parses_options(target) -> bool:
+    """The function returns what an argument parser parsed (`return parser.parse_args()`)."""
+    names = {r.id for r in target.returned if isinstance(r, ast.Name)}
+    values = [v for name in names for _, v in target.bindings.get(name, [])] + list(target.returned)
+    return any(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+               and v.func.attr in ("parse_args", "parse_known_args") for v in values)
 
 
 def _reseeds_in_worker(klass) -> bool:

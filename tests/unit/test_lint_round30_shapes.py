@@ -1283,3 +1283,76 @@ def test_a_test_of_whether_the_checkpoint_was_loaded_is_the_same_on_every_rank(t
 def test_its_twin_a_resume_on_rank_0_alone(tmp_path):
     code = RESUMED.replace("{test}", "checkpoint is not None and rank == 0")
     assert lines_of(lint_plain(tmp_path, code), "DDP809") == [36]
+
+
+# -------------------------------------------------- a loss computed through the wrapped module
+THROUGH_MODULE = """
+import torch, torch.nn as nn, torch.distributed as dist
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 1)
+    def loss(self, x):
+        return self.lin(x).pow(2).mean()
+    def forward(self, x):
+        return self.loss(x)
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(Net())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    loss = {forward} / 4
+    loss.backward()
+    if (step + 1) % 4 == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_a_loss_through_the_wrapped_module_skips_ddp_so_accumulates_no_syncs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, THROUGH_MODULE.replace("{forward}", "model.module.loss(torch.randn(8, 4))")),
+                    "DDP805") == []
+
+
+def test_its_twin_the_loss_through_the_ddp_forward(tmp_path):
+    assert lines_of(lint_plain(tmp_path, THROUGH_MODULE.replace("{forward}", "model(torch.randn(8, 4))")),
+                    "DDP805") == [17]
+
+
+# -------------------------------------------------- the parsed options handed to a dataset
+OPTIONS_ARG = """
+import argparse, random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+def get_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--random_flip", action="store_true")
+    return parser.parse_args()
+
+class Features(Dataset):
+    def __init__(self, args):
+        self.args = args
+    def __len__(self):
+        return 100
+    def __getitem__(self, i):
+        return {item}
+
+args = get_args()
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+data = Features(args=args)
+loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data), num_workers=2)
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+for x in loader:
+    net(x.float().view(-1, 1)).sum().backward()
+"""
+
+
+def test_an_option_parser_with_an_augmentation_flag_is_no_drawing_dataset(tmp_path):
+    assert lines_of(lint_plain(tmp_path, OPTIONS_ARG.replace("{item}", "torch.tensor(i)")), "DDP808") == []
+
+
+def test_its_twin_the_dataset_draws_itself(tmp_path):
+    code = OPTIONS_ARG.replace("{item}", "torch.tensor(i + random.random())")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == [21]
