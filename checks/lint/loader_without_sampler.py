@@ -86,6 +86,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             continue  # returned by a builder into a name no caller reads: never iterated
         if getattr(loader, "no_grad_read", False):
             continue  # read with gradients off only (a feature cache every rank builds in full)
+        if getattr(loader, "plain_trains", False):
+            continue  # trains a plain model only (a helper every rank fine-tunes): no DDP training reads it
         if not loader.trains and not loader.train_named:
             if _whole_job(facts, loader):
                 problems.append(_every_rank_everything(facts, loader))

@@ -14,7 +14,8 @@ from ddpdoctor.lint.fact_builder import (_fn_loops, rank_guards, _single_process
                                          argument_at, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.ranks import SPAWNERS
-from ddpdoctor.lint.patterns import _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call, text
+from ddpdoctor.lint.patterns import (_grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
+                                     plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint.value_flow import reaches_return
 
@@ -54,6 +55,10 @@ class LoaderFact:
     sampler_class: str = ""  # the plain sampler's class (RandomSampler), for the message
     sequential: bool = False  # its sampler keeps the order (shuffle=False, SequentialSampler): an evaluation's
     trains: bool = False  # iterated by a loop that runs backward: the training loader, proven
+    # only loops whose backward is provably a plain model's iterate it (a helper fine-tuned on
+    # every rank before the DDP run), while another loop trains through DDP: that one is the
+    # training the ranks share, this loader feeds none of it
+    plain_trains: bool = False
     train_named: bool = False  # its name, dataset or builder says "train"
     unseen_options: bool = False  # DataLoader(ds, **kwargs): a sampler may be in there
     handed_to_framework: bool = False  # the loader or its dataset goes to training_data=...
@@ -196,6 +201,8 @@ class LoaderFacts:
                 sampler_class=" or ".join(sorted(filter(None, classes))),
                 with_replacement=bool(plain) and all(_with_replacement(v) for v in plain),
                 trains=(trains := self._trains(fn, name, call=call)),
+                plain_trains=trains and self._trains(fn, name, call=call, among=self._plain_names_seen())
+                and bool(self._ddp_names) and not self._trains(fn, name, call=call, among=self._ddp_names),
                 no_grad_read=not trains and bool(name) and bool(re.search(r"train", name, re.IGNORECASE))
                 and self._trains(fn, name, call=call, among=self._no_grad_names()),
                 train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
@@ -295,11 +302,20 @@ class LoaderFacts:
         names: set[tuple[int, str]] = set()
         self._split_names: set[tuple[int, str]] = set()
         self._train_calls: set[int] = set()  # the calls in a training loop's iterable itself
+        # loops whose every backward is provably a plain model's (no DDP forward in its loss:
+        # a helper fine-tuned on every rank before the DDP run), and the names they iterate
+        self._plain_loops: set[int] = set()
+        self._plain_names: set[tuple[int, str]] = set()
+        self._ddp_names: set[tuple[int, str]] = set()  # iterated by a loop not provably plain
         for fn in self.functions:
             for node, _ in _fn_loops(fn):
-                if not any(isinstance(c, ast.Call) and self._runs_backward(c, fn)
-                           for stmt in node.body for c in walk(stmt)):
+                backwards = [c for stmt in node.body for c in walk(stmt)
+                             if isinstance(c, ast.Call) and self._runs_backward(c, fn)]
+                if not backwards:
                     continue
+                if all(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" and not c.args
+                       and plain_loss(self.program, c.func.value, fn) for c in backwards):
+                    self._plain_loops.add(id(node))
                 # `(x,) = next(batches)` in the loop, or in a helper it hands the loader to
                 # (I2SB's `sample_batch(opt, train_loader)`): batches is read as a loop would
                 for c in (c for stmt in node.body for c in walk(stmt)):
@@ -326,12 +342,18 @@ class LoaderFacts:
                     before, names = names, set()
                 else:
                     self._train_calls.update(id(c) for c in walk(node.iter) if isinstance(c, ast.Call))
-                names |= self._iterated_names(node, fn)
+                iterated = self._iterated_names(node, fn)
+                names |= iterated
+                (self._plain_names if id(node) in self._plain_loops else self._ddp_names).update(iterated)
                 if split:
                     self._split_names |= names
                     names = before | names
         self._train_names = names
         return names
+
+    def _plain_names_seen(self) -> set[tuple[int, str]]:
+        self._training_names()
+        return self._plain_names
 
     def _iterated_names(self, loop: ast.AST, fn: Function) -> set[tuple[int, str]]:
         """(function, name) pairs that name what a `for` loop iterates: in fn, and where a

@@ -433,6 +433,8 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
                 continue
             if sub.id in fn.module.imports or sub.id in _BUILTINS:
                 continue  # torch, F.mse_loss: a library's
+            if sub.id in _loop_targets(fn):
+                continue  # `for (x,) in loader:`: the batch, data whichever model it enters
             values = [(v, scope) for v, scope in program.values_of(sub, fn, 1) if v is not sub]
             if not values or left <= 0 or any(scope is not fn for _, scope in values):
                 if fresh_model(program, sub, fn):
@@ -443,6 +445,19 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
 
 
 _BUILTINS = frozenset({"len", "sum", "min", "max", "abs", "float", "int", "range", "zip", "list", "tuple"})
+
+
+def _loop_targets(fn: Function) -> frozenset:
+    """The names fn's `for` loops bind (each pass's batch), and no other statement of fn does."""
+    found = fn.__dict__.get("_loop_target_names")
+    if found is None:
+        targets = {n.id for node in fn.own if isinstance(node, (ast.For, ast.AsyncFor))
+                   for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        assigned = {n.id for node in fn.own if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    for n in ast.walk(t) if isinstance(n, ast.Name)}
+        found = fn.__dict__["_loop_target_names"] = frozenset(targets - assigned)
+    return found
 
 
 def _through_module(call: ast.Call) -> bool:

@@ -1356,3 +1356,39 @@ def test_an_option_parser_with_an_augmentation_flag_is_no_drawing_dataset(tmp_pa
 def test_its_twin_the_dataset_draws_itself(tmp_path):
     code = OPTIONS_ARG.replace("{item}", "torch.tensor(i + random.random())")
     assert lines_of(lint_plain(tmp_path, code), "DDP808") == [21]
+
+
+# -------------------------------------------------- a helper model every rank fine-tunes before the DDP run
+HELPER_FINETUNE = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def finetune_aligner(dataset):
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    aligner = {helper}
+    opt = torch.optim.Adam(aligner.parameters())
+    for (x,) in loader:
+        opt.zero_grad()
+        (aligner(x) - x).pow(2).mean().backward()
+        opt.step()
+    return aligner
+
+dist.init_process_group("gloo")
+data = TensorDataset(torch.randn(256, 4))
+aligner = finetune_aligner(data)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+sampler = DistributedSampler(data)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for (x,) in DataLoader(data, sampler=sampler, batch_size=8):
+        model(aligner(x).detach()).sum().backward()
+"""
+
+
+def test_a_loader_that_trains_a_plain_helper_model_is_no_ddp_training_loader(tmp_path):
+    assert lines_of(lint_plain(tmp_path, HELPER_FINETUNE.replace("{helper}", "torch.nn.Linear(4, 4)")), "DDP802") == []
+
+
+def test_its_twin_the_helper_is_the_ddp_model_itself(tmp_path):
+    code = HELPER_FINETUNE.replace("{helper}", "torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == [5]
