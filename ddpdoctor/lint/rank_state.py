@@ -1101,6 +1101,24 @@ def _checked_in_loop(builder: Builder, fn: Function, loop: ast.AST, wanted: str)
     return False
 
 
+def _deepspeed_engine(program, node: ast.AST, fn: Function) -> bool:
+    """The name holds the engine `deepspeed.initialize(...)` returns first
+    (`engine, opt, _, _ = deepspeed.initialize(...)`, or `... = deepspeed.initialize(...)[0]`)."""
+    if not isinstance(node, ast.Name):
+        return False
+    for stmt in fn.own:
+        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) \
+                and target.elts[0].id == node.id and isinstance(value, ast.Call):
+            return (program.qualify(value.func, fn) or "") == "deepspeed.initialize"
+        if isinstance(target, ast.Name) and target.id == node.id and isinstance(value, ast.Subscript) \
+                and isinstance(value.value, ast.Call) and isinstance(value.slice, ast.Constant) and value.slice.value == 0:
+            return (program.qualify(value.value.func, fn) or "") == "deepspeed.initialize"
+    return False
+
+
 def _key_presence(test: ast.AST) -> bool:
     """`"main" in terms`, `"k" not in list(out.keys())`, and `and`/`or`/`not` of such: a test on
     which keys a dict holds, each a constant string."""
@@ -1295,6 +1313,9 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
             name = last_name(node.func) or ""
             if name == "backward" and ddp and not _module_method(program, fn):
                 return f"{text(node.func, 40)}() (DDP all-reduces the gradients)"
+            if name == "backward" and node.args and isinstance(node.func, ast.Attribute) and \
+                    _deepspeed_engine(program, node.func.value, fn):
+                return f"{text(node.func, 40)}() (the DeepSpeed engine reduces the gradients)"
             if program.ddp_model(node, fn) is not None:
                 return f"the DDP forward {text(node.func, 40)}()"
             targets, _ = program.resolve(node.func, fn)

@@ -1392,3 +1392,27 @@ def test_a_loader_that_trains_a_plain_helper_model_is_no_ddp_training_loader(tmp
 def test_its_twin_the_helper_is_the_ddp_model_itself(tmp_path):
     code = HELPER_FINETUNE.replace("{helper}", "torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))")
     assert lines_of(lint_plain(tmp_path, code), "DDP802") == [5]
+
+
+# -------------------------------------------------- a skip before a DeepSpeed engine's backward
+ENGINE_SKIP = """
+import torch, deepspeed
+
+model = torch.nn.Linear(8, 1)
+engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config="ds.json")
+for x in torch.randn(100, 4, 8):
+    loss = engine(x).pow(2).mean()
+    if {test}:
+        continue
+    engine.backward(loss)
+    engine.step()
+"""
+
+
+def test_a_skip_on_the_ranks_own_loss_before_the_engines_backward(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ENGINE_SKIP.replace("{test}", "not torch.isfinite(loss)")), "DDP809") == [7]
+
+
+def test_its_twin_a_skip_every_rank_takes_alike(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ENGINE_SKIP.replace("{test}", "engine.global_steps % 1000 == 999")),
+                    "DDP809") == []
