@@ -724,7 +724,12 @@ class LoaderFacts:
         ranked = {id(call): rank_guards(guards) for _, call, guards, _ in found_set_epochs}  # the rank tests around each
         iterated = self._iterated()
         epoch_loop = any("epoch" in text(n.target).lower()
-                         for f in program.files for n in f.of(ast.For, ast.AsyncFor))
+                         for f in program.files for n in f.of(ast.For, ast.AsyncFor)) or any(
+            # `while True: epoch += 1; for x in loader: ...` (ended by a step count): an epoch loop
+            any(isinstance(inner, (ast.For, ast.AsyncFor)) for stmt in n.body for inner in walk(stmt))
+            and any("epoch" in (dotted(t) or "").lower() for stmt in n.body if isinstance(stmt, ast.AugAssign)
+                    for t in [stmt.target])
+            for f in program.files for n in f.of(ast.While))
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():

@@ -1416,3 +1416,35 @@ def test_a_skip_on_the_ranks_own_loss_before_the_engines_backward(tmp_path):
 def test_its_twin_a_skip_every_rank_takes_alike(tmp_path):
     assert lines_of(lint_plain(tmp_path, ENGINE_SKIP.replace("{test}", "engine.global_steps % 1000 == 999")),
                     "DDP809") == []
+
+
+# -------------------------------------------------- a `while True:` epoch loop ended by a step count
+WHILE_EPOCHS = """
+import torch, torch.distributed as dist
+from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, TensorDataset
+
+def train_loop(net, dataset, sampler, steps):
+    loader = DataLoader(dataset, batch_sampler=BatchSampler(sampler, 8, drop_last=True))
+    step, epoch = 0, 0
+    while True:
+        epoch += 1
+        {hook}
+        for (x,) in loader:
+            net(x).sum().backward()
+            step += 1
+        if step > steps:
+            return
+
+dist.init_process_group("gloo")
+data = TensorDataset(torch.randn(256, 4))
+sampler = DistributedSampler(data, shuffle=True)
+train_loop(torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1)), data, sampler, 1000)
+"""
+
+
+def test_a_while_true_epoch_loop_rereads_the_loader_without_set_epoch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, WHILE_EPOCHS.replace("{hook}", "pass")), "DDP804") == [18]
+
+
+def test_its_twin_set_epoch_at_the_top_of_each_pass(tmp_path):
+    assert lines_of(lint_plain(tmp_path, WHILE_EPOCHS.replace("{hook}", "sampler.set_epoch(epoch)")), "DDP804") == []
