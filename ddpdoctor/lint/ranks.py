@@ -431,7 +431,7 @@ class RankFlow:
             found = self.guard(part, fn, depth)
             if found is not None:
                 ranked.append(found)
-            elif not self.uniform(part, fn) and not _periodic(part):
+            elif not self.uniform(part, fn) and not _periodic(part) and not _counted_past(part, fn):
                 values.append(part)
         if not ranked:
             return None
@@ -876,6 +876,20 @@ def _periodic(node: ast.AST) -> bool:
         return True
     return isinstance(node, ast.Compare) and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
                                                  for n in [node.left, *node.comparators])
+
+
+def _counted_past(node: ast.AST, fn: Function) -> bool:
+    """`global_step > 0` where fn (or its class) steps `global_step` up: a counter every rank
+    keeps alike, past the bound after a few steps of any run; not a value to assume."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Gt, ast.GtE))
+            and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, int)):
+        return False
+    name = dotted(node.left)
+    if not name:
+        return False
+    methods = [fn] + (list(fn.cls.methods.values()) if name.startswith("self.") and fn.cls is not None else [])
+    return any(isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and dotted(n.target) == name
+               for method in methods for n in method.own)
 
 
 # Accelerate's `accelerator.sync_gradients`: true on every process at the micro-step that steps

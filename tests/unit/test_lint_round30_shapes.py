@@ -1448,3 +1448,28 @@ def test_a_while_true_epoch_loop_rereads_the_loader_without_set_epoch(tmp_path):
 
 def test_its_twin_set_epoch_at_the_top_of_each_pass(tmp_path):
     assert lines_of(lint_plain(tmp_path, WHILE_EPOCHS.replace("{hook}", "sampler.set_epoch(epoch)")), "DDP804") == []
+
+
+# -------------------------------------------------- a step counter past a bound is every rank's alike
+COUNTER_PAST = """
+import torch, torch.distributed as dist
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+global_step = 0
+for x in torch.randn(100, 2, 4):
+    model(x).sum().backward()
+    global_step += 1
+    if global_step % 10 == 0 and {extra} and dist.get_rank() == 0:
+        dist.barrier()
+"""
+
+
+def test_a_counter_past_its_first_step_is_no_assumption(tmp_path):
+    found = [f for f in lint_plain(tmp_path, COUNTER_PAST.replace("{extra}", "global_step > 0")) if f.code == "DDP801"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(10, "error")]
+
+
+def test_its_twin_a_flag_of_unknown_value_stays_an_assumption(tmp_path):
+    found = [f for f in lint_plain(tmp_path, COUNTER_PAST.replace("{extra}", "want_sync > 0")) if f.code == "DDP801"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(10, "warning")]
