@@ -286,6 +286,11 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     name = last_name(call.func) or ""
     if full.startswith("torch.distributed.") and name in TORCH_COLLECTIVES:
         return f"dist.{name}()"
+    if name in WRAPPED_COLLECTIVES and "." in full and not full.startswith("torch.") and \
+            (dotted(call.func) or "").split(".")[0] in fn.module.imports and not program.resolve(call.func, fn)[0]:
+        # `from ding.utils import broadcast_object_list`: a library's thin wrapper of the
+        # torch.distributed collective of that name (the script's own are followed instead)
+        return f"{full}() (a library's wrapper of dist.{name})"
     if name in FSDP_GATHERS and full.startswith("torch.distributed.fsdp."):
         # the full (unsharded) state is all-gathered from every rank's shard, whoever keeps it
         return f"{text(call.func, 40)}() (gathers the state from every rank's shard)"
@@ -613,6 +618,12 @@ def through_grad_off(program: Program, op: str, call: ast.AST, fn: Function) -> 
 def no_grad_forward(op: str) -> bool:
     """The op is a DDP forward with gradients off (NO_GRAD_FORWARD)."""
     return op.startswith(DDP_FORWARD) and op.endswith(NO_GRAD_FORWARD)
+
+
+# The collectives' names no library uses but for a collective of its process group: not
+# `reduce`, `gather`, `scatter`, `broadcast` (functools', torch's tensor ops, numpy's), nor the
+# group makers.
+WRAPPED_COLLECTIVES = TORCH_COLLECTIVES - {"reduce", "gather", "scatter", "broadcast"} - set(names.GROUP_CREATION)
 
 
 def _torchmetrics_metric(program: Program, node: ast.AST, fn: Function) -> str:

@@ -1473,3 +1473,27 @@ def test_a_counter_past_its_first_step_is_no_assumption(tmp_path):
 def test_its_twin_a_flag_of_unknown_value_stays_an_assumption(tmp_path):
     found = [f for f in lint_plain(tmp_path, COUNTER_PAST.replace("{extra}", "want_sync > 0")) if f.code == "DDP801"]
     assert [(f.location.line, f.severity.value) for f in found] == [(10, "warning")]
+
+
+# -------------------------------------------------- a library's wrapper of a collective, by its name
+LIBRARY_WRAPPER = """
+import torch, torch.distributed as dist
+from ding.utils import broadcast_object_list, get_rank
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for step in range(10):
+    model(torch.randn(2, 4)).sum().backward()
+    result = [None]
+    {guard}
+        result = [step]
+        broadcast_object_list(result, src=0)
+"""
+
+
+def test_a_librarys_collective_wrapper_under_rank_0_is_a_collective(tmp_path):
+    assert lines_of(lint_plain(tmp_path, LIBRARY_WRAPPER.replace("{guard}", "if get_rank() == 0:")), "DDP801") == [11]
+
+
+def test_its_twin_every_rank_calls_it(tmp_path):
+    assert lines_of(lint_plain(tmp_path, LIBRARY_WRAPPER.replace("{guard}", "if True:")), "DDP801") == []
