@@ -366,6 +366,11 @@ class RankFlow:
         if isinstance(test, ast.BoolOp):
             return self._bool(test, fn, depth)
         if isinstance(test, ast.IfExp):  # is_local_master(args) if local else is_global_master(args)
+            if all(isinstance(side, ast.Constant) and isinstance(side.value, bool) for side in (test.body, test.orelse)) \
+                    and test.body.value != test.orelse.value:
+                # `is_main = True if local_rank == 0 else False`: the test itself
+                found = self.guard(test.test, fn, depth)
+                return (found if test.body.value else found.negated()) if found is not None else None
             sides = [self.guard(test.body, fn, depth), self.guard(test.orelse, fn, depth)]
             # `get_rank() == 0 if is_dist() else True`: the constant is the not-distributed answer
             if sum(1 for s in sides if s) == 1 and self.uniform(test.test, fn) and \

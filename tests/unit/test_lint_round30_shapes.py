@@ -1497,3 +1497,25 @@ def test_a_librarys_collective_wrapper_under_rank_0_is_a_collective(tmp_path):
 
 def test_its_twin_every_rank_calls_it(tmp_path):
     assert lines_of(lint_plain(tmp_path, LIBRARY_WRAPPER.replace("{guard}", "if True:")), "DDP801") == []
+
+
+# -------------------------------------------------- a rank flag spelled `True if <rank test> else False`
+TRUE_IF = """
+import torch, torch.distributed as dist
+
+dist.init_process_group("gloo")
+is_main = True if {test} else False
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    model(torch.randn(2, 4)).sum().backward()
+    if is_main:
+        torch.save(model.state_dict(), "ckpt.pt")
+"""
+
+
+def test_a_flag_true_if_rank_0_else_false_is_that_rank_test(tmp_path):
+    assert lines_of(lint_plain(tmp_path, TRUE_IF.replace("{test}", "dist.get_rank() == 0")), "DDP806") == []
+
+
+def test_its_twin_a_flag_on_something_every_rank_holds(tmp_path):
+    assert lines_of(lint_plain(tmp_path, TRUE_IF.replace("{test}", "torch.cuda.is_available() or True")), "DDP806") == [9]
