@@ -839,19 +839,7 @@ def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list
         return []
     shared = _shared(builder, fn)
     sources, produced, _ = _loop_dataflow(fn.node)
-
-    def ancestry(roots: set[str]) -> set[str]:
-        seen, todo = set(), list(roots)
-        while todo and len(seen) < 200:
-            name = todo.pop()
-            if name in seen or name in shared:
-                continue
-            seen.add(name)
-            for value in sources.get(name, []):
-                todo.extend(value_inputs(value) - seen)
-        return seen
-
-    behind_loss = ancestry(set().union(*(value_inputs(v) for v in losses))) & produced
+    behind_loss = _ancestry(set().union(*(value_inputs(v) for v in losses)), sources, shared) & produced
     found = []
     for item in stmts:
         stmt = item.node
@@ -865,7 +853,7 @@ def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list
                        and c.args), None)
         value = tested.args[0] if tested is not None else next(
             (n for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in produced
-             and ancestry({n.id}) & behind_loss), None)
+             and _ancestry({n.id}, sources, shared) & behind_loss), None)
         if value is None or {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue
         found.append(RankLocalDecision(
@@ -1130,30 +1118,32 @@ def _key_presence(test: ast.AST) -> bool:
         and isinstance(test.left, ast.Constant) and isinstance(test.left.value, str)
 
 
+def _ancestry(roots: set[str], sources: dict, shared: set[str]) -> set[str]:
+    """The names the roots are computed from, through the bindings `sources` holds (bounded);
+    a name handed to a collective (shared) is the same on every rank and ends the trail."""
+    seen, todo = set(), list(roots)
+    while todo and len(seen) < 200:
+        name = todo.pop()
+        if name in seen or name in shared:
+            continue
+        seen.add(name)
+        for value in sources.get(name, []):
+            todo.extend(value_inputs(value) - seen)
+    return seen
+
+
 def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:
     """The name a test reads that the loop computes from the same call results as the loss it
     backpropagates (`approx_kl` from `logratio` from the model's `newlogprob`, beside `loss`):
     each rank's own batch decides it. None when no such name (or no backward in the loop); a
     name handed to a collective (shared) is the same on every rank and ends the trail."""
     sources, produced, losses = _loop_dataflow(loop)
-
-    def ancestry(roots: set[str]) -> set[str]:
-        seen, todo = set(), list(roots)
-        while todo and len(seen) < 200:
-            name = todo.pop()
-            if name in seen or name in shared:
-                continue
-            seen.add(name)
-            for value in sources.get(name, []):
-                todo.extend(value_inputs(value) - seen)
-        return seen
-
     if not losses:
         return None
-    behind_loss = ancestry(set().union(*(value_inputs(v) for v in losses))) & produced
+    behind_loss = _ancestry(set().union(*(value_inputs(v) for v in losses)), sources, shared) & produced
     read = value_inputs(test)
     for name in (n for n in walk(test) if isinstance(n, ast.Name) and n.id in read and n.id in sources):
-        if any(not _counted_only(n, sources) for n in ancestry({name.id}) & behind_loss):
+        if any(not _counted_only(n, sources) for n in _ancestry({name.id}, sources, shared) & behind_loss):
             return name
     return None
 
