@@ -517,9 +517,7 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
     if not folder.is_dir():
         return []
     targets: list[str] = []
-    for count, config in enumerate(sorted(folder.rglob("*.yaml"))):
-        if count >= MAX_CONFIGS:
-            break
+    for config in _config_files(folder):
         try:
             if config.stat().st_size > MAX_CONFIG_BYTES or not config.is_file():
                 continue
@@ -536,6 +534,20 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
         if module not in modules:
             modules.append(module)
     return [(m, where) for m in modules]
+
+
+def _config_files(folder: Path) -> list[Path]:
+    """The YAML files under a config folder, in a stable order: at most MAX_CONFIGS, looking at
+    no more than 50 times as many entries (a config_path that names a data tree is not walked)."""
+    found: list[Path] = []
+    seen = 0
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        seen += len(dirs) + len(files)
+        found.extend(Path(root) / f for f in sorted(files) if f.endswith((".yaml", ".yml")))
+        if len(found) >= MAX_CONFIGS or seen >= 50 * MAX_CONFIGS:
+            break
+    return found[:MAX_CONFIGS]
 
 
 def _bound_once(fn: ast.AST) -> dict:
