@@ -88,6 +88,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                        f"`{found.value}`: a rank that skips leaves the others waiting in {found.work}")
             hint = ("all-reduce the flag first so every rank decides the same "
                     "(flag = torch.tensor(float(bad)); dist.all_reduce(flag, op=dist.ReduceOp.MAX))")
+            if found.action == "return None":  # a LightningModule's training_step
+                hint = ("share the decision before returning None, so every rank skips the same step: "
+                        "`bad = self.all_gather(torch.tensor(float(bad), device=self.device)).any()`")
         if found.assumption:
             message = f"if {found.assumption}: {message}"
         problems.append(Problem(

@@ -97,7 +97,7 @@ def build(program: Program, script: str) -> LintFacts:
     # `class Lite(LightningLite): def run(self): ...` then `Lite(strategy="ddp").run()`: the
     # script's own subclass of Lightning's Fabric (LightningLite before it) is the framework
     fabric = {k.name for k in program.classes if program.uses_lightning() and any(
-        b.split(".")[-1] in ("Fabric", "LightningLite") for c in (k, *program.bases(k)) for b in c.bases)}
+        b.rpartition(".")[2] in ("Fabric", "LightningLite") for b in program.library_bases(k))}
     for fn, call, _, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
         name = last_name(call.func) or ""

@@ -1421,7 +1421,7 @@ class Program:
 
     def _decorated_entries(self, table: str, module: "Module") -> list:
         """`TRAINERS[cls.__name__] = cls` inside `def register(cls)` (or inside the decorator a
-        `register(name)` call returns), used as `@register` on classes and functions: those."""
+        `register(name)` call returns), used as `@register` on classes: those classes."""
         memo = self.__dict__.setdefault("_decorated", {})
         key = (table, id(module))
         if key in memo:
