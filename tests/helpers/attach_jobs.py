@@ -15,6 +15,7 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "scripts" / "attach_job.py"
+_PORT_TAKEN = b"EADDRINUSE"
 
 
 def free_port() -> int:
@@ -34,16 +35,31 @@ class TorchrunJob:
         job script of attach_job.py's arguments (MODE STEPS_FILE) and steps file."""
         self.script = script
         self.port = port or free_port()
+        self._own_port = port is None
         tag = f"{mode}-node{nodes[1]}" if nodes else mode
         self.steps_file = folder / f"steps-{mode}.txt"
-        self.log = open(folder / f"job-{tag}.log", "wb")
+        self.log_path = folder / f"job-{tag}.log"
+        self.log = open(self.log_path, "wb")
         multi = ["--nnodes", str(nodes[0]), "--node-rank", str(nodes[1])] if nodes else []
-        command = [*(wrapper or []), sys.executable, "-m", "torch.distributed.run", *multi,
-                   "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1",
-                   "--master-port", str(self.port), str(script), mode, str(self.steps_file)]
-        self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
+        self._command = lambda: [
+            *(wrapper or []), sys.executable, "-m", "torch.distributed.run", *multi,
+            "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1",
+            "--master-port", str(self.port), str(script), mode, str(self.steps_file)]
+        self._env = {**os.environ, **(env or {})}
+        self._start()
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen(self._command(), stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
-                                     cwd=str(script.parent), env={**os.environ, **(env or {})})
+                                     cwd=str(self.script.parent), env=self._env)
+
+    def _lost_port_race(self) -> bool:
+        """The port free_port() saw was taken by another test (xdist) before torchrun's store
+        bound it: the job never ran, which says nothing about what the test checks."""
+        return self._own_port and _PORT_TAKEN in self.log_path.read_bytes()
+
+    def _log_tail(self) -> str:
+        return self.log_path.read_bytes()[-3000:].decode(errors="replace")
 
     def steps(self) -> dict[int, int]:
         """rank -> the last step it logged."""
@@ -58,13 +74,22 @@ class TorchrunJob:
 
     def wait_until(self, condition: Callable[[dict[int, int]], bool], timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
+        restarts = 3
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"the job ended early: {self.log.name}")
+                self.log.flush()
+                if restarts and self._lost_port_race():
+                    restarts -= 1
+                    self.port = free_port()
+                    self.log.truncate(0)
+                    self.log.seek(0)
+                    self._start()
+                    continue
+                raise AssertionError(f"the job ended early: {self.log.name}\n{self._log_tail()}")
             if condition(self.steps()):
                 return
             time.sleep(0.1)
-        raise AssertionError(f"the job never reached its state: steps {self.steps()}")
+        raise AssertionError(f"the job never reached its state: steps {self.steps()}\n{self._log_tail()}")
 
     def rank_pids(self) -> list[int]:
         return [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)
