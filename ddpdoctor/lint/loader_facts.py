@@ -259,6 +259,25 @@ class LoaderFacts:
                 if isinstance(sub, ast.Call) and any(self._returns_rank_part(t, 3)
                                                      for t in self.program.resolve(sub.func, scope)[0]):
                     return True
+                if isinstance(sub, ast.Call) and _next_of(sub) is not None and self._yields_rank_part(_next_of(sub), scope):
+                    return True
+        return False
+
+    def _yields_rank_part(self, source: ast.AST, fn: Function) -> bool:
+        """`next(self.parts)` where `self.parts = Source(...).epochs()`, a generator that yields
+        `self.load()` of this rank's part each pass: what it yields is the rank's part."""
+        for value, scope in self.program.values_of(source, fn, 2):
+            if not isinstance(value, ast.Call):
+                continue
+            for gen in self.program.resolve(value.func, scope)[0]:
+                if isinstance(gen.node, ast.Module):
+                    continue
+                for item in (n.value for n in gen.own if isinstance(n, (ast.Yield, ast.YieldFrom)) and n.value is not None):
+                    if self.mentions_rank(item, gen, depth=0, strict=True) or any(
+                            isinstance(c, ast.Call) and any(self._returns_rank_part(t, 3)
+                                                            for t in self.program.resolve(c.func, gen)[0])
+                            for c in walk(item)):
+                        return True
         return False
 
     def _returns_rank_part(self, fn: Function, depth: int) -> bool:
@@ -380,6 +399,9 @@ class LoaderFacts:
                     if isinstance(value, ast.Name):
                         for arg, caller in owner.arguments.get(value.id, []):
                             names.add((id(caller), last_name(arg) or ""))
+                    # `self.loader = DataLoader(...)` in the method that starts each epoch, read
+                    # by the loop of another: the loader is the attribute's, in the method setting it
+                    names.add((id(owner), name))
         return names
 
     def _runs_backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:

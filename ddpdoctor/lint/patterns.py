@@ -241,6 +241,10 @@ def _given_keywords(program: Program, call: ast.Call, fn: Function) -> set[str]:
             # what the calls into the function pass by name (judged again, once every call is
             # resolved, by save_facts.forwarded_gate)
             given |= {k.arg for k, _ in fn.arguments.get(f"**{own.kwarg.arg}", [])}
+            sites = fn.__dict__.get("_spread_given")
+            if sites and not any(None in site for site in sites):
+                # every call into it is known: a gate only where each of them gives one
+                given -= {name for name in _GATED_SAVE if not all(name in site for site in sites)}
             continue
         spread = call_keywords(program, ast.Call(func=call.func, args=[], keywords=[kw]), fn)
         given |= set(spread) if spread is not None else set(_GATED_SAVE)

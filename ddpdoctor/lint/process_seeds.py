@@ -350,9 +350,56 @@ def _draws(program, klass) -> bool:
     named = _attribute_names(program)
     own = _own_generators(klass, built)
     return any(ARGUMENT_WORDS.search(_source(method)) if name in built else
-               (RANDOM_WORDS.search(_without_own(_source(method), own)) or _helpers_draw(program, method))
+               (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method))
                if name in named or name.startswith("__") else False
                for name, method in klass.methods.items())
+
+
+def _live_source(program, method) -> str:
+    """The method's text without the bodies of tests no way in can pass: `if frame_order == 2:`
+    (a shuffle of the frames) where frame_order is a constructor's option every construction
+    leaves at its default 0 - that draw never runs in a worker."""
+    dead = [stmt for stmt in method.own if isinstance(stmt, ast.If) and not stmt.orelse
+            and _never_equal(program, stmt.test, method)]
+    if not dead:
+        return _source(method)
+    skip = {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)}
+    node = method.node
+    lines = [line for n, line in enumerate(method.file.lines[node.lineno - 1:node.end_lineno], node.lineno)
+             if n not in skip]
+    return "\n".join(line for line in lines if not line.lstrip().startswith(("import ", "from ", "#")))
+
+
+def _never_equal(program, test: ast.AST, fn) -> bool:
+    """`x == C` where every value x can hold is a constant other than C: passed so, or a
+    parameter left at a constant default (no construction passes it)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.comparators[0], ast.Constant) and isinstance(test.left, (ast.Name, ast.Attribute))):
+        return False
+    wanted = test.comparators[0].value
+    values = program.values_of(test.left, fn, 4)
+    if not values:
+        return False
+    for value, scope in values:
+        if isinstance(value, ast.Name) and value.id in scope.params and value is not test.left:
+            # left at its default by a known call, and no call spreads `**opts` into it
+            if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls"):
+                return False
+            value = _default_of(scope, value.id)
+        if not isinstance(value, ast.Constant) or value.value == wanted:
+            return False
+    return True
+
+
+def _default_of(fn, param: str):
+    """A parameter's default as written (None where it has none)."""
+    args = getattr(fn.node, "args", None)
+    if args is None:
+        return None
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return defaults.get(param)
 
 
 def _own_generators(klass, built: set) -> set[str]:

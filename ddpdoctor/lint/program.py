@@ -336,6 +336,8 @@ class Program:
             fn.attr_bindings = {}
             fn.arguments = {}
             fn.defaulted = {}
+            fn.__dict__.pop("_spread_calls", None)
+            fn.__dict__.pop("_spread_given", None)
             fn.__dict__.pop("_loops", None)
             fn.__dict__.pop("_call_conds", None)
         for klass in self.classes:
@@ -590,11 +592,18 @@ class Program:
                     # `f(x, is_main_process=...)` into `def f(x, **kwargs)`: kept by its name
                     # under `**kwargs` (what a forwarding `g(**kwargs)` may carry)
                     target.arguments.setdefault(f"**{spread}", []).append((kw, fn))
+            if spread is not None:
+                # what each call hands `**kwargs` (a forwarded gate holds only where every call gives it)
+                target.__dict__.setdefault("_spread_given", []).append(
+                    frozenset(kw.arg for kw in node.keywords if kw.arg not in params and kw.arg not in kwonly))
             if not any(a.__class__ is ast.Starred for a in node.args) and all(kw.arg for kw in node.keywords):
                 given = {kw.arg for kw in node.keywords}  # no `*a` / `**kw`: what is left out is known
                 for name in [*params[len(node.args):], *kwonly]:
                     if name not in given:
                         target.defaulted.setdefault(name, []).append((node, fn))
+            else:
+                # `Clips(**opts)`: any parameter may be given there (left_at_default asks)
+                target.__dict__["_spread_calls"] = True
 
     def _bind(self, fn: Function, target: ast.AST, value: ast.AST, line: int, iterated: bool = False) -> None:
         if isinstance(target, ast.Name):
@@ -1038,6 +1047,13 @@ class Program:
         return found
 
     def _class_of(self, node: ast.AST, fn: Function, depth: int) -> Optional[Klass]:
+        if node.__class__ is ast.Attribute and node.attr == "module" and depth > 0:
+            # `ddp_model.module`: the module DistributedDataParallel wraps
+            for value, scope in self.values_of(node.value, fn, depth):
+                if value.__class__ is ast.Call and value.args and patterns.ddp_call(self, value, scope):
+                    found = self.class_of(value.args[0], scope, depth - 1)
+                    if found is not None:
+                        return found
         values = self.values_of(node, fn, depth)
         if node.__class__ is ast.Name and depth > 0:
             # `ds, info = get_iters()`: each name is what its position of the returned tuple holds
@@ -1460,6 +1476,12 @@ class Program:
                         table = ret
                         while table.__class__ is ast.Subscript:
                             table = table.value  # `return TRAINERS[name.lower()]`: that table's entries
+                        if table is ret and ret.__class__ in (ast.Name, ast.Attribute):
+                            # `if cfg.name == "wiki": return WikiSource`: the local class itself
+                            symbol = self._callee_symbol(ret, helper)
+                            if symbol.__class__ is Klass:
+                                found.append(symbol)
+                                continue
                         found.extend(self._table_entries(table, helper) if table is not ret else self._loaded(ret, helper))
         return found
 

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, RankTest, last_name, loader_call, text
+from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, RankTest, grad_off, last_name, loader_call, text
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -965,7 +965,7 @@ def _exception_skips(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bo
         # a set-up or a log line runs (a configuration error is raised alike on every rank)
         work = (_backward_in(builder, fn, list(stmt.body), 3) if ddp else "") or next(
             (f"the DDP forward {text(c.func, 40)}()" for n in stmt.body for c in walk(n)
-             if isinstance(c, ast.Call) and builder.program.ddp_model(c, fn) is not None), "")
+             if isinstance(c, ast.Call) and _forward_works(builder.program, c, fn)), "")
         if not work:
             continue
         for handler in stmt.handlers:
@@ -1289,6 +1289,15 @@ def _after(body: list, stmt: ast.stmt) -> list:
     return []
 
 
+def _forward_works(program, call: ast.Call, fn: Function) -> bool:
+    """A DDP model's forward that can meet the other ranks: with gradients on (its backward
+    all-reduces; the reducer's first rebuild broadcasts bucket order). With gradients off and no
+    buffers to broadcast (`broadcast_buffers=False`, or none visible) DDP runs the module alone:
+    a rank's extra `with torch.no_grad(): hint = model(x)` waits for no one (a buffered one is
+    program.collective's, NO_GRAD_FORWARD)."""
+    return program.ddp_model(call, fn) is not None and not grad_off(program, call, fn)
+
+
 def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
     """The first collective work in some statements: a collective (through local calls too), a
     DDP model's forward, a backward where a DDP model exists (its gradients are all-reduced)."""
@@ -1306,7 +1315,7 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
             if name == "backward" and node.args and isinstance(node.func, ast.Attribute) and \
                     _deepspeed_engine(program, node.func.value, fn):
                 return f"{text(node.func, 40)}() (the DeepSpeed engine reduces the gradients)"
-            if program.ddp_model(node, fn) is not None:
+            if _forward_works(program, node, fn):
                 return f"the DDP forward {text(node.func, 40)}()"
             targets, _ = program.resolve(node.func, fn)
             for target in targets:

@@ -80,10 +80,13 @@ class SaveFacts:
         if not sites:
             return f"its `**{name}` comes from calls the lint does not resolve (they may pass is_main_process=)"
         params = set(fn.params) | set(fn.kwonly)
-        for site in sites:
-            if any(kw.arg is None or (kw.arg not in params and kw.arg in ("is_main_process", "save_function"))
-                   for kw in site.keywords):
-                return f"a call into it ({loc(self._caller_of(fn, site), site)}) passes what decides who writes"
+        gated = [site for site in sites if any(
+            kw.arg is None or (kw.arg not in params and kw.arg in ("is_main_process", "save_function"))
+            for kw in site.keywords)]
+        # (a call that passes nothing of the kind writes from every rank that makes it)
+        if gated and len(gated) == len(sites):
+            site = gated[0]
+            return f"a call into it ({loc(self._caller_of(fn, site), site)}) passes what decides who writes"
         return ""
 
     def _caller_of(self, fn: Function, site: ast.Call) -> Function:

@@ -1,0 +1,257 @@
+"""Shapes from session 22 (blind round 35), each with its healthy twin, written in our own words."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_round17_shapes import lint_plain
+from tests.unit.test_lint_round25_shapes import lines_of
+
+# -------------------------------------------------- a rank's own draw around a no_grad DDP forward
+SELF_CONDITION = """
+import random, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+random.seed(7 + dist.get_rank())
+net = DDP({module}{options})
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for _ in range(10):
+    x = torch.randn(4, 3)
+    prior = torch.zeros_like(x)
+    if random.random() < 0.3:
+        with torch.no_grad():
+            prior = net(x)
+    loss = net(x + prior).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_no_grad_forward_without_buffers_to_broadcast_meets_no_other_rank(tmp_path):
+    code = SELF_CONDITION.replace("{module}", "torch.nn.Linear(3, 3)").replace(
+        "{options}", ", broadcast_buffers=False")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == []
+    plain = SELF_CONDITION.replace("{module}", "torch.nn.Linear(3, 3)").replace("{options}", "")
+    assert lines_of(lint_plain(tmp_path, plain), "DDP809") == []  # a Linear holds no buffers
+
+
+def test_its_twin_a_batchnorm_broadcast_in_that_forward_is_a_decision(tmp_path):
+    code = SELF_CONDITION.replace("{module}", "torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))") \
+        .replace("{options}", "")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == [11]
+
+
+def test_its_twin_the_same_draw_around_a_forward_with_gradients_on_is_a_decision(tmp_path):
+    code = SELF_CONDITION.replace("{module}", "torch.nn.Linear(3, 3)").replace(
+        "{options}", ", broadcast_buffers=False").replace(
+        "        with torch.no_grad():\n            prior = net(x)", "        prior = net(x)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == [11]
+
+
+# -------------------------------------------------- a rank's part through a picked class and a generator
+PARTS = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+class Shards:
+    def __init__(self, n):
+        self.n = n
+        self.rank = dist.get_rank()
+        self.world = dist.get_world_size()
+
+    def cut(self, x):
+        per = len(x) // self.world
+        return TensorDataset(x[self.rank * per:(self.rank + 1) * per])
+
+    def load(self):
+        return {part}
+
+    def passes(self):
+        while True:
+            yield self.load()
+
+def pick(kind):
+    if kind == "shards":
+        return Shards
+
+class Loop:
+    def __init__(self, kind):
+        self.model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.sets = {sets}
+
+    def next_loader(self):
+        self.data = {data}
+        self.loader = DataLoader(self.data, batch_size=4, shuffle=True)
+
+    def update(self, loss):
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+    def one_pass(self):
+        for (x,) in self.loader:
+            self.update(self.model(x).sum())
+
+    def run(self):
+        for _ in range(3):
+            self.next_loader()
+            self.one_pass()
+
+dist.init_process_group("gloo")
+Loop("shards").run()
+"""
+GENERATOR = {"{sets}": 'pick(kind)(64).passes()', "{data}": "next(self.sets)"}
+PICKED = {"{sets}": "None", "{data}": 'pick("shards")(64).load()'}
+
+
+def _parts(choice: dict, part: str) -> str:
+    code = PARTS.replace("{part}", part)
+    for key, value in choice.items():
+        code = code.replace(key, value)
+    return code
+
+
+def test_a_rank_part_yielded_by_a_generator_of_a_picked_class_needs_no_sampler(tmp_path):
+    for choice in (GENERATOR, PICKED):
+        code = _parts(choice, "self.cut(torch.randn(self.n, 2))")
+        assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_the_whole_set_yielded_is_a_training_loader_without_a_sampler(tmp_path):
+    for choice in (GENERATOR, PICKED):
+        code = _parts(choice, "TensorDataset(torch.randn(self.n, 2))")
+        found = [f for f in lint_plain(tmp_path, code) if f.code == "DDP802"]
+        # the loop of another method reads the attribute the loader was bound to: it trains
+        assert [(f.location.line, f.severity.value) for f in found] == [(33, "error")]
+
+
+# -------------------------------------------------- a switch parameter spelled `dist`
+SWITCH = """
+import sys, torch
+from torch.utils.data import DataLoader, TensorDataset
+from torch.distributed import init_process_group
+from torch.utils.data.distributed import DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def fit(model, loader):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for (x,) in loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+def build(model, dist):
+    data = TensorDataset(torch.randn(32, 2))
+    if {test}:
+        loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data))
+        fit(DDP(model), loader)
+    else:
+        loader = DataLoader(data, batch_size=4, shuffle=True)
+        fit(model, loader)
+
+if len(sys.argv) > 1:
+    init_process_group("gloo")
+    build(torch.nn.Linear(2, 1), dist=True)
+else:
+    build(torch.nn.Linear(2, 1), dist=False)
+"""
+
+
+def test_the_plain_loader_of_a_switch_spelled_dist_is_the_one_process_side(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SWITCH.replace("{test}", "dist")), "DDP802") == []
+
+
+def test_its_twin_a_test_on_another_value_leaves_the_plain_loader_to_every_rank(tmp_path):
+    code = SWITCH.replace("{test}", "len(data) > 64")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == [20]
+
+
+# -------------------------------------------------- a save method of the module DDP wraps
+OWN_SAVE = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 2)
+    def save_pretrained(self, folder):
+        torch.save(self.fc.state_dict(), folder + "/head.pt")
+
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 2)
+    def save_pretrained(self, folder):
+        torch.save(self.fc.state_dict(), folder + "/encoder.pt")
+
+class Fitter:
+    def __init__(self, frozen, model):
+        self.frozen, self.model = frozen, model
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    def run(self):
+        for step in range(3):
+            with torch.no_grad():
+                x = self.frozen(torch.randn(4, 2))
+            self.opt.zero_grad()
+            self.model(x).sum().backward()
+            self.opt.step()
+            {guard}self.model.module.save_pretrained("out")
+
+dist.init_process_group("gloo")
+Fitter(Encoder(), DDP(Head())).run()
+"""
+
+
+def test_the_save_of_the_wrapped_module_is_its_class_method_and_no_other(tmp_path):
+    found = lint_plain(tmp_path, OWN_SAVE.replace("{guard}", ""))
+    assert lines_of(found, "DDP806") == [9]  # Head's torch.save; not Encoder's, not a library write
+
+
+def test_its_twin_under_rank_0_no_write_is_every_rank(tmp_path):
+    code = OWN_SAVE.replace("{guard}", "if dist.get_rank() == 0:\n                ")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- a draw under an option no construction sets
+ORDER = """
+import os, numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Frames(Dataset):
+    def __init__(self, n, order=0):
+        self.n, self.order = n, order
+    def __len__(self):
+        return self.n
+    def arrange(self, clip, order=0):
+        if order == 3:
+            np.random.shuffle(clip)
+        return clip
+    def __getitem__(self, i):
+        return self.arrange(np.arange(6.0) + i, order=self.order)
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+np.random.seed(0)
+opts = {"n": 32, "order": int(os.environ.get("ORDER", 0))}
+data = {built}
+loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data), num_workers=2)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(6, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for x in loader:
+        opt.zero_grad()
+        model(x.float()).sum().backward()
+        opt.step()
+"""
+
+
+def test_a_draw_under_an_option_every_construction_leaves_at_its_default_never_runs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ORDER.replace("{built}", "Frames(32)")), "DDP808") == []
+
+
+def test_its_twins_the_option_given_or_spread_from_a_dict_draws(tmp_path):
+    for built in ("Frames(32, order=3)", "Frames(**opts)"):
+        assert lines_of(lint_plain(tmp_path, ORDER.replace("{built}", built)), "DDP808") == [21], built
