@@ -461,7 +461,10 @@ class AccumulationFacts:
                       and _over_optimizers(n)}
             if looped and any(isinstance(a, ast.Name) and a.id in looped for a in (call.func.value, *handed)):
                 return True  # `for o in optimizer.values(): o.step()` (or `scaler.step(o)`)
-            return False
+            # `engine.backward(loss); engine.step()`: an engine (DeepSpeed's) that runs the
+            # backward it is handed steps its own optimizer
+            return any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" and c.args
+                       and text(c.func.value) == owner for c in fn.own_calls)
         return self._through(call, fn, depth, self._step)
 
     def _step_kind(self, call: ast.Call, fn: Function, depth: int = 2) -> Optional[str]:

@@ -76,6 +76,8 @@ class BuilderCore:
                 continue  # `if isinstance(model, FSDP):` entered with a DDP model
             if call is not None and whiles and any(_never_entered(fn, loop, call) for loop in whiles.get(id(event.node), ())):
                 continue  # `while wanted > made:` entered with wanted at its default -1
+            if call is not None and stack and any(_set_false_before(fn, call, stack[-1], c) for c, _ in event.conds):
+                continue  # `runner.distributed = False; runner.evaluate()` past `if self.distributed:`
             own_conds = event.conds if call is None else \
                 tuple((c, flag) for c, flag in event.conds if not (flag and _cond_true(fn, call, c, context)))
             if event.kind == "collective" and id(event) not in paired:
@@ -616,6 +618,17 @@ class Switches(frozenset):
     open: frozenset = frozenset()
 
 
+# `runner.configer.get('network.distributed', default=False)` and `self.configer.get(
+# 'network.distributed')` read one setting: its key, whoever holds the config
+_CONFIG_GET = re.compile(r"^(not )?[\w.]*\.get\(\s*(['\"])([^'\"]+)\2")
+
+
+def switch_form(cond: str) -> str:
+    """A switch test's text in the form two readers of the same setting share."""
+    got = _CONFIG_GET.match(cond)
+    return f"{got.group(1) or ''}get:{got.group(3)}" if got else cond
+
+
 def _negated(cond: str) -> str:
     return cond[4:] if cond.startswith("not ") else f"not {cond}"
 
@@ -653,6 +666,23 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tu
         if switched is not None and switched is not wanted:
             return True
     return False
+
+
+def _set_false_before(fn: Function, way_in: ast.Call, caller: Function, cond: str) -> bool:
+    """`if self.distributed:` in a method entered as `runner.evaluate()` just after the caller's
+    `runner.distributed = False` (rank 0's last evaluation, one process's): false on this way.
+    The caller's last constant assignment to that attribute of the receiver, above the call."""
+    negated = cond.startswith("not ")
+    name = cond[4:] if negated else cond
+    if not (name.startswith("self.") and name[5:].isidentifier() and fn.cls is not None
+            and isinstance(way_in.func, ast.Attribute)):
+        return False
+    target = f"{dotted(way_in.func.value)}.{name[5:]}"
+    given = [n.value for n in caller.own if isinstance(n, ast.Assign) and len(n.targets) == 1
+             and n.lineno < way_in.lineno and dotted(n.targets[0]) == target]
+    if not given or not isinstance(given[-1], ast.Constant):
+        return False
+    return bool(given[-1].value) is negated
 
 
 def _never_entered(fn: Function, loop: ast.While, way_in: ast.Call) -> bool:

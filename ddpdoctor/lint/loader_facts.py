@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import (_fn_loops, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
+from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.ranks import SPAWNERS
@@ -624,8 +624,9 @@ class LoaderFacts:
             for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
                 if not any(n is call for s in mine for n in walk(s)):
                     continue
-                tests = lambda stmts: {text(n.test) for s in stmts for n in walk(s) if isinstance(n, ast.If)}
-                if tests(other) & switches and not tests(mine) & switches:
+                tests = lambda stmts: {switch_form(text(n.test)) for s in stmts for n in walk(s) if isinstance(n, ast.If)}
+                forms = {switch_form(c) for c in switches}
+                if tests(other) & forms and not tests(mine) & forms:
                     return text(node.test)
         return ""
 

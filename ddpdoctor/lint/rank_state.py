@@ -553,12 +553,24 @@ def _returns_item(program, call: ast.Call, fn: Function) -> bool:
         known = target.__dict__.get("_returns_item")
         if known is None:
             returns = [r for r in getattr(target, "returned", ()) if r is not None]
-            known = bool(returns) and all(
-                isinstance(r, ast.Call) and isinstance(r.func, ast.Attribute) and r.func.attr == "item"
-                for r in returns) and not shared_names(program, target, forwards=False)
+            target.__dict__["_returns_item"] = False  # (a helper reaching itself adds nothing)
+            known = bool(returns) and all(_item_valued_return(program, r, target) for r in returns) \
+                and not shared_names(program, target, forwards=False)
             target.__dict__["_returns_item"] = known
         if known:
             return True
+    return False
+
+
+def _item_valued_return(program, value: ast.AST, fn: Function) -> bool:
+    """A returned value that is this rank's own number: `x.item()`, a name fn sums from such
+    numbers (`return total / n`), or a dict holding one (`return {"avg": total / n}`)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "item":
+        return True
+    if isinstance(value, ast.Dict):
+        return any(v is not None and _item_valued_return(program, v, fn) for v in value.values)
+    if isinstance(value, (ast.Name, ast.BinOp)) and not isinstance(fn.node, ast.Module):
+        return bool({n.id for n in walk(value) if isinstance(n, ast.Name)} & _item_names(program, fn))
     return False
 
 
@@ -785,9 +797,15 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         tested += [c for cmp in walk(stmt.test) if isinstance(cmp, (ast.Compare, ast.Call)) for c in walk(cmp)
                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "item"
                    and not c.args and (cmp.__class__ is ast.Compare or c in cmp.args)]
+        summed = False
         if tested:
             call = tested[0]
             value = call.args[0] if call.args else call.func.value
+        elif isinstance(stmt.test, ast.Compare) and _item_valued(builder.program, fn, stmt.test):
+            summed = True
+            # `if stats["avg"] <= min(history):` on the rank's own epoch average (a helper's sum
+            # of its `loss.item()`s, never all-reduced): the ranks' numbers part ways
+            value = stmt.test
         elif item.loops:
             if _key_presence(stmt.test):
                 continue  # `if "main" in out.keys():` asks which keys the code put there, not a value
@@ -806,7 +824,9 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         # `if valid:`)
         compared = bool(tested) or any(isinstance(n, ast.Compare) for n in walk(stmt.test)) or \
             _checked_by_helper(builder, fn, stmt.test, item)
-        effect = _effect(builder, fn, stmt, item, ddp, after_only=True, returns=bool(tested), valued=compared)
+        # (a number summed from the rank's own `.item()`s decides like a rank test: a collective on
+        # one side of it waits for ranks that took the other)
+        effect = _effect(builder, fn, stmt, item, ddp, after_only=not summed, returns=bool(tested), valued=compared)
         if effect is None:
             continue
         action, work = effect

@@ -384,11 +384,18 @@ class RankFlow:
             return None
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return self._compare(test, fn, depth)
+        if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant) and depth > 0:
+            found = self._keyed(test, fn, depth)
+            if found is not None:
+                return replace(found, text=text(test), key=str(test.slice.value))
         if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and self.is_rank(test, fn) and \
                 not self._env_string(test, fn):
             # `if dist.get_rank():`, `if config.torch.rank:` (skrl): the rank's truth, every rank but 0
             name = last_name(test.func if isinstance(test, ast.Call) else test) or text(test)
             return RankTest(text(test), name, "nonzero", scope="node" if "local" in name.lower() else "global")
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("bool", "int") \
+                and len(test.args) == 1 and not test.keywords and not self.program.lookup(test.func.id, fn):
+            return self.guard(test.args[0], fn, depth)  # `bool(local_stop)`: the flag itself
         if isinstance(test, ast.Call):
             name = last_name(test.func) or ""
             targets, _ = self.program.resolve(test.func, fn)
@@ -404,6 +411,9 @@ class RankFlow:
             if values is not None:
                 if depth <= 0:
                     return None
+                # `if distributed: stop = shared(flag) else: stop = flag`: the value a run that
+                # is not distributed takes splits no ranks
+                values = [(v, s) for v, s in values if not self._on_the_single_side(v, s)]
                 for value, scope in values:
                     found = self.guard(value, scope, depth - 1)
                     if found is not None:
@@ -708,6 +718,34 @@ class RankFlow:
             found = tests[0]
             return RankTest(f"{name} is not None", found.key, found.polarity, found.assumption, found.scope)
         return None
+
+    def _keyed(self, test: ast.Subscript, fn: Function, depth: int) -> Optional[RankTest]:
+        """`env["is_main"]` where `env = setup()` and setup returns `{"is_main": rank == 0, ...}`:
+        the rank test the dict literal holds under that key."""
+        tables = []
+        for value, scope in self.program.values_of(test.value, fn, 2):
+            if isinstance(value, ast.Dict):
+                tables.append((value, scope))
+            elif isinstance(value, ast.Call):
+                tables.extend((ret, target) for target in self.program.resolve(value.func, scope)[0]
+                              if not isinstance(target.node, ast.Module)
+                              for ret in target.returned if isinstance(ret, ast.Dict))
+        for table, scope in tables:
+            for key, entry in zip(table.keys, table.values):
+                if isinstance(key, ast.Constant) and key.value == test.slice.value:
+                    found = self.guard(entry, scope, depth - 1)
+                    if found is not None:
+                        return found
+        return None
+
+    def _on_the_single_side(self, value: ast.AST, fn: Function) -> bool:
+        """The value is assigned on the side of an `if` that only a run without a process group
+        takes (the `else:` of `if args.distributed:`)."""
+        branch = _enclosing_if(fn, value)
+        if branch is None:
+            return False
+        holds = branch[0].test if branch[1] == "body" else ast.UnaryOp(op=ast.Not(), operand=branch[0].test)
+        return self.single_process(holds, fn)
 
     def _set_by_branches(self, values: list, depth: int) -> Optional[RankTest]:
         """A flag given only constants, True only on a rank test's side (`if opt.rank == 0:

@@ -255,3 +255,259 @@ def test_a_draw_under_an_option_every_construction_leaves_at_its_default_never_r
 def test_its_twins_the_option_given_or_spread_from_a_dict_draws(tmp_path):
     for built in ("Frames(32, order=3)", "Frames(**opts)"):
         assert lines_of(lint_plain(tmp_path, ORDER.replace("{built}", built)), "DDP808") == [21], built
+
+
+# -------------------------------------------------- an engine's own step on one side of a switch
+ENGINE = """
+import sys, torch, torch.distributed as dist, deepspeed
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+net = torch.nn.Linear(3, 1)
+use_engine = "--deepspeed" in sys.argv
+if use_engine:
+    engine, opt, _, _ = deepspeed.initialize(model=net, model_parameters=net.parameters())
+    model = engine
+else:
+    model = DDP(net)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i in range(20):
+    loss = model(torch.randn(4, 3)).sum()
+    if use_engine:
+        engine.backward(loss)
+        engine.step()
+    else:
+        loss.backward()
+        {step}
+"""
+
+
+def test_an_engine_that_runs_the_backward_steps_its_own_optimizer(tmp_path):
+    code = ENGINE.replace("{step}", "opt.step()\n        opt.zero_grad()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") == []
+
+
+def test_its_twin_the_ddp_side_stepping_every_fourth_pass_accumulates(tmp_path):
+    code = ENGINE.replace("{step}", "if (i + 1) % 4 == 0:\n            opt.step()\n            opt.zero_grad()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") == [19]  # the DDP side's backward
+
+
+# -------------------------------------------------- a stop flag shared on the distributed side only
+STOP = """
+import sys, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def from_zero(value):
+    t = torch.tensor([float(value)])
+    dist.broadcast(t, src=0)
+    return t.item()
+
+distributed = len(sys.argv) > 1
+if distributed:
+    dist.init_process_group("gloo")
+main = not distributed or dist.get_rank() == 0
+model = DDP(torch.nn.Linear(2, 1)) if distributed else torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+stale = 0
+for epoch in range(50):
+    opt.zero_grad()
+    model(torch.randn(4, 2)).sum().backward()
+    opt.step()
+    own = False
+    if main:
+        stale += 1
+    if main and stale > 5:
+        own = True
+    if distributed:
+        stop = {shared}
+    else:
+        stop = own
+    if stop:
+        break
+"""
+
+
+def test_a_flag_broadcast_on_the_distributed_side_and_kept_on_the_other_is_the_same_everywhere(tmp_path):
+    code = STOP.replace("{shared}", "bool(int(from_zero(int(own))))")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == []
+
+
+def test_its_twin_rank_0s_own_flag_on_the_distributed_side_splits_the_ranks(tmp_path):
+    assert lines_of(lint_plain(tmp_path, STOP.replace("{shared}", "bool(own)")), "DDP809") == [29]
+
+
+# -------------------------------------------------- the main-rank flag handed back in a dict
+KEYED = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def setup():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    return {"world": dist.get_world_size(), "lead": rank == 0}
+
+env = setup()
+net = DDP(torch.nn.Linear(3, 3))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(40):
+    opt.zero_grad()
+    net(torch.randn(2, 3)).sum().backward()
+    opt.step()
+    if step % 10 == 0 and env["{key}"]:
+        torch.save(net.state_dict(), "ckpt.pt")
+"""
+
+
+def test_a_rank_test_kept_in_a_dict_a_helper_returns_guards_the_save(tmp_path):
+    assert lines_of(lint_plain(tmp_path, KEYED.replace("{key}", "lead")), "DDP806") == []
+
+
+def test_its_twin_another_key_of_the_same_dict_is_no_rank_test(tmp_path):
+    code = KEYED.replace('env["{key}"]', 'env["world"] > 1')
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [17]
+
+
+# -------------------------------------------------- a trainer switched to one process before rank 0 reuses it
+SWITCHED_OFF = """
+import sys, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Runner:
+    def __init__(self, distributed):
+        self.distributed = distributed
+        self.model = DDP(torch.nn.Linear(2, 1)) if distributed else torch.nn.Linear(2, 1)
+
+    def evaluate(self):
+        with torch.no_grad():
+            score = float(self.model(torch.randn(3, 2)).sum()) if not self.distributed else 0.0
+        if self.distributed:
+            dist.barrier()
+        return score
+
+def main(distributed):
+    if distributed:
+        dist.init_process_group("gloo")
+    runner = Runner(distributed)
+    for _ in range(3):
+        runner.model(torch.randn(4, 2)).sum().backward()
+        runner.evaluate()
+    if dist.get_rank() == 0:
+        runner.model = torch.nn.Linear(2, 1)
+    {switch}
+        print(runner.evaluate())
+
+main(len(sys.argv) > 1)
+"""
+
+
+def test_rank_0_turning_the_trainers_distributed_flag_off_first_meets_no_barrier(tmp_path):
+    code = SWITCHED_OFF.replace("{switch}", "    runner.distributed = False")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == []
+
+
+def test_its_twin_the_flag_left_on_keeps_the_barrier_on_rank_0_alone(tmp_path):
+    code = SWITCHED_OFF.replace("{switch}", "    runner.name = 'final'")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == [26]
+
+
+# -------------------------------------------------- a rank's own epoch average handed back in a dict
+EPOCH_AVERAGE = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def one_epoch(model, opt):
+    total, n = 0.0, 0
+    for _ in range(5):
+        opt.zero_grad()
+        loss = model(torch.randn(4, 3)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        total += loss.item()
+        n += 1
+    {share}
+    return {"mean": total / n}
+
+def keep_best(model):
+    dist.barrier()
+    if dist.get_rank() == 0:
+        torch.save(model.module.state_dict(), "best.pt")
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(3, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+seen = []
+for epoch in range(4):
+    stats = one_epoch(model, opt)
+    seen.append(stats["mean"])
+    if stats["mean"] <= min(seen):
+        keep_best(model)
+"""
+
+
+def test_a_barrier_behind_a_test_on_the_ranks_own_epoch_average_is_a_decision(tmp_path):
+    code = EPOCH_AVERAGE.replace("{share}", "pass")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == [28]
+
+
+def test_its_twin_the_average_all_reduced_first_is_the_same_on_every_rank(tmp_path):
+    code = EPOCH_AVERAGE.replace("{share}", "t = torch.tensor([total]); dist.all_reduce(t); total = t.item() / dist.get_world_size()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- one setting read through two holders of the config
+CONFIG_KEY = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+
+class Config(dict):
+    def get(self, key, default=None):
+        return super().get(key, default)
+
+def set_up(runner):
+    if runner.cfg.get("net.distributed", default=False):
+        dist.init_process_group("gloo")
+
+class Loaders:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def train(self):
+        data = TensorDataset(torch.randn(32, 2))
+        if self.cfg.get("loader") == "plain":
+            sampler = None
+            if {test}:
+                sampler = DistributedSampler(data)
+            return DataLoader(data, sampler=sampler, shuffle=sampler is None)
+        else:
+            return DataLoader(data, batch_size=4, shuffle=True)
+
+class Runner:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        set_up(self)
+        self.model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+        self.loader = Loaders(cfg).train()
+
+    def run(self):
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for (x,) in self.loader:
+            opt.zero_grad()
+            self.model(x).sum().backward()
+            opt.step()
+
+Runner(Config({"net.distributed": True})).run()
+"""
+
+
+def _severity(found, code):
+    return [(f.location.line, f.severity.value) for f in found if f.code == code]
+
+
+def test_the_other_side_reading_the_same_setting_through_another_holder_makes_it_a_choice(tmp_path):
+    code = CONFIG_KEY.replace("{test}", 'self.cfg.get("net.distributed")')
+    assert _severity(lint_plain(tmp_path, code), "DDP802") == [(24, "warning")]
+
+
+def test_its_twin_another_setting_on_the_other_side_leaves_an_error(tmp_path):
+    code = CONFIG_KEY.replace("{test}", 'self.cfg.get("net.sharded")')
+    assert _severity(lint_plain(tmp_path, code), "DDP802") == [(24, "error")]
