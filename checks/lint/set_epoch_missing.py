@@ -18,7 +18,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         order it fixes is every epoch's). Not an evaluation
         loader's: one no backward reads, its loops running with gradients off, or built by
         an evaluation builder and read by no training loop; the order of an evaluation
-        changes no result (and `set_epoch(0)` there pins it on purpose).
+        changes no result (and `set_epoch(0)` there pins it on purpose). Nor a loader handed
+        to `accelerator.prepare`: Accelerate's loader sets the epoch of the sampler it wraps
+        at the start of every pass.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the
@@ -68,7 +70,7 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                 evidence={"sampler": sampler.name, "set_epoch": str(sampler.set_epoch[0]), "constant": False,
                           "under": sampler.set_epoch_under,
                           "loader_location": str(sampler.loader) if sampler.loader else None}))
-        elif not sampler.set_epoch and sampler.across_epochs:
+        elif not sampler.set_epoch and sampler.across_epochs and not getattr(sampler, "epoch_set_by", ""):
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "
                          "loader is iterated epoch after epoch, but set_epoch is never called: the same "

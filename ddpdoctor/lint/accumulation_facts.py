@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
 from ddpdoctor.lint.fact_builder import _cond_false, _cond_true, _fn_loops, _loops, argument_at, given_constants, loc
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import fresh_model, is_const, keyword, last_name, plain_loss, text
+from ddpdoctor.lint.patterns import _loss_of, fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function
 
 
@@ -116,6 +116,25 @@ class AccumulationFacts:
                     return False
         return True
 
+    def _steps_another_model(self, step: ast.Call, backward: ast.Call, fn: Function) -> bool:
+        """`opt_d.step()` (or `opt_d.zero_grad()`) over `disc.parameters()` where the backward's
+        loss comes from `gen(x)`: the optimizer touches none of the models whose gradients that
+        backward makes (both known)."""
+        if not (isinstance(step.func, ast.Attribute) and step.func.attr in ("step", "zero_grad") and
+                isinstance(backward.func, ast.Attribute)):
+            return False
+        built = [(v, scope) for v, scope in self.program.values_of(step.func.value, fn) if isinstance(v, ast.Call)]
+        if not built or any(scope is not fn for _, scope in built):
+            return False  # (handed in from a caller: its names are the caller's, not comparable here)
+        owners = {text(o) for v, _ in built for o in _parameter_owners(self.program, v, fn)}
+        loss = _loss_of(backward.func.value)
+        values = [loss, *(v for v, scope in self.program.values_of(loss, fn, 1) if scope is fn)]
+        models = {text(c.func) for v in values for c in walk(v)
+                  if isinstance(c, ast.Call) and self.program.ddp_model(c, fn) is not None}
+        # both sides names this function binds itself (`gen = DDP(...)`, `opt_d = SGD(disc...)`)
+        local = lambda name: name.isidentifier() and name in fn.bindings and name not in fn.params
+        return bool(owners) and bool(models) and all(map(local, owners | models)) and not owners & models
+
     def _wrapped(self, owner: ast.AST) -> bool:
         """The model's name is handed to a wrapper somewhere (`DDP(model)`, `accelerator.prepare(
         model, opt)`, `deepspeed.initialize(model=model)`): the optimizer built over its parameters
@@ -201,6 +220,9 @@ class AccumulationFacts:
         # after the backward runs on some passes only (one before it skips both alike)
         head, tail = _split_at_skip(loop, backward)
         calls = list(_loop_calls(head, False)) + list(_loop_calls(tail, True))
+        # (a second model's optimizer stepping and clearing every pass - a GAN's discriminator -
+        # leaves the accumulating model's step as conditional as it was)
+        calls = [(c, cond) for c, cond in calls if not self._steps_another_model(c, backward, fn)]
         if any(last_name(c.func) == "zero_grad" for c, cond in calls if not cond):
             return None  # the gradients are cleared on every pass: none carry over to accumulate
         if _clears_first(self.program, backward, fn):
@@ -208,8 +230,8 @@ class AccumulationFacts:
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]
-        if steps and self._always(head, fn, lambda c, f, d: self._step_kind(c, f) == "always",
-                                  changed=changed) is not None:
+        if steps and self._always(head, fn, lambda c, f, d: self._step_kind(c, f) == "always" and not (
+                f is fn and self._steps_another_model(c, backward, fn)), changed=changed) is not None:
             return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
         if steps and any(isinstance(node, ast.If) and self._every_time(node.test, fn) and any(
                 isinstance(c, ast.Call) and self._step(c, fn) for part in node.body for c in walk(part))

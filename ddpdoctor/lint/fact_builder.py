@@ -17,7 +17,7 @@ from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, holds_no_ddp, dot
                                      text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Program
 from ddpdoctor.lint.walker import COMMAND
-from ddpdoctor.lint.value_flow import unreturned_arguments
+from ddpdoctor.lint.value_flow import placement as _placement, unreturned_arguments
 
 
 MAX_DEPTH = 6  # calls followed from a guarded block to the collective
@@ -83,6 +83,8 @@ class BuilderCore:
             if event.kind == "collective" and id(event) not in paired:
                 if call is not None and self._unwrapped_here(fn, call, event, stack[-1] if stack else None):
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
+                if _on_the_unwrapped_side(event):
+                    continue  # `if hasattr(gen, "module"): gen.module(x) else: gen(x)`: gen is plain there
                 op = event.op
                 switch = grad_switch(self.program, event.node, fn) if call is not None and \
                     op.startswith(DDP_FORWARD) else ""
@@ -477,26 +479,6 @@ def _reads_locals(node: ast.AST) -> bool:
                for n in walk(node))
 
 
-PLACEMENT_KEYWORDS = frozenset({"device", "device_id", "device_ids", "output_device", "map_location"})
-
-
-def _placement(node: ast.AST) -> set[int]:
-    """The parts of an expression that only say where tensors live (`device=cuda:{rank}`,
-    `torch.device(...)`, the argument of `.to(...)` / `.cuda(...)`): the rank there places the
-    same data on this rank's GPU, it does not choose which data."""
-    placed = set()
-    for sub in walk(node):
-        if not isinstance(sub, ast.Call):
-            continue
-        name = dotted(sub.func) or ""
-        if name in ("torch.device", "device") or last_name(sub.func) in ("to", "cuda"):
-            placed.update(id(n) for arg in [*sub.args, *sub.keywords] for n in walk(arg))
-            if name in ("torch.device", "device"):
-                placed.add(id(sub))
-        placed.update(id(n) for kw in sub.keywords if kw.arg in PLACEMENT_KEYWORDS for n in walk(kw.value))
-    return placed
-
-
 def _statement_blocks(node: ast.AST):
     """The innermost-first statement lists of a function: each `body` / `orelse` / `finalbody`."""
     blocks = []
@@ -664,6 +646,28 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tu
             continue
         switched = _switched(fn, way_in, name, none_only=kept != cond and kept != cond[4:])
         if switched is not None and switched is not wanted:
+            return True
+    return False
+
+
+def _on_the_unwrapped_side(event) -> bool:
+    """A DDP forward `gen(x)` on the side of `if hasattr(gen, "module"):` where gen has no
+    `module` (or of `if isinstance(gen, DistributedDataParallel):` where it is none): the run
+    without the wrapper (one process) takes it."""
+    node = event.node
+    if not (event.op.startswith(DDP_FORWARD) and isinstance(node, ast.Call)):
+        return False
+    called = dotted(node.func)
+    for cond, _ in event.conds:
+        test = _test_of(cond)
+        if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call)):
+            continue
+        inner = test.operand
+        if not (isinstance(inner.func, ast.Name) and len(inner.args) == 2 and dotted(inner.args[0]) == called):
+            continue
+        if inner.func.id == "hasattr" and isinstance(inner.args[1], ast.Constant) and inner.args[1].value == "module":
+            return True
+        if inner.func.id == "isinstance" and (last_name(inner.args[1]) or "") in ("DistributedDataParallel", "DDP"):
             return True
     return False
 

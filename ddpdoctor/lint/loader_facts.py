@@ -95,6 +95,9 @@ class SamplerFact:
     # every set_epoch call found runs once, before any loop (`sampler.set_epoch(start - 1)` above
     # the epoch loop): the order it fixes is the same every epoch
     set_epoch_once: Optional[Location] = None
+    # the loader it feeds goes through `accelerator.prepare`: Accelerate's DataLoaderShard calls
+    # set_epoch on the sampler it wraps at the start of every pass (accelerate/data_loader.py)
+    epoch_set_by: str = ""
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -191,7 +194,8 @@ class LoaderFacts:
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
                               or EVAL_NAME.search(builder) or self._eval_only(fn)
                               or _off_the_training_side(fn, call)
-                              or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name))))
+                              or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
+                              or (bool(name) and self._peeked_on_one_rank(name)))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
                      if isinstance(v, ast.Call) and self._plain_sampler(v, fn)] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
@@ -467,6 +471,18 @@ class LoaderFacts:
             if None in given or len(given) > 1:
                 return False
         return True
+
+    def _peeked_on_one_rank(self, name: str) -> bool:
+        """The loader is only ever read as `next(iter(loader))` under a rank test (rank 0 draws
+        one batch to render or log) and no loop iterates it: one rank's sample, not an epoch the
+        ranks share."""
+        reads = [guards for fn, call, guards, _ in self.calls()
+                 if isinstance(call.func, ast.Name) and call.func.id == "iter" and len(call.args) == 1
+                 and last_name(call.args[0]) == name]
+        if not reads or not all(rank_guards(guards) for guards in reads):
+            return False
+        evaluating, other = self._evaluation_loops()
+        return name not in evaluating | other and name not in {n for _, n in self._training_names()}
 
     def _read_only_to_evaluate(self, names: set[str]) -> bool:
         """Every loop over the loader these names hold evaluates: no backward, and its work runs
@@ -844,12 +860,20 @@ class LoaderFacts:
                     under = test.text  # `if rank <= 0: ...; train_sampler.set_epoch(epoch)`
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
-                shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn),
+                shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn)
+                and not self._advances_itself(call, fn),
                 set_epoch=matched, constant_epoch=constant, across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
-                set_epoch_once=matched[0] if matched and once and matched_calls and across else None))
+                set_epoch_once=matched[0] if matched and once and matched_calls and across else None,
+                epoch_set_by=self._prepared_loader(loader_at, by_line)))
         return found
+
+    @staticmethod
+    def _prepared_loader(loader_at: Optional[Location], by_line: dict) -> str:
+        """The framework that wraps the loader a sampler feeds and sets its epoch ("" if none)."""
+        fact = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
+        return fact.prepared_by or "" if fact is not None else ""
 
     def _kept_by_instance(self, receiver: ast.AST, fn: Function, call: ast.Call) -> bool:
         """`self.loader.origin.set_epoch(e)`: an attribute of an instance of a local class that
@@ -908,6 +932,19 @@ class LoaderFacts:
         `DistributedEvalSampler`): it never shuffles, so no epoch changes its order."""
         name = last_name(call.func) or ""
         return bool(ORDERED_SAMPLER.search(name)) and self.program.callee(call.func, fn) is None
+
+    def _advances_itself(self, call: ast.Call, fn: Function) -> bool:
+        """A local sampler class whose own `__iter__` steps its epoch (`self.epoch += 1` after the
+        last batch): each pass shuffles anew without a set_epoch call."""
+        klass = self.program.callee(call.func, fn)
+        if not self.program.is_class(klass):
+            return False
+        method = self.program.method(klass, "__iter__")
+        if method is None or method.node is None or isinstance(method.node, ast.Module):
+            return False
+        return any(isinstance(n, (ast.AugAssign, ast.Assign)) and any(
+            dotted(t) == "self.epoch" for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+            for n in method.own)
 
     def _builds_distributed_sampler(self, call: ast.Call, fn: Function) -> bool:
         """`DistributedSampler(ds)`, or a call through a name bound to the class

@@ -641,8 +641,22 @@ def _block_key(fn: Function, event) -> str:
     path = reaching._path_to(fn.node, event.node)
     if not path or not path[-1][0]:
         return ""
+    # a write under `if scaler is not None:` after the model's and the optimizer's is an optional
+    # piece of that block's checkpoint (the same rank tests decide all of them): its key is the
+    # outer block's. (`if epoch == last:` writes another file at another time: a block of its own.)
+    depth = len(path) - 1
+    while depth > 0 and isinstance(path[depth][2], ast.If) and path[depth][3] == "body" \
+            and not path[depth][2].orelse and path[depth - 1][1] > 0 and _optional_part(path[depth][2].test):
+        depth -= 1
     tests = ",".join(g.test.text for g in event.guards)
-    return f"{fn.file.display}:{path[-1][0][0].lineno}:{tests}"
+    return f"{fn.file.display}:{path[depth][0][0].lineno}:{tests}"
+
+
+def _optional_part(test: ast.AST) -> bool:
+    """`scaler is not None`, `ema` / `self.ema`: whether a part of the state exists at all."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        return isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    return isinstance(test, (ast.Name, ast.Attribute))
 
 
 def _blocks_holding(root: ast.AST, node: ast.AST) -> list:

@@ -9,7 +9,28 @@ import ast
 from typing import Callable, Optional
 
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import dotted, last_name
 from ddpdoctor.lint.program import Function
+
+
+PLACEMENT_KEYWORDS = frozenset({"device", "device_id", "device_ids", "output_device", "map_location"})
+
+
+def placement(node: ast.AST) -> set[int]:
+    """The parts of an expression that only say where tensors live (`device=cuda:{rank}`,
+    `torch.device(...)`, the argument of `.to(...)` / `.cuda(...)`): the rank there places the
+    same data on this rank's GPU, it does not choose which data."""
+    placed = set()
+    for sub in walk(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        name = dotted(sub.func) or ""
+        if name in ("torch.device", "device") or last_name(sub.func) in ("to", "cuda"):
+            placed.update(id(n) for arg in [*sub.args, *sub.keywords] for n in walk(arg))
+            if name in ("torch.device", "device"):
+                placed.add(id(sub))
+        placed.update(id(n) for kw in sub.keywords if kw.arg in PLACEMENT_KEYWORDS for n in walk(kw.value))
+    return placed
 
 
 def _root(target: ast.AST) -> Optional[str]:
@@ -39,15 +60,20 @@ def _flows(fn: Function) -> list[tuple[set[str], ast.AST]]:
     return found
 
 
-def reaches_return(fn: Function, start: set[str], source: Callable[[ast.AST], bool] = lambda _: False) -> bool:
-    """Something fn returns is derived from the names in start, or from a value source accepts."""
+def reaches_return(fn: Function, start: set[str], source: Callable[[ast.AST], bool] = lambda _: False,
+                   placed: bool = False) -> bool:
+    """Something fn returns is derived from the names in start, or from a value source accepts.
+    placed: a name that only says where tensors live (`torch.device(f"cuda:{rank}")`) carries
+    nothing on."""
     tainted = set(start)
     sourced: dict[int, bool] = {}
 
     def derived(value: ast.AST) -> bool:
         if id(value) not in sourced:
             sourced[id(value)] = source(value)
-        return sourced[id(value)] or any(n.__class__ is ast.Name and n.id in tainted for n in walk(value))
+        skip = placement(value) if placed else ()
+        return sourced[id(value)] or any(n.__class__ is ast.Name and n.id in tainted and id(n) not in skip
+                                         for n in walk(value))
 
     flows = _flows(fn)
     changed = True
@@ -63,7 +89,8 @@ def reaches_return(fn: Function, start: set[str], source: Callable[[ast.AST], bo
 def unreturned_arguments(program, node: ast.AST, fn: Function) -> set[int]:
     """The nodes of arguments, anywhere in node, handed to a local function that does not return
     anything derived from that parameter (`args = set_seed(args, local_rank)` where set_seed
-    only seeds the device): the result does not depend on such an argument."""
+    only seeds the device, `device = setup(rank)` returning `torch.device(f"cuda:{rank}")`):
+    the result does not depend on such an argument, or only says where tensors live."""
     found: set[int] = set()
     for call in walk(node):
         if call.__class__ is not ast.Call or not isinstance(call.func, ast.Name):
@@ -79,6 +106,6 @@ def unreturned_arguments(program, node: ast.AST, fn: Function) -> set[int]:
         bound = [(params[i], arg) for i, arg in enumerate(call.args) if i < len(params)]
         bound += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in params]
         for param, arg in bound:
-            if not reaches_return(target, {param}):
+            if not reaches_return(target, {param}, placed=True):
                 found.update(id(n) for n in walk(arg))
     return found

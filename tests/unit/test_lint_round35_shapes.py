@@ -511,3 +511,249 @@ def test_the_other_side_reading_the_same_setting_through_another_holder_makes_it
 def test_its_twin_another_setting_on_the_other_side_leaves_an_error(tmp_path):
     code = CONFIG_KEY.replace("{test}", 'self.cfg.get("net.sharded")')
     assert _severity(lint_plain(tmp_path, code), "DDP802") == [(24, "error")]
+
+
+# -------------------------------------------------- a device chosen by the rank, handed to the dataset's helper
+PLACED = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+def set_up(rank, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    {made}
+    return device
+
+class Tools:
+    def __init__(self, device):
+        self.device = device
+
+class Rows(Dataset):
+    def __init__(self, rows, tools):
+        self.rows, self.tools = rows, tools
+    def __len__(self):
+        return len(self.rows)
+    def __getitem__(self, i):
+        return torch.tensor(self.rows[i])
+
+def main(rank, world):
+    device = set_up(rank, world)
+    tools = Tools(device)
+    data = Rows(list(range(64)), tools)
+    sampler = DistributedSampler(data, num_replicas=world, rank=rank)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x in DataLoader(data, sampler=sampler, batch_size=8):
+            model(x.float()[:, None]).sum().backward()
+
+main(0, 1)
+"""
+
+
+def test_a_device_picked_by_the_rank_chooses_no_data(tmp_path):
+    code = PLACED.replace("{made}", 'device = torch.device(f"cuda:{rank % 8}")')
+    assert lines_of(lint_plain(tmp_path, code), "DDP803") == []
+
+
+def test_its_twin_a_part_picked_by_the_rank_is_a_shard(tmp_path):
+    code = PLACED.replace("{made}", "device = list(range(64))[rank::world]").replace(
+        "data = Rows(list(range(64)), tools)", "data = Rows(device, tools)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP803") == [25]
+
+
+# -------------------------------------------------- a sharded loader handed to Accelerate
+PREPARED = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from accelerate import Accelerator
+
+acc = Accelerator()
+data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=True))
+net = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+{prepare}
+for epoch in range(3):
+    for x, y in loader:
+        opt.zero_grad()
+        acc.backward(torch.nn.functional.mse_loss(net(x), y))
+        opt.step()
+"""
+
+
+def test_accelerates_loader_sets_the_epoch_of_the_sampler_it_wraps(tmp_path):
+    found = lint_plain(tmp_path, PREPARED.replace("{prepare}", "net, opt, loader = acc.prepare(net, opt, loader)"))
+    assert lines_of(found, "DDP804") == [] and lines_of(found, "DDP803") == [7]  # sharded twice still
+
+
+def test_its_twin_a_loader_left_out_of_prepare_repeats_its_order(tmp_path):
+    found = lint_plain(tmp_path, PREPARED.replace("{prepare}", "net, opt = acc.prepare(net, opt)"))
+    assert lines_of(found, "DDP804") == [7]
+
+
+# -------------------------------------------------- one batch peeked on rank 0 to render
+PEEK = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dist.init_process_group("gloo")
+train_set = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+sampler = DistributedSampler(train_set)
+loader = DataLoader(train_set, batch_size=8, sampler=sampler)
+show_loader = DataLoader(train_set, batch_size=4, shuffle=True)
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    {peek}
+    sampler.set_epoch(epoch)
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+"""
+
+
+def test_a_batch_rank_0_peeks_at_to_render_needs_no_sampler(tmp_path):
+    code = PEEK.replace("{peek}", "if dist.get_rank() == 0:\n        x, _ = next(iter(show_loader))\n"
+                                  "        print(model.module(x).mean().item())")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_every_rank_training_on_a_peeked_batch_each_epoch_reads_the_whole_set(tmp_path):
+    code = PEEK.replace("{peek}", "x, y = next(iter(show_loader))\n"
+                                  "    torch.nn.functional.mse_loss(model(x), y).backward()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == [9]
+
+
+# -------------------------------------------------- a sampler that steps its own epoch
+SELF_STEPPING = """
+import numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+class Batches(DistributedSampler):
+    def __init__(self, data, size):
+        super().__init__(data)
+        self.size = size
+    def __iter__(self):
+        order = np.random.RandomState(self.epoch).permutation(len(self.dataset))
+        mine = order[self.rank::self.num_replicas]
+        for i in range(0, len(mine), self.size):
+            yield mine[i:i + self.size].tolist()
+        {after}
+    def __len__(self):
+        return self.num_samples // self.size
+
+dist.init_process_group("gloo")
+data = TensorDataset(torch.randn(64, 2))
+loader = DataLoader(data, batch_sampler=Batches(data, 8))
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+for epoch in range(3):
+    for (x,) in loader:
+        net(x).sum().backward()
+"""
+
+
+def test_a_sampler_whose_iter_steps_its_own_epoch_reshuffles_without_set_epoch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SELF_STEPPING.replace("{after}", "self.epoch += 1")), "DDP804") == []
+
+
+def test_its_twin_the_same_sampler_left_at_epoch_0_repeats_its_order(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SELF_STEPPING.replace("{after}", "pass")), "DDP804") == [19]
+
+
+# -------------------------------------------------- the plain side of `hasattr(model, "module")`
+UNWRAPPED_SIDE = """
+import torch, torch.distributed as dist
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 2)
+        self.register_buffer("scale", torch.ones(2))
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+def check(net):
+    with torch.no_grad():
+        {plain}
+
+dist.init_process_group("gloo")
+net = torch.nn.parallel.DistributedDataParallel(Net())
+for step in range(5):
+    net(torch.randn(4, 2)).sum().backward()
+    if dist.get_rank() == 0:
+        check(net)
+"""
+
+
+def test_the_forward_on_the_side_where_the_model_has_no_module_is_no_ddp_forward(tmp_path):
+    code = UNWRAPPED_SIDE.replace("{plain}", "if hasattr(net, 'module'):\n            return net.module(torch.randn(1, 2))\n"
+                                                 "        else:\n            return net(torch.randn(1, 2))")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == []
+
+
+def test_its_twin_the_same_forward_without_the_test_is_the_ddp_models(tmp_path):
+    code = UNWRAPPED_SIDE.replace("{plain}", "return net(torch.randn(1, 2))")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == [13]
+
+
+# -------------------------------------------------- one block of writes, the last under a plain test
+SAVES = """
+import os, torch, torch.distributed as dist
+
+def save_all(net, opt, scaler, folder):
+    torch.save(opt.state_dict(), os.path.join(folder, "opt.pt"))
+    torch.save(net.state_dict(), os.path.join(folder, "net.pt"))
+    if scaler is not None:
+        torch.save(scaler.state_dict(), os.path.join(folder, "scaler.pt"))
+
+dist.init_process_group("gloo")
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for epoch in range(2):
+    net(torch.randn(4, 2)).sum().backward()
+    opt.step()
+    {call}
+"""
+
+
+def test_a_write_under_a_plain_test_after_the_blocks_other_writes_is_the_same_finding(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SAVES.replace("{call}", 'save_all(net, opt, None, "out")')), "DDP806") == [4]
+
+
+def test_its_twin_a_write_in_its_own_helper_is_its_own_finding(tmp_path):
+    code = SAVES.replace("{call}", 'save_all(net, opt, None, "out")\n    torch.save({"epoch": epoch}, "state.pt")')
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [4, 16]
+
+
+# -------------------------------------------------- a discriminator stepping every batch beside an accumulating generator
+GAN = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+gen, disc = DDP(torch.nn.Linear(4, 1)), DDP(torch.nn.Linear(1, 1))
+opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
+opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)
+for step in range(16):
+    x = torch.randn(4, 4)
+    loss = gen(x).pow(2).mean()
+    loss.backward()
+    if (step + 1) % 4 == 0:
+        opt_g.step()
+        opt_g.zero_grad()
+    opt_d.zero_grad()
+    disc({fake}).pow(2).mean().backward()
+    opt_d.step()
+"""
+
+
+def test_an_accumulating_generator_beside_a_discriminator_stepping_every_batch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, GAN.replace("{fake}", "gen(x).detach()")), "DDP805") == [11]
+
+
+def test_its_twin_one_model_stepping_every_batch_accumulates_nothing(tmp_path):
+    code = GAN.replace("opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)",
+                       "opt_d = torch.optim.SGD(list(disc.parameters()) + list(gen.parameters()), lr=0.1)")
+    assert lines_of(lint_plain(tmp_path, code.replace("{fake}", "gen(x).detach()")), "DDP805") == []
