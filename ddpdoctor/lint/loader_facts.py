@@ -1080,6 +1080,15 @@ class LoaderFacts:
                         name = last_name(sub.args[0])
                         if name:
                             out[name] = True
+            # `self.batches = iter(loader)` once (a trainer's constructor), read by `next()` for
+            # as many steps as the dataset holds (sized epochs x images per epoch): one pass
+            looped = {id(sub) for node, _ in _fn_loops(fn) for sub in walk(node)}
+            for call in fn.own_calls:
+                if isinstance(call.func, ast.Name) and call.func.id == "iter" and len(call.args) == 1 \
+                        and isinstance(call.args[0], (ast.Name, ast.Attribute)) and id(call) not in looped:
+                    name = last_name(call.args[0])
+                    if name:
+                        out[name] = out.get(name, False) or self.in_loop(fn)
         return out
 
 

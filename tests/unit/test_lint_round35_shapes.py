@@ -757,3 +757,37 @@ def test_its_twin_one_model_stepping_every_batch_accumulates_nothing(tmp_path):
     code = GAN.replace("opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)",
                        "opt_d = torch.optim.SGD(list(disc.parameters()) + list(gen.parameters()), lr=0.1)")
     assert lines_of(lint_plain(tmp_path, code.replace("{fake}", "gen(x).detach()")), "DDP805") == []
+
+
+# -------------------------------------------------- one iterator kept for the whole run
+ONE_PASS = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+class Trainer:
+    def __init__(self, loader, model):
+        self.batches = iter(loader)
+        self.model = model
+    def train_epoch(self, steps):
+        for _ in range(steps):
+            (x,) = next(self.batches)
+            self.model(x).sum().backward()
+
+dist.init_process_group("gloo")
+epochs, per_epoch = 3, 4
+data = TensorDataset(torch.randn(epochs * per_epoch * 8, 2))
+loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+trainer = Trainer(loader, torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1)))
+for epoch in range(epochs):
+    {each}
+    trainer.train_epoch(per_epoch)
+"""
+
+
+def test_a_loader_read_through_one_iterator_for_the_whole_run_is_one_pass(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ONE_PASS.replace("{each}", "pass")), "DDP804") == []
+
+
+def test_its_twin_a_new_iterator_each_epoch_repeats_the_order(tmp_path):
+    code = ONE_PASS.replace("{each}", "trainer.batches = iter(loader)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP804") == [16]
