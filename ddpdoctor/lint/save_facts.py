@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state, reaching, writes
-from ddpdoctor.lint.fact_builder import _single_process, _switched, _test_of, given_constants, loc, reached_from
+from ddpdoctor.lint.fact_builder import _single_process, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
@@ -88,6 +88,24 @@ class SaveFacts:
             site = gated[0]
             return f"a call into it ({loc(self._caller_of(fn, site), site)}) passes what decides who writes"
         return ""
+
+    def _state_hook_guard(self, fn: Function) -> str:
+        """fn is handed to `accelerator.register_save_state_pre_hook` (Accelerate calls it from
+        inside `save_state()` alone) and every `save_state()` call sits under a rank test: that
+        test's text ("" otherwise)."""
+        registered = any(last_name(call.func) == "register_save_state_pre_hook" and call.args and
+                         fn in self.program.reference(call.args[0], cfn)
+                         for cfn, call, _, _ in self.calls())
+        if not registered:
+            return ""
+        tests = []
+        for cfn, call, guards, _ in self.calls():
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "save_state":
+                ranked = rank_guards(guards)
+                if not ranked:
+                    return ""
+                tests.append(ranked[-1].test.text)
+        return tests[0] if tests else ""
 
     def _caller_of(self, fn: Function, site: ast.Call) -> Function:
         return next(c for c, e in self.callers().get(fn, []) if e.node is site)
@@ -183,6 +201,9 @@ class SaveFacts:
         if switch:
             return SaveFact(where, path_text, False,
                             f"every caller leaves `{switch}` true, and {fn.label} returns before it")
+        hooked = self._state_hook_guard(fn)
+        if hooked:
+            return SaveFact(where, path_text, False, f"a save_state hook, and save_state runs only under `{hooked}`")
         guarded = self.only_guarded(fn, inside=call)
         if guarded is False and self._only_on_failure(fn):
             return SaveFact(where, path_text, False,

@@ -791,3 +791,34 @@ def test_a_loader_read_through_one_iterator_for_the_whole_run_is_one_pass(tmp_pa
 def test_its_twin_a_new_iterator_each_epoch_repeats_the_order(tmp_path):
     code = ONE_PASS.replace("{each}", "trainer.batches = iter(loader)")
     assert lines_of(lint_plain(tmp_path, code), "DDP804") == [16]
+
+
+# -------------------------------------------------- a save_state hook, save_state on the main process
+HOOK = """
+import os, torch
+from accelerate import Accelerator
+
+acc = Accelerator()
+net = torch.nn.Linear(3, 3)
+
+def keep(models, weights, folder):
+    torch.save(models[0].state_dict(), os.path.join(folder, "net.pt"))
+    weights.pop()
+
+acc.register_save_state_pre_hook(keep)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+net, opt = acc.prepare(net, opt)
+for epoch in range(4):
+    acc.backward(net(torch.randn(2, 3)).sum())
+    opt.step()
+    {save}
+"""
+
+
+def test_a_save_state_hook_runs_where_save_state_does(tmp_path):
+    code = HOOK.replace("{save}", "if acc.is_main_process:\n        acc.save_state()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_save_state_on_every_process_runs_the_hook_on_every_process(tmp_path):
+    assert lines_of(lint_plain(tmp_path, HOOK.replace("{save}", "acc.save_state()")), "DDP806") == [8]
