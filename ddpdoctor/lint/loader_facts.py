@@ -620,8 +620,8 @@ class LoaderFacts:
             getitem = self.program.method(target, "__getitem__") if isinstance(target, Klass) else None
             init = self.program.method(target, "__init__") if isinstance(target, Klass) else None
             params = [a.arg for a in getitem.node.args.args] if getitem is not None else []
-            if len(params) < 2 or init is None or \
-                    not _drawn_anew(getitem.node.body, params[1], _flags(init, value, conds)):
+            if len(params) < 2 or \
+                    not _drawn_anew(getitem.node.body, params[1], _flags(init, value, conds) if init is not None else {}):
                 return False
             found = True
         return found
@@ -1126,7 +1126,13 @@ def _drawn_anew(body: list[ast.stmt], index: str, flags: dict[str, bool]) -> boo
             return not any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt.value))
         if any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt)):
             return False
-    return False
+    # never read at all, and a sample is drawn instead (`code = np.random.choice(alphabet, 4)`)
+    return any(isinstance(n, ast.Call) and _RANDOM_CALL.match(dotted(n.func) or "") for stmt in body for n in walk(stmt))
+
+
+# a draw from a global generator: numpy's, Python's, torch's
+_RANDOM_CALL = re.compile(r"^(?:np\.random|numpy\.random|random|torch)\.(?:rand\w*|choice|choices|sample|shuffle|"
+                          r"uniform|normal|permutation|multinomial)$")
 
 
 def _holds(value: ast.AST, call: ast.Call) -> bool:

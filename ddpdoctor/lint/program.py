@@ -741,7 +741,36 @@ class Program:
                     for value, owner in found:
                         out.extend(self.values_of(value, owner, depth - 1))
                     return out
+        if cls is ast.Call or cls is ast.Subscript:
+            given = self._kwargs_item(node, fn)
+            if given is not None:
+                out = []
+                for value, scope in given:
+                    out.extend(self.values_of(value, scope, depth - 1))
+                return out
         return [(node, fn)]
+
+    def _kwargs_item(self, node: ast.AST, fn: Function) -> Optional[list[tuple[ast.AST, Function]]]:
+        """`kwargs.get("local_rank", 0)` / `kwargs["local_rank"]` of fn's own `**kwargs`: what
+        the calls into fn pass by that keyword, and the default (None: not such a read)."""
+        args = getattr(fn.node, "args", None)
+        spread = args.kwarg.arg if args is not None and args.kwarg is not None else None
+        if spread is None:
+            return None
+        if node.__class__ is ast.Call:
+            func = node.func
+            if not (func.__class__ is ast.Attribute and func.attr == "get" and func.value.__class__ is ast.Name
+                    and func.value.id == spread and node.args and node.args[0].__class__ is ast.Constant):
+                return None
+            key, default = node.args[0].value, (node.args[1] if len(node.args) > 1 else None)
+        elif node.value.__class__ is ast.Name and node.value.id == spread and node.slice.__class__ is ast.Constant:
+            key, default = node.slice.value, None
+        else:
+            return None
+        found = [(kw.value, caller) for kw, caller in fn.arguments.get(f"**{spread}", []) if kw.arg == key]
+        if default is not None:
+            found.append((default, fn))
+        return found or None
 
     def _imported_values(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
         """`from pkg.trainers import REGISTRY`: what the local module binds the name to at its top

@@ -212,6 +212,11 @@ class RankFlow:
         return found
 
     def _is_rank(self, node: ast.AST, fn: Function, depth: int) -> bool:
+        given = self.program._kwargs_item(node, fn) if node.__class__ in (ast.Call, ast.Subscript) else None
+        if given is not None:
+            # `kwargs.get("local_rank", 0)` of the function's own `**kwargs`: what its callers pass
+            return depth > 0 and any(self.is_rank(v, scope, depth - 1) for v, scope in given
+                                     if not is_const(v, None, -1))
         if isinstance(node, ast.Call):
             if env_key(node) in RANK_ENV:
                 return True
@@ -587,6 +592,12 @@ class RankFlow:
                 values = [(v, s) for v, s in values if not isinstance(v, ast.Call)] + unpacked
             scopes = {self._scope(v, scope, depth - 1) for v, scope in values
                       if v is not node and not is_const(v, None, -1, 0)}
+            if len(scopes) == 1:
+                return scopes.pop()
+        given = self.program._kwargs_item(node, fn) if node.__class__ in (ast.Call, ast.Subscript) else None
+        if given is not None and depth > 0:
+            # `kwargs.get("local_rank", 0)`: what the callers hand in under that name decides
+            scopes = {self._scope(v, scope, depth - 1) for v, scope in given if not is_const(v, None, -1, 0)}
             if len(scopes) == 1:
                 return scopes.pop()
         if isinstance(node, ast.Call) and depth > 0 and last_name(node.func) not in ("int", "str"):

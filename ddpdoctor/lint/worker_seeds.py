@@ -275,10 +275,11 @@ def _generator_seeds(value: ast.AST, scope: ast.AST, module: ast.Module) -> list
     return found
 
 
-def _made_by_helper(value: ast.AST, index: _Files) -> Optional[tuple[list[ast.Call], Optional[ast.AST]]]:
+def _made_by_helper(value: ast.AST, index: _Files) -> Optional[tuple[list[ast.Call], Optional[ast.AST], object]]:
     """`make_gen(seed)`: a local function (one of that name) that seeds the generator it returns
     from one of its parameters: (its manual_seed calls, the argument the call gives that
-    parameter; None where the seed is anything else). None where the value is no such call."""
+    parameter - None where the seed is anything else -, the file the helper is in). None where
+    the value is no such call."""
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
         return None
     defs = index.functions.get(value.func.id, [])
@@ -293,12 +294,12 @@ def _made_by_helper(value: ast.AST, index: _Files) -> Optional[tuple[list[ast.Ca
     params = _params(helper)
     arg = seeds[0].args[0]
     if not (isinstance(arg, ast.Name) and arg.id in params) or any(isinstance(a, ast.Starred) for a in value.args):
-        return seeds, None
+        return seeds, None, defs[0][0]
     index_of = params.index(arg.id)
     given = next((k.value for k in value.keywords if k.arg == arg.id), None)
     if given is None and index_of < len(value.args):
         given = value.args[index_of]
-    return seeds, given
+    return seeds, given, defs[0][0]
 
 
 def _has_workers(call: ast.Call, index: Optional[_Files] = None, scope: Optional[ast.AST] = None) -> bool:
@@ -363,11 +364,11 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
                 made = _made_by_helper(bound[0], index) if len(bound) == 1 else None
             if made is not None:
                 # `generator=make_gen(cfg.seed)` whose `g.manual_seed(seed); return g` (PANGAEA):
-                # the seed is what the call hands the helper's parameter
-                seeds, given = made
+                # the seed is what the call hands the helper's parameter (told in the helper's file)
+                seeds, given, home = made
                 if seeds and given is not None and judge.value(given, owner) == _GLOBAL:
                     found.append(UnrankedSeed(where, "generator", "", [text(s) for s in seeds],
-                                              Location(source.display, seeds[0].lineno)))
+                                              Location(home.display, seeds[0].lineno)))
                 continue
             if seeds and all(max((judge.value(a, owner) for a in _seed_args(s)), default=_UNKNOWN)
                              == _GLOBAL for s in seeds):

@@ -822,3 +822,102 @@ def test_a_save_state_hook_runs_where_save_state_does(tmp_path):
 
 def test_its_twin_save_state_on_every_process_runs_the_hook_on_every_process(tmp_path):
     assert lines_of(lint_plain(tmp_path, HOOK.replace("{save}", "acc.save_state()")), "DDP806") == [8]
+
+
+# -------------------------------------------------- the rank read back from **kwargs
+KWARGS_RANK = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Fitter:
+    def __init__(self, **options):
+        index = options.get("{key}", 0)
+        self.lead = index == 0
+        self.index, self.world = index, options.get("world", 1)
+
+    def fit(self):
+        dist.init_process_group("gloo", rank=self.index, world_size=self.world)
+        net = DDP(torch.nn.Linear(2, 2))
+        for step in range(4):
+            net(torch.randn(2, 2)).sum().backward()
+            if self.lead:
+                torch.save(net.module.state_dict(), "net.pt")
+
+def worker(i, world):
+    Fitter(local_rank=i, seed=7, world=world).fit()
+
+mp.spawn(worker, args=(2,), nprocs=2)
+"""
+
+
+def test_a_rank_handed_in_by_keyword_and_read_with_kwargs_get_is_the_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, KWARGS_RANK.replace("{key}", "local_rank")), "DDP806") == []
+
+
+def test_its_twin_another_keyword_read_the_same_way_is_no_rank(tmp_path):
+    code = KWARGS_RANK.replace("{key}", "seed").replace("rank=self.index", "rank=int(__import__('os').environ['RANK'])")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [16]
+
+
+# -------------------------------------------------- a dataset that never reads the index it is handed
+NO_INDEX = """
+import numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset
+
+class Codes(Dataset):
+    def __len__(self):
+        return 1000
+    def __getitem__(self, i):
+        {body}
+
+dist.init_process_group("gloo")
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for x in DataLoader(Codes(), batch_size=8):
+    net(x).sum().backward()
+"""
+
+
+def _loader_severity(found):
+    return [(f.location.line, f.severity.value) for f in found if f.code == "DDP802"]
+
+
+def test_a_dataset_drawing_a_sample_and_never_reading_its_index_is_a_warning(tmp_path):
+    code = NO_INDEX.replace("{body}", "return torch.tensor(np.random.choice(10, 4), dtype=torch.float32)")
+    assert _loader_severity(lint_plain(tmp_path, code)) == [(12, "warning")]
+
+
+def test_its_twin_a_dataset_reading_its_index_is_an_error(tmp_path):
+    code = NO_INDEX.replace("{body}", "return torch.full((4,), float(i))")
+    assert _loader_severity(lint_plain(tmp_path, code)) == [(12, "error")]
+
+
+# -------------------------------------------------- a generator seeded in another module's helper
+def test_a_generator_seeded_by_a_helper_of_another_module_is_told_in_that_module(tmp_path):
+    code = '''
+import argparse, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from seeding import make_gen
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--seed", type=int, default=3)
+ap.add_argument("--workers", type=int, default=2)
+cfg = ap.parse_args()
+dist.init_process_group("gloo")
+data = TensorDataset(torch.randn(32, 2))
+loader = DataLoader(data, sampler=DistributedSampler(data), num_workers=cfg.workers, generator=make_gen(cfg.seed))
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for (x,) in loader:
+        net(x).sum().backward()
+'''
+    seeding = '''
+import torch
+
+def make_gen(seed):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return g
+'''
+    found = [f for f in lint_plain(tmp_path, code, seeding=seeding) if f.code == "DDP808"]
+    assert [(f.location.file.rsplit("/", 1)[-1], f.location.line) for f in found] == [("seeding.py", 6)]
