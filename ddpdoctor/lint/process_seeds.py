@@ -529,6 +529,11 @@ def _construction_methods(klass) -> set[str]:
 
 def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
     """`shown` gets each local class or builder the values lead to."""
+    if isinstance(node, ast.Name) and any(
+            ARGUMENT_WORDS.search(text(arg, 4000)) for call in fn.own_calls
+            if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert")
+            and isinstance(call.func.value, ast.Name) and call.func.value.id == node.id for arg in call.args):
+        return True  # `ops = []; ops.extend([RandomResizedCrop(224), ...])`, then `Compose(ops)`
     for value, scope in program.values_of(node, fn, 2):
         said = text(value, 4000)
         if isinstance(value, ast.Call):

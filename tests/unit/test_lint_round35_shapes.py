@@ -921,3 +921,38 @@ def make_gen(seed):
 '''
     found = [f for f in lint_plain(tmp_path, code, seeding=seeding) if f.code == "DDP808"]
     assert [(f.location.file.rsplit("/", 1)[-1], f.location.line) for f in found] == [("seeding.py", 6)]
+
+
+# -------------------------------------------------- augmentations appended to a list before Compose
+EXTENDED = """
+import torch, torch.distributed as dist
+import torchvision.transforms as T
+from torchvision.datasets import ImageFolder
+
+def transforms():
+    ops = []
+    ops.extend([{ops}])
+    return T.Compose(ops), T.Compose([T.ToTensor()])
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+train_tf, val_tf = transforms()
+data = ImageFolder("/data", transform=train_tf)
+sampler = torch.utils.data.distributed.DistributedSampler(data)
+loader = torch.utils.data.DataLoader(data, sampler=sampler, batch_size=8, num_workers=4)
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x, _ in loader:
+        net(x).sum().backward()
+"""
+
+
+def test_random_augmentations_extended_into_the_list_draw_in_the_workers(tmp_path):
+    code = EXTENDED.replace("{ops}", "T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == [15]
+
+
+def test_its_twin_fixed_transforms_extended_draw_nothing(tmp_path):
+    code = EXTENDED.replace("{ops}", "T.Resize(256), T.CenterCrop(224), T.ToTensor()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == []
