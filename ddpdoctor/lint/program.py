@@ -1572,9 +1572,11 @@ class Program:
                 owners = self._loaded(value.args[0], scope, depth - 1) or [self._callee_symbol(value.args[0], scope)]
                 for owner in owners:
                     if spec[1] is not None and owner.__class__ is Module:
-                        # `getattr(module, model_name + "Trainer")`: every class of it that fits
+                        # `getattr(module, model_name + "Trainer")`, `getattr(setup, "start_%s" % launcher)`:
+                        # every class or module-level function of it that fits
                         out.extend(k for name, k in self._module_names(owner).items()
-                                   if name.startswith(spec[0]) and name.endswith(spec[1]) and k.__class__ is Klass)
+                                   if name.startswith(spec[0]) and name.endswith(spec[1])
+                                   and (k.__class__ is Klass or (k.__class__ is Function and k.cls is None)))
                         continue
                     attr = spec[0]
                     if owner.__class__ is Module:

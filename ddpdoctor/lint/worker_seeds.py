@@ -199,6 +199,10 @@ class _Judge:
                         return _GLOBAL  # the worker id: the same ids on every rank
                     if innermost and name in self.bound:
                         return self.value(self.bound[name], self.bound_scope, depth + 1)
+                    if not innermost and not isinstance(scope, ast.Lambda):
+                        # a closure over the builder's parameter (`def init(wid): np.random.seed(seed)`
+                        # inside `make_loader(..., seed=1234)`): what its calls give it
+                        return self._given(scope, name, depth)
                     return _UNKNOWN  # a parameter: its callers decide
             values = [] if isinstance(scope, ast.Lambda) else _assigned(scope, name)
             if values:
@@ -207,6 +211,35 @@ class _Judge:
                 return _UNKNOWN  # imported, or a builtin
             innermost = False
             scope = self.files.owner.get(id(scope)) or self.module
+
+
+    def _given(self, fn: ast.AST, name: str, depth: int) -> int:
+        """The worst value the calls of fn (by its name, across the files) give its parameter,
+        a call that leaves it out giving its default; unknown where nothing calls it, a call
+        spreads `*args` / `**kwargs`, or one leaves out a parameter without a default."""
+        params = _params(fn)
+        positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        defaults = dict(zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults))
+        defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
+        calls = [(call, source) for source in self.files.sources for call in source.of(ast.Call)
+                 if isinstance(call.func, ast.Name) and call.func.id == fn.name]
+        if not calls or name not in params:
+            return _UNKNOWN
+        worst = _GLOBAL
+        for call, source in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return _UNKNOWN
+            given = next((k.value for k in call.keywords if k.arg == name), None)
+            index = positional.index(name) if name in positional else len(call.args)
+            if given is None and index < len(call.args):
+                given = call.args[index]
+            if given is None:
+                if name not in defaults:
+                    return _UNKNOWN
+                worst = max(worst, self.value(defaults[name], fn, depth + 1))
+            else:
+                worst = max(worst, self.value(given, self.files.owner.get(id(call)) or source.tree, depth + 1))
+        return worst
 
 
 def _seeding_calls(fn: ast.AST) -> Iterator[ast.Call]:

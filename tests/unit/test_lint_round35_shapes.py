@@ -956,3 +956,60 @@ def test_random_augmentations_extended_into_the_list_draw_in_the_workers(tmp_pat
 def test_its_twin_fixed_transforms_extended_draw_nothing(tmp_path):
     code = EXTENDED.replace("{ops}", "T.Resize(256), T.CenterCrop(224), T.ToTensor()")
     assert lines_of(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- a worker seed closed over the builder's parameter
+CLOSURE_SEED = """
+import random, numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+import torchvision.transforms as T
+from torchvision.datasets import CIFAR10
+
+def make_loader(data, workers=0, seed=1234):
+    sampler = DistributedSampler(data)
+    def start(worker_id):
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        random.seed(seed)
+    return DataLoader(data, sampler=sampler, batch_size=8, num_workers=workers, worker_init_fn=start)
+
+dist.init_process_group("gloo")
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3072, 10))
+loader = make_loader(CIFAR10("data", transform=T.Compose([T.RandomHorizontalFlip(), T.ToTensor()])), {given})
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for x, y in loader:
+        net(x.flatten(1)).sum().backward()
+"""
+
+
+def test_a_worker_seed_closed_over_a_parameter_every_call_leaves_at_its_default(tmp_path):
+    assert lines_of(lint_plain(tmp_path, CLOSURE_SEED.replace("{given}", "workers=4")), "DDP808") == [9]
+
+
+def test_its_twin_a_call_that_gives_the_rank_as_the_seed(tmp_path):
+    code = CLOSURE_SEED.replace("{given}", "workers=4, seed=1234 + dist.get_rank()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- the set-up picked by a %-formatted name
+def test_a_set_up_function_picked_by_a_formatted_name_is_followed(tmp_path):
+    setup = '''
+import torch.distributed as dist
+
+def start_pytorch(port):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port)
+    return dist.get_rank()
+'''
+    code = '''
+import sys, torch, torch.distributed as dist
+import setup
+
+rank = getattr(setup, "start_%s" % sys.argv[1])(29500)
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+net(torch.randn(2, 2)).sum().backward()
+if rank == 0:
+    dist.barrier()
+'''
+    found = lint_plain(tmp_path, code, setup=setup)
+    assert lines_of(found, "DDP801") == [8]
