@@ -1033,6 +1033,9 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
             return True
         if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
             return True
+        full = program.qualify(node.func, klass.module.body) or ""
+        if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
+            return True  # `self.image = models.resnet18(pretrained=True)`: its BatchNorms
         target = program.callee(node.func, klass.module.body)
         if program.is_class(target) and _class_buffered(program, target, seen):
             return True

@@ -1076,6 +1076,12 @@ class Program:
         return found
 
     def _class_of(self, node: ast.AST, fn: Function, depth: int) -> Optional[Klass]:
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in SELF_RETURNING \
+                and depth > 0:
+            return self.class_of(node.func.value, fn, depth)  # `m.cpu().save(path)`: m's class
+        if node.__class__ is ast.IfExp and depth > 0:
+            # `model.module if hasattr(model, "module") else model`: the module either way
+            return self.class_of(node.body, fn, depth) or self.class_of(node.orelse, fn, depth)
         if node.__class__ is ast.Attribute and node.attr == "module" and depth > 0:
             # `ddp_model.module`: the module DistributedDataParallel wraps
             for value, scope in self.values_of(node.value, fn, depth):
@@ -1090,6 +1096,12 @@ class Program:
             if unpacked:
                 values = unpacked if values == [(node, fn)] else values + unpacked
         for value, scope in values:
+            if value is not node and depth > 0 and (value.__class__ is ast.IfExp or (
+                    value.__class__ is ast.Attribute and value.attr == "module")):
+                found = self.class_of(value, scope, depth - 1)  # `m = model.module if ... else model`
+                if found is not None:
+                    return found
+                continue
             if value.__class__ is ast.Call and last_name(value.func) == "cast" and len(value.args) == 2:
                 # `typing.cast(DataInfo, Config.load(path))`: the author's statement of the type
                 target = self._callee_symbol(value.args[0], scope)

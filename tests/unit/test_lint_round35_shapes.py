@@ -1013,3 +1013,75 @@ if rank == 0:
 '''
     found = lint_plain(tmp_path, code, setup=setup)
     assert lines_of(found, "DDP801") == [8]
+
+
+# -------------------------------------------------- the module picked either way, then moved to the CPU
+EITHER_WAY = """
+import os, torch, torch.nn as nn, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Translator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+    def save(self, folder):
+        torch.save(self.state_dict(), os.path.join(folder, "translator.pt"))
+
+class Teacher(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+    def save(self, folder):
+        torch.save(self.state_dict(), os.path.join(folder, "teacher.pt"))
+
+def train(net):
+    model = DDP(net.cpu())
+    model(torch.randn(2, 2)).sum().backward()
+    plain = model.module if hasattr(model, "module") else model
+    plain.cpu().save("out")
+
+dist.init_process_group("gloo")
+{made}
+"""
+
+
+def test_the_module_picked_either_way_and_moved_keeps_its_class(tmp_path):
+    found = lint_plain(tmp_path, EITHER_WAY.replace("{made}", "net = Translator()\nTeacher()\ntrain(net)"))
+    assert lines_of(found, "DDP806") == [9]  # Translator.save alone
+
+
+def test_its_twin_the_other_class_trained_is_the_other_save(tmp_path):
+    found = lint_plain(tmp_path, EITHER_WAY.replace("{made}", "train(Teacher())"))
+    assert lines_of(found, "DDP806") == [16]
+
+
+# -------------------------------------------------- a torchvision backbone inside the DDP-wrapped module
+BACKBONE = """
+import torch, torch.nn as nn, torch.distributed as dist
+from torchvision import models
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Captioner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.image = models.{arch}(weights=None)
+        self.out = nn.Linear(1000, 8)
+    def forward(self, x):
+        return self.out(self.image(x))
+
+dist.init_process_group("gloo")
+net = DDP(Captioner())
+for step in range(3):
+    net(torch.randn(2, 3, 64, 64)).sum().backward()
+    if dist.get_rank() == 0:
+        with torch.no_grad():
+            net(torch.randn(1, 3, 64, 64))
+"""
+
+
+def test_a_resnet_inside_the_wrapped_module_holds_batchnorm_buffers(tmp_path):
+    assert lines_of(lint_plain(tmp_path, BACKBONE.replace("{arch}", "resnet18")), "DDP801") == [19]
+
+
+def test_its_twin_a_vision_transformer_backbone_holds_no_buffers(tmp_path):
+    assert lines_of(lint_plain(tmp_path, BACKBONE.replace("{arch}", "vit_b_16")), "DDP801") == []
