@@ -861,7 +861,9 @@ class LoaderFacts:
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
                 shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn)
-                and not self._advances_itself(call, fn),
+                and not self._advances_itself(call, fn)
+                # `DistributedSampler(ds, epoch=epoch)` of a copy that takes it, built each epoch
+                and not (keyword(call, "epoch") is not None and not isinstance(keyword(call, "epoch"), ast.Constant)),
                 set_epoch=matched, constant_epoch=constant, across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
@@ -1460,13 +1462,13 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
         values = [(side, scope) for v, scope in program.values_of(spread, fn)
                   for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
         if values and all(isinstance(v, ast.Dict) and isinstance(scope.node, ast.Module) and _literal_keys(v)
-                          and not {k.value for k in v.keys} & SAMPLER_KEYS for v, scope in values):
+                          and not _given_keys(v) & SAMPLER_KEYS for v, scope in values):
             continue  # `CFG = {"batch_size": 8, "shuffle": True}` at the module's top, no sampler key
         if isinstance(fn.node, ast.Module):
             return False
         if not values or not all(isinstance(v, ast.Dict) and scope is fn and _literal_keys(v) for v, scope in values):
             return False
-        keys.update(k.value for v, _ in values for k in v.keys)
+        keys.update(key for v, _ in values for key in _given_keys(v))
         for use in walk(fn.node):
             if not (isinstance(use, ast.Name) and use.id == spread.id) or use is spread:
                 continue
@@ -1491,6 +1493,11 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
                     continue
             return False
     return not keys & SAMPLER_KEYS
+
+
+def _given_keys(table: ast.Dict) -> set:
+    """A dict literal's keys, less those it sets to None (`"sampler": None` gives no sampler)."""
+    return {k.value for k, v in zip(table.keys, table.values) if not is_const(v, None)}
 
 
 def _literal_keys(table: ast.Dict) -> bool:

@@ -476,7 +476,8 @@ def _item_valued(program, fn: Function, test: ast.AST) -> bool:
     if isinstance(test, ast.Compare):
         if all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops):
             return False  # `checkpoint is not None`: whether it was set, not what a batch gave
-        return bool({n.id for n in walk(test) if isinstance(n, ast.Name)} & _item_names(program, fn))
+        return bool({n.id for n in walk(test) if isinstance(n, ast.Name)} & _item_names(program, fn)) or any(
+            isinstance(c, ast.Call) and _returns_item(program, c, fn) for c in walk(test))  # `if evaluate(m) > x:`
     flag = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
     return isinstance(flag, ast.Name) and flag.id in _item_flags(program, fn)
 
@@ -562,6 +563,10 @@ def _returns_item(program, call: ast.Call, fn: Function) -> bool:
     return False
 
 
+# what turns a list of a rank's own numbers into one number of its own
+_REDUCTIONS = frozenset({"mean", "sum", "average", "median", "float", "max", "min", "fsum"})
+
+
 def _item_valued_return(program, value: ast.AST, fn: Function) -> bool:
     """A returned value that is this rank's own number: `x.item()`, a name fn sums from such
     numbers (`return total / n`), or a dict holding one (`return {"avg": total / n}`)."""
@@ -569,6 +574,8 @@ def _item_valued_return(program, value: ast.AST, fn: Function) -> bool:
         return True
     if isinstance(value, ast.Dict):
         return any(v is not None and _item_valued_return(program, v, fn) for v in value.values)
+    if isinstance(value, ast.Call) and last_name(value.func) in _REDUCTIONS and value.args:
+        return _item_valued_return(program, value.args[0], fn)  # `return np.mean(kls)` of `kls.append(x.item())`
     if isinstance(value, (ast.Name, ast.BinOp)) and not isinstance(fn.node, ast.Module):
         return bool({n.id for n in walk(value) if isinstance(n, ast.Name)} & _item_names(program, fn))
     return False

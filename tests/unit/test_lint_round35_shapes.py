@@ -1085,3 +1085,92 @@ def test_a_resnet_inside_the_wrapped_module_holds_batchnorm_buffers(tmp_path):
 
 def test_its_twin_a_vision_transformer_backbone_holds_no_buffers(tmp_path):
     assert lines_of(lint_plain(tmp_path, BACKBONE.replace("{arch}", "vit_b_16")), "DDP801") == []
+
+
+# -------------------------------------------------- loader options in a dict that sets no sampler
+def test_a_spread_dict_literal_setting_the_sampler_to_none_leaves_the_loader_without_one(tmp_path):
+    code = '''
+import itertools, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+dist.init_process_group("gloo")
+opts = {"batch_size": 4, "shuffle": True, "sampler": {sampler}}
+data = TensorDataset(torch.randn(32, 2))
+loader = DataLoader(dataset=data, **opts)
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+for step in range(4):
+    for (x,) in itertools.islice(loader, 2):
+        net(x).sum().backward()
+'''
+    assert lines_of(lint_plain(tmp_path, code.replace("{sampler}", "None")), "DDP802") == [7]
+    twin = code.replace('"shuffle": True, "sampler": {sampler}', '"sampler": torch.utils.data.DistributedSampler(data)')
+    assert lines_of(lint_plain(tmp_path, twin.replace("opts = ", "data = TensorDataset(torch.randn(32, 2))\nopts = ")),
+                    "DDP802") == []
+
+
+# -------------------------------------------------- an early stop on the mean of the rank's own numbers
+MEAN_STOP = """
+import numpy as np, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def evaluate(model, batches):
+    values = []
+    for x in batches:
+        with torch.no_grad():
+            values.append(model(x).abs().mean().item())
+    {share}
+    return np.mean(values)
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 4))
+mine = [torch.randn(2, 4) for _ in range(3)]
+for step in range(100):
+    model(torch.randn(2, 4)).sum().backward()
+    if evaluate(model, mine) >= 1.0:
+        break
+"""
+
+
+def test_a_break_on_the_mean_of_the_ranks_own_item_values_splits_the_ranks(tmp_path):
+    assert lines_of(lint_plain(tmp_path, MEAN_STOP.replace("{share}", "pass")), "DDP809") == [17]
+
+
+def test_its_twin_the_values_all_reduced_first_decide_alike(tmp_path):
+    code = MEAN_STOP.replace("{share}", "t = torch.tensor(values); dist.all_reduce(t); values = (t / dist.get_world_size()).tolist()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a sampler copy handed the epoch when it is built
+EPOCH_BUILT = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Sampler, TensorDataset
+
+class DistributedSampler(Sampler):
+    def __init__(self, data, epoch=0):
+        self.data, self.epoch = data, epoch
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+    def __iter__(self):
+        g = torch.Generator()
+        g.manual_seed(self.epoch)
+        return iter(torch.randperm(len(self.data), generator=g)[self.rank::self.world].tolist())
+    def __len__(self):
+        return len(self.data) // self.world
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+dist.init_process_group("gloo")
+data = TensorDataset(torch.randn(32, 2))
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+for epoch in range(3):
+    loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data, {epoch}))
+    for (x,) in loader:
+        net(x).sum().backward()
+"""
+
+
+def test_a_sampler_built_each_epoch_with_the_epoch_needs_no_set_epoch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, EPOCH_BUILT.replace("{epoch}", "epoch=epoch")), "DDP804") == []
+
+
+def test_its_twin_a_constant_epoch_at_construction_repeats_the_order(tmp_path):
+    assert lines_of(lint_plain(tmp_path, EPOCH_BUILT.replace("{epoch}", "epoch=0")), "DDP804") == [21]
