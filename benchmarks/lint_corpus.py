@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.lint.driver import gather, lint_results
+from ddpdoctor.lint.driver import gather, lint_results, unreached
 
 DEFAULT_CORPUS = Path("/work/lint-corpus")
 COMMITTED_MANIFEST = Path(__file__).resolve().with_name("lint_corpus_manifest.json")
@@ -67,7 +67,7 @@ class Scored:
     seconds: float = 0.0
     refused: str = ""  # the UsageError's line (exit 2)
     crashed: str = ""  # ddpdoctor's own failure (exit 3)
-    unjudged: str = ""  # where the process group is set up in code the lint could not reach (exit 4)
+    unjudged: str = ""  # why the lint's verdict is incomplete (exit 4): its distributed code was not reached
     cpu_seconds: float = 0.0  # this process's CPU time: the wall time on a busy machine says less
     found: list[Seen] = field(default_factory=list)  # expected, at the right line
     accepted: list[Seen] = field(default_factory=list)  # optional (acceptable, not required), reported
@@ -141,7 +141,8 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
         os.chdir(here)
     scored.files = len(facts.files)
     scored.statements = facts.statements
-    scored.unjudged = str(facts.unreached_setup or "")
+    # exit 4 whatever left it unreached: the set-up, or the training code a config names
+    scored.unjudged = "; ".join(unreached(facts)[1])
     seen = [Seen(f.code, f.severity.value, _norm(f.location.file, workdir) if f.location else "",
                  f.location.line if f.location else None, f.message)
             for r in results for f in r.findings]
@@ -237,7 +238,7 @@ def render(rows: list[Scored], manifest: dict) -> str:
             parts += [f"FALSE error {errors}"] * bool(errors)
             parts += [f"false warning {warnings}"] * bool(warnings)
             parts += [f"other severity {len(r.wrong_severity)}"] * bool(r.wrong_severity)
-            parts += [f"NOT JUDGED (exit 4): set-up at {r.unjudged} not reached"] * bool(r.unjudged)
+            parts += [f"NOT JUDGED (exit 4): {r.unjudged}"] * bool(r.unjudged)
             result = ", ".join(parts) or "clean, as expected"
         out.append(f"{r.id:30} {r.kind:14} {r.files:5} {r.statements:6} {r.seconds * 1000:7.0f}"
                    f" {r.cpu_seconds * 1000:7.0f}  {result}")

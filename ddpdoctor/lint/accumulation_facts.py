@@ -91,6 +91,8 @@ class AccumulationFacts:
     def _runs_once(self, fn: Function, loop: ast.AST) -> bool:
         """`for _ in range(n):` over a parameter every way into fn gives 1 (passed, or its
         default where the call leaves it out): one micro-step, nothing accumulates."""
+        if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Name) and _star_of_a_pair(fn, loop.iter.id):
+            return True  # `for i, *batch in enumerate(loader): for sample in batch:` - batch is [item]
         if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) == "range"
                 and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], ast.Name)):
             return False
@@ -694,6 +696,18 @@ def _clears_first(program, call: ast.Call, fn: Function) -> bool:
             isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and last_name(stmt.value.func) == "zero_grad"
             for stmt in target.node.body)
         for target in targets)
+
+
+def _star_of_a_pair(fn: Function, name: str) -> bool:
+    """`for i, *name in enumerate(...)`: the starred rest of a pair holds one item."""
+    for node in fn.own:
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Tuple) \
+                and len(node.target.elts) == 2 and isinstance(node.target.elts[1], ast.Starred) \
+                and isinstance(node.target.elts[1].value, ast.Name) and node.target.elts[1].value.id == name \
+                and isinstance(node.iter, ast.Call) and last_name(node.iter.func) == "enumerate" \
+                and len(node.iter.args) == 1:
+            return True
+    return False
 
 
 def _parameter_owners(program, value: ast.AST, fn: Function, depth: int = 4) -> list[ast.AST]:

@@ -103,3 +103,20 @@ def test_error_where_a_warning_is_expected_counts_as_a_false_error(bench, tmp_pa
     # the DDP802 error where a warning is expected is a false alarm at error; the DDP804 warning
     # where an error is expected is not
     assert totals["false_errors"] == 1 and totals["false_by_code"] == {"DDP802": 1}
+
+
+def test_an_entry_whose_training_code_a_config_names_is_not_judged_not_clean(bench, tmp_path, capsys):
+    """The lint exits 4 there (`incomplete`): the benchmark must not count it as a clean, right entry."""
+    (tmp_path / "entries" / "one").mkdir(parents=True)
+    (tmp_path / "entries" / "one" / "train.py").write_text(textwrap.dedent("""\
+        import importlib, sys
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")
+        importlib.import_module("runners." + sys.argv[1]).run()
+        """))
+    manifest = {"entries": [{"id": "one", "repository": "ours/none", "commit": "0" * 40, "paths": ["train.py"],
+                             "dir": "entries/one", "script": "train.py", "kind": "healthy", "expected": []}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    totals = score(bench, tmp_path, capsys)
+    assert totals["unjudged_exit4"] == ["one"]

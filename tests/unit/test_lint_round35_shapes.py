@@ -1174,3 +1174,30 @@ def test_a_sampler_built_each_epoch_with_the_epoch_needs_no_set_epoch(tmp_path):
 
 def test_its_twin_a_constant_epoch_at_construction_repeats_the_order(tmp_path):
     assert lines_of(lint_plain(tmp_path, EPOCH_BUILT.replace("{epoch}", "epoch=0")), "DDP804") == [21]
+
+
+# -------------------------------------------------- the starred rest of enumerate's pair holds one item
+STARRED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+net = DDP(torch.nn.Linear(2, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+loader = [torch.randn(4, 2) for _ in range(8)]
+for {target} in enumerate(loader):
+    for sample in {inner}:
+        net(sample).sum().backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_a_loop_over_the_starred_rest_of_enumerates_pair_runs_once(tmp_path):
+    code = STARRED.replace("{target}", "i, *batch").replace("{inner}", "batch")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") == []
+
+
+def test_its_twin_a_loop_over_the_chunks_of_each_batch_accumulates(tmp_path):
+    code = STARRED.replace("{target}", "i, batch").replace("{inner}", "batch.chunk(2)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") == [10]
