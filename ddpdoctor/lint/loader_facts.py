@@ -14,7 +14,7 @@ from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _s
                                          argument_at, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.ranks import SPAWNERS
-from ddpdoctor.lint.patterns import (_grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
                                      plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint.value_flow import reaches_return
@@ -276,12 +276,9 @@ class LoaderFacts:
             for gen in self.program.resolve(value.func, scope)[0]:
                 if isinstance(gen.node, ast.Module):
                     continue
-                for item in (n.value for n in gen.own if isinstance(n, (ast.Yield, ast.YieldFrom)) and n.value is not None):
-                    if self.mentions_rank(item, gen, depth=0, strict=True) or any(
-                            isinstance(c, ast.Call) and any(self._returns_rank_part(t, 3)
-                                                            for t in self.program.resolve(c.func, gen)[0])
-                            for c in walk(item)):
-                        return True
+                if any(self._rank_part_value(n.value, gen, 4) for n in gen.own
+                       if isinstance(n, (ast.Yield, ast.YieldFrom)) and n.value is not None):
+                    return True
         return False
 
     def _returns_rank_part(self, fn: Function, depth: int) -> bool:
@@ -297,10 +294,14 @@ class LoaderFacts:
         return cache[key]
 
     def _taints_return(self, fn: Function, depth: int) -> bool:
-        return reaches_return(fn, set(), lambda value: self.mentions_rank(value, fn, depth=0, strict=True) or any(
+        return reaches_return(fn, set(), lambda value: self._rank_part_value(value, fn, depth))
+
+    def _rank_part_value(self, value: ast.AST, fn: Function, depth: int) -> bool:
+        """The value reads the rank, or calls a local helper that returns a rank's part."""
+        return self.mentions_rank(value, fn, depth=0, strict=True) or any(
             isinstance(sub, ast.Call) and any(self._returns_rank_part(t, depth - 1)
                                               for t in self.program.resolve(sub.func, fn)[0])
-            for sub in walk(value)))
+            for sub in walk(value))
 
     def _eval_only(self, fn: Function) -> bool:
         """Every function that calls this one is an evaluation helper (named so; not one that
@@ -620,8 +621,13 @@ class LoaderFacts:
             getitem = self.program.method(target, "__getitem__") if isinstance(target, Klass) else None
             init = self.program.method(target, "__init__") if isinstance(target, Klass) else None
             params = [a.arg for a in getitem.node.args.args] if getitem is not None else []
-            if len(params) < 2 or \
-                    not _drawn_anew(getitem.node.body, params[1], _flags(init, value, conds) if init is not None else {}):
+            anew = _drawn_anew(getitem.node.body, params[1], _flags(init, value, conds) if init is not None else {}) \
+                if len(params) >= 2 else False
+            if anew is None:
+                # the index is never read, and a sample is drawn instead (`np.random.choice(chars, 4)`)
+                anew = any(c.__class__ is ast.Call and (self.program.qualify(c.func, getitem) or "") in GLOBAL_DRAWS
+                           for c in getitem.own_calls)
+            if not anew:
                 return False
             found = True
         return found
@@ -1117,24 +1123,21 @@ def _flags(init: Function, built: ast.Call, conds: set[str]) -> dict[str, bool]:
     return flags
 
 
-def _drawn_anew(body: list[ast.stmt], index: str, flags: dict[str, bool]) -> bool:
+def _drawn_anew(body: list[ast.stmt], index: str, flags: dict[str, bool]) -> Optional[bool]:
     """The statements rebind `index` from something else before any of them reads it, following
-    the side of `if self.<flag>:` the flags decide."""
+    the side of `if self.<flag>:` the flags decide; None where none of them reads it at all."""
     for stmt in body:
         if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Attribute) and \
                 isinstance(stmt.test.value, ast.Name) and stmt.test.value.id == "self" and stmt.test.attr in flags:
-            return _drawn_anew(stmt.body if flags[stmt.test.attr] else stmt.orelse, index, flags)
+            side = _drawn_anew(stmt.body if flags[stmt.test.attr] else stmt.orelse, index, flags)
+            if side is not None:
+                return side
+            continue  # that side leaves the index alone: what follows decides
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == index for t in stmt.targets):
             return not any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt.value))
         if any(isinstance(n, ast.Name) and n.id == index for n in walk(stmt)):
             return False
-    # never read at all, and a sample is drawn instead (`code = np.random.choice(alphabet, 4)`)
-    return any(isinstance(n, ast.Call) and _RANDOM_CALL.match(dotted(n.func) or "") for stmt in body for n in walk(stmt))
-
-
-# a draw from a global generator: numpy's, Python's, torch's
-_RANDOM_CALL = re.compile(r"^(?:np\.random|numpy\.random|random|torch)\.(?:rand\w*|choice|choices|sample|shuffle|"
-                          r"uniform|normal|permutation|multinomial)$")
+    return None  # never read at all (the caller asks whether a sample is drawn instead)
 
 
 def _holds(value: ast.AST, call: ast.Call) -> bool:

@@ -20,6 +20,17 @@ _LOOSE = {(ast.Dict, "keys"), (ast.arguments, "kw_defaults"), (ast.Global, "name
 _FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
+def param_defaults(node: ast.AST) -> dict:
+    """A def's (or lambda's) parameters with a default, name -> the default as written."""
+    args = getattr(node, "args", None)
+    if not isinstance(args, ast.arguments):
+        return {}
+    positional = [*args.posonlyargs, *args.args]
+    found = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    found.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return found
+
+
 def node_fields(cls: type) -> tuple[tuple[str, bool], ...]:
     """The fields of a node class that may hold nodes, each with whether a list there may hold
     other things (see _LOOSE)."""

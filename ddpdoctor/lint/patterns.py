@@ -839,7 +839,7 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 return True
         full = (program.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else \
             (program.qualify(value, scope) or "") if isinstance(value, (ast.Name, ast.Attribute)) else ""
-        if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
+        if _buffered_zoo(full):
             return True
         if isinstance(value, ast.Call) and _zoo_by_name(program, value.func, scope):
             return True
@@ -866,6 +866,24 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 if _buffered(program, arg, scope, depth - 1, seen):
                     return True
     return False
+
+
+# Numbers drawn from a process's global random streams (Python's, numpy's, torch's), by
+# qualified name: what a test can decide on (`if random.random() < p:`)...
+SCALAR_DRAWS = frozenset({"random.random", "random.uniform", "random.randint", "random.randrange", "random.choice",
+                          "numpy.random.rand", "numpy.random.random", "numpy.random.uniform", "numpy.random.randint",
+                          "numpy.random.choice", "numpy.random.random_sample", "torch.rand", "torch.randint"})
+# ...and every draw from them, samples and shuffles too: what a dataset may draw instead of
+# reading the index it is handed
+GLOBAL_DRAWS = SCALAR_DRAWS | {"random.choices", "random.sample", "random.shuffle", "random.gauss",
+                               "numpy.random.randn", "numpy.random.normal", "numpy.random.permutation",
+                               "numpy.random.shuffle", "torch.randn", "torch.randperm", "torch.normal",
+                               "torch.multinomial"}
+
+
+def _buffered_zoo(full: str) -> bool:
+    """A torchvision or timm architecture with BatchNorm, by its qualified name."""
+    return full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO)
 
 
 def _zoo_by_name(program: Program, func: ast.AST, fn: Function) -> bool:
@@ -1033,8 +1051,7 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
             return True
         if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
             return True
-        full = program.qualify(node.func, klass.module.body) or ""
-        if full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO):
+        if _buffered_zoo(program.qualify(node.func, klass.module.body) or ""):
             return True  # `self.image = models.resnet18(pretrained=True)`: its BatchNorms
         target = program.callee(node.func, klass.module.body)
         if program.is_class(target) and _class_buffered(program, target, seen):

@@ -34,7 +34,7 @@ import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.fact_builder import _single_process, argument_at, loc
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.patterns import call_keywords, keyword, last_name, loader_call, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
@@ -361,13 +361,7 @@ def _live_source(program, method) -> str:
     leaves at its default 0 - that draw never runs in a worker."""
     dead = [stmt for stmt in method.own if isinstance(stmt, ast.If) and not stmt.orelse
             and _never_equal(program, stmt.test, method)]
-    if not dead:
-        return _source(method)
-    skip = {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)}
-    node = method.node
-    lines = [line for n, line in enumerate(method.file.lines[node.lineno - 1:node.end_lineno], node.lineno)
-             if n not in skip]
-    return "\n".join(line for line in lines if not line.lstrip().startswith(("import ", "from ", "#")))
+    return _source(method, {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)})
 
 
 def _never_equal(program, test: ast.AST, fn) -> bool:
@@ -385,21 +379,10 @@ def _never_equal(program, test: ast.AST, fn) -> bool:
             # left at its default by a known call, and no call spreads `**opts` into it
             if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls"):
                 return False
-            value = _default_of(scope, value.id)
+            value = param_defaults(scope.node).get(value.id)
         if not isinstance(value, ast.Constant) or value.value == wanted:
             return False
     return True
-
-
-def _default_of(fn, param: str):
-    """A parameter's default as written (None where it has none)."""
-    args = getattr(fn.node, "args", None)
-    if args is None:
-        return None
-    positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    return defaults.get(param)
 
 
 def _own_generators(klass, built: set) -> set[str]:
@@ -633,8 +616,10 @@ def _unshown(target) -> bool:
                                   for r in returned)
 
 
-def _source(symbol) -> str:
-    """A local class's or function's own text (its lines in the file)."""
+def _source(symbol, skip: frozenset = frozenset()) -> str:
+    """A local class's or function's own text (its lines in the file), less the lines in skip."""
     node = symbol.node
-    lines = symbol.file.lines[node.lineno - 1:getattr(node, "end_lineno", node.lineno)]
-    return "\n".join(line for line in lines if not line.lstrip().startswith(("import ", "from ", "#")))
+    first = node.lineno
+    lines = symbol.file.lines[first - 1:getattr(node, "end_lineno", first)]
+    return "\n".join(line for n, line in enumerate(lines, first)
+                     if n not in skip and not line.lstrip().startswith(("import ", "from ", "#")))

@@ -24,7 +24,8 @@ from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, RankTest, grad_off, last_name, loader_call, text
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
+                                     loader_call, text)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -897,9 +898,7 @@ CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.ti
 
 # Each process's own random stream: seeded per rank, or drawn a different number of times on
 # some ranks (rank 0's extra draws in its evaluation), it gives each rank its own number.
-DRAWS = frozenset({"random.random", "random.uniform", "random.randint", "random.randrange", "random.choice",
-                   "numpy.random.rand", "numpy.random.random", "numpy.random.uniform", "numpy.random.randint",
-                   "numpy.random.choice", "numpy.random.random_sample", "torch.rand", "torch.randint"})
+DRAWS = SCALAR_DRAWS
 
 
 def _clock_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:

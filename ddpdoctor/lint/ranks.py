@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import default_truth
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dispatched, dotted, env_key, is_const,
                                      last_name, name_pattern, text)
 
@@ -977,14 +977,9 @@ def _enclosing_if(fn: Function, value: ast.AST) -> Optional[tuple[ast.If, str]]:
 def _default(fn: Function, name: str) -> Optional[ast.AST]:
     """The default a positional parameter declares, if any."""
     args = getattr(fn.node, "args", None)
-    if args is None:
+    if args is None or name not in [a.arg for a in args.posonlyargs + args.args]:
         return None
-    positional = args.posonlyargs + args.args
-    names = [a.arg for a in positional]
-    if name not in names:
-        return None
-    index = names.index(name) - (len(positional) - len(args.defaults))
-    return args.defaults[index] if index >= 0 else None
+    return param_defaults(fn.node).get(name)
 
 
 def _under_if(fn: Function, node: ast.AST) -> tuple[Optional[ast.If], str]:

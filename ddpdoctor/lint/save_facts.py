@@ -92,20 +92,18 @@ class SaveFacts:
     def _state_hook_guard(self, fn: Function) -> str:
         """fn is handed to `accelerator.register_save_state_pre_hook` (Accelerate calls it from
         inside `save_state()` alone) and every `save_state()` call sits under a rank test: that
-        test's text ("" otherwise)."""
-        registered = any(last_name(call.func) == "register_save_state_pre_hook" and call.args and
-                         fn in self.program.reference(call.args[0], cfn)
-                         for cfn, call, _, _ in self.calls())
-        if not registered:
-            return ""
-        tests = []
-        for cfn, call, guards, _ in self.calls():
-            if isinstance(call.func, ast.Attribute) and call.func.attr == "save_state":
-                ranked = rank_guards(guards)
-                if not ranked:
-                    return ""
-                tests.append(ranked[-1].test.text)
-        return tests[0] if tests else ""
+        test's text ("" otherwise). Read once per program."""
+        known = self.__dict__.get("_state_hooks")
+        if known is None:
+            hooks = {target for cfn, call, _, _ in self.calls()
+                     if last_name(call.func) == "register_save_state_pre_hook" and call.args
+                     for target in self.program.reference(call.args[0], cfn)}
+            tests = [rank_guards(guards) for _, call, guards, _ in self.calls()
+                     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_state"]
+            under = tests[0][-1].test.text if tests and all(tests) else ""
+            known = self.__dict__["_state_hooks"] = (hooks, under)
+        hooks, under = known
+        return under if fn in hooks else ""
 
     def _caller_of(self, fn: Function, site: ast.Call) -> Function:
         return next(c for c, e in self.callers().get(fn, []) if e.node is site)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.nodes import children
+from ddpdoctor.lint.nodes import children, param_defaults
 from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, text
 
@@ -219,8 +219,7 @@ class _Judge:
         spreads `*args` / `**kwargs`, or one leaves out a parameter without a default."""
         params = _params(fn)
         positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        defaults = dict(zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults))
-        defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
+        defaults = param_defaults(fn)
         calls = [(call, source) for source in self.files.sources for call in source.of(ast.Call)
                  if isinstance(call.func, ast.Name) and call.func.id == fn.name]
         if not calls or name not in params:
