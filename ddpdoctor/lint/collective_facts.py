@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, loc
-from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, text, through_grad_off
+from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, sharded_save, text,
+                                     through_grad_off)
 from ddpdoctor.lint.program import Function, Guard
-from ddpdoctor.lint.ranks import UNIFORM_NAME
+from ddpdoctor.lint.ranks import UNIFORM_NAME, _enclosing_if
 
 
 @dataclass
@@ -115,6 +116,8 @@ class CollectiveFacts:
                     if not guards:
                         continue
                     guard = guards[-1]
+                    if sharded_save(op) and _or_engine_on(fn, guard_test(fn, guard)):
+                        continue  # `if is_main_process or use_deepspeed:`: every process where it is one
                     assumption = _assume(guard.test.assumption, conds)
                     group = self._subgroup_at(where)
                     if group:
@@ -228,3 +231,27 @@ def _assume(assumption: str, conds: tuple) -> str:
         return assumption
     more = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} true on the way"
     return f"{assumption}, and {more}" if assumption else more
+
+
+_ENGINE_WORD = re.compile(r"deepspeed|fsdp", re.IGNORECASE)
+
+
+def _or_engine_on(fn: Function, test: Optional[ast.AST]) -> bool:
+    """`is_main_process or <engine on>`: a part of the `or` that holds where DeepSpeed or FSDP
+    runs - a test naming the engine (`accelerator.distributed_type == DistributedType.DEEPSPEED`,
+    `args.deepspeed`), or a flag fn sets True only under such a test (SimpleTuner's
+    `use_deepspeed_optimizer`, set where `accelerator.state.deepspeed_plugin` is not None)."""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or)):
+        return False
+    for part in test.values:
+        if isinstance(part, ast.UnaryOp):
+            continue
+        if _ENGINE_WORD.search(text(part)) and not isinstance(part, ast.Name):
+            return True
+        if isinstance(part, ast.Name):
+            trues = [v for _, v in fn.bindings.get(part.id, []) if is_const(v, True)]
+            sides = [_enclosing_if(fn, v) for v in trues]
+            if trues and all(side is not None and side[1] == "body" and _ENGINE_WORD.search(text(side[0].test))
+                             for side in sides):
+                return True
+    return False

@@ -324,8 +324,8 @@ class BuilderCore:
         (`if rank == 0: t = Trainer(logger) else: t = Trainer()`): together every rank."""
         sides: dict[tuple, set] = {}
         for caller, event in sites:
-            if len(event.guards) != 1:
-                continue
+            if len(event.guards) != 1 or _single_process(event.conds, self._switches(), self.wraps_ddp()):
+                continue  # (`elif not engine.distributed:` is no rank's side of a distributed run)
             if caller.node is not caller.module.file.tree and \
                     self.only_guarded(caller, depth - 1, stack) is not False:
                 continue
@@ -510,6 +510,17 @@ def _plain_module(program: Program, value: ast.AST, fn: Function, depth: int) ->
     return False
 
 
+def guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:
+    """The test of the `if` a guard stands for, on its body side (its text may be cut short)."""
+    if guard.side != "body":
+        return None
+    ifs = fn.__dict__.get("_ifs_by_id")
+    if ifs is None:
+        ifs = fn.__dict__["_ifs_by_id"] = {id(n): n for n in fn.own if n.__class__ is ast.If}
+    found = ifs.get(guard.branch)
+    return found.test if found is not None else None
+
+
 def loc(fn: Function, node: ast.AST) -> Location:
     return Location(fn.file.display, getattr(node, "lineno", None))
 
@@ -521,8 +532,19 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
     return any((SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)))
                # (not where the group is set up on that side too: `if generate: Trainer(...)`
                # and, past its `return`, the training that sets it up again)
-               or (c.startswith("not ") and c[4:] in switches and c not in getattr(switches, "open", ()))
+               or (c.startswith("not ") and (c[4:] in switches or _instance_switch(c[4:], switches))
+                   and c not in getattr(switches, "open", ()))
                for c, _ in conds)
+
+
+_ONE_ATTRIBUTE = re.compile(r"^\w+\.(\w+)$")
+
+
+def _instance_switch(cond: str, switches: frozenset) -> bool:
+    """`engine.distributed` where a method sets the group up under `if self.distributed:`:
+    the same flag read through an instance (Sigma's Engine)."""
+    got = _ONE_ATTRIBUTE.match(cond)
+    return bool(got) and not cond.startswith("self.") and f"self.{got.group(1)}" in switches
 
 
 def _ways(callers: dict, fn: Function, conds: tuple, depth: int) -> Optional[list[frozenset]]:

@@ -82,6 +82,9 @@ class RankFlow:
         # (function, name) for a plain name
         self.init_rank_texts: set[str] = set()
         self.init_rank_names: set[tuple[int, str]] = set()
+        # (class, field) for `rank=self.local_rank` in a method: the field of any instance of
+        # that class (`engine.local_rank` in the script) holds the job's rank
+        self.init_rank_fields: set[tuple[str, str]] = set()
 
     def live_spawn_targets(self) -> list:
         """The spawn targets whose mp.spawn runs: a launcher helper the script defines (or
@@ -105,6 +108,9 @@ class RankFlow:
                         given = call.args[4]
                     if isinstance(given, (ast.Attribute, ast.Subscript)):
                         self.init_rank_texts.add(text(given))
+                        if fn.cls is not None and isinstance(given, ast.Attribute) and \
+                                isinstance(given.value, ast.Name) and given.value.id == "self":
+                            self.init_rank_fields.add((fn.cls.name, given.attr))
                     elif isinstance(given, ast.Name):
                         self.init_rank_names.add((id(fn), given.id))
                         # `local_rank = get_local_rank()` handed as rank=: that helper's answer is
@@ -241,6 +247,8 @@ class RankFlow:
                 text(node) in self.init_rank_texts:
             return True  # the expression init_process_group is handed as its rank
         if node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names:
+            return True
+        if self._init_rank_field(node, fn):
             return True
         if isinstance(node, ast.Subscript):
             key = node.slice
@@ -532,6 +540,17 @@ class RankFlow:
                                               f"{left.right.value}` written in)")
         return found
 
+    def _init_rank_field(self, node: ast.AST, fn: Function) -> bool:
+        """`engine.local_rank` where engine is an instance of a local class whose method hands
+        `self.local_rank` to init_process_group as rank=: the job's rank (Sigma's Engine)."""
+        if not self.init_rank_fields or node.__class__ is not ast.Attribute or \
+                node.value.__class__ is not ast.Name or node.value.id == "self":
+            return False
+        if not any(attr == node.attr for _, attr in self.init_rank_fields):
+            return False
+        klass = self.program.class_of(node.value, fn)
+        return klass is not None and (klass.name, node.attr) in self.init_rank_fields
+
     def _given_the_init_rank(self, name: str, fn: Function) -> bool:
         """Every caller hands this parameter the name (or field) it gave init_process_group as
         its rank."""
@@ -550,6 +569,8 @@ class RankFlow:
             # name only as the test's own (DPR's local `local_rank`, copied into cfg.local_rank,
             # is the global rank only on its SLURM path)
             return "global"
+        if self._init_rank_field(node, fn):
+            return "global"  # `engine.local_rank` where Engine hands `self.local_rank` as rank=
         if node.__class__ is ast.Name and depth == 3 and (node.id in fn.params or node.id in fn.kwonly) \
                 and not fn.bindings.get(node.id) and self._given_the_init_rank(node.id, fn):
             # `save(local_rank, model)` where that local_rank is what init_process_group was

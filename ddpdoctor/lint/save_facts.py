@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state, reaching, writes
-from ddpdoctor.lint.fact_builder import _single_process, _switched, _test_of, given_constants, loc, rank_guards, reached_from
+from ddpdoctor.lint.fact_builder import _single_process, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
@@ -124,7 +124,7 @@ class SaveFacts:
         several = bool(event.guards) and all(g.test.polarity == "nonzero" for g in event.guards)
         # `if master and step % 10 == 0 or step in milestones:`: at the milestones every
         # rank takes it (Adam-mini's checkpoints): judged as if unguarded
-        several = several or any(_open_or(self.program, _guard_test(fn, g), fn) is not None
+        several = several or any(_open_or(self.program, guard_test(fn, g), fn) is not None
                                  for g in event.guards)
         if event.guards and not several:
             if _single_process(event.conds, self._switches(), self.wraps_ddp()):
@@ -175,7 +175,7 @@ class SaveFacts:
         if path is not None and any("BytesIO" in text(v, 1000) for v, _ in self.program.values_of(path, fn)):
             return SaveFact(where, path_text, False, "saved to memory")
         opened = next(((g, part) for g in event.guards
-                       if (part := _open_or(self.program, _guard_test(fn, g), fn)) is not None), None)
+                       if (part := _open_or(self.program, guard_test(fn, g), fn)) is not None), None)
         if opened is not None:
             return SaveFact(where, path_text, True, f"under `{opened[0].test.text}`, whose other side "
                             f"holds on every rank: `{text(opened[1], 60)}` is no rank test", None, how)
@@ -628,17 +628,6 @@ def _main_test(program, cond: str, fn: Function) -> bool:
 def _is_main_compare(node: ast.AST) -> bool:
     return isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
         and {text(node.left), text(node.comparators[0])} in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
-
-
-def _guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:
-    """The test of the `if` a guard stands for, on its body side (its text may be cut short)."""
-    if guard.side != "body":
-        return None
-    ifs = fn.__dict__.get("_ifs_by_id")
-    if ifs is None:
-        ifs = fn.__dict__["_ifs_by_id"] = {id(n): n for n in fn.own if n.__class__ is ast.If}
-    found = ifs.get(guard.branch)
-    return found.test if found is not None else None
 
 
 def _bound_in_loop(fn: Function, value: ast.AST, call: ast.Call) -> bool:
