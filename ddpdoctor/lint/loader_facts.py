@@ -17,7 +17,7 @@ from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
                                      plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass
-from ddpdoctor.lint.value_flow import reaches_return
+from ddpdoctor.lint.value_flow import unread_by_constructor, reaches_return
 
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
@@ -127,7 +127,7 @@ class LoaderFacts:
             if not isinstance(value, ast.Call):
                 continue
             name = last_name(value.func) or ""
-            if any(kw.arg in SHARD_KEYWORDS for kw in value.keywords):
+            if any(kw.arg in SHARD_KEYWORDS for kw in value.keywords) and not self._shards_unread(value, scope):
                 return True  # ImageDataset(..., shard=rank, num_shards=world): shards itself
             if any(kind in name for kind in ITERABLE_KINDS) or \
                     (self.program.qualify(value.func, scope) or "").startswith(SELF_SHARDING_LIBRARIES):
@@ -145,6 +145,15 @@ class LoaderFacts:
                     any(self.dataset_kind(ret, target, depth - 1, seen) for ret in target.returned):
                 return True
         return False
+
+    def _shards_unread(self, value: ast.Call, fn: Function) -> bool:
+        """A local class's constructor takes `shard=` / `num_shards=` and never reads them (a
+        sketch dataset keeping every item): the keywords shard nothing."""
+        targets, _ = self.program.resolve(value.func, fn)
+        if len(targets) != 1 or targets[0].name != "__init__" or targets[0].cls is None:
+            return False  # a library's class: its keywords do what they say
+        unread = unread_by_constructor(targets[0], value)
+        return all(id(kw.value) in unread for kw in value.keywords if kw.arg in SHARD_KEYWORDS)
 
     def _self_sharding(self, klass: Klass, seen: set) -> bool:
         if klass in seen:

@@ -550,6 +550,13 @@ class Program:
                 self._bind(fn, node.target, node.iter, node.lineno, iterated=True)
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self._bind(fn, node.optional_vars, node.context_expr, getattr(node.context_expr, "lineno", 0))
+            elif kind is ast.AugAssign and node.target.__class__ is ast.Attribute:
+                # `opts.seed += rank`: the option holds `opts.seed + rank` from there on (what the
+                # seed of each rank is made of); a plain name's `total += x` stays unbound
+                key = dotted(node.target)
+                if key and (not key.startswith("self.") or key.count(".") >= 2):
+                    fn.attr_bindings.setdefault(key, []).append(ast.copy_location(
+                        ast.BinOp(left=node.target, op=node.op, right=node.value), node))
 
     def _bind_arguments(self, fn: Function) -> None:
         """Record, on each local function a call reaches, what the call passes for each parameter
@@ -2013,7 +2020,7 @@ def _module_nodes(tree: ast.Module) -> list[ast.AST]:
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_BINDERS = {ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem}  # what binds a name
+_BINDERS = {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.withitem}  # what binds a name
 
 
 def _own_nodes(root: ast.AST) -> list[ast.AST]:

@@ -96,7 +96,10 @@ def unreturned_arguments(program, node: ast.AST, fn: Function) -> set[int]:
         if call.__class__ is not ast.Call or not isinstance(call.func, ast.Name):
             continue
         targets, _ = program.resolve(call.func, fn)
-        if len(targets) != 1 or targets[0].cls is not None or targets[0].name == "__init__" \
+        if len(targets) == 1 and targets[0].name == "__init__" and targets[0].cls is not None:
+            found |= unread_by_constructor(targets[0], call)
+            continue
+        if len(targets) != 1 or targets[0].cls is not None \
                 or not isinstance(targets[0].node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue  # one plain function of the script's own: its body is the whole answer
         target = targets[0]
@@ -109,3 +112,20 @@ def unreturned_arguments(program, node: ast.AST, fn: Function) -> set[int]:
             if not reaches_return(target, {param}, placed=True):
                 found.update(id(n) for n in walk(arg))
     return found
+
+
+def unread_by_constructor(init: Function, call: ast.Call) -> set[int]:
+    """The nodes of the arguments a local class's __init__ never reads (`Strokes(n, shard=rank,
+    num_shards=world)` whose __init__ keeps neither): the object does not depend on them."""
+    node = init.node
+    if node.args.vararg or node.args.kwarg or any(isinstance(a, ast.Starred) for a in call.args) or \
+            any(kw.arg is None for kw in call.keywords):
+        return set()  # (`super().__init__(*args, **kwargs)` hands them on)
+    params = [a.arg for a in node.args.args][1:] + [a.arg for a in node.args.kwonlyargs]
+    read = {n.id for stmt in node.body for n in ast.walk(stmt) if n.__class__ is ast.Name}
+    if "locals" in read or "vars" in read:
+        return set()
+    positional = [a.arg for a in node.args.args][1:]
+    bound = [(positional[i], arg) for i, arg in enumerate(call.args) if i < len(positional)]
+    bound += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in params]
+    return {id(n) for param, arg in bound if param not in read for n in walk(arg)}

@@ -129,3 +129,85 @@ def test_save_state_on_the_main_process_or_where_the_flag_deepspeed_sets_is_ever
 def test_its_twin_a_flag_set_by_another_option_leaves_deepspeed_on_the_main_process(tmp_path):
     code = SAVE_STATE.replace("{condition}", "args.big")
     assert lines_of(lint_plain(tmp_path, code), "DDP801") == [23]
+
+
+# -------------------------------------------------- the rank added to an option's seed in place
+AUG_SEED = """
+import argparse, random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Flips(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        x = torch.randn(4)
+        return x.flip(0) if random.random() < 0.5 else x
+
+def seed_all(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=3)
+opts = parser.parse_args()
+dist.init_process_group("gloo")
+opts.seed += {added}
+seed_all(opts.seed)
+ds = Flips()
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=8, num_workers=2, sampler=sampler)
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        pass
+"""
+
+
+def test_the_rank_added_to_an_options_seed_in_place_seeds_each_rank_apart(tmp_path):
+    assert lines_of(lint_plain(tmp_path, AUG_SEED.replace("{added}", "dist.get_rank()")), "DDP808") == []
+
+
+def test_its_twin_a_constant_added_in_place_leaves_the_seed_alike(tmp_path):
+    assert lines_of(lint_plain(tmp_path, AUG_SEED.replace("{added}", "1")), "DDP808") == [23]
+
+
+# -------------------------------------------------- shard keywords a local dataset never reads
+SHARD_KW = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+
+class Strokes(Dataset):
+    def __init__(self, n, shard=0, num_shards=1):
+        items = torch.randn(n, 8)
+        self.items = {kept}
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+def batches():
+    ds = Strokes(1000, shard=dist.get_rank(), num_shards=dist.get_world_size())
+    loader = DataLoader(ds, batch_size=16, shuffle=True)
+    while True:
+        yield from loader
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = batches()
+for _ in range(100):
+    model(next(data)).pow(2).mean().backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_shard_keywords_a_local_dataset_never_reads_shard_nothing(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SHARD_KW.replace("{kept}", "items")), "DDP802") == [18]
+
+
+def test_its_twin_a_dataset_that_keeps_its_shard_needs_no_sampler(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SHARD_KW.replace("{kept}", "items[shard::num_shards]")), "DDP802") == []
