@@ -141,7 +141,7 @@ class _Scope:
         if isinstance(node, ast.UnaryOp):
             return self.origin(node.operand)
         if isinstance(node, ast.ListComp):
-            if any(g.ifs for g in node.generators):
+            if any(g.ifs and not _parameter_comprehension(g) for g in node.generators):
                 return f"{_text(node)} (a filtered list)", line
             return self._first([g.iter for g in node.generators])
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -302,6 +302,14 @@ def _parameter_filter(loop: ast.AST) -> bool:
         if any(isinstance(n, ast.Name) and n.id not in items and n.id != "None" for n in ast.walk(test)):
             return False
     return True
+
+
+def _parameter_comprehension(generator: ast.comprehension) -> bool:
+    """`for p in model.parameters() if p.grad is not None`: a filter on a parameter's own
+    properties over the model's structure keeps the model's size, not the data's."""
+    return _module_structure(generator.iter) and _parameter_filter(
+        ast.For(target=generator.target, iter=generator.iter, body=[ast.If(test=t, body=[], orelse=[])
+                                                                    for t in generator.ifs], orelse=[]))
 
 
 def _append_name(stmt: ast.stmt) -> Optional[str]:

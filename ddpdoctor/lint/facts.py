@@ -107,7 +107,7 @@ def build(program: Program, script: str) -> LintFacts:
             continue
         if distributed is None and sets_up:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
-        if program.ddp_call(call, fn):
+        if program.ddp_call(call, fn) and not _discarded(fn, call):
             ddp = True
         if program.uses("accelerate") and (name == "Accelerator" or name[:1].isupper() and any(
                 c.startswith("accelerate.") and c.endswith(".Accelerator") for c in program.library_classes(call, fn))):
@@ -117,6 +117,10 @@ def build(program: Program, script: str) -> LintFacts:
             framework = framework or "lightning"
         elif name.endswith("Trainer") and (full.startswith(("transformers", "trl"))):
             framework = framework or "transformers"
+        elif name[:1].isupper() and program.uses("transformers") and any(
+                c.startswith(("transformers.", "trl.")) and c.endswith("Trainer")
+                for c in program.library_classes(call, fn)):
+            framework = framework or "transformers"  # the script's own subclass of HF's Trainer
     if framework is None and program.uses_lightning() and any(
             b.endswith("LightningModule") for k in program.classes for b in program.library_bases(k)) and any(
             last_name(call.func) == "fit" for _, call, _, _ in builder.calls()):
@@ -222,3 +226,9 @@ def _unreached_setup(program: Program, off: set) -> Optional[Location]:
         if script is not None:
             return setup_in_unread(script, read, SETUP_CALLS)
     return None
+
+
+def _discarded(fn, call: ast.Call) -> bool:
+    """`DistributedDataParallel(model)` as a statement of its own: the wrapper is dropped at once
+    (its reducer with it), and the loop trains the plain module, all-reducing nothing."""
+    return any(node.__class__ is ast.Expr and node.value is call for node in fn.own)

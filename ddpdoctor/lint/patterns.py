@@ -142,6 +142,15 @@ def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[di
         if kw.arg is not None:
             found[kw.arg] = kw.value
             continue
+        spread = getattr(getattr(getattr(fn, "node", None), "args", None), "kwarg", None)
+        if spread is not None and isinstance(kw.value, ast.Name) and kw.value.id == spread.arg:
+            # `def get_loader(ds, **kwargs): return DataLoader(ds, **kwargs)`: what its callers
+            # give by name (none that spreads a dict of its own, which cannot be read)
+            if fn.__dict__.get("_spread_calls"):
+                return None
+            for given, _ in fn.arguments.get(f"**{spread.arg}", []):
+                found.setdefault(given.arg, given.value)
+            continue
         values = [(_dict_call_literal(v), s) for v, s in program.values_of(kw.value, fn)]
         if not values or not all(isinstance(v, ast.Dict) and all(isinstance(k, ast.Constant) and
                                                                   isinstance(k.value, str) for k in v.keys)

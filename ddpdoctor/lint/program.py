@@ -1479,6 +1479,25 @@ class Program:
                             found.append(symbol)
                 if table.__class__ is ast.Name:
                     found.extend(self._decorated_entries(table.id, scope.module))
+            if table.__class__ is ast.Name and not isinstance(fn.node, ast.Module):
+                # `cfg = make_cfg(); cfg["make_loaders"] = build; run(cfg)` read in run as
+                # `cfg["make_loaders"](**cfg)`: what the callers store into the dict they hand in
+                handed, todo = [], [(table.id, fn, 3)]
+                while todo:  # (a few calls up: `main` -> `train(config)` -> `worker(config)`)
+                    name, scope, depth = todo.pop()
+                    for value, caller in self._passed(name, scope):
+                        if value.__class__ is ast.Name and len(handed) < 16:
+                            handed.append((value, caller))
+                            if depth > 1:
+                                todo.append((value.id, caller, depth - 1))
+                for value, caller in handed:
+                    for n in caller.own:
+                        if n.__class__ is ast.Assign and n.value.__class__ in (ast.Name, ast.Attribute) and any(
+                                t.__class__ is ast.Subscript and t.value.__class__ is ast.Name
+                                and t.value.id == value.id and _key_fits(t.slice, path, 0) for t in n.targets):
+                            symbol = self._callee_symbol(n.value, caller)
+                            if symbol.__class__ is Function or symbol.__class__ is Klass:
+                                found.append(symbol)
         finally:
             self._peeking = peeking
         return found

@@ -211,3 +211,174 @@ def test_shard_keywords_a_local_dataset_never_reads_shard_nothing(tmp_path):
 
 def test_its_twin_a_dataset_that_keeps_its_shard_needs_no_sampler(tmp_path):
     assert lines_of(lint_plain(tmp_path, SHARD_KW.replace("{kept}", "items[shard::num_shards]")), "DDP802") == []
+
+
+# -------------------------------------------------- a comprehension of the grads a module's parameters hold
+GRADS = """
+import torch, torch.distributed as dist
+from torch import nn
+
+class Bonus(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 8)
+
+class Algo:
+    def __init__(self):
+        self.bonus = Bonus()
+
+    def average(self, batch):
+        grads = {listed}
+        flat = torch.cat(grads)
+        dist.all_reduce(flat)
+        return flat
+
+dist.init_process_group("gloo")
+algo = Algo()
+batch = torch.randn(16, 4)
+algo.bonus.head(batch).sum().backward()
+algo.average(batch)
+"""
+
+
+def test_a_comprehension_of_the_grads_a_modules_parameters_hold_has_the_models_size(tmp_path):
+    code = GRADS.replace("{listed}", "[p.grad.view(-1) for p in self.bonus.parameters() if p.grad is not None]")
+    assert lines_of(lint_plain(tmp_path, code), "DDP807") == []
+
+
+def test_its_twin_a_comprehension_filtered_by_the_data_has_the_datas_size(tmp_path):
+    code = GRADS.replace("{listed}", "[row for row in batch if row.sum() > 0]")
+    assert lines_of(lint_plain(tmp_path, code), "DDP807") == [16]
+
+
+# -------------------------------------------------- a builder stored into a config dict the callers hand down
+STORED_BUILDER = """
+import deepspeed, torch
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def build(**cfg):
+    ds = TensorDataset(torch.randn(100, 4), torch.randn(100, 1))
+    return DataLoader(ds, cfg["batch_size"]{sampler})
+
+def make_cfg():
+    return {"batch_size": 8, "epochs": 3}
+
+def worker(cfg):
+    loader = cfg["make_loader"](**cfg)
+    net = torch.nn.Linear(4, 1)
+    engine, _, _, _ = deepspeed.initialize(model=net, model_parameters=net.parameters(), config={})
+    for epoch in range(cfg["epochs"]):
+        for x, y in loader:
+            engine.backward(torch.nn.functional.mse_loss(engine(x), y))
+            engine.step()
+
+def train(cfg):
+    worker(cfg)
+
+if __name__ == "__main__":
+    cfg = make_cfg()
+    cfg["make_loader"] = build
+    train(cfg=cfg)
+"""
+
+
+def test_a_builder_stored_into_the_config_a_caller_hands_down_is_reached(tmp_path):
+    assert lines_of(lint_plain(tmp_path, STORED_BUILDER.replace("{sampler}", "")), "DDP802") == [6]
+
+
+def test_its_twin_the_stored_builder_with_a_distributed_sampler_is_healthy(tmp_path):
+    code = STORED_BUILDER.replace("{sampler}", ", sampler=DistributedSampler(ds, shuffle=False)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- a DDP wrapper built and dropped at once
+DROPPED = """
+import time, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+dist.init_process_group("gloo")
+model = torch.nn.Linear(8, 2)
+{wrap}
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+start = time.time()
+for step in range(1000):
+    if time.time() - start > 60:
+        break
+    opt.zero_grad()
+    model(torch.randn(4, 8)).sum().backward()
+    opt.step()
+"""
+
+
+def test_a_ddp_wrapper_dropped_at_once_leaves_a_plain_module_that_meets_no_one(tmp_path):
+    assert lines_of(lint_plain(tmp_path, DROPPED.replace("{wrap}", "DistributedDataParallel(model)")), "DDP809") == []
+
+
+def test_its_twin_the_kept_wrapper_all_reduces_and_the_clock_decides_alone(tmp_path):
+    code = DROPPED.replace("{wrap}", "model = DistributedDataParallel(model)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP809") == [10]
+
+
+# -------------------------------------------------- the script's own subclass of HF's Trainer is the framework
+HF_SUBCLASS = """
+import os, torch
+from transformers import AutoModelForMaskedLM, HfArgumentParser, Trainer, TrainingArguments
+
+class LossTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False):
+        out = model(**inputs)
+        return (out.loss, out) if return_outputs else out.loss
+
+(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+model = AutoModelForMaskedLM.from_pretrained("bert-base-uncased")
+table = {f"node{i}": torch.randn(4) for i in range(10)}
+{save}
+trainer = LossTrainer(model=model, args=args, train_dataset=[])
+trainer.train()
+"""
+
+
+def test_a_save_beside_the_scripts_own_hf_trainer_subclass_runs_on_every_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, HF_SUBCLASS.replace("{save}", "torch.save(table, 'table.pt')")), "DDP806") == [12]
+
+
+def test_its_twin_the_save_on_the_main_process_alone(tmp_path):
+    code = HF_SUBCLASS.replace("{save}", "if args.process_index == 0:\n    torch.save(table, 'table.pt')")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- a loader helper that forwards **kwargs
+KWARGS_LOADER = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Clips(Dataset):
+    def __len__(self):
+        return 512
+    def __getitem__(self, i):
+        start = random.randint(0, 100)
+        return torch.arange(start, start + 8).float()
+
+def get_loader(ds, **kwargs):
+    return DataLoader(ds, sampler=DistributedSampler(ds), **kwargs)
+
+dist.init_process_group("gloo")
+torch.manual_seed(1234)
+loader = get_loader(Clips(), batch_size=8, num_workers={workers})
+model = DDP(torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    loader.sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).mean().backward()
+        opt.step()
+"""
+
+
+def test_workers_given_through_a_helpers_kwargs_draw_alike_on_every_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, KWARGS_LOADER.replace("{workers}", "8")), "DDP808") == [13]
+
+
+def test_its_twin_no_workers_through_the_kwargs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, KWARGS_LOADER.replace("{workers}", "0")), "DDP808") == []
