@@ -107,7 +107,7 @@ def build(program: Program, script: str) -> LintFacts:
             continue
         if distributed is None and sets_up:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
-        if program.ddp_call(call, fn) and not _discarded(fn, call):
+        if program.ddp_call(call, fn) and not _discarded(fn, call) and not _dropped_by_callers(builder, fn, call):
             ddp = True
         if program.uses("accelerate") and (name == "Accelerator" or name[:1].isupper() and any(
                 c.startswith("accelerate.") and c.endswith(".Accelerator") for c in program.library_classes(call, fn))):
@@ -232,3 +232,18 @@ def _discarded(fn, call: ast.Call) -> bool:
     """`DistributedDataParallel(model)` as a statement of its own: the wrapper is dropped at once
     (its reducer with it), and the loop trains the plain module, all-reducing nothing."""
     return any(node.__class__ is ast.Expr and node.value is call for node in fn.own)
+
+
+def _dropped_by_callers(builder, fn, call: ast.Call) -> bool:
+    """`models = DistributedDataParallel(model)` kept in a local name of a helper whose every
+    caller drops what it returns (`manager.init_training(model, optimizer)` as a statement,
+    ARDM's): the wrapper never reaches the loop."""
+    if isinstance(fn.node, ast.Module):
+        return False
+    kept = [node for node in fn.own if node.__class__ is ast.Assign and any(n is call for n in walk(node.value))]
+    if not kept or not all(t.__class__ is ast.Name for node in kept for t in node.targets):
+        return False
+    sites = builder.callers().get(fn, [])
+    return bool(sites) and all(
+        event.kind == "call" and any(n.__class__ is ast.Expr and n.value is event.node for n in caller.own)
+        for caller, event in sites)

@@ -350,9 +350,33 @@ def _draws(program, klass) -> bool:
     named = _attribute_names(program)
     own = _own_generators(klass, built)
     return any(ARGUMENT_WORDS.search(_source(method)) if name in built else
-               (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method))
+               (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method)
+                or _inherited_draw(program, klass, method))
                if name in named or name.startswith("__") else False
                for name, method in klass.methods.items())
+
+
+def _inherited_draw(program, klass, method, depth: int = 3) -> bool:
+    """The method calls `self.<name>()` that a local base class defines, and that one draws, a
+    few calls down (ViLT's `__getitem__` -> the base's `get_suite` -> `get_false_image`, a
+    `random.randint` for a negative sample)."""
+    todo, seen = [method], {id(method)}
+    for _ in range(depth):
+        more = []
+        for m in todo:
+            for call in m.own_calls:
+                if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                        and call.func.value.id == "self"):
+                    continue
+                callee = program.method(klass, call.func.attr)
+                if callee is None or id(callee) in seen or callee.name == "__init__":
+                    continue
+                seen.add(id(callee))
+                if callee.cls is not klass and RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(callee))):
+                    return True
+                more.append(callee)
+        todo = more
+    return False
 
 
 def _live_source(program, method) -> str:
@@ -586,9 +610,11 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
         # what the arguments lead to shows the dataset only where the callee is known: through
         # `getattr(import_module(...), name)(args)` the options' builder is no dataset maker
         into = shown if target is not None else []
+        given = [*value.args, *(kw.value for kw in value.keywords)]
+        # `ConcatDataset([Coco(...), Vqa(...)])`: each dataset the list holds
+        given += [elt for arg in given if isinstance(arg, (ast.List, ast.Tuple)) for elt in arg.elts]
         if any(_random_in(program, arg, scope, depth - 1, into)
-               for arg in [*value.args, *(kw.value for kw in value.keywords)]
-               if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))):
+               for arg in given if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))):
             return True
     return False
 

@@ -382,3 +382,109 @@ def test_workers_given_through_a_helpers_kwargs_draw_alike_on_every_rank(tmp_pat
 
 def test_its_twin_no_workers_through_the_kwargs(tmp_path):
     assert lines_of(lint_plain(tmp_path, KWARGS_LOADER.replace("{workers}", "0")), "DDP808") == []
+
+
+# -------------------------------------------------- a worker seeding in a loader helper whose workers stay at 0
+HELPER_WORKERS = """
+import random, numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Crops(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.randn(4) * random.random()
+
+def make_loader(ds, batch_size, seed, num_workers=0):
+    def seed_worker(worker_id):
+        np.random.seed(seed)
+        random.seed(seed)
+    return DataLoader(ds, batch_size=batch_size, sampler=DistributedSampler(ds),
+                      num_workers=num_workers, worker_init_fn=seed_worker)
+
+dist.init_process_group("gloo")
+loader = make_loader(Crops(), 8, 1024{workers})
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for x in loader:
+        pass
+"""
+
+
+def test_a_worker_seeding_in_a_helper_whose_callers_leave_its_workers_at_zero_seeds_no_worker(tmp_path):
+    assert lines_of(lint_plain(tmp_path, HELPER_WORKERS.replace("{workers}", "")), "DDP808") == []
+
+
+def test_its_twin_a_caller_that_gives_workers(tmp_path):
+    assert lines_of(lint_plain(tmp_path, HELPER_WORKERS.replace("{workers}", ", num_workers=4")), "DDP808") != []
+
+
+# -------------------------------------------------- a helper's DDP wrapper whose every caller drops it
+DROPPED_BY_CALLER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+def wrap(model):
+    model = DistributedDataParallel(model)
+    return model
+
+dist.init_process_group("gloo")
+model = torch.nn.Linear(4, 1)
+{wrap}
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    model(torch.randn(8, 4)).sum().backward()
+    if step % 4 == 3:
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_a_helpers_ddp_wrapper_every_caller_drops_wraps_nothing(tmp_path):
+    assert lines_of(lint_plain(tmp_path, DROPPED_BY_CALLER.replace("{wrap}", "wrap(model)")), "DDP805") == []
+
+
+def test_its_twin_the_caller_keeps_the_wrapper_and_accumulates_without_no_sync(tmp_path):
+    assert lines_of(lint_plain(tmp_path, DROPPED_BY_CALLER.replace("{wrap}", "model = wrap(model)")), "DDP805") != []
+
+
+# -------------------------------------------------- a draw in a helper the dataset inherits from its local base
+INHERITED_DRAW = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import ConcatDataset, DataLoader, Dataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Base(Dataset):
+    def __init__(self, n):
+        self.n = n
+    def __len__(self):
+        return self.n
+    def negative(self):
+        return float({negative})
+    def suite(self, i):
+        return torch.tensor([float(i), self.negative()])
+
+class Coco(Base):
+    def __getitem__(self, i):
+        return self.suite(i)
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+ds = ConcatDataset([Coco(100), Coco(50)])
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=4)
+model = DDP(torch.nn.Linear(2, 1))
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_draw_in_a_helper_the_dataset_inherits_makes_its_workers_draw(tmp_path):
+    assert lines_of(lint_plain(tmp_path, INHERITED_DRAW.replace("{negative}", "random.randint(0, self.n - 1)")),
+                    "DDP808") == [23]
+
+
+def test_its_twin_the_inherited_helper_draws_nothing(tmp_path):
+    assert lines_of(lint_plain(tmp_path, INHERITED_DRAW.replace("{negative}", "self.n - 1")), "DDP808") == []
