@@ -243,6 +243,13 @@ def _dropped_by_callers(builder, fn, call: ast.Call) -> bool:
     kept = [node for node in fn.own if node.__class__ is ast.Assign and any(n is call for n in walk(node.value))]
     if not kept or not all(t.__class__ is ast.Name for node in kept for t in node.targets):
         return False
+    names = {t.id for node in kept for t in node.targets}
+    returned = {n.id for r in fn.own if r.__class__ is ast.Return and r.value is not None
+                for n in walk(r.value) if n.__class__ is ast.Name}
+    if not names <= returned or any(  # only handed back: not run here (`model(x)`, `model.train()`)
+            c.__class__ is ast.Call and any(n.__class__ is ast.Name and n.id in names for n in walk(c.func))
+            for c in fn.own):
+        return False
     sites = builder.callers().get(fn, [])
     return bool(sites) and all(
         event.kind == "call" and any(n.__class__ is ast.Expr and n.value is event.node for n in caller.own)
