@@ -45,6 +45,9 @@ def gather(script: str) -> LintFacts:
             raise UsageError(f"{script}: nested too deeply to analyse (an expression or block deeper "
                              f"than the interpreter's recursion limit)") from None
         paths = [str(f.path) for f in program.sources]  # every module found, read or not
+        notes.extend(f"{f.display}: line(s) {', '.join(map(str, f.tree.skipped_lines))} use Python 3.12's "
+                     f"f-string quoting, which this interpreter cannot parse: read as `pass`"
+                     for f in program.sources if getattr(f.tree, "skipped_lines", None))
         paths += program.sources[0].hydra_configs if program.sources else []  # (a changed config is a miss)
         program.release()
     finally:

@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Program
 from ddpdoctor.lint.walker import COMMAND
@@ -137,6 +137,8 @@ class BuilderCore:
         if value is None and 0 <= index < len(call.args):
             value = call.args[index]
         if value is not None and isinstance(value, ast.Name) and caller is not None:
+            if prepared_ddp(self.program, value, caller, call.lineno) is not None:
+                return False  # `model, opt = accelerator.prepare(model, opt)` above: the wrapper
             # `model = Model.from_pretrained(ckpt); evaluate(model)`: the binding just before the
             # call, in its own block, is the one passed - a fresh model, not the DDP wrapper
             bound = reaching.reaching_value(caller.node, value.id, call)
@@ -503,6 +505,8 @@ def _plain_module(program: Program, value: ast.AST, fn: Function, depth: int) ->
     if isinstance(value, ast.Call) and last_name(value.func) == "getattr" and len(value.args) >= 2 and \
             is_const(value.args[1], "module"):
         return True
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "unwrap_model":
+        return True  # Accelerate's (and Lightning Fabric's) `accelerator.unwrap_model(model)`
     if isinstance(value, ast.Call) and depth > 0:
         target = program.callee(value.func, fn)
         returns = target.returned if program.is_function(target) else []

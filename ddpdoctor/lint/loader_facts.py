@@ -141,6 +141,22 @@ class LoaderFacts:
             target = self.program._callee_symbol(value.func, scope)
             if isinstance(target, Klass) and self._self_sharding(target, set()):
                 return True
+            if target is None and isinstance(value.func, ast.Name):
+                # `dataset_cls = TASKS[task]["dataset"]` (or `= ShardedTables`), then
+                # `dataset_cls(...)`: the classes the name may hold
+                made = []
+                for held, where in self.program.values_of(value.func, scope, 2):
+                    if held is value.func:
+                        continue
+                    if isinstance(held, ast.Subscript):
+                        table = held
+                        while isinstance(table, ast.Subscript):
+                            table = table.value
+                        made += self.program._table_entries(table, where)
+                    elif isinstance(held, (ast.Name, ast.Attribute)):
+                        made.append(self.program._callee_symbol(held, where))
+                if made and all(isinstance(k, Klass) and self._self_sharding(k, set()) for k in made):
+                    return True
             if depth > 0 and self.program.is_function(target) and not isinstance(target.node, ast.Module) and \
                     any(self.dataset_kind(ret, target, depth - 1, seen) for ret in target.returned):
                 return True
@@ -341,6 +357,13 @@ class LoaderFacts:
         self._plain_names: set[tuple[int, str]] = set()
         self._ddp_names: set[tuple[int, str]] = set()  # iterated by a loop not provably plain
         for fn in self.functions:
+            for c in fn.own_calls:
+                # DeepSpeed's pipeline engine: `engine.train_batch(data_iter=batches)` runs the
+                # forward, backward and step of the batches it draws from the iterator
+                if isinstance(c.func, ast.Attribute) and c.func.attr == "train_batch":
+                    given = keyword(c, "data_iter") or (c.args[0] if c.args else None)
+                    if isinstance(given, (ast.Name, ast.Attribute)):
+                        names |= self._iterated_names_of(given, fn)
             for node, _ in _fn_loops(fn):
                 backwards = [c for stmt in node.body for c in walk(stmt)
                              if isinstance(c, ast.Call) and self._runs_backward(c, fn)]
@@ -613,16 +636,28 @@ class LoaderFacts:
             # DataLoader(...); return loader` (IRRA's builder): what the callers bind it to
             position = -1
         if name == fn.name or position is not None:  # `return DataLoader(...)`: follow the callers
-            for caller, event in self.callers().get(fn, []):
-                if not isinstance(event.node, ast.Call):
-                    continue
-                bound = self.bound_name(caller, event.node) if position in (None, -1) else \
-                    _unpacked_at(caller, event.node, position)
-                if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node):
-                    return True
-                if among is None and not split and position in (None, -1) and id(event.node) in self._train_calls \
-                        and not ruled_out(fn, call, event.node):
-                    return True  # `for x, y in make_loader(data):` iterated where the builder is called
+            return self._bound_by_callers(fn, position, names, call, among is None and not split)
+        return False
+
+    def _bound_by_callers(self, fn: Function, position: Optional[int], names: set, call: Optional[ast.Call],
+                          loops: bool, depth: int = 3) -> bool:
+        """What fn returns (the loader, or the item at position of its tuple) is bound by a
+        caller to one of names; or iterated where it is called (loops); or returned again as
+        it is by a builder above it (`get_dataloader` -> `return from_datasets(...)`)."""
+        for caller, event in self.callers().get(fn, []):
+            if not isinstance(event.node, ast.Call):
+                continue
+            bound = self.bound_name(caller, event.node) if position in (None, -1) else \
+                _unpacked_at(caller, event.node, position)
+            if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node):
+                return True
+            if loops and position in (None, -1) and id(event.node) in self._train_calls \
+                    and not ruled_out(fn, call, event.node):
+                return True  # `for x, y in make_loader(data):` iterated where the builder is called
+            if depth > 1 and not bound and position in (None, -1) and caller is not fn and any(
+                    isinstance(n, ast.Return) and n.value is event.node for n in caller.own) \
+                    and self._bound_by_callers(caller, position, names, None, loops, depth - 1):
+                return True
         return False
 
     def _index_ignored(self, dataset: ast.AST, fn: Function, call: ast.Call) -> bool:
@@ -1218,11 +1253,25 @@ def _slicing(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.Slice, ast.Call)) for n in walk(node))
 
 
+# Wrappers that hand a loader's batches on unchanged: `iter(loader)`, DeepSpeed's
+# `RepeatingLoader(loader)`, `itertools.cycle(loader)`
+_PASSING = {"iter", "RepeatingLoader", "cycle"}
+
+
 def _returned_alone(fn: Function, name: str) -> bool:
-    """fn returns the name itself (`return loader`)."""
-    return not isinstance(fn.node, ast.Module) and any(
-        isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id == name
-        for node in fn.own)
+    """fn returns the name itself (`return loader`), or wrapped in what passes its batches on
+    (`return iter(deepspeed.utils.RepeatingLoader(loader))`)."""
+    if isinstance(fn.node, ast.Module):
+        return False
+    for node in fn.own:
+        if not isinstance(node, ast.Return):
+            continue
+        value = node.value
+        while isinstance(value, ast.Call) and last_name(value.func) in _PASSING and len(value.args) == 1:
+            value = value.args[0]
+        if isinstance(value, ast.Name) and value.id == name:
+            return True
+    return False
 
 
 def _returned_at(fn: Function, name: str) -> Optional[int]:

@@ -697,6 +697,41 @@ def _reexported(program: Program, full: str, hops: int = 3) -> str:
     return full
 
 
+def prepared_ddp(program: Program, target: ast.AST, fn: Function, line: int) -> Optional[tuple[ast.Call, Function]]:
+    """`model, opt, loader = accelerator.prepare(model, opt, loader)` (or `self.net, ... =
+    self.accelerator.prepare(net, ...)` in a method of fn's class): in a run of several processes
+    Accelerate hands back the module wrapped in DistributedDataParallel (broadcast_buffers on).
+    Returned as the `DistributedDataParallel(<module>)` it stands for, the module the argument at
+    the name's place; a plain name only where fn prepares it before the line."""
+    key = dotted(target)
+    if not key:
+        return None
+    klass = fn.cls if fn.parent is None else None
+    scopes = [fn] if isinstance(target, ast.Name) else \
+        (list(klass.methods.values()) if key.startswith("self.") and klass is not None else [])
+    for scope in scopes:
+        for node in scope.own:
+            if not (node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "prepare"
+                    and "accelerator" in (dotted(node.value.func.value) or "").lower()):
+                continue
+            if isinstance(target, ast.Name) and node.lineno >= line:
+                continue
+            held = node.targets[0]
+            elts = held.elts if isinstance(held, (ast.Tuple, ast.List)) else [held]
+            place = next((i for i, e in enumerate(elts) if dotted(e) == key), None)
+            if place is None or place >= len(node.value.args) or isinstance(node.value.args[place], ast.Starred):
+                continue
+            memo = scope.__dict__.setdefault("_prepared_as_ddp", {})
+            made = memo.get((id(node), place))
+            if made is None:
+                made = memo[(id(node), place)] = ast.copy_location(ast.Call(
+                    func=ast.Name(id="DistributedDataParallel", ctx=ast.Load()),
+                    args=[node.value.args[place]], keywords=[]), node.value)
+            return made, scope
+    return None
+
+
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
     """The DDP(...) call that a called name or `self.attr` holds, if any: built there or
     returned by a local helper (`model = build_model(cfg)` ending in `return DDP(net)`)."""
@@ -710,6 +745,10 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
             wrapped = _ddp_made(program, value, scope) or _same_object(program, func.id, value, scope)
             if wrapped is not None:
                 return wrapped
+        for scope in {id(s): s for _, _, s in found if s is not fn}.values():
+            wrapped = prepared_ddp(program, func, scope, 1 << 30)  # a global the module prepares
+            if wrapped is not None:
+                return wrapped
         if not found:
             # a parameter: what the callers hand it, a step further than a name's own value (a
             # tester's `forward_fn(x, self._module)` holding the DDP model its constructor was given)
@@ -717,8 +756,16 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                 wrapped = _ddp_made(program, value, scope)
                 if wrapped is not None:
                     return wrapped
-        return None
+            for value, scope in program._passed(func.id, fn):  # `sampler.sample(model=prepared_model)`
+                wrapped = prepared_ddp(program, value, scope, value.lineno) \
+                    if isinstance(value, (ast.Name, ast.Attribute)) else None
+                if wrapped is not None:
+                    return wrapped
+        return prepared_ddp(program, func, fn, call.lineno)
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        prepared = prepared_ddp(program, func, fn, call.lineno)
+        if prepared is not None:
+            return prepared
         for value, scope in program.values_of(func, fn, depth=1):
             wrapped = _ddp_made(program, value, scope)
             if wrapped is None and isinstance(value, ast.Name) and scope.parent is None and scope.cls is not None:

@@ -13,6 +13,7 @@ import ast
 import bisect
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -166,12 +167,44 @@ def _tree(path: Path, text: str) -> ast.Module:
     try:
         return ast.parse(text, filename=str(path))
     except SyntaxError as exc:
+        tree = _without_newer_fstrings(path, text, exc)
+        if tree is not None:
+            return tree
         raise UsageError(f"{display_path(path)}:{exc.lineno or '?'}: not valid Python: {exc.msg}") from None
     except ValueError as exc:  # null bytes
         raise UsageError(f"{display_path(path)}: not valid Python: {exc}") from None
     except (RecursionError, MemoryError):
         raise UsageError(f"{display_path(path)}: nested too deeply to parse (an expression or block "
                          "deeper than the interpreter's limits)") from None
+
+
+def _without_newer_fstrings(path: Path, text: str, exc: SyntaxError) -> Optional[ast.Module]:
+    """Python 3.12 lets an f-string reuse its own quotes inside (`f"{cfg["lr"]}"`, PEP 701); an
+    older interpreter running the lint cannot parse that line. Each such line that is a
+    statement of its own (a print, a log call) is read as `pass`, and the tree records which
+    (`skipped_lines`: the load notes say so): what an f-string formats is never what a rule reads.
+    None where the file is not valid Python for another reason."""
+    if sys.version_info >= (3, 12) or not (exc.msg or "").startswith("f-string"):
+        return None
+    lines = text.split("\n")
+    skipped: list[int] = []
+    for _ in range(64):
+        line = exc.lineno or 0
+        if not (exc.msg or "").startswith("f-string") or not 0 < line <= len(lines) or line in skipped:
+            return None
+        original = lines[line - 1]
+        lines[line - 1] = original[:len(original) - len(original.lstrip())] + "pass"
+        skipped.append(line)
+        try:
+            tree = ast.parse("\n".join(lines), filename=str(path))
+        except SyntaxError as again:
+            exc = again
+            continue
+        except (ValueError, RecursionError, MemoryError):
+            return None
+        tree.skipped_lines = skipped  # type: ignore[attr-defined]
+        return tree
+    return None
 
 
 # A module is quiet when its text holds none of the words that a pass over every file or every

@@ -488,3 +488,105 @@ def test_a_draw_in_a_helper_the_dataset_inherits_makes_its_workers_draw(tmp_path
 
 def test_its_twin_the_inherited_helper_draws_nothing(tmp_path):
     assert lines_of(lint_plain(tmp_path, INHERITED_DRAW.replace("{negative}", "self.n - 1")), "DDP808") == []
+
+
+# -------------------------------------------------- a self-sharding dataset class reached through a name or a table
+TABLE_SHARDS = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, RandomSampler
+
+class Tables(Dataset):
+    def __init__(self, n, epoch=0):
+        g = torch.Generator()
+        g.manual_seed(epoch)
+        order = torch.randperm(n, generator=g).tolist()
+        self.rows = {rows}
+    def __len__(self):
+        return len(self.rows)
+    def __getitem__(self, i):
+        return torch.tensor([float(self.rows[i])])
+
+TASKS = {"vanilla": {"dataset": Tables}}
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+dataset_cls = {picked}
+for epoch in range(3):
+    ds = dataset_cls(1000, epoch=epoch)
+    loader = DataLoader(ds, sampler=RandomSampler(ds), batch_size=8)
+    for x in loader:
+        model(x).sum().backward()
+        opt.step()
+"""
+OWN_SHARE = "order[dist.get_rank()::dist.get_world_size()]"
+
+
+def test_a_dataset_class_picked_from_a_table_that_keeps_its_rank_share_needs_no_sampler(tmp_path):
+    for picked in ('TASKS["vanilla"]["dataset"]', "Tables"):
+        code = TABLE_SHARDS.replace("{rows}", OWN_SHARE).replace("{picked}", picked)
+        assert lines_of(lint_plain(tmp_path, code), "DDP802") == [], picked
+
+
+def test_its_twin_the_picked_class_keeps_every_row(tmp_path):
+    for picked in ('TASKS["vanilla"]["dataset"]', "Tables"):
+        code = TABLE_SHARDS.replace("{rows}", "order").replace("{picked}", picked)
+        assert lines_of(lint_plain(tmp_path, code), "DDP802") == [22], picked
+
+
+# -------------------------------------------------- Python 3.12's f-string quoting, read by an older interpreter
+def test_a_line_of_python_312_fstring_quoting_is_read_as_pass_not_refused(tmp_path):
+    import sys
+
+    import pytest
+
+    from ddpdoctor.core.errors import UsageError
+    from ddpdoctor.lint.sources import _tree
+    code = 'import torch\ncfg = {"lr": 1}\nprint(f"{cfg["lr"]}")\ntorch.save(cfg, "c.pt")\n'
+    tree = _tree(tmp_path / "s.py", code)
+    assert [type(n).__name__ for n in tree.body][-1] == "Expr"  # the save still read
+    if sys.version_info < (3, 12):
+        assert tree.skipped_lines == [3]
+    with pytest.raises(UsageError):  # a file broken otherwise is still refused
+        _tree(tmp_path / "s.py", code + "y = (\n")
+
+
+# -------------------------------------------------- the forward of an Accelerate-prepared model on the main process
+PREPARED = """
+import torch
+from torch import nn
+from accelerate import Accelerator
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.register_buffer("pos", torch.zeros(8))
+    def forward(self, x):
+        return self.proj(x + self.pos)
+
+class Sampler:
+    def sample(self, model, x):
+        return model(x)
+
+accelerator = Accelerator()
+model = Net()
+opt = torch.optim.AdamW(model.parameters())
+loader = torch.utils.data.DataLoader(torch.randn(64, 8), batch_size=8)
+model, opt, loader = accelerator.prepare(model, opt, loader)
+for x in loader:
+    accelerator.backward(model(x).pow(2).mean())
+    opt.step()
+    opt.zero_grad()
+    if accelerator.is_main_process:
+        with torch.no_grad():
+            Sampler().sample(model={passed}, x=x)
+"""
+
+
+def test_the_forward_of_an_accelerate_prepared_buffered_model_on_the_main_process_is_a_broadcast(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PREPARED.replace("{passed}", "model")), "DDP801") == [15]
+
+
+def test_its_twin_the_unwrapped_module_on_the_main_process(tmp_path):
+    code = PREPARED.replace("{passed}", "accelerator.unwrap_model(model)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == []
