@@ -470,6 +470,8 @@ class Program:
                 handed = [node.value]
             else:
                 continue
+            # `Trainer(callbacks=[SaveCallback])`: the classes a list handed on holds
+            handed = handed + [e for v in handed if v.__class__ is ast.List or v.__class__ is ast.Tuple for e in v.elts]
             for value in handed:
                 if value.__class__ is ast.Name or value.__class__ is ast.Attribute:
                     target = self._callee_symbol(value, fn)

@@ -268,6 +268,8 @@ class RankFlow:
             return self.is_rank(node.left, fn, depth) or self.is_rank(node.right, fn, depth)
         if isinstance(node, ast.IfExp):  # dist.get_rank() if dist.is_initialized() else 0
             return self.is_rank(node.body, fn, depth) or self.is_rank(node.orelse, fn, depth)
+        if isinstance(node, ast.Attribute) and depth > 0 and self._property_rank(node, fn, depth):
+            return True  # `config.cuda_rank`, a property returning dist.get_rank()
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Name) and self._spawn_index(node.id, fn):
                 return True
@@ -285,6 +287,15 @@ class RankFlow:
                 return spelled and not isinstance(node, ast.Name) and not _on_self(node)
             return spelled
         return False
+
+    def _property_rank(self, node: ast.Attribute, fn: Function, depth: int) -> bool:
+        """The attribute is a `@property` of the object's local class that returns the rank."""
+        klass = self.program._class_of_fn(fn) if isinstance(node.value, ast.Name) and node.value.id == "self" \
+            else self.program.class_of(node.value, fn)
+        method = self.program.method(klass, node.attr) if klass is not None else None
+        if method is None or not any(last_name(d) == "property" for d in getattr(method.node, "decorator_list", [])):
+            return False
+        return self._function_returns_rank(method, depth - 1)
 
     def _values(self, node: ast.AST, fn: Function) -> Optional[list[tuple[ast.AST, Function]]]:
         """What the source says a name or attribute holds; None when it says nothing."""
@@ -357,7 +368,10 @@ class RankFlow:
             return self._returns_rank[key]
         self._returns_rank[key] = False
         returns = _returns(target)
-        found = bool(returns) and depth > 0 and all(self.is_rank(r, target, depth - 1) for r in returns)
+        # `if self.distributed: return dist.get_rank()` / `return 0`: the constant is the answer
+        # of a run without a process group, the rank wherever there is one
+        ranked = [r for r in returns if not is_const(r, 0, -1, None)]
+        found = bool(ranked) and depth > 0 and all(self.is_rank(r, target, depth - 1) for r in ranked)
         self._returns_rank[key] = found
         return found
 

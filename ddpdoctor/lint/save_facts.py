@@ -56,9 +56,13 @@ class SaveFacts:
         return found
 
     def _trainer_method(self, fn: Function) -> bool:
-        """fn is a method of a class (or its local bases) whose methods run a backward."""
+        """fn is a method of a class (or its local bases) whose methods run a backward, or a
+        hook of a transformers TrainerCallback (`on_save`), which the Trainer calls on every process."""
         if fn.cls is None:
             return False
+        if fn.name.startswith("on_") and any(b.rpartition(".")[2] == "TrainerCallback"
+                                             for b in self.program.library_bases(fn.cls)):
+            return True
         for klass in (fn.cls, *self.program.bases(fn.cls)):
             for method in klass.methods.values():
                 if any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in method.own_calls):
@@ -209,7 +213,7 @@ class SaveFacts:
         if guarded is None:
             hook = fn.name.startswith("on_")
             return SaveFact(where, path_text, hook,
-                            "a hook the framework calls on every rank" if hook else "never called")
+                            "a hook the framework calls on every rank" if hook else "never called", None, how)
         return SaveFact(where, path_text, not guarded,
                         "every caller is under a rank test" if guarded else f"{fn.label} is called without a rank test",
                         self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how)

@@ -590,3 +590,72 @@ def test_the_forward_of_an_accelerate_prepared_buffered_model_on_the_main_proces
 def test_its_twin_the_unwrapped_module_on_the_main_process(tmp_path):
     code = PREPARED.replace("{passed}", "accelerator.unwrap_model(model)")
     assert lines_of(lint_plain(tmp_path, code), "DDP801") == []
+
+
+# -------------------------------------------------- a rank read through a config property with a one-process fallback
+PROPERTY_RANK = """
+import torch, torch.distributed as dist
+
+class Config:
+    def __init__(self):
+        self.distributed = True
+
+    @property
+    def cuda_rank(self):
+        if self.distributed:
+            return {rank}
+        return 0
+
+config = Config()
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    model(torch.randn(8, 4)).mean().backward()
+    torch.save(model.state_dict(), f"model_{config.cuda_rank}_{epoch}.pt")
+"""
+
+
+def test_a_path_holding_a_property_that_returns_the_rank_is_each_ranks_own(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PROPERTY_RANK.replace("{rank}", "dist.get_rank()")), "DDP806") == []
+
+
+def test_its_twin_a_property_that_returns_a_device_count(tmp_path):
+    code = PROPERTY_RANK.replace("{rank}", "torch.cuda.device_count()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [18]
+
+
+# -------------------------------------------------- an HF TrainerCallback from a module of its own, handed in a list
+CALLBACK_SCRIPT = """
+import transformers
+from callbacks import SaveAdapter
+
+model = transformers.AutoModelForCausalLM.from_pretrained("some/base")
+trainer = transformers.Trainer(model=model, args=transformers.TrainingArguments(output_dir="out"),
+                               callbacks=[SaveAdapter])
+trainer.train()
+"""
+CALLBACK_MODULE = """
+import os
+from transformers import TrainerCallback
+
+class SaveAdapter(TrainerCallback):
+    def on_save(self, args, state, control, **kwargs):
+        folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+        {save}
+        return control
+"""
+
+
+def _callback_findings(tmp_path, save: str):
+    return [f for f in lint_plain(tmp_path, CALLBACK_SCRIPT, callbacks=CALLBACK_MODULE.replace("{save}", save))
+            if f.code == "DDP806"]
+
+
+def test_a_trainer_callbacks_on_save_in_its_own_module_writes_on_every_rank(tmp_path):
+    found = _callback_findings(tmp_path, 'kwargs["model"].save_pretrained(folder)')
+    assert [(f.location.file.endswith("callbacks.py"), f.location.line) for f in found] == [(True, 8)]
+
+
+def test_its_twin_the_hook_saves_on_the_main_process_alone(tmp_path):
+    save = 'if state.is_world_process_zero:\n            kwargs["model"].save_pretrained(folder)'
+    assert _callback_findings(tmp_path, save) == []
