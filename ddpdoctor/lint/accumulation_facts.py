@@ -402,7 +402,10 @@ class AccumulationFacts:
                     if pred == self._backward and changed is not None and _invariant(stmt.test, changed) \
                             and (a or b) is not None:
                         return a or b
-                elif changed is not None and _invariant(stmt.test, changed):
+                elif (changed is not None and _invariant(stmt.test, changed)) or \
+                        (not stmt.orelse and _finite_guard(stmt.test)):
+                    # (`if not (torch.isinf(loss) or torch.isnan(loss)):` around the step: every
+                    # healthy pass takes it; the skip is the exception, not a period)
                     found = self._always(stmt.body, fn, pred, depth, changed, way_in)
                     if found is not None:
                         return found
@@ -588,6 +591,19 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                 names.add(text(node))  # `self.accumulating = ...` changes that test too
     return names
+
+
+_FINITE_TESTS = {"isinf", "isnan", "isfinite"}
+
+
+def _finite_guard(test: ast.AST) -> bool:
+    """A test of a value's finiteness alone (`torch.isfinite(loss)`, `not (isinf(x) or isnan(x))`)."""
+    calls = [n for n in walk(test) if isinstance(n, ast.Call)]
+    inside = {id(n) for c in calls for n in walk(c)}
+    if any(isinstance(n, (ast.Name, ast.BinOp, ast.Compare)) and id(n) not in inside for n in walk(test)):
+        return False  # (`step % 2 == 0 and torch.isfinite(loss)`: a period too)
+    return bool(calls) and all(last_name(c.func) in _FINITE_TESTS or last_name(c.func) in ("all", "any", "item")
+                               for c in calls) and any(last_name(c.func) in _FINITE_TESTS for c in calls)
 
 
 def _invariant(test: ast.AST, changed: set[str]) -> bool:

@@ -659,3 +659,31 @@ def test_a_trainer_callbacks_on_save_in_its_own_module_writes_on_every_rank(tmp_
 def test_its_twin_the_hook_saves_on_the_main_process_alone(tmp_path):
     save = 'if state.is_world_process_zero:\n            kwargs["model"].save_pretrained(folder)'
     assert _callback_findings(tmp_path, save) == []
+
+
+# -------------------------------------------------- accumulation under a finite-loss guard
+FINITE_GUARD = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+dist.init_process_group("gloo")
+model = DistributedDataParallel(torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    loss = model(torch.randn(4, 8)).mean() / 4
+    if {guard}:
+        loss.backward()
+        if step % 4 == 0:
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_accumulation_under_a_finite_loss_guard_still_all_reduces_every_backward(tmp_path):
+    code = FINITE_GUARD.replace("{guard}", "not (torch.isinf(loss) or torch.isnan(loss))")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") != []
+
+
+def test_its_twin_a_guard_that_follows_the_step_counter_is_no_accumulation_of_every_pass(tmp_path):
+    code = FINITE_GUARD.replace("{guard}", "step % 2 == 0 and torch.isfinite(loss)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") == []
