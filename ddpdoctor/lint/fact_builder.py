@@ -15,7 +15,7 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
-from ddpdoctor.lint.program import Event, Function, Guard, Program
+from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
 from ddpdoctor.lint.walker import COMMAND
 from ddpdoctor.lint.value_flow import placement as _placement, unreturned_arguments
 
@@ -298,6 +298,8 @@ class BuilderCore:
         a call in fn; the ways in whose constants never reach it (ruled_out) do not count."""
         if fn.rank_only:
             return True
+        if fn.cls is not None and fn.name != "__init__" and fn.parent is None and self._built_only_guarded(fn.cls):
+            return True  # `if rank == 0: callbacks.append(Saver(path))`: no other rank holds a Saver
         sites = [(caller, event) for caller, event in self.callers().get(fn, [])
                  if not ruled_out(fn, inside, event.node, event.guards)]
         if not sites:
@@ -320,6 +322,48 @@ class BuilderCore:
         if not live:
             return None
         return not self._both_sides(sites, depth, stack + (fn,))
+
+    def _built_only_guarded(self, klass) -> bool:
+        """Every instance of the local class (or of a local subclass) is built under a rank test:
+        its methods run only on the ranks that hold one. False where the source builds none (a
+        framework may), or hands the class itself on (`callbacks=[Saver]`: built elsewhere)."""
+        memo = self.__dict__.setdefault("_built_guarded", {})
+        if id(klass) in memo:
+            return memo[id(klass)]
+        memo[id(klass)] = False  # (a cycle: not known)
+        builds, handed = self._class_uses()
+        program = self.program
+        family = [klass, *(k for k in program.classes if klass in program.bases(k))]
+        sites = [site for k in family for site in builds.get(id(k), ())]
+        found = bool(sites) and not any(id(k) in handed for k in family) and \
+            all(_on_rank_zero(guards) or self.only_guarded(fn) is True for fn, guards in sites)
+        memo[id(klass)] = found
+        return found
+
+    def _class_uses(self) -> tuple[dict, set]:
+        """(class id -> the (function, guards) of each call building it, the ids of the classes
+        a name hands on other than by calling it), over the reached functions, once."""
+        if not hasattr(self, "_class_use"):
+            program = self.program
+            named = {k.name for k in program.classes}
+            builds: dict[int, list] = {}
+            handed: set[int] = set()
+            for fn in self.functions:
+                called = set()
+                for call, guards, _ in fn.calls:
+                    if call.func.__class__ is ast.Name and call.func.id in named:
+                        called.add(id(call.func))
+                        target = program._callee_symbol(call.func, fn)
+                        if target.__class__ is Klass:
+                            builds.setdefault(id(target), []).append((fn, guards))
+                for n in fn.own:
+                    if n.__class__ is ast.Name and n.id in named and id(n) not in called \
+                            and n.ctx.__class__ is ast.Load:
+                        target = program._callee_symbol(n, fn)
+                        if target.__class__ is Klass:
+                            handed.add(id(target))
+            self._class_use = (builds, handed)
+        return self._class_use
 
     def _both_sides(self, sites: list, depth: int, stack: tuple) -> bool:
         """Two ways in under the two sides of one rank test, in a caller every rank runs
@@ -490,6 +534,13 @@ def _statement_blocks(node: ast.AST):
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                 blocks.append(block)
     return reversed(blocks)
+
+
+def _on_rank_zero(guards: tuple) -> bool:
+    """A rank test around the statement holds on rank 0 alone (`if rank == 0:`, not the other
+    side of one: `if rank != 0: x = Stub() else: x = Saver()` builds on every rank)."""
+    found = rank_guards(guards)
+    return bool(found) and all(g.test.polarity == "zero" for g in found)  # (an else's test comes negated)
 
 
 def _plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> bool:

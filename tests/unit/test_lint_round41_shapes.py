@@ -687,3 +687,35 @@ def test_accumulation_under_a_finite_loss_guard_still_all_reduces_every_backward
 def test_its_twin_a_guard_that_follows_the_step_counter_is_no_accumulation_of_every_pass(tmp_path):
     code = FINITE_GUARD.replace("{guard}", "step % 2 == 0 and torch.isfinite(loss)")
     assert lines_of(lint_plain(tmp_path, code), "DDP805") == []
+
+
+# -------------------------------------------------- a saver object only rank 0 builds, called on every rank that holds one
+RANK0_SAVER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Saver:
+    def __init__(self, path):
+        self.path = path
+    def on_epoch_end(self, model):
+        torch.save(model.module.state_dict(), self.path)
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 1))
+callbacks = []
+{build}
+for epoch in range(3):
+    model(torch.randn(8, 4)).sum().backward()
+    for cb in callbacks:
+        cb.on_epoch_end(model)
+"""
+
+
+def test_a_saver_only_rank_zero_builds_writes_on_rank_zero_alone(tmp_path):
+    code = RANK0_SAVER.replace("{build}", 'if dist.get_rank() == 0:\n    callbacks.append(Saver("ckpt.pt"))')
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_every_rank_builds_the_saver(tmp_path):
+    code = RANK0_SAVER.replace("{build}", 'callbacks.append(Saver("ckpt.pt"))')
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [8]
