@@ -32,8 +32,9 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     # the `else:` of `if dist.is_initialized():` (HydraGNN), of `if dist.is_available()
                     # and dist.is_initialized():`: no process group there
                     r"|^not \(?(?:[\w.]*is_available\(\) and )?[\w.]*is_initialized\(\)\)?$"
-                    # `local_rank == -1`: launched without a launcher (DensePhrases' evaluation)
-                    r"|^[\w.]*local_rank == -1$",
+                    # `local_rank == -1`: launched without a launcher (DensePhrases' evaluation);
+                    # `global_rank == -1`, the copy set to -1 where no group is set up
+                    r"|^[\w.]*rank == -1$|^[\w.]*rank < 0$",
                     re.IGNORECASE)
 # `not use_fsdp` / `not self.deepspeed` is the single-process side only where the script has no
 # other way to be distributed: beside a DistributedDataParallel model it is the DDP path

@@ -761,7 +761,7 @@ class LoaderFacts:
                 kinds |= sides
                 continue
             body = text(value, 100000)
-            if "Distributed" in body:
+            if "Distributed" in body or (isinstance(value, ast.Call) and self._builds_distributed_sampler(value, scope)):
                 return "distributed"
             if is_const(value, None):
                 kinds.add("none")
@@ -1008,7 +1008,9 @@ class LoaderFacts:
     def _builds_distributed_sampler(self, call: ast.Call, fn: Function) -> bool:
         """`DistributedSampler(ds)`, or a call through a name bound to the class
         (`make = RandomSampler if local_rank == -1 else DistributedSampler; make(ds)`)."""
-        if "DistributedSampler" in (last_name(call.func) or ""):
+        if "DistributedSampler" in (last_name(call.func) or "") or \
+                (self.program.qualify(call.func, fn) or "").endswith(".DistributedSampler"):
+            # (`from torch.utils.data.distributed import DistributedSampler as DistSampler`)
             target = self.program.callee(call.func, fn)
             # a local class is judged by what it is, not its name: IDM's unshuffled
             # `SequentialDistributedSampler(Sampler)` has no epoch to set

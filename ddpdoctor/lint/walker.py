@@ -168,6 +168,7 @@ class Walker:
         self.fn = fn
         self.conds: list[_Said] = []  # the plain tests around the statement walked, outermost first
         self.whiles: list[ast.While] = []  # the plain `while` loops around it (their first test decides)
+        self.asserted: list[str] = []  # `assert args.distill` earlier in the block or one around it
 
     def run(self) -> None:
         guards: tuple[Guard, ...] = ()
@@ -182,11 +183,12 @@ class Walker:
         self.block(body, guards, 0)
 
     def block(self, body: list[ast.stmt], guards: tuple[Guard, ...], loops: int) -> None:
-        mark = len(self.conds)
+        mark, held = len(self.conds), len(self.asserted)
         try:
             self._block(body, guards, loops)
         finally:
             del self.conds[mark:]
+            del self.asserted[held:]
 
     def _block(self, body: list[ast.stmt], guards: tuple[Guard, ...], loops: int) -> None:
         for index, stmt in enumerate(body):
@@ -253,6 +255,15 @@ class Walker:
                     self.fn.events.append(Event("ref", registered, stmt.lineno, guards, loops, targets=tuple(refs),
                                                 op=COMMAND))
             return
+        if stmt.__class__ is ast.Assert:
+            self.asserted.append(text(stmt.test))
+        if stmt.__class__ is ast.If and self.asserted:
+            said = text(stmt.test)
+            if said in self.asserted or f"not {said}" in self.asserted or _negation(said) in self.asserted:
+                # `assert args.distill` above `if args.distill: A() else: B()`: only one side runs
+                self.expr(stmt.test, guards, loops)
+                self.block(stmt.body if said in self.asserted else stmt.orelse, guards, loops)
+                return
         if isinstance(stmt, (ast.If, ast.While)):
             self.expr(stmt.test, guards, loops)
             test = self.program.ranks.guard(stmt.test, self.fn)
@@ -538,3 +549,8 @@ def _rank_return(walker: "Walker", stmt: ast.stmt):
         if test is not None:
             return (test if body_leaves else test.negated()), inner
     return None
+
+
+def _negation(said: str) -> str:
+    """The text of a test's `not`: `not x` for `x`, `x` for `not x`."""
+    return said[4:] if said.startswith("not ") else f"not {said}"

@@ -719,3 +719,103 @@ def test_a_saver_only_rank_zero_builds_writes_on_rank_zero_alone(tmp_path):
 def test_its_twin_every_rank_builds_the_saver(tmp_path):
     code = RANK0_SAVER.replace("{build}", 'callbacks.append(Saver("ckpt.pt"))')
     assert lines_of(lint_plain(tmp_path, code), "DDP806") == [8]
+
+
+# -------------------------------------------------- a rank copy set to -1 where no process group is set up
+RANK_COPY = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, SequentialSampler, TensorDataset, DistributedSampler
+
+local_rank = int(os.environ.get("LOCAL_RANK", -1))
+if local_rank >= 0:
+    global_rank = local_rank
+    dist.init_process_group("gloo")
+else:
+    global_rank = -1
+net = torch.nn.Linear(8, 2)
+data = TensorDataset(torch.randn(256, 8))
+if {test}:
+    loader = DataLoader(data, batch_size=16, sampler=SequentialSampler(data))
+else:
+    net = DDP(net)
+    loader = DataLoader(data, batch_size=16, sampler=DistributedSampler(data, shuffle=False))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for (x,) in loader:
+    net(x).sum().backward()
+    opt.step()
+"""
+
+
+def test_a_loader_where_the_rank_copy_is_minus_one_is_the_one_process_runs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, RANK_COPY.replace("{test}", "global_rank == -1")), "DDP802") == []
+
+
+def test_its_twin_a_loader_on_the_side_of_a_test_every_run_may_take(tmp_path):
+    assert lines_of(lint_plain(tmp_path, RANK_COPY.replace("{test}", "len(data) < 1000")), "DDP802") == [14]
+
+
+# -------------------------------------------------- DistributedSampler imported under another name
+ALIASED_SAMPLER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler as DistSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+ds = TensorDataset(torch.randn(64, 4))
+sampler = DistSampler(ds)
+loader = DataLoader(ds, batch_size=8, sampler=sampler)
+model = DDP(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    {set_epoch}
+    for (x,) in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_distributed_sampler_imported_under_another_name_still_needs_set_epoch(tmp_path):
+    code = ALIASED_SAMPLER.replace("{set_epoch}", "pass")
+    found = lint_plain(tmp_path, code)
+    assert lines_of(found, "DDP804") == [8] and lines_of(found, "DDP802") == []
+
+
+def test_its_twin_the_aliased_sampler_gets_its_epoch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ALIASED_SAMPLER.replace("{set_epoch}", "sampler.set_epoch(epoch)")),
+                    "DDP804") == []
+
+
+# -------------------------------------------------- a branch an assert above rules out
+ASSERTED = """
+import argparse, torch, torch.distributed as dist
+
+def reduce_mean(t):
+    dist.all_reduce(t)
+    return t
+
+def run_plain(cfg):
+    if dist.get_rank() == 0:
+        reduce_mean(torch.ones(1))
+
+def run_teacher(cfg):
+    reduce_mean(torch.zeros(1))
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--teacher", action="store_true")
+    cfg = p.parse_args()
+    {assertion}
+    dist.init_process_group("gloo")
+    if cfg.teacher:
+        run_teacher(cfg)
+    else:
+        run_plain(cfg)
+"""
+
+
+def test_the_side_an_assert_above_rules_out_never_runs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ASSERTED.replace("{assertion}", "assert cfg.teacher")), "DDP801") == []
+
+
+def test_its_twin_without_the_assert_the_other_side_may_run(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ASSERTED.replace("{assertion}", "pass")), "DDP801") == [9]
