@@ -819,3 +819,40 @@ def test_the_side_an_assert_above_rules_out_never_runs(tmp_path):
 
 def test_its_twin_without_the_assert_the_other_side_may_run(tmp_path):
     assert lines_of(lint_plain(tmp_path, ASSERTED.replace("{assertion}", "pass")), "DDP801") == [9]
+
+
+# -------------------------------------------------- set_epoch in an endless iterator's __next__
+ENDLESS = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+class Endless:
+    def __init__(self, loader, sampler):
+        self.loader, self.sampler, self.epoch = loader, sampler, 0
+        self._next_epoch()
+    def _next_epoch(self):
+        self.sampler.set_epoch(self.epoch)
+        self.it = iter(self.loader)
+        {advance}
+    def __next__(self):
+        try:
+            return next(self.it)
+        except StopIteration:
+            self._next_epoch()
+            return next(self.it)
+
+dist.init_process_group("gloo")
+ds = TensorDataset(torch.randn(64, 8))
+sampler = DistributedSampler(ds)
+batches = Endless(DataLoader(ds, batch_size=4, sampler=sampler), sampler)
+model = DDP(torch.nn.Linear(8, 1))
+for step in range(1000):
+    (x,) = next(batches)
+    model(x).sum().backward()
+"""
+
+
+def test_set_epoch_in_an_endless_iterators_next_runs_every_pass(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ENDLESS.replace("{advance}", "self.epoch += 1")), "DDP804") == []
+
