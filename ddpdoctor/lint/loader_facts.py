@@ -468,12 +468,12 @@ class LoaderFacts:
         return bool(_no_grad_blocks(self.program, fn)) and not any(
             self._may_backward(c, fn) for c in fn.own_calls)
 
-    def _per_item(self, fn: Function, depth: int = 2) -> bool:
+    def _runs_per_draw(self, fn: Function, depth: int = 2) -> bool:
         """fn is an iterator's `__next__` / `__iter__`, or a method one calls (an endless
         loader's `_next_epoch()` on StopIteration): it runs as the loop draws, not once."""
         if fn.name in ("__next__", "__iter__"):
             return True
-        return depth > 0 and any(self._per_item(caller, depth - 1) for caller, _ in self.callers().get(fn, ())
+        return depth > 0 and any(self._runs_per_draw(caller, depth - 1) for caller, _ in self.callers().get(fn, ())
                                  if caller is not fn)
 
     def _one_loader(self, fn: Function, call: ast.Call) -> bool:
@@ -864,7 +864,7 @@ class LoaderFacts:
             constant = None
             # every set_epoch matched runs outside any loop, and so does every other one (one in
             # a loop the matching missed - `dataset.set_epoch(e)` handing it on - may be it)
-            once = all(loops == 0 and not self.in_loop(sfn) and not self._per_item(sfn) for sfn, _, loops in set_epochs)
+            once = all(loops == 0 and not self.in_loop(sfn) and not self._runs_per_draw(sfn) for sfn, _, loops in set_epochs)
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
                     continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in

@@ -477,7 +477,8 @@ def _item_valued(program, fn: Function, test: ast.AST) -> bool:
     if isinstance(test, ast.Compare):
         if all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops):
             return False  # `checkpoint is not None`: whether it was set, not what a batch gave
-        return bool({n.id for n in walk(test) if isinstance(n, ast.Name)} & _item_names(program, fn)) or any(
+        # (`len(losses) > 0` reads how many were kept, not what they were: value_inputs skips it)
+        return bool(value_inputs(test) & _item_names(program, fn)) or any(
             isinstance(c, ast.Call) and _returns_item(program, c, fn) for c in walk(test))  # `if evaluate(m) > x:`
     flag = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
     return isinstance(flag, ast.Name) and flag.id in _item_flags(program, fn)

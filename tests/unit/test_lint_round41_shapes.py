@@ -856,3 +856,43 @@ for step in range(1000):
 def test_set_epoch_in_an_endless_iterators_next_runs_every_pass(tmp_path):
     assert lines_of(lint_plain(tmp_path, ENDLESS.replace("{advance}", "self.epoch += 1")), "DDP804") == []
 
+
+
+# -------------------------------------------------- how many a list holds is not what it holds
+COUNTED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+net = DDP(torch.nn.Linear(4, 1))
+kept = []
+for step in range(10):
+    out = net(torch.randn(8, 4))
+    out.pow(2).mean().backward()
+    kept.append(out.sum().item())
+if {test}:
+    every = [torch.zeros(1) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, torch.ones(1))
+"""
+
+
+def test_the_length_of_a_list_every_step_appends_to_is_the_same_on_every_rank(tmp_path):
+    assert lines_of(lint_plain(tmp_path, COUNTED.replace("{test}", "len(kept) > 0")), "DDP809") == []
+
+
+def test_its_twin_the_sum_of_the_ranks_own_numbers_differs(tmp_path):
+    assert lines_of(lint_plain(tmp_path, COUNTED.replace("{test}", "sum(kept) > 0")), "DDP809") == [11]
+
+
+def test_no_two_fact_gatherers_define_the_same_method():
+    """FactBuilder is one class made of mixins: a helper named alike in two of them silently
+    replaces the other's (a save rule's `_per_item` once shadowed a sampler rule's)."""
+    from collections import defaultdict
+
+    from ddpdoctor.lint.facts import FactBuilder
+    owners = defaultdict(list)
+    for klass in FactBuilder.__mro__:
+        for name, value in vars(klass).items():
+            if callable(value) and not name.startswith("__"):
+                owners[name].append(klass.__name__)
+    assert {name: where for name, where in owners.items() if len(where) > 1} == {}
