@@ -85,6 +85,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
                                                      "no_sync_on_step"):
             continue
         partial = getattr(acc, "no_sync", None) is False
+        if getattr(acc, "no_sync", None) is True:
+            continue  # covered on every configuration (a DDP subclass's own switch, lint/accumulation_facts)
         if facts.no_sync and not partial and not getattr(acc, "no_sync_off_way", False):
             continue
         shape = ("backward() runs on every pass of the micro-step loop at "

@@ -65,6 +65,8 @@ class AccumulationFacts:
                     reported.add(helper)
                 if fact is not None:
                     fact.no_sync = no_sync.covered(self.program, fn, node)
+                    if fact.no_sync is None and self._switched_off_in(fn, node):
+                        fact.no_sync = True
                     if fact.no_sync is None:
                         fact.no_sync_off_way = not self._syncs_on_the_way(fn, node)
                     found.append(fact)
@@ -192,11 +194,36 @@ class AccumulationFacts:
             if target in seen or left <= 0 or isinstance(target.node, ast.Module):
                 continue
             seen.add(target)
-            if any(no_sync.mentions(n) for n in walk(target.node)):
+            if any(no_sync.mentions(n) for n in walk(target.node)) or self._bypass_switch(target):
                 return True
             todo.extend((t, left - 1) for c in target.own_calls for found in self.program.resolve(c.func, target)
                         for t in found)
         return False
+
+    def _switched_off_in(self, fn: Function, loop: ast.AST) -> bool:
+        """The loop calls a local DistributedDataParallel subclass's own sync switch
+        (`model.accumulate_gradients(i < n - 1)`, PyText), resolved or by its name alone."""
+        called = [c for c in walk(loop) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)]
+        names = {c.func.attr for c in called}
+        return any(self._bypass_switch(m) for k in self.program.classes for name, m in k.methods.items()
+                   if name in names)
+
+    def _bypass_switch(self, method: Function) -> bool:
+        """A method of a local DistributedDataParallel subclass that sets a field its forward
+        tests to call `self.module(...)` instead of DDP's own forward (PyText's
+        `accumulate_gradients(True)`): the subclass's own no_sync."""
+        klass = method.cls
+        if klass is None or not any(b.rsplit(".", 1)[-1] == "DistributedDataParallel"
+                                    for k in (klass, *self.program.bases(klass)) for b in k.bases):
+            return False
+        forward = klass.methods.get("forward")
+        set_here = {t.attr for n in method.own if isinstance(n, ast.Assign) for t in n.targets
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+        if forward is None or not set_here:
+            return False
+        return any(isinstance(n, ast.If) and any(isinstance(a, ast.Attribute) and a.attr in set_here for a in walk(n.test))
+                   and any(isinstance(c, ast.Call) and text(c.func) == "self.module" for c in walk(n))
+                   for n in forward.own)
 
     def _engine_steps(self) -> set[Function]:
         """The process functions of an ignite `Engine(update)`: the engine calls one per batch, so

@@ -67,6 +67,20 @@ class CollectiveFacts:
             ops[backward] = 1
         return ops
 
+    def _same_calls(self, fn: Function, branch: int) -> bool:
+        """Both sides of the rank test reach their collectives only through calls, and call the
+        same functions (one side in several alternatives of its own, the other once)."""
+        sides: dict[str, set] = {"body": set(), "else": set()}
+        for event in fn.events:
+            for g in event.guards:
+                if g.branch != branch:
+                    continue
+                if event.kind == "collective":
+                    return False
+                if event.kind in ("call", "ref"):
+                    sides[g.side].update(id(t) for t in event.targets if self.reach(t, MAX_DEPTH - 1))
+        return bool(sides["body"]) and sides["body"] == sides["else"]
+
     def guarded_collectives(self) -> list[GuardedCollective]:
         best: dict[tuple, GuardedCollective] = {}
         kept: list[tuple[Function, Guard, GuardedCollective]] = []
@@ -136,6 +150,8 @@ class CollectiveFacts:
                     mine = self._ops_under(fn, guard.branch, guard.side)
                     if mine and mine == self._ops_under(fn, guard.branch, other):
                         balanced.add(guard.branch)
+                    elif mine and self._same_calls(fn, guard.branch):
+                        balanced.add(guard.branch)  # `trainer.train(profiler=p)` in each of its ways / `trainer.train()`
             for guard, found in candidates:
                 polarities.setdefault((_outermost(fn), _op_kind(found.op), guard.test.key),
                                       set()).add(guard.test.polarity)

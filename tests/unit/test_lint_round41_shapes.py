@@ -896,3 +896,75 @@ def test_no_two_fact_gatherers_define_the_same_method():
             if callable(value) and not name.startswith("__"):
                 owners[name].append(klass.__name__)
     assert {name: where for name, where in owners.items() if len(where) > 1} == {}
+
+
+# -------------------------------------------------- a DDP subclass's own switch around its forward
+SUBCLASS_SWITCH = """
+import torch, torch.distributed as dist
+from torch import nn
+
+class Wrapped(nn.parallel.DistributedDataParallel):
+    def accumulate(self, enable):
+        self.accumulating = enable
+    def forward(self, *inputs):
+        if {test}:
+            return self.module(*inputs)
+        return super().forward(*inputs)
+
+def run_step(model, opt, samples):
+    for i, x in enumerate(samples):
+        model.accumulate(i < len(samples) - 1)
+        model(x).sum().backward()
+    opt.step()
+
+dist.init_process_group("gloo")
+model = Wrapped(nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    run_step(model, opt, [torch.randn(2, 4) for _ in range(4)])
+"""
+
+
+def test_a_ddp_subclass_switch_that_runs_the_plain_module_is_its_own_no_sync(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SUBCLASS_SWITCH.replace("{test}", "self.accumulating")), "DDP805") == []
+
+
+def test_its_twin_a_subclass_whose_forward_never_reads_the_switch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SUBCLASS_SWITCH.replace("{test}", "False")), "DDP805") == [15]
+
+
+# -------------------------------------------------- one call on one side of a rank test, the same call in each way of the other
+SAME_CALLS = """
+import os, torch, torch.distributed as dist
+
+def get_world_rank():
+    if not dist.is_initialized():
+        return 0
+    return dist.get_rank()
+
+class Trainer:
+    def train(self, profiler=None):
+        for step in range(10):
+            dist.barrier()
+
+dist.init_process_group("gloo")
+world_rank = get_world_rank()
+trainer = Trainer()
+capture = [int(r) for r in os.environ.get("CAPTURE_RANKS", "0").split(",")]
+if world_rank in capture:
+    if os.environ.get("MODE") == "torch":
+        with torch.profiler.profile() as profiler:
+            trainer.train(profiler=profiler)
+    elif os.environ.get("MODE") == "cuda":
+        trainer.train(profiler=1)
+else:
+    {other}
+"""
+
+
+def test_the_same_call_on_both_sides_of_a_rank_test_balances_whatever_its_ways(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SAME_CALLS.replace("{other}", "trainer.train()")), "DDP801") == []
+
+
+def test_its_twin_the_other_side_calls_nothing(tmp_path):
+    assert lines_of(lint_plain(tmp_path, SAME_CALLS.replace("{other}", "pass")), "DDP801") != []
