@@ -562,6 +562,16 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
                                 _random_in(program, item, where, depth - 1, shown):
                             return True
             continue
+        if isinstance(value, (ast.Name, ast.Attribute)) or (
+                isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args):
+            # a local function handed on as a processing step (`Pipeline(rows, [volume_aug,
+            # partial(crop, size=8)])`, wenet's processors): the workers run what it draws
+            handed = value.args[0] if isinstance(value, ast.Call) else value
+            steps = [t for t in program.reference(handed, scope) if program.is_function(t)
+                     and not isinstance(t.node, ast.Module) and t.cls is None]
+            if any(RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(t))) for t in steps):
+                shown.extend(steps)
+                return True
         if isinstance(value, ast.Name):  # `train_set, val_set = data.splits()`: what the builder returns
             if any(_random_in(program, held, where, depth - 1, shown)
                    for held, where in program.unpacked(value.id, scope)):

@@ -968,3 +968,44 @@ def test_the_same_call_on_both_sides_of_a_rank_test_balances_whatever_its_ways(t
 
 def test_its_twin_the_other_side_calls_nothing(tmp_path):
     assert lines_of(lint_plain(tmp_path, SAME_CALLS.replace("{other}", "pass")), "DDP801") != []
+
+
+# -------------------------------------------------- processing steps handed to an iterable dataset
+PIPELINE = """
+import random
+from functools import partial
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, IterableDataset
+
+def crop(samples, size=8):
+    for s in samples:
+        start = {start}
+        yield s[start:start + size]
+
+class Pipeline(IterableDataset):
+    def __init__(self, rows, steps):
+        self.rows, self.steps = rows, steps
+    def __iter__(self):
+        data = iter(self.rows[dist.get_rank()::dist.get_world_size()])
+        for step in self.steps:
+            data = step(data)
+        return data
+
+dist.init_process_group("gloo")
+torch.manual_seed(1234)
+net = DDP(torch.nn.Linear(8, 1))
+loader = DataLoader(Pipeline([torch.randn(16) for _ in range(64)], [partial(crop, size=8)]), batch_size=4, num_workers=4)
+for epoch in range(3):
+    for x in loader:
+        net(x).sum().backward()
+"""
+
+
+def test_a_processing_step_that_draws_makes_the_workers_draw(tmp_path):
+    code = PIPELINE.replace("{start}", "random.randint(0, s.shape[0] - size)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == [24]
+
+
+def test_its_twin_a_step_that_draws_nothing(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PIPELINE.replace("{start}", "0")), "DDP808") == []
