@@ -447,7 +447,15 @@ class LoaderFacts:
         (DDP805 asks which backward DDP syncs: accumulation_facts._backward)."""
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             return True
-        return self._through(call, fn, depth, self._runs_backward)
+        if self._through(call, fn, depth, self._runs_backward):
+            return True
+        # a step helper whose backward runs in its own loop over micro-batches (improved-
+        # diffusion's `forward_backward`: `for i in range(0, len(batch), micro): ...backward()`)
+        return depth > 0 and any(
+            isinstance(stmt, (ast.For, ast.AsyncFor)) and self._always(stmt.body, target, self._runs_backward, depth - 1)
+            is not None
+            for target in self.program.resolve(call.func, fn)[0]
+            if target.node is not None and not isinstance(target.node, ast.Module) for stmt in target.node.body)
 
     def _may_backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         """The call may run a backward on some way through it (`step(model, batch, train)` whose

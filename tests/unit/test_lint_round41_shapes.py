@@ -1009,3 +1009,46 @@ def test_a_processing_step_that_draws_makes_the_workers_draw(tmp_path):
 
 def test_its_twin_a_step_that_draws_nothing(tmp_path):
     assert lines_of(lint_plain(tmp_path, PIPELINE.replace("{start}", "0")), "DDP808") == []
+
+
+# -------------------------------------------------- a step helper whose backward runs in its own micro-batch loop
+MICRO_HELPER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+def load_data():
+    loader = DataLoader(TensorDataset(torch.randn(256, 4)), batch_size=16, shuffle=True)
+    while True:
+        yield from loader
+
+class Loop:
+    def __init__(self, model, data):
+        self.model, self.data = model, data
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    def forward_backward(self, batch):
+        for i in range(0, batch.shape[0], 4):
+            {micro}
+    def run_step(self, batch):
+        self.forward_backward(batch)
+        self.opt.step()
+    def run(self):
+        for step in range(100):
+            (batch,) = next(self.data)
+            self.run_step(batch)
+
+dist.init_process_group("gloo")
+data = load_data()
+Loop(DDP(torch.nn.Linear(4, 1)), data).run()
+"""
+
+
+def test_a_loader_feeding_a_step_whose_backward_is_in_a_micro_batch_loop_trains(tmp_path):
+    code = MICRO_HELPER.replace("{micro}", "self.model(batch[i:i + 4]).sum().backward()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == [6]
+
+
+def test_its_twin_the_micro_loop_only_evaluates(tmp_path):
+    code = MICRO_HELPER.replace("{micro}", "print(self.model(batch[i:i + 4]).sum().item())")
+    found = [f for f in lint_plain(tmp_path, code) if f.code == "DDP802"]
+    assert [f.severity.value for f in found] in ([], ["warning"])  # no backward: never an error
