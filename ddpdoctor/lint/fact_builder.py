@@ -352,6 +352,9 @@ class BuilderCore:
             for fn in self.functions:
                 called = set()
                 for call, guards, _ in fn.calls:
+                    if call.func.__class__ is ast.Name and call.func.id in ("isinstance", "issubclass"):
+                        # (`isinstance(x, Saver)` tests a class, hands none on)
+                        called.update(id(n) for a in call.args[1:] for n in walk(a))
                     if call.func.__class__ is ast.Name and call.func.id in named:
                         called.add(id(call.func))
                         target = program._callee_symbol(call.func, fn)

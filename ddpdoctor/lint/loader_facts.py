@@ -479,8 +479,8 @@ class LoaderFacts:
     def _runs_per_draw(self, fn: Function, depth: int = 2) -> bool:
         """fn is an iterator's `__next__` / `__iter__`, or a method one calls (an endless
         loader's `_next_epoch()` on StopIteration): it runs as the loop draws, not once."""
-        if fn.name in ("__next__", "__iter__"):
-            return True
+        if fn.name in ("__next__", "__iter__") or (fn.cls is not None and fn.name.startswith("on_")):
+            return True  # (a callback's `on_epoch_begin`: its trainer calls it as often as it says)
         return depth > 0 and any(self._runs_per_draw(caller, depth - 1) for caller, _ in self.callers().get(fn, ())
                                  if caller is not fn)
 

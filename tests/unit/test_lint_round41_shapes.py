@@ -1052,3 +1052,46 @@ def test_its_twin_the_micro_loop_only_evaluates(tmp_path):
     code = MICRO_HELPER.replace("{micro}", "print(self.model(batch[i:i + 4]).sum().item())")
     found = [f for f in lint_plain(tmp_path, code) if f.code == "DDP802"]
     assert [f.severity.value for f in found] in ([], ["warning"])  # no backward: never an error
+
+
+def test_a_saver_rank_zero_builds_after_an_isinstance_test_on_the_class_stays_rank_zeros(tmp_path):
+    build = ('if dist.get_rank() == 0 and not any(isinstance(c, Saver) for c in callbacks):\n'
+             '    callbacks.append(Saver("ckpt.pt"))')
+    assert lines_of(lint_plain(tmp_path, RANK0_SAVER.replace("{build}", build)), "DDP806") == []
+
+
+# -------------------------------------------------- set_epoch in a callback's on_epoch_begin
+EPOCH_CALLBACK = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+class Callback:
+    def on_epoch_begin(self, epoch):
+        pass
+
+class EpochSetter(Callback):
+    def __init__(self, loader):
+        self.loader = loader
+    def on_epoch_begin(self, epoch):
+        self.loader.sampler.set_epoch({epoch})
+
+dist.init_process_group("gloo")
+ds = TensorDataset(torch.randn(64, 4))
+loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+callbacks = [Callback(), EpochSetter(loader)]
+model = DDP(torch.nn.Linear(4, 1))
+for epoch in range(5):
+    for cb in callbacks:
+        cb.on_epoch_begin(epoch)
+    for (x,) in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_set_epoch_in_a_callbacks_epoch_hook_runs_every_epoch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, EPOCH_CALLBACK.replace("{epoch}", "epoch")), "DDP804") == []
+
+
+def test_its_twin_the_hook_pins_the_epoch(tmp_path):
+    assert lines_of(lint_plain(tmp_path, EPOCH_CALLBACK.replace("{epoch}", "0")), "DDP804") != []
