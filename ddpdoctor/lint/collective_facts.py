@@ -11,7 +11,8 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, sharded_save, text,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, no_grad_forward,
+                                     sharded_save, text,
                                      through_grad_off)
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.ranks import UNIFORM_NAME, _enclosing_if
@@ -167,7 +168,18 @@ class CollectiveFacts:
             # run_test: its barrier, and a no-grad forward a few calls down), then the shortest way
             if key not in best or _rank(found) < _rank(best[key]):
                 best[key] = found
-        return sorted(best.values(), key=lambda g: (g.location.file, g.location.line or 0))
+        # a helper's several no-grad forwards reached through one call (`pred_cond = model(...)`,
+        # `pred_uncond = model(...)`): one latent broadcast to report, at the first
+        first: dict[tuple, GuardedCollective] = {}
+        for found in sorted(best.values(), key=lambda g: (g.location.file, g.location.line or 0)):
+            if no_grad_forward(found.op):
+                way = (str(found.guard_location), found.chain[0] if found.chain else "", found.location.file)
+                if way in first:
+                    continue
+                first[way] = found
+            else:
+                first[(found.location.file, found.location.line)] = found
+        return sorted(first.values(), key=lambda g: (g.location.file, g.location.line or 0))
 
 
 def _never_none(builder, fn: Function, cond: str) -> bool:

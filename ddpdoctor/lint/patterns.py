@@ -697,7 +697,8 @@ def _reexported(program: Program, full: str, hops: int = 3) -> str:
     return full
 
 
-def prepared_ddp(program: Program, target: ast.AST, fn: Function, line: int) -> Optional[tuple[ast.Call, Function]]:
+def prepared_ddp(program: Program, target: ast.AST, fn: Function, line: int,
+                 depth: int = 2) -> Optional[tuple[ast.Call, Function]]:
     """`model, opt, loader = accelerator.prepare(model, opt, loader)` (or `self.net, ... =
     self.accelerator.prepare(net, ...)` in a method of fn's class): in a run of several processes
     Accelerate hands back the module wrapped in DistributedDataParallel (broadcast_buffers on).
@@ -729,6 +730,12 @@ def prepared_ddp(program: Program, target: ast.AST, fn: Function, line: int) -> 
                     func=ast.Name(id="DistributedDataParallel", ctx=ast.Load()),
                     args=[node.value.args[place]], keywords=[]), node.value)
             return made, scope
+    if isinstance(target, ast.Name) and depth > 0:
+        # `model_unwrapped = model` (a copy of the name, not `accelerator.unwrap_model(model)`)
+        copies = [(line_at, value) for line_at, value in fn.bindings.get(target.id, []) if line_at < line]
+        if copies and all(isinstance(v, ast.Name) for _, v in copies):
+            line_at, value = copies[-1]
+            return prepared_ddp(program, value, fn, line_at, depth - 1)
     return None
 
 

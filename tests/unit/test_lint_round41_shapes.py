@@ -1095,3 +1095,10 @@ def test_set_epoch_in_a_callbacks_epoch_hook_runs_every_epoch(tmp_path):
 
 def test_its_twin_the_hook_pins_the_epoch(tmp_path):
     assert lines_of(lint_plain(tmp_path, EPOCH_CALLBACK.replace("{epoch}", "0")), "DDP804") != []
+
+
+def test_a_copy_of_the_prepared_models_name_is_the_wrapper_and_one_broadcast_is_reported_per_way(tmp_path):
+    code = PREPARED.replace("        return model(x)", "        cond = model(x)\n        return model(x) - cond").replace(
+        "    if accelerator.is_main_process:", "    plain = model\n    if accelerator.is_main_process:").replace(
+        "{passed}", "plain")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == [15]
