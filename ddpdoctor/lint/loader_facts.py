@@ -149,10 +149,18 @@ class LoaderFacts:
                     if held is value.func:
                         continue
                     if isinstance(held, ast.Subscript):
-                        table = held
-                        while isinstance(table, ast.Subscript):
-                            table = table.value
-                        made += self.program._table_entries(table, where)
+                        table, path, hops = held, [], 0
+                        while hops < 4:  # `task = task_dict[name]`, then `task["dataset"]`
+                            while isinstance(table, ast.Subscript):
+                                path.insert(0, table.slice)
+                                table = table.value
+                            bound = self.program.values_of(table, where, 1) if isinstance(table, ast.Name) else []
+                            if len(bound) == 1 and isinstance(bound[0][0], ast.Subscript) and bound[0][0] is not table:
+                                table, where = bound[0]
+                                hops += 1
+                                continue
+                            break
+                        made += self.program._table_entries(table, where, path=path)
                     elif isinstance(held, (ast.Name, ast.Attribute)):
                         made.append(self.program._callee_symbol(held, where))
                 if made and all(isinstance(k, Klass) and self._self_sharding(k, set()) for k in made):

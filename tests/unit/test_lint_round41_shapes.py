@@ -1102,3 +1102,12 @@ def test_a_copy_of_the_prepared_models_name_is_the_wrapper_and_one_broadcast_is_
         "    if accelerator.is_main_process:", "    plain = model\n    if accelerator.is_main_process:").replace(
         "{passed}", "plain")
     assert lines_of(lint_plain(tmp_path, code), "DDP801") == [15]
+
+
+def test_a_dataset_class_picked_in_two_steps_from_a_table_of_tables(tmp_path):
+    code = TABLE_SHARDS.replace("{rows}", OWN_SHARE).replace(
+        "dataset_cls = {picked}", 'task = TASKS["vanilla"]\ndataset_cls = task["dataset"]')
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
+    code = TABLE_SHARDS.replace("{rows}", "order").replace(
+        "dataset_cls = {picked}", 'task = TASKS["vanilla"]\ndataset_cls = task["dataset"]')
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == [23]
