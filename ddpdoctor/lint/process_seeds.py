@@ -383,9 +383,54 @@ def _live_source(program, method) -> str:
     """The method's text without the bodies of tests no way in can pass: `if frame_order == 2:`
     (a shuffle of the frames) where frame_order is a constructor's option every construction
     leaves at its default 0 - that draw never runs in a worker."""
+    return _source(method, _dead_lines(program, method))
+
+
+def _dead_lines(program, method) -> set[int]:
+    """The lines of the method no way in runs (see _live_source), worked out once."""
+    found = method.__dict__.get("_dead_lines")
+    if found is not None:
+        return found
     dead = [stmt for stmt in method.own if isinstance(stmt, ast.If) and not stmt.orelse
             and _never_equal(program, stmt.test, method)]
-    return _source(method, {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)})
+    skip = {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)}
+    # `if frame_order == 0: return clip` at the top of the body, frame_order 0 on every way in:
+    # nothing below it runs
+    body = getattr(method.node, "body", [])
+    for stmt in body:
+        if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], ast.Return) \
+                and _always_equal(program, stmt.test, method):
+            skip |= set(range(stmt.end_lineno + 1, (body[-1].end_lineno or stmt.end_lineno) + 1))
+            break
+    method.__dict__["_dead_lines"] = skip
+    return skip
+
+
+def _always_equal(program, test: ast.AST, fn) -> bool:
+    """`x == C` where every value x can hold is C: a constant passed, a parameter left at it, or
+    a command-line option whose declared default it is (the default path, as DDP808 reads workers)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.comparators[0], ast.Constant) and isinstance(test.left, (ast.Name, ast.Attribute))):
+        return False
+    wanted = test.comparators[0].value
+    values = program.values_of(test.left, fn, 4)
+    if not values:
+        return False
+    defaults = None
+    for value, scope in values:
+        if isinstance(value, ast.Name) and value.id in scope.params and value is not test.left:
+            if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls") or scope.arguments.get(value.id):
+                return False
+            value = param_defaults(scope.node).get(value.id)
+        elif isinstance(value, ast.Attribute) and value is not test.left:
+            if defaults is None:
+                defaults = program.option_defaults()
+            if value.attr not in defaults:
+                return False
+            value = ast.Constant(defaults[value.attr])
+        if not isinstance(value, ast.Constant) or value.value != wanted:
+            return False
+    return True
 
 
 def _never_equal(program, test: ast.AST, fn) -> bool:
@@ -444,20 +489,24 @@ def _helpers_draw(program, method) -> bool:
         for target in program.resolve(call.func, method)[0]:
             if (target.cls is None or (helper and target.cls is not method.cls)) and target.node is not None \
                     and not isinstance(target.node, ast.Module) and target.name != "__init__" \
-                    and any(RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(m)))
-                            for m in _with_own_calls(target) if m.name != "__init__"):
+                    and any(RANDOM_WORDS.search(OWN_GENERATOR.sub("", _live_source(program, m)))
+                            for m in _with_own_calls(target, program=program) if m.name != "__init__"):
                 return True
     return False
 
 
-def _with_own_calls(method, depth: int = 3) -> list:
+def _with_own_calls(method, depth: int = 3, program=None) -> list:
     """The method and the methods of its class it calls as `self.<name>(...)`, a few calls down
-    (a frame extractor's `get_video_data` -> `self.video_to_tensor`, which draws the offset)."""
+    (a frame extractor's `get_video_data` -> `self.video_to_tensor`, which draws the offset);
+    with program, not those called only where no way in goes (`if self.subset == "train":`)."""
     klass, found, todo = method.cls, [method], [method]
     for _ in range(depth if klass is not None else 0):
         more = []
         for m in todo:
+            dead = _dead_lines(program, m) if program is not None else set()
             for n in m.own_calls:
+                if getattr(n, "lineno", 0) in dead:
+                    continue
                 if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and \
                         n.func.value.id == "self" and n.func.attr in klass.methods:
                     callee = klass.methods[n.func.attr]

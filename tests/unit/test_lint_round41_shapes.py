@@ -1111,3 +1111,65 @@ def test_a_dataset_class_picked_in_two_steps_from_a_table_of_tables(tmp_path):
     code = TABLE_SHARDS.replace("{rows}", "order").replace(
         "dataset_cls = {picked}", 'task = TASKS["vanilla"]\ndataset_cls = task["dataset"]')
     assert lines_of(lint_plain(tmp_path, code), "DDP802") == [23]
+
+
+# -------------------------------------------------- a draw only a non-default option or subset reaches
+DEFAULT_PATH = """
+import argparse, random, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Frames:
+    def __init__(self, subset="test"):
+        self.subset = subset
+    def jitter(self, clip):
+        return clip * random.uniform(0.5, 1.5)
+    def reorder(self, clip, order=0):
+        if order == 0:
+            return clip
+        idx = list(range(len(clip)))
+        random.shuffle(idx)
+        return clip[idx]
+    def read(self, clip):
+        if self.subset == "train":
+            clip = self.jitter(clip)
+        return clip
+
+class Clips(Dataset):
+    def __init__(self, order=0):
+        self.order, self.frames = order, Frames({subset})
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        clip = self.frames.read(torch.arange(8.0) + i)
+        return self.frames.reorder(clip, order=self.order)
+
+p = argparse.ArgumentParser()
+p.add_argument("--order", type=int, default={order})
+args = p.parse_args()
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+ds = Clips(order=args.order)
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=4)
+net = DDP(torch.nn.Linear(8, 1))
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        net(x).sum().backward()
+"""
+
+
+def test_draws_only_a_non_default_option_or_subset_reaches_leave_the_workers_drawing_nothing(tmp_path):
+    code = DEFAULT_PATH.replace("{subset}", "").replace("{order}", "0")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == []
+
+
+def test_its_twin_the_reader_built_for_training_draws(tmp_path):
+    code = DEFAULT_PATH.replace("{subset}", 'subset="train"').replace("{order}", "0")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == [37]
+
+
+def test_its_twin_the_option_defaults_to_the_shuffle(tmp_path):
+    code = DEFAULT_PATH.replace("{subset}", "").replace("{order}", "2")
+    assert lines_of(lint_plain(tmp_path, code), "DDP808") == [37]
