@@ -708,15 +708,17 @@ class RankFlow:
         self._returns[id(target)] = found
         return found
 
-    def _one_rank_object(self, node: ast.AST, fn: Function) -> Optional[RankTest]:
+    def _one_rank_object(self, node: ast.AST, fn: Function, depth: int = 6) -> Optional[RankTest]:
         """`x` is None on some ranks and an object on others: `x = X() if rank == 0 else None`, or
-        `x = None` and then `if rank == 0: x = X()`. The test `x is not None` is that rank test."""
+        `x = None` and then `if rank == 0: x = X()`. The test `x is not None` is that rank test.
+        depth: how many hand-ons are followed (two readers handing a flag to each other, as
+        Kaldi's matrix readers do, would otherwise be followed for ever)."""
         values = self._values(node, fn)
         if not values:
             return None
         for value, scope in values:  # passed on: `train_one_epoch(saver=saver)`
-            if isinstance(value, ast.Name) and value is not node and scope is not fn:
-                found = self._one_rank_object(value, scope)
+            if isinstance(value, ast.Name) and value is not node and scope is not fn and depth > 0:
+                found = self._one_rank_object(value, scope, depth - 1)
                 if found is not None:
                     return found
         for value, scope in values:

@@ -1173,3 +1173,34 @@ def test_its_twin_the_reader_built_for_training_draws(tmp_path):
 def test_its_twin_the_option_defaults_to_the_shuffle(tmp_path):
     code = DEFAULT_PATH.replace("{subset}", "").replace("{order}", "2")
     assert lines_of(lint_plain(tmp_path, code), "DDP808") == [37]
+
+
+# -------------------------------------------------- two readers handing a flag to each other
+MUTUAL = """
+import torch, torch.distributed as dist
+
+def read_plain(f, binary):
+    if binary:
+        if f.read(1) == b"C":
+            return read_packed(f, binary)
+    return torch.zeros(3)
+
+def read_packed(f, binary):
+    if binary:
+        return read_plain(f, binary) * 2
+    return torch.ones(3)
+
+dist.init_process_group("gloo")
+with open("feats.ark", "rb") as f:
+    x = read_plain(f, True)
+{reduce}
+"""
+
+
+def test_a_flag_two_functions_hand_each_other_is_judged_not_refused(tmp_path):
+    assert lines_of(lint_plain(tmp_path, MUTUAL.replace("{reduce}", "dist.all_reduce(x)")), "DDP801") == []
+
+
+def test_its_twin_a_collective_under_a_rank_test_beside_them_is_still_found(tmp_path):
+    code = MUTUAL.replace("{reduce}", "if dist.get_rank() == 0:\n    dist.all_reduce(x)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == [18]
