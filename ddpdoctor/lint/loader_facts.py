@@ -407,6 +407,13 @@ class LoaderFacts:
                 else:
                     self._train_calls.update(id(c) for c in walk(node.iter) if isinstance(c, ast.Call))
                 iterated = self._iterated_names(node, fn)
+                # `run_epoch("val", val_loader)` into a loop whose every backward sits under
+                # `if phase == "train":`: that way in trains nothing, its loader is not named
+                off = {(id(caller), last_name(value) or "") for param in fn.params
+                       for value, caller in fn.arguments.get(param, [])
+                       if (call := _call_holding(caller, value)) is not None
+                       and all(ruled_out(fn, b, call) for b in backwards)}
+                iterated -= off
                 names |= iterated
                 (self._plain_names if id(node) in self._plain_loops else self._ddp_names).update(iterated)
                 if split:
@@ -1337,6 +1344,14 @@ def _reseeded_per_pass(fn: Function, call: ast.Call) -> bool:
             if read & {n.id for n in walk(node.target) if isinstance(n, ast.Name)}:
                 return True
     return False
+
+
+def _call_holding(caller: Function, value: ast.AST) -> Optional[ast.Call]:
+    """The call in caller that hands value on as one of its arguments."""
+    for call in caller.own_calls:
+        if any(a is value for a in call.args) or any(k.value is value for k in call.keywords):
+            return call
+    return None
 
 
 def _mark_passed(names: set, fn: Function, name: str, depth: int = 3) -> None:

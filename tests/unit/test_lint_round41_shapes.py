@@ -1204,3 +1204,46 @@ def test_a_flag_two_functions_hand_each_other_is_judged_not_refused(tmp_path):
 def test_its_twin_a_collective_under_a_rank_test_beside_them_is_still_found(tmp_path):
     code = MUTUAL.replace("{reduce}", "if dist.get_rank() == 0:\n    dist.all_reduce(x)")
     assert lines_of(lint_plain(tmp_path, code), "DDP801") == [18]
+
+
+# -------------------------------------------------- one run_epoch(phase, loader) for training and validation
+PHASES = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Poses(Dataset):
+    def __len__(self):
+        return 100
+    def __getitem__(self, i):
+        return torch.randn(3) * random.random()
+
+def run_epoch(phase, model, opt, loader):
+    for x in loader:
+        loss = model(x).sum()
+        if phase == "train":
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+dist.init_process_group("gloo")
+torch.manual_seed(317)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+val_loader = DataLoader(Poses(), batch_size=1, shuffle=False, num_workers=1)
+train_set = Poses()
+sampler = DistributedSampler(train_set)
+train_loader = DataLoader(train_set, batch_size=4, sampler=sampler, num_workers=4)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    run_epoch("train", model, opt, train_loader)
+    with torch.no_grad():
+        run_epoch({phase}, model, opt, val_loader)
+"""
+
+
+def test_a_loader_handed_in_the_phase_that_skips_the_backward_is_no_training_loader(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PHASES.replace("{phase}", '"val"')), "DDP808") == [25]
+
+
+def test_its_twin_the_second_loader_handed_in_the_training_phase_trains_too(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PHASES.replace("{phase}", '"train"')), "DDP808") == [22, 25]
