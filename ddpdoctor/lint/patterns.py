@@ -228,9 +228,15 @@ def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     if full.startswith("safetensors.") and full.rsplit(".", 1)[-1] in ("save_file", "save_model"):
         return full.rsplit(".", 2)[-2] + "." + full.rsplit(".", 1)[-1]
     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_pretrained" and \
-            not (_GATED_SAVE & _given_keywords(program, call, fn)) and not program.resolve(call.func, fn)[0]:
+            not (_GATED_SAVE & _given_keywords(program, call, fn)) and not program.resolve(call.func, fn)[0] \
+            and not _SIDE_FILES.search(last_name(call.func.value) or ""):
         return f"{text(call.func.value, 40)}.save_pretrained"
     return None
+
+
+# What a tokenizer, processor or config writes: a few small text files of the same content
+# from every rank (labelled optional every time reviewers met one), not the model's state.
+_SIDE_FILES = re.compile(r"token|processor|feature_extractor|config$|^tok$", re.IGNORECASE)
 
 
 # The keywords that make save_pretrained write from one process (or through a function that does).

@@ -1247,3 +1247,25 @@ def test_a_loader_handed_in_the_phase_that_skips_the_backward_is_no_training_loa
 
 def test_its_twin_the_second_loader_handed_in_the_training_phase_trains_too(tmp_path):
     assert lines_of(lint_plain(tmp_path, PHASES.replace("{phase}", '"train"')), "DDP808") == [22, 25]
+
+
+# -------------------------------------------------- a tokenizer's files are no model state
+TOKENIZER_SAVE = """
+from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
+
+tok = AutoTokenizer.from_pretrained("base")
+model = AutoModelForCausalLM.from_pretrained("base")
+trainer = Trainer(model=model, args=TrainingArguments(output_dir="out"))
+trainer.train()
+{save}
+"""
+
+
+def test_every_rank_writing_the_tokenizer_files_is_no_finding(tmp_path):
+    code = TOKENIZER_SAVE.replace("{save}", 'trainer.tokenizer.save_pretrained("out")\ntok.save_pretrained("out")')
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_every_rank_writing_the_model_is(tmp_path):
+    assert lines_of(lint_plain(tmp_path, TOKENIZER_SAVE.replace("{save}", 'model.save_pretrained("out")')),
+                    "DDP806") == [7]
