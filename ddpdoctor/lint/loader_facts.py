@@ -17,6 +17,7 @@ from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
                                      plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass
+from ddpdoctor.lint import reaching
 from ddpdoctor.lint.value_flow import unread_by_constructor, reaches_return
 
 
@@ -212,7 +213,7 @@ class LoaderFacts:
                         switched.setdefault(last_name(arg) or "", conds[-1][0])
         found = []
         for fn, call, guards, _ in self.calls():
-            if not loader_call(program, call, fn) or self.switched_off(fn, call):
+            if not loader_call(program, call, fn) or self.switched_off(fn, call) or self._typed_away(call, fn):
                 continue  # (a loader past an early return every caller takes is never built)
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")
@@ -827,6 +828,42 @@ class LoaderFacts:
                 if here[0] == there[0] and not any(here[1](n) and there[1](n) for n in _COUNTS):
                     return True
         return False
+
+    def _typed_away(self, call: ast.Call, fn: Function) -> bool:
+        """The call sits on the side of `if type(data) == DataLoader:` (or `isinstance(data,
+        DataLoader)`) that a parameter's type rules out: every caller hands fn an instance of
+        that class (`fit_epoch(net, opt, loader)` with `loader = DataLoader(...)`)."""
+        if isinstance(fn.node, ast.Module):
+            return False
+        for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()):
+            test = _test_of(cond)
+            if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+                continue
+            inner = test.operand
+            param = kind = None
+            if isinstance(inner, ast.Call) and last_name(inner.func) == "isinstance" and len(inner.args) == 2:
+                param, kind = inner.args
+            elif isinstance(inner, ast.Compare) and len(inner.ops) == 1 and isinstance(inner.ops[0], (ast.Eq, ast.Is)) \
+                    and isinstance(inner.left, ast.Call) and last_name(inner.left.func) == "type" and inner.left.args:
+                param, kind = inner.left.args[0], inner.comparators[0]
+            if not (isinstance(param, ast.Name) and param.id in fn.params and not fn.bindings.get(param.id)):
+                continue
+            wanted = last_name(kind) if isinstance(kind, (ast.Name, ast.Attribute)) else None
+            passed = fn.arguments.get(param.id, [])
+            if wanted and passed and all(
+                    values and all(isinstance(v, ast.Call) and last_name(v.func) == wanted for v in values)
+                    for values in (self._arriving(arg, caller) for arg, caller in passed)):
+                return True
+        return False
+
+    def _arriving(self, arg: ast.AST, caller: Function) -> list:
+        """The values an argument may hold where it is passed: for a name, the bindings that reach
+        the call (`ds = DataLoader(ds, ...)` after `ds = TensorDataset(...)`: the loader)."""
+        if isinstance(arg, ast.Name):
+            found = reaching.reaching_values(caller.node, arg.id, arg)
+            if found:
+                return found
+        return [v for v, _ in self.program.values_of(arg, caller) if v is not arg]
 
     def _never_built(self, call: ast.Call, fn: Function) -> bool:
         """Every way into fn leaves the call on a side that does not run (ruled_out: a switch

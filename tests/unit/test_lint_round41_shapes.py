@@ -1269,3 +1269,40 @@ def test_every_rank_writing_the_tokenizer_files_is_no_finding(tmp_path):
 def test_its_twin_every_rank_writing_the_model_is(tmp_path):
     assert lines_of(lint_plain(tmp_path, TOKENIZER_SAVE.replace("{save}", 'model.save_pretrained("out")')),
                     "DDP806") == [7]
+
+
+# -------------------------------------------------- a loader built only when the caller hands no loader
+TYPED = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def fit_epoch(net, opt, data):
+    if type(data) == DataLoader:
+        batches = data
+    else:
+        batches = DataLoader(data, batch_size=8, shuffle=False)
+    for x, y in batches:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        opt.step()
+
+dist.init_process_group("gloo")
+ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+net = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+smp = DistributedSampler(ds)
+{handed}
+for epoch in range(3):
+    smp.set_epoch(epoch)
+    fit_epoch(net, opt, ds)
+"""
+
+
+def test_the_loader_a_helper_builds_only_for_what_is_no_loader_never_runs_when_callers_hand_one(tmp_path):
+    code = TYPED.replace("{handed}", "ds = DataLoader(ds, batch_size=8, sampler=smp)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_a_caller_hands_the_dataset(tmp_path):
+    assert lines_of(lint_plain(tmp_path, TYPED.replace("{handed}", "pass")), "DDP802") == [9]
