@@ -672,12 +672,24 @@ def _split_at_skip(loop: ast.AST, after: ast.AST) -> tuple[list[ast.stmt], list[
     start = next((i for i, stmt in enumerate(body) if any(n is after for n in walk(stmt))), len(body))
     for i in range(start + 1, len(body)):
         stmt = body[i]
-        periodic = isinstance(stmt, ast.If) and any(
+        periodic = isinstance(stmt, ast.If) and (any(
             isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
             and any(isinstance(m, ast.Name) and m.id in counters for m in walk(n.left)) for n in walk(stmt.test))
+            or _counts_up_to(stmt.test, counters, body))
         if periodic and _continues(stmt.body + stmt.orelse):
             return body[:i], body[i:]
     return body, []
+
+
+def _counts_up_to(test: ast.AST, counters: set[str], body: list[ast.stmt]) -> bool:
+    """`if k < accum: continue` where the loop does `k += 1` (and resets it after the step): a
+    micro-step count, the skip a period."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Lt, ast.NotEq))
+            and isinstance(test.left, ast.Name) and test.left.id in counters):
+        return False
+    name = test.left.id
+    return any(isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name)
+               and n.target.id == name for stmt in body for n in walk(stmt))
 
 
 def _continues(body: list[ast.stmt]) -> bool:

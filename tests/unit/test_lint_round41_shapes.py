@@ -1306,3 +1306,35 @@ def test_the_loader_a_helper_builds_only_for_what_is_no_loader_never_runs_when_c
 
 def test_its_twin_a_caller_hands_the_dataset(tmp_path):
     assert lines_of(lint_plain(tmp_path, TYPED.replace("{handed}", "pass")), "DDP802") == [9]
+
+
+# -------------------------------------------------- accumulation through `if k < accum: continue`
+COUNTED_SKIP = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+accum, step, k = 8, 0, 0
+while step < 100:
+    {around}
+    k += 1
+    if k < accum:
+        continue
+    opt.step()
+    opt.zero_grad()
+    k = 0
+    step += 1
+"""
+
+
+def test_a_counted_skip_before_the_step_is_accumulation(tmp_path):
+    code = COUNTED_SKIP.replace("{around}", "model(torch.randn(2, 4)).sum().backward()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") == [9]
+
+
+def test_its_twin_the_micro_steps_under_no_sync(tmp_path):
+    code = COUNTED_SKIP.replace("{around}", "with model.no_sync() if k < accum - 1 else torch.enable_grad():\n"
+                                            "        model(torch.randn(2, 4)).sum().backward()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP805") == []
