@@ -657,11 +657,23 @@ def _block_key(fn: Function, event) -> str:
     # piece of that block's checkpoint (the same rank tests decide all of them): its key is the
     # outer block's. (`if epoch == last:` writes another file at another time: a block of its own.)
     depth = len(path) - 1
-    while depth > 0 and isinstance(path[depth][2], ast.If) and path[depth][3] == "body" \
-            and not path[depth][2].orelse and path[depth - 1][1] > 0 and _optional_part(path[depth][2].test):
-        depth -= 1
+    while depth > 0 and ((isinstance(path[depth][2], ast.If) and path[depth][3] == "body"
+                          and not path[depth][2].orelse and path[depth - 1][1] > 0
+                          and _optional_part(path[depth][2].test))
+                         or (isinstance(path[depth][2], ast.For) and path[depth - 1][1] > 0
+                             and _over_parts(path[depth][2].iter))):
+        depth -= 1  # (and `for name, p in model.named_parameters(): torch.save(p.grad, ...)` after the model's)
     tests = ",".join(g.test.text for g in event.guards)
     return f"{fn.file.display}:{path[depth][0][0].lineno}:{tests}"
+
+
+_PARTS = {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
+          "children", "named_children", "items", "values", "keys"}
+
+
+def _over_parts(iterable: ast.AST) -> bool:
+    """`model.named_parameters()`, `state.items()`: a loop over the parts of what is saved."""
+    return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and iterable.func.attr in _PARTS
 
 
 def _optional_part(test: ast.AST) -> bool:

@@ -1338,3 +1338,27 @@ def test_its_twin_the_micro_steps_under_no_sync(tmp_path):
     code = COUNTED_SKIP.replace("{around}", "with model.no_sync() if k < accum - 1 else torch.enable_grad():\n"
                                             "        model(torch.randn(2, 4)).sum().backward()")
     assert lines_of(lint_plain(tmp_path, code), "DDP805") == []
+
+
+# -------------------------------------------------- a save per parameter after the model's, in one block
+PARTS_SAVED = """
+import torch, torch.distributed as dist
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+for epoch in range(3):
+    model(torch.randn(2, 4)).sum().backward()
+    torch.save(model.module.state_dict(), f"model_{epoch}.pt")
+    for name, p in model.module.{parts}:
+        torch.save(p.grad, f"grad_{name}_{epoch}.pt")
+"""
+
+
+def test_saves_in_a_loop_over_the_models_parameters_are_one_block_with_the_models(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PARTS_SAVED.replace("{parts}", "named_parameters()")), "DDP806") == [7]
+
+
+def test_its_twin_a_loop_over_something_else_is_a_write_of_its_own(tmp_path):
+    code = PARTS_SAVED.replace("{parts}", "named_parameters()").replace(
+        "for name, p in model.module.named_parameters():", "for name, p in zip(['a', 'b'], [model.module.weight, model.module.bias]):")
+    assert lines_of(lint_plain(tmp_path, code), "DDP806") == [7, 9]
