@@ -795,6 +795,13 @@ class LoaderFacts:
             body = text(value, 100000)
             if "Distributed" in body or (isinstance(value, ast.Call) and self._builds_distributed_sampler(value, scope)):
                 return "distributed"
+            if isinstance(value, ast.Call):
+                # `smp = pick_sampler(ds, acc)`, a helper returning DistributedSampler(...) where
+                # there are several processes (None otherwise): what its returns are
+                target = self.program.callee(value.func, scope)
+                if self.program.is_function(target) and not isinstance(target.node, ast.Module) and target.returned \
+                        and any(self._sampler_kind(r, target, depth - 1) == "distributed" for r in target.returned):
+                    return "distributed"
             if is_const(value, None):
                 kinds.add("none")
             elif isinstance(value, ast.Call) and self._plain_sampler(value, scope):

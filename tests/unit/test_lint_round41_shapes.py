@@ -1362,3 +1362,38 @@ def test_its_twin_a_loop_over_something_else_is_a_write_of_its_own(tmp_path):
     code = PARTS_SAVED.replace("{parts}", "named_parameters()").replace(
         "for name, p in model.module.named_parameters():", "for name, p in zip(['a', 'b'], [model.module.weight, model.module.bias]):")
     assert lines_of(lint_plain(tmp_path, code), "DDP806") == [7, 9]
+
+
+# -------------------------------------------------- a sampler helper's DistributedSampler handed to accelerate
+SAMPLER_HELPER = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+from accelerate import Accelerator
+
+def pick_sampler(ds, acc):
+    if acc.num_processes > 1:
+        return {made}
+    return None
+
+acc = Accelerator()
+ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+net = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+smp = pick_sampler(ds, acc)
+dl = DataLoader(ds, batch_size=8, sampler=smp, shuffle=smp is None)
+net, opt, dl = acc.prepare(net, opt, dl)
+for x, y in dl:
+    acc.backward(torch.nn.functional.mse_loss(net(x), y))
+    opt.step()
+"""
+
+
+def test_a_helpers_distributed_sampler_handed_to_accelerate_shards_twice(tmp_path):
+    code = SAMPLER_HELPER.replace("{made}", "DistributedSampler(ds, num_replicas=acc.num_processes, rank=acc.process_index)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP803") == [16]
+
+
+def test_its_twin_the_helper_returns_a_plain_sampler(tmp_path):
+    code = SAMPLER_HELPER.replace("{made}", "torch.utils.data.RandomSampler(ds)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP803") == []
