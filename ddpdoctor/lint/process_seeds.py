@@ -409,49 +409,45 @@ def _dead_lines(program, method) -> set[int]:
 def _always_equal(program, test: ast.AST, fn) -> bool:
     """`x == C` where every value x can hold is C: a constant passed, a parameter left at it, or
     a command-line option whose declared default it is (the default path, as DDP808 reads workers)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
-            and isinstance(test.comparators[0], ast.Constant) and isinstance(test.left, (ast.Name, ast.Attribute))):
-        return False
-    wanted = test.comparators[0].value
-    values = program.values_of(test.left, fn, 4)
-    if not values:
-        return False
-    defaults = None
-    for value, scope in values:
-        if isinstance(value, ast.Name) and value.id in scope.params and value is not test.left:
-            if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls") or scope.arguments.get(value.id):
-                return False
-            value = param_defaults(scope.node).get(value.id)
-        elif isinstance(value, ast.Attribute) and value is not test.left:
-            if defaults is None:
-                defaults = program.option_defaults()
-            if value.attr not in defaults:
-                return False
-            value = ast.Constant(defaults[value.attr])
-        if not isinstance(value, ast.Constant) or value.value != wanted:
-            return False
-    return True
+    held = _compared_values(program, test, fn, on_default_path=True)
+    return held is not None and all(value == held[0] for value in held[1])
 
 
 def _never_equal(program, test: ast.AST, fn) -> bool:
     """`x == C` where every value x can hold is a constant other than C: passed so, or a
     parameter left at a constant default (no construction passes it)."""
+    held = _compared_values(program, test, fn, on_default_path=False)
+    return held is not None and all(value != held[0] for value in held[1])
+
+
+def _compared_values(program, test: ast.AST, fn, on_default_path: bool) -> Optional[tuple]:
+    """(C, the constants x may hold) for a test `x == C`; None where x may hold anything else.
+    A parameter counts at its default where known calls leave it out (and none spreads `**opts`
+    into it; on_default_path: and none passes it); on_default_path, a command-line option counts
+    at its declared default."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
             and isinstance(test.comparators[0], ast.Constant) and isinstance(test.left, (ast.Name, ast.Attribute))):
-        return False
-    wanted = test.comparators[0].value
+        return None
     values = program.values_of(test.left, fn, 4)
     if not values:
-        return False
+        return None
+    found, defaults = [], None
     for value, scope in values:
         if isinstance(value, ast.Name) and value.id in scope.params and value is not test.left:
-            # left at its default by a known call, and no call spreads `**opts` into it
-            if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls"):
-                return False
+            if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls") or \
+                    (on_default_path and scope.arguments.get(value.id)):
+                return None
             value = param_defaults(scope.node).get(value.id)
-        if not isinstance(value, ast.Constant) or value.value == wanted:
-            return False
-    return True
+        elif on_default_path and isinstance(value, ast.Attribute) and value is not test.left:
+            if defaults is None:
+                defaults = program.option_defaults()
+            if value.attr not in defaults:
+                return None
+            value = ast.Constant(defaults[value.attr])
+        if not isinstance(value, ast.Constant):
+            return None
+        found.append(value.value)
+    return test.comparators[0].value, found
 
 
 def _own_generators(klass, built: set) -> set[str]:
