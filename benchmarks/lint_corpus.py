@@ -167,7 +167,7 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
     for index, exp in enumerate(expected):
         # "or": the same bug told by another code at another line (SSD's early return: DDP809 at
         # the return, or DDP801 at the gather rank 0 then reaches alone), each with its severity
-        for place in (exp, *exp.get("or", [])):
+        for place in _places(exp):
             key = (place["code"], _norm(place["file"]), place["line"])
             hit = next((s for s in unmatched + named if s.key() == key), None)
             if hit is not None:
@@ -178,7 +178,7 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
                 # the same bug's other reports are no false alarms: the finding whose `also`
                 # named this line, and a second finding at another of the label's own places
                 # (zero2wan's gather reported at both `state_dict()` and `optim_state_dict()`)
-                same = {(p["code"], _norm(p["file"]), p["line"]) for p in (exp, *exp.get("or", []))}
+                same = {(p["code"], _norm(p["file"]), p["line"]) for p in _places(exp)}
                 unmatched[:] = [s for s in unmatched if s is not parent.get(id(hit)) and s.key() not in same]
                 break
     for index, exp in enumerate(expected):
@@ -198,6 +198,12 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
         scored.found.append(hit)
     scored.false = unmatched
     return scored
+
+
+def _places(label: dict) -> list[dict]:
+    """A label's place and its "or" stand-ins (the same bug told at another line), each with a
+    severity: a stand-in that names none has the label's."""
+    return [label, *({"severity": label["severity"], **place} for place in label.get("or", []))]
 
 
 def load_manifest(path: Path) -> dict:

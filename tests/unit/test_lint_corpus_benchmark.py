@@ -120,3 +120,13 @@ def test_an_entry_whose_training_code_a_config_names_is_not_judged_not_clean(ben
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     totals = score(bench, tmp_path, capsys)
     assert totals["unjudged_exit4"] == ["one"]
+
+
+def test_an_or_stand_in_without_a_severity_has_its_labels(bench, tmp_path, capsys):
+    root = corpus(tmp_path, [
+        {"code": "DDP805", "file": "train.py", "line": 3, "severity": "warning", "why": "told at the save",
+         "or": [{"code": "DDP806", "file": "train.py", "line": 11}]},
+        {"code": "DDP804", "file": "train.py", "line": 7, "severity": "warning", "why": "no set_epoch"},
+    ])
+    totals = score(bench, root, capsys)
+    assert (totals["bugs"], totals["bugs_found_right_line"]) == (2, 2) and totals["wrong_severity"] == 0
