@@ -915,7 +915,7 @@ class LoaderFacts:
             name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call)
             loader_name, loader_at, fed = "", None, ""
             for fact in loaders:
-                if name and fact.sampler_text in (name, f"self.{name}") and fact.location.file == fn.file.display:
+                if name and _names_sampler(fact.sampler_text, name) and fact.location.file == fn.file.display:
                     loader_at, fed = fact.location, fact.name
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
@@ -1388,6 +1388,15 @@ def _reseeded_per_pass(fn: Function, call: ast.Call) -> bool:
             if read & {n.id for n in walk(node.target) if isinstance(n, ast.Name)}:
                 return True
     return False
+
+
+def _names_sampler(sampler_text: str, name: str) -> bool:
+    """The loader's `sampler=` is the name, or the name where it is set (`val_sampler if
+    val_sampler else None`, llama-recipes' loaders)."""
+    if sampler_text in (name, f"self.{name}"):
+        return True
+    got = re.fullmatch(r"(?:self\.)?(\w+) if .+ else None|None if .+ else (?:self\.)?(\w+)", sampler_text)
+    return bool(got) and name in got.groups()
 
 
 def _call_holding(caller: Function, value: ast.AST) -> Optional[ast.Call]:

@@ -1397,3 +1397,40 @@ def test_a_helpers_distributed_sampler_handed_to_accelerate_shards_twice(tmp_pat
 def test_its_twin_the_helper_returns_a_plain_sampler(tmp_path):
     code = SAMPLER_HELPER.replace("{made}", "torch.utils.data.RandomSampler(ds)")
     assert lines_of(lint_plain(tmp_path, code), "DDP803") == []
+
+
+# -------------------------------------------------- `sampler=val_sampler if val_sampler else None`
+SET_WHERE_SET = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+train_set, val_set = TensorDataset(torch.randn(64, 4)), TensorDataset(torch.randn(16, 4))
+tr_sampler = DistributedSampler(train_set)
+val_sampler = DistributedSampler(val_set)
+train_loader = DataLoader(train_set, sampler=tr_sampler if tr_sampler else None)
+val_loader = DataLoader(val_set, sampler={val})
+
+def evaluate(loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(model(x).sum().item() for (x,) in loader)
+
+for epoch in range(3):
+    tr_sampler.set_epoch(epoch)
+    for (x,) in train_loader:
+        model(x).sum().backward()
+    evaluate(val_loader)
+"""
+
+
+def test_an_evaluation_sampler_handed_where_it_is_set_is_the_evaluation_loaders(tmp_path):
+    code = SET_WHERE_SET.replace("{val}", "val_sampler if val_sampler else None")
+    assert lines_of(lint_plain(tmp_path, code), "DDP804") == []
+
+
+def test_its_twin_the_training_loop_reads_that_loader(tmp_path):
+    code = SET_WHERE_SET.replace("{val}", "val_sampler if val_sampler else None").replace(
+        "    evaluate(val_loader)", "    for (x,) in val_loader:\n        model(x).sum().backward()")
+    assert lines_of(lint_plain(tmp_path, code), "DDP804") == [8]
