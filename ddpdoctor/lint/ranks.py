@@ -513,8 +513,10 @@ class RankFlow:
             op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
         if not self.is_rank(left, fn):
             return None
-        if isinstance(op, ast.Eq) and _turn_taking(right, lambda n: self.is_rank(n, fn)):
-            return None  # `if i % world == rank:` over one shared stream: every rank, in turn
+        if isinstance(op, (ast.Eq, ast.NotEq)) and _turn_taking(right, lambda n: self.is_rank(n, fn)):
+            # `if i % world == rank:` over one shared stream (or `!= rank: continue`, "a poor
+            # man's distributed sampler"): every rank, in turn
+            return None
         # local_rank == -1 / rank is None: "are we distributed at all", the same on every rank
         if is_const(right, -1, None):
             return None

@@ -1434,3 +1434,26 @@ def test_its_twin_the_training_loop_reads_that_loader(tmp_path):
     code = SET_WHERE_SET.replace("{val}", "val_sampler if val_sampler else None").replace(
         "    evaluate(val_loader)", "    for (x,) in val_loader:\n        model(x).sum().backward()")
     assert lines_of(lint_plain(tmp_path, code), "DDP804") == [8]
+
+
+# -------------------------------------------------- a poor man's distributed sampler: `if j % world != rank: continue`
+ROUND_ROBIN = """
+import torch, torch.distributed as dist
+
+dist.init_process_group("gloo")
+world, rank = dist.get_world_size(), dist.get_rank()
+for j in range(64):
+    if {skip}:
+        continue
+    emb = torch.randn(4)
+    out = [torch.zeros(4) for _ in range(world)]
+    dist.all_gather(out, emb)
+"""
+
+
+def test_a_round_robin_skip_gives_every_rank_its_turn(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ROUND_ROBIN.replace("{skip}", "(j % world) != rank")), "DDP801") == []
+
+
+def test_its_twin_a_skip_on_the_rank_alone(tmp_path):
+    assert lines_of(lint_plain(tmp_path, ROUND_ROBIN.replace("{skip}", "rank != 0")), "DDP801") == [10]
