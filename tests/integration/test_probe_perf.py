@@ -67,7 +67,11 @@ def test_communication_bound_job_is_reported_with_bucket_table_and_trace(tmp_pat
     buckets = table(result, "Gradient buckets")
     assert buckets["columns"] == ["bucket", "MB", "params", "ms", "algbw", "busbw", "baseline", "eff"]
     [row] = buckets["rows"]
-    assert row[1] == "51.201" and row[6] != ""  # the baseline was measured in the job
+    assert row[1] == "51.201"
+    # the baseline was measured in the job, or (a loaded machine's all-reduces past its budget)
+    # the report says why its cell is empty
+    assert row[6] != "" or any("budget ran out" in n for n in result.report["notes"]), \
+        result.report["notes"]
     phases = table(result, "Step phases")
     assert [r[0] for r in phases["rows"]] == [0, 1]
     events = json.loads(trace_path.read_text())["traceEvents"]

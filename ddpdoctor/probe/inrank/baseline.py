@@ -189,6 +189,7 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float, repeat: bo
         return
     for position, nbytes in enumerate(sizes):
         if position and -_agree(all_reduce, group, [time.time() - deadline], device)[0] <= 0:
+            _out_of_budget(rec, len(sizes) - position)
             return  # out of budget on some rank: the sizes left go without a baseline
         tensor = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device)
         warm = [_timed_all_reduce(all_reduce, tensor, group, timer=timer)[1] for _ in range(WARMUP)]
@@ -198,6 +199,7 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float, repeat: bo
         count = int(min(MAX_TIMED, share / max(slowest, 1e-6)))
         if count < MIN_TIMED:
             if remaining < MIN_TIMED * slowest:
+                _out_of_budget(rec, len(sizes) - position)
                 return  # out of budget: the sizes left go without a baseline
             count = MIN_TIMED
         times = [_timed_all_reduce(all_reduce, tensor, group, timer=timer) for _ in range(count)]
@@ -211,6 +213,14 @@ def _measure_model(state: Any, all_reduce: Callable, deadline: float, repeat: bo
         near = 1.0 if near_knee(measured, list(state.layouts.values())) else 0.0
         if _agree(all_reduce, group, [near], device)[0] > 0:
             _again.append(state)
+
+
+def _out_of_budget(rec: Any, left: int) -> None:
+    """Say why bucket sizes have no baseline: its time ran out (a loaded machine's all-reduces
+    are slow), not that it was never asked for."""
+    rec.note_once("baseline-budget", f"no bandwidth baseline for {left} bucket size{'s' if left > 1 else ''}: "
+                  f"the baseline's {BUDGET_S:g} s budget ran out (all-reduces slower than usual: a loaded "
+                  "machine); their 'baseline' cells stay empty")
 
 
 _done = {"measured": False}
