@@ -261,7 +261,7 @@ def _value_of(stmt: ast.stmt, name: str) -> Optional[ast.AST]:
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
         return None
     for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
-        if isinstance(target, ast.Name) and target.id == name:
+        if (isinstance(target, ast.Name) and target.id == name) or _field(target) == name:
             return stmt.value
         if isinstance(target, (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List)) and \
                 len(target.elts) == len(stmt.value.elts):
@@ -284,6 +284,20 @@ def _setting(builder: Builder, value: Optional[ast.AST], fn: Function) -> bool:
 def _targets(stmt: ast.stmt) -> list[str]:
     """The plain names a statement assigns."""
     return [n.id for n in _assigned(stmt) if isinstance(n, ast.Name)]
+
+
+def _field(node: ast.AST) -> str:
+    """`opt.train_epoch_count`: a field of a local options object (not `self.x`: a class's own
+    state is read by _attribute_state), as the key the rank state keeps it under; "" otherwise."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self":
+        return f"{node.value.id}.{node.attr}"
+    return ""
+
+
+def _state_targets(stmt: ast.stmt) -> list[str]:
+    """The plain names and the options' fields a statement assigns (`opt.train_epoch_count =
+    visualizer.load_data()` on rank 0, then every rank's `range(opt.train_epoch_count, n)`)."""
+    return _targets(stmt) + [key for n in _assigned(stmt) for key in [_field(n)] if key]
 
 
 def _constant(value: ast.AST) -> bool:
@@ -345,7 +359,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
     assigned: dict[str, list[_Stmt]] = {}
     loop_targets: set[str] = set()
     for item in stmts:
-        for name in _targets(item.node):
+        for name in _state_targets(item.node):
             assigned.setdefault(name, []).append(item)
         if isinstance(item.node, (ast.For, ast.AsyncFor)):
             loop_targets.update(n.id for n in walk(item.node.target) if isinstance(n, ast.Name))
@@ -399,7 +413,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if not isinstance(stmt, (ast.If, ast.While, ast.For, ast.AsyncFor)) or item.guards:
             continue
         decided = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.test
-        read = [n.id for n in walk(decided) if isinstance(n, ast.Name) and n.id in local]
+        read = [n.id for n in walk(decided) if isinstance(n, ast.Name) and n.id in local] + \
+            [key for n in walk(decided) if isinstance(n, ast.Attribute) for key in [_field(n)] if key in local]
         if not read:
             continue
         name = read[0]

@@ -1457,3 +1457,31 @@ def test_a_round_robin_skip_gives_every_rank_its_turn(tmp_path):
 
 def test_its_twin_a_skip_on_the_rank_alone(tmp_path):
     assert lines_of(lint_plain(tmp_path, ROUND_ROBIN.replace("{skip}", "rank != 0")), "DDP801") == [10]
+
+
+# -------------------------------------------------- an options field rank 0 alone resumes, bounding every rank's loop
+RESUMED_FIELD = """
+import argparse, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+p = argparse.ArgumentParser()
+p.add_argument("--epoch_count", type=int, default=1)
+p.add_argument("--resume", action="store_true")
+opt = p.parse_args()
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+if {who}:
+    if opt.resume:
+        opt.epoch_count = int(open("last_epoch.txt").read())
+model = DDP(torch.nn.Linear(4, 1))
+for epoch in range(opt.epoch_count, 10):
+    model(torch.randn(2, 4)).sum().backward()
+"""
+
+
+def test_an_options_field_rank_zero_alone_resumes_gives_the_ranks_different_loops(tmp_path):
+    assert lines_of(lint_plain(tmp_path, RESUMED_FIELD.replace("{who}", "rank == 0")), "DDP809") == [14]
+
+
+def test_its_twin_every_rank_resumes_the_field(tmp_path):
+    assert lines_of(lint_plain(tmp_path, RESUMED_FIELD.replace("{who}", "True")), "DDP809") == []
