@@ -825,6 +825,9 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         if tested:
             call = tested[0]
             value = call.args[0] if call.args else call.func.value
+            # `if not math.isnan(tot_loss):` of the rank's own sum of `loss.item()`s: decided like a
+            # rank test, a collective inside the branch as well as after it
+            summed = isinstance(value, ast.Name) and value.id in _item_names(builder.program, fn)
         elif isinstance(stmt.test, ast.Compare) and _item_valued(builder.program, fn, stmt.test):
             summed = True
             # `if stats["avg"] <= min(history):` on the rank's own epoch average (a helper's sum

@@ -1485,3 +1485,30 @@ def test_an_options_field_rank_zero_alone_resumes_gives_the_ranks_different_loop
 
 def test_its_twin_every_rank_resumes_the_field(tmp_path):
     assert lines_of(lint_plain(tmp_path, RESUMED_FIELD.replace("{who}", "True")), "DDP809") == []
+
+
+# -------------------------------------------------- a NaN test on the rank's own summed loss around a barrier
+NAN_SUM = """
+import math, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 1))
+tot_loss = 0.0
+for step in range(100):
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    tot_loss += {summed}
+    if step % 10 == 0:
+        if not math.isnan(tot_loss):
+            dist.barrier()
+        tot_loss = 0.0
+"""
+
+
+def test_a_nan_test_on_the_ranks_own_summed_loss_around_a_barrier_splits_the_ranks(tmp_path):
+    assert lines_of(lint_plain(tmp_path, NAN_SUM.replace("{summed}", "loss.item()")), "DDP809") == [12]
+
+
+def test_its_twin_a_sum_of_a_constant_is_the_same_everywhere(tmp_path):
+    assert lines_of(lint_plain(tmp_path, NAN_SUM.replace("{summed}", "1.0")), "DDP809") == []
