@@ -203,10 +203,12 @@ class AccumulationFacts:
     def _switched_off_in(self, fn: Function, loop: ast.AST) -> bool:
         """The loop calls a local DistributedDataParallel subclass's own sync switch
         (`model.accumulate_gradients(i < n - 1)`, PyText), resolved or by its name alone."""
-        called = [c for c in walk(loop) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)]
-        names = {c.func.attr for c in called}
-        return any(self._bypass_switch(m) for k in self.program.classes for name, m in k.methods.items()
-                   if name in names)
+        if not hasattr(self, "_switch_names"):  # the switches the program's DDP subclasses have, once
+            self._switch_names = {name for k in self.program.classes for name, m in k.methods.items()
+                                  if self._bypass_switch(m)}
+        return bool(self._switch_names) and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in self._switch_names
+            for c in walk(loop))
 
     def _bypass_switch(self, method: Function) -> bool:
         """A method of a local DistributedDataParallel subclass that sets a field its forward

@@ -578,13 +578,14 @@ class LoaderFacts:
                     for c in calls for target in self.program.resolve(c.func, fn)[0])
                 evaluates = grad_off and not any(self._may_backward(c, fn) for c in calls)
                 (evaluating if evaluates else other).update(name for _, name in self._iterated_names(node, fn))
-            if inside and not any(self._may_backward(c, fn) for c in fn.own if isinstance(c, ast.Call)):
-                # `support = iter(loader)` then next() in a function that runs with gradients off
-                # and makes no backward (Meta-DETR's evaluate() reads its support loader so)
-                for c in fn.own:
-                    if id(c) in inside and isinstance(c, ast.Call) and isinstance(c.func, ast.Name) \
-                            and c.func.id == "iter" and c.args:
-                        evaluating.update(name for _, name in self._iterated_names_of(c.args[0], fn))
+            # `support = iter(loader)` then next() in a function that runs with gradients off and
+            # makes no backward (Meta-DETR's evaluate() reads its support loader so); the reads
+            # first, the dearer question of a backward only where there are some
+            reads = [c for c in fn.own_calls if id(c) in inside and isinstance(c.func, ast.Name)
+                     and c.func.id == "iter" and c.args] if inside else []
+            if reads and not any(self._may_backward(c, fn) for c in fn.own_calls):
+                for c in reads:
+                    evaluating.update(name for _, name in self._iterated_names_of(c.args[0], fn))
         self._evaluating = (evaluating, other)
         return self._evaluating
 
