@@ -167,7 +167,7 @@ def _tree(path: Path, text: str) -> ast.Module:
     try:
         return ast.parse(text, filename=str(path))
     except SyntaxError as exc:
-        tree = _without_newer_fstrings(path, text, exc)
+        tree, exc = _without_newer_fstrings(path, text, exc)
         if tree is not None:
             return tree
         raise UsageError(f"{display_path(path)}:{exc.lineno or '?'}: not valid Python: {exc.msg}") from None
@@ -178,20 +178,21 @@ def _tree(path: Path, text: str) -> ast.Module:
                          "deeper than the interpreter's limits)") from None
 
 
-def _without_newer_fstrings(path: Path, text: str, exc: SyntaxError) -> Optional[ast.Module]:
+def _without_newer_fstrings(path: Path, text: str, exc: SyntaxError) -> tuple[Optional[ast.Module], SyntaxError]:
     """Python 3.12 lets an f-string reuse its own quotes inside (`f"{cfg["lr"]}"`, PEP 701); an
     older interpreter running the lint cannot parse that line. Each such line that is a
     statement of its own (a print, a log call) is read as `pass`, and the tree records which
     (`skipped_lines`: the load notes say so): what an f-string formats is never what a rule reads.
-    None where the file is not valid Python for another reason."""
+    (None, the error to report) where the file is not valid Python for another reason: the
+    first error past the f-strings, not an f-string a newer Python reads."""
     if sys.version_info >= (3, 12) or not (exc.msg or "").startswith("f-string"):
-        return None
+        return None, exc
     lines = text.split("\n")
     skipped: list[int] = []
     for _ in range(64):
         line = exc.lineno or 0
         if not (exc.msg or "").startswith("f-string") or not 0 < line <= len(lines) or line in skipped:
-            return None
+            return None, exc
         original = lines[line - 1]
         lines[line - 1] = original[:len(original) - len(original.lstrip())] + "pass"
         skipped.append(line)
@@ -201,10 +202,10 @@ def _without_newer_fstrings(path: Path, text: str, exc: SyntaxError) -> Optional
             exc = again
             continue
         except (ValueError, RecursionError, MemoryError):
-            return None
+            return None, exc
         tree.skipped_lines = skipped  # type: ignore[attr-defined]
-        return tree
-    return None
+        return tree, exc
+    return None, exc
 
 
 # A module is quiet when its text holds none of the words that a pass over every file or every

@@ -1512,3 +1512,17 @@ def test_a_nan_test_on_the_ranks_own_summed_loss_around_a_barrier_splits_the_ran
 
 def test_its_twin_a_sum_of_a_constant_is_the_same_everywhere(tmp_path):
     assert lines_of(lint_plain(tmp_path, NAN_SUM.replace("{summed}", "1.0")), "DDP809") == []
+
+
+def test_a_file_broken_past_its_312_fstrings_is_refused_at_the_real_error(tmp_path):
+    import sys
+
+    import pytest
+
+    from ddpdoctor.core.errors import UsageError
+    from ddpdoctor.lint.sources import _tree
+    code = 'cfg = {"lr": 1}\nprint(f"{cfg["lr"]}")\ny = (\n'
+    with pytest.raises(UsageError) as refused:
+        _tree(tmp_path / "s.py", code)
+    if sys.version_info < (3, 12):
+        assert ":3: not valid Python" in str(refused.value)  # the unclosed `(`, not the f-string
