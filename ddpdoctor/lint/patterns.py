@@ -717,11 +717,7 @@ def prepared_ddp(program: Program, target: ast.AST, fn: Function, line: int,
     scopes = [fn] if isinstance(target, ast.Name) else \
         (list(klass.methods.values()) if key.startswith("self.") and klass is not None else [])
     for scope in scopes:
-        for node in scope.own:
-            if not (node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.value, ast.Call)
-                    and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "prepare"
-                    and "accelerator" in (dotted(node.value.func.value) or "").lower()):
-                continue
+        for node in _prepares(scope):
             if isinstance(target, ast.Name) and node.lineno >= line:
                 continue
             held = node.targets[0]
@@ -743,6 +739,19 @@ def prepared_ddp(program: Program, target: ast.AST, fn: Function, line: int,
             line_at, value = copies[-1]
             return prepared_ddp(program, value, fn, line_at, depth - 1)
     return None
+
+
+def _prepares(scope: Function) -> list[ast.Assign]:
+    """The function's `... = accelerator.prepare(...)` assignments, found once (asked at every call
+    a forward may be)."""
+    found = scope.__dict__.get("_prepares")
+    if found is None:
+        found = scope.__dict__["_prepares"] = [
+            node for node in scope.own
+            if node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "prepare"
+            and "accelerator" in (dotted(node.value.func.value) or "").lower()]
+    return found
 
 
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:

@@ -336,6 +336,15 @@ DATASET_CLASS = re.compile(r"^class \w+\([\w.]*Dataset\b", re.MULTILINE)
 
 
 def _draws(program, klass) -> bool:
+    """_class_draws, worked out once per class: a class is asked once for each loader and each
+    base it is a base of (FMS's 310 asks of a few classes were half its lint)."""
+    found = klass.__dict__.get("_draws")
+    if found is None:
+        found = klass.__dict__["_draws"] = _class_draws(program, klass)
+    return found
+
+
+def _class_draws(program, klass) -> bool:
     """A dataset class draws in the worker: a method other than __init__ draws (`random.random()`,
     `np.random.randint`, an augmentation called), or __init__ builds a random transform
     (`RandomResizedCrop`, `ColorJitter`). A draw in __init__ itself (`random.shuffle(self.files)`),

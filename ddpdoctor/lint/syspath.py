@@ -15,12 +15,16 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from ddpdoctor.lint.nodes import walk
+
 _PATH_OPS = {"dirname", "abspath", "realpath", "normpath", "join", "expanduser"}
 
 
 def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
     """The existing folders the script (its top level, or any function of it) appends or inserts
     into sys.path."""
+    if not any(_is_sys_path(node) for node in walk(tree)):
+        return []  # (every way of adding a folder names sys.path: most modules never do)
     values: dict[str, str] = {}
     found: list[Path] = []
     adders = _path_adders(tree)
@@ -28,9 +32,9 @@ def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
     # and in the script's functions and methods, each in its own order (SMPLer-X's config
     # method: `self.root = dirname(abspath(__file__))`, then `sys.path.insert(0, join(self.root,
     # "common"))`), with what the top level bound
-    for fn in ast.walk(tree):
+    for fn in walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            inside = sorted((s for s in ast.walk(fn) if isinstance(s, ast.stmt) and s is not fn),
+            inside = sorted((s for s in walk(fn) if isinstance(s, ast.stmt) and s is not fn),
                             key=lambda s: (s.lineno, s.col_offset))  # in source order
             _added(inside, dict(values), adders, script, cwd, found)
     return list(dict.fromkeys(found))
@@ -88,7 +92,7 @@ def _path_adders(tree: ast.Module) -> dict[str, int]:
         if not isinstance(stmt, ast.FunctionDef):
             continue
         params = [a.arg for a in stmt.args.args]
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr in ("append", "insert") and _is_sys_path(node.func.value) and node.args and \
                     isinstance(node.args[-1], ast.Name) and node.args[-1].id in params:
