@@ -159,6 +159,12 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
                 if isinstance(line, int):
                     named.append(Seen(f.code, f.severity.value, _norm(f.location.file, workdir), line, f.message))
                     parent[id(named[-1])] = main
+            # DDP801 placed at the call into a helper names the collective inside it too
+            inner = f.evidence.get("collective_at")
+            if isinstance(inner, str) and inner.rpartition(":")[2].isdigit():
+                file, _, line = inner.rpartition(":")
+                named.append(Seen(f.code, f.severity.value, _norm(file, workdir), int(line), f.message))
+                parent[id(named[-1])] = main
     expected = list(entry.get("expected", []))
     unmatched = list(seen)
     # exact places first, optional ones included: a required label's stand-in at another line must

@@ -97,7 +97,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
                        "job hangs" if latent else
                        "the ranks that skip the branch never enter it, and the job hangs or "
                        "pairs it with another collective")
-        message = (f"{found.op} at {found.location} runs only where `{found.guard}` holds "
+        inner = f" (the collective itself at {found.inner})" if found.inner else ""
+        message = (f"{found.op} at {found.location}{inner} runs only where `{found.guard}` holds "
                    f"({found.guard_location}, {found.function}){via}: {consequence}")
         if found.assumption:  # the test also reads values the source does not show
             message = f"if {found.assumption}: {message}"
@@ -109,7 +110,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
             location=found.location,
             evidence={"op": found.op, "guard": found.guard, "guard_location": str(found.guard_location),
                       "function": found.function, "chain": found.chain,
-                      "assumption": found.assumption or None, "given": found.given or None},
+                      "assumption": found.assumption or None, "given": found.given or None,
+                      # the collective's own place where the finding stands at the call into it
+                      "collective_at": str(found.inner) if found.inner else None},
             severity=Severity.WARNING if found.assumption or latent or conditional else None,
         ))
     return problems

@@ -37,8 +37,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         collective in the loop (ranks that cooperate on each batch, tensor parallelism, are
         meant to see the same data), does the whole job on every rank. A warning, too, where
         the dataset's `__getitem__` never reads the index it is handed (it draws a random
-        sample of its own): the sampler does not choose the samples, the ranks' random state
-        does; and where the plain sampler draws with replacement (`RandomSampler(ds,
+        sample of its own, there or in a method it calls): the sampler does not choose the
+        samples, the ranks' random state does - not reported where DDP808 already reports the
+        same loader's workers drawing alike; and where the plain sampler draws with replacement (`RandomSampler(ds,
         replacement=True, num_samples=n)`, a WeightedRandomSampler): there is no epoch to split,
         and ranks seeded apart draw their own samples; such a sampler (or one drawing a fixed
         `num_samples`) is not reported at all where nothing seeds the ranks alike. A dataset of
@@ -101,6 +102,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                    "batches where the ranks are seeded alike")
         if not loader.trains:
             message = f"if {what} feeds training (no loop running backward over it was found): {message}"
+        if getattr(loader, "index_ignored", False) and \
+                str(loader.location) in {str(u.loader) for u in getattr(facts, "unranked_seeds", [])}:
+            # the dataset draws its own sample whatever index it is handed, and the ranks' workers
+            # draw alike: DDP808 reports this loader for that, which is the whole of the bug
+            continue
         if getattr(loader, "index_ignored", False):  # the sampler's order does not pick the samples
             message = (f"{message}; unless each rank's random state differs, since the dataset's "
                        "__getitem__ ignores the index it is handed and draws its own sample")

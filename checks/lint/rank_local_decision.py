@@ -58,7 +58,8 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                 message = (f"`{found.decision}` at {found.location} skips the rest of the pass (continue) only "
                            f"where `{found.guard}` holds: the other ranks run it and wait in {found.work}")
             else:
-                leaves = "the function (return)" if found.action == "return" else "the loop (break)"
+                leaves = {"return": "the function (return)", "exit": "the program (exit)"}.get(
+                    found.action, "the loop (break)")
                 message = (f"`{found.decision}` at {found.location} leaves {leaves} only where `{found.guard}` "
                            f"holds: the other ranks go on into the next pass and wait in {found.work}")
             hint = ("decide the stop on every rank: compute it where it is known, share it "

@@ -36,9 +36,10 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         a helper's result). Nor is an evaluation loader that no training loop reads, or a loader
         built on some ranks only (the variety it would cost is the training augmentation's),
         nor a loader that runs no workers on the values the source
-        gives (`num_workers=0`, a name bound to 0, an option whose declared default is 0 and
-        that the script never sets): it is judged on the default path, so a run that passes a
-        worker count is not. The probe (DDP305) sees the random state itself.
+        gives (`num_workers=0`, a name bound to 0). A worker count that only an option gives,
+        declared with default 0 and never set by the script (`num_workers=args.workers`), is
+        what launch recipes set: that loader is reported as a warning that states it (`if
+        --workers is above its default 0`). The probe (DDP305) sees the random state itself.
 
     Why it hurts:
         The ranks read different samples, but worker k of every rank draws the same random
@@ -69,8 +70,13 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
     quiet = {str(loader.location) for loader in facts.loaders
              if not loader.trains and (loader.evaluation or loader.under_rank_guard)}
     problems = []
+    told: dict[tuple, Problem] = {}  # one worker_init_fn's seeding, reported once for all its loaders
     for found in facts.unranked_seeds:
         if str(found.loader) in quiet:
+            continue
+        key = (found.how, str(found.location))
+        if found.how == "worker_init_fn" and key in told:
+            told[key].message += f" (and the DataLoader at {found.loader})"
             continue
         seeds = "; ".join(found.seeds[:3])
         if found.how == "worker_init_fn":
@@ -100,4 +106,5 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
                                 evidence={"loader_location": str(found.loader), "how": found.how,
                                           "worker_init_fn": found.function or None, "seeds": found.seeds,
                                           **({"seed_locations": found.seed_sites} if getattr(found, "seed_sites", None) else {})}))
+        told[key] = problems[-1]
     return problems

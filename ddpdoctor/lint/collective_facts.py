@@ -30,6 +30,9 @@ class GuardedCollective:
     chain: list[str] = field(default_factory=list)  # "train.py:40 save_checkpoint()" steps
     assumption: str = ""  # what must hold for the guard to differ between ranks ("" : proven)
     given: str = ""  # the config defaults the guard differs at (RankTest.given)
+    # where the collective itself is, when the finding is placed at the call into its helper
+    # (a helper every rank also runs elsewhere: the call is the one-sided place)
+    inner: Optional[Location] = None
 
 
 class CollectiveFacts:
@@ -99,7 +102,7 @@ class CollectiveFacts:
                     continue  # `gather(x) if gathered is None else gathered`, every caller handing `gathered`
                 reached: list[Reached] = []
                 if event.kind == "collective":
-                    reached.append((event.op, loc(fn, event.node), [], ()))
+                    reached.append((event.op, loc(fn, event.node), [], (), None))
                 elif event.kind in ("call", "ref"):
                     for target in event.targets:
                         if self.sets_up_group(target):
@@ -121,9 +124,9 @@ class CollectiveFacts:
                             place = here or (loc(fn, event.node) if owner is not None and owner is not target
                                              and not op.startswith(DDP_FORWARD)
                                              and self.only_guarded(owner) is False else None)
-                            reached.append((op, place or where, [step] + chain, conds))
+                            reached.append((op, place or where, [step] + chain, conds, where if place else None))
                 reached = _both_ways(reached)
-                for op, where, chain, conds in reached:
+                for op, where, chain, conds, inner in reached:
                     # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
                     # `if use_fsdp_eval: all_reduce()`: every rank gets there
                     said = {c for c, _ in conds}
@@ -133,6 +136,10 @@ class CollectiveFacts:
                     guard = guards[-1]
                     if sharded_save(op) and _or_engine_on(fn, guard_test(fn, guard)):
                         continue  # `if is_main_process or use_deepspeed:`: every process where it is one
+                    if _or_taken_on_the_way(guard_test(fn, guard), said):
+                        # `if is_global_zero or "stage_3" in strategy: save(...)` reaching the
+                        # collective only under `if "stage_3" in strategy:`: every rank there
+                        continue
                     assumption = _assume(guard.test.assumption, conds)
                     group = self._subgroup_at(where)
                     if group:
@@ -142,7 +149,7 @@ class CollectiveFacts:
                         assumption = f"{said}, and {assumption}" if assumption else said
                     candidates.append((guard, GuardedCollective(
                         op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
-                        assumption, guard.test.given)))
+                        assumption, guard.test.given, inner)))
             # ranks that take the other branch run the same collectives: balanced, no hang
             balanced = set()
             for guard, _ in candidates:
@@ -205,12 +212,12 @@ def _both_ways(reached: list) -> list:
     """A switch on the way that leads to a collective on both its sides (`if per_token: save_a()
     else: save_b()`, each ending in a barrier) decides which collective, not whether: it is no
     assumption of either finding."""
-    said = {c for _, _, _, conds in reached for c, _ in conds}
+    said = {c for _, _, _, conds, _ in reached for c, _ in conds}
     both = {c for c in said if _negation(c) in said}
     if not both:
         return reached
-    return [(op, where, chain, tuple((c, flag) for c, flag in conds if c not in both))
-            for op, where, chain, conds in reached]
+    return [(op, where, chain, tuple((c, flag) for c, flag in conds if c not in both), inner)
+            for op, where, chain, conds, inner in reached]
 
 
 def _negation(cond: str) -> str:
@@ -262,6 +269,14 @@ def _assume(assumption: str, conds: tuple) -> str:
 
 
 _ENGINE_WORD = re.compile(r"deepspeed|fsdp", re.IGNORECASE)
+
+
+def _or_taken_on_the_way(test: Optional[ast.AST], said: set) -> bool:
+    """The rank test is `<rank test> or X` and the way to the collective holds X itself: where
+    the collective runs, X made every rank take the branch."""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or)):
+        return False
+    return any(text(part, 10_000) in said for part in test.values)
 
 
 def _or_engine_on(fn: Function, test: Optional[ast.AST]) -> bool:

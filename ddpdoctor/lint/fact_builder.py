@@ -269,6 +269,13 @@ class BuilderCore:
         if not hasattr(self, "_switch_set"):
             # any test, not only a plain flag: `if opt["dist"]:`, `if args.world_size > 1:`
             conds = {c for fn in self.functions for e in fn.events if e.kind == "init" for c, _ in e.conds}
+            # and those a DistributedDataParallel wrapper is built under: the test that picks the
+            # wrapped model picks the distributed run (`if torchrun_is_running(): return DDP(m)`,
+            # the group set up under another test), so its `else:` is the one-process run's
+            conds |= {c for fn in self.functions for call, _, _ in fn.calls
+                      if self.program.ddp_call(call, fn)
+                      for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())
+                      if _SWITCH_LIKE.search(c)}
             # the tests each set-up runs under, by the function it is in
             own = {fn: {c for e in fn.events if e.kind == "init" for c, _ in e.conds}
                    for fn in self.functions if any(e.kind == "init" for e in fn.events)}
@@ -689,6 +696,14 @@ def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
     if not values or None in values:
         return None
     return last_name(test.left) or "", frozenset(values), inside != negated
+
+
+# The tests a DDP wrapper's side may be the distributed run's switch by: a flag or a helper asked
+# without arguments (`if use_ddp:`, `if torchrun_is_running():`), or a count of processes or
+# devices (`if world_size > 1:`, `if torch.cuda.device_count() > 1:`); not a test on the data
+# (`if len(data) > 64:`) or on a type (`isinstance`, `hasattr`)
+_SWITCH_LIKE = re.compile(r"^[\w.]+(?:\(\))?$|world|device_count|gpus?\b|n_?proc|num_processes|distributed|ddp",
+                          re.IGNORECASE)
 
 
 class Switches(frozenset):

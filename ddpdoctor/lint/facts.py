@@ -19,7 +19,7 @@ from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
-from ddpdoctor.lint.patterns import last_name, text
+from ddpdoctor.lint.patterns import env_key, last_name, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
 from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread
@@ -89,6 +89,17 @@ class FactBuilder(CollectiveFacts, LoaderFacts, AccumulationFacts, SaveFacts, Bu
     walks they share (lint/fact_builder.BuilderCore)."""
 
 
+def _world_of_one(fn, call: ast.Call) -> bool:
+    """The set-up call makes a group of one process: `world_size=1` given to it, or the function
+    writes WORLD_SIZE as the constant 1 into the environment before an env:// set-up."""
+    size = next((kw.value for kw in call.keywords if kw.arg == "world_size"), None)
+    if size is not None:
+        return isinstance(size, ast.Constant) and size.value in (1, "1")
+    return any(isinstance(node, ast.Assign) and len(node.targets) == 1 and env_key(node.targets[0]) == "WORLD_SIZE"
+               and isinstance(node.value, ast.Constant) and node.value.value in (1, "1")
+               and node.lineno < call.lineno for node in fn.own)
+
+
 def build(program: Program, script: str) -> LintFacts:
     """All the facts of one program."""
     builder = FactBuilder(program)
@@ -104,6 +115,11 @@ def build(program: Program, script: str) -> LintFacts:
         sets_up = name in SETUP_CALLS or _engine_setup(call, full)
         if (sets_up or program.ddp_call(call, fn)) and builder.switched_off(fn, call):
             off.add(id(call))  # under `if is_distributed:` with the flag left False on every way in
+            continue
+        if sets_up and _world_of_one(fn, call):
+            # `os.environ["WORLD_SIZE"] = "1"` (or world_size=1) right before it: every process
+            # is a group of its own, nothing is split between ranks (a DDP-shaped one-GPU run)
+            off.add(id(call))
             continue
         if distributed is None and sets_up:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
@@ -129,7 +145,11 @@ def build(program: Program, script: str) -> LintFacts:
         framework = "lightning"
     if distributed is None and framework is not None:
         how = framework
-    if distributed is None and ddp:
+    ones = [loc(fn, call) for fn, call, _, _ in builder.calls() if id(call) in off and _world_of_one(fn, call)]
+    if distributed is None and ones and not how:
+        how = f"only a group of one process (world size 1 at {ones[0]})"
+    if distributed is None and ddp and not ones:
+        # (a DDP model in a group of one, the only set-up a world of one: no other rank)
         for fn, call, _, _ in builder.calls():
             if program.ddp_call(call, fn) and not builder.switched_off(fn, call):
                 distributed, how = loc(fn, call), "DistributedDataParallel(...)"
@@ -140,8 +160,11 @@ def build(program: Program, script: str) -> LintFacts:
         attrs = {n.attr for n in f.of(ast.Attribute)}
         if "no_sync" in attrs or "require_backward_grad_sync" in attrs:
             syncing.add(id(f))
+        # (`Accelerator(gradient_accumulation_steps=K)` itself skips no sync: its backward()
+        # only divides the loss by K; the sync is skipped inside `accelerator.accumulate(model)`)
         accumulate = accumulate or "accumulate" in attrs or \
-            any(n.arg == "gradient_accumulation_steps" for n in f.of(ast.keyword))
+            any(kw.arg == "gradient_accumulation_steps" for c in f.of(ast.Call)
+                if last_name(c.func) not in ("Accelerator", "GradientAccumulationPlugin") for kw in c.keywords)
     # only where it can run: a helper nothing calls (EDM's `ddp_sync`, imported with the module
     # for another name) syncs nothing; a lambda or closure inside a called one does
     # (a guessed receiver counts here: `backend.get_context_for_microstep_forward(...)` over

@@ -227,6 +227,7 @@ class LoaderFacts:
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
                               or EVAL_NAME.search(builder) or self._eval_only(fn)
+                              or (bool(name) and self._bound_as_evaluation(fn, name))
                               or _off_the_training_side(fn, call)
                               or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
                               or (bool(name) and self._peeked_on_one_rank(name)))
@@ -253,7 +254,8 @@ class LoaderFacts:
                 dataset_text=dataset_text,
                 sharded_by_rank=(dataset is not None and (self.mentions_rank(dataset, fn)
                                                           or self._read_from_rank_file(dataset, fn)
-                                                          or self._rank_part_built(dataset, fn)))
+                                                          or self._rank_part_built(dataset, fn)
+                                                          or self._subset_of_sampler(dataset, fn)))
                 or self._trains(fn, name, split=True),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(rank_guards(guards)) or self.only_guarded(fn) is True,
@@ -337,6 +339,37 @@ class LoaderFacts:
                                               for t in self.program.resolve(sub.func, fn)[0])
             for sub in walk(value))
 
+    def _subset_of_sampler(self, dataset: ast.AST, fn: Function) -> bool:
+        """`Subset(ds, indices)` where the indices are what this rank's DistributedSampler lists
+        (`epoch_indices = list(sampler)`, resuming mid-epoch): the data is the rank's share."""
+        for value, scope in self.program.values_of(dataset, fn, 2):
+            if isinstance(value, ast.Call) and last_name(value.func) == "Subset" and len(value.args) >= 2 \
+                    and self._listed_from_sampler(value.args[1], scope, 4):
+                return True
+        return False
+
+    def _listed_from_sampler(self, node: ast.AST, fn: Function, depth: int) -> bool:
+        for sub in walk(node):
+            if isinstance(sub, ast.Call) and last_name(sub.func) in ("list", "iter", "sorted", "tuple") and sub.args:
+                if any(isinstance(v, ast.Call) and self._builds_distributed_sampler(v, s)
+                       for v, s in self.program.values_of(sub.args[0], fn, 2)):
+                    return True
+            if isinstance(sub, ast.Name) and depth > 0 and any(
+                    v is not sub and self._listed_from_sampler(v, s, depth - 1)
+                    for v, s in self.program.values_of(sub, fn, 1)):
+                return True
+        return False
+
+    def _bound_as_evaluation(self, fn: Function, name: str) -> bool:
+        """A builder returns the loader (`loader = DataLoader(...); return loader`) and every
+        caller keeps it under an evaluation name (`self.test_dataloader = self.Dl_test.loader()`),
+        none under a training one."""
+        if not (_returned_alone(fn, name) or name == fn.name):
+            return False
+        bound = [self.bound_name(caller, event.node) for caller, event in self.callers().get(fn, [])
+                 if isinstance(event.node, ast.Call)]
+        return bool(bound) and all(b and EVAL_NAME.search(b) and not TRAIN_NAME.search(b) for b in bound)
+
     def _eval_only(self, fn: Function) -> bool:
         """Every function that calls this one is an evaluation helper (named so; not one that
         builds the training loader beside it, `make_train_val_loaders`)."""
@@ -395,8 +428,10 @@ class LoaderFacts:
                             continue
                         for inner in target.own_calls:
                             read = _next_of(inner)
-                            if isinstance(read, ast.Name) and read.id in target.params:
+                            if isinstance(read, ast.Name) and read.id in target.params and _hands_back(target, inner):
                                 given = argument_at(target, c, read.id)
+                                if isinstance(given, ast.Call) and last_name(given.func) == "iter" and given.args:
+                                    given = given.args[0]  # `sample(model, iter(loader))`
                                 if isinstance(given, (ast.Name, ast.Attribute)):
                                     names |= self._iterated_names_of(given, fn)
                 if not isinstance(node, (ast.For, ast.AsyncFor)):
@@ -687,6 +722,14 @@ class LoaderFacts:
             if loops and position in (None, -1) and id(event.node) in self._train_calls \
                     and not ruled_out(fn, call, event.node):
                 return True  # `for x, y in make_loader(data):` iterated where the builder is called
+            if depth > 1 and bound and caller is not fn:
+                # `train_dat = prepare_data(...)` then `return train_dat, valid_dat`: what the
+                # caller binds it to, it returns again (alone or as an item) to its own callers
+                again = _returned_at(caller, bound)
+                if again is None and _returned_alone(caller, bound):
+                    again = -1
+                if again is not None and self._bound_by_callers(caller, again, names, None, loops, depth - 1):
+                    return True
             if depth > 1 and not bound and position in (None, -1) and caller is not fn and any(
                     isinstance(n, ast.Return) and n.value is event.node for n in caller.own) \
                     and self._bound_by_callers(caller, position, names, None, loops, depth - 1):
@@ -709,8 +752,10 @@ class LoaderFacts:
                 if len(params) >= 2 else False
             if anew is None:
                 # the index is never read, and a sample is drawn instead (`np.random.choice(chars, 4)`)
-                anew = any(c.__class__ is ast.Call and (self.program.qualify(c.func, getitem) or "") in GLOBAL_DRAWS
-                           for c in getitem.own_calls)
+                # there or in a method of its own it calls (`ret = self.try_random_slice()`,
+                # drawing a file and an offset)
+                anew = any(c.__class__ is ast.Call and (self.program.qualify(c.func, m) or "") in GLOBAL_DRAWS
+                           for m in _with_self_calls(self.program, getitem) for c in m.own_calls)
             if not anew:
                 return False
             found = True
@@ -947,6 +992,7 @@ class LoaderFacts:
                     or (isinstance(receiver, ast.Name)
                         and any(v is call for v, _ in program.unpacked(receiver.id, sfn))) \
                     or self._kept_by_instance(receiver, sfn, call) \
+                    or _unknown_receiver(program, receiver, sfn) \
                     or not own
                 if ok:
                     matched.append(loc(sfn, scall))
@@ -1032,8 +1078,10 @@ class LoaderFacts:
         return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call)
                                    and ruled_out(fn, call, event.node) for event in sites)
 
-    def _arguments(self, fn: Function, param: str) -> set[str]:
-        """The names fn's callers pass for its parameter `param` (one level up)."""
+    def _arguments(self, fn: Function, param: str, depth: int = 3) -> set[str]:
+        """The names fn's callers pass for its parameter `param`; where a caller passes a
+        parameter of its own as it is (`train(model, train_loader)` -> `train_one_epoch(model,
+        train_loader)`), what its callers pass, a few levels up."""
         node = fn.node
         positional = [a.arg for a in node.args.posonlyargs + node.args.args]
         offset = 1 if fn.cls is not None and positional[:1] in (["self"], ["cls"]) else 0
@@ -1048,6 +1096,9 @@ class LoaderFacts:
                 value = call.args[index]
             if isinstance(value, (ast.Name, ast.Attribute)) and last_name(value):
                 found.add(last_name(value))
+                if isinstance(value, ast.Name) and value.id in caller.params and depth > 1 \
+                        and not caller.bindings.get(value.id) and caller is not fn:
+                    found |= self._arguments(caller, value.id, depth - 1)
             elif isinstance(value, ast.Call):  # `forever(DataLoader(ds, ...))`: the loader by its place
                 found.add(f"@{caller.file.display}:{value.lineno}")
         return found
@@ -1522,6 +1573,58 @@ def _count_test(cond: str, fn: Function):
         return None
     op, bound_at = _OPS[type(test.ops[0])], test.comparators[0].value
     return text(test.left), (lambda n: op(n, bound_at) != negated)
+
+
+def _with_self_calls(program, method: Function, depth: int = 2) -> list:
+    """The method and the methods of its class it calls as `self.<name>()`, a few calls down."""
+    found, todo = [method], [method]
+    for _ in range(depth):
+        more = []
+        for m in todo:
+            for call in m.own_calls:
+                if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+                        and call.func.value.id == "self" and m.cls is not None:
+                    callee = program.method(m.cls, call.func.attr)
+                    if callee is not None and callee not in found:
+                        found.append(callee)
+                        more.append(callee)
+        todo = more
+    return found
+
+
+def _unknown_receiver(program, receiver: ast.AST, fn: Function) -> bool:
+    """`self.trn_smp.set_epoch(e)` where the attribute is only ever unpacked from a container
+    the source does not show the items of (`self.trn_dl, self.trn_smp = phase["data"]`): which
+    sampler it holds is not known, so it may be this one - no DDP804 rests on not knowing."""
+    if not isinstance(receiver, ast.Attribute):
+        return False
+    values = program.values_of(receiver, fn)
+    if not values or any(v is not receiver for v, _ in values):
+        return False
+    klass = program._class_of_fn(fn)
+    if klass is None:
+        return False
+    # assigned somewhere in the class, and only as an item unpacked from a subscript or a call
+    stores = [node for m in klass.methods.values() for node in m.own if isinstance(node, ast.Assign)
+              for t in node.targets for n in walk(t)
+              if isinstance(n, ast.Attribute) and n.attr == receiver.attr and isinstance(n.value, ast.Name)
+              and n.value.id == "self"]
+    return bool(stores) and all(isinstance(s.targets[0], (ast.Tuple, ast.List))
+                                and isinstance(s.value, (ast.Subscript, ast.Name)) for s in stores)
+
+
+def _hands_back(fn: Function, read: ast.Call) -> bool:
+    """What fn reads with `next(batches)` reaches what it returns (I2SB's `sample_batch()`
+    returning the batch the caller's loop trains on); a helper that keeps the batch to itself
+    (an evaluation run over `next(test_iter)`, returning nothing) trains on nothing there."""
+    bound = {t.id for node in fn.own if isinstance(node, ast.Assign) and any(n is read for n in walk(node.value))
+             for target in node.targets for t in walk(target) if isinstance(t, ast.Name)}
+    for value in fn.returned:
+        if value is None or is_const(value, None):
+            continue
+        if any(n is read or (isinstance(n, ast.Name) and n.id in bound) for n in walk(value)):
+            return True
+    return False
 
 
 def _next_of(call: ast.Call):

@@ -383,7 +383,9 @@ def _loss_of(receiver: ast.AST) -> ast.AST:
 
 def _through_ddp(program: Program, node: ast.AST, fn: Function, depth: int) -> bool:
     """The value is computed from a forward of a DDP model: a call ddp_model() recognises in
-    it, or in what the names in it were assigned (a few assignments back, in fn)."""
+    it, or in what the names in it were assigned (a few assignments back, in fn), or, for a
+    parameter, what a caller hands it (`def step(loss): scaler.scale(loss).backward()`, called
+    with the loss of a DDP forward)."""
     for sub in walk(node):
         if isinstance(sub, ast.Call) and ddp_model(program, sub, fn) is not None:
             return True
@@ -391,8 +393,9 @@ def _through_ddp(program: Program, node: ast.AST, fn: Function, depth: int) -> b
         return False
     for sub in walk(node):
         if isinstance(sub, ast.Name):
+            handed = sub.id in fn.params and not fn.bindings.get(sub.id)
             for value, scope in program.values_of(sub, fn, 1):
-                if value is not sub and scope is fn and _through_ddp(program, value, fn, depth - 1):
+                if value is not sub and (scope is fn or handed) and _through_ddp(program, value, scope, depth - 1):
                     return True
     return False
 

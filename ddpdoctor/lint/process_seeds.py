@@ -220,6 +220,8 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
     shows, a helper's result)."""
     if seed is None:
         return _UNKNOWN  # seed_everything() draws one itself
+    if _stepped_by_rank(seed, fn, program, 3):
+        return _PER_RANK
     verdict = _SAME
     for value, scope in program.values_of(seed, fn, 3):
         for node in walk(value):
@@ -227,6 +229,20 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
                 return _PER_RANK
         verdict = max(verdict, _origin(value, scope, program))
     return verdict
+
+
+def _stepped_by_rank(node: ast.AST, fn: Function, program, depth: int) -> bool:
+    """`seed = opts.SEED; seed += opts.rank` (a plain name's `+=` binds nothing): the name the
+    seed is read from is stepped by a rank, there or in a caller that hands it on."""
+    if not isinstance(node, ast.Name):
+        return False
+    for stmt in fn.own:
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == node.id and \
+                any(RANK_WORDS.search(last_name(n) or "") or program.ranks.is_rank(n, fn) for n in walk(stmt.value)):
+            return True
+    if depth > 0 and node.id in fn.params:
+        return any(_stepped_by_rank(arg, caller, program, depth - 1) for arg, caller in fn.arguments.get(node.id, []))
+    return False
 
 
 # Counters the ranks step in lockstep (DDP keeps them so): the same on every rank wherever they come from.

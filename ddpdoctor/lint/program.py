@@ -192,8 +192,18 @@ class Program:
         for function in self.functions:
             self._collect_bindings(function)
         self._phase = "arguments"
+        self._unbound_instances: list = []
         for function in list(self.functions):
             self._bind_arguments(function)
+        # `def train_epoch(model, stepper): stepper(loss)` written above the `main()` that hands
+        # it `ScaledStep()`: what the parameter holds was known only once main's calls were
+        # bound, so such a call is bound again, once, after the pass
+        retry, self._unbound_instances = self._unbound_instances, []
+        if retry:
+            self._changed()
+            for fn, node in retry:
+                self._bind_call(fn, node, [])
+        self._unbound_instances = None
         self._phase = "ranks"
         self.ranks.index()
         self._in_order()
@@ -582,6 +592,9 @@ class Program:
         self._changed()  # a module this call needs and has not read is noted for it (_module)
         targets, _ = self.resolve(func, fn)
         self._changed()
+        if not targets and func.__class__ is ast.Name and func.id in fn.params and \
+                getattr(self, "_unbound_instances", None) is not None:
+            self._unbound_instances.append((fn, node))
         for target in targets:
             if target in bound:
                 continue
@@ -1295,7 +1308,32 @@ class Program:
                     self.full_symbol(f"{owner.name}.{func.attr}")
             if owner.__class__ is Klass:  # `Trainer.from_config(cfg)`: a class's own method
                 return self.method(owner, func.attr)
+            if owner is None and func.value.id not in fn.params and func.value.id not in fn.bindings:
+                held = self._class_from_table(func.value, fn)
+                if held is not None:  # `PipelineConfig = CONFIGS["iust"]; PipelineConfig.make_model()`
+                    return self.method(held, func.attr)
         return None
+
+    def _class_from_table(self, name: ast.Name, fn: Function) -> Optional[Klass]:
+        """The local class a global holds when it is bound once, to an entry of a table literal
+        at a constant key (`CONFIGS = {"ethz": C.Ethz, "iust": C.Iust}; PipelineConfig =
+        CONFIGS["iust"]`); None otherwise. Worked out once per name and module."""
+        memo = self.__dict__.setdefault("_table_classes", {})
+        key = (id(fn.module), name.id)
+        if key in memo:
+            return memo[key]
+        memo[key] = None  # (a cycle: not known)
+        found = None
+        values = self.values_of(name, fn, 1)
+        if len(values) == 1 and values[0][0].__class__ is ast.Subscript and \
+                values[0][0].slice.__class__ is ast.Constant and values[0][0].value.__class__ is ast.Name:
+            value, scope = values[0]
+            classes = {id(k): k for k in self._table_entries(value.value, scope, path=[value.slice])
+                       if k.__class__ is Klass}
+            if len(classes) == 1:
+                found = next(iter(classes.values()))
+        memo[key] = found
+        return found
 
     def resolve(self, func: ast.AST, fn: Function) -> tuple[list[Function], list[Function]]:
         """(functions a call reaches, local methods of the same name when the receiver is unknown)."""

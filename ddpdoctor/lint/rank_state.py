@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.fact_builder import SINGLE
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
-                                     loader_call, text)
+                                     dotted, loader_call, text)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -674,6 +675,8 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                 guards_of.get(id(item.loops[-1]), ()) != item.guards:
             continue
         test = builder.program.ranks.guard(stmt.test, fn)
+        if test is not None and _single_part(stmt.test):
+            continue  # `if RANK == -1 and stopper(fitness):` holds in a run without a group only
         # rank 0 leaves the loop, or the whole training function, or skips the rest of the pass
         leaving = (ast.Break, ast.Return, ast.Continue)
         if test is None or _break_in(stmt.orelse, None, leaving) is not None:
@@ -682,6 +685,8 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if leave is None:
             continue
         around = leave[0]
+        if around is not None and _single_part(around.test):
+            continue  # `if RANK in {-1, 0}:` ... `if RANK == -1 and stopper(fitness): break`
         loop = item.loops[-1]
         top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
         after = loop.body[loop.body.index(top) + 1:]
@@ -699,6 +704,13 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         where = around if around is not None else stmt
         notes = [test.assumption] if test.assumption else []
+        if "new_group" in work and not skipping:
+            # `for ranks in groups: g = new_group(ranks); if rank in ranks: mine = g; break`:
+            # the ranks of an early group stop creating the later ones, which torch documents
+            # every process must create, in the same order. Since torch 2.1 new_group waits for
+            # no other rank (unless TORCH_DIST_INIT_BARRIER=1), so this parts later, not here.
+            notes.append("a group created later (or TORCH_DIST_INIT_BARRIER=1) needs every process in "
+                         "dist.new_group(), as torch documents")
         if around is not None:
             notes.append(f"`{text(around.test)}` holds there")
         if not skipping and not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
@@ -708,7 +720,8 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             notes.append(f"the loop over `{text(loop.iter, 50)}` runs more than once")
         found.append(RankLocalDecision(
             Location(fn.file.display, where.lineno), text(where.test),
-            {ast.Return: "return", ast.Continue: "continue"}.get(type(leave[1]), "break"), test.text, "rank_exit", work,
+            {ast.Return: "return", ast.Continue: "continue", ast.Expr: "exit"}.get(type(leave[1]), "break"),
+            test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes)))
     return found
 
@@ -787,11 +800,28 @@ def _module_method(program, fn: Function) -> bool:
     return known
 
 
+def _single_part(test: ast.AST) -> bool:
+    """A part of an `and` (or the whole test) holds only where no process group is set up
+    (`RANK == -1`, `not args.distributed`): the branch never runs in a distributed run."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    return any(SINGLE.search(text(part, 200)) for part in parts)
+
+
+# The calls that end the process: a rank that takes one leaves every loop it is in.
+PROCESS_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
+
+
+def _exits(stmt: ast.stmt) -> bool:
+    """`quit()`, `sys.exit(0)`, `os._exit(1)` as a statement of its own."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+        dotted(stmt.value.func) in PROCESS_EXITS
+
+
 def _break_in(body: list, around: Optional[ast.If] = None, leaves: tuple = (ast.Break,)) -> Optional[tuple]:
     """(the innermost plain `if` around it, the `break`) for a break of the enclosing loop in
     body - not one of a nested loop's; leaves=(Break, Return): a `return` out of it too."""
     for stmt in body:
-        if isinstance(stmt, leaves):
+        if isinstance(stmt, leaves) or (ast.Return in leaves and _exits(stmt)):
             return around, stmt
         parts: list = []
         if isinstance(stmt, ast.If):

@@ -610,6 +610,11 @@ class RankFlow:
                     and not isinstance(node.right.value, bool) and 1 < node.right.value <= GPUS_PER_NODE_MAX:
                 return "node"
             return "node" if self._node_count(node.right, fn, depth) else "global"
+        if node.__class__ is ast.Name and _exported_as_rank(node.id, fn):
+            # `os.environ["RANK"] = str(rank)` before an env:// set-up: the process group takes
+            # it as the job's rank, whatever the callers called it (`--local_rank` of a
+            # self-launching script that starts every process on one host)
+            return "global"
         if isinstance(node, (ast.Name, ast.Attribute)) and self._offset_by_node(node, fn):
             return "global"  # `args.local_rank += args.node_index * args.gpu_per_node`
         if node.__class__ is ast.Name and self._spawn_index(node.id, fn) and _offset_from(node.id, fn):
@@ -688,8 +693,9 @@ class RankFlow:
         if not uniform_ifs:
             return found
         for node in target.own:
+            # (`return 0` / `return 1` is such an answer too: a falsy or truthy stand-in)
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) \
-                    and isinstance(node.value.value, bool):
+                    and (isinstance(node.value.value, bool) or node.value.value in (0, 1)):
                 found.add(id(node.value))
         return found
 
@@ -992,6 +998,15 @@ STEP_PHASES = frozenset({"sync_gradients"})
 
 def _on_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _exported_as_rank(name: str, fn: Function) -> bool:
+    """fn writes the name into the environment as RANK (`os.environ["RANK"] = str(rank)`)."""
+    for node in fn.own:
+        if node.__class__ is ast.Assign and len(node.targets) == 1 and env_key(node.targets[0]) == "RANK" \
+                and any(n.__class__ is ast.Name and n.id == name for n in walk(node.value)):
+            return True
+    return False
 
 
 def _returns(target: Function) -> list[ast.AST]:

@@ -106,6 +106,17 @@ def _crashes(stmt: ast.stmt) -> bool:
     return name != "SystemExit"
 
 
+def _plain_test(node: ast.AST) -> ast.AST:
+    """`ddp == True` / `ddp is True` said as `ddp`, `ddp == False` as `not ddp`: the same switch
+    (a builder's `if ddp == True:` and the launcher's `if ddp:` are one test)."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.Is)) \
+            and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, bool):
+        if node.comparators[0].value:
+            return node.left
+        return ast.UnaryOp(ast.Not(), node.left)
+    return node
+
+
 def _negation_text(node: ast.AST) -> str:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return text(node.operand, 10_000)
@@ -145,11 +156,12 @@ class _Said:
 
     def said(self) -> tuple[tuple[str, bool], ...]:
         if self._said is None:
+            test = _plain_test(self.test)
             if self.side == "body":
-                parts = _conjuncts(self.test)
+                parts = _conjuncts(test)
                 self._said = tuple((t, parts[t]) for t in sorted(parts))
             else:
-                self._said = ((_negation_text(self.test), _flag_like(self.test)),)
+                self._said = ((_negation_text(test), _flag_like(test)),)
         return self._said
 
 
@@ -382,6 +394,10 @@ class Walker:
         if patterns.is_save(program, call, fn):
             fn.events.append(Event("save", call, line, guards, loops, conds=conds))
         targets, weak = program.resolve(call.func, fn)
+        if weak:
+            # a method guessed by its name alone is not one the call cannot be: `sched.step()`
+            # is no `Keeper.step(self, it)`, which needs an argument it is not given
+            weak = [w for w in weak if _arity_fits(w, call)]
         if targets:
             split = _null_object_guard(program, fn, call, targets)
             if split is not None:  # `saver = Saver() if rank == 0 else NoOp()`: Saver's methods, rank 0's
@@ -402,6 +418,30 @@ class Walker:
                 continue  # a local helper that only looks at the function (its name, signature)
             if refs:
                 fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))
+
+
+def _arity_fits(target, call: ast.Call) -> bool:
+    """The call gives the function's required parameters and no more positional ones than it
+    takes (anything goes where `*args` / `**kwargs` spread on either side)."""
+    node = target.node
+    args = getattr(node, "args", None)
+    if args is None or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if target.cls is not None and positional[:1] in (["self"], ["cls"]) and \
+            not any(_decorator_name(d) == "staticmethod" for d in getattr(node, "decorator_list", [])):
+        positional = positional[1:]
+    required = positional[:len(positional) - len(args.defaults)]
+    given = {k.arg for k in call.keywords}
+    if len(call.args) > len(positional) and args.vararg is None:
+        return False
+    missing = [p for p in required[len(call.args):] if p not in given]
+    kw_missing = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None and a.arg not in given]
+    return not missing and not kw_missing
+
+
+def _decorator_name(node: ast.AST) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
 COMMAND = "command"  # a "ref" event's op: a command-line framework's registration of its target

@@ -62,6 +62,7 @@ class _Files:
     def __init__(self, files: list, functions: Optional[list] = None) -> None:
         self.functions: dict[str, list[tuple[object, ast.AST]]] = {}
         self.attr_values: dict[str, list[tuple[ast.AST, ast.AST]]] = {}  # attr -> (value, scope)
+        self.self_attrs: set[int] = set()  # the values of those assigned to `self.<attr>`
         # id(node) -> its innermost function, for the nodes the judging asks about: functions,
         # lambdas, assignments, calls (None, or no entry: the module's top level)
         self.owner: dict[int, Optional[ast.AST]] = {}
@@ -117,6 +118,8 @@ class _Files:
                 for target in node.targets:
                     if isinstance(target, ast.Attribute):
                         self.attr_values.setdefault(target.attr, []).append((node.value, scope))
+                        if isinstance(target.value, ast.Name) and target.value.id == "self":
+                            self.self_attrs.add(id(node.value))
 
 
 # The nodes whose owner the judging looks up.
@@ -172,8 +175,10 @@ class _Judge:
                 return _PER_RANK  # get_worker_info().seed, worker_info.seed
             # A config's attribute (args.seed, cfg.SEED) is the same on every rank unless the
             # script sets it from something else somewhere.
-            return max((self.value(v, where, depth + 1) for v, where in self.files.attr_values.get(node.attr, [])),
-                       default=_GLOBAL)
+            # (an object's own field, `self.seed = seed` in a sampler, is not `args.seed`)
+            foreign = isinstance(node.value, ast.Name) and node.value.id != "self"
+            return max((self.value(v, where, depth + 1) for v, where in self.files.attr_values.get(node.attr, [])
+                        if not (foreign and id(v) in self.files.self_attrs)), default=_GLOBAL)
         if isinstance(node, ast.Call):
             name = last_name(node.func) or ""
             if name in DERIVED:
@@ -203,7 +208,11 @@ class _Judge:
                         # a closure over the builder's parameter (`def init(wid): np.random.seed(seed)`
                         # inside `make_loader(..., seed=1234)`): what its calls give it
                         return self._given(scope, name, depth)
-                    return _UNKNOWN  # a parameter: its callers decide
+                    if isinstance(scope, ast.Lambda):
+                        return _UNKNOWN
+                    # a parameter: its callers decide (`prepare_dataloader(seed=args.seed)` handing
+                    # on the seed a worker-init factory closes over); unknown where none is seen
+                    return self._given(scope, name, depth)
             values = [] if isinstance(scope, ast.Lambda) else _assigned(scope, name)
             if values:
                 return max(self.value(v, scope, depth + 1) for v in values)
@@ -271,6 +280,10 @@ def _worker_init(value: ast.AST, files: _Files, scope: ast.AST) -> Optional[tupl
         positional = []
     if isinstance(value, ast.Lambda):
         return value, None, bound, "lambda"
+    if isinstance(value, ast.Call):
+        # `worker_init_fn=get_seed_worker(seed)`: a factory whose returned function the workers
+        # run, the factory's arguments bound to the parameters that function closes over
+        return _made_by_factory(value, files)
     name = last_name(value)
     candidates = files.functions.get(name or "", [])
     if len(candidates) != 1:
@@ -283,6 +296,25 @@ def _worker_init(value: ast.AST, files: _Files, scope: ast.AST) -> Optional[tupl
     if positional:
         return None  # the worker id is then not the first parameter: not judged
     return fn, source, bound, name or ""
+
+
+def _made_by_factory(call: ast.Call, files: _Files) -> Optional[tuple[ast.AST, object, dict, str]]:
+    """(the function a local factory returns, its file, {}, its name); None where the factory or
+    what it returns is not in sight."""
+    candidates = files.functions.get(last_name(call.func) or "", [])
+    if len(candidates) != 1:
+        return None
+    source, factory = candidates[0]
+    nested = {n.name: n for n in factory.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    returned = [n.value for n in ast.walk(factory) if isinstance(n, ast.Return) and n.value is not None]
+    made = [nested.get(r.id) if isinstance(r, ast.Name) else r if isinstance(r, ast.Lambda) else None
+            for r in returned]
+    if len(made) != 1 or made[0] is None:
+        return None  # several returns (`return seed_worker if per_rank else None`), or not a local def
+    # (nothing bound: the names it closes over are the factory's parameters, which the judge
+    # follows to the factory's calls, as for any closure)
+    inner = made[0]
+    return inner, source, {}, getattr(inner, "name", "lambda")
 
 
 def _generator_seeds(value: ast.AST, scope: ast.AST, module: ast.Module) -> list[ast.Call]:

@@ -266,7 +266,17 @@ def test_accelerate_accumulating_by_hand_without_accumulate(tmp_path):
     found, _ = lint(tmp_path, source.replace("{kw}", ""))
     assert codes(found) == [("DDP805", "warning", 14)]
     assert "accelerator.accumulate(model)" in found[0].hint
+    # Accelerator(gradient_accumulation_steps=K) alone skips no sync: its backward() only divides
+    # the loss by K; the sync is skipped inside `with accelerator.accumulate(model):`
     found, _ = lint(tmp_path, source.replace("{kw}", "gradient_accumulation_steps=4"))
+    assert codes(found) == [("DDP805", "warning", 14)]
+    inside = source.replace("{kw}", "gradient_accumulation_steps=4").replace(
+        "            loss = model(torch.randn(2, 4)).sum() / 4\n            accelerator.backward(loss)\n"
+        "            if step % 4 == 0:\n                optimizer.step()\n",
+        "            with accelerator.accumulate(model):\n                loss = model(torch.randn(2, 4)).sum()\n"
+        "                accelerator.backward(loss)\n                optimizer.step()\n")
+    assert "accumulate(model)" in inside
+    found, _ = lint(tmp_path, inside)
     assert codes(found) == []
 
 
