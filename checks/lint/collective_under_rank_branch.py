@@ -29,7 +29,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `trainer.save_checkpoint()` and `strategy.barrier()`, Accelerate's
         `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`, and a sharded
         optimizer's `consolidate_state_dict()` (ZeroRedundancyOptimizer, fairscale's OSS: every
-        rank sends its shard; a warning where the optimizer's class is not shown), and a
+        rank sends its shard; a warning where the optimizer's class is not shown), a DeepSpeed
+        engine's `save_checkpoint()` (the engine `deepspeed.initialize` returns, or
+        `accelerator.deepspeed_engine`: every rank saves its own partition), and a
         torchmetrics metric's `compute()` (it all-gathers the metric's state, unless built with
         `sync_on_compute=False` or a `dist_sync_fn` of its own). A branch whose
         other side runs the same collectives (`if rank == 0: work(); barrier()` /

@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
 from ddpdoctor.lint.fact_builder import _cond_false, _cond_true, _fn_loops, _loops, argument_at, given_constants, loc
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import _loss_of, fresh_model, is_const, keyword, last_name, plain_loss, text
+from ddpdoctor.lint.patterns import _loss_of, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function
 
 
@@ -254,7 +254,7 @@ class AccumulationFacts:
         # (a second model's optimizer stepping and clearing every pass - a GAN's discriminator -
         # leaves the accumulating model's step as conditional as it was)
         calls = [(c, cond) for c, cond in calls if not self._steps_another_model(c, backward, fn)]
-        if any(last_name(c.func) == "zero_grad" for c, cond in calls if not cond):
+        if any(last_name(c.func) == "zero_grad" and not _submodule_clear(c) for c, cond in calls if not cond):
             return None  # the gradients are cleared on every pass: none carry over to accumulate
         if _clears_first(self.program, backward, fn):
             return None  # `def train_step(): model.zero_grad(); ...backward()`: the helper clears them
@@ -608,6 +608,20 @@ def _changed_in(fn: Function) -> set[str]:
     if found is None:
         found = fn.__dict__["_changed_names"] = _assigned_names(fn.node.body) | set(fn.params)
     return found
+
+
+def _submodule_clear(call: ast.Call) -> bool:
+    """`net.module.teacher.zero_grad()`: the gradients of one part of a model (a frozen EMA
+    teacher), not of the model the optimizer steps - the rest still accumulates. An optimizer's
+    or a whole model's (`opt.zero_grad()`, `self.model.zero_grad()`) clears them all."""
+    receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    if not receiver:
+        return False
+    parts = receiver.split(".")
+    if parts[0] == "self":
+        parts = parts[1:]
+    parts = [p for p in parts if p != "module"]  # (the module DDP wraps is the model itself)
+    return len(parts) >= 2 and not any("optim" in p.lower() for p in parts)
 
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:

@@ -34,7 +34,9 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     r"|^not \(?(?:[\w.]*is_available\(\) and )?[\w.]*is_initialized\(\)\)?$"
                     # `local_rank == -1`: launched without a launcher (DensePhrases' evaluation);
                     # `global_rank == -1`, the copy set to -1 where no group is set up
-                    r"|^[\w.]*rank == -1$|^[\w.]*rank < 0$",
+                    r"|^[\w.]*rank == -1$|^[\w.]*rank < 0$"
+                    # `world_size == -1`, the `else:` of `if world_size != -1:` (MIND-PR's loaders)
+                    r"|^[\w.]*world_size == -1$|^not \(?[\w.]*world_size != -1\)?$|^[\w.]*world_size < [01]$",
                     re.IGNORECASE)
 # `not use_fsdp` / `not self.deepspeed` is the single-process side only where the script has no
 # other way to be distributed: beside a DistributedDataParallel model it is the DDP path
@@ -272,10 +274,12 @@ class BuilderCore:
             # and those a DistributedDataParallel wrapper is built under: the test that picks the
             # wrapped model picks the distributed run (`if torchrun_is_running(): return DDP(m)`,
             # the group set up under another test), so its `else:` is the one-process run's
-            conds |= {c for fn in self.functions for call, _, _ in fn.calls
-                      if self.program.ddp_call(call, fn)
-                      for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())
-                      if _SWITCH_LIKE.search(c)}
+            wrapped = {c for fn in self.functions for call, _, _ in fn.calls
+                       if self.program.ddp_call(call, fn)
+                       for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())}
+            # (not a test whose other side wraps a model too: `if implicit: DDP(net) else:
+            # DDP(model)` picks what is wrapped, not whether the run is distributed)
+            conds |= {c for c in wrapped if _SWITCH_LIKE.search(c) and _negated(c) not in wrapped}
             # the tests each set-up runs under, by the function it is in
             own = {fn: {c for e in fn.events if e.kind == "init" for c, _ in e.conds}
                    for fn in self.functions if any(e.kind == "init" for e in fn.events)}

@@ -1259,15 +1259,20 @@ class LoaderFacts:
                 # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch), or
                 # `while True: yield from loader` (an endless generator: DiffuSeq, StyleSwin)
                 for sub in walk(node):
+                    read = None
                     if isinstance(sub, ast.YieldFrom) and isinstance(sub.value, (ast.Name, ast.Attribute)):
-                        name = last_name(sub.value)
-                        if name:
-                            out[name] = True
+                        read = sub.value
                     if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \
                             and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
-                        name = last_name(sub.args[0])
-                        if name:
-                            out[name] = True
+                        read = sub.args[0]
+                    name = last_name(read) if read is not None else None
+                    if name:
+                        out[name] = True
+                        if isinstance(read, ast.Name) and name in fn.params:
+                            # `def cycle(iterable): ... it = iter(iterable)` on StopIteration: the
+                            # loader each caller hands it is read pass after pass
+                            for arg in self._arguments(fn, name):
+                                out[arg] = True
             # `self.batches = iter(loader)` once (a trainer's constructor), read by `next()` for
             # as many steps as the dataset holds (sized epochs x images per epoch): one pass
             looped = {id(sub) for node, _ in _fn_loops(fn) for sub in walk(node)}

@@ -335,6 +335,12 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         if made_by(program, receiver, fn, "ZeroRedundancyOptimizer") or made_by(program, receiver, fn, "OSS"):
             return f"{text(call.func, 40)}() (the sharded optimizer gathers every rank's shard)"
         return f"{text(call.func, 40)}() {SHARDED_OPTIMIZER}"
+    if receiver is not None and name == "save_checkpoint" \
+            and (program.uses("deepspeed") or program.uses("accelerate")) \
+            and not program.resolve(call.func, fn)[0] and _deepspeed_engine(program, receiver, fn):
+        # every rank writes its own ZeRO partition and they meet in a barrier: the
+        # DeepSpeed docs require the call on every process
+        return f"{text(call.func, 40)}() (DeepSpeed: every rank saves its own partition and waits for the others)"
     if receiver is not None:
         owner = (last_name(receiver) or "").lower()
         if program.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
@@ -593,6 +599,29 @@ def grad_off_by(op: str, switch: str) -> str:
 # main process only it hangs (diffusers' training examples, issue #2606). A warning: the script
 # prepares for one of them, whether the config picks it is not in the source.
 SHARDED_SAVE = "(every process takes part under {})"
+
+
+def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function) -> bool:
+    """The receiver is a DeepSpeed engine: the first item `deepspeed.initialize(...)` returns
+    (`model_engine, opt, _, _ = deepspeed.initialize(...)`, there or in a method of the class
+    for `self.<name>`), or Accelerate's `accelerator.deepspeed_engine`."""
+    key = dotted(receiver) or ""
+    if key.endswith("deepspeed_engine"):
+        return True
+    for value, _ in program.values_of(receiver, fn, 2):
+        if (dotted(value) or "").endswith("deepspeed_engine"):
+            return True
+    klass = fn.cls if fn.parent is None else None
+    scopes = [fn] if isinstance(receiver, ast.Name) else \
+        (list(klass.methods.values()) if key.startswith("self.") and klass is not None else [])
+    for scope in scopes:
+        for node in scope.own:
+            if node.__class__ is ast.Assign and len(node.targets) == 1 and \
+                    isinstance(node.targets[0], (ast.Tuple, ast.List)) and node.targets[0].elts and \
+                    dotted(node.targets[0].elts[0]) == key and isinstance(node.value, ast.Call) and \
+                    (program.qualify(node.value.func, scope) or "") == "deepspeed.initialize":
+                return True
+    return False
 
 
 def sharded_engine(program: Program) -> str:

@@ -713,8 +713,35 @@ class RankFlow:
                 polarities = {t.polarity for t in tests}
                 found = RankTest(tests[0].text, tests[0].key, polarities.pop() if len(polarities) == 1 else "other",
                                  tests[0].assumption, "node" if all(t.scope == "node" for t in tests) else "global")
+            elif target.node is not None and not isinstance(target.node, ast.Module):
+                found = self._returns_under_rank(target, depth)
         self._returns[id(target)] = found
         return found
+
+    def _returns_under_rank(self, target: Function, depth: int) -> Optional[RankTest]:
+        """`if rank < 1: ...; return merged` and nothing returned otherwise (None: the end of
+        the function, or `return None`): what it returns is something only on those ranks, so a
+        caller's `if merged:` is that rank test."""
+        found: list = []
+
+        def visit(body: list, test: Optional[RankTest]) -> None:
+            for stmt in body:
+                if isinstance(stmt, ast.Return):
+                    if stmt.value is not None and not is_const(stmt.value, None):
+                        found.append(test)
+                elif isinstance(stmt, ast.If):
+                    inner = self.guard(stmt.test, target, depth - 1)
+                    visit(stmt.body, inner if inner is not None else test)
+                    visit(stmt.orelse, inner.negated() if inner is not None else test)
+                elif isinstance(stmt, (ast.For, ast.While, ast.With, ast.Try)):
+                    for part in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []),
+                                 *(h.body for h in getattr(stmt, "handlers", []))):
+                        visit(part, test)
+
+        visit(target.node.body, None)
+        if not found or any(t is None for t in found) or len({t.polarity for t in found}) != 1:
+            return None
+        return found[0]  # (an empty result there, a validation that saw nothing, is no run's case)
 
     def _one_rank_object(self, node: ast.AST, fn: Function, depth: int = 6) -> Optional[RankTest]:
         """`x` is None on some ranks and an object on others: `x = X() if rank == 0 else None`, or

@@ -130,3 +130,23 @@ def test_an_or_stand_in_without_a_severity_has_its_labels(bench, tmp_path, capsy
     ])
     totals = score(bench, root, capsys)
     assert (totals["bugs"], totals["bugs_found_right_line"]) == (2, 2) and totals["wrong_severity"] == 0
+
+
+def test_a_ddp801_at_the_call_matches_a_label_at_the_collective_it_names(bench, tmp_path, capsys):
+    """DDP801 placed at the call into a helper every rank also runs names the collective inside
+    (`collective_at`): a label at that collective is the same bug, found."""
+    root = corpus(tmp_path, [
+        {"code": "DDP801", "file": "train.py", "line": 13, "severity": "error", "why": "barrier on rank 0 alone"},
+    ], extra="""\
+        def save_all(state):
+            dist.barrier()
+            torch.save(state, "x.pt")
+
+        for epoch in range(2):
+            save_all({})
+        if dist.get_rank() == 0:
+            save_all({})
+        """)
+    totals = score(bench, root, capsys)
+    assert (totals["bugs"], totals["bugs_found_right_line"]) == (1, 1)
+    assert "DDP801" not in totals["false_by_code"]

@@ -824,3 +824,134 @@ def test_a_method_guessed_by_name_needing_an_argument_the_call_does_not_give_is_
 
 def test_its_twin_a_call_that_fits_the_guessed_method(tmp_path):
     assert lines_of(lint_plain(tmp_path, NAME_CLASH.replace("{arg}", "it")), "DDP806") == [7]
+
+
+# -------------------------------------------------- a DeepSpeed engine's save_checkpoint on one rank
+DS_SAVE = """
+import torch, deepspeed
+import torch.distributed as dist
+
+def main(args):
+    model = torch.nn.Linear(4, 1)
+    model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+    for step in range(100):
+        model_engine.backward(model_engine(torch.randn(2, 4)).sum())
+        model_engine.step()
+        if {test}:
+            model_engine.save_checkpoint("ckpt", tag=str(step))
+
+main(None)
+"""
+
+
+def test_a_deepspeed_engines_save_checkpoint_on_rank_zero_alone(tmp_path):
+    found = lint_plain(tmp_path, DS_SAVE.replace("{test}", "step % 10 == 0 and dist.get_rank() == 0"))
+    assert at(found, "DDP801") == [(11, "error")]
+
+
+def test_its_twin_every_rank_saves_its_partition(tmp_path):
+    assert lines_of(lint_plain(tmp_path, DS_SAVE.replace("{test}", "step % 10 == 0")), "DDP801") == []
+
+
+# -------------------------------------------------- clearing one part's gradients between backward and step
+PART_CLEAR = """
+import torch
+from torch import nn
+from accelerate import Accelerator
+
+class StudentTeacher(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.student, self.teacher = nn.Linear(4, 4), nn.Linear(4, 4)
+    def forward(self, x):
+        return self.student(x) - self.teacher(x).detach()
+
+accelerator = Accelerator()
+net = StudentTeacher()
+opt = torch.optim.SGD(net.student.parameters(), lr=0.1)
+net, opt = accelerator.prepare(net, opt)
+for step in range(64):
+    loss = net(torch.randn(2, 4)).pow(2).mean()
+    accelerator.backward(loss)
+    {clear}
+    if (step + 1) % 4 == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_clearing_a_parts_gradients_leaves_the_rest_accumulating(tmp_path):
+    found = lint_plain(tmp_path, PART_CLEAR.replace("{clear}", "net.module.teacher.zero_grad()"))
+    assert lines_of(found, "DDP805") == [18]
+
+
+def test_its_twin_clearing_the_optimizers_gradients_every_pass(tmp_path):
+    assert lines_of(lint_plain(tmp_path, PART_CLEAR.replace("{clear}", "opt.zero_grad()")), "DDP805") == []
+
+
+# -------------------------------------------------- a helper returning a value on rank 0 only
+GATHER_ON_ZERO = """
+import torch, torch.distributed as dist
+
+def collect(part):
+    rank = dist.get_rank()
+    bucket = [None] * dist.get_world_size()
+    dist.all_gather_object(bucket, part)
+    if rank < 1:
+        merged = {}
+        for b in bucket:
+            merged.update(b)
+        return merged
+    {other}
+
+dist.init_process_group("gloo")
+for epoch in range(3):
+    merged = collect({dist.get_rank(): float(epoch)})
+    if merged:
+        dist.barrier()
+        torch.save(merged, "scores.pt")
+"""
+
+
+def test_a_value_only_rank_zero_gets_back_makes_its_test_a_rank_test(tmp_path):
+    assert at(lint_plain(tmp_path, GATHER_ON_ZERO.replace("{other}", "")), "DDP801") == [(18, "error")]
+
+
+def test_its_twin_every_rank_gets_the_merged_value(tmp_path):
+    code = GATHER_ON_ZERO.replace("{other}", "return {k: v for b in bucket for k, v in b.items()}")
+    assert lines_of(lint_plain(tmp_path, code), "DDP801") == []
+
+
+# -------------------------------------------------- a loader read through an endless cycle() generator
+CYCLE = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def cycle(iterable):
+    it = iter(iterable)
+    while True:
+        try:
+            yield next(it)
+        except StopIteration:
+            {renew}
+            it = iter(iterable)
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+ds = TensorDataset(torch.randn(256, 4))
+sampler = DistributedSampler(ds, shuffle=True)
+batches = cycle(DataLoader(ds, batch_size=8, sampler=sampler))
+for step in range(1000):
+    (x,) = next(batches)
+    opt.zero_grad(); model(x).sum().backward(); opt.step()
+"""
+
+
+def test_a_loader_renewed_by_a_cycle_generator_is_read_pass_after_pass(tmp_path):
+    assert lines_of(lint_plain(tmp_path, CYCLE.replace("{renew}", "pass")), "DDP804") == [17]
+
+
+def test_its_twin_the_generator_sets_the_epoch_as_it_renews(tmp_path):
+    code = CYCLE.replace("{renew}", "iterable.sampler.set_epoch(iterable.sampler.epoch + 1)")
+    assert lines_of(lint_plain(tmp_path, code), "DDP804") == []
