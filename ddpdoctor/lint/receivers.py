@@ -62,8 +62,10 @@ def _value_library_made(program, value: ast.AST, scope, depth: int, judging: fro
         if root.__class__ is ast.Call:
             calls.append(root)
         root = root.value if root.__class__ is ast.Attribute else root.func
+    # (a keyword's attribute of a config, `GradScaler(enabled=cfg.AMP)`, is a setting, not an
+    # object handed back)
     if any(_may_be_own(program, arg, scope) for call in calls
-           for arg in [*call.args, *(kw.value for kw in call.keywords)]):
+           for arg in [*call.args, *(kw.value for kw in call.keywords if kw.value.__class__ is not ast.Attribute)]):
         return False  # `accelerator.prepare(model)`, `torch.compile(model)`: hands the object back
     if root.__class__ is not ast.Name:
         return False
