@@ -60,7 +60,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Accelerate's `save_state()` on the main process only in a script that prepares for
         DeepSpeed or FSDP (every process takes part in the save under them; under DDP it writes
         from the main process alone). A rank that raises under a rank test crashes the job;
-        what follows is not rank-conditional.
+        what follows is not rank-conditional. A collective that runs only past a rank's early
+        exit from a loop (`if stop and is_main: break`, or `sys.exit()`) is that exit's
+        consequence: DDP809 reports the exit, once, and DDP801 does not report each collective
+        after it.
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks
@@ -87,7 +90,15 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
     if not facts.guarded_collectives:
         return []
     problems = []
+    # a collective that runs only past a rank's early exit from the loop (`if stop and is_main:
+    # break`) is that exit's consequence, which DDP809 reports at the exit: one finding, not two
+    # (a `continue` is not such an exit: the rank is back in the next pass, and the collective
+    # it skips in this one is the place)
+    exits = {str(d.location) for d in getattr(facts, "rank_local", [])
+             if d.kind == "rank_exit" and d.action in ("break", "exit")}
     for found in facts.guarded_collectives:
+        if str(found.guard_location) in exits:
+            continue
         via = ""
         if found.chain:
             via = " through " + " -> ".join(found.chain)

@@ -69,8 +69,12 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         state = _rank_state(builder, fn, stmts, ddp)
         found.extend(state)
         decided = {d.location for d in state}  # a counter rank 0 keeps: said once, as state
+        # one decision, one finding: where a rank test leaves the loop, that is the reason, not
+        # the tensor value tested beside it (`if loss.item() < t and rank == 0: break`)
+        exits = [d for d in _rank_exits(builder, fn, stmts, ddp) if d.location not in decided]
+        decided |= {d.location for d in exits}
         found.extend(d for d in _tensor_values(builder, fn, stmts, ddp) if d.location not in decided)
-        found.extend(d for d in _rank_exits(builder, fn, stmts, ddp) if d.location not in decided)
+        found.extend(exits)
         decided |= {d.location for d in found}
         found.extend(d for d in _clock_values(builder, fn, stmts, ddp) if d.location not in decided)
         found.extend(_exception_skips(builder, fn, stmts, ddp))

@@ -993,3 +993,29 @@ def test_its_twin_an_object_handed_to_the_library_may_come_back(tmp_path):
     # a name of the script's handed in: the library may hand it back, so `scaler.step(opt)` may
     # be Keeper.step on every rank (a warning that says so, as before)
     assert lines_of(lint_plain(tmp_path, SCALER.replace("{setting}", "keeper")), "DDP806") == [7]
+
+
+# -------------------------------------------------- a collective past a rank's early exit: one finding
+PAST_EXIT = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(2, 1))
+for step in range(100):
+    loss = model(torch.randn(4, 2)).sum()
+    loss.backward()
+    if loss.item() < 0.1 and dist.get_rank() == 0:
+        {leave}
+    dist.barrier()
+"""
+
+
+def test_a_collective_past_a_ranks_break_is_told_once_at_the_break(tmp_path):
+    found = lint_plain(tmp_path, PAST_EXIT.replace("{leave}", "break"))
+    assert lines_of(found, "DDP809") == [9] and lines_of(found, "DDP801") == []
+
+
+def test_its_twin_a_continue_leaves_the_collective_it_skips_as_the_place(tmp_path):
+    found = lint_plain(tmp_path, PAST_EXIT.replace("{leave}", "continue"))
+    assert lines_of(found, "DDP801") == [11]
