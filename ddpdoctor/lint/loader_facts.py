@@ -13,6 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
                                      plain_loss, text)
@@ -755,7 +756,7 @@ class LoaderFacts:
                 # there or in a method of its own it calls (`ret = self.try_random_slice()`,
                 # drawing a file and an offset)
                 anew = any(c.__class__ is ast.Call and (self.program.qualify(c.func, m) or "") in GLOBAL_DRAWS
-                           for m in _with_self_calls(self.program, getitem) for c in m.own_calls)
+                           for m in _with_own_calls(getitem, 2, self.program) for c in m.own_calls)
             if not anew:
                 return False
             found = True
@@ -1580,23 +1581,6 @@ def _count_test(cond: str, fn: Function):
     return text(test.left), (lambda n: op(n, bound_at) != negated)
 
 
-def _with_self_calls(program, method: Function, depth: int = 2) -> list:
-    """The method and the methods of its class it calls as `self.<name>()`, a few calls down."""
-    found, todo = [method], [method]
-    for _ in range(depth):
-        more = []
-        for m in todo:
-            for call in m.own_calls:
-                if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-                        and call.func.value.id == "self" and m.cls is not None:
-                    callee = program.method(m.cls, call.func.attr)
-                    if callee is not None and callee not in found:
-                        found.append(callee)
-                        more.append(callee)
-        todo = more
-    return found
-
-
 def _unknown_receiver(program, receiver: ast.AST, fn: Function) -> bool:
     """`self.trn_smp.set_epoch(e)` where the attribute is only ever unpacked from a container
     the source does not show the items of (`self.trn_dl, self.trn_smp = phase["data"]`): which
@@ -1609,7 +1593,7 @@ def _unknown_receiver(program, receiver: ast.AST, fn: Function) -> bool:
     klass = program._class_of_fn(fn)
     if klass is None:
         return False
-    # assigned somewhere in the class, and only as an item unpacked from a subscript or a call
+    # assigned somewhere in the class, and only as an item unpacked from a subscript or a name
     stores = [node for m in klass.methods.values() for node in m.own if isinstance(node, ast.Assign)
               for t in node.targets for n in walk(t)
               if isinstance(n, ast.Attribute) and n.attr == receiver.attr and isinstance(n.value, ast.Name)

@@ -259,6 +259,7 @@ class Program:
         its remembered answers go."""
         self._class_memo = {}
         self.__dict__.pop("_star_names", None)  # a star-imported module may have been read since
+        self.__dict__.pop("_table_classes", None)  # (what a table's entry names may be read since)
 
     def _read(self, source: SourceFile) -> None:
         """Parse a waiting module and index it into the program: its functions' bindings and
