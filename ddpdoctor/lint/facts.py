@@ -105,6 +105,7 @@ def build(program: Program, script: str) -> LintFacts:
     builder = FactBuilder(program)
     distributed, how, framework, ddp = None, "", None, False
     off: set[int] = set()  # set-up calls no way in switches on
+    ones: list[Location] = []  # set-ups of a group of one process (world size 1)
     # `class Lite(LightningLite): def run(self): ...` then `Lite(strategy="ddp").run()`: the
     # script's own subclass of Lightning's Fabric (LightningLite before it) is the framework
     fabric = {k.name for k in program.classes if program.uses_lightning() and any(
@@ -120,6 +121,7 @@ def build(program: Program, script: str) -> LintFacts:
             # `os.environ["WORLD_SIZE"] = "1"` (or world_size=1) right before it: every process
             # is a group of its own, nothing is split between ranks (a DDP-shaped one-GPU run)
             off.add(id(call))
+            ones.append(loc(fn, call))
             continue
         if distributed is None and sets_up:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
@@ -145,7 +147,6 @@ def build(program: Program, script: str) -> LintFacts:
         framework = "lightning"
     if distributed is None and framework is not None:
         how = framework
-    ones = [loc(fn, call) for fn, call, _, _ in builder.calls() if id(call) in off and _world_of_one(fn, call)]
     if distributed is None and ones and not how:
         how = f"only a group of one process (world size 1 at {ones[0]})"
     if distributed is None and ddp and not ones:

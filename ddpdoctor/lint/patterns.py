@@ -15,6 +15,7 @@ from typing import Any, Optional
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.receivers import _unpacked_from
 
 # Calls that return a rank.
 RANK_CALLS = {"get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank", "get_ordinal",
@@ -602,7 +603,7 @@ SHARDED_SAVE = "(every process takes part under {})"
 
 
 def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function) -> bool:
-    """The receiver is a DeepSpeed engine: the first item `deepspeed.initialize(...)` returns
+    """The receiver is a DeepSpeed engine: an item `deepspeed.initialize(...)` returns
     (`model_engine, opt, _, _ = deepspeed.initialize(...)`, there or in a method of the class
     for `self.<name>`), or Accelerate's `accelerator.deepspeed_engine`."""
     key = dotted(receiver) or ""
@@ -614,14 +615,8 @@ def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function) -> bool
     klass = fn.cls if fn.parent is None else None
     scopes = [fn] if isinstance(receiver, ast.Name) else \
         (list(klass.methods.values()) if key.startswith("self.") and klass is not None else [])
-    for scope in scopes:
-        for node in scope.own:
-            if node.__class__ is ast.Assign and len(node.targets) == 1 and \
-                    isinstance(node.targets[0], (ast.Tuple, ast.List)) and node.targets[0].elts and \
-                    dotted(node.targets[0].elts[0]) == key and isinstance(node.value, ast.Call) and \
-                    (program.qualify(node.value.func, scope) or "") == "deepspeed.initialize":
-                return True
-    return False
+    return any((program.qualify(made.func, scope) or "") == "deepspeed.initialize"
+               for scope in scopes for made in _unpacked_from(key, scope))
 
 
 def sharded_engine(program: Program) -> str:

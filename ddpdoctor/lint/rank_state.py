@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import SINGLE
+from ddpdoctor.lint.fact_builder import _single_process
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      dotted, loader_call, text)
@@ -679,8 +679,6 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                 guards_of.get(id(item.loops[-1]), ()) != item.guards:
             continue
         test = builder.program.ranks.guard(stmt.test, fn)
-        if test is not None and _single_part(stmt.test):
-            continue  # `if RANK == -1 and stopper(fitness):` holds in a run without a group only
         # rank 0 leaves the loop, or the whole training function, or skips the rest of the pass
         leaving = (ast.Break, ast.Return, ast.Continue)
         if test is None or _break_in(stmt.orelse, None, leaving) is not None:
@@ -689,7 +687,7 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if leave is None:
             continue
         around = leave[0]
-        if around is not None and _single_part(around.test):
+        if around is not None and _single_part(builder, around.test):
             continue  # `if RANK in {-1, 0}:` ... `if RANK == -1 and stopper(fitness): break`
         loop = item.loops[-1]
         top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
@@ -804,11 +802,13 @@ def _module_method(program, fn: Function) -> bool:
     return known
 
 
-def _single_part(test: ast.AST) -> bool:
+def _single_part(builder: Builder, test: ast.AST) -> bool:
     """A part of an `and` (or the whole test) holds only where no process group is set up
-    (`RANK == -1`, `not args.distributed`): the branch never runs in a distributed run."""
+    (`RANK == -1`, `not args.distributed`), as the walk's tests are judged: the branch never runs
+    in a distributed run."""
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    return any(SINGLE.search(text(part, 200)) for part in parts)
+    return _single_process(tuple((text(part, 10_000), True) for part in parts), builder._switches(),
+                           builder.wraps_ddp())
 
 
 # The calls that end the process: a rank that takes one leaves every loop it is in.

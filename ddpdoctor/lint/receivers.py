@@ -41,11 +41,19 @@ def library_made(program, node: ast.AST, fn, depth: int = 3, judging: frozenset 
 
 
 def _unpacked_from(name: str, fn) -> list:
-    """The calls fn unpacks into a tuple of names holding `name` (a starred rest allowed)."""
+    """The calls fn unpacks into a tuple of names holding `name` (a starred rest allowed), or
+    `self.<attr>` where name is written so."""
     return [node.value for node in fn.own if node.__class__ is ast.Assign and len(node.targets) == 1
             and isinstance(node.targets[0], (ast.Tuple, ast.List)) and node.value.__class__ is ast.Call
-            and any((t.value if isinstance(t, ast.Starred) else t).__class__ is ast.Name and
-                    (t.value if isinstance(t, ast.Starred) else t).id == name for t in node.targets[0].elts)]
+            and any(_named(t.value if isinstance(t, ast.Starred) else t) == name for t in node.targets[0].elts)]
+
+
+def _named(target: ast.AST) -> str:
+    if target.__class__ is ast.Name:
+        return target.id
+    if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name:
+        return f"{target.value.id}.{target.attr}"
+    return ""
 
 
 def _value_library_made(program, value: ast.AST, scope, depth: int, judging: frozenset = frozenset()) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.gating import decorator_test
-from ddpdoctor.lint.nodes import children
+from ddpdoctor.lint.nodes import children, param_defaults
 from ddpdoctor.lint.patterns import RankTest, last_name, text
 
 Function = Any  # lint/program.Function (program imports this module, not the reverse)
@@ -423,25 +423,14 @@ class Walker:
 def _arity_fits(target, call: ast.Call) -> bool:
     """The call gives the function's required parameters and no more positional ones than it
     takes (anything goes where `*args` / `**kwargs` spread on either side)."""
-    node = target.node
-    args = getattr(node, "args", None)
+    args = getattr(target.node, "args", None)
     if args is None or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return True
-    positional = [a.arg for a in args.posonlyargs + args.args]
-    if target.cls is not None and positional[:1] in (["self"], ["cls"]) and \
-            not any(_decorator_name(d) == "staticmethod" for d in getattr(node, "decorator_list", [])):
-        positional = positional[1:]
-    required = positional[:len(positional) - len(args.defaults)]
-    given = {k.arg for k in call.keywords}
-    if len(call.args) > len(positional) and args.vararg is None:
+    params = target.params  # (a method's without self / cls)
+    if len(call.args) > len(params) and args.vararg is None:
         return False
-    missing = [p for p in required[len(call.args):] if p not in given]
-    kw_missing = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None and a.arg not in given]
-    return not missing and not kw_missing
-
-
-def _decorator_name(node: ast.AST) -> str:
-    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    defaults, given = param_defaults(target.node), {k.arg for k in call.keywords}
+    return all(p in defaults or p in given for p in [*params[len(call.args):], *target.kwonly])
 
 
 COMMAND = "command"  # a "ref" event's op: a command-line framework's registration of its target

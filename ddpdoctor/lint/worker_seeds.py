@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.nodes import children, param_defaults
+from ddpdoctor.lint.nodes import children, own_nodes, param_defaults
 from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, text
 
@@ -306,7 +306,8 @@ def _made_by_factory(call: ast.Call, files: _Files) -> Optional[tuple[ast.AST, o
         return None
     source, factory = candidates[0]
     nested = {n.name: n for n in factory.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    returned = [n.value for n in ast.walk(factory) if isinstance(n, ast.Return) and n.value is not None]
+    # (its own returns: not those of the function it defines)
+    returned = [n.value for n in own_nodes(factory) if isinstance(n, ast.Return) and n.value is not None]
     made = [nested.get(r.id) if isinstance(r, ast.Name) else r if isinstance(r, ast.Lambda) else None
             for r in returned]
     if len(made) != 1 or made[0] is None:
