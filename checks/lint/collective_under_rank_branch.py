@@ -5,7 +5,7 @@ from __future__ import annotations
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.lint.facts import LintFacts
-from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, no_grad_forward, sharded_save
+from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, DEEPSPEED_SAVE, no_grad_forward, sharded_save
 
 
 @check("DDP801", "A collective runs under a rank-conditional branch", Severity.ERROR)
@@ -140,6 +140,10 @@ def _hint(op: str) -> str:
                 "the main process itself where only it should, and under DeepSpeed or FSDP every "
                 "process holds a part of the state (or test `accelerator.distributed_type == "
                 "DistributedType.DEEPSPEED or accelerator.is_main_process`)")
+    if op.endswith(DEEPSPEED_SAVE):
+        return ("call save_checkpoint() on every rank: DeepSpeed writes each rank's own partition and "
+                "decides itself which files rank 0 alone writes; keep only what one rank writes by "
+                "hand (a tokenizer, a log line) under the rank test")
     if op.startswith(DDP_BACKWARD):
         return ("train on every rank, or on one rank through the plain module (`model.module`), "
                 "whose backward all-reduces nothing")

@@ -341,7 +341,7 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
             and not program.resolve(call.func, fn)[0] and _deepspeed_engine(program, receiver, fn):
         # every rank writes its own ZeRO partition and they meet in a barrier: the
         # DeepSpeed docs require the call on every process
-        return f"{text(call.func, 40)}() (DeepSpeed: every rank saves its own partition and waits for the others)"
+        return f"{text(call.func, 40)}() {DEEPSPEED_SAVE}"
     if receiver is not None:
         owner = (last_name(receiver) or "").lower()
         if program.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
@@ -600,6 +600,9 @@ def grad_off_by(op: str, switch: str) -> str:
 # main process only it hangs (diffusers' training examples, issue #2606). A warning: the script
 # prepares for one of them, whether the config picks it is not in the source.
 SHARDED_SAVE = "(every process takes part under {})"
+
+# A DeepSpeed engine's save_checkpoint(): a collective wherever the engine is one.
+DEEPSPEED_SAVE = "(DeepSpeed: every rank saves its own partition and waits for the others)"
 
 
 def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function) -> bool:

@@ -170,7 +170,8 @@ def _tree(path: Path, text: str) -> ast.Module:
         tree, exc = _without_newer_fstrings(path, text, exc)
         if tree is not None:
             return tree
-        raise UsageError(f"{display_path(path)}:{exc.lineno or '?'}: not valid Python: {exc.msg}") from None
+        where = f":{exc.lineno}" if exc.lineno else ""  # (null bytes: Python names no line)
+        raise UsageError(f"{display_path(path)}{where}: not valid Python: {exc.msg}") from None
     except ValueError as exc:  # null bytes
         raise UsageError(f"{display_path(path)}: not valid Python: {exc}") from None
     except (RecursionError, MemoryError):

@@ -1019,3 +1019,20 @@ def test_a_collective_past_a_ranks_break_is_told_once_at_the_break(tmp_path):
 def test_its_twin_a_continue_leaves_the_collective_it_skips_as_the_place(tmp_path):
     found = lint_plain(tmp_path, PAST_EXIT.replace("{leave}", "continue"))
     assert lines_of(found, "DDP801") == [11]
+
+
+def test_a_deepspeed_save_on_one_rank_says_to_save_on_every_rank(tmp_path):
+    found = [f for f in lint_plain(tmp_path, DS_SAVE.replace("{test}", "dist.get_rank() == 0")) if f.code == "DDP801"]
+    assert "save_checkpoint() on every rank" in found[0].hint
+
+
+def test_a_file_with_null_bytes_is_refused_without_a_made_up_line(tmp_path):
+    import pytest
+    from ddpdoctor.core.errors import UsageError
+    from ddpdoctor.lint.driver import gather
+
+    path = tmp_path / "train.py"
+    path.write_bytes(b"import torch\x00\n")
+    with pytest.raises(UsageError) as refused:
+        gather(str(path))
+    assert "not valid Python" in str(refused.value) and ":?" not in str(refused.value)
