@@ -273,6 +273,9 @@ class AccumulationFacts:
         if steps:
             if any(not cond for _, cond in steps):
                 return None
+            if any(self._step(c, fn) and not self._steps_another_model(c, backward, fn)
+                   for c, cond in _loop_calls(_after_it(loop.body, backward), False) if not cond):
+                return None  # `else: loss.backward(); opt.step()`: a step follows the backward on its own side
             fact = AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
             self.__dict__.setdefault("_fact_step", {})[id(fact)] = id(steps[0][0])
             return fact
@@ -608,6 +611,27 @@ def _changed_in(fn: Function) -> set[str]:
     if found is None:
         found = fn.__dict__["_changed_names"] = _assigned_names(fn.node.body) | set(fn.params)
     return found
+
+
+def _after_it(body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
+    """The statements that run after node on every way past it within body: those after it in
+    its own block, then after that block's statement, out to body (nested loops not entered),
+    up to the first that may leave the pass (`if (i + 1) % k: continue` before the step)."""
+    for index, stmt in enumerate(body):
+        if stmt is node or not any(n is node for n in walk(stmt)):
+            continue
+        rest = body[index + 1:]
+        leaving = next((i for i, later in enumerate(rest) if any(
+            isinstance(n, (ast.Continue, ast.Break, ast.Return, ast.Raise)) for n in walk(later))), None)
+        if leaving is not None:
+            return rest[:leaving]
+        if isinstance(stmt, ast.If):
+            side = stmt.body if any(n is node for part in stmt.body for n in walk(part)) else stmt.orelse
+            return _after_it(side, node) + rest
+        if isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and any(n is node for part in stmt.body for n in walk(part)):
+            return _after_it(stmt.body, node) + rest
+        return rest
+    return []
 
 
 def _submodule_clear(call: ast.Call) -> bool:

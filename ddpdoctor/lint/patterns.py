@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
+from ddpdoctor.lint.config_files import launch_engines
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.receivers import _unpacked_from
 
@@ -637,6 +638,10 @@ def sharded_engine(program: Program) -> str:
                         words.add("DeepSpeed")
                     elif "fsdp" in lowered:
                         words.add("FSDP")
+        script = next((f for f in program.files if not f.module), None)
+        if not words and script is not None and program.uses("accelerate"):
+            # `accelerate launch --config_file configs/gpu.yaml` with `distributed_type: DEEPSPEED`
+            words |= launch_engines(script.path)
         found = program.__dict__["_sharded_engine"] = " or ".join(sorted(words))
     return found
 

@@ -341,6 +341,7 @@ class Program:
             fn.__dict__.pop("_own_calls", None)
             fn.__dict__.pop("_handing", None)
             fn.__dict__.pop("_unpacking", None)
+            fn.__dict__.pop("_global_binds", None)
             fn.events = []
             fn.calls = []
             fn.bindings = {}
@@ -551,6 +552,9 @@ class Program:
                 handing.append(node)
             elif kind is Return:
                 handing.append(node)
+            elif kind is ast.Global:
+                declared = fn.__dict__.setdefault("_declared_global", set())
+                declared.update(node.names)
             elif kind not in _BINDERS:
                 continue  # most nodes: one test each
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -570,6 +574,13 @@ class Program:
                 if key and (not key.startswith("self.") or key.count(".") >= 2):
                     fn.attr_bindings.setdefault(key, []).append(ast.copy_location(
                         ast.BinOp(left=node.target, op=node.op, right=node.value), node))
+        declared = fn.__dict__.get("_declared_global")
+        if declared and fn.module.body is not None and fn is not fn.module.body:
+            # `def init(): global master_process; master_process = rank == 0`: a binding of the
+            # module's name, read wherever the module's name is (NeuroLM's nanoGPT-style set-up)
+            into = fn.module.body.__dict__.setdefault("_global_binds", {})
+            for name in declared:
+                into.setdefault(name, []).extend((line, value, fn) for line, value in fn.bindings.get(name, ()))
 
     def _bind_arguments(self, fn: Function) -> None:
         """Record, on each local function a call reaches, what the call passes for each parameter
@@ -677,10 +688,17 @@ class Program:
         scope: Optional[Function] = fn
         while scope is not None:
             if name in scope.bindings:
+                if name in scope.__dict__.get("_declared_global", ()):
+                    break  # `global name`: the module's, bound here and wherever else it is declared
                 return _scoped(scope, name)
             scope = scope.parent
         body = fn.module.body
-        if body is not None and name in body.bindings:
+        if body is None:
+            return []
+        elsewhere = body.__dict__.get("_global_binds")
+        if elsewhere and name in elsewhere:
+            return (_scoped(body, name) if name in body.bindings else []) + elsewhere[name]
+        if name in body.bindings:
             return _scoped(body, name)
         return []
 
@@ -2047,7 +2065,17 @@ def _import_map(source: SourceFile) -> dict[str, str]:
     imports: dict[str, str] = {}
     name = source.module or source.import_name  # the script's relative imports: from its package
     package = name if source.path.name == "__init__.py" else name.rpartition(".")[0]
+    nested: set[str] = set()  # names an indented import bound first
     for node in source.imports:
+        if node.col_offset > 0:
+            # `try: from . import rotary` / `except ImportError: import rotary`: the fallbacks
+            # after the first indented import of a name run only where it failed; the first
+            # is the one the project's own layout answers
+            bound = [a.asname or (a.name.split(".")[0] if isinstance(node, ast.Import) else a.name)
+                     for a in node.names if a.name != "*"]
+            if any(b in nested for b in bound):
+                continue
+            nested.update(bound)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

@@ -25,6 +25,7 @@ from typing import Any, Iterator, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import _single_process
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.walker import side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      dotted, loader_call, text)
 
@@ -102,7 +103,7 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
         only = builder.only_guarded(fn) is True
         for item in stmts:
             for attr in _self_attrs(item.node):
-                assigned.setdefault(attr, []).append((fn, item, bool(item.guards) or only))
+                assigned.setdefault(attr, []).append((fn, item, _ranked(item) or only))
         for node in fn.own:
             if isinstance(node, ast.Call) and builder.program.collective(node, fn):
                 shared.update(n.attr for arg in [*node.args, *(k.value for k in node.keywords)]
@@ -158,6 +159,23 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
             "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
             ", and ".join(notes)))
     return found
+
+
+def _ranked(item: _Stmt) -> bool:
+    """Under a rank test that not every rank passes: not `if rank in ranks:` inside `for ranks
+    in groups:` (each rank takes it on the pass over its own group, vLLM-style parallel state)."""
+    return any(not _own_group_pass(guard, item.loops) for guard in item.guards)
+
+
+def _own_group_pass(guard: RankTest, loops: tuple) -> bool:
+    found = _MEMBERSHIP.match(guard.text)
+    return found is not None and any(
+        isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.target, ast.Name)
+        and loop.target.id == found.group(1) for loop in loops)
+
+
+# `self.rank in ranks`: a rank's membership of the group a loop is at
+_MEMBERSHIP = re.compile(r"^[\w.\[\]'\"()]+ in (\w+)$")
 
 
 def _restored(value: Optional[ast.AST], fn: Function) -> bool:
@@ -320,6 +338,8 @@ def _constant(value: ast.AST) -> bool:
         return True  # `torch.tensor(0)`, `torch.zeros(1, device=device)`: the same on every rank
     if isinstance(value, ast.Attribute) and value.attr in ("inf", "nan"):
         return True
+    if isinstance(value, ast.Dict):  # `stats = {"epoch": 0}`: an initial record, alike everywhere
+        return all(k is not None and _constant(k) for k in value.keys) and all(_constant(v) for v in value.values)
     return isinstance(value, ast.Tuple) and all(_constant(e) for e in value.elts)
 
 
@@ -380,7 +400,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
     for name, items in assigned.items():
         if name in shared or name in loop_targets:
             continue
-        ranked = [i for i in items if i.guards and not _converted(builder, fn, i.node, name)]
+        ranked = [i for i in items if _ranked(i) and not _converted(builder, fn, i.node, name)]
         if not ranked:  # no rank test sets it: nothing below applies (and unparse is dear)
             continue
         others = [i for i in items if not i.guards]
@@ -619,36 +639,49 @@ def _under_value_test(item: _Stmt, shared: set) -> Optional[_Stmt]:
 def _through_helper(builder: Builder, fn: Function, item: _Stmt, name: str) -> Optional[_Stmt]:
     """The assignment read as one under the rank test of the local helper it calls, where that
     helper returns a name it sets only under a rank test (from a parameter or a constant
-    otherwise); None when it is no such call."""
-    value = _value_of(item.node, name)
+    otherwise); None when it is no such call. `model, stats = setup(cfg)`: the item of the
+    tuple the helper returns at the name's place."""
+    value, place = _value_of(item.node, name), None
+    if value is None and isinstance(item.node, ast.Assign) and len(item.node.targets) == 1 and \
+            isinstance(item.node.targets[0], ast.Tuple) and isinstance(item.node.value, ast.Call):
+        names = [t.id if isinstance(t, ast.Name) else None for t in item.node.targets[0].elts]
+        if names.count(name) == 1 and not any(isinstance(t, ast.Starred) for t in item.node.targets[0].elts):
+            value, place = item.node.value, (names.index(name), len(names))
     if item.guards or not isinstance(value, ast.Call):
         return None
     for helper in builder.program.resolve(value.func, fn)[0]:
-        test = _returns_rank_local(builder, helper)
+        test = _returns_rank_local(builder, helper, place)
         if test is not None:
             return _Stmt(item.node, (test,), item.loops, True)
     return None
 
 
-def _returns_rank_local(builder: Builder, helper: Function) -> Optional[RankTest]:
+def _returns_rank_local(builder: Builder, helper: Function, place: Optional[tuple] = None) -> Optional[RankTest]:
+    """place: (index, width) of the item asked of a helper that returns a tuple."""
     cache = builder.__dict__.setdefault("_rank_local_returns", {})
-    if helper in cache:
-        return cache[helper]
-    cache[helper] = None
+    key = (helper, place)
+    if key in cache:
+        return cache[key]
+    cache[key] = None
     if helper.node is None or isinstance(helper.node, ast.Module):
         return None
-    returns = [n for n in walk(helper.node) if isinstance(n, ast.Return)]
-    names = {r.value.id for r in returns if isinstance(r.value, ast.Name)}
-    if len(names) != 1 or len(returns) != sum(isinstance(r.value, ast.Name) for r in returns):
+    returns = [n.value for n in walk(helper.node) if isinstance(n, ast.Return)]
+    if place is not None:
+        index, width = place
+        returns = [r.elts[index] if isinstance(r, ast.Tuple) and len(r.elts) == width else None for r in returns]
+    names = {r.id for r in returns if isinstance(r, ast.Name)}
+    if len(names) != 1 or len(returns) != sum(isinstance(r, ast.Name) for r in returns):
         return None
     returned = names.pop()
+    if returned in shared_names(builder.program, helper):
+        return None  # broadcast from the rank that set it before it is returned
     stmts = list(_statements(builder.program, helper, helper.node.body, (), (), False))
     sets = [i for i in stmts if returned in _targets(i.node)]
     ranked = [i for i in sets if i.guards]
     if ranked and all(_constant(getattr(i.node, "value", None)) for i in sets if not i.guards) and \
             (returned in helper.params or any(not i.guards for i in sets)):
-        cache[helper] = ranked[0].guards[-1]
-    return cache[helper]
+        cache[key] = ranked[0].guards[-1]
+    return cache[key]
 
 
 def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, setter: _Stmt, work: str,
@@ -689,6 +722,9 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         around = leave[0]
         if around is not None and _single_part(builder, around.test):
             continue  # `if RANK in {-1, 0}:` ... `if RANK == -1 and stopper(fitness): break`
+        if around is not None and builder._dead_side(fn, side_conds(
+                around.test, any(n is leave[1] for part in around.body for n in walk(part)))):
+            continue  # `if self.accelerator: set_trigger() else: break` with an Accelerator built in
         loop = item.loops[-1]
         top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
         after = loop.body[loop.body.index(top) + 1:]

@@ -85,6 +85,8 @@ class RankFlow:
         # (class, field) for `rank=self.local_rank` in a method: the field of any instance of
         # that class (`engine.local_rank` in the script) holds the job's rank
         self.init_rank_fields: set[tuple[str, str]] = set()
+        # (the dict's last name, key) for `config['local_rank'] = <what rank= is handed>`
+        self.init_rank_keys: set[tuple[str, str]] = set()
 
     def live_spawn_targets(self) -> list:
         """The spawn targets whose mp.spawn runs: a launcher helper the script defines (or
@@ -108,6 +110,15 @@ class RankFlow:
                         given = call.args[4]
                     if isinstance(given, (ast.Attribute, ast.Subscript)):
                         self.init_rank_texts.add(text(given))
+                        # `config['local_rank'] = args.local_rank` beside it: that key of that
+                        # config holds the job's rank too, wherever the config is handed
+                        # (`self.config['local_rank']` in DBNet's trainer)
+                        said = text(given)
+                        self.init_rank_keys.update(
+                            (last_name(t.value) or "", t.slice.value) for n in fn.own
+                            if isinstance(n, ast.Assign) and text(n.value) == said for t in n.targets
+                            if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
+                            and isinstance(t.slice.value, str))
                         if fn.cls is not None and isinstance(given, ast.Attribute) and \
                                 isinstance(given.value, ast.Name) and given.value.id == "self":
                             self.init_rank_fields.add((fn.cls.name, given.attr))
@@ -468,6 +479,8 @@ class RankFlow:
         lint states); `not dist.is_initialized() or rank == 0`: the uniform part drops out."""
         if isinstance(test.op, ast.And) and any(self.single_process(part, fn) for part in test.values):
             return None  # true only in a run of one process: no distributed ranks to split
+        if isinstance(test.op, ast.Or) and any(self.distributed_run(part, fn) for part in test.values):
+            return None  # `is_master() or args.distributed`: true on every rank of a distributed run
         ranked, values = [], []
         for part in test.values:
             found = self.guard(part, fn, depth)
@@ -587,6 +600,9 @@ class RankFlow:
             return "global"
         if self._init_rank_field(node, fn):
             return "global"  # `engine.local_rank` where Engine hands `self.local_rank` as rank=
+        if self.init_rank_keys and node.__class__ is ast.Subscript and isinstance(node.slice, ast.Constant) \
+                and ((last_name(node.value) or ""), node.slice.value) in self.init_rank_keys:
+            return "global"
         if node.__class__ is ast.Name and depth == 3 and (node.id in fn.params or node.id in fn.kwonly) \
                 and not fn.bindings.get(node.id) and self._given_the_init_rank(node.id, fn):
             # `save(local_rank, model)` where that local_rank is what init_process_group was
@@ -909,6 +925,19 @@ class RankFlow:
             if sized.endswith("world_size") and isinstance(value, int) and not isinstance(value, bool):
                 return (isinstance(op, ast.Eq) and value == 1) or (isinstance(op, ast.LtE) and value == 1) \
                     or (isinstance(op, ast.Lt) and value == 2)
+        return False
+
+    def distributed_run(self, node: ast.AST, fn: Function) -> bool:
+        """The test holds wherever the run is distributed: `args.distributed`,
+        `dist.is_initialized()`, `world_size > 1` - the switch itself, not its negation."""
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+            return self.uniform(node, fn) and not self.is_rank(node, fn)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
+            sized = last_name(node.left.func) if isinstance(node.left, ast.Call) else last_name(node.left)
+            value, op = node.comparators[0].value, node.ops[0]
+            return (sized or "").endswith("world_size") and type(value) is int and (
+                (isinstance(op, ast.Gt) and value == 1) or (isinstance(op, ast.GtE) and value == 2)
+                or (isinstance(op, ast.NotEq) and value == 1))
         return False
 
     def uniform(self, node: ast.AST, fn: Function, depth: int = 2) -> bool:

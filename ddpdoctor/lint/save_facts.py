@@ -11,11 +11,14 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state, reaching, writes
-from ddpdoctor.lint.fact_builder import _single_process, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
+from ddpdoctor.lint.fact_builder import _single_process, argument_at, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.walker import partial_target
+
+# `self.x is None` / `self.x is not None` as a condition's text says it
+_NONE_TEST = re.compile(r"^(not )?(self\.\w+) is (not )?None$")
 
 
 @dataclass
@@ -507,6 +510,13 @@ class SaveFacts:
         for cond, flag in conds:
             negated = cond.startswith("not ")
             attr = cond[4:] if negated else cond
+            nulled = _NONE_TEST.match(cond)
+            if nulled is not None:
+                # `if self.accelerator is not None: ... else: torch.save(...)` where every
+                # construction hands the constructor an object it built (an Accelerator): the
+                # None side is never taken (negated: this side wants None)
+                attr, flag = nulled.group(2), True
+                negated = bool(nulled.group(1)) == bool(nulled.group(3))
             if not (flag and attr.startswith("self.") and attr[5:].isidentifier()):
                 continue
             init, param = next(((init, value.id) for init in inits for target, value in _pairs(init)
@@ -515,10 +525,38 @@ class SaveFacts:
             if param is None or any(isinstance(n, ast.Assign) and any(dotted(t) == attr for t in n.targets)
                                     for c in chain for f in c.methods.values() if f is not init for n in f.own):
                 continue
+            if nulled is not None:
+                if negated and self._given_objects(init, param):
+                    return f"`{cond}` is false on every construction of {klass.name}"
+                continue
             given = given_constants(self.callers(), init, param)
             if given and len({bool(v) for v in given}) == 1 and bool(given.pop()) == negated:
                 return f"`{cond}` is false on every construction of {klass.name}"
+            if given is None and negated and self._given_objects(init, param):
+                # `if not self.accelerator:` where every construction hands it an Accelerator
+                return f"`{cond}` is false on every construction of {klass.name}"
         return ""
+
+    def _given_objects(self, init: Function, param: str) -> bool:
+        """Every construction hands the parameter an object a call made (`accelerator =
+        Accelerator(...)`, then `Stopper(accelerator=accelerator)`): never None."""
+        sites = self.callers().get(init, [])
+        if not sites:
+            return False
+        for caller, event in sites:
+            if event.kind != "call" or not isinstance(event.node, ast.Call):
+                return False
+            value = argument_at(init, event.node, param)
+            if value is None:
+                return False
+            held = self.program.values_of(value, caller, 2)
+            if len(held) == 1 and held[0][0] is value and isinstance(value, ast.Name):
+                # `loader, model, accelerator = prepare(...)`: the item the local helper returns
+                held = self.program.unpacked(value.id, caller)
+            if not held or not all(isinstance(v, ast.Call) and last_name(v.func) not in ("get", "getattr")
+                                   for v, _ in held):
+                return False
+        return True
 
     def _returns_first(self, fn: Function, call: ast.Call) -> str:
         """The parameter of `if return_model: return model`, ahead of the write in fn's own body,

@@ -24,6 +24,7 @@ from ddpdoctor.lint.nodes import walk
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.config_files import MAX_CONFIG_BYTES, config_files
 from ddpdoctor.lint.syspath import added_roots
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
@@ -532,8 +533,6 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
 # `@hydra.main(config_path="../configs", ...)` and a `_target_: pkg.mod.Class` line of a config.
 _HYDRA_MAIN = re.compile(r"""hydra\.main\([^)]*?config_path\s*=\s*["']([^"']+)["']""", re.DOTALL)
 _TARGET = re.compile(r"""^\s*_target_\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*$""", re.MULTILINE)
-MAX_CONFIGS = 400  # config files read for Hydra targets (a config tree larger than this is data)
-MAX_CONFIG_BYTES = 256_000
 
 
 def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
@@ -552,7 +551,7 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
     if not folder.is_dir():
         return []
     targets: list[str] = []
-    for config in _config_files(folder):
+    for config in config_files(folder):
         try:
             if config.stat().st_size > MAX_CONFIG_BYTES or not config.is_file():
                 continue
@@ -569,20 +568,6 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
         if module not in modules:
             modules.append(module)
     return [(m, where) for m in modules]
-
-
-def _config_files(folder: Path) -> list[Path]:
-    """The YAML files under a config folder, in a stable order: at most MAX_CONFIGS, looking at
-    no more than 50 times as many entries (a config_path that names a data tree is not walked)."""
-    found: list[Path] = []
-    seen = 0
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        seen += len(dirs) + len(files)
-        found.extend(Path(root) / f for f in sorted(files) if f.endswith((".yaml", ".yml")))
-        if len(found) >= MAX_CONFIGS or seen >= 50 * MAX_CONFIGS:
-            break
-    return found[:MAX_CONFIGS]
 
 
 def _bound_once(fn: ast.AST) -> dict:

@@ -165,6 +165,11 @@ class _Said:
         return self._said
 
 
+def side_conds(test: ast.AST, body: bool) -> tuple[tuple[str, bool], ...]:
+    """The conds (as events carry them) that hold on one side of an `if` on test."""
+    return _Said(test, "body" if body else "else").said()
+
+
 # Nodes the walk has nothing to do in: a name or constant has no child, an operator neither
 # (`+`, `not`, `==`: a third of an expression's nodes), a nested scope is not walked.
 _LEAVES_AND_SCOPES = {ast.Name, ast.Constant, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,

@@ -404,6 +404,12 @@ def _left_at_zero(name: str, scope: ast.AST, index: _Files) -> bool:
         for c in calls)
 
 
+def _base_init(func: ast.AST) -> bool:
+    """`torch.utils.data.DataLoader.__init__(self, dataset, ..., worker_init_fn=...)` in a loader
+    subclass's constructor: the DataLoader it builds is that instance."""
+    return isinstance(func, ast.Attribute) and func.attr == "__init__" and last_name(func.value) == "DataLoader"
+
+
 def _is_zero(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
 
@@ -415,7 +421,7 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
     # Only a loader that names its workers' seeding can be judged: without one, no index of the
     # program is built (that index over every node cost a large package seconds: timm's 207 files).
     loaders = [(source, node) for source in files for node in source.of(ast.Call)
-               if last_name(node.func) == "DataLoader"
+               if (last_name(node.func) == "DataLoader" or _base_init(node.func))
                and (keyword(node, "worker_init_fn") is not None or keyword(node, "generator") is not None)]
     if not loaders:
         return []
