@@ -30,7 +30,10 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         engines) are not judged, nor loops whose backward never reaches a DDP model (a plain
         student trained against a detached DDP teacher), whose step helper clears the
         gradients first, or whose accumulation count is 1 on every way in; a `no_sync` in a
-        helper the loop never runs covers nothing.
+        helper the loop never runs covers nothing. Nor is a step that follows its own backward
+        on the same side of an `if` (`if amp: scaler_step(loss) else: loss.backward();
+        opt.step()`). The finding points at the backward the loop runs: the call in the loop's
+        body that leads to it, where a helper holds the backward (what `no_sync` must wrap).
 
     Why it hurts:
         DDP all-reduces the gradients in every backward. With K micro-steps per optimizer

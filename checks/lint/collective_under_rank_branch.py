@@ -58,8 +58,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         they reach another collective or the end first (open_clip hung so after its last
         epoch; llama2.c's evaluation at the top of each iteration never does). So is
         Accelerate's `save_state()` on the main process only in a script that prepares for
-        DeepSpeed or FSDP (every process takes part in the save under them; under DDP it writes
-        from the main process alone). A rank that raises under a rank test crashes the job;
+        DeepSpeed or FSDP, or whose Accelerate launch config beside it picks one
+        (`distributed_type: DEEPSPEED` in a YAML under the script's folder): every process
+        takes part in the save under them; under DDP it writes from the main process alone. A rank that raises under a rank test crashes the job;
         what follows is not rank-conditional. A collective that runs only past a rank's early
         exit from a loop (`if stop and is_main: break`, or `sys.exit()`) is that exit's
         consequence: DDP809 reports the exit, once, and DDP801 does not report each collective

@@ -34,6 +34,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         every rank; a warning, naming the assumption, otherwise (and always for a tensor
         value: it differs only when the batches do). A variable handed to a collective in the
         same function (`dist.broadcast_object_list([stop])`) is shared and not reported.
+        The finding points at the test that decides (the `if` or `while`, or the `for` whose
+        bound it is); for a `break` taken inside a rank test, at the innermost `if` around
+        that `break`. A field each rank sets on the pass over its own group (`for ranks in
+        groups: if rank in ranks: self.world_size = len(ranks)`) is every rank's own value, not
+        a rank test's.
 
     Why it hurts:
         The ranks take different branches: rank 0 leaves the loop while the others enter the

@@ -30,7 +30,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         Nor is a write no rank reaches: one made only by the launcher's `__main__` code before
         it spawns the ranks (mp.spawn), or one after `if return_model: return model` when every
         caller leaves that parameter true, or one on the side of `if model is not None:` that a
-        caller's constant (the default None of a load-or-save helper) never takes. A path made new on every call (`uuid.uuid4()`,
+        caller's constant (the default None of a load-or-save helper) never takes, or on the
+        None side of `if self.accelerator is not None:` where every construction hands the
+        object one it built. A path made new on every call (`uuid.uuid4()`,
         `tempfile.mkstemp()`) is each rank's own file, and a cache the same function reads
         back when it exists (`if os.path.exists(p): return torch.load(p)`) is built by local
         rank 0 once per node on purpose: not reported. Nor is a dump made only in an

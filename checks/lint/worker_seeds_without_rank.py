@@ -40,6 +40,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         declared with default 0 and never set by the script (`num_workers=args.workers`), is
         what launch recipes set: that loader is reported as a warning that states it (`if
         --workers is above its default 0`). The probe (DDP305) sees the random state itself.
+        The finding points at what seeds the workers alike: the seeding call inside the
+        worker_init_fn, or the generator's `manual_seed(...)`; for the third way, at the
+        DataLoader.
 
     Why it hurts:
         The ranks read different samples, but worker k of every rank draws the same random

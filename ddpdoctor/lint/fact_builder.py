@@ -242,7 +242,7 @@ class BuilderCore:
     def switched_off(self, fn: Function, call: ast.Call) -> bool:
         """The call sits under a plain test no way into fn passes (`if not as_sets:` past the
         early return every caller takes with as_sets=True): it never runs."""
-        return any(flag and never_true(self.callers(), fn, cond)
+        return any(never_true(self.callers(), fn, cond, flag, self.program)
                    for cond, flag in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
 
     def apart_from_setups(self, fn: Function, conds: tuple) -> bool:
@@ -1020,8 +1020,8 @@ def local_constants(fn: Function, name: str) -> Optional[set]:
     """The constants a local name is ever bound to in fn: `is_distributed, world, rank = (False, 1,
     0)` (the detection call left commented out); None where any binding is something else, or
     the name is a parameter (its callers decide: given_constants)."""
-    if isinstance(fn.node, ast.Module) or name in fn.params:
-        return None
+    if name in fn.params or (isinstance(fn.node, ast.Module) and name in fn.__dict__.get("_global_binds", ())):
+        return None  # (a module's name a function rebinds under `global` is no constant)
     found: set = set()
     for node in fn.own:
         if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr,
@@ -1047,17 +1047,120 @@ def local_constants(fn: Function, name: str) -> Optional[set]:
     return found or None
 
 
-def never_true(callers: dict, fn: Function, cond: str) -> bool:
-    """A plain flag test in fn that no way through it can pass: `if is_distributed:` on a local
-    bound only to False, or on a parameter every caller leaves false."""
-    negated = cond.startswith("not ")
-    name = cond[4:] if negated else cond
-    if not name.isidentifier():
+def never_true(callers: dict, fn: Function, cond: str, flag: bool = True, program=None) -> bool:
+    """A test in fn that no way through it can pass: `if is_distributed:` on a local bound only
+    to False, or on a parameter every caller leaves false; flag=False: a comparison of such a
+    name with constants (`if env_type == "DDP" or env_type == "ddp":` where the script's own
+    module constant `env = "pytorch"` is what every construction hands it)."""
+    if flag:
+        negated = cond.startswith("not ")
+        name = cond[4:] if negated else cond
+        if not name.isidentifier():
+            return False
+        values = _constants_of(callers, fn, name)
+        return bool(values) and all(bool(v) == negated for v in values)
+    if len(cond) > 300 or " == " not in cond and " != " not in cond and " in " not in cond:
         return False
+    try:
+        test = _parsed_tests.get(cond) or ast.parse(cond, mode="eval").body
+    except SyntaxError:
+        return False
+    if len(_parsed_tests) < 4096:
+        _parsed_tests[cond] = test
+    return _truth_by_constants(callers, fn, test, program) is False
+
+
+_parsed_tests: dict = {}  # a condition's text, parsed once (the same few texts are asked of often)
+
+
+def _own_attr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _constants_of(callers: dict, fn: Function, name: str) -> Optional[set]:
     values = local_constants(fn, name)
     if values is None and name in fn.params:
         values = given_constants(callers, fn, name)
-    return bool(values) and all(bool(v) == negated for v in values)
+    if values is None and name not in fn.params and not fn.bindings.get(name) and fn.module.body is not None \
+            and fn is not fn.module.body and name not in fn.__dict__.get("_declared_global", ()):
+        values = local_constants(fn.module.body, name)  # a module constant the function reads
+    return values
+
+
+def assigned_pairs(fn: Function):
+    """(target, value) of each plain assignment in fn's own body, a tuple's items paired:
+    `self.a, self.b = a, {}` gives (self.a, a) and (self.b, {})."""
+    for node in fn.own:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            yield from zip(target.elts, value.elts)
+        else:
+            yield target, value
+
+
+def attr_constants(program, callers: dict, fn: Function, attr: str) -> Optional[set]:
+    """The constants `self.<attr>` holds in fn's class: the constructor (its own or a local
+    base's) stores a parameter there that every construction gives a constant, and no other
+    method of the chain assigns it. None otherwise."""
+    klass = program._class_of_fn(fn) if program is not None else None
+    if klass is None:
+        return None
+    chain, todo = [], [klass]
+    while todo and len(chain) < 6:
+        current = todo.pop(0)
+        if current not in chain:
+            chain.append(current)
+            todo.extend(program.bases(current))
+    key = f"self.{attr}"
+    stored = [(init, value.id) for c in chain if "__init__" in c.methods for init in [c.methods["__init__"]]
+              for target, value in assigned_pairs(init) if dotted(target) == key and isinstance(value, ast.Name)
+              and (value.id in init.params or value.id in init.kwonly)]
+    if len(stored) != 1:
+        return None
+    init, param = stored[0]
+    if any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(dotted(t) == key for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+           for c in chain for f in c.methods.values() if f is not init for n in f.own):
+        return None
+    return given_constants(callers, init, param)
+
+
+def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None) -> Optional[bool]:
+    """True / False where the constants every way gives the names a test reads settle it."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_truth_by_constants(callers, fn, v, program) for v in test.values]
+        if isinstance(test.op, ast.Or):
+            return True if True in parts else (False if all(p is False for p in parts) else None)
+        return False if False in parts else (True if all(p is True for p in parts) else None)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _truth_by_constants(callers, fn, test.operand, program)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Name):
+        values = _constants_of(callers, fn, test.id)
+        truths = {bool(v) for v in values} if values else set()
+        return truths.pop() if len(truths) == 1 else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and (
+            isinstance(test.left, ast.Name) or _own_attr(test.left))):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(right, ast.Constant):
+        allowed = [right.value]
+    elif isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts):
+        allowed = [e.value for e in right.elts]
+    else:
+        return None
+    values = _constants_of(callers, fn, test.left.id) if isinstance(test.left, ast.Name) else \
+        attr_constants(program, callers, fn, test.left.attr)
+    if not values:
+        return None
+    if isinstance(op, (ast.Eq, ast.In)) and (isinstance(op, ast.In) or len(allowed) == 1):
+        truths = {v in allowed for v in values}
+    elif isinstance(op, (ast.NotEq, ast.NotIn)) and (isinstance(op, ast.NotIn) or len(allowed) == 1):
+        truths = {v not in allowed for v in values}
+    else:
+        return None
+    return truths.pop() if len(truths) == 1 else None
 
 
 def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),

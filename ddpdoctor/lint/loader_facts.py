@@ -951,7 +951,8 @@ class LoaderFacts:
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():
-            if not self._builds_distributed_sampler(call, fn) or self._never_built(call, fn):
+            if not self._builds_distributed_sampler(call, fn) or self._never_built(call, fn) or \
+                    self.switched_off(fn, call):
                 continue  # (a sampler on a side of its builder's switch no call takes)
             shuffle = keyword(call, "shuffle")
             if shuffle is None and any(kw.arg is None for kw in call.keywords):

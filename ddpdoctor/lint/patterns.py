@@ -1053,9 +1053,25 @@ def loader_call(program: Program, call: ast.Call, fn: Function) -> bool:
     (`class FastLoader(DataLoader)`, a loader that keeps its workers alive), a few bases up."""
     if torch_loader(program.qualify(call.func, fn) or ""):
         return True
+    func = call.func
+    if func.__class__ is ast.Attribute and func.attr == "__init__" and func.value.__class__ is ast.Call and \
+            func.value.func.__class__ is ast.Name and func.value.func.id == "super":
+        # `class TrainLoader(DataLoader): def __init__(...): super().__init__(dataset, sampler=...,
+        # num_workers=n)`: the loader every construction of the subclass builds
+        return fn.cls is not None and fn.name == "__init__" and _loader_class(program, fn.cls, 3)
     klass = program._callee_symbol(call.func, fn)
     return klass.__class__.__name__ == "Klass" and _passes_through(program, klass) and \
         _loader_class(program, klass, 3)
+
+
+def kept_keywords(program: Program, call: ast.Call, fn: Function) -> set[str]:
+    """The keywords a local DataLoader subclass keeps for itself (`def __init__(self, *args,
+    stage="train", generator=None, **kwargs)`): they never reach the DataLoader."""
+    klass = program._callee_symbol(call.func, fn)
+    init = klass.methods.get("__init__") if klass.__class__.__name__ == "Klass" else None
+    if init is None or init.node is None:
+        return set()
+    return {a.arg for a in init.node.args.kwonlyargs}
 
 
 def _passes_through(program: Program, klass, depth: int = 3) -> bool:
@@ -1066,7 +1082,18 @@ def _passes_through(program: Program, klass, depth: int = 3) -> bool:
     if init is None:
         return depth > 0 and all(_passes_through(program, b, depth - 1) for b in program.bases(klass))
     args = init.node.args
-    return len(args.args) == 1 and not args.kwonlyargs and args.vararg is not None and args.kwarg is not None
+    if args.vararg is None or args.kwarg is None:
+        return False
+    if len(args.args) == 1 and not args.kwonlyargs:
+        return True
+    # `def __init__(self, *args, stage="train", **kwargs): super().__init__(*args, **kwargs)`:
+    # keywords of its own beside what it hands the base as it came (OpenFold's loader)
+    return len(args.args) == 1 and any(
+        isinstance(call.func, ast.Attribute) and call.func.attr == "__init__"
+        and any(isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) and a.value.id == args.vararg.arg
+                for a in call.args)
+        and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == args.kwarg.arg for k in call.keywords)
+        for call in init.own_calls)
 
 
 def _loader_class(program: Program, klass, depth: int) -> bool:

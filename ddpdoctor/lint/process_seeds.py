@@ -35,7 +35,7 @@ from typing import Any, Optional
 
 from ddpdoctor.lint.fact_builder import _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import param_defaults, walk
-from ddpdoctor.lint.patterns import call_keywords, keyword, last_name, loader_call, text
+from ddpdoctor.lint.patterns import call_keywords, keyword, kept_keywords, last_name, loader_call, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -89,6 +89,9 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         if (reaching if reaching is not None else (_SAME if alike else _UNKNOWN)) != _SAME:
             continue
         given = call_keywords(program, call, fn)  # `**loader_kwargs` read where it is a dict literal
+        if given is not None and isinstance(call.func, (ast.Name, ast.Attribute)):
+            kept = kept_keywords(program, call, fn)  # (a subclass's own `generator=` goes nowhere)
+            given = {k: v for k, v in given.items() if k not in kept}
         if given is None or "generator" in given:
             continue  # a `**kwargs` that cannot be read may hold a generator
         workers = given.get("num_workers")
@@ -659,10 +662,13 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             target = next(iter(program.resolve(value.func, scope)[0]), None)
         if target is None and isinstance(value.func, ast.Subscript):
             # `datasets[name.lower()](**kwargs)` over a registry table: each class it holds
-            table = value.func.value
+            # (`config["dataset"](...)` names its key: the entry under it, not a nested block's
+            # classes beside it)
+            table, path = value.func, []
             while isinstance(table, ast.Subscript):
+                path.insert(0, table.slice)
                 table = table.value
-            classes = [k for k in program._table_entries(table, scope, read=True) if program.is_class(k)]
+            classes = [k for k in program._table_entries(table, scope, read=True, path=path) if program.is_class(k)]
             shown.extend(classes)
             if any(_draws(program, k) for c in classes for k in [c, *program.bases(c)]):
                 return True

@@ -1451,6 +1451,14 @@ class Program:
             klass = target if isinstance(target, Klass) else klass
         if klass is not None:
             found = self.method(klass, attr)
+            if receiver.__class__ is ast.Name:
+                # `if mode == "train": runner = Trainer(...)` / `if mode == "predict": runner =
+                # Predictor(...)`, then `runner.run()`: each class's method may be the one
+                built = [k for v, scope in self.values_of(receiver, fn) if v.__class__ is ast.Call
+                         for k in [self._callee_symbol(v.func, scope)] if k.__class__ is Klass and k is not klass]
+                more = [m for k in dict.fromkeys(built) if (m := self.method(k, attr)) is not None and m is not found]
+                if more:
+                    return list(dict.fromkeys(([found] if found else []) + more)), []
             return ([found] if found else []), []
         if receiver.__class__ is ast.Name:  # `for part in self.parts: part.dataset()`
             found = [m for k in self._element_classes(receiver.id, fn) if (m := self.method(k, attr)) is not None]

@@ -279,6 +279,10 @@ class RankFlow:
             return self.is_rank(node.left, fn, depth) or self.is_rank(node.right, fn, depth)
         if isinstance(node, ast.IfExp):  # dist.get_rank() if dist.is_initialized() else 0
             return self.is_rank(node.body, fn, depth) or self.is_rank(node.orelse, fn, depth)
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2 \
+                and is_const(node.values[1], 0, None, "0", ""):
+            # `os.environ.get("OMPI_COMM_WORLD_RANK") or 0`: the rank, 0 where it is unset
+            return self.is_rank(node.values[0], fn, depth)
         if isinstance(node, ast.Attribute) and depth > 0 and self._property_rank(node, fn, depth):
             return True  # `config.cuda_rank`, a property returning dist.get_rank()
         if isinstance(node, (ast.Name, ast.Attribute)):

@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state, reaching, writes
-from ddpdoctor.lint.fact_builder import _single_process, argument_at, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
+from ddpdoctor.lint.fact_builder import _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
@@ -519,7 +519,7 @@ class SaveFacts:
                 negated = bool(nulled.group(1)) == bool(nulled.group(3))
             if not (flag and attr.startswith("self.") and attr[5:].isidentifier()):
                 continue
-            init, param = next(((init, value.id) for init in inits for target, value in _pairs(init)
+            init, param = next(((init, value.id) for init in inits for target, value in assigned_pairs(init)
                                 if dotted(target) == attr and isinstance(value, ast.Name)
                                 and (value.id in init.params or value.id in init.kwonly)), (None, None))
             if param is None or any(isinstance(n, ast.Assign) and any(dotted(t) == attr for t in n.targets)
@@ -758,19 +758,6 @@ def _global_from(fn: Function, index: str) -> bool:
                     any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult) for s in sides):
                 return True
     return False
-
-
-def _pairs(fn: Function):
-    """(target, value) of each plain assignment in fn's own body, a tuple's items paired:
-    `self.a, self.b = a, {}` gives (self.a, a) and (self.b, {})."""
-    for node in fn.own:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-            continue
-        target, value = node.targets[0], node.value
-        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
-            yield from zip(target.elts, value.elts)
-        else:
-            yield target, value
 
 
 def _returned_before(fn: Function, call: ast.Call) -> tuple:

@@ -1,0 +1,702 @@
+"""Shapes from session 25 (holdout 25), each with its healthy twin, written in our own words."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_round17_shapes import lint_plain
+
+
+def at(found, code: str) -> list:
+    return sorted((f.location.line, f.severity.value) for f in found if f.code == code)
+
+
+def line_of(source: str, marker: str) -> int:
+    return next(i for i, line in enumerate(source.lstrip("\n").splitlines(), 1) if marker in line)
+
+
+# -------------------------------------------------- a module global bound in a set-up function
+GLOBAL_FLAG = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+is_writer = None
+
+def setup():
+    global is_writer
+    dist.init_process_group("gloo")
+    is_writer = {value}
+
+def main():
+    model = DDP(torch.nn.Linear(2, 2))
+    for epoch in range(3):
+        model(torch.ones(1, 2)).sum().backward()
+        if is_writer:
+            torch.save(model.state_dict(), "last.pt")  # the save
+
+if __name__ == "__main__":
+    setup()
+    main()
+"""
+
+
+def test_a_writer_flag_a_set_up_function_binds_as_global_is_the_rank_test(tmp_path):
+    # `global is_writer` in setup(): main() reads the module's name, which setup made `rank == 0`
+    assert at(lint_plain(tmp_path, GLOBAL_FLAG.replace("{value}", "dist.get_rank() == 0")), "DDP806") == []
+
+
+def test_its_twin_a_global_flag_true_on_every_rank_saves_everywhere(tmp_path):
+    code = GLOBAL_FLAG.replace("{value}", "True")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- `rank test or distributed switch`
+OR_SWITCH = """
+import argparse, torch, torch.distributed as dist
+
+def validate(model):
+    loss = torch.zeros(1)
+    dist.all_reduce(loss)
+    return loss
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--distributed", action="store_true")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    model = torch.nn.Linear(2, 2)
+    for epoch in range(3):
+        if dist.get_rank() == 0 or args.{flag}:
+            validate(model)  # the validation
+
+main()
+"""
+
+
+def test_a_rank_test_or_the_distributed_switch_holds_on_every_rank_of_a_distributed_run(tmp_path):
+    assert at(lint_plain(tmp_path, OR_SWITCH.replace("{flag}", "distributed")), "DDP801") == []
+
+
+def test_its_twin_a_rank_test_or_another_option_runs_the_collective_on_rank_0(tmp_path):
+    assert at(lint_plain(tmp_path, OR_SWITCH.replace("{flag}", "verbose")), "DDP801") != []
+
+
+# -------------------------------------------------- the None side of a constructor's object
+STOPPER = """
+import torch, torch.distributed as dist
+from accelerate import Accelerator
+
+class Stopper:
+    def __init__(self, patience, accelerator=None):
+        self.patience = patience
+        self.accelerator = accelerator
+
+    def save(self, model, path):
+        if self.accelerator is not None:
+            model = self.accelerator.unwrap_model(model)
+            if self.accelerator.is_main_process:
+                torch.save(model.state_dict(), path)  # the main process's save
+        else:
+            torch.save(model.state_dict(), path)  # the plain save
+
+def main():
+    accelerator = Accelerator()
+    model = accelerator.prepare(torch.nn.Linear(2, 2))
+    stopper = Stopper(3{given})
+    for epoch in range(3):
+        stopper.save(model, "best.pt")
+
+main()
+"""
+
+
+def test_the_none_side_of_an_attribute_every_construction_gives_an_object_is_never_taken(tmp_path):
+    assert at(lint_plain(tmp_path, STOPPER.replace("{given}", ", accelerator=accelerator")), "DDP806") == []
+
+
+def test_its_twin_left_at_its_default_none_the_plain_save_runs_on_every_rank(tmp_path):
+    code = STOPPER.replace("{given}", "")
+    assert (line_of(code, "# the plain save"), "warning") in at(lint_plain(tmp_path, code), "DDP806")
+
+
+# -------------------------------------------------- a break on the side a built object never takes
+TRIGGER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Trigger:
+    def set(self):
+        pass
+
+class Trainer:
+    def __init__(self, model, trigger=None):
+        self.model = model
+        self.trigger = trigger
+        self.stale = 0
+
+    def run(self):
+        for epoch in range(10):
+            self.model(torch.ones(1, 2)).sum().backward()
+            if dist.get_rank() == 0 and epoch > 5:
+                if self.trigger:
+                    self.trigger.set()
+                else:
+                    break  # rank 0 leaves
+
+def main():
+    dist.init_process_group("gloo")
+    Trainer(DDP(torch.nn.Linear(2, 2)){given}).run()
+
+main()
+"""
+
+
+def test_a_break_on_the_side_every_construction_rules_out_is_no_rank_exit(tmp_path):
+    assert at(lint_plain(tmp_path, TRIGGER.replace("{given}", ", trigger=Trigger()")), "DDP809") == []
+
+
+def test_its_twin_without_the_object_rank_0_leaves_the_loop(tmp_path):
+    assert at(lint_plain(tmp_path, TRIGGER.replace("{given}", "")), "DDP809") != []
+
+
+# -------------------------------------------------- rank state returned as a tuple's item
+RESUME = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def setup(path):
+    stats = {"epoch": 0}
+    model = torch.nn.Linear(2, 2)
+    if dist.get_rank() == 0 and os.path.exists(path):
+        stats = torch.load(path)["stats"]
+{share}    return model, stats
+
+def main():
+    dist.init_process_group("gloo")
+    model, stats = setup("last.ckpt")
+    model = DDP(model)
+    for epoch in range(stats["epoch"] + 1, 10):  # the epochs
+        model(torch.ones(1, 2)).sum().backward()
+
+main()
+"""
+
+
+def test_a_resume_record_rank_0_loads_and_a_helper_returns_decides_the_epochs(tmp_path):
+    code = RESUME.replace("{share}", "")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the epochs"), "warning")]
+
+
+def test_its_twin_the_record_broadcast_before_it_is_returned_is_shared(tmp_path):
+    code = RESUME.replace("{share}", "    box = [stats]\n    dist.broadcast_object_list(box)\n    stats = box[0]\n")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+INLINE_RESUME = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    dist.init_process_group("gloo")
+    stats = {"epoch": 0}
+    if {test}:
+        stats = torch.load("last.ckpt")["stats"]
+    model = DDP(torch.nn.Linear(2, 2))
+    for epoch in range(stats["epoch"] + 1, 10):  # the epochs
+        model(torch.ones(1, 2)).sum().backward()
+
+main()
+"""
+
+
+def test_a_dict_of_constants_is_an_initial_value_rank_0_alone_replaces(tmp_path):
+    code = INLINE_RESUME.replace("{test}", "dist.get_rank() == 0")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP809")] == [line_of(code, "# the epochs")]
+
+
+def test_its_twin_every_rank_loads_the_record(tmp_path):
+    assert at(lint_plain(tmp_path, INLINE_RESUME.replace("{test}", "os.path.exists('last.ckpt')")), "DDP809") == []
+
+
+# -------------------------------------------------- each rank's own group, set in a loop over the groups
+GROUPS = """
+import torch, torch.distributed as dist
+
+class Group:
+    def __init__(self, groups):
+        self.rank = dist.get_rank()
+        self.world_size = 1
+        for ranks in groups:
+            handle = dist.new_group(ranks)
+            if {test}:
+                self.world_size = len(ranks)
+                self.handle = handle
+
+    def share(self, t):
+        if self.world_size > 1:  # the test
+            dist.broadcast(t, src=0)
+        return t
+
+def main():
+    dist.init_process_group("gloo")
+    group = Group([[0, 1], [2, 3]])
+    for step in range(3):
+        group.share(torch.ones(1))
+
+main()
+"""
+
+
+def test_a_field_each_rank_sets_on_the_pass_over_its_own_group_is_no_rank_state(tmp_path):
+    assert at(lint_plain(tmp_path, GROUPS.replace("{test}", "self.rank in ranks")), "DDP809") == []
+
+
+def test_its_twin_a_field_rank_0_alone_sets_decides_the_broadcast(tmp_path):
+    code = GROUPS.replace("{test}", "self.rank == 0")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP809")] == [line_of(code, "# the test")]
+
+
+# -------------------------------------------------- a config key holding what init_process_group got as rank=
+CONFIG_RANK = """
+import argparse, torch, torch.distributed as dist
+
+class Trainer:
+    def __init__(self, config):
+        self.config = config
+
+    def save(self, model):
+        if self.config['local_rank'] == 0:
+            torch.save(model.state_dict(), "model.pt")  # the save
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default=0)
+    args = parser.parse_args()
+    config = {}
+    dist.init_process_group("nccl", world_size=torch.cuda.device_count(){rank})
+    config['local_rank'] = args.local_rank
+    Trainer(config).save(torch.nn.Linear(2, 2))
+
+main()
+"""
+
+
+def test_a_config_key_copied_from_the_rank_init_process_group_got_is_the_global_rank(tmp_path):
+    assert at(lint_plain(tmp_path, CONFIG_RANK.replace("{rank}", ", rank=args.local_rank")), "DDP806") == []
+
+
+def test_its_twin_a_local_rank_the_group_never_got_is_one_writer_per_node(tmp_path):
+    code = CONFIG_RANK.replace("{rank}", "")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- Accelerate's launch config picks DeepSpeed
+SAVE_STATE = """
+import torch
+from accelerate import Accelerator
+
+def main():
+    accelerator = Accelerator()
+    model, opt = accelerator.prepare(torch.nn.Linear(2, 2), torch.optim.SGD([torch.zeros(1)], lr=0.1))
+    for epoch in range(3):
+        accelerator.backward(model(torch.ones(1, 2)).sum())
+        opt.step()
+        if accelerator.is_main_process:
+            accelerator.save_state("ckpt")  # the save
+
+main()
+"""
+
+
+def test_save_state_on_the_main_process_under_a_deepspeed_launch_config_is_reported(tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "launch.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n")
+    assert at(lint_plain(tmp_path, SAVE_STATE), "DDP801") == [(line_of(SAVE_STATE, "# the save"), "warning")]
+
+
+def test_its_twin_a_multi_gpu_launch_config_saves_from_the_main_process(tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "launch.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n")
+    assert at(lint_plain(tmp_path, SAVE_STATE), "DDP801") == []
+
+
+# -------------------------------------------------- a step right after the backward on the same side
+SIDES = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(model, opt, scaler_step, use_amp, every):
+    for i in range(10):
+        loss = model(torch.ones(1, 2)).sum()
+        if use_amp:
+            scaler_step(loss, opt)
+        else:
+            opt.zero_grad()
+            loss.backward()  # the backward
+{step}
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 2))
+    train(model, torch.optim.SGD(model.parameters(), lr=0.1), None, False, 4)
+
+main()
+"""
+
+
+def test_a_step_that_follows_its_own_backward_on_the_same_side_is_no_accumulation(tmp_path):
+    assert at(lint_plain(tmp_path, SIDES.replace("{step}", "            opt.step()")), "DDP805") == []
+
+
+def test_its_twin_a_step_every_k_passes_on_that_side_accumulates(tmp_path):
+    code = SIDES.replace("{step}", "            if (i + 1) % every == 0:\n                opt.step()")
+    assert at(lint_plain(tmp_path, code), "DDP805") == [(line_of(code, "# the backward"), "warning")]
+
+
+# -------------------------------------------------- a module found through the first of two fallback imports
+FALLBACK = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+try:
+    from parts import rotary
+except ImportError:
+    import rotary
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rot = rotary.Rotary()
+        self.fc = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.fc(self.rot(x))
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(Net())
+    for step in range(3):
+        model(torch.ones(1, 2)).sum().backward()
+    if dist.get_rank() == 0:
+        with torch.no_grad():
+            model(torch.ones(1, 2))  # the evaluation
+
+main()
+"""
+
+ROTARY = """
+import torch
+
+class Rotary(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        {body}
+
+    def forward(self, x):
+        return x
+"""
+
+
+def _fallback(tmp_path, body: str):
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "__init__.py").write_text("")
+    (tmp_path / "parts" / "rotary.py").write_text(ROTARY.replace("{body}", body))
+    return lint_plain(tmp_path, FALLBACK)
+
+
+def test_the_first_of_two_fallback_imports_names_the_module_with_the_buffer(tmp_path):
+    found = _fallback(tmp_path, "self.register_buffer('inv_freq', torch.ones(2))")
+    assert at(found, "DDP801") == [(line_of(FALLBACK, "# the evaluation"), "warning")]
+
+
+def test_its_twin_a_module_without_buffers_broadcasts_nothing_in_the_forward(tmp_path):
+    assert at(_fallback(tmp_path, "self.scale = 2.0"), "DDP801") == []
+
+
+# -------------------------------------------------- a DataLoader subclass calling the base constructor
+BASE_INIT = """
+import numpy as np, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def seed_worker(worker_id):
+    np.random.seed({seed})
+
+class Loader(DataLoader):
+    def __init__(self, dataset):
+        DataLoader.__init__(self, dataset, batch_size=4, sampler=DistributedSampler(dataset),
+                            num_workers=4, worker_init_fn=seed_worker)  # the loader
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 2))
+    loader = Loader(TensorDataset(torch.randn(32, 2)))
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for (x,) in loader:
+            model(x).sum().backward()
+
+main()
+"""
+
+
+def test_a_loader_built_through_the_base_constructor_has_its_worker_seeding_judged(tmp_path):
+    assert at(lint_plain(tmp_path, BASE_INIT.replace("{seed}", "worker_id")), "DDP808") != []
+
+
+def test_its_twin_a_worker_seed_with_the_rank_in_it(tmp_path):
+    code = BASE_INIT.replace("{seed}", "worker_id + 100 * dist.get_rank()")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- a module constant that picks the one-process run
+ENV_SWITCH = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+env = "{env}"
+
+class Trainer:
+    def __init__(self, env_type):
+        self.env_type = env_type
+        if env_type == "DDP" or env_type == "ddp":
+            dist.init_process_group("nccl")
+
+    def loader(self, ds):
+        if self.env_type == "pytorch":
+            return DataLoader(ds, batch_size=4, shuffle=True)
+        return DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))
+
+    def train(self):
+        model = torch.nn.Linear(2, 2)
+        if self.env_type != "pytorch":
+            model = torch.nn.parallel.DistributedDataParallel(model)
+        loader = self.loader(TensorDataset(torch.randn(16, 2)))
+        for epoch in range(3):
+            for (x,) in loader:
+                model(x).sum().backward()
+            torch.save(model.state_dict(), "last.pt")  # the save
+
+class Seg(Trainer):
+    def __init__(self, env_type):
+        super().__init__(env_type)
+
+if __name__ == "__main__":
+    Seg(env_type=env).train()
+"""
+
+
+def test_a_module_constant_every_construction_hands_on_leaves_the_group_unset(tmp_path):
+    found = lint_plain(tmp_path, ENV_SWITCH.replace("{env}", "pytorch"))
+    assert [f.code for f in found if f.severity.value in ("error", "warning")] == []
+
+
+def test_its_twin_the_constant_that_picks_ddp_is_judged(tmp_path):
+    code = ENV_SWITCH.replace("{env}", "DDP")
+    found = lint_plain(tmp_path, code)
+    assert (line_of(code, "# the save"), "warning") in at(found, "DDP806")
+    assert at(found, "DDP804") != []
+
+
+# -------------------------------------------------- a rank read from the environment with an `or 0` fallback
+ENV_RANK = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def world_rank():
+    return int(os.environ.get("OMPI_COMM_WORLD_RANK"){fallback})
+
+def main():
+    dist.init_process_group("gloo")
+    rank = world_rank()
+    model = DDP(torch.nn.Linear(2, 2))
+    for epoch in range(3):
+        model(torch.ones(1, 2)).sum().backward()
+        if rank == 0:
+            torch.save(model.state_dict(), "last.pt")  # the save
+
+main()
+"""
+
+
+def test_an_environment_rank_with_an_or_0_fallback_is_the_rank(tmp_path):
+    assert at(lint_plain(tmp_path, ENV_RANK.replace("{fallback}", " or 0")), "DDP806") == []
+
+
+def test_its_twin_a_setting_with_an_or_0_fallback_is_no_rank(tmp_path):
+    code = ENV_RANK.replace('"OMPI_COMM_WORLD_RANK"){fallback}', '"SAVE_EVERY") or 0')
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- a DataLoader subclass with keywords of its own
+OWN_KEYWORDS = """
+import argparse, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Masked(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.rand(4) < 0.5
+
+class StageLoader(DataLoader):
+    def __init__(self, *args, stage="train", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.stage = stage
+
+def main(seed):
+    dist.init_process_group("gloo")
+    torch.manual_seed({seed})
+    data = Masked()
+    sampler = DistributedSampler(data)
+    loader = StageLoader(data, stage="train", sampler=sampler, batch_size=4, num_workers=4)  # the loader
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            model(x.float()).sum().backward()
+
+main(0)
+"""
+
+
+def test_a_loader_subclass_that_hands_the_rest_on_is_judged_as_a_dataloader(tmp_path):
+    code = OWN_KEYWORDS.replace("{seed}", "seed")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_ranks_seeded_apart(tmp_path):
+    assert at(lint_plain(tmp_path, OWN_KEYWORDS.replace("{seed}", "seed + dist.get_rank()")), "DDP808") == []
+
+
+# -------------------------------------------------- a runner picked by an if-chain of assignments
+RUNNERS = """
+import sys, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Trainer:
+    def __init__(self, net):
+        self.net = DDP(net)
+
+    def run(self):
+        for epoch in range(3):
+            self.net(torch.ones(1, 2)).sum().backward()
+            {guard}torch.save(self.net.module.state_dict(), "last.pt")  # the save
+
+class Predictor:
+    def __init__(self, net):
+        self.net = net
+
+    def run(self):
+        with torch.no_grad():
+            return self.net(torch.ones(1, 2))
+
+def main(mode):
+    dist.init_process_group("gloo")
+    net = torch.nn.Linear(2, 2)
+    if mode == "train":
+        runner = Trainer(net)
+    if mode == "predict":
+        runner = Predictor(net)
+    runner.run()
+
+main(sys.argv[1])
+"""
+
+
+def test_a_method_of_every_class_an_if_chain_may_bind_is_reached(tmp_path):
+    code = RUNNERS.replace("{guard}", "")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+def test_its_twin_the_training_runner_saves_on_rank_0(tmp_path):
+    code = RUNNERS.replace("{guard}", "if dist.get_rank() == 0: ")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- a DataLoader subclass that builds its own loader
+SUPER_LOADER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Crops(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        top = torch.randint(0, 8, (1,)).item()
+        return torch.ones(16)[top:top + 8]
+
+class TrainLoader(DataLoader):
+    def __init__(self, batch_size, workers):
+        dataset = Crops()
+        super().__init__(dataset, batch_size=batch_size, sampler=DistributedSampler(dataset),
+                         num_workers=workers)  # the loader
+
+def main():
+    torch.manual_seed({seed})
+    dist.init_process_group("gloo")
+    loader = TrainLoader(8, 4)
+    model = DDP(torch.nn.Linear(8, 1))
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+main()
+"""
+
+
+def test_the_base_constructor_call_of_a_loader_subclass_is_the_loader(tmp_path):
+    code = SUPER_LOADER.replace("{seed}", "10")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "super().__init__(dataset")]
+
+
+def test_its_twin_seeded_per_rank(tmp_path):
+    code = SUPER_LOADER.replace("torch.manual_seed({seed})\n    dist.init_process_group(\"gloo\")",
+                                "dist.init_process_group(\"gloo\")\n    torch.manual_seed(10 + dist.get_rank())")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- a config table's dataset entry, not its neighbours
+TABLE = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Rows(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return {draw}
+
+class Noise(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.randn_like(x)
+
+config = {"dataset": Rows, "model": {"noise": Noise}}
+
+def main():
+    torch.manual_seed(0)
+    dist.init_process_group("gloo")
+    data = config["dataset"]()
+    loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data), num_workers=4)  # the loader
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(4, 4), config["model"]["noise"]()))
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+main()
+"""
+
+
+def test_a_noise_module_beside_the_dataset_in_a_config_table_draws_nothing_in_the_workers(tmp_path):
+    assert at(lint_plain(tmp_path, TABLE.replace("{draw}", "torch.ones(4) * i")), "DDP808") == []
+
+
+def test_its_twin_the_dataset_entry_itself_draws(tmp_path):
+    code = TABLE.replace("{draw}", "torch.rand(4)")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
