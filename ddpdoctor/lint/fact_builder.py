@@ -472,6 +472,11 @@ class BuilderCore:
                             if isinstance(key, ast.Constant) and key.value == sub.slice.value and \
                                     self.mentions_rank(item, scope, depth - 1, strict):
                                 return True
+                    # `self.info["dir"] = f"runs/rank{rank}"` in another method of the class: what
+                    # that key is given there
+                    if any(self.mentions_rank(item, scope, depth - 1, strict)
+                           for item, scope in self._stored_items(sub, fn)):
+                        return True
         for sub in walk(node):
             if id(sub) in passed_on:
                 continue
@@ -495,6 +500,18 @@ class BuilderCore:
                         if self.mentions_rank(ret, target, depth - 1, strict):
                             return True
         return False
+
+    def _stored_items(self, read: ast.Subscript, fn: Function) -> list:
+        """(value, method) of each `self.<dict>["key"] = value` in fn's class for a read of
+        `self.<dict>["key"]`."""
+        owner = dotted(read.value) or ""
+        klass = self.program._class_of_fn(fn) if owner.startswith("self.") else None
+        if klass is None:
+            return []
+        return [(n.value, method) for method in klass.methods.values() if method.node is not None
+                for n in method.own if n.__class__ is ast.Assign for t in n.targets
+                if t.__class__ is ast.Subscript and dotted(t.value) == owner and t.slice.__class__ is ast.Constant
+                and t.slice.value == read.slice.value]
 
     def _bound_here(self, name: ast.AST, fn: Function, depth: int = 1) -> list:
         """(value, scope) of what a name may hold where it is read: the bindings that reach it

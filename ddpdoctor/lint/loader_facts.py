@@ -962,9 +962,14 @@ class LoaderFacts:
                 shuffle = call.args[3]
             name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call)
             loader_name, loader_at, fed = "", None, ""
-            for fact in loaders:
-                if name and _names_sampler(fact.sampler_text, name) and fact.location.file == fn.file.display:
-                    loader_at, fed = fact.location, fact.name
+            # the loader that takes it by name, in this function first (two builders of one class
+            # that both call their sampler `order`: each feeds its own loader)
+            span = (getattr(fn.node, "lineno", 0), getattr(fn.node, "end_lineno", 1 << 30))
+            named = [fact for fact in loaders if name and _names_sampler(fact.sampler_text, name)
+                     and fact.location.file == fn.file.display]
+            mine = [fact for fact in named if span[0] <= fact.location.line <= span[1]]
+            for fact in (mine[-1:] if mine and not isinstance(fn.node, ast.Module) else named):
+                loader_at, fed = fact.location, fact.name
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
                 for node in fn.own:
@@ -1430,6 +1435,8 @@ def _unpacked_at(fn: Function, call: ast.Call, index: int) -> str:
             items = node.targets[0].elts
             if index < len(items) and isinstance(items[index], ast.Name):
                 return items[index].id
+            if index < len(items) and isinstance(items[index], ast.Attribute):
+                return items[index].attr  # `self.dataloader, self.dataset = build(opts)`
     return ""
 
 

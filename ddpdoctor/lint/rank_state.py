@@ -556,6 +556,7 @@ def _item_names(program, fn: Function) -> frozenset:
         return found
     shared = shared_names(program, fn, forwards=False)
     pairs = []
+    unpacked: set = set()  # names a tuple from an item-returning helper gives an item to
     for node in fn.own:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             pairs.append((node.targets[0].id, node.value, True))
@@ -564,11 +565,17 @@ def _item_names(program, fn: Function) -> frozenset:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name) and node.args:
             pairs.append((node.func.value.id, node.args[0], False))  # `losses.append(loss.item())`
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                and isinstance(node.value, ast.Call):
+            # `val, n = self.evaluate()` where evaluate returns `(total / n, n)`: the item at its place
+            elts = node.targets[0].elts
+            unpacked.update(target.id for index, target in enumerate(elts) if isinstance(target, ast.Name)
+                            and _returns_item(program, node.value, fn, (index, len(elts))))
     # `val = total.item() / world` after `dist.all_reduce(total)`: from there on the name holds
     # the shared value, whatever it summed before
     settled = {name for name, value, plain in pairs if plain and
                {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared}
-    names: set = set()
+    names: set = unpacked - shared
     for _ in range(3):
         grown = False
         for name, value, _plain in pairs:
@@ -589,17 +596,23 @@ def _item_names(program, fn: Function) -> frozenset:
     return found
 
 
-def _returns_item(program, call: ast.Call, fn: Function) -> bool:
+def _returns_item(program, call: ast.Call, fn: Function, place: Optional[tuple] = None) -> bool:
     """A local helper every return of which is a tensor's `.item()` (`def val_step(x, m): return
-    m(x).mean().item()`): this rank's own number, unless the helper hands it to a collective."""
+    m(x).mean().item()`): this rank's own number, unless the helper hands it to a collective.
+    place: (index, width) of the item asked of a helper that returns a tuple."""
     for target in program.resolve(call.func, fn)[0]:
-        known = target.__dict__.get("_returns_item")
+        memo = target.__dict__.setdefault("_returns_item", {})
+        known = memo.get(place)
         if known is None:
             returns = [r for r in getattr(target, "returned", ()) if r is not None]
-            target.__dict__["_returns_item"] = False  # (a helper reaching itself adds nothing)
-            known = bool(returns) and all(_item_valued_return(program, r, target) for r in returns) \
+            if place is not None:
+                returns = [r.elts[place[0]] if isinstance(r, ast.Tuple) and len(r.elts) == place[1] else None
+                           for r in returns]
+            memo[place] = False  # (a helper reaching itself adds nothing)
+            known = bool(returns) and all(r is not None and _item_valued_return(program, r, target)
+                                          for r in returns) \
                 and not shared_names(program, target, forwards=False)
-            target.__dict__["_returns_item"] = known
+            memo[place] = known
         if known:
             return True
     return False
@@ -618,6 +631,8 @@ def _item_valued_return(program, value: ast.AST, fn: Function) -> bool:
         return any(v is not None and _item_valued_return(program, v, fn) for v in value.values)
     if isinstance(value, ast.Call) and last_name(value.func) in _REDUCTIONS and value.args:
         return _item_valued_return(program, value.args[0], fn)  # `return np.mean(kls)` of `kls.append(x.item())`
+    if isinstance(value, ast.Call) and not isinstance(fn.node, ast.Module):
+        return _returns_item(program, value, fn)  # `return self.evaluate()`: what that helper returns
     if isinstance(value, (ast.Name, ast.BinOp)) and not isinstance(fn.node, ast.Module):
         return bool({n.id for n in walk(value) if isinstance(n, ast.Name)} & _item_names(program, fn))
     return False

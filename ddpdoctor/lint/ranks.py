@@ -255,7 +255,7 @@ class RankFlow:
             # `fs_init.get_data_parallel_rank()`, Megatron's `mpu.get_tensor_model_parallel_rank()`)
             return bool(name) and name.startswith("get_") and bool(RANK_NAME.match(name[4:]))
         if node.__class__ in (ast.Subscript, ast.Attribute) and self.init_rank_texts and \
-                text(node) in self.init_rank_texts:
+                self._init_rank_text(node):
             return True  # the expression init_process_group is handed as its rank
         if node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names:
             return True
@@ -573,6 +573,15 @@ class RankFlow:
                                               f"{left.right.value}` written in)")
         return found
 
+    def _init_rank_text(self, node: ast.AST) -> bool:
+        """The expression is what init_process_group was handed as `rank=`, as written there or
+        through an object that keeps the same options (`self.opts.local_rank` where the set-up
+        read `opts.local_rank` and the trainer stores `self.opts = opts`)."""
+        said = text(node)
+        if said in self.init_rank_texts:
+            return True
+        return said.startswith("self.") and said.count(".") >= 2 and said[5:] in self.init_rank_texts
+
     def _init_rank_field(self, node: ast.AST, fn: Function) -> bool:
         """`engine.local_rank` where engine is an instance of a local class whose method hands
         `self.local_rank` to init_process_group as rank=: the job's rank (Sigma's Engine)."""
@@ -596,7 +605,7 @@ class RankFlow:
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
         if (depth == 3 and node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names) or \
-                (node.__class__ in (ast.Attribute, ast.Subscript, ast.Call) and text(node) in self.init_rank_texts):
+                (node.__class__ in (ast.Attribute, ast.Subscript, ast.Call) and self._init_rank_text(node)):
             # what init_process_group is handed as `rank=`: the job's rank, whatever it is called -
             # an attribute (`args.global_rank`, one object's field) wherever it is read; a plain
             # name only as the test's own (DPR's local `local_rank`, copied into cfg.local_rank,

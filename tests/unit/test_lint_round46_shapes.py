@@ -700,3 +700,212 @@ def test_a_noise_module_beside_the_dataset_in_a_config_table_draws_nothing_in_th
 def test_its_twin_the_dataset_entry_itself_draws(tmp_path):
     code = TABLE.replace("{draw}", "torch.rand(4)")
     assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+# -------------------------------------------------- a per-rank folder kept in a dict entry of the object
+RUN_LOG = """
+import os, torch, torch.distributed as dist
+
+class RunLog:
+    def __init__(self):
+        self.rank = dist.get_rank()
+        self.info = {}
+
+    def open_folder(self, stamp):
+        self.info["dir"] = os.path.join("runs", stamp{part})
+
+    def keep(self, net):
+        torch.save(net.state_dict(), os.path.join(self.info["dir"], "weights.pth"))  # the save
+
+def main():
+    dist.init_process_group("gloo")
+    net = torch.nn.Linear(4, 2)
+    log = RunLog()
+    log.open_folder("today")
+    log.keep(net)
+
+main()
+"""
+
+
+def test_a_folder_stored_per_rank_in_a_dict_entry_makes_the_path_the_ranks_own(tmp_path):
+    assert at(lint_plain(tmp_path, RUN_LOG.replace("{part}", ', f"rank{self.rank}"')), "DDP806") == []
+
+
+def test_its_twin_one_folder_for_every_rank(tmp_path):
+    code = RUN_LOG.replace("{part}", "")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- two builders that both call their sampler `order`
+BUILDERS = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+class Points(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.x = torch.randn(n, 3)
+
+    def batches(self, size):
+        order = DistributedSampler(self)  # the training sampler
+        return DataLoader(self, batch_size=size, sampler=order)
+
+    def check_batches(self, size):
+        order = DistributedSampler(self)
+        return DataLoader(self, batch_size=size, sampler=order)
+
+    def __getitem__(self, i):
+        return self.x[i]
+
+    def __len__(self):
+        return len(self.x)
+
+def main():
+    dist.init_process_group("gloo")
+    data = Points(64)
+    net = DDP(torch.nn.Linear(3, 1))
+    for epoch in range(3):
+        loader = data.batches(8)
+        {set_epoch}for x in loader:
+            net(x).sum().backward()
+        for x in data.check_batches(8):
+            with torch.no_grad():
+                net(x)
+
+main()
+"""
+
+
+def test_the_training_builders_sampler_is_judged_by_its_own_loader(tmp_path):
+    code = BUILDERS.replace("{set_epoch}", "")
+    assert at(lint_plain(tmp_path, code), "DDP804") == [(line_of(code, "# the training sampler"), "warning")]
+
+
+def test_its_twin_the_epoch_set_on_the_training_loader(tmp_path):
+    code = BUILDERS.replace("{set_epoch}", "loader.sampler.set_epoch(epoch)\n        ")
+    assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
+# -------------------------------------------------- the options object a trainer keeps as self.opts
+KEPT_OPTS = """
+import argparse, torch, torch.distributed as dist
+
+class Trainer:
+    def __init__(self, opts):
+        self.opts = opts
+
+    def save(self, net):
+        if self.opts.local_rank <= 0:
+            torch.save(net.state_dict(), "net.pt")  # the save
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default=-1)
+    opts = parser.parse_args()
+    dist.init_process_group("nccl", world_size=torch.cuda.device_count(){rank})
+    Trainer(opts).save(torch.nn.Linear(2, 2))
+
+main()
+"""
+
+
+def test_the_rank_init_process_group_got_read_through_the_kept_options_is_the_jobs(tmp_path):
+    assert at(lint_plain(tmp_path, KEPT_OPTS.replace("{rank}", ", rank=opts.local_rank")), "DDP806") == []
+
+
+def test_its_twin_a_local_rank_the_group_never_got(tmp_path):
+    code = KEPT_OPTS.replace("{rank}", "")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- a builder's (loader, dataset) unpacked into fields
+FIELDS = """
+import numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Frames(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.full((3,), float(np.random.uniform(1.0, 2.0)))
+
+def build():
+    data = Frames()
+    loader = DataLoader(data, batch_size=8, num_workers=4, sampler=DistributedSampler(data))  # the loader
+    return loader, data
+
+class Trainer:
+    def train(self):
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 1))
+        self.loader, self.data = build()
+        for epoch in range(2):
+            self.loader.sampler.set_epoch(epoch)
+            for x in self.loader:
+                model(x).sum().backward()
+
+def main():
+    dist.init_process_group("gloo")
+    {seed}
+    Trainer().train()
+
+main()
+"""
+
+
+def test_a_loader_a_builder_returns_into_an_objects_field_is_the_training_loader(tmp_path):
+    code = FIELDS.replace("{seed}", "torch.manual_seed(0); np.random.seed(0)")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_the_fields_loader_with_ranks_seeded_apart(tmp_path):
+    code = FIELDS.replace("{seed}", "torch.manual_seed(dist.get_rank()); np.random.seed(dist.get_rank())")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- a rank's own validation loss handed back in a tuple
+PATIENCE = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Runner:
+    def __init__(self, net, data):
+        self.net, self.data = DDP(net), data
+
+    def evaluate(self):
+        total, n = 0.0, 0
+        with torch.no_grad():
+            for x in self.data:
+                total += self.net(x).sum().item()
+                n += 1
+        {share}return total / max(1, n), n
+
+    def fit(self):
+        best, misses = float("inf"), 0
+        for epoch in range(20):
+            self.net(torch.ones(1, 4)).sum().backward()
+            val, _ = self.evaluate()
+            if val < best:
+                best, misses = val, 0
+            else:
+                misses += 1
+                if misses >= 3:  # the patience
+                    break
+
+def main():
+    dist.init_process_group("gloo")
+    Runner(torch.nn.Linear(4, 1), [torch.randn(2, 4)]).fit()
+
+main()
+"""
+
+
+def test_a_rank_own_loss_from_a_tuple_a_helper_returns_decides_the_break(tmp_path):
+    code = PATIENCE.replace("{share}", "")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP809")] == [line_of(code, "# the patience")]
+
+
+def test_its_twin_the_loss_all_reduced_before_it_is_returned(tmp_path):
+    code = PATIENCE.replace("{share}", "t = torch.tensor([total]); dist.all_reduce(t); total = t.item()\n        ")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
