@@ -95,8 +95,11 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
     # break`) is that exit's consequence, which DDP809 reports at the exit: one finding, not two
     # (a `continue` is not such an exit: the rank is back in the next pass, and the collective
     # it skips in this one is the place)
+    # (also where the test that leaves reads rank 0's own state: `if rank == 0 and epoch -
+    # last_better > patience: break`, reported as that state's decision)
     exits = {str(d.location) for d in getattr(facts, "rank_local", [])
-             if d.kind == "rank_exit" and d.action in ("break", "exit")}
+             if (d.kind == "rank_exit" and d.action in ("break", "exit"))
+             or (d.kind == "rank_state" and d.action == "break")}
     for found in facts.guarded_collectives:
         if str(found.guard_location) in exits:
             continue

@@ -259,6 +259,15 @@ class BuilderCore:
             setups = self.__dict__["_setup_ways"] = [
                 way for f in self.functions for e in f.events if e.kind == "init"
                 for way in (_ways(self.callers(), f, own(e), 3) or [frozenset(own(e))])]
+            if not setups and self.program.uses_lightning():
+                # no init_process_group: Lightning's Trainer starts the ranks (`if args.mode ==
+                # "train": trainer.fit(...)` beside an `average` mode that only writes a file)
+                tests_of = lambda f, c: tuple(t for t, _ in f.__dict__.get("_call_conds", {}).get(id(c), ()))
+                setups = self.__dict__["_setup_ways"] = [
+                    way for f in self.functions for c in f.own_calls
+                    if last_name(c.func) == "Trainer" and (self.program.qualify(c.func, f) or "").startswith(
+                        ("pytorch_lightning", "lightning", "pl."))
+                    for way in (_ways(self.callers(), f, tests_of(f, c), 3) or [frozenset(tests_of(f, c))])]
         if not setups:
             return False
         own = tuple(c for c, _ in conds)  # (its own tests hold on every way, known or not)
@@ -648,6 +657,8 @@ def _instance_switch(cond: str, switches: frozenset) -> bool:
     """`engine.distributed` where a method sets the group up under `if self.distributed:`:
     the same flag read through an instance (Sigma's Engine)."""
     got = _ONE_ATTRIBUTE.match(cond)
+    if cond.startswith("self.") and cond.count(".") >= 2 and cond[5:] in switches:
+        return True  # `self.config.use_ddp` where `__main__` set up the group under `config.use_ddp`
     return bool(got) and not cond.startswith("self.") and f"self.{got.group(1)}" in switches
 
 
@@ -1037,8 +1048,10 @@ def local_constants(fn: Function, name: str) -> Optional[set]:
     """The constants a local name is ever bound to in fn: `is_distributed, world, rank = (False, 1,
     0)` (the detection call left commented out); None where any binding is something else, or
     the name is a parameter (its callers decide: given_constants)."""
-    if name in fn.params or (isinstance(fn.node, ast.Module) and name in fn.__dict__.get("_global_binds", ())):
-        return None  # (a module's name a function rebinds under `global` is no constant)
+    if isinstance(fn.node, ast.Module) or name in fn.params:
+        # (a script's top-level `distributed = False` is a setting its user edits - "set True for
+        # DDP", as bubbliiiing's train.py says - not a fact of the run: the lint judges both sides)
+        return None
     found: set = set()
     for node in fn.own:
         if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr,
@@ -1098,9 +1111,6 @@ def _constants_of(callers: dict, fn: Function, name: str) -> Optional[set]:
     values = local_constants(fn, name)
     if values is None and name in fn.params:
         values = given_constants(callers, fn, name)
-    if values is None and name not in fn.params and not fn.bindings.get(name) and fn.module.body is not None \
-            and fn is not fn.module.body and name not in fn.__dict__.get("_declared_global", ()):
-        values = local_constants(fn.module.body, name)  # a module constant the function reads
     return values
 
 

@@ -1454,10 +1454,16 @@ class Program:
             if receiver.__class__ is ast.Name:
                 # `if mode == "train": runner = Trainer(...)` / `if mode == "predict": runner =
                 # Predictor(...)`, then `runner.run()`: each class's method may be the one
-                built = [k for v, scope in self.values_of(receiver, fn) if v.__class__ is ast.Call
-                         for k in [self._callee_symbol(v.func, scope)] if k.__class__ is Klass and k is not klass]
-                more = [m for k in dict.fromkeys(built) if (m := self.method(k, attr)) is not None and m is not found]
-                if more:
+                # (every class must answer the call: `saver = Saver()` on rank 0 and `NoOp()`, whose
+                # `__getattr__` swallows every call, elsewhere is a null object, not a choice of
+                # runners; nor one a rank test picks, which the save and collective rules read)
+                values = [(v, scope) for v, scope in self.values_of(receiver, fn) if v.__class__ is ast.Call]
+                walked = {id(c): guards for c, guards, _ in fn.calls}
+                built = list(dict.fromkeys(k for v, scope in values for k in [self._callee_symbol(v.func, scope)]
+                                           if k.__class__ is Klass and k is not klass))
+                more = [m for k in built if (m := self.method(k, attr)) is not None and m is not found]
+                if found is not None and more and len(more) == len(built) and \
+                        all(scope is fn and walked.get(id(v)) == () for v, scope in values):
                     return list(dict.fromkeys(([found] if found else []) + more)), []
             return ([found] if found else []), []
         if receiver.__class__ is ast.Name:  # `for part in self.parts: part.dataset()`

@@ -447,12 +447,12 @@ def test_its_twin_a_worker_seed_with_the_rank_in_it(tmp_path):
     assert at(lint_plain(tmp_path, code), "DDP808") == []
 
 
-# -------------------------------------------------- a module constant that picks the one-process run
+# -------------------------------------------------- a constant every construction hands on picks the run
 ENV_SWITCH = """
 import torch, torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-env = "{env}"
+env = "DDP"  # a setting the user edits: both of its sides are judged
 
 class Trainer:
     def __init__(self, env_type):
@@ -480,17 +480,26 @@ class Seg(Trainer):
         super().__init__(env_type)
 
 if __name__ == "__main__":
-    Seg(env_type=env).train()
+    Seg(env_type={env}).train()
 """
 
 
-def test_a_module_constant_every_construction_hands_on_leaves_the_group_unset(tmp_path):
-    found = lint_plain(tmp_path, ENV_SWITCH.replace("{env}", "pytorch"))
+def test_a_constant_every_construction_hands_on_leaves_the_group_unset(tmp_path):
+    found = lint_plain(tmp_path, ENV_SWITCH.replace("{env}", '"pytorch"'))
     assert [f.code for f in found if f.severity.value in ("error", "warning")] == []
 
 
 def test_its_twin_the_constant_that_picks_ddp_is_judged(tmp_path):
-    code = ENV_SWITCH.replace("{env}", "DDP")
+    code = ENV_SWITCH.replace("{env}", '"DDP"')
+    found = lint_plain(tmp_path, code)
+    assert (line_of(code, "# the save"), "warning") in at(found, "DDP806")
+    assert at(found, "DDP804") != []
+
+
+def test_a_module_level_setting_the_user_edits_leaves_both_sides_judged(tmp_path):
+    # `env = "pytorch"` at the top of a script is what its user sets ("DDP" for a distributed
+    # run, as a training script's comments say): the DDP side stays judged
+    code = ENV_SWITCH.replace('env = "DDP"', 'env = "pytorch"').replace("{env}", "env")
     found = lint_plain(tmp_path, code)
     assert (line_of(code, "# the save"), "warning") in at(found, "DDP806")
     assert at(found, "DDP804") != []
@@ -909,3 +918,70 @@ def test_a_rank_own_loss_from_a_tuple_a_helper_returns_decides_the_break(tmp_pat
 def test_its_twin_the_loss_all_reduced_before_it_is_returned(tmp_path):
     code = PATIENCE.replace("{share}", "t = torch.tensor([total]); dist.all_reduce(t); total = t.item()\n        ")
     assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- the backward past rank 0's own early stop
+EARLY = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    last_better, steps = 0, 0
+    for epoch in range(20):
+        if {test}:  # the stop
+            break
+        model(torch.ones(1, 2)).sum().backward()
+        steps += 1
+        if dist.get_rank() == 0 and steps % 4 == 0:
+            last_better = epoch
+
+main()
+"""
+
+
+def test_the_backward_after_rank_0s_own_stop_is_that_stops_consequence(tmp_path):
+    code = EARLY.replace("{test}", "dist.get_rank() == 0 and epoch - last_better > 2")
+    found = lint_plain(tmp_path, code)
+    assert [line for line, _ in at(found, "DDP809")] == [line_of(code, "# the stop")]
+    assert at(found, "DDP801") == []
+
+
+def test_its_twin_a_stop_every_rank_takes_alike(tmp_path):
+    assert at(lint_plain(tmp_path, EARLY.replace("{test}", "epoch > 10")), "DDP809") == []
+
+
+# -------------------------------------------------- a mode of the script that starts no Lightning ranks
+MODES = """
+import argparse, torch
+import pytorch_lightning as pl
+
+def average():
+    torch.save({"w": torch.zeros(1)}, "averaged.ckpt")  # the save
+
+def train():
+    trainer = pl.Trainer(accelerator="gpu", devices=2, strategy="ddp")
+    trainer.fit(None)
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", default="train")
+    args = parser.parse_args()
+    if args.mode == "train":
+        train()
+    {other}
+        average()
+
+main()
+"""
+
+
+def test_a_mode_apart_from_the_one_that_starts_lightnings_ranks_writes_alone(tmp_path):
+    code = MODES.replace("{other}", 'elif args.mode == "average":')
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_the_write_after_the_training_runs_on_every_rank(tmp_path):
+    code = MODES.replace("{other}", "if True:")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
