@@ -607,6 +607,16 @@ def _construction_methods(klass) -> set[str]:
     return built
 
 
+def _step_draws(program, step: Function, depth: int) -> bool:
+    """A local function the workers run draws: in its own text, or in a local helper it calls
+    (`collate` -> `pick_frames`, whose `np.random.permutation` picks the clip's frames)."""
+    if RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(step))):
+        return True
+    return depth > 1 and any(
+        _step_draws(program, t, depth - 1) for c in step.own_calls for t in program.resolve(c.func, step)[0]
+        if program.is_function(t) and not isinstance(t.node, ast.Module) and t.cls is None and t is not step)
+
+
 def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
     """`shown` gets each local class or builder the values lead to."""
     if isinstance(node, ast.Name) and any(
@@ -642,7 +652,15 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             handed = value.args[0] if isinstance(value, ast.Call) else value
             steps = [t for t in program.reference(handed, scope) if program.is_function(t)
                      and not isinstance(t.node, ast.Module) and t.cls is None]
-            if any(RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(t))) for t in steps):
+            if any(_step_draws(program, t, 2) for t in steps):
+                shown.extend(steps)
+                return True
+        if isinstance(value, ast.Lambda):
+            # `collate_fn=lambda b: collate(b, train=True)`: the workers run the functions it calls
+            steps = [t for c in walk(value.body) if isinstance(c, ast.Call)
+                     for t in program.resolve(c.func, scope)[0]
+                     if program.is_function(t) and not isinstance(t.node, ast.Module) and t.cls is None]
+            if any(_step_draws(program, t, 2) for t in steps):
                 shown.extend(steps)
                 return True
         if isinstance(value, ast.Name):  # `train_set, val_set = data.splits()`: what the builder returns

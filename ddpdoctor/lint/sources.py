@@ -182,22 +182,37 @@ def _tree(path: Path, text: str) -> ast.Module:
 
 def _without_newer_fstrings(path: Path, text: str, exc: SyntaxError) -> tuple[Optional[ast.Module], SyntaxError]:
     """Python 3.12 lets an f-string reuse its own quotes inside (`f"{cfg["lr"]}"`, PEP 701); an
-    older interpreter running the lint cannot parse that line. Each such line that is a
-    statement of its own (a print, a log call) is read as `pass`, and the tree records which
-    (`skipped_lines`: the load notes say so): what an f-string formats is never what a rule reads.
+    older interpreter running the lint cannot parse that line. Each such line is read with the
+    f-string's inner quotes swapped for the other kind (the same string, `_requoted`), or, where
+    that does not parse, as `pass`, and the tree records those (`skipped_lines`: the load notes
+    say so): what an f-string formats is never what a rule reads.
     (None, the error to report) where the file is not valid Python for another reason: the
     first error past the f-strings, not an f-string a newer Python reads."""
     if sys.version_info >= (3, 12) or not (exc.msg or "").startswith("f-string"):
         return None, exc
     lines = text.split("\n")
-    skipped: list[int] = []
+    skipped: list[int] = []  # read as `pass`, which the load notes say
+    handled: set[int] = set()
     for _ in range(64):
         line = exc.lineno or 0
-        if not (exc.msg or "").startswith("f-string") or not 0 < line <= len(lines) or line in skipped:
+        if not (exc.msg or "").startswith("f-string") or not 0 < line <= len(lines):
             return None, exc
         original = lines[line - 1]
-        lines[line - 1] = original[:len(original) - len(original.lstrip())] + "pass"
-        skipped.append(line)
+        if line in handled:
+            if original.strip() == "pass":
+                return None, exc
+            # the requoted line still fails: read it as `pass`
+            lines[line - 1] = original[:len(original) - len(original.lstrip())] + "pass"
+            skipped.append(line)
+        else:
+            handled.add(line)
+            # the f-string's inner quotes swapped for the other kind keeps the line (and the call it
+            # sits in, `wandb.init(name=f"{hp["model"]}",` over two lines) whole; else it is `pass`
+            requoted = _requoted(original)
+            lines[line - 1] = requoted if requoted != original else \
+                original[:len(original) - len(original.lstrip())] + "pass"
+            if requoted == original:
+                skipped.append(line)
         try:
             tree = ast.parse("\n".join(lines), filename=str(path))
         except SyntaxError as again:
@@ -208,6 +223,58 @@ def _without_newer_fstrings(path: Path, text: str, exc: SyntaxError) -> tuple[Op
         tree.skipped_lines = skipped  # type: ignore[attr-defined]
         return tree, exc
     return None, exc
+
+
+def _requoted(line: str) -> str:
+    """The line with each single-quoted f-string's own quotes inside its braces swapped for the
+    other kind (`f"{cfg["lr"]}"` -> `f"{cfg['lr']}"`), which Python before 3.12 reads; the line
+    as it was where it holds a triple-quoted string or a quote of both kinds inside braces."""
+    if '"""' in line or "'''" in line:
+        return line
+    out, i, n = [], 0, len(line)
+    while i < n:
+        ch = line[i]
+        prefix = line[max(0, i - 2):i].lower()
+        if ch in "\"'" and (prefix.endswith("f") or prefix in ("fr", "rf")):
+            quote, other, depth = ch, "'" if ch == '"' else '"', 0
+            out.append(ch)
+            i += 1
+            while i < n:
+                c = line[i]
+                if c == "\\" and depth == 0 and i + 1 < n:
+                    out.append(line[i:i + 2])
+                    i += 2
+                    continue
+                if c == "{":
+                    depth = depth + 1 if not (depth == 0 and line[i + 1:i + 2] == "{") else depth
+                    if depth == 0:  # `{{`: a literal brace
+                        out.append("{{")
+                        i += 2
+                        continue
+                elif c == "}" and depth > 0:
+                    depth -= 1
+                elif c == quote and depth == 0:
+                    break
+                elif c == quote:
+                    c = other
+                elif c == other and depth > 0:
+                    return line  # both kinds inside: not ours to rewrite
+                out.append(c)
+                i += 1
+            if i < n:
+                out.append(line[i])
+                i += 1
+            continue
+        if ch in "\"'":  # a plain string: copied through to its end
+            end = i + 1
+            while end < n and line[end] != ch:
+                end += 2 if line[end] == "\\" else 1
+            out.append(line[i:end + 1])
+            i = end + 1
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 # A module is quiet when its text holds none of the words that a pass over every file or every

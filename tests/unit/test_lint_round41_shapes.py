@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from tests.unit.test_lint_round17_shapes import lint_plain
 from tests.unit.test_lint_round25_shapes import lines_of
 
@@ -534,7 +536,7 @@ def test_its_twin_the_picked_class_keeps_every_row(tmp_path):
 
 
 # -------------------------------------------------- Python 3.12's f-string quoting, read by an older interpreter
-def test_a_line_of_python_312_fstring_quoting_is_read_as_pass_not_refused(tmp_path):
+def test_a_line_of_python_312_fstring_quoting_is_read_not_refused(tmp_path):
     import sys
 
     import pytest
@@ -545,9 +547,26 @@ def test_a_line_of_python_312_fstring_quoting_is_read_as_pass_not_refused(tmp_pa
     tree = _tree(tmp_path / "s.py", code)
     assert [type(n).__name__ for n in tree.body][-1] == "Expr"  # the save still read
     if sys.version_info < (3, 12):
-        assert tree.skipped_lines == [3]
+        # read with its inner quotes swapped (session 25): nothing left out
+        assert tree.skipped_lines == []
+        assert "print" in ast.unparse(tree.body[2])
+        # quotes of both kinds inside the braces: that line alone is read as `pass`
+        both = code.replace('print(f"{cfg["lr"]}")', "print(f\"{cfg[\"lr\"] + cfg['lr']}\")")
+        assert _tree(tmp_path / "s.py", both).skipped_lines == [3]
     with pytest.raises(UsageError):  # a file broken otherwise is still refused
         _tree(tmp_path / "s.py", code + "y = (\n")
+
+
+def test_a_312_fstring_inside_a_call_over_two_lines_keeps_the_call(tmp_path):
+    import sys
+
+    from ddpdoctor.lint.sources import _tree
+    code = ('import wandb\nhp = {"name": "x"}\nwandb.init(project="p", name=f"{hp["name"]}-run",\n'
+            '           config=hp)\nprint("after")\n')
+    tree = _tree(tmp_path / "s.py", code)
+    assert len(tree.body) == 4  # the import, hp, the call over two lines, the print
+    if sys.version_info < (3, 12):
+        assert tree.skipped_lines == []
 
 
 # -------------------------------------------------- the forward of an Accelerate-prepared model on the main process

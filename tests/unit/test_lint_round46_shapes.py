@@ -985,3 +985,47 @@ def test_a_mode_apart_from_the_one_that_starts_lightnings_ranks_writes_alone(tmp
 def test_its_twin_the_write_after_the_training_runs_on_every_rank(tmp_path):
     code = MODES.replace("{other}", "if True:")
     assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- a collate function that draws through a helper
+COLLATE = """
+import numpy as np, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+def pick(n):
+    return {pick}
+
+def collate(items, train):
+    return torch.tensor([float(pick(it)) if train else float(it) for it in items])
+
+class Clips(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return 32
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    data = Clips()
+    loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data), num_workers=4,
+                        collate_fn=lambda b: collate(b, train=True))  # the loader
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            model(x.view(-1, 4)).sum().backward()
+
+main()
+"""
+
+
+def test_a_lambda_collate_whose_helper_draws_draws_in_the_workers(tmp_path):
+    code = COLLATE.replace("{pick}", "np.random.randint(n // 2, n + 1)")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "loader = DataLoader(")]
+
+
+def test_its_twin_a_collate_that_draws_nothing(tmp_path):
+    assert at(lint_plain(tmp_path, COLLATE.replace("{pick}", "n // 2")), "DDP808") == []
