@@ -88,9 +88,15 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
 
 
 def _self_attrs(stmt: ast.stmt) -> list[str]:
-    """`stale` for `self.stale = ...` / `self.stale += 1` / `self.best, self.stale = ...`."""
-    return [n.attr for n in _assigned(stmt) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-            and n.value.id == "self"]
+    """`stale` for `self.stale = ...` / `self.stale += 1` / `self.best, self.stale = ...`; and
+    `cache` for `self.cache["best_epoch"] = epoch` (a record the object keeps its state in)."""
+    found = []
+    for n in _assigned(stmt):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant):
+            n = n.value
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            found.append(n.attr)
+    return found
 
 
 def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLocalDecision]:
@@ -108,6 +114,7 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
             if isinstance(node, ast.Call) and builder.program.collective(node, fn):
                 shared.update(n.attr for arg in [*node.args, *(k.value for k in node.keywords)]
                               for n in walk(arg) if isinstance(n, ast.Attribute))
+    owned = {fn for fn, _ in methods}
     local = {}
     flagged = set()  # set only to a constant under a further test: whether that test ever holds
     for attr, items in assigned.items():
@@ -133,6 +140,14 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
             continue
         read = [n.attr for n in walk(stmt.test) if isinstance(n, ast.Attribute) and n.attr in local
                 and isinstance(n.value, ast.Name) and n.value.id == "self"]
+        if not read:
+            # `if self.stop_early(epoch): break` where that method's answer reads the state
+            read = [attr for call in walk(stmt.test) if isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "self"
+                    for method in builder.program.resolve(call.func, fn)[0] if method.node is not None
+                    and method in owned
+                    for attr in _answer_reads(method, local)]
         if not read:
             continue
         effect = _effect(builder, fn, stmt, item, ddp)
@@ -176,6 +191,14 @@ def _own_group_pass(guard: RankTest, loops: tuple) -> bool:
 
 # `self.rank in ranks`: a rank's membership of the group a loop is at
 _MEMBERSHIP = re.compile(r"^[\w.\[\]'\"()]+ in (\w+)$")
+
+
+def _answer_reads(method: Function, local: dict) -> list[str]:
+    """The object's state fields a method's answer rests on: read by its tests or its returns."""
+    parts = [n.test for n in method.own if isinstance(n, (ast.If, ast.While))] + \
+        [n.value for n in method.own if isinstance(n, ast.Return) and n.value is not None]
+    return list(dict.fromkeys(n.attr for part in parts for n in walk(part) if isinstance(n, ast.Attribute)
+                              and n.attr in local and isinstance(n.value, ast.Name) and n.value.id == "self"))
 
 
 def _restored(value: Optional[ast.AST], fn: Function) -> bool:

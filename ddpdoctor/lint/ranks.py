@@ -848,7 +848,29 @@ class RankFlow:
                     found = self.guard(entry, scope, depth - 1)
                     if found is not None:
                         return found
+        # `args["is_master"] = gpu == 0` in the spawned worker, read as `self.args["is_master"]`
+        # by the trainer it hands args to: that key of a dict of that name, stored anywhere
+        for entry, scope in self._key_stores().get((last_name(test.value) or "", test.slice.value), ()):
+            found = self.guard(entry, scope, depth - 1)
+            if found is not None:
+                return found
         return None
+
+    def _key_stores(self) -> dict:
+        """(the dict's last name, key) -> (value, function) of each `d["key"] = value` in the
+        program, made once."""
+        found = self.__dict__.get("_stores")
+        if found is None:
+            found = self.__dict__["_stores"] = {}
+            for fn in self.program.functions:
+                for node in fn.own:
+                    if node.__class__ is ast.Assign:
+                        for target in node.targets:
+                            if target.__class__ is ast.Subscript and target.slice.__class__ is ast.Constant \
+                                    and isinstance(target.slice.value, str):
+                                found.setdefault((last_name(target.value) or "", target.slice.value), []).append(
+                                    (node.value, fn))
+        return found
 
     def _on_the_single_side(self, value: ast.AST, fn: Function) -> bool:
         """The value is assigned on the side of an `if` that only a run without a process group

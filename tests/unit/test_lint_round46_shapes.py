@@ -1029,3 +1029,51 @@ def test_a_lambda_collate_whose_helper_draws_draws_in_the_workers(tmp_path):
 
 def test_its_twin_a_collate_that_draws_nothing(tmp_path):
     assert at(lint_plain(tmp_path, COLLATE.replace("{pick}", "n // 2")), "DDP808") == []
+
+
+# -------------------------------------------------- state kept in a dict, read by a method's answer
+CACHE_STATE = """
+import torch, torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Trainer:
+    def __init__(self, args):
+        self.args = args
+        self.cache = {"best": 0.0, "best_epoch": 0}
+        self.model = DDP(torch.nn.Linear(4, 2))
+
+    def keep_best(self, epoch, score):
+        if score > self.cache["best"]:
+            self.cache["best"] = score
+            self.cache["best_epoch"] = epoch
+
+    def stop_early(self, epoch):
+        return epoch - self.cache["best_epoch"] >= 3
+
+    def train(self):
+        for epoch in range(10):
+            loss = self.model(torch.randn(8, 4)).sum()
+            loss.backward()
+            {keep}
+            if self.stop_early(epoch):  # the stop
+                break
+
+def worker(gpu, args):
+    args["is_master"] = gpu == 0
+    dist.init_process_group("gloo", world_size=2, rank=gpu)
+    Trainer(args).train()
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=2, args=({},))
+"""
+
+
+def test_a_record_the_master_alone_updates_decides_every_ranks_stop(tmp_path):
+    code = CACHE_STATE.replace("{keep}", 'if self.args["is_master"]:\n                self.keep_best(epoch, loss.item())')
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP809")] == [line_of(code, "# the stop")]
+
+
+def test_its_twin_every_rank_keeps_the_record(tmp_path):
+    code = CACHE_STATE.replace("{keep}", "score = loss.detach(); dist.all_reduce(score); self.keep_best(epoch, score.item())")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
