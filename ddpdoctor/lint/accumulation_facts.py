@@ -422,7 +422,14 @@ class AccumulationFacts:
                     if a is not None and b is not None:
                         # `if args.fp16: scaled.backward() else: loss.backward()`: name the side the
                         # flag takes by default (a store_true option is off unless given)
-                        return b if self._flag_default(stmt.test) is False else a
+                        default = self._flag_default(stmt.test)
+                        if default is None:
+                            default = self._given_item(stmt.test, fn)
+                        if default is None and pred == self._backward and _scaled(a) != _scaled(b):
+                            # a flag whose value the source does not show: the plain backward's
+                            # side (mixed precision is the option, `loss.backward()` the default)
+                            return b if _scaled(a) else a
+                        return b if default is False else a
                     # `if scaler is None: engine.backward(loss); engine.step() else: <DDP path>`:
                     # the engine's side is not DDP's, the other side alone decides
                     if pred == self._backward and (a or b) is not None and any(
@@ -458,6 +465,24 @@ class AccumulationFacts:
                 if pred(call, fn, depth):
                     return call
         return None
+
+    def _given_item(self, test: ast.AST, fn: Function) -> Optional[bool]:
+        """`if cfg["fp16"]:` on a parameter every caller hands a dict literal that holds that
+        key as a constant (`train({"fp16": False, ...}, loader)`): its truth."""
+        if not (isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name)
+                and isinstance(test.slice, ast.Constant) and test.value.id in fn.params):
+            return None
+        truths = set()
+        for value, scope in self.program._passed(test.value.id, fn):
+            for held, _ in self.program.values_of(value, scope, 2):
+                if not isinstance(held, ast.Dict):
+                    return None
+                item = next((v for k, v in zip(held.keys, held.values)
+                             if isinstance(k, ast.Constant) and k.value == test.slice.value), None)
+                if not isinstance(item, ast.Constant):
+                    return None
+                truths.add(bool(item.value))
+        return truths.pop() if len(truths) == 1 else None
 
     def _flag_default(self, test: ast.AST) -> Optional[bool]:
         """The default of a command-line flag a test reads (`if args.fp16:`): False for
@@ -632,6 +657,17 @@ def _after_it(body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
             return _after_it(stmt.body, node) + rest
         return rest
     return []
+
+
+def _scaled(call: Optional[ast.Call]) -> bool:
+    """A backward of a scaled loss: `scaler.scale(loss).backward()`, or of the name apex's
+    `with amp.scale_loss(loss, opt) as scaled:` binds (spelled `scaled...`)."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "backward"):
+        return False
+    owner = call.func.value
+    if isinstance(owner, ast.Call) and last_name(owner.func) == "scale":
+        return True
+    return "scale" in (last_name(owner) or "").lower()
 
 
 def _submodule_clear(call: ast.Call) -> bool:

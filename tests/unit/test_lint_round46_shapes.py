@@ -1077,3 +1077,35 @@ def test_a_record_the_master_alone_updates_decides_every_ranks_stop(tmp_path):
 def test_its_twin_every_rank_keeps_the_record(tmp_path):
     code = CACHE_STATE.replace("{keep}", "score = loss.detach(); dist.all_reduce(score); self.keep_best(epoch, score.item())")
     assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- which side's backward an accumulation finding names
+SIDES_FP16 = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(cfg, scaler):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(1, 20):
+        loss = model(torch.ones(1, 4)).sum()
+        if cfg["fp16"]:
+            scaler.scale(loss).backward()  # the scaled backward
+        else:
+            loss.backward()  # the plain backward
+        if step % 4 == 0:
+            opt.step()
+
+train({CFG}, None)
+"""
+
+
+def test_the_plain_backward_is_named_where_the_flag_is_not_shown(tmp_path):
+    code = SIDES_FP16.replace("{CFG}", "load_config()").replace("import torch,", "from cfgs import load_config\nimport torch,")
+    assert at(lint_plain(tmp_path, code), "DDP805") == [(line_of(code, "# the plain backward"), "warning")]
+
+
+def test_the_side_the_callers_dict_picks_is_named(tmp_path):
+    code = SIDES_FP16.replace("{CFG}", '{"fp16": True}')
+    assert at(lint_plain(tmp_path, code), "DDP805") == [(line_of(code, "# the scaled backward"), "warning")]
