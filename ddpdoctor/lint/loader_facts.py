@@ -231,7 +231,8 @@ class LoaderFacts:
                               or (bool(name) and self._bound_as_evaluation(fn, name))
                               or _off_the_training_side(fn, call)
                               or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
-                              or (bool(name) and self._peeked_on_one_rank(name)))
+                              or (bool(name) and self._peeked_on_one_rank(name))
+                              or (bool(name) and self._one_batch_handed_on(fn, name)))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
                      if isinstance(v, ast.Call) and self._plain_sampler(v, fn)] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
@@ -584,6 +585,23 @@ class LoaderFacts:
             return False
         evaluating, other = self._evaluation_loops()
         return name not in evaluating | other and name not in {n for _, n in self._training_names()}
+
+    def _one_batch_handed_on(self, fn: Function, name: str) -> bool:
+        """The loader is read once, outside any loop, as `next(iter(loader))` handed straight to
+        a call (`RepeatBatch(next(iter(probe)))`: one batch to build a dataset from, which its
+        own loader then shards), and read nowhere else: it feeds no epoch."""
+        if isinstance(fn.node, ast.Module) or "." in name:
+            return False
+        reads = [n for n in walk(fn.node) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        if len(reads) != 1:
+            return False
+        handed = [c for c in fn.own_calls for arg in c.args
+                  if isinstance(arg, ast.Call) and last_name(arg.func) == "next" and arg.args
+                  and isinstance(arg.args[0], ast.Call) and last_name(arg.args[0].func) == "iter"
+                  and arg.args[0].args and arg.args[0].args[0] is reads[0]]
+        if len(handed) != 1:
+            return False
+        return not any(loops for f, c, _, loops in self.calls() if f is fn and c is handed[0]) and not self.in_loop(fn)
 
     def _read_only_to_evaluate(self, names: set[str]) -> bool:
         """Every loop over the loader these names hold evaluates: no backward, and its work runs

@@ -156,6 +156,10 @@ def read(source: SourceFile) -> None:
         source.__dict__.pop("_imports", None)  # the scanned statements give way to the tree's
 
 
+# `async=` as a call's keyword argument (`[(,]` before it: never `async def`)
+_ASYNC_KEYWORD = re.compile(r"([(,]\s*)async\s*=(?!=)")
+
+
 def _data_table(text: str) -> bool:
     """Hundreds of kilobytes holding a function or class per 64 KB at most: a generated table (a
     pronunciation dictionary, a vocabulary, with a `load()` at its end). What its names hold is
@@ -168,6 +172,16 @@ def _tree(path: Path, text: str) -> ast.Module:
     try:
         return ast.parse(text, filename=str(path))
     except SyntaxError as exc:
+        text, renamed = _ASYNC_KEYWORD.subn(r"\1async_=", text)
+        if renamed:
+            # `x.cuda(async=True)`: the keyword argument of Python <= 3.6 (since `non_blocking`),
+            # a reserved word now; read as the same argument under a name Python accepts
+            try:
+                return ast.parse(text, filename=str(path))
+            except SyntaxError as again:
+                exc = again
+            except (ValueError, RecursionError, MemoryError):
+                pass
         tree, exc = _without_newer_fstrings(path, text, exc)
         if tree is not None:
             return tree

@@ -1109,3 +1109,66 @@ def test_the_plain_backward_is_named_where_the_flag_is_not_shown(tmp_path):
 def test_the_side_the_callers_dict_picks_is_named(tmp_path):
     code = SIDES_FP16.replace("{CFG}", '{"fp16": True}')
     assert at(lint_plain(tmp_path, code), "DDP805") == [(line_of(code, "# the scaled backward"), "warning")]
+
+
+# -------------------------------------------------- one batch drawn from a plain loader to build a dataset
+ONE_BATCH = """
+import os, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, TensorDataset
+
+class Repeat(Dataset):
+    def __init__(self, batch):
+        self.x = batch[0]
+
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        return self.x[i % len(self.x)]
+
+def main(overfit):
+    dist.init_process_group("gloo")
+    dataset_train = TensorDataset(torch.randn(64, 8))
+    if overfit:
+        probe = DataLoader(dataset_train, batch_size=8)  # the probe
+        {use}
+    sampler = DistributedSampler(dataset_train)
+    loader = DataLoader(dataset_train, sampler=sampler, batch_size=8)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+main(bool(os.environ.get("OVERFIT")))
+"""
+
+
+def test_one_batch_drawn_to_build_a_dataset_feeds_no_epoch(tmp_path):
+    code = ONE_BATCH.replace("{use}", "dataset_train = Repeat(next(iter(probe)))")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_the_plain_loader_trains(tmp_path):
+    code = ONE_BATCH.replace("{use}", "for (x,) in probe:\n            model_probe = x")
+    code = code.replace("        for x in loader:\n            model(x).sum().backward()",
+                        "        for x in (probe if overfit else loader):\n            model(x).sum().backward()")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP802")] == [line_of(code, "# the probe")]
+
+
+def test_a_module_with_the_old_async_keyword_argument_is_read(tmp_path):
+    # `.cuda(async=True)`: Python <= 3.6's spelling of non_blocking, a reserved word since 3.7
+    from ddpdoctor.lint.sources import _tree
+    code = "import torch\nx = torch.ones(1)\ny = x.cuda(async=True)\nasync def f():\n    pass\n"
+    tree = _tree(tmp_path / "m.py", code)
+    assert [k.arg for k in tree.body[2].value.keywords] == ["async_"]
+    assert tree.body[3].__class__.__name__ == "AsyncFunctionDef"
+
+
+def test_its_twin_a_file_broken_otherwise_is_still_refused(tmp_path):
+    import pytest
+
+    from ddpdoctor.core.errors import UsageError
+    from ddpdoctor.lint.sources import _tree
+    with pytest.raises(UsageError):
+        _tree(tmp_path / "m.py", "y = x.cuda(async=True)\nz = (\n")
