@@ -335,8 +335,9 @@ class BuilderCore:
             return True
         if fn.cls is not None and fn.name != "__init__" and fn.parent is None and self._built_only_guarded(fn.cls):
             return True  # `if rank == 0: callbacks.append(Saver(path))`: no other rank holds a Saver
+        # (a reference - mp.spawn's target - is no call whose arguments decide fn's tests)
         sites = [(caller, event) for caller, event in self.callers().get(fn, [])
-                 if not ruled_out(fn, inside, event.node, event.guards)]
+                 if event.kind != "call" or not ruled_out(fn, inside, event.node, event.guards)]
         if not sites:
             return None
         if fn in stack:

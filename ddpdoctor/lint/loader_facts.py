@@ -943,8 +943,10 @@ class LoaderFacts:
         if isinstance(fn.node, ast.Module) or not fn.__dict__.get("_call_conds", {}).get(id(call)):
             return False
         sites = self.callers().get(fn, [])
-        return bool(sites) and all(isinstance(event.node, ast.Call) and ruled_out(fn, call, event.node)
-                                   for _, event in sites)
+        # (a reference - `mp.spawn(train, args=(cfg, 2))` - hands the arguments another way: its
+        # call's own arguments are not the function's)
+        return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call)
+                                   and ruled_out(fn, call, event.node) for _, event in sites)
 
     def samplers(self, loaders: list[LoaderFact]) -> list[SamplerFact]:
         program = self.program

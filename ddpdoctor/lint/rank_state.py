@@ -544,7 +544,41 @@ def _item_valued(program, fn: Function, test: ast.AST) -> bool:
         return bool(value_inputs(test) & _item_names(program, fn)) or any(
             isinstance(c, ast.Call) and _returns_item(program, c, fn) for c in walk(test))  # `if evaluate(m) > x:`
     flag = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+    if isinstance(flag, ast.Attribute) and isinstance(flag.value, ast.Name) and flag.value.id != "self":
+        return _set_by_item_call(program, fn, flag)
     return isinstance(flag, ast.Name) and flag.id in _item_flags(program, fn)
+
+
+def _set_by_item_call(program, fn: Function, flag: ast.Attribute) -> bool:
+    """`stopper(epoch_loss)` (or `stopper.step(val)`) with this rank's own number, then `if
+    stopper.stop:` where that method sets `self.stop` under a test on what it was handed: the
+    object's flag says what this rank's number did."""
+    if not isinstance(flag.value, ast.Name) or flag.value.id == "self":
+        return False
+    owner, attr = flag.value.id, flag.attr
+    items = _item_names(program, fn)
+    if not items:
+        return False
+    for call in fn.own_calls:
+        func = call.func
+        if not ((isinstance(func, ast.Name) and func.id == owner) or (
+                isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == owner)):
+            continue
+        given = [i for i, arg in enumerate(call.args) if value_inputs(arg) & items]
+        if not given:
+            continue
+        for method in program.resolve(func, fn)[0]:
+            params = [p for p in method.params if p != "self"]
+            handed = {params[i] for i in given if i < len(params)}
+            if method.node is None or not handed:
+                continue
+            for node in method.own:
+                if isinstance(node, ast.If) and {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & handed:
+                    if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                           and t.value.id == "self" for stmt in walk(node) if isinstance(stmt, ast.Assign)
+                           for t in stmt.targets):
+                        return True
+    return False
 
 
 def _item_flags(program, fn: Function) -> frozenset:
@@ -936,7 +970,9 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             # `if not math.isnan(tot_loss):` of the rank's own sum of `loss.item()`s: decided like a
             # rank test, a collective inside the branch as well as after it
             summed = isinstance(value, ast.Name) and value.id in _item_names(builder.program, fn)
-        elif isinstance(stmt.test, ast.Compare) and _item_valued(builder.program, fn, stmt.test):
+        elif (isinstance(stmt.test, ast.Compare) or (isinstance(stmt.test, ast.Attribute) and _set_by_item_call(
+                builder.program, fn, stmt.test))) and _item_valued(builder.program, fn, stmt.test):
+            # (`if stopper.stop:` of an object handed this rank's own number: its verdict on it)
             summed = True
             # `if stats["avg"] <= min(history):` on the rank's own epoch average (a helper's sum
             # of its `loss.item()`s, never all-reduced): the ranks' numbers part ways

@@ -1172,3 +1172,86 @@ def test_its_twin_a_file_broken_otherwise_is_still_refused(tmp_path):
     from ddpdoctor.lint.sources import _tree
     with pytest.raises(UsageError):
         _tree(tmp_path / "m.py", "y = x.cuda(async=True)\nz = (\n")
+
+
+# -------------------------------------------------- mp.spawn's arguments are not the reference call's
+SPAWNED = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def train(rank, cfg, world_size=None):
+    if world_size is not None:
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    model = torch.nn.Linear(4, 1)
+    if world_size is not None:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    data = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(data, batch_size=8, sampler={sampler})  # the loader
+    for epoch in range(3):
+        for (x,) in loader:
+            model(x).sum().backward()
+
+def main(distributed):
+    if distributed:
+        mp.spawn(train, args=({}, 2), nprocs=2)
+    else:
+        train(0, {})
+
+main(True)
+"""
+
+
+def test_a_sampler_picked_by_the_spawned_world_size_is_the_distributed_runs(tmp_path):
+    code = SPAWNED.replace("{sampler}", "DistributedSampler(data) if world_size is not None else None")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_no_sampler_on_either_way(tmp_path):
+    code = SPAWNED.replace("{sampler}", "None")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP802")] == [line_of(code, "# the loader")]
+
+
+# -------------------------------------------------- an early-stopping object handed this rank's own loss
+STOPPER_OBJECT = """
+import numpy as np, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Stopper:
+    def __init__(self):
+        self.best, self.bad, self.stop = float("inf"), 0, False
+
+    def __call__(self, value):
+        if value < self.best:
+            self.best, self.bad = value, 0
+        else:
+            self.bad += 1
+            if self.bad >= 3:
+                self.stop = True
+
+def main():
+    dist.init_process_group("gloo")
+    net = DDP(torch.nn.Linear(4, 1))
+    stopper = Stopper()
+    for epoch in range(100):
+        seen = []
+        for _ in range(10):
+            loss = net(torch.randn(8, 4)).pow(2).mean()
+            seen.append(loss.item())
+            loss.backward()
+        epoch_loss = {value}
+        stopper(epoch_loss)
+        if stopper.stop:  # the stop
+            break
+
+main()
+"""
+
+
+def test_an_early_stopping_object_fed_the_ranks_own_loss_decides_alone(tmp_path):
+    code = STOPPER_OBJECT.replace("{value}", "np.mean(seen)")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the stop"), "warning")]
+
+
+def test_its_twin_the_loss_all_reduced_first(tmp_path):
+    code = STOPPER_OBJECT.replace("{value}", "torch.tensor(float(np.mean(seen)))\n        dist.all_reduce(epoch_loss)")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
