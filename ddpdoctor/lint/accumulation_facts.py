@@ -425,10 +425,6 @@ class AccumulationFacts:
                         default = self._flag_default(stmt.test)
                         if default is None:
                             default = self._given_item(stmt.test, fn)
-                        if default is None and pred == self._backward and _scaled(a) != _scaled(b):
-                            # a flag whose value the source does not show: the plain backward's
-                            # side (mixed precision is the option, `loss.backward()` the default)
-                            return b if _scaled(a) else a
                         return b if default is False else a
                     # `if scaler is None: engine.backward(loss); engine.step() else: <DDP path>`:
                     # the engine's side is not DDP's, the other side alone decides
@@ -657,17 +653,6 @@ def _after_it(body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
             return _after_it(stmt.body, node) + rest
         return rest
     return []
-
-
-def _scaled(call: Optional[ast.Call]) -> bool:
-    """A backward of a scaled loss: `scaler.scale(loss).backward()`, or of the name apex's
-    `with amp.scale_loss(loss, opt) as scaled:` binds (spelled `scaled...`)."""
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "backward"):
-        return False
-    owner = call.func.value
-    if isinstance(owner, ast.Call) and last_name(owner.func) == "scale":
-        return True
-    return "scale" in (last_name(owner) or "").lower()
 
 
 def _submodule_clear(call: ast.Call) -> bool:

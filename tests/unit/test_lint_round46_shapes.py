@@ -1101,8 +1101,8 @@ train({CFG}, None)
 """
 
 
-def test_the_plain_backward_is_named_where_the_flag_is_not_shown(tmp_path):
-    code = SIDES_FP16.replace("{CFG}", "load_config()").replace("import torch,", "from cfgs import load_config\nimport torch,")
+def test_the_side_a_callers_dict_turns_off_is_not_named(tmp_path):
+    code = SIDES_FP16.replace("{CFG}", '{"fp16": False}')
     assert at(lint_plain(tmp_path, code), "DDP805") == [(line_of(code, "# the plain backward"), "warning")]
 
 
