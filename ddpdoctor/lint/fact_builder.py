@@ -1191,6 +1191,19 @@ def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None
     return truths.pop() if len(truths) == 1 else None
 
 
+def _rebound(fn: Function, name: str) -> bool:
+    """fn binds its parameter `name` again (a plain, unpacked or augmented assignment, a loop's
+    target): what a caller passes is not what every test in fn reads."""
+    memo = fn.__dict__.setdefault("_rebound", {})
+    if name not in memo:
+        memo[name] = any(
+            isinstance(t, ast.Name) and t.id == name
+            for node in fn.own if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            for t in walk(target))
+    return memo[name]
+
+
 def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
               none_only: bool = False) -> Optional[bool]:
     """`if use_barriers:` in target: False where this call leaves the parameter at its default
@@ -1199,8 +1212,8 @@ def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
     that entered it) pairs of the callers, innermost last: a parameter passed on by name is
     read at the call that gave it (bounded: the last three calls)."""
     value = argument_at(target, call, cond)
-    if value is None:
-        return None
+    if value is None or _rebound(target, cond):
+        return None  # (`train_data, train_sampler = choice(...)` first: the argument is gone)
     if isinstance(value, ast.Name) and context:
         caller, entered = context[-1]
         if entered is not None and (value.id in caller.params or value.id in caller.kwonly) and not caller.bindings.get(value.id):

@@ -1255,3 +1255,40 @@ def test_an_early_stopping_object_fed_the_ranks_own_loss_decides_alone(tmp_path)
 def test_its_twin_the_loss_all_reduced_first(tmp_path):
     code = STOPPER_OBJECT.replace("{value}", "torch.tensor(float(np.mean(seen)))\n        dist.all_reduce(epoch_loss)")
     assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a parameter the function rebinds before its test
+REBOUND = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def loaders():
+    data = TensorDataset(torch.randn(64, 4))
+    sampler = DistributedSampler(data)  # the sampler
+    return DataLoader(data, batch_size=8, sampler=sampler), sampler
+
+def train(model, train_data=None, train_sampler=None):
+    {rebind}
+    for epoch in range(3):
+        if train_sampler is not None:
+            train_sampler.set_epoch(epoch)
+        for (x,) in train_data:
+            model(x).sum().backward()
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    train(model{given})
+
+main()
+"""
+
+
+def test_a_parameter_rebound_before_its_test_is_not_the_callers_default(tmp_path):
+    code = REBOUND.replace("{rebind}", "train_data, train_sampler = loaders()").replace("{given}", "")
+    assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
+def test_its_twin_the_sampler_never_reaches_the_test(tmp_path):
+    code = REBOUND.replace("{rebind}", "train_data, _ = loaders()").replace("{given}", "")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP804")] == [line_of(code, "# the sampler")]
