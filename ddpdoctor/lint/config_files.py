@@ -17,10 +17,11 @@ MAX_CONFIG_BYTES = 256_000
 _LAUNCH_ENGINE = re.compile(r"^\s*distributed_type:\s*['\"]?(DEEPSPEED|FSDP)\b", re.MULTILINE)
 
 
-def launch_engines(script: Path) -> set[str]:
+def launch_engines(script: Path, read: list) -> set[str]:
     """"DeepSpeed" / "FSDP" for each Accelerate config file under the script's folder (or the
     working directory, where the script lies beneath it) that picks that engine. Bounded as the
-    Hydra config search is (config_files)."""
+    Hydra config search is (config_files). read: gets each launch config's path, which the lint
+    cache digests (an edited `distributed_type` is a miss, not a stale verdict)."""
     found: set[str] = set()
     folders = [script.parent]
     here = Path.cwd().resolve()
@@ -34,6 +35,8 @@ def launch_engines(script: Path) -> set[str]:
                 body = config.read_text(errors="replace")
             except OSError:
                 continue
+            if "distributed_type" in body and str(config) not in read:
+                read.append(str(config))
             for engine in _LAUNCH_ENGINE.findall(body):
                 found.add("DeepSpeed" if engine == "DEEPSPEED" else "FSDP")
     return found

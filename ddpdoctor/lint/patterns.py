@@ -641,7 +641,7 @@ def sharded_engine(program: Program) -> str:
         script = next((f for f in program.files if not f.module), None)
         if not words and script is not None and program.uses("accelerate"):
             # `accelerate launch --config_file configs/gpu.yaml` with `distributed_type: DEEPSPEED`
-            words |= launch_engines(script.path)
+            words |= launch_engines(script.path, script.hydra_configs)
         found = program.__dict__["_sharded_engine"] = " or ".join(sorted(words))
     return found
 

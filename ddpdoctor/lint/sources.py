@@ -55,7 +55,9 @@ class SourceFile:
     # the dotted names a Hydra config under the script's `@hydra.main(config_path=...)` asks
     # `hydra.utils.instantiate` to build (`_target_: pkg.models.Policy`); the script's only
     hydra_targets: list[str] = field(default_factory=list)
-    hydra_configs: list[str] = field(default_factory=list)  # the config files they were read from
+    # the config files read beside the script (Hydra's, an Accelerate launch config): the cache
+    # digests them with the sources
+    hydra_configs: list[str] = field(default_factory=list)
 
     @property
     def defined(self) -> frozenset[str]:

@@ -1292,3 +1292,14 @@ def test_a_parameter_rebound_before_its_test_is_not_the_callers_default(tmp_path
 def test_its_twin_the_sampler_never_reaches_the_test(tmp_path):
     code = REBOUND.replace("{rebind}", "train_data, _ = loaders()").replace("{given}", "")
     assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP804")] == [line_of(code, "# the sampler")]
+
+
+def test_the_launch_config_read_is_recorded_for_the_cache(tmp_path):
+    # an edited `distributed_type` must be a cache miss: the file is digested with the sources
+    from ddpdoctor.lint.config_files import launch_engines
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "launch.yaml").write_text("distributed_type: DEEPSPEED\n")
+    (tmp_path / "configs" / "model.yaml").write_text("width: 8\n")
+    read: list = []
+    assert launch_engines(tmp_path / "train.py", read) == {"DeepSpeed"}
+    assert read == [str(tmp_path / "configs" / "launch.yaml")]
