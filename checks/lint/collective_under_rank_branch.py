@@ -62,7 +62,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         (`distributed_type: DEEPSPEED` in a YAML under the script's folder): every process
         takes part in the save under them; under DDP it writes from the main process alone. A rank that raises under a rank test crashes the job;
         what follows is not rank-conditional. A collective that runs only past a rank's early
-        exit from a loop (`if stop and is_main: break`, or `sys.exit()`) is that exit's
+        exit from a loop (`if stop and is_main: break`, or `sys.exit()`), or past its skip of
+        the rest of a pass on a test that is more than a rank test (`if resuming and rank == 0:
+        continue`), is that exit's
         consequence: DDP809 reports the exit, once, and DDP801 does not report each collective
         after it.
 
@@ -92,13 +94,14 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         return []
     problems = []
     # a collective that runs only past a rank's early exit from the loop (`if stop and is_main:
-    # break`) is that exit's consequence, which DDP809 reports at the exit: one finding, not two
-    # (a `continue` is not such an exit: the rank is back in the next pass, and the collective
-    # it skips in this one is the place)
+    # break`) is that exit's consequence, which DDP809 reports at the exit: one finding, not two;
+    # so is one past a `continue` whose test is more than a rank test (`if iter < resumed and
+    # rank == 0: continue`: five reductions skipped in that pass, one decision). Past a plain
+    # `if not is_master: continue` the collective is the place, as past `if rank != 0: return`
     # (also where the test that leaves reads rank 0's own state: `if rank == 0 and epoch -
     # last_better > patience: break`, reported as that state's decision)
     exits = {str(d.location) for d in getattr(facts, "rank_local", [])
-             if (d.kind == "rank_exit" and d.action in ("break", "exit"))
+             if (d.kind == "rank_exit" and (d.action in ("break", "exit") or (d.action == "continue" and d.open_test)))
              or (d.kind == "rank_state" and d.action == "break")}
     for found in facts.guarded_collectives:
         if str(found.guard_location) in exits:

@@ -515,10 +515,30 @@ class AccumulationFacts:
         if compared is not None:
             default = self.__dict__["_option_defaults"].get(test.attr)
             if default is None:
+                default = self._copied_option(test.attr)
+            if default is None:
                 return None
             same = default == compared.comparators[0].value
             return same if isinstance(compared.ops[0], ast.Eq) else not same
         return flags.get(test.attr)
+
+    def _copied_option(self, attr: str):
+        """The default of the option a config field is copied from (Swin's `if args.amp_opt_level:
+        config.AMP_OPT_LEVEL = args.amp_opt_level`, the option's default "O0"): every copy into a
+        field of that name reads one option, whose default is set (so a truth test on it holds).
+        None otherwise."""
+        defaults = self.__dict__["_option_defaults"]
+        found = set()
+        for f in self.program.files:
+            for node in f.of(ast.Assign):
+                if any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):
+                    value = node.value
+                    if isinstance(value, ast.Attribute) and value.attr in defaults:
+                        found.add(value.attr)
+        if len(found) != 1:
+            return None
+        default = defaults.get(found.pop())
+        return default if default not in (None, "", False, 0) else None
 
     def _backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":

@@ -22,7 +22,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.nodes import children
+from ddpdoctor.lint.nodes import children, key_presence
 
 # The tensor collectives whose one tensor's size must match on every rank; all_to_all takes
 # lists of tensors, which this rule does not follow.
@@ -208,7 +208,8 @@ class _Scope:
             if not isinstance(children, list):
                 continue
             in_loop = loop_depth + isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
-            under_if = conditional or isinstance(stmt, ast.If)
+            # (`if "logits" in out.keys():` asks which keys the code put there: every pass alike)
+            under_if = conditional or (isinstance(stmt, ast.If) and not key_presence(stmt.test))
             if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
                 under_if = False  # a condition counts inside the loop it filters
             outer_structure = self.in_structure

@@ -648,7 +648,34 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
                # and, past its `return`, the training that sets it up again)
                or (c.startswith("not ") and (c[4:] in switches or _instance_switch(c[4:], switches))
                    and c not in getattr(switches, "open", ()))
+               or (not c.startswith("not ") and c in _excluded(switches))
                for c, _ in conds)
+
+
+def _excluded(switches: frozenset) -> frozenset:
+    """The flags a set-up's test requires false (`if world_size > 1 and not cfg.debug:
+    mp.spawn(...)`): `cfg.debug` holds only where that set-up does not run (RALF's debug run is
+    one process). Tests read as written: an `else:` side's text starts with `not `, not read."""
+    got = getattr(switches, "_excluded", None)
+    if got is None:
+        found = set()
+        for switch in switches:
+            if switch.startswith("not ") or " and " not in switch:
+                continue
+            try:
+                test = ast.parse(switch, mode="eval").body
+            except SyntaxError:
+                continue
+            if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+                found.update(text(part.operand) for part in test.values
+                             if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not)
+                             and isinstance(part.operand, (ast.Name, ast.Attribute)))
+        got = frozenset(found)
+        try:
+            switches._excluded = got  # (a Switches keeps it; a plain frozenset is asked again)
+        except AttributeError:
+            pass
+    return got
 
 
 _ONE_ATTRIBUTE = re.compile(r"^\w+\.(\w+)$")

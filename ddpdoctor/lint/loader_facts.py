@@ -208,7 +208,10 @@ class LoaderFacts:
         for fn, call, _, _ in self.calls():
             if last_name(call.func) == "prepare" and isinstance(call.func, ast.Attribute):
                 conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
-                for arg in call.args:
+                dropped = _dropped_results(fn, call)
+                for index, arg in enumerate(call.args):
+                    if index in dropped:
+                        continue  # `model, opt, _ = accelerator.prepare(model, opt, loader)`: the original is read
                     prepared.add(last_name(arg) or "")
                     if conds:  # `if args.use_accelerate: loader = acc.prepare(loader)`
                         switched.setdefault(last_name(arg) or "", conds[-1][0])
@@ -602,6 +605,20 @@ class LoaderFacts:
         if len(handed) != 1:
             return False
         return not any(loops for f, c, _, loops in self.calls() if f is fn and c is handed[0]) and not self.in_loop(fn)
+
+    def _returned_to(self, receiver: ast.AST, where: Function, builder: Function, call: ast.Call) -> bool:
+        """`sampler_train = build_sampler(ds, shuffle=True)` then `sampler_train.set_epoch(e)`, where
+        build_sampler returns the sampler built here (`sampler = DistributedSampler(...)`;
+        `return sampler`): the receiver is this sampler."""
+        if isinstance(builder.node, ast.Module) or not builder.returned:
+            return False
+        for value, scope in self.program.values_of(receiver, where, 2):
+            if not isinstance(value, ast.Call) or builder not in self.program.resolve(value.func, scope)[0]:
+                continue
+            for ret in builder.returned:
+                if ret is call or any(v is call for v, _ in self.program.values_of(ret, builder, 2)):
+                    return True
+        return False
 
     def _read_only_to_evaluate(self, names: set[str]) -> bool:
         """Every loop over the loader these names hold evaluates: no backward, and its work runs
@@ -1018,6 +1035,7 @@ class LoaderFacts:
                     or any(v is call for v, _ in program.values_of(receiver, sfn)) \
                     or (isinstance(receiver, ast.Name)
                         and any(v is call for v, _ in program.unpacked(receiver.id, sfn))) \
+                    or self._returned_to(receiver, sfn, fn, call) \
                     or self._kept_by_instance(receiver, sfn, call) \
                     or _unknown_receiver(program, receiver, sfn) \
                     or not own
@@ -1048,6 +1066,14 @@ class LoaderFacts:
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
             if loader_at is not None and iterated.get(f"@{loader_at.file}:{loader_at.line}"):
                 across = True  # built inline as the argument of a function that iterates it again and again
+            evaluated = {n for n in names if iterated.get(n) and self._read_only_to_evaluate({n})}
+            if across and evaluated and evaluated != names and not self._one_loader(fn, call):
+                # a builder serving the training and the evaluation loader (`make_loader(ds,
+                # mode="valid")`): the evaluation's passes again and again reorder nothing that
+                # matters; the training loader's passes decide (read once by `iter()`/`next()`: none)
+                rest = [n for n in names - evaluated if n in iterated]
+                if rest:
+                    across = any(iterated.get(n) for n in rest)
             if across and self._one_loader(fn, call) and self._read_only_to_evaluate(names):
                 across = False  # an evaluation visits every sample whatever the order (CasMVSNet's test loader)
             feeds = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
@@ -1803,3 +1829,12 @@ def _set_epoch_handed_on(fn: Function) -> list[ast.Attribute]:
     called = {id(n.func) for n in fn.own if isinstance(n, ast.Call)}
     return [n for n in fn.own if isinstance(n, ast.Attribute) and n.attr == "set_epoch"
             and isinstance(n.ctx, ast.Load) and id(n) not in called]
+
+
+def _dropped_results(fn: Function, call: ast.Call) -> set[int]:
+    """The positions of a call's returned tuple its assignment throws away (`_`)."""
+    for stmt in fn.own:
+        if isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
+            return {i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == "_"}
+    return set()

@@ -133,3 +133,14 @@ def own_nodes_of(roots: list[ast.AST], stop: tuple = _SCOPES) -> list[ast.AST]:
             elif isinstance(value, AST):
                 push(value)
     return out
+
+
+def key_presence(test: ast.AST) -> bool:
+    """`"main" in terms`, `"k" not in list(out.keys())`, and `and`/`or`/`not` of such: a test on
+    which keys a dict holds, each a constant string."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return key_presence(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return all(key_presence(v) for v in test.values)
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.In, ast.NotIn)) \
+        and isinstance(test.left, ast.Constant) and isinstance(test.left.value, str)

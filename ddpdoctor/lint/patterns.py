@@ -1108,7 +1108,7 @@ def _loader_class(program: Program, klass, depth: int) -> bool:
 def name_pattern(node: ast.AST) -> Optional[tuple[str, Optional[str]]]:
     """A name as the source spells it: (name, None) for a constant; (prefix, suffix) around the
     one part known only at run time (`'init_dist_%s' % x`, `'init_dist_' + x`,
-    `f"pkg.trainers.{cfg.trainer}_trainer"`); None when nothing of it is spelled."""
+    `f"pkg.trainers.{cfg.trainer}_trainer"`, `'datasets.{}'.format(x)`); None when nothing of it is spelled."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value, None
     if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
@@ -1120,6 +1120,12 @@ def name_pattern(node: ast.AST) -> Optional[tuple[str, Optional[str]]]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.Constant) \
             and isinstance(node.right.value, str) and not isinstance(node.left, ast.Constant):
         return "", node.right.value  # `model_name + "Trainer"`
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format" and \
+            isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str) and \
+            node.func.value.value.count("{") == 1 and len(node.args) + len(node.keywords) == 1:
+        # `'datasets.{}'.format(name)` (MVSNet's find_dataset_def)
+        prefix, _, rest = node.func.value.value.partition("{")
+        return prefix, rest.partition("}")[2]
     if isinstance(node, ast.JoinedStr) and sum(isinstance(v, ast.FormattedValue) for v in node.values) == 1:
         parts = [v.value if isinstance(v, ast.Constant) else None for v in node.values]
         cut = parts.index(None)

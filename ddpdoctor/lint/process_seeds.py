@@ -33,7 +33,7 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.fact_builder import _single_process, argument_at, loc
+from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.patterns import call_keywords, keyword, kept_keywords, last_name, loader_call, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
@@ -52,10 +52,12 @@ LIBRARY_SEEDERS = (
 )
 # What a dataset that draws randomness in its workers says somewhere in its own code
 # (`random.random()`, `np.random.randint`, `torch.rand(...)`, an augmentation)...
-RANDOM_WORDS = re.compile(r"random|\brand\w*\(|RandAugment|augment|jitter|flip", re.IGNORECASE)
+# (a flip called on the spot, `ids.flip(0)` / `np.fliplr(img)`, reverses and draws nothing: the
+# draw, when there is one, says `random` beside it; a `HorizontalFlip(p=0.5)` transform draws)
+RANDOM_WORDS = re.compile(r"random|\brand\w*\(|RandAugment|augment|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?!(?:lr|ud)?\s*\()", re.IGNORECASE)
 # ...and in what it is built with, which runs in the launching process: there a draw
 # (`TensorDataset(torch.randn(64, 4))`) is data, not augmentation; a transform's name is
-ARGUMENT_WORDS = re.compile(r"Random[A-Z]|RandAugment|TrivialAugment|(?i:augment|jitter|flip)")
+ARGUMENT_WORDS = re.compile(r"Random[A-Z]|RandAugment|TrivialAugment|Flip|(?i:augment|jitter)|flip(?!(?:lr|ud)?\s*\()|FLIP")
 _SAME, _PER_RANK, _UNKNOWN = 0, 1, 2
 
 
@@ -124,7 +126,10 @@ def _last_seeding_before(program, seeds: list, fn: Function, loader: ast.Call) -
                 if inner is None:
                     continue
                 seed = inner[0].args[0] if inner[0].args else keyword(inner[0], "seed")
-                given = argument_at(target, site, seed.id) if isinstance(seed, ast.Name) else None
+                # the caller's value decides only where the helper seeds with the parameter as
+                # given (MOTIP's `seed = seed + distributed_rank()` first: the helper's own verdict)
+                given = argument_at(target, site, seed.id) if isinstance(seed, ast.Name) and \
+                    not _rebound(target, seed.id) else None
                 verdict = _judge(given, fn, program) if given is not None else inner[1]
         if verdict is not None:
             best = (site.lineno, verdict)
@@ -504,10 +509,22 @@ def _helpers_draw(program, method) -> bool:
     """A module function the method calls draws (MiniMind-V's `__getitem__` ->
     `pre_processing_chat()`: `random.random() < 0.2` adds a system prompt), or a method of a
     helper object the dataset keeps (`self.frames.indices(n)`, a frame sampler drawing its
-    offset): one call down."""
+    offset), or the `__call__` of one (`self.transform(image)`): one call down."""
     for call in method.own_calls:
         helper = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Attribute) and \
             isinstance(call.func.value.value, ast.Name) and call.func.value.value.id == "self"
+        kept = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and \
+            call.func.value.id == "self" and method.cls is not None and call.func.attr not in method.cls.methods
+        if kept:
+            # `self.transform(image)` of `self.transform = Transform(train=train)`, a local class
+            # whose __call__ draws (Prismer's random crop and flip)
+            klass = program.class_of(call.func, method)
+            target = program.method(klass, "__call__") if klass is not None else None
+            if target is not None and target.node is not None and any(
+                    RANDOM_WORDS.search(OWN_GENERATOR.sub("", _live_source(program, m)))
+                    for m in _with_own_calls(target, program=program) if m.name != "__init__"):
+                return True
+            continue
         if not isinstance(call.func, ast.Name) and not helper:
             continue
         for target in program.resolve(call.func, method)[0]:

@@ -24,7 +24,7 @@ from typing import Optional, Union
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import patterns, reaching
-from ddpdoctor.lint.nodes import own_nodes, own_nodes_of
+from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
 from ddpdoctor.lint.options import option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
@@ -1094,6 +1094,32 @@ class Program:
                 return found
         return None
 
+    def _narrowed(self, fn: Function) -> dict:
+        """The names an `if isinstance(x, K):` with K a local class makes a K in its body (EEG-GAN's
+        `if isinstance(trainer, GANDDPTrainer): trainer.training(loader)`), by the id of each read
+        there; an inner test overrides an outer one. Worked out once per function."""
+        found = fn.__dict__.get("_narrowed")
+        if found is not None:
+            return found
+        found = fn.__dict__["_narrowed"] = {}
+        for node in walk(fn.node):
+            if node.__class__ is not ast.If or node.test.__class__ is not ast.Call or \
+                    last_name(node.test.func) != "isinstance" or len(node.test.args) != 2 or \
+                    node.test.args[0].__class__ is not ast.Name:
+                continue
+            name = node.test.args[0].id
+            klass = self._callee_symbol(node.test.args[1], fn) if node.test.args[1].__class__ in (
+                ast.Name, ast.Attribute) else None
+            if klass.__class__ is not Klass:
+                continue
+            body = [n for stmt in node.body for n in walk(stmt)]
+            if any(n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Store for n in body):
+                continue  # bound again inside: not the object tested
+            for n in body:
+                if n.__class__ is ast.Name and n.id == name:
+                    found[id(n)] = klass
+        return found
+
     def class_of(self, node: ast.AST, fn: Function, depth: int = 3) -> Optional[Klass]:
         """The local class an expression is an instance of, when the source says so: built
         there, or returned by a local factory (`Trainer.from_config(cfg)` returning `cls(...)`,
@@ -1117,6 +1143,10 @@ class Program:
         return found
 
     def _class_of(self, node: ast.AST, fn: Function, depth: int) -> Optional[Klass]:
+        if node.__class__ is ast.Name and fn.node is not None:
+            narrowed = self._narrowed(fn).get(id(node))
+            if narrowed is not None:
+                return narrowed
         if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in SELF_RETURNING \
                 and depth > 0:
             return self.class_of(node.func.value, fn, depth)  # `m.cpu().save(path)`: m's class

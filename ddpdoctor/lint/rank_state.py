@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import _single_process
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      dotted, loader_call, text)
@@ -49,6 +49,9 @@ class RankLocalDecision:
     guard: str = ""  # rank_state: that rank test
     assumption: str = ""  # "" when proven; else what must hold (a warning that says so)
     stepped: bool = False  # rank_state: every rank steps it, and the rank test steps it further
+    # rank_exit: the test is a rank test joined with a value the source does not settle (`if
+    # iter < resumed and rank == 0: continue`), the decision DDP809 tells (not a plain rank branch)
+    open_test: bool = False
 
 
 @dataclass
@@ -756,6 +759,22 @@ def _returns_rank_local(builder: Builder, helper: Function, place: Optional[tupl
     return cache[key]
 
 
+def _tested_where_set(fn: Function, test: ast.stmt, setter: ast.stmt) -> bool:
+    """Every plain `if` / `while` around the test is around the assignment too (`if not
+    self.evaluate_only:` holding the epoch loop, its rank-0 counter and the test of it): the
+    test is reached on whatever ranks reach the counter's loop, nothing more to assume."""
+    parents = fn.__dict__.get("_parents")
+    if parents is None:
+        parents = fn.__dict__["_parents"] = {id(child): node for node in walk(fn.node)
+                                             for child in ast.iter_child_nodes(node)}
+    around, node = [], parents.get(id(test))
+    while node is not None and node is not fn.node:
+        if isinstance(node, (ast.If, ast.While)):
+            around.append(node)
+        node = parents.get(id(node))
+    return all(any(n is setter for n in walk(block)) for block in around)
+
+
 def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, setter: _Stmt, work: str,
               relative: set, item: _Stmt, extra: str = "") -> RankLocalDecision:
     rank_test = setter.guards[-1]
@@ -764,7 +783,7 @@ def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, s
         notes.append(f"the value set under `{rank_test.text}` differs from the one the other ranks step")
     if rank_test.assumption:
         notes.append(rank_test.assumption)
-    if item.conditional:
+    if item.conditional and not _tested_where_set(fn, stmt, setter.node):
         notes.append(f"the test at line {stmt.lineno} is reached on every rank")
     return RankLocalDecision(
         Location(fn.file.display, stmt.lineno), test, action, name, "rank_state", work,
@@ -832,7 +851,7 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             Location(fn.file.display, where.lineno), text(where.test),
             {ast.Return: "return", ast.Continue: "continue", ast.Expr: "exit"}.get(type(leave[1]), "break"),
             test.text, "rank_exit", work,
-            guard=test.text, assumption=", and ".join(notes)))
+            guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
     return found
 
 
@@ -954,7 +973,9 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
     shared = _shared(builder, fn)
     for item in stmts:
         stmt = item.node
-        if not isinstance(stmt, ast.If) or item.guards:
+        # (past `if resuming and rank == 0: continue` every rank runs on wherever `resuming` is
+        # false: its own loss test there still parts them; DDP809 reports the rank's skip apart)
+        if not isinstance(stmt, ast.If) or not all(g.everyone for g in item.guards):
             continue
         tested = [c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
                   and (c.args or isinstance(c.func, ast.Attribute))]
@@ -1296,17 +1317,6 @@ def _deepspeed_engine(program, node: ast.AST, fn: Function) -> bool:
     return False
 
 
-def _key_presence(test: ast.AST) -> bool:
-    """`"main" in terms`, `"k" not in list(out.keys())`, and `and`/`or`/`not` of such: a test on
-    which keys a dict holds, each a constant string."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _key_presence(test.operand)
-    if isinstance(test, ast.BoolOp):
-        return all(_key_presence(v) for v in test.values)
-    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.In, ast.NotIn)) \
-        and isinstance(test.left, ast.Constant) and isinstance(test.left.value, str)
-
-
 def _ancestry(roots: set[str], sources: dict, shared: set[str]) -> set[str]:
     """The names the roots are computed from, through the bindings `sources` holds (bounded);
     a name handed to a collective (shared) is the same on every rank and ends the trail."""
@@ -1407,6 +1417,13 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             work = _work(builder, fn, _continuation(fn.node.body, stmt), ddp)
             if work:
                 return own, work
+    caught = _caught_raise(fn, stmt) if isinstance(stmt, ast.If) and after_only else None
+    if caught is not None:
+        # `try: ... if np.isnan(loss.item()): raise NanError; loss.backward() ... except NanError:
+        # print(...)` (TransMVSNet): the rank that raises skips the rest of the try's body alone
+        work = _work(builder, fn, _after(caught.body, stmt), ddp)
+        if work:
+            return "raise", work
     if isinstance(stmt, ast.If) and not after_only:
         mine, other = _work(builder, fn, stmt.body, ddp), _work(builder, fn, stmt.orelse, ddp)
         if mine and not other:
@@ -1426,6 +1443,24 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             if mine and not other and (("all-reduces the gradients" in mine and ddp) or
                                        (returns and step and not mine.startswith("the DDP forward"))):
                 return f"runs {mine}", mine
+    return None
+
+
+def _caught_raise(fn: Function, stmt: ast.If) -> Optional[ast.Try]:
+    """The `try:` of fn around stmt whose handler catches what one side of stmt raises (by the
+    exception's name) and goes on without raising again: the raise is a skip, not a crash."""
+    raised = next((last_name(n.exc.func if isinstance(n.exc, ast.Call) else n.exc)
+                   for side in (stmt.body, stmt.orelse) if side and isinstance(side[-1], ast.Raise)
+                   for n in side[-1:] if n.exc is not None), None)
+    if not raised:
+        return None
+    for node in walk(fn.node):
+        if isinstance(node, ast.Try) and any(n is stmt for part in node.body for n in walk(part)):
+            for handler in node.handlers:
+                names = {last_name(t) for t in ([handler.type] if not isinstance(handler.type, ast.Tuple)
+                                                 else handler.type.elts) if t is not None}
+                if raised in names and not any(isinstance(n, ast.Raise) for n in walk(handler)):
+                    return node
     return None
 
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state, reaching, writes
-from ddpdoctor.lint.fact_builder import _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
+from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
@@ -19,6 +19,7 @@ from ddpdoctor.lint.walker import partial_target
 
 # `self.x is None` / `self.x is not None` as a condition's text says it
 _NONE_TEST = re.compile(r"^(not )?(self\.\w+) is (not )?None$")
+_NONE_PARAM = re.compile(r"^(not )?([A-Za-z_]\w*) is (not )?None$")
 
 
 @dataclass
@@ -495,6 +496,15 @@ class SaveFacts:
         """The write sits under `if self.in_memory:`'s other side, where the attribute is the
         constructor's parameter and every construction (a call or two up) leaves it at the same
         constant, the other way: never reached. The reason, or ""."""
+        for cond, _ in conds:
+            # `if loss_scaler is not None: save_on_master(...) else: torch.save(...)` in a helper
+            # every call hands an object a call made (`loss_scaler = NativeScaler()`): never None
+            nulled = _NONE_PARAM.match(cond)
+            if nulled is not None and bool(nulled.group(1)) == bool(nulled.group(3)):
+                name = nulled.group(2)
+                if (name in fn.params or name in fn.kwonly) and not _rebound(fn, name) and \
+                        self._given_objects(fn, name):
+                    return f"`{name}` is never None: every call of {fn.name}() hands it an object"
         klass = self.program._class_of_fn(fn)
         if klass is None:
             return ""

@@ -1016,9 +1016,17 @@ def test_a_collective_past_a_ranks_break_is_told_once_at_the_break(tmp_path):
     assert lines_of(found, "DDP809") == [9] and lines_of(found, "DDP801") == []
 
 
-def test_its_twin_a_continue_leaves_the_collective_it_skips_as_the_place(tmp_path):
+def test_a_continue_is_told_once_at_the_skip_too(tmp_path):
+    # (session 26: HybridNets' `if iter < resumed and rank == 0: continue` gave five DDP801s, one
+    # per reduction it skips, beside the DDP809 at the skip: one decision, one finding)
     found = lint_plain(tmp_path, PAST_EXIT.replace("{leave}", "continue"))
-    assert lines_of(found, "DDP801") == [11]
+    assert lines_of(found, "DDP809") == [9] and lines_of(found, "DDP801") == []
+
+
+def test_its_twin_the_collective_under_the_rank_test_itself_is_the_place(tmp_path):
+    code = PAST_EXIT.replace("        {leave}\n    dist.barrier()", "        dist.barrier()")
+    found = lint_plain(tmp_path, code)
+    assert lines_of(found, "DDP801") == [10] and lines_of(found, "DDP809") == []
 
 
 def test_a_deepspeed_save_on_one_rank_says_to_save_on_every_rank(tmp_path):

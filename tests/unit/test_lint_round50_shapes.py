@@ -1,0 +1,614 @@
+"""Shapes from session 26 (holdout 26, spent), each with its healthy twin, written in our own words."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_round17_shapes import lint_plain
+
+
+def at(found, code: str) -> list:
+    return sorted((f.location.line, f.severity.value) for f in found if f.code == code)
+
+
+def line_of(source: str, marker: str) -> int:
+    return next(i for i, line in enumerate(source.lstrip("\n").splitlines(), 1) if marker in line)
+
+
+# -------------------------------------------------- a seed helper that puts the rank in itself
+SEED_HELPER = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+def set_seed(seed):
+    {rebind}
+    torch.manual_seed(seed)
+
+class Crops(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.ones(4) * random.random()
+
+def main(cfg):
+    dist.init_process_group("gloo")
+    set_seed(cfg["seed"])
+    ds = Crops()
+    loader = DataLoader(ds, batch_size=4, num_workers=2, sampler=DistributedSampler(ds))  # the loader
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            pass
+
+if __name__ == "__main__":
+    main({"seed": 1})
+"""
+
+
+def test_a_seed_helper_that_adds_the_rank_to_its_parameter_seeds_apart(tmp_path):
+    code = SEED_HELPER.replace("{rebind}", "seed = seed + dist.get_rank()")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+def test_its_twin_the_helper_seeds_with_the_value_given(tmp_path):
+    code = SEED_HELPER.replace("{rebind}", "pass")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "# the loader")]
+
+
+# -------------------------------------------------- a collate that reverses a tensor draws nothing
+FLIP_COLLATE = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+def collate(items):
+    {body}
+    return torch.stack(ids)
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    ds = [torch.arange(4) for _ in range(64)]
+    loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=collate, sampler=DistributedSampler(ds))  # the loader
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            pass
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_tensor_flipped_on_the_spot_is_no_random_draw(tmp_path):
+    code = FLIP_COLLATE.replace("{body}", "ids = [x.flip(0) for x in items]")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+def test_its_twin_a_flip_a_coin_decides(tmp_path):
+    code = FLIP_COLLATE.replace("{body}", "ids = [x.flip(0) if random.random() < 0.5 else x for x in items]")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "# the loader")]
+
+
+# -------------------------------------------------- the resumed skip on rank 0, then each rank's own loss test
+RESUME_SKIP = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(rank, batches, resumed):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(3):
+        for it, x in enumerate(batches):
+            if it < resumed and rank == 0:  # the skip
+                continue
+            loss = model(x).mean()
+            {shared}
+            if not torch.isfinite(loss):  # the test
+                continue
+            loss.backward()
+            dist.reduce(loss, 0)
+
+if __name__ == "__main__":
+    import torch.multiprocessing as mp
+    mp.spawn(train, args=([], 0), nprocs=2)
+"""
+
+
+def test_a_rank_skip_on_a_resumed_count_is_told_once_and_the_loss_test_past_it_too(tmp_path):
+    code = RESUME_SKIP.replace("{shared}", "pass")
+    found = lint_plain(tmp_path, code)
+    assert [line for line, _ in at(found, "DDP809")] == [line_of(code, "# the skip"), line_of(code, "# the test")]
+    assert at(found, "DDP801") == []  # the reductions it skips are that skip's consequence
+
+
+def test_its_twin_the_loss_is_shared_before_the_test(tmp_path):
+    code = RESUME_SKIP.replace("{shared}", "dist.all_reduce(loss)")
+    found = lint_plain(tmp_path, code)
+    assert [line for line, _ in at(found, "DDP809")] == [line_of(code, "# the skip")]
+
+
+# -------------------------------------------------- a save helper whose scaler argument is never None
+SCALER_SAVE = """
+import torch, torch.distributed as dist
+
+class Scaler:
+    def state_dict(self):
+        return {}
+
+def save_on_master(obj, path):
+    if dist.get_rank() == 0:
+        torch.save(obj, path)
+
+def save_model(model, scaler, path):
+    if scaler is not None:
+        save_on_master({"model": model.state_dict(), "scaler": scaler.state_dict()}, path)
+    else:
+        torch.save({"model": model.state_dict()}, path)  # the plain save
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.Linear(2, 2)
+    scaler = {scaler}
+    for epoch in range(2):
+        save_model(model=model, scaler=scaler, path="best.pth")
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_none_side_of_a_helper_every_call_hands_an_object_is_never_taken(tmp_path):
+    assert at(lint_plain(tmp_path, SCALER_SAVE.replace("{scaler}", "Scaler()")), "DDP806") == []
+
+
+def test_its_twin_a_call_that_hands_none(tmp_path):
+    code = SCALER_SAVE.replace("{scaler}", "None")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")] == [line_of(code, "# the plain save")]
+
+
+# -------------------------------------------------- one builder, a training loader read once and an evaluation loader
+SHARED_BUILDER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+def make_loader(ds, mode="train"):
+    sampler = DistributedSampler(ds, shuffle=True)  # the sampler
+    return DataLoader(ds, batch_size=4, sampler=sampler)
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for (x,) in loader:
+            model(x)
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_loader = make_loader(torch.utils.data.TensorDataset(torch.randn(64, 2)), mode="train")
+    valid_loader = make_loader(torch.utils.data.TensorDataset(torch.randn(16, 2)), mode="valid")
+{train}
+        if step % 10 == 0:
+            evaluate(model, valid_loader)
+
+if __name__ == "__main__":
+    main()
+"""
+ONE_PASS = """    batches = iter(train_loader)
+    for step in range(16):
+        (x,) = next(batches)
+        model(x).sum().backward()
+        opt.step()"""
+EPOCHS = """    for step in range(16):
+        for (x,) in train_loader:
+            model(x).sum().backward()
+            opt.step()"""
+
+
+def test_a_shared_builder_whose_training_loader_is_read_once_needs_no_set_epoch(tmp_path):
+    assert at(lint_plain(tmp_path, SHARED_BUILDER.replace("{train}", ONE_PASS)), "DDP804") == []
+
+
+def test_its_twin_the_training_loader_is_read_epoch_after_epoch(tmp_path):
+    code = SHARED_BUILDER.replace("{train}", EPOCHS)
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP804")] == [line_of(code, "# the sampler")]
+
+
+# -------------------------------------------------- set_epoch on the name a sampler builder's result is bound to
+SAMPLER_BUILDER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+
+def build_sampler(ds, shuffle):
+    if dist.is_initialized():
+        sampler = DistributedSampler(ds, shuffle=shuffle)  # the sampler
+    else:
+        sampler = RandomSampler(ds)
+    return sampler
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.Linear(2, 1)
+    ds = torch.utils.data.TensorDataset(torch.randn(64, 2))
+    for epoch in range(3):
+        sampler_train = build_sampler(ds, shuffle=True)
+        loader = DataLoader(ds, batch_size=4, sampler=sampler_train)
+        {set_epoch}
+        for (x,) in loader:
+            model(x).sum().backward()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_set_epoch_on_the_name_the_builders_sampler_is_bound_to(tmp_path):
+    code = SAMPLER_BUILDER.replace("{set_epoch}", "sampler_train.set_epoch(epoch)")
+    assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
+def test_its_twin_no_set_epoch_at_all(tmp_path):
+    code = SAMPLER_BUILDER.replace("{set_epoch}", "pass")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP804")] == [line_of(code, "# the sampler")]
+
+
+# -------------------------------------------------- a debug switch the spawn test requires off
+DEBUG_OFF = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Cfg:
+    debug = False
+
+def worker(rank, world, cfg):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    model = DDP(torch.nn.Linear(2, 1))
+    for epoch in range(3):
+        for step in range(8):
+            model(torch.ones(1, 2)).sum().backward()
+            if rank == 0:
+                if cfg.debug:  # the stop
+                    break
+
+def main(cfg, world):
+    if {spawn_test}:
+        mp.spawn(worker, nprocs=world, args=(world, cfg))
+    else:
+        print("one process")
+
+if __name__ == "__main__":
+    main(Cfg(), 2)
+"""
+
+
+def test_a_break_on_a_switch_the_spawn_requires_off_never_runs_in_the_ranks(tmp_path):
+    code = DEBUG_OFF.replace("{spawn_test}", "world > 1 and not cfg.debug")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+def test_its_twin_the_spawn_does_not_ask_for_it(tmp_path):
+    code = DEBUG_OFF.replace("{spawn_test}", "world > 1")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP809")] == [line_of(code, "# the stop")]
+
+
+# -------------------------------------------------- rank 0's counter tested under the same plain test that holds it
+COUNTER_UNDER_FLAG = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Runner:
+    def __init__(self, evaluate_only):
+        self.evaluate_only = evaluate_only
+        self.model = DDP(torch.nn.Linear(2, 1))
+
+    def train(self):
+        stale = 0
+        if not self.evaluate_only:
+            for epoch in range(100):
+                self.model(torch.ones(1, 2)).sum().backward()
+                if dist.get_rank() == 0:
+                    stale += 1
+                dist.barrier()
+{test}
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    Runner(False).train()
+"""
+
+
+def test_a_counter_tested_inside_the_plain_test_that_holds_its_update_is_an_error(tmp_path):
+    code = COUNTER_UNDER_FLAG.replace("{test}", "                if stale > 20:  # the test\n                    break")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "error")]
+
+
+def test_its_twin_a_test_under_a_further_plain_test_stays_a_warning(tmp_path):
+    code = COUNTER_UNDER_FLAG.replace(
+        "{test}", "                if epoch > 2:\n                    if stale > 20:  # the test\n                        break")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "warning")]
+
+
+# -------------------------------------------------- a list filled under a test of which keys the output has
+KEYED_FILL = """
+import torch, torch.distributed as dist
+
+def evaluate(model, batches):
+    labels = []
+    for x in batches:
+        out = {"logits": model(x)}
+        if {test}:
+            labels.extend(out["logits"].tolist())
+    mine = torch.tensor(labels)
+    gathered = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, mine)  # the gather
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    evaluate(torch.nn.Linear(2, 1), [torch.ones(4, 2)] * 8)
+"""
+
+
+def test_a_list_filled_under_a_key_test_grows_alike_on_every_rank(tmp_path):
+    assert at(lint_plain(tmp_path, KEYED_FILL.replace("{test}", '"logits" in out.keys()')), "DDP807") == []
+
+
+def test_its_twin_a_list_filled_under_a_test_of_the_values(tmp_path):
+    code = KEYED_FILL.replace("{test}", 'out["logits"].max() > 0')
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP807")] == [line_of(code, "# the gather")]
+
+
+# -------------------------------------------------- Accelerate's prepared loader thrown away
+DISCARDED_PREPARE = """
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, DistributedSampler
+
+def main():
+    accelerator = Accelerator()
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ds = torch.utils.data.TensorDataset(torch.randn(64, 2))
+    sampler = DistributedSampler(ds, num_replicas=1, rank=0)  # the sampler
+    loader = DataLoader(ds, batch_size=8, sampler=sampler)
+    model, opt, {kept} = accelerator.prepare(model, opt, loader)
+    for epoch in range(3):
+        for (x,) in loader:
+            accelerator.backward(model(x).sum())
+            opt.step()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loader_whose_prepared_copy_is_thrown_away_is_iterated_as_built(tmp_path):
+    code = DISCARDED_PREPARE.replace("{kept}", "_")
+    found = lint_plain(tmp_path, code)
+    assert [line for line, _ in at(found, "DDP804")] == [line_of(code, "# the sampler")]
+    assert at(found, "DDP803") == []  # nothing shards it again
+
+
+def test_its_twin_the_prepared_loader_is_kept(tmp_path):
+    found = lint_plain(tmp_path, DISCARDED_PREPARE.replace("{kept}", "loader"))
+    assert at(found, "DDP804") == []
+
+
+# -------------------------------------------------- a raise the same function catches is a skip
+CAUGHT_RAISE = """
+import numpy as np, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class NanError(Exception):
+    pass
+
+def train_sample(model, x):
+    try:
+        loss = model(x).mean()
+        if np.isnan(loss.item()):  # the test
+            raise NanError
+        loss.backward()
+    except NanError:
+        {handler}
+    dist.reduce(loss.detach(), 0)
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    for step in range(8):
+        train_sample(model, torch.ones(4, 2))
+"""
+
+
+def test_a_raise_its_own_function_catches_skips_that_ranks_backward(tmp_path):
+    code = CAUGHT_RAISE.replace("{handler}", 'print("nan")')
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP809")] == [line_of(code, "# the test")]
+
+
+def test_its_twin_the_handler_raises_again(tmp_path):
+    code = CAUGHT_RAISE.replace("{handler}", "raise")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a dataset module picked by name with str.format
+FORMAT_IMPORT = """
+import importlib, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+def find_dataset(name):
+    module = importlib.import_module("mvsdata.{}".format(name))
+    return getattr(module, "MVSDataset")
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(1)
+    MVSDataset = find_dataset("dtu")
+    ds = MVSDataset()
+    loader = DataLoader(ds, batch_size=2, num_workers=2, sampler=DistributedSampler(ds))  # the loader
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            pass
+
+if __name__ == "__main__":
+    main()
+"""
+DTU = """
+import random, torch
+from torch.utils.data import Dataset
+
+class MVSDataset(Dataset):
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        return torch.ones(2) * {draw}
+"""
+
+
+def _with_package(tmp_path, draw: str) -> None:
+    package = tmp_path / "mvsdata"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "dtu.py").write_text(DTU.replace("{draw}", draw))
+
+
+def test_a_dataset_module_named_by_format_is_read_for_its_draws(tmp_path):
+    _with_package(tmp_path, "random.uniform(0.8, 1.25)")
+    found = lint_plain(tmp_path, FORMAT_IMPORT)
+    assert [line for line, _ in at(found, "DDP808")] == [line_of(FORMAT_IMPORT, "# the loader")]
+
+
+def test_its_twin_that_dataset_draws_nothing(tmp_path):
+    _with_package(tmp_path, "i")
+    assert at(lint_plain(tmp_path, FORMAT_IMPORT), "DDP808") == []
+
+
+# -------------------------------------------------- a transform object whose __call__ draws
+CALLED_TRANSFORM = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Transform:
+    def __init__(self, train):
+        self.train = train
+    def __call__(self, image):
+        {body}
+        return image
+
+class Captions(Dataset):
+    def __init__(self, train):
+        self.transform = Transform(train=train)
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        return self.transform(torch.ones(3, 4, 4))
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(42)
+    ds = Captions(train=True)
+    loader = DataLoader(ds, batch_size=2, num_workers=2, sampler=DistributedSampler(ds))  # the loader
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            pass
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_transform_kept_by_the_dataset_draws_in_its_call(tmp_path):
+    code = CALLED_TRANSFORM.replace("{body}", "if self.train and torch.rand(1) > 0.5:\n            image = image * 2")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "# the loader")]
+
+
+def test_its_twin_the_transform_only_scales(tmp_path):
+    code = CALLED_TRANSFORM.replace("{body}", "image = image / 255")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- an accumulation's backward on the side a copied option picks
+COPIED_OPTION = """
+import argparse, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Config:
+    AMP_OPT_LEVEL = ""
+
+def update_config(config, args):
+    if args.amp_opt_level:
+        config.AMP_OPT_LEVEL = args.amp_opt_level
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--amp-opt-level", type=str, default="{default}")
+    p.add_argument("--accumulation-steps", type=int, default=4)
+    args = p.parse_args()
+    config = Config()
+    update_config(config, args)
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for idx in range(16):
+        loss = model(torch.ones(1, 2)).sum() / args.accumulation_steps
+        if config.AMP_OPT_LEVEL != "O0":
+            scaled = loss * 1024
+            scaled.backward()  # the apex side
+        else:
+            loss.backward()  # the plain side
+        if (idx + 1) % args.accumulation_steps == 0:
+            opt.step()
+            opt.zero_grad()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_accumulation_is_told_at_the_side_the_copied_options_default_takes(tmp_path):
+    code = COPIED_OPTION.replace("{default}", "O0")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP805")] == [line_of(code, "# the plain side")]
+
+
+def test_its_twin_a_default_that_takes_the_other_side(tmp_path):
+    code = COPIED_OPTION.replace("{default}", "O1")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP805")] == [line_of(code, "# the apex side")]
+
+
+# -------------------------------------------------- a trainer's class told by an isinstance test
+NARROWED = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+
+class GanTrainer:
+    def __init__(self):
+        self.model = None
+    def training(self, loader):
+        for (x,) in loader:
+            self.model(x).sum().backward()
+
+class Sampler:
+    def training(self, loader):
+        with torch.no_grad():
+            for (x,) in loader:
+                self.model(x)
+
+def run(rank, world, trainer):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    trainer.model = DDP(torch.nn.Linear(2, 1))
+    ds = torch.utils.data.TensorDataset(torch.randn(64, 2))
+    if isinstance(trainer, {kind}):
+        loader = DataLoader(ds, batch_size=4, shuffle=True)  # the loader
+        trainer.training(loader)
+
+if __name__ == "__main__":
+    mp.spawn(run, args=(2, GanTrainer()), nprocs=2)
+"""
+
+
+def test_an_isinstance_test_tells_which_trainer_reads_the_loader(tmp_path):
+    code = NARROWED.replace("{kind}", "GanTrainer")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_its_twin_the_class_tested_only_evaluates(tmp_path):
+    code = NARROWED.replace("{kind}", "Sampler")
+    assert [sev for _, sev in at(lint_plain(tmp_path, code), "DDP802")] != ["error"]
