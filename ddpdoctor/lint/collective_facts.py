@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, no_grad_forward,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      sharded_save, text,
                                      through_grad_off)
 from ddpdoctor.lint.program import Function, Guard
@@ -53,6 +53,44 @@ class CollectiveFacts:
             if group is not None and not is_const(group, None) and not (dotted(group) or "").endswith("WORLD"):
                 return text(group, 60)
         return ""
+
+    def _group_made(self, where) -> set:
+        """The `dist.new_group(...)` calls the group a collective at `where` is handed may be
+        (followed through fields and constructors' parameters, a few steps): by id."""
+        owner = self._collective_owner(where)
+        for call in owner.own_calls if owner is not None else ():
+            group = keyword(call, "group") if call.lineno == where.line else None
+            if group is not None:
+                return {id(v): v for v, _ in self.program.values_of(group, owner, 6)
+                        if isinstance(v, ast.Call) and last_name(v.func) == "new_group"}
+        return {}
+
+    def _group_answered(self, fn: Function, guard: Guard, where, op: str) -> bool:
+        """The subgroup's members are the ranks that take the branch, or the others answer the
+        same collective elsewhere (lamorel: the LLM servers broadcast over their own group under
+        `if process_index in llm_processes:`, the group made as `new_group(ranks=llm_processes)`;
+        the RL processes gather with the servers' master over their shared group from their own
+        caller). Either way nobody waits for a rank that never comes."""
+        made = self._group_made(where)
+        if not made:
+            return False
+        test = guard_test(fn, guard)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In):
+            members = text(test.comparators[0], 200)
+            if any(text(keyword(g, "ranks") or (g.args[0] if g.args else g), 200) == members for g in made.values()):
+                return True  # the branch is exactly the group's membership
+        owner = self._collective_owner(where)
+        kind = _op_kind(op)
+        for other in self.functions:
+            if other is owner:
+                continue
+            for event in other.events:
+                if event.kind != "collective" or _op_kind(event.op) != kind or not isinstance(event.node, ast.Call):
+                    continue
+                group = keyword(event.node, "group")
+                if group is not None and any(id(v) in made for v, _ in self.program.values_of(group, other, 6)):
+                    return True  # the same collective on the same group, from another place
+        return False
 
     def _ops_under(self, fn: Function, branch: int, side: str) -> Counter:
         ops: Counter = Counter()
@@ -142,6 +180,8 @@ class CollectiveFacts:
                         continue
                     assumption = _assume(guard.test.assumption, conds)
                     group = self._subgroup_at(where)
+                    if group and self._group_answered(fn, guard, where, op):
+                        continue
                     if group:
                         # RL2's tp-rank-0 processes gathering over their dp group: a subgroup may
                         # hold only ranks that take the branch, which the source does not show

@@ -609,7 +609,7 @@ class LoaderFacts:
     def _returned_to(self, receiver: ast.AST, where: Function, builder: Function, call: ast.Call) -> bool:
         """`sampler_train = build_sampler(ds, shuffle=True)` then `sampler_train.set_epoch(e)`, where
         build_sampler returns the sampler built here (`sampler = DistributedSampler(...)`;
-        `return sampler`): the receiver is this sampler."""
+        `return sampler`), or a field unpacked from what it returns: the receiver is this sampler."""
         if isinstance(builder.node, ast.Module) or not builder.returned:
             return False
         for value, scope in self.program.values_of(receiver, where, 2):
@@ -618,6 +618,23 @@ class LoaderFacts:
             for ret in builder.returned:
                 if ret is call or any(v is call for v, _ in self.program.values_of(ret, builder, 2)):
                     return True
+        # `self.loader, self.sampler = self.prepare()` in a method of the class, then
+        # `self.sampler.set_epoch(e)` (FGT's Trainer): that element of what the builder returns
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and \
+                receiver.value.id == "self" and where.cls is not None:
+            for method in where.cls.methods.values():
+                for stmt in method.own:
+                    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
+                            isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)):
+                        continue
+                    at = [i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Attribute)
+                          and t.attr == receiver.attr and isinstance(t.value, ast.Name) and t.value.id == "self"]
+                    if not at or builder not in self.program.resolve(stmt.value.func, method)[0]:
+                        continue
+                    for ret in builder.returned:
+                        if isinstance(ret, ast.Tuple) and len(ret.elts) == len(stmt.targets[0].elts) and any(
+                                v is call for v, _ in self.program.values_of(ret.elts[at[0]], builder, 2)):
+                            return True
         return False
 
     def _read_only_to_evaluate(self, names: set[str]) -> bool:

@@ -612,3 +612,93 @@ def test_an_isinstance_test_tells_which_trainer_reads_the_loader(tmp_path):
 def test_its_twin_the_class_tested_only_evaluates(tmp_path):
     code = NARROWED.replace("{kind}", "Sampler")
     assert [sev for _, sev in at(lint_plain(tmp_path, code), "DDP802")] != ["error"]
+
+
+# -------------------------------------------------- set_epoch on a field unpacked from the builder's tuple
+FIELD_SAMPLER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+class Trainer:
+    def __init__(self):
+        self.model = torch.nn.Linear(2, 1)
+        self.train_loader, self.trainSampler = self.prepare()
+
+    def prepare(self):
+        ds = torch.utils.data.TensorDataset(torch.randn(64, 2))
+        train_sampler = DistributedSampler(ds)  # the sampler
+        train_loader = DataLoader(ds, batch_size=4, sampler=train_sampler)
+        return train_loader, train_sampler
+
+    def train(self):
+        for epoch in range(3):
+            {set_epoch}
+            for (x,) in self.train_loader:
+                self.model(x).sum().backward()
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    Trainer().train()
+"""
+
+
+def test_set_epoch_on_a_field_unpacked_from_the_builders_tuple(tmp_path):
+    code = FIELD_SAMPLER.replace("{set_epoch}", "self.trainSampler.set_epoch(epoch)")
+    assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
+def test_its_twin_set_epoch_on_nothing(tmp_path):
+    code = FIELD_SAMPLER.replace("{set_epoch}", "pass")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP804")] == [line_of(code, "# the sampler")]
+
+
+# -------------------------------------------------- a subgroup whose members are the branch, or answer from elsewhere
+GROUPS = """
+import torch, torch.distributed as dist
+
+class Server:
+    def __init__(self, group, master):
+        self.group, self.master = group, master
+
+    def serve(self):
+        calls = [None]
+        dist.broadcast_object_list(calls, src=self.master, group=self.group)  # the broadcast
+
+class Caller:
+    def __init__(self, group, master):
+        self.group, self.master = group, master
+
+    def ask(self):
+        dist.broadcast_object_list([None], src=self.master, group={caller_group})  # the ask
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    servers = [0, 1]
+    server_group = dist.new_group(ranks=servers)
+    other_group = dist.new_group(ranks=[0, 2])
+    if {test}:
+        Server(server_group, 1).serve()
+    if rank == 0:
+        Caller(server_group, 1).ask()  # the question
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_collective_on_the_group_the_branch_is_made_of_pairs_up(tmp_path):
+    code = GROUPS.replace("{test}", "rank in servers").replace("{caller_group}", "other_group")
+    found = [line for line, _ in at(lint_plain(tmp_path, code), "DDP801")]
+    assert line_of(code, "# the broadcast") not in found
+
+
+def test_a_collective_the_other_ranks_answer_on_the_same_group_from_elsewhere_pairs_up(tmp_path):
+    code = GROUPS.replace("{test}", "rank == 1").replace("{caller_group}", "self.group")
+    assert at(lint_plain(tmp_path, code), "DDP801") == []
+
+
+def test_their_twin_neither_the_members_nor_an_answer(tmp_path):
+    code = GROUPS.replace("{test}", "rank == 1").replace("{caller_group}", "other_group")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP801")] == [
+        line_of(code, "# the broadcast"), line_of(code, "# the ask")]
