@@ -11,7 +11,8 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.fact_builder import _cond_false, _cond_true, _fn_loops, _loops, argument_at, given_constants, loc
+from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, argument_at,
+                                          given_constants, loc)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import _loss_of, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function
@@ -49,6 +50,8 @@ class AccumulationFacts:
         found = []
         engine_steps = self._engine_steps()
         for fn in self.functions:
+            if self._one_process_only(fn):
+                continue  # `else: train_plain(device)` beside the spawned DDP run: nothing to sync
             loops = [node for node, _ in _fn_loops(fn)]
             if fn in engine_steps:
                 loops.append(fn.node)  # its body is one pass of the engine's loop
@@ -71,6 +74,20 @@ class AccumulationFacts:
                         fact.no_sync_off_way = not self._syncs_on_the_way(fn, node)
                     found.append(fact)
         return found
+
+    def _one_process_only(self, fn: Function, depth: int = 3) -> bool:
+        """Every way into fn runs where the run is not distributed: each call of it sits on the
+        one-process side of the switch the process group is set up under (`if n >= 2:
+        mp.spawn(train_ddp) else: train_plain()`), or in a function only called so."""
+        if isinstance(fn.node, ast.Module) or depth <= 0:
+            return False
+        sites = self.callers().get(fn, [])
+        if not sites or fn in self.program.ranks.live_spawn_targets():
+            return False
+        switches, ddp = self._switches(), self.wraps_ddp()
+        return all(event.kind == "call" and (_single_process(event.conds, switches, ddp)
+                                             or self._one_process_only(caller, depth - 1))
+                   for caller, event in sites)
 
     def _every_time(self, test: ast.AST, fn: Function) -> bool:
         """`x % k == 0` where k is 1 on every way in: a parameter every caller leaves at 1, or an
@@ -319,6 +336,12 @@ class AccumulationFacts:
                 if not any(c is event.node for c, _ in calls):
                     continue
                 steps = [c for c, cond in calls if not cond and c.lineno > event.node.lineno and self._step(c, caller)]
+                if not steps:
+                    # (GC-DPR's `if (i + 1) % accumulation == 0: optimizer.step()` after the chunked
+                    # pass: at most one step per call, after all of its chunks' backwards)
+                    steps = [c for stmt in node.body if isinstance(stmt, ast.If) and stmt.lineno > event.node.lineno
+                             and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in walk(stmt.test))
+                             for c in walk(stmt) if isinstance(c, ast.Call) and self._step(c, caller)]
                 if steps:
                     return loc(caller, steps[0])
         return None

@@ -17,6 +17,7 @@ the Program's own analysis and needs nothing of it.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -30,10 +31,18 @@ SINKS = frozenset(names.TENSOR_COLLECTIVES) - {"all_to_all"}
 # A size exchange before the sink (all_reduce counts only with ReduceOp.MAX: read at the call).
 EXCHANGES = frozenset(names.SIZE_GATHERS + names.OBJECT_EXCHANGES)
 _READ = SINKS | EXCHANGES  # the torch.distributed calls this rule reads
+# Accelerate's collectives on an Accelerator (`accelerator.gather(t)` all-gathers tensors of one
+# shape, as dist.all_gather_into_tensor does), and its size exchange (pad_across_processes
+# agrees on the longest first): as the rule reads them.
+ACCELERATE_READ = {"gather": "accelerator.gather", "reduce": "accelerator.reduce",
+                   "pad_across_processes": "accelerator.pad_across_processes"}
+SINKS = SINKS | {"accelerator.gather", "accelerator.reduce"}
+EXCHANGES = EXCHANGES | {"accelerator.pad_across_processes"}
+_ACCELERATOR = re.compile(r"(?:^|\.)_?accelerator$", re.IGNORECASE)
 DATA_SIZED = {"unique", "unique_consecutive", "nonzero", "argwhere", "masked_select"}
 # Calls whose result no longer has the data's length: reductions, sizes, padding, conversion
 # to Python numbers.
-FIXED = {"sum", "mean", "max", "min", "amax", "amin", "prod", "numel", "size", "item", "norm",
+FIXED = {"sum", "mean", "max", "min", "amax", "amin", "prod", "numel", "size", "item", "norm", "pad_across_processes",
          "count_nonzero", "any", "all", "len", "pad", "std", "var", "median", "logsumexp",
          "zeros", "ones", "full", "empty", "arange", "shape", "dim"}
 NUMBERS = {"int", "float", "bool"}  # int(x): a number; x.int(): a cast of the same length
@@ -178,9 +187,15 @@ class _Scope:
             return  # its own scope
         self.calls(stmt)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            value = stmt.value
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            if value is not None:
+            pairs = [(targets, stmt.value)]
+            if len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(stmt.value, ast.Tuple) \
+                    and len(targets[0].elts) == len(stmt.value.elts):
+                # `tokens, labels = torch.cat(outs), torch.cat(golds)`: each name its own value
+                pairs = [([t], v) for t, v in zip(targets[0].elts, stmt.value.elts)]
+            for targets, value in pairs:
+                if value is None:
+                    continue
                 found = self.origin(value)
                 for target in targets:
                     if not isinstance(target, ast.Name):
@@ -251,7 +266,7 @@ class _Scope:
                     if found:
                         why, line = found
                         self.found.append(DataSizedCollective(
-                            f"dist.{op}()", Location(self.file, node.lineno), why,
+                            f"{op}()" if "." in op else f"dist.{op}()", Location(self.file, node.lineno), why,
                             Location(self.file, line), self.label))
                 if self.is_exchange(op, node):
                     self.exchanged = True
@@ -263,6 +278,8 @@ def _collective(call: ast.Call, dist_names: set[str], imported: set[str]) -> Opt
     unparsed only for those names (unparsing every `x.m()` was most of this rule's time)."""
     func = call.func
     if isinstance(func, ast.Attribute):
+        if func.attr in ACCELERATE_READ and _ACCELERATOR.search(_text(func.value)):
+            return ACCELERATE_READ[func.attr]
         return func.attr if func.attr in _READ and _text(func.value) in dist_names else None
     if isinstance(func, ast.Name) and func.id in imported:
         return func.id

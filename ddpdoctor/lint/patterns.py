@@ -241,8 +241,10 @@ def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
 _SIDE_FILES = re.compile(r"token|processor|feature_extractor|config$|^tok$", re.IGNORECASE)
 
 
-# The keywords that make save_pretrained write from one process (or through a function that does).
-_GATED_SAVE = frozenset({"is_main_process", "save_function"})
+# The keywords that make save_pretrained write from one process. (`save_function=accelerator.save`
+# alone is none: config.json, and the weights under safetensors, the default since transformers
+# 4.35, are written by every rank that calls it.)
+_GATED_SAVE = frozenset({"is_main_process"})
 
 
 def _given_keywords(program: Program, call: ast.Call, fn: Function) -> set[str]:

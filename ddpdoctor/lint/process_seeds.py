@@ -148,11 +148,15 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
     spawned = program.ranks.live_spawn_targets()
     reach = builder._spawn_reach() if spawned else None
     found = []
-    for fn, call, _, _ in builder.calls():
+    for fn, call, guards, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
         verdict = _library_seed(full, call, fn, program)
         if verdict is None:
             continue
+        if guards or builder.only_guarded(fn) is True:
+            # `if local_rank == 0: torch.manual_seed(20)` (rank 0's evaluation set-up): the other
+            # ranks keep the seeds torch drew for their processes, apart from rank 0's
+            verdict = _PER_RANK
         if reach is not None and fn not in reach and not _on_import(fn, call, program) and not (
                 _calls_directly(builder, fn, spawned)
                 and _on_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program)):
@@ -424,8 +428,10 @@ def _dead_lines(program, method) -> set[int]:
     found = method.__dict__.get("_dead_lines")
     if found is not None:
         return found
-    dead = [stmt for stmt in method.own if isinstance(stmt, ast.If) and not stmt.orelse
-            and _never_equal(program, stmt.test, method)]
+    # (an `elif self.order == 2:` draw too, and one an option reaches only away from its
+    # declared default, `--frame_order 2`: the default path, as DDP808 reads workers)
+    dead = [stmt for stmt in method.own if isinstance(stmt, ast.If)
+            and (_never_equal(program, stmt.test, method) or _never_equal_by_default(program, stmt.test, method))]
     skip = {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)}
     # `if frame_order == 0: return clip` at the top of the body, frame_order 0 on every way in:
     # nothing below it runs
@@ -451,6 +457,13 @@ def _never_equal(program, test: ast.AST, fn) -> bool:
     parameter left at a constant default (no construction passes it)."""
     held = _compared_values(program, test, fn, on_default_path=False)
     return held is not None and all(value != held[0] for value in held[1])
+
+
+def _never_equal_by_default(program, test: ast.AST, fn) -> bool:
+    """`x == C` where x holds, on the default path (options at their declared defaults), only
+    constants other than C."""
+    held = _compared_values(program, test, fn, on_default_path=True)
+    return held is not None and bool(held[1]) and all(value != held[0] for value in held[1])
 
 
 def _compared_values(program, test: ast.AST, fn, on_default_path: bool) -> Optional[tuple]:

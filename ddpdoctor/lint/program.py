@@ -43,6 +43,8 @@ CONTEXT_MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
 # generated script) is read through the flow (reaching.py), or else through the bindings
 # nearest the use: every binding of every use would be quadratic in the rebindings.
 MANY_BINDINGS = 16
+# More values than this (a utility's parameter fed from everywhere) name no one class (class_of).
+MANY_VALUES = 64
 
 
 @dataclass
@@ -601,9 +603,14 @@ class Program:
             # chain, 10,000 calls bound again as modules were read, 2 s.) `self.head(x)` stays:
             # an attribute holding an instance reaches its class's `__call__`.
             return
-        self._changed()  # a module this call needs and has not read is noted for it (_module)
+        if self._phase == "arguments":
+            # a module this call needs and has not read is noted for it (_module): the answers
+            # remembered from another call's binding would skip that (in the walk such a module
+            # is read at once, and reading it forgets them: _read)
+            self._changed()
         targets, _ = self.resolve(func, fn)
-        self._changed()
+        if targets:
+            self._changed()  # the arguments it binds below change what class_of may answer
         if not targets and func.__class__ is ast.Name and func.id in fn.params and \
                 getattr(self, "_unbound_instances", None) is not None:
             self._unbound_instances.append((fn, node))
@@ -1160,7 +1167,15 @@ class Program:
                     found = self.class_of(value.args[0], scope, depth - 1)
                     if found is not None:
                         return found
+        if node.__class__ is ast.Name and not fn.bindings.get(node.id) and \
+                len(self._passed(node.id, fn)) > MANY_VALUES:
+            return self.annotated_class(node, fn)  # (asked before its values are worked out)
         values = self.values_of(node, fn, depth)
+        if len(values) > MANY_VALUES:
+            # a utility's parameter every part of a framework hands something (DI-engine's
+            # `to_device(item)`, 430 values from 200 callers): no one class, and asking each
+            # value was 10 s of a 200-file package's lint
+            return self.annotated_class(node, fn) if node.__class__ is ast.Name else None
         if node.__class__ is ast.Name and depth > 0:
             # `ds, info = get_iters()`: each name is what its position of the returned tuple holds
             unpacked = self.unpacked(node.id, fn)
@@ -1704,12 +1719,21 @@ class Program:
                     out.extend(maker.nested[r.id] for r in maker.returned
                                if r.__class__ is ast.Name and r.id in maker.nested)
             spec = dynamic_spec(value)
+            if spec is None and value.args and value.args[0].__class__ is ast.Name and depth > 0 and \
+                    last_name(value.func) in ("import_module", "__import__"):
+                # `import_module(module)` of a parameter its callers give as one constant
+                given = {v.value for v, _ in self.values_of(value.args[0], scope, 2)
+                         if v.__class__ is ast.Constant and isinstance(v.value, str)}
+                spec = (given.pop(), None) if len(given) == 1 else None
             if spec is not None:
                 names = [spec[0]] if spec[1] is None else \
                     [n for n in [*self.by_name, *self._waiting] if fits(spec, n)]
                 out.extend(m for m in (self._module(n) for n in names) if m is not None)
             elif last_name(value.func) == "getattr" and len(value.args) >= 2 and depth > 0 and \
-                    (spec := name_pattern(value.args[1])) is not None:
+                    ((spec := name_pattern(value.args[1])) is not None or value.args[1].__class__ is ast.Name):
+                # (`getattr(import_module("pkg"), kind)`, kind a configured name: any class or
+                # module-level function of that module, as with a spelled prefix of "")
+                spec = spec or ("", "")
                 owners = self._loaded(value.args[0], scope, depth - 1) or [self._callee_symbol(value.args[0], scope)]
                 for owner in owners:
                     if spec[1] is not None and owner.__class__ is Module:

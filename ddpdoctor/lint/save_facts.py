@@ -89,7 +89,7 @@ class SaveFacts:
             return f"its `**{name}` comes from calls the lint does not resolve (they may pass is_main_process=)"
         params = set(fn.params) | set(fn.kwonly)
         gated = [site for site in sites if any(
-            kw.arg is None or (kw.arg not in params and kw.arg in ("is_main_process", "save_function"))
+            kw.arg is None or (kw.arg not in params and kw.arg == "is_main_process")
             for kw in site.keywords)]
         # (a call that passes nothing of the kind writes from every rank that makes it)
         if gated and len(gated) == len(sites):
@@ -149,7 +149,7 @@ class SaveFacts:
         if first:
             return SaveFact(where, path_text, False, first, None, how)
         if how != "torch.save" and fn.file is not self.program.files[0] and \
-                (_sharded_state(fn, call) or not self._trainer_method(fn)):
+                (_sharded_state(fn, call) or not (self._trainer_method(fn) or self._unwrapped_save(fn, call))):
             # a library save inside an imported helper (a checkpoint handler, a tokenizer
             # wrapper, a converter): which ranks hold the state it writes (an FSDP state dict
             # gathered to rank 0) is not in the source. A plain `model.save_pretrained(dir)` in
@@ -492,6 +492,20 @@ class SaveFacts:
             self._spawned_reach = reached_from(self._started())
         return self._spawned_reach
 
+    def _unwrapped_save(self, fn: Function, call: ast.Call) -> bool:
+        """`accelerator.unwrap_model(model).save_pretrained(dir)` (or `model.module....`) in a
+        helper: the state written is the training model's own, whole on every rank that holds
+        it (mbart-nmt's `save_model(accelerator, args, model, tokenizer)`), not a converter's."""
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if receiver is None:
+            return False
+        for value, _ in self.program.values_of(receiver, fn, 2):
+            if isinstance(value, ast.Call) and last_name(value.func) == "unwrap_model":
+                return True
+            if isinstance(value, ast.Attribute) and value.attr == "module":
+                return True
+        return False
+
     def _dead_side(self, fn: Function, conds: tuple) -> str:
         """The write sits under `if self.in_memory:`'s other side, where the attribute is the
         constructor's parameter and every construction (a call or two up) leaves it at the same
@@ -705,8 +719,9 @@ def _block_key(fn: Function, event) -> str:
     # piece of that block's checkpoint (the same rank tests decide all of them): its key is the
     # outer block's. (`if epoch == last:` writes another file at another time: a block of its own.)
     depth = len(path) - 1
-    while depth > 0 and ((isinstance(path[depth][2], ast.If) and path[depth][3] == "body"
-                          and not path[depth][2].orelse and path[depth - 1][1] > 0
+    # So is either side of `if args.two_optims: <save both> else: <save one>` past the model's.
+    while depth > 0 and ((isinstance(path[depth][2], ast.If) and path[depth][3] in ("body", "orelse")
+                          and path[depth - 1][1] > 0
                           and _optional_part(path[depth][2].test))
                          or (isinstance(path[depth][2], ast.For) and path[depth - 1][1] > 0
                              and _over_parts(path[depth][2].iter))):

@@ -606,10 +606,30 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
                and (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) in IMPORTERS]
     for fn in source.of(ast.FunctionDef) if by_name else ():  # a name the function binds once, then loads
         bound = _bound_once(fn)
+        bound.update(_given_literally(source, fn, bound))
         if bound:
             found += [(name, call) for call in walk(fn) if isinstance(call, ast.Call) and call.args
                       and isinstance(call.args[0], ast.Name) and call.args[0].id in bound
                       for name in dynamic_names(call, roots, bound)]
+    return found
+
+
+def _given_literally(source: SourceFile, fn: ast.FunctionDef, bound: dict) -> dict:
+    """The parameters of fn every call of it in the same file hands one string constant
+    (`build(args, "opensphere")` into `def build(args, module): import_module(module)`)."""
+    params = [a.arg for a in fn.args.args]
+    found: dict = {}
+    calls = [c for c in source.of(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == fn.name]
+    for index, name in enumerate(params):
+        if name in bound or not calls:
+            continue
+        given = set()
+        for call in calls:
+            value = call.args[index] if index < len(call.args) else next(
+                (k.value for k in call.keywords if k.arg == name), None)
+            given.add(value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None)
+        if len(given) == 1 and None not in given:
+            found[name] = ast.Constant(given.pop())
     return found
 
 

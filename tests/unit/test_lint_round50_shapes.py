@@ -702,3 +702,300 @@ def test_their_twin_neither_the_members_nor_an_answer(tmp_path):
     code = GROUPS.replace("{test}", "rank == 1").replace("{caller_group}", "other_group")
     assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP801")] == [
         line_of(code, "# the broadcast"), line_of(code, "# the ask")]
+
+
+# ================================================== round 50 (blind, session 26): each shape with its twin
+
+# -------------------------------------------------- a seeding only rank 0 runs leaves the ranks apart
+RANK0_SEED = """
+import os, random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Noisy(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.ones(3) * random.random()
+
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("gloo")
+ds = Noisy()
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=2)  # the loader
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        pass
+    {seed}
+"""
+
+
+def test_a_seeding_under_a_rank_test_leaves_the_other_ranks_seeds_their_own(tmp_path):
+    code = RANK0_SEED.replace("{seed}", "if local_rank == 0:\n        torch.manual_seed(20)")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+def test_its_twin_every_rank_seeds_alike(tmp_path):
+    code = RANK0_SEED.replace("{seed}", "torch.manual_seed(20)")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "# the loader")]
+
+
+# -------------------------------------------------- writes on both sides of a config switch are one block
+SWITCHED_BLOCK = """
+import argparse, os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+p = argparse.ArgumentParser()
+p.add_argument("--local_rank", type=int, default=-1)
+p.add_argument("--two_optims", action="store_true")
+args = p.parse_args()
+dist.init_process_group("gloo")
+net = DDP(torch.nn.Linear(4, 4))
+opt_a = torch.optim.SGD(net.parameters(), lr=0.1)
+opt_b = torch.optim.Adam(net.parameters())
+
+def write_all(tag):
+    torch.save(net.state_dict(), f"{tag}_net.pt")  # the first
+    if args.two_optims:
+        torch.save(opt_a.state_dict(), f"{tag}_a.pt")
+        torch.save(opt_b.state_dict(), f"{tag}_b.pt")
+    else:
+        torch.save(opt_a.state_dict(), f"{tag}_a.pt")
+
+for epoch in range(3):
+    net(torch.randn(2, 4)).sum().backward()
+    if {test}:
+        write_all(f"ep{epoch}")
+"""
+
+
+def test_writes_on_both_sides_of_a_switch_after_the_models_are_one_finding(tmp_path):
+    code = SWITCHED_BLOCK.replace("{test}", "args.local_rank <= 0")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")] == [line_of(code, "# the first")]
+
+
+def test_its_twin_under_the_global_rank_test_nothing(tmp_path):
+    code = SWITCHED_BLOCK.replace("{test}", "dist.get_rank() == 0")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- a draw only an option away from its default makes
+GATED_DRAW = """
+import argparse, numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+p = argparse.ArgumentParser()
+p.add_argument("--frame_order", type=int, default={default})
+args = p.parse_args()
+dist.init_process_group("gloo")
+torch.manual_seed(42)
+
+class Clips(Dataset):
+    def __init__(self, order):
+        self.order = order
+    def __len__(self):
+        return 64
+    def reorder(self, frames):
+        if self.order == 1:
+            frames = frames.flip(0)
+        elif self.order == 2:
+            idx = np.arange(frames.size(0))
+            np.random.shuffle(idx)
+            frames = frames[idx]
+        return frames
+    def __getitem__(self, i):
+        return self.reorder(torch.full((8, 3), float(i)))
+
+ds = Clips(args.frame_order)
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=2)  # the loader
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        pass
+"""
+
+
+def test_a_draw_only_a_non_default_option_reaches_is_off_the_default_path(tmp_path):
+    assert at(lint_plain(tmp_path, GATED_DRAW.replace("{default}", "0")), "DDP808") == []
+
+
+def test_its_twin_the_default_takes_the_draw(tmp_path):
+    code = GATED_DRAW.replace("{default}", "2")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "# the loader")]
+
+
+# -------------------------------------------------- a plain loop on the one-process side of the spawn switch
+PLAIN_SIDE = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+ACCUM = 4
+
+def make_net():
+    return torch.nn.Linear(8, 1)
+
+def train_plain():
+    net = make_net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    scaler = torch.cuda.amp.GradScaler()
+    for i in range(64):
+        loss = net(torch.randn(4, 8)).sum() / ACCUM
+        scaler.scale(loss).backward()  # the plain backward
+        if (i + 1) % ACCUM == 0:
+            scaler.step(opt)
+            opt.zero_grad()
+
+def train_ddp(rank, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    net = DDP(make_net())
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    scaler = torch.cuda.amp.GradScaler()
+    for i in range(64):
+        loss = net(torch.randn(4, 8)).sum() / ACCUM
+        scaler.scale(loss).backward()  # the ddp backward
+        if (i + 1) % ACCUM == 0:
+            scaler.step(opt)
+            opt.zero_grad()
+
+if __name__ == "__main__":
+    n = torch.cuda.device_count()
+    if n >= 2:
+        mp.spawn(train_ddp, args=(n,), nprocs=n)
+    {plain_side}
+"""
+
+
+def test_an_accumulation_only_the_one_process_side_runs_is_no_finding(tmp_path):
+    code = PLAIN_SIDE.replace("{plain_side}", "else:\n        train_plain()")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP805")] == [line_of(code, "# the ddp backward")]
+
+
+def test_its_twin_the_plain_loop_runs_whatever_the_switch(tmp_path):
+    code = PLAIN_SIDE.replace("{plain_side}", "train_plain()")
+    found = [line for line, _ in at(lint_plain(tmp_path, code), "DDP805")]
+    assert line_of(code, "# the plain backward") in found
+
+
+# -------------------------------------------------- save_function alone decides no writer
+SAVE_FUNCTION = """
+import torch
+from accelerate import Accelerator
+from transformers import AutoModelForSeq2SeqLM
+
+def checkpoint(accelerator, model):
+    accelerator.wait_for_everyone()
+    plain = accelerator.unwrap_model(model)
+    plain.save_pretrained("out/best", {gate}save_function=accelerator.save)  # the save
+
+def main():
+    accelerator = Accelerator()
+    model = accelerator.prepare(AutoModelForSeq2SeqLM.from_pretrained("t5-small"))
+    for epoch in range(3):
+        checkpoint(accelerator, model)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_save_pretrained_handed_only_a_save_function_writes_on_every_rank(tmp_path):
+    code = SAVE_FUNCTION.replace("{gate}", "")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")] == [line_of(code, "# the save")]
+
+
+def test_its_twin_told_which_process_is_the_main_one(tmp_path):
+    code = SAVE_FUNCTION.replace("{gate}", "is_main_process=accelerator.is_main_process, ")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- Accelerate's gather of a data-sized tensor
+ACCEL_GATHER = """
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+
+def evaluate(batches):
+    for x in batches:
+        outs = []
+        for k in set(x[:, 0].tolist()):
+            rows = x[x[:, 0] == k]
+            if rows.size(0) != 0:
+                outs.append(rows)
+        out = torch.cat(outs, dim=0)
+        {pad}
+        gathered = accelerator.gather(out)  # the gather
+
+evaluate([torch.randint(0, 3, (8, 4))])
+"""
+
+
+def test_accelerates_gather_of_a_data_sized_tensor_is_a_data_sized_collective(tmp_path):
+    code = ACCEL_GATHER.replace("{pad}", "pass")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP807")] == [line_of(code, "# the gather")]
+
+
+def test_its_twin_padded_across_processes_first(tmp_path):
+    code = ACCEL_GATHER.replace("{pad}", "out = accelerator.pad_across_processes(out, dim=0)")
+    assert at(lint_plain(tmp_path, code), "DDP807") == []
+
+
+# -------------------------------------------------- a trainer class picked by name from a module loaded by name
+NAMED_TRAINER = """
+from importlib import import_module
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+def build(args, module):
+    kind = args.pop("type")
+    cls = getattr(import_module({module}), kind)
+    return cls(**args)
+
+def worker(rank, world, cfg):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    trainer = build({"type": cfg["trainer"], "config": cfg}, "osph")
+    trainer.run()
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2, {"trainer": "PlainTrainer"}), nprocs=2)
+"""
+OSPH = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class PlainTrainer:
+    def __init__(self, config):
+        self.net = DDP(torch.nn.Linear(4, 2))
+
+    def run(self):
+        for epoch in range(3):
+            self.net(torch.ones(2, 4)).sum().backward()
+            torch.save(self.net.module.state_dict(), "last.pth")  # the save
+"""
+
+
+def _with_trainers(tmp_path) -> None:
+    package = tmp_path / "osph"
+    package.mkdir()
+    (package / "__init__.py").write_text(OSPH.lstrip("\n"))
+
+
+def test_a_class_picked_by_name_from_a_module_its_only_caller_names_is_followed(tmp_path):
+    _with_trainers(tmp_path)
+    found = lint_plain(tmp_path, NAMED_TRAINER.replace("{module}", "module"))
+    assert [(f.location.file.endswith("osph/__init__.py"), f.location.line) for f in found if f.code == "DDP806"] \
+        == [(True, line_of(OSPH, "# the save"))]
+
+
+def test_so_is_one_from_a_module_spelled_in_place(tmp_path):
+    _with_trainers(tmp_path)
+    found = lint_plain(tmp_path, NAMED_TRAINER.replace("{module}", '"osph"'))
+    assert [(f.location.file.endswith("osph/__init__.py"), f.location.line) for f in found if f.code == "DDP806"] \
+        == [(True, line_of(OSPH, "# the save"))]
+
+
+def test_their_twin_a_module_no_caller_spells(tmp_path):
+    _with_trainers(tmp_path)
+    code = NAMED_TRAINER.replace("{module}", "module").replace('cfg}, "osph")', 'cfg}, cfg["pkg"])')
+    assert [f for f in lint_plain(tmp_path, code) if f.code == "DDP806"] == []
