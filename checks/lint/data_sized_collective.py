@@ -11,14 +11,15 @@ from ddpdoctor.lint.facts import LintFacts
 def data_sized_collective(facts: LintFacts) -> list[Problem] | Skipped:
     """
     What it detects:
-        A tensor collective (all_reduce, all_gather, broadcast, reduce, ...) handed a tensor
-        whose length follows the values in the batch, with no exchange of that size before it
-        in the same function. Sizes from the data: `torch.bincount(x)` without `minlength`,
+        A tensor collective (all_reduce, all_gather, broadcast, reduce, ..., and Accelerate's
+        `accelerator.gather` / `accelerator.reduce`) handed a tensor whose length follows the
+        values in the batch, with no exchange of that size before it in the same function. Sizes from the data: `torch.bincount(x)` without `minlength`,
         `unique`, `nonzero`, `argwhere`, `masked_select`, boolean-mask indexing (`x[x > 0]`,
         `x[mask]`), a list filled under a condition in a loop over the batch (or a filtered
         comprehension) turned into a tensor, and what is computed elementwise from them. A
         size exchange is an all_reduce with `ReduceOp.MAX`, an all_gather, all_gather_object,
-        broadcast or broadcast_object_list before the collective. Padding (`F.pad`), reductions
+        broadcast, broadcast_object_list or `accelerator.pad_across_processes` before the
+        collective. Padding (`F.pad`), reductions
         (`.sum()`, `len()`) and `minlength` fix the size. `ddpdoctor probe` sees the same bug
         at run time as DDP506 (sizes that change at one call site) or DDP501 (sizes that differ
         between ranks); a probe reports one finding with both evidences. A list appended once

@@ -22,8 +22,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         and so is a file per sample written while a dataset loads it (a feature cache in
         `__getitem__`: the sampler gives each sample to one rank).
         Library writes count the same: a model's `save_pretrained(dir)` (transformers, PEFT,
-        diffusers: every calling rank writes unless given `is_main_process=`), safetensors'
-        `save_file`. Accelerate's `save` / `save_state` and a Trainer's `save_model` write
+        diffusers: every calling rank writes unless given `is_main_process=`; a
+        `save_function=accelerator.save` alone still leaves config.json, and safetensors
+        weights, to every caller), safetensors' `save_file`. Accelerate's `save` / `save_state` and a Trainer's `save_model` write
         from the main process themselves, and a save inside a "rank 0 first" block (a
         context manager that lets rank 0 through, then the others after a barrier, such as
         `accelerator.main_process_first()`) builds a cache the others then read: not reported.

@@ -456,10 +456,18 @@ class BuilderCore:
                           for part in (sub.left, *sub.comparators) for n in walk(part)}
         if strict:  # `embed(model, items, local_rank)` whose body only does `items.to(local_rank)`
             passed_on |= self._placed_by_callee(node, fn)
+            # the GPU a process runs on (`torch.cuda.current_device()`, `torch.device(...)`): a
+            # placement wherever it flows (DSKD's teacher holder built on it), never a shard
+            passed_on |= {id(n) for sub in walk(node) if sub.__class__ is ast.Call
+                          and last_name(sub.func) in ("current_device", "device") for n in walk(sub)}
         for sub in walk(node):
             if id(sub) in passed_on:
                 continue  # Dataset(..., rank=rank): handed on (to cache or log on one rank), not a shard
             if isinstance(sub, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ranks.is_rank(sub, fn):
+                if strict and isinstance(sub, ast.Name) and all(
+                        isinstance(v, ast.Call) and last_name(v.func) in ("current_device", "device")
+                        for v, _ in self.program.values_of(sub, fn, 1)):
+                    continue  # `device = torch.cuda.current_device()` handed on: a placement
                 return True
             if isinstance(sub, ast.Call) and (last_name(sub.func) or "") in ("shard", "split_dataset_by_node"):
                 return True

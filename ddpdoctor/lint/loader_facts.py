@@ -205,6 +205,10 @@ class LoaderFacts:
     def loaders(self, framework: Optional[str]) -> list[LoaderFact]:
         program = self.program
         prepared, switched = set(), {}
+        # `self.loader` handed to prepare() in one class's method is that class's field: another
+        # class's own `self.loader` (an FSDP trainer beside an Accelerate one) is not prepared
+        prepared_fields: dict[str, set] = {}
+        prepared_names: set[str] = set()
         for fn, call, _, _ in self.calls():
             if last_name(call.func) == "prepare" and isinstance(call.func, ast.Attribute):
                 conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
@@ -213,6 +217,10 @@ class LoaderFacts:
                     if index in dropped:
                         continue  # `model, opt, _ = accelerator.prepare(model, opt, loader)`: the original is read
                     prepared.add(last_name(arg) or "")
+                    if _self_field(arg) and fn.cls is not None:
+                        prepared_fields.setdefault(arg.attr, set()).add(fn.cls)
+                    else:
+                        prepared_names.add(last_name(arg) or "")
                     if conds:  # `if args.use_accelerate: loader = acc.prepare(loader)`
                         switched.setdefault(last_name(arg) or "", conds[-1][0])
         found = []
@@ -274,19 +282,49 @@ class LoaderFacts:
                 other_branch_distributed=self._other_branch_distributed(fn, call),
                 index_ignored=dataset is not None and self._index_ignored(dataset, fn, call),
                 evaluation=evaluation,
-                prepared_by="accelerate" if framework == "accelerate" and name and name in prepared else None,
+                prepared_by="accelerate" if framework == "accelerate" and name and name in prepared
+                and self._prepared_here(fn, call, name, prepared_fields, prepared_names) else None,
                 prepared_under=switched.get(name, "") if name else ""))
         return found
+
+    def _prepared_here(self, fn: Function, call: ast.Call, name: str, fields: dict, names: set) -> bool:
+        """The loader bound to `name` is what a prepare() call was handed: a plain name anywhere,
+        or for a loader stored as `self.<name>`, a prepare() of `self.<name>` in a method of the
+        same class (or one of its bases or subclasses)."""
+        if name in names:
+            return True
+        target = next((t for n in fn.own if isinstance(n, ast.Assign) and n.value is call for t in n.targets), None)
+        if not (_self_field(target) and fn.cls is not None):
+            return True  # not a field: as the name says
+        owners = fields.get(name, set())
+        family = {fn.cls, *self.program._descendants(fn.cls), *self.program.bases(fn.cls)}
+        return bool(owners & family)
 
     def _names_outside(self, fn: Function, name: str) -> set[str]:
         """The names a loader bound to `name` in fn is known by where it is read: a builder's own
         local that it returns (`loader = DataLoader(...)`; `return loader`) is whatever its callers
         bind the call to, not every `loader` of the program (VL-T5's `predict(self, loader)`)."""
-        if isinstance(fn.node, ast.Module) or "." in name or not any(
-                isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == name for r in fn.own):
-            return {name}
-        return {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
-                if isinstance(e.node, ast.Call)} - {""}
+        if isinstance(fn.node, ast.Module) or "." in name or not (name == fn.name or any(
+                isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == name for r in fn.own)):
+            return {name}  # (`return DataLoader(...)`: bound_name says the builder's own name)
+        out = set()
+        for c, e in self.callers().get(fn, []):
+            if not isinstance(e.node, ast.Call):
+                continue
+            bound = self.bound_name(c, e.node)
+            out.add(bound or self._unpacked_from_return(c, e.node))
+        return out - {""}
+
+    def _unpacked_from_return(self, fn: Function, call: ast.Call) -> str:
+        """`return sup, unsup, build_one("val")` in fn, and `sup, unsup, val = get_loader(...)` where
+        fn is called: the name that item lands in ("val"); "" where it cannot be told."""
+        index = next((i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
+                      for i, elt in enumerate(n.value.elts) if elt is call), None)
+        if index is None:
+            return ""
+        names = {_unpacked_at(c, e.node, index) for c, e in self.callers().get(fn, []) if isinstance(e.node, ast.Call)}
+        names.discard("")
+        return names.pop() if len(names) == 1 else ""
 
     def _seeded_alike(self) -> bool:
         if not hasattr(self, "_alike"):
@@ -1855,3 +1893,8 @@ def _dropped_results(fn: Function, call: ast.Call) -> set[int]:
                 isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
             return {i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == "_"}
     return set()
+
+
+def _self_field(node: Optional[ast.AST]) -> bool:
+    """`self.loader`: a field of the instance a method runs on."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"

@@ -294,9 +294,22 @@ def _under_full_state_dict(program: Program, call: ast.Call, fn: Function) -> bo
             if isinstance(ctx, ast.Call) and last_name(ctx.func) == "state_dict_type" and \
                     (program.qualify(ctx.func, fn) or "").startswith("torch.distributed.fsdp.") and \
                     any("FULL_STATE_DICT" in text(a) for a in ctx.args[1:2]) and \
-                    any(n is call for part in node.body for n in walk(part)):
+                    any(n is call for part in node.body for n in walk(part)) and \
+                    _same_module(call, ctx):
                 return True
     return False
+
+
+def _same_module(call: ast.Call, ctx: ast.Call) -> bool:
+    """The state_dict() asked of the module the context was given (or of what it wraps,
+    `model.module`), not of another object in the block (a plain optimizer's `opt.state_dict()`
+    stays on the rank: only `FSDP.optim_state_dict` gathers)."""
+    module = ctx.args[0] if ctx.args else None
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if module is None or receiver is None:
+        return True  # not told apart: as before
+    wanted, got = text(module), text(receiver)
+    return got == wanted or got.startswith(wanted + ".") or wanted.startswith(got + ".")
 
 
 # torch.distributed.checkpoint's entry points that coordinate every rank of the process group.
@@ -1113,6 +1126,12 @@ def name_pattern(node: ast.AST) -> Optional[tuple[str, Optional[str]]]:
     `f"pkg.trainers.{cfg.trainer}_trainer"`, `'datasets.{}'.format(x)`); None when nothing of it is spelled."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value, None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.Constant) and \
+            isinstance(node.right.value, str) and isinstance(node.left, ast.BinOp) and \
+            isinstance(node.left.op, ast.Add) and isinstance(node.left.left, ast.Constant) and \
+            isinstance(node.left.left.value, str) and not isinstance(node.left.right, ast.Constant):
+        # `"models." + opt["model"] + "_model"` (HCFlow's model loader): around the one varying part
+        return node.left.left.value, node.right.value
     if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
         if isinstance(node.op, ast.Mod) and node.left.value.count("%") == 1:
             prefix, _, rest = node.left.value.partition("%")

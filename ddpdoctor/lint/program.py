@@ -741,7 +741,18 @@ class Program:
                         if isinstance(row, (ast.Tuple, ast.List)) and len(row.elts) == width:
                             out.append((row.elts[index], scope))
                 continue
-            for target in self.resolve(node.value.func, fn)[0]:
+            func = node.value.func
+            if func.__class__ is ast.Subscript:
+                # `labeled, unlabeled = BUILDERS[args.dataset](args, root)`: the builders the
+                # table holds, their modules read (which datasets they return is the question)
+                table, path = func, []
+                while table.__class__ is ast.Subscript:
+                    path.insert(0, table.slice)
+                    table = table.value
+                targets = [t for t in self._table_entries(table, fn, read=True, path=path) if t.__class__ is Function]
+            else:
+                targets = self.resolve(func, fn)[0]
+            for target in targets:
                 for ret in target.returned:
                     if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) == width:
                         out.extend(self.values_of(ret.elts[index], target))
@@ -1413,6 +1424,13 @@ class Program:
             if klass is not None:
                 call = self.method(klass, "__call__")
                 return ([call] if call else []), []
+            if target is None and (func.id in fn.params or func.id in fn.kwonly) and not fn.bindings.get(func.id):
+                # `validate_func(model, batches)` of a parameter the callers hand a local function
+                # (`train(net, ..., validate, ...)`): that function runs here (TinyNeuralNetwork)
+                passed = [t for t in self._loaded(func, fn, 2, aliases=False)
+                          if t.__class__ is Function and t.node.__class__ is not ast.Module]
+                if passed:
+                    return passed, []
             return (self._entries(self._called(func, fn)) if target is None else []), []
         if cls is ast.Call:
             return self._entries(self._called(func, fn)), []
@@ -1692,6 +1710,10 @@ class Program:
                 # `cls = TRAINERS.get(name)`: the same lookup as `TRAINERS[name]` (LoongForge)
                 out.extend(self._table_entries(value.func.value, scope))
                 continue
+            if kind is ast.Name and depth > 0 and not self.lookup(value.id, scope):
+                # `for name, cls in modellib.__dict__.items(): if ...: model = cls` (HCFlow's
+                # find_model_using_name): a class of the module a name loaded
+                out.extend(self._namespace_loop_classes(value, scope, depth))
             if kind is ast.Name or kind is ast.Attribute:
                 if value is not node:
                     symbol = self._callee_symbol(value, scope)
@@ -1718,13 +1740,22 @@ class Program:
                 if maker.__class__ is Function and maker.node.__class__ is not ast.Module:
                     out.extend(maker.nested[r.id] for r in maker.returned
                                if r.__class__ is ast.Name and r.id in maker.nested)
+                    # `return model` of `model = cls` picked in a loop over a loaded module's
+                    # namespace (HCFlow's find_model_using_name)
+                    out.extend(k for r in maker.returned if r.__class__ is ast.Name
+                               for v, where in self.values_of(r, maker, 1)
+                               if v.__class__ is ast.Name and v is not r and not self.lookup(v.id, where)
+                               for k in self._namespace_loop_classes(v, where, depth))
             spec = dynamic_spec(value)
             if spec is None and value.args and value.args[0].__class__ is ast.Name and depth > 0 and \
                     last_name(value.func) in ("import_module", "__import__"):
                 # `import_module(module)` of a parameter its callers give as one constant
-                given = {v.value for v, _ in self.values_of(value.args[0], scope, 2)
-                         if v.__class__ is ast.Constant and isinstance(v.value, str)}
-                spec = (given.pop(), None) if len(given) == 1 else None
+                # (or binds once to a spelled pattern: `model_filename = "models." + name + "_model"`)
+                given = {name_pattern(v) for v, _ in self.values_of(value.args[0], scope, 2)}
+                given.discard(None)
+                spec = given.pop() if len(given) == 1 else None
+                if spec is not None and spec[1] is not None and not ("." in spec[0] and "." not in spec[1]):
+                    spec = None  # (a varying package segment is not followed: as sources.dynamic_spec)
             if spec is not None:
                 names = [spec[0]] if spec[1] is None else \
                     [n for n in [*self.by_name, *self._waiting] if fits(spec, n)]
@@ -1754,6 +1785,28 @@ class Program:
                         found = None
                     if found is not None:
                         out.append(found)
+        return out
+
+    def _namespace_loop_classes(self, name: ast.Name, fn: Function, depth: int) -> list:
+        """The classes of a loaded module a loop over its namespace binds `name` to (`for k, cls in
+        mod.__dict__.items()`, `vars(mod).items()`)."""
+        out: list = []
+        for loop in walk(fn.node) if fn.node is not None else ():
+            if loop.__class__ is not ast.For or loop.target.__class__ is not ast.Tuple or \
+                    len(loop.target.elts) != 2 or loop.target.elts[1].__class__ is not ast.Name or \
+                    loop.target.elts[1].id != name.id:
+                continue
+            items = loop.iter
+            if not (items.__class__ is ast.Call and items.func.__class__ is ast.Attribute and items.func.attr == "items"):
+                continue
+            space = items.func.value
+            owner = space.value if space.__class__ is ast.Attribute and space.attr == "__dict__" else \
+                space.args[0] if space.__class__ is ast.Call and last_name(space.func) == "vars" and space.args else None
+            if owner is None:
+                continue
+            for module in self._loaded(owner, fn, depth - 1):
+                if module.__class__ is Module:
+                    out.extend(module.classes.values())
         return out
 
     def _runtime_classes(self, func: ast.AST, fn: Function) -> list:

@@ -102,6 +102,7 @@ class RankFlow:
         """What needs the whole program once: spawn targets, `obj.attr = ...` outside classes."""
         program = self.program
         joins = []  # (a helper that joins the group, the rank it hands init_process_group)
+        index_copies = []  # (a worker joining with its first parameter, the fields it copies it into)
         for fn in program.functions:
             for call in fn.own_calls:
                 if last_name(call.func) == "init_process_group":
@@ -131,10 +132,15 @@ class RankFlow:
                             if isinstance(v, ast.Call) and not v.args and not v.keywords)
                         # `self.local_rank = local_rank` beside it: the object's field holds it too
                         # (OpenTransformer's Trainer hands its `local_rank` parameter as rank=)
-                        self.init_rank_texts.update(
-                            text(t) for n in fn.own if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
-                            and n.value.id == given.id for t in n.targets
-                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+                        # (or any object's, where the spawned worker always joins with its spawn
+                        # index: `args.local_rank = local_rank` then `init_process_group(rank=
+                        # local_rank)`, Prune_Pytorch_DDP: one node, the index is the job's rank)
+                        copies = [t for n in fn.own if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+                                  and n.value.id == given.id for t in n.targets
+                                  if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
+                        self.init_rank_texts.update(text(t) for t in copies if t.value.id == "self")
+                        if not fn.__dict__.get("_call_conds", {}).get(id(call)) and given.id in fn.params[:1]:
+                            index_copies.append((fn, [text(t) for t in copies if t.value.id != "self"]))
                     if given is not None and not isinstance(fn.node, ast.Module):
                         joins.append((fn, given))
                 started = call.args[0] if call.args else next(
@@ -149,6 +155,9 @@ class RankFlow:
                                 self.spawn_params.add((id(target), target.params[0]))
             for name, values in fn.attr_bindings.items():
                 self.attributes.setdefault(name, []).extend((v, fn) for v in values)
+        for fn, copied in index_copies:
+            if fn in self.spawn_targets:  # (known once every mp.spawn is seen)
+                self.init_rank_texts.update(copied)
         for helper, given in joins:
             self._rank_at_callers(helper, given)
         unpacking = {id(n) for f in program.files for n in f.of(ast.Assign)

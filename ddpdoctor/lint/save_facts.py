@@ -127,6 +127,9 @@ class SaveFacts:
         gate = self._forwarded_gate(fn, call) if how != "torch.save" else ""
         if gate:
             return SaveFact(where, path_text, False, gate, None, how)
+        if self.switched_off(fn, call):
+            # `if qat: torch.save(...)` in `train(..., qat=False)`, no call passing qat: never written
+            return SaveFact(where, path_text, False, "under a test no way into it passes")
         # `if eval_first and rank == 0: ...; return` above it: what follows runs on every
         # rank but rank 0, several writers still (judged as if unguarded)
         several = bool(event.guards) and all(g.test.polarity == "nonzero" for g in event.guards)
@@ -203,6 +206,7 @@ class SaveFacts:
         dead = self._dead_side(fn, event.conds + _returned_before(fn, call))
         if dead:
             return SaveFact(where, path_text, False, dead)
+
         switch = self._returns_first(fn, call)
         if switch:
             return SaveFact(where, path_text, False,
@@ -210,6 +214,9 @@ class SaveFacts:
         hooked = self._state_hook_guard(fn)
         if hooked:
             return SaveFact(where, path_text, False, f"a save_state hook, and save_state runs only under `{hooked}`")
+        overridden = self._overridden_in_the_run(fn)
+        if overridden:
+            return SaveFact(where, path_text, False, overridden)
         guarded = self.only_guarded(fn, inside=call)
         if guarded is False and self._only_on_failure(fn):
             return SaveFact(where, path_text, False,
@@ -491,6 +498,54 @@ class SaveFacts:
         if not hasattr(self, "_spawned_reach"):
             self._spawned_reach = reached_from(self._started())
         return self._spawned_reach
+
+    def _overridden_in_the_run(self, fn: Function) -> str:
+        """A base class's method reached only as `self.m()`, where every class that runs this very
+        method (the base, a subclass that does not override it) is built only on the one-process
+        side of the set-up's switch, and a subclass overrides it (EEG-GAN: `GANTrainer.training`
+        calls `self.save_checkpoint()`, the spawned ranks run a GANDDPTrainer whose own
+        save_checkpoint writes on rank 0; the plain GANTrainer is the one-process run's). The
+        reason, or ""."""
+        klass = fn.cls
+        if klass is None or isinstance(fn.node, ast.Module):
+            return ""
+        sites = self.callers().get(fn, [])
+        switches, ddp = self._switches(), self.wraps_ddp()
+
+        def way(event) -> str:
+            node = event.node
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                return ""
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id == "self":
+                return "self"  # dispatched on the instance: the class built decides
+            if isinstance(owner, ast.Call) and last_name(owner.func) == "super" and event.guards:
+                return "guarded"  # an override's `if self.rank == 0: super().save_checkpoint(...)`
+            return "one process" if _single_process(event.conds, switches, ddp) else ""
+
+        ways = [way(e) for _, e in sites]
+        if not ways or "" in ways or "self" not in ways:
+            return ""
+        program = self.program
+        family = [klass, *program._descendants(klass)]
+        overriding = [k for k in family if k is not klass and program.method(k, fn.name) is not fn]
+        running = [k for k in family if program.method(k, fn.name) is fn]
+        if not overriding:
+            return ""
+        built = 0
+        for f in self.functions:
+            conds_of = f.__dict__.get("_call_conds", {})
+            for c in f.own_calls:
+                if program.callee(c.func, f) in running:
+                    if not _single_process(conds_of.get(id(c), ()), switches, ddp):
+                        return ""
+                    built += 1
+        if not built:
+            if any(k in program.built_classes for k in family):
+                return ""  # built some other way (a registry, a factory): not told apart here
+            return f"no {klass.name} (nor a class inheriting its {fn.name}()) is built"
+        return (f"{klass.name} runs {fn.name}() only where the run is one process; the distributed "
+                f"run's {overriding[0].name} has its own")
 
     def _unwrapped_save(self, fn: Function, call: ast.Call) -> bool:
         """`accelerator.unwrap_model(model).save_pretrained(dir)` (or `model.module....`) in a

@@ -999,3 +999,396 @@ def test_their_twin_a_module_no_caller_spells(tmp_path):
     _with_trainers(tmp_path)
     code = NAMED_TRAINER.replace("{module}", "module").replace('cfg}, "osph")', 'cfg}, cfg["pkg"])')
     assert [f for f in lint_plain(tmp_path, code) if f.code == "DDP806"] == []
+
+
+# -------------------------------------------------- a base's self.save() where the spawned run builds an override
+OVERRIDDEN_SAVE = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Trainer:
+    def __init__(self):
+        self.rank = 0
+        self.model = torch.nn.Linear(2, 1)
+
+    def save_checkpoint(self):
+        torch.save(self.model.state_dict(), "last.pt")  # the base save
+
+    def training(self):
+        for epoch in range(3):
+            self.model(torch.ones(1, 2)).sum().backward()
+            self.save_checkpoint()
+
+class DDPTrainer(Trainer):
+{override}
+
+def run(rank, world, trainer):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    trainer.rank = rank
+    trainer.model = DDP(trainer.model)
+    if isinstance(trainer, DDPTrainer):
+        trainer.training()
+
+def main(ddp):
+    if ddp:
+        mp.spawn(run, args=(2, DDPTrainer()), nprocs=2)
+    else:
+        trainer = Trainer()
+        trainer.training()
+
+if __name__ == "__main__":
+    main(True)
+"""
+OVERRIDE = """    def save_checkpoint(self):
+        if self.rank == 0:
+            super().save_checkpoint()
+"""
+
+
+def test_a_base_save_the_distributed_runs_class_overrides_is_rank_zeros(tmp_path):
+    code = OVERRIDDEN_SAVE.replace("{override}", OVERRIDE)
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_the_subclass_inherits_the_save(tmp_path):
+    code = OVERRIDDEN_SAVE.replace("{override}", "    pass")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")] == [line_of(code, "# the base save")]
+
+
+# ================================================== round 51 (blind, session 26): each shape with its twin
+
+# -------------------------------------------------- the spawn index copied into args, handed as rank=
+INDEX_COPY = """
+import argparse, torch, torch.distributed as dist, torch.multiprocessing as mp
+
+def worker(local_rank, nprocs, args):
+    args.local_rank = local_rank
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29511", world_size=nprocs, rank={rank})
+    net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+    for epoch in range(3):
+        if args.local_rank == 0:
+            torch.save(net.module.state_dict(), "best.pth")  # the save
+
+if __name__ == "__main__":
+    args = argparse.Namespace(node=0)
+    mp.spawn(worker, nprocs=2, args=(2, args))
+"""
+
+
+def test_a_spawn_index_copied_into_args_and_handed_as_rank_is_the_jobs_rank(tmp_path):
+    assert at(lint_plain(tmp_path, INDEX_COPY.replace("{rank}", "local_rank")), "DDP806") == []
+
+
+def test_its_twin_the_job_rank_adds_the_nodes_offset(tmp_path):
+    code = INDEX_COPY.replace("{rank}", "args.node * nprocs + local_rank")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")] == [line_of(code, "# the save")]
+
+
+# -------------------------------------------------- a save under a flag every call leaves at its default
+FLAG_SAVE = """
+import os, torch, torch.distributed as dist
+
+def train(model, epochs, main_process=True, qat=False):
+    for epoch in range(epochs):
+        model(torch.randn(2, 4)).sum().backward()
+        if main_process:
+            if qat:
+                torch.save(model.state_dict(), "qat_last.pth")  # the save
+
+def main():
+    dist.init_process_group("gloo")
+    main_process = int(os.environ["LOCAL_RANK"]) == 0
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+    train(model, 10, main_process{qat})
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_save_under_a_flag_every_call_leaves_off_is_never_written(tmp_path):
+    assert at(lint_plain(tmp_path, FLAG_SAVE.replace("{qat}", "")), "DDP806") == []
+
+
+def test_its_twin_a_call_that_turns_it_on(tmp_path):
+    code = FLAG_SAVE.replace("{qat}", ", qat=True")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")] == [line_of(code, "# the save")]
+
+
+# -------------------------------------------------- a function handed in as a parameter runs where it is called
+CALLBACK = """
+import torch, torch.distributed as dist, torch.nn as nn
+
+def validate(model, batches):
+    with torch.no_grad():
+        for x in batches:
+            model(x)  # the forward
+
+def train(model, batches, validate_func, main_process=True):
+    for epoch in range(3):
+        for x in batches:
+            model(x).sum().backward()
+    {guard}validate_func(model, batches)
+
+def main():
+    dist.init_process_group("gloo")
+    main_process = dist.get_rank() == 0
+    net = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)))
+    train(net, [torch.randn(2, 4)], validate, main_process)
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_zero_evaluation_through_a_function_parameter_is_found(tmp_path):
+    code = CALLBACK.replace("{guard}", "if main_process:\n        ")
+    assert at(lint_plain(tmp_path, code), "DDP801") != []
+
+
+def test_its_twin_every_rank_evaluates(tmp_path):
+    assert at(lint_plain(tmp_path, CALLBACK.replace("{guard}", "")), "DDP801") == []
+
+
+# -------------------------------------------------- the process's GPU handed through a holder is a placement
+DEVICE_HOLDER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Holder:
+    def __init__(self, device):
+        self.device = device
+        self.tokenizer = str.split
+
+class Pairs(Dataset):
+    def __init__(self, tokenizer, part):
+        self.rows = [torch.ones(4) * len(tokenizer(f"row {k}")) for k in range(64)][part::1]
+    def __len__(self):
+        return len(self.rows)
+    def __getitem__(self, i):
+        return self.rows[i]
+
+def main():
+    dist.init_process_group("gloo")
+    device = torch.cuda.current_device()
+    holder = Holder(device)
+    dataset = Pairs(holder.tokenizer, {part})
+    sampler = DistributedSampler(dataset, shuffle=True)  # the sampler
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            pass
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_device_index_reaching_a_dataset_through_a_holder_shards_nothing(tmp_path):
+    assert at(lint_plain(tmp_path, DEVICE_HOLDER.replace("{part}", "0")), "DDP803") == []
+
+
+def test_its_twin_a_dataset_cut_by_the_rank(tmp_path):
+    code = DEVICE_HOLDER.replace("{part}", "dist.get_rank()")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP803")] == [line_of(code, "# the sampler")]
+
+
+# -------------------------------------------------- an optimizer's own state_dict inside the full-state context
+FULL_STATE = """
+import torch, torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+
+def keep(model, opt, rank):
+    if rank == 0:
+        policy = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
+        with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, policy):
+            weights = model.state_dict()  # the gather
+            moments = {moments}  # the optimizer
+            torch.save({"model": weights, "opt": moments}, "rm.pt")
+
+def train(rank, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    model = FSDP(torch.nn.Linear(8, 8))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model(torch.randn(2, 8)).sum().backward()
+    keep(model, opt, rank)
+
+if __name__ == "__main__":
+    import torch.multiprocessing as mp
+    mp.spawn(train, args=(2,), nprocs=2)
+"""
+
+
+def test_a_plain_optimizers_state_dict_in_the_full_state_block_gathers_nothing(tmp_path):
+    code = FULL_STATE.replace("{moments}", "opt.state_dict()")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP801")] == [line_of(code, "# the gather")]
+
+
+def test_its_twin_fsdps_optimizer_state_gathers(tmp_path):
+    code = FULL_STATE.replace("{moments}", "FSDP.optim_state_dict(model, opt)")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP801")] == [
+        line_of(code, "# the gather"), line_of(code, "# the optimizer")]
+
+
+# -------------------------------------------------- one class's prepared field is not another class's
+TWO_TRAINERS = """
+import torch, torch.distributed as dist
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+DATA = TensorDataset(torch.randn(64, 4))
+
+class FSDPTrainer:
+    def __init__(self):
+        sampler = DistributedSampler(DATA)
+        self.loader = DataLoader(DATA, batch_size=8, sampler=sampler)  # the loader
+        self.sampler = sampler
+    def fit(self):
+        for epoch in range(2):
+            self.sampler.set_epoch(epoch)
+            for (x,) in self.loader:
+                pass
+
+class AccelTrainer:
+    def __init__(self):
+        self.accelerator = Accelerator()
+        self.loader = DataLoader(DATA, batch_size=8, shuffle=True)
+        self.loader = self.accelerator.prepare(self.loader)
+    def fit(self):
+        for (x,) in self.loader:
+            pass
+
+def main(strategy):
+    if strategy == "fsdp":
+        dist.init_process_group("gloo")
+        {which}().fit()
+    else:
+        AccelTrainer().fit()
+
+if __name__ == "__main__":
+    main("fsdp")
+"""
+
+
+def test_a_field_another_class_prepares_is_not_this_classs(tmp_path):
+    assert at(lint_plain(tmp_path, TWO_TRAINERS.replace("{which}", "FSDPTrainer")), "DDP803") == []
+
+
+def test_its_twin_the_class_prepares_its_own_sampled_loader(tmp_path):
+    code = TWO_TRAINERS.replace("{which}", "FSDPTrainer").replace(
+        "        self.sampler = sampler\n",
+        "        self.sampler = sampler\n        self.loader = Accelerator().prepare(self.loader)\n")
+    assert at(lint_plain(tmp_path, code), "DDP803") != []
+
+
+# -------------------------------------------------- the evaluation loader a builder returns as a tuple's item
+TUPLE_VAL = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torchvision import transforms
+
+class Crops(Dataset):
+    def __init__(self, tf):
+        self.tf = tf
+    def __getitem__(self, i):
+        return self.tf(torch.zeros(3, 9, 9))
+    def __len__(self):
+        return 32
+
+def build_one(split):
+    ds = Crops(transforms.RandomCrop(8))
+    return DataLoader(ds, sampler=DistributedSampler(ds), batch_size=4, num_workers=2)  # the val loader
+
+def build_train():
+    ds = Crops(transforms.RandomCrop(8))
+    return DataLoader(ds, sampler=DistributedSampler(ds), batch_size=4, num_workers=2)  # the train loader
+
+def get_loaders():
+    return build_train(), build_one("val")
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(192, 2))
+    train, val = get_loaders()
+    for epoch in range(2):
+        train.sampler.set_epoch(epoch)
+        for x in train:
+            model(x.flatten(1)).sum().backward()
+        {val_loop}
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_validation_loader_returned_as_a_tuples_item_is_no_training_loader(tmp_path):
+    code = TUPLE_VAL.replace("{val_loop}", "with torch.no_grad():\n            for x in val:\n                model(x.flatten(1))")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "# the train loader")]
+
+
+def test_its_twin_that_loader_trains_too(tmp_path):
+    code = TUPLE_VAL.replace("{val_loop}", "for x in val:\n            model(x.flatten(1)).sum().backward()")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == sorted(
+        [line_of(code, "# the train loader"), line_of(code, "# the val loader")])
+
+
+# -------------------------------------------------- a model module named "models." + name + "_model", its class picked from its namespace
+MODEL_BY_NAME = """
+import importlib, torch.distributed as dist
+
+def find_model(name):
+    filename = {filename}
+    lib = importlib.import_module(filename)
+    model = None
+    for key, cls in lib.__dict__.items():
+        if key.lower() == name.lower() + "model":
+            model = cls
+    return model
+
+def main(opt):
+    dist.init_process_group("gloo")
+    M = find_model(opt["model"])
+    m = M(opt)
+    for step in range(8):
+        m.optimize()
+
+if __name__ == "__main__":
+    main({"model": "plain"})
+"""
+PLAIN_MODEL = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class PlainModel:
+    def __init__(self, opt):
+        self.net = DDP(torch.nn.Linear(4, 1))
+
+    def optimize(self):
+        loss = self.net(torch.randn(2, 4)).sum()
+        if torch.isfinite(loss):  # the test
+            loss.backward()
+"""
+
+
+def _with_models(tmp_path) -> None:
+    package = tmp_path / "models"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "plain_model.py").write_text(PLAIN_MODEL.lstrip("\n"))
+
+
+def test_a_model_module_named_around_its_varying_part_is_read_and_its_class_followed(tmp_path):
+    _with_models(tmp_path)
+    found = lint_plain(tmp_path, MODEL_BY_NAME.replace("{filename}", '"models." + name + "_model"'))
+    assert [(f.location.file.endswith("plain_model.py"), f.location.line) for f in found if f.code == "DDP809"] \
+        == [(True, line_of(PLAIN_MODEL, "# the test"))]
+
+
+def test_its_twin_a_module_name_nothing_spells(tmp_path):
+    _with_models(tmp_path)
+    found = lint_plain(tmp_path, MODEL_BY_NAME.replace("{filename}", "name"))
+    assert [f for f in found if f.code == "DDP809"] == []
