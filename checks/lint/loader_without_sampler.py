@@ -21,7 +21,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         calls), loaders not proven to train that loops read only with gradients off (`with
         torch.no_grad():` a feature cache every rank builds in full), custom samplers, and
         scripts run by a framework
-        that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer).
+        that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer). A
+        script that runs Accelerate on one side and sets up its own process group on another
+        (`--strategy fsdp` spawning ranks whose own trainer builds its loader) has that
+        trainer's loader judged, as a warning, where it is built apart from any Accelerator
+        and no `accelerator.prepare()` takes it.
 
         An error when a loop that runs backward iterates the loader (it is the training
         loader); a warning, saying so, when only its name says "train". A DataLoader whose
@@ -71,12 +75,19 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
     # the other (coqui's Trainer: `use_accelerate`) is judged on its DDP side
     both = facts.framework == "accelerate" and facts.ddp_model and any(
         getattr(loader, "prepared_under", "") for loader in facts.loaders)
-    if facts.framework is not None and not both:
+    # a script that also sets up its own process group (minChatGPT's `--strategy fsdp` spawns
+    # ranks whose trainer builds its own loader, beside an Accelerate trainer): that trainer's
+    # loader, built where no Accelerator is in sight and never prepared, is judged
+    apart = facts.framework == "accelerate" and "init_process_group" in (facts.distributed_how or "") and any(
+        getattr(loader, "apart_from_accelerate", False) for loader in facts.loaders)
+    if facts.framework is not None and not both and not apart:
         return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
     problems = []
     for loader in facts.loaders:
         if loader.sampler not in ("none", "plain") or loader.unseen_options or loader.handed_to_framework:
             continue
+        if apart and not both and not getattr(loader, "apart_from_accelerate", False):
+            continue  # Accelerate's own loaders
         if both and not getattr(loader, "prepared_under", ""):
             continue  # prepared on every way, or never on a DDP path the source shows
         if loader.sharded_by_rank or loader.iterable or loader.under_rank_guard or loader.evaluation:
@@ -119,13 +130,16 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         if both:  # the DDP side: where `use_accelerate` is off, nothing shards the loader
             message = (f"where `{loader.prepared_under}` is false (the script's own DDP path; accelerator."
                        f"prepare() shards the loader only on the other): {message}")
+        elif apart:
+            message = (f"built apart from Accelerate (no accelerator.prepare() takes it; the script sets "
+                       f"up its own process group too): {message}")
         configured = getattr(loader, "other_branch_distributed", "")
         if configured:  # the other side of a configuration test handles the distributed switch
             message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
                        f"(the other side handles the process group's switch, this one does not): {message}")
         problems.append(Problem(
             severity=None if loader.trains and not configured and not getattr(loader, "index_ignored", False)
-            and not replacement and not both else Severity.WARNING,
+            and not replacement and not both and not apart else Severity.WARNING,
             message=message,
             hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),

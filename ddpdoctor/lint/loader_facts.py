@@ -78,6 +78,9 @@ class LoaderFact:
     # WeightedRandomSampler): each rank draws its own samples when the ranks are seeded apart
     with_replacement: bool = False  # its plain sampler draws (with replacement, or a fixed number of samples)
     seeded_alike: bool = True  # the ranks seed torch alike (their random samplers draw the same)
+    # in a script Accelerate runs, built and read where no Accelerator is in sight (its class or
+    # function never names one) and never prepared: the script's own process-group run's loader
+    apart_from_accelerate: bool = False
 
 
 @dataclass
@@ -284,8 +287,18 @@ class LoaderFacts:
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and name and name in prepared
                 and self._prepared_here(fn, call, name, prepared_fields, prepared_names) else None,
-                prepared_under=switched.get(name, "") if name else ""))
+                prepared_under=switched.get(name, "") if name else "",
+                apart_from_accelerate=framework == "accelerate" and not (
+                    name and name in prepared and self._prepared_here(fn, call, name, prepared_fields, prepared_names))
+                and not self._near_accelerator(fn)))
         return found
+
+    def _near_accelerator(self, fn: Function) -> bool:
+        """fn (or the class it is a method of) names an Accelerator anywhere in its text."""
+        node = fn.cls.node if fn.cls is not None and fn.cls.node is not None else fn.node
+        if node is None or isinstance(node, ast.Module):
+            return True  # the script's top level: not told apart
+        return bool(re.search(r"accelerat", text(node, 1 << 20), re.IGNORECASE))
 
     def _prepared_here(self, fn: Function, call: ast.Call, name: str, fields: dict, names: set) -> bool:
         """The loader bound to `name` is what a prepare() call was handed: a plain name anywhere,

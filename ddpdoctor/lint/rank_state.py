@@ -803,6 +803,9 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                 guards_of.get(id(item.loops[-1]), ()) != item.guards:
             continue
         test = builder.program.ranks.guard(stmt.test, fn)
+        if test is None and _round_robin(builder.program, stmt.test, fn):
+            # `if i % world != rank: continue`: each rank keeps its own share of the passes
+            test = RankTest(text(stmt.test), "round-robin", "other")
         # rank 0 leaves the loop, or the whole training function, or skips the rest of the pass
         leaving = (ast.Break, ast.Return, ast.Continue)
         if test is None or _break_in(stmt.orelse, None, leaving) is not None:
@@ -825,14 +828,22 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # (after a `continue`, only the rest of the pass: FullSubNet's validation-only debug run
         # on rank 0 skips the training epoch the others run)
         skipping = isinstance(leave[1], ast.Continue)
-        if skipping and test.polarity == "other":
-            continue  # `if i % world != rank: continue`: each rank skips the others' share (nanoGPT)
+        shared_out = skipping and test.polarity == "other"
         rest = after if skipping else [s for s in loop.body if s is not stmt and not any(n is stmt for n in walk(s))]
-        work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
+        if shared_out:
+            # `if i % world != rank: continue` (nanoGPT's HellaSwag): each rank skips the others'
+            # share, fine for the work after the loop; a collective inside the pass runs once per
+            # item a rank keeps, and the ranks keep different counts unless the items divide evenly
+            work = next((op for op in _collectives_in(builder, fn, rest)), "")
+        else:
+            work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
         if not work:
             continue
         where = around if around is not None else stmt
         notes = [test.assumption] if test.assumption else []
+        if shared_out:
+            notes.append(f"the passes of `{text(loop.iter, 50) if isinstance(loop, ast.For) else 'the loop'}` "
+                         "do not divide evenly among the ranks")
         if "new_group" in work and not skipping:
             # `for ranks in groups: g = new_group(ranks); if rank in ranks: mine = g; break`:
             # the ranks of an early group stop creating the later ones, which torch documents
@@ -1520,6 +1531,34 @@ def _forward_works(program, call: ast.Call, fn: Function) -> bool:
     a rank's extra `with torch.no_grad(): hint = model(x)` waits for no one (a buffered one is
     program.collective's, NO_GRAD_FORWARD)."""
     return program.ddp_model(call, fn) is not None and not grad_off(program, call, fn)
+
+
+def _round_robin(program, test: ast.AST, fn: Function) -> bool:
+    """`i % world != rank` (either way round): the passes a rank skips are the others' share."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq)):
+        return False
+    left, right = test.left, test.comparators[0]
+    for share, rank in ((left, right), (right, left)):
+        if isinstance(share, ast.BinOp) and isinstance(share.op, ast.Mod) and program.ranks.is_rank(rank, fn):
+            return True
+    return False
+
+
+def _collectives_in(builder: Builder, fn: Function, stmts: list) -> Iterator[str]:
+    """The torch.distributed collectives some statements run, themselves or a few local calls
+    down (not a model's forward or backward: the passes a rank keeps are its own training)."""
+    program = builder.program
+    for stmt in stmts:
+        for node in walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            op = program.collective(node, fn)
+            if op and op.startswith("dist."):
+                yield op
+            for target in program.resolve(node.func, fn)[0]:
+                for reached in builder.reach(target):
+                    if reached[0].startswith("dist."):
+                        yield f"{reached[0]} (in {target.label})"
 
 
 def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:

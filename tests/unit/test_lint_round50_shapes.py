@@ -1392,3 +1392,92 @@ def test_its_twin_a_module_name_nothing_spells(tmp_path):
     _with_models(tmp_path)
     found = lint_plain(tmp_path, MODEL_BY_NAME.replace("{filename}", "name"))
     assert [f for f in found if f.code == "DDP809"] == []
+
+
+# -------------------------------------------------- a trainer of its own beside an Accelerate one
+OWN_BESIDE_ACCELERATE = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+class ShardedTrainer:
+    def __init__(self, train_set, rank, world):
+        self.sampler = DistributedSampler(train_set, rank=rank, num_replicas=world, shuffle=True)
+        self.loader = DataLoader(train_set, batch_size=4, {sampling})  # the loader
+        self.model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 1))
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self.sampler.set_epoch(epoch)
+            for (x,) in self.loader:
+                self.model(x).mean().backward()
+
+class AccelTrainer:
+    def __init__(self, train_set):
+        self.loader = DataLoader(train_set, batch_size=4, shuffle=True)
+
+    def fit(self):
+        acc = Accelerator()
+        net, loader = acc.prepare(torch.nn.Linear(16, 1), self.loader)
+        for (x,) in loader:
+            acc.backward(net(x).mean())
+
+def run(rank, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    ShardedTrainer(TensorDataset(torch.randn(256, 16)), rank, world).fit(2)
+
+def main(strategy):
+    if strategy == "ddp":
+        mp.spawn(run, args=(2,), nprocs=2)
+    else:
+        AccelTrainer(TensorDataset(torch.randn(256, 16))).fit()
+
+if __name__ == "__main__":
+    main("ddp")
+"""
+
+
+def test_a_loader_built_apart_from_accelerate_in_a_run_of_its_own_is_judged(tmp_path):
+    code = OWN_BESIDE_ACCELERATE.replace("{sampling}", "shuffle=True")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP802")] == [line_of(code, "# the loader")]
+
+
+def test_its_twin_that_loader_takes_its_sampler(tmp_path):
+    code = OWN_BESIDE_ACCELERATE.replace("{sampling}", "sampler=self.sampler")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+# ================================================== round 52 (blind, session 26)
+
+# -------------------------------------------------- a round-robin share with a collective inside each pass
+ROUND_ROBIN_INSIDE = """
+import torch, torch.distributed as dist
+
+def eval_items(items, rank, world):
+    seen = torch.zeros(1)
+    for i, x in enumerate(items):
+        if i % world != rank:  # the share
+            continue
+        seen += 1
+        {collective}
+    {after}
+    return seen
+
+def main():
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    print(eval_items([torch.ones(2)] * 11, rank, world))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_collective_in_each_pass_a_round_robin_share_keeps_is_a_warning(tmp_path):
+    code = ROUND_ROBIN_INSIDE.replace("{collective}", "dist.all_reduce(seen)").replace("{after}", "pass")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the share"), "warning")]
+
+
+def test_its_twin_the_collective_after_the_loop(tmp_path):
+    code = ROUND_ROBIN_INSIDE.replace("{collective}", "pass").replace("{after}", "dist.all_reduce(seen)")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
