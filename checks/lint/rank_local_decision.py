@@ -26,6 +26,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a flag a signal handler sets (`signal.signal(SIGUSR2, on_preempt)` where
           `on_preempt` sets `stop["now"] = True`), tested every step before a collective
           save or a break: each rank runs its handler at its own step (a warning);
+        - a round-robin share (`if i % world != rank: continue`) whose pass then runs a
+          collective itself: each rank runs it once per item it keeps, and the counts differ
+          unless the items divide evenly among the ranks (a warning; a collective after the
+          loop, nanoGPT's HellaSwag sum, is fine);
         - a `break` (or a `return`) of a loop taken inside a rank test in that loop (`if rank == 0:` ...
           `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
