@@ -320,9 +320,15 @@ def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
         if not program.is_function(target) or isinstance(target.node, ast.Module):
             return False  # a library's or a partial's: not judged here
         body = "\n".join(text(stmt, 2000) for stmt in target.node.body)
+        if not WORKER_SEEDING.search(body):
+            continue  # seeds nothing (`set_sharing_strategy("file_system")`): the base seed stays
         if RANK_WORDS.search(body) or WORKER_ENTROPY.search(body) or not WORKER_STATE.search(body):
             return False
     return True
+
+
+# What a worker_init_fn that reseeds at all says somewhere.
+WORKER_SEEDING = re.compile(r"seed|set_state|setstate|Generator|default_rng|SeedSequence")
 
 
 # What a worker_init_fn may seed from and keep the base seed's sameness: the base seed itself,

@@ -1481,3 +1481,43 @@ def test_a_collective_in_each_pass_a_round_robin_share_keeps_is_a_warning(tmp_pa
 def test_its_twin_the_collective_after_the_loop(tmp_path):
     code = ROUND_ROBIN_INSIDE.replace("{collective}", "pass").replace("{after}", "dist.all_reduce(seen)")
     assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a worker_init_fn that seeds nothing keeps the base seed
+QUIET_INIT = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+def init_worker(worker_id):
+    {body}
+
+class Clips(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.ones(3) * random.random()
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    ds = Clips()
+    loader = DataLoader(ds, batch_size=4, num_workers=2, sampler=DistributedSampler(ds),
+                        worker_init_fn=init_worker)  # the loader
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            pass
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_worker_init_fn_that_seeds_nothing_keeps_the_alike_base_seed(tmp_path):
+    code = QUIET_INIT.replace("{body}", 'torch.multiprocessing.set_sharing_strategy("file_system")')
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP808")] == [line_of(code, "DataLoader(ds")]
+
+
+def test_its_twin_the_worker_reseeds_with_the_rank(tmp_path):
+    code = QUIET_INIT.replace("{body}", "random.seed(dist.get_rank() * 100 + worker_id)")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
