@@ -31,7 +31,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         optimizer's `consolidate_state_dict()` (ZeroRedundancyOptimizer, fairscale's OSS: every
         rank sends its shard; a warning where the optimizer's class is not shown), a DeepSpeed
         engine's `save_checkpoint()` (the engine `deepspeed.initialize` returns, or
-        `accelerator.deepspeed_engine`: every rank saves its own partition), and a
+        `accelerator.deepspeed_engine`: every rank saves its own partition), its ZeRO-3
+        consolidation (`_zero3_consolidated_16bit_state_dict()`, `save_16bit_model()`: a
+        warning, a gather only under stage 3), and a
         torchmetrics metric's `compute()` (it all-gathers the metric's state, unless built with
         `sync_on_compute=False` or a `dist_sync_fn` of its own). A branch whose
         other side runs the same collectives (`if rank == 0: work(); barrier()` /

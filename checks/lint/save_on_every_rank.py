@@ -24,8 +24,10 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         Library writes count the same: a model's `save_pretrained(dir)` (transformers, PEFT,
         diffusers: every calling rank writes unless given `is_main_process=`; a
         `save_function=accelerator.save` alone still leaves config.json, and safetensors
-        weights, to every caller), safetensors' `save_file`. Accelerate's `save` / `save_state` and a Trainer's `save_model` write
-        from the main process themselves, and a save inside a "rank 0 first" block (a
+        weights, to every caller), safetensors' `save_file`. Accelerate's `save` /
+        `save_state` and a Trainer's `save_model` write from the main process themselves (a
+        Trainer subclass's own `save_model` / `_save`, which the Trainer calls on every
+        process, writes wherever it does not test `self.args.should_save` or the like), and a save inside a "rank 0 first" block (a
         context manager that lets rank 0 through, then the others after a barrier, such as
         `accelerator.main_process_first()`) builds a cache the others then read: not reported.
         Nor is a write no rank reaches: one made only by the launcher's `__main__` code before

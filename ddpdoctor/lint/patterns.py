@@ -312,6 +312,11 @@ def _same_module(call: ast.Call, ctx: ast.Call) -> bool:
     return got == wanted or got.startswith(wanted + ".") or wanted.startswith(got + ".")
 
 
+# A DeepSpeed engine's methods that gather the ZeRO-3 partitions from every rank.
+ZERO3_GATHERS = frozenset({"_zero3_consolidated_16bit_state_dict", "save_16bit_model"})
+# (a collective only where the engine runs ZeRO stage 3, which the config decides: a warning)
+ZERO3_GATHER = " (under DeepSpeed ZeRO-3 it gathers every rank's partition)"
+
 # torch.distributed.checkpoint's entry points that coordinate every rank of the process group.
 DCP_COLLECTIVES = frozenset({"save", "load", "async_save", "save_state_dict", "load_state_dict"})
 
@@ -332,6 +337,10 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         return f"{text(call.func, 40)}() (gathers the state from every rank's shard)"
     if name == "state_dict" and not call.args and _under_full_state_dict(program, call, fn):
         return f"{text(call.func, 40)}() under FSDP.state_dict_type (gathers the full state from every rank)"
+    if name in ZERO3_GATHERS and isinstance(call.func, ast.Attribute):
+        # a DeepSpeed engine's ZeRO-3 consolidation: every rank hands its partition of each
+        # parameter (an all-gather per parameter), whichever rank keeps the result
+        return f"{text(call.func, 40)}(){ZERO3_GATHER}"
     if full.startswith("torch.distributed.checkpoint.") and name in DCP_COLLECTIVES:
         # Distributed checkpointing plans the save (or load) across every rank of the group:
         # gathers and a barrier inside (torch.distributed.checkpoint's save / load)
@@ -671,7 +680,7 @@ def sharded_save(op: str) -> bool:
     accelerator.save_state() in a script that prepares for DeepSpeed or FSDP, an optimizer's
     consolidate_state_dict() where the optimizer's class is not shown."""
     return (op.startswith("accelerator.save_state()") and "every process takes part" in op) or \
-        op.endswith(SHARDED_OPTIMIZER)
+        op.endswith(SHARDED_OPTIMIZER) or op.endswith(ZERO3_GATHER)
 
 
 def through_grad_off(program: Program, op: str, call: ast.AST, fn: Function) -> str:

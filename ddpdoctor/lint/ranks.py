@@ -44,7 +44,9 @@ MAIN_FLAG = re.compile(
     r"^(?:is_)?(?:global_|local_)?(?:master|main|chief|leader)(?:_process|_rank|_proc|_node|_worker)$"
     r"|^is_(?:global_|local_)?(?:master|main|chief|leader|root)(?:_process|_rank|_proc|_node|_worker)?$"
     r"|^master_process$|^is_(?:global_|local_)?(?:rank_?)?zero$|^(?:is_)?rank_?zero$|^is_world_process_zero$"
-    r"|^is_local_process_zero$|^is_master_ordinal$|^is_logging_rank$|^is_global_zero$",
+    r"|^is_local_process_zero$|^is_master_ordinal$|^is_logging_rank$|^is_global_zero$"
+    # (a Hugging Face TrainingArguments' `should_save`: true on the process that writes)
+    r"|^should_save$",
     re.IGNORECASE)
 # Tests that say "is this a distributed run at all": the same on every rank.
 UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_avail_and_initialized",

@@ -222,7 +222,7 @@ class SaveFacts:
             return SaveFact(where, path_text, False,
                             "only in an `except:` that raises again: the failing rank's dump")
         if guarded is None:
-            hook = fn.name.startswith("on_")
+            hook = fn.name.startswith("on_") or self._trainer_save_override(fn)
             return SaveFact(where, path_text, hook,
                             "a hook the framework calls on every rank" if hook else "never called", None, how)
         return SaveFact(where, path_text, not guarded,
@@ -546,6 +546,26 @@ class SaveFacts:
             return f"no {klass.name} (nor a class inheriting its {fn.name}()) is built"
         return (f"{klass.name} runs {fn.name}() only where the run is one process; the distributed "
                 f"run's {overriding[0].name} has its own")
+
+    def _trainer_save_override(self, fn: Function) -> bool:
+        """A Hugging Face Trainer subclass's own `save_model` / `_save`: the Trainer calls it from
+        its checkpoint step on every process (its own checks `should_save` inside), so writes
+        there with no rank test are every rank's."""
+        if fn.name not in ("save_model", "_save") or fn.cls is None:
+            return False
+        todo, seen = [fn.cls], set()
+        while todo:
+            klass = todo.pop()
+            if id(klass) in seen:
+                continue
+            seen.add(id(klass))
+            imports = klass.module.imports if getattr(klass, "module", None) is not None else {}
+            for base in klass.bases:
+                full = imports.get(base.split(".")[0], base)
+                if (full + base[len(base.split(".")[0]):]).startswith("transformers") and base.endswith("Trainer"):
+                    return True
+            todo.extend(self.program.bases(klass))
+        return False
 
     def _unwrapped_save(self, fn: Function, call: ast.Call) -> bool:
         """`accelerator.unwrap_model(model).save_pretrained(dir)` (or `model.module....`) in a

@@ -1521,3 +1521,65 @@ def test_a_worker_init_fn_that_seeds_nothing_keeps_the_alike_base_seed(tmp_path)
 def test_its_twin_the_worker_reseeds_with_the_rank(tmp_path):
     code = QUIET_INIT.replace("{body}", "random.seed(dist.get_rank() * 100 + worker_id)")
     assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- a Trainer subclass's own save_model
+TRAINER_SAVE = """
+import os, torch
+from transformers import HfArgumentParser, Trainer, TrainingArguments, AutoModelForCausalLM
+
+class AdapterOnlyTrainer(Trainer):
+    def save_model(self, output_dir=None, _internal_call=False):
+        target = output_dir or self.args.output_dir
+        {gate}
+        torch.save(self.args, os.path.join(target, "training_args.bin"))  # the save
+
+def main():
+    (args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()
+    trainer = AdapterOnlyTrainer(model=AutoModelForCausalLM.from_pretrained("gpt2"), args=args)
+    trainer.train()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_trainers_own_save_model_writes_on_every_rank(tmp_path):
+    code = TRAINER_SAVE.replace("{gate}", "pass")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")] == [line_of(code, "# the save")]
+
+
+def test_its_twin_it_asks_should_save_first(tmp_path):
+    code = TRAINER_SAVE.replace("{gate}", "if not self.args.should_save:\n            return")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- ZeRO-3 consolidation on the main process alone
+ZERO3 = """
+from transformers import HfArgumentParser, Trainer, TrainingArguments, AutoModelForCausalLM
+from transformers.integrations import is_deepspeed_zero3_enabled
+
+def gather_full_weights(trainer):
+    return trainer.model_wrapped._zero3_consolidated_16bit_state_dict()  # the gather
+
+def main():
+    (args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()
+    trainer = Trainer(model=AutoModelForCausalLM.from_pretrained("gpt2"), args=args)
+    trainer.train()
+    {guard}
+        if is_deepspeed_zero3_enabled():
+            gather_full_weights(trainer)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_zero3_consolidation_on_the_main_process_alone_is_a_warning(tmp_path):
+    code = ZERO3.replace("{guard}", "if trainer.is_world_process_zero():")
+    assert at(lint_plain(tmp_path, code), "DDP801") == [(line_of(code, "# the gather"), "warning")]
+
+
+def test_its_twin_every_rank_consolidates(tmp_path):
+    code = ZERO3.replace("{guard}", "if True:")
+    assert at(lint_plain(tmp_path, code), "DDP801") == []
