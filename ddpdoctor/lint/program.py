@@ -1710,7 +1710,7 @@ class Program:
                 # `cls = TRAINERS.get(name)`: the same lookup as `TRAINERS[name]` (LoongForge)
                 out.extend(self._table_entries(value.func.value, scope))
                 continue
-            if kind is ast.Name and depth > 0 and not self.lookup(value.id, scope):
+            if kind is ast.Name and depth > 0 and _walks_a_namespace(scope) and not self.lookup(value.id, scope):
                 # `for name, cls in modellib.__dict__.items(): if ...: model = cls` (HCFlow's
                 # find_model_using_name): a class of the module a name loaded
                 out.extend(self._namespace_loop_classes(value, scope, depth))
@@ -1742,10 +1742,11 @@ class Program:
                                if r.__class__ is ast.Name and r.id in maker.nested)
                     # `return model` of `model = cls` picked in a loop over a loaded module's
                     # namespace (HCFlow's find_model_using_name)
-                    out.extend(k for r in maker.returned if r.__class__ is ast.Name
-                               for v, where in self.values_of(r, maker, 1)
-                               if v.__class__ is ast.Name and v is not r and not self.lookup(v.id, where)
-                               for k in self._namespace_loop_classes(v, where, depth))
+                    if _walks_a_namespace(maker):
+                        out.extend(k for r in maker.returned if r.__class__ is ast.Name
+                                   for v, where in self.values_of(r, maker, 1)
+                                   if v.__class__ is ast.Name and v is not r and not self.lookup(v.id, where)
+                                   for k in self._namespace_loop_classes(v, where, depth))
             spec = dynamic_spec(value)
             if spec is None and value.args and value.args[0].__class__ is ast.Name and depth > 0 and \
                     last_name(value.func) in ("import_module", "__import__"):
@@ -2248,3 +2249,16 @@ def _option_read(value: ast.AST) -> Optional[str]:
     if value.__class__ is ast.Attribute and value.value.__class__ is ast.Name and value.value.id in ("args", "opts", "opt", "cfg", "config"):
         return value.attr
     return None
+
+
+def _walks_a_namespace(fn: Function) -> bool:
+    """fn loops over a module's namespace (`for k, v in mod.__dict__.items()`, `vars(mod)`):
+    asked once per function, before the costlier look at which names such a loop binds."""
+    found = fn.__dict__.get("_walks_namespace")
+    if found is None:
+        found = fn.__dict__["_walks_namespace"] = fn.node is not None and any(
+            n.__class__ is ast.For and n.iter.__class__ is ast.Call and n.iter.func.__class__ is ast.Attribute
+            and n.iter.func.attr == "items" for n in walk(fn.node)) and any(
+            (n.__class__ is ast.Attribute and n.attr == "__dict__") or
+            (n.__class__ is ast.Call and n.func.__class__ is ast.Name and n.func.id == "vars") for n in walk(fn.node))
+    return found
