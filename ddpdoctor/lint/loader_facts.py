@@ -250,6 +250,8 @@ class LoaderFacts:
             plain = [v for v, _ in self.program.values_of(sampler, fn)
                      if isinstance(v, ast.Call) and self._plain_sampler(v, fn)] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
+            handed = bool(name) and name in prepared and self._prepared_here(fn, call, name, prepared_fields,
+                                                                             prepared_names)
             found.append(LoaderFact(
                 seeded_alike=self._seeded_alike(),
                 sequential=sampler is not None and _sequential(self.program, sampler, fn),
@@ -285,12 +287,9 @@ class LoaderFacts:
                 other_branch_distributed=self._other_branch_distributed(fn, call),
                 index_ignored=dataset is not None and self._index_ignored(dataset, fn, call),
                 evaluation=evaluation,
-                prepared_by="accelerate" if framework == "accelerate" and name and name in prepared
-                and self._prepared_here(fn, call, name, prepared_fields, prepared_names) else None,
+                prepared_by="accelerate" if framework == "accelerate" and handed else None,
                 prepared_under=switched.get(name, "") if name else "",
-                apart_from_accelerate=framework == "accelerate" and not (
-                    name and name in prepared and self._prepared_here(fn, call, name, prepared_fields, prepared_names))
-                and not self._near_accelerator(fn)))
+                apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn)))
         return found
 
     def _near_accelerator(self, fn: Function) -> bool:
@@ -298,7 +297,9 @@ class LoaderFacts:
         node = fn.cls.node if fn.cls is not None and fn.cls.node is not None else fn.node
         if node is None or isinstance(node, ast.Module):
             return True  # the script's top level: not told apart
-        return bool(re.search(r"accelerat", text(node, 1 << 20), re.IGNORECASE))
+        # (its lines as written, not an unparse of the tree: asked once per loader)
+        lines = fn.file.lines[node.lineno - 1:getattr(node, "end_lineno", node.lineno)]
+        return any("accelerat" in line.lower() for line in lines)
 
     def _prepared_here(self, fn: Function, call: ast.Call, name: str, fields: dict, names: set) -> bool:
         """The loader bound to `name` is what a prepare() call was handed: a plain name anywhere,

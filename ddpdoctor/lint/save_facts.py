@@ -553,19 +553,8 @@ class SaveFacts:
         there with no rank test are every rank's."""
         if fn.name not in ("save_model", "_save") or fn.cls is None:
             return False
-        todo, seen = [fn.cls], set()
-        while todo:
-            klass = todo.pop()
-            if id(klass) in seen:
-                continue
-            seen.add(id(klass))
-            imports = klass.module.imports if getattr(klass, "module", None) is not None else {}
-            for base in klass.bases:
-                full = imports.get(base.split(".")[0], base)
-                if (full + base[len(base.split(".")[0]):]).startswith("transformers") and base.endswith("Trainer"):
-                    return True
-            todo.extend(self.program.bases(klass))
-        return False
+        return any(b.startswith(("transformers.", "trl.")) and b.endswith("Trainer")
+                   for b in self.program.library_bases(fn.cls))
 
     def _unwrapped_save(self, fn: Function, call: ast.Call) -> bool:
         """`accelerator.unwrap_model(model).save_pretrained(dir)` (or `model.module....`) in a
