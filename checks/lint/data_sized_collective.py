@@ -65,6 +65,9 @@ def data_sized_collective(facts: LintFacts) -> list[Problem] | Skipped:
                        "happen to agree")
             hint = ("make the size independent of the data (torch.bincount(x, minlength=num_classes)) "
                     "or agree on it first: all_reduce(MAX) of the length, then pad")
+            if found.op.startswith("accelerator."):
+                hint = ("pad to the longest rank's size first: `t = accelerator.pad_across_processes(t, dim=0)`, "
+                        f"then {found.op} (drop the padding rows after it), or make the size independent of the data")
         problems.append(Problem(
             message=message, hint=hint, location=found.location,
             evidence={"op": found.op, "source": found.source,

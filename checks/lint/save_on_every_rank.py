@@ -78,8 +78,11 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
     ) for save, more in node_local] + [Problem(
         message=(f"{_written(save)} at {save.location}{_and(more)} runs on every rank ({save.reason}): "
                  "all ranks write the same file at once"),
-        hint="save on one rank only: `if dist.get_rank() == 0: torch.save(...)`, then dist.barrier() "
-             "on every rank before anyone reads it",
+        hint=("tell it which process writes: `save_pretrained(dir, is_main_process=accelerator.is_main_process)` "
+              "(or `dist.get_rank() == 0`), or call it under that test; then a barrier before anyone reads it"
+              if (save.call or "").endswith("save_pretrained") else
+              "save on one rank only: `if dist.get_rank() == 0: torch.save(...)`, then dist.barrier() "
+              "on every rank before anyone reads it"),
         location=save.location,
         evidence=_also({"path": save.path_text, "why": save.reason}, more),
     ) for save, more in every]
