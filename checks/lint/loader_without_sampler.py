@@ -69,7 +69,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                 for x, y in loader:
                     ...
     """
-    if facts.distributed is None:
+    # a script Accelerate runs whose training loader no accelerator.prepare() takes (the
+    # prepared copy thrown away, or only the model and optimizer prepared): nothing inserts a sampler
+    unprepared = facts.framework == "accelerate" and any(
+        getattr(loader, "unprepared", False) and loader.trains for loader in facts.loaders)
+    if facts.distributed is None and not unprepared:
         return Skipped("the script sets up no process group")
     # a script that runs under Accelerate on one side of a switch and wraps its own DDP model on
     # the other (coqui's Trainer: `use_accelerate`) is judged on its DDP side
@@ -80,13 +84,15 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
     # loader, built where no Accelerator is in sight and never prepared, is judged
     apart = facts.framework == "accelerate" and "init_process_group" in (facts.distributed_how or "") and any(
         getattr(loader, "apart_from_accelerate", False) for loader in facts.loaders)
-    if facts.framework is not None and not both and not apart:
+    if facts.framework is not None and not both and not apart and not unprepared:
         return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
     problems = []
     for loader in facts.loaders:
         if loader.sampler not in ("none", "plain") or loader.unseen_options or loader.handed_to_framework:
             continue
-        if apart and not both and not getattr(loader, "apart_from_accelerate", False):
+        alone = unprepared and getattr(loader, "unprepared", False) and loader.trains
+        if facts.framework is not None and not both and not alone and \
+                not (apart and getattr(loader, "apart_from_accelerate", False)):
             continue  # Accelerate's own loaders
         if both and not getattr(loader, "prepared_under", ""):
             continue  # prepared on every way, or never on a DDP path the source shows
@@ -107,10 +113,16 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         what = f"`{loader.name}`" if loader.name else "a DataLoader"
         sampler = (f"sampler={loader.sampler_text} (a {loader.sampler_class or 'plain sampler'}, not a "
                    "DistributedSampler)" if loader.sampler == "plain" else "no sampler")
-        message = (f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
-                   f"in a script that sets up a process group ({facts.distributed_how} at "
-                   f"{facts.distributed}): every rank iterates the whole dataset, the same "
-                   "batches where the ranks are seeded alike")
+        if alone and not both and not (apart and getattr(loader, "apart_from_accelerate", False)):
+            message = (f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
+                       "and no accelerator.prepare() takes it (what is prepared is the model, the optimizer, "
+                       "or a copy whose result is thrown away), so Accelerate inserts no sampler: every "
+                       "process iterates the whole dataset, the same batches where the processes are seeded alike")
+        else:
+            message = (f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
+                       f"in a script that sets up a process group ({facts.distributed_how} at "
+                       f"{facts.distributed}): every rank iterates the whole dataset, the same "
+                       "batches where the ranks are seeded alike")
         if not loader.trains:
             message = f"if {what} feeds training (no loop running backward over it was found): {message}"
         if getattr(loader, "index_ignored", False) and \
@@ -145,7 +157,7 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),
             location=loader.location,
             evidence={"loader": loader.name, "dataset": loader.dataset_text, "sampler": loader.sampler_text or None,
-                      "process_group": str(facts.distributed)},
+                      "process_group": str(facts.distributed) if facts.distributed is not None else facts.framework},
         ))
     return problems
 

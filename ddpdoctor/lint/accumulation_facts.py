@@ -640,6 +640,9 @@ class AccumulationFacts:
             return False
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         name = test.operand if negated else test
+        if isinstance(name, ast.Name) and name.id not in fn.params:
+            made = self._closure_constant(fn, call, caller, name.id)
+            return None if made is None else bool(made) != negated
         if not isinstance(name, ast.Name) or name.id not in fn.params:
             return None
         passed = argument_at(fn, call, name.id)
@@ -651,6 +654,23 @@ class AccumulationFacts:
         if len({bool(v) for v in given}) != 1:
             return "either"  # a training way and an evaluating way in: each takes its side
         return bool(next(iter(given))) != negated
+
+    def _closure_constant(self, fn: Function, call: ast.Call, caller: Function, name: str):
+        """`train_step = get_step_fn(True, ...)` then `train_step(state, x)`, the nested step_fn
+        testing `if train:`, a parameter of the factory it closes over: the constant the call
+        that built this closure gave it (None when not such a closure or not a constant)."""
+        factory = fn.parent
+        if factory is None or factory.node is None or isinstance(factory.node, ast.Module) or \
+                name not in factory.params or name in fn.bindings or call.func.__class__ is not ast.Name:
+            return None
+        found = self.program.lookup(call.func.id, caller)
+        if len(found) != 1 or not isinstance(found[0][1], ast.Call):
+            return None
+        built, scope = found[0][1], found[0][2]
+        if factory not in self.program.resolve(built.func, scope)[0]:
+            return None
+        given = argument_at(factory, built, name)
+        return given.value if isinstance(given, ast.Constant) else None
 
     def _through(self, call: ast.Call, fn: Function, depth: int, pred) -> bool:
         if depth <= 0:

@@ -69,7 +69,25 @@ LIBRARY_SETUPS = frozenset({"mmcv.runner.init_dist", "mmcv.runner.dist_utils.ini
                             "mmengine.dist.utils.init_dist",
                             # Colossal-AI's launchers set up the default process group (FastFold)
                             "colossalai.launch", "colossalai.launch_from_torch", "colossalai.launch_from_slurm",
-                            "colossalai.launch_from_openmpi"})
+                            "colossalai.launch_from_openmpi",
+                            # audiotools' Accelerator (DAC and the codecs built on it) calls
+                            # init_process_group when the launcher set LOCAL_RANK
+                            "audiotools.ml.Accelerator", "audiotools.ml.accelerator.Accelerator"})
+
+
+def _unbound(program, func: ast.AST, fn) -> Optional[str]:
+    """`Accelerator = argbind.bind(ml.Accelerator, without_prefix=True)` then `Accelerator()`:
+    argbind's bind hands back the callable it was given (its defaults read from the command
+    line), so the call is the library's. Its full name, or None."""
+    if func.__class__ is not ast.Name:
+        return None
+    found = program.lookup(func.id, fn)
+    if len(found) != 1:
+        return None
+    value, scope = found[0][1], found[0][2]
+    if isinstance(value, ast.Call) and value.args and program.qualify(value.func, scope) == "argbind.bind":
+        return program.qualify(value.args[0], scope)
+    return None
 
 
 def _engine_setup(call: ast.Call, full: str) -> bool:
@@ -113,7 +131,7 @@ def build(program: Program, script: str) -> LintFacts:
     for fn, call, _, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
         name = last_name(call.func) or ""
-        sets_up = name in SETUP_CALLS or _engine_setup(call, full)
+        sets_up = name in SETUP_CALLS or _engine_setup(call, _unbound(program, call.func, fn) or full)
         if (sets_up or program.ddp_call(call, fn)) and builder.switched_off(fn, call):
             off.add(id(call))  # under `if is_distributed:` with the flag left False on every way in
             continue

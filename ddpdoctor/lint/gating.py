@@ -50,6 +50,46 @@ def decorator_test(program: Program, fn: Function) -> Optional[RankTest]:
     return None
 
 
+def rebound_test(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[RankTest, ast.AST]]:
+    """The decorator applied by hand: `checkpoint = when(lambda: accel.local_rank == 0)(checkpoint)`
+    (DAC's idiom, with `global checkpoint` in the training function) before the call: the call
+    runs the function under the predicate. (The test and the rebinding, or None.) The rebinding
+    must be a module-level one or sit above the call in the same function: a later one does not
+    gate this call."""
+    func = call.func
+    if func.__class__ is not ast.Name:
+        return None
+    for line, value, scope in program.lookup(func.id, fn):
+        if scope.node.__class__ is not ast.Module and not (scope is fn and line < call.lineno):
+            continue
+        test = wrap_test(program, value, scope)
+        if test is not None:
+            return test, value
+    return None
+
+
+def wrap_test(program: Program, value: ast.AST, where: Function) -> Optional[RankTest]:
+    """`when(lambda: rank == 0)(fn)`: a decorator handed a rank predicate, applied to one
+    function by a call; the rank test it gates that function on, or None. The function handed
+    in is no reference a library runs on every rank: it runs where the predicate holds."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and len(value.args) == 1
+            and isinstance(value.args[0], ast.Name)):
+        return None
+    factory = value.func
+    for slot, arg in [*enumerate(factory.args), *((kw.arg, kw.value) for kw in factory.keywords)]:
+        if not (isinstance(arg, ast.Lambda) and not arg.args.args and not arg.args.vararg):
+            continue
+        test = program.ranks.guard(arg.body, where)
+        gates = _gates_on(program, factory.func, where, slot) if test is not None else False
+        if gates is False:
+            continue
+        if gates is None:
+            assumption = f"`{text(factory.func)}` runs the function only where its predicate holds"
+            test = replace(test, assumption="; ".join(a for a in (test.assumption, assumption) if a))
+        return replace(test, text=text(factory))
+    return None
+
+
 def _wrapper_test(program: Program, deco: ast.AST, where: Function) -> Optional[RankTest]:
     """The rank test a local decorator's wrapper calls the decorated function under, read from
     its code (BasicSR's `master_only`: `def wrapper(*args, **kwargs): rank, _ = get_dist_info();

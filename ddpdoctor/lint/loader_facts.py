@@ -81,6 +81,10 @@ class LoaderFact:
     # in a script Accelerate runs, built and read where no Accelerator is in sight (its class or
     # function never names one) and never prepared: the script's own process-group run's loader
     apart_from_accelerate: bool = False
+    # in a script Accelerate runs, never handed to a prepare() that the source shows whole (every
+    # prepare() takes named objects of its own function): no sampler is inserted, and a training
+    # loop that iterates it reads the whole dataset on every process
+    unprepared: bool = False
 
 
 @dataclass
@@ -212,10 +216,13 @@ class LoaderFacts:
         # class's own `self.loader` (an FSDP trainer beside an Accelerate one) is not prepared
         prepared_fields: dict[str, set] = {}
         prepared_names: set[str] = set()
+        unseen = False  # a prepare() whose arguments the source does not name here
         for fn, call, _, _ in self.calls():
-            if last_name(call.func) == "prepare" and isinstance(call.func, ast.Attribute):
+            if last_name(call.func) in ("prepare", "prepare_data_loader") and isinstance(call.func, ast.Attribute):
                 conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
                 dropped = _dropped_results(fn, call)
+                unseen = unseen or bool(call.keywords) or any(_unseen_prepared(arg, fn) for index, arg
+                                                              in enumerate(call.args) if index not in dropped)
                 for index, arg in enumerate(call.args):
                     if index in dropped:
                         continue  # `model, opt, _ = accelerator.prepare(model, opt, loader)`: the original is read
@@ -252,6 +259,8 @@ class LoaderFacts:
             classes = {last_name(v.func) for v in plain}
             handed = bool(name) and name in prepared and self._prepared_here(fn, call, name, prepared_fields,
                                                                              prepared_names)
+            # (a builder's loader is prepared under the name its callers bind it to)
+            handed = handed or (framework == "accelerate" and bool(name) and bool(self._names_outside(fn, name) & prepared))
             found.append(LoaderFact(
                 seeded_alike=self._seeded_alike(),
                 sequential=sampler is not None and _sequential(self.program, sampler, fn),
@@ -289,8 +298,17 @@ class LoaderFacts:
                 evaluation=evaluation,
                 prepared_by="accelerate" if framework == "accelerate" and handed else None,
                 prepared_under=switched.get(name, "") if name else "",
-                apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn)))
+                apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn),
+                unprepared=framework == "accelerate" and not handed and not unseen and bool(prepared)
+                and not any(n is call for c in self._prepare_calls() for n in walk(c))))
         return found
+
+    def _prepare_calls(self) -> list:
+        """Every `x.prepare(...)` / `x.prepare_data_loader(...)` call of the program."""
+        if not hasattr(self, "_prepares"):
+            self._prepares = [call for _, call, _, _ in self.calls() if isinstance(call.func, ast.Attribute)
+                              and call.func.attr in ("prepare", "prepare_data_loader")]
+        return self._prepares
 
     def _near_accelerator(self, fn: Function) -> bool:
         """fn (or the class it is a method of) names an Accelerator anywhere in its text."""
@@ -835,7 +853,8 @@ class LoaderFacts:
                     again = -1
                 if again is not None and self._bound_by_callers(caller, again, names, None, loops, depth - 1):
                     return True
-            if depth > 1 and not bound and position in (None, -1) and caller is not fn and any(
+            # (`return get_loaders_eval(...)`: the whole value, a tuple's items where they were)
+            if depth > 1 and not bound and caller is not fn and any(
                     isinstance(n, ast.Return) and n.value is event.node for n in caller.own) \
                     and self._bound_by_callers(caller, position, names, None, loops, depth - 1):
                 return True
@@ -1898,6 +1917,20 @@ def _set_epoch_handed_on(fn: Function) -> list[ast.Attribute]:
     called = {id(n.func) for n in fn.own if isinstance(n, ast.Call)}
     return [n for n in fn.own if isinstance(n, ast.Attribute) and n.attr == "set_epoch"
             and isinstance(n.ctx, ast.Load) and id(n) not in called]
+
+
+def _unseen_prepared(arg: ast.AST, fn: Function) -> bool:
+    """A prepare() argument that may be a loader the source names elsewhere: a spread, a
+    parameter handed in (`def setup(acc, loader): return acc.prepare(loader)`), or anything but
+    a name, a field, or a copy of one (`deepcopy(loader)`: the copy is prepared, not loader)."""
+    if isinstance(arg, ast.Call) and last_name(arg.func) in ("deepcopy", "copy") and len(arg.args) == 1:
+        return _unseen_prepared(arg.args[0], fn)
+    if isinstance(arg, ast.Name):
+        return arg.id in fn.params or arg.id in fn.kwonly
+    if isinstance(arg, ast.Attribute):
+        return not isinstance(arg.value, ast.Name)  # `self.loader`, `trainer.loader`
+    # (`prepare(DataLoader(ds, ...))` prepares that loader, built right there)
+    return not (isinstance(arg, ast.Call) and last_name(arg.func) == "DataLoader")
 
 
 def _dropped_results(fn: Function, call: ast.Call) -> set[int]:

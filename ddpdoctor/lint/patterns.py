@@ -217,7 +217,7 @@ def is_save(program: Program, call: ast.Call, fn: Function) -> bool:
     """The call writes a checkpoint file on the rank that runs it: torch.save (whatever it was
     imported as), safetensors' save_file / save_model, a model's `save_pretrained(dir)`
     (transformers, PEFT, diffusers write on every rank that calls it unless told
-    `is_main_process=`). Not Accelerate's save / save_state / save_model nor a transformers
+    `is_main_process=`), audiotools' `save_to_folder(dir)`. Not Accelerate's save / save_state / save_model nor a transformers
     Trainer's save_model: they write from the main process themselves."""
     return save_call(program, call, fn) is not None
 
@@ -233,6 +233,11 @@ def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
             not (_GATED_SAVE & _given_keywords(program, call, fn)) and not program.resolve(call.func, fn)[0] \
             and not _SIDE_FILES.search(last_name(call.func.value) or ""):
         return f"{text(call.func.value, 40)}.save_pretrained"
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "save_to_folder" and \
+            not program.resolve(call.func, fn)[0]:
+        # audiotools' BaseModel.save_to_folder(folder, extra): torch.save of the weights (and
+        # the extras) into the folder on every process that calls it (DAC and the codecs built on it)
+        return f"{text(call.func.value, 40)}.save_to_folder"
     return None
 
 
@@ -272,7 +277,7 @@ def _given_keywords(program: Program, call: ast.Call, fn: Function) -> set[str]:
 
 def save_path(call: ast.Call, how: str) -> Optional[ast.AST]:
     """Where a save call writes: torch.save's second argument, save_pretrained's first."""
-    if how.endswith("save_pretrained"):
+    if how.endswith(("save_pretrained", "save_to_folder")):
         return call.args[0] if call.args else keyword(call, "save_directory")
     if how.endswith(("save_file", "save_model")):
         return call.args[1] if len(call.args) > 1 else keyword(call, "filename")

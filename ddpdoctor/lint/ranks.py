@@ -22,6 +22,7 @@ import re
 from dataclasses import replace
 from typing import Any, Optional
 
+from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import default_truth
 from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dispatched, dotted, env_key, is_const,
@@ -42,7 +43,7 @@ RANK_NAME = re.compile(
 # The spellings of "this is the main / zero rank", for names the source does not explain.
 MAIN_FLAG = re.compile(
     r"^(?:is_)?(?:global_|local_)?(?:master|main|chief|leader)(?:_process|_rank|_proc|_node|_worker)$"
-    r"|^is_(?:global_|local_)?(?:master|main|chief|leader|root)(?:_process|_rank|_proc|_node|_worker)?$"
+    r"|^is_(?:global_|local_)?(?:master|main|chief|leader|root|primary)(?:_process|_rank|_proc|_node|_worker)?$"
     r"|^master_process$|^is_(?:global_|local_)?(?:rank_?)?zero$|^(?:is_)?rank_?zero$|^is_world_process_zero$"
     r"|^is_local_process_zero$|^is_master_ordinal$|^is_logging_rank$|^is_global_zero$"
     # (a Hugging Face TrainingArguments' `should_save`: true on the process that writes)
@@ -328,6 +329,13 @@ class RankFlow:
         program = self.program
         if isinstance(node, ast.Name):
             found = program.lookup(node.id, fn)
+            if found and found[0][2] is fn and fn.node is not None and len(found) > 1:
+                # `rank = dist.get_rank()` then `rank = rank % torch.cuda.device_count()`: the
+                # binding the flow brings to this read decides, not every one the name has
+                flow = reaching.reaching_values(fn.node, node.id, node)
+                if flow:
+                    kept = {id(v) for v in flow}
+                    found = [bound for bound in found if id(bound[1]) in kept] or found
             if found:
                 return [(value, scope) for _, value, scope in found]
             passed = program._passed(node.id, fn)

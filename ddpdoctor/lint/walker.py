@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpdoctor.lint import patterns
-from ddpdoctor.lint.gating import decorator_test
+from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
 from ddpdoctor.lint.nodes import children, param_defaults
 from ddpdoctor.lint.patterns import RankTest, last_name, text
 
@@ -385,6 +385,10 @@ class Walker:
     def call(self, call: ast.Call, guards: tuple[Guard, ...], loops: int) -> None:
         program, fn = self.program, self.fn
         line = call.lineno
+        if call.func.__class__ is ast.Name:
+            rebound = rebound_test(program, call, fn)
+            if rebound is not None:  # `checkpoint = when(lambda: rank == 0)(checkpoint)` above
+                guards = guards + (Guard(rebound[0], fn.file.display, rebound[1].lineno, id(rebound[1]), "body"),)
         fn.calls.append((call, guards, loops))
         conds = tuple(c for said in self.conds for c in said.said()) if self.conds else ()
         if conds:  # the plain tests around every call, for rules on calls that are not events
@@ -417,6 +421,8 @@ class Walker:
             handed = [(kw.arg, kw.value) for kw in call.keywords if kw.arg == "args"]
             passed += [(slot, unwrapped) for slot, value in handed if isinstance(value, (ast.Tuple, ast.List))
                        for item in value.elts for unwrapped in partial_target(program, item, fn)]
+        if passed and wrap_test(program, call, fn) is not None:
+            passed = []  # `when(lambda: rank == 0)(checkpoint)`: gated where the result is called
         for slot, arg in passed:
             refs = program.reference(arg, fn) or _bound_method(program, arg, fn)
             if refs and targets and not any(_calls_param(t, slot) for t in targets):
