@@ -1172,6 +1172,13 @@ class LoaderFacts:
                 # one built in a loop over evaluation sets (`test_sampler` per benchmark) by a
                 # function that runs once
                 across = False
+            if across and feeds is None and names and all(EVAL_NAME.search(n) and not TRAIN_NAME.search(n)
+                                                          for n in names) \
+                    and not any(self._trains(fn, n) for n in names):
+                # `val_sampler` feeding a library's loader (`val_dataset.loader(bs, sampler=...)`,
+                # no DataLoader facts): named for evaluation by every name it has, read by no
+                # training loop: an evaluation visits every sample whatever the order
+                across = False
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             under = ""
             if matched_calls and all(ranked.get(id(c)) for c in matched_calls):

@@ -653,6 +653,12 @@ def _step_draws(program, step: Function, depth: int) -> bool:
         if program.is_function(t) and not isinstance(t.node, ast.Module) and t.cls is None and t is not step)
 
 
+def _stored_items(fn: Function, name: str) -> list:
+    """(key, value) of each `name[key] = value` in fn: the items a dict gets after it is made."""
+    return [(t.slice, stmt.value) for stmt in fn.own if stmt.__class__ is ast.Assign for t in stmt.targets
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name]
+
+
 def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
     """`shown` gets each local class or builder the values lead to."""
     if isinstance(node, ast.Name) and any(
@@ -672,14 +678,21 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             return True
         if depth <= 0:
             continue
-        if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
-            # `datasets["train"]` of `datasets = {"train": train_set, ...}`
+        if isinstance(value, ast.Subscript):
+            # `datasets["train"]` of `datasets = {"train": train_set, ...}`; `datasets[i]` in
+            # `{i: DataLoader(datasets[i], ...) for i in splits}`: one call builds a loader of each
+            # item, so any item that draws is drawn from in that call's workers
+            named = value.slice.value if isinstance(value.slice, ast.Constant) else None
             for held, where in program.values_of(value.value, scope, 2):
-                if isinstance(held, ast.Dict):
-                    for key, item in zip(held.keys, held.values):
-                        if isinstance(key, ast.Constant) and key.value == value.slice.value and \
-                                _random_in(program, item, where, depth - 1, shown):
-                            return True
+                items = list(zip(held.keys, held.values)) if isinstance(held, ast.Dict) else \
+                    [(None, held.value)] if isinstance(held, ast.DictComp) else []
+                if isinstance(held, (ast.Dict, ast.DictComp)) and isinstance(value.value, ast.Name):
+                    # `datasets["pretrain"] = Custom(...)` after the literal: an item set by key
+                    items += _stored_items(where, value.value.id)
+                for key, item in items:
+                    if (named is None or key is None or (isinstance(key, ast.Constant) and key.value == named)) \
+                            and _random_in(program, item, where, depth - 1, shown):
+                        return True
             continue
         if isinstance(value, (ast.Name, ast.Attribute)) or (
                 isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args):
@@ -754,7 +767,7 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
         # `ConcatDataset([Coco(...), Vqa(...)])`: each dataset the list holds
         given += [elt for arg in given if isinstance(arg, (ast.List, ast.Tuple)) for elt in arg.elts]
         if any(_random_in(program, arg, scope, depth - 1, into)
-               for arg in given if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))):
+               for arg in given if isinstance(arg, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))):
             return True
     return False
 

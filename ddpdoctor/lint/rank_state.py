@@ -608,6 +608,17 @@ def _item_flags(program, fn: Function) -> frozenset:
     return found
 
 
+def _read_from_file(program, node: ast.AST, fn: Function) -> bool:
+    """`checkpoint["step"]` of `checkpoint = torch.load(path)`: a number every rank reads from the
+    same file (the resumed step), not one its own batches made."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return False
+    bound = [v for _, v, scope in program.lookup(node.id, fn) if scope is fn]
+    return bool(bound) and all(isinstance(v, ast.Call) and program.qualify(v.func, fn) == "torch.load" for v in bound)
+
+
 def _item_names(program, fn: Function) -> frozenset:
     """The names fn binds from `.item()` of a tensor no collective in fn is handed (directly or
     through other such names: `total += loss.item()`, `val_loss = total / n`)."""
@@ -645,7 +656,8 @@ def _item_names(program, fn: Function) -> frozenset:
             if used & shared:
                 continue
             items = any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr == "item"
-                                                     and not c.args or _returns_item(program, c, fn))
+                                                     and not c.args and not _read_from_file(program, c.func.value, fn)
+                                                     or _returns_item(program, c, fn))
                         for c in walk(value))
             if items or used & names:
                 names.add(name)

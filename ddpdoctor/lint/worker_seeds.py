@@ -15,7 +15,8 @@ Not reported, since each depends on the rank or may: a seed with a rank in it (`
 (`torch.initial_seed()`, `get_worker_info().seed`, `np.random.get_state()`, a draw from numpy's
 generator: torch seeds those per worker from the rank's generator), a value of unknown origin
 (a parameter of an enclosing function, a call to a helper, an imported name), and true entropy
-(`uuid`, `os.urandom`, `time`).
+(`uuid`, `os.urandom`, `time.time_ns()`). `int(time.time())` is no entropy: whole seconds, the
+same in every worker the ranks start together.
 
 Only the files' syntax trees are read (lint/sources.SourceFile), like lint/data_sized.py.
 """
@@ -181,6 +182,10 @@ class _Judge:
                         if not (foreign and id(v) in self.files.self_attrs)), default=_GLOBAL)
         if isinstance(node, ast.Call):
             name = last_name(node.func) or ""
+            if name in ("int", "round") and len(node.args) == 1 and _whole_seconds(node.args[0]):
+                # `np.random.seed(int(time.time()))`: the clock in whole seconds, the same in
+                # every worker of every rank started within that second (they all start together)
+                return _GLOBAL
             if name in DERIVED:
                 return _PER_RANK  # the worker's own state or entropy: torch seeds it per worker
             if name not in PURE:
@@ -248,6 +253,12 @@ class _Judge:
             else:
                 worst = max(worst, self.value(given, self.files.owner.get(id(call)) or source.tree, depth + 1))
         return worst
+
+
+def _whole_seconds(node: ast.AST) -> bool:
+    """`time.time()` itself (not scaled to milliseconds first): what int() of it keeps is the second."""
+    return isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) and \
+        node.func.attr == "time" and isinstance(node.func.value, ast.Name) and node.func.value.id == "time"
 
 
 def _seeding_calls(fn: ast.AST) -> Iterator[ast.Call]:
