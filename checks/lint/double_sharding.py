@@ -13,7 +13,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
     What it detects:
         A DistributedSampler on data that is sharded a second time: a DataLoader with a
         DistributedSampler handed to `accelerator.prepare()` (Accelerate shards every
-        prepared loader again), or a DistributedSampler over a dataset that already depends
+        prepared loader again; so does a prepared loader over a dataset that keeps its own
+        rank's share), or a DistributedSampler over a dataset that already depends
         on the rank (`DistributedSampler(x[rank::world])`, over `random_split(...)[rank]`,
         over `ds.shard(world, rank)`).
 
@@ -43,6 +44,18 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                      "accelerator.prepare() shard it",
                 location=loader.location,
                 evidence={"loader": loader.name, "sampler": loader.sampler_text, "by": "accelerate"}))
+        elif loader.sampler in ("none", "plain") and loader.prepared_by == "accelerate" and (
+                loader.sharded_by_rank or getattr(loader, "keeps_rank_share", False)):
+            # the dataset keeps this rank's share itself (`items[rank::world]`, a class that
+            # filters by the process index), and Accelerate shards the prepared loader again
+            problems.append(Problem(
+                message=(f"`{loader.name}` at {loader.location} reads `{loader.dataset_text}`, which already "
+                         "depends on the rank, and is handed to accelerator.prepare(), which shards it again: "
+                         "each rank sees about dataset / world² samples"),
+                hint="shard once: give the loader the whole dataset and let accelerator.prepare() shard it, "
+                     "or keep the hand-made shard and do not prepare the loader",
+                location=loader.location,
+                evidence={"loader": loader.name, "dataset": loader.dataset_text, "by": "accelerate"}))
     for sampler in facts.samplers:
         if sampler.sharded_by_rank:
             problems.append(Problem(

@@ -25,7 +25,12 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         script that runs Accelerate on one side and sets up its own process group on another
         (`--strategy fsdp` spawning ranks whose own trainer builds its loader) has that
         trainer's loader judged, as a warning, where it is built apart from any Accelerator
-        and no `accelerator.prepare()` takes it.
+        and no `accelerator.prepare()` takes it. Under Accelerate, a training loader of a
+        stored dataset that no `prepare()` takes, where every `prepare()` names what it is
+        handed (only the model and the optimizer, or a `deepcopy` of the loader whose result
+        is thrown away), gets no sampler from Accelerate: an error like any unsharded
+        training loader (not a TensorDataset of tensors the run made: rollouts a rank
+        generated are its own).
 
         An error when a loop that runs backward iterates the loader (it is the training
         loader); a warning, saying so, when only its name says "train". A DataLoader whose
@@ -151,7 +156,7 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                        f"(the other side handles the process group's switch, this one does not): {message}")
         problems.append(Problem(
             severity=None if loader.trains and not configured and not getattr(loader, "index_ignored", False)
-            and not replacement and not both and not apart else Severity.WARNING,
+            and not replacement and not both and (not apart or alone) else Severity.WARNING,
             message=message,
             hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),

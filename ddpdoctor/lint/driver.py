@@ -49,6 +49,7 @@ def gather(script: str) -> LintFacts:
                      f"f-string quoting, which this interpreter cannot parse: read as `pass`"
                      for f in program.sources if getattr(f.tree, "skipped_lines", None))
         paths += program.sources[0].hydra_configs if program.sources else []  # (a changed config is a miss)
+        paths += program.__dict__.get("_pin_files", [])  # (and so is a changed version pin)
         program.release()
     finally:
         if collecting:

@@ -39,6 +39,9 @@ LISTS_ITS_OWN = re.compile(r"\bglob\(|\blistdir\(|\bscandir\(|\biterdir\(|\brglo
 WRAPS = re.compile(r"\biter\(self\.|\bfrom self\.|\.as_numpy_iterator\(")
 DRAWS = re.compile(r"\brandom\b|\brand(?:n|int|perm)?\(|\.normal\(|\.uniform\(")
 SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
+# A map-style dataset keeping one rank's share of its items: `if count % world == rank:` while it
+# lists them, or `items[rank::world]`
+KEEPS_RANK_SHARE = re.compile(r"%\s*[\w.]+\s*==\s*[\w.]*(?:rank|process_index)\b|\[\s*[\w.]*rank\w*\s*::", re.IGNORECASE)
 
 
 @dataclass
@@ -85,6 +88,8 @@ class LoaderFact:
     # prepare() takes named objects of its own function): no sampler is inserted, and a training
     # loop that iterates it reads the whole dataset on every process
     unprepared: bool = False
+    # its dataset is a local map-style class that keeps one rank's share of the items itself
+    keeps_rank_share: bool = False
 
 
 @dataclass
@@ -260,7 +265,8 @@ class LoaderFacts:
             handed = bool(name) and name in prepared and self._prepared_here(fn, call, name, prepared_fields,
                                                                              prepared_names)
             # (a builder's loader is prepared under the name its callers bind it to)
-            handed = handed or (framework == "accelerate" and bool(name) and bool(self._names_outside(fn, name) & prepared))
+            handed = handed or (framework == "accelerate" and bool(name) and
+                                bool((self._names_outside(fn, name) - {name}) & prepared))
             found.append(LoaderFact(
                 seeded_alike=self._seeded_alike(),
                 sequential=sampler is not None and _sequential(self.program, sampler, fn),
@@ -299,9 +305,41 @@ class LoaderFacts:
                 prepared_by="accelerate" if framework == "accelerate" and handed else None,
                 prepared_under=switched.get(name, "") if name else "",
                 apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn),
+                keeps_rank_share=handed and dataset is not None and self._keeps_rank_share(dataset, fn),
                 unprepared=framework == "accelerate" and not handed and not unseen and bool(prepared)
+                and dataset is not None and self._stored_dataset(dataset, fn)
                 and not any(n is call for c in self._prepare_calls() for n in walk(c))))
         return found
+
+    def _stored_dataset(self, dataset: ast.AST, fn: Function) -> bool:
+        """Every dataset the loader may get is read from storage: a local Dataset class, a
+        library's `...Dataset(...)` or `load_dataset(...)`; not a TensorDataset of tensors the
+        run made (AlpacaFarm's rollouts, each rank's own and not prepared on purpose)."""
+        values = self.program.values_of(dataset, fn)
+        if not values:
+            return False
+        for value, scope in values:
+            if not isinstance(value, ast.Call):
+                return False
+            name = last_name(value.func) or ""
+            if name == "TensorDataset":
+                return False
+            if not (isinstance(self.program._callee_symbol(value.func, scope), Klass) or name.endswith("Dataset")
+                    or name == "load_dataset"):
+                return False
+        return True
+
+    def _keeps_rank_share(self, dataset: ast.AST, fn: Function) -> bool:
+        """Every dataset the loader may get is a local map-style class whose code keeps one
+        rank's share of the items (KEEPS_RANK_SHARE), not a stream."""
+        classes = []
+        for value, scope in self.program.values_of(dataset, fn):
+            target = self.program._callee_symbol(value.func, scope) if isinstance(value, ast.Call) else None
+            if not isinstance(target, Klass) or any("Iterable" in b or "IterDataPipe" in b for b in target.bases):
+                return False
+            classes.append(target)
+        return bool(classes) and all(
+            KEEPS_RANK_SHARE.search(ast.get_source_segment("\n".join(k.file.lines), k.node) or "") for k in classes)
 
     def _prepare_calls(self) -> list:
         """Every `x.prepare(...)` / `x.prepare_data_loader(...)` call of the program."""
@@ -335,7 +373,15 @@ class LoaderFacts:
     def _names_outside(self, fn: Function, name: str) -> set[str]:
         """The names a loader bound to `name` in fn is known by where it is read: a builder's own
         local that it returns (`loader = DataLoader(...)`; `return loader`) is whatever its callers
-        bind the call to, not every `loader` of the program (VL-T5's `predict(self, loader)`)."""
+        bind the call to, not every `loader` of the program (VL-T5's `predict(self, loader)`); an
+        item of a returned tuple (`return train_loader, val_loader`) is what the callers unpack there."""
+        position = None if isinstance(fn.node, ast.Module) or "." in name else next(
+            (i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
+             for i, elt in enumerate(n.value.elts) if isinstance(elt, ast.Name) and elt.id == name), None)
+        if position is not None:
+            unpacked = {_unpacked_at(c, e.node, position) for c, e in self.callers().get(fn, [])
+                        if isinstance(e.node, ast.Call)} - {""}
+            return unpacked or {name}
         if isinstance(fn.node, ast.Module) or "." in name or not (name == fn.name or any(
                 isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == name for r in fn.own)):
             return {name}  # (`return DataLoader(...)`: bound_name says the builder's own name)
@@ -811,12 +857,18 @@ class LoaderFacts:
         names = self._training_names()
         if among is None and call is not None and not split and id(call) in self._train_calls:
             return True  # `for x, y in DataLoader(ds, shuffle=True):` built where it is iterated
-        if not name:
-            return False
         if split:
             names = self._split_names
         if among is not None:
             names = among
+        if not name and call is not None:
+            # `return DataLoader(train_ds, ...), DataLoader(val_ds, ...)`: the item a caller unpacks
+            position = next((i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
+                             for i, elt in enumerate(n.value.elts) if elt is call), None)
+            if position is not None:
+                return self._bound_by_callers(fn, position, names, call, among is None and not split)
+        if not name:
+            return False
         if (id(fn), name) in names:
             return True
         if any((id(target), param) in names for target, param in self._spawned_as(fn, name)):

@@ -27,7 +27,7 @@ from ddpdoctor.lint.fact_builder import _single_process
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
-                                     dotted, loader_call, text)
+                                     dotted, is_const, loader_call, text)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -1024,6 +1024,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         elif item.loops:
             if _key_presence(stmt.test):
                 continue  # `if "main" in out.keys():` asks which keys the code put there, not a value
+            if _loader_ran_out(builder.program, fn, stmt.test):
+                continue  # `nxt = next(it, None)` ... `if nxt is None: break`: the loader's end
             value = _from_the_forward(stmt.test, item.loops[-1], shared)
             if value is None and _checked_by_helper(builder, fn, stmt.test, item):
                 value = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) else stmt.test
@@ -1352,6 +1354,24 @@ def _ancestry(roots: set[str], sources: dict, shared: set[str]) -> set[str]:
         for value in sources.get(name, []):
             todo.extend(value_inputs(value) - seen)
     return seen
+
+
+def _loader_ran_out(program, fn: Function, test: ast.AST) -> bool:
+    """`if nxt is None:` (or `is not None`, `not nxt`) where every binding of nxt in fn is
+    `next(it, None)`: the None is the iterator's end, which ranks reading equal shards meet at
+    the same pass, not a number of their own batch."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        name = test.operand
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+            and is_const(test.comparators[0], None):
+        name = test.left
+    else:
+        return False
+    if not isinstance(name, ast.Name):
+        return False
+    bound = [v for _, v, scope in program.lookup(name.id, fn) if scope is fn]
+    return bool(bound) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "next"
+                               and len(v.args) == 2 and is_const(v.args[1], None) for v in bound)
 
 
 def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:

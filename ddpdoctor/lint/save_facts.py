@@ -13,6 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state, reaching, writes
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.pins import pinned_major
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.walker import partial_target
@@ -217,6 +218,10 @@ class SaveFacts:
         overridden = self._overridden_in_the_run(fn)
         if overridden:
             return SaveFact(where, path_text, False, overridden)
+        pin = self._save_called_on_main_only(fn)
+        if pin:
+            return SaveFact(where, path_text, False, f"a `_save` override, which transformers {pin[0]}.x's "
+                            f"save_model calls only where `args.should_save` holds (pinned in {pin[1]})")
         guarded = self.only_guarded(fn, inside=call)
         if guarded is False and self._only_on_failure(fn):
             return SaveFact(where, path_text, False,
@@ -555,6 +560,19 @@ class SaveFacts:
             return False
         return any(b.startswith(("transformers.", "trl.")) and b.endswith("Trainer")
                    for b in self.program.library_bases(fn.cls))
+
+    def _save_called_on_main_only(self, fn: Function) -> Optional[tuple[int, str]]:
+        """A Trainer subclass's `_save` in a project that pins transformers below 5: its
+        save_model runs `_save` only under `elif self.args.should_save:` (5.x calls it on every
+        process and tests inside the base `_save`). (The pinned major, the file), or None."""
+        if fn.name != "_save" or not self._trainer_save_override(fn) or not self.program.sources:
+            return None
+        major, path = pinned_major(self.program.sources[0].path, "transformers")
+        if path is not None:
+            self.program.__dict__.setdefault("_pin_files", []).append(str(path))
+        if major is None or major >= 5:
+            return None
+        return major, path.name
 
     def _unwrapped_save(self, fn: Function, call: ast.Call) -> bool:
         """`accelerator.unwrap_model(model).save_pretrained(dir)` (or `model.module....`) in a

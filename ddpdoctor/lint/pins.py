@@ -1,0 +1,80 @@
+"""The major version of a library the project pins beside its script.
+
+Some library behaviour a rule rests on changed between major versions (transformers 4.x's
+`Trainer.save_model` calls `_save` only where `args.should_save` holds; 5.x calls it on every
+process and tests inside). The project's own pin says which one its script runs: the first of
+requirements*.txt, requirements/*.txt, pyproject.toml, setup.py, setup.cfg, environment.yml found
+from the script's folder up to three folders above it. Read as text, bounded: a pin is a line
+`name==4.30.2`, `name~=4.30`, `name<5` / `name<=4.x`, or `"name>=4.2,<5"`; a lower bound alone
+says nothing of the major version and is no pin.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+# Files a project states its dependencies in, nearest folder first.
+PIN_FILES = ("requirements.txt", "requirements-train.txt", "requirements_train.txt", "pyproject.toml",
+             "setup.py", "setup.cfg", "environment.yml", "environment.yaml")
+MAX_BYTES = 256 * 1024  # a dependency list; anything larger is not read
+UP = 3  # folders above the script's
+
+
+def pinned_major(script: Path, package: str) -> tuple[Optional[int], Optional[Path]]:
+    """(the major version `package` is pinned to, the file that says so); (None, None) when no
+    file near the script pins it."""
+    spec = re.compile(rf"(?<![\w.-]){re.escape(package)}\s*(\[[^\]]*\])?\s*(?P<ops>(?:[<>=~!]=?\s*[\d*][\w.*]*\s*,?\s*)+)",
+                      re.IGNORECASE)
+    folder = script.resolve().parent
+    for _ in range(UP + 1):
+        for path in _candidates(folder):
+            major = _major(path, spec)
+            if major is not None:
+                return major, path
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return None, None
+
+
+def _candidates(folder: Path) -> list[Path]:
+    found = [folder / name for name in PIN_FILES]
+    sub = folder / "requirements"
+    if sub.is_dir():
+        try:
+            found += sorted(sub.glob("*.txt"))[:16]
+        except OSError:
+            pass
+    return [p for p in found if p.is_file()]
+
+
+def _major(path: Path, spec: re.Pattern) -> Optional[int]:
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    for match in spec.finditer(text):
+        major = _from_ops(match.group("ops"))
+        if major is not None:
+            return major
+    return None
+
+
+def _from_ops(ops: str) -> Optional[int]:
+    """`==4.30.2` -> 4, `~=4.30` -> 4, `<5` -> 4, `<=4.40` -> 4, `>=4.2,<5.0` -> 4; `>=4.2` -> None."""
+    for op, version in re.findall(r"([<>=~!]=?)\s*([\d*][\w.*]*)", ops):
+        number = re.match(r"\d+", version)
+        if number is None:
+            continue
+        value = int(number.group())
+        if op in ("==", "~=", "<="):
+            return value
+        if op == "<":
+            rest = version[number.end():].strip(".")
+            # `<5` / `<5.0`: below major 5; `<4.40`: within 4
+            return value - 1 if not rest or set(rest) <= {"0", "."} else value
+    return None

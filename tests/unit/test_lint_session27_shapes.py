@@ -1,0 +1,528 @@
+"""Shapes from session 27 (holdout 27, spent, and blind round 53), each with its healthy twin,
+written in our own words."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_round17_shapes import lint_plain
+from tests.unit.test_lint_round50_shapes import at, line_of
+
+
+# -------------------------------------------------- the binding the flow brings, not every binding
+NODE_RANK = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(model, rank):
+    model(torch.randn(2, 4)).sum().backward()
+    if rank == 0:
+        torch.save(model.module.state_dict(), "epoch.bin")  # the save
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    {rebind}
+    model = DDP(torch.nn.Linear(4, 1))
+    train(model, rank)
+
+main()
+"""
+
+
+def test_a_rank_rebound_to_the_rank_within_the_node_writes_once_per_node(tmp_path):
+    code = NODE_RANK.replace("{rebind}", "rank = rank % torch.cuda.device_count()")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+def test_its_twin_the_global_rank_kept_writes_once(tmp_path):
+    code = NODE_RANK.replace("{rebind}", "print(rank % torch.cuda.device_count())")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- a rank decorator applied by hand
+HAND_DECORATED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from audiotools.ml.decorators import when
+
+def checkpoint(model, path):
+    torch.save(model.state_dict(), f"{path}/latest.pth")  # the save
+
+def train(model, path, local_rank):
+    global checkpoint
+    {wrap}
+    for step in range(10):
+        model(torch.randn(2, 4)).sum().backward()
+        checkpoint(model, path)
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    train(DDP(torch.nn.Linear(4, 1)), "runs", 0)
+"""
+
+
+def test_a_function_rewrapped_by_a_predicate_decorator_runs_where_it_holds(tmp_path):
+    code = HAND_DECORATED.replace("{wrap}", "checkpoint = when(lambda: dist.get_rank() == 0)(checkpoint)")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_the_same_with_the_local_rank_writes_once_per_node(tmp_path):
+    code = HAND_DECORATED.replace("{wrap}", "checkpoint = when(lambda: local_rank == 0)(checkpoint)")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+def test_its_twin_unwrapped_every_rank_writes(tmp_path):
+    code = HAND_DECORATED.replace("{wrap}", "pass")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+def test_a_wrap_below_the_call_does_not_gate_it(tmp_path):
+    code = HAND_DECORATED.replace("{wrap}", "pass").replace(
+        "        checkpoint(model, path)\n",
+        "        checkpoint(model, path)\n    checkpoint = when(lambda: dist.get_rank() == 0)(checkpoint)\n")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- audiotools: its Accelerator sets up the group, its saves write
+AUDIOTOOLS = """
+import argbind, torch
+from audiotools import ml
+
+Accelerator = argbind.bind(ml.Accelerator, without_prefix=True)
+
+def save(accel, generator, path):
+    accel.unwrap(generator).save_to_folder(f"{path}/latest", {"step": 1})  # the save
+
+def train(accel):
+    generator = accel.prepare_model(torch.nn.Linear(4, 1))
+    for step in range(10):
+        {save}
+
+if __name__ == "__main__":
+    with Accelerator() as accel:
+        train(accel)
+"""
+
+
+def test_save_to_folder_on_every_process_is_an_every_rank_write(tmp_path):
+    code = AUDIOTOOLS.replace("{save}", "save(accel, generator, 'runs')")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+def test_its_twin_under_the_local_rank_zero_test_is_once_per_node(tmp_path):
+    code = AUDIOTOOLS.replace("{save}", "if accel.local_rank == 0:\n            save(accel, generator, 'runs')")
+    found = lint_plain(tmp_path, code)
+    assert at(found, "DDP806") == [(line_of(code, "# the save"), "warning")]
+    assert "one rank per node" in next(f.message for f in found if f.code == "DDP806")
+
+
+def test_and_under_the_global_rank_zero_test_it_is_once(tmp_path):
+    code = AUDIOTOOLS.replace("{save}", "if accel.rank == 0:\n            save(accel, generator, 'runs')")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- is_primary() of a library is the main-process test
+PRIMARY = """
+import torch
+from tensorfn import distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(model):
+    for i in range(10):
+        model(torch.randn(2, 4)).sum().backward()
+        {test}
+            torch.save(model.module.state_dict(), f"ckpt_{i}.pt")  # the save
+
+if __name__ == "__main__":
+    torch.distributed.init_process_group("gloo")
+    train(DDP(torch.nn.Linear(4, 1)))
+"""
+
+
+def test_a_save_under_is_primary_is_one_rank_s(tmp_path):
+    code = PRIMARY.replace("{test}", "if dist.is_primary():")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_under_a_test_of_something_else_is_every_rank_s(tmp_path):
+    code = PRIMARY.replace("{test}", "if i % 5 == 0:")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- a closure's training flag, fixed by the factory's call
+CLOSURE_STEP = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+def get_step_fn(train, opt):
+    def step_fn(model, batch, optimize=True):
+        if train:
+            loss = model(batch).sum()
+            if optimize:
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        else:
+            with torch.no_grad():
+                loss = model(batch).sum()
+        return loss
+    return step_fn
+
+def get_loaders(ds, distributed):
+    sampler = DistributedSampler(ds) if distributed else None  # the sampler
+    return DataLoader(ds, sampler=sampler, batch_size=4), None
+
+def build(ds):
+    return get_loaders(ds, True)
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = get_step_fn({flag}, opt)
+    loader, _ = build(torch.randn(64, 4))
+    for epoch in range(10):
+        for x in loader:
+            step(model, x)
+
+main()
+"""
+
+
+def test_a_training_step_closure_makes_its_loop_a_training_loop(tmp_path):
+    code = CLOSURE_STEP.replace("{flag}", "True")
+    assert at(lint_plain(tmp_path, code), "DDP804") == [(line_of(code, "# the sampler"), "warning")]
+
+
+def unsampled(code: str) -> str:
+    return code.replace("sampler = DistributedSampler(ds) if distributed else None  # the sampler",
+                        "sampler = None").replace("batch_size=4), None", "batch_size=4, shuffle=True), None  # the loader")
+
+
+def test_a_training_closure_s_loader_without_a_sampler_is_a_training_loader(tmp_path):
+    code = unsampled(CLOSURE_STEP.replace("{flag}", "True"))
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_its_twin_the_evaluation_closure_trains_nothing(tmp_path):
+    code = unsampled(CLOSURE_STEP.replace("{flag}", "False"))
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- Accelerate: a loader no prepare() takes
+UNPREPARED = """
+import copy, torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+class Rows(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return (torch.ones(4) * i,)
+
+def loader(batch_size):
+    return DataLoader(Rows(), batch_size=batch_size, shuffle=True)  # the loader
+
+def main():
+    accelerator = Accelerator()
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_dataloader = loader(8)
+    {prepare}
+    for epoch in range(3):
+        for (x,) in train_dataloader:
+            accelerator.backward(model(x).sum())
+            opt.step()
+
+main()
+"""
+
+
+def test_a_prepared_copy_thrown_away_leaves_the_loader_unsharded(tmp_path):
+    code = UNPREPARED.replace(
+        "{prepare}", "model, opt, _ = accelerator.prepare(model, opt, copy.deepcopy(train_dataloader))")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_a_loader_never_prepared_is_unsharded(tmp_path):
+    code = UNPREPARED.replace("{prepare}", "model = accelerator.prepare(model)\n    opt = accelerator.prepare(opt)")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_its_twin_the_loader_prepared_under_the_name_the_builder_returns_to(tmp_path):
+    code = UNPREPARED.replace(
+        "{prepare}", "model, opt, train_dataloader = accelerator.prepare(model, opt, train_dataloader)")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_a_loader_of_tensors_the_run_made_is_left_alone(tmp_path):
+    # (rollouts a rank generated itself: not prepared on purpose, nothing to shard)
+    code = UNPREPARED.replace("Rows()", "TensorDataset(torch.randn(64, 4))").replace(
+        "{prepare}", "model = accelerator.prepare(model)\n    opt = accelerator.prepare(opt)")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_a_prepare_handed_a_parameter_is_not_read_as_proof(tmp_path):
+    code = UNPREPARED.replace("{prepare}", "model, opt, train_dataloader = setup(accelerator, model, opt, "
+                                           "train_dataloader)").replace(
+        "def main():", "def setup(acc, *objs):\n    return acc.prepare(*objs)\n\ndef main():")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- a prepared loader over a dataset that keeps its rank's share
+SELF_SHARED = """
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, Dataset
+
+class Clips(Dataset):
+    def __init__(self, accelerator, items):
+        rank, world = accelerator.process_index, accelerator.num_processes
+        self.items = [x for count, x in enumerate(items) if {keep}]
+    def __len__(self):
+        return len(self.items)
+    def __getitem__(self, i):
+        return self.items[i]
+
+def main():
+    accelerator = Accelerator()
+    model = torch.nn.Linear(4, 1)
+    loader = DataLoader(Clips(accelerator, list(range(64))), batch_size=8, shuffle=True)  # the loader
+    model, loader = accelerator.prepare(model, loader)
+    for epoch in range(3):
+        for x in loader:
+            accelerator.backward(model(x.float().view(-1, 1).repeat(1, 4)).sum())
+
+main()
+"""
+
+
+def test_a_prepared_loader_over_a_rank_share_is_sharded_twice(tmp_path):
+    code = SELF_SHARED.replace("{keep}", "count % world == rank")
+    assert at(lint_plain(tmp_path, code), "DDP803") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_a_dataset_of_every_item_is_sharded_once(tmp_path):
+    code = SELF_SHARED.replace("{keep}", "count % 2 == 0")
+    assert at(lint_plain(tmp_path, code), "DDP803") == []
+
+
+# -------------------------------------------------- a worker seeded from the clock in whole seconds
+CLOCK_SEED = """
+import time, numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+def worker_init_fn(worker_id):
+    np.random.seed({seed})  # the seeding
+
+class Windows(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.ones(4) * np.random.rand()
+
+def main():
+    dist.init_process_group("gloo")
+    ds = Windows()
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=4, worker_init_fn=worker_init_fn)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+main()
+"""
+
+
+def test_whole_seconds_of_the_clock_seed_every_worker_alike(tmp_path):
+    code = CLOCK_SEED.replace("{seed}", "int(time.time())")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the seeding"), "warning")]
+
+
+def test_its_twin_nanoseconds_differ_between_workers(tmp_path):
+    code = CLOCK_SEED.replace("{seed}", "time.time_ns() % 2**32")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- loaders of a dict comprehension over split names
+DICT_LOADERS = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+from torchvision import transforms, datasets
+
+def get_loaders():
+    tf = {"train": transforms.Compose([{augment}transforms.ToTensor()]), "test": transforms.ToTensor()}
+    splits = {"train": True, "test": False}
+    ds = {i: datasets.CIFAR10(".", transform=tf[i], train=splits[i]) for i in splits.keys()}
+    ds["pretrain"] = datasets.CIFAR10(".", transform=tf["train"])
+    samplers = {"pretrain": DistributedSampler(ds["pretrain"]), "test": None}
+    return {i: DataLoader(ds[i], sampler=samplers[i], num_workers=8, batch_size=64) for i in samplers}  # the loaders
+
+def main():
+    torch.manual_seed(420)
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    loaders = get_loaders()
+    for epoch in range(10):
+        loaders["pretrain"].sampler.set_epoch(epoch)
+        for x, y in loaders["pretrain"]:
+            model(x).sum().backward()
+
+main()
+"""
+
+
+def test_items_set_by_key_and_comprehension_items_are_read_for_their_draws(tmp_path):
+    code = DICT_LOADERS.replace("{augment}", "transforms.RandomResizedCrop(32), ")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loaders"), "warning")]
+
+
+def test_its_twin_without_random_transforms_draws_nothing(tmp_path):
+    code = DICT_LOADERS.replace("{augment}", "")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- an evaluation sampler feeding a library's loader
+LIBRARY_LOADER = """
+import torch, torch.distributed as dist
+from torch.utils.data.distributed import DistributedSampler
+from ffrecord.torch import Dataset
+
+def train_one_epoch(model, data_loader):
+    for x in data_loader:
+        model(x).sum().backward()
+
+def score(data_loader, model):
+    with torch.no_grad():
+        for x in data_loader:
+            model(x)
+
+def main(train_dataset, held_dataset):
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    train_sampler = DistributedSampler(train_dataset, shuffle=True)
+    train_loader = train_dataset.loader(8, sampler=train_sampler)
+    {name}_sampler = DistributedSampler(held_dataset)  # the sampler
+    {name}_loader = held_dataset.loader(8, sampler={name}_sampler)
+    for epoch in range(10):
+        train_one_epoch(model, train_loader)
+        score({name}_loader, model)
+"""
+
+
+def test_a_shuffling_evaluation_sampler_needs_no_set_epoch(tmp_path):
+    code = LIBRARY_LOADER.replace("{name}", "val")
+    assert at(lint_plain(tmp_path, code), "DDP804") == [(line_of(code, "train_sampler = "), "warning")]
+
+
+def test_its_twin_a_sampler_named_for_nothing_is_judged(tmp_path):
+    code = LIBRARY_LOADER.replace("{name}", "aux")
+    assert at(lint_plain(tmp_path, code), "DDP804") == [(line_of(code, "train_sampler = "), "warning"),
+                                                        (line_of(code, "# the sampler"), "warning")]
+
+
+# -------------------------------------------------- a counter resumed from the checkpoint file
+RESUMED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main(path, max_steps):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    step = 1
+    checkpoint = torch.load(path)
+    step = {resume}
+    while True:
+        loss = model(torch.randn(2, 4)).sum()
+        loss.backward()
+        if step >= max_steps:  # the test
+            break
+        step += 1
+"""
+
+
+def test_a_step_read_back_from_the_checkpoint_is_the_same_on_every_rank(tmp_path):
+    code = RESUMED.replace("{resume}", 'checkpoint["step"].item()')
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+def test_its_twin_a_step_counted_from_the_rank_s_own_loss_is_not(tmp_path):
+    code = RESUMED.replace("{resume}", "int(model(torch.randn(2, 4)).sum().item())")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "warning")]
+
+
+# -------------------------------------------------- a loader read one batch ahead: None is its end
+AHEAD = """
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, TensorDataset
+
+def main():
+    acc = Accelerator()
+    model = torch.nn.Linear(8, 1)
+    loader = DataLoader(TensorDataset(torch.randn(64, 8)), batch_size=4, shuffle=True)
+    model, loader = acc.prepare(model, loader)
+    for epoch in range(3):
+        it = iter(loader)
+        cur = next(it, None)
+        for step in range(len(loader) - 1):
+            nxt = {read}
+            if nxt is None:  # the test
+                break
+            n = acc.gather(torch.tensor([cur[0].size(0)]))
+            acc.backward(model(cur[0][:int(n.min())]).pow(2).mean())
+            cur = nxt
+
+main()
+"""
+
+
+def test_the_end_of_a_loader_read_ahead_is_met_by_every_rank_at_once(tmp_path):
+    assert at(lint_plain(tmp_path, AHEAD.replace("{read}", "next(it, None)")), "DDP809") == []
+
+
+def test_its_twin_a_batch_a_filter_may_drop_on_one_rank_is_judged(tmp_path):
+    code = AHEAD.replace("{read}", "keep_or_none(next(it), model(cur[0]).sum().item())").replace(
+        "def main():", "def keep_or_none(batch, loss):\n    return batch if loss < 10 else None\n\ndef main():")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "warning")]
+
+
+# -------------------------------------------------- a Trainer's `_save` under the transformers the project pins
+SAVE_OVERRIDE = """
+import os, torch, transformers, torch.distributed as dist
+
+class AdapterTrainer(transformers.Trainer):
+    def _save(self, output_dir=None, state_dict=None):
+        out = output_dir or self.args.output_dir
+        torch.save(self.args, os.path.join(out, "training_args.bin"))  # the save
+
+def main(model, args, data):
+    AdapterTrainer(model=model, args=args, train_dataset=data).train()
+
+if __name__ == "__main__":
+    main(None, None, None)
+"""
+
+
+def test_a_save_override_under_a_transformers_4_pin_is_the_main_process_s(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.0\ntransformers==4.30.2\n")
+    assert at(lint_plain(tmp_path, SAVE_OVERRIDE), "DDP806") == []
+
+
+def test_its_twin_without_a_pin_it_is_every_process_s(tmp_path):
+    assert at(lint_plain(tmp_path, SAVE_OVERRIDE), "DDP806") == [(line_of(SAVE_OVERRIDE, "# the save"), "warning")]
+
+
+def test_and_with_a_lower_bound_alone_it_is_every_process_s(tmp_path):
+    (tmp_path / "requirements.txt").write_text("transformers>=4.40\n")
+    assert at(lint_plain(tmp_path, SAVE_OVERRIDE), "DDP806") == [(line_of(SAVE_OVERRIDE, "# the save"), "warning")]
+
+
+def test_pins_are_read_as_a_major_version():
+    from ddpdoctor.lint.pins import _from_ops
+    assert [_from_ops(o) for o in ("==4.30.2", "~=4.30", "<5", "<5.0", "<4.40", "<=4.46.1", ">=4.2,<5.0",
+                                   ">=4.2", "!=4.1")] == [4, 4, 4, 4, 4, 4, 4, None, None]
