@@ -700,18 +700,20 @@ def _instance_switch(cond: str, switches: frozenset) -> bool:
 
 def _ways(callers: dict, fn: Function, conds: tuple, depth: int) -> Optional[list[frozenset]]:
     """The tests on each way to a call in fn: its own `conds` plus those around each call into
-    fn, `depth` calls up (at most 16 ways). None where fn is entered otherwise than by a call (a
-    callback, mp.spawn's target) or the ways are too many to list."""
+    fn (or reference to it handed on), `depth` calls up (at most 16 ways); above a caller whose
+    own ways cannot be listed, the tests around its call alone. None where the ways are too
+    many to list."""
     sites = callers.get(fn, []) if not isinstance(fn.node, ast.Module) else []
     if not sites or depth <= 0:
         return [frozenset(conds)] if isinstance(fn.node, ast.Module) or not sites else None
     ways: list[frozenset] = []
     for caller, event in sites:
-        if event.kind != "call":
-            return None
-        above = _ways(callers, caller, tuple(c for c, _ in event.conds), depth - 1)
-        if above is None:
-            return None
+        # (a function handed on - a callback, mp.spawn's target - is handed on only where the
+        # tests around that reference hold: they hold on whatever way it is then called)
+        here = tuple(c for c, _ in event.conds)
+        # (where the caller's own ways in cannot be listed, the tests around this call still
+        # hold on every way through it: fewer tests, a weaker answer, never a wrong one)
+        above = _ways(callers, caller, here, depth - 1) or [frozenset(here)]
         ways.extend(way | frozenset(conds) for way in above)
         if len(ways) > 16:
             return None
@@ -725,6 +727,10 @@ def _exclusive(a: str, b: str) -> bool:
     copies it)."""
     if a == f"not {b}" or b == f"not {a}":
         return True
+    if a.startswith("not ") != b.startswith("not ") and _flag_name(a) is not None and \
+            _flag_name(a) == _flag_name(b):
+        # `use_lightning` in the constructor that keeps it, `not self.use_lightning` where it is read
+        return True
     mine, theirs = _choice(a), _choice(b)
     if mine is None or theirs is None or mine[0] != theirs[0]:
         return False
@@ -734,6 +740,16 @@ def _exclusive(a: str, b: str) -> bool:
         inside, outside = (mine, theirs) if mine[2] else (theirs, mine)
         return inside[1] <= outside[1]
     return False
+
+
+_FLAG = re.compile(r"^(?:not )?(?:(?:self|args|cfg|config|opt|opts)\.)?([A-Za-z_]\w*)$")
+
+
+def _flag_name(cond: str) -> Optional[str]:
+    """The flag a bare test reads, by its last name: `self.use_lightning`, `not args.ddp`,
+    `use_lightning` (the holders a flag is copied between: self, the options)."""
+    found = _FLAG.match(cond)
+    return found.group(1) if found else None
 
 
 @functools.lru_cache(maxsize=4096)

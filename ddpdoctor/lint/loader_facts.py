@@ -254,7 +254,7 @@ class LoaderFacts:
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
                               or EVAL_NAME.search(builder) or self._eval_only(fn)
-                              or (bool(name) and self._bound_as_evaluation(fn, name))
+                              or (bool(name) and self._bound_as_evaluation(fn, name, call))
                               or _off_the_training_side(fn, call)
                               or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
                               or (bool(name) and self._peeked_on_one_rank(name))
@@ -481,14 +481,21 @@ class LoaderFacts:
                 return True
         return False
 
-    def _bound_as_evaluation(self, fn: Function, name: str) -> bool:
-        """A builder returns the loader (`loader = DataLoader(...); return loader`) and every
-        caller keeps it under an evaluation name (`self.test_dataloader = self.Dl_test.loader()`),
-        none under a training one."""
-        if not (_returned_alone(fn, name) or name == fn.name):
+    def _bound_as_evaluation(self, fn: Function, name: str, call: Optional[ast.Call] = None) -> bool:
+        """A builder returns the loader (`loader = DataLoader(...); return loader`, or as an item
+        of `return ds, loader`) and every caller whose constants reach the DataLoader `call`
+        keeps it under an evaluation name (`self.test_dataloader = self.Dl_test.loader()`;
+        `_, val_loader = get_loader(args, "val")` for the `if split == "val":` side), none under
+        a training one."""
+        position = None if isinstance(fn.node, ast.Module) else next(
+            (i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
+             for i, elt in enumerate(n.value.elts) if isinstance(elt, ast.Name) and elt.id == name), None)
+        if position is None and not (_returned_alone(fn, name) or name == fn.name):
             return False
-        bound = [self.bound_name(caller, event.node) for caller, event in self.callers().get(fn, [])
-                 if isinstance(event.node, ast.Call)]
+        bound = [self.bound_name(caller, event.node) if position is None else
+                 _unpacked_at(caller, event.node, position)
+                 for caller, event in self.callers().get(fn, [])
+                 if isinstance(event.node, ast.Call) and not ruled_out(fn, call, event.node)]
         return bool(bound) and all(b and EVAL_NAME.search(b) and not TRAIN_NAME.search(b) for b in bound)
 
     def _eval_only(self, fn: Function) -> bool:
@@ -1203,6 +1210,10 @@ class LoaderFacts:
                 # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
                 names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
                           if isinstance(e.node, ast.Call)} - {""}
+            elif not isinstance(fn.node, ast.Module):
+                # `return dataset, dataloader`: what the callers unpack at its place
+                for held in sorted(n for n in (own, loader_name, name, fed) if n):
+                    names |= self._names_outside(fn, held) - {held}
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
             if loader_at is not None and iterated.get(f"@{loader_at.file}:{loader_at.line}"):
                 across = True  # built inline as the argument of a function that iterates it again and again

@@ -648,9 +648,18 @@ def _step_draws(program, step: Function, depth: int) -> bool:
     (`collate` -> `pick_frames`, whose `np.random.permutation` picks the clip's frames)."""
     if RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(step))):
         return True
+    if step.cls is not None and any(
+            RANDOM_WORDS.search(OWN_GENERATOR.sub("", text(value, 400)))
+            for c in step.own_calls if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+            and c.func.value.id == "self" for value, _ in program._attr(step.cls, c.func.attr)
+            if isinstance(value, (ast.Call, ast.IfExp))):
+        # a collate method calling `self.aug(batch)` where the constructor made `self.aug =
+        # MolRandomizer()`: the object it calls draws
+        return True
     return depth > 1 and any(
         _step_draws(program, t, depth - 1) for c in step.own_calls for t in program.resolve(c.func, step)[0]
-        if program.is_function(t) and not isinstance(t.node, ast.Module) and t.cls is None and t is not step)
+        if program.is_function(t) and not isinstance(t.node, ast.Module) and t is not step
+        and (t.cls is None or t.cls is step.cls))
 
 
 def _stored_items(fn: Function, name: str) -> list:
@@ -699,8 +708,9 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             # a local function handed on as a processing step (`Pipeline(rows, [volume_aug,
             # partial(crop, size=8)])`, wenet's processors): the workers run what it draws
             handed = value.args[0] if isinstance(value, ast.Call) else value
+            # (a method too: `collate_fn=self._collate` of the data module)
             steps = [t for t in program.reference(handed, scope) if program.is_function(t)
-                     and not isinstance(t.node, ast.Module) and t.cls is None]
+                     and not isinstance(t.node, ast.Module) and (t.cls is None or isinstance(handed, ast.Attribute))]
             if any(_step_draws(program, t, 2) for t in steps):
                 shown.extend(steps)
                 return True

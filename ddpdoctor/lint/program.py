@@ -1916,7 +1916,11 @@ class Program:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             klass = self._class_of_fn(fn)
             found = self.method(klass, node.attr) if klass else None
-            return [found] if found else []
+            # (`collate_fn=self._collate` in a base class: each subclass the run builds hands
+            # its own override)
+            overrides = [m for sub in (self._descendants(klass) if klass else ())
+                         if sub in self.built_classes for m in [self.method(sub, node.attr)] if m is not None]
+            return ([found] if found else []) + list(dict.fromkeys(o for o in overrides if o is not found))
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             # `mp.spawn(mpu.run, ...)`: a function of an imported local module
             owner = self.symbol(node.value.id, fn)

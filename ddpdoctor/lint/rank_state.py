@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import reaching
 from ddpdoctor.lint.fact_builder import _single_process
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import side_conds
@@ -377,6 +378,22 @@ def _shared(builder: Builder, fn: Function) -> frozenset:
     return shared_names(builder.program, fn)
 
 
+def _grad_norm_of(value: ast.Call, hops: int = 3) -> bool:
+    """`clip_grad_norm_(...)`, or `.item()` / `float()` / `.cpu()` of one."""
+    for _ in range(hops):
+        if (last_name(value.func) or "").startswith("clip_grad_norm"):
+            return True
+        if isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "cpu", "detach") and \
+                isinstance(value.func.value, ast.Call):
+            value = value.func.value
+        elif isinstance(value.func, ast.Name) and value.func.id in ("float", "int") and value.args and \
+                isinstance(value.args[0], ast.Call):
+            value = value.args[0]
+        else:
+            return False
+    return False
+
+
 def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
     """Names handed to a collective anywhere in fn (`dist.broadcast_object_list([stop])`,
     `dist.all_reduce(flag)`): their value is made the same on every rank there. Made once per
@@ -390,9 +407,9 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
     names: set[str] = set()
     # `grad_norm = clip_grad_norm_(model.parameters(), ...)`: the norm of gradients DDP's
     # backward all-reduced, the same on every rank
+    # (also read off it: `norm = clip_grad_norm_(...).item()`, `float(clip_grad_norm_(...))`)
     names.update(name for name, values in fn.bindings.items()
-                 if any(isinstance(v, ast.Call) and (last_name(v.func) or "").startswith("clip_grad_norm")
-                        for _, v in values))
+                 if any(isinstance(v, ast.Call) and _grad_norm_of(v) for _, v in values))
     for node in fn.own_calls:  # fn.own's calls in its order: 136,000 tests fewer on open_clip
         op = program.collective(node, fn)
         if op:
@@ -671,8 +688,18 @@ def _item_names(program, fn: Function) -> frozenset:
 def _returns_item(program, call: ast.Call, fn: Function, place: Optional[tuple] = None) -> bool:
     """A local helper every return of which is a tensor's `.item()` (`def val_step(x, m): return
     m(x).mean().item()`): this rank's own number, unless the helper hands it to a collective.
-    place: (index, width) of the item asked of a helper that returns a tuple."""
-    for target in program.resolve(call.func, fn)[0]:
+    place: (index, width) of the item asked of a helper that returns a tuple. `self.validate()`
+    in a base class also runs the override of each subclass the run builds (lgatr's tagger
+    replaces the base's all-reduced loss with its own shard's)."""
+    targets = list(program.resolve(call.func, fn)[0])
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and \
+            call.func.value.id == "self" and fn.cls is not None:
+        for sub in program._descendants(fn.cls):
+            if sub in program.built_classes:
+                override = program.method(sub, call.func.attr)
+                if override is not None and override not in targets:
+                    targets.append(override)
+    for target in targets:
         memo = target.__dict__.setdefault("_returns_item", {})
         known = memo.get(place)
         if known is None:
@@ -1031,6 +1058,15 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
                 value = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) else stmt.test
             if value is None:
                 continue
+        elif _step_helper(builder, fn) and isinstance(stmt.test, ast.Compare) and \
+                any(isinstance(b, (ast.Return, ast.Raise)) for b in stmt.body):
+            # `def step(net, x, t): valid = t > 0; if valid.sum() == 0: return 0.0` then the
+            # forward and backward, called once per batch: the same test a loop body would make,
+            # on the batch its caller hands it
+            value = _from_the_forward(stmt.test, fn.node, shared) or _from_the_batch(fn, stmt.test, shared)
+            if value is None:
+                continue
+            tested = [stmt.test]  # (its return leaves the helper: the skip is the decision)
         else:
             continue
         if {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
@@ -1356,6 +1392,40 @@ def _ancestry(roots: set[str], sources: dict, shared: set[str]) -> set[str]:
     return seen
 
 
+# Reductions of a tensor's values: a test on one asks what the batch holds, not how big it is.
+VALUE_REDUCTIONS = {"sum", "any", "all", "count_nonzero", "nonzero", "numel", "max", "min", "mean", "item"}
+
+
+def _from_the_batch(fn: Function, test: ast.AST, shared: set[str]) -> Optional[ast.AST]:
+    """A step helper's test on a reduction of values computed from what it is handed (`valid =
+    (target > 0) & (target < limit)`; `if valid.sum() == 0: return`): the batch its caller hands
+    it, each rank's own. Not one on the model or the optimizer it is handed (called, or asked
+    for its parameters), and not one on a size alone."""
+    if not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in VALUE_REDUCTIONS
+               for c in walk(test)):
+        return None
+    sources, _, losses = _loop_dataflow(fn.node)
+    if not losses:
+        return None
+    objects = {c.func.value.id for c in fn.own_calls if isinstance(c.func, ast.Attribute)
+               and isinstance(c.func.value, ast.Name) and c.func.attr in ("parameters", "step", "zero_grad", "train",
+                                                                          "eval", "named_parameters")}
+    objects |= {c.func.id for c in fn.own_calls if isinstance(c.func, ast.Name)}
+    read = value_inputs(test)
+    handed = (_ancestry(read, sources, shared) & set(fn.params)) - objects
+    return test if handed else None
+
+
+def _step_helper(builder: Builder, fn: Function) -> bool:
+    """fn runs a backward of its own and every call into it sits in a loop (a per-batch step
+    helper); not a method a framework calls (its callers are not in the source)."""
+    if fn.node is None or isinstance(fn.node, ast.Module) or fn.name.startswith(("on_", "training_step")):
+        return False
+    sites = builder.callers().get(fn, [])
+    return bool(sites) and all(event.kind == "call" and event.loops > 0 for _, event in sites) and any(
+        isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in fn.own_calls)
+
+
 def _loader_ran_out(program, fn: Function, test: ast.AST) -> bool:
     """`if nxt is None:` (or `is not None`, `not nxt`) where every binding of nxt in fn is
     `next(it, None)`: the None is the iterator's end, which ranks reading equal shards meet at
@@ -1369,9 +1439,36 @@ def _loader_ran_out(program, fn: Function, test: ast.AST) -> bool:
         return False
     if not isinstance(name, ast.Name):
         return False
-    bound = [v for _, v, scope in program.lookup(name.id, fn) if scope is fn]
+    # (the binding the flow brings to the test: `nxt = sorted(nxt, ...)` after it is another
+    # value; in a loop's body, the nearest binding above the test in its own block holds there)
+    bound = reaching.reaching_values(fn.node, name.id, name) if fn.node is not None else None
+    if bound is None:
+        above = _binding_above(fn, test, name.id)
+        bound = [above] if above is not None else None
+    if bound is None:
+        bound = [v for _, v, scope in program.lookup(name.id, fn) if scope is fn]
     return bool(bound) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "next"
                                and len(v.args) == 2 and is_const(v.args[1], None) for v in bound)
+
+
+def _binding_above(fn: Function, test: ast.AST, name: str) -> Optional[ast.AST]:
+    """The value of the last plain `name = ...` before the `if` whose test this is, in the same
+    block (nothing between them rebinds it: that statement is the last one to run before it)."""
+    for node in walk(fn.node):
+        for block in (getattr(node, "body", None), getattr(node, "orelse", None)):
+            if not isinstance(block, list):
+                continue
+            for index, stmt in enumerate(block):
+                if isinstance(stmt, ast.If) and stmt.test is test:
+                    for earlier in reversed(block[:index]):
+                        if isinstance(earlier, ast.Assign) and len(earlier.targets) == 1 and \
+                                isinstance(earlier.targets[0], ast.Name) and earlier.targets[0].id == name:
+                            return earlier.value
+                        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                               for n in walk(earlier)):
+                            return None  # bound some other way (a loop target, inside a block)
+                    return None
+    return None
 
 
 def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:

@@ -442,6 +442,8 @@ def main(path, max_steps):
         if step >= max_steps:  # the test
             break
         step += 1
+
+main("ckpt.pt", 100)
 """
 
 
@@ -526,3 +528,280 @@ def test_pins_are_read_as_a_major_version():
     from ddpdoctor.lint.pins import _from_ops
     assert [_from_ops(o) for o in ("==4.30.2", "~=4.30", "<5", "<5.0", "<4.40", "<=4.46.1", ">=4.2,<5.0",
                                    ">=4.2", "!=4.1")] == [4, 4, 4, 4, 4, 4, 4, None, None]
+
+
+# -------------------------------------------------- a per-batch step helper that returns before its backward
+STEP_HELPER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def step(net, opt, x, target):
+    valid = (target > 0) & (target < 192)
+    {test}
+        return 0.0
+    opt.zero_grad()
+    loss = torch.nn.functional.smooth_l1_loss(net(x)[valid], target[valid])
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+def main():
+    dist.init_process_group("gloo")
+    net = DDP(torch.nn.Linear(4, 4))
+    opt = torch.optim.Adam(net.parameters())
+    ds = TensorDataset(torch.randn(64, 4), torch.rand(64, 4) * 300)
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=4, sampler=sampler)
+    for epoch in range(10):
+        sampler.set_epoch(epoch)
+        for x, t in loader:
+            step(net, opt, x, t)
+
+main()
+"""
+
+
+def test_a_step_helper_returning_on_its_own_batch_s_values_skips_the_all_reduce(tmp_path):
+    code = STEP_HELPER.replace("{test}", "if valid.sum() == 0:  # the test")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "warning")]
+
+
+def test_its_twin_a_test_on_a_constant_of_the_run_is_the_same_everywhere(tmp_path):
+    code = STEP_HELPER.replace("{test}", "if opt.param_groups[0]['lr'] == 0:  # the test")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a gradient norm read after DDP's backward
+GRAD_NORM = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main(loader):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        norm = {norm}
+        if norm > 100.0:  # the test
+            continue
+        opt.step()
+        dist.all_reduce(torch.ones(1))
+
+main([])
+"""
+
+
+def test_a_norm_of_gradients_ddp_averaged_is_the_same_on_every_rank(tmp_path):
+    code = GRAD_NORM.replace("{norm}", "torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9).item()")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+def test_its_twin_the_rank_s_own_loss_is_not(tmp_path):
+    code = GRAD_NORM.replace("{norm}", "loss.item()")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "warning")]
+
+
+# -------------------------------------------------- the subclass the run builds overrides the validation
+OVERRIDDEN = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Base:
+    def __init__(self, loader, val_loader):
+        self.net = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.loader, self.val_loader = loader, val_loader
+
+    def _validate(self):
+        total = torch.zeros(1)
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                total += torch.nn.functional.mse_loss(self.net(x), y)
+        dist.all_reduce(total)
+        return total.item()
+
+    def train(self, epochs):
+        best, stale = 1e9, 0
+        for epoch in range(epochs):
+            for x, y in self.loader:
+                self.opt.zero_grad()
+                torch.nn.functional.mse_loss(self.net(x), y).backward()
+                self.opt.step()
+            val = self._validate()
+            if val < best:
+                best, stale = val, 0
+            else:
+                stale += 1
+                if stale > 5:  # the test
+                    break
+
+class Tagger(Base):
+    def _validate(self):
+        losses = []
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                losses.append(torch.nn.functional.mse_loss(self.net(x), y).item())
+        return sum(losses) / len(losses)
+
+def main(loader, val_loader):
+    dist.init_process_group("gloo")
+    {built}(loader, val_loader).train(100)
+
+main([], [])
+"""
+
+
+def test_the_built_subclass_s_validation_of_its_own_shard_decides_the_stop(tmp_path):
+    code = OVERRIDDEN.replace("{built}", "Tagger")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "warning")]
+
+
+def test_its_twin_the_base_class_built_all_reduces_first(tmp_path):
+    assert at(lint_plain(tmp_path, OVERRIDDEN.replace("{built}", "Base")), "DDP809") == []
+
+
+# -------------------------------------------------- a collate method that calls a randomizer its module made
+COLLATE_METHOD = """
+import os, torch, pytorch_lightning as pl
+from torch.utils.data import DataLoader
+from pysmilesutils.augment import MolRandomizer
+
+class Molecules(pl.LightningDataModule):
+    def __init__(self, data):
+        super().__init__()
+        self.data = data
+        self.aug = {aug}
+
+    def train_dataloader(self):
+        return DataLoader(self.data, batch_size=32, num_workers=4, collate_fn=self._collate, shuffle=True)  # the loader
+
+    def _collate(self, batch):
+        return torch.tensor([len(m) for m in (self.aug(batch) if self.aug is not None else batch)])
+
+class Model(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(1, 1)
+    def training_step(self, batch, i):
+        return self.lin(batch.float().unsqueeze(1)).pow(2).mean()
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters())
+
+def main():
+    pl.seed_everything(37)
+    pl.Trainer(accelerator="gpu", devices=2, strategy="ddp").fit(Model(), Molecules(["CCO"] * 100))
+
+main()
+"""
+
+
+def test_a_collate_method_calling_a_randomizer_draws_in_the_workers(tmp_path):
+    code = COLLATE_METHOD.replace("{aug}", "MolRandomizer()")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_a_collate_calling_a_tokenizer_draws_nothing(tmp_path):
+    code = COLLATE_METHOD.replace("{aug}", "str.upper")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- a save on the side of a switch where Lightning does not run
+SWITCHED = """
+import os, torch, lightning as L
+
+def save_state(net, out_dir):
+    torch.save(net.state_dict(), os.path.join(out_dir, "last.pth"))  # the save
+
+class Runner:
+    def __init__(self, lightning):
+        self.lightning = lightning
+        if lightning:
+            self.pl = L.Trainer(devices="auto", strategy="ddp")
+
+    def fit(self, module, net, loader):
+        if self.lightning:
+            self.pl.fit(module, loader)
+        {other}
+            for x, y in loader:
+                torch.nn.functional.mse_loss(net(x), y).backward()
+            save_state(net, "out")
+
+def main(module, net, loader, flag):
+    Runner(flag).fit(module, net, loader)
+
+main(None, None, [], True)
+"""
+
+
+def test_a_save_on_the_plain_side_of_the_lightning_switch_runs_in_one_process(tmp_path):
+    assert at(lint_plain(tmp_path, SWITCHED.replace("{other}", "else:")), "DDP806") == []
+
+
+def test_its_twin_after_the_switch_every_rank_saves(tmp_path):
+    code = SWITCHED.replace("{other}", "if True:")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- a builder of (dataset, loader), and a branch only the "val" call builds
+SPLIT_BUILDER = """
+import numpy as np, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Points(Dataset):
+    def __init__(self, split):
+        self.split = split
+    def __len__(self):
+        return 128
+    def __getitem__(self, i):
+        pts = np.ones((8, 3), dtype=np.float32) * i
+        if self.split != "val":
+            pts = pts * float(torch.rand(1))
+        return torch.from_numpy(pts)
+
+def get_loader(split):
+    ds = Points(split)
+    sampler = DistributedSampler(ds)  # the sampler
+    if split == "val":
+        loader = DataLoader(ds, batch_size=1, num_workers=4, sampler=sampler)  # the val loader
+    else:
+        loader = DataLoader(ds, batch_size=8, num_workers=4, sampler=sampler)  # the train loader
+    return ds, loader
+
+def main(max_epoch):
+    torch.manual_seed(0)
+    dist.init_process_group("gloo")
+    _, train_loader = get_loader("train")
+    _, val_loader = get_loader("val")
+    net = DDP(torch.nn.Linear(3, 1))
+    epoch = 1
+    while epoch <= max_epoch:
+        {set_epoch}
+        for x in train_loader:
+            net(x).sum().backward()
+        with torch.no_grad():
+            for x in val_loader:
+                net(x)
+        epoch = epoch + 1
+
+main(10)
+"""
+
+
+def test_a_while_loop_over_epochs_reads_the_builder_s_loader_again_and_again(tmp_path):
+    code = SPLIT_BUILDER.replace("{set_epoch}", "pass")
+    assert at(lint_plain(tmp_path, code), "DDP804") == [(line_of(code, "# the sampler"), "warning")]
+
+
+def test_its_twin_with_set_epoch_is_clean(tmp_path):
+    code = SPLIT_BUILDER.replace("{set_epoch}", "train_loader.sampler.set_epoch(epoch)")
+    assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
+def test_only_the_branch_the_train_call_builds_is_a_training_loader(tmp_path):
+    code = SPLIT_BUILDER.replace("{set_epoch}", "train_loader.sampler.set_epoch(epoch)")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the train loader"), "warning")]
