@@ -22,7 +22,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Collectives include every torch.distributed collective (all_reduce, barrier,
         broadcast, all_gather, new_group, ...), the DistributedDataParallel constructor, the
         forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them
-        in every forward), the backward of a loss computed through a DDP model (a rank-0
+        in every forward), the forward of a FullyShardedDataParallel model (torch's or
+        fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off),
+        the backward of a loss computed through a DDP model (a rank-0
         learning-rate finder on the wrapper: its hooks all-reduce every gradient bucket; not
         under `no_sync()`, and a side that also trains through the wrapper pairs with it),
         Lightning's `self.log(..., sync_dist=True)`,

@@ -767,7 +767,10 @@ def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, (ast.Name, ast.Attribute))):
         return None
     op, right = test.ops[0], test.comparators[0]
+    # (`-1` is a minus applied to the constant 1: `local_rank != -1`, the usual launch switch)
     value = lambda n: repr(n.value) if isinstance(n, ast.Constant) else \
+        repr(-n.operand.value) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and \
+        isinstance(n.operand, ast.Constant) and isinstance(n.operand.value, (int, float)) else \
         text(n) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) else None
     if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
         values = [value(right)]

@@ -397,6 +397,8 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     wrapped = ddp_model(program, call, fn)
     if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
         return through_grad_off(program, f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}", call, fn)
+    if wrapped is None and _fsdp_model(program, call, fn):
+        return f"{FSDP_FORWARD} {text(call.func, 40)}() (all-gathers the sharded parameters)"
     if name == "backward" and receiver is not None and _through_ddp(program, _loss_of(receiver), fn, 3) \
             and not _in_no_sync(program, call, fn):
         return f"{DDP_BACKWARD} (DDP all-reduces the gradients): {text(call.func, 40)}()"
@@ -818,6 +820,30 @@ def _prepares(scope: Function) -> list[ast.Assign]:
     return found
 
 
+# A forward of a FullyShardedDataParallel model (torch's or fairscale's): every forward
+# all-gathers the parameters each rank holds a shard of, with gradients on or off.
+FSDP_FORWARD = "forward of the FSDP model"
+FSDP_CLASSES = ("torch.distributed.fsdp.", "fairscale.nn.")
+
+
+def _fsdp_model(program: Program, call: ast.Call, fn: Function) -> bool:
+    """The called name or `self.attr` holds an `FSDP(...)` built before the call (there, or
+    handed in), not told `sharding_strategy=NO_SHARD` (which shards nothing)."""
+    func = call.func
+    if not (isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                                           and func.value.id == "self")):
+        return False
+    for value, scope in program.values_of(func, fn, 3):
+        if scope is fn and getattr(value, "lineno", 0) >= call.lineno and isinstance(func, ast.Name):
+            continue  # `model = FSDP(model)` below this call
+        if isinstance(value, ast.Call):
+            full = program.qualify(value.func, scope) or ""
+            if full.endswith("FullyShardedDataParallel") and full.startswith(FSDP_CLASSES) and \
+                    "NO_SHARD" not in text(keyword(value, "sharding_strategy") or ast.Constant(None), 80):
+                return True
+    return False
+
+
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
     """The DDP(...) call that a called name or `self.attr` holds, if any: built there or
     returned by a local helper (`model = build_model(cfg)` ending in `return DDP(net)`)."""
@@ -1055,6 +1081,21 @@ def _buffered_checkpoint(program: Program, call: ast.Call, fn: Function) -> bool
     return any(isinstance(n, str) and BUFFERED_CHECKPOINTS.search(n) for n in names)
 
 
+def _unread_defaults(klass, arguments: ast.arguments) -> bool:
+    """Every parameter a BatchNorm class is the default of is never read in its function (a
+    block that takes `norm=nn.BatchNorm2d` and builds InstanceNorm2d itself): nothing builds it."""
+    owner = next((n for n in walk(klass.node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.args is arguments), None)
+    if owner is None:
+        return False
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults)) + \
+        [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+    names = {a.arg for a, d in pairs if isinstance(d, (ast.Name, ast.Attribute)) and "BatchNorm" in (last_name(d) or "")}
+    read = {n.id for stmt in owner.body for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return bool(names) and not (names & read)
+
+
 def _norm_class_value(node: ast.AST) -> bool:
     """A BatchNorm class handed on as a value to be called later: assigned, or a default."""
     values = []
@@ -1223,7 +1264,7 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
                    for part in (branch.body, branch.orelse)
                    for stmt in (part if isinstance(part, list) else [part]) for n in walk(stmt)}
     for node in walk(klass.node):
-        if _norm_class_value(node):
+        if _norm_class_value(node) and not (isinstance(node, ast.arguments) and _unread_defaults(klass, node)):
             return True  # `norm_layer = nn.BatchNorm2d`, `def __init__(..., norm=nn.BatchNorm2d)`: built later
         if not isinstance(node, ast.Call):
             continue

@@ -54,7 +54,10 @@ LIBRARY_SEEDERS = (
 # (`random.random()`, `np.random.randint`, `torch.rand(...)`, an augmentation)...
 # (a flip called on the spot, `ids.flip(0)` / `np.fliplr(img)`, reverses and draws nothing: the
 # draw, when there is one, says `random` beside it; a `HorizontalFlip(p=0.5)` transform draws)
-RANDOM_WORDS = re.compile(r"random|\brand\w*\(|RandAugment|augment|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?!(?:lr|ud)?\s*\()", re.IGNORECASE)
+RANDOM_WORDS = re.compile(r"random|\brand\w*\(|RandAugment|augment|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?!(?:lr|ud)?\s*\()"
+                          # torch's other draws: an MLM collator's `torch.bernoulli(probs)` mask
+                          r"|\b(?:bernoulli|multinomial|poisson)\(|\.(?:normal|uniform|exponential|geometric)_\(",
+                          re.IGNORECASE)
 # ...and in what it is built with, which runs in the launching process: there a draw
 # (`TensorDataset(torch.randn(64, 4))`) is data, not augmentation; a transform's name is
 ARGUMENT_WORDS = re.compile(r"Random[A-Z]|RandAugment|TrivialAugment|Flip|(?i:augment|jitter)|flip(?!(?:lr|ud)?\s*\()|FLIP")
@@ -392,11 +395,40 @@ def _class_draws(program, klass) -> bool:
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
     own = _own_generators(klass, built)
-    return any(ARGUMENT_WORDS.search(_source(method)) if name in built else
+    return any(_built_draw_read(klass, method, reading) if name in built else
                (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method)
                 or _inherited_draw(program, klass, method))
                if name in named or name.startswith("__") else False
                for name, method in klass.methods.items())
+
+
+def _built_draw_read(klass, method, reading: set) -> bool:
+    """The constructor builds a random transform that the workers' methods use: one kept as
+    `self.<name> = Compose([RandomResizedCrop(...)])` counts where a method the workers run (or,
+    where none is in sight, any other method) reads `self.<name>`; a table of transforms nothing
+    reads (DiffusionRet's `tsfm_dict`) draws nothing. Built any other way, it counts as before."""
+    if not ARGUMENT_WORDS.search(_source(method)):
+        return False
+    others = [m for n, m in klass.methods.items() if n in reading and m is not method] or \
+        [m for m in klass.methods.values() if m is not method]
+    read_text = "\n".join(_source(m) for m in others)
+    kept = False
+    for stmt in walk(method.node):
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None or \
+                not ARGUMENT_WORDS.search(text(stmt.value, 4000)):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        fields = [t.attr for t in targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                  and t.value.id == "self"]
+        if len(fields) != len(targets):
+            return True  # kept in a local or handed on: as before
+        kept = True
+        if any(re.search(rf"\bself\.{re.escape(f)}\b", read_text) for f in fields):
+            return True
+    # (a random word outside any assignment: a call in __init__, a transform handed to a base)
+    simple = (ast.Expr, ast.Return, ast.AugAssign)
+    return not kept or any(isinstance(stmt, simple) and ARGUMENT_WORDS.search(text(stmt, 4000))
+                           for stmt in walk(method.node))
 
 
 def _inherited_draw(program, klass, method, depth: int = 3) -> bool:

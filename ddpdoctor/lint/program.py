@@ -260,6 +260,7 @@ class Program:
         """Something class_of reads changed (a binding, an argument, a module read, an order):
         its remembered answers go."""
         self._class_memo = {}
+        self.__dict__.pop("_resolve_memo", None)
         self.__dict__.pop("_star_names", None)  # a star-imported module may have been read since
         self.__dict__.pop("_table_classes", None)  # (what a table's entry names may be read since)
 
@@ -1411,7 +1412,25 @@ class Program:
         return found
 
     def resolve(self, func: ast.AST, fn: Function) -> tuple[list[Function], list[Function]]:
-        """(functions a call reaches, local methods of the same name when the receiver is unknown)."""
+        """(functions a call reaches, local methods of the same name when the receiver is unknown).
+        Once the walk is done the program no longer grows but by a module read late (which
+        clears it, _changed) or a class built: the rules ask the same call ten times over
+        (23,000 asks of 2,600 calls on a 34-file package), so each answer is kept till then."""
+        if self._phase != "done":
+            return self._resolve(func, fn)
+        memo = self.__dict__.get("_resolve_memo")
+        generation = (len(self.files), len(self.built_classes))
+        if memo is None or memo[0] != generation:
+            memo = self.__dict__["_resolve_memo"] = (generation, {})
+        key = (id(func), id(fn))
+        hit = memo[1].get(key)
+        if hit is not None and hit[0] is func and hit[1] is fn:
+            return list(hit[2]), list(hit[3])  # (copies: callers extend what they are given)
+        found = self._resolve(func, fn)
+        memo[1][key] = (func, fn, tuple(found[0]), tuple(found[1]))
+        return found
+
+    def _resolve(self, func: ast.AST, fn: Function) -> tuple[list[Function], list[Function]]:
         cls = func.__class__  # exact classes, as in _callee_symbol
         if cls is ast.Name:
             target = self.symbol(func.id, fn)

@@ -1127,6 +1127,11 @@ def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list
         value = tested.args[0] if tested is not None else next(
             (n for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in produced
              and _ancestry({n.id}, sources, shared) & behind_loss), None)
+        if value is None and fn.params:
+            # `if batch.edge_index.numel() == 0: return`: what the rank's own batch holds
+            value = next((c for c in walk(stmt.test) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                          and c.func.attr in VALUE_REDUCTIONS and fn.params[0] in
+                          _ancestry(value_inputs(c.func.value) or {""}, sources, shared)), None)
         if value is None or {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue
         found.append(RankLocalDecision(

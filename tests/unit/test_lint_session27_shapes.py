@@ -805,3 +805,216 @@ def test_its_twin_with_set_epoch_is_clean(tmp_path):
 def test_only_the_branch_the_train_call_builds_is_a_training_loader(tmp_path):
     code = SPLIT_BUILDER.replace("{set_epoch}", "train_loader.sampler.set_epoch(epoch)")
     assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the train loader"), "warning")]
+
+
+# -------------------------------------------------- `local_rank != -1` decides where the group is set up
+MINUS_ONE = """
+import argparse, torch, torch.distributed as dist
+
+def save_model(model, args, out):
+    if args.local_rank != -1:
+        if args.local_rank == 0:
+            torch.save(model.module.state_dict(), out)
+    else:
+        torch.save(model.state_dict(), out)  # the one-process save
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--local_rank", type=int, default=-1)
+    args = p.parse_args()
+    model = torch.nn.Linear(4, 1)
+    if args.local_rank {test} -1:
+        model = model
+    else:
+        dist.init_process_group("gloo")
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    save_model(model, args, "out.pt")
+
+main()
+"""
+
+
+def test_the_minus_one_side_of_the_launch_switch_is_one_process(tmp_path):
+    code = MINUS_ONE.replace("{test}", "==")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")] == \
+        [line_of(code, "torch.save(model.module")]
+
+
+def test_its_twin_the_group_set_up_on_that_side_makes_it_every_rank_s(tmp_path):
+    code = MINUS_ONE.replace("{test}", "!=")
+    assert line_of(code, "# the one-process save") in [line for line, _ in at(lint_plain(tmp_path, code), "DDP806")]
+
+
+# -------------------------------------------------- a masking collator's draw in an inherited method
+COLLATOR = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+class Collator:
+    def mask(self, ids):
+        m = {draw}
+        return ids.masked_fill(m, 0)
+
+class ContextCollator(Collator):
+    def __call__(self, batch):
+        return self.mask(torch.stack([b[0] for b in batch]))
+
+def main():
+    torch.manual_seed(42)
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Embedding(100, 8))
+    ds = TensorDataset(torch.randint(1, 100, (64, 12)))
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=8, sampler=sampler, collate_fn=ContextCollator(), num_workers=4)  # the loader
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for ids in loader:
+            model(ids).sum().backward()
+
+main()
+"""
+
+
+def test_a_collator_s_bernoulli_mask_draws_in_the_workers(tmp_path):
+    code = COLLATOR.replace("{draw}", "torch.bernoulli(torch.full(ids.shape, 0.15)).bool()")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_a_fixed_mask_draws_nothing(tmp_path):
+    code = COLLATOR.replace("{draw}", "ids == 3")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- an FSDP model's forward on one rank
+FSDP_EVAL = """
+import torch, torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x in loader:
+            model(x)  # the forward
+
+def main(loader, dev, local_rank):
+    dist.init_process_group("gloo")
+    model = FSDP(torch.nn.Linear(16, 2){strategy})
+    for step, x in enumerate(loader):
+        model(x).sum().backward()
+        if step % 4 == 0 and local_rank == 0:
+            evaluate(model, dev)
+
+main([], [], 0)
+"""
+
+
+def test_an_fsdp_forward_on_one_rank_all_gathers_alone(tmp_path):
+    code = FSDP_EVAL.replace("{strategy}", "")
+    assert at(lint_plain(tmp_path, code), "DDP801") == [(line_of(code, "# the forward"), "error")]
+
+
+def test_its_twin_an_unsharded_fsdp_gathers_nothing(tmp_path):
+    code = FSDP_EVAL.replace("{strategy}", ", sharding_strategy=ShardingStrategy.NO_SHARD")
+    assert at(lint_plain(tmp_path, code), "DDP801") == []
+
+
+# -------------------------------------------------- a Lightning step that returns on an empty part of its batch
+EMPTY_PART = """
+import torch, pytorch_lightning as pl
+
+class Diffusion(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 1)
+    def training_step(self, batch, i):
+        {test}
+            return
+        return self.lin(batch.x).pow(2).mean()
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters())
+
+pl.Trainer(accelerator="gpu", devices=4, strategy="ddp").fit(Diffusion(), [])
+"""
+
+
+def test_a_step_skipped_on_its_batch_s_empty_edges_is_the_rank_s_own(tmp_path):
+    code = EMPTY_PART.replace("{test}", "if batch.edge_index.numel() == 0:  # the test")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "warning")]
+
+
+def test_its_twin_a_skip_on_the_epoch_is_every_rank_s(tmp_path):
+    code = EMPTY_PART.replace("{test}", "if self.current_epoch > 100:  # the test")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a BatchNorm default the block never builds
+NORM_DEFAULT = """
+import torch, torch.nn as nn, torch.distributed as dist
+
+class Block(nn.Module):
+    def __init__(self, ch, norm=nn.BatchNorm1d):
+        super().__init__()
+        self.lin = nn.Linear(ch, ch)
+        self.norm = {norm}
+    def forward(self, x):
+        return self.norm(self.lin(x))
+
+def main(rank):
+    dist.init_process_group("gloo")
+    model = nn.parallel.DistributedDataParallel(Block(4))
+    model(torch.randn(2, 4)).sum().backward()
+    if rank == 0:
+        with torch.no_grad():
+            model(torch.randn(2, 4))  # the forward
+
+main(0)
+"""
+
+
+def test_a_norm_class_default_nobody_builds_holds_no_buffer(tmp_path):
+    code = NORM_DEFAULT.replace("{norm}", "nn.InstanceNorm1d(ch, affine=True)")
+    assert at(lint_plain(tmp_path, code), "DDP801") == []
+
+
+def test_its_twin_the_default_built_broadcasts_its_running_stats(tmp_path):
+    code = NORM_DEFAULT.replace("{norm}", "norm(ch)")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP801")] == [line_of(code, "# the forward")]
+
+
+# -------------------------------------------------- a random transform built, never applied
+UNUSED_TRANSFORM = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torchvision.transforms import Compose, Resize, RandomResizedCrop
+
+class Clips(Dataset):
+    def __init__(self):
+        self.fixed = Compose([Resize(64)])
+        self.table = {"train": Compose([RandomResizedCrop(64)]), "test": Compose([Resize(64)])}
+    def __len__(self):
+        return 256
+    def __getitem__(self, i):
+        return {apply}(torch.zeros(3, 80, 80) + i)
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(42)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3 * 64 * 64, 1))
+    ds = Clips()
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=4)  # the loader
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            model(x.flatten(1)).mean().backward()
+
+main()
+"""
+
+
+def test_a_random_transform_table_nobody_reads_draws_nothing(tmp_path):
+    assert at(lint_plain(tmp_path, UNUSED_TRANSFORM.replace("{apply}", "self.fixed")), "DDP808") == []
+
+
+def test_its_twin_the_table_read_in_the_workers_draws(tmp_path):
+    code = UNUSED_TRANSFORM.replace("{apply}", 'self.table["train"]')
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
