@@ -928,6 +928,8 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) ->
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
             and test.left.id in fn.params):
         return False
+    if fn.bindings.get(test.left.id):
+        return False  # `mode = split if mode == "auto" else mode` first: not what the caller gave
     given = argument_at(fn, way_in, test.left.id)
     right = test.comparators[0]
     if isinstance(right, ast.Constant) and isinstance(right.value, str) and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):

@@ -1937,8 +1937,9 @@ class Program:
             found = self.method(klass, node.attr) if klass else None
             # (`collate_fn=self._collate` in a base class: each subclass the run builds hands
             # its own override)
-            overrides = [m for sub in (self._descendants(klass) if klass else ())
-                         if sub in self.built_classes for m in [self.method(sub, node.attr)] if m is not None]
+            built = self.__dict__.get("built_classes", ())  # (known once the walk has begun)
+            overrides = [m for sub in (self._descendants(klass) if klass and built else ())
+                         if sub in built for m in [self.method(sub, node.attr)] if m is not None]
             return ([found] if found else []) + list(dict.fromkeys(o for o in overrides if o is not found))
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             # `mp.spawn(mpu.run, ...)`: a function of an imported local module

@@ -16,7 +16,7 @@ from typing import Any
 
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
-from ddpdoctor.lint.nodes import children, param_defaults
+from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import RankTest, last_name, text
 
 Function = Any  # lint/program.Function (program imports this module, not the reverse)
@@ -425,6 +425,11 @@ class Walker:
             passed = []  # `when(lambda: rank == 0)(checkpoint)`: gated where the result is called
         for slot, arg in passed:
             refs = program.reference(arg, fn) or _bound_method(program, arg, fn)
+            if not refs and isinstance(arg, ast.Lambda) and not targets:
+                # `wandb.agent(sweep, function=lambda: main_train(args))`: a library runs the
+                # lambda, and the lambda calls the script's own functions
+                refs = [t for c in walk(arg.body) if isinstance(c, ast.Call)
+                        for t in program.resolve(c.func, fn)[0] if t.node.__class__ is not ast.Module]
             if refs and targets and not any(_calls_param(t, slot) for t in targets):
                 continue  # a local helper that only looks at the function (its name, signature)
             if refs:
