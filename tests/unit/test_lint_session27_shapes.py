@@ -1018,3 +1018,71 @@ def test_a_random_transform_table_nobody_reads_draws_nothing(tmp_path):
 def test_its_twin_the_table_read_in_the_workers_draws(tmp_path):
     code = UNUSED_TRANSFORM.replace("{apply}", 'self.table["train"]')
     assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+# -------------------------------------------------- a lambda a library's runner calls
+SWEEP = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp, wandb
+from torch.utils.data import DataLoader, TensorDataset
+
+def train(rank, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)  # the loader
+    for epoch in range(3):
+        for (x,) in loader:
+            model(x).sum().backward()
+
+def main_train(args):
+    mp.spawn(train, args=(2,), nprocs=2)
+
+wandb.agent("sweep", function={handed})
+"""
+
+
+def test_the_functions_a_lambda_handed_to_a_runner_calls_are_reached(tmp_path):
+    code = SWEEP.replace("{handed}", "lambda: main_train(None)")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_its_twin_a_lambda_calling_nothing_of_the_script_reaches_nothing(tmp_path):
+    code = SWEEP.replace("{handed}", "lambda: print('sweep')")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- a parameter rebound before the test is not the caller's
+REBOUND_MODE = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, SequentialSampler, TensorDataset
+
+def build(split, mode="auto"):
+    ds = TensorDataset(torch.randn(64, 4))
+    {rebind}
+    if mode == "train":
+        sampler = DistributedSampler(ds)
+    else:
+        sampler = SequentialSampler(ds)
+    loader = DataLoader(ds, batch_size=8, sampler=sampler)  # the loader
+    return loader, sampler
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    loader, sampler = build("train")
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for (x,) in loader:
+            model(x).sum().backward()
+
+main()
+"""
+
+
+def test_a_mode_rebound_from_the_split_reaches_the_distributed_sampler(tmp_path):
+    code = REBOUND_MODE.replace("{rebind}", 'mode = split if mode == "auto" else mode')
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_the_default_left_as_it_is_builds_the_plain_sampler(tmp_path):
+    code = REBOUND_MODE.replace("{rebind}", "pass")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
