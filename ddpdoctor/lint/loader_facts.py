@@ -526,12 +526,20 @@ class LoaderFacts:
         self._plain_loops: set[int] = set()
         self._plain_names: set[tuple[int, str]] = set()
         self._ddp_names: set[tuple[int, str]] = set()  # iterated by a loop not provably plain
+        lightning = self.program.uses_lightning()
         for fn in self.functions:
             for c in fn.own_calls:
                 # DeepSpeed's pipeline engine: `engine.train_batch(data_iter=batches)` runs the
                 # forward, backward and step of the batches it draws from the iterator
                 if isinstance(c.func, ast.Attribute) and c.func.attr == "train_batch":
                     given = keyword(c, "data_iter") or (c.args[0] if c.args else None)
+                    if isinstance(given, (ast.Name, ast.Attribute)):
+                        names |= self._iterated_names_of(given, fn)
+                # Lightning's `trainer.fit(model, train_dataloaders=loader)` (or the loader as its
+                # second argument): the Trainer's training loop iterates it
+                if isinstance(c.func, ast.Attribute) and c.func.attr == "fit" and lightning:
+                    given = keyword(c, "train_dataloaders") or keyword(c, "train_dataloader") or \
+                        (c.args[1] if len(c.args) > 1 else None)
                     if isinstance(given, (ast.Name, ast.Attribute)):
                         names |= self._iterated_names_of(given, fn)
             for node, _ in _fn_loops(fn):

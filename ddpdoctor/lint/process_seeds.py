@@ -390,7 +390,7 @@ def _class_draws(program, klass) -> bool:
     process: every rank's workers get the list as it is. A method nothing in the program names
     (GPT-SoVITS's `random_slice()`) draws nothing."""
     built = _construction_methods(klass)
-    reading = _worker_methods(klass) or set(klass.methods) - built
+    reading = _worker_methods(klass, program) or set(klass.methods) - built
     if any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name in reading):
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
@@ -398,7 +398,8 @@ def _class_draws(program, klass) -> bool:
     return any(_built_draw_read(klass, method, reading) if name in built else
                (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method)
                 or _inherited_draw(program, klass, method))
-               if name in named or name.startswith("__") else False
+               if (name in named or name.startswith("__")) and (name in reading or name not in
+                                                                 _worker_methods(klass) - reading) else False
                for name, method in klass.methods.items())
 
 
@@ -638,11 +639,13 @@ def _attribute_names(program) -> set[str]:
 WORKER_ENTRIES = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__"})
 
 
-def _worker_methods(klass) -> set[str]:
+def _worker_methods(klass, program=None) -> set[str]:
     """The methods the workers run: __getitem__ / __iter__ and what they call as `self.<name>()`.
     Empty where the class defines neither (a base's reading is not in sight). A method only the
     main process calls between epochs (`loader.dataset.reorder(epoch)` reseeding numpy: Grad-W)
-    seeds nothing the workers draw from."""
+    seeds nothing the workers draw from. With the program, a call on lines no way in runs
+    (`if self.mode == "video": return self._video_only(i)` where every construction leaves mode
+    at "pair", _dead_lines) leads nowhere."""
     todo = [name for name in WORKER_ENTRIES if name in klass.methods]
     found: set[str] = set()
     while todo:
@@ -650,9 +653,10 @@ def _worker_methods(klass) -> set[str]:
         if name in found or name not in klass.methods:
             continue
         found.add(name)
+        dead = _dead_lines(program, klass.methods[name]) if program is not None else set()
         todo.extend(n.func.attr for n in walk(klass.methods[name].node) if isinstance(n, ast.Call)
                     and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
-                    and n.func.value.id == "self")
+                    and n.func.value.id == "self" and n.lineno not in dead)
     return found
 
 

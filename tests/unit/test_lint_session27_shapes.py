@@ -1086,3 +1086,82 @@ def test_a_mode_rebound_from_the_split_reaches_the_distributed_sampler(tmp_path)
 def test_its_twin_the_default_left_as_it_is_builds_the_plain_sampler(tmp_path):
     code = REBOUND_MODE.replace("{rebind}", "pass")
     assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+# -------------------------------------------------- an augmentation only a mode no construction picks applies
+MODE_ONLY = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torchvision.transforms import RandomResizedCrop
+
+class Clips(Dataset):
+    def __init__(self, n, mode="pair"):
+        self.n, self.mode = n, mode
+        self.aug = RandomResizedCrop(64)
+    def __len__(self):
+        return self.n
+    def _video_only(self, i):
+        return self.aug(torch.zeros(3, 80, 80) + i)
+    def __getitem__(self, i):
+        if self.mode == "video":
+            return self._video_only(i)
+        return torch.zeros(3, 64, 64) + i
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(42)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3 * 64 * 64, 1))
+    ds = Clips({args})
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=4)  # the loader
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            model(x.flatten(1)).mean().backward()
+
+main()
+"""
+
+
+def test_an_augmentation_only_an_unchosen_mode_applies_draws_nothing(tmp_path):
+    assert at(lint_plain(tmp_path, MODE_ONLY.replace("{args}", "256")), "DDP808") == []
+
+
+def test_its_twin_the_mode_chosen_draws_in_the_workers(tmp_path):
+    code = MODE_ONLY.replace("{args}", '256, mode="video"')
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+# -------------------------------------------------- a loader handed to Lightning's fit under a plain name
+FIT_LOADER = """
+import torch, pytorch_lightning as pl
+from torch.utils.data import DataLoader, Dataset
+
+class Frames(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.rand(4)
+
+class Depth(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 1)
+    def training_step(self, batch, i):
+        return self.lin(batch).pow(2).mean()
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters())
+
+pl.seed_everything(1994{workers})
+loader = DataLoader(Frames(), batch_size=8, num_workers=4, shuffle=True)  # the loader
+pl.Trainer(accelerator="gpu", devices=2, strategy="ddp").fit(Depth(), train_dataloaders=loader)
+"""
+
+
+def test_a_loader_handed_to_fit_is_the_training_loader(tmp_path):
+    code = FIT_LOADER.replace("{workers}", "")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_seeded_with_workers_true_puts_the_rank_in(tmp_path):
+    assert at(lint_plain(tmp_path, FIT_LOADER.replace("{workers}", ", workers=True")), "DDP808") == []
