@@ -984,6 +984,8 @@ class LoaderFacts:
         sites = []
         name = self.bound_name(fn, call)
         position = _returned_at(fn, name) if name else None
+        if name and name != fn.name and position is not None and _rebound_under(fn, name, call, switches):
+            return True  # `loader = DataLoader(ds)`; `if ddp: loader = DataLoader(ds, sampler=...)`; `return loader, sampler`
         if name and name != fn.name and position is None:
             sites.append((fn, name, call))
         else:

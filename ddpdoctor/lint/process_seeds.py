@@ -568,6 +568,15 @@ def _helpers_draw(program, method) -> bool:
         kept = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and \
             call.func.value.id == "self" and method.cls is not None and call.func.attr not in method.cls.methods
         if kept:
+            # `self.augm(sample)` of `self.augm = train_augm if train else valid_augm`: the local
+            # functions the attribute holds (each side of a choice the constructor makes)
+            held = [t for value, owner in program._attr(method.cls, call.func.attr)
+                    for side in ((value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,))
+                    if isinstance(side, (ast.Name, ast.Attribute))
+                    for t in program.reference(side, owner) if t.cls is None and t.node is not None
+                    and not isinstance(t.node, ast.Module)]
+            if any(_step_draws(program, t, 2) for t in held):
+                return True
             # `self.transform(image)` of `self.transform = Transform(train=train)`, a local class
             # whose __call__ draws (Prismer's random crop and flip)
             klass = program.class_of(call.func, method)

@@ -344,6 +344,27 @@ def _field(node: ast.AST) -> str:
     return ""
 
 
+def _fields_set_by_call(builder: Builder, fn: Function, stmt: ast.stmt) -> list[str]:
+    """`model.early_stopping(loss)` as a statement, where the local method sets `self.early_stop
+    = True`: the fields of `model` the call may set, keyed as _field keys them ("model.early_stop")."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return []
+    func = stmt.value.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id != "self"):
+        return []
+    keys = []
+    for target in builder.program.resolve(func, fn)[0]:
+        if target.cls is None or target.node is None or isinstance(target.node, ast.Module):
+            continue
+        for node in target.own:
+            for assigned in (node.targets if isinstance(node, ast.Assign) else
+                             [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []):
+                if isinstance(assigned, ast.Attribute) and isinstance(assigned.value, ast.Name) and \
+                        assigned.value.id == "self":
+                    keys.append(f"{func.value.id}.{assigned.attr}")
+    return list(dict.fromkeys(keys))
+
+
 def _state_targets(stmt: ast.stmt) -> list[str]:
     """The plain names and the options' fields a statement assigns (`opt.train_epoch_count =
     visualizer.load_data()` on rank 0, then every rank's `range(opt.train_epoch_count, n)`)."""
@@ -427,7 +448,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
     assigned: dict[str, list[_Stmt]] = {}
     loop_targets: set[str] = set()
     for item in stmts:
-        for name in _state_targets(item.node):
+        for name in _state_targets(item.node) + _fields_set_by_call(builder, fn, item.node):
             assigned.setdefault(name, []).append(item)
         if isinstance(item.node, (ast.For, ast.AsyncFor)):
             loop_targets.update(n.id for n in walk(item.node.target) if isinstance(n, ast.Name))

@@ -1165,3 +1165,132 @@ def test_a_loader_handed_to_fit_is_the_training_loader(tmp_path):
 
 def test_its_twin_seeded_with_workers_true_puts_the_rank_in(tmp_path):
     assert at(lint_plain(tmp_path, FIT_LOADER.replace("{workers}", ", workers=True")), "DDP808") == []
+
+
+# -------------------------------------------------- a builder that replaces its plain loader under the launch switch
+REPLACED = """
+import os, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+def make_loader(args):
+    tiles = TensorDataset(torch.randn(64, 3))
+    loader = DataLoader(tiles, batch_size=4, shuffle=True)  # the plain loader
+    sampler = None
+    if {test}:
+        sampler = DistributedSampler(tiles)
+        loader = DataLoader(tiles, sampler=sampler, batch_size=4)
+    return loader, sampler
+
+def main(args):
+    if torch.cuda.device_count() > 1 and args.ddp == 1:
+        dist.init_process_group("nccl")
+    model = torch.nn.Linear(3, 1)
+    if torch.cuda.device_count() > 1 and args.ddp == 1:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    loader, sampler = make_loader(args)
+    for epoch in range(3):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        for (x,) in loader:
+            model(x).sum().backward()
+
+main(None)
+"""
+
+
+def test_a_plain_loader_replaced_under_the_launch_switch_is_the_one_process_s(tmp_path):
+    code = REPLACED.replace("{test}", "torch.cuda.device_count() > 1 and args.ddp == 1")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_replaced_under_another_test_is_left_on_the_ranks(tmp_path):
+    code = REPLACED.replace("{test}", "args.big")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the plain loader"), "error")]
+
+
+# -------------------------------------------------- an augmentation function the dataset keeps as an attribute
+KEPT_FUNCTION = """
+import numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+def train_augm(sample):
+    return np.rot90(sample, np.random.randint(4)).copy()
+
+def valid_augm(sample):
+    return sample
+
+class Tiles(Dataset):
+    def __init__(self, train):
+        self.augm = {kept}
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.from_numpy(self.augm(np.zeros((8, 8), np.float32)))
+
+def main():
+    np.random.seed(0)
+    torch.manual_seed(0)
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 1))
+    ds = Tiles(True)
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=2)  # the loader
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            model(x.flatten(1)).sum().backward()
+
+main()
+"""
+
+
+def test_a_kept_augmentation_function_draws_in_the_workers(tmp_path):
+    code = KEPT_FUNCTION.replace("{kept}", "train_augm if train else valid_augm")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_a_kept_function_that_draws_nothing(tmp_path):
+    assert at(lint_plain(tmp_path, KEPT_FUNCTION.replace("{kept}", "valid_augm")), "DDP808") == []
+
+
+# -------------------------------------------------- a flag a method sets, called on rank 0 only
+METHOD_FLAG = """
+import torch, torch.distributed as dist
+
+class Trainer:
+    def __init__(self):
+        self.net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+        self.early_stop = False
+        self.bad = 0
+    def step(self, x):
+        self.net(x).sum().backward()
+    def early_stopping(self, loss):
+        self.bad += 1
+        if self.bad >= 3:
+            self.early_stop = True
+
+def train(rank, model, loader):
+    while True:
+        for x in loader:
+            model.step(x)
+            {guard}
+                model.early_stopping(float(x.sum()))
+        if model.early_stop:  # the test
+            break
+
+def main():
+    dist.init_process_group("gloo")
+    train(dist.get_rank(), Trainer(), [torch.randn(2, 4)] * 4)
+
+main()
+"""
+
+
+def test_a_flag_set_by_a_method_only_rank_0_calls_splits_the_loop(tmp_path):
+    code = METHOD_FLAG.replace("{guard}", "if rank == 0:")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "error")]
+
+
+def test_its_twin_every_rank_calling_it_decides_alike(tmp_path):
+    code = METHOD_FLAG.replace("{guard}", "if True:")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
