@@ -403,6 +403,18 @@ def _class_draws(program, klass) -> bool:
                for name, method in klass.methods.items())
 
 
+def _kept_draw_applied(init, call_method) -> bool:
+    """The constructor keeps a random transform in a field (`self.ops = Compose([Random...])`)
+    that the object's `__call__` reads."""
+    applied = _source(call_method)
+    for stmt in walk(init.node):
+        if isinstance(stmt, ast.Assign) and ARGUMENT_WORDS.search(text(stmt.value, 4000)) and any(
+                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                and re.search(rf"\bself\.{re.escape(t.attr)}\b", applied) for t in stmt.targets):
+            return True
+    return False
+
+
 def _built_draw_read(klass, method, reading: set) -> bool:
     """The constructor builds a random transform that the workers' methods use: one kept as
     `self.<name> = Compose([RandomResizedCrop(...)])` counts where a method the workers run (or,
@@ -584,6 +596,11 @@ def _helpers_draw(program, method) -> bool:
             if target is not None and target.node is not None and any(
                     RANDOM_WORDS.search(OWN_GENERATOR.sub("", _live_source(program, m)))
                     for m in _with_own_calls(target, program=program) if m.name != "__init__"):
+                return True
+            # a base's `__call__` applying `self.ops`, which the subclass's constructor makes a
+            # random pipeline (`self.ops = Compose([RandomRotation(10), ...])`)
+            init = program.method(klass, "__init__") if target is not None else None
+            if init is not None and init.node is not None and _kept_draw_applied(init, target):
                 return True
             continue
         if not isinstance(call.func, ast.Name) and not helper:

@@ -1294,3 +1294,51 @@ def test_a_flag_set_by_a_method_only_rank_0_calls_splits_the_loop(tmp_path):
 def test_its_twin_every_rank_calling_it_decides_alike(tmp_path):
     code = METHOD_FLAG.replace("{guard}", "if True:")
     assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a transform object whose base class applies what the subclass built
+BASE_CALL = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torchvision import transforms
+
+class Transform:
+    def __call__(self, image):
+        return self.ops(image)
+
+class TrainTransform(Transform):
+    def __init__(self):
+        self.ops = transforms.Compose([{ops}])
+
+class Pages(Dataset):
+    def __init__(self):
+        self.transform = TrainTransform()
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return self.transform(torch.zeros(3, 8, 8) + i)
+
+torch.manual_seed(42)
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(192, 1))
+    ds = Pages()
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=2)  # the loader
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            model(x.flatten(1)).sum().backward()
+
+main()
+"""
+
+
+def test_a_random_pipeline_a_base_class_applies_draws_in_the_workers(tmp_path):
+    code = BASE_CALL.replace("{ops}", "transforms.RandomRotation(10)")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_a_fixed_pipeline_draws_nothing(tmp_path):
+    assert at(lint_plain(tmp_path, BASE_CALL.replace("{ops}", "transforms.Resize(8)")), "DDP808") == []
