@@ -137,6 +137,9 @@ class LoaderFacts:
         values = self._bound_here(node, fn, 3) if isinstance(node, ast.Name) else []
         if not values or not all(isinstance(v, ast.Call) for v, _ in values):
             values = self.program.values_of(node, fn)  # `x.map(f) if ... else x`: every binding
+        if isinstance(node, ast.Name):
+            # `train_set, test_set = define_datasets(opt)`: the item the builder returns there
+            values = [*values, *self.program.unpacked(node.id, fn)]
         for value, scope in values:
             if not isinstance(value, ast.Call):
                 continue

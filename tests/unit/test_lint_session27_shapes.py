@@ -1342,3 +1342,43 @@ def test_a_random_pipeline_a_base_class_applies_draws_in_the_workers(tmp_path):
 
 def test_its_twin_a_fixed_pipeline_draws_nothing(tmp_path):
     assert at(lint_plain(tmp_path, BASE_CALL.replace("{ops}", "transforms.Resize(8)")), "DDP808") == []
+
+
+# -------------------------------------------------- a dataset keeping its rank's part, returned as a tuple's item
+TUPLE_PART = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset
+
+class RankPart(Dataset):
+    def __init__(self, items):
+        self.items = {keep}
+    def __len__(self):
+        return len(self.items)
+    def __getitem__(self, i):
+        return torch.tensor([float(self.items[i])])
+
+def define_datasets():
+    files = list(range(100))
+    return RankPart(files), RankPart(files[:10])
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+    train_set, test_set = define_datasets()
+    train_loader = DataLoader(train_set, batch_size=4, shuffle=True)  # the loader
+    for epoch in range(3):
+        for x in train_loader:
+            model(x).sum().backward()
+
+main()
+"""
+
+
+def test_a_dataset_keeping_its_rank_s_part_needs_no_sampler_through_a_tuple(tmp_path):
+    code = TUPLE_PART.replace("{keep}", "items[dist.get_rank()::dist.get_world_size()]")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_a_dataset_of_every_item_needs_one(tmp_path):
+    code = TUPLE_PART.replace("{keep}", "items")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
