@@ -44,8 +44,10 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                      "accelerator.prepare() shard it",
                 location=loader.location,
                 evidence={"loader": loader.name, "sampler": loader.sampler_text, "by": "accelerate"}))
-        elif loader.sampler in ("none", "plain") and loader.prepared_by == "accelerate" and (
-                loader.sharded_by_rank or getattr(loader, "keeps_rank_share", False)):
+        elif loader.sampler in ("none", "plain") and loader.prepared_by == "accelerate" and \
+                getattr(loader, "keeps_rank_share", False):
+            # (only a dataset that keeps one rank's share: one that merely mentions the rank,
+            # `ds.shuffle(seed=seed + process_index)`, still holds every item)
             # the dataset keeps this rank's share itself (`items[rank::world]`, a class that
             # filters by the process index), and Accelerate shards the prepared loader again
             problems.append(Problem(

@@ -1382,3 +1382,12 @@ def test_a_dataset_keeping_its_rank_s_part_needs_no_sampler_through_a_tuple(tmp_
 def test_its_twin_a_dataset_of_every_item_needs_one(tmp_path):
     code = TUPLE_PART.replace("{keep}", "items")
     assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_a_prepared_dataset_shuffled_with_the_rank_s_seed_still_holds_every_item(tmp_path):
+    # (it mentions the rank, so it is no unsharded loader; it keeps every item, so it is no shard)
+    code = SELF_SHARED.replace("{keep}", "True").replace(
+        "Clips(accelerator, list(range(64)))",
+        "Clips(accelerator, sorted(range(64), key=lambda i: (i * (7 + accelerator.process_index)) % 64))")
+    assert "process_index)) % 64" in code
+    assert at(lint_plain(tmp_path, code), "DDP803") == []
