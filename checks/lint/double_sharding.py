@@ -46,14 +46,14 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                 evidence={"loader": loader.name, "sampler": loader.sampler_text, "by": "accelerate"}))
         elif loader.sampler in ("none", "plain") and loader.prepared_by == "accelerate" and \
                 getattr(loader, "keeps_rank_share", False):
-            # (only a dataset that keeps one rank's share: one that merely mentions the rank,
-            # `ds.shuffle(seed=seed + process_index)`, still holds every item)
             # the dataset keeps this rank's share itself (`items[rank::world]`, a class that
             # filters by the process index), and Accelerate shards the prepared loader again
+            # (one that merely mentions the rank, `ds.shuffle(seed=seed + process_index)`, still
+            # holds every item: not this case)
             problems.append(Problem(
-                message=(f"`{loader.name}` at {loader.location} reads `{loader.dataset_text}`, which already "
-                         "depends on the rank, and is handed to accelerator.prepare(), which shards it again: "
-                         "each rank sees about dataset / world² samples"),
+                message=(f"`{loader.name}` at {loader.location} reads `{loader.dataset_text}`, which keeps only "
+                         "this rank's share of the items, and is handed to accelerator.prepare(), which shards "
+                         "it again: each rank sees about dataset / world² samples"),
                 hint="shard once: give the loader the whole dataset and let accelerator.prepare() shard it, "
                      "or keep the hand-made shard and do not prepare the loader",
                 location=loader.location,
