@@ -378,9 +378,7 @@ class LoaderFacts:
         local that it returns (`loader = DataLoader(...)`; `return loader`) is whatever its callers
         bind the call to, not every `loader` of the program (VL-T5's `predict(self, loader)`); an
         item of a returned tuple (`return train_loader, val_loader`) is what the callers unpack there."""
-        position = None if isinstance(fn.node, ast.Module) or "." in name else next(
-            (i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
-             for i, elt in enumerate(n.value.elts) if isinstance(elt, ast.Name) and elt.id == name), None)
+        position = None if "." in name else _returned_at(fn, name)
         if position is not None:
             unpacked = {_unpacked_at(c, e.node, position) for c, e in self.callers().get(fn, [])
                         if isinstance(e.node, ast.Call)} - {""}
@@ -399,8 +397,7 @@ class LoaderFacts:
     def _unpacked_from_return(self, fn: Function, call: ast.Call) -> str:
         """`return sup, unsup, build_one("val")` in fn, and `sup, unsup, val = get_loader(...)` where
         fn is called: the name that item lands in ("val"); "" where it cannot be told."""
-        index = next((i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
-                      for i, elt in enumerate(n.value.elts) if elt is call), None)
+        index = _call_returned_at(fn, call)
         if index is None:
             return ""
         names = {_unpacked_at(c, e.node, index) for c, e in self.callers().get(fn, []) if isinstance(e.node, ast.Call)}
@@ -490,9 +487,7 @@ class LoaderFacts:
         keeps it under an evaluation name (`self.test_dataloader = self.Dl_test.loader()`;
         `_, val_loader = get_loader(args, "val")` for the `if split == "val":` side), none under
         a training one."""
-        position = None if isinstance(fn.node, ast.Module) else next(
-            (i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
-             for i, elt in enumerate(n.value.elts) if isinstance(elt, ast.Name) and elt.id == name), None)
+        position = _returned_at(fn, name)
         if position is None and not (_returned_alone(fn, name) or name == fn.name):
             return False
         bound = [self.bound_name(caller, event.node) if position is None else
@@ -881,8 +876,7 @@ class LoaderFacts:
             names = among
         if not name and call is not None:
             # `return DataLoader(train_ds, ...), DataLoader(val_ds, ...)`: the item a caller unpacks
-            position = next((i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
-                             for i, elt in enumerate(n.value.elts) if elt is call), None)
+            position = _call_returned_at(fn, call)
             if position is not None:
                 return self._bound_by_callers(fn, position, names, call, among is None and not split)
         if not name:
@@ -1642,6 +1636,12 @@ def _returned_at(fn: Function, name: str) -> Optional[int]:
                 if isinstance(item, ast.Name) and item.id == name:
                     return index
     return None
+
+
+def _call_returned_at(fn: Function, call: ast.AST) -> Optional[int]:
+    """The position of a call built in place in the tuple fn returns (`return DataLoader(...), None`)."""
+    return next((i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
+                 for i, elt in enumerate(n.value.elts) if elt is call), None)
 
 
 def _unpacked_at(fn: Function, call: ast.Call, index: int) -> str:

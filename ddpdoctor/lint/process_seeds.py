@@ -395,11 +395,12 @@ def _class_draws(program, klass) -> bool:
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
     own = _own_generators(klass, built)
+    # (methods the workers reach only through lines no way in runs: none of their draws run)
+    unreached = _worker_methods(klass) - reading
     return any(_built_draw_read(klass, method, reading) if name in built else
                (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method)
                 or _inherited_draw(program, klass, method))
-               if (name in named or name.startswith("__")) and (name in reading or name not in
-                                                                 _worker_methods(klass) - reading) else False
+               if (name in named or name.startswith("__")) and name not in unreached else False
                for name, method in klass.methods.items())
 
 
