@@ -22,21 +22,26 @@ MAX_BYTES = 256 * 1024  # a dependency list; anything larger is not read
 UP = 3  # folders above the script's
 
 
-def pinned_major(script: Path, package: str) -> tuple[Optional[int], Optional[Path]]:
-    """(the major version `package` is pinned to, the file that says so); (None, None) when no
-    file near the script pins it."""
+def pinned_major(script: Path, package: str) -> tuple[Optional[int], Optional[Path], list[Path]]:
+    """(the major version `package` is pinned to, the file that says so, every file read on the
+    way); (None, None, files read) when no file near the script pins it. The files read, and
+    where none pins it the place a pin would first be looked for, are what a cached answer
+    rests on: a pin added or changed there is a different answer."""
     spec = re.compile(rf"(?<![\w.-]){re.escape(package)}\s*(\[[^\]]*\])?\s*(?P<ops>(?:[<>=~!]=?\s*[\d*][\w.*]*\s*,?\s*)+)",
                       re.IGNORECASE)
     folder = script.resolve().parent
+    first = folder / PIN_FILES[0]
+    read: list[Path] = []
     for _ in range(UP + 1):
         for path in _candidates(folder):
+            read.append(path)
             major = _major(path, spec)
             if major is not None:
-                return major, path
+                return major, path, read
         if folder.parent == folder:
             break
         folder = folder.parent
-    return None, None
+    return None, None, read if first in read else [*read, first]
 
 
 def _candidates(folder: Path) -> list[Path]:

@@ -567,9 +567,10 @@ class SaveFacts:
         process and tests inside the base `_save`). (The pinned major, the file), or None."""
         if fn.name != "_save" or not self._trainer_save_override(fn) or not self.program.sources:
             return None
-        major, path = pinned_major(self.program.sources[0].path, "transformers")
-        if path is not None:
-            self.program.__dict__.setdefault("_pin_files", []).append(str(path))
+        major, path, read = pinned_major(self.program.sources[0].path, "transformers")
+        # (what the answer rests on joins the cache key; a place looked at and found empty keeps
+        # the answer out of the cache, so a pin added there later is read)
+        self.program.__dict__.setdefault("_pin_files", []).extend(str(p) for p in read)
         if major is None or major >= 5:
             return None
         return major, path.name

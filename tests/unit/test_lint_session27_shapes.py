@@ -1391,3 +1391,15 @@ def test_a_prepared_dataset_shuffled_with_the_rank_s_seed_still_holds_every_item
         "Clips(accelerator, sorted(range(64), key=lambda i: (i * (7 + accelerator.process_index)) % 64))")
     assert "process_index)) % 64" in code
     assert at(lint_plain(tmp_path, code), "DDP803") == []
+
+
+def test_where_no_file_pins_it_the_first_place_a_pin_would_be_read_is_named(tmp_path):
+    # (the cache keys on it: a requirements.txt added later with a pin is a different answer)
+    from ddpdoctor.lint.pins import pinned_major
+    script = tmp_path / "deep" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    major, path, read = pinned_major(script, "transformers")
+    assert (major, path) == (None, None) and script.parent.resolve() / "requirements.txt" in read
+    (script.parent / "requirements.txt").write_text("transformers==4.30.2\n")
+    assert pinned_major(script, "transformers")[:2] == (4, script.parent.resolve() / "requirements.txt")
