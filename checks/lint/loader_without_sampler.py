@@ -158,7 +158,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             severity=None if loader.trains and not configured and not getattr(loader, "index_ignored", False)
             and not replacement and not both and (not apart or alone) else Severity.WARNING,
             message=message,
-            hint=(f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
+            hint=(f"hand the loader itself to accelerator.prepare() and iterate what it returns "
+                  f"(`{loader.name or 'loader'} = accelerator.prepare({loader.name or 'loader'})`): Accelerate "
+                  "then shards it and sets its epoch"
+                  if alone and not both and not (apart and getattr(loader, "apart_from_accelerate", False)) else
+                  f"DataLoader({loader.dataset_text}, sampler=DistributedSampler({loader.dataset_text}), ...) "
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),
             location=loader.location,
             evidence={"loader": loader.name, "dataset": loader.dataset_text, "sampler": loader.sampler_text or None,
