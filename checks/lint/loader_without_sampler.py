@@ -177,6 +177,8 @@ def _whole_job(facts: LintFacts, loader) -> bool:
     in the loop (ranks cooperating per batch, as in tensor parallelism), is the job done N times."""
     if facts.ddp_model or facts.samplers or getattr(loader, "single_process", False):
         return False
+    if getattr(facts, "subgroups", False):
+        return False  # model-parallel groups: the ranks of a group read the same batches by design
     if any(other.sampler == "distributed" or other.sharded_by_rank for other in facts.loaders):
         return False
     return bool(getattr(loader, "iterated", False))

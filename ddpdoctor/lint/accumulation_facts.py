@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, argument_at,
+from ddpdoctor.lint.fact_builder import (_truth_by_constants, _cond_false, _cond_true, _fn_loops, _loops, _single_process, argument_at,
                                           given_constants, loc)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import _loss_of, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
@@ -429,6 +429,10 @@ class AccumulationFacts:
                     return found[0]
                 # (way_in: the call into fn and the function it is in)
                 decided = self._decided(fn, *way_in, stmt.test) if way_in is not None else None
+                if decided is None:
+                    # `grad_accumu = 1` above `if grad_accumu > 1: ... else: opt.step()` (samtemp):
+                    # the side the constants every way in gives settle
+                    decided = _truth_by_constants(self.callers(), fn, stmt.test, self.program)
                 if decided is not None:
                     # `if not eval_only:` of a helper the loop calls with a literal False
                     # (adaptive-span's micro-batch step): the side that call takes; both where

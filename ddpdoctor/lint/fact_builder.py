@@ -1238,7 +1238,13 @@ def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None
         attr_constants(program, callers, fn, test.left.attr)
     if not values:
         return None
-    if isinstance(op, (ast.Eq, ast.In)) and (isinstance(op, ast.In) or len(allowed) == 1):
+    if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and len(allowed) == 1 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in (*values, *allowed)):
+        # `grad_accum > 1` where every way gives grad_accum the number 1
+        bound = allowed[0]
+        truths = {v < bound if isinstance(op, ast.Lt) else v <= bound if isinstance(op, ast.LtE)
+                  else v > bound if isinstance(op, ast.Gt) else v >= bound for v in values}
+    elif isinstance(op, (ast.Eq, ast.In)) and (isinstance(op, ast.In) or len(allowed) == 1):
         truths = {v in allowed for v in values}
     elif isinstance(op, (ast.NotEq, ast.NotIn)) and (isinstance(op, ast.NotIn) or len(allowed) == 1):
         truths = {v not in allowed for v in values}

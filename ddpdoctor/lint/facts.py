@@ -58,6 +58,10 @@ class LintFacts:
     # the script sets up the process group but reaches no training code of its own, and runs a
     # class its config names (`hydra.utils.get_class(cfg._target_)(cfg).run()`): where
     config_named: Optional[Location] = None
+    # the script splits the ranks into process groups (`dist.new_group`, `init_device_mesh`, a
+    # library's `initialize_model_parallel`): ranks of one group work on the same batch together
+    # (tensor or pipeline parallelism), so every rank reading every batch may be the design
+    subgroups: bool = False
 
 
 # The calls that set up the default process group, by their last name.
@@ -215,11 +219,18 @@ def build(program: Program, script: str) -> LintFacts:
         + batch_flags.gather(builder, ddp or framework is not None)
         + signal_state.gather(builder, ddp or framework is not None),
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
+        subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the
         # training to what the config names all the same; so does a DDP model it wraps and hands
         # on: ASR-Wav2vec-Finetune's trainer class comes from its TOML)
         config_named=_config_named(builder) if distributed is not None and framework is None
         and not any(loader.trains for loader in loaders) else None)
+
+
+# Calls that split the ranks into groups that cooperate on one batch (torch.distributed's,
+# fairscale's / Megatron's model-parallel initializers).
+SUBGROUP_CALLS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh",
+                            "DeviceMesh", "initialize_model_parallel"})
 
 
 # Hydra's documented ways to make an object from a config's `_target_` (hydra.utils).

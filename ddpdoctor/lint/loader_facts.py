@@ -1451,13 +1451,38 @@ class LoaderFacts:
     def _iterated_alone(self, name: str) -> bool:
         """A loop over the loader named `name` (a name or attribute) whose body runs no
         collective: the ranks do not cooperate on each batch (tensor parallelism would)."""
+        cooperating = self._runs_collectives()
         for fn in self.functions:
             for node, _ in _fn_loops(fn):
                 if isinstance(node, (ast.For, ast.AsyncFor)) and name in {
                         last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}:
-                    if not any(isinstance(c, ast.Call) and self.program.collective(c, fn) for c in walk(node)):
-                        return True
+                    calls = [c for c in walk(node) if isinstance(c, ast.Call)]
+                    if any(self.program.collective(c, fn) for c in calls):
+                        continue
+                    # (or through what the body calls: a tensor-parallel model's layers gather in
+                    # their forward, `collector.forward(batch)` in llama-rlhf's rollout loop)
+                    inside = {id(c) for c in calls}
+                    if any(id(e.node) in inside and any(t in cooperating for t in e.targets)
+                           for e in fn.events if e.kind == "call"):
+                        continue
+                    return True
         return False
+
+    def _runs_collectives(self) -> set:
+        """The functions that run a collective themselves or through what they call (made once)."""
+        found = self.__dict__.get("_collective_reach")
+        if found is None:
+            found = self.__dict__["_collective_reach"] = {fn for fn in self.functions
+                                                          if any(e.kind == "collective" for e in fn.events)}
+            callers = self.callers()
+            todo = list(found)
+            while todo:
+                fn = todo.pop()
+                for caller, event in callers.get(fn, ()):
+                    if event.kind == "call" and fn in event.targets and caller not in found:
+                        found.add(caller)
+                        todo.append(caller)
+        return found
 
     def _iterated(self) -> dict[str, bool]:
         """name -> iterated more than once (a `for` over it inside a loop, or in a function that

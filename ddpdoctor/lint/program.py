@@ -45,6 +45,8 @@ CONTEXT_MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
 MANY_BINDINGS = 16
 # More values than this (a utility's parameter fed from everywhere) name no one class (class_of).
 MANY_VALUES = 64
+# How many times a call is bound again as the modules it waits on are read (_read).
+REBINDS = 8
 
 
 @dataclass
@@ -296,7 +298,16 @@ class Program:
         phase, self._phase = self._phase, "arguments"
         for fn in fresh:
             self._bind_arguments(fn)
+        rebound = self.__dict__.setdefault("_rebinds", {})
         for binding in self._deferred.pop(source.module, {}).values():
+            # a call waits on every quiet module a name it reads may come from: behind a chain of
+            # `from .x import *` packages that is every module of them, and each read bound it
+            # again (SimpleReDial's `load_model`: 59,000 bindings, minutes). A few rounds settle
+            # what a call reaches; past REBINDS it keeps what it has.
+            count = rebound.get(id(binding[1]), 0)
+            if count >= REBINDS:
+                continue
+            rebound[id(binding[1])] = count + 1
             self._bind_call(*binding)
         self._phase = phase
         if phase in ("walk", "done"):
@@ -909,12 +920,20 @@ class Program:
     def _children(self) -> dict:
         """Each local class's direct subclasses (an index built once, again after a module is read)."""
         children = self.__dict__.get("_children_index")
-        if children is None:
+        for _ in range(4):
+            if children is not None:
+                return children
             children = self.__dict__["_children_index"] = {}
-            for k in self.classes:
+            for k in list(self.classes):
                 for base in self.bases(k):
                     children.setdefault(base, []).append(k)
-        return children
+            if self.__dict__.get("_children_index") is not children:
+                # asking a class's bases read the module that defines one (`from base import
+                # BaseTrainer`), which drops the index being built: a subclass whose base was not
+                # known yet is missing from it (CAC's Trainer, whose `_train_epoch` then never ran
+                # from BaseTrainer.train); built again with that module read
+                children = None
+        return children if children is not None else {}
 
     def _descendants(self, klass: Klass) -> list[Klass]:
         """The local classes derived from klass, at any depth."""
@@ -1060,18 +1079,28 @@ class Program:
         cache = self.__dict__.setdefault("_bases", {})
         if klass in cache:
             return cache[klass]
-        cache[klass] = []
-        body = klass.module.body
-        found = []
-        deferrals = self._deferrals
-        for base, node in zip(klass.bases, [b for b in klass.node.bases if dotted(b)]):
-            target = self.symbol(base, body) if "." not in base else self.full_symbol(self.qualify(node, body) or base)
-            if isinstance(target, Klass) and target is not klass:
-                found.append(target)
-        if deferrals != self._deferrals:
-            del cache[klass]  # a base in a module not read yet: asked again later
-        else:
-            cache[klass] = found
+        # Looking a base up may read its module, and in the walk a module read walks its top
+        # level, which may ask this class's bases again (CAC: `from base import BaseTrainer`
+        # walks BaseTrainer.train, whose `self._train_epoch()` runs Trainer's override): that
+        # nested ask looks the bases up too instead of reading an unfinished answer as "none";
+        # only a third ask of one class (inheritance in a cycle) answers none.
+        busy = self.__dict__.setdefault("_bases_busy", {})
+        depth = busy.get(klass, 0)
+        if depth >= 2:
+            return []
+        busy[klass] = depth + 1
+        try:
+            body = klass.module.body
+            found = []
+            deferrals = self._deferrals
+            for base, node in zip(klass.bases, [b for b in klass.node.bases if dotted(b)]):
+                target = self.symbol(base, body) if "." not in base else self.full_symbol(self.qualify(node, body) or base)
+                if isinstance(target, Klass) and target is not klass:
+                    found.append(target)
+        finally:
+            busy[klass] = depth
+        if deferrals == self._deferrals and klass not in cache:
+            cache[klass] = found  # (not where a base's module was not read yet: asked again later)
         return found
 
     def library_classes(self, call: ast.Call, fn: Function) -> set[str]:
@@ -1483,6 +1512,12 @@ class Program:
                         for t in self.reference(value, scope)]
                 if held:
                     return held, []
+                # `self.save_pretrained(...)` in a mixin without one (a vendored PushToHubMixin):
+                # self is an instance of a subclass, so what runs is a subclass's method (by its
+                # own bases' order), never a same-named method of an unrelated class
+                family = self._descendants(klass)
+                if family:
+                    return [], list(dict.fromkeys(m for d in family if (m := self.method(d, attr)) is not None))
             return [], self._named(attr)
         if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
             klass = self._class_of_fn(fn)
@@ -1737,9 +1772,11 @@ class Program:
                 if value is not node:
                     symbol = self._callee_symbol(value, scope)
                     # without aliases, a local function picked into a name (`run = train_xl` /
-                    # `run = train` on an if/else, then `run(model)`) still runs where it is called
-                    if symbol is not None and (aliases or (kind is ast.Name and symbol.__class__ is Function
-                                                           and symbol.node.__class__ is not ast.Module)):
+                    # `run = train` on an if/else, then `run(model)`) still runs where it is called;
+                    # so does a local class (`loader_cls = dataloaders.VOC` on an if/elif, then
+                    # `loader_cls(cfg)`: its __init__ runs, whichever branch picked it)
+                    if symbol is not None and (aliases or symbol.__class__ is Klass or (
+                            kind is ast.Name and symbol.__class__ is Function and symbol.node.__class__ is not ast.Module)):
                         out.append(symbol)
                 continue
             if kind is ast.IfExp and value is not node:

@@ -1104,6 +1104,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         if effect is None:
             continue
         action, work = effect
+        if action == "return" and _returns_a_loss(fn, stmt, shared):
+            continue
         found.append(RankLocalDecision(
             Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(value), "tensor_value", work,
             assumption="the value differs between ranks (each rank's own batch)"))
@@ -1495,6 +1497,32 @@ def _binding_above(fn: Function, test: ast.AST, name: str) -> Optional[ast.AST]:
                             return None  # bound some other way (a loop target, inside a block)
                     return None
     return None
+
+
+def _returns_a_loss(fn: Function, stmt: ast.If, shared: set[str]) -> bool:
+    """The side of stmt that returns early hands back a value made from the same results as the
+    function's own last return (`zero = s_pred.sum() * 0.0; return zero + zero, ...` beside
+    `return total, ...`): the caller backpropagates it as it would the loss, through the same
+    forward, so no rank skips DDP's gradient all-reduce. A constant or a fresh tensor
+    (`return 0.0`, `torch.tensor(0.)`) reads none of them: that is a skip."""
+    early = [n for side in (stmt.body, stmt.orelse) if side and isinstance(side[-1], ast.Return) for n in side[-1:]]
+    normal = [n for n in fn.node.body[-1:] if isinstance(n, ast.Return) and n.value is not None]
+    if not early or not normal or any(isinstance(c, ast.Call) and last_name(c.func) == "backward"
+                                      for part in _continuation(fn.node.body, stmt) for c in walk(part)):
+        return False  # (a backward of its own below the test: the early return skips it)
+    sources, _, _ = _loop_dataflow(fn.node)
+
+    def first(ret: ast.Return) -> Optional[ast.AST]:
+        value = ret.value
+        return value.elts[0] if isinstance(value, ast.Tuple) and value.elts else value
+
+    behind = _ancestry(value_inputs(first(normal[0])), sources, shared)
+    behind = {n for n in behind if not _counted_only(n, sources)}
+    for ret in early:
+        value = first(ret) if ret.value is not None else None
+        if value is None or not (_ancestry(value_inputs(value), sources, shared) & behind):
+            return False
+    return True
 
 
 def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:

@@ -46,6 +46,8 @@ MAIN_FLAG = re.compile(
     r"|^is_(?:global_|local_)?(?:master|main|chief|leader|root|primary)(?:_process|_rank|_proc|_node|_worker)?$"
     r"|^master_process$|^is_(?:global_|local_)?(?:rank_?)?zero$|^(?:is_)?rank_?zero$|^is_world_process_zero$"
     r"|^is_local_process_zero$|^is_master_ordinal$|^is_logging_rank$|^is_global_zero$"
+    # (habitat-baselines' `rank0_only()`: not distributed, or get_rank() == 0)
+    r"|^(?:is_)?rank_?0(?:_only)?$"
     # (a Hugging Face TrainingArguments' `should_save`: true on the process that writes)
     r"|^should_save$",
     re.IGNORECASE)
@@ -90,6 +92,8 @@ class RankFlow:
         self.init_rank_fields: set[tuple[str, str]] = set()
         # (the dict's last name, key) for `config['local_rank'] = <what rank= is handed>`
         self.init_rank_keys: set[tuple[str, str]] = set()
+        # (function, what it hands init_process_group as rank=, None where nothing) per call
+        self.init_calls: list[tuple[Function, Optional[ast.AST]]] = []
 
     def live_spawn_targets(self) -> list:
         """The spawn targets whose mp.spawn runs: a launcher helper the script defines (or
@@ -112,6 +116,7 @@ class RankFlow:
                     given = next((kw.value for kw in call.keywords if kw.arg == "rank"), None)
                     if given is None and len(call.args) > 4:
                         given = call.args[4]
+                    self.init_calls.append((fn, given))
                     if isinstance(given, (ast.Attribute, ast.Subscript)):
                         self.init_rank_texts.add(text(given))
                         # `config['local_rank'] = args.local_rank` beside it: that key of that
@@ -128,6 +133,12 @@ class RankFlow:
                             self.init_rank_fields.add((fn.cls.name, given.attr))
                     elif isinstance(given, ast.Name):
                         self.init_rank_names.add((id(fn), given.id))
+                        # `rank = local_rank; gpu = local_rank` then `init_process_group(rank=rank)`
+                        # (Pangu-motion's spawned worker): plain copies of one name are the rank
+                        # init_process_group takes, whatever each is called
+                        source = _copied_from(fn, given.id)
+                        if source is not None:
+                            self.init_rank_names.update((id(fn), n) for n in (source, *_copies_of(fn, source)))
                         # `local_rank = get_local_rank()` handed as rank=: that helper's answer is
                         # the job's rank wherever it is asked again (lab4d's save test)
                         self.init_rank_texts.update(
@@ -285,8 +296,13 @@ class RankFlow:
                 if len(named) == 1:
                     key = named[0]
             # config["rank"], cfg["local_rank"]: a rank kept in a dict
-            return env_key(node) in RANK_ENV or (isinstance(key, ast.Constant) and isinstance(key.value, str)
-                                                  and bool(RANK_NAME.match(key.value)))
+            if env_key(node) in RANK_ENV or (isinstance(key, ast.Constant) and isinstance(key.value, str)
+                                             and bool(RANK_NAME.match(key.value))):
+                return True
+            # `rank_list[rank]`, `devices[local_rank]`: the rank's own entry of a list every rank
+            # holds alike (masif_npi's `gpu_id`), a function of the rank alone
+            return isinstance(node.slice, (ast.Name, ast.Attribute)) and depth > 0 and \
+                self.is_rank(node.slice, fn, depth - 1)
         if isinstance(node, ast.BinOp):
             return self.is_rank(node.left, fn, depth) or self.is_rank(node.right, fn, depth)
         if isinstance(node, ast.IfExp):  # dist.get_rank() if dist.is_initialized() else 0
@@ -544,6 +560,12 @@ class RankFlow:
             return found if isinstance(op, ast.IsNot) else found.negated()
         if _loop_over_ranks(left, fn) or _loop_over_ranks(right, fn):
             return None  # `for r in range(world_size): if rank == r:` - every rank, in turn
+        if isinstance(op, (ast.Eq, ast.NotEq)) and (
+                (_first_gpu(right) and _a_device(left)) or (_first_gpu(left) and _a_device(right))):
+            # `if self.model.device == torch.device("cuda:0"):` (AlphaZeroFromScratch): with one
+            # GPU per process, the process on the node's first GPU - its local rank 0
+            return RankTest(text(test), "device", "zero" if isinstance(op, ast.Eq) else "nonzero",
+                            scope="global" if self.single_node() else "node")
         if self.is_rank(right, fn) and not self.is_rank(left, fn):
             left, right = right, left
             op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
@@ -665,7 +687,8 @@ class RankFlow:
             return "global"
         if isinstance(node, (ast.Name, ast.Attribute)) and self._offset_by_node(node, fn):
             return "global"  # `args.local_rank += args.node_index * args.gpu_per_node`
-        if node.__class__ is ast.Name and self._spawn_index(node.id, fn) and _offset_from(node.id, fn):
+        if node.__class__ is ast.Name and self._spawn_index(node.id, fn) and _offset_from(node.id, fn) \
+                and not self._zero_offset(node.id, fn):
             # mp.spawn's index where the function builds the job's rank from it (`args.rank =
             # args.rank * ngpus_per_node + gpu`): the index is the rank within the node
             return "node"
@@ -702,6 +725,50 @@ class RankFlow:
         if isinstance(node, ast.Call) and last_name(node.func) in ("int", "str") and node.args:
             return self._scope(node.args[0], fn, depth)
         return "global"
+
+    def single_node(self) -> bool:
+        """Every process-group set-up takes mp.spawn's index itself as the rank (directly, through
+        a plain copy, or through a helper every caller hands it to): the ranks are 0..nprocs-1 of
+        one launch, so the job runs on one node, and a rank within the node is the job's rank
+        (a second node would start ranks 0..nprocs-1 again and could not join)."""
+        found = self.__dict__.get("_single_node")
+        if found is None:
+            found = self.__dict__["_single_node"] = bool(self.init_calls) and all(
+                isinstance(given, ast.Name) and self._spawn_index_value(given.id, fn, 3)
+                for fn, given in self.init_calls)
+        return found
+
+    def _spawn_index_value(self, name: str, fn: Function, depth: int) -> bool:
+        if self._spawn_index(name, fn) and not fn.bindings.get(name):
+            return True
+        source = _copied_from(fn, name)
+        if source is not None:
+            return self._spawn_index_value(source, fn, depth)
+        if depth <= 0 or name not in fn.params or fn.bindings.get(name):
+            return False
+        passed = self.program._passed(name, fn)
+        return bool(passed) and all(isinstance(value, ast.Name) and self._spawn_index_value(value.id, caller, depth - 1)
+                                    for value, caller in passed)
+
+    def _zero_offset(self, name: str, fn: Function) -> bool:
+        """Every node offset fn adds to `name` is a product with a factor the source holds at 0
+        (`config['rank'] = gpu + ngpus * config['n_node']` where the launcher sets
+        `config['n_node'] = 0  # only one node`): the job runs on one node, the index is its rank."""
+        products = _offsets_of(name, fn)
+        return bool(products) and all(any(self._held_at_zero(factor, fn) for factor in (p.left, p.right))
+                                      for p in products)
+
+    def _held_at_zero(self, node: ast.AST, fn: Function) -> bool:
+        if is_const(node, 0):
+            return True
+        if node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant and \
+                isinstance(node.slice.value, str):
+            stores = self._key_stores().get((last_name(node.value) or "", node.slice.value), ())
+            return bool(stores) and all(is_const(v, 0) for v, _ in stores)
+        if node.__class__ in (ast.Name, ast.Attribute):
+            values = self._values(node, fn)
+            return bool(values) and all(is_const(v, 0) for v, _ in values)
+        return False
 
     def _offset_by_node(self, node: ast.AST, fn: Function) -> bool:
         """The name (or attribute) is stepped by a product somewhere in the program (`local_rank +=
@@ -1050,17 +1117,49 @@ class _Substitute(ast.NodeTransformer):
         return self.bound.get(node.id, node)
 
 
+def _first_gpu(node: ast.AST) -> bool:
+    """`torch.device("cuda:0")`, `torch.device("cuda", 0)`, `"cuda:0"`: the node's first GPU."""
+    if isinstance(node, ast.Call) and last_name(node.func) == "device" and node.args:
+        node = node.args[0] if len(node.args) == 1 else node
+        if isinstance(node, ast.Call):
+            return is_const(node.args[0], "cuda") and is_const(node.args[1], 0)
+    return is_const(node, "cuda:0")
+
+
+def _a_device(node: ast.AST) -> bool:
+    """A device by its name: `x.device`, `device`, `self.dev`."""
+    return (last_name(node) or "").lower() in ("device", "dev", "gpu_device", "cuda_device")
+
+
+def _copied_from(fn: Function, name: str) -> Optional[str]:
+    """The one plain name fn binds `name` to (`rank = local_rank`), where that is its only binding."""
+    bound = fn.bindings.get(name, ())
+    if len(bound) == 1 and bound[0][1].__class__ is ast.Name:
+        return bound[0][1].id
+    return None
+
+
+def _copies_of(fn: Function, source: str) -> list[str]:
+    """The names fn binds once, to the plain name `source` alone."""
+    return [name for name in fn.bindings if _copied_from(fn, name) == source]
+
+
 def _offset_from(name: str, fn: Function) -> bool:
     """fn assigns `<something> * <count> + name` (or `name + <something> * <count>`)."""
+    return bool(_offsets_of(name, fn))
+
+
+def _offsets_of(name: str, fn: Function) -> list[ast.BinOp]:
+    """The products fn adds to `name` in such assignments."""
+    found = []
     for node in fn.own:
         value = getattr(node, "value", None)
         if isinstance(node, (ast.Assign, ast.AugAssign)) and isinstance(value, ast.BinOp) and \
                 isinstance(value.op, ast.Add):
             sides = (value.left, value.right)
-            if any(isinstance(side, ast.Name) and side.id == name for side in sides) and \
-                    any(isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult) for side in sides):
-                return True
-    return False
+            if any(isinstance(side, ast.Name) and side.id == name for side in sides):
+                found += [side for side in sides if isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult)]
+    return found
 
 
 def _turn_taking(node: ast.AST, is_rank) -> bool:
