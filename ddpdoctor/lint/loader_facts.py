@@ -255,13 +255,16 @@ class LoaderFacts:
             name = self.bound_name(fn, call)
             dataset_text = text(dataset) if dataset is not None else "?"
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
+            # (a builder named for both, `create_train_and_valid_dataloader`, says nothing of
+            # which of its loaders this is)
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
-                              or EVAL_NAME.search(builder) or self._eval_only(fn)
+                              or (EVAL_NAME.search(builder) and not TRAIN_NAME.search(builder)) or self._eval_only(fn)
                               or (bool(name) and self._bound_as_evaluation(fn, name, call))
                               or _off_the_training_side(fn, call)
                               or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
                               or (bool(name) and self._peeked_on_one_rank(name))
-                              or (bool(name) and self._one_batch_handed_on(fn, name)))
+                              or (bool(name) and self._one_batch_handed_on(fn, name))
+                              or (bool(name) and bool(self._names_outside(fn, name) & self._picked_to_evaluate())))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
                      if isinstance(v, ast.Call) and self._plain_sampler(v, fn)] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
@@ -275,7 +278,9 @@ class LoaderFacts:
                 sequential=sampler is not None and _sequential(self.program, sampler, fn),
                 sampler_class=" or ".join(sorted(filter(None, classes))),
                 with_replacement=bool(plain) and all(_with_replacement(v) for v in plain),
-                trains=(trains := self._trains(fn, name, call=call)),
+                # (a builder's `if phase == "train": ... else: DataLoader(...)`: the name its
+                # caller binds is read by the training loop, but that side never builds it there)
+                trains=(trains := self._trains(fn, name, call=call) and not _off_the_training_side(fn, call)),
                 plain_trains=trains and self._trains(fn, name, call=call, among=self._plain_names_seen())
                 and bool(self._ddp_names) and not self._trains(fn, name, call=call, among=self._ddp_names),
                 no_grad_read=not trains and bool(name) and bool(re.search(r"train", name, re.IGNORECASE))
@@ -1159,7 +1164,10 @@ class LoaderFacts:
             named = [fact for fact in loaders if name and _names_sampler(fact.sampler_text, name)
                      and fact.location.file == fn.file.display]
             mine = [fact for fact in named if span[0] <= fact.location.line <= span[1]]
-            for fact in (mine[-1:] if mine and not isinstance(fn.node, ast.Module) else named):
+            # (of a name bound again for the next loader - bddm's `sampler` for the training then
+            # the validation loader - the first loader below this binding takes this one)
+            below = sorted((f for f in mine if f.location.line >= call.lineno), key=lambda f: f.location.line)
+            for fact in (below[:1] or mine[-1:] if mine and not isinstance(fn.node, ast.Module) else named):
                 loader_at, fed = fact.location, fact.name
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
@@ -1236,7 +1244,8 @@ class LoaderFacts:
                 across = False  # an evaluation visits every sample whatever the order (CasMVSNet's test loader)
             feeds = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
             if across and feeds is not None and feeds.evaluation and not feeds.trains and \
-                    (self._one_loader(fn, call) or (bool(EVAL_NAME.search(name or "")) and (
+                    (self._one_loader(fn, call) or (bool(feeds.name) and bool(
+                        self._names_outside(fn, feeds.name) & self._picked_to_evaluate())) or (bool(EVAL_NAME.search(name or "")) and (
                         isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1))):
                 # the loader's own facts: an evaluation loader no training loop reads (OLMo); also
                 # one built in a loop over evaluation sets (`test_sampler` per benchmark) by a
@@ -1432,9 +1441,12 @@ class LoaderFacts:
         """A DistributedSampler returned by helper fn: the loader whose `sampler=` calls fn, and
         the shuffle flag when it is fn's parameter and every call passes a constant for it."""
         passed = []
+        shuffled = None  # the first loader fed where the call leaves shuffling on
         for caller, event in self.callers().get(fn, []):
             # `sampler = data_sampler(ds, shuffle=True)` then `DataLoader(ds, sampler=sampler)`
             bound = self.bound_name(caller, event.node) if isinstance(event.node, ast.Call) else ""
+            given = _switched(fn, event.node, shuffle.id) \
+                if isinstance(shuffle, ast.Name) and isinstance(event.node, ast.Call) else None
             for node in caller.own:
                 if isinstance(node, ast.Call) and any(kw.value is event.node or (
                         bound and isinstance(kw.value, ast.Name) and kw.value.id == bound and kw.arg == "sampler")
@@ -1442,11 +1454,38 @@ class LoaderFacts:
                     fact = by_line.get((caller.file.display, node.lineno))
                     if fact is not None:
                         loader_at, fed = fact.location, fact.name
+                        if shuffled is None and given is not False:
+                            shuffled = (fact.location, fact.name)
             if isinstance(shuffle, ast.Name) and isinstance(event.node, ast.Call):
-                passed.append(_switched(fn, event.node, shuffle.id))
+                passed.append(given)
         if passed and all(p is False for p in passed):
             shuffle = ast.Constant(False)
+        elif shuffled is not None:
+            # SDFusion's `data_sampler(ds, shuffle, distributed)` feeds the training loader
+            # (shuffle=True) and two evaluation ones: the shuffled one is what DDP804 is about
+            loader_at, fed = shuffled
         return loader_at, fed, shuffle
+
+    def _picked_to_evaluate(self) -> set[str]:
+        """The loaders a conditional picks on its evaluation side (`loader = self.vl_loader if
+        validate else self.tr_loader`, `... if train else test_loader`): the test names the
+        pass, whatever the loaders are called (bddm's `vl_loader`). Made once."""
+        found = self.__dict__.get("_eval_picks")
+        if found is None:
+            found = self.__dict__["_eval_picks"] = set()
+            for source in self.program.files:
+                for node in source.of(ast.IfExp):
+                    said = last_name(node.test.operand if isinstance(node.test, ast.UnaryOp) else node.test) or ""
+                    negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+                    evaluating = bool(EVAL_NAME.search(said)) and not TRAIN_NAME.search(said)
+                    training = bool(TRAIN_NAME.search(said)) and not EVAL_NAME.search(said)
+                    if not (evaluating or training) or not all(
+                            isinstance(side, (ast.Name, ast.Attribute)) for side in (node.body, node.orelse)):
+                        continue
+                    side = node.body if evaluating != negated else node.orelse
+                    found.add(last_name(side) or "")
+            found.discard("")
+        return found
 
     def _iterated_alone(self, name: str) -> bool:
         """A loop over the loader named `name` (a name or attribute) whose body runs no

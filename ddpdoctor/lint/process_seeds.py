@@ -54,7 +54,9 @@ LIBRARY_SEEDERS = (
 # (`random.random()`, `np.random.randint`, `torch.rand(...)`, an augmentation)...
 # (a flip called on the spot, `ids.flip(0)` / `np.fliplr(img)`, reverses and draws nothing: the
 # draw, when there is one, says `random` beside it; a `HorizontalFlip(p=0.5)` transform draws)
-RANDOM_WORDS = re.compile(r"random|\brand\w*\(|RandAugment|augment|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?!(?:lr|ud)?\s*\()"
+# ("random" as a module read or a call, `random.random()`, `np.random.rand(`, `self.random_crop(img)`,
+# a `Random...` transform; not a field named for what it holds: `self.is_random_next[item]`)
+RANDOM_WORDS = re.compile(r"\brandom\s*\.|\.random\b|random\w*\s*\(|(?-i:Random[A-Z])|\brand\w*\(|RandAugment|augment|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?!(?:lr|ud)?\s*\()"
                           # torch's other draws: an MLM collator's `torch.bernoulli(probs)` mask
                           r"|\b(?:bernoulli|multinomial|poisson)\(|\.(?:normal|uniform|exponential|geometric)_\(",
                           re.IGNORECASE)
@@ -272,8 +274,11 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
     clock = {id(node.args[0]) for node in walk(value) if isinstance(node, ast.Call)
              and last_name(node.func) == "int" and len(node.args) == 1 and isinstance(node.args[0], ast.Call)
              and program.qualify(node.args[0].func, fn) == "time.time"}
+    # (`1111 if "seed" not in params.keys() else params["seed"]`: the test picks a value, it is
+    # none; the values are the two sides)
+    tests = {id(n) for sub in walk(value) if isinstance(sub, ast.IfExp) for n in walk(sub.test)}
     for node in walk(value):
-        if id(node) in clock:
+        if id(node) in clock or id(node) in tests:
             continue
         if isinstance(node, ast.Call) and (last_name(node.func) or "") not in ("int", "abs", "hash", "str", "getattr"):
             if not (isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
@@ -348,10 +353,15 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     or a library), any local dataset class that draws is taken: the assumption is the message's."""
     dataset = call.args[0] if call.args else keyword(call, "dataset")
     made = [dataset, keyword(call, "collate_fn")]
-    shown: list = []
-    if any(_random_in(program, node, fn, 3, shown) for node in made if node is not None):
-        return True
-    if shown:
+    unshown = dataset is None  # (the dataset's class unseen: a collate_fn that is seen says nothing of it)
+    for node in made:
+        if node is None:
+            continue
+        shown: list = []
+        if _random_in(program, node, fn, 3, shown):
+            return True
+        unshown = unshown or (node is dataset and not shown)
+    if not unshown:
         return False
     # (CompletionFormer's `getattr(import_module("data." + name), name)`: the dataset modules
     # a name picks at run time are read for their classes)

@@ -1515,9 +1515,10 @@ class Program:
                 # `self.save_pretrained(...)` in a mixin without one (a vendored PushToHubMixin):
                 # self is an instance of a subclass, so what runs is a subclass's method (by its
                 # own bases' order), never a same-named method of an unrelated class
+                # (a library base's method, where no local subclass has one: none of ours)
+                self._named(attr)  # (reads the quiet modules that define one: a subclass may be there)
                 family = self._descendants(klass)
-                if family:
-                    return [], list(dict.fromkeys(m for d in family if (m := self.method(d, attr)) is not None))
+                return [], list(dict.fromkeys(m for d in family if (m := self.method(d, attr)) is not None))
             return [], self._named(attr)
         if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
             klass = self._class_of_fn(fn)
@@ -1560,6 +1561,15 @@ class Program:
             # module the name may load
             found = [m.functions.get(attr) or m.classes.get(attr) for m in self._loaded(receiver, fn)
                      if m.__class__ is Module]
+            if any(found):
+                return self._entries([f for f in found if f is not None]), []
+        if receiver.__class__ is ast.Attribute and receiver.value.__class__ is ast.Name and receiver.value.id == "self":
+            # `self.data_module = vid_data` (a local module), then `self.data_module.data_loader(opts)`
+            # (viser's trainer): that module's function
+            modules = [m for v, scope in self.values_of(receiver, fn, 1)
+                       if v is not receiver and v.__class__ in (ast.Name, ast.Attribute)
+                       for m in [self._callee_symbol(v, scope)] if m.__class__ is Module]
+            found = [m.functions.get(attr) or m.classes.get(attr) for m in modules]
             if any(found):
                 return self._entries([f for f in found if f is not None]), []
         klass = self.class_of(receiver, fn)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
@@ -873,6 +873,15 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         leave = _break_in(stmt.body, None, leaving)
         if leave is None:
             continue
+        if leave[0] is None and isinstance(leave[1], ast.Continue) and not stmt.orelse and \
+                stmt.body[-1] is leave[1]:
+            # `if not is_main_process(): continue` then, for the rest of the pass, rank 0's own
+            # early stop: `if stale > patience: break` (GLNet's inspector) - that break is a rank
+            # exit under the negated test, the others go on into the next pass's training
+            later = _rest_exit(builder, fn, stmt, item, test, ddp)
+            if later is not None:
+                found.append(later)
+                continue
         around = leave[0]
         if around is not None and _single_part(builder, around.test):
             continue  # `if RANK in {-1, 0}:` ... `if RANK == -1 and stopper(fitness): break`
@@ -924,6 +933,41 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
     return found
+
+
+def _rest_exit(builder: Builder, fn: Function, stmt: ast.If, item: _Stmt, test: RankTest,
+               ddp: bool) -> Optional[RankLocalDecision]:
+    """The break (or return) out of the loop in what follows `if <rank test>: continue` in the
+    same pass: only the ranks the test leaves in the pass take it."""
+    loop = item.loops[-1]
+    top = next((s for s in loop.body if s is stmt or any(n is stmt for n in walk(s))), None)
+    if top is not stmt:
+        return None  # (the test is nested: what follows it in the pass is not simply the rest)
+    index = loop.body.index(top)
+    exit_ = _break_in(loop.body[index + 1:], None, (ast.Break, ast.Return))
+    if exit_ is None:
+        return None
+    around, leave = exit_
+    if around is not None and _single_part(builder, around.test):
+        return None
+    before = loop.body[:index]
+    work = _work(builder, fn, before, ddp) or (_backward_in(builder, fn, before, 2) if ddp else "")
+    if not work:
+        return None
+    kept = test.negated()
+    inner = test.text[4:] if test.text.startswith("not ") else ""
+    if inner.startswith("(") and inner.endswith(")"):
+        inner = inner[1:-1]
+    if inner and "(" not in inner.rstrip("()"):
+        kept = replace(kept, text=inner)  # `not is_main_process()` kept out: `is_main_process()`
+    where = around if around is not None else stmt
+    notes = [test.assumption] if test.assumption else []
+    if around is not None:
+        notes.append(f"`{text(around.test)}` holds there")
+    return RankLocalDecision(
+        Location(fn.file.display, where.lineno), text(where.test) if around is not None else kept.text,
+        "return" if isinstance(leave, ast.Return) else "break", kept.text, "rank_exit", work,
+        guard=kept.text, assumption=", and ".join(notes), open_test=around is not None)
 
 
 def _left_already(before: list, test: ast.AST) -> bool:
