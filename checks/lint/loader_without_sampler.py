@@ -43,8 +43,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         loader): it meets a distributed run only if that configuration is chosen with it.
         A warning too for a job with a process group but no DDP model and no sharded data (an
         inference or preprocessing script): a loader every rank iterates in full, with no
-        collective in the loop (ranks that cooperate on each batch, tensor parallelism, are
-        meant to see the same data), does the whole job on every rank. A warning, too, where
+        collective in the loop, nor in what the loop calls (ranks that cooperate on each
+        batch, tensor parallelism, are meant to see the same data), does the whole job on every
+        rank - not where the script splits its ranks into groups (`dist.new_group`,
+        `init_device_mesh`, a model-parallel initializer): the ranks of a group read the same
+        batches by design. A warning, too, where
         the dataset's `__getitem__` never reads the index it is handed (it draws a random
         sample of its own, there or in a method it calls): the sampler does not choose the
         samples, the ranks' random state does - not reported where DDP808 already reports the

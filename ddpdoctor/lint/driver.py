@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import (CRASHED, FAILED, IGNORED, NOTED, PASSED, SKIPPED, WARNED, CheckResult,
                                      run_checks)
 from ddpdoctor.lint.facts import LintFacts, build
-from ddpdoctor.lint.program import Program, top_level_runs
+from ddpdoctor.lint.program import AnalysisBudget, Program, budget_s, top_level_runs
 from ddpdoctor.lint.sources import load_program, read_source
 from ddpdoctor.report.model import Report
 
@@ -24,6 +24,7 @@ def gather(script: str) -> LintFacts:
     from ddpdoctor.lint import cache
 
     started = time.perf_counter()
+    budget_s()  # (a bad DDPDOCTOR_LINT_BUDGET_S is bad input whether or not the cache answers)
     notes: list[str] = []
     facts = cache.load(script, notes)
     if facts is not None:
@@ -37,8 +38,16 @@ def gather(script: str) -> LintFacts:
     gc.disable()
     try:
         try:
-            program = Program(load_program(script, notes))
+            sources = load_program(script, notes)
+            program = Program(sources)
             facts = build(program, script)
+        except AnalysisBudget as stop:
+            # no verdict on half a reading, and nothing cached: the next lint tries again
+            facts = LintFacts(script=script, files=[f.display for f in sources], statements=0, distributed=None,
+                              distributed_how="", framework=None, ddp_model=False, no_sync=False, stopped=str(stop))
+            facts.notes.extend(notes)
+            facts.elapsed_s = time.perf_counter() - started
+            return facts
         except RecursionError:
             # an expression or nesting deeper than Python's own limits (200,000 terms in one
             # line): nothing a person wrote to be read; one line, exit 2, not a traceback
@@ -100,6 +109,9 @@ def lint(script: str, fail_on: Severity, ignore: set[str]) -> Report:
 def unreached(facts: LintFacts) -> tuple[list[str], list[str]]:
     """(notes, why the verdict is incomplete) when the script's distributed code was not reached:
     the process group is set up only in a function no call from the script leads to."""
+    if getattr(facts, "stopped", ""):
+        return ([f"{facts.stopped}: the rules did not judge the script; lint a smaller entry point, or "
+                 "raise the budget"], [f"{facts.script}: not judged: {facts.stopped}"])
     where = facts.unreached_setup
     if where is None and facts.config_named is not None:
         named = facts.config_named

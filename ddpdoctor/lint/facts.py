@@ -62,6 +62,9 @@ class LintFacts:
     # library's `initialize_model_parallel`): ranks of one group work on the same batch together
     # (tensor or pipeline parallelism), so every rank reading every batch may be the design
     subgroups: bool = False
+    # why the analysis stopped before a verdict (its budget spent: lint/program.AnalysisBudget);
+    # "" when it ran to the end
+    stopped: str = ""
 
 
 # The calls that set up the default process group, by their last name.

@@ -24,6 +24,10 @@ from ddpdoctor.lint.value_flow import unread_by_constructor, reaches_return
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
 TRAIN_NAME = re.compile(r"train", re.IGNORECASE)
+# A builder named for both splits (`create_train_and_valid_dataloader`, `build_train_val_loaders`),
+# not an evaluation's own training split (`get_eval_train_dataloader`: a linear probe's)
+BOTH_SPLITS = re.compile(r"train\w*?_(?:and_)?(?:val|valid|test|eval|dev)|(?:val|valid|test|eval|dev)\w*?_and_\w*train",
+                         re.IGNORECASE)
 ORDERED_SAMPLER = re.compile(r"Ordered|Sequential|Eval|Inference")
 PLAIN_SAMPLERS = {"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"}
 SHARD_KEYWORDS = {"shard", "shard_id", "num_shards", "rank", "world_size", "num_replicas", "shard_index"}
@@ -258,7 +262,7 @@ class LoaderFacts:
             # (a builder named for both, `create_train_and_valid_dataloader`, says nothing of
             # which of its loaders this is)
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
-                              or (EVAL_NAME.search(builder) and not TRAIN_NAME.search(builder)) or self._eval_only(fn)
+                              or (EVAL_NAME.search(builder) and not BOTH_SPLITS.search(builder)) or self._eval_only(fn)
                               or (bool(name) and self._bound_as_evaluation(fn, name, call))
                               or _off_the_training_side(fn, call)
                               or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))

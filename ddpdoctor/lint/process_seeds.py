@@ -354,6 +354,7 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     dataset = call.args[0] if call.args else keyword(call, "dataset")
     made = [dataset, keyword(call, "collate_fn")]
     unshown = dataset is None  # (the dataset's class unseen: a collate_fn that is seen says nothing of it)
+    collated = False  # a collate_fn the source shows, drawing nothing
     for node in made:
         if node is None:
             continue
@@ -361,6 +362,7 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
         if _random_in(program, node, fn, 3, shown):
             return True
         unshown = unshown or (node is dataset and not shown)
+        collated = collated or (node is not dataset and bool(shown))
     if not unshown:
         return False
     # (CompletionFormer's `getattr(import_module("data." + name), name)`: the dataset modules
@@ -371,7 +373,24 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     # the ones the run is seen to build, where it builds any (a class kept for another
     # experiment and never built draws in no worker)
     built = [k for k in datasets if k in program.built_classes]
+    if collated:
+        # beside a collate_fn the source shows, only a dataset class the run builds or names
+        # (`params = {"dataset_class": OCRDataset}`), not any class of the package (GROVER's
+        # pretraining dataset, beside a fine-tuning loader whose collator draws nothing)
+        named = _names_read(program)
+        return any(_draws(program, k) for k in datasets if k in built or k.name in named)
     return any(_draws(program, k) for k in (built or datasets))
+
+
+def _names_read(program) -> set[str]:
+    """The plain names the functions the script reaches read (made once)."""
+    found = program.__dict__.get("_reached_names")
+    if found is None:
+        found = program.__dict__["_reached_names"] = {
+            n.id for f in program.reachable for n in walk(f.node if f.node.__class__ is not ast.Module else
+                                                          ast.Module(body=list(f.own), type_ignores=[]))
+            if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
+    return found
 
 
 # Methods a dataset base class runs while the dataset is built, in the launching process:
@@ -400,7 +419,8 @@ def _class_draws(program, klass) -> bool:
     process: every rank's workers get the list as it is. A method nothing in the program names
     (GPT-SoVITS's `random_slice()`) draws nothing."""
     built = _construction_methods(klass)
-    reading = _worker_methods(klass, program) or set(klass.methods) - built
+    workers = _worker_methods(klass, program)
+    reading = workers or set(klass.methods) - built
     if any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name in reading):
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
@@ -410,7 +430,10 @@ def _class_draws(program, klass) -> bool:
     return any(_built_draw_read(klass, method, reading) if name in built else
                (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method)
                 or _inherited_draw(program, klass, method))
-               if (name in named or name.startswith("__")) and name not in unreached else False
+               # (where the class's own __getitem__ / __iter__ is in sight, only what the workers run
+               # from it: GROVER's `shuffle(seed)`, which the main process calls, draws in no worker)
+               if (name in reading if workers and name not in built else (name in named or name.startswith("__")))
+               and name not in unreached else False
                for name, method in klass.methods.items())
 
 

@@ -18,7 +18,9 @@ of ranks.py.
 from __future__ import annotations
 
 import ast
+import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -47,6 +49,27 @@ MANY_BINDINGS = 16
 MANY_VALUES = 64
 # How many times a call is bound again as the modules it waits on are read (_read).
 REBINDS = 8
+# The most seconds one script's analysis may take (DDPDOCTOR_LINT_BUDGET_S overrides): past it
+# the lint stops and says the verdict could not be reached (exit 4), never a PASS on half a
+# reading. The analysis is bounded by design (each bound above), this is the backstop.
+BUDGET_S = 60.0
+
+
+class AnalysisBudget(Exception):
+    """The analysis ran past its budget (lint/driver.py reports the script as not judged)."""
+
+
+def budget_s() -> float:
+    said = os.environ.get("DDPDOCTOR_LINT_BUDGET_S")
+    if said is None:
+        return BUDGET_S
+    try:
+        value = float(said)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 86_400:
+        raise UsageError(f"DDPDOCTOR_LINT_BUDGET_S={said!r}: give the seconds one script's lint may take (above 0)")
+    return value
 
 
 @dataclass
@@ -169,6 +192,8 @@ class Program:
         # program as if they had been there from the start (see _read), and every list is put
         # back in the order the modules were found in (_in_order).
         self.sources = files
+        self.budget = budget_s()
+        self._deadline = time.perf_counter() + self.budget
         self.files = [f for f in files if f.tree is not None]
         self._waiting = {f.module: f for f in files if f.tree is None and f.module}
         # calls whose binding needed a waiting module: bound when it is read (see _module)
@@ -602,8 +627,16 @@ class Program:
         for node in fn.own_calls:
             self._bind_call(fn, node, [])
 
+    def in_budget(self) -> None:
+        """Raise AnalysisBudget once the analysis has run past its budget (asked where the work
+        repeats: binding calls, walking functions, resolving names)."""
+        if time.perf_counter() > self._deadline:
+            raise AnalysisBudget(f"the analysis ran past its budget of {self.budget:g} s "
+                                 "(DDPDOCTOR_LINT_BUDGET_S)")
+
     def _bind_call(self, fn: Function, node: ast.Call, bound: list) -> None:
         """`bound`: the targets bound already (a call bound again once a module it needs is read)."""
+        self.in_budget()
         self._binding = (fn, node, bound)
         func = node.func
         if func.__class__ is ast.Attribute and func.attr not in self._names_anywhere() and not (
@@ -1042,9 +1075,16 @@ class Program:
                         break
         return stars[key]
 
-    def full_symbol(self, full: str, depth: int = 8) -> Optional[Union[Function, Klass, Module]]:
+    def full_symbol(self, full: str, depth: int = 8, seen: Optional[set] = None
+                    ) -> Optional[Union[Function, Klass, Module]]:
         if depth <= 0:
             return None
+        # (one lookup tries each dotted name once: packages that `import *` each other's
+        # modules meet again and again - SimpleReDial's nine model packages, 190,000 tries)
+        seen = set() if seen is None else seen
+        if full in seen:
+            return None
+        seen.add(full)
         owner, _, attr = full.rpartition(".")
         module = self._module(owner) if owner else None
         if module is not None:
@@ -1057,19 +1097,19 @@ class Program:
                 return module.classes[attr]
             target = module.imports.get(attr)
             if target and target != full:
-                found = self.full_symbol(target, depth - 1)
+                found = self.full_symbol(target, depth - 1, seen)
                 if found is not None:
                     return found
             alias = _module_alias(module, attr)
             if alias is not None:  # `RawFramesExtractor = RawFramesExtractorCV2` at the module's top
                 found = module.functions.get(alias) or module.classes.get(alias)
                 if found is None and alias in module.imports:
-                    found = self.full_symbol(module.imports[alias], depth - 1)
+                    found = self.full_symbol(module.imports[alias], depth - 1, seen)
                 if found is not None:
                     return found
             for key, base in module.imports.items():  # a package re-exporting a module's names
                 if key[0] == "*" and base != owner:
-                    found = self.full_symbol(f"{base}.{attr}", depth - 1)
+                    found = self.full_symbol(f"{base}.{attr}", depth - 1, seen)
                     if found is not None:
                         return found
         return self._module(full)
@@ -1446,6 +1486,7 @@ class Program:
         clears it, _changed) or a class built: the rules ask the same call ten times over
         (23,000 asks of 2,600 calls on a 34-file package), so each answer is kept till then."""
         if self._phase != "done":
+            self.in_budget()
             return self._resolve(func, fn)
         memo = self.__dict__.get("_resolve_memo")
         generation = (len(self.files), len(self.built_classes))
@@ -1455,6 +1496,7 @@ class Program:
         hit = memo[1].get(key)
         if hit is not None and hit[0] is func and hit[1] is fn:
             return list(hit[2]), list(hit[3])  # (copies: callers extend what they are given)
+        self.in_budget()
         found = self._resolve(func, fn)
         memo[1][key] = (func, fn, tuple(found[0]), tuple(found[1]))
         return found

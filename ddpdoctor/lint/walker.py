@@ -188,6 +188,7 @@ class Walker:
         self.asserted: list[str] = []  # `assert args.distill` earlier in the block or one around it
 
     def run(self) -> None:
+        self.program.in_budget()
         guards: tuple[Guard, ...] = ()
         test = decorator_test(self.program, self.fn)
         if test is not None:

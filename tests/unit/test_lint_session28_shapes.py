@@ -606,3 +606,79 @@ def test_a_function_of_a_module_kept_in_a_field_is_followed(tmp_path):
 def test_its_twin_a_fresh_zero_skips_the_forwards_backward(tmp_path):
     code = KEEPS_LOSS.replace("{early}", "return torch.tensor(0.0, requires_grad=True)")
     assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "warning")]
+
+
+# -------------------------------------------------- the analysis's budget: no verdict on half a reading
+def test_an_analysis_past_its_budget_is_not_judged_and_not_cached(tmp_path, monkeypatch):
+    import pytest
+
+    from ddpdoctor.core.errors import UsageError
+    from ddpdoctor.lint.driver import unreached
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("DDPDOCTOR_LINT_BUDGET_S", "0.000001")
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(ACCUMULATE.replace("{k}", "4")).lstrip("\n"))
+    facts = gather(str(script))
+    assert facts.stopped and not facts.cached
+    notes, incomplete = unreached(facts)
+    assert incomplete and "budget" in incomplete[0]
+    monkeypatch.setenv("DDPDOCTOR_LINT_BUDGET_S", "60")
+    again = gather(str(script))
+    assert not again.stopped and not again.cached  # (the stopped run left nothing in the cache)
+    assert [f.code for r in lint_results(again, set()) for f in r.findings] == ["DDP805"]
+    monkeypatch.setenv("DDPDOCTOR_LINT_BUDGET_S", "soon")
+    with pytest.raises(UsageError):
+        gather(str(script))
+
+
+MAIN_PROCESS_DRAW = """
+import random, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Molecules(Dataset):
+    def __init__(self, items):
+        self.items = items
+
+    def shuffle(self, seed):
+        random.seed(seed)
+        random.shuffle(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return {item}
+
+def collate(batch):
+    return torch.stack(batch)
+
+dist.init_process_group("gloo")
+torch.manual_seed(42)
+data = Molecules([torch.randn(4) for _ in range(64)])
+data.shuffle(0)
+model = DDP(torch.nn.Linear(4, 1))
+loader = DataLoader(data, sampler=DistributedSampler(data), num_workers=4, collate_fn=collate)  # the loader
+for epoch in range(3):
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_a_draw_only_the_main_process_makes_is_no_worker_draw(tmp_path):
+    code = MAIN_PROCESS_DRAW.replace("{item}", "self.items[i]")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+def test_its_twin_a_draw_in_getitem_is(tmp_path):
+    code = MAIN_PROCESS_DRAW.replace("{item}", "self.items[i] * random.random()")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_an_evaluations_own_training_split_stays_evaluation():
+    from ddpdoctor.lint.loader_facts import BOTH_SPLITS
+
+    assert BOTH_SPLITS.search("create_train_and_valid_dataloader")
+    assert BOTH_SPLITS.search("build_train_val_loaders")
+    assert not BOTH_SPLITS.search("get_eval_train_dataloader")
