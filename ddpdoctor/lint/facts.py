@@ -218,9 +218,7 @@ def build(program: Program, script: str) -> LintFacts:
         unreachable=program.skipped,
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
         unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds),
-        rank_local=rank_state.gather(builder, ddp or framework is not None)
-        + batch_flags.gather(builder, ddp or framework is not None)
-        + signal_state.gather(builder, ddp or framework is not None),
+        rank_local=_rank_local(builder, ddp or framework is not None),
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the
@@ -228,6 +226,15 @@ def build(program: Program, script: str) -> LintFacts:
         # on: ASR-Wav2vec-Finetune's trainer class comes from its TOML)
         config_named=_config_named(builder) if distributed is not None and framework is None
         and not any(loader.trains for loader in loaders) else None)
+
+
+def _rank_local(builder, ddp: bool) -> list:
+    """DDP809's decisions: a test on a flag of the batch (batch_flags) is told once, in its own
+    words, not again as a test on the batch's values (rank_state)."""
+    flags = batch_flags.gather(builder, ddp)
+    told = {str(d.location) for d in flags}
+    return [d for d in rank_state.gather(builder, ddp) if not (d.kind == "tensor_value" and str(d.location) in told)] \
+        + flags + signal_state.gather(builder, ddp)
 
 
 # Calls that split the ranks into groups that cooperate on one batch (torch.distributed's,

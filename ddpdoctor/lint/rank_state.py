@@ -1092,6 +1092,7 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         # false: its own loss test there still parts them; DDP809 reports the rank's skip apart)
         if not isinstance(stmt, ast.If) or not all(g.everyone for g in item.guards):
             continue
+        apart = shared  # what the ranks hold alike, for this test
         tested = [c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
                   and (c.args or isinstance(c.func, ast.Attribute))]
         # `if loss.item() > limit: continue`: a comparison on a rank's own number
@@ -1118,7 +1119,16 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
                 continue  # `if "main" in out.keys():` asks which keys the code put there, not a value
             if _loader_ran_out(builder.program, fn, stmt.test):
                 continue  # `nxt = next(it, None)` ... `if nxt is None: break`: the loader's end
+            # (the batch a rank hands its DDP forward is still its own: only what a collective
+            # was handed is shared, for a test on the batch itself)
             value = _from_the_forward(stmt.test, item.loops[-1], shared)
+            if value is None:
+                # (the batch a rank hands its DDP forward is still its own: only what a
+                # collective was handed is shared, for a test on the batch itself)
+                apart = shared_names(builder.program, fn, forwards=False)
+                value = _from_the_loop_batch(stmt.test, item.loops[-1], apart)
+                if value is not None:
+                    tested = [stmt.test]  # (the skip is the decision, as a step helper's return is)
             if value is None and _checked_by_helper(builder, fn, stmt.test, item):
                 value = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) else stmt.test
             if value is None:
@@ -1134,7 +1144,7 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             tested = [stmt.test]  # (its return leaves the helper: the skip is the decision)
         else:
             continue
-        if {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
+        if {n.id for n in walk(value) if isinstance(n, ast.Name)} & apart:
             continue  # all-reduced first: the same decision on every rank
         # a comparison of the value itself (`if loss < 1e6:`, `if mask_loss.nelement() > 0:`):
         # a number each rank's batch decides, as `loss.item() > limit` is (not `loss.requires_grad`);
@@ -1486,6 +1496,26 @@ def _from_the_batch(fn: Function, test: ast.AST, shared: set[str]) -> Optional[a
     read = value_inputs(test)
     handed = (_ancestry(read, sources, shared) & set(fn.params)) - objects
     return test if handed else None
+
+
+def _from_the_loop_batch(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optional[ast.AST]:
+    """A test on a reduction of values the loop computes from the batch it iterates (`for i,
+    batch in enumerate(loader): x = prep(batch); if (x["masks"].sum(-1) < 100).sum() > 0:
+    continue` before its backward, viser's): each rank's own batch decides, as in a step helper
+    (_from_the_batch). Not a test on the counter enumerate adds, nor on a size alone."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in VALUE_REDUCTIONS
+            for c in walk(test)):
+        return None
+    target = loop.target
+    if isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) == "enumerate" and \
+            isinstance(target, ast.Tuple) and target.elts:
+        target = ast.Tuple(elts=target.elts[1:], ctx=ast.Store())
+    batch = set(_bound_names(target))
+    sources, _, losses = _loop_dataflow(loop)
+    if not losses or not batch:
+        return None
+    return test if _ancestry(value_inputs(test), sources, shared) & batch else None
 
 
 def _step_helper(builder: Builder, fn: Function) -> bool:

@@ -682,3 +682,32 @@ def test_an_evaluations_own_training_split_stays_evaluation():
     assert BOTH_SPLITS.search("create_train_and_valid_dataloader")
     assert BOTH_SPLITS.search("build_train_val_loaders")
     assert not BOTH_SPLITS.search("get_eval_train_dataloader")
+
+
+LOOP_BATCH = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def prepare(batch):
+    return {"masks": batch[0] > 0, "x": batch[0]}
+
+dist.init_process_group("gloo")
+ds = TensorDataset(torch.randn(64, 4))
+model = DDP(torch.nn.Linear(4, 1))
+for i, batch in enumerate(DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))):
+    inputs = prepare(batch)
+    if {test}:  # the skip
+        continue
+    model(inputs["x"]).sum().backward()
+"""
+
+
+def test_a_skip_on_the_values_of_the_batch_the_loop_prepared_is_ddp809(tmp_path):
+    code = LOOP_BATCH.replace("{test}", "(inputs['masks'].sum(-1) < 2).sum() > 0")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the skip"), "warning")]
+
+
+def test_its_twin_a_skip_on_the_counter_every_rank_shares(tmp_path):
+    code = LOOP_BATCH.replace("{test}", "torch.tensor(i).sum() > 5")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
