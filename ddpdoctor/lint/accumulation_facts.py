@@ -11,8 +11,8 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.fact_builder import (_truth_by_constants, _cond_false, _cond_true, _fn_loops, _loops, _single_process, argument_at,
-                                          given_constants, loc)
+from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
+                                          argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import _loss_of, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function

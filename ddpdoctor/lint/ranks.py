@@ -741,10 +741,12 @@ class RankFlow:
     def _spawn_index_value(self, name: str, fn: Function, depth: int) -> bool:
         if self._spawn_index(name, fn) and not fn.bindings.get(name):
             return True
+        if depth <= 0:
+            return False
         source = _copied_from(fn, name)
-        if source is not None:
-            return self._spawn_index_value(source, fn, depth)
-        if depth <= 0 or name not in fn.params or fn.bindings.get(name):
+        if source is not None:  # (`a = b; b = a` goes round: the depth ends it)
+            return self._spawn_index_value(source, fn, depth - 1)
+        if name not in fn.params or fn.bindings.get(name):
             return False
         passed = self.program._passed(name, fn)
         return bool(passed) and all(isinstance(value, ast.Name) and self._spawn_index_value(value.id, caller, depth - 1)
@@ -1120,9 +1122,9 @@ class _Substitute(ast.NodeTransformer):
 def _first_gpu(node: ast.AST) -> bool:
     """`torch.device("cuda:0")`, `torch.device("cuda", 0)`, `"cuda:0"`: the node's first GPU."""
     if isinstance(node, ast.Call) and last_name(node.func) == "device" and node.args:
-        node = node.args[0] if len(node.args) == 1 else node
-        if isinstance(node, ast.Call):
+        if len(node.args) == 2:
             return is_const(node.args[0], "cuda") and is_const(node.args[1], 0)
+        node = node.args[0]
     return is_const(node, "cuda:0")
 
 

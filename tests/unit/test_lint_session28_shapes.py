@@ -711,3 +711,24 @@ def test_a_skip_on_the_values_of_the_batch_the_loop_prepared_is_ddp809(tmp_path)
 def test_its_twin_a_skip_on_the_counter_every_rank_shares(tmp_path):
     code = LOOP_BATCH.replace("{test}", "torch.tensor(i).sum() > 5")
     assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+def test_a_device_built_by_a_call_and_names_copied_round_in_a_circle_are_read_without_a_crash(tmp_path):
+    code = """
+    import torch, torch.distributed as dist, torch.multiprocessing as mp
+
+    def kind():
+        return "cuda"
+
+    def work(i, n):
+        a = b
+        b = a
+        dist.init_process_group("gloo", rank=a, world_size=n)
+        model = torch.nn.Linear(4, 1)
+        if model.weight.device == torch.device(kind()):
+            torch.save(model.state_dict(), "m.pt")  # the save
+
+    if __name__ == "__main__":
+        mp.spawn(work, args=(2,), nprocs=2)
+    """
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(textwrap.dedent(code), "# the save"), "warning")]
