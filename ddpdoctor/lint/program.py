@@ -68,7 +68,7 @@ def budget_s() -> float:
     except ValueError:
         value = -1.0
     if not 0 < value < 86_400:
-        raise UsageError(f"DDPDOCTOR_LINT_BUDGET_S={said!r}: give the seconds one script's lint may take (above 0)")
+        raise UsageError(f"DDPDOCTOR_LINT_BUDGET_S={said!r}: give the seconds one script's lint may take (above 0, below 86400)")
     return value
 
 
