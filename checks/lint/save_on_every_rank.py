@@ -84,8 +84,15 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
               "save on one rank only: `if dist.get_rank() == 0: torch.save(...)`, then dist.barrier() "
               "on every rank before anyone reads it"),
         location=save.location,
-        evidence=_also({"path": save.path_text, "why": save.reason}, more),
+        evidence=_also({"path": save.path_text, "why": save.reason, **_call_site(save)}, more),
     ) for save, more in every]
+
+
+def _call_site(save) -> dict:
+    """The call into the save's helper that no rank test guards where the helper's other callers
+    have one (the message names it too): the place the slip is."""
+    site = getattr(save, "call_site", None)
+    return {"call_site": str(site)} if site is not None else {}
 
 
 def _blocks(saves: list) -> list:

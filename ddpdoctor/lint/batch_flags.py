@@ -64,21 +64,30 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
 def _batch_names(builder: Builder, fn, loop: ast.AST) -> set[str]:
     """The names a loop over a loader binds to each rank's batch, and what the body unpacks from
     them without a call; empty when the loop is not over a loader."""
-    source, target = loop.iter, loop.target
-    counted = False
-    while isinstance(source, ast.Call) and last_name(source.func) in WRAPPERS and source.args:
-        counted = counted or last_name(source.func) == "enumerate"
-        source = source.args[0]
-    if not _a_loader(builder, fn, source):
-        return set()
-    if counted and isinstance(target, ast.Tuple) and len(target.elts) == 2:
-        target = target.elts[1]  # `for i, batch in enumerate(loader)`: i is the same on every rank
-    names = {n.id for n in walk(target) if isinstance(n, ast.Name)}
+    names = loop_batch(builder, fn, loop)
     for node in walk(loop):
         if isinstance(node, ast.Assign) and not any(isinstance(n, ast.Call) for n in walk(node.value)) \
                 and rank_state.value_inputs(node.value) & names:
             names |= {n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name)}
     return names
+
+
+def loop_batch(builder: Builder, fn, loop: ast.AST) -> set[str]:
+    """The names a loop over a loader binds to each rank's batch (its target, less enumerate's
+    counter); empty when the loop is not over a loader."""
+    source, target = loop.iter, loop.target
+    counted = False
+    while isinstance(source, ast.Call) and last_name(source.func) in WRAPPERS and source.args:
+        counted = counted or last_name(source.func) == "enumerate"
+        source = source.args[0]
+    if isinstance(source, ast.Call) and source.args and not _a_loader(builder, fn, source) and \
+            _a_loader(builder, fn, source.args[0]):
+        source = source.args[0]  # `metric_logger.log_every(data_loader, 10)`: a logger yielding its batches
+    if not _a_loader(builder, fn, source):
+        return set()
+    if counted and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        target = target.elts[1]  # `for i, batch in enumerate(loader)`: i is the same on every rank
+    return {n.id for n in walk(target) if isinstance(n, ast.Name)}
 
 
 def _a_loader(builder: Builder, fn, source: ast.AST) -> bool:

@@ -15,7 +15,7 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
-from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program
+from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.walker import COMMAND
 from ddpdoctor.lint.value_flow import placement as _placement, unreturned_arguments
 
@@ -1055,6 +1055,7 @@ def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AS
     value = keyword(call, param)
     index = positional.index(param) if param in positional else -1
     offset = 1 if target.cls is not None and target.parent is None and positional[:1] in (["self"], ["cls"]) else 0
+    offset -= explicit_self(target, call)  # `Base.initialize(self, opt, rank)`: the instance comes first
     if value is None and any(isinstance(a, ast.Starred) for a in call.args):
         return None
     if value is None and 0 <= index - offset < len(call.args):

@@ -549,6 +549,7 @@ class LoaderFacts:
                         (c.args[1] if len(c.args) > 1 else None)
                     if isinstance(given, (ast.Name, ast.Attribute)):
                         names |= self._iterated_names_of(given, fn)
+            rank_read = {id(call) for call, guards, _ in fn.calls if rank_guards(guards)}
             for node, _ in _fn_loops(fn):
                 backwards = [c for stmt in node.body for c in walk(stmt)
                              if isinstance(c, ast.Call) and self._runs_backward(c, fn)]
@@ -564,7 +565,10 @@ class LoaderFacts:
                         continue
                     read = _next_of(c)
                     if read is not None:
-                        names |= self._iterated_names_of(read, fn)
+                        # (not a batch only some ranks draw: `if rank == 0: b = next(test_iter)`
+                        # for a picture is no rank's training data)
+                        if id(c) not in rank_read:
+                            names |= self._iterated_names_of(read, fn)
                         continue
                     for target in self.program.resolve(c.func, fn)[0]:
                         if isinstance(target.node, ast.Module):
@@ -1229,6 +1233,12 @@ class LoaderFacts:
                 # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
                 names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
                           if isinstance(e.node, ast.Call)} - {""}
+                # and one builder further out: `train_loader = prepare_dataloader(ds)` handed back
+                # as `return train_loader, dev_loader` to `train_data, dev_data = get_dataloaders()`
+                for c, e in self.callers().get(fn, []):
+                    bound = self.bound_name(c, e.node) if isinstance(e.node, ast.Call) else ""
+                    if bound and not isinstance(c.node, ast.Module):
+                        names |= self._names_outside(c, bound) - {bound}
             elif not isinstance(fn.node, ast.Module):
                 # `return dataset, dataloader`: what the callers unpack at its place
                 for held in sorted(n for n in (own, loader_name, name, fed) if n):

@@ -350,7 +350,9 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # Distributed checkpointing plans the save (or load) across every rank of the group:
         # gathers and a barrier inside (torch.distributed.checkpoint's save / load)
         return f"torch.distributed.checkpoint.{name}() (plans the checkpoint with every rank)"
-    if name.endswith("DistributedDataParallel") and full.startswith("torch."):
+    # (by what the name stands for: `from torch.nn.parallel import DistributedDataParallel as
+    # DDP` then `DDP(net)` is the same constructor)
+    if full.endswith("DistributedDataParallel") and full.startswith("torch."):
         return "DistributedDataParallel(...) (its constructor broadcasts the parameters)"
     if full.startswith("accelerate.") and name in ACCELERATE_COLLECTIVES:
         return f"accelerate {name}()"

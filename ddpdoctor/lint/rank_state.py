@@ -438,6 +438,8 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
                 continue  # `dist.reduce(val, dst=0)`: only rank 0 holds the sum; the others keep their own
             if not forwards and op.startswith((DDP_FORWARD, DDP_BACKWARD)):
                 continue
+            if op.startswith("DistributedDataParallel("):
+                continue  # the constructor makes the parameters alike, not what the module computes
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 names.update(n.id for n in walk(arg) if isinstance(n, ast.Name))
     found = fn.__dict__[key] = frozenset(names)

@@ -94,6 +94,7 @@ class RankFlow:
         self.init_rank_keys: set[tuple[str, str]] = set()
         # (function, what it hands init_process_group as rank=, None where nothing) per call
         self.init_calls: list[tuple[Function, Optional[ast.AST]]] = []
+        self._items: dict[int, ast.Subscript] = {}  # id(`d.get("k", v)`) -> its `d["k"]`
 
     def live_spawn_targets(self) -> list:
         """The spawn targets whose mp.spawn runs: a launcher helper the script defines (or
@@ -257,6 +258,9 @@ class RankFlow:
             # `kwargs.get("local_rank", 0)` of the function's own `**kwargs`: what its callers pass
             return depth > 0 and any(self.is_rank(v, scope, depth - 1) for v, scope in given
                                      if not is_const(v, None, -1))
+        item = self._item(node)
+        if item is not None:
+            return self.is_rank(item, fn, depth)
         if isinstance(node, ast.Call):
             if env_key(node) in RANK_ENV:
                 return True
@@ -520,8 +524,14 @@ class RankFlow:
             return None  # true only in a run of one process: no distributed ranks to split
         if isinstance(test.op, ast.Or) and any(self.distributed_run(part, fn) for part in test.values):
             return None  # `is_master() or args.distributed`: true on every rank of a distributed run
+        want = isinstance(test.op, ast.And)
         ranked, values = [], []
         for part in test.values:
+            answer = self._word_answer(part, fn)
+            if answer is not None:
+                if answer != want:
+                    return None  # `rank == "cpu" and ...`: false on every rank of a distributed run
+                continue  # `rank == 0 or rank == "cpu"`: the word's side drops out there
             found = self.guard(part, fn, depth)
             if found is not None:
                 ranked.append(found)
@@ -531,7 +541,6 @@ class RankFlow:
             return None
         # `rank != 0 and not cfg.flag`: a config field whose default makes the part hold is said
         # as the default the finding rests on, not assumed (defaults.py)
-        want = isinstance(test.op, ast.And)
         given, open_parts = [], []
         for part in values:
             found = default_truth(part, fn, self.program)
@@ -549,6 +558,20 @@ class RankFlow:
         given = ", ".join(given + [first.given] if first.given else given)
         return RankTest(text(test), first.key, polarity, assumption, first.scope, given,
                         tuple(open_parts) if want else ())
+
+    def _word_answer(self, test: ast.AST, fn: Function) -> Optional[bool]:
+        """`rank == "cpu"` where the name holds the rank on the distributed path (mlpf's `rank`,
+        "cpu" in a run on the CPU; `hp.model.device = rank`): no rank's number equals a word, so
+        in a distributed run `==` is false and `!=` true on every rank. None for any other test
+        (`os.environ["RANK"] == "0"` compares the rank's digits: a rank test)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+            return None
+        left, right = test.left, test.comparators[0]
+        if _a_word(left):
+            left, right = right, left
+        if not _a_word(right) or not self.is_rank(left, fn):
+            return None
+        return isinstance(test.ops[0], ast.NotEq)
 
     def _compare(self, test: ast.Compare, fn: Function, depth: int) -> Optional[RankTest]:
         left, op, right = test.left, test.ops[0], test.comparators[0]
@@ -578,6 +601,8 @@ class RankFlow:
         # local_rank == -1 / rank is None: "are we distributed at all", the same on every rank
         if is_const(right, -1, None):
             return None
+        if _a_word(right) and isinstance(op, (ast.Eq, ast.NotEq)):
+            return None  # (see _word_answer)
         # local_rank >= 0 / rank < 0: no rank is negative, so the same answer on every rank of a
         # distributed run (the launcher's -1 is the only value that differs): the same question
         if is_const(right, 0) and isinstance(op, (ast.GtE, ast.Lt)):
@@ -645,6 +670,7 @@ class RankFlow:
 
     def _scope(self, node: ast.AST, fn: Function, depth: int = 3) -> str:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
+        node = self._item(node) or node
         if (depth == 3 and node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names) or \
                 (node.__class__ in (ast.Attribute, ast.Subscript, ast.Call) and self._init_rank_text(node)):
             # what init_process_group is handed as `rank=`: the job's rank, whatever it is called -
@@ -751,6 +777,22 @@ class RankFlow:
         passed = self.program._passed(name, fn)
         return bool(passed) and all(isinstance(value, ast.Name) and self._spawn_index_value(value.id, caller, depth - 1)
                                     for value, caller in passed)
+
+    def _item(self, node: ast.AST) -> Optional[ast.Subscript]:
+        """`config.get("rank", 0)` read as `config["rank"]`: a dict's entry is the same value
+        whichever way it is read (the default only stands in where the key was never stored).
+        os.environ's `.get` keeps its own reading (env_key)."""
+        if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or \
+                node.func.attr != "get" or not 1 <= len(node.args) <= 2 or node.keywords or \
+                node.args[0].__class__ is not ast.Constant or not isinstance(node.args[0].value, str) or \
+                env_key(node) is not None:
+            return None
+        item = self._items.get(id(node))
+        if item is None:
+            item = ast.Subscript(value=node.func.value, slice=node.args[0], ctx=ast.Load())
+            ast.copy_location(item, node)
+            self._items[id(node)] = item
+        return item
 
     def _zero_offset(self, name: str, fn: Function) -> bool:
         """Every node offset fn adds to `name` is a product with a factor the source holds at 0
@@ -1082,6 +1124,12 @@ class RankFlow:
         if isinstance(node, ast.Compare):
             return all(self.uniform(n, fn, depth) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
         return False
+
+
+def _a_word(node: ast.AST) -> bool:
+    """A text constant that no rank's number is (`"cpu"`, not `"0"`)."""
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+        not node.value.strip().lstrip("-").isdigit()
 
 
 def _flag_scope(name: str) -> str:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import rank_state, reaching, writes
+from ddpdoctor.lint import batch_flags, rank_state, reaching, writes
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.pins import pinned_major
@@ -38,6 +38,9 @@ class SaveFact:
     # tests around it: writes sharing it (model, then optimizer, then EMA) are one block to move
     # under one rank test, told once (checks/lint/save_on_every_rank.py)
     block: str = ""
+    # the call that leads every rank into the save's helper where its other callers test the rank
+    # (`save_checkpoint(...)` after the loop, under `if rank == 0:` inside it): the place to fix
+    call_site: Optional[Location] = None
 
 
 class SaveFacts:
@@ -202,6 +205,10 @@ class SaveFacts:
             # `if isfile(cache_of(item)): load / else: compute; torch.save(...)` for the items a
             # rank's batches hold: the sampler gives each item to one rank, so one writer per file
             return SaveFact(where, path_text, False, "a per-item cache it reads back where it exists")
+        if path is not None and self._per_sample(path, fn, call):
+            # `torch.save(res, f"dense/{vid}_{loc}")` for each sample of the loop's batch: each
+            # rank's batches hold other samples (its sampler's share), so each file has one writer
+            return SaveFact(where, path_text, False, "a file per sample of each rank's own batches")
         if path is not None and self._streamed(path, fn):
             return SaveFact(where, path_text, False, "into a stream its caller opened")
         dead = self._dead_side(fn, event.conds + _returned_before(fn, call))
@@ -230,9 +237,24 @@ class SaveFacts:
             hook = fn.name.startswith("on_") or self._trainer_save_override(fn)
             return SaveFact(where, path_text, hook,
                             "a hook the framework calls on every rank" if hook else "never called", None, how)
+        site = None if guarded else self._open_call_site(fn)
         return SaveFact(where, path_text, not guarded,
-                        "every caller is under a rank test" if guarded else f"{fn.label} is called without a rank test",
-                        self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how)
+                        "every caller is under a rank test" if guarded else
+                        f"{fn.label} is called without a rank test at {site}, where its other callers test the rank"
+                        if site else f"{fn.label} is called without a rank test",
+                        self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how,
+                        call_site=site)
+
+    def _open_call_site(self, fn: Function) -> Optional[Location]:
+        """Where fn's direct callers split into some under a rank test and some not, the first
+        call without one: the save helper is meant for one rank, and that call is the slip."""
+        sites = [(caller, event) for caller, event in self.callers().get(fn, [])
+                 if event.kind == "call" and isinstance(event.node, ast.Call)]
+        tested = [rank_guards(event.guards) or self.only_guarded(caller) is True for caller, event in sites]
+        if not any(tested) or all(tested):
+            return None
+        caller, event = next(site for site, t in zip(sites, tested) if not t)
+        return loc(caller, event.node)
 
     def _per_item(self, path: ast.AST, fn: Function) -> bool:
         """The path is built from one of fn's parameters, and every call of fn hands it a value
@@ -260,6 +282,32 @@ class SaveFacts:
             if not any(name in given and _bound_in_loop(caller, given[name], call) for name in used):
                 return False
         return True
+
+    def _per_sample(self, path: ast.AST, fn: Function, call: ast.Call) -> bool:
+        """The path is made from what a loop over a loader (in fn, around the call) hands each
+        rank: its batch, what is unpacked or read off it, the items of a loop over those
+        (`for target in targets: vid = names[target["video_id"].item()]`). The loop's counter
+        (`enumerate`'s index) and what only sizes the batch are the same on every rank."""
+        loops = [n for n in fn.own if n.__class__ in (ast.For, ast.AsyncFor)
+                 and n.lineno <= call.lineno <= (n.end_lineno or 0)]
+        data: set[str] = set()
+        for loop in loops:
+            data |= batch_flags.loop_batch(self, fn, loop)
+        if not data:
+            return False
+        inner = [n for n in walk(loops[0]) if n.__class__ in (ast.Assign, ast.For, ast.AsyncFor)]
+        for _ in range(4):  # what is read off the batch, a few steps on
+            more = set(data)
+            for node in inner:
+                value = node.value if node.__class__ is ast.Assign else node.iter
+                if rank_state.value_inputs(value) & data:
+                    targets = node.targets if node.__class__ is ast.Assign else [node.target]
+                    more |= {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
+            if more == data:
+                break
+            data = more
+        made = [path, *(v for v, scope in self.program.values_of(path, fn, 2) if scope is fn)]
+        return any(rank_state.value_inputs(v) & data for v in made)
 
     def _streamed(self, path: ast.AST, fn: Function) -> bool:
         """The write goes into a file object handed in: a parameter annotated as a stream
