@@ -40,8 +40,8 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         return Skipped("no DistributedSampler in the script")
     problems = []
     for sampler in facts.samplers:
-        if not sampler.shuffle or sampler.sharded_by_rank:
-            continue
+        if not sampler.shuffle or sampler.sharded_by_rank or getattr(sampler, "unread", False):
+            continue  # (a sampler no loader takes orders nothing: the loader is DDP802's)
         if sampler.constant_epoch is not None:
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) gets set_epoch with a "

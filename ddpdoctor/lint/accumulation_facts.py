@@ -320,6 +320,12 @@ class AccumulationFacts:
             if after or outer is None:
                 break
             inner, outer = outer, _enclosing_loop(fn.node, outer)
+            if outer is None and not isinstance(fn.node, ast.Module) and self.in_loop(fn):
+                # `def train(...): for image: while chunk: backward` and the step after the
+                # outermost loop, the function called once a step (GLNet's sub-batches)
+                after = [c for c, cond in _loop_calls(fn.node.body, False, skip=inner) if self._step(c, fn)
+                         and c.lineno > loop.lineno]
+                break
             after = [c for c, cond in _loop_calls(outer.body, False, skip=inner) if self._step(c, fn)
                      and c.lineno > loop.lineno] if outer is not None else []
         if not after:

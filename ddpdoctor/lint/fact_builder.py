@@ -398,6 +398,11 @@ class BuilderCore:
                         target = program._callee_symbol(call.func, fn)
                         if target.__class__ is Klass:
                             builds.setdefault(id(target), []).append((fn, guards))
+                    elif call.func.__class__ is ast.Attribute and call.func.value.__class__ is ast.Name and \
+                            call.func.value.id in named:
+                        # `Logger.load_cpk(path, ...)`: a static method called through the class
+                        # builds nothing and hands no class on
+                        called.add(id(call.func.value))
                 for n in fn.own:
                     if n.__class__ is ast.Name and n.id in named and id(n) not in called \
                             and n.ctx.__class__ is ast.Load:

@@ -19,7 +19,7 @@ from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
-from ddpdoctor.lint.patterns import env_key, last_name, text
+from ddpdoctor.lint.patterns import env_key, kept_parameters, last_name, passing_loader_class, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
 from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread
@@ -204,7 +204,9 @@ def build(program: Program, script: str) -> LintFacts:
                   for n in (fn.own if isinstance(fn.node, ast.Module) else walk(fn.node)))
     loaders = builder.loaders(framework)
     reachable = {id(f.node) for f in program.reachable}
-    seeds = worker_seeds.gather(program.files, reachable, program.functions)
+    # (and the local DataLoader subclasses that take a DataLoader's options as they come)
+    subclasses = {k.name: kept_parameters(k) for k in program.classes if passing_loader_class(program, k)}
+    seeds = worker_seeds.gather(program.files, reachable, program.functions, subclasses)
     return LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.sources],

@@ -116,6 +116,9 @@ class SamplerFact:
     # the loader it feeds goes through `accelerator.prepare`: Accelerate's DataLoaderShard calls
     # set_epoch on the sampler it wraps at the start of every pass (accelerate/data_loader.py)
     epoch_set_by: str = ""
+    # built and bound to a plain name that nothing reads again (no loader takes it): it orders
+    # nothing, so no epoch of it repeats (the loader without it is DDP802's)
+    unread: bool = False
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -423,8 +426,9 @@ class LoaderFacts:
     def _rank_part_built(self, dataset: ast.AST, fn: Function) -> bool:
         """The dataset comes from a local helper that picks this rank's part inside its own body
         (`mine = np.array_split(files, world)[rank]`, then loads and concatenates `mine`): the rank
-        reaches what it returns through the helper's names, not through its return expression."""
-        for value, scope in [(dataset, fn), *self.program.values_of(dataset, fn, 1)]:
+        reaches what it returns through the helper's names, not through its return expression.
+        (Two steps back: a builder's parameter, then what its caller bound it to.)"""
+        for value, scope in [(dataset, fn), *self.program.values_of(dataset, fn, 2)]:
             for sub in walk(value):
                 if isinstance(sub, ast.Call) and any(self._returns_rank_part(t, 3)
                                                      for t in self.program.resolve(sub.func, scope)[0]):
@@ -1288,7 +1292,8 @@ class LoaderFacts:
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
                 set_epoch_once=matched[0] if matched and once and matched_calls and across else None,
-                epoch_set_by=self._prepared_loader(loader_at, by_line)))
+                epoch_set_by=self._prepared_loader(loader_at, by_line),
+                unread=loader_at is None and _never_read(fn, name)))
         return found
 
     @staticmethod
@@ -1853,8 +1858,18 @@ def _no_grad_blocks(program, fn: Function) -> list[list[ast.AST]]:
 
 
 # `not mode == 'train'` (the `else:` of `if mode == 'train':`), `split != "train"`, `not is_train`
-_NOT_TRAINING = re.compile(r"^not \(?[\w.]*train\w*\b|^not \(?[\w.]+ == ['\"]train['\"]|!= ['\"]train['\"]",
+_NOT_TRAINING = re.compile(r"^not \(?[\w.]*train\w*\b|^not \(?[\w.]+ == ['\"]train['\"]|!= ['\"]train['\"]"
+                           # `elif "eval" in args.mode:` past `if "train" in args.mode:`
+                           r"|^not \(?['\"]train\w*['\"] in \b|['\"]train\w*['\"] not in \b",
                            re.IGNORECASE)
+
+
+def _never_read(fn: Function, name: str) -> bool:
+    """`sampler = DistributedSampler(ds)` and no other mention of `sampler` in fn: not handed to
+    a loader, returned or kept."""
+    if not name or not name.isidentifier() or isinstance(fn.node, ast.Module) and name in fn.module.imports:
+        return False
+    return not any(n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load for n in walk(fn.node))
 
 
 def _off_the_training_side(fn: Function, call: ast.Call) -> bool:
@@ -2001,6 +2016,16 @@ def _spawn_arguments(program, fn: Function, param: str) -> list:
     return found
 
 
+def _dict_of(value: ast.AST) -> ast.AST:
+    """`dict(batch_size=8, num_workers=4)` read as the literal `{"batch_size": 8, ...}` it makes
+    (keywords only: `dict(other, k=v)` copies what the source may not show)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and \
+            not value.args and all(kw.arg for kw in value.keywords):
+        return ast.copy_location(ast.Dict(keys=[ast.Constant(kw.arg) for kw in value.keywords],
+                                          values=[kw.value for kw in value.keywords]), value)
+    return value
+
+
 def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
     """Every `**options` of the call is a local dict the function fills with literal keys only
     (a dict literal, `.update({...})`, `options["k"] = v`), and no key is a sampler: PyTorch's
@@ -2017,7 +2042,7 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
         if not isinstance(spread, ast.Name) or spread.id in fn.params:
             return False
         # `kwargs = {"num_workers": 1, "pin_memory": True} if use_cuda else {}`: either literal
-        values = [(side, scope) for v, scope in program.values_of(spread, fn)
+        values = [(_dict_of(side), scope) for v, scope in program.values_of(spread, fn)
                   for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
         if values and all(isinstance(v, ast.Dict) and isinstance(scope.node, ast.Module) and _literal_keys(v)
                           and not _given_keys(v) & SAMPLER_KEYS for v, scope in values):

@@ -1136,14 +1136,27 @@ def loader_call(program: Program, call: ast.Call, fn: Function) -> bool:
         _loader_class(program, klass, 3)
 
 
+def passing_loader_class(program: Program, klass) -> bool:
+    """A local DataLoader subclass whose construction takes the DataLoader's options as they come
+    (`DataLoaderX(local_rank=..., dataset=ds, worker_init_fn=...)`): the construction is the loader."""
+    return _passes_through(program, klass) and _loader_class(program, klass, 3)
+
+
 def kept_keywords(program: Program, call: ast.Call, fn: Function) -> set[str]:
     """The keywords a local DataLoader subclass keeps for itself (`def __init__(self, *args,
     stage="train", generator=None, **kwargs)`): they never reach the DataLoader."""
     klass = program._callee_symbol(call.func, fn)
-    init = klass.methods.get("__init__") if klass.__class__.__name__ == "Klass" else None
+    return set(kept_parameters(klass)) if klass.__class__.__name__ == "Klass" else set()
+
+
+def kept_parameters(klass) -> frozenset:
+    """The parameters a local DataLoader subclass's `__init__` names (keyword-only ones, and
+    those before `**kwargs` where it takes no `*args`): kept for itself, never the DataLoader's."""
+    init = klass.methods.get("__init__")
     if init is None or init.node is None:
-        return set()
-    return {a.arg for a in init.node.args.kwonlyargs}
+        return frozenset()
+    args = init.node.args
+    return frozenset({a.arg for a in args.kwonlyargs} | ({a.arg for a in args.args[1:]} if args.vararg is None else set()))
 
 
 def _passes_through(program: Program, klass, depth: int = 3) -> bool:
@@ -1154,6 +1167,13 @@ def _passes_through(program: Program, klass, depth: int = 3) -> bool:
     if init is None:
         return depth > 0 and all(_passes_through(program, b, depth - 1) for b in program.bases(klass))
     args = init.node.args
+    if args.vararg is None and args.kwarg is not None and len(args.args) > 1 and not args.posonlyargs and \
+            not LOADER_PARAMS.intersection(a.arg for a in args.args[1:]):
+        # `def __init__(self, local_rank, **kwargs): super().__init__(**kwargs)` (a prefetching
+        # DataLoaderX): its own parameters kept, every DataLoader option handed on by keyword
+        return any(isinstance(call.func, ast.Attribute) and call.func.attr == "__init__" and not call.args
+                   and [k.value.id for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)]
+                   == [args.kwarg.arg] for call in init.own_calls)
     if args.vararg is None or args.kwarg is None:
         return False
     if len(args.args) == 1 and not args.kwonlyargs:
@@ -1166,6 +1186,12 @@ def _passes_through(program: Program, klass, depth: int = 3) -> bool:
                 for a in call.args)
         and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == args.kwarg.arg for k in call.keywords)
         for call in init.own_calls)
+
+
+# DataLoader's own parameters: a subclass that names one of them takes the loader's options itself
+LOADER_PARAMS = frozenset({"dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers",
+                           "collate_fn", "pin_memory", "drop_last", "timeout", "worker_init_fn",
+                           "generator", "prefetch_factor", "persistent_workers"})
 
 
 def _loader_class(program: Program, klass, depth: int) -> bool:

@@ -649,6 +649,24 @@ class Program:
         for node in fn.own_calls:
             self._bind_call(fn, node, [])
 
+    def _bind_spawned(self, fn: Function, node: ast.Call, bound: list) -> None:
+        """`mp.spawn(worker, args=(solver, ngpus, args))`: each rank runs `worker(index, solver,
+        ngpus, args)`, so the items of `args` are what the target's parameters after the first hold
+        (`solver` in the worker is the Solver the launcher built)."""
+        handed = next((kw.value for kw in node.keywords if kw.arg == "args"), None)
+        if handed is None and len(node.args) > 1:
+            handed = node.args[1]
+        if not node.args or not isinstance(handed, (ast.Tuple, ast.List)) or \
+                any(isinstance(e, ast.Starred) for e in handed.elts):
+            return
+        for target in self.resolve(node.args[0], fn)[0]:
+            if target in bound or target.node is None or isinstance(target.node, ast.Module) or target.cls is not None:
+                continue
+            bound.append(target)
+            self._changed()
+            for param, item in zip(target.params[1:], handed.elts):
+                target.arguments.setdefault(param, []).append((item, fn))
+
     def in_budget(self) -> None:
         """Raise AnalysisBudget once the analysis has run past its budget (asked where the work
         repeats: binding calls, walking functions, resolving names)."""
@@ -661,6 +679,10 @@ class Program:
         self.in_budget()
         self._binding = (fn, node, bound)
         func = node.func
+        if (func.attr if func.__class__ is ast.Attribute else getattr(func, "id", "")) == "spawn" and \
+                not self.resolve(func, fn)[0]:
+            self._bind_spawned(fn, node, bound)  # torch.multiprocessing's, not a local `spawn`
+            return
         if func.__class__ is ast.Attribute and func.attr not in self._names_anywhere() and not (
                 func.value.__class__ is ast.Name and func.value.id in ("self", "cls")):
             # `parser.add_argument(...)`: what an attribute call reaches is a function, method or

@@ -458,7 +458,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
     for name, items in assigned.items():
         # `start = load_step(path, 0)` where load_step returns what it sets under a rank test
         # (rank 0 reads the saved step): the caller's name is as rank-local as the helper's
-        items[:] = [_through_helper(builder, fn, i, name) or _under_value_test(i, shared) or i for i in items]
+        items[:] = [_through_helper(builder, fn, i, name) or _field_through_method(builder, fn, i, name)
+                    or _under_value_test(i, shared) or i for i in items]
     local: dict[str, _Stmt] = {}
     ranked_of: dict[str, list[_Stmt]] = {}  # every assignment of a local name under a rank test
     relative: set[str] = set()  # also stepped on every rank: the rank's own value carries on
@@ -477,7 +478,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                                             text(_value_of(i.node, name) or i.node) in every)]
         # every rank's own assignments are initial constants or settings (`cfg.TRAIN.BEGIN_EPOCH`);
         # the updates happen under a rank test
-        if ranked and all(_constant(getattr(i.node, "value", None)) or
+        if ranked and all(_constant(getattr(i.node, "value", None)) or _field_constant(builder, fn, i, name) or
                           _setting(builder, _value_of(i.node, name), fn) for i in others):
             local[name] = ranked[0]
             ranked_of[name] = ranked
@@ -791,6 +792,46 @@ def _through_helper(builder: Builder, fn: Function, item: _Stmt, name: str) -> O
         if test is not None:
             return _Stmt(item.node, (test,), item.loops, True)
     return None
+
+
+def _field_through_method(builder: Builder, fn: Function, item: _Stmt, name: str) -> Optional[_Stmt]:
+    """`solver.validate(args)` on every rank, where validate sets `self.stop` only under a rank
+    test (`if args.gpu == 0: self.stop = self.es.step(score)`; a constant elsewhere in it): the
+    call sets `solver.stop` as that rank test does. None when it is no such call."""
+    if item.guards:
+        return None
+    for sets in _method_sets(builder, fn, item, name):
+        ranked = [i for i in sets if i.guards]
+        if ranked and all(_constant(getattr(i.node, "value", None)) for i in sets if not i.guards):
+            return _Stmt(item.node, (ranked[0].guards[-1],), item.loops, True)
+    return None
+
+
+def _field_constant(builder: Builder, fn: Function, item: _Stmt, name: str) -> bool:
+    """`solver.setup(args)`, whose method sets `self.stop = False` and nothing else of it: an
+    initial constant, the same on every rank."""
+    found = list(_method_sets(builder, fn, item, name))
+    return bool(found) and all(sets and all(not i.guards and _constant(getattr(i.node, "value", None)) for i in sets)
+                               for sets in found)
+
+
+def _method_sets(builder: Builder, fn: Function, item: _Stmt, name: str):
+    """For each method a call statement `obj.m(...)` reaches, its statements assigning the field
+    `name` ("obj.attr") names (`self.attr = ...`), with the rank tests around them."""
+    node = item.node
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return
+    func = node.value.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            and name.startswith(func.value.id + ".")):
+        return
+    attr = name[len(func.value.id) + 1:]
+    for method in builder.program.resolve(func, fn)[0]:
+        if method.node is None or isinstance(method.node, ast.Module):
+            continue
+        stmts = _statements(builder.program, method, method.node.body, (), (), False)
+        yield [i for i in stmts if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                                       and t.value.id == "self" and t.attr == attr for t in _assigned(i.node))]
 
 
 def _returns_rank_local(builder: Builder, helper: Function, place: Optional[tuple] = None) -> Optional[RankTest]:
@@ -1671,13 +1712,14 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         own = _ends(branch)
         if own is None:
             continue
-        if own in ("break", "continue") and item.loops:
-            # a break: the others go on into the next pass; a continue: into the rest of this one
+        if own in ("break", "continue", "exit") and item.loops:
+            # a break (or the process's exit): the others go on into the next pass; a continue:
+            # into the rest of this one
             loop = item.loops[-1]
-            work = _work(builder, fn, list(loop.body) if own == "break" else _after(loop.body, stmt), ddp)
+            work = _work(builder, fn, list(loop.body) if own != "continue" else _after(loop.body, stmt), ddp)
             if work:
                 return own, work
-        if own == "return" and not after_only:
+        if own in ("return", "exit") and not after_only:
             work = _work(builder, fn, list(fn.node.body), ddp)
             if work:
                 return own, work
@@ -1735,8 +1777,9 @@ def _caught_raise(fn: Function, stmt: ast.If) -> Optional[ast.Try]:
 
 
 def _ends(branch: list) -> Optional[str]:
-    """How a branch leaves the pass: break / continue / return (a raise crashes the rank and the
-    launcher ends the job: not a divergence)."""
+    """How a branch leaves the pass: break / continue / return, or a clean exit of the process
+    (`sys.exit()`, `exit(0)`: the launcher waits for the other ranks, which go on alone; a raise,
+    or an exit with an error code, crashes the rank and the launcher ends the job: not a divergence)."""
     for stmt in branch:
         if isinstance(stmt, ast.Break):
             return "break"
@@ -1744,6 +1787,8 @@ def _ends(branch: list) -> Optional[str]:
             return "continue"
         if isinstance(stmt, ast.Return):
             return "return"
+        if _exits(stmt) and all(is_const(a, 0, None) for a in stmt.value.args) and not stmt.value.keywords:
+            return "exit"
     return None
 
 

@@ -564,14 +564,20 @@ class RankFlow:
         "cpu" in a run on the CPU; `hp.model.device = rank`): no rank's number equals a word, so
         in a distributed run `==` is false and `!=` true on every rank. None for any other test
         (`os.environ["RANK"] == "0"` compares the rank's digits: a rank test)."""
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
-        left, right = test.left, test.comparators[0]
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) and \
+                right.elts and all(_a_word(e) for e in right.elts):
+            # `rank not in ("cpu", "cuda")` (MatDeepLearn): none of the words is a rank's number
+            return isinstance(op, ast.NotIn) if self.is_rank(left, fn) else None
+        if not isinstance(op, (ast.Eq, ast.NotEq)):
+            return None
         if _a_word(left):
             left, right = right, left
         if not _a_word(right) or not self.is_rank(left, fn):
             return None
-        return isinstance(test.ops[0], ast.NotEq)
+        return isinstance(op, ast.NotEq)
 
     def _compare(self, test: ast.Compare, fn: Function, depth: int) -> Optional[RankTest]:
         left, op, right = test.left, test.ops[0], test.comparators[0]
@@ -601,8 +607,8 @@ class RankFlow:
         # local_rank == -1 / rank is None: "are we distributed at all", the same on every rank
         if is_const(right, -1, None):
             return None
-        if _a_word(right) and isinstance(op, (ast.Eq, ast.NotEq)):
-            return None  # (see _word_answer)
+        if self._word_answer(test, fn) is not None:
+            return None  # the same answer on every rank of a distributed run (see _word_answer)
         # local_rank >= 0 / rank < 0: no rank is negative, so the same answer on every rank of a
         # distributed run (the launcher's -1 is the only value that differs): the same question
         if is_const(right, 0) and isinstance(op, (ast.GtE, ast.Lt)):

@@ -445,6 +445,18 @@ def _imported_names(nodes: list[ast.AST], module: str, is_package: bool) -> list
     return names
 
 
+def _src_layouts(script: Path, cwd: Path) -> list[Path]:
+    """`src/` of a project packaged in the "src layout" (pyproject.toml, setup.py or setup.cfg
+    beside it): `pip install -e .` puts its packages on the path, so `from pkg.train import main`
+    in scripts/train.py is the project's own src/pkg/train.py. Looked for at the working
+    directory and at the script's folder and the two above it."""
+    found = []
+    for base in dict.fromkeys([cwd, script.parent, *list(script.parents)[1:3]]):
+        if (base / "src").is_dir() and any((base / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg")):
+            found.append(base / "src")
+    return found
+
+
 def load_program(script: str, notes: Optional[list[str]] = None,
                  texts: Optional[dict[Path, str]] = None) -> list[SourceFile]:
     """Parse the script and the local modules it imports. Bad input (no such file, not Python)
@@ -465,6 +477,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     files = [_parse(path, "", texts)]
     roots = list(dict.fromkeys(roots + added_roots(files[0].tree, path, Path.cwd().resolve())))
     roots = list(dict.fromkeys(roots + _path_setters(files[0], roots, texts)))
+    roots = list(dict.fromkeys(roots + _src_layouts(path, Path.cwd().resolve())))
     seen = {path}
     queue = [files[0]]
     where_is: dict[str, Optional[Path]] = {}  # every file imports torch, os, ...: each name looked up once

@@ -425,15 +425,20 @@ def _is_zero(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
 
 
-def gather(files: list, reachable: Optional[set] = None, functions: Optional[list] = None) -> list[UnrankedSeed]:
+def gather(files: list, reachable: Optional[set] = None, functions: Optional[list] = None,
+           subclasses: Optional[dict] = None) -> list[UnrankedSeed]:
     """Every DataLoader whose workers are seeded alike on every rank, in the files
     (lint/sources.SourceFile); `reachable`: ids of the function nodes the entry script can run;
-    `functions`: the program's (lint/program.Function), to index from instead of the trees."""
+    `functions`: the program's (lint/program.Function), to index from instead of the trees;
+    `subclasses`: the local DataLoader subclasses built with a DataLoader's options, by name, with
+    the parameters each keeps for itself (OpenFold's `generator=` never reaches its DataLoader)."""
+    subclasses = subclasses or {}
+    kept = lambda node: subclasses.get(last_name(node.func) or "", frozenset())  # noqa: E731
     # Only a loader that names its workers' seeding can be judged: without one, no index of the
     # program is built (that index over every node cost a large package seconds: timm's 207 files).
     loaders = [(source, node) for source in files for node in source.of(ast.Call)
-               if (last_name(node.func) == "DataLoader" or _base_init(node.func))
-               and (keyword(node, "worker_init_fn") is not None or keyword(node, "generator") is not None)]
+               if (last_name(node.func) == "DataLoader" or last_name(node.func) in subclasses or _base_init(node.func))
+               and any(keyword(node, k) is not None and k not in kept(node) for k in ("worker_init_fn", "generator"))]
     if not loaders:
         return []
     index = _Files(files, functions)
@@ -443,7 +448,7 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
         if reachable is not None and owner is not source.tree and id(owner) not in reachable:
             continue
         where = Location(source.display, node.lineno)
-        init = keyword(node, "worker_init_fn")
+        init = keyword(node, "worker_init_fn") if "worker_init_fn" not in kept(node) else None
         workers = keyword(node, "num_workers")
         if workers is not None and not _has_workers(node, index, owner):
             continue  # no workers on the default path: no worker is seeded
@@ -452,7 +457,7 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
             if hit is not None:
                 found.append(hit)
                 continue
-        generator = keyword(node, "generator")
+        generator = keyword(node, "generator") if "generator" not in kept(node) else None
         if generator is not None and workers is not None:
             seeds = _generator_seeds(generator, owner, source.tree)
             judge = _Judge(index, source.tree, {}, worker_init=False)

@@ -383,3 +383,319 @@ def test_a_word_beside_a_rank_test_drops_out_of_it(tmp_path):
     # that side is false everywhere, and the test is rank 0's
     code = DEVICE_WORD.replace("{test}", 'device == 0 or device == "cpu"')
     assert at(lint_plain(tmp_path, code), "DDP801") == [(line_of(code, "# the wrap"), "error")]
+
+
+# -------------------------------------------------- a project in the src layout
+def test_a_package_of_the_src_layout_is_read_from_a_script_in_scripts(tmp_path):
+    (tmp_path / "src" / "proj").mkdir(parents=True)
+    (tmp_path / "src" / "proj" / "__init__.py").write_text("")
+    (tmp_path / "src" / "proj" / "train.py").write_text(textwrap.dedent('''
+        import torch, torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def main():
+            dist.init_process_group("gloo")
+            model = DDP(torch.nn.Linear(4, 1))
+            if dist.get_rank() == 0:
+                dist.barrier()  # the barrier
+    '''))
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text("from proj.train import main\n\nif __name__ == '__main__':\n    main()\n")
+    for packaged, expected in ((True, [(9, "error")]), (False, [])):
+        marker = tmp_path / "pyproject.toml"
+        if packaged:
+            marker.write_text('[tool.setuptools.packages.find]\nwhere = ["src"]\n')
+        elif marker.exists():
+            marker.unlink()
+        found = [f for r in lint_results(gather(str(script)), set()) for f in r.findings]
+        assert at(found, "DDP801") == expected, packaged
+
+
+# -------------------------------------------------- a static method called through the class hands no class on
+ONE_RANK_LOGGER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Logger:
+    def __init__(self, model):
+        self.model = model
+
+    def save(self):
+        torch.save(self.model.state_dict(), "last.pt")  # the save
+
+    def __exit__(self, *exc):
+        self.save()
+
+    @staticmethod
+    def load(path, model):
+        model.load_state_dict(torch.load(path))
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 1))
+{load}
+if dist.get_rank() == 0:
+    logger = Logger(model)
+"""
+
+
+def test_a_class_built_on_rank_0_whose_static_method_every_rank_calls_saves_on_rank_0(tmp_path):
+    code = ONE_RANK_LOGGER.replace("{load}", 'Logger.load("init.pt", model)')
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_the_class_itself_handed_on_may_be_built_anywhere(tmp_path):
+    code = ONE_RANK_LOGGER.replace("{load}", "factory = Logger\nother = factory(model)")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- a builder's evaluation side past a membership test for training
+MODE_BUILDER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+
+def build_loader(ds, mode):
+    if {train}:
+        return DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+    elif "eval" in mode:
+        return DataLoader(ds, batch_size=1)  # the other loader
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+loader = build_loader(TensorDataset(torch.randn(64, 4)), "train")
+for (x,) in loader:
+    model(x).sum().backward()
+"""
+
+
+def test_the_other_side_of_a_membership_test_for_training_is_the_evaluation_loader(tmp_path):
+    assert at(lint_plain(tmp_path, MODE_BUILDER.replace("{train}", '"train" in mode')), "DDP802") == []
+
+
+def test_its_twin_the_other_side_of_a_test_of_something_else_may_train(tmp_path):
+    code = MODE_BUILDER.replace("{train}", '"fast" in mode')
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the other loader"), "error")]
+
+
+# -------------------------------------------------- a rank's part, handed to a loader builder
+RANK_PART_BUILDER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+def get_train_dataset(items):
+    {part}
+    return TensorDataset(torch.tensor(items, dtype=torch.float32).view(-1, 1))
+
+def get_train_dataloader(train_dataset):
+    return DataLoader(train_dataset, shuffle=True, batch_size=8)  # the loader
+
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+train_dataset = get_train_dataset(list(range(64)))
+for (x,) in get_train_dataloader(train_dataset):
+    model(x).sum().backward()
+"""
+
+
+def test_a_rank_part_made_by_one_helper_and_loaded_by_another_is_sharded(tmp_path):
+    code = RANK_PART_BUILDER.replace("{part}", "items = items[dist.get_rank()::dist.get_world_size()]")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_its_twin_the_whole_list_loaded_by_the_other_helper_is_not(tmp_path):
+    code = RANK_PART_BUILDER.replace("{part}", "items = sorted(items)")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+# -------------------------------------------------- a sampler no loader takes
+UNUSED_SAMPLER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+
+def main():
+    dist.init_process_group("gloo")
+    ds = TensorDataset(torch.randn(64, 4))
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    sampler = DistributedSampler(ds)  # the sampler
+    loader = DataLoader(ds, batch_size=8{given})  # the loader
+    for epoch in range(3):
+        for (x,) in loader:
+            model(x).sum().backward()
+
+main()
+"""
+
+
+def test_a_sampler_no_loader_takes_needs_no_set_epoch_its_loader_is_ddp802(tmp_path):
+    found = lint_plain(tmp_path, UNUSED_SAMPLER.replace("{given}", ""))
+    assert at(found, "DDP804") == []
+    assert at(found, "DDP802") == [(line_of(UNUSED_SAMPLER, "# the loader"), "error")]
+
+
+def test_its_twin_the_sampler_handed_to_the_loader_needs_set_epoch(tmp_path):
+    code = UNUSED_SAMPLER.replace("{given}", ", sampler=sampler")
+    assert at(lint_plain(tmp_path, code), "DDP804") == [(line_of(code, "# the sampler"), "warning")]
+
+
+# -------------------------------------------------- a DataLoader subclass that keeps a parameter of its own
+LOADER_X = """
+import numpy as np, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+
+class DataLoaderX(DataLoader):
+    def __init__(self, local_rank, **kwargs):
+        super().__init__(**kwargs)
+        self.local_rank = local_rank
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    ds = TensorDataset(torch.randn(64, 4))
+    def worker_init_fn(worker_id):
+        np.random.seed({seed})  # the seeding
+    loader = DataLoaderX(local_rank=rank, dataset=ds, batch_size=8, num_workers=4,
+                         sampler=DistributedSampler(ds), worker_init_fn=worker_init_fn)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    for (x,) in loader:
+        model(x).sum().backward()
+
+main()
+"""
+
+
+def test_a_loader_subclass_built_with_the_loaders_options_is_judged_where_it_is_built(tmp_path):
+    code = LOADER_X.replace("{seed}", "240 + worker_id")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the seeding"), "warning")]
+
+
+def test_its_twin_the_rank_in_the_workers_seed(tmp_path):
+    assert at(lint_plain(tmp_path, LOADER_X.replace("{seed}", "240 + 16 * rank + worker_id")), "DDP808") == []
+
+
+# -------------------------------------------------- sub-batches in two loops, the step after the outer one
+SUB_BATCHES = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(model, opt, images, sub):
+    for i in range(len(images)):
+        j = 0
+        while j < 4:
+            model(images[i]).sum().backward()  # the backward
+            {inner}
+            j += sub
+    {outer}
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    train(model, opt, torch.randn(4, 2, 4), 2)
+"""
+
+
+def test_sub_batches_in_two_loops_stepped_after_the_outer_one_accumulate(tmp_path):
+    code = SUB_BATCHES.replace("{inner}", "pass").replace("{outer}", "opt.step(); opt.zero_grad()")
+    assert at(lint_plain(tmp_path, code), "DDP805") == [(line_of(code, "# the backward"), "warning")]
+
+
+def test_its_twin_a_step_after_each_sub_batch_accumulates_nothing(tmp_path):
+    code = SUB_BATCHES.replace("{inner}", "opt.step(); opt.zero_grad()").replace("{outer}", "pass")
+    assert at(lint_plain(tmp_path, code), "DDP805") == []
+
+
+# -------------------------------------------------- a field a method sets under a rank test, read by every rank
+SOLVER_STOP = """
+import sys
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Solver:
+    def setup(self, args):
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.stop = False
+        self.best = 1e9
+
+    def train(self, args):
+        self.model(torch.randn(2, 4)).sum().backward()
+
+    def validate(self, args):
+        score = float(torch.rand(()))
+        {validate}
+
+def worker(gpu, solver, args):
+    args.gpu = gpu
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29500", rank=gpu, world_size=2)
+    solver.setup(args)
+    for epoch in range(10):
+        solver.train(args)
+        solver.validate(args)
+        if solver.stop == True:  # the stop
+            {leave}
+
+class Args:
+    gpu = 0
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=2, args=(Solver(), Args()))
+"""
+RANK_0_STOP = "if args.gpu == 0:\n            self.stop = score > self.best\n            self.best = min(self.best, score)"
+
+
+def test_a_field_a_method_sets_under_a_rank_test_then_every_rank_exits_on_is_ddp809(tmp_path):
+    code = SOLVER_STOP.replace("{validate}", RANK_0_STOP).replace("{leave}", "sys.exit()")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the stop"), "error")]
+
+
+def test_the_same_with_a_break(tmp_path):
+    code = SOLVER_STOP.replace("{validate}", RANK_0_STOP).replace("{leave}", "break")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the stop"), "error")]
+
+
+def test_its_twin_the_field_set_on_every_rank_is_shared(tmp_path):
+    code = SOLVER_STOP.replace("{validate}", "self.stop = epoch_done(score)").replace("{leave}", "sys.exit()")
+    code = code.replace("class Solver:", "def epoch_done(score):\n    return False\n\nclass Solver:")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+def test_its_twin_an_exit_with_an_error_code_ends_the_job(tmp_path):
+    code = SOLVER_STOP.replace("{validate}", RANK_0_STOP).replace("{leave}", "sys.exit(1)")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a loader's options spread from dict(...)
+DICT_OPTIONS = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    ds = TensorDataset(torch.randn(64, 4))
+    loader_args = dict({options})
+    train_loader = DataLoader(ds, shuffle=True, **loader_args)  # the loader
+    for (x,) in train_loader:
+        model(x).sum().backward()
+
+main()
+"""
+
+
+def test_options_spread_from_a_dict_call_without_a_sampler_are_seen(tmp_path):
+    code = DICT_OPTIONS.replace("{options}", "batch_size=8, num_workers=2, pin_memory=True")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_its_twin_a_dict_call_copying_another_may_hold_a_sampler(tmp_path):
+    code = DICT_OPTIONS.replace("{options}", "base_options(), batch_size=8").replace(
+        "def main():", "def base_options():\n    return {}\n\ndef main():")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+def test_a_generator_the_loader_subclass_keeps_for_itself_seeds_no_worker(tmp_path):
+    # OpenFold's loader takes `generator=` for its own batch draws, never handing it to DataLoader
+    code = LOADER_X.replace("def __init__(self, local_rank, **kwargs):",
+                            "def __init__(self, local_rank, generator=None, **kwargs):").replace(
+        "worker_init_fn=worker_init_fn)", "generator=torch.Generator().manual_seed(7))").replace(
+        "np.random.seed({seed})  # the seeding", "pass")
+    assert at(lint_plain(tmp_path, code), "DDP808") == []
