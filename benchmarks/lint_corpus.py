@@ -219,7 +219,9 @@ def load_manifest(path: Path) -> dict:
 
 def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
     """Shell lines extracting every entry from local clones (one per repository, owner+name):
-    one line per extracted tree, with the paths of every entry that shares it."""
+    one line per extracted tree, with the paths of every entry that shares it. A snapshot the
+    search tool's fetch brought (`<owner>+<name>/repo`, a git directory without a work tree) is
+    read through `--git-dir`."""
     trees: dict[tuple[str, str], tuple[str, list[str]]] = {}
     for e in manifest["entries"]:
         repository, paths = trees.setdefault((e["commit"], e["dir"]), (e["repository"], []))
@@ -228,7 +230,10 @@ def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
     for (commit, folder), (repository, paths) in trees.items():
         clone = clones / repository.replace("/", "+")
         quoted = " ".join(f"'{p}'" for p in paths)
-        lines.append(f"mkdir -p {corpus / folder} && git -C {clone} archive {commit} -- {quoted}"
+        snapshot = clone / "repo"
+        git = f"git --git-dir {snapshot / '.git' if (snapshot / '.git').is_dir() else snapshot}" \
+            if snapshot.is_dir() else f"git -C {clone}"
+        lines.append(f"mkdir -p {corpus / folder} && {git} archive {commit} -- {quoted}"
                      f" | tar -x -C {corpus / folder}")
     return "\n".join(lines)
 

@@ -150,3 +150,14 @@ def test_a_ddp801_at_the_call_matches_a_label_at_the_collective_it_names(bench, 
     totals = score(bench, root, capsys)
     assert (totals["bugs"], totals["bugs_found_right_line"]) == (1, 1)
     assert "DDP801" not in totals["false_by_code"]
+
+
+def test_rebuild_commands_read_a_fetched_snapshot_through_its_git_dir_and_a_clone_in_place(bench, tmp_path):
+    manifest = {"entries": [
+        {"id": "one", "repository": "ours/snap", "commit": "a" * 40, "paths": ["train.py"], "dir": "entries/one"},
+        {"id": "two", "repository": "ours/clone", "commit": "b" * 40, "paths": ["x y.py"], "dir": "entries/two"}]}
+    (tmp_path / "m" / "ours+snap" / "repo").mkdir(parents=True)  # what fetch brings: a git dir, no work tree
+    lines = bench.rebuild_commands(manifest, tmp_path / "m", tmp_path / "corpus").splitlines()
+    assert f"git --git-dir {tmp_path / 'm' / 'ours+snap' / 'repo'} archive {'a' * 40} -- 'train.py'" in lines[0]
+    assert f"git -C {tmp_path / 'm' / 'ours+clone'} archive {'b' * 40} -- 'x y.py'" in lines[1]
+    assert lines[1].endswith(f"| tar -x -C {tmp_path / 'corpus' / 'entries' / 'two'}")
