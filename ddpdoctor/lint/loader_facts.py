@@ -15,7 +15,7 @@ from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _s
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
-from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
                                      plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint import reaching
@@ -2016,16 +2016,6 @@ def _spawn_arguments(program, fn: Function, param: str) -> list:
     return found
 
 
-def _dict_of(value: ast.AST) -> ast.AST:
-    """`dict(batch_size=8, num_workers=4)` read as the literal `{"batch_size": 8, ...}` it makes
-    (keywords only: `dict(other, k=v)` copies what the source may not show)."""
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and \
-            not value.args and all(kw.arg for kw in value.keywords):
-        return ast.copy_location(ast.Dict(keys=[ast.Constant(kw.arg) for kw in value.keywords],
-                                          values=[kw.value for kw in value.keywords]), value)
-    return value
-
-
 def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
     """Every `**options` of the call is a local dict the function fills with literal keys only
     (a dict literal, `.update({...})`, `options["k"] = v`), and no key is a sampler: PyTorch's
@@ -2042,7 +2032,7 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
         if not isinstance(spread, ast.Name) or spread.id in fn.params:
             return False
         # `kwargs = {"num_workers": 1, "pin_memory": True} if use_cuda else {}`: either literal
-        values = [(_dict_of(side), scope) for v, scope in program.values_of(spread, fn)
+        values = [(_dict_call_literal(side), scope) for v, scope in program.values_of(spread, fn)
                   for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
         if values and all(isinstance(v, ast.Dict) and isinstance(scope.node, ast.Module) and _literal_keys(v)
                           and not _given_keys(v) & SAMPLER_KEYS for v, scope in values):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import dotted
 
 _PATH_OPS = {"dirname", "abspath", "realpath", "normpath", "join", "expanduser"}
 
@@ -117,15 +118,6 @@ def _top(body: list[ast.stmt]):
             yield from _top(stmt.body)
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
-
-
 def _is_sys_path(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "path" and \
         isinstance(node.value, ast.Name) and node.value.id == "sys"
@@ -138,7 +130,7 @@ def _value(node: ast.AST, values: dict[str, str], script: Path, cwd: Path) -> Op
     if isinstance(node, ast.Name):
         return str(script) if node.id == "__file__" else values.get(node.id)
     if isinstance(node, ast.Attribute) and node.attr in ("pardir", "curdir") and \
-            _dotted(node.value) in ("os", "path", "os.path"):  # os.pardir, os.path.pardir
+            dotted(node.value) in ("os", "path", "os.path"):  # os.pardir, os.path.pardir
         return os.pardir if node.attr == "pardir" else os.curdir  # a part of a join, not a path
     if isinstance(node, ast.Attribute) and _key(node) is not None:
         return values.get(_key(node))

@@ -433,7 +433,10 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
     `subclasses`: the local DataLoader subclasses built with a DataLoader's options, by name, with
     the parameters each keeps for itself (OpenFold's `generator=` never reaches its DataLoader)."""
     subclasses = subclasses or {}
-    kept = lambda node: subclasses.get(last_name(node.func) or "", frozenset())  # noqa: E731
+
+    def kept(node: ast.Call) -> frozenset:
+        return subclasses.get(last_name(node.func) or "", frozenset())
+
     # Only a loader that names its workers' seeding can be judged: without one, no index of the
     # program is built (that index over every node cost a large package seconds: timm's 207 files).
     loaders = [(source, node) for source in files for node in source.of(ast.Call)
