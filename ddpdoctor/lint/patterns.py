@@ -124,8 +124,21 @@ class RankTest:
 
     def negated(self) -> "RankTest":
         flip = {"zero": "nonzero", "nonzero": "zero"}.get(self.polarity, "other")
-        return RankTest(f"not ({self.text})", self.key, flip, self.assumption, self.scope, self.given,
+        return RankTest(_negated_text(self.text), self.key, flip, self.assumption, self.scope, self.given,
                         self.open, bool(self.open) and not self.everyone)
+
+
+def _negated_text(test: str) -> str:
+    """`not (x)`, or `x` where the test already reads `not x` (the rest of a function after
+    `if not accelerator.is_local_main_process: return` is said as the test it passed, not as
+    `not (not (...))`)."""
+    try:
+        node = ast.parse(test, mode="eval").body
+    except SyntaxError:
+        return f"not ({test})"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return ast.unparse(node.operand)
+    return f"not ({test})"
 
 
 def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:

@@ -699,3 +699,23 @@ def test_a_generator_the_loader_subclass_keeps_for_itself_seeds_no_worker(tmp_pa
         "worker_init_fn=worker_init_fn)", "generator=torch.Generator().manual_seed(7))").replace(
         "np.random.seed({seed})  # the seeding", "pass")
     assert at(lint_plain(tmp_path, code), "DDP808") == []
+
+
+# -------------------------------------------------- the test a function's rest passed, said as written
+EARLY_RETURN = """
+import torch, torch.distributed as dist
+
+def save_and_wait(is_main):
+    if not is_main:
+        return
+    dist.barrier()  # the barrier
+
+dist.init_process_group("gloo")
+save_and_wait(dist.get_rank() == 0)
+"""
+
+
+def test_the_rest_after_an_early_return_is_told_under_the_test_it_passed_not_a_double_negation(tmp_path):
+    found = [f for f in lint_plain(tmp_path, EARLY_RETURN) if f.code == "DDP801"]
+    assert [f.location.line for f in found] == [line_of(EARLY_RETURN, "# the barrier")]
+    assert "runs only where `is_main` holds" in found[0].message and "not (not" not in found[0].message
