@@ -159,8 +159,14 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
                 if isinstance(line, int):
                     named.append(Seen(f.code, f.severity.value, _norm(f.location.file, workdir), line, f.message))
                     parent[id(named[-1])] = main
-            # DDP801 placed at the call into a helper names the collective inside it too
+            # DDP801 placed at the call into a helper names the collective inside it too; one
+            # placed at a DDP forward inside the helper names the guarded call into it (the
+            # first step of its chain, "train.py:304 validation_step()"): the two places a
+            # reviewer may point at for the same bug
             inner = f.evidence.get("collective_at")
+            chain = f.evidence.get("chain")
+            if not isinstance(inner, str) and isinstance(chain, list) and chain and isinstance(chain[0], str):
+                inner = chain[0].partition(" ")[0]
             if isinstance(inner, str) and inner.rpartition(":")[2].isdigit():
                 file, _, line = inner.rpartition(":")
                 named.append(Seen(f.code, f.severity.value, _norm(file, workdir), int(line), f.message))

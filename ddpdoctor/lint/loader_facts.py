@@ -860,7 +860,17 @@ class LoaderFacts:
     def _loader_to_ranks(self, fn: Function, name: str) -> bool:
         """The launcher's loader is handed to the ranks (`mp.spawn(run, args=(world, loader))`):
         each rank gets a copy of it and iterates all of it (finetune-SAM)."""
-        return bool(name) and any(self._spawned_as(fn, name))
+        if not name:
+            return False
+        if any(self._spawned_as(fn, name)):
+            return True
+        # `loader = DataLoader(...); return loader` in a builder the launcher calls, and the
+        # launcher hands what it binds to the ranks (Hiveformer's `get_train_loader`)
+        if _returned_at(fn, name) is None and not _returned_alone(fn, name):
+            return False
+        return any(any(self._spawned_as(caller, bound))
+                   for caller, event in self.callers().get(fn, []) if isinstance(event.node, ast.Call)
+                   for bound in [self.bound_name(caller, event.node)] if bound and caller is not fn)
 
     def _spawned_as(self, fn: Function, name: str):
         """(the spawn target, its parameter) for each mp.spawn in fn handing `name` in its args
@@ -868,8 +878,8 @@ class LoaderFacts:
         for call in fn.own_calls:
             if last_name(call.func) not in SPAWNERS or not call.args:
                 continue
-            handed = keyword(call, "args") or (call.args[1] if len(call.args) > 1 else None)
-            if not isinstance(handed, ast.Tuple):
+            handed = self.program.spawned_args(call, fn)
+            if handed is None:
                 continue
             for index, item in enumerate(handed.elts):
                 if isinstance(item, ast.Name) and item.id == name:
@@ -903,12 +913,27 @@ class LoaderFacts:
         if any((id(target), param) in names for target, param in self._spawned_as(fn, name)):
             return True  # the launcher's loader, iterated by the training loop of each rank
         position = _returned_at(fn, name)
-        if position is None and (_yielded_from(fn, name) or _returned_alone(fn, name)):
+        if position is None and (_yielded_from(fn, name) or _returned_alone(fn, name)
+                                 or self._returned_through_generator(fn, name)):
             # `while True: yield from loader` (the generator is the loader), or `loader =
             # DataLoader(...); return loader` (IRRA's builder): what the callers bind it to
             position = -1
         if name == fn.name or position is not None:  # `return DataLoader(...)`: follow the callers
             return self._bound_by_callers(fn, position, names, call, among is None and not split)
+        return False
+
+    def _returned_through_generator(self, fn: Function, name: str) -> bool:
+        """`return sample_data(loader)`, where the local generator `sample_data` loops over its
+        parameter and yields each batch (AOT-GAN's endless loader): what fn returns passes the
+        loader's batches on."""
+        for node in fn.own:
+            if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call)):
+                continue
+            for index, arg in enumerate(node.value.args):
+                if isinstance(arg, ast.Name) and arg.id == name and any(
+                        self.program.is_function(t) and index < len(t.params) and _yielded_from(t, t.params[index])
+                        for t in self.program.resolve(node.value.func, fn)[0]):
+                    return True
         return False
 
     def _bound_by_callers(self, fn: Function, position: Optional[int], names: set, call: Optional[ast.Call],

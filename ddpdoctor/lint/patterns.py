@@ -896,8 +896,10 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
         for value, scope in program.values_of(func, fn, depth=1):
             wrapped = _ddp_made(program, value, scope)
             if wrapped is None and isinstance(value, ast.Name) and scope.parent is None and scope.cls is not None:
-                # `self.model = model` in __init__: what its callers (a factory's `cls(...)`) pass
-                for arg, caller in program.values_of(value, scope, depth=2):
+                # `self.model = model` in __init__: what its callers (a factory's `cls(...)`) pass;
+                # a step further for one handed on (`fit_one_epoch(model_train)` ->
+                # `eval_callback.on_epoch_end(epoch, model_train)` -> `self.net = model_eval`)
+                for arg, caller in program.values_of(value, scope, depth=3):
                     wrapped = wrapped or _ddp_made(program, arg, caller)
             if wrapped is not None:
                 return wrapped
@@ -1320,10 +1322,31 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
         if program.is_class(target) and _class_buffered(program, target, seen):
             return True
         if program.is_function(target) and target not in seen and not isinstance(target.node, ast.Module):
-            # `self.blip = blip_pretrain(...)`, a factory returning `BLIP_Pretrain(...)` (ImageReward)
+            # `self.blip = blip_pretrain(...)`, a factory returning `BLIP_Pretrain(...)` (ImageReward);
+            # `self.backbone, self.normalize = load_clip()`, one returning `backbone, normalize`
+            # where `backbone = ModifiedResNetFeatures(...)` (Hiveformer)
             seen.add(target)
             for ret in target.returned:
-                made = program.callee(ret.func, target) if isinstance(ret, ast.Call) else None
-                if program.is_class(made) and _class_buffered(program, made, seen):
-                    return True
+                for item in (ret.elts if isinstance(ret, ast.Tuple) else [ret]):
+                    made = [item] if isinstance(item, ast.Call) else [
+                        v for v, _ in program.values_of(item, target, 1) if isinstance(v, ast.Call)] \
+                        if isinstance(item, ast.Name) else []
+                    for call in made:
+                        built = program.callee(call.func, target)
+                        if program.is_class(built) and _class_buffered(program, built, seen):
+                            return True
+    # a library base that is a BatchNorm network (`class ResNetFeatures(torchvision's ResNet)`,
+    # `class Features(clip.model.ModifiedResNet)`)
+    if any(_batchnorm_family(base) for base in program.library_bases(klass)):
+        return True
     return any(_class_buffered(program, b, seen) for b in program.bases(klass))
+
+
+# Library classes by their own name: the convolutional families built with BatchNorm, whichever
+# library defines them (torchvision's ResNet, CLIP's ModifiedResNet, timm's EfficientNet).
+BATCHNORM_FAMILIES = re.compile(r"resnet|resnext|densenet|mobilenet|efficientnet|regnet|inception|batchnorm",
+                                re.IGNORECASE)
+
+
+def _batchnorm_family(full: str) -> bool:
+    return bool(BATCHNORM_FAMILIES.search(full.rpartition(".")[2]))

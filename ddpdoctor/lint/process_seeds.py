@@ -170,7 +170,8 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
             continue
         if _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program):
             continue  # `if args.seed is not None: torch.manual_seed(args.seed)`, --seed unset by default
-        if not isinstance(fn.node, ast.Module) and fn not in builder.callers() and fn not in spawned:
+        if not isinstance(fn.node, ast.Module) and fn not in builder.callers() and fn not in spawned \
+                and fn not in program.entry_functions:
             continue  # a method of a live class that nothing calls (a model's `check_sample()` test)
         found.append((fn, call, verdict))
     return found
@@ -771,7 +772,13 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert")
             and isinstance(call.func.value, ast.Name) and call.func.value.id == node.id for arg in call.args):
         return True  # `ops = []; ops.extend([RandomResizedCrop(224), ...])`, then `Compose(ops)`
-    for value, scope in program.values_of(node, fn, 2):
+    values = program.values_of(node, fn, 2)
+    if isinstance(node, ast.Name) and depth > 0:
+        # `dataset, has_subfolder = self.create_dataset(..., transform=transform)` and then
+        # `dataset = dataset_with_indices(dataset)` (ProPos): the first binding is an unpacking,
+        # which values_of leaves out
+        values = [*values, *program.unpacked(node.id, fn)]
+    for value, scope in values:
         said = text(value, 4000)
         if isinstance(value, ast.Call):
             local = program.callee(value.func, scope)
@@ -826,6 +833,8 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
                     _random_in(program, held, where, depth - 1, shown)
                     for held, where in program.values_of(value, scope, 2) if held is not value):
                 return True  # `self.transform = transform`: what the constructions pass
+            if value is not node and value.id not in scope.params and _random_in(program, value, scope, depth - 1, shown):
+                return True  # a caller's own local it handed in (`train_transform = self.train_transform(n)`)
             continue
         if not isinstance(value, ast.Call):
             continue
@@ -833,6 +842,16 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
         if target is None and isinstance(value.func, ast.Attribute):
             # `Data(Masker()).train_set()`: a method of an object made on the spot
             target = next(iter(program.resolve(value.func, scope)[0]), None)
+        if target is None and isinstance(value.func, ast.Name):
+            # `Dataset = VideoDataset if osp.isdir(path) else HDF5Dataset`, then `Dataset(path, ...)`
+            # (VideoGPT): each class the name may hold
+            picks = [(branch, where) for held, where in program.values_of(value.func, scope, 1)
+                     for branch in ((held.body, held.orelse) if isinstance(held, ast.IfExp) else (held,))]
+            classes = [k for branch, where in picks if isinstance(branch, (ast.Name, ast.Attribute))
+                       for k in [program.callee(branch, where)] if program.is_class(k)]
+            shown.extend(classes)
+            if any(_draws(program, k) for c in classes for k in [c, *program.bases(c)]):
+                return True
         if target is None and isinstance(value.func, ast.Subscript):
             # `datasets[name.lower()](**kwargs)` over a registry table: each class it holds
             # (`config["dataset"](...)` names its key: the entry under it, not a nested block's

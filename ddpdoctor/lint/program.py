@@ -138,6 +138,18 @@ class Function:
         return names
 
     @property
+    def arg_names(self) -> frozenset:
+        """Every name the signature binds (self, *args, keyword-only and **kwargs too): the
+        names local to a call whatever the module binds."""
+        found = self.__dict__.get("_arg_names")
+        if found is None:
+            args = getattr(self.node, "args", None)
+            found = frozenset() if args is None else frozenset(
+                a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a)
+            self.__dict__["_arg_names"] = found
+        return found
+
+    @property
     def kwonly(self) -> list[str]:
         """The keyword-only parameters (`def __init__(self, model, *, save_to_disk=True)`)."""
         return [] if isinstance(self.node, ast.Module) else [a.arg for a in self.node.args.kwonlyargs]
@@ -423,8 +435,11 @@ class Program:
                 live.add(klass)
                 queue.extend(self._live_methods(klass))
         entry = _console_entry(self.modules[0]) if self.modules else None
-        if entry is not None:
-            queue.append(entry)
+        # the functions that run with no caller in the source: a console script's `main`, a
+        # sacred `@ex.automain`
+        self.entry_functions = ([entry] if entry is not None else []) + (
+            _decorated_entries(self.modules[0]) if self.modules else [])
+        queue.extend(self.entry_functions)
         self._drain(queue, seen, live)
         if not any(_runs_backward(fn) for fn in seen):
             # no training step reached: a registry builds the trainer by a name from the config
@@ -626,6 +641,9 @@ class Program:
                     self._bind(fn, target, node.value, node.lineno)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
                 self._bind(fn, node.target, node.iter, node.lineno, iterated=True)
+                # a loop's names are the function's own, whatever the module binds to them
+                fn.__dict__.setdefault("_loop_names", set()).update(
+                    n.id for n in ast.walk(node.target) if n.__class__ is ast.Name)
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self._bind(fn, node.optional_vars, node.context_expr, getattr(node.context_expr, "lineno", 0))
             elif kind is ast.AugAssign and node.target.__class__ is ast.Attribute:
@@ -653,11 +671,8 @@ class Program:
         """`mp.spawn(worker, args=(solver, ngpus, args))`: each rank runs `worker(index, solver,
         ngpus, args)`, so the items of `args` are what the target's parameters after the first hold
         (`solver` in the worker is the Solver the launcher built)."""
-        handed = next((kw.value for kw in node.keywords if kw.arg == "args"), None)
-        if handed is None and len(node.args) > 1:
-            handed = node.args[1]
-        if not node.args or not isinstance(handed, (ast.Tuple, ast.List)) or \
-                any(isinstance(e, ast.Starred) for e in handed.elts):
+        handed = self.spawned_args(node, fn)
+        if handed is None:
             return
         for target in self.resolve(node.args[0], fn)[0]:
             if target in bound or target.node is None or isinstance(target.node, ast.Module) or target.cls is not None:
@@ -666,6 +681,22 @@ class Program:
             self._changed()
             for param, item in zip(target.params[1:], handed.elts):
                 target.arguments.setdefault(param, []).append((item, fn))
+
+    def spawned_args(self, node: ast.Call, fn: Function) -> Optional[ast.AST]:
+        """The tuple (or list) an mp.spawn call hands each rank after its index: `args=(...)`,
+        the second positional argument, or a name bound once to such a tuple first
+        (`training_args = (world_size, model, loader)` then `args=training_args`: Hiveformer).
+        None where the source does not show its items one by one (a `*rest` among them)."""
+        handed = next((kw.value for kw in node.keywords if kw.arg == "args"), None)
+        if handed is None and len(node.args) > 1:
+            handed = node.args[1]
+        if isinstance(handed, ast.Name):
+            made = [value for _, value, _ in self.lookup(handed.id, fn)]
+            handed = made[0] if len(made) == 1 else None
+        if not node.args or not isinstance(handed, (ast.Tuple, ast.List)) or \
+                any(isinstance(e, ast.Starred) for e in handed.elts):
+            return None
+        return handed
 
     def in_budget(self) -> None:
         """Raise AnalysisBudget once the analysis has run past its budget (asked where the work
@@ -700,8 +731,11 @@ class Program:
         targets, _ = self.resolve(func, fn)
         if targets:
             self._changed()  # the arguments it binds below change what class_of may answer
-        if not targets and func.__class__ is ast.Name and func.id in fn.params and \
-                getattr(self, "_unbound_instances", None) is not None:
+        if not targets and getattr(self, "_unbound_instances", None) is not None and (
+                (func.__class__ is ast.Name and func.id in fn.params) or (
+                    func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id in fn.params)):
+            # (and `callback.on_epoch_end(1, model)` of a parameter main hands an instance: the
+            # class is known once main's calls are bound)
             self._unbound_instances.append((fn, node))
         for target in targets:
             if target in bound:
@@ -788,6 +822,12 @@ class Program:
                 if name in scope.__dict__.get("_declared_global", ()):
                     break  # `global name`: the module's, bound here and wherever else it is declared
                 return _scoped(scope, name)
+            if name in scope.arg_names or (name in scope.__dict__.get("_loop_names", ())
+                                           and scope.node.__class__ is not ast.Module):
+                # a parameter the function never rebinds: what its callers pass, never the
+                # module's global of the same name (Hiveformer's `validation_step(..., model)`
+                # beside `model = get_model(args)` in the `__main__` block); a loop's name alike
+                return []
             scope = scope.parent
         body = fn.module.body
         if body is None:
@@ -1086,6 +1126,8 @@ class Program:
             inner = scope.__dict__.get("_nested_classes")
             if inner and name in inner:
                 return inner[name]
+            if name in scope.arg_names and name != "cls":  # (a classmethod's `cls`: below)
+                return None  # a parameter: what the callers hand it, not the module's def of its name
             scope = scope.parent
         if name == "cls" and fn.cls is not None and fn.parent is None and \
                 any(last_name(d) == "classmethod" for d in getattr(fn.node, "decorator_list", [])):
@@ -1253,10 +1295,11 @@ class Program:
                     found[id(n)] = klass
         return found
 
-    def class_of(self, node: ast.AST, fn: Function, depth: int = 3) -> Optional[Klass]:
+    def class_of(self, node: ast.AST, fn: Function, depth: int = 4) -> Optional[Klass]:
         """The local class an expression is an instance of, when the source says so: built
         there, or returned by a local factory (`Trainer.from_config(cfg)` returning `cls(...)`,
-        `build_trainer(cfg)` returning `Trainer(...)`)."""
+        `build_trainer(cfg)` returning `Trainer(...)`). (Depth 4: a parameter's class is a step
+        further than a global's, the callers' argument and then its binding.)"""
         memo = self._class_memo
         key = (id(node), id(fn), depth)
         if key in memo:
@@ -2336,6 +2379,18 @@ def _console_entry(module: Module) -> Optional[Function]:
     `pkg.cli:main`); its `main` is what the command runs, so the lint starts there too."""
     main = module.functions.get("main")
     return None if main is None or top_level_runs(module.file.tree) else main
+
+
+# Decorators that run the function when its file runs as the script: sacred's `@ex.automain`
+# (ViLT, METER: `def main(_config)`, called by no line of the source).
+RUNNING_DECORATORS = {"automain"}
+
+
+def _decorated_entries(module: Module) -> list[Function]:
+    """The entry file's functions a decorator runs (RUNNING_DECORATORS)."""
+    return [fn for fn in module.functions.values() if fn.node is not None and any(
+        last_name(d.func if isinstance(d, ast.Call) else d) in RUNNING_DECORATORS
+        for d in getattr(fn.node, "decorator_list", ()))]
 
 
 def top_level_runs(tree: ast.Module) -> bool:

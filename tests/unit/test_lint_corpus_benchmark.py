@@ -152,6 +152,27 @@ def test_a_ddp801_at_the_call_matches_a_label_at_the_collective_it_names(bench, 
     assert "DDP801" not in totals["false_by_code"]
 
 
+def test_a_ddp801_at_a_forward_inside_a_helper_matches_a_label_at_the_guarded_call(bench, tmp_path, capsys):
+    """A DDP forward reached through a helper is reported at the forward, its chain naming the
+    call under the rank test: a label at that call is the same bug, found (the reverse of
+    `collective_at`)."""
+    root = corpus(tmp_path, [
+        {"code": "DDP801", "file": "train.py", "line": 19, "severity": "warning", "why": "rank-0 evaluation"},
+    ], extra="""\
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2)))
+        def evaluate(net):
+            with torch.no_grad():
+                return net(torch.randn(2, 2))
+        for epoch in range(2):
+            model(torch.randn(2, 2)).sum().backward()
+            if dist.get_rank() == 0:
+                evaluate(model)
+        """)
+    totals = score(bench, root, capsys)
+    assert (totals["bugs"], totals["bugs_found_right_line"]) == (1, 1)
+    assert "DDP801" not in totals["false_by_code"]
+
+
 def test_rebuild_commands_read_a_fetched_snapshot_through_its_git_dir_and_a_clone_in_place(bench, tmp_path):
     manifest = {"entries": [
         {"id": "one", "repository": "ours/snap", "commit": "a" * 40, "paths": ["train.py"], "dir": "entries/one"},
