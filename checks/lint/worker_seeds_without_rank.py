@@ -71,7 +71,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
     # an evaluation loader no training loop reads, or one only some ranks build: the same
     # random streams on every rank cost no augmentation variety there
     quiet = {str(loader.location) for loader in facts.loaders
-             if not loader.trains and (loader.evaluation or loader.under_rank_guard)}
+             if (not loader.trains and (loader.evaluation or loader.under_rank_guard))
+             # (and one built only where the run is one process: `if not is_ddp:`' loader)
+             or loader.single_process}
     problems = []
     told: dict[tuple, Problem] = {}  # one worker_init_fn's seeding, reported once for all its loaders
     for found in facts.unranked_seeds:

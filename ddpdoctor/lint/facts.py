@@ -311,8 +311,10 @@ def _dropped_by_callers(builder, fn, call: ast.Call) -> bool:
     names = {t.id for node in kept for t in node.targets}
     returned = {n.id for r in fn.own if r.__class__ is ast.Return and r.value is not None
                 for n in walk(r.value) if n.__class__ is ast.Name}
+    wrapped_at = min(node.lineno for node in kept)
     if not names <= returned or any(  # only handed back: not run here (`model(x)`, `model.train()`)
-            c.__class__ is ast.Call and any(n.__class__ is ast.Name and n.id in names for n in walk(c.func))
+            c.__class__ is ast.Call and c.lineno > wrapped_at  # (`models = models.to(device)` above the wrap is the plain one)
+            and any(n.__class__ is ast.Name and n.id in names for n in walk(c.func))
             for c in fn.own):
         return False
     sites = builder.callers().get(fn, [])

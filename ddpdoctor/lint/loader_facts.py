@@ -1229,8 +1229,10 @@ class LoaderFacts:
                 if not rname and isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Constant) \
                         and isinstance(receiver.slice.value, str):
                     rname = receiver.slice.value  # `loaders["train_sampler"].set_epoch(epoch)`
-                ok = (own and rname == own) or rname in ("sampler", "batch_sampler", "train_sampler") \
-                    or (dotted(receiver) or "").endswith(".sampler") \
+                ok = (own and rname == own) or (rname in ("sampler", "batch_sampler", "train_sampler")
+                                                and not _another_loaders(receiver, fed or loader_name, loader_at, by_line)) \
+                    or ((dotted(receiver) or "").endswith(".sampler")
+                        and not _another_loaders(receiver, fed or loader_name, loader_at, by_line)) \
                     or any(v is call for v, _ in program.values_of(receiver, sfn)) \
                     or (isinstance(receiver, ast.Name)
                         and any(v is call for v, _ in program.unpacked(receiver.id, sfn))) \
@@ -1716,6 +1718,18 @@ def _slicing(node: ast.AST) -> bool:
 # Wrappers that hand a loader's batches on unchanged: `iter(loader)`, DeepSpeed's
 # `RepeatingLoader(loader)`, `itertools.cycle(loader)`
 _PASSING = {"iter", "RepeatingLoader", "cycle"}
+
+
+def _another_loaders(receiver: ast.AST, loader_name: str, loader_at, by_line: dict) -> bool:
+    """`data_loader.sampler.set_epoch(e)` where `data_loader` is the name of another loader the
+    script builds, not this sampler's (DISTL's labelled-data `l_sampler` is never set)."""
+    if not (isinstance(receiver, ast.Attribute) and receiver.attr in ("sampler", "batch_sampler")
+            and isinstance(receiver.value, ast.Name)):
+        return False
+    holder = receiver.value.id
+    if loader_at is None or not loader_name:
+        return False  # the sampler's own loader unknown here (built by a helper it is handed to)
+    return holder != loader_name and any(f.name == holder and f.location != loader_at for f in by_line.values())
 
 
 def _returned_alone(fn: Function, name: str) -> bool:

@@ -796,6 +796,8 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             # item, so any item that draws is drawn from in that call's workers
             named = value.slice.value if isinstance(value.slice, ast.Constant) else None
             for held, where in program.values_of(value.value, scope, 2):
+                if isinstance(held, ast.Call) and _random_in(program, held, where, depth - 1, shown):
+                    return True  # `transf = get_transforms(...)` then `transf['train']` (FixRes): what the builder makes
                 items = list(zip(held.keys, held.values)) if isinstance(held, ast.Dict) else \
                     [(None, held.value)] if isinstance(held, ast.DictComp) else []
                 if isinstance(held, (ast.Dict, ast.DictComp)) and isinstance(value.value, ast.Name):

