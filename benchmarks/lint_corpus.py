@@ -232,6 +232,12 @@ def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
     for e in manifest["entries"]:
         repository, paths = trees.setdefault((e["commit"], e["dir"]), (e["repository"], []))
         paths.extend(p for p in e["paths"] if p not in paths)
+        # a git submodule the entry's script imports, pinned in another repository
+        # (PointNeXt's `openpoints`): extracted into its folder inside the entry
+        for extra in e.get("extra_sources", []):
+            folder = f"{e['dir']}/{extra['into']}"
+            _, more = trees.setdefault((extra["commit"], folder), (extra["repository"], []))
+            more.extend(p for p in extra["paths"] if p not in more)
     lines = []
     for (commit, folder), (repository, paths) in trees.items():
         clone = clones / repository.replace("/", "+")

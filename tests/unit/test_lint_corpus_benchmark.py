@@ -173,6 +173,16 @@ def test_a_ddp801_at_a_forward_inside_a_helper_matches_a_label_at_the_guarded_ca
     assert "DDP801" not in totals["false_by_code"]
 
 
+def test_rebuild_commands_extract_an_entrys_submodule_into_its_folder(bench, tmp_path):
+    manifest = {"entries": [
+        {"id": "one", "repository": "ours/main", "commit": "a" * 40, "paths": ["train.py"], "dir": "entries/one",
+         "extra_sources": [{"repository": "ours/sub", "commit": "b" * 40, "paths": ["models"], "into": "pkg"}]}]}
+    lines = bench.rebuild_commands(manifest, tmp_path / "m", tmp_path / "corpus").splitlines()
+    assert len(lines) == 2
+    assert f"git -C {tmp_path / 'm' / 'ours+sub'} archive {'b' * 40} -- 'models'" in lines[1]
+    assert lines[1].endswith(f"| tar -x -C {tmp_path / 'corpus' / 'entries' / 'one' / 'pkg'}")
+
+
 def test_rebuild_commands_read_a_fetched_snapshot_through_its_git_dir_and_a_clone_in_place(bench, tmp_path):
     manifest = {"entries": [
         {"id": "one", "repository": "ours/snap", "commit": "a" * 40, "paths": ["train.py"], "dir": "entries/one"},
