@@ -486,6 +486,14 @@ def test_the_last_seeding_of_a_generator_above_its_loader_is_the_one_it_reads(tm
     assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the seeding"), "warning")]
 
 
+def test_a_loader_on_the_side_of_a_switch_no_call_takes_is_not_judged(tmp_path):
+    """`create_dataloaders(True, ...)`: the `if not is_ddp:` loader (its generator seeded from the
+    default 42, alike) is built on no way in; the DDP one is."""
+    code = GENERATOR_TWICE.replace("{ddp_seed}", "42").replace(
+        "create_dataloaders(dist.get_world_size() > 1, dist.get_rank())", "create_dataloaders(True, dist.get_rank())")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the seeding"), "warning")]
+
+
 def test_its_twin_the_ddp_generator_seeded_with_the_rank(tmp_path):
     assert at(lint_plain(tmp_path, GENERATOR_TWICE.replace("{ddp_seed}", "42 + rank")), "DDP808") == []
 
