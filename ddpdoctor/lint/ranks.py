@@ -94,7 +94,7 @@ class RankFlow:
         self.init_rank_keys: set[tuple[str, str]] = set()
         # (function, what it hands init_process_group as rank=, None where nothing) per call
         self.init_calls: list[tuple[Function, Optional[ast.AST]]] = []
-        self._items: dict[int, ast.Subscript] = {}  # id(`d.get("k", v)`) -> its `d["k"]`
+        self._items: dict = {}  # id(`d.get("k", v)`) -> its `d["k"]`; (id(`d["k"]`), id(`vars(ns)`)) -> `ns.k`
 
     def live_spawn_targets(self) -> list:
         """The spawn targets whose mp.spawn runs: a launcher helper the script defines (or
@@ -972,6 +972,19 @@ class RankFlow:
         the rank test the dict literal holds under that key."""
         tables = []
         for value, scope in self.program.values_of(test.value, fn, 2):
+            held = _namespace_of(value)
+            if held is not None and isinstance(test.slice.value, str) and test.slice.value.isidentifier():
+                # `args = vars(args)` then `args["first_gpu"]`: the namespace's attribute itself
+                # (BSVD's `args.first_gpu = bool(... args.rank == 0)`, read through the dict)
+                key = (id(test), id(value))
+                read = self._items.get(key)
+                if read is None:
+                    read = self._items[key] = ast.copy_location(
+                        ast.Attribute(value=held, attr=test.slice.value, ctx=ast.Load()), test)
+                found = self.guard(read, scope, depth - 1)
+                if found is not None:
+                    return found
+                continue
             if isinstance(value, ast.Dict):
                 tables.append((value, scope))
             elif isinstance(value, ast.Call):
@@ -1330,3 +1343,13 @@ def _kept_set(fn: Function, value: ast.AST, name: str) -> bool:
     test = branch[0].test
     return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) \
         and is_const(test.comparators[0], None) and dotted(test.left) == name
+
+
+def _namespace_of(value: ast.AST) -> Optional[ast.AST]:
+    """`vars(args)` / `args.__dict__`: the object whose attributes the dict's entries are."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "vars" \
+            and len(value.args) == 1 and not value.keywords:
+        return value.args[0]
+    if isinstance(value, ast.Attribute) and value.attr == "__dict__":
+        return value.value
+    return None

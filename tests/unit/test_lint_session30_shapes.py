@@ -650,3 +650,37 @@ def test_a_transform_picked_from_a_builders_table_draws_what_the_builder_makes(t
 
 def test_its_twin_a_builder_that_draws_nothing(tmp_path):
     assert at(lint_plain(tmp_path, TRANSFORM_TABLE.replace("{crop}", "T.Resize(size)")), "DDP808") == []
+
+
+VARS_DICT = """
+import argparse, torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main_worker(gpu, n, args):
+    args.rank = args.rank * n + gpu
+    args.first_gpu = bool((not args.multiprocessing_distributed) or (args.multiprocessing_distributed and args.rank == 0))
+    args.save_every = 1
+    dist.init_process_group("gloo", init_method="tcp://localhost:29500", world_size=n, rank=args.rank)
+    args = vars(args)
+    model = DDP(torch.nn.Linear(2, 2))
+    for epoch in range(2):
+        model(torch.randn(2, 2)).sum().backward()
+        if args["{key}"]:
+            torch.save(model.state_dict(), "ckpt.pt")  # the save
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--multiprocessing-distributed", action="store_true")
+    mp.spawn(main_worker, nprocs=2, args=(2, p.parse_args()))
+"""
+
+
+def test_an_entry_of_vars_of_the_options_is_the_options_attribute(tmp_path):
+    """`args = vars(args)` then `args["first_gpu"]`: the namespace's `first_gpu`, rank 0's test."""
+    assert at(lint_plain(tmp_path, VARS_DICT.replace("{key}", "first_gpu")), "DDP806") == []
+
+
+def test_its_twin_another_entry_is_no_rank_test(tmp_path):
+    code = VARS_DICT.replace("{key}", "save_every")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
