@@ -19,7 +19,7 @@ from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
-from ddpdoctor.lint.patterns import env_key, kept_parameters, last_name, loader_call, passing_loader_class, text
+from ddpdoctor.lint.patterns import env_key, kept_parameters, last_name, passing_loader_class, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
 from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread
@@ -209,9 +209,7 @@ def build(program: Program, script: str) -> LintFacts:
     seeds = worker_seeds.gather(program.files, reachable, program.functions, subclasses)
     # (worker_seeds reads the files on their own: a loader on a side of its builder's switch no
     # call takes - `if not is_ddp:` of `create_dataloaders(True, ...)` - is built on no way in)
-    off_loaders = {str(loc(fn, call)) for fn, call, _, _ in builder.calls()
-                   if loader_call(program, call, fn) and builder.switched_off(fn, call)}
-    seeds = [s for s in seeds if str(s.loader) not in off_loaders]
+    seeds = [s for s in seeds if str(s.loader) not in builder.off_loaders]
     return LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.sources],

@@ -249,8 +249,16 @@ class LoaderFacts:
                     if conds:  # `if args.use_accelerate: loader = acc.prepare(loader)`
                         switched.setdefault(last_name(arg) or "", conds[-1][0])
         found = []
+        # the loaders on a side of their builder's switch no call takes: built on no way in
+        # (worker_seeds reads the files on its own, and is told these: facts.build)
+        self.off_loaders: set[str] = set()
         for fn, call, guards, _ in self.calls():
-            if not loader_call(program, call, fn) or self.switched_off(fn, call) or self._typed_away(call, fn):
+            if not loader_call(program, call, fn):
+                continue
+            if self.switched_off(fn, call):
+                self.off_loaders.add(str(loc(fn, call)))
+                continue
+            if self._typed_away(call, fn):
                 continue  # (a loader past an early return every caller takes is never built)
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")
@@ -1229,10 +1237,10 @@ class LoaderFacts:
                 if not rname and isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Constant) \
                         and isinstance(receiver.slice.value, str):
                     rname = receiver.slice.value  # `loaders["train_sampler"].set_epoch(epoch)`
-                ok = (own and rname == own) or (rname in ("sampler", "batch_sampler", "train_sampler")
-                                                and not _another_loaders(receiver, fed or loader_name, loader_at, by_line)) \
-                    or ((dotted(receiver) or "").endswith(".sampler")
-                        and not _another_loaders(receiver, fed or loader_name, loader_at, by_line)) \
+                by_sampler_name = (rname in ("sampler", "batch_sampler", "train_sampler")
+                                   or (dotted(receiver) or "").endswith(".sampler")) \
+                    and not _another_loaders(receiver, fed or loader_name, loader_at, by_line)
+                ok = (own and rname == own) or by_sampler_name \
                     or any(v is call for v, _ in program.values_of(receiver, sfn)) \
                     or (isinstance(receiver, ast.Name)
                         and any(v is call for v, _ in program.unpacked(receiver.id, sfn))) \
