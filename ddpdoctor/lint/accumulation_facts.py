@@ -91,7 +91,11 @@ class AccumulationFacts:
 
     def _every_time(self, test: ast.AST, fn: Function) -> bool:
         """`x % k == 0` where k is 1 on every way in: a parameter every caller leaves at 1, or an
-        attribute the constructor sets from such a parameter (`self.acc_steps = acc_steps`)."""
+        attribute the constructor sets from such a parameter (`self.acc_steps = acc_steps`), or a
+        name only ever bound to 1 (`gradient_accumulation_steps = 1` in the script, NLX-GPT's);
+        `... or step == last` holds whenever one part does."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            return any(self._every_time(part, fn) for part in test.values)
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
                 and is_const(test.comparators[0], 0) and isinstance(test.left, ast.BinOp)
                 and isinstance(test.left.op, ast.Mod)):
@@ -99,6 +103,9 @@ class AccumulationFacts:
         k = test.left.right
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
             return given_constants(self.callers(), fn, k.id) == {1}
+        if isinstance(k, ast.Name):
+            values = self.program.values_of(k, fn, 2)
+            return bool(values) and all(is_const(v, 1) for v, _ in values)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
             klass = self.program._class_of_fn(fn)
             values = self.program._attr(klass, k.attr) if klass is not None else []
@@ -267,7 +274,13 @@ class AccumulationFacts:
         # `backward; if (i + 1) % k: continue; opt.step()`: what follows a `continue` that comes
         # after the backward runs on some passes only (one before it skips both alike)
         head, tail = _split_at_skip(loop, backward)
-        calls = list(_loop_calls(head, False)) + list(_loop_calls(tail, True))
+        # a call under no test beyond the backward's own runs on every pass that backpropagates
+        # (`if mode == "Train": opt.zero_grad(); ...backward(); opt.step()` around the training
+        # side of a train/validate loop, RangeViT's): not a condition of the accumulation
+        sides = _sides(loop)
+        mine = set(sides.get(id(backward), ()))
+        calls = [(c, cond and not set(sides.get(id(c), ((None, None),))) <= mine)
+                 for c, cond in _loop_calls(head, False)] + list(_loop_calls(tail, True))
         # (a second model's optimizer stepping and clearing every pass - a GAN's discriminator -
         # leaves the accumulating model's step as conditional as it was)
         calls = [(c, cond) for c, cond in calls if not self._steps_another_model(c, backward, fn)]

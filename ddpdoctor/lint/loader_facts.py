@@ -1030,6 +1030,9 @@ class LoaderFacts:
             return False
         sites = []
         name = self.bound_name(fn, call)
+        kept = self._kept_for_getters(fn, call, name)
+        if kept is not None:
+            return bool(kept) and all(_rebound_under(scope, bound, value, switches) for scope, bound, value in kept)
         position = _returned_at(fn, name) if name else None
         if name and name != fn.name and position is not None and _rebound_under(fn, name, call, switches):
             return True  # `loader = DataLoader(ds)`; `if ddp: loader = DataLoader(ds, sampler=...)`; `return loader, sampler`
@@ -1045,6 +1048,59 @@ class LoaderFacts:
                     return False
                 sites.append((caller, bound, event.node))
         return bool(sites) and all(_rebound_under(scope, bound, value, switches) for scope, bound, value in sites)
+
+    def _kept_for_getters(self, fn: Function, call: ast.Call, attr: str) -> Optional[list]:
+        """`self.train_loader = DataLoader(...)` in a constructor, handed out only by a getter
+        (`def get_data_loader(self): return self.train_loader, self.test_loader`): where each
+        caller of the getter binds it (proVLAE's `train_loader, test_loader =
+        dataset.get_data_loader()`, then `if params.distributed:` builds it again with a
+        sampler). None where the loader is not kept so; [] where a way to it is not followed."""
+        if fn.cls is None or not attr or not any(
+                isinstance(n, ast.Assign) and n.value is call and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Attribute) and isinstance(n.targets[0].value, ast.Name)
+                and n.targets[0].value.id == "self" for n in fn.own):
+            return None
+        getters = []
+        for method in fn.cls.methods.values():
+            if method is fn:
+                continue
+            for node in method.own:
+                if not isinstance(node, ast.Return) or node.value is None:
+                    continue
+                items = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                for index, item in enumerate(items):
+                    if isinstance(item, ast.Attribute) and item.attr == attr and \
+                            isinstance(item.value, ast.Name) and item.value.id == "self":
+                        getters.append((method, index if isinstance(node.value, ast.Tuple) else None))
+        if not getters:
+            return None
+        # read anywhere but in a getter (`data.train_loader` iterated, or another method of the
+        # class using it), it is not handed out only so
+        readers = {id(m) for m, _ in getters} | {id(fn)}
+        if any(isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load) and (
+                not (isinstance(n.value, ast.Name) and n.value.id == "self")
+                or (other.cls is fn.cls and id(other) not in readers))
+               for other in self.functions for n in other.own):
+            return []
+        sites = []
+        for getter, index in getters:
+            ways = [event.node for _, event in self.callers().get(getter, [])]
+            callers = [caller for caller, _ in self.callers().get(getter, [])]
+            if not ways:
+                # an object out of a registry (`dataset_classes[name](...)`): the calls of a
+                # method of that name, on any object (the getter's name is its own)
+                found = [(other, c) for other in self.functions for c in other.own_calls
+                         if isinstance(c.func, ast.Attribute) and c.func.attr == getter.name
+                         and not (isinstance(c.func.value, ast.Name) and c.func.value.id == "self")]
+                callers, ways = [o for o, _ in found], [c for _, c in found]
+            for caller, node in zip(callers, ways):
+                if not isinstance(node, ast.Call):
+                    return []
+                bound = self.bound_name(caller, node) if index is None else _unpacked_at(caller, node, index)
+                if not bound:
+                    return []
+                sites.append((caller, bound, node))
+        return sites
 
     def _unread(self, fn: Function, name: str) -> bool:
         """The loader is one item of the tuple fn returns, and every caller unpacks that item into

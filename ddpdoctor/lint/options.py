@@ -22,6 +22,13 @@ def option_defaults(files: list) -> dict[str, object]:
             dest, default = keyword(node, "dest"), keyword(node, "default")
             name = dest.value if isinstance(dest, ast.Constant) else node.args[0].value.lstrip("-").replace("-", "_")
             value = default.value if isinstance(default, ast.Constant) else None
+            required = keyword(node, "required")
+            if isinstance(required, ast.Constant) and required.value is True:
+                continue  # (`required=True`: every run gives it, whatever `default=` says)
+            action = keyword(node, "action")
+            if default is None and isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
+                # a switch's default is the opposite of what giving it stores
+                default, value = action, action.value == "store_false"
             if default is not None:
                 defaults[name] = None if name in defaults and defaults[name] != value else value
     return defaults

@@ -851,6 +851,11 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
                      for branch in ((held.body, held.orelse) if isinstance(held, ast.IfExp) else (held,))]
             classes = [k for branch, where in picks if isinstance(branch, (ast.Name, ast.Attribute))
                        for k in [program.callee(branch, where)] if program.is_class(k)]
+            # `Data = data_dict[args.data]`, then `Data(...)`: the registry's classes, the one
+            # the option's default names where it names one (aLLM4TS's sixteen datasets, one of
+            # which draws)
+            classes += [k for branch, where in picks if isinstance(branch, ast.Subscript)
+                        for k in _picked_entries(program, branch, where)]
             shown.extend(classes)
             if any(_draws(program, k) for c in classes for k in [c, *program.bases(c)]):
                 return True
@@ -858,11 +863,7 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             # `datasets[name.lower()](**kwargs)` over a registry table: each class it holds
             # (`config["dataset"](...)` names its key: the entry under it, not a nested block's
             # classes beside it)
-            table, path = value.func, []
-            while isinstance(table, ast.Subscript):
-                path.insert(0, table.slice)
-                table = table.value
-            classes = [k for k in program._table_entries(table, scope, read=True, path=path) if program.is_class(k)]
+            classes = _picked_entries(program, value.func, scope)
             shown.extend(classes)
             if any(_draws(program, k) for c in classes for k in [c, *program.bases(c)]):
                 return True
@@ -897,6 +898,37 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
                for arg in given if isinstance(arg, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))):
             return True
     return False
+
+
+def _picked_entries(program, subscript: ast.Subscript, scope: Function) -> list:
+    """The classes a registry lookup (`datasets[name]`, `config["dataset"]`) may give: the entry
+    under the key it spells; under a command-line option's key (`data_dict[args.data]`) the
+    entry its default names where the table has that key, for that is the run the code is
+    judged on; else all of them."""
+    table, path = subscript, []
+    while isinstance(table, ast.Subscript):
+        path.insert(0, table.slice)
+        table = table.value
+    entries = lambda keys: [k for k in program._table_entries(table, scope, read=True, path=keys)
+                            if program.is_class(k)]
+    last = path[-1] if path else None
+    option = last.attr if isinstance(last, ast.Attribute) else None
+    default = program.option_defaults().get(option) if option else None
+    if isinstance(default, str):
+        picked = entries([*path[:-1], ast.Constant(default)])
+        every = entries(path)
+        if picked and len(picked) < len(every):
+            return picked
+        return every
+    every = entries(path)
+    if option and len(every) > 2:
+        # a key the run gives (`required=True`, no default): which entry is unknown, so the
+        # registry is taken to draw only where most of its classes do (one of aLLM4TS's sixteen
+        # forecasting datasets draws: the assumption would rest on the rare pick)
+        drawing = [k for k in every if any(_draws(program, b) for b in [k, *program.bases(k)])]
+        # (the quiet majority stands for the registry: shown, drawing nothing)
+        return every if 2 * len(drawing) >= len(every) else [k for k in every if k not in drawing]
+    return every
 
 
 def _parses_options(target) -> bool:

@@ -911,9 +911,15 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             test = RankTest(text(stmt.test), "round-robin", "other")
         # rank 0 leaves the loop, or the whole training function, or skips the rest of the pass
         leaving = (ast.Break, ast.Return, ast.Continue)
-        if test is None or _break_in(stmt.orelse, None, leaving) is not None:
-            continue  # not a rank test, or both sides leave
-        leave = _break_in(stmt.body, None, leaving)
+        if test is None:
+            continue
+        leave, other = _break_in(stmt.body, None, leaving), _break_in(stmt.orelse, None, leaving)
+        if leave is not None and other is not None:
+            continue  # both sides leave
+        if leave is None and other is not None:
+            # `if distributed and local_rank != 0: pass / else: ...; if stopper.early_stop:
+            # break` (aLLM4TS): the `else:` is the side rank 0 alone takes
+            leave, test = other, test.negated()
         if leave is None:
             continue
         if leave[0] is None and isinstance(leave[1], ast.Continue) and not stmt.orelse and \

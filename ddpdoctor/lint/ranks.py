@@ -94,6 +94,12 @@ class RankFlow:
         self.init_rank_keys: set[tuple[str, str]] = set()
         # (function, what it hands init_process_group as rank=, None where nothing) per call
         self.init_calls: list[tuple[Function, Optional[ast.AST]]] = []
+        # (function, what it hands init_process_group as world_size=) per call
+        self.init_worlds: list[tuple[Function, ast.AST]] = []
+        # the flags an init_process_group call is set up under, each a conjunct of the test
+        # around it (`if args.use_gpu and args.use_multi_gpu:`): true on every rank of the
+        # distributed run, so beside a rank test they split nothing (by their last name)
+        self.init_switch_parts: set[str] = set()
         self._items: dict = {}  # id(`d.get("k", v)`) -> its `d["k"]`; (id(`d["k"]`), id(`vars(ns)`)) -> `ns.k`
 
     def live_spawn_targets(self) -> list:
@@ -118,6 +124,12 @@ class RankFlow:
                     if given is None and len(call.args) > 4:
                         given = call.args[4]
                     self.init_calls.append((fn, given))
+                    world = next((kw.value for kw in call.keywords if kw.arg == "world_size"), None)
+                    if world is None and len(call.args) > 3:
+                        world = call.args[3]
+                    if world is not None:
+                        self.init_worlds.append((fn, world))
+                    self.init_switch_parts.update(_switch_parts(fn, call))
                     if isinstance(given, (ast.Attribute, ast.Subscript)):
                         self.init_rank_texts.add(text(given))
                         # `config['local_rank'] = args.local_rank` beside it: that key of that
@@ -711,7 +723,9 @@ class RankFlow:
             if isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) \
                     and not isinstance(node.right.value, bool) and 1 < node.right.value <= GPUS_PER_NODE_MAX:
                 return "node"
-            return "node" if self._node_count(node.right, fn, depth) else "global"
+            if self._node_count(node.right, fn, depth) and not self._one_node_world(node.right):
+                return "node"
+            return "global"
         if node.__class__ is ast.Name and _exported_as_rank(node.id, fn):
             # `os.environ["RANK"] = str(rank)` before an env:// set-up: the process group takes
             # it as the job's rank, whatever the callers called it (`--local_rank` of a
@@ -832,6 +846,30 @@ class RankFlow:
                 dotted(n.target) for source in self.program.files for n in source.of(ast.AugAssign)
                 if isinstance(n.op, ast.Add) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Mult)}
         return key in index
+
+    def _one_node_world(self, count: ast.AST) -> bool:
+        """Every init_process_group is handed a world size that is this per-node count times
+        one node (`opt.world_size = ngpus_per_node * world_size` after `world_size = 1`, SimKD's
+        "only one node now"): `rank % ngpus_per_node == 0` is then the job's rank 0 alone."""
+        said = last_name(count)
+        if not said or not self.init_worlds:
+            return False
+
+        def factors(node: ast.AST, fn: Function, depth: int) -> Optional[list]:
+            # the factors of a product, each a name's last part, a literal 1 left out
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                left, right = factors(node.left, fn, depth), factors(node.right, fn, depth)
+                return None if left is None or right is None else left + right
+            if is_const(node, 1):
+                return []
+            if not isinstance(node, (ast.Name, ast.Attribute)):
+                return None
+            if last_name(node) == said:
+                return [said]
+            got = [factors(v, scope, depth - 1) for v, scope in self._values(node, fn) or ()] if depth > 0 else []
+            return got[0] if got and all(g is not None and g == got[0] for g in got) else None
+
+        return all(factors(world, fn, 2) == [said] for fn, world in self.init_worlds)
 
     def _node_count(self, node: ast.AST, fn: Function, depth: int = 3) -> bool:
         """The number of processes per node: torch.cuda.device_count(), LOCAL_WORLD_SIZE,
@@ -1139,10 +1177,22 @@ class RankFlow:
             return any(_returns(t) and all(self.uniform(r, t, depth - 1) for r in _returns(t))
                        for t in targets)
         if isinstance(node, (ast.Name, ast.Attribute)):
-            return bool(UNIFORM_NAME.search(last_name(node) or ""))
+            return bool(UNIFORM_NAME.search(last_name(node) or "")) or (last_name(node) or "") in self.init_switch_parts
         if isinstance(node, ast.Compare):
             return all(self.uniform(n, fn, depth) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
         return False
+
+
+def _switch_parts(fn: Function, call: ast.Call) -> set[str]:
+    """The plain flags (names, attributes) conjoined in the tests whose body holds the call,
+    within its function: `if args.use_gpu and args.use_multi_gpu: init_process_group()`."""
+    found: set[str] = set()
+    for node in walk(fn.node):
+        if isinstance(node, ast.If) and any(n is call for part in node.body for n in walk(part)):
+            parts = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
+                else [node.test]
+            found.update(last_name(p) or "" for p in parts if isinstance(p, (ast.Name, ast.Attribute)))
+    return found - {""}
 
 
 def _a_word(node: ast.AST) -> bool:

@@ -477,6 +477,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     files = [_parse(path, "", texts)]
     roots = list(dict.fromkeys(roots + added_roots(files[0].tree, path, Path.cwd().resolve())))
     roots = list(dict.fromkeys(roots + _path_setters(files[0], roots, texts)))
+    roots = list(dict.fromkeys(roots + _package_setters(files[0], path, texts)))
     roots = list(dict.fromkeys(roots + _src_layouts(path, Path.cwd().resolve())))
     seen = {path}
     queue = [files[0]]
@@ -716,6 +717,38 @@ def _path_setters(script: SourceFile, roots: list[Path], texts: Optional[dict[Pa
             except UsageError:
                 continue
             found += added_roots(tree, where, Path.cwd().resolve())
+    return found
+
+
+def _package_setters(script: SourceFile, path: Path, texts: Optional[dict[Path, str]]) -> list[Path]:
+    """A script with relative imports runs as a module of its package (`python -m romp.train`),
+    so Python first runs the `__init__.py` of each package above it: the folders those put on
+    sys.path, themselves or through a sibling they import for that (ROMP's `from . import
+    _init_paths_`, which inserts `lib/`), are import roots too."""
+    tree = script.tree
+    if tree is None or not any(isinstance(n, ast.ImportFrom) and n.level for n in tree.body):
+        return []
+    cwd = Path.cwd().resolve()
+    found: list[Path] = []
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder != cwd and cwd in folder.parents:
+        init = folder / "__init__.py"
+        try:
+            init_tree = _tree(init, _text(init, texts))
+        except UsageError:
+            break
+        found += added_roots(init_tree, init, cwd)
+        for stmt in init_tree.body:
+            if not (isinstance(stmt, ast.ImportFrom) and stmt.level == 1):
+                continue
+            for name in ([stmt.module] if stmt.module else [a.name for a in stmt.names]):
+                module = folder / (name.replace(".", "/") + ".py")
+                if module.is_file():
+                    try:
+                        found += added_roots(_tree(module, _text(module, texts)), module, cwd)
+                    except UsageError:
+                        continue
+        folder = folder.parent
     return found
 
 

@@ -348,7 +348,10 @@ def test_a_step_that_follows_its_own_backward_on_the_same_side_is_no_accumulatio
 
 
 def test_its_twin_a_step_every_k_passes_on_that_side_accumulates(tmp_path):
-    code = SIDES.replace("{step}", "            if (i + 1) % every == 0:\n                opt.step()")
+    # (the gradients cleared with the step, not before every backward on that side: a
+    # zero_grad beside the backward on every pass it runs leaves nothing to accumulate)
+    code = SIDES.replace("            opt.zero_grad()\n", "").replace(
+        "{step}", "            if (i + 1) % every == 0:\n                opt.step()\n                opt.zero_grad()")
     assert at(lint_plain(tmp_path, code), "DDP805") == [(line_of(code, "# the backward"), "warning")]
 
 
