@@ -100,9 +100,12 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         if partial:
             shape += ("; no_sync is used in this loop only under a configuration switch (the "
                       "FSDP path, say), so the other configuration goes without it")
+        # (a period left at its default 1 accumulates nothing: the finding rests on the option)
+        option = getattr(acc, "period_option", None)
         problems.append(Problem(
-            message=(f"gradient accumulation without no_sync: {shape}; DDP all-reduces the "
-                     f"gradients in every backward ({acc.backward}), K-1 of K times for nothing"),
+            message=(f"if `{option}` is set above its default 1: " if option else "")
+            + (f"gradient accumulation without no_sync: {shape}; DDP all-reduces the "
+               f"gradients in every backward ({acc.backward}), K-1 of K times for nothing"),
             hint=("wrap all but the last micro-step's forward and backward in `with model.no_sync():` "
                   "(or set model.require_backward_grad_sync = is_last_micro_step, as nanoGPT does)"),
             location=acc.backward,

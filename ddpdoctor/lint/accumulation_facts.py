@@ -40,6 +40,9 @@ class AccumulationFact:
     by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
     no_sync: Optional[bool] = None  # lint/no_sync.covered: False where it covers one configuration only
     no_sync_off_way: bool = False  # the source's no_sync is in none of the functions this loop runs
+    # the command-line option the step's period comes from, where it defaults to 1 (MAE's
+    # `--accum_iter`): nothing accumulates on a plain launch, so the finding rests on it
+    period_option: Optional[str] = None
 
 
 class AccumulationFacts:
@@ -306,7 +309,8 @@ class AccumulationFacts:
             if any(self._step(c, fn) and not self._steps_another_model(c, backward, fn)
                    for c, cond in _loop_calls(_after_it(loop.body, backward), False) if not cond):
                 return None  # `else: loss.backward(); opt.step()`: a step follows the backward on its own side
-            fact = AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by)
+            fact = AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by,
+                                    period_option=self._period_option(fn, loop, steps[0][0]))
             self.__dict__.setdefault("_fact_step", {})[id(fact)] = id(steps[0][0])
             return fact
         if self._runs_once(fn, loop):
@@ -344,6 +348,26 @@ class AccumulationFacts:
         if not after:
             return None
         return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
+
+    def _period_option(self, fn: Function, loop: ast.AST, step: ast.Call) -> Optional[str]:
+        """`args.accum_iter` in `if (i + 1) % args.accum_iter == 0:` around the step (or in the
+        switch a stepping helper is handed: `update_grad=(i + 1) % accum_iter == 0`, with
+        `accum_iter = args.accum_iter`) where that option defaults to 1; None otherwise."""
+        tests = [n.test for n in walk(loop) if isinstance(n, ast.If) and any(c is step for s in n.body for c in walk(s))]
+        tests += [kw.value for kw in step.keywords] + list(step.args)
+        defaults = self.program.option_defaults()
+        for test in tests:
+            for node in walk(test):
+                if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)):
+                    continue
+                period = node.right
+                named = [period] + [v for v, _ in self.program.values_of(period, fn, 1)
+                                    if isinstance(period, ast.Name)]
+                for value in named:
+                    option = last_name(value) if isinstance(value, ast.Attribute) else None
+                    if option and defaults.get(option) == 1 and not isinstance(defaults.get(option), bool):
+                        return text(value)
+        return None
 
     def _step_after_call(self, fn: Function) -> Optional[Location]:
         """The optimizer step a caller's loop takes after calling fn, on every pass."""

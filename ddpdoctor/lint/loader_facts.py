@@ -1084,16 +1084,15 @@ class LoaderFacts:
             return []
         sites = []
         for getter, index in getters:
-            ways = [event.node for _, event in self.callers().get(getter, [])]
-            callers = [caller for caller, _ in self.callers().get(getter, [])]
+            ways = [(caller, event.node) for caller, event in self.callers().get(getter, [])]
             if not ways:
                 # an object out of a registry (`dataset_classes[name](...)`): the calls of a
-                # method of that name, on any object (the getter's name is its own)
-                found = [(other, c) for other in self.functions for c in other.own_calls
-                         if isinstance(c.func, ast.Attribute) and c.func.attr == getter.name
-                         and not (isinstance(c.func.value, ast.Name) and c.func.value.id == "self")]
-                callers, ways = [o for o, _ in found], [c for _, c in found]
-            for caller, node in zip(callers, ways):
+                # method of that name, on any object (each must be rebound, so a common name
+                # only keeps the finding)
+                ways = [(other, c) for other in self.functions for c in other.own_calls
+                        if isinstance(c.func, ast.Attribute) and c.func.attr == getter.name
+                        and not (isinstance(c.func.value, ast.Name) and c.func.value.id == "self")]
+            for caller, node in ways:
                 if not isinstance(node, ast.Call):
                     return []
                 bound = self.bound_name(caller, node) if index is None else _unpacked_at(caller, node, index)

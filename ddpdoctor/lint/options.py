@@ -26,9 +26,9 @@ def option_defaults(files: list) -> dict[str, object]:
             if isinstance(required, ast.Constant) and required.value is True:
                 continue  # (`required=True`: every run gives it, whatever `default=` says)
             action = keyword(node, "action")
-            if default is None and isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
-                # a switch's default is the opposite of what giving it stores
-                default, value = action, action.value == "store_false"
-            if default is not None:
+            switch = default is None and isinstance(action, ast.Constant) and action.value in ("store_true", "store_false")
+            if switch:
+                value = action.value == "store_false"  # a switch's default: the opposite of what giving it stores
+            if default is not None or switch:
                 defaults[name] = None if name in defaults and defaults[name] != value else value
     return defaults

@@ -904,7 +904,8 @@ def _picked_entries(program, subscript: ast.Subscript, scope: Function) -> list:
     """The classes a registry lookup (`datasets[name]`, `config["dataset"]`) may give: the entry
     under the key it spells; under a command-line option's key (`data_dict[args.data]`) the
     entry its default names where the table has that key, for that is the run the code is
-    judged on; else all of them."""
+    judged on; under an attribute key nothing settles (a required option, a config file's
+    field) the registry as most of its classes are; else all of them."""
     table, path = subscript, []
     while isinstance(table, ast.Subscript):
         path.insert(0, table.slice)
@@ -922,7 +923,7 @@ def _picked_entries(program, subscript: ast.Subscript, scope: Function) -> list:
         return every
     every = entries(path)
     if option and len(every) > 2:
-        # a key the run gives (`required=True`, no default): which entry is unknown, so the
+        # a key the run gives (`required=True`, a config field): which entry is unknown, so the
         # registry is taken to draw only where most of its classes do (one of aLLM4TS's sixteen
         # forecasting datasets draws: the assumption would rest on the rare pick)
         drawing = [k for k in every if any(_draws(program, b) for b in [k, *program.bases(k)])]

@@ -96,7 +96,7 @@ class RankFlow:
         self.init_calls: list[tuple[Function, Optional[ast.AST]]] = []
         # (function, what it hands init_process_group as world_size=) per call
         self.init_worlds: list[tuple[Function, ast.AST]] = []
-        # the flags an init_process_group call is set up under, each a conjunct of the test
+        # the flags every init_process_group call is set up under, each a conjunct of the test
         # around it (`if args.use_gpu and args.use_multi_gpu:`): true on every rank of the
         # distributed run, so beside a rank test they split nothing (by their last name)
         self.init_switch_parts: set[str] = set()
@@ -129,7 +129,9 @@ class RankFlow:
                         world = call.args[3]
                     if world is not None:
                         self.init_worlds.append((fn, world))
-                    self.init_switch_parts.update(_switch_parts(fn, call))
+                    # (a flag holds in the distributed run only where every set-up needs it)
+                    parts = _switch_parts(fn, call)
+                    self.init_switch_parts = parts if len(self.init_calls) == 1 else self.init_switch_parts & parts
                     if isinstance(given, (ast.Attribute, ast.Subscript)):
                         self.init_rank_texts.add(text(given))
                         # `config['local_rank'] = args.local_rank` beside it: that key of that

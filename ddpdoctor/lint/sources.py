@@ -712,12 +712,17 @@ def _path_setters(script: SourceFile, roots: list[Path], texts: Optional[dict[Pa
             where = _candidates(name, roots)
             if where is None or where.suffix != ".py" or "site-packages" in where.parts:
                 continue
-            try:
-                tree = _tree(where, _text(where, texts))
-            except UsageError:
-                continue
-            found += added_roots(tree, where, Path.cwd().resolve())
+            found += _roots_added_by(where, texts)
     return found
+
+
+def _roots_added_by(module: Path, texts: Optional[dict[Path, str]]) -> list[Path]:
+    """The folders a module run for its effect puts on sys.path; none where it does not parse."""
+    try:
+        tree = _tree(module, _text(module, texts))
+    except UsageError:
+        return []
+    return added_roots(tree, module, Path.cwd().resolve())
 
 
 def _package_setters(script: SourceFile, path: Path, texts: Optional[dict[Path, str]]) -> list[Path]:
@@ -736,7 +741,7 @@ def _package_setters(script: SourceFile, path: Path, texts: Optional[dict[Path, 
         try:
             init_tree = _tree(init, _text(init, texts))
         except UsageError:
-            break
+            break  # (Python would stop there too)
         found += added_roots(init_tree, init, cwd)
         for stmt in init_tree.body:
             if not (isinstance(stmt, ast.ImportFrom) and stmt.level == 1):
@@ -744,10 +749,7 @@ def _package_setters(script: SourceFile, path: Path, texts: Optional[dict[Path, 
             for name in ([stmt.module] if stmt.module else [a.name for a in stmt.names]):
                 module = folder / (name.replace(".", "/") + ".py")
                 if module.is_file():
-                    try:
-                        found += added_roots(_tree(module, _text(module, texts)), module, cwd)
-                    except UsageError:
-                        continue
+                    found += _roots_added_by(module, texts)
         folder = folder.parent
     return found
 

@@ -380,3 +380,53 @@ def test_a_getters_loader_rebuilt_with_a_sampler_when_distributed_is_not_the_run
 def test_its_twin_a_getters_loader_kept_as_it_is_trains_every_rank_on_everything(tmp_path):
     code = GETTER.replace("{rebuild}", "pass")
     assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP802")] == [line_of(code, "# the plain loader")]
+
+
+def test_a_flag_one_set_up_does_without_is_still_an_assumption(tmp_path):
+    """A second set-up that does not need `args.use_gpu` (a CPU run over gloo): the flag is not
+    known to hold on every rank of a distributed run, so the finding says it rests on it."""
+    code = EARLY_STOP_ELSE.replace(
+        '    dist.init_process_group("gloo")\n',
+        '    dist.init_process_group("gloo")\nelif args.use_multi_gpu:\n    dist.init_process_group("gloo")\n', 1
+    ).replace("{leave}", "if stopper.early_stop:\n            break")
+    found = [f for f in lint_plain(tmp_path, code) if f.code == "DDP809"]
+    assert len(found) == 1 and "`args.use_gpu` is true" in found[0].message
+
+
+# -------------------------------------------------- an accumulation period an option leaves at 1
+ACCUM_OPTION = """
+import argparse, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accum_iter", type=int, default={default})
+args = parser.parse_args()
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+def train_one_epoch(loader):
+    accum_iter = args.accum_iter
+    for i, x in enumerate(loader):
+        (model(x).sum() / accum_iter).backward()  # the backward
+        if (i + 1) % accum_iter == 0:
+            opt.step()
+            opt.zero_grad()
+
+for epoch in range(2):
+    train_one_epoch([torch.randn(2, 4)] * 8)
+"""
+
+
+def test_a_period_whose_option_defaults_to_one_is_said_as_the_assumption(tmp_path):
+    """`--accum_iter` defaults to 1 (MAE, CroCo, DUSt3R): a plain launch accumulates nothing, so
+    the warning says it rests on the option being raised."""
+    code = ACCUM_OPTION.replace("{default}", "1")
+    found = [f for f in lint_plain(tmp_path, code) if f.code == "DDP805"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(line_of(code, "# the backward"), "warning")]
+    assert found[0].message.startswith("if `args.accum_iter` is set above its default 1: ")
+
+
+def test_its_twin_a_period_of_four_by_default_is_no_assumption(tmp_path):
+    found = [f for f in lint_plain(tmp_path, ACCUM_OPTION.replace("{default}", "4")) if f.code == "DDP805"]
+    assert len(found) == 1 and found[0].message.startswith("gradient accumulation without no_sync")
