@@ -1746,12 +1746,30 @@ def _sequential(program, sampler: ast.AST, fn: Function) -> bool:
     """Every sampler the loader may get keeps the dataset's order: `DistributedSampler(ds,
     shuffle=False)` or a SequentialSampler."""
     values = program.values_of(sampler, fn)
-    return bool(values) and all(
+    return bool(values) and all(_fixed_indices(program, v, scope) or (
         isinstance(v, ast.Call) and (last_name(v.func) == "SequentialSampler" or (
             last_name(v.func) == "DistributedSampler"
             and is_const(keyword(v, "shuffle") if keyword(v, "shuffle") is not None
-                         else (v.args[3] if len(v.args) > 3 else None), False)))
-        for v, _ in values)
+                         else (v.args[3] if len(v.args) > 3 else None), False))))
+        for v, scope in values)
+
+
+# Calls that cut an index range into fixed pieces: a `batch_sampler=` made of them is a list
+_SPLITS = frozenset({"tensor_split", "array_split", "split", "chunk", "arange", "range"})
+
+
+def _fixed_indices(program, value: ast.AST, fn: Function, depth: int = 2) -> bool:
+    """A sampler that is a plain list of index batches, cut once from a range
+    (`torch.arange(n).tensor_split(k)[rank::world]`, `[ids[i:i + b] for i in ...]`): it
+    hands the same batches in the same order every time, as an evaluation's does."""
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return True
+    if isinstance(value, ast.Subscript) and depth > 0:
+        return any(_fixed_indices(program, v, scope, depth - 1) for v, scope in program.values_of(value.value, fn))
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SPLITS:
+        return not any(isinstance(n, ast.Call) and (last_name(n.func) or "") in ("randperm", "permutation", "shuffle")
+                       for n in walk(value))
+    return False
 
 
 def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset) -> bool:

@@ -1256,6 +1256,11 @@ def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:
     """`models.__dict__[name]`, `vars(models)[name]`, `getattr(models, name)`: a local module's
     table looked up by a name only known at run time; every function and class it defines."""
     owner = None
+    if isinstance(func, ast.Name) and program.lookup(func.id, fn):
+        # `model_class = DETECTOR[cfg["model_name"]]` then `model_class(cfg)`
+        return list(dict.fromkeys(t for v, s in program.values_of(func, fn, 1)
+                                  if isinstance(v, ast.Subscript) or (isinstance(v, ast.Call) and last_name(v.func) == "getattr")
+                                  for t in _dispatched(program, v, s)))
     if isinstance(func, ast.Subscript):
         table = func.value
         if isinstance(table, ast.Attribute) and table.attr == "__dict__":

@@ -1809,6 +1809,9 @@ class Program:
                             found.append(symbol)
                 if table.__class__ is ast.Name:
                     found.extend(self._decorated_entries(table.id, scope.module))
+            if table.__class__ is ast.Name or table.__class__ is ast.Attribute:
+                # `DETECTOR = Registry()` filled by `@DETECTOR.register_module(...)` on classes
+                found.extend(self._registered_with(last_name(table) or ""))
             if table.__class__ is ast.Name and not isinstance(fn.node, ast.Module):
                 # `cfg = make_cfg(); cfg["make_loaders"] = build; run(cfg)` read in run as
                 # `cfg["make_loaders"](**cfg)`: what the callers store into the dict they hand in
@@ -1830,6 +1833,24 @@ class Program:
                                 found.append(symbol)
         finally:
             self._peeking = peeking
+        return found
+
+    def _registered_with(self, table: str) -> list:
+        """The classes and functions decorated `@TABLE.register_module(...)` / `@TABLE.register()`
+        (a registry object of the project's own, mmcv's or detectron2's kind): what
+        `TABLE[name]` / `TABLE.get(name)` may hand out."""
+        memo = self.__dict__.setdefault("_registered", {})
+        if table in memo:
+            return memo[table]
+        found = []
+        for owner in [*self.classes, *self.functions] if table else ():
+            for deco in getattr(owner.node, "decorator_list", ()):
+                func = deco.func if deco.__class__ is ast.Call else deco
+                if func.__class__ is ast.Attribute and func.attr.startswith("register") and \
+                        last_name(func.value) == table:
+                    found.append(owner)
+                    break
+        memo[table] = found
         return found
 
     def _decorated_entries(self, table: str, module: "Module") -> list:
@@ -2131,6 +2152,21 @@ class Program:
             found = self.method(klass, node.attr) if self.is_class(klass) else None
             return [found] if found else []
         return []
+
+    def started(self, node: ast.AST, fn: Function) -> list[Function]:
+        """What mp.spawn's target runs: the function it names, or the constructor of a class it
+        names (`mp.spawn(Net, ...)`, or a name bound to one of several: `trainer = Net` /
+        `trainer = GAN`, then `mp.spawn(trainer, ...)`) - the constructor is the rank."""
+        found = self.reference(node, fn)
+        if found or not isinstance(node, ast.Name):
+            return found
+        target = self.symbol(node.id, fn)
+        for value in [node] if isinstance(target, Klass) else [
+                v for v, _ in self.values_of(node, fn, 1) if isinstance(v, ast.Name)]:
+            klass = self.symbol(value.id, fn)
+            if isinstance(klass, Klass) and (init := self.method(klass, "__init__")) is not None:
+                found.append(init)
+        return list(dict.fromkeys(found))
 
     def option_defaults(self) -> dict[str, object]:
         """The command-line options' defaults the program's files declare (lint/options.py), read

@@ -696,9 +696,13 @@ def _item_names(program, fn: Function) -> frozenset:
             used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
             if used & shared:
                 continue
+            conds = fn.__dict__.get("_call_conds", {})
             items = any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr == "item"
                                                      and not c.args and not _read_from_file(program, c.func.value, fn)
                                                      or _returns_item(program, c, fn))
+                        # (not on the one-process side: `if world_size > 1: all_reduce(t); v +=
+                        # t.item() / world` / `else: v += loss.item()`, the else runs in no rank)
+                        and not _single_process(conds.get(id(c), ()))
                         for c in walk(value))
             if items or used & names:
                 names.add(name)

@@ -61,6 +61,10 @@ PER_NODE = re.compile(r"per_node|local_world_size|LOCAL_WORLD_SIZE|LOCAL_SIZE|n_
                       r"device_count|nproc|local_size", re.IGNORECASE)
 # A rank within the node, not within the job.
 LOCAL = re.compile(r"local_?rank|LOCALID|local_process_index|get_local_rank|current_device", re.IGNORECASE)
+# The index of a node (machine) within the job: `node_rank == 0 and local_rank == 0` is the job's
+# rank 0 alone, not one rank per node.
+NODE_INDEX = re.compile(r"node_?(?:rank|id|idx|index)|NODEID|GROUP_RANK|group_rank|machine_rank|MACHINE_RANK",
+                        re.IGNORECASE)
 # The most GPUs a node holds (8 is usual, 16 on some): a literal modulus up to this is per node.
 GPUS_PER_NODE_MAX = 16
 # Functions that start one process per rank, the first argument of the target being its index.
@@ -177,7 +181,7 @@ class RankFlow:
                 if last_name(call.func) in SPAWNERS and started is not None:
                     full = program.qualify(call.func, fn) or ""
                     if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:
-                        for target in program.reference(started, fn):
+                        for target in program.started(started, fn):
                             self.spawn_targets.append(target)
                             self.spawners.setdefault(id(target), []).append(fn)
                             if target.params:
@@ -553,6 +557,13 @@ class RankFlow:
                 values.append(part)
         if not ranked:
             return None
+        if want and any(r.scope == "node" and r.polarity == "zero" for r in ranked):
+            # `node_rank == 0 and local_rank == 0` (`get_node_rank() in [None, 0]`): local rank 0
+            # of the first node, the job's rank 0 alone
+            firsts = [part for part in values if self._first_node(part, fn)]
+            if firsts:
+                values = [part for part in values if part not in firsts]
+                ranked = [replace(r, scope="global") if r.scope == "node" else r for r in ranked]
         # `rank != 0 and not cfg.flag`: a config field whose default makes the part hold is said
         # as the default the finding rests on, not assumed (defaults.py)
         given, open_parts = [], []
@@ -572,6 +583,32 @@ class RankFlow:
         given = ", ".join(given + [first.given] if first.given else given)
         return RankTest(text(test), first.key, polarity, assumption, first.scope, given,
                         tuple(open_parts) if want else ())
+
+    def _first_node(self, test: ast.AST, fn: Function) -> bool:
+        """`node_rank == 0`, `node_rank in [None, 0]`, `not node_rank`, `get_node_rank() == 0`: true
+        on the first node alone (a node's index by its name, or a helper that reads NODE_RANK)."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._node_index(test.operand, fn)
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return False
+        right = test.comparators[0]
+        if isinstance(test.ops[0], (ast.Eq, ast.Is)):
+            zero = is_const(right, 0)
+        elif isinstance(test.ops[0], ast.In) and isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+            zero = any(is_const(e, 0) for e in right.elts) and all(is_const(e, 0, None) for e in right.elts)
+        else:
+            return False
+        return zero and self._node_index(test.left, fn)
+
+    def _node_index(self, node: ast.AST, fn: Function) -> bool:
+        """The index of the node this process runs on, by its name or its helper's reading."""
+        name = last_name(node.func if isinstance(node, ast.Call) else node) or ""
+        if NODE_INDEX.search(name):
+            return True
+        if isinstance(node, ast.Call):
+            return any(NODE_INDEX.search(text(target.node, 4000))
+                       for target in self.program.resolve(node.func, fn)[0] if target.returned)
+        return False
 
     def _word_answer(self, test: ast.AST, fn: Function) -> Optional[bool]:
         """`rank == "cpu"` where the name holds the rank on the distributed path (mlpf's `rank`,
