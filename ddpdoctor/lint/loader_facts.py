@@ -1763,8 +1763,12 @@ def _fixed_indices(program, value: ast.AST, fn: Function, depth: int = 2) -> boo
     (`torch.arange(n).tensor_split(k)[rank::world]`, `[ids[i:i + b] for i in ...]`): it
     hands the same batches in the same order every time, as an evaluation's does."""
     if isinstance(value, (ast.List, ast.ListComp)):
-        return True
-    if isinstance(value, ast.Subscript) and depth > 0:
+        # (not a list of samplers one is picked from: `[DistributedSampler(a), ...][i]`)
+        items = value.elts if isinstance(value, ast.List) else [value.elt]
+        return not any(isinstance(n, ast.Call) and (last_name(n.func) or "").endswith("Sampler")
+                       for item in items for n in walk(item))
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice) and depth > 0:
+        # a run of the batches (`[rank::world]`), still a list of them; one item is not
         return any(_fixed_indices(program, v, scope, depth - 1) for v, scope in program.values_of(value.value, fn))
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SPLITS:
         return not any(isinstance(n, ast.Call) and (last_name(n.func) or "") in ("randperm", "permutation", "shuffle")

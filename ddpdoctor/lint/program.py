@@ -23,7 +23,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import patterns, reaching
@@ -1837,19 +1837,14 @@ class Program:
 
     def _registered_with(self, table: str) -> list:
         """The classes and functions decorated `@TABLE.register_module(...)` / `@TABLE.register()`
-        (a registry object of the project's own, mmcv's or detectron2's kind): what
-        `TABLE[name]` / `TABLE.get(name)` may hand out."""
-        memo = self.__dict__.setdefault("_registered", {})
+        (a registry object of the project's own, mmcv's or detectron2's kind): what `TABLE[name]`
+        may hand out."""
+        memo = self.__dict__.setdefault("_registry_memo", {})
         if table in memo:
             return memo[table]
-        found = []
-        for owner in [*self.classes, *self.functions] if table else ():
-            for deco in getattr(owner.node, "decorator_list", ()):
-                func = deco.func if deco.__class__ is ast.Call else deco
-                if func.__class__ is ast.Attribute and func.attr.startswith("register") and \
-                        last_name(func.value) == table:
-                    found.append(owner)
-                    break
+        found = [owner for owner in ([*self.classes, *self.functions] if table else ())
+                 if any(func.__class__ is ast.Attribute and last_name(func.value) == table
+                         for func in _registrations(owner.node))]
         memo[table] = found
         return found
 
@@ -2397,11 +2392,16 @@ def _runs_backward(fn: Function) -> bool:
 def _registered(node: ast.AST) -> bool:
     """A class or function decorated by a registration (`@REGISTRY.register_module()`,
     `@register_task("x")`, `@ENGINE.register_function()`)."""
-    for deco in node.decorator_list:
-        name = last_name(deco.func if isinstance(deco, ast.Call) else deco) or ""
-        if name.startswith("register"):
-            return True
-    return False
+    return any(True for _ in _registrations(node))
+
+
+def _registrations(node: ast.AST) -> Iterator[ast.AST]:
+    """The registering decorators of a class or function, as called: `REGISTRY.register_module`
+    of `@REGISTRY.register_module()`, `register_task` of `@register_task("x")`."""
+    for deco in getattr(node, "decorator_list", ()):
+        func = deco.func if isinstance(deco, ast.Call) else deco
+        if (last_name(func) or "").startswith("register"):
+            yield func
 
 
 # Table literals: a class put in a registry (`BACKENDS = {"nccl": DDPBackend}`) is handed on

@@ -688,6 +688,7 @@ def _item_names(program, fn: Function) -> frozenset:
     settled = {name for name, value, plain in pairs if plain and
                {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared}
     names: set = unpacked - shared
+    conds = fn.__dict__.get("_call_conds", {})
     for _ in range(3):
         grown = False
         for name, value, _plain in pairs:
@@ -696,7 +697,6 @@ def _item_names(program, fn: Function) -> frozenset:
             used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
             if used & shared:
                 continue
-            conds = fn.__dict__.get("_call_conds", {})
             items = any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr == "item"
                                                      and not c.args and not _read_from_file(program, c.func.value, fn)
                                                      or _returns_item(program, c, fn))

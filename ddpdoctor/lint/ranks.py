@@ -602,7 +602,10 @@ class RankFlow:
 
     def _node_index(self, node: ast.AST, fn: Function) -> bool:
         """The index of the node this process runs on, by its name or its helper's reading."""
-        name = last_name(node.func if isinstance(node, ast.Call) else node) or ""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int" \
+                and len(node.args) == 1:
+            node = node.args[0]  # `int(os.environ["SLURM_NODEID"]) == 0`
+        name = env_key(node) or last_name(node.func if isinstance(node, ast.Call) else node) or ""
         if NODE_INDEX.search(name):
             return True
         if isinstance(node, ast.Call):

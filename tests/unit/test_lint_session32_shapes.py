@@ -272,3 +272,16 @@ def test_a_class_a_registry_object_hands_out_is_the_models(tmp_path):
 def test_its_twin_a_registered_class_without_buffers_broadcasts_nothing(tmp_path):
     code = REGISTRY.replace("{norm}", "torch.nn.ReLU()")
     assert at(lint_plain(tmp_path, code), "DDP801") == []
+
+
+def test_a_sampler_picked_from_a_list_of_samplers_still_shuffles(tmp_path):
+    """`[DistributedSampler(a), DistributedSampler(b)][i]` is one shuffling sampler, not a list of
+    fixed index batches: the loader stays a training one."""
+    code = STATISTICS.replace("{batches}", "mine = [DistributedSampler(data), DistributedSampler(data)]"
+                              "[dist.get_rank() % 2]").replace("{how}", "sampler=mine, batch_size=8")
+    assert at(lint_plain(tmp_path, code), "DDP808") == [(line_of(code, "# the loader"), "warning")]
+
+
+def test_slurms_node_id_read_from_the_environment_is_a_node_index(tmp_path):
+    code = FIRST_NODE.replace("{test}", "int(os.environ['SLURM_NODEID']) == 0 and get_local_rank() == 0")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
