@@ -32,8 +32,11 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         gradients first, or whose accumulation count is 1 on every way in; a `no_sync` in a
         helper the loop never runs covers nothing. Nor is a step that follows its own backward
         on the same side of an `if` (`if amp: scaler_step(loss) else: loss.backward();
-        opt.step()`). The finding points at the backward the loop runs: the call in the loop's
-        body that leads to it, where a helper holds the backward (what `no_sync` must wrap).
+        opt.step()`). The finding points at the backward the loop runs: inside the helper that
+        computes the loss and backpropagates it (`train_step(model, batch)` -> `loss.backward()`),
+        or at the loop's call where it hands the loss to a helper that only runs the backward
+        (a loss scaler's `__call__`) or the helper backpropagates on two sides of a switch.
+        `no_sync` wraps the loop's call either way, forward included.
 
     Why it hurts:
         DDP all-reduces the gradients in every backward. With K micro-steps per optimizer

@@ -309,7 +309,7 @@ class AccumulationFacts:
             if any(self._step(c, fn) and not self._steps_another_model(c, backward, fn)
                    for c, cond in _loop_calls(_after_it(loop.body, backward), False) if not cond):
                 return None  # `else: loss.backward(); opt.step()`: a step follows the backward on its own side
-            fact = AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by,
+            fact = AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by,
                                     period_option=self._period_option(fn, loop, steps[0][0]))
             self.__dict__.setdefault("_fact_step", {})[id(fact)] = id(steps[0][0])
             return fact
@@ -325,7 +325,7 @@ class AccumulationFacts:
                 # after the call (ZeroVL's runner)
                 stepped = self._step_after_call(fn)
                 if stepped is not None:
-                    return AccumulationFact(loc(fn, backward), loc(fn, loop), stepped, "micro_step_loop", by)
+                    return AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), stepped, "micro_step_loop", by)
         else:
             return None
         after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
@@ -347,7 +347,7 @@ class AccumulationFacts:
                      and c.lineno > loop.lineno] if outer is not None else []
         if not after:
             return None
-        return AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
+        return AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
 
     def _period_option(self, fn: Function, loop: ast.AST, step: ast.Call) -> Optional[str]:
         """`args.accum_iter` in `if (i + 1) % args.accum_iter == 0:` around the step (or in the
@@ -719,21 +719,50 @@ class AccumulationFacts:
         given = argument_at(factory, built, name)
         return given.value if isinstance(given, ast.Constant) else None
 
-    def _through(self, call: ast.Call, fn: Function, depth: int, pred) -> bool:
-        if depth <= 0:
-            return False
+    def _backward_at(self, call: ast.Call, fn: Function, depth: int = 2) -> Location:
+        """Where the backward a loop's call leads to is: inside the helper that computes the loss
+        and backpropagates it (`train_step(model, batch)` -> `(loss / k).backward()`), the line
+        a reviewer names. The loop's own call where it is the backward, where the loss reaches
+        the backward through a helper it is handed to (MAE's `loss_scaler(loss, optimizer,
+        update_grad=...)`, XLM's `optimize(loss)`), where the helper backpropagates on two sides
+        of a switch (`if scaler: scaler.scale(loss).backward() else: loss.backward()`: the call
+        names both), or where no one helper holds it."""
+        inner, helper = call, fn
+        while depth > 0 and not (isinstance(inner.func, ast.Attribute) and inner.func.attr == "backward"):
+            held = {id(found): (found, target) for target in self._helpers(inner, helper)
+                    for found in [self._always(target.node.body, target, self._backward, depth - 1,
+                                               _changed_in(target), (inner, helper))] if found is not None}
+            if len(held) != 1:
+                return loc(fn, call)
+            (inner, helper), depth = next(iter(held.values())), depth - 1
+        if inner is call or not (isinstance(inner.func, ast.Attribute) and inner.func.attr == "backward"):
+            return loc(fn, call)
+        loss = _loss_of(inner.func.value)
+        while isinstance(loss, ast.BinOp):  # `(loss / accum).backward()`: the loss is the left side
+            loss = loss.left
+        if (isinstance(loss, ast.Name) and loss.id in helper.params) or sum(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+                for c in walk(helper.node)) != 1:
+            return loc(fn, call)
+        return loc(helper, inner)
+
+    def _helpers(self, call: ast.Call, fn: Function) -> list[Function]:
+        """The functions a call may run: resolved, or the one a `partial(...)` it names wraps."""
         targets, _ = self.program.resolve(call.func, fn)
         if not targets and isinstance(call.func, ast.Name):
             # `backwards = partial(loss_backwards, fp16)`; `backwards(loss, opt)`: the wrapped helper
             for value, scope in self.program.values_of(call.func, fn, 1):
                 if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
                     targets += self.program.resolve(value.args[0], scope)[0]
+        return [t for t in targets if t.node is not None and not isinstance(t.node, ast.Module)]
+
+    def _through(self, call: ast.Call, fn: Function, depth: int, pred) -> bool:
+        if depth <= 0:
+            return False
         # a test on a name the helper neither takes nor sets (a closure's `if train:`, fixed when
         # the factory built it) takes the same side on every call
         return any(self._always(target.node.body, target, pred, depth - 1, _changed_in(target), (call, fn)) is not None
-                   for target in targets if target.node is not None and not isinstance(target.node, ast.Module))
-
-
+                   for target in self._helpers(call, fn))
 
 
 def _changed_in(fn: Function) -> set[str]:
