@@ -12,6 +12,10 @@ of keeps the guess.
 from __future__ import annotations
 
 import ast
+import re
+from typing import Optional
+
+from ddpdoctor.lint.nodes import walk
 
 _ADDS = frozenset(("append", "insert", "extend"))
 
@@ -157,3 +161,81 @@ def _iterated_over(name: str, fn):
 
 def _binds(target: ast.AST, name: str) -> bool:
     return any(n.__class__ is ast.Name and n.id == name for n in ast.walk(target))
+
+
+def sole_holder(program, klass) -> Optional[tuple]:
+    """(function, name) where every object of a local class the source makes is kept: each
+    `Restorer(...)` is bound to that one name of that one function, which only calls methods on
+    it (never hands it on, returns, stores or captures it elsewhere), and no class derives from
+    it. None where the class may be held anywhere else (a list, an attribute, a factory, a
+    subclass, a name in a module not read yet). Then only that name can be its receiver: a
+    `scheduler.step()` elsewhere is no call of its `step`, whatever the name guessed."""
+    memo = program.__dict__.setdefault("_sole_holder", {})
+    key = (id(klass), len(program.files))
+    if key not in memo:
+        memo[key] = _sole_holder(program, klass)
+    return memo[key]
+
+
+def _sole_holder(program, klass) -> Optional[tuple]:
+    name = klass.name
+    if program._children().get(klass):
+        return None
+    if any(source.tree is None and name in _words_of(source) for source in program.sources):
+        return None  # a module not read yet names it
+    made = []
+    for source in program.files:
+        refs = _names_in(source).get(name)
+        if not refs:
+            continue
+        builds = {id(a.value.func): a for a in source.of(ast.Assign)
+                  if len(a.targets) == 1 and a.targets[0].__class__ is ast.Name and a.value.__class__ is ast.Call
+                  and (a.value.func.__class__ is ast.Name and a.value.func.id == name
+                       or a.value.func.__class__ is ast.Attribute and a.value.func.attr == name)}
+        if any(id(ref) not in builds for ref in refs):
+            return None  # named otherwise: handed to a factory, a base, an annotation, a registry
+        made += [(source, a) for a in builds.values()]
+    holders = {(fn, a.targets[0].id) for source, a in made for fn in program.functions
+               if fn.file is source and fn.node is not None
+               and getattr(fn.node, "lineno", 1) <= a.lineno <= getattr(fn.node, "end_lineno", a.lineno)
+               and any(n is a for n in fn.own)}
+    if len(holders) != 1 or len(made) == 0:
+        return None
+    fn, held = next(iter(holders))
+    # the holder's name, and `self` in the class's own methods, only ever a receiver
+    uses = [(fn.node, held)] + [(m.node, "self") for m in klass.methods.values() if m.node is not None]
+    if any(_not_only_a_receiver(node, name) for node, name in uses):
+        return None  # handed on, returned, stored, compared: it may be anywhere
+    return fn, held
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _words_of(source) -> frozenset:
+    """The identifiers a module not read yet has in its text (found once per file)."""
+    found = source.__dict__.get("_words")
+    if found is None:
+        found = source.__dict__["_words"] = frozenset(_WORD.findall(source.text or ""))
+    return found
+
+
+def _names_in(source) -> dict:
+    """Every Name and attribute name of a file, by its text (made once per file)."""
+    found = source.__dict__.get("_names_in")
+    if found is None:
+        found = source.__dict__["_names_in"] = {}
+        for n in source.of(ast.Name):
+            found.setdefault(n.id, []).append(n)
+        for n in source.of(ast.Attribute):
+            found.setdefault(n.attr, []).append(n)
+    return found
+
+
+def _not_only_a_receiver(root: ast.AST, name: str) -> bool:
+    for parent in walk(root):
+        for child in ast.iter_child_nodes(parent):
+            if child.__class__ is ast.Name and child.id == name and child.ctx.__class__ is not ast.Store and \
+                    not (parent.__class__ is ast.Attribute and parent.value is child):
+                return True
+    return False

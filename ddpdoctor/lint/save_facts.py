@@ -855,10 +855,25 @@ def _block_key(fn: Function, event) -> str:
                           and path[depth - 1][1] > 0
                           and _optional_part(path[depth][2].test))
                          or (isinstance(path[depth][2], ast.For) and path[depth - 1][1] > 0
-                             and _over_parts(path[depth][2].iter))):
-        depth -= 1  # (and `for name, p in model.named_parameters(): torch.save(p.grad, ...)` after the model's)
+                             and _over_parts(path[depth][2].iter))
+                         or _written_either_way(path[depth][2], path[depth][3], event.node)):
+        # (and `for name, p in model.named_parameters(): torch.save(p.grad, ...)` after the model's;
+        # and `if ddp: torch.save(model.module..., p) else: torch.save(model..., p)`: one write either way)
+        depth -= 1
     tests = ",".join(g.test.text for g in event.guards)
     return f"{fn.file.display}:{path[depth][0][0].lineno}:{tests}"
+
+
+def _written_either_way(owner: ast.AST, field: str, write: ast.AST) -> bool:
+    """The other side of the `if` owning the write's block makes the same call to the same place
+    (`if ddp: torch.save(model.module.state_dict(), p) else: torch.save(model.state_dict(), p)`):
+    whichever side runs, it is one write."""
+    if not (isinstance(owner, ast.If) and field in ("body", "orelse") and isinstance(write, ast.Call)):
+        return False
+    other = owner.orelse if field == "body" else owner.body
+    place = lambda call: (text(call.func), [text(a) for a in call.args[1:]],
+                          sorted((k.arg or "", text(k.value)) for k in call.keywords if k.arg != "obj"))
+    return any(isinstance(c, ast.Call) and place(c) == place(write) for stmt in other for c in walk(stmt))
 
 
 _PARTS = {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",

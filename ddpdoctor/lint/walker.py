@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
@@ -475,22 +475,45 @@ def _null_object_guard(program, fn, call: ast.Call, targets: list):
                 len({g.branch for g in found}) == 1:
             return found[0]
         return None
-    return _split_binding(program, fn, name, owners)
+    return _split_binding(program, fn, name, owners, call)
 
 
-def _split_binding(program, fn, name: str, owners: set):
+def _split_binding(program, fn, name: str, owners: set, call: Optional[ast.Call] = None):
     sides = _binding_sides(fn, name)
     if sides is None:
-        return None
+        return _stood_down(program, fn, name, call)
     test, body, orelse, where = sides
     rank = program.ranks.guard(test, fn)
     if rank is None:
         return None
     made = [program.callee(v.func, fn) if v.__class__ is ast.Call else None for v in (body, orelse)]
     for real, other, side in ((made[0], (orelse, made[1]), "body"), (made[1], (body, made[0]), "else")):
-        if real in owners and (patterns.is_const(other[0], None) or _does_nothing(program, other[1])):
+        if real in owners and (patterns.is_const(other[0], None) or program.does_nothing(other[1])):
             test_there = rank if side == "body" else rank.negated()
             return Guard(test_there, fn.file.display, getattr(where, "lineno", 0), id(where), side)
+    return None
+
+
+def _stood_down(program, fn, name: str, call: Optional[ast.Call]):
+    """`restorer = Restorer(...)`, then `if not is_main_process() or not resume: restorer =
+    NoOp()` before `restorer.step()` (AxANet's): where the rank test holds, the name holds the
+    do-nothing stand-in from there on, so the real class's methods run only where it fails. The
+    Guard of that side, or None."""
+    if call is None:
+        return None
+    for node in fn.own:
+        if not (node.__class__ is ast.If and not node.orelse and len(node.body) == 1
+                and node.body[0].__class__ is ast.Assign and len(node.body[0].targets) == 1
+                and isinstance(node.body[0].targets[0], ast.Name) and node.body[0].targets[0].id == name
+                and node.body[0].value.__class__ is ast.Call and node.end_lineno < call.lineno
+                and program.does_nothing(program.callee(node.body[0].value.func, fn))):
+            continue
+        # (a test `rank_test or X` holds wherever its rank part does)
+        parts = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.Or) \
+            else [node.test]
+        rank = next((g for g in (program.ranks.guard(part, fn) for part in parts) if g is not None), None)
+        if rank is not None:
+            return Guard(rank.negated(), fn.file.display, node.lineno, id(node), "else")
     return None
 
 
@@ -523,21 +546,6 @@ def _find_binding_sides(fn, name: str):
         if sides is not None:
             return sides
     return None
-
-
-def _does_nothing(program, klass) -> bool:
-    """A local class whose methods do nothing (pass, `return None`, a docstring), a no-op stand-in."""
-    if not program.is_class(klass) or not klass.methods:
-        return False
-    for method in klass.methods.values():
-        body = [s for s in getattr(method.node, "body", []) if not (s.__class__ is ast.Expr and
-                                                                  s.value.__class__ is ast.Constant)]
-        if method.name == "__getattr__":
-            continue  # hands out one of the others
-        if not all(s.__class__ is ast.Pass or (s.__class__ is ast.Return and (s.value is None or patterns.is_const(
-                s.value, None))) for s in body):
-            return False
-    return True
 
 
 def _registers_command(deco: ast.AST) -> bool:

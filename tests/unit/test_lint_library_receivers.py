@@ -1,6 +1,8 @@
 """A method called on a library's object is not the script's method of the same name: a list of
 PIL frames' `frames[0].save(...)` is no call of the script's checkpoint `save` (a false DDP806
-seen on real code). A receiver nothing is known of keeps the by-name guess: the twins below."""
+seen on real code). A receiver nothing is known of keeps the by-name guess where the script's
+objects of that class may be anywhere: the twins below (a class whose every object one name
+holds is no other receiver's: lint/receivers.sole_holder)."""
 
 from __future__ import annotations
 
@@ -51,13 +53,15 @@ if True:
     pass""",
     "a list extended with unknown items": """items = []
         items.extend(self.peers())
-        items[0].save(num)""",
+        items[0].save(num)
+        return self  # (a Trainer handed out: it may be among the items)""",
     "the script's object handed back by a library wrapper": """import copy
         twin = copy.deepcopy(Trainer())
         twin.save(num)""",
     "an unknown object handed to a library call": """import copy
         twin = copy.copy(self.peer)
-        twin.save(num)""",
+        twin.save(num)
+        return self  # (a Trainer handed out: it may be anywhere, self.peer too)""",
 }
 
 

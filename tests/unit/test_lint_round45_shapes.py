@@ -810,7 +810,7 @@ dist.init_process_group("gloo")
 net = torch.nn.Linear(4, 2)
 opt = torch.optim.SGD(net.parameters(), lr=0.1)
 sched = Factory.create("step", opt, step_size=10)
-keeper = Keeper(model=net)
+keepers = [Keeper(model=net)]  # (in a list: the receiver's value is not known to be no Keeper)
 model = torch.nn.parallel.DistributedDataParallel(net)
 for it in range(100):
     opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()

@@ -86,3 +86,121 @@ def test_a_loss_handed_to_a_helper_is_reported_at_the_call(tmp_path):
 def test_a_helper_that_backpropagates_on_two_sides_of_a_switch_is_reported_at_the_call(tmp_path):
     source, found = accumulating(tmp_path, "amp_step(model, x, opt, i, 4, None)")
     assert found == [(line_of(source, "the loop's call"), "warning")]
+
+
+# -------------------------------------------------- one write on either side of a switch
+EITHER_WAY = """
+import sys
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(names):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(3):
+        model(torch.randn(8, 4)).sum().backward()
+        if names == "wrapper":
+            torch.save({"model": model.state_dict()}, "best.pt")  # the wrapper's names
+        else:
+            torch.save({"model": model.module.state_dict()}, {other})  # the module's names
+
+
+if __name__ == "__main__":
+    main(sys.argv[-1])
+"""
+
+
+def test_the_same_write_on_both_sides_of_a_switch_is_one_finding(tmp_path):
+    # (SCAGE's `if DDP: save(model.module...) else: save(model...)` to one path)
+    source = EITHER_WAY.replace("{other}", '"best.pt"')
+    found = lint_plain(tmp_path, source)
+    assert at(found, "DDP806") == [(line_of(source, "the wrapper's names"), "warning")]
+    also = [f.evidence.get("also") for f in found if f.code == "DDP806"]
+    assert also == [[line_of(source, "the module's names")]]
+
+
+def test_its_twin_writes_to_another_place_are_two(tmp_path):
+    source = EITHER_WAY.replace("{other}", '"plain.pt"')
+    assert at(lint_plain(tmp_path, source), "DDP806") == [
+        (line_of(source, "the wrapper's names"), "warning"), (line_of(source, "the module's names"), "warning")]
+
+
+# -------------------------------------------------- an object stood down on the other ranks
+STOOD_DOWN = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class NoOp:
+    def __getattr__(self, name):
+        return self.noop
+
+    def noop(self, *args, **kwargs):
+        return
+
+
+class Restorer:
+    def __init__(self, model, every):
+        self.model, self.every, self.count = model, every, 0
+
+    def step(self):
+        self.count += 1
+        if self.count % self.every == 0:
+            self.save()
+
+    def save(self):
+        torch.save(self.model.state_dict(), "restore.pt")  # the restorer's write
+
+
+class Schedule:
+    def __init__(self, opt):
+        self.opt = opt
+
+    def step(self):
+        for group in self.opt.param_groups:
+            group["lr"] *= 0.99
+
+
+def train(model, opt, schedule, resume):
+    if resume:
+        restorer = Restorer(model, 10)
+    if {stand_down}:
+        restorer = NoOp()
+    for it in range(100):
+        model(torch.randn(8, 4)).sum().backward()
+        opt.step()
+        schedule.step()
+        restorer.step()
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train(model, opt, Schedule(opt), True)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_object_swapped_for_a_do_nothing_one_on_the_other_ranks_writes_on_rank_0(tmp_path):
+    # (AxANet's `if not is_main_process() or ratio <= 0: restorer = NoOp()`; the guesses of
+    # `opt.step()` / `schedule.step()` as Restorer.step are ruled out: one name holds every Restorer)
+    source = STOOD_DOWN.replace("{stand_down}", "dist.get_rank() != 0 or not resume")
+    assert at(lint_plain(tmp_path, source), "DDP806") == []
+
+
+def test_its_twin_stood_down_on_a_flag_alone_writes_on_every_rank(tmp_path):
+    source = STOOD_DOWN.replace("{stand_down}", "not resume")
+    assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the restorer's write"), "warning")]
+
+
+def test_a_method_guess_through_an_object_held_by_one_name_is_ruled_out(tmp_path):
+    # the stand-in on rank 0 only, and `schedule.step()` is no call of Restorer.step: no way in
+    # runs the write where the rank test fails
+    source = STOOD_DOWN.replace("{stand_down}", "dist.get_rank() != 0").replace(
+        "train(model, opt, Schedule(opt), True)", "train(model, opt, Schedule(opt), True)\n    keep = [Schedule(opt)]")
+    assert at(lint_plain(tmp_path, source), "DDP806") == []
