@@ -167,10 +167,16 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
             chain = f.evidence.get("chain")
             if not isinstance(inner, str) and isinstance(chain, list) and chain and isinstance(chain[0], str):
                 inner = chain[0].partition(" ")[0]
-            if isinstance(inner, str) and inner.rpartition(":")[2].isdigit():
-                file, _, line = inner.rpartition(":")
-                named.append(Seen(f.code, f.severity.value, _norm(file, workdir), int(line), f.message))
-                parent[id(named[-1])] = main
+            # DDP808's finding at the loader names the seeding its message blames (`seed_locations`:
+            # torch.manual_seed(0) on every rank), the place the fix goes, and the other loaders the
+            # same seeding feeds (`other_loaders`); a reviewer may point at any of them
+            places = [inner] + (f.evidence.get("seed_locations") or [])[:6] + (f.evidence.get("other_loaders") or [])[:6] \
+                if f.code == "DDP808" else [inner]
+            for place in places:
+                if isinstance(place, str) and place.rpartition(":")[2].isdigit():
+                    file, _, line = place.rpartition(":")
+                    named.append(Seen(f.code, f.severity.value, _norm(file, workdir), int(line), f.message))
+                    parent[id(named[-1])] = main
     expected = list(entry.get("expected", []))
     unmatched = list(seen)
     # exact places first, optional ones included: a required label's stand-in at another line must

@@ -79,9 +79,11 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
     for found in facts.unranked_seeds:
         if str(found.loader) in quiet:
             continue
-        key = (found.how, str(found.location))
-        if found.how == "worker_init_fn" and key in told:
+        # (every training loader whose workers draw from one seeding shares one fix: the seeding)
+        key = (found.how, tuple(found.seed_sites)) if found.how == "process" else (found.how, str(found.location))
+        if found.how in ("worker_init_fn", "process") and key in told:
             told[key].message += f" (and the DataLoader at {found.loader})"
+            told[key].evidence.setdefault("other_loaders", []).append(str(found.loader))
             continue
         seeds = "; ".join(found.seeds[:3])
         if found.how == "worker_init_fn":
@@ -110,6 +112,7 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         problems.append(Problem(message=message, hint=hint, location=found.location,
                                 evidence={"loader_location": str(found.loader), "how": found.how,
                                           "worker_init_fn": found.function or None, "seeds": found.seeds,
-                                          **({"seed_locations": found.seed_sites} if getattr(found, "seed_sites", None) else {})}))
+                                          **({"seed_locations": found.seed_sites + getattr(found, "seed_calls", [])}
+                                             if getattr(found, "seed_sites", None) else {})}))
         told[key] = problems[-1]
     return problems

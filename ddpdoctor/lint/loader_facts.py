@@ -24,6 +24,7 @@ from ddpdoctor.lint.value_flow import unread_by_constructor, reaches_return
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
 TRAIN_NAME = re.compile(r"train", re.IGNORECASE)
+TRAIN_SWITCH = re.compile(r"(?:is_)?train(?:ing)?$", re.IGNORECASE)  # a builder's `is_train` parameter
 # A builder named for both splits (`create_train_and_valid_dataloader`, `build_train_val_loaders`),
 # not an evaluation's own training split (`get_eval_train_dataloader`: a linear probe's)
 BOTH_SPLITS = re.compile(r"train\w*?_(?:and_)?(?:val|valid|test|eval|dev)|(?:val|valid|test|eval|dev)\w*?_and_\w*train",
@@ -272,14 +273,18 @@ class LoaderFacts:
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
             # (a builder named for both, `create_train_and_valid_dataloader`, says nothing of
             # which of its loaders this is)
-            evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)
-                              or (EVAL_NAME.search(builder) and not BOTH_SPLITS.search(builder)) or self._eval_only(fn)
-                              or (bool(name) and self._bound_as_evaluation(fn, name, call))
-                              or _off_the_training_side(fn, call)
-                              or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
-                              or (bool(name) and self._peeked_on_one_rank(name))
-                              or (bool(name) and self._one_batch_handed_on(fn, name))
-                              or (bool(name) and bool(self._names_outside(fn, name) & self._picked_to_evaluate())))
+            # a builder the training's own way calls (`create_train_dataloaders()` ->
+            # `build_dataloader(ds, collate, True, ...)`) builds a training loader there, whatever
+            # names its evaluation callers read the same local by
+            for_training = self._built_for_training(fn)
+            evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)) or not for_training and bool(
+                (EVAL_NAME.search(builder) and not BOTH_SPLITS.search(builder)) or self._eval_only(fn)
+                or (bool(name) and self._bound_as_evaluation(fn, name, call))
+                or _off_the_training_side(fn, call)
+                or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
+                or (bool(name) and self._peeked_on_one_rank(name))
+                or (bool(name) and self._one_batch_handed_on(fn, name))
+                or (bool(name) and bool(self._names_outside(fn, name) & self._picked_to_evaluate())))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
                      if isinstance(v, ast.Call) and self._plain_sampler(v, fn)] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
@@ -300,7 +305,7 @@ class LoaderFacts:
                 and bool(self._ddp_names) and not self._trains(fn, name, call=call, among=self._ddp_names),
                 no_grad_read=not trains and bool(name) and bool(re.search(r"train", name, re.IGNORECASE))
                 and self._trains(fn, name, call=call, among=self._no_grad_names()),
-                train_named=bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
+                train_named=for_training or bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
                 unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None
                 and not _spread_without_sampler(self.program, call, fn),
                 handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
@@ -392,6 +397,15 @@ class LoaderFacts:
         owners = fields.get(name, set())
         family = {fn.cls, *self.program._descendants(fn.cls), *self.program.bases(fn.cls)}
         return bool(owners & family)
+
+    def _built_for_training(self, fn: Function) -> bool:
+        """A builder called both to train and to evaluate, whose training way is told by its
+        caller: a call handing True to its training switch (`build_dataloader(ds, collate,
+        is_train=True)`)."""
+        switch = None if isinstance(fn.node, ast.Module) else next((p for p in fn.params if TRAIN_SWITCH.match(p)), None)
+        return switch is not None and any(
+            isinstance(event.node, ast.Call) and is_const(argument_at(fn, event.node, switch), True)
+            for _, event in self.callers().get(fn, []))
 
     def _names_outside(self, fn: Function, name: str) -> set[str]:
         """The names a loader bound to `name` in fn is known by where it is read: a builder's own

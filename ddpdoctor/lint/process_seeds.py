@@ -112,7 +112,9 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         if not _draws_randomness(program, call, fn):
             continue
         found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in seeds[:3]], where,
-                                  [str(loc(f, c)) for f, c, _ in seeds[:3]], workers_by))
+                                  [str(loc(f, c)) for f, c, _ in seeds[:3]], workers_by,
+                                  [str(loc(caller, event.node)) for f, _, _ in seeds[:3] if not isinstance(f.node, ast.Module)
+                                   for caller, event in builder.callers().get(f, [])[:2] if event.kind == "call"]))
     return found
 
 
@@ -325,6 +327,9 @@ def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
     if init is None or (isinstance(init, ast.Constant) and init.value is None):
         return True
     for value, scope in program.values_of(init, fn, 2):
+        if isinstance(value, ast.Constant) and value.value is None or \
+                isinstance(value, ast.Attribute) and program.attribute_constants(value.attr) == frozenset({None}):
+            continue  # (`worker_init_fn = dataset.worker_init_fn`, None in every dataset class)
         target = program.callee(value, scope) if isinstance(value, (ast.Name, ast.Attribute)) else None
         if not program.is_function(target) or isinstance(target.node, ast.Module):
             return False  # a library's or a partial's: not judged here

@@ -982,6 +982,38 @@ class Program:
             scope = scope.parent
         return []
 
+    def attribute_constants(self, attr: str) -> Optional[frozenset]:
+        """The constants an attribute name is ever set to, on any object (`dataset.worker_init_fn =
+        None` in every dataset class a registry may hand out): its value wherever it is read,
+        whatever the object. None where anything sets it otherwise (another value, a method or
+        class-level field of that name, an augmented assignment, a module not read yet)."""
+        memo = self.__dict__.setdefault("_attribute_constants_memo", {})
+        key = (attr, len(self.files))
+        if key not in memo:
+            memo[key] = self._attribute_constants(attr)
+        return memo[key]
+
+    def _attribute_constants(self, attr: str) -> Optional[frozenset]:
+        # (the modules not read yet that set it are read: a few, or the answer is "not known")
+        self.read_waiting(re.compile(rf"\.{re.escape(attr)}\s*="), 8)
+        if any(source.tree is None and attr in (source.text or "") for source in self.sources):
+            return None
+        found = set()
+        for source in self.files:
+            for node in source.of(ast.Assign, ast.AnnAssign, ast.AugAssign):
+                targets = node.targets if node.__class__ is ast.Assign else [node.target]
+                hit = [t for n in targets for t in walk(n) if t.__class__ is ast.Attribute and t.attr == attr]
+                if not hit:
+                    continue
+                if node.__class__ is ast.AugAssign or node.value.__class__ is not ast.Constant or \
+                        any(t.__class__ is not ast.Attribute for t in targets):
+                    return None
+                found.add(node.value.value)
+        if not found or any(attr in k.methods or attr in k.attrs and any(
+                v.__class__ is not ast.Constant for v, _ in k.attrs[attr]) for k in self.classes):
+            return None
+        return frozenset(found)
+
     def _attr(self, klass: Klass, attr: str, seen: Optional[set] = None) -> list[tuple[ast.AST, Function]]:
         top = seen is None
         found = self._own_attr(klass, attr, seen or set())

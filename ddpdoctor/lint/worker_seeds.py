@@ -54,6 +54,9 @@ class UnrankedSeed:
     location: Optional[Location] = None  # the first seeding call ("process": the loader)
     seed_sites: list[str] = field(default_factory=list)  # "process": where each seeding call is
     assumption: str = ""  # what must hold for it ("--num_workers above its default 0"), or ""
+    # "process": the calls into the seeding helpers that hand them the seed (`set_random_seed(
+    # cfg.seed)` around `torch.manual_seed(seed)`), where the value every rank shares is chosen
+    seed_calls: list[str] = field(default_factory=list)
 
 
 class _Files:

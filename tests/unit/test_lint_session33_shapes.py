@@ -204,3 +204,100 @@ def test_a_method_guess_through_an_object_held_by_one_name_is_ruled_out(tmp_path
     source = STOOD_DOWN.replace("{stand_down}", "dist.get_rank() != 0").replace(
         "train(model, opt, Schedule(opt), True)", "train(model, opt, Schedule(opt), True)\n    keep = [Schedule(opt)]")
     assert at(lint_plain(tmp_path, source), "DDP806") == []
+
+
+# -------------------------------------------------- a shared builder's training way, told by its switch
+REGISTRY_LOADER = """
+import random
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+
+class Clips(Dataset):
+    def __init__(self, cfg):
+        self.worker_init_fn = None
+        self.frames = cfg["frames"]
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        start = random.randint(0, self.frames - 4)  # a random window per sample
+        return torch.arange(start, start + 4).float()
+
+
+class Captions(Clips):
+    pass
+
+
+REGISTRY = {"clips": Clips, "captions": Captions}
+
+
+def set_random_seed(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def build_loader(dataset, is_train, workers, worker_init_fn=None):
+    sampler = DistributedSampler(dataset, shuffle=is_train)
+    return DataLoader(dataset, sampler=sampler, batch_size=4, num_workers=workers,  # the loader
+                      drop_last=is_train, worker_init_fn=worker_init_fn)
+
+
+def make_loaders(cfg):
+    train_set = REGISTRY[cfg["train"]](cfg)
+    val_set = REGISTRY[cfg["val"]](cfg)
+    loader = build_loader(train_set, True, 4, train_set.worker_init_fn)
+    train = loader
+    loader = build_loader(val_set, False, 2, val_set.worker_init_fn)
+    return train, loader
+
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x in loader:
+            model(x)
+
+
+def main(cfg):
+    dist.init_process_group("gloo")
+    set_random_seed({seed})  # where the seed is chosen
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train, val = make_loaders(cfg)
+    for epoch in range(2):
+        train.sampler.set_epoch(epoch)
+        for x in train:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        evaluate(model, val)
+
+
+if __name__ == "__main__":
+    main({"train": "clips", "val": "captions", "frames": 32})
+"""
+
+
+def test_a_shared_builder_called_with_its_training_switch_on_builds_a_training_loader(tmp_path):
+    # (VAST: `build_dataloader(dataset, collate_fn, True, ...)` from the training way; the
+    # `worker_init_fn` every dataset class sets to None; the seed chosen at the helper's call)
+    source = REGISTRY_LOADER.replace("{seed}", "cfg['frames']")
+    found = lint_plain(tmp_path, source)
+    assert at(found, "DDP808") == [(line_of(source, "# the loader"), "warning")]
+    places = [f.evidence.get("seed_locations") for f in found if f.code == "DDP808"][0]
+    assert any(p.endswith(f":{line_of(source, 'where the seed is chosen')}") for p in places)
+
+
+def test_its_twin_seeded_per_rank_is_clean(tmp_path):
+    source = REGISTRY_LOADER.replace("{seed}", "cfg['frames'] + dist.get_rank()")
+    assert at(lint_plain(tmp_path, source), "DDP808") == []
+
+
+def test_its_twin_a_worker_init_fn_somewhere_a_function_is_not_judged(tmp_path):
+    # (one dataset class hands out a real worker_init_fn: the attribute is no constant)
+    source = REGISTRY_LOADER.replace("{seed}", "cfg['frames']").replace(
+        "class Captions(Clips):\n    pass", "class Captions(Clips):\n    def __init__(self, cfg):\n"
+        "        super().__init__(cfg)\n        self.worker_init_fn = lambda w: random.seed(w)")
+    assert at(lint_plain(tmp_path, source), "DDP808") == []
