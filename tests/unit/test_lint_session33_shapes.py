@@ -199,11 +199,22 @@ def test_its_twin_stood_down_on_a_flag_alone_writes_on_every_rank(tmp_path):
 
 
 def test_a_method_guess_through_an_object_held_by_one_name_is_ruled_out(tmp_path):
-    # the stand-in on rank 0 only, and `schedule.step()` is no call of Restorer.step: no way in
-    # runs the write where the rank test fails
+    # the schedule handed in through `*make(opt)` is a receiver the source does not tell, so its
+    # `schedule.step()` is guessed by name; every Restorer is held by `restorer` alone, which only
+    # calls methods on it: the guess is no Restorer.step, and rank 0 alone writes
     source = STOOD_DOWN.replace("{stand_down}", "dist.get_rank() != 0").replace(
-        "train(model, opt, Schedule(opt), True)", "train(model, opt, Schedule(opt), True)\n    keep = [Schedule(opt)]")
+        "    train(model, opt, Schedule(opt), True)", "    train(model, opt, *make(opt), True)").replace(
+        "def main():", "def make(opt):\n    return (Schedule(opt),)\n\n\ndef main():")
     assert at(lint_plain(tmp_path, source), "DDP806") == []
+
+
+def test_its_twin_a_restorer_handed_on_may_be_the_guessed_receiver(tmp_path):
+    source = STOOD_DOWN.replace("{stand_down}", "dist.get_rank() != 0").replace(
+        "    train(model, opt, Schedule(opt), True)", "    train(model, opt, *make(opt), True)").replace(
+        "def main():", "def make(opt):\n    return (Schedule(opt),)\n\n\ndef main():").replace(
+        "        restorer = Restorer(model, 10)", "        restorer = Restorer(model, 10)\n        KEPT.append(restorer)")
+    source = source.replace("class Schedule:", "KEPT = []\n\n\nclass Schedule:")
+    assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the restorer's write"), "warning")]
 
 
 # -------------------------------------------------- a shared builder's training way, told by its switch
