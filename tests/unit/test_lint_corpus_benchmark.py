@@ -192,3 +192,27 @@ def test_rebuild_commands_read_a_fetched_snapshot_through_its_git_dir_and_a_clon
     assert f"git --git-dir {tmp_path / 'm' / 'ours+snap' / 'repo'} archive {'a' * 40} -- 'train.py'" in lines[0]
     assert f"git -C {tmp_path / 'm' / 'ours+clone'} archive {'b' * 40} -- 'x y.py'" in lines[1]
     assert lines[1].endswith(f"| tar -x -C {tmp_path / 'corpus' / 'entries' / 'two'}")
+
+
+def test_a_ddp808_at_the_loader_matches_a_label_at_the_seeding_it_names(bench, tmp_path, capsys):
+    """DDP808 (workers seeded from a torch generator every rank seeds alike) is placed at the
+    loader and names the seeding (`seed_locations`): a label at the seeding call is the same bug,
+    found; the loader's own line would be too."""
+    root = corpus(tmp_path, [
+        {"code": "DDP808", "file": "train.py", "line": 15, "severity": "warning", "why": "same seed everywhere"},
+    ], extra="""\
+        class Jitter(torch.utils.data.Dataset):
+            def __len__(self): return 8
+            def __getitem__(self, i): return torch.rand(2)
+        torch.manual_seed(0)
+        jittered = Jitter()
+        train = DataLoader(jittered, batch_size=2, sampler=DistributedSampler(jittered), num_workers=2)
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+        for epoch in range(2):
+            train.sampler.set_epoch(epoch)
+            for x in train:
+                model(x).sum().backward()
+        """)
+    totals = score(bench, root, capsys)
+    assert (totals["bugs"], totals["bugs_found_right_line"]) == (1, 1)
+    assert "DDP808" not in totals["false_by_code"]
