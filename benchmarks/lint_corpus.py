@@ -170,8 +170,9 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
             # DDP808's finding at the loader names the seeding its message blames (`seed_locations`:
             # torch.manual_seed(0) on every rank), the place the fix goes, and the other loaders the
             # same seeding feeds (`other_loaders`); a reviewer may point at any of them
-            places = [inner] + (f.evidence.get("seed_locations") or [])[:6] + (f.evidence.get("other_loaders") or [])[:6] \
-                if f.code == "DDP808" else [inner]
+            places = [inner]
+            if f.code == "DDP808":
+                places += (f.evidence.get("seed_locations") or [])[:6] + (f.evidence.get("other_loaders") or [])[:6]
             for place in places:
                 if isinstance(place, str) and place.rpartition(":")[2].isdigit():
                     file, _, line = place.rpartition(":")

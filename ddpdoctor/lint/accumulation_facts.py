@@ -309,8 +309,8 @@ class AccumulationFacts:
             if any(self._step(c, fn) and not self._steps_another_model(c, backward, fn)
                    for c, cond in _loop_calls(_after_it(loop.body, backward), False) if not cond):
                 return None  # `else: loss.backward(); opt.step()`: a step follows the backward on its own side
-            fact = AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), loc(fn, steps[0][0]), "conditional_step", by,
-                                    period_option=self._period_option(fn, loop, steps[0][0]))
+            fact = AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), loc(fn, steps[0][0]),
+                                    "conditional_step", by, period_option=self._period_option(fn, loop, steps[0][0]))
             self.__dict__.setdefault("_fact_step", {})[id(fact)] = id(steps[0][0])
             return fact
         if self._runs_once(fn, loop):
@@ -325,7 +325,8 @@ class AccumulationFacts:
                 # after the call (ZeroVL's runner)
                 stepped = self._step_after_call(fn)
                 if stepped is not None:
-                    return AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), stepped, "micro_step_loop", by)
+                    return AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), stepped,
+                                            "micro_step_loop", by)
         else:
             return None
         after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
@@ -347,7 +348,8 @@ class AccumulationFacts:
                      and c.lineno > loop.lineno] if outer is not None else []
         if not after:
             return None
-        return AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), loc(fn, after[0]), "micro_step_loop", by)
+        return AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), loc(fn, after[0]),
+                                "micro_step_loop", by)
 
     def _period_option(self, fn: Function, loop: ast.AST, step: ast.Call) -> Optional[str]:
         """`args.accum_iter` in `if (i + 1) % args.accum_iter == 0:` around the step (or in the
@@ -728,21 +730,20 @@ class AccumulationFacts:
         of a switch (`if scaler: scaler.scale(loss).backward() else: loss.backward()`: the call
         names both), or where no one helper holds it."""
         inner, helper = call, fn
-        while depth > 0 and not (isinstance(inner.func, ast.Attribute) and inner.func.attr == "backward"):
+        while depth > 0 and not _is_backward(inner):
             held = {id(found): (found, target) for target in self._helpers(inner, helper)
                     for found in [self._always(target.node.body, target, self._backward, depth - 1,
                                                _changed_in(target), (inner, helper))] if found is not None}
             if len(held) != 1:
                 return loc(fn, call)
             (inner, helper), depth = next(iter(held.values())), depth - 1
-        if inner is call or not (isinstance(inner.func, ast.Attribute) and inner.func.attr == "backward"):
+        if inner is call or not _is_backward(inner):
             return loc(fn, call)
         loss = _loss_of(inner.func.value)
         while isinstance(loss, ast.BinOp):  # `(loss / accum).backward()`: the loss is the left side
             loss = loss.left
-        if (isinstance(loss, ast.Name) and loss.id in helper.params) or sum(
-                isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
-                for c in walk(helper.node)) != 1:
+        if (isinstance(loss, ast.Name) and loss.id in helper.params) or \
+                sum(_is_backward(c) for c in walk(helper.node)) != 1:
             return loc(fn, call)
         return loc(helper, inner)
 
@@ -763,6 +764,11 @@ class AccumulationFacts:
         # the factory built it) takes the same side on every call
         return any(self._always(target.node.body, target, pred, depth - 1, _changed_in(target), (call, fn)) is not None
                    for target in self._helpers(call, fn))
+
+
+def _is_backward(node: ast.AST) -> bool:
+    """`<anything>.backward(...)`, as written."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
 
 
 def _changed_in(fn: Function) -> set[str]:

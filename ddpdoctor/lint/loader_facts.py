@@ -273,10 +273,10 @@ class LoaderFacts:
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
             # (a builder named for both, `create_train_and_valid_dataloader`, says nothing of
             # which of its loaders this is)
-            # a builder the training's own way calls (`create_train_dataloaders()` ->
-            # `build_dataloader(ds, collate, True, ...)`) builds a training loader there, whatever
-            # names its evaluation callers read the same local by
-            for_training = self._built_for_training(fn)
+            # a builder handed True for its training switch (`build_dataloader(ds, collate, True)`
+            # from the training's way) builds a training loader there, whatever names its
+            # evaluation callers read the same local by
+            for_training = self._built_for_training(fn, call)
             evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)) or not for_training and bool(
                 (EVAL_NAME.search(builder) and not BOTH_SPLITS.search(builder)) or self._eval_only(fn)
                 or (bool(name) and self._bound_as_evaluation(fn, name, call))
@@ -305,7 +305,7 @@ class LoaderFacts:
                 and bool(self._ddp_names) and not self._trains(fn, name, call=call, among=self._ddp_names),
                 no_grad_read=not trains and bool(name) and bool(re.search(r"train", name, re.IGNORECASE))
                 and self._trains(fn, name, call=call, among=self._no_grad_names()),
-                train_named=for_training or bool(re.search(r"train", f"{name} {dataset_text} {builder}", re.IGNORECASE)),
+                train_named=for_training or bool(TRAIN_NAME.search(f"{name} {dataset_text} {builder}")),
                 unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None
                 and not _spread_without_sampler(self.program, call, fn),
                 handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
@@ -398,14 +398,19 @@ class LoaderFacts:
         family = {fn.cls, *self.program._descendants(fn.cls), *self.program.bases(fn.cls)}
         return bool(owners & family)
 
-    def _built_for_training(self, fn: Function) -> bool:
+    def _built_for_training(self, fn: Function, call: ast.Call) -> bool:
         """A builder called both to train and to evaluate, whose training way is told by its
         caller: a call handing True to its training switch (`build_dataloader(ds, collate,
-        is_train=True)`)."""
-        switch = None if isinstance(fn.node, ast.Module) else next((p for p in fn.params if TRAIN_SWITCH.match(p)), None)
-        return switch is not None and any(
-            isinstance(event.node, ast.Call) and is_const(argument_at(fn, event.node, switch), True)
-            for _, event in self.callers().get(fn, []))
+        is_train=True)`), the loader not on the switch's off side (`if is_train: ... else:
+        DataLoader(...)` is the evaluation's)."""
+        if isinstance(fn.node, ast.Module):
+            return False
+        switch = next((p for p in fn.params if TRAIN_SWITCH.match(p)), None)
+        off = {f"not {switch}", f"{switch} is False", f"{switch} == False"}
+        if switch is None or any(cond in off for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())):
+            return False
+        return any(isinstance(event.node, ast.Call) and is_const(argument_at(fn, event.node, switch), True)
+                   for _, event in self.callers().get(fn, []))
 
     def _names_outside(self, fn: Function, name: str) -> set[str]:
         """The names a loader bound to `name` in fn is known by where it is read: a builder's own

@@ -111,10 +111,11 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
             continue
         if not _draws_randomness(program, call, fn):
             continue
+        # (and the calls that hand a seeding helper its seed: `set_random_seed(cfg.seed)`)
+        handing = [str(loc(caller, event.node)) for f, _, _ in seeds[:3] if not isinstance(f.node, ast.Module)
+                   for caller, event in builder.callers().get(f, [])[:2] if event.kind == "call"]
         found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in seeds[:3]], where,
-                                  [str(loc(f, c)) for f, c, _ in seeds[:3]], workers_by,
-                                  [str(loc(caller, event.node)) for f, _, _ in seeds[:3] if not isinstance(f.node, ast.Module)
-                                   for caller, event in builder.callers().get(f, [])[:2] if event.kind == "call"]))
+                                  [str(loc(f, c)) for f, c, _ in seeds[:3]], workers_by, handing))
     return found
 
 

@@ -995,11 +995,16 @@ class Program:
 
     def _attribute_constants(self, attr: str) -> Optional[frozenset]:
         # (the modules not read yet that set it are read: a few, or the answer is "not known")
-        self.read_waiting(re.compile(rf"\.{re.escape(attr)}\s*="), 8)
-        if any(source.tree is None and attr in (source.text or "") for source in self.sources):
+        setting = re.compile(rf"\.{re.escape(attr)}\s*=(?!=)|setattr\(")
+        self.read_waiting(setting, 8)
+        if any(source.tree is None and attr in source.words and setting.search(source.text or "")
+               for source in self.sources):
             return None
         found = set()
         for source in self.files:
+            if any(last_name(c.func) == "setattr" and len(c.args) > 1 and not (
+                    isinstance(c.args[1], ast.Constant) and c.args[1].value != attr) for c in source.of(ast.Call)):
+                return None  # `setattr(obj, name, fn)`: set by a name the source may not spell
             for node in source.of(ast.Assign, ast.AnnAssign, ast.AugAssign):
                 targets = node.targets if node.__class__ is ast.Assign else [node.target]
                 hit = [t for n in targets for t in walk(n) if t.__class__ is ast.Attribute and t.attr == attr]

@@ -12,7 +12,6 @@ of keeps the guess.
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional
 
 from ddpdoctor.lint.nodes import walk
@@ -181,7 +180,7 @@ def _sole_holder(program, klass) -> Optional[tuple]:
     name = klass.name
     if program._children().get(klass):
         return None
-    if any(source.tree is None and name in _words_of(source) for source in program.sources):
+    if any(source.tree is None and name in source.words for source in program.sources):
         return None  # a module not read yet names it
     made = []
     for source in program.files:
@@ -207,17 +206,6 @@ def _sole_holder(program, klass) -> Optional[tuple]:
     if any(_not_only_a_receiver(node, name) for node, name in uses):
         return None  # handed on, returned, stored, compared: it may be anywhere
     return fn, held
-
-
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _words_of(source) -> frozenset:
-    """The identifiers a module not read yet has in its text (found once per file)."""
-    found = source.__dict__.get("_words")
-    if found is None:
-        found = source.__dict__["_words"] = frozenset(_WORD.findall(source.text or ""))
-    return found
 
 
 def _names_in(source) -> dict:

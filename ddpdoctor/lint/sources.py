@@ -77,6 +77,14 @@ class SourceFile:
         return found
 
     @property
+    def words(self) -> frozenset[str]:
+        """The identifiers a quiet module's text holds (a superset of the names it uses)."""
+        found = self.__dict__.get("_words")
+        if found is None:
+            found = self.__dict__["_words"] = frozenset(_WORD.findall(self.text or ""))
+        return found
+
+    @property
     def nodes(self) -> list[ast.AST]:
         """Every node of the file, walked once (several passes read them)."""
         if self._nodes is None:
@@ -310,6 +318,7 @@ _LOUD_WORDS = tuple(sorted({
     "require_backward_grad_sync", "accumulat", *(w.lower() for w in patterns.RANK_ONLY_DECORATORS)}))
 _DEF = re.compile(r"def[ \t]+(\w+)")  # a literal first: searched fast (`undef x` too: a superset)
 _CLASS = re.compile(r"class[ \t]+(\w+)")  # the same for classes (`subclass x` too)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FROM = re.compile(r"[ \t]*from[ \t]+[\w.]+[ \t]+$")
 
 

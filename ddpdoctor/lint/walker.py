@@ -501,11 +501,21 @@ def _stood_down(program, fn, name: str, call: Optional[ast.Call]):
     Guard of that side, or None."""
     if call is None:
         return None
+    return next((guard for end, guard in _stand_downs(program, fn, name) if end < call.lineno), None)
+
+
+def _stand_downs(program, fn, name: str) -> list:
+    """(where it ends, the Guard where the real object runs) of each `if <rank test>: name =
+    <do-nothing>()` in fn, looked up once per name (every method call on it asks)."""
+    made = fn.__dict__.setdefault("_stand_downs", {})
+    if name in made:
+        return made[name]
+    found = []
     for node in fn.own:
         if not (node.__class__ is ast.If and not node.orelse and len(node.body) == 1
                 and node.body[0].__class__ is ast.Assign and len(node.body[0].targets) == 1
                 and isinstance(node.body[0].targets[0], ast.Name) and node.body[0].targets[0].id == name
-                and node.body[0].value.__class__ is ast.Call and node.end_lineno < call.lineno
+                and node.body[0].value.__class__ is ast.Call
                 and program.does_nothing(program.callee(node.body[0].value.func, fn))):
             continue
         # (a test `rank_test or X` holds wherever its rank part does)
@@ -513,8 +523,9 @@ def _stood_down(program, fn, name: str, call: Optional[ast.Call]):
             else [node.test]
         rank = next((g for g in (program.ranks.guard(part, fn) for part in parts) if g is not None), None)
         if rank is not None:
-            return Guard(rank.negated(), fn.file.display, node.lineno, id(node), "else")
-    return None
+            found.append((node.end_lineno, Guard(rank.negated(), fn.file.display, node.lineno, id(node), "else")))
+    made[name] = found
+    return found
 
 
 def _binding_sides(fn, name: str):

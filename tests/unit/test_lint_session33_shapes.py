@@ -312,3 +312,47 @@ def test_its_twin_a_worker_init_fn_somewhere_a_function_is_not_judged(tmp_path):
         "class Captions(Clips):\n    pass", "class Captions(Clips):\n    def __init__(self, cfg):\n"
         "        super().__init__(cfg)\n        self.worker_init_fn = lambda w: random.seed(w)")
     assert at(lint_plain(tmp_path, source), "DDP808") == []
+
+
+def test_its_twin_a_builder_setting_attributes_by_name_is_not_judged(tmp_path):
+    # (`setattr(self, key, value)` from a config may set worker_init_fn to anything)
+    source = REGISTRY_LOADER.replace("{seed}", "cfg['frames']").replace(
+        "        self.frames = cfg[\"frames\"]", "        for key, value in cfg.items():\n            setattr(self, key, value)")
+    assert at(lint_plain(tmp_path, source), "DDP808") == []
+
+
+SWITCHED_BUILDER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def build_loader(ds, is_train):
+    if is_train:
+        return DataLoader(ds, sampler=DistributedSampler(ds), batch_size=4)
+    else:
+        return DataLoader(ds, batch_size=4)  # the evaluation's
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    train = build_loader(TensorDataset(torch.randn(64, 4)), True)
+    holdout = build_loader(TensorDataset(torch.randn(16, 4)), False)
+    for epoch in range(2):
+        train.sampler.set_epoch(epoch)
+        for (x,) in train:
+            model(x).sum().backward()
+        with torch.no_grad():
+            for (x,) in holdout:
+                model(x)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_off_side_of_a_builders_training_switch_stays_the_evaluations(tmp_path):
+    # handed True by the training's way, the builder's `else:` loader is still no training loader
+    assert at(lint_plain(tmp_path, SWITCHED_BUILDER), "DDP802") == []
