@@ -105,15 +105,18 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
                       "FSDP path, say), so the other configuration goes without it")
         # (a period left at its default 1 accumulates nothing: the finding rests on the option)
         option = getattr(acc, "period_option", None)
+        # (a backward inside a helper: no_sync wraps the loop's call into it, forward included)
+        call = getattr(acc, "call", None)
+        through = f", reached from the loop's call at {call}: wrap that call" if call else ""
         problems.append(Problem(
             message=(f"if `{option}` is set above its default 1: " if option else "")
             + (f"gradient accumulation without no_sync: {shape}; DDP all-reduces the "
-               f"gradients in every backward ({acc.backward}), K-1 of K times for nothing"),
+               f"gradients in every backward ({acc.backward}{through}), K-1 of K times for nothing"),
             hint=("wrap all but the last micro-step's forward and backward in `with model.no_sync():` "
                   "(or set model.require_backward_grad_sync = is_last_micro_step, as nanoGPT does)"),
             location=acc.backward,
             evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
-                      "pattern": acc.pattern},
+                      "pattern": acc.pattern, **({"call": str(call)} if call else {})},
         ))
     return problems
 

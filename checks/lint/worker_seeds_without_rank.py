@@ -95,6 +95,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
                     "or seed from torch.initial_seed() % 2**32 with torch seeded per rank")
         elif found.how == "process":
             sites = ", ".join(found.seed_sites[:3])  # (set for "process" findings only)
+            handed = getattr(found, "seed_calls", [])[:2]
+            if handed:  # (the helper's caller chooses the seed: where the rank goes in)
+                sites += f", handed its seed at {', '.join(handed)}"
             message = (f"the training DataLoader at {found.loader} has workers whose seeds come from the "
                        f"rank's torch generator, which every rank seeds alike ({seeds} at {sites}: no rank "
                        "in the seed), and its dataset draws random numbers: worker k of every rank draws "

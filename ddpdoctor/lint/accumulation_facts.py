@@ -43,6 +43,9 @@ class AccumulationFact:
     # the command-line option the step's period comes from, where it defaults to 1 (MAE's
     # `--accum_iter`): nothing accumulates on a plain launch, so the finding rests on it
     period_option: Optional[str] = None
+    # the loop's call that leads to the backward, where the finding points inside a helper: what
+    # no_sync must wrap (the forward with it), not the backward's own line
+    call: Optional[Location] = None
 
 
 class AccumulationFacts:
@@ -309,8 +312,8 @@ class AccumulationFacts:
             if any(self._step(c, fn) and not self._steps_another_model(c, backward, fn)
                    for c, cond in _loop_calls(_after_it(loop.body, backward), False) if not cond):
                 return None  # `else: loss.backward(); opt.step()`: a step follows the backward on its own side
-            fact = AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), loc(fn, steps[0][0]),
-                                    "conditional_step", by, period_option=self._period_option(fn, loop, steps[0][0]))
+            fact = self._fact(backward, fn, loop, loc(fn, steps[0][0]), "conditional_step", by,
+                              period_option=self._period_option(fn, loop, steps[0][0]))
             self.__dict__.setdefault("_fact_step", {})[id(fact)] = id(steps[0][0])
             return fact
         if self._runs_once(fn, loop):
@@ -325,8 +328,7 @@ class AccumulationFacts:
                 # after the call (ZeroVL's runner)
                 stepped = self._step_after_call(fn)
                 if stepped is not None:
-                    return AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), stepped,
-                                            "micro_step_loop", by)
+                    return self._fact(backward, fn, loop, stepped, "micro_step_loop", by)
         else:
             return None
         after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
@@ -348,8 +350,7 @@ class AccumulationFacts:
                      and c.lineno > loop.lineno] if outer is not None else []
         if not after:
             return None
-        return AccumulationFact(self._backward_at(backward, fn), loc(fn, loop), loc(fn, after[0]),
-                                "micro_step_loop", by)
+        return self._fact(backward, fn, loop, loc(fn, after[0]), "micro_step_loop", by)
 
     def _period_option(self, fn: Function, loop: ast.AST, step: ast.Call) -> Optional[str]:
         """`args.accum_iter` in `if (i + 1) % args.accum_iter == 0:` around the step (or in the
@@ -720,6 +721,13 @@ class AccumulationFacts:
             return None
         given = argument_at(factory, built, name)
         return given.value if isinstance(given, ast.Constant) else None
+
+    def _fact(self, backward: ast.Call, fn: Function, loop: ast.AST, step: Optional[Location], pattern: str,
+              by: Optional[str], **more) -> AccumulationFact:
+        """The fact, placed at the backward the loop's call leads to (_backward_at), naming that
+        call where the two differ."""
+        at, here = self._backward_at(backward, fn), loc(fn, backward)
+        return AccumulationFact(at, loc(fn, loop), step, pattern, by, call=None if at == here else here, **more)
 
     def _backward_at(self, call: ast.Call, fn: Function, depth: int = 2) -> Location:
         """Where the backward a loop's call leads to is: inside the helper that computes the loss

@@ -67,6 +67,15 @@ def test_a_helper_that_computes_the_loss_is_reported_at_its_backward(tmp_path):
     assert found == [(line_of(source, "computed and backpropagated here"), "warning")]
 
 
+def test_a_backward_inside_a_helper_names_the_loops_call_to_wrap(tmp_path):
+    # no_sync around the backward alone changes nothing: the message says which call to wrap
+    source = ACCUMULATION.replace("{context}", SYNC_EVERY_PASS).replace("{call}", "train_step(model, x, opt, i, 4)")
+    found = [f for f in lint_plain(tmp_path, source) if f.code == "DDP805"]
+    call = line_of(source, "the loop's call")
+    assert [f.evidence.get("call", "").rpartition(":")[2] for f in found] == [str(call)]
+    assert f":{call}: wrap that call" in found[0].message
+
+
 def test_its_twin_under_no_sync_on_the_micro_steps_is_clean(tmp_path):
     _, found = accumulating(tmp_path, "train_step(model, x, opt, i, 4)", SKIP_SYNC)
     assert found == []
@@ -356,3 +365,10 @@ if __name__ == "__main__":
 def test_the_off_side_of_a_builders_training_switch_stays_the_evaluations(tmp_path):
     # handed True by the training's way, the builder's `else:` loader is still no training loader
     assert at(lint_plain(tmp_path, SWITCHED_BUILDER), "DDP802") == []
+
+
+def test_the_seeding_helpers_call_is_named_in_the_message(tmp_path):
+    source = REGISTRY_LOADER.replace("{seed}", "cfg['frames']")
+    found = [f for f in lint_plain(tmp_path, source) if f.code == "DDP808"]
+    assert f"train.py:{line_of(source, 'where the seed is chosen')}: no rank" in found[0].message.replace(
+        str(tmp_path) + "/", "").split("handed its seed at ")[1]
