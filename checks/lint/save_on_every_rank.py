@@ -17,7 +17,10 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `rank % ngpus_per_node == 0`), which one rank on every node reaches: the global rank
         0 is meant; and one every rank reaches whose path differs only by the rank within a
         node (`final_{local_rank}.pt`, or mp.spawn's index where the script makes the global
-        rank as `node * ngpus + gpu`): the same local rank of every node writes it. Saves under `if rank == 0:` (or in a function only called under
+        rank as `node * ngpus + gpu`): the same local rank of every node writes it. These two
+        only where the source is written for several nodes (it names a node rank, the number
+        of nodes or a SLURM node id): code that knows only the rank within a node runs as one
+        node, and its local rank 0 is the job's rank 0. Saves under `if rank == 0:` (or in a function only called under
         one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine,
         and so is a file per sample written while a dataset loads it (a feature cache in
         `__getitem__`: the sampler gives each sample to one rank).
@@ -57,24 +60,29 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
     """
     if facts.distributed is None and facts.framework is None:
         return Skipped("the script sets up no process group")
-    per_node = _blocks([s for s in facts.saves if not s.every_rank and s.per_node])
-    node_local = _blocks([s for s in facts.saves if getattr(s, "local_path", "")])
+    # one writer per node only where the code is written for several nodes (a node rank, the
+    # node count): code that knows only the rank within a node is a one-node job as written
+    nodes = facts.nodes
+    per_node = _blocks([s for s in facts.saves if not s.every_rank and s.per_node]) if nodes else []
+    node_local = _blocks([s for s in facts.saves if getattr(s, "local_path", "")]) if nodes else []
+    multi = f" (the project runs on several nodes: {nodes})" if nodes else ""
     every = _blocks([s for s in facts.saves if s.every_rank])
     return [Problem(
         message=(f"{_written(save)} at {save.location}{_and(more)} runs on one rank per node: "
-                 f"`{save.per_node}` is true on local rank 0 of every node, not on global rank 0 alone. "
+                 f"`{save.per_node}` is true on local rank 0 of every node, not on global rank 0 alone{multi}. "
                  "On several nodes sharing a filesystem, each node's writer saves the same file at once"),
         hint="save where the global rank is 0 (`dist.get_rank() == 0`), or write to a per-node path "
              "when the nodes do not share a filesystem",
         location=save.location,
-        evidence=_also({"path": save.path_text, "why": f"under {save.per_node}", "per_node": True}, more),
+        evidence=_also({"path": save.path_text, "why": f"under {save.per_node}", "per_node": True,
+                        "nodes_at": str(nodes)}, more),
     ) for save, more in per_node] + [Problem(
         message=(f"{_written(save)} at {save.location}{_and(more)} runs on every rank, and its path differs only "
-                 f"by `{save.local_path}`, the rank within a node: on several nodes sharing a filesystem, the "
+                 f"by `{save.local_path}`, the rank within a node{multi}: on several nodes sharing a filesystem, the "
                  "same local rank of every node writes the same file at once"),
         hint="put the global rank in the path (`dist.get_rank()`), or save where the global rank is 0",
         location=save.location,
-        evidence=_also({"path": save.path_text, "why": save.reason, "per_node": True}, more),
+        evidence=_also({"path": save.path_text, "why": save.reason, "per_node": True, "nodes_at": str(nodes)}, more),
     ) for save, more in node_local] + [Problem(
         message=(f"{_written(save)} at {save.location}{_and(more)} runs on every rank ({save.reason}): "
                  "all ranks write the same file at once"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Optional
 from pathlib import Path
 
 MAX_CONFIGS = 400  # config files read for Hydra targets (a config tree larger than this is data)
@@ -45,12 +46,60 @@ def launch_engines(script: Path, read: list) -> set[str]:
 def config_files(folder: Path) -> list[Path]:
     """The YAML files under a config folder, in a stable order: at most MAX_CONFIGS, looking at
     no more than 50 times as many entries (a config_path that names a data tree is not walked)."""
+    return _files(folder, (".yaml", ".yml"), MAX_CONFIGS)
+
+
+# A launch that starts the script on several nodes: torchrun's `--nnodes` above 1 (or a variable,
+# or an elastic range reaching above 1), a node rank handed to the launcher, SLURM's node count
+_NODES_LAUNCH = re.compile(
+    r"--(?:nnodes|num[_-]nodes)[= ]+[\"']?(?P<count>[^\s\"'\\]+)|--node[_-]rank\b|"
+    r"^#SBATCH\s+(?:--nodes[= ]*|-N\s*)(?P<sbatch>\d+)", re.MULTILINE)
+_LAUNCH_SUFFIXES = (".sh", ".slurm", ".sbatch", ".bash")
+MAX_LAUNCH_SCRIPTS = 100
+MAX_LAUNCH_BYTES = 64_000
+
+
+def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
+    """(file, line) of a shell launch script beside the script (under its folder, or the working
+    directory where the script lies beneath it) that starts a job on several nodes, or None.
+    Bounded as the config search is. read: gets the path of the script it names (the lint cache
+    digests it: an edited launch is a miss, not a stale verdict)."""
+    folders = [script.parent]
+    here = Path.cwd().resolve()
+    if here != script.parent and here in script.parents:
+        folders.append(here)
+    for folder in folders:
+        for launch in _files(folder, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS):
+            try:
+                if not launch.is_file() or launch.stat().st_size > MAX_LAUNCH_BYTES:
+                    continue
+                body = launch.read_text(errors="replace")
+            except OSError:
+                continue
+            for match in _NODES_LAUNCH.finditer(body):
+                count = match.group("count") or match.group("sbatch")
+                if count is not None and not _above_one(count):
+                    continue
+                if str(launch) not in read:
+                    read.append(str(launch))
+                shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
+                return shown, body.count("\n", 0, match.start()) + 1
+    return None
+
+
+def _above_one(count: str) -> bool:
+    """`2`, `$NNODES`, `1:4` (an elastic range up to 4): may be more than one node; `1` not."""
+    top = count.rpartition(":")[2]
+    return not top.isdigit() or int(top) > 1
+
+
+def _files(folder: Path, suffixes: tuple, most: int) -> list[Path]:
     found: list[Path] = []
     seen = 0
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         seen += len(dirs) + len(files)
-        found.extend(Path(root) / f for f in sorted(files) if f.endswith((".yaml", ".yml")))
-        if len(found) >= MAX_CONFIGS or seen >= 50 * MAX_CONFIGS:
+        found.extend(Path(root) / f for f in sorted(files) if f.endswith(suffixes))
+        if len(found) >= most or seen >= 50 * most:
             break
-    return found[:MAX_CONFIGS]
+    return found[:most]

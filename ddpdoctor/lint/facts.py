@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import (batch_flags, data_keys, data_sized, no_sync, process_seeds, rank_state, signal_state,
+from ddpdoctor.lint import (batch_flags, data_keys, data_sized, multi_node, no_sync, process_seeds, rank_state, signal_state,
                             worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
@@ -65,6 +65,9 @@ class LintFacts:
     # why the analysis stopped before a verdict (its budget spent: lint/program.AnalysisBudget);
     # "" when it ran to the end
     stopped: str = ""
+    # where the source tells the nodes of the job apart (a node rank, the number of nodes, a
+    # SLURM node id: lint/multi_node), None where it knows only the rank within a node
+    nodes: Optional[Location] = None
 
 
 # The calls that set up the default process group, by their last name.
@@ -226,6 +229,7 @@ def build(program: Program, script: str) -> LintFacts:
         rank_local=_rank_local(builder, ddp or framework is not None),
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),
+        nodes=multi_node.told_apart(program.files, program.sources[0] if program.sources else None),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the
         # training to what the config names all the same; so does a DDP model it wraps and hands
         # on: ASR-Wav2vec-Finetune's trainer class comes from its TOML)

@@ -1,0 +1,102 @@
+"""Where a script's source tells the nodes of a job apart: a node rank, a number of nodes, a
+SLURM node id. One writer per node (`if local_rank == 0: torch.save(...)`) is a finding only
+where the code is written for several nodes; code that knows only the rank within the node
+is, as written, a one-node job, and its local rank 0 is the job's rank 0 (docs/lint.md, "One
+writer per node")."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.config_files import multi_node_launch
+from ddpdoctor.lint.patterns import text
+from ddpdoctor.lint.ranks import PER_NODE
+
+# Names that hold a node's index or the number of nodes wherever they appear...
+NODE_NAME = re.compile(
+    r"^(?:node_?rank|nnodes|num_?machines|machine_?rank|world_?nodes|number_?of_?nodes|"
+    r"slurm_?nodeid|slurm_?nnodes|slurm_?job_?num_?nodes|slurm_?job_?nodelist|slurm_?nodelist|"
+    r"slurm_?step_?node_?list|pmix_?nodeid|ompi_?comm_?world_?node_?rank)$",
+    re.IGNORECASE)
+# ...and names a graph uses too (`data.num_nodes`, `node_index`): a machine's only as an option
+# (`--num_nodes`, `args.num_nodes`, `cfg.n_nodes`), an environment variable's name, or a keyword
+# of a Trainer (Lightning's `Trainer(num_nodes=2)`); and torchrun's GROUP_RANK (the node's index), a
+# name only as the environment variable (`group_rank` is also a rank within a process subgroup)
+SHARED_NAME = re.compile(r"^(?:num_?nodes|n_?nodes|nodes_?num|node_?num|node_?id|node_?idx|node_?index|nodes)$",
+                         re.IGNORECASE)
+# what holds the run's options
+_OPTIONS = re.compile(r"^(?:args|opts?|cfg|config|conf|hparams|hp|params|flags|FLAGS|hyp|train_config|"
+                      r"dist_config|distributed|launch_config)$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MULTI_NODE_FILE = re.compile(r"multi[_-]?node", re.IGNORECASE)
+
+
+def told_apart(files, script) -> Optional[Location]:
+    """The first place in the files read where the source names a node's index or the node
+    count, or in a shell script beside the entry script that launches it on several nodes
+    (`#SBATCH --nodes=2`, `torchrun --nnodes 2`); None where nothing tells nodes apart."""
+    found = _in_sources(files)
+    if found is None and script is not None:
+        launch = multi_node_launch(script.path, script.hydra_configs)
+        found = Location(*launch) if launch else None
+    return found
+
+
+def _in_sources(files) -> Optional[Location]:
+    for source in files:
+        if source.tree is None:
+            continue
+        if _MULTI_NODE_FILE.search(source.path.stem):
+            return Location(source.display, 1)  # `multinode.py`: the file says what it is for
+        words = {w.strip("_") for w in _WORD.findall("\n".join(source.lines).replace("-", "_"))}
+        named = any(NODE_NAME.match(w) or SHARED_NAME.match(w) for w in words) or "GROUP_RANK" in words
+        counted = any(PER_NODE.search(w) for w in words)
+        if not (named or counted):
+            continue
+        kinds = (ast.Name, ast.Attribute, ast.arg, ast.Constant, ast.Call) if named else ()
+        for node in source.of(*kinds, *((ast.BinOp,) if counted else ())):
+            if (node.__class__ is ast.BinOp and _node_offset(node)) or _names_a_node(node):
+                return Location(source.display, getattr(node, "lineno", 1))
+    return None
+
+
+def _node_offset(node: ast.BinOp) -> bool:
+    """`args.rank * ngpus_per_node + gpu` (torch's ImageNet example, MoCo...): the job's rank
+    made from a node's index times the processes a node runs, plus the rank within it."""
+    if node.op.__class__ is not ast.Add:
+        return False
+    for side in (node.left, node.right):
+        if side.__class__ is ast.BinOp and side.op.__class__ is ast.Mult and any(
+                PER_NODE.search(text(operand, 200)) for operand in (side.left, side.right)):
+            return True
+    return False
+
+
+def _names_a_node(node: ast.AST) -> bool:
+    cls = node.__class__
+    if cls is ast.Constant:
+        if not isinstance(node.value, str) or len(node.value) > 40:
+            return False
+        word = node.value.lstrip("-").replace("-", "_")
+        # an option (`"--num_nodes"`) or an environment variable (`"SLURM_NNODES"`, `"NUM_NODES"`)
+        return bool(NODE_NAME.match(word)) or word == "GROUP_RANK" or (bool(SHARED_NAME.match(word)) and (
+            node.value.startswith("--") or word.isupper()))
+    if cls is ast.Name:
+        return bool(NODE_NAME.match(node.id))
+    if cls is ast.arg:
+        return bool(NODE_NAME.match(node.arg))
+    if cls is ast.Call:
+        func = node.func
+        called = func.attr if func.__class__ is ast.Attribute else getattr(func, "id", "")
+        return called in ("Trainer", "Fabric") and any(k.arg == "num_nodes" for k in node.keywords)
+    if cls is ast.Attribute:
+        if NODE_NAME.match(node.attr):
+            return True
+        owner = node.value
+        if owner.__class__ is ast.Attribute and owner.attr in ("args", "cfg", "config", "opt", "hparams"):
+            owner = ast.Name(owner.attr)  # `self.args.num_nodes`
+        return bool(SHARED_NAME.match(node.attr)) and owner.__class__ is ast.Name and bool(_OPTIONS.match(owner.id))
+    return False
