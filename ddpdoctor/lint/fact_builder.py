@@ -922,9 +922,12 @@ def _never_entered(fn: Function, loop: ast.While, way_in: ast.Call) -> bool:
     return compare is not None and not compare(float(sides[0]), float(sides[1]))
 
 
-def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) -> bool:
+def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, context: tuple = ()) -> bool:
     """`local_rank > -1` (or `not (...)` of it, the `else:` side) on a parameter of fn that this
-    way in gives a number, or `phase == "train"` one it gives another string: false there."""
+    way in gives a number, or `phase == "train"` one it gives another string: false there.
+    context: the callers' (function, call) pairs, innermost last: a parameter handed on by name
+    (`parallelize_model(..., local_rank=local_rank)`) is read where its caller was entered
+    (`predict(...)` leaving its `local_rank=-1`)."""
     test = _test_of(cond)
     if test is None:
         return False
@@ -935,7 +938,7 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) ->
         return False
     if fn.bindings.get(test.left.id):
         return False  # `mode = split if mode == "auto" else mode` first: not what the caller gave
-    given = argument_at(fn, way_in, test.left.id)
+    given = _given_through(fn, way_in, test.left.id, context)
     right = test.comparators[0]
     if isinstance(right, ast.Constant) and isinstance(right.value, str) and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
@@ -956,6 +959,25 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple) ->
     return holds is not NotImplemented and bool(holds) == negated
 
 
+def _given_through(fn: Function, call: ast.Call, name: str, context: tuple) -> Optional[ast.AST]:
+    """What the way in through call gives fn's parameter `name`; a name of the caller's own
+    parameter (not rebound there) is read where the caller was entered, up the context."""
+    given = argument_at(fn, call, name)
+    while isinstance(given, ast.Name) and context:
+        caller, entered = context[-1]
+        if not (given.id in caller.params or given.id in caller.kwonly) and not caller.bindings.get(given.id) \
+                and caller.parent is not None and len(context) > 1 and context[-2][0] is caller.parent:
+            # a closure's free name (`def move(model): return parallelize(model, local_rank=local_rank)`
+            # inside predict()): the enclosing function's, read where that one was entered
+            caller, entered = context[-2]
+            context = context[:-1]
+        if entered is None or not (given.id in caller.params or given.id in caller.kwonly) \
+                or caller.bindings.get(given.id):
+            break
+        given, context = argument_at(caller, entered, given.id), context[:-1]
+    return given
+
+
 def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tuple) -> bool:
     """The test is false on the way in through `call`: a switch it leaves False (`if
     use_barriers:`), one it passes True under a `not` (DensePhrases' `not evaluate` entered with
@@ -967,7 +989,7 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
             given = _switched(fn, call, stem, context, none_only=True)
             return given is not None and given == cond.endswith(" is None")
     if not flag:
-        return _compared_false(fn, cond, call, ())
+        return _compared_false(fn, cond, call, (), context)
     if cond.startswith("not ") and cond[4:].isidentifier():
         return _switched(fn, call, cond[4:], context) is True
     if _switched(fn, call, cond, context) is False:

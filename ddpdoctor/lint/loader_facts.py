@@ -1675,6 +1675,9 @@ class LoaderFacts:
                     if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \
                             and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
                         read = sub.args[0]
+                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and not sub.args \
+                            and sub.func.attr == "__iter__" and isinstance(sub.func.value, (ast.Name, ast.Attribute)):
+                        read = sub.func.value  # `iterator = iterable.__iter__()` again: iter() spelt out
                     name = last_name(read) if read is not None else None
                     if name:
                         out[name] = True

@@ -1257,10 +1257,17 @@ def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:
     table looked up by a name only known at run time; every function and class it defines."""
     owner = None
     if isinstance(func, ast.Name) and program.lookup(func.id, fn):
-        # `model_class = DETECTOR[cfg["model_name"]]` then `model_class(cfg)`
-        return list(dict.fromkeys(t for v, s in program.values_of(func, fn, 1)
-                                  if isinstance(v, ast.Subscript) or (isinstance(v, ast.Call) and last_name(v.func) == "getattr")
-                                  for t in _dispatched(program, v, s)))
+        # `model_class = DETECTOR[cfg["model_name"]]` then `model_class(cfg)`; and `model_class =
+        # SongUNet` / `= DhariwalUNet` on two sides of a config switch: each class it may name
+        found = []
+        for v, s in program.values_of(func, fn, 1):
+            if isinstance(v, ast.Subscript) or (isinstance(v, ast.Call) and last_name(v.func) == "getattr"):
+                found.extend(_dispatched(program, v, s))
+            elif isinstance(v, (ast.Name, ast.Attribute)):
+                target = program.callee(v, s)
+                if program.is_class(target) or program.is_function(target):
+                    found.append(target)
+        return list(dict.fromkeys(found))
     if isinstance(func, ast.Subscript):
         table = func.value
         if isinstance(table, ast.Attribute) and table.attr == "__dict__":
