@@ -433,8 +433,11 @@ EXPECTED = {
     "tests/scripts/uneven_batch_sampler.py": set(),
     "tests/scripts/cast_after_wrap.py": set(),
     "tests/scripts/stuck_worker.py": set(),
-    # `self.rank = int(os.environ["LOCAL_RANK"])`, then a save under `self.rank == 0`: one writer per node
-    "examples/tutorial_style/trainer_set_epoch.py": {"DDP806"},
+    # `self.rank = int(os.environ["LOCAL_RANK"])`, then a save under `self.rank == 0`: a one-node job
+    # as written (nothing names a node rank or count; `torchrun --nproc-per-node 2`), so its local
+    # rank 0 is the job's rank 0: no finding (its set_epoch bug turns on a command-line switch:
+    # DDP302's, at run time)
+    "examples/tutorial_style/trainer_set_epoch.py": set(),
 }
 
 

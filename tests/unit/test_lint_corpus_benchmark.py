@@ -4,6 +4,7 @@ corpus of our own written to a temp dir (the real corpus lives outside the repos
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -216,3 +217,19 @@ def test_a_ddp808_at_the_loader_matches_a_label_at_the_seeding_it_names(bench, t
     totals = score(bench, root, capsys)
     assert (totals["bugs"], totals["bugs_found_right_line"]) == (1, 1)
     assert "DDP808" not in totals["false_by_code"]
+
+
+def test_a_check_that_crashes_on_an_entry_is_that_entrys_crash(bench, tmp_path, capsys, monkeypatch):
+    # before, the entry was scored as if the crashed check had found nothing there
+    from ddpdoctor.core import registry
+
+    def boom(facts):
+        raise RuntimeError("planted")
+
+    spec = next(s for s in registry.all_checks("lint") if s.code == "DDP806")
+    monkeypatch.setitem(registry._REGISTRY, "DDP806", dataclasses.replace(spec, func=boom))
+    root = corpus(tmp_path, [{"code": "DDP804", "file": "train.py", "line": 7, "severity": "warning", "why": "x"}])
+    totals = score(bench, root, capsys)
+    assert totals["crashed"] == ["one"]
+    row = json.loads((root / "out.json").read_text())["entries"][0]
+    assert "DDP806" in row["crashed"] and "planted" in row["crashed"]

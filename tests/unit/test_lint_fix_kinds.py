@@ -126,6 +126,7 @@ def test_a_save_whose_value_is_used_is_declined(tmp_path):
 def test_a_per_node_save_tests_the_global_rank(tmp_path):
     new, _ = fixed(tmp_path, """\
         import os
+        NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
         local_rank = int(os.environ["LOCAL_RANK"])
         model = DDP(torch.nn.Linear(4, 1))
         for epoch in range(2):
@@ -138,6 +139,7 @@ def test_a_per_node_save_tests_the_global_rank(tmp_path):
 def test_a_per_node_test_that_covers_rank_minus_one_is_declined(tmp_path):
     _, lines = fixed(tmp_path, """\
         import os
+        NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
         local_rank = int(os.environ.get("LOCAL_RANK", -1))
         model = DDP(torch.nn.Linear(4, 1))
         if local_rank in [-1, 0]:

@@ -69,6 +69,7 @@ def test_without_it_the_order_repeats(tmp_path):
 
 
 PER_NODE_LITERAL = """
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 def save_checkpoint(model, logdir, name):
     torch.save({"model": model.state_dict()}, f"{logdir}/checkpoint_{name}.pth.tar")
 

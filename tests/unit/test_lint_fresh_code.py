@@ -247,6 +247,7 @@ class Runner:
         if self.main:
             torch.save(model.state_dict(), "last.pt")
 Runner(args).finish()
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

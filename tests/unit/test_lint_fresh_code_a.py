@@ -94,6 +94,7 @@ def main():
     opts = prepare(Opts(), local)
     Runner(opts, local).fit()
 main()
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 TOOLS = """
 import torch
@@ -106,7 +107,8 @@ def prepare(opts, local):
 
 def test_options_handed_with_the_rank_to_a_re_exported_helper_that_ignores_it_keep_a_shared_path(tmp_path):
     # `from tools import *` re-exports the helper; it takes the local rank but returns the options
-    # untouched, so the save path is the same on every node's local rank 0
+    # untouched, so the save path is the same on every node's local rank 0 (a job on several
+    # nodes: NNODES)
     found, _ = lint(tmp_path, SAVE_AFTER_A_SETUP_HELPER, helpers="from tools import *\n",
                     tools=TOOLS.format(body="pass"))
     assert codes(found) == [("DDP806", "warning", 15)]
@@ -156,6 +158,7 @@ class Args:
 data = features(Args(), "train.txt")
 net = DDP(torch.nn.Linear(4, 1))
 net(data).sum().backward()
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

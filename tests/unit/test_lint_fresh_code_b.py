@@ -332,6 +332,7 @@ gpus, cfg.LOCAL_RANK = getattr(setup_utils, 'init_dist_%s' % launcher)(29500)
 model = DDP(torch.nn.Linear(2, 2))
 if cfg.LOCAL_RANK == 0:
     torch.save(model.state_dict(), "last.pt")
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

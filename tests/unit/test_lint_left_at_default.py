@@ -25,6 +25,7 @@ else:
     trainer = Trainer({other})
 for it in range(100):
     trainer.step(it)
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

@@ -47,6 +47,7 @@ def test_a_save_under_the_local_master_test_is_named_one_writer_per_node(tmp_pat
         model = torch.nn.Linear(4, 4)
         if dist_utils.is_local_master():
             torch.save(model.state_dict(), "ckpt-last.pth")
+        NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
         """)
     assert (found.code, found.severity.value, found.location.line) == ("DDP806", "warning", 9)
     assert "runs on one rank per node" in found.message, found.message

@@ -133,6 +133,7 @@ class Trainer:
 t = Trainer(torch.nn.Linear(4, 1), local_rank=0, global_rank=0, ngpu=2)
 t.model(torch.randn(8, 4)).sum().backward()
 t.save()
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

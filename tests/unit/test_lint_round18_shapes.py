@@ -73,6 +73,7 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--local_rank", type=int, default=-1)
     p.add_argument("--distributed", action="store_true")
+    p.add_argument("--nnodes", type=int, default=1)  # a job on several nodes
     args = p.parse_args()
     main_worker(args.local_rank, args)
 """
@@ -341,6 +342,7 @@ def test_the_runner_that_steps_every_batch_accumulates_nothing(tmp_path):
 SWITCHED_RANK = """
 import argparse, os, torch, torch.distributed as dist
 ap = argparse.ArgumentParser(); ap.add_argument("--local_rank", type=int, default=0)
+ap.add_argument("--nnodes", type=int, default=1)  # a job on several nodes
 args = ap.parse_args()
 distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
 if distributed:

@@ -50,6 +50,7 @@ model = DDP(torch.nn.Linear(4, 1))
 if local_rank == 0:
     torch.save(model.state_dict(), "model.pt")
     torch.save({"step": 1}, "state.pt")
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """)
     assert saves(found) == [(10, [11])]
 

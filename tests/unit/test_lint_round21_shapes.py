@@ -251,6 +251,7 @@ if __name__ == "__main__":
     dist.init_process_group("gloo"{rank})
     model = DDP(torch.nn.Linear(4, 4))
     save(local_rank, model, "ckpt.pt")
+    nnodes = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 
@@ -813,6 +814,7 @@ if local_rank == 0:
         torch.save(model.module.state_dict(), "ckpt.pth")
     else:
         torch.save(model.state_dict(), "ckpt.pth")
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """)
     assert [f.location.line for f in found if f.code == "DDP806"] == [12]
 

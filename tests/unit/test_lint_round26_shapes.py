@@ -226,6 +226,7 @@ def main():
         torch.save(model.state_dict(), "model.pt")
 
 main()
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

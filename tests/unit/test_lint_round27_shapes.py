@@ -24,6 +24,7 @@ def main():
             torch.save(model.module.state_dict(), "last.pt")
 
 main()
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

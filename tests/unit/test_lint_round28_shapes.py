@@ -47,6 +47,7 @@ local_rank, device = setup()
 net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4).to(device))
 if local_rank == 0:
     torch.save(net.state_dict(), "ckpt.pth")
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

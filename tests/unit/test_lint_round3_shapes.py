@@ -285,6 +285,7 @@ def main():
         load_worker(local_rank=rank, gpus_per_node=1, node=0)
 
 main()
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 
@@ -649,6 +650,7 @@ log_dir = make_logdir("gpt2")
 model = DDP(torch.nn.Linear(4, 4))
 if local_rank == 0:
     torch.save(model.module.state_dict(), log_dir + "/model.bin")
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

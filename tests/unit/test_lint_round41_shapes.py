@@ -79,6 +79,7 @@ for epoch in range(3):
         engine.save(model, "last.pt")
     elif not engine.distributed:
         engine.save(model, "last.pt")
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

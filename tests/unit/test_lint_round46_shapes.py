@@ -270,6 +270,7 @@ class Trainer:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--local_rank", type=int, default=0)
+    parser.add_argument("--nnodes", type=int, default=1)  # a job on several nodes
     args = parser.parse_args()
     config = {}
     dist.init_process_group("nccl", world_size=torch.cuda.device_count(){rank})
@@ -814,6 +815,7 @@ class Trainer:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--local_rank", type=int, default=-1)
+    parser.add_argument("--nnodes", type=int, default=1)  # a job on several nodes
     opts = parser.parse_args()
     dist.init_process_group("nccl", world_size=torch.cuda.device_count(){rank})
     Trainer(opts).save(torch.nn.Linear(2, 2))

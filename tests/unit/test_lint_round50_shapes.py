@@ -748,6 +748,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 p = argparse.ArgumentParser()
 p.add_argument("--local_rank", type=int, default=-1)
 p.add_argument("--two_optims", action="store_true")
+p.add_argument("--nnodes", type=int, default=1)  # a job on several nodes
 args = p.parse_args()
 dist.init_process_group("gloo")
 net = DDP(torch.nn.Linear(4, 4))
@@ -1098,6 +1099,7 @@ def train(model, epochs, main_process=True, qat=False):
 def main():
     dist.init_process_group("gloo")
     main_process = int(os.environ["LOCAL_RANK"]) == 0
+    nnodes = int(os.environ.get("NNODES", 1))  # a job on several nodes
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
     train(model, 10, main_process{qat})
 

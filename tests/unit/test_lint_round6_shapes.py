@@ -203,7 +203,8 @@ def test_a_local_rank_handed_to_init_process_group_as_the_rank_is_the_global_ran
 
 
 def test_a_local_rank_beside_a_group_joined_by_the_environment_is_one_writer_per_node(tmp_path):
-    found, _ = lint(tmp_path, LOCAL_AS_RANK.format(given=""))
+    # a job on several nodes: NNODES
+    found, _ = lint(tmp_path, LOCAL_AS_RANK.format(given="") + 'NNODES = int(os.environ.get("NNODES", 1))\n')
     ddp806 = [f for f in found if f.code == "DDP806"]
     assert ddp806 and "per node" in ddp806[0].message
 
@@ -287,6 +288,7 @@ for epoch in range(3):
     model(torch.randn(8, 4)).sum().backward()
     if get_local_rank() == 0:
         torch.save(model.module.state_dict(), "ckpt.pt")
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """
 
 

@@ -9,7 +9,7 @@ from tests.unit.test_lint_round50_shapes import at, line_of
 
 # -------------------------------------------------- the binding the flow brings, not every binding
 NODE_RANK = """
-import torch, torch.distributed as dist
+import os, torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 def train(model, rank):
@@ -21,6 +21,7 @@ def main():
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     {rebind}
+    nnodes = int(os.environ.get("NNODES", 1))  # a job on several nodes
     model = DDP(torch.nn.Linear(4, 1))
     train(model, rank)
 
@@ -40,7 +41,7 @@ def test_its_twin_the_global_rank_kept_writes_once(tmp_path):
 
 # -------------------------------------------------- a rank decorator applied by hand
 HAND_DECORATED = """
-import torch, torch.distributed as dist
+import os, torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from audiotools.ml.decorators import when
 
@@ -56,6 +57,7 @@ def train(model, path, local_rank):
 
 if __name__ == "__main__":
     dist.init_process_group("gloo")
+    nnodes = int(os.environ.get("NNODES", 1))  # a job on several nodes
     train(DDP(torch.nn.Linear(4, 1)), "runs", 0)
 """
 
@@ -84,8 +86,9 @@ def test_a_wrap_below_the_call_does_not_gate_it(tmp_path):
 
 # -------------------------------------------------- audiotools: its Accelerator sets up the group, its saves write
 AUDIOTOOLS = """
-import argbind, torch
+import argbind, os, torch
 from audiotools import ml
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 
 Accelerator = argbind.bind(ml.Accelerator, without_prefix=True)
 
@@ -821,6 +824,7 @@ def save_model(model, args, out):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--local_rank", type=int, default=-1)
+    p.add_argument("--nnodes", type=int, default=1)  # a job on several nodes
     args = p.parse_args()
     model = torch.nn.Linear(4, 1)
     if args.local_rank {test} -1:

@@ -128,7 +128,8 @@ def test_a_spawn_index_handed_on_as_the_rank_is_the_jobs_rank(tmp_path):
 
 
 def test_its_twin_a_rank_offset_by_the_node_writes_once_per_node(tmp_path):
-    code = SPAWNED.replace("{rank}", "rank = int(args) * 2 + local_rank")
+    # a job on several nodes: the world size over two processes a node
+    code = SPAWNED.replace("{rank}", "nnodes = int(args) // 2\n    rank = int(args) * 2 + local_rank")
     assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
 
 

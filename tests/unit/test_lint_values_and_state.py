@@ -57,6 +57,7 @@ if rank % world == 0:
     torch.save(model.state_dict(), "a.pt")
 if rank % gpus == 0:
     torch.save(model.state_dict(), "b.pt")
+NNODES = int(os.environ.get("NNODES", 1))  # a job on several nodes
 """)
     assert codes(found) == [("DDP806", "warning", 16)]
     assert "one rank per node" in found[0].message

@@ -1,7 +1,8 @@
 # Stands for pytorch/examples 5cc81aa^ distributed/ddp-tutorial-series/multinode.py:68-74 (fixed in
 # 5cc81aa, PR #1357): a multi-node trainer saves where LOCAL_RANK == 0, i.e. one process per node,
-# every node writing the same path. The fix tests the global rank.
-# expect: DDP806 warning line 21
+# every node writing the same path (it reads NNODES: a job on several nodes). The fix tests the
+# global rank.
+# expect: DDP806 warning line 23
 import os
 
 import torch
@@ -13,6 +14,7 @@ class Runner:
     def __init__(self, net, every):
         self.local_rank = int(os.environ["LOCAL_RANK"])
         self.global_rank = int(os.environ["RANK"])
+        self.nnodes = int(os.environ.get("NNODES", 1))  # several nodes
         self.every = every
         self.net = DDP(net)
 
