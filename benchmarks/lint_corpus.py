@@ -139,6 +139,12 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
         scored.seconds = time.perf_counter() - started
         scored.cpu_seconds = time.process_time() - cpu_started
         os.chdir(here)
+    # a check that crashed on the entry is ddpdoctor's failure there (the command says "not
+    # checked: ddpdoctor bug" and exits 3), not an entry where that check found nothing
+    broken = [f"{r.spec.code} {r.reason}" for r in results if r.status == "crashed"]
+    if broken:
+        scored.crashed = "; ".join(broken)
+        return scored
     scored.files = len(facts.files)
     scored.statements = facts.statements
     # exit 4 whatever left it unreached: the set-up, or the training code a config names
