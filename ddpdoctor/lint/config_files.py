@@ -24,22 +24,11 @@ def launch_engines(script: Path, read: list) -> set[str]:
     Hydra config search is (config_files). read: gets each launch config's path, which the lint
     cache digests (an edited `distributed_type` is a miss, not a stale verdict)."""
     found: set[str] = set()
-    folders = [script.parent]
-    here = Path.cwd().resolve()
-    if here != script.parent and here in script.parents:
-        folders.append(here)
-    for folder in folders:
-        for config in config_files(folder):
-            try:
-                if not config.is_file() or config.stat().st_size > MAX_CONFIG_BYTES:
-                    continue
-                body = config.read_text(errors="replace")
-            except OSError:
-                continue
-            if "distributed_type" in body and str(config) not in read:
-                read.append(str(config))
-            for engine in _LAUNCH_ENGINE.findall(body):
-                found.add("DeepSpeed" if engine == "DEEPSPEED" else "FSDP")
+    for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        if "distributed_type" in body and str(config) not in read:
+            read.append(str(config))
+        for engine in _LAUNCH_ENGINE.findall(body):
+            found.add("DeepSpeed" if engine == "DEEPSPEED" else "FSDP")
     return found
 
 
@@ -64,26 +53,16 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     directory where the script lies beneath it) that starts a job on several nodes, or None.
     Bounded as the config search is. read: gets the path of the script it names (the lint cache
     digests it: an edited launch is a miss, not a stale verdict)."""
-    folders = [script.parent]
     here = Path.cwd().resolve()
-    if here != script.parent and here in script.parents:
-        folders.append(here)
-    for folder in folders:
-        for launch in _files(folder, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS):
-            try:
-                if not launch.is_file() or launch.stat().st_size > MAX_LAUNCH_BYTES:
-                    continue
-                body = launch.read_text(errors="replace")
-            except OSError:
+    for launch, body in _beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES):
+        for match in _NODES_LAUNCH.finditer(body):
+            count = match.group("count") or match.group("sbatch")
+            if count is not None and not _above_one(count):
                 continue
-            for match in _NODES_LAUNCH.finditer(body):
-                count = match.group("count") or match.group("sbatch")
-                if count is not None and not _above_one(count):
-                    continue
-                if str(launch) not in read:
-                    read.append(str(launch))
-                shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
-                return shown, body.count("\n", 0, match.start()) + 1
+            if str(launch) not in read:
+                read.append(str(launch))
+            shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
+            return shown, body.count("\n", 0, match.start()) + 1
     return None
 
 
@@ -91,6 +70,25 @@ def _above_one(count: str) -> bool:
     """`2`, `$NNODES`, `1:4` (an elastic range up to 4): may be more than one node; `1` not."""
     top = count.rpartition(":")[2]
     return not top.isdigit() or int(top) > 1
+
+
+def _beside(script: Path, suffixes: tuple, most: int, largest: int):
+    """(path, text) of each file with these suffixes under the script's folder, and under the
+    working directory where the script lies beneath it: the files its launch may read, bounded
+    (at most `most` per folder, none larger than `largest` bytes)."""
+    folders = [script.parent]
+    here = Path.cwd().resolve()
+    if here != script.parent and here in script.parents:
+        folders.append(here)
+    for folder in folders:
+        for path in _files(folder, suffixes, most):
+            try:
+                if not path.is_file() or path.stat().st_size > largest:
+                    continue
+                body = path.read_text(errors="replace")
+            except OSError:
+                continue
+            yield path, body
 
 
 def _files(folder: Path, suffixes: tuple, most: int) -> list[Path]:

@@ -12,7 +12,6 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.config_files import multi_node_launch
-from ddpdoctor.lint.patterns import text
 from ddpdoctor.lint.ranks import PER_NODE
 
 # Names that hold a node's index or the number of nodes wherever they appear...
@@ -30,7 +29,8 @@ SHARED_NAME = re.compile(r"^(?:num_?nodes|n_?nodes|nodes_?num|node_?num|node_?id
 # what holds the run's options
 _OPTIONS = re.compile(r"^(?:args|opts?|cfg|config|conf|hparams|hp|params|flags|FLAGS|hyp|train_config|"
                       r"dist_config|distributed|launch_config)$")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# what a count of processes per node is spelt with (ranks.PER_NODE's words, lower case)
+_PER_NODE_HINTS = ("per_node", "gpus", "device_count", "nproc", "local_size", "local_world_size")
 _MULTI_NODE_FILE = re.compile(r"multi[_-]?node", re.IGNORECASE)
 
 
@@ -51,15 +51,19 @@ def _in_sources(files) -> Optional[Location]:
             continue
         if _MULTI_NODE_FILE.search(source.path.stem):
             return Location(source.display, 1)  # `multinode.py`: the file says what it is for
-        words = {w.strip("_") for w in _WORD.findall("\n".join(source.lines).replace("-", "_"))}
-        named = any(NODE_NAME.match(w) or SHARED_NAME.match(w) for w in words) or "GROUP_RANK" in words
-        counted = any(PER_NODE.search(w) for w in words)
+        # a look at the text first (most files name no node): an AST walk only where it may pay
+        body = "\n".join(source.lines).lower()
+        named = "node" in body or "machine" in body or "group_rank" in body
+        counted = "*" in body and any(hint in body for hint in _PER_NODE_HINTS)
         if not (named or counted):
             continue
+        # each kind's nodes are a list the file keeps (SourceFile.of); the first place by line
         kinds = (ast.Name, ast.Attribute, ast.arg, ast.Constant, ast.Call) if named else ()
-        for node in source.of(*kinds, *((ast.BinOp,) if counted else ())):
-            if (node.__class__ is ast.BinOp and _node_offset(node)) or _names_a_node(node):
-                return Location(source.display, getattr(node, "lineno", 1))
+        found = [node for kind in kinds for node in source.of(kind) if _names_a_node(node)]
+        if counted:
+            found += [node for node in source.of(ast.BinOp) if _node_offset(node)]
+        if found:
+            return Location(source.display, min(getattr(node, "lineno", 1) for node in found))
     return None
 
 
@@ -70,9 +74,22 @@ def _node_offset(node: ast.BinOp) -> bool:
         return False
     for side in (node.left, node.right):
         if side.__class__ is ast.BinOp and side.op.__class__ is ast.Mult and any(
-                PER_NODE.search(text(operand, 200)) for operand in (side.left, side.right)):
+                PER_NODE.search(_identifier(operand)) for operand in (side.left, side.right)):
             return True
     return False
+
+
+def _identifier(node: ast.AST) -> str:
+    """The name an operand is read by: `ngpus_per_node`, `args.gpus` -> "gpus",
+    `torch.cuda.device_count()` -> "device_count"; "" for anything else."""
+    if node.__class__ is ast.Call:
+        # `len(args.gpus)`: the list's name; else the function's (`device_count()`)
+        node = node.args[0] if getattr(node.func, "id", "") == "len" and node.args else node.func
+    if node.__class__ is ast.Name:
+        return node.id
+    if node.__class__ is ast.Attribute:
+        return node.attr
+    return ""
 
 
 def _names_a_node(node: ast.AST) -> bool:
