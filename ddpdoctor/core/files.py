@@ -21,11 +21,11 @@ def open_regular(path: str | os.PathLike, shown: str, reads: str) -> BinaryIO:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise UsageError(f"cannot read {shown}: {exc.strerror or exc}") from None
-    handle = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-        handle.close()
+    # fstat before fdopen: fdopen itself refuses a directory with IsADirectoryError
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
         raise UsageError(f"{shown} is not a regular file (a device, a FIFO, a directory): {reads}")
-    return handle
+    return os.fdopen(fd, "rb")
 
 
 def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> Path:

@@ -63,6 +63,10 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
                 read.append(str(launch))
             shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
             return shown, body.count("\n", 0, match.start()) + 1
+    # found none: the folders looked in join what the answer rests on; a folder has no digest, so
+    # the answer stays out of the lint cache and a launch script added later is read (as a
+    # version pin looked for and not found, save_facts)
+    read.extend(str(folder) for folder in _folders(script) if str(folder) not in read)
     return None
 
 
@@ -76,11 +80,7 @@ def _beside(script: Path, suffixes: tuple, most: int, largest: int):
     """(path, text) of each file with these suffixes under the script's folder, and under the
     working directory where the script lies beneath it: the files its launch may read, bounded
     (at most `most` per folder, none larger than `largest` bytes)."""
-    folders = [script.parent]
-    here = Path.cwd().resolve()
-    if here != script.parent and here in script.parents:
-        folders.append(here)
-    for folder in folders:
+    for folder in _folders(script):
         for path in _files(folder, suffixes, most):
             try:
                 if not path.is_file() or path.stat().st_size > largest:
@@ -89,6 +89,12 @@ def _beside(script: Path, suffixes: tuple, most: int, largest: int):
             except OSError:
                 continue
             yield path, body
+
+
+def _folders(script: Path) -> list[Path]:
+    """The script's folder, and the working directory where the script lies beneath it."""
+    here = Path.cwd().resolve()
+    return [script.parent] + ([here] if here != script.parent and here in script.parents else [])
 
 
 def _files(folder: Path, suffixes: tuple, most: int) -> list[Path]:

@@ -960,22 +960,34 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, co
 
 
 def _given_through(fn: Function, call: ast.Call, name: str, context: tuple) -> Optional[ast.AST]:
-    """What the way in through call gives fn's parameter `name`; a name of the caller's own
-    parameter (not rebound there) is read where the caller was entered, up the context."""
+    """What the way in through call gives fn's parameter `name`; a name handed on from a caller
+    is read where that caller was entered, up the context (_handed_from)."""
     given = argument_at(fn, call, name)
-    while isinstance(given, ast.Name) and context:
-        caller, entered = context[-1]
-        if not (given.id in caller.params or given.id in caller.kwonly) and not caller.bindings.get(given.id) \
-                and caller.parent is not None and len(context) > 1 and context[-2][0] is caller.parent:
-            # a closure's free name (`def move(model): return parallelize(model, local_rank=local_rank)`
-            # inside predict()): the enclosing function's, read where that one was entered
-            caller, entered = context[-2]
-            context = context[:-1]
-        if entered is None or not (given.id in caller.params or given.id in caller.kwonly) \
-                or caller.bindings.get(given.id):
+    while isinstance(given, ast.Name):
+        up = _handed_from(given.id, context)
+        if up is None:
             break
-        given, context = argument_at(caller, entered, given.id), context[:-1]
+        caller, entered, context = up
+        given = argument_at(caller, entered, given.id)
     return given
+
+
+def _handed_from(name: str, context: tuple) -> Optional[tuple]:
+    """(caller, the call that entered it, the context above it) for a name an argument was given
+    as in the innermost caller of context: that caller's own parameter, not bound again there, or
+    a closure's free name (`def move(model): return parallelize(model, local_rank=local_rank)`
+    inside predict()), its enclosing function's parameter read where that one was entered. None
+    where the name is anything else."""
+    if not context:
+        return None
+    caller, entered = context[-1]
+    rest = context[:-1]
+    if not (name in caller.params or name in caller.kwonly) and not caller.bindings.get(name) \
+            and caller.parent is not None and rest and rest[-1][0] is caller.parent:
+        (caller, entered), rest = rest[-1], rest[:-1]
+    if entered is None or not (name in caller.params or name in caller.kwonly) or caller.bindings.get(name):
+        return None
+    return caller, entered, rest
 
 
 def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tuple) -> bool:
@@ -1304,17 +1316,16 @@ def _switched(target: Function, call: ast.Call, cond: str, context: tuple = (),
     value = argument_at(target, call, cond)
     if value is None or _rebound(target, cond):
         return None  # (`train_data, train_sampler = choice(...)` first: the argument is gone)
-    if isinstance(value, ast.Name) and context:
-        caller, entered = context[-1]
-        if entered is not None and (value.id in caller.params or value.id in caller.kwonly) and not caller.bindings.get(value.id):
-            return _switched(caller, entered, value.id, context[:-1], none_only)
+    if isinstance(value, ast.Name):
+        up = _handed_from(value.id, context)
+        if up is not None:
+            return _switched(up[0], up[1], value.id, up[2], none_only)
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not) and isinstance(value.operand, ast.Name) \
-            and context and not none_only:
+            and not none_only:
         # `is_training=not evaluate`, the caller entered with `evaluate=True` (DensePhrases)
-        caller, entered = context[-1]
-        name = value.operand.id
-        if entered is not None and (name in caller.params or name in caller.kwonly) and not caller.bindings.get(name):
-            inner = _switched(caller, entered, name, context[:-1])
+        up = _handed_from(value.operand.id, context)
+        if up is not None:
+            inner = _switched(up[0], up[1], value.operand.id, up[2])
             return None if inner is None else not inner
     if none_only:  # `x is not None`: None alone is false; any other constant is a value
         return False if is_const(value, None) else (True if isinstance(value, ast.Constant) else None)

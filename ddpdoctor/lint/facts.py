@@ -213,7 +213,7 @@ def build(program: Program, script: str) -> LintFacts:
     # (worker_seeds reads the files on their own: a loader on a side of its builder's switch no
     # call takes - `if not is_ddp:` of `create_dataloaders(True, ...)` - is built on no way in)
     seeds = [s for s in seeds if str(s.loader) not in builder.off_loaders]
-    return LintFacts(
+    facts = LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.sources],
         statements=sum(f.statements for f in program.files),
@@ -229,12 +229,16 @@ def build(program: Program, script: str) -> LintFacts:
         rank_local=_rank_local(builder, ddp or framework is not None),
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),
-        nodes=multi_node.told_apart(program.files, program.sources[0] if program.sources else None),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the
         # training to what the config names all the same; so does a DDP model it wraps and hands
         # on: ASR-Wav2vec-Finetune's trainer class comes from its TOML)
         config_named=_config_named(builder) if distributed is not None and framework is None
         and not any(loader.trains for loader in loaders) else None)
+    # asked only where a save is one rank's per node (the look reads every file's text and may
+    # walk the script's folder for launch scripts), after the other facts as before
+    if any(s.per_node or s.local_path for s in facts.saves):
+        facts.nodes = multi_node.told_apart(program.files, program.sources[0] if program.sources else None)
+    return facts
 
 
 def _rank_local(builder, ddp: bool) -> list:

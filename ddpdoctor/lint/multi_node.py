@@ -112,8 +112,7 @@ def _names_a_node(node: ast.AST) -> bool:
     if cls is ast.Attribute:
         if NODE_NAME.match(node.attr):
             return True
-        owner = node.value
-        if owner.__class__ is ast.Attribute and owner.attr in ("args", "cfg", "config", "opt", "hparams"):
-            owner = ast.Name(owner.attr)  # `self.args.num_nodes`
-        return bool(SHARED_NAME.match(node.attr)) and owner.__class__ is ast.Name and bool(_OPTIONS.match(owner.id))
+        owner = node.value  # `args.num_nodes`, `self.args.num_nodes`
+        held = owner.id if owner.__class__ is ast.Name else owner.attr if owner.__class__ is ast.Attribute else ""
+        return bool(SHARED_NAME.match(node.attr)) and bool(_OPTIONS.match(held))
     return False

@@ -3,6 +3,13 @@ our own words."""
 
 from __future__ import annotations
 
+import textwrap
+
+import pytest
+
+from ddpdoctor.core.errors import UsageError
+from ddpdoctor.core.files import open_regular
+from ddpdoctor.lint.driver import gather
 from tests.unit.test_lint_round17_shapes import lint_plain
 from tests.unit.test_lint_round50_shapes import at, line_of
 
@@ -253,3 +260,22 @@ def test_a_loader_restarted_with_its_own_iter_method_repeats_its_order(tmp_path)
 def test_its_twin_that_ends_after_one_pass_repeats_nothing(tmp_path):
     source = RESTARTED.replace("{restart}", "return")
     assert at(lint_plain(tmp_path, source), "DDP804") == []
+
+
+def test_a_launch_script_added_after_a_cached_lint_is_read(tmp_path, monkeypatch):
+    # the search that found no launch script keeps its answer out of the cache: a slurm script
+    # written later is read by the next lint, not hidden behind the first verdict
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("DDPDOCTOR_LINT_CACHE", "1")
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(PER_NODE.replace("{node_option}", "pass")).lstrip("\n"))
+    assert gather(str(script)).nodes is None
+    (tmp_path / "run.sh").write_text("#SBATCH --nodes=2\nsrun torchrun --nnodes 2 train.py\n")
+    again = gather(str(script))
+    assert not again.cached and str(again.nodes).endswith("run.sh:1")
+
+
+def test_a_directory_named_like_a_file_is_refused_in_one_line(tmp_path):
+    # (the cache digests what an answer rests on; a folder among them is refused, not a crash)
+    with pytest.raises(UsageError, match="not a regular file"):
+        open_regular(tmp_path, "a folder", "lint reads Python source files")
