@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.lint.defaults import option_off
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      sharded_save, text,
@@ -49,7 +50,8 @@ class CollectiveFacts:
         for call in owner.own_calls if owner is not None else ():
             if call.lineno != where.line:
                 continue
-            group = keyword(call, "group")
+            # (a DDP model's collectives run over the group its constructor is handed)
+            group = keyword(call, "group") or keyword(call, "process_group")
             if group is not None and not is_const(group, None) and not (dotted(group) or "").endswith("WORLD"):
                 return text(group, 60)
         return ""
@@ -92,22 +94,48 @@ class CollectiveFacts:
                     return True  # the same collective on the same group, from another place
         return False
 
-    def _ops_under(self, fn: Function, branch: int, side: str) -> Counter:
+    def _ops_under(self, fn: Function, branch: int, side: str, default_group: bool = False) -> Counter:
+        """The kinds of collective one side of a rank test reaches, counted; default_group: only
+        those on the default group (not a `group=` / DDP `process_group=` subgroup)."""
         ops: Counter = Counter()
         for event in fn.events:
             if not any(g.branch == branch and g.side == side for g in event.guards):
                 continue
             if event.kind == "collective":
-                ops[_op_kind(event.op)] += 1
+                if not (default_group and self._subgroup_at(loc(fn, event.node))):
+                    ops[_op_kind(event.op)] += 1
             elif event.kind in ("call", "ref"):
                 for target in event.targets:
-                    ops.update(_op_kind(op) for op, _, _, _ in self.reach(target, MAX_DEPTH - 1))
+                    ops.update(_op_kind(op) for op, where, _, _ in self.reach(target, MAX_DEPTH - 1)
+                               if not (default_group and self._subgroup_at(where)))
         # how many backward calls a side spells (an amp and a plain one) says nothing of how many
         # run: a side that trains through the DDP model pairs with another that does
         backward = _op_kind(DDP_BACKWARD)
         if ops[backward]:
             ops[backward] = 1
         return ops
+
+    def _role_split(self, fn: Function, branch: int) -> bool:
+        """Both sides of the rank test run collectives of the same kinds on the default group,
+        over a loop on some side, only how many times differing: a split of roles (a host that
+        scatters work and gathers the results; trainers that take it command by command and
+        answer), whose loops pair their calls by their own protocol. What either side runs
+        beyond those is on a subgroup (the trainers' DDP model over `process_group=gpus`)."""
+        sides = []
+        for side in ("body", "else"):
+            ops = self._ops_under(fn, branch, side, default_group=True)
+            if not ops[_DDP_BUILT] and self._ops_under(fn, branch, side)[_DDP_BUILT]:
+                # the side's DDP models are built on a subgroup: their forwards and backwards
+                # all-reduce there too
+                ops = Counter({k: n for k, n in ops.items() if not k.startswith(_DDP_MODEL_OPS)})
+            sides.append(ops)
+        if not sides[0] or set(sides[0]) != set(sides[1]):
+            return False
+        if sides[0] == sides[1]:
+            return True
+        node = _branch_node(fn, branch)
+        return node is not None and any(isinstance(n, (ast.For, ast.While))
+                                        for stmt in node.body + node.orelse for n in ast.walk(stmt))
 
     def _same_calls(self, fn: Function, branch: int) -> bool:
         """Both sides of the rank test reach their collectives only through calls, and call the
@@ -172,6 +200,11 @@ class CollectiveFacts:
                     if not guards:
                         continue
                     guard = guards[-1]
+                    if any(option_off(part, self.program) for part in guard.test.open) or any(
+                            flag and option_off(c, self.program) for c, flag in conds):
+                        # `if args.eval_first and is_main_process():` with --eval_first a
+                        # store_true: a launch that leaves the option never gets there
+                        continue
                     if sharded_save(op) and _or_engine_on(fn, guard_test(fn, guard)):
                         continue  # `if is_main_process or use_deepspeed:`: every process where it is one
                     if _or_taken_on_the_way(guard_test(fn, guard), said):
@@ -191,15 +224,18 @@ class CollectiveFacts:
                         op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
                         assumption, guard.test.given, inner)))
             # ranks that take the other branch run the same collectives: balanced, no hang
-            balanced = set()
+            balanced, judged = set(), set()
             for guard, _ in candidates:
-                if guard.branch and guard.branch not in balanced:
+                if guard.branch and (guard.branch, guard.side) not in judged:
+                    judged.add((guard.branch, guard.side))
                     other = "else" if guard.side == "body" else "body"
                     mine = self._ops_under(fn, guard.branch, guard.side)
                     if mine and mine == self._ops_under(fn, guard.branch, other):
                         balanced.add(guard.branch)
                     elif mine and self._same_calls(fn, guard.branch):
                         balanced.add(guard.branch)  # `trainer.train(profiler=p)` in each of its ways / `trainer.train()`
+                    elif mine and self._role_split(fn, guard.branch):
+                        balanced.add(guard.branch)
             for guard, found in candidates:
                 polarities.setdefault((_outermost(fn), _op_kind(found.op), guard.test.key),
                                       set()).add(guard.test.polarity)
@@ -227,6 +263,18 @@ class CollectiveFacts:
             else:
                 first[(found.location.file, found.location.line)] = found
         return sorted(first.values(), key=lambda g: (g.location.file, g.location.line or 0))
+
+
+_DDP_BUILT = "DistributedDataParallel"  # the kind (_op_kind) of the DDP constructor's broadcast
+_DDP_MODEL_OPS = (DDP_FORWARD, DDP_BACKWARD)
+
+
+def _branch_node(fn: Function, branch: int) -> Optional[ast.If]:
+    """The `if` statement a guard's branch id names, in fn's own body."""
+    for node in ast.walk(fn.node):
+        if id(node) == branch and isinstance(node, ast.If):
+            return node
+    return None
 
 
 def _never_none(builder, fn: Function, cond: str) -> bool:

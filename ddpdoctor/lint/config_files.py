@@ -48,6 +48,28 @@ MAX_LAUNCH_SCRIPTS = 100
 MAX_LAUNCH_BYTES = 64_000
 
 
+# A config value that names a class or function by its dotted path (`name:
+# dataset.data_val.PolypObjDataset`, `target: ldm.data.Faces`), as a by-name loader reads it
+_DOTTED_VALUE = re.compile(r"""^[ \t]*-?[ \t]*[\w-]+[ \t]*:[ \t]*["']?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)["']?[ \t]*(?:#.*)?$""",
+                           re.MULTILINE)
+MAX_NAMED = 64
+
+
+def named_in_configs(script: Path, read: list) -> list[str]:
+    """The dotted paths the YAML configs beside the script name (at most MAX_NAMED): the
+    modules a loader by name (`get_obj_from_str(config["target"])`) may import. read: gets each
+    config that names one (the lint cache digests it)."""
+    found: list[str] = []
+    for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        names = [n for n in _DOTTED_VALUE.findall(body) if not n[0].isdigit()]
+        if names and str(config) not in read:
+            read.append(str(config))
+        found.extend(n for n in names if n not in found)
+        if len(found) >= MAX_NAMED:
+            break
+    return found[:MAX_NAMED]
+
+
 def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     """(file, line) of a shell launch script beside the script (under its folder, or the working
     directory where the script lies beneath it) that starts a job on several nodes, or None.
@@ -59,6 +81,8 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
             count = match.group("count") or match.group("sbatch")
             if count is not None and not _above_one(count):
                 continue
+            if count is None and _one_node_command(body, match):
+                continue  # `--nnodes=1 --node_rank=0`: a node rank handed to a one-node launch
             if str(launch) not in read:
                 read.append(str(launch))
             shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
@@ -68,6 +92,22 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     # version pin looked for and not found, save_facts)
     read.extend(str(folder) for folder in _folders(script) if str(folder) not in read)
     return None
+
+
+def _one_node_command(body: str, match: re.Match) -> bool:
+    """The launch command holding a `--node_rank` (its lines joined where they end in a
+    backslash) starts one node: its `--nnodes` is 1, or it has none and the rank is a literal 0."""
+    start = body.rfind("\n", 0, match.start()) + 1
+    while start > 0 and body[:start - 1].rstrip(" \t").endswith("\\"):
+        start = body.rfind("\n", 0, start - 1) + 1
+    end = body.find("\n", match.end())
+    while end >= 0 and body[:end].rstrip(" \t").endswith("\\"):
+        end = body.find("\n", end + 1)
+    command = body[start:end if end >= 0 else len(body)]
+    counts = [m.group("count") for m in _NODES_LAUNCH.finditer(command) if m.group("count")]
+    if counts:
+        return not any(_above_one(c) for c in counts)
+    return re.match(r"[= ]+[\"']?0\b", body[match.end():match.end() + 8]) is not None
 
 
 def _above_one(count: str) -> bool:

@@ -12,6 +12,7 @@ ranks: a real failure of the run as shipped, said with the default it rests on.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.patterns import last_name
@@ -38,6 +39,20 @@ def default_truth(part: ast.AST, fn: Function, program: Program) -> Optional[tup
     value, where = found
     said = f"`{klass.name}.{part.attr}` at its default `{value!r}` ({where})"
     return (not bool(value)) if negate else bool(value), said
+
+
+# `args.flag`, `flag`, `args.seed is not None`: an option's own truth
+OPTION_TEST = re.compile(r"^(?:[\w.]+\.)?(\w+)(?: is not None)?$")
+
+
+def option_off(test_text: str, program: Program) -> bool:
+    """`args.eval_first` (or `args.seed is not None`) where the command line's option of that
+    name defaults to a false value (store_true, None, 0, ""): false on a launch that leaves it."""
+    found = OPTION_TEST.match(test_text)
+    if not found:
+        return False
+    defaults = program.option_defaults()
+    return found.group(1) in defaults and defaults[found.group(1)] in (None, False, 0, "")
 
 
 def _assigned(attr: str, program: Program) -> bool:

@@ -554,7 +554,8 @@ class BuilderCore:
 
     def _placed_by_callee(self, node: ast.AST, fn: Function) -> set[int]:
         """The arguments of local calls in node whose parameter the callee only uses to place
-        tensors (`.to(local_rank)`, `.cuda(rank)`, `device=rank`): a device, not a shard."""
+        tensors (`.to(local_rank)`, `.cuda(rank)`, `device=rank`) or to test who it is (`if
+        local_rank == 0: log(...)`, `disable=local_rank != 0`): a device or a flag, not a shard."""
         cache = self.__dict__.setdefault("_callee_placements", {})
         if (id(node), id(fn)) in cache:
             return cache[(id(node), id(fn))]
@@ -567,7 +568,7 @@ class BuilderCore:
             for target in self.program.resolve(call.func, fn)[0]:
                 if target.node is None or isinstance(target.node, ast.Module):
                     continue
-                where = _placement(target.node)
+                where = _placement(target.node) | _compared_to_constants(target.node)
                 for param in target.params:
                     value = argument_at(target, call, param)
                     if value is None or not any(n is value for n in walk(call)):
@@ -589,6 +590,22 @@ class BuilderCore:
             if isinstance(node, ast.Return) and node.value is call and not isinstance(fn.node, ast.Module):
                 return fn.name
         return ""
+
+
+def _compared_to_constants(node: ast.AST) -> set[int]:
+    """The names compared with constants in node (`local_rank == 0`, `rank in [-1, 0]`): a rank
+    read there decides who logs or caches, it picks no part of the data."""
+    found: set[int] = set()
+    for test in walk(node):
+        if test.__class__ is not ast.Compare:
+            continue
+        parts = [test.left, *test.comparators]
+        names = [p for p in parts if isinstance(p, ast.Name)]
+        if len(names) == 1 and all(p is names[0] or isinstance(p, ast.Constant) or (
+                isinstance(p, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in p.elts))
+                for p in parts):
+            found.add(id(names[0]))
+    return found
 
 
 def _reads_locals(node: ast.AST) -> bool:

@@ -1053,6 +1053,8 @@ class LoaderFacts:
         if kept is not None:
             return bool(kept) and all(_rebound_under(scope, bound, value, switches) for scope, bound, value in kept)
         position = _returned_at(fn, name) if name else None
+        if position is None and name and _returned_alone(fn, name):
+            position = -1  # `loader = DataLoader(...); return loader`: where the callers bind it
         if name and name != fn.name and position is not None and _rebound_under(fn, name, call, switches):
             return True  # `loader = DataLoader(ds)`; `if ddp: loader = DataLoader(ds, sampler=...)`; `return loader, sampler`
         if name and name != fn.name and position is None:
@@ -1065,6 +1067,9 @@ class LoaderFacts:
                     _unpacked_at(caller, event.node, position)
                 if not bound:
                     return False
+                if (id(caller), bound) not in self._training_names() and EVAL_NAME.search(bound) \
+                        and not TRAIN_NAME.search(bound):
+                    continue  # `eval_loader = self.prepare_data_loader(dev)`: no training loop reads it
                 sites.append((caller, bound, event.node))
         return bool(sites) and all(_rebound_under(scope, bound, value, switches) for scope, bound, value in sites)
 
@@ -1806,15 +1811,27 @@ def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset)
             if not (isinstance(stmt, ast.Assign) and stmt.value is value and any(
                     isinstance(t, ast.Name) and t.id == name for target in stmt.targets for t in walk(target))):
                 continue
-            for later in block[i + 1:]:
-                if isinstance(later, ast.If) and text(later.test) in switches and any(
-                        isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
-                        for s in later.body):
-                    return True
-                if any(isinstance(n, ast.Name) and n.id == name for n in walk(later)):
-                    return False
-            return False
+            later = _first_touching(block[i + 1:], name)
+            return isinstance(later, ast.If) and text(later.test) in switches and any(
+                isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+                for s in later.body)
     return False
+
+
+def _first_touching(stmts: list, name: str) -> Optional[ast.stmt]:
+    """The first statement, in the order they run, that reads or binds `name`, looking into the
+    body of a loop or `with` whose header does not touch it (ipgpf rebinds its loader under
+    `if self.in_distributed_mode():` at the top of each epoch)."""
+    for stmt in stmts:
+        if not any(isinstance(n, ast.Name) and n.id == name for n in walk(stmt)):
+            continue
+        headers = [stmt.target, stmt.iter] if isinstance(stmt, (ast.For, ast.AsyncFor)) else \
+            [stmt.test] if isinstance(stmt, ast.While) else \
+            list(stmt.items) if isinstance(stmt, (ast.With, ast.AsyncWith)) else None
+        if headers is None or any(isinstance(n, ast.Name) and n.id == name for h in headers for n in walk(h)):
+            return stmt
+        return _first_touching(stmt.body, name)
+    return None
 
 
 def _slicing(node: ast.AST) -> bool:

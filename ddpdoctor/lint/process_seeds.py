@@ -33,6 +33,7 @@ import ast
 import re
 from typing import Any, Optional
 
+from ddpdoctor.lint.defaults import OPTION_TEST, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.patterns import call_keywords, keyword, kept_keywords, last_name, loader_call, text
@@ -64,6 +65,10 @@ RANDOM_WORDS = re.compile(r"\brandom\s*\.|\.random\b|random\w*\s*\(|(?-i:Random[
 # (`TensorDataset(torch.randn(64, 4))`) is data, not augmentation; a transform's name is
 ARGUMENT_WORDS = re.compile(r"Random[A-Z]|RandAugment|TrivialAugment|Flip|(?i:augment|jitter)|flip(?!(?:lr|ud)?\s*\()|FLIP")
 _SAME, _PER_RANK, _UNKNOWN = 0, 1, 2
+# a seed drawn from the process's own generators (`np.random.randint(2**31)`): an origin _judge
+# weighs, never a verdict
+_DRAWN = 3
+_DRAWS = ("numpy.random.", "random.", "torch.randint", "torch.rand", "torch.randn")
 
 
 def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list[UnrankedSeed]:
@@ -191,15 +196,12 @@ def _calls_directly(builder: Builder, fn: Function, spawned: list) -> bool:
                for call in fn.own_calls for target in program.resolve(call.func, fn)[0])
 
 
-_OFF_TEST = re.compile(r"^(?:[\w.]+\.)?(\w+)(?: is not None)?$")
-
-
 def _on_by_default(conds: tuple, program) -> bool:
     """Every test around the seeding holds with the options at their defaults (none at all,
     or `if args.seed is not None:` with `--seed` defaulting to 1): it runs on a plain launch."""
     defaults = _defaults(program)
     for cond, _ in conds:
-        found = _OFF_TEST.match(cond)
+        found = OPTION_TEST.match(cond)
         if not found or found.group(1) not in defaults or defaults[found.group(1)] in (None, False, 0, ""):
             return False
     return True
@@ -212,13 +214,7 @@ def _defaults(program) -> dict:
 def _off_by_default(conds: tuple, program) -> bool:
     """The seeding runs only where an option left at a false default (`--seed` unset: None) is
     given: `if args.seed is not None:` / `if args.seed:`."""
-    for cond, flag in conds:
-        found = _OFF_TEST.match(cond)
-        if found:
-            defaults = _defaults(program)
-            if found.group(1) in defaults and defaults[found.group(1)] in (None, False, 0, ""):
-                return True
-    return False
+    return any(option_off(cond, program) for cond, flag in conds)
 
 
 def _library_seed(full: str, call: ast.Call, fn: Function, program) -> Optional[int]:
@@ -243,13 +239,22 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         return _UNKNOWN  # seed_everything() draws one itself
     if _stepped_by_rank(seed, fn, program, 3):
         return _PER_RANK
-    verdict = _SAME
+    origins, on_import = set(), False
     for value, scope in program.values_of(seed, fn, 3):
         for node in walk(value):
             if RANK_WORDS.search(last_name(node) or "") or program.ranks.is_rank(node, scope):
                 return _PER_RANK
-        verdict = max(verdict, _origin(value, scope, program))
-    return verdict
+        origin = _origin(value, scope, program)
+        origins.add(origin)
+        on_import = on_import or (origin == _SAME and isinstance(scope.node, ast.Module))
+    if _DRAWN in origins:
+        # a seed drawn from the process's own generators is alike on every rank only after
+        # they were seeded alike: a constant handed in as the modules are imported, before
+        # anything runs (`set_random_seed(42)` at the top, then a sampling helper that restores
+        # `set_random_seed(np.random.randint(...))`); a draw where the option gives no seed
+        # (`if seed is None: seed = random.randint(...)`) is each process's own
+        return _SAME if on_import and _UNKNOWN not in origins else _UNKNOWN
+    return _UNKNOWN if _UNKNOWN in origins else _SAME
 
 
 def _stepped_by_rank(node: ast.AST, fn: Function, program, depth: int) -> bool:
@@ -285,6 +290,8 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
         if id(node) in clock or id(node) in tests:
             continue
         if isinstance(node, ast.Call) and (last_name(node.func) or "") not in ("int", "abs", "hash", "str", "getattr"):
+            if (program.qualify(node.func, fn) or "").startswith(_DRAWS):
+                return _DRAWN
             if not (isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
                 return _UNKNOWN  # a helper's result (`get_seed()`, `random_seed()`): not judged
         if isinstance(node, ast.Name) and node is value and node.id in getattr(fn, "params", ()):
@@ -366,7 +373,7 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
         if node is None:
             continue
         shown: list = []
-        if _random_in(program, node, fn, 3, shown):
+        if _random_in(program, node, fn, 5, shown):
             return True
         unshown = unshown or (node is dataset and not shown)
         collated = collated or (node is not dataset and bool(shown))
@@ -379,7 +386,9 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
                 if any(b.rpartition(".")[2].endswith("Dataset") for b in k.bases) and "__getitem__" in k.methods]
     # the ones the run is seen to build, where it builds any (a class kept for another
     # experiment and never built draws in no worker)
-    built = [k for k in datasets if k in program.built_classes]
+    # (and the ones the configs name for a factory that builds by name: sources._config_named)
+    named = {id(program.full_symbol(t)) for t in (program.sources[0].config_named if program.sources else ())}
+    built = [k for k in datasets if k in program.built_classes or id(k) in named]
     if collated:
         # beside a collate_fn the source shows, only a dataset class the run builds or names
         # (`params = {"dataset_class": OCRDataset}`), not any class of the package (GROVER's
@@ -955,10 +964,11 @@ def _reseeds_in_worker(klass) -> bool:
 
 def _unshown(target) -> bool:
     """Every value the function returns is picked by name at run time (`getattr(module, name)`,
-    a module `import_module` loads): no class the source names."""
+    a module `import_module` loads, or what such a lookup gives, called: `instantiate_from_config`'s
+    `get_obj_from_str(config["name"])(**params)`): no class the source names."""
     returned = list(target.returned)
-    return bool(returned) and all(isinstance(r, ast.Call) and last_name(r.func) in ("getattr", "import_module")
-                                  for r in returned)
+    return bool(returned) and all(isinstance(r, ast.Call) and (
+        last_name(r.func) in ("getattr", "import_module") or isinstance(r.func, ast.Call)) for r in returned)
 
 
 def _source(symbol, skip: frozenset = frozenset()) -> str:

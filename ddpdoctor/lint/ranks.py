@@ -464,6 +464,11 @@ class RankFlow:
             return inner.negated() if inner else None
         if isinstance(test, ast.BoolOp):
             return self._bool(test, fn, depth)
+        logical = _bitwise_logic(test)
+        if logical is not None:
+            # `(step > 0) & (step % every == 0) & is_main_process()`: bools joined with `&`
+            found = self._bool(logical, fn, depth)
+            return replace(found, text=text(test)) if found is not None else None
         if isinstance(test, ast.IfExp):  # is_local_master(args) if local else is_global_master(args)
             if all(isinstance(side, ast.Constant) and isinstance(side.value, bool) for side in (test.body, test.orelse)) \
                     and test.body.value != test.orelse.value:
@@ -959,9 +964,47 @@ class RankFlow:
                 found = RankTest(tests[0].text, tests[0].key, polarities.pop() if len(polarities) == 1 else "other",
                                  tests[0].assumption, "node" if all(t.scope == "node" for t in tests) else "global")
             elif target.node is not None and not isinstance(target.node, ast.Module):
-                found = self._returns_under_rank(target, depth)
+                found = self._returns_under_rank(target, depth) or self._true_under_rank(target, depth)
         self._returns[id(target)] = found
         return found
+
+    def _true_under_rank(self, target: Function, depth: int) -> Optional[RankTest]:
+        """Every answer a constant, the true ones of a distributed run under one rank test:
+        `if distributed: (if get_rank() == 0: return True, else: return False)`, `else: return
+        True` (the not-distributed answer, beside a test the same on every rank)."""
+        returns = list(_returns(target))
+        if not returns or not all(isinstance(r, ast.Constant) and r.value in (True, False, 0, 1)
+                                  and not isinstance(r.value, float) for r in returns):
+            return None
+        trues: list = []  # (the rank test on the way, or None; the `if`s and sides it sits in)
+
+        def visit(body: list, test: Optional[RankTest], where: tuple) -> None:
+            for stmt in body:
+                if isinstance(stmt, ast.Return):
+                    if stmt.value is not None and stmt.value.value:
+                        trues.append((test, where))
+                elif isinstance(stmt, ast.If):
+                    inner = self.guard(stmt.test, target, depth - 1)
+                    visit(stmt.body, inner if inner is not None else test, where + ((id(stmt), "body"),))
+                    visit(stmt.orelse, inner.negated() if inner is not None else test, where + ((id(stmt), "else"),))
+                elif isinstance(stmt, (ast.With, ast.Try)):
+                    for part in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []),
+                                 *(h.body for h in getattr(stmt, "handlers", []))):
+                        visit(part, test, where)
+
+        visit(target.node.body, None, ())
+        ranked = [t for t, _ in trues if t is not None]
+        if not ranked or len({t.polarity for t in ranked}) != 1 or len({t.key for t in ranked}) != 1:
+            return None
+        # a true answer under no rank test is the not-distributed one where it is the whole side
+        # of an `if` whose other side holds the ranked answers (or beside a test the same on
+        # every rank); anywhere else it is true on every rank
+        sides = {step for t, where in trues if t is not None for step in where}
+        if not self._fallbacks(target) and any(
+                t is None and not any((node, "else" if side == "body" else "body") in sides for node, side in where)
+                for t, where in trues):
+            return None
+        return ranked[0]
 
     def _returns_under_rank(self, target: Function, depth: int) -> Optional[RankTest]:
         """`if rank < 1: ...; return merged` and nothing returned otherwise (None: the end of
@@ -1241,6 +1284,27 @@ def _a_word(node: ast.AST) -> bool:
     """A text constant that no rank's number is (`"cpu"`, not `"0"`)."""
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and \
         not node.value.strip().lstrip("-").isdigit()
+
+
+def _bitwise_logic(test: ast.AST) -> Optional[ast.BoolOp]:
+    """`a & b & c` / `a | b` over comparisons and calls (no integer operand: `rank & 1` is
+    arithmetic): the `and` / `or` it means, flattened, its parts the original nodes."""
+    if not (isinstance(test, ast.BinOp) and isinstance(test.op, (ast.BitAnd, ast.BitOr))):
+        return None
+    kind = type(test.op)
+    parts: list = []
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, kind):
+            stack.extend((node.right, node.left))
+        elif isinstance(node, ast.Constant) or (isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.BitAnd, ast.BitOr))):
+            return None  # arithmetic on a number: not a logical test
+        else:
+            parts.append(node)
+    if not any(isinstance(p, (ast.Compare, ast.Call, ast.UnaryOp, ast.BoolOp)) for p in parts):
+        return None  # `flags & mask`: names alone say nothing of booleans
+    return ast.copy_location(ast.BoolOp(op=ast.And() if kind is ast.BitAnd else ast.Or(), values=parts), test)
 
 
 def _flag_scope(name: str) -> str:

@@ -24,7 +24,7 @@ from ddpdoctor.lint.nodes import walk
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.config_files import MAX_CONFIG_BYTES, config_files
+from ddpdoctor.lint.config_files import MAX_CONFIG_BYTES, config_files, named_in_configs
 from ddpdoctor.lint.syspath import added_roots
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
@@ -55,6 +55,9 @@ class SourceFile:
     # the dotted names a Hydra config under the script's `@hydra.main(config_path=...)` asks
     # `hydra.utils.instantiate` to build (`_target_: pkg.models.Policy`); the script's only
     hydra_targets: list[str] = field(default_factory=list)
+    # the dotted paths the configs beside the script name, where code loads modules by name
+    # (_config_named): the classes a by-name factory may build
+    config_named: list[str] = field(default_factory=list)
     # the config files read beside the script (Hydra's, an Accelerate launch config): the cache
     # digests them with the sources
     hydra_configs: list[str] = field(default_factory=list)
@@ -491,7 +494,16 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     seen = {path}
     queue = [files[0]]
     where_is: dict[str, Optional[Path]] = {}  # every file imports torch, os, ...: each name looked up once
-    while queue and len(files) < MAX_FILES:
+    named: Optional[list] = None  # the modules the configs name, looked for once the imports are read
+    while queue or named is None:
+        if not queue:
+            named = _config_named(files, path, roots)
+            queue = [f for f in (_config_module(n, roots, seen, texts) for n in named) if f is not None]
+            queue = queue[:max(0, MAX_FILES - len(files))]
+            files.extend(queue)
+            continue
+        if len(files) >= MAX_FILES:
+            break
         current = queue.pop(0)
         is_package = current.path.name == "__init__.py"
         module = current.module
@@ -547,6 +559,33 @@ def load_program(script: str, notes: Optional[list[str]] = None,
             notes.append(f"the lint reads at most {MAX_FILES} files: {len(unread)} more local modules "
                          f"imported were not read ({unread[0]} first)")
     return files
+
+
+def _config_named(files: list[SourceFile], script: Path, roots: list[Path]) -> list[str]:
+    """Where some file loads a module by a name it is handed (`import_module(module)`), the
+    dotted paths the configs beside the script name: CompVis-style `instantiate_from_config`
+    builds the dataset a config's `target:` names, which nothing imports."""
+    if not any(word in (f.text if f.text is not None else "\n".join(f.lines)) for f in files for word in IMPORTERS):
+        return []
+    files[0].config_named = named_in_configs(script, files[0].hydra_configs)
+    return files[0].config_named
+
+
+def _config_module(name: str, roots: list[Path], seen: set, texts: Optional[dict[Path, str]]) -> Optional[SourceFile]:
+    """The local module a config's dotted path names (`pkg.mod.Class`: pkg/mod.py), parsed as a
+    quiet module would be; None when it is no local file, or one already read."""
+    for module in (name, name.rpartition(".")[0]):
+        found = _candidates(module, roots) if module else None
+        if found is None or "site-packages" in found.parts:
+            continue
+        if found in seen:
+            return None
+        seen.add(found)
+        try:
+            return _found(found, module, texts)
+        except UsageError:
+            return None
+    return None
 
 
 def _unread(queue: list[SourceFile], roots: list[Path], where_is: dict, seen: set) -> list[str]:
