@@ -177,7 +177,7 @@ def train(args):
 
 p = argparse.ArgumentParser()
 p.add_argument("--strategy", default="ddp")
-p.add_argument("--sync", action="store_true")
+p.add_argument("--sync", type=int, default=1)
 train(p.parse_args())
 """
 
@@ -622,7 +622,7 @@ def main(cfg):
     train_epoch(model, opt, stepper)
 
 p = argparse.ArgumentParser()
-p.add_argument("--bench", action="store_true")
+p.add_argument("--bench", type=int, default=1)  # (a store_true would leave the branch off: no run)
 dist.init_process_group("gloo")
 main(p.parse_args())
 """

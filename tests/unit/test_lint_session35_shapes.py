@@ -1,0 +1,376 @@
+"""Shapes from session 35 (holdout 37, read). Each with its healthy (or buggy) twin, written in
+our own words."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_round17_shapes import lint_plain
+from tests.unit.test_lint_round50_shapes import at, line_of
+from tests.unit.test_lint_session34_shapes import PER_NODE
+
+# -------------------------------------------------- a rank test joined with `&`
+BITWISE = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def is_main_process():
+    return dist.get_rank() == 0
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(100):
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+        if (step > 0) & (step % 10 == 0){main}:
+            torch.save(model.module.state_dict(), f"ckpt-{step}.pt")  # the periodic save
+        dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_test_joined_by_bitwise_and_keeps_the_save_to_rank_zero(tmp_path):
+    # (LlamaGen-style trainers: `(train_steps > 0) & (train_steps % every == 0) & is_main_process()`)
+    source = BITWISE.replace("{main}", " & is_main_process()")
+    assert at(lint_plain(tmp_path, source), "DDP806") == []
+
+
+def test_its_twin_without_the_rank_part_saves_on_every_rank(tmp_path):
+    source = BITWISE.replace("{main}", "")
+    assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the periodic save"), "warning")]
+
+
+# -------------------------------------------------- a node rank handed to a one-node launch
+def test_a_node_rank_in_a_one_node_launch_does_not_make_the_code_multi_node(tmp_path):
+    # (`torch.distributed.run --nnodes=1 --node_rank=0`, one option per continued line)
+    source = PER_NODE.replace("{node_option}", "pass")
+    (tmp_path / "run.sh").write_text("python -m torch.distributed.run \\\n  --nproc_per_node=4 \\\n"
+                                     "  --nnodes=1 \\\n  --node_rank=0 \\\n  train.py\n")
+    assert at(lint_plain(tmp_path, source), "DDP806") == []
+
+
+def test_its_twin_handing_a_node_rank_variable_is_multi_node(tmp_path):
+    source = PER_NODE.replace("{node_option}", "pass")
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node=4 \\\n  --node_rank=$NODE_RANK train.py\n")
+    assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "local rank 0 saves"), "warning")]
+
+
+# -------------------------------------------------- a host process and its trainers
+ROLES = """
+import argparse
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+parser.add_argument("--trainers", type=int, default=2)
+args = parser.parse_args()
+dist.init_process_group("gloo")
+trainers = dist.new_group(ranks=list(range(args.trainers)))
+
+if args.local_rank < args.trainers:
+    model = DDP(torch.nn.Linear(4, 1), process_group=trainers)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    while True:
+        command = [None]
+        dist.scatter_object_list(command, [None] * (args.trainers + 1), src=args.trainers)  # a trainer's order
+        if command[0] == -1:
+            break
+        batch = [None]
+        dist.scatter_object_list(batch, [None] * (args.trainers + 1), src=args.trainers)
+        loss = model(batch[0]).sum()
+        loss.backward()
+        opt.step()
+        {answer}
+else:
+    for step in range(10):
+        dist.scatter_object_list([None], [0] * (args.trainers + 1), src=args.trainers)
+        dist.scatter_object_list([None], [torch.randn(2, 4)] * (args.trainers + 1), src=args.trainers)
+        losses = [None] * (args.trainers + 1)
+        dist.gather_object(0.0, losses, dst=args.trainers)
+    dist.scatter_object_list([None], [-1] * (args.trainers + 1), src=args.trainers)
+"""
+
+
+def test_a_host_and_trainers_answering_each_other_in_loops_pair_their_collectives(tmp_path):
+    # (TGL-style samplers: the host scatters commands and batches, gathers the losses; each
+    # trainer takes them one by one over its own loop, its DDP model on the trainers' group)
+    source = ROLES.replace("{answer}", "dist.gather_object(float(loss), None, dst=args.trainers)")
+    assert at(lint_plain(tmp_path, source), "DDP801") == []
+
+
+def test_its_twin_whose_trainers_never_answer_the_gather_is_one_sided(tmp_path):
+    source = ROLES.replace("{answer}", "pass")
+    found = at(lint_plain(tmp_path, source), "DDP801")
+    assert (line_of(source, "dist.gather_object(0.0"), "error") in found
+    # (the trainers' DDP model is built on their own group: said as an assumption, a warning)
+    assert (line_of(source, "process_group=trainers"), "warning") in found
+
+
+# -------------------------------------------------- a plain loader replaced at each epoch's top
+REBOUND = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, TensorDataset
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Task:
+    def __init__(self, local_rank):
+        self.local_rank = local_rank
+        if self.distributed():
+            dist.init_process_group("gloo")
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.data = TensorDataset(torch.randn(64, 4))
+
+    def distributed(self):
+        return self.local_rank >= 0
+
+    def plain_loader(self, dataset):
+        loader = DataLoader(dataset, batch_size=8, sampler=RandomSampler(dataset))  # the plain loader
+        return loader
+
+    def shared_loader(self, dataset, epoch):
+        sampler = DistributedSampler(dataset)
+        sampler.set_epoch(epoch)
+        return DataLoader(dataset, batch_size=8, sampler=sampler)
+
+    def train(self):
+        loader = self.plain_loader(self.data)
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for epoch in range(3):
+            {rebind}
+            for (x,) in loader:
+                self.model(x).sum().backward()
+                opt.step()
+
+    def evaluate(self):
+        eval_loader = self.plain_loader(self.data)
+        with torch.no_grad():
+            for (x,) in eval_loader:
+                self.model.module(x)
+
+
+task = Task(0)
+task.train()
+task.evaluate()
+"""
+
+
+def test_a_plain_loader_replaced_under_the_distributed_switch_each_epoch_is_not_iterated(tmp_path):
+    # (document-level extraction trainers: `loader = self.prepare_data_loader(...)`, then at each
+    # epoch's top `if self.in_distributed_mode(): loader = self.prepare_dist_data_loader(...)`;
+    # the evaluation's own use of the plain builder is no training loader)
+    source = REBOUND.replace("{rebind}", "if self.distributed():\n                loader = "
+                             "self.shared_loader(self.data, epoch)")
+    assert at(lint_plain(tmp_path, source), "DDP802") == []
+
+
+def test_its_twin_that_never_replaces_it_trains_every_rank_on_everything(tmp_path):
+    source = REBOUND.replace("{rebind}", "pass")
+    assert at(lint_plain(tmp_path, source), "DDP802") == [(line_of(source, "the plain loader"), "error")]
+
+
+# -------------------------------------------------- a main-node helper answering with constants
+CONSTANT_ANSWERS = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Task:
+    def __init__(self, local_rank):
+        self.local_rank = local_rank
+        if self.distributed():
+            dist.init_process_group("gloo")
+        self.model = DDP(torch.nn.Linear(4, 1))
+
+    def distributed(self):
+        return self.local_rank >= 0
+
+    def is_master(self, epoch):
+        {answers}
+
+    def save(self, epoch):
+        torch.save(self.model.module.state_dict(), f"cpt.{epoch}")  # the checkpoint
+
+    def after_epoch(self, epoch, save_flag=True):
+        if self.is_master(epoch) and save_flag:
+            self.save(epoch)
+
+
+task = Task(0)
+for epoch in range(3):
+    task.after_epoch(epoch)
+"""
+
+
+def test_a_helper_answering_true_on_rank_zero_and_when_not_distributed_is_a_rank_test(tmp_path):
+    answers = ("if self.distributed():\n            if dist.get_rank() == 0:\n                return True\n"
+               "            else:\n                return False\n        else:\n            return True")
+    source = CONSTANT_ANSWERS.replace("{answers}", answers)
+    assert at(lint_plain(tmp_path, source), "DDP806") == []
+
+
+def test_its_twin_also_true_every_tenth_epoch_on_every_rank_is_no_rank_test(tmp_path):
+    answers = ("if epoch % 10 == 0:\n            return True\n        if dist.get_rank() == 0:\n"
+               "            return True\n        return False")
+    source = CONSTANT_ANSWERS.replace("{answers}", answers)
+    assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the checkpoint"), "warning")]
+
+
+# -------------------------------------------------- a one-sided branch behind an option left off
+OPTION_OFF = """
+import argparse
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def evaluate(model):
+    with torch.no_grad():
+        model.module(torch.randn(2, 4))
+    dist.barrier()  # the evaluation's barrier
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--eval_first", action="store_true", default={default})
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    if args.eval_first and dist.get_rank() == 0:
+        evaluate(model)  # the first evaluation
+    for step in range(10):
+        model(torch.randn(2, 4)).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_one_sided_barrier_behind_a_store_true_option_is_not_on_the_run_as_launched(tmp_path):
+    # (YOLO trainers' `if args.eval_first and is_main_process(): val_one_epoch(...)`, whose
+    # evaluator ends in a barrier: `--eval_first` is off unless given)
+    source = OPTION_OFF.replace("{default}", "False")
+    assert at(lint_plain(tmp_path, source), "DDP801") == []
+
+
+def test_its_twin_with_the_option_on_by_default_hangs(tmp_path):
+    source = OPTION_OFF.replace('action="store_true", default={default}', "type=int, default=1")
+    assert at(lint_plain(tmp_path, source), "DDP801") == [(line_of(source, "the evaluation's barrier"), "warning")]
+
+
+# -------------------------------------------------- worker seeds: drawn seeds, config-named datasets
+SEEDED = """
+import random
+import numpy as np
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+from factory import instantiate
+
+
+def set_seed(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+{seeding}
+
+
+def main():
+    dist.init_process_group("gloo")
+    dataset = instantiate({{"target": "{target}"}})
+    loader = DataLoader(dataset, batch_size=4, sampler=DistributedSampler(dataset), num_workers=4)
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+FACTORY = """
+import importlib
+
+
+def from_name(path):
+    module, name = path.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)
+
+
+def instantiate(config):
+    return from_name(config["target"])(**config.get("params", {}))
+"""
+CROPS = """
+import random
+import torch
+from torch.utils.data import Dataset
+
+
+class Crops(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        start = random.randint(0, 4)
+        return torch.arange(8.0)[start:start + 4]
+
+
+class Plain(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(i))
+"""
+
+
+AROUND_SAMPLING = """
+def around_sampling(func):
+    def wrapper(*args):
+        seed = np.random.randint(2 ** 31)
+        set_seed(0)
+        out = func(*args)
+        set_seed(seed)
+        return out
+    return wrapper
+
+
+set_seed(42)  # alike on every rank
+"""
+
+
+def _seeded(tmp_path, seeding: str, target: str) -> str:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "__init__.py").write_text("")
+    (tmp_path / "data" / "crops.py").write_text(CROPS)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "train.yaml").write_text(f"data:\n  target: {target}\n  params: {{}}\n")
+    return SEEDED.replace("{seeding}", seeding).replace("{target}", target).replace("{{", "{").replace("}}", "}")
+
+
+def test_a_dataset_a_config_names_for_a_by_name_factory_is_read_for_its_draws(tmp_path):
+    # (CompVis-style `instantiate_from_config`: the class comes from a config's `target:`, the
+    # seeds from `set_seed(42)` at import and a draw from numpy it restores afterwards)
+    source = _seeded(tmp_path, AROUND_SAMPLING, "data.crops.Crops")
+    found = [f for f in lint_plain(tmp_path, source, factory=FACTORY) if f.code == "DDP808"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(line_of(source, "loader = DataLoader"), "warning")]
+
+
+def test_its_twin_naming_a_dataset_that_draws_nothing_is_quiet(tmp_path):
+    source = _seeded(tmp_path, AROUND_SAMPLING, "data.crops.Plain")
+    assert at(lint_plain(tmp_path, source, factory=FACTORY), "DDP808") == []
+
+
+def test_a_seed_drawn_with_nothing_seeded_alike_before_is_not_judged_alike(tmp_path):
+    # the only seeding a draw from numpy's own state: unseeded, each process's differs
+    source = _seeded(tmp_path, "set_seed(np.random.randint(2 ** 31))  # drawn", "data.crops.Crops")
+    assert at(lint_plain(tmp_path, source, factory=FACTORY), "DDP808") == []
