@@ -805,6 +805,11 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             return True
         if depth <= 0:
             continue
+        if isinstance(value, ast.IfExp):
+            # `collate = default_collator if plain else get_masking_collator(cfg)`: either side
+            if any(_random_in(program, side, scope, depth - 1, shown) for side in (value.body, value.orelse)):
+                return True
+            continue
         if isinstance(value, ast.Subscript):
             # `datasets["train"]` of `datasets = {"train": train_set, ...}`; `datasets[i]` in
             # `{i: DataLoader(datasets[i], ...) for i in splits}`: one call builds a loader of each

@@ -851,7 +851,7 @@ class Program:
             for node in fn.own:
                 if not (node.__class__ is ast.Assign and len(node.targets) == 1
                         and isinstance(node.targets[0], (ast.Tuple, ast.List))
-                        and isinstance(node.value, (ast.Call, ast.Subscript))):
+                        and _unpacked_sides(node.value)):
                     continue
                 elts = node.targets[0].elts
                 if any(isinstance(t, ast.Starred) for t in elts):
@@ -861,18 +861,19 @@ class Program:
                     if each is not None and names.index(each) == position:
                         sites.setdefault(each, []).append((node, position, len(names)))
         out = []
-        for node, index, width in sites.get(name, ()):
-            if node.value.__class__ is ast.Subscript:
+        # (`train_tf, val_tf = build(n) if given is None else given`: each side that is a call)
+        for value, index, width in [(v, i, w) for node, i, w in sites.get(name, ()) for v in _unpacked_sides(node.value)]:
+            if value.__class__ is ast.Subscript:
                 # `config_class, model_class, tok = MODEL_CLASSES[args.model_type]`: that element
                 # of every row of a table of tuples (a dict or list the source spells)
-                for table, scope in self.values_of(node.value.value, fn):
+                for table, scope in self.values_of(value.value, fn):
                     rows = table.values if isinstance(table, ast.Dict) else \
                         table.elts if isinstance(table, (ast.List, ast.Tuple)) else []
                     for row in rows:
                         if isinstance(row, (ast.Tuple, ast.List)) and len(row.elts) == width:
                             out.append((row.elts[index], scope))
                 continue
-            func = node.value.func
+            func = value.func
             if func.__class__ is ast.Subscript:
                 # `labeled, unlabeled = BUILDERS[args.dataset](args, root)`: the builders the
                 # table holds, their modules read (which datasets they return is the question)
@@ -2599,3 +2600,10 @@ def _walks_a_namespace(fn: Function) -> bool:
             (n.__class__ is ast.Attribute and n.attr == "__dict__") or
             (n.__class__ is ast.Call and n.func.__class__ is ast.Name and n.func.id == "vars") for n in walk(fn.node))
     return found
+
+
+def _unpacked_sides(value: ast.AST) -> list[ast.AST]:
+    """The calls (or table reads) a tuple unpacking takes its items from: the value itself, or
+    each side of a conditional expression that is one."""
+    sides = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
+    return [v for v in sides if isinstance(v, (ast.Call, ast.Subscript))]

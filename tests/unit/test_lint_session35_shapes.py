@@ -374,3 +374,160 @@ def test_a_seed_drawn_with_nothing_seeded_alike_before_is_not_judged_alike(tmp_p
     # the only seeding a draw from numpy's own state: unseeded, each process's differs
     source = _seeded(tmp_path, "set_seed(np.random.randint(2 ** 31))  # drawn", "data.crops.Crops")
     assert at(lint_plain(tmp_path, source, factory=FACTORY), "DDP808") == []
+
+
+# -------------------------------------------------- draws behind a conditional expression
+CHOSEN = """
+import random
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Tokens(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(i))
+
+
+def plain_collate(items):
+    return torch.stack(items)
+
+
+def masking_collator(rate):
+    def collate(items):
+        batch = torch.stack(items)
+        return batch * (torch.rand(batch.shape) > rate)  # a random mask
+    return collate
+
+
+def main(plain):
+    torch.manual_seed(0)
+    dist.init_process_group("gloo")
+    data = Tokens()
+    collate = plain_collate if plain else {chosen}
+    loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data), num_workers=2,
+                        collate_fn=collate)  # the training loader
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main(False)
+"""
+
+
+def test_a_collator_chosen_by_a_conditional_expression_is_read_on_both_sides(tmp_path):
+    # (video world models: `collate_fn = default_data_collator if llama else get_maskgit_collator(cfg)`,
+    # the masks drawn in the workers from a torch generator every rank seeded alike)
+    source = CHOSEN.replace("{chosen}", "masking_collator(0.5)")
+    assert at(lint_plain(tmp_path, source), "DDP808") == [(line_of(source, "loader = DataLoader"), "warning")]
+
+
+def test_its_twin_choosing_between_two_plain_collators_draws_nothing(tmp_path):
+    source = CHOSEN.replace("{chosen}", "plain_collate")
+    assert at(lint_plain(tmp_path, source), "DDP808") == []
+
+
+UNPACKED_TRANSFORMS = """
+import torch, torch.distributed as dist
+import torchvision.datasets as dset
+import torchvision.transforms as T
+from torch.utils.data import DataLoader, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def cifar_transforms():
+    train = T.Compose([{train_ops}T.ToTensor()])
+    return train, T.Compose([T.ToTensor()])
+
+
+def get_data(root, transforms=None):
+    train_tf, val_tf = cifar_transforms() if transforms is None else transforms
+    return dset.CIFAR10(root, train=True, transform=train_tf), dset.CIFAR10(root, train=False, transform=val_tf)
+
+
+def main():
+    torch.manual_seed(2)
+    dist.init_process_group("gloo")
+    train_data, _ = get_data("data")
+    loader = DataLoader(train_data, batch_size=8, sampler=DistributedSampler(train_data), num_workers=4)  # the loader
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+            model(x.flatten(1)[:, :4]).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_transforms_unpacked_from_either_side_of_a_conditional_expression_are_read(tmp_path):
+    # (NAS toolkits: `train_tf, valid_tf = transforms_cifar10(cutout) if transforms is None else transforms`)
+    source = UNPACKED_TRANSFORMS.replace("{train_ops}", "T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), ")
+    assert at(lint_plain(tmp_path, source), "DDP808") == [(line_of(source, "the loader"), "warning")]
+
+
+def test_its_twin_without_random_transforms_draws_nothing(tmp_path):
+    source = UNPACKED_TRANSFORMS.replace("{train_ops}", "")
+    assert at(lint_plain(tmp_path, source), "DDP808") == []
+
+
+# -------------------------------------------------- a dataset class caching what it parsed
+CACHING_DATASET = """
+import os
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Labelled(Dataset):
+    def __init__(self, root, model=None):
+        self.cache = os.path.join(root, "labels.cache")
+        self.labels = self.load_labels()
+        self.model = model
+
+    def load_labels(self):
+        labels = list(range(64))
+        torch.save({saved}, self.cache)  # the dataset's write
+        return labels
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(self.labels[i]))
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    data = Labelled("data", model)
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_dataset_class_caching_its_labels_is_no_checkpoint(tmp_path):
+    # (YOLO's `Dataset.load_label()` caching parsed labels, torchvision-style `_save_meta_file()`)
+    source = CACHING_DATASET.replace("{saved}", "labels")
+    assert at(lint_plain(tmp_path, source), "DDP806") == []
+
+
+def test_its_twin_saving_the_models_state_from_the_dataset_is_one(tmp_path):
+    source = CACHING_DATASET.replace("{saved}", "self.model.state_dict()")
+    assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the dataset's write"), "warning")]
