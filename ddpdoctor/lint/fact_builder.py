@@ -147,9 +147,21 @@ class BuilderCore:
             bound = reaching.reaching_value(caller.node, value.id, call)
             if bound is not None and fresh_model(self.program, bound, caller):
                 return True
+            if isinstance(bound, ast.Call) and self._factory_unwrapped(bound, caller):
+                return True  # `model_ema = get_model(cfg, local_rank=-1)`: its `if local_rank >= 0: DDP(...)` left out
             if holds_no_ddp(self.program, value, caller):
                 return True  # rebound to the plain module on every way to this call
         return value is not None and _plain_module(self.program, value, fn, 2)
+
+    def _factory_unwrapped(self, call: ast.Call, caller: Function) -> bool:
+        """A local factory whose every DDP construction sits under a test this call's arguments
+        make false (`get_model(cfg, local_rank=-1)` into `if local_rank >= 0: model = DDP(model)`):
+        what it returns on this way is the plain module."""
+        targets = [t for t in self.program.resolve(call.func, caller)[0]
+                   if t.node is not None and not isinstance(t.node, ast.Module)]
+        built = [(t, e) for t in targets for e in t.events
+                 if e.kind == "collective" and self.program.ddp_call(e.node, t)]
+        return bool(built) and all(any(_cond_false(t, call, c, flag, ()) for c, flag in e.conds) for t, e in built)
 
     def _paired(self, fn: Function) -> set[int]:
         """Collectives of a function that pair up across its own rank tests (yolov5's

@@ -475,6 +475,8 @@ def fresh_model(program: Program, value: ast.AST, fn: Function, depth: int = 3,
         return bool(values) and all(fresh_model(program, v, scope, depth - 1, seen) for v, scope in values)
     if not isinstance(value, ast.Call) or program.ddp_call(value, fn):
         return False
+    if not isinstance(value.func, ast.Attribute) and _ddp_made(program, value, fn) is not None:
+        return False  # `model = get_model(cfg, local_rank)` ending in `return DDP(model)`: a factory's wrapper
     if isinstance(value.func, ast.Attribute) and value.func.attr in ("from_pretrained", "from_config"):
         return True
     if isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "float", "half", "bfloat16"):

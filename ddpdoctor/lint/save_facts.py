@@ -201,10 +201,6 @@ class SaveFacts:
             # `Dataset.__getitem__` -> cache the features next to the sample: the sampler
             # gives each rank its own samples, so each file has one writer
             return SaveFact(where, path_text, False, "a per-sample file written while loading it")
-        if fn.cls is not None and self._dataset_class(fn.cls) and not _model_state(call):
-            # `Dataset.load_label()` caching the parsed labels, `ImageNet._save_meta_file()`:
-            # what the data pipeline writes for itself (labels, indices, metadata), no checkpoint
-            return SaveFact(where, path_text, False, "a data cache its dataset class writes, no checkpoint")
         if path is not None and _reads_back(fn, path, call, filled=True) and self._per_item(path, fn):
             # `if isfile(cache_of(item)): load / else: compute; torch.save(...)` for the items a
             # rank's batches hold: the sampler gives each item to one rank, so one writer per file
@@ -248,15 +244,6 @@ class SaveFacts:
                         if site else f"{fn.label} is called without a rank test",
                         self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how,
                         call_site=site)
-
-    def _dataset_class(self, klass) -> bool:
-        """A dataset: the class, or a local base, reads items (`__getitem__`) or derives from a
-        library's dataset (`Dataset`, torchvision's `ImageFolder` / `DatasetFolder`)."""
-        for k in [klass, *self.program.bases(klass)]:
-            if "__getitem__" in k.methods or any(
-                    b.rpartition(".")[2].endswith(("Dataset", "ImageFolder", "DatasetFolder")) for b in k.bases):
-                return True
-        return False
 
     def _open_call_site(self, fn: Function) -> Optional[Location]:
         """Where fn's direct callers split into some under a rank test and some not, the first
@@ -784,17 +771,6 @@ def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:
                 and any(sub is call for stmt in node.body for sub in walk(stmt)):
             return True
     return False
-
-
-# What a saved object is called when it is a model's or a run's state (a checkpoint)
-_MODEL_STATE = re.compile(r"state_dict|model|net\b|optim|ckpt|checkpoint|weights|params|ema", re.IGNORECASE)
-
-
-def _model_state(call: ast.Call) -> bool:
-    """The object saved reads as a model's or a run's state (`model.state_dict()`, `{'model':
-    ..., 'optimizer': ...}`, `ckpt`), not data."""
-    saved = call.args[0] if call.args else keyword(call, "obj")
-    return saved is None or bool(_MODEL_STATE.search(text(saved, 2000)))
 
 
 def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bool = False) -> bool:

@@ -480,54 +480,65 @@ def test_its_twin_without_random_transforms_draws_nothing(tmp_path):
     assert at(lint_plain(tmp_path, source), "DDP808") == []
 
 
-# -------------------------------------------------- a dataset class caching what it parsed
-CACHING_DATASET = """
-import os
+# -------------------------------------------------- a model factory that wraps DDP where asked
+FACTORY_MODEL = """
 import torch, torch.distributed as dist
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
-from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.nn.parallel import DistributedDataParallel
 
 
-class Labelled(Dataset):
-    def __init__(self, root, model=None):
-        self.cache = os.path.join(root, "labels.cache")
-        self.labels = self.load_labels()
-        self.model = model
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.bn = torch.nn.BatchNorm1d(4)
 
-    def load_labels(self):
-        labels = list(range(64))
-        torch.save({saved}, self.cache)  # the dataset's write
-        return labels
-
-    def __len__(self):
-        return len(self.labels)
-
-    def __getitem__(self, i):
-        return torch.full((4,), float(self.labels[i]))
+    def forward(self, x):
+        return self.bn(self.lin(x))
 
 
-def main():
+def get_model(name, local_rank=-1):
+    if name == "net":
+        model = Net()
+    else:
+        raise NameError(name)
+    if local_rank >= 0:
+        model = DistributedDataParallel(model, device_ids=[local_rank])
+    return model
+
+
+def run_epoch(model, loader, optimizer):
+    for x in loader:
+        preds = model(x)  # the epoch's forward
+        if optimizer is not None:
+            preds.sum().backward()
+            optimizer.step()
+
+
+def main(local_rank):
     dist.init_process_group("gloo")
-    model = DDP(torch.nn.Linear(4, 1))
-    data = Labelled("data", model)
-    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
-    for epoch in range(2):
-        loader.sampler.set_epoch(epoch)
-        for x in loader:
-            model(x).sum().backward()
+    is_master = dist.get_rank() == 0
+    model = get_model("net", local_rank=local_rank)
+    model_ema = get_model("net", local_rank=-1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = [torch.randn(2, 4) for _ in range(4)]
+    for epoch in range(10):
+        run_epoch(model, loader, opt)
+        if is_master and epoch % 5 == 0:
+            with torch.no_grad():
+                run_epoch({evaluated}, loader, None)  # rank 0 evaluates
 
 
-if __name__ == "__main__":
-    main()
+main(0)
 """
 
 
-def test_a_dataset_class_caching_its_labels_is_no_checkpoint(tmp_path):
-    # (YOLO's `Dataset.load_label()` caching parsed labels, torchvision-style `_save_meta_file()`)
-    source = CACHING_DATASET.replace("{saved}", "labels")
-    assert at(lint_plain(tmp_path, source), "DDP806") == []
+def test_a_model_a_factory_wraps_in_ddp_evaluated_on_rank_zero_is_a_ddp_forward(tmp_path):
+    # (AutoAugment searchers: `model = get_model(conf, n, local_rank=local_rank)` ending in
+    # `if local_rank >= 0: model = DistributedDataParallel(model)`, BatchNorm in the module)
+    source = FACTORY_MODEL.replace("{evaluated}", "model")
+    assert at(lint_plain(tmp_path, source), "DDP801") == [(line_of(source, "rank 0 evaluates"), "warning")]
 
 
-def test_its_twin_saving_the_models_state_from_the_dataset_is_one(tmp_path):
-    source = CACHING_DATASET.replace("{saved}", "self.model.state_dict()")
-    assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the dataset's write"), "warning")]
+def test_its_twin_evaluating_the_copy_the_factory_left_unwrapped_runs_no_collective(tmp_path):
+    source = FACTORY_MODEL.replace("{evaluated}", "model_ema")
+    assert at(lint_plain(tmp_path, source), "DDP801") == []
