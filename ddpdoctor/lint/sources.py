@@ -497,10 +497,11 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     named: Optional[list] = None  # the modules the configs name, looked for once the imports are read
     while queue or named is None:
         if not queue:
+            # (their own imports are not followed: a config names one class of a zoo, which is
+            # read when a rule asks for it, not the zoo)
             named = _config_named(files, path, roots)
-            queue = [f for f in (_config_module(n, roots, seen, texts) for n in named) if f is not None]
-            queue = queue[:max(0, MAX_FILES - len(files))]
-            files.extend(queue)
+            found = [f for f in (_config_module(n, roots, seen, texts) for n in named) if f is not None]
+            files.extend(found[:max(0, MAX_FILES - len(files))])
             continue
         if len(files) >= MAX_FILES:
             break
