@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from typing import Optional
 from pathlib import Path
 
@@ -92,6 +93,110 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     # version pin looked for and not found, save_facts)
     read.extend(str(folder) for folder in _folders(script) if str(folder) not in read)
     return None
+
+
+# The places a launch of the script is written down: shell launch scripts, and the command
+# blocks of the README (```bash ... ```) beside it
+_README = re.compile(r"^readme", re.IGNORECASE)
+MAX_LAUNCH_VALUES = 200  # commands read for the options they give
+
+
+def launch_values(script: Path, switches: dict, read: list) -> dict[str, object]:
+    """The option values the launches written beside the script hand it: `--accum_iter 8`,
+    `--eval_first` in a command that runs this script (its file name), from the shell launch
+    scripts and the README's command blocks. An option two launches give different values, or a
+    value the shell fills in (`$STEPS`), is left out: which launch runs is not known. switches:
+    the declared options and their switch action (lint/options.declared_options); only those are
+    read. read: gets each file that launches the script (the cache digests it)."""
+    launches: list[dict] = []  # each command that runs the script: the options it gives
+    name = script.name
+    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
+                         *_readmes(script)]:
+        if name not in body:
+            continue
+        if str(launch) not in read:
+            read.append(str(launch))  # (one that launches the script: an edit is a cache miss)
+        for command in _commands(body):
+            given = _options_after(command, name, switches) if name in command else None
+            if given is not None and len(launches) < MAX_LAUNCH_VALUES:
+                launches.append(given)
+    # an option every launch gives alike; one a launch leaves out takes its default there
+    named = {option for given in launches for option in given}
+    values = {option: {given.get(option, _UNKNOWN_VALUE) for given in launches} for option in named}
+    return {option: next(iter(held)) for option, held in values.items()
+            if len(held) == 1 and next(iter(held)) is not _UNKNOWN_VALUE}
+
+
+_UNKNOWN_VALUE = object()  # a value the shell fills in, or the default of a launch that names none
+
+
+def _readmes(script: Path):
+    """(path, text of its fenced command blocks) of the README next to the script, and in the
+    working directory where the script lies beneath it."""
+    for folder in _folders(script):
+        try:
+            names = sorted(p for p in folder.iterdir() if _README.match(p.name) and p.suffix.lower() in (".md", ".rst", ""))
+        except OSError:
+            continue
+        for path in names[:2]:
+            try:
+                if not path.is_file() or path.stat().st_size > MAX_LAUNCH_BYTES * 4:
+                    continue
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+            yield path, "\n".join(blocks)
+
+
+def _commands(body: str) -> list[str]:
+    """The shell's logical lines: lines ending in a backslash joined with the next."""
+    return [c for c in re.sub(r"\\[ \t]*\n", " ", body).splitlines() if c.strip() and not c.lstrip().startswith("#")]
+
+
+def _options_after(command: str, name: str, switches: dict) -> Optional[dict]:
+    """{option: value} of each `--option value`, `--option=value` or bare `--switch` after the
+    script's name in one command; None where the command does not run the script."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        words = command.split()
+    at = next((i for i, w in enumerate(words) if w == name or w.endswith("/" + name)), None)
+    if at is None:
+        return None  # (the name inside another word: `mytrain.py`, `python -c "...train.py"`)
+    given: dict = {}
+    rest = words[at + 1:]
+    for i, word in enumerate(rest):
+        if word in ("|", ";", "&&", "||", "&", ">", ">>", "2>&1"):
+            break
+        if not word.startswith("--") or len(word) < 3:
+            continue
+        option, eq, value = word[2:].partition("=")
+        option = option.replace("-", "_")
+        if option not in switches:
+            continue
+        if switches[option] and not eq:
+            given[option] = switches[option] == "store_true"  # a store_false switch given stores False
+            continue
+        if not eq:
+            if i + 1 >= len(rest) or rest[i + 1].startswith("--"):
+                continue
+            value = rest[i + 1]
+        given[option] = _literal(value)
+    return given
+
+
+def _literal(value: str) -> object:
+    """A launch's value as Python would hold it after argparse's `type=`: a number, a bool
+    spelt out, or the text; a shell expansion is not known."""
+    if "$" in value or "`" in value:
+        return _UNKNOWN_VALUE
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(value.lower(), value)
 
 
 def _one_node_command(body: str, match: re.Match) -> bool:

@@ -32,3 +32,22 @@ def option_defaults(files: list) -> dict[str, object]:
             if default is not None or switch:
                 defaults[name] = None if name in defaults and defaults[name] != value else value
     return defaults
+
+
+def declared_options(files: list) -> dict[str, str]:
+    """Every option the files declare, by its dest name, with its action where it is a switch
+    (`store_true` / `store_false`, which a launch gives without a value), else ""."""
+    found: dict[str, str] = {}
+    for source in files:
+        for node in source.of(ast.Call):
+            if last_name(node.func) != "add_argument" or not node.args or \
+                    not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str) or \
+                    not node.args[0].value.startswith("--"):
+                continue
+            dest = keyword(node, "dest")
+            name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else \
+                node.args[0].value.lstrip("-").replace("-", "_")
+            action = keyword(node, "action")
+            found[name] = action.value if isinstance(action, ast.Constant) and \
+                action.value in ("store_true", "store_false") else ""
+    return found

@@ -28,7 +28,8 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.options import option_defaults
+from ddpdoctor.lint.config_files import launch_values
+from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
@@ -2227,11 +2228,18 @@ class Program:
         return list(dict.fromkeys(found))
 
     def option_defaults(self) -> dict[str, object]:
-        """The command-line options' defaults the program's files declare (lint/options.py), read
-        once (several rules ask: seeds on the default path, a checkpoint's family)."""
+        """The command-line options' values on the run as launched: the defaults the program's
+        files declare (lint/options.py), and over them what the launches written beside the
+        script give it (config_files.launch_values: `--accum_iter 8` in its shell launch script
+        or README), read once (several rules ask: seeds on the default path, a checkpoint's
+        family, an option that switches a branch off)."""
         found = self.__dict__.get("_option_defaults_seen")
         if found is None:
-            found = self.__dict__["_option_defaults_seen"] = option_defaults(self.files)
+            found = option_defaults(self.files)
+            script = self.sources[0] if self.sources else None
+            if script is not None and script.path is not None:
+                found.update(launch_values(script.path, declared_options(self.files), script.hydra_configs))
+            self.__dict__["_option_defaults_seen"] = found
         return found
 
     # ------------------------------------------------------------------ what calls mean

@@ -542,3 +542,70 @@ def test_a_model_a_factory_wraps_in_ddp_evaluated_on_rank_zero_is_a_ddp_forward(
 def test_its_twin_evaluating_the_copy_the_factory_left_unwrapped_runs_no_collective(tmp_path):
     source = FACTORY_MODEL.replace("{evaluated}", "model_ema")
     assert at(lint_plain(tmp_path, source), "DDP801") == []
+
+
+# -------------------------------------------------- the options a written-down launch gives
+def test_a_switch_the_launch_script_gives_puts_the_branch_on_the_run(tmp_path):
+    # the store_true twin above: `--eval_first` in the repository's own run.sh is the run
+    source = OPTION_OFF.replace("{default}", "False")
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 8 \\\n  train.py --eval_first \\\n  --lr 0.1\n")
+    assert at(lint_plain(tmp_path, source), "DDP801") == [(line_of(source, "the evaluation's barrier"), "warning")]
+
+
+def test_launches_that_disagree_give_no_value(tmp_path):
+    # one launch gives the switch, another runs the script without it: which one runs is not known,
+    # so the option keeps its declared default
+    source = OPTION_OFF.replace("{default}", "False")
+    (tmp_path / "a.sh").write_text("torchrun train.py --eval_first\n")
+    (tmp_path / "b.sh").write_text("torchrun train.py\n")
+    assert at(lint_plain(tmp_path, source), "DDP801") == []
+
+
+ACCUMULATE = """
+import argparse
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accum-iter", type=int, default=1)
+args = parser.parse_args()
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    model(torch.randn(2, 4)).sum().backward()  # every micro-step
+    if (step + 1) % args.accum_iter == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_an_accumulation_the_readme_launches_is_no_assumption(tmp_path):
+    # (MAE-style `--accum_iter` defaulting to 1, the README's command giving 4)
+    (tmp_path / "README.md").write_text("# train\n\n```bash\ntorchrun --nproc_per_node 8 train.py \\\n"
+                                        "    --accum-iter 4 --epochs 400\n```\n")
+    found = [f for f in lint_plain(tmp_path, ACCUMULATE) if f.code == "DDP805"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(line_of(ACCUMULATE, "every micro-step"), "warning")]
+    assert "above its default" not in found[0].message
+
+
+def test_its_twin_whose_launch_leaves_the_value_to_the_shell_keeps_the_assumption(tmp_path):
+    (tmp_path / "README.md").write_text("```bash\ntorchrun train.py --accum-iter $ACCUM\n```\n")
+    found = [f for f in lint_plain(tmp_path, ACCUMULATE) if f.code == "DDP805"]
+    assert len(found) == 1 and "above its default 1" in found[0].message
+
+
+def test_launch_values_read_the_commands_that_run_the_script_only(tmp_path):
+    from ddpdoctor.lint.config_files import launch_values
+    script = tmp_path / "train.py"
+    script.write_text("")
+    (tmp_path / "train.sh").write_text(
+        "# torchrun train.py --lr 9\n"
+        "torchrun --nproc_per_node=2 train.py --lr=0.5 --fp16 --name 'run one' --no-ema | tee log\n"
+        "python eval.py --lr 3\n"
+        "python mytrain.py --lr 7\n")
+    read: list = []
+    values = launch_values(script, {"lr": "", "fp16": "store_true", "name": "", "no_ema": "store_false",
+                                    "steps": ""}, read)
+    assert values == {"lr": 0.5, "fp16": True, "name": "run one", "no_ema": False}
+    assert read == [str(tmp_path / "train.sh")]
