@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.defaults import option_off
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      sharded_save, text,
                                      through_grad_off)
 from ddpdoctor.lint.program import Function, Guard
@@ -265,7 +265,7 @@ class CollectiveFacts:
         return sorted(first.values(), key=lambda g: (g.location.file, g.location.line or 0))
 
 
-_DDP_BUILT = "DistributedDataParallel"  # the kind (_op_kind) of the DDP constructor's broadcast
+_DDP_BUILT = _op_kind(DDP_BUILT)
 _DDP_MODEL_OPS = (DDP_FORWARD, DDP_BACKWARD)
 
 

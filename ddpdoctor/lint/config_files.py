@@ -97,17 +97,18 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
 
 # The places a launch of the script is written down: shell launch scripts, and the command
 # blocks of the README (```bash ... ```) beside it
-_README = re.compile(r"^readme", re.IGNORECASE)
+_README_NAMES = ("README.md", "readme.md", "Readme.md", "README.rst", "README", "README.txt")
 MAX_LAUNCH_VALUES = 200  # commands read for the options they give
 
 
-def launch_values(script: Path, switches: dict, read: list) -> dict[str, object]:
+def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]:
     """The option values the launches written beside the script hand it: `--accum_iter 8`,
     `--eval_first` in a command that runs this script (its file name), from the shell launch
     scripts and the README's command blocks. An option two launches give different values, or a
-    value the shell fills in (`$STEPS`), is left out: which launch runs is not known. switches:
-    the declared options and their switch action (lint/options.declared_options); only those are
-    read. read: gets each file that launches the script (the cache digests it)."""
+    value the shell fills in (`$STEPS`), is left out: which launch runs is not known. declared:
+    the long options the script declares, with their dest and switch action
+    (lint/options.declared_options); only those are read. read: gets each file that launches
+    the script (the cache digests it)."""
     launches: list[dict] = []  # each command that runs the script: the options it gives
     name = script.name
     for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
@@ -117,7 +118,7 @@ def launch_values(script: Path, switches: dict, read: list) -> dict[str, object]
         if str(launch) not in read:
             read.append(str(launch))  # (one that launches the script: an edit is a cache miss)
         for command in _commands(body):
-            given = _options_after(command, name, switches) if name in command else None
+            given = _options_after(command, name, declared) if name in command else None
             if given is not None and len(launches) < MAX_LAUNCH_VALUES:
                 launches.append(given)
     # an option every launch gives alike; one a launch leaves out takes its default there
@@ -134,10 +135,8 @@ def _readmes(script: Path):
     """(path, text of its fenced command blocks) of the README next to the script, and in the
     working directory where the script lies beneath it."""
     for folder in _folders(script):
-        try:
-            names = sorted(p for p in folder.iterdir() if _README.match(p.name) and p.suffix.lower() in (".md", ".rst", ""))
-        except OSError:
-            continue
+        # (looked up by name: a folder of a million samples is not listed)
+        names = [folder / n for n in _README_NAMES if (folder / n).is_file()]
         for path in names[:2]:
             try:
                 if not path.is_file() or path.stat().st_size > MAX_LAUNCH_BYTES * 4:
@@ -150,12 +149,27 @@ def _readmes(script: Path):
 
 
 def _commands(body: str) -> list[str]:
-    """The shell's logical lines: lines ending in a backslash joined with the next."""
-    return [c for c in re.sub(r"\\[ \t]*\n", " ", body).splitlines() if c.strip() and not c.lstrip().startswith("#")]
+    """The commands of a shell text: its logical lines, less comments and blank ones."""
+    return [c for _, _, c in _logical_lines(body) if c.strip() and not c.lstrip().startswith("#")]
 
 
-def _options_after(command: str, name: str, switches: dict) -> Optional[dict]:
-    """{option: value} of each `--option value`, `--option=value` or bare `--switch` after the
+def _logical_lines(body: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) of each of the shell's logical lines: a line ending in a backslash
+    joined with the next."""
+    found, start = [], 0
+    for match in re.finditer(r"(?<!\\)\n|\Z", body):
+        # (a newline after a backslash, spaces between, continues the line)
+        if body[start:match.start()].rstrip(" \t").endswith("\\") and match.end() < len(body):
+            continue
+        found.append((start, match.end(), re.sub(r"\\[ \t]*\n", " ", body[start:match.start()])))
+        start = match.end()
+        if start >= len(body):
+            break
+    return found
+
+
+def _options_after(command: str, name: str, declared: dict) -> Optional[dict]:
+    """{dest: value} of each `--option value`, `--option=value` or bare `--switch` after the
     script's name in one command; None where the command does not run the script."""
     try:
         words = shlex.split(command, comments=True)
@@ -171,18 +185,18 @@ def _options_after(command: str, name: str, switches: dict) -> Optional[dict]:
             break
         if not word.startswith("--") or len(word) < 3:
             continue
-        option, eq, value = word[2:].partition("=")
-        option = option.replace("-", "_")
-        if option not in switches:
+        spelt, eq, value = word[2:].partition("=")
+        if spelt.replace("-", "_") not in declared:
             continue
-        if switches[option] and not eq:
-            given[option] = switches[option] == "store_true"  # a store_false switch given stores False
+        dest, switch = declared[spelt.replace("-", "_")]
+        if switch and not eq:
+            given[dest] = switch == "store_true"  # a store_false switch given stores False
             continue
         if not eq:
             if i + 1 >= len(rest) or rest[i + 1].startswith("--"):
                 continue
             value = rest[i + 1]
-        given[option] = _literal(value)
+        given[dest] = _literal(value)
     return given
 
 
@@ -202,13 +216,7 @@ def _literal(value: str) -> object:
 def _one_node_command(body: str, match: re.Match) -> bool:
     """The launch command holding a `--node_rank` (its lines joined where they end in a
     backslash) starts one node: its `--nnodes` is 1, or it has none and the rank is a literal 0."""
-    start = body.rfind("\n", 0, match.start()) + 1
-    while start > 0 and body[:start - 1].rstrip(" \t").endswith("\\"):
-        start = body.rfind("\n", 0, start - 1) + 1
-    end = body.find("\n", match.end())
-    while end >= 0 and body[:end].rstrip(" \t").endswith("\\"):
-        end = body.find("\n", end + 1)
-    command = body[start:end if end >= 0 else len(body)]
+    command = next((text for start, end, text in _logical_lines(body) if start <= match.start() < end), "")
     counts = [m.group("count") for m in _NODES_LAUNCH.finditer(command) if m.group("count")]
     if counts:
         return not any(_above_one(c) for c in counts)

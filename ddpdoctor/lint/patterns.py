@@ -366,7 +366,7 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     # (by what the name stands for: `from torch.nn.parallel import DistributedDataParallel as
     # DDP` then `DDP(net)` is the same constructor)
     if full.endswith("DistributedDataParallel") and full.startswith("torch."):
-        return "DistributedDataParallel(...) (its constructor broadcasts the parameters)"
+        return DDP_BUILT
     if full.startswith("accelerate.") and name in ACCELERATE_COLLECTIVES:
         return f"accelerate {name}()"
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
@@ -425,6 +425,8 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
 # Its text before the first "(" is the same for every backward (fact_builder._op_kind): the
 # backwards of two branches pair up whatever their loss is called.
 DDP_BACKWARD = "backward through the DDP model"
+# The DDP constructor, as a collective: it broadcasts rank 0's parameters and buffers
+DDP_BUILT = "DistributedDataParallel(...) (its constructor broadcasts the parameters)"
 
 
 def _loss_of(receiver: ast.AST) -> ast.AST:

@@ -200,11 +200,8 @@ def _on_by_default(conds: tuple, program) -> bool:
     """Every test around the seeding holds with the options at their defaults (none at all,
     or `if args.seed is not None:` with `--seed` defaulting to 1): it runs on a plain launch."""
     defaults = _defaults(program)
-    for cond, _ in conds:
-        found = OPTION_TEST.match(cond)
-        if not found or found.group(1) not in defaults or defaults[found.group(1)] in (None, False, 0, ""):
-            return False
-    return True
+    return all((found := OPTION_TEST.match(cond)) is not None and found.group(1) in defaults
+               and not option_off(cond, program) for cond, _ in conds)
 
 
 def _defaults(program) -> dict:

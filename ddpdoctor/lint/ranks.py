@@ -976,23 +976,7 @@ class RankFlow:
         if not returns or not all(isinstance(r, ast.Constant) and r.value in (True, False, 0, 1)
                                   and not isinstance(r.value, float) for r in returns):
             return None
-        trues: list = []  # (the rank test on the way, or None; the `if`s and sides it sits in)
-
-        def visit(body: list, test: Optional[RankTest], where: tuple) -> None:
-            for stmt in body:
-                if isinstance(stmt, ast.Return):
-                    if stmt.value is not None and stmt.value.value:
-                        trues.append((test, where))
-                elif isinstance(stmt, ast.If):
-                    inner = self.guard(stmt.test, target, depth - 1)
-                    visit(stmt.body, inner if inner is not None else test, where + ((id(stmt), "body"),))
-                    visit(stmt.orelse, inner.negated() if inner is not None else test, where + ((id(stmt), "else"),))
-                elif isinstance(stmt, (ast.With, ast.Try)):
-                    for part in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []),
-                                 *(h.body for h in getattr(stmt, "handlers", []))):
-                        visit(part, test, where)
-
-        visit(target.node.body, None, ())
+        trues = [(test, where) for stmt, test, where in self._returns_with_tests(target, depth) if stmt.value.value]
         ranked = [t for t, _ in trues if t is not None]
         if not ranked or len({t.polarity for t in ranked}) != 1 or len({t.key for t in ranked}) != 1:
             return None
@@ -1010,26 +994,32 @@ class RankFlow:
         """`if rank < 1: ...; return merged` and nothing returned otherwise (None: the end of
         the function, or `return None`): what it returns is something only on those ranks, so a
         caller's `if merged:` is that rank test."""
-        found: list = []
-
-        def visit(body: list, test: Optional[RankTest]) -> None:
-            for stmt in body:
-                if isinstance(stmt, ast.Return):
-                    if stmt.value is not None and not is_const(stmt.value, None):
-                        found.append(test)
-                elif isinstance(stmt, ast.If):
-                    inner = self.guard(stmt.test, target, depth - 1)
-                    visit(stmt.body, inner if inner is not None else test)
-                    visit(stmt.orelse, inner.negated() if inner is not None else test)
-                elif isinstance(stmt, (ast.For, ast.While, ast.With, ast.Try)):
-                    for part in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []),
-                                 *(h.body for h in getattr(stmt, "handlers", []))):
-                        visit(part, test)
-
-        visit(target.node.body, None)
+        found = [test for stmt, test, _ in self._returns_with_tests(target, depth) if not is_const(stmt.value, None)]
         if not found or any(t is None for t in found) or len({t.polarity for t in found}) != 1:
             return None
         return found[0]  # (an empty result there, a validation that saw nothing, is no run's case)
+
+    def _returns_with_tests(self, target: Function, depth: int) -> list[tuple[ast.Return, Optional[RankTest], tuple]]:
+        """Each `return <value>` of the function's own body, with the rank test it sits under
+        (the innermost; None: none) and the `if`s and sides on the way, as (id, "body"/"else")."""
+        found: list = []
+
+        def visit(body: list, test: Optional[RankTest], where: tuple) -> None:
+            for stmt in body:
+                if isinstance(stmt, ast.Return):
+                    if stmt.value is not None:
+                        found.append((stmt, test, where))
+                elif isinstance(stmt, ast.If):
+                    inner = self.guard(stmt.test, target, depth - 1)
+                    visit(stmt.body, inner if inner is not None else test, where + ((id(stmt), "body"),))
+                    visit(stmt.orelse, inner.negated() if inner is not None else test, where + ((id(stmt), "else"),))
+                elif isinstance(stmt, (ast.For, ast.While, ast.With, ast.Try)):
+                    for part in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []),
+                                 *(h.body for h in getattr(stmt, "handlers", []))):
+                        visit(part, test, where)
+
+        visit(target.node.body, None, ())
+        return found
 
     def _one_rank_object(self, node: ast.AST, fn: Function, depth: int = 6) -> Optional[RankTest]:
         """`x` is None on some ranks and an object on others: `x = X() if rank == 0 else None`, or

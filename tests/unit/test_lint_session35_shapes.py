@@ -605,7 +605,25 @@ def test_launch_values_read_the_commands_that_run_the_script_only(tmp_path):
         "python eval.py --lr 3\n"
         "python mytrain.py --lr 7\n")
     read: list = []
-    values = launch_values(script, {"lr": "", "fp16": "store_true", "name": "", "no_ema": "store_false",
-                                    "steps": ""}, read)
+    values = launch_values(script, {"lr": ("lr", ""), "fp16": ("fp16", "store_true"), "name": ("name", ""),
+                                    "no_ema": ("no_ema", "store_false"), "steps": ("steps", "")}, read)
     assert values == {"lr": 0.5, "fp16": True, "name": "run one", "no_ema": False}
     assert read == [str(tmp_path / "train.sh")]
+
+
+def test_a_launch_option_spelt_apart_from_its_dest_sets_the_dest(tmp_path):
+    # `add_argument("-a", "--accum-iter", dest="accum")`: the launch spells the option, the code reads the dest
+    from ddpdoctor.lint.options import declared_options
+    source = ACCUMULATE.replace('parser.add_argument("--accum-iter", type=int, default=1)',
+                                'parser.add_argument("-a", "--accum-iter", dest="accum", type=int, default=1)').replace(
+        "args.accum_iter", "args.accum")
+    (tmp_path / "run.sh").write_text("torchrun train.py --accum-iter 4\n")
+    found = [f for f in lint_plain(tmp_path, source) if f.code == "DDP805"]
+    assert len(found) == 1 and "above its default" not in found[0].message
+
+    class One:  # (a source as the parser hands it: the calls it holds)
+        def of(self, kind):
+            import ast
+            return [n for n in ast.walk(ast.parse(source)) if isinstance(n, kind)]
+    assert declared_options([One()])["accum_iter"] == ("accum", "")
+
