@@ -644,6 +644,8 @@ class AccumulationFacts:
         """"always" / "sometimes" (a helper that steps under a switch its caller sets per call:
         `loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)`, or a helper's helper that
         does: ClassyVision's `train_step()` -> `run_optimizer(loss)`) / None (no step)."""
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step") and self._counted(call, fn, depth):
+            return "sometimes"
         if self._step(call, fn):
             return "always"
         targets, _ = self.program.resolve(call.func, fn)
@@ -677,6 +679,21 @@ class AccumulationFacts:
                     return "always"
                 return None if is_const(passed, False, 0, None) else "sometimes"
         return None
+
+    def _counted(self, call: ast.Call, fn: Function, depth: int) -> bool:
+        """The helper called (or one it calls, `depth` deep) returns early on a counter it
+        advances before it steps (_counted_return_before_step)."""
+        for target in self.program.resolve(call.func, fn)[0]:
+            if target.node is None or isinstance(target.node, ast.Module):
+                continue
+            steps_in = lambda block, t=target: any(self._step(c, t, 1) for part in block for c, _ in _expr_calls(part, False))
+            if _counted_return_before_step(target, steps_in):
+                helpers = self.__dict__.setdefault("_stepping_helper", {})
+                helpers.setdefault(id(call), (target,))
+                return True
+            if depth > 1 and any(self._counted(inner, target, depth - 1) for inner in target.own_calls):
+                return True
+        return False
 
     def _decided(self, fn: Function, call: ast.Call, caller: Function, test: ast.AST):
         """The side of a test on fn's parameters that this call into fn settles (a switch it
@@ -772,6 +789,24 @@ class AccumulationFacts:
         # the factory built it) takes the same side on every call
         return any(self._always(target.node.body, target, pred, depth - 1, _changed_in(target), (call, fn)) is not None
                    for target in self._helpers(call, fn))
+
+
+def _counted_return_before_step(target: Function, steps_in) -> bool:
+    """`self.accum_iter += 1; if self.accum_iter != k: return` ahead of the step in the helper's
+    own body: the helper steps once every k calls (a counter it advances decides the return),
+    an accumulation period kept inside the helper (a TTS trainer's optimizer_step)."""
+    body = getattr(target.node, "body", [])
+    counted = {dotted(t) for node in target.own if isinstance(node, ast.AugAssign)
+               for t in [node.target] if dotted(t)}
+    if not counted:
+        return False
+    for index, stmt in enumerate(body):
+        if steps_in([stmt]):
+            return any(isinstance(node, ast.If) and node.body and isinstance(node.body[-1], ast.Return)
+                       and not steps_in(node.body) and not _finite_guard(node.test)
+                       and any(dotted(n) in counted for n in walk(node.test) if isinstance(n, (ast.Name, ast.Attribute)))
+                       for earlier in body[:index] for node in walk(earlier))
+    return False
 
 
 def _is_backward(node: ast.AST) -> bool:

@@ -120,7 +120,11 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
         for command in _commands(body):
             given = _options_after(command, name, declared) if name in command else None
             if given is not None and len(launches) < MAX_LAUNCH_VALUES:
-                launches.append(given)
+                launches.append((bool(_MULTI_PROCESS.search(command)), given))
+    # the lint judges the distributed run: where some launches start several processes
+    # (`torch.distributed.launch --nproc_per_node=8 train.py --num_gpu 8`), a one-process
+    # launch beside them (`python train.py`) says nothing of that run's options
+    launches = [given for multi, given in launches if multi or not any(m for m, _ in launches)]
     # an option every launch gives alike; one a launch leaves out takes its default there
     named = {option for given in launches for option in given}
     values = {option: {given.get(option, _UNKNOWN_VALUE) for given in launches} for option in named}
@@ -128,6 +132,9 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
             if len(held) == 1 and next(iter(held)) is not _UNKNOWN_VALUE}
 
 
+# a command that starts the ranks itself
+_MULTI_PROCESS = re.compile(r"torch\.distributed\.(?:launch|run)\b|\btorchrun\b|--nproc[_-]per[_-]node|"
+                            r"\b(?:srun|mpirun|deepspeed)\b|\baccelerate\s+launch\b")
 _UNKNOWN_VALUE = object()  # a value the shell fills in, or the default of a launch that names none
 
 

@@ -688,10 +688,23 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
     return any((SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)))
                # (not where the group is set up on that side too: `if generate: Trainer(...)`
                # and, past its `return`, the training that sets it up again)
-               or (c.startswith("not ") and (c[4:] in switches or _instance_switch(c[4:], switches))
+               or (c.startswith("not ") and (_unwrapped(c[4:]) in switches or _instance_switch(c[4:], switches))
                    and c not in getattr(switches, "open", ()))
                or (not c.startswith("not ") and c in _excluded(switches))
                for c, _ in conds)
+
+
+def _unwrapped(said: str) -> str:
+    """`a and b` for `(a and b)`: the text of an `else:` side's test is `not (a and b)`, while
+    the switch it negates was said without the parentheses."""
+    if not (said.startswith("(") and said.endswith(")")):
+        return said
+    depth = 0
+    for i, ch in enumerate(said):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(said) - 1:
+            return said  # `(a) and (b)`: the first parenthesis closes before the end
+    return said[1:-1]
 
 
 def _excluded(switches: frozenset) -> frozenset:
@@ -965,10 +978,19 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, co
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
             and test.left.id in fn.params):
         return False
-    if fn.bindings.get(test.left.id):
-        return False  # `mode = split if mode == "auto" else mode` first: not what the caller gave
+    if fn.bindings.get(test.left.id) or _rebound(fn, test.left.id):
+        # `mode = split if mode == "auto" else mode` (or `data, sampler = build()`) first: not
+        # what the caller gave
+        return False
     given = _given_through(fn, way_in, test.left.id, context)
     right = test.comparators[0]
+    if isinstance(right, ast.Constant) and right.value in (True, False, None) and type(right.value) is not int \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+        # `if training is True:` entered as `run_epoch(val_dl, training=False)`
+        if not (isinstance(given, ast.Constant) and (given.value is None or type(given.value) is bool)):
+            return False
+        holds = (given.value is right.value) != isinstance(test.ops[0], ast.IsNot)
+        return holds == negated
     if isinstance(right, ast.Constant) and isinstance(right.value, str) and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
             return False
@@ -986,6 +1008,27 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, co
         return False
     holds = compare(bound)
     return holds is not NotImplemented and bool(holds) == negated
+
+
+def _class_constant(node: Optional[ast.AST], fn: Function, way_in: Optional[ast.Call]) -> Optional[ast.Constant]:
+    """The constant of a class-body assignment (`imagenet = 5`) of fn's class that `self.imagenet`
+    reads in fn, or that `factory.imagenet` / `Factory.imagenet` reads at a call of fn on that same
+    `factory` (way_in); None where no such constant is there, or an instance sets the name."""
+    klass = fn.cls
+    if klass is None or not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Name):
+        return None
+    owner = node.value.id
+    if way_in is None:
+        if owner != "self":
+            return None
+    elif owner != klass.name and not (isinstance(way_in.func, ast.Attribute) and isinstance(way_in.func.value, ast.Name)
+                                      and way_in.func.value.id == owner):
+        return None
+    if node.attr in klass.attrs:
+        return None  # `self.imagenet = ...` somewhere: not the class's constant alone
+    values = [stmt.value for stmt in klass.node.body if isinstance(stmt, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == node.attr for t in stmt.targets)]
+    return values[0] if len(values) == 1 and isinstance(values[0], ast.Constant) else None
 
 
 def _given_through(fn: Function, call: ast.Call, name: str, context: tuple) -> Optional[ast.AST]:
@@ -1156,6 +1199,8 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3) -> 
         if event.kind != "call" or not isinstance(event.node, ast.Call):
             return None  # a reference (`mp.spawn(fn, args=...)`) hands its arguments another way
         value = argument_at(fn, event.node, param)
+        # (`factory.build(factory.imagenet)`: the constant the factory's class body gives it)
+        value = _class_constant(value, fn, event.node) or value
         if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None))):
             found.add(value.value)
         elif isinstance(value, ast.Name) and (value.id in caller.params or value.id in caller.kwonly) and not caller.bindings.get(value.id):
@@ -1297,6 +1342,7 @@ def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None
             isinstance(test.left, ast.Name) or _own_attr(test.left))):
         return None
     op, right = test.ops[0], test.comparators[0]
+    right = _class_constant(right, fn, None) or right  # `data_type == self.imagenet`, `imagenet = 5` in the class
     if isinstance(right, ast.Constant):
         allowed = [right.value]
     elif isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts):

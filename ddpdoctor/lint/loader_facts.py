@@ -623,11 +623,18 @@ class LoaderFacts:
                 iterated = self._iterated_names(node, fn)
                 # `run_epoch("val", val_loader)` into a loop whose every backward sits under
                 # `if phase == "train":`: that way in trains nothing, its loader is not named
-                off = {(id(caller), last_name(value) or "") for param in fn.params
-                       for value, caller in fn.arguments.get(param, [])
-                       if (call := _call_holding(caller, value)) is not None
-                       and all(ruled_out(fn, b, call) for b in backwards)}
-                iterated -= off
+                # (and what the callers' callers named it: `trainer.train(train_loader,
+                # val_loader)` hands it on as `val_dl`) - not a name another way trains on
+                off, on = set(), set()
+                for param in fn.params:
+                    for value, caller in fn.arguments.get(param, []):
+                        named = (id(caller), last_name(value) or "")
+                        if named not in iterated:
+                            continue
+                        call = _call_holding(caller, value)
+                        side = off if call is not None and all(ruled_out(fn, b, call) for b in backwards) else on
+                        side |= {named} | self._iterated_names_of(value, caller)
+                iterated -= off - on
                 names |= iterated
                 (self._plain_names if id(node) in self._plain_loops else self._ddp_names).update(iterated)
                 if split:
@@ -1665,7 +1672,7 @@ class LoaderFacts:
                 if isinstance(node, (ast.For, ast.AsyncFor)):
                     names = {last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
                     again = depth > 0 or self.in_loop(fn)
-                    names |= {last_name(n) for n in _held(self.program, node.iter, fn, aliases=False)}
+                    names |= {last_name(n) for n in _held(self.program, node.iter, fn)}
                     for name in filter(None, names):
                         out[name] = out.get(name, False) or again
                         if again and name in fn.params:  # `def endless(src): while True: for b in src`

@@ -440,7 +440,7 @@ def _class_draws(program, klass) -> bool:
     own = _own_generators(klass, built)
     # (methods the workers reach only through lines no way in runs: none of their draws run)
     unreached = _worker_methods(klass) - reading
-    return any(_built_draw_read(klass, method, reading) if name in built else
+    return any(_built_draw_read(klass, method, reading, program) if name in built else
                (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method)
                 or _inherited_draw(program, klass, method))
                # (where the class's own __getitem__ / __iter__ is in sight, only what the workers run
@@ -462,15 +462,17 @@ def _kept_draw_applied(init, call_method) -> bool:
     return False
 
 
-def _built_draw_read(klass, method, reading: set) -> bool:
+def _built_draw_read(klass, method, reading: set, program=None) -> bool:
     """The constructor builds a random transform that the workers' methods use: one kept as
     `self.<name> = Compose([RandomResizedCrop(...)])` counts where a method the workers run (or,
     where none is in sight, any other method) reads `self.<name>`; a table of transforms nothing
-    reads (DiffusionRet's `tsfm_dict`) draws nothing. Built any other way, it counts as before."""
-    if not ARGUMENT_WORDS.search(_source(method)):
-        return False
+    reads (DiffusionRet's `tsfm_dict`) draws nothing. Built any other way, it counts as before.
+    Also one a local builder makes (`self.transform = build_transform(is_train, size)`, the
+    builder's text naming a random transform) and a worker's method reads."""
     others = [m for n, m in klass.methods.items() if n in reading and m is not method] or \
         [m for m in klass.methods.values() if m is not method]
+    if not ARGUMENT_WORDS.search(_source(method)):
+        return program is not None and _helper_built_read(program, method, "\n".join(_source(m) for m in others))
     read_text = "\n".join(_source(m) for m in others)
     kept = False
     for stmt in walk(method.node):
@@ -489,6 +491,23 @@ def _built_draw_read(klass, method, reading: set) -> bool:
     simple = (ast.Expr, ast.Return, ast.AugAssign)
     return not kept or any(isinstance(stmt, simple) and ARGUMENT_WORDS.search(text(stmt, 4000))
                            for stmt in walk(method.node))
+
+
+def _helper_built_read(program, method, read_text: str) -> bool:
+    """`self.<field> = helper(...)` in the constructor, where the local helper's own text names
+    a random transform and the workers' methods read `self.<field>`."""
+    for stmt in method.own:
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            continue
+        fields = [t.attr for t in stmt.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                  and t.value.id == "self"]
+        if not fields or not any(re.search(rf"\bself\.{re.escape(f)}\b", read_text) for f in fields):
+            continue
+        targets = [t for t in program.resolve(stmt.value.func, method)[0]
+                   if t.node is not None and not isinstance(t.node, ast.Module) and t.cls is None]
+        if any(ARGUMENT_WORDS.search(_source(t)) for t in targets):
+            return True
+    return False
 
 
 def _inherited_draw(program, klass, method, depth: int = 3) -> bool:

@@ -486,6 +486,14 @@ class RankFlow:
                 return RankTest(text(test), sides[0].key, polarity, sides[0].assumption,
                                 "node" if all(x.scope == "node" for x in sides) else "global")
             return None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant) \
+                and type(test.comparators[0].value) is bool and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+            # `is_global_primary(args) is True` (`== False`, `is not True`): the test itself, or its negation
+            inner = self.guard(test.left, fn, depth)
+            if inner is None:
+                return None
+            same = test.comparators[0].value == isinstance(test.ops[0], (ast.Is, ast.Eq))
+            return replace(inner if same else inner.negated(), text=text(test))
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return self._compare(test, fn, depth)
         if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant) and depth > 0:
@@ -1218,6 +1226,10 @@ class RankFlow:
             left, op, value = node.left, node.ops[0], node.comparators[0].value
             if isinstance(op, ast.Eq) and value == -1:
                 return self.is_rank(left, fn)  # local_rank == -1: launched without a launcher
+            if isinstance(op, ast.Is) and value is None:
+                # `self.dist_rank is None`: no rank was handed in, the one-process run (a rank
+                # known as such is an int wherever a process group is up)
+                return self.is_rank(left, fn)
             sized = (last_name(left.func) if isinstance(left, ast.Call) else last_name(left)) or ""
             if sized.endswith("world_size") and isinstance(value, int) and not isinstance(value, bool):
                 return (isinstance(op, ast.Eq) and value == 1) or (isinstance(op, ast.LtE) and value == 1) \

@@ -11,6 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import batch_flags, rank_state, reaching, writes
+from ddpdoctor.lint.defaults import option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.pins import pinned_major
@@ -62,6 +63,14 @@ class SaveFacts:
                 save.every_rank, save.local_path = False, node_local[str(save.location)]
                 save.reason = f"the path differs by the node-local rank `{save.local_path}` alone"
         return found
+
+    def _every_save_under(self, switch: str) -> bool:
+        """Every save the script makes sits under the test `switch`."""
+        found = self.__dict__.setdefault("_saves_under", {})
+        if switch not in found:
+            found[switch] = all(any(c == switch for c, _ in event.conds)
+                                for fn in self.functions for event in fn.events if event.kind == "save")
+        return found[switch]
 
     def _trainer_method(self, fn: Function) -> bool:
         """fn is a method of a class (or its local bases) whose methods run a backward, or a
@@ -174,7 +183,16 @@ class SaveFacts:
         if pinned:
             return SaveFact(where, path_text, False, f"under `{pinned}`, which the process group's "
                             "set-up makes false")
-        if path is not None and self.mentions_rank(path, fn):
+        switch = next((c for c, flag in event.conds if flag and option_off(c, self.program)), None)
+        if switch and not self._every_save_under(switch):
+            # `if args.resave: torch.save(...)` with --resave a store_true: a launch that leaves
+            # the option never writes (as DDP801 and DDP808 judge such a branch). Not where the
+            # option holds every save of the script (`--use_writer` around the checkpoints and
+            # the logs alike): a training run that keeps nothing is not the one launched.
+            return SaveFact(where, path_text, False, f"under `{switch}`, an option off unless the launch gives it")
+        # (four steps: the file `f` of `with open(save_file, "wb") as f:`, save_file joined from
+        # a basename, the basename an f-string of `rankstr()`, rankstr's returned rank)
+        if path is not None and self.mentions_rank(path, fn, 4):
             local = self._node_local_only(path, fn)
             if not local:
                 return SaveFact(where, path_text, False, "the path depends on the rank")
@@ -650,6 +668,10 @@ class SaveFacts:
                 if (name in fn.params or name in fn.kwonly) and not _rebound(fn, name) and \
                         self._given_objects(fn, name):
                     return f"`{name}` is never None: every call of {fn.name}() hands it an object"
+                if name not in fn.params and name not in fn.kwonly and self._built_objects(fn, name):
+                    # `dataset, evaluator = build(args)` where the builder makes an evaluator
+                    # of a class on each of its ways (and leaves on the others)
+                    return f"`{name}` is never None: it is an instance of a class on every way it is set"
         klass = self.program._class_of_fn(fn)
         if klass is None:
             return ""
@@ -712,6 +734,15 @@ class SaveFacts:
                                    for v, _ in held):
                 return False
         return True
+
+    def _built_objects(self, fn: Function, name: str) -> bool:
+        """Every value fn's local `name` may hold is an instance a class's constructor made (a
+        CamelCase call, or a local class), also through a local builder's unpacked returns."""
+        held = self.program.values_of(ast.Name(id=name, ctx=ast.Load()), fn, 3)
+        if len(held) == 1 and isinstance(held[0][0], ast.Name) and held[0][0].id == name:
+            held = self.program.unpacked(name, fn)
+        return bool(held) and all(isinstance(v, ast.Call) and _constructor(v.func, scope, self.program)
+                                  for v, scope in held)
 
     def _returns_first(self, fn: Function, call: ast.Call) -> str:
         """The parameter of `if return_model: return model`, ahead of the write in fn's own body,
@@ -896,6 +927,16 @@ def _blocks_holding(root: ast.AST, node: ast.AST) -> list:
     """The innermost statement list of root (a body, an `else:`) that holds node's statement."""
     path = reaching._path_to(root, node)
     return [path[-1][0]] if path else []
+
+
+def _constructor(func: ast.AST, fn: Function, program) -> bool:
+    """`VOCEvaluator(...)`, `evaluators.COCOEvaluator(...)`, or a call of a local class: an object,
+    never None."""
+    name = last_name(func) or ""
+    if name[:1].isupper() and not name.isupper():  # (not `DEFAULTS(...)`, a constant's name)
+        return True
+    targets, _ = program.resolve(func, fn)
+    return bool(targets) and all(getattr(t, "name", "") == "__init__" for t in targets)
 
 
 def _open_or(program, test: Optional[ast.AST], fn: Function) -> Optional[ast.AST]:

@@ -459,14 +459,48 @@ def _imported_names(nodes: list[ast.AST], module: str, is_package: bool) -> list
 
 def _src_layouts(script: Path, cwd: Path) -> list[Path]:
     """`src/` of a project packaged in the "src layout" (pyproject.toml, setup.py or setup.cfg
-    beside it): `pip install -e .` puts its packages on the path, so `from pkg.train import main`
-    in scripts/train.py is the project's own src/pkg/train.py. Looked for at the working
-    directory and at the script's folder and the two above it."""
+    beside it), or the project's folder itself in a flat layout: `pip install -e .` puts its
+    packages on the path, so `from pkg.train import main` in scripts/train.py is the project's
+    own src/pkg/train.py (or pkg/train.py). Looked for at the working directory and at the
+    script's folder and the two above it."""
+    found, bases = [], list(dict.fromkeys([cwd, script.parent, *list(script.parents)[1:3]]))
+    for base in bases:
+        if _packaged(base):
+            # (a flat layout - `siamban/` beside setup.py, the script in tools/ - is on the
+            # path the same way once `python setup.py develop` ran, or PYTHONPATH names it as
+            # the README says)
+            found.append(base / "src" if (base / "src").is_dir() else base)
+    # (sub-projects only beside the script and the working directory: the folders above may
+    # hold other people's projects)
+    return found + [folder for base in dict.fromkeys([cwd, script.parent]) for folder in _sub_projects(base)]
+
+
+def _packaged(folder: Path) -> bool:
+    return any((folder / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
+
+
+_LISTED_MAX = 400  # a working directory of a million samples is not listed past this
+
+
+def _sub_projects(base: Path) -> list[Path]:
+    """Folders of `base` that are packages of their own (a setup.py or a pyproject.toml in
+    them): research code ships a modified library that way and installs it
+    with `pip install -e sub/` (or `python setup.py develop`), so `import basicsr` is the
+    repository's `basicsr_modified/basicsr`. Looked up after every other root, so a module of the
+    script's own folder still wins."""
     found = []
-    for base in dict.fromkeys([cwd, script.parent, *list(script.parents)[1:3]]):
-        if (base / "src").is_dir() and any((base / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg")):
-            found.append(base / "src")
-    return found
+    try:
+        with os.scandir(base) as entries:
+            for count, entry in enumerate(entries):
+                if count >= _LISTED_MAX:
+                    break
+                if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") \
+                        and _packaged(Path(entry.path)):
+                    folder = Path(entry.path)
+                    found.append(folder / "src" if (folder / "src").is_dir() else folder)
+    except OSError:
+        return []
+    return sorted(found)
 
 
 def load_program(script: str, notes: Optional[list[str]] = None,
