@@ -895,6 +895,13 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             shown.extend(classes)
             if any(_draws(program, k) for c in classes for k in [c, *program.bases(c)]):
                 return True
+            # `build = {"cifar10": lambda: CIFAR10(root, transform=pipeline(32)), ...}[name]`,
+            # then `build()`: what each lambda of the table makes
+            if any(_random_in(program, item.body, held_at, depth - 1, shown)
+                   for branch, where in picks if isinstance(branch, ast.Subscript)
+                   for held, held_at in program.values_of(branch.value, where, 1) if isinstance(held, ast.Dict)
+                   for item in held.values if isinstance(item, ast.Lambda)):
+                return True
         if target is None and isinstance(value.func, ast.Subscript):
             # `datasets[name.lower()](**kwargs)` over a registry table: each class it holds
             # (`config["dataset"](...)` names its key: the entry under it, not a nested block's

@@ -1996,7 +1996,8 @@ class Program:
                     # so does a local class (`loader_cls = dataloaders.VOC` on an if/elif, then
                     # `loader_cls(cfg)`: its __init__ runs, whichever branch picked it)
                     if symbol is not None and (aliases or symbol.__class__ is Klass or (
-                            kind is ast.Name and symbol.__class__ is Function and symbol.node.__class__ is not ast.Module)):
+                            kind is ast.Name and symbol.__class__ is Function and symbol.node.__class__ is not ast.Module)
+                            or _module_function(self, value, scope, symbol)):
                         out.append(symbol)
                 continue
             if kind is ast.IfExp and value is not node:
@@ -2360,6 +2361,14 @@ def _named_type(note: Optional[ast.AST]) -> Optional[ast.AST]:
     if isinstance(note, ast.Subscript) and dotted(note.value) in ("Optional", "typing.Optional"):
         return _named_type(note.slice)
     return note if isinstance(note, (ast.Name, ast.Attribute)) else None
+
+
+def _module_function(program, value: ast.AST, scope: Function, symbol) -> bool:
+    """`load = fastmri.load_data` (then `load(...)`): a function of a local module picked into a
+    name through the module, as `run = train` picks one by its own name."""
+    return value.__class__ is ast.Attribute and value.value.__class__ is ast.Name and \
+        symbol.__class__ is Function and symbol.cls is None and symbol.node.__class__ is not ast.Module and \
+        program.symbol(value.value.id, scope).__class__ is Module
 
 
 def _reaching(found: list, use: ast.AST, fn: Function) -> list:

@@ -630,3 +630,108 @@ def test_a_rank_helper_compared_with_is_true_is_the_rank_test(tmp_path):
 def test_its_twin_whose_helper_answers_a_flag_saves_on_every_rank(tmp_path):
     source = IS_TRUE.replace("{answer}", "args.verbose is False")
     assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the checkpoint"), "warning")]
+
+
+# -------------------------------------------------- a module's function picked into a name
+PICKED_LOADER = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def load_data(batch_size):
+    dataset = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(dataset, batch_size=batch_size, sampler=DistributedSampler(dataset{shuffle}))  # the sampler
+    while True:
+        yield from loader
+"""
+PICKING = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import data_loading
+
+
+def create(name, batch_size):
+    if name == "knee":
+        load = data_loading.load_data
+    else:
+        raise ValueError(name)
+    return load(batch_size)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    batches = create("knee", 8)
+    for step in range(1000):
+        (x,) = next(batches)
+        model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_modules_function_picked_into_a_name_runs_where_the_name_is_called(tmp_path):
+    # (guided-diffusion style trainers: `load_data = fastmri.load_data` then `return load_data(...)`,
+    # an endless `while True: yield from loader` with a shuffling sampler and no set_epoch)
+    module = PICKED_LOADER.replace("{shuffle}", "").lstrip("\n")
+    found = lint_plain(tmp_path, PICKING, data_loading=module)
+    assert [(f.location.file.rsplit("/", 1)[-1], f.location.line) for f in found if f.code == "DDP804"] == \
+        [("data_loading.py", line_of(module, "the sampler"))]
+
+
+def test_its_twin_with_an_ordered_sampler_needs_no_epoch(tmp_path):
+    module = PICKED_LOADER.replace("{shuffle}", ", shuffle=False")
+    assert at(lint_plain(tmp_path, PICKING, data_loading=module), "DDP804") == []
+
+
+# -------------------------------------------------- a table of lambdas, each building a dataset
+LAMBDA_TABLE = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+from torchvision import datasets, transforms
+
+torch.manual_seed(0)
+
+
+def pipeline(size):
+    return transforms.Compose([{ops}transforms.ToTensor()])
+
+
+class Views:
+    def __init__(self, root):
+        self.root = root
+
+    def get_dataset(self, name):
+        table = {"cifar10": lambda: datasets.CIFAR10(self.root, train=True, transform=pipeline(32)),
+                 "stl10": lambda: datasets.STL10(self.root, split="unlabeled", transform=pipeline(96))}
+        build = table[name]
+        return build()
+
+
+def main():
+    dist.init_process_group("gloo")
+    train_dataset = Views("data").get_dataset("cifar10")
+    loader = DataLoader(train_dataset, batch_size=8, sampler=DistributedSampler(train_dataset), num_workers=4)  # the loader
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+            model(x.flatten(1)[:, :4]).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_table_of_lambdas_building_datasets_is_followed_to_their_transforms(tmp_path):
+    # (SimCLR forks: `valid_datasets = {"cifar10": lambda: datasets.CIFAR10(..., transform=...)}`)
+    source = LAMBDA_TABLE.replace("{ops}", "transforms.RandomResizedCrop(size), ")
+    assert at(lint_plain(tmp_path, source), "DDP808") == [(line_of(source, "the loader"), "warning")]
+
+
+def test_its_twin_whose_transforms_draw_nothing_is_healthy(tmp_path):
+    assert at(lint_plain(tmp_path, LAMBDA_TABLE.replace("{ops}", "transforms.Resize(size), ")), "DDP808") == []
