@@ -514,6 +514,10 @@ class RankFlow:
             for target in targets:
                 found = self._function_test(target, depth)
                 if found is not None:
+                    if found.scope == "node" and self._world_given(target, test, fn):
+                        # `is_master_proc(cfg.NUM_GPUS * cfg.NUM_SHARDS)` of `return rank %
+                        # num_gpus == 0`: this call hands the modulus the job's size (rank 0 alone)
+                        found = replace(found, scope="global")
                     return replace(found, text=text(test), key=name)
             if not targets and MAIN_FLAG.match(name):
                 return RankTest(text(test), name, "zero", scope=_flag_scope(name))
@@ -925,6 +929,30 @@ class RankFlow:
             return got[0] if got and all(g is not None and g == got[0] for g in got) else None
 
         return all(factors(world, fn, 2) == [said] for fn, world in self.init_worlds)
+
+    def _world_given(self, target: Function, call: ast.Call, fn: Function) -> bool:
+        """The helper tests `rank % <its parameter> == 0` and this call hands that parameter the
+        job's size: `dist.get_world_size()`, a world-size name, or a per-node count times a count
+        of nodes (`cfg.NUM_GPUS * cfg.NUM_SHARDS`)."""
+        moduli = {r.left.right.id for r in _returns(target) if isinstance(r, ast.Compare)
+                  and isinstance(r.left, ast.BinOp) and isinstance(r.left.op, ast.Mod)
+                  and isinstance(r.left.right, ast.Name) and r.left.right.id in target.params}
+        if len(moduli) != 1:
+            return False
+        param = moduli.pop()
+        given = next((kw.value for kw in call.keywords if kw.arg == param), None)
+        positional = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
+        if positional[:1] in (["self"], ["cls"]) and target.cls is not None:
+            positional = positional[1:]
+        if given is None and param in positional and positional.index(param) < len(call.args):
+            given = call.args[positional.index(param)]
+        if given is None:
+            return False
+        if self._world_size(given, fn):
+            return True
+        return isinstance(given, ast.BinOp) and isinstance(given.op, ast.Mult) and any(
+            self._node_count(a, fn) and not isinstance(b, ast.Constant)
+            for a, b in ((given.left, given.right), (given.right, given.left)))
 
     def _node_count(self, node: ast.AST, fn: Function, depth: int = 3) -> bool:
         """The number of processes per node: torch.cuda.device_count(), LOCAL_WORLD_SIZE,

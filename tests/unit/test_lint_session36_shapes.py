@@ -735,3 +735,52 @@ def test_a_table_of_lambdas_building_datasets_is_followed_to_their_transforms(tm
 
 def test_its_twin_whose_transforms_draw_nothing_is_healthy(tmp_path):
     assert at(lint_plain(tmp_path, LAMBDA_TABLE.replace("{ops}", "transforms.Resize(size), ")), "DDP808") == []
+
+
+# -------------------------------------------------- the modulus a call hands a rank helper
+MASTER_PROC = """
+import argparse
+import torch, torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def is_master_proc(num_gpus=8):
+    if dist.is_initialized():
+        return dist.get_rank() % num_gpus == 0
+    return True
+
+
+def save_checkpoint(model, args):
+    if not is_master_proc({modulus}):
+        return
+    torch.save(model.state_dict(), "checkpoint.pyth")  # the checkpoint
+
+
+def run(local_rank, args):
+    rank = args.shard_id * args.num_gpus + local_rank
+    dist.init_process_group("gloo", rank=rank, world_size=args.num_gpus * args.num_shards)
+    model = DDP(torch.nn.Linear(4, 1))
+    model(torch.randn(2, 4)).sum().backward()
+    save_checkpoint(model.module, args)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num_gpus", type=int, default=8)
+    parser.add_argument("--num_shards", type=int, default=1)
+    parser.add_argument("--shard_id", type=int, default=0)
+    args = parser.parse_args()
+    mp.spawn(run, nprocs=args.num_gpus, args=(args,))
+"""
+
+
+def test_a_rank_helpers_modulus_given_the_jobs_size_is_rank_zero(tmp_path):
+    # (SlowFast-style codebases: `du.is_master_proc(cfg.NUM_GPUS * cfg.NUM_SHARDS)` before the save)
+    source = MASTER_PROC.replace("{modulus}", "args.num_gpus * args.num_shards")
+    assert at(lint_plain(tmp_path, source), "DDP806") == []
+
+
+def test_its_twin_given_the_per_node_count_writes_once_per_node(tmp_path):
+    source = MASTER_PROC.replace("{modulus}", "args.num_gpus")
+    assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the checkpoint"), "warning")]
