@@ -335,6 +335,8 @@ def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
         if isinstance(value, ast.Constant) and value.value is None or \
                 isinstance(value, ast.Attribute) and program.attribute_constants(value.attr) == frozenset({None}):
             continue  # (`worker_init_fn = dataset.worker_init_fn`, None in every dataset class)
+        if isinstance(value, ast.Call) and _makes_none(program, value, scope):
+            continue  # `worker_init_fn=utils.loader_worker_init_fn(dataset)` whose factory returns None
         target = program.callee(value, scope) if isinstance(value, (ast.Name, ast.Attribute)) else None
         if not program.is_function(target) or isinstance(target.node, ast.Module):
             return False  # a library's or a partial's: not judged here
@@ -344,6 +346,16 @@ def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
         if RANK_WORDS.search(body) or WORKER_ENTROPY.search(body) or not WORKER_STATE.search(body):
             return False
     return True
+
+
+def _makes_none(program, call: ast.Call, fn: Function) -> bool:
+    """A local factory every return of which is None (or that returns nothing)."""
+    targets = [t for t in program.resolve(call.func, fn)[0] if program.is_function(t)
+               and not isinstance(t.node, ast.Module) and t.name != "__init__"]
+    return bool(targets) and all(
+        all(r is None or (isinstance(r, ast.Constant) and r.value is None)
+            for r in [n.value for n in t.own if isinstance(n, ast.Return)])
+        for t in targets)
 
 
 # What a worker_init_fn that reseeds at all says somewhere.
@@ -933,7 +945,11 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
             continue  # it reseeds as it reads: what it holds draws from that seed (a simulator handed in)
         # what the arguments lead to shows the dataset only where the callee is known: through
         # `getattr(import_module(...), name)(args)` the options' builder is no dataset maker
-        into = shown if target is not None else []
+        # (nor where the callee builds by a name known at run time: `build_dataset(name, cfg,
+        # split)` returning `REGISTRY.get(name)(cfg, split)` - the config it is handed, read by a
+        # local loader, is no dataset)
+        into = shown if target is not None and not (
+            program.is_function(target) and not isinstance(target.node, ast.Module) and _unshown(target)) else []
         given = [*value.args, *(kw.value for kw in value.keywords)]
         # `ConcatDataset([Coco(...), Vqa(...)])`: each dataset the list holds
         given += [elt for arg in given if isinstance(arg, (ast.List, ast.Tuple)) for elt in arg.elts]

@@ -784,3 +784,98 @@ def test_a_rank_helpers_modulus_given_the_jobs_size_is_rank_zero(tmp_path):
 def test_its_twin_given_the_per_node_count_writes_once_per_node(tmp_path):
     source = MASTER_PROC.replace("{modulus}", "args.num_gpus")
     assert at(lint_plain(tmp_path, source), "DDP806") == [(line_of(source, "the checkpoint"), "warning")]
+
+
+# -------------------------------------------------- a registry's dataset, a factory's worker_init_fn
+REGISTRY_MAIN = """
+import torch, torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+from videos import REGISTRY, load_config
+
+
+def worker_init_factory(dataset):
+    {factory_body}
+
+
+def build_dataset(name, cfg, split):
+    return REGISTRY.get(name.capitalize())(cfg, split)
+
+
+def train(rank, cfg):
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.manual_seed(cfg["seed"])  # the same seed on every rank
+    dataset = build_dataset(cfg["dataset"], cfg, "train")
+    loader = DataLoader(dataset, batch_size=4, sampler=DistributedSampler(dataset), num_workers=8,
+                        worker_init_fn=worker_init_factory(dataset))  # the loader
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    mp.spawn(train, nprocs=2, args=(load_config("kinetics.yaml"),))
+"""
+VIDEOS = """
+import random
+import torch
+from torch.utils.data import Dataset
+
+
+class Registry:
+    def __init__(self):
+        self.table = {}
+
+    def register(self):
+        def add(cls):
+            self.table[cls.__name__] = cls
+            return cls
+        return add
+
+    def get(self, name):
+        return self.table[name]
+
+
+REGISTRY = Registry()
+
+
+def load_config(path):
+    return {"seed": 0, "dataset": "kinetics", "path": path}
+
+
+@REGISTRY.register()
+class Kinetics(Dataset):
+    def __init__(self, cfg, split):
+        self.split = split
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        start = {start}
+        return torch.arange(8.0)[start:start + 4]
+"""
+
+
+def _registry(tmp_path, factory_body: str, start: str):
+    return lint_plain(tmp_path, REGISTRY_MAIN.replace("{factory_body}", factory_body),
+                      videos=VIDEOS.replace("{start}", start))
+
+
+def test_a_registry_built_dataset_and_a_factory_returning_no_worker_init_fn_draw_alike(tmp_path):
+    # (SlowFast-style video codebases: `DATASET_REGISTRY.get(name)(cfg, split)` and
+    # `worker_init_fn=utils.loader_worker_init_fn(dataset)`, which returns None)
+    found = _registry(tmp_path, "return None", "random.randint(0, 4)")
+    assert at(found, "DDP808") == [(line_of(REGISTRY_MAIN, "the loader") - 1, "warning")]
+
+
+def test_its_twin_whose_dataset_draws_nothing_is_healthy(tmp_path):
+    assert at(_registry(tmp_path, "return None", "i % 4"), "DDP808") == []
+
+
+def test_its_twin_whose_factory_returns_a_function_of_its_own_is_not_judged_here(tmp_path):
+    body = "def init(worker_id):\n        pass\n    return init"
+    assert at(_registry(tmp_path, body, "random.randint(0, 4)"), "DDP808") == []
