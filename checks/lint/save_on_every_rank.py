@@ -42,7 +42,11 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `tempfile.mkstemp()`) is each rank's own file, and a cache the same function reads
         back when it exists (`if os.path.exists(p): return torch.load(p)`) is built by local
         rank 0 once per node on purpose: not reported. Nor is a dump made only in an
-        `except:` that raises again (the failing rank's state on its way out). Writes one
+        `except:` that raises again (the failing rank's state on its way out), nor one under
+        `if args.X:` where the option `--X` is off by default (a store_true, None or 0) and no
+        launch written beside the script turns it on - unless that option holds every save of
+        the script (a `--use_writer` around the checkpoints and the logs alike: a training run
+        that keeps nothing is not the one launched). Writes one
         after the other in one block under the same rank tests (model, optimizer, EMA) are one
         finding, at the first, naming the others: one block to move under one rank test.
 
