@@ -795,7 +795,9 @@ def _counted_return_before_step(target: Function, steps_in) -> bool:
     """`self.accum_iter += 1; if self.accum_iter != k: return` ahead of the step in the helper's
     own body: the helper steps once every k calls (a counter it advances decides the return),
     an accumulation period kept inside the helper (a TTS trainer's optimizer_step)."""
-    body = getattr(target.node, "body", [])
+    body = getattr(target.node, "body", None)
+    if not isinstance(body, list):
+        return False  # (a lambda's body is one expression: no early return in it)
     counted = {dotted(t) for node in target.own if isinstance(node, ast.AugAssign)
                for t in [node.target] if dotted(t)}
     if not counted:
