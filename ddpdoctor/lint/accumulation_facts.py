@@ -657,7 +657,7 @@ class AccumulationFacts:
                         helpers = self.__dict__.setdefault("_stepping_helper", {})
                         helpers[id(call)] = helpers.get(id(inner)) or tuple(self.program.resolve(inner.func, target)[0])
                         return "sometimes"
-            steps_in = lambda block: any(self._step(c, target, 1) for part in block for c, _ in _expr_calls(part, False))
+            steps_in = lambda block, t=target: self._steps_in(block, t)
             # (an `if fp16: scaler.step(opt) else: opt.step()` steps either way: it decides nothing)
             stepping = [stmt for stmt in target.own if isinstance(stmt, ast.If) and steps_in(stmt.body)
                         and not steps_in(stmt.orelse)]
@@ -680,14 +680,17 @@ class AccumulationFacts:
                 return None if is_const(passed, False, 0, None) else "sometimes"
         return None
 
+    def _steps_in(self, block: list, target: Function) -> bool:
+        """A statement of the block (outside nested loops' own tests) steps an optimizer."""
+        return any(self._step(c, target, 1) for part in block for c, _ in _expr_calls(part, False))
+
     def _counted(self, call: ast.Call, fn: Function, depth: int) -> bool:
         """The helper called (or one it calls, `depth` deep) returns early on a counter it
         advances before it steps (_counted_return_before_step)."""
         for target in self.program.resolve(call.func, fn)[0]:
             if target.node is None or isinstance(target.node, ast.Module):
                 continue
-            steps_in = lambda block, t=target: any(self._step(c, t, 1) for part in block for c, _ in _expr_calls(part, False))
-            if _counted_return_before_step(target, steps_in):
+            if _counted_return_before_step(target, lambda block, t=target: self._steps_in(block, t)):
                 helpers = self.__dict__.setdefault("_stepping_helper", {})
                 helpers.setdefault(id(call), (target,))
                 return True

@@ -474,7 +474,7 @@ def _kept_draw_applied(init, call_method) -> bool:
     return False
 
 
-def _built_draw_read(klass, method, reading: set, program=None) -> bool:
+def _built_draw_read(klass, method, reading: set, program) -> bool:
     """The constructor builds a random transform that the workers' methods use: one kept as
     `self.<name> = Compose([RandomResizedCrop(...)])` counts where a method the workers run (or,
     where none is in sight, any other method) reads `self.<name>`; a table of transforms nothing
@@ -483,9 +483,9 @@ def _built_draw_read(klass, method, reading: set, program=None) -> bool:
     builder's text naming a random transform) and a worker's method reads."""
     others = [m for n, m in klass.methods.items() if n in reading and m is not method] or \
         [m for m in klass.methods.values() if m is not method]
-    if not ARGUMENT_WORDS.search(_source(method)):
-        return program is not None and _helper_built_read(program, method, "\n".join(_source(m) for m in others))
     read_text = "\n".join(_source(m) for m in others)
+    if not ARGUMENT_WORDS.search(_source(method)):
+        return _helper_built_read(program, method, read_text)
     kept = False
     for stmt in walk(method.node):
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None or \

@@ -940,6 +940,9 @@ class RankFlow:
         if len(moduli) != 1:
             return False
         param = moduli.pop()
+        # (fact_builder.argument_at says this for the rules; ranks sits below program and
+        # fact_builder and may not import them: a call that leaves the parameter at its default
+        # hands no world size, and is read as such here)
         given = next((kw.value for kw in call.keywords if kw.arg == param), None)
         positional = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
         if positional[:1] in (["self"], ["cls"]) and target.cls is not None:
