@@ -415,10 +415,22 @@ def _found(path: Path, module: str, texts: Optional[dict[Path, str]]) -> SourceF
     return SourceFile(path, display_path(path), module, _tree(path, text), text.splitlines())
 
 
+class Roots(list):
+    """The import roots in the order Python searches them; those from `installed` on are on the
+    path the way an installed package is (`pip install -e`, a .pth file): after the standard
+    library, which they cannot shadow (a vendored `json/` in a sub-project is not `import json`)."""
+
+    def __init__(self, roots: list, installed: list) -> None:
+        super().__init__(dict.fromkeys(roots + installed))
+        self.installed = len(dict.fromkeys(roots))
+
+
 def _candidates(name: str, roots: list[Path]) -> Optional[Path]:
     # strings, not pathlib (a package's imports ask hundreds of names, most not local); a name
     # is never empty nor has an empty part, so the joined string is the path pathlib would build
     tail = name.replace(".", os.sep)
+    if isinstance(roots, Roots) and name.partition(".")[0] in sys.stdlib_module_names:
+        roots = roots[:roots.installed]
     for root in roots:
         base = os.path.join(str(root), tail)
         for path in (base + ".py", os.path.join(base, "__init__.py")):
@@ -524,7 +536,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     roots = list(dict.fromkeys(roots + added_roots(files[0].tree, path, Path.cwd().resolve())))
     roots = list(dict.fromkeys(roots + _path_setters(files[0], roots, texts)))
     roots = list(dict.fromkeys(roots + _package_setters(files[0], path, texts)))
-    roots = list(dict.fromkeys(roots + _src_layouts(path, Path.cwd().resolve())))
+    roots = Roots(roots, _src_layouts(path, Path.cwd().resolve()))
     seen = {path}
     queue = [files[0]]
     where_is: dict[str, Optional[Path]] = {}  # every file imports torch, os, ...: each name looked up once

@@ -879,3 +879,17 @@ def test_its_twin_whose_dataset_draws_nothing_is_healthy(tmp_path):
 def test_its_twin_whose_factory_returns_a_function_of_its_own_is_not_judged_here(tmp_path):
     body = "def init(worker_id):\n        pass\n    return init"
     assert at(_registry(tmp_path, body, "random.randint(0, 4)"), "DDP808") == []
+
+
+def test_a_sub_projects_package_named_like_the_standard_library_does_not_shadow_it(tmp_path, monkeypatch):
+    # an installed sub-project comes after the standard library on the path: its vendored
+    # `json/` is not what `import json` loads (a `json.py` beside the script still would be)
+    (tmp_path / "vendored" / "json").mkdir(parents=True)
+    (tmp_path / "vendored" / "setup.py").write_text("")
+    (tmp_path / "vendored" / "json" / "__init__.py").write_text(
+        "import torch\n\ndef dumps(x):\n    torch.save(x, 'oops.pt')\n")
+    monkeypatch.chdir(tmp_path)
+    source = SHIPPED.replace("from mylib.models import Keeper", "import json").replace(
+        "    keeper = Keeper(model.module)\n", "").replace("        keeper.save_state()", "        json.dumps(step)")
+    assert "json.dumps(step)" in source
+    assert at(lint_plain(tmp_path, source), "DDP806") == []
