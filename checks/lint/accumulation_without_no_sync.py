@@ -29,7 +29,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
         engines) are not judged, nor loops whose backward never reaches a DDP model (a plain
         student trained against a detached DDP teacher), whose step helper clears the
-        gradients first, or whose accumulation count is 1 on every way in; a `no_sync` in a
+        gradients first, or whose accumulation count is 1 on every way in (a literal `% 1`, an
+        option at 1 on the run as launched, or a step test the options make true on every pass:
+        `mode in ["random", "round-robin"]` with `--mode` at "random"); a `no_sync` in a
         helper the loop never runs covers nothing. Nor is a step that follows its own backward
         on the same side of an `if` (`if amp: scaler_step(loss) else: loss.backward();
         opt.step()`). The finding points at the backward the loop runs: inside the helper that

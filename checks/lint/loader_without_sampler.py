@@ -33,7 +33,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         generated are its own).
 
         An error when a loop that runs backward iterates the loader (it is the training
-        loader); a warning, saying so, when only its name says "train". A DataLoader whose
+        loader); a warning, saying so, when only its name says "train" and no loop running
+        backward is seen over a sharded loader (where one is, it is the training loop, and a
+        loader named for training beside it - kept for its length, then rebuilt with a sampler -
+        feeds none). A loader a name is bound to and bound again before anything reads it (a
+        first pass that counts the samples) trains nothing. A DataLoader whose
         options come from `**kwargs`, or whose dataset is handed to a framework that shards it
         (`deepspeed.initialize(training_data=...)`), is not judged, nor one built on the
         branch where the process group is never set up (`else:` of `if opt["dist"]:`), nor
@@ -95,6 +99,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
     if facts.framework is not None and not both and not apart and not unprepared:
         return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
     problems = []
+    # a sharded loader a loop running backward is seen to iterate: where there is one, a loader
+    # tied to training by its name alone is not what trains (a first loader kept for its length,
+    # then rebuilt with a sampler; a builder's result the script drops)
+    proven = any(loader.trains and (loader.sampler not in ("none", "plain") or loader.sharded_by_rank)
+                 for loader in facts.loaders)
     for loader in facts.loaders:
         if loader.sampler not in ("none", "plain") or loader.unseen_options or loader.handed_to_framework:
             continue
@@ -118,6 +127,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             if _whole_job(facts, loader):
                 problems.append(_every_rank_everything(facts, loader))
             continue  # a loader the source does not tie to training: an evaluation helper's, most often
+        if not loader.trains and proven and "train" in (loader.name or "").lower():
+            continue  # named for training, but the loop that trains was found, and reads another loader
         what = f"`{loader.name}`" if loader.name else "a DataLoader"
         sampler = (f"sampler={loader.sampler_text} (a {loader.sampler_class or 'plain sampler'}, not a "
                    "DistributedSampler)" if loader.sampler == "plain" else "no sampler")

@@ -27,7 +27,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         Library writes count the same: a model's `save_pretrained(dir)` (transformers, PEFT,
         diffusers: every calling rank writes unless given `is_main_process=`; a
         `save_function=accelerator.save` alone still leaves config.json, and safetensors
-        weights, to every caller), safetensors' `save_file`. Accelerate's `save` /
+        weights, to every caller), safetensors' `save_file`. A local copy of such a library (a
+        vendored `transformers/` whose `save_pretrained` runs `torch.save`) reached only through
+        the script's call, itself told, is one write: told once, at that call. Accelerate's `save` /
         `save_state` and a Trainer's `save_model` write from the main process themselves (a
         Trainer subclass's own `save_model` / `_save`, which the Trainer calls on every
         process, writes wherever it does not test `self.args.should_save` or the like), and a save inside a "rank 0 first" block (a

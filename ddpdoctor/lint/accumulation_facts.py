@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
+from ddpdoctor.lint.defaults import _assigned
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import walk
@@ -107,6 +108,8 @@ class AccumulationFacts:
                 and isinstance(test.left.op, ast.Mod)):
             return False
         k = test.left.right
+        if is_const(k, 1):
+            return True  # `(i + 1) % 1 == 0` (an option at 1 is not: a launch may raise it, said as the assumption)
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
             return given_constants(self.callers(), fn, k.id) == {1}
         if isinstance(k, ast.Name):
@@ -119,6 +122,42 @@ class AccumulationFacts:
                 isinstance(v, ast.Name) and v.id in owner.params and given_constants(self.callers(), owner, v.id) == {1}
                 for v, owner in values)
         return False
+
+    def _option_value(self, node: ast.AST):
+        """What `args.<option>` holds on the run as launched (its declared default, or what every
+        launch beside the script gives it) where no code the lint reads assigns it; None else."""
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
+            return None
+        defaults = self.program.option_defaults()
+        if node.attr not in defaults or _assigned(node.attr, self.program):
+            return None
+        return defaults[node.attr]
+
+    def _option_truth(self, test: ast.AST, fn: Function) -> Optional[bool]:
+        """A step's test the options settle (`(opts.mix == "accum" and (i + 1) % n == 0) or
+        opts.mix in ["round-robin", "random"]` with --mix at "random": every pass steps), through
+        and / or / not; None where some part is not settled."""
+        if isinstance(test, ast.BoolOp):
+            parts = [self._option_truth(v, fn) for v in test.values]
+            if isinstance(test.op, ast.Or):
+                return True if True in parts else (False if all(p is False for p in parts) else None)
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._option_truth(test.operand, fn)
+            return None if inner is None else not inner
+        if self._every_time(test, fn):
+            return True
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        value, right, op = self._option_value(test.left), test.comparators[0], test.ops[0]
+        if value is None or not isinstance(value, (str, int, float, bool)):
+            return None
+        if isinstance(right, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
+            return (value == right.value) == isinstance(op, ast.Eq)
+        if isinstance(right, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts) \
+                and isinstance(op, (ast.In, ast.NotIn)):
+            return (value in [e.value for e in right.elts]) == isinstance(op, ast.In)
+        return None
 
     def _runs_once(self, fn: Function, loop: ast.AST) -> bool:
         """`for _ in range(n):` over a parameter every way into fn gives 1 (passed, or its
@@ -433,6 +472,12 @@ class AccumulationFacts:
             owners = {text(c.func.value) for ctx in contexts for c in walk(ctx)
                       if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "no_sync"}
             inside = [c for stmt in node.body for c in walk(stmt) if isinstance(c, ast.Call)]
+            # (on a side of a test the options never take: `if step % args.k == 0: backward()
+            # else: with no_sync(): backward()` with k at 1, kfac-pytorch's example)
+            if any(self._option_truth(test.test, fn) is (node not in walk_body) for test in walk(loop)
+                   if isinstance(test, ast.If) for walk_body in [_nodes_of(test.body)]
+                   if node in walk_body or node in _nodes_of(test.orelse)):
+                continue
             for owner in owners:
                 if any(text(c.func) == owner for c in inside) or not any(self._backward(c, fn) for c in inside):
                     continue  # the forward runs inside (as meant), or no backward there
@@ -479,6 +524,8 @@ class AccumulationFacts:
                     # `grad_accumu = 1` above `if grad_accumu > 1: ... else: opt.step()` (samtemp):
                     # the side the constants every way in gives settle
                     decided = _truth_by_constants(self.callers(), fn, stmt.test, self.program)
+                if decided is None:
+                    decided = self._option_truth(stmt.test, fn)  # (or the options, as launched)
                 if decided is not None:
                     # `if not eval_only:` of a helper the loop calls with a literal False
                     # (adaptive-span's micro-batch step): the side that call takes; both where
@@ -812,6 +859,10 @@ def _counted_return_before_step(target: Function, steps_in) -> bool:
                        and any(dotted(n) in counted for n in walk(node.test) if isinstance(n, (ast.Name, ast.Attribute)))
                        for earlier in body[:index] for node in walk(earlier))
     return False
+
+
+def _nodes_of(stmts: list) -> list:
+    return [n for stmt in stmts for n in walk(stmt)]
 
 
 def _is_backward(node: ast.AST) -> bool:

@@ -111,14 +111,17 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     the script (the cache digests it)."""
     launches: list[dict] = []  # each command that runs the script: the options it gives
     name = script.name
+    # (`python -m pkg.train` / `accelerate launch -m pkg.train` runs pkg/train.py: its stem is
+    # in the command where its file name is not)
+    stem = script.stem
     for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
                          *_readmes(script)]:
-        if name not in body:
+        if stem not in body:
             continue
         if str(launch) not in read:
             read.append(str(launch))  # (one that launches the script: an edit is a cache miss)
         for command in _commands(body):
-            given = _options_after(command, name, declared) if name in command else None
+            given = _options_after(command, name, declared) if stem in command else None
             if given is not None and len(launches) < MAX_LAUNCH_VALUES:
                 launches.append((bool(_MULTI_PROCESS.search(command)), given))
     # the lint judges the distributed run: where some launches start several processes
@@ -182,7 +185,10 @@ def _options_after(command: str, name: str, declared: dict) -> Optional[dict]:
         words = shlex.split(command, comments=True)
     except ValueError:
         words = command.split()
-    at = next((i for i, w in enumerate(words) if w == name or w.endswith("/" + name)), None)
+    stem = name[:-3] if name.endswith(".py") else name
+    at = next((i for i, w in enumerate(words) if w == name or w.endswith("/" + name)
+               # the module run by `-m`: `-m train`, `-m rectified_flow.pipelines.train`
+               or (i > 0 and words[i - 1] == "-m" and (w == stem or w.endswith("." + stem)))), None)
     if at is None:
         return None  # (the name inside another word: `mytrain.py`, `python -c "...train.py"`)
     given: dict = {}

@@ -52,7 +52,12 @@ def option_off(test_text: str, program: Program) -> bool:
     if not found:
         return False
     defaults = program.option_defaults()
-    return found.group(1) in defaults and defaults[found.group(1)] in (None, False, 0, "")
+    if found.group(1) not in defaults:
+        return False
+    value = defaults[found.group(1)]
+    if test_text.endswith(" is not None"):
+        return value is None  # (`--seed=0` given: 0 is not None, the seeding runs)
+    return value in (None, False, 0, "")
 
 
 def _assigned(attr: str, program: Program) -> bool:

@@ -980,6 +980,8 @@ class LoaderFacts:
                 continue
             bound = self.bound_name(caller, event.node) if position in (None, -1) else \
                 _unpacked_at(caller, event.node, position)
+            if bound and _rebound_unread(caller, event.node, bound):
+                continue  # (bound, then bound again before any read: this loader is dropped)
             if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node):
                 return True
             if loops and position in (None, -1) and id(event.node) in self._train_calls \
@@ -1766,9 +1768,11 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
     for sub in walk(iterated):
         if not isinstance(sub, ast.Name):
             continue
-        for value, _ in program.values_of(sub, fn, 1):
+        for value, scope in program.values_of(sub, fn, 1):
             if value is sub:
                 continue
+            if isinstance(value, ast.Call) and loader_call(program, value, scope):
+                continue  # `DataLoader(first.dataset, sampler=...)`: a loader of its own, not `first`
             if isinstance(value, ast.Call):
                 found += [n for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))]
             elif aliases and isinstance(value, (ast.Name, ast.Attribute)):
@@ -2291,3 +2295,27 @@ def _dropped_results(fn: Function, call: ast.Call) -> set[int]:
 def _self_field(node: Optional[ast.AST]) -> bool:
     """`self.loader`: a field of the instance a method runs on."""
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _rebound_unread(fn: Function, call: ast.Call, name: str) -> bool:
+    """What the call gives `name` is never read: a later statement of fn's own body binds the
+    name again, and nothing between reads it (TEMPO's first pass `train_data, train_loader =
+    data_provider(args, "train")` only counts samples; the loop trains on the loader built after
+    it). Read on the body's top-level statements: a binding inside a loop that reads the name
+    earlier in the loop is not crossed."""
+    body = getattr(fn.node, "body", None)
+    if not isinstance(body, list):
+        return False
+    start = next((i for i, stmt in enumerate(body) if any(n is call for n in walk(stmt))), None)
+    if start is None:
+        return False
+    for stmt in body[start + 1:]:
+        if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Tuple) and any(
+                    isinstance(e, ast.Name) and e.id == name for e in t.elts) for t in stmt.targets) \
+                and not any(isinstance(n, ast.Name) and n.id == name for n in walk(stmt.value)):
+            return not any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+                           for n in walk(body[start]))
+        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in walk(stmt)):
+            return False
+    return False

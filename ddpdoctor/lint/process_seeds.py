@@ -332,6 +332,10 @@ def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
     if init is None or (isinstance(init, ast.Constant) and init.value is None):
         return True
     for value, scope in program.values_of(init, fn, 2):
+        if isinstance(value, ast.Name) and value.id in getattr(scope, "params", ()) and \
+                not scope.arguments.get(value.id) and scope.defaulted.get(value.id):
+            # `def _create_dataloader(self, dataset, wif=None)`, no caller handing one: the default
+            value = param_defaults(scope.node).get(value.id, value)
         if isinstance(value, ast.Constant) and value.value is None or \
                 isinstance(value, ast.Attribute) and program.attribute_constants(value.attr) == frozenset({None}):
             continue  # (`worker_init_fn = dataset.worker_init_fn`, None in every dataset class)

@@ -1916,7 +1916,7 @@ class Program:
         """`TRAINERS[cls.__name__] = cls` inside `def register(cls)` (or inside the decorator a
         `register(name)` call returns), used as `@register` on classes: those classes."""
         memo = self.__dict__.setdefault("_decorated", {})
-        key = (table, id(module))
+        key = (table, id(module), self._peeking)
         if key in memo:
             return memo[key]
         registrars = set()
@@ -1932,8 +1932,22 @@ class Program:
                     registrars.add(fn.parent.name)  # `@register("sft")`: the outer call's decorator
         found: list = []
         if registrars:
-            named = lambda d: last_name(d.func if d.__class__ is ast.Call else d) in registrars
-            found = [k for k in self.classes if any(named(d) for d in k.node.decorator_list)]
+            if not self._peeking:
+                # the classes such a decorator files are in modules imported only for that
+                # (`from . import wrapper` in the package's __init__): nothing else names them,
+                # so they wait unread; a read lookup reads the ones that use the decorator
+                self.read_waiting(re.compile(r"^[ \t]*@(?:\w+\.)?(?:%s)\b" % "|".join(sorted(registrars)),
+                                             re.MULTILINE), 16)
+
+            def named(d: ast.AST, klass: Klass) -> bool:
+                func = d.func if d.__class__ is ast.Call else d
+                if last_name(func) not in registrars:
+                    return False
+                # (another table's decorator of the same name - the models' `@register` beside
+                # the datasets' - resolves to that table's module)
+                targets = self.resolve(func, klass.module.body)[0] if klass.module.body else []
+                return not targets or any(t.module is module for t in targets)
+            found = [k for k in self.classes if any(named(d, k) for d in k.node.decorator_list)]
         memo[key] = found
         return found
 

@@ -616,6 +616,14 @@ def _set_by_item_call(program, fn: Function, flag: ast.Attribute) -> bool:
             handed = {params[i] for i in given if i < len(params)}
             if method.node is None or not handed:
                 continue
+            # (and what the method works out from it: `score = -val_loss`, then tests on score)
+            for _ in range(3):
+                more = {t for node in method.own if isinstance(node, (ast.Assign, ast.AugAssign))
+                        and {n.id for n in walk(node.value) if isinstance(n, ast.Name)} & handed
+                        for t in _targets(node)} - handed
+                if not more:
+                    break
+                handed |= more
             for node in method.own:
                 if isinstance(node, ast.If) and {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & handed:
                     if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)

@@ -540,9 +540,27 @@ class RankFlow:
                 one = self._one_rank_object(test, fn)
                 return one
             name = last_name(test) or ""
+            prop = self._property(test, fn)
+            if prop is not None and depth > 0:
+                # `if self.is_main_thread:` of `@property def is_main_thread(self): return not
+                # self.is_distributed or (... get_rank() == 0)`: the method's test, read as a call
+                found = self._function_test(prop, depth - 1)
+                if found is not None:
+                    return replace(found, text=text(test), key=name)
             if MAIN_FLAG.match(name):
                 return RankTest(text(test), name, "zero", scope=_flag_scope(name))
         return None
+
+    def _property(self, node: ast.AST, fn: Function) -> Optional[Function]:
+        """The `@property` method `self.<name>` reads in fn's class (or a local base's)."""
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"):
+            return None
+        klass = self.program._class_of_fn(fn)
+        method = self.program.method(klass, node.attr) if klass is not None else None
+        if method is None or method.node is None or isinstance(method.node, ast.Module) or not any(
+                last_name(d) == "property" for d in getattr(method.node, "decorator_list", ())):
+            return None
+        return method
 
     def _env_string(self, test: ast.AST, fn: Function) -> bool:
         """`is_distributed = os.environ.get("LOCAL_RANK")` then `if is_distributed:`: the
@@ -592,6 +610,13 @@ class RankFlow:
                 open_parts.append(text(part))  # only a rank test says them: unparsed then
         first = ranked[0]
         polarity = first.polarity if len(ranked) == 1 else "other"
+        # `local_rank <= 0 and get_rank() == 0` (SimPLE's is_main_thread): every part rank 0's,
+        # so is the whole - the job's rank 0 where one part is the global rank; its negation
+        # `rank != 0 or local_rank != 0` every rank but that one
+        alike = "zero" if want else "nonzero"
+        if len(ranked) > 1 and all(r.polarity == alike for r in ranked):
+            polarity = alike
+            first = next((r for r in ranked if r.scope == "global"), first)
         assumption = first.assumption
         if open_parts:
             holds = "true" if want else "false"

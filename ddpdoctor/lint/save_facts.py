@@ -62,7 +62,29 @@ class SaveFacts:
             if save.every_rank and str(save.location) in node_local:
                 save.every_rank, save.local_path = False, node_local[str(save.location)]
                 save.reason = f"the path differs by the node-local rank `{save.local_path}` alone"
+        # a write inside a local copy of a library's save method (a vendored transformers'
+        # `save_pretrained` -> `torch.save(state, output_model_file)`) that every rank reaches only
+        # through a call told as a write itself (`model.save_pretrained(dir)`): one write, told
+        # at the call the script makes
+        told = {str(s.location) for s in found if s.every_rank and s.call != "torch.save"}
+        if told:
+            found = [s for s in found if not (s.every_rank and str(s.location) not in told
+                                                and self._only_through(s, told))]
         return found
+
+    def _only_through(self, save: SaveFact, told: set, depth: int = 3) -> bool:
+        """Every way into the function holding `save` passes, a few calls up, one of the calls
+        in `told` (locations)."""
+        fn = next((f for f in self.functions for e in f.events if e.kind == "save"
+                   and str(loc(f, e.node)) == str(save.location)), None)
+        return fn is not None and self._ways_through(fn, told, depth)
+
+    def _ways_through(self, fn: Function, told: set, depth: int) -> bool:
+        ways = self.callers().get(fn, [])
+        if not ways or depth <= 0:
+            return False
+        return all(str(loc(caller, event.node)) in told or self._ways_through(caller, told, depth - 1)
+                   for caller, event in ways)
 
     def _every_save_under(self, switch: str) -> bool:
         """Every save the script makes sits under the test `switch`."""

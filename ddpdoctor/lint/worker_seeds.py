@@ -183,6 +183,13 @@ class _Judge:
             foreign = isinstance(node.value, ast.Name) and node.value.id != "self"
             return max((self.value(v, where, depth + 1) for v, where in self.files.attr_values.get(node.attr, [])
                         if not (foreign and id(v) in self.files.self_attrs)), default=_GLOBAL)
+        if _field_read(node):
+            # `config.get("seed", 0)` / `config["seed"]`: a config's field, read as `cfg.seed`
+            # is (the same on every rank unless the config itself is the rank's)
+            if self.value(_receiver(node), scope, depth + 1) == _PER_RANK:
+                return _PER_RANK
+            return max((self.value(a, scope, depth + 1) for a in node.args[1:]), default=_GLOBAL) \
+                if isinstance(node, ast.Call) else _GLOBAL
         if isinstance(node, ast.Call):
             name = last_name(node.func) or ""
             if name in ("int", "round") and len(node.args) == 1 and _whole_seconds(node.args[0]):
@@ -491,6 +498,18 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
                 found.append(UnrankedSeed(where, "generator", last_name(init) if init is not None else "",
                                           [text(s) for s in seeds], Location(source.display, seeds[0].lineno)))
     return found
+
+
+def _field_read(node: ast.AST) -> bool:
+    """`cfg.get("seed", 0)` or `cfg["seed"]`: one named field of a mapping."""
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Attribute) and node.func.attr == "get" and 1 <= len(node.args) <= 2 \
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
+
+
+def _receiver(node: ast.AST) -> ast.AST:
+    return node.func.value if isinstance(node, ast.Call) else node.value
 
 
 def _judge_init(init: ast.AST, index: _Files, where: Location, scope: ast.AST) -> Optional[UnrankedSeed]:
