@@ -798,6 +798,22 @@ class LoaderFacts:
             for ret in builder.returned:
                 if ret is call or any(v is call for v, _ in self.program.values_of(ret, builder, 2)):
                     return True
+        # `dataset, sampler = get_training_dataset(args)` then `sampler.set_epoch(e)` (OmniMotion),
+        # the builder's `train_sampler = DistributedSampler(ds) if args.distributed else None`:
+        # that element of what it returns, either side of the choice
+        if isinstance(receiver, ast.Name):
+            for stmt in where.own:
+                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
+                        isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)):
+                    continue
+                at = [i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == receiver.id]
+                if not at or builder not in self.program.resolve(stmt.value.func, where)[0]:
+                    continue
+                for ret in builder.returned:
+                    if isinstance(ret, ast.Tuple) and len(ret.elts) == len(stmt.targets[0].elts) and any(
+                            side is call for v, _ in self.program.values_of(ret.elts[at[0]], builder, 2)
+                            for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))):
+                        return True
         # `self.loader, self.sampler = self.prepare()` in a method of the class, then
         # `self.sampler.set_epoch(e)` (FGT's Trainer): that element of what the builder returns
         if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and \

@@ -622,3 +622,48 @@ def test_a_registry_table_holds_the_classes_its_own_decorator_files_not_another_
     make = next(f for f in program.functions if f.name == "make")
     table = next(n for n in ast.walk(make.node) if isinstance(n, ast.Subscript)).value
     assert sorted(k.name for k in program._table_entries(table, make, read=True)) == ["Crops"]
+
+
+# -------------------------------------------------- a sampler returned in a tuple, either side of a choice
+TUPLE_SAMPLER = """
+import argparse
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def training_data(args):
+    data = TensorDataset(torch.randn(64, 4))
+    sampler = DistributedSampler(data) if args.distributed else None  # the sampler
+    return data, sampler
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--distributed", action="store_true")
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    data, data_sampler = training_data(args)
+    loader = DataLoader(data, batch_size=8, sampler=data_sampler, shuffle=data_sampler is None)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        for (x,) in loader:
+            model(x).sum().backward()
+            opt.step()
+{set_epoch}
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_sampler_unpacked_from_a_builders_tuple_gets_its_epoch_there(tmp_path):
+    source = TUPLE_SAMPLER.replace("{set_epoch}", "        if args.distributed:\n"
+                                                  "            data_sampler.set_epoch(epoch + 1)\n")
+    assert at(lint_plain(tmp_path, source), "DDP804") == []
+
+
+def test_its_twin_that_never_sets_the_epoch(tmp_path):
+    source = TUPLE_SAMPLER.replace("{set_epoch}", "")
+    assert at(lint_plain(tmp_path, source), "DDP804") == [(line_of(source, "the sampler"), "warning")]
