@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.defaults import _assigned
+from ddpdoctor.lint.defaults import option_value
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import walk
@@ -123,16 +123,6 @@ class AccumulationFacts:
                 for v, owner in values)
         return False
 
-    def _option_value(self, node: ast.AST):
-        """What `args.<option>` holds on the run as launched (its declared default, or what every
-        launch beside the script gives it) where no code the lint reads assigns it; None else."""
-        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
-            return None
-        defaults = self.program.option_defaults()
-        if node.attr not in defaults or _assigned(node.attr, self.program):
-            return None
-        return defaults[node.attr]
-
     def _option_truth(self, test: ast.AST, fn: Function) -> Optional[bool]:
         """A step's test the options settle (`(opts.mix == "accum" and (i + 1) % n == 0) or
         opts.mix in ["round-robin", "random"]` with --mix at "random": every pass steps), through
@@ -149,7 +139,7 @@ class AccumulationFacts:
             return True
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
-        value, right, op = self._option_value(test.left), test.comparators[0], test.ops[0]
+        value, right, op = option_value(test.left, self.program), test.comparators[0], test.ops[0]
         if value is None or not isinstance(value, (str, int, float, bool)):
             return None
         if isinstance(right, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
@@ -472,11 +462,9 @@ class AccumulationFacts:
             owners = {text(c.func.value) for ctx in contexts for c in walk(ctx)
                       if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "no_sync"}
             inside = [c for stmt in node.body for c in walk(stmt) if isinstance(c, ast.Call)]
-            # (on a side of a test the options never take: `if step % args.k == 0: backward()
-            # else: with no_sync(): backward()` with k at 1, kfac-pytorch's example)
-            if any(self._option_truth(test.test, fn) is (node not in walk_body) for test in walk(loop)
-                   if isinstance(test, ast.If) for walk_body in [_nodes_of(test.body)]
-                   if node in walk_body or node in _nodes_of(test.orelse)):
+            # (on a side of a test the options never take: `if args.mode != "accum" or ...:
+            # backward() else: with no_sync(): backward()` with --mode at its default)
+            if owners and any(self._option_truth(test, fn) is (not side) for test, side in _tests_around(loop, node)):
                 continue
             for owner in owners:
                 if any(text(c.func) == owner for c in inside) or not any(self._backward(c, fn) for c in inside):
@@ -861,8 +849,25 @@ def _counted_return_before_step(target: Function, steps_in) -> bool:
     return False
 
 
-def _nodes_of(stmts: list) -> list:
-    return [n for stmt in stmts for n in walk(stmt)]
+def _tests_around(loop: ast.AST, node: ast.AST) -> list[tuple[ast.AST, bool]]:
+    """(test, side) of each `if` of the loop's body that holds node, outermost first (_sides
+    gives their texts for every node; this keeps the tests themselves, for one node)."""
+    def down(stmts: list, around: list) -> Optional[list]:
+        for stmt in stmts:
+            if stmt is node:
+                return around
+            if isinstance(stmt, ast.If):
+                for side, branch in ((True, stmt.body), (False, stmt.orelse)):
+                    found = down(branch, around + [(stmt.test, side)])
+                    if found is not None:
+                        return found
+            elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found = down([c for f in ("body", "orelse", "finalbody") for c in getattr(stmt, f, [])]
+                             + [c for h in getattr(stmt, "handlers", []) for c in h.body], around)
+                if found is not None:
+                    return found
+        return None
+    return down(loop.body, []) or []
 
 
 def _is_backward(node: ast.AST) -> bool:

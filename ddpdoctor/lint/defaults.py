@@ -60,6 +60,18 @@ def option_off(test_text: str, program: Program) -> bool:
     return value in (None, False, 0, "")
 
 
+def option_value(node: ast.AST, program: Program) -> Any:
+    """What `args.<option>` holds on the run as launched (its declared default, or what every
+    launch beside the script gives it: Program.option_defaults) where no code the lint reads
+    assigns a field of that name; None where it is not such a read or the value is not known."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
+        return None
+    defaults = program.option_defaults()
+    if node.attr not in defaults or _assigned(node.attr, program):
+        return None
+    return defaults[node.attr]
+
+
 def _assigned(attr: str, program: Program) -> bool:
     """Some code the lint reads sets an attribute of that name (`cfg.flag = True`,
     `self.cfg.flag = ...`, `setattr(cfg, "flag", ...)`): the default is not all there is."""

@@ -50,6 +50,7 @@ class SaveFacts:
     # ------------------------------------------------------------------ saves
     def saves(self) -> list[SaveFact]:
         found = []
+        holder: dict[int, Function] = {}  # id(save) -> the function the write is in
         node_local: dict[str, str] = {}
         for fn in self.functions:
             for event in fn.events:
@@ -58,6 +59,7 @@ class SaveFacts:
                 save = self._judged_save(fn, event, node_local)
                 save.block = _block_key(fn, event)
                 found.append(save)
+                holder[id(save)] = fn
         for save in found:
             if save.every_rank and str(save.location) in node_local:
                 save.every_rank, save.local_path = False, node_local[str(save.location)]
@@ -69,21 +71,15 @@ class SaveFacts:
         told = {str(s.location) for s in found if s.every_rank and s.call != "torch.save"}
         if told:
             found = [s for s in found if not (s.every_rank and str(s.location) not in told
-                                                and self._only_through(s, told))]
+                                                and self._only_through(holder[id(s)], told))]
         return found
 
-    def _only_through(self, save: SaveFact, told: set, depth: int = 3) -> bool:
-        """Every way into the function holding `save` passes, a few calls up, one of the calls
-        in `told` (locations)."""
-        fn = next((f for f in self.functions for e in f.events if e.kind == "save"
-                   and str(loc(f, e.node)) == str(save.location)), None)
-        return fn is not None and self._ways_through(fn, told, depth)
-
-    def _ways_through(self, fn: Function, told: set, depth: int) -> bool:
+    def _only_through(self, fn: Function, told: set, depth: int = 3) -> bool:
+        """Every way into fn passes, a few calls up, one of the calls in `told` (locations)."""
         ways = self.callers().get(fn, [])
         if not ways or depth <= 0:
             return False
-        return all(str(loc(caller, event.node)) in told or self._ways_through(caller, told, depth - 1)
+        return all(str(loc(caller, event.node)) in told or self._only_through(caller, told, depth - 1)
                    for caller, event in ways)
 
     def _every_save_under(self, switch: str) -> bool:
