@@ -111,17 +111,18 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     the script (the cache digests it)."""
     launches: list[dict] = []  # each command that runs the script: the options it gives
     name = script.name
-    # (`python -m pkg.train` / `accelerate launch -m pkg.train` runs pkg/train.py: its stem is
-    # in the command where its file name is not)
-    stem = script.stem
+    # the script's file name, or its module after `-m` (`python -m pkg.train` / `accelerate
+    # launch -m pkg.train` runs pkg/train.py): a command without either is not split into words
+    # (its stem alone, `train`, is in every `--train_steps` of a launch folder)
+    runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
     for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
                          *_readmes(script)]:
-        if stem not in body:
+        if not runs.search(body):
             continue
         if str(launch) not in read:
             read.append(str(launch))  # (one that launches the script: an edit is a cache miss)
         for command in _commands(body):
-            given = _options_after(command, name, declared) if stem in command else None
+            given = _options_after(command, name, declared) if runs.search(command) else None
             if given is not None and len(launches) < MAX_LAUNCH_VALUES:
                 launches.append((bool(_MULTI_PROCESS.search(command)), given))
     # the lint judges the distributed run: where some launches start several processes

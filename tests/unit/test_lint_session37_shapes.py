@@ -667,3 +667,17 @@ def test_a_sampler_unpacked_from_a_builders_tuple_gets_its_epoch_there(tmp_path)
 def test_its_twin_that_never_sets_the_epoch(tmp_path):
     source = TUPLE_SAMPLER.replace("{set_epoch}", "")
     assert at(lint_plain(tmp_path, source), "DDP804") == [(line_of(source, "the sampler"), "warning")]
+
+
+def test_a_launch_naming_other_scripts_is_not_read_for_this_scripts_options(tmp_path):
+    # (`train` of train.py is in every `--train_steps` of a launch folder: only the file name, or
+    # the module after `-m`, says a command runs the script - the rest is never split into words)
+    from ddpdoctor.lint.config_files import launch_values
+
+    script = tmp_path / "train.py"
+    script.write_text("")
+    (tmp_path / "other.sh").write_text("python tools/other.py --train_steps 5\n")
+    (tmp_path / "this.sh").write_text("torchrun --nproc_per_node=2 -m train --train_steps 7\n")
+    read: list = []
+    assert launch_values(script, {"train_steps": ("train_steps", None)}, read) == {"train_steps": 7}
+    assert [p.rsplit("/", 1)[-1] for p in read] == ["this.sh"]
