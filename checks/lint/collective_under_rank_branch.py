@@ -23,7 +23,12 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         broadcast, all_gather, new_group, ...), the DistributedDataParallel constructor, the
         forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them
         in every forward), the forward of a FullyShardedDataParallel model (torch's or
-        fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off),
+        fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off), an
+        FSDP model's `state_dict()` (its default FULL_STATE_DICT unshards every parameter; where
+        the script chooses a state dict type itself, only inside `with FSDP.state_dict_type(
+        model, StateDictType.FULL_STATE_DICT)`; not on the side of `isinstance(model, FSDP)`
+        where the model is none) and its `generate()` (the wrapped
+        units' forwards),
         the backward of a loss computed through a DDP model (a rank-0
         learning-rate finder on the wrapper: its hooks all-reduce every gradient bucket; not
         under `no_sync()`, and a side that also trains through the wrapper pairs with it),
@@ -50,7 +55,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         process index, an object that exists on one rank only (`if saver is not None:`).
         Reported as an error when the code proves the branch differs between ranks; as a
         warning, naming the assumption, when the test also reads a value the source does not
-        show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set).
+        show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set),
+        or under a test of what is on disk (`if not os.path.exists("vocab.txt"):`: what an
+        earlier run left) - except the missing side of the run's own checkpoint, a file the
+        script saves itself: its first run always takes that side.
         A switch that is a field of a local config class (`distribute_layers: bool = False`),
         declared with one constant default and assigned nowhere the lint reads, is taken at
         that default: an error that names it (the run hangs as shipped; a run that sets the

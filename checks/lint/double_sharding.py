@@ -16,7 +16,11 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         prepared loader again; so does a prepared loader over a dataset that keeps its own
         rank's share), or a DistributedSampler over a dataset that already depends
         on the rank (`DistributedSampler(x[rank::world])`, over `random_split(...)[rank]`,
-        over `ds.shard(world, rank)`).
+        over `ds.shard(world, rank)`); and a dataset handed to a transformers Trainer
+        (`Trainer(train_dataset=ds)`) whose own code keeps this rank's items (`if i % world !=
+        rank: continue` in `__iter__`): the Trainer shards what it is given through
+        Accelerate (a map-style dataset by a DistributedSampler; an IterableDataset by rank 0
+        reading the batches and dispatching a slice to each rank), a second time.
 
     Why it hurts:
         Each rank trains on about dataset / world² samples: with 8 GPUs, 1/64 of the data
@@ -58,6 +62,15 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                      "or keep the hand-made shard and do not prepare the loader",
                 location=loader.location,
                 evidence={"loader": loader.name, "dataset": loader.dataset_text, "by": "accelerate"}))
+    for shard in getattr(facts, "trainer_shards", []):
+        problems.append(Problem(
+            message=(f"`{shard.dataset}` keeps only this rank's items itself ({shard.location}) and is handed "
+                     f"to the Trainer at {shard.trainer}, which shards its training data across the processes "
+                     "again: each rank trains on about dataset / world² samples (for an IterableDataset, "
+                     "rank 0 reads the batches and dispatches them, so only rank 0's share is ever read)"),
+            hint="shard once: let the dataset yield every item and leave the split to the Trainer",
+            location=shard.location,
+            evidence={"dataset": shard.dataset, "trainer": str(shard.trainer), "by": "transformers Trainer"}))
     for sampler in facts.samplers:
         if sampler.sharded_by_rank:
             problems.append(Problem(

@@ -40,7 +40,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         first pass that counts the samples) trains nothing. A DataLoader whose
         options come from `**kwargs`, or whose dataset is handed to a framework that shards it
         (`deepspeed.initialize(training_data=...)`), is not judged, nor one built on the
-        branch where the process group is never set up (`else:` of `if opt["dist"]:`), nor
+        branch where the process group is never set up (`else:` of `if opt["dist"]:`, or
+        past `if is_distributed(): raise NotImplementedError(...)`, there or in a caller), nor
         one a builder returns into a name no caller reads. A warning, naming the choice, for a
         loader on one side of a configuration test whose other side handles the process
         group's switch (`if 'triplet' in cfg.SAMPLER: if cfg.DIST: ...` / `else:` a plain

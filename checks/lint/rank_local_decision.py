@@ -107,5 +107,7 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
             message=message, hint=hint, location=found.location,
             severity=Severity.WARNING if found.assumption else None,
             evidence={"decision": found.decision, "value": found.value, "kind": found.kind,
-                      "action": found.action}))
+                      "action": found.action,
+                      # the `continue` / `break` the test leads to, on its own line: the same decision
+                      **({"also": [found.exit_line]} if getattr(found, "exit_line", None) else {})}))
     return problems

@@ -24,10 +24,13 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           from `torch.initial_seed()`), whose dataset draws random numbers (its class, builder,
           transform or collate_fn says random / Rand... / augment / jitter / flip), in a script
           whose ranks all seed torch with the same value (`torch.manual_seed(args.seed)`,
-          `seed_everything(cfg.seed)`, `set_seed(seed)`): each worker's base seed is drawn
-          from the rank's torch generator. Not when any seeding the ranks run puts the rank in
-          or seeds from a value of unknown origin, nor for the launcher's own seeding before
-          mp.spawn (the spawned ranks never run it).
+          `seed_everything(cfg.seed)`, `set_seed(seed)`, lhotse's `fix_random_seed(seed)`, or
+          a seed rank 0 broadcast to all: `dist.broadcast(t, src=0); seed = t.item()`): each
+          worker's base seed is drawn from the rank's torch generator. Not when any seeding the
+          ranks run puts the rank in or seeds from a value of unknown origin, nor for the
+          launcher's own seeding before mp.spawn (the spawned ranks never run it), nor for a
+          seeding under a test every caller's constant leaves false (`if eval_time:` in a
+          dataset built with the default `eval_time=False`).
 
         Not reported: seeds with a rank in them (`seed + rank * num_workers + worker_id`,
         Accelerate's `process_index`), seeds derived from the worker's own state

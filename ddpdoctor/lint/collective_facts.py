@@ -15,6 +15,7 @@ from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_pr
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      sharded_save, text,
                                      through_grad_off)
+from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.ranks import UNIFORM_NAME, _enclosing_if
 
@@ -151,6 +152,32 @@ class CollectiveFacts:
                     sides[g.side].update(id(t) for t in event.targets if self.reach(t, MAX_DEPTH - 1))
         return bool(sides["body"]) and sides["body"] == sides["else"]
 
+    def _first_run_side(self, fn, cond: str) -> bool:
+        """`not os.path.exists(ckpt)` where ckpt is a file the run saves itself (its resume
+        checkpoint): the first run of the script takes this side, so the test is settled on
+        the run a user starts first, no assumption about what is on disk."""
+        if not cond.startswith("not "):
+            return False
+        path = _tested_path(cond[4:])
+        if path is None:
+            return False
+        said = text(path, 400)
+        candidates = {said} | ({text(v, 400) for _, v in fn.bindings.get(said, ())}
+                               if isinstance(path, ast.Name) else set())
+        saved = self.__dict__.get("_saved_paths")
+        if saved is None:
+            saved = self.__dict__["_saved_paths"] = set()
+            for f in self.functions:
+                for e in f.events:
+                    if e.kind != "save" or not isinstance(e.node, ast.Call):
+                        continue
+                    for arg in [*e.node.args[1:2], *(k.value for k in e.node.keywords)]:
+                        saved.add(text(arg, 400))
+                        if isinstance(arg, ast.Name) and arg.id in f.params:
+                            # a save helper's parameter: the paths its callers hand it
+                            saved.update(text(given, 400) for given, _ in f.arguments.get(arg.id, []))
+        return any(s and any(s == c or s in c for c in candidates) for s in saved)
+
     def guarded_collectives(self) -> list[GuardedCollective]:
         best: dict[tuple, GuardedCollective] = {}
         kept: list[tuple[Function, Guard, GuardedCollective]] = []
@@ -212,6 +239,9 @@ class CollectiveFacts:
                         # collective only under `if "stage_3" in strategy:`: every rank there
                         continue
                     assumption = _assume(guard.test.assumption, conds)
+                    present = _on_the_files([c for c in event.conds if not self._first_run_side(fn, c[0])])
+                    if present:
+                        assumption = f"{assumption}, and {present}" if assumption else present
                     group = self._subgroup_at(where)
                     if group and self._group_answered(fn, guard, where, op):
                         continue
@@ -337,6 +367,37 @@ def _owner_index(builder) -> dict:
 
 
 _NONE_TEST = re.compile(r"^[A-Za-z_]\w* is (?:not )?None$")
+
+
+# a test of what the disk holds when the run gets there (`if not Path("vocab.txt").exists():`)
+_FILE_STATE = re.compile(r"\b(?:exists|isfile|isdir|is_file|is_dir|listdir|glob)\(")
+
+
+def _tested_path(cond: str) -> Optional[ast.AST]:
+    """The path `not os.path.exists(p)` / `not Path(p).exists()` asks about (None: another test)."""
+    try:
+        node = ast.parse(cond, mode="eval").body
+    except SyntaxError:
+        return None
+    for sub in walk(node):
+        if isinstance(sub, ast.Call) and _FILE_STATE.search(text(sub, 200) + "(") and \
+                last_name(sub.func) in ("exists", "isfile", "isdir", "is_file", "is_dir"):
+            if sub.args:
+                return sub.args[0]
+            receiver = sub.func.value if isinstance(sub.func, ast.Attribute) else None
+            if isinstance(receiver, ast.Call) and receiver.args:
+                return receiver.args[0]  # Path(p).exists()
+    return None
+
+
+def _on_the_files(conds: tuple) -> str:
+    """The tests around the guarded call that read the filesystem's state (a cache built on the
+    first run only): where the branch runs depends on what an earlier run left, which the
+    source does not settle."""
+    tests = list(dict.fromkeys(f"`{c}`" for c, _ in conds if _FILE_STATE.search(c)))
+    if not tests:
+        return ""
+    return f"{' and '.join(tests)} {'holds' if len(tests) == 1 else 'hold'} (what is on disk when it runs)"
 
 
 def _assume(assumption: str, conds: tuple) -> str:

@@ -254,8 +254,39 @@ class BuilderCore:
     def switched_off(self, fn: Function, call: ast.Call) -> bool:
         """The call sits under a plain test no way into fn passes (`if not as_sets:` past the
         early return every caller takes with as_sets=True): it never runs."""
-        return any(never_true(self.callers(), fn, cond, flag, self.program)
+        return any(never_true(self.callers(), fn, cond, flag, self.program) or self._never_of_type(fn, cond)
                    for cond, flag in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+
+    def _never_of_type(self, fn: Function, cond: str) -> bool:
+        """`isinstance(trainer, AETrainer)` on a name every value of which is an instance the
+        source builds of another local class (`trainer = GANTrainer(...)` handed through
+        mp.spawn's args): false on every way in; `not isinstance(...)` the other way round."""
+        negated = cond.startswith("not ")
+        said = cond[4:] if negated else cond
+        if not said.startswith("isinstance(") or len(said) > 200:
+            return False
+        try:
+            test = ast.parse(said, mode="eval").body
+        except SyntaxError:
+            return False
+        if not (isinstance(test, ast.Call) and len(test.args) == 2 and isinstance(test.args[0], ast.Name)):
+            return False
+        wanted = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        names = {last_name(w) for w in wanted}
+        if None in names:
+            return False
+        program, held = self.program, []
+        for value, scope in program.values_of(test.args[0], fn, 4):
+            value, scope = _handed_back(program, value, scope)
+            klass = program._callee_symbol(value.func, scope) if isinstance(value, ast.Call) else None
+            if not isinstance(klass, Klass):
+                return False  # a value not built in sight: not settled
+            held.append(klass)
+        if not held:
+            return False
+        is_one = [klass.name in names or any(b.name in names for b in program.bases(klass)) or
+                  any(n.rpartition(".")[2] in names for n in program.library_bases(klass)) for klass in held]
+        return not any(is_one) if not negated else all(is_one)
 
     def apart_from_setups(self, fn: Function, conds: tuple) -> bool:
         """Every way to a call (its own tests and those of the calls into its function, a few
@@ -1246,6 +1277,31 @@ def local_constants(fn: Function, name: str) -> Optional[set]:
                     return None
                 found.add(value.value)
     return found or None
+
+
+def _handed_back(program: Program, value: ast.AST, scope: Function, depth: int = 3) -> tuple:
+    """`trainer = setup(rank, trainer)` where the local helper returns the parameter it was
+    handed (after configuring it): what the call was handed there, followed to its values."""
+    while depth > 0 and isinstance(value, ast.Call):
+        target = program.callee(value.func, scope)
+        if not program.is_function(target) or not target.returned or \
+                not all(isinstance(r, ast.Name) and r.id == target.returned[0].id for r in target.returned):
+            break
+        name = target.returned[0].id
+        params = [a.arg for a in target.node.args.args] if hasattr(target.node, "args") else []
+        if name not in params or name in target.bindings:
+            break
+        index = params.index(name)
+        given = value.args[index] if index < len(value.args) else keyword(value, name)
+        if given is None:
+            break
+        # (`trainer = setup(rank, trainer)`: the name's own rebinding by this call is not what it was handed)
+        found = [(v, sc) for v, sc in program.values_of(given, scope, 3) if v is not value]
+        if len(found) != 1:
+            break
+        value, scope = found[0]
+        depth -= 1
+    return value, scope
 
 
 def never_true(callers: dict, fn: Function, cond: str, flag: bool = True, program=None) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import (batch_flags, data_keys, data_sized, multi_node, no_sync, process_seeds, rank_state, signal_state,
+from ddpdoctor.lint import (batch_flags, data_keys, data_sized, multi_node, no_sync, process_seeds, rank_state, signal_state, trainer_data,
                             worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
@@ -52,6 +52,8 @@ class LintFacts:
     data_sized: list = field(default_factory=list)  # lint/data_sized.DataSizedCollective (DDP807)
     unranked_seeds: list = field(default_factory=list)  # lint/worker_seeds.UnrankedSeed (DDP808)
     rank_local: list = field(default_factory=list)  # lint/rank_state.RankLocalDecision (DDP809)
+    # datasets handed to a transformers Trainer that keep one rank's share themselves (DDP803)
+    trainer_shards: list = field(default_factory=list)  # lint/trainer_data.TrainerShard
     # Where a function the script never reaches sets up the process group, when nothing it
     # reaches does (agents built through a registry of lambdas): the rules could not judge it.
     unreached_setup: Optional[Location] = None
@@ -227,6 +229,7 @@ def build(program: Program, script: str) -> LintFacts:
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
         unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds),
         rank_local=_rank_local(builder, ddp or framework is not None),
+        trainer_shards=trainer_data.gather(builder) if framework is not None else [],
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the

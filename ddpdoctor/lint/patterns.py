@@ -318,6 +318,39 @@ def _under_full_state_dict(program: Program, call: ast.Call, fn: Function) -> bo
     return False
 
 
+def _on_the_plain_side(program: Program, call: ast.Call, fn: Function) -> bool:
+    """The call sits on the side of `isinstance(model, FSDP)` where the model is no FSDP
+    (`model.state_dict() if not isinstance(model, FSDP) else gathered(model)`)."""
+    for node in fn.own:
+        if node.__class__ not in (ast.If, ast.IfExp):
+            continue
+        test, plain = node.test, True
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, plain = test.operand, False
+        if not (isinstance(test, ast.Call) and last_name(test.func) == "isinstance" and len(test.args) == 2
+                and any((program.qualify(t, fn) or "").endswith("FullyShardedDataParallel")
+                        for t in (test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]))):
+            continue
+        side = node.orelse if plain else node.body
+        for part in (side if isinstance(side, list) else [side]):
+            if any(n is call for n in walk(part)):
+                return True
+    return False
+
+
+def _state_dict_type_chosen(program: Program) -> bool:
+    """The script chooses FSDP's state dict type itself somewhere (`set_state_dict_type`, `with
+    FSDP.state_dict_type(model, ...)`, a sharded or local type named): the `with` context rule
+    judges its state_dict() calls, not FSDP's default."""
+    found = program.__dict__.get("_state_dict_type_chosen")
+    if found is None:
+        found = program.__dict__["_state_dict_type_chosen"] = any(
+            any("state_dict_type" in line or "SHARDED_STATE_DICT" in line or "LOCAL_STATE_DICT" in line
+                for line in f.lines)
+            for f in program.files)
+    return found
+
+
 def _same_module(call: ast.Call, ctx: ast.Call) -> bool:
     """The state_dict() asked of the module the context was given (or of what it wraps,
     `model.module`), not of another object in the block (a plain optimizer's `opt.state_dict()`
@@ -355,6 +388,16 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         return f"{text(call.func, 40)}() (gathers the state from every rank's shard)"
     if name == "state_dict" and not call.args and _under_full_state_dict(program, call, fn):
         return f"{text(call.func, 40)}() under FSDP.state_dict_type (gathers the full state from every rank)"
+    if name in ("state_dict", "generate") and isinstance(call.func, ast.Attribute) and \
+            _fsdp_held(program, call.func.value, call.lineno, fn) and not _state_dict_type_chosen(program) and \
+            not _on_the_plain_side(program, call, fn):
+        # FSDP's own state_dict type is FULL_STATE_DICT: `model.state_dict()` unshards (all-gathers)
+        # every parameter, on every rank that holds a shard; `generate` runs the wrapped units'
+        # forwards, each an all-gather. (A script that chooses a state dict type somewhere may
+        # have set it for this model: judged by the `with FSDP.state_dict_type(...)` rule above.)
+        what = "gathers the full state from every rank" if name == "state_dict" else \
+            "its forwards all-gather the sharded parameters"
+        return f"{text(call.func, 40)}() of the FSDP model ({what})"
     if name in ZERO3_GATHERS and isinstance(call.func, ast.Attribute):
         # a DeepSpeed engine's ZeRO-3 consolidation: every rank hands its partition of each
         # parameter (an all-gather per parameter), whichever rank keeps the result
@@ -848,12 +891,15 @@ FSDP_CLASSES = ("torch.distributed.fsdp.", "fairscale.nn.")
 def _fsdp_model(program: Program, call: ast.Call, fn: Function) -> bool:
     """The called name or `self.attr` holds an `FSDP(...)` built before the call (there, or
     handed in), not told `sharding_strategy=NO_SHARD` (which shards nothing)."""
-    func = call.func
+    return _fsdp_held(program, call.func, call.lineno, fn)
+
+
+def _fsdp_held(program: Program, func: ast.AST, line: int, fn: Function) -> bool:
     if not (isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                                            and func.value.id == "self")):
         return False
     for value, scope in program.values_of(func, fn, 3):
-        if scope is fn and getattr(value, "lineno", 0) >= call.lineno and isinstance(func, ast.Name):
+        if scope is fn and getattr(value, "lineno", 0) >= line and isinstance(func, ast.Name):
             continue  # `model = FSDP(model)` below this call
         if isinstance(value, ast.Call):
             full = program.qualify(value.func, scope) or ""
@@ -887,6 +933,13 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                 wrapped = _ddp_made(program, value, scope)
                 if wrapped is not None:
                     return wrapped
+                # `model, optimizer, loader = build(args)` where build returns the wrapped
+                # model first: that element of the tuples the helper returns
+                if isinstance(value, ast.Name):
+                    for held, where in program.unpacked(value.id, scope):
+                        wrapped = _ddp_made(program, held, where)
+                        if wrapped is not None:
+                            return wrapped
             for value, scope in program._passed(func.id, fn):  # `sampler.sample(model=prepared_model)`
                 wrapped = prepared_ddp(program, value, scope, value.lineno) \
                     if isinstance(value, (ast.Name, ast.Attribute)) else None

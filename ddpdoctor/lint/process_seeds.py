@@ -50,6 +50,8 @@ LIBRARY_SEEDERS = (
     (("lightning", "pytorch_lightning", "lightning_fabric"), "seed_everything", "workers"),
     (("accelerate",), "set_seed", "device_specific"),
     (("transformers",), "set_seed", None),
+    # lhotse.utils.fix_random_seed(seed): random, numpy and torch (the k2 / icefall recipes' seeding)
+    (("lhotse",), "fix_random_seed", None),
 )
 # What a dataset that draws randomness in its workers says somewhere in its own code
 # (`random.random()`, `np.random.randint`, `torch.rand(...)`, an augmentation)...
@@ -178,6 +180,8 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
             continue
         if _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program):
             continue  # `if args.seed is not None: torch.manual_seed(args.seed)`, --seed unset by default
+        if builder.switched_off(fn, call):
+            continue  # `if eval_time: torch.manual_seed(0)` in a dataset every caller builds with eval_time=False
         if not isinstance(fn.node, ast.Module) and fn not in builder.callers() and fn not in spawned \
                 and fn not in program.entry_functions:
             continue  # a method of a live class that nothing calls (a model's `check_sample()` test)
@@ -275,6 +279,8 @@ LOCKSTEP = re.compile(r"epoch|step|iter", re.IGNORECASE)
 def _origin(value: ast.AST, fn: Function, program) -> int:
     if isinstance(value, (ast.Name, ast.Attribute)) and LOCKSTEP.search(last_name(value) or ""):
         return _SAME
+    if _broadcast_read(value, fn, program):
+        return _SAME  # rank 0's seed handed to every rank: the same seed everywhere
     # `int(time.time())`: whole seconds, which ranks reaching the same line in lockstep (every
     # epoch's start, after the last step's all-reduce) read alike but across a second's turn
     clock = {id(node.args[0]) for node in walk(value) if isinstance(node, ast.Call)
@@ -294,6 +300,21 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
         if isinstance(node, ast.Name) and node is value and node.id in getattr(fn, "params", ()):
             return _UNKNOWN  # a parameter whose callers the lint does not show
     return _SAME
+
+
+def _broadcast_read(value: ast.AST, fn: Function, program) -> bool:
+    """`seed = t.item()` (or `int(t)`, `t.tolist()`) of a tensor fn hands to `dist.broadcast(t,
+    src=0)` first: after the broadcast every rank holds the source rank's value."""
+    if isinstance(value, ast.Call) and last_name(value.func) == "int" and len(value.args) == 1:
+        value = value.args[0]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist"):
+        value = value.func.value
+    if not isinstance(value, ast.Name):
+        return False
+    return any(isinstance(node, ast.Call) and last_name(node.func) == "broadcast" and node.args
+               and isinstance(node.args[0], ast.Name) and node.args[0].id == value.id
+               and (program.qualify(node.func, fn) or "").startswith("torch.distributed.")
+               for node in fn.own)
 
 
 def _on_import(fn: Function, call: ast.Call, program) -> bool:

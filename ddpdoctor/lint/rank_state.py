@@ -53,6 +53,9 @@ class RankLocalDecision:
     # rank_exit: the test is a rank test joined with a value the source does not settle (`if
     # iter < resumed and rank == 0: continue`), the decision DDP809 tells (not a plain rank branch)
     open_test: bool = False
+    # the statement that leaves (`continue` / `break` / `return` / `raise` / `sys.exit()`), where it
+    # stands on a line of its own below the test: the other place a reviewer points at
+    exit_line: Optional[int] = None
 
 
 @dataclass
@@ -86,9 +89,25 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         found.extend(_lightning_skips(builder, fn, stmts))
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
+        _exit_lines(fn, [d for d in found if d.exit_line is None])
     for methods in by_class.values():
         found.extend(_attribute_state(builder, methods, ddp))
     return sorted(found, key=lambda d: (d.location.file, d.location.line or 0))
+
+
+LEAVING = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+
+
+def _exit_lines(fn: Function, decisions: list[RankLocalDecision]) -> None:
+    """Each decision at one of fn's `if`s gets the line of the statement its side leaves by."""
+    ifs = {node.lineno: node for node in fn.own if node.__class__ is ast.If}
+    for d in decisions:
+        node = ifs.get(d.location.line) if d.location.file == fn.file.display else None
+        if node is None:
+            continue
+        leaving = next((stmt for stmt in node.body if _exits(stmt) or stmt.__class__ in LEAVING), None)
+        if leaving is not None and leaving.lineno != node.lineno:
+            d.exit_line = leaving.lineno
 
 
 def _self_attrs(stmt: ast.stmt) -> list[str]:
@@ -944,6 +963,13 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                 found.append(later)
                 continue
         around = leave[0]
+        if around is not None and other is None and isinstance(stmt.test, ast.BoolOp) and \
+                isinstance(stmt.test.op, ast.Or) and any(
+                    text(part) == text(around.test) and builder.program.ranks.guard(part, fn) is None
+                    for part in stmt.test.values):
+            # `if (rank == 0 and step % k == 0) or step >= last:` ... `if step >= last: break`:
+            # where the exit's own test holds, so does the outer one's other side, on every rank
+            continue
         if around is not None and _single_part(builder, around.test):
             continue  # `if RANK in {-1, 0}:` ... `if RANK == -1 and stopper(fitness): break`
         if around is not None and builder._dead_side(fn, side_conds(

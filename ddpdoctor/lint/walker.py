@@ -219,6 +219,12 @@ class Walker:
                 # `if phase == "train": return train_loader` then `return DataLoader(ds)`: what
                 # follows runs where the test is false (a call that passes "train" never gets there)
                 self.conds.append(_Said(stmt.test, "else"))
+            elif isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and _crashes(stmt.body[-1]) and \
+                    self.program.ranks.distributed_run(stmt.test, self.fn):
+                # `if is_distributed(): raise NotImplementedError("not for DDP")`: what follows runs
+                # only in a process that joined no group. Said as the plain switch `distributed`
+                # being false, the way every rule reads a one-process side (`not args.distributed`)
+                self.conds.append(_Said(ast.Name(id="distributed", ctx=ast.Load()), "else"))
             # `if rank != 0: return` - what follows runs on the other ranks only. Not after a
             # raise: a rank that raises crashes and the launcher ends the job (dinov2's
             # `if _LOCAL_RANK >= 0: raise RuntimeError("already initialised")`, read before the
