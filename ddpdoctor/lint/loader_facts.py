@@ -1292,7 +1292,11 @@ class LoaderFacts:
             any(isinstance(inner, (ast.For, ast.AsyncFor)) for stmt in n.body for inner in walk(stmt))
             and any("epoch" in (dotted(t) or "").lower() for stmt in n.body if isinstance(stmt, ast.AugAssign)
                     for t in [stmt.target])
-            for f in program.files for n in f.of(ast.While))
+            for f in program.files for n in f.of(ast.While)) or any(
+            # a loop around the training loop, whatever its variable is called (`for e in
+            # range(args.max_epoch): for split in splits: for batch in loaders[split]: ...
+            # loss.backward()`): every pass of it is an epoch
+            _around_training(n) for f in program.files for n in f.of(ast.For, ast.While))
         by_line = {(l.location.file, l.location.line): l for l in loaders}
         found = []
         for fn, call, _, _ in self.calls():
@@ -2306,6 +2310,25 @@ def _dropped_results(fn: Function, call: ast.Call) -> set[int]:
                 isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
             return {i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == "_"}
     return set()
+
+
+def _around_training(loop: ast.AST) -> bool:
+    """A loop that counts passes (`while`, `for ... in range(...)`, not one over a list of
+    splits) with another loop inside whose body calls `.backward()` itself."""
+    if isinstance(loop, ast.For):
+        counted = loop.iter
+        while isinstance(counted, ast.Call) and last_name(counted.func) in ("enumerate", "tqdm", "trange") \
+                and counted.args and last_name(counted.func) != "trange":
+            counted = counted.args[0]
+        if not (isinstance(counted, ast.Call) and last_name(counted.func) in ("range", "trange")):
+            return False
+    for stmt in loop.body:
+        for inner in walk(stmt):
+            if isinstance(inner, (ast.For, ast.AsyncFor, ast.While)) and any(
+                    isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+                    for part in inner.body for c in walk(part)):
+                return True
+    return False
 
 
 def _self_field(node: Optional[ast.AST]) -> bool:

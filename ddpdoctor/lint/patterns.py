@@ -937,9 +937,10 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                 # model first: that element of the tuples the helper returns
                 if isinstance(value, ast.Name):
                     for held, where in program.unpacked(value.id, scope):
-                        wrapped = _ddp_made(program, held, where)
-                        if wrapped is not None:
-                            return wrapped
+                        for inner, place in program.values_of(held, where, 2):
+                            wrapped = _ddp_made(program, inner, place)
+                            if wrapped is not None:
+                                return wrapped
             for value, scope in program._passed(func.id, fn):  # `sampler.sample(model=prepared_model)`
                 wrapped = prepared_ddp(program, value, scope, value.lineno) \
                     if isinstance(value, (ast.Name, ast.Attribute)) else None

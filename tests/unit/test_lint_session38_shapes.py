@@ -552,3 +552,51 @@ def test_a_side_for_a_trainer_class_the_script_never_builds_is_never_taken(tmp_p
 def test_its_twin_that_builds_that_class(tmp_path):
     source = BY_TRAINER_CLASS.replace("{built}", "AeTrainer()")
     assert at(lint_plain(tmp_path, source), "DDP802") == [(line_of(source, "the autoencoder's loader"), "error")]
+
+
+# -------------------------------------------------- the epoch loop by what it holds, not its name
+SPLIT_LOADERS = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def init_dataloaders(splits):
+    loaders = {}
+    for split in splits:
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)  # the sampler
+        loaders[split] = DataLoader(ds, batch_size=8, sampler=sampler)
+    return loaders
+
+
+def main(passes=3):
+    dist.init_process_group("gloo")
+    loaders = init_dataloaders(["train", "val"])
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+{loop}
+        for split in ["train", "val"]:
+            for x, y in loaders[split]:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                if split == "train":
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loop_around_the_training_loop_is_an_epoch_loop_whatever_its_name(tmp_path):
+    source = SPLIT_LOADERS.replace("{loop}", "    for e in range(passes):")
+    assert at(lint_plain(tmp_path, source), "DDP804") == [(line_of(source, "the sampler"), "warning")]
+
+
+def test_its_twin_that_runs_one_pass(tmp_path):
+    source = SPLIT_LOADERS.replace("{loop}", "    if passes:")
+    assert at(lint_plain(tmp_path, source), "DDP804") == []
