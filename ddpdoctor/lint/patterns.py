@@ -1105,9 +1105,12 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 for ret in target.returned:
                     if _buffered(program, ret, target, depth - 1, seen):
                         return True
-            for arg in value.args:
-                if _buffered(program, arg, scope, depth - 1, seen):
-                    return True
+            # the modules handed to its constructor, by position or keyword (`NeRFRender(
+            # embedder=PositionalEncoding(...) if n > 0 else None, sampler=Sampler(...))`)
+            for arg in [*value.args, *(k.value for k in value.keywords)]:
+                for part in ([arg.body, arg.orelse] if isinstance(arg, ast.IfExp) else [arg]):
+                    if _buffered(program, part, scope, depth - 1, seen):
+                        return True
     return False
 
 

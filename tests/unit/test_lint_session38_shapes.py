@@ -600,3 +600,57 @@ def test_a_loop_around_the_training_loop_is_an_epoch_loop_whatever_its_name(tmp_
 def test_its_twin_that_runs_one_pass(tmp_path):
     source = SPLIT_LOADERS.replace("{loop}", "    if passes:")
     assert at(lint_plain(tmp_path, source), "DDP804") == []
+
+
+# -------------------------------------------------- buffers in a module handed to the constructor by keyword
+HANDED_MODULES = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Encoding(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+{encoding}
+
+    def forward(self, x):
+        return x
+
+
+class Render(torch.nn.Module):
+    def __init__(self, embedder=None, width=4):
+        super().__init__()
+        self.embedder = embedder
+        self.fc = torch.nn.Linear(width, 1)
+
+    def forward(self, x):
+        return self.fc(self.embedder(x) if self.embedder is not None else x)
+
+
+def main(freqs=4):
+    dist.init_process_group("gloo")
+    model = DDP(Render(embedder=Encoding(freqs) if freqs > 0 else None))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(4):
+        model(torch.randn(8, 4)).sum().backward()
+        opt.step()
+        if dist.get_rank() == 0:
+            with torch.no_grad():
+                model(torch.randn(2, 4))  # rank 0's look
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_buffers_of_a_module_handed_by_keyword_make_rank_zero_s_forward_a_collective(tmp_path):
+    source = HANDED_MODULES.replace("{encoding}", '        self.register_buffer("bands", 2.0 ** torch.arange(n))')
+    assert at(lint_plain(tmp_path, source), "DDP801") == [(line_of(source, "rank 0's look"), "warning")]
+
+
+def test_its_twin_whose_handed_module_holds_no_buffer(tmp_path):
+    source = HANDED_MODULES.replace("{encoding}", "        self.n = n")
+    assert at(lint_plain(tmp_path, source), "DDP801") == []
