@@ -207,6 +207,23 @@ def test_its_twin_trained_by_every_rank(tmp_path):
     assert at(lint_plain(tmp_path, source), "DDP801") == []
 
 
+# the seeded scripts' training, after their seeding and `ds = ...`: a sharded loader with workers
+SEEDED_TRAINING = """    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=2)  # the loader
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
 # -------------------------------------------------- rank 0's seed broadcast to every rank
 BROADCAST_SEED = """
 import random
@@ -233,21 +250,7 @@ def main(seed=3):
     seed = {seed}
     torch.manual_seed(seed)
     ds = Flips()
-    sampler = DistributedSampler(ds)
-    loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=2)  # the loader
-    model = DDP(torch.nn.Linear(4, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for epoch in range(2):
-        sampler.set_epoch(epoch)
-        for x, y in loader:
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(model(x), y).backward()
-            opt.step()
-
-
-if __name__ == "__main__":
-    main()
-"""
+""" + SEEDED_TRAINING
 
 
 def test_a_seed_broadcast_from_rank_zero_is_the_same_on_every_rank(tmp_path):
@@ -422,21 +425,7 @@ class Crops(Dataset):
 def main():
     dist.init_process_group("gloo")
     ds = Crops({given})
-    sampler = DistributedSampler(ds)
-    loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=2)  # the loader
-    model = DDP(torch.nn.Linear(4, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for epoch in range(2):
-        sampler.set_epoch(epoch)
-        for x, y in loader:
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(model(x), y).backward()
-            opt.step()
-
-
-if __name__ == "__main__":
-    main()
-"""
+""" + SEEDED_TRAINING
 
 
 def test_a_seeding_no_caller_switches_on_seeds_nothing(tmp_path):
