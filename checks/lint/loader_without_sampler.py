@@ -42,7 +42,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         (`deepspeed.initialize(training_data=...)`), is not judged, nor one built on the
         branch where the process group is never set up (`else:` of `if opt["dist"]:`, or
         past `if is_distributed(): raise NotImplementedError(...)`, there or in a caller), nor
-        one a builder returns into a name no caller reads. A warning, naming the choice, for a
+        one a builder returns into a name no caller reads, nor one on the side of a builder's
+        `if world_size > 0:` that only the calls leaving that parameter at its default (-1)
+        take, where those calls are evaluation (the training call hands it the world size). A warning, naming the choice, for a
         loader on one side of a configuration test whose other side handles the process
         group's switch (`if 'triplet' in cfg.SAMPLER: if cfg.DIST: ...` / `else:` a plain
         loader): it meets a distributed run only if that configuration is chosen with it.

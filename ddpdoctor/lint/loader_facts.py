@@ -281,6 +281,7 @@ class LoaderFacts:
                 (EVAL_NAME.search(builder) and not BOTH_SPLITS.search(builder)) or self._eval_only(fn)
                 or (bool(name) and self._bound_as_evaluation(fn, name, call))
                 or _off_the_training_side(fn, call)
+                or self._default_side_to_evaluate(fn, call)
                 or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
                 or (bool(name) and self._peeked_on_one_rank(name))
                 or (bool(name) and self._one_batch_handed_on(fn, name))
@@ -1211,6 +1212,46 @@ class LoaderFacts:
         (MTLFace's `RandomSampler(Sampler)` shards by rank in its __iter__)."""
         return last_name(call.func) in PLAIN_SAMPLERS and not self.program.is_class(self.program.callee(call.func, fn))
 
+    def _default_side_to_evaluate(self, fn: Function, call: ast.Call) -> bool:
+        """Per call: the loader sits on the side of a builder's test that only its parameter's
+        default takes (`def get_loader(self, rank=-1, world_size=-1): if world_size > 0:
+        ...sampler... else: return DataLoader(self)`). The calls that hand that parameter a world
+        size take the other side; the loader here is built only for the calls that leave it at
+        its default, and none of them is read by a training loop (CHORE's validation loader)."""
+        if isinstance(fn.node, ast.Module) or fn.node is None:
+            return False
+        params = [a.arg for a in fn.node.args.args]
+        defaults = dict(zip(params[len(params) - len(fn.node.args.defaults):], fn.node.args.defaults))
+        ranks = self.program.ranks
+        for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()):
+            counted = _count_test(cond, fn)
+            if counted is None or counted[0] not in defaults:
+                continue
+            name, holds = counted
+            default = _int_constant(defaults[name])
+            if default is None or not holds(default) or any(holds(n) for n in _COUNTS):
+                continue  # not a side only the default (a sentinel no world size equals) takes
+            index = params.index(name)
+            training = {(i, n) for i, n in self._training_names()}
+            sites = [(c, e.node) for c, e in self.callers().get(fn, []) if isinstance(e.node, ast.Call)]
+            if not sites:
+                return False
+            for caller, site in sites:
+                # (a method called through its instance: the positional arguments start after self)
+                shift = 1 if params and params[0] == "self" and isinstance(site.func, ast.Attribute) else 0
+                given = keyword(site, name)
+                if given is None and 0 <= index - shift < len(site.args):
+                    given = site.args[index - shift]
+                if given is not None:
+                    if not ranks._world_size(given, caller):
+                        return False  # a value the lint cannot place: not settled
+                    continue  # a world size: the other side
+                bound = self.bound_name(caller, site)
+                if not bound or (id(caller), bound) in training:
+                    return False  # the default's loader feeds training there
+            return True
+        return False
+
     def _counts_apart(self, fn: Function, call: ast.Call) -> bool:
         """The loader's test on a count and the one the process group is set up under never hold
         together: SimCLS's `if is_mp:` (`is_mp = len(gpus) > 1`) builds the plain loader on its
@@ -2075,6 +2116,14 @@ def _off_the_training_side(fn: Function, call: ast.Call) -> bool:
 _COUNTS = (*range(1, 17), 64, 1024)  # the values a count of GPUs or processes is tried at (one at least)
 _OPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
         ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b}
+
+
+def _int_constant(node: ast.AST) -> Optional[int]:
+    """`3`, `-1`: an int the source spells; None otherwise."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_constant(node.operand)
+        return -inner if inner is not None else None
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _count_test(cond: str, fn: Function):

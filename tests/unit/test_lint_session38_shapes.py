@@ -643,3 +643,63 @@ def test_buffers_of_a_module_handed_by_keyword_make_rank_zero_s_forward_a_collec
 def test_its_twin_whose_handed_module_holds_no_buffer(tmp_path):
     source = HANDED_MODULES.replace("{encoding}", "        self.n = n")
     assert at(lint_plain(tmp_path, source), "DDP801") == []
+
+
+# -------------------------------------------------- per call: the side only a parameter's default takes
+DEFAULT_SIDE = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Points(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.randn(4), torch.randn(1)
+
+    def get_loader(self, shuffle=True, rank=-1, world_size=-1):
+        if world_size > 0:
+            sampler = DistributedSampler(self, num_replicas=world_size, rank=rank)
+            return DataLoader(self, batch_size=8, sampler=sampler)
+        return DataLoader(self, batch_size=8, shuffle=shuffle)  # the default's loader
+
+
+def validate(model, data):
+    val_loader = data.get_loader(shuffle=False)
+    with torch.no_grad():
+        return sum(float(model.module(x).sum()) for x, _ in val_loader)
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = Points()
+    train_loader = {train}
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        if hasattr(train_loader.sampler, "set_epoch"):
+            train_loader.sampler.set_epoch(epoch)
+        for x, y in train_loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        validate(model, data)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_builder_s_default_side_only_the_validation_call_takes_is_no_training_loader(tmp_path):
+    source = DEFAULT_SIDE.replace("{train}", "data.get_loader(rank=dist.get_rank(), world_size=dist.get_world_size())")
+    assert at(lint_plain(tmp_path, source), "DDP802") == []
+
+
+def test_its_twin_whose_training_call_leaves_the_default(tmp_path):
+    source = DEFAULT_SIDE.replace("{train}", "data.get_loader()")
+    assert at(lint_plain(tmp_path, source), "DDP802") == [(line_of(source, "the default's loader"), "error")]
