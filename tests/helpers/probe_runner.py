@@ -25,6 +25,16 @@ class ProbeResult:
     wall_s: float
     run_dir: Path
 
+    def __repr__(self) -> str:
+        # what a failed assertion shows: the verdict and each finding's code and severity first
+        # (pytest keeps the start and the end of a long repr), then the messages - a flake under
+        # load must be readable from the CI log, not a truncated dict
+        found = self.report.get("findings", [])
+        codes = ", ".join(f"{f['code']} {f['severity']}" for f in found)
+        said = "; ".join(f"{f['code']}: {f['message'][:160]}" for f in found)
+        return (f"ProbeResult(code={self.code}, {self.report.get('status')}, [{codes}], "
+                f"incomplete={self.report.get('incomplete')!r}, {said}, run_dir={str(self.run_dir)!r})")
+
     def findings(self, code: str) -> list[dict[str, Any]]:
         return [f for f in self.report["findings"] if f["code"] == code]
 
