@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.defaults import option_off
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
-                                     sharded_save, text,
+                                     save_path, sharded_save, text,
                                      through_grad_off)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.program import Function, Guard
@@ -169,13 +169,14 @@ class CollectiveFacts:
             saved = self.__dict__["_saved_paths"] = set()
             for f in self.functions:
                 for e in f.events:
-                    if e.kind != "save" or not isinstance(e.node, ast.Call):
+                    written = save_path(e.node, text(e.node.func)) \
+                        if e.kind == "save" and isinstance(e.node, ast.Call) else None
+                    if written is None:
                         continue
-                    for arg in [*e.node.args[1:2], *(k.value for k in e.node.keywords)]:
-                        saved.add(text(arg, 400))
-                        if isinstance(arg, ast.Name) and arg.id in f.params:
-                            # a save helper's parameter: the paths its callers hand it
-                            saved.update(text(given, 400) for given, _ in f.arguments.get(arg.id, []))
+                    saved.add(text(written, 400))
+                    if isinstance(written, ast.Name) and written.id in f.params:
+                        # a save helper's parameter: the paths its callers hand it
+                        saved.update(text(given, 400) for given, _ in f.arguments.get(written.id, []))
         return any(s and any(s == c or s in c for c in candidates) for s in saved)
 
     def guarded_collectives(self) -> list[GuardedCollective]:
@@ -239,7 +240,8 @@ class CollectiveFacts:
                         # collective only under `if "stage_3" in strategy:`: every rank there
                         continue
                     assumption = _assume(guard.test.assumption, conds)
-                    present = _on_the_files([c for c in event.conds if not self._first_run_side(fn, c[0])])
+                    present = _on_the_files([c for c in event.conds if _FILE_STATE.search(c[0])
+                                             and not self._first_run_side(fn, c[0])])
                     if present:
                         assumption = f"{assumption}, and {present}" if assumption else present
                     group = self._subgroup_at(where)
@@ -380,8 +382,7 @@ def _tested_path(cond: str) -> Optional[ast.AST]:
     except SyntaxError:
         return None
     for sub in walk(node):
-        if isinstance(sub, ast.Call) and _FILE_STATE.search(text(sub, 200) + "(") and \
-                last_name(sub.func) in ("exists", "isfile", "isdir", "is_file", "is_dir"):
+        if isinstance(sub, ast.Call) and last_name(sub.func) in ("exists", "isfile", "isdir", "is_file", "is_dir"):
             if sub.args:
                 return sub.args[0]
             receiver = sub.func.value if isinstance(sub.func, ast.Attribute) else None

@@ -1288,11 +1288,9 @@ def _handed_back(program: Program, value: ast.AST, scope: Function, depth: int =
                 not all(isinstance(r, ast.Name) and r.id == target.returned[0].id for r in target.returned):
             break
         name = target.returned[0].id
-        params = [a.arg for a in target.node.args.args] if hasattr(target.node, "args") else []
-        if name not in params or name in target.bindings:
-            break
-        index = params.index(name)
-        given = value.args[index] if index < len(value.args) else keyword(value, name)
+        if name in target.bindings:
+            break  # rebound inside: not what it was handed
+        given = argument_at(target, value, name)
         if given is None:
             break
         # (`trainer = setup(rank, trainer)`: the name's own rebinding by this call is not what it was handed)

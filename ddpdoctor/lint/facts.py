@@ -163,12 +163,8 @@ def build(program: Program, script: str) -> LintFacts:
         elif (name in ("Trainer", "Fabric") and program.uses_lightning() and not full.startswith("transformers")) \
                 or name in fabric:
             framework = framework or "lightning"
-        elif name.endswith("Trainer") and (full.startswith(("transformers", "trl"))):
-            framework = framework or "transformers"
-        elif name[:1].isupper() and program.uses("transformers") and any(
-                c.startswith(("transformers.", "trl.")) and c.endswith("Trainer")
-                for c in program.library_classes(call, fn)):
-            framework = framework or "transformers"  # the script's own subclass of HF's Trainer
+        elif trainer_data.hf_trainer(program, call, fn):
+            framework = framework or "transformers"  # also the script's own subclass of HF's Trainer
     if framework is None and program.uses_lightning() and any(
             b.endswith("LightningModule") for k in program.classes for b in program.library_bases(k)) and any(
             last_name(call.func) == "fit" for _, call, _, _ in builder.calls()):

@@ -46,7 +46,10 @@ DRAWS = re.compile(r"\brandom\b|\brand(?:n|int|perm)?\(|\.normal\(|\.uniform\(")
 SELF_SHARDING = re.compile(r"get_rank|\brank\b|world_size|num_replicas|split_dataset_by_node|get_worker_info")
 # A map-style dataset keeping one rank's share of its items: `if count % world == rank:` while it
 # lists them, or `items[rank::world]`
-KEEPS_RANK_SHARE = re.compile(r"%\s*[\w.]+\s*==\s*[\w.]*(?:rank|process_index)\b|\[\s*[\w.]*rank\w*\s*::", re.IGNORECASE)
+# A line of a dataset's own code that keeps one rank's items: `i % world == rank`, `i % (world *
+# workers) != rank * workers + worker_id` (then `continue`), `items[rank::world]`
+KEEPS_RANK_SHARE = re.compile(r"%\s*\(?[\w.\s*+]+\)?\s*[!=]=\s*\(?\s*[\w.]*(?:rank|process_index)\b"
+                              r"|\[\s*[\w.]*rank\w*\s*::", re.IGNORECASE)
 
 
 @dataclass
@@ -1220,7 +1223,7 @@ class LoaderFacts:
         its default, and none of them is read by a training loop (CHORE's validation loader)."""
         if isinstance(fn.node, ast.Module) or fn.node is None:
             return False
-        params = [a.arg for a in fn.node.args.args]
+        params = [a.arg for a in fn.node.args.posonlyargs + fn.node.args.args]
         defaults = dict(zip(params[len(params) - len(fn.node.args.defaults):], fn.node.args.defaults))
         ranks = self.program.ranks
         for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()):
@@ -1231,23 +1234,19 @@ class LoaderFacts:
             default = _int_constant(defaults[name])
             if default is None or not holds(default) or any(holds(n) for n in _COUNTS):
                 continue  # not a side only the default (a sentinel no world size equals) takes
-            index = params.index(name)
-            training = {(i, n) for i, n in self._training_names()}
             sites = [(c, e.node) for c, e in self.callers().get(fn, []) if isinstance(e.node, ast.Call)]
             if not sites:
                 return False
             for caller, site in sites:
-                # (a method called through its instance: the positional arguments start after self)
-                shift = 1 if params and params[0] == "self" and isinstance(site.func, ast.Attribute) else 0
-                given = keyword(site, name)
-                if given is None and 0 <= index - shift < len(site.args):
-                    given = site.args[index - shift]
-                if given is not None:
+                given = argument_at(fn, site, name)
+                if given is None:
+                    return False  # handed through `**kwargs` or `*args`: not told
+                if given is not defaults[name]:
                     if not ranks._world_size(given, caller):
                         return False  # a value the lint cannot place: not settled
                     continue  # a world size: the other side
                 bound = self.bound_name(caller, site)
-                if not bound or (id(caller), bound) in training:
+                if not bound or (id(caller), bound) in self._training_names():
                     return False  # the default's loader feeds training there
             return True
         return False
@@ -2365,9 +2364,8 @@ def _around_training(loop: ast.AST) -> bool:
     """A loop that counts passes (`while`, `for ... in range(...)`, not one over a list of
     splits) with another loop inside whose body calls `.backward()` itself."""
     if isinstance(loop, ast.For):
-        counted = loop.iter
-        while isinstance(counted, ast.Call) and last_name(counted.func) in ("enumerate", "tqdm", "trange") \
-                and counted.args and last_name(counted.func) != "trange":
+        counted = loop.iter  # (through `enumerate(...)` / `tqdm(...)`)
+        while isinstance(counted, ast.Call) and last_name(counted.func) in ("enumerate", "tqdm") and counted.args:
             counted = counted.args[0]
         if not (isinstance(counted, ast.Call) and last_name(counted.func) in ("range", "trange")):
             return False

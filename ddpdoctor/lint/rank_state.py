@@ -26,7 +26,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.fact_builder import _single_process
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
-from ddpdoctor.lint.walker import side_conds
+from ddpdoctor.lint.walker import TERMINATORS, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      dotted, is_const, loader_call, text)
 
@@ -95,9 +95,6 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
     return sorted(found, key=lambda d: (d.location.file, d.location.line or 0))
 
 
-LEAVING = (ast.Continue, ast.Break, ast.Return, ast.Raise)
-
-
 def _exit_lines(fn: Function, decisions: list[RankLocalDecision]) -> None:
     """Each decision at one of fn's `if`s gets the line of the statement its side leaves by."""
     ifs = {node.lineno: node for node in fn.own if node.__class__ is ast.If}
@@ -105,7 +102,7 @@ def _exit_lines(fn: Function, decisions: list[RankLocalDecision]) -> None:
         node = ifs.get(d.location.line) if d.location.file == fn.file.display else None
         if node is None:
             continue
-        leaving = next((stmt for stmt in node.body if _exits(stmt) or stmt.__class__ in LEAVING), None)
+        leaving = next((stmt for stmt in node.body if _exits(stmt) or isinstance(stmt, TERMINATORS)), None)
         if leaving is not None and leaving.lineno != node.lineno:
             d.exit_line = leaving.lineno
 

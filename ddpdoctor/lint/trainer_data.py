@@ -11,22 +11,15 @@ on about 1/world² of the data, or on rank 0's share alone.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.patterns import keyword
+from ddpdoctor.lint.loader_facts import KEEPS_RANK_SHARE
+from ddpdoctor.lint.patterns import keyword, last_name
+from ddpdoctor.lint.program import Klass
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder
-
-# The transformers / TRL trainers that build and shard their own training DataLoader.
-TRAINERS = ("transformers.Trainer", "transformers.Seq2SeqTrainer", "transformers.trainer.Trainer",
-            "transformers.trainer_seq2seq.Seq2SeqTrainer", "trl.SFTTrainer", "trl.trainer.SFTTrainer")
-# A line of a dataset's own code that keeps one rank's items: `i % world != rank` (then `continue`),
-# `i % world == rank`, `items[rank::world]` (the rank a field or a name, alone or in a sum)
-_KEEPS = re.compile(r"%\s*\(?[\w.\s*+]+\)?\s*[!=]=\s*\(?\s*[\w.]*(?:rank|process_index)\b"
-                    r"|\[\s*[\w.]*rank\w*\s*::", re.IGNORECASE)
 
 
 @dataclass
@@ -41,14 +34,14 @@ def gather(builder: Builder) -> list[TrainerShard]:
     found: list[TrainerShard] = []
     for fn in program.reachable:
         for call in fn.own_calls:
-            if not _a_trainer(program, call, fn):
+            if not hf_trainer(program, call, fn):
                 continue
             given = keyword(call, "train_dataset")
             if given is None:
                 continue
             for value, scope in program.values_of(given, fn):
                 klass = program._callee_symbol(value.func, scope) if isinstance(value, ast.Call) else None
-                if klass is None or not hasattr(klass, "methods") or klass.node is None:
+                if not isinstance(klass, Klass) or klass.node is None:
                     continue
                 line = _keeping_line(klass)
                 if line is not None:
@@ -57,14 +50,14 @@ def gather(builder: Builder) -> list[TrainerShard]:
     return found
 
 
-def _a_trainer(program, call: ast.Call, fn) -> bool:
-    """`Trainer(...)` of transformers (or TRL), or of a local class derived from one."""
-    full = program.qualify(call.func, fn) or ""
-    if full in TRAINERS:
+def hf_trainer(program, call: ast.Call, fn) -> bool:
+    """`Trainer(...)` of transformers or TRL (any `...Trainer` class of theirs), or of the script's
+    own subclass of one: the trainer builds and shards its own training DataLoader."""
+    name = last_name(call.func) or ""
+    if name.endswith("Trainer") and (program.qualify(call.func, fn) or "").startswith(("transformers", "trl")):
         return True
-    klass = program._callee_symbol(call.func, fn)
-    return klass is not None and hasattr(klass, "methods") and klass.node is not None and \
-        bool(program.library_bases(klass) & set(TRAINERS))
+    return name[:1].isupper() and program.uses("transformers") and any(
+        c.startswith(("transformers.", "trl.")) and c.endswith("Trainer") for c in program.library_classes(call, fn))
 
 
 def _keeping_line(klass) -> int | None:
@@ -72,6 +65,6 @@ def _keeping_line(klass) -> int | None:
     lines = klass.file.lines[klass.node.lineno - 1:getattr(klass.node, "end_lineno", klass.node.lineno)]
     for offset, line in enumerate(lines):
         code = line.split("#", 1)[0]
-        if _KEEPS.search(code):
+        if KEEPS_RANK_SHARE.search(code):
             return klass.node.lineno + offset
     return None
