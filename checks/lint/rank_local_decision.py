@@ -30,6 +30,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           collective itself: each rank runs it once per item it keeps, and the counts differ
           unless the items divide evenly among the ranks (a warning; a collective after the
           loop, nanoGPT's HellaSwag sum, is fine);
+        - a validation metric each rank computes from its own shard (`val_loss =
+          validate(model, val_loader)` over a DistributedSampler, never all-reduced) that an
+          early stop then tests (`stopper(val_loss)`; `if stopper.early_stop: break`), also
+          through a counter set on a side of a test on it (a warning);
         - a `break` (or a `return`) of a loop taken inside a rank test in that loop (`if rank == 0:` ...
           `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
@@ -85,6 +89,13 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                        f"that raises it: the others go on and wait in {found.work}")
             hint = ("keep every rank in step: catch it, all_reduce a flag (op=MAX), and skip on every rank "
                     "together; or filter such batches before the loop")
+        elif found.kind == "shard_metric":
+            message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank on "
+                       f"`{found.value}`, which {found.guard} computes (at {found.assigned}) from this rank's own "
+                       f"shard and never all-reduces: the ranks' numbers differ, so one stops while the others "
+                       f"wait in {found.work}")
+            hint = (f"all-reduce what makes `{found.value}` (the sum of the losses and the count of samples) "
+                    "before deciding, so every rank tests the whole validation set's number")
         elif found.kind == "rank_state":
             how = (f"every rank steps `{found.value}` and `{found.guard}` steps it further (at {found.assigned}): "
                    "that rank's count runs ahead" if getattr(found, "stepped", False) else

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import (batch_flags, data_keys, data_sized, multi_node, no_sync, process_seeds, rank_state, signal_state, trainer_data,
-                            worker_seeds)
+from ddpdoctor.lint import (batch_flags, data_keys, data_sized, multi_node, no_sync, process_seeds, rank_state, shard_metrics,
+                            signal_state, trainer_data, worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
@@ -224,7 +224,7 @@ def build(program: Program, script: str) -> LintFacts:
         unreachable=program.skipped,
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
         unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds),
-        rank_local=_rank_local(builder, ddp or framework is not None),
+        rank_local=_rank_local(builder, ddp or framework is not None, loaders),
         trainer_shards=trainer_data.gather(builder) if framework is not None else [],
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),
@@ -240,13 +240,16 @@ def build(program: Program, script: str) -> LintFacts:
     return facts
 
 
-def _rank_local(builder, ddp: bool) -> list:
+def _rank_local(builder, ddp: bool, loaders: list) -> list:
     """DDP809's decisions: a test on a flag of the batch (batch_flags) is told once, in its own
-    words, not again as a test on the batch's values (rank_state)."""
+    words, not again as a test on the batch's values (rank_state); a test on a sharded
+    evaluation's metric (shard_metrics) once, where nothing else told it."""
     flags = batch_flags.gather(builder, ddp)
     told = {str(d.location) for d in flags}
-    return [d for d in rank_state.gather(builder, ddp) if not (d.kind == "tensor_value" and str(d.location) in told)] \
+    found = [d for d in rank_state.gather(builder, ddp) if not (d.kind == "tensor_value" and str(d.location) in told)] \
         + flags + signal_state.gather(builder, ddp)
+    told = {str(d.location) for d in found}
+    return found + [d for d in shard_metrics.gather(builder, ddp, loaders) if str(d.location) not in told]
 
 
 # Calls that split the ranks into groups that cooperate on one batch (torch.distributed's,

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.fact_builder import _single_process
+from ddpdoctor.lint.fact_builder import _single_process, never_true
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
@@ -458,7 +458,57 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
                 continue  # the constructor makes the parameters alike, not what the module computes
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 names.update(n.id for n in walk(arg) if isinstance(n, ast.Name))
+        elif node.args:
+            # `val_loss = reduce_mean(val_loss)` of a local helper that all-reduces what it is
+            # handed: what it returns is every rank's; what it is handed too where the helper
+            # all-reduces the very tensor (in place), not a tensor it makes of a number
+            # (cramming's `communicate_flags(training_allowed, ...)` shares its own copies)
+            mode = _sharing_helper(program, node, fn)
+            if mode == "in place":
+                names.update(n.id for arg in node.args for n in walk(arg) if isinstance(n, ast.Name))
+            if mode:
+                names.update(name for name, values in fn.bindings.items() if any(v is node for _, v in values))
     found = fn.__dict__[key] = frozenset(names)
+    return found
+
+
+def _sharing_helper(program, call: ast.Call, fn: Function) -> str:
+    """How a local function the call goes to makes a value every rank's: "in place" where its own
+    body runs a collective that shares one (all_reduce, all_gather, broadcast; not a reduce to
+    one rank) on one of its parameters, "returned" where on what it makes of one and returns a
+    value; "" where neither."""
+    modes = [_shares_its_params(program, target) for target in program.resolve(call.func, fn)[0]
+             if target.node is not None and not isinstance(target.node, ast.Module)]
+    return "in place" if "in place" in modes else "returned" if "returned" in modes else ""
+
+
+def _shares_its_params(program, target: Function) -> str:
+    """_sharing_helper's answer for one function, worked out once (every call into it asks)."""
+    found = target.__dict__.get("_shares_params")
+    if found is not None:
+        return found
+    found = ""
+    collectives = [inner for inner in target.own_calls if program.collective(inner, target)]
+    if collectives:
+        own = set(target.params)
+        made = set(own)
+        for _ in range(2):  # and what is made of them (`t = torch.tensor(value)`, then all_reduce(t))
+            made |= {name for name, values in target.bindings.items()
+                     if any(isinstance(n, ast.Name) and n.id in made for _, v in values for n in walk(v))}
+        returns = any(isinstance(n, ast.Return) and n.value is not None for n in walk(target.node))
+        for inner in collectives:
+            op = program.collective(inner, target)
+            if last_name(inner.func) in ONE_RANK_RESULT or \
+                    op.startswith((DDP_FORWARD, DDP_BACKWARD, "DistributedDataParallel(")):
+                continue
+            handed = {n.id for arg in [*inner.args, *(k.value for k in inner.keywords)] for n in walk(arg)
+                      if isinstance(n, ast.Name)}
+            if handed & own and not any(target.bindings.get(name) for name in handed & own):
+                found = "in place"
+                break
+            if handed & made and returns:
+                found = "returned"
+    target.__dict__["_shares_params"] = found
     return found
 
 
@@ -940,6 +990,10 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # rank 0 leaves the loop, or the whole training function, or skips the rest of the pass
         leaving = (ast.Break, ast.Return, ast.Continue)
         if test is None:
+            continue
+        if any(never_true(builder.callers(), fn, part, True, builder.program) for part in test.open):
+            # `if rank == 0 and get_predictions: return` where every call leaves get_predictions
+            # at its default False: no rank takes it
             continue
         leave, other = _break_in(stmt.body, None, leaving), _break_in(stmt.orelse, None, leaving)
         if leave is not None and other is not None:

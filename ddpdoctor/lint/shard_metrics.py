@@ -1,0 +1,194 @@
+"""DDP809 on a validation metric each rank computes from its own shard of the data.
+
+`val_loss = validate(model, val_loader)`, where val_loader has a DistributedSampler and
+validate() averages its batches' losses without sharing them, is each rank's own number: the
+ranks read different samples, so their losses differ. An early stop on it - `stopper(val_loss)`
+then `if stopper.early_stop: break`, or `if val_loss < best: ... else: bad += 1` then `if bad >
+patience: break` - leaves the loop on some ranks while the others go into the next epoch and
+wait in its gradient all-reduce.
+
+Reported (a warning: it rests on the shards' metrics differing) only with all of these in sight:
+- the evaluator: a local function the loop calls and binds the result of, whose `for` iterates
+  one of its parameters, and that runs no collective that shares a value (all_reduce,
+  all_gather, reduce, gather, broadcast, scatter), itself or through its helpers;
+- the loader handed to that parameter: built with a DistributedSampler (lint/loader_facts.py);
+- the decision: an `if` / `while` every rank runs (no rank test around it) whose test reads the
+  metric, a name computed from it or set on a side of a test on it, or a field that a method
+  handed the metric sets (`stopper(val_loss)` -> `self.early_stop = True`), and that leaves the
+  loop or runs collective work on one side (rank_state._effect). A name a collective of the
+  function shares (`dist.all_reduce(val_loss)`) is every rank's.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Optional
+
+from ddpdoctor.core.findings import Location
+from ddpdoctor.lint import rank_state
+from ddpdoctor.lint.fact_builder import argument_at, loc
+from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, last_name, loader_call, text
+
+Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
+Function = Any
+
+# what a collective that makes a value every rank's says (a barrier or a DDP forward shares none)
+SHARING = re.compile(r"all_reduce|all_gather|reduce|gather|broadcast|scatter")
+# calls that hand on the loader they wrap: `for i, batch in enumerate(tqdm(loader))`
+_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "trange"})
+
+
+def gather(builder: Builder, ddp: bool, loaders: list) -> list[rank_state.RankLocalDecision]:
+    sharded = {str(f.location) for f in loaders if f.sampler == "distributed"}
+    if not sharded:
+        return []
+    program = builder.program
+    found = []
+    for fn in builder.functions:
+        if fn.node is None:
+            continue
+        stmts = rank_state.statements(program, fn)
+        for index, item in enumerate(stmts):
+            stmt = item.node
+            if item.guards or stmt.__class__ is not ast.Assign or stmt.value.__class__ is not ast.Call:
+                continue
+            made = _evaluator(builder, fn, stmt.value, sharded)
+            if made is None:
+                continue
+            names = {text(t) for target in stmt.targets for t in _names(target)}
+            decision = _decision(builder, fn, stmts[index + 1:], names, ddp, made, stmt)
+            if decision is not None and all(str(decision.location) != str(d.location) for d in found):
+                found.append(decision)
+    return found
+
+
+def _names(target: ast.AST) -> list[ast.AST]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in _names(t)]
+    return [target] if isinstance(target, (ast.Name, ast.Attribute)) else []
+
+
+def _evaluator(builder: Builder, fn: Function, call: ast.Call, sharded: set) -> Optional[tuple[Function, str]]:
+    """(the local function, the loader text) where `call` runs an evaluation over a sharded
+    loader that shares nothing of what it computes."""
+    program = builder.program
+    for target in program.resolve(call.func, fn)[0]:
+        if target.node is None or isinstance(target.node, ast.Module):
+            continue
+        param = _iterated_param(target)
+        given = argument_at(target, call, param) if param else None
+        if given is None or not _sharded(program, given, fn, sharded):
+            continue
+        if not any(isinstance(n, ast.Return) and n.value is not None for n in walk(target.node)):
+            continue
+        ops = [op for op, _, _, _ in builder.reach(target)]
+        if any(SHARING.search(op) and not op.startswith((DDP_FORWARD, DDP_BACKWARD)) for op in ops) or \
+                any(op.startswith(DDP_BACKWARD) for op in ops):
+            continue  # (a function that trains is no evaluation)
+        return target, text(given)
+    return None
+
+
+def _iterated_param(fn: Function) -> Optional[str]:
+    """The parameter fn's `for` loop iterates (through enumerate / tqdm)."""
+    for node in walk(fn.node):
+        if not isinstance(node, (ast.For, ast.AsyncFor)):
+            continue
+        it = node.iter
+        while isinstance(it, ast.Call) and last_name(it.func) in _WRAPPERS and it.args:
+            it = it.args[0]
+        if isinstance(it, ast.Name) and it.id in fn.params:
+            return it.id
+    return None
+
+
+def _sharded(program, given: ast.AST, fn: Function, sharded: set) -> bool:
+    """The loader handed in is one built with a DistributedSampler."""
+    values = program.values_of(given, fn, 3)
+    for held, scope in list(values):
+        if isinstance(held, ast.Name):  # `..., val_loader, val_sampler = prepare_loaders(args)`
+            values += program.unpacked(held.id, scope)
+    return any(isinstance(v, ast.Call) and loader_call(program, v, scope) and str(loc(scope, v)) in sharded
+               for v, scope in values)
+
+
+def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool, made: tuple,
+              assign: ast.Assign) -> Optional[rank_state.RankLocalDecision]:
+    program = builder.program
+    shared = rank_state.shared_names(program, fn)
+    tainted = {n for n in names if n not in shared}
+    if not tainted:
+        return None
+    reads = lambda node: any(text(n) in tainted for n in walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
+    for item in after:
+        stmt = item.node
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = {text(n) for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                       for n in _names(t)}
+            if reads(stmt.value) and not _shares(builder, fn, stmt.value):
+                tainted |= targets - shared
+            else:  # bound again to a value every rank shares (`val_loss = all_reduced(val_loss)`)
+                tainted -= targets
+        elif isinstance(stmt, ast.AugAssign) and reads(stmt.value):
+            tainted |= {text(n) for n in _names(stmt.target)} - shared
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                any(reads(a) for a in [*stmt.value.args, *(k.value for k in stmt.value.keywords)]):
+            # `stopper(val_loss)`: the fields the method sets are the metric's now
+            tainted |= _fields_set(program, fn, stmt.value)
+        if not isinstance(stmt, (ast.If, ast.While)) or not reads(stmt.test):
+            continue
+        if isinstance(stmt, ast.If):
+            # a name set on either side of a test on the metric follows it (`bad += 1`)
+            tainted |= {text(n) for s in stmt.body + stmt.orelse for s2 in walk(s)
+                        if isinstance(s2, (ast.Assign, ast.AugAssign))
+                        for t in (s2.targets if isinstance(s2, ast.Assign) else [s2.target])
+                        for n in _names(t)} - shared
+        if item.guards:
+            continue
+        effect = rank_state._effect(builder, fn, stmt, item, ddp)
+        if effect is None:
+            continue
+        evaluator, loader = made
+        return rank_state.RankLocalDecision(
+            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0],
+            ", ".join(sorted(names)), "shard_metric", effect[1], assigned=loc(fn, assign),
+            guard=f"{evaluator.name}() over {loader}",
+            assumption="each rank's metric comes from its own shard (a DistributedSampler) and is not all-reduced")
+    return None
+
+
+def _shares(builder: Builder, fn: Function, value: ast.AST) -> bool:
+    """The value is made by a call that shares it: a local helper that all-reduces what it is
+    handed (`reduced = self._reduce_tensor(val_loss)`), or torch's collective itself."""
+    for call in walk(value):
+        if not isinstance(call, ast.Call):
+            continue
+        if SHARING.search(last_name(call.func) or ""):
+            return True
+        for target in builder.program.resolve(call.func, fn)[0]:
+            if target.node is not None and not isinstance(target.node, ast.Module) and any(
+                    SHARING.search(op) and not op.startswith((DDP_FORWARD, DDP_BACKWARD))
+                    for op, _, _, _ in builder.reach(target)):
+                return True
+    return False
+
+
+def _fields_set(program, fn: Function, call: ast.Call) -> set[str]:
+    """`stopper.early_stop` for the `self.early_stop = ...` of the method `stopper(...)` /
+    `stopper.step(...)` runs."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+    if not isinstance(receiver, (ast.Name, ast.Attribute)):
+        return set()
+    held = text(receiver)
+    found = set()
+    for method in program.resolve(call.func, fn)[0]:
+        if method.cls is None or method.node is None:
+            continue
+        for node in walk(method.node):
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        found.add(f"{held}.{t.attr}")
+    return found
