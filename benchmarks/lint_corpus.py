@@ -179,6 +179,10 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
             places = [inner]
             if f.code == "DDP808":
                 places += (f.evidence.get("seed_locations") or [])[:6] + (f.evidence.get("other_loaders") or [])[:6]
+            # DDP806 in a save helper names the call into it that no rank test guards where the
+            # helper's other callers have one (`call_site`): the slip, where a reviewer points
+            if f.code == "DDP806":
+                places.append(f.evidence.get("call_site"))
             for place in places:
                 if isinstance(place, str) and place.rpartition(":")[2].isdigit():
                     file, _, line = place.rpartition(":")

@@ -42,6 +42,8 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
 # other way to be distributed: beside a DistributedDataParallel model it is the DDP path
 ENGINE_OFF = re.compile(r"^not [\w.]*(?:fsdp|deepspeed)$", re.IGNORECASE)
 Reached = tuple  # (op, Location, chain, conds): a collective a call leads to
+# the keywords a value is handed to as a random seed (a rank there picks draws, not a shard)
+SEED_KEYWORDS = frozenset({"seed", "random_seed", "rng_seed", "base_seed"})
 _BLOCKS: dict[type, tuple[str, ...]] = {}
 
 
@@ -495,6 +497,11 @@ class BuilderCore:
         passed_on = {id(n) for sub in walk(node) if strict and isinstance(sub, ast.Call)
                      for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
                      for n in walk(kw.value)}
+        if strict:
+            # `Dataset(..., seed=42 + rank)`: a seed decides the random draws each rank makes, not
+            # which items it holds (maskvar's dummy datasets)
+            passed_on |= {id(n) for sub in walk(node) if isinstance(sub, ast.Call)
+                          for kw in sub.keywords if kw.arg in SEED_KEYWORDS for n in walk(kw.value)}
         passed_on |= _placement(node)
         passed_on |= unreturned_arguments(self.program, node, fn)  # set_seed(args, rank) returns args
         if strict:

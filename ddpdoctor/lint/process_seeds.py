@@ -416,8 +416,9 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     # (CompletionFormer's `getattr(import_module("data." + name), name)`: the dataset modules
     # a name picks at run time are read for their classes)
     program.read_waiting(DATASET_CLASS, 16)
-    datasets = [k for k in program.classes
-                if any(b.rpartition(".")[2].endswith("Dataset") for b in k.bases) and "__getitem__" in k.methods]
+    # (also a torchvision dataset subclassed: `class IMBALANCECIFAR10(torchvision.datasets.CIFAR10)`)
+    datasets = [k for k in program.classes if "__getitem__" in k.methods and any(
+        b.rpartition(".")[2].endswith("Dataset") or "datasets." in b for b in k.bases)]
     # the ones the run is seen to build, where it builds any (a class kept for another
     # experiment and never built draws in no worker)
     # (and the ones the configs name for a factory that builds by name: sources._config_named)
@@ -448,7 +449,7 @@ def _names_read(program) -> set[str]:
 CONSTRUCTION_HOOKS = {"download", "process"}
 
 
-DATASET_CLASS = re.compile(r"^class \w+\([\w.]*Dataset\b", re.MULTILINE)
+DATASET_CLASS = re.compile(r"^class \w+\((?:[\w.]*Dataset\b|[\w.]*datasets\.\w)", re.MULTILINE)
 
 
 def _draws(program, klass) -> bool:
@@ -834,7 +835,24 @@ def _stored_items(fn: Function, name: str) -> list:
 
 
 def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
-    """`shown` gets each local class or builder the values lead to."""
+    """`shown` gets each local class or builder the values lead to. Worked out once per
+    (value, function, depth): the values fan out at every step, and UniFormerV2's loaders asked
+    the same few hundred values 85,000 times (13 s)."""
+    memo = program.__dict__.setdefault("_random_memo", {})
+    key = (id(node), id(fn), depth)
+    hit = memo.get(key)
+    if hit is not None and hit[2] is node:
+        shown.extend(hit[1])
+        return hit[0]
+    memo[key] = (False, [], node)  # (a value that leads back to itself draws nothing more)
+    mine: list = []
+    found = _random_in_values(program, node, fn, depth, mine)
+    shown.extend(mine)
+    memo[key] = (found, mine, node)  # (the node kept alive: its id is the key)
+    return found
+
+
+def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
     if isinstance(node, ast.Name) and any(
             ARGUMENT_WORDS.search(text(arg, 4000)) for call in fn.own_calls
             if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert")

@@ -1749,6 +1749,15 @@ class Program:
                      if m.__class__ is Module]
             if any(found):
                 return self._entries([f for f in found if f is not None]), []
+        if receiver.__class__ is ast.Call and last_name(receiver.func) == "getattr" and len(receiver.args) >= 2 \
+                and name_pattern(receiver.args[1]) is None:
+            # `getattr(func, cfg.train.fn).main(cfg)` (AVT): a submodule of a local package picked
+            # by a configured name; each submodule the package holds that has the function may run
+            found = [m.functions.get(attr) or m.classes.get(attr)
+                     for m in self._held_modules(receiver.args[0], fn)]
+            found = [f for f in found if f is not None]
+            if 0 < len(found) <= 8:
+                return self._entries(found), []
         if receiver.__class__ is ast.Attribute and receiver.value.__class__ is ast.Name and receiver.value.id == "self":
             # `self.data_module = vid_data` (a local module), then `self.data_module.data_loader(opts)`
             # (viser's trainer): that module's function
@@ -2115,6 +2124,17 @@ class Program:
                 if len(classes) <= 8:
                     found.extend(classes)
         return found
+
+    def _held_modules(self, node: ast.AST, fn: Function) -> list[Module]:
+        """The local submodules a package (named by node) holds: those its own module imports
+        under its name (`from . import train` in func/__init__.py)."""
+        owner = self.symbol(node.id, fn) if node.__class__ is ast.Name else \
+            self._callee_symbol(node, fn) if node.__class__ is ast.Attribute else None
+        if owner.__class__ is not Module:
+            return []
+        held = [self._module(full) for alias, full in owner.imports.items()
+                if alias[0] != "*" and full.startswith(owner.name + ".")]
+        return [m for n, m in enumerate(held) if m.__class__ is Module and not any(m is o for o in held[:n])]
 
     def _module_names(self, module: Module) -> dict:
         """A module's functions and classes by name, with those its `from x import *` lines

@@ -321,6 +321,12 @@ class RankFlow:
             if env_key(node) in RANK_ENV or (isinstance(key, ast.Constant) and isinstance(key.value, str)
                                              and bool(RANK_NAME.match(key.value))):
                 return True
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and depth > 0:
+                # `config["device"] = rank` in the spawned worker, read back as `config["device"]`
+                # (by a trainer handed config): the key holds the rank wherever it is stored
+                stores = self._key_stores().get((last_name(node.value) or "", key.value), ())
+                if stores and all(self.is_rank(v, scope, depth - 1) for v, scope in stores):
+                    return True
             # `rank_list[rank]`, `devices[local_rank]`: the rank's own entry of a list every rank
             # holds alike (masif_npi's `gpu_id`), a function of the rank alone
             return isinstance(node.slice, (ast.Name, ast.Attribute)) and depth > 0 and \

@@ -241,7 +241,7 @@ class SaveFacts:
             # `if isfile(cache_of(item)): load / else: compute; torch.save(...)` for the items a
             # rank's batches hold: the sampler gives each item to one rank, so one writer per file
             return SaveFact(where, path_text, False, "a per-item cache it reads back where it exists")
-        if path is not None and self._per_sample(path, fn, call):
+        if path is not None and (self._per_sample(path, fn, call) or self._per_sample_given(path, fn)):
             # `torch.save(res, f"dense/{vid}_{loc}")` for each sample of the loop's batch: each
             # rank's batches hold other samples (its sampler's share), so each file has one writer
             return SaveFact(where, path_text, False, "a file per sample of each rank's own batches")
@@ -273,24 +273,35 @@ class SaveFacts:
             hook = fn.name.startswith("on_") or self._trainer_save_override(fn)
             return SaveFact(where, path_text, hook,
                             "a hook the framework calls on every rank" if hook else "never called", None, how)
-        site = None if guarded else self._open_call_site(fn)
+        site, callee = (None, None) if guarded else (self._open_call_site(fn) or (None, None))
         return SaveFact(where, path_text, not guarded,
                         "every caller is under a rank test" if guarded else
                         f"{fn.label} is called without a rank test at {site}, where its other callers test the rank"
-                        if site else f"{fn.label} is called without a rank test",
+                        if site and callee is fn else
+                        f"{fn.label} is reached without a rank test through {callee.label} at {site}, where "
+                        f"{callee.label}'s other callers test the rank" if site else
+                        f"{fn.label} is called without a rank test",
                         self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how,
                         call_site=site)
 
-    def _open_call_site(self, fn: Function) -> Optional[Location]:
+    def _open_call_site(self, fn: Function, depth: int = 2) -> Optional[tuple[Location, Function]]:
         """Where fn's direct callers split into some under a rank test and some not, the first
-        call without one: the save helper is meant for one rank, and that call is the slip."""
+        call without one: the save helper is meant for one rank, and that call is the slip. Where
+        none of them tests the rank, the same a level up (`save_checkpoint` called only from the
+        trainer's `_save_model`, itself called under `if rank == 0:` each epoch and once, before
+        the loop, without it)."""
         sites = [(caller, event) for caller, event in self.callers().get(fn, [])
                  if event.kind == "call" and isinstance(event.node, ast.Call)]
         tested = [rank_guards(event.guards) or self.only_guarded(caller) is True for caller, event in sites]
+        if sites and not any(tested) and depth > 1:
+            callers = [caller for n, (caller, _) in enumerate(sites)
+                       if caller is not fn and not any(caller is c for c, _ in sites[:n])]
+            return next((site for caller in callers if not isinstance(caller.node, ast.Module)
+                         for site in [self._open_call_site(caller, depth - 1)] if site is not None), None)
         if not any(tested) or all(tested):
             return None
         caller, event = next(site for site, t in zip(sites, tested) if not t)
-        return loc(caller, event.node)
+        return loc(caller, event.node), fn
 
     def _per_item(self, path: ast.AST, fn: Function) -> bool:
         """The path is built from one of fn's parameters, and every call of fn hands it a value
@@ -324,26 +335,44 @@ class SaveFacts:
         rank: its batch, what is unpacked or read off it, the items of a loop over those
         (`for target in targets: vid = names[target["video_id"].item()]`). The loop's counter
         (`enumerate`'s index) and what only sizes the batch are the same on every rank."""
+        data = self._loop_data(fn, call)
+        if not data:
+            return False
+        made = [path, *(v for v, scope in self.program.values_of(path, fn, 2) if scope is fn)]
+        return any(rank_state.value_inputs(v) & data for v in made)
+
+    def _loop_data(self, fn: Function, call: ast.Call) -> set[str]:
+        """The names the loops over a loader around `call` in fn bind to each rank's batch, and
+        what is read off them a few steps on."""
         loops = [n for n in fn.own if n.__class__ in (ast.For, ast.AsyncFor)
                  and n.lineno <= call.lineno <= (n.end_lineno or 0)]
         data: set[str] = set()
         for loop in loops:
             data |= batch_flags.loop_batch(self, fn, loop)
-        if not data:
+        return _grown(loops[0], data) if data else data
+
+    def _per_sample_given(self, path: ast.AST, fn: Function) -> bool:
+        """The path is made from a parameter that every call of fn hands each rank's batch (or
+        what is read off it) inside a loop over a loader: `save_results(out, batch, args)`, whose
+        path holds `batch[0]["label"][i]` (mvdust3r) - each rank's own samples, one writer per file."""
+        params = [p for p in fn.params if p not in ("self", "cls")]
+        sites = [event.node for _, event in self.callers().get(fn, [])
+                 if event.kind == "call" and isinstance(event.node, ast.Call)]
+        if not params or not sites:
             return False
-        inner = [n for n in walk(loops[0]) if n.__class__ in (ast.Assign, ast.For, ast.AsyncFor)]
-        for _ in range(4):  # what is read off the batch, a few steps on
-            more = set(data)
-            for node in inner:
-                value = node.value if node.__class__ is ast.Assign else node.iter
-                if rank_state.value_inputs(value) & data:
-                    targets = node.targets if node.__class__ is ast.Assign else [node.target]
-                    more |= {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
-            if more == data:
-                break
-            data = more
+        seeds: Optional[set] = None
+        for caller, event in self.callers().get(fn, []):
+            if event.kind != "call" or not isinstance(event.node, ast.Call):
+                continue
+            data = self._loop_data(caller, event.node)
+            given = {p for p in params if (a := argument_at(fn, event.node, p)) is not None
+                     and rank_state.value_inputs(a) & data}
+            seeds = given if seeds is None else seeds & given
+            if not seeds:
+                return False
+        derived = _grown(fn.node, set(seeds or ()))
         made = [path, *(v for v, scope in self.program.values_of(path, fn, 2) if scope is fn)]
-        return any(rank_state.value_inputs(v) & data for v in made)
+        return any(rank_state.value_inputs(v) & derived for v in made)
 
     def _streamed(self, path: ast.AST, fn: Function) -> bool:
         """The write goes into a file object handed in: a parameter annotated as a stream
@@ -1046,3 +1075,20 @@ def _sharded_state(fn, call: ast.Call) -> bool:
         return True
     source = ast.get_source_segment("\n".join(fn.file.lines), fn.node) if not isinstance(fn.node, ast.Module) else ""
     return bool(SHARDED_STATE.search(source or ""))
+
+
+def _grown(scope: ast.AST, data: set[str]) -> set[str]:
+    """data and the names assigned (or looped over) from it in scope, a few steps on."""
+    inner = [n for n in walk(scope) if n.__class__ in (ast.Assign, ast.For, ast.AsyncFor)]
+    for _ in range(4):
+        more = set(data)
+        for node in inner:
+            value = node.value if node.__class__ is ast.Assign else node.iter
+            if rank_state.value_inputs(value) & data:
+                targets = node.targets if node.__class__ is ast.Assign else [node.target]
+                more |= {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
+        if more == data:
+            break
+        data = more
+    return data
+

@@ -93,17 +93,21 @@ def unreturned_arguments(program, node: ast.AST, fn: Function) -> set[int]:
     the result does not depend on such an argument, or only says where tensors live."""
     found: set[int] = set()
     for call in walk(node):
-        if call.__class__ is not ast.Call or not isinstance(call.func, ast.Name):
+        # (also the object's own method, `self.setup_model(rank=rank)`: what it returns is its
+        # body's answer too; a parameter it keeps on the object taints `self` in the flow)
+        own_method = call.__class__ is ast.Call and isinstance(call.func, ast.Attribute) and \
+            isinstance(call.func.value, ast.Name) and call.func.value.id == "self"
+        if call.__class__ is not ast.Call or not (isinstance(call.func, ast.Name) or own_method):
             continue
         targets, _ = program.resolve(call.func, fn)
-        if len(targets) == 1 and targets[0].name == "__init__" and targets[0].cls is not None:
+        if not own_method and len(targets) == 1 and targets[0].name == "__init__" and targets[0].cls is not None:
             found |= unread_by_constructor(targets[0], call)
             continue
-        if len(targets) != 1 or targets[0].cls is not None \
+        if len(targets) != 1 or (targets[0].cls is not None) != own_method \
                 or not isinstance(targets[0].node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue  # one plain function of the script's own: its body is the whole answer
         target = targets[0]
-        params = target.params
+        params = target.params  # (a method's without `self`, as its calls pass it)
         if any(isinstance(arg, ast.Starred) for arg in call.args) or target.node.args.vararg:
             continue
         bound = [(params[i], arg) for i, arg in enumerate(call.args) if i < len(params)]
