@@ -45,13 +45,19 @@ Function = Any
 # The calls that seed the process's torch generator, by full name (through the file's imports).
 TORCH_SEEDERS = {"torch.manual_seed", "torch.random.manual_seed"}
 # Libraries' helpers that seed torch (and numpy, random) with the value given, on this process:
-# (module prefixes, helper name, the keyword that makes the seed per rank when true)
+# (module prefixes, helper name, the argument that makes the seed per rank when true, that
+# argument's place when given by position)
 LIBRARY_SEEDERS = (
-    (("lightning", "pytorch_lightning", "lightning_fabric"), "seed_everything", "workers"),
-    (("accelerate",), "set_seed", "device_specific"),
-    (("transformers",), "set_seed", None),
+    (("lightning", "pytorch_lightning", "lightning_fabric"), "seed_everything", "workers", 1),
+    (("accelerate",), "set_seed", "device_specific", 1),
+    (("transformers",), "set_seed", None, None),
     # lhotse.utils.fix_random_seed(seed): random, numpy and torch (the k2 / icefall recipes' seeding)
-    (("lhotse",), "fix_random_seed", None),
+    (("lhotse",), "fix_random_seed", None, None),
+    # mmengine.runner.set_random_seed(seed, deterministic=False, diff_rank_seed=False): the rank
+    # is added only with diff_rank_seed (the OpenMMLab projects' seeding)
+    (("mmengine",), "set_random_seed", "diff_rank_seed", 2),
+    # timm.utils.random_seed(seed=42, rank=0): seed + rank
+    (("timm",), "random_seed", "rank", 1),
 )
 # What a dataset that draws randomness in its workers says somewhere in its own code
 # (`random.random()`, `np.random.randint`, `torch.rand(...)`, an augmentation)...
@@ -223,9 +229,11 @@ def _library_seed(full: str, call: ast.Call, fn: Function, program) -> Optional[
     if full in TORCH_SEEDERS:
         return _judge(call.args[0] if call.args else keyword(call, "seed"), fn, program)
     name = full.rpartition(".")[2]
-    for prefixes, helper, per_rank in LIBRARY_SEEDERS:
+    for prefixes, helper, per_rank, place in LIBRARY_SEEDERS:
         if name == helper and full.startswith(prefixes):
             switch = keyword(call, per_rank) if per_rank else None
+            if switch is None and place is not None and len(call.args) > place:
+                switch = call.args[place]
             if switch is not None and not (isinstance(switch, ast.Constant) and not switch.value):
                 return _PER_RANK  # workers=True / device_specific=True (or a value: maybe true)
             return _judge(call.args[0] if call.args else keyword(call, "seed"), fn, program)

@@ -517,3 +517,41 @@ def test_a_rank_exit_joined_with_a_switch_every_call_leaves_off_is_no_decision(t
 def test_twin_a_call_turns_the_switch_on(tmp_path):
     source = OPEN_EXIT.replace("{given}", ", get_predictions=True")
     assert at(lint_plain(tmp_path, source), "DDP809") == [(line_of(source, "the exit"), "warning")]
+
+
+# -------------------------------------------------- the OpenMMLab and timm seeding helpers
+# (mmengine.runner.set_random_seed adds the rank only with diff_rank_seed; timm's random_seed adds
+# the rank it is given)
+LIBRARY_SEEDED = SEEDED_ALIKE.replace(
+    'eval(os.environ.get("DATASET", "Imbalanced"))("./data", train=True, download=True)  # picked by name',
+    'Imbalanced("./data", train=True, download=True)').replace(
+    "import torchvision\n", "import torchvision\n{imports}\n").replace(
+    "    torch.manual_seed(0)  # every rank alike", "    {seeding}  # the seeding").replace(
+    "{draw}", "index = random.choice(range(len(self.data)))")
+
+
+def _seeded_by(tmp_path, imports: str, seeding: str):
+    source = LIBRARY_SEEDED.replace("{imports}", imports).replace("{seeding}", seeding)
+    found = lint_plain(tmp_path, source)
+    return [int(s.rpartition(":")[2]) for f in found if f.code == "DDP808"
+            for s in f.evidence.get("seed_locations", [])], line_of(source, "the seeding")
+
+
+def test_mmengines_seeding_without_diff_rank_seed_is_alike_on_every_rank(tmp_path):
+    seeds, line = _seeded_by(tmp_path, "from mmengine.runner import set_random_seed", "set_random_seed(42)")
+    assert line in seeds
+
+
+def test_twin_mmengines_seeding_with_diff_rank_seed_by_position(tmp_path):
+    seeds, _ = _seeded_by(tmp_path, "from mmengine.runner import set_random_seed", "set_random_seed(42, False, True)")
+    assert seeds == []
+
+
+def test_twin_timms_seeding_handed_the_rank(tmp_path):
+    seeds, _ = _seeded_by(tmp_path, "from timm.utils import random_seed", "random_seed(42, dist.get_rank())")
+    assert seeds == []
+
+
+def test_timms_seeding_left_at_rank_0_is_alike(tmp_path):
+    seeds, line = _seeded_by(tmp_path, "from timm.utils import random_seed", "random_seed(42)")
+    assert line in seeds
