@@ -1225,10 +1225,12 @@ def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AS
     return value
 
 
-def given_constants(callers: dict, fn: Function, param: str, depth: int = 3) -> Optional[set]:
+def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, taken: tuple = ()) -> Optional[set]:
     """The constants every way into fn gives its parameter: passed, left at its default, or a
     caller's own parameter so given (a few calls up). None where some way gives anything else.
-    callers: BuilderCore.callers()."""
+    callers: BuilderCore.callers(). taken: the (test, side) pairs around the statement asked
+    about; a call that makes one of them false never reaches it, and is not counted (empty: no
+    call does)."""
     sites = callers.get(fn, [])
     if not sites or depth <= 0:
         return None
@@ -1236,6 +1238,8 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3) -> 
     for caller, event in sites:
         if event.kind != "call" or not isinstance(event.node, ast.Call):
             return None  # a reference (`mp.spawn(fn, args=...)`) hands its arguments another way
+        if any(_cond_false(fn, event.node, cond, flag, ()) for cond, flag in taken):
+            continue  # (`if parallel:` around a sampler, a call leaving parallel False)
         value = argument_at(fn, event.node, param)
         # (`factory.build(factory.imagenet)`: the constant the factory's class body gives it)
         value = _class_constant(value, fn, event.node) or value

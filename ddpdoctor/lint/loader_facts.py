@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import (_cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
-                                         argument_at, loc, ruled_out)
+from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
+                                         argument_at, given_constants, loc, ruled_out)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
@@ -1352,8 +1352,9 @@ class LoaderFacts:
             if isinstance(shuffle, ast.Name) and shuffle.id in fn.params and not fn.bindings.get(shuffle.id):
                 # `shuffle=shuffle` of a builder that makes the sampler only under `if parallel:`:
                 # what the calls that take that side hand it (diffae's evaluation loaders)
-                given = self._given_where_built(fn, call, shuffle.id)
-                shuffle = ast.Constant(False) if given == {False} else shuffle
+                given = given_constants(self.callers(), fn, shuffle.id,
+                                        taken=fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+                shuffle = ast.Constant(False) if given and not any(given) else shuffle
             name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call)
             loader_name, loader_at, fed = "", None, ""
             # the loader that takes it by name, in this function first (two builders of one class
@@ -1483,23 +1484,6 @@ class LoaderFacts:
                 epoch_set_by=self._prepared_loader(loader_at, by_line),
                 unread=loader_at is None and _never_read(fn, name)))
         return found
-
-    def _given_where_built(self, fn: Function, call: ast.Call, param: str) -> Optional[set]:
-        """The constants the calls into fn hand `param`, of the calls on whose way in every test
-        around `call` can hold (a call that makes one of them false never builds it); None where
-        one of those gives something else, or no call is left."""
-        conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
-        found: set = set()
-        for _, event in self.callers().get(fn, []):
-            if event.kind != "call" or not isinstance(event.node, ast.Call):
-                return None
-            if any(_cond_false(fn, event.node, cond, flag, ()) for cond, flag in conds):
-                continue
-            value = argument_at(fn, event.node, param)
-            if not (isinstance(value, ast.Constant) and isinstance(value.value, (bool, int))):
-                return None
-            found.add(bool(value.value))
-        return found or None
 
     @staticmethod
     def _prepared_loader(loader_at: Optional[Location], by_line: dict) -> str:

@@ -463,7 +463,7 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
             # handed: what it returns is every rank's; what it is handed too where the helper
             # all-reduces the very tensor (in place), not a tensor it makes of a number
             # (cramming's `communicate_flags(training_allowed, ...)` shares its own copies)
-            mode = _sharing_helper(program, node, fn)
+            mode = sharing_helper(program, node, fn)
             if mode == "in place":
                 names.update(n.id for arg in node.args for n in walk(arg) if isinstance(n, ast.Name))
             if mode:
@@ -472,7 +472,7 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
     return found
 
 
-def _sharing_helper(program, call: ast.Call, fn: Function) -> str:
+def sharing_helper(program, call: ast.Call, fn: Function) -> str:
     """How a local function the call goes to makes a value every rank's: "in place" where its own
     body runs a collective that shares one (all_reduce, all_gather, broadcast; not a reduce to
     one rank) on one of its parameters, "returned" where on what it makes of one and returns a
@@ -483,7 +483,7 @@ def _sharing_helper(program, call: ast.Call, fn: Function) -> str:
 
 
 def _shares_its_params(program, target: Function) -> str:
-    """_sharing_helper's answer for one function, worked out once (every call into it asks)."""
+    """sharing_helper's answer for one function, worked out once (every call into it asks)."""
     found = target.__dict__.get("_shares_params")
     if found is not None:
         return found

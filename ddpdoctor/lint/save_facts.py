@@ -356,14 +356,12 @@ class SaveFacts:
         what is read off it) inside a loop over a loader: `save_results(out, batch, args)`, whose
         path holds `batch[0]["label"][i]` (mvdust3r) - each rank's own samples, one writer per file."""
         params = [p for p in fn.params if p not in ("self", "cls")]
-        sites = [event.node for _, event in self.callers().get(fn, [])
+        sites = [(caller, event) for caller, event in self.callers().get(fn, [])
                  if event.kind == "call" and isinstance(event.node, ast.Call)]
         if not params or not sites:
             return False
         seeds: Optional[set] = None
-        for caller, event in self.callers().get(fn, []):
-            if event.kind != "call" or not isinstance(event.node, ast.Call):
-                continue
+        for caller, event in sites:
             data = self._loop_data(caller, event.node)
             given = {p for p in params if (a := argument_at(fn, event.node, p)) is not None
                      and rank_state.value_inputs(a) & data}

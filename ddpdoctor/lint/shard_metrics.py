@@ -127,9 +127,11 @@ def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = {text(n) for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
                        for n in _names(t)}
-            if reads(stmt.value) and not _shares(builder, fn, stmt.value):
+            shares = any(isinstance(c, ast.Call) and rank_state.sharing_helper(program, c, fn)
+                         for c in walk(stmt.value))
+            if reads(stmt.value) and not shares:
                 tainted |= targets - shared
-            else:  # bound again to a value every rank shares (`val_loss = all_reduced(val_loss)`)
+            else:  # bound again to what every rank shares (`val_loss = all_reduced(val_loss)`)
                 tainted -= targets
         elif isinstance(stmt, ast.AugAssign) and reads(stmt.value):
             tainted |= {text(n) for n in _names(stmt.target)} - shared
@@ -157,22 +159,6 @@ def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool
             guard=f"{evaluator.name}() over {loader}",
             assumption="each rank's metric comes from its own shard (a DistributedSampler) and is not all-reduced")
     return None
-
-
-def _shares(builder: Builder, fn: Function, value: ast.AST) -> bool:
-    """The value is made by a call that shares it: a local helper that all-reduces what it is
-    handed (`reduced = self._reduce_tensor(val_loss)`), or torch's collective itself."""
-    for call in walk(value):
-        if not isinstance(call, ast.Call):
-            continue
-        if SHARING.search(last_name(call.func) or ""):
-            return True
-        for target in builder.program.resolve(call.func, fn)[0]:
-            if target.node is not None and not isinstance(target.node, ast.Module) and any(
-                    SHARING.search(op) and not op.startswith((DDP_FORWARD, DDP_BACKWARD))
-                    for op, _, _, _ in builder.reach(target)):
-                return True
-    return False
 
 
 def _fields_set(program, fn: Function, call: ast.Call) -> set[str]:
