@@ -33,10 +33,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         generated are its own).
 
         An error when a loop that runs backward iterates the loader (it is the training
-        loader); a warning, saying so, when only its name says "train" and no loop running
-        backward is seen over a sharded loader (where one is, it is the training loop, and a
-        loader named for training beside it - kept for its length, then rebuilt with a sampler -
-        feeds none). A loader a name is bound to and bound again before anything reads it (a
+        loader); a loader no such loop is seen to iterate is not judged, whatever its name
+        says (a name alone was right 2 times in 18 on real code labelled blind). A loader a name is bound to and bound again before anything reads it (a
         first pass that counts the samples) trains nothing. A DataLoader whose
         options come from `**kwargs`, or whose dataset is handed to a framework that shards it
         (`deepspeed.initialize(training_data=...)`), is not judged, nor one built on the
@@ -102,11 +100,6 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
     if facts.framework is not None and not both and not apart and not unprepared:
         return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
     problems = []
-    # a sharded loader a loop running backward is seen to iterate: where there is one, a loader
-    # tied to training by its name alone is not what trains (a first loader kept for its length,
-    # then rebuilt with a sampler; a builder's result the script drops)
-    proven = any(loader.trains and (loader.sampler not in ("none", "plain") or loader.sharded_by_rank)
-                 for loader in facts.loaders)
     for loader in facts.loaders:
         if loader.sampler not in ("none", "plain") or loader.unseen_options or loader.handed_to_framework:
             continue
@@ -120,18 +113,23 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             continue
         if getattr(loader, "single_process", False):
             continue  # the branch where the process group is never set up: one process, all the data
+        if getattr(loader, "off_at_launch", ""):
+            continue  # on a side the options, as launched, never take (`elif args.task == ...`)
         if getattr(loader, "unread", False):
             continue  # returned by a builder into a name no caller reads: never iterated
         if getattr(loader, "no_grad_read", False):
             continue  # read with gradients off only (a feature cache every rank builds in full)
         if getattr(loader, "plain_trains", False):
             continue  # trains a plain model only (a helper every rank fine-tunes): no DDP training reads it
-        if not loader.trains and not loader.train_named:
-            if _whole_job(facts, loader):
+        if not loader.trains:
+            if not loader.train_named and _whole_job(facts, loader):
                 problems.append(_every_rank_everything(facts, loader))
-            continue  # a loader the source does not tie to training: an evaluation helper's, most often
-        if not loader.trains and proven and "train" in (loader.name or "").lower():
-            continue  # named for training, but the loop that trains was found, and reads another loader
+            # a loader the source does not tie to a loop running backward: an evaluation helper's,
+            # most often. Tied to training by its name alone it was a warning until session 40; on
+            # eight sets of real code labelled blind that warning was right 2 times in 18 (one loader
+            # per dataset of a registry, a builder's branch the run never takes, a first loader
+            # rebuilt with a sampler), so a name is no longer evidence that a loader trains
+            continue
         what = f"`{loader.name}`" if loader.name else "a DataLoader"
         sampler = (f"sampler={loader.sampler_text} (a {loader.sampler_class or 'plain sampler'}, not a "
                    "DistributedSampler)" if loader.sampler == "plain" else "no sampler")
@@ -145,8 +143,6 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                        f"in a script that sets up a process group ({facts.distributed_how} at "
                        f"{facts.distributed}): every rank iterates the whole dataset, the same "
                        "batches where the ranks are seeded alike")
-        if not loader.trains:
-            message = f"if {what} feeds training (no loop running backward over it was found): {message}"
         if getattr(loader, "index_ignored", False) and \
                 str(loader.location) in {str(u.loader) for u in getattr(facts, "unranked_seeds", [])}:
             # the dataset draws its own sample whatever index it is handed, and the ranks' workers

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.defaults import option_off
+from ddpdoctor.lint.defaults import off_at_launch, option_off
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
@@ -229,9 +229,11 @@ class CollectiveFacts:
                         continue
                     guard = guards[-1]
                     if any(option_off(part, self.program) for part in guard.test.open) or any(
-                            flag and option_off(c, self.program) for c, flag in conds):
+                            flag and option_off(c, self.program) for c, flag in conds) or \
+                            off_at_launch(tuple(event.conds) + tuple(conds), self.program):
                         # `if args.eval_first and is_main_process():` with --eval_first a
-                        # store_true: a launch that leaves the option never gets there
+                        # store_true: a launch that leaves the option never gets there (nor
+                        # `elif args.task == "probe":` with another task launched)
                         continue
                     if sharded_save(op) and _or_engine_on(fn, guard_test(fn, guard)):
                         continue  # `if is_main_process or use_deepspeed:`: every process where it is one

@@ -74,19 +74,30 @@ def option_value(node: ast.AST, program: Program) -> Any:
 
 def _assigned(attr: str, program: Program) -> bool:
     """Some code the lint reads sets an attribute of that name (`cfg.flag = True`,
-    `self.cfg.flag = ...`, `setattr(cfg, "flag", ...)`): the default is not all there is."""
-    for source in program.files:
+    `self.cfg.flag = ...`, `setattr(cfg, "flag", ...)`): the default is not all there is.
+    (The names are gathered once per set of files read: a 177-file package was walked whole
+    for each option asked of.)"""
+    files = program.files
+    held = program.__dict__.get("_assigned_attrs")
+    if held is None or held[0] != len(files):
+        held = program.__dict__["_assigned_attrs"] = (len(files), _assigned_names(files))
+    return attr in held[1]
+
+
+def _assigned_names(files) -> set[str]:
+    found: set[str] = set()
+    for source in files:
         for node in source.of(ast.Assign, ast.AnnAssign, ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 for one in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
-                    if isinstance(one, ast.Attribute) and one.attr == attr:
-                        return True
+                    if isinstance(one, ast.Attribute):
+                        found.add(one.attr)
         for call in source.of(ast.Call):
             if last_name(call.func) == "setattr" and len(call.args) > 1 and \
-                    isinstance(call.args[1], ast.Constant) and call.args[1].value == attr:
-                return True
-    return False
+                    isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str):
+                found.add(call.args[1].value)
+    return found
 
 
 def declared_class(node: ast.AST, fn: Function, program: Program) -> Optional[Klass]:
@@ -155,3 +166,91 @@ def _ancestors(klass: Klass, program: Program) -> list[Klass]:
             seen.append(member)
             todo.extend(program.bases(member))
     return seen
+
+
+def settled(test: ast.AST, program: Program) -> Optional[bool]:
+    """The truth of a test on the run as launched, where the options decide it: `args.task ==
+    "short_term"` with --task defaulting to "long_term", `args.flag` (store_true), `args.ckpt is
+    None`, and `and` / `or` / `not` of such parts; None where some part is not an option read
+    (option_value) or compares with what is not a constant."""
+    if isinstance(test, ast.BoolOp):
+        parts = [settled(v, program) for v in test.values]
+        if isinstance(test.op, ast.Or):
+            return True if True in parts else (False if all(p is False for p in parts) else None)
+        return False if False in parts else (True if all(p is True for p in parts) else None)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = settled(test.operand, program)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Attribute):
+        value = option_value(test, program)
+        return bool(value) if isinstance(value, (bool, int, str)) or value is None and \
+            _declared_none(test, program) else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+        if option_value(test.left, program) is not None:
+            return isinstance(op, ast.IsNot)
+        return isinstance(op, ast.Is) if _declared_none(test.left, program) else None
+    value = option_value(test.left, program)
+    if value is None or not isinstance(value, (str, int, float, bool)):
+        return None
+    if isinstance(right, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
+        return (value == right.value) == isinstance(op, ast.Eq)
+    if isinstance(right, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts) \
+            and isinstance(op, (ast.In, ast.NotIn)):
+        return (value in [e.value for e in right.elts]) == isinstance(op, ast.In)
+    return None
+
+
+def _declared_none(node: ast.AST, program: Program) -> bool:
+    """`args.<option>` whose declared default is None (option_value cannot tell None from unknown)."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self" \
+        and node.attr in program.option_defaults() and program.option_defaults()[node.attr] is None \
+        and not _assigned(node.attr, program)
+
+
+def off_at_launch(conds: tuple, program: Program) -> str:
+    """The first of the plain tests around a statement (as the walker says them, text and
+    whether a flag) that the options, as launched, make false: "" where none is. The statement
+    does not run on that launch; a bug there is one of a switched-off path."""
+    memo = program.__dict__.setdefault("_ruled_out_memo", {})
+    for cond, _ in conds:
+        found = memo.get(cond)
+        if found is None:
+            try:
+                test = ast.parse(cond, mode="eval").body if len(cond) < 400 else None
+            except SyntaxError:
+                test = None
+            found = memo[cond] = test is not None and settled(test, program) is False
+        if found:
+            return cond
+    return ""
+
+
+def count_at_launch(node: ast.AST, program: Program) -> Optional[int]:
+    """An int the options settle: a constant, `args.epochs` (option_value), or `+` / `-` of
+    such; None where anything in it is not settled."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        left, right = count_at_launch(node.left, program), count_at_launch(node.right, program)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(node.op, ast.Add) else left - right
+    value = option_value(node, program)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def runs_once_at_launch(loop: ast.AST, program: Program) -> bool:
+    """`for epoch in range(args.epochs):` / `range(1, args.epochs + 1)` / `range(start, n)`
+    where the options, as launched, make one pass at most (--epochs defaulting to 1)."""
+    if not (isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Call)
+            and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range"
+            and 1 <= len(loop.iter.args) <= 2 and not loop.iter.keywords):
+        return False
+    bounds = [count_at_launch(a, program) for a in loop.iter.args]
+    if any(b is None for b in bounds):
+        return False
+    start, stop = (0, bounds[0]) if len(bounds) == 1 else bounds
+    return stop - start <= 1

@@ -375,6 +375,23 @@ class BuilderCore:
             memo[key] = found
         return found
 
+    def mirrored_side(self, caller: Function, call: ast.AST) -> bool:
+        """The call sits on one side of a plain test whose other side makes the same call under a
+        rank test (`if cfg["DDP"]["flag"]: if dist.get_rank() == 0: save(...)` / `else: save(...)`):
+        the test is the script's own switch between its distributed way, where one rank calls,
+        and its one-process way, where this call runs."""
+        if not isinstance(call, ast.Call) or isinstance(caller.node, ast.Module):
+            return False
+        name = last_name(call.func)
+        path = reaching._path_to(caller.node, call) if name else None
+        owner = next(((o, f) for _, _, o, f in reversed(path or ()) if isinstance(o, ast.If)), None)
+        if owner is None or self.program.ranks.guard(owner[0].test, caller) is not None:
+            return False
+        other = owner[0].orelse if owner[1] == "body" else owner[0].body
+        return any(isinstance(sub, ast.If) and self.program.ranks.guard(sub.test, caller) is not None and any(
+            isinstance(c, ast.Call) and last_name(c.func) == name for stmt in sub.body for c in walk(stmt))
+            for stmt in other for sub in walk(stmt))
+
     def _only_guarded(self, fn: Function, depth: int, stack: tuple, inside: Optional[ast.AST]) -> Optional[bool]:
         if fn.rank_only:
             return True
@@ -392,7 +409,8 @@ class BuilderCore:
             return False
         live = 0
         for caller, event in sites:
-            if rank_guards(event.guards) or _single_process(event.conds, self._switches(), self.wraps_ddp()):
+            if rank_guards(event.guards) or _single_process(event.conds, self._switches(), self.wraps_ddp()) \
+                    or self.mirrored_side(caller, event.node):
                 live += 1
                 continue
             if caller.node is caller.module.file.tree:
@@ -618,17 +636,52 @@ class BuilderCore:
             for target in self.program.resolve(call.func, fn)[0]:
                 if target.node is None or isinstance(target.node, ast.Module):
                     continue
-                where = _placement(target.node) | _compared_to_constants(target.node)
                 for param in target.params:
                     value = argument_at(target, call, param)
                     if value is None or not any(n is value for n in walk(call)):
                         continue  # a default, not this call's argument
-                    uses = [n for n in walk(target.node) if isinstance(n, ast.Name) and n.id == param
-                            and isinstance(n.ctx, ast.Load)]
-                    # never read at all (a Dataset taking `rank, world` it ignores): no shard either
-                    if (uses and all(id(n) in where for n in uses)) or (not uses and not _reads_locals(target.node)):
+                    if self._only_places(target, param, 2):
                         placed.update(id(n) for n in walk(value))
         return placed
+
+    def _only_places(self, target: Function, param: str, depth: int) -> bool:
+        """The callee reads its parameter only to place tensors or to test who it is, itself or
+        in the local functions it hands the parameter on to as it is (`PretrainDataset(...,
+        local_rank)` whose `__init__` hands `local_rank` to a method that only asks
+        `if local_rank == 0:` before writing a cache): a flag, not a shard. Never read at all
+        (a Dataset taking `rank, world` it ignores): no shard either."""
+        memo = self.__dict__.setdefault("_only_places_memo", {})
+        key = (id(target), param, depth)
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # (a parameter handed round in a circle proves nothing)
+        where = _placement(target.node) | _compared_to_constants(target.node)
+        uses = [n for n in walk(target.node) if n.__class__ is ast.Name and n.id == param
+                and n.ctx.__class__ is ast.Load]
+        if not uses:
+            found = not _reads_locals(target.node)
+        else:
+            handed = {}  # id(use) -> the local call it is an argument of, as it is
+            if depth > 0:
+                for call in walk(target.node):
+                    if call.__class__ is ast.Call:
+                        for arg in (*call.args, *(kw.value for kw in call.keywords)):
+                            if arg.__class__ is ast.Name and arg.id == param:
+                                handed[id(arg)] = call
+            found = True
+            for use in uses:
+                if id(use) in where:
+                    continue
+                call = handed.get(id(use))
+                callees = [t for t in self.program.resolve(call.func, target)[0]
+                           if t.node is not None and not isinstance(t.node, ast.Module)] if call is not None else []
+                given = [(t, p) for t in callees for p in t.params
+                         if any(n is use for n in walk(argument_at(t, call, p) or ast.Pass()))]
+                if not given or not all(self._only_places(t, p, depth - 1) for t, p in given):
+                    found = False
+                    break
+        memo[key] = found
+        return found
 
     def bound_name(self, fn: Function, call: ast.Call) -> str:
         for node in fn.own:

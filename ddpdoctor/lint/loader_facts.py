@@ -12,6 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, ruled_out)
+from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
@@ -98,6 +99,9 @@ class LoaderFact:
     unprepared: bool = False
     # its dataset is a local map-style class that keeps one rank's share of the items itself
     keeps_rank_share: bool = False
+    # a test around the DataLoader call that the options, as launched, make false (`elif
+    # args.task == "classification":` with --task defaulting to another): "" where none is
+    off_at_launch: str = ""
 
 
 @dataclass
@@ -324,6 +328,7 @@ class LoaderFacts:
                 or self._trains(fn, name, split=True),
                 iterable=dataset is not None and self.dataset_kind(dataset, fn),
                 under_rank_guard=bool(rank_guards(guards)) or self.only_guarded(fn) is True,
+                off_at_launch=off_at_launch(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program),
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
                                                self._switches(), self.wraps_ddp()) or (
                     self.in_the_launcher(fn, call) and not self._loader_to_ranks(fn, name))
@@ -974,7 +979,21 @@ class LoaderFacts:
             position = -1
         if name == fn.name or position is not None:  # `return DataLoader(...)`: follow the callers
             return self._bound_by_callers(fn, position, names, call, among is None and not split)
+        if call is not None and fn.cls is not None and self._kept_as_field(fn, call, name):
+            # `self.train_loader = DataLoader(...)` in the constructor, handed out by a getter
+            # (`def get_data_loader(self): return self.train_loader, self.test_loader`): what
+            # the getter's callers bind that item to
+            for method in fn.cls.methods.values():
+                at = _field_returned_at(method, name)
+                if at is not None and self._bound_by_callers(method, at, names, None, among is None and not split):
+                    return True
         return False
+
+    @staticmethod
+    def _kept_as_field(fn: Function, call: ast.Call, name: str) -> bool:
+        """The call is bound to `self.<name>` in fn."""
+        return any(isinstance(node, ast.Assign) and node.value is call and any(
+            _self_field(t) and t.attr == name for t in node.targets) for node in fn.own)
 
     def _returned_through_generator(self, fn: Function, name: str) -> bool:
         """`return sample_data(loader)`, where the local generator `sample_data` loops over its
@@ -1736,10 +1755,16 @@ class LoaderFacts:
         runs in a loop)."""
         out: dict[str, bool] = {}
         for fn in self.functions:
-            for node, depth in _fn_loops(fn):
+            loops = _fn_loops(fn)
+            for node, depth in loops:
                 if isinstance(node, (ast.For, ast.AsyncFor)):
                     names = {last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
-                    again = depth > 0 or self.in_loop(fn)
+                    # (not inside epoch loops that the options, as launched, run once: `for
+                    # epoch in range(1, args.epochs + 1):` with --epochs defaulting to 1)
+                    again = (depth > 0 and not all(runs_once_at_launch(outer, self.program)
+                                                   for outer, _ in loops if outer is not node
+                                                   and outer.lineno <= node.lineno <= outer.end_lineno)) \
+                        or self.in_loop(fn)
                     names |= {last_name(n) for n in _held(self.program, node.iter, fn)}
                     for name in filter(None, names):
                         out[name] = out.get(name, False) or again
@@ -1957,6 +1982,22 @@ def _returned_at(fn: Function, name: str) -> Optional[int]:
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
             for index, item in enumerate(node.value.elts):
                 if isinstance(item, ast.Name) and item.id == name:
+                    return index
+    return None
+
+
+def _field_returned_at(fn: Function, field: str) -> Optional[int]:
+    """Where a method returns `self.<field>`: -1 alone, else its position in the returned tuple."""
+    if fn.node is None or isinstance(fn.node, ast.Module):
+        return None
+    for node in fn.own:
+        if not isinstance(node, ast.Return):
+            continue
+        if _self_field(node.value) and node.value.attr == field:
+            return -1
+        if isinstance(node.value, ast.Tuple):
+            for index, item in enumerate(node.value.elts):
+                if _self_field(item) and item.attr == field:
                     return index
     return None
 
@@ -2183,10 +2224,15 @@ def _hands_back(fn: Function, read: ast.Call) -> bool:
 
 
 def _next_of(call: ast.Call):
-    """`next(batches)`: the name read, or None."""
-    if isinstance(call.func, ast.Name) and call.func.id == "next" and call.args and \
-            isinstance(call.args[0], (ast.Name, ast.Attribute)):
-        return call.args[0]
+    """`next(batches)`, `next(iter(loader))` (a fresh iterator, its first batch): the name
+    read, or None."""
+    if isinstance(call.func, ast.Name) and call.func.id == "next" and call.args:
+        read = call.args[0]
+        if isinstance(read, ast.Call) and isinstance(read.func, ast.Name) and read.func.id == "iter" and \
+                len(read.args) == 1:
+            read = read.args[0]
+        if isinstance(read, (ast.Name, ast.Attribute)):
+            return read
     return None
 
 

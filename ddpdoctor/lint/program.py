@@ -2362,6 +2362,10 @@ def _record_field_names(node: ast.ClassDef) -> list[str]:
     """The fields of a `@dataclass` or `NamedTuple` class, in order; [] for any other class."""
     record = any(last_name(d.func if isinstance(d, ast.Call) else d) in ("dataclass", "define", "frozen")
                  for d in node.decorator_list) or any(last_name(b) == "NamedTuple" for b in node.bases)
+    # a pydantic model (`class TrainConfig(BaseModel): device: int`): its fields are the keywords
+    # of each construction; not a class of that base name with a constructor of its own
+    record = record or (any(last_name(b) in ("BaseModel", "BaseSettings") for b in node.bases) and not any(
+        isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" for stmt in node.body))
     if not record:
         return []
     return [stmt.target.id for stmt in node.body

@@ -23,7 +23,8 @@ def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = Fa
     module) may last pass through: the nearest one before it in its own block or an enclosing
     one, each side of an earlier `if` that binds it (only the side whose test holds at node as
     well: `if not p.endswith(".onnx"): model = plain` ... `if p.endswith(".onnx"): ... else:
-    evaluate(model)`), with what came before where a side binds nothing. None where it cannot
+    evaluate(model)`; not a side that ends in a `return` / `raise` / `continue` / `break`: it
+    never falls through), with what came before where a side binds nothing. None where it cannot
     tell: no binding before node, or one in a loop, a `try`, a tuple unpacking, or a later
     binding a loop around node brings back round. unpacked: `model, opt = setup(cfg)` gives the
     call itself (for a question every element answers alike: does it return a DDP wrapper).
@@ -97,6 +98,8 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
             return None
         through = False
         for side in sides:
+            if side and side[-1].__class__ in _EXITS:
+                continue  # a side that leaves (`return DataLoader(shard)`) never falls through to node
             left = _leaving(side, name, holds, unpacked, index)
             if left is None:
                 return None
@@ -107,6 +110,8 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
     return values, True
 
 
+# statements after which nothing in the same block runs
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _BLOCKS = ("body", "orelse", "finalbody")
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import batch_flags, rank_state, reaching, writes
-from ddpdoctor.lint.defaults import option_off
+from ddpdoctor.lint.defaults import off_at_launch, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.pins import pinned_major
@@ -208,6 +208,11 @@ class SaveFacts:
             # option holds every save of the script (`--use_writer` around the checkpoints and
             # the logs alike): a training run that keeps nothing is not the one launched.
             return SaveFact(where, path_text, False, f"under `{switch}`, an option off unless the launch gives it")
+        chosen = off_at_launch(tuple((c, f) for c, f in event.conds if not f), self.program)
+        if chosen:
+            # `if args.task == "pretrain":` with another task launched: a path the run as
+            # launched never takes, whatever else it saves
+            return SaveFact(where, path_text, False, f"under `{chosen}`, false for the options as launched")
         # (four steps: the file `f` of `with open(save_file, "wb") as f:`, save_file joined from
         # a basename, the basename an f-string of `rankstr()`, rankstr's returned rank)
         if path is not None and self.mentions_rank(path, fn, 4):

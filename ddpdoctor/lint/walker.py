@@ -281,6 +281,12 @@ class Walker:
             return
         if stmt.__class__ is ast.Assert:
             self.asserted.append(text(stmt.test))
+            if stmt.test.__class__ is ast.UnaryOp and stmt.test.op.__class__ is ast.Not and \
+                    self.program.ranks.distributed_run(stmt.test.operand, self.fn):
+                # `assert not distributed` heading a dataset's branch: what follows in the block
+                # runs only in a process that joined no group, said as the plain switch
+                # `distributed` being false (as past `if is_distributed(): raise ...` below)
+                self.conds.append(_Said(ast.Name(id="distributed", ctx=ast.Load()), "else"))
         if stmt.__class__ is ast.If and self.asserted:
             said = text(stmt.test)
             if said in self.asserted or f"not {said}" in self.asserted or _negation(said) in self.asserted:

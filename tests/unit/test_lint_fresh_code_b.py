@@ -378,10 +378,18 @@ for epoch in range(2):
 def test_a_loader_on_the_side_of_a_configuration_test_that_never_meets_the_switch_is_a_warning(tmp_path):
     # the "pairs" side shards when --dist is given; the other side never asks, so it meets a
     # distributed run only if that mode is chosen with --dist: a warning naming the choice
-    found, _ = lint(tmp_path, LOADER_BY_SAMPLING_MODE.format(data="TensorDataset(torch.randn(64, 4))"))
+    # (here the mode is launched as "triplets": with "pairs", the default, that side never runs)
+    source = LOADER_BY_SAMPLING_MODE.replace('default="pairs"', 'default="triplets"')
+    found, _ = lint(tmp_path, source.format(data="TensorDataset(torch.randn(64, 4))"))
     reported = [(f.code, f.severity.value) for f in found if f.code == "DDP802"]
     assert reported == [("DDP802", "warning")]
     assert "args.mode == 'pairs'" in next(f.message for f in found if f.code == "DDP802")
+
+
+def test_a_loader_on_a_side_the_options_as_launched_never_take_is_not_judged(tmp_path):
+    # --mode defaults to "pairs": the `else:` side's loader is a switched-off path's
+    found, _ = lint(tmp_path, LOADER_BY_SAMPLING_MODE.format(data="TensorDataset(torch.randn(64, 4))"))
+    assert [f.code for f in found if f.code == "DDP802"] == []
 
 
 def test_a_sampler_less_loader_with_no_configuration_choice_around_it_stays_an_error(tmp_path):

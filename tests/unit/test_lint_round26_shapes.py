@@ -267,8 +267,14 @@ def test_a_loader_past_an_early_return_every_caller_takes_is_never_built(tmp_pat
     assert lines_of(lint_plain(tmp_path, EARLY_RETURN.replace("{given}", "True")), "DDP802") == []
 
 
-def test_its_twin_a_caller_that_asks_for_the_loader(tmp_path):
-    assert lines_of(lint_plain(tmp_path, EARLY_RETURN.replace("{given}", "False")), "DDP802") == [8]
+def test_its_twin_a_caller_that_asks_for_the_loader_and_trains_on_it(tmp_path):
+    code = EARLY_RETURN.replace("{given}", "False").replace(
+        "            x.sum()\n", "            x.sum()\n    for x in train_set:\n        x.sum().backward()\n")
+    assert lines_of(lint_plain(tmp_path, code), "DDP802") == [8]
+
+
+def test_a_caller_that_asks_for_the_loader_and_never_trains_on_it_is_not_judged(tmp_path):
+    assert lines_of(lint_plain(tmp_path, EARLY_RETURN.replace("{given}", "False")), "DDP802") == []
 
 
 # ------------------------------------------------- the launcher's loader handed to every rank

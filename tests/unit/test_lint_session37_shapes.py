@@ -604,9 +604,14 @@ def test_a_loader_named_for_training_beside_the_loop_that_trains_on_another_is_n
     assert at(lint_plain(tmp_path, NAMED_ONLY.replace("{loop}", REBUILT)), "DDP802") == []
 
 
-def test_its_twin_with_no_training_loop_in_sight_warns_on_the_named_loader(tmp_path):
+def test_its_twin_a_loop_that_trains_on_the_named_loader(tmp_path):
+    source = NAMED_ONLY.replace("{loop}", "    for (x,) in train_loader:\n        model(x).sum().backward()\n")
+    assert at(lint_plain(tmp_path, source), "DDP802") == [(line_of(source, "the named loader"), "error")]
+
+
+def test_with_no_training_loop_in_sight_the_named_loader_is_not_judged(tmp_path):
     source = NAMED_ONLY.replace("{loop}", "    print(steps)\n")
-    assert at(lint_plain(tmp_path, source), "DDP802") == [(line_of(source, "the named loader"), "warning")]
+    assert at(lint_plain(tmp_path, source), "DDP802") == []
 
 
 def test_a_registry_table_holds_the_classes_its_own_decorator_files_not_another_tables(tmp_path, monkeypatch):
