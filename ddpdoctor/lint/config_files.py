@@ -71,6 +71,23 @@ def named_in_configs(script: Path, read: list) -> list[str]:
     return found[:MAX_NAMED]
 
 
+def named_values(script: Path, names: set, read: list) -> set:
+    """Which of `names` (class names) a YAML config beside the script gives as a value of its
+    own (`trainer_type: E2TTSTrainer`): the ones the launch may pick by a configured name. read:
+    gets each config that names one (the lint cache digests it)."""
+    wanted = sorted(n for n in names if n.isidentifier())
+    if not wanted:
+        return set()
+    value = re.compile(r":[ \t]*['\"]?(%s)['\"]?[ \t]*(?:#.*)?$" % "|".join(map(re.escape, wanted)), re.MULTILINE)
+    found: set = set()
+    for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        hits = set(value.findall(body))
+        if hits and str(config) not in read:
+            read.append(str(config))
+        found |= hits
+    return found
+
+
 def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     """(file, line) of a shell launch script beside the script (under its folder, or the working
     directory where the script lies beneath it) that starts a job on several nodes, or None.

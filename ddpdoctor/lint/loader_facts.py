@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, ruled_out)
-from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch
+from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
@@ -20,6 +20,7 @@ from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_con
                                      plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint import reaching
+from ddpdoctor.lint.walker import side_conds
 from ddpdoctor.lint.value_flow import unread_by_constructor, reaches_return
 
 
@@ -1021,6 +1022,10 @@ class LoaderFacts:
                 _unpacked_at(caller, event.node, position)
             if bound and _rebound_unread(caller, event.node, bound):
                 continue  # (bound, then bound again before any read: this loader is dropped)
+            if self._unbound_when_distributed(caller, event.node) or off_at_launch(event.conds, self.program):
+                # (the side that builds it leaves a name the distributed run reads unbound, or is
+                # one the options, as launched, never take: `if opt.dataset == "cifar100":`)
+                continue
             if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node):
                 return True
             if loops and position in (None, -1) and id(event.node) in self._train_calls \
@@ -1040,6 +1045,47 @@ class LoaderFacts:
                     and self._bound_by_callers(caller, position, names, None, loops, depth - 1):
                 return True
         return False
+
+    def _unbound_when_distributed(self, fn: Function, node: ast.AST) -> str:
+        """A name the distributed run reads after the `if` chain that holds node (unconditionally,
+        or under the switches the process group is set up under), bound only on the chain's other
+        sides: the side that holds node ends in a NameError in any distributed run, so it is not
+        the distributed run's (a KD repository's `if opt.dataset == "cifar100": train_loader, val_loader
+        = get_cifar100_dataloaders(...)` / `elif ...: ..., train_sampler = get_imagenet_dataloader(...)`,
+        then `if opt.multiprocessing_distributed: train_sampler.set_epoch(epoch)`). "" where none is."""
+        memo = self.__dict__.setdefault("_unbound_memo", {})
+        key = (id(fn), id(node))
+        if key in memo:
+            return memo[key]
+        memo[key] = found = ""
+        path = reaching._path_to(fn.node, node) if not isinstance(fn.node, ast.Module) else None
+        ifs = [(owner, field) for _, _, owner, field in path or () if isinstance(owner, ast.If)]
+        if ifs:
+            others = [owner.orelse if field == "body" else owner.body for owner, field in ifs]
+            inside = {id(n) for side in others for stmt in side for n in walk(stmt)}
+            stored = lambda n: n.__class__ is ast.Name and n.ctx.__class__ is not ast.Load  # noqa: E731
+            there = {n.id for side in others for stmt in side for n in walk(stmt) if stored(n)}
+            elsewhere = {n.id for n in walk(fn.node) if stored(n) and id(n) not in inside}
+            declared = {name for n in walk(fn.node) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+            wanted = there - elsewhere - declared - set(fn.params)
+            end = ifs[0][0].end_lineno or 0
+            switches = self._switches()
+            for read in walk(fn.node) if wanted else ():
+                if read.__class__ is not ast.Name or read.id not in wanted or read.ctx.__class__ is not ast.Load \
+                        or read.lineno <= end:
+                    continue
+                way = reaching._path_to(fn.node, read) or ()
+                if any(isinstance(o, (ast.Try, ast.ExceptHandler)) for _, _, o, _ in way):
+                    continue
+                # every test on the way holds in the distributed run: a switch the group is set up
+                # under, or one the options, as launched, settle that way (`if opt.dali is None:`)
+                tests = [(side_conds(o.test, f == "body"), settled(o.test, self.program), f == "body")
+                         for _, _, o, f in way if isinstance(o, ast.If)]
+                if all(any(c in switches for c, _ in said) or held is body for said, held, body in tests):
+                    found = read.id
+                    break
+        memo[key] = found
+        return found
 
     def _index_ignored(self, dataset: ast.AST, fn: Function, call: ast.Call) -> bool:
         """Every dataset the loader may be handed is built from a class whose `__getitem__`
@@ -1777,7 +1823,7 @@ class LoaderFacts:
                     read = None
                     if isinstance(sub, ast.YieldFrom) and isinstance(sub.value, (ast.Name, ast.Attribute)):
                         read = sub.value
-                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "iter" \
+                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("iter", "enumerate") \
                             and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
                         read = sub.args[0]
                     if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and not sub.args \
@@ -1795,8 +1841,10 @@ class LoaderFacts:
             # as many steps as the dataset holds (sized epochs x images per epoch): one pass
             looped = {id(sub) for node, _ in _fn_loops(fn) for sub in walk(node)}
             for call in fn.own_calls:
-                if isinstance(call.func, ast.Name) and call.func.id == "iter" and len(call.args) == 1 \
-                        and isinstance(call.args[0], (ast.Name, ast.Attribute)) and id(call) not in looped:
+                # (`enumerate(loader)` kept and read with `__next__()`: an iterator as iter() makes)
+                if isinstance(call.func, ast.Name) and call.func.id in ("iter", "enumerate") and len(call.args) == 1 \
+                        and isinstance(call.args[0], (ast.Name, ast.Attribute)) and id(call) not in looped \
+                        and (call.func.id == "iter" or _kept_outside_loops(fn, call)):
                     name = last_name(call.args[0])
                     if name:
                         out[name] = out.get(name, False) or self.in_loop(fn)
@@ -1984,6 +2032,11 @@ def _returned_at(fn: Function, name: str) -> Optional[int]:
                 if isinstance(item, ast.Name) and item.id == name:
                     return index
     return None
+
+
+def _kept_outside_loops(fn: Function, call: ast.Call) -> bool:
+    """`it = enumerate(loader)` as a statement of its own, not `for i, b in enumerate(loader):`."""
+    return any(isinstance(node, ast.Assign) and node.value is call for node in fn.own)
 
 
 def _field_returned_at(fn: Function, field: str) -> Optional[int]:

@@ -28,7 +28,7 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import launch_values
+from ddpdoctor.lint.config_files import launch_values, named_values
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
@@ -1047,7 +1047,22 @@ class Program:
             found = self._own_attr(base, attr, seen)
             if found:
                 return found
-        return []
+        return self._handed_to_library_base(klass, attr)
+
+    def _handed_to_library_base(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
+        """A field no class of the project sets, where the class hands a keyword of that name to
+        a library base's constructor (`super().__init__(model, save_dir, save_to_disk=is_main)`,
+        fvcore's Checkpointer, then `if not self.save_to_disk: return`): the base keeps it under
+        that name, as such bases do; what the keyword is given."""
+        if not self.library_bases(klass) or klass.node is None:
+            return []
+        init = klass.methods.get("__init__")
+        if init is None or init.node is None:
+            return []
+        return [(kw.value, init) for call in init.own_calls
+                if isinstance(call.func, ast.Attribute) and call.func.attr == "__init__"
+                and isinstance(call.func.value, ast.Call) and last_name(call.func.value.func) == "super"
+                for kw in call.keywords if kw.arg == attr]
 
     def _record_fields(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
         """A dataclass / NamedTuple field has no `self.x = ...`: what each construction of the
@@ -2114,6 +2129,11 @@ class Program:
         """`getattr(runners, config.runner_type)`: a class picked from a local module by a name
         known only at run time. Each class the module holds or re-exports that has a method of
         the asked name is a candidate; a handful at most (a runner family, not a model zoo)."""
+        if func.__class__ is ast.Name:
+            # `trainer_class = getattr(jatts.trainers, config.get("trainer_type"))`, then
+            # `trainer_class(...)`: what the name was bound to
+            return list(dict.fromkeys(k for v, scope in self.values_of(func, fn, 1)
+                                      if v.__class__ is ast.Call for k in self._runtime_classes(v, scope)))
         if not (func.__class__ is ast.Call and last_name(func.func) == "getattr" and len(func.args) >= 2
                 and name_pattern(func.args[1]) is None):
             return []
@@ -2123,7 +2143,19 @@ class Program:
                 classes = [k for k in dict.fromkeys(self._module_names(owner).values()) if k.__class__ is Klass]
                 if len(classes) <= 8:
                     found.extend(classes)
-        return found
+        return self._configured_among(found)
+
+    def _configured_among(self, classes: list) -> list:
+        """Of the classes a configured name may pick, those a YAML config beside the script names
+        as a value (`trainer_type: E2TTSTrainer`), where it names any; else all of them."""
+        if len(classes) < 2 or not self.sources:
+            return classes
+        memo = self.__dict__.setdefault("_configured_memo", {})
+        key = frozenset(k.name for k in classes)
+        if key not in memo:
+            memo[key] = named_values(self.sources[0].path, set(key), self.sources[0].hydra_configs)
+        named = memo[key]
+        return [k for k in classes if k.name in named] if named else classes
 
     def _held_modules(self, node: ast.AST, fn: Function) -> list[Module]:
         """The local submodules a package (named by node) holds: those its own module imports

@@ -475,6 +475,9 @@ class RankFlow:
             # `(step > 0) & (step % every == 0) & is_main_process()`: bools joined with `&`
             found = self._bool(logical, fn, depth)
             return replace(found, text=text(test)) if found is not None else None
+        if isinstance(test, ast.IfExp) and _default_side(test, fn) is not None:
+            # `is_main if save_to_disk is None else save_to_disk`, no call handing save_to_disk
+            return self.guard(_default_side(test, fn), fn, depth)
         if isinstance(test, ast.IfExp):  # is_local_master(args) if local else is_global_master(args)
             if all(isinstance(side, ast.Constant) and isinstance(side.value, bool) for side in (test.body, test.orelse)) \
                     and test.body.value != test.orelse.value:
@@ -1573,3 +1576,20 @@ def _namespace_of(value: ast.AST) -> Optional[ast.AST]:
     if isinstance(value, ast.Attribute) and value.attr == "__dict__":
         return value.value
     return None
+
+
+def _default_side(test: ast.IfExp, fn: Any) -> Optional[ast.AST]:
+    """`main if save_to_disk is None else save_to_disk` where `save_to_disk` is a parameter of
+    fn left at its default None by every call the source shows (a keyword no caller hands):
+    the side that default takes; None where that is not settled."""
+    t = test.test
+    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(t.left, ast.Name) and is_const(t.comparators[0], None)):
+        return None
+    name = t.left.id
+    defaults = param_defaults(fn.node) if fn is not None else {}
+    if name not in defaults or fn.bindings.get(name) or not is_const(defaults[name], None):
+        return None  # (keyword-only parameters too: `*, save_to_disk=None`)
+    if any(not is_const(value, None) for value, _ in fn.arguments.get(name, ())):
+        return None
+    return test.body if isinstance(t.ops[0], ast.Is) else test.orelse

@@ -331,3 +331,232 @@ def test_its_twin_a_class_of_that_base_name_with_its_own_constructor_is_no_recor
             "        self.steps = 10\n")
     code = PYDANTIC.replace("{base}", "BaseModel").replace("{init}", init)
     assert at(lint_plain(tmp_path, code), "DDP801") == []
+
+
+# -------------------------------------------------- a side that leaves a name the distributed run reads unbound
+# (the knowledge-distillation family: the small dataset's builder returns no sampler, the large
+# one's does, and the epoch loop calls `train_sampler.set_epoch(epoch)` under the distributed switch)
+KD_LOADERS = """
+import argparse
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--dataset", default="small")
+parser.add_argument("--distributed", action="store_true")
+opt = parser.parse_args()
+
+
+def small_loaders():
+    data = TensorDataset(torch.randn(64, 4))
+    train_loader = DataLoader(data, shuffle=True, batch_size=8)  # the small one
+    return train_loader, DataLoader(data, batch_size=8)
+
+
+def large_loaders(distributed):
+    data = TensorDataset(torch.randn(256, 4))
+    sampler = DistributedSampler(data) if distributed else None
+    return DataLoader(data, sampler=sampler, shuffle=sampler is None, batch_size=8), \\
+        DataLoader(data, batch_size=8), sampler
+
+
+def main():
+    if opt.distributed:
+        dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1)) if opt.distributed else torch.nn.Linear(4, 1)
+    if opt.dataset == "small":
+        train_loader, val_loader = small_loaders()
+        {bind}
+    else:
+        train_loader, val_loader, train_sampler = large_loaders(opt.distributed)
+    for epoch in range(3):
+        if opt.distributed:
+            train_sampler.set_epoch(epoch)
+        for (x,) in train_loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loader_on_a_side_that_would_die_at_set_epoch_in_any_distributed_run_is_not_the_runs(tmp_path):
+    assert at(lint_plain(tmp_path, KD_LOADERS.replace("{bind}", "pass")), "DDP802") == []
+
+
+def test_its_twin_the_side_binds_the_sampler_name_too_and_trains_every_rank_on_everything(tmp_path):
+    code = KD_LOADERS.replace("{bind}", "train_sampler = None")
+    code = code.replace("            train_sampler.set_epoch(epoch)", "            if train_sampler is not None:\n"
+                        "                train_sampler.set_epoch(epoch)")
+    assert at(lint_plain(tmp_path, code), "DDP802") == [(line_of(code, "# the small one"), "error")]
+
+
+def test_a_builder_called_on_a_side_the_options_as_launched_never_take_builds_no_training_loader(tmp_path):
+    code = KD_LOADERS.replace("{bind}", "train_sampler = None").replace('default="small"', 'default="large"')
+    code = code.replace("            train_sampler.set_epoch(epoch)", "            if train_sampler is not None:\n"
+                        "                train_sampler.set_epoch(epoch)")
+    assert at(lint_plain(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- an iterator made once and read step by step
+# (a segmentation repository's `trainloader_iter = enumerate(trainloader)`, then
+# `_, batch = trainloader_iter.__next__()` for num_steps: one pass over a dataset sized for it)
+STEPPED = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main(num_steps=8):
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4))
+    sampler = DistributedSampler(data)  # the sampler
+    loader = DataLoader(data, sampler=sampler, batch_size=8)
+    model = DDP(torch.nn.Linear(4, 1))
+    {make}
+    for step in range(num_steps):
+        {again}
+        _, (x,) = batches.__next__()
+        model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_enumerate_made_once_and_read_with_next_is_one_pass(tmp_path):
+    code = STEPPED.replace("{make}", "batches = enumerate(loader)").replace("{again}", "pass")
+    assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
+def test_its_twin_made_again_every_few_steps_repeats_the_order(tmp_path):
+    code = STEPPED.replace("{make}", "batches = enumerate(loader)").replace(
+        "{again}", "if step % 4 == 0:\n            batches = enumerate(loader)")
+    assert at(lint_plain(tmp_path, code), "DDP804") == [(line_of(code, "# the sampler"), "warning")]
+
+
+# -------------------------------------------------- a rank flag handed to a library base's constructor
+# (a tracking repository's checkpointer over fvcore's: `super().__init__(..., save_to_disk=main if
+# save_to_disk is None else save_to_disk)`, then `if not self.save_to_disk: return` before the save)
+LIBRARY_BASE = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from fvcore.common.checkpoint import Checkpointer
+
+
+def is_main_process():
+    return dist.get_rank() == 0
+
+
+class Saver(Checkpointer):
+    def __init__(self, model, save_dir, *, save_to_disk=None):
+        main = is_main_process()
+        super().__init__(model, save_dir, save_to_disk=main if save_to_disk is None else save_to_disk)
+
+    def save(self, name):
+        if not self.save_dir or not self.save_to_disk:
+            return
+        torch.save(self.model.state_dict(), name)  # the save
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    saver = Saver({args})
+    for step in range(3):
+        model(torch.randn(2, 4)).sum().backward()
+    saver.save("model_final.pth")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_flag_a_library_base_keeps_from_its_constructor_is_the_rank_test_it_was_handed(tmp_path):
+    assert at(lint_plain(tmp_path, LIBRARY_BASE.replace("{args}", 'model, "out"')), "DDP806") == []
+
+
+def test_its_twin_every_rank_hands_save_to_disk_true(tmp_path):
+    code = LIBRARY_BASE.replace("{args}", 'model, "out", save_to_disk=True')
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- a trainer class picked by a configured name
+# (a TTS toolkit: `trainer_class = getattr(pkg.trainers, config.get("trainer_type"))`, then
+# `trainer_class(...).run()`; the recipe's YAML names the one the launch runs)
+PICKED_SCRIPT = """
+import sys
+import yaml
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import pkg.trainers
+
+
+def main():
+    config = yaml.safe_load(open(sys.argv[1]))
+    dist.init_process_group("gloo")
+    trainer_class = getattr(pkg.trainers, config.get("trainer_type", "PlainTrainer"))
+    trainer = trainer_class(DDP(torch.nn.Linear(4, 1)))
+    trainer.run()
+
+
+if __name__ == "__main__":
+    main()
+"""
+PICKED_TRAINERS = {
+    "pkg/__init__.py": "",
+    "pkg/trainers/__init__.py": "from .fast import *  # noqa\nfrom .steady import *  # noqa\n",
+    "pkg/trainers/fast.py": '''
+        import torch
+        import torch.distributed as dist
+
+
+        class FastTrainer:
+            def __init__(self, model):
+                self.model = model
+
+            def run(self):
+                for step in range(4):
+                    self.model(torch.randn(2, 4)).sum().backward()
+                    if dist.get_rank() == 0:
+                        dist.barrier()  # the fast barrier
+    ''',
+    "pkg/trainers/steady.py": '''
+        import torch
+        import torch.distributed as dist
+
+
+        class SteadyTrainer:
+            def __init__(self, model):
+                self.model = model
+
+            def run(self):
+                for step in range(4):
+                    self.model(torch.randn(2, 4)).sum().backward()
+                    if dist.get_rank() == 0:
+                        dist.barrier()  # the steady barrier
+    ''',
+}
+
+
+def _picked(tmp_path, config: str):
+    from tests.unit.test_lint_session39_shapes import lint_tree
+    files = {"train.py": PICKED_SCRIPT, **PICKED_TRAINERS, "conf/recipe.yaml": config}
+    return sorted((f.location.file.rpartition("/")[2], f.location.line)
+                  for f in lint_tree(tmp_path, files) if f.code == "DDP801")
+
+
+def test_a_class_picked_by_a_configured_name_is_read_and_the_config_says_which(tmp_path):
+    assert _picked(tmp_path, "trainer_type: SteadyTrainer\nbatch: 8\n") == [("steady.py", 13)]
+
+
+def test_its_twin_no_config_names_one_and_every_candidate_is_judged(tmp_path):
+    assert _picked(tmp_path, "batch: 8\n") == [("fast.py", 13), ("steady.py", 13)]
