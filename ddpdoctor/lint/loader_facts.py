@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, ruled_out)
 from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
@@ -216,7 +216,7 @@ class LoaderFacts:
         if klass in seen:
             return False
         seen.add(klass)
-        source = ast.get_source_segment("\n".join(klass.file.lines), klass.node) or ""
+        source = source_lines(klass.file.lines, klass.node)
         if SELF_SHARDING.search(source):
             return True
         # a datapipe is sharded by its loader; a local IterableDataset only where it reads the
@@ -377,7 +377,7 @@ class LoaderFacts:
                 return False
             classes.append(target)
         return bool(classes) and all(
-            KEEPS_RANK_SHARE.search(ast.get_source_segment("\n".join(k.file.lines), k.node) or "") for k in classes)
+            KEEPS_RANK_SHARE.search(source_lines(k.file.lines, k.node)) for k in classes)
 
     def _prepare_calls(self) -> list:
         """Every `x.prepare(...)` / `x.prepare_data_loader(...)` call of the program."""

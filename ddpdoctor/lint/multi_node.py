@@ -46,6 +46,10 @@ def told_apart(files, script) -> Optional[Location]:
 
 
 def _in_sources(files) -> Optional[Location]:
+    # an ambiguous option name the code itself assigns (`args.num_nodes = len(VOCAB)`, a graph's
+    # node types) is the program's own value, not the machine count a launch hands it
+    assigned = {node.attr for source in files if source.tree is not None for node in source.of(ast.Attribute)
+                if node.ctx.__class__ is ast.Store and SHARED_NAME.match(node.attr)}
     for source in files:
         if source.tree is None:
             continue
@@ -59,7 +63,9 @@ def _in_sources(files) -> Optional[Location]:
             continue
         # each kind's nodes are a list the file keeps (SourceFile.of); the first place by line
         kinds = (ast.Name, ast.Attribute, ast.arg, ast.Constant, ast.Call) if named else ()
-        found = [node for kind in kinds for node in source.of(kind) if _names_a_node(node)]
+        found = [node for kind in kinds for node in source.of(kind) if _names_a_node(node)
+                 and not (node.__class__ is ast.Attribute and node.attr in assigned)
+                 and not (node.__class__ is ast.Constant and node.value.lstrip("-").replace("-", "_") in assigned)]
         if counted:
             found += [node for node in source.of(ast.BinOp) if _node_offset(node)]
         if found:

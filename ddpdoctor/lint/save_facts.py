@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import batch_flags, rank_state, reaching, writes
 from ddpdoctor.lint.defaults import off_at_launch, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.pins import pinned_major
 from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
@@ -1076,7 +1076,7 @@ SHARDED_STATE = re.compile(r"FSDP|FullyShardedDataParallel|state_dict_type|State
 def _sharded_state(fn, call: ast.Call) -> bool:
     if any(kw.arg == "state_dict" for kw in call.keywords):
         return True
-    source = ast.get_source_segment("\n".join(fn.file.lines), fn.node) if not isinstance(fn.node, ast.Module) else ""
+    source = source_lines(fn.file.lines, fn.node) if not isinstance(fn.node, ast.Module) else ""
     return bool(SHARDED_STATE.search(source or ""))
 
 

@@ -560,3 +560,44 @@ def test_a_class_picked_by_a_configured_name_is_read_and_the_config_says_which(t
 
 def test_its_twin_no_config_names_one_and_every_candidate_is_judged(tmp_path):
     assert _picked(tmp_path, "batch: 8\n") == [("fast.py", 13), ("steady.py", 13)]
+
+
+# -------------------------------------------------- a graph's node count is no machine count
+# (a molecular pretraining repository: `args.num_nodes = len(VOCAB)` sizes an embedding; the
+# saves under `local_rank == 0` are one writer per node only where the code knows of nodes)
+NODE_TYPES = """
+import argparse
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--num_nodes", type=int, default=1)
+args = parser.parse_args()
+
+
+def main():
+    {graph}
+    local_rank = int(os.environ["LOCAL_RANK"])
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Embedding(args.num_nodes or 8, 4))
+    for step in range(3):
+        model(torch.zeros(2, dtype=torch.long)).sum().backward()
+    if local_rank == 0:
+        torch.save(model.module.state_dict(), "model.pt")  # the save
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_option_the_code_assigns_a_graph_size_tells_no_nodes_apart(tmp_path):
+    code = NODE_TYPES.replace("{graph}", "args.num_nodes = len(['C', 'N', 'O'])")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_the_launch_hands_the_node_count_and_local_rank_0_writes_once_per_node(tmp_path):
+    code = NODE_TYPES.replace("{graph}", "pass")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
