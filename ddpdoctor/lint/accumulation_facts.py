@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.defaults import option_value
+from ddpdoctor.lint.defaults import settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import walk
@@ -126,7 +126,8 @@ class AccumulationFacts:
     def _option_truth(self, test: ast.AST, fn: Function) -> Optional[bool]:
         """A step's test the options settle (`(opts.mix == "accum" and (i + 1) % n == 0) or
         opts.mix in ["round-robin", "random"]` with --mix at "random": every pass steps), through
-        and / or / not; None where some part is not settled."""
+        and / or / not; None where some part is not settled. The options' part is
+        defaults.settled's; a step every pass takes (`% 1 == 0`) is this rule's own."""
         if isinstance(test, ast.BoolOp):
             parts = [self._option_truth(v, fn) for v in test.values]
             if isinstance(test.op, ast.Or):
@@ -137,17 +138,9 @@ class AccumulationFacts:
             return None if inner is None else not inner
         if self._every_time(test, fn):
             return True
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-            return None
-        value, right, op = option_value(test.left, self.program), test.comparators[0], test.ops[0]
-        if value is None or not isinstance(value, (str, int, float, bool)):
-            return None
-        if isinstance(right, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
-            return (value == right.value) == isinstance(op, ast.Eq)
-        if isinstance(right, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts) \
-                and isinstance(op, (ast.In, ast.NotIn)):
-            return (value in [e.value for e in right.elts]) == isinstance(op, ast.In)
-        return None
+        if not isinstance(test, ast.Compare):
+            return None  # (a bare flag is no step's test: the accumulation switch is read elsewhere)
+        return settled(test, self.program)
 
     def _runs_once(self, fn: Function, loop: ast.AST) -> bool:
         """`for _ in range(n):` over a parameter every way into fn gives 1 (passed, or its
