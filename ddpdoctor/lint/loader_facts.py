@@ -1818,12 +1818,15 @@ class LoaderFacts:
                             for arg in self._arguments(fn, name):
                                 out[arg] = True
                 # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch), or
-                # `while True: yield from loader` (an endless generator: DiffuSeq, StyleSwin)
+                # `while True: yield from loader` (an endless generator: DiffuSeq, StyleSwin);
+                # `it = enumerate(loader)` made again too, not a loop's own `for i, b in enumerate(loader):`
+                kept = {id(n.value) for n in walk(node) if n.__class__ is ast.Assign}
                 for sub in walk(node):
                     read = None
                     if isinstance(sub, ast.YieldFrom) and isinstance(sub.value, (ast.Name, ast.Attribute)):
                         read = sub.value
-                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("iter", "enumerate") \
+                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and (
+                            sub.func.id == "iter" or (sub.func.id == "enumerate" and id(sub) in kept)) \
                             and sub.args and isinstance(sub.args[0], (ast.Name, ast.Attribute)):
                         read = sub.args[0]
                     if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and not sub.args \

@@ -601,3 +601,12 @@ def test_an_option_the_code_assigns_a_graph_size_tells_no_nodes_apart(tmp_path):
 def test_its_twin_the_launch_hands_the_node_count_and_local_rank_0_writes_once_per_node(tmp_path):
     code = NODE_TYPES.replace("{graph}", "pass")
     assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+def test_a_single_loop_over_enumerate_of_the_loader_is_one_pass_too(tmp_path):
+    # (`for i, batch in enumerate(loader):` once, the dataset sized for every step: the loop's own
+    # enumerate is no iterator made again)
+    code = STEPPED.replace("{make}", "pass").replace("    for step in range(num_steps):\n        {again}\n"
+                                                     "        _, (x,) = batches.__next__()\n",
+                                                     "    for step, (x,) in enumerate(loader):\n")
+    assert "enumerate(loader)" in code and at(lint_plain(tmp_path, code), "DDP804") == []
