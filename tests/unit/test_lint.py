@@ -229,7 +229,7 @@ def test_loader_without_sampler_in_a_distributed_script(tmp_path):
 
 
 def test_a_loader_only_its_name_ties_to_training_is_not_judged(tmp_path):
-    """No loop running backward reads it: a name alone was right 2 times in 18 on real code
+    """No loop running backward reads it: a name alone was right once in 8 times on real code
     labelled blind (session 40), so it is no evidence that the loader trains."""
     found, _ = lint_source(tmp_path, """
         ds = TensorDataset(torch.randn(64, 4))
