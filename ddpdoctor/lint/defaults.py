@@ -15,6 +15,7 @@ import ast
 import re
 from typing import Any, Optional
 
+from ddpdoctor.lint.nodes import parse_test
 from ddpdoctor.lint.patterns import last_name
 
 Function = Any  # ddpdoctor.lint.program.Function
@@ -218,10 +219,7 @@ def off_at_launch(conds: tuple, program: Program) -> str:
     for cond, _ in conds:
         found = memo.get(cond)
         if found is None:
-            try:
-                test = ast.parse(cond, mode="eval").body if len(cond) < 400 else None
-            except SyntaxError:
-                test = None
+            test = parse_test(cond) if len(cond) < 400 else None
             found = memo[cond] = test is not None and settled(test, program) is False
         if found:
             return cond

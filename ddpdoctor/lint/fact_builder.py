@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
@@ -1201,15 +1201,6 @@ def _cond_true(fn: Function, call: ast.Call, cond: str, context: tuple) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _test_of(cond: str) -> Optional[ast.AST]:
-    """A test's text parsed back (asked again for every way into the function that holds it);
-    the trees are only read."""
-    try:
-        return ast.parse(cond, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
 def _pinned(value: Optional[ast.AST], guards: tuple):
     """The number a caller's rank test `if <value> == N:` pins the argument to, on its true side."""
     if not isinstance(value, (ast.Name, ast.Attribute)):

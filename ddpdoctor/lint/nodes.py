@@ -7,6 +7,7 @@ expression contexts (`Load`, `Store`: no rule looks for them as nodes, only as `
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 # Fields that never hold a node (names, numbers, flags), and the expression context.
 _SCALAR = {"ctx", "id", "attr", "name", "arg", "asname", "module", "level", "type_comment", "kind",
@@ -154,3 +155,16 @@ def source_lines(lines: list, node: ast.AST) -> str:
     if start is None or end is None:
         return ""
     return "\n".join(lines[start - 1:end])
+
+
+# statements after which nothing in the same block runs (the walker, reaching and rank_state read them)
+TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def parse_test(cond: str) -> Optional[ast.AST]:
+    """A test's text (as the walker says it) parsed back; None where it does not parse, or is
+    nested deeper than the interpreter parses. The trees are only read."""
+    try:
+        return ast.parse(cond, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None

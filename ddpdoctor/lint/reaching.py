@@ -14,7 +14,7 @@ import ast
 import weakref
 from typing import Optional
 
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import TERMINATORS, walk
 
 
 def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = False,
@@ -98,7 +98,7 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
             return None
         through = False
         for side in sides:
-            if side and side[-1].__class__ in _EXITS:
+            if side and side[-1].__class__ in TERMINATORS:
                 continue  # a side that leaves (`return DataLoader(shard)`) never falls through to node
             left = _leaving(side, name, holds, unpacked, index)
             if left is None:
@@ -110,8 +110,6 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
     return values, True
 
 
-# statements after which nothing in the same block runs
-_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _BLOCKS = ("body", "orelse", "finalbody")
 

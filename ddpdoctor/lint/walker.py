@@ -16,14 +16,13 @@ from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
-from ddpdoctor.lint.nodes import children, param_defaults, walk
+from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, walk
 from ddpdoctor.lint.patterns import RankTest, last_name, text
 
 Function = Any  # lint/program.Function (program imports this module, not the reverse)
 Program = Any  # lint/program.Program
 
 
-TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
 @dataclass(frozen=True)
