@@ -23,7 +23,11 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         node, and its local rank 0 is the job's rank 0. Saves under `if rank == 0:` (or in a function only called under
         one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine,
         and so is a file per sample written while a dataset loads it (a feature cache in
-        `__getitem__`: the sampler gives each sample to one rank).
+        `__getitem__`: the sampler gives each sample to one rank). A cache of data that
+        every rank writes to one path - an object holding no model or optimizer state, built
+        where the file is missing and loaded back where it exists, or written by a class
+        that serves samples (a dataset's label table, its drop indices) - is told as such:
+        the race is the first run's, and its cure is to build it on one rank first.
         Library writes count the same: a model's `save_pretrained(dir)` (transformers, PEFT,
         diffusers: every calling rank writes unless given `is_main_process=`; a
         `save_function=accelerator.save` alone still leaves config.json, and safetensors
@@ -91,6 +95,16 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         evidence=_also({"path": save.path_text, "why": save.reason, "per_node": True, "nodes_at": str(nodes)}, more),
     ) for save, more in node_local] + [Problem(
         message=(f"{_written(save)} at {save.location}{_and(more)} runs on every rank ({save.reason}): "
+                 f"{save.data_cache}, which every rank of a first run builds and writes at once - a rank "
+                 "that finds the file half-written loads a torn one"),
+        hint=("build it on one rank first: every other rank waits at a barrier while rank 0 builds and "
+              "writes the cache, then loads it (`if rank != 0: dist.barrier()` before the build, "
+              "`if rank == 0: dist.barrier()` after it)"),
+        location=save.location,
+        evidence=_also({"path": save.path_text, "why": save.reason, "data_cache": save.data_cache,
+                        **_call_site(save)}, more),
+    ) for save, more in every if getattr(save, "data_cache", "")] + [Problem(
+        message=(f"{_written(save)} at {save.location}{_and(more)} runs on every rank ({save.reason}): "
                  "all ranks write the same file at once"),
         hint=("tell it which process writes: `save_pretrained(dir, is_main_process=accelerator.is_main_process)` "
               "(or `dist.get_rank() == 0`), or call it under that test; then a barrier before anyone reads it"
@@ -99,7 +113,7 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
               "on every rank before anyone reads it"),
         location=save.location,
         evidence=_also({"path": save.path_text, "why": save.reason, **_call_site(save)}, more),
-    ) for save, more in every]
+    ) for save, more in every if not getattr(save, "data_cache", "")]
 
 
 def _call_site(save) -> dict:

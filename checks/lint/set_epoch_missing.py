@@ -14,6 +14,8 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
         nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`), or calls
         it with a constant (`sampler.set_epoch(0)` inside the epoch loop), or calls it only
+        in one loop while another loop beside it reads the loader pass after pass (a warm-up's
+        epochs before the epoch loop that sets it), or calls it only
         once, before any loop (`sampler.set_epoch(start_epoch - 1)` above the epoch loop: the
         order it fixes is every epoch's). Not an evaluation
         loader's: one no backward reads, its loops running with gradients off, or built by
@@ -69,6 +71,18 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                 location=sampler.location,
                 evidence={"sampler": sampler.name, "set_epoch": str(sampler.set_epoch[0]), "constant": False,
                           "under": sampler.set_epoch_under,
+                          "loader_location": str(sampler.loader) if sampler.loader else None}))
+        elif getattr(sampler, "unset_loop", None) is not None and not getattr(sampler, "epoch_set_by", ""):
+            read, setter = sampler.unset_loop
+            problems.append(Problem(
+                message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and the loop "
+                         f"at {read} reads its loader pass after pass without set_epoch (only the loop "
+                         f"of {setter} sets it): every pass of that loop repeats one order"),
+                hint=f"call {sampler.name}.set_epoch(...) at the start of each pass of that loop too "
+                     "(a number no other pass uses: a warm-up's own epochs before the main loop's)",
+                location=read,
+                evidence={"sampler": sampler.name, "set_epoch": str(setter), "constant": False,
+                          "unset_loop": str(read),
                           "loader_location": str(sampler.loader) if sampler.loader else None}))
         elif not sampler.set_epoch and sampler.across_epochs and not getattr(sampler, "epoch_set_by", ""):
             problems.append(Problem(

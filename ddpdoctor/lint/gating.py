@@ -1,6 +1,7 @@
 """Decorators that decide on which ranks a function runs.
 
-Two shapes: a rank-only decorator by name (`@rank_zero_only`, patterns.rank_only_decorator), and a
+Three shapes: a def under a rank test of the function around it (the name is bound on those
+ranks alone), a rank-only decorator by name (`@rank_zero_only`, patterns.rank_only_decorator), and a
 decorator handed a predicate on the rank (`@when(lambda: local_rank == 0)`, audiotools' idiom, or a
 project's own `run_if(...)`). The second is read from its values, not its name: a zero-argument
 lambda whose body is a rank test. When the decorator is local, its code must show the gate (an
@@ -14,6 +15,7 @@ import ast
 from dataclasses import replace
 from typing import Any, Optional
 
+from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import RankTest, text
 
@@ -25,6 +27,9 @@ def decorator_test(program: Program, fn: Function) -> Optional[RankTest]:
     """The rank test a decorator of fn puts around its whole body, or None."""
     if fn.rank_only:
         return RankTest(fn.rank_only, fn.rank_only, "zero")
+    defined = defining_test(program, fn)
+    if defined is not None:
+        return defined
     where = fn.parent or fn.module.body  # the predicate reads the names where the def sits
     for deco in getattr(fn.node, "decorator_list", []):
         if isinstance(deco, (ast.Name, ast.Attribute)):
@@ -47,6 +52,27 @@ def decorator_test(program: Program, fn: Function) -> Optional[RankTest]:
                 assumption = f"`{text(deco.func)}` runs the function only where its predicate holds"
                 test = replace(test, assumption="; ".join(a for a in (test.assumption, assumption) if a))
             return replace(test, text=said)
+    return None
+
+
+def defining_test(program: Program, fn: Function) -> Optional[RankTest]:
+    """The rank test around fn's def in the function that holds it: a handler defined under
+    `if local_rank == 0:` (`@evaluator.on(Events.EPOCH_COMPLETED) def save(engine): ...`) is
+    bound on rank 0 alone, so whatever runs it - the code itself, or the framework it is
+    registered with - runs it there. Only the side of the test that is rank 0's."""
+    parent = fn.parent
+    if parent is None:
+        return None
+    for owner, field in reaching.owners_of_def(parent.node, fn.node):
+        if owner.__class__ is not ast.If or field not in ("body", "orelse"):
+            continue
+        test = program.ranks.guard(owner.test, parent)
+        if test is None:
+            continue
+        if field == "body" and test.polarity == "zero":
+            return test
+        if field == "orelse" and test.polarity == "nonzero" and not test.assumption:
+            return replace(test, text=f"not ({test.text})", polarity="zero")
     return None
 
 

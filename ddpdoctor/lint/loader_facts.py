@@ -128,6 +128,10 @@ class SamplerFact:
     # built and bound to a plain name that nothing reads again (no loader takes it): it orders
     # nothing, so no epoch of it repeats (the loader without it is DDP802's)
     unread: bool = False
+    # (where another loop reads its loader pass after pass without set_epoch, the matched
+    # set_epoch sitting in a loop of its own beside it - a warm-up before the epoch loop: that
+    # read, and the set_epoch it lacks)
+    unset_loop: Optional[tuple[Location, Location]] = None
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -1530,6 +1534,8 @@ class LoaderFacts:
                 # no DataLoader facts): named for evaluation by every name it has, read by no
                 # training loop: an evaluation visits every sample whatever the order
                 across = False
+            if across and loader_at is None and name and self._drawn_once(fn, name):
+                across = False
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             under = ""
             if matched_calls and all(ranked.get(id(c)) for c in matched_calls):
@@ -1546,6 +1552,7 @@ class LoaderFacts:
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
                 set_epoch_once=matched[0] if matched and once and matched_calls and across else None,
+                unset_loop=self._loop_without_set_epoch(names, matched_calls, set_epochs) if matched_calls and across else None,
                 epoch_set_by=self._prepared_loader(loader_at, by_line),
                 unread=loader_at is None and _never_read(fn, name)))
         return found
@@ -1555,6 +1562,62 @@ class LoaderFacts:
         """The framework that wraps the loader a sampler feeds and sets its epoch ("" if none)."""
         fact = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
         return fact.prepared_by or "" if fact is not None else ""
+
+    def _loop_without_set_epoch(self, names: set, matched: list, set_epochs: list) -> Optional[tuple[Location, Location]]:
+        """A `for ... in range(...)` loop beside the one that calls set_epoch, in the same
+        function and neither inside the other, whose passes read the loader again (iterate it,
+        or hand it to a call): a warm-up's epochs (`for e in range(args.warmup_epochs):
+        train(train_loader, ...)`) before the epoch loop that sets the epoch. The read and the
+        set_epoch, or None."""
+        homes: dict = {}
+        for sfn, scall, _ in set_epochs:
+            if any(scall is c for c in matched):
+                homes.setdefault(sfn, []).append(scall)
+        within = lambda inner, outer: outer.lineno <= inner.lineno <= (outer.end_lineno or outer.lineno)
+        for sfn, calls in homes.items():
+            if isinstance(sfn.node, ast.Module) and len(sfn.own) > 5000:
+                continue
+            loops = [n for n in sfn.own if n.__class__ in (ast.For, ast.While)]
+            setting = [loop for loop in loops if any(within(c, loop) for c in calls)]
+            if not setting:
+                continue
+            for loop in loops:
+                if any(within(loop, s) or within(s, loop) for s in setting) or not (
+                        loop.__class__ is ast.For and loop.iter.__class__ is ast.Call
+                        and last_name(loop.iter.func) == "range"):
+                    continue
+                for node in (n for stmt in loop.body for n in walk(stmt)):
+                    read = node.__class__ is ast.Call and last_name(node.func) not in ("len", "set_epoch") \
+                        and any(a.__class__ is ast.Name and a.id in names for a in node.args)
+                    read = read or (node.__class__ is ast.For and node.iter.__class__ is ast.Name and node.iter.id in names)
+                    if read:
+                        return loc(sfn, node), loc(sfn, calls[0])
+        return None
+
+    def _drawn_once(self, fn: Function, name: str) -> bool:
+        """The sampler (or a BatchSampler around it, bound to the same name) is handed to a
+        local class whose `__init__` draws it whole, once (`self.frozen_batches =
+        tuple(batch_sampler)`: fairseq's EpochBatchIterator, which then shuffles the frozen
+        batches itself by seed + epoch): no later pass reads the sampler again."""
+        program = self.program
+        for node in fn.own:
+            if node.__class__ is not ast.Call:
+                continue
+            slots = [i for i, a in enumerate(node.args) if a.__class__ is ast.Name and a.id == name]
+            if not slots:
+                continue
+            klass = program.callee(node.func, fn)
+            init = program.method(klass, "__init__") if program.is_class(klass) else None
+            if init is None or isinstance(init.node, ast.Module):
+                continue
+            params = [a.arg for a in init.node.args.posonlyargs + init.node.args.args][1:]
+            held = {params[i] for i in slots if i < len(params)}
+            reads = [n for n in init.own if n.__class__ is ast.Name and n.id in held]
+            drawn = [n for n in init.own if n.__class__ is ast.Call and getattr(n.func, "id", "") in ("tuple", "list")
+                     and len(n.args) == 1 and n.args[0].__class__ is ast.Name and n.args[0].id in held]
+            if drawn and len(drawn) == len(reads):
+                return True
+        return False
 
     def _kept_by_instance(self, receiver: ast.AST, fn: Function, call: ast.Call) -> bool:
         """`self.loader.origin.set_epoch(e)`: an attribute of an instance of a local class that

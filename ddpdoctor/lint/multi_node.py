@@ -53,6 +53,11 @@ def _in_sources(files) -> Optional[Location]:
     for source in files:
         if source.tree is None:
             continue
+        # an option handed one node in the command the code builds (`["torchrun", "--nnodes",
+        # "1", ...]`): the value says one node, whatever the option is called
+        one_node = {id(elts[i]) for seq in source.of(ast.List, ast.Tuple)
+                    for elts in (seq.elts,) for i in range(len(elts) - 1)
+                    if elts[i + 1].__class__ is ast.Constant and str(elts[i + 1].value) == "1"}
         if _MULTI_NODE_FILE.search(source.path.stem):
             return Location(source.display, 1)  # `multinode.py`: the file says what it is for
         # a look at the text first (most files name no node): an AST walk only where it may pay
@@ -65,7 +70,8 @@ def _in_sources(files) -> Optional[Location]:
         kinds = (ast.Name, ast.Attribute, ast.arg, ast.Constant, ast.Call) if named else ()
         found = [node for kind in kinds for node in source.of(kind) if _names_a_node(node)
                  and not (node.__class__ is ast.Attribute and node.attr in assigned)
-                 and not (node.__class__ is ast.Constant and node.value.lstrip("-").replace("-", "_") in assigned)]
+                 and not (node.__class__ is ast.Constant and node.value.lstrip("-").replace("-", "_") in assigned)
+                 and id(node) not in one_node]
         if counted:
             found += [node for node in source.of(ast.BinOp) if _node_offset(node)]
         if found:

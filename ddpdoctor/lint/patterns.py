@@ -1208,6 +1208,13 @@ def loader_call(program: Program, call: ast.Call, fn: Function) -> bool:
         # num_workers=n)`: the loader every construction of the subclass builds
         return fn.cls is not None and fn.name == "__init__" and _loader_class(program, fn.cls, 3)
     klass = program._callee_symbol(call.func, fn)
+    if klass is None and (func.__class__ is ast.Name or (func.__class__ is ast.Attribute and
+                                                          func.value.__class__ is ast.Name and func.value.id == "self")):
+        # `self.loader = torch.utils.data.DataLoader` in __init__, then `self.loader(dataset, ...)`:
+        # the class is what the name holds
+        held = [(v, where) for v, where in program.values_of(func, fn, 1) if v is not func]
+        return bool(held) and all(v.__class__ in (ast.Name, ast.Attribute)
+                                  and torch_loader(program.qualify(v, where) or "") for v, where in held)
     return klass.__class__.__name__ == "Klass" and _passes_through(program, klass) and \
         _loader_class(program, klass, 3)
 

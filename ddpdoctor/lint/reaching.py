@@ -182,6 +182,17 @@ def _path_to(root: ast.AST, node: ast.AST) -> Optional[list]:
     return path
 
 
+def owners_of_def(root: ast.AST, node: ast.AST) -> list:
+    """(the statement owning the block, its field) for every block around a def statement of
+    root's own, outermost first, the def's own block last; [] where the def is not one of
+    root's (or sits in root's top block)."""
+    path = _path_to(root, node)
+    place = _index(root).place.get(id(node))
+    if path is None or place is None or place[2] is None:
+        return []
+    return [(owner, field) for _, _, owner, field in path] + [(place[2], place[3])]
+
+
 def _binds(stmts: list, name: str, index: Optional[_Index] = None) -> bool:
     for stmt in stmts:
         bound = index.bound.get(id(stmt)) if index is not None else None

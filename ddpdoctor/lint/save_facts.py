@@ -42,6 +42,10 @@ class SaveFact:
     # the call that leads every rank into the save's helper where its other callers test the rank
     # (`save_checkpoint(...)` after the loop, under `if rank == 0:` inside it): the place to fix
     call_site: Optional[Location] = None
+    # what the write holds where it is a cache of data, not a model's state: "" for a checkpoint.
+    # The race is the same; its cure is another (one rank builds the cache first, the others wait
+    # and load it), and the advice says so
+    data_cache: str = ""
 
 
 class SaveFacts:
@@ -58,6 +62,8 @@ class SaveFacts:
                     continue
                 save = self._judged_save(fn, event, node_local)
                 save.block = _block_key(fn, event)
+                if save.every_rank and save.call == "torch.save":
+                    save.data_cache = self._data_cache(fn, event.node)
                 found.append(save)
                 holder[id(save)] = fn
         for save in found:
@@ -820,6 +826,34 @@ class SaveFacts:
         sites = self.callers().get(fn, [])
         return bool(sites) and all(self._loads_a_sample(caller, depth - 1, stack + (fn,)) for caller, _ in sites)
 
+    def _data_cache(self, fn: Function, call: ast.Call) -> str:
+        """What a torch.save every rank reaches holds, where it is a cache of data (no model or
+        optimizer state in it): one built where the file is missing and loaded back where it
+        exists, or written by a class that serves samples (a label table, drop indices)."""
+        if _model_state(self.program, call, fn):
+            return ""
+        path = save_path(call, "torch.save")
+        if path is not None and _reads_back(fn, path, call, filled=True):
+            return "a cache of data it builds where the file is missing and loads where it exists"
+        if self._in_dataset(fn):
+            return "data a dataset class writes for its samples"
+        return ""
+
+    def _in_dataset(self, fn: Function, depth: int = 3, stack: tuple = ()) -> bool:
+        """fn is a method of a class that serves samples - its own or a local ancestor's
+        `__getitem__` / `__len__`, or a library dataset base (torchvision's ImageFolder, PyG's
+        InMemoryDataset) - or is only ever called from one (a few calls down)."""
+        klass = fn.cls
+        if klass is not None and (self.program.method(klass, "__getitem__") is not None
+                                  or self.program.method(klass, "__len__") is not None
+                                  or any(base.startswith(DATASET_LIBRARIES)
+                                         for base in self.program.library_bases(klass))):
+            return True
+        if fn in stack or depth <= 0 or isinstance(fn.node, ast.Module):
+            return False
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(self._in_dataset(caller, depth - 1, stack + (fn,)) for caller, _ in sites)
+
     def _per_node_callers(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[str]:
         """The per-node test on some way into fn whose other guards are per-node too: one rank
         per node gets there (`if local_rank == 0: save_checkpoint()`)."""
@@ -838,6 +872,36 @@ class SaveFacts:
 
 
 # annotations of a parameter that holds an open file object
+# The modules whose classes are datasets: a local class derived from one serves samples.
+DATASET_LIBRARIES = ("torch.utils.data.", "torchvision.datasets.", "torchaudio.datasets.", "torchtext.datasets.",
+                     "torch_geometric.data.", "torch_geometric.datasets.", "dgl.data.", "datasets.")
+# What a model's state is saved through: a saved object reached by none of these is data.
+MODEL_STATE = frozenset({"state_dict", "parameters", "named_parameters", "buffers", "named_buffers",
+                         "get_state_dict", "module", "model", "optimizer"})
+
+
+def _model_state(program, call: ast.Call, fn: Function) -> bool:
+    """The object torch.save writes holds a model's or an optimizer's state: a `state_dict()`
+    or parameters read in it or in what its names are bound to (one step), a module or model
+    attribute, or a name `model` / `net` / `optimizer`. Only asked of a write that is otherwise
+    data's (a load-or-build cache, a dataset class's method): a parameter there is the caller's
+    data."""
+    obj = call.args[0] if call.args else keyword(call, "obj")
+    if obj is None:
+        return True
+    seen = [obj]
+    for sub in walk(obj):
+        if isinstance(sub, ast.Name):
+            seen.extend(v for v, _ in program.values_of(sub, fn, 1) if v is not sub)
+    for value in seen:
+        for sub in walk(value):
+            if isinstance(sub, ast.Attribute) and sub.attr in MODEL_STATE:
+                return True
+            if isinstance(sub, ast.Name) and sub.id in ("model", "net", "module", "optimizer"):
+                return True
+    return False
+
+
 STREAM_TYPES = re.compile(r"\b(IOBase|BufferedIOBase|RawIOBase|BinaryIO|IO|BytesIO|BufferedWriter)\b")
 
 # calls whose value is new on every call: a path built from one names a file no other rank writes

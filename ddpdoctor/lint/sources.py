@@ -536,6 +536,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     roots = list(dict.fromkeys(roots + added_roots(files[0].tree, path, Path.cwd().resolve())))
     roots = list(dict.fromkeys(roots + _path_setters(files[0], roots, texts)))
     roots = list(dict.fromkeys(roots + _package_setters(files[0], path, texts)))
+    roots = list(dict.fromkeys(roots + _own_package_roots(files[0], path)))
     roots = Roots(roots, _src_layouts(path, Path.cwd().resolve()))
     seen = {path}
     queue = [files[0]]
@@ -846,6 +847,32 @@ def _package_setters(script: SourceFile, path: Path, texts: Optional[dict[Path, 
                 if module.is_file():
                     found += _roots_added_by(module, texts)
         folder = folder.parent
+    return found
+
+
+def _own_package_roots(script: SourceFile, path: Path) -> list[Path]:
+    """A script inside a folder it imports by name (src/training/main.py: `from training.train
+    import evaluate`, run with the README's `PYTHONPATH=$PWD/src`): the folder above that one
+    is where the import is found. Only a folder that holds the imported module, at most three
+    levels above the script."""
+    tree = script.tree
+    if tree is None:
+        return []
+    wanted = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            wanted.setdefault(node.module.partition(".")[0], []).append(node.module.split("."))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                wanted.setdefault(alias.name.partition(".")[0], []).append(alias.name.split("."))
+    found = []
+    for folder in [path.parent, *list(path.parents)[1:3]]:
+        for parts in wanted.get(folder.name, ()):
+            inner = folder.joinpath(*parts[1:])
+            if len(parts) == 1 or inner.with_suffix(".py").is_file() or (inner / "__init__.py").is_file() \
+                    or inner.is_dir():
+                found.append(folder.parent)
+                break
     return found
 
 
