@@ -38,6 +38,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
           further test decides the break).
+        The same for a script whose model is FSDP (FSDP1's class or FSDP2's `fully_shard`)
+        and not DDP: its forward all-gathers and its backward reduce-scatters, so a rank that
+        skips either strands the others as a skipped DDP backward does.
         An error where the variable is provably set on some ranks only and the test runs on
         every rank; a warning, naming the assumption, otherwise (and always for a tensor
         value: it differs only when the batches do). A variable handed to a collective in the

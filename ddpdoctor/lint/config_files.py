@@ -88,6 +88,48 @@ def named_values(script: Path, names: set, read: list) -> set:
     return found
 
 
+def config_values(script: Path, path: tuple, read: list) -> set:
+    """The values the YAML configs beside the script give a nested key (`DATASET: / TYPE:
+    imagenet` for ("DATASET", "TYPE"), a yacs config's override file): what a launch that merges
+    one of them may hold there. read: gets each config that sets it; where none does, the folders
+    looked in (a config added later is read, not a stale answer from the lint cache)."""
+    found: set = set()
+    for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        if path[-1] not in body:
+            continue
+        values = _nested_values(body, path)
+        if values:
+            found |= values
+            if str(config) not in read:
+                read.append(str(config))
+    if not found:
+        read.extend(str(folder) for folder in _folders(script) if str(folder) not in read)
+    return found
+
+
+_YAML_KEY = re.compile(r"^(?P<indent>[ ]*)(?P<key>[A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(?P<value>[^#]*?))?[ \t]*(?:#.*)?$")
+
+
+def _nested_values(body: str, path: tuple) -> set:
+    """The scalar values of a block-style YAML mapping at a nested key path (indentation read
+    line by line; flow mappings, anchors and lists are not followed)."""
+    found: set = set()
+    held: list[tuple[int, str]] = []  # (indent, key) of the mappings the line sits in
+    for line in body.splitlines():
+        match = _YAML_KEY.match(line)
+        if match is None:
+            continue
+        indent, key, value = len(match.group("indent")), match.group("key"), (match.group("value") or "").strip()
+        while held and held[-1][0] >= indent:
+            held.pop()
+        if value:
+            if tuple(k for _, k in held) + (key,) == path:
+                found.add(_literal(value.strip("'\"")))
+        else:
+            held.append((indent, key))
+    return found
+
+
 def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     """(file, line) of a shell launch script beside the script (under its folder, or the working
     directory where the script lies beneath it) that starts a job on several nodes, or None.

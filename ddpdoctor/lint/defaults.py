@@ -189,6 +189,11 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     op, right = test.ops[0], test.comparators[0]
+    held = config_candidates(test.left, program) if isinstance(test.left, ast.Attribute) else None
+    if held and isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+        # a config field every value of which, the default's and each config file's, decides alike
+        answers = {_compare_constant(value, op, right) for value in held}
+        return answers.pop() if len(answers) == 1 else None
     if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
         if option_value(test.left, program) is not None:
             return isinstance(op, ast.IsNot)
@@ -196,12 +201,79 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
     value = option_value(test.left, program)
     if value is None or not isinstance(value, (str, int, float, bool)):
         return None
+    return _compare_constant(value, op, right)
+
+
+def _compare_constant(value, op: ast.cmpop, right: ast.AST) -> Optional[bool]:
+    """`value <op> right` for a constant right side (or a list of constants for `in`)."""
     if isinstance(right, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
         return (value == right.value) == isinstance(op, ast.Eq)
     if isinstance(right, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts) \
             and isinstance(op, (ast.In, ast.NotIn)):
         return (value in [e.value for e in right.elts]) == isinstance(op, ast.In)
     return None
+
+
+def config_candidates(node: ast.AST, program: Program) -> Optional[set]:
+    """The values a config field read through a chain (`cfg.DATASET.TYPE`, a yacs-style config)
+    may hold on a launch: the one constant the program's files assign to that chain of fields
+    (`CFG.DATASET.TYPE = "cifar100"`, whatever the root is called), with what the YAML configs
+    beside the script set at that key (`DATASET: / TYPE: imagenet`); None where the chain is
+    assigned anything but that one constant, or nowhere."""
+    path = _field_path(node)
+    if path is None:
+        one = _one_field(node, program)
+        # (`config.trainer` of an OmegaConf / YAML config: no code default, no option of that
+        # name; the values the config files beside the script give the key, where any does)
+        return (program.config_file_values(one) or None) if one else None
+    held = program.config_defaults().get(path)
+    if held is None or len(held) != 1:
+        return None
+    return set(held) | program.config_file_values(path)
+
+
+def _one_field(node: ast.AST, program: Program) -> Optional[tuple]:
+    """("trainer",) of `config.trainer` where no option is declared by that name and no code
+    the lint reads assigns a field of it: a key of a config loaded from a file."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
+        return None
+    if node.attr in program.option_defaults() or _assigned(node.attr, program):
+        return None
+    return (node.attr,)
+
+
+def _field_path(node: ast.AST) -> Optional[tuple]:
+    """("DATASET", "TYPE") of `cfg.DATASET.TYPE`: two fields or more below a plain name (not
+    `self`, not one field: `args.x` is an option, option_value's)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id == "self" or len(parts) < 2:
+        return None
+    return tuple(parts)
+
+
+def config_defaults(files) -> dict:
+    """Every chain of two fields or more below a plain name that the files assign, by its
+    fields: the set of constants assigned, or None where anything else is (`cfg.DATASET.TYPE =
+    args.dataset`, an augmented or unpacked assignment)."""
+    found: dict = {}
+    for source in files:
+        for node in source.of(ast.Assign, ast.AugAssign, ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in (one for t in targets for one in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])):
+                path = _field_path(target)
+                if path is None:
+                    continue
+                value = node.value if isinstance(node, ast.Assign) and target in node.targets else None
+                if not (isinstance(value, ast.Constant) and isinstance(value.value, (str, int, float, bool))):
+                    found[path] = None
+                elif path not in found:
+                    found[path] = {value.value}
+                elif found[path] is not None:
+                    found[path].add(value.value)
+    return found
 
 
 def _declared_none(node: ast.AST, program: Program) -> bool:

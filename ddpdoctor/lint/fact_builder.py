@@ -12,6 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
+from ddpdoctor.lint.defaults import off_at_launch
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
@@ -488,6 +489,18 @@ class BuilderCore:
             guard = event.guards[0]
             sides.setdefault((id(caller), guard.branch), set()).add(guard.side)
         return any(len(found) == 2 for found in sides.values())
+
+    def off_at_launch_only(self, fn: Function, depth: int = 3, stack: tuple = ()) -> bool:
+        """Every way into fn is a call under a test the options, as launched, make false (a
+        trainer class built only under `elif config.trainer == "gan":` with the launch's config
+        naming another), here or a few callers up: what fn does, the run never does."""
+        if isinstance(fn.node, ast.Module) or fn in stack or depth <= 0:
+            return False
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(
+            event.kind == "call" and (off_at_launch(event.conds, self.program)
+                                      or self.off_at_launch_only(caller, depth - 1, stack + (fn,)))
+            for caller, event in sites)
 
     def in_loop(self, fn: Function, depth: int = 4, stack: tuple = ()) -> bool:
         """Some way into fn passes through a loop (it runs more than once)."""

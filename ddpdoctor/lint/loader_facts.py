@@ -1410,7 +1410,7 @@ class LoaderFacts:
         found = []
         for fn, call, _, _ in self.calls():
             if not self._builds_distributed_sampler(call, fn) or self._never_built(call, fn) or \
-                    self.switched_off(fn, call):
+                    self.switched_off(fn, call) or self.off_at_launch_only(fn):
                 continue  # (a sampler on a side of its builder's switch no call takes)
             shuffle = keyword(call, "shuffle")
             if shuffle is None and any(kw.arg is None for kw in call.keywords):
@@ -1451,7 +1451,11 @@ class LoaderFacts:
             constant = None
             # every set_epoch matched runs outside any loop, and so does every other one (one in
             # a loop the matching missed - `dataset.set_epoch(e)` handing it on - may be it)
-            once = all(loops == 0 and not self.in_loop(sfn) and not self._runs_per_draw(sfn) for sfn, _, loops in set_epochs)
+            # (and every one of them is seen called: a hook's `before_epoch` that a runner calls by
+            # name - `getattr(hook, "before_epoch")(self)` in its epoch loop - is called no one
+            # knows how often)
+            once = all(loops == 0 and not self.in_loop(sfn) and not self._runs_per_draw(sfn)
+                       and self._called_from_the_top(sfn) for sfn, _, loops in set_epochs)
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
                     continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in
@@ -1562,6 +1566,17 @@ class LoaderFacts:
         """The framework that wraps the loader a sampler feeds and sets its epoch ("" if none)."""
         fact = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
         return fact.prepared_by or "" if fact is not None else ""
+
+    def _called_from_the_top(self, fn: Function, depth: int = 6, stack: tuple = ()) -> bool:
+        """Every way into fn starts at a module's top level through calls the source shows (a
+        few levels up): none at a method a framework calls by name (a hook's
+        `before_train_epoch`, run by `getattr(hook, action)(runner)` in the runner's epoch loop)."""
+        if isinstance(fn.node, ast.Module):
+            return True
+        sites = self.callers().get(fn, [])
+        if not sites or fn in stack or depth <= 0:
+            return False
+        return all(self._called_from_the_top(caller, depth - 1, stack + (fn,)) for caller, _ in sites)
 
     def _loop_without_set_epoch(self, names: set, matched: list, set_epochs: list) -> Optional[tuple[Location, Location]]:
         """A `for ... in range(...)` loop beside the one that calls set_epoch, in the same

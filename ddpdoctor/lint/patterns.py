@@ -888,6 +888,12 @@ FSDP_FORWARD = "forward of the FSDP model"
 FSDP_CLASSES = ("torch.distributed.fsdp.", "fairscale.nn.")
 
 
+def fsdp_builder(full: str) -> bool:
+    """A full name that builds an FSDP model: FSDP1's class (torch's, fairscale's) or FSDP2's
+    `fully_shard`."""
+    return full.startswith(FSDP_CLASSES) and full.endswith(("FullyShardedDataParallel", "fully_shard"))
+
+
 def _fsdp_model(program: Program, call: ast.Call, fn: Function) -> bool:
     """The called name or `self.attr` holds an `FSDP(...)` built before the call (there, or
     handed in), not told `sharding_strategy=NO_SHARD` (which shards nothing)."""

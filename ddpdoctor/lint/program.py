@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
 from ddpdoctor.core.errors import UsageError
-from ddpdoctor.lint import patterns, reaching
+from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import launch_values, named_values
+from ddpdoctor.lint.config_files import config_values, launch_values, named_values
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
@@ -2308,6 +2308,23 @@ class Program:
                 found.update(launch_values(script.path, declared_options(self.files), script.hydra_configs))
             self.__dict__["_option_defaults_seen"] = found
         return found
+
+    def config_defaults(self) -> dict:
+        """defaults.config_defaults over the files read (redone when more are read)."""
+        held = self.__dict__.get("_config_defaults")
+        if held is None or held[0] != len(self.files):
+            held = self.__dict__["_config_defaults"] = (len(self.files), defaults.config_defaults(self.files))
+        return held[1]
+
+    def config_file_values(self, path: tuple) -> set:
+        """What the YAML configs beside the script set at a nested key (config_files.config_values),
+        read once per key."""
+        memo = self.__dict__.setdefault("_config_file_values", {})
+        if path not in memo:
+            script = self.sources[0] if self.sources else None
+            memo[path] = config_values(script.path, path, script.hydra_configs) \
+                if script is not None and script.path is not None else set()
+        return memo[path]
 
     # ------------------------------------------------------------------ what calls mean
     # What a call means for DDP is patterns.py's knowledge; these stay as the names the fact

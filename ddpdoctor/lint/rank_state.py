@@ -27,7 +27,7 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.fact_builder import _single_process, never_true
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, side_conds
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, fsdp_builder, RankTest, grad_off, last_name,
                                      dotted, is_const, loader_call, text)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -1186,6 +1186,18 @@ def _few_passes(builder: Builder, fn: Function, loop: ast.AST) -> bool:
     return True
 
 
+def reduced_by(builder: Builder) -> str:
+    """What reduces the gradients in a backward, as a finding words it: an FSDP model's
+    reduce-scatter where the script builds one and no DDP model (worked out once)."""
+    found = builder.__dict__.get("_reduced_by")
+    if found is None:
+        fsdp = not builder.wraps_ddp() and any(fsdp_builder(builder.program.qualify(call.func, fn) or "")
+                                               for fn, call, _, _ in builder.calls())
+        found = builder.__dict__["_reduced_by"] = \
+            "FSDP reduce-scatters the gradients" if fsdp else "DDP all-reduces the gradients"
+    return found
+
+
 def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str:
     """A backward somewhere in these statements or the local functions they call (a few
     levels): with a DDP model, the gradient all-reduce the ranks still in the loop run."""
@@ -1194,7 +1206,7 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
             if not isinstance(node, ast.Call):
                 continue
             if last_name(node.func) == "backward" and not _module_method(builder.program, fn):
-                return f"{text(node.func, 40)}() in {fn.label} (DDP all-reduces the gradients)"
+                return f"{text(node.func, 40)}() in {fn.label} ({reduced_by(builder)})"
             if depth > 0:
                 for target in builder.program.resolve(node.func, fn)[0]:
                     found = _backward_in(builder, target, list(target.node.body), depth - 1)
@@ -2008,7 +2020,7 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
                 return op
             name = last_name(node.func) or ""
             if name == "backward" and ddp and not _module_method(program, fn):
-                return f"{text(node.func, 40)}() (DDP all-reduces the gradients)"
+                return f"{text(node.func, 40)}() ({reduced_by(builder)})"
             if name == "backward" and node.args and isinstance(node.func, ast.Attribute) and \
                     _deepspeed_engine(program, node.func.value, fn):
                 return f"{text(node.func, 40)}() (the DeepSpeed engine reduces the gradients)"
@@ -2020,7 +2032,7 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
                 if reached:
                     return f"{reached[0][0]} (in {target.label})"
                 if ddp and builder._backward(node, fn):
-                    return f"the backward in {target.label} (DDP all-reduces the gradients)"
+                    return f"the backward in {target.label} ({reduced_by(builder)})"
                 if ddp and target.node is not None and not isinstance(target.node, ast.Module):
                     # a trainer's step a few helpers down (ParaGen: `_safe_step` -> `_step` ->
                     # `_backward_loss` -> `loss.backward()`)

@@ -56,6 +56,9 @@ UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_av
                  "is_torchelastic_launched", "get_world_size"}
 UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)(?:_enabled|_on|_mode|_run)?$|world_size$",
                           re.IGNORECASE)
+# A switch whose name says the negation (`args.no_ddp`, `disable_dist`): true where the run is
+# one process, not where it is distributed.
+NEGATED_SWITCH = re.compile(r"^(?:no|not|non|disable|without)_", re.IGNORECASE)
 # A count of processes (GPUs) per node.
 PER_NODE = re.compile(r"per_node|local_world_size|LOCAL_WORLD_SIZE|LOCAL_SIZE|n_?gpus|num_gpus|gpus|"
                       r"device_count|nproc|local_size", re.IGNORECASE)
@@ -1286,7 +1289,10 @@ class RankFlow:
         (`if not distributed and device_id > 0: return`) splits no distributed ranks."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = node.operand
-            return isinstance(inner, (ast.Name, ast.Attribute, ast.Call)) and self.uniform(inner, fn)
+            return isinstance(inner, (ast.Name, ast.Attribute, ast.Call)) and self.uniform(inner, fn) \
+                and not _negated_switch(inner)
+        if isinstance(node, (ast.Name, ast.Attribute)) and _negated_switch(node) and self.uniform(node, fn):
+            return True  # `if args.no_ddp:`
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
             left, op, value = node.left, node.ops[0], node.comparators[0].value
             if isinstance(op, ast.Eq) and value == -1:
@@ -1304,8 +1310,10 @@ class RankFlow:
     def distributed_run(self, node: ast.AST, fn: Function) -> bool:
         """The test holds wherever the run is distributed: `args.distributed`,
         `dist.is_initialized()`, `world_size > 1` - the switch itself, not its negation."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and _negated_switch(node.operand):
+            return self.uniform(node.operand, fn)  # `not args.no_ddp`
         if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
-            return self.uniform(node, fn) and not self.is_rank(node, fn)
+            return self.uniform(node, fn) and not self.is_rank(node, fn) and not _negated_switch(node)
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
             sized = last_name(node.left.func) if isinstance(node.left, ast.Call) else last_name(node.left)
             value, op = node.comparators[0].value, node.ops[0]
@@ -1593,3 +1601,8 @@ def _default_side(test: ast.IfExp, fn: Any) -> Optional[ast.AST]:
     if any(not is_const(value, None) for value, _ in fn.arguments.get(name, ())):
         return None
     return test.body if isinstance(t.ops[0], ast.Is) else test.orelse
+
+
+def _negated_switch(node: ast.AST) -> bool:
+    """`args.no_ddp`, `disable_dist`: a distributed switch named for its negation."""
+    return isinstance(node, (ast.Name, ast.Attribute)) and bool(NEGATED_SWITCH.match(last_name(node) or ""))

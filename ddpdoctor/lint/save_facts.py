@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import batch_flags, rank_state, reaching, writes
-from ddpdoctor.lint.defaults import off_at_launch, option_off
+from ddpdoctor.lint.defaults import off_at_launch, option_off, settled
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.pins import pinned_major
@@ -1057,12 +1057,15 @@ def _open_or(program, test: Optional[ast.AST], fn: Function) -> Optional[ast.AST
     """The part of an `or` test that is no rank test and says nothing about the run being
     distributed (`step in [25, 50]` of `master and step % 10 == 0 or step in [25, 50]`): where
     it holds, every rank is in; None where there is no such part (`not dist.is_initialized() or
-    rank == 0`: that side is one process)."""
+    rank == 0`: that side is one process; `gpu == 0 or args.no_ddp`, false as launched)."""
     if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or)):
         return None
     ranks = program.ranks
+    # (nor a part the options, as launched, make false: `gpu == 0 or args.no_ddp` with --no_ddp
+    # a store_true is the rank test alone on that launch)
     return next((part for part in test.values if ranks.guard(part, fn) is None and not ranks.uniform(part, fn)
-                 and not ranks.single_process(part, fn) and not _single_process(((text(part, 400), True),))),
+                 and not ranks.single_process(part, fn) and not _single_process(((text(part, 400), True),))
+                 and settled(part, program) is not False),
                 None)
 
 

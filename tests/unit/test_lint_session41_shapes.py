@@ -398,3 +398,275 @@ def test_a_warm_up_loop_that_never_sets_the_epoch_repeats_one_order(tmp_path):
 def test_its_twin_the_warm_up_sets_an_epoch_of_its_own(tmp_path):
     code = WARMUP.replace("{warm}", "        sampler.set_epoch(epochs + w)")
     assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
+# -------------------------------------------------- an FSDP model's backward skipped on one rank
+# (each rank tests its own loss and skips the backward; FSDP's backward reduce-scatters the
+# gradients, so the ranks that go on wait for the one that skipped)
+FSDP_SKIP = """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = FSDP(torch.nn.Linear(4, 1))
+    data = [torch.randn(4) for _ in range(64)]
+    sampler = DistributedSampler(data)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x in DataLoader(data, sampler=sampler, batch_size=8):
+            loss = model(x).sum()
+{shared}
+            if not torch.isfinite(loss):  # the test
+                continue
+            loss.backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_that_skips_an_fsdp_backward_on_its_own_loss_is_told(tmp_path):
+    code = FSDP_SKIP.replace("{shared}", "")
+    found = [f for f in lint_plain(tmp_path, code) if f.code == "DDP809"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(line_of(code, "# the test"), "warning")]
+    assert "FSDP reduce-scatters the gradients" in found[0].message
+
+
+def test_its_twin_the_loss_all_reduced_first_is_every_ranks(tmp_path):
+    code = FSDP_SKIP.replace("{shared}", "            dist.all_reduce(loss)")
+    assert at(lint_plain(tmp_path, code), "DDP809") == []
+
+
+# -------------------------------------------------- a hook a runner calls by name
+# (a runner calls each hook's `before_train_epoch` through `getattr(hook, action)(runner)` in its
+# epoch loop; the sampler hook sets the epoch there: how often it runs is the runner's, not the
+# source's to show, so it is no set_epoch "run once before any loop")
+HOOKED = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+class SamplerHook:
+    def before_train_epoch(self, runner):
+        runner.loader.sampler.set_epoch(runner.epoch)  # the set_epoch
+
+
+class Runner:
+    def __init__(self, model, loader, hooks):
+        self.model, self.loader, self.hooks, self.epoch = model, loader, hooks, 0
+
+    def call(self, action):
+        for hook in self.hooks:
+            getattr(hook, action)(self)
+
+    def run(self, epochs):
+{prologue}
+        for self.epoch in range(epochs):
+            self.call("before_train_epoch")
+            for x in self.loader:
+                self.model(x).sum().backward()
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = [torch.randn(4) for _ in range(64)]
+    loader = DataLoader(data, sampler=DistributedSampler(data), batch_size=8)
+    Runner(DDP(torch.nn.Linear(4, 1)), loader, [SamplerHook()]).run(3)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_hook_the_runner_calls_by_name_is_no_set_epoch_run_once(tmp_path):
+    assert at(lint_plain(tmp_path, HOOKED.replace("{prologue}", "        pass")), "DDP804") == []
+
+
+def test_its_twin_the_hook_called_once_by_the_source_before_the_loop(tmp_path):
+    code = HOOKED.replace("{prologue}", "        self.hooks[0].before_train_epoch(self)") \
+                 .replace('            self.call("before_train_epoch")\n', "")
+    found = at(lint_plain(tmp_path, code), "DDP804")
+    assert len(found) == 1 and found[0][1] == "warning"
+
+
+# -------------------------------------------------- a yacs-style config field settles a branch
+# (the config module assigns each field its default; the YAML files beside the script override
+# some; a dataset chosen by `cfg.DATASET.TYPE` is built only where some value of it picks it)
+YACS_CFG = """
+class CN(dict):
+    def __getattr__(self, name):
+        return self[name]
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+
+CFG = CN()
+CFG.DATASET = CN()
+CFG.DATASET.TYPE = "cifar100"
+CFG.SOLVER = CN()
+CFG.SOLVER.EPOCHS = 240
+"""
+YACS_MAIN = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+from cfg import CFG as cfg
+
+
+def loaders(cfg, data):
+    if cfg.DATASET.TYPE == "cifar100":
+        return DataLoader(data, sampler=DistributedSampler(data), batch_size=8)
+    elif cfg.DATASET.TYPE == "imagenet":
+        return DataLoader(data, shuffle=True, batch_size=8)  # the plain loader
+    raise ValueError(cfg.DATASET.TYPE)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    data = [torch.randn(4) for _ in range(64)]
+    for epoch in range(2):
+        loader = loaders(cfg, data)
+        loader.sampler.set_epoch(epoch) if hasattr(loader.sampler, "set_epoch") else None
+        for x in loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def yacs(tmp_path, configs: dict):
+    from tests.unit.test_lint_session39_shapes import lint_tree
+    return lint_tree(tmp_path, {"train.py": YACS_MAIN, "cfg.py": YACS_CFG, **configs})
+
+
+def test_a_branch_no_value_of_a_config_field_takes_builds_no_training_loader(tmp_path):
+    found = yacs(tmp_path, {"configs/kd.yaml": "SOLVER:\n  EPOCHS: 100\n"})
+    assert at(found, "DDP802") == []
+
+
+def test_its_twin_a_config_file_beside_the_script_picks_that_branch(tmp_path):
+    found = yacs(tmp_path, {"configs/in1k.yaml": "DATASET:\n  TYPE: imagenet\nSOLVER:\n  EPOCHS: 100\n"})
+    assert at(found, "DDP802") == [(line_of(YACS_MAIN, "# the plain loader"), "error")]
+
+
+# -------------------------------------------------- a trainer class picked by a YAML config's key
+# (`config.trainer` is a key of the YAML the launch loads, no option and no code default: each
+# trainer builds its own sampler; only the one the configs beside the script name is built)
+PICKED_MAIN = """
+import argparse
+import torch
+import torch.distributed as dist
+from omegaconf import OmegaConf
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def train(model, loader):
+    for epoch in range(3):
+        for x in loader:
+            model(x).sum().backward()
+
+
+class Diffusion:
+    def __init__(self, config):
+        data = [torch.randn(4) for _ in range(64)]
+        self.loader = DataLoader(data, sampler=DistributedSampler(data), batch_size=8)  # diffusion's
+        self.model = DDP(torch.nn.Linear(4, 1))
+
+    def run(self):
+        train(self.model, self.loader)
+
+
+class Distill:
+    def __init__(self, config):
+        data = [torch.randn(4) for _ in range(32)]
+        self.loader = DataLoader(data, sampler=DistributedSampler(data), batch_size=4)  # distill's
+        self.model = DDP(torch.nn.Linear(4, 1))
+
+    def run(self):
+        train(self.model, self.loader)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config_path", required=True)
+    config = OmegaConf.load(parser.parse_args().config_path)
+    dist.init_process_group("gloo")
+    if config.trainer == "diffusion":
+        trainer = Diffusion(config)
+    elif config.trainer == "distill":
+        trainer = Distill(config)
+    trainer.run()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def picked(tmp_path, name):
+    from tests.unit.test_lint_session39_shapes import lint_tree
+    found = lint_tree(tmp_path, {"train.py": PICKED_MAIN, "configs/run.yaml": f"trainer: {name}\nlr: 0.1\n"})
+    return at(found, "DDP804")
+
+
+def test_the_trainer_the_configs_name_is_the_only_one_built(tmp_path):
+    assert picked(tmp_path, "distill") == [(line_of(PICKED_MAIN, "# distill's"), "warning")]
+
+
+def test_its_twin_the_configs_name_the_other_trainer(tmp_path):
+    assert picked(tmp_path, "diffusion") == [(line_of(PICKED_MAIN, "# diffusion's"), "warning")]
+
+
+# -------------------------------------------------- a switch named for its negation
+# (`gpu == 0 or args.no_ddp`: --no_ddp runs one process; in the distributed run the test is
+# rank 0's alone)
+NEGATED = """
+import argparse
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(gpu, args):
+    if not args.{switch_off}:
+        dist.init_process_group("gloo", rank=gpu, world_size=2)
+    model = torch.nn.Linear(4, 1)
+    if not args.{switch_off}:
+        model = DDP(model)
+    model(torch.randn(2, 4)).sum().backward()
+    if gpu == 0 or args.{switch}:
+        torch.save(model.state_dict(), "last.pt")  # the write
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no_ddp", action="store_true")
+    parser.add_argument("--ddp", action="store_true")
+    args = parser.parse_args()
+    mp.spawn(train, nprocs=2, args=(args,))
+"""
+
+
+def test_a_switch_named_for_its_negation_is_the_one_process_side(tmp_path):
+    code = NEGATED.replace("{switch_off}", "no_ddp").replace("{switch}", "no_ddp")
+    assert at(lint_plain(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_the_distributed_switch_itself_opens_the_write_to_every_rank(tmp_path):
+    code = NEGATED.replace("{switch_off}", "no_ddp").replace("{switch}", "ddp")
+    assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the write"), "warning")]
