@@ -497,8 +497,10 @@ class BuilderCore:
         if isinstance(fn.node, ast.Module) or fn in stack or depth <= 0:
             return False
         sites = self.callers().get(fn, [])
+        # (a plain flag is not read so: `if args.do_train:` around the whole training, a
+        # store_true, is the run launched, not one switched off - as save_facts reads such flags)
         return bool(sites) and all(
-            event.kind == "call" and (off_at_launch(event.conds, self.program)
+            event.kind == "call" and (off_at_launch(tuple((c, f) for c, f in event.conds if not f), self.program)
                                       or self.off_at_launch_only(caller, depth - 1, stack + (fn,)))
             for caller, event in sites)
 
