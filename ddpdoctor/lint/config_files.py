@@ -88,16 +88,26 @@ def named_values(script: Path, names: set, read: list) -> set:
     return found
 
 
-def config_values(script: Path, path: tuple, read: list) -> set:
-    """The values the YAML configs beside the script give a nested key (`DATASET: / TYPE:
-    imagenet` for ("DATASET", "TYPE"), a yacs config's override file): what a launch that merges
-    one of them may hold there. read: gets each config that sets it; where none does, the folders
-    looked in (a config added later is read, not a stale answer from the lint cache)."""
+def yaml_beside(script: Path) -> list[tuple[Path, str]]:
+    """(path, text) of the YAML files beside the script, bounded as the Hydra search is: read
+    once by a caller that asks several keys (Program.config_file_values)."""
+    return list(_beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES))
+
+
+def config_values(script: Path, bodies: list, path: tuple, read: list) -> Optional[set]:
+    """The values the YAML configs beside the script (bodies: yaml_beside's) give a nested key
+    (`DATASET: / TYPE: imagenet` for ("DATASET", "TYPE"), a yacs config's override file): what
+    a launch that merges one of them may hold there. None where some config gives it a value
+    this does not read as a plain scalar (an anchor, a flow mapping, `${...}`): not known.
+    read: gets each config that sets it; where none does, the folders looked in (a config added
+    later is read, not a stale answer from the lint cache)."""
     found: set = set()
-    for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
+    for config, body in bodies:
         if path[-1] not in body:
             continue
         values = _nested_values(body, path)
+        if values is None:
+            return None
         if values:
             found |= values
             if str(config) not in read:
@@ -108,11 +118,15 @@ def config_values(script: Path, path: tuple, read: list) -> set:
 
 
 _YAML_KEY = re.compile(r"^(?P<indent>[ ]*)(?P<key>[A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(?P<value>[^#]*?))?[ \t]*(?:#.*)?$")
+# A value that is no plain scalar: an alias or anchor, a flow collection, a block scalar, a tag,
+# an interpolation (OmegaConf's `${...}`, a shell's `$X`)
+_NOT_PLAIN = re.compile(r"^[*&\[{|>!]|\$")
 
 
-def _nested_values(body: str, path: tuple) -> set:
+def _nested_values(body: str, path: tuple) -> Optional[set]:
     """The scalar values of a block-style YAML mapping at a nested key path (indentation read
-    line by line; flow mappings, anchors and lists are not followed)."""
+    line by line); None where the key is given something else there, or named inside a flow
+    mapping (`DATASET: {TYPE: imagenet}`): not known."""
     found: set = set()
     held: list[tuple[int, str]] = []  # (indent, key) of the mappings the line sits in
     for line in body.splitlines():
@@ -123,7 +137,10 @@ def _nested_values(body: str, path: tuple) -> set:
         while held and held[-1][0] >= indent:
             held.pop()
         if value:
-            if tuple(k for _, k in held) + (key,) == path:
+            where = tuple(k for _, k in held) + (key,)
+            if where == path or (where == path[:len(where)] and value.startswith("{") and path[-1] in value):
+                if _NOT_PLAIN.search(value):
+                    return None
                 found.add(_literal(value.strip("'\"")))
         else:
             held.append((indent, key))

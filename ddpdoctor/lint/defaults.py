@@ -227,9 +227,8 @@ def config_candidates(node: ast.AST, program: Program) -> Optional[set]:
         # name; the values the config files beside the script give the key, where any does)
         return (program.config_file_values(one) or None) if one else None
     held = program.config_defaults().get(path)
-    if held is None or len(held) != 1:
-        return None
-    return set(held) | program.config_file_values(path)
+    given = program.config_file_values(path) if held is not None and len(held) == 1 else None
+    return None if given is None else set(held) | given
 
 
 def _one_field(node: ast.AST, program: Program) -> Optional[tuple]:

@@ -14,7 +14,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import off_at_launch
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
-from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, fsdp_builder, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.walker import COMMAND
@@ -241,6 +241,13 @@ class BuilderCore:
         if not hasattr(self, "_wraps_ddp"):
             self._wraps_ddp = any(self.program.ddp_call(call, fn) for fn, call, _, _ in self.calls())
         return self._wraps_ddp
+
+    def builds_fsdp(self) -> bool:
+        """Some reachable call builds an FSDP model (FSDP1's class, FSDP2's `fully_shard`)."""
+        if not hasattr(self, "_builds_fsdp"):
+            self._builds_fsdp = any(fsdp_builder(self.program.qualify(call.func, fn) or "")
+                                    for fn, call, _, _ in self.calls())
+        return self._builds_fsdp
 
     def callers(self) -> dict[Function, list[tuple[Function, Event]]]:
         if self._callers is None:

@@ -19,7 +19,7 @@ from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
-from ddpdoctor.lint.patterns import env_key, fsdp_builder, kept_parameters, last_name, passing_loader_class, text
+from ddpdoctor.lint.patterns import env_key, kept_parameters, last_name, passing_loader_class, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
 from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread
@@ -134,7 +134,6 @@ def build(program: Program, script: str) -> LintFacts:
     """All the facts of one program."""
     builder = FactBuilder(program)
     distributed, how, framework, ddp = None, "", None, False
-    sharded = False  # an FSDP model (FSDP1's class or FSDP2's fully_shard) is built
     off: set[int] = set()  # set-up calls no way in switches on
     ones: list[Location] = []  # set-ups of a group of one process (world size 1)
     # `class Lite(LightningLite): def run(self): ...` then `Lite(strategy="ddp").run()`: the
@@ -158,8 +157,6 @@ def build(program: Program, script: str) -> LintFacts:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
         if program.ddp_call(call, fn) and not _discarded(fn, call) and not _dropped_by_callers(builder, fn, call):
             ddp = True
-        if fsdp_builder(full):
-            sharded = True  # FSDP's forward all-gathers: a rank that skips it strands the others too
         if program.uses("accelerate") and (name == "Accelerator" or name[:1].isupper() and any(
                 c.startswith("accelerate.") and c.endswith(".Accelerator") for c in program.library_classes(call, fn))):
             framework = "accelerate"  # also a local subclass, or the class imported under another name
@@ -227,7 +224,8 @@ def build(program: Program, script: str) -> LintFacts:
         unreachable=program.skipped,
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
         unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds),
-        rank_local=_rank_local(builder, ddp or sharded or framework is not None, loaders),
+        # (an FSDP model's forward all-gathers: a rank that skips it strands the others too)
+        rank_local=_rank_local(builder, ddp or builder.builds_fsdp() or framework is not None, loaders),
         trainer_shards=trainer_data.gather(builder) if framework is not None else [],
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),

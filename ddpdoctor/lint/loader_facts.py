@@ -1590,8 +1590,6 @@ class LoaderFacts:
                 homes.setdefault(sfn, []).append(scall)
         within = lambda inner, outer: outer.lineno <= inner.lineno <= (outer.end_lineno or outer.lineno)
         for sfn, calls in homes.items():
-            if isinstance(sfn.node, ast.Module) and len(sfn.own) > 5000:
-                continue
             loops = [n for n in sfn.own if n.__class__ in (ast.For, ast.While)]
             setting = [loop for loop in loops if any(within(c, loop) for c in calls)]
             if not setting:

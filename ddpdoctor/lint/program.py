@@ -28,7 +28,7 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import config_values, launch_values, named_values
+from ddpdoctor.lint.config_files import config_values, launch_values, named_values, yaml_beside
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
@@ -2316,14 +2316,18 @@ class Program:
             held = self.__dict__["_config_defaults"] = (len(self.files), defaults.config_defaults(self.files))
         return held[1]
 
-    def config_file_values(self, path: tuple) -> set:
-        """What the YAML configs beside the script set at a nested key (config_files.config_values),
-        read once per key."""
+    def config_file_values(self, path: tuple) -> Optional[set]:
+        """What the YAML configs beside the script set at a nested key (config_files.config_values;
+        None: not known), worked out once per key over files read once."""
         memo = self.__dict__.setdefault("_config_file_values", {})
         if path not in memo:
             script = self.sources[0] if self.sources else None
-            memo[path] = config_values(script.path, path, script.hydra_configs) \
-                if script is not None and script.path is not None else set()
+            if script is None or script.path is None:
+                memo[path] = set()
+            else:
+                if "_yaml_beside" not in self.__dict__:
+                    self.__dict__["_yaml_beside"] = yaml_beside(script.path)
+                memo[path] = config_values(script.path, self.__dict__["_yaml_beside"], path, script.hydra_configs)
         return memo[path]
 
     # ------------------------------------------------------------------ what calls mean

@@ -27,7 +27,7 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.fact_builder import _single_process, never_true
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, side_conds
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, fsdp_builder, RankTest, grad_off, last_name,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      dotted, is_const, loader_call, text)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -1191,8 +1191,7 @@ def reduced_by(builder: Builder) -> str:
     reduce-scatter where the script builds one and no DDP model (worked out once)."""
     found = builder.__dict__.get("_reduced_by")
     if found is None:
-        fsdp = not builder.wraps_ddp() and any(fsdp_builder(builder.program.qualify(call.func, fn) or "")
-                                               for fn, call, _, _ in builder.calls())
+        fsdp = not builder.wraps_ddp() and builder.builds_fsdp()
         found = builder.__dict__["_reduced_by"] = \
             "FSDP reduce-scatters the gradients" if fsdp else "DDP all-reduces the gradients"
     return found

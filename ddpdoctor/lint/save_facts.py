@@ -817,14 +817,19 @@ class SaveFacts:
                 return switch
         return ""
 
-    def _loads_a_sample(self, fn: Function, depth: int = 3, stack: tuple = ()) -> bool:
+    def _loads_a_sample(self, fn: Function) -> bool:
         """fn is a dataset's `__getitem__`, or only ever called from one (a few calls down)."""
-        if fn.name == "__getitem__" and fn.cls is not None:
+        return self._only_from(fn, lambda f: f.name == "__getitem__" and f.cls is not None)
+
+    def _only_from(self, fn: Function, holds, depth: int = 3, stack: tuple = ()) -> bool:
+        """`holds(fn)`, or every call into fn comes from functions of which it is so (a few
+        calls up)."""
+        if holds(fn):
             return True
-        if fn in stack or depth <= 0:
+        if fn in stack or depth <= 0 or isinstance(fn.node, ast.Module):
             return False
         sites = self.callers().get(fn, [])
-        return bool(sites) and all(self._loads_a_sample(caller, depth - 1, stack + (fn,)) for caller, _ in sites)
+        return bool(sites) and all(self._only_from(caller, holds, depth - 1, stack + (fn,)) for caller, _ in sites)
 
     def _data_cache(self, fn: Function, call: ast.Call) -> str:
         """What a torch.save every rank reaches holds, where it is a cache of data (no model or
@@ -839,20 +844,14 @@ class SaveFacts:
             return "data a dataset class writes for its samples"
         return ""
 
-    def _in_dataset(self, fn: Function, depth: int = 3, stack: tuple = ()) -> bool:
+    def _in_dataset(self, fn: Function) -> bool:
         """fn is a method of a class that serves samples - its own or a local ancestor's
         `__getitem__` / `__len__`, or a library dataset base (torchvision's ImageFolder, PyG's
         InMemoryDataset) - or is only ever called from one (a few calls down)."""
-        klass = fn.cls
-        if klass is not None and (self.program.method(klass, "__getitem__") is not None
-                                  or self.program.method(klass, "__len__") is not None
-                                  or any(base.startswith(DATASET_LIBRARIES)
-                                         for base in self.program.library_bases(klass))):
-            return True
-        if fn in stack or depth <= 0 or isinstance(fn.node, ast.Module):
-            return False
-        sites = self.callers().get(fn, [])
-        return bool(sites) and all(self._in_dataset(caller, depth - 1, stack + (fn,)) for caller, _ in sites)
+        program = self.program
+        return self._only_from(fn, lambda f: f.cls is not None and (
+            program.method(f.cls, "__getitem__") is not None or program.method(f.cls, "__len__") is not None
+            or any(base.startswith(DATASET_LIBRARIES) for base in program.library_bases(f.cls))))
 
     def _per_node_callers(self, fn: Function, depth: int = 6, stack: tuple = ()) -> Optional[str]:
         """The per-node test on some way into fn whose other guards are per-node too: one rank

@@ -670,3 +670,13 @@ def test_a_switch_named_for_its_negation_is_the_one_process_side(tmp_path):
 def test_its_twin_the_distributed_switch_itself_opens_the_write_to_every_rank(tmp_path):
     code = NEGATED.replace("{switch_off}", "no_ddp").replace("{switch}", "ddp")
     assert at(lint_plain(tmp_path, code), "DDP806") == [(line_of(code, "# the write"), "warning")]
+
+
+def test_a_config_value_not_read_as_a_plain_scalar_settles_nothing(tmp_path):
+    # a flow mapping, an interpolation and an alias are values this does not read: the branch
+    # they may pick stays the run's (and a binary file beside them is no config and no crash)
+    plain = line_of(YACS_MAIN, "# the plain loader")
+    for name, body in [("flow", "DATASET: {TYPE: imagenet}\n"), ("env", "DATASET:\n  TYPE: ${oc.env:DS}\n"),
+                       ("alias", "base: &ds imagenet\nDATASET:\n  TYPE: *ds\n")]:
+        found = yacs(tmp_path / name, {f"configs/{name}.yaml": body, "configs/junk.yml": "\x00\xff" * 500})
+        assert at(found, "DDP802") == [(plain, "error")], name
