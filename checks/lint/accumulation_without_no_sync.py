@@ -27,7 +27,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         that step's gradients are never all-reduced). An ignite `Engine(update)` calls
         `update` once per batch: its body is judged as a loop's. Scripts whose
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
-        engines) are not judged, nor loops whose backward never reaches a DDP model (a plain
+        engines, and Accelerate where every launch config beside the script picks DeepSpeed:
+        `accelerator.backward` hands the loss to the engine, which accumulates) are not judged, nor loops whose backward never reaches a DDP model (a plain
         student trained against a detached DDP teacher), whose step helper clears the
         gradients first, or whose accumulation count is 1 on every way in (a literal `% 1`, an
         option at 1 on the run as launched, or a step test the options make true on every pass:

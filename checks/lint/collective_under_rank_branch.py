@@ -27,8 +27,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         FSDP model's `state_dict()` (its default FULL_STATE_DICT unshards every parameter; where
         the script chooses a state dict type itself, only inside `with FSDP.state_dict_type(
         model, StateDictType.FULL_STATE_DICT)`; not on the side of `isinstance(model, FSDP)`
-        where the model is none) and its `generate()` (the wrapped
-        units' forwards),
+        where the model is none; also a model a helper returns after wrapping its parts under
+        `with enable_wrap(wrapper_cls=FSDP):`, whose state_dict runs every unit's) and its
+        `generate()` (the wrapped units' forwards),
         the backward of a loss computed through a DDP model (a rank-0
         learning-rate finder on the wrapper: its hooks all-reduce every gradient bucket; not
         under `no_sync()`, and a side that also trains through the wrapper pairs with it),
@@ -72,7 +73,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Accelerate's `save_state()` on the main process only in a script that prepares for
         DeepSpeed or FSDP, or whose Accelerate launch config beside it picks one
         (`distributed_type: DEEPSPEED` in a YAML under the script's folder): every process
-        takes part in the save under them; under DDP it writes from the main process alone. A rank that raises under a rank test crashes the job;
+        takes part in the save under them; under DDP it writes from the main process alone.
+        An error where the launch written beside the script names that config (`accelerate
+        launch --config_file configs/gpu.yaml train.py`): the run as launched hangs. A rank that raises under a rank test crashes the job;
         what follows is not rank-conditional. A collective that runs only past a rank's early
         exit from a loop (`if stop and is_main: break`, or `sys.exit()`), or past its skip of
         the rest of a pass on a test that is more than a rank test (`if resuming and rank == 0:
@@ -154,7 +157,7 @@ def _hint(op: str) -> str:
     if "consolidate_state_dict()" in op:
         return ("call optimizer.consolidate_state_dict() on every rank (it gathers the shards to rank 0), "
                 "then save the optimizer's state_dict() on rank 0 alone")
-    if sharded_save(op):
+    if sharded_save(op) or op.startswith("accelerator.save_state()"):
         return ("call accelerator.save_state() on every process: Accelerate writes the files from "
                 "the main process itself where only it should, and under DeepSpeed or FSDP every "
                 "process holds a part of the state (or test `accelerator.distributed_type == "

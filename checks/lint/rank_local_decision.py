@@ -22,7 +22,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
           `if loss.item() > limit: continue` before the backward), each rank testing its own
           batch; also a LightningModule's `training_step` returning None on such a test
-          (Lightning then skips that rank's backward alone);
+          (Lightning then skips that rank's backward alone), and a `raise` on such a test that
+          a broad handler around it swallows (`except Exception:` without raising again: the
+          rank skips the rest of the `try`, its backward with it);
         - a flag a signal handler sets (`signal.signal(SIGUSR2, on_preempt)` where
           `on_preempt` sets `stop["now"] = True`), tested every step before a collective
           save or a break: each rank runs its handler at its own step (a warning);

@@ -17,7 +17,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         in one loop while another loop beside it reads the loader pass after pass (a warm-up's
         epochs before the epoch loop that sets it), or calls it only
         once, before any loop (`sampler.set_epoch(start_epoch - 1)` above the epoch loop: the
-        order it fixes is every epoch's). Not an evaluation
+        order it fixes is every epoch's). A loader an ignite Engine runs
+        (`trainer.run(train_loader, max_epochs=n)`) is read epoch after epoch: the Engine
+        sets no sampler's epoch itself (an `Events.EPOCH_STARTED` handler does). Not an evaluation
         loader's: one no backward reads, its loops running with gradients off, or built by
         an evaluation builder and read by no training loop; the order of an evaluation
         changes no result (and `set_epoch(0)` there pins it on purpose). Nor a loader handed
@@ -89,7 +91,10 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "
                          "loader is iterated epoch after epoch, but set_epoch is never called: the same "
                          "order every epoch"),
-                hint=f"call {sampler.name}.set_epoch(epoch) at the start of every epoch",
+                hint=(f"set it where the Engine that runs the loader ({sampler.run_by}) starts an epoch: "
+                      f"`@trainer.on(Events.EPOCH_STARTED)` with `{sampler.name}.set_epoch(engine.state.epoch)`"
+                      if getattr(sampler, "run_by", None) else
+                      f"call {sampler.name}.set_epoch(epoch) at the start of every epoch"),
                 location=sampler.location,
                 evidence={"sampler": sampler.name, "set_epoch": None, "constant": False,
                           "loader_location": str(sampler.loader) if sampler.loader else None}))

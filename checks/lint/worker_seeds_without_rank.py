@@ -30,7 +30,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           ranks run puts the rank in or seeds from a value of unknown origin, nor for the
           launcher's own seeding before mp.spawn (the spawned ranks never run it), nor for a
           seeding under a test every caller's constant leaves false (`if eval_time:` in a
-          dataset built with the default `eval_time=False`).
+          dataset built with the default `eval_time=False`), nor for a seeding helper called only
+          under an option the launch leaves off (`if opt.debug: set_random_seed(0)`, --debug a
+          store_true no launch gives).
 
         Not reported: seeds with a rank in them (`seed + rank * num_workers + worker_id`,
         Accelerate's `process_index`), seeds derived from the worker's own state

@@ -15,7 +15,7 @@ from ddpdoctor.lint.defaults import settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import _loss_of, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
+from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function
 
 
@@ -154,6 +154,11 @@ class AccumulationFacts:
         if param not in fn.params or fn.bindings.get(param):
             return False
         return given_constants(self.callers(), fn, param) == {1}
+
+    def _deepspeed_launch(self) -> bool:
+        """Every Accelerate launch config beside the script picks DeepSpeed
+        (config_files.launch_engine_only)."""
+        return launched_engine(self.program) == "DeepSpeed"
 
     def _steps_plain_models(self, steps: list, fn: Function) -> bool:
         """Every optimizer the loop steps was built over the parameters of models no DDP wraps
@@ -317,6 +322,11 @@ class AccumulationFacts:
         if _clears_first(self.program, backward, fn):
             return None  # `def train_step(): model.zero_grad(); ...backward()`: the helper clears them
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
+        if by and self._deepspeed_launch():
+            # `accelerate launch --config_file gpu.yaml` whose config picks DeepSpeed alone: the
+            # engine accumulates (the Accelerator's gradient_accumulation_steps) and reduces at
+            # its boundary; there is no DDP to no_sync
+            return None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]
         if steps and self._always(head, fn, lambda c, f, d: self._step_kind(c, f) == "always" and not (

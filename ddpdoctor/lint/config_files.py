@@ -33,6 +33,53 @@ def launch_engines(script: Path, read: list) -> set[str]:
     return found
 
 
+def launch_engine_only(script: Path, read: list) -> Optional[str]:
+    """"DeepSpeed" / "FSDP" where the Accelerate launch configs beside the script (each YAML
+    that sets `distributed_type`) all pick that one engine; None where there is none, or one
+    of them picks another (a MULTI_GPU config beside a DeepSpeed one: either may be run)."""
+    kinds = {kind for _, kind in _launch_configs(script, read)}
+    return kinds.pop() if len(kinds) == 1 and kinds <= {"DeepSpeed", "FSDP"} else None
+
+
+def engine_launched(script: Path, read: list) -> Optional[str]:
+    """The engine ("DeepSpeed" / "FSDP") of the Accelerate config that every launch written
+    beside the script names (`accelerate launch --config_file configs/gpu.yaml train.py`), where
+    they all name configs that pick it; None where no launch names one, or they disagree. What
+    the launch proves, where launch_engine_only says what the configs lying there would pick."""
+    engines = {Path(config).name: kind for config, kind in _launch_configs(script, read)}
+    named = set()
+    runs = re.compile(re.escape(script.name))
+    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
+                         *_readmes(script)]:
+        for command in _commands(body):
+            if not runs.search(command) or not re.search(r"\baccelerate\s+launch\b", command):
+                continue
+            given = re.search(r"--config[_-]file[= ]+[\"']?([^\s\"']+)", command)
+            if given is None:
+                return None  # (a launch on the user's default config: not known)
+            if str(launch) not in read:
+                read.append(str(launch))
+            named.add(engines.get(Path(given.group(1)).name))
+    return named.pop() if len(named) == 1 and named <= {"DeepSpeed", "FSDP"} else None
+
+
+def _launch_configs(script: Path, read: list) -> list[tuple[Path, str]]:
+    """(path, engine or the distributed_type as written) of each Accelerate launch config (a
+    YAML that sets `distributed_type`) beside the script. read: gets each (the cache digests it)."""
+    found = []
+    for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        kind = _DISTRIBUTED_TYPE.search(body)
+        if kind is None:
+            continue
+        if str(config) not in read:
+            read.append(str(config))
+        found.append((config, {"DEEPSPEED": "DeepSpeed", "FSDP": "FSDP"}.get(kind.group(1).upper(), kind.group(1))))
+    return found
+
+
+_DISTRIBUTED_TYPE = re.compile(r"^\s*distributed_type:\s*['\"]?(\w+)", re.MULTILINE)
+
+
 def config_files(folder: Path) -> list[Path]:
     """The YAML files under a config folder, in a stable order: at most MAX_CONFIGS, looking at
     no more than 50 times as many entries (a config_path that names a data tree is not walked)."""
@@ -210,6 +257,38 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     values = {option: {given.get(option, _UNKNOWN_VALUE) for given in launches} for option in named}
     return {option: next(iter(held)) for option, held in values.items()
             if len(held) == 1 and next(iter(held)) is not _UNKNOWN_VALUE}
+
+
+def elastic_launch_only(script: Path, read: list) -> bool:
+    """Every launch written beside the script (shell launch scripts, the README's command
+    blocks) that starts it on several processes does so with torchrun (`torch.distributed.run`,
+    or `torch.distributed.launch --use_env`), and none hands it `--local_rank`: the launcher
+    tells each process its local rank in the LOCAL_RANK variable alone, so a `--local_rank`
+    option keeps its default on every rank. False where no such launch is written, or any
+    other launcher (the old `torch.distributed.launch`, deepspeed) starts it. read: gets each
+    file that launches the script (the cache digests it)."""
+    name = script.name
+    runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
+    elastic = False
+    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
+                         *_readmes(script)]:
+        if not runs.search(body):
+            continue
+        for command in _commands(body):
+            if not runs.search(command) or not _MULTI_PROCESS.search(command) or \
+                    _options_after(command, name, {}) is None:
+                continue
+            if str(launch) not in read:
+                read.append(str(launch))
+            if not _ELASTIC.search(command) or _LOCAL_RANK_GIVEN.search(command):
+                return False
+            elastic = True
+    return elastic
+
+
+# torchrun and what it is: the local rank goes in the environment only
+_ELASTIC = re.compile(r"\btorchrun\b|torch\.distributed\.run\b|torch\.distributed\.launch\b.*--use[_-]env\b")
+_LOCAL_RANK_GIVEN = re.compile(r"--local[_-]rank\b")
 
 
 # a command that starts the ranks itself

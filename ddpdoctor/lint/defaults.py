@@ -12,6 +12,7 @@ ranks: a real failure of the run as shipped, said with the default it rests on.
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from typing import Any, Optional
 
@@ -92,7 +93,10 @@ def _assigned_names(files) -> set[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 for one in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
-                    if isinstance(one, ast.Attribute):
+                    # (not `self.root = root` of a dataset: a field of its own object, not of the
+                    # parsed options; `self.args.root = ...` still counts)
+                    if isinstance(one, ast.Attribute) and not (isinstance(one.value, ast.Name)
+                                                               and one.value.id == "self"):
                         found.add(one.attr)
         for call in source.of(ast.Call):
             if last_name(call.func) == "setattr" and len(call.args) > 1 and \
@@ -198,16 +202,43 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
         if option_value(test.left, program) is not None:
             return isinstance(op, ast.IsNot)
         return isinstance(op, ast.Is) if _declared_none(test.left, program) else None
-    value = option_value(test.left, program)
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(test.left, ast.Constant) and \
+            isinstance(test.left.value, str):
+        # `"kv" in args.root`: a substring of an option's text
+        held_text = option_value(right, program)
+        return (test.left.value in held_text) == isinstance(op, ast.In) if isinstance(held_text, str) else None
+    value = option_value(test.left, program) if not isinstance(test.left, ast.Call) else _text_method(test.left, program)
     if value is None or not isinstance(value, (str, int, float, bool)):
         return None
     return _compare_constant(value, op, right)
+
+
+_ORDER = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+_TEXT_METHODS = {"find": str.find, "startswith": str.startswith, "endswith": str.endswith, "count": str.count}
+
+
+def _text_method(call: ast.Call, program: Program) -> Any:
+    """`args.root.find("kv")`, `args.model.startswith("vit")`: a string method with constant
+    arguments of an option's known text; None where any part is not known."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in _TEXT_METHODS and call.args
+            and not call.keywords and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)):
+        return None
+    held = option_value(call.func.value, program)
+    if not isinstance(held, str):
+        return None
+    try:
+        return _TEXT_METHODS[call.func.attr](held, *(a.value for a in call.args))
+    except (TypeError, ValueError):
+        return None
 
 
 def _compare_constant(value, op: ast.cmpop, right: ast.AST) -> Optional[bool]:
     """`value <op> right` for a constant right side (or a list of constants for `in`)."""
     if isinstance(right, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
         return (value == right.value) == isinstance(op, ast.Eq)
+    if isinstance(right, ast.Constant) and type(op) in _ORDER and isinstance(value, (int, float)) and \
+            not isinstance(value, bool) and isinstance(right.value, (int, float)) and not isinstance(right.value, bool):
+        return _ORDER[type(op)](value, right.value)  # `args.root.find("kv") >= 0`, `args.epochs > 1`
     if isinstance(right, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts) \
             and isinstance(op, (ast.In, ast.NotIn)):
         return (value in [e.value for e in right.elts]) == isinstance(op, ast.In)

@@ -504,6 +504,12 @@ class BuilderCore:
         if isinstance(fn.node, ast.Module) or fn in stack or depth <= 0:
             return False
         sites = self.callers().get(fn, [])
+        if not sites and fn.cls is not None and fn.name != "__init__":
+            # a hook a framework calls (a LightningDataModule's `train_dataloader`): its object's
+            # constructions are the ways in (`dm = KVDataModule(...)` under `if "kv" in args.root:`)
+            init = fn.cls.methods.get("__init__")
+            return init is not None and init.node is not None and \
+                self.off_at_launch_only(init, depth - 1, stack + (fn,))
         # (a plain flag is not read so: `if args.do_train:` around the whole training, a
         # store_true, is the run launched, not one switched off - as save_facts reads such flags)
         return bool(sites) and all(

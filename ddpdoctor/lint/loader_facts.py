@@ -125,6 +125,9 @@ class SamplerFact:
     # the loader it feeds goes through `accelerator.prepare`: Accelerate's DataLoaderShard calls
     # set_epoch on the sampler it wraps at the start of every pass (accelerate/data_loader.py)
     epoch_set_by: str = ""
+    # where an ignite Engine runs its loader for several epochs (`trainer.run(loader,
+    # max_epochs=n)`): the fix is a handler on the Engine's EPOCH_STARTED event, not a loop line
+    run_by: Optional[Location] = None
     # built and bound to a plain name that nothing reads again (no loader takes it): it orders
     # nothing, so no epoch of it repeats (the loader without it is DDP802's)
     unread: bool = False
@@ -268,7 +271,7 @@ class LoaderFacts:
         for fn, call, guards, _ in self.calls():
             if not loader_call(program, call, fn):
                 continue
-            if self.switched_off(fn, call):
+            if self.switched_off(fn, call) or self.off_at_launch_only(fn):
                 self.off_loaders.add(str(loc(fn, call)))
                 continue
             if self._typed_away(call, fn):
@@ -1392,6 +1395,12 @@ class LoaderFacts:
         # whatever keeps it): counted as a call, in a loop (where it is called is not known)
         found_set_epochs += [(fn, ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node), (), 1)
                              for fn in self.functions for node in _set_epoch_handed_on(fn)]
+        # `trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: sampler.set_epoch(
+        # engine.state.epoch))`: a handler an Engine calls once per epoch, counted as in a loop
+        found_set_epochs += [(fn, call, (), 1) for fn in self.functions for node in fn.own
+                             if node.__class__ is ast.Lambda for call in walk(node.body)
+                             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                             and call.func.attr == "set_epoch"]
         set_epochs = [(fn, call, loops) for fn, call, _, loops in found_set_epochs]
         ranked = {id(call): rank_guards(guards) for _, call, guards, _ in found_set_epochs}  # the rank tests around each
         iterated = self._iterated()
@@ -1558,6 +1567,8 @@ class LoaderFacts:
                 set_epoch_once=matched[0] if matched and once and matched_calls and across else None,
                 unset_loop=self._loop_without_set_epoch(names, matched_calls, set_epochs) if matched_calls and across else None,
                 epoch_set_by=self._prepared_loader(loader_at, by_line),
+                run_by=next((self.__dict__.get("_engine_runs", {})[n] for n in sorted(names)
+                             if n in self.__dict__.get("_engine_runs", {})), None),
                 unread=loader_at is None and _never_read(fn, name)))
         return found
 
@@ -1916,6 +1927,14 @@ class LoaderFacts:
                             # loader each caller hands it is read pass after pass
                             for arg in self._arguments(fn, name):
                                 out[arg] = True
+            # an ignite Engine's `trainer.run(train_loader, max_epochs=n)`: the engine reads the
+            # loader pass after pass and sets no sampler's epoch itself
+            for call in fn.own_calls:
+                passes = _engine_passes(call, fn)
+                if passes is not None and isinstance(call.args[0], (ast.Name, ast.Attribute)) and \
+                        not is_const(passes, 0, 1) and (name := last_name(call.args[0])):
+                    out[name] = True
+                    self.__dict__.setdefault("_engine_runs", {}).setdefault(name, loc(fn, call))
             # `self.batches = iter(loader)` once (a trainer's constructor), read by `next()` for
             # as many steps as the dataset holds (sized epochs x images per epoch): one pass
             looped = {id(sub) for node, _ in _fn_loops(fn) for sub in walk(node)}
@@ -1928,6 +1947,19 @@ class LoaderFacts:
                     if name:
                         out[name] = out.get(name, False) or self.in_loop(fn)
         return out
+
+
+def _engine_passes(call: ast.Call, fn: Function) -> Optional[ast.AST]:
+    """The epoch count of an ignite Engine's `run(data, max_epochs=n)` (`n` also second, where
+    the file imports ignite); None for any other call."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "run" and call.args):
+        return None
+    given = keyword(call, "max_epochs")
+    if given is None and len(call.args) > 1 and any(
+            (imp.module or "").startswith("ignite") if isinstance(imp, ast.ImportFrom)
+            else any(a.name.startswith("ignite") for a in imp.names) for imp in fn.file.imports):
+        given = call.args[1]
+    return given
 
 
 def _flags(init: Function, built: ast.Call, conds: set[str]) -> dict[str, bool]:

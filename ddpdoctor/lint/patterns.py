@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.config_files import launch_engines
+from ddpdoctor.lint.config_files import engine_launched, launch_engine_only, launch_engines
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.receivers import _unpacked_from
 
@@ -438,6 +438,9 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         if name == "save_state" and program.uses("accelerate") and (
                 "accelerator" in owner or made_by(program, receiver, fn, "Accelerator")):
             engine = sharded_engine(program)
+            chosen = launched_engine(program, proven=True)
+            if chosen:
+                return f"accelerator.save_state() {CHOSEN_SAVE.format(chosen)}"
             if engine:
                 return f"accelerator.save_state() {SHARDED_SAVE.format(engine)}"
         if program.uses_lightning():
@@ -695,6 +698,24 @@ def grad_off_by(op: str, switch: str) -> str:
 # prepares for one of them, whether the config picks it is not in the source.
 SHARDED_SAVE = "(every process takes part under {})"
 
+# The same where the launches beside the script name an Accelerate config that picks that engine
+# (`accelerate launch --config_file configs/gpu.yaml train.py`): the run as launched takes part on
+# every process (an error, as any proven collective under a rank test).
+CHOSEN_SAVE = "(every rank saves under {}, the engine of the Accelerate config the launch beside the script names)"
+
+
+def launched_engine(program: Program, proven: bool = False) -> str:
+    """"DeepSpeed" / "FSDP" where every Accelerate launch config beside the script picks it
+    (config_files.launch_engine_only), else "". proven: only where the launches written beside
+    the script name such a config (config_files.engine_launched)."""
+    script = next((f for f in program.files if not f.module), None)
+    if script is None or script.path is None or not program.uses("accelerate"):
+        return ""
+    if proven:
+        return engine_launched(script.path, script.hydra_configs) or ""
+    return launch_engine_only(script.path, script.hydra_configs) or ""
+
+
 # A DeepSpeed engine's save_checkpoint(): a collective wherever the engine is one.
 DEEPSPEED_SAVE = "(DeepSpeed: every rank saves its own partition and waits for the others)"
 
@@ -912,6 +933,24 @@ def _fsdp_held(program: Program, func: ast.AST, line: int, fn: Function) -> bool
             if full.endswith("FullyShardedDataParallel") and full.startswith(FSDP_CLASSES) and \
                     "NO_SHARD" not in text(keyword(value, "sharding_strategy") or ast.Constant(None), 80):
                 return True
+            if any(_wraps_in_fsdp(program, target) for target in program.resolve(value.func, scope)[0]):
+                return True
+    return False
+
+
+def _wraps_in_fsdp(program: Program, helper: Function) -> bool:
+    """A local helper that wraps the model's parts in FSDP units under `with
+    enable_wrap(wrapper_cls=FSDP, ...)` (`model.add_module(name, wrap(child))`) and returns the
+    model: the root is no FSDP object, but its state_dict() runs every unit's, which all-gathers
+    (FULL_STATE_DICT is the default)."""
+    for node in walk(helper.node):
+        if isinstance(node, ast.With):
+            for item in node.items:
+                ctx = item.context_expr
+                wrapper = keyword(ctx, "wrapper_cls") if isinstance(ctx, ast.Call) and \
+                    last_name(ctx.func) == "enable_wrap" else None
+                if wrapper is not None and fsdp_builder(program.qualify(wrapper, helper) or ""):
+                    return True
     return False
 
 
@@ -1190,6 +1229,11 @@ def _norm_class_value(node: ast.AST) -> bool:
     return any(isinstance(v, (ast.Name, ast.Attribute)) and "BatchNorm" in (last_name(v) or "") for v in values)
 
 
+# torch_geometric's other DataLoader subclasses over a map-style dataset of graphs, with the same
+# sampler and shuffle arguments (a list of graphs per batch, or dense tensors)
+PYG_LIST_LOADERS = frozenset({"DataListLoader", "DenseDataLoader"})
+
+
 def torch_loader(full: str) -> bool:
     """A call's full name is a torch DataLoader: by what it is, not what the file calls it (`from
     torch.utils.data import DataLoader as DL`); torch_geometric's loaders are torch DataLoaders
@@ -1197,6 +1241,8 @@ def torch_loader(full: str) -> bool:
     transforms from the worker's torch seed); a bare `DataLoader` whose import the lint did not
     see counts too. torchdata's StatefulDataLoader is a DataLoader that also saves its position."""
     if full == "torchdata.stateful_dataloader.StatefulDataLoader":
+        return True
+    if full.startswith("torch_geometric.") and full.rpartition(".")[2] in PYG_LIST_LOADERS:
         return True
     return full.rpartition(".")[2] == "DataLoader" and (full.startswith(("torch.", "torch_geometric.", "monai."))
                                                         or full == "DataLoader")

@@ -33,7 +33,7 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.defaults import OPTION_TEST, option_off
+from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.patterns import call_keywords, keyword, kept_keywords, last_name, loader_call, text
@@ -186,6 +186,8 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
             continue
         if _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program):
             continue  # `if args.seed is not None: torch.manual_seed(args.seed)`, --seed unset by default
+        if _called_only_when_off(builder, fn):
+            continue  # `if opt.debug: set_random_seed(0)`, --debug a store_true no launch gives
         if builder.switched_off(fn, call):
             continue  # `if eval_time: torch.manual_seed(0)` in a dataset every caller builds with eval_time=False
         if not isinstance(fn.node, ast.Module) and fn not in builder.callers() and fn not in spawned \
@@ -216,6 +218,23 @@ def _on_by_default(conds: tuple, program) -> bool:
 
 def _defaults(program) -> dict:
     return program.option_defaults()
+
+
+def _called_only_when_off(builder: Builder, fn: Function) -> bool:
+    """Every call of the seeding helper fn the source shows runs under a test the options, as
+    launched, leave false: the helper never seeds on that launch."""
+    sites = builder.callers().get(fn, []) if not isinstance(fn.node, ast.Module) else []
+    return bool(sites) and all(
+        isinstance(event.node, ast.Call) and _off_unless_set(
+            caller.__dict__.get("_call_conds", {}).get(id(event.node), ()), builder.program)
+        for caller, event in sites)
+
+
+def _off_unless_set(conds: tuple, program) -> bool:
+    """_off_by_default, where no code the lint reads sets that option's field itself (`args.seed
+    = cfg.seed` from a config file: the default is not all there is)."""
+    return any(option_off(cond, program) and not _assigned(OPTION_TEST.match(cond).group(1), program)
+               for cond, flag in conds)
 
 
 def _off_by_default(conds: tuple, program) -> bool:

@@ -28,13 +28,16 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import config_values, launch_values, named_values, yaml_beside
+from ddpdoctor.lint.config_files import config_values, elastic_launch_only, launch_values, named_values, yaml_beside
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
 from ddpdoctor.lint.sources import SourceFile, dynamic_spec, fits, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
+
+# The dest of a `--local_rank` / `--local-rank` option (what torch.distributed.launch passes)
+LOCAL_OPTION = re.compile(r"^local_?rank$", re.IGNORECASE)
 
 __all__ = ["Event", "Function", "Guard", "Klass", "Module", "Program"]
 
@@ -2307,6 +2310,25 @@ class Program:
             if script is not None and script.path is not None:
                 found.update(launch_values(script.path, declared_options(self.files), script.hydra_configs))
             self.__dict__["_option_defaults_seen"] = found
+        return found
+
+    def local_rank_unset(self) -> frozenset:
+        """The `--local_rank` options (their dests) that keep their default on every rank: every
+        launch written beside the script starts it with torchrun, which hands no `--local_rank`
+        (config_files.elastic_launch_only), and no file the lint reads looks at the LOCAL_RANK
+        variable (`args.local_rank = int(os.environ["LOCAL_RANK"])`). A test on such an option
+        (`if args.local_rank == 0:` with default 0) holds alike on every rank."""
+        found = self.__dict__.get("_local_rank_unset")
+        if found is None:
+            found = frozenset()
+            script = self.sources[0] if self.sources else None
+            declared = {dest for dest, _ in declared_options(self.files).values() if LOCAL_OPTION.match(dest)}
+            if declared and script is not None and script.path is not None and \
+                    not any("LOCAL_RANK" in "\n".join(f.lines) for f in self.files) and \
+                    elastic_launch_only(script.path, script.hydra_configs):
+                defaults = self.option_defaults()
+                found = frozenset(d for d in declared if isinstance(defaults.get(d), int))
+            self.__dict__["_local_rank_unset"] = found
         return found
 
     def config_defaults(self) -> dict:

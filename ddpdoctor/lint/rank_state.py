@@ -1861,7 +1861,12 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             if work:
                 return own, work
         if own in ("return", "exit") and not after_only:
-            work = _work(builder, fn, list(fn.node.body), ddp)
+            # (`if valid_iters == 0: return 0.0` right before the function's own `return total /
+            # valid_iters`, outside any loop: both ways leave at once with a plain number, and
+            # nothing the ranks share is skipped)
+            scope = [] if own == "return" and not item.loops and _plain_last_return(fn, stmt, branch) \
+                else list(fn.node.body)
+            work = _work(builder, fn, scope, ddp)
             if work:
                 return own, work
         if own == "return" and after_only and returns and not isinstance(fn.node, ast.Module):
@@ -1899,6 +1904,10 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
     return None
 
 
+_BROAD_CATCH = frozenset({"Exception", "BaseException"})
+_EXITS_RAISED = frozenset({"SystemExit", "KeyboardInterrupt", "GeneratorExit"})
+
+
 def _caught_raise(fn: Function, stmt: ast.If) -> Optional[ast.Try]:
     """The `try:` of fn around stmt whose handler catches what one side of stmt raises (by the
     exception's name) and goes on without raising again: the raise is a skip, not a crash."""
@@ -1912,7 +1921,11 @@ def _caught_raise(fn: Function, stmt: ast.If) -> Optional[ast.Try]:
             for handler in node.handlers:
                 names = {last_name(t) for t in ([handler.type] if not isinstance(handler.type, ast.Tuple)
                                                  else handler.type.elts) if t is not None}
-                if raised in names and not any(isinstance(n, ast.Raise) for n in walk(handler)):
+                # (`except Exception:` and a bare `except:` catch whatever the test raises -
+                # `raise FloatingPointError(...)` on a non-finite loss - but a process exit)
+                broad = handler.type is None or bool(names & _BROAD_CATCH)
+                if (raised in names or (broad and raised not in _EXITS_RAISED)) and \
+                        not any(isinstance(n, ast.Raise) for n in walk(handler)):
                     return node
     return None
 
@@ -1931,6 +1944,17 @@ def _ends(branch: list) -> Optional[str]:
         if _exits(stmt) and all(is_const(a, 0, None) for a in stmt.value.args) and not stmt.value.keywords:
             return "exit"
     return None
+
+
+def _plain_last_return(fn: Function, stmt: ast.stmt, branch: list) -> bool:
+    """The branch returns a constant and all that follows stmt in fn is one `return` computed
+    without a call (`return total / kept`): the two ways differ only in a plain number."""
+    if isinstance(fn.node, ast.Module) or not any(n is stmt for n in walk(fn.node)):
+        return False
+    early = branch[-1] if branch and isinstance(branch[-1], ast.Return) else None
+    rest = _continuation(fn.node.body, stmt)
+    return early is not None and (early.value is None or isinstance(early.value, ast.Constant)) and \
+        len(rest) == 1 and isinstance(rest[0], ast.Return) and not any(isinstance(n, ast.Call) for n in walk(rest[0]))
 
 
 def _continuation(body: list, stmt: ast.stmt) -> list:

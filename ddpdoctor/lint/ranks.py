@@ -342,6 +342,9 @@ class RankFlow:
                 and is_const(node.values[1], 0, None, "0", ""):
             # `os.environ.get("OMPI_COMM_WORLD_RANK") or 0`: the rank, 0 where it is unset
             return self.is_rank(node.values[0], fn, depth)
+        if isinstance(node, ast.Attribute) and node.attr in self.program.local_rank_unset() and \
+                isinstance(node.value, ast.Name) and node.value.id != "self":
+            return False  # `args.local_rank` under torchrun, which never hands it: its default everywhere
         if isinstance(node, ast.Attribute) and depth > 0 and self._property_rank(node, fn, depth):
             return True  # `config.cuda_rank`, a property returning dist.get_rank()
         if isinstance(node, (ast.Name, ast.Attribute)):

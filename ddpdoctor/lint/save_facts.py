@@ -291,9 +291,19 @@ class SaveFacts:
                         if site and callee is fn else
                         f"{fn.label} is reached without a rank test through {callee.label} at {site}, where "
                         f"{callee.label}'s other callers test the rank" if site else
-                        f"{fn.label} is called without a rank test",
+                        f"{fn.label} is called without a rank test{self._unset_local_rank_note(fn, call)}",
                         self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how,
                         call_site=site)
+
+    def _unset_local_rank_note(self, fn: Function, call: ast.Call) -> str:
+        """Why a test on `args.local_rank` around the write or fn's calls is no rank test here
+        (Program.local_rank_unset); "" where none is under such a test."""
+        conds = [c for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())] + \
+            [c for _, event in self.callers().get(fn, []) for c, _ in event.conds]
+        unset = sorted(u for u in self.program.local_rank_unset() if any(u in cond for cond in conds))
+        return (f"; `--{unset[0]}` keeps its default on every rank: each launch beside the script uses "
+                f"torchrun, which passes no --{unset[0]} (the local rank is in the LOCAL_RANK variable)"
+                if unset else "")
 
     def _open_call_site(self, fn: Function, depth: int = 2) -> Optional[tuple[Location, Function]]:
         """Where fn's direct callers split into some under a rank test and some not, the first
@@ -1004,6 +1014,12 @@ def _block_key(fn: Function, event) -> str:
         # (and `for name, p in model.named_parameters(): torch.save(p.grad, ...)` after the model's;
         # and `if ddp: torch.save(model.module..., p) else: torch.save(model..., p)`: one write either way)
         depth -= 1
+    # the same write further in on both sides of an `if` (`if LOSS_TYPE == "hybrid": ... for i in
+    # range(n): torch.save(net(i), p(i))` / `else:` the same loop): one write whichever side runs
+    for level in range(depth, 0, -1):
+        if _written_either_way(path[level][2], path[level][3], event.node):
+            depth = level - 1
+            break
     tests = ",".join(g.test.text for g in event.guards)
     return f"{fn.file.display}:{path[depth][0][0].lineno}:{tests}"
 

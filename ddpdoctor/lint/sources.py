@@ -182,6 +182,44 @@ def _data_table(text: str) -> bool:
 
 
 def _tree(path: Path, text: str) -> ast.Module:
+    tree = _parsed(path, text)
+    if _CONSTANT_IF.search(text):
+        _prune_constant_branches(tree)
+    return tree
+
+
+# `if False:` / `if 0:` (a block switched off by hand), `if True:`, and their `elif`s
+_CONSTANT_IF = re.compile(r"^[ \t]*(?:el)?if[ \t(]+(?:False|True|0|1|None)[ \t)]*:", re.MULTILINE)
+
+
+def _prune_constant_branches(tree: ast.AST) -> None:
+    """An `if` on a constant runs one side, always: the other is dead code, and a rule that reads
+    it (a dataset built only under `if False:`, its loader, its random draws) judges what never
+    runs. The side that runs takes the `if`'s place (its lines unchanged)."""
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, name, None)
+            if isinstance(stmts, list) and any(_constant_if(s) for s in stmts):
+                kept = _live(stmts)
+                setattr(node, name, kept or [ast.copy_location(ast.Pass(), stmts[0])])
+
+
+def _constant_if(stmt: ast.AST) -> bool:
+    return isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Constant)
+
+
+def _live(stmts: list, depth: int = 0) -> list:
+    """The statements with each constant `if` replaced by the side that runs."""
+    out: list = []
+    for stmt in stmts:
+        if _constant_if(stmt) and depth < 20:
+            out.extend(_live(stmt.body if stmt.test.value else stmt.orelse, depth + 1))
+        else:
+            out.append(stmt)
+    return out
+
+
+def _parsed(path: Path, text: str) -> ast.Module:
     try:
         return ast.parse(text, filename=str(path))
     except SyntaxError as exc:
