@@ -28,9 +28,10 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         `update` once per batch: its body is judged as a loop's. Scripts whose
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
         engines, and Accelerate where every launch config beside the script picks DeepSpeed:
-        `accelerator.backward` hands the loss to the engine, which accumulates) are not judged, nor loops whose backward never reaches a DDP model (a plain
-        student trained against a detached DDP teacher), whose step helper clears the
-        gradients first, or whose accumulation count is 1 on every way in (a literal `% 1`, an
+        `accelerator.backward` hands the loss to the engine, which accumulates) are not
+        judged, nor loops whose backward never reaches a DDP model (a plain student trained
+        against a detached DDP teacher), whose step helper clears the gradients first, or
+        whose accumulation count is 1 on every way in (a literal `% 1`, an
         option at 1 on the run as launched, or a step test the options make true on every pass:
         `mode in ["random", "round-robin"]` with `--mode` at "random"); a `no_sync` in a
         helper the loop never runs covers nothing. Nor is a step that follows its own backward

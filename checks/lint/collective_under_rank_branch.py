@@ -5,7 +5,7 @@ from __future__ import annotations
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.lint.facts import LintFacts
-from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, DEEPSPEED_SAVE, no_grad_forward, sharded_save
+from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, DEEPSPEED_SAVE, ZERO3_GATHER, no_grad_forward, sharded_save
 
 
 @check("DDP801", "A collective runs under a rank-conditional branch", Severity.ERROR)
@@ -75,7 +75,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         (`distributed_type: DEEPSPEED` in a YAML under the script's folder): every process
         takes part in the save under them; under DDP it writes from the main process alone.
         An error where the launch written beside the script names that config (`accelerate
-        launch --config_file configs/gpu.yaml train.py`): the run as launched hangs. A rank that raises under a rank test crashes the job;
+        launch --config_file configs/gpu.yaml train.py`): the run as launched hangs.
+        A rank that raises under a rank test crashes the job;
         what follows is not rank-conditional. A collective that runs only past a rank's early
         exit from a loop (`if stop and is_main: break`, or `sys.exit()`), or past its skip of
         the rest of a pass on a test that is more than a rank test (`if resuming and rank == 0:
@@ -157,11 +158,14 @@ def _hint(op: str) -> str:
     if "consolidate_state_dict()" in op:
         return ("call optimizer.consolidate_state_dict() on every rank (it gathers the shards to rank 0), "
                 "then save the optimizer's state_dict() on rank 0 alone")
-    if sharded_save(op) or op.startswith("accelerator.save_state()"):
+    if op.startswith("accelerator.save_state()"):
         return ("call accelerator.save_state() on every process: Accelerate writes the files from "
                 "the main process itself where only it should, and under DeepSpeed or FSDP every "
                 "process holds a part of the state (or test `accelerator.distributed_type == "
                 "DistributedType.DEEPSPEED or accelerator.is_main_process`)")
+    if op.endswith(ZERO3_GATHER):
+        return ("call the consolidation on every rank (under ZeRO-3 each rank hands in its "
+                "partition), then write the result on rank 0 alone")
     if op.endswith(DEEPSPEED_SAVE):
         return ("call save_checkpoint() on every rank: DeepSpeed writes each rank's own partition and "
                 "decides itself which files rank 0 alone writes; keep only what one rank writes by "

@@ -17,7 +17,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         (`DataLoader`, `DataListLoader`, `DenseDataLoader`) are DataLoaders too. A branch the
         source or the launch rules out builds nothing: `if False:`, or a test on an option
         whose value the launch gives (`if args.root.find("kv") >= 0:`, `"kv" in args.root`),
-        also around the construction of a framework's data module whose hooks build the loader. Not reported: loaders of a
+        also around the construction of a framework's data module whose hooks build the loader.
+        Not reported: loaders of a
         dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
         (datapipes too, also as what local builders return) and dataset classes that shard themselves, loaders built on one rank only, loaders

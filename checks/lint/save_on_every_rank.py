@@ -23,7 +23,8 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         node, and its local rank 0 is the job's rank 0. A `--local_rank` option the launch
         never hands (every launch written beside the script uses torchrun, which puts the local
         rank in LOCAL_RANK alone, and nothing reads that variable) keeps its default on every
-        rank: a save under `if args.local_rank == 0:` is every rank's. Saves under `if rank == 0:` (or in a function only called under
+        rank: a save under `if args.local_rank == 0:` is every rank's. Saves under
+        `if rank == 0:` (or in a function only called under
         one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine,
         and so is a file per sample written while a dataset loads it (a feature cache in
         `__getitem__`: the sampler gives each sample to one rank). A cache of data that

@@ -155,11 +155,6 @@ class AccumulationFacts:
             return False
         return given_constants(self.callers(), fn, param) == {1}
 
-    def _deepspeed_launch(self) -> bool:
-        """Every Accelerate launch config beside the script picks DeepSpeed
-        (config_files.launch_engine_only)."""
-        return launched_engine(self.program) == "DeepSpeed"
-
     def _steps_plain_models(self, steps: list, fn: Function) -> bool:
         """Every optimizer the loop steps was built over the parameters of models no DDP wraps
         (`BertAdam([p for n, p in student.named_parameters()])`, the teacher alone wrapped): the
@@ -322,7 +317,7 @@ class AccumulationFacts:
         if _clears_first(self.program, backward, fn):
             return None  # `def train_step(): model.zero_grad(); ...backward()`: the helper clears them
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
-        if by and self._deepspeed_launch():
+        if by and launched_engine(self.program) == "DeepSpeed":
             # `accelerate launch --config_file gpu.yaml` whose config picks DeepSpeed alone: the
             # engine accumulates (the Accelerator's gradient_accumulation_steps) and reduces at
             # its boundary; there is no DDP to no_sync

@@ -1566,9 +1566,8 @@ class LoaderFacts:
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
                 set_epoch_once=matched[0] if matched and once and matched_calls and across else None,
                 unset_loop=self._loop_without_set_epoch(names, matched_calls, set_epochs) if matched_calls and across else None,
-                epoch_set_by=self._prepared_loader(loader_at, by_line),
-                run_by=next((self.__dict__.get("_engine_runs", {})[n] for n in sorted(names)
-                             if n in self.__dict__.get("_engine_runs", {})), None),
+                epoch_set_by=self._prepared_loader(loader_at, by_line) or self._ignite_sets_epoch(names),
+                run_by=next((self._engine_runs()[n] for n in sorted(names) if n in self._engine_runs()), None),
                 unread=loader_at is None and _never_read(fn, name)))
         return found
 
@@ -1927,14 +1926,6 @@ class LoaderFacts:
                             # loader each caller hands it is read pass after pass
                             for arg in self._arguments(fn, name):
                                 out[arg] = True
-            # an ignite Engine's `trainer.run(train_loader, max_epochs=n)`: the engine reads the
-            # loader pass after pass and sets no sampler's epoch itself
-            for call in fn.own_calls:
-                passes = _engine_passes(call, fn)
-                if passes is not None and isinstance(call.args[0], (ast.Name, ast.Attribute)) and \
-                        not is_const(passes, 0, 1) and (name := last_name(call.args[0])):
-                    out[name] = True
-                    self.__dict__.setdefault("_engine_runs", {}).setdefault(name, loc(fn, call))
             # `self.batches = iter(loader)` once (a trainer's constructor), read by `next()` for
             # as many steps as the dataset holds (sized epochs x images per epoch): one pass
             looped = {id(sub) for node, _ in _fn_loops(fn) for sub in walk(node)}
@@ -1946,7 +1937,35 @@ class LoaderFacts:
                     name = last_name(call.args[0])
                     if name:
                         out[name] = out.get(name, False) or self.in_loop(fn)
+        # an ignite Engine's `trainer.run(train_loader, max_epochs=n)`: the engine reads the
+        # loader pass after pass and sets no sampler's epoch itself
+        out.update(dict.fromkeys(self._engine_runs(), True))
         return out
+
+    def _engine_runs(self) -> dict[str, Location]:
+        """loader name -> where an ignite Engine runs it for more than one epoch (`trainer.run(
+        loader, max_epochs=n)`); worked out once."""
+        found = self.__dict__.get("_engine_runs_seen")
+        if found is None:
+            found = self.__dict__["_engine_runs_seen"] = {}
+            for fn in self.functions:
+                for call in fn.own_calls:
+                    passes = _engine_passes(call, fn)
+                    if passes is not None and isinstance(call.args[0], (ast.Name, ast.Attribute)) and \
+                            not is_const(passes, 0, 1) and (name := last_name(call.args[0])):
+                        found.setdefault(name, loc(fn, call))
+        return found
+
+    def _ignite_sets_epoch(self, names: set) -> str:
+        """ignite's `setup_common_training_handlers(trainer, train_sampler=sampler)` handed one of
+        the sampler's names: it adds the EPOCH_STARTED handler that calls set_epoch ("" if none)."""
+        for fn, call, _, _ in self.calls():
+            if (self.program.qualify(call.func, fn) or "").endswith("common.setup_common_training_handlers"):
+                given = keyword(call, "train_sampler")
+                if given is not None and (last_name(given) in names or
+                                          (dotted(given) or "").rsplit(".sampler", 1)[0] in names):
+                    return f"ignite's setup_common_training_handlers at {loc(fn, call)}"
+        return ""
 
 
 def _engine_passes(call: ast.Call, fn: Function) -> Optional[ast.AST]:

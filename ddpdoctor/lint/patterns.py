@@ -708,12 +708,15 @@ def launched_engine(program: Program, proven: bool = False) -> str:
     """"DeepSpeed" / "FSDP" where every Accelerate launch config beside the script picks it
     (config_files.launch_engine_only), else "". proven: only where the launches written beside
     the script name such a config (config_files.engine_launched)."""
-    script = next((f for f in program.files if not f.module), None)
-    if script is None or script.path is None or not program.uses("accelerate"):
-        return ""
-    if proven:
-        return engine_launched(script.path, script.hydra_configs) or ""
-    return launch_engine_only(script.path, script.hydra_configs) or ""
+    memo = program.__dict__.setdefault("_launched_engine", {})
+    if proven not in memo:
+        script = next((f for f in program.files if not f.module), None)
+        if script is None or script.path is None or not program.uses("accelerate"):
+            memo[proven] = ""
+        else:
+            read = engine_launched if proven else launch_engine_only
+            memo[proven] = read(script.path, script.hydra_configs) or ""
+    return memo[proven]
 
 
 # A DeepSpeed engine's save_checkpoint(): a collective wherever the engine is one.
@@ -942,7 +945,15 @@ def _wraps_in_fsdp(program: Program, helper: Function) -> bool:
     """A local helper that wraps the model's parts in FSDP units under `with
     enable_wrap(wrapper_cls=FSDP, ...)` (`model.add_module(name, wrap(child))`) and returns the
     model: the root is no FSDP object, but its state_dict() runs every unit's, which all-gathers
-    (FULL_STATE_DICT is the default)."""
+    (FULL_STATE_DICT is the default). Answered once per helper (asked of every call whose
+    callee holds a helper's result)."""
+    memo = program.__dict__.setdefault("_wraps_in_fsdp", {})
+    if id(helper) not in memo:
+        memo[id(helper)] = _enable_wrap_fsdp(program, helper)
+    return memo[id(helper)]
+
+
+def _enable_wrap_fsdp(program: Program, helper: Function) -> bool:
     for node in walk(helper.node):
         if isinstance(node, ast.With):
             for item in node.items:

@@ -2318,8 +2318,8 @@ class Program:
         (config_files.elastic_launch_only), and no file the lint reads looks at the LOCAL_RANK
         variable (`args.local_rank = int(os.environ["LOCAL_RANK"])`). A test on such an option
         (`if args.local_rank == 0:` with default 0) holds alike on every rank."""
-        found = self.__dict__.get("_local_rank_unset")
-        if found is None:
+        held = self.__dict__.get("_local_rank_unset")
+        if held is None or held[0] != len(self.files):
             found = frozenset()
             script = self.sources[0] if self.sources else None
             declared = {dest for dest, _ in declared_options(self.files).values() if LOCAL_OPTION.match(dest)}
@@ -2328,8 +2328,8 @@ class Program:
                     elastic_launch_only(script.path, script.hydra_configs):
                 defaults = self.option_defaults()
                 found = frozenset(d for d in declared if isinstance(defaults.get(d), int))
-            self.__dict__["_local_rank_unset"] = found
-        return found
+            held = self.__dict__["_local_rank_unset"] = (len(self.files), found)
+        return held[1]
 
     def config_defaults(self) -> dict:
         """defaults.config_defaults over the files read (redone when more are read)."""

@@ -61,6 +61,13 @@ def test_its_twin_an_epoch_started_handler_sets_the_epoch(tmp_path):
     assert at(lint_plain(tmp_path, code), "DDP804") == []
 
 
+def test_nor_where_ignites_common_training_handlers_are_given_the_sampler(tmp_path):
+    # (ignite.contrib.engines.common adds the EPOCH_STARTED handler that calls set_epoch)
+    code = ENGINE.replace("{handler}", "    import ignite.contrib.engines.common as common\n"
+                                       "    common.setup_common_training_handlers(trainer, train_sampler=loader.sampler)")
+    assert at(lint_plain(tmp_path, code), "DDP804") == []
+
+
 def test_nor_where_the_handler_is_a_lambda_the_engine_calls_each_epoch(tmp_path):
     code = ENGINE.replace("{handler}", "    trainer.add_event_handler(Events.EPOCH_STARTED,\n"
                                        "                              lambda e: loader.sampler.set_epoch(e.state.epoch))")
