@@ -291,19 +291,23 @@ class SaveFacts:
                         if site and callee is fn else
                         f"{fn.label} is reached without a rank test through {callee.label} at {site}, where "
                         f"{callee.label}'s other callers test the rank" if site else
-                        f"{fn.label} is called without a rank test{self._unset_local_rank_note(fn, call)}",
+                        self._unset_local_rank_note(fn, call) or f"{fn.label} is called without a rank test",
                         self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how,
                         call_site=site)
 
     def _unset_local_rank_note(self, fn: Function, call: ast.Call) -> str:
         """Why a test on `args.local_rank` around the write or fn's calls is no rank test here
-        (Program.local_rank_unset); "" where none is under such a test."""
+        (Program.local_rank_unset), said in place of "called without a rank test"; "" where none
+        is under such a test."""
         conds = [c for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())] + \
             [c for _, event in self.callers().get(fn, []) for c, _ in event.conds]
-        unset = sorted(u for u in self.program.local_rank_unset() if any(u in cond for cond in conds))
-        return (f"; `--{unset[0]}` keeps its default on every rank: each launch beside the script uses "
-                f"torchrun, which passes no --{unset[0]} (the local rank is in the LOCAL_RANK variable)"
-                if unset else "")
+        test = next((cond for cond in conds for u in self.program.local_rank_unset() if u in cond), None)
+        if test is None:
+            return ""
+        option = next(u for u in sorted(self.program.local_rank_unset()) if u in test)
+        return (f"its test `{test}` holds on every rank: each launch beside the script uses torchrun, "
+                f"which passes no --{option} (it sets the LOCAL_RANK variable, which the script never "
+                f"reads), so the option keeps its default everywhere")
 
     def _open_call_site(self, fn: Function, depth: int = 2) -> Optional[tuple[Location, Function]]:
         """Where fn's direct callers split into some under a rank test and some not, the first
