@@ -194,6 +194,71 @@ def _nested_values(body: str, path: tuple) -> Optional[set]:
     return found
 
 
+# The options that name the run's config file (`--config config/s3dis/swin3d.yaml`)
+_CONFIG_OPTIONS = ("config", "cfg", "config_file", "cfg_file", "config_path")
+
+
+def named_config_values(script: Path, defaults: dict, read: list) -> dict[str, object]:
+    """The plain values of the YAML config the run's `--config` names (as launched, else its
+    default), by their own key at any depth: a script whose options object is that file made
+    into attributes (`args = load_cfg_from_cfg_file(args.config)`, then `args.manual_seed`)
+    reads them as it reads options. A key the file gives two different values, or a value that
+    is no plain scalar, is left out. read: gets the file (the cache digests it)."""
+    found = named_config(script, defaults, read)
+    return _leaf_values(found[1]) if found is not None else {}
+
+
+def named_config(script: Path, defaults: dict, read: list) -> Optional[tuple[Path, str]]:
+    """(path, text) of the YAML config the run's `--config` names, or None."""
+    for option in _CONFIG_OPTIONS:
+        named = defaults.get(option)
+        if not isinstance(named, str) or not named.endswith((".yaml", ".yml")):
+            continue
+        for base in (Path.cwd(), script.parent):
+            path = base / named
+            try:
+                if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+                    continue
+                body = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if str(path) not in read:
+                read.append(str(path))
+            return path, body
+    return None
+
+
+def nested_value(body: str, keys: tuple) -> tuple[bool, object]:
+    """(found, value) of one nested key path of a YAML text (`logging: / wandb_log: True` for
+    ("logging", "wandb_log")): found only where the file gives it one plain value."""
+    values = _nested_values(body, keys)
+    if not values or len(values) != 1:
+        return False, None
+    value = next(iter(values))
+    return (False, None) if value is _UNKNOWN_VALUE else (True, None if value in ("null", "~") else value)
+
+
+def _leaf_values(body: str) -> dict[str, object]:
+    found: dict[str, object] = {}
+    clashing: set = set()
+    for line in body.splitlines():
+        match = _YAML_KEY.match(line)
+        value = (match.group("value") or "").strip() if match else ""
+        if not value:
+            continue
+        key = match.group("key")
+        if _NOT_PLAIN.search(value):
+            clashing.add(key)
+            continue
+        held = _literal(value.strip("'\""))
+        if value in ("null", "~", "None"):
+            held = None
+        if key in found and found[key] != held:
+            clashing.add(key)
+        found[key] = held
+    return {k: v for k, v in found.items() if k not in clashing}
+
+
 def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     """(file, line) of a shell launch script beside the script (under its folder, or the working
     directory where the script lies beneath it) that starts a job on several nodes, or None.

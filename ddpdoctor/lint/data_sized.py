@@ -104,6 +104,7 @@ class _Scope:
         self.found: list[DataSizedCollective] = []
         self.every_pass: set[int] = set()  # appends that run once per pass (both sides of an if)
         self.in_structure = False  # inside a loop over a module's own structure (its parameters)
+        self.counters: set[str] = set()  # the indexes of the `for i in range(...)` loops around
 
     # -- what the data sizes ---------------------------------------------------------------
     def origin(self, node: ast.AST) -> Optional[tuple[str, int]]:
@@ -224,19 +225,22 @@ class _Scope:
                 continue
             in_loop = loop_depth + isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
             # (`if "logits" in out.keys():` asks which keys the code put there: every pass alike)
-            under_if = conditional or (isinstance(stmt, ast.If) and not key_presence(stmt.test))
+            under_if = conditional or (isinstance(stmt, ast.If) and not key_presence(stmt.test)
+                                       and not _counter_test(stmt.test, self.counters))
             if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
                 under_if = False  # a condition counts inside the loop it filters
-            outer_structure = self.in_structure
+            outer_structure, outer_counters = self.in_structure, self.counters
             if isinstance(stmt, (ast.For, ast.AsyncFor)) and field_name == "body":
                 self.in_structure = _module_structure(stmt.iter) or _parameter_filter(stmt)
+                if isinstance(stmt.target, ast.Name) and isinstance(stmt.iter, ast.Call) and _name(stmt.iter.func) == "range":
+                    self.counters = self.counters | {stmt.target.id}
             for child in children:
                 if isinstance(child, ast.ExceptHandler):
                     for inner in child.body:
                         self.statement(inner, in_loop, under_if)
                 else:
                     self.statement(child, in_loop, under_if)
-            self.in_structure = outer_structure
+            self.in_structure, self.counters = outer_structure, outer_counters
 
         if loop_depth and conditional and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
                 and id(stmt) not in self.every_pass and not self.in_structure:
@@ -418,3 +422,26 @@ def gather(files: list, reachable: Optional[set] = None) -> list[DataSizedCollec
         for label, body in scopes:
             found.extend(_Scope(source.display, label, body, dist_names, bare).run())
     return found
+
+
+def _counter_test(test: ast.AST, counters: set[str]) -> bool:
+    """`if ppo_epoch == cfg["epochs"] - 1:` of a `for ppo_epoch in range(...)` around: a test of
+    a loop's own count against settings, the same on every rank (an append under it fills the
+    list alike everywhere). Only counters, constants and settings read by attribute or key
+    (no call, no other name): a bound that comes from the data is no setting."""
+    if not isinstance(test, ast.Compare):
+        return False
+    parts = [test.left, *test.comparators]
+    if not any(isinstance(p, ast.Name) and p.id in counters for p in parts):
+        return False
+    roots = set()
+    for node in ast.walk(test):
+        if isinstance(node, (ast.Call, ast.Lambda, ast.ListComp, ast.GeneratorExp)):
+            return False
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            root = node
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name):
+                roots.add(id(root))
+    return all(node.id in counters or id(node) in roots for node in ast.walk(test) if isinstance(node, ast.Name))

@@ -17,6 +17,7 @@ import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import parse_test
+from ddpdoctor.lint.config_files import nested_value
 from ddpdoctor.lint.patterns import last_name
 
 Function = Any  # ddpdoctor.lint.program.Function
@@ -30,6 +31,8 @@ def default_truth(part: ast.AST, fn: Function, program: Program) -> Optional[tup
     negate = False
     while isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
         negate, part = not negate, part.operand
+    if isinstance(part, ast.Subscript):
+        return _named_config_truth(part, program, negate)
     if not isinstance(part, ast.Attribute):
         return None
     klass = declared_class(part.value, fn, program)
@@ -40,6 +43,30 @@ def default_truth(part: ast.AST, fn: Function, program: Program) -> Optional[tup
         return None
     value, where = found
     said = f"`{klass.name}.{part.attr}` at its default `{value!r}` ({where})"
+    return (not bool(value)) if negate else bool(value), said
+
+
+def _named_config_truth(part: ast.Subscript, program: Program, negate: bool) -> Optional[tuple[bool, str]]:
+    """`self.args["logging"]["wandb_log"]` of a script whose options are the YAML file its
+    `--config` names (`args = yaml.safe_load(f)`): the value that file gives the key path,
+    where it gives one (two keys deep at least: one key alone names too little to be sure it is
+    that file's)."""
+    keys = []
+    node = part
+    while isinstance(node, ast.Subscript):
+        if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            return None
+        keys.insert(0, node.slice.value)
+        node = node.value
+    if len(keys) < 2:
+        return None
+    config = program.named_config()
+    if config is None:
+        return None
+    found, value = nested_value(config[1], tuple(keys))
+    if not found:
+        return None
+    said = f"`{'.'.join(keys)}` set to `{value!r}` in {config[0].name}, the config the launch names"
     return (not bool(value)) if negate else bool(value), said
 
 

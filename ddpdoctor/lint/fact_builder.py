@@ -39,6 +39,12 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     # `world_size == -1`, the `else:` of `if world_size != -1:` (MIND-PR's loaders)
                     r"|^[\w.]*world_size == -1$|^not \(?[\w.]*world_size != -1\)?$|^[\w.]*world_size < [01]$",
                     re.IGNORECASE)
+# A switch whose name says the negation turns the test round: `not args.no_ddp` is the
+# distributed side (RelPose's `if not args.no_ddp: setup_ddp(...)`), `args.no_ddp` the single one
+NEGATED_OFF = re.compile(r"^not (?:[\w.]*\.)?(?:no|not|non|disable|without)_(?:distributed|ddp|dist|multi_gpu|fsdp)$",
+                         re.IGNORECASE)
+NEGATED_ON = re.compile(r"^(?:[\w.]*\.)?(?:no|not|non|disable|without)_(?:distributed|ddp|dist|multi_gpu)$",
+                        re.IGNORECASE)
 # `not use_fsdp` / `not self.deepspeed` is the single-process side only where the script has no
 # other way to be distributed: beside a DistributedDataParallel model it is the DDP path
 ENGINE_OFF = re.compile(r"^not [\w.]*(?:fsdp|deepspeed)$", re.IGNORECASE)
@@ -538,6 +544,14 @@ class BuilderCore:
             found = memo[key] = self._mentions_rank(node, fn, depth, strict)
         return found
 
+    def _sampler_class(self, value: ast.AST, fn: Function) -> bool:
+        """The value is the DistributedSampler class itself (not an instance): handed to a
+        dataset that builds it over its own items (pytorchvideo's `video_sampler=`), either
+        side of a choice (`RandomSampler if single else DistributedSampler`)."""
+        held = [value] if not isinstance(value, ast.Name) else [v for v, _ in self.program.values_of(value, fn, 1)]
+        sides = [s for v in held for s in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
+        return any(isinstance(s, (ast.Name, ast.Attribute)) and last_name(s) == "DistributedSampler" for s in sides)
+
     def _mentions_rank(self, node: ast.AST, fn: Function, depth: int, strict: bool) -> bool:
         ranks = self.program.ranks
         passed_on = {id(n) for sub in walk(node) if strict and isinstance(sub, ast.Call)
@@ -572,6 +586,8 @@ class BuilderCore:
                 return True
             if isinstance(sub, ast.Call) and (last_name(sub.func) or "") in ("shard", "split_dataset_by_node"):
                 return True
+            if isinstance(sub, ast.Call) and any(self._sampler_class(kw.value, fn) for kw in sub.keywords):
+                return True  # `Kinetics(..., video_sampler=DistributedSampler)`: the dataset samples its rank's share
         if depth <= 0:
             return False
         for sub in walk(node):
@@ -804,7 +820,8 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
     """Under `if not args.distributed:` / `if not enable_fsdp:`, or `if not X:` where the process
     group is set up only under `if X:`: the run is not distributed there. ddp: the script wraps a
     model in DistributedDataParallel, so `not use_fsdp` / `not deepspeed` is its DDP path."""
-    return any((SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)))
+    return any((SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)) and not NEGATED_OFF.search(c))
+               or NEGATED_ON.search(c)
                # (not where the group is set up on that side too: `if generate: Trainer(...)`
                # and, past its `return`, the training that sets it up again)
                or (c.startswith("not ") and (_unwrapped(c[4:]) in switches or _instance_switch(c[4:], switches))

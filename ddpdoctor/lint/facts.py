@@ -130,6 +130,13 @@ def _world_of_one(fn, call: ast.Call) -> bool:
                and node.lineno < call.lineno for node in fn.own)
 
 
+# Calls handed `gradient_accumulation_steps=` that accumulate nothing themselves: Accelerate's
+# own (its backward only divides the loss), and a namespace the options are packed into
+# (`SimpleNamespace(gradient_accumulation_steps=...)` of a python-fire main, pytorchvideo-accelerate)
+_NO_ACCUMULATOR = frozenset({"Accelerator", "GradientAccumulationPlugin", "SimpleNamespace", "Namespace", "dict",
+                             "EasyDict", "edict", "AttrDict"})
+
+
 def build(program: Program, script: str) -> LintFacts:
     """All the facts of one program."""
     builder = FactBuilder(program)
@@ -191,7 +198,7 @@ def build(program: Program, script: str) -> LintFacts:
         # only divides the loss by K; the sync is skipped inside `accelerator.accumulate(model)`)
         accumulate = accumulate or "accumulate" in attrs or \
             any(kw.arg == "gradient_accumulation_steps" for c in f.of(ast.Call)
-                if last_name(c.func) not in ("Accelerator", "GradientAccumulationPlugin") for kw in c.keywords)
+                if last_name(c.func) not in _NO_ACCUMULATOR for kw in c.keywords)
     # only where it can run: a helper nothing calls (EDM's `ddp_sync`, imported with the module
     # for another name) syncs nothing; a lambda or closure inside a called one does
     # (a guessed receiver counts here: `backend.get_context_for_microstep_forward(...)` over

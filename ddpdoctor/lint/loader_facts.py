@@ -378,7 +378,14 @@ class LoaderFacts:
         """Every dataset the loader may get is a local map-style class whose code keeps one
         rank's share of the items (KEEPS_RANK_SHARE), not a stream."""
         classes = []
-        for value, scope in self.program.values_of(dataset, fn):
+        values = self.program.values_of(dataset, fn)
+        if values and all(isinstance(value, ast.Call) and any(
+                isinstance(c, ast.Call) and any(self._sampler_class(kw.value, scope) for kw in c.keywords)
+                for c in walk(value)) for value, scope in values):
+            # `LimitDataset(Kinetics(path, video_sampler=DistributedSampler))`: pytorchvideo's video
+            # datasets build the sampler class they are handed over their videos, this rank's share
+            return True
+        for value, scope in values:
             target = self.program._callee_symbol(value.func, scope) if isinstance(value, ast.Call) else None
             if not isinstance(target, Klass) or any("Iterable" in b or "IterDataPipe" in b for b in target.bases):
                 return False
@@ -664,6 +671,19 @@ class LoaderFacts:
         self._training_names()
         return self._plain_names
 
+    def _restarts(self, call: ast.Call, fn: Function) -> bool:
+        """`iter(loader)`, `itertools.cycle(loader)`, or a local generator that loops over its
+        first parameter and yields (`def cycle(dl): while True: for d in dl: yield d`): what
+        it makes hands out the loader's batches."""
+        if last_name(call.func) in ("iter", "cycle"):
+            return True
+        target = self.program.callee(call.func, fn)
+        if not self.program.is_function(target) or isinstance(target.node, ast.Module) or not target.node.args.args:
+            return False
+        first = target.node.args.args[0].arg
+        return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk(target.node)) and any(
+            isinstance(n, ast.For) and isinstance(n.iter, ast.Name) and n.iter.id == first for n in walk(target.node))
+
     def _iterated_names(self, loop: ast.AST, fn: Function) -> set[tuple[int, str]]:
         """(function, name) pairs that name what a `for` loop iterates: in fn, and where a
         parameter iterated comes from (what each caller passes, in the caller's scope)."""
@@ -686,6 +706,9 @@ class LoaderFacts:
                 # `for x in self.train_data` where __init__ did `self.train_data = train_data`
                 klass = self.program._class_of_fn(fn)
                 for value, owner in (self.program._attr(klass, name) if klass else []):
+                    if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name) and \
+                            self._restarts(value, owner):
+                        value = value.args[0]  # `self.train_dl = cycle(train_dl)`, then `next(self.train_dl)` (RVD)
                     if isinstance(value, ast.Name):
                         for arg, caller in owner.arguments.get(value.id, []):
                             names.add((id(caller), last_name(arg) or ""))
@@ -1242,6 +1265,19 @@ class LoaderFacts:
                 return False
         return bool(calls)
 
+    def _param_decides(self, test: ast.AST, fn: Function) -> Optional[bool]:
+        """The truth of `flag` / `not flag` where flag is a parameter of fn that every call
+        gives the same constant (passed, or left at its default); None where not known."""
+        negate = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        name = test.operand if negate else test
+        if not (isinstance(name, ast.Name) and (name.id in fn.params or name.id in fn.kwonly)
+                and not fn.bindings.get(name.id)):
+            return None
+        given = given_constants(self.callers(), fn, name.id)
+        if not given or len({bool(v) for v in given}) != 1:
+            return None
+        return bool(next(iter(given))) != negate
+
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function, depth: int = 4) -> str:
         if sampler is None or is_const(sampler, None):
             return "none"
@@ -1252,8 +1288,12 @@ class LoaderFacts:
             if isinstance(value, ast.Call) and self._never_built(value, scope):
                 continue  # `if use_distributed_sampler:` left False by every caller (operator_learning)
             if isinstance(value, ast.IfExp):
-                # `RandomSampler(ds) if split == "train" else SequentialSampler(ds)`: either side's
-                sides = {self._sampler_kind(side, scope, depth - 1) for side in (value.body, value.orelse)}
+                # `RandomSampler(ds) if split == "train" else SequentialSampler(ds)`: either side's;
+                # `DistributedSampler(ds) if distributed else None` with `distributed=False` left
+                # at its default by every call (RVD's load_data): the side it takes
+                taken = self._param_decides(value.test, scope)
+                candidates = (value.body, value.orelse) if taken is None else ((value.body,) if taken else (value.orelse,))
+                sides = {self._sampler_kind(side, scope, depth - 1) for side in candidates}
                 if "distributed" in sides:
                     return "distributed"
                 kinds |= sides

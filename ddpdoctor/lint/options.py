@@ -14,13 +14,10 @@ def option_defaults(files: list) -> dict[str, object]:
     """Each option's constant default by its dest name; None where two declarations disagree
     or the default is not a constant (unknown). Options without a default are left out."""
     defaults: dict[str, object] = {}
-    for name, _, node in _declarations(files):
-        default = keyword(node, "default")
+    for name, _, default, required, action in _declarations(files):
         value = default.value if isinstance(default, ast.Constant) else None
-        required = keyword(node, "required")
-        if isinstance(required, ast.Constant) and required.value is True:
+        if required:
             continue  # (`required=True`: every run gives it, whatever `default=` says)
-        action = _switch(node)
         if default is None and action:
             value = action == "store_false"  # a switch's default: the opposite of what giving it stores
         if default is not None or action:
@@ -33,20 +30,26 @@ def declared_options(files: list) -> dict[str, tuple[str, str]]:
     dest it stores into and its action where it is a switch (`store_true` / `store_false`,
     given without a value), else ""."""
     found: dict[str, tuple[str, str]] = {}
-    for name, flags, node in _declarations(files):
+    for name, flags, _, _, action in _declarations(files):
         for flag in flags:
             if flag.startswith("--"):
-                found[flag[2:].replace("-", "_")] = (name, _switch(node))
+                found[flag[2:].replace("-", "_")] = (name, action)
     return found
 
 
 def _declarations(files: list):
-    """(dest, option strings, the call) of each `add_argument` the files make: the dest is
-    `dest=`, else the first long option's name, as argparse names it (`-a, --accum-iter`:
-    accum_iter)."""
+    """(dest, option strings, the default's node or None, required, switch action) of each
+    option the files declare: each `add_argument` call (the dest is `dest=`, else the first
+    long option's name, as argparse names it: `-a, --accum-iter` is accum_iter), and each
+    parameter of a function handed to python-fire (`fire.Fire(main)`: `--gradient_accumulation_steps 4`
+    sets `main`'s parameter; a boolean one is given bare, `--with_tracking`)."""
     for source in files:
         for node in source.of(ast.Call):
-            if last_name(node.func) != "add_argument" or not node.args or \
+            name = last_name(node.func)
+            if name == "Fire" and node.args:
+                yield from _fire_parameters(source, node.args[0])
+                continue
+            if name != "add_argument" or not node.args or \
                     not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
                 continue
             flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
@@ -54,7 +57,26 @@ def _declarations(files: list):
             first = next((f for f in flags if f.startswith("--")), flags[0])
             name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else \
                 first.lstrip("-").replace("-", "_")
-            yield name, flags, node
+            required = keyword(node, "required")
+            yield name, flags, keyword(node, "default"), \
+                isinstance(required, ast.Constant) and required.value is True, _switch(node)
+
+
+def _fire_parameters(source, target: ast.AST):
+    """The parameters of the module-level function `fire.Fire(fn)` is handed, as options."""
+    if not isinstance(target, ast.Name):
+        return
+    fn = next((n for n in source.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and n.name == target.id), None)
+    if fn is None:
+        return
+    arguments = fn.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults),
+             *((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)]
+    for arg, default in pairs:
+        switch = "store_true" if isinstance(default, ast.Constant) and isinstance(default.value, bool) else ""
+        yield arg.arg, [f"--{arg.arg}"], default, False, switch
 
 
 def _switch(node: ast.Call) -> str:

@@ -198,7 +198,9 @@ Program = Any  # ddpdoctor.lint.program.Program (program imports this module, no
 Function = Any
 
 # Models whose modules hold buffers (BatchNorm running stats) that a DDP forward broadcasts.
-BUFFER_MARKERS = ("BatchNorm", "register_buffer", "SyncBatchNorm", "track_running_stats=True")
+# (spectral_norm keeps its power-iteration vectors `weight_u` / `_u` as buffers: a GAN
+# discriminator's, LaMa's)
+BUFFER_MARKERS = ("BatchNorm", "register_buffer", "SyncBatchNorm", "track_running_stats=True", "spectral_norm")
 BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "inception", "regnet",
                 "_bn", "googlenet", "shufflenet", "mnasnet", "wide_resnet")
 # Hugging Face encoders whose embeddings register `position_ids` (and `token_type_ids`) with
@@ -1207,7 +1209,11 @@ def _buffered_checkpoint(program: Program, call: ast.Call, fn: Function) -> bool
     given = call.args[0] if call.args else keyword(call, "pretrained_model_name_or_path")
     if given is None:
         return False
-    names = [v.value for v, _ in program.values_of(given, fn, 1) if isinstance(v, ast.Constant)]
+    held = program.values_of(given, fn, 2)
+    names = [v.value for v, _ in held if isinstance(v, ast.Constant)]
+    # (a parameter the callers hand an option: `SimCSEModel(args.model_name)`, then
+    # `AutoModel.from_pretrained(base_model)` in its constructor)
+    names += [program.option_defaults().get(v.attr) for v, _ in held if isinstance(v, ast.Attribute) and v is not given]
     if isinstance(given, ast.Constant):
         names.append(given.value)
     if isinstance(given, ast.Attribute):
@@ -1399,6 +1405,8 @@ def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:
                 if program.is_class(target) or program.is_function(target):
                     found.append(target)
         return list(dict.fromkeys(found))
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Call) and last_name(func.value.func) == "globals":
+        return _from_globals(program, func.slice, fn)
     if isinstance(func, ast.Subscript):
         table = func.value
         if isinstance(table, ast.Attribute) and table.attr == "__dict__":
@@ -1418,6 +1426,21 @@ def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:
     if module is None or program.is_class(module) or program.is_function(module):
         return []
     return [*module.functions.values(), *module.classes.values()]
+
+
+def _from_globals(program: Program, key: ast.AST, fn: Function) -> list:
+    """`globals()[f"CombineDiscriminator{img_size}"]` (LaMa's): the classes and functions the
+    module sees (its own, or star-imported) whose names the key may spell - the one a constant
+    names, or each one starting with an f-string's leading text."""
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        found = program.symbol(key.value, fn)
+        return [found] if program.is_class(found) or program.is_function(found) else []
+    if not (isinstance(key, ast.JoinedStr) and key.values and isinstance(key.values[0], ast.Constant)):
+        return []
+    prefix = str(key.values[0].value)
+    if len(prefix) < 3:
+        return []  # (too little of the name to pick among the module's symbols)
+    return [k for k in program.classes if k.name.startswith(prefix) and program.symbol(k.name, fn) is k]
 
 
 def _unpacked_dispatch(program: Program, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
@@ -1455,7 +1478,7 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
         if not isinstance(node, ast.Call):
             continue
         name = last_name(node.func) or ""
-        if "BatchNorm" in name or (name == "register_buffer" and id(node) not in conditional):
+        if "BatchNorm" in name or (name in ("register_buffer", "spectral_norm") and id(node) not in conditional):
             return True
         if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
             return True
@@ -1478,6 +1501,16 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
                         built = program.callee(call.func, target)
                         if program.is_class(built) and _class_buffered(program, built, seen):
                             return True
+    # `self.backbone = AutoModel.from_pretrained(base_model)` in its constructor, with a checkpoint
+    # of a family that registers buffers (the callers hand `--base_model`, "klue/roberta-base")
+    for method in klass.methods.values():
+        if method.node.__class__ is ast.Module:
+            continue
+        for node in walk(method.node):
+            if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and \
+                    node.func.attr == "from_pretrained" and id(node) not in conditional and \
+                    _buffered_checkpoint(program, node, method):
+                return True
     # a library base that is a BatchNorm network (`class ResNetFeatures(torchvision's ResNet)`,
     # `class Features(clip.model.ModifiedResNet)`)
     if any(_batchnorm_family(base) for base in program.library_bases(klass)):

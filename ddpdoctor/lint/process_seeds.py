@@ -112,8 +112,9 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         if given is not None and isinstance(call.func, (ast.Name, ast.Attribute)):
             kept = kept_keywords(program, call, fn)  # (a subclass's own `generator=` goes nowhere)
             given = {k: v for k, v in given.items() if k not in kept}
-        if given is None or "generator" in given:
-            continue  # a `**kwargs` that cannot be read may hold a generator
+        if given is None or ("generator" in given and not (isinstance(given["generator"], ast.Constant)
+                                                           and given["generator"].value is None)):
+            continue  # a `**kwargs` that cannot be read may hold a generator (`generator=None` is none)
         workers = given.get("num_workers")
         if workers is None or ("worker_init_fn" in given and keyword(call, "worker_init_fn") is None):
             continue  # no workers by default
@@ -325,8 +326,23 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
             if not (isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
                 return _UNKNOWN  # a helper's result (`get_seed()`, `random_seed()`): not judged
         if isinstance(node, ast.Name) and node is value and node.id in getattr(fn, "params", ()):
+            default = param_defaults(fn.node).get(node.id)
+            if default is not None and isinstance(default, ast.Constant) and not fn.arguments.get(node.id) \
+                    and fn in _called_functions(program):
+                # `def seed_everything(seed=1): ...` called as `seed_everything()` (CenterNet's
+                # script, at import): no caller hands a seed, the default seeds every rank
+                return _SAME
             return _UNKNOWN  # a parameter whose callers the lint does not show
     return _SAME
+
+
+def _called_functions(program) -> set:
+    """The functions some reached call calls by name (made once)."""
+    found = program.__dict__.get("_seed_called")
+    if found is None:
+        found = program.__dict__["_seed_called"] = {
+            t for f in program.reachable for c in f.own_calls for t in program.resolve(c.func, f)[0]}
+    return found
 
 
 def _broadcast_read(value: ast.AST, fn: Function, program) -> bool:
@@ -886,6 +902,13 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
             and isinstance(call.func.value, ast.Name) and call.func.value.id == node.id for arg in call.args):
         return True  # `ops = []; ops.extend([RandomResizedCrop(224), ...])`, then `Compose(ops)`
     values = program.values_of(node, fn, 2)
+    if isinstance(node, ast.Name) and depth > 0 and any(isinstance(v, ast.List) and not v.elts for v, _ in values):
+        # `db_list = []`, `db_list.append(db)` in a loop, then `ConcatDataset(db_list)` (RelPose's
+        # dataset_factory): what the list is filled with
+        values = [*values, *((arg, fn) for call in fn.own_calls
+                             if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert")
+                             and isinstance(call.func.value, ast.Name) and call.func.value.id == node.id
+                             for arg in call.args[-1:])]
     if isinstance(node, ast.Name) and depth > 0:
         # `dataset, has_subfolder = self.create_dataset(..., transform=transform)` and then
         # `dataset = dataset_with_indices(dataset)` (ProPos): the first binding is an unpacking,

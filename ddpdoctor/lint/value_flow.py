@@ -13,7 +13,8 @@ from ddpdoctor.lint.patterns import dotted, last_name
 from ddpdoctor.lint.program import Function
 
 
-PLACEMENT_KEYWORDS = frozenset({"device", "device_id", "device_ids", "output_device", "map_location"})
+# (`gpu=gpu` of RelPose's datasets: the spawned process's index, where its tensors go)
+PLACEMENT_KEYWORDS = frozenset({"device", "device_id", "device_ids", "output_device", "map_location", "gpu", "gpu_id"})
 
 
 def placement(node: ast.AST) -> set[int]:
