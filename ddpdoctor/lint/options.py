@@ -64,7 +64,7 @@ def _declarations(files: list):
 
 def _fire_parameters(source, target: ast.AST):
     """The parameters of the module-level function `fire.Fire(fn)` is handed, as options."""
-    if not isinstance(target, ast.Name):
+    if not isinstance(target, ast.Name) or getattr(source, "tree", None) is None:
         return
     fn = next((n for n in source.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                and n.name == target.id), None)
