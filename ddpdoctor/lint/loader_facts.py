@@ -2663,10 +2663,35 @@ def _rebound_unread(fn: Function, call: ast.Call, name: str) -> bool:
     name again, and nothing between reads it (TEMPO's first pass `train_data, train_loader =
     data_provider(args, "train")` only counts samples; the loop trains on the loader built after
     it). Read on the body's top-level statements: a binding inside a loop that reads the name
-    earlier in the loop is not crossed."""
+    earlier in the loop is not crossed. Reading what the loader was built over
+    (`train_loader.dataset`, its batch size) reads no batch: ScoreVAE's `train_loader =
+    DataLoader(train_loader.dataset, sampler=DistributedSampler(...))` replaces the builder's."""
     body = getattr(fn.node, "body", None)
     if not isinstance(body, list):
         return False
+    start = next((i for i, stmt in enumerate(body) if any(n is call for n in walk(stmt))), None)
+    if start is None:
+        return False
+    for stmt in body[start + 1:]:
+        if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Tuple) and any(
+                    isinstance(e, ast.Name) and e.id == name for e in t.elts) for t in stmt.targets) \
+                and not _reads_batches(stmt.value, name):
+            return not _reads_batches(body[start], name)
+        if _reads_batches(stmt, name):
+            return False
+    return False
+
+
+# What a loader was built with, read back without drawing a batch
+_LOADER_FIELDS = frozenset({"dataset", "batch_size", "num_workers", "collate_fn"})
+
+
+def _reads_batches(node: ast.AST, name: str) -> bool:
+    """`name` is read in node other than for one of the fields it was built with."""
+    fields = {id(n.value) for n in walk(node) if isinstance(n, ast.Attribute) and n.attr in _LOADER_FIELDS}
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in fields
+               for n in walk(node))
     start = next((i for i, stmt in enumerate(body) if any(n is call for n in walk(stmt))), None)
     if start is None:
         return False

@@ -647,3 +647,52 @@ def test_a_loader_its_builder_leaves_unsharded_by_default_read_through_cycle(tmp
 def test_its_twin_the_caller_asks_for_the_distributed_sampler(tmp_path):
     found = lint_tree(tmp_path, {"train.py": CYCLED.replace("{given}", ", distributed=True")})
     assert at(found, "DDP802") == []
+
+
+# -------------------------------------------------- a builder's plain loader replaced by one over its dataset
+REBUILT = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def get_dataloaders(batch_size):
+    data = [torch.randn(4) for _ in range(64)]
+    train_loader = DataLoader(data, batch_size=batch_size, shuffle=True)  # the builder's loader
+    val_loader = DataLoader(data, batch_size=batch_size, shuffle=False)
+    return train_loader, val_loader
+
+
+def main():
+    dist.init_process_group("gloo")
+    train_loader, val_loader = get_dataloaders(8)
+{rebuild}
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        if isinstance(train_loader.sampler, DistributedSampler):
+            train_loader.sampler.set_epoch(epoch)
+        for x in train_loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+REBUILD = """    sampler = DistributedSampler(train_loader.dataset)
+    train_loader = DataLoader(train_loader.dataset, batch_size=train_loader.batch_size, sampler=sampler)
+"""
+
+
+def test_a_builders_loader_replaced_by_one_over_its_dataset_trains_nothing(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": REBUILT.replace("{rebuild}", REBUILD)})
+    assert at(found, "DDP802") == []
+
+
+def test_its_twin_the_builders_loader_is_the_one_the_loop_reads(tmp_path):
+    code = REBUILT.replace("{rebuild}", "")
+    found = lint_tree(tmp_path, {"train.py": code})
+    assert at(found, "DDP802") == [(line_of(code, "# the builder's loader"), "error")]
