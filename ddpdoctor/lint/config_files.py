@@ -194,36 +194,31 @@ def _nested_values(body: str, path: tuple) -> Optional[set]:
     return found
 
 
+# YAML's spellings of null (a plain `None` is the text "None")
+_YAML_NULLS = ("null", "Null", "NULL", "~")
 # The options that name the run's config file (`--config config/s3dis/swin3d.yaml`)
 _CONFIG_OPTIONS = ("config", "cfg", "config_file", "cfg_file", "config_path")
 
 
-def named_config_values(script: Path, defaults: dict, read: list) -> dict[str, object]:
-    """The plain values of the YAML config the run's `--config` names (as launched, else its
-    default), by their own key at any depth: a script whose options object is that file made
-    into attributes (`args = load_cfg_from_cfg_file(args.config)`, then `args.manual_seed`)
-    reads them as it reads options. A key the file gives two different values, or a value that
-    is no plain scalar, is left out. read: gets the file (the cache digests it)."""
-    found = named_config(script, defaults, read)
-    return _leaf_values(found[1]) if found is not None else {}
-
-
 def named_config(script: Path, defaults: dict, read: list) -> Optional[tuple[Path, str]]:
-    """(path, text) of the YAML config the run's `--config` names, or None."""
+    """(path, text) of the YAML config the run's `--config` names (as launched, else its
+    default: defaults), or None. read: gets every place looked at, the file read and the ones
+    missing or too large before it (the cache digests them: a config that appears or shrinks
+    later is a miss, not a stale answer; a missing one keeps the answer out of the cache)."""
     for option in _CONFIG_OPTIONS:
         named = defaults.get(option)
         if not isinstance(named, str) or not named.endswith((".yaml", ".yml")):
             continue
         for base in (Path.cwd(), script.parent):
             path = base / named
+            if str(path) not in read:
+                read.append(str(path))
             try:
                 if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
                     continue
                 body = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            if str(path) not in read:
-                read.append(str(path))
             return path, body
     return None
 
@@ -235,10 +230,14 @@ def nested_value(body: str, keys: tuple) -> tuple[bool, object]:
     if not values or len(values) != 1:
         return False, None
     value = next(iter(values))
-    return (False, None) if value is _UNKNOWN_VALUE else (True, None if value in ("null", "~") else value)
+    return (False, None) if value is _UNKNOWN_VALUE else (True, None if value in _YAML_NULLS else value)
 
 
-def _leaf_values(body: str) -> dict[str, object]:
+def leaf_values(body: str) -> dict[str, object]:
+    """The plain values of a YAML text by their own key at any depth: a script whose options
+    object is that file made into attributes (`args = load_cfg_from_cfg_file(args.config)`, then
+    `args.manual_seed`) reads them as it reads options. A key the file gives two different
+    values, or a value that is no plain scalar, is left out."""
     found: dict[str, object] = {}
     clashing: set = set()
     for line in body.splitlines():
@@ -250,9 +249,7 @@ def _leaf_values(body: str) -> dict[str, object]:
         if _NOT_PLAIN.search(value):
             clashing.add(key)
             continue
-        held = _literal(value.strip("'\""))
-        if value in ("null", "~", "None"):
-            held = None
+        held = None if value in _YAML_NULLS else _literal(value.strip("'\""))
         if key in found and found[key] != held:
             clashing.add(key)
         found[key] = held

@@ -17,6 +17,7 @@ from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, fsdp_builder, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
+from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME
 from ddpdoctor.lint.walker import COMMAND
 from ddpdoctor.lint.value_flow import placement as _placement, unreturned_arguments
 
@@ -39,12 +40,6 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     # `world_size == -1`, the `else:` of `if world_size != -1:` (MIND-PR's loaders)
                     r"|^[\w.]*world_size == -1$|^not \(?[\w.]*world_size != -1\)?$|^[\w.]*world_size < [01]$",
                     re.IGNORECASE)
-# A switch whose name says the negation turns the test round: `not args.no_ddp` is the
-# distributed side (RelPose's `if not args.no_ddp: setup_ddp(...)`), `args.no_ddp` the single one
-NEGATED_OFF = re.compile(r"^not (?:[\w.]*\.)?(?:no|not|non|disable|without)_(?:distributed|ddp|dist|multi_gpu|fsdp)$",
-                         re.IGNORECASE)
-NEGATED_ON = re.compile(r"^(?:[\w.]*\.)?(?:no|not|non|disable|without)_(?:distributed|ddp|dist|multi_gpu)$",
-                        re.IGNORECASE)
 # `not use_fsdp` / `not self.deepspeed` is the single-process side only where the script has no
 # other way to be distributed: beside a DistributedDataParallel model it is the DDP path
 ENGINE_OFF = re.compile(r"^not [\w.]*(?:fsdp|deepspeed)$", re.IGNORECASE)
@@ -820,14 +815,29 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
     """Under `if not args.distributed:` / `if not enable_fsdp:`, or `if not X:` where the process
     group is set up only under `if X:`: the run is not distributed there. ddp: the script wraps a
     model in DistributedDataParallel, so `not use_fsdp` / `not deepspeed` is its DDP path."""
-    return any((SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)) and not NEGATED_OFF.search(c))
-               or NEGATED_ON.search(c)
+    return any((side := _negated_side(c)) == "single"
+               or (SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)) and side != "distributed")
                # (not where the group is set up on that side too: `if generate: Trainer(...)`
                # and, past its `return`, the training that sets it up again)
                or (c.startswith("not ") and (_unwrapped(c[4:]) in switches or _instance_switch(c[4:], switches))
                    and c not in getattr(switches, "open", ()))
                or (not c.startswith("not ") and c in _excluded(switches))
                for c, _ in conds)
+
+
+def _negated_side(said: str) -> str:
+    """A test's text on a switch named for its negation (ranks' NEGATED_SWITCH: `args.no_ddp`)
+    turns the test round: "single" for `args.no_ddp` (the one-process side), "distributed" for
+    `not args.no_ddp` / `not args.no_fsdp` (RelPose's `if not args.no_ddp: setup_ddp(...)`), ""
+    for any other test (SINGLE read both as "not distributed")."""
+    negated = said.startswith("not ")
+    switch = said[4:] if negated else said
+    name = switch.rpartition(".")[2]
+    if not re.fullmatch(r"[\w.]+", switch) or not NEGATED_SWITCH.match(name):
+        return ""
+    if negated:
+        return "distributed" if UNIFORM_NAME.search(name) or name.lower().endswith("fsdp") else ""
+    return "single" if UNIFORM_NAME.search(name) else ""
 
 
 def _unwrapped(said: str) -> str:

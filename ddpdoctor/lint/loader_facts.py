@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
-                                         argument_at, given_constants, loc, ruled_out)
+                                         argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
@@ -678,11 +678,8 @@ class LoaderFacts:
         if last_name(call.func) in ("iter", "cycle"):
             return True
         target = self.program.callee(call.func, fn)
-        if not self.program.is_function(target) or isinstance(target.node, ast.Module) or not target.node.args.args:
-            return False
-        first = target.node.args.args[0].arg
-        return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk(target.node)) and any(
-            isinstance(n, ast.For) and isinstance(n.iter, ast.Name) and n.iter.id == first for n in walk(target.node))
+        return self.program.is_function(target) and not isinstance(target.node, ast.Module) \
+            and bool(target.params) and _yielded_from(target, target.params[0])
 
     def _iterated_names(self, loop: ast.AST, fn: Function) -> set[tuple[int, str]]:
         """(function, name) pairs that name what a `for` loop iterates: in fn, and where a
@@ -1265,19 +1262,6 @@ class LoaderFacts:
                 return False
         return bool(calls)
 
-    def _param_decides(self, test: ast.AST, fn: Function) -> Optional[bool]:
-        """The truth of `flag` / `not flag` where flag is a parameter of fn that every call
-        gives the same constant (passed, or left at its default); None where not known."""
-        negate = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-        name = test.operand if negate else test
-        if not (isinstance(name, ast.Name) and (name.id in fn.params or name.id in fn.kwonly)
-                and not fn.bindings.get(name.id)):
-            return None
-        given = given_constants(self.callers(), fn, name.id)
-        if not given or len({bool(v) for v in given}) != 1:
-            return None
-        return bool(next(iter(given))) != negate
-
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function, depth: int = 4) -> str:
         if sampler is None or is_const(sampler, None):
             return "none"
@@ -1291,8 +1275,9 @@ class LoaderFacts:
                 # `RandomSampler(ds) if split == "train" else SequentialSampler(ds)`: either side's;
                 # `DistributedSampler(ds) if distributed else None` with `distributed=False` left
                 # at its default by every call (RVD's load_data): the side it takes
-                taken = self._param_decides(value.test, scope)
-                candidates = (value.body, value.orelse) if taken is None else ((value.body,) if taken else (value.orelse,))
+                said = text(value.test)
+                candidates = (value.orelse,) if never_true(self.callers(), scope, said) else \
+                    (value.body,) if never_true(self.callers(), scope, f"not {said}") else (value.body, value.orelse)
                 sides = {self._sampler_kind(side, scope, depth - 1) for side in candidates}
                 if "distributed" in sides:
                     return "distributed"
@@ -2692,16 +2677,3 @@ def _reads_batches(node: ast.AST, name: str) -> bool:
     fields = {id(n.value) for n in walk(node) if isinstance(n, ast.Attribute) and n.attr in _LOADER_FIELDS}
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in fields
                for n in walk(node))
-    start = next((i for i, stmt in enumerate(body) if any(n is call for n in walk(stmt))), None)
-    if start is None:
-        return False
-    for stmt in body[start + 1:]:
-        if isinstance(stmt, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Tuple) and any(
-                    isinstance(e, ast.Name) and e.id == name for e in t.elts) for t in stmt.targets) \
-                and not any(isinstance(n, ast.Name) and n.id == name for n in walk(stmt.value)):
-            return not any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-                           for n in walk(body[start]))
-        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in walk(stmt)):
-            return False
-    return False

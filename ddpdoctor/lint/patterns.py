@@ -1472,12 +1472,15 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
     conditional = {id(n) for branch in walk(klass.node) if isinstance(branch, (ast.If, ast.IfExp))
                    for part in (branch.body, branch.orelse)
                    for stmt in (part if isinstance(part, list) else [part]) for n in walk(stmt)}
+    pretrained = []  # `X.from_pretrained(...)` calls, judged by their checkpoint below
     for node in walk(klass.node):
         if _norm_class_value(node) and not (isinstance(node, ast.arguments) and _unread_defaults(klass, node)):
             return True  # `norm_layer = nn.BatchNorm2d`, `def __init__(..., norm=nn.BatchNorm2d)`: built later
         if not isinstance(node, ast.Call):
             continue
         name = last_name(node.func) or ""
+        if name == "from_pretrained" and node.func.__class__ is ast.Attribute and id(node) not in conditional:
+            pretrained.append(node)
         if "BatchNorm" in name or (name in ("register_buffer", "spectral_norm") and id(node) not in conditional):
             return True
         if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
@@ -1503,14 +1506,11 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
                             return True
     # `self.backbone = AutoModel.from_pretrained(base_model)` in its constructor, with a checkpoint
     # of a family that registers buffers (the callers hand `--base_model`, "klue/roberta-base")
-    for method in klass.methods.values():
-        if method.node.__class__ is ast.Module:
-            continue
-        for node in walk(method.node):
-            if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and \
-                    node.func.attr == "from_pretrained" and id(node) not in conditional and \
-                    _buffered_checkpoint(program, node, method):
-                return True
+    for node in pretrained:
+        method = next((m for m in klass.methods.values() if m.node.__class__ is not ast.Module
+                       and m.node.lineno <= node.lineno <= m.node.end_lineno), None)
+        if method is not None and _buffered_checkpoint(program, node, method):
+            return True
     # a library base that is a BatchNorm network (`class ResNetFeatures(torchvision's ResNet)`,
     # `class Features(clip.model.ModifiedResNet)`)
     if any(_batchnorm_family(base) for base in program.library_bases(klass)):

@@ -327,22 +327,12 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
                 return _UNKNOWN  # a helper's result (`get_seed()`, `random_seed()`): not judged
         if isinstance(node, ast.Name) and node is value and node.id in getattr(fn, "params", ()):
             default = param_defaults(fn.node).get(node.id)
-            if default is not None and isinstance(default, ast.Constant) and not fn.arguments.get(node.id) \
-                    and fn in _called_functions(program):
+            if isinstance(default, ast.Constant) and not fn.arguments.get(node.id) and fn.defaulted.get(node.id):
                 # `def seed_everything(seed=1): ...` called as `seed_everything()` (CenterNet's
                 # script, at import): no caller hands a seed, the default seeds every rank
                 return _SAME
             return _UNKNOWN  # a parameter whose callers the lint does not show
     return _SAME
-
-
-def _called_functions(program) -> set:
-    """The functions some reached call calls by name (made once)."""
-    found = program.__dict__.get("_seed_called")
-    if found is None:
-        found = program.__dict__["_seed_called"] = {
-            t for f in program.reachable for c in f.own_calls for t in program.resolve(c.func, f)[0]}
-    return found
 
 
 def _broadcast_read(value: ast.AST, fn: Function, program) -> bool:
@@ -896,19 +886,18 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
 
 
 def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
-    if isinstance(node, ast.Name) and any(
-            ARGUMENT_WORDS.search(text(arg, 4000)) for call in fn.own_calls
-            if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert")
-            and isinstance(call.func.value, ast.Name) and call.func.value.id == node.id for arg in call.args):
+    # what `items.append(x)` / `extend` / `insert` put in a list named node, in fn
+    added = [call.args[-1] for call in fn.own_calls
+             if call.args and isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert")
+             and isinstance(call.func.value, ast.Name) and call.func.value.id == node.id] \
+        if isinstance(node, ast.Name) else []
+    if any(ARGUMENT_WORDS.search(text(arg, 4000)) for arg in added):
         return True  # `ops = []; ops.extend([RandomResizedCrop(224), ...])`, then `Compose(ops)`
     values = program.values_of(node, fn, 2)
-    if isinstance(node, ast.Name) and depth > 0 and any(isinstance(v, ast.List) and not v.elts for v, _ in values):
+    if added and depth > 0 and any(isinstance(v, ast.List) and not v.elts for v, _ in values):
         # `db_list = []`, `db_list.append(db)` in a loop, then `ConcatDataset(db_list)` (RelPose's
         # dataset_factory): what the list is filled with
-        values = [*values, *((arg, fn) for call in fn.own_calls
-                             if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert")
-                             and isinstance(call.func.value, ast.Name) and call.func.value.id == node.id
-                             for arg in call.args[-1:])]
+        values = [*values, *((arg, fn) for arg in added)]
     if isinstance(node, ast.Name) and depth > 0:
         # `dataset, has_subfolder = self.create_dataset(..., transform=transform)` and then
         # `dataset = dataset_with_indices(dataset)` (ProPos): the first binding is an unpacking,

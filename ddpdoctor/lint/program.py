@@ -28,9 +28,8 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import (config_values, elastic_launch_only, launch_values, named_config, named_config_values,
-                                         named_values,
-                                         yaml_beside)
+from ddpdoctor.lint.config_files import (config_values, elastic_launch_only, launch_values, leaf_values, named_config,
+                                         named_values, yaml_beside)
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
@@ -2312,19 +2311,17 @@ class Program:
             if script is not None and script.path is not None:
                 found.update(launch_values(script.path, declared_options(self.files), script.hydra_configs))
                 # (and under them, the plain values of the config file the run names)
-                for key, value in named_config_values(script.path, found, script.hydra_configs).items():
+                config = self.__dict__["_named_config"] = named_config(script.path, found, script.hydra_configs)
+                for key, value in (leaf_values(config[1]) if config is not None else {}).items():
                     found.setdefault(key, value)
             self.__dict__["_option_defaults_seen"] = found
         return found
 
     def named_config(self) -> Optional[tuple]:
         """(path, text) of the YAML config file the run's `--config` names (config_files.named_config),
-        read once."""
-        if "_named_config" not in self.__dict__:
-            script = self.sources[0] if self.sources else None
-            self.__dict__["_named_config"] = named_config(script.path, self.option_defaults(), script.hydra_configs) \
-                if script is not None and script.path is not None else None
-        return self.__dict__["_named_config"]
+        read with the options' values (option_defaults), once."""
+        self.option_defaults()
+        return self.__dict__.get("_named_config")
 
     def local_rank_unset(self) -> frozenset:
         """The `--local_rank` options (their dests) that keep their default on every rank: every

@@ -696,3 +696,17 @@ def test_its_twin_the_builders_loader_is_the_one_the_loop_reads(tmp_path):
     code = REBUILT.replace("{rebuild}", "")
     found = lint_tree(tmp_path, {"train.py": code})
     assert at(found, "DDP802") == [(line_of(code, "# the builder's loader"), "error")]
+
+
+def test_the_named_config_changed_after_a_cached_lint_is_read_again(tmp_path, monkeypatch):
+    # the config file the answer rests on is digested with it (a missing or too large one keeps
+    # the answer out of the cache): an edited config is a miss, not the first verdict again
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("DDPDOCTOR_LINT_CACHE", "1")
+    code = YAML_OPTIONS
+    files = {"train.py": code, "run.sh": YAML_LAUNCH, "conf/run.yml": "logging:\n  track_best: True\n"}
+    assert at(lint_tree(tmp_path, files), "DDP809") == [(line_of(code, "# the stop"), "error")]
+    (tmp_path / "conf/run.yml").write_text("x" * 300_000)  # (over the size a config is read at)
+    assert at(lint_tree(tmp_path, {}), "DDP809") == [(line_of(code, "# the stop"), "warning")]
+    (tmp_path / "conf/run.yml").write_text("logging:\n  track_best: True\n")
+    assert at(lint_tree(tmp_path, {}), "DDP809") == [(line_of(code, "# the stop"), "error")]
