@@ -119,6 +119,8 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                         "`bad = self.all_gather(torch.tensor(float(bad), device=self.device)).any()`")
         if found.assumption:
             message = f"if {found.assumption}: {message}"
+        elif getattr(found, "given", ""):  # the rank test's other parts, settled by a config or a default
+            message = f"with {found.given}: {message}"
         problems.append(Problem(
             message=message, hint=hint, location=found.location,
             severity=Severity.WARNING if found.assumption else None,

@@ -66,7 +66,7 @@ def _named_config_truth(part: ast.Subscript, program: Program, negate: bool) -> 
     found, value = nested_value(config[1], tuple(keys))
     if not found:
         return None
-    said = f"`{'.'.join(keys)}` set to `{value!r}` in {config[0].name}, the config the launch names"
+    said = f"`{'.'.join(keys)}` set to `{value!r}` in {config[0].name}, the config file the run's options name"
     return (not bool(value)) if negate else bool(value), said
 
 

@@ -56,6 +56,9 @@ class RankLocalDecision:
     # the statement that leaves (`continue` / `break` / `return` / `raise` / `sys.exit()`), where it
     # stands on a line of its own below the test: the other place a reviewer points at
     exit_line: Optional[int] = None
+    # the values the rank test's other parts hold at, where a config or a default settles them
+    # in place of an assumption (RankTest.given: "`a.b` set to `True` in run.yml, ..."): said
+    given: str = ""
 
 
 @dataclass
@@ -192,7 +195,7 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
         found.append(RankLocalDecision(
             Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], f"self.{read[0]}",
             "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
-            ", and ".join(notes)))
+            ", and ".join(notes), given=tests[-1].given if tests else ""))
     return found
 
 
@@ -968,7 +971,7 @@ def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, s
         notes.append(f"the test at line {stmt.lineno} is reached on every rank")
     return RankLocalDecision(
         Location(fn.file.display, stmt.lineno), test, action, name, "rank_state", work,
-        Location(fn.file.display, setter.node.lineno), rank_test.text, ", and ".join(notes))
+        Location(fn.file.display, setter.node.lineno), rank_test.text, ", and ".join(notes), given=rank_test.given)
 
 
 def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:

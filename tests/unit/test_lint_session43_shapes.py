@@ -710,3 +710,10 @@ def test_the_named_config_changed_after_a_cached_lint_is_read_again(tmp_path, mo
     assert at(lint_tree(tmp_path, {}), "DDP809") == [(line_of(code, "# the stop"), "warning")]
     (tmp_path / "conf/run.yml").write_text("logging:\n  track_best: True\n")
     assert at(lint_tree(tmp_path, {}), "DDP809") == [(line_of(code, "# the stop"), "error")]
+
+
+def test_the_finding_says_which_config_value_settled_the_test(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": YAML_OPTIONS, "run.sh": YAML_LAUNCH,
+                                 "conf/run.yml": "logging:\n  track_best: True\n"})
+    [decision] = [f for f in found if f.code == "DDP809"]
+    assert "`logging.track_best` set to `True` in run.yml" in decision.message
