@@ -111,8 +111,8 @@ def test_healthy_fast_job_is_said_healthy(job_in, tmp_path):
 
 
 def test_a_backward_longer_than_the_window_is_neither_hung_nor_healthy(job_in, tmp_path):
-    # Each rank's backward computes for seconds (on 2 cores: 7 s or more) and sends nothing
-    # until its end: the stack stands still and no read or write call is made, the shape of a
+    # Each rank's backward computes for seconds (10 s or more: the script times the machine) and
+    # sends nothing until its end: the stack stands still and no read or write call is made, the shape of a
     # hang (DDP503, exit 1, before BUSY_CPU), but the ranks' CPU is busy. Attached as the first
     # backward starts, the window lies within it.
     job = job_in("long_backward", script=SCRIPT.parent / "attach_long_backward.py")
