@@ -64,7 +64,13 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         return _by_hand_with_accelerate(facts)
     if not facts.ddp_model:
         return Skipped("no DistributedDataParallel model in the script")
-    if facts.framework is not None:
+    # (under a framework, only a loop of the script's own with its own DDP model and no no_sync
+    # of any kind: a Trainer it builds on one switch beside its own loop on the other runs
+    # nothing of that loop; a vendored copy of a framework's loop, syncing on some switch, is
+    # left to the framework's own handling)
+    accumulations = facts.accumulations if facts.framework is None else \
+        [acc for acc in facts.accumulations if acc.own_loop and acc.no_sync is None and not facts.no_sync]
+    if facts.framework is not None and not accumulations:
         return Skipped(f"{facts.framework} handles gradient accumulation")
     # The three ways the sync is switched at the wrong moment: (pattern, message, hint, the
     # evidence key of the other line: the forward that already decided, or the step)
@@ -89,8 +95,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
     problems = [Problem(
         message=message.format(backward=acc.backward, step=acc.step), hint=hint, location=acc.backward,
         evidence={"loop": str(acc.loop), key: str(acc.step), "pattern": acc.pattern},
-    ) for pattern, message, hint, key in misplaced for acc in facts.accumulations if acc.pattern == pattern]
-    for acc in facts.accumulations:
+    ) for pattern, message, hint, key in misplaced for acc in accumulations if acc.pattern == pattern]
+    for acc in accumulations:
         if acc.by == "accelerate" or acc.pattern in ("sync_flag_after_forward", "no_sync_after_forward",
                                                      "no_sync_on_step"):
             continue

@@ -89,8 +89,10 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         elif not sampler.set_epoch and sampler.across_epochs and not getattr(sampler, "epoch_set_by", ""):
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "
-                         "loader is iterated epoch after epoch, but set_epoch is never called: the same "
-                         "order every epoch"),
+                         "loader is iterated epoch after epoch, but set_epoch is never called"
+                         + (f" (the call at {sampler.set_epoch_off} sits under a switch that no way into it "
+                            "turns on)" if getattr(sampler, "set_epoch_off", None) else "")
+                         + ": the same order every epoch"),
                 hint=(f"set it where the Engine that runs the loader ({sampler.run_by}) starts an epoch: "
                       f"`@trainer.on(Events.EPOCH_STARTED)` with `{sampler.name}.set_epoch(engine.state.epoch)`"
                       if getattr(sampler, "run_by", None) else

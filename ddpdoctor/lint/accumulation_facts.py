@@ -47,6 +47,14 @@ class AccumulationFact:
     # the loop's call that leads to the backward, where the finding points inside a helper: what
     # no_sync must wrap (the forward with it), not the backward's own line
     call: Optional[Location] = None
+    # the loop is in the script's own code, not in a method of a framework's class (a Trainer or
+    # LightningModule subclass): where the script also builds a framework's trainer, its own
+    # loop with its own DDP model is still the script's to sync
+    own_loop: bool = False
+
+
+# The frameworks that run the training loop themselves (their classes' methods are their hooks).
+_FRAMEWORK_PACKAGES = ("transformers.", "trl.", "lightning.", "pytorch_lightning.")
 
 
 class AccumulationFacts:
@@ -74,6 +82,7 @@ class AccumulationFacts:
                         continue
                     reported.add(helper)
                 if fact is not None:
+                    fact.own_loop = not self._framework_method(fn)
                     fact.no_sync = no_sync.covered(self.program, fn, node)
                     if fact.no_sync is None and self._switched_off_in(fn, node):
                         fact.no_sync = True
@@ -81,6 +90,12 @@ class AccumulationFacts:
                         fact.no_sync_off_way = not self._syncs_on_the_way(fn, node)
                     found.append(fact)
         return found
+
+    def _framework_method(self, fn: Function) -> bool:
+        """fn is (inside) a method of a class deriving from a framework's (transformers' or TRL's
+        Trainer, Lightning's LightningModule or callbacks): the framework runs it."""
+        klass = self.program._class_of_fn(fn)
+        return klass is not None and any(b.startswith(_FRAMEWORK_PACKAGES) for b in self.program.library_bases(klass))
 
     def _one_process_only(self, fn: Function, depth: int = 3) -> bool:
         """Every way into fn runs where the run is not distributed: each call of it sits on the

@@ -92,6 +92,9 @@ _NODES_LAUNCH = re.compile(
     r"--(?:nnodes|num[_-]nodes)[= ]+[\"']?(?P<count>[^\s\"'\\]+)|--node[_-]rank\b|"
     r"^#SBATCH\s+(?:--nodes[= ]*|-N\s*)(?P<sbatch>\d+)", re.MULTILINE)
 _LAUNCH_SUFFIXES = (".sh", ".slurm", ".sbatch", ".bash")
+# a node count a Python launcher writes into a launch command (a declared `--nnodes` option, its
+# name followed by a quote, is not one)
+_PY_NODES = re.compile(r"--(?:nnodes|num[_-]nodes)[= ]+(?P<count>[^\s\"'\\,)]+)")
 MAX_LAUNCH_SCRIPTS = 100
 MAX_LAUNCH_BYTES = 64_000
 
@@ -269,6 +272,18 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
                 continue
             if count is None and _one_node_command(body, match):
                 continue  # `--nnodes=1 --node_rank=0`: a node rank handed to a one-node launch
+            if str(launch) not in read:
+                read.append(str(launch))
+            shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
+            return shown, body.count("\n", 0, match.start()) + 1
+    # a Python launcher beside it that writes the command (`f"--nnodes={args.machines} --node_rank={i}"`,
+    # an ncluster or fabric job script): only a node count that may be above one, in its text
+    # (one that names this script: any other Python file may quote such an option for its own ends)
+    for launch, body in _beside(script, (".py",), MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES):
+        if script.name not in body or launch.resolve() == script.resolve():
+            continue
+        match = next((m for m in _PY_NODES.finditer(body) if _above_one(m.group("count"))), None)
+        if match is not None:
             if str(launch) not in read:
                 read.append(str(launch))
             shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)

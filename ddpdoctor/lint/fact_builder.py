@@ -1420,6 +1420,10 @@ def never_true(callers: dict, fn: Function, cond: str, flag: bool = True, progra
     if flag:
         negated = cond.startswith("not ")
         name = cond[4:] if negated else cond
+        if name.startswith("self.") and name[5:].isidentifier() and program is not None:
+            # `if self.ddp:` of a class every construction leaves at its default `ddp=False`
+            values = attr_constants(program, callers, fn, name[5:])
+            return bool(values) and all(bool(v) == negated for v in values)
         if not name.isidentifier():
             return False
         values = _constants_of(callers, fn, name)

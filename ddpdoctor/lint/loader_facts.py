@@ -135,6 +135,9 @@ class SamplerFact:
     # set_epoch sitting in a loop of its own beside it - a warm-up before the epoch loop: that
     # read, and the set_epoch it lacks)
     unset_loop: Optional[tuple[Location, Location]] = None
+    # the set_epoch call that would set it, on a side of a switch no way in takes (`if self.ddp:`
+    # where every construction leaves `ddp=False`): it never runs
+    set_epoch_off: Optional[Location] = None
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -172,9 +175,14 @@ class LoaderFacts:
             if any(kind in name for kind in ITERABLE_KINDS) or \
                     (self.program.qualify(value.func, scope) or "").startswith(SELF_SHARDING_LIBRARIES):
                 return True
-            if isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
+            head = value
+            while head.func.__class__ is ast.Attribute and head.func.value.__class__ is ast.Call:
+                head = head.func.value  # `wds.WebDataset(urls).shuffle(1000).decode("pil")`: the chain's start
+            if head is not value and (self.program.qualify(head.func, scope) or "").startswith(SELF_SHARDING_LIBRARIES):
+                return True
+            if isinstance(head.func, ast.Attribute) and isinstance(head.func.value, ast.Name) \
                     and id(value) not in seen and len(seen) < CHAIN_STEPS \
-                    and self.dataset_kind(value.func.value, scope, depth, seen | {id(value)}):
+                    and self.dataset_kind(head.func.value, scope, depth, seen | {id(value)}):
                 # `dataset = dataset.map(parse)`: a datapipe chain keeps its kind (no depth spent:
                 # each step is another binding, and none is walked twice)
                 return True
@@ -1420,6 +1428,16 @@ class LoaderFacts:
         # whatever keeps it): counted as a call, in a loop (where it is called is not known)
         found_set_epochs += [(fn, ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node), (), 1)
                              for fn in self.functions for node in _set_epoch_handed_on(fn)]
+        # `data_loader.sampler.epoch = engine.state.epoch` (an ignite handler of the DeepSeismic
+        # kind): set_epoch only stores the epoch, so storing it is the same call; counted as in
+        # a loop (a handler's caller is not in the source)
+        found_set_epochs += [(fn, ast.copy_location(ast.Call(
+            func=ast.Attribute(value=node.targets[0].value, attr="set_epoch", ctx=ast.Load()),
+            args=[node.value], keywords=[]), node), (), 1)
+            for fn in self.functions for node in fn.own
+            if node.__class__ is ast.Assign and len(node.targets) == 1
+            and node.targets[0].__class__ is ast.Attribute and node.targets[0].attr == "epoch"
+            and "sampler" in (last_name(node.targets[0].value) or "").lower()]
         # `trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: sampler.set_epoch(
         # engine.state.epoch))`: a handler an Engine calls once per epoch, counted as in a loop
         found_set_epochs += [(fn, call, (), 1) for fn in self.functions for node in fn.own
@@ -1490,9 +1508,15 @@ class LoaderFacts:
             # knows how often)
             once = all(loops == 0 and not self.in_loop(sfn) and not self._runs_per_draw(sfn)
                        and self._called_from_the_top(sfn) for sfn, _, loops in set_epochs)
+            off = None  # a set_epoch on a side of a switch no way in takes
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
                     continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in
+                if self.switched_off(sfn, scall) or self._never_built(scall, sfn):
+                    # `if self.ddp: sampler.set_epoch(epoch)` in a trainer every construction
+                    # leaves at its default `ddp=False`: it never runs
+                    off = off or loc(sfn, scall)
+                    continue
                 receiver = scall.func.value
                 rname = last_name(receiver) or ""
                 if not rname and isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Constant) \
@@ -1593,7 +1617,7 @@ class LoaderFacts:
                 unset_loop=self._loop_without_set_epoch(names, matched_calls, set_epochs) if matched_calls and across else None,
                 epoch_set_by=self._prepared_loader(loader_at, by_line) or self._ignite_sets_epoch(names),
                 run_by=next((self._engine_runs()[n] for n in sorted(names) if n in self._engine_runs()), None),
-                unread=loader_at is None and _never_read(fn, name)))
+                unread=loader_at is None and _never_read(fn, name), set_epoch_off=None if matched else off))
         return found
 
     @staticmethod
@@ -2282,10 +2306,12 @@ def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
     that callers fill with a list or tuple literal (`run(..., [train_loader, None])`): the
     caller's item at the same position is the loader fn iterates."""
     found = set()
-    for node in fn.own:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name)
-                and isinstance(node.targets[0], (ast.Tuple, ast.List))):
-            continue
+    unpacks = fn.__dict__.get("_unpacked_names")
+    if unpacks is None:  # (asked once per name a loop iterates: the function's nodes scanned once)
+        unpacks = fn.__dict__["_unpacked_names"] = [
+            node for node in fn.own if node.__class__ is ast.Assign and len(node.targets) == 1
+            and node.value.__class__ is ast.Name and node.targets[0].__class__ in (ast.Tuple, ast.List)]
+    for node in unpacks:
         items = node.targets[0].elts
         for index, item in enumerate(items):
             if not (isinstance(item, ast.Name) and item.id == name):

@@ -16,7 +16,7 @@ from ddpdoctor.lint.ranks import PER_NODE
 
 # Names that hold a node's index or the number of nodes wherever they appear...
 NODE_NAME = re.compile(
-    r"^(?:node_?rank|nnodes|num_?machines|machine_?rank|world_?nodes|number_?of_?nodes|"
+    r"^(?:node_?rank|nnodes|num_?machines|machine_?rank|world_?nodes|"
     r"slurm_?nodeid|slurm_?nnodes|slurm_?job_?num_?nodes|slurm_?job_?nodelist|slurm_?nodelist|"
     r"slurm_?step_?node_?list|pmix_?nodeid|ompi_?comm_?world_?node_?rank)$",
     re.IGNORECASE)
@@ -24,7 +24,8 @@ NODE_NAME = re.compile(
 # (`--num_nodes`, `args.num_nodes`, `cfg.n_nodes`), an environment variable's name, or a keyword
 # of a Trainer (Lightning's `Trainer(num_nodes=2)`); and torchrun's GROUP_RANK (the node's index), a
 # name only as the environment variable (`group_rank` is also a rank within a process subgroup)
-SHARED_NAME = re.compile(r"^(?:num_?nodes|n_?nodes|nodes_?num|node_?num|node_?id|node_?idx|node_?index|nodes)$",
+SHARED_NAME = re.compile(r"^(?:num_?nodes|n_?nodes|nodes_?num|node_?num|node_?id|node_?idx|node_?index|nodes|"
+                         r"number_?of_?nodes)$",  # (DGL's and networkx's `g.number_of_nodes()` too)
                          re.IGNORECASE)
 # what holds the run's options
 _OPTIONS = re.compile(r"^(?:args|opts?|cfg|config|conf|hparams|hp|params|flags|FLAGS|hyp|train_config|"

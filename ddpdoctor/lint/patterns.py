@@ -1257,8 +1257,9 @@ def torch_loader(full: str) -> bool:
     with the same arguments, as is MONAI's (whose own worker_init_fn seeds each worker's random
     transforms from the worker's torch seed); a bare `DataLoader` whose import the lint did not
     see counts too. torchdata's StatefulDataLoader is a DataLoader that also saves its position."""
-    if full == "torchdata.stateful_dataloader.StatefulDataLoader":
-        return True
+    if full in ("torchdata.stateful_dataloader.StatefulDataLoader", "webdataset.WebLoader",
+                "webdataset.compat.WebLoader"):
+        return True  # (webdataset's WebLoader is a DataLoader subclass taking its arguments)
     if full.startswith("torch_geometric.") and full.rpartition(".")[2] in PYG_LIST_LOADERS:
         return True
     return full.rpartition(".")[2] == "DataLoader" and (full.startswith(("torch.", "torch_geometric.", "monai."))

@@ -466,6 +466,40 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     return any(_draws(program, k) for k in (built or datasets))
 
 
+def _lambda_draws(program, value: ast.AST, scope: Function) -> bool:
+    """A lambda inside the value draws from the process's generators (`transforms.Lambda(lambda
+    crops: random.choice(crops))` in a Compose): the workers run it for every item."""
+    return any(n.__class__ is ast.Lambda and any(
+        c.__class__ is ast.Call and (program.qualify(c.func, scope) or "").startswith(_DRAWS) for c in walk(n.body))
+        for n in walk(value))
+
+
+# Libraries whose dataset pipelines run their stages lazily, item by item, in the loader's workers
+# (not eagerly at construction, as Hugging Face datasets' `map` does).
+LAZY_PIPELINES = ("webdataset", "wds.", "torchdata.")
+
+
+def _chain(call: ast.Call) -> list[ast.Call]:
+    """The calls of a method chain, outermost first (`a(x).b(y).c(z)`: c, b, a)."""
+    found = [call]
+    while found[-1].func.__class__ is ast.Attribute and found[-1].func.value.__class__ is ast.Call:
+        found.append(found[-1].func.value)
+    return found
+
+
+def _lazy_pipeline(program, value: ast.Call, scope: Function, depth: int = 2) -> bool:
+    """The call is a stage of a lazy pipeline (LAZY_PIPELINES): its chain starts at one, or at a
+    name bound to one (`dataset = wds.WebDataset(urls)`, then `dataset.decode("rgb")...`)."""
+    head = _chain(value)[-1]
+    if (program.qualify(head.func, scope) or "").startswith(LAZY_PIPELINES):
+        return True
+    if depth <= 0 or not (head.func.__class__ is ast.Attribute and head.func.value.__class__ is ast.Name):
+        return False
+    return any(isinstance(branch, ast.Call) and _lazy_pipeline(program, branch, where, depth - 1)
+               for held, where in program.values_of(head.func.value, scope, 1)
+               for branch in ((held.body, held.orelse) if isinstance(held, ast.IfExp) else (held,)))
+
+
 def _names_read(program) -> set[str]:
     """The plain names the functions the script reaches read (made once)."""
     found = program.__dict__.get("_reached_names")
@@ -913,6 +947,19 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
                 said = " ".join(text(a, 4000) for a in [*value.args, *(kw.value for kw in value.keywords)])
         if ARGUMENT_WORDS.search(said):
             return True
+        if _lambda_draws(program, value, scope):
+            return True
+        if isinstance(value, ast.Call) and _lazy_pipeline(program, value, scope):
+            # `dataset.decode("rgb").map_tuple(crop if train else resize)` over a webdataset: the
+            # pipeline's stages run the local functions handed to them, in the workers
+            handed = [h for c in _chain(value) for a in [*c.args, *(k.value for k in c.keywords)]
+                      for h in ((a.body, a.orelse) if isinstance(a, ast.IfExp) else (a,))
+                      if isinstance(h, (ast.Name, ast.Attribute))]
+            steps = [t for h in handed for t in program.reference(h, scope) if program.is_function(t)
+                     and not isinstance(t.node, ast.Module)]
+            if any(_step_draws(program, t, 2) for t in steps):
+                shown.extend(steps)
+                return True
         if depth <= 0:
             continue
         if isinstance(value, ast.IfExp):

@@ -431,7 +431,8 @@ class Program:
         # the entry script's own classes built on a framework's base (a LightningModule, a
         # Callback): the framework finds them and calls their hooks
         for klass in self.modules[0].classes.values() if self.modules else ():
-            if klass.bases:
+            # (`class Trainer(object)` has no framework to call it: only what the code builds runs)
+            if any(base != "object" for base in klass.bases):
                 live.add(klass)
                 queue.extend(m for name, m in klass.methods.items() if not self._never_named(klass, name, m))
         # and the classes a Hydra config names for `instantiate` (sources._hydra_imports)

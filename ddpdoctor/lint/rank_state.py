@@ -1062,7 +1062,7 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             notes.append("a group created later (or TORCH_DIST_INIT_BARRIER=1) needs every process in "
                          "dist.new_group(), as torch documents")
         if around is not None:
-            notes.append(f"`{text(around.test)}` holds there")
+            notes.append(_side_said(around, leave[1]))
         if not skipping and not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
                 and _few_passes(builder, fn, loop):
             # All the work the others stay for comes before the exit: they wait only in a next
@@ -1074,6 +1074,13 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
     return found
+
+
+def _side_said(around: ast.If, leave: ast.AST) -> str:
+    """What the exit's own test says where it leaves: `x` holds there, or (an exit on the
+    `else:` side, `if cont_train: ... else: break`) `x` is false there."""
+    inside = any(n is leave for part in around.body for n in walk(part))
+    return f"`{text(around.test)}` {'holds' if inside else 'is false'} there"
 
 
 def _counted_to_its_bound(builder: Builder, fn: Function, loop: ast.AST, test: ast.AST) -> bool:
@@ -1139,7 +1146,7 @@ def _rest_exit(builder: Builder, fn: Function, stmt: ast.If, item: _Stmt, test: 
     where = around if around is not None else stmt
     notes = [test.assumption] if test.assumption else []
     if around is not None:
-        notes.append(f"`{text(around.test)}` holds there")
+        notes.append(_side_said(around, leave))
     return RankLocalDecision(
         Location(fn.file.display, where.lineno), text(where.test) if around is not None else kept.text,
         "return" if isinstance(leave, ast.Return) else "break", kept.text, "rank_exit", work,

@@ -89,6 +89,9 @@ class RankFlow:
         self.spawn_targets: list = []  # the local functions mp.spawn starts as the ranks
         self.spawners: dict[int, list] = {}  # id(target) -> the functions whose mp.spawn starts it
         self.attributes: dict[str, list[tuple[ast.AST, Function]]] = {}  # "args.gpu" -> values
+        # (id(class), field) -> values, for `self.device, self.device_id = get_device_and_id()`
+        # in a method of the class: the helper's returned element at the field's place
+        self.unpacked_fields: dict[tuple[int, str], list[tuple[ast.AST, Function]]] = {}
         # what the program hands init_process_group as `rank=`: the global rank by definition,
         # however it is spelled (`opt.gpu_ranks[device_id]`): attribute and subscript texts, and
         # (function, name) for a plain name
@@ -201,6 +204,11 @@ class RankFlow:
                      and isinstance(n.value, ast.Call) and any(isinstance(t, ast.Attribute) for t in n.targets[0].elts)}
         for fn in program.functions if unpacking else ():
             for name, value, scope in self._unpacked_attributes(fn, unpacking):
+                if name.startswith("self.") and name.count(".") == 1:
+                    klass = program._class_of_fn(fn)
+                    if klass is not None:
+                        self.unpacked_fields.setdefault((id(klass), name[5:]), []).append((value, scope))
+                    continue
                 self.attributes.setdefault(name, []).append((value, scope))
 
     def _rank_at_callers(self, helper: Function, given: ast.AST) -> None:
@@ -233,7 +241,7 @@ class RankFlow:
             if id(node) not in unpacking:
                 continue
             elts = node.targets[0].elts
-            keys = [dotted(t) if isinstance(t, ast.Attribute) and not _on_self(t) else None for t in elts]
+            keys = [dotted(t) if isinstance(t, ast.Attribute) else None for t in elts]
             if not any(keys):
                 continue
             for target in self.program.resolve(node.value.func, fn)[0] or self._by_name_pattern(node.value.func, fn):
@@ -396,6 +404,10 @@ class RankFlow:
                 found = program._attr(klass, node.attr) if klass is not None else []
                 if found:
                     return found
+                for owner in ([klass, *program.bases(klass)] if klass is not None and self.unpacked_fields else ()):
+                    found = self.unpacked_fields.get((id(owner), node.attr))
+                    if found:  # (set only by unpacking a local helper's tuple in a method)
+                        return found
             key = dotted(node)
             if key and key.startswith("self.") and key not in self.attributes and key.count(".") >= 2:
                 # `self.args.gpu` where the class keeps its `args` parameter as `self.args`: what

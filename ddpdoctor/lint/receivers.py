@@ -221,9 +221,10 @@ def _names_in(source) -> dict:
 
 
 def _not_only_a_receiver(root: ast.AST, name: str) -> bool:
-    for parent in walk(root):
-        for child in ast.iter_child_nodes(parent):
-            if child.__class__ is ast.Name and child.id == name and child.ctx.__class__ is not ast.Store and \
-                    not (parent.__class__ is ast.Attribute and parent.value is child):
-                return True
-    return False
+    """The name is read under root other than as the object of an attribute (`name.x`)."""
+    nodes = walk(root)  # (two passes over the walked nodes: a child iteration per node cost more)
+    read = [n for n in nodes if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is not ast.Store]
+    if not read:
+        return False
+    receivers = {id(n.value) for n in nodes if n.__class__ is ast.Attribute}
+    return any(id(n) not in receivers for n in read)

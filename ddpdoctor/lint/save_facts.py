@@ -275,7 +275,7 @@ class SaveFacts:
         pin = self._save_called_on_main_only(fn)
         if pin:
             return SaveFact(where, path_text, False, f"a `_save` override, which transformers {pin[0]}.x's "
-                            f"save_model calls only where `args.should_save` holds (pinned in {pin[1]})")
+                            f"save_model calls only where `args.should_save` holds ({pin[1]})")
         guarded = self.only_guarded(fn, inside=call)
         if guarded is False and self._only_on_failure(fn):
             return SaveFact(where, path_text, False,
@@ -703,13 +703,45 @@ class SaveFacts:
         process and tests inside the base `_save`). (The pinned major, the file), or None."""
         if fn.name != "_save" or not self._trainer_save_override(fn) or not self.program.sources:
             return None
+        if any(fn in event.targets for _, event in self.callers().get(fn, ())):
+            return None  # (the script calls it itself too: its own calls are judged by their tests)
         major, path, read = pinned_major(self.program.sources[0].path, "transformers")
         # (what the answer rests on joins the cache key; a place looked at and found empty keeps
         # the answer out of the cache, so a pin added there later is read)
         self.program.__dict__.setdefault("_pin_files", []).extend(str(p) for p in read)
-        if major is None or major >= 5:
+        if major is None:
+            # no pin (or a lower bound alone): the script's own use of what only 4.x has says which
+            # one it runs - 5.x's Trainer takes no `tokenizer=` and has no `self.tokenizer`
+            spoken = self._four_only_api(fn.cls)
+            return (4, spoken) if spoken else None
+        if major >= 5:
             return None
-        return major, path.name
+        return major, f"pinned in {path.name}"
+
+    def _four_only_api(self, klass) -> str:
+        """Where the program uses transformers 4.x's Trainer API, which 5.x removed: the Trainer
+        subclass built with `tokenizer=` (5.x's __init__ takes `processing_class=`, a TypeError
+        there) or read as `self.tokenizer` (no such attribute in 5.x), where no local class of its
+        line declares that parameter or sets that field itself. "" where it says nothing."""
+        family = [klass, *self.program.bases(klass)]
+        own = any("tokenizer" in (*m.params, *m.kwonly) for k in family
+                  for m in [k.methods.get("__init__")] if m is not None)
+        sets = any(n.__class__ is ast.Attribute and n.attr == "tokenizer" and n.ctx.__class__ is ast.Store
+                   for k in family for m in k.methods.values() for n in m.own)
+        if own or sets:
+            return ""
+        for fn in self.program.functions:
+            for call in fn.own_calls:
+                if last_name(call.func) == klass.name and any(kw.arg == "tokenizer" for kw in call.keywords) \
+                        and self.program.callee(call.func, fn) is klass:
+                    return f"{klass.name}(tokenizer=...) at {fn.file.display}:{call.lineno}, which only 4.x takes"
+        for k in family:
+            for m in k.methods.values():
+                for n in m.own:
+                    if n.__class__ is ast.Attribute and n.attr == "tokenizer" and n.value.__class__ is ast.Name \
+                            and n.value.id == "self":
+                        return f"`self.tokenizer` at {m.file.display}:{n.lineno}, which only 4.x's Trainer has"
+        return ""
 
     def _unwrapped_save(self, fn: Function, call: ast.Call) -> bool:
         """`accelerator.unwrap_model(model).save_pretrained(dir)` (or `model.module....`) in a

@@ -104,7 +104,7 @@ def test_its_twin_a_verdict_on_the_step_number_is_the_same_everywhere(tmp_path):
 
 # ------------------------------------------------- rank 0 skips the rest of the pass (continue)
 SKIP = """
-import torch, torch.distributed as dist
+import os, torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 class Runner:
@@ -130,7 +130,8 @@ class Runner:
 
 def main():
     dist.init_process_group("gloo")
-    Runner(dist.get_rank(), False).run(3)
+    # (a switch the run sets: a constant False in the only construction never skips - session 44)
+    Runner(dist.get_rank(), os.environ.get("VALIDATE_ONLY") == "1").run(3)
 
 if __name__ == "__main__":
     main()
