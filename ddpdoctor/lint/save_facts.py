@@ -722,7 +722,14 @@ class SaveFacts:
         """Where the program uses transformers 4.x's Trainer API, which 5.x removed: the Trainer
         subclass built with `tokenizer=` (5.x's __init__ takes `processing_class=`, a TypeError
         there) or read as `self.tokenizer` (no such attribute in 5.x), where no local class of its
-        line declares that parameter or sets that field itself. "" where it says nothing."""
+        line declares that parameter or sets that field itself. "" where it says nothing. Once
+        per class (each save in the override asks)."""
+        memo = self.__dict__.setdefault("_four_only", {})
+        if id(klass) not in memo:
+            memo[id(klass)] = self._four_only_said(klass)
+        return memo[id(klass)]
+
+    def _four_only_said(self, klass) -> str:
         family = [klass, *self.program.bases(klass)]
         own = any("tokenizer" in (*m.params, *m.kwonly) for k in family
                   for m in [k.methods.get("__init__")] if m is not None)
