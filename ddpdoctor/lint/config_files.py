@@ -472,7 +472,11 @@ def _one_node_command(body: str, match: re.Match) -> bool:
 def _above_one(count: str) -> bool:
     """`2`, `$NNODES`, `1:4` (an elastic range up to 4): may be more than one node; `1` not."""
     top = count.rpartition(":")[2]
-    return not top.isdigit() or int(top) > 1
+    if not (top.isascii() and top.isdigit()):
+        return True
+    # (compared as text: a launch's count may be thousands of digits, past int()'s limit)
+    digits = top.lstrip("0")
+    return len(digits) > 1 or digits > "1"
 
 
 def _beside(script: Path, suffixes: tuple, most: int, largest: int):

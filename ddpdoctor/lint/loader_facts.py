@@ -16,7 +16,7 @@ from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
-from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_keywords, dotted, is_const, keyword, last_name, loader_call,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, is_const, keyword, last_name, loader_call,
                                      plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint import reaching
@@ -175,9 +175,7 @@ class LoaderFacts:
             if any(kind in name for kind in ITERABLE_KINDS) or \
                     (self.program.qualify(value.func, scope) or "").startswith(SELF_SHARDING_LIBRARIES):
                 return True
-            head = value
-            while head.func.__class__ is ast.Attribute and head.func.value.__class__ is ast.Call:
-                head = head.func.value  # `wds.WebDataset(urls).shuffle(1000).decode("pil")`: the chain's start
+            head = call_chain(value)[-1]  # `wds.WebDataset(urls).shuffle(1000).decode("pil")`: the chain's start
             if head is not value and (self.program.qualify(head.func, scope) or "").startswith(SELF_SHARDING_LIBRARIES):
                 return True
             if isinstance(head.func, ast.Attribute) and isinstance(head.func.value, ast.Name) \
@@ -342,7 +340,10 @@ class LoaderFacts:
                                                           or self._rank_part_built(dataset, fn)
                                                           or self._subset_of_sampler(dataset, fn)))
                 or self._trains(fn, name, split=True),
-                iterable=dataset is not None and self.dataset_kind(dataset, fn),
+                # (webdataset's WebLoader exists for its own pipelines, which split themselves
+                # by node and worker: its dataset is one wherever the source does not show it)
+                iterable=(dataset is not None and self.dataset_kind(dataset, fn))
+                or (self.program.qualify(call.func, fn) or "").startswith("webdataset."),
                 under_rank_guard=bool(rank_guards(guards)) or self.only_guarded(fn) is True,
                 off_at_launch=off_at_launch(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program),
                 single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
@@ -1445,6 +1446,8 @@ class LoaderFacts:
                              if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                              and call.func.attr == "set_epoch"]
         set_epochs = [(fn, call, loops) for fn, call, _, loops in found_set_epochs]
+        # the ones on a side of a switch no way in takes (asked once, not once per sampler)
+        switched = {id(call) for fn, call, _ in set_epochs if self.switched_off(fn, call) or self._never_built(call, fn)}
         ranked = {id(call): rank_guards(guards) for _, call, guards, _ in found_set_epochs}  # the rank tests around each
         iterated = self._iterated()
         epoch_loop = any("epoch" in text(n.target).lower()
@@ -1512,7 +1515,7 @@ class LoaderFacts:
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
                     continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in
-                if self.switched_off(sfn, scall) or self._never_built(scall, sfn):
+                if id(scall) in switched:
                     # `if self.ddp: sampler.set_epoch(epoch)` in a trainer every construction
                     # leaves at its default `ddp=False`: it never runs
                     off = off or loc(sfn, scall)

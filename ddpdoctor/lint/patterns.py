@@ -51,6 +51,15 @@ def dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
+def call_chain(call: ast.Call) -> list[ast.Call]:
+    """The calls of a method chain, outermost first (`a(x).b(y).c(z)`: c, b, a): a pipeline
+    written as one expression (`wds.WebDataset(urls).shuffle(1000).decode("pil")`)."""
+    found = [call]
+    while found[-1].func.__class__ is ast.Attribute and found[-1].func.value.__class__ is ast.Call:
+        found.append(found[-1].func.value)
+    return found
+
+
 def last_name(node: ast.AST) -> Optional[str]:
     """The last component of a name, attribute or call target: `self.train_loader` -> train_loader."""
     cls = node.__class__  # exact classes (a parsed tree has no subclasses): asked 50,000 times on open_clip

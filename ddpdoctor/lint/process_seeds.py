@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import param_defaults, walk
-from ddpdoctor.lint.patterns import call_keywords, keyword, kept_keywords, last_name, loader_call, text
+from ddpdoctor.lint.patterns import call_chain, call_keywords, keyword, kept_keywords, last_name, loader_call, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -479,18 +479,10 @@ def _lambda_draws(program, value: ast.AST, scope: Function) -> bool:
 LAZY_PIPELINES = ("webdataset", "wds.", "torchdata.")
 
 
-def _chain(call: ast.Call) -> list[ast.Call]:
-    """The calls of a method chain, outermost first (`a(x).b(y).c(z)`: c, b, a)."""
-    found = [call]
-    while found[-1].func.__class__ is ast.Attribute and found[-1].func.value.__class__ is ast.Call:
-        found.append(found[-1].func.value)
-    return found
-
-
 def _lazy_pipeline(program, value: ast.Call, scope: Function, depth: int = 2) -> bool:
     """The call is a stage of a lazy pipeline (LAZY_PIPELINES): its chain starts at one, or at a
     name bound to one (`dataset = wds.WebDataset(urls)`, then `dataset.decode("rgb")...`)."""
-    head = _chain(value)[-1]
+    head = call_chain(value)[-1]
     if (program.qualify(head.func, scope) or "").startswith(LAZY_PIPELINES):
         return True
     if depth <= 0 or not (head.func.__class__ is ast.Attribute and head.func.value.__class__ is ast.Name):
@@ -952,7 +944,7 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
         if isinstance(value, ast.Call) and _lazy_pipeline(program, value, scope):
             # `dataset.decode("rgb").map_tuple(crop if train else resize)` over a webdataset: the
             # pipeline's stages run the local functions handed to them, in the workers
-            handed = [h for c in _chain(value) for a in [*c.args, *(k.value for k in c.keywords)]
+            handed = [h for c in call_chain(value) for a in [*c.args, *(k.value for k in c.keywords)]
                       for h in ((a.body, a.orelse) if isinstance(a, ast.IfExp) else (a,))
                       if isinstance(h, (ast.Name, ast.Attribute))]
             steps = [t for h in handed for t in program.reference(h, scope) if program.is_function(t)

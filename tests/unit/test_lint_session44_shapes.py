@@ -472,3 +472,53 @@ def test_a_python_launcher_writing_several_nodes_makes_local_rank_zero_one_write
 def test_its_twin_a_launcher_of_one_node(tmp_path):
     found = lint_tree(tmp_path, {"train.py": NODE_SAVE, "launch.py": LAUNCHER.replace("{count}", "1")})
     assert at(found, "DDP806") == []
+
+
+# -------------------------------------------------- a WebLoader over a pipeline a library builds
+LIBRARY_WDS = """
+import torch
+import torch.distributed as dist
+import webdataset as wds
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+from clip_train.data import get_wds_dataset
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    dataset = get_wds_dataset("shards-{000..009}.tar")
+    loader = {loader}(dataset, batch_size=8, num_workers=4)  # the loader
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_webloader_over_a_dataset_the_source_does_not_show_is_a_webdataset_pipeline(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": LIBRARY_WDS.replace("{loader}", "wds.WebLoader")})
+    assert at(found, "DDP802") == []
+
+
+def test_its_twin_a_plain_dataloader_over_it_wants_a_sampler(tmp_path):
+    code = LIBRARY_WDS.replace("{loader}", "DataLoader")
+    found = lint_tree(tmp_path, {"train.py": code})
+    assert at(found, "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+# -------------------------------------------------- a launch's node count past int()'s digit limit
+def test_a_node_count_of_thousands_of_digits_is_several_nodes_not_a_crash(tmp_path):
+    launch = "torchrun --nnodes=" + "9" * 5000 + " --node_rank=0 train.py\n"
+    found = lint_tree(tmp_path, {"train.py": NODE_SAVE, "launch.sh": launch})
+    assert at(found, "DDP806") == [(line_of(NODE_SAVE, "# the save"), "warning")]
+
+
+def test_its_twin_a_count_of_one_with_leading_zeros_is_one_node(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": NODE_SAVE, "launch.sh": "torchrun --nnodes=001 --node_rank=0 train.py\n"})
+    assert at(found, "DDP806") == []
