@@ -202,7 +202,10 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
             if hit is not None:
                 (unmatched if hit in unmatched else named).remove(hit)
                 exact[index] = hit
-                if hit.severity != place["severity"]:
+                # (an optional label accepts no finding at all, so a warning where it says error
+                # is accepted too; an error where it says warning is not: a false error)
+                if hit.severity != place["severity"] and not (
+                        exp.get("optional") and hit.severity == "warning" and place["severity"] == "error"):
                     scored.wrong_severity.append((place, hit))
                 # the same bug's other reports are no false alarms: the finding whose `also`
                 # named this line, and a second finding at another of the label's own places

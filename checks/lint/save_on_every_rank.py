@@ -56,7 +56,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `if args.X:` where the option `--X` is off by default (a store_true, None or 0) and no
         launch written beside the script turns it on - unless that option holds every save of
         the script (a `--use_writer` around the checkpoints and the logs alike: a training run
-        that keeps nothing is not the one launched). Writes one
+        that keeps nothing is not the one launched), nor one in a helper every call of which, a
+        few callers up, sits under a test the options as launched make false (`if args.model ==
+        "unet": train_unet(...)` with every launch naming another model). Writes one
         after the other in one block under the same rank tests (model, optimizer, EMA) are one
         finding, at the first, naming the others: one block to move under one rank test.
 

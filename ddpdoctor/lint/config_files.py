@@ -305,7 +305,7 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     """The option values the launches written beside the script hand it: `--accum_iter 8`,
     `--eval_first` in a command that runs this script (its file name), from the shell launch
     scripts and the README's command blocks. An option two launches give different values, or a
-    value the shell fills in (`$STEPS`), is left out: which launch runs is not known. declared:
+    value the shell fills in (`$STEPS`), is Contested: which launch runs is not known. declared:
     the long options the script declares, with their dest and switch action
     (lint/options.declared_options); only those are read. read: gets each file that launches
     the script (the cache digests it)."""
@@ -330,10 +330,19 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     # launch beside them (`python train.py`) says nothing of that run's options
     launches = [given for multi, given in launches if multi or not any(m for m, _ in launches)]
     # an option every launch gives alike; one a launch leaves out takes its default there
+    # (LEFT_OUT: launch_candidates fills the declared default in)
     named = {option for given in launches for option in given}
-    values = {option: {given.get(option, _UNKNOWN_VALUE) for given in launches} for option in named}
-    return {option: next(iter(held)) for option, held in values.items()
-            if len(held) == 1 and next(iter(held)) is not _UNKNOWN_VALUE}
+    values = {option: {given.get(option, LEFT_OUT) for given in launches} for option in named}
+    return {option: next(iter(held)) if len(held) == 1 and next(iter(held)) not in (_UNKNOWN_VALUE, LEFT_OUT)
+            else Contested(frozenset(held)) for option, held in values.items()}
+
+
+class Contested(frozenset):
+    """The values the launches beside a script give one option where they do not all give the
+    same (`--model unet_dm` in one, `--model unet_dm_gan` in another): the option is none of
+    them for sure, but a test every one of them answers alike (`args.model == "unet"`) is
+    answered (defaults.settled). Holds LEFT_OUT for a launch that names no value, and
+    _UNKNOWN_VALUE for one the shell fills in."""
 
 
 def elastic_launch_only(script: Path, read: list) -> bool:
@@ -371,7 +380,8 @@ _LOCAL_RANK_GIVEN = re.compile(r"--local[_-]rank\b")
 # a command that starts the ranks itself
 _MULTI_PROCESS = re.compile(r"torch\.distributed\.(?:launch|run)\b|\btorchrun\b|--nproc[_-]per[_-]node|"
                             r"\b(?:srun|mpirun|deepspeed)\b|\baccelerate\s+launch\b")
-_UNKNOWN_VALUE = object()  # a value the shell fills in, or the default of a launch that names none
+_UNKNOWN_VALUE = UNKNOWN_OPTION = object()  # a value the shell fills in
+LEFT_OUT = object()  # a launch that does not give the option: its declared default there
 
 
 def _readmes(script: Path):

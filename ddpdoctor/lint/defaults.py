@@ -17,7 +17,7 @@ import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import parse_test
-from ddpdoctor.lint.config_files import nested_value
+from ddpdoctor.lint.config_files import UNKNOWN_OPTION, nested_value
 from ddpdoctor.lint.patterns import last_name
 
 Function = Any  # ddpdoctor.lint.program.Function
@@ -87,6 +87,16 @@ def option_off(test_text: str, program: Program) -> bool:
     if test_text.endswith(" is not None"):
         return value is None  # (`--seed=0` given: 0 is not None, the seeding runs)
     return value in (None, False, 0, "")
+
+
+def declared_off(test_text: str, program: Program) -> bool:
+    """`args.val_only` where the option is declared false by default (a store_true): on, the
+    run is one a launch asks for by name, whatever the launches beside the script do."""
+    found = OPTION_TEST.match(test_text)
+    if not found or test_text.endswith(" is not None") or _assigned(found.group(1), program):
+        return False
+    defaults = program.declared_defaults()
+    return found.group(1) in defaults and defaults[found.group(1)] is False
 
 
 def option_value(node: ast.AST, program: Program) -> Any:
@@ -213,6 +223,12 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = settled(test.operand, program)
         return None if inner is None else not inner
+    held = _launched(test.left if isinstance(test, ast.Compare) else test, program)
+    if held is not None:
+        # an option the launches give differently: answered where every one of them answers alike
+        answers = {_answer(test, value) if value is not UNKNOWN_OPTION else None for value in held}
+        if len(answers) == 1 and None not in answers:
+            return answers.pop()
     if isinstance(test, ast.Attribute):
         value = option_value(test, program)
         return bool(value) if isinstance(value, (bool, int, str)) or value is None and \
@@ -331,6 +347,27 @@ def config_defaults(files) -> dict:
                 elif found[path] is not None:
                     found[path].add(value.value)
     return found
+
+
+def _launched(node: ast.AST, program: Program) -> Optional[frozenset]:
+    """The values the launches beside the script give `args.<option>` where they differ
+    (Program.launch_candidates), for a read no code the lint reads assigns; None otherwise."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
+        return None
+    held = program.launch_candidates().get(node.attr)
+    return held if held is not None and not _assigned(node.attr, program) else None
+
+
+def _answer(test: ast.AST, value: Any) -> Optional[bool]:
+    """The test (a bare `args.<option>` or one comparison of it) on one launch's value."""
+    if not isinstance(test, ast.Compare):
+        return bool(value)
+    if len(test.ops) != 1:
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+        return (value is None) == isinstance(op, ast.Is)
+    return _compare_constant(value, op, right)
 
 
 def _declared_none(node: ast.AST, program: Program) -> bool:

@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import off_at_launch
+from ddpdoctor.lint.defaults import declared_off, off_at_launch
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, fsdp_builder, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
@@ -517,6 +517,24 @@ class BuilderCore:
             event.kind == "call" and (off_at_launch(tuple((c, f) for c, f in event.conds if not f), self.program)
                                       or self.off_at_launch_only(caller, depth - 1, stack + (fn,)))
             for caller, event in sites)
+
+    def switched_on_only(self, fn: Function, depth: int = 3, stack: tuple = ()) -> list[str]:
+        """The switches (`args.val_only`, store_true options, declared_off) one of which every way
+        into fn passes, here or a few callers up: fn runs only on a run launched with one of them
+        given ([] where some way in needs none)."""
+        if isinstance(fn.node, ast.Module) or fn in stack or depth <= 0:
+            return []
+        sites = self.callers().get(fn, [])
+        found: list[str] = []
+        for caller, event in sites:
+            if event.kind != "call":
+                return []
+            flags = [c for c, flag in event.conds if flag and declared_off(c, self.program)]
+            up = flags[:1] or self.switched_on_only(caller, depth - 1, stack + (fn,))
+            if not up:
+                return []
+            found.extend(up)
+        return list(dict.fromkeys(found))
 
     def in_loop(self, fn: Function, depth: int = 4, stack: tuple = ()) -> bool:
         """Some way into fn passes through a loop (it runs more than once)."""

@@ -726,9 +726,18 @@ class LoaderFacts:
     def _runs_backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         """The call runs a backward, an engine's included (`model_engine.backward(loss)`,
         `accelerator.backward(loss)`): a loop that runs one trains, whoever syncs its gradients
-        (DDP805 asks which backward DDP syncs: accumulation_facts._backward)."""
+        (DDP805 asks which backward DDP syncs: accumulation_facts._backward). Once per call,
+        function and depth: each loop's body is asked again for the loops around it."""
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             return True
+        memo = self.__dict__.setdefault("_backward_memo", {})
+        key = (id(call), id(fn), depth)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._backward_through(call, fn, depth)
+        return found
+
+    def _backward_through(self, call: ast.Call, fn: Function, depth: int) -> bool:
         if self._through(call, fn, depth, self._runs_backward):
             return True
         # a step helper whose backward runs in its own loop over micro-batches (improved-
@@ -1142,10 +1151,30 @@ class LoaderFacts:
                 # there or in a method of its own it calls (`ret = self.try_random_slice()`,
                 # drawing a file and an offset)
                 anew = any(c.__class__ is ast.Call and (self.program.qualify(c.func, m) or "") in GLOBAL_DRAWS
-                           for m in _with_own_calls(getitem, 2, self.program) for c in m.own_calls)
+                           for m in self._drawing_helpers(getitem) for c in m.own_calls)
             if not anew:
                 return False
             found = True
+        return found
+
+    def _drawing_helpers(self, getitem: Function, depth: int = 3, most: int = 40) -> list:
+        """__getitem__ and the local functions it calls, a few calls down: its class's own
+        methods, and those of the objects it holds (`self.get_audio.train_data()`, an audio
+        mixer drawing two speakers) - where a sample that reads no index is drawn."""
+        found = _with_own_calls(getitem, 2, self.program)
+        todo = list(found)
+        for _ in range(depth):
+            more = []
+            for m in todo:
+                for c in m.own_calls:
+                    if not isinstance(c.func, ast.Attribute) or len(found) >= most:
+                        continue
+                    for target in self.program.resolve(c.func, m)[0]:
+                        if target not in found and target.node is not None and \
+                                not isinstance(target.node, ast.Module):
+                            found.append(target)
+                            more.append(target)
+            todo = more
         return found
 
     def _other_branch_distributed(self, fn: Function, call: ast.Call) -> str:

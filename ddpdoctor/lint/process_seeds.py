@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import param_defaults, walk
-from ddpdoctor.lint.patterns import call_chain, call_keywords, keyword, kept_keywords, last_name, loader_call, text
+from ddpdoctor.lint.patterns import call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -65,7 +65,9 @@ LIBRARY_SEEDERS = (
 # draw, when there is one, says `random` beside it; a `HorizontalFlip(p=0.5)` transform draws)
 # ("random" as a module read or a call, `random.random()`, `np.random.rand(`, `self.random_crop(img)`,
 # a `Random...` transform; not a field named for what it holds: `self.is_random_next[item]`)
-RANDOM_WORDS = re.compile(r"\brandom\s*\.|\.random\b|random\w*\s*\(|(?-i:Random[A-Z])|\brand\w*\(|RandAugment|augment|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?!(?:lr|ud)?\s*\()"
+# (`flip` as a word: not a mask drawn beforehand and indexed, `self._flip[i]`, nor a helper's
+# name, `flip_boxes(...)`: what decides there is the draw, read where it is made)
+RANDOM_WORDS = re.compile(r"\brandom\s*\.|\.random\b|random\w*\s*\(|(?-i:Random[A-Z])|\brand\w*\(|RandAugment|augment|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?![_\[])(?!(?:lr|ud)?\s*\()"
                           # torch's other draws: an MLM collator's `torch.bernoulli(probs)` mask
                           r"|\b(?:bernoulli|multinomial|poisson)\(|\.(?:normal|uniform|exponential|geometric)_\(",
                           re.IGNORECASE)
@@ -121,6 +123,8 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         if defaults is None:
             defaults = program.option_defaults()
         workers_by = _workers(program, workers, fn, defaults)
+        if workers_by is not None and _zeroed_when_distributed(program, workers, fn, call):
+            workers_by = None
         if workers_by is None or not _keeps_base_seed(program, call, fn):
             continue
         if not _draws_randomness(program, call, fn):
@@ -378,6 +382,21 @@ def _workers(program, workers: ast.AST, fn: Function, defaults: dict) -> Optiona
     return None
 
 
+def _zeroed_when_distributed(program, workers: ast.AST, fn: Function, call: ast.Call) -> bool:
+    """`if args.distributed: args.num_workers = 0` above the loader: on every distributed run
+    (the only one whose ranks could draw alike) the loader has no workers."""
+    key = dotted(workers) if isinstance(workers, ast.Attribute) else None
+    if key is None:
+        return False
+    for stmt in fn.own:
+        if stmt.__class__ is ast.If and stmt.lineno < call.lineno and \
+                program.ranks.single_process(ast.UnaryOp(op=ast.Not(), operand=stmt.test), fn) and any(
+                    s.__class__ is ast.Assign and is_const(s.value, 0) and any(dotted(t) == key for t in s.targets)
+                    for s in stmt.body):
+            return True
+    return False
+
+
 def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
     """No worker_init_fn, or one that reseeds from the worker's base seed only
     (`torch.initial_seed()`, `get_worker_info().seed`, numpy's state in the worker): the
@@ -538,7 +557,8 @@ def _class_draws(program, klass) -> bool:
     # (methods the workers reach only through lines no way in runs: none of their draws run)
     unreached = _worker_methods(klass) - reading
     return any(_built_draw_read(klass, method, reading, program) if name in built else
-               (RANDOM_WORDS.search(_without_own(_live_source(program, method), own)) or _helpers_draw(program, method)
+               (RANDOM_WORDS.search(_without_methods(_without_own(_live_source(program, method), own), klass))
+                or _helpers_draw(program, method)
                 or _inherited_draw(program, klass, method))
                # (where the class's own __getitem__ / __iter__ is in sight, only what the workers run
                # from it: GROVER's `shuffle(seed)`, which the main process calls, draws in no worker)
@@ -574,7 +594,7 @@ def _built_draw_read(klass, method, reading: set, program) -> bool:
     kept = False
     for stmt in walk(method.node):
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None or \
-                not ARGUMENT_WORDS.search(text(stmt.value, 4000)):
+                not _names_a_transform(program, stmt.value, method):
             continue
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         fields = [t.attr for t in targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
@@ -584,10 +604,21 @@ def _built_draw_read(klass, method, reading: set, program) -> bool:
         kept = True
         if any(re.search(rf"\bself\.{re.escape(f)}\b", read_text) for f in fields):
             return True
-    # (a random word outside any assignment: a call in __init__, a transform handed to a base)
+    # (a random word outside any assignment: a call in __init__, a transform handed to a base;
+    # not the signature's `flip=False` or a flag an assignment tests: _names_a_transform)
     simple = (ast.Expr, ast.Return, ast.AugAssign)
-    return not kept or any(isinstance(stmt, simple) and ARGUMENT_WORDS.search(text(stmt, 4000))
-                           for stmt in walk(method.node))
+    return any(isinstance(stmt, simple) and ARGUMENT_WORDS.search(text(stmt, 4000)) for stmt in walk(method.node)) \
+        or (not kept and any(isinstance(stmt, ast.Assign) and _names_a_transform(program, stmt.value, method)
+                             for stmt in walk(method.node)))
+
+
+def _names_a_transform(program, value: ast.AST, method) -> bool:
+    """The value a constructor keeps names a random transform (`Compose([RandomFlip(), ...])`):
+    not the flag that picks a side (`torch.randint(0, 2, (n,)) if flip else torch.zeros(n)`, a
+    per-item flip mask drawn once, in the process that builds the dataset), nor a draw itself."""
+    sides = (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,)
+    return any(ARGUMENT_WORDS.search(text(side, 4000)) for side in sides
+               if not (isinstance(side, ast.Call) and (program.qualify(side.func, method) or "").startswith(_DRAWS)))
 
 
 def _helper_built_read(program, method, read_text: str) -> bool:
@@ -623,7 +654,8 @@ def _inherited_draw(program, klass, method, depth: int = 3) -> bool:
                 if callee is None or id(callee) in seen or callee.name == "__init__":
                     continue
                 seen.add(id(callee))
-                if callee.cls is not klass and RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(callee))):
+                if callee.cls is not klass and RANDOM_WORDS.search(
+                        _without_methods(OWN_GENERATOR.sub("", _source(callee)), callee.cls)):
                     return True
                 more.append(callee)
         todo = more
@@ -730,6 +762,16 @@ def _without_own(source: str, own: set[str]) -> str:
     if own:
         source = re.sub(r"\bself\.(?:" + "|".join(map(re.escape, sorted(own))) + r")\.\w+\(", "", source)
     return source
+
+
+def _without_methods(source: str, klass) -> str:
+    """The source with the class's own method names taken out: `def sample_augmentation(self):`
+    and `self.sample_augmentation()` say a word, not a draw; that method is judged by its own
+    body (LiDAR2Map's fixed resize, its random version commented out)."""
+    names = [n for n in klass.methods if RANDOM_WORDS.search(n)]
+    if not names:
+        return source
+    return re.sub(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b", "_", source)
 
 
 def _helpers_draw(program, method) -> bool:

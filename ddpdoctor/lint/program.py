@@ -28,10 +28,10 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import (config_values, elastic_launch_only, launch_values, leaf_values, named_config,
+from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_OPTION, Contested, config_values, elastic_launch_only, launch_values, leaf_values, named_config,
                                          named_values, yaml_beside)
 from ddpdoctor.lint.options import declared_options, option_defaults
-from ddpdoctor.lint.patterns import SELF_RETURNING, dotted, last_name, name_pattern
+from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
 from ddpdoctor.lint.sources import SourceFile, dynamic_spec, fits, read
@@ -383,36 +383,18 @@ class Program:
         """Drop every reference to the syntax trees, once the facts are built: the program's
         objects refer to each other (cycles), so without this the trees (a million objects for a
         200-file package) wait for the cyclic collector, which then spends most of a second on
-        them; cleared, they are freed at once by reference counting."""
-        self.__dict__.pop("_qualified", None)
-        for source in self.sources:
-            source.text = None
+        them; cleared, they are freed at once by reference counting. The facts hold none of
+        these objects (they are plain data, cached as such): every attribute goes, not a list
+        of the caches known today (a cache added later and missed here cost 0.2 s per lint)."""
         for source in self.files:
-            source.tree = None
-            source._nodes = None
-            source.__dict__.pop("_imports", None)
-            source.__dict__.pop("_by_kind", None)
-            source.__dict__.pop("_names_in", None)
-        for fn in self.functions:
-            fn.node = None
-            fn._own = None
-            fn.__dict__.pop("_own_calls", None)
-            fn.__dict__.pop("_handing", None)
-            fn.__dict__.pop("_unpacking", None)
-            fn.__dict__.pop("_global_binds", None)
-            fn.events = []
-            fn.calls = []
-            fn.bindings = {}
-            fn.attr_bindings = {}
-            fn.arguments = {}
-            fn.defaulted = {}
-            fn.__dict__.pop("_spread_calls", None)
-            fn.__dict__.pop("_spread_given", None)
-            fn.__dict__.pop("_loops", None)
-            fn.__dict__.pop("_call_conds", None)
-        for klass in self.classes:
-            klass.node = None
-            klass.attrs = {}
+            if source.tree is not None:
+                # walk() keeps each walked node's list on the node, the node first in it: a
+                # cycle per walked node
+                for node in walk(source.tree):
+                    node.__dict__.pop("_walked", None)
+        for items in (self.sources, self.files, self.modules, self.functions, self.classes):
+            for item in items:
+                item.__dict__.clear()
         self.ranks.__dict__.clear()
         self.__dict__.clear()
         self.sources = []
@@ -764,6 +746,19 @@ class Program:
                     # `f(x, is_main_process=...)` into `def f(x, **kwargs)`: kept by its name
                     # under `**kwargs` (what a forwarding `g(**kwargs)` may carry)
                     target.arguments.setdefault(f"**{spread}", []).append((kw, fn))
+            spread_keys = self._spread_keys(fn, node)
+            if spread_keys is not None:
+                # `train(**kwargs)` where kwargs is a dict literal the function builds, and adds to
+                # (`if rank == 0: kwargs.update(dict(checkpoint_dir=d))`): what each key gives its
+                # parameter; a key added only on a side, or never, leaves the default there
+                always, values = spread_keys
+                for key, value in values:
+                    if key in params or key in kwonly:
+                        target.arguments.setdefault(key, []).append((value, fn))
+                given = {kw.arg for kw in node.keywords if kw.arg}
+                for name in [*params[len(node.args) - skip:], *kwonly]:
+                    if name not in given and name not in always:
+                        target.defaulted.setdefault(name, []).append((node, fn))
             if spread is not None:
                 # what each call hands `**kwargs` (a forwarded gate holds only where every call gives it)
                 target.__dict__.setdefault("_spread_given", []).append(
@@ -776,6 +771,54 @@ class Program:
             else:
                 # `Clips(**opts)`: any parameter may be given there (left_at_default asks)
                 target.__dict__["_spread_calls"] = True
+
+    def _spread_keys(self, fn: Function, node: ast.Call) -> Optional[tuple[set, list]]:
+        """A call whose only spread is `**name`, name a dict the function builds from literals
+        (`{...}` or `dict(k=v)`) and changes only by `name.update(...)` of literals or
+        `name["k"] = v`: (the keys every binding holds, [(key, value)] of every binding and
+        change); None where anything about it is not read so."""
+        spreads = [kw.value for kw in node.keywords if kw.arg is None]
+        if len(spreads) != 1 or spreads[0].__class__ is not ast.Name or \
+                any(a.__class__ is ast.Starred for a in node.args):
+            return None
+        name = spreads[0].id
+        bound = fn.bindings.get(name)
+        if not bound or name in fn.params or name in fn.kwonly:
+            return None
+        always: Optional[set] = None
+        values: list = []
+        for _, value in bound:
+            table = _dict_call_literal(value)
+            if table.__class__ is not ast.Dict or not all(
+                    k.__class__ is ast.Constant and isinstance(k.value, str) for k in table.keys):
+                return None
+            keys = {k.value for k in table.keys}
+            always = keys if always is None else always & keys
+            values += [(k.value, v) for k, v in zip(table.keys, table.values)]
+        for call in fn.own_calls:
+            func = call.func
+            if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == name:
+                if func.attr != "update":
+                    if func.attr in ("pop", "setdefault", "clear", "__setitem__"):
+                        return None
+                    continue
+                for arg in call.args:
+                    table = _dict_call_literal(arg)
+                    if table.__class__ is not ast.Dict or not all(
+                            k.__class__ is ast.Constant and isinstance(k.value, str) for k in table.keys):
+                        return None
+                    values += [(k.value, v) for k, v in zip(table.keys, table.values)]
+                values += [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
+                if any(kw.arg is None for kw in call.keywords):
+                    return None
+        for stmt in fn.own:
+            if stmt.__class__ is ast.Assign:
+                for t in stmt.targets:
+                    if t.__class__ is ast.Subscript and t.value.__class__ is ast.Name and t.value.id == name:
+                        if not (t.slice.__class__ is ast.Constant and isinstance(t.slice.value, str)):
+                            return None
+                        values.append((t.slice.value, stmt.value))
+        return always or set(), values
 
     def _bind(self, fn: Function, target: ast.AST, value: ast.AST, line: int, iterated: bool = False) -> None:
         if isinstance(target, ast.Name):
@@ -2308,15 +2351,38 @@ class Program:
         found = self.__dict__.get("_option_defaults_seen")
         if found is None:
             found = option_defaults(self.files)
+            self.__dict__["_declared_defaults"] = dict(found)
             script = self.sources[0] if self.sources else None
+            contested: dict = {}
             if script is not None and script.path is not None:
-                found.update(launch_values(script.path, declared_options(self.files), script.hydra_configs))
+                launched = launch_values(script.path, declared_options(self.files), script.hydra_configs)
+                for option, value in launched.items():
+                    if isinstance(value, Contested):
+                        # launches that give it differently: which runs is not known; a test
+                        # they all answer alike is answered (launch_candidates), any other is
+                        # read on the declared default, the default path as the rules read it
+                        contested[option] = frozenset(found.get(option, UNKNOWN_OPTION) if v is LEFT_OUT else v
+                                                      for v in value)
+                    else:
+                        found[option] = value
                 # (and under them, the plain values of the config file the run names)
                 config = self.__dict__["_named_config"] = named_config(script.path, found, script.hydra_configs)
                 for key, value in (leaf_values(config[1]) if config is not None else {}).items():
                     found.setdefault(key, value)
+            self.__dict__["_launch_candidates"] = contested
             self.__dict__["_option_defaults_seen"] = found
         return found
+
+    def declared_defaults(self) -> dict[str, object]:
+        """The options' defaults as the program's files declare them, whatever a launch gives."""
+        self.option_defaults()
+        return self.__dict__.get("_declared_defaults", {})
+
+    def launch_candidates(self) -> dict[str, frozenset]:
+        """The options the launches beside the script give different values (or one the shell
+        fills in: UNKNOWN_OPTION among them), with every value some launch runs the script with."""
+        self.option_defaults()
+        return self.__dict__.get("_launch_candidates", {})
 
     def named_config(self) -> Optional[tuple]:
         """(path, text) of the YAML config file the run's `--config` names (config_files.named_config),

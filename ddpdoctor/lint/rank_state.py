@@ -2044,9 +2044,15 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
     """The first collective work in some statements: a collective (through local calls too), a
     DDP model's forward, a backward where a DDP model exists (its gradients are all-reduced)."""
     program = builder.program
+    conds_of = fn.__dict__.get("_call_conds", {})
     for stmt in stmts:
         for node in walk(stmt):
             if not isinstance(node, ast.Call):
+                continue
+            conds = conds_of.get(id(node))
+            if conds and builder._dead_side(fn, conds):
+                # `if self.save_mode: self._save_checkpoint(...)` with every construction passing
+                # save_mode=False: the barrier inside never runs (OmegaNet's early stopper)
                 continue
             op = program.collective(node, fn)
             if op:

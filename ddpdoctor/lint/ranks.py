@@ -25,7 +25,7 @@ from typing import Any, Optional
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import default_truth
 from ddpdoctor.lint.nodes import param_defaults, walk
-from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dispatched, dotted, env_key, is_const,
+from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dict_call_literal, _dispatched, dotted, env_key, is_const,
                                      last_name, name_pattern, text)
 
 Function = Any  # ddpdoctor.lint.program.Function (program imports this module, not the reverse)
@@ -1133,6 +1133,11 @@ class RankFlow:
         found = self._left_at_none(node, fn)
         if found is not None:
             return found
+        if node.__class__ is ast.Name and fn.defaulted.get(node.id) and is_const(_default(fn, node.id), None) \
+                and not fn.bindings.get(node.id):
+            # a parameter some call leaves at its None default (`train(**kwargs)` whose dict gets
+            # `checkpoint_dir` only under `if rank == 0:`): None there, whatever the others give
+            values = [*values, (_default(fn, node.id), fn)]
         if not any(is_const(v, None) for v, _ in values):
             return None
         name = dotted(node) or ""
@@ -1548,6 +1553,14 @@ def _enclosing_if(fn: Function, value: ast.AST) -> Optional[tuple[ast.If, str]]:
                     for stmt in part:
                         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                             index[id(stmt.value)] = (node, side)
+                        elif stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call and \
+                                last_name(stmt.value.func) == "update":
+                            # `kwargs.update(dict(checkpoint_dir=d))`: each value it adds
+                            # (program._spread_keys hands them to the callee's parameters)
+                            call = stmt.value
+                            tables = [t for t in map(_dict_call_literal, call.args) if t.__class__ is ast.Dict]
+                            for value in [*(kw.value for kw in call.keywords), *(v for t in tables for v in t.values)]:
+                                index[id(value)] = (node, side)
         fn.__dict__["_assigned_under"] = index
     return index.get(id(value))
 

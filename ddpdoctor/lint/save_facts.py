@@ -215,6 +215,11 @@ class SaveFacts:
             # the logs alike): a training run that keeps nothing is not the one launched.
             return SaveFact(where, path_text, False, f"under `{switch}`, an option off unless the launch gives it")
         chosen = off_at_launch(tuple((c, f) for c, f in event.conds if not f), self.program)
+        if not chosen and self.off_at_launch_only(fn):
+            # `if args.model == "unet": train_unet(...)` with every launch naming another model:
+            # the helper that saves is never called on the run as launched
+            return SaveFact(where, path_text, False, f"in {fn.label}, which the run as launched never calls "
+                            "(every call of it is under a test the options make false)")
         if chosen:
             # `if args.task == "pretrain":` with another task launched: a path the run as
             # launched never takes, whatever else it saves

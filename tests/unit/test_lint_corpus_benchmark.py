@@ -43,6 +43,16 @@ torch.save({}, "ckpt.pt")
 """
 
 
+# a training loop over a loader without a sampler (DDP802 at its first line, 12)
+PLAIN_LOOP = """\
+    plain = DataLoader(data, batch_size=2, shuffle=True)
+    for epoch in range(2):
+        for batch in plain:
+            loss = batch[0].sum()
+            loss.backward()
+    """
+
+
 def corpus(tmp_path: Path, expected: list[dict], extra: str = "") -> Path:
     (tmp_path / "entries" / "one").mkdir(parents=True)
     (tmp_path / "entries" / "one" / "train.py").write_text(SCRIPT + textwrap.dedent(extra))
@@ -92,18 +102,23 @@ def test_error_where_a_warning_is_expected_counts_as_a_false_error(bench, tmp_pa
         {"code": "DDP804", "file": "train.py", "line": 7, "severity": "error", "why": "stated as error"},
         {"code": "DDP806", "file": "train.py", "line": 11, "severity": "warning", "why": "ok"},
         {"code": "DDP802", "file": "train.py", "line": 12, "severity": "warning", "why": "at most a warning"},
-    ], extra="""\
-        plain = DataLoader(data, batch_size=2, shuffle=True)
-        for epoch in range(2):
-            for batch in plain:
-                loss = batch[0].sum()
-                loss.backward()
-        """)
+    ], extra=PLAIN_LOOP)
     totals = score(bench, root, capsys)
     assert totals["wrong_severity"] == 2 and totals["bugs_found_right_line"] == 3
     # the DDP802 error where a warning is expected is a false alarm at error; the DDP804 warning
     # where an error is expected is not
     assert totals["false_errors"] == 1 and totals["false_by_code"] == {"DDP802": 1}
+
+
+def test_a_warning_where_an_optional_label_says_error_is_accepted_an_error_where_it_says_warning_is_not(
+        bench, tmp_path, capsys):
+    # an optional label accepts no finding at all: a milder one too; a harsher one is a false error
+    root = corpus(tmp_path, [
+        {"code": "DDP804", "file": "train.py", "line": 7, "severity": "error", "why": "ok", "optional": True},
+        {"code": "DDP802", "file": "train.py", "line": 12, "severity": "warning", "why": "ok", "optional": True},
+    ], extra=PLAIN_LOOP)
+    totals = score(bench, root, capsys)
+    assert totals["wrong_severity"] == 1 and totals["false_errors"] == 1
 
 
 def test_an_entry_whose_training_code_a_config_names_is_not_judged_not_clean(bench, tmp_path, capsys):
