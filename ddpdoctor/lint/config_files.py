@@ -233,7 +233,7 @@ def nested_value(body: str, keys: tuple) -> tuple[bool, object]:
     if not values or len(values) != 1:
         return False, None
     value = next(iter(values))
-    return (False, None) if value is _UNKNOWN_VALUE else (True, None if value in _YAML_NULLS else value)
+    return (False, None) if value is UNKNOWN_VALUE else (True, None if value in _YAML_NULLS else value)
 
 
 def leaf_values(body: str) -> dict[str, object]:
@@ -333,16 +333,16 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     # (LEFT_OUT: launch_candidates fills the declared default in)
     named = {option for given in launches for option in given}
     values = {option: {given.get(option, LEFT_OUT) for given in launches} for option in named}
-    return {option: next(iter(held)) if len(held) == 1 and next(iter(held)) not in (_UNKNOWN_VALUE, LEFT_OUT)
+    return {option: next(iter(held)) if len(held) == 1 and next(iter(held)) not in (UNKNOWN_VALUE, LEFT_OUT)
             else Contested(frozenset(held)) for option, held in values.items()}
 
 
 class Contested(frozenset):
     """The values the launches beside a script give one option where they do not all give the
-    same (`--model unet_dm` in one, `--model unet_dm_gan` in another): the option is none of
-    them for sure, but a test every one of them answers alike (`args.model == "unet"`) is
-    answered (defaults.settled). Holds LEFT_OUT for a launch that names no value, and
-    _UNKNOWN_VALUE for one the shell fills in."""
+    same (`--model unet_dm` in one, `--model unet_dm_gan` in another): which launch runs is not
+    known, but a test every one of them answers alike (`args.model == "unet"`, false on each)
+    is answered (defaults.settled). Holds LEFT_OUT for a launch that names no value, and
+    UNKNOWN_VALUE for one the shell fills in."""
 
 
 def elastic_launch_only(script: Path, read: list) -> bool:
@@ -380,7 +380,7 @@ _LOCAL_RANK_GIVEN = re.compile(r"--local[_-]rank\b")
 # a command that starts the ranks itself
 _MULTI_PROCESS = re.compile(r"torch\.distributed\.(?:launch|run)\b|\btorchrun\b|--nproc[_-]per[_-]node|"
                             r"\b(?:srun|mpirun|deepspeed)\b|\baccelerate\s+launch\b")
-_UNKNOWN_VALUE = UNKNOWN_OPTION = object()  # a value the shell fills in
+UNKNOWN_VALUE = object()  # a value the shell fills in
 LEFT_OUT = object()  # a launch that does not give the option: its declared default there
 
 
@@ -460,7 +460,7 @@ def _literal(value: str) -> object:
     """A launch's value as Python would hold it after argparse's `type=`: a number, a bool
     spelt out, or the text; a shell expansion is not known."""
     if "$" in value or "`" in value:
-        return _UNKNOWN_VALUE
+        return UNKNOWN_VALUE
     for kind in (int, float):
         try:
             return kind(value)

@@ -17,7 +17,7 @@ import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import parse_test
-from ddpdoctor.lint.config_files import UNKNOWN_OPTION, nested_value
+from ddpdoctor.lint.config_files import UNKNOWN_VALUE, nested_value
 from ddpdoctor.lint.patterns import last_name
 
 Function = Any  # ddpdoctor.lint.program.Function
@@ -226,7 +226,7 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
     held = _launched(test.left if isinstance(test, ast.Compare) else test, program)
     if held is not None:
         # an option the launches give differently: answered where every one of them answers alike
-        answers = {_answer(test, value) if value is not UNKNOWN_OPTION else None for value in held}
+        answers = {_answer(test, value) if value is not UNKNOWN_VALUE else None for value in held}
         if len(answers) == 1 and None not in answers:
             return answers.pop()
     if isinstance(test, ast.Attribute):

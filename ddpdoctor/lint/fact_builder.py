@@ -498,39 +498,41 @@ class BuilderCore:
             sides.setdefault((id(caller), guard.branch), set()).add(guard.side)
         return any(len(found) == 2 for found in sides.values())
 
-    def off_at_launch_only(self, fn: Function, depth: int = 3, stack: tuple = ()) -> bool:
+    def off_at_launch_only(self, fn: Function) -> bool:
         """Every way into fn is a call under a test the options, as launched, make false (a
         trainer class built only under `elif config.trainer == "gan":` with the launch's config
         naming another), here or a few callers up: what fn does, the run never does."""
-        if isinstance(fn.node, ast.Module) or fn in stack or depth <= 0:
-            return False
-        sites = self.callers().get(fn, [])
-        if not sites and fn.cls is not None and fn.name != "__init__":
-            # a hook a framework calls (a LightningDataModule's `train_dataloader`): its object's
-            # constructions are the ways in (`dm = KVDataModule(...)` under `if "kv" in args.root:`)
-            init = fn.cls.methods.get("__init__")
-            return init is not None and init.node is not None and \
-                self.off_at_launch_only(init, depth - 1, stack + (fn,))
         # (a plain flag is not read so: `if args.do_train:` around the whole training, a
         # store_true, is the run launched, not one switched off - as save_facts reads such flags)
-        return bool(sites) and all(
-            event.kind == "call" and (off_at_launch(tuple((c, f) for c, f in event.conds if not f), self.program)
-                                      or self.off_at_launch_only(caller, depth - 1, stack + (fn,)))
-            for caller, event in sites)
+        return bool(self.every_way_in(fn, lambda conds: off_at_launch(
+            tuple((c, f) for c, f in conds if not f), self.program)))
 
-    def switched_on_only(self, fn: Function, depth: int = 3, stack: tuple = ()) -> list[str]:
+    def switched_on_only(self, fn: Function) -> list[str]:
         """The switches (`args.val_only`, store_true options, declared_off) one of which every way
         into fn passes, here or a few callers up: fn runs only on a run launched with one of them
         given ([] where some way in needs none)."""
+        return self.every_way_in(fn, lambda conds: next(
+            (c for c, flag in conds if flag and declared_off(c, self.program)), ""))
+
+    def every_way_in(self, fn: Function, pick, depth: int = 3, stack: tuple = ()) -> list[str]:
+        """What `pick` finds (a test's text, "" for none) in the tests around each call into fn,
+        or around a call into a caller of it, a few callers up; [] where some way in has none
+        (or fn is not called at all). A hook a framework calls (a LightningDataModule's
+        `train_dataloader`, no call in the source) is reached through its object's constructions
+        (`dm = KVDataModule(...)` under `if "kv" in args.root:`)."""
         if isinstance(fn.node, ast.Module) or fn in stack or depth <= 0:
             return []
         sites = self.callers().get(fn, [])
+        if not sites and fn.cls is not None and fn.name != "__init__":
+            init = fn.cls.methods.get("__init__")
+            return self.every_way_in(init, pick, depth - 1, stack + (fn,)) \
+                if init is not None and init.node is not None else []
         found: list[str] = []
         for caller, event in sites:
             if event.kind != "call":
                 return []
-            flags = [c for c, flag in event.conds if flag and declared_off(c, self.program)]
-            up = flags[:1] or self.switched_on_only(caller, depth - 1, stack + (fn,))
+            here = pick(event.conds)
+            up = [here] if here else self.every_way_in(caller, pick, depth - 1, stack + (fn,))
             if not up:
                 return []
             found.extend(up)

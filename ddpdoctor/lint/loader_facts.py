@@ -1157,23 +1157,25 @@ class LoaderFacts:
             found = True
         return found
 
-    def _drawing_helpers(self, getitem: Function, depth: int = 3, most: int = 40) -> list:
-        """__getitem__ and the local functions it calls, a few calls down: its class's own
-        methods, and those of the objects it holds (`self.get_audio.train_data()`, an audio
-        mixer drawing two speakers) - where a sample that reads no index is drawn."""
+    def _drawing_helpers(self, getitem: Function, depth: int = 2, most: int = 40) -> list:
+        """__getitem__ and the methods it calls on itself (process_seeds._with_own_calls), and
+        those of the objects it holds (`self.get_audio.train_data()`, an audio mixer drawing two
+        speakers) with theirs, a few objects down: where a sample that reads no index is drawn."""
         found = _with_own_calls(getitem, 2, self.program)
         todo = list(found)
         for _ in range(depth):
             more = []
             for m in todo:
                 for c in m.own_calls:
-                    if not isinstance(c.func, ast.Attribute) or len(found) >= most:
-                        continue
+                    if c.func.__class__ is not ast.Attribute or (
+                            c.func.value.__class__ is ast.Name and c.func.value.id == "self") or len(found) >= most:
+                        continue  # (its own methods: _with_own_calls, which skips dead lines)
                     for target in self.program.resolve(c.func, m)[0]:
                         if target not in found and target.node is not None and \
                                 not isinstance(target.node, ast.Module):
-                            found.append(target)
-                            more.append(target)
+                            added = [t for t in _with_own_calls(target, 2, self.program) if t not in found]
+                            found.extend(added)
+                            more.extend(added)
             todo = more
         return found
 

@@ -28,7 +28,7 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_OPTION, Contested, config_values, elastic_launch_only, launch_values, leaf_values, named_config,
+from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only, launch_values, leaf_values, named_config,
                                          named_values, yaml_beside)
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
@@ -199,6 +199,15 @@ class Module:
     classes: dict[str, Klass] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)  # alias -> full dotted name
     body: Optional[Function] = None
+
+
+def _str_keyed(value: ast.AST) -> Optional[ast.Dict]:
+    """A dict literal (`{"k": v}` or `dict(k=v)`) whose keys are all constant strings, or None."""
+    table = _dict_call_literal(value)
+    if table.__class__ is ast.Dict and all(k.__class__ is ast.Constant and isinstance(k.value, str)
+                                           for k in table.keys):
+        return table
+    return None
 
 
 class Program:
@@ -788,9 +797,8 @@ class Program:
         always: Optional[set] = None
         values: list = []
         for _, value in bound:
-            table = _dict_call_literal(value)
-            if table.__class__ is not ast.Dict or not all(
-                    k.__class__ is ast.Constant and isinstance(k.value, str) for k in table.keys):
+            table = _str_keyed(value)
+            if table is None:
                 return None
             keys = {k.value for k in table.keys}
             always = keys if always is None else always & keys
@@ -799,13 +807,12 @@ class Program:
             func = call.func
             if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == name:
                 if func.attr != "update":
-                    if func.attr in ("pop", "setdefault", "clear", "__setitem__"):
+                    if func.attr in ("pop", "popitem", "setdefault", "clear"):
                         return None
                     continue
                 for arg in call.args:
-                    table = _dict_call_literal(arg)
-                    if table.__class__ is not ast.Dict or not all(
-                            k.__class__ is ast.Constant and isinstance(k.value, str) for k in table.keys):
+                    table = _str_keyed(arg)
+                    if table is None:
                         return None
                     values += [(k.value, v) for k, v in zip(table.keys, table.values)]
                 values += [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
@@ -2361,7 +2368,7 @@ class Program:
                         # launches that give it differently: which runs is not known; a test
                         # they all answer alike is answered (launch_candidates), any other is
                         # read on the declared default, the default path as the rules read it
-                        contested[option] = frozenset(found.get(option, UNKNOWN_OPTION) if v is LEFT_OUT else v
+                        contested[option] = frozenset(found.get(option, UNKNOWN_VALUE) if v is LEFT_OUT else v
                                                       for v in value)
                     else:
                         found[option] = value
@@ -2380,7 +2387,7 @@ class Program:
 
     def launch_candidates(self) -> dict[str, frozenset]:
         """The options the launches beside the script give different values (or one the shell
-        fills in: UNKNOWN_OPTION among them), with every value some launch runs the script with."""
+        fills in: UNKNOWN_VALUE among them), with every value some launch runs the script with."""
         self.option_defaults()
         return self.__dict__.get("_launch_candidates", {})
 

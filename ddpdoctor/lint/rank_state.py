@@ -598,6 +598,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                 found.append(_decision(fn, stmt, text(stmt.iter), "runs a different number of passes",
                                        name, setter, work, relative, item, extra))
             continue
+        if _none_kept(fn, decided, name, ranked_of[name]):
+            continue
         effect = _effect(builder, fn, stmt, item, ddp)
         if effect is None and rereads:
             # `while epoch < max_epochs:` - the rank whose value is ahead leaves the loop
@@ -609,6 +611,20 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
         found[-1].stepped = name in ahead
     return found
+
+
+def _none_kept(fn: Function, decided: ast.AST, name: str, ranked: list) -> bool:
+    """The decision tests only whether the name is None (`if val_loader is not None:`) and each
+    rank-only assignment wraps the value itself inside `if <name> is not None:` (`val_loader =
+    tqdm(val_loader, ...)` on rank 0, for its progress bar): not None before, not None after, on
+    every rank alike."""
+    if not (isinstance(decided, ast.Compare) and len(decided.ops) == 1 and isinstance(decided.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(decided.left, ast.Name) and decided.left.id == name and is_const(decided.comparators[0], None)):
+        return False
+    guards = [node for node in fn.own if node.__class__ is ast.If and text(node.test) == f"{name} is not None"]
+    return all(isinstance(i.node, ast.Assign) and isinstance(i.node.value, ast.Call) and any(
+        isinstance(a, ast.Name) and a.id == name for a in i.node.value.args)
+        and any(i.node is n for g in guards for stmt in g.body for n in walk(stmt)) for i in ranked)
 
 
 def _apart(fn: Function, setter: ast.stmt, read: ast.stmt) -> bool:

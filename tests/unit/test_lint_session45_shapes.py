@@ -408,3 +408,47 @@ def test_its_twin_reached_on_every_run_is_an_error(tmp_path):
     code = SWITCHED.replace("{call}", "evaluate(model)")
     found = lint_tree(tmp_path, {"train.py": code})
     assert at(found, "DDP801") == [(line_of(code, "# the barrier"), "error")]
+
+
+# -------------------------------------------------- rank 0 wraps a loader in a progress bar
+PROGRESS = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from tqdm import tqdm
+
+
+def train(model, epochs, train_loader, val_loader=None):
+    rank = dist.get_rank()
+    for epoch in range(epochs):
+        for x in train_loader:
+            model(x).sum().backward()
+        if val_loader is not None:  # the decision
+            if rank == 0:
+                val_loader = {rank_zero}
+            for x in val_loader:
+                loss = model(x).sum()
+                dist.all_reduce(loss)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    batches = [torch.ones(2, 4)] * 3
+    train(model, 2, batches, batches)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loader_rank_zero_wraps_in_a_progress_bar_is_not_none_on_every_rank(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": PROGRESS.replace("{rank_zero}", 'tqdm(val_loader, desc="val")')})
+    assert at(found, "DDP809") == []
+
+
+def test_its_twin_rank_zero_dropping_it_decides_alone(tmp_path):
+    code = PROGRESS.replace("{rank_zero}", "None")
+    found = lint_tree(tmp_path, {"train.py": code})
+    assert [line for line, _ in at(found, "DDP809")] == [line_of(code, "# the decision")]
