@@ -246,7 +246,7 @@ class CollectiveFacts:
                     if switched:
                         # `if args.val_only: evaluate()` with --val_only a store_true: the training
                         # run never gets here; a run asked for with the switch hangs
-                        said = f"the run is launched with {' or '.join(f'`{c}`' for c in switched)} (off by default)"
+                        said = f"{' or '.join(f'`{c}`' for c in switched)} is switched on (off by default)"
                         assumption = f"{assumption}, and {said}" if assumption else said
                     present = _on_the_files([c for c in event.conds if _FILE_STATE.search(c[0])
                                              and not self._first_run_side(fn, c[0])])
