@@ -207,7 +207,9 @@ def _pairs(params, store, dist, torch, device, node, left):
             except Exception:  # noqa: BLE001
                 pass
         if "error" in box or "seconds" not in box:
-            event["error"] = box.get("error") or "no answer within %.0f s (the connection was never made)" % limit
+            event["error"] = box.get("error") or (
+                "the pair group formed, but %d KiB did not cross within %.0f s" % (size * 4 >> 10, limit)
+                if box.get("formed") else "no answer within %.0f s (the connection was never made)" % limit)
             failed = True
         else:
             seconds = box["seconds"]
@@ -222,17 +224,33 @@ def _pair_test(params, store, dist, torch, device, number, a, b, node, size, box
     try:
         group = _pair_group(params, store, dist, torch, "pair/%d/%d-%d" % (number, a, b),
                             0 if node == a else 1, left(float(params["pair_timeout"])))
+        box["formed"] = True
         tensor = torch.ones(size, device=device)
+        began = time.monotonic()
         group.allreduce([tensor]).wait()  # warm-up: connections are made lazily
         _sync(torch, device)
+        iters = _agreed_iters(group, torch, device, time.monotonic() - began, float(params["pair_timeout"]),
+                              int(params["pair_iters"]))
         t0 = time.monotonic()
-        for _ in range(int(params["pair_iters"])):
+        for _ in range(iters):
             group.allreduce([tensor]).wait()
         _sync(torch, device)
-        box["seconds"] = (time.monotonic() - t0) / int(params["pair_iters"])
+        box["seconds"] = (time.monotonic() - t0) / iters
         box["group"] = group  # keep it alive: destroying a Gloo group can block
     except Exception as exc:  # noqa: BLE001 - a broken pair is a result, not a crash
         box["error"] = _first_line(exc)
+
+
+def _agreed_iters(group, torch, device, warm, limit, most):
+    """How many timed all-reduces fit in half the pair's time, on a slow link too (a 2 MB/s link
+    moves 1 MiB in ~0.5 s: five of them and the warm-up overran the limit and read as a pair that
+    never connected). Both ends must run the same count or one waits alone, so the count comes from
+    the warm-up time the two summed, the same float on both."""
+    both = torch.tensor([warm], dtype=torch.float64, device=device)
+    group.allreduce([both]).wait()
+    _sync(torch, device)
+    mean = float(both.item()) / 2
+    return max(1, min(most, int(limit * 0.5 / mean) if mean > 0 else most))
 
 
 def _sync(torch, device):
