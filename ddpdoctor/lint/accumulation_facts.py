@@ -157,6 +157,17 @@ class AccumulationFacts:
             return None  # (a bare flag is no step's test: the accumulation switch is read elsewhere)
         return settled(test, self.program)
 
+    def _count_switch(self, test: ast.AST) -> bool:
+        """`args.accum_steps > 1` (or `>= 2`, `!= 1`) of a command-line count that defaults to 1."""
+        if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Attribute):
+            return False
+        op, bound = test.ops[0].__class__, test.comparators[0]
+        if not ((op is ast.Gt and is_const(bound, 1)) or (op is ast.GtE and is_const(bound, 2))
+                or (op is ast.NotEq and is_const(bound, 1))):
+            return False
+        default = self.program.option_defaults().get(test.left.attr)
+        return default == 1 and not isinstance(default, bool)
+
     def _runs_once(self, fn: Function, loop: ast.AST) -> bool:
         """`for _ in range(n):` over a parameter every way into fn gives 1 (passed, or its
         default where the call leaves it out): one micro-step, nothing accumulates."""
@@ -525,6 +536,12 @@ class AccumulationFacts:
                     # `grad_accumu = 1` above `if grad_accumu > 1: ... else: opt.step()` (samtemp):
                     # the side the constants every way in gives settle
                     decided = _truth_by_constants(self.callers(), fn, stmt.test, self.program)
+                if decided is None and self._count_switch(stmt.test):
+                    # `if args.gradient_accumulation_steps > 1: <accumulate> else: <step every
+                    # pass>` with the count at its default 1: the launch as written takes the
+                    # plain side, a launch that sets the count the accumulating one - judged as
+                    # that one, the finding resting on the count (_period_option says which)
+                    decided = True
                 if decided is None:
                     decided = self._option_truth(stmt.test, fn)  # (or the options, as launched)
                 if decided is not None:

@@ -241,7 +241,12 @@ class CollectiveFacts:
                         # `if is_global_zero or "stage_3" in strategy: save(...)` reaching the
                         # collective only under `if "stage_3" in strategy:`: every rank there
                         continue
-                    assumption = _assume(guard.test.assumption, conds)
+                    # (the switches around the call here count as those in the callee: `if not
+                    # is_rank0: return` ... `if config.get("use_hf_hub", False): gather()`; a
+                    # switch read from an object or a config, not a parameter the callers settle)
+                    here = tuple((c, flag) for c, flag in event.conds if flag and not c.isidentifier()
+                                 and not (c.startswith("not ") and c[4:].isidentifier()))
+                    assumption = _assume(guard.test.assumption, here + tuple(conds))
                     switched = self.switched_on_only(fn)
                     if switched:
                         # `if args.val_only: evaluate()` with --val_only a store_true: the training

@@ -538,6 +538,19 @@ class BuilderCore:
             found.extend(up)
         return list(dict.fromkeys(found))
 
+    def taken_anyway(self, fn: Function, conds: tuple) -> tuple:
+        """conds without the `not X` sides of a distributed switch that every way into fn takes
+        (X a parameter no call hands a true value: `def train(..., ddp=False)` called without ddp
+        in a script that sets up the process group): that side is the distributed run's too,
+        whatever its name says. (An engine's switch left off - `self.deepspeed` - is not one:
+        without it the run may be one process.)"""
+        if not any(c.startswith("not ") for c, _ in conds):
+            return conds
+        callers = self.callers()
+        return tuple((c, flag) for c, flag in conds
+                     if not (c.startswith("not ") and UNIFORM_NAME.search(c[4:].rpartition(".")[2])
+                             and never_true(callers, fn, c[4:], True, self.program)))
+
     def in_loop(self, fn: Function, depth: int = 4, stack: tuple = ()) -> bool:
         """Some way into fn passes through a loop (it runs more than once)."""
         if fn in stack or depth <= 0:

@@ -1981,6 +1981,7 @@ class LoaderFacts:
                                                    and outer.lineno <= node.lineno <= outer.end_lineno)) \
                         or self.in_loop(fn)
                     names |= {last_name(n) for n in _held(self.program, node.iter, fn)}
+                    names |= self._iterated_through(node.iter, fn)
                     for name in filter(None, names):
                         out[name] = out.get(name, False) or again
                         if again and name in fn.params:  # `def endless(src): while True: for b in src`
@@ -2024,6 +2025,22 @@ class LoaderFacts:
         # loader pass after pass and sets no sampler's epoch itself
         out.update(dict.fromkeys(self._engine_runs(), True))
         return out
+
+    def _iterated_through(self, iterable: ast.AST, fn: Function) -> set:
+        """`for data, target in data_iterator:` over an instance of a local class whose `__iter__`
+        reads a loader of its own (`for output in self.dataloader: yield ...`, fcos-simple's
+        DataIterator): each pass of the loop over the instance is a pass over that loader."""
+        if iterable.__class__ is ast.Call and iterable.func.__class__ is ast.Name and \
+                iterable.func.id in ("enumerate", "iter") and iterable.args:
+            iterable = iterable.args[0]  # `enumerate(data_iterator, start=1)`
+        if iterable.__class__ not in (ast.Name, ast.Attribute):
+            return set()
+        klass = self.program.class_of(iterable, fn)
+        method = self.program.method(klass, "__iter__") if klass is not None else None
+        if method is None or method is fn:
+            return set()
+        return {last_name(n) for loop, depth in _fn_loops(method) if depth == 0 and loop.__class__ is ast.For
+                for n in walk(loop.iter) if n.__class__ in (ast.Name, ast.Attribute)} - {None}
 
     def _engine_runs(self) -> dict[str, Location]:
         """loader name -> where an ignite Engine runs it for more than one epoch (`trainer.run(

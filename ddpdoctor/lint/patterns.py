@@ -383,6 +383,25 @@ ZERO3_GATHER = " (under DeepSpeed ZeRO-3 it gathers every rank's partition)"
 DCP_COLLECTIVES = frozenset({"save", "load", "async_save", "save_state_dict", "load_state_dict"})
 
 
+# Ray Train's calls that every worker must make alike (ray.train.report's documented barrier,
+# and its collective module's).
+RAY_TRAIN_COLLECTIVES = frozenset({"report", "barrier", "broadcast_from_rank_zero"})
+
+# torch.distributed.checkpoint.state_dict's getters: collective when asked for the full state.
+DCP_STATE_GETTERS = frozenset({"get_state_dict", "get_model_state_dict", "get_optimizer_state_dict"})
+
+
+def _full_state_options(program: Program, options: Optional[ast.AST], fn: Function) -> bool:
+    """The options handed to a state-dict getter say `full_state_dict=True`, as a literal
+    `StateDictOptions(...)` there or bound to the name handed on."""
+    if options is None:
+        return False
+    values = [options] if options.__class__ is ast.Call else \
+        [v for v, _ in program.values_of(options, fn, 1)] if options.__class__ is ast.Name else []
+    return any(v.__class__ is ast.Call and last_name(v.func) == "StateDictOptions" and
+               is_const(keyword(v, "full_state_dict"), True) for v in values)
+
+
 def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     """What a call is, in the user's words, when it is a collective (or ends in one)."""
     full = program.qualify(call.func, fn) or ""
@@ -417,6 +436,14 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # Distributed checkpointing plans the save (or load) across every rank of the group:
         # gathers and a barrier inside (torch.distributed.checkpoint's save / load)
         return f"torch.distributed.checkpoint.{name}() (plans the checkpoint with every rank)"
+    if name in RAY_TRAIN_COLLECTIVES and full.startswith(("ray.train.", "ray.air.session.")):
+        # Ray Train synchronises its workers in report(): each must call it as often as the others
+        return f"{full}() (every Ray Train worker must call it, as often as the others)"
+    if full.startswith("torch.distributed.checkpoint.") and name in DCP_STATE_GETTERS and \
+            _full_state_options(program, keyword(call, "options"), fn):
+        # `get_state_dict(model, [opt], options=StateDictOptions(full_state_dict=True))`: each
+        # sharded parameter is all-gathered from every rank (FSDP2's DTensors, FSDP1's flat shards)
+        return f"{name}(..., full_state_dict=True) (gathers the full state from every rank's shard)"
     # (by what the name stands for: `from torch.nn.parallel import DistributedDataParallel as
     # DDP` then `DDP(net)` is the same constructor)
     if full.endswith("DistributedDataParallel") and full.startswith("torch."):
@@ -466,6 +493,11 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
                 return "strategy.barrier()"
             if name in FABRIC_COLLECTIVES and ("fabric" in owner or made_by(program, receiver, fn, "Fabric")):
                 return f"fabric.{name}()"
+    if name in HF_TRAINER_RUNS and receiver is not None and not program.resolve(call.func, fn)[0] and \
+            hf_trainer(program, receiver, fn):
+        # the library's loop: DDP's forwards and backwards, and the gathers of its evaluation,
+        # on every rank the launch started
+        return f"{text(call.func, 40)}() (a Hugging Face Trainer's loop runs collectives on every rank)"
     wrapped = ddp_model(program, call, fn)
     if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
         return through_grad_off(program, f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}", call, fn)
@@ -821,6 +853,28 @@ def _torchmetrics_metric(program: Program, node: ast.AST, fn: Function) -> str:
     return ""
 
 
+# A Hugging Face Trainer's methods that run its distributed loop (training, or evaluation's gathers).
+HF_TRAINER_RUNS = frozenset({"train", "evaluate", "predict"})
+_HF_TRAINER_HOMES = ("transformers.", "trl.")
+
+
+def hf_trainer(program: Program, node: ast.AST, fn: Function) -> bool:
+    """The name holds a Hugging Face Trainer: built by transformers' or trl's `...Trainer(...)`,
+    or by a local class derived from one (`class TJDTrainer(Trainer)`, a subclass of that)."""
+    for value, scope in program.values_of(node, fn, 2):
+        if value.__class__ is not ast.Call:
+            continue
+        full = program.qualify(value.func, scope) or ""
+        if full.startswith(_HF_TRAINER_HOMES) and full.endswith("Trainer"):
+            return True
+        klass = program.callee(value.func, scope) if value.func.__class__ in (ast.Name, ast.Attribute) else None
+        if program.is_class(klass) and any(
+                (c.module.imports.get(b.split(".")[0], "") + b[len(b.split(".")[0]):]).startswith(_HF_TRAINER_HOMES)
+                and b.endswith("Trainer") for c in (klass, *program.bases(klass)) for b in c.bases):
+            return True
+    return False
+
+
 def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> bool:
     """The name or attribute holds an object built by `cls_name(...)`."""
     for value, scope in program.values_of(node, fn):
@@ -1008,6 +1062,7 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                             wrapped = _ddp_made(program, inner, place)
                             if wrapped is not None:
                                 return wrapped
+
             for value, scope in program._passed(func.id, fn):  # `sampler.sample(model=prepared_model)`
                 wrapped = prepared_ddp(program, value, scope, value.lineno) \
                     if isinstance(value, (ast.Name, ast.Attribute)) else None
@@ -1417,6 +1472,9 @@ def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:
         return list(dict.fromkeys(found))
     if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Call) and last_name(func.value.func) == "globals":
         return _from_globals(program, func.slice, fn)
+    if func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id == "eval" and \
+            len(func.args) == 1 and not program.lookup("eval", fn):
+        return _evaluated(program, func.args[0], fn)
     if isinstance(func, ast.Subscript):
         table = func.value
         if isinstance(table, ast.Attribute) and table.attr == "__dict__":
@@ -1451,6 +1509,25 @@ def _from_globals(program: Program, key: ast.AST, fn: Function) -> list:
     if len(prefix) < 3:
         return []  # (too little of the name to pick among the module's symbols)
     return [k for k in program.classes if k.name.startswith(prefix) and program.symbol(k.name, fn) is k]
+
+
+def _evaluated(program: Program, source: ast.AST, fn: Function) -> list:
+    """`eval(config.SELECT_MODEL)(config)`: a class the module sees by a name a config holds.
+    A constant names one symbol; anything else may name each model class the module sees (its
+    own, or imported by name), none of which the source rules out."""
+    if source.__class__ is ast.Constant and isinstance(source.value, str):
+        found = program.symbol(source.value, fn) if source.value.isidentifier() else None
+        return [found] if program.is_class(found) or program.is_function(found) else []
+    if source.__class__ is ast.JoinedStr or source.__class__ is ast.BinOp:
+        return []  # a dotted path spelt in pieces: not followed
+    names = [*fn.module.classes, *fn.module.imports]
+    found = [program.symbol(name, fn) for name in names]
+    return list(dict.fromkeys(k for k in found if program.is_class(k) and _module_like(program, k)))
+
+
+def _module_like(program: Program, klass) -> bool:
+    """A torch module class: a base of its own, or of a local class it derives from, is a `...Module`."""
+    return any(base.split(".")[-1] == "Module" for k in [klass, *program.bases(klass)] for base in k.bases)
 
 
 def _unpacked_dispatch(program: Program, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:

@@ -679,6 +679,14 @@ def _dead_lines(program, method) -> set[int]:
     dead = [stmt for stmt in method.own if isinstance(stmt, ast.If)
             and (_never_equal(program, stmt.test, method) or _never_equal_by_default(program, stmt.test, method))]
     skip = {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)}
+    # `if center: <centre crop> else: <random crop>` where every call hands `center=True`
+    # (lip2sp's transform): the side the constant rules out runs on no way in
+    for stmt in method.own:
+        if stmt.__class__ is ast.If and stmt.orelse:
+            truth = _truth_held(program, stmt.test, method)
+            side = stmt.orelse if truth is True else stmt.body if truth is False else None
+            if side:
+                skip |= set(range(side[0].lineno, side[-1].end_lineno + 1))
     # `if frame_order == 0: return clip` at the top of the body, frame_order 0 on every way in:
     # nothing below it runs
     body = getattr(method.node, "body", [])
@@ -689,6 +697,29 @@ def _dead_lines(program, method) -> set[int]:
             break
     method.__dict__["_dead_lines"] = skip
     return skip
+
+
+def _truth_held(program, test: ast.AST, fn) -> Optional[bool]:
+    """The truth of a test on a parameter (`if center:`, `if not center:`) where every value
+    the calls hand it (or its default, where a call leaves it out) is a constant of one truth;
+    None where the source does not settle it."""
+    negated = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
+    name = test.operand if negated else test
+    if name.__class__ is not ast.Name or name.id not in fn.params:
+        return None
+    values = program.values_of(name, fn, 4)
+    truths = set()
+    for value, scope in values:
+        if value.__class__ is ast.Name and value.id in scope.params and value is not name:
+            if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls"):
+                return None
+            value = param_defaults(scope.node).get(value.id)
+        if value.__class__ is not ast.Constant:
+            return None
+        truths.add(bool(value.value))
+    if len(truths) != 1:
+        return None
+    return truths.pop() != negated
 
 
 def _always_equal(program, test: ast.AST, fn) -> bool:
@@ -768,10 +799,18 @@ def _without_methods(source: str, klass) -> str:
     """The source with the class's own method names taken out: `def sample_augmentation(self):`
     and `self.sample_augmentation()` say a word, not a draw; that method is judged by its own
     body (LiDAR2Map's fixed resize, its random version commented out)."""
-    names = [n for n in klass.methods if RANDOM_WORDS.search(n)]
+    names = [n for n in klass.methods if RANDOM_WORDS.search(n + "(")]  # (a call's spelling: `random_crop(`)
     if not names:
         return source
     return re.sub(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b", "_", source)
+
+
+def _live_draw(program, method) -> bool:
+    """The lines of the method some way in runs draw (not a draw from a generator of its own, nor
+    a word in the name of its class's method: `self.random_crop(lip, center=True)` is judged by
+    random_crop's own live lines)."""
+    source = OWN_GENERATOR.sub("", _live_source(program, method))
+    return bool(RANDOM_WORDS.search(_without_methods(source, method.cls) if method.cls is not None else source))
 
 
 def _helpers_draw(program, method) -> bool:
@@ -799,7 +838,7 @@ def _helpers_draw(program, method) -> bool:
             klass = program.class_of(call.func, method)
             target = program.method(klass, "__call__") if klass is not None else None
             if target is not None and target.node is not None and any(
-                    RANDOM_WORDS.search(OWN_GENERATOR.sub("", _live_source(program, m)))
+                    _live_draw(program, m)
                     for m in _with_own_calls(target, program=program) if m.name != "__init__"):
                 return True
             # a base's `__call__` applying `self.ops`, which the subclass's constructor makes a
@@ -813,7 +852,7 @@ def _helpers_draw(program, method) -> bool:
         for target in program.resolve(call.func, method)[0]:
             if (target.cls is None or (helper and target.cls is not method.cls)) and target.node is not None \
                     and not isinstance(target.node, ast.Module) and target.name != "__init__" \
-                    and any(RANDOM_WORDS.search(OWN_GENERATOR.sub("", _live_source(program, m)))
+                    and any(_live_draw(program, m)
                             for m in _with_own_calls(target, program=program) if m.name != "__init__"):
                 return True
     return False

@@ -73,10 +73,12 @@ class _Stmt:
 def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
     found: list[RankLocalDecision] = []
     by_class: dict[Any, list[tuple[Function, list[_Stmt]]]] = {}
+    everyone: list[tuple[Function, list[_Stmt]]] = []
     for fn in builder.functions:
         if fn.node is None:
             continue
         stmts = statements(builder.program, fn)
+        everyone.append((fn, stmts))
         state = _rank_state(builder, fn, stmts, ddp)
         found.extend(state)
         decided = {d.location for d in state}  # a counter rank 0 keeps: said once, as state
@@ -94,7 +96,9 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
         _exit_lines(fn, [d for d in found if d.exit_line is None])
     for methods in by_class.values():
-        found.extend(_attribute_state(builder, methods, ddp))
+        # (a holder's test already told as its own name's state - `solver.stop` - said once)
+        decided = {d.location for d in found}
+        found.extend(d for d in _attribute_state(builder, methods, ddp, everyone) if d.location not in decided)
     return sorted(found, key=lambda d: (d.location.file, d.location.line or 0))
 
 
@@ -122,10 +126,12 @@ def _self_attrs(stmt: ast.stmt) -> list[str]:
     return found
 
 
-def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLocalDecision]:
+def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list = ()) -> list[RankLocalDecision]:
     """The same for an object's state: `self.stale` updated only under a rank test, or in a
     method only ever called under one (`if rank == 0: self.validate()`), then tested in a
-    method every rank runs (`if self.stale > self.patience: break`)."""
+    method every rank runs (`if self.stale > self.patience: break`), or by a caller holding the
+    object (`if trainer.should_stop(patience): break`, should_stop's answer reading the counter
+    its save() steps past `if not is_main_process(): return`)."""
     assigned: dict[str, list[tuple[Function, _Stmt, bool]]] = {}
     shared: set[str] = set()
     for fn, stmts in methods:
@@ -153,17 +159,23 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
     found = []
     said: set = set()
     # the reads on every rank's way first (a test under a plain `if` only where it is reached)
+    klass = methods[0][0].cls if methods else None
+    holders = [(fn, stmts) for fn, stmts in everyone if fn not in owned] if local and klass is not None else []
     reads = sorted(((fn, item) for fn, stmts in (methods if local else ()) for item in stmts),
-                   key=lambda pair: pair[1].conditional)
+                   key=lambda pair: pair[1].conditional) + \
+        sorted(((fn, item) for fn, stmts in holders for item in stmts), key=lambda pair: pair[1].conditional)
     for fn, item in reads:
         if builder.only_guarded(fn) is True:
             continue
         stmt = item.node
         if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
             continue
-        read = [n.attr for n in walk(stmt.test) if isinstance(n, ast.Attribute) and n.attr in local
-                and isinstance(n.value, ast.Name) and n.value.id == "self"]
-        if not read:
+        if fn not in owned:
+            read = _held_object_reads(builder, fn, stmt.test, klass, local, owned)
+        else:
+            read = [n.attr for n in walk(stmt.test) if isinstance(n, ast.Attribute) and n.attr in local
+                    and isinstance(n.value, ast.Name) and n.value.id == "self"]
+        if not read and fn in owned:
             # `if self.stop_early(epoch): break` where that method's answer reads the state
             read = [attr for call in walk(stmt.test) if isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
@@ -173,7 +185,7 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
                     for attr in _answer_reads(method, local)]
         if not read:
             continue
-        effect = _effect(builder, fn, stmt, item, ddp)
+        effect = _effect(builder, fn, stmt, item, ddp, parted=True)
         if effect is None:
             continue
         setter_fn, setter = local[read[0]]
@@ -197,6 +209,22 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool) -> list[RankLoc
             "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
             ", and ".join(notes), given=tests[-1].given if tests else ""))
     return found
+
+
+def _held_object_reads(builder: Builder, fn: Function, test: ast.AST, klass, local: dict, owned: set) -> list[str]:
+    """The object's rank-local fields a caller's test reads on an instance it holds: directly
+    (`trainer.stale > p`) or through a method's answer (`trainer.should_stop(p)`)."""
+    program = builder.program
+    found = []
+    for node in walk(test):
+        if node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.attr in local and \
+                program.class_of(node.value, fn) is klass:
+            found.append(node.attr)
+        elif node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and \
+                node.func.value.__class__ is ast.Name and program.class_of(node.func.value, fn) is klass:
+            found.extend(attr for method in program.resolve(node.func, fn)[0]
+                         if method.node is not None and method in owned for attr in _answer_reads(method, local))
+    return list(dict.fromkeys(found))
 
 
 def _ranked(item: _Stmt) -> bool:
@@ -1077,7 +1105,7 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             # no other rank (unless TORCH_DIST_INIT_BARRIER=1), so this parts later, not here.
             notes.append("a group created later (or TORCH_DIST_INIT_BARRIER=1) needs every process in "
                          "dist.new_group(), as torch documents")
-        if around is not None:
+        if around is not None and not _counted_stop(builder.program, around.test, fn, loop):
             notes.append(_side_said(around, leave[1]))
         if not skipping and not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
                 and _few_passes(builder, fn, loop):
@@ -1090,6 +1118,40 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
     return found
+
+
+def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] = None) -> bool:
+    """An early stop counted to its bound: `stopper.early_stop` of an object whose own method sets
+    that flag True once a counter it steps reaches a bound (`self.counter += 1; if self.counter >=
+    self.patience: self.early_stop = True`), or a patience the loop counts down (below). A stop
+    the code is written to take - a run that stops improving takes it - not an assumption."""
+    if test.__class__ is ast.Compare:
+        # `if patience == 0: break` of a patience the loop itself counts down on each pass without
+        # improvement and resets when it improves (a step count compared with a configured total,
+        # `iteration == config.train_steps`, is never reset: whether a run gets there stays the
+        # assumption it was)
+        if loop is None:
+            return False
+        stepped = {n.target.id for n in walk(loop) if n.__class__ is ast.AugAssign and n.target.__class__ is ast.Name}
+        reset = {t.id for n in walk(loop) if n.__class__ is ast.Assign for target in n.targets
+                 for t in (target.elts if target.__class__ in (ast.Tuple, ast.List) else [target])
+                 if t.__class__ is ast.Name}
+        return any(part.__class__ is ast.Name and part.id in stepped & reset for part in (test.left, *test.comparators))
+    if not (test.__class__ is ast.Attribute and test.value.__class__ is ast.Name):
+        return False
+    klass = program.class_of(test.value, fn)
+    for method in klass.methods.values() if klass is not None else ():
+        stepped = {n.target.attr for n in method.own if n.__class__ is ast.AugAssign
+                   and n.target.__class__ is ast.Attribute and n.target.value.__class__ is ast.Name
+                   and n.target.value.id == "self"}
+        for node in method.own:
+            if node.__class__ is ast.If and stepped and any(
+                    n.__class__ is ast.Attribute and n.attr in stepped for n in walk(node.test)) and any(
+                    s.__class__ is ast.Assign and is_const(s.value, True) and any(
+                        t.__class__ is ast.Attribute and t.attr == test.attr for t in s.targets)
+                    for s in node.body):
+                return True
+    return False
 
 
 def _side_said(around: ast.If, leave: ast.AST) -> str:
@@ -1869,11 +1931,13 @@ _MODULE_LIKE = frozenset({"torch", "np", "numpy", "math", "F", "nn", "dist", "ra
 
 
 def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bool,
-            after_only: bool = False, returns: bool = False, valued: bool = False) -> Optional[tuple[str, str]]:
+            after_only: bool = False, returns: bool = False, valued: bool = False,
+            parted: bool = False) -> Optional[tuple[str, str]]:
     """What a test on every rank decides that ranks must agree on: (the action, the collective
     work the ranks then disagree about); None when nothing collective depends on it.
     after_only: only what the branch skips counts (a tensor test: not a branch's own work);
-    returns: a `return` counts too (a test on a value's own number, `np.isnan(loss.item())`)."""
+    returns: a `return` counts too (a test on a value's own number, `np.isnan(loss.item())`);
+    parted: an object's rank-local state decides, so the ranks part only at the test (see below)."""
     branches = [stmt.body, stmt.orelse]
     for branch in branches:
         own = _ends(branch)
@@ -1890,8 +1954,15 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             # (`if valid_iters == 0: return 0.0` right before the function's own `return total /
             # valid_iters`, outside any loop: both ways leave at once with a plain number, and
             # nothing the ranks share is skipped)
+            # Outside a loop, the ranks part only from the test on: the side's own work against
+            # what the others go on to (trainer_fm's validate: rank 0 alone scores a reference
+            # clip on the plain module and returns; the others return the mean loss at once -
+            # the validation loop both ran before the test decides nothing)
+            # (a tensor's test keeps the whole body: the value it returns - a fresh zero that never
+            # passed the DDP forward - is what the caller's backward runs on)
+            apart = parted and not item.loops and not isinstance(fn.node, ast.Module)
             scope = [] if own == "return" and not item.loops and _plain_last_return(fn, stmt, branch) \
-                else list(fn.node.body)
+                else list(branch) + _continuation(fn.node.body, stmt) if apart else list(fn.node.body)
             work = _work(builder, fn, scope, ddp)
             if work:
                 return own, work

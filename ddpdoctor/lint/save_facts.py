@@ -196,7 +196,7 @@ class SaveFacts:
             # a method of the project's own trainer (a class that runs the backward) is judged
             # as the entry script's would be.
             return SaveFact(where, path_text, False, "a library save in an imported helper", None, how)
-        if _single_process(event.conds, self._switches(), self.wraps_ddp()):
+        if _single_process(self.taken_anyway(fn, event.conds), self._switches(), self.wraps_ddp()):
             return SaveFact(where, path_text, False, "on the single-process path")
         if self.apart_from_setups(fn, event.conds):
             return SaveFact(where, path_text, False, "on a way that never sets up the process group")

@@ -123,10 +123,25 @@ def _negation_text(node: ast.AST) -> str:
 
 
 def _flag_like(test: ast.AST) -> bool:
-    """`use_fsdp_eval`, `not args.fsdp`: a switch whose value the source does not show."""
+    """`use_fsdp_eval`, `not args.fsdp`: a switch whose value the source does not show; also
+    one looked up by its name in a config (`config.get("use_hf_hub", False)`, `cfg["use_ema"]`,
+    `getattr(args, "push", False)`)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
+    if test.__class__ is ast.Call:
+        func, args = test.func, test.args
+        if func.__class__ is ast.Attribute and func.attr == "get" and not test.keywords:
+            return 1 <= len(args) <= 2 and _named_key(args[0]) and (len(args) == 1 or args[1].__class__ is ast.Constant)
+        if func.__class__ is ast.Name and func.id == "getattr" and not test.keywords:
+            return len(args) in (2, 3) and _named_key(args[1]) and (len(args) == 2 or args[2].__class__ is ast.Constant)
+        return False
+    if test.__class__ is ast.Subscript:
+        return _named_key(test.slice) and test.value.__class__ in (ast.Name, ast.Attribute)
     return isinstance(test, (ast.Name, ast.Attribute))
+
+
+def _named_key(node: ast.AST) -> bool:
+    return node.__class__ is ast.Constant and isinstance(node.value, str) and node.value.isidentifier()
 
 
 def _conjuncts(test: ast.AST) -> dict[str, bool]:
