@@ -165,7 +165,11 @@ class AccumulationFacts:
         if not ((op is ast.Gt and is_const(bound, 1)) or (op is ast.GtE and is_const(bound, 2))
                 or (op is ast.NotEq and is_const(bound, 1))):
             return False
-        default = self.program.option_defaults().get(test.left.attr)
+        return self._defaults_to_one(test.left.attr)
+
+    def _defaults_to_one(self, option: str) -> bool:
+        """The command-line option is a count declared with default 1 (not the bool True)."""
+        default = self.program.option_defaults().get(option)
         return default == 1 and not isinstance(default, bool)
 
     def _runs_once(self, fn: Function, loop: ast.AST) -> bool:
@@ -411,7 +415,6 @@ class AccumulationFacts:
         `accum_iter = args.accum_iter`) where that option defaults to 1; None otherwise."""
         tests = [n.test for n in walk(loop) if isinstance(n, ast.If) and any(c is step for s in n.body for c in walk(s))]
         tests += [kw.value for kw in step.keywords] + list(step.args)
-        defaults = self.program.option_defaults()
         for test in tests:
             for node in walk(test):
                 if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)):
@@ -421,7 +424,7 @@ class AccumulationFacts:
                                     if isinstance(period, ast.Name)]
                 for value in named:
                     option = last_name(value) if isinstance(value, ast.Attribute) else None
-                    if option and defaults.get(option) == 1 and not isinstance(defaults.get(option), bool):
+                    if option and self._defaults_to_one(option):
                         return text(value)
         return None
 

@@ -493,8 +493,9 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
                 return "strategy.barrier()"
             if name in FABRIC_COLLECTIVES and ("fabric" in owner or made_by(program, receiver, fn, "Fabric")):
                 return f"fabric.{name}()"
-    if name in HF_TRAINER_RUNS and receiver is not None and not program.resolve(call.func, fn)[0] and \
-            hf_trainer(program, receiver, fn):
+    if name in HF_TRAINER_RUNS and receiver is not None and (program.uses("transformers") or program.uses("trl")) \
+            and not program.resolve(call.func, fn)[0] and hf_trainer(program, receiver, fn):
+        # (asked of every `model.train()`: only where a Hugging Face trainer can be in the script)
         # the library's loop: DDP's forwards and backwards, and the gathers of its evaluation,
         # on every rank the launch started
         return f"{text(call.func, 40)}() (a Hugging Face Trainer's loop runs collectives on every rank)"
@@ -1062,7 +1063,6 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                             wrapped = _ddp_made(program, inner, place)
                             if wrapped is not None:
                                 return wrapped
-
             for value, scope in program._passed(func.id, fn):  # `sampler.sample(model=prepared_model)`
                 wrapped = prepared_ddp(program, value, scope, value.lineno) \
                     if isinstance(value, (ast.Name, ast.Attribute)) else None

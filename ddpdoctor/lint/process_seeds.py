@@ -707,16 +707,8 @@ def _truth_held(program, test: ast.AST, fn) -> Optional[bool]:
     name = test.operand if negated else test
     if name.__class__ is not ast.Name or name.id not in fn.params:
         return None
-    values = program.values_of(name, fn, 4)
-    truths = set()
-    for value, scope in values:
-        if value.__class__ is ast.Name and value.id in scope.params and value is not name:
-            if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls"):
-                return None
-            value = param_defaults(scope.node).get(value.id)
-        if value.__class__ is not ast.Constant:
-            return None
-        truths.add(bool(value.value))
+    held = _held_constants(program, name, fn, on_default_path=False)
+    truths = {bool(value) for value in held or ()}
     if len(truths) != 1:
         return None
     return truths.pop() != negated
@@ -744,24 +736,30 @@ def _never_equal_by_default(program, test: ast.AST, fn) -> bool:
 
 
 def _compared_values(program, test: ast.AST, fn, on_default_path: bool) -> Optional[tuple]:
-    """(C, the constants x may hold) for a test `x == C`; None where x may hold anything else.
-    A parameter counts at its default where known calls leave it out (and none spreads `**opts`
-    into it; on_default_path: and none passes it); on_default_path, a command-line option counts
-    at its declared default."""
+    """(C, the constants x may hold) for a test `x == C`; None where x may hold anything else."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
             and isinstance(test.comparators[0], ast.Constant) and isinstance(test.left, (ast.Name, ast.Attribute))):
         return None
-    values = program.values_of(test.left, fn, 4)
+    held = _held_constants(program, test.left, fn, on_default_path)
+    return None if held is None else (test.comparators[0].value, held)
+
+
+def _held_constants(program, node: ast.AST, fn, on_default_path: bool) -> Optional[list]:
+    """The constants a name or attribute may hold; None where it may hold anything else (or
+    nothing is known). A parameter counts at its default where known calls leave it out (and none
+    spreads `**opts` into it; on_default_path: and none passes it); on_default_path, a
+    command-line option counts at its declared default."""
+    values = program.values_of(node, fn, 4)
     if not values:
         return None
     found, defaults = [], None
     for value, scope in values:
-        if isinstance(value, ast.Name) and value.id in scope.params and value is not test.left:
+        if isinstance(value, ast.Name) and value.id in scope.params and value is not node:
             if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls") or \
                     (on_default_path and scope.arguments.get(value.id)):
                 return None
             value = param_defaults(scope.node).get(value.id)
-        elif on_default_path and isinstance(value, ast.Attribute) and value is not test.left:
+        elif on_default_path and isinstance(value, ast.Attribute) and value is not node:
             if defaults is None:
                 defaults = program.option_defaults()
             if value.attr not in defaults:
@@ -770,7 +768,7 @@ def _compared_values(program, test: ast.AST, fn, on_default_path: bool) -> Optio
         if not isinstance(value, ast.Constant):
             return None
         found.append(value.value)
-    return test.comparators[0].value, found
+    return found
 
 
 def _own_generators(klass, built: set) -> set[str]:
