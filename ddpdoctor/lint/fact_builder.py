@@ -259,6 +259,8 @@ class BuilderCore:
                         for target in set(event.targets) | set(event.weak):
                             if target is fn:
                                 continue  # a function calling itself is entered the ways its callers enter it
+                            if event.kind == "ref" and _called_partial(target, event.node):
+                                continue  # (`partial(f, k=v)` called in sight: the call is the way in)
                             self._callers.setdefault(target, []).append((fn, event))
         return self._callers
 
@@ -1326,6 +1328,30 @@ def _number(node: Optional[ast.AST]):
     return None
 
 
+def _called_partial(target: Function, node: ast.AST) -> bool:
+    """node is a `partial(target, ...)` that a call the program reads runs (program._bind_call
+    noted it with the call: argument_at reads both)."""
+    through = target.__dict__.get("_partial_calls")
+    return bool(through) and any(p is node for ps in through.values() for p, _ in ps)
+
+
+def _partial_names(fn: Function, call: ast.Call, param: str) -> Optional[list]:
+    """[(name, scope)] where every partial the call runs through binds param to a parameter of
+    the scope that built it (`return partial(get_loader, ddp=is_ddp)` in `def pick(task,
+    is_ddp=False)`); None otherwise."""
+    through = (fn.__dict__.get("_partial_calls") or {}).get(id(call))
+    if not through:
+        return None
+    found = []
+    for p, scope in through:
+        given = keyword(p, param)
+        if not (isinstance(given, ast.Name) and (given.id in scope.params or given.id in scope.kwonly)
+                and not scope.bindings.get(given.id)):
+            return None
+        found.append((given.id, scope))
+    return found
+
+
 def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AST]:
     """What `call` hands target's parameter: the argument given (by keyword or place), else the
     parameter's default; None when it cannot tell (`**kwargs`, a `*args` before it)."""
@@ -1337,6 +1363,20 @@ def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AS
     index = positional.index(param) if param in positional else -1
     offset = 1 if target.cls is not None and target.parent is None and positional[:1] in (["self"], ["cls"]) else 0
     offset -= explicit_self(target, call)  # `Base.initialize(self, opt, rank)`: the instance comes first
+    through = target.__dict__.get("_partial_calls")
+    wrapped = through.get(id(call)) if through else None
+    if wrapped and value is None:
+        # `get_loader(batch_size=8)` of `get_loader = partial(get_dataloader, ddp=is_ddp)`: what
+        # the partial bound comes first; read here only where it is a constant every partial the
+        # call may run gives alike (a name in it is the partial's scope's, not the call's)
+        given = [keyword(p, param) if keyword(p, param) is not None else
+                 p.args[1 + index - offset] if 0 <= index - offset < len(p.args) - 1 else None for p, _ in wrapped]
+        if any(g is not None for g in given):
+            same = {repr(g.value) if g.__class__ is ast.Constant else None for g in given}
+            return given[0] if len(same) == 1 and None not in same else None
+        if len({len(p.args) for p, _ in wrapped}) != 1:
+            return None  # (the call's own arguments land on different parameters)
+        offset += len(wrapped[0][0].args) - 1
     if value is None and any(isinstance(a, ast.Starred) for a in call.args):
         return None
     if value is None and 0 <= index - offset < len(call.args):
@@ -1372,6 +1412,14 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, tak
             return None  # a reference (`mp.spawn(fn, args=...)`) hands its arguments another way
         if any(_cond_false(fn, event.node, cond, flag, ()) for cond, flag in taken):
             continue  # (`if parallel:` around a sampler, a call leaving parallel False)
+        handed = _partial_names(fn, event.node, param)
+        if handed is not None:  # (a partial's own parameter: what its builder's callers give)
+            for name, scope in handed:
+                above = given_constants(callers, scope, name, depth - 1)
+                if above is None:
+                    return None
+                found |= above
+            continue
         value = argument_at(fn, event.node, param)
         # (`factory.build(factory.imagenet)`: the constant the factory's class body gives it)
         value = _class_constant(value, fn, event.node) or value

@@ -735,51 +735,89 @@ class Program:
             # (and `callback.on_epoch_end(1, model)` of a parameter main hands an instance: the
             # class is known once main's calls are bound)
             self._unbound_instances.append((fn, node))
+        wrapped = self._partials(func, fn) if targets and (
+            func.__class__ is ast.Call or (func.__class__ is ast.Name and self.lookup(func.id, fn))) else ()
         for target in targets:
             if target in bound:
                 continue
             bound.append(target)
             params = target.params
             skip = explicit_self(target, node)
-            for index, arg in enumerate(node.args[skip:]):
-                if isinstance(arg, ast.Starred) or index >= len(params):
-                    break
-                target.arguments.setdefault(params[index], []).append((arg, fn))
-            kwonly = target.kwonly
-            spread = target.node.args.kwarg.arg if getattr(target.node, "args", None) is not None and \
-                target.node.args.kwarg is not None else None
-            for kw in node.keywords:
-                if kw.arg in params or kw.arg in kwonly:
-                    target.arguments.setdefault(kw.arg, []).append((kw.value, fn))
-                elif spread is not None:
-                    # `f(x, is_main_process=...)` into `def f(x, **kwargs)`: kept by its name
-                    # under `**kwargs` (what a forwarding `g(**kwargs)` may carry)
-                    target.arguments.setdefault(f"**{spread}", []).append((kw, fn))
-            spread_keys = self._spread_keys(fn, node)
-            if spread_keys is not None:
-                # `train(**kwargs)` where kwargs is a dict literal the function builds, and adds to
-                # (`if rank == 0: kwargs.update(dict(checkpoint_dir=d))`): what each key gives its
-                # parameter; a key added only on a side, or never, leaves the default there
-                always, values = spread_keys
-                for key, value in values:
-                    if key in params or key in kwonly:
-                        target.arguments.setdefault(key, []).append((value, fn))
-                given = {kw.arg for kw in node.keywords if kw.arg}
-                for name in [*params[len(node.args) - skip:], *kwonly]:
-                    if name not in given and name not in always:
-                        target.defaulted.setdefault(name, []).append((node, fn))
-            if spread is not None:
-                # what each call hands `**kwargs` (a forwarded gate holds only where every call gives it)
-                target.__dict__.setdefault("_spread_given", []).append(
-                    frozenset(kw.arg for kw in node.keywords if kw.arg not in params and kw.arg not in kwonly))
-            if not any(a.__class__ is ast.Starred for a in node.args) and all(kw.arg for kw in node.keywords):
-                given = {kw.arg for kw in node.keywords}  # no `*a` / `**kw`: what is left out is known
-                for name in [*params[len(node.args) - skip:], *kwonly]:
-                    if name not in given:
-                        target.defaulted.setdefault(name, []).append((node, fn))
-            else:
-                # `Clips(**opts)`: any parameter may be given there (left_at_default asks)
-                target.__dict__["_spread_calls"] = True
+            # what a `partial(target, a, k=v)` the call runs through bound first, in its own scope
+            # (a helper may return one of several: each is a way the call may run)
+            through = [(p, scope) for p, scope in wrapped
+                       if (made := self._callee_symbol(p.args[0], scope)) is not None
+                       and (made is target or made is target.cls)]
+            if through:  # (argument_at reads the site's call: it is told what the partials gave)
+                target.__dict__.setdefault("_partial_calls", {})[id(node)] = through
+            for variant in through or [None]:
+                positional = [(a, fn) for a in node.args[skip:]]
+                keywords = [(kw, fn) for kw in node.keywords]
+                if variant is not None:
+                    positional = [(a, variant[1]) for a in variant[0].args[1:]] + positional
+                    keywords = [(kw, variant[1]) for kw in variant[0].keywords] + keywords
+                self._hand(target, fn, node, params, positional, keywords)
+
+    def _hand(self, target: Function, fn: Function, node: ast.Call, params: list,
+              positional: list, keywords: list) -> None:
+        """Record what one call (fn's node) hands target: positional and keywords are
+        [(argument, the scope it is read in)], a partial's first."""
+        for index, (arg, scope) in enumerate(positional):
+            if isinstance(arg, ast.Starred) or index >= len(params):
+                break
+            target.arguments.setdefault(params[index], []).append((arg, scope))
+        kwonly = target.kwonly
+        spread = target.node.args.kwarg.arg if getattr(target.node, "args", None) is not None and \
+            target.node.args.kwarg is not None else None
+        for kw, scope in keywords:
+            if kw.arg in params or kw.arg in kwonly:
+                target.arguments.setdefault(kw.arg, []).append((kw.value, scope))
+            elif spread is not None:
+                # `f(x, is_main_process=...)` into `def f(x, **kwargs)`: kept by its name
+                # under `**kwargs` (what a forwarding `g(**kwargs)` may carry)
+                target.arguments.setdefault(f"**{spread}", []).append((kw, scope))
+        spread_keys = self._spread_keys(fn, node)
+        if spread_keys is not None:
+            # `train(**kwargs)` where kwargs is a dict literal the function builds, and adds to
+            # (`if rank == 0: kwargs.update(dict(checkpoint_dir=d))`): what each key gives its
+            # parameter; a key added only on a side, or never, leaves the default there
+            always, values = spread_keys
+            for key, value in values:
+                if key in params or key in kwonly:
+                    target.arguments.setdefault(key, []).append((value, fn))
+            given = {kw.arg for kw in node.keywords if kw.arg}
+            for name in [*params[len(positional):], *kwonly]:
+                if name not in given and name not in always:
+                    target.defaulted.setdefault(name, []).append((node, fn))
+        if spread is not None:
+            # what each call hands `**kwargs` (a forwarded gate holds only where every call gives it)
+            target.__dict__.setdefault("_spread_given", []).append(
+                frozenset(kw.arg for kw in node.keywords if kw.arg not in params and kw.arg not in kwonly))
+        if not any(a.__class__ is ast.Starred for a, _ in positional) and all(kw.arg for kw, _ in keywords):
+            given = {kw.arg for kw, _ in keywords}  # no `*a` / `**kw`: what is left out is known
+            for name in [*params[len(positional):], *kwonly]:
+                if name not in given:
+                    target.defaulted.setdefault(name, []).append((node, fn))
+        else:
+            # `Clips(**opts)`: any parameter may be given there (left_at_default asks)
+            target.__dict__["_spread_calls"] = True
+
+    def _partials(self, func: ast.AST, fn: Function) -> list:
+        """[(partial(...) call, its scope)] that a called name is bound to (`run = partial(train,
+        cfg)`) or a called helper returns (`select_dataset(task)(batch_size=8)` where it returns
+        `partial(get_dataloader, ddp=is_ddp)`)."""
+        found: list = []
+        if func.__class__ is ast.Name:
+            found = [(v, scope) for v, scope in self.values_of(func, fn, 1) if v is not func]
+        elif func.__class__ is ast.Call:
+            found = [(func, fn)]
+            for helper in self.resolve(func.func, fn)[0]:
+                if helper.node.__class__ is ast.Module:
+                    continue
+                for ret in helper.returned:
+                    found += self.values_of(ret, helper, 1) \
+                        if ret.__class__ is ast.Name else [(ret, helper)]
+        return [(v, scope) for v, scope in found if v.__class__ is ast.Call and v.args and _is_partial(v)]
 
     def _spread_keys(self, fn: Function, node: ast.Call) -> Optional[tuple[set, list]]:
         """A call whose only spread is `**name`, name a dict the function builds from literals
@@ -2038,7 +2076,8 @@ class Program:
             return self._loaded(func, fn, aliases=False) if self.lookup(func.id, fn) else []
         found: list = []
         if func.__class__ is ast.Call:
-            if last_name(func.func) == "getattr":  # `getattr(import_module("pkg"), "Trainer")(model)`
+            if last_name(func.func) == "getattr" or (func.args and _is_partial(func)):
+                # `getattr(import_module("pkg"), "Trainer")(model)`, `partial(build, k=v)(x)`
                 return self._loaded(func, fn)
             for helper in self.resolve(func.func, fn)[0]:
                 if helper.node.__class__ is not ast.Module:
@@ -2102,6 +2141,15 @@ class Program:
                     out.extend(sides)
                 continue
             if kind is not ast.Call:
+                continue
+            if value.args and _is_partial(value) and depth > 0:
+                # `get_loader = partial(get_dataloader, ddp=is_ddp)` or a helper's `return
+                # partial(...)`, then `get_loader(batch_size=8)`: the wrapped function runs
+                # (its bound arguments: _partial_bound)
+                symbol = self._callee_symbol(value.args[0], scope) \
+                    if value.args[0].__class__ in (ast.Name, ast.Attribute) else None
+                if symbol.__class__ is Function or symbol.__class__ is Klass:
+                    out.append(symbol)
                 continue
             if value is not node and depth > 0 and value.func.__class__ in (ast.Name, ast.Attribute):
                 # `step = make_step(accum)` where make_step returns a function it defines (a
@@ -2642,6 +2690,15 @@ def _module_alias(module, name: str) -> Optional[str]:
     body = module.body
     bound = body.bindings.get(name, []) if body is not None else []
     return bound[0][1].id if len(bound) == 1 and bound[0][1].__class__ is ast.Name and bound[0][1].id != name else None
+
+
+def _is_partial(call: ast.Call) -> bool:
+    """`functools.partial(f, ...)` / `partial(f, ...)` (the name as imported; a local function
+    called partial is rare enough to read as the same)."""
+    func = call.func
+    return (func.__class__ is ast.Name and func.id == "partial") or \
+        (func.__class__ is ast.Attribute and func.attr == "partial" and func.value.__class__ is ast.Name
+         and func.value.id in ("functools", "ft"))
 
 
 def _stub(node: ast.AST) -> bool:
