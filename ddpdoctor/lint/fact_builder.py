@@ -1447,8 +1447,11 @@ def local_constants(fn: Function, name: str) -> Optional[set]:
         return None
     found: set = set()
     for node in fn.own:
-        if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr,
-                             ast.Global, ast.Nonlocal)) and any(
+        if node.__class__ in (ast.Global, ast.Nonlocal) and name in node.names:
+            # `global shutdown_requested`: the module's name, set by a signal handler too - what
+            # this function binds later is not all it holds
+            return None
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr)) and any(
                 isinstance(n, ast.Name) and n.id == name for n in walk(getattr(node, "target", node))):
             return None
         if not isinstance(node, ast.Assign):
@@ -1707,13 +1710,15 @@ def rank_guards(guards: tuple) -> tuple:
     return tuple(g for g in guards if not g.test.everyone)
 
 
-def reached_from(starts: list) -> set:
-    """The functions these can run: themselves and what they call or hand on, transitively."""
+def reached_from(starts: list, weak: bool = False) -> set:
+    """The functions these can run: themselves and what they call or hand on, transitively.
+    weak: also the same-named methods a call of an unknown receiver may reach (what may run)."""
     seen: set = set()
     todo = list(starts)
     while todo:
         fn = todo.pop()
         if fn not in seen:
             seen.add(fn)
-            todo.extend(t for e in fn.events if e.kind in ("call", "ref") for t in e.targets)
+            todo.extend(t for e in fn.events if e.kind in ("call", "ref")
+                        for t in (e.targets + e.weak if weak else e.targets))
     return seen

@@ -298,9 +298,10 @@ class LoaderFacts:
             # from the training's way) builds a training loader there, whatever names its
             # evaluation callers read the same local by
             for_training = self._built_for_training(fn, call)
-            evaluation = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)) or not for_training and bool(
+            named = bool(EVAL_NAME.search(name) or EVAL_NAME.search(dataset_text)) or not for_training and (
+                bool(name) and self._bound_as_evaluation(fn, name, call))
+            evaluation = not for_training and bool(
                 (EVAL_NAME.search(builder) and not BOTH_SPLITS.search(builder)) or self._eval_only(fn)
-                or (bool(name) and self._bound_as_evaluation(fn, name, call))
                 or _off_the_training_side(fn, call)
                 or self._default_side_to_evaluate(fn, call)
                 or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
@@ -355,7 +356,9 @@ class LoaderFacts:
                 unread=bool(name) and self._unread(fn, name),
                 other_branch_distributed=self._other_branch_distributed(fn, call),
                 index_ignored=dataset is not None and self._index_ignored(dataset, fn, call),
-                evaluation=evaluation,
+                # a name says evaluation (`dataset_dev`, VoxCeleb's dev split), but a loop that runs
+                # backward iterating it says training: the use, not the name
+                evaluation=evaluation or (named and not trains),
                 prepared_by="accelerate" if framework == "accelerate" and handed else None,
                 prepared_under=switched.get(name, "") if name else "",
                 apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn),

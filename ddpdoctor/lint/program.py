@@ -2175,12 +2175,18 @@ class Program:
                 spec = given.pop() if len(given) == 1 else None
                 if spec is not None and spec[1] is not None and not ("." in spec[0] and "." not in spec[1]):
                     spec = None  # (a varying package segment is not followed: as sources.dynamic_spec)
-            if spec is not None:
+            configured = self._configured_modules(value) if spec is None and depth > 0 else None
+            if configured:
+                # `import_module(cfg.TRAINER.FILE)` with `TRAINER: / FILE: hoi_trainer` in the
+                # YAML configs beside the script: each module a config names
+                out.extend(m for m in (self._module(n) for n in sorted(configured)) if m is not None)
+            elif spec is not None:
                 names = [spec[0]] if spec[1] is None else \
                     [n for n in [*self.by_name, *self._waiting] if fits(spec, n)]
                 out.extend(m for m in (self._module(n) for n in names) if m is not None)
             elif last_name(value.func) == "getattr" and len(value.args) >= 2 and depth > 0 and \
-                    ((spec := name_pattern(value.args[1])) is not None or value.args[1].__class__ is ast.Name):
+                    ((spec := name_pattern(value.args[1])) is not None or value.args[1].__class__ is ast.Name
+                     or (value.args[1].__class__ is ast.Attribute and dotted(value.args[1]))):
                 # (`getattr(import_module("pkg"), kind)`, kind a configured name: any class or
                 # module-level function of that module, as with a spelled prefix of "")
                 spec = spec or ("", "")
@@ -2205,6 +2211,22 @@ class Program:
                     if found is not None:
                         out.append(found)
         return out
+
+    def _configured_modules(self, call: ast.Call) -> Optional[set]:
+        """The module names the YAML configs beside the script give `import_module(cfg.A.B)`'s
+        argument (the key path after the config object's name); None where it is no such call
+        or a config gives something else."""
+        if not (call.args and call.args[0].__class__ is ast.Attribute
+                and last_name(call.func) in ("import_module", "__import__")):
+            return None
+        path = (dotted(call.args[0]) or "").split(".")[1:]
+        if not path:
+            return None
+        values = self.config_file_values(tuple(path))
+        if not values or len(values) > 8 or not all(isinstance(v, str) and
+                                                   all(p.isidentifier() for p in v.split(".")) for v in values):
+            return None
+        return set(values)
 
     def _namespace_loop_classes(self, name: ast.Name, fn: Function, depth: int) -> list:
         """The classes of a loaded module a loop over its namespace binds `name` to (`for k, cls in

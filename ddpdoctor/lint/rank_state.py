@@ -564,7 +564,10 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
     for name, items in assigned.items():
         if name in shared or name in loop_targets:
             continue
-        ranked = [i for i in items if _ranked(i) and not _converted(builder, fn, i.node, name)]
+        # (`if torch.isnan(loss): step += 1; continue`: the skip is the first cause, told on its
+        # own; the count it leaves behind is its consequence, not a second finding)
+        ranked = [i for i in items if _ranked(i) and not _converted(builder, fn, i.node, name)
+                  and not _value_skip(fn, i)]
         if not ranked:  # no rank test sets it: nothing below applies (and unparse is dear)
             continue
         others = [i for i in items if not i.guards]
@@ -884,6 +887,16 @@ def _item_valued_return(program, value: ast.AST, fn: Function) -> bool:
     if isinstance(value, (ast.Name, ast.BinOp)) and not isinstance(fn.node, ast.Module):
         return bool({n.id for n in walk(value) if isinstance(n, ast.Name)} & _item_names(program, fn))
     return False
+
+
+def _value_skip(fn: Function, item: _Stmt) -> bool:
+    """item sits under a test on a rank's own tensor whose branch leaves the pass (`if
+    torch.isnan(loss): step += 1; continue`): that decision is a DDP809 of its own."""
+    if item.tensor is None or not item.guards or not item.guards[0].key.startswith("value:"):
+        return False
+    return any(node.__class__ is ast.If and node.test is item.tensor and node.body
+               and node.body[-1].__class__ in (ast.Continue, ast.Break, ast.Return)
+               and any(n is item.node for stmt in node.body for n in walk(stmt)) for node in fn.own)
 
 
 def _under_value_test(item: _Stmt, shared: set) -> Optional[_Stmt]:

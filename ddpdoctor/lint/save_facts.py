@@ -179,9 +179,9 @@ class SaveFacts:
                 # `if local_rank == 0: if world_size > 1: ... else: torch.save(...)`: the else is a
                 # one-process job's
                 return SaveFact(where, path_text, False, "on the single-process path")
-            # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`)
-            # writes a file of its own
-            per_host = path is not None and self._names_host(path, fn)
+            # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`), or
+            # after a value no two processes share (its own W&B run), writes a file of its own
+            per_host = path is not None and (self._names_host(path, fn) or self._unique_per_call(path, fn))
             return SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
                             None if per_host or _reads_back(fn, path, call) else _per_node(event.guards),
                             how)
@@ -463,7 +463,9 @@ class SaveFacts:
             more = []
             for node, scope in fresh:
                 # `name = f"{base}-{tag}.pt"` where `tag = uuid.uuid4().hex`
-                more += [v for sub in walk(node) if isinstance(sub, ast.Name)
+                more += [v for sub in walk(node) if isinstance(sub, ast.Name) or (
+                             # (and `self.run_id`, kept by the instance)
+                             isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self")
                          for v in self.program.values_of(sub, scope, 1) if v[0] is not sub]
                 if isinstance(node, ast.Call):  # `log_dir = make_logdir(name)`
                     more += [(ret, target) for target in self.program.resolve(node.func, scope)[0]
@@ -471,7 +473,11 @@ class SaveFacts:
             fresh = [m for m in more if id(m[0]) not in held][:64]
             held.update(id(n) for n, _ in fresh)
             names += fresh
-        return any(isinstance(sub, ast.Call) and (self.program.qualify(sub.func, scope) or "") in calls
+        return any(isinstance(sub, ast.Call) and ((full := self.program.qualify(sub.func, scope) or "") in calls or (
+            # a Weights & Biases run of this process's own (`wandb.init(...).id`, no `id=` that
+            # resumes one run in every process): each process names its own file
+            calls is UNIQUE_NAMES and full == "wandb.init" and not any(kw.arg in ("id", "resume") or kw.arg is None
+                                                                      for kw in sub.keywords)))
                    for value, scope in names for sub in walk(value))
 
     def _in_the_launcher(self, fn: Function, event, depth: int = 6) -> bool:
@@ -479,8 +485,8 @@ class SaveFacts:
         launching script's `if __name__ == "__main__":` code (directly or through a helper that
         returns that test), never from a spawned rank: the spawned processes import the script
         under another name, so it runs once, before the ranks exist."""
-        if not self._started() or fn in self._spawn_reach():
-            return False
+        if not self._started() or fn in self._spawn_reach(weak=True):
+            return False  # (`train(*ops)` then `checkpointer.save()`: a rank may run it)
         return self._groups_only_in_ranks() or self._main_only(fn, event, depth, ())
 
     def in_the_launcher(self, fn: Function, call: ast.Call) -> bool:
@@ -639,11 +645,13 @@ class SaveFacts:
                     found += [t for t in targets if not isinstance(t.node, ast.Module)]
         return found
 
-    def _spawn_reach(self) -> set:
-        """The functions a started process can run: the targets and what they call or hand on."""
-        if not hasattr(self, "_spawned_reach"):
-            self._spawned_reach = reached_from(self._started())
-        return self._spawned_reach
+    def _spawn_reach(self, weak: bool = False) -> set:
+        """The functions a started process can run: the targets and what they call or hand on
+        (weak: and what a call of an unknown receiver may reach)."""
+        key = "_spawned_reach_weak" if weak else "_spawned_reach"
+        if not hasattr(self, key):
+            setattr(self, key, reached_from(self._started(), weak))
+        return getattr(self, key)
 
     def _overridden_in_the_run(self, fn: Function) -> str:
         """A base class's method reached only as `self.m()`, where every class that runs this very

@@ -270,9 +270,9 @@ class Walker:
             # process - every rank only if the outer test is false, the case `unless` names
             inner = _rank_return(self, stmt)
             if inner is not None:
-                test, leave = inner
+                test, leave, way = inner
                 guard = Guard(test.negated(), self.fn.file.display, leave.lineno, id(leave), "else",
-                              (_negation_text(stmt.test),))
+                              tuple(_negation_text(t) for t in way))
                 self.block(body[index + 1:], guards + (guard,), loops)
                 return
 
@@ -618,10 +618,11 @@ def _bound_method(program, node: ast.AST, fn) -> list:
     return [method] if method is not None else []
 
 
-def _rank_return(walker: "Walker", stmt: ast.stmt):
-    """(rank test, the `if`) for `if <switch>: ...; if <rank test>: return` where the rank-
-    terminating `if` sits at the top of the outer `if`'s body and its else does not end the
-    same way; None otherwise."""
+def _rank_return(walker: "Walker", stmt: ast.stmt, depth: int = 3):
+    """(rank test, the `if`, the tests on the way) for `if <switch>: ...; if <rank test>: return`
+    where the rank-terminating `if` sits in the outer `if`'s body (or in an `if` of that body, a
+    few levels down: `if has_checkpoint: if os.path.exists(f): ...; if done and rank == 0:
+    return`) and the else does not end the same way; None otherwise."""
     if stmt.__class__ is not ast.If or (stmt.orelse and isinstance(stmt.orelse[-1], TERMINATORS)):
         return None
     def leaves(side: list) -> bool:
@@ -631,14 +632,21 @@ def _rank_return(walker: "Walker", stmt: ast.stmt):
     # that leaves, as the test that holds there
     inners = [(inner, leaves(inner.body)) for inner in stmt.body if inner.__class__ is ast.If and inner.body
               and ((not inner.orelse and leaves(inner.body)) or (inner.orelse and leaves(inner.orelse) != leaves(inner.body)))]
-    if not inners or walker.program.ranks.guard(stmt.test, walker.fn) is not None:
+    deeper = [inner for inner in stmt.body if inner.__class__ is ast.If] if depth > 1 else []
+    if not inners and not deeper:
         return None  # (the structure first: most ifs hold no such return, and guard() is dearer)
+    if walker.program.ranks.guard(stmt.test, walker.fn) is not None:
+        return None
     if walker.program.ranks.single_process(stmt.test, walker.fn):
         return None  # `if not distributed: if device_id > 0: return`: distributed ranks all go on
     for inner, body_leaves in inners:
         test = walker.program.ranks.guard(inner.test, walker.fn)
         if test is not None:
-            return (test if body_leaves else test.negated()), inner
+            return (test if body_leaves else test.negated()), inner, (stmt.test,)
+    for inner in deeper:
+        found = _rank_return(walker, inner, depth - 1)
+        if found is not None:
+            return found[0], found[1], (stmt.test, *found[2])
     return None
 
 

@@ -106,3 +106,304 @@ def test_a_partial_bound_to_its_builders_parameter_reads_what_the_builders_calle
 def test_its_twin_hands_the_builder_true(tmp_path):
     code = PARTIAL.replace("{picker}", HANDED).replace("{call}", "pick_loader('toy', True)(dataset, 8)")
     assert at(lint_one(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- a rank-0 return two ifs down, before a collective
+NESTED_RETURN = """
+import json, os
+import torch, torch.distributed as dist
+
+
+def main(resume):
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if resume:
+        if os.path.exists("done.json"):
+            with open("done.json") as f:
+                state = json.load(f)
+            if state["finished"]{rank_part}:
+                return
+    total = torch.ones(1)
+    dist.all_reduce(total)  # the collective
+
+
+if __name__ == "__main__":
+    main(resume=True)
+"""
+
+
+def test_a_rank_zero_return_nested_two_ifs_down_leaves_the_others_in_the_collective(tmp_path):
+    code = NESTED_RETURN.replace("{rank_part}", " and rank == 0")
+    found = at(lint_one(tmp_path, code), "DDP801")
+    assert found == [(line_of(code, "# the collective"), "warning")]
+
+
+def test_its_twin_returns_on_every_rank(tmp_path):
+    code = NESTED_RETURN.replace("{rank_part}", "")
+    assert at(lint_one(tmp_path, code), "DDP801") == []
+
+
+# -------------------------------------------------- a global flag a signal handler sets
+GLOBAL_FLAG = """
+import signal
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+stop_asked = False
+
+
+def on_term(signum, frame):
+    global stop_asked
+    stop_asked = True
+
+
+def main():
+    global stop_asked
+    signal.signal(signal.SIGTERM, on_term)
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    dataset = TensorDataset(torch.randn(64, 2), torch.randn(64, 1))
+    sampler = DistributedSampler(dataset)  # the sampler
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    try:
+        for epoch in range(10):
+            if stop_asked:
+                break
+            {set_epoch}
+            for x, y in loader:
+                (model(x) - y).pow(2).mean().backward()
+    except KeyboardInterrupt:
+        stop_asked = True
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_global_flag_bound_true_later_in_the_function_is_not_always_true(tmp_path):
+    # (`stop_asked = True` in the except is not all it holds: the module and the handler set it)
+    code = GLOBAL_FLAG.replace("{set_epoch}", "sampler.set_epoch(epoch)")
+    assert at(lint_one(tmp_path, code), "DDP804") == []
+
+
+def test_its_twin_never_sets_the_epoch(tmp_path):
+    code = GLOBAL_FLAG.replace("{set_epoch}", "pass")
+    assert at(lint_one(tmp_path, code), "DDP804") == [(line_of(code, "# the sampler"), "warning")]
+
+
+# -------------------------------------------------- a NaN skip that also steps the count
+NAN_SKIP = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    step = 0
+    while step < 100:
+        loss = model(torch.randn(4, 2)).pow(2).mean()
+        if torch.isnan(loss):  # the skip
+            step += 1
+            {leave}
+        loss.backward()
+        step += 1
+        if step % 10 == 0:  # the count's test
+            dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_nan_skip_that_steps_the_count_is_one_finding_at_the_skip(tmp_path):
+    code = NAN_SKIP.replace("{leave}", "continue")
+    assert [line for line, _ in at(lint_one(tmp_path, code), "DDP809")] == [line_of(code, "# the skip")]
+
+
+def test_its_twin_steps_the_count_without_skipping_and_the_count_is_told(tmp_path):
+    code = NAN_SKIP.replace("{leave}", "pass")
+    assert line_of(code, "# the count's test") in [line for line, _ in at(lint_one(tmp_path, code), "DDP809")]
+
+
+# -------------------------------------------------- a save path named by this process's own W&B run
+WANDB_PATH = """
+import os
+import torch, torch.distributed as dist
+import wandb
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+NUM_NODES = int(os.environ.get("SLURM_NNODES", 2))
+
+
+class Trainer:
+    def __init__(self):
+        self.local_rank = int(os.environ["LOCAL_RANK"])
+        run = wandb.init(project="deconv"{resume})
+        self.run_id = run.id
+        self.path = os.path.join("out", "model_" + str(self.run_id) + ".pt")
+        self.model = DDP(torch.nn.Linear(2, 1))
+
+    def train(self):
+        for epoch in range(3):
+            self.model(torch.randn(4, 2)).sum().backward()
+            if self.local_rank == 0:
+                torch.save(self.model.module.state_dict(), self.path)  # the save
+
+
+def main():
+    dist.init_process_group("gloo")
+    Trainer().train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_path_named_by_each_processs_own_wandb_run_is_no_shared_file(tmp_path):
+    assert at(lint_one(tmp_path, WANDB_PATH.replace("{resume}", "")), "DDP806") == []
+
+
+def test_its_twin_resumes_one_run_id_in_every_process(tmp_path):
+    # (`id=` names one run: every node's writer has the same path)
+    code = WANDB_PATH.replace("{resume}", ", id=os.environ['RUN_ID'], resume='allow'")
+    assert at(lint_one(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+# -------------------------------------------------- a training loader named for the dev split
+DEV_LOADER = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def get_loaders():
+    data = TensorDataset(torch.randn(64, 2), torch.randn(64, 1))
+    loader_dev = DataLoader(data, batch_size=4, shuffle=True)  # the dev loader
+    loader_test = DataLoader(data, batch_size=4)
+    return loader_dev, loader_test
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    loader_dev, loader_test = get_loaders()
+    for epoch in range(3):
+        for x, y in loader_dev:
+            {step}
+    with torch.no_grad():
+        for x, y in loader_test:
+            model(x)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loader_named_dev_that_a_backward_loop_reads_is_the_training_loader(tmp_path):
+    code = DEV_LOADER.replace("{step}", "(model(x) - y).pow(2).mean().backward()")
+    assert at(lint_one(tmp_path, code), "DDP802") == [(line_of(code, "# the dev loader"), "error")]
+
+
+def test_its_twin_only_evaluates_on_the_dev_loader(tmp_path):
+    code = DEV_LOADER.replace("{step}", "model(x)")
+    assert at(lint_one(tmp_path, code), "DDP802") == []
+
+
+# -------------------------------------------------- a trainer module a YAML config names
+CONFIGURED = """
+import importlib
+import sys
+import torch.distributed as dist
+import yaml
+from types import SimpleNamespace
+
+
+def to_ns(d):
+    return SimpleNamespace(**{k: to_ns(v) if isinstance(v, dict) else v for k, v in d.items()})
+
+
+def main(path):
+    cfg = to_ns(yaml.safe_load(open(path)))
+    dist.init_process_group("gloo")
+    module = importlib.import_module(cfg.TRAINER.FILE)
+    trainer = getattr(module, cfg.TRAINER.NAME)(cfg)
+    trainer.run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
+"""
+CONFIG = """
+TRAINER:
+  FILE: loop_trainer
+  NAME: LoopTrainer
+"""
+LOOP_TRAINER = """
+import torch.distributed as dist
+
+
+class LoopTrainer:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def run(self):
+        {gate}
+            dist.barrier()  # the barrier
+"""
+
+
+def test_a_trainer_module_named_by_a_yaml_config_is_read_and_judged(tmp_path):
+    trainer = LOOP_TRAINER.replace("{gate}", "if dist.get_rank() == 0:")
+    found = lint_tree(tmp_path, {"train.py": CONFIGURED, "configs/run.yaml": CONFIG, "loop_trainer.py": trainer})
+    assert at(found, "DDP801") == [(line_of(trainer, "# the barrier"), "error")]
+
+
+def test_its_twin_barriers_on_every_rank(tmp_path):
+    trainer = LOOP_TRAINER.replace("{gate}", "if True:")
+    found = lint_tree(tmp_path, {"train.py": CONFIGURED, "configs/run.yaml": CONFIG, "loop_trainer.py": trainer})
+    assert at(found, "DDP801") == []
+
+
+# -------------------------------------------------- a save a spawned rank reaches through train(*ops)
+STARRED = """
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Saver:
+    def save(self, state):
+        {gate}
+            torch.save(state, "checkpoint.pt")  # the save
+
+
+def train(model, saver):
+    for epoch in range(3):
+        model(torch.randn(4, 2)).sum().backward()
+        saver.save(model.state_dict())
+
+
+def main_worker(gpu, ngpus):
+    dist.init_process_group("gloo", rank=gpu, world_size=ngpus)
+    ops = (DDP(torch.nn.Linear(2, 1)), Saver())
+    train(*ops)
+
+
+if __name__ == "__main__":
+    mp.spawn(main_worker, nprocs=2, args=(2,))
+"""
+
+
+def test_a_save_a_spawned_rank_reaches_through_a_starred_call_is_the_ranks_own(tmp_path):
+    code = STARRED.replace("{gate}", "if True:")
+    assert at(lint_one(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+def test_its_twin_saves_on_rank_zero(tmp_path):
+    code = STARRED.replace("{gate}", "if dist.get_rank() == 0:")
+    assert at(lint_one(tmp_path, code), "DDP806") == []
