@@ -646,8 +646,13 @@ class BuilderCore:
             if id(sub) in passed_on:
                 continue
             if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and
-                                             isinstance(sub.value, ast.Name) and sub.value.id == "self"):
-                for value, scope in self._bound_here(sub, fn):
+                                             isinstance(sub.value, ast.Name) and (
+                                                 sub.value.id == "self" or dotted(sub) in fn.attr_bindings)):
+                # (and `args.save_dir` of `args.save_dir = join(args.save_dir, f"ensemble_{rank}")`
+                # in this function: what it was set to)
+                held = [(v, fn) for v in fn.attr_bindings.get(dotted(sub), ())] \
+                    if sub.__class__ is ast.Attribute and sub.value.id != "self" else self._bound_here(sub, fn)
+                for value, scope in held:
                     if value is not sub and self.mentions_rank(value, scope, depth - 1, strict):
                         return True
                 if sub.__class__ is ast.Name:

@@ -218,6 +218,8 @@ def build(program: Program, script: str) -> LintFacts:
     # (worker_seeds reads the files on their own: a loader on a side of its builder's switch no
     # call takes - `if not is_ddp:` of `create_dataloaders(True, ...)` - is built on no way in)
     seeds = [s for s in seeds if str(s.loader) not in builder.off_loaders]
+    # (and one whose dataset draws no random numbers: alike seeds make nothing alike there)
+    seeds = [s for s in seeds if not process_seeds.draws_nothing(builder, s)]
     facts = LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.sources],

@@ -626,9 +626,15 @@ class LoaderFacts:
                        and plain_loss(self.program, c.func.value, fn) for c in backwards):
                     self._plain_loops.add(id(node))
                 # `(x,) = next(batches)` in the loop, or in a helper it hands the loader to
-                # (I2SB's `sample_batch(opt, train_loader)`): batches is read as a loop would
+                # (I2SB's `sample_batch(opt, train_loader)`): batches is read as a loop would;
+                # not in a loop of its own that runs no backward (TRNet's `while test_done <
+                # train_done: next(test_enum)`, evaluation batches between training steps)
+                aside = {id(c) for inner in walk(node) if inner is not node and inner.__class__ in (
+                    ast.For, ast.While, ast.AsyncFor) and not any(
+                        isinstance(b, ast.Call) and self._runs_backward(b, fn) for b in walk(inner))
+                    for c in walk(inner) if c.__class__ is ast.Call}
                 for c in (c for stmt in node.body for c in walk(stmt)):
-                    if not isinstance(c, ast.Call):
+                    if not isinstance(c, ast.Call) or id(c) in aside:
                         continue
                     read = _next_of(c)
                     if read is not None:
@@ -2671,8 +2677,11 @@ def _bound_set_epoch(fn: Function, call: ast.Call) -> Optional[ast.Call]:
 
 
 def _set_epoch_handed_on(fn: Function) -> list[ast.Attribute]:
-    """`x.set_epoch` read as a value, not called there (returned, kept, passed on)."""
+    """`x.set_epoch` read as a value, not called there (returned, kept, passed on); not a
+    statement of its own (`if multi_gpu: loader.sampler.set_epoch`, the call's parentheses
+    forgotten: a no-op that sets nothing)."""
     called = {id(n.func) for n in fn.own if isinstance(n, ast.Call)}
+    called |= {id(n.value) for n in fn.own if n.__class__ is ast.Expr}
     return [n for n in fn.own if isinstance(n, ast.Attribute) and n.attr == "set_epoch"
             and isinstance(n.ctx, ast.Load) and id(n) not in called]
 

@@ -591,6 +591,11 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
     # the wrapper's forward (no DDP call beside it): its backward all-reduces nothing
     values = [v for v, _ in program.values_of(node, fn, 1)] if isinstance(node, ast.Name) else [node]
     calls = [c for v in values for c in _undetached(v) if isinstance(c, ast.Call)]
+    # (and what its names were computed from: `out = model(x)`, then `model.module.criterion(out,
+    # y)` - the loss of a DDP forward, whatever computes it from there)
+    calls += [c for v in values for sub in _undetached(v) if isinstance(sub, ast.Name)
+              for held, scope in [*program.values_of(sub, fn, 1), *((v, fn) for v in _unpacked_from(sub.id, fn))]
+              if held is not sub and scope is fn for c in _undetached(held) if isinstance(c, ast.Call)]
     if values and all(any(_through_module(c) for c in _undetached(v) if isinstance(c, ast.Call)) for v in values) \
             and not any(ddp_model(program, c, fn) is not None for c in calls):
         return True

@@ -447,6 +447,22 @@ WORKER_STATE = re.compile(r"initial_seed|get_worker_info|get_state\(|getstate\("
 WORKER_ENTROPY = re.compile(r"\btime(?:_ns)?\(|urandom|uuid|getpid|SeedSequence\(\)|default_rng\(\)")
 
 
+def draws_nothing(builder: Builder, found: UnrankedSeed) -> bool:
+    """The DataLoader a worker_init_fn or generator seeds alike on every rank has a dataset of a
+    local class the source shows (and a collate_fn) that draws no random numbers
+    (_draws_randomness, as for the process's own seed): worker k of every rank then draws
+    nothing alike, whatever its seed. A library's dataset (TensorDataset, ImageFolder) is not
+    read so: its transforms may draw."""
+    where = str(found.loader)
+    for fn, call, _, _ in builder.calls():
+        if call.__class__ is ast.Call and str(loc(fn, call)) == where:
+            dataset = call.args[0] if call.args else keyword(call, "dataset")
+            if dataset is None or builder.program.class_of(dataset, fn) is None:
+                return False
+            return not _draws_randomness(builder.program, call, fn)
+    return False
+
+
 def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     """The loader's dataset (or collate_fn) says it draws random numbers somewhere in its making.
     When the source does not show which local dataset class it is (handed through a container

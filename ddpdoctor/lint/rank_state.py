@@ -123,7 +123,17 @@ def _self_attrs(stmt: ast.stmt) -> list[str]:
             n = n.value
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
             found.append(n.attr)
+    # `self.top_k.append(...)` / `.pop(-1)`: a list the object keeps, changed in place
+    if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call and \
+            stmt.value.func.__class__ is ast.Attribute and stmt.value.func.attr in LIST_CHANGES:
+        held = stmt.value.func.value
+        if held.__class__ is ast.Attribute and held.value.__class__ is ast.Name and held.value.id == "self":
+            found.append(held.attr)
     return found
+
+
+# Methods that change a list, a dict or a set in place (an object's record kept as one).
+LIST_CHANGES = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "add", "popitem"})
 
 
 def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list = ()) -> list[RankLocalDecision]:
@@ -435,7 +445,8 @@ def _constant(value: ast.AST) -> bool:
         return True
     if isinstance(value, ast.Dict):  # `stats = {"epoch": 0}`: an initial record, alike everywhere
         return all(k is not None and _constant(k) for k in value.keys) and all(_constant(v) for v in value.values)
-    return isinstance(value, ast.Tuple) and all(_constant(e) for e in value.elts)
+    # (`self.top_k = []`: an empty record, alike everywhere)
+    return isinstance(value, (ast.Tuple, ast.List, ast.Set)) and all(_constant(e) for e in value.elts)
 
 
 # Collectives whose result only one rank holds (the destination): they make nothing the same.
@@ -1996,6 +2007,8 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         mine, other = _work(builder, fn, stmt.body, ddp), _work(builder, fn, stmt.orelse, ddp)
         if mine and not other:
             return f"runs {mine}", mine
+        if other and not mine:  # `if best_kept: pass / else: save()` ending in a barrier
+            return f"runs {other} where it is false", other
     if isinstance(stmt, ast.If) and after_only and valued:
         # `if not torch.isnan(loss): loss.backward() ... else: log("skip")`: the backward (DDP's
         # gradient all-reduce) on one side only is the skip a `continue` before it would be

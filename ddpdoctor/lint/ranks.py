@@ -332,6 +332,9 @@ class RankFlow:
             if env_key(node) in RANK_ENV or (isinstance(key, ast.Constant) and isinstance(key.value, str)
                                              and bool(RANK_NAME.match(key.value))):
                 return True
+            if isinstance(key, ast.Attribute) and (dotted(node.value) or "").endswith("environ") and \
+                    self.program.option_defaults().get(key.attr) in RANK_ENV:
+                return True  # `os.environ[args.env_rank]`, the option's default "LOCAL_RANK"
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and depth > 0:
                 # `config["device"] = rank` in the spawned worker, read back as `config["device"]`
                 # (by a trainer handed config): the key holds the rank wherever it is stored
@@ -1415,13 +1418,17 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     if not isinstance(node, ast.Name):
         return False
     loops = fn.__dict__.get("_loops_by_target")
-    if loops is None:  # built once per function: the first `for NAME in ...` of each name
+    if loops is None:  # built once per function: the `for NAME in ...` loops of each name
         loops = {}
         for loop in fn.own:
             if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
-                loops.setdefault(loop.target.id, loop)
+                loops.setdefault(loop.target.id, []).append(loop)
         fn.__dict__["_loops_by_target"] = loops
-    loop = loops.get(node.id)
+    found = loops.get(node.id, [])
+    # the loop the read sits in (a name reused by another loop further down: sparse-GPT's
+    # `idx_rank` over `range(world_size)`, then over a list of ranks), else the first
+    around = [loop for loop in found if loop.lineno <= getattr(node, "lineno", 0) <= (loop.end_lineno or 0)]
+    loop = (around[-1:] or found[:1] or [None])[0]
     if loop is not None:
         return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
     return False

@@ -407,3 +407,328 @@ def test_a_save_a_spawned_rank_reaches_through_a_starred_call_is_the_ranks_own(t
 def test_its_twin_saves_on_rank_zero(tmp_path):
     code = STARRED.replace("{gate}", "if dist.get_rank() == 0:")
     assert at(lint_one(tmp_path, code), "DDP806") == []
+
+
+# -------------------------------------------------- holdout 57's second wave (read after its unread score)
+TOP_K = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self):
+        self.rank = dist.get_rank()
+        self.model = DDP(torch.nn.Linear(2, 1))
+        self.top_k = []
+
+    def save_checkpoint(self, path):
+        if self.rank == 0:
+            torch.save(self.model.state_dict(), path)
+        dist.barrier()
+
+    def train(self):
+        for step in range(100):
+            loss = self.model(torch.randn(4, 2)).sum()
+            loss.backward()
+            if len(self.top_k) == 3 and self.top_k[-1] < loss.item():  # the test
+                pass
+            else:
+                {gate}
+                    self.top_k.append(loss.item())
+                self.save_checkpoint("ckpt.pt")
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    Trainer().train()
+"""
+
+
+def test_a_top_k_list_kept_on_rank_zero_that_decides_a_save_ending_in_a_barrier_is_ddp809(tmp_path):
+    code = TOP_K.replace("{gate}", "if self.rank == 0:")
+    assert at(lint_one(tmp_path, code), "DDP809") == [(line_of(code, "# the test"), "error")]
+
+
+def test_its_twin_keeps_the_list_on_every_rank(tmp_path):
+    code = TOP_K.replace("{gate}", "if True:")
+    assert at(lint_one(tmp_path, code), "DDP809") == []
+
+
+TURNS = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(resume):
+    dist.init_process_group("gloo")
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DDP(torch.nn.Linear(2, 1))
+    start = 0
+    if resume:
+        for idx_rank in range({turns}):
+            if rank == idx_rank:
+                start = torch.load("ckpt.pt")["step"]
+            dist.barrier()
+    for step in range(100):
+        if step <= start:  # the test
+            continue
+        model(torch.randn(4, 2)).sum().backward()
+    ranks_seen = [0]
+    for idx_rank in ranks_seen:
+        print(idx_rank)
+
+
+if __name__ == "__main__":
+    main(True)
+"""
+
+
+def test_ranks_taking_turns_set_the_value_on_every_rank_whatever_a_later_loop_reuses_the_name_for(tmp_path):
+    assert at(lint_one(tmp_path, TURNS.replace("{turns}", "world_size")), "DDP809") == []
+
+
+def test_its_twin_sets_it_on_one_rank(tmp_path):
+    code = TURNS.replace("{turns}", "1")
+    assert [line for line, _ in at(lint_one(tmp_path, code), "DDP809")] == [line_of(code, "# the test")]
+
+
+RANKED_DIR = """
+import os
+import torch, torch.distributed as dist
+
+
+def main(args, rank, size):
+    dist.init_process_group("gloo", rank=rank, world_size=size)
+    args.save_dir = os.path.join(args.save_dir, {folder})
+    policy = torch.nn.Linear(2, 1)
+    for step in range(10):
+        policy(torch.randn(4, 2)).sum().backward()
+        save_path = os.path.join(args.save_dir, "ppo")
+        torch.save(policy.state_dict(), os.path.join(save_path, "policy.pt"))  # the save
+
+
+if __name__ == "__main__":
+    import argparse, torch.multiprocessing as mp
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--save-dir", default="runs")
+    args = parser.parse_args()
+    procs = [mp.Process(target=main, args=(args, r, 2)) for r in range(2)]
+"""
+
+
+def test_an_options_folder_rebound_with_the_rank_names_each_ranks_own_file(tmp_path):
+    assert at(lint_one(tmp_path, RANKED_DIR.replace("{folder}", "f'member_{rank}'")), "DDP806") == []
+
+
+def test_its_twin_rebinds_it_without_the_rank(tmp_path):
+    code = RANKED_DIR.replace("{folder}", "'members'")
+    assert at(lint_one(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+ENV_OPTION = """
+import argparse, os
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup(args):
+    rank = int(os.environ[args.env_rank])
+    dist.init_process_group("gloo", rank=rank, world_size=int(os.environ[args.env_world_size]))
+
+
+def main(args):
+    local_rank = int(os.environ[args.env_rank])
+    setup(args)
+    net = DDP(torch.nn.Linear(2, 1))
+    for epoch in range(3):
+        net(torch.randn(4, 2)).sum().backward()
+        if local_rank == 0:
+            torch.save(net.state_dict(), "model/checkpoint.pth")  # the save
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--env_world_size", default="WORLD_SIZE")
+    parser.add_argument("--env_rank", default="{variable}")
+    main(parser.parse_args())
+"""
+
+
+def test_the_rank_read_from_an_environment_variable_an_option_names_is_the_rank(tmp_path):
+    assert at(lint_one(tmp_path, ENV_OPTION.replace("{variable}", "LOCAL_RANK")), "DDP806") == []
+
+
+def test_its_twin_names_a_variable_that_is_no_rank(tmp_path):
+    code = ENV_OPTION.replace("{variable}", "JOB_COLOR")
+    assert at(lint_one(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+MODULE_CRITERION = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, SubsetRandomSampler, TensorDataset
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 1)
+
+    def forward(self, x):
+        return self.fc(x), x
+
+    def criterion(self, out, y):
+        return (out - y).pow(2).mean()
+
+
+def train(loader, model):
+    for x, y in loader:
+        out, hidden = {forward}
+        loss = model.module.criterion(out, y)
+        loss.backward()
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 2), torch.randn(64, 1))
+    loader = DataLoader(data, batch_size=4, sampler=SubsetRandomSampler(range(64)))  # the loader
+    model = DDP(Net())
+    for epoch in range(3):
+        train(loader, model)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loss_computed_by_the_wrapped_module_from_a_ddp_forward_trains_the_ddp_model(tmp_path):
+    code = MODULE_CRITERION.replace("{forward}", "model(x)")
+    assert at(lint_one(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_its_twin_runs_the_forward_through_the_module_too(tmp_path):
+    # (no DDP forward in the loss: the loop trains no DDP model)
+    code = MODULE_CRITERION.replace("{forward}", "model.module(x)")
+    assert at(lint_one(tmp_path, code), "DDP802") == []
+
+
+INTERLEAVED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    train_data = TensorDataset(torch.randn(64, 2), torch.randn(64, 1))
+    test_data = TensorDataset(torch.randn(16, 2), torch.randn(16, 1))
+    train_loader = DataLoader(train_data, batch_size=4, sampler=DistributedSampler(train_data, shuffle=False))
+    test_loader = DataLoader(test_data, batch_size=4, sampler=DistributedSampler(test_data))  # the test loader
+    for epoch in range(3):
+        train_enum = enumerate(train_loader, 0)
+        test_enum = enumerate(test_loader, 0)
+        done = -1
+        for i, (x, y) in train_enum:
+            model(x).sum().backward()
+            while done < i and done + 1 < 4:
+                done, (tx, ty) = next(test_enum)
+                {use}
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_test_batches_read_between_training_steps_in_a_loop_of_their_own_are_evaluation(tmp_path):
+    # (TRNet's shape: each test batch is scored, in its own `while`, as training goes on)
+    code = INTERLEAVED.replace("{use}", "model.module(tx)")
+    assert at(lint_one(tmp_path, code), "DDP804") == []
+
+
+def test_its_twin_trains_on_the_batches_that_loop_reads(tmp_path):
+    code = INTERLEAVED.replace("{use}", "model(tx).sum().backward()")
+    assert at(lint_one(tmp_path, code), "DDP804") == [(line_of(code, "# the test loader"), "warning")]
+
+
+SEEDED_WORKERS = """
+import random
+import numpy as np
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+
+class Features(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        x = torch.full((2,), float(i))
+        {draw}
+        return x, x.sum(0, keepdim=True)
+
+
+def init_seeds(worker_id):
+    random.seed(88)  # the seeding
+    np.random.seed(88)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    data = Features()
+    sampler = DistributedSampler(data, shuffle=False)
+    loader = DataLoader(data, batch_size=4, sampler=sampler, num_workers=2, worker_init_fn=init_seeds)
+    for x, y in loader:
+        (model(x) - y).pow(2).mean().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_workers_seeded_alike_over_a_local_dataset_that_draws_nothing_draw_nothing_alike(tmp_path):
+    code = SEEDED_WORKERS.replace("{draw}", "pass")
+    assert at(lint_one(tmp_path, code), "DDP808") == []
+
+
+def test_its_twin_draws_a_random_flip(tmp_path):
+    code = SEEDED_WORKERS.replace("{draw}", "x = x.flip(0) if random.random() < 0.5 else x")
+    assert at(lint_one(tmp_path, code), "DDP808") == [(line_of(code, "# the seeding"), "warning")]
+
+
+UNCALLED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    data = TensorDataset(torch.randn(64, 2), torch.randn(64, 1))
+    loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data))  # the loader
+    for epoch in range(3):
+        {set_epoch}
+        for x, y in loader:
+            (model(x) - y).pow(2).mean().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_set_epoch_named_without_its_parentheses_sets_nothing(tmp_path):
+    code = UNCALLED.replace("{set_epoch}", "loader.sampler.set_epoch")
+    found = at(lint_one(tmp_path, code), "DDP804")
+    assert len(found) == 1 and found[0][1] == "warning"
+
+
+def test_its_twin_calls_it(tmp_path):
+    code = UNCALLED.replace("{set_epoch}", "loader.sampler.set_epoch(epoch)")
+    assert at(lint_one(tmp_path, code), "DDP804") == []
