@@ -41,7 +41,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         a helper's result). Nor is an evaluation loader that no training loop reads, or a loader
         built on some ranks only (the variety it would cost is the training augmentation's),
         nor a loader that runs no workers on the values the source
-        gives (`num_workers=0`, a name bound to 0). A worker count that only an option gives,
+        gives (`num_workers=0`, a name bound to 0), nor one over a dataset of a local class the
+        source shows drawing no random numbers (the first two ways too: alike seeds then draw
+        nothing alike; a library's dataset, whose transforms may draw, is still reported). A worker count that only an option gives,
         declared with default 0 and never set by the script (`num_workers=args.workers`), is
         what launch recipes set: that loader is reported as a warning that states it (`if
         --workers is above its default 0`). The probe (DDP305) sees the random state itself.

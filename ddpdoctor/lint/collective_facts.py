@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.defaults import off_at_launch, option_off
+from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_off
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
@@ -228,9 +228,13 @@ class CollectiveFacts:
                     if not guards:
                         continue
                     guard = guards[-1]
+                    off = off_at_launch(tuple(event.conds) + tuple(conds), self.program)
+                    # (a plain switch around the rank test, declared off - `if args.save_model:`
+                    # then `if rank == 0: model.state_dict()` of an FSDP model - is a run the
+                    # user asks for by name: the switch is the finding's assumption, `here` below)
+                    asked = off if off and declared_off(off, self.program) else ""
                     if any(option_off(part, self.program) for part in guard.test.open) or any(
-                            flag and option_off(c, self.program) for c, flag in conds) or \
-                            off_at_launch(tuple(event.conds) + tuple(conds), self.program):
+                            flag and option_off(c, self.program) for c, flag in conds) or (off and not asked):
                         # `if args.eval_first and is_main_process():` with --eval_first a
                         # store_true: a launch that leaves the option never gets there (nor
                         # `elif args.task == "probe":` with another task launched)

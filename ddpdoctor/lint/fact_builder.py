@@ -17,7 +17,7 @@ from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, fsdp_builder, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
-from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME
+from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME, _on_self
 from ddpdoctor.lint.walker import COMMAND
 from ddpdoctor.lint.value_flow import placement as _placement, unreturned_arguments
 
@@ -748,9 +748,13 @@ class BuilderCore:
                             if arg.__class__ is ast.Name and arg.id == param:
                                 handed[id(arg)] = call
             found = True
+            stored = {id(n.value): n.targets[0].attr for n in walk(target.node) if n.__class__ is ast.Assign
+                      and len(n.targets) == 1 and _on_self(n.targets[0])} if target.cls is not None else {}
             for use in uses:
                 if id(use) in where:
                     continue
+                if id(use) in stored and _flag_field(target.cls, stored[id(use)]):
+                    continue  # `self.rank = rank`, read only as `if self.rank == 0:` (a vocabulary's log)
                 call = handed.get(id(use))
                 callees = [t for t in self.program.resolve(call.func, target)[0]
                            if t.node is not None and not isinstance(t.node, ast.Module)] if call is not None else []
@@ -772,6 +776,25 @@ class BuilderCore:
             if isinstance(node, ast.Return) and node.value is call and not isinstance(fn.node, ast.Module):
                 return fn.name
         return ""
+
+
+def _flag_field(klass, attr: str) -> bool:
+    """Every read of `self.<attr>` in the class's methods compares it with constants (`if
+    self.rank == 0:`): the object keeps a flag of who it is, no shard."""
+    reads, compared = 0, 0
+    for method in klass.methods.values():
+        if method.node is None:
+            continue
+        for node in walk(method.node):
+            if node.__class__ is ast.Attribute and node.attr == attr and _on_self(node) and \
+                    node.ctx.__class__ is ast.Load:
+                reads += 1
+            elif node.__class__ is ast.Compare:
+                parts = [node.left, *node.comparators]
+                fields = [p for p in parts if _on_self(p) and p.attr == attr]
+                if len(fields) == 1 and all(p is fields[0] or p.__class__ is ast.Constant for p in parts):
+                    compared += 1
+    return reads == compared
 
 
 def _compared_to_constants(node: ast.AST) -> set[int]:

@@ -282,7 +282,9 @@ class SaveFacts:
             return SaveFact(where, path_text, False, f"a `_save` override, which transformers {pin[0]}.x's "
                             f"save_model calls only where `args.should_save` holds ({pin[1]})")
         guarded = self.only_guarded(fn, inside=call)
-        if guarded is False and self._only_on_failure(fn):
+        if guarded is False and (self._only_on_failure(fn) or _in_a_reraising_handler(fn, call)):
+            # (the handler here, or around every call of fn: `except: torch.save(state,
+            # f"failed_{t}.pth"); raise`, N4DE's marching-cubes dump)
             return SaveFact(where, path_text, False,
                             "only in an `except:` that raises again: the failing rank's dump")
         if guarded is None:

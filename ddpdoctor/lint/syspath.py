@@ -5,7 +5,9 @@ Research code kept in a `scripts/` or `tools/` folder often reaches the reposito
 through a name: `root = os.path.split(cur)[0]`). Python then finds `import core.models` there, so the
 lint reads those modules too. Only what can be worked out from the script's own location is
 followed: `__file__`, the os.path and pathlib calls on it, `".."` joins and string constants
-(relative to the working directory); anything else (an environment variable) is not a folder.
+(relative to the working directory); an environment variable's root joined with a folder
+(`os.environ["E2EASR"] + "/src"`) is read as that folder of the project being linted, where it
+exists; anything else is not a folder.
 """
 
 from __future__ import annotations
@@ -72,8 +74,37 @@ def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, fou
             continue
         for each in added:
             value = _value(each, values, script, cwd)
+            if value is None:
+                value = _under_project_root(each, script, cwd)
             if value is not None and os.path.isdir(value) and not _installed(value):
                 found.append(Path(os.path.normpath(value)))
+
+
+def _under_project_root(node: ast.AST, script: Path, cwd: Path) -> Optional[str]:
+    """`os.environ["E2EASR"] + "/src"` (or `os.path.join(os.getenv("ROOT"), "src")`): a folder
+    of a root the environment names, which such projects set to their own checkout (`export
+    E2EASR=$PWD`): that folder under the working directory, or under one of the few folders
+    above the script, where one exists; None otherwise."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        root, rest = node.left, node.right
+    elif isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("path.join") and len(node.args) == 2:
+        root, rest = node.args
+    else:
+        return None
+    if not (_env_read(root) and isinstance(rest, ast.Constant) and isinstance(rest.value, str)):
+        return None
+    sub = rest.value.strip("/")
+    if not sub or ".." in sub.split("/"):
+        return None
+    bases = [cwd] + list(script.parents)[:4]  # (the root is the checkout: the script sits in it)
+    return next((str(b / sub) for b in bases if (b / sub).is_dir()), None)
+
+
+def _env_read(node: ast.AST) -> bool:
+    """`os.environ["X"]`, `os.environ.get("X")`, `os.getenv("X")`."""
+    if isinstance(node, ast.Subscript):
+        return (dotted(node.value) or "").endswith("environ")
+    return isinstance(node, ast.Call) and (dotted(node.func) or "").endswith(("environ.get", "getenv"))
 
 
 def _key(target: ast.AST) -> Optional[str]:

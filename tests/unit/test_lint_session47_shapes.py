@@ -732,3 +732,204 @@ def test_set_epoch_named_without_its_parentheses_sets_nothing(tmp_path):
 def test_its_twin_calls_it(tmp_path):
     code = UNCALLED.replace("{set_epoch}", "loader.sampler.set_epoch(epoch)")
     assert at(lint_one(tmp_path, code), "DDP804") == []
+
+
+OPTIONAL_SAVE = """
+import argparse
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+def main(rank, world, args):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    model = FSDP(torch.nn.Linear(2, 1))
+    model(torch.randn(4, 2)).sum().backward()
+    if {switch}:
+        dist.barrier()
+        if rank == 0:
+            torch.save(model.state_dict(), "model.pt")  # the gather
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--save-model", action="store_true")
+    parser.add_argument("--mode", default="train")
+    args = parser.parse_args()
+    mp.spawn(main, args=(2, args), nprocs=2)
+"""
+
+
+def test_a_rank_zero_gather_behind_a_switch_the_user_turns_on_is_a_warning_that_names_it(tmp_path):
+    code = OPTIONAL_SAVE.replace("{switch}", "args.save_model")
+    found = [f for f in lint_one(tmp_path, code) if f.code == "DDP801"]
+    assert [(f.location.line, f.severity.value) for f in found] == [(line_of(code, "# the gather"), "warning")]
+    assert "args.save_model" in found[0].message
+
+
+def test_its_twin_sits_on_a_side_of_a_choice_the_launch_does_not_make(tmp_path):
+    # (`--mode` chooses among runs: one that is not launched is still not judged)
+    assert at(lint_one(tmp_path, OPTIONAL_SAVE.replace("{switch}", "args.mode == 'export'")), "DDP801") == []
+
+
+# -------------------------------------------------- holdout 57's third wave (read after its unread score)
+FAILURE_DUMP = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Field(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(2, 1)
+
+    def surface(self, t):
+        try:
+            return self.net(torch.randn(4, 2)).sum()
+        except RuntimeError:
+            torch.save(self.state_dict(), f"failed_{t}.pth")  # the dump
+            {leave}
+
+
+def main():
+    dist.init_process_group("gloo")
+    field = Field()
+    model = DDP(field)
+    for t in range(3):
+        model(torch.randn(4, 2)).sum().backward()
+        field.surface(t)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_dump_in_an_except_that_raises_again_is_the_failing_ranks_own(tmp_path):
+    assert at(lint_one(tmp_path, FAILURE_DUMP.replace("{leave}", "raise")), "DDP806") == []
+
+
+def test_its_twin_swallows_the_error_and_goes_on(tmp_path):
+    code = FAILURE_DUMP.replace("{leave}", "return None")
+    assert at(lint_one(tmp_path, code), "DDP806") == [(line_of(code, "# the dump"), "warning")]
+
+
+COUNTED_EXIT = """
+import sys
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(torch.nn.Linear(2, 1))
+    best, bad = float("inf"), 0
+    for epoch in range(100):
+        loss = model(torch.randn(4, 2)).pow(2).mean()
+        loss.backward()
+        if rank == 0:
+            if loss.item() < best:
+                best, bad = loss.item(), 0
+            else:
+                bad = bad {step}
+            if bad >= 5:  # the stop
+                dist.destroy_process_group()
+                sys.exit("stopped early")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_early_stop_counted_with_the_step_spelt_out_is_an_error(tmp_path):
+    code = COUNTED_EXIT.replace("{step}", "+ 1")
+    assert at(lint_one(tmp_path, code), "DDP809") == [(line_of(code, "# the stop"), "error")]
+
+
+def test_its_twin_sets_the_count_from_elsewhere_and_stays_an_assumption(tmp_path):
+    code = COUNTED_EXIT.replace("{step}", "* 0 + int(loss.item() > 1)")
+    assert at(lint_one(tmp_path, code), "DDP809") == [(line_of(code, "# the stop"), "warning")]
+
+
+ENV_ROOT = """
+import os, sys
+sys.path.append(os.environ["PROJECT_ROOT"] + "/src")
+from tasks import run
+
+
+if __name__ == "__main__":
+    run()
+"""
+TASKS = """
+import torch, torch.distributed as dist
+
+
+def run():
+    dist.init_process_group("gloo")
+    if dist.get_rank() == 0:
+        dist.barrier()  # the barrier
+"""
+
+
+def test_a_folder_of_an_environment_named_root_is_read_under_the_project(tmp_path):
+    found = lint_tree(tmp_path, {"bin/train.py": ENV_ROOT, "src/tasks.py": TASKS}, script="bin/train.py")
+    assert [line for line, _ in at(found, "DDP801")] == [line_of(TASKS, "# the barrier")]
+
+
+def test_its_twin_names_a_folder_the_project_does_not_have(tmp_path):
+    found = lint_tree(tmp_path, {"bin/train.py": ENV_ROOT.replace("/src", "/lib"), "src/tasks.py": TASKS},
+                      script="bin/train.py")
+    assert at(found, "DDP801") == []
+
+
+VOCAB_RANK = """
+import torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+
+class Vocab:
+    def __init__(self, path, rank=0):
+        self.words = {"unk": 0}
+        self.rank = rank
+        {use}
+
+    def size(self):
+        return len(self.words)
+
+
+class Lines(Dataset):
+    def __init__(self, vocab):
+        self.vocab = vocab
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.tensor(i % self.vocab.size())
+
+
+def main():
+    dist.init_process_group("gloo")
+    vocab = Vocab("words.txt", dist.get_rank())
+    data = Lines(vocab)
+    sampler = DistributedSampler(data)  # the sampler
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x in DataLoader(data, batch_size=4, sampler=sampler):
+            pass
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_an_object_keeps_only_to_ask_who_logs_is_no_shard(tmp_path):
+    code = VOCAB_RANK.replace("{use}", "if self.rank == 0:\n            print(len(self.words))")
+    assert at(lint_one(tmp_path, code), "DDP803") == []
+
+
+def test_its_twin_keeps_only_its_ranks_words(tmp_path):
+    code = VOCAB_RANK.replace("{use}", "self.words = {w: i for i, w in enumerate(open(path)) if i % 2 == self.rank}")
+    assert at(lint_one(tmp_path, code), "DDP803") == [(line_of(code, "# the sampler"), "warning")]
