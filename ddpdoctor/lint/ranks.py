@@ -358,6 +358,15 @@ class RankFlow:
             return False  # `args.local_rank` under torchrun, which never hands it: its default everywhere
         if isinstance(node, ast.Attribute) and depth > 0 and self._property_rank(node, fn, depth):
             return True  # `config.cuda_rank`, a property returning dist.get_rank()
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self" \
+                and depth > 0:
+            # `cfg["gpu_id"] = int(os.environ["LOCAL_RANK"])` in the launcher, read as `cfg.gpu_id`
+            # by the agent it builds (an OmegaConf config answers both): what the key was given,
+            # but for a constant on the side that runs without a process group
+            stores = [(v, scope) for v, scope in self._key_stores().get((node.value.id, node.attr), ())
+                      if not (isinstance(v, ast.Constant) and self._on_the_single_side(v, scope))]
+            if stores and all(self.is_rank(v, scope, depth - 1) for v, scope in stores):
+                return True
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Name) and self._spawn_index(node.id, fn):
                 return True
@@ -1240,7 +1249,24 @@ class RankFlow:
         if branch is None:
             return False
         holds = branch[0].test if branch[1] == "body" else ast.UnaryOp(op=ast.Not(), operand=branch[0].test)
-        return self.single_process(holds, fn)
+        if self.single_process(holds, fn):
+            return True
+        # (`if num_gpus > 1: ddp_setup(); cfg["gpu_id"] = local_rank` / `else: cfg["gpu_id"] = 0`:
+        # the side beside the one that sets up the process group never does)
+        other = branch[0].orelse if branch[1] == "body" else branch[0].body
+        mine = branch[0].body if branch[1] == "body" else branch[0].orelse
+        return self._sets_up(other, fn) and not self._sets_up(mine, fn)
+
+    def _sets_up(self, stmts: list, fn: Function) -> bool:
+        """The statements call init_process_group, or a local function that does."""
+        for call in (n for stmt in stmts for n in walk(stmt) if n.__class__ is ast.Call):
+            if last_name(call.func) == "init_process_group":
+                return True
+            for target in self.program.resolve(call.func, fn)[0]:
+                if target.node is not None and not isinstance(target.node, ast.Module) and any(
+                        last_name(c.func) == "init_process_group" for c in target.own_calls):
+                    return True
+        return False
 
     def _set_by_branches(self, values: list, depth: int) -> Optional[RankTest]:
         """A flag given only constants, True only on a rank test's side (`if opt.rank == 0:

@@ -811,6 +811,10 @@ def _given_literally(source: SourceFile, fn: ast.FunctionDef, bound: dict) -> di
 
 # `@hydra.main(config_path="../configs", ...)` and a `_target_: pkg.mod.Class` line of a config.
 _HYDRA_MAIN = re.compile(r"""hydra\.main\([^)]*?config_path\s*=\s*["']([^"']+)["']""", re.DOTALL)
+# (or `config_path=os.path.join(os.getcwd(), "cfg/real")`: a folder of the working directory)
+_HYDRA_MAIN_CWD = re.compile(
+    r"""hydra\.main\([^)]*?config_path\s*=\s*os\.path\.join\(\s*os\.getcwd\(\)\s*,\s*["']([^"']+)["']\s*\)""",
+    re.DOTALL)
 _TARGET = re.compile(r"""^\s*_target_\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*$""", re.MULTILINE)
 
 
@@ -821,12 +825,14 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
     framework's to call) though nothing imports it. (module name, the script's tree) pairs;
     the names are kept on the script (hydra_targets) for the reachability."""
     text = script.text if script.text is not None else "\n".join(script.lines)
-    if "instantiate" not in text:
-        return []
+    if "instantiate" not in text and "get_class" not in text:
+        return []  # (`hydra.utils.get_class(cfg._target_)(cfg)` builds it too)
     found = _HYDRA_MAIN.search(text)
-    if found is None:
+    at_cwd = _HYDRA_MAIN_CWD.search(text) if found is None else None
+    if found is None and at_cwd is None:
         return []
-    folder = (script.path.parent / found.group(1)).resolve()
+    folder = (script.path.parent / found.group(1)).resolve() if found is not None else \
+        (Path.cwd() / at_cwd.group(1)).resolve()
     if not folder.is_dir():
         return []
     targets: list[str] = []

@@ -4,6 +4,7 @@ its twin, in our own words."""
 
 from __future__ import annotations
 
+from ddpdoctor.lint.driver import gather
 from tests.unit.test_lint_round50_shapes import at, line_of
 from tests.unit.test_lint_session39_shapes import lint_tree
 
@@ -933,3 +934,69 @@ def test_a_rank_an_object_keeps_only_to_ask_who_logs_is_no_shard(tmp_path):
 def test_its_twin_keeps_only_its_ranks_words(tmp_path):
     code = VOCAB_RANK.replace("{use}", "self.words = {w: i for i, w in enumerate(open(path)) if i % 2 == self.rank}")
     assert at(lint_one(tmp_path, code), "DDP803") == [(line_of(code, "# the sampler"), "warning")]
+
+
+HYDRA_AGENT = """
+import os
+import hydra
+import torch
+from torch.distributed import init_process_group
+
+
+def _main(cfg):
+    if torch.cuda.device_count() > 1:
+        init_process_group(backend="gloo")
+        cfg["gpu_id"] = int(os.environ["LOCAL_RANK"])
+    else:
+        cfg["gpu_id"] = 0
+    cls = hydra.utils.get_class(cfg._target_)
+    agent = cls(cfg)
+    agent.run()
+
+
+@hydra.main(version_base=None, config_path=os.path.join(os.getcwd(), "cfg/train"), config_name="agent.yaml")
+def main(cfg):
+    _main(cfg)
+
+
+if __name__ == "__main__":
+    main()
+"""
+AGENT = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Agent:
+    def __init__(self, cfg):
+        self.gpu_id = int(cfg.{field})
+        self.model = DDP(torch.nn.Linear(2, 1))
+
+    def run(self):
+        for epoch in range(3):
+            self.model(torch.randn(4, 2)).sum().backward()
+            if self.gpu_id == 0:
+                torch.save(self.model.state_dict(), "agent.pt")  # the save
+"""
+
+
+def test_a_hydra_target_built_by_get_class_from_a_config_under_the_working_directory_is_judged(tmp_path, monkeypatch):
+    # (and `cfg["gpu_id"] = LOCAL_RANK` where the group is set up, read back as `cfg.gpu_id`: a rank)
+    monkeypatch.chdir(tmp_path)
+    found = lint_tree(tmp_path, {"scripts/run.py": HYDRA_AGENT, "agents/agent.py": AGENT.replace("{field}", "gpu_id"),
+                                 "agents/__init__.py": "", "cfg/train/agent.yaml": "_target_: agents.agent.Agent\n"},
+                      script="scripts/run.py")
+    assert at(found, "DDP806") == []
+    facts = gather(str(tmp_path / "scripts/run.py"))
+    assert facts.config_named is None and facts.unreached_setup is None  # judged, not "incomplete"
+
+
+def test_its_twin_reads_another_field_every_rank_holds_alike(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    agent = AGENT.replace("{field}", "device_id")
+    found = lint_tree(tmp_path, {"scripts/run.py": HYDRA_AGENT.replace('cfg["gpu_id"] = 0', 'cfg["gpu_id"] = 0\n'
+                                                                       '    cfg["device_id"] = 0'),
+                                 "agents/agent.py": agent, "agents/__init__.py": "",
+                                 "cfg/train/agent.yaml": "_target_: agents.agent.Agent\n"},
+                      script="scripts/run.py")
+    assert at(found, "DDP806") == [(line_of(agent, "# the save"), "warning")]
