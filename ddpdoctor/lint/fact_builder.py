@@ -191,6 +191,42 @@ class BuilderCore:
             self._setup_set = {fn for fn, call, _, _ in self.calls() if last_name(call.func) == "init_process_group"}
         return self._setup_set
 
+    def asked_before_group(self, test: ast.AST, fn: Function) -> bool:
+        """`dist.is_initialized()` (or a local helper returning it) asked in fn, where every way
+        into fn runs before the script sets up the process group (nndepth's `dataloader.setup()`
+        a few lines above `init_process_group`): false there, whatever the run."""
+        if not (test.__class__ is ast.Call and self._group_query(test, fn)):
+            return False
+        return self._before_setup(fn, 4, ())
+
+    def _group_query(self, call: ast.Call, fn: Function) -> bool:
+        if (self.program.qualify(call.func, fn) or "").endswith("distributed.is_initialized"):
+            return True
+        targets = self.program.resolve(call.func, fn)[0]
+        return bool(targets) and all(
+            t.node is not None and not isinstance(t.node, ast.Module) and t.returned and all(
+                r.__class__ is ast.Call and not r.args and
+                (self.program.qualify(r.func, t) or "").endswith("distributed.is_initialized") for r in t.returned)
+            for t in targets)
+
+    def _before_setup(self, fn: Function, depth: int, stack: tuple) -> bool:
+        """Every call into fn (a few callers up) comes, in its caller's own body and outside any
+        loop, above the first call that sets up the process group there."""
+        sites = self.callers().get(fn, [])
+        if not sites or depth <= 0 or fn in stack:
+            return False
+        for caller, event in sites:
+            if event.kind != "call" or event.loops or isinstance(caller.node, ast.Module):
+                return False
+            setup_lines = [e.line for e in caller.events if e.kind == "call" and any(
+                last_name(getattr(e.node, "func", None) or ast.Pass()) == "init_process_group" or self.sets_up_group(t)
+                for t in e.targets)] + [c.lineno for c in caller.own_calls if last_name(c.func) == "init_process_group"]
+            if any(line <= event.line for line in setup_lines):
+                return False
+            if not setup_lines and not self._before_setup(caller, depth - 1, stack + (fn,)):
+                return False
+        return True
+
     def sets_up_group(self, fn: Function) -> bool:
         """fn, or what it calls, sets up the process group: a rank test around its call is
         decided before the group exists (the parent that joins as rank 0 after spawning the

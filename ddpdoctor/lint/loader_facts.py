@@ -1325,7 +1325,8 @@ class LoaderFacts:
                 # `DistributedSampler(ds) if distributed else None` with `distributed=False` left
                 # at its default by every call (RVD's load_data): the side it takes
                 said = text(value.test)
-                candidates = (value.orelse,) if never_true(self.callers(), scope, said) else \
+                candidates = (value.orelse,) if never_true(self.callers(), scope, said) or \
+                    self.asked_before_group(value.test, scope) else \
                     (value.body,) if never_true(self.callers(), scope, f"not {said}") else (value.body, value.orelse)
                 sides = {self._sampler_kind(side, scope, depth - 1) for side in candidates}
                 if "distributed" in sides:

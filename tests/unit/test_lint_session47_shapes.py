@@ -1000,3 +1000,47 @@ def test_its_twin_reads_another_field_every_rank_holds_alike(tmp_path, monkeypat
                                  "cfg/train/agent.yaml": "_target_: agents.agent.Agent\n"},
                       script="scripts/run.py")
     assert at(found, "DDP806") == [(line_of(agent, "# the save"), "warning")]
+
+
+BEFORE_GROUP = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, TensorDataset
+
+
+def is_dist_initialized():
+    return dist.is_initialized()
+
+
+def make_loader(data):
+    sampler = DistributedSampler(data) if is_dist_initialized() else RandomSampler(data)
+    return DataLoader(data, batch_size=4, sampler=sampler)  # the loader
+
+
+def main():
+    data = TensorDataset(torch.randn(64, 2), torch.randn(64, 1))
+    {first}
+    {second}
+    model = DDP(torch.nn.Linear(2, 1))
+    for epoch in range(3):
+        if isinstance(loader.sampler, DistributedSampler):
+            loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+            (model(x) - y).pow(2).mean().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_sampler_chosen_by_is_initialized_before_the_group_exists_is_the_plain_one(tmp_path):
+    code = BEFORE_GROUP.replace("{first}", "loader = make_loader(data)").replace(
+        "{second}", 'dist.init_process_group("gloo")')
+    assert at(lint_one(tmp_path, code), "DDP802") == [(line_of(code, "# the loader"), "error")]
+
+
+def test_its_twin_builds_the_loader_once_the_group_exists(tmp_path):
+    code = BEFORE_GROUP.replace("{first}", 'dist.init_process_group("gloo")').replace(
+        "{second}", "loader = make_loader(data)")
+    assert at(lint_one(tmp_path, code), "DDP802") == []
