@@ -120,6 +120,13 @@ def unreached(facts: LintFacts) -> tuple[list[str], list[str]]:
                  "rules did not judge it; lint the module that class lives in, or `ddpdoctor probe` the script"],
                 [f"{facts.script}: the training code was not reached: the script sets up the process group, "
                  f"then runs what its config names at {named}"])
+    if where is None and getattr(facts, "undefined_call", None) is not None:
+        name, at = facts.undefined_name, facts.undefined_call
+        return ([f"the script calls `{name}` at {at}, a name it neither defines nor imports: as written it "
+                 f"stops there with a NameError, and what `{name}` was meant to run (the training) was not "
+                 "judged; add its import and lint again"],
+                [f"{facts.script}: the training code was not reached: `{name}` at {at} is defined nowhere the "
+                 "script can see"])
     if where is None:
         return [], []
     return ([f"the process group is set up at {where}, in code the lint could not reach from the script "

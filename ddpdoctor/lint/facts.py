@@ -8,6 +8,7 @@ so a check is a small pure function and a unit test can build facts by hand.
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -70,6 +71,10 @@ class LintFacts:
     # where the source tells the nodes of the job apart (a node rank, the number of nodes, a
     # SLURM node id: lint/multi_node), None where it knows only the rank within a node
     nodes: Optional[Location] = None
+    # the script sets up the process group, reaches no backward, and calls a name it neither
+    # defines nor imports (`train_ddp(model, ...)` with the import left out): where, and the name
+    undefined_call: Optional[Location] = None
+    undefined_name: str = ""
 
 
 # The calls that set up the default process group, by their last name.
@@ -243,6 +248,11 @@ def build(program: Program, script: str) -> LintFacts:
         # on: ASR-Wav2vec-Finetune's trainer class comes from its TOML)
         config_named=_config_named(builder) if distributed is not None and framework is None
         and not any(loader.trains for loader in loaders) else None)
+    if distributed is not None and framework is None and facts.config_named is None and \
+            not any(loader.trains for loader in loaders):
+        missing = _undefined_call(builder)
+        if missing is not None:
+            facts.undefined_call, facts.undefined_name = missing
     # asked only where a save is one rank's per node (the look reads every file's text and may
     # walk the script's folder for launch scripts), after the other facts as before
     if any(s.per_node or s.local_path for s in facts.saves):
@@ -290,6 +300,31 @@ def _config_named(builder: FactBuilder) -> Optional[Location]:
                 not isinstance(call.args[0], ast.Constant):
             found = loc(fn, call)
     return found
+
+
+def _undefined_call(builder: FactBuilder) -> Optional[tuple[Location, str]]:
+    """(where, name) of a call in the entry script, where no backward is reached, of a plain
+    name the script neither defines, binds nor imports (no `import *` either): as written the
+    run stops there with a NameError, and the code it meant to run (the training) was not read."""
+    program = builder.program
+    script = program.sources[0] if program.sources else None
+    if script is None or script.tree is None or any(
+            isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in script.of(ast.ImportFrom)):
+        return None
+    known = set(dir(builtins)) | {"__file__", "__name__"}
+    for fn, call, _, _ in builder.calls():
+        if last_name(call.func) == "backward":
+            return None
+    for fn, call, _, _ in builder.calls():
+        if fn.file is not script or call.func.__class__ is not ast.Name:
+            continue
+        name = call.func.id
+        module = fn.module
+        if name in known or name in module.imports or name in module.functions or name in module.classes or \
+                (module.body is not None and module.body.bindings.get(name)) or program.lookup(name, fn):
+            continue
+        return loc(fn, call), name
+    return None
 
 
 def _unreached_setup(program: Program, off: set) -> Optional[Location]:

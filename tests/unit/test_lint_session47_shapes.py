@@ -1044,3 +1044,40 @@ def test_its_twin_builds_the_loader_once_the_group_exists(tmp_path):
     code = BEFORE_GROUP.replace("{first}", 'dist.init_process_group("gloo")').replace(
         "{second}", "loader = make_loader(data)")
     assert at(lint_one(tmp_path, code), "DDP802") == []
+
+
+UNDEFINED = """
+import os
+import torch
+import torch.distributed as dist
+{import_line}
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.Linear(2, 1)
+    train_ddp(model, rank=int(os.environ["RANK"]))  # the call
+
+
+if __name__ == "__main__":
+    main()
+"""
+HELPERS = """
+def train_ddp(model, rank):
+    return model
+"""
+
+
+def test_a_script_that_calls_a_name_it_never_imports_is_not_judged_a_pass(tmp_path):
+    code = UNDEFINED.replace("{import_line}", "")
+    (tmp_path / "train.py").write_text(code.lstrip("\n"))
+    facts = gather(str(tmp_path / "train.py"))
+    assert facts.undefined_name == "train_ddp" and facts.undefined_call.line == line_of(code, "# the call")
+
+
+def test_its_twin_imports_it(tmp_path):
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    code = UNDEFINED.replace("{import_line}", "from helpers import train_ddp")
+    (tmp_path / "train.py").write_text(code.lstrip("\n"))
+    facts = gather(str(tmp_path / "train.py"))
+    assert facts.undefined_call is None and facts.undefined_name == ""
