@@ -311,20 +311,37 @@ def _undefined_call(builder: FactBuilder) -> Optional[tuple[Location, str]]:
     if script is None or script.tree is None or any(
             isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in script.of(ast.ImportFrom)):
         return None
-    known = set(dir(builtins)) | {"__file__", "__name__"}
     for fn, call, _, _ in builder.calls():
         if last_name(call.func) == "backward":
             return None
+    # every name the script binds anywhere (any scope: an assignment, a loop, a def, an import,
+    # an `except ... as`, a parameter), and the builtins: a call of any other is a NameError
+    known = set(dir(builtins)) | {"__file__", "__name__"} | _bound_names(script.tree)
     for fn, call, _, _ in builder.calls():
-        if fn.file is not script or call.func.__class__ is not ast.Name:
-            continue
-        name = call.func.id
-        module = fn.module
-        if name in known or name in module.imports or name in module.functions or name in module.classes or \
-                (module.body is not None and module.body.bindings.get(name)) or program.lookup(name, fn):
-            continue
-        return loc(fn, call), name
+        if fn.file is script and call.func.__class__ is ast.Name and call.func.id not in known:
+            return loc(fn, call), call.func.id
     return None
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for node in walk(tree):
+        kind = node.__class__
+        if kind is ast.Name and node.ctx.__class__ is not ast.Load:
+            found.add(node.id)
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            found.add(node.name)
+        elif kind is ast.arg:
+            found.add(node.arg)
+        elif kind is ast.ExceptHandler and node.name:
+            found.add(node.name)
+        elif kind in (ast.Import, ast.ImportFrom):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif kind in (ast.Global, ast.Nonlocal):
+            found.update(node.names)
+        elif kind is ast.MatchAs and node.name:
+            found.add(node.name)
+    return found
 
 
 def _unreached_setup(program: Program, off: set) -> Optional[Location]:

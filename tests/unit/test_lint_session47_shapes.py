@@ -1081,3 +1081,34 @@ def test_its_twin_imports_it(tmp_path):
     (tmp_path / "train.py").write_text(code.lstrip("\n"))
     facts = gather(str(tmp_path / "train.py"))
     assert facts.undefined_call is None and facts.undefined_name == ""
+
+
+BOUND_EVERY_WAY = """
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+
+    def inner(x):
+        return x
+
+    from json import dumps
+    make = lambda v: v
+    for step in (inner, make):
+        step(1)
+    try:
+        dumps({})
+    except ValueError as err:
+        print(err)
+    inner(make(2))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_names_bound_by_a_loop_a_nested_def_a_local_import_or_a_lambda_are_defined(tmp_path):
+    (tmp_path / "train.py").write_text(BOUND_EVERY_WAY.lstrip("\n"))
+    assert gather(str(tmp_path / "train.py")).undefined_call is None
