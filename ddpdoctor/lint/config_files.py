@@ -138,6 +138,16 @@ def named_values(script: Path, names: set, read: list) -> set:
     return found
 
 
+def module_names(values: Optional[set]) -> list[str]:
+    """The values a config gives a key, read as the module names an `import_module` of that key
+    may load (`FILE: hoi_trainer`): every one a dotted identifier, at most 8 of them; [] where
+    any is something else."""
+    if not values or len(values) > 8 or not all(
+            isinstance(v, str) and all(part.isidentifier() for part in v.split(".")) for v in values):
+        return []
+    return sorted(values)
+
+
 def yaml_beside(script: Path) -> list[tuple[Path, str]]:
     """(path, text) of the YAML files beside the script, bounded as the Hydra search is: read
     once by a caller that asks several keys (Program.config_file_values)."""

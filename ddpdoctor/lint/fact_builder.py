@@ -218,9 +218,9 @@ class BuilderCore:
         for caller, event in sites:
             if event.kind != "call" or event.loops or isinstance(caller.node, ast.Module):
                 return False
-            setup_lines = [e.line for e in caller.events if e.kind == "call" and any(
-                last_name(getattr(e.node, "func", None) or ast.Pass()) == "init_process_group" or self.sets_up_group(t)
-                for t in e.targets)] + [c.lineno for c in caller.own_calls if last_name(c.func) == "init_process_group"]
+            # (init_process_group itself, or a call into what reaches it: setups / sets_up_group)
+            setup_lines = [c.lineno for c in caller.own_calls if last_name(c.func) == "init_process_group"] + \
+                [e.line for e in caller.events if e.kind == "call" and any(self.sets_up_group(t) for t in e.targets)]
             if any(line <= event.line for line in setup_lines):
                 return False
             if not setup_lines and not self._before_setup(caller, depth - 1, stack + (fn,)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -311,6 +312,8 @@ def _undefined_call(builder: FactBuilder) -> Optional[tuple[Location, str]]:
     if script is None or script.tree is None or any(
             isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in script.of(ast.ImportFrom)):
         return None
+    if RUNTIME_NAMES.search(script.text if script.text is not None else "\n".join(script.lines)):
+        return None  # (`globals().update(...)`, `exec(...)`, `setattr(sys.modules[__name__], ...)`)
     for fn, call, _, _ in builder.calls():
         if last_name(call.func) == "backward":
             return None
@@ -321,6 +324,10 @@ def _undefined_call(builder: FactBuilder) -> Optional[tuple[Location, str]]:
         if fn.file is script and call.func.__class__ is ast.Name and call.func.id not in known:
             return loc(fn, call), call.func.id
     return None
+
+
+# Ways a module makes names at run time that no statement binds.
+RUNTIME_NAMES = re.compile(r"\bglobals\(\)|\bexec\(|sys\.modules\[__name__\]|__builtins__")
 
 
 def _bound_names(tree: ast.AST) -> set[str]:

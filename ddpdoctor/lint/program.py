@@ -29,12 +29,12 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
 from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only, launch_values, leaf_values, named_config,
-                                         named_values, yaml_beside)
+                                         module_names, named_values, yaml_beside)
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
-from ddpdoctor.lint.sources import SourceFile, dynamic_spec, fits, read
+from ddpdoctor.lint.sources import SourceFile, configured_key, dynamic_spec, fits, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
 # The dest of a `--local_rank` / `--local-rank` option (what torch.distributed.launch passes)
@@ -2145,7 +2145,7 @@ class Program:
             if value.args and _is_partial(value) and depth > 0:
                 # `get_loader = partial(get_dataloader, ddp=is_ddp)` or a helper's `return
                 # partial(...)`, then `get_loader(batch_size=8)`: the wrapped function runs
-                # (its bound arguments: _partial_bound)
+                # (with the arguments the partial bound: _partials, bound in _bind_call)
                 symbol = self._callee_symbol(value.args[0], scope) \
                     if value.args[0].__class__ in (ast.Name, ast.Attribute) else None
                 if symbol.__class__ is Function or symbol.__class__ is Klass:
@@ -2175,11 +2175,12 @@ class Program:
                 spec = given.pop() if len(given) == 1 else None
                 if spec is not None and spec[1] is not None and not ("." in spec[0] and "." not in spec[1]):
                     spec = None  # (a varying package segment is not followed: as sources.dynamic_spec)
-            configured = self._configured_modules(value) if spec is None and depth > 0 else None
+            key = configured_key(value) if spec is None and depth > 0 else ()
+            configured = module_names(self.config_file_values(key)) if key else []
             if configured:
                 # `import_module(cfg.TRAINER.FILE)` with `TRAINER: / FILE: hoi_trainer` in the
                 # YAML configs beside the script: each module a config names
-                out.extend(m for m in (self._module(n) for n in sorted(configured)) if m is not None)
+                out.extend(m for m in (self._module(n) for n in configured) if m is not None)
             elif spec is not None:
                 names = [spec[0]] if spec[1] is None else \
                     [n for n in [*self.by_name, *self._waiting] if fits(spec, n)]
@@ -2211,22 +2212,6 @@ class Program:
                     if found is not None:
                         out.append(found)
         return out
-
-    def _configured_modules(self, call: ast.Call) -> Optional[set]:
-        """The module names the YAML configs beside the script give `import_module(cfg.A.B)`'s
-        argument (the key path after the config object's name); None where it is no such call
-        or a config gives something else."""
-        if not (call.args and call.args[0].__class__ is ast.Attribute
-                and last_name(call.func) in ("import_module", "__import__")):
-            return None
-        path = (dotted(call.args[0]) or "").split(".")[1:]
-        if not path:
-            return None
-        values = self.config_file_values(tuple(path))
-        if not values or len(values) > 8 or not all(isinstance(v, str) and
-                                                   all(p.isidentifier() for p in v.split(".")) for v in values):
-            return None
-        return set(values)
 
     def _namespace_loop_classes(self, name: ast.Name, fn: Function, depth: int) -> list:
         """The classes of a loaded module a loop over its namespace binds `name` to (`for k, cls in
@@ -2715,12 +2700,9 @@ def _module_alias(module, name: str) -> Optional[str]:
 
 
 def _is_partial(call: ast.Call) -> bool:
-    """`functools.partial(f, ...)` / `partial(f, ...)` (the name as imported; a local function
-    called partial is rare enough to read as the same)."""
-    func = call.func
-    return (func.__class__ is ast.Name and func.id == "partial") or \
-        (func.__class__ is ast.Attribute and func.attr == "partial" and func.value.__class__ is ast.Name
-         and func.value.id in ("functools", "ft"))
+    """`functools.partial(f, ...)` / `partial(f, ...)`, by its last name as walker.partial_target
+    and worker_seeds read it."""
+    return last_name(call.func) == "partial"
 
 
 def _stub(node: ast.AST) -> bool:

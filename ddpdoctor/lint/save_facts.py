@@ -181,9 +181,9 @@ class SaveFacts:
                 return SaveFact(where, path_text, False, "on the single-process path")
             # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`), or
             # after a value no two processes share (its own W&B run), writes a file of its own
-            per_host = path is not None and (self._names_host(path, fn) or self._unique_per_call(path, fn))
+            own_file = path is not None and (self._names_host(path, fn) or self._unique_per_call(path, fn))
             return SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
-                            None if per_host or _reads_back(fn, path, call) else _per_node(event.guards),
+                            None if own_file or _reads_back(fn, path, call) else _per_node(event.guards),
                             how)
         first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
         if first:

@@ -24,7 +24,8 @@ from ddpdoctor.lint.nodes import walk
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.config_files import MAX_CONFIG_BYTES, config_files, config_values, named_in_configs, yaml_beside
+from ddpdoctor.lint.config_files import (MAX_CONFIG_BYTES, config_files, config_values, module_names, named_in_configs,
+                                         yaml_beside)
 from ddpdoctor.lint.syspath import added_roots
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
@@ -661,7 +662,7 @@ def _config_named(files: list[SourceFile], script: Path, roots: list[Path]) -> l
 def _keyed_modules(files: list[SourceFile], script: Path) -> list[str]:
     """The module names the YAML configs give a key some file loads by (`import_module(
     cfg.TRAINER.FILE)` with `TRAINER: / FILE: hoi_trainer`, a yacs project's plugin): plain
-    names too, not only dotted paths (at most 8 per key)."""
+    names too, not only dotted paths."""
     keys: list[tuple] = []
     for f in files:
         if not any(word in (f.text if f.text is not None else "\n".join(f.lines)) for word in IMPORTERS):
@@ -671,18 +672,24 @@ def _keyed_modules(files: list[SourceFile], script: Path) -> list[str]:
                 read(f)
             except UsageError:
                 continue
-        keys += [tuple(parts) for call in f.of(ast.Call) if call.args and isinstance(call.args[0], ast.Attribute)
-                 and (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) in IMPORTERS
-                 for parts in [(patterns.dotted(call.args[0]) or "").split(".")[1:]] if parts]
+        keys += [key for call in f.of(ast.Call) for key in [configured_key(call)] if key]
     if not keys:
         return []
     bodies = yaml_beside(script)
     found: list[str] = []
     for key in dict.fromkeys(keys):
-        values = config_values(script, bodies, key, files[0].hydra_configs) or set()
-        found += [v for v in sorted(values)[:8] if isinstance(v, str) and v not in found
-                  and all(part.isidentifier() for part in v.split("."))]
+        found += [n for n in module_names(config_values(script, bodies, key, files[0].hydra_configs))
+                  if n not in found]
     return found
+
+
+def configured_key(call: ast.Call) -> tuple:
+    """The config key path `import_module(cfg.TRAINER.FILE)` loads a module by: ("TRAINER",
+    "FILE"); () for any other call."""
+    if not (call.args and isinstance(call.args[0], ast.Attribute) and
+            (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) in IMPORTERS):
+        return ()
+    return tuple((patterns.dotted(call.args[0]) or "").split(".")[1:])
 
 
 def _config_module(name: str, roots: list[Path], seen: set, texts: Optional[dict[Path, str]]) -> Optional[SourceFile]:

@@ -1112,3 +1112,11 @@ if __name__ == "__main__":
 def test_names_bound_by_a_loop_a_nested_def_a_local_import_or_a_lambda_are_defined(tmp_path):
     (tmp_path / "train.py").write_text(BOUND_EVERY_WAY.lstrip("\n"))
     assert gather(str(tmp_path / "train.py")).undefined_call is None
+
+
+def test_a_script_that_makes_its_names_at_run_time_is_not_said_to_call_an_undefined_one(tmp_path):
+    # (`globals().update(...)`: the names no statement binds are there when it runs)
+    code = UNDEFINED.replace("{import_line}", "import helpers\nglobals().update(vars(helpers))")
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    (tmp_path / "train.py").write_text(code.lstrip("\n"))
+    assert gather(str(tmp_path / "train.py")).undefined_call is None
