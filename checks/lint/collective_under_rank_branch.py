@@ -28,8 +28,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         the script chooses a state dict type itself, only inside `with FSDP.state_dict_type(
         model, StateDictType.FULL_STATE_DICT)`; not on the side of `isinstance(model, FSDP)`
         where the model is none; also a model a helper returns after wrapping its parts under
-        `with enable_wrap(wrapper_cls=FSDP):`, whose state_dict runs every unit's) and its
-        `generate()` (the wrapped units' forwards),
+        `with enable_wrap(wrapper_cls=FSDP):`, whose state_dict runs every unit's), its
+        `generate()` (the wrapped units' forwards) and `FSDP.summon_full_params(model)` (an
+        all-gather of every rank's shard, `rank0_only=True` too),
         the backward of a loss computed through a DDP model (a rank-0
         learning-rate finder on the wrapper: its hooks all-reduce every gradient bucket; not
         under `no_sync()`, and a side that also trains through the wrapper pairs with it),
@@ -50,7 +51,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         nested function and the one it is defined in (rank 0 signals from a closure with
         `if rank == 0: broadcast(flag)`, the others answer in the enclosing `else:` loop).
         Nor is a rank test that can only hold in a run of one process (`if not distributed
-        and device_id > 0: return`, `world_size == 1`): every distributed rank goes on.
+        and device_id > 0: return`, `world_size == 1`): every distributed rank goes on; nor a
+        check that the launch gave each process a GPU (`if local_rank >= torch.cuda.
+        device_count(): return`), the same answer on every rank of a launch that fits its node.
         Rank tests are followed by data flow, scope by scope: a helper returning one
         (`is_master(args)`), a flag assigned from one, `self.gpu_id` set from mp.spawn's
         process index, an object that exists on one rank only (`if saver is not None:`).

@@ -39,7 +39,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a `break` (or a `return`) of a loop taken inside a rank test in that loop (`if rank == 0:` ...
           `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
-          further test decides the break).
+          further test decides the break, or a store_true switch on the way to it names the run:
+          `if args.early_stopping:`; an error where that test is how the run stops - a step
+          count the pass steps up, `epoch - best_epoch > patience` with `best_epoch = epoch` on
+          the improving pass).
         The same for a script whose model is FSDP (FSDP1's class or FSDP2's `fully_shard`)
         and not DDP: its forward all-gathers and its backward reduce-scatters, so a rank that
         skips either strands the others as a skipped DDP backward does.

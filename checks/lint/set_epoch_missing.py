@@ -21,8 +21,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         (`trainer.run(train_loader, max_epochs=n)`) is read epoch after epoch: the Engine
         sets no sampler's epoch itself (an `Events.EPOCH_STARTED` handler does). Not an evaluation
         loader's: one no backward reads, its loops running with gradients off, or built by
-        an evaluation builder and read by no training loop; the order of an evaluation
-        changes no result (and `set_epoch(0)` there pins it on purpose). Nor a loader handed
+        an evaluation builder and read by no training loop, or one no backward reads beside
+        the loader that trains (an analysis pass over the training set every few epochs); the
+        order of an evaluation changes no result (and `set_epoch(0)` there pins it on purpose). Nor a loader handed
         to `accelerator.prepare`: Accelerate's loader sets the epoch of the sampler it wraps
         at the start of every pass.
 

@@ -26,11 +26,12 @@ MAX_DEPTH = 6  # calls followed from a guarded block to the collective
 SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distributed|fsdp|ddp|deepspeed|use_dist|multi_gpu)$"
                     # a flag spelled `dist` (`def build(cfg, dist):`, `opt.dist`), not `min_dist`
                     r"|^not (?:[\w.]*\.)?(?:is_|do_)?dist$"
-                    r"|world_size == 1$"
+                    # (asked of the helper too: `get_world_size() == 1`, DFM-LC's save)
+                    r"|world_size(?:\(\))? == 1$"
                     # the `else:` of `if world_size > 1:` (VISTA3D), `world_size <= 1`, `< 2` (not
                     # `n_gpu > 1`: HF scripts count one process's GPUs there, DataParallel's)
-                    r"|^not \(?[\w.]*world_size > 1\)?$"
-                    r"|world_size (?:<= 1|< 2)$"
+                    r"|^not \(?[\w.]*world_size(?:\(\))? > 1\)?$"
+                    r"|world_size(?:\(\))? (?:<= 1|< 2)$"
                     # the `else:` of `if dist.is_initialized():` (HydraGNN), of `if dist.is_available()
                     # and dist.is_initialized():`: no process group there
                     r"|^not \(?(?:[\w.]*is_available\(\) and )?[\w.]*is_initialized\(\)\)?$"

@@ -328,7 +328,11 @@ class LoaderFacts:
                 and bool(self._ddp_names) and not self._trains(fn, name, call=call, among=self._ddp_names),
                 no_grad_read=not trains and bool(name) and bool(re.search(r"train", name, re.IGNORECASE))
                 and self._trains(fn, name, call=call, among=self._no_grad_names()),
-                train_named=for_training or bool(TRAIN_NAME.search(f"{name} {dataset_text} {builder}")),
+                # (and a builder's own `loader` its callers bind as `train_loader = build_dataloader(
+                # train_set, ...)`: semseg_benchmark's one builder for both loaders)
+                train_named=for_training or bool(TRAIN_NAME.search(f"{name} {dataset_text} {builder}")) or (
+                    bool(name) and not isinstance(fn.node, ast.Module)
+                    and any(TRAIN_NAME.search(n) for n in self._names_outside(fn, name) - {name})),
                 unseen_options=any(kw.arg is None for kw in call.keywords) and sampler is None
                 and not _spread_without_sampler(self.program, call, fn),
                 handed_to_framework=bool({name, last_name(dataset) if dataset is not None else ""}
@@ -936,6 +940,28 @@ class LoaderFacts:
                     evaluating.update(name for _, name in self._iterated_names_of(c.args[0], fn))
         self._evaluating = (evaluating, other)
         return self._evaluating
+
+    def _read_without_backward(self, names: set[str]) -> bool:
+        """Every loop over (or `iter()` of) the loader these names hold sits in a function that
+        runs no backward anywhere, a few calls down included: what it reads trains nothing."""
+        quiet, other = self._backward_free_reads()
+        return bool(names & quiet) and not names & other
+
+    def _backward_free_reads(self) -> tuple[set[str], set[str]]:
+        """(the names read only in functions without a backward, the names read elsewhere)."""
+        if hasattr(self, "_backward_free"):
+            return self._backward_free
+        quiet: set[str] = set()
+        other: set[str] = set()
+        for fn in self.functions:
+            read = {name for node, _ in _fn_loops(fn) if isinstance(node, (ast.For, ast.AsyncFor))
+                    for _, name in self._iterated_names(node, fn)}
+            read |= {name for c in fn.own_calls if isinstance(c.func, ast.Name) and c.func.id == "iter" and c.args
+                     for _, name in self._iterated_names_of(c.args[0], fn)}
+            if read:
+                (other if any(self._may_backward(c, fn) for c in fn.own_calls) else quiet).update(read)
+        self._backward_free = (quiet, other)
+        return self._backward_free
 
     def _no_grad_names(self) -> set[tuple[int, str]]:
         """(function, name) pairs that loops inside `with torch.no_grad():` (or under a no-grad
@@ -1566,10 +1592,13 @@ class LoaderFacts:
                 if not rname and isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Constant) \
                         and isinstance(receiver.slice.value, str):
                     rname = receiver.slice.value  # `loaders["train_sampler"].set_epoch(epoch)`
+                # (`other_loader.sampler.set_epoch(e)` sets that loader's sampler, whatever its name)
+                elsewhere = _another_loaders(program, receiver, sfn, fed or loader_name, loader_at, by_line)
                 by_sampler_name = (rname in ("sampler", "batch_sampler", "train_sampler")
-                                   or (dotted(receiver) or "").endswith(".sampler")) \
-                    and not _another_loaders(receiver, fed or loader_name, loader_at, by_line)
-                ok = (own and rname == own) or by_sampler_name \
+                                   or (dotted(receiver) or "").endswith(".sampler")) and not elsewhere
+                if _another_sampler_here(program, receiver, sfn, call):
+                    continue
+                ok = (own and rname == own and not elsewhere) or by_sampler_name \
                     or any(v is call for v, _ in program.values_of(receiver, sfn)) \
                     or (isinstance(receiver, ast.Name)
                         and any(v is call for v, _ in program.unpacked(receiver.id, sfn))) \
@@ -1632,6 +1661,13 @@ class LoaderFacts:
                 # the loader's own facts: an evaluation loader no training loop reads (OLMo); also
                 # one built in a loop over evaluation sets (`test_sampler` per benchmark) by a
                 # function that runs once
+                across = False
+            if across and feeds is not None and not feeds.trains and feeds.name and not TRAIN_NAME.search(feeds.name) and \
+                    any(f.trains for f in loaders if f is not feeds) and \
+                    not any(self._trains(fn, n) for n in names) and self._read_without_backward(names):
+                # a loader no backward reads, beside the one the training loop does (an analysis
+                # pass over the training set every few epochs, DDP-for-NC's `analysis_loader`):
+                # its passes visit every sample whatever the order
                 across = False
             if across and feeds is None and names and all(EVAL_NAME.search(n) and not TRAIN_NAME.search(n)
                                                           for n in names) \
@@ -2234,16 +2270,48 @@ def _slicing(node: ast.AST) -> bool:
 _PASSING = {"iter", "RepeatingLoader", "cycle"}
 
 
-def _another_loaders(receiver: ast.AST, loader_name: str, loader_at, by_line: dict) -> bool:
+def _another_sampler_here(program, receiver: ast.AST, fn: Function, sampler: ast.Call) -> bool:
+    """`sampler.set_epoch(epoch)` where fn binds `sampler` itself, only to DistributedSamplers it
+    builds, none of them this one: a name two trainers share (puzzle's pretrain.py sets the epoch
+    of its own `sampler`, train.py's is never set) says nothing across functions."""
+    if receiver.__class__ is not ast.Name or receiver.id in fn.params or receiver.id in fn.kwonly:
+        return False
+    mine = [value for _, value, scope in program.lookup(receiver.id, fn) if scope is fn]
+    return bool(mine) and all(v.__class__ is ast.Call and last_name(v.func) == "DistributedSampler" for v in mine) \
+        and not any(v is sampler for v in mine)
+
+
+def _another_loaders(program, receiver: ast.AST, fn: Function, loader_name: str, loader_at, by_line: dict) -> bool:
     """`data_loader.sampler.set_epoch(e)` where `data_loader` is the name of another loader the
-    script builds, not this sampler's (DISTL's labelled-data `l_sampler` is never set)."""
+    script builds, not this sampler's (DISTL's labelled-data `l_sampler` is never set). Where
+    it is a parameter, the names the callers hand it decide (LSR-MP's `train_epoch(self,
+    loader)`, called with `self.train_loader`): a name of its own says nothing."""
     if not (isinstance(receiver, ast.Attribute) and receiver.attr in ("sampler", "batch_sampler")
             and isinstance(receiver.value, ast.Name)):
         return False
     holder = receiver.value.id
     if loader_at is None or not loader_name:
         return False  # the sampler's own loader unknown here (built by a helper it is handed to)
-    return holder != loader_name and any(f.name == holder and f.location != loader_at for f in by_line.values())
+    others = {f.name for f in by_line.values() if f.location != loader_at}
+    # (`ds, train_loader = get_dataset_and_loaders(args)` whose helper returns this loader as
+    # `data_loader`: the name the caller unpacks it to, EncoderKD's main)
+    for held, scope in program.unpacked(holder, fn):
+        for value, where in program.values_of(held, scope, 2):
+            if value.__class__ is ast.Call and loader_at == loc(where, value):
+                return False
+    # (a loader fn builds itself under that name: the one it built, wherever another function
+    # builds one of the same name - puzzle's two trainers' `train_loader`)
+    mine = [value for _, value, scope in program.lookup(holder, fn) if scope is fn]
+    built = [by_line.get((fn.file.display, v.lineno)) for v in mine if v.__class__ is ast.Call]
+    if mine and len(built) == len(mine) and all(f is not None for f in built):
+        return all(f.location != loader_at for f in built)
+    if holder in fn.params or holder in fn.kwonly:
+        handed = {last_name(v) for depth in (1, 2) for v, _ in program.values_of(receiver.value, fn, depth)}
+        handed.discard(holder)
+        if loader_name in handed or not handed:
+            return False
+        return all(h in others for h in handed)
+    return holder != loader_name and holder in others
 
 
 def _returned_alone(fn: Function, name: str) -> bool:

@@ -311,7 +311,12 @@ def save_path(call: ast.Call, how: str) -> Optional[ast.AST]:
 # FSDP's gathers of a full optimizer state (torch.distributed.fsdp's static methods): collective
 # on every rank. (torch.distributed.checkpoint.state_dict's getters gather only for a sharded
 # model, which the source shows by a flag the lint does not carry: open_clip's `if fsdp_enabled:`.)
-FSDP_GATHERS = frozenset({"optim_state_dict", "full_optim_state_dict", "sharded_optim_state_dict"})
+# `FSDP.summon_full_params(model)` too: it all-gathers every rank's shard, `rank0_only=True`
+# included (torch documents that every rank must call it; NeuronSpark's rank-0 dashboard hung).
+FSDP_GATHERS = frozenset({"optim_state_dict", "full_optim_state_dict", "sharded_optim_state_dict",
+                          "summon_full_params"})
+
+
 def _under_full_state_dict(program: Program, call: ast.Call, fn: Function) -> bool:
     """`with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, ...): model.state_dict()`:
     in that context an FSDP model's state_dict all-gathers every rank's shard."""
@@ -499,10 +504,14 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # the library's loop: DDP's forwards and backwards, and the gathers of its evaluation,
         # on every rank the launch started
         return f"{text(call.func, 40)}() (a Hugging Face Trainer's loop runs collectives on every rank)"
-    wrapped = ddp_model(program, call, fn)
+    # `model.forward(x)` on the wrapper is the wrapper's forward, as `model(x)` is (spkver's
+    # `self.__model__.forward(inp)` in a rank-0 evaluation)
+    called = ast.copy_location(ast.Call(func=call.func.value, args=call.args, keywords=call.keywords), call) \
+        if name == "forward" and receiver is not None else call
+    wrapped = ddp_model(program, called, fn)
     if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
         return through_grad_off(program, f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}", call, fn)
-    if wrapped is None and _fsdp_model(program, call, fn):
+    if wrapped is None and _fsdp_model(program, called, fn):
         return f"{FSDP_FORWARD} {text(call.func, 40)}() (all-gathers the sharded parameters)"
     if name == "backward" and receiver is not None and _through_ddp(program, _loss_of(receiver), fn, 3) \
             and not _in_no_sync(program, call, fn):
@@ -1062,8 +1071,10 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                     return wrapped
                 # `model, optimizer, loader = build(args)` where build returns the wrapped
                 # model first: that element of the tuples the helper returns
-                if isinstance(value, ast.Name):
-                    for held, where in program.unpacked(value.id, scope):
+                unpacked = program.unpacked(value.id, scope) if isinstance(value, ast.Name) else \
+                    program.unpacked_attribute(value.attr, scope) if _self_attribute(value) else ()
+                if unpacked:
+                    for held, where in unpacked:
                         for inner, place in program.values_of(held, where, 2):
                             wrapped = _ddp_made(program, inner, place)
                             if wrapped is not None:
@@ -1088,7 +1099,17 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                     wrapped = wrapped or _ddp_made(program, arg, caller)
             if wrapped is not None:
                 return wrapped
+        # `self.model, self.optimizer = self.loading()` with loading() returning the wrapped
+        # model first (signdagc's Processor)
+        for value, scope in program.unpacked_attribute(func.attr, fn):
+            wrapped = _ddp_made(program, value, scope)
+            if wrapped is not None:
+                return wrapped
     return None
+
+
+def _self_attribute(node: ast.AST) -> bool:
+    return node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self"
 
 
 # Module methods that return the module itself: `model = model.train()` keeps the DDP wrapper.

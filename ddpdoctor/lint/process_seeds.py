@@ -183,9 +183,8 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
             # `if local_rank == 0: torch.manual_seed(20)` (rank 0's evaluation set-up): the other
             # ranks keep the seeds torch drew for their processes, apart from rank 0's
             verdict = _PER_RANK
-        if reach is not None and fn not in reach and not _on_import(fn, call, program) and not (
-                _calls_directly(builder, fn, spawned)
-                and _on_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program)):
+        if reach is not None and fn not in reach and not _on_import(fn, call, program) and \
+                not _seeds_direct_path(builder, fn, call, spawned, 3):
             # the launcher's own seeding: the spawned ranks start from their own (on its direct
             # path, counted only where the launcher seeds whatever the options)
             continue
@@ -200,6 +199,20 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
             continue  # a method of a live class that nothing calls (a model's `check_sample()` test)
         found.append((fn, call, verdict))
     return found
+
+
+def _seeds_direct_path(builder: Builder, fn: Function, call: ast.Call, spawned: list, depth: int) -> bool:
+    """The launcher's seeding call, on the way by default, in a function that also runs the
+    spawn target itself (_calls_directly), or in a helper such a function calls (RTM3D's
+    `configure()` -> `utils.init_seeds(20)` -> `torch.manual_seed(seed)`, then `main_worker(...)`
+    on the torchrun path): there the process that seeded is the rank."""
+    if not _on_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), builder.program):
+        return False
+    if _calls_directly(builder, fn, spawned):
+        return True
+    return depth > 0 and any(
+        event.kind == "call" and _seeds_direct_path(builder, caller, event.node, spawned, depth - 1)
+        for caller, event in builder.callers().get(fn, [])[:4])
 
 
 def _calls_directly(builder: Builder, fn: Function, spawned: list) -> bool:

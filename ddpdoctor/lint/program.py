@@ -954,9 +954,31 @@ class Program:
                 for position, each in enumerate(names):
                     if each is not None and names.index(each) == position:
                         sites.setdefault(each, []).append((node, position, len(names)))
+        return self._elements([(node, i, w, fn) for node, i, w in sites.get(name, ())])
+
+    def unpacked_attribute(self, attr: str, fn: Function) -> list[tuple[ast.AST, Function]]:
+        """What `self.<attr>` holds where a method of fn's class binds it by unpacking a call
+        (`self.model, self.optimizer = self.loading()`, signdagc's Processor): that element of
+        the tuples the callee returns, as unpacked() reads a name."""
+        sites = []
+        for method in (fn.cls.methods.values() if fn.cls is not None else ()):
+            for node in method.own:
+                if node.__class__ is ast.Assign and len(node.targets) == 1 and \
+                        isinstance(node.targets[0], (ast.Tuple, ast.List)) and _unpacked_sides(node.value):
+                    elts = node.targets[0].elts
+                    if any(isinstance(t, ast.Starred) for t in elts):
+                        continue
+                    sites += [(node, i, len(elts), method) for i, t in enumerate(elts)
+                              if t.__class__ is ast.Attribute and t.attr == attr
+                              and t.value.__class__ is ast.Name and t.value.id == "self"]
+        return self._elements(sites)
+
+    def _elements(self, sites: list) -> list[tuple[ast.AST, Function]]:
+        """(assignment, position, width, its function) -> the values at that position of what
+        the assigned side gives."""
         out = []
         # (`train_tf, val_tf = build(n) if given is None else given`: each side that is a call)
-        for value, index, width in [(v, i, w) for node, i, w in sites.get(name, ()) for v in _unpacked_sides(node.value)]:
+        for value, index, width, fn in [(v, i, w, f) for node, i, w, f in sites for v in _unpacked_sides(node.value)]:
             if value.__class__ is ast.Subscript:
                 # `config_class, model_class, tok = MODEL_CLASSES[args.model_type]`: that element
                 # of every row of a table of tuples (a dict or list the source spells)
@@ -2382,6 +2404,15 @@ class Program:
                 # (or a class's own: `mp.spawn(Trainable._worker, ...)`, a staticmethod)
                 target = self._callee_symbol(node, fn)
                 return [target] if isinstance(target, Function) else []
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
+            # `import runners.ddp_runner` then `mp.spawn(runners.ddp_runner.train, ...)` (NCSNv2's
+            # DDP launcher): a function of a local submodule, named through its package, as a
+            # call of it is resolved
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in fn.module.imports and not self.lookup(root.id, fn):
+                return [t for t in self.resolve(node, fn)[0] if isinstance(t, Function)]
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
             # `mp.spawn(Trainer(args).train, ...)`: a method of an object made in place (IDDM)
             klass = self.callee(node.value.func, fn)

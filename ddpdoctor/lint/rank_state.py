@@ -24,8 +24,9 @@ from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
+from ddpdoctor.lint.defaults import declared_off
 from ddpdoctor.lint.fact_builder import _single_process, never_true
-from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
+from ddpdoctor.lint.nodes import PROCESS_EXITS, key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      dotted, is_const, loader_call, text)
@@ -1131,6 +1132,12 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                          "dist.new_group(), as torch documents")
         if around is not None and not _counted_stop(builder.program, around.test, fn, loop):
             notes.append(_side_said(around, leave[1]))
+        # `if args.early_stopping: stopper(loss); if stopper.early_stop: break` with the option a
+        # store_true: the exit is on a run the user asks for by name (spkver's trainer)
+        switch = next((t for t in _tests_on_the_way(stmt, leave[1])
+                       if declared_off(text(t), builder.program)), None)
+        if switch is not None:
+            notes.append(f"`{text(switch)}` is set")
         if not skipping and not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
                 and _few_passes(builder, fn, loop):
             # All the work the others stay for comes before the exit: they wait only in a next
@@ -1165,7 +1172,18 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
         reset = {t.id for n in walk(loop) if n.__class__ is ast.Assign for target in n.targets
                  for t in (target.elts if target.__class__ in (ast.Tuple, ast.List) else [target])
                  if t.__class__ is ast.Name}
-        return any(part.__class__ is ast.Name and part.id in stepped & reset for part in (test.left, *test.comparators))
+        if any(part.__class__ is ast.Name and part.id in stepped & reset for part in (test.left, *test.comparators)):
+            return True
+        # `epoch - best_epoch > patience` where the loop's own variable is `epoch` and the pass that
+        # improves sets `best_epoch = epoch` (TASVARM's executor): the same count, written as a gap
+        gap = test.left
+        counter = loop.target.id if loop.__class__ in (ast.For, ast.AsyncFor) and \
+            loop.target.__class__ is ast.Name else None
+        return counter is not None and gap.__class__ is ast.BinOp and gap.op.__class__ is ast.Sub and \
+            gap.left.__class__ is ast.Name and gap.left.id == counter and gap.right.__class__ is ast.Name and \
+            test.ops[0].__class__ in (ast.Gt, ast.GtE) and any(
+                n.__class__ is ast.Assign and n.value.__class__ is ast.Name and n.value.id == counter
+                and any(t.__class__ is ast.Name and t.id == gap.right.id for t in n.targets) for n in walk(loop))
     if not (test.__class__ is ast.Attribute and test.value.__class__ is ast.Name):
         return False
     klass = program.class_of(test.value, fn)
@@ -1216,11 +1234,13 @@ def _counted_to_its_bound(builder: Builder, fn: Function, loop: ast.AST, test: a
 
 
 def _steps_up(stmts: list, counter: str) -> bool:
-    """`counter += 1` among the statements, not under a test (inside a `with` or `try` it is)."""
+    """`counter += 1` among the statements, not under a test (inside a `with` or `try` it is,
+    and inside the loop over the batches each pass runs: urban_seg's `while True:` around
+    `for image, label in loader: ...; step += 1`)."""
     for stmt in stmts:
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and dotted(stmt.target) == counter:
             return True
-        if isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and _steps_up(stmt.body, counter):
+        if isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try, ast.For, ast.AsyncFor)) and _steps_up(stmt.body, counter):
             return True
     return False
 
@@ -1354,14 +1374,36 @@ def _single_part(builder: Builder, test: ast.AST) -> bool:
                            builder.wraps_ddp())
 
 
-# The calls that end the process: a rank that takes one leaves every loop it is in.
-PROCESS_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
-
-
 def _exits(stmt: ast.stmt) -> bool:
     """`quit()`, `sys.exit(0)`, `os._exit(1)` as a statement of its own."""
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
         dotted(stmt.value.func) in PROCESS_EXITS
+
+
+def _tests_on_the_way(stmt: ast.If, leave: ast.stmt) -> list[ast.AST]:
+    """The tests of the plain `if`s inside stmt that the way down to leave passes through."""
+    found: list = []
+
+    def down(body: list) -> bool:
+        for each in body:
+            if each is leave:
+                return True
+            if isinstance(each, ast.If):
+                for side in (each.body, each.orelse):
+                    if down(side):
+                        if side is each.body:
+                            found.insert(0, each.test)
+                        return True
+            elif isinstance(each, (ast.With, ast.AsyncWith, ast.Try)):
+                parts = [each.body] if not isinstance(each, ast.Try) else \
+                    [each.body, *(h.body for h in each.handlers), each.orelse, each.finalbody]
+                if any(down(part) for part in parts):
+                    return True
+        return False
+
+    down(stmt.body)
+    down(stmt.orelse)
+    return found
 
 
 def _break_in(body: list, around: Optional[ast.If] = None, leaves: tuple = (ast.Break,)) -> Optional[tuple]:

@@ -73,6 +73,8 @@ GPUS_PER_NODE_MAX = 16
 # Functions that start one process per rank, the first argument of the target being its index.
 SPAWNERS = {"spawn", "start_processes"}
 # What a rank is compared with when the test is about the job's size (`if rank >= size: return`).
+# What a list of the node's devices is called (`len(visible_devices)`, `len(args.gpus)`)
+DEVICE_WORDS = re.compile(r"device|gpu|CUDA_VISIBLE", re.IGNORECASE)
 WORLD_NAMES = frozenset({"world_size", "size", "world", "nprocs", "num_procs", "n_procs", "nranks", "num_ranks"})
 
 
@@ -456,6 +458,15 @@ class RankFlow:
             return True
         return isinstance(node, ast.Name) and any(said(v) for v, _ in self.program.values_of(node, fn, 2))
 
+    def _device_count(self, node: ast.AST, fn: Function) -> bool:
+        """The number of devices the node shows: `torch.cuda.device_count()`, `len()` of a list of
+        devices or GPUs (`CUDA_VISIBLE_DEVICES` split), or a name given one."""
+        said = lambda n: isinstance(n, ast.Call) and (last_name(n.func) == "device_count" or (
+            last_name(n.func) == "len" and len(n.args) == 1 and DEVICE_WORDS.search(text(n.args[0], 200))))
+        if said(node):
+            return True
+        return isinstance(node, ast.Name) and any(said(v) for v, _ in self.program.values_of(node, fn, 2))
+
     def _asks_the_group(self, value: ast.AST, fn: Function) -> bool:
         """`dist.get_rank()`, or a name bound only to it: the job's rank as the group tells it."""
         found = [value] if not isinstance(value, ast.Name) else [v for v, _ in self._values(value, fn) or ()]
@@ -751,6 +762,11 @@ class RankFlow:
         # rank >= world_size / rank < world_size: no rank reaches the world's size (CAGNet's
         # `if rank >= size: return` guards a process the launch never starts): the same everywhere
         if isinstance(op, (ast.GtE, ast.Lt)) and self._world_size(right, fn):
+            return None
+        # local_rank >= torch.cuda.device_count() / >= len(visible_devices): a check that the
+        # launch gave each process a GPU (Fast-DDPM-3D's set-up returns to one-GPU mode there),
+        # the same answer on every rank of a launch that fits its node, not a role of some ranks
+        if isinstance(op, (ast.GtE, ast.Lt)) and self._device_count(right, fn):
             return None
         if isinstance(right, (ast.List, ast.Tuple, ast.Set)):
             if all(is_const(e, -1, None) for e in right.elts):

@@ -16,8 +16,8 @@ from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
-from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, walk
-from ddpdoctor.lint.patterns import RankTest, last_name, text
+from ddpdoctor.lint.nodes import PROCESS_EXITS, TERMINATORS, children, param_defaults, walk
+from ddpdoctor.lint.patterns import RankTest, dotted, last_name, text
 
 Function = Any  # lint/program.Function (program imports this module, not the reverse)
 Program = Any  # lint/program.Program
@@ -103,6 +103,36 @@ def _crashes(stmt: ast.stmt) -> bool:
     exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
     name = exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")
     return name != "SystemExit"
+
+
+def _never_returns(program, call: ast.Call, fn) -> bool:
+    """The call runs local functions only, each of which ends the process or raises on every
+    way through it: no `return` in it, and its body's last statement an exit or a raise."""
+    if call.func.__class__ is ast.Name and call.func.id in PROCESS_EXITS:
+        return False  # (said where it stands: the exits the rules read as a statement of their own)
+    targets = program.resolve(call.func, fn)[0]
+    return bool(targets) and all(_ends_the_process(t) for t in targets)
+
+
+def _ends_the_process(target) -> bool:
+    memo = target.__dict__.get("_ends_process")
+    if memo is None:
+        body = getattr(target.node, "body", None)
+        last = body[-1] if isinstance(body, list) and body else None
+        memo = last is not None and not isinstance(target.node, (ast.Module, ast.ClassDef)) and (
+            (last.__class__ is ast.Raise and last.exc is not None and not _abstract(last)) or (
+                last.__class__ is ast.Expr and last.value.__class__ is ast.Call
+                and dotted(last.value.func) in PROCESS_EXITS)) and \
+            not any(n.__class__ is ast.Return or n.__class__ is ast.Yield for n in target.own)
+        target.__dict__["_ends_process"] = memo
+    return memo
+
+
+def _abstract(stmt: ast.Raise) -> bool:
+    """`raise NotImplementedError(...)`: a base class's stub, which a subclass the source may not
+    show replaces - no proof that the call ends anything."""
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return (last_name(exc) or "") == "NotImplementedError"
 
 
 def _plain_test(node: ast.AST) -> ast.AST:
@@ -227,6 +257,11 @@ class Walker:
             self.stmt(stmt, guards, loops)
             if isinstance(stmt, (ast.Raise, ast.Return, ast.Continue, ast.Break)):
                 return  # what follows in this block never runs (relora's retired save helper)
+            if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call and \
+                    _never_returns(self.program, stmt.value, self.fn):
+                # `trainer.backup_session(sig, None)` whose body ends in `exit(1)` (3DC-Seg's
+                # interrupt handler): the `synchronize()` after it in rank 0's branch never runs
+                return
             if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
                     isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)) and \
                     self.program.ranks.guard(stmt.test, self.fn) is None:

@@ -151,6 +151,15 @@ def _params(fn: ast.AST) -> list[str]:
     return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
 
 
+def _worker_id(params: list[str]) -> Optional[str]:
+    """The parameter a worker_init_fn gets the worker id in: the first, or the one after `self`
+    where a bound method is handed (`worker_init_fn=self.init_fn`, signdagc's
+    `def init_fn(self, worker_id)`)."""
+    if params[:1] in (["self"], ["cls"]):
+        params = params[1:]
+    return params[0] if params else None
+
+
 class _Judge:
     """Whether a seed value is the same on every rank (_GLOBAL), may differ (_UNKNOWN), or does
     (_PER_RANK), from where its names were bound. `bound`: what functools.partial bound to the
@@ -215,7 +224,7 @@ class _Judge:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 params = _params(scope)
                 if name in params:
-                    if innermost and name == params[0] and self.worker_init:
+                    if innermost and name == _worker_id(params) and self.worker_init:
                         return _GLOBAL  # the worker id: the same ids on every rank
                     if innermost and name in self.bound:
                         return self.value(self.bound[name], self.bound_scope, depth + 1)

@@ -38,7 +38,7 @@ data = TensorDataset(torch.randn(8, 2))
 loader = DataLoader(data, batch_size=2, sampler=DistributedSampler(data))
 for epoch in range(2):
     for batch in loader:
-        pass
+        batch[0].sum().backward()
 torch.save({}, "ckpt.pt")
 """
 

@@ -354,4 +354,6 @@ def test_a_validation_sampler_built_alike_on_every_call_needs_no_set_epoch(tmp_p
 
 def test_a_validation_sampler_built_from_what_differing_calls_give_is_still_judged(tmp_path):
     found, _ = lint(tmp_path, SPAWNED_AND_CALLED.format(given="other"))
-    assert [f.location.line for f in found if f.code == "DDP804"] == [19, 21]
+    # (session 48: judged, and its loader is read only by `test()`, which runs no backward, beside
+    # the training loader that does: an evaluation's order changes no result - not reported)
+    assert [f.location.line for f in found if f.code == "DDP804"] == [19]
