@@ -150,10 +150,25 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
         for item in stmts:
             for attr in _self_attrs(item.node):
                 assigned.setdefault(attr, []).append((fn, item, _ranked(item) or only))
+        handed: set[str] = set()
         for node in fn.own:
             if isinstance(node, ast.Call) and builder.program.collective(node, fn):
-                shared.update(n.attr for arg in [*node.args, *(k.value for k in node.keywords)]
-                              for n in walk(arg) if isinstance(n, ast.Attribute))
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    shared.update(n.attr for n in walk(arg) if isinstance(n, ast.Attribute))
+                    if isinstance(arg, ast.Name) and arg.id != "self":
+                        # `box = [self.stop if self.is_rank_zero else None]`, then
+                        # `dist.broadcast_object_list(box, 0)`: the field the list carries
+                        handed.add(arg.id)
+                        shared.update(_carried_fields(v) for _, v in fn.bindings.get(arg.id, ()))
+        if handed:
+            # `self.stop = box[0]` after the broadcast: the field takes the value every rank got
+            # (ljm565's NMT trainer)
+            shared.update(t.attr for node in fn.own if isinstance(node, ast.Assign)
+                          and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
+                          and node.value.value.id in handed
+                          for t in node.targets if isinstance(t, ast.Attribute)
+                          and isinstance(t.value, ast.Name) and t.value.id == "self")
+        shared.discard("")
     owned = {fn for fn, _ in methods}
     local = {}
     flagged = set()  # set only to a constant under a further test: whether that test ever holds
@@ -220,6 +235,18 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
             "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
             ", and ".join(notes), given=tests[-1].given if tests else ""))
     return found
+
+
+def _carried_fields(value: ast.AST) -> str:
+    """The `self.<field>` a one-item list or tuple carries (`[self.stop]`, `[self.stop if
+    self.is_rank_zero else None]`: the field, not the test that picks it); "" otherwise."""
+    if not (isinstance(value, (ast.List, ast.Tuple)) and len(value.elts) == 1):
+        return ""
+    item = value.elts[0]
+    if isinstance(item, ast.IfExp):
+        item = item.body
+    return item.attr if isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name) \
+        and item.value.id == "self" else ""
 
 
 def _held_object_reads(builder: Builder, fn: Function, test: ast.AST, klass, local: dict, owned: set) -> list[str]:
@@ -568,7 +595,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # `start = load_step(path, 0)` where load_step returns what it sets under a rank test
         # (rank 0 reads the saved step): the caller's name is as rank-local as the helper's
         items[:] = [_through_helper(builder, fn, i, name) or _field_through_method(builder, fn, i, name)
-                    or _under_value_test(i, shared) or i for i in items]
+                    or (None if _both_sides_alike(fn, i) else _under_value_test(i, shared)) or i for i in items]
     local: dict[str, _Stmt] = {}
     ranked_of: dict[str, list[_Stmt]] = {}  # every assignment of a local name under a rank test
     relative: set[str] = set()  # also stepped on every rank: the rank's own value carries on
@@ -909,6 +936,22 @@ def _value_skip(fn: Function, item: _Stmt) -> bool:
     return any(node.__class__ is ast.If and node.test is item.tensor and node.body
                and node.body[-1].__class__ in (ast.Continue, ast.Break, ast.Return)
                and any(n is item.node for stmt in node.body for n in walk(stmt)) for node in fn.own)
+
+
+def _both_sides_alike(fn: Function, item: _Stmt) -> bool:
+    """The assignment is written the same on both sides of the value test it sits under (`if
+    loss.item() != 0.0: ...; step += 1` / `else: step += 1`, the stereo trainer's count): the
+    test decides nothing of it."""
+    if item.tensor is None:
+        return False
+    said = text(item.node)
+    for node in fn.own:
+        if node.__class__ is ast.If and node.test is item.tensor and node.orelse:
+            sides = [side for side in (node.body, node.orelse) if any(s is item.node for s in side)]
+            if sides:
+                other = node.orelse if sides[0] is node.body else node.body
+                return any(s.__class__ is item.node.__class__ and text(s) == said for s in other)
+    return False
 
 
 def _under_value_test(item: _Stmt, shared: set) -> Optional[_Stmt]:

@@ -369,6 +369,14 @@ class RankFlow:
                       if not (isinstance(v, ast.Constant) and self._on_the_single_side(v, scope))]
             if stores and all(self.is_rank(v, scope, depth - 1) for v, scope in stores):
                 return True
+        if isinstance(node, ast.Attribute) and depth > 0 and _on_self(node.value):
+            # `opts.gpu = opts.local_rank` in the launcher (`else: opts.gpu = 0`), read as
+            # `self.opt.gpu` by the trainer that keeps the options (AFNet): what every store of
+            # that field on an options object gave it, but the constants of the one-process side
+            stores = [(v, scope) for v, scope in self._key_stores().get(("", "." + node.attr), ())
+                      if not (isinstance(v, ast.Constant) and self._on_the_single_side(v, scope))]
+            if stores and all(self.is_rank(v, scope, depth - 1) for v, scope in stores):
+                return True
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Name) and self._spawn_index(node.id, fn):
                 return True
@@ -1244,7 +1252,8 @@ class RankFlow:
 
     def _key_stores(self) -> dict:
         """(the dict's last name, key) -> (value, function) of each `d["key"] = value` in the
-        program, made once."""
+        program, and ("", ".field") -> those of each `options.field = value` (an object other than
+        self), made once."""
         found = self.__dict__.get("_stores")
         if found is None:
             found = self.__dict__["_stores"] = {}
@@ -1256,6 +1265,10 @@ class RankFlow:
                                     and isinstance(target.slice.value, str):
                                 found.setdefault((last_name(target.value) or "", target.slice.value), []).append(
                                     (node.value, fn))
+                            elif target.__class__ is ast.Attribute and target.value.__class__ is ast.Name \
+                                    and target.value.id != "self":
+                                # (`opts.gpu = ...`: a field of an options object, keyed ("", ".gpu"))
+                                found.setdefault(("", "." + target.attr), []).append((node.value, fn))
         return found
 
     def _on_the_single_side(self, value: ast.AST, fn: Function) -> bool:

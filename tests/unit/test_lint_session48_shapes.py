@@ -766,3 +766,140 @@ def test_its_twin_ends_without_the_one_sided_barrier_and_is_judged_clean_not_inc
     found = _package(tmp_path, "print('done')")
     assert [f for f in found if f.code.startswith("DDP8")] == []
     assert unreached(gather(str(tmp_path / "train.py"))) == ([], [])  # judged: not INCOMPLETE (exit 4)
+
+
+# -------------------------------------------------- a stop field broadcast from rank 0 through a list
+BROADCAST_FIELD = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.rank0 = dist.get_rank() == 0
+        self.model = DDP(torch.nn.Linear(2, 1))
+        self.stop, self.best, self.bad = False, None, 0
+
+    def validate(self):
+        score = float(self.model.module(torch.randn(4, 2)).sum())
+        if self.best is None or score < self.best:
+            self.best, self.bad = score, 0
+        else:
+            self.bad += 1
+        self.stop = self.bad > 3
+
+    def train(self):
+        for epoch in range(50):
+            self.model(torch.randn(4, 2)).sum().backward()
+            if self.rank0:
+                self.validate()
+{share}
+            if self.stop:  # the test
+                break
+
+
+if __name__ == "__main__":
+    Trainer().train()
+"""
+SHARE = """            box = [self.stop if self.rank0 else None]
+            dist.broadcast_object_list(box, 0)
+            if not self.rank0:
+                self.stop = box[0]"""
+
+
+def test_a_stop_field_broadcast_from_rank_0_through_a_list_is_every_rank_s(tmp_path):
+    code = BROADCAST_FIELD.replace("{share}", SHARE)
+    assert at(lint_one(tmp_path, code), "DDP809") == []
+
+
+def test_its_twin_never_shares_the_field(tmp_path):
+    code = BROADCAST_FIELD.replace("{share}", "            pass")
+    assert [line for line, _ in at(lint_one(tmp_path, code), "DDP809")] == [line_of(code, "# the test")]
+
+
+# -------------------------------------------------- a count stepped alike on both sides of a value test
+BOTH_SIDES = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(total=100, every=10):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 1))
+    step = 0
+    while True:
+        loss = model(torch.randn(4, 2)).sum()
+        if loss.item() != 0.0:
+            loss.backward()
+            step += 1
+        else:
+            {other}
+        if step % every == 0:  # the test
+            dist.barrier()
+        if step >= total:
+            break
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_count_stepped_on_both_sides_of_a_value_test_is_not_the_value_s(tmp_path):
+    code = BOTH_SIDES.replace("{other}", "step += 1")
+    found = [f for f in lint_one(tmp_path, code) if f.code == "DDP809" and "`step" in f.message]
+    assert found == []
+
+
+def test_its_twin_steps_the_count_on_one_side_only(tmp_path):
+    code = BOTH_SIDES.replace("{other}", "pass")
+    found = [f for f in lint_one(tmp_path, code) if f.code == "DDP809" and "`step" in f.message]
+    assert found != []
+
+
+# -------------------------------------------------- an options field set to the rank, read through the trainer
+OPTIONS_FIELD = """
+import argparse
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, opt):
+        self.opt = opt
+        self.opt.is_master = self.opt.gpu == 0
+        self.model = DDP(torch.nn.Linear(2, 2))
+
+    def save(self):
+        torch.save(self.model.module.state_dict(), "model.pth")  # the save
+
+    def train(self):
+        for epoch in range(3):
+            self.model(torch.randn(4, 2)).sum().backward()
+            if self.opt.is_master:
+                self.save()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default=0)
+    parser.add_argument("--distributed", action="store_true")
+    opts = parser.parse_args()
+    if opts.distributed:
+        dist.init_process_group("gloo", rank=opts.local_rank, world_size=2)
+        opts.gpu = {gpu}
+    else:
+        opts.gpu = 0
+    Trainer(opts).train()
+"""
+
+
+def test_an_options_field_set_to_the_rank_is_a_rank_test_where_the_trainer_reads_it(tmp_path):
+    code = OPTIONS_FIELD.replace("{gpu}", "opts.local_rank")
+    assert at(lint_one(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_sets_the_field_to_a_device_every_rank_shares(tmp_path):
+    code = OPTIONS_FIELD.replace("{gpu}", "0")
+    assert at(lint_one(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
