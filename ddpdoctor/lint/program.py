@@ -960,18 +960,23 @@ class Program:
         """What `self.<attr>` holds where a method of fn's class binds it by unpacking a call
         (`self.model, self.optimizer = self.loading()`, signdagc's Processor): that element of
         the tuples the callee returns, as unpacked() reads a name."""
-        sites = []
-        for method in (fn.cls.methods.values() if fn.cls is not None else ()):
-            for node in method.own:
-                if node.__class__ is ast.Assign and len(node.targets) == 1 and \
-                        isinstance(node.targets[0], (ast.Tuple, ast.List)) and _unpacked_sides(node.value):
-                    elts = node.targets[0].elts
-                    if any(isinstance(t, ast.Starred) for t in elts):
-                        continue
-                    sites += [(node, i, len(elts), method) for i, t in enumerate(elts)
-                              if t.__class__ is ast.Attribute and t.attr == attr
-                              and t.value.__class__ is ast.Name and t.value.id == "self"]
-        return self._elements(sites)
+        if fn.cls is None:
+            return []
+        by_attr = fn.cls.__dict__.get("_unpacked_self")
+        if by_attr is None:  # attr -> its unpacking sites, indexed once per class (asked per `self.x(...)`)
+            by_attr = fn.cls.__dict__["_unpacked_self"] = {}
+            for method in fn.cls.methods.values():
+                for node in method.own:
+                    if node.__class__ is ast.Assign and len(node.targets) == 1 and \
+                            isinstance(node.targets[0], (ast.Tuple, ast.List)) and _unpacked_sides(node.value):
+                        elts = node.targets[0].elts
+                        if any(isinstance(t, ast.Starred) for t in elts):
+                            continue
+                        for i, t in enumerate(elts):
+                            if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == "self":
+                                by_attr.setdefault(t.attr, []).append((node, i, len(elts), method))
+        sites = by_attr.get(attr)
+        return self._elements(sites) if sites else []
 
     def _elements(self, sites: list) -> list[tuple[ast.AST, Function]]:
         """(assignment, position, width, its function) -> the values at that position of what
