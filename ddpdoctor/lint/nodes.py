@@ -159,8 +159,6 @@ def source_lines(lines: list, node: ast.AST) -> str:
 
 # statements after which nothing in the same block runs (the walker, reaching and rank_state read them)
 TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-# the calls that end the process where they stand: a rank that takes one leaves every loop it is in
-PROCESS_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
 
 
 def parse_test(cond: str) -> Optional[ast.AST]:

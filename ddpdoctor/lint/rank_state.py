@@ -26,8 +26,8 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off
 from ddpdoctor.lint.fact_builder import _single_process, never_true
-from ddpdoctor.lint.nodes import PROCESS_EXITS, key_presence as _key_presence, walk
-from ddpdoctor.lint.walker import TERMINATORS, side_conds
+from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
+from ddpdoctor.lint.walker import TERMINATORS, exits as _exits, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      dotted, is_const, loader_call, text)
 
@@ -1415,12 +1415,6 @@ def _single_part(builder: Builder, test: ast.AST) -> bool:
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     return _single_process(tuple((text(part, 10_000), True) for part in parts), builder._switches(),
                            builder.wraps_ddp())
-
-
-def _exits(stmt: ast.stmt) -> bool:
-    """`quit()`, `sys.exit(0)`, `os._exit(1)` as a statement of its own."""
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
-        dotted(stmt.value.func) in PROCESS_EXITS
 
 
 def _tests_on_the_way(stmt: ast.If, leave: ast.stmt) -> list[ast.AST]:

@@ -460,8 +460,12 @@ class RankFlow:
     def _world_size(self, node: ast.AST, fn: Function) -> bool:
         """The number of ranks in the job: `dist.get_world_size()`, a `world_size`, or a name
         (a parameter) given one."""
-        said = lambda n: (isinstance(n, ast.Call) and last_name(n.func) == "get_world_size") or \
-            (isinstance(n, (ast.Name, ast.Attribute)) and (last_name(n) or "").lower() in WORLD_NAMES)
+        return self._count_of(node, fn, lambda n: (
+            isinstance(n, ast.Call) and last_name(n.func) == "get_world_size") or (
+            isinstance(n, (ast.Name, ast.Attribute)) and (last_name(n) or "").lower() in WORLD_NAMES))
+
+    def _count_of(self, node: ast.AST, fn: Function, said) -> bool:
+        """The node is the count `said` recognises, as written or as a name bound to one."""
         if said(node):
             return True
         return isinstance(node, ast.Name) and any(said(v) for v, _ in self.program.values_of(node, fn, 2))
@@ -469,11 +473,9 @@ class RankFlow:
     def _device_count(self, node: ast.AST, fn: Function) -> bool:
         """The number of devices the node shows: `torch.cuda.device_count()`, `len()` of a list of
         devices or GPUs (`CUDA_VISIBLE_DEVICES` split), or a name given one."""
-        said = lambda n: isinstance(n, ast.Call) and (last_name(n.func) == "device_count" or (
-            last_name(n.func) == "len" and len(n.args) == 1 and DEVICE_WORDS.search(text(n.args[0], 200))))
-        if said(node):
-            return True
-        return isinstance(node, ast.Name) and any(said(v) for v, _ in self.program.values_of(node, fn, 2))
+        return self._count_of(node, fn, lambda n: isinstance(n, ast.Call) and (
+            last_name(n.func) == "device_count" or (
+                last_name(n.func) == "len" and len(n.args) == 1 and DEVICE_WORDS.search(text(n.args[0], 200)))))
 
     def _asks_the_group(self, value: ast.AST, fn: Function) -> bool:
         """`dist.get_rank()`, or a name bound only to it: the job's rank as the group tells it."""

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
-from ddpdoctor.lint.nodes import PROCESS_EXITS, TERMINATORS, children, param_defaults, walk
+from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, walk
 from ddpdoctor.lint.patterns import RankTest, dotted, last_name, text
 
 Function = Any  # lint/program.Function (program imports this module, not the reverse)
@@ -105,6 +105,16 @@ def _crashes(stmt: ast.stmt) -> bool:
     return name != "SystemExit"
 
 
+# The calls that end the process where they stand: a rank that takes one leaves every loop it is in.
+PROCESS_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
+
+
+def exits(stmt: ast.stmt) -> bool:
+    """`quit()`, `sys.exit(0)`, `os._exit(1)` as a statement of its own."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+        dotted(stmt.value.func) in PROCESS_EXITS
+
+
 def _never_returns(program, call: ast.Call, fn) -> bool:
     """The call runs local functions only, each of which ends the process or raises on every
     way through it: no `return` in it, and its body's last statement an exit or a raise."""
@@ -120,9 +130,7 @@ def _ends_the_process(target) -> bool:
         body = getattr(target.node, "body", None)
         last = body[-1] if isinstance(body, list) and body else None
         memo = last is not None and not isinstance(target.node, (ast.Module, ast.ClassDef)) and (
-            (last.__class__ is ast.Raise and last.exc is not None and not _abstract(last)) or (
-                last.__class__ is ast.Expr and last.value.__class__ is ast.Call
-                and dotted(last.value.func) in PROCESS_EXITS)) and \
+            (last.__class__ is ast.Raise and last.exc is not None and not _abstract(last)) or exits(last)) and \
             not any(n.__class__ is ast.Return or n.__class__ is ast.Yield for n in target.own)
         target.__dict__["_ends_process"] = memo
     return memo
