@@ -19,6 +19,10 @@ _FIX = {
     "absent": ("run the same `ddpdoctor preflight --via store` on every node of the list (e.g. "
                "`srun --ntasks-per-node=1 ddpdoctor preflight --nodes hosts.txt --via store`); if it ran on "
                "{host}, its own output says why it could not reach the master"),
+    # Seen from a store-mode node: it reached the store, but the master stopped serving before its
+    # report came - it published after the master's window, or the master failed.
+    "late": ("start `ddpdoctor preflight --via store` on every node in one step (one srun), or give the "
+             "master a longer --timeout; the master's own output on its node has the report"),
 }
 
 
@@ -37,7 +41,8 @@ def transport_reaches_node(cluster: ClusterFacts) -> list[Problem] | Skipped:
         A node ddpdoctor could not ask for its facts: ssh refused, authentication failed, timed
         out, the host key is unknown or changed, no Python on the node, or another ssh failure.
         The evidence is ssh's own line (secrets scrubbed). In store mode (--via store): a node that
-        never published its facts to the master's store within --timeout. Names that do not
+        never published its facts to the master's store within --timeout; seen from such a node, a
+        store it reached that went away before the master's report came. Names that do not
         resolve at all are reported by DDP101 instead.
 
     Why it hurts:

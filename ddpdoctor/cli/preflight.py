@@ -90,6 +90,8 @@ def _store_node_output(report, outputs) -> int:
                       f"{escape(str(report.metrics.get('master', '?')))}; the report is "
                       f"{escape(report.metrics['report_where'])}: {report.status.upper()}, {errors} error(s), "
                       f"{warnings} warning(s); exit {report.exit_code}")
+        if report.metrics.get("node_note"):
+            console.print(f"ddpdoctor preflight (store mode): {escape(report.metrics['node_note'])}")
     else:
         terminal.render(report, console, verbose=outputs.verbose)
     return report.exit_code

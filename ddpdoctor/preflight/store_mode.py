@@ -9,7 +9,10 @@ seconds for every node, names the ones that never arrived (DDP105), runs the che
 --collective, the smoke test (each node starts its own ranks), then prints the report and
 publishes it to the store. The other nodes print one line saying where the report is, and exit
 with the master's exit code. A node that cannot reach the store prints its own report (DDP103,
-refused or timed out, from where it stands) and exits 1.
+refused or timed out, from where it stands) and exits 1; so does one that reached the store but
+lost it before the master's report came (DDP105, kind "late": it published after the master's
+window closed, or the master stopped) - its situation is a fact about the launch, not ddpdoctor's
+own failure.
 
 Under srun with several tasks per node, only local task 0 ($SLURM_LOCALID) takes part.
 """
@@ -133,7 +136,7 @@ def _as_master(opts, entries, recorded, master, here, mine, resolved, began, sta
                               recorded, stages)
         report.metrics["store_role"] = "master"
         if store is not None:
-            _publish_report(store, report, master, opts, arrived)
+            _publish_report(store, report, master, opts, len(set(others)))
     finally:
         if store is not None:
             store.close()
@@ -194,16 +197,18 @@ def _master_smoke_test(opts, cluster: ClusterFacts, store: Store, mine: list[str
     return collective.outcome(plan, answers, time.monotonic() - began)
 
 
-def _publish_report(store: Store, report: Report, master: str, opts, arrived: dict) -> None:
+def _publish_report(store: Store, report: Report, master: str, opts, expected: int) -> None:
     where = f"printed by ddpdoctor on {master}"
     files = [p for p in opts.report_files if p and p != "-"]
     if files:
         where += f" (and written there to {', '.join(files)})"
     store.set_json("report", {"report": report.to_dict(), "exit_code": report.exit_code, "where": where})
-    # Keep serving until every node that arrived has read it, or a few seconds pass.
+    # Keep serving until every node of the list has read it, or a few seconds pass: not only
+    # those that arrived in time - one that published just after the window is still loading
+    # the plan and the report, and closing under it would leave it without a verdict.
     deadline = time.monotonic() + ACK_WAIT_S
     while time.monotonic() < deadline:
-        if store.add("done", 0) >= len(arrived):
+        if store.add("done", 0) >= expected:
             break
         time.sleep(0.05)
 
@@ -221,26 +226,29 @@ def _as_node(opts, master: str, here: NodeFacts, mine: list[str], began: float) 
     try:
         for host in mine:
             store.set_json(f"facts/{host}", me.to_dict())
-        # The master waits --timeout for facts, then checks: allow for that, and a late start.
-        try:
-            decision = store.wait_json("plan", time.monotonic() + 2 * opts.timeout + 30.0)
-        except StoreError as exc:
-            raise ToolFailure(f"the master {master} sent no plan: {exc}") from None
-        wait_report = 60.0
-        if decision.get("go"):
-            plan = collective.Plan.from_dict(decision["plan"])
-            wait_report += plan.deadline_s + 15.0
-            for host in mine:
-                if plan.node(host) is not None:
-                    store.set_json(f"collective/{host}", collective.run_node_here(plan, host))
-        try:
-            published = store.wait_json("report", time.monotonic() + wait_report)
-        except StoreError as exc:
-            raise ToolFailure(f"the master {master} published no report: {exc}") from None
-        store.add("done", 1)
+        published = _master_verdict(store, opts, mine)
+    except StoreError as exc:
+        return _lost_report(opts, master, me, mine, str(exc))
     finally:
         store.close()
     return _relayed(published, opts, master, mine)
+
+
+def _master_verdict(store: Store, opts, mine: list[str]) -> dict:
+    """Wait for the master's plan, run this node's share of the smoke test, and return the
+    published report; StoreError when the store goes away or a key never comes."""
+    # The master waits --timeout for facts, then checks: allow for that, and a late start.
+    decision = store.wait_json("plan", time.monotonic() + 2 * opts.timeout + 30.0)
+    wait_report = 60.0
+    if decision.get("go"):
+        plan = collective.Plan.from_dict(decision["plan"])
+        wait_report += plan.deadline_s + 15.0
+        for host in mine:
+            if plan.node(host) is not None:
+                store.set_json(f"collective/{host}", collective.run_node_here(plan, host))
+    published = store.wait_json("report", time.monotonic() + wait_report)
+    store.add("done", 1)
+    return published
 
 
 def _relayed(published: dict, opts, master: str, mine: list[str]) -> Report:
@@ -250,21 +258,48 @@ def _relayed(published: dict, opts, master: str, mine: list[str]) -> Report:
     report.metrics["store_role"] = "node"
     report.metrics["report_where"] = published.get("where", f"printed by ddpdoctor on {master}")
     report.metrics["this_node"] = ", ".join(mine)
+    missed = [h for f in report.findings if f.code == "DDP105" for h in f.hosts if h in mine]
+    if missed:
+        # Only this node knows it did publish: after the master's window, which counted it absent.
+        report.metrics["node_note"] = (f"{', '.join(missed)} published its facts after the master's --timeout "
+                                       f"window had closed: start every node in one step, or raise --timeout")
+    return report
+
+
+def _lost_report(opts, master: str, me: NodeFacts, mine: list[str], why: str) -> Report:
+    """This node reached the store, but the master's report never came: it stopped serving first."""
+    host = mine[0]
+    ep = endpoint(master, opts.master_port)
+    late = TransportFailure("late", f"{host} reached the master's store on {ep} but lost it before the master's "
+                                    f"report came ({why})",
+                            "most likely this node published after the master's --timeout window "
+                            f"({opts.timeout:g} s) had closed, or the master stopped", None, opts.timeout)
+    report = _own_report(opts, master, me, host, {"DDP105"}, failure=late)
+    report.header = f"store mode: {host} got no verdict from the master {master}"
+    report.notes.append(f"the master's own output on {master} has its report, which names {host} absent (DDP105) "
+                        "if it counted it so")
     return report
 
 
 def _unreachable_report(opts, master: str, me: NodeFacts, mine: list[str]) -> Report:
     """This node cannot reach the store: only it can tell refused from timed out, so it reports."""
     host = mine[0]
+    # Only the connect test means anything from here: the rest is the master's to judge.
+    report = _own_report(opts, master, me, host, {"DDP103"})
+    report.header = (f"store mode: {host} could not reach the store on "
+                     f"{endpoint(master, opts.master_port)} within {opts.timeout:g} s")
+    report.notes.append(f"{host} published nothing; the master's report names it (DDP105)")
+    return report
+
+
+def _own_report(opts, master: str, me: NodeFacts, host: str, only: set[str],
+                failure: Optional[TransportFailure] = None) -> Report:
+    """A report this node makes from its own evidence alone, running only the checks in `only`."""
     entry = HostEntry(host, None, "this machine")
     bind = PortBind(master, opts.master_port, "listening", "served by the master's ddpdoctor (store mode)")
-    cluster = build_cluster(opts, [entry], {}, master, {}, {host: "local"}, {host: me}, bind, me)
-    # Only the connect test means anything from here: the rest is the master's to judge.
-    results = run_checks("preflight", cluster, opts.ignore, only={"DDP103"})
-    report = Report(command="preflight", results=results, fail_on=opts.fail_on,
-                    header=(f"store mode: {host} could not reach the store on "
-                            f"{endpoint(master, opts.master_port)} within {opts.timeout:g} s"))
-    report.notes.append(f"{host} published nothing; the master's report names it (DDP105)")
+    cluster = build_cluster(opts, [entry], {}, master, {}, {host: "local"}, {host: failure or me}, bind, me)
+    results = run_checks("preflight", cluster, opts.ignore, only=only)
+    report = Report(command="preflight", results=results, fail_on=opts.fail_on, header="")
     report.metrics.update({"store_role": "node", "this_node": host, "connect": me.connect.status if me.connect else None})
     return report
 

@@ -113,3 +113,64 @@ def test_collective_is_skipped_when_the_facts_say_no_job_could_form(tmp_path):
     report = done.json()
     ddp107 = next(c for c in report["checks"] if c["code"] == "DDP107")
     assert ddp107["status"] == "skipped" and "DDP101 failed" in ddp107["reason"]
+
+
+# ------------------------------------------------ a node that comes after the master's window
+# The master is played by the test: a real TCPStore on the master's port, driven by hand, so the
+# order of events a busy machine produces by chance (the node publishes after the master's window
+# closed) happens every time.
+
+def _hand_master(port: int):
+    from datetime import timedelta
+
+    import torch.distributed as dist
+    return dist.TCPStore(HOSTS[0], port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=30))
+
+
+def _start_node(tmp_path, port: int, rank: int = 1):
+    nodes = tmp_path / "hosts.txt"
+    nodes.write_text("\n".join(HOSTS[:2]) + "\n")
+    return subprocess.Popen([*ddpdoctor_exe(), "preflight", "--nodes", str(nodes), "--via", "store", "--node-rank",
+                             str(rank), "--master-port", str(port), "--timeout", "30"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def _wait_key(store, key: str, seconds: float = 90.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not store.check([key]):
+        assert time.monotonic() < deadline, f"{key} never came"
+        time.sleep(0.05)
+
+
+def test_store_mode_node_that_loses_the_store_before_the_report_says_so_exit_1(tmp_path):
+    port = free_port()
+    store = _hand_master(port)
+    node = _start_node(tmp_path, port)
+    _wait_key(store, f"ddpdoctor/preflight/facts/{HOSTS[1]}")
+    del store  # the master stops serving: its window had closed, it published, it left
+    stdout, stderr = node.communicate(timeout=120)
+    assert node.returncode == 1, stdout + stderr  # a fact about the launch, not ddpdoctor's failure (3)
+    assert "Traceback" not in stderr
+    assert "DDP105" in stderr and f"{HOSTS[1]} reached the master's store" in stderr
+    assert "one srun" in stderr and f"{HOSTS[1]} got no verdict from the master" in stderr
+
+
+def test_store_mode_node_counted_absent_relays_the_verdict_and_says_it_was_late(tmp_path):
+    # The report a real master gives when the second node never came in its window.
+    report_file = tmp_path / "master.json"
+    master = store_run(tmp_path, [0], "--timeout", "1", "--json", str(report_file), hosts=HOSTS[:2])
+    assert master[0][0] == 1
+    verdict = json.loads(report_file.read_text())
+    assert any(f["code"] == "DDP105" and f["hosts"] == [HOSTS[1]] for f in verdict["findings"])
+    port = free_port()
+    store = _hand_master(port)
+    node = _start_node(tmp_path, port)
+    _wait_key(store, f"ddpdoctor/preflight/facts/{HOSTS[1]}")
+    store.set("ddpdoctor/preflight/plan", json.dumps({"go": False, "reason": "run with --collective"}))
+    store.set("ddpdoctor/preflight/report", json.dumps({"report": verdict, "exit_code": 1,
+                                                        "where": f"printed by ddpdoctor on {HOSTS[0]}"}))
+    _wait_key(store, "ddpdoctor/preflight/done")
+    stdout, stderr = node.communicate(timeout=60)
+    assert node.returncode == 1 and stdout == "", stderr
+    assert f"the report is printed by ddpdoctor on {HOSTS[0]}: FAIL" in stderr
+    assert f"{HOSTS[1]} published its facts after the master's --timeout window had closed" in stderr
