@@ -49,6 +49,9 @@ WAITING_CALLS = STACK_COLLECTIVE_CALLS | frozenset(ASYNC_P2P + ("wait", "backwar
 # by it is agreed (DDP506 in the probe, DDP807 in the lint): gathers and broadcasts of a tensor
 # or an object list. all_reduce exchanges a size only with ReduceOp.MAX, which each reader tests.
 SIZE_GATHERS = ("all_gather", "all_gather_into_tensor", "all_gather_single", "broadcast")
+# What fills the tensor (or list) it is handed with another rank's value: a receive, a broadcast,
+# a scatter (DDP809 in the lint: a count one side computes and the other receives is shared).
+RECEIVING = ("recv", "irecv", "broadcast", "broadcast_object_list", "scatter", "scatter_object_list")
 OBJECT_EXCHANGES = ("all_gather_object", "broadcast_object_list")
 # The tensor collectives whose values the probe reads after completion when small (all_reduce
 # for its MAX).

@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.defaults import settled
+from ddpdoctor.lint.defaults import config_settles, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import walk
@@ -125,6 +125,8 @@ class AccumulationFacts:
         k = test.left.right
         if is_const(k, 1):
             return True  # `(i + 1) % 1 == 0` (an option at 1 is not: a launch may raise it, said as the assumption)
+        if isinstance(k, ast.Attribute) and config_settles(k, self.program) == {1}:
+            return True  # `i % cfg.optimizer.step == 0` with `step: 1` in every config beside the script
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
             return given_constants(self.callers(), fn, k.id) == {1}
         if isinstance(k, ast.Name):
@@ -178,8 +180,11 @@ class AccumulationFacts:
         if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Name) and _star_of_a_pair(fn, loop.iter.id):
             return True  # `for i, *batch in enumerate(loader): for sample in batch:` - batch is [item]
         if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) == "range"
-                and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], ast.Name)):
+                and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], (ast.Name, ast.Attribute))):
             return False
+        if isinstance(loop.iter.args[0], ast.Attribute):
+            # `for _ in range(self.cfg.grad_accum):` with `grad_accum: 1` in every config beside it
+            return config_settles(loop.iter.args[0], self.program) == {1}
         param = loop.iter.args[0].id
         if param not in fn.params or fn.bindings.get(param):
             return False

@@ -250,7 +250,8 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
         # `"kv" in args.root`: a substring of an option's text
         held_text = option_value(right, program)
         return (test.left.value in held_text) == isinstance(op, ast.In) if isinstance(held_text, str) else None
-    value = option_value(test.left, program) if not isinstance(test.left, ast.Call) else _text_method(test.left, program)
+    value = _text_method(test.left, program) if isinstance(test.left, ast.Call) else \
+        _split_part(test.left, program) if isinstance(test.left, ast.Subscript) else option_value(test.left, program)
     if value is None or not isinstance(value, (str, int, float, bool)):
         return None
     return _compare_constant(value, op, right)
@@ -273,6 +274,21 @@ def _text_method(call: ast.Call, program: Program) -> Any:
         return _TEXT_METHODS[call.func.attr](held, *(a.value for a in call.args))
     except (TypeError, ValueError):
         return None
+
+
+def _split_part(node: ast.Subscript, program: Program) -> Any:
+    """`args.loss_type.split("_")[0]`: a part of an option's known text; None where not known."""
+    call = node.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "split"
+            and len(call.args) <= 1 and not call.keywords and all(isinstance(a, ast.Constant) and
+                                                                  isinstance(a.value, str) and a.value for a in call.args)
+            and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int):
+        return None
+    held = option_value(call.func.value, program)
+    if not isinstance(held, str):
+        return None
+    parts = held.split(*(a.value for a in call.args))
+    return parts[node.slice.value] if -len(parts) <= node.slice.value < len(parts) else None
 
 
 def _compare_constant(value, op: ast.cmpop, right: ast.AST) -> Optional[bool]:
@@ -303,6 +319,35 @@ def config_candidates(node: ast.AST, program: Program) -> Optional[set]:
     held = program.config_defaults().get(path)
     given = program.config_file_values(path) if held is not None and len(held) == 1 else None
     return None if given is None else set(held) | given
+
+
+def config_settles(node: ast.AST, program: Program) -> Optional[set]:
+    """The values the YAML configs beside the script give the field a config chain reads
+    (`cfg.optimizer.step`, `self.cfg.grad_accum`), where every one of them that sets it agrees
+    and no code the lint reads assigns a field of that name: what a launch with any of those
+    configs holds (an accumulation period of 1 in every config: nothing accumulates). None
+    where it is not such a read, not known, or an option's (option_value's)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    if node.id == "self":
+        parts = parts[1:]  # `self.cfg.grad_accum`: the config the object keeps, at `grad_accum`
+    elif len(parts) == 1:
+        return None  # `args.x`: an option (option_value's)
+    if not parts or _assigned(parts[-1], program):
+        return None
+    found = program.config_file_values(tuple(parts))
+    if not found:
+        return None
+    # (an option of that name merged over the config - `--grad_accum`, default None - agrees
+    # where it is left unset or launched with the same value)
+    options = program.option_defaults()
+    if len(parts) == 1 and parts[0] in options and options[parts[0]] is not None and {options[parts[0]]} != found:
+        return None
+    return set(found)
 
 
 def _one_field(node: ast.AST, program: Program) -> Optional[tuple]:

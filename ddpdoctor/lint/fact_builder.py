@@ -39,7 +39,9 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     # `global_rank == -1`, the copy set to -1 where no group is set up
                     r"|^[\w.]*rank == -1$|^[\w.]*rank < 0$"
                     # `world_size == -1`, the `else:` of `if world_size != -1:` (MIND-PR's loaders)
-                    r"|^[\w.]*world_size == -1$|^not \(?[\w.]*world_size != -1\)?$|^[\w.]*world_size < [01]$",
+                    r"|^[\w.]*world_size == -1$|^not \(?[\w.]*world_size != -1\)?$|^[\w.]*world_size < [01]$"
+                    # the job's GPU count at one (`config.exp.num_gpus == 1`: DiffComplete's test)
+                    r"|^[\w.]*(?:num_?gpus|ngpus) == 1$|^not \(?[\w.]*(?:num_?gpus|ngpus) > 1\)?$",
                     re.IGNORECASE)
 # `not use_fsdp` / `not self.deepspeed` is the single-process side only where the script has no
 # other way to be distributed: beside a DistributedDataParallel model it is the DDP path

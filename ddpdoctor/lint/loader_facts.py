@@ -289,7 +289,7 @@ class LoaderFacts:
             if sampler is None and len(call.args) > 4:
                 sampler = call.args[4]
             kind = self._sampler_kind(sampler, fn)
-            name = self.bound_name(fn, call)
+            name = self.bound_name(fn, call) or _keyed_name(fn, call)
             dataset_text = text(dataset) if dataset is not None else "?"
             builder = "" if isinstance(fn.node, ast.Module) else fn.name
             # (a builder named for both, `create_train_and_valid_dataloader`, says nothing of
@@ -711,6 +711,14 @@ class LoaderFacts:
     def _iterated_names_of(self, iterable: ast.AST, fn: Function) -> set[tuple[int, str]]:
         names: set[tuple[int, str]] = set()
         for sub in [*walk(iterable), *_held(self.program, iterable, fn)]:
+            keyed = _key_of(sub)
+            if keyed and _self_field(sub.value) and fn.cls is not None:
+                # `self.data_loader["train"]`, filled by a method of the class (the skeleton
+                # trainers' `load_data`): the loader stored at that key, where it was stored
+                names.update((id(m), keyed) for m in fn.cls.methods.values() if m.node is not None
+                             and any(_key_of(t) == keyed for n in m.own if n.__class__ is ast.Assign for t in n.targets))
+            elif keyed:
+                names.add((id(fn), keyed))
             name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
             if not name:
                 continue
@@ -2190,7 +2198,12 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
                 continue  # `DataLoader(first.dataset, sampler=...)`: a loader of its own, not `first`
             if isinstance(value, ast.Call):
                 found += [n for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))]
+                # (`loader = self.data_loader["train"]; process = tqdm(loader)`: the entry it reads)
+                found += [v for arg in value.args[:1] if isinstance(arg, ast.Name)
+                          for v, _ in program.values_of(arg, fn, 1) if isinstance(v, ast.Subscript) and _key_of(v)]
             elif aliases and isinstance(value, (ast.Name, ast.Attribute)):
+                found.append(value)
+            elif aliases and isinstance(value, ast.Subscript) and _key_of(value):
                 found.append(value)
     return found
 
@@ -2519,7 +2532,16 @@ def _never_read(fn: Function, name: str) -> bool:
 def _off_the_training_side(fn: Function, call: ast.Call) -> bool:
     """The loader is built on the other side of a test for training (P5's `if mode == 'train':
     DataLoader(..., shuffle=...) else: DataLoader(...)`): the builder's evaluation loader."""
-    return any(_NOT_TRAINING.search(cond) for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+    conds = [cond for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())]
+    # (not the `elif phase == "train" and ddp:` past `if phase == "train" and not ddp:`: the
+    # first test's negation fails on its other part where a test on the way says training)
+    if any(_TRAINING.search(cond) for cond in conds):
+        return False
+    return any(_NOT_TRAINING.search(cond) for cond in conds)
+
+
+# A test that says the side is training's: `phase == "train"`, `mode == 'train' and ddp`.
+_TRAINING = re.compile(r"^\(?[\w.]+ == ['\"]train['\"]", re.IGNORECASE)
 
 
 _COUNTS = (*range(1, 17), 64, 1024)  # the values a count of GPUs or processes is tried at (one at least)
@@ -2794,6 +2816,23 @@ def _around_training(loop: ast.AST) -> bool:
                     for part in inner.body for c in walk(part)):
                 return True
     return False
+
+
+def _key_of(node: ast.AST) -> str:
+    """`data_loader['train']` for `self.data_loader["train"]` (or `loaders["train"]`): a
+    container's entry at a constant key, named as a loader stored there is; "" otherwise."""
+    if node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant and \
+            isinstance(node.slice.value, str) and node.value.__class__ in (ast.Name, ast.Attribute):
+        return f"{last_name(node.value)}[{node.slice.value!r}]"
+    return ""
+
+
+def _keyed_name(fn: Function, call: ast.Call) -> str:
+    """The name of a loader stored at a constant key: `self.data_loader["train"] = DataLoader(...)`."""
+    for node in fn.own:
+        if node.__class__ is ast.Assign and node.value is call and len(node.targets) == 1:
+            return _key_of(node.targets[0])
+    return ""
 
 
 def _self_field(node: Optional[ast.AST]) -> bool:

@@ -14,7 +14,7 @@ import ast
 from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import text
+from ddpdoctor.lint.patterns import ddp_class, text
 
 Function = Any
 SYNC_WORDS = ("no_sync", "require_backward_grad_sync")
@@ -46,8 +46,9 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
         if side is parent.orelse or (isinstance(parent, ast.IfExp) and side[0] is parent.orelse):
             parts = [test]  # the else side: what the test's negation holds
         # `if ddp:` (distributed at all): the other side has no DDP model to sync; nor has the
-        # other side of `hasattr(model, "no_sync")`, which every DDP model passes
-        parts = [p for p in parts if not program.ranks.uniform(p, fn) and not _has_sync(p)]
+        # other side of `hasattr(model, "no_sync")` or `isinstance(model, DDP)`, which every DDP
+        # model passes
+        parts = [p for p in parts if not program.ranks.uniform(p, fn) and not _every_ddp_passes(program, p, fn)]
         if all({n.id for n in walk(p) if isinstance(n, ast.Name)} & stepping for p in parts):
             continue  # a test on the micro-step: how no_sync is meant to be used
         if any(isinstance(n, ast.Call) and engine_backward(n, fn) for s in other
@@ -69,10 +70,15 @@ def engine_backward(call: ast.Call, fn: Function) -> bool:
                and text(n.func.value) == owner for n in fn.own)
 
 
-def _has_sync(test: ast.AST) -> bool:
-    """`hasattr(model, "no_sync")`: true for every DDP model."""
-    return isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr" \
-        and len(test.args) == 2 and isinstance(test.args[1], ast.Constant) and test.args[1].value in SYNC_WORDS
+def _every_ddp_passes(program, test: ast.AST, fn: Function) -> bool:
+    """`hasattr(model, "no_sync")` or `isinstance(model, DDP)`: true for every DDP model."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and len(test.args) == 2):
+        return False
+    kind = test.args[1]
+    if test.func.id == "hasattr":
+        return isinstance(kind, ast.Constant) and kind.value in SYNC_WORDS
+    classes = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return test.func.id == "isinstance" and any(ddp_class(program, c, fn) for c in classes)
 
 
 def mentions(node: ast.AST) -> bool:

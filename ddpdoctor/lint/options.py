@@ -1,4 +1,5 @@
-"""Command-line options' defaults as the source declares them (`add_argument("--x", default=0)`).
+"""Command-line options' defaults as the source declares them (`add_argument("--x", default=0)`,
+absl's `flags.DEFINE_integer("x", 0, ...)`, a python-fire function's parameters).
 
 What a script does when run without flags: the value a rule may reason about on the default path.
 """
@@ -60,6 +61,11 @@ def _declared_in(source):
         if name == "Fire" and node.args:
             yield from _fire_parameters(source, node.args[0])
             continue
+        if name in ABSL_DEFINES and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            # absl's `flags.DEFINE_integer("num_workers", 0, "...")`, read as `FLAGS.num_workers`
+            yield node.args[0].value, [f"--{node.args[0].value}"], node.args[1], False, ""
+            continue
         if name != "add_argument" or not node.args or \
                 not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
             continue
@@ -71,6 +77,11 @@ def _declared_in(source):
         required = keyword(node, "required")
         yield name, flags, keyword(node, "default"), \
             isinstance(required, ast.Constant) and required.value is True, _switch(node)
+
+
+# absl.flags' declarations: the flag's name, then its default.
+ABSL_DEFINES = frozenset({"DEFINE_integer", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_float",
+                          "DEFINE_enum"})
 
 
 def _fire_parameters(source, target: ast.AST):

@@ -859,6 +859,10 @@ def _torchmetrics_metric(program: Program, node: ast.AST, fn: Function) -> str:
     """The torchmetrics class a receiver was built from, unless told not to sync on compute
     (`sync_on_compute=False`, or a `dist_sync_fn` of its own); "" otherwise."""
     for value, scope in program.values_of(node, fn):
+        # `torchmetrics.Accuracy(...).to(device)`: a module method that returns the metric itself
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                value.func.attr in SELF_RETURNING and isinstance(value.func.value, ast.Call):
+            value = value.func.value
         if isinstance(value, ast.Call) and (program.qualify(value.func, scope) or "").startswith("torchmetrics."):
             sync = keyword(value, "sync_on_compute")
             if (sync is not None and not truthy(sync)) or keyword(value, "dist_sync_fn") is not None \
@@ -901,16 +905,20 @@ def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> boo
 def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
     """`DistributedDataParallel(...)` (torch's or apex's, under any import name): both all-reduce
     the gradients in every backward."""
-    if not isinstance(value, ast.Call):
-        return False
-    full = program.qualify(value.func, fn) or ""
+    return isinstance(value, ast.Call) and ddp_class(program, value.func, fn)
+
+
+def ddp_class(program: Program, node: ast.AST, fn: Function) -> bool:
+    """The name of DistributedDataParallel (torch's or apex's, under any import name), or of a
+    subclass of it: what `DDP(...)` builds and what `isinstance(model, DDP)` tests."""
+    full = program.qualify(node, fn) or ""
     if not full.endswith("DistributedDataParallel") and "." in full:
         full = _reexported(program, full)
     # (OpenMMLab's MMDistributedDataParallel, mmcv's or mmengine's, is torch's subclass)
     if full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel.", "mmcv.", "mmengine.")):
         return True
     # a subclass of its own (`class DDP(DistributedDataParallel): def get_module(...)`, GEqTrain)
-    klass = program.callee(value.func, fn) if isinstance(value.func, (ast.Name, ast.Attribute)) else None
+    klass = program.callee(node, fn) if isinstance(node, (ast.Name, ast.Attribute)) else None
     return program.is_class(klass) and any(
         b.rsplit(".", 1)[-1] == "DistributedDataParallel" for c in (klass, *program.bases(klass)) for b in c.bases)
 

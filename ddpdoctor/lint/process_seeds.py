@@ -285,6 +285,13 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         return _UNKNOWN  # seed_everything() draws one itself
     if _stepped_by_rank(seed, fn, program, 3):
         return _PER_RANK
+    if isinstance(seed, ast.Attribute) and any(
+            isinstance(s, ast.Assign) and any(text(t) == text(seed) for t in s.targets)
+            and _origin(s.value, fn, program) == _DRAWN for s in fn.own):
+        # `if opt.manual_seed is None: opt.manual_seed = random.randint(1, 10000)` before
+        # `torch.manual_seed(opt.manual_seed)`: where the option gives none, each process draws
+        # its own (values_of follows the option, not the field set here)
+        return _UNKNOWN
     origins, on_import = set(), False
     for value, scope in program.values_of(seed, fn, 3):
         for node in walk(value):
@@ -468,7 +475,8 @@ def draws_nothing(builder: Builder, found: UnrankedSeed) -> bool:
     read so: its transforms may draw."""
     where = str(found.loader)
     for fn, call, _, _ in builder.calls():
-        if call.__class__ is ast.Call and str(loc(fn, call)) == where:
+        # (the loader's own call: `list(DataLoader(...))` on that line is another call there)
+        if call.__class__ is ast.Call and str(loc(fn, call)) == where and loader_call(builder.program, call, fn):
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             if dataset is None or builder.program.class_of(dataset, fn) is None:
                 return False

@@ -199,6 +199,9 @@ class Module:
     classes: dict[str, Klass] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)  # alias -> full dotted name
     body: Optional[Function] = None
+    # name -> [(the if test, full dotted name)] for a name a top-level if/elif chain imports on
+    # several of its sides (`if opt.loss == "class": from train.cls import train` / `elif ...`)
+    import_branches: dict[str, list] = field(default_factory=dict)
 
 
 def _str_keyed(value: ast.AST) -> Optional[ast.Dict]:
@@ -578,8 +581,20 @@ class Program:
         module.body = Function("<module>", "<module>", source, source.tree, module)
         self.functions.append(module.body)
         module.imports = _import_map(source)
+        module.import_branches = _import_branches(source)
         self._index_body(source.tree.body, module, None, None, "")
         return module
+
+    def _import_chosen(self, module: Module, name: str) -> Optional[str]:
+        """The import of a name that the side of a top-level if/elif chain the options settle
+        binds (`opt.loss_type.split("_")[0] == "class"` with --loss_type class_softmax): None
+        where no side is settled true (then the first import of it stands, as for a fallback)."""
+        memo = module.__dict__.setdefault("_import_chosen", {})
+        if name not in memo:
+            memo[name] = None  # (settling a test may ask again)
+            memo[name] = next((full for test, full in module.import_branches[name]
+                               if defaults.settled(test, self) is True), None)
+        return memo[name]
 
     def _index_body(self, body, module: Module, cls: Optional[Klass], parent: Optional[Function],
                     prefix: str) -> None:
@@ -1321,6 +1336,8 @@ class Program:
         if name in module.classes:
             return module.classes[name]
         full = module.imports.get(name)
+        if full is not None and name in module.import_branches:
+            full = self._import_chosen(module, name) or full
         if full is not None:
             return self.full_symbol(full)
         stars = self.__dict__.setdefault("_star_names", {})
@@ -2835,8 +2852,7 @@ def _imports_locally(fn: Function, name: str) -> bool:
 def _import_map(source: SourceFile) -> dict[str, str]:
     """A module's imports: alias -> full dotted name (relative imports resolved)."""
     imports: dict[str, str] = {}
-    name = source.module or source.import_name  # the script's relative imports: from its package
-    package = name if source.path.name == "__init__.py" else name.rpartition(".")[0]
+    package = _package_of(source)
     nested: set[str] = set()  # names an indented import bound first
     for node in source.imports:
         if node.col_offset > 0:
@@ -2848,24 +2864,54 @@ def _import_map(source: SourceFile) -> dict[str, str]:
             if any(b in nested for b in bound):
                 continue
             nested.update(bound)
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    imports[alias.asname] = alias.name
-                else:
-                    imports[alias.name.split(".")[0]] = alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".") if package else []
-                keep = max(0, len(anchor) - (node.level - 1))
-                base = ".".join(anchor[:keep] + ([base] if base else []))
-            for alias in node.names:
-                if alias.name != "*":
-                    imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
-                elif base:
-                    imports[f"*{base}"] = base  # `from .utils import *`: full_symbol looks there last
+        imports.update(_bound_by(node, package))
     return imports
+
+
+def _package_of(source: SourceFile) -> str:
+    name = source.module or source.import_name  # the script's relative imports: from its package
+    return name if source.path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _bound_by(node: ast.AST, package: str) -> dict[str, str]:
+    """What one import statement binds: alias -> full dotted name (`*base` for a star import)."""
+    bound: dict[str, str] = {}
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                bound[alias.asname] = alias.name
+            else:
+                bound[alias.name.split(".")[0]] = alias.name.split(".")[0]
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".") if package else []
+            keep = max(0, len(anchor) - (node.level - 1))
+            base = ".".join(anchor[:keep] + ([base] if base else []))
+        for alias in node.names:
+            if alias.name != "*":
+                bound[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+            elif base:
+                bound[f"*{base}"] = base  # `from .utils import *`: full_symbol looks there last
+    return bound
+
+
+def _import_branches(source: SourceFile) -> dict[str, list]:
+    """Names a top-level if/elif chain imports on two sides or more: name -> [(test, full)], in
+    the chain's order (Module.import_branches)."""
+    found: dict[str, list] = {}
+    package = _package_of(source)
+    for stmt in source.tree.body:
+        sides: dict[str, list] = {}
+        while isinstance(stmt, ast.If):
+            for node in stmt.body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for name, full in _bound_by(node, package).items():
+                        if name[0] != "*":
+                            sides.setdefault(name, []).append((stmt.test, full))
+            stmt = stmt.orelse[0] if len(stmt.orelse) == 1 else None
+        found.update({name: branches for name, branches in sides.items() if len(branches) > 1})
+    return found
 
 
 def _module_nodes(tree: ast.Module) -> list[ast.AST]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
+from ddpdoctor.core.torch_names import RECEIVING
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off
 from ddpdoctor.lint.fact_builder import _single_process, never_true
@@ -355,8 +356,11 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
                     yield from _statements(program, fn, stmt.orelse, guards, loops, True, on_value)
             else:
                 yield from _statements(program, fn, stmt.body, guards + (test,), inner, conditional, tensor)
-                yield from _statements(program, fn, stmt.orelse, guards + (test.negated(),), loops, conditional,
-                                       tensor)
+                # `if gpu == 0 and not valid: ... elif valid: cfg = load(...)`: where the elif's test
+                # holds, the first test's other part fails on every rank - every rank takes the elif
+                # (hpa's train_net), not the ranks the rank test leaves out
+                otherwise = guards if _elif_excludes(stmt) else guards + (test.negated(),)
+                yield from _statements(program, fn, stmt.orelse, otherwise, loops, conditional, tensor)
                 leaving = (ast.Return, ast.Continue, ast.Break)
                 if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and \
                         isinstance(stmt.body[-1], leaving):
@@ -377,6 +381,27 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
         elif isinstance(stmt, ast.Try):
             for part in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
                 yield from _statements(program, fn, part, guards, loops, conditional, tensor)
+
+
+def _elif_excludes(stmt: ast.AST) -> bool:
+    """`if <rank test> and P: ... elif not P:` - the elif's test is the negation of a part of the
+    first test's `and`, so where it holds that test fails whatever the rank."""
+    if not (isinstance(stmt, ast.If) and len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
+            and isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And)):
+        return False
+    other = stmt.orelse[0].test
+    return any(_negation(part, other) for part in stmt.test.values)
+
+
+def _negation(a: ast.AST, b: ast.AST) -> bool:
+    """b says the opposite of a: `not X` / `X`, or `X == c` / `X != c` (as written)."""
+    for one, two in ((a, b), (b, a)):
+        if isinstance(one, ast.UnaryOp) and isinstance(one.op, ast.Not) and text(one.operand) == text(two):
+            return True
+    if isinstance(a, ast.Compare) and isinstance(b, ast.Compare) and len(a.ops) == len(b.ops) == 1 and \
+            {type(a.ops[0]), type(b.ops[0])} == {ast.Eq, ast.NotEq}:
+        return text(a.left) == text(b.left) and text(a.comparators[0]) == text(b.comparators[0])
+    return False
 
 
 def _assigned(stmt: ast.stmt) -> list[ast.AST]:
@@ -609,6 +634,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                   and not _value_skip(fn, i)]
         if not ranked:  # no rank test sets it: nothing below applies (and unparse is dear)
             continue
+        if _received_side(builder.program, fn, ranked, name) or _handed_back(builder.program, fn, ranked, name):
+            continue
         others = [i for i in items if not i.guards]
         # a rank test that assigns what every rank assigned before (`epochs = opt.epochs` again,
         # after a logger may have changed opt): the same source, not a rank's own value
@@ -681,6 +708,45 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
         found[-1].stepped = name in ahead
     return found
+
+
+
+def _received_side(program, fn: Function, ranked: list, name: str) -> bool:
+    """A side of the rank test takes the value from another rank (`if is_first: n = len(batch)`
+    / `else: dist.recv(count, src=rank - 1); n = int(count.item())`, a pipeline stage's
+    micro-batch count): the test decides where the value comes from, not that it differs."""
+    received = fn.__dict__.get("_received_names")
+    if received is None:
+        received = fn.__dict__["_received_names"] = frozenset(
+            n.id for call in fn.own_calls if last_name(call.func) in RECEIVING and call.args
+            and (program.qualify(call.func, fn) or "").startswith("torch.distributed")
+            for n in walk(call.args[0]) if n.__class__ is ast.Name)
+    return bool(received) and any(value_inputs(value) & received for item in ranked
+                                  for value in [_value_of(item.node, name)] if value is not None)
+
+
+def _handed_back(program, fn: Function, ranked: list, name: str) -> bool:
+    """Every rank-only assignment is `args = record(args)`, a local helper that returns the very
+    object it is handed (after writing a log of it, or setting a field): the name still holds
+    what every rank holds (NGramSwin's `if rank == 0: args = record_args_after_build(args)`)."""
+    for item in ranked:
+        value = _value_of(item.node, name)
+        if not (isinstance(value, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in value.args)):
+            return False
+        index = next(i for i, a in enumerate(value.args) if isinstance(a, ast.Name) and a.id == name)
+        targets = [t for t in program.resolve(value.func, fn)[0] if t.node is not None and not isinstance(t.node, ast.Module)]
+        if not targets or not all(_returns_param(t, index) for t in targets):
+            return False
+    return True
+
+
+def _returns_param(target: Function, index: int) -> bool:
+    """Every return of the function gives back its parameter at that position."""
+    params = [p for p in target.params if p not in ("self", "cls")] if target.cls is not None else target.params
+    if index >= len(params):
+        return False
+    returns = [n for n in target.own if n.__class__ is ast.Return]
+    return bool(returns) and all(isinstance(r.value, ast.Name) and r.value.id == params[index] for r in returns)
 
 
 def _none_kept(fn: Function, decided: ast.AST, name: str, ranked: list) -> bool:
@@ -851,15 +917,23 @@ def _item_names(program, fn: Function) -> frozenset:
     settled = {name for name, value, plain in pairs if plain and
                {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared}
     names: set = unpacked - shared
+    # where each name took its item: a binding after the read, with no loop bringing it round,
+    # gives the read nothing (`step = state.pop("step")` before the loop; `state = dict(loss=
+    # loss.item())` in it, gns's resumed step)
+    took: dict[str, list[int]] = {name: [0] for name in names}
+    loops = [(n.lineno, n.end_lineno) for n in fn.own if n.__class__ in (ast.For, ast.While, ast.AsyncFor)]
     conds = fn.__dict__.get("_call_conds", {})
+    done: set[int] = set()
     for _ in range(3):
         grown = False
         for name, value, _plain in pairs:
-            if name in names or name in shared or name in settled:
+            if id(value) in done or name in shared or name in settled:
                 continue
             used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
             if used & shared:
                 continue
+            line = getattr(value, "lineno", 0)
+            fed = any(_reaches(at, line, loops) for u in used & names for at in took.get(u, [0]))
             items = any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr == "item"
                                                      and not c.args and not _read_from_file(program, c.func.value, fn)
                                                      or _returns_item(program, c, fn))
@@ -867,13 +941,21 @@ def _item_names(program, fn: Function) -> frozenset:
                         # t.item() / world` / `else: v += loss.item()`, the else runs in no rank)
                         and not _single_process(conds.get(id(c), ()))
                         for c in walk(value))
-            if items or used & names:
+            if items or fed:
+                done.add(id(value))
                 names.add(name)
+                took.setdefault(name, []).append(line)
                 grown = True
         if not grown:
             break
     found = fn.__dict__["_item_names"] = frozenset(names)
     return found
+
+
+def _reaches(at: int, line: int, loops: list) -> bool:
+    """A binding at line `at` can be what line `line` reads: it comes first, or a loop around
+    both brings it round."""
+    return at < line or any(start <= at <= end and start <= line <= end for start, end in loops)
 
 
 def _returns_item(program, call: ast.Call, fn: Function, place: Optional[tuple] = None) -> bool:

@@ -54,8 +54,10 @@ MAIN_FLAG = re.compile(
 # Tests that say "is this a distributed run at all": the same on every rank.
 UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_avail_and_initialized",
                  "is_torchelastic_launched", "get_world_size"}
-UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)(?:_enabled|_on|_mode|_run)?$|world_size$",
-                          re.IGNORECASE)
+# (and the job's GPU count, `num_gpus > 1` - not `gpu`, often the rank itself, nor HF's `n_gpu`,
+# one process's GPUs for DataParallel, 1 in each DDP process)
+UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)(?:_enabled|_on|_mode|_run)?$|world_size$"
+                          r"|(?:^|_)(?:num_?gpus|ngpus)$", re.IGNORECASE)
 # A switch whose name says the negation (`args.no_ddp`, `disable_dist`): true where the run is
 # one process, not where it is distributed.
 NEGATED_SWITCH = re.compile(r"^(?:no|not|non|disable|without)_", re.IGNORECASE)
@@ -358,6 +360,10 @@ class RankFlow:
         if isinstance(node, ast.Attribute) and node.attr in self.program.local_rank_unset() and \
                 isinstance(node.value, ast.Name) and node.value.id != "self":
             return False  # `args.local_rank` under torchrun, which never hands it: its default everywhere
+        if isinstance(node, ast.Attribute) and node.attr == "index" and depth > 0:
+            # `device.index` of `device = torch.device("cuda", rank)` (or `f"cuda:{rank}"`): the
+            # rank the device was made for (SemanticSeg's `if device.index == 0:`)
+            return any(self._device_of_rank(v, scope, depth - 1) for v, scope in self._values(node.value, fn) or ())
         if isinstance(node, ast.Attribute) and depth > 0 and self._property_rank(node, fn, depth):
             return True  # `config.cuda_rank`, a property returning dist.get_rank()
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self" \
@@ -394,6 +400,18 @@ class RankFlow:
                 return spelled and not isinstance(node, ast.Name) and not _on_self(node)
             return spelled
         return False
+
+    def _device_of_rank(self, value: ast.AST, fn: Function, depth: int) -> bool:
+        """`torch.device("cuda", rank)` or `torch.device(f"cuda:{rank}")` (or a name holding one)."""
+        if isinstance(value, ast.Name) and depth > 0:
+            return any(self._device_of_rank(v, scope, depth - 1) for v, scope in self._values(value, fn) or ()
+                       if v is not value)
+        if not (isinstance(value, ast.Call) and last_name(value.func) == "device" and value.args and
+                (self.program.qualify(value.func, fn) or "").startswith("torch.")):
+            return False
+        parts = [v.value for v in value.args[0].values if isinstance(v, ast.FormattedValue)] \
+            if isinstance(value.args[0], ast.JoinedStr) else value.args[1:2]
+        return any(self.is_rank(part, fn, depth) for part in parts)
 
     def _property_rank(self, node: ast.Attribute, fn: Function, depth: int) -> bool:
         """The attribute is a `@property` of the object's local class that returns the rank."""
@@ -568,6 +586,11 @@ class RankFlow:
         if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("bool", "int") \
                 and len(test.args) == 1 and not test.keywords and not self.program.lookup(test.func.id, fn):
             return self.guard(test.args[0], fn, depth)  # `bool(local_stop)`: the flag itself
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+                and len(test.args) == 2 and depth > 0:
+            found = self._one_rank_kind(test, fn, depth)
+            if found is not None:
+                return found
         if isinstance(test, ast.Call):
             name = last_name(test.func) or ""
             targets, _ = self.program.resolve(test.func, fn)
@@ -610,6 +633,26 @@ class RankFlow:
             if MAIN_FLAG.match(name):
                 return RankTest(text(test), name, "zero", scope=_flag_scope(name))
         return None
+
+    def _one_rank_kind(self, test: ast.Call, fn: Function, depth: int) -> Optional[RankTest]:
+        """`isinstance(pbar, tqdm)` where `pbar = tqdm(...)` under a rank test and something else
+        (`pbar = range(...)`) on its other side (rosinality's StyleGAN trainer and its copies):
+        the object's kind says which side made it - that rank test."""
+        kind = last_name(test.args[1])
+        values = self._values(test.args[0], fn) or []
+        if not kind or len(values) < 2:
+            return None
+        tests = []
+        for value, scope in values:
+            branch = _enclosing_if(scope, value)
+            side = self.guard(branch[0].test, scope, depth - 1) if branch is not None else None
+            if side is None:
+                return None  # made on a way no rank test decides
+            made = isinstance(value, ast.Call) and last_name(value.func) == kind
+            tests.append(side if (branch[1] == "body") == made else side.negated())
+        if len({(t.key, t.polarity) for t in tests}) != 1:
+            return None
+        return replace(tests[0], text=text(test))
 
     def _property(self, node: ast.AST, fn: Function) -> Optional[Function]:
         """The `@property` method `self.<name>` reads in fn's class (or a local base's)."""

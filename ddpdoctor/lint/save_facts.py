@@ -383,20 +383,26 @@ class SaveFacts:
             data |= batch_flags.loop_batch(self, fn, loop)
         return _grown(loops[0], data) if data else data
 
-    def _per_sample_given(self, path: ast.AST, fn: Function) -> bool:
+    def _per_sample_given(self, path: ast.AST, fn: Function, depth: int = 2) -> bool:
         """The path is made from a parameter that every call of fn hands each rank's batch (or
         what is read off it) inside a loop over a loader: `save_results(out, batch, args)`, whose
-        path holds `batch[0]["label"][i]` (mvdust3r) - each rank's own samples, one writer per file."""
-        params = [p for p in fn.params if p not in ("self", "cls")]
+        path holds `batch[0]["label"][i]` (mvdust3r) - each rank's own samples, one writer per file.
+        A caller that hands on a parameter of its own is asked the same of its callers, up to depth
+        (DiffComplete's `model_kwargs` of the scan's id, through two sampling helpers). A call on
+        the one-process side (`if num_gpus == 1:`) writes with no other rank beside it."""
+        params = [p for p in fn.params if p not in ("self", "cls")] + list(fn.kwonly)
         sites = [(caller, event) for caller, event in self.callers().get(fn, [])
-                 if event.kind == "call" and isinstance(event.node, ast.Call)]
+                 if event.kind == "call" and isinstance(event.node, ast.Call)
+                 and not _single_process(getattr(event, "conds", ()))]
         if not params or not sites:
             return False
         seeds: Optional[set] = None
         for caller, event in sites:
             data = self._loop_data(caller, event.node)
             given = {p for p in params if (a := argument_at(fn, event.node, p)) is not None
-                     and rank_state.value_inputs(a) & data}
+                     and (rank_state.value_inputs(a) & data or (
+                         depth > 0 and isinstance(a, ast.Name) and a.id in caller.params + list(caller.kwonly)
+                         and self._per_sample_given(a, caller, depth - 1)))}
             seeds = given if seeds is None else seeds & given
             if not seeds:
                 return False
