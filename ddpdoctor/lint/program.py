@@ -590,11 +590,12 @@ class Program:
         binds (`opt.loss_type.split("_")[0] == "class"` with --loss_type class_softmax): None
         where no side is settled true (then the first import of it stands, as for a fallback)."""
         memo = module.__dict__.setdefault("_import_chosen", {})
-        if name not in memo:
-            memo[name] = None  # (settling a test may ask again)
-            memo[name] = next((full for test, full in module.import_branches[name]
-                               if defaults.settled(test, self) is True), None)
-        return memo[name]
+        key = (name, len(self.files))  # (an option declared in a module read later may settle it)
+        if key not in memo:
+            memo[key] = None  # (settling a test may ask again)
+            memo[key] = next((full for test, full in module.import_branches[name]
+                              if defaults.settled(test, self) is True), None)
+        return memo[key]
 
     def _index_body(self, body, module: Module, cls: Optional[Klass], parent: Optional[Function],
                     prefix: str) -> None:

@@ -360,10 +360,11 @@ class RankFlow:
         if isinstance(node, ast.Attribute) and node.attr in self.program.local_rank_unset() and \
                 isinstance(node.value, ast.Name) and node.value.id != "self":
             return False  # `args.local_rank` under torchrun, which never hands it: its default everywhere
-        if isinstance(node, ast.Attribute) and node.attr == "index" and depth > 0:
+        if isinstance(node, ast.Attribute) and node.attr == "index" and depth > 0 and any(
+                self._device_of_rank(v, scope, depth - 1) for v, scope in self._values(node.value, fn) or ()):
             # `device.index` of `device = torch.device("cuda", rank)` (or `f"cuda:{rank}"`): the
             # rank the device was made for (SemanticSeg's `if device.index == 0:`)
-            return any(self._device_of_rank(v, scope, depth - 1) for v, scope in self._values(node.value, fn) or ())
+            return True
         if isinstance(node, ast.Attribute) and depth > 0 and self._property_rank(node, fn, depth):
             return True  # `config.cuda_rank`, a property returning dist.get_rank()
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self" \
