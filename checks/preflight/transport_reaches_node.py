@@ -23,6 +23,10 @@ _FIX = {
     # report came - it published after the master's window, or the master failed.
     "late": ("start `ddpdoctor preflight --via store` on every node in one step (one srun), or give the "
              "master a longer --timeout; the master's own output on its node has the report"),
+    # ...or got something from the store that is no plan or report (another ddpdoctor version, a
+    # stray writer on the port): the node takes no verdict it cannot read
+    "unreadable": ("run the same ddpdoctor version on every node, and keep the rendezvous port to this "
+                   "preflight; the master's own output on its node has the report"),
 }
 
 
@@ -42,7 +46,8 @@ def transport_reaches_node(cluster: ClusterFacts) -> list[Problem] | Skipped:
         out, the host key is unknown or changed, no Python on the node, or another ssh failure.
         The evidence is ssh's own line (secrets scrubbed). In store mode (--via store): a node that
         never published its facts to the master's store within --timeout; seen from such a node, a
-        store it reached that went away before the master's report came. Names that do not
+        store it reached that went away before the master's report came, or published a plan or
+        report it cannot read. Names that do not
         resolve at all are reported by DDP101 instead.
 
     Why it hurts:

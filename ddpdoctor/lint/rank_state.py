@@ -28,7 +28,7 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off
 from ddpdoctor.lint.fact_builder import _single_process, never_true
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
-from ddpdoctor.lint.walker import TERMINATORS, exits as _exits, side_conds
+from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      dotted, is_const, loader_call, text)
 
@@ -395,9 +395,8 @@ def _elif_excludes(stmt: ast.AST) -> bool:
 
 def _negation(a: ast.AST, b: ast.AST) -> bool:
     """b says the opposite of a: `not X` / `X`, or `X == c` / `X != c` (as written)."""
-    for one, two in ((a, b), (b, a)):
-        if isinstance(one, ast.UnaryOp) and isinstance(one.op, ast.Not) and text(one.operand) == text(two):
-            return True
+    if _negation_text(a) == text(b, 10_000) or _negation_text(b) == text(a, 10_000):
+        return True
     if isinstance(a, ast.Compare) and isinstance(b, ast.Compare) and len(a.ops) == len(b.ops) == 1 and \
             {type(a.ops[0]), type(b.ops[0])} == {ast.Eq, ast.NotEq}:
         return text(a.left) == text(b.left) and text(a.comparators[0]) == text(b.comparators[0])
@@ -917,23 +916,21 @@ def _item_names(program, fn: Function) -> frozenset:
     settled = {name for name, value, plain in pairs if plain and
                {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared}
     names: set = unpacked - shared
-    # where each name took its item: a binding after the read, with no loop bringing it round,
-    # gives the read nothing (`step = state.pop("step")` before the loop; `state = dict(loss=
-    # loss.item())` in it, gns's resumed step)
-    took: dict[str, list[int]] = {name: [0] for name in names}
-    loops = [(n.lineno, n.end_lineno) for n in fn.own if n.__class__ in (ast.For, ast.While, ast.AsyncFor)]
+    # the bindings that gave each name its item: a read that none of them reaches (`step =
+    # state.pop("step")` before the loop; `state = dict(loss=loss.item())` in it, gns's resumed
+    # step) is fed nothing; None: given whatever binding reaches (the unpacked ones)
+    took: dict[str, Optional[set]] = {name: None for name in names}
     conds = fn.__dict__.get("_call_conds", {})
     done: set[int] = set()
     for _ in range(3):
         grown = False
-        for name, value, _plain in pairs:
+        for name, value, plain in pairs:
             if id(value) in done or name in shared or name in settled:
                 continue
             used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
             if used & shared:
                 continue
-            line = getattr(value, "lineno", 0)
-            fed = any(_reaches(at, line, loops) for u in used & names for at in took.get(u, [0]))
+            fed = any(_fed(fn, u, value, took[u]) for u in used & names)
             items = any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr == "item"
                                                      and not c.args and not _read_from_file(program, c.func.value, fn)
                                                      or _returns_item(program, c, fn))
@@ -943,8 +940,13 @@ def _item_names(program, fn: Function) -> frozenset:
                         for c in walk(value))
             if items or fed:
                 done.add(id(value))
+                # (an item added in place - `losses.append(loss.item())`, `total += ...` - is in
+                # the name whichever binding of it a read meets: no flow question to ask)
+                if not plain:
+                    took[name] = None
+                elif name not in names or took.get(name) is not None:
+                    took[name] = (took.get(name) or set()) | {id(value)}
                 names.add(name)
-                took.setdefault(name, []).append(line)
                 grown = True
         if not grown:
             break
@@ -952,10 +954,14 @@ def _item_names(program, fn: Function) -> frozenset:
     return found
 
 
-def _reaches(at: int, line: int, loops: list) -> bool:
-    """A binding at line `at` can be what line `line` reads: it comes first, or a loop around
-    both brings it round."""
-    return at < line or any(start <= at <= end and start <= line <= end for start, end in loops)
+def _fed(fn: Function, name: str, value: ast.AST, given: Optional[set]) -> bool:
+    """Some binding that gave `name` its item reaches the read of it in value (the flow's
+    answer, reaching.reaching_values; where it cannot tell, every binding may)."""
+    if given is None:
+        return True
+    reads = [n for n in walk(value) if n.__class__ is ast.Name and n.id == name]
+    flow = reaching.reaching_values(fn.node, name, reads[0]) if reads else None
+    return flow is None or any(id(v) in given for v in flow)
 
 
 def _returns_item(program, call: ast.Call, fn: Function, place: Optional[tuple] = None) -> bool:

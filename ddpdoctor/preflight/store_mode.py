@@ -228,10 +228,20 @@ def _as_node(opts, master: str, here: NodeFacts, mine: list[str], began: float) 
             store.set_json(f"facts/{host}", me.to_dict())
         published = _master_verdict(store, opts, mine)
     except StoreError as exc:
-        return _lost_report(opts, master, me, mine, str(exc))
+        return _lost_report(opts, master, me, mine, "late", str(exc))
+    except UNREADABLE as exc:
+        return _lost_report(opts, master, me, mine, "unreadable", f"its plan cannot be read: {exc}")
     finally:
         store.close()
-    return _relayed(published, opts, master, mine)
+    try:
+        return _relayed(published, opts, master, mine)
+    except UNREADABLE as exc:
+        return _lost_report(opts, master, me, mine, "unreadable", f"its report cannot be read: {exc}")
+
+
+# What reading a plan or a report a peer published raises when it is not one (another version, a
+# stray writer on the port): a finding from this node's own evidence, never a verdict taken on trust.
+UNREADABLE = (KeyError, TypeError, ValueError, AttributeError)
 
 
 def _master_verdict(store: Store, opts, mine: list[str]) -> dict:
@@ -252,8 +262,14 @@ def _master_verdict(store: Store, opts, mine: list[str]) -> dict:
 
 
 def _relayed(published: dict, opts, master: str, mine: list[str]) -> Report:
-    """The master's report, rebuilt here so this node exits with the same code."""
+    """The master's report, rebuilt here so this node exits with the same code; ValueError (one
+    of UNREADABLE) where what was published is no preflight report - one with no check run is
+    none: it could make a PASS of nothing."""
+    if not isinstance(published, dict) or not isinstance(published.get("report"), dict):
+        raise ValueError("not a report")
     report = Report.from_dict(published["report"], opts.fail_on)
+    if report.command != "preflight" or not report.results:
+        raise ValueError("it holds no preflight check")
     report.run_dir = None
     report.metrics["store_role"] = "node"
     report.metrics["report_where"] = published.get("where", f"printed by ddpdoctor on {master}")
@@ -266,18 +282,23 @@ def _relayed(published: dict, opts, master: str, mine: list[str]) -> Report:
     return report
 
 
-def _lost_report(opts, master: str, me: NodeFacts, mine: list[str], why: str) -> Report:
-    """This node reached the store, but the master's report never came: it stopped serving first."""
+def _lost_report(opts, master: str, me: NodeFacts, mine: list[str], kind: str, why: str) -> Report:
+    """This node reached the store, but got no verdict it can use: the master stopped serving
+    before its report came ("late"), or what it published is no plan or report ("unreadable")."""
     host = mine[0]
     ep = endpoint(master, opts.master_port)
-    late = TransportFailure("late", f"{host} reached the master's store on {ep} but lost it before the master's "
-                                    f"report came ({why})",
-                            "most likely this node published after the master's --timeout window "
-                            f"({opts.timeout:g} s) had closed, or the master stopped", None, opts.timeout)
-    report = _own_report(opts, master, me, host, {"DDP105"}, failure=late)
+    if kind == "late":
+        failure = TransportFailure("late", f"{host} reached the master's store on {ep} but lost it before the "
+                                           f"master's report came ({why})",
+                                   "most likely this node published after the master's --timeout window "
+                                   f"({opts.timeout:g} s) had closed, or the master stopped", None, opts.timeout)
+    else:
+        failure = TransportFailure("unreadable", f"{host} reached the master's store on {ep}, but {why}",
+                                   "is every node running the same ddpdoctor, and is nothing else writing to that port?")
+    report = _own_report(opts, master, me, host, {"DDP105"}, failure=failure)
     report.header = f"store mode: {host} got no verdict from the master {master}"
-    report.notes.append(f"the master's own output on {master} has its report, which names {host} absent (DDP105) "
-                        "if it counted it so")
+    report.notes.append(f"the master's own output on {master} has its report" + (
+        f", which names {host} absent (DDP105) if it counted it so" if kind == "late" else ""))
     return report
 
 

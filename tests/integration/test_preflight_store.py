@@ -174,3 +174,19 @@ def test_store_mode_node_counted_absent_relays_the_verdict_and_says_it_was_late(
     assert node.returncode == 1 and stdout == "", stderr
     assert f"the report is printed by ddpdoctor on {HOSTS[0]}: FAIL" in stderr
     assert f"{HOSTS[1]} published its facts after the master's --timeout window had closed" in stderr
+
+
+@pytest.mark.parametrize("published", [
+    {"report": {"command": "preflight", "results": []}, "exit_code": 0},  # a PASS of nothing
+    "not a report",
+])
+def test_store_mode_node_takes_no_verdict_it_cannot_read(tmp_path, published):
+    port = free_port()
+    store = _hand_master(port)
+    node = _start_node(tmp_path, port)
+    _wait_key(store, f"ddpdoctor/preflight/facts/{HOSTS[1]}")
+    store.set("ddpdoctor/preflight/plan", json.dumps({"go": False, "reason": "run with --collective"}))
+    store.set("ddpdoctor/preflight/report", json.dumps(published))
+    stdout, stderr = node.communicate(timeout=60)
+    assert node.returncode == 1, stdout + stderr  # never the PASS a peer handed over, never exit 3
+    assert "Traceback" not in stderr and "DDP105" in stderr and "cannot be read" in stderr
