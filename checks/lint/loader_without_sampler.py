@@ -35,7 +35,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         handed (only the model and the optimizer, or a `deepcopy` of the loader whose result
         is thrown away), gets no sampler from Accelerate: an error like any unsharded
         training loader (not a TensorDataset of tensors the run made: rollouts a rank
-        generated are its own).
+        generated are its own). Nor, in any script, a loader built anew on each pass of a loop
+        over a TensorDataset of tensors made there and read from no file (a PPO update over the
+        episode the rank just played).
 
         An error when a loop that runs backward iterates the loader (it is the training
         loader); a loader no such loop is seen to iterate is not judged, whatever its name

@@ -42,7 +42,8 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         Trainer subclass's own `save_model` / `_save`, which the Trainer calls on every
         process, writes wherever it does not test `self.args.should_save` or the like), and a save inside a "rank 0 first" block (a
         context manager that lets rank 0 through, then the others after a barrier, such as
-        `accelerator.main_process_first()`) builds a cache the others then read: not reported.
+        `accelerator.main_process_first()`, or written out: `if local_rank == 0: ds = Cache()`,
+        a barrier, then `ds = Cache()` on every rank) builds a cache the others then read: not reported.
         Nor is a write no rank reaches: one made only by the launcher's `__main__` code before
         it spawns the ranks (mp.spawn), or one after `if return_model: return model` when every
         caller leaves that parameter true, or one on the side of `if model is not None:` that a
@@ -52,7 +53,7 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `tempfile.mkstemp()`) is each rank's own file, and a cache the same function reads
         back when it exists (`if os.path.exists(p): return torch.load(p)`) is built by local
         rank 0 once per node on purpose: not reported. Nor is a dump made only in an
-        `except:` that raises again (the failing rank's state on its way out), nor one under
+        `except:` that raises again or exits (the failing rank's state on its way out), nor one under
         `if args.X:` where the option `--X` is off by default (a store_true, None or 0) and no
         launch written beside the script turns it on - unless that option holds every save of
         the script (a `--use_writer` around the checkpoints and the logs alike: a training run

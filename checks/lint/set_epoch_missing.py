@@ -13,7 +13,8 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
     What it detects:
         A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
         nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`), or calls
-        it with a constant (`sampler.set_epoch(0)` inside the epoch loop), or calls it only
+        it with a constant (`sampler.set_epoch(0)` inside the epoch loop, or a counter set
+        once and never advanced), or calls it only
         in one loop while another loop beside it reads the loader pass after pass (a warm-up's
         epochs before the epoch loop that sets it), or calls it only
         once, before any loop (`sampler.set_epoch(start_epoch - 1)` above the epoch loop: the

@@ -1335,6 +1335,10 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
                                                      and isinstance(part.operand, ast.Name)))
     if isinstance(value, ast.Name):
         return _cond_false(fn, call, value.id, True, context)
+    if isinstance(value, ast.Compare) and len(value.ops) == 1:
+        # `is_train = optimiser is not None` then `if is_train:`, entered with no optimiser
+        # (an evaluation pass through the training loop's helper): the local's own test, asked
+        return _cond_false(fn, call, text(value), False, context)
     return False
 
 
@@ -1512,32 +1516,50 @@ def local_constants(fn: Function, name: str) -> Optional[set]:
         # (a script's top-level `distributed = False` is a setting its user edits - "set True for
         # DDP", as bubbliiiing's train.py says - not a fact of the run: the lint judges both sides)
         return None
-    found: set = set()
+    # (asked of many names of a long function: one pass over its body answers them all)
+    bound = fn.__dict__.get("_constant_bindings")
+    if bound is None:
+        bound = fn.__dict__["_constant_bindings"] = _constant_bindings(fn)
+    found = bound.get(name)
+    return set(found) if found else None  # (a copy: callers add to what they get)
+
+
+_REBINDING = (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr)
+
+
+def _constant_bindings(fn: Function) -> dict:
+    """Each name fn's own body binds -> the constants it is bound to, or None where some binding
+    of it is something else."""
+    found: dict = {}
+    poisoned: set = set()
     for node in fn.own:
-        if node.__class__ in (ast.Global, ast.Nonlocal) and name in node.names:
+        if node.__class__ in (ast.Global, ast.Nonlocal):
             # `global shutdown_requested`: the module's name, set by a signal handler too - what
             # this function binds later is not all it holds
-            return None
-        if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr)) and any(
-                isinstance(n, ast.Name) and n.id == name for n in walk(getattr(node, "target", node))):
-            return None
-        if not isinstance(node, ast.Assign):
+            poisoned.update(node.names)
+            continue
+        if isinstance(node, _REBINDING):
+            poisoned.update(n.id for n in walk(getattr(node, "target", node)) if n.__class__ is ast.Name)
+            continue
+        if node.__class__ is not ast.Assign:
             continue
         for target in node.targets:
             pairs = [(target, node.value)]
             if isinstance(target, ast.Tuple):
                 if not (isinstance(node.value, ast.Tuple) and len(node.value.elts) == len(target.elts)):
-                    if any(isinstance(n, ast.Name) and n.id == name for n in walk(target)):
-                        return None
+                    poisoned.update(n.id for n in walk(target) if n.__class__ is ast.Name)
                     continue
                 pairs = list(zip(target.elts, node.value.elts))
             for bound, value in pairs:
-                if not (isinstance(bound, ast.Name) and bound.id == name):
+                if bound.__class__ is not ast.Name:
                     continue
-                if not (isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None)))):
-                    return None
-                found.add(value.value)
-    return found or None
+                if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None))):
+                    found.setdefault(bound.id, set()).add(value.value)
+                else:
+                    poisoned.add(bound.id)
+    for name in poisoned:
+        found[name] = None
+    return found
 
 
 def _handed_back(program: Program, value: ast.AST, scope: Function, depth: int = 3) -> tuple:

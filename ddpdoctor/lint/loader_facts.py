@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import (_fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
+from ddpdoctor.lint.fact_builder import (_constant_bindings, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import source_lines, walk
@@ -343,7 +343,8 @@ class LoaderFacts:
                 sharded_by_rank=(dataset is not None and (self.mentions_rank(dataset, fn)
                                                           or self._read_from_rank_file(dataset, fn)
                                                           or self._rank_part_built(dataset, fn)
-                                                          or self._subset_of_sampler(dataset, fn)))
+                                                          or self._subset_of_sampler(dataset, fn)
+                                                          or self._made_each_pass(dataset, fn, call)))
                 or self._trains(fn, name, split=True),
                 # (webdataset's WebLoader exists for its own pipelines, which split themselves
                 # by node and worker: its dataset is one wherever the source does not show it)
@@ -1619,7 +1620,7 @@ class LoaderFacts:
                     matched_calls.append(scall)
                     if sfn.cls is not None and "set_epoch" in sfn.cls.methods:
                         once = False  # a class of its own that hands set_epoch on (a batcher's)
-                    if scall.args and isinstance(scall.args[0], ast.Constant) and \
+                    if scall.args and (isinstance(scall.args[0], ast.Constant) or _pinned(program, sfn, scall.args[0])) and \
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
                             not _varying_elsewhere(sfn, scall, set_epochs):
@@ -1877,6 +1878,39 @@ class LoaderFacts:
                 if isinstance(alternative, (ast.Name, ast.Attribute)) and \
                         "DistributedSampler" in (last_name(alternative) or ""):
                     return True
+        return False
+
+    def _made_each_pass(self, dataset: ast.AST, fn: Function, call: ast.Call) -> bool:
+        """`dataset = TensorDataset(torch.stack(states), actions, returns)` and its loader built
+        anew on each pass of a loop (a PPO update over the episode this rank just played): tensors
+        the rank made itself are its own data, no one's shard. Not a TensorDataset of what a file
+        holds (a split every rank reads whole), nor one built once before the loop."""
+        loops = [loop for loop, _ in _fn_loops(fn) if any(n is call for n in walk(loop))]
+        values = self.program.values_of(dataset, fn)
+        if not loops or not values:
+            return False
+        for value, scope in values:
+            if not (scope is fn and isinstance(value, ast.Call) and last_name(value.func) == "TensorDataset"
+                    and value.args and any(n is value for n in walk(loops[-1]))):
+                return False
+            if self._reads_a_file(value.args, fn):
+                return False
+        return True
+
+    def _reads_a_file(self, exprs: list, fn: Function, steps: int = 4) -> bool:
+        """Some value these expressions are computed from (through the names in them, a few
+        bindings back) is loaded from a file (`torch.load`, `np.load`, `read_csv`...)."""
+        todo, seen = [(e, fn) for e in exprs], set()
+        for _ in range(steps):
+            more = []
+            for expr, scope in todo:
+                for n in walk(expr):
+                    if isinstance(n, ast.Call) and (last_name(n.func) or "") in FILE_LOADS:
+                        return True
+                    if isinstance(n, ast.Name) and id(n) not in seen:
+                        seen.add(id(n))
+                        more += [(v, sc) for v, sc in self.program.values_of(n, scope, 1) if v is not n]
+            todo = more[:64]
         return False
 
     def _read_from_rank_file(self, dataset: ast.AST, fn: Function, steps: int = 8) -> bool:
@@ -2473,6 +2507,23 @@ def _varying_elsewhere(fn, call: ast.Call, set_epochs) -> bool:
     mine = text(call.func.value)
     return any(sfn is fn and other is not call and text(other.func.value) != mine and other.args
                and not isinstance(other.args[0], ast.Constant) for sfn, other, _ in set_epochs)
+
+
+def _pinned(program, fn, arg: ast.AST) -> bool:
+    """`epoch_iter = 0` and never moved, then `sampler.set_epoch(epoch_iter)` in the epoch loop
+    (the counter its author forgot to advance): a name every binding of which is a constant, that
+    no augmented assignment, loop, `global` or `nonlocal` elsewhere moves. A parameter is what its
+    callers pass: not pinned here."""
+    if arg.__class__ is not ast.Name or arg.id in fn.params or arg.id in fn.kwonly:
+        return False
+    if not _constant_bindings(fn).get(arg.id):
+        return False
+    if isinstance(fn.node, ast.Module):
+        movers = [f for f in program.functions if f.module is fn.module and f is not fn]
+    else:
+        movers = [f for f in program.functions if f.parent is fn]
+    return not any(node.__class__ in (ast.Global, ast.Nonlocal) and arg.id in node.names
+                   for f in movers for node in f.own)
 
 
 def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:

@@ -546,8 +546,12 @@ def _through_ddp(program: Program, node: ast.AST, fn: Function, depth: int) -> b
             return True
     if depth <= 0:
         return False
+    # (`model.module.forward_train(batch)`: the model's name there is the receiver of a method
+    # that goes round the wrapper, not a value the loss is computed from)
+    bypassed = {id(n) for sub in walk(node) if isinstance(sub, ast.Call) and _round_the_wrapper(program, sub, fn)
+                for n in walk(sub.func)}
     for sub in walk(node):
-        if isinstance(sub, ast.Name):
+        if isinstance(sub, ast.Name) and id(sub) not in bypassed:
             handed = sub.id in fn.params and not fn.bindings.get(sub.id)
             for value, scope in program.values_of(sub, fn, 1):
                 if value is not sub and (scope is fn or handed) and _through_ddp(program, value, scope, depth - 1):
@@ -609,6 +613,7 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
             and not any(ddp_model(program, c, fn) is not None for c in calls):
         return True
     todo = [(node, depth)]
+    bypassed: set = set()  # the receivers of calls that go round the wrapper's forward
     while todo:
         expr, left = todo.pop()
         for sub in _undetached(expr):
@@ -617,14 +622,20 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
                     return False
                 if isinstance(sub.func, ast.Name) and fresh_model(program, sub.func, fn):
                     seen_plain = True
+                elif _round_the_wrapper(program, sub, fn):
+                    seen_plain = True
+                    bypassed.update(id(n) for n in walk(sub.func))
                 continue
-            if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
+            if id(sub) in bypassed or not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
                 continue
             if sub.id in fn.module.imports or sub.id in _BUILTINS:
                 continue  # torch, F.mse_loss: a library's
             if sub.id in _loop_targets(fn):
                 continue  # `for (x,) in loader:`: the batch, data whichever model it enters
             values = [(v, scope) for v, scope in program.values_of(sub, fn, 1) if v is not sub]
+            if values and all(isinstance(v, (ast.Name, ast.Attribute)) and
+                              (program.qualify(v, scope) or "").startswith("torch.nn.functional.") for v, scope in values):
+                continue  # `Loss = F.mse_loss` at the top of the module: torch's function
             if not values or left <= 0 or any(scope is not fn for _, scope in values):
                 if fresh_model(program, sub, fn):
                     continue  # the plain model's own name (`student` in `student(x)`)
@@ -647,6 +658,41 @@ def _loop_targets(fn: Function) -> frozenset:
                     for n in ast.walk(t) if isinstance(n, ast.Name)}
         found = fn.__dict__["_loop_target_names"] = frozenset(targets - assigned)
     return found
+
+
+def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> bool:
+    """Every use of a DDP model in what the loss is computed from (the expression, and what its
+    names hold in fn, a few assignments back) goes round the wrapper's forward
+    (`model.module.forward_train(batch)`, `model.forward_train(batch)` on the wrapper), and
+    there is one: its backward all-reduces nothing. A loss whose source is not seen proves nothing."""
+    exprs, seen = [node], set()
+    for _ in range(3):
+        more = []
+        for expr in exprs:
+            for sub in _undetached(expr):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and id(sub) not in seen:
+                    seen.add(id(sub))
+                    more += [v for v, scope in program.values_of(sub, fn, 1) if v is not sub and scope is fn]
+        exprs += more
+    calls = {id(c): c for expr in exprs for c in _undetached(expr) if isinstance(c, ast.Call)}.values()
+    around = [c for c in calls if _round_the_wrapper(program, c, fn)]
+    return bool(around) and not any(ddp_model(program, c, fn) is not None for c in calls)
+
+
+def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
+    """`model.module.forward_train(batch)`, or `model.forward_train(batch)` on the DDP model
+    itself (DistributedDataParallel hands any other attribute on to the module): a method of
+    the wrapped module, not the wrapper's forward - the reducer is not prepared, and the
+    backward of what it computes all-reduces nothing."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr in ("forward", "__call__"):
+        return False
+    if _through_module(call):
+        return True
+    receiver = func.value
+    if not (isinstance(receiver, ast.Name) or _self_attribute(receiver)):
+        return False
+    return ddp_model(program, ast.Call(func=receiver, args=[], keywords=[], lineno=call.lineno), fn) is not None
 
 
 def _through_module(call: ast.Call) -> bool:

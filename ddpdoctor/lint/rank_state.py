@@ -30,7 +30,7 @@ from ddpdoctor.lint.fact_builder import _single_process, never_true
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
-                                     dotted, is_const, loader_call, text)
+                                     dotted, is_const, loader_call, loss_round_the_wrapper, text, _loss_of)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -1472,7 +1472,8 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
         for node in walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
-            if last_name(node.func) == "backward" and not _module_method(builder.program, fn):
+            if last_name(node.func) == "backward" and not _module_method(builder.program, fn) and \
+                    not _round_backward(builder.program, node, fn):
                 return f"{text(node.func, 40)}() in {fn.label} ({reduced_by(builder)})"
             if depth > 0:
                 for target in builder.program.resolve(node.func, fn)[0]:
@@ -1480,6 +1481,12 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
                     if found:
                         return found
     return ""
+
+
+def _round_backward(program, call: ast.Call, fn: Function) -> bool:
+    """The backward of a loss the module computed round the wrapper (`model.module.forward_train(b)`):
+    it backs through no DDP hook, nothing the other ranks wait in."""
+    return isinstance(call.func, ast.Attribute) and loss_round_the_wrapper(program, _loss_of(call.func.value), fn)
 
 
 def _module_method(program, fn: Function) -> bool:
@@ -2343,7 +2350,7 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
             if op:
                 return op
             name = last_name(node.func) or ""
-            if name == "backward" and ddp and not _module_method(program, fn):
+            if name == "backward" and ddp and not _module_method(program, fn) and not _round_backward(program, node, fn):
                 return f"{text(node.func, 40)}() ({reduced_by(builder)})"
             if name == "backward" and node.args and isinstance(node.func, ast.Attribute) and \
                     _deepspeed_engine(program, node.func.value, fn):

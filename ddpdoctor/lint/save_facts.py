@@ -286,7 +286,8 @@ class SaveFacts:
             # (the handler here, or around every call of fn: `except: torch.save(state,
             # f"failed_{t}.pth"); raise`, N4DE's marching-cubes dump)
             return SaveFact(where, path_text, False,
-                            "only in an `except:` that raises again: the failing rank's dump")
+                            "only in an `except:` that raises again or exits (the failing rank's dump on its way out), "
+                            "or under a rank test")
         if guarded is None:
             hook = fn.name.startswith("on_") or self._trainer_save_override(fn)
             return SaveFact(where, path_text, hook,
@@ -448,8 +449,13 @@ class SaveFacts:
         """Every call of fn sits in an `except` handler that ends by raising again: a rank that
         failed dumps its state on the way out, not every rank in the normal run."""
         sites = self.callers().get(fn, [])
-        return bool(sites) and all(isinstance(event.node, ast.Call) and _in_a_reraising_handler(caller, event.node)
-                                   for caller, event in sites)
+        failing = [isinstance(event.node, ast.Call) and _in_a_reraising_handler(caller, event.node)
+                   for caller, event in sites]
+        # (the other calls under a rank test: `if rank == 0: save(...)` each epoch, and an
+        # `except RuntimeError: save(...); exit(0)` on the rank that ran out of memory)
+        return any(failing) and all(
+            failed or bool(rank_guards(event.guards)) or self.only_guarded(caller) is True
+            for failed, (caller, event) in zip(failing, sites))
 
     def _names_host(self, path: ast.AST, fn: Function) -> bool:
         """The path holds the machine's name (socket.gethostname(), platform.node()), directly or
@@ -984,11 +990,23 @@ HOST_NAMES = frozenset({"socket.gethostname", "platform.node", "os.uname", "sock
 
 
 def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:
+    """The call sits in an `except` handler that ends the process: it raises again, or exits
+    (`save(model, f"model_error_{t}.pt"); exit(0)` after an out-of-memory error): a dump on the
+    way out, not the run's checkpoint (a Ctrl-C's KeyboardInterrupt dump too: the best-effort
+    rescue of an interrupted run)."""
     for node in fn.own:
-        if isinstance(node, ast.ExceptHandler) and node.body and isinstance(node.body[-1], ast.Raise) \
+        if isinstance(node, ast.ExceptHandler) and node.body and _ends_the_process(node.body[-1]) \
                 and any(sub is call for stmt in node.body for sub in walk(stmt)):
             return True
     return False
+
+
+_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
+
+
+def _ends_the_process(stmt: ast.AST) -> bool:
+    return isinstance(stmt, ast.Raise) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                                           and (dotted(stmt.value.func) or "") in _EXITS)
 
 
 def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bool = False) -> bool:

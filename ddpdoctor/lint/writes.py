@@ -11,9 +11,10 @@ reads this for the saves it judges (lint/facts.py).
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.patterns import last_name, text
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -34,7 +35,40 @@ def rank_zero_first(builder: Builder, fn: Function, call: ast.Call) -> str:
             why = _ordering(builder, item.context_expr, fn)
             if why:
                 return why
+    return _built_first(builder, fn, call)
+
+
+def _built_first(builder: Builder, fn: Function, call: ast.Call) -> str:
+    """The same, written out: `if local_rank == 0: dataset = Cache(download=True)`, then a barrier
+    every rank waits at, then `dataset = Cache(download=False)` on every rank - the call made
+    again once rank 0 has made it and the others waited (the files it writes are there, and a
+    cache skips them). "" where fn has no such block before the call."""
+    program = builder.program
+    targets = program.resolve(call.func, fn)[0]
+    made = {id(t) for t in targets}
+    # (a cache: what it makes skips what is already on disk - a checkpoint saved first on rank 0
+    # and then again by every rank in a `finally:` is two writes, not a cache read back)
+    if not made or not any(_SKIPS_WRITTEN.search(source_lines(t.file.lines, (t.cls or t).node)) for t in targets):
+        return ""
+    barriers = [e.line for e in fn.events if e.kind == "collective" and e.line < call.lineno
+                and _WAITS.search(e.op) and not any(not g.test.everyone for g in e.guards)]
+    for stmt in fn.own:
+        if not (isinstance(stmt, ast.If) and stmt.lineno < call.lineno) or \
+                not any(stmt.end_lineno < line for line in barriers):
+            continue
+        test = program.ranks.guard(stmt.test, fn)
+        if test is None or test.polarity != "zero":
+            continue
+        for inner in (n for part in stmt.body for n in walk(part)):
+            if isinstance(inner, ast.Call) and inner is not call and \
+                    made & {id(t) for t in program.resolve(inner.func, fn)[0]}:
+                return (f"made first under `if {test.text}:` at line {stmt.lineno}, then a barrier, then on every "
+                        f"rank: rank 0 writes first (a cache the others read)")
     return ""
+
+
+_WAITS = re.compile(r"barrier|wait_for_everyone")
+_SKIPS_WRITTEN = re.compile(r"\b(?:exists|isfile|is_file)\(")
 
 
 def rank_zero_first_above(builder: Builder, fn: Function) -> str:
