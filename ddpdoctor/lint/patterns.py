@@ -680,19 +680,37 @@ def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> boo
 
 
 def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
-    """`model.module.forward_train(batch)`, or `model.forward_train(batch)` on the DDP model
-    itself (DistributedDataParallel hands any other attribute on to the module): a method of
-    the wrapped module, not the wrapper's forward - the reducer is not prepared, and the
-    backward of what it computes all-reduces nothing."""
+    """`model.module.forward_train(batch)`: a method of the module the wrapper holds, not the
+    wrapper's forward - the reducer is not prepared, and the backward of what it computes
+    all-reduces nothing. Also `model.forward_train(batch)` on the side of `isinstance(model, DDP)`
+    where the model is not the wrapper (DistributedDataParallel hands no method on to its module:
+    there the model is the plain one)."""
     func = call.func
     if not isinstance(func, ast.Attribute) or func.attr in ("forward", "__call__"):
         return False
     if _through_module(call):
         return True
     receiver = func.value
-    if not (isinstance(receiver, ast.Name) or _self_attribute(receiver)):
-        return False
-    return ddp_model(program, ast.Call(func=receiver, args=[], keywords=[], lineno=call.lineno), fn) is not None
+    return isinstance(receiver, ast.Name) and _off_the_wrapper_side(fn, call, receiver.id)
+
+
+def _off_the_wrapper_side(fn: Function, call: ast.Call, name: str) -> bool:
+    """The call sits where `isinstance(name, DistributedDataParallel)` (or `DDP`) is false: the
+    `else:` of that test, or the body of its `not`."""
+    for stmt in fn.own:
+        if not isinstance(stmt, ast.If):
+            continue
+        test, negated = stmt.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if not (isinstance(test, ast.Call) and last_name(test.func) == "isinstance" and len(test.args) == 2
+                and isinstance(test.args[0], ast.Name) and test.args[0].id == name
+                and re.search(r"\bDDP\b|DistributedDataParallel", text(test.args[1], 200))):
+            continue
+        side = stmt.body if negated else stmt.orelse
+        if any(n is call for part in side for n in walk(part)):
+            return True
+    return False
 
 
 def _through_module(call: ast.Call) -> bool:

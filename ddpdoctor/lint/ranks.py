@@ -272,6 +272,24 @@ class RankFlow:
         return files
 
     # ------------------------------------------------------------------ values
+    def _offset_cancels(self, node: ast.BinOp, fn: Function, depth: int) -> bool:
+        """`iteration - rank` where `iteration = first_iter + rank` and nothing moves it but
+        `iteration += world_size` (each rank counts its own interleaved steps): the rank added
+        is taken off again, the difference is every rank's alike."""
+        counter, offset = node.left, text(node.right)
+        if not isinstance(counter, ast.Name) or counter.id in fn.params or counter.id in fn.kwonly:
+            return False
+        bound = [value for _, value in fn.bindings.get(counter.id, [])]
+        if not bound or not all(
+                isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and any(
+                    text(side) == offset and not self.is_rank(other, fn, depth)
+                    for side, other in ((v.left, v.right), (v.right, v.left)))
+                for v in bound):
+            return False
+        steps = [n for n in fn.own if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+                 and n.target.id == counter.id]
+        return all(isinstance(n.op, (ast.Add, ast.Sub)) and not self.is_rank(n.value, fn, depth) for n in steps)
+
     def is_rank(self, node: ast.AST, fn: Function, depth: int = 6) -> bool:
         """The expression's value is (a function of only) this process's rank."""
         # by depth too: an answer worked out with the depth nearly spent (a name whose value is
@@ -350,6 +368,8 @@ class RankFlow:
             return isinstance(node.slice, (ast.Name, ast.Attribute)) and depth > 0 and \
                 self.is_rank(node.slice, fn, depth - 1)
         if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Sub) and self._offset_cancels(node, fn, depth):
+                return False  # `iteration - rank` of `iteration = first + rank`, stepped alike
             return self.is_rank(node.left, fn, depth) or self.is_rank(node.right, fn, depth)
         if isinstance(node, ast.IfExp):  # dist.get_rank() if dist.is_initialized() else 0
             return self.is_rank(node.body, fn, depth) or self.is_rank(node.orelse, fn, depth)

@@ -2,7 +2,8 @@
 entered for evaluation with no optimiser (`is_train = optimiser is not None`), an epoch counter
 its author never advances, a dump in an `except` that exits, a cache rank 0 builds before a
 barrier and every rank builds again, a PPO update's TensorDataset of this rank's rollouts, and a
-loss the module computes round the DDP wrapper (`model.module.forward_train(batch)`)."""
+loss the module computes round the DDP wrapper (`model.module.forward_train(batch)`), and
+a step counter offset by the rank and taken off again (`iteration - rank`)."""
 
 from __future__ import annotations
 
@@ -311,3 +312,41 @@ def test_accumulating_through_the_module_round_the_wrapper_needs_no_no_sync(tmp_
 def test_its_twin_accumulates_through_the_wrapper(tmp_path):
     code = ACCUMULATE.replace("{forward}", "model(x)")
     assert [line for line, _ in at(lint_one(tmp_path, code), "DDP805")] == [line_of(code, "# the backward")]
+
+
+# -------------------------------------------------- a counter offset by the rank, taken off again
+INTERLEAVED = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(model, opt, steps):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    iteration = 0 + rank
+    while True:
+        opt.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+        iteration += {step}
+        if {test} > steps:  # the stop
+            break
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    train(model, torch.optim.SGD(model.parameters(), lr=0.1), 100)
+
+
+main()
+"""
+
+
+def test_a_counter_offset_by_the_rank_and_taken_off_again_is_every_ranks(tmp_path):
+    code = INTERLEAVED.replace("{step}", "world").replace("{test}", "(iteration - rank)")
+    assert at(lint_one(tmp_path, code), "DDP809") == []
+
+
+def test_its_twin_tests_the_offset_counter_itself(tmp_path):
+    code = INTERLEAVED.replace("{step}", "world").replace("{test}", "iteration")
+    assert [line for line, _ in at(lint_one(tmp_path, code), "DDP809")] == [line_of(code, "# the stop")]
