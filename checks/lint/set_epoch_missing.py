@@ -51,8 +51,12 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         if sampler.constant_epoch is not None:
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) gets set_epoch with a "
-                         f"constant at {sampler.constant_epoch}: the shuffle order is the same every epoch"),
-                hint="pass the epoch number: sampler.set_epoch(epoch)",
+                         f"constant at {sampler.constant_epoch}" + (
+                             f" (`{pinned}`, set once and never advanced)" if (pinned := getattr(
+                                 sampler, "pinned_epoch", "")) else "")
+                         + ": the shuffle order is the same every epoch"),
+                hint=f"advance `{pinned}` each epoch, or pass the epoch number: sampler.set_epoch(epoch)" if pinned
+                else "pass the epoch number: sampler.set_epoch(epoch)",
                 location=sampler.constant_epoch,
                 evidence={"sampler": sampler.name, "set_epoch": str(sampler.constant_epoch), "constant": True,
                           "loader_location": str(sampler.loader) if sampler.loader else None}))

@@ -15,7 +15,7 @@ from ddpdoctor.lint.defaults import config_settles, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
+from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function
 
 
@@ -332,11 +332,8 @@ class AccumulationFacts:
         if backward is None:
             return None
         if isinstance(backward.func, ast.Attribute) and backward.func.attr == "backward" and \
-                (plain_loss(self.program, backward.func.value, fn)
-                 or loss_round_the_wrapper(self.program, _loss_of(backward.func.value), fn)):
-            # the loss never passes a DDP forward (or passes the module round the wrapper,
-            # `model.module(images, labels)`): its backward all-reduces nothing
-            return None
+                plain_loss(self.program, _loss_of(backward.func.value), fn):
+            return None  # the loss never passes a DDP forward: its backward all-reduces nothing
         # `backward; if (i + 1) % k: continue; opt.step()`: what follows a `continue` that comes
         # after the backward runs on some passes only (one before it skips both alike)
         head, tail = _split_at_skip(loop, backward)

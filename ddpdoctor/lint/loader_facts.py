@@ -138,6 +138,8 @@ class SamplerFact:
     # the set_epoch call that would set it, on a side of a switch no way in takes (`if self.ddp:`
     # where every construction leaves `ddp=False`): it never runs
     set_epoch_off: Optional[Location] = None
+    # constant_epoch's argument where it is a name set once and never advanced (`epoch_iter`)
+    pinned_epoch: str = ""
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -1579,7 +1581,7 @@ class LoaderFacts:
             own = name.split(".")[0] if "." not in name else ""
             matched = []
             matched_calls: list = []
-            constant = None
+            constant, pinned = None, ""
             # every set_epoch matched runs outside any loop, and so does every other one (one in
             # a loop the matching missed - `dataset.set_epoch(e)` handing it on - may be it)
             # (and every one of them is seen called: a hook's `before_epoch` that a runner calls by
@@ -1625,6 +1627,7 @@ class LoaderFacts:
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
                             not _varying_elsewhere(sfn, scall, set_epochs):
                         constant = loc(sfn, scall)
+                        pinned = scall.args[0].id if isinstance(scall.args[0], ast.Name) else ""
             if not matched and _reseeded_per_pass(fn, call):
                 # rebuilt in the epoch loop with a seed that moves with it (`seed=base + epoch`):
                 # each pass shuffles anew, as set_epoch(epoch) would make it
@@ -1699,7 +1702,7 @@ class LoaderFacts:
                 and not self._advances_itself(call, fn)
                 # `DistributedSampler(ds, epoch=epoch)` of a copy that takes it, built each epoch
                 and not (keyword(call, "epoch") is not None and not isinstance(keyword(call, "epoch"), ast.Constant)),
-                set_epoch=matched, constant_epoch=constant, across_epochs=across,
+                set_epoch=matched, constant_epoch=constant, pinned_epoch=pinned, across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
                 set_epoch_once=matched[0] if matched and once and matched_calls and across else None,

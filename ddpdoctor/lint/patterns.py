@@ -546,12 +546,8 @@ def _through_ddp(program: Program, node: ast.AST, fn: Function, depth: int) -> b
             return True
     if depth <= 0:
         return False
-    # (`model.module.forward_train(batch)`: the model's name there is the receiver of a method
-    # that goes round the wrapper, not a value the loss is computed from)
-    bypassed = {id(n) for sub in walk(node) if isinstance(sub, ast.Call) and _round_the_wrapper(program, sub, fn)
-                for n in walk(sub.func)}
     for sub in walk(node):
-        if isinstance(sub, ast.Name) and id(sub) not in bypassed:
+        if isinstance(sub, ast.Name):
             handed = sub.id in fn.params and not fn.bindings.get(sub.id)
             for value, scope in program.values_of(sub, fn, 1):
                 if value is not sub and (scope is fn or handed) and _through_ddp(program, value, scope, depth - 1):
@@ -600,20 +596,9 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
     some call in it is the forward of a model built plain (TinyBERT's student beside a
     DDP-wrapped teacher). Unknown parts (a parameter, a helper's return) prove nothing."""
     seen_plain = False
-    # `loss = self.model.module.loss(x) / k`: computed through the module DDP wraps, skipping
-    # the wrapper's forward (no DDP call beside it): its backward all-reduces nothing
-    values = [v for v, _ in program.values_of(node, fn, 1)] if isinstance(node, ast.Name) else [node]
-    calls = [c for v in values for c in _undetached(v) if isinstance(c, ast.Call)]
-    # (and what its names were computed from: `out = model(x)`, then `model.module.criterion(out,
-    # y)` - the loss of a DDP forward, whatever computes it from there)
-    calls += [c for v in values for sub in _undetached(v) if isinstance(sub, ast.Name)
-              for held, scope in [*program.values_of(sub, fn, 1), *((v, fn) for v in _unpacked_from(sub.id, fn))]
-              if held is not sub and scope is fn for c in _undetached(held) if isinstance(c, ast.Call)]
-    if values and all(any(_through_module(c) for c in _undetached(v) if isinstance(c, ast.Call)) for v in values) \
-            and not any(ddp_model(program, c, fn) is not None for c in calls):
+    if loss_round_the_wrapper(program, node, fn):
         return True
     todo = [(node, depth)]
-    bypassed: set = set()  # the receivers of calls that go round the wrapper's forward
     while todo:
         expr, left = todo.pop()
         for sub in _undetached(expr):
@@ -622,11 +607,8 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
                     return False
                 if isinstance(sub.func, ast.Name) and fresh_model(program, sub.func, fn):
                     seen_plain = True
-                elif _round_the_wrapper(program, sub, fn):
-                    seen_plain = True
-                    bypassed.update(id(n) for n in walk(sub.func))
                 continue
-            if id(sub) in bypassed or not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
+            if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
                 continue
             if sub.id in fn.module.imports or sub.id in _BUILTINS:
                 continue  # torch, F.mse_loss: a library's
@@ -661,22 +643,31 @@ def _loop_targets(fn: Function) -> frozenset:
 
 
 def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> bool:
-    """Every use of a DDP model in what the loss is computed from (the expression, and what its
-    names hold in fn, a few assignments back) goes round the wrapper's forward
-    (`model.module.forward_train(batch)`, `model.forward_train(batch)` on the wrapper), and
-    there is one: its backward all-reduces nothing. A loss whose source is not seen proves nothing."""
-    exprs, seen = [node], set()
+    """The loss is computed round the DDP wrapper's forward: each value it may hold comes, through
+    what its names hold in fn (a few assignments back, tuple items too), from a call on the module
+    the wrapper holds (`loss = self.model.module.loss(x) / k`; `pred = model.module(x)`, then
+    `criterion(pred, y)`), and from no call of the wrapper (`out = model(x)`, then
+    `model.module.criterion(out, y)` is the loss of a DDP forward). Its backward all-reduces
+    nothing. A value whose source is not seen proves nothing."""
+    values = [v for v, _ in program.values_of(node, fn, 1)] if isinstance(node, ast.Name) else [node]
+    return bool(values) and all(_computed_round_the_wrapper(program, value, fn) for value in values)
+
+
+def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function) -> bool:
+    calls, frontier, seen = [], [value], set()
     for _ in range(3):
-        more = []
-        for expr in exprs:
+        found = []
+        for expr in frontier:
             for sub in _undetached(expr):
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and id(sub) not in seen:
-                    seen.add(id(sub))
-                    more += [v for v, scope in program.values_of(sub, fn, 1) if v is not sub and scope is fn]
-        exprs += more
-    calls = {id(c): c for expr in exprs for c in _undetached(expr) if isinstance(c, ast.Call)}.values()
-    around = [c for c in calls if _round_the_wrapper(program, c, fn)]
-    return bool(around) and not any(ddp_model(program, c, fn) is not None for c in calls)
+                if isinstance(sub, ast.Call):
+                    calls.append(sub)
+                elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in seen:
+                    seen.add(sub.id)
+                    found += [v for v, scope in program.values_of(sub, fn, 1) if v is not sub and scope is fn]
+                    found += _unpacked_from(sub.id, fn)
+        frontier = found
+    return any(_round_the_wrapper(program, c, fn) for c in calls) and \
+        not any(ddp_model(program, c, fn) is not None for c in calls)
 
 
 def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:

@@ -325,7 +325,7 @@ class SaveFacts:
         the loop, without it)."""
         sites = [(caller, event) for caller, event in self.callers().get(fn, [])
                  if event.kind == "call" and isinstance(event.node, ast.Call)]
-        tested = [rank_guards(event.guards) or self.only_guarded(caller) is True for caller, event in sites]
+        tested = [self._site_tested(caller, event) for caller, event in sites]
         if sites and not any(tested) and depth > 1:
             callers = [caller for n, (caller, _) in enumerate(sites)
                        if caller is not fn and not any(caller is c for c, _ in sites[:n])]
@@ -453,9 +453,13 @@ class SaveFacts:
                    for caller, event in sites]
         # (the other calls under a rank test: `if rank == 0: save(...)` each epoch, and an
         # `except RuntimeError: save(...); exit(0)` on the rank that ran out of memory)
-        return any(failing) and all(
-            failed or bool(rank_guards(event.guards)) or self.only_guarded(caller) is True
-            for failed, (caller, event) in zip(failing, sites))
+        return any(failing) and all(failed or self._site_tested(caller, event)
+                                    for failed, (caller, event) in zip(failing, sites))
+
+    def _site_tested(self, caller: Function, event) -> bool:
+        """The call reaches the helper under a rank test: its own, or one around every way into
+        the function that makes it."""
+        return bool(rank_guards(event.guards)) or self.only_guarded(caller) is True
 
     def _names_host(self, path: ast.AST, fn: Function) -> bool:
         """The path holds the machine's name (socket.gethostname(), platform.node()), directly or

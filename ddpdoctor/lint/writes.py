@@ -14,6 +14,7 @@ import ast
 import re
 from typing import Any, Optional
 
+from ddpdoctor.lint.fact_builder import rank_guards
 from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.patterns import last_name, text
 
@@ -51,7 +52,7 @@ def _built_first(builder: Builder, fn: Function, call: ast.Call) -> str:
     if not made or not any(_SKIPS_WRITTEN.search(source_lines(t.file.lines, (t.cls or t).node)) for t in targets):
         return ""
     barriers = [e.line for e in fn.events if e.kind == "collective" and e.line < call.lineno
-                and _WAITS.search(e.op) and not any(not g.test.everyone for g in e.guards)]
+                and _WAITS.search(e.op) and not rank_guards(e.guards)]
     for stmt in fn.own:
         if not (isinstance(stmt, ast.If) and stmt.lineno < call.lineno) or \
                 not any(stmt.end_lineno < line for line in barriers):

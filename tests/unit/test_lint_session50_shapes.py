@@ -83,6 +83,13 @@ def test_an_epoch_counter_never_advanced_is_a_constant_epoch(tmp_path):
     assert at(lint_one(tmp_path, code), "DDP804") == [(line_of(code, "# the epoch"), "warning")]
 
 
+def test_the_finding_names_the_counter_nothing_advances(tmp_path):
+    # (the script passes a name, not a number: the message says which name, and the fix advances it)
+    found = [f for f in lint_one(tmp_path, PINNED.replace("{moved}", "print(epoch_iter)")) if f.code == "DDP804"]
+    assert len(found) == 1 and "`epoch_iter`, set once and never advanced" in found[0].message
+    assert "advance `epoch_iter`" in found[0].hint
+
+
 def test_its_twin_advances_the_counter(tmp_path):
     assert at(lint_one(tmp_path, PINNED.replace("{moved}", "epoch_iter += 1")), "DDP804") == []
 
