@@ -21,8 +21,8 @@ def evaluate(model):
     weight = model.module.weight.detach()
     total = torch.zeros(16)
     with torch.no_grad():
-        for _ in range(10 ** 9):
-            total += (torch.randn(64, 16) @ weight).sum(0)
+        rounds = 10 ** 9  # (the loop on one line: a sample between two passes names the same line as one in a pass)
+        for _ in range(rounds): total += (torch.randn(64, 16) @ weight).sum(0)  # noqa: E701
     return total
 
 
