@@ -14,8 +14,8 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off, off_at_launch
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
-from ddpdoctor.lint.patterns import (DDP_FORWARD, fresh_model, fsdp_builder, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
-                                     text, through_grad_off)
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+                                     ddp_model, text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME, _on_self
 from ddpdoctor.lint.walker import COMMAND
@@ -95,6 +95,9 @@ class BuilderCore:
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
                 if _on_the_unwrapped_side(event):
                     continue  # `if hasattr(gen, "module"): gen.module(x) else: gen(x)`: gen is plain there
+                if call is not None and event.op.startswith((DDP_FORWARD, DDP_BACKWARD)) and \
+                        self._wrapped_only_where_off(fn, call, context):
+                    continue  # `linear_evaluation(..., distributed=False)`: its `if distributed: DDP(...)` is off
                 op = event.op
                 switch = grad_switch(self.program, event.node, fn) if call is not None and \
                     op.startswith(DDP_FORWARD) else ""
@@ -112,6 +115,23 @@ class BuilderCore:
         if not stack:
             self._reach[fn] = found
         return found
+
+    def _wrapped_only_where_off(self, fn: Function, call: ast.Call, context: tuple) -> bool:
+        """fn wraps its own model in DDP (`if distributed: model = DDP(model)`) only under tests
+        this way in leaves false, and every DDP model it runs is one of its own names: the
+        model is the plain module on this way in, whatever its forwards and backward look like.
+        (A model handed in as a parameter may be a DDP model built elsewhere: not settled.)"""
+        builds = [e for e in fn.events if e.kind == "collective" and e.op == DDP_BUILT]
+        if not builds or not all(any(_cond_false(fn, call, c, flag, context) for c, flag in e.conds)
+                                 for e in builds):
+            return False
+        program = self.program
+        for node in fn.own_calls:
+            wrapped = ddp_model(program, node, fn)
+            if wrapped is not None and not (node.func.__class__ is ast.Name and node.func.id not in fn.params
+                                            and node.func.id not in fn.kwonly):
+                return False
+        return True
 
     def _other_wrapper(self, fn: Function, call: ast.Call, caller: Function, cond: str) -> bool:
         """`if isinstance(model, FSDP):` entered, through `call` in `caller`, with `model` a
@@ -208,9 +228,17 @@ class BuilderCore:
         targets = self.program.resolve(call.func, fn)[0]
         return bool(targets) and all(
             t.node is not None and not isinstance(t.node, ast.Module) and t.returned and all(
-                r.__class__ is ast.Call and not r.args and
-                (self.program.qualify(r.func, t) or "").endswith("distributed.is_initialized") for r in t.returned)
+                self._asks_the_group(r, t) for r in t.returned)
             for t in targets)
+
+    def _asks_the_group(self, returned: ast.AST, fn: Function) -> bool:
+        """`dist.is_initialized()`, or `dist.is_available() and dist.is_initialized()`."""
+        asked = lambda r, name: r.__class__ is ast.Call and not r.args and \
+            (self.program.qualify(r.func, fn) or "").endswith(f"distributed.{name}")
+        if returned.__class__ is ast.BoolOp and returned.op.__class__ is ast.And:
+            return asked(returned.values[-1], "is_initialized") and all(
+                asked(v, "is_available") for v in returned.values[:-1])
+        return asked(returned, "is_initialized")
 
     def _before_setup(self, fn: Function, depth: int, stack: tuple) -> bool:
         """Every call into fn (a few callers up) comes, in its caller's own body and outside any
@@ -1522,6 +1550,26 @@ def local_constants(fn: Function, name: str) -> Optional[set]:
         bound = fn.__dict__["_constant_bindings"] = _constant_bindings(fn)
     found = bound.get(name)
     return set(found) if found else None  # (a copy: callers add to what they get)
+
+
+def pinned_constants(program, fn: Function, name: str) -> Optional[set]:
+    """The constants a name of fn is bound to where nothing moves it: every binding in fn a
+    constant, no augmented assignment or loop there, no `global` / `nonlocal` of it in another
+    function (a counter its author forgot to advance: `epoch_iter = 0`). A parameter is what its
+    callers pass: None. Unlike local_constants, a script's top level counts: a counter is no
+    setting the user edits."""
+    if name in fn.params or name in fn.kwonly:
+        return None
+    found = _constant_bindings(fn).get(name)
+    if not found:
+        return None
+    if isinstance(fn.node, ast.Module):
+        movers = [f for f in program.functions if f.module is fn.module and f is not fn]
+    else:
+        movers = [f for f in program.functions if f.parent is fn]
+    if any(node.__class__ in (ast.Global, ast.Nonlocal) and name in node.names for f in movers for node in f.own):
+        return None
+    return set(found)
 
 
 _REBINDING = (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.NamedExpr)

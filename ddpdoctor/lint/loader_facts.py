@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import (_constant_bindings, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
+from ddpdoctor.lint.fact_builder import (_constant_bindings, pinned_constants, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import source_lines, walk
@@ -150,6 +150,8 @@ CHAIN_STEPS = 64
 # calls that read a file's content back (their first argument the file or its path), and those
 # that turn what they are given into a dataset's tensors: _read_from_rank_file follows these only
 FILE_LOADS = frozenset({"load", "loads", "load_from_disk", "read_pickle", "read_csv", "read_json", "fromfile"})
+# the calls that put an item into a buffer object (a replay buffer, a list of experiences)
+_FILLS = frozenset({"append", "extend", "add", "push", "insert", "store"})
 TENSOR_BUILDERS = frozenset({"TensorDataset", "tensor", "as_tensor", "from_numpy", "LongTensor", "FloatTensor",
                              "Tensor", "array", "asarray", "stack", "cat", "list", "dict"})
 
@@ -358,6 +360,7 @@ class LoaderFacts:
                                                self._switches(), self.wraps_ddp()) or (
                     self.in_the_launcher(fn, call) and not self._loader_to_ranks(fn, name))
                 or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call)
+                or self._where_no_group(fn, call)
                 or self.apart_from_setups(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
@@ -1225,6 +1228,16 @@ class LoaderFacts:
             todo = more
         return found
 
+    def _where_no_group(self, fn: Function, call: ast.Call) -> bool:
+        """Built under `not is_dist()` (the `else:` of `if is_dist():`), a local helper that
+        returns `dist.is_initialized()`: no process group there, so no rank to shard for."""
+        for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()):
+            test = _test_of(cond) if cond.startswith("not ") else None
+            if test is not None and test.__class__ is ast.UnaryOp and test.operand.__class__ is ast.Call \
+                    and test.operand.func.__class__ is ast.Name and self._group_query(test.operand, fn):
+                return True
+        return False
+
     def _other_branch_distributed(self, fn: Function, call: ast.Call) -> str:
         """`if 'triplet' in cfg.SAMPLER: (if cfg.DIST: a sharding sampler ...) elif ...: DataLoader(ds,
         shuffle=True)`: the other side of a configuration test handles the switch the process
@@ -1892,6 +1905,15 @@ class LoaderFacts:
         values = self.program.values_of(dataset, fn)
         if not loops or not values:
             return False
+        if dataset.__class__ is ast.Name:
+            # `replay_buffer.clear()`, then `replay_buffer.append(Experience(...))` of this pass's
+            # rollouts, then `DataLoader(replay_buffer, ...)`: a buffer this pass filled with what
+            # the rank computed (GRPO's experience), read from no file
+            fills = [n for n in walk(loops[-1]) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
+                     and n.func.attr in _FILLS and n.func.value.__class__ is ast.Name
+                     and n.func.value.id == dataset.id and n.lineno < call.lineno]
+            if fills and not self._reads_a_file([a for n in fills for a in n.args], fn):
+                return True
         for value, scope in values:
             if not (scope is fn and isinstance(value, ast.Call) and last_name(value.func) == "TensorDataset"
                     and value.args and any(n is value for n in walk(loops[-1]))):
@@ -2517,16 +2539,7 @@ def _pinned(program, fn, arg: ast.AST) -> bool:
     (the counter its author forgot to advance): a name every binding of which is a constant, that
     no augmented assignment, loop, `global` or `nonlocal` elsewhere moves. A parameter is what its
     callers pass: not pinned here."""
-    if arg.__class__ is not ast.Name or arg.id in fn.params or arg.id in fn.kwonly:
-        return False
-    if not _constant_bindings(fn).get(arg.id):
-        return False
-    if isinstance(fn.node, ast.Module):
-        movers = [f for f in program.functions if f.module is fn.module and f is not fn]
-    else:
-        movers = [f for f in program.functions if f.parent is fn]
-    return not any(node.__class__ in (ast.Global, ast.Nonlocal) and arg.id in node.names
-                   for f in movers for node in f.own)
+    return arg.__class__ is ast.Name and pinned_constants(program, fn, arg.id) is not None
 
 
 def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:

@@ -913,14 +913,22 @@ WRAPPED_COLLECTIVES = TORCH_COLLECTIVES - {"reduce", "gather", "scatter", "broad
 def _torchmetrics_metric(program: Program, node: ast.AST, fn: Function) -> str:
     """The torchmetrics class a receiver was built from, unless told not to sync on compute
     (`sync_on_compute=False`, or a `dist_sync_fn` of its own); "" otherwise."""
-    for value, scope in program.values_of(node, fn):
+    values = program.values_of(node, fn)
+    if node.__class__ is ast.Attribute and values == [(node, fn)]:
+        # `metrics.fid.compute()` of `metrics = RealismMetrics(device)`, whose constructor keeps
+        # `self.fid = FrechetInceptionDistance(...)`: what the object's class stores there
+        klass = program.class_of(node.value, fn)
+        values = program._attr(klass, node.attr) if klass is not None else []
+    for value, scope in values:
         # `torchmetrics.Accuracy(...).to(device)`: a module method that returns the metric itself
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in SELF_RETURNING and isinstance(value.func.value, ast.Call):
             value = value.func.value
         if isinstance(value, ast.Call) and (program.qualify(value.func, scope) or "").startswith("torchmetrics."):
             sync = keyword(value, "sync_on_compute")
-            if (sync is not None and not truthy(sync)) or keyword(value, "dist_sync_fn") is not None \
+            # (a switch in its place, `sync_on_compute=not args.no_sync_on_compute`, is one the
+            # author added to turn the sync off where it hangs: not taken as on)
+            if (sync is not None and not is_const(sync, True)) or keyword(value, "dist_sync_fn") is not None \
                     or any(kw.arg is None for kw in value.keywords):
                 return ""
             return last_name(value.func) or "torchmetrics"

@@ -26,7 +26,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.core.torch_names import RECEIVING
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off
-from ddpdoctor.lint.fact_builder import _single_process, never_true
+from ddpdoctor.lint.fact_builder import _single_process, never_true, pinned_constants
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
@@ -562,7 +562,29 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
                 names.update(n.id for arg in node.args for n in walk(arg) if isinstance(n, ast.Name))
             if mode:
                 names.update(name for name, values in fn.bindings.items() if any(v is node for _, v in values))
+    names |= _round_tripped(fn, names)
     found = fn.__dict__[key] = frozenset(names)
+    return found
+
+
+def _round_tripped(fn: Function, shared: set) -> set:
+    """A flag sent through a collective and read back: `signal = torch.tensor(1.0 if stop else
+    0.0)`, `dist.broadcast(signal, src=0)`, `if signal.item() == 1.0: stop = True` - the flag is
+    what the shared tensor made of it says, on every rank (RARE-UNet's early stop)."""
+    made_of = {name: {n.id for _, v in fn.bindings.get(name, ()) for n in walk(v) if n.__class__ is ast.Name}
+               for name in shared}
+    found = set()
+    for node in fn.own:
+        if node.__class__ is not ast.If:
+            continue
+        tested = {n.id for n in walk(node.test) if n.__class__ is ast.Name} & shared
+        if not tested:
+            continue
+        for stmt in node.body:
+            if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name \
+                    and stmt.value.__class__ is ast.Constant and \
+                    any(stmt.targets[0].id in made_of.get(name, ()) for name in tested):
+                found.add(stmt.targets[0].id)
     return found
 
 
@@ -1229,6 +1251,8 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if around is not None and builder._dead_side(fn, side_conds(
                 around.test, any(n is leave[1] for part in around.body for n in walk(part)))):
             continue  # `if self.accelerator: set_trigger() else: break` with an Accelerator built in
+        if around is not None and _never_counted_past(builder.program, around, leave[1], fn):
+            continue  # `epoch_not_improving = 0`, never stepped, then `if epoch_not_improving > 100: break`
         loop = item.loops[-1]
         top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
         after = loop.body[loop.body.index(top) + 1:]
@@ -1315,13 +1339,22 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
             test.ops[0].__class__ in (ast.Gt, ast.GtE) and any(
                 n.__class__ is ast.Assign and n.value.__class__ is ast.Name and n.value.id == counter
                 and any(t.__class__ is ast.Name and t.id == gap.right.id for t in n.targets) for n in walk(loop))
-    if not (test.__class__ is ast.Attribute and test.value.__class__ is ast.Name):
+    # `stopper.early_stop(score)`: a method that returns True once the counter it steps reaches
+    # its bound (`self.counter += 1; if self.counter >= self.patience: return True`)
+    asked = test.func if test.__class__ is ast.Call and test.func.__class__ is ast.Attribute else test
+    if not (asked.__class__ is ast.Attribute and asked.value.__class__ is ast.Name):
         return False
-    klass = program.class_of(test.value, fn)
-    for method in klass.methods.values() if klass is not None else ():
-        stepped = {n.target.attr for n in method.own if n.__class__ is ast.AugAssign
-                   and n.target.__class__ is ast.Attribute and n.target.value.__class__ is ast.Name
-                   and n.target.value.id == "self"}
+    klass = program.class_of(asked.value, fn)
+    if klass is None:
+        # an early stopper of a library that counts to its patience by its documented contract
+        return asked is test and any(
+            v.__class__ is ast.Call and COUNTING_STOPPERS.get(program.qualify(v.func, scope) or "") == test.attr
+            for v, scope in program.values_of(asked.value, fn, 1))
+    if asked is not test:
+        method = program.method(klass, asked.attr)
+        return method is not None and _returns_true_at_a_count(method)
+    for method in klass.methods.values():
+        stepped = _stepped_fields(method)
         for node in method.own:
             if node.__class__ is ast.If and stepped and any(
                     n.__class__ is ast.Attribute and n.attr in stepped for n in walk(node.test)) and any(
@@ -1330,6 +1363,56 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
                     for s in node.body):
                 return True
     return False
+
+
+# Library early stoppers whose flag turns True once a counter of passes without improvement
+# reaches the patience they were built with: (the class, as imported) -> the flag.
+# early-stopping-pytorch (Bjarten's, on PyPI as `early-stopping-pytorch`): `__call__(val_loss,
+# model)` steps `self.counter` and sets `self.early_stop = True` at `counter >= patience`.
+COUNTING_STOPPERS = {
+    "early_stopping_pytorch.EarlyStopping": "early_stop",
+    "early_stopping_pytorch.early_stopping.EarlyStopping": "early_stop",
+}
+
+
+def _stepped_fields(method: Function) -> set:
+    """The fields of self the method steps (`self.counter += 1`)."""
+    return {n.target.attr for n in method.own if n.__class__ is ast.AugAssign
+            and n.target.__class__ is ast.Attribute and n.target.value.__class__ is ast.Name
+            and n.target.value.id == "self"}
+
+
+def _returns_true_at_a_count(method: Function) -> bool:
+    """The method returns True only under a test of a field it steps itself, and nowhere else
+    (`else: self.counter += 1; if self.counter >= self.patience: return True`)."""
+    stepped = _stepped_fields(method)
+    if not stepped:
+        return False
+    trues = [n for n in method.own if n.__class__ is ast.Return and n.value is not None and is_const(n.value, True)]
+    counted = [n for n in method.own if n.__class__ is ast.If and any(
+        t.__class__ is ast.Attribute and t.attr in stepped for t in walk(n.test))]
+    return bool(trues) and all(any(r is s for c in counted for part in c.body for s in walk(part)) for r in trues)
+
+
+def _never_counted_past(program, around: ast.If, leave: ast.AST, fn: Function) -> bool:
+    """`if stale > patience_limit: break` of a counter set once to a number and never moved (its
+    author forgot `stale += 1`): the test has the same answer on every pass, and it is false
+    where the exit is."""
+    test = around.test
+    if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name
+            and test.comparators[0].__class__ is ast.Constant):
+        return False
+    values = pinned_constants(program, fn, test.left.id)
+    bound = test.comparators[0].value
+    if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (*values, bound)):
+        return False
+    import operator
+    compare = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
+               ast.Eq: operator.eq}.get(test.ops[0].__class__)
+    if compare is None:
+        return False
+    inside = any(n is leave for part in around.body for n in walk(part))
+    return all(compare(v, bound) != inside for v in values)
 
 
 def _side_said(around: ast.If, leave: ast.AST) -> str:

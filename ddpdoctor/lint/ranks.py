@@ -419,8 +419,19 @@ class RankFlow:
                 if spelled and all(isinstance(v, ast.Constant) or is_const(v, -1) for v, _ in values):
                     return True  # `zero_first(local_rank=-1)`: a rank parameter given a constant here
                 return spelled and not isinstance(node, ast.Name) and not _on_self(node)
+            if isinstance(node, ast.Name) and depth > 0 and self._unpacked_rank(node.id, fn, depth - 1):
+                return True
             return spelled
         return False
+
+    def _unpacked_rank(self, name: str, fn: Function, depth: int) -> bool:
+        """`r, _ = ddp_info()` where the local helper returns `get_rank(), get_world_size()` with
+        a distributed process group and `0, 1` without: r is the rank. Its element of each tuple
+        returned, the constants of the run without a process group set aside, as
+        _function_returns_rank reads a helper that returns the rank alone."""
+        elements = self.program.unpacked(name, fn)
+        ranked = [(v, scope) for v, scope in elements if not is_const(v, 0, -1, None)]
+        return bool(ranked) and all(self.is_rank(v, scope, depth) for v, scope in ranked)
 
     def _device_of_rank(self, value: ast.AST, fn: Function, depth: int) -> bool:
         """`torch.device("cuda", rank)` or `torch.device(f"cuda:{rank}")` (or a name holding one)."""
