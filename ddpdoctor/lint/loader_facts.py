@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import (_constant_bindings, pinned_constants, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
+from ddpdoctor.lint.fact_builder import (pinned_constants, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import source_lines, walk

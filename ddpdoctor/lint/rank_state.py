@@ -18,6 +18,7 @@ model) comes from patterns.py and the FactBuilder, so this module holds the reas
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Optional
@@ -1406,7 +1407,6 @@ def _never_counted_past(program, around: ast.If, leave: ast.AST, fn: Function) -
     bound = test.comparators[0].value
     if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (*values, bound)):
         return False
-    import operator
     compare = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
                ast.Eq: operator.eq}.get(test.ops[0].__class__)
     if compare is None:
