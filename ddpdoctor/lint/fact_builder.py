@@ -1740,11 +1740,15 @@ def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None
         return None
     values = _constants_of(callers, fn, test.left.id) if isinstance(test.left, ast.Name) else \
         attr_constants(program, callers, fn, test.left.attr)
-    if not values:
-        return None
+    return compared(op, values, allowed) if values else None
+
+
+def compared(op: ast.cmpop, values, allowed: list) -> Optional[bool]:
+    """`v <op> allowed` for each of the constants `values` (`grad_accum > 1` where every way gives
+    grad_accum the number 1), where every one gives the same answer; None otherwise, or where the
+    comparison is not one of constants this reads (an order between other than numbers)."""
     if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and len(allowed) == 1 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in (*values, *allowed)):
-        # `grad_accum > 1` where every way gives grad_accum the number 1
         bound = allowed[0]
         truths = {v < bound if isinstance(op, ast.Lt) else v <= bound if isinstance(op, ast.LtE)
                   else v > bound if isinstance(op, ast.Gt) else v >= bound for v in values}

@@ -1234,7 +1234,7 @@ class LoaderFacts:
         for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()):
             test = _test_of(cond) if cond.startswith("not ") else None
             if test is not None and test.__class__ is ast.UnaryOp and test.operand.__class__ is ast.Call \
-                    and test.operand.func.__class__ is ast.Name and self._group_query(test.operand, fn):
+                    and test.operand.func.__class__ in (ast.Name, ast.Attribute) and self._group_query(test.operand, fn):
                 return True
         return False
 
@@ -1635,7 +1635,10 @@ class LoaderFacts:
                     matched_calls.append(scall)
                     if sfn.cls is not None and "set_epoch" in sfn.cls.methods:
                         once = False  # a class of its own that hands set_epoch on (a batcher's)
-                    if scall.args and (isinstance(scall.args[0], ast.Constant) or _pinned(program, sfn, scall.args[0])) and \
+                    # (or a name set once and never advanced: `epoch_iter = 0`, `set_epoch(epoch_iter)`)
+                    if scall.args and (isinstance(scall.args[0], ast.Constant) or (
+                            isinstance(scall.args[0], ast.Name)
+                            and pinned_constants(program, sfn, scall.args[0].id) is not None)) and \
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
                             not _varying_elsewhere(sfn, scall, set_epochs):
@@ -2532,14 +2535,6 @@ def _varying_elsewhere(fn, call: ast.Call, set_epochs) -> bool:
     mine = text(call.func.value)
     return any(sfn is fn and other is not call and text(other.func.value) != mine and other.args
                and not isinstance(other.args[0], ast.Constant) for sfn, other, _ in set_epochs)
-
-
-def _pinned(program, fn, arg: ast.AST) -> bool:
-    """`epoch_iter = 0` and never moved, then `sampler.set_epoch(epoch_iter)` in the epoch loop
-    (the counter its author forgot to advance): a name every binding of which is a constant, that
-    no augmented assignment, loop, `global` or `nonlocal` elsewhere moves. A parameter is what its
-    callers pass: not pinned here."""
-    return arg.__class__ is ast.Name and pinned_constants(program, fn, arg.id) is not None
 
 
 def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:

@@ -18,7 +18,6 @@ model) comes from patterns.py and the FactBuilder, so this module holds the reas
 from __future__ import annotations
 
 import ast
-import operator
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Optional
@@ -27,7 +26,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.core.torch_names import RECEIVING
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off
-from ddpdoctor.lint.fact_builder import _single_process, never_true, pinned_constants
+from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
@@ -1404,15 +1403,9 @@ def _never_counted_past(program, around: ast.If, leave: ast.AST, fn: Function) -
             and test.comparators[0].__class__ is ast.Constant):
         return False
     values = pinned_constants(program, fn, test.left.id)
-    bound = test.comparators[0].value
-    if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (*values, bound)):
-        return False
-    compare = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
-               ast.Eq: operator.eq}.get(test.ops[0].__class__)
-    if compare is None:
-        return False
+    truth = compared(test.ops[0], values, [test.comparators[0].value]) if values else None
     inside = any(n is leave for part in around.body for n in walk(part))
-    return all(compare(v, bound) != inside for v in values)
+    return truth is not None and truth != inside
 
 
 def _side_said(around: ast.If, leave: ast.AST) -> str:

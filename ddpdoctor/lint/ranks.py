@@ -429,8 +429,12 @@ class RankFlow:
         a distributed process group and `0, 1` without: r is the rank. Its element of each tuple
         returned, the constants of the run without a process group set aside, as
         _function_returns_rank reads a helper that returns the rank alone."""
-        elements = self.program.unpacked(name, fn)
-        ranked = [(v, scope) for v, scope in elements if not is_const(v, 0, -1, None)]
+        return self._ranks_but_fallbacks(self.program.unpacked(name, fn), depth)
+
+    def _ranks_but_fallbacks(self, values: list, depth: int) -> bool:
+        """Every value but the constants a run without a process group answers (0, -1, None) is
+        the rank, and there is one such."""
+        ranked = [(v, scope) for v, scope in values if not is_const(v, 0, -1, None)]
         return bool(ranked) and all(self.is_rank(v, scope, depth) for v, scope in ranked)
 
     def _device_of_rank(self, value: ast.AST, fn: Function, depth: int) -> bool:
@@ -546,11 +550,9 @@ class RankFlow:
         if key in self._returns_rank:
             return self._returns_rank[key]
         self._returns_rank[key] = False
-        returns = _returns(target)
         # `if self.distributed: return dist.get_rank()` / `return 0`: the constant is the answer
         # of a run without a process group, the rank wherever there is one
-        ranked = [r for r in returns if not is_const(r, 0, -1, None)]
-        found = bool(ranked) and depth > 0 and all(self.is_rank(r, target, depth - 1) for r in ranked)
+        found = depth > 0 and self._ranks_but_fallbacks([(r, target) for r in _returns(target)], depth - 1)
         self._returns_rank[key] = found
         return found
 
