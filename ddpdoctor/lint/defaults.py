@@ -106,25 +106,35 @@ def option_value(node: ast.AST, program: Program) -> Any:
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
         return None
     defaults = program.option_defaults()
-    if node.attr not in defaults or _assigned(node.attr, program):
+    if node.attr not in defaults or _assigned(node.attr, program, node.value.id):
         return None
     return defaults[node.attr]
 
 
-def _assigned(attr: str, program: Program) -> bool:
+# Attributes every tensor has: `p.data = p.data * mask` (sparse training), `p.grad = None`
+# set an option of that name only where set on the name the option is read through
+TENSOR_FIELDS = frozenset({"data", "grad"})
+
+
+def _assigned(attr: str, program: Program, receiver: Optional[str] = None) -> bool:
     """Some code the lint reads sets an attribute of that name (`cfg.flag = True`,
     `self.cfg.flag = ...`, `setattr(cfg, "flag", ...)`): the default is not all there is.
-    (The names are gathered once per set of files read: a 177-file package was walked whole
-    for each option asked of.)"""
+    For a tensor's own fields (TENSOR_FIELDS), read as `<receiver>.<attr>`, only a set on
+    that receiver's name counts. (The names are gathered once per set of files read: a
+    177-file package was walked whole for each option asked of.)"""
     files = program.files
     held = program.__dict__.get("_assigned_attrs")
     if held is None or held[0] != len(files):
-        held = program.__dict__["_assigned_attrs"] = (len(files), _assigned_names(files))
+        held = program.__dict__["_assigned_attrs"] = (len(files), *_assigned_names(files))
+    if attr in TENSOR_FIELDS and receiver is not None:
+        return receiver in held[2].get(attr, ())
     return attr in held[1]
 
 
-def _assigned_names(files) -> set[str]:
+def _assigned_names(files) -> tuple[set[str], dict[str, set[str]]]:
+    """The attribute names code sets, and for TENSOR_FIELDS the last names of what they are set on."""
     found: set[str] = set()
+    receivers: dict[str, set[str]] = {}
     for source in files:
         for node in source.of(ast.Assign, ast.AnnAssign, ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -135,11 +145,15 @@ def _assigned_names(files) -> set[str]:
                     if isinstance(one, ast.Attribute) and not (isinstance(one.value, ast.Name)
                                                                and one.value.id == "self"):
                         found.add(one.attr)
+                        if one.attr in TENSOR_FIELDS:
+                            receivers.setdefault(one.attr, set()).add(last_name(one.value) or "")
         for call in source.of(ast.Call):
             if last_name(call.func) == "setattr" and len(call.args) > 1 and \
                     isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str):
                 found.add(call.args[1].value)
-    return found
+                if call.args[1].value in TENSOR_FIELDS:
+                    receivers.setdefault(call.args[1].value, set()).add(last_name(call.args[0]) or "")
+    return found, receivers
 
 
 def declared_class(node: ast.AST, fn: Function, program: Program) -> Optional[Klass]:
@@ -400,7 +414,7 @@ def _launched(node: ast.AST, program: Program) -> Optional[frozenset]:
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
         return None
     held = program.launch_candidates().get(node.attr)
-    return held if held is not None and not _assigned(node.attr, program) else None
+    return held if held is not None and not _assigned(node.attr, program, node.value.id) else None
 
 
 def _answer(test: ast.AST, value: Any) -> Optional[bool]:
@@ -419,7 +433,7 @@ def _declared_none(node: ast.AST, program: Program) -> bool:
     """`args.<option>` whose declared default is None (option_value cannot tell None from unknown)."""
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self" \
         and node.attr in program.option_defaults() and program.option_defaults()[node.attr] is None \
-        and not _assigned(node.attr, program)
+        and not _assigned(node.attr, program, node.value.id)
 
 
 def off_at_launch(conds: tuple, program: Program) -> str:

@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import declared_off, off_at_launch
+from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_value
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, text, through_grad_off)
@@ -493,6 +493,8 @@ class BuilderCore:
                 continue
             if caller.node is caller.module.file.tree:
                 return False
+            if self.in_another_command(caller):
+                continue  # a way from a command (or a registry's trainer) that never joins a group
             way = self.only_guarded(caller, depth - 1, stack + (fn,))
             if way is None and caller.cls is not None and not caller.name.startswith(("on_", "_on_", "__")):
                 continue  # a method nothing calls (sparseml's exporter's `export()`): no way in
@@ -1138,18 +1140,20 @@ def _negated(cond: str) -> str:
     return cond[4:] if cond.startswith("not ") else f"not {cond}"
 
 
-def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tuple = ()) -> bool:
+def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tuple = (),
+              program: Optional[Program] = None) -> bool:
     """The plain tests around `node` (a call) in fn include one on a parameter that the call
     `way_in` decides against: `if train:` entered with a constant False (its `else:` with True),
     `if model is not None:` entered with model left at its default None, `if local_rank > -1:`'s
     `else:` entered with a constant, or with an argument the caller's own rank test pins
-    (`if args.local_rank == 0: save(net, args.local_rank)`; guards: that way's)."""
+    (`if args.local_rank == 0: save(net, args.local_rank)`; guards: that way's). With the
+    program, an option read handed in (`build(args, args.valid_split)`) is its value as launched."""
     if node is None or not isinstance(way_in, ast.Call):
         return False
     if any(_never_entered(fn, loop, way_in) for loop in fn.__dict__.get("_call_whiles", {}).get(id(node), ())):
         return True
     for cond, _flag in fn.__dict__.get("_call_conds", {}).get(id(node), ()):
-        if _compared_false(fn, cond, way_in, guards):
+        if _compared_false(fn, cond, way_in, guards, program=program):
             return True
         negated = cond.startswith("not ")
         name = cond[4:] if negated else cond
@@ -1240,7 +1244,8 @@ def _never_entered(fn: Function, loop: ast.While, way_in: ast.Call) -> bool:
     return compare is not None and not compare(float(sides[0]), float(sides[1]))
 
 
-def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, context: tuple = ()) -> bool:
+def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, context: tuple = (),
+                    program: Optional[Program] = None) -> bool:
     """`local_rank > -1` (or `not (...)` of it, the `else:` side) on a parameter of fn that this
     way in gives a number, or `phase == "train"` one it gives another string: false there.
     context: the callers' (function, call) pairs, innermost last: a parameter handed on by name
@@ -1259,6 +1264,12 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, co
         # what the caller gave
         return False
     given = _given_through(fn, way_in, test.left.id, context)
+    if program is not None and isinstance(given, ast.Attribute):
+        # `get_loaders(args, args.valid_split)` into `if validation_split > 0.0:`: the option's
+        # value as launched (its default where no launch beside the script gives another)
+        held = option_value(given, program)
+        if isinstance(held, (str, int, float)):
+            given = ast.Constant(held)
     right = test.comparators[0]
     if isinstance(right, ast.Constant) and right.value in (True, False, None) and type(right.value) is not int \
             and isinstance(test.ops[0], (ast.Is, ast.IsNot)):

@@ -360,7 +360,7 @@ class LoaderFacts:
                                                self._switches(), self.wraps_ddp()) or (
                     self.in_the_launcher(fn, call) and not self._loader_to_ranks(fn, name))
                 or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call)
-                or self._where_no_group(fn, call)
+                or self._where_no_group(fn, call) or bool(self.in_another_command(fn))
                 or self.apart_from_setups(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
@@ -579,7 +579,7 @@ class LoaderFacts:
         bound = [self.bound_name(caller, event.node) if position is None else
                  _unpacked_at(caller, event.node, position)
                  for caller, event in self.callers().get(fn, [])
-                 if isinstance(event.node, ast.Call) and not ruled_out(fn, call, event.node)]
+                 if isinstance(event.node, ast.Call) and not ruled_out(fn, call, event.node, program=self.program)]
         return bool(bound) and all(b and EVAL_NAME.search(b) and not TRAIN_NAME.search(b) for b in bound)
 
     def _eval_only(self, fn: Function) -> bool:
@@ -684,7 +684,7 @@ class LoaderFacts:
                         if named not in iterated:
                             continue
                         call = _call_holding(caller, value)
-                        side = off if call is not None and all(ruled_out(fn, b, call) for b in backwards) else on
+                        side = off if call is not None and all(ruled_out(fn, b, call, program=self.program) for b in backwards) else on
                         side |= {named} | self._iterated_names_of(value, caller)
                 iterated -= off - on
                 names |= iterated
@@ -1120,10 +1120,10 @@ class LoaderFacts:
                 # (the side that builds it leaves a name the distributed run reads unbound, or is
                 # one the options, as launched, never take: `if opt.dataset == "cifar100":`)
                 continue
-            if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node):
+            if bound and (id(caller), bound) in names and not ruled_out(fn, call, event.node, program=self.program):
                 return True
             if loops and position in (None, -1) and id(event.node) in self._train_calls \
-                    and not ruled_out(fn, call, event.node):
+                    and not ruled_out(fn, call, event.node, program=self.program):
                 return True  # `for x, y in make_loader(data):` iterated where the builder is called
             if depth > 1 and bound and caller is not fn:
                 # `train_dat = prepare_data(...)` then `return train_dat, valid_dat`: what the
@@ -1508,7 +1508,7 @@ class LoaderFacts:
         # (a reference - `mp.spawn(train, args=(cfg, 2))` - hands the arguments another way: its
         # call's own arguments are not the function's)
         return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call)
-                                   and ruled_out(fn, call, event.node) for _, event in sites)
+                                   and ruled_out(fn, call, event.node, program=self.program) for _, event in sites)
 
     def samplers(self, loaders: list[LoaderFact]) -> list[SamplerFact]:
         program = self.program
@@ -1819,7 +1819,7 @@ class LoaderFacts:
         sites = [event for _, event in self.callers().get(fn, [])]
         # (a reference - `mp.spawn(fn, args=(...))` - hands its arguments another way: not judged)
         return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call)
-                                   and ruled_out(fn, call, event.node) for event in sites)
+                                   and ruled_out(fn, call, event.node, program=self.program) for event in sites)
 
     def _arguments(self, fn: Function, param: str, depth: int = 3) -> set[str]:
         """The names fn's callers pass for its parameter `param`; where a caller passes a
@@ -1967,6 +1967,11 @@ class LoaderFacts:
                             return True
                     elif name in TENSOR_BUILDERS:
                         more += [(a, scope) for a in node.args]
+                    else:
+                        # `RecoData(cfg, np.load(train_path), titles)`: a dataset built on what a
+                        # file load hands it (its other arguments say nothing of the data)
+                        more += [(a, scope) for a in node.args if isinstance(a, ast.Call)
+                                 and (last_name(a.func) or "") in FILE_LOADS]
                 elif isinstance(node, (ast.Name, ast.Attribute)):
                     more += [(v, sc) for v, sc in self.program.values_of(node, scope, 1) if v is not node]
             todo = more[:64]
@@ -2253,8 +2258,13 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
     for sub in walk(iterated):
         if not isinstance(sub, ast.Name):
             continue
+        # (the bindings that reach this read: `data_loader = tqdm(train_loader)` before the
+        # training loop, `data_loader = tqdm(val_loader)` before the validation one, in one body)
+        reached = reaching.reaching_values(fn.node, sub.id, sub) if fn.node.__class__ is not ast.Module else None
         for value, scope in program.values_of(sub, fn, 1):
             if value is sub:
+                continue
+            if reached is not None and scope is fn and not any(value is r for r in reached):
                 continue
             if isinstance(value, ast.Call) and loader_call(program, value, scope):
                 continue  # `DataLoader(first.dataset, sampler=...)`: a loader of its own, not `first`

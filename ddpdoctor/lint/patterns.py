@@ -682,7 +682,50 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     if _through_module(call):
         return True
     receiver = func.value
-    return isinstance(receiver, ast.Name) and _off_the_wrapper_side(fn, call, receiver.id)
+    return isinstance(receiver, ast.Name) and (_off_the_wrapper_side(fn, call, receiver.id)
+                                               or _unwrapped(program, receiver, fn))
+
+
+def _unwrapped(program: Program, name: ast.Name, fn: Function, depth: int = 3) -> bool:
+    """Every value the name holds, through the names and parameters it comes from, is the
+    module a wrapper holds: `raw = ddp.module`, `raw = m.module if isinstance(m, DDP) else m`,
+    `getattr(m, "module", m)` (the plain model where there is no wrapper). A value not seen
+    proves nothing."""
+    frontier, seen = [(name, fn)], set()
+    found = False
+    for _ in range(depth):
+        next_frontier = []
+        for node, scope in frontier:
+            values = [(v, s) for v, s in program.values_of(node, scope, 1) if v is not node]
+            if not values:
+                return False
+            for value, where in values:
+                if isinstance(value, ast.Call) and last_name(value.func) == "cast" and len(value.args) == 2:
+                    value = value.args[1]  # typing.cast(Harold, m.module): the value itself
+                if _unwrap_form(value):
+                    found = True
+                elif isinstance(value, ast.Name):
+                    if (value.id, id(where)) not in seen:
+                        seen.add((value.id, id(where)))
+                        next_frontier.append((value, where))
+                else:
+                    return False
+        frontier = next_frontier
+        if not frontier:
+            return found
+    return False
+
+
+def _unwrap_form(value: ast.AST) -> bool:
+    if isinstance(value, ast.Attribute) and value.attr == "module":
+        return True
+    if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Attribute) and value.body.attr == "module" \
+            and text(value.body.value) == text(value.orelse):
+        # `m.module if isinstance(m, DDP) else m` / `m.module if hasattr(m, "module") else m`
+        return True
+    return isinstance(value, ast.Call) and last_name(value.func) == "getattr" and len(value.args) == 3 and \
+        isinstance(value.args[1], ast.Constant) and value.args[1].value == "module" and \
+        text(value.args[0]) == text(value.args[2])
 
 
 def _off_the_wrapper_side(fn: Function, call: ast.Call, name: str) -> bool:

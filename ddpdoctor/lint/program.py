@@ -696,6 +696,23 @@ class Program:
             for param, item in zip(target.params[1:], handed.elts):
                 target.arguments.setdefault(param, []).append((item, fn))
 
+    def _bind_process(self, fn: Function, node: ast.Call, bound: list) -> None:
+        """`mp.Process(target=init_processes, args=(cfg, rank, f"train-{rank}.npy"))`: the
+        process runs `init_processes(cfg, rank, ...)`, so the items of `args` are what the
+        target's parameters hold, from the first (no index is put before them, as mp.spawn does)."""
+        target = next((kw.value for kw in node.keywords if kw.arg == "target"), None)
+        handed = next((kw.value for kw in node.keywords if kw.arg == "args"), None)
+        if target is None or not isinstance(handed, (ast.Tuple, ast.List)) or \
+                any(isinstance(e, ast.Starred) for e in handed.elts):
+            return
+        for called in self.resolve(target, fn)[0]:
+            if called in bound or called.node is None or isinstance(called.node, ast.Module) or called.cls is not None:
+                continue
+            bound.append(called)
+            self._changed()
+            for param, item in zip(called.params, handed.elts):
+                called.arguments.setdefault(param, []).append((item, fn))
+
     def spawned_args(self, node: ast.Call, fn: Function) -> Optional[ast.AST]:
         """The tuple (or list) an mp.spawn call hands each rank after its index: `args=(...)`,
         the second positional argument, or a name bound once to such a tuple first
@@ -727,6 +744,10 @@ class Program:
         if (func.attr if func.__class__ is ast.Attribute else getattr(func, "id", "")) == "spawn" and \
                 not self.resolve(func, fn)[0]:
             self._bind_spawned(fn, node, bound)  # torch.multiprocessing's, not a local `spawn`
+            return
+        if (func.attr if func.__class__ is ast.Attribute else getattr(func, "id", "")) == "Process" and \
+                not self.resolve(func, fn)[0]:
+            self._bind_process(fn, node, bound)  # multiprocessing's, not a local class
             return
         if func.__class__ is ast.Attribute and func.attr not in self._names_anywhere() and not (
                 func.value.__class__ is ast.Name and func.value.id in ("self", "cls")):

@@ -505,6 +505,26 @@ def _constant(value: ast.AST) -> bool:
 ONE_RANK_RESULT = frozenset({"reduce", "gather", "gather_object"})
 
 
+def _hands_back_shared(program, fn: Function) -> bool:
+    """fn makes some value every process's through a collective that returns it (Accelerate's
+    `total = accelerator.reduce(total)` before `return (total / n).item()`): what such a helper
+    returns is not taken as the rank's own number."""
+    return any(_returned_to_all(c, program.collective(c, fn) or "") for c in fn.own_calls)
+
+
+def _one_rank_result(call: ast.Call, op: str) -> bool:
+    """torch.distributed's reduce / gather leave the result on the destination rank alone."""
+    return last_name(call.func) in ONE_RANK_RESULT and not _returned_to_all(call, op)
+
+
+def _returned_to_all(call: ast.Call, op: str) -> bool:
+    """Accelerate's `reduce`, `gather` and `gather_for_metrics` return the result to every
+    process (an all-reduce, an all-gather of a copy): what the call returns is every rank's,
+    not what it is handed (`n = acc.gather(torch.tensor([len(batch)]))` shares n, not batch)."""
+    return last_name(call.func) in ONE_RANK_RESULT | {"gather_for_metrics"} and \
+        op.startswith(("accelerator.", "accelerate "))
+
+
 def _shared(builder: Builder, fn: Function) -> frozenset:
     return shared_names(builder.program, fn)
 
@@ -544,8 +564,14 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
     for node in fn.own_calls:  # fn.own's calls in its order: 136,000 tests fewer on open_clip
         op = program.collective(node, fn)
         if op:
-            if last_name(node.func) in ONE_RANK_RESULT:
+            if _one_rank_result(node, op):
                 continue  # `dist.reduce(val, dst=0)`: only rank 0 holds the sum; the others keep their own
+            if _returned_to_all(node, op):
+                # (a name bound to the result alone: `loss = accelerator.reduce(loss)` after a test on
+                # the rank's own loss leaves that test the rank's; the set here is not by flow)
+                names.update(name for name, values in fn.bindings.items()
+                             if values and all(v is node for _, v in values))
+                continue
             if not forwards and op.startswith((DDP_FORWARD, DDP_BACKWARD)):
                 continue
             if op.startswith("DistributedDataParallel("):
@@ -614,12 +640,13 @@ def _shares_its_params(program, target: Function) -> str:
         returns = any(isinstance(n, ast.Return) and n.value is not None for n in walk(target.node))
         for inner in collectives:
             op = program.collective(inner, target)
-            if last_name(inner.func) in ONE_RANK_RESULT or \
+            if _one_rank_result(inner, op) or \
                     op.startswith((DDP_FORWARD, DDP_BACKWARD, "DistributedDataParallel(")):
                 continue
             handed = {n.id for arg in [*inner.args, *(k.value for k in inner.keywords)] for n in walk(arg)
                       if isinstance(n, ast.Name)}
-            if handed & own and not any(target.bindings.get(name) for name in handed & own):
+            if handed & own and not any(target.bindings.get(name) for name in handed & own) \
+                    and not _returned_to_all(inner, op):  # (Accelerate's reduce works on a copy)
                 found = "in place"
                 break
             if handed & made and returns:
@@ -952,7 +979,9 @@ def _item_names(program, fn: Function) -> frozenset:
             used = {n.id for n in walk(value) if isinstance(n, ast.Name)}
             if used & shared:
                 continue
-            fed = any(_fed(fn, u, value, took[u]) for u in used & names)
+            # (what only sizes a value does not feed it: `cfg = add_total_steps(cfg,
+            # step_per_epoch=len(ds_train))` of a dataset built with an item-drawn seed)
+            fed = any(_fed(fn, u, value, took[u]) for u in value_inputs(value) & names)
             items = any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr == "item"
                                                      and not c.args and not _read_from_file(program, c.func.value, fn)
                                                      or _returns_item(program, c, fn))
@@ -1011,7 +1040,7 @@ def _returns_item(program, call: ast.Call, fn: Function, place: Optional[tuple] 
             memo[place] = False  # (a helper reaching itself adds nothing)
             known = bool(returns) and all(r is not None and _item_valued_return(program, r, target)
                                           for r in returns) \
-                and not shared_names(program, target, forwards=False)
+                and not shared_names(program, target, forwards=False) and not _hands_back_shared(program, target)
             memo[place] = known
         if known:
             return True

@@ -49,13 +49,15 @@ def _reaching_values(root: ast.AST, index: "_Index", name: str, node: ast.AST, u
     holds = [(index.dump(owner.test), field == "body") for _, _, owner, field in path if isinstance(owner, ast.If)]
     values: list[ast.AST] = []
     for block, at, owner, _ in reversed(path):
-        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)):
-            later = owner.body[at + 1:] if block is owner.body else []
-            if _binds(later, name, index) or (not isinstance(owner, ast.While) and _binds([owner.target], name)):
-                return None
         left = _leaving(block[:at], name, holds, unpacked, index)
         if left is None:
             return None
+        if left[1] and isinstance(owner, (ast.For, ast.AsyncFor, ast.While)):
+            # (a way from the loop's head to node that binds nothing on the way: a binding later
+            # in the body comes back round to it; where every way binds first, none can)
+            later = owner.body[at + 1:] if block is owner.body else []
+            if _binds(later, name, index) or (not isinstance(owner, ast.While) and _binds([owner.target], name)):
+                return None
         values += left[0]
         if not left[1]:
             return values
