@@ -14,7 +14,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_value
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME, _on_self
@@ -178,7 +178,7 @@ class BuilderCore:
                 return True  # `model_ema = get_model(cfg, local_rank=-1)`: its `if local_rank >= 0: DDP(...)` left out
             if holds_no_ddp(self.program, value, caller):
                 return True  # rebound to the plain module on every way to this call
-        return value is not None and _plain_module(self.program, value, fn, 2)
+        return value is not None and plain_module(self.program, value, fn, 2)
 
     def _factory_unwrapped(self, call: ast.Call, caller: Function) -> bool:
         """A local factory whose every DDP construction sits under a test this call's arguments
@@ -904,28 +904,6 @@ def _on_rank_zero(guards: tuple) -> bool:
     side of one: `if rank != 0: x = Stub() else: x = Saver()` builds on every rank)."""
     found = rank_guards(guards)
     return bool(found) and all(g.test.polarity == "zero" for g in found)  # (an else's test comes negated)
-
-
-def _plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> bool:
-    """`x.module`, `getattr(x, "module", x)`, or a local helper whose every return is one
-    (`return m.module if hasattr(m, "module") else m`: the module whenever there is a wrapper)."""
-    if isinstance(value, ast.Attribute) and value.attr == "module":
-        return True
-    if isinstance(value, ast.IfExp):
-        test = value.test
-        return isinstance(value.body, ast.Attribute) and value.body.attr == "module" and \
-            isinstance(test, ast.Call) and last_name(test.func) == "hasattr" and len(test.args) == 2 and \
-            is_const(test.args[1], "module")
-    if isinstance(value, ast.Call) and last_name(value.func) == "getattr" and len(value.args) >= 2 and \
-            is_const(value.args[1], "module"):
-        return True
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "unwrap_model":
-        return True  # Accelerate's (and Lightning Fabric's) `accelerator.unwrap_model(model)`
-    if isinstance(value, ast.Call) and depth > 0:
-        target = program.callee(value.func, fn)
-        returns = target.returned if program.is_function(target) else []
-        return bool(returns) and all(_plain_module(program, r, target, depth - 1) for r in returns)
-    return False
 
 
 def guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:

@@ -688,9 +688,8 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
 
 def _unwrapped(program: Program, name: ast.Name, fn: Function, depth: int = 3) -> bool:
     """Every value the name holds, through the names and parameters it comes from, is the
-    module a wrapper holds: `raw = ddp.module`, `raw = m.module if isinstance(m, DDP) else m`,
-    `getattr(m, "module", m)` (the plain model where there is no wrapper). A value not seen
-    proves nothing."""
+    module a wrapper holds (plain_module: `raw = ddp.module`, `m.module if isinstance(m, DDP)
+    else m`, `getattr(m, "module", m)`). A value not seen proves nothing."""
     frontier, seen = [(name, fn)], set()
     found = False
     for _ in range(depth):
@@ -702,7 +701,7 @@ def _unwrapped(program: Program, name: ast.Name, fn: Function, depth: int = 3) -
             for value, where in values:
                 if isinstance(value, ast.Call) and last_name(value.func) == "cast" and len(value.args) == 2:
                     value = value.args[1]  # typing.cast(Harold, m.module): the value itself
-                if _unwrap_form(value):
+                if plain_module(program, value, where, 1):
                     found = True
                 elif isinstance(value, ast.Name):
                     if (value.id, id(where)) not in seen:
@@ -716,16 +715,28 @@ def _unwrapped(program: Program, name: ast.Name, fn: Function, depth: int = 3) -
     return False
 
 
-def _unwrap_form(value: ast.AST) -> bool:
+def plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> bool:
+    """`x.module`, `getattr(x, "module", x)`, `x.module if hasattr(x, "module") else x` (or
+    `if isinstance(x, DDP)`: the other side is x where x is no wrapper), Accelerate's
+    `unwrap_model(x)`, or a local helper whose every return is one: the module whenever there
+    is a wrapper."""
     if isinstance(value, ast.Attribute) and value.attr == "module":
         return True
-    if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Attribute) and value.body.attr == "module" \
-            and text(value.body.value) == text(value.orelse):
-        # `m.module if isinstance(m, DDP) else m` / `m.module if hasattr(m, "module") else m`
+    if isinstance(value, ast.IfExp):
+        test = value.test
+        return isinstance(value.body, ast.Attribute) and value.body.attr == "module" and (
+            (isinstance(test, ast.Call) and last_name(test.func) == "hasattr" and len(test.args) == 2
+             and is_const(test.args[1], "module")) or text(value.body.value) == text(value.orelse))
+    if isinstance(value, ast.Call) and last_name(value.func) == "getattr" and len(value.args) >= 2 and \
+            is_const(value.args[1], "module"):
         return True
-    return isinstance(value, ast.Call) and last_name(value.func) == "getattr" and len(value.args) == 3 and \
-        isinstance(value.args[1], ast.Constant) and value.args[1].value == "module" and \
-        text(value.args[0]) == text(value.args[2])
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "unwrap_model":
+        return True  # Accelerate's (and Lightning Fabric's) `accelerator.unwrap_model(model)`
+    if isinstance(value, ast.Call) and depth > 0:
+        target = program.callee(value.func, fn)
+        returns = target.returned if program.is_function(target) else []
+        return bool(returns) and all(plain_module(program, r, target, depth - 1) for r in returns)
+    return False
 
 
 def _off_the_wrapper_side(fn: Function, call: ast.Call, name: str) -> bool:

@@ -686,31 +686,27 @@ class Program:
         ngpus, args)`, so the items of `args` are what the target's parameters after the first hold
         (`solver` in the worker is the Solver the launcher built)."""
         handed = self.spawned_args(node, fn)
-        if handed is None:
-            return
-        for target in self.resolve(node.args[0], fn)[0]:
-            if target in bound or target.node is None or isinstance(target.node, ast.Module) or target.cls is not None:
-                continue
-            bound.append(target)
-            self._changed()
-            for param, item in zip(target.params[1:], handed.elts):
-                target.arguments.setdefault(param, []).append((item, fn))
+        if handed is not None:
+            self._bind_handed(fn, node.args[0], handed, bound, 1)
 
     def _bind_process(self, fn: Function, node: ast.Call, bound: list) -> None:
         """`mp.Process(target=init_processes, args=(cfg, rank, f"train-{rank}.npy"))`: the
-        process runs `init_processes(cfg, rank, ...)`, so the items of `args` are what the
-        target's parameters hold, from the first (no index is put before them, as mp.spawn does)."""
+        process runs `init_processes(cfg, rank, ...)`, the items of `args` from its first parameter."""
         target = next((kw.value for kw in node.keywords if kw.arg == "target"), None)
         handed = next((kw.value for kw in node.keywords if kw.arg == "args"), None)
-        if target is None or not isinstance(handed, (ast.Tuple, ast.List)) or \
-                any(isinstance(e, ast.Starred) for e in handed.elts):
-            return
+        if target is not None and isinstance(handed, (ast.Tuple, ast.List)) and \
+                not any(isinstance(e, ast.Starred) for e in handed.elts):
+            self._bind_handed(fn, target, handed, bound, 0)
+
+    def _bind_handed(self, fn: Function, target: ast.AST, handed: ast.AST, bound: list, skip: int) -> None:
+        """A starter's `args` tuple bound to the parameters of each function target names, from
+        parameter `skip` on (mp.spawn puts the process index first)."""
         for called in self.resolve(target, fn)[0]:
             if called in bound or called.node is None or isinstance(called.node, ast.Module) or called.cls is not None:
                 continue
             bound.append(called)
             self._changed()
-            for param, item in zip(called.params, handed.elts):
+            for param, item in zip(called.params[skip:], handed.elts):
                 called.arguments.setdefault(param, []).append((item, fn))
 
     def spawned_args(self, node: ast.Call, fn: Function) -> Optional[ast.AST]:
