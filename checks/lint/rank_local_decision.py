@@ -100,7 +100,7 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         elif found.kind == "shard_metric":
             message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank on "
                        f"`{found.value}`, which {found.guard} computes (at {found.assigned}) from this rank's own "
-                       f"shard (a DistributedSampler) and never all-reduces: one rank stops while the others "
+                       f"shard ({getattr(found, 'shard', 'a DistributedSampler')}) and never all-reduces: one rank stops while the others "
                        f"wait in {found.work}")
             hint = (f"all-reduce what makes `{found.value}` (the sum of the losses and the count of samples) "
                     "before deciding, so every rank tests the whole validation set's number")

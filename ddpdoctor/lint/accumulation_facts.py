@@ -132,6 +132,8 @@ class AccumulationFacts:
         if isinstance(k, ast.Name):
             values = self.program.values_of(k, fn, 2)
             return bool(values) and all(is_const(v, 1) for v, _ in values)
+        if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id != "self":
+            return self._field_default_one(k, fn)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
             klass = self.program._class_of_fn(fn)
             values = self.program._attr(klass, k.attr) if klass is not None else []
@@ -139,6 +141,28 @@ class AccumulationFacts:
                 isinstance(v, ast.Name) and v.id in owner.params and given_constants(self.callers(), owner, v.id) == {1}
                 for v, owner in values)
         return False
+
+    def _field_default_one(self, k: ast.Attribute, fn: Function) -> bool:
+        """`config.gradient_accumulation_steps` of `config = TrainingConfig()`, a local class
+        (a dataclass) that declares the field `= 1`, built with no arguments, the field set
+        nowhere in the source (`config.x = ...`, `setattr`): 1 on every run."""
+        values = self.program.values_of(k.value, fn, 2)
+        if not values or not all(isinstance(v, ast.Call) and not v.args and not v.keywords for v, _ in values):
+            return False
+        klass = self.program.class_of(k.value, fn)
+        if klass is None or not any(
+                isinstance(n, (ast.Assign, ast.AnnAssign)) and is_const(n.value, 1) and any(
+                    isinstance(t, ast.Name) and t.id == k.attr
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+                for n in klass.node.body):
+            return False
+        for source in self.program.files:
+            for node in walk(source.tree):
+                if node.__class__ is ast.Attribute and node.attr == k.attr and node.ctx.__class__ is not ast.Load:
+                    return False  # set somewhere (`cfg.gradient_accumulation_steps = args.accum`)
+                if node.__class__ is ast.Call and last_name(node.func) == "setattr":
+                    return False  # (fields set by name, from a file or the command line)
+        return True
 
     def _option_truth(self, test: ast.AST, fn: Function) -> Optional[bool]:
         """A step's test the options settle (`(opts.mix == "accum" and (i + 1) % n == 0) or

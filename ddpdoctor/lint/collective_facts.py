@@ -223,7 +223,9 @@ class CollectiveFacts:
                 for op, where, chain, conds, inner in reached:
                     # `if not use_fsdp_eval and not is_rank0: return` ... a callee's
                     # `if use_fsdp_eval: all_reduce()`: every rank gets there
-                    said = {c for c, _ in conds}
+                    # (and the caller's own: `if eval_only: ... return` before the call says
+                    # `not eval_only` there, the case a guard's `unless` names)
+                    said = {c for c, _ in conds} | {c for c, _ in event.conds}
                     guards = [g for g in event.guards if not said & set(g.unless)]
                     if not guards:
                         continue

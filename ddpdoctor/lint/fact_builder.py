@@ -779,7 +779,7 @@ class BuilderCore:
         cache[(id(node), id(fn))] = placed
         for call in walk(node):
             if not isinstance(call, ast.Call) or not any(isinstance(a, (ast.Name, ast.Attribute, ast.Call))
-                                                         for a in call.args):
+                                                         for a in (*call.args, *(k.value for k in call.keywords))):
                 continue
             for target in self.program.resolve(call.func, fn)[0]:
                 if target.node is None or isinstance(target.node, ast.Module):
@@ -849,7 +849,9 @@ class BuilderCore:
 
 def _flag_field(klass, attr: str) -> bool:
     """Every read of `self.<attr>` in the class's methods compares it with constants (`if
-    self.rank == 0:`): the object keeps a flag of who it is, no shard."""
+    self.rank == 0:`) or with another field as it is (`self.cache_rank != self.cache_rank_only`,
+    `self.cache_rank is not None`): the object keeps a flag of who it is, no shard (`i % self.world
+    != self.rank` compares it with a computed number: a shard)."""
     reads, compared = 0, 0
     for method in klass.methods.values():
         if method.node is None:
@@ -861,7 +863,8 @@ def _flag_field(klass, attr: str) -> bool:
             elif node.__class__ is ast.Compare:
                 parts = [node.left, *node.comparators]
                 fields = [p for p in parts if _on_self(p) and p.attr == attr]
-                if len(fields) == 1 and all(p is fields[0] or p.__class__ is ast.Constant for p in parts):
+                if len(fields) == 1 and all(p is fields[0] or p.__class__ is ast.Constant or _on_self(p)
+                                            for p in parts):
                     compared += 1
     return reads == compared
 

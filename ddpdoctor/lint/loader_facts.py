@@ -2864,12 +2864,25 @@ def _unseen_prepared(arg: ast.AST, fn: Function) -> bool:
 
 
 def _dropped_results(fn: Function, call: ast.Call) -> set[int]:
-    """The positions of a call's returned tuple its assignment throws away (`_`)."""
+    """The positions of a call's returned tuple its assignment throws away: `_`, or a new name
+    fn never reads (`model, opt, train_dataloader = acc.prepare(model, opt, train_data_loader)`,
+    then `for batch in train_data_loader:` - the loop reads the original, unprepared loader)."""
     for stmt in fn.own:
         if isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
-            return {i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == "_"}
+            elts = stmt.targets[0].elts
+            # (a script's top level binds globals: any function of its file may read them)
+            scope = walk(fn.node) if isinstance(fn.node, ast.Module) else fn.own
+            read = {n.id for n in scope if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
+            return {i for i, t in enumerate(elts) if isinstance(t, ast.Name) and (t.id == "_" or (
+                i < len(call.args) and isinstance(call.args[i], ast.Name) and call.args[i].id != t.id
+                and t.id not in read and not _global_in(fn, t.id)))}
     return set()
+
+
+def _global_in(fn: Function, name: str) -> bool:
+    """fn declares `global name` (or nonlocal): another function may read what it binds."""
+    return any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in fn.own)
 
 
 def _around_training(loop: ast.AST) -> bool:

@@ -1968,7 +1968,7 @@ class Program:
                 return list(dict.fromkeys(found)), []
             # `runner = getattr(runners, cfg.runner_type)(cfg); runner.train()`: each candidate's
             found = [m for v, scope in self.values_of(receiver, fn) if v.__class__ is ast.Call
-                     for k in self._runtime_classes(v.func, scope)
+                     for k in self._runtime_classes(v.func, scope) or self._module_factory_classes(v, scope)
                      if (m := self.method(k, attr)) is not None]
             if found:
                 return list(dict.fromkeys(found)), []
@@ -2316,6 +2316,37 @@ class Program:
                 if len(classes) <= 8:
                     found.extend(classes)
         return self._configured_among(found)
+
+    def _module_factory_classes(self, call: ast.Call, fn: Function) -> list:
+        """`init_obj(config["trainer"], module_trainer, model, ...)` of a helper every return of
+        which is `getattr(module, obj_dict["type"])(*args, **kwargs)` with `module` its parameter
+        (pytorch-template's config factory): _runtime_classes of the module the call hands it."""
+        if call.func.__class__ is not ast.Name:
+            return []
+        found: list = []
+        for target in self.resolve(call.func, fn)[0]:
+            if target.__class__ is not Function or target.node is None or isinstance(target.node, ast.Module) \
+                    or target.cls is not None:
+                continue
+            returned = [r for r in getattr(target, "returned", ()) if r is not None]
+            picks = [r.func for r in returned if r.__class__ is ast.Call and r.func.__class__ is ast.Call
+                     and last_name(r.func.func) == "getattr" and len(r.func.args) >= 2
+                     and r.func.args[0].__class__ is ast.Name and r.func.args[0].id in target.params]
+            if not returned or len(picks) != len(returned) or len({p.args[0].id for p in picks}) != 1:
+                continue
+            param = picks[0].args[0].id
+            positional = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
+            given = next((k.value for k in call.keywords if k.arg == param), None)
+            index = positional.index(param) if param in positional else -1
+            if given is None and 0 <= index < len(call.args) and \
+                    not any(a.__class__ is ast.Starred for a in call.args[:index + 1]):
+                given = call.args[index]
+            if given is None:
+                continue
+            # (the same reading as `getattr(given, name)` written at the call site)
+            found.extend(self._runtime_classes(ast.Call(func=ast.Name(id="getattr", ctx=ast.Load()),
+                                                        args=[given, picks[0].args[1]], keywords=[]), fn))
+        return list(dict.fromkeys(found))
 
     def _configured_among(self, classes: list) -> list:
         """Of the classes a configured name may pick, those a YAML config beside the script names

@@ -61,6 +61,8 @@ class RankLocalDecision:
     # the values the rank test's other parts hold at, where a config or a default settles them
     # in place of an assumption (RankTest.given: "`a.b` set to `True` in run.yml, ..."): said
     given: str = ""
+    # shard_metric: what gives each rank its own part of the evaluation's data
+    shard: str = "a DistributedSampler"
 
 
 @dataclass
@@ -1267,6 +1269,13 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             if later is not None:
                 found.append(later)
                 continue
+        if other is None and leave[0] is not None:
+            # `if rank == 0: if loss > 1e6: break ... if stale == patience: break` (LSTF): of
+            # rank 0's exits, the early stop counted to its bound is the one the run is written
+            # to take (the other rests on what the loss does): said as the reason
+            loop = item.loops[-1]
+            leave = next((c for c in _breaks_in(stmt.body, None, leaving) if c[0] is not None
+                          and _counted_stop(builder.program, c[0].test, fn, loop)), leave)
         around = leave[0]
         if around is not None and other is None and isinstance(stmt.test, ast.BoolOp) and \
                 isinstance(stmt.test.op, ast.Or) and any(
@@ -1347,7 +1356,9 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
         # assumption it was)
         if loop is None:
             return False
-        stepped = {n.target.id for n in walk(loop) if n.__class__ is ast.AugAssign and n.target.__class__ is ast.Name}
+        # (stepped by a constant: `total += loss.item()`, reset each epoch, sums a loss, not passes)
+        stepped = {n.target.id for n in walk(loop) if n.__class__ is ast.AugAssign and n.target.__class__ is ast.Name
+                   and n.value.__class__ is ast.Constant}
         # (and `bad_epochs = bad_epochs + 1`, the step spelt out)
         stepped |= {n.targets[0].id for n in walk(loop) if n.__class__ is ast.Assign and len(n.targets) == 1
                     and n.targets[0].__class__ is ast.Name and n.value.__class__ is ast.BinOp
@@ -1644,11 +1655,17 @@ def _tests_on_the_way(stmt: ast.If, leave: ast.stmt) -> list[ast.AST]:
 
 
 def _break_in(body: list, around: Optional[ast.If] = None, leaves: tuple = (ast.Break,)) -> Optional[tuple]:
-    """(the innermost plain `if` around it, the `break`) for a break of the enclosing loop in
-    body - not one of a nested loop's; leaves=(Break, Return): a `return` out of it too."""
+    """(the innermost plain `if` around it, the `break`) for the first break of the enclosing
+    loop in body - not one of a nested loop's; leaves=(Break, Return): a `return` out of it too."""
+    return next(_breaks_in(body, around, leaves), None)
+
+
+def _breaks_in(body: list, around: Optional[ast.If] = None, leaves: tuple = (ast.Break,)) -> Iterator[tuple]:
+    """Each (innermost plain `if` around it, exit) of _break_in's kind in body, in source order."""
     for stmt in body:
         if isinstance(stmt, leaves) or (ast.Return in leaves and _exits(stmt)):
-            return around, stmt
+            yield around, stmt
+            return  # (what follows it in the block never runs)
         parts: list = []
         if isinstance(stmt, ast.If):
             parts = [(stmt.body, stmt), (stmt.orelse, stmt)]
@@ -1657,10 +1674,7 @@ def _break_in(body: list, around: Optional[ast.If] = None, leaves: tuple = (ast.
         elif isinstance(stmt, ast.Try):
             parts = [(p, around) for p in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody)]
         for part, inner in parts:
-            got = _break_in(part, inner, leaves)
-            if got is not None:
-                return got
-    return None
+            yield from _breaks_in(part, inner, leaves)
 
 
 def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:

@@ -11,7 +11,8 @@ Reported (a warning: it rests on the shards' metrics differing) only with all of
 - the evaluator: a local function the loop calls and binds the result of, whose `for` iterates
   one of its parameters, and that runs no collective that shares a value (all_reduce,
   all_gather, reduce, gather, broadcast, scatter), itself or through its helpers;
-- the loader handed to that parameter: built with a DistributedSampler (lint/loader_facts.py);
+- the loader handed to that parameter (or the field of self it iterates, a loader the object was
+  built with): built with a DistributedSampler, or handed to `accelerator.prepare` (lint/loader_facts.py);
 - the decision: an `if` / `while` every rank runs (no rank test around it) whose test reads the
   metric, a name computed from it or set on a side of a test on it, or a field that a method
   handed the metric sets (`stopper(val_loss)` -> `self.early_stop = True`), and that leaves the
@@ -41,7 +42,9 @@ _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "trange"})
 
 
 def gather(builder: Builder, ddp: bool, loaders: list) -> list[rank_state.RankLocalDecision]:
-    sharded = {str(f.location) for f in loaders if f.sampler == "distributed"}
+    # (a loader handed to accelerator.prepare is sharded by Accelerate: each process reads its own part)
+    sharded = {str(f.location): "a DistributedSampler" if f.sampler == "distributed" else "accelerator.prepare"
+               for f in loaders if f.sampler == "distributed" or f.prepared_by == "accelerate"}
     if not sharded:
         return []
     program = builder.program
@@ -70,16 +73,23 @@ def _names(target: ast.AST) -> list[ast.AST]:
     return [target] if isinstance(target, (ast.Name, ast.Attribute)) else []
 
 
-def _evaluator(builder: Builder, fn: Function, call: ast.Call, sharded: set) -> Optional[tuple[Function, str]]:
-    """(the local function, the loader text) where `call` runs an evaluation over a sharded
-    loader that shares nothing of what it computes."""
+def _evaluator(builder: Builder, fn: Function, call: ast.Call, sharded: dict) -> Optional[tuple[Function, str, str]]:
+    """(the local function, the loader text, what shards it) where `call` runs an evaluation over
+    a sharded loader that shares nothing of what it computes."""
     program = builder.program
     for target in program.resolve(call.func, fn)[0]:
         if target.node is None or isinstance(target.node, ast.Module):
             continue
-        param = _iterated_param(target)
-        given = argument_at(target, call, param) if param else None
-        if given is None or not _sharded(program, given, fn, sharded):
+        given, how = None, ""
+        for it in _iterated(target):
+            if it.__class__ is ast.Name:
+                given = argument_at(target, call, it.id)
+                how = _sharded(program, given, fn, sharded)
+            else:  # `for x, y in self.val_data:` of the loader the trainer was built with
+                given, how = it, _sharded(program, it, target, sharded)
+            if how:
+                break
+        if not how:
             continue
         if not any(isinstance(n, ast.Return) and n.value is not None for n in walk(target.node)):
             continue
@@ -87,31 +97,41 @@ def _evaluator(builder: Builder, fn: Function, call: ast.Call, sharded: set) -> 
         if any(SHARING.search(op) and not op.startswith((DDP_FORWARD, DDP_BACKWARD)) for op in ops) or \
                 any(op.startswith(DDP_BACKWARD) for op in ops):
             continue  # (a function that trains is no evaluation)
-        return target, text(given)
+        return target, text(given), how
     return None
 
 
-def _iterated_param(fn: Function) -> Optional[str]:
-    """The parameter fn's `for` loop iterates (through enumerate / tqdm)."""
+def _iterated(fn: Function) -> list[ast.AST]:
+    """What fn's `for` loops iterate (through enumerate / tqdm, each of zip's): a parameter's
+    name, or a field of self (`self.val_data`, the loader the object was built with)."""
+    found = []
     for node in walk(fn.node):
         if not isinstance(node, (ast.For, ast.AsyncFor)):
             continue
-        it = node.iter
-        while isinstance(it, ast.Call) and last_name(it.func) in _WRAPPERS and it.args:
-            it = it.args[0]
-        if isinstance(it, ast.Name) and it.id in fn.params:
-            return it.id
-    return None
+        todo = [node.iter]
+        while todo:
+            it = todo.pop()
+            if isinstance(it, ast.Call) and last_name(it.func) in _WRAPPERS and it.args:
+                todo.append(it.args[0])
+            elif isinstance(it, ast.Call) and last_name(it.func) == "zip":
+                todo.extend(it.args)  # `for (ids, masks), labels in zip(val_in, val_out):`
+            elif (isinstance(it, ast.Name) and it.id in fn.params) or (
+                    isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self"):
+                found.append(it)
+    return found
 
 
-def _sharded(program, given: ast.AST, fn: Function, sharded: set) -> bool:
-    """The loader handed in is one built with a DistributedSampler."""
+def _sharded(program, given: Optional[ast.AST], fn: Function, sharded: dict) -> str:
+    """What shards the loader handed in ("a DistributedSampler", "accelerator.prepare"); ""
+    when it is no loader built so."""
+    if given is None:
+        return ""
     values = program.values_of(given, fn, 3)
     for held, scope in list(values):
         if isinstance(held, ast.Name):  # `..., val_loader, val_sampler = prepare_loaders(args)`
             values += program.unpacked(held.id, scope)
-    return any(isinstance(v, ast.Call) and loader_call(program, v, scope) and str(loc(scope, v)) in sharded
-               for v, scope in values)
+    return next((sharded[str(loc(scope, v))] for v, scope in values if isinstance(v, ast.Call)
+                 and loader_call(program, v, scope) and str(loc(scope, v)) in sharded), "")
 
 
 def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool, made: tuple,
@@ -121,6 +141,7 @@ def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool
     tainted = {n for n in names if n not in shared}
     if not tainted:
         return None
+    decided: set[int] = set()  # the statements on a side of a test on the metric
     reads = lambda node: any(text(n) in tainted for n in walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
     for item in after:
         stmt = item.node
@@ -131,8 +152,8 @@ def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool
                          for c in walk(stmt.value))
             if reads(stmt.value) and not shares:
                 tainted |= targets - shared
-            else:  # bound again to what every rank shares (`val_loss = all_reduced(val_loss)`)
-                tainted -= targets
+            elif id(stmt) not in decided:  # bound again to what every rank shares (`val_loss = all_reduced(val_loss)`)
+                tainted -= targets  # (not `stale = 0` on a side of a test on the metric: set by it)
         elif isinstance(stmt, ast.AugAssign) and reads(stmt.value):
             tainted |= {text(n) for n in _names(stmt.target)} - shared
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
@@ -143,22 +164,32 @@ def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool
             continue
         if isinstance(stmt, ast.If):
             # a name set on either side of a test on the metric follows it (`bad += 1`)
+            decided.update(id(n) for s in stmt.body + stmt.orelse for n in walk(s))
             tainted |= {text(n) for s in stmt.body + stmt.orelse for s2 in walk(s)
                         if isinstance(s2, (ast.Assign, ast.AugAssign))
                         for t in (s2.targets if isinstance(s2, ast.Assign) else [s2.target])
                         for n in _names(t)} - shared
-        if item.guards:
+        if item.guards or _set_or_not(stmt.test):
             continue
         effect = rank_state._effect(builder, fn, stmt, item, ddp)
         if effect is None:
             continue
-        evaluator, loader = made
+        evaluator, loader, how = made
         return rank_state.RankLocalDecision(
             Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0],
             ", ".join(sorted(names)), "shard_metric", effect[1], assigned=loc(fn, assign),
             guard=f"{evaluator.name}() over {loader}",
-            assumption="the ranks' shards give different numbers")
+            assumption="the ranks' shards give different numbers", shard=how)
     return None
+
+
+def _set_or_not(test: ast.AST) -> bool:
+    """`if best_ckpt is not None:` (or `not best_ckpt`): whether the metric ever set it, which
+    the first evaluation does on every rank, not what the shard's number was."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops) and \
+        any(isinstance(c, ast.Constant) and c.value is None for c in (test.left, *test.comparators))
 
 
 def _fields_set(program, fn: Function, call: ast.Call) -> set[str]:

@@ -146,6 +146,13 @@ def _abstract(stmt: ast.Raise) -> bool:
 def _plain_test(node: ast.AST) -> ast.AST:
     """`ddp == True` / `ddp is True` said as `ddp`, `ddp == False` as `not ddp`: the same switch
     (a builder's `if ddp == True:` and the launcher's `if ddp:` are one test)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "bool" and \
+            len(node.args) == 1 and not node.keywords:
+        return _plain_test(node.args[0])  # `bool(eval_only)`: the switch itself
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _plain_test(node.operand)
+        if inner is not node.operand:
+            return ast.UnaryOp(ast.Not(), inner)
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.Is)) \
             and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, bool):
         if node.comparators[0].value:
@@ -292,7 +299,7 @@ class Walker:
                 if test is not None:
                     unless = ()
                     if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And):
-                        unless = tuple(_negation_text(p) for p in stmt.test.values
+                        unless = tuple(_negation_text(_plain_test(p)) for p in stmt.test.values
                                        if self.program.ranks.guard(p, self.fn) is None)
                     guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else", unless)
                     self.block(body[index + 1:], guards + (guard,), loops)
@@ -670,6 +677,11 @@ def _rank_return(walker: "Walker", stmt: ast.stmt, depth: int = 3):
         return None
     def leaves(side: list) -> bool:
         return bool(side) and isinstance(side[-1], TERMINATORS) and not _crashes(side[-1])
+
+    if leaves(stmt.body):
+        # `if eval_only: (if rank != 0: return) ... return`: every rank that takes the switch
+        # leaves by its end, so what follows the `if` runs where the switch is off, on every rank
+        return None
 
     # `if rank != 0: return`, or `if rank == 0: ... else: continue` (adaptive-span): the side
     # that leaves, as the test that holds there
