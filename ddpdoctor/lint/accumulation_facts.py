@@ -156,13 +156,26 @@ class AccumulationFacts:
                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
                 for n in klass.node.body):
             return False
-        for source in self.program.files:
-            for node in walk(source.tree):
-                if node.__class__ is ast.Attribute and node.attr == k.attr and node.ctx.__class__ is not ast.Load:
-                    return False  # set somewhere (`cfg.gradient_accumulation_steps = args.accum`)
-                if node.__class__ is ast.Call and last_name(node.func) == "setattr":
-                    return False  # (fields set by name, from a file or the command line)
-        return True
+        stored = self._stored_fields()
+        # (set somewhere - `cfg.gradient_accumulation_steps = args.accum` - or by name, `setattr`)
+        return stored is not None and k.attr not in stored
+
+    def _stored_fields(self) -> Optional[frozenset]:
+        """The attribute names any file of the program assigns (`x.attr = ...`); None where some
+        file sets fields by name (`setattr`). Read once per lint."""
+        if "_stored" not in self.__dict__:
+            names: set = set()
+            for source in self.program.files:
+                for node in walk(source.tree):
+                    if node.__class__ is ast.Attribute and node.ctx.__class__ is not ast.Load:
+                        names.add(node.attr)
+                    elif node.__class__ is ast.Call and last_name(node.func) == "setattr":
+                        names = None
+                        break
+                if names is None:
+                    break
+            self.__dict__["_stored"] = frozenset(names) if names is not None else None
+        return self.__dict__["_stored"]
 
     def _option_truth(self, test: ast.AST, fn: Function) -> Optional[bool]:
         """A step's test the options settle (`(opts.mix == "accum" and (i + 1) % n == 0) or

@@ -2334,13 +2334,10 @@ class Program:
                      and r.func.args[0].__class__ is ast.Name and r.func.args[0].id in target.params]
             if not returned or len(picks) != len(returned) or len({p.args[0].id for p in picks}) != 1:
                 continue
-            param = picks[0].args[0].id
-            positional = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
-            given = next((k.value for k in call.keywords if k.arg == param), None)
-            index = positional.index(param) if param in positional else -1
-            if given is None and 0 <= index < len(call.args) and \
-                    not any(a.__class__ is ast.Starred for a in call.args[:index + 1]):
-                given = call.args[index]
+            # (what this call handed the parameter, as _hand bound it)
+            given = next((arg for arg, scope in target.arguments.get(picks[0].args[0].id, ())
+                          if scope is fn and any(arg is a for a in (*call.args, *(k.value for k in call.keywords)))),
+                         None)
             if given is None:
                 continue
             # (the same reading as `getattr(given, name)` written at the call site)

@@ -1363,7 +1363,7 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
         stepped |= {n.targets[0].id for n in walk(loop) if n.__class__ is ast.Assign and len(n.targets) == 1
                     and n.targets[0].__class__ is ast.Name and n.value.__class__ is ast.BinOp
                     and n.value.op.__class__ in (ast.Add, ast.Sub) and n.value.left.__class__ is ast.Name
-                    and n.value.left.id == n.targets[0].id}
+                    and n.value.left.id == n.targets[0].id and n.value.right.__class__ is ast.Constant}
         reset = {t.id for n in walk(loop) if n.__class__ is ast.Assign for target in n.targets
                  for t in (target.elts if target.__class__ in (ast.Tuple, ast.List) else [target])
                  if t.__class__ is ast.Name}
