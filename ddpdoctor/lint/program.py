@@ -320,6 +320,7 @@ class Program:
         self.__dict__.pop("_resolve_memo", None)
         self.__dict__.pop("_star_names", None)  # a star-imported module may have been read since
         self.__dict__.pop("_table_classes", None)  # (what a table's entry names may be read since)
+        self.__dict__.pop("_factory_memo", None)  # (and what a config factory's module holds)
 
     def _read(self, source: SourceFile) -> None:
         """Parse a waiting module and index it into the program: its functions' bindings and
@@ -2318,15 +2319,30 @@ class Program:
         return self._configured_among(found)
 
     def _module_factory_classes(self, call: ast.Call, fn: Function) -> list:
-        """`init_obj(config["trainer"], module_trainer, model, ...)` of a helper every return of
-        which is `getattr(module, obj_dict["type"])(*args, **kwargs)` with `module` its parameter
-        (pytorch-template's config factory): _runtime_classes of the module the call hands it."""
-        if call.func.__class__ is not ast.Name:
+        """`config.init_obj("trainer", module_trainer, model, ...)` (pytorch-template's config
+        factory, a method or a plain function) every return of which is `getattr(module,
+        self[name]["type"])(*args, **kwargs)` with `module` its parameter: _runtime_classes of the
+        module the call hands it. (Asked again while resolving its own receiver - `config` of a
+        config built by another such call - it answers nothing: no cycle.)"""
+        memo = self.__dict__.setdefault("_factory_memo", {})
+        key = (id(call), id(fn))
+        if key in memo:
+            return memo[key]
+        asking = self.__dict__.setdefault("_factory_asking", set())  # (not cleared by _changed)
+        if key in asking:
             return []
+        asking.add(key)
+        try:
+            found = self._module_factory_reading(call, fn)
+        finally:
+            asking.discard(key)
+        self.__dict__.setdefault("_factory_memo", {})[key] = found
+        return found
+
+    def _module_factory_reading(self, call: ast.Call, fn: Function) -> list:
         found: list = []
         for target in self.resolve(call.func, fn)[0]:
-            if target.__class__ is not Function or target.node is None or isinstance(target.node, ast.Module) \
-                    or target.cls is not None:
+            if target.__class__ is not Function or target.node is None or isinstance(target.node, ast.Module):
                 continue
             returned = [r for r in getattr(target, "returned", ()) if r is not None]
             picks = [r.func for r in returned if r.__class__ is ast.Call and r.func.__class__ is ast.Call
@@ -2369,8 +2385,9 @@ class Program:
         return [m for n, m in enumerate(held) if m.__class__ is Module and not any(m is o for o in held[:n])]
 
     def _module_names(self, module: Module) -> dict:
-        """A module's functions and classes by name, with those its `from x import *` lines
-        re-export (one level: a package's __init__ gathering its submodules' trainers)."""
+        """A module's functions and classes by name, with those it imports from local modules
+        (one level: a package's __init__ gathering its submodules' trainers, by `from .trainer
+        import Trainer` or by `from x import *`)."""
         names = dict(module.functions)
         names.update(module.classes)
         for key, base in module.imports.items():
@@ -2379,6 +2396,12 @@ class Program:
                 if other is not None:
                     for name, symbol in [*other.functions.items(), *other.classes.items()]:
                         names.setdefault(name, symbol)
+            elif key[0] != "*" and "." in base and key not in names:
+                owner, _, name = base.rpartition(".")
+                other = self._module(owner) if owner != module.name else None
+                symbol = (other.classes.get(name) or other.functions.get(name)) if other.__class__ is Module else None
+                if symbol is not None:
+                    names[key] = symbol
         return names
 
     def _namespace_entries(self, node: ast.AST, fn: Function, depth: int = 3) -> list:

@@ -411,3 +411,24 @@ def test_a_mode_whose_block_returns_on_every_rank_leaves_no_rank_test_after_it(t
 def test_its_twin_falls_through_to_the_training(tmp_path):
     code = EVAL_ONLY.replace("{leave}", "dist.barrier()")
     assert line_of(code, "# the wrap") in [line for line, _ in at(lint_one(tmp_path, code), "DDP801")]
+
+
+# -------------------------------------------------- the same factory as a method of the config
+CONFIG_METHOD = FACTORY.replace('''def init_obj(obj_dict, module, *args):
+    return getattr(module, obj_dict["type"])(*args, **dict(obj_dict["args"]))
+''', '''class Config(dict):
+    def init_obj(self, name, module, *args):
+        return getattr(module, self[name]["type"])(*args, **dict(self[name]["args"]))
+''').replace('init_obj(config["trainer"], module_trainer,', 'config.init_obj("trainer", module_trainer,').replace(
+    'main({"trainer": {"type": "Trainer", "args": {}}})', 'main(Config(trainer={"type": "Trainer", "args": {}}))')
+
+
+def test_the_factory_as_a_method_of_the_config_is_followed_too(tmp_path):
+    found = lint_one(tmp_path, CONFIG_METHOD, **{"trainers.py": TRAINERS.replace("{set_epoch}",
+                                                                                "self.sampler.set_epoch(epoch)")})
+    assert at(found, "DDP804") == []
+
+
+def test_its_twin_as_a_method_never_sets_the_epoch(tmp_path):
+    found = lint_one(tmp_path, CONFIG_METHOD, **{"trainers.py": TRAINERS.replace("{set_epoch}", "pass")})
+    assert at(found, "DDP804") == [(line_of(CONFIG_METHOD, "# the sampler"), "warning")]
