@@ -103,7 +103,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                        f"shard ({getattr(found, 'shard', 'a DistributedSampler')}) and never all-reduces: one rank stops while the others "
                        f"wait in {found.work}")
             hint = (f"all-reduce what makes `{found.value}` (the sum of the losses and the count of samples) "
-                    "before deciding, so every rank tests the whole validation set's number")
+                    "before deciding, so every rank tests the whole validation set's number"
+                    + (" (under Accelerate: accelerator.gather_for_metrics(...) of the per-batch losses, "
+                       "or accelerator.reduce(...) of the sums)" if "accelerator" in getattr(found, "shard", "") else ""))
         elif found.kind == "rank_state":
             how = (f"every rank steps `{found.value}` and `{found.guard}` steps it further (at {found.assigned}): "
                    "that rank's count runs ahead" if getattr(found, "stepped", False) else

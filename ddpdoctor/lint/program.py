@@ -2259,9 +2259,10 @@ class Program:
                     if spec[1] is not None and owner.__class__ is Module:
                         # `getattr(module, model_name + "Trainer")`, `getattr(setup, "start_%s" % launcher)`:
                         # every class or module-level function of it that fits
-                        out.extend(k for name, k in self._module_names(owner).items()
-                                   if name.startswith(spec[0]) and name.endswith(spec[1])
-                                   and (k.__class__ is Klass or (k.__class__ is Function and k.cls is None)))
+                        # (a package's classes imported from its submodules too, where they are a
+                        # handful: `from .trainer import Trainer, CausalTrainer` in trainer/__init__)
+                        wider = _fitting(self._module_names(owner, by_name=True), spec)
+                        out.extend(wider if len(wider) <= 8 else _fitting(self._module_names(owner), spec))
                         continue
                     attr = spec[0]
                     if owner.__class__ is Module:
@@ -2313,7 +2314,8 @@ class Program:
         found: list = []
         for owner in self._loaded(func.args[0], fn) or [self._callee_symbol(func.args[0], fn)]:
             if owner.__class__ is Module:
-                classes = [k for k in dict.fromkeys(self._module_names(owner).values()) if k.__class__ is Klass]
+                classes = [k for k in dict.fromkeys(self._module_names(owner, by_name=True).values())
+                           if k.__class__ is Klass]
                 if len(classes) <= 8:
                     found.extend(classes)
         return self._configured_among(found)
@@ -2384,10 +2386,12 @@ class Program:
                 if alias[0] != "*" and full.startswith(owner.name + ".")]
         return [m for n, m in enumerate(held) if m.__class__ is Module and not any(m is o for o in held[:n])]
 
-    def _module_names(self, module: Module) -> dict:
-        """A module's functions and classes by name, with those it imports from local modules
-        (one level: a package's __init__ gathering its submodules' trainers, by `from .trainer
-        import Trainer` or by `from x import *`)."""
+    def _module_names(self, module: Module, by_name: bool = False) -> dict:
+        """A module's functions and classes by name, with those its `from x import *` lines
+        re-export (one level: a package's __init__ gathering its submodules' trainers); by_name:
+        also the classes it imports from local modules by name (`from .trainer import Trainer`), for the
+        few classes a configured name picks among (_runtime_classes; read wherever a name merely
+        fits, a package's imported helpers reached code no run takes)."""
         names = dict(module.functions)
         names.update(module.classes)
         for key, base in module.imports.items():
@@ -2396,10 +2400,11 @@ class Program:
                 if other is not None:
                     for name, symbol in [*other.functions.items(), *other.classes.items()]:
                         names.setdefault(name, symbol)
-            elif key[0] != "*" and "." in base and key not in names:
+            elif by_name and key[0] != "*" and "." in base and key not in names:
                 owner, _, name = base.rpartition(".")
                 other = self._module(owner) if owner != module.name else None
-                symbol = (other.classes.get(name) or other.functions.get(name)) if other.__class__ is Module else None
+                # (classes only: a helper function imported beside them is no configured pick)
+                symbol = other.classes.get(name) if other.__class__ is Module else None
                 if symbol is not None:
                     names[key] = symbol
         return names
@@ -2797,6 +2802,13 @@ def _scoped(scope: Function, name: str) -> list:
     if found is None:
         found = made[name] = [(line, value, scope) for line, value in scope.bindings[name]]
     return found
+
+
+def _fitting(names: dict, spec: tuple) -> list:
+    """The classes and module-level functions of a module's names that fit a name pattern
+    (prefix, suffix): `getattr(module, model_name + "Trainer")`."""
+    return [k for name, k in names.items() if name.startswith(spec[0]) and name.endswith(spec[1])
+            and (k.__class__ is Klass or (k.__class__ is Function and k.cls is None))]
 
 
 def _nearest(found: list, use: ast.AST, fn: Function) -> list:

@@ -43,7 +43,7 @@ _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "trange"})
 
 def gather(builder: Builder, ddp: bool, loaders: list) -> list[rank_state.RankLocalDecision]:
     # (a loader handed to accelerator.prepare is sharded by Accelerate: each process reads its own part)
-    sharded = {str(f.location): "a DistributedSampler" if f.sampler == "distributed" else "accelerator.prepare"
+    sharded = {str(f.location): "a DistributedSampler" if f.sampler == "distributed" else "split by accelerator.prepare"
                for f in loaders if f.sampler == "distributed" or f.prepared_by == "accelerate"}
     if not sharded:
         return []
@@ -122,7 +122,7 @@ def _iterated(fn: Function) -> list[ast.AST]:
 
 
 def _sharded(program, given: Optional[ast.AST], fn: Function, sharded: dict) -> str:
-    """What shards the loader handed in ("a DistributedSampler", "accelerator.prepare"); ""
+    """What shards the loader handed in ("a DistributedSampler", "split by accelerator.prepare"); ""
     when it is no loader built so."""
     if given is None:
         return ""
