@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,16 +11,11 @@ from pathlib import Path
 from typing import Callable
 
 import psutil
+from tests.helpers.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "scripts" / "attach_job.py"
 _PORT_TAKEN = b"EADDRINUSE"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class TorchrunJob:

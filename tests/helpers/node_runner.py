@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -16,33 +14,6 @@ import psutil
 from ddpdoctor.probe.run_model.outcome import rank_file
 from tests.helpers.cli_runner import ddpdoctor_exe
 from tests.helpers.probe_runner import REPO
-
-
-def free_port_pair() -> int:
-    """A port P with P + 1 free too: the rendezvous and the gather port. Drawn below the kernel's
-    ephemeral range: a port bind(0) handed out there was free when checked, and then taken by
-    another test's gloo socket before ddpdoctor bound it (the gather port "already in use", once
-    in a suite run beside the others)."""
-    low = _ephemeral_low()
-    first, last = (max(10000, low - 12000), low - 2) if low > 10100 else (40000, 50000)
-    for _ in range(200):
-        port = random.randrange(first, last)
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", port))
-                b.bind(("", port + 1))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair")
-
-
-def _ephemeral_low() -> int:
-    """The first port of the range the kernel picks ephemeral ports from (32768 by default)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
 
 
 class Node:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from ddpdoctor.probe.inrank.parent_death import die_with_parent
+from tests.helpers.ports import free_port
 
 SSHD = "/usr/sbin/sshd"
 MAX_LISTEN_PER_SSHD = 16  # OpenSSH's MAX_LISTEN_SOCKS
@@ -46,12 +47,6 @@ def unavailable_reason() -> Optional[str]:
             return ("OpenSSH (sshd, ssh, ssh-keygen) is not installed: "
                     "apt-get install openssh-server openssh-client")
     return None
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def _keygen(path: Path) -> None:

@@ -1,7 +1,6 @@
 """The Python API: `ddpdoctor.run_probe(...)` and `ddpdoctor.run_preflight(...)` return the report a
 project's own test suite gates on; release 0.1's `ddpdoctor.run_probe(...)` still works, with a warning."""
 
-import socket
 import subprocess
 import sys
 
@@ -11,6 +10,7 @@ import ddpdoctor
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.report.model import Report
 from tests.helpers.probe_runner import REPO, processes_of
+from tests.helpers.ports import free_port
 
 
 @pytest.mark.multiprocess
@@ -29,9 +29,7 @@ def test_probe_returns_the_report_a_test_suite_gates_on(tmp_path, monkeypatch):
 
 
 def test_preflight_returns_the_report():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     report = ddpdoctor.run_preflight(master_port=port, backend="gloo", fail_on="warning")
     assert isinstance(report, Report)
     assert report.command == "preflight"

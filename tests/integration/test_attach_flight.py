@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from tests.helpers.attach_jobs import REPO, free_port
+from tests.helpers.attach_jobs import REPO
+from tests.helpers.ports import free_port
 from tests.helpers.cli_runner import run_cli
 
 pytestmark = pytest.mark.multiprocess

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from tests.helpers.attach_jobs import TorchrunJob, free_port, pyspy_on
+from tests.helpers.attach_jobs import TorchrunJob, pyspy_on
+from tests.helpers.ports import free_port
 from tests.helpers.cli_runner import run_cli
 from tests.helpers.sshd import LoopbackSshd, SshdUnavailable, loopback_hosts
 

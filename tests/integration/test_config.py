@@ -1,7 +1,6 @@
 """[tool.ddpdoctor] in pyproject.toml: defaults for the commands, flags win, bad settings exit 2."""
 
 import json
-import socket
 import textwrap
 
 import pytest
@@ -10,16 +9,11 @@ from tests.helpers.cli_runner import run_cli
 from tests.helpers.probe_runner import REPO, processes_of
 
 from ddpdoctor.core import config
+from tests.helpers.ports import free_port
 def write_project(root, text):
     root.mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text(textwrap.dedent(text))
     return root / "pyproject.toml"
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.multiprocess

@@ -1,7 +1,6 @@
 """`probe --cpu` on scripts written for today's device API: torch.accelerator alone, torch.cuda
 alone, and both mixed; each trains under --cpu and the report's "Not covered" note stays exact."""
 
-import socket
 import subprocess
 import sys
 
@@ -13,6 +12,7 @@ from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.inrank import cpu_shim
 from ddpdoctor.probe.launch import launcher
 from ddpdoctor.probe.options import ProbeOptions
+from tests.helpers.ports import free_port
 
 pytestmark = pytest.mark.multiprocess
 
@@ -28,9 +28,7 @@ def test_every_accelerator_call_answers_like_a_gpu_while_torch_itself_stays_on_t
     run_dir.mkdir()
     options = ProbeOptions(script="tests/scripts/accelerator_tour.py", nproc_per_node=1, cpu=True)
     env = launcher.job_environment(options, str(run_dir), "tour", 30.0)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     done = subprocess.run([sys.executable, "-m", "ddpdoctor.probe.inrank.bootstrap", options.script],

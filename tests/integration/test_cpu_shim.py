@@ -1,7 +1,6 @@
 """`probe --cpu`: scripts written for CUDA and NCCL, diagnosed on this CPU-only machine with the
 codes a GPU run would give, and a report that says what the CPU run stood in for."""
 
-import socket
 import subprocess
 import sys
 
@@ -13,6 +12,7 @@ from ddpdoctor.probe.records import telemetry as tm
 
 from ddpdoctor.probe.launch import launcher
 from ddpdoctor.probe.options import ProbeOptions
+from tests.helpers.ports import free_port
 
 pytestmark = pytest.mark.multiprocess
 
@@ -81,9 +81,7 @@ def test_every_remapped_cuda_api_answers_like_a_gpu_and_instruments_see_the_scri
     run_dir.mkdir()
     options = ProbeOptions(script="tests/data/gpu_api_tour.py", nproc_per_node=1, cpu=True)
     env = launcher.job_environment(options, str(run_dir), "tour", 30.0)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     done = subprocess.run([sys.executable, "-m", "ddpdoctor.probe.inrank.bootstrap", options.script],

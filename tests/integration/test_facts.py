@@ -16,6 +16,7 @@ from ddpdoctor.preflight.node import facts, interfaces
 from ddpdoctor.preflight.node import port_listener
 from ddpdoctor.preflight.node.facts import MARKER, NodeFacts, probe_connect, torch_build
 from ddpdoctor.preflight.node import payload
+from tests.helpers.ports import free_port
 
 
 def run_payload(program: bytes, env=None, isolated=True) -> subprocess.CompletedProcess:
@@ -129,9 +130,7 @@ def test_bind_rendezvous_names_the_process_holding_the_port(listener):
 
 
 def test_bind_rendezvous_holds_a_free_port_for_connects():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     sock, info = port_listener.bind_rendezvous(port)
     try:
         assert info["status"] == "listening"
@@ -141,9 +140,7 @@ def test_bind_rendezvous_holds_a_free_port_for_connects():
 
 
 def test_remote_listener_stops_when_its_stdin_closes():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     program = payload.listener_program({"port": port, "deadline": 30})
     bootstrap = "import sys,json;exec(json.loads(sys.stdin.readline()))"
     proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", bootstrap], stdin=subprocess.PIPE,

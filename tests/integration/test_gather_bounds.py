@@ -12,14 +12,9 @@ import pytest
 from tests.helpers.gather_peer import FakeNode, until
 from ddpdoctor.probe.launch import node_wire as wire
 from ddpdoctor.probe.launch.node_gather import NodeGather
+from tests.helpers.ports import free_port
 
 JOB = "job-under-test"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def thread_cpu_s(thread: threading.Thread) -> float:

@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from tests.helpers.node_runner import Node, assert_nothing_left, free_port_pair, wait_until
+from tests.helpers.node_runner import Node, assert_nothing_left, wait_until
+from tests.helpers.ports import free_port_pair
 
 pytestmark = pytest.mark.multiprocess
 

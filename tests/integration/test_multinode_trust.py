@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers.gather_peer import FakeNode, FakeNode0
 from tests.helpers.probe_runner import REPO
-from tests.helpers.node_runner import Node, assert_nothing_left, free_port_pair
+from tests.helpers.node_runner import Node, assert_nothing_left
+from tests.helpers.ports import free_port_pair
 from ddpdoctor.probe.launch import node_wire as wire
 
 pytestmark = pytest.mark.multiprocess

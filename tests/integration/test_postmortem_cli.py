@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.attach_jobs import free_port
+from tests.helpers.ports import free_port
 from tests.helpers.cli_runner import run_cli
 
 pytestmark = pytest.mark.multiprocess

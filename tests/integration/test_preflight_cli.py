@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli_runner import ddpdoctor_exe
-from tests.helpers.sshd import LoopbackSshd, SshdUnavailable, free_port, loopback_hosts
+from tests.helpers.ports import free_port
+from tests.helpers.sshd import LoopbackSshd, SshdUnavailable, loopback_hosts
 
 pytestmark = pytest.mark.ssh
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.helpers.cli_runner import ddpdoctor_exe, run_cli
-from tests.helpers.sshd import free_port
+from tests.helpers.ports import free_port
 
 pytestmark = pytest.mark.multiprocess
 

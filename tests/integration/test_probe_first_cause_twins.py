@@ -3,19 +3,17 @@ the same script with the bug switched off (`--healthy`), the same launch with a 
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 
+from tests.helpers.ports import free_port
 from tests.helpers.probe_runner import probe
 
 pytestmark = pytest.mark.multiprocess
 
 
 def test_a_free_rendezvous_port_given_with_master_port_passes(tmp_path):
-    with socket.socket() as probe_for_free:
-        probe_for_free.bind(("0.0.0.0", 0))
-        port = probe_for_free.getsockname()[1]
+    port = free_port("0.0.0.0")
     result = probe("examples/healthy.py", "--master-port", str(port), "--max-steps", "6",
                    run_dir=tmp_path / "run")
     assert result.code == 0, result.report["findings"]

@@ -1,19 +1,13 @@
 """Scripts that start their own ranks (mp.spawn, tcp:// and file:// rendezvous) and -m modules."""
 
-import socket
 
 import pytest
 
 from ddpdoctor.probe.launch.choice import choose
 from tests.helpers.probe_runner import probe
+from tests.helpers.ports import free_port
 
 pytestmark = pytest.mark.multiprocess
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_spawn_script_without_sampler_is_diagnosed_under_its_own_launcher(tmp_path):

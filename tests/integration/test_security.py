@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import pytest
 from tests.helpers.fault_runner import REPO, WatchedRun
 
 from ddpdoctor.probe.launch.joblog import JobLog
+from tests.helpers.ports import free_port
 
 
 def planted() -> dict[str, str]:
@@ -82,9 +82,7 @@ def test_facts_and_preflight_outputs_show_no_secret(tmp_path):
     assert facts.code == 0, facts.stderr
     assert json.loads(facts.stdout)["env"]["TORCH_HUB_TOKEN"] == "<redacted>"
     plain = WatchedRun("facts", run_dir=None, env=env).finish(deadline_s=60)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     preflight = WatchedRun("preflight", "--master-port", str(port), "--json", str(tmp_path / "preflight.json"),
                            "--junit", str(tmp_path / "preflight.xml"), "--github", "--verbose",
                            run_dir=None, env=env).finish(deadline_s=60)

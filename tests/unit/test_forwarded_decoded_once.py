@@ -7,22 +7,16 @@ made the stall verdict seconds late."""
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from tests.helpers.gather_peer import FakeNode, until
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.watchdog import ProgressWatch
+from tests.helpers.ports import free_port
 
 JOB = "job-under-test"
 WORLD = 4  # 2 nodes of 2 ranks: node 1 runs ranks 2 and 3
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def lines(rank: int, first_t: float, steps: int) -> list[str]:

@@ -6,22 +6,16 @@ every record, each rank's in order, none twice. Loopback sockets, no subprocess.
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from tests.helpers.gather_peer import FakeNode, until
 from ddpdoctor.probe.launch.node_gather import NodeGather
+from tests.helpers.ports import free_port
 
 JOB = "job-under-test"
 NPROC = 2  # node 1 runs ranks 2 and 3, node 2 ranks 4 and 5
 MESSAGES = 120  # per node: a backlog many budgets long
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class TickClock:

@@ -15,14 +15,9 @@ from tests.helpers.gather_peer import FakeNode, until
 from ddpdoctor.probe.launch import node_gather, node_wire as wire
 from ddpdoctor.probe.launch.node_gather import NodeGather
 from ddpdoctor.probe.launch.node_reporter import NodeReporter
+from tests.helpers.ports import free_port
 
 JOB = "job-under-test"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
