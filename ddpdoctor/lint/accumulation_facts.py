@@ -239,7 +239,7 @@ class AccumulationFacts:
                 return False
             for value, scope in built:
                 owners = _parameter_owners(self.program, value, scope)
-                if not owners or not all(fresh_model(self.program, o, scope) and not self._wrapped(o)
+                if not owners or not all(fresh_model(self.program, o, scope) and not self._wrapped(o, scope)
                                          for o in owners):
                     return False
         return True
@@ -263,13 +263,18 @@ class AccumulationFacts:
         local = lambda name: name.isidentifier() and name in fn.bindings and name not in fn.params
         return bool(owners) and bool(models) and all(map(local, owners | models)) and not owners & models
 
-    def _wrapped(self, owner: ast.AST) -> bool:
+    def _wrapped(self, owner: ast.AST, scope: Optional[Function] = None) -> bool:
         """The model's name is handed to a wrapper somewhere (`DDP(model)`, `accelerator.prepare(
         model, opt)`, `deepspeed.initialize(model=model)`): the optimizer built over its parameters
-        before steps the wrapped model's too."""
-        name = text(owner)
+        before steps the wrapped model's too. So is the field scope keeps it in (`self.model =
+        model` beside `get_optimizer(model.parameters())`, then `accelerator.prepare(self.model,
+        self.optim)`: SoundStorm's trainer)."""
+        names = {text(owner)}
+        if scope is not None and owner.__class__ is ast.Name:
+            names |= {text(t) for n in scope.own if n.__class__ is ast.Assign and n.value.__class__ is ast.Name
+                      and n.value.id == owner.id for t in n.targets if t.__class__ is ast.Attribute}
         for fn, call, _, _ in self.calls():
-            handed = [a for a in [*call.args, *(k.value for k in call.keywords)] if text(a) == name]
+            handed = [a for a in [*call.args, *(k.value for k in call.keywords)] if text(a) in names]
             if not handed:
                 continue
             if last_name(call.func) in WRAPPERS or self.program.ddp_call(call, fn):

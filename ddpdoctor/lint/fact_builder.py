@@ -38,6 +38,9 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     # `local_rank == -1`: launched without a launcher (DensePhrases' evaluation);
                     # `global_rank == -1`, the copy set to -1 where no group is set up
                     r"|^[\w.]*rank == -1$|^[\w.]*rank < 0$"
+                    # `if ddpRank is None:` (graphPINN's epoch: the rank mp.spawn hands in, None
+                    # where the caller runs it in the one process), the `else:` of `is not None`
+                    r"|^[\w.]*rank is None$|^not \(?[\w.]*rank is not None\)?$"
                     # `world_size == -1`, the `else:` of `if world_size != -1:` (MIND-PR's loaders)
                     r"|^[\w.]*world_size == -1$|^not \(?[\w.]*world_size != -1\)?$|^[\w.]*world_size < [01]$"
                     # the job's GPU count at one (`config.exp.num_gpus == 1`: DiffComplete's test)
@@ -266,6 +269,12 @@ class BuilderCore:
         if fn not in cache:
             cache[fn] = bool(self.setups() and reached_from([fn]) & self.setups())
         return cache[fn]
+
+    def one_process_pick(self, fn: Function) -> bool:
+        """fn runs only where the run is not distributed: the one-process side of a pick on the
+        flag that says so (`run = self._epoch_ddp if self._ddp else self._epoch`), and nothing
+        else calls it."""
+        return fn in self.program.one_process_picks and fn not in self.callers()
 
     def in_another_command(self, fn: Function, depth: int = 8, stack: tuple = ()) -> str:
         """Every way into fn starts at a command-line command (`@cli.command()`) that runs no

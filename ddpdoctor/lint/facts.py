@@ -265,12 +265,19 @@ def _rank_local(builder, ddp: bool, loaders: list) -> list:
     """DDP809's decisions: a test on a flag of the batch (batch_flags) is told once, in its own
     words, not again as a test on the batch's values (rank_state); a test on a sharded
     evaluation's metric (shard_metrics) once, where nothing else told it."""
+    builder.callers()  # (the calls resolved: a one-process pick is known once they are)
+    # a function only the one-process side of a pick on the distributed flag runs (`run_epoch =
+    # self._run_epoch_ddp if self._ddp else self._run_epoch`) decides nothing between ranks
+    aside = [(f.file.display, f.node.lineno, f.node.end_lineno) for f in builder.program.one_process_picks
+             if builder.one_process_pick(f)]
     flags = batch_flags.gather(builder, ddp)
     told = {str(d.location) for d in flags}
     found = [d for d in rank_state.gather(builder, ddp) if not (d.kind == "tensor_value" and str(d.location) in told)] \
         + flags + signal_state.gather(builder, ddp)
     told = {str(d.location) for d in found}
-    return found + [d for d in shard_metrics.gather(builder, ddp, loaders) if str(d.location) not in told]
+    found += [d for d in shard_metrics.gather(builder, ddp, loaders) if str(d.location) not in told]
+    return [d for d in found if not any(d.location.file == file and start <= (d.location.line or 0) <= end
+                                        for file, start, end in aside)]
 
 
 # Calls that split the ranks into groups that cooperate on one batch (torch.distributed's,

@@ -110,6 +110,8 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         reaching = _last_seeding_before(program, seeds, fn, call)
         if (reaching if reaching is not None else (_SAME if alike else _UNKNOWN)) != _SAME:
             continue
+        if not alike and _reseeded_after(builder, seeds, fn, call):
+            continue
         given = call_keywords(program, call, fn)  # `**loader_kwargs` read where it is a dict literal
         if given is not None and isinstance(call.func, (ast.Name, ast.Attribute)):
             kept = kept_keywords(program, call, fn)  # (a subclass's own `generator=` goes nowhere)
@@ -145,21 +147,45 @@ def _last_seeding_before(program, seeds: list, fn: Function, loader: ast.Call) -
     for site in fn.own_calls:
         if site.lineno >= loader.lineno or (best is not None and site.lineno <= best[0]):
             continue
-        verdict = next((v for f, c, v in seeds if f is fn and c is site), None)
-        if verdict is None:
-            for target in program.resolve(site.func, fn)[0]:
-                inner = next(((c, v) for f, c, v in seeds if f is target), None)
-                if inner is None:
-                    continue
-                seed = inner[0].args[0] if inner[0].args else keyword(inner[0], "seed")
-                # the caller's value decides only where the helper seeds with the parameter as
-                # given (MOTIP's `seed = seed + distributed_rank()` first: the helper's own verdict)
-                given = argument_at(target, site, seed.id) if isinstance(seed, ast.Name) and \
-                    not _rebound(target, seed.id) else None
-                verdict = _judge(given, fn, program) if given is not None else inner[1]
+        verdict = _site_verdict(program, seeds, fn, site)
         if verdict is not None:
             best = (site.lineno, verdict)
     return best[1] if best is not None else None
+
+
+def _site_verdict(program, seeds: list, fn: Function, site: ast.Call) -> Optional[int]:
+    """What the call seeds the process's torch generator with: a seeding call of fn's own, or a
+    local helper's, judged by what this call hands it; None where it seeds nothing."""
+    verdict = next((v for f, c, v in seeds if f is fn and c is site), None)
+    if verdict is None:
+        for target in program.resolve(site.func, fn)[0]:
+            inner = next(((c, v) for f, c, v in seeds if f is target), None)
+            if inner is None:
+                continue
+            seed = inner[0].args[0] if inner[0].args else keyword(inner[0], "seed")
+            # the caller's value decides only where the helper seeds with the parameter as
+            # given (MOTIP's `seed = seed + distributed_rank()` first: the helper's own verdict)
+            given = argument_at(target, site, seed.id) if isinstance(seed, ast.Name) and \
+                not _rebound(target, seed.id) else None
+            verdict = _judge(given, fn, program) if given is not None else inner[1]
+    return verdict
+
+
+def _reseeded_after(builder: Builder, seeds: list, fn: Function, site: ast.AST, depth: int = 2) -> bool:
+    """After the loader is built (site: its call, or a call on the way to it), and before the
+    loop that follows, fn or a caller seeds again with a value not alike on every rank
+    (ae-kd's `get_cifar100_dataloaders()` seeds 0 and builds the loader, then `main` runs
+    `set_seed(opt.seed + opt.local_rank)` before training): the workers' base seed is drawn
+    when the loader is iterated, so that later seeding is the one they get."""
+    program = builder.program
+    loops = [n.lineno for n in fn.own if n.__class__ in (ast.For, ast.While) and n.lineno > site.lineno]
+    until = min(loops, default=None)
+    if any(site.lineno < call.lineno and (until is None or call.lineno < until)
+           and _site_verdict(program, seeds, fn, call) not in (None, _SAME) for call in fn.own_calls):
+        return True
+    return depth > 0 and not isinstance(fn.node, ast.Module) and any(
+        event.kind == "call" and _reseeded_after(builder, seeds, caller, event.node, depth - 1)
+        for caller, event in builder.callers().get(fn, [])[:4])
 
 
 def seeded_alike(builder: Builder) -> bool:
@@ -188,8 +214,14 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
             # the launcher's own seeding: the spawned ranks start from their own (on its direct
             # path, counted only where the launcher seeds whatever the options)
             continue
-        if _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program):
+        conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
+        if _off_by_default(conds, program):
             continue  # `if args.seed is not None: torch.manual_seed(args.seed)`, --seed unset by default
+        if any(NO_GPU.search(cond) for cond, _ in conds):
+            # `if torch.cuda.is_available(): torch.cuda.manual_seed_all(s) else: torch.manual_seed(s)`
+            # (One-DM's fix_seed): on the GPUs the ranks run on, the generator the workers' seeds
+            # come from is left as each process drew it
+            continue
         if _called_only_when_off(builder, fn):
             continue  # `if opt.debug: set_random_seed(0)`, --debug a store_true no launch gives
         if builder.switched_off(fn, call):
@@ -324,6 +356,9 @@ def _stepped_by_rank(node: ast.AST, fn: Function, program, depth: int) -> bool:
     return False
 
 
+# A test that holds only on a machine without a GPU: the else of `if torch.cuda.is_available():`
+# (or of `device_count() > 0 and ...`), `not torch.cuda.is_available()`, `device_count() == 0`
+NO_GPU = re.compile(r"^not\b(?!.*\bnot\b).*\bcuda\.(?:is_available|device_count)\(\)|\bcuda\.device_count\(\)\s*(?:==\s*0|<\s*1)\b")
 # Counters the ranks step in lockstep (DDP keeps them so): the same on every rank wherever they come from.
 LOCKSTEP = re.compile(r"epoch|step|iter", re.IGNORECASE)
 

@@ -231,6 +231,9 @@ class Program:
         self._late = False
         self._deferrals = 0
         self._peeking = False
+        # the functions a distributed run never takes: the one-process side of a pick on a flag
+        # that says whether the run is distributed (`_loaded`)
+        self.one_process_picks: set = set()
         self._override_targets: set[int] = set()  # ids of the methods _overrides returned
         # class_of's answers while nothing they read changes (see _changed): a name every helper
         # takes (`opts`) has hundreds of callers, and the answer for each of them was asked again
@@ -2200,8 +2203,22 @@ class Program:
                 # (CDial-GPT): where both sides are local functions, the call runs one of them
                 sides = [self._callee_symbol(side, scope) if side.__class__ in (ast.Name, ast.Attribute) else None
                          for side in (value.body, value.orelse)]
+                # (`self._run_epoch_ddp if self._ddp else self._run_epoch`: the methods it names)
+                sides = [found if found is not None or side.__class__ is not ast.Attribute
+                         or side.value.__class__ is not ast.Name or side.value.id != "self" else next(iter(self.resolve(side, scope)[0]), None)
+                         for found, side in zip(sides, (value.body, value.orelse))]
                 if all(side.__class__ is Function and side.node.__class__ is not ast.Module for side in sides):
-                    out.extend(sides)
+                    # a flag that says whether the run is distributed (pragmatiq's fine-tuner:
+                    # `self._ddp = world > 1`): a distributed run takes its side; the other is the
+                    # one-process path, kept (one_process_picks) for the rules that judge a function
+                    # on its own, not only through its callers
+                    taken = self._distributed_side(value, scope)
+                    if taken is None:
+                        out.extend(sides)
+                    else:
+                        kept = 0 if taken is value.body else 1
+                        out.append(sides[kept])
+                        self.one_process_picks.add(sides[1 - kept])
                 continue
             if kind is not ast.Call:
                 continue

@@ -2270,7 +2270,7 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             # into the rest of this one
             loop = item.loops[-1]
             work = _work(builder, fn, list(loop.body) if own != "continue" else _after(loop.body, stmt), ddp)
-            if work:
+            if work and not (own == "continue" and _pairs(builder, fn, branch, work, ddp)):
                 return own, work
         if own in ("return", "exit") and not after_only:
             # (`if valid_iters == 0: return 0.0` right before the function's own `return total /
@@ -2292,7 +2292,7 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             # a step helper's `if np.isnan(loss_val): return` before its backward: the rank
             # that returns skips what follows in this call, the others run it
             work = _work(builder, fn, _continuation(fn.node.body, stmt), ddp)
-            if work:
+            if work and not _pairs(builder, fn, branch, work, ddp):
                 return own, work
     caught = _caught_raise(fn, stmt) if isinstance(stmt, ast.If) and after_only else None
     if caught is not None:
@@ -2315,14 +2315,33 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         sides = [_work(builder, fn, side, ddp) for side in (stmt.body, stmt.orelse)]
         steps = [any(isinstance(n, ast.Call) and last_name(n.func) == "backward" for s in side for n in walk(s))
                  for side in (stmt.body, stmt.orelse)]
-        for (mine, other), step in zip((sides, sides[::-1]), steps):
+        for (mine, other), step, side in zip((sides, sides[::-1]), steps, (stmt.body, stmt.orelse)):
             # a hand-written one counts where the side is a training step (its own backward) and
             # the test a value's own check (`ok(loss.item())`), not a count's (`n.item() == 0`
             # before a metric's all_reduce) nor a key's (`"acc" in out`)
             if mine and not other and (("all-reduces the gradients" in mine and ddp) or
                                        (returns and step and not mine.startswith("the DDP forward"))):
+                leaves = _ends(side)
+                rest = _continuation(fn.node.body, stmt) if leaves == "return" and not isinstance(fn.node, ast.Module) \
+                    else _after(item.loops[-1].body, stmt) if leaves == "continue" and item.loops else None
+                if rest is not None and _same_work(_work(builder, fn, rest, ddp), mine):
+                    continue  # it leaves after the work the others run past the test: once each
                 return f"runs {mine}", mine
     return None
+
+
+def _pairs(builder: Builder, fn: Function, branch: list[ast.stmt], skipped: str, ddp: bool) -> bool:
+    """The side that leaves runs, before it leaves, the very work it skips (pragmatiq's fixed
+    step: `if not torch.isfinite(loss): self._backward(zero_loss); return False` before
+    `self._backward(loss)`): the rank that leaves still takes part in it, once, as the others do."""
+    return _same_work(_work(builder, fn, [s for s in branch if not isinstance(s, (ast.Return, ast.Continue))], ddp),
+                      skipped)
+
+
+def _same_work(a: str, b: str) -> bool:
+    """Two of _work's answers are the same collective work: the same words, or a backward each
+    (`(loss * 0).backward()` beside `loss.backward()`: one gradient reduction either way)."""
+    return bool(a) and (a == b or ("the gradients)" in a and "the gradients)" in b))
 
 
 _BROAD_CATCH = frozenset({"Exception", "BaseException"})

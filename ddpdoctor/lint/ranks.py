@@ -606,6 +606,17 @@ class RankFlow:
                 return None
             same = test.comparators[0].value == isinstance(test.ops[0], (ast.Is, ast.Eq))
             return replace(inner if same else inner.negated(), text=text(test))
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)) \
+                and isinstance(test.left, ast.Call) and isinstance(test.comparators[0], ast.Constant) \
+                and test.comparators[0].value in (0, 1) and type(test.comparators[0].value) is int \
+                and not self.is_rank(test.left, fn):
+            # `link.is_main_process() == 0` of `def is_main_process(): return get_rank() == 0`
+            # (MedMPT's base save): a helper's truth compared with 0 is its negation - every
+            # rank but 0 - and with 1 the test itself; the rank's own number is _compare's
+            inner = self.guard(test.left, fn, depth)
+            if inner is not None:
+                same = (test.comparators[0].value == 1) == isinstance(test.ops[0], ast.Eq)
+                return replace(inner if same else inner.negated(), text=text(test))
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return self._compare(test, fn, depth)
         if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant) and depth > 0:
