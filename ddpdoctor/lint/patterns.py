@@ -1380,7 +1380,7 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 # hands in, which a config picks; the table stands for them as most of them are
                 # (POEM's four models, two with BatchNorm backbones)
                 picked = [k for ret in target.returned if ret.__class__ is ast.Call
-                          for k in _registry_picks(program, ret.func, target, value)]
+                          for k in _registry_picks(program, ret.func, target, value, scope)]
                 if picked and 2 * sum(_class_buffered(program, k, seen) for k in picked) >= len(picked):
                     return True
             if program.is_function(target):
@@ -1614,10 +1614,10 @@ def name_pattern(node: ast.AST) -> Optional[tuple[str, Optional[str]]]:
     return None
 
 
-def _registry_picks(program: Program, func: ast.AST, fn: Function, site: Optional[ast.Call] = None) -> list:
+def _registry_picks(program: Program, func: ast.AST, fn: Function, site: ast.Call, caller: Function) -> list:
     """The classes a name bound to a registry's lookup may hold: `obj_cls = registry.get(name)`
     where `registry` is a table filled by `@TABLE.register_module()`, named there or handed in
-    as the argument `site` (the call into fn) gives it (`build_from_cfg(cfg, MODEL)`)."""
+    by the call `site` (in caller) into fn (`build_from_cfg(cfg, MODEL)`)."""
     if func.__class__ is not ast.Name or not program.lookup(func.id, fn):
         return []
     found: list = []
@@ -1627,21 +1627,11 @@ def _registry_picks(program: Program, func: ast.AST, fn: Function, site: Optiona
             continue
         receiver = value.func.value
         if receiver.__class__ is ast.Name and receiver.id in fn.params:
-            receiver = _handed(fn, site, receiver.id) if site is not None else None
+            receiver = program.handed(fn, receiver.id, site, caller)
         table = last_name(receiver) if receiver is not None else None
         found += [k for k in (program._registered_with(table) if table else ())
                   if program.is_class(k) and k not in found]
     return found
-
-
-def _handed(fn: Function, site: ast.Call, param: str) -> Optional[ast.AST]:
-    """The argument a call gives a plain function's parameter, by keyword or by place."""
-    given = keyword(site, param)
-    places = [a.arg for a in fn.node.args.posonlyargs + fn.node.args.args]
-    if given is None and param in places and not any(a.__class__ is ast.Starred for a in site.args):
-        index = places.index(param)
-        given = site.args[index] if index < len(site.args) else None
-    return given
 
 
 def _dispatched(program: Program, func: ast.AST, fn: Function) -> list:

@@ -1048,6 +1048,14 @@ class Program:
                         out.extend(self.values_of(ret.elts[index], target))
         return out
 
+    @staticmethod
+    def handed(target: Function, param: str, call: ast.Call, caller: Function) -> Optional[ast.AST]:
+        """What this one call (in caller) handed target's parameter, as _hand bound it; None
+        where it handed none (a default, `**kwargs`)."""
+        given = (*call.args, *(k.value for k in call.keywords))
+        return next((arg for arg, scope in target.arguments.get(param, ())
+                     if scope is caller and any(arg is a for a in given)), None)
+
     def values_of(self, node: ast.AST, fn: Function, depth: int = 3) -> list[tuple[ast.AST, Function]]:
         """The expressions a name or `self.attr` may hold (the node itself when not a name)."""
         if depth <= 0:
@@ -2204,8 +2212,9 @@ class Program:
                 sides = [self._callee_symbol(side, scope) if side.__class__ in (ast.Name, ast.Attribute) else None
                          for side in (value.body, value.orelse)]
                 # (`self._run_epoch_ddp if self._ddp else self._run_epoch`: the methods it names)
-                sides = [found if found is not None or side.__class__ is not ast.Attribute
-                         or side.value.__class__ is not ast.Name or side.value.id != "self" else next(iter(self.resolve(side, scope)[0]), None)
+                on_self = lambda side: side.__class__ is ast.Attribute and side.value.__class__ is ast.Name \
+                    and side.value.id == "self"
+                sides = [next(iter(self.resolve(side, scope)[0]), None) if found is None and on_self(side) else found
                          for found, side in zip(sides, (value.body, value.orelse))]
                 if all(side.__class__ is Function and side.node.__class__ is not ast.Module for side in sides):
                     # a flag that says whether the run is distributed (pragmatiq's fine-tuner:
@@ -2369,10 +2378,7 @@ class Program:
                      and r.func.args[0].__class__ is ast.Name and r.func.args[0].id in target.params]
             if not returned or len(picks) != len(returned) or len({p.args[0].id for p in picks}) != 1:
                 continue
-            # (what this call handed the parameter, as _hand bound it)
-            given = next((arg for arg, scope in target.arguments.get(picks[0].args[0].id, ())
-                          if scope is fn and any(arg is a for a in (*call.args, *(k.value for k in call.keywords)))),
-                         None)
+            given = self.handed(target, picks[0].args[0].id, call, fn)
             if given is None:
                 continue
             # (the same reading as `getattr(given, name)` written at the call site)

@@ -2324,7 +2324,7 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
                 leaves = _ends(side)
                 rest = _continuation(fn.node.body, stmt) if leaves == "return" and not isinstance(fn.node, ast.Module) \
                     else _after(item.loops[-1].body, stmt) if leaves == "continue" and item.loops else None
-                if rest is not None and _same_work(_work(builder, fn, rest, ddp), mine):
+                if rest is not None and _pairs(builder, fn, side, _work(builder, fn, rest, ddp), ddp):
                     continue  # it leaves after the work the others run past the test: once each
                 return f"runs {mine}", mine
     return None
@@ -2334,14 +2334,10 @@ def _pairs(builder: Builder, fn: Function, branch: list[ast.stmt], skipped: str,
     """The side that leaves runs, before it leaves, the very work it skips (pragmatiq's fixed
     step: `if not torch.isfinite(loss): self._backward(zero_loss); return False` before
     `self._backward(loss)`): the rank that leaves still takes part in it, once, as the others do."""
-    return _same_work(_work(builder, fn, [s for s in branch if not isinstance(s, (ast.Return, ast.Continue))], ddp),
-                      skipped)
-
-
-def _same_work(a: str, b: str) -> bool:
-    """Two of _work's answers are the same collective work: the same words, or a backward each
-    (`(loss * 0).backward()` beside `loss.backward()`: one gradient reduction either way)."""
-    return bool(a) and (a == b or ("the gradients)" in a and "the gradients)" in b))
+    mine = _work(builder, fn, [s for s in branch if not isinstance(s, (ast.Return, ast.Continue))], ddp)
+    # (the same words, or a backward each - `(loss * 0).backward()` beside `loss.backward()`: one
+    # gradient reduction either way, as reduced_by words it)
+    return bool(mine) and (mine == skipped or (reduced_by(builder) in mine and reduced_by(builder) in skipped))
 
 
 _BROAD_CATCH = frozenset({"Exception", "BaseException"})
