@@ -271,7 +271,7 @@ class AccumulationFacts:
         self.optim)`: SoundStorm's trainer)."""
         names = {text(owner)}
         if scope is not None and owner.__class__ is ast.Name:
-            names |= {text(t) for n in scope.own if n.__class__ is ast.Assign and n.value.__class__ is ast.Name
+            names |= {text(t) for n in scope.own_of(ast.Assign) if n.value.__class__ is ast.Name
                       and n.value.id == owner.id for t in n.targets if t.__class__ is ast.Attribute}
         for fn, call, _, _ in self.calls():
             handed = [a for a in [*call.args, *(k.value for k in call.keywords)] if text(a) in names]
@@ -745,7 +745,7 @@ class AccumulationFacts:
             handed = [*call.args, *(k.value for k in call.keywords if k.arg in (None, "optimizer"))]
             if OPTIMIZER_NAME.search(owner) or any(OPTIMIZER_NAME.search(text(a)) for a in handed):
                 return True
-            looped = {n.target.id for n in fn.own if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
+            looped = {n.target.id for n in fn.own_of(ast.For) if isinstance(n.target, ast.Name)
                       and _over_optimizers(n)}
             if looped and any(isinstance(a, ast.Name) and a.id in looped for a in (call.func.value, *handed)):
                 return True  # `for o in optimizer.values(): o.step()` (or `scaler.step(o)`)
@@ -774,7 +774,7 @@ class AccumulationFacts:
                         return "sometimes"
             steps_in = lambda block, t=target: self._steps_in(block, t)
             # (an `if fp16: scaler.step(opt) else: opt.step()` steps either way: it decides nothing)
-            stepping = [stmt for stmt in target.own if isinstance(stmt, ast.If) and steps_in(stmt.body)
+            stepping = [stmt for stmt in target.own_of(ast.If) if steps_in(stmt.body)
                         and not steps_in(stmt.orelse)]
             for stmt in stepping:
                 if any(other is not stmt and any(n is other for n in walk(stmt)) for other in stepping):
@@ -1145,7 +1145,7 @@ def _clears_first(program, call: ast.Call, fn: Function) -> bool:
 
 def _star_of_a_pair(fn: Function, name: str) -> bool:
     """`for i, *name in enumerate(...)`: the starred rest of a pair holds one item."""
-    for node in fn.own:
+    for node in fn.own_of(ast.For, ast.AsyncFor):
         if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Tuple) \
                 and len(node.target.elts) == 2 and isinstance(node.target.elts[1], ast.Starred) \
                 and isinstance(node.target.elts[1].value, ast.Name) and node.target.elts[1].value.id == name \

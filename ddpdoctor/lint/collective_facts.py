@@ -136,7 +136,7 @@ class CollectiveFacts:
             return True
         node = _branch_node(fn, branch)
         return node is not None and any(isinstance(n, (ast.For, ast.While))
-                                        for stmt in node.body + node.orelse for n in ast.walk(stmt))
+                                        for stmt in node.body + node.orelse for n in walk(stmt))
 
     def _same_calls(self, fn: Function, branch: int) -> bool:
         """Both sides of the rank test reach their collectives only through calls, and call the
@@ -322,7 +322,7 @@ _DDP_MODEL_OPS = (DDP_FORWARD, DDP_BACKWARD)
 
 def _branch_node(fn: Function, branch: int) -> Optional[ast.If]:
     """The `if` statement a guard's branch id names, in fn's own body."""
-    for node in ast.walk(fn.node):
+    for node in walk(fn.node):
         if id(node) == branch and isinstance(node, ast.If):
             return node
     return None

@@ -23,7 +23,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.nodes import children, key_presence
+from ddpdoctor.lint.nodes import children, key_presence, walk
 
 # The tensor collectives whose one tensor's size must match on every rank; all_to_all takes
 # lists of tensors, which this rule does not follow.
@@ -312,16 +312,16 @@ def _parameter_filter(loop: ast.AST) -> bool:
     """`for p in params: if p.requires_grad: flat.append(p.grad)`: every test in the loop reads
     only a parameter's own properties (`requires_grad`, `grad is not None`) of the loop's item,
     the same on every rank whatever list of parameters was handed in."""
-    items = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-    tests = [n.test for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.If)]
+    items = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
+    tests = [n.test for stmt in loop.body for n in walk(stmt) if isinstance(n, ast.If)]
     if not tests or not items:
         return False
     for test in tests:
-        reads = [n for n in ast.walk(test) if isinstance(n, ast.Attribute)]
+        reads = [n for n in walk(test) if isinstance(n, ast.Attribute)]
         if not reads or not all(n.attr in ("requires_grad", "grad") and isinstance(n.value, ast.Name)
                                 and n.value.id in items for n in reads):
             return False
-        if any(isinstance(n, ast.Name) and n.id not in items and n.id != "None" for n in ast.walk(test)):
+        if any(isinstance(n, ast.Name) and n.id not in items and n.id != "None" for n in walk(test)):
             return False
     return True
 
@@ -435,7 +435,7 @@ def _counter_test(test: ast.AST, counters: set[str]) -> bool:
     if not any(isinstance(p, ast.Name) and p.id in counters for p in parts):
         return False
     roots = set()
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, (ast.Call, ast.Lambda, ast.ListComp, ast.GeneratorExp)):
             return False
         if isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -444,4 +444,4 @@ def _counter_test(test: ast.AST, counters: set[str]) -> bool:
                 root = root.value
             if isinstance(root, ast.Name):
                 roots.add(id(root))
-    return all(node.id in counters or id(node) in roots for node in ast.walk(test) if isinstance(node, ast.Name))
+    return all(node.id in counters or id(node) in roots for node in walk(test) if isinstance(node, ast.Name))

@@ -555,7 +555,7 @@ class BuilderCore:
                         # `Logger.load_cpk(path, ...)`: a static method called through the class
                         # builds nothing and hands no class on
                         called.add(id(call.func.value))
-                for n in fn.own:
+                for n in fn.own_of(ast.Name):
                     if n.__class__ is ast.Name and n.id in named and id(n) not in called \
                             and n.ctx.__class__ is ast.Load:
                         target = program._callee_symbol(n, fn)
@@ -845,7 +845,7 @@ class BuilderCore:
         return found
 
     def bound_name(self, fn: Function, call: ast.Call) -> str:
-        for node in fn.own:
+        for node in fn.own_of(ast.Assign, ast.AnnAssign, ast.keyword, ast.Return):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is call:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 return last_name(targets[0]) or ""
@@ -1156,7 +1156,7 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tu
         kept = name
         if name.startswith("self.") and name[5:].isidentifier():
             # `self.save_every = save_every` in the same function, then `if self.save_every is not None:`
-            name = next((n.value.id for n in fn.own if isinstance(n, ast.Assign) and len(n.targets) == 1
+            name = next((n.value.id for n in fn.own_of(ast.Assign) if len(n.targets) == 1
                          and dotted(n.targets[0]) == name and isinstance(n.value, ast.Name)
                          and n.value.id in fn.params), name)
         if not name.isidentifier():
@@ -1199,7 +1199,7 @@ def _set_false_before(fn: Function, way_in: ast.Call, caller: Function, cond: st
             and isinstance(way_in.func, ast.Attribute)):
         return False
     target = f"{dotted(way_in.func.value)}.{name[5:]}"
-    given = [n.value for n in caller.own if isinstance(n, ast.Assign) and len(n.targets) == 1
+    given = [n.value for n in caller.own_of(ast.Assign) if len(n.targets) == 1
              and n.lineno < way_in.lineno and dotted(n.targets[0]) == target]
     if not given or not isinstance(given[-1], ast.Constant):
         return False
@@ -1678,7 +1678,7 @@ def _constants_of(callers: dict, fn: Function, name: str) -> Optional[set]:
 def assigned_pairs(fn: Function):
     """(target, value) of each plain assignment in fn's own body, a tuple's items paired:
     `self.a, self.b = a, {}` gives (self.a, a) and (self.b, {})."""
-    for node in fn.own:
+    for node in fn.own_of(ast.Assign):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value

@@ -394,11 +394,11 @@ def _dropped_by_callers(builder, fn, call: ast.Call) -> bool:
     ARDM's): the wrapper never reaches the loop."""
     if isinstance(fn.node, ast.Module):
         return False
-    kept = [node for node in fn.own if node.__class__ is ast.Assign and any(n is call for n in walk(node.value))]
+    kept = [node for node in fn.own_of(ast.Assign) if any(n is call for n in walk(node.value))]
     if not kept or not all(t.__class__ is ast.Name for node in kept for t in node.targets):
         return False
     names = {t.id for node in kept for t in node.targets}
-    returned = {n.id for r in fn.own if r.__class__ is ast.Return and r.value is not None
+    returned = {n.id for r in fn.own_of(ast.Return) if r.value is not None
                 for n in walk(r.value) if n.__class__ is ast.Name}
     wrapped_at = min(node.lineno for node in kept)
     if not names <= returned or any(  # only handed back: not run here (`model(x)`, `model.train()`)

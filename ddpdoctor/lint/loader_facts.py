@@ -292,6 +292,8 @@ class LoaderFacts:
                 sampler = call.args[3]
             if sampler is None and len(call.args) > 4:
                 sampler = call.args[4]
+            if sampler is None and any(kw.arg is None for kw in call.keywords):
+                sampler = _spread_sampler(program, call, fn)
             kind = self._sampler_kind(sampler, fn)
             name = self.bound_name(fn, call) or _keyed_name(fn, call)
             dataset_text = text(dataset) if dataset is not None else "?"
@@ -437,7 +439,7 @@ class LoaderFacts:
         same class (or one of its bases or subclasses)."""
         if name in names:
             return True
-        target = next((t for n in fn.own if isinstance(n, ast.Assign) and n.value is call for t in n.targets), None)
+        target = next((t for n in fn.own_of(ast.Assign) if n.value is call for t in n.targets), None)
         if not (_self_field(target) and fn.cls is not None):
             return True  # not a field: as the name says
         owners = fields.get(name, set())
@@ -884,7 +886,7 @@ class LoaderFacts:
         # the builder's `train_sampler = DistributedSampler(ds) if args.distributed else None`:
         # that element of what it returns, either side of the choice
         if isinstance(receiver, ast.Name):
-            for stmt in where.own:
+            for stmt in where.own_of(ast.Assign):
                 if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
                         isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)):
                     continue
@@ -901,7 +903,7 @@ class LoaderFacts:
         if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and \
                 receiver.value.id == "self" and where.cls is not None:
             for method in where.cls.methods.values():
-                for stmt in method.own:
+                for stmt in method.own_of(ast.Assign):
                     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
                             isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)):
                         continue
@@ -1094,7 +1096,7 @@ class LoaderFacts:
         """`return sample_data(loader)`, where the local generator `sample_data` loops over its
         parameter and yields each batch (AOT-GAN's endless loader): what fn returns passes the
         loader's batches on."""
-        for node in fn.own:
+        for node in fn.own_of(ast.Return):
             if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call)):
                 continue
             for index, arg in enumerate(node.value.args):
@@ -1585,7 +1587,7 @@ class LoaderFacts:
                 loader_at, fed = fact.location, fact.name
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
-                for node in fn.own:
+                for node in fn.own_of(ast.Call):
                     if isinstance(node, ast.Call) and any(_holds(kw.value, call) for kw in node.keywords):
                         fact = by_line.get((fn.file.display, node.lineno))
                         loader_name = fact.name if fact else ""
@@ -1652,7 +1654,7 @@ class LoaderFacts:
                 # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
                 loader_at, fed, shuffle = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
             names = {n for n in (own, loader_name, name, fed) if n}
-            returned = {r.value.id for r in fn.own if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
+            returned = {r.value.id for r in fn.own_of(ast.Return) if isinstance(r.value, ast.Name)}
             if (fn.name in names or names & returned) and not isinstance(fn.node, ast.Module):
                 # `return DataLoader(...)` from a builder: the names its callers bind the loader
                 # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
@@ -1780,7 +1782,7 @@ class LoaderFacts:
         tuple(batch_sampler)`: fairseq's EpochBatchIterator, which then shuffles the frozen
         batches itself by seed + epoch): no later pass reads the sampler again."""
         program = self.program
-        for node in fn.own:
+        for node in fn.own_of(ast.Call):
             if node.__class__ is not ast.Call:
                 continue
             slots = [i for i, a in enumerate(node.args) if a.__class__ is ast.Name and a.id == name]
@@ -1792,8 +1794,8 @@ class LoaderFacts:
                 continue
             params = [a.arg for a in init.node.args.posonlyargs + init.node.args.args][1:]
             held = {params[i] for i in slots if i < len(params)}
-            reads = [n for n in init.own if n.__class__ is ast.Name and n.id in held]
-            drawn = [n for n in init.own if n.__class__ is ast.Call and getattr(n.func, "id", "") in ("tuple", "list")
+            reads = [n for n in init.own_of(ast.Name) if n.id in held]
+            drawn = [n for n in init.own_of(ast.Call) if getattr(n.func, "id", "") in ("tuple", "list")
                      and len(n.args) == 1 and n.args[0].__class__ is ast.Name and n.args[0].id in held]
             if drawn and len(drawn) == len(reads):
                 return True
@@ -1849,7 +1851,7 @@ class LoaderFacts:
     @staticmethod
     def _bound_by_conditional(fn: Function, call: ast.Call) -> str:
         """`sampler = RandomSampler(ds) if not distributed else DistributedSampler(ds)`: the name."""
-        for node in fn.own:
+        for node in fn.own_of(ast.Assign):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp) and \
                     call in (node.value.body, node.value.orelse) and len(node.targets) == 1:
                 return last_name(node.targets[0]) or ""
@@ -2010,7 +2012,7 @@ class LoaderFacts:
             bound = self.bound_name(caller, event.node) if isinstance(event.node, ast.Call) else ""
             given = _switched(fn, event.node, shuffle.id) \
                 if isinstance(shuffle, ast.Name) and isinstance(event.node, ast.Call) else None
-            for node in caller.own:
+            for node in caller.own_of(ast.Call):
                 if isinstance(node, ast.Call) and any(kw.value is event.node or (
                         bound and isinstance(kw.value, ast.Name) and kw.value.id == bound and kw.arg == "sampler")
                         for kw in node.keywords):
@@ -2399,14 +2401,24 @@ def _another_loaders(program, receiver: ast.AST, fn: Function, loader_name: str,
     return holder != loader_name and holder in others
 
 
+def _spread_sampler(program, call: ast.Call, fn: Function) -> Optional[ast.AST]:
+    """The sampler a `**loader_args` dict literal of this function gives the loader
+    (`loader_args = {..., "sampler": sampler}; DataLoader(ds, **loader_args)`), where it gives
+    one: a dict without one, or read elsewhere, leaves the loader as unread as before."""
+    given = call_keywords(program, call, fn) or {}
+    for key in ("sampler", "batch_sampler"):
+        value = given.get(key)
+        if value is not None and not is_const(value, None) and any(n is value for n in fn.own):
+            return value
+    return None
+
+
 def _returned_alone(fn: Function, name: str) -> bool:
     """fn returns the name itself (`return loader`), or wrapped in what passes its batches on
     (`return iter(deepspeed.utils.RepeatingLoader(loader))`)."""
     if isinstance(fn.node, ast.Module):
         return False
-    for node in fn.own:
-        if not isinstance(node, ast.Return):
-            continue
+    for node in fn.own_of(ast.Return):
         value = node.value
         while isinstance(value, ast.Call) and last_name(value.func) in _PASSING and len(value.args) == 1:
             value = value.args[0]
@@ -2419,8 +2431,8 @@ def _returned_at(fn: Function, name: str) -> Optional[int]:
     """The position of `name` in the tuple fn returns (`return data, loader, ...`)."""
     if isinstance(fn.node, ast.Module):
         return None
-    for node in fn.own:
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+    for node in fn.own_of(ast.Return):
+        if isinstance(node.value, ast.Tuple):
             for index, item in enumerate(node.value.elts):
                 if isinstance(item, ast.Name) and item.id == name:
                     return index
@@ -2429,16 +2441,14 @@ def _returned_at(fn: Function, name: str) -> Optional[int]:
 
 def _kept_outside_loops(fn: Function, call: ast.Call) -> bool:
     """`it = enumerate(loader)` as a statement of its own, not `for i, b in enumerate(loader):`."""
-    return any(isinstance(node, ast.Assign) and node.value is call for node in fn.own)
+    return any(node.value is call for node in fn.own_of(ast.Assign))
 
 
 def _field_returned_at(fn: Function, field: str) -> Optional[int]:
     """Where a method returns `self.<field>`: -1 alone, else its position in the returned tuple."""
     if fn.node is None or isinstance(fn.node, ast.Module):
         return None
-    for node in fn.own:
-        if not isinstance(node, ast.Return):
-            continue
+    for node in fn.own_of(ast.Return):
         if _self_field(node.value) and node.value.attr == field:
             return -1
         if isinstance(node.value, ast.Tuple):
@@ -2450,14 +2460,14 @@ def _field_returned_at(fn: Function, field: str) -> Optional[int]:
 
 def _call_returned_at(fn: Function, call: ast.AST) -> Optional[int]:
     """The position of a call built in place in the tuple fn returns (`return DataLoader(...), None`)."""
-    return next((i for n in fn.own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
+    return next((i for n in fn.own_of(ast.Return) if isinstance(n.value, ast.Tuple)
                  for i, elt in enumerate(n.value.elts) if elt is call), None)
 
 
 def _unpacked_at(fn: Function, call: ast.Call, index: int) -> str:
     """The name a caller unpacks a call's returned tuple into at position index."""
-    for node in fn.own:
-        if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1 \
+    for node in fn.own_of(ast.Assign):
+        if node.value is call and len(node.targets) == 1 \
                 and isinstance(node.targets[0], (ast.Tuple, ast.List)):
             items = node.targets[0].elts
             if index < len(items) and isinstance(items[index], ast.Name):
@@ -2476,7 +2486,7 @@ def _reseeded_per_pass(fn: Function, call: ast.Call) -> bool:
     if seed is None:
         return False
     read = {n.id for n in walk(seed) if isinstance(n, ast.Name)}
-    for node in fn.own:
+    for node in fn.own_of(ast.For, ast.AsyncFor):
         if isinstance(node, (ast.For, ast.AsyncFor)) and any(n is call for part in node.body for n in walk(part)):
             if read & {n.id for n in walk(node.target) if isinstance(n, ast.Name)}:
                 return True
@@ -2523,7 +2533,7 @@ def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
     unpacks = fn.__dict__.get("_unpacked_names")
     if unpacks is None:  # (asked once per name a loop iterates: the function's nodes scanned once)
         unpacks = fn.__dict__["_unpacked_names"] = [
-            node for node in fn.own if node.__class__ is ast.Assign and len(node.targets) == 1
+            node for node in fn.own_of(ast.Assign) if len(node.targets) == 1
             and node.value.__class__ is ast.Name and node.targets[0].__class__ in (ast.Tuple, ast.List)]
     for node in unpacks:
         items = node.targets[0].elts
@@ -2670,7 +2680,7 @@ def _hands_back(fn: Function, read: ast.Call) -> bool:
     """What fn reads with `next(batches)` reaches what it returns (I2SB's `sample_batch()`
     returning the batch the caller's loop trains on); a helper that keeps the batch to itself
     (an evaluation run over `next(test_iter)`, returning nothing) trains on nothing there."""
-    bound = {t.id for node in fn.own if isinstance(node, ast.Assign) and any(n is read for n in walk(node.value))
+    bound = {t.id for node in fn.own_of(ast.Assign) if any(n is read for n in walk(node.value))
              for target in node.targets for t in walk(target) if isinstance(t, ast.Name)}
     for value in fn.returned:
         if value is None or is_const(value, None):
@@ -2845,7 +2855,7 @@ def _set_epoch_handed_on(fn: Function) -> list[ast.Attribute]:
     forgotten: a no-op that sets nothing)."""
     called = {id(n.func) for n in fn.own if isinstance(n, ast.Call)}
     called |= {id(n.value) for n in fn.own if n.__class__ is ast.Expr}
-    return [n for n in fn.own if isinstance(n, ast.Attribute) and n.attr == "set_epoch"
+    return [n for n in fn.own_of(ast.Attribute) if n.attr == "set_epoch"
             and isinstance(n.ctx, ast.Load) and id(n) not in called]
 
 
@@ -2867,7 +2877,7 @@ def _dropped_results(fn: Function, call: ast.Call) -> set[int]:
     """The positions of a call's returned tuple its assignment throws away: `_`, or a new name
     fn never reads (`model, opt, train_dataloader = acc.prepare(model, opt, train_data_loader)`,
     then `for batch in train_data_loader:` - the loop reads the original, unprepared loader)."""
-    for stmt in fn.own:
+    for stmt in fn.own_of(ast.Assign):
         if isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
             elts = stmt.targets[0].elts
@@ -2914,7 +2924,7 @@ def _key_of(node: ast.AST) -> str:
 
 def _keyed_name(fn: Function, call: ast.Call) -> str:
     """The name of a loader stored at a constant key: `self.data_loader["train"] = DataLoader(...)`."""
-    for node in fn.own:
+    for node in fn.own_of(ast.Assign):
         if node.__class__ is ast.Assign and node.value is call and len(node.targets) == 1:
             return _key_of(node.targets[0])
     return ""

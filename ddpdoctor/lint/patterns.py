@@ -320,7 +320,7 @@ FSDP_GATHERS = frozenset({"optim_state_dict", "full_optim_state_dict", "sharded_
 def _under_full_state_dict(program: Program, call: ast.Call, fn: Function) -> bool:
     """`with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, ...): model.state_dict()`:
     in that context an FSDP model's state_dict all-gathers every rank's shard."""
-    for node in fn.own:
+    for node in fn.own_of(ast.With):
         if node.__class__ is not ast.With:
             continue
         for item in node.items:
@@ -337,7 +337,7 @@ def _under_full_state_dict(program: Program, call: ast.Call, fn: Function) -> bo
 def _on_the_plain_side(program: Program, call: ast.Call, fn: Function) -> bool:
     """The call sits on the side of `isinstance(model, FSDP)` where the model is no FSDP
     (`model.state_dict() if not isinstance(model, FSDP) else gathered(model)`)."""
-    for node in fn.own:
+    for node in fn.own_of(ast.If, ast.IfExp):
         if node.__class__ not in (ast.If, ast.IfExp):
             continue
         test, plain = node.test, True
@@ -634,10 +634,10 @@ def _loop_targets(fn: Function) -> frozenset:
     found = fn.__dict__.get("_loop_target_names")
     if found is None:
         targets = {n.id for node in fn.own if isinstance(node, (ast.For, ast.AsyncFor))
-                   for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+                   for n in walk(node.target) if isinstance(n, ast.Name)}
         assigned = {n.id for node in fn.own if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                     for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                    for n in ast.walk(t) if isinstance(n, ast.Name)}
+                    for n in walk(t) if isinstance(n, ast.Name)}
         found = fn.__dict__["_loop_target_names"] = frozenset(targets - assigned)
     return found
 
@@ -742,9 +742,7 @@ def plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> 
 def _off_the_wrapper_side(fn: Function, call: ast.Call, name: str) -> bool:
     """The call sits where `isinstance(name, DistributedDataParallel)` (or `DDP`) is false: the
     `else:` of that test, or the body of its `not`."""
-    for stmt in fn.own:
-        if not isinstance(stmt, ast.If):
-            continue
+    for stmt in fn.own_of(ast.If):
         test, negated = stmt.test, False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, True
@@ -782,7 +780,7 @@ def _undetached(node: ast.AST):
 
 def _in_no_sync(program: Program, call: ast.Call, fn: Function) -> bool:
     """The call sits in a `with <model>.no_sync():` block of its own function: no all-reduce."""
-    for stmt in fn.own:
+    for stmt in fn.own_of(ast.With, ast.AsyncWith):
         if isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
                 isinstance(item.context_expr, ast.Call) and last_name(item.context_expr.func) == "no_sync"
                 for item in stmt.items) and any(inner is call for s in stmt.body for inner in walk(s)):
@@ -811,7 +809,7 @@ def grad_off(program: Program, call: ast.Call, fn: Function) -> str:
         name = _grad_context(program, deco, fn)
         if name:
             return name
-    for stmt in fn.own:
+    for stmt in fn.own_of(ast.With, ast.AsyncWith):
         if not isinstance(stmt, (ast.With, ast.AsyncWith)):
             continue
         names = [_grad_context(program, item.context_expr, fn) for item in stmt.items]
@@ -839,7 +837,7 @@ def grad_switch(program: Program, call: ast.Call, fn: Function) -> str:
     """The parameter of fn that turns gradients on or off around `call`: `with
     torch.set_grad_enabled(is_training):` in a helper that training and evaluation share; ""
     when there is none. The way in decides (fact_builder.reach reads the value it passes)."""
-    for stmt in fn.own:
+    for stmt in fn.own_of(ast.With, ast.AsyncWith):
         if not isinstance(stmt, (ast.With, ast.AsyncWith)):
             continue
         for item in stmt.items:
@@ -1713,7 +1711,7 @@ def _module_like(program: Program, klass) -> bool:
 def _unpacked_dispatch(program: Program, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
     """`backbone, width = models.__dict__[arch](...)`: that element of what each candidate returns."""
     out = []
-    for node in fn.own:
+    for node in fn.own_of(ast.Assign):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)
                 and isinstance(node.targets[0], (ast.Tuple, ast.List))):
             continue
@@ -1723,7 +1721,7 @@ def _unpacked_dispatch(program: Program, name: str, fn: Function) -> list[tuple[
         for target in _dispatched(program, node.value.func, fn):
             if not program.is_function(target):
                 continue
-            for ret in target.own:
+            for ret in target.own_of(ast.Return):
                 if isinstance(ret, ast.Return) and isinstance(ret.value, (ast.Tuple, ast.List)) \
                         and len(ret.value.elts) == len(names):
                     out.append((ret.value.elts[names.index(name)], target))

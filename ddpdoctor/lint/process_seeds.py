@@ -120,14 +120,21 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
                                                            and given["generator"].value is None)):
             continue  # a `**kwargs` that cannot be read may hold a generator (`generator=None` is none)
         workers = given.get("num_workers")
-        if workers is None or ("worker_init_fn" in given and keyword(call, "worker_init_fn") is None):
+        init = keyword(call, "worker_init_fn")
+        if init is None and "worker_init_fn" in given:
+            # `loader_args = {..., "worker_init_fn": partial(init_worker, ...)}` then
+            # `DataLoader(ds, **loader_args)`: judged where the dict is this function's own
+            init = given["worker_init_fn"] if any(n is given["worker_init_fn"] for n in fn.own) else None
+            if init is None:
+                continue
+        if workers is None:
             continue  # no workers by default
         if defaults is None:
             defaults = program.option_defaults()
         workers_by = _workers(program, workers, fn, defaults)
         if workers_by is not None and _zeroed_when_distributed(program, workers, fn, call):
             workers_by = None
-        if workers_by is None or not _keeps_base_seed(program, call, fn):
+        if workers_by is None or not _keeps_base_seed(program, init, fn):
             continue
         if not _draws_randomness(program, call, fn):
             continue
@@ -178,7 +185,7 @@ def _reseeded_after(builder: Builder, seeds: list, fn: Function, site: ast.AST, 
     `set_seed(opt.seed + opt.local_rank)` before training): the workers' base seed is drawn
     when the loader is iterated, so that later seeding is the one they get."""
     program = builder.program
-    loops = [n.lineno for n in fn.own if n.__class__ in (ast.For, ast.While) and n.lineno > site.lineno]
+    loops = [n.lineno for n in fn.own_of(ast.For, ast.While) if n.lineno > site.lineno]
     until = min(loops, default=None)
     if any(site.lineno < call.lineno and (until is None or call.lineno < until)
            and _site_verdict(program, seeds, fn, call) not in (None, _SAME) for call in fn.own_calls):
@@ -229,7 +236,35 @@ def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
         if not isinstance(fn.node, ast.Module) and fn not in builder.callers() and fn not in spawned \
                 and fn not in program.entry_functions:
             continue  # a method of a live class that nothing calls (a model's `check_sample()` test)
+        if fn in _worker_inits(builder):
+            continue  # a loader's worker_init_fn seeds its worker, not the rank's process
         found.append((fn, call, verdict))
+    return found
+
+
+def _worker_inits(builder: Builder) -> set:
+    """The local functions the program's DataLoaders are handed as worker_init_fn (by name, or
+    bound by `functools.partial(init_worker, ...)`, also in a `**loader_args` dict)."""
+    memo = builder.__dict__.get("_worker_inits")
+    if memo is not None:
+        return memo
+    program, found = builder.program, set()
+    builder.__dict__["_worker_inits"] = found
+    for fn, call, _, _ in builder.calls():
+        if not loader_call(program, call, fn):
+            continue
+        init = keyword(call, "worker_init_fn")
+        if init is None:
+            given = call_keywords(program, call, fn) or {}
+            init = given.get("worker_init_fn")
+            if init is None or not any(n is init for n in fn.own):
+                continue
+        for value, scope in program.values_of(init, fn, 2):
+            if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
+                value = value.args[0]
+            target = program.callee(value, scope) if isinstance(value, (ast.Name, ast.Attribute)) else None
+            if program.is_function(target) and not isinstance(target.node, ast.Module):
+                found.add(target)
     return found
 
 
@@ -347,7 +382,7 @@ def _stepped_by_rank(node: ast.AST, fn: Function, program, depth: int) -> bool:
     seed is read from is stepped by a rank, there or in a caller that hands it on."""
     if not isinstance(node, ast.Name):
         return False
-    for stmt in fn.own:
+    for stmt in fn.own_of(ast.AugAssign):
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == node.id and \
                 any(RANK_WORDS.search(last_name(n) or "") or program.ranks.is_rank(n, fn) for n in walk(stmt.value)):
             return True
@@ -443,7 +478,7 @@ def _zeroed_when_distributed(program, workers: ast.AST, fn: Function, call: ast.
     key = dotted(workers) if isinstance(workers, ast.Attribute) else None
     if key is None:
         return False
-    for stmt in fn.own:
+    for stmt in fn.own_of(ast.If):
         if stmt.__class__ is ast.If and stmt.lineno < call.lineno and \
                 program.ranks.single_process(ast.UnaryOp(op=ast.Not(), operand=stmt.test), fn) and any(
                     s.__class__ is ast.Assign and is_const(s.value, 0) and any(dotted(t) == key for t in s.targets)
@@ -452,11 +487,10 @@ def _zeroed_when_distributed(program, workers: ast.AST, fn: Function, call: ast.
     return False
 
 
-def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
-    """No worker_init_fn, or one that reseeds from the worker's base seed only
-    (`torch.initial_seed()`, `get_worker_info().seed`, numpy's state in the worker): the
-    sameness stays."""
-    init = keyword(call, "worker_init_fn")
+def _keeps_base_seed(program, init: Optional[ast.AST], fn: Function) -> bool:
+    """No worker_init_fn (init: the loader's, in fn), or one that reseeds from the worker's base
+    seed only (`torch.initial_seed()`, `get_worker_info().seed`, numpy's state in the worker),
+    also through `functools.partial(init_worker, ...)`: the sameness stays."""
     if init is None or (isinstance(init, ast.Constant) and init.value is None):
         return True
     for value, scope in program.values_of(init, fn, 2):
@@ -469,9 +503,11 @@ def _keeps_base_seed(program, call: ast.Call, fn: Function) -> bool:
             continue  # (`worker_init_fn = dataset.worker_init_fn`, None in every dataset class)
         if isinstance(value, ast.Call) and _makes_none(program, value, scope):
             continue  # `worker_init_fn=utils.loader_worker_init_fn(dataset)` whose factory returns None
+        if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
+            value = value.args[0]  # the function a partial binds: its body seeds the workers
         target = program.callee(value, scope) if isinstance(value, (ast.Name, ast.Attribute)) else None
         if not program.is_function(target) or isinstance(target.node, ast.Module):
-            return False  # a library's or a partial's: not judged here
+            return False  # a library's: not judged here
         body = "\n".join(text(stmt, 2000) for stmt in target.node.body)
         if not WORKER_SEEDING.search(body):
             continue  # seeds nothing (`set_sharing_strategy("file_system")`): the base seed stays
@@ -696,7 +732,7 @@ def _names_a_transform(program, value: ast.AST, method) -> bool:
 def _helper_built_read(program, method, read_text: str) -> bool:
     """`self.<field> = helper(...)` in the constructor, where the local helper's own text names
     a random transform and the workers' methods read `self.<field>`."""
-    for stmt in method.own:
+    for stmt in method.own_of(ast.Assign):
         if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
             continue
         fields = [t.attr for t in stmt.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
@@ -753,7 +789,7 @@ def _dead_lines(program, method) -> set[int]:
     skip = {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)}
     # `if center: <centre crop> else: <random crop>` where every call hands `center=True`
     # (lip2sp's transform): the side the constant rules out runs on no way in
-    for stmt in method.own:
+    for stmt in method.own_of(ast.If):
         if stmt.__class__ is ast.If and stmt.orelse:
             truth = _truth_held(program, stmt.test, method)
             side = stmt.orelse if truth is True else stmt.body if truth is False else None

@@ -106,6 +106,18 @@ class Function:
             self._own = _own_nodes(self.node)
         return self._own
 
+    def own_of(self, *classes: type) -> list[ast.AST]:
+        """The nodes of `own` of these exact classes, in `own`'s order. Kept per class set: the
+        passes ask one function for its assignments, returns or loops again and again, and a
+        module's `own` runs to tens of thousands of nodes (h63H_brisknet: 0.4 s in such scans)."""
+        index = self.__dict__.get("_own_index")
+        if index is None:
+            index = self.__dict__["_own_index"] = {}
+        found = index.get(classes)
+        if found is None:
+            found = index[classes] = [n for n in self.own if n.__class__ in classes]
+        return found
+
     @property
     def own_calls(self) -> list[ast.Call]:
         """The calls among `own`, in its order."""
@@ -661,7 +673,7 @@ class Program:
                 self._bind(fn, node.target, node.iter, node.lineno, iterated=True)
                 # a loop's names are the function's own, whatever the module binds to them
                 fn.__dict__.setdefault("_loop_names", set()).update(
-                    n.id for n in ast.walk(node.target) if n.__class__ is ast.Name)
+                    n.id for n in walk(node.target) if n.__class__ is ast.Name)
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self._bind(fn, node.optional_vars, node.context_expr, getattr(node.context_expr, "lineno", 0))
             elif kind is ast.AugAssign and node.target.__class__ is ast.Attribute:
@@ -893,7 +905,7 @@ class Program:
                 values += [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
                 if any(kw.arg is None for kw in call.keywords):
                     return None
-        for stmt in fn.own:
+        for stmt in fn.own_of(ast.Assign):
             if stmt.__class__ is ast.Assign:
                 for t in stmt.targets:
                     if t.__class__ is ast.Subscript and t.value.__class__ is ast.Name and t.value.id == name:
@@ -979,7 +991,7 @@ class Program:
         sites = fn.__dict__.get("_unpacking")
         if sites is None:  # name -> (assignment, position, width): asked for every name class_of meets
             sites = fn.__dict__["_unpacking"] = {}
-            for node in fn.own:
+            for node in fn.own_of(ast.Assign):
                 if not (node.__class__ is ast.Assign and len(node.targets) == 1
                         and isinstance(node.targets[0], (ast.Tuple, ast.List))
                         and _unpacked_sides(node.value)):
@@ -1003,7 +1015,7 @@ class Program:
         if by_attr is None:  # attr -> its unpacking sites, indexed once per class (asked per `self.x(...)`)
             by_attr = fn.cls.__dict__["_unpacked_self"] = {}
             for method in fn.cls.methods.values():
-                for node in method.own:
+                for node in method.own_of(ast.Assign):
                     if node.__class__ is ast.Assign and len(node.targets) == 1 and \
                             isinstance(node.targets[0], (ast.Tuple, ast.List)) and _unpacked_sides(node.value):
                         elts = node.targets[0].elts
@@ -2002,7 +2014,7 @@ class Program:
         by_target = fn.__dict__.get("_for_targets")
         if by_target is None:  # asked for every method call on a plain name: one pass per function
             by_target = fn.__dict__["_for_targets"] = {}
-            for n in fn.own:
+            for n in fn.own_of(ast.For):
                 if n.__class__ is ast.For and n.target.__class__ is ast.Name:
                     by_target.setdefault(n.target.id, []).append(n)
         loops = by_target.get(name, [])
@@ -2079,7 +2091,7 @@ class Program:
                             if depth > 1:
                                 todo.append((value.id, caller, depth - 1))
                 for value, caller in handed:
-                    for n in caller.own:
+                    for n in caller.own_of(ast.Assign):
                         if n.__class__ is ast.Assign and n.value.__class__ in (ast.Name, ast.Attribute) and any(
                                 t.__class__ is ast.Subscript and t.value.__class__ is ast.Name
                                 and t.value.id == value.id and _key_fits(t.slice, path, 0) for t in n.targets):

@@ -154,7 +154,7 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
             for attr in _self_attrs(item.node):
                 assigned.setdefault(attr, []).append((fn, item, _ranked(item) or only))
         handed: set[str] = set()
-        for node in fn.own:
+        for node in fn.own_of(ast.Call):
             if isinstance(node, ast.Call) and builder.program.collective(node, fn):
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     shared.update(n.attr for n in walk(arg) if isinstance(n, ast.Attribute))
@@ -288,7 +288,7 @@ _MEMBERSHIP = re.compile(r"^[\w.\[\]'\"()]+ in (\w+)$")
 def _answer_reads(method: Function, local: dict) -> list[str]:
     """The object's state fields a method's answer rests on: read by its tests or its returns."""
     parts = [n.test for n in method.own if isinstance(n, (ast.If, ast.While))] + \
-        [n.value for n in method.own if isinstance(n, ast.Return) and n.value is not None]
+        [n.value for n in method.own_of(ast.Return) if n.value is not None]
     return list(dict.fromkeys(n.attr for part in parts for n in walk(part) if isinstance(n, ast.Attribute)
                               and n.attr in local and isinstance(n.value, ast.Name) and n.value.id == "self"))
 
@@ -602,7 +602,7 @@ def _round_tripped(fn: Function, shared: set) -> set:
     made_of = {name: {n.id for _, v in fn.bindings.get(name, ()) for n in walk(v) if n.__class__ is ast.Name}
                for name in shared}
     found = set()
-    for node in fn.own:
+    for node in fn.own_of(ast.If):
         if node.__class__ is not ast.If:
             continue
         tested = {n.id for n in walk(node.test) if n.__class__ is ast.Name} & shared
@@ -807,7 +807,7 @@ def _none_kept(fn: Function, decided: ast.AST, name: str, ranked: list) -> bool:
     if not (isinstance(decided, ast.Compare) and len(decided.ops) == 1 and isinstance(decided.ops[0], (ast.Is, ast.IsNot))
             and isinstance(decided.left, ast.Name) and decided.left.id == name and is_const(decided.comparators[0], None)):
         return False
-    guards = [node for node in fn.own if node.__class__ is ast.If and text(node.test) == f"{name} is not None"]
+    guards = [node for node in fn.own_of(ast.If) if text(node.test) == f"{name} is not None"]
     return all(isinstance(i.node, ast.Assign) and isinstance(i.node.value, ast.Call) and any(
         isinstance(a, ast.Name) and a.id == name for a in i.node.value.args)
         and any(i.node is n for g in guards for stmt in g.body for n in walk(stmt)) for i in ranked)
@@ -816,7 +816,7 @@ def _none_kept(fn: Function, decided: ast.AST, name: str, ranked: list) -> bool:
 def _apart(fn: Function, setter: ast.stmt, read: ast.stmt) -> bool:
     """The setter sits in the body of an `if` and the read in its `else:` / `elif` (or the other
     way round): one run takes one side, so the read never sees that assignment."""
-    for node in fn.own:
+    for node in fn.own_of(ast.If):
         if node.__class__ is ast.If and node.orelse:
             body = any(n is setter for stmt in node.body for n in walk(stmt))
             other = any(n is read for stmt in node.orelse for n in walk(stmt))
@@ -895,7 +895,7 @@ def _set_by_item_call(program, fn: Function, flag: ast.Attribute) -> bool:
                 if not more:
                     break
                 handed |= more
-            for node in method.own:
+            for node in method.own_of(ast.If):
                 if isinstance(node, ast.If) and {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & handed:
                     if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
                            and t.value.id == "self" for stmt in walk(node) if isinstance(stmt, ast.Assign)
@@ -914,12 +914,12 @@ def _item_flags(program, fn: Function) -> frozenset:
     flags: set = set()
     if items:
         constants: dict[str, bool] = {}
-        for node in fn.own:
+        for node in fn.own_of(ast.Assign, ast.AugAssign, ast.AnnAssign):
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 for name in _targets(node):
                     constants[name] = constants.get(name, True) and isinstance(node, ast.Assign) and \
                         isinstance(_value_of(node, name), ast.Constant)
-        for node in fn.own:
+        for node in fn.own_of(ast.If):
             if node.__class__ is ast.If and isinstance(node.test, ast.Compare) and \
                     {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & items:
                 flags.update(name for part in (node.body, node.orelse) for stmt in part
@@ -1086,7 +1086,7 @@ def _both_sides_alike(fn: Function, item: _Stmt) -> bool:
     if item.tensor is None:
         return False
     said = text(item.node)
-    for node in fn.own:
+    for node in fn.own_of(ast.If):
         if node.__class__ is ast.If and node.test is item.tensor and node.orelse:
             sides = [side for side in (node.body, node.orelse) if any(s is item.node for s in side)]
             if sides:
@@ -1395,7 +1395,7 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
         return method is not None and _returns_true_at_a_count(method)
     for method in klass.methods.values():
         stepped = _stepped_fields(method)
-        for node in method.own:
+        for node in method.own_of(ast.If):
             if node.__class__ is ast.If and stepped and any(
                     n.__class__ is ast.Attribute and n.attr in stepped for n in walk(node.test)) and any(
                     s.__class__ is ast.Assign and is_const(s.value, True) and any(
@@ -1428,8 +1428,8 @@ def _returns_true_at_a_count(method: Function) -> bool:
     stepped = _stepped_fields(method)
     if not stepped:
         return False
-    trues = [n for n in method.own if n.__class__ is ast.Return and n.value is not None and is_const(n.value, True)]
-    counted = [n for n in method.own if n.__class__ is ast.If and any(
+    trues = [n for n in method.own_of(ast.Return) if n.value is not None and is_const(n.value, True)]
+    counted = [n for n in method.own_of(ast.If) if any(
         t.__class__ is ast.Attribute and t.attr in stepped for t in walk(n.test))]
     return bool(trues) and all(any(r is s for c in counted for part in c.body for s in walk(part)) for r in trues)
 

@@ -178,7 +178,7 @@ class RankFlow:
                         # (or any object's, where the spawned worker always joins with its spawn
                         # index: `args.local_rank = local_rank` then `init_process_group(rank=
                         # local_rank)`, Prune_Pytorch_DDP: one node, the index is the job's rank)
-                        copies = [t for n in fn.own if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+                        copies = [t for n in fn.own_of(ast.Assign) if isinstance(n.value, ast.Name)
                                   and n.value.id == given.id for t in n.targets
                                   if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
                         self.init_rank_texts.update(text(t) for t in copies if t.value.id == "self")
@@ -286,7 +286,7 @@ class RankFlow:
                     for side, other in ((v.left, v.right), (v.right, v.left)))
                 for v in bound):
             return False
-        steps = [n for n in fn.own if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+        steps = [n for n in fn.own_of(ast.AugAssign) if isinstance(n.target, ast.Name)
                  and n.target.id == counter.id]
         return all(isinstance(n.op, (ast.Add, ast.Sub)) and not self.is_rank(n.value, fn, depth) for n in steps)
 
@@ -1156,10 +1156,10 @@ class RankFlow:
         `if dist.is_initialized(): return dist.get_rank() == 0` / `return True`. They say
         nothing about the ranks of a distributed run, so the helper is still a rank test."""
         found: set[int] = set()
-        uniform_ifs = [n for n in target.own if isinstance(n, ast.If) and self.uniform(n.test, target)]
+        uniform_ifs = [n for n in target.own_of(ast.If) if self.uniform(n.test, target)]
         if not uniform_ifs:
             return found
-        for node in target.own:
+        for node in target.own_of(ast.Return):
             # (`return 0` / `return 1` is such an answer too: a falsy or truthy stand-in)
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) \
                     and (isinstance(node.value.value, bool) or node.value.value in (0, 1)):
@@ -1348,7 +1348,7 @@ class RankFlow:
         if found is None:
             found = self.__dict__["_stores"] = {}
             for fn in self.program.functions:
-                for node in fn.own:
+                for node in fn.own_of(ast.Assign):
                     if node.__class__ is ast.Assign:
                         for target in node.targets:
                             if target.__class__ is ast.Subscript and target.slice.__class__ is ast.Constant \
@@ -1565,7 +1565,7 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     loops = fn.__dict__.get("_loops_by_target")
     if loops is None:  # built once per function: the `for NAME in ...` loops of each name
         loops = {}
-        for loop in fn.own:
+        for loop in fn.own_of(ast.For):
             if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
                 loops.setdefault(loop.target.id, []).append(loop)
         fn.__dict__["_loops_by_target"] = loops
@@ -1683,8 +1683,8 @@ def _on_self(node: ast.AST) -> bool:
 
 def _exported_as_rank(name: str, fn: Function) -> bool:
     """fn writes the name into the environment as RANK (`os.environ["RANK"] = str(rank)`)."""
-    for node in fn.own:
-        if node.__class__ is ast.Assign and len(node.targets) == 1 and env_key(node.targets[0]) == "RANK" \
+    for node in fn.own_of(ast.Assign):
+        if len(node.targets) == 1 and env_key(node.targets[0]) == "RANK" \
                 and any(n.__class__ is ast.Name and n.id == name for n in walk(node.value)):
             return True
     return False
@@ -1699,7 +1699,7 @@ def _enclosing_if(fn: Function, value: ast.AST) -> Optional[tuple[ast.If, str]]:
     index = fn.__dict__.get("_assigned_under")
     if index is None:  # built once per function: id(assigned value) -> (if, side)
         index = {}
-        for node in fn.own:
+        for node in fn.own_of(ast.If):
             if isinstance(node, ast.If):
                 for side, part in (("body", node.body), ("else", node.orelse)):
                     for stmt in part:
@@ -1731,7 +1731,7 @@ def _under_if(fn: Function, node: ast.AST) -> tuple[Optional[ast.If], str]:
     quadratic in a long elif chain)."""
     at = (node.lineno, node.col_offset)
     found: tuple[Optional[ast.If], str] = (None, "")
-    for stmt in fn.own:  # outer ifs first: a later match is an inner one
+    for stmt in fn.own_of(ast.If):  # outer ifs first: a later match is an inner one
         if stmt.__class__ is ast.If:
             for side, part in (("body", stmt.body), ("else", stmt.orelse)):
                 if part and (part[0].lineno, part[0].col_offset) <= at <= (part[-1].end_lineno, part[-1].end_col_offset):

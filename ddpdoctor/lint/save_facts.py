@@ -511,12 +511,23 @@ class SaveFacts:
         """A call (a DataLoader built) only in the launching process of mp.spawn'd ranks, as
         _in_the_launcher judges a write: a subclass's single-process `train()` beside the
         base's spawning one."""
-        if not self._started() or fn in self._spawn_reach():
+        if not self._started() or fn in self._spawn_reach() or self._called_by_ranks(fn):
             return False
         if self._groups_only_in_ranks():
             return True  # the launching process never joins a process group: no rank of the job
         way = SimpleNamespace(conds=fn.__dict__.get("_call_conds", {}).get(id(call), ()))
         return self._main_only(fn, way, 6, ())
+
+    def _called_by_ranks(self, fn: Function, depth: int = 6, stack: tuple = ()) -> bool:
+        """A caller the call graph knows once the walk is done (`callers`) is a spawned rank's
+        function, or is called so: a method of an object a config factory made
+        (`dataset = config.init_obj("data_loader", module)`, then `dataset.get_train_loader()` in
+        the spawned `main_worker`), whose class the walk's own targets did not know yet."""
+        if depth <= 0 or fn in stack or isinstance(fn.node, ast.Module):
+            return False
+        reach = self._spawn_reach()
+        return any(caller in reach or self._called_by_ranks(caller, depth - 1, stack + (fn,))
+                   for caller, _ in self.callers().get(fn, []))
 
     def _groups_only_in_ranks(self) -> bool:
         """Every process-group set-up the script reaches runs in a spawned rank (Taglets'
@@ -775,7 +786,7 @@ class SaveFacts:
                     return f"{klass.name}(tokenizer=...) at {fn.file.display}:{call.lineno}, which only 4.x takes"
         for k in family:
             for m in k.methods.values():
-                for n in m.own:
+                for n in m.own_of(ast.Attribute):
                     if n.__class__ is ast.Attribute and n.attr == "tokenizer" and n.value.__class__ is ast.Name \
                             and n.value.id == "self":
                         return f"`self.tokenizer` at {m.file.display}:{n.lineno}, which only 4.x's Trainer has"
@@ -998,7 +1009,7 @@ def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:
     (`save(model, f"model_error_{t}.pt"); exit(0)` after an out-of-memory error): a dump on the
     way out, not the run's checkpoint (a Ctrl-C's KeyboardInterrupt dump too: the best-effort
     rescue of an interrupted run)."""
-    for node in fn.own:
+    for node in fn.own_of(ast.ExceptHandler):
         if isinstance(node, ast.ExceptHandler) and node.body and _ends_the_process(node.body[-1]) \
                 and any(sub is call for stmt in node.body for sub in walk(stmt)):
             return True
@@ -1024,7 +1035,7 @@ def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bo
     if path is None:
         return False
     wanted = text(path)
-    for node in fn.own:
+    for node in fn.own_of(ast.If):
         if not isinstance(node, ast.If):
             continue
         tests = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
@@ -1181,7 +1192,7 @@ def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:
 
 def _global_from(fn: Function, index: str) -> bool:
     """fn makes a global rank from mp.spawn's index: `node * per_node + index` somewhere in it."""
-    for node in fn.own:
+    for node in fn.own_of(ast.BinOp):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             sides = [node.left, node.right]
             if any(isinstance(s, ast.Name) and s.id == index for s in sides) and \

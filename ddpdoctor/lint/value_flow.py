@@ -127,7 +127,7 @@ def unread_by_constructor(init: Function, call: ast.Call) -> set[int]:
             any(kw.arg is None for kw in call.keywords):
         return set()  # (`super().__init__(*args, **kwargs)` hands them on)
     params = [a.arg for a in node.args.args][1:] + [a.arg for a in node.args.kwonlyargs]
-    read = {n.id for stmt in node.body for n in ast.walk(stmt) if n.__class__ is ast.Name}
+    read = {n.id for stmt in node.body for n in walk(stmt) if n.__class__ is ast.Name}
     if "locals" in read or "vars" in read:
         return set()
     positional = [a.arg for a in node.args.args][1:]

@@ -587,7 +587,7 @@ def _stand_downs(program, fn, name: str) -> list:
     if name in made:
         return made[name]
     found = []
-    for node in fn.own:
+    for node in fn.own_of(ast.If):
         if not (node.__class__ is ast.If and not node.orelse and len(node.body) == 1
                 and node.body[0].__class__ is ast.Assign and len(node.body[0].targets) == 1
                 and isinstance(node.body[0].targets[0], ast.Name) and node.body[0].targets[0].id == name
