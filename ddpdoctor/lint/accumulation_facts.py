@@ -391,6 +391,12 @@ class AccumulationFacts:
         calls = [(c, cond) for c, cond in calls if not self._steps_another_model(c, backward, fn)]
         if any(last_name(c.func) == "zero_grad" and not _submodule_clear(c) for c, cond in calls if not cond):
             return None  # the gradients are cleared on every pass: none carry over to accumulate
+        if _cleared_by_counter(loop, sides, [c for c, cond in calls if cond and last_name(c.func) == "zero_grad"],
+                               [c for c, _ in calls if self._step(c, fn)]):
+            # `for t in range(K): if t != K - 1: opt.zero_grad() ... loss.backward()` (PGD's
+            # attack steps over one batch, bert4torch): every pass but the last clears what the
+            # one before it left, so no pass's gradients carry into the next
+            return None
         if _clears_first(self.program, backward, fn):
             return None  # `def train_step(): model.zero_grad(); ...backward()`: the helper clears them
         by = "accelerate" if "accelerator" in text(backward.func).lower() else None
@@ -1183,6 +1189,22 @@ def _own_pass(body: list):
             continue
         yield node
         todo.extend(ast.iter_child_nodes(node))
+
+
+def _cleared_by_counter(loop: ast.AST, sides: dict, clears: list, steps: list) -> bool:
+    """A zero_grad in the loop whose every test around it reads the loop's own counter, with no
+    optimizer step beside it (`if every(step, k): opt.step(); opt.zero_grad()` is the
+    accumulation's own boundary): the passes throw the gradients away by their index."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    counter = {n.id for n in walk(loop.target) if n.__class__ is ast.Name}
+    if not counter:
+        return False
+    reads = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(counter))))
+    stepped = {sides.get(id(s)) for s in steps}
+    return any(sides.get(id(c)) and sides[id(c)] not in stepped
+               and all(reads.search(test) and "%" not in test for test, _ in sides[id(c)])
+               for c in clears)
 
 
 def _sides(loop: ast.AST) -> dict[int, tuple]:

@@ -907,11 +907,16 @@ def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function) -> bool
 
 def sharded_engine(program: Program) -> str:
     """"DeepSpeed" / "FSDP" when the script's own code mentions it (a plugin, a
-    DistributedType, an import), else "": computed once per program."""
+    DistributedType, an import) in a module that configures Accelerate (_configures_accelerate),
+    where the engine the run takes is chosen or asked, else "": computed once per program. (A model module's
+    `deepspeed.init_inference` for generation, or a vendored transformers `generate` asking
+    `is_deepspeed_zero3_enabled()`, chooses nothing for the training run: IndexTTS2's trainer.)"""
     found = program.__dict__.get("_sharded_engine")
     if found is None:
         words = set()
         for source in program.files:
+            if not _configures_accelerate(source):
+                continue
             for node in [*source.of(ast.Attribute), *source.of(ast.Name)]:  # a set of words: any order
                 word = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
                 if isinstance(word, str):
@@ -926,6 +931,16 @@ def sharded_engine(program: Program) -> str:
             words |= launch_engines(script.path, script.hydra_configs)
         found = program.__dict__["_sharded_engine"] = " or ".join(sorted(words))
     return found
+
+
+def _configures_accelerate(source) -> bool:
+    """The module builds the Accelerator, or takes from Accelerate what says which engine runs
+    (DistributedType, a DeepSpeed / FSDP plugin): not one that imports Accelerate's device-map
+    helpers (a vendored transformers `modeling_utils`)."""
+    return any(last_name(c.func) == "Accelerator" for c in source.of(ast.Call)) or any(
+        (n.module or "").split(".")[0] == "accelerate" and any(
+            a.name == "DistributedType" or a.name.endswith("Plugin") for a in n.names)
+        for n in source.of(ast.ImportFrom))
 
 
 # consolidate_state_dict() on an optimizer the source does not show being built: a collective

@@ -493,9 +493,13 @@ class Program:
                     named = self._callee_symbol(event.node.func, fn)
                     if named.__class__ is Klass:
                         self.built_classes.add(named)
-                queue.extend(event.targets)
+                # (a nested def runs only where its enclosing function ran and made it: one handed
+                # on by a function nothing reaches - sd-scripts' `save_sd`, defined in an epoch-end
+                # helper this script never calls, beside the `save_func` it does hand the same
+                # parameter - is not reached through that parameter; its parent's walk queues it)
+                queue.extend(t for t in event.targets if t.parent is None or t.parent in seen)
                 if len(event.weak) == 1 and event.weak[0].name not in COMMON_METHODS:
-                    queue.extend(event.weak)
+                    queue.extend(t for t in event.weak if t.parent is None or t.parent in seen)
                 for target in event.targets:
                     # a class built here, or whose method is called on an instance the source
                     # types (`trainer: Trainer = config.build()`): one exists, all of it is live

@@ -1490,6 +1490,20 @@ class RankFlow:
                 or (isinstance(op, ast.NotEq) and value == 1))
         return False
 
+    def one_process_run(self, node: ast.AST, fn: Function) -> bool:
+        """The test holds only where the run is one process: a distributed_run test negated
+        (`not dist.is_initialized()`), or the world counted as one (`world_size == 1`,
+        `dist.get_world_size() <= 1`, `< 2`)."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.distributed_run(node.operand, fn)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
+            sized = last_name(node.left.func) if isinstance(node.left, ast.Call) else last_name(node.left)
+            value, op = node.comparators[0].value, node.ops[0]
+            return (sized or "").endswith("world_size") and type(value) is int and (
+                (isinstance(op, ast.Eq) and value == 1) or (isinstance(op, ast.LtE) and value == 1)
+                or (isinstance(op, ast.Lt) and value == 2))
+        return False
+
     def uniform(self, node: ast.AST, fn: Function, depth: int = 2) -> bool:
         """A test the same on every rank that says whether the run is distributed at all."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):

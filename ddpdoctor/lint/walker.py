@@ -345,11 +345,11 @@ class Walker:
             return
         if stmt.__class__ is ast.Assert:
             self.asserted.append(text(stmt.test))
-            if stmt.test.__class__ is ast.UnaryOp and stmt.test.op.__class__ is ast.Not and \
-                    self.program.ranks.distributed_run(stmt.test.operand, self.fn):
-                # `assert not distributed` heading a dataset's branch: what follows in the block
-                # runs only in a process that joined no group, said as the plain switch
-                # `distributed` being false (as past `if is_distributed(): raise ...` below)
+            if self.program.ranks.one_process_run(stmt.test, self.fn):
+                # `assert not distributed` heading a dataset's branch, `assert world_size == 1`
+                # heading a mode's (DistEGNN's cutoff_edges): what follows in the block runs only
+                # in a process that joined no group, said as the plain switch `distributed` being
+                # false (as past `if is_distributed(): raise ...` below)
                 self.conds.append(_Said(ast.Name(id="distributed", ctx=ast.Load()), "else"))
         if stmt.__class__ is ast.If and self.asserted:
             said = text(stmt.test)
