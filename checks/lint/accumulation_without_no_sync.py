@@ -62,6 +62,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
     """
     if facts.framework == "accelerate":
         return _by_hand_with_accelerate(facts)
+    if facts.framework == "lightning" and any(acc.by == "fabric" for acc in facts.accumulations):
+        return _by_hand_with_fabric(facts)
     if not facts.ddp_model:
         return Skipped("no DistributedDataParallel model in the script")
     # (under a framework, only a loop of the script's own with its own DDP model and no no_sync
@@ -153,3 +155,25 @@ def _by_hand_with_accelerate(facts: LintFacts) -> list[Problem]:
         evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
                   "pattern": acc.pattern, "framework": "accelerate"},
     ) for acc in facts.accumulations if acc.by in ("accelerate", None) and acc.pattern in shapes]
+
+
+def _by_hand_with_fabric(facts: LintFacts) -> list[Problem]:
+    """Lightning Fabric skips the sync only inside `fabric.no_backward_sync(model, enabled=...)`:
+    `fabric.backward()` on every batch and a step every K batches all-reduce every time under a
+    DDP strategy (devices > 1)."""
+    if facts.no_sync:
+        return []
+    shapes = {"conditional_step": "runs on every batch and the optimizer steps only under a condition at {step}",
+              "micro_step_loop": "runs on every pass of the micro-step loop at {loop} and the optimizer steps "
+                                 "once after it, at {step}"}
+    return [Problem(
+        message=(f"gradient accumulation by hand under Lightning Fabric: fabric.backward() at {acc.backward} "
+                 + shapes[acc.pattern].format(step=acc.step, loop=acc.loop) +
+                 ", outside `fabric.no_backward_sync(model)`: under a DDP strategy the gradients are "
+                 "all-reduced on every backward, K-1 of K times for nothing"),
+        hint=("wrap the forward and backward of every micro-batch but the last in "
+              "`with fabric.no_backward_sync(model, enabled=is_accumulating):`"),
+        location=acc.backward,
+        evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
+                  "pattern": acc.pattern, "framework": "fabric"},
+    ) for acc in facts.accumulations if acc.by == "fabric" and acc.pattern in shapes]

@@ -98,10 +98,15 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                          "loader is iterated epoch after epoch, but set_epoch is never called"
                          + (f" (the call at {sampler.set_epoch_off} sits under a switch that no way into it "
                             "turns on)" if getattr(sampler, "set_epoch_off", None) else "")
+                         + (f" on it (the call at {sampler.set_epoch_stale} sets the sampler the previous "
+                            "pass built, before this pass builds the one its loader takes)"
+                            if getattr(sampler, "set_epoch_stale", None) else "")
                          + ": the same order every epoch"),
                 hint=(f"set it where the Engine that runs the loader ({sampler.run_by}) starts an epoch: "
                       f"`@trainer.on(Events.EPOCH_STARTED)` with `{sampler.name}.set_epoch(engine.state.epoch)`"
                       if getattr(sampler, "run_by", None) else
+                      f"call {sampler.name}.set_epoch(epoch) after it is built, before its loader is read"
+                      if getattr(sampler, "set_epoch_stale", None) else
                       f"call {sampler.name}.set_epoch(epoch) at the start of every epoch"),
                 location=sampler.location,
                 evidence={"sampler": sampler.name, "set_epoch": None, "constant": False,

@@ -38,7 +38,7 @@ class AccumulationFact:
     loop: Location  # the micro-step loop (or the loop whose step is conditional)
     step: Optional[Location]
     pattern: str  # "micro_step_loop" | "conditional_step" | "sync_flag_after_forward" (step: the forward)
-    by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate()
+    by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate(); "fabric": fabric.backward()
     no_sync: Optional[bool] = None  # lint/no_sync.covered: False where it covers one configuration only
     no_sync_off_way: bool = False  # the source's no_sync is in none of the functions this loop runs
     # the command-line option the step's period comes from, where it defaults to 1 (MAE's
@@ -399,7 +399,8 @@ class AccumulationFacts:
             return None
         if _clears_first(self.program, backward, fn):
             return None  # `def train_step(): model.zero_grad(); ...backward()`: the helper clears them
-        by = "accelerate" if "accelerator" in text(backward.func).lower() else None
+        called = text(backward.func).lower()
+        by = "accelerate" if "accelerator" in called else "fabric" if "fabric" in called else None
         if by and launched_engine(self.program) == "DeepSpeed":
             # `accelerate launch --config_file gpu.yaml` whose config picks DeepSpeed alone: the
             # engine accumulates (the Accelerator's gradient_accumulation_steps) and reduces at
@@ -739,7 +740,9 @@ class AccumulationFacts:
             owner = (last_name(call.func.value) or "").lower()
             if no_sync.engine_backward(call, fn):
                 return False
-            return not any(w in owner for w in ("engine", "fabric", "deepspeed"))
+            # (Fabric's `fabric.backward(loss)` is the wrapped model's backward: DDP's all-reduce
+            # under a DDP strategy, skipped only inside `fabric.no_backward_sync(model)`)
+            return not any(w in owner for w in ("engine", "deepspeed"))
         return self._through(call, fn, depth, self._backward)
 
     def _step(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:

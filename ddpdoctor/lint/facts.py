@@ -143,6 +143,11 @@ _NO_ACCUMULATOR = frozenset({"Accelerator", "GradientAccumulationPlugin", "Simpl
                              "EasyDict", "edict", "AttrDict"})
 
 
+# What skips DDP's all-reduce for a backward: the model's own switches, and Lightning Fabric's
+# context over its wrapped model (`with fabric.no_backward_sync(model, enabled=accumulating):`)
+NO_SYNC_SWITCHES = frozenset({"no_sync", "require_backward_grad_sync", "no_backward_sync"})
+
+
 def build(program: Program, script: str) -> LintFacts:
     """All the facts of one program."""
     builder = FactBuilder(program)
@@ -198,7 +203,7 @@ def build(program: Program, script: str) -> LintFacts:
     syncing = set()  # the files that mention no_sync
     for f in program.files:
         attrs = {n.attr for n in f.of(ast.Attribute)}
-        if "no_sync" in attrs or "require_backward_grad_sync" in attrs:
+        if attrs & NO_SYNC_SWITCHES:
             syncing.add(id(f))
         # (`Accelerator(gradient_accumulation_steps=K)` itself skips no sync: its backward()
         # only divides the loss by K; the sync is skipped inside `accelerator.accumulate(model)`)
@@ -211,7 +216,7 @@ def build(program: Program, script: str) -> LintFacts:
     # several backends' methods may be the one that syncs)
     called = {t for fn in builder.functions for e in fn.events if e.kind in ("call", "ref")
               for t in (*e.targets, *e.weak)} if syncing else set()
-    no_sync = any(isinstance(n, ast.Attribute) and n.attr in ("no_sync", "require_backward_grad_sync")
+    no_sync = any(isinstance(n, ast.Attribute) and n.attr in NO_SYNC_SWITCHES
                   for fn in builder.functions
                   if id(fn.file) in syncing and (isinstance(fn.node, ast.Module) or fn in called
                                                  or fn.name.startswith("on_"))

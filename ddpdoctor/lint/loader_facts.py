@@ -140,6 +140,9 @@ class SamplerFact:
     set_epoch_off: Optional[Location] = None
     # constant_epoch's argument where it is a name set once and never advanced (`epoch_iter`)
     pinned_epoch: str = ""
+    # a set_epoch on the name before the pass builds the sampler anew under it (_rebuilt_after):
+    # it sets the previous pass's sampler
+    set_epoch_stale: Optional[Location] = None
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -1605,6 +1608,7 @@ class LoaderFacts:
             once = all(loops == 0 and not self.in_loop(sfn) and not self._runs_per_draw(sfn)
                        and self._called_from_the_top(sfn) for sfn, _, loops in set_epochs)
             off = None  # a set_epoch on a side of a switch no way in takes
+            stale = None  # a set_epoch on the sampler the previous pass built (_rebuilt_after)
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
                     continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in
@@ -1623,6 +1627,9 @@ class LoaderFacts:
                 by_sampler_name = (rname in ("sampler", "batch_sampler", "train_sampler")
                                    or (dotted(receiver) or "").endswith(".sampler")) and not elsewhere
                 if _another_sampler_here(program, receiver, sfn, call):
+                    continue
+                if _rebuilt_after(sfn, scall):
+                    stale = stale or loc(sfn, scall)
                     continue
                 ok = (own and rname == own and not elsewhere) or by_sampler_name \
                     or any(v is call for v, _ in program.values_of(receiver, sfn)) \
@@ -1727,7 +1734,8 @@ class LoaderFacts:
                 unset_loop=self._loop_without_set_epoch(names, matched_calls, set_epochs) if matched_calls and across else None,
                 epoch_set_by=self._prepared_loader(loader_at, by_line) or self._ignite_sets_epoch(names),
                 run_by=next((self._engine_runs()[n] for n in sorted(names) if n in self._engine_runs()), None),
-                unread=loader_at is None and _never_read(fn, name), set_epoch_off=None if matched else off))
+                unread=loader_at is None and _never_read(fn, name), set_epoch_off=None if matched else off,
+                set_epoch_stale=None if matched else stale))
         return found
 
     @staticmethod
@@ -2399,6 +2407,23 @@ def _another_loaders(program, receiver: ast.AST, fn: Function, loader_name: str,
             return False
         return all(h in others for h in handed)
     return holder != loader_name and holder in others
+
+
+def _rebuilt_after(fn: Function, scall: ast.Call) -> bool:
+    """`sampler.set_epoch(epoch)` at the top of a loop's pass, then `sampler = build_sampler(...)`
+    later in the same pass (MeMOTR's epoch loop): the set_epoch reaches the sampler the previous
+    pass built, and the one this pass's loader takes never has its epoch set."""
+    receiver = scall.func.value
+    if not isinstance(receiver, ast.Name):
+        return False
+    loops = [n for n in fn.own_of(ast.For, ast.AsyncFor, ast.While)
+             if n.lineno < scall.lineno <= getattr(n, "end_lineno", n.lineno)]
+    if not loops:
+        return False
+    loop = max(loops, key=lambda n: n.lineno)  # the innermost
+    return any(a.value.__class__ is ast.Call and scall.lineno < a.lineno <= loop.end_lineno
+               and any(t.__class__ is ast.Name and t.id == receiver.id for t in a.targets)
+               for a in fn.own_of(ast.Assign))
 
 
 def _spread_sampler(program, call: ast.Call, fn: Function) -> Optional[ast.AST]:
