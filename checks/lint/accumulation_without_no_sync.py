@@ -133,28 +133,26 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
     return problems
 
 
+# How each framework's by-hand accumulation is told: the backward it calls, the context that
+# would skip the sync, and the fix.
+_BY_HAND = {
+    "accelerate": ("Accelerate", "accelerator.backward()", "accelerator.accumulate(model)",
+                   "Accelerator(gradient_accumulation_steps=K) and `with accelerator.accumulate(model):` around "
+                   "the forward, backward and step (it skips the sync on all but the last micro-step)"),
+    "fabric": ("Lightning Fabric", "fabric.backward()", "fabric.no_backward_sync(model)",
+               "wrap the forward and backward of every micro-batch but the last in "
+               "`with fabric.no_backward_sync(model, enabled=is_accumulating):`"),
+}
+
+
 def _by_hand_with_accelerate(facts: LintFacts) -> list[Problem]:
     """Accelerate accumulates without syncing only inside `accelerator.accumulate(model)`:
-    `accelerator.backward()` on every batch and a step every K batches all-reduce every time."""
+    `accelerator.backward()` on every batch and a step every K batches all-reduce every time.
+    (a plain `loss.backward()` of a model accelerator.prepare() wrapped all-reduces as
+    accelerator.backward() does; a micro-step loop before one step wastes the same syncs)"""
     if facts.accumulate or facts.no_sync:
         return []
-    # a plain `loss.backward()` of a model accelerator.prepare() wrapped all-reduces as
-    # accelerator.backward() does; a micro-step loop before one step wastes the same syncs
-    shapes = {"conditional_step": "runs on every batch and the optimizer steps only under a condition at {step}",
-              "micro_step_loop": "runs on every pass of the micro-step loop at {loop} and the optimizer steps "
-                                 "once after it, at {step}"}
-    return [Problem(
-        message=(f"gradient accumulation by hand under Accelerate: "
-                 f"{'accelerator.backward()' if acc.by == 'accelerate' else 'backward()'} at {acc.backward} "
-                 + shapes[acc.pattern].format(step=acc.step, loop=acc.loop) +
-                 ", outside `accelerator.accumulate(model)`: the gradients are all-reduced on every "
-                 "backward, K-1 of K times for nothing"),
-        hint=("Accelerator(gradient_accumulation_steps=K) and `with accelerator.accumulate(model):` around "
-              "the forward, backward and step (it skips the sync on all but the last micro-step)"),
-        location=acc.backward,
-        evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
-                  "pattern": acc.pattern, "framework": "accelerate"},
-    ) for acc in facts.accumulations if acc.by in ("accelerate", None) and acc.pattern in shapes]
+    return _by_hand(facts, "accelerate", ("accelerate", None))
 
 
 def _by_hand_with_fabric(facts: LintFacts) -> list[Problem]:
@@ -163,17 +161,22 @@ def _by_hand_with_fabric(facts: LintFacts) -> list[Problem]:
     DDP strategy (devices > 1)."""
     if facts.no_sync:
         return []
+    return _by_hand(facts, "fabric", ("fabric",))
+
+
+def _by_hand(facts: LintFacts, framework: str, by: tuple) -> list[Problem]:
+    name, backward, context, hint = _BY_HAND[framework]
     shapes = {"conditional_step": "runs on every batch and the optimizer steps only under a condition at {step}",
               "micro_step_loop": "runs on every pass of the micro-step loop at {loop} and the optimizer steps "
                                  "once after it, at {step}"}
     return [Problem(
-        message=(f"gradient accumulation by hand under Lightning Fabric: fabric.backward() at {acc.backward} "
+        message=(f"gradient accumulation by hand under {name}: "
+                 f"{backward if acc.by == framework else 'backward()'} at {acc.backward} "
                  + shapes[acc.pattern].format(step=acc.step, loop=acc.loop) +
-                 ", outside `fabric.no_backward_sync(model)`: under a DDP strategy the gradients are "
-                 "all-reduced on every backward, K-1 of K times for nothing"),
-        hint=("wrap the forward and backward of every micro-batch but the last in "
-              "`with fabric.no_backward_sync(model, enabled=is_accumulating):`"),
+                 f", outside `{context}`: the gradients are all-reduced on every "
+                 "backward, K-1 of K times for nothing"),
+        hint=hint,
         location=acc.backward,
         evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
-                  "pattern": acc.pattern, "framework": "fabric"},
-    ) for acc in facts.accumulations if acc.by == "fabric" and acc.pattern in shapes]
+                  "pattern": acc.pattern, "framework": framework},
+    ) for acc in facts.accumulations if acc.by in by and acc.pattern in shapes]

@@ -1482,13 +1482,7 @@ class RankFlow:
             return self.uniform(node.operand, fn)  # `not args.no_ddp`
         if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             return self.uniform(node, fn) and not self.is_rank(node, fn) and not _negated_switch(node)
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
-            sized = last_name(node.left.func) if isinstance(node.left, ast.Call) else last_name(node.left)
-            value, op = node.comparators[0].value, node.ops[0]
-            return (sized or "").endswith("world_size") and type(value) is int and (
-                (isinstance(op, ast.Gt) and value == 1) or (isinstance(op, ast.GtE) and value == 2)
-                or (isinstance(op, ast.NotEq) and value == 1))
-        return False
+        return _world_compared(node) in (("Gt", 1), ("GtE", 2), ("NotEq", 1))
 
     def one_process_run(self, node: ast.AST, fn: Function) -> bool:
         """The test holds only where the run is one process: a distributed_run test negated
@@ -1496,13 +1490,7 @@ class RankFlow:
         `dist.get_world_size() <= 1`, `< 2`)."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return self.distributed_run(node.operand, fn)
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
-            sized = last_name(node.left.func) if isinstance(node.left, ast.Call) else last_name(node.left)
-            value, op = node.comparators[0].value, node.ops[0]
-            return (sized or "").endswith("world_size") and type(value) is int and (
-                (isinstance(op, ast.Eq) and value == 1) or (isinstance(op, ast.LtE) and value == 1)
-                or (isinstance(op, ast.Lt) and value == 2))
-        return False
+        return _world_compared(node) in (("Eq", 1), ("LtE", 1), ("Lt", 2))
 
     def uniform(self, node: ast.AST, fn: Function, depth: int = 2) -> bool:
         """A test the same on every rank that says whether the run is distributed at all."""
@@ -1702,6 +1690,18 @@ def _exported_as_rank(name: str, fn: Function) -> bool:
                 and any(n.__class__ is ast.Name and n.id == name for n in walk(node.value)):
             return True
     return False
+
+
+def _world_compared(node: ast.AST) -> Optional[tuple[str, int]]:
+    """(the operator's name, the number) of `world_size > 1`, `get_world_size() == 1`: the world's
+    size compared with a whole number; None for any other test."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant)):
+        return None
+    sized = last_name(node.left.func) if isinstance(node.left, ast.Call) else last_name(node.left)
+    value = node.comparators[0].value
+    if not (sized or "").endswith("world_size") or type(value) is not int:
+        return None
+    return node.ops[0].__class__.__name__, value
 
 
 def _returns(target: Function) -> list[ast.AST]:
