@@ -1155,7 +1155,7 @@ def _clears_first(program, call: ast.Call, fn: Function) -> bool:
 def _star_of_a_pair(fn: Function, name: str) -> bool:
     """`for i, *name in enumerate(...)`: the starred rest of a pair holds one item."""
     for node in fn.own_of(ast.For, ast.AsyncFor):
-        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Tuple) \
+        if isinstance(node.target, ast.Tuple) \
                 and len(node.target.elts) == 2 and isinstance(node.target.elts[1], ast.Starred) \
                 and isinstance(node.target.elts[1].value, ast.Name) and node.target.elts[1].value.id == name \
                 and isinstance(node.iter, ast.Call) and last_name(node.iter.func) == "enumerate" \

@@ -556,7 +556,7 @@ class BuilderCore:
                         # builds nothing and hands no class on
                         called.add(id(call.func.value))
                 for n in fn.own_of(ast.Name):
-                    if n.__class__ is ast.Name and n.id in named and id(n) not in called \
+                    if n.id in named and id(n) not in called \
                             and n.ctx.__class__ is ast.Load:
                         target = program._callee_symbol(n, fn)
                         if target.__class__ is Klass:

@@ -17,7 +17,7 @@ from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, is_const, keyword, last_name, loader_call,
-                                     plain_loss, text)
+                                     own_keyword, plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.walker import side_conds
@@ -1591,7 +1591,7 @@ class LoaderFacts:
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
                 for node in fn.own_of(ast.Call):
-                    if isinstance(node, ast.Call) and any(_holds(kw.value, call) for kw in node.keywords):
+                    if any(_holds(kw.value, call) for kw in node.keywords):
                         fact = by_line.get((fn.file.display, node.lineno))
                         loader_name = fact.name if fact else ""
                         loader_at = fact.location if fact else loader_at
@@ -1791,8 +1791,6 @@ class LoaderFacts:
         batches itself by seed + epoch): no later pass reads the sampler again."""
         program = self.program
         for node in fn.own_of(ast.Call):
-            if node.__class__ is not ast.Call:
-                continue
             slots = [i for i, a in enumerate(node.args) if a.__class__ is ast.Name and a.id == name]
             if not slots:
                 continue
@@ -1860,7 +1858,7 @@ class LoaderFacts:
     def _bound_by_conditional(fn: Function, call: ast.Call) -> str:
         """`sampler = RandomSampler(ds) if not distributed else DistributedSampler(ds)`: the name."""
         for node in fn.own_of(ast.Assign):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp) and \
+            if isinstance(node.value, ast.IfExp) and \
                     call in (node.value.body, node.value.orelse) and len(node.targets) == 1:
                 return last_name(node.targets[0]) or ""
         return ""
@@ -2021,7 +2019,7 @@ class LoaderFacts:
             given = _switched(fn, event.node, shuffle.id) \
                 if isinstance(shuffle, ast.Name) and isinstance(event.node, ast.Call) else None
             for node in caller.own_of(ast.Call):
-                if isinstance(node, ast.Call) and any(kw.value is event.node or (
+                if any(kw.value is event.node or (
                         bound and isinstance(kw.value, ast.Name) and kw.value.id == bound and kw.arg == "sampler")
                         for kw in node.keywords):
                     fact = by_line.get((caller.file.display, node.lineno))
@@ -2430,10 +2428,9 @@ def _spread_sampler(program, call: ast.Call, fn: Function) -> Optional[ast.AST]:
     """The sampler a `**loader_args` dict literal of this function gives the loader
     (`loader_args = {..., "sampler": sampler}; DataLoader(ds, **loader_args)`), where it gives
     one: a dict without one, or read elsewhere, leaves the loader as unread as before."""
-    given = call_keywords(program, call, fn) or {}
     for key in ("sampler", "batch_sampler"):
-        value = given.get(key)
-        if value is not None and not is_const(value, None) and any(n is value for n in fn.own):
+        value = own_keyword(program, call, fn, key)
+        if value is not None and not is_const(value, None):
             return value
     return None
 
@@ -2512,7 +2509,7 @@ def _reseeded_per_pass(fn: Function, call: ast.Call) -> bool:
         return False
     read = {n.id for n in walk(seed) if isinstance(n, ast.Name)}
     for node in fn.own_of(ast.For, ast.AsyncFor):
-        if isinstance(node, (ast.For, ast.AsyncFor)) and any(n is call for part in node.body for n in walk(part)):
+        if any(n is call for part in node.body for n in walk(part)):
             if read & {n.id for n in walk(node.target) if isinstance(n, ast.Name)}:
                 return True
     return False
@@ -2878,8 +2875,8 @@ def _set_epoch_handed_on(fn: Function) -> list[ast.Attribute]:
     """`x.set_epoch` read as a value, not called there (returned, kept, passed on); not a
     statement of its own (`if multi_gpu: loader.sampler.set_epoch`, the call's parentheses
     forgotten: a no-op that sets nothing)."""
-    called = {id(n.func) for n in fn.own if isinstance(n, ast.Call)}
-    called |= {id(n.value) for n in fn.own if n.__class__ is ast.Expr}
+    called = {id(n.func) for n in fn.own_calls}
+    called |= {id(n.value) for n in fn.own_of(ast.Expr)}
     return [n for n in fn.own_of(ast.Attribute) if n.attr == "set_epoch"
             and isinstance(n.ctx, ast.Load) and id(n) not in called]
 
@@ -2903,7 +2900,7 @@ def _dropped_results(fn: Function, call: ast.Call) -> set[int]:
     fn never reads (`model, opt, train_dataloader = acc.prepare(model, opt, train_data_loader)`,
     then `for batch in train_data_loader:` - the loop reads the original, unprepared loader)."""
     for stmt in fn.own_of(ast.Assign):
-        if isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 and \
+        if stmt.value is call and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
             elts = stmt.targets[0].elts
             # (a script's top level binds globals: any function of its file may read them)
@@ -2950,7 +2947,7 @@ def _key_of(node: ast.AST) -> str:
 def _keyed_name(fn: Function, call: ast.Call) -> str:
     """The name of a loader stored at a constant key: `self.data_loader["train"] = DataLoader(...)`."""
     for node in fn.own_of(ast.Assign):
-        if node.__class__ is ast.Assign and node.value is call and len(node.targets) == 1:
+        if node.value is call and len(node.targets) == 1:
             return _key_of(node.targets[0])
     return ""
 

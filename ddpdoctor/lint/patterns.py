@@ -186,6 +186,17 @@ def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[di
     return found
 
 
+def own_keyword(program: Program, call: ast.Call, fn: Function, key: str) -> Optional[ast.AST]:
+    """What a call is given for `key`: its own keyword, or the entry of a `**options` dict
+    literal that fn itself writes (`options = {"sampler": s}; DataLoader(ds, **options)`); None
+    where neither gives one (a dict a caller hands in is not read: its names are not fn's)."""
+    value = keyword(call, key)
+    if value is not None:
+        return value
+    value = (call_keywords(program, call, fn) or {}).get(key)
+    return value if value is not None and any(n is value for n in fn.own) else None
+
+
 def _dict_call_literal(value: ast.AST) -> ast.AST:
     """`dict(dataset=ds, num_workers=4)` as the literal `{"dataset": ds, "num_workers": 4}` it
     spells (the value itself otherwise)."""
@@ -321,8 +332,6 @@ def _under_full_state_dict(program: Program, call: ast.Call, fn: Function) -> bo
     """`with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, ...): model.state_dict()`:
     in that context an FSDP model's state_dict all-gathers every rank's shard."""
     for node in fn.own_of(ast.With):
-        if node.__class__ is not ast.With:
-            continue
         for item in node.items:
             ctx = item.context_expr
             if isinstance(ctx, ast.Call) and last_name(ctx.func) == "state_dict_type" and \
@@ -338,8 +347,6 @@ def _on_the_plain_side(program: Program, call: ast.Call, fn: Function) -> bool:
     """The call sits on the side of `isinstance(model, FSDP)` where the model is no FSDP
     (`model.state_dict() if not isinstance(model, FSDP) else gathered(model)`)."""
     for node in fn.own_of(ast.If, ast.IfExp):
-        if node.__class__ not in (ast.If, ast.IfExp):
-            continue
         test, plain = node.test, True
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, plain = test.operand, False
@@ -781,7 +788,7 @@ def _undetached(node: ast.AST):
 def _in_no_sync(program: Program, call: ast.Call, fn: Function) -> bool:
     """The call sits in a `with <model>.no_sync():` block of its own function: no all-reduce."""
     for stmt in fn.own_of(ast.With, ast.AsyncWith):
-        if isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
+        if any(
                 isinstance(item.context_expr, ast.Call) and last_name(item.context_expr.func) == "no_sync"
                 for item in stmt.items) and any(inner is call for s in stmt.body for inner in walk(s)):
             return True
@@ -810,8 +817,6 @@ def grad_off(program: Program, call: ast.Call, fn: Function) -> str:
         if name:
             return name
     for stmt in fn.own_of(ast.With, ast.AsyncWith):
-        if not isinstance(stmt, (ast.With, ast.AsyncWith)):
-            continue
         names = [_grad_context(program, item.context_expr, fn) for item in stmt.items]
         name = next((n for n in names if n), "")
         if name and any(inner is call for s in stmt.body for inner in walk(s)):
@@ -838,8 +843,6 @@ def grad_switch(program: Program, call: ast.Call, fn: Function) -> str:
     torch.set_grad_enabled(is_training):` in a helper that training and evaluation share; ""
     when there is none. The way in decides (fact_builder.reach reads the value it passes)."""
     for stmt in fn.own_of(ast.With, ast.AsyncWith):
-        if not isinstance(stmt, (ast.With, ast.AsyncWith)):
-            continue
         for item in stmt.items:
             node = item.context_expr
             if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
@@ -1737,7 +1740,7 @@ def _unpacked_dispatch(program: Program, name: str, fn: Function) -> list[tuple[
             if not program.is_function(target):
                 continue
             for ret in target.own_of(ast.Return):
-                if isinstance(ret, ast.Return) and isinstance(ret.value, (ast.Tuple, ast.List)) \
+                if isinstance(ret.value, (ast.Tuple, ast.List)) \
                         and len(ret.value.elts) == len(names):
                     out.append((ret.value.elts[names.index(name)], target))
     return out

@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import param_defaults, walk
-from ddpdoctor.lint.patterns import call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, text
+from ddpdoctor.lint.patterns import call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -120,13 +120,11 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
                                                            and given["generator"].value is None)):
             continue  # a `**kwargs` that cannot be read may hold a generator (`generator=None` is none)
         workers = given.get("num_workers")
-        init = keyword(call, "worker_init_fn")
+        # (`loader_args = {..., "worker_init_fn": partial(init_worker, ...)}` then
+        # `DataLoader(ds, **loader_args)`: judged where the dict is this function's own)
+        init = own_keyword(program, call, fn, "worker_init_fn")
         if init is None and "worker_init_fn" in given:
-            # `loader_args = {..., "worker_init_fn": partial(init_worker, ...)}` then
-            # `DataLoader(ds, **loader_args)`: judged where the dict is this function's own
-            init = given["worker_init_fn"] if any(n is given["worker_init_fn"] for n in fn.own) else None
-            if init is None:
-                continue
+            continue  # in a dict a caller hands in: not read here
         if workers is None:
             continue  # no workers by default
         if defaults is None:
@@ -251,21 +249,20 @@ def _worker_inits(builder: Builder) -> set:
     program, found = builder.program, set()
     builder.__dict__["_worker_inits"] = found
     for fn, call, _, _ in builder.calls():
-        if not loader_call(program, call, fn):
-            continue
-        init = keyword(call, "worker_init_fn")
-        if init is None:
-            given = call_keywords(program, call, fn) or {}
-            init = given.get("worker_init_fn")
-            if init is None or not any(n is init for n in fn.own):
-                continue
-        for value, scope in program.values_of(init, fn, 2):
-            if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
-                value = value.args[0]
-            target = program.callee(value, scope) if isinstance(value, (ast.Name, ast.Attribute)) else None
-            if program.is_function(target) and not isinstance(target.node, ast.Module):
-                found.add(target)
+        init = own_keyword(program, call, fn, "worker_init_fn") if loader_call(program, call, fn) else None
+        if init is not None:
+            found |= {target for value, scope in program.values_of(init, fn, 2)
+                      for target in [_init_function(program, value, scope)] if target is not None}
     return found
+
+
+def _init_function(program, value: ast.AST, scope: Function) -> Optional[Function]:
+    """The local function a worker_init_fn value runs: named, or bound by
+    `functools.partial(init_worker, ...)`; None for a library's (or anything else)."""
+    if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
+        value = value.args[0]
+    target = program.callee(value, scope) if isinstance(value, (ast.Name, ast.Attribute)) else None
+    return target if program.is_function(target) and not isinstance(target.node, ast.Module) else None
 
 
 def _seeds_direct_path(builder: Builder, fn: Function, call: ast.Call, spawned: list, depth: int) -> bool:
@@ -383,7 +380,7 @@ def _stepped_by_rank(node: ast.AST, fn: Function, program, depth: int) -> bool:
     if not isinstance(node, ast.Name):
         return False
     for stmt in fn.own_of(ast.AugAssign):
-        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == node.id and \
+        if isinstance(stmt.target, ast.Name) and stmt.target.id == node.id and \
                 any(RANK_WORDS.search(last_name(n) or "") or program.ranks.is_rank(n, fn) for n in walk(stmt.value)):
             return True
     if depth > 0 and node.id in fn.params:
@@ -479,7 +476,7 @@ def _zeroed_when_distributed(program, workers: ast.AST, fn: Function, call: ast.
     if key is None:
         return False
     for stmt in fn.own_of(ast.If):
-        if stmt.__class__ is ast.If and stmt.lineno < call.lineno and \
+        if stmt.lineno < call.lineno and \
                 program.ranks.single_process(ast.UnaryOp(op=ast.Not(), operand=stmt.test), fn) and any(
                     s.__class__ is ast.Assign and is_const(s.value, 0) and any(dotted(t) == key for t in s.targets)
                     for s in stmt.body):
@@ -503,10 +500,8 @@ def _keeps_base_seed(program, init: Optional[ast.AST], fn: Function) -> bool:
             continue  # (`worker_init_fn = dataset.worker_init_fn`, None in every dataset class)
         if isinstance(value, ast.Call) and _makes_none(program, value, scope):
             continue  # `worker_init_fn=utils.loader_worker_init_fn(dataset)` whose factory returns None
-        if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args:
-            value = value.args[0]  # the function a partial binds: its body seeds the workers
-        target = program.callee(value, scope) if isinstance(value, (ast.Name, ast.Attribute)) else None
-        if not program.is_function(target) or isinstance(target.node, ast.Module):
+        target = _init_function(program, value, scope)  # (a partial's: the function it binds)
+        if target is None:
             return False  # a library's: not judged here
         body = "\n".join(text(stmt, 2000) for stmt in target.node.body)
         if not WORKER_SEEDING.search(body):
@@ -790,7 +785,7 @@ def _dead_lines(program, method) -> set[int]:
     # `if center: <centre crop> else: <random crop>` where every call hands `center=True`
     # (lip2sp's transform): the side the constant rules out runs on no way in
     for stmt in method.own_of(ast.If):
-        if stmt.__class__ is ast.If and stmt.orelse:
+        if stmt.orelse:
             truth = _truth_held(program, stmt.test, method)
             side = stmt.orelse if truth is True else stmt.body if truth is False else None
             if side:

@@ -1020,7 +1020,7 @@ class Program:
             by_attr = fn.cls.__dict__["_unpacked_self"] = {}
             for method in fn.cls.methods.values():
                 for node in method.own_of(ast.Assign):
-                    if node.__class__ is ast.Assign and len(node.targets) == 1 and \
+                    if len(node.targets) == 1 and \
                             isinstance(node.targets[0], (ast.Tuple, ast.List)) and _unpacked_sides(node.value):
                         elts = node.targets[0].elts
                         if any(isinstance(t, ast.Starred) for t in elts):
@@ -2019,7 +2019,7 @@ class Program:
         if by_target is None:  # asked for every method call on a plain name: one pass per function
             by_target = fn.__dict__["_for_targets"] = {}
             for n in fn.own_of(ast.For):
-                if n.__class__ is ast.For and n.target.__class__ is ast.Name:
+                if n.target.__class__ is ast.Name:
                     by_target.setdefault(n.target.id, []).append(n)
         loops = by_target.get(name, [])
         found: list[Klass] = []
@@ -2096,7 +2096,7 @@ class Program:
                                 todo.append((value.id, caller, depth - 1))
                 for value, caller in handed:
                     for n in caller.own_of(ast.Assign):
-                        if n.__class__ is ast.Assign and n.value.__class__ in (ast.Name, ast.Attribute) and any(
+                        if n.value.__class__ in (ast.Name, ast.Attribute) and any(
                                 t.__class__ is ast.Subscript and t.value.__class__ is ast.Name
                                 and t.value.id == value.id and _key_fits(t.slice, path, 0) for t in n.targets):
                             symbol = self._callee_symbol(n.value, caller)

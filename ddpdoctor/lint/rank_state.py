@@ -155,7 +155,7 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
                 assigned.setdefault(attr, []).append((fn, item, _ranked(item) or only))
         handed: set[str] = set()
         for node in fn.own_of(ast.Call):
-            if isinstance(node, ast.Call) and builder.program.collective(node, fn):
+            if builder.program.collective(node, fn):
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     shared.update(n.attr for n in walk(arg) if isinstance(n, ast.Attribute))
                     if isinstance(arg, ast.Name) and arg.id != "self":
@@ -603,8 +603,6 @@ def _round_tripped(fn: Function, shared: set) -> set:
                for name in shared}
     found = set()
     for node in fn.own_of(ast.If):
-        if node.__class__ is not ast.If:
-            continue
         tested = {n.id for n in walk(node.test) if n.__class__ is ast.Name} & shared
         if not tested:
             continue
@@ -817,7 +815,7 @@ def _apart(fn: Function, setter: ast.stmt, read: ast.stmt) -> bool:
     """The setter sits in the body of an `if` and the read in its `else:` / `elif` (or the other
     way round): one run takes one side, so the read never sees that assignment."""
     for node in fn.own_of(ast.If):
-        if node.__class__ is ast.If and node.orelse:
+        if node.orelse:
             body = any(n is setter for stmt in node.body for n in walk(stmt))
             other = any(n is read for stmt in node.orelse for n in walk(stmt))
             if body and other:
@@ -896,7 +894,7 @@ def _set_by_item_call(program, fn: Function, flag: ast.Attribute) -> bool:
                     break
                 handed |= more
             for node in method.own_of(ast.If):
-                if isinstance(node, ast.If) and {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & handed:
+                if {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & handed:
                     if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
                            and t.value.id == "self" for stmt in walk(node) if isinstance(stmt, ast.Assign)
                            for t in stmt.targets):
@@ -920,7 +918,7 @@ def _item_flags(program, fn: Function) -> frozenset:
                     constants[name] = constants.get(name, True) and isinstance(node, ast.Assign) and \
                         isinstance(_value_of(node, name), ast.Constant)
         for node in fn.own_of(ast.If):
-            if node.__class__ is ast.If and isinstance(node.test, ast.Compare) and \
+            if isinstance(node.test, ast.Compare) and \
                     {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & items:
                 flags.update(name for part in (node.body, node.orelse) for stmt in part
                              for name in _targets(stmt) if constants.get(name))
@@ -1087,7 +1085,7 @@ def _both_sides_alike(fn: Function, item: _Stmt) -> bool:
         return False
     said = text(item.node)
     for node in fn.own_of(ast.If):
-        if node.__class__ is ast.If and node.test is item.tensor and node.orelse:
+        if node.test is item.tensor and node.orelse:
             sides = [side for side in (node.body, node.orelse) if any(s is item.node for s in side)]
             if sides:
                 other = node.orelse if sides[0] is node.body else node.body
@@ -1396,7 +1394,7 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
     for method in klass.methods.values():
         stepped = _stepped_fields(method)
         for node in method.own_of(ast.If):
-            if node.__class__ is ast.If and stepped and any(
+            if stepped and any(
                     n.__class__ is ast.Attribute and n.attr in stepped for n in walk(node.test)) and any(
                     s.__class__ is ast.Assign and is_const(s.value, True) and any(
                         t.__class__ is ast.Attribute and t.attr == test.attr for t in s.targets)

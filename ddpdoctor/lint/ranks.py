@@ -1161,7 +1161,7 @@ class RankFlow:
             return found
         for node in target.own_of(ast.Return):
             # (`return 0` / `return 1` is such an answer too: a falsy or truthy stand-in)
-            if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) \
+            if isinstance(node.value, ast.Constant) \
                     and (isinstance(node.value.value, bool) or node.value.value in (0, 1)):
                 found.add(id(node.value))
         return found
@@ -1568,7 +1568,7 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     if loops is None:  # built once per function: the `for NAME in ...` loops of each name
         loops = {}
         for loop in fn.own_of(ast.For):
-            if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
+            if isinstance(loop.target, ast.Name):
                 loops.setdefault(loop.target.id, []).append(loop)
         fn.__dict__["_loops_by_target"] = loops
     found = loops.get(node.id, [])

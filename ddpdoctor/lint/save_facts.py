@@ -787,7 +787,7 @@ class SaveFacts:
         for k in family:
             for m in k.methods.values():
                 for n in m.own_of(ast.Attribute):
-                    if n.__class__ is ast.Attribute and n.attr == "tokenizer" and n.value.__class__ is ast.Name \
+                    if n.attr == "tokenizer" and n.value.__class__ is ast.Name \
                             and n.value.id == "self":
                         return f"`self.tokenizer` at {m.file.display}:{n.lineno}, which only 4.x's Trainer has"
         return ""
@@ -1010,7 +1010,7 @@ def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:
     way out, not the run's checkpoint (a Ctrl-C's KeyboardInterrupt dump too: the best-effort
     rescue of an interrupted run)."""
     for node in fn.own_of(ast.ExceptHandler):
-        if isinstance(node, ast.ExceptHandler) and node.body and _ends_the_process(node.body[-1]) \
+        if node.body and _ends_the_process(node.body[-1]) \
                 and any(sub is call for stmt in node.body for sub in walk(stmt)):
             return True
     return False
@@ -1036,8 +1036,6 @@ def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bo
         return False
     wanted = text(path)
     for node in fn.own_of(ast.If):
-        if not isinstance(node, ast.If):
-            continue
         tests = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
             else [node.test]
         if not any(isinstance(t, ast.Call) and t.args and text(t.args[0]) == wanted
@@ -1193,7 +1191,7 @@ def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:
 def _global_from(fn: Function, index: str) -> bool:
     """fn makes a global rank from mp.spawn's index: `node * per_node + index` somewhere in it."""
     for node in fn.own_of(ast.BinOp):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        if isinstance(node.op, ast.Add):
             sides = [node.left, node.right]
             if any(isinstance(s, ast.Name) and s.id == index for s in sides) and \
                     any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult) for s in sides):

@@ -68,8 +68,6 @@ def _handler_state(builder: Builder) -> dict[tuple[int, str], tuple[Function, in
     for handler in _handlers(builder):
         declared = {n for node in handler.own if isinstance(node, ast.Global) for n in node.names}
         for node in handler.own_of(ast.Assign, ast.AugAssign):
-            if not isinstance(node, (ast.Assign, ast.AugAssign)):
-                continue
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 base = target
                 while isinstance(base, (ast.Subscript, ast.Attribute)):

@@ -28,8 +28,6 @@ def rank_zero_first(builder: Builder, fn: Function, call: ast.Call) -> str:
     """Why `call` in fn runs in a rank-0-first block ("" when it does not): the `with` around it
     (in fn, or around a call to fn) whose context manager orders the ranks."""
     for stmt in fn.own_of(ast.With, ast.AsyncWith):
-        if not isinstance(stmt, (ast.With, ast.AsyncWith)):
-            continue
         if not any(inner is call for part in stmt.body for inner in walk(part)):
             continue
         for item in stmt.items:
