@@ -183,6 +183,10 @@ def _lint_entry(entry: dict, corpus: Path, warm: bool) -> Scored:
             # helper's other callers have one (`call_site`): the slip, where a reviewer points
             if f.code == "DDP806":
                 places.append(f.evidence.get("call_site"))
+            # DDP803 at the loader names the prepare() that shards it again and the rank's split it
+            # reads: the second sharding, where a reviewer points
+            if f.code == "DDP803":
+                places += [f.evidence.get("prepared_at"), f.evidence.get("split_at")]
             for place in places:
                 if isinstance(place, str) and place.rpartition(":")[2].isdigit():
                     file, _, line = place.rpartition(":")

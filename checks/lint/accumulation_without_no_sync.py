@@ -31,10 +31,17 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         `accelerator.backward` hands the loss to the engine, which accumulates) are not
         judged, nor loops whose backward never reaches a DDP model (a plain student trained
         against a detached DDP teacher), whose step helper clears the gradients first, or
-        whose accumulation count is 1 on every way in (a literal `% 1`, an
-        option at 1 on the run as launched, or a step test the options make true on every pass:
-        `mode in ["random", "round-robin"]` with `--mode` at "random"); a `no_sync` in a
-        helper the loop never runs covers nothing. Nor is a step that follows its own backward
+        whose accumulation count is 1 on every way in (a literal `% 1`, a module constant at 1
+        nothing rebinds, an option at 1 on the run as launched, or a step test the options make
+        true on every pass: `mode in ["random", "round-robin"]` with `--mode` at "random"); a
+        `no_sync` in a helper the loop never runs covers nothing, nor does one in another loop
+        (an Accelerate or Fabric trainer beside one that skips the sync), and a loss whose forward
+        runs a module no `accelerator.prepare()` wrapped (a wrapper built around the plain model
+        before the model was prepared) syncs nothing. A count at 1 that a launch may raise - a
+        command-line option's default, or a module constant the module's run-time configurator
+        may rebind (nanoGPT's `exec(open("configurator.py").read())`) - is reported as a warning
+        that starts with that assumption. `if args.accum == 1: <step every pass> elif
+        args.accum > 1: <accumulate>` is judged on the accumulating side. Nor is a step that follows its own backward
         on the same side of an `if` (`if amp: scaler_step(loss) else: loss.backward();
         opt.step()`). The finding points at the backward the loop runs: inside the helper that
         computes the loss and backpropagates it (`train_step(model, batch)` -> `loss.backward()`),
@@ -150,7 +157,7 @@ def _by_hand_with_accelerate(facts: LintFacts) -> list[Problem]:
     `accelerator.backward()` on every batch and a step every K batches all-reduce every time.
     (a plain `loss.backward()` of a model accelerator.prepare() wrapped all-reduces as
     accelerator.backward() does; a micro-step loop before one step wastes the same syncs)"""
-    if facts.accumulate or facts.no_sync:
+    if facts.accumulate:
         return []
     return _by_hand(facts, "accelerate", ("accelerate", None))
 
@@ -159,8 +166,6 @@ def _by_hand_with_fabric(facts: LintFacts) -> list[Problem]:
     """Lightning Fabric skips the sync only inside `fabric.no_backward_sync(model, enabled=...)`:
     `fabric.backward()` on every batch and a step every K batches all-reduce every time under a
     DDP strategy (devices > 1)."""
-    if facts.no_sync:
-        return []
     return _by_hand(facts, "fabric", ("fabric",))
 
 
@@ -170,13 +175,24 @@ def _by_hand(facts: LintFacts, framework: str, by: tuple) -> list[Problem]:
               "micro_step_loop": "runs on every pass of the micro-step loop at {loop} and the optimizer steps "
                                  "once after it, at {step}"}
     return [Problem(
-        message=(f"gradient accumulation by hand under {name}: "
-                 f"{backward if acc.by == framework else 'backward()'} at {acc.backward} "
-                 + shapes[acc.pattern].format(step=acc.step, loop=acc.loop) +
-                 f", outside `{context}`: the gradients are all-reduced on every "
-                 "backward, K-1 of K times for nothing"),
+        # (a period left at 1 until a launch raises it: the finding rests on that, said first)
+        message=(f"if `{acc.period_option}` is set above its default 1: " if acc.period_option else "")
+        + f"gradient accumulation by hand under {name}: "
+        + f"{backward if acc.by == framework else 'backward()'} at {acc.backward} "
+        + shapes[acc.pattern].format(step=acc.step, loop=acc.loop)
+        + f", outside `{context}`: the gradients are all-reduced on every backward, K-1 of K times for nothing",
         hint=hint,
         location=acc.backward,
         evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
                   "pattern": acc.pattern, "framework": framework},
-    ) for acc in facts.accumulations if acc.by in by and acc.pattern in shapes]
+    ) for acc in facts.accumulations if acc.by in by and acc.pattern in shapes and not _synced(facts, acc)]
+
+
+def _synced(facts: LintFacts, acc) -> bool:
+    """The loop's sync is skipped by a no_sync of its own (`accelerator.no_sync(model)`,
+    `fabric.no_backward_sync(model)`) on every configuration, or by one somewhere on its way
+    where the script has one: not by another trainer's no_sync elsewhere in the source (a
+    library with one trainer that skips the sync and another that does not)."""
+    if acc.no_sync is not None:
+        return acc.no_sync
+    return facts.no_sync and not acc.no_sync_off_way

@@ -80,6 +80,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         DeepSpeed or FSDP, or whose Accelerate launch config beside it picks one
         (`distributed_type: DEEPSPEED` in a YAML under the script's folder): every process
         takes part in the save under them; under DDP it writes from the main process alone.
+        The same for `load_state()` (under FSDP Accelerate's model loading starts with
+        `wait_for_everyone()`).
         An error where the launch written beside the script names that config (`accelerate
         launch --config_file configs/gpu.yaml train.py`): the run as launched hangs.
         A rank that raises under a rank test crashes the job;
@@ -164,6 +166,9 @@ def _hint(op: str) -> str:
     if "consolidate_state_dict()" in op:
         return ("call optimizer.consolidate_state_dict() on every rank (it gathers the shards to rank 0), "
                 "then save the optimizer's state_dict() on rank 0 alone")
+    if op.startswith("accelerator.load_state()"):
+        return ("call accelerator.load_state() on every process: each process loads its own copy of the "
+                "state, and under FSDP or DeepSpeed every process loads its part of it together with the others")
     if op.startswith("accelerator.save_state()"):
         return ("call accelerator.save_state() on every process: Accelerate writes the files from "
                 "the main process itself where only it should, and under DeepSpeed or FSDP every "

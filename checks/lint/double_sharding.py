@@ -20,7 +20,14 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         (`Trainer(train_dataset=ds)`) whose own code keeps this rank's items (`if i % world !=
         rank: continue` in `__iter__`): the Trainer shards what it is given through
         Accelerate (a map-style dataset by a DistributedSampler; an IterableDataset by rank 0
-        reading the batches and dispatching a slice to each rank), a second time.
+        reading the batches and dispatching a slice to each rank), a second time. A loader over
+        `Subset(ds, indices)` whose indices come from the rank (`range(rank * n, rank * n + n)`,
+        in a builder its caller hands `accelerator.process_index`) and then prepared is sharded
+        twice too; the finding names the split and the prepare() call. And a DistributedSampler
+        over a dataset whose items an unseeded draw picks or orders (`torch.randperm(n)` in its
+        constructor, `random_split(ds, [a, b])` with no generator, `random.shuffle(files)`) in a
+        script that seeds nothing: each process draws its own, so the ranks shard different
+        datasets (reported once per draw, at the training loader's sampler).
 
     Why it hurts:
         Each rank trains on about dataset / world² samples: with 8 GPUs, 1/64 of the data
@@ -30,7 +37,9 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
     How to fix:
         Shard once. With Accelerate, build the loader without a sampler (shuffle=True) and
         let `accelerator.prepare()` shard it; with a hand-made shard, drop the
-        DistributedSampler (or shard with the sampler only):
+        DistributedSampler (or shard with the sampler only). A draw that splits or orders the
+        items takes a generator seeded alike on every rank (`generator=torch.Generator()
+        .manual_seed(seed)`), or the process is seeded before the dataset is built:
 
             loader = DataLoader(dataset, batch_size=32, shuffle=True)
             model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
@@ -42,26 +51,32 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         if loader.sampler == "distributed" and loader.prepared_by == "accelerate":
             problems.append(Problem(
                 message=(f"`{loader.name}` at {loader.location} has a DistributedSampler and is handed to "
-                         "accelerator.prepare(), which shards it again: each rank sees about "
+                         "accelerator.prepare()" + (f" at {loader.prepared_at}" if getattr(loader, "prepared_at", "")
+                                                    else "") + ", which shards it again: each rank sees about "
                          "dataset / world² samples"),
                 hint="build the loader without a DistributedSampler (shuffle=True) and let "
                      "accelerator.prepare() shard it",
                 location=loader.location,
-                evidence={"loader": loader.name, "sampler": loader.sampler_text, "by": "accelerate"}))
+                evidence={"loader": loader.name, "sampler": loader.sampler_text, "by": "accelerate",
+                          **({"prepared_at": loader.prepared_at} if getattr(loader, "prepared_at", "") else {})}))
         elif loader.sampler in ("none", "plain") and loader.prepared_by == "accelerate" and \
                 getattr(loader, "keeps_rank_share", False):
             # the dataset keeps this rank's share itself (`items[rank::world]`, a class that
             # filters by the process index), and Accelerate shards the prepared loader again
             # (one that merely mentions the rank, `ds.shuffle(seed=seed + process_index)`, still
             # holds every item: not this case)
+            split = getattr(loader, "split_at", "")
+            prepared = getattr(loader, "prepared_at", "")
             problems.append(Problem(
                 message=(f"`{loader.name}` at {loader.location} reads `{loader.dataset_text}`, which keeps only "
-                         "this rank's share of the items, and is handed to accelerator.prepare(), which shards "
-                         "it again: each rank sees about dataset / world² samples"),
+                         "this rank's share of the items" + (f" (split by the rank at {split})" if split else "")
+                         + ", and is handed to accelerator.prepare()" + (f" at {prepared}" if prepared else "")
+                         + ", which shards it again: each rank sees about dataset / world² samples"),
                 hint="shard once: give the loader the whole dataset and let accelerator.prepare() shard it, "
                      "or keep the hand-made shard and do not prepare the loader",
                 location=loader.location,
-                evidence={"loader": loader.name, "dataset": loader.dataset_text, "by": "accelerate"}))
+                evidence={"loader": loader.name, "dataset": loader.dataset_text, "by": "accelerate",
+                          **({"split_at": split} if split else {}), **({"prepared_at": prepared} if prepared else {})}))
     for shard in getattr(facts, "trainer_shards", []):
         problems.append(Problem(
             message=(f"`{shard.dataset}` keeps only this rank's items itself ({shard.location}) and is handed "
@@ -71,6 +86,13 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
             hint="shard once: let the dataset yield every item and leave the split to the Trainer",
             location=shard.location,
             evidence={"dataset": shard.dataset, "trainer": str(shard.trainer), "by": "transformers Trainer"}))
+    # one finding per unseeded draw (its fix is one), at the training loader's sampler where one is
+    trains = {str(loader.location) for loader in facts.loaders if loader.trains}
+    drawn: dict[str, list] = {}
+    for sampler in facts.samplers:
+        if not sampler.sharded_by_rank and getattr(sampler, "drawn_apart", ""):
+            drawn.setdefault(sampler.drawn_apart, []).append(sampler)
+    told = {id(sorted(group, key=lambda s: str(s.loader) not in trains)[0]) for group in drawn.values()}
     for sampler in facts.samplers:
         if sampler.sharded_by_rank:
             problems.append(Problem(
@@ -80,4 +102,22 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                      "with shuffle=True and no DistributedSampler",
                 location=sampler.location,
                 evidence={"sampler": sampler.name, "dataset": sampler.dataset_text, "by": "rank-dependent dataset"}))
+        elif id(sampler) in told:
+            others = [s for s in drawn[sampler.drawn_apart] if s is not sampler]
+            # (the dataset differs between ranks by chance, not by the rank: the sampler's index
+            # ranges then pick from N different datasets - some items on several ranks, some on none)
+            problems.append(Problem(
+                message=(f"DistributedSampler at {sampler.location} shards `{sampler.dataset_text}`, whose items "
+                         f"are picked or ordered by an unseeded draw ({sampler.drawn_apart}) and the script seeds "
+                         "nothing: each rank draws its own, so the ranks shard different datasets - some items "
+                         "are read on several ranks and others on none"
+                         + (" (so do the samplers at " + ", ".join(str(s.location) for s in others) + ")"
+                            if others else "")),
+                hint="draw the same on every rank: hand the draw a generator seeded alike (`generator="
+                     "torch.Generator().manual_seed(seed)`, `random_state=seed`) or seed the process "
+                     "(`torch.manual_seed(seed)`) before the dataset is built",
+                location=sampler.location,
+                evidence={"sampler": sampler.name, "dataset": sampler.dataset_text, "by": "unseeded draw",
+                          "draw": sampler.drawn_apart,
+                          "also": [s.location.line for s in others if s.location.file == sampler.location.file]}))
     return problems

@@ -26,8 +26,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           a broad handler around it swallows (`except Exception:` without raising again: the
           rank skips the rest of the `try`, its backward with it);
         - a flag a signal handler sets (`signal.signal(SIGUSR2, on_preempt)` where
-          `on_preempt` sets `stop["now"] = True`), tested every step before a collective
-          save or a break: each rank runs its handler at its own step (a warning);
+          `on_preempt` sets `stop["now"] = True`, or `stop_event.set()` of a module-level
+          `threading.Event`, also read through a parameter every call hands it), tested every
+          step before a collective save or a break: each rank runs its handler at its own step
+          (a warning);
         - a round-robin share (`if i % world != rank: continue`) whose pass then runs a
           collective itself: each rank runs it once per item it keeps, and the counts differ
           unless the items divide evenly among the ranks (a warning; a collective after the

@@ -26,7 +26,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         the loader that trains (an analysis pass over the training set every few epochs); the
         order of an evaluation changes no result (and `set_epoch(0)` there pins it on purpose). Nor a loader handed
         to `accelerator.prepare`: Accelerate's loader sets the epoch of the sampler it wraps
-        at the start of every pass.
+        at the start of every pass; nor one handed to Lightning Fabric's `setup_dataloaders`
+        (also through a list spread into it), whose loader sets the epoch of its sampler and
+        batch sampler at every `iter()`.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the

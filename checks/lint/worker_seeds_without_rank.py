@@ -19,7 +19,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           or torch (or a seeding helper) from values that are the same on every rank: constants,
           the worker id, a module-level seed, a config attribute (`args.seed`, `cfg.SEED`);
         - `generator=g` on a loader with workers, where `g.manual_seed(...)` is such a value:
-          the workers' seeds come from that generator;
+          the workers' seeds come from that generator (also `g = torch.manual_seed(seed)`,
+          which hands back the default generator it seeded, made in a helper and handed to a
+          loader builder's parameter);
         - a training loader with workers and neither of those (or a worker_init_fn that reseeds
           from `torch.initial_seed()`), whose dataset draws random numbers (its class, builder,
           transform or collate_fn says random / Rand... / augment / jitter / flip), in a script

@@ -4,6 +4,7 @@ every N) and where DDP's gradient sync is left on for them."""
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 import re
 from dataclasses import dataclass
@@ -30,6 +31,13 @@ def _over_optimizers(loop: ast.For) -> bool:
             iterable.func.attr in ("values", "items") and not iterable.args:
         iterable = iterable.func.value
     return isinstance(iterable, (ast.Name, ast.Attribute)) and bool(OPTIMIZER_NAME.search(text(iterable)))
+
+
+def _rewrites_globals(file) -> bool:
+    """The module runs text or writes its globals by name (`exec(open("configurator.py").read())`,
+    `globals()[key] = value`, `globals().update(...)`): any of its constants may be another
+    value at run time."""
+    return any(n.func.__class__ is ast.Name and n.func.id in ("exec", "globals") for n in file.of(ast.Call))
 
 
 @dataclass
@@ -73,6 +81,10 @@ class AccumulationFacts:
             reported = set()  # the stepping helpers already reported from this function
             for node in loops:
                 fact = self._accumulation(fn, node)
+                if fact is None and node is not fn.node:
+                    fact = self._other_configuration(fn, node)
+                    if fact is not None:
+                        node = self._variants[-1]  # (its no_sync is read on the side it runs)
                 step = self.__dict__.get("_fact_step", {}).get(id(fact))
                 helper = self.__dict__.get("_stepping_helper", {}).get(step)
                 if helper:
@@ -130,8 +142,7 @@ class AccumulationFacts:
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
             return given_constants(self.callers(), fn, k.id) == {1}
         if isinstance(k, ast.Name):
-            values = self.program.values_of(k, fn, 2)
-            return bool(values) and all(is_const(v, 1) for v, _ in values)
+            return self._constant_one(k, fn) == "fixed"
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id != "self":
             return self._field_default_one(k, fn)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
@@ -141,6 +152,18 @@ class AccumulationFacts:
                 isinstance(v, ast.Name) and v.id in owner.params and given_constants(self.callers(), owner, v.id) == {1}
                 for v, owner in values)
         return False
+
+    def _constant_one(self, name: ast.Name, fn: Function) -> Optional[str]:
+        """A name only ever bound to 1 (`gradient_accumulation_steps = 1`): "fixed", or
+        "overridable" where a module it is bound in rewrites its own globals at run time
+        (nanoGPT's `exec(open("configurator.py").read())`, `globals().update(...)`): a launch may
+        raise it there, so a finding rests on that, as on a command-line option at 1. None where
+        some binding is not 1."""
+        values = self.program.values_of(name, fn, 2)
+        if not values or not all(is_const(v, 1) for v, _ in values):
+            return None
+        modules = {id(scope.file): scope.file for _, scope in values if isinstance(scope.node, ast.Module)}
+        return "overridable" if any(_rewrites_globals(f) for f in modules.values()) else "fixed"
 
     def _field_default_one(self, k: ast.Attribute, fn: Function) -> bool:
         """`config.gradient_accumulation_steps` of `config = TrainingConfig()`, a local class
@@ -222,6 +245,8 @@ class AccumulationFacts:
         if isinstance(loop.iter.args[0], ast.Attribute):
             # `for _ in range(self.cfg.grad_accum):` with `grad_accum: 1` in every config beside it
             return config_settles(loop.iter.args[0], self.program) == {1}
+        if self._constant_one(loop.iter.args[0], fn) == "fixed":
+            return True  # `gradient_accumulation_steps = 1` and nothing rebinds it: one micro-step
         param = loop.iter.args[0].id
         if param not in fn.params or fn.bindings.get(param):
             return False
@@ -368,6 +393,75 @@ class AccumulationFacts:
                                  if not isinstance(t.node, ast.Module))
         return steps
 
+    def _unprepared_forward(self, backward: ast.Call, fn: Function) -> bool:
+        """`accelerator.backward(loss)` of `loss = self.wrapper(x)` where `self.wrapper` is never
+        handed to (nor bound from) `accelerator.prepare` in its class, and was built before any
+        argument of its construction was prepared (`self.wrapper = Wrapper(self.model)` above
+        `self.model, opt = acc.prepare(self.model, opt)`: the wrapper holds the plain module,
+        audiolm's fine trainer): its forward passes no DDP wrapper, so no backward of it syncs."""
+        klass = self.program._class_of_fn(fn)
+        if klass is None or not backward.args:
+            return False
+        names = {n.id for n in walk(backward.args[0]) if n.__class__ is ast.Name}
+        owners = {text(v.func) for name in names for _, v in fn.bindings.get(name, ())
+                  if v.__class__ is ast.Call and v.func.__class__ is ast.Attribute
+                  and v.func.value.__class__ is ast.Name and v.func.value.id == "self"}
+        if len(owners) != 1:
+            return False
+        owner = owners.pop()
+        methods = [m for k in [klass, *self.program.bases(klass)] for m in k.methods.values() if m.node is not None]
+        prepared: dict[str, list] = {}  # text -> (method, line) of each prepare handing or binding it
+        built = []  # (method, line, construction) of `self.<owner> = Class(...)`
+        for method in methods:
+            for node in method.own_of(ast.Assign):
+                value = node.value
+                targets = [e for t in node.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+                if value.__class__ is ast.Call and last_name(value.func) == "prepare":
+                    for item in [*value.args, *targets]:
+                        prepared.setdefault(text(item), []).append((method, node.lineno))
+                elif value.__class__ is ast.Call and any(text(t) == owner for t in targets):
+                    built.append((method, node.lineno, value))
+            for call in method.own_calls:
+                if last_name(call.func) == "prepare":
+                    for item in call.args:
+                        prepared.setdefault(text(item), []).append((method, call.lineno))
+        if not prepared or owner in prepared or len(built) != 1:
+            return False  # (no prepare in the class: the model is wrapped elsewhere, not judged here)
+        method, line, made = built[0]
+        given = [text(a) for a in [*made.args, *(k.value for k in made.keywords)]]
+        # (an argument prepared in another method, or above the construction, may be the wrapper)
+        return not any(m is not method or at < line for t in given for m, at in prepared.get(t, ()))
+
+    def _other_configuration(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
+        """`if args.accum == 1: backward; step  elif args.accum > 1: backward; if (i + 1) %
+        args.accum == 0: step` (ABCD-3DCNN's MAE loop): a switch between two configurations, the
+        first stepping after every backward. The loop is judged again as the other side runs it
+        (the switch's other side in its place), its period's default said as the assumption."""
+        for index, stmt in enumerate(loop.body):
+            if not (isinstance(stmt, ast.If) and stmt.orelse):
+                continue
+            # (asked of every loop that accumulates nothing: the calls by name first, cheaply)
+            named = {c.func.attr for side in (stmt.body, stmt.orelse) for part in side for c in walk(part)
+                     if c.__class__ is ast.Call and c.func.__class__ is ast.Attribute}
+            if not {"backward", "step"} <= named:
+                continue
+            plain = [c for c, cond in _loop_calls(stmt.body, False) if not cond]
+            if not (any(self._backward(c, fn) for c in plain) and any(self._step(c, fn) for c in plain)):
+                continue
+            other = stmt.orelse
+            if len(other) == 1 and isinstance(other[0], ast.If) and not other[0].orelse:
+                other = other[0].body  # `elif args.accum > 1:`: the configuration's own side
+            variant = copy.copy(loop)
+            for kept in [k for k in variant.__dict__ if k.startswith("_")]:
+                del variant.__dict__[kept]  # (the original's cached walks: nodes.walk keeps them on the node)
+            variant.body = loop.body[:index] + other + loop.body[index + 1:]
+            # (kept: facts and memos read a loop by its id, which a freed copy would hand on)
+            self.__dict__.setdefault("_variants", []).append(variant)
+            fact = self._accumulation(fn, variant)
+            if fact is not None:
+                return fact
+        return None
+
     def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
         changed = _assigned_names(loop.body + ([ast.Expr(loop.target)] if hasattr(loop, "target") else []))
         backward = self._always(loop.body, fn, self._backward, changed=changed)
@@ -401,6 +495,8 @@ class AccumulationFacts:
             return None  # `def train_step(): model.zero_grad(); ...backward()`: the helper clears them
         called = text(backward.func).lower()
         by = "accelerate" if "accelerator" in called else "fabric" if "fabric" in called else None
+        if by == "accelerate" and self._unprepared_forward(backward, fn):
+            return None  # the loss's forward runs a module no prepare() wrapped: no DDP to sync
         if by and launched_engine(self.program) == "DeepSpeed":
             # `accelerate launch --config_file gpu.yaml` whose config picks DeepSpeed alone: the
             # engine accumulates (the Accelerator's gradient_accumulation_steps) and reduces at
@@ -439,7 +535,8 @@ class AccumulationFacts:
                 # after the call (ZeroVL's runner)
                 stepped = self._step_after_call(fn)
                 if stepped is not None:
-                    return self._fact(backward, fn, loop, stepped, "micro_step_loop", by)
+                    return self._fact(backward, fn, loop, stepped, "micro_step_loop", by,
+                                      period_option=self._loop_period(fn, loop))
         else:
             return None
         after = [c for c, cond in _loop_calls(body, False, skip=loop) if self._step(c, fn)
@@ -461,7 +558,8 @@ class AccumulationFacts:
                      and c.lineno > loop.lineno] if outer is not None else []
         if not after:
             return None
-        return self._fact(backward, fn, loop, loc(fn, after[0]), "micro_step_loop", by)
+        return self._fact(backward, fn, loop, loc(fn, after[0]), "micro_step_loop", by,
+                          period_option=self._loop_period(fn, loop))
 
     def _period_option(self, fn: Function, loop: ast.AST, step: ast.Call) -> Optional[str]:
         """`args.accum_iter` in `if (i + 1) % args.accum_iter == 0:` around the step (or in the
@@ -480,6 +578,17 @@ class AccumulationFacts:
                     option = last_name(value) if isinstance(value, ast.Attribute) else None
                     if option and self._defaults_to_one(option):
                         return text(value)
+                if isinstance(period, ast.Name) and self._constant_one(period, fn) == "overridable":
+                    return period.id
+        return None
+
+    def _loop_period(self, fn: Function, loop: ast.AST) -> Optional[str]:
+        """`for micro_step in range(gradient_accumulation_steps):` over a module constant at 1 that
+        the module's run-time configurator may raise (see _constant_one): the name, else None."""
+        if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) == "range" \
+                and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], ast.Name) and \
+                self._constant_one(loop.iter.args[0], fn) == "overridable":
+            return loop.iter.args[0].id
         return None
 
     def _step_after_call(self, fn: Function) -> Optional[Location]:

@@ -19,6 +19,7 @@ from ddpdoctor.lint import (batch_flags, data_keys, data_sized, multi_node, no_s
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
+from ddpdoctor.lint.no_sync import SYNC_WORDS
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
 from ddpdoctor.lint.patterns import env_key, kept_parameters, last_name, passing_loader_class, text
@@ -143,9 +144,6 @@ _NO_ACCUMULATOR = frozenset({"Accelerator", "GradientAccumulationPlugin", "Simpl
                              "EasyDict", "edict", "AttrDict"})
 
 
-# What skips DDP's all-reduce for a backward: the model's own switches, and Lightning Fabric's
-# context over its wrapped model (`with fabric.no_backward_sync(model, enabled=accumulating):`)
-NO_SYNC_SWITCHES = frozenset({"no_sync", "require_backward_grad_sync", "no_backward_sync"})
 
 
 def build(program: Program, script: str) -> LintFacts:
@@ -203,7 +201,7 @@ def build(program: Program, script: str) -> LintFacts:
     syncing = set()  # the files that mention no_sync
     for f in program.files:
         attrs = {n.attr for n in f.of(ast.Attribute)}
-        if attrs & NO_SYNC_SWITCHES:
+        if attrs & SYNC_WORDS:
             syncing.add(id(f))
         # (`Accelerator(gradient_accumulation_steps=K)` itself skips no sync: its backward()
         # only divides the loss by K; the sync is skipped inside `accelerator.accumulate(model)`)
@@ -216,7 +214,7 @@ def build(program: Program, script: str) -> LintFacts:
     # several backends' methods may be the one that syncs)
     called = {t for fn in builder.functions for e in fn.events if e.kind in ("call", "ref")
               for t in (*e.targets, *e.weak)} if syncing else set()
-    no_sync = any(isinstance(n, ast.Attribute) and n.attr in NO_SYNC_SWITCHES
+    no_sync = any(isinstance(n, ast.Attribute) and n.attr in SYNC_WORDS
                   for fn in builder.functions
                   if id(fn.file) in syncing and (isinstance(fn.node, ast.Module) or fn in called
                                                  or fn.name.startswith("on_"))

@@ -98,8 +98,11 @@ class LoaderFact:
     # prepare() takes named objects of its own function): no sampler is inserted, and a training
     # loop that iterates it reads the whole dataset on every process
     unprepared: bool = False
-    # its dataset is a local map-style class that keeps one rank's share of the items itself
+    # its dataset is a local map-style class that keeps one rank's share of the items itself, or
+    # a split of a whole by the rank (`Subset(ds, range(rank * n, ...))`: split_at says where)
     keeps_rank_share: bool = False
+    split_at: str = ""
+    prepared_at: str = ""  # the accelerator.prepare() call it is handed to, where one names it
     # a test around the DataLoader call that the options, as launched, make false (`elif
     # args.task == "classification":` with --task defaulting to another): "" where none is
     off_at_launch: str = ""
@@ -143,6 +146,17 @@ class SamplerFact:
     # a set_epoch on the name before the pass builds the sampler anew under it (_rebuilt_after):
     # it sets the previous pass's sampler
     set_epoch_stale: Optional[Location] = None
+    # the dataset's items are picked or ordered by a draw from a process's global random stream
+    # that nothing seeds (`torch.randperm(n)` in its constructor, `random_split(ds, [a, b])`
+    # with no generator): each rank draws its own, so the ranks shard different datasets
+    drawn_apart: str = ""
+
+
+# Draws that pick or order a dataset's items from a process's global random stream (a split, a
+# permutation, a shuffle): unseeded, each process draws its own.
+ITEM_DRAWS = frozenset({"torch.randperm", "numpy.random.permutation", "numpy.random.shuffle", "random.shuffle",
+                        "random.sample", "torch.utils.data.random_split",
+                        "sklearn.model_selection.train_test_split"})
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -261,6 +275,7 @@ class LoaderFacts:
         prepared_fields: dict[str, set] = {}
         prepared_names: set[str] = set()
         unseen = False  # a prepare() whose arguments the source does not name here
+        sites: dict[str, str] = {}  # a prepared name -> the first prepare() handed it
         for fn, call, _, _ in self.calls():
             if last_name(call.func) in ("prepare", "prepare_data_loader") and isinstance(call.func, ast.Attribute):
                 conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
@@ -271,6 +286,7 @@ class LoaderFacts:
                     if index in dropped:
                         continue  # `model, opt, _ = accelerator.prepare(model, opt, loader)`: the original is read
                     prepared.add(last_name(arg) or "")
+                    sites.setdefault(last_name(arg) or "", str(loc(fn, call)))
                     if _self_field(arg) and fn.cls is not None:
                         prepared_fields.setdefault(arg.attr, set()).add(fn.cls)
                     else:
@@ -325,6 +341,7 @@ class LoaderFacts:
             # (a builder's loader is prepared under the name its callers bind it to)
             handed = handed or (framework == "accelerate" and bool(name) and
                                 bool((self._names_outside(fn, name) - {name}) & prepared))
+            split = self._rank_split_at(dataset, fn) if handed and dataset is not None else None
             found.append(LoaderFact(
                 seeded_alike=self._seeded_alike(),
                 sequential=sampler is not None and _sequential(self.program, sampler, fn),
@@ -377,7 +394,11 @@ class LoaderFacts:
                 prepared_by="accelerate" if framework == "accelerate" and handed else None,
                 prepared_under=switched.get(name, "") if name else "",
                 apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn),
-                keeps_rank_share=handed and dataset is not None and self._keeps_rank_share(dataset, fn),
+                keeps_rank_share=handed and dataset is not None and (self._keeps_rank_share(dataset, fn)
+                                                                     or split is not None),
+                split_at=str(split or ""),
+                prepared_at=next((sites[n] for n in sorted({name} | self._names_outside(fn, name)) if n in sites), "")
+                if handed else "",
                 unprepared=framework == "accelerate" and not handed and not unseen and bool(prepared)
                 and dataset is not None and self._stored_dataset(dataset, fn)
                 and not any(n is call for c in self._prepare_calls() for n in walk(c))))
@@ -419,6 +440,25 @@ class LoaderFacts:
             classes.append(target)
         return bool(classes) and all(
             KEEPS_RANK_SHARE.search(source_lines(k.file.lines, k.node)) for k in classes)
+
+    def _rank_split_at(self, dataset: ast.AST, fn: Function) -> Optional[Location]:
+        """Where a value the loader's dataset may be picks this rank's items from a whole, or None:
+        `Subset(ds, indices)` over indices built from the rank (`range(rank * per, rank * per +
+        per)`), `items[rank::world]`, `parts[rank]`. Not a dataset that only hands the rank on or
+        seeds by it (`ds.shuffle(seed=seed + rank)` still holds every item). The bindings that
+        reach the loader (flow: `if n > 1: ds = Subset(ds, mine)` then `DataLoader(ds)` reads
+        that side, not a stream built on the other side of an `if`/`else` for another loader)."""
+        flow = reaching.reaching_values(fn.node, dataset.id, dataset) \
+            if dataset.__class__ is ast.Name and fn.node is not None else None
+        values = [(dataset, fn)] + ([(v, fn) for v in flow] if flow is not None
+                                    else self.program.values_of(dataset, fn, 2))
+        for value, scope in values:
+            if value.__class__ is ast.Call and last_name(value.func) == "Subset" and len(value.args) >= 2 and \
+                    self.mentions_rank(value.args[1], scope, strict=True):
+                return loc(scope, value)
+            if value.__class__ is ast.Subscript and self.mentions_rank(value.slice, scope, strict=True):
+                return loc(scope, value)
+        return None
 
     def _prepare_calls(self) -> list:
         """Every `x.prepare(...)` / `x.prepare_data_loader(...)` call of the program."""
@@ -1729,10 +1769,12 @@ class LoaderFacts:
                 and not (keyword(call, "epoch") is not None and not isinstance(keyword(call, "epoch"), ast.Constant)),
                 set_epoch=matched, constant_epoch=constant, pinned_epoch=pinned, across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
+                drawn_apart=self._drawn_apart(dataset, fn) if dataset is not None else "",
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
                 set_epoch_once=matched[0] if matched and once and matched_calls and across else None,
                 unset_loop=self._loop_without_set_epoch(names, matched_calls, set_epochs) if matched_calls and across else None,
-                epoch_set_by=self._prepared_loader(loader_at, by_line) or self._ignite_sets_epoch(names),
+                epoch_set_by=self._prepared_loader(loader_at, by_line) or self._ignite_sets_epoch(names)
+                or self._fabric_sets_epoch(loader_at, by_line),
                 run_by=next((self._engine_runs()[n] for n in sorted(names) if n in self._engine_runs()), None),
                 unread=loader_at is None and _never_read(fn, name), set_epoch_off=None if matched else off,
                 set_epoch_stale=None if matched else stale))
@@ -2184,6 +2226,77 @@ class LoaderFacts:
                             not is_const(passes, 0, 1) and (name := last_name(call.args[0])):
                         found.setdefault(name, loc(fn, call))
         return found
+
+    def _drawn_apart(self, dataset: ast.AST, fn: Function) -> str:
+        """Where (and what) an unseeded draw picks or orders the dataset's items ("" if none): the
+        dataset is made by a local class whose constructor draws (ITEM_DRAWS: `entry_ids =
+        torch.randperm(n)`, then keeps `index_map[entry_ids[k:]]`), or split by a draw with no
+        seed of its own (`train, val = random_split(ds, [a, b])` with no generator=,
+        `train_test_split(...)` with no random_state=). Only where the program seeds nothing at
+        all: any seeding (alike or per rank) is for the other rules to weigh."""
+        if self._seeds_anything():
+            return ""
+        program = self.program
+        if program.ranks.live_spawn_targets() and fn not in self._spawn_reach():
+            return ""  # (the launcher draws once and hands the datasets to the ranks it starts)
+        # (`train, val = random_split(...)`: the call an unpacking takes its items from)
+        unpacked = reaching.reaching_values(fn.node, dataset.id, dataset, unpacked=True) \
+            if dataset.__class__ is ast.Name and fn.node is not None else None
+        for value, scope in [(dataset, fn), *program.values_of(dataset, fn, 2), *((v, fn) for v in unpacked or ())]:
+            for call in (c for c in walk(value) if c.__class__ is ast.Call):
+                draw = self._unseeded_draw(call, scope)
+                if draw:
+                    return draw
+                target = program._callee_symbol(call.func, scope)
+                if target.__class__ is Klass:
+                    init = next((k.methods.get("__init__") for k in [target, *program.bases(target)]
+                                 if "__init__" in k.methods), None)
+                    for inner in (init.own_calls if init is not None and init.node is not None else ()):
+                        draw = self._unseeded_draw(inner, init)
+                        if draw:
+                            return draw
+        return ""
+
+    def _unseeded_draw(self, call: ast.Call, fn: Function) -> str:
+        full = self.program.qualify(call.func, fn) or ""
+        if full not in ITEM_DRAWS:
+            return ""
+        if keyword(call, "generator") is not None or (full.endswith("random_split") and len(call.args) > 2):
+            return ""  # (its own generator: seeded or not, that one is the caller's)
+        if full.endswith("train_test_split") and keyword(call, "random_state") is not None and \
+                not is_const(keyword(call, "random_state"), None):
+            return ""
+        return f"{text(call, 60)} at {loc(fn, call)}"
+
+    def _seeds_anything(self) -> bool:
+        """Some call of the program seeds a random stream (`torch.manual_seed`, `np.random.seed`,
+        `random.seed`, `seed_everything`, `set_seed`, a local `fix_seed` helper...): asked once."""
+        found = self.__dict__.get("_seeds_any")
+        if found is None:
+            found = self.__dict__["_seeds_any"] = any(
+                "seed" in (name := (last_name(call.func) or "").lower()) and name not in ("initial_seed", "get_seed")
+                for _, call, _, _ in self.calls())
+        return found
+
+    def _fabric_sets_epoch(self, loader_at: Optional[Location], by_line: dict) -> str:
+        """The loader the sampler feeds is handed to Lightning Fabric's `setup_dataloaders` (by
+        name, or appended to a list spread into it: `dls.append(dl)`, `setup_dataloaders(*dls)`):
+        Fabric's loader sets the epoch on its sampler and batch sampler at every `iter()` ("" if
+        not)."""
+        fact = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
+        if fact is None or not fact.name or not self.program.uses_lightning():
+            return ""
+        for fn, call, _, _ in self.calls():
+            if last_name(call.func) != "setup_dataloaders":
+                continue
+            for arg in call.args:
+                spread = arg.value if isinstance(arg, ast.Starred) else None
+                if last_name(arg) == fact.name or (isinstance(spread, ast.Name) and any(
+                        isinstance(c.func, ast.Attribute) and c.func.attr == "append" and
+                        last_name(c.func.value) == spread.id and c.args and last_name(c.args[0]) == fact.name
+                        for c in fn.own_calls)):
+                    return f"Lightning Fabric's setup_dataloaders at {loc(fn, call)}"
+        return ""
 
     def _ignite_sets_epoch(self, names: set) -> str:
         """ignite's `setup_common_training_handlers(trainer, train_sampler=sampler)` handed one of

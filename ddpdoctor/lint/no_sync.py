@@ -17,7 +17,9 @@ from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import ddp_class, text
 
 Function = Any
-SYNC_WORDS = ("no_sync", "require_backward_grad_sync")
+# What skips DDP's all-reduce for a backward: the model's own switches, and Lightning Fabric's
+# context over its wrapped model (`with fabric.no_backward_sync(model, enabled=accumulating):`)
+SYNC_WORDS = frozenset({"no_sync", "require_backward_grad_sync", "no_backward_sync"})
 
 
 def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:

@@ -485,14 +485,16 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         if program.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
                 "accelerator" in owner or made_by(program, receiver, fn, "Accelerator")):
             return f"accelerator.{name}()"
-        if name == "save_state" and program.uses("accelerate") and (
+        if name in ("save_state", "load_state") and program.uses("accelerate") and (
                 "accelerator" in owner or made_by(program, receiver, fn, "Accelerator")):
+            # (load_state alike: under FSDP its model loading starts with wait_for_everyone and
+            # loads through FSDP's collectives; under DeepSpeed each engine loads its partition)
             engine = sharded_engine(program)
             chosen = launched_engine(program, proven=True)
             if chosen:
-                return f"accelerator.save_state() {CHOSEN_SAVE.format(chosen)}"
+                return f"accelerator.{name}() {CHOSEN_SAVE.format(chosen)}"
             if engine:
-                return f"accelerator.save_state() {SHARDED_SAVE.format(engine)}"
+                return f"accelerator.{name}() {SHARDED_SAVE.format(engine)}"
         if program.uses_lightning():
             if isinstance(receiver, ast.Name) and receiver.id == "self":
                 if name in ("log", "log_dict") and truthy(keyword(call, "sync_dist")):
@@ -869,7 +871,7 @@ SHARDED_SAVE = "(every process takes part under {})"
 # The same where the launches beside the script name an Accelerate config that picks that engine
 # (`accelerate launch --config_file configs/gpu.yaml train.py`): the run as launched takes part on
 # every process (an error, as any proven collective under a rank test).
-CHOSEN_SAVE = "(every rank saves under {}, the engine of the Accelerate config the launch beside the script names)"
+CHOSEN_SAVE = "(every rank takes part under {}, the engine of the Accelerate config the launch beside the script names)"
 
 
 def launched_engine(program: Program, proven: bool = False) -> str:
@@ -926,8 +928,8 @@ def sharded_engine(program: Program) -> str:
                     lowered = word.lower()
                     if "deepspeed" in lowered:
                         words.add("DeepSpeed")
-                    elif "fsdp" in lowered:
-                        words.add("FSDP")
+                    elif "fsdp" in lowered or "fullyshardeddataparallel" in lowered:
+                        words.add("FSDP")  # (also the plugin by its full name: FullyShardedDataParallelPlugin)
         script = next((f for f in program.files if not f.module), None)
         if not words and script is not None and program.uses("accelerate"):
             # `accelerate launch --config_file configs/gpu.yaml` with `distributed_type: DEEPSPEED`
@@ -955,7 +957,8 @@ def sharded_save(op: str) -> bool:
     """The op is a collective only under an engine the source names but does not prove chosen:
     accelerator.save_state() in a script that prepares for DeepSpeed or FSDP, an optimizer's
     consolidate_state_dict() where the optimizer's class is not shown."""
-    return (op.startswith("accelerator.save_state()") and "every process takes part" in op) or \
+    return (op.startswith(("accelerator.save_state()", "accelerator.load_state()"))
+            and "every process takes part" in op) or \
         op.endswith(SHARDED_OPTIMIZER) or op.endswith(ZERO3_GATHER)
 
 

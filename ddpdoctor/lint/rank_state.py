@@ -572,7 +572,7 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
                 # (a name bound to the result alone: `loss = accelerator.reduce(loss)` after a test on
                 # the rank's own loss leaves that test the rank's; the set here is not by flow)
                 names.update(name for name, values in fn.bindings.items()
-                             if values and all(v is node for _, v in values))
+                             if values and all(_read_off(v) is node for _, v in values))
                 continue
             if not forwards and op.startswith((DDP_FORWARD, DDP_BACKWARD)):
                 continue
@@ -593,6 +593,21 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
     names |= _round_tripped(fn, names)
     found = fn.__dict__[key] = frozenset(names)
     return found
+
+
+def _read_off(value: ast.AST, hops: int = 3) -> ast.AST:
+    """The call a number is read off (`acc.reduce(t, "sum").item()`, `float(x.cpu())`): the
+    value itself where it is no such reading."""
+    for _ in range(hops):
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and \
+                value.func.attr in ("item", "cpu", "detach", "tolist") and not value.args:
+            value = value.func.value
+        elif value.__class__ is ast.Call and value.func.__class__ is ast.Name and \
+                value.func.id in ("float", "int") and len(value.args) == 1:
+            value = value.args[0]
+        else:
+            break
+    return value
 
 
 def _round_tripped(fn: Function, shared: set) -> set:

@@ -40,6 +40,8 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
         top = isinstance(fn.node, ast.Module)  # there the module's own names are the flag
         mine = {name: handler for (module, name), handler in written.items() if module == id(fn.module)
                 and (top or (name not in fn.bindings and name not in fn.params))}
+        # and a parameter every call hands the flag (`train_epoch(..., stop_event=_stop_event)`)
+        mine.update(_handed(fn, written))
         if not mine or not any(n.__class__ is ast.Name and n.id in mine for n in fn.own):
             continue
         shared = rank_state._shared(builder, fn)
@@ -61,6 +63,21 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
     return found
 
 
+def _handed(fn: Function, written: dict) -> dict:
+    """fn's parameters that every call of fn hands a signal flag of the caller's module by name
+    (not rebound in fn): the flag, read under the parameter's name."""
+    found = {}
+    for param in fn.params:
+        given = fn.arguments.get(param, [])
+        if not given or fn.bindings.get(param):
+            continue
+        flags = [written.get((id(caller.module), value.id)) if value.__class__ is ast.Name else None
+                 for value, caller in given]
+        if all(flags):
+            found[param] = flags[0]
+    return found
+
+
 def _handler_state(builder: Builder) -> dict[tuple[int, str], tuple[Function, int]]:
     """(id(module), name) -> (handler, line) for each module-level name a signal handler of the
     reached code sets: `flag["stop"] = True`, `state.stop = True`, `global stop; stop = True`."""
@@ -77,6 +94,13 @@ def _handler_state(builder: Builder) -> dict[tuple[int, str], tuple[Function, in
                 if base is target and base.id not in declared:
                     continue  # a plain local of the handler
                 out.setdefault((id(handler.module), base.id), (handler, node.lineno))
+        # `_stop_event.set()` of a module-level `threading.Event()` (MeshGraphNets' shutdown flag)
+        for call in handler.own_calls:
+            func = call.func
+            if func.__class__ is ast.Attribute and func.attr == "set" and not call.args and \
+                    func.value.__class__ is ast.Name and func.value.id not in handler.bindings and \
+                    func.value.id not in handler.params and func.value.id != "self":
+                out.setdefault((id(handler.module), func.value.id), (handler, call.lineno))
     return out
 
 

@@ -31,7 +31,7 @@ from typing import Iterator, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import children, own_nodes, param_defaults, walk
 from ddpdoctor.lint.options import option_defaults
-from ddpdoctor.lint.patterns import dotted, keyword, last_name, text
+from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
 
 RANK_WORDS = re.compile(r"rank|process_index|local_process|node_id", re.IGNORECASE)
 # Values the worker's own (per-rank, when the rank's generator is) state gives, and entropy.
@@ -389,6 +389,14 @@ def _made_by_helper(value: ast.AST, index: _Files) -> Optional[tuple[list[ast.Ca
     returned = {r.value.id for r in walk(helper) if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
     seeds = [c for c in walk(helper) if isinstance(c, ast.Call) and last_name(c.func) == "manual_seed"
              and c.args and isinstance(c.func, ast.Attribute) and dotted(c.func.value) in returned]
+    # `generator = torch.manual_seed(seed); ...; return generator` (or `return torch.manual_seed(
+    # seed)`): torch.manual_seed hands back the default generator it seeded (ActionFormer's
+    # fix_random_seed, whose result the training loader is given as generator=)
+    seeds += [n.value for n in walk(helper) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+              and last_name(n.value.func) == "manual_seed" and n.value.args
+              and any(isinstance(t, ast.Name) and t.id in returned for t in n.targets)]
+    seeds += [r.value for r in walk(helper) if isinstance(r, ast.Return) and isinstance(r.value, ast.Call)
+              and last_name(r.value.func) == "manual_seed" and r.value.args]
     if not seeds:
         return None
     params = _params(helper)
@@ -486,26 +494,62 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
                 continue
         generator = keyword(node, "generator") if "generator" not in kept(node) else None
         if generator is not None and workers is not None:
-            seeds = _generator_seeds(generator, owner, source.tree, node.lineno)
-            judge = _Judge(index, source.tree, {}, worker_init=False)
-            made = None
-            if not seeds:
-                # `generator=make_gen(seed)`, or `gen = make_gen(seed)` then `generator=gen`
-                bound = _assigned(owner or source.tree, generator.id) if isinstance(generator, ast.Name) else [generator]
-                made = _made_by_helper(bound[0], index) if len(bound) == 1 else None
-            if made is not None:
-                # `generator=make_gen(cfg.seed)` whose `g.manual_seed(seed); return g` (PANGAEA):
-                # the seed is what the call hands the helper's parameter (told in the helper's file)
-                seeds, given, home = made
-                if seeds and given is not None and judge.value(given, owner) == _GLOBAL:
-                    found.append(UnrankedSeed(where, "generator", "", [text(s) for s in seeds],
-                                              Location(home.display, seeds[0].lineno)))
-                continue
-            if seeds and all(max((judge.value(a, owner) for a in _seed_args(s)), default=_UNKNOWN)
-                             == _GLOBAL for s in seeds):
-                found.append(UnrankedSeed(where, "generator", last_name(init) if init is not None else "",
-                                          [text(s) for s in seeds], Location(source.display, seeds[0].lineno)))
+            hit = _generator_verdict(generator, owner, source, node.lineno, index, init, where)
+            if hit is not None:
+                found.append(hit)
     return found
+
+
+def _generator_verdict(generator: ast.AST, owner, source, line: int, index: _Files, init, where: Location,
+                       depth: int = 1) -> Optional[UnrankedSeed]:
+    """A loader's `generator=` seeded the same on every rank: `g.manual_seed(seed)` in its scope,
+    a local helper that seeds the generator it returns (`make_gen(seed)`, `torch.manual_seed(seed)`
+    handed back), or - for a builder's parameter - what every call of the builder hands it
+    (`make_loader(ds, sampler, True, rng)` with `rng = fix_random_seed(cfg.seed)`)."""
+    seeds = _generator_seeds(generator, owner, source.tree, line)
+    judge = _Judge(index, source.tree, {}, worker_init=False)
+    made = None
+    if not seeds:
+        # `generator=make_gen(seed)`, or `gen = make_gen(seed)` then `generator=gen`
+        bound = _assigned(owner or source.tree, generator.id) if isinstance(generator, ast.Name) else [generator]
+        made = _made_by_helper(bound[0], index) if len(bound) == 1 else None
+        if not bound and depth > 0 and isinstance(generator, ast.Name) and owner is not None and \
+                not isinstance(owner, ast.Module) and generator.id in _params(owner):
+            return _handed_generator(generator.id, owner, index, init, where, depth - 1)
+    if made is not None:
+        # `generator=make_gen(cfg.seed)` whose `g.manual_seed(seed); return g` (PANGAEA):
+        # the seed is what the call hands the helper's parameter (told in the helper's file)
+        seeds, given, home = made
+        if seeds and given is not None and judge.value(given, owner) == _GLOBAL:
+            return UnrankedSeed(where, "generator", "", [text(s) for s in seeds], Location(home.display, seeds[0].lineno))
+        return None
+    if seeds and all(max((judge.value(a, owner) for a in _seed_args(s)), default=_UNKNOWN) == _GLOBAL for s in seeds):
+        return UnrankedSeed(where, "generator", last_name(init) if init is not None else "",
+                            [text(s) for s in seeds], Location(source.display, seeds[0].lineno))
+    return None
+
+
+def _handed_generator(param: str, builder: ast.AST, index: _Files, init, where: Location,
+                      depth: int) -> Optional[UnrankedSeed]:
+    """The generator a builder's parameter holds, judged where the calls of the builder (by its
+    name, a positional or keyword argument) make it: the loader one of them builds draws its
+    workers' seeds from a generator seeded alike on every rank (`make_loader(train, True, rng)`
+    beside `make_loader(test, False, None)`: the training call's loader), else None."""
+    positional = [a.arg for a in builder.args.args]
+    place = positional.index(param) - (1 if positional[:1] == ["self"] else 0) if param in positional else None
+    calls = [(source, c) for source in index.sources for c in source.of(ast.Call) if last_name(c.func) == builder.name]
+    for source, call in calls:
+        given = next((k.value for k in call.keywords if k.arg == param), None)
+        if given is None and place is not None and place < len(call.args) and \
+                not any(isinstance(a, ast.Starred) for a in call.args[:place + 1]):
+            given = call.args[place]
+        if given is None or is_const(given, None):
+            continue  # (left at its default, or handed None: no generator of the caller's)
+        hit = _generator_verdict(given, index.owner.get(id(call)) or source.tree, source, call.lineno, index,
+                                 init, where, depth)
+        if hit is not None:
+            return hit
+    return None
 
 
 def _field_read(node: ast.AST) -> bool:
