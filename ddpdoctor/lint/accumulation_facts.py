@@ -37,7 +37,15 @@ def _rewrites_globals(file) -> bool:
     """The module runs text or writes its globals by name (`exec(open("configurator.py").read())`,
     `globals()[key] = value`, `globals().update(...)`): any of its constants may be another
     value at run time."""
-    return any(n.func.__class__ is ast.Name and n.func.id in ("exec", "globals") for n in file.of(ast.Call))
+    def globals_call(node: ast.AST) -> bool:
+        return node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "globals"
+
+    # (`globals().items()` only reads them: nanoGPT's `config_keys` list)
+    return any(n.func.__class__ is ast.Name and n.func.id == "exec" for n in file.of(ast.Call)) or any(
+        n.func.__class__ is ast.Attribute and n.func.attr in ("update", "__setitem__", "setdefault")
+        and globals_call(n.func.value) for n in file.of(ast.Call)) or any(
+        t.__class__ is ast.Subscript and globals_call(t.value)
+        for n in file.of(ast.Assign) for t in n.targets)
 
 
 @dataclass

@@ -531,20 +531,10 @@ def _shared(builder: Builder, fn: Function) -> frozenset:
     return shared_names(builder.program, fn)
 
 
-def _grad_norm_of(value: ast.Call, hops: int = 3) -> bool:
+def _grad_norm_of(value: ast.Call) -> bool:
     """`clip_grad_norm_(...)`, or `.item()` / `float()` / `.cpu()` of one."""
-    for _ in range(hops):
-        if (last_name(value.func) or "").startswith("clip_grad_norm"):
-            return True
-        if isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "cpu", "detach") and \
-                isinstance(value.func.value, ast.Call):
-            value = value.func.value
-        elif isinstance(value.func, ast.Name) and value.func.id in ("float", "int") and value.args and \
-                isinstance(value.args[0], ast.Call):
-            value = value.args[0]
-        else:
-            return False
-    return False
+    read = _read_off(value)
+    return read.__class__ is ast.Call and (last_name(read.func) or "").startswith("clip_grad_norm")
 
 
 def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
@@ -596,8 +586,8 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
 
 
 def _read_off(value: ast.AST, hops: int = 3) -> ast.AST:
-    """The call a number is read off (`acc.reduce(t, "sum").item()`, `float(x.cpu())`): the
-    value itself where it is no such reading."""
+    """The call a number is read off (`acc.reduce(t, "sum").item()`, `float(x.cpu())`,
+    `clip_grad_norm_(...).item()`): the value itself where it is no such reading."""
     for _ in range(hops):
         if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and \
                 value.func.attr in ("item", "cpu", "detach", "tolist") and not value.args:

@@ -637,3 +637,8 @@ def test_a_wrapper_built_after_prepare_holds_the_ddp_module(tmp_path):
     code = WRAPPED_FIRST.replace("{order}", "self.net, self.opt = self.accelerator.prepare(self.net, self.opt)\n"
                                             "        self.wrapper = LossWrapper(self.net)")
     assert at(lint_one(tmp_path, code), "DDP805") == [(line_of(code, "# the backward"), "warning")]
+
+
+def test_a_module_that_only_reads_its_globals_keeps_the_period_at_one(tmp_path):
+    code = MICRO_STEPS.replace("{configure}", "settings = {k: v for k, v in globals().items() if not k.startswith('_')}")
+    assert at(lint_one(tmp_path, code), "DDP805") == []
