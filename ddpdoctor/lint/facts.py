@@ -205,7 +205,10 @@ def build(program: Program, script: str) -> LintFacts:
             syncing.add(id(f))
         # (`Accelerator(gradient_accumulation_steps=K)` itself skips no sync: its backward()
         # only divides the loss by K; the sync is skipped inside `accelerator.accumulate(model)`)
-        accumulate = accumulate or "accumulate" in attrs or \
+        # (called: `with accelerator.accumulate(model):`; a field named so, `self.accumulate = 4`,
+        # is a count, not the context)
+        accumulate = accumulate or any(c.func.__class__ is ast.Attribute and c.func.attr == "accumulate"
+                                       for c in f.of(ast.Call)) or \
             any(kw.arg == "gradient_accumulation_steps" for c in f.of(ast.Call)
                 if last_name(c.func) not in _NO_ACCUMULATOR for kw in c.keywords)
     # only where it can run: a helper nothing calls (EDM's `ddp_sync`, imported with the module

@@ -642,3 +642,9 @@ def test_a_wrapper_built_after_prepare_holds_the_ddp_module(tmp_path):
 def test_a_module_that_only_reads_its_globals_keeps_the_period_at_one(tmp_path):
     code = MICRO_STEPS.replace("{configure}", "settings = {k: v for k, v in globals().items() if not k.startswith('_')}")
     assert at(lint_one(tmp_path, code), "DDP805") == []
+
+
+def test_a_count_named_accumulate_is_not_accelerates_context(tmp_path):
+    code = TWO_TRAINERS.replace("self.micro_steps", "self.accumulate").replace("micro_steps=4", "accumulate=4")
+    code = code.replace("{body}", "self.accelerator.backward(self.model(torch.randn(2, 4)).sum())  # the backward")
+    assert at(lint_one(tmp_path, code), "DDP805") == [(line_of(code, "# the backward"), "warning")]
