@@ -72,7 +72,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         switch and wraps its own DDP model on the other is judged on its DDP side, as a warning
         naming the switch. A builder's loader counts as training only on the ways in whose
         constants reach it (`make_loader(cfg, train=True)` never builds the `else:` side of
-        `if train:`).
+        `if train:`). A loader built only past a setting read with an off default (`if
+        cfg.get("hard_mining", False): loader = rebuild(...)`, there or around every call of its
+        builder) is a warning that starts with that setting: the config decides.
 
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
@@ -171,12 +173,16 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         elif apart:
             message = (f"built apart from Accelerate (no accelerator.prepare() takes it; the script sets "
                        f"up its own process group too): {message}")
+        switched = getattr(loader, "switched_on", "")
+        if switched:  # built only where a setting that is off unless a config sets it is on
+            message = f"if `{switched}` holds (a setting off by default): {message}"
         configured = getattr(loader, "other_branch_distributed", "")
         if configured:  # the other side of a configuration test handles the distributed switch
             message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
                        f"(the other side handles the process group's switch, this one does not): {message}")
         problems.append(Problem(
-            severity=None if loader.trains and not configured and not getattr(loader, "index_ignored", False)
+            severity=None if loader.trains and not configured and not switched
+            and not getattr(loader, "index_ignored", False)
             and not replacement and not both and (not apart or alone) else Severity.WARNING,
             message=message,
             hint=(f"hand the loader itself to accelerator.prepare() and iterate what it returns "

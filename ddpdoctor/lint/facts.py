@@ -171,7 +171,8 @@ def build(program: Program, script: str) -> LintFacts:
             continue
         if distributed is None and sets_up:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
-        if program.ddp_call(call, fn) and not _discarded(fn, call) and not _dropped_by_callers(builder, fn, call):
+        if program.ddp_call(call, fn) and not _discarded(fn, call) and not _dropped_by_callers(builder, fn, call) \
+                and not _never_called(builder, fn):
             ddp = True
         if program.uses("accelerate") and (name == "Accelerator" or name[:1].isupper() and any(
                 c.startswith("accelerate.") and c.endswith(".Accelerator") for c in program.library_classes(call, fn))):
@@ -386,6 +387,20 @@ def _unreached_setup(program: Program, off: set) -> Optional[Location]:
         if script is not None:
             return setup_in_unread(script, read, SETUP_CALLS)
     return None
+
+
+def _never_called(builder, fn) -> bool:
+    """A method of a local class no library runs (no framework base), which no call in the
+    source reaches: live because its class is built, but the DDP wrapper it would make is never
+    made (continual-medseg-distill's `DistContext.wrap_model`, only named in a docstring at the
+    commit before its fix)."""
+    program = builder.program
+    if isinstance(fn.node, ast.Module) or fn.cls is None or fn.name.startswith("__") or \
+            fn in program.entry_functions or fn in program.ranks.live_spawn_targets():
+        return False
+    if any(b.rsplit(".", 1)[-1] not in ("object", "Module") for b in program.library_bases(fn.cls)):
+        return False  # (a framework's class: it may call any method by name)
+    return fn not in builder.callers()
 
 
 def _discarded(fn, call: ast.Call) -> bool:

@@ -103,6 +103,9 @@ class LoaderFact:
     keeps_rank_share: bool = False
     split_at: str = ""
     prepared_at: str = ""  # the accelerator.prepare() call it is handed to, where one names it
+    # a switch read with an off default (`cfg.get("HM", False)`) that every way to the loader
+    # passes: built only where a config turns it on, which the source does not settle
+    switched_on: str = ""
     # a test around the DataLoader call that the options, as launched, make false (`elif
     # args.task == "classification":` with --task defaulting to another): "" where none is
     off_at_launch: str = ""
@@ -150,6 +153,21 @@ class SamplerFact:
     # that nothing seeds (`torch.randperm(n)` in its constructor, `random_split(ds, [a, b])`
     # with no generator): each rank draws its own, so the ranks shard different datasets
     drawn_apart: str = ""
+
+
+def _off_by_default(conds: tuple) -> str:
+    """The first test among conds (as the walker keeps them: each holding conjunct's text) that
+    reads a setting with an off default - `cfg.get("HM", False)`, `opts.get("x", None)`, `0` - the
+    run takes that way only where its config turns the setting on: "" where none does."""
+    for cond, _ in conds:
+        try:
+            tree = ast.parse(cond, mode="eval")
+        except SyntaxError:
+            continue
+        if any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr == "get"
+               and len(n.args) == 2 and is_const(n.args[1], False, None, 0) for n in walk(tree)):
+            return cond
+    return ""
 
 
 # Draws that pick or order a dataset's items from a process's global random stream (a split, a
@@ -342,6 +360,8 @@ class LoaderFacts:
             handed = handed or (framework == "accelerate" and bool(name) and
                                 bool((self._names_outside(fn, name) - {name}) & prepared))
             split = self._rank_split_at(dataset, fn) if handed and dataset is not None else None
+            switched_on = _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ())) or (
+                "" if isinstance(fn.node, ast.Module) else self._reached_switched(fn))
             found.append(LoaderFact(
                 seeded_alike=self._seeded_alike(),
                 sequential=sampler is not None and _sequential(self.program, sampler, fn),
@@ -396,7 +416,7 @@ class LoaderFacts:
                 apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn),
                 keeps_rank_share=handed and dataset is not None and (self._keeps_rank_share(dataset, fn)
                                                                      or split is not None),
-                split_at=str(split or ""),
+                split_at=str(split or ""), switched_on=switched_on,
                 prepared_at=next((sites[n] for n in sorted({name} | self._names_outside(fn, name)) if n in sites), "")
                 if handed else "",
                 unprepared=framework == "accelerate" and not handed and not unseen and bool(prepared)
@@ -440,6 +460,13 @@ class LoaderFacts:
             classes.append(target)
         return bool(classes) and all(
             KEEPS_RANK_SHARE.search(source_lines(k.file.lines, k.node)) for k in classes)
+
+    def _reached_switched(self, fn: Function) -> str:
+        """The off-by-default switch (_off_by_default) every call into fn sits under ("" where some
+        call passes none): `if cfg.get("HM", False) and epoch % k == 0: loader = rebuild(...)`."""
+        sites = [event for _, event in self.callers().get(fn, []) if event.kind == "call"]
+        found = [_off_by_default(getattr(event, "conds", ())) for event in sites]
+        return found[0] if found and all(found) else ""
 
     def _rank_split_at(self, dataset: ast.AST, fn: Function) -> Optional[Location]:
         """Where a value the loader's dataset may be picks this rank's items from a whole, or None:

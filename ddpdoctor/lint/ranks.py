@@ -589,7 +589,7 @@ class RankFlow:
                 return (found if test.body.value else found.negated()) if found is not None else None
             sides = [self.guard(test.body, fn, depth), self.guard(test.orelse, fn, depth)]
             # `get_rank() == 0 if is_dist() else True`: the constant is the not-distributed answer
-            if sum(1 for s in sides if s) == 1 and self.uniform(test.test, fn) and \
+            if sum(1 for s in sides if s) == 1 and (self.uniform(test.test, fn) or _guards_receiver(test)) and \
                     any(isinstance(side, ast.Constant) and isinstance(side.value, bool)
                         for side in (test.body, test.orelse)):
                 return replace(next(s for s in sides if s), text=text(test))
@@ -1492,6 +1492,14 @@ class RankFlow:
             return self.distributed_run(node.operand, fn)
         return _world_compared(node) in (("Eq", 1), ("LtE", 1), ("Lt", 2))
 
+    def _world_size_valued(self, name: ast.Name, fn: Function) -> bool:
+        """Every value the name may hold here (bound, or unpacked from a local helper's return)
+        is the world's size (_world_count)."""
+        # (values_of hands back an unpacked name itself: the helper's element says what it holds)
+        values = [(v, scope) for v, scope in self.program.values_of(name, fn, 1)
+                  if not (v.__class__ is ast.Name and v.id == name.id)] + self.program.unpacked(name.id, fn)
+        return bool(values) and all(_world_count(v) for v, _ in values)
+
     def uniform(self, node: ast.AST, fn: Function, depth: int = 2) -> bool:
         """A test the same on every rank that says whether the run is distributed at all."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -1507,10 +1515,23 @@ class RankFlow:
             return any(_returns(t) and all(self.uniform(r, t, depth - 1) for r in _returns(t))
                        for t in targets)
         if isinstance(node, (ast.Name, ast.Attribute)):
-            return bool(UNIFORM_NAME.search(last_name(node) or "")) or (last_name(node) or "") in self.init_switch_parts
+            if UNIFORM_NAME.search(last_name(node) or "") or (last_name(node) or "") in self.init_switch_parts:
+                return True
+            # by value where the name says nothing: `rank, world, local = ddp_setup()` whose helper
+            # returns `int(os.environ.get("WORLD_SIZE", 1))` (deepjump's `world > 1`)
+            return node.__class__ is ast.Name and depth > 0 and self._world_size_valued(node, fn)
         if isinstance(node, ast.Compare):
             return all(self.uniform(n, fn, depth) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
         return False
+
+
+def _world_count(value: ast.AST) -> bool:
+    """`dist.get_world_size()`, `int(os.environ["WORLD_SIZE"])` (or `.get("WORLD_SIZE", 1)`):
+    the number of processes, the same on every rank."""
+    while value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "int" and value.args:
+        value = value.args[0]
+    return (value.__class__ is ast.Call and last_name(value.func) == "get_world_size") or \
+        env_key(value) == "WORLD_SIZE"
 
 
 def _switch_parts(fn: Function, call: ast.Call) -> set[str]:
@@ -1780,11 +1801,28 @@ def _namespace_of(value: ast.AST) -> Optional[ast.AST]:
     return None
 
 
+def _guards_receiver(test: ast.IfExp) -> bool:
+    """`ctx.is_main_process() if ctx else True` (or `... if ctx is not None else True`): the test
+    asks whether the object the rank test is asked of exists - a distributed context handed in
+    only where the run is distributed; without one, the one process is the main one."""
+    subject = test.test
+    if subject.__class__ is ast.Compare and len(subject.ops) == 1 and subject.ops[0].__class__ is ast.IsNot \
+            and is_const(subject.comparators[0], None):
+        subject = subject.left
+    asked = [side for side in (test.body, test.orelse) if side.__class__ is ast.Call
+             and side.func.__class__ is ast.Attribute]
+    return bool(asked) and dotted(subject) is not None and any(dotted(side.func.value) == dotted(subject)
+                                                               for side in asked)
+
+
 def _default_side(test: ast.IfExp, fn: Any) -> Optional[ast.AST]:
     """`main if save_to_disk is None else save_to_disk` where `save_to_disk` is a parameter of
     fn left at its default None by every call the source shows (a keyword no caller hands):
     the side that default takes; None where that is not settled."""
     t = test.test
+    if t.__class__ is ast.Name:
+        # `ctx.is_main_process() if ctx else True` with ctx left at None: the falsy side
+        t = ast.Compare(left=t, ops=[ast.IsNot()], comparators=[ast.Constant(value=None)])
     if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Is, ast.IsNot))
             and isinstance(t.left, ast.Name) and is_const(t.comparators[0], None)):
         return None

@@ -648,3 +648,160 @@ def test_a_count_named_accumulate_is_not_accelerates_context(tmp_path):
     code = TWO_TRAINERS.replace("self.micro_steps", "self.accumulate").replace("micro_steps=4", "accumulate=4")
     code = code.replace("{body}", "self.accelerator.backward(self.model(torch.randn(2, 4)).sum())  # the backward")
     assert at(lint_one(tmp_path, code), "DDP805") == [(line_of(code, "# the backward"), "warning")]
+
+
+# -------------------------------------------------- holdout 67's shapes (scored before they were read)
+WORLD_BY_VALUE = """
+import os
+from contextlib import nullcontext
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup():
+    rank = int(os.environ.get("RANK", 0))
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    dist.init_process_group("gloo")
+    return rank, world
+
+
+def main(accum=4):
+    rank, {world} = setup()
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        for micro in range(accum):
+            last = micro == accum - 1
+            with model.no_sync() if ({world} > 1 and not last) else nullcontext():
+                model(torch.randn(2, 4)).sum().backward()  # the backward
+        opt.step()
+        opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_world_size_read_by_value_is_no_configuration_switch(tmp_path):
+    code = WORLD_BY_VALUE.replace("{world}", "world")
+    assert at(lint_one(tmp_path, code), "DDP805") == []
+
+
+def test_its_twin_switches_no_sync_on_a_setting(tmp_path):
+    code = WORLD_BY_VALUE.replace("rank, {world} = setup()", "rank, world = setup()\n    fast = world > 1") \
+        .replace("({world} > 1 and not last)", "(fast and not last)").replace("{world}", "world")
+    code = code.replace("    fast = world > 1", "    fast = os.environ.get('FAST') == '1'")
+    assert at(lint_one(tmp_path, code), "DDP805") == [(line_of(code, "# the backward"), "warning")]
+
+
+MAIN_OR_SINGLE = """
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class DistContext:
+    def __init__(self):
+        self._rank = int(os.environ.get("RANK", 0))
+        dist.init_process_group("gloo")
+
+    def is_main_process(self):
+        return self._rank == 0
+
+    def wrap(self, model):
+        return DDP(model)
+
+
+def train(model, opt, dist_ctx=None):
+    is_main = dist_ctx.is_main_process() if dist_ctx else True
+    for epoch in range(3):
+        opt.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+        if is_main:
+            torch.save(model.state_dict(), "last.pt")  # the save
+
+
+def main():
+    ctx = DistContext()
+    model = ctx.wrap(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    {call}
+
+
+main()
+"""
+
+
+def test_a_context_handed_in_makes_its_rank_test_the_guard(tmp_path):
+    code = MAIN_OR_SINGLE.replace("{call}", "train(model, opt, dist_ctx=ctx)")
+    assert at(lint_one(tmp_path, code), "DDP806") == []
+
+
+def test_its_twin_leaves_the_context_at_none_so_every_rank_saves(tmp_path):
+    code = MAIN_OR_SINGLE.replace("{call}", "train(model, opt)")
+    assert at(lint_one(tmp_path, code), "DDP806") == [(line_of(code, "# the save"), "warning")]
+
+
+def test_a_wrapping_method_nothing_calls_builds_no_ddp_model(tmp_path):
+    # (named in a comment, as a docstring's usage example would: the method's class is built, the
+    # method itself never called)
+    code = MAIN_OR_SINGLE.replace("model = ctx.wrap(torch.nn.Linear(4, 1))",
+                                  "model = torch.nn.Linear(4, 1)  # ctx.wrap(model) would wrap it in DDP")
+    code = code.replace("{call}", "train(model, opt, dist_ctx=ctx)")
+    # (the loss made by a library's helper: which module it runs is not in the source)
+    code = code.replace("import torch\n", "import torch\nfrom losses import training_loss\n", 1)
+    code = code.replace("        model(torch.randn(2, 4)).sum().backward()",
+                        "        for micro in range(4):\n            training_loss(model, torch.randn(2, 4)).backward()")
+    assert at(lint_one(tmp_path, code), "DDP805") == []
+    called = code.replace("model = torch.nn.Linear(4, 1)  #", "model = ctx.wrap(torch.nn.Linear(4, 1))  #")
+    assert [f.code for f in lint_one(tmp_path / "called", called)].count("DDP805") == 1
+
+
+SWITCHED_REBUILD = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def rebuild(loader):
+    kept = TensorDataset(torch.randn(32, 4))
+    return DataLoader(kept, batch_size=loader.batch_size, shuffle=True)  # the rebuild
+
+
+def main(cfg):
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4))
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(4):
+        sampler.set_epoch(epoch)
+        if {test} and epoch > 0:
+            loader = rebuild(loader)
+        for (x,) in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main({"mining": True})
+"""
+
+
+def test_a_loader_rebuilt_under_a_setting_off_by_default_is_a_warning_that_says_so(tmp_path):
+    code = SWITCHED_REBUILD.replace("{test}", 'cfg.get("mining", False)')
+    found = lint_one(tmp_path, code)
+    assert at(found, "DDP802") == [(line_of(code, "# the rebuild"), "warning")]
+    assert messages(found, "DDP802")[0].startswith("if `cfg.get('mining', False)` holds")
+
+
+def test_its_twin_rebuilds_on_every_run(tmp_path):
+    code = SWITCHED_REBUILD.replace("{test}", "True")
+    assert at(lint_one(tmp_path, code), "DDP802") == [(line_of(code, "# the rebuild"), "error")]
