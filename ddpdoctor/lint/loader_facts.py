@@ -2288,8 +2288,10 @@ class LoaderFacts:
         full = self.program.qualify(call.func, fn) or ""
         if full not in ITEM_DRAWS:
             return ""
-        if keyword(call, "generator") is not None or (full.endswith("random_split") and len(call.args) > 2):
-            return ""  # (its own generator: seeded or not, that one is the caller's)
+        given = keyword(call, "generator") if keyword(call, "generator") is not None else (
+            call.args[2] if full.endswith("random_split") and len(call.args) > 2 else None)
+        if given is not None and not is_const(given, None):
+            return ""  # (its own generator: seeded or not, that one is the caller's; None is the default one)
         if full.endswith("train_test_split") and keyword(call, "random_state") is not None and \
                 not is_const(keyword(call, "random_state"), None):
             return ""

@@ -805,3 +805,10 @@ def test_a_loader_rebuilt_under_a_setting_off_by_default_is_a_warning_that_says_
 def test_its_twin_rebuilds_on_every_run(tmp_path):
     code = SWITCHED_REBUILD.replace("{test}", "True")
     assert at(lint_one(tmp_path, code), "DDP802") == [(line_of(code, "# the rebuild"), "error")]
+
+
+def test_a_random_split_handed_generator_none_draws_from_the_default_one(tmp_path):
+    code = UNSEEDED_SPLIT.replace("{draw}", "torch.arange(len(items))").replace("{seed}", "pass")
+    code = code.replace('train, valid = Split("train"), Split("valid")',
+                        'train, valid = torch.utils.data.random_split(Split("train"), [200, 40], generator=None)')
+    assert at(lint_one(tmp_path, code), "DDP803") == [(line_of(code, "# the sampler"), "warning")]
