@@ -22,7 +22,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Collectives include every torch.distributed collective (all_reduce, barrier,
         broadcast, all_gather, new_group, ...), the DistributedDataParallel constructor, the
         forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them
-        in every forward), the forward of a FullyShardedDataParallel model (torch's or
+        in every forward; also a DDP model a training helper hands back as it was given,
+        `model, loss = train_one_epoch(model, ...)`), the forward of a FullyShardedDataParallel model (torch's or
         fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off), an
         FSDP model's `state_dict()` (its default FULL_STATE_DICT unshards every parameter; where
         the script chooses a state dict type itself, only inside `with FSDP.state_dict_type(

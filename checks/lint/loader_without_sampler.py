@@ -72,7 +72,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         switch and wraps its own DDP model on the other is judged on its DDP side, as a warning
         naming the switch. A builder's loader counts as training only on the ways in whose
         constants reach it (`make_loader(cfg, train=True)` never builds the `else:` side of
-        `if train:`). A loader built only past a setting read with an off default (`if
+        `if train:`). Each loader a local wrapper class keeps and iterates (`Mixed(loader_a,
+        loader_b)` whose `__iter__` runs `iter(self.loader_b)` too) is read by the loop that
+        iterates the wrapper. A loader built only past a setting read with an off default (`if
         cfg.get("hard_mining", False): loader = rebuild(...)`, there or around every call of its
         builder) is a warning that starts with that setting: the config decides.
 

@@ -13,8 +13,10 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
     What it detects:
         A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
         nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`), or calls
-        it with a constant (`sampler.set_epoch(0)` inside the epoch loop, or a counter set
-        once and never advanced), or calls it only
+        it with a constant (`sampler.set_epoch(0)` inside the epoch loop, a counter set
+        once and never advanced, or a value the loop around the call never moves:
+        `set_epoch(args.epochs)` in `for epoch in range(args.epochs)`, one finding per loop
+        that does it), or calls it only
         in one loop while another loop beside it reads the loader pass after pass (a warm-up's
         epochs before the epoch loop that sets it), or calls it only
         once, before any loop (`sampler.set_epoch(start_epoch - 1)` above the epoch loop: the
@@ -51,17 +53,11 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         if not sampler.shuffle or sampler.sharded_by_rank or getattr(sampler, "unread", False):
             continue  # (a sampler no loader takes orders nothing: the loader is DDP802's)
         if sampler.constant_epoch is not None:
-            problems.append(Problem(
-                message=(f"{sampler.name} (DistributedSampler at {sampler.location}) gets set_epoch with a "
-                         f"constant at {sampler.constant_epoch}" + (
-                             f" (`{pinned}`, set once and never advanced)" if (pinned := getattr(
-                                 sampler, "pinned_epoch", "")) else "")
-                         + ": the shuffle order is the same every epoch"),
-                hint=f"advance `{pinned}` each epoch, or pass the epoch number: sampler.set_epoch(epoch)" if pinned
-                else "pass the epoch number: sampler.set_epoch(epoch)",
-                location=sampler.constant_epoch,
-                evidence={"sampler": sampler.name, "set_epoch": str(sampler.constant_epoch), "constant": True,
-                          "loader_location": str(sampler.loader) if sampler.loader else None}))
+            # one finding per loop whose set_epoch holds still: each repeats its own order
+            for at, pinned, held in [(sampler.constant_epoch, getattr(sampler, "pinned_epoch", ""),
+                                      getattr(sampler, "invariant_epoch", None)),
+                                     *getattr(sampler, "more_constant_epochs", [])]:
+                problems.append(_constant_epoch(sampler, at, pinned, held))
         elif getattr(sampler, "set_epoch_once", None) is not None:
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "
@@ -114,3 +110,20 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                 evidence={"sampler": sampler.name, "set_epoch": None, "constant": False,
                           "loader_location": str(sampler.loader) if sampler.loader else None}))
     return problems
+
+
+def _constant_epoch(sampler, at, pinned: str, held) -> Problem:
+    """set_epoch(<constant>) at `at`: pinned, the name set once and never advanced; held, (the
+    argument, the loop it never changes in)."""
+    return Problem(
+        message=(f"{sampler.name} (DistributedSampler at {sampler.location}) gets set_epoch with a "
+                 f"constant at {at}"
+                 + (f" (`{pinned}`, set once and never advanced)" if pinned else "")
+                 + (f" (`{held[0]}`, which the loop at {held[1]} never changes)" if held else "")
+                 + ": the shuffle order is the same every epoch"),
+        hint=(f"advance `{pinned}` each epoch, or pass the epoch number: sampler.set_epoch(epoch)" if pinned
+              else f"pass the loop's own epoch number, not `{held[0]}`: sampler.set_epoch(epoch)" if held
+              else "pass the epoch number: sampler.set_epoch(epoch)"),
+        location=at,
+        evidence={"sampler": sampler.name, "set_epoch": str(at), "constant": True,
+                  "loader_location": str(sampler.loader) if sampler.loader else None})

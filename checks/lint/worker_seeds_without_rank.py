@@ -34,7 +34,17 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           seeding under a test every caller's constant leaves false (`if eval_time:` in a
           dataset built with the default `eval_time=False`), nor for a seeding helper called only
           under an option the launch leaves off (`if opt.debug: set_random_seed(0)`, --debug a
-          store_true no launch gives).
+          store_true no launch gives) - unless the script stops a distributed run that leaves it
+          unset (`if args.seed is None and args.gpus > 1: raise ...`). A seeding helper called
+          without its seed takes its default as written (`def set_seed(seed=SEED)`, `SEED = 42`
+          above); a library's seeder imported through a local module (`from utils.seed import
+          seed_everything`, which imports Lightning's) is the library's. A worker_init_fn made
+          by a factory (`worker_init_fn=get_seed_worker(seed)`) is judged by what its callers
+          hand the factory, also through a `**options` dict they build, and a loader class picked
+          by a conditional (`cls = FastLoader if cached else DataLoader`) is a DataLoader.
+          Options spread from a method's dict (`**self._loader_kwargs()`) are read. Numbers
+          drawn once where the dataset is made (`np.random.RandomState(0).permutation(n)` for a
+          split) are data, not a draw in the workers.
 
         Not reported: seeds with a rank in them (`seed + rank * num_workers + worker_id`,
         Accelerate's `process_index`), seeds derived from the worker's own state

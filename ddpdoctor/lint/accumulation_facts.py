@@ -15,7 +15,7 @@ from ddpdoctor.lint import no_sync
 from ddpdoctor.lint.defaults import config_settles, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
 from ddpdoctor.lint.program import Function
 
@@ -1308,7 +1308,7 @@ def _own_pass(body: list):
                              ast.ClassDef, ast.Lambda)):
             continue
         yield node
-        todo.extend(ast.iter_child_nodes(node))
+        todo.extend(children(node))
 
 
 def _cleared_by_counter(loop: ast.AST, sides: dict, clears: list, steps: list) -> bool:
@@ -1340,7 +1340,7 @@ def _sides(loop: ast.AST) -> dict[int, tuple]:
             for stmt in node.orelse:
                 visit(stmt, around + ((text(node.test), False),))
             return
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             visit(child, around)
 
     for stmt in loop.body:

@@ -242,6 +242,11 @@ def _decode(kind: Any, value: Any, owner: Any = None, name: str = "") -> Any:
         if element is None:
             raise _Bad(name)
         return [_decode(element, v, owner, name) for v in value]
+    if origin is tuple and args and Ellipsis not in args:
+        # a typed record (`tuple[Location, Location]`): each place by its own type
+        if not isinstance(value, list) or len(value) != len(args):
+            raise _Bad(name)
+        return tuple(_decode(a, v, owner, name) for a, v in zip(args, value))
     if kind is tuple or origin is tuple:
         # Location.called_from: (file, line, callee) triples
         if not isinstance(value, list):

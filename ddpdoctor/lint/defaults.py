@@ -84,9 +84,39 @@ def option_off(test_text: str, program: Program) -> bool:
     if found.group(1) not in defaults:
         return False
     value = defaults[found.group(1)]
+    if value is None and found.group(1) in required_when_distributed(program):
+        return False  # (a distributed launch that leaves it unset stops with the script's own error)
     if test_text.endswith(" is not None"):
         return value is None  # (`--seed=0` given: 0 is not None, the seeding runs)
     return value in (None, False, 0, "")
+
+
+# The words of a test on how the run is launched (several GPUs, nodes, processes).
+_LAUNCH_WORDS = re.compile(r"gpus|nodes|world_size|distributed|ddp|nproc|n_gpu|num_processes", re.IGNORECASE)
+
+
+def required_when_distributed(program: Program) -> frozenset:
+    """The options a distributed launch cannot leave unset: the script raises where one is None
+    and the run is a multi-process one (`if args.seed is None and (args.gpus > 1 or
+    args.num_nodes > 1): raise ValueError("--seed must be specified")`, OpenFold). Worked out once."""
+    found = program.__dict__.get("_required_options")
+    if found is not None:
+        return found
+    names = set()
+    for fn in program.functions:
+        for node in fn.own_of(ast.If):
+            if not node.body or not isinstance(node.body[-1], ast.Raise) or \
+                    not (isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)):
+                continue
+            unset = [v.left.attr for v in node.test.values if isinstance(v, ast.Compare) and len(v.ops) == 1
+                     and isinstance(v.ops[0], ast.Is) and isinstance(v.left, ast.Attribute)
+                     and isinstance(v.comparators[0], ast.Constant) and v.comparators[0].value is None]
+            launch = [v for v in node.test.values if _LAUNCH_WORDS.search(ast.unparse(v))
+                      and not (isinstance(v, ast.Compare) and isinstance(v.left, ast.Attribute) and v.left.attr in unset)]
+            if len(unset) == 1 and launch:
+                names.add(unset[0])
+    found = program.__dict__["_required_options"] = frozenset(names)
+    return found
 
 
 def declared_off(test_text: str, program: Program) -> bool:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (pinned_constants, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
-from ddpdoctor.lint.nodes import source_lines, walk
+from ddpdoctor.lint.nodes import children, source_lines, walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, is_const, keyword, last_name, loader_call,
@@ -21,7 +21,7 @@ from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_con
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.walker import side_conds
-from ddpdoctor.lint.value_flow import unread_by_constructor, reaches_return
+from ddpdoctor.lint.value_flow import loop_invariant, unread_by_constructor, reaches_return
 
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
@@ -146,6 +146,12 @@ class SamplerFact:
     set_epoch_off: Optional[Location] = None
     # constant_epoch's argument where it is a name set once and never advanced (`epoch_iter`)
     pinned_epoch: str = ""
+    # constant_epoch's argument where it is a value the loop around the call never moves
+    # (`set_epoch(args.epoch)` in `for epoch in range(args.epoch)`), and that loop
+    invariant_epoch: Optional[tuple[str, Location]] = None
+    # (constant_epoch, pinned_epoch, invariant_epoch) of further set_epoch calls with a constant,
+    # in other loops over the sampler (a fine-tuning stage's loop, then the main one's)
+    more_constant_epochs: list[tuple[Location, str, Optional[tuple[str, Location]]]] = field(default_factory=list)
     # a set_epoch on the name before the pass builds the sampler anew under it (_rebuilt_after):
     # it sets the previous pass's sampler
     set_epoch_stale: Optional[Location] = None
@@ -1667,6 +1673,8 @@ class LoaderFacts:
             matched = []
             matched_calls: list = []
             constant, pinned = None, ""
+            invariant: Optional[tuple[str, Location]] = None  # (the argument, the loop it stays put in)
+            more: list = []  # the constant set_epoch calls of other loops (each loop repeats its order)
             # every set_epoch matched runs outside any loop, and so does every other one (one in
             # a loop the matching missed - `dataset.set_epoch(e)` handing it on - may be it)
             # (and every one of them is seen called: a hook's `before_epoch` that a runner calls by
@@ -1718,8 +1726,21 @@ class LoaderFacts:
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
                             not _varying_elsewhere(sfn, scall, set_epochs):
-                        constant = loc(sfn, scall)
+                        if constant is not None:
+                            more.append((constant, pinned, invariant))
+                        constant, invariant = loc(sfn, scall), None
                         pinned = scall.args[0].id if isinstance(scall.args[0], ast.Name) else ""
+                    elif scall.args and not self._evaluates(sfn) and \
+                            not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
+                            not _varying_elsewhere(sfn, scall, set_epochs):
+                        held = loop_invariant(program, sfn, scall, scall.args[0])
+                        if held is not None:
+                            # `for epoch in range(n): sampler.set_epoch(args.epoch)`: a value the
+                            # loop around it never moves is a constant for every pass of it
+                            if constant is not None:
+                                more.append((constant, pinned, invariant))
+                            constant, pinned = loc(sfn, scall), ""
+                            invariant = (text(scall.args[0]), loc(sfn, held))
             if not matched and _reseeded_per_pass(fn, call):
                 # rebuilt in the epoch loop with a seed that moves with it (`seed=base + epoch`):
                 # each pass shuffles anew, as set_epoch(epoch) would make it
@@ -1794,7 +1815,9 @@ class LoaderFacts:
                 and not self._advances_itself(call, fn)
                 # `DistributedSampler(ds, epoch=epoch)` of a copy that takes it, built each epoch
                 and not (keyword(call, "epoch") is not None and not isinstance(keyword(call, "epoch"), ast.Constant)),
-                set_epoch=matched, constant_epoch=constant, pinned_epoch=pinned, across_epochs=across,
+                set_epoch=matched, constant_epoch=constant, pinned_epoch=pinned, invariant_epoch=invariant,
+                more_constant_epochs=more,
+                across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 drawn_apart=self._drawn_apart(dataset, fn) if dataset is not None else "",
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
@@ -2420,6 +2443,9 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
                 continue  # `DataLoader(first.dataset, sampler=...)`: a loader of its own, not `first`
             if isinstance(value, ast.Call):
                 found += [n for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))]
+                # (a local class iterating several loaders it keeps: `MixedDataLoader(a, b)` whose
+                # __iter__ runs `iter(self.loader1)` and `iter(self.loader2)`: each of them)
+                found += [arg for arg in _iterated_by_class(program, value, scope) if arg not in value.args[:1]]
                 # (`loader = self.data_loader["train"]; process = tqdm(loader)`: the entry it reads)
                 found += [v for arg in value.args[:1] if isinstance(arg, ast.Name)
                           for v, _ in program.values_of(arg, fn, 1) if isinstance(v, ast.Subscript) and _key_of(v)]
@@ -2427,6 +2453,34 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
                 found.append(value)
             elif aliases and isinstance(value, ast.Subscript) and _key_of(value):
                 found.append(value)
+    return found
+
+
+def _iterated_by_class(program, call: ast.Call, fn: Function) -> list[ast.AST]:
+    """The arguments (names, attributes) of a local class's construction that its methods iterate
+    (`self.loader2 = loader2`, then `iter(self.loader2)` or `for b in self.loader2`)."""
+    klass = program.callee(call.func, fn)
+    if not program.is_class(klass):
+        return []
+    init = klass.methods.get("__init__")
+    if init is None or init.node is None:
+        return []
+    kept = {t.attr: n.value.id for n in init.own if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+            and n.value.id in init.params for t in n.targets
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    read = set()
+    for method in klass.methods.values():
+        for node in method.own:
+            held = node.args[0] if isinstance(node, ast.Call) and last_name(node.func) == "iter" and node.args else \
+                node.iter if isinstance(node, (ast.For, ast.comprehension)) else None
+            if isinstance(held, ast.Attribute) and isinstance(held.value, ast.Name) and held.value.id == "self" \
+                    and held.attr in kept:
+                read.add(kept[held.attr])
+    found = []
+    for param in read:
+        given = argument_at(klass.methods["__init__"], call, param)
+        if isinstance(given, (ast.Name, ast.Attribute)):
+            found.append(given)
     return found
 
 
@@ -2718,7 +2772,15 @@ def _varying_elsewhere(fn, call: ast.Call, set_epochs) -> bool:
     other loader's, not this one's."""
     mine = text(call.func.value)
     return any(sfn is fn and other is not call and text(other.func.value) != mine and other.args
-               and not isinstance(other.args[0], ast.Constant) for sfn, other, _ in set_epochs)
+               and _moves_apart(other, call) for sfn, other, _ in set_epochs)
+
+
+def _moves_apart(other: ast.Call, call: ast.Call) -> bool:
+    """Another set_epoch's argument is not a constant and not the same value as this one's (two
+    loops' `set_epoch(args.epoch)` are the same mistake twice, not one varying the other)."""
+    if isinstance(other.args[0], ast.Constant):
+        return False
+    return not (call.args and text(other.args[0]) == text(call.args[0]))
 
 
 def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:
@@ -2728,7 +2790,7 @@ def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:
     changes every epoch."""
     receiver = text(call.func.value)
     return any(other is not call and sfn is fn and other.args
-               and not isinstance(other.args[0], ast.Constant) and text(other.func.value) == receiver
+               and _moves_apart(other, call) and text(other.func.value) == receiver
                for sfn, other, _ in set_epochs)
 
 
@@ -2951,7 +3013,7 @@ def _spread_without_sampler(program, call: ast.Call, fn: Function) -> bool:
         return True  # a TOML/YAML/JSON file holds plain values: no sampler object in it
     if not spreads:
         return False
-    parents = {id(child): node for node in walk(fn.node) for child in ast.iter_child_nodes(node)}
+    parents = {id(child): node for node in walk(fn.node) for child in children(node)}
     keys: set[str] = set()
     for spread in spreads:
         if not isinstance(spread, ast.Name) or spread.id in fn.params:

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.config_files import engine_launched, launch_engine_only, launch_engines
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.receivers import _unpacked_from
 
 # Calls that return a rank.
@@ -175,7 +175,7 @@ def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[di
             for given, _ in fn.arguments.get(f"**{spread.arg}", []):
                 found.setdefault(given.arg, given.value)
             continue
-        values = [(_dict_call_literal(v), s) for v, s in program.values_of(kw.value, fn)]
+        values = [(_dict_call_literal(v), s) for v, s in _spread_values(program, kw.value, fn)]
         if not values or not all(isinstance(v, ast.Dict) and all(isinstance(k, ast.Constant) and
                                                                   isinstance(k.value, str) for k in v.keys)
                                  for v, _ in values):
@@ -183,6 +183,21 @@ def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[di
         for v, _ in values:
             for key, value in zip(v.keys, v.values):
                 found.setdefault(key.value, value)
+    return found
+
+
+def _spread_values(program: Program, value: ast.AST, fn: Function) -> list:
+    """What a `**` spread may hold: the values of a name, and where one is a call of local
+    functions, what they return (`**self._loader_kwargs()`, a method returning a dict literal)."""
+    found = []
+    for held, scope in program.values_of(value, fn):
+        targets = program.resolve(held.func, scope)[0] if isinstance(held, ast.Call) else []
+        returned = [(r, t) for t in targets if t.node is not None and not isinstance(t.node, ast.Module)
+                    for r in t.returned]
+        if targets and returned:
+            found.extend(v for r, t in returned for v in program.values_of(r, t))
+        else:
+            found.append((held, scope))
     return found
 
 
@@ -784,7 +799,7 @@ def _undetached(node: ast.AST):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "detach":
             continue
         yield sub
-        todo.extend(ast.iter_child_nodes(sub))
+        todo.extend(children(sub))
 
 
 def _in_no_sync(program: Program, call: ast.Call, fn: Function) -> bool:
@@ -1321,7 +1336,36 @@ def holds_no_ddp(program: Program, value: ast.AST, fn: Function, depth: int = 3)
         return holds_no_ddp(program, value.func.value, fn, depth)
     if (program.qualify(value.func, fn) or "").endswith(".DataParallel") and value.args:
         return holds_no_ddp(program, value.args[0], fn, depth)
+    if depth > 0 and any(not holds_no_ddp(program, given, fn, depth - 1)
+                         for given in _handed_back(program, value, fn)):
+        return False  # `model, loss = train_one_epoch(model, ...)` returning the model it was given
     return _ddp_made(program, value, fn) is None
+
+
+def _given_for(target: Function, call: ast.Call, param: str) -> Optional[ast.AST]:
+    """What the call hands the parameter by keyword or by place; None where it leaves it out or a
+    `*spread` hides it (fact_builder.argument_at also reads defaults and partials)."""
+    value = keyword(call, param)
+    if value is not None or param not in target.params or any(isinstance(a, ast.Starred) for a in call.args):
+        return value
+    index = target.params.index(param)
+    return call.args[index] if index < len(call.args) else None
+
+
+def _handed_back(program: Program, call: ast.Call, fn: Function) -> list[ast.AST]:
+    """The arguments of a call that the local function it runs returns as they came (`return
+    model, loss`, `return model`): what the caller binds from the result holds them."""
+    found = []
+    for target in program.resolve(call.func, fn)[0]:
+        if target.node is None or isinstance(target.node, ast.Module):
+            continue
+        for returned in target.returned:
+            for item in (returned.elts if isinstance(returned, ast.Tuple) else [returned]):
+                if isinstance(item, ast.Name) and item.id in target.params and not target.bindings.get(item.id):
+                    given = _given_for(target, call, item.id)
+                    if given is not None:
+                        found.append(given)
+    return found
 
 
 def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
@@ -1525,11 +1569,22 @@ def loader_call(program: Program, call: ast.Call, fn: Function) -> bool:
                                                           func.value.__class__ is ast.Name and func.value.id == "self")):
         # `self.loader = torch.utils.data.DataLoader` in __init__, then `self.loader(dataset, ...)`:
         # the class is what the name holds
-        held = [(v, where) for v, where in program.values_of(func, fn, 1) if v is not func]
-        return bool(held) and all(v.__class__ in (ast.Name, ast.Attribute)
-                                  and torch_loader(program.qualify(v, where) or "") for v, where in held)
+        # (`dl_cls = FastLoader if cached else DataLoader`: each side a loader class)
+        held = [(side, where) for v, where in program.values_of(func, fn, 1) if v is not func
+                for side in ((v.body, v.orelse) if v.__class__ is ast.IfExp else (v,))]
+        return bool(held) and all(_names_loader_class(program, v, where) for v, where in held)
     return klass.__class__.__name__ == "Klass" and _passes_through(program, klass) and \
         _loader_class(program, klass, 3)
+
+
+def _names_loader_class(program: Program, value: ast.AST, scope: Function) -> bool:
+    """The value names torch's DataLoader or a local subclass that takes its options as they come."""
+    if value.__class__ not in (ast.Name, ast.Attribute):
+        return False
+    if torch_loader(program.qualify(value, scope) or ""):
+        return True
+    klass = program._callee_symbol(value, scope)
+    return klass.__class__.__name__ == "Klass" and _passes_through(program, klass) and _loader_class(program, klass, 3)
 
 
 def passing_loader_class(program: Program, klass) -> bool:

@@ -364,6 +364,8 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         origin = _origin(value, scope, program)
         origins.add(origin)
         on_import = on_import or (origin == _SAME and isinstance(scope.node, ast.Module))
+    if _PER_RANK in origins:
+        return _PER_RANK  # (a parameter left at a default with the rank in it)
     if _DRAWN in origins:
         # a seed drawn from the process's own generators is alike on every rank only after
         # they were seeded alike: a constant handed in as the modules are imported, before
@@ -418,10 +420,15 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
                 return _UNKNOWN  # a helper's result (`get_seed()`, `random_seed()`): not judged
         if isinstance(node, ast.Name) and node is value and node.id in getattr(fn, "params", ()):
             default = param_defaults(fn.node).get(node.id)
-            if isinstance(default, ast.Constant) and not fn.arguments.get(node.id) and fn.defaulted.get(node.id):
+            if default is not None and not fn.arguments.get(node.id) and fn.defaulted.get(node.id):
                 # `def seed_everything(seed=1): ...` called as `seed_everything()` (CenterNet's
-                # script, at import): no caller hands a seed, the default seeds every rank
-                return _SAME
+                # script, at import): no caller hands a seed, the default seeds every rank; a
+                # default read from a name (`def set_seed(seed=SEED)`, `SEED = 42` above) is
+                # judged where the def reads it
+                if isinstance(default, ast.Constant):
+                    return _SAME
+                if isinstance(default, (ast.Name, ast.Attribute)):
+                    return _judge(default, fn.parent or fn.module.body or fn, program)
             return _UNKNOWN  # a parameter whose callers the lint does not show
     return _SAME
 
@@ -1093,6 +1100,20 @@ def _random_in(program, node: ast.AST, fn: Function, depth: int, shown: list) ->
     return found
 
 
+# A generator's methods that hand back numbers (an index permutation, a choice), not a transform.
+_DRAWN_NUMBERS = {"permutation", "choice", "shuffle", "randint", "integers", "rand", "randn", "random", "sample",
+                  "uniform", "normal", "randperm"}
+
+
+def _numbers_drawn(value: ast.AST) -> bool:
+    """The value is numbers drawn from a generator made on the spot (`np.random.RandomState(0)
+    .permutation(n)`, `np.random.default_rng(seed).choice(...)`): drawn once, where the dataset
+    is made, and handed on as data; no worker draws them."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        value.func.attr in _DRAWN_NUMBERS and isinstance(value.func.value, ast.Call) and \
+        last_name(value.func.value.func) in ("RandomState", "default_rng", "Generator")
+
+
 def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
     # what `items.append(x)` / `extend` / `insert` put in a list named node, in fn
     added = [call.args[-1] for call in fn.own_calls
@@ -1113,6 +1134,8 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
         values = [*values, *program.unpacked(node.id, fn)]
     for value, scope in values:
         said = text(value, 4000)
+        if _numbers_drawn(value):
+            continue  # `np.random.RandomState(0).permutation(n)`: a split's indices, drawn where it is made
         if isinstance(value, ast.Call):
             local = program.callee(value.func, scope)
             if program.is_class(local) or program.is_function(local):

@@ -948,19 +948,35 @@ class Program:
         hit = known.get(id(node))
         if hit is not None and hit[0] is node and hit[1] is fn.module:
             return hit[2]
-        full = self._qualify(node, fn)
-        known[id(node)] = (node, fn.module, full)
+        full, settled = self._qualify(node, fn)
+        if settled:
+            known[id(node)] = (node, fn.module, full)
         return full
 
-    def _qualify(self, node: ast.AST, fn: Function) -> Optional[str]:
+    def _qualify(self, node: ast.AST, fn: Function) -> tuple[Optional[str], bool]:
+        """(the full name, whether it is final: not where a local module it passes through is
+        still to be read)."""
         name = dotted(node)
         if name is None:
-            return None
+            return None, True
         head, _, rest = name.partition(".")
         full = fn.module.imports.get(head)
         if full is None:
-            return name
-        return f"{full}.{rest}" if rest else full
+            return name, True
+        # `from pkg.utils.seed import seed_everything` where pkg/utils/seed.py only imports it from
+        # Lightning: the library's function, by the name its own module gives it (a few hops)
+        for _ in range(3):
+            owner, _, attr = full.rpartition(".")
+            if not owner or (owner not in self.by_name and owner not in self._waiting):
+                break
+            module = self._module(owner)
+            if module is None:
+                return (f"{full}.{rest}" if rest else full), False
+            if attr in module.functions or attr in module.classes or attr not in module.imports \
+                    or module.imports[attr] == full:
+                break
+            full = module.imports[attr]
+        return (f"{full}.{rest}" if rest else full), True
 
     def lookup(self, name: str, fn: Function) -> list[tuple[int, ast.AST, Function]]:
         """What a name was assigned, in the innermost scope that assigns it."""

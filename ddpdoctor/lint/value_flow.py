@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import dotted, last_name
 from ddpdoctor.lint.program import Function
@@ -134,3 +135,45 @@ def unread_by_constructor(init: Function, call: ast.Call) -> set[int]:
     bound = [(positional[i], arg) for i, arg in enumerate(call.args) if i < len(positional)]
     bound += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in params]
     return {id(n) for param, arg in bound if param not in read for n in walk(arg)}
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def loop_invariant(program, fn: Function, call: ast.AST, value: ast.AST) -> Optional[ast.AST]:
+    """The outermost loop of fn around call in which value holds the same on every pass, where
+    value is a name or a dotted attribute of one (`args.epoch`, not `self.epoch`: a method the
+    loop calls may move that): nothing in the loop binds the name or stores into the attribute,
+    the name is no parameter (a caller may hand a new one each call), no function declares it
+    global, and no other function of the program stores into an attribute of that name (a helper
+    that sets `args.epoch = e`). None where there is no such loop or any of that may move it."""
+    parts = (dotted(value) or "").split(".") if isinstance(value, (ast.Name, ast.Attribute)) else []
+    if not parts or not all(parts) or parts[0] in ("self", "cls"):
+        return None
+    root, attr = parts[0], (parts[-1] if len(parts) > 1 else "")
+    if not attr and (root in fn.params or root in fn.kwonly):
+        return None
+    path = reaching._path_to(fn.node, call) or []
+    loop = next((owner for _, _, owner, field in path if isinstance(owner, _LOOPS) and field == "body"), None)
+    if loop is None:
+        return None
+    text = ".".join(parts)
+    for node in walk(loop):
+        if isinstance(node, ast.Name) and node.id == root and isinstance(node.ctx, (ast.Store, ast.Del)):
+            return None
+        if attr and isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and \
+                dotted(node) == text:
+            return None
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and root in node.names:
+            return None
+    for other in program.functions:
+        for node in other.own_of(ast.Global, ast.Nonlocal):
+            if root in node.names and not attr:
+                return None
+        if not attr or other is fn:
+            continue
+        for node in other.own_of(ast.Assign, ast.AugAssign, ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == attr for target in targets for t in walk(target)):
+                return None
+    return loop

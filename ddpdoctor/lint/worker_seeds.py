@@ -107,7 +107,7 @@ class _Files:
                 stack.extend(children(node))
 
     def _index(self, source, node: ast.AST, fn: Optional[ast.AST]) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             self.owner[id(child)] = fn
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(child.name, []).append((source, child))
@@ -211,7 +211,7 @@ class _Judge:
             parts = [*node.args, *(k.value for k in node.keywords)]
         elif isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.IfExp, ast.Subscript, ast.JoinedStr,
                                ast.FormattedValue, ast.Compare, ast.Tuple, ast.List)):
-            parts = [p for p in ast.iter_child_nodes(node) if isinstance(p, ast.expr)]
+            parts = [p for p in children(node) if isinstance(p, ast.expr)]
         else:
             return _UNKNOWN
         return max((self.value(p, scope, depth + 1) for p in parts), default=_GLOBAL)
@@ -258,9 +258,20 @@ class _Judge:
             return _UNKNOWN
         worst = _GLOBAL
         for call, source in calls:
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            where = self.files.owner.get(id(call)) or source.tree
+            spread = {}
+            for k in call.keywords:
+                if k.arg is None:
+                    # `prepare(**loader_args)` of a dict literal the caller binds once: its keys
+                    read = _spread_literal(k.value, where)
+                    if read is None:
+                        return _UNKNOWN
+                    spread.update(read)
+            if any(isinstance(a, ast.Starred) for a in call.args):
                 return _UNKNOWN
             given = next((k.value for k in call.keywords if k.arg == name), None)
+            if given is None:
+                given = spread.get(name)
             index = positional.index(name) if name in positional else len(call.args)
             if given is None and index < len(call.args):
                 given = call.args[index]
@@ -269,8 +280,24 @@ class _Judge:
                     return _UNKNOWN
                 worst = max(worst, self.value(defaults[name], fn, depth + 1))
             else:
-                worst = max(worst, self.value(given, self.files.owner.get(id(call)) or source.tree, depth + 1))
+                worst = max(worst, self.value(given, where, depth + 1))
         return worst
+
+
+def _spread_literal(value: ast.AST, scope: ast.AST) -> Optional[dict[str, ast.AST]]:
+    """The keys and values of a `**` spread the scope binds once to a dict literal of string keys
+    (`args = dict(seed=cfg.seed, ...)` or `{"seed": ...}`); None where it is anything else."""
+    if isinstance(value, ast.Name):
+        bound = _assigned(scope, value.id)
+        if len(bound) != 1:
+            return None
+        value = bound[0]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+            and not value.args and all(k.arg for k in value.keywords):
+        return {k.arg: k.value for k in value.keywords}
+    if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
+        return {k.value: v for k, v in zip(value.keys, value.values)}
+    return None
 
 
 def _whole_seconds(node: ast.AST) -> bool:
@@ -471,8 +498,12 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
 
     # Only a loader that names its workers' seeding can be judged: without one, no index of the
     # program is built (that index over every node cost a large package seconds: timm's 207 files).
+    def loader_class(name) -> bool:
+        return name == "DataLoader" or name in subclasses
+
+    # (and a class picked by a name: `dl_cls = FastLoader if cached else DataLoader`, `dl_cls(...)`)
     loaders = [(source, node) for source in files for node in source.of(ast.Call)
-               if (last_name(node.func) == "DataLoader" or last_name(node.func) in subclasses or _base_init(node.func))
+               if (loader_class(last_name(node.func)) or _base_init(node.func) or isinstance(node.func, ast.Name))
                and any(keyword(node, k) is not None and k not in kept(node) for k in ("worker_init_fn", "generator"))]
     if not loaders:
         return []
@@ -480,6 +511,12 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
     found: list[UnrankedSeed] = []
     for source, node in loaders:
         owner = index.owner.get(id(node)) or source.tree
+        if not (loader_class(last_name(node.func)) or _base_init(node.func)):
+            picked = _assigned(owner, node.func.id)
+            sides = [side for value in picked for side in (
+                (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,))]
+            if not sides or not all(loader_class(last_name(side)) for side in sides):
+                continue
         if reachable is not None and owner is not source.tree and id(owner) not in reachable:
             continue
         where = Location(source.display, node.lineno)
