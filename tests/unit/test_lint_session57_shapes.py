@@ -521,3 +521,4 @@ def test_a_wrapper_built_by_keywords_alone_is_read_the_same(tmp_path):
     code = MIXED.format(second="self.second").replace("loader = Mixed(one, two)", "loader = Mixed(first=one, second=two)")
     assert sorted(at(lint_one(tmp_path, code), "DDP802")) == [(line_of(code, "# the first loader"), "error"),
                                                              (line_of(code, "# the second loader"), "error")]
+
