@@ -21,7 +21,7 @@ from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_con
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.walker import side_conds
-from ddpdoctor.lint.value_flow import loop_invariant, unread_by_constructor, reaches_return
+from ddpdoctor.lint.value_flow import loop_invariant, outer_loop, unread_by_constructor, reaches_return
 
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
@@ -1675,6 +1675,7 @@ class LoaderFacts:
             constant, pinned = None, ""
             invariant: Optional[tuple[str, Location]] = None  # (the argument, the loop it stays put in)
             more: list = []  # the constant set_epoch calls of other loops (each loop repeats its order)
+            stilled: set[int] = set()  # those loops (one finding per loop, however many calls in it)
             # every set_epoch matched runs outside any loop, and so does every other one (one in
             # a loop the matching missed - `dataset.set_epoch(e)` handing it on - may be it)
             # (and every one of them is seen called: a hook's `before_epoch` that a runner calls by
@@ -1726,15 +1727,17 @@ class LoaderFacts:
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
                             not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
                             not _varying_elsewhere(sfn, scall, set_epochs):
-                        if constant is not None:
-                            more.append((constant, pinned, invariant))
-                        constant, invariant = loc(sfn, scall), None
-                        pinned = scall.args[0].id if isinstance(scall.args[0], ast.Name) else ""
-                    elif scall.args and not self._evaluates(sfn) and \
-                            not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
-                            not _varying_elsewhere(sfn, scall, set_epochs):
-                        held = loop_invariant(program, sfn, scall, scall.args[0])
-                        if held is not None:
+                        if _another_loop(sfn, scall, stilled):
+                            if constant is not None:
+                                more.append((constant, pinned, invariant))
+                            constant, invariant = loc(sfn, scall), None
+                            pinned = scall.args[0].id if isinstance(scall.args[0], ast.Name) else ""
+                    elif scall.args and (held := loop_invariant(program, sfn, scall, scall.args[0])) is not None \
+                            and not self._evaluates(sfn) and not _varying_set_epoch_beside(sfn, scall, set_epochs) \
+                            and not _varying_elsewhere(sfn, scall, set_epochs):
+                        # (the loop asked first: answered once per loop and value, where the scans
+                        # of every other set_epoch are a pair of walks per call)
+                        if _another_loop(sfn, scall, stilled):
                             # `for epoch in range(n): sampler.set_epoch(args.epoch)`: a value the
                             # loop around it never moves is a constant for every pass of it
                             if constant is not None:
@@ -2773,6 +2776,16 @@ def _varying_elsewhere(fn, call: ast.Call, set_epochs) -> bool:
     mine = text(call.func.value)
     return any(sfn is fn and other is not call and text(other.func.value) != mine and other.args
                and _moves_apart(other, call) for sfn, other, _ in set_epochs)
+
+
+def _another_loop(fn, call: ast.Call, stilled: set) -> bool:
+    """The call sits in a loop no constant set_epoch found so far sits in (noted in stilled)."""
+    loop = outer_loop(fn, call)
+    key = id(loop) if loop is not None else id(fn)
+    if key in stilled:
+        return False
+    stilled.add(key)
+    return True
 
 
 def _moves_apart(other: ast.Call, call: ast.Call) -> bool:

@@ -1342,16 +1342,6 @@ def holds_no_ddp(program: Program, value: ast.AST, fn: Function, depth: int = 3)
     return _ddp_made(program, value, fn) is None
 
 
-def _given_for(target: Function, call: ast.Call, param: str) -> Optional[ast.AST]:
-    """What the call hands the parameter by keyword or by place; None where it leaves it out or a
-    `*spread` hides it (fact_builder.argument_at also reads defaults and partials)."""
-    value = keyword(call, param)
-    if value is not None or param not in target.params or any(isinstance(a, ast.Starred) for a in call.args):
-        return value
-    index = target.params.index(param)
-    return call.args[index] if index < len(call.args) else None
-
-
 def _handed_back(program: Program, call: ast.Call, fn: Function) -> list[ast.AST]:
     """The arguments of a call that the local function it runs returns as they came (`return
     model, loss`, `return model`): what the caller binds from the result holds them."""
@@ -1362,7 +1352,7 @@ def _handed_back(program: Program, call: ast.Call, fn: Function) -> list[ast.AST
         for returned in target.returned:
             for item in (returned.elts if isinstance(returned, ast.Tuple) else [returned]):
                 if isinstance(item, ast.Name) and item.id in target.params and not target.bindings.get(item.id):
-                    given = _given_for(target, call, item.id)
+                    given = program.handed(target, item.id, call, fn)
                     if given is not None:
                         found.append(given)
     return found

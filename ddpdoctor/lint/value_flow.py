@@ -140,40 +140,53 @@ def unread_by_constructor(init: Function, call: ast.Call) -> set[int]:
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
+def outer_loop(fn: Function, call: ast.AST) -> Optional[ast.AST]:
+    """The outermost loop of fn whose body holds the call, or None."""
+    path = reaching._path_to(fn.node, call) or []
+    return next((owner for _, _, owner, field in path if isinstance(owner, _LOOPS) and field == "body"), None)
+
+
 def loop_invariant(program, fn: Function, call: ast.AST, value: ast.AST) -> Optional[ast.AST]:
     """The outermost loop of fn around call in which value holds the same on every pass, where
     value is a name or a dotted attribute of one (`args.epoch`, not `self.epoch`: a method the
     loop calls may move that): nothing in the loop binds the name or stores into the attribute,
     the name is no parameter (a caller may hand a new one each call), no function declares it
     global, and no other function of the program stores into an attribute of that name (a helper
-    that sets `args.epoch = e`). None where there is no such loop or any of that may move it."""
+    that sets `args.epoch = e`). None where there is no such loop or any of that may move it.
+    Answered once per (loop, value): a loop may hand the same value many times."""
     parts = (dotted(value) or "").split(".") if isinstance(value, (ast.Name, ast.Attribute)) else []
     if not parts or not all(parts) or parts[0] in ("self", "cls"):
         return None
     root, attr = parts[0], (parts[-1] if len(parts) > 1 else "")
     if not attr and (root in fn.params or root in fn.kwonly):
         return None
-    path = reaching._path_to(fn.node, call) or []
-    loop = next((owner for _, _, owner, field in path if isinstance(owner, _LOOPS) and field == "body"), None)
+    loop = outer_loop(fn, call)
     if loop is None:
         return None
     text = ".".join(parts)
+    memo = loop.__dict__.setdefault("_invariant", {})
+    if text not in memo:
+        memo[text] = _held_in(program, fn, loop, root, attr, text)
+    return loop if memo[text] else None
+
+
+def _held_in(program, fn: Function, loop: ast.AST, root: str, attr: str, text: str) -> bool:
     for node in walk(loop):
         if isinstance(node, ast.Name) and node.id == root and isinstance(node.ctx, (ast.Store, ast.Del)):
-            return None
+            return False
         if attr and isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and \
                 dotted(node) == text:
-            return None
+            return False
         if isinstance(node, (ast.Global, ast.Nonlocal)) and root in node.names:
-            return None
+            return False
     for other in program.functions:
         for node in other.own_of(ast.Global, ast.Nonlocal):
             if root in node.names and not attr:
-                return None
+                return False
         if not attr or other is fn:
             continue
         for node in other.own_of(ast.Assign, ast.AugAssign, ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Attribute) and t.attr == attr for target in targets for t in walk(target)):
-                return None
-    return loop
+                return False
+    return True

@@ -31,7 +31,7 @@ from typing import Iterator, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.nodes import children, own_nodes, param_defaults, walk
 from ddpdoctor.lint.options import option_defaults
-from ddpdoctor.lint.patterns import dotted, is_const, keyword, last_name, text
+from ddpdoctor.lint.patterns import _dict_call_literal, dotted, is_const, keyword, last_name, text
 
 RANK_WORDS = re.compile(r"rank|process_index|local_process|node_id", re.IGNORECASE)
 # Values the worker's own (per-rank, when the rank's generator is) state gives, and entropy.
@@ -284,6 +284,14 @@ class _Judge:
         return worst
 
 
+def _picked_by_name(source, name: str, subclasses: dict) -> bool:
+    """The file binds the name to something that names a loader class (`dl_cls = Fast if c else
+    DataLoader`): the call may build a DataLoader; judged for real once the index is built."""
+    classes = "|".join(re.escape(c) for c in ("DataLoader", *subclasses))
+    bound = re.compile(rf"\b{re.escape(name)}\s*=[^=][^\n]*\b(?:{classes})\b")
+    return any(bound.search(line) for line in source.lines)
+
+
 def _spread_literal(value: ast.AST, scope: ast.AST) -> Optional[dict[str, ast.AST]]:
     """The keys and values of a `**` spread the scope binds once to a dict literal of string keys
     (`args = dict(seed=cfg.seed, ...)` or `{"seed": ...}`); None where it is anything else."""
@@ -292,9 +300,7 @@ def _spread_literal(value: ast.AST, scope: ast.AST) -> Optional[dict[str, ast.AS
         if len(bound) != 1:
             return None
         value = bound[0]
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
-            and not value.args and all(k.arg for k in value.keywords):
-        return {k.arg: k.value for k in value.keywords}
+    value = _dict_call_literal(value)  # (`dict(seed=...)` as the literal it spells)
     if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
         return {k.value: v for k, v in zip(value.keys, value.values)}
     return None
@@ -501,9 +507,11 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
     def loader_class(name) -> bool:
         return name == "DataLoader" or name in subclasses
 
-    # (and a class picked by a name: `dl_cls = FastLoader if cached else DataLoader`, `dl_cls(...)`)
+    # (and a class picked by a name: `dl_cls = FastLoader if cached else DataLoader`, `dl_cls(...)`;
+    # asked of the file's text first, so a builder's `make_loader(ds, generator=g)` builds no index)
     loaders = [(source, node) for source in files for node in source.of(ast.Call)
-               if (loader_class(last_name(node.func)) or _base_init(node.func) or isinstance(node.func, ast.Name))
+               if (loader_class(last_name(node.func)) or _base_init(node.func)
+                   or (isinstance(node.func, ast.Name) and _picked_by_name(source, node.func.id, subclasses)))
                and any(keyword(node, k) is not None and k not in kept(node) for k in ("worker_init_fn", "generator"))]
     if not loaders:
         return []

@@ -522,3 +522,10 @@ def test_a_wrapper_built_by_keywords_alone_is_read_the_same(tmp_path):
     assert sorted(at(lint_one(tmp_path, code), "DDP802")) == [(line_of(code, "# the first loader"), "error"),
                                                              (line_of(code, "# the second loader"), "error")]
 
+
+
+def test_one_loop_handing_the_fixed_value_twice_is_one_finding(tmp_path):
+    # (one finding per loop, however many of its calls hold still)
+    code = STAGES.format(warm="args.epochs", main="args.epochs", moves="warm_sampler.set_epoch(args.epochs)")
+    assert sorted(at(lint_one(tmp_path, code), "DDP804")) == [(line_of(code, "# the warm-up stage"), "warning"),
+                                                              (line_of(code, "# the main stage"), "warning")]
