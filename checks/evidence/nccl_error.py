@@ -6,23 +6,8 @@ from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence, NcclWarn, RankError
-from ddpdoctor.postmortem.nccl import kind_of
+from ddpdoctor.postmortem.nccl import hint, kind_of, label
 
-_HINTS = {
-    "ib": ("an InfiniBand completion failed (the vendor code says which: 12 is a transport retry "
-           "timeout, a peer or link that stopped answering): check the link and switch logs of the "
-           "hosts named, `ibstat`, and set NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT only after the link is sound"),
-    "system": ("a system call NCCL made failed (a socket, a connect, a file): rerun with NCCL_DEBUG=INFO "
-               "NCCL_DEBUG_SUBSYS=INIT,NET to see which; check NCCL_SOCKET_IFNAME names an interface every "
-               "node has and that the ranks can reach each other on it"),
-    "cuda": ("a CUDA call inside NCCL failed: an earlier CUDA error on that rank (an illegal memory access, "
-             "a device lost: see the Xid lines in dmesg) usually comes first; rerun with CUDA_LAUNCH_BLOCKING=1"),
-    "internal": ("NCCL's 'internal error - please report this issue' is, most of the time, a configuration it "
-                 "cannot work with, not an NCCL bug: /dev/shm too small in a container, NCCL_* variables that "
-                 "differ across nodes, a network interface or IB device that does not exist, mismatched NCCL "
-                 "versions. Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and read the WARN before it"),
-    "other": "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see what NCCL was doing",
-}
 
 
 @check("DDP508", "NCCL or the network failed under a rank", Severity.ERROR, stages=("evidence",))
@@ -42,8 +27,10 @@ def nccl_error(ev: Evidence) -> list[Problem] | Skipped:
         NCCL line that says why sits among thousands.
 
     How to fix:
-        Follow the hint for the kind of error. "internal error - please report this issue" is
-        usually configuration, not a bug to report:
+        Follow the hint for the kind of error. Two ranks on one GPU (NCCL's "Duplicate GPU
+        detected", an invalid usage): set each rank's device before its first collective,
+        `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))`. "internal error - please report
+        this issue" is usually configuration, not a bug to report:
 
             NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV torchrun ... train.py
             docker run --shm-size=8g ...          # NCCL's shared memory in containers
@@ -53,9 +40,9 @@ def nccl_error(ev: Evidence) -> list[Problem] | Skipped:
     if not facts:
         return none_found(ev)
     problems = []
-    for group in grouped(facts):
+    for group in _by_kind(facts):
         first = group[0]
-        kind = first.kind if isinstance(first, NcclWarn) else kind_of(first.message)
+        kind = _kind(first)
         if kind == "shm":
             continue  # DDP509's
         who_ = who(group, "a process (its rank not in the log)")
@@ -65,8 +52,22 @@ def nccl_error(ev: Evidence) -> list[Problem] | Skipped:
         extra = {"kind": kind, "hosts": hosts}
         if vendor:
             extra["vendor_err"] = vendor[0]
-        found = problem(ev, group, f"{who_}: NCCL {kind} error{when(group)}: {text}",
-                        _HINTS.get(kind, _HINTS["other"]), extra=extra)
+        found = problem(ev, group, f"{who_}: NCCL {label(kind)}{when(group)}: {text}",
+                        hint(kind), extra=extra)
         found.hosts = hosts
         problems.append(found)
     return problems
+
+
+def _kind(fact) -> str:
+    return fact.kind if isinstance(fact, NcclWarn) else kind_of(fact.message)
+
+
+def _by_kind(facts: list) -> list[list]:
+    """One group per kind of NCCL error, in the order each happened first: a rank's `NCCL WARN`
+    line and the DistBackendError NCCL then raised in it are one error (the WARN, timed and
+    worded by NCCL itself, first), not two findings."""
+    groups: dict[str, list] = {}
+    for group in grouped(facts):
+        groups.setdefault(_kind(group[0]), []).extend(group)
+    return list(groups.values())

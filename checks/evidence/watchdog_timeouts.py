@@ -36,9 +36,7 @@ def watchdog_timeouts(ev: Evidence) -> list[Problem] | Skipped:
     cause = verdict(ev)
     waiting_for = f" — waiting for {rank_list(cause.ranks)}" if cause.ranks else ""
     problems = []
-    groups: dict[tuple, list] = {}
-    for w in ev.timeouts:
-        groups.setdefault((w.pg, w.seq, w.op), []).append(w)
+    groups = _groups(ev.timeouts)
     for (pg, seq, op), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         ranks = sorted({w.rank for w in items if w.rank is not None})
         timeout = next((w.timeout_ms for w in items if w.timeout_ms), None)
@@ -46,7 +44,8 @@ def watchdog_timeouts(ev: Evidence) -> list[Problem] | Skipped:
         group = f" on group {pg}" if pg else ""
         who_ = rank_list(ranks) if ranks else "a rank"
         problems.append(problem(ev, items, f"{who_}: watchdog timeout in {op} SeqNum {seq}{group}{after}{waiting_for}",
-                                "a consequence: fix the first cause; " + _capture(cause.known),
+                                "a consequence: fix the first cause; "
+                                + _capture(cause.known, ev.flight is not None and bool(ev.flight.dumps)),
                                 role_=CONSEQUENCE, extra={"seq": seq, "op": op, "pg": pg,
                                                           "status": _status(ev, ranks)}))
     if collateral:
@@ -72,9 +71,27 @@ def _status(ev: Evidence, ranks: list[int]) -> dict:
     return out
 
 
-def _capture(known: bool) -> str:
+def _capture(known: bool, dumps: bool = False) -> str:
     if known:
         return "the first cause's finding says how"
-    return ("to see why next time: Flight Recorder dumps (TORCH_FR_BUFFER_SIZE / "
-            "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE; "
-            "`ddpdoctor env` prints them), TORCH_NCCL_DESYNC_DEBUG=1, NCCL_DEBUG=WARN, or `ddpdoctor attach` while it hangs")
+    return ("to see why next time: "
+            + ("" if dumps else "Flight Recorder dumps (TORCH_FR_BUFFER_SIZE / "
+               "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE; "
+               "`ddpdoctor env` prints them), ")
+            + "TORCH_NCCL_DESYNC_DEBUG=1, NCCL_DEBUG=WARN, or `ddpdoctor attach` while it hangs")
+
+
+def _groups(timeouts: list) -> dict[tuple, list]:
+    """The timeouts by (group, SeqNum, OpType). A line that does not name its group joins the one
+    group of the same SeqNum and OpType that is named: torch prints one timeout twice, as the
+    watchdog caught it and again in the exception its thread ends with (that one after
+    `[PG ID 0 PG GUID 0(default_pg) Rank 0]`), which is one timeout, not two (seen on an H200
+    with torch 2.11)."""
+    groups: dict[tuple, list] = {}
+    for w in timeouts:
+        groups.setdefault((w.pg, w.seq, w.op), []).append(w)
+    for pg, seq, op in [key for key in groups if not key[0]]:
+        named = [key for key in groups if key[0] and key[1:] == (seq, op)]
+        if len(named) == 1:
+            groups[named[0]] = sorted(groups.pop((pg, seq, op)) + groups[named[0]], key=lambda w: w.order)
+    return groups

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ddpdoctor.attach.observation import Observation
 from ddpdoctor.attach.flight import SKIPPED as FLIGHT_SKIPPED, Divergence as FlightDivergence, DumpSet
-from ddpdoctor.attach.window import EXITED, HUNG, NOTHING_SAMPLED, OWN_PHASE, Window, window
+from ddpdoctor.attach.window import DEVICE_WAIT, EXITED, HUNG, NOTHING_SAMPLED, OWN_PHASE, Window, window
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.analysis import frameworks
@@ -320,7 +320,7 @@ def _from_attach(observation: Observation) -> list[Problem] | Incomplete:
     found: list[Problem] | Incomplete = []
     if win.phase == HUNG:
         found = [p for p in (_stack_skip(win),) if p is not None]
-    elif win.phase in (NOTHING_SAMPLED, OWN_PHASE, EXITED):
+    elif win.phase in (NOTHING_SAMPLED, OWN_PHASE, EXITED, DEVICE_WAIT):
         found = Incomplete(win.short_reason())
     if flight:  # the dumps' evidence (sequence numbers, every rank's frames) joins the stacks' own
         return (found if isinstance(found, list) else []) + flight

@@ -345,8 +345,12 @@ def _from_evidence(ev: Evidence):
             stopped[status.rank] = status.last_completed + 1
     world = sorted(ev.ranks | set(stopped))
     silent = [r for r in range(max(world) + 1) if r not in ev.ranks and r not in stopped] if world else []
-    capture = ("capture the cause next time: Flight Recorder dumps (`ddpdoctor env` prints the settings), "
-               "TORCH_NCCL_DESYNC_DEBUG=1, NCCL_DEBUG=WARN, or `ddpdoctor attach` while it hangs")
+    # Flight Recorder is advice only where no dump was given: with dumps read, asking for them
+    # again does not fit.
+    dumps = ev.flight is not None and bool(ev.flight.dumps)
+    capture = ("capture the cause next time: "
+               + ("" if dumps else "Flight Recorder dumps (`ddpdoctor env` prints the settings), ")
+               + "TORCH_NCCL_DESYNC_DEBUG=1, NCCL_DEBUG=WARN, or `ddpdoctor attach` while it hangs")
     listing = "/".join(str(stopped[r]) for r in sorted(stopped))
     if len(set(stopped.values())) > 1:
         low = min(stopped.values())

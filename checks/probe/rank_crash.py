@@ -16,6 +16,7 @@ from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWIC
                           crash_events, describe_collective, last_collective, whereabouts)
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
 from ddpdoctor.probe.words.wording import at, location, rank_list
+from ddpdoctor.postmortem import nccl
 from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
 
@@ -236,6 +237,9 @@ def _hint(event: CrashEvent, ranks: list[int]) -> str:
         return ("torch's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL) caught ranks calling "
                 "different collectives: DDP501/DDP502 name them and their call sites; make every "
                 "rank call the same collectives with the same shapes")
+    kind = nccl.kind_of(event.message) if "NCCL" in (event.message or "") else "other"
+    if kind not in ("other", "remote"):
+        return nccl.hint(kind)  # NCCL said why: advice for that cause, not for the code
     if event.collateral:
         return ("every rank timed out or lost a peer: the ranks disagreed on their collectives "
                 "(see DDP501/DDP502) or a rank was missing; fix that first")

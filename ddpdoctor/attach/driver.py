@@ -100,6 +100,7 @@ def observe(job: Job, duration_s: float, rate: int, host: Optional[str] = None) 
         facts["io_quiet_s"] = None if quiet is None else round(min(quiet, delta.seconds), 2)
         busy = watch.quiet_cpu_share(proc.pid)
         facts["quiet_cpu_share"] = None if busy is None else round(busy, 3)
+        facts["gpu"] = procstate.uses_gpu(proc.pid)
         exited = got.exited or not delta.alive_at_end
         error = got.error
         if exited and not error:

@@ -30,7 +30,7 @@ _PROC = {"pid": int_in(0, 2 ** 31), "seconds": float_in(0.0, 1e6), "alive": inst
          "state": text_upto(16), "threads": optional(int_in(0, 10 ** 7)),
          "cpu_share": optional(float_in(0.0, 1e5)), "main_cpu_share": optional(float_in(0.0, 1e5)),
          "io_calls": optional(int_in(0, 2 ** 63)), "io_quiet_s": optional(float_in(0.0, 1e6)),
-         "quiet_cpu_share": optional(float_in(0.0, 1e5)),
+         "quiet_cpu_share": optional(float_in(0.0, 1e5)), "gpu": optional(instance_of(bool)),
          "exited_after_s": optional(float_in(0.0, 1e6)), "exit_status": optional(text_upto(64))}
 _FRAME = (text_upto(4096), text_upto(4096), int_in(0, 10 ** 8))  # func, file, line
 

@@ -4,6 +4,11 @@ The stack alone cannot tell a rank stuck in a collective from one that returns t
 every step. /proc can: the CPU time the main thread spent, and the read/write system calls the
 process made (on gloo every collective is socket reads and writes; a hung rank makes none).
 Every field is optional: a process of another user hides /proc/PID/io, a process may exit.
+
+On a GPU neither says much: a rank waiting for its device (a collective that NCCL launched and
+that never completes, a long kernel) spins a core inside `.item()` or a synchronize, and
+ProcessGroupNCCL's threads poll the store over a socket every second, hung or not (seen on an
+H200 with torch 2.11). `uses_gpu` says whether the rank holds a CUDA context.
 """
 
 from __future__ import annotations
@@ -200,3 +205,12 @@ class IoWatch:
         seconds = now[0] - since[0]
         return None if seconds < 0.5 else max(now[1] - since[1], 0.0) / seconds
 
+
+def uses_gpu(pid: int) -> Optional[bool]:
+    """The rank holds a CUDA context: NVIDIA's device files are mapped into it (a CPU job on a
+    CUDA build of torch maps libcudart and libnccl, never /dev/nvidia*). None: unreadable."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
+            return any("/dev/nvidia" in line for line in handle)
+    except OSError:
+        return None

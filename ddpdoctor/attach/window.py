@@ -11,7 +11,10 @@ the window is not a hang, and within one step a long backward cannot be told fro
 the waiting ranks wait for a rank that is working in its own code (CPU, read/write calls, its
 stack moving: a long phase of one rank, evaluation or a checkpoint on rank 0, is not a hang
 either, and one window cannot tell it from a loop that never ends); when no rank waited and no
-collective completed; or when a rank exited in the window.
+collective completed; when a rank exited in the window; or when a rank on a GPU stood at one
+line for the whole window (a rank waiting for its device spins a core at its next
+synchronisation and NCCL's threads poll the store over a socket, hung or not: there only a moving
+stack shows progress, and one that stays put may be a step longer than the window).
 
 Ranks stand in groups as the probe groups them (probe/analysis/stack_groups.py), and a stack
 waits in a collective by the same test (`waits_in_collective`: backward counts, as DDP's
@@ -44,8 +47,9 @@ MIN_QUIET_S = 1.0  # a hung rank made no read/write call for at least this long,
 QUIET_SHARE = 0.5  # ... and for at least this share of the window
 
 # What the window shows (Window.phase).
-NOTHING_SAMPLED, LONG_BACKWARD, OWN_PHASE, HUNG, QUIET, EXITED, PROGRESSING = (
-    "nothing_sampled", "long_backward", "own_phase", "hung", "quiet", "exited", "progressing")
+NOTHING_SAMPLED, LONG_BACKWARD, OWN_PHASE, HUNG, QUIET, EXITED, DEVICE_WAIT, PROGRESSING = (
+    "nothing_sampled", "long_backward", "own_phase", "hung", "quiet", "exited", "device_wait",
+    "progressing")
 
 
 @dataclass
@@ -70,6 +74,13 @@ class Reading:
     @property
     def in_place_share(self) -> float:
         return _in_place(self.views)
+
+    @property
+    def held_on_device(self) -> bool:
+        """A rank on a GPU whose stack stood in place over the whole window: its CPU and its
+        read/write calls cannot say it advanced (procstate.py), so nothing says it did."""
+        return (self.obs.proc.get("gpu") is True and len(self.views) >= MIN_SAMPLES
+                and _in_place(self.views) >= IN_PLACE)
 
     @property
     def quiet_s(self) -> Optional[float]:
@@ -198,6 +209,7 @@ class Window:
         # that made calls earlier in the window advanced there, and is judged as the others.)
         self.computing = [r for r in self.waiters if r.computing_backward and not r.obs.io_calls]
         self.working = [r for r in self.sampled if r.last is not None and not r.waiting and r.working]
+        self.on_device = [r for r in self.sampled if r.held_on_device]
         self.phase = self._phase()
 
     def _phase(self) -> str:
@@ -209,6 +221,8 @@ class Window:
             return OWN_PHASE
         if self.hung:
             return HUNG
+        if self.on_device and not self.exited:
+            return DEVICE_WAIT
         if not self.waiters and all(r.obs.io_calls == 0 for r in self.sampled):
             return QUIET
         if self.exited:
@@ -234,6 +248,8 @@ class Window:
                     "sampled: a step may be longer than the window (sample longer with --duration)")
         if self.phase == EXITED:
             return self.gone()
+        if self.phase == DEVICE_WAIT:
+            return self._device_wait()
         return ""
 
     def short_reason(self) -> str:
@@ -284,6 +300,20 @@ class Window:
                 f"computing ({cpu:.1f} CPUs or more meanwhile): a backward longer than the window, "
                 "which cannot be told from a hang within one step; attach again with a --duration "
                 "longer than one training step")
+
+    def _device_wait(self) -> str:
+        """Why ranks on a GPU whose stacks stood still are neither hung nor healthy."""
+        held = self.on_device
+        ranks = [r.rank for r in held]
+        place = held[0].last.place(plural=len(held) > 1) if held[0].last else "stood still"
+        return (f"{rank_list(ranks)} {place} for the whole {self.span} sampled, on a GPU: a rank "
+                "that waits for its device (a collective that never completes, or kernels longer "
+                "than the window) spins a core where it next synchronises (`.item()`, "
+                "`torch.cuda.synchronize()`, `.cpu()`), and NCCL's threads make read/write calls "
+                "hung or not, so neither says it advanced: a step longer than the window and a hang "
+                "look alike here; attach again with a --duration longer than one training step, "
+                "or start the job with the Flight Recorder settings `ddpdoctor env` prints: attach "
+                "then reads from each rank's dump which collective its GPU is in")
 
     def _own_phase(self) -> str:
         """Why ranks waiting for a rank that works in its own code are not (yet) a hang."""

@@ -43,8 +43,17 @@ def gather(paths: list[str]) -> Evidence:
             ev.notes.append(f"{item.shown}: not read ({exc})")
     if dump_files:
         _dumps(ev, dump_files)
+    _ranks_by_pid(ev)
     ev.ranks.update(r for r in (f.rank for f in _all_facts(ev)) if r is not None)
     return ev
+
+
+def _ranks_by_pid(ev: Evidence) -> None:
+    """An NCCL line printed before any line tied its pid to a rank (NCCL's WARN comes before the
+    traceback and torchrun's summary that name the rank) gets its rank from the pid at the end."""
+    for warn in ev.nccl:
+        if warn.rank is None and warn.pid is not None:
+            warn.rank = ev.pids.get(warn.pid)
 
 
 def _all_facts(ev: Evidence):

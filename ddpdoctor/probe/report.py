@@ -220,7 +220,7 @@ def build_report(model: RunModel, fail_on: Severity, ignore: set[str], lint: boo
     wall = f" in {outcome.wall_s:.1f} s" if outcome and outcome.status != "not_launched" else ""
     steps = max((r.steps for r in model.ranks.values()), default=0)
     header = (f"{meta.script} {' '.join(meta.args)}".rstrip()
-              + f": {model.world_size} rank(s) on {meta.nnodes} node(s), {meta.backend}"
+              + f": {model.world_size} rank(s) on {meta.nnodes} node(s), {model.backend}"
               f"{' (--cpu)' if meta.cpu else ''}, "
               f"{'launched by the script, ' if meta.launcher == 'none' else ''}"
               f"{steps}/{meta.max_steps or '∞'} steps; {state}{wall}")

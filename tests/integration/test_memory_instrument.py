@@ -45,7 +45,7 @@ SCRIPT = textwrap.dedent("""
     grads = [p.grad.double().sum().item() for p in model.parameters()]
     print(json.dumps({"grads": grads, "pushed": torch._C._autograd._top_saved_tensors_default_hooks(False) is not None}))
     if measure:
-        memory._at_end()
+        memory.end()
 """)
 
 

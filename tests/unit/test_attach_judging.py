@@ -164,3 +164,44 @@ def test_a_rank_idle_in_its_own_code_while_the_others_wait_is_hung():
     verdict = judge(Observation("job", 2, 3.0, [busy(0, [SPIN] * 150, 0.006),
                                                  busy(1, [BACKWARD] * 150, 0.0)]))
     assert verdict.state == "hung" and codes(verdict)["DDP503"].ranks == [0]
+
+
+# -- a GPU job: CPU and read/write calls are no sign of progress (seen on an H200) ----------------
+
+SYNC = (Frame("<module>", "train.py", 31),)  # `loss.item()`: a C call, no frame of its own
+
+
+def gpu_rank(r, stacks, gpu=True):
+    # NCCL's threads poll the store every second and the wait spins a core: io and CPU as a
+    # healthy rank's
+    return RankObservation(r, 1000 + r, "node-a", list(stacks), proc={
+        "seconds": 5.0, "io_calls": 5, "io_quiet_s": 0.4, "main_cpu_share": 1.0,
+        "quiet_cpu_share": 1.0, "gpu": gpu})
+
+
+def test_gpu_rank_standing_at_one_line_for_the_whole_window_is_no_pass():
+    verdict = judge(Observation("job", 1, 5.0, [gpu_rank(0, [SYNC] * 249)]))
+    assert verdict.state == "unknown"
+    results = {r.spec.code: r for r in verdict.results}
+    assert results["DDP503"].status == "incomplete"
+    why = results["DDP503"].reason
+    assert "rank 0" in why and "for the whole 5.0 s sampled, on a GPU" in why and "--duration" in why
+    assert not any(n.startswith("healthy:") for n in verdict.notes)
+
+
+def test_the_same_window_on_a_cpu_rank_and_a_gpu_rank_whose_stack_moves_are_healthy():
+    # twin: off a GPU the calls and the CPU are evidence (gloo's collectives are socket traffic)
+    assert judge(Observation("job", 1, 5.0, [gpu_rank(0, [SYNC] * 249, gpu=False)])).state == "healthy"
+    mix = [FORWARD, BACKWARD, SYNC] * 80
+    assert judge(Observation("job", 2, 5.0, [gpu_rank(0, mix), gpu_rank(1, mix)])).state == "healthy"
+
+
+def test_gpu_fact_survives_json_and_a_wrong_type_is_refused():
+    import pytest
+
+    obs = Observation("job", 1, 5.0, [gpu_rank(0, [SYNC] * 5)])
+    data = obs.to_dict()
+    assert Observation.from_dict(data, max_stacks=10).ranks[0].proc["gpu"] is True
+    data["ranks"][0]["proc"]["gpu"] = "yes"
+    with pytest.raises(ValueError):
+        Observation.from_dict(data, max_stacks=10)

@@ -121,20 +121,29 @@ def batch_fingerprint(samples: list[str]) -> str:
 
 
 def tensor_fingerprint(t: torch.Tensor) -> str:
-    """Fingerprint of a whole tensor (parameters at the end of a probe): every element counts."""
-    flat = t.detach().reshape(1, -1)
-    n = flat.shape[1]
+    """Fingerprint of a whole tensor (parameters at the end of a probe): every element counts.
+
+    Chunk by chunk, each widened to int64 on its own: widening the whole tensor at once held an
+    int64 copy of the largest parameter (twice its fp32 size) and, on a GPU, raised the
+    allocator's peak that the memory table reports. The chunks' sums are read back in one
+    transfer, not one synchronisation per chunk."""
+    flat = t.detach().reshape(-1)
+    n = flat.shape[0]
     if n == 0:
         return "0" * 16
     bits = _BITS_VIEW.get(flat.dtype)
     if bits is not None:
         flat = flat.contiguous().view(bits)
-    rows = flat.to(torch.int64)
-    # Full coverage: chunked weighted sums so that every element is hashed, not a subsample.
-    total = 0
     chunk = 1 << 16
+    weights: dict[int, torch.Tensor] = {}
+    sums = []
     for start in range(0, n, chunk):
-        part = rows[:, start:start + chunk]
-        weights = _weights_for(part.shape[1]).to(part.device)
-        total = (total * 1_000_003 + int((part * weights).sum().item())) & _MASK
+        part = flat[start:start + chunk].to(torch.int64)
+        size = part.shape[0]
+        if size not in weights:
+            weights[size] = _weights_for(size).to(part.device)
+        sums.append((part * weights[size]).sum())
+    total = 0
+    for value in torch.stack(sums).tolist():
+        total = (total * 1_000_003 + int(value)) & _MASK
     return format(total ^ n, "016x")

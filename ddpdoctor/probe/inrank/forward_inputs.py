@@ -10,8 +10,10 @@ at most two containers deep in args and kwargs) a fixed sample of SAMPLE positio
 flattened tensor is gathered (one index op, no copy of the tensor), read as raw bits and hashed
 with Python's tuple hash (deterministic across processes for integers), mixed with shape and
 dtype. About 15 us per tensor plus one 13 us telemetry line per forward on the 2-core CI box.
-For tensors on a GPU the sample is copied without blocking and read at the next forward, so the
-probe adds no device synchronisation. Forwards under no_grad or in eval mode are not recorded.
+For tensors on a GPU the sample is copied without blocking and read at a later forward once the
+copy's CUDA event says it landed (the copy is asynchronous: the CPU may be a step ahead of the
+device), so the probe adds no device synchronisation; at most MAX_PENDING copies wait, beyond
+which the oldest is waited for. Forwards under no_grad or in eval mode are not recorded.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ddpdoctor.probe.inrank import recorder
 SAMPLE = 64  # positions read per tensor: differing batches differ in some of them
 MAX_TENSORS = 12
 MAX_FORWARDS = 2000  # per model: enough to judge; later forwards cost nothing
+MAX_PENDING = 4  # GPU samples in flight per model before the oldest is waited for
 _MASK = 0xFFFF_FFFF_FFFF_FFFF
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 _positions: dict[tuple, torch.Tensor] = {}
@@ -68,17 +71,24 @@ def _sample(t: torch.Tensor) -> torch.Tensor:
 
 
 class _Model:
-    """Per model: its number, the training forwards seen, a deferred read from a GPU."""
+    """Per model: its number, the training forwards seen, the reads from a GPU still in flight."""
 
     def __init__(self, model_id: int) -> None:
         self.id = model_id
         self.forwards = 0
-        self.pending: Optional[tuple] = None  # (iteration, step, keys, shape words, samples on CPU)
+        # (iteration, step, keys, shape words, samples on CPU, the copy's event), oldest first
+        self.pending: list[tuple] = []
 
     def flush(self) -> None:
-        if self.pending is not None:
-            iteration, step, keys, shapes, samples = self.pending
-            self.pending = None
+        """Write the samples whose copies have landed, in order (the oldest waited for when
+        too many are in flight)."""
+        while self.pending:
+            iteration, step, keys, shapes, samples, event = self.pending[0]
+            if event is not None and not event.query():
+                if len(self.pending) <= MAX_PENDING:
+                    return
+                event.synchronize()
+            self.pending.pop(0)
             _write(self.id, iteration, step, keys, shapes, [hash(tuple(s.tolist())) for s in samples])
 
     def hook(self, module: Any, args: Any, kwargs: Any) -> None:
@@ -102,7 +112,12 @@ class _Model:
             else:
                 samples = [_sample(t).to("cpu", non_blocking=True) if t.numel()
                            else torch.zeros(0, dtype=torch.int64) for _, t in leaves]
-                self.pending = (iteration, step, keys, shapes, samples)
+                cuda = next((t.device for _, t in leaves if t.device.type == "cuda"), None)
+                event = None
+                if cuda is not None:  # the copies' landing, on that device's current stream
+                    event = torch.cuda.Event()
+                    event.record(torch.cuda.current_stream(cuda))
+                self.pending.append((iteration, step, keys, shapes, samples, event))
         except Exception as exc:  # noqa: BLE001 - the user's forward must run
             recorder.get().note_once("forward-inputs", f"could not fingerprint the model's inputs: {exc!r}")
 

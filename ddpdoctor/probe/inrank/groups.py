@@ -63,3 +63,19 @@ def describe(group: Any) -> tuple[str, Optional[list[int]]]:
             cached = (f"group@{id(group):x}", None)
         _names[group] = cached
     return cached
+
+
+def unchecked_backend(group: Any, device: Any) -> Optional[Any]:
+    """Under DETAIL, the backend torch's checking wrapper forwards to for `device` tensors on
+    `group` (ProcessGroupNCCL behind its ProcessGroupWrapper); None where the group's backend is
+    not wrapped (DETAIL off, or a twin). The wrapper checks every collective with a round trip
+    over its own gloo group before launching it: on an H200 that put ~0.2 ms of CPU before each
+    bucket's NCCL launch, which the device clock then counted as all-reduce time."""
+    try:
+        if dist.get_debug_level() != dist.DebugLevel.DETAIL:
+            return None
+        if group is None or group is dist.GroupMember.WORLD:
+            group = dist.distributed_c10d._get_default_group()
+        return getattr(group._get_backend(device), "wrapped_pg", None)
+    except Exception:  # noqa: BLE001 - a Python process group, an older torch: keep the checks
+        return None

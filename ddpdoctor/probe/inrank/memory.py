@@ -305,7 +305,9 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         _note("memory", f"memory probe failed: {exc!r}")
 
 
-def _at_end() -> None:
+def end() -> None:
+    """The closing reading (once): at the rank's finish, before the probe's own closing work;
+    at exit where finish never ran."""
     if _state["ended"]:
         return
     _state["ended"] = True
@@ -319,4 +321,4 @@ def install() -> None:
     _write("start")
     register_optimizer_step_pre_hook(_before_step)
     register_optimizer_step_post_hook(_after_step)
-    atexit.register(_at_end)
+    atexit.register(end)

@@ -15,7 +15,7 @@ from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import baseline, ddp, device_timing, recorder
+from ddpdoctor.probe.inrank import baseline, ddp, device_timing, memory, recorder
 
 _counts: dict[int, int] = {}
 _marks = {"step_start": 0.0, "previous_end": 0.0}
@@ -31,6 +31,10 @@ def record_crash(exc: BaseException) -> None:
 def finish(reason: str) -> None:
     """Write the closing records of this rank."""
     rec = recorder.get()
+    # The peak is the script's: read before our own closing work (the parameters'
+    # fingerprints, the baseline's all-reduces) allocates anything (on an H200 the fingerprints'
+    # int64 copies had raised the allocator's peak 19% above the script's own).
+    memory.end()
     # The device timings still queued: their events have normally completed by now; a device
     # that does not finish within the deadline leaves them out (said in a note), never hangs.
     device_timing.poll_all(time.time() + device_timing.FINAL_WAIT_S)

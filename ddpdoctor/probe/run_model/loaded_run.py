@@ -173,6 +173,15 @@ class RunModel:
         formed = [init.world_size for run in self.ranks.values() for init in run.of(tm.Init)]
         return max(formed) if formed else self.meta.world_size
 
+    @property
+    def backend(self) -> str:
+        """The backend the ranks' process groups formed with ("nccl", "cpu:gloo,cuda:nccl"), as
+        they recorded it; the launch's default where no group formed (the launcher cannot know
+        what the script asks init_process_group for)."""
+        formed = sorted({init.backend.lower() for run in self.ranks.values() for init in run.of(tm.Init)
+                         if init.backend})
+        return ", ".join(formed) if formed else self.meta.backend
+
     def rank_ids(self) -> list[int]:
         return sorted(self.ranks)
 
