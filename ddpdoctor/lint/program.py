@@ -2036,15 +2036,20 @@ class Program:
             by_target = fn.__dict__["_for_targets"] = {}
             for n in fn.own_of(ast.For):
                 if n.target.__class__ is ast.Name:
-                    by_target.setdefault(n.target.id, []).append(n)
+                    by_target.setdefault(n.target.id, []).append((n, n.iter))
+                elif n.target.__class__ is ast.Tuple:
+                    # `for d_set, name in zip(datasets, names)`, `for i, part in enumerate(parts)`:
+                    # each name iterates its own argument of zip / enumerate's one
+                    for name_, iterated in _paired_iterables(n.target, n.iter):
+                        by_target.setdefault(name_, []).append((n, iterated))
         loops = by_target.get(name, [])
         found: list[Klass] = []
-        for loop in loops:
+        for loop, iterated in loops:
             items: list[tuple[ast.AST, Function]] = []
-            for value, scope in self.values_of(loop.iter, fn, 2):
+            for value, scope in self.values_of(iterated, fn, 2):
                 if value.__class__ in (ast.List, ast.Tuple, ast.Set):
                     items += [(elt, scope) for elt in value.elts]
-            key = dotted(loop.iter)
+            key = dotted(iterated)
             klass = self._class_of_fn(fn) if key and key.startswith("self.") and key.count(".") == 1 else None
             for method in (klass.methods.values() if klass is not None else ()):
                 for node in method.own:  # `self.parts += [...]`, `self.parts.append(...)`
@@ -2059,7 +2064,48 @@ class Program:
                     target = self._callee_symbol(item.func, scope)
                     if target.__class__ is Klass:
                         found.append(target)
+                elif item.__class__ is ast.Name:  # `[train, val, test]`: what each name holds
+                    found += self._name_classes(item, scope)
         return found
+
+    def _name_classes(self, name: ast.Name, fn: Function) -> list[Klass]:
+        """The local classes a name holds: built by `K(...)` where it is bound, declared
+        (`x: K`), or unpacked from a local function whose return annotation says which
+        (`train, val, test = split(ds)` with `def split(...) -> tuple[Dataset, Dataset, Dataset]`)."""
+        declared = self.annotated_class(name, fn)
+        if declared is not None:
+            return [declared]
+        found: list[Klass] = []
+        for value, scope in self.values_of(name, fn, 1):
+            if value.__class__ is ast.Call:
+                target = self._callee_symbol(value.func, scope)
+                if target.__class__ is Klass:
+                    found.append(target)
+                elif target.__class__ is Function:
+                    found += self._returned_classes(target, None)
+        for node in fn.own_of(ast.Assign):
+            if len(node.targets) == 1 and node.targets[0].__class__ is ast.Tuple and \
+                    node.value.__class__ is ast.Call:
+                names = [t.id if t.__class__ is ast.Name else None for t in node.targets[0].elts]
+                if name.id in names:
+                    target = self._callee_symbol(node.value.func, fn)
+                    if target.__class__ is Function:
+                        found += self._returned_classes(target, (names.index(name.id), len(names)))
+        return list(dict.fromkeys(found))
+
+    def _returned_classes(self, target: Function, position: Optional[tuple[int, int]]) -> list[Klass]:
+        """The local class a function's return annotation names (`-> Dataset`), or at `position`
+        (index, width) of a tuple it returns (`-> tuple[Dataset, Dataset]`, `Tuple[...]`)."""
+        note = getattr(target.node, "returns", None)
+        if note is None:
+            return []
+        if position is not None:
+            if not (note.__class__ is ast.Subscript and last_name(note.value) in ("tuple", "Tuple")
+                    and note.slice.__class__ is ast.Tuple and len(note.slice.elts) == position[1]):
+                return []
+            note = note.slice.elts[position[0]]
+        found = self._callee_symbol(note, target.parent or target) if note.__class__ in (ast.Name, ast.Attribute) else None
+        return [found] if found.__class__ is Klass else []
 
     def _table_entries(self, table: ast.AST, fn: Function, read: bool = False,
                        path: Optional[list] = None) -> list:
@@ -2767,6 +2813,20 @@ def _record_field_names(node: ast.ClassDef) -> list[str]:
         return []
     return [stmt.target.id for stmt in node.body
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)]
+
+
+def _paired_iterables(target: ast.Tuple, iterated: ast.AST) -> list[tuple[str, ast.AST]]:
+    """(name, what it iterates) of a tuple loop target over `zip(a, b)` (each its own) or
+    `enumerate(a)` (the second name over `a`)."""
+    if iterated.__class__ is not ast.Call or iterated.keywords:
+        return []
+    kind = last_name(iterated.func)
+    elts = target.elts
+    if kind == "zip" and len(iterated.args) == len(elts):
+        return [(t.id, a) for t, a in zip(elts, iterated.args) if t.__class__ is ast.Name]
+    if kind == "enumerate" and len(elts) == 2 and len(iterated.args) == 1 and elts[1].__class__ is ast.Name:
+        return [(elts[1].id, iterated.args[0])]
+    return []
 
 
 def _annotations(fn: Function) -> dict[str, ast.AST]:
