@@ -1588,7 +1588,11 @@ def _constant_bindings(fn: Function) -> dict:
             poisoned.update(node.names)
             continue
         if isinstance(node, _REBINDING):
-            poisoned.update(n.id for n in walk(getattr(node, "target", node)) if n.__class__ is ast.Name)
+            # what it binds: a with's `as` names only (walking the whole with took every name
+            # its body reads as rebound: CeresTrain's `COMPUTE_FLOPS = False`, read in a with)
+            bound = [i.optional_vars for i in node.items if i.optional_vars is not None] \
+                if isinstance(node, (ast.With, ast.AsyncWith)) else [node.target]
+            poisoned.update(n.id for b in bound for n in walk(b) if n.__class__ is ast.Name)
             continue
         if node.__class__ is not ast.Assign:
             continue

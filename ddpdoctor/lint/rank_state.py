@@ -750,6 +750,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         if _none_kept(fn, decided, name, ranked_of[name]):
             continue
+        if _settled_apart(builder, fn, decided, name):
+            continue
         effect = _effect(builder, fn, stmt, item, ddp)
         if effect is None and rereads:
             # `while epoch < max_epochs:` - the rank whose value is ahead leaves the loop
@@ -1213,6 +1215,22 @@ def _tested_where_set(fn: Function, test: ast.stmt, setter: ast.stmt) -> bool:
             around.append(node)
         node = parents.get(id(node))
     return all(any(n is setter for n in walk(block)) for block in around)
+
+
+def _settled_apart(builder: Builder, fn: Function, test: ast.AST, name: str) -> bool:
+    """`if COMPUTE_FLOPS and not done and is_global_zero:` - a test of `a and b and ...` with a
+    part no way through the function makes true (a local bound only to False): no rank takes
+    the branch, whatever the rank-local value holds. (A rank test among the parts settles
+    nothing: `if rank == 0 and stale >= patience: break` is rank 0's own count deciding.)"""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return False
+    callers = builder.callers()
+    for part in test.values:
+        if any(isinstance(n, ast.Name) and n.id == name or _field(n) == name for n in walk(part)):
+            continue  # the rank-local value itself
+        if never_true(callers, fn, text(part), True, builder.program):
+            return True
+    return False
 
 
 def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, setter: _Stmt, work: str,

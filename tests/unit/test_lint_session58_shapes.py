@@ -79,3 +79,63 @@ def test_a_trainer_among_the_zipped_items_is_reported(tmp_path):
     # twin: the list really holds the trainer: its shared checkpoint is written by every rank
     found = _saves(tmp_path, "Tuple[Shards, Shards, Shards]", "parts = [train, val, trainer]")
     assert any("best.pt" in f.message for f in found)
+
+
+# ------------------------------ a rank-local flag read by a test that other parts already settle
+FLAG = """
+import argparse
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    CHECK = {CHECK}
+    done = False
+    for step in range(100):
+        if rank == 0 and step == 10:
+            done = True
+        if {TEST}:
+            loss = model(torch.randn(8, 4)).sum()
+            loss.backward()
+            opt.step()
+
+
+main()
+"""
+
+
+def _decisions(tmp_path, check: str, test: str) -> list:
+    found = lint_tree(tmp_path, {"train.py": FLAG.replace("{CHECK}", check).replace("{TEST}", test)})
+    return [f for f in found if f.code == "DDP809"]
+
+
+def test_a_flag_set_on_rank_0_and_read_on_every_rank_is_reported(tmp_path):
+    # the shape the rule is for: the others still train after rank 0 stopped
+    assert _decisions(tmp_path, "args.check", "CHECK and not done")
+
+
+def test_a_part_bound_only_to_false_settles_the_branch_and_a_rank_test_does_not(tmp_path):
+    # `CHECK = False` never changed: no rank takes the branch, whatever `done` holds
+    assert _decisions(tmp_path, "False", "CHECK and not done") == []
+    # twin: a rank test beside the flag settles nothing (rank 0's own flag decides for it)
+    assert _decisions(tmp_path / "r", "args.check", "CHECK and not done and rank == 0")
+
+
+def test_a_constant_read_inside_a_with_block_is_still_a_constant(tmp_path):
+    # the test sits in a `with` (Fabric's no_backward_sync, autocast): a with binds its `as`
+    # names only, not every name its body reads
+    inside = FLAG.replace("        if {TEST}:", "        with contextlib.nullcontext():\n          if {TEST}:") \
+        .replace("import argparse", "import argparse\nimport contextlib")
+    found = lint_tree(tmp_path, {"train.py": inside.replace("{CHECK}", "False").replace("{TEST}", "CHECK and not done")})
+    assert [f for f in found if f.code == "DDP809"] == []
+    found = lint_tree(tmp_path / "twin", {"train.py": inside.replace("{CHECK}", "args.check")
+                                          .replace("{TEST}", "CHECK and not done")})
+    assert [f for f in found if f.code == "DDP809"]
