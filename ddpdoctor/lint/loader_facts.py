@@ -1615,6 +1615,7 @@ class LoaderFacts:
                              if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                              and call.func.attr == "set_epoch"]
         set_epochs = [(fn, call, loops) for fn, call, _, loops in found_set_epochs]
+        epochs = _EpochIndex(set_epochs)
         # the ones on a side of a switch no way in takes (asked once, not once per sampler)
         switched = {id(call) for fn, call, _ in set_epochs if self.switched_off(fn, call) or self._never_built(call, fn)}
         ranked = {id(call): rank_guards(guards) for _, call, guards, _ in found_set_epochs}  # the rank tests around each
@@ -1725,16 +1726,15 @@ class LoaderFacts:
                             isinstance(scall.args[0], ast.Name)
                             and pinned_constants(program, sfn, scall.args[0].id) is not None)) and \
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
-                            not _varying_set_epoch_beside(sfn, scall, set_epochs) and \
-                            not _varying_elsewhere(sfn, scall, set_epochs):
+                            not epochs.varying_beside(sfn, scall) and not epochs.varying_elsewhere(sfn, scall):
                         if _another_loop(sfn, scall, stilled):
                             if constant is not None:
                                 more.append((constant, pinned, invariant))
                             constant, invariant = loc(sfn, scall), None
                             pinned = scall.args[0].id if isinstance(scall.args[0], ast.Name) else ""
                     elif scall.args and (held := loop_invariant(program, sfn, scall, scall.args[0])) is not None \
-                            and not self._evaluates(sfn) and not _varying_set_epoch_beside(sfn, scall, set_epochs) \
-                            and not _varying_elsewhere(sfn, scall, set_epochs):
+                            and not self._evaluates(sfn) and not epochs.varying_beside(sfn, scall) \
+                            and not epochs.varying_elsewhere(sfn, scall):
                         # (the loop asked first: answered once per loop and value, where the scans
                         # of every other set_epoch are a pair of walks per call)
                         if _another_loop(sfn, scall, stilled):
@@ -2768,16 +2768,6 @@ def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
     return found
 
 
-def _varying_elsewhere(fn, call: ast.Call, set_epochs) -> bool:
-    """Another receiver gets set_epoch(<a varying value>) in the same function: the loaders' own
-    samplers are matched to their set_epoch calls loosely (`x.sampler` names any), so the constant
-    one (`valid_q.sampler.set_epoch(0)`, beside `train_q.sampler.set_epoch(step)`: NVAE) is the
-    other loader's, not this one's."""
-    mine = text(call.func.value)
-    return any(sfn is fn and other is not call and text(other.func.value) != mine and other.args
-               and _moves_apart(other, call) for sfn, other, _ in set_epochs)
-
-
 def _another_loop(fn, call: ast.Call, stilled: set) -> bool:
     """The call sits in a loop no constant set_epoch found so far sits in (noted in stilled)."""
     loop = outer_loop(fn, call)
@@ -2788,24 +2778,57 @@ def _another_loop(fn, call: ast.Call, stilled: set) -> bool:
     return True
 
 
-def _moves_apart(other: ast.Call, call: ast.Call) -> bool:
-    """Another set_epoch's argument is not a constant and not the same value as this one's (two
-    loops' `set_epoch(args.epoch)` are the same mistake twice, not one varying the other)."""
-    if isinstance(other.args[0], ast.Constant):
-        return False
-    return not (call.args and text(other.args[0]) == text(call.args[0]))
+class _EpochIndex:
+    """The set_epoch calls of the script, indexed once per function by receiver and argument, so
+    that asking of each call whether another one varies beside it is a few counts, not a scan of
+    every other call (3,000 calls in one loop took past the analysis budget)."""
+
+    def __init__(self, set_epochs) -> None:
+        from collections import Counter
+
+        self._by_fn: dict[int, tuple] = {}
+        for fn, call, _ in set_epochs:
+            total, by_receiver, by_arg, by_both = self._by_fn.setdefault(
+                id(fn), (Counter(), Counter(), Counter(), Counter()))
+            if not call.args or isinstance(call.args[0], ast.Constant):
+                continue  # a constant (or nothing) moves nothing apart
+            receiver, arg = _epoch_texts(call)
+            total[0] += 1
+            by_receiver[receiver] += 1
+            by_arg[arg] += 1
+            by_both[(receiver, arg)] += 1
+
+    def _counts(self, fn, call: ast.Call) -> tuple[int, int, int, int]:
+        total, by_receiver, by_arg, by_both = self._by_fn.get(id(fn), ({}, {}, {}, {}))
+        receiver, arg = _epoch_texts(call)
+        return (total.get(0, 0), by_receiver.get(receiver, 0),
+                by_arg.get(arg, 0) if call.args else 0, by_both.get((receiver, arg), 0) if call.args else 0)
+
+    def varying_elsewhere(self, fn, call: ast.Call) -> bool:
+        """Another receiver gets set_epoch(<a varying value>) in the same function: the loaders'
+        own samplers are matched to their set_epoch calls loosely (`x.sampler` names any), so the
+        constant one (`valid_q.sampler.set_epoch(0)`, beside `train_q.sampler.set_epoch(step)`:
+        NVAE) is the other loader's, not this one's. (Varying: not a constant, and not the value
+        this call hands: two loops' `set_epoch(args.epoch)` are one mistake twice.)"""
+        total, same_receiver, same_arg, same_both = self._counts(fn, call)
+        return total - same_receiver - same_arg + same_both > 0
+
+    def varying_beside(self, fn, call: ast.Call) -> bool:
+        """The same receiver also gets set_epoch(<a varying value>) in the same function: a
+        `set_epoch(0)` beside it (to fix the order of an evaluation pass over the training
+        loader) is undone by the next epoch's `set_epoch(epoch)`, so the training order still
+        changes every epoch."""
+        _, same_receiver, _, same_both = self._counts(fn, call)
+        return same_receiver - same_both > 0
 
 
-def _varying_set_epoch_beside(fn, call: ast.Call, set_epochs) -> bool:
-    """The same receiver also gets set_epoch(<a varying value>) in the same function: a
-    `set_epoch(0)` beside it (to fix the order of an evaluation pass over the training
-    loader) is undone by the next epoch's `set_epoch(epoch)`, so the training order still
-    changes every epoch."""
-    receiver = text(call.func.value)
-    return any(other is not call and sfn is fn and other.args
-               and _moves_apart(other, call) and text(other.func.value) == receiver
-               for sfn, other, _ in set_epochs)
-
+def _epoch_texts(call: ast.Call) -> tuple[str, str]:
+    """(receiver, argument) of a set_epoch call as text, worked out once per call."""
+    found = call.__dict__.get("_ddpdoctor_epoch_texts")
+    if found is None:
+        found = call.__dict__["_ddpdoctor_epoch_texts"] = (
+            text(call.func.value), text(call.args[0]) if call.args else "")
+    return found
 
 
 def _with_replacement(sampler: ast.Call) -> bool:
