@@ -512,6 +512,8 @@ class AccumulationFacts:
             return None
         steps = [(c, cond or kind == "sometimes") for c, cond in calls
                  for kind in [self._step_kind(c, fn)] if kind is not None]
+        if steps and self._stepped_after_in_helper(backward, fn):
+            return None
         if steps and self._always(head, fn, lambda c, f, d: self._step_kind(c, f) == "always" and not (
                 f is fn and self._steps_another_model(c, backward, fn)), changed=changed) is not None:
             return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
@@ -998,16 +1000,10 @@ class AccumulationFacts:
         update_grad=...)`, XLM's `optimize(loss)`), where the helper backpropagates on two sides
         of a switch (`if scaler: scaler.scale(loss).backward() else: loss.backward()`: the call
         names both), or where no one helper holds it."""
-        inner, helper = call, fn
-        while depth > 0 and not _is_backward(inner):
-            held = {id(found): (found, target) for target in self._helpers(inner, helper)
-                    for found in [self._always(target.node.body, target, self._backward, depth - 1,
-                                               _changed_in(target), (inner, helper))] if found is not None}
-            if len(held) != 1:
-                return loc(fn, call)
-            (inner, helper), depth = next(iter(held.values())), depth - 1
-        if inner is call or not _is_backward(inner):
+        found = self._backward_in_helper(call, fn, depth)
+        if found is None:
             return loc(fn, call)
+        inner, helper = found
         loss = _loss_of(inner.func.value)
         while isinstance(loss, ast.BinOp):  # `(loss / accum).backward()`: the loss is the left side
             loss = loss.left
@@ -1015,6 +1011,33 @@ class AccumulationFacts:
                 sum(_is_backward(c) for c in walk(helper.node)) != 1:
             return loc(fn, call)
         return loc(helper, inner)
+
+    def _backward_in_helper(self, call: ast.Call, fn: Function, depth: int = 2) -> Optional[tuple]:
+        """(the backward, the helper holding it) where a loop's call leads to one backward in one
+        helper (`depth` calls down); None where the call is the backward or no one helper holds it."""
+        inner, helper = call, fn
+        while depth > 0 and not _is_backward(inner):
+            held = {id(found): (found, target) for target in self._helpers(inner, helper)
+                    for found in [self._always(target.node.body, target, self._backward, depth - 1,
+                                               _changed_in(target), (inner, helper))] if found is not None}
+            if len(held) != 1:
+                return None
+            (inner, helper), depth = next(iter(held.values())), depth - 1
+        if inner is call or not _is_backward(inner):
+            return None
+        return inner, helper
+
+    def _stepped_after_in_helper(self, call: ast.Call, fn: Function) -> bool:
+        """The helper the loop's call backpropagates in steps an optimizer right after, on every
+        way (`def train_step_d(): ...; loss_d.backward(); opt_d.step()`, a GAN's discriminator
+        step called each pass): that backward's gradients are used at once, none accumulate,
+        whatever other step the loop takes only sometimes (the generator's, ganmouflage)."""
+        found = self._backward_in_helper(call, fn)
+        if found is None:
+            return False
+        inner, helper = found
+        return any(self._step_kind(c, helper) == "always"
+                   for c, cond in _loop_calls(_after_it(helper.node.body, inner), False) if not cond)
 
     def _helpers(self, call: ast.Call, fn: Function) -> list[Function]:
         """The functions a call may run: resolved, or the one a `partial(...)` it names wraps."""

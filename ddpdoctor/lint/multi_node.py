@@ -74,7 +74,7 @@ def _in_sources(files) -> Optional[Location]:
                  and not (node.__class__ is ast.Constant and node.value.lstrip("-").replace("-", "_") in assigned)
                  and id(node) not in one_node]
         if counted:
-            found += [node for node in source.of(ast.BinOp) if _node_offset(node)]
+            found += [node for node in source.of(ast.BinOp) if _node_offset(node) and not _one_node_index(node, files)]
         if found:
             return Location(source.display, min(getattr(node, "lineno", 1) for node in found))
     return None
@@ -90,6 +90,37 @@ def _node_offset(node: ast.BinOp) -> bool:
                 PER_NODE.search(_identifier(operand)) for operand in (side.left, side.right)):
             return True
     return False
+
+
+def _one_node_index(node: ast.BinOp, files) -> bool:
+    """The node's index in `args.rank * ngpus_per_node + gpu` is pinned to 0: the code sets
+    `args.rank = 0` and offers no option or variable of that name (RawNeXt's main.py, which also
+    sets `world_size = ngpus_per_node`): the formula of torch's ImageNet example kept for one node."""
+    side = next((s for s in (node.left, node.right) if s.__class__ is ast.BinOp
+                 and s.op.__class__ is ast.Mult), None)
+    if side is None:
+        return False
+    index = next((o for o in (side.left, side.right) if not PER_NODE.search(_identifier(o))), None)
+    key = _identifier(index) if index is not None and index.__class__ in (ast.Name, ast.Attribute) else ""
+    if not key:
+        return False
+    pinned = False
+    for source in files:
+        if source.tree is None:
+            continue
+        for assign in source.of(ast.Assign):
+            for target in assign.targets:
+                if _identifier(target) != key or ast.dump(target, include_attributes=False).replace("Store", "Load") \
+                        != ast.dump(index, include_attributes=False):
+                    continue  # (`self.rank = dist.get_rank()` elsewhere is another object's)
+                if assign.value.__class__ is ast.Constant and assign.value.value == 0:
+                    pinned = True
+                elif not any(n is side for n in ast.walk(assign.value)):
+                    return False  # set from something else somewhere: not known to be 0
+        if any(c.value.lstrip("-") == key or c.value == key.upper() for c in source.of(ast.Constant)
+               if isinstance(c.value, str)):
+            return False  # an option or an environment variable of that name: a launch may set it
+    return pinned
 
 
 def _identifier(node: ast.AST) -> str:

@@ -14,7 +14,7 @@ import ast
 from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import ddp_class, text
+from ddpdoctor.lint.patterns import ddp_class, fsdp_builder, text
 
 Function = Any
 # What skips DDP's all-reduce for a backward: the model's own switches, and Lightning Fabric's
@@ -50,7 +50,8 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
         # `if ddp:` (distributed at all): the other side has no DDP model to sync; nor has the
         # other side of `hasattr(model, "no_sync")` or `isinstance(model, DDP)`, which every DDP
         # model passes
-        parts = [p for p in parts if not program.ranks.uniform(p, fn) and not _every_ddp_passes(program, p, fn)]
+        parts = [p for p in parts if not program.ranks.uniform(p, fn) and not _every_ddp_passes(program, p, fn)
+                 and not _fsdp_side_off(program, p)]
         if all({n.id for n in walk(p) if isinstance(n, ast.Name)} & stepping for p in parts):
             continue  # a test on the micro-step: how no_sync is meant to be used
         if any(isinstance(n, ast.Call) and engine_backward(n, fn) for s in other
@@ -81,6 +82,36 @@ def _every_ddp_passes(program, test: ast.AST, fn: Function) -> bool:
         return isinstance(kind, ast.Constant) and kind.value in SYNC_WORDS
     classes = kind.elts if isinstance(kind, ast.Tuple) else [kind]
     return test.func.id == "isinstance" and any(ddp_class(program, c, fn) for c in classes)
+
+
+def _fsdp_side_off(program, test: ast.AST) -> bool:
+    """`not use_fsdp` where the script's own `if <...>.use_fsdp:` (the same flag, any owner)
+    wraps the model in FSDP, there or in a helper it calls: the other side of the switch holds
+    an FSDP model, no DDP model to sync (a training step's `if ddp and not use_fsdp:
+    model.require_backward_grad_sync = last`, training-custom-llama)."""
+    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+            and isinstance(test.operand, (ast.Name, ast.Attribute))):
+        return False
+    flag = test.operand.id if isinstance(test.operand, ast.Name) else test.operand.attr
+    memo = program.__dict__.setdefault("_fsdp_flags", {})
+    if flag not in memo:
+        memo[flag] = any(isinstance(node, ast.If) and isinstance(node.test, (ast.Name, ast.Attribute))
+                         and (node.test.id if isinstance(node.test, ast.Name) else node.test.attr) == flag
+                         and _wraps_fsdp(program, node.body, f)
+                         for f in list(program.functions) if f.node is not None for node in f.own_of(ast.If))
+    return memo[flag]
+
+
+def _wraps_fsdp(program, body: list, fn: Function) -> bool:
+    """The statements build an FSDP model, or call a local helper that does (one level)."""
+    for call in (n for s in body for n in walk(s) if isinstance(n, ast.Call)):
+        if fsdp_builder(program.qualify(call.func, fn) or ""):
+            return True
+        for target in program.resolve(call.func, fn)[0]:
+            if target.node is not None and any(isinstance(n, ast.Call) and fsdp_builder(program.qualify(n.func, target) or "")
+                                               for n in target.own):
+                return True
+    return False
 
 
 def mentions(node: ast.AST) -> bool:

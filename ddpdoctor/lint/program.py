@@ -1604,6 +1604,13 @@ class Program:
             unpacked = self.unpacked(node.id, fn)
             if unpacked:
                 values = unpacked if values == [(node, fn)] else values + unpacked
+        elif node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self" \
+                and depth > 0:
+            # `self.train_loader, self.val_loader = init_data_loaders(...)` in a method of the
+            # class: the loader that position of the returned tuple holds
+            unpacked = self.unpacked_attribute(node.attr, fn)
+            if unpacked:
+                values = [v for v in values if v[0] is not node] + unpacked
         for value, scope in values:
             if value is not node and depth > 0 and (value.__class__ is ast.IfExp or (
                     value.__class__ is ast.Attribute and value.attr == "module")):

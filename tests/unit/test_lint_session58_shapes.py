@@ -139,3 +139,190 @@ def test_a_constant_read_inside_a_with_block_is_still_a_constant(tmp_path):
     found = lint_tree(tmp_path / "twin", {"train.py": inside.replace("{CHECK}", "args.check")
                                           .replace("{TEST}", "CHECK and not done")})
     assert [f for f in found if f.code == "DDP809"]
+
+
+# ------------------------- holdout 70: a loader kept as self.x from a local factory's returned tuple
+LOADERS = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class ShardLoader:
+    def __init__(self, rank):
+        self.rank, self.total = rank, None
+
+    def count_tokens(self):
+        total = [1000 if self.rank == 0 else None]
+        dist.broadcast_object_list(total, src=0)  # every rank must come here
+        return total[0]
+
+
+def make_loaders(rank):
+    train = ShardLoader(rank)
+    val = ShardLoader(rank)
+    return train, val
+
+
+class Trainer:
+    def __init__(self, rank):
+        self.rank = rank
+        self.train_loader, self.val_loader = make_loaders(rank)
+
+    def summary(self):
+        {SUMMARY}
+
+
+def main():
+    dist.init_process_group("gloo")
+    trainer = Trainer(dist.get_rank())
+    trainer.model = DDP(torch.nn.Linear(4, 1))
+    trainer.summary()
+
+
+main()
+"""
+
+
+def test_a_method_of_a_loader_unpacked_into_self_runs_its_collective_on_rank_0_alone(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": LOADERS.replace(
+        "{SUMMARY}", "if self.rank == 0:\n            print(self.train_loader.count_tokens())")})
+    assert [f.code for f in found if f.code == "DDP801"] == ["DDP801"]
+    # twin: every rank counts, rank 0 prints
+    found = lint_tree(tmp_path / "twin", {"train.py": LOADERS.replace(
+        "{SUMMARY}", "n = self.train_loader.count_tokens()\n        if self.rank == 0:\n            print(n)")})
+    assert [f for f in found if f.code == "DDP801"] == []
+
+
+# ------------------------------- the sync switch's other side is the FSDP model (same flag elsewhere)
+ACCUM = """
+import argparse
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--{FLAG}", action="store_true")
+parser.add_argument("--accum", type=int, default=4)
+args = parser.parse_args()
+
+
+def wrap(model):
+    if args.{WRAP_FLAG}:
+        return FSDP(model)
+    return DDP(model)
+
+
+dist.init_process_group("gloo")
+ddp = dist.get_world_size() > 1
+model = wrap(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    for micro in range(args.accum):
+        if ddp and not args.{FLAG}:
+            model.require_backward_grad_sync = micro == args.accum - 1
+        model(torch.randn(8, 4)).sum().backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_a_sync_switch_whose_other_side_is_the_fsdp_model_covers_the_ddp_model(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": ACCUM.replace("{FLAG}", "use_fsdp").replace("{WRAP_FLAG}", "use_fsdp")})
+    assert [f for f in found if f.code == "DDP805"] == []
+    # twin: the switch's flag is not the one that picks FSDP: its other side is a DDP model
+    found = lint_tree(tmp_path / "twin", {"train.py": ACCUM.replace("{FLAG}", "fast").replace("{WRAP_FLAG}", "fast_never")
+                                          .replace('parser.add_argument("--accum"',
+                                                   'parser.add_argument("--fast_never", action="store_true")\n'
+                                                   'parser.add_argument("--accum"')})
+    assert [f.code for f in found if f.code == "DDP805"] == ["DDP805"]
+
+
+# ---------------------------------- a GAN: the discriminator's helper steps right after its backward
+GAN = """
+import sys
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class GanTrainer:
+    def __init__(self, w_gan):
+        self.w_gan = w_gan
+        self.g = DDP(torch.nn.Linear(4, 4))
+        self.d = DDP(torch.nn.Linear(4, 1))
+        self.opt_g = torch.optim.Adam(self.g.parameters())
+        self.opt_d = torch.optim.Adam(self.d.parameters())
+
+    def step_d(self, x):
+        self.opt_d.zero_grad()
+        loss_d = self.d(self.g(x).detach()).mean() - self.d(x).mean()
+        loss_d.backward()
+        {AFTER_D}
+
+    def train_step(self, x, it):
+        if self.w_gan > 0:
+            self.step_d(x)
+        if it % 5 == 0:
+            self.opt_g.zero_grad()
+            loss_g = -self.d(self.g(x)).mean()
+            loss_g.backward()
+            self.opt_g.step()
+
+
+dist.init_process_group("gloo")
+trainer = GanTrainer(float(sys.argv[1]))
+for it in range(100):
+    trainer.train_step(torch.randn(8, 4), it)
+"""
+
+
+def test_a_discriminator_step_right_after_its_backward_is_no_accumulation(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": GAN.replace("{AFTER_D}", "self.opt_d.step()")})
+    assert [f for f in found if f.code == "DDP805"] == []
+    # twin: the discriminator's step also waits for the generator's turn: its gradients pile up
+    found = lint_tree(tmp_path / "twin", {"train.py": GAN.replace("{AFTER_D}", "pass")
+                                          .replace("            self.opt_g.step()",
+                                                   "            self.opt_g.step()\n            self.opt_d.step()")})
+    assert [f.code for f in found if f.code == "DDP805"] == ["DDP805"]
+
+
+# ------------------------------------- torch's ImageNet rank formula kept with the node's index at 0
+SPAWN = """
+import argparse
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def worker(gpu, ngpus_per_node, args):
+    args.rank = args.rank * ngpus_per_node + gpu
+    dist.init_process_group("nccl", init_method="env://", world_size=args.world_size, rank=args.rank)
+    model = DDP(torch.nn.Linear(4, 1).cuda(gpu), device_ids=[gpu])
+    if gpu == 0:
+        torch.save(model.state_dict(), "best.pt")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    {OPTION}
+    args = parser.parse_args()
+    args.ngpus_per_node = torch.cuda.device_count()
+    args.world_size = args.ngpus_per_node
+    {PIN}
+    mp.spawn(worker, nprocs=args.ngpus_per_node, args=(args.ngpus_per_node, args))
+
+
+main()
+"""
+
+
+def test_a_node_index_pinned_to_zero_is_a_one_node_job(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": SPAWN.replace("{OPTION}", "pass").replace("{PIN}", "args.rank = 0")})
+    assert [f for f in found if f.code == "DDP806"] == []
+    # twin: the node's index is an option a launch sets: local rank 0 of each node writes
+    found = lint_tree(tmp_path / "twin", {"train.py": SPAWN.replace(
+        "{OPTION}", 'parser.add_argument("--rank", type=int, default=0)').replace("{PIN}", "pass")})
+    assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
