@@ -196,7 +196,8 @@ class SaveFacts:
             # a method of the project's own trainer (a class that runs the backward) is judged
             # as the entry script's would be.
             return SaveFact(where, path_text, False, "a library save in an imported helper", None, how)
-        if _single_process(self.taken_anyway(fn, event.conds), self._switches(), self.wraps_ddp()):
+        taken = self.taken_anyway(fn, event.conds)
+        if _single_process(taken, self._switches(), self.wraps_ddp()) or self._helper_single(taken, fn):
             return SaveFact(where, path_text, False, "on the single-process path")
         if self.apart_from_setups(fn, event.conds):
             return SaveFact(where, path_text, False, "on a way that never sets up the process group")
@@ -302,6 +303,26 @@ class SaveFacts:
                         self._unset_local_rank_note(fn, call) or f"{fn.label} is called without a rank test",
                         self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how,
                         call_site=site)
+
+    def _helper_single(self, conds: tuple, fn: Function) -> bool:
+        """`else:` of `if is_distributed():` where the local helper returns
+        `torch.distributed.is_initialized()` (Mul-Datasets' trainers): the helper's value, read
+        as its return says, is the single-process side's test."""
+        for cond, _ in conds:
+            if not (cond.startswith("not ") and cond.endswith("()")) or len(cond) > 120:
+                continue
+            try:
+                call = ast.parse(cond[4:], mode="eval").body
+            except SyntaxError:
+                continue
+            if not isinstance(call, ast.Call) or call.args or call.keywords:
+                continue
+            targets, _ = self.program.resolve(call.func, fn)
+            returns = [r for t in targets if t.node is not None for r in t.returned]
+            if targets and returns and all(r is not None and _single_process(((f"not {text(r)}", False),))
+                                           for r in returns):
+                return True
+        return False
 
     def _unset_local_rank_note(self, fn: Function, call: ast.Call) -> str:
         """Why a test on `args.local_rank` around the write or fn's calls is no rank test here
@@ -1141,9 +1162,17 @@ def _over_parts(iterable: ast.AST) -> bool:
 
 
 def _optional_part(test: ast.AST) -> bool:
-    """`scaler is not None`, `ema` / `self.ema`: whether a part of the state exists at all."""
+    """`scaler is not None`, `ema` / `self.ema`: whether a part of the state exists at all; a
+    setting read by its key (`config["save_plain_copy"]`), or several of these joined by `and`
+    (MolTransformer's `if cfg["train_only_save_non_ddp_model"] and cfg["gpu_mode"]:` around a
+    second copy of the model the block just wrote)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return all(_optional_part(part) for part in test.values)
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
         return isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    if isinstance(test, ast.Subscript):
+        return isinstance(test.slice, ast.Constant) and isinstance(test.slice.value, str) and \
+            isinstance(test.value, (ast.Name, ast.Attribute))
     return isinstance(test, (ast.Name, ast.Attribute))
 
 

@@ -326,3 +326,72 @@ def test_a_node_index_pinned_to_zero_is_a_one_node_job(tmp_path):
     found = lint_tree(tmp_path / "twin", {"train.py": SPAWN.replace(
         "{OPTION}", 'parser.add_argument("--rank", type=int, default=0)').replace("{PIN}", "pass")})
     assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
+
+
+# --------------------------------- a second copy of the model under settings read by key: one write
+COPY = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+config = {"save_plain": True, "gpu_mode": True, "folder": "out/"}
+
+
+def save_model(model):
+    torch.save(model.state_dict(), config["folder"] + "model.pt")
+    if {TEST}:
+        torch.save(model.module.state_dict(), config["folder"] + "model_plain.pt")
+
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 1))
+save_model(model)
+"""
+
+
+def test_a_second_copy_under_settings_is_part_of_the_same_write(tmp_path):
+    found = [f for f in lint_tree(tmp_path, {"train.py": COPY.replace(
+        "{TEST}", 'config["save_plain"] and config["gpu_mode"]')}) if f.code == "DDP806"]
+    assert len(found) == 1 and "1 more write in the same block" in found[0].message
+    # twin: a second file written on another occasion (a comparison, not a setting) is its own write
+    found = [f for f in lint_tree(tmp_path / "twin", {"train.py": COPY.replace(
+        "{TEST}", "model.module.weight.sum() > 0")}) if f.code == "DDP806"]
+    assert len(found) == 2
+
+
+# -------------------------------------- the else of a helper that says whether a group is set up
+HELPER = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def is_distributed():
+    return {RETURN}
+
+
+def main():
+    if torch.cuda.device_count() > 1:
+        dist.init_process_group("nccl")
+    model = torch.nn.Linear(4, 1)
+    if is_distributed():
+        model = DDP(model)
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "best.pt")
+    else:
+        torch.save(model.state_dict(), "best.pt")
+
+
+main()
+"""
+
+
+def test_the_else_of_a_helper_returning_is_initialized_is_one_process(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": HELPER.replace("{RETURN}", "torch.distributed.is_initialized()")})
+    assert [f for f in found if f.code == "DDP806"] == []
+    # twin: the same write after the if/else runs on every rank of a distributed run
+    found = lint_tree(tmp_path / "twin", {"train.py": HELPER.replace("{RETURN}", "torch.distributed.is_initialized()")
+                                          .replace("    else:\n        torch.save(model.state_dict(), \"best.pt\")",
+                                                   "    torch.save(model.state_dict(), \"last.pt\")")})
+    assert [f.code for f in found if f.code == "DDP806"] == ["DDP806"]
+
