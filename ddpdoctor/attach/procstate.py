@@ -6,9 +6,10 @@ process made (on gloo every collective is socket reads and writes; a hung rank m
 Every field is optional: a process of another user hides /proc/PID/io, a process may exit.
 
 On a GPU neither says much: a rank waiting for its device (a collective that NCCL launched and
-that never completes, a long kernel) spins a core inside `.item()` or a synchronize, and
-ProcessGroupNCCL's threads poll the store over a socket every second, hung or not (seen on an
-H200 with torch 2.11). `uses_gpu` says whether the rank holds a CUDA context.
+that never completes, a long kernel) spins a core inside `.item()` or a synchronize, and the
+process still makes read/write calls about once a second (seen on an H200 with torch 2.11: 5-6 in
+a 5 s window while the rank stood in one kernel; by all appearances ProcessGroupNCCL's own
+threads). `uses_gpu` says whether the rank holds a CUDA context.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ stack moving: a long phase of one rank, evaluation or a checkpoint on rank 0, is
 either, and one window cannot tell it from a loop that never ends); when no rank waited and no
 collective completed; when a rank exited in the window; or when a rank on a GPU stood at one
 line for the whole window (a rank waiting for its device spins a core at its next
-synchronisation and NCCL's threads poll the store over a socket, hung or not: there only a moving
+synchronisation and the process still makes read/write calls, hung or not: there only a moving
 stack shows progress, and one that stays put may be a step longer than the window).
 
 Ranks stand in groups as the probe groups them (probe/analysis/stack_groups.py), and a stack
@@ -309,8 +309,8 @@ class Window:
         return (f"{rank_list(ranks)} {place} for the whole {self.span} sampled, on a GPU: a rank "
                 "that waits for its device (a collective that never completes, or kernels longer "
                 "than the window) spins a core where it next synchronises (`.item()`, "
-                "`torch.cuda.synchronize()`, `.cpu()`), and NCCL's threads make read/write calls "
-                "hung or not, so neither says it advanced: a step longer than the window and a hang "
+                "`torch.cuda.synchronize()`, `.cpu()`), and the process still makes read/write "
+                "calls, hung or not, so neither says it advanced: a step longer than the window and a hang "
                 "look alike here; attach again with a --duration longer than one training step, "
                 "or start the job with the Flight Recorder settings `ddpdoctor env` prints: attach "
                 "then reads from each rank's dump which collective its GPU is in")
