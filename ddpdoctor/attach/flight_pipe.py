@@ -16,6 +16,7 @@ import stat
 import time
 from typing import Optional
 
+from ddpdoctor.attach import procstate
 from ddpdoctor.attach.discover import Job
 
 DEFAULT_DUMP_STEM = "/tmp/nccl_trace_rank_"
@@ -86,8 +87,4 @@ def job_without_pipe_note(job: Job, uses_nccl: bool) -> str:
 
 def uses_nccl(pid: int) -> bool:
     """libnccl is mapped into the rank (needs the same permission as py-spy)."""
-    try:
-        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
-            return any("libnccl" in line for line in handle)
-    except OSError:
-        return False
+    return procstate.maps_mention(pid, "libnccl") is True

@@ -207,11 +207,16 @@ class IoWatch:
         return None if seconds < 0.5 else max(now[1] - since[1], 0.0) / seconds
 
 
+def maps_mention(pid: int, word: str) -> Optional[bool]:
+    """A mapping of the process names `word` (needs the permission py-spy needs). None: unreadable."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
+            return any(word in line for line in handle)
+    except OSError:
+        return None
+
+
 def uses_gpu(pid: int) -> Optional[bool]:
     """The rank holds a CUDA context: NVIDIA's device files are mapped into it (a CPU job on a
     CUDA build of torch maps libcudart and libnccl, never /dev/nvidia*). None: unreadable."""
-    try:
-        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
-            return any("/dev/nvidia" in line for line in handle)
-    except OSError:
-        return None
+    return maps_mention(pid, "/dev/nvidia")

@@ -141,7 +141,7 @@ def _fsdp_comm(model: RunModel) -> Optional[FsdpComm]:
                           statistics.median(rank_blocked) if rank_blocked else 0.0, world))
     perfs = perf.step_perf(model)
     step_s = perf.step_time(perfs) if perfs else None
-    return FsdpComm(ops, len(judged), step_s or None, "gloo" in model.backend and "nccl" not in model.backend)
+    return FsdpComm(ops, len(judged), step_s or None, perf.comm_shares_cores(model))
 
 
 def _ms(seconds: Optional[float]) -> str:

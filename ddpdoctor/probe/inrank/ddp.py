@@ -250,15 +250,16 @@ class DDPState:
 def _default_reduce(state: DDPState) -> Callable:
     all_reduce = collectives.original("all_reduce")
 
+    options = dist.AllreduceOptions()  # SUM, made once: this runs for every bucket
+    options.reduceOp = dist.ReduceOp.SUM
+
     def reduce(tensor: torch.Tensor, group: Any) -> torch.futures.Future:
         if not state.checked_round:
-            key = (id(group), str(tensor.device))
-            if key not in state.unchecked:
-                state.unchecked[key] = groups.unchecked_backend(group, tensor.device)
-            backend = state.unchecked[key]
+            key = (id(group), tensor.device)
+            backend = state.unchecked.get(key, state)
+            if backend is state:
+                backend = state.unchecked[key] = groups.unchecked_backend(group, tensor.device)
             if backend is not None:  # past the checked rounds, every rank at once
-                options = dist.AllreduceOptions()
-                options.reduceOp = dist.ReduceOp.SUM
                 return backend.allreduce([tensor], options).get_future()
         return all_reduce(tensor, group=group, async_op=True).get_future()
 

@@ -182,9 +182,8 @@ def comm_shares_cores(model: RunModel) -> bool:
     step whole. With NCCL it runs beside compute, and only what is exposed costs the step."""
     if model.meta.cpu:
         return True
-    backends = {init.backend.lower() for run in model.ranks.values() for init in run.of(tm.Init)}
-    backends = backends or {model.meta.backend.lower()}
-    return any("gloo" in b for b in backends) and not any("nccl" in b for b in backends)
+    backend = model.backend.lower()  # the backends the ranks formed (RunModel.backend)
+    return "gloo" in backend and "nccl" not in backend
 
 
 def throughput(perfs: dict[int, RankPerf]) -> Optional[float]:
