@@ -21,7 +21,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         Not reported: loaders of a
         dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
-        (datapipes too, also as what local builders return) and dataset classes that shard themselves, loaders built on one rank only, loaders
+        (datapipes too, also as what local builders return) and dataset classes that shard themselves
+        - not a local IterableDataset whose `__iter__` splits its stream among the loader's workers
+        (`get_worker_info()`) but never reads the rank or the world size: every rank reads the
+        same items (an error; a warning where another dataset may be built instead) -, loaders built on one rank only, loaders
         named as validation / test loaders (or built in helpers that only evaluation code
         calls), loaders not proven to train that loops read only with gradients off (`with
         torch.no_grad():` a feature cache every rank builds in full), custom samplers, and
@@ -52,7 +55,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         take, where those calls are evaluation (the training call hands it the world size). A warning, naming the choice, for a
         loader on one side of a configuration test whose other side handles the process
         group's switch (`if 'triplet' in cfg.SAMPLER: if cfg.DIST: ...` / `else:` a plain
-        loader): it meets a distributed run only if that configuration is chosen with it.
+        loader) or builds the sharded loader itself (`if launcher == "slurm":
+        build_dataloader(ds, dist=True)` / `else:` a plain loader): it meets a distributed run
+        only if that configuration is chosen with it.
         A warning too for a job with a process group but no DDP model and no sharded data (an
         inference or preprocessing script): a loader every rank iterates in full, with no
         collective in the loop, nor in what the loop calls (ranks that cooperate on each
@@ -155,6 +160,13 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                        f"in a script that sets up a process group ({facts.distributed_how} at "
                        f"{facts.distributed}): every rank iterates the whole dataset, the same "
                        "batches where the ranks are seeded alike")
+        split = getattr(loader, "worker_split", ())
+        if split:  # a stream split among one process's workers, never by rank
+            message = (f"{what} at {loader.location} streams {split[0]} (an IterableDataset), whose __iter__ "
+                       "splits its items among the loader's workers (get_worker_info) but never by rank: "
+                       "every rank reads the same items in the same order")
+            if split[1]:
+                message = f"where the branch that builds {split[0]} runs: {message}"
         if getattr(loader, "index_ignored", False) and \
                 str(loader.location) in {str(u.loader) for u in getattr(facts, "unranked_seeds", [])}:
             # the dataset draws its own sample whatever index it is handed, and the ranks' workers
@@ -181,13 +193,18 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         configured = getattr(loader, "other_branch_distributed", "")
         if configured:  # the other side of a configuration test handles the distributed switch
             message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
-                       f"(the other side handles the process group's switch, this one does not): {message}")
+                       f"(the other side is written for the process group: it tests its switch or shards "
+                       f"the data; this one does neither): {message}")
         problems.append(Problem(
             severity=None if loader.trains and not configured and not switched
-            and not getattr(loader, "index_ignored", False)
+            and not getattr(loader, "index_ignored", False) and not (split and split[1])
             and not replacement and not both and (not apart or alone) else Severity.WARNING,
             message=message,
-            hint=(f"hand the loader itself to accelerator.prepare() and iterate what it returns "
+            hint=(f"split {split[0]}'s stream by rank as well as by worker: in __iter__, take shard "
+                  "`rank * num_workers + worker_id` of `world_size * num_workers` (dist.get_rank(), "
+                  "dist.get_world_size(), get_worker_info()); a DistributedSampler cannot take an IterableDataset"
+                  if split else
+                  f"hand the loader itself to accelerator.prepare() and iterate what it returns "
                   f"(`{loader.name or 'loader'} = accelerator.prepare({loader.name or 'loader'})`): Accelerate "
                   "then shards it and sets its epoch"
                   if alone and not both and not (apart and getattr(loader, "apart_from_accelerate", False)) else

@@ -48,7 +48,7 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
                 item = items.get(id(stmt))
                 if item is None or item.guards or not item.loops or item.loops[-1] is not loop:
                     continue
-                flags = (rank_state.value_inputs(stmt.test) & names) - shared
+                flags = (rank_state.value_inputs(rank_state.none_decided_by(loop, stmt.test)) & names) - shared
                 if not flags or _tensor_test(stmt.test):
                     continue
                 effect = rank_state._effect(builder, fn, stmt, item, ddp, after_only=True)
@@ -126,3 +126,4 @@ def _tensor_test(test: ast.AST) -> bool:
     """A test rank_state.py reads as a tensor's value (`isfinite(x)`, `x.item() > k`)."""
     return any(isinstance(c, ast.Call) and (last_name(c.func) in rank_state.VALUE_TESTS or (
         isinstance(c.func, ast.Attribute) and c.func.attr == "item")) for c in walk(test))
+

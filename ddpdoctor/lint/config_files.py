@@ -236,6 +236,22 @@ def named_config(script: Path, defaults: dict, read: list) -> Optional[tuple[Pat
     return None
 
 
+def hydra_main_config(script: Path, config_path: str, config_name: str, read: list) -> Optional[tuple[Path, str]]:
+    """(path, text) of the primary config of `@hydra.main(config_path=..., config_name=...)`,
+    beside the script (Hydra resolves config_path against the script's folder), or None. read:
+    as named_config's."""
+    name = config_name if config_name.endswith((".yaml", ".yml")) else config_name + ".yaml"
+    path = script.parent / config_path / name
+    if str(path) not in read:
+        read.append(str(path))
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        return path, path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def nested_value(body: str, keys: tuple) -> tuple[bool, object]:
     """(found, value) of one nested key path of a YAML text (`logging: / wandb_log: True` for
     ("logging", "wandb_log")): found only where the file gives it one plain value."""

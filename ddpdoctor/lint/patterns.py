@@ -522,6 +522,16 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
                 return "strategy.barrier()"
             if name in FABRIC_COLLECTIVES and ("fabric" in owner or made_by(program, receiver, fn, "Fabric")):
                 return f"fabric.{name}()"
+            if name in ("save", "load") and ("fabric" in owner or made_by(program, receiver, fn, "Fabric")) \
+                    and not program.resolve(call.func, fn)[0]:
+                # Fabric documents both as "must be called on all processes": each ends in
+                # self.barrier() after the strategy saved (rank 0 under DDP) or loaded
+                return f"fabric.{name}() (ends in fabric.barrier(): every process must call it)"
+            if name in ("setup", "setup_module") and ("fabric" in owner or made_by(program, receiver, fn, "Fabric")) \
+                    and not program.resolve(call.func, fn)[0]:
+                # the strategy wraps the module: DDP's constructor broadcasts rank 0's parameters
+                # (FSDP's, DeepSpeed's initialisation communicate too)
+                return f"fabric.{name}() (wraps the model: DDP's constructor broadcasts the parameters)"
     if name in HF_TRAINER_RUNS and receiver is not None and (program.uses("transformers") or program.uses("trl")) \
             and not program.resolve(call.func, fn)[0] and hf_trainer(program, receiver, fn):
         # (asked of every `model.train()`: only where a Hugging Face trainer can be in the script)
@@ -988,8 +998,9 @@ def through_grad_off(program: Program, op: str, call: ast.AST, fn: Function) -> 
 
 
 def no_grad_forward(op: str) -> bool:
-    """The op is a DDP forward with gradients off (NO_GRAD_FORWARD)."""
-    return op.startswith(DDP_FORWARD) and op.endswith(NO_GRAD_FORWARD)
+    """The op is a DDP forward with gradients off (NO_GRAD_FORWARD), also as reached through a
+    helper (`... (in Trainer._forward())`)."""
+    return op.startswith(DDP_FORWARD) and NO_GRAD_FORWARD in op
 
 
 # The collectives' names no library uses but for a collective of its process group: not
@@ -1419,6 +1430,12 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                    for v, s in [*program.unpacked(value.id, scope), *_unpacked_dispatch(program, value.id, scope)]):
                 return True
         if isinstance(value, ast.Call):
+            picked = _eval_picks(program, value.func, scope)
+            if picked and 2 * sum(
+                    _class_buffered(program, k, seen) if program.is_class(k)
+                    else any(_buffered(program, ret, k, depth - 1, seen) for ret in k.returned)
+                    for k in picked) >= len(picked):
+                return True  # (a config picks one of them: they stand for it as most of them are)
             for target in _dispatched(program, value.func, scope):
                 if (program.is_class(target) and _class_buffered(program, target, seen)) or \
                         (program.is_function(target) and any(
@@ -1460,6 +1477,36 @@ GLOBAL_DRAWS = SCALAR_DRAWS | {"random.choices", "random.sample", "random.shuffl
                                "numpy.random.randn", "numpy.random.normal", "numpy.random.permutation",
                                "numpy.random.shuffle", "torch.randn", "torch.randperm", "torch.normal",
                                "torch.multinomial"}
+
+
+def _eval_picks(program: Program, func: ast.AST, fn: Function) -> list:
+    """`eval(self.arch + "_sparse_" + self.dataset_type)(...)`: the local classes and model
+    factories the module imports or defines whose names hold the string's constant parts, in
+    order (resnet_56_sparse_cifar10, VGG_16_bn_sparse_cifar10, ...): the names the configured
+    one is built from."""
+    if not (isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "eval"
+            and len(func.args) == 1 and not program.lookup("eval", fn)):
+        return []
+    parts: list[str] = []
+    for node in walk(func.args[0]):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+            parts.append(node.value)
+        elif not isinstance(node, (ast.BinOp, ast.Add, ast.JoinedStr, ast.FormattedValue, ast.Name, ast.Attribute,
+                                   ast.Load, ast.Subscript, ast.Constant)):
+            return []  # a call or anything else inside: not a name put together from settings
+    if not parts:
+        return []
+    pattern = re.compile(".*".join(re.escape(p) for p in parts))
+    module = fn.module
+    names = [n for n in (*module.imports, *module.classes, *module.functions) if pattern.search(n)]
+    found = []
+    for name in names:
+        # (an imported name read from its module: a quiet one is read for it)
+        target = module.classes.get(name) or module.functions.get(name) or \
+            (program.full_symbol(module.imports[name]) if name in module.imports else None)
+        if (program.is_class(target) or program.is_function(target)) and target not in found:
+            found.append(target)
+    return found
 
 
 def _buffered_zoo(full: str) -> bool:

@@ -35,7 +35,7 @@ from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
-from ddpdoctor.lint.nodes import param_defaults, walk
+from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
@@ -349,6 +349,16 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         return _UNKNOWN  # seed_everything() draws one itself
     if _stepped_by_rank(seed, fn, program, 3):
         return _PER_RANK
+    inner = _bare_params(seed, fn) if seed.__class__ is not ast.Name else []
+    if inner:
+        # `torch.manual_seed(seed + 2)` in `def set_random_seed(seed)`: the parameter is what the
+        # callers hand it (a number each process drew, `np.random.randint(...)`, or a setting),
+        # judged as the bare parameter is; the constants beside it change nothing
+        verdicts = {_judge(n, fn, program) for n in inner}
+        if _PER_RANK in verdicts:
+            return _PER_RANK
+        if _UNKNOWN in verdicts:
+            return _UNKNOWN
     if isinstance(seed, ast.Attribute) and any(
             isinstance(s, ast.Assign) and any(text(t) == text(seed) for t in s.targets)
             and _origin(s.value, fn, program) == _DRAWN for s in fn.own):
@@ -374,6 +384,21 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         # (`if seed is None: seed = random.randint(...)`) is each process's own
         return _SAME if on_import and _UNKNOWN not in origins else _UNKNOWN
     return _UNKNOWN if _UNKNOWN in origins else _SAME
+
+
+def _bare_params(value: ast.AST, fn: Function) -> list:
+    """fn's parameters a seed expression reads as numbers (`seed + 2`, `int(seed) * 3`), not as
+    the receiver of a field (`cfg.seed` is a setting, judged as a config's attribute)."""
+    params = getattr(fn, "params", ())
+    found, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        if node.__class__ in (ast.Attribute, ast.Subscript):
+            continue
+        if node.__class__ is ast.Name and node.id in params:
+            found.append(node)
+        stack.extend(children(node))
+    return found
 
 
 def _stepped_by_rank(node: ast.AST, fn: Function, program, depth: int) -> bool:
@@ -429,6 +454,11 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
                     return _SAME
                 if isinstance(default, (ast.Name, ast.Attribute)):
                     return _judge(default, fn.parent or fn.module.body or fn, program)
+            if not fn.arguments.get(node.id) and fn.__dict__.get("_spread_calls") and \
+                    isinstance(program.option_defaults().get(node.id), (int, str)):
+                # `main(**OmegaConf.load(args.config))` whose named config sets `seed: 42`: the
+                # settings every rank reads alike hand the parameter its value
+                return _SAME
             return _UNKNOWN  # a parameter whose callers the lint does not show
     return _SAME
 

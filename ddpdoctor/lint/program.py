@@ -28,7 +28,7 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only, launch_values, leaf_values, named_config,
+from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only, launch_values, leaf_values, named_config, hydra_main_config,
                                          module_names, named_values, yaml_beside)
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
@@ -222,6 +222,22 @@ def _str_keyed(value: ast.AST) -> Optional[ast.Dict]:
     if table.__class__ is ast.Dict and all(k.__class__ is ast.Constant and isinstance(k.value, str)
                                            for k in table.keys):
         return table
+    return None
+
+
+def _hydra_primary(script, found: dict) -> Optional[tuple]:
+    """The primary config the script's `@hydra.main(config_path=..., config_name=...)` names,
+    read as config_files.hydra_main_config reads it; None without one."""
+    for node in script.tree.body if script.tree is not None else ():
+        if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+            continue
+        for deco in node.decorator_list:
+            if deco.__class__ is ast.Call and (dotted(deco.func) or "").endswith("hydra.main"):
+                given = {k.arg: k.value.value for k in deco.keywords
+                         if k.value.__class__ is ast.Constant and isinstance(k.value.value, str)}
+                if "config_name" in given:
+                    return hydra_main_config(script.path, given.get("config_path", "."), given["config_name"],
+                                             script.hydra_configs)
     return None
 
 
@@ -2238,6 +2254,12 @@ class Program:
             if last_name(func.func) == "getattr" or (func.args and _is_partial(func)):
                 # `getattr(import_module("pkg"), "Trainer")(model)`, `partial(build, k=v)(x)`
                 return self._loaded(func, fn)
+            made = self._callee_symbol(func.func, fn)
+            if made.__class__ is Klass:
+                # `BrainTumor(data_path=p, batch_size=b)()`: the instance is called, its
+                # __call__ runs (a dataset wrapper that builds and returns the loaders)
+                call = self.method(made, "__call__")
+                return [call] if call is not None else []
             for helper in self.resolve(func.func, fn)[0]:
                 if helper.node.__class__ is not ast.Module:
                     for ret in helper.returned:
@@ -2664,6 +2686,9 @@ class Program:
                         found[option] = value
                 # (and under them, the plain values of the config file the run names)
                 config = self.__dict__["_named_config"] = named_config(script.path, found, script.hydra_configs)
+                if config is None:
+                    # `@hydra.main(config_path="conf", config_name="default")`: its primary config
+                    config = _hydra_primary(script, found)
                 for key, value in (leaf_values(config[1]) if config is not None else {}).items():
                     found.setdefault(key, value)
             self.__dict__["_launch_candidates"] = contested

@@ -29,7 +29,7 @@ from ddpdoctor.lint.defaults import declared_off
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, side_conds
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name, no_grad_forward, through_grad_off,
                                      dotted, is_const, loader_call, loss_round_the_wrapper, text, _loss_of)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -479,7 +479,17 @@ def _fields_set_by_call(builder: Builder, fn: Function, stmt: ast.stmt) -> list[
 def _state_targets(stmt: ast.stmt) -> list[str]:
     """The plain names and the options' fields a statement assigns (`opt.train_epoch_count =
     visualizer.load_data()` on rank 0, then every rank's `range(opt.train_epoch_count, n)`)."""
-    return _targets(stmt) + [key for n in _assigned(stmt) for key in [_field(n)] if key]
+    return _targets(stmt) + [key for n in _assigned(stmt) for key in [_field(n)] if key] + _grown(stmt)
+
+
+def _grown(stmt: ast.stmt) -> list[str]:
+    """`losses.append(loss.item())` as a statement: the local list it changes in place (kept only
+    where the loss was finite, its length is what this rank's batches gave)."""
+    if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
+        func = stmt.value.func
+        if func.__class__ is ast.Attribute and func.attr in ("append", "extend") and func.value.__class__ is ast.Name:
+            return [func.value.id]
+    return []
 
 
 def _constant(value: ast.AST) -> bool:
@@ -1736,12 +1746,13 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
                 continue  # `nxt = next(it, None)` ... `if nxt is None: break`: the loader's end
             # (the batch a rank hands its DDP forward is still its own: only what a collective
             # was handed is shared, for a test on the batch itself)
-            value = _from_the_forward(stmt.test, item.loops[-1], shared)
+            decided = none_decided_by(item.loops[-1], stmt.test)
+            value = _from_the_forward(decided, item.loops[-1], shared)
             if value is None:
                 # (the batch a rank hands its DDP forward is still its own: only what a
                 # collective was handed is shared, for a test on the batch itself)
                 apart = shared_names(builder.program, fn, forwards=False)
-                value = _from_the_loop_batch(stmt.test, item.loops[-1], apart)
+                value = _from_the_loop_batch(decided, item.loops[-1], apart)
                 if value is not None:
                     tested = [stmt.test]  # (the skip is the decision, as a step helper's return is)
             if value is None and _checked_by_helper(builder, fn, stmt.test, item):
@@ -2296,6 +2307,8 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             # into the rest of this one
             loop = item.loops[-1]
             work = _work(builder, fn, list(loop.body) if own != "continue" else _after(loop.body, stmt), ddp)
+            if work and own == "break" and no_grad_forward(work) and _forwarded_before(builder, fn, loop, stmt, ddp):
+                continue
             if work and not (own == "continue" and _pairs(builder, fn, branch, work, ddp)):
                 return own, work
         if own in ("return", "exit") and not after_only:
@@ -2495,6 +2508,22 @@ def _collectives_in(builder: Builder, fn: Function, stmts: list) -> Iterator[str
 def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
     """The first collective work in some statements: a collective (through local calls too), a
     DDP model's forward, a backward where a DDP model exists (its gradients are all-reduced)."""
+    return next(_works(builder, fn, stmts, ddp), ("", None))[0]
+
+
+def _forwarded_before(builder: Builder, fn: Function, loop: ast.AST, stmt: ast.stmt, ddp: bool) -> bool:
+    """Every collective work of the loop's body is a DDP forward with gradients off, and one of
+    them comes before the test in each pass (`for batch in eval_loader: try: loss = model(batch)
+    ... except: errors += 1; if errors > 10: break`): DDP broadcasts the buffers once, in the
+    first forward after a training step, which the breaking rank has run like the others; the
+    forwards it then skips meet no one."""
+    works = list(_works(builder, fn, list(loop.body), ddp))
+    return bool(works) and all(no_grad_forward(op) for op, _ in works) and \
+        any(node.lineno < stmt.lineno for _, node in works)
+
+
+def _works(builder: Builder, fn: Function, stmts: list, ddp: bool):
+    """Each collective work in some statements (what _work reads), with the call that leads to it."""
     program = builder.program
     conds_of = fn.__dict__.get("_call_conds", {})
     for stmt in stmts:
@@ -2508,26 +2537,54 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
                 continue
             op = program.collective(node, fn)
             if op:
-                return op
+                yield op, node
+                continue
             name = last_name(node.func) or ""
             if name == "backward" and ddp and not _module_method(program, fn) and not _round_backward(program, node, fn):
-                return f"{text(node.func, 40)}() ({reduced_by(builder)})"
+                yield f"{text(node.func, 40)}() ({reduced_by(builder)})", node
+                continue
             if name == "backward" and node.args and isinstance(node.func, ast.Attribute) and \
                     _deepspeed_engine(program, node.func.value, fn):
-                return f"{text(node.func, 40)}() (the DeepSpeed engine reduces the gradients)"
+                yield f"{text(node.func, 40)}() (the DeepSpeed engine reduces the gradients)", node
+                continue
             if _forward_works(program, node, fn):
-                return f"the DDP forward {text(node.func, 40)}()"
+                yield f"the DDP forward {text(node.func, 40)}()", node
+                continue
             targets, _ = program.resolve(node.func, fn)
             for target in targets:
                 reached = builder.reach(target)
                 if reached:
-                    return f"{reached[0][0]} (in {target.label})"
+                    # (`@torch.no_grad() def _eval(): loss = self._forward(batch)`: the helper's DDP
+                    # forward runs with gradients off, as the call into it does)
+                    yield f"{through_grad_off(program, reached[0][0], node, fn)} (in {target.label})", node
+                    break
                 if ddp and builder._backward(node, fn):
-                    return f"the backward in {target.label} ({reduced_by(builder)})"
+                    yield f"the backward in {target.label} ({reduced_by(builder)})", node
+                    break
                 if ddp and target.node is not None and not isinstance(target.node, ast.Module):
                     # a trainer's step a few helpers down (ParaGen: `_safe_step` -> `_step` ->
                     # `_backward_loss` -> `loss.backward()`)
                     deeper = _backward_in(builder, target, list(target.node.body), 3)
                     if deeper:
-                        return deeper
-    return ""
+                        yield deeper, node
+                        break
+
+
+def none_decided_by(loop: ast.AST, test: ast.AST) -> ast.AST:
+    """What decides `x is None` (`is not None`): where the loop binds x to None itself on one side
+    of an `if` (`if compute_gradients: labels = batch[:, 1:]` / `else: labels = None`), which side
+    ran - that `if`'s test - not the batch the other side read (a slice of a tensor is never
+    None). The test itself otherwise."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None):
+        return test
+    name = test.left.id
+    sides = []
+    for node in walk(loop):
+        if isinstance(node, ast.If):
+            for side in (node.body, node.orelse):
+                if any(isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is None
+                       and any(isinstance(t, ast.Name) and t.id == name for t in s.targets) for s in side):
+                    sides.append(node.test)
+    return ast.Tuple(elts=sides, ctx=ast.Load()) if sides else test
