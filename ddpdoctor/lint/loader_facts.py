@@ -1686,7 +1686,7 @@ class LoaderFacts:
                 given = given_constants(self.callers(), fn, shuffle.id,
                                         taken=fn.__dict__.get("_call_conds", {}).get(id(call), ()))
                 shuffle = ast.Constant(False) if given and not any(given) else shuffle
-            name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call)
+            name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call) or _dict_held(fn, call)
             loader_name, loader_at, fed = "", None, ""
             # the loader that takes it by name, in this function first (two builders of one class
             # that both call their sampler `order`: each feeds its own loader)
@@ -3285,3 +3285,18 @@ def _shards(stmts: list) -> bool:
                        for k in node.keywords)):
             return True
     return False
+
+
+def _dict_held(fn: Function, call: ast.Call) -> str:
+    """`val_sampler = {"sampler": DistributedSampler(val_ds, shuffle=True)}` handed on as
+    `DataLoader(val_ds, **val_sampler)`: the name of the dict that holds the sampler, "" where
+    it is held no such way."""
+    for node in fn.own_of(ast.Assign):
+        # (a dict of the loader's keyword arguments, the sampler under "sampler"; not a table of
+        # samplers by split, `{"train": DistributedSampler(...), "dev": ...}`, read by key)
+        if node.value.__class__ is ast.Dict and any(
+                v is call and k.__class__ is ast.Constant and k.value in ("sampler", "batch_sampler")
+                for k, v in zip(node.value.keys, node.value.values)) and \
+                len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
+            return node.targets[0].id
+    return ""

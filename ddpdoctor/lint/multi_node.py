@@ -74,22 +74,31 @@ def _in_sources(files) -> Optional[Location]:
                  and not (node.__class__ is ast.Constant and node.value.lstrip("-").replace("-", "_") in assigned)
                  and id(node) not in one_node]
         if counted:
-            found += [node for node in source.of(ast.BinOp) if _node_offset(node) and not _one_node_index(node, files)]
+            # (and in two steps: `base_rank = opt.rank * opt.ngpus_per_node`, then `opt.rank =
+            # base_rank + gpu`: the product kept in a name first)
+            products = {t.id for a in source.of(ast.Assign) if _per_node_product(a.value)
+                        for t in a.targets if t.__class__ is ast.Name}
+            found += [node for node in source.of(ast.BinOp) if _node_offset(node, products)
+                      and not _one_node_index(node, files)]
         if found:
             return Location(source.display, min(getattr(node, "lineno", 1) for node in found))
     return None
 
 
-def _node_offset(node: ast.BinOp) -> bool:
+def _node_offset(node: ast.BinOp, products: frozenset = frozenset()) -> bool:
     """`args.rank * ngpus_per_node + gpu` (torch's ImageNet example, MoCo...): the job's rank
-    made from a node's index times the processes a node runs, plus the rank within it."""
+    made from a node's index times the processes a node runs, plus the rank within it; also
+    `base_rank + gpu` where the file binds `base_rank` to such a product (products: those names)."""
     if node.op.__class__ is not ast.Add:
         return False
-    for side in (node.left, node.right):
-        if side.__class__ is ast.BinOp and side.op.__class__ is ast.Mult and any(
-                PER_NODE.search(_identifier(operand)) for operand in (side.left, side.right)):
-            return True
-    return False
+    return any(_per_node_product(side) or (side.__class__ is ast.Name and side.id in products)
+               for side in (node.left, node.right))
+
+
+def _per_node_product(node: ast.AST) -> bool:
+    """`args.rank * ngpus_per_node`: a node's index times the processes a node runs."""
+    return node.__class__ is ast.BinOp and node.op.__class__ is ast.Mult and any(
+        PER_NODE.search(_identifier(operand)) for operand in (node.left, node.right))
 
 
 def _one_node_index(node: ast.BinOp, files) -> bool:

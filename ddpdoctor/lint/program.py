@@ -977,6 +977,12 @@ class Program:
             return None, True
         head, _, rest = name.partition(".")
         full = fn.module.imports.get(head)
+        if full is None and head not in fn.module.functions and head not in fn.module.classes:
+            # `from heltonx.utils.log_utils import *` where that module has `from torch import
+            # nn`: the star import brings its imports along (`nn.parallel.DistributedDataParallel`)
+            full = self._star_imported(fn.module, head)
+            if full is False:
+                return name, False  # (a star-imported module still to be read)
         if full is None:
             return name, True
         # `from pkg.utils.seed import seed_everything` where pkg/utils/seed.py only imports it from
@@ -993,6 +999,27 @@ class Program:
                 break
             full = module.imports[attr]
         return (f"{full}.{rest}" if rest else full), True
+
+    def _star_imported(self, module: Module, head: str, depth: int = 2):
+        """The full name a library import of a module star-imported by `module` binds to head
+        (a few star hops); None where none does; False where such a module is not read yet."""
+        for key, base in module.imports.items():
+            if key[:1] != "*" or depth <= 0:
+                continue
+            if base not in self.by_name and base not in self._waiting:
+                continue
+            other = self._module(base) if self._phase != "arguments" else self.by_name.get(base)
+            if other is None:
+                return False
+            if head in other.functions or head in other.classes:
+                return None  # a local name: not a library import
+            found = other.imports.get(head)
+            if found is not None:
+                return found
+            deeper = self._star_imported(other, head, depth - 1)
+            if deeper is not None:
+                return deeper
+        return None
 
     def lookup(self, name: str, fn: Function) -> list[tuple[int, ast.AST, Function]]:
         """What a name was assigned, in the innermost scope that assigns it."""

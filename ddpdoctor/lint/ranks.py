@@ -1645,8 +1645,12 @@ def _offset_from(name: str, fn: Function) -> bool:
 
 
 def _offsets_of(name: str, fn: Function) -> list[ast.BinOp]:
-    """The products fn adds to `name` in such assignments."""
+    """The products fn adds to `name` in such assignments (a product kept in a name first:
+    `base_rank = opt.rank * opt.ngpus_per_node`, then `opt.rank = base_rank + gpu`)."""
     found = []
+    products = {t.id: node.value for node in fn.own if isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Mult)
+                for t in node.targets if isinstance(t, ast.Name)}
     for node in fn.own:
         value = getattr(node, "value", None)
         if isinstance(node, (ast.Assign, ast.AugAssign)) and isinstance(value, ast.BinOp) and \
@@ -1654,6 +1658,7 @@ def _offsets_of(name: str, fn: Function) -> list[ast.BinOp]:
             sides = (value.left, value.right)
             if any(isinstance(side, ast.Name) and side.id == name for side in sides):
                 found += [side for side in sides if isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult)]
+                found += [products[side.id] for side in sides if isinstance(side, ast.Name) and side.id in products]
     return found
 
 

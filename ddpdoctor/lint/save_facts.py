@@ -1218,12 +1218,16 @@ def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:
 
 
 def _global_from(fn: Function, index: str) -> bool:
-    """fn makes a global rank from mp.spawn's index: `node * per_node + index` somewhere in it."""
+    """fn makes a global rank from mp.spawn's index: `node * per_node + index` somewhere in it
+    (also in two steps: `base = node * per_node`, then `base + index`)."""
+    products = {t.id for a in fn.own_of(ast.Assign) if isinstance(a.value, ast.BinOp) and isinstance(a.value.op, ast.Mult)
+                for t in a.targets if isinstance(t, ast.Name)}
     for node in fn.own_of(ast.BinOp):
         if isinstance(node.op, ast.Add):
             sides = [node.left, node.right]
             if any(isinstance(s, ast.Name) and s.id == index for s in sides) and \
-                    any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult) for s in sides):
+                    any((isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult))
+                        or (isinstance(s, ast.Name) and s.id in products) for s in sides):
                 return True
     return False
 

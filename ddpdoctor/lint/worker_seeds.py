@@ -67,6 +67,7 @@ class _Files:
         self.functions: dict[str, list[tuple[object, ast.AST]]] = {}
         self.attr_values: dict[str, list[tuple[ast.AST, ast.AST]]] = {}  # attr -> (value, scope)
         self.self_attrs: set[int] = set()  # the values of those assigned to `self.<attr>`
+        self.value_file: dict[int, object] = {}  # id(value of a `self.<attr> =`) -> its file
         # id(node) -> its innermost function, for the nodes the judging asks about: functions,
         # lambdas, assignments, calls (None, or no entry: the module's top level)
         self.owner: dict[int, Optional[ast.AST]] = {}
@@ -124,6 +125,16 @@ class _Files:
                         self.attr_values.setdefault(target.attr, []).append((node.value, scope))
                         if isinstance(target.value, ast.Name) and target.value.id == "self":
                             self.self_attrs.add(id(node.value))
+                            self.value_file[id(node.value)] = source
+
+    def file_of(self, scope: ast.AST):
+        """The file a function node is defined in (None where not indexed)."""
+        index = self.__dict__.get("_file_of")
+        if index is None:
+            index = self.__dict__["_file_of"] = {id(node): source for entries in self.functions.values()
+                                                 for source, node in entries}
+            index.update({id(source.tree): source for source in self.sources})
+        return index.get(id(scope))
 
 
 # The nodes whose owner the judging looks up.
@@ -165,8 +176,15 @@ class _Judge:
     worker_init_fn's parameters, written in `bound_scope` (where the DataLoader is built)."""
 
     def __init__(self, files: _Files, module: ast.Module, bound: dict[str, ast.AST],
-                 bound_scope: Optional[ast.AST] = None, worker_init: bool = True) -> None:
+                 bound_scope: Optional[ast.AST] = None, worker_init: bool = True,
+                 pinned: frozenset = frozenset(), bound_fn: Optional[ast.AST] = None) -> None:
         self.files, self.module, self.bound = files, module, bound
+        # the function partial() bound those to: another function's parameter of the same name
+        # (the trainer's `__init__(self, seed)` that `self.seed` comes from) is not bound by it
+        self.bound_fn = bound_fn
+        # a rank parameter left at its constant default (`def init(worker_id, seed, rank=0)`
+        # bound by `partial(init, seed=seed)`): a constant, whatever its name says
+        self.pinned = pinned
         self.bound_scope = bound_scope or module
         # judging a worker_init_fn: its first parameter is the worker id (judging a generator's
         # seed where the loader is built, a first parameter is a parameter like any other: its
@@ -174,9 +192,9 @@ class _Judge:
         self.worker_init = worker_init
 
     def value(self, node: ast.AST, scope: ast.AST, depth: int = 0) -> int:
-        if depth > 5:
+        if depth > 8:  # (a seed handed through partial(), a trainer's field, its constructor, a config)
             return _UNKNOWN
-        if RANK_WORDS.search(text(node, 400)):
+        if RANK_WORDS.search(text(node, 400)) and not self._only_pinned(node):
             return _PER_RANK
         if isinstance(node, ast.Constant):
             return _GLOBAL
@@ -189,8 +207,15 @@ class _Judge:
             # script sets it from something else somewhere.
             # (an object's own field, `self.seed = seed` in a sampler, is not `args.seed`)
             foreign = isinstance(node.value, ast.Name) and node.value.id != "self"
-            return max((self.value(v, where, depth + 1) for v, where in self.files.attr_values.get(node.attr, [])
-                        if not (foreign and id(v) in self.files.self_attrs)), default=_GLOBAL)
+            values = [(v, where) for v, where in self.files.attr_values.get(node.attr, [])
+                      if not (foreign and id(v) in self.files.self_attrs)]
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                # `self.seed` read in a method: the file's own `self.seed = ...` where it has one
+                # (another trainer class's field of that name, in another file, is not this one's)
+                here = self.files.file_of(scope)
+                own = [(v, w) for v, w in values if here is not None and self.files.value_file.get(id(v)) is here]
+                values = own or values
+            return max((self.value(v, where, depth + 1) for v, where in values), default=_GLOBAL)
         if _field_read(node):
             # `config.get("seed", 0)` / `config["seed"]`: a config's field, read as `cfg.seed`
             # is (the same on every rank unless the config itself is the rank's)
@@ -216,6 +241,14 @@ class _Judge:
             return _UNKNOWN
         return max((self.value(p, scope, depth + 1) for p in parts), default=_GLOBAL)
 
+    def _only_pinned(self, node: ast.AST) -> bool:
+        """Every rank word in the value is a pinned parameter read by name (`seed + rank * 1000`)."""
+        if not self.pinned:
+            return False
+        rest = [n for n in walk(node) if not (n.__class__ is ast.Name and n.id in self.pinned)]
+        return not any(RANK_WORDS.search(n.id if n.__class__ is ast.Name else n.attr)
+                       for n in rest if n.__class__ in (ast.Name, ast.Attribute))
+
     def name(self, name: str, scope: ast.AST, depth: int) -> int:
         """A name as `scope` sees it: a parameter, a local, an enclosing function's, a module's."""
         innermost = True
@@ -223,9 +256,11 @@ class _Judge:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 params = _params(scope)
                 if name in params:
+                    if innermost and name in self.pinned:
+                        return _GLOBAL  # left at its constant default (0) on every rank
                     if innermost and name == _worker_id(params) and self.worker_init:
                         return _GLOBAL  # the worker id: the same ids on every rank
-                    if innermost and name in self.bound:
+                    if innermost and name in self.bound and (self.bound_fn is None or scope is self.bound_fn):
                         return self.value(self.bound[name], self.bound_scope, depth + 1)
                     if not innermost and not isinstance(scope, ast.Lambda):
                         # a closure over the builder's parameter (`def init(wid): np.random.seed(seed)`
@@ -252,8 +287,18 @@ class _Judge:
         params = _params(fn)
         positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         defaults = param_defaults(fn)
+        called = fn.name
+        if fn.name == "__init__":
+            # a constructor's calls are its class's (`Trainer(args.mode, args.epoch, args.seed)`),
+            # their arguments from the parameter after `self`
+            klass = next((c for source in self.files.sources for c in source.of(ast.ClassDef)
+                          if any(item is fn for item in c.body)), None)
+            if klass is None:
+                return _UNKNOWN
+            called, positional = klass.name, positional[1:]
         calls = [(call, source) for source in self.files.sources for call in source.of(ast.Call)
-                 if isinstance(call.func, ast.Name) and call.func.id == fn.name]
+                 if (isinstance(call.func, ast.Name) and call.func.id == called)
+                 or (fn.name == "__init__" and isinstance(call.func, ast.Attribute) and call.func.attr == called)]
         if not calls or name not in params:
             return _UNKNOWN
         worst = _GLOBAL
@@ -610,6 +655,17 @@ def _receiver(node: ast.AST) -> ast.AST:
     return node.func.value if isinstance(node, ast.Call) else node.value
 
 
+def _left_at_constant(fn: ast.AST, param: str, bound: dict) -> bool:
+    """The parameter has a constant default and partial() binds nothing to it."""
+    if param in bound or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return isinstance(defaults.get(param), ast.Constant)
+
+
 def _judge_init(init: ast.AST, index: _Files, where: Location, scope: ast.AST) -> Optional[UnrankedSeed]:
     resolved = _worker_init(init, index, scope)
     if resolved is None:
@@ -621,12 +677,17 @@ def _judge_init(init: ast.AST, index: _Files, where: Location, scope: ast.AST) -
             return None
     module = source.tree
     params = _params(fn)
-    if any(RANK_WORDS.search(p) for p in params[1:]) or any(RANK_WORDS.search(text(v, 400)) for v in bound.values()):
-        return None  # mmengine's worker_init_fn(worker_id, num_workers, rank, seed)
+    if any(RANK_WORDS.search(p) and not _left_at_constant(fn, p, bound) for p in params[1:]) or \
+            any(RANK_WORDS.search(text(v, 400)) for v in bound.values()):
+        # mmengine's worker_init_fn(worker_id, num_workers, rank, seed) handed the rank; not
+        # `def worker_init_fn(worker_id, seed, rank=0)` bound by `partial(worker_init_fn,
+        # seed=seed)` alone: its rank stays 0 on every rank, judged below like any constant
+        return None
     calls = list(_seeding_calls(fn))
     if not calls:
         return None
-    judge = _Judge(index, module, bound, scope)
+    pinned = frozenset(p for p in params[1:] if RANK_WORDS.search(p) and _left_at_constant(fn, p, bound))
+    judge = _Judge(index, module, bound, scope, pinned=pinned, bound_fn=fn)
     for call in calls:
         args = _seed_args(call)
         if not args or max(judge.value(a, fn) for a in args) != _GLOBAL:

@@ -630,3 +630,196 @@ def test_length_of_a_list_kept_under_a_value_test_decides_per_rank(tmp_path):
 def test_length_of_a_list_every_pass_appends_to_is_quiet(tmp_path):
     # twin: every pass keeps its loss: the ranks' counts are their batch counts, alike
     assert _kept(tmp_path, "losses.append(loss.item())") == []
+
+
+# -------------------------------------------------- the job's rank made in two steps
+# `base_rank = opt.rank * opt.ngpus_per_node; opt.rank = base_rank + gpu`: torch's ImageNet
+# formula with the product kept in a name first. It names the node's index: mp.spawn's `gpu`
+# is the rank within a node, and `if gpu == 0:` saves once per node.
+TWO_STEP = """
+import argparse
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def train(gpu, opt):
+    {RANK}
+    dist.init_process_group("gloo", init_method=opt.dist_url, world_size=opt.world_size, rank=opt.rank)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    for epoch in range(3):
+        model(torch.randn(2, 4)).sum().backward()
+        if gpu == 0:
+            torch.save(model.state_dict(), "%s/epoch_%d.pth" % (opt.out, epoch))
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--world_size", type=int, default=1)
+    p.add_argument("--dist_url", default="tcp://127.0.0.1:29500")
+    p.add_argument("--out", default="out")
+    opt = p.parse_args()
+    opt.ngpus_per_node = torch.cuda.device_count()
+    opt.world_size = opt.ngpus_per_node * opt.world_size
+    mp.spawn(train, nprocs=opt.ngpus_per_node, args=(opt,))
+"""
+
+
+def _per_node_saves(tmp_path, rank: str) -> list:
+    return [f for f in lint_tree(tmp_path, {"train.py": TWO_STEP.replace("{RANK}", rank)}) if f.code == "DDP806"]
+
+
+def test_rank_made_in_two_steps_names_the_node(tmp_path):
+    found = _per_node_saves(tmp_path, "base_rank = opt.rank * opt.ngpus_per_node\n    opt.rank = base_rank + gpu")
+    assert len(found) == 1 and "one rank per node" in found[0].message
+
+
+def test_rank_that_is_the_spawn_index_alone_is_one_node(tmp_path):
+    # twin: the job's rank is mp.spawn's index itself: nothing names a node, local rank 0 is rank 0
+    assert _per_node_saves(tmp_path, "opt.rank = gpu") == []
+
+
+# -------------------------------------------------- a sampler held in a dict of loader options
+# `val_sampler = {"sampler": DistributedSampler(val_ds, shuffle=True)}` then `DataLoader(val_ds,
+# **val_sampler)`: the dict's name says what the sampler serves; an evaluation's order changes
+# no result, the training sampler's does.
+HELD = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main():
+    dist.init_process_group("gloo")
+    train_ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    val_ds = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))
+    train_sampler = DistributedSampler(train_ds, shuffle=True)
+    train_loader = DataLoader(train_ds, batch_size=8, sampler=train_sampler)
+    {NAME} = {"sampler": DistributedSampler(val_ds, shuffle=True)}
+    val_loader = DataLoader(val_ds, batch_size=8, **{NAME})
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        train_sampler.set_epoch(epoch)
+        for x, y in train_loader:
+            opt.zero_grad()
+            (model(x) - y).pow(2).mean().backward()
+            opt.step()
+        with torch.no_grad():
+            for x, y in val_loader:
+                model(x)
+
+
+main()
+"""
+
+
+def _held_samplers(tmp_path, name: str) -> list:
+    return [f for f in lint_tree(tmp_path, {"train.py": HELD.replace("{NAME}", name)}) if f.code == "DDP804"]
+
+
+def test_evaluation_sampler_held_in_a_dict_needs_no_set_epoch(tmp_path):
+    assert _held_samplers(tmp_path, "val_sampler") == []
+
+
+def test_training_sampler_held_in_a_dict_without_set_epoch_is_reported(tmp_path):
+    # twin: the held sampler feeds the training loop and nothing sets its epoch
+    code = HELD.replace("{NAME}", "train_opts").replace("train_sampler.set_epoch(epoch)", "pass") \
+        .replace("for x, y in train_loader:", "for x, y in val_loader:")
+    found = [f for f in lint_tree(tmp_path, {"train.py": code}) if f.code == "DDP804"]
+    assert found
+
+
+# -------------------------------------------------- a rank parameter left at its default
+# `def worker_init_fn(worker_id, seed, rank=0)` handed to the loader as `partial(worker_init_fn,
+# seed=self.seed)`: its rank stays 0 on every rank, so worker k seeds alike everywhere. The seed
+# is the trainer's field, set in its constructor from the config every rank reads.
+PINNED_UTILS = """
+import random
+import numpy as np
+import torch
+
+
+def worker_init_fn(worker_id, seed, rank=0):
+    worker_seed = seed + rank * 1000 + worker_id
+    random.seed(worker_seed)
+    np.random.seed(worker_seed)
+    torch.manual_seed(worker_seed)
+"""
+
+PINNED_TRAIN = """
+from functools import partial
+import argparse
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+from utils import *
+
+
+class Crops(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.rand(4), torch.randn(1)
+
+
+class Trainer:
+    def __init__(self, mode, seed):
+        self.seed = seed
+        dist.init_process_group("gloo")
+        ds = Crops()
+        self.loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds), num_workers=4,
+                                 worker_init_fn=partial(worker_init_fn, {BIND}))
+        self.model = nn.parallel.DistributedDataParallel(nn.Linear(4, 1))
+
+    def train(self):
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for x, y in self.loader:
+            opt.zero_grad()
+            (self.model(x) - y).pow(2).mean().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--seed", type=int, default=42)
+    args = p.parse_args()
+    Trainer("train_ddp", args.seed).train()
+"""
+
+
+def _pinned(tmp_path, bind: str) -> list:
+    found = lint_tree(tmp_path, {"train.py": PINNED_TRAIN.replace("{BIND}", bind),
+                                 "utils.py": PINNED_UTILS + "from torch import nn\n"})
+    return found
+
+
+def test_rank_parameter_left_at_zero_seeds_workers_alike(tmp_path):
+    found = [f for f in _pinned(tmp_path, "seed=self.seed") if f.code == "DDP808"]
+    assert len(found) == 1 and "worker_init_fn" in found[0].message
+
+
+def test_rank_parameter_bound_to_the_rank_seeds_workers_apart(tmp_path):
+    # twin: partial() hands the rank: worker k of each rank seeds apart
+    assert [f for f in _pinned(tmp_path, "seed=self.seed, rank=dist.get_rank()") if f.code == "DDP808"] == []
+
+
+def test_star_import_brings_the_modules_library_imports(tmp_path):
+    # `from utils import *` where utils has `from torch import nn`: `nn.parallel.Distributed
+    # DataParallel(...)` is the DDP constructor (DDP805 is judged, not skipped for want of a model)
+    from ddpdoctor.lint.driver import gather
+    _pinned(tmp_path, "seed=self.seed")
+    assert gather(str(tmp_path / "train.py")).ddp_model
+
+
+def test_without_the_star_import_nn_is_no_library_name(tmp_path):
+    # twin: the module names nothing `nn`: the call is not known to build a DDP model
+    from ddpdoctor.lint.driver import gather
+    (tmp_path / "utils.py").write_text(PINNED_UTILS)
+    (tmp_path / "train.py").write_text(PINNED_TRAIN.replace("{BIND}", "seed=self.seed"))
+    assert not gather(str(tmp_path / "train.py")).ddp_model
