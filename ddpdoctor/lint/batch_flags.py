@@ -48,6 +48,8 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
                 item = items.get(id(stmt))
                 if item is None or item.guards or not item.loops or item.loops[-1] is not loop:
                     continue
+                if rank_state.never_none_batch(builder.program, fn, loop, stmt.test):
+                    continue  # (a default-collated loader yields no None batch)
                 flags = (rank_state.value_inputs(rank_state.none_decided_by(loop, stmt.test)) & names) - shared
                 if not flags or _tensor_test(stmt.test):
                     continue

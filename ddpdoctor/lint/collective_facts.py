@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_off
+from ddpdoctor.lint.defaults import OPTION_TEST, declared_off, off_at_launch, option_off
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
@@ -179,6 +179,15 @@ class CollectiveFacts:
                         saved.update(text(given, 400) for given, _ in f.arguments.get(written.id, []))
         return any(s and any(s == c or s in c for c in candidates) for s in saved)
 
+    def _switch_options(self) -> frozenset:
+        """The options the process group is set up under, by name (`ddp` of `args.ddp`, read
+        again as `self.cfg.ddp` where the config carries it)."""
+        found = self.__dict__.get("_switch_options_seen")
+        if found is None:
+            found = self.__dict__["_switch_options_seen"] = frozenset(
+                m.group(1) for c in self._switches() for m in [OPTION_TEST.match(c)] if m)
+        return found
+
     def guarded_collectives(self) -> list[GuardedCollective]:
         best: dict[tuple, GuardedCollective] = {}
         kept: list[tuple[Function, Guard, GuardedCollective]] = []
@@ -235,8 +244,12 @@ class CollectiveFacts:
                     # then `if rank == 0: model.state_dict()` of an FSDP model - is a run the
                     # user asks for by name: the switch is the finding's assumption, `here` below)
                     asked = off if off and declared_off(off, self.program) else ""
+                    # (not the switch the process group is set up under, `if self.cfg.ddp:` around
+                    # the callee's barrier with `--ddp` a store_true: every distributed run has it on)
+                    switches = self._switch_options()
                     if any(option_off(part, self.program) for part in guard.test.open) or any(
-                            flag and option_off(c, self.program) for c, flag in conds) or (off and not asked):
+                            flag and option_off(c, self.program) and not _the_switch(c, switches) for c, flag in conds) or \
+                            (off and not asked and not _the_switch(off, switches)):
                         # `if args.eval_first and is_main_process():` with --eval_first a
                         # store_true: a launch that leaves the option never gets there (nor
                         # `elif args.task == "probe":` with another task launched)
@@ -258,6 +271,14 @@ class CollectiveFacts:
                         # `if args.val_only: evaluate()` with --val_only a store_true: the training
                         # run never gets here; a run asked for with the switch hangs
                         said = f"{' or '.join(f'`{c}`' for c in switched)} is switched on (off by default)"
+                        assumption = f"{assumption}, and {said}" if assumption else said
+                    # a test inside the branch on an option left off by default (`if
+                    # self.cfg.time_limit is not None:` with `--time_limit` unset): the collective
+                    # is reached only on a launch that sets it - the finding rests on that launch
+                    unset = [c for c, flag in event.conds if not flag and not _the_switch(c, switches)
+                             and option_off(c, self.program)]
+                    if unset:
+                        said = f"`{unset[0]}` holds (an option off by default)"
                         assumption = f"{assumption}, and {said}" if assumption else said
                     present = _on_the_files([c for c in event.conds if _FILE_STATE.search(c[0])
                                              and not self._first_run_side(fn, c[0])])
@@ -467,3 +488,9 @@ def _or_engine_on(fn: Function, test: Optional[ast.AST]) -> bool:
                              for side in sides):
                 return True
     return False
+
+
+def _the_switch(cond: str, switches: frozenset) -> bool:
+    """The test reads an option the process group is set up under (on in every distributed run)."""
+    found = OPTION_TEST.match(cond)
+    return found is not None and found.group(1) in switches

@@ -30,7 +30,7 @@ from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, p
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name, no_grad_forward, through_grad_off,
-                                     dotted, is_const, loader_call, loss_round_the_wrapper, text, _loss_of)
+                                     dotted, is_const, keyword, loader_call, loss_round_the_wrapper, text, _loss_of)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -1746,6 +1746,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
                 continue  # `nxt = next(it, None)` ... `if nxt is None: break`: the loader's end
             # (the batch a rank hands its DDP forward is still its own: only what a collective
             # was handed is shared, for a test on the batch itself)
+            if never_none_batch(builder.program, fn, item.loops[-1], stmt.test):
+                continue  # `if batch is None: continue` over a default-collated DataLoader: never taken
             decided = none_decided_by(item.loops[-1], stmt.test)
             value = _from_the_forward(decided, item.loops[-1], shared)
             if value is None:
@@ -2588,3 +2590,43 @@ def none_decided_by(loop: ast.AST, test: ast.AST) -> ast.AST:
                        and any(isinstance(t, ast.Name) and t.id == name for t in s.targets) for s in side):
                     sides.append(node.test)
     return ast.Tuple(elts=sides, ctx=ast.Load()) if sides else test
+
+
+def never_none_batch(program, fn: Function, loop: ast.AST, test: ast.AST) -> bool:
+    """`for i, batch in enumerate(tqdm(loader)): if batch is None: continue` where every
+    DataLoader the loop reads is built without a collate_fn of its own: torch's default collate
+    never yields None, so the test is never true on any rank (a custom collate_fn that drops a
+    bad sample may; the test then is the rank's own batch's)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.left, ast.Name) and is_const(test.comparators[0], None)):
+        return False
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or test.left.id not in {
+            n.id for n in walk(loop.target) if isinstance(n, ast.Name)}:
+        return False
+    source, fn_here, loaders = loop.iter, fn, []
+    for _ in range(4):
+        while isinstance(source, ast.Call) and last_name(source.func) in ("enumerate", "tqdm", "iter") and source.args:
+            source = source.args[0]
+        if isinstance(source, ast.Call):
+            break
+        values = [(part, scope) for v, scope in program.values_of(source, fn_here, 1) if v is not source
+                  for part in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
+        if not values:
+            return False
+        calls = [(v, scope) for v, scope in values if isinstance(v, ast.Call)]
+        if len(calls) != len(values):
+            # `pbar = tqdm(loader) if rank == 0 else loader`: each binding followed once more
+            return all(never_none_batch(program, scope, ast.For(target=loop.target, iter=v, body=[], orelse=[]), test)
+                       for v, scope in values) if len(values) <= 4 else False
+        if all(last_name(v.func) in ("enumerate", "tqdm", "iter") for v, _ in calls) and len(calls) == 1:
+            source, fn_here = calls[0]
+            continue
+        loaders = calls
+        break
+    else:
+        return False
+    if isinstance(source, ast.Call) and not loaders:
+        loaders = [(source, fn_here)]
+    return bool(loaders) and all(
+        last_name(v.func) == "DataLoader" and keyword(v, "collate_fn") is None
+        and not any(k.arg is None for k in v.keywords) for v, _ in loaders)

@@ -823,3 +823,145 @@ def test_without_the_star_import_nn_is_no_library_name(tmp_path):
     (tmp_path / "utils.py").write_text(PINNED_UTILS)
     (tmp_path / "train.py").write_text(PINNED_TRAIN.replace("{BIND}", "seed=self.seed"))
     assert not gather(str(tmp_path / "train.py")).ddp_model
+
+
+# -------------------------------------------------- the process group's own switch is no option left off
+# `--ddp` is a store_true, and the process group is set up under it: a callee's `if cfg.ddp:
+# dist.barrier()` reached from `if cfg.rank == 0:` is reached on every distributed run. Inside
+# the branch, a test on an option left unset (`if cfg.time_limit is not None:`) makes the
+# finding rest on a launch that sets it (a warning).
+SWITCHED = """
+import argparse
+import torch
+import torch.distributed as dist
+
+
+class Trainer:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.model = torch.nn.Linear(4, 1)
+
+    def save_checkpoint(self):
+        if self.cfg.rank == 0:
+            torch.save(self.model.state_dict(), "ckpt.pt")
+        if self.cfg.{FLAG}:
+            dist.barrier()
+
+    def post_epoch(self):
+        if self.cfg.rank == 0:
+            {INNER}self.save_checkpoint()
+        if self.cfg.ddp:
+            dist.barrier()
+
+    def train(self):
+        for epoch in range(3):
+            self.model(torch.randn(2, 4)).sum().backward()
+            self.post_epoch()
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--ddp", action="store_true")
+    p.add_argument("--extra", action="store_true")
+    p.add_argument("--time_limit", type=float, default=None)
+    cfg = p.parse_args()
+    cfg.rank = 0
+    if cfg.ddp:
+        dist.init_process_group("gloo")
+        cfg.rank = dist.get_rank()
+    Trainer(cfg).train()
+"""
+
+
+def _switched(tmp_path, flag: str, inner: str = "") -> list:
+    code = SWITCHED.replace("{FLAG}", flag).replace("{INNER}", inner)
+    return [(f.severity.value, f.location.line) for f in lint_tree(tmp_path, {"train.py": code}) if f.code == "DDP801"]
+
+
+def test_callee_barrier_under_the_process_groups_switch_is_a_ddp801(tmp_path):
+    assert [s for s, _ in _switched(tmp_path, "ddp")] == ["error"]
+
+
+def test_callee_barrier_under_another_option_left_off_is_quiet(tmp_path):
+    # twin: `--extra` is no switch the group is set up under: a launch as written never barriers there
+    assert _switched(tmp_path, "extra") == []
+
+
+def test_a_test_on_an_unset_option_inside_the_branch_makes_it_a_warning(tmp_path):
+    inner = "if self.cfg.time_limit is not None:\n                "
+    assert [s for s, _ in _switched(tmp_path, "ddp", inner)] == ["warning"]
+
+
+# -------------------------------------------------- `if batch is None: continue` over a loader
+# torch's default collate never yields None: over a DataLoader built without a collate_fn the test
+# is never true. A collate_fn of the script's own that drops a bad sample may yield None on one
+# rank's batch: a rank that skips its backward leaves the others in the all-reduce.
+NONE_BATCH = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+from tqdm import tqdm
+
+
+def drop_bad(items):
+    items = [x for x in items if x[0].sum() > 0]
+    return None if not items else torch.utils.data.default_collate(items)
+
+
+class Trainer:
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.rank = dist.get_rank()
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def forward(self, batch):
+        self.out = self.model(batch[0])
+        self.target = batch[1]
+
+    def backward_g(self):
+        self.total_loss = (self.out - self.target).pow(2).mean()
+
+    def train(self):
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds){COLLATE})
+        pbar = tqdm(loader) if self.rank == 0 else loader
+        for step, batch in enumerate(pbar):
+            if batch is None:
+                continue
+            self.forward(batch)
+            self.backward_g()
+            loss = self.total_loss
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+
+Trainer().train()
+"""
+
+
+def _never_none(tmp_path, collate: str) -> bool:
+    """rank_state.never_none_batch on the loop's `if batch is None:` (the end-to-end case is
+    holdout 73's motion-diffusion trainer, whose false DDP809 it removed)."""
+    import ast
+    from ddpdoctor.lint import rank_state
+    from ddpdoctor.lint.program import Program
+    from ddpdoctor.lint.sources import load_program
+    (tmp_path / "train.py").write_text(NONE_BATCH.replace("{COLLATE}", collate))
+    program = Program(load_program(str(tmp_path / "train.py"), []))
+    fn = next(f for f in program.functions if f.name == "train")
+    loop = next(n for n in ast.walk(fn.node) if isinstance(n, ast.For))
+    test = next(n for n in ast.walk(loop) if isinstance(n, ast.If)).test
+    return rank_state.never_none_batch(program, fn, loop, test)
+
+
+def test_none_batch_of_a_default_collated_loader_is_never_taken(tmp_path):
+    assert _never_none(tmp_path, "")
+
+
+def test_none_batch_of_a_dropping_collate_fn_is_the_ranks_own(tmp_path):
+    # twin: the script's own collate_fn returns None for a batch of bad samples
+    assert not _never_none(tmp_path, ", collate_fn=drop_bad")
