@@ -29,8 +29,9 @@ from ddpdoctor.lint.defaults import declared_off
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, side_conds
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name, no_grad_forward, through_grad_off,
-                                     dotted, is_const, keyword, loader_call, loss_round_the_wrapper, text, _loss_of)
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
+                                     no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
+                                     loss_round_the_wrapper, text, _loss_of)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
