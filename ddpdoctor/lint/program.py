@@ -28,7 +28,8 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only, launch_values, leaf_values, named_config, hydra_main_config,
+from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only,
+                                         hydra_main_config, launch_values, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
