@@ -579,6 +579,10 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
                 continue
             if op.startswith("DistributedDataParallel("):
                 continue  # the constructor makes the parameters alike, not what the module computes
+            if _into_a_temporary(node):
+                # `dist.all_reduce(torch.tensor(avg_loss, device=d))`: the sum lands in a tensor
+                # made for the call and dropped; `avg_loss` stays this rank's own (equicat)
+                continue
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 names.update(n.id for n in walk(arg) if isinstance(n, ast.Name))
         elif node.args:
@@ -594,6 +598,21 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
     names |= _round_tripped(fn, names)
     found = fn.__dict__[key] = frozenset(names)
     return found
+
+
+# Collectives that write their result into the tensor they are handed.
+_IN_PLACE = frozenset({"all_reduce", "broadcast", "reduce"})
+# Calls that make a new tensor of a number.
+_TENSOR_MAKERS = frozenset({"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor", "DoubleTensor"})
+
+
+def _into_a_temporary(node: ast.Call) -> bool:
+    """An in-place collective handed a tensor made in the call's own argument (`torch.tensor(x)`):
+    its result is dropped with the temporary, nothing the function holds is made alike."""
+    if last_name(node.func) not in _IN_PLACE or not node.args:
+        return False
+    first = node.args[0]
+    return first.__class__ is ast.Call and last_name(first.func) in _TENSOR_MAKERS
 
 
 def _read_off(value: ast.AST, hops: int = 3) -> ast.AST:

@@ -965,3 +965,55 @@ def test_none_batch_of_a_default_collated_loader_is_never_taken(tmp_path):
 def test_none_batch_of_a_dropping_collate_fn_is_the_ranks_own(tmp_path):
     # twin: the script's own collate_fn returns None for a batch of bad samples
     assert not _never_none(tmp_path, ", collate_fn=drop_bad")
+
+
+# -------------------------------------------------- an all_reduce into a tensor made for the call
+# `dist.all_reduce(torch.tensor(avg_loss))` sums into a temporary that is dropped: `avg_loss` stays
+# this rank's own, and the early stop that reads it parts the ranks.
+TEMP_REDUCE = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    best, stale = float("inf"), 0
+    for epoch in range(50):
+        total = 0.0
+        for _ in range(4):
+            opt.zero_grad()
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        avg_loss = total / 4
+        {REDUCE}
+        if avg_loss < best:
+            best, stale = avg_loss, 0
+        else:
+            stale += 1
+        if stale >= 3:
+            break
+        dist.barrier()
+
+
+main()
+"""
+
+
+def _temp_reduce(tmp_path, reduce: str) -> list:
+    found = lint_tree(tmp_path, {"train.py": TEMP_REDUCE.replace("{REDUCE}", reduce)})
+    return [f for f in found if f.code == "DDP809"]
+
+
+def test_all_reduce_into_a_temporary_shares_nothing(tmp_path):
+    assert _temp_reduce(tmp_path, "dist.all_reduce(torch.tensor(avg_loss))")
+
+
+def test_all_reduce_of_a_kept_tensor_shares_the_value(tmp_path):
+    # twin: the sum is read back from the tensor the call was handed
+    assert _temp_reduce(tmp_path, "t = torch.tensor(avg_loss)\n        dist.all_reduce(t)\n"
+                                  "        avg_loss = t.item() / dist.get_world_size()") == []
