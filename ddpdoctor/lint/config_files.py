@@ -223,25 +223,15 @@ def named_config(script: Path, defaults: dict, read: list) -> Optional[tuple[Pat
         if not isinstance(named, str) or not named.endswith((".yaml", ".yml")):
             continue
         for base in (Path.cwd(), script.parent):
-            path = base / named
-            if str(path) not in read:
-                read.append(str(path))
-            try:
-                if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
-                    continue
-                body = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            return path, body
+            found = _read_config(base / named, read)
+            if found is not None:
+                return found
     return None
 
 
-def hydra_main_config(script: Path, config_path: str, config_name: str, read: list) -> Optional[tuple[Path, str]]:
-    """(path, text) of the primary config of `@hydra.main(config_path=..., config_name=...)`,
-    beside the script (Hydra resolves config_path against the script's folder), or None. read:
-    as named_config's."""
-    name = config_name if config_name.endswith((".yaml", ".yml")) else config_name + ".yaml"
-    path = script.parent / config_path / name
+def _read_config(path: Path, read: list) -> Optional[tuple[Path, str]]:
+    """(path, text) of a config file no larger than MAX_CONFIG_BYTES, or None; the path goes into
+    `read` either way (the lint cache digests what was looked at, found or not)."""
     if str(path) not in read:
         read.append(str(path))
     try:
@@ -250,6 +240,14 @@ def hydra_main_config(script: Path, config_path: str, config_name: str, read: li
         return path, path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+
+
+def hydra_main_config(script: Path, config_path: str, config_name: str, read: list) -> Optional[tuple[Path, str]]:
+    """(path, text) of the primary config of `@hydra.main(config_path=..., config_name=...)`,
+    beside the script (Hydra resolves config_path against the script's folder), or None. read:
+    as named_config's."""
+    name = config_name if config_name.endswith((".yaml", ".yml")) else config_name + ".yaml"
+    return _read_config(script.parent / config_path / name, read)
 
 
 def nested_value(body: str, keys: tuple) -> tuple[bool, object]:

@@ -92,7 +92,7 @@ def option_off(test_text: str, program: Program) -> bool:
 
 
 # The words of a test on how the run is launched (several GPUs, nodes, processes).
-_LAUNCH_WORDS = re.compile(r"gpus|nodes|world_size|distributed|ddp|nproc|n_gpu|num_processes", re.IGNORECASE)
+LAUNCH_WORDS = re.compile(r"gpus|nodes|world_size|distributed|ddp|nproc|n_gpu|num_processes", re.IGNORECASE)
 
 
 def required_when_distributed(program: Program) -> frozenset:
@@ -111,7 +111,7 @@ def required_when_distributed(program: Program) -> frozenset:
             unset = [v.left.attr for v in node.test.values if isinstance(v, ast.Compare) and len(v.ops) == 1
                      and isinstance(v.ops[0], ast.Is) and isinstance(v.left, ast.Attribute)
                      and isinstance(v.comparators[0], ast.Constant) and v.comparators[0].value is None]
-            launch = [v for v in node.test.values if _LAUNCH_WORDS.search(ast.unparse(v))
+            launch = [v for v in node.test.values if LAUNCH_WORDS.search(ast.unparse(v))
                       and not (isinstance(v, ast.Compare) and isinstance(v.left, ast.Attribute) and v.left.attr in unset)]
             if len(unset) == 1 and launch:
                 names.add(unset[0])

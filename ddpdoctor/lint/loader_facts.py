@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (pinned_constants, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
-from ddpdoctor.lint.defaults import off_at_launch, runs_once_at_launch, settled
+from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, source_lines, walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
 from ddpdoctor.lint.ranks import SPAWNERS
@@ -3270,9 +3270,9 @@ def _reads_batches(node: ast.AST, name: str) -> bool:
                for n in walk(node))
 
 
-# The words of a test on how the job is launched (the launcher, the scheduler, the GPU count).
-_LAUNCH_TEST = re.compile(r"launcher|slurm|mpi|torchrun|gpus|nodes|world_size|distributed|\bddp|nproc|n_gpu|num_processes",
-                          re.IGNORECASE)
+# The words of a test on how the job is launched: the launcher or scheduler, and defaults' words
+# for the GPU, node and process counts.
+_LAUNCH_TEST = re.compile(rf"launcher|slurm|mpi|torchrun|{LAUNCH_WORDS.pattern}", re.IGNORECASE)
 
 
 def _shards(stmts: list) -> bool:

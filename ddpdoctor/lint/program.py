@@ -226,7 +226,7 @@ def _str_keyed(value: ast.AST) -> Optional[ast.Dict]:
     return None
 
 
-def _hydra_primary(script, found: dict) -> Optional[tuple]:
+def _hydra_primary(script) -> Optional[tuple]:
     """The primary config the script's `@hydra.main(config_path=..., config_name=...)` names,
     read as config_files.hydra_main_config reads it; None without one."""
     for node in script.tree.body if script.tree is not None else ():
@@ -2716,7 +2716,7 @@ class Program:
                 config = self.__dict__["_named_config"] = named_config(script.path, found, script.hydra_configs)
                 if config is None:
                     # `@hydra.main(config_path="conf", config_name="default")`: its primary config
-                    config = _hydra_primary(script, found)
+                    config = _hydra_primary(script)
                 for key, value in (leaf_values(config[1]) if config is not None else {}).items():
                     found.setdefault(key, value)
             self.__dict__["_launch_candidates"] = contested

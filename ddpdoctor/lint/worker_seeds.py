@@ -657,13 +657,7 @@ def _receiver(node: ast.AST) -> ast.AST:
 
 def _left_at_constant(fn: ast.AST, param: str, bound: dict) -> bool:
     """The parameter has a constant default and partial() binds nothing to it."""
-    if param in bound or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    args = fn.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    return isinstance(defaults.get(param), ast.Constant)
+    return param not in bound and isinstance(param_defaults(fn).get(param), ast.Constant)
 
 
 def _judge_init(init: ast.AST, index: _Files, where: Location, scope: ast.AST) -> Optional[UnrankedSeed]:
