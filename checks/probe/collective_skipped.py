@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.attach.observation import Observation
-from ddpdoctor.attach.flight import SKIPPED as FLIGHT_SKIPPED, Divergence as FlightDivergence, DumpSet
+from ddpdoctor.attach.flight import SKIPPED as FLIGHT_SKIPPED, Divergence as FlightDivergence, DumpSet, completed
 from ddpdoctor.attach.window import DEVICE_WAIT, EXITED, HUNG, NOTHING_SAMPLED, OWN_PHASE, Window, window
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.probe.records import telemetry as tm
@@ -290,11 +290,11 @@ def _flight_skip(d: FlightDivergence) -> Problem:
         calls = by_rank.get(r, {})
         if calls:
             last = calls[max(calls)]
-            state = "completed" if last.entry.get("retired") else "not completed"
+            state = "completed" if completed(last.entry) else "not completed"
             instead.append(f"rank {r}'s last collective was {last.describe()}{last.at()} ({state})")
         else:
             instead.append(f"rank {r} recorded no collective on this group")
-    stuck = "" if call.entry.get("retired") else f"; {rank_list(have)} {verb(have, 'waits', 'wait')} in it"
+    stuck = "" if completed(call.entry) else f"; {rank_list(have)} {verb(have, 'waits', 'wait')} in it"
     frames = {str(r): by_rank[r][max(by_rank[r])].view.lines() for r in lacking if by_rank.get(r)}
     return Problem(
         message=(f"{rank_list(have)} entered {call.describe()}{call.at()} on group {d.group} and "

@@ -324,6 +324,15 @@ def _from_evidence(ev: Evidence):
         return Incomplete("nothing in the evidence could be read as a rank's error, a timeout, an "
                           "NCCL line, a launcher summary or a Flight Recorder dump")
     waited = [e for e in ev.errors if e.collateral]
+    if ev.stopped and not (verdict(ev).known or ev.timeouts or ev.pg_status or waited):
+        # Ended from outside with no rank's error or timeout before: a hang the scheduler's limit
+        # (or a person) ended before any collective timed out, or a job stopped while healthy.
+        from ddpdoctor.postmortem.stopped import describe
+
+        return Incomplete(f"{describe(ev)}; no rank left an error or a watchdog timeout before it, so "
+                          "the log cannot say whether the ranks were stuck: a collective timeout shorter "
+                          "than the time limit (init_process_group(timeout=...)), Flight Recorder dumps "
+                          "(`ddpdoctor env`), or `ddpdoctor attach` while it runs would show where they stood")
     if verdict(ev).known or not (ev.timeouts or ev.pg_status or waited):
         return []
     if not (ev.timeouts or ev.pg_status):

@@ -267,6 +267,14 @@ class Call:
         return f" at {location}" if location else ""
 
 
+def completed(entry: dict) -> bool:
+    """The collective finished on this rank. `state` is read from the work's CUDA events when the
+    dump is written; `retired` only once the watchdog has swept the work up, which lags: a dump
+    taken on demand right after a synchronize (torch 2.11, NCCL 2.28.9 on an H200) had six entries
+    `state: completed` and none retired. Older dumps without `state` have `retired` alone."""
+    return entry.get("state") == "completed" or entry.get("retired") is True
+
+
 def seq_of(entry: dict) -> int:
     """An entry's collective sequence number; -1 when it is missing or not a number."""
     value = entry.get("collective_seq_id")
@@ -456,7 +464,7 @@ def report(folder: str, fail_on: Severity, ignore: set[str]) -> Report:
     rows = []
     for rank, dump in sorted(dumps.items()):
         entries = [e for e in dump.get("entries") or [] if isinstance(e, dict)]
-        open_ = [e for e in entries if not e.get("retired")]
+        open_ = [e for e in entries if not completed(e)]
         last = Call(rank, entries[-1]) if entries else None
         rows.append([rank, len(entries), len(open_), last.describe() if last else "-",
                      (last.view.location and str(last.view.location)) or "-" if last else "-"])

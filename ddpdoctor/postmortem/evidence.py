@@ -127,6 +127,18 @@ class NcclWarn(Fact):
 
 
 @dataclass
+class Stopped(Fact):
+    """The job was ended from outside: torchrun's agent got a signal (`by` "torchrun"), or SLURM
+    cancelled the job or step (`by` "slurm", with the job, host and reason it gave)."""
+
+    by: str = ""
+    signal: str = ""
+    job: str = ""
+    host: str = ""
+    reason: str = ""
+
+
+@dataclass
 class OomKill(Fact):
     """The kernel's OOM killer ended a process (dmesg / journal)."""
 
@@ -157,6 +169,7 @@ class Evidence:
     nccl: list[NcclWarn] = field(default_factory=list)
     ooms: list[OomKill] = field(default_factory=list)
     teardowns: list[Teardown] = field(default_factory=list)
+    stopped: list[Stopped] = field(default_factory=list)  # how the job was ended from outside
     pids: dict[int, int] = field(default_factory=dict)  # pid -> rank, where the logs say
     flight: Optional[DumpSet] = None  # the Flight Recorder dumps of this job, where some were read
     notes: list[str] = field(default_factory=list)
@@ -178,4 +191,4 @@ class Evidence:
     def empty(self) -> bool:
         """Nothing a check could judge was found."""
         return not (self.errors or self.timeouts or self.pg_status or self.desync or self.children
-                    or self.nccl or self.ooms or self.teardowns or (self.flight and self.flight.dumps))
+                    or self.nccl or self.ooms or self.teardowns or self.stopped or (self.flight and self.flight.dumps))

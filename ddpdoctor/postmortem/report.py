@@ -7,6 +7,7 @@ from ddpdoctor.core.findings import Severity
 from ddpdoctor.core.registry import run_checks
 from ddpdoctor.postmortem.causality import verdict
 from ddpdoctor.postmortem.evidence import MAX_FACTS, Evidence
+from ddpdoctor.postmortem import stopped
 from ddpdoctor.postmortem.gather import gather
 from ddpdoctor.probe.words.wording import rank_list
 from ddpdoctor.report.model import Report, Table
@@ -31,6 +32,10 @@ def postmortem(paths: list[str], fail_on: Severity, ignore: set[str]) -> Report:
                              "bytes_read": ev.bytes_read, "ranks_seen": len(ev.ranks),
                              "first_cause_ranks": cause.ranks,
                              "first_cause_lines": [f.where.shown() for f in cause.cause[:10]]})
+    ended = stopped.describe(ev)
+    if ended:
+        report.notes.insert(0, ended)
+        report.metrics["ended_from_outside"] = ended
     if ev.dropped:
         report.notes.append(f"{ev.dropped} facts beyond {MAX_FACTS:,} of one kind were counted, not kept")
     if ev.flight is not None and not ev.flight.complete:

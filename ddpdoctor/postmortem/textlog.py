@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import BinaryIO, Optional
 
-from ddpdoctor.postmortem import c10d, elastic, nccl, oom, prefixes
+from ddpdoctor.postmortem import c10d, elastic, nccl, oom, prefixes, stopped
 from ddpdoctor.postmortem.evidence import Evidence, Line, RankError
 from ddpdoctor.postmortem.tracebacks import START, Tracebacks
 from ddpdoctor.postmortem.kinds import error_kind
@@ -22,7 +22,7 @@ BLOCK = 8 * 1024 * 1024
 MAX_LINE = 64 * 1024
 FOLLOW = 400  # lines read one by one after a traceback or summary line, whatever their words
 AFTER_WATCHDOG = 40  # ... after a watchdog line: its PG status, its desync report
-ANCHORS = (b"Traceback", *c10d.ANCHORS, *nccl.ANCHORS, *oom.ANCHORS, *elastic.ANCHORS)
+ANCHORS = (b"Traceback", *c10d.ANCHORS, *nccl.ANCHORS, *oom.ANCHORS, *elastic.ANCHORS, *stopped.ANCHORS)
 
 
 class LogReader:
@@ -109,6 +109,7 @@ class LogReader:
             used = (c10d.read(rest, who, where, t, order, self.ev)
                     or nccl.read(rest, who, where, t, order, self.ev)
                     or oom.read(rest, who, where, t, order, self.ev)
+                    or (rank is None and stopped.read(rest, where, t, order, self.ev))
                     or (rank is None and self.summaries.feed(rest, where, order, self.ev)))
         elif rank is not None:
             self.ev.ranks.add(rank)
@@ -125,6 +126,9 @@ class LogReader:
             if source is None and "ChildFailedError" in done.exc_type:
                 continue  # torchrun's own traceback: its summary block follows and is read
             message = done.message
+            if stopped.from_traceback(done.exc_type, message, done.where,
+                                                         self.order_base + done.where.line, self.ev):
+                continue  # the launcher's own (never a rank's): how the job ended, not an error
             first = f"{done.first_type}: {done.first_message}" if done.first_type else ""
             kind = error_kind(done.exc_type, message + "\n" + first + "\n" + done.text)
             if not self.ev.room(self.ev.errors):

@@ -76,3 +76,20 @@ def interleaved(world: int, special: dict[int, list[str]], steps: int = 200, see
         r = rng.choice([r for r, s in streams.items() if s])
         lines.append(streams[r].pop(0))
     return "\n".join(lines + list(tail)) + "\n"
+
+
+def launcher_signalled(sig: int = 15, pid: int = 932, minute: int = 12) -> list[str]:
+    """torchrun's agent ended from outside (torch/distributed/elastic: its warning, then the
+    SignalException its own handler raises, printed without a rank prefix)."""
+    return [f"W1128 01:{minute:02d}:10.046000 {pid} torch/distributed/elastic/agent/server/api.py:739] "
+            f"Received {sig} death signal, shutting down workers",
+            f"W1128 01:{minute:02d}:10.048000 {pid} torch/distributed/elastic/multiprocessing/api.py:1012] "
+            f"Sending process {pid + 21} closing signal SIGTERM",
+            "Traceback (most recent call last):",
+            '  File "/usr/bin/torchrun", line 8, in <module>',
+            "    sys.exit(main())",
+            '  File "/usr/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py", line 908, in _invoke_run',
+            "    time.sleep(monitor_interval)",
+            '  File "/usr/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py", line 86, in _terminate_process_handler',
+            '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)',
+            f"torch.distributed.elastic.multiprocessing.api.SignalException: Process {pid} got signal: {sig}"]

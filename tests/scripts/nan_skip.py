@@ -39,6 +39,9 @@ def main():
 try:
     main()
 except Exception as exc:  # where it failed, for the test that compares plain and probed runs
+    # torchrun's SIGTERM (a peer died) must not cut this report short: the traceback already
+    # says where it failed, and faulthandler's dump would name this handler's line instead.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     lines = [line for frame, line in traceback.walk_tb(exc.__traceback__)
              if os.path.abspath(frame.f_code.co_filename) == os.path.abspath(__file__)]
     print(f"ZOO-FAILED rank={os.environ.get('RANK')} line={lines[-1] if lines else None} "

@@ -91,3 +91,38 @@ def test_a_rank_listening_on_its_dump_pipe_is_asked_and_its_dump_found(tmp_path)
     job = Job("job", 2, [RankProc(0, 10, flight_env={}), RankProc(1, 11, flight_env=env)])
     files, note = flight_pipe.request_dumps(job)
     assert files == {1: str(tmp_path / "rank_1")} and "1 wrote one" in note
+
+
+def nccl_entry(seq, state):
+    """An entry as NCCL's Flight Recorder writes it when a rank dumps on demand (version 2.10,
+    seen on an H200: torch 2.11, NCCL 2.28.9): `state` read from the work's CUDA events at
+    dump time, `retired` still false until the watchdog sweeps the work up."""
+    return {"pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": seq,
+            "profiling_name": "nccl:all_reduce", "input_sizes": [[1048576]], "input_dtypes": ["Float"],
+            "state": state, "retired": False, "is_p2p": False, "timeout_ms": 12000,
+            "time_discovered_completed_ns": 1 if state == "completed" else None,
+            "frames": [{"name": "<module>", "filename": "/home/u/train.py", "line": 40 + seq}]}
+
+
+def test_a_completed_entry_the_watchdog_has_not_retired_yet_is_completed(tmp_path):
+    config = {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}}
+    ahead = [nccl_entry(1, "completed"), nccl_entry(2, "completed"), nccl_entry(3, "scheduled")]
+    behind = [nccl_entry(1, "completed"), nccl_entry(2, "completed")]
+    for rank, entries in ((0, ahead), (1, behind)):
+        (tmp_path / f"rank_{rank}").write_bytes(pickle.dumps(
+            {"version": "2.10", "pg_config": config, "entries": entries,
+             "pg_status": {"0": {"last_enqueued_collective": len(entries), "last_started_collective": -1,
+                                 "last_completed_collective": -1}}}))
+    from ddpdoctor.core.findings import Severity
+
+    report = flight.report(str(tmp_path), Severity.ERROR, set())
+    [table] = report.tables
+    assert [row[2] for row in table.rows] == [1, 0]  # not completed: rank 0's third, nothing of rank 1's
+    [skip] = [r for r in report.results if r.spec.code == "DDP502"][0].findings
+    assert "rank 1's last collective was all_reduce #2" in skip.message
+    assert "(completed)" in skip.message and "rank 0 waits in it" in skip.message
+
+
+def test_an_old_dump_without_state_is_completed_by_retired_alone():
+    assert flight.completed({"retired": True}) and not flight.completed({"retired": False})
+    assert not flight.completed({"state": "started", "retired": False})
