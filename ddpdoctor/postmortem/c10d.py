@@ -11,6 +11,9 @@ Formats (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp and TraceUtils.h):
 - desync debug (TORCH_NCCL_DESYNC_DEBUG=1): `ranks [a, b] are the lagging ranks that caused this
   timeout`, `[a, b] joined but didn't finish collective #S`, `[a, b] finished collective #S, but
   didn't join collective #S+1`
+- `Stack trace of the failed collective:` (2.5 and later), then one line per frame, innermost
+  first: `#0 all_reduce from .../distributed_c10d.py:3068`, ..., `#2 <module> from train.py:41`
+  (seen on an H200 with torch 2.11; only the first line carries the `[rankN]:` prefix)
 - `process group has NOT been destroyed before we destruct ProcessGroupNCCL` (2.4 and later) and
   the heartbeat monitor's `Heartbeat monitor timed out!` / `watchdog got stuck for N seconds`.
 """
@@ -20,7 +23,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ddpdoctor.core.findings import Location
+from ddpdoctor.core.paths import display_path
 from ddpdoctor.postmortem.evidence import DesyncReport, Evidence, Line, PgStatus, Teardown, WatchdogTimeout
+from ddpdoctor.postmortem.tracebacks import is_library
 
 _WATCHDOG = re.compile(
     r"Watchdog caught collective operation timeout: Work\w*\(SeqNum=(\d+), OpType=(\w+)"
@@ -34,7 +40,22 @@ _NOT_FINISHED = re.compile(r"\[([\d, ]*)\] joined but didn't finish collective #
 _NOT_JOINED = re.compile(r"\[([\d, ]*)\] finished collective #(\d+), but didn't join collective #(\d+)")
 # Words that start a line worth reading (textlog.py); the desync report's lines come right after
 # the watchdog's and are read with it.
-ANCHORS = (b"Watchdog", b"PG status", b"NOT been destroyed", b"Heartbeat")  # the old PG status follows a watchdog line
+STACK = "Stack trace of the failed collective"
+_FRAME = re.compile(r"^#(\d{1,4}) (.{1,300}?) from (.{1,1000}):(\d{1,9})\s*$")
+ANCHORS = (b"Watchdog", b"PG status", b"NOT been destroyed", b"Heartbeat", STACK.encode())  # the old PG status follows a watchdog line
+
+
+def _frame(text: str, ev: Evidence) -> bool:
+    """One frame of the failed collective's stack: the innermost in the user's own code is where
+    the collective that timed out was called."""
+    match = _FRAME.match(text)
+    if not match:
+        return False
+    timeout = ev.open_stack
+    path, line = match.group(3), int(match.group(4))
+    if timeout is not None and timeout.site is None and not is_library(path):
+        timeout.site = Location(display_path(path), line)
+    return True
 
 
 def _ranks(text: str) -> list[int]:
@@ -50,6 +71,12 @@ def _pg(text: str) -> str:
 
 def read(text: str, rank: Optional[int], where: Line, t: Optional[float], order: int, ev: Evidence) -> bool:
     """Record the fact on this line, if it is one of PyTorch's; True when it was."""
+    if STACK in text:
+        # the frames that follow belong to this rank's latest timeout
+        ev.open_stack = next((w for w in reversed(ev.timeouts[-64:]) if w.rank == rank), None)
+        return True
+    if ev.open_stack is not None and text[:1] == "#":
+        return _frame(text.strip(), ev)
     if "Watchdog caught" in text:
         match = _WATCHDOG.search(text)
         if not match:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 from ddpdoctor.core.findings import Problem, Severity
-from ddpdoctor.postmortem.evidence import ChildFailure, Evidence, Fact, NcclWarn, OomKill, RankError
+from ddpdoctor.postmortem.evidence import ChildFailure, Evidence, Fact, NcclWarn, OomKill, RankError, WatchdogTimeout
 
 CAUSE, CONSEQUENCE = "cause", "consequence"
 _ABORTS = {int(signal.SIGABRT), int(signal.SIGTERM), int(signal.SIGINT), int(signal.SIGHUP)}
@@ -135,7 +135,7 @@ def problem(ev: Evidence, facts: list[Fact], message: str, hint: str,
     """A finding over facts: its ranks, its role and the lines it rests on (file:line: text)."""
     ranks = sorted({f.rank for f in facts if f.rank is not None})
     the_role = role_ or role(ev, facts)
-    site = next((f.site for f in facts if isinstance(f, RankError) and f.site), None)
+    site = next((f.site for f in facts if isinstance(f, (RankError, WatchdogTimeout)) and f.site), None)
     evidence: dict[str, Any] = {"role": the_role, "source": "post-mortem",
                                 "lines": [f.where.shown() for f in facts[:20]]}
     if len(facts) > 20:

@@ -77,6 +77,7 @@ class WatchdogTimeout(Fact):
     timeout_ms: Optional[int] = None
     ran_ms: Optional[int] = None
     pg: str = ""
+    site: Optional[Location] = None  # the user's line that called it (the failed collective's stack)
 
 
 @dataclass
@@ -171,6 +172,9 @@ class Evidence:
     teardowns: list[Teardown] = field(default_factory=list)
     stopped: list[Stopped] = field(default_factory=list)  # how the job was ended from outside
     pids: dict[int, int] = field(default_factory=dict)  # pid -> rank, where the logs say
+    # Reading state, not a fact: the timeout whose "Stack trace of the failed collective" frames
+    # the next lines give (c10d.py).
+    open_stack: Optional[WatchdogTimeout] = None
     flight: Optional[DumpSet] = None  # the Flight Recorder dumps of this job, where some were read
     notes: list[str] = field(default_factory=list)
     lines_read: int = 0

@@ -115,7 +115,7 @@ class LogReader:
             self.ev.ranks.add(rank)
         if self.tracebacks.busy or self.summaries.active:
             self.follow = FOLLOW
-        elif used and "Watchdog caught" in rest:
+        elif used and ("Watchdog caught" in rest or c10d.STACK in rest):
             self.follow = max(self.follow - 1, AFTER_WATCHDOG)
         else:
             self.follow = max(0, self.follow - 1)

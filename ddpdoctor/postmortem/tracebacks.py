@@ -146,9 +146,14 @@ class Tracebacks:
         return out
 
 
+def is_library(path: str) -> bool:
+    """An installed library's file or Python's own, not the user's code."""
+    return any(marker in path for marker in _LIBRARY)
+
+
 def user_site(frames: list[tuple[str, int, str]]) -> Optional[Location]:
     """The innermost frame in the user's own code (not an installed library's, not Python's)."""
     for path, line, _ in reversed(frames):
-        if not any(marker in path for marker in _LIBRARY):
+        if not is_library(path):
             return Location(display_path(path), line)
     return None

@@ -240,3 +240,13 @@ def test_a_real_desync_under_detail_is_one_ddp501_over_both_ranks():
     mismatch, = found["DDP501"]
     assert mismatch.ranks == [0, 1] and "BROADCAST" in mismatch.message
     assert "DDP504" not in found
+
+
+def test_the_failed_collectives_stack_names_the_users_line_of_the_timeout(tmp_path):
+    from tests.helpers.postmortem_logs import failed_stack
+
+    special = {r: watchdog(r, 1583, second=30) + failed_stack(r, 120, second=30) for r in (0, 1, 2)}
+    report = _report(tmp_path, {"job.log": interleaved(4, special)})
+    waits, = _by_code(report)["DDP512"]
+    assert "(called at /home/u/train.py:120)" in waits.message
+    assert str(waits.location) == "/home/u/train.py:120"
