@@ -132,9 +132,22 @@ def _world_of_one(fn, call: ast.Call) -> bool:
     size = next((kw.value for kw in call.keywords if kw.arg == "world_size"), None)
     if size is not None:
         return isinstance(size, ast.Constant) and size.value in (1, "1")
+    # Only a write every run makes: `if "RANK" not in os.environ: os.environ["WORLD_SIZE"] = "1"`
+    # is the fallback of a run no launcher started, and torchrun's WORLD_SIZE stands otherwise.
     return any(isinstance(node, ast.Assign) and len(node.targets) == 1 and env_key(node.targets[0]) == "WORLD_SIZE"
                and isinstance(node.value, ast.Constant) and node.value.value in (1, "1")
-               and node.lineno < call.lineno for node in fn.own)
+               and node.lineno < call.lineno for node in _every_run(getattr(fn.node, "body", [])))
+
+
+def _every_run(body: list[ast.stmt]):
+    """The statements of a body that run whenever it does: not under an `if`, a loop or an
+    exception handler (a `with` block's and a `try` block's own statements do run)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from _every_run(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            yield from _every_run(stmt.body)
 
 
 # Calls handed `gradient_accumulation_steps=` that accumulate nothing themselves: Accelerate's
