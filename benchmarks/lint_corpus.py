@@ -10,7 +10,9 @@ entry its repository, commit and paths) and this script only reads it.
 
 Rebuilding: each entry's `paths` (git pathspecs) at `commit` of https://github.com/<repository>,
 extracted into CORPUS/<dir> (`git archive <commit> -- <paths> | tar -x -C CORPUS/<dir>`), from a
-clone of each repository under CLONES_DIR/<owner>+<name>.
+clone of each repository under CLONES_DIR/<owner>+<name>. An entry marked `copied_from_index` was
+copied file by file from the search index's stored text (some files at another commit, as its
+note says): the rebuild lists it as a comment, to be copied again the same way.
 
 Each entry is linted in-process (ddpdoctor.lint.driver.gather + lint_results) from its own working
 directory (`dir`/`cwd` of the entry, where `python script` or `torchrun` would start), and its
@@ -258,7 +260,14 @@ def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
     search tool's fetch brought (`<owner>+<name>/repo`, a git directory without a work tree) is
     read through `--git-dir`."""
     trees: dict[tuple[str, str], tuple[str, list[str]]] = {}
+    lines = []
     for e in manifest["entries"]:
+        if e.get("copied_from_index"):
+            # (session 60's holdout 75, labelled when fetch was spent: each file copied from the
+            # search index's stored text, some at another commit than `commit`; the note says which)
+            lines.append(f"# {e['id']}: copied file by file from the search index (read_file), not a git tree: "
+                         f"{e['repository']} {', '.join(e['paths'])}")
+            continue
         repository, paths = trees.setdefault((e["commit"], e["dir"]), (e["repository"], []))
         paths.extend(p for p in e["paths"] if p not in paths)
         # a git submodule the entry's script imports, pinned in another repository
@@ -267,7 +276,6 @@ def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
             folder = f"{e['dir']}/{extra['into']}"
             _, more = trees.setdefault((extra["commit"], folder), (extra["repository"], []))
             more.extend(p for p in extra["paths"] if p not in more)
-    lines = []
     for (commit, folder), (repository, paths) in trees.items():
         clone = clones / repository.replace("/", "+")
         quoted = " ".join(f"'{p}'" for p in paths)

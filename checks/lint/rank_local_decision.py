@@ -44,7 +44,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           further test decides the break, or a store_true switch on the way to it names the run:
           `if args.early_stopping:`; an error where that test is how the run stops - a step
           count the pass steps up, `epoch - best_epoch > patience` with `best_epoch = epoch` on
-          the improving pass).
+          the improving pass);
+        - the program ended under a rank test outside any loop (`if accelerator.is_local_main_process
+          and os.path.exists(out): exit(0)` in the main block) while the rest runs collective work
+          on every rank: a rank that exits 0 ends nothing else, the others wait for it (a warning
+          when a further test decides the exit).
         The same for a script whose model is FSDP (FSDP1's class or FSDP2's `fully_shard`)
         and not DDP: its forward all-gathers and its backward reduce-scatters, so a rank that
         skips either strands the others as a skipped DDP backward does.
@@ -83,10 +87,13 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
             else:
                 leaves = {"return": "the function (return)", "exit": "the program (exit)"}.get(
                     found.action, "the loop (break)")
+                # (a rank that ends the program leaves the others wherever they stand next)
+                then = "go on and wait" if found.action == "exit" else "go on into the next pass and wait"
                 message = (f"`{found.decision}` at {found.location} leaves {leaves} only where `{found.guard}` "
-                           f"holds: the other ranks go on into the next pass and wait in {found.work}")
+                           f"holds: the other ranks {then} in {found.work}")
             hint = ("decide the stop on every rank: compute it where it is known, share it "
-                    "(dist.broadcast from that rank), then break on every rank")
+                    "(dist.broadcast from that rank), then "
+                    + ("exit on every rank" if found.action == "exit" else "break on every rank"))
         elif found.kind == "signal_state":
             message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank on "
                        f"`{found.value}`, which the signal handler {found.guard} sets (at {found.assigned}) in "

@@ -89,7 +89,8 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         decided = {d.location for d in state}  # a counter rank 0 keeps: said once, as state
         # one decision, one finding: where a rank test leaves the loop, that is the reason, not
         # the tensor value tested beside it (`if loss.item() < t and rank == 0: break`)
-        exits = [d for d in _rank_exits(builder, fn, stmts, ddp) if d.location not in decided]
+        exits = [d for d in _rank_exits(builder, fn, stmts, ddp) + _rank_process_exits(builder, fn, stmts, ddp)
+                 if d.location not in decided]
         decided |= {d.location for d in exits}
         found.extend(d for d in _tensor_values(builder, fn, stmts, ddp) if d.location not in decided)
         found.extend(exits)
@@ -1393,6 +1394,67 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
     return found
+
+
+def _rank_process_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -> list[RankLocalDecision]:
+    """The program ended under a rank test outside any loop (`if accelerator.is_local_main_process
+    and os.path.exists(out): exit(0)`) while the rest of the function runs collective work on
+    every rank: the ranks that stay wait there for the one that left (a rank exiting 0 ends
+    nothing else: torchrun waits for the others). A loop's exits are _rank_exits'."""
+    found = []
+    body = getattr(fn.node, "body", [])
+    for item in stmts:
+        stmt = item.node
+        if not isinstance(stmt, ast.If) or item.loops or item.guards:
+            continue
+        rest = _after_on_every_way(body, stmt)
+        if rest is None:
+            continue  # (only a test reached on every rank, at the function's own level)
+        # (not `os._exit`: Python's docs keep it for the child of a fork(), not the rank itself)
+        leave = next((c for c in _breaks_in(stmt.body, None, (ast.Return,)) if _exits(c[1])
+                      and not text(c[1].value.func).endswith("_exit")), None)
+        if leave is None or any(_exits(c[1]) for c in _breaks_in(stmt.orelse, None, (ast.Return,))):
+            continue
+        test = builder.program.ranks.guard(stmt.test, fn)
+        if test is None or test.polarity == "other" or \
+                any(never_true(builder.callers(), fn, part, True, builder.program) for part in test.open):
+            continue
+        work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
+        if not work:
+            continue
+        around = leave[0]
+        notes = [test.assumption] if test.assumption else []
+        if around is not None:
+            notes.append(_side_said(around, leave[1]))
+        found.append(RankLocalDecision(
+            Location(fn.file.display, stmt.lineno), text(stmt.test), "exit", test.text, "rank_exit", work,
+            guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
+    return found
+
+
+def _after_on_every_way(body: list, stmt: ast.stmt) -> Optional[list]:
+    """The statements that run after `stmt` where it stands in `body` on every way through: its
+    block's later statements and those after each block around it. None unless the blocks
+    around it are only ones every run enters: a script's `if __name__ == "__main__":`, a `with`,
+    a `try`'s own body."""
+    for at, here in enumerate(body):
+        if here is stmt:
+            return body[at + 1:]
+        inner = None
+        if isinstance(here, ast.If) and _is_main_guard(here.test):
+            inner = here.body
+        elif isinstance(here, (ast.With, ast.AsyncWith, ast.Try)):
+            inner = here.body
+        if inner is not None:
+            later = _after_on_every_way(inner, stmt)
+            if later is not None:
+                return later + body[at + 1:]
+    return None
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and len(test.comparators) == 1 and is_const(test.comparators[0], "__main__")
 
 
 def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] = None) -> bool:

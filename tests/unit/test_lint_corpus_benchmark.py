@@ -248,3 +248,13 @@ def test_a_check_that_crashes_on_an_entry_is_that_entrys_crash(bench, tmp_path, 
     assert totals["crashed"] == ["one"]
     row = json.loads((root / "out.json").read_text())["entries"][0]
     assert "DDP806" in row["crashed"] and "planted" in row["crashed"]
+
+
+def test_rebuild_commands_list_an_entry_copied_from_the_index_as_a_comment(bench, tmp_path):
+    manifest = {"entries": [
+        {"id": "copied", "repository": "ours/idx", "commit": "index", "paths": ["a.py", "b.py"], "dir": "entries/copied",
+         "copied_from_index": True},
+        {"id": "tree", "repository": "ours/tree", "commit": "c" * 40, "paths": ["t.py"], "dir": "entries/tree"}]}
+    lines = bench.rebuild_commands(manifest, tmp_path / "m", tmp_path / "corpus").splitlines()
+    assert lines[0].startswith("# copied: copied file by file from the search index") and "a.py, b.py" in lines[0]
+    assert len(lines) == 2 and "archive " + "c" * 40 in lines[1] and "index" not in lines[1]
