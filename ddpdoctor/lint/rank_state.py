@@ -28,7 +28,7 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
-from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, side_conds
+from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, rank_return_in_try, side_conds
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
                                      loss_round_the_wrapper, text, _loss_of)
@@ -385,6 +385,11 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
         elif isinstance(stmt, ast.Try):
             for part in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
                 yield from _statements(program, fn, part, guards, loops, conditional, tensor)
+            leave = rank_return_in_try(program, fn, stmt)
+            if leave is not None:  # `try: if not is_main(): return / except: pass` (as the Walker)
+                yield from _statements(program, fn, body[index + 1:], guards + (leave[0].negated(),),
+                                       loops, conditional, tensor)
+                return
 
 
 def _elif_excludes(stmt: ast.AST) -> bool:
@@ -1419,7 +1424,15 @@ def _rank_process_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp:
         if test is None or test.polarity == "other" or \
                 any(never_true(builder.callers(), fn, part, True, builder.program) for part in test.open):
             continue
-        work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
+        # `if not experiments and is_main: sys.exit(0)`: where the list is empty, the loops over
+        # it that hold the later work run nothing on the ranks that stay either
+        empty = _emptied(stmt.test)
+        idle = {id(n) for s in rest for loop in walk(s) if isinstance(loop, (ast.For, ast.AsyncFor))
+                and isinstance(loop.iter, ast.Name) and loop.iter.id in empty for n in walk(loop)}
+        if idle:
+            work = next((op for op, node in _works(builder, fn, rest, ddp) if id(node) not in idle), "")
+        else:
+            work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
         if not work:
             continue
         around = leave[0]
@@ -1430,6 +1443,24 @@ def _rank_process_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp:
             Location(fn.file.display, stmt.lineno), text(stmt.test), "exit", test.text, "rank_exit", work,
             guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
     return found
+
+
+def _emptied(test: ast.AST) -> set[str]:
+    """The names a test says are empty where it holds: `not xs`, `len(xs) == 0`, `xs == []`,
+    also as parts of an `and`."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    out = set()
+    for part in parts:
+        if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not) and isinstance(part.operand, ast.Name):
+            out.add(part.operand.id)
+        elif isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.Eq):
+            left, right = part.left, part.comparators[0]
+            if isinstance(left, ast.Call) and last_name(left.func) == "len" and len(left.args) == 1 and \
+                    isinstance(left.args[0], ast.Name) and is_const(right, 0):
+                out.add(left.args[0].id)
+            elif isinstance(left, ast.Name) and isinstance(right, ast.List) and not right.elts:
+                out.add(left.id)
+    return out
 
 
 def _after_on_every_way(body: list, stmt: ast.stmt) -> Optional[list]:

@@ -161,6 +161,21 @@ def _plain_test(node: ast.AST) -> ast.AST:
     return node
 
 
+def rank_return_in_try(program, fn, stmt: ast.stmt):
+    """(the rank test, its `if`) of a `try` whose own body leaves the function under a rank test
+    (`if not is_main_process(): return`): what follows the `try` runs only where the test was
+    false, or where a handler swallowed an error raised before it (the run without the helper)."""
+    if not isinstance(stmt, ast.Try) or stmt.finalbody or stmt.orelse:
+        return None
+    for inner in stmt.body:
+        if isinstance(inner, ast.If) and not inner.orelse and inner.body and \
+                isinstance(inner.body[-1], ast.Return) and not _crashes(inner.body[-1]):
+            test = program.ranks.guard(inner.test, fn)
+            if test is not None:
+                return test, inner
+    return None
+
+
 def _negation_text(node: ast.AST) -> str:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return text(node.operand, 10_000)
@@ -304,6 +319,15 @@ class Walker:
                     guard = Guard(test.negated(), self.fn.file.display, stmt.lineno, id(stmt), "else", unless)
                     self.block(body[index + 1:], guards + (guard,), loops)
                     return
+            # `try: from utils import is_main; if not is_main(): return / except: pass` (a
+            # stopper's __call__ that keeps its count on rank 0): the return leaves the function
+            # from inside the `try` as from outside it; the handler is the run without the helper
+            leave = rank_return_in_try(self.program, self.fn, stmt)
+            if leave is not None:
+                test, at = leave
+                guard = Guard(test.negated(), self.fn.file.display, at.lineno, id(at), "else")
+                self.block(body[index + 1:], guards + (guard,), loops)
+                return
             # `if rank == 0: log() else: continue` (adaptive-span's loop tail): what follows runs
             # where the side that goes on holds; the same with the sides the other way round
             if isinstance(stmt, ast.If) and stmt.orelse and stmt.body:

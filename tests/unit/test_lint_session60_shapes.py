@@ -125,3 +125,125 @@ def test_twin_every_rank_ending_the_program_alike_is_no_finding(tmp_path):
 def test_twin_a_rank_leaving_after_the_shared_work_is_no_finding(tmp_path):
     tail = "    if accelerator.is_main_process:\n        exit(0)\n    print('done')"
     assert _exits(tmp_path, "False", tail) == []
+
+
+# `if not experiments and is_main: sys.exit(0)`, then the work in loops over `experiments`: where
+# the list is empty those loops run nothing on the ranks that stay either (holdout 75's swallow SED)
+EMPTIED = """
+import os
+import sys
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(accelerator):
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+    model, opt, loader = accelerator.prepare(model, opt, loader)
+    for x, y in loader:
+        loss = (model(x) - y).pow(2).mean()
+        accelerator.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+
+if __name__ == "__main__":
+    accelerator = Accelerator()
+    experiments = [e for e in os.environ.get("RUNS", "a,b").split(",") if e]
+    if not experiments and accelerator.is_main_process:
+        sys.exit(0)
+{AFTER}
+"""
+
+
+def test_twin_an_exit_on_an_empty_list_before_loops_over_it_is_no_finding(tmp_path):
+    after = "    for name in experiments:\n        train(accelerator)"
+    found = lint_tree(tmp_path, {"train.py": EMPTIED.replace("{AFTER}", after)})
+    assert not [f for f in found if f.code == "DDP809"]
+
+
+def test_an_exit_on_an_empty_list_before_work_outside_its_loops_is_a_finding(tmp_path):
+    after = "    train(accelerator)"
+    found = lint_tree(tmp_path, {"train.py": EMPTIED.replace("{AFTER}", after)})
+    assert len([f for f in found if f.code == "DDP809"]) == 1
+
+
+# -------------------------------------------------- a rank return inside a `try`
+# `try: from utils.ddp_utils import is_main_process; if not is_main_process(): return / except
+# ImportError: pass` at the top of a stopper's __call__: the rest of the method (the count, the
+# stop flag) runs on rank 0 alone, as after the same `if` outside a `try`
+STOPPER = """
+class EarlyStopping:
+    def __init__(self, patience=3):
+        self.patience, self.counter, self.best, self.early_stop = patience, 0, None, False
+
+    def __call__(self, val_loss):
+{GUARD}
+        if self.best is None or val_loss < self.best:
+            self.best, self.counter = val_loss, 0
+        else:
+            self.counter += 1
+            if self.counter >= self.patience:
+                self.early_stop = True
+"""
+
+IN_TRY = """\
+        try:
+            from utils.ddp_utils import is_main_process
+            if not is_main_process():
+                return
+        except ImportError:
+            pass"""
+
+STOP_LOOP = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from utils.stopper import EarlyStopping
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stopper = EarlyStopping()
+    for epoch in range(100):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        val = torch.tensor(loss.item())
+        dist.all_reduce(val)
+        stopper(val.item())
+        if stopper.early_stop:
+            break
+
+
+main()
+"""
+
+DDP_UTILS = """
+import torch.distributed as dist
+
+
+def is_main_process():
+    return not dist.is_initialized() or dist.get_rank() == 0
+"""
+
+
+def _stops(tmp_path, guard: str) -> list:
+    found = lint_tree(tmp_path, {"train.py": STOP_LOOP, "utils/__init__.py": "", "utils/ddp_utils.py": DDP_UTILS,
+                                 "utils/stopper.py": STOPPER.replace("{GUARD}", guard)})
+    return [f for f in found if f.code == "DDP809"]
+
+
+def test_a_rank_return_inside_a_try_keeps_the_stoppers_state_on_rank_0(tmp_path):
+    [found] = _stops(tmp_path, IN_TRY)
+    assert "`self.early_stop` is set only under" in found.message and "train.py:20" in found.message
+
+
+def test_twin_a_stopper_every_rank_runs_is_no_finding(tmp_path):
+    assert _stops(tmp_path, "        pass") == []
+
