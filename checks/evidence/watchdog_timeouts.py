@@ -45,7 +45,8 @@ def watchdog_timeouts(ev: Evidence) -> list[Problem] | Skipped:
         called = f" (called at {', '.join(sites[:3])})" if sites else ""
         group = f" on group {pg}" if pg else ""
         who_ = rank_list(ranks) if ranks else "a rank"
-        problems.append(problem(ev, items, f"{who_}: watchdog timeout in {op} SeqNum {seq}{group}{called}{after}{waiting_for}",
+        problems.append(problem(ev, items,
+                                f"{who_}: watchdog timeout in {op} SeqNum {seq}{group}{called}{after}{waiting_for}",
                                 "a consequence: fix the first cause; "
                                 + _capture(cause.known, ev.flight is not None and bool(ev.flight.dumps)),
                                 role_=CONSEQUENCE, extra={"seq": seq, "op": op, "pg": pg,

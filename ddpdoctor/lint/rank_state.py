@@ -28,7 +28,8 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
-from ddpdoctor.lint.walker import TERMINATORS, _negation_text, exits as _exits, rank_return_in_try, side_conds
+from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, exits as _exits, is_main_block, rank_return_in_try,
+                                   side_conds)
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
                                      loss_round_the_wrapper, text, _loss_of)
@@ -1472,7 +1473,7 @@ def _after_on_every_way(body: list, stmt: ast.stmt) -> Optional[list]:
         if here is stmt:
             return body[at + 1:]
         inner = None
-        if isinstance(here, ast.If) and _is_main_guard(here.test):
+        if is_main_block(here):
             inner = here.body
         elif isinstance(here, (ast.With, ast.AsyncWith, ast.Try)):
             inner = here.body
@@ -1481,11 +1482,6 @@ def _after_on_every_way(body: list, stmt: ast.stmt) -> Optional[list]:
             if later is not None:
                 return later + body[at + 1:]
     return None
-
-
-def _is_main_guard(test: ast.AST) -> bool:
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
-        and len(test.comparators) == 1 and is_const(test.comparators[0], "__main__")
 
 
 def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] = None) -> bool:

@@ -84,7 +84,7 @@ CALLBACK_SINK = re.compile(r"spawn|Thread|Process|partial|submit|register|hook|c
                            r"^map$|^run|^apply|^start|wrap", re.IGNORECASE)
 
 
-def _is_main_block(stmt: ast.stmt) -> bool:
+def is_main_block(stmt: ast.stmt) -> bool:
     """`if __name__ == "__main__":`"""
     test = getattr(stmt, "test", None)
     return isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and len(test.ops) == 1 \
@@ -352,7 +352,7 @@ class Walker:
 
     def stmt(self, stmt: ast.stmt, guards: tuple[Guard, ...], loops: int) -> None:
         if isinstance(self.fn.node, ast.Module) and self.fn.file is not self.program.files[0] \
-                and _is_main_block(stmt):
+                and is_main_block(stmt):
             return  # an imported module's own `if __name__ == "__main__":` never runs on import
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for deco in stmt.decorator_list:

@@ -42,7 +42,8 @@ _NOT_JOINED = re.compile(r"\[([\d, ]*)\] finished collective #(\d+), but didn't 
 # the watchdog's and are read with it.
 STACK = "Stack trace of the failed collective"
 _FRAME = re.compile(r"^#(\d{1,4}) (.{1,300}?) from (.{1,1000}):(\d{1,9})\s*$")
-ANCHORS = (b"Watchdog", b"PG status", b"NOT been destroyed", b"Heartbeat", STACK.encode())  # the old PG status follows a watchdog line
+# (the old PG status follows a watchdog line)
+ANCHORS = (b"Watchdog", b"PG status", b"NOT been destroyed", b"Heartbeat", STACK.encode())
 
 
 def _frame(text: str, ev: Evidence) -> bool:

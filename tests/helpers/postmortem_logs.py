@@ -88,9 +88,11 @@ def launcher_signalled(sig: int = 15, pid: int = 932, minute: int = 12) -> list[
             "Traceback (most recent call last):",
             '  File "/usr/bin/torchrun", line 8, in <module>',
             "    sys.exit(main())",
-            '  File "/usr/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py", line 908, in _invoke_run',
+            '  File "/usr/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py", line 908,'
+            ' in _invoke_run',
             "    time.sleep(monitor_interval)",
-            '  File "/usr/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py", line 86, in _terminate_process_handler',
+            '  File "/usr/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py", line 86,'
+            ' in _terminate_process_handler',
             '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)',
             f"torch.distributed.elastic.multiprocessing.api.SignalException: Process {pid} got signal: {sig}"]
 
@@ -98,7 +100,8 @@ def launcher_signalled(sig: int = 15, pid: int = 932, minute: int = 12) -> list[
 def failed_stack(rank: int, user_line: int, script: str = "/home/u/train.py", second: int = 0) -> list[str]:
     """ProcessGroupNCCL's "Stack trace of the failed collective" (torch 2.5 and later): the first
     line carries the rank prefix, the frames (innermost first) do not."""
-    return [glog(rank, second=second, source="ProcessGroupNCCL.cpp:733") + f"[Rank {rank}] Stack trace of the failed collective: ",
+    return [glog(rank, second=second, source="ProcessGroupNCCL.cpp:733")
+            + f"[Rank {rank}] Stack trace of the failed collective: ",
             "#0 all_reduce from /usr/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py:3068",
             "#1 wrapper from /usr/lib/python3.11/site-packages/torch/distributed/c10d_logger.py:83",
             f"#2 evaluate from {script}:{user_line}",
