@@ -109,7 +109,7 @@ class LogReader:
             used = (c10d.read(rest, who, where, t, order, self.ev)
                     or nccl.read(rest, who, where, t, order, self.ev)
                     or oom.read(rest, who, where, t, order, self.ev)
-                    or (rank is None and stopped.read(rest, where, t, order, self.ev))
+                    or stopped.read(rest, where, t, order, self.ev)
                     or (rank is None and self.summaries.feed(rest, where, order, self.ev)))
         elif rank is not None:
             self.ev.ranks.add(rank)

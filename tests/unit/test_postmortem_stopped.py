@@ -52,3 +52,13 @@ def test_signal_names_as_older_pythons_print_them():
 
     assert signal_name("SIGTERM") == signal_name("15") == "SIGTERM (15)"
     assert signal_name("WEIRD") == "WEIRD"
+
+
+def test_a_slurm_cancel_under_sruns_task_label_is_read_too(tmp_path):
+    # `srun -l` labels each line with its task; the step daemon's line can carry one as well
+    text = "\n".join(f"{r}: step {s} loss 0.5" for s in range(50) for r in range(2)) + \
+        "\n0: slurmstepd: error: *** STEP 4242.0 ON gpu-node-07 CANCELLED AT 2026-11-28T01:40:00 ***\n"
+    report = _report(tmp_path, text)
+    assert report.exit_code == 4
+    ended = report.metrics["ended_from_outside"]
+    assert "SLURM cancelled job 4242.0 on gpu-node-07 (scancel or a signal to the step)" in ended
