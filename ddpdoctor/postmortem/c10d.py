@@ -76,8 +76,10 @@ def read(text: str, rank: Optional[int], where: Line, t: Optional[float], order:
         # the frames that follow belong to this rank's latest timeout
         ev.open_stack = next((w for w in reversed(ev.timeouts[-64:]) if w.rank == rank), None)
         return True
-    if ev.open_stack is not None and text[:1] == "#":
-        return _frame(text.strip(), ev)
+    if ev.open_stack is not None:
+        if text[:1] == "#":
+            return _frame(text.strip(), ev)
+        ev.open_stack = None  # the stack ended (a blank line, or another rank's line cut it)
     if "Watchdog caught" in text:
         match = _WATCHDOG.search(text)
         if not match:

@@ -126,8 +126,8 @@ class LogReader:
             if source is None and "ChildFailedError" in done.exc_type:
                 continue  # torchrun's own traceback: its summary block follows and is read
             message = done.message
-            if stopped.from_traceback(done.exc_type, message, done.where,
-                                                         self.order_base + done.where.line, self.ev):
+            if stopped.from_traceback(done.exc_type, message, done.where, self.order_base + done.where.line,
+                                      self.ev):
                 continue  # the launcher's own (never a rank's): how the job ended, not an error
             first = f"{done.first_type}: {done.first_message}" if done.first_type else ""
             kind = error_kind(done.exc_type, message + "\n" + first + "\n" + done.text)
