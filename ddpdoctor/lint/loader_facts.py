@@ -1869,6 +1869,13 @@ class LoaderFacts:
                 test = ranked[id(matched_calls[0])][-1].test
                 if test.polarity in ("zero", "other") and not test.everyone:
                     under = test.text  # `if rank <= 0: ...; train_sampler.set_epoch(epoch)`
+            if name and name.split(".")[0] == fn.name and not isinstance(fn.node, ast.Module):
+                # a builder's `return DataLoader(ds, sampler=DistributedSampler(ds))`: said by the
+                # name its caller iterates epoch after epoch (`train_loader.sampler`), not by the
+                # builder's own name (`getDataLoader.sampler` names no object)
+                bound = sorted((n for n in names if n.split(".")[0] != fn.name and iterated.get(n)),
+                               key=lambda n: (not TRAIN_NAME.search(n), n))
+                name = f"{bound[0]}.sampler" if bound else name
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
                 shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn)

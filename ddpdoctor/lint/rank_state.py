@@ -1408,32 +1408,31 @@ def _rank_process_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp:
     every rank: the ranks that stay wait there for the one that left (a rank exiting 0 ends
     nothing else: torchrun waits for the others). A loop's exits are _rank_exits'."""
     found = []
-    body = getattr(fn.node, "body", [])
+    way: Optional[_EveryWay] = None
     for item in stmts:
         stmt = item.node
         if not isinstance(stmt, ast.If) or item.loops or item.guards:
             continue
-        rest = _after_on_every_way(body, stmt)
-        if rest is None:
-            continue  # (only a test reached on every rank, at the function's own level)
         # (not `os._exit`: Python's docs keep it for the child of a fork(), not the rank itself)
         leave = next((c for c in _breaks_in(stmt.body, None, (ast.Return,)) if _exits(c[1])
                       and not text(c[1].value.func).endswith("_exit")), None)
         if leave is None or any(_exits(c[1]) for c in _breaks_in(stmt.orelse, None, (ast.Return,))):
             continue
+        way = way or _EveryWay(builder, fn, ddp)
+        at = way.position.get(id(stmt))
+        if at is None:
+            continue  # (only a test reached on every rank, at the function's own level)
         test = builder.program.ranks.guard(stmt.test, fn)
         if test is None or test.polarity == "other" or \
                 any(never_true(builder.callers(), fn, part, True, builder.program) for part in test.open):
             continue
         # `if not experiments and is_main: sys.exit(0)`: where the list is empty, the loops over
         # it that hold the later work run nothing on the ranks that stay either
-        empty = _emptied(stmt.test)
-        idle = {id(n) for s in rest for loop in walk(s) if isinstance(loop, (ast.For, ast.AsyncFor))
-                and isinstance(loop.iter, ast.Name) and loop.iter.id in empty for n in walk(loop)}
+        idle = {n for name in _emptied(stmt.test) for n in way.loops_over(name, at)}
         if idle:
-            work = next((op for op, node in _works(builder, fn, rest, ddp) if id(node) not in idle), "")
+            work = next((op for op, node in _works(builder, fn, way.after(at), ddp) if id(node) not in idle), "")
         else:
-            work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
+            work = way.work_after(at)
         if not work:
             continue
         around = leave[0]
@@ -1464,24 +1463,48 @@ def _emptied(test: ast.AST) -> set[str]:
     return out
 
 
-def _after_on_every_way(body: list, stmt: ast.stmt) -> Optional[list]:
-    """The statements that run after `stmt` where it stands in `body` on every way through: its
-    block's later statements and those after each block around it. None unless the blocks
-    around it are only ones every run enters: a script's `if __name__ == "__main__":`, a `with`,
-    a `try`'s own body."""
-    for at, here in enumerate(body):
-        if here is stmt:
-            return body[at + 1:]
-        inner = None
-        if is_main_block(here):
-            inner = here.body
-        elif isinstance(here, (ast.With, ast.AsyncWith, ast.Try)):
-            inner = here.body
-        if inner is not None:
-            later = _after_on_every_way(inner, stmt)
-            if later is not None:
-                return later + body[at + 1:]
-    return None
+class _EveryWay:
+    """A function's statements in the order they run, entering only the blocks every run enters
+    (a script's `if __name__ == "__main__":`, a `with`, a `try`'s own body; each block's own
+    statement first, then what it holds), with the first collective work from each position on:
+    worked out once per function, so a thousand exits cost one pass, not a thousand."""
+
+    def __init__(self, builder: Builder, fn: Function, ddp: bool) -> None:
+        self.builder, self.fn, self.ddp = builder, fn, ddp
+        self.order: list[ast.stmt] = []
+        self._flatten(getattr(fn.node, "body", []))
+        self.position = {id(stmt): at for at, stmt in enumerate(self.order)}
+        self._next: Optional[list[str]] = None
+        self._loops: dict[str, list[tuple[int, set[int]]]] = {}
+
+    def _flatten(self, body: list) -> None:
+        for stmt in body:
+            self.order.append(stmt)
+            if is_main_block(stmt) or isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
+                self._flatten(stmt.body)
+
+    def after(self, at: int) -> list:
+        return self.order[at + 1:]
+
+    def work_after(self, at: int) -> str:
+        """The first collective work (or, with a DDP model, backward) after position `at`."""
+        if self._next is None:
+            found, self._next = "", [""] * (len(self.order) + 1)
+            for index in range(len(self.order) - 1, -1, -1):
+                one = [self.order[index]]
+                own = _work(self.builder, self.fn, one, self.ddp) or (
+                    _backward_in(self.builder, self.fn, one, 2) if self.ddp else "")
+                found = own or found
+                self._next[index] = found
+        return self._next[at + 1]
+
+    def loops_over(self, name: str, at: int) -> set[int]:
+        """The nodes of the loops over `name` after position `at` (all they hold)."""
+        if name not in self._loops:
+            self._loops[name] = [(index, {id(n) for n in walk(loop)}) for index, stmt in enumerate(self.order)
+                                 for loop in walk(stmt) if isinstance(loop, (ast.For, ast.AsyncFor))
+                                 and isinstance(loop.iter, ast.Name) and loop.iter.id == name]
+        return {n for index, nodes in self._loops[name] if index > at for n in nodes}
 
 
 def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] = None) -> bool:

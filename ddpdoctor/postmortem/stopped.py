@@ -73,11 +73,12 @@ def describe(ev: Evidence) -> Optional[str]:
     if first.by == "slurm":
         what = (f"SLURM cancelled job {first.job} on {first.host}"
                 + (f" due to {first.reason}" if first.reason else " (scancel or a signal to the step)"))
+        who = ""
     else:
-        what = (f"torchrun got {first.signal or 'a signal'} and shut its workers down"
-                " (a scheduler's time limit or preemption, scancel, a kill or Ctrl-C)")
+        what = f"torchrun got {first.signal or 'a signal'} and shut its workers down"
+        who = " (from a scheduler's time limit or preemption, scancel, a kill or Ctrl-C)"
     timed = [w.t for w in ev.timeouts if w.t is not None]
     after = (f", {t - min(timed):.0f} s after the first watchdog timeout" if t is not None and timed
              and t >= min(timed) else "")
-    return (f"the job was ended from outside: {what} ({first.where}){after}; this is how it "
+    return (f"the job was ended from outside: {what} at {first.where}{after}{who}; this is how it "
             "ended, not why it stopped")

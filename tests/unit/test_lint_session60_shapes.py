@@ -247,3 +247,47 @@ def test_a_rank_return_inside_a_try_keeps_the_stoppers_state_on_rank_0(tmp_path)
 def test_twin_a_stopper_every_rank_runs_is_no_finding(tmp_path):
     assert _stops(tmp_path, "        pass") == []
 
+
+
+# -------------------------------------------------- a builder's sampler, said by the caller's name
+# `def get_loader(ds): return DataLoader(ds, sampler=DistributedSampler(ds))` called as
+# `train_loader = get_loader(...)` and iterated epoch after epoch: the fix names
+# `train_loader.sampler`, not `get_loader.sampler` (which names no object)
+BUILDER = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def get_loader(ds):
+    return DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_loader = get_loader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)))
+    for epoch in range(3):
+        for x, y in train_loader:
+            loss = (model(x) - y).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+main()
+"""
+
+
+def test_a_builders_sampler_is_named_by_the_loader_its_caller_iterates(tmp_path):
+    [found] = [f for f in lint_tree(tmp_path, {"train.py": BUILDER}) if f.code == "DDP804"]
+    assert "train_loader.sampler.set_epoch(epoch)" in found.hint and "get_loader.sampler" not in found.message
+
+
+def test_twin_a_sampler_bound_to_a_name_keeps_its_name(tmp_path):
+    script = BUILDER.replace("    return DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))",
+                             "    sampler = DistributedSampler(ds)\n    return DataLoader(ds, batch_size=8, sampler=sampler)")
+    [found] = [f for f in lint_tree(tmp_path, {"train.py": script}) if f.code == "DDP804"]
+    assert found.message.startswith("sampler (DistributedSampler")
