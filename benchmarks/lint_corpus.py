@@ -268,7 +268,10 @@ def rebuild_commands(manifest: dict, clones: Path, corpus: Path) -> str:
             lines.append(f"# {e['id']}: copied file by file from the search index (read_file), not a git tree: "
                          f"{e['repository']} {', '.join(e['paths'])}")
             continue
-        repository, paths = trees.setdefault((e["commit"], e["dir"]), (e["repository"], []))
+        # (`into`: the repository root is itself a package its code imports by name -
+        # timewarp's `from timewarp.x import ...` - so its tree goes into that folder of the entry)
+        where = f"{e['dir']}/{e['into']}" if e.get("into") else e["dir"]
+        repository, paths = trees.setdefault((e["commit"], where), (e["repository"], []))
         paths.extend(p for p in e["paths"] if p not in paths)
         # a git submodule the entry's script imports, pinned in another repository
         # (PointNeXt's `openpoints`): extracted into its folder inside the entry

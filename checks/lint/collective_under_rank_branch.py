@@ -24,7 +24,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them
         in every forward; also a DDP model a training helper hands back as it was given,
         `model, loss = train_one_epoch(model, ...)`), the forward of a FullyShardedDataParallel model (torch's or
-        fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off), an
+        fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off; a
+        warning where the name holds a DDP model on another way, `model = FSDP(model) if
+        use_fsdp else DDP(model)`, and where a nanoGPT-style configurator switch such as
+        `use_fsdp`, set at the top of a script that rewrites its own globals, is on the way), an
         FSDP model's `state_dict()` (its default FULL_STATE_DICT unshards every parameter; where
         the script chooses a state dict type itself, only inside `with FSDP.state_dict_type(
         model, StateDictType.FULL_STATE_DICT)`; not on the side of `isinstance(model, FSDP)`

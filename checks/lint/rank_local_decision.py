@@ -16,7 +16,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a variable assigned or updated only under a rank test (rank 0 counts the epochs
           without improvement of its validation loss; every rank then runs
           `if stale > patience: break`), or over a setting every rank read first (rank 0
-          alone resumes `begin_epoch` from a checkpoint); also as a loop's bound
+          alone resumes `begin_epoch` from a checkpoint, or every rank resumes `step` from the
+          checkpoint it loads and only rank 0 steps it on); read only beside a setting in the
+          same `and` / `or` (`step >= steps or (config.EARLY_STOPPING and stop)`) it is a
+          warning naming the setting, and nothing where the launch's options settle it off;
+          also as a loop's bound
           (`for epoch in range(begin_epoch + 1, end)`: the ranks run different numbers of
           passes of the backward inside);
         - a rank's own tensor value (`if not torch.isfinite(loss): continue` or

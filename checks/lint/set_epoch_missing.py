@@ -14,7 +14,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
         nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`), or calls
         it with a constant (`sampler.set_epoch(0)` inside the epoch loop, a counter set
-        once and never advanced, or a value the loop around the call never moves:
+        once and never advanced - or advanced only under a rank test, `if not rank: epoch
+        += 1`, which leaves every other rank's epoch where it started - or a value the
+        loop around the call never moves:
         `set_epoch(args.epochs)` in `for epoch in range(args.epochs)`, one finding per loop
         that does it), or calls it only
         in one loop while another loop beside it reads the loader pass after pass (a warm-up's
@@ -118,7 +120,9 @@ def _constant_epoch(sampler, at, pinned: str, held) -> Problem:
     return Problem(
         message=(f"{sampler.name} (DistributedSampler at {sampler.location}) gets set_epoch with a "
                  f"constant at {at}"
-                 + (f" (`{pinned}`, set once and never advanced)" if pinned else "")
+                 + (f" (`{pinned}`, advanced only under `{sampler.pinned_by_rank}`: on the other ranks it "
+                    f"never moves)" if pinned and getattr(sampler, "pinned_by_rank", "") and at == sampler.constant_epoch
+                    else f" (`{pinned}`, set once and never advanced)" if pinned else "")
                  + (f" (`{held[0]}`, which the loop at {held[1]} never changes)" if held else "")
                  + ": the shuffle order is the same every epoch"),
         hint=(f"advance `{pinned}` each epoch, or pass the epoch number: sampler.set_epoch(epoch)" if pinned

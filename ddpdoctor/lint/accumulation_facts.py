@@ -33,21 +33,6 @@ def _over_optimizers(loop: ast.For) -> bool:
     return isinstance(iterable, (ast.Name, ast.Attribute)) and bool(OPTIMIZER_NAME.search(text(iterable)))
 
 
-def _rewrites_globals(file) -> bool:
-    """The module runs text or writes its globals by name (`exec(open("configurator.py").read())`,
-    `globals()[key] = value`, `globals().update(...)`): any of its constants may be another
-    value at run time."""
-    def globals_call(node: ast.AST) -> bool:
-        return node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "globals"
-
-    # (`globals().items()` only reads them: nanoGPT's `config_keys` list)
-    return any(n.func.__class__ is ast.Name and n.func.id == "exec" for n in file.of(ast.Call)) or any(
-        n.func.__class__ is ast.Attribute and n.func.attr in ("update", "__setitem__", "setdefault")
-        and globals_call(n.func.value) for n in file.of(ast.Call)) or any(
-        t.__class__ is ast.Subscript and globals_call(t.value)
-        for n in file.of(ast.Assign) for t in n.targets)
-
-
 @dataclass
 class AccumulationFact:
     backward: Location
@@ -171,7 +156,7 @@ class AccumulationFacts:
         if not values or not all(is_const(v, 1) for v, _ in values):
             return None
         modules = {id(scope.file): scope.file for _, scope in values if isinstance(scope.node, ast.Module)}
-        return "overridable" if any(_rewrites_globals(f) for f in modules.values()) else "fixed"
+        return "overridable" if any(f.rewrites_globals for f in modules.values()) else "fixed"
 
     def _field_default_one(self, k: ast.Attribute, fn: Function) -> bool:
         """`config.gradient_accumulation_steps` of `config = TrainingConfig()`, a local class

@@ -263,8 +263,9 @@ class CollectiveFacts:
                     # (the switches around the call here count as those in the callee: `if not
                     # is_rank0: return` ... `if config.get("use_hf_hub", False): gather()`; a
                     # switch read from an object or a config, not a parameter the callers settle)
-                    here = tuple((c, flag) for c, flag in event.conds if flag and not c.isidentifier()
-                                 and not (c.startswith("not ") and c[4:].isidentifier()))
+                    here = tuple((c, flag) for c, flag in event.conds if flag and (
+                        not c.isidentifier() or _module_setting(fn, c))
+                        and not (c.startswith("not ") and c[4:].isidentifier()))
                     assumption = _assume(guard.test.assumption, here + tuple(conds))
                     switched = self.switched_on_only(fn)
                     if switched:
@@ -439,6 +440,16 @@ def _on_the_files(conds: tuple) -> str:
     if not tests:
         return ""
     return f"{' and '.join(tests)} {'holds' if len(tests) == 1 else 'hold'} (what is on disk when it runs)"
+
+
+def _module_setting(fn, name: str) -> bool:
+    """`if use_fsdp:` at the top level of a script that rewrites its own globals at run time
+    (nanoGPT's `exec(open("configurator.py").read())`, with `use_fsdp = False` above it): a
+    setting the launch gives (`--use_fsdp=True`), as an option is - not a value the source settles."""
+    if not isinstance(fn.node, ast.Module) or not fn.file.rewrites_globals:
+        return False
+    bound = fn.bindings.get(name, [])
+    return bool(bound) and all(isinstance(value, ast.Constant) for _, value in bound)
 
 
 def _assume(assumption: str, conds: tuple) -> str:

@@ -15,6 +15,7 @@ from ddpdoctor.lint.fact_builder import (pinned_constants, _fn_loops, switch_for
 from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, source_lines, walk
 from ddpdoctor.lint.process_seeds import _with_own_calls
+from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, is_const, keyword, last_name, loader_call,
                                      own_keyword, plain_loss, text)
@@ -150,6 +151,9 @@ class SamplerFact:
     set_epoch_off: Optional[Location] = None
     # constant_epoch's argument where it is a name set once and never advanced (`epoch_iter`)
     pinned_epoch: str = ""
+    # the rank test under which alone pinned_epoch is advanced (`if not rank: epoch += 1`): the
+    # other ranks' epoch never moves
+    pinned_by_rank: str = ""
     # constant_epoch's argument where it is a value the loop around the call never moves
     # (`set_epoch(args.epoch)` in `for epoch in range(args.epoch)`), and that loop
     invariant_epoch: Optional[tuple[str, Location]] = None
@@ -1731,6 +1735,7 @@ class LoaderFacts:
             matched = []
             matched_calls: list = []
             constant, pinned = None, ""
+            pinned_by = ""  # the rank test that alone advances the pinned name
             invariant: Optional[tuple[str, Location]] = None  # (the argument, the loop it stays put in)
             more: list = []  # the constant set_epoch calls of other loops (each loop repeats its order)
             stilled: set[int] = set()  # those loops (one finding per loop, however many calls in it)
@@ -1779,16 +1784,22 @@ class LoaderFacts:
                     if sfn.cls is not None and "set_epoch" in sfn.cls.methods:
                         once = False  # a class of its own that hands set_epoch on (a batcher's)
                     # (or a name set once and never advanced: `epoch_iter = 0`, `set_epoch(epoch_iter)`)
+                    # (or one only a rank test advances: `if not rank: epoch += 1`, then every rank's
+                    # `set_epoch(epoch)` - the other ranks' epoch never moves)
+                    advanced_by = rank_advanced(program, sfn, scall.args[0].id) \
+                        if scall.args and isinstance(scall.args[0], ast.Name) and (loops > 0 or self.in_loop(sfn)) else ""
                     if scall.args and (isinstance(scall.args[0], ast.Constant) or (
                             isinstance(scall.args[0], ast.Name)
                             and pinned_constants(program, sfn, scall.args[0].id) is not None)) and \
                             (loops > 0 or self.in_loop(sfn)) and not self._evaluates(sfn) and \
-                            not epochs.varying_beside(sfn, scall) and not epochs.varying_elsewhere(sfn, scall):
+                            not epochs.varying_beside(sfn, scall) and not epochs.varying_elsewhere(sfn, scall) \
+                            or advanced_by and not self._evaluates(sfn):
                         if _another_loop(sfn, scall, stilled):
                             if constant is not None:
                                 more.append((constant, pinned, invariant))
                             constant, invariant = loc(sfn, scall), None
                             pinned = scall.args[0].id if isinstance(scall.args[0], ast.Name) else ""
+                            pinned_by = advanced_by
                     elif scall.args and (held := loop_invariant(program, sfn, scall, scall.args[0])) is not None \
                             and not self._evaluates(sfn) and not epochs.varying_beside(sfn, scall) \
                             and not epochs.varying_elsewhere(sfn, scall):
@@ -1883,6 +1894,7 @@ class LoaderFacts:
                 # `DistributedSampler(ds, epoch=epoch)` of a copy that takes it, built each epoch
                 and not (keyword(call, "epoch") is not None and not isinstance(keyword(call, "epoch"), ast.Constant)),
                 set_epoch=matched, constant_epoch=constant, pinned_epoch=pinned, invariant_epoch=invariant,
+                pinned_by_rank=pinned_by,
                 more_constant_epochs=more,
                 across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),

@@ -545,8 +545,12 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
     wrapped = ddp_model(program, called, fn)
     if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
         return through_grad_off(program, f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}", call, fn)
-    if wrapped is None and _fsdp_model(program, called, fn):
-        return f"{FSDP_FORWARD} {text(call.func, 40)}() (all-gathers the sharded parameters)"
+    if _fsdp_model(program, called, fn):
+        # (also a name that holds a DDP model on another side of a switch: `model = FSDP(model)
+        # if use_fsdp else DDP(model)` all-gathers in its forward wherever the switch is on - a
+        # collective on the runs that choose FSDP, which the source does not settle)
+        return f"{FSDP_FORWARD} {text(call.func, 40)}() (all-gathers the sharded parameters)" + \
+            (FSDP_ON_ONE_WAY if wrapped is not None else "")
     if name == "backward" and receiver is not None and _through_ddp(program, _loss_of(receiver), fn, 3) \
             and not _in_no_sync(program, call, fn):
         return f"{DDP_BACKWARD} (DDP all-reduces the gradients): {text(call.func, 40)}()"
@@ -978,13 +982,18 @@ def _configures_accelerate(source) -> bool:
 SHARDED_OPTIMIZER = "(every rank takes part where the optimizer is sharded: ZeroRedundancyOptimizer, OSS)"
 
 
+# an FSDP forward through a name that holds a DDP model on another way (a switch between them)
+FSDP_ON_ONE_WAY = " where it holds the FSDP model (another way gives it a DDP model)"
+
+
 def sharded_save(op: str) -> bool:
     """The op is a collective only under an engine the source names but does not prove chosen:
     accelerator.save_state() in a script that prepares for DeepSpeed or FSDP, an optimizer's
-    consolidate_state_dict() where the optimizer's class is not shown."""
+    consolidate_state_dict() where the optimizer's class is not shown, the forward of a name that
+    holds an FSDP model on one way and a DDP model on another."""
     return (op.startswith(("accelerator.save_state()", "accelerator.load_state()"))
             and "every process takes part" in op) or \
-        op.endswith(SHARDED_OPTIMIZER) or op.endswith(ZERO3_GATHER)
+        op.endswith(SHARDED_OPTIMIZER) or op.endswith(ZERO3_GATHER) or op.endswith(FSDP_ON_ONE_WAY)
 
 
 def through_grad_off(program: Program, op: str, call: ast.AST, fn: Function) -> str:

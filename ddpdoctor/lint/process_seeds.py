@@ -964,7 +964,7 @@ def _helpers_draw(program, method) -> bool:
         if kept:
             # `self.augm(sample)` of `self.augm = train_augm if train else valid_augm`: the local
             # functions the attribute holds (each side of a choice the constructor makes)
-            held = [t for value, owner in program._attr(method.cls, call.func.attr)
+            held = [t for value, owner in _kept_values(program, method.cls, call.func.attr)
                     for side in ((value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,))
                     if isinstance(side, (ast.Name, ast.Attribute))
                     for t in program.reference(side, owner) if t.cls is None and t.node is not None
@@ -994,6 +994,22 @@ def _helpers_draw(program, method) -> bool:
                             for m in _with_own_calls(target, program=program) if m.name != "__init__"):
                 return True
     return False
+
+
+def _kept_values(program, klass, attr: str) -> list:
+    """What `self.<attr>` holds, and where a constructor keeps a parameter there (`self.transforms
+    = transforms`), what that parameter holds: its default (`transforms=transform`, a local
+    function) and what the constructions pass for it."""
+    found = []
+    for value, owner in program._attr(klass, attr):
+        found.append((value, owner))
+        if value.__class__ is ast.Name and owner.node is not None and value.id in owner.params \
+                and not owner.bindings.get(value.id):
+            default = param_defaults(owner.node).get(value.id)
+            if default is not None:
+                found.append((default, owner))
+            found.extend(owner.arguments.get(value.id, []))
+    return found
 
 
 def _with_own_calls(method, depth: int = 3, program=None) -> list:
@@ -1248,6 +1264,10 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
         if target is None and isinstance(value.func, ast.Attribute):
             # `Data(Masker()).train_set()`: a method of an object made on the spot
             target = next(iter(program.resolve(value.func, scope)[0]), None)
+        if program.is_function(target) and target.name == "__init__" and target.cls is not None:
+            # `penn.data.Dataset(...)` through the package's names, resolved to the class's
+            # constructor: the class is what is built (its worker methods draw, not __init__)
+            target = target.cls
         if target is None and isinstance(value.func, ast.Name):
             # `Dataset = VideoDataset if osp.isdir(path) else HDF5Dataset`, then `Dataset(path, ...)`
             # (VideoGPT): each class the name may hold

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.core.torch_names import RECEIVING
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import declared_off
+from ddpdoctor.lint.defaults import declared_off, settled as defaults_settled
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, exits as _exits, is_main_block, rank_return_in_try,
@@ -314,6 +314,37 @@ def _restored(value: Optional[ast.AST], fn: Function) -> bool:
             return False
         value = bound[0][1]
     return False
+
+
+def rank_advanced(program, fn: Function, name: str) -> str:
+    """`epoch` started alike on every rank (a constant, a setting, a resumed checkpoint's) and
+    advanced inside fn's loops only under a rank test (`if not rank: epoch += 1`): that test's
+    text; "" otherwise (a loop's own variable, an advance every rank makes)."""
+    if any(isinstance(n, (ast.For, ast.AsyncFor)) and any(t.__class__ is ast.Name and t.id == name
+                                                          for t in walk(n.target)) for n in fn.own):
+        return ""
+    items = [i for i in statements(program, fn) if name in _targets(i.node)]
+    moved = [i for i in items if i.loops]
+    if not moved or not all(_ranked(i) for i in moved):
+        return ""
+    if any(i.loops or i.guards or not (_constant(getattr(i.node, "value", None)) or _resumed(fn, i, name))
+           for i in items if i not in moved):
+        return ""
+    return moved[0].guards[-1].text
+
+
+def _resumed(fn: Function, item: _Stmt, name: str) -> bool:
+    """Every rank sets the name once, before any loop, from a checkpoint it loads (`model, opt,
+    epoch, step = checkpoint.load(path, model, opt)`, one item of the call's tuple): the same
+    file, the same value on every rank - a start, as a constant is."""
+    if item.loops:
+        return False
+    value = _value_of(item.node, name)
+    if value is None and isinstance(item.node, ast.Assign) and isinstance(item.node.value, ast.Call) and any(
+            isinstance(t, (ast.Tuple, ast.List)) and any(isinstance(e, ast.Name) and e.id == name for e in t.elts)
+            for t in item.node.targets):
+        value = item.node.value  # unpacked from the loading call
+    return _restored(value, fn)
 
 
 def _attr_value(stmt: ast.stmt, attr: str) -> Optional[ast.AST]:
@@ -735,7 +766,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # every rank's own assignments are initial constants or settings (`cfg.TRAIN.BEGIN_EPOCH`);
         # the updates happen under a rank test
         if ranked and all(_constant(getattr(i.node, "value", None)) or _field_constant(builder, fn, i, name) or
-                          _setting(builder, _value_of(i.node, name), fn) for i in others):
+                          _setting(builder, _value_of(i.node, name), fn) or _resumed(fn, i, name) for i in others):
             local[name] = ranked[0]
             ranked_of[name] = ranked
         # or every rank starts it outside any loop and only steps it (`epoch += 1`), while a
@@ -797,9 +828,41 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if effect is None:
             continue
         action, work = effect
-        found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item))
+        gate = _setting_gate(builder, fn, decided, name)
+        if gate is False:
+            continue  # read only beside a setting the launch turns off
+        found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item,
+                               f"`{gate}` holds (a setting the test reads `{name}` beside)" if gate else ""))
         found[-1].stepped = name in ahead
     return found
+
+
+def _setting_gate(builder: Builder, fn: Function, test: ast.AST, name: str):
+    """`step >= steps or (config.EARLY_STOPPING and stop)`, `not config.EARLY_STOPPING or not
+    stop`: the rank-local name decides only where a setting beside it (in the same `and` / `or`)
+    lets it. The setting's text where the launch does not settle it (a warning that says so),
+    False where it settles it off (the name decides nothing), None where nothing gates the read."""
+    for node in walk(test):
+        if node.__class__ is not ast.BoolOp:
+            continue
+        holding = [v for v in node.values if any(n.__class__ is ast.Name and n.id == name or _field(n) == name
+                                                 for n in walk(v))]
+        if len(holding) != 1 or holding[0].__class__ is ast.BoolOp:
+            continue  # (the innermost `and` / `or` around the read answers)
+        for other in node.values:
+            plain = other.operand if other.__class__ is ast.UnaryOp and other.op.__class__ is ast.Not else other
+            if other is holding[0] or not (_setting(builder, plain, fn) or (
+                    plain.__class__ is ast.Name and plain.id.isupper())):
+                continue
+            # the value that lets the read decide: true beside `and`, false beside `or`
+            lets = node.op.__class__ is ast.And
+            held = defaults_settled(other, builder.program)
+            if held is None:
+                return text(other) if lets else f"not {text(other)}" if other is plain else text(plain)
+            if held is not lets:
+                return False
+        return None
+    return None
 
 
 

@@ -1696,8 +1696,12 @@ def _counted_past(node: ast.AST, fn: Function) -> bool:
     if not name:
         return False
     methods = [fn] + (list(fn.cls.methods.values()) if name.startswith("self.") and fn.cls is not None else [])
+    # (or the counter of a loop over a range: `for step in range(start, cfg.max_iters):` passes
+    # `step > 0` on its second pass, on every rank alike)
     return any(isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and dotted(n.target) == name
-               for method in methods for n in method.own)
+               for method in methods for n in method.own) or any(
+        n.target.__class__ is ast.Name and n.target.id == name and n.iter.__class__ is ast.Call
+        and last_name(n.iter.func) == "range" for n in fn.own_of(ast.For))
 
 
 # Accelerate's `accelerator.sync_gradients`: true on every process at the micro-step that steps

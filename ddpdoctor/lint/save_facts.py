@@ -1056,6 +1056,14 @@ def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bo
     if path is None:
         return False
     wanted = text(path)
+    for node in fn.own_of(ast.Try):
+        # `try: w = torch.load(p)` / `except FileNotFoundError: ...; torch.save(w, p)`: the same
+        # cache, its test the load itself (ppgs' class weights)
+        if any(n.__class__ is ast.Call and n.args and text(n.args[0]) == wanted
+               and last_name(n.func) in ("load", "load_from_disk", "read_pickle")
+               for stmt in node.body for n in walk(stmt)) and any(
+                n is save for h in node.handlers for stmt in h.body for n in walk(stmt)):
+            return True
     for node in fn.own_of(ast.If):
         tests = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
             else [node.test]

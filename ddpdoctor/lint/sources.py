@@ -116,6 +116,21 @@ class SourceFile:
         return [n for n in self.nodes if n.__class__ in present]  # several kinds: in walk order
 
     @property
+    def rewrites_globals(self) -> bool:
+        """The module runs text or writes its globals by name (`exec(open("configurator.py").read())`,
+        `globals()[key] = value`, `globals().update(...)`): any of its constants may be another
+        value at run time."""
+        def globals_call(node: ast.AST) -> bool:
+            return node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "globals"
+
+        # (`globals().items()` only reads them: nanoGPT's `config_keys` list)
+        return any(n.func.__class__ is ast.Name and n.func.id == "exec" for n in self.of(ast.Call)) or any(
+            n.func.__class__ is ast.Attribute and n.func.attr in ("update", "__setitem__", "setdefault")
+            and globals_call(n.func.value) for n in self.of(ast.Call)) or any(
+            t.__class__ is ast.Subscript and globals_call(t.value)
+            for n in self.of(ast.Assign) for t in n.targets)
+
+    @property
     def imports(self) -> list[ast.AST]:
         """The import statements, in the order of `nodes` (read by two passes)."""
         found = self.__dict__.get("_imports")
