@@ -25,13 +25,19 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           passes of the backward inside);
         - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
           `if loss.item() > limit: continue` before the backward), each rank testing its own
-          batch; also a LightningModule's `training_step` returning None on such a test
+          batch (not where the test asks a check that all-reduces a flag made of the value and
+          answers from the reduced flag: every rank's verdict); also a side that stops the job
+          on such a test after a collective of its own
+          (`if not math.isfinite(loss.item()): dump(all_gather(x)); sys.exit(1)`: the others,
+          in their backward, never join it); also a LightningModule's `training_step` returning None on such a test
           (Lightning then skips that rank's backward alone), and a `raise` on such a test that
           a broad handler around it swallows (`except Exception:` without raising again: the
           rank skips the rest of the `try`, its backward with it);
         - a flag a signal handler sets (`signal.signal(SIGUSR2, on_preempt)` where
           `on_preempt` sets `stop["now"] = True`, or `stop_event.set()` of a module-level
-          `threading.Event`, also read through a parameter every call hands it), tested every
+          `threading.Event`, also read through a parameter every call hands it, or a field the
+          handler method sets on its object, `signal.signal(SIGTERM, self._handle)`, read as
+          `handler.should_shutdown()` or the field itself), tested every
           step before a collective save or a break: each rank runs its handler at its own step
           (a warning);
         - a round-robin share (`if i % world != rank: continue`) whose pass then runs a
@@ -129,7 +135,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                     "or all_reduce a flag), or update it on every rank")
         else:
             message = (f"`{found.decision}` at {found.location} decides ({found.action}) on each rank's own "
-                       f"`{found.value}`: a rank that skips leaves the others waiting in {found.work}")
+                       f"`{found.value}`: " + (
+                           f"the rank that takes it waits alone in {found.work}, the others never call it"
+                           if found.action.endswith("before it stops the job") else
+                           f"a rank that skips leaves the others waiting in {found.work}"))
             hint = ("all-reduce the flag first so every rank decides the same "
                     "(flag = torch.tensor(float(bad)); dist.all_reduce(flag, op=dist.ReduceOp.MAX))")
             if found.action == "return None":  # a LightningModule's training_step

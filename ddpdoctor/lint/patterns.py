@@ -544,7 +544,9 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         if name == "forward" and receiver is not None else call
     wrapped = ddp_model(program, called, fn)
     if wrapped is not None and has_buffers(program, wrapped[0], wrapped[1]):
-        return through_grad_off(program, f"{DDP_FORWARD} {text(call.func)}{_GRAD_ON}", call, fn)
+        gate = buffers_by_setting(program)
+        marked = BUFFERS_BY_SETTING.format(gate) if gate else ""
+        return through_grad_off(program, f"{DDP_FORWARD} {text(call.func)}{marked}{_GRAD_ON}", call, fn)
     if _fsdp_model(program, called, fn):
         # (also a name that holds a DDP model on another side of a switch: `model = FSDP(model)
         # if use_fsdp else DDP(model)` all-gathers in its forward wherever the switch is on - a
@@ -990,10 +992,12 @@ def sharded_save(op: str) -> bool:
     """The op is a collective only under an engine the source names but does not prove chosen:
     accelerator.save_state() in a script that prepares for DeepSpeed or FSDP, an optimizer's
     consolidate_state_dict() where the optimizer's class is not shown, the forward of a name that
-    holds an FSDP model on one way and a DDP model on another."""
+    holds an FSDP model on one way and a DDP model on another, a DDP forward whose buffers come
+    only from norm layers built under a setting."""
     return (op.startswith(("accelerator.save_state()", "accelerator.load_state()"))
             and "every process takes part" in op) or \
-        op.endswith(SHARDED_OPTIMIZER) or op.endswith(ZERO3_GATHER) or op.endswith(FSDP_ON_ONE_WAY)
+        op.endswith(SHARDED_OPTIMIZER) or op.endswith(ZERO3_GATHER) or op.endswith(FSDP_ON_ONE_WAY) or \
+        (op.startswith(DDP_FORWARD) and _BY_SETTING_MARK in op)
 
 
 def through_grad_off(program: Program, op: str, call: ast.AST, fn: Function) -> str:
@@ -1090,8 +1094,15 @@ def ddp_class(program: Program, node: ast.AST, fn: Function) -> bool:
         return True
     # a subclass of its own (`class DDP(DistributedDataParallel): def get_module(...)`, GEqTrain)
     klass = program.callee(node, fn) if isinstance(node, (ast.Name, ast.Attribute)) else None
-    return program.is_class(klass) and any(
-        b.rsplit(".", 1)[-1] == "DistributedDataParallel" for c in (klass, *program.bases(klass)) for b in c.bases)
+    if program.is_class(klass) and any(
+            b.rsplit(".", 1)[-1] == "DistributedDataParallel" for c in (klass, *program.bases(klass)) for b in c.bases):
+        return True
+    # a local name the class is bound to first (`ddp_module = torch.nn.parallel.DistributedDataParallel`,
+    # then `model = ddp_module(model, ...)`: SelfOcc)
+    if node.__class__ is ast.Name and klass is None and fn.bindings.get(node.id):
+        return any(value is not node and value.__class__ is ast.Attribute and ddp_class(program, value, scope)
+                   for value, scope in program.values_of(node, fn, 1))
+    return False
 
 
 def _reexported(program: Program, full: str, hops: int = 3) -> str:
@@ -1438,6 +1449,14 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             if any(_buffered(program, v, s, depth - 1, seen)
                    for v, s in [*program.unpacked(value.id, scope), *_unpacked_dispatch(program, value.id, scope)]):
                 return True
+        if isinstance(value, ast.Call) and value.func.__class__ is ast.Call:
+            # `Model()()`: a factory that returns a builder (`return lambda: Wrapper([Conv(),
+            # Transformer()])`), called at once: what the builder's body builds (ppgs' models)
+            for maker in program.resolve(value.func.func, scope)[0]:
+                if maker.node is not None and not isinstance(maker.node, ast.Module) and any(
+                        ret.__class__ is ast.Lambda and _buffered(program, ret.body, maker, depth - 1, seen)
+                        for ret in maker.returned):
+                    return True
         if isinstance(value, ast.Call):
             picked = _eval_picks(program, value.func, scope)
             if picked and 2 * sum(
@@ -1516,6 +1535,88 @@ def _eval_picks(program: Program, func: ast.AST, fn: Function) -> list:
         if (program.is_class(target) or program.is_function(target)) and target not in found:
             found.append(target)
     return found
+
+
+# a DDP forward whose module's buffers exist only under a setting (the mark's test; a warning)
+BUFFERS_BY_SETTING = " (its buffers come from a norm layer the code builds only where `{}` holds)"
+_BY_SETTING_MARK = " (its buffers come from a norm layer the code builds only where `"
+_BUFFER_CALLS = re.compile(r"BatchNorm|register_buffer|spectral_norm")
+
+
+def buffers_by_setting(program: Program) -> str:
+    """Every place the program's own classes build buffers (a BatchNorm, `register_buffer`,
+    `spectral_norm`) sits under an `if` on a setting - a module's constant or a config's field
+    (`if penn.NORMALIZATION == 'batch':`), not a parameter - and no library model with buffers is
+    built: that test's text, the one a forward's buffer broadcast rests on. "" otherwise. Worked
+    out once per program (asked only where a DDP forward with buffers is found)."""
+    # (asked during the walk, while modules are still being read: answered again once more are)
+    generation = (len(program.files), len(program.classes))
+    found = program.__dict__.get("_buffers_by_setting")
+    if found is None or found[0] != generation:
+        found = program.__dict__["_buffers_by_setting"] = (generation, _buffers_by_setting(program))
+    return found[1]
+
+
+def _buffers_by_setting(program: Program) -> str:
+    gates: list[str] = []
+    for klass in program.classes:
+        found = _class_buffer_gates(klass)
+        if found is None:
+            return ""  # one built on every way: the buffers are there whatever the settings
+        gates.extend(found)
+    if not gates or any(_buffered_zoo(program.qualify(call.func, fn) or "")
+                        for fn in program.functions for call in fn.own_calls
+                        if any(z in (last_name(call.func) or "").lower() for z in BUFFERED_ZOO)
+                        or last_name(call.func) == "create_model"):
+        return ""
+    return gates[0]
+
+
+def _class_buffer_gates(klass) -> Optional[list]:
+    """The setting tests the class builds its buffers under ([] where it builds none), None where
+    it builds one on every way. Worked out once per class."""
+    if "_buffer_gates" in klass.__dict__:
+        return klass.__dict__["_buffer_gates"]
+    lines = klass.file.lines[klass.node.lineno - 1:klass.node.end_lineno]
+    found: Optional[list] = []
+    if _BUFFER_CALLS.search("\n".join(lines)):
+        parents = {id(c): n for n in walk(klass.node) for c in children(n)}
+        for node in walk(klass.node):
+            named = last_name(node.func) if node.__class__ is ast.Call else \
+                node.attr if node.__class__ is ast.Attribute else ""
+            if not named or not _BUFFER_CALLS.search(named):
+                continue
+            held = parents.get(id(node))
+            if held.__class__ is ast.Call and last_name(held.func) in ("isinstance", "issubclass"):
+                continue  # `if isinstance(m, nn.BatchNorm2d):` asks of a layer, builds none
+            up, gate = held, ""
+            while up is not None and not gate:
+                if up.__class__ in (ast.If, ast.IfExp) and _setting_test(up.test):
+                    gate = text(up.test, 200)
+                up = parents.get(id(up))
+            if not gate:
+                found = None
+                break
+            found.append(gate)
+    klass.__dict__["_buffer_gates"] = found
+    return found
+
+
+def _setting_test(test: ast.AST) -> bool:
+    """A test on a module's constant or a config's field (`penn.NORMALIZATION == 'batch'`,
+    `cfg.MODEL.NORM == "BN"`, `NORM == "bn"`): the same on every rank, set by the run's config."""
+    for node in walk(test):
+        if node.__class__ is ast.Call and last_name(node.func) in ("isinstance", "issubclass", "hasattr"):
+            return False  # a question about an object, not a setting
+        if node.__class__ is ast.Attribute and node.value.__class__ in (ast.Name, ast.Attribute):
+            root = node
+            while root.__class__ is ast.Attribute:
+                root = root.value
+            if root.__class__ is ast.Name and root.id != "self":
+                return True
+        if node.__class__ is ast.Name and node.id.isupper() and len(node.id) > 1:
+            return True
+    return False
 
 
 def _buffered_zoo(full: str) -> bool:

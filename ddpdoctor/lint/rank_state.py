@@ -1969,6 +1969,12 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             continue
         if {n.id for n in walk(value) if isinstance(n, ast.Name)} & apart:
             continue  # all-reduced first: the same decision on every rank
+        names = {n.id for n in walk(value) if isinstance(n, ast.Name)}
+        if names and any(isinstance(c, ast.Call) and {n.id for a in c.args for n in walk(a) if isinstance(n, ast.Name)}
+                         & names and sharing_helper(builder.program, c, fn) == "returned" for c in walk(stmt.test)):
+            # `if not detector.check_loss(loss, step):` whose check all-reduces a flag made of the
+            # value and answers from the reduced flag: the verdict is every rank's
+            continue
         # a comparison of the value itself (`if loss < 1e6:`, `if mask_loss.nelement() > 0:`):
         # a number each rank's batch decides, as `loss.item() > limit` is (not `loss.requires_grad`);
         # or a check helper's verdict on it (`valid, err = check_loss(loss, loss.item())`, then
@@ -2530,6 +2536,16 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             work = _work(builder, fn, _continuation(fn.node.body, stmt), ddp)
             if work and not _pairs(builder, fn, branch, work, ddp):
                 return own, work
+    if isinstance(stmt, ast.If) and after_only and valued:
+        # `if not math.isfinite(loss.item()): torch.save({"inputs": all_gather(x), ...}); sys.exit(1)`:
+        # the rank that fails stops the job - after a collective of its own the others, busy in
+        # their backward, never join (a dump on the way out that waits for them all)
+        for side in (stmt.body, stmt.orelse):
+            if side and (isinstance(side[-1], ast.Raise) or (_exits(side[-1]) and _ends(side) is None)) \
+                    and _caught_raise(fn, stmt) is None:
+                mine = _work(builder, fn, side[:-1], ddp)
+                if mine:
+                    return f"runs {mine} before it stops the job", mine
     caught = _caught_raise(fn, stmt) if isinstance(stmt, ast.If) and after_only else None
     if caught is not None:
         # `try: ... if np.isnan(loss.item()): raise NanError; loss.backward() ... except NanError:

@@ -31,7 +31,8 @@ Function = Any
 
 def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
     written = _handler_state(builder)
-    if not written:
+    fields = _handler_fields(builder)
+    if not written and not fields:
         return []
     found = []
     for fn in builder.functions:
@@ -42,7 +43,8 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
                 and (top or (name not in fn.bindings and name not in fn.params))}
         # and a parameter every call hands the flag (`train_epoch(..., stop_event=_stop_event)`)
         mine.update(_handed(fn, written))
-        if not mine or not any(n.__class__ is ast.Name and n.id in mine for n in fn.own):
+        held = _object_reads(builder, fn, fields) if fields else {}
+        if not held and (not mine or not any(n.__class__ is ast.Name and n.id in mine for n in fn.own)):
             continue
         shared = rank_state._shared(builder, fn)
         for item in rank_state._statements(builder.program, fn, fn.node.body, (), (), False):
@@ -50,6 +52,11 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
             if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
                 continue
             read = [n.id for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in mine and n.id not in shared]
+            # (or an object's field the handler method sets, read as `handler.should_stop()`)
+            for n in walk(stmt.test):
+                if id(n) in held and text(n) not in shared:
+                    mine.setdefault(text(n), held[id(n)])
+                    read.append(text(n))
             if not read:
                 continue
             effect = rank_state._effect(builder, fn, stmt, item, ddp)
@@ -102,6 +109,46 @@ def _handler_state(builder: Builder) -> dict[tuple[int, str], tuple[Function, in
                     func.value.id not in handler.params and func.value.id != "self":
                 out.setdefault((id(handler.module), func.value.id), (handler, call.lineno))
     return out
+
+
+def _handler_fields(builder: Builder) -> dict[tuple[int, str], tuple[Function, int]]:
+    """(id(class), field) -> (handler, line) for each field a handler that is a method sets
+    (`signal.signal(sig, self._handle_signal)` whose method sets `self._shutdown_requested =
+    True`): every instance's flag, as each rank's process sees it."""
+    out: dict = {}
+    for handler in _handlers(builder):
+        if handler.cls is None:
+            continue
+        for node in handler.own_of(ast.Assign, ast.AugAssign):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    out.setdefault((id(handler.cls), target.attr), (handler, node.lineno))
+    return out
+
+
+def _object_reads(builder: Builder, fn: Function, fields: dict) -> dict[int, tuple[Function, int]]:
+    """id(node) -> the handler, for each read in fn of such a field through an instance of its
+    class: `obj._flag`, or a method or property of the class that returns it
+    (`obj.should_shutdown()`, `obj.shutdown_requested`)."""
+    program = builder.program
+    found: dict = {}
+    for node in fn.own:
+        if node.__class__ is not ast.Attribute or node.value.__class__ is not ast.Name or node.value.id == "self":
+            continue
+        klass = program.class_of(node.value, fn)
+        if klass is None:
+            continue
+        hit = fields.get((id(klass), node.attr))
+        method = program.method(klass, node.attr) if hit is None else None
+        if method is not None and method.node is not None:
+            returns = [r.value for r in method.own_of(ast.Return) if r.value is not None]
+            keys = [(id(klass), r.attr) for r in returns if isinstance(r, ast.Attribute)
+                    and isinstance(r.value, ast.Name) and r.value.id == "self"]
+            if returns and len(keys) == len(returns) and all(k in fields for k in keys):
+                hit = fields[keys[0]]
+        if hit is not None:
+            found[id(node)] = hit
+    return found
 
 
 def _handlers(builder: Builder) -> list[Function]:

@@ -451,3 +451,244 @@ def test_an_epoch_only_rank_0_advances_pins_the_other_ranks_shuffle(tmp_path):
 def test_twin_an_epoch_every_rank_advances_reshuffles(tmp_path):
     body = EPOCHS.replace("{ADVANCE}", "        epoch += 1")
     assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP804")
+
+
+# -------------------------------------------------- buffers a config builds
+# the blocks add a BatchNorm only `if config.NORMALIZATION == "batch":` (a layer norm by default):
+# a rank-0 evaluation forward through the DDP model broadcasts buffers only where the config
+# chooses batch norm - a warning that names the test; built on every way, an error
+NORMED = """
+import torch
+import config
+
+
+class Block(torch.nn.Sequential):
+    def __init__(self, n):
+        layers = [torch.nn.Linear(n, n)]
+{NORM}
+        super().__init__(*layers)
+"""
+NORM_BY_CONFIG = """\
+        if config.NORMALIZATION == "batch":
+            layers.append(torch.nn.BatchNorm1d(n))
+        else:
+            layers.append(torch.nn.LayerNorm(n))"""
+NORM_ALWAYS = """\
+        layers.append(torch.nn.BatchNorm1d(n))"""
+EVALUATED = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from blocks import Block
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(Block(4))
+    for step in range(100):
+        model(torch.randn(8, 4)).sum().backward()
+        if rank == 0 and step % 10 == 0:
+            print(model(torch.randn(8, 4)).mean())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_buffers_only_a_config_builds_make_the_rank_0_forward_a_warning(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": EVALUATED, "config.py": 'NORMALIZATION = "layer"\n',
+                                        "blocks.py": NORMED.replace("{NORM}", NORM_BY_CONFIG)}), "DDP801")
+    assert len(found) == 1 and found[0].severity.value == "warning"
+    assert "config.NORMALIZATION == 'batch'" in found[0].message
+
+
+def test_twin_buffers_built_on_every_way_make_it_an_error(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": EVALUATED, "config.py": 'NORMALIZATION = "layer"\n',
+                                        "blocks.py": NORMED.replace("{NORM}", NORM_ALWAYS)}), "DDP801")
+    assert len(found) == 1 and found[0].severity.value == "error"
+
+
+# -------------------------------------------------- a dump on the way out that waits for everyone
+# `if not math.isfinite(loss.item()):` dumps `all_gather(x)` and exits 1: the rank that takes it
+# waits alone in the gather (the others are in their backward) before it can stop the job
+DUMPED = """
+import math
+import sys
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def gather(x):
+    out = [torch.zeros_like(x) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, x)
+    return torch.cat(out)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    for _ in range(100):
+        x = torch.randn(8, 4)
+        loss = model(x).mean()
+        if not math.isfinite(loss.item()):
+{DUMP}
+            sys.exit(1)
+        loss.backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_collective_dump_before_a_failing_exit_on_a_rank_local_value(tmp_path):
+    body = DUMPED.replace("{DUMP}", '            torch.save(gather(x), "nan.pt")')
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert len(found) == 1 and "before it stops the job" in found[0].message
+    assert "waits alone" in found[0].message
+
+
+def test_twin_a_failing_exit_with_a_local_dump_stops_the_job_cleanly(tmp_path):
+    body = DUMPED.replace("{DUMP}", '            torch.save(x, "nan.pt")')
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+
+
+# -------------------------------------------------- a signal flag kept on an object
+# `signal.signal(SIGTERM, self._handle)` where the method sets `self._requested = True`, and the
+# loop asks `handler.should_stop()` every step before a collective save and a break: each rank
+# runs its handler at its own step
+SIGNALLED = """
+import signal
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Stopper:
+    def __init__(self):
+        self._requested = False
+
+    def register(self):
+{REGISTER}
+
+    def _handle(self, signum, frame):
+        self._requested = True
+
+    def should_stop(self):
+        return self._requested
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    stopper = Stopper()
+    stopper.register()
+    for step in range(1000):
+        model(torch.randn(8, 4)).sum().backward()
+        if stopper.should_stop():
+            dist.barrier()
+            break
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_signal_flag_an_object_keeps_decides_at_each_ranks_own_step(tmp_path):
+    body = SIGNALLED.replace("{REGISTER}", "        signal.signal(signal.SIGTERM, self._handle)")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert len(found) == 1 and "signal handler" in found[0].message
+    assert found[0].location.line == _line(body, "if stopper.should_stop():")
+
+
+def test_twin_the_same_object_no_signal_sets_decides_nothing(tmp_path):
+    body = SIGNALLED.replace("{REGISTER}", "        pass")
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+
+
+# -------------------------------------------------- a loss check that shares its verdict
+# `if not detector.check(loss.item()):` where the check all-reduces a flag made of the value and
+# answers from the reduced flag: every rank skips together; without the all-reduce, each its own
+CHECKED = """
+import math
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Detector:
+    def check(self, value):
+        bad = not math.isfinite(value)
+{SHARE}
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    detector = Detector()
+    for _ in range(100):
+        loss = model(torch.randn(8, 4)).mean()
+        if not detector.check(loss.item()):
+            continue
+        loss.backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+SHARED_CHECK = """\
+        flag = torch.tensor([1.0 if bad else 0.0])
+        dist.all_reduce(flag)
+        return flag.item() == 0"""
+LOCAL_CHECK = """\
+        return not bad"""
+
+
+def test_a_check_that_all_reduces_its_flag_decides_alike_on_every_rank(tmp_path):
+    body = CHECKED.replace("{SHARE}", SHARED_CHECK)
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+
+
+def test_twin_a_check_of_the_ranks_own_value_decides_apart(tmp_path):
+    body = CHECKED.replace("{SHARE}", LOCAL_CHECK)
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert len(found) == 1 and found[0].location.line == _line(body, "if not detector.check(")
+
+
+# -------------------------------------------------- the DDP class bound to a local name first
+# `wrapper = torch.nn.parallel.DistributedDataParallel` then `model = wrapper(model, ...)`: a DDP
+# model all the same (its accumulation without no_sync all-reduces every micro-step)
+ALIASED = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    wrapper = {WRAPPER}
+    model = wrapper(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for it in range(100):
+        model(torch.randn(8, 4)).mean().backward()
+        if (it + 1) % 4 == 0:
+            opt.step()
+            opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_ddp_class_bound_to_a_local_name_builds_a_ddp_model(tmp_path):
+    body = ALIASED.replace("{WRAPPER}", "torch.nn.parallel.DistributedDataParallel")
+    assert len(_codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")) == 1
+
+
+def test_twin_data_parallel_bound_to_a_local_name_is_no_ddp_model(tmp_path):
+    body = ALIASED.replace("{WRAPPER}", "torch.nn.DataParallel")
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")
