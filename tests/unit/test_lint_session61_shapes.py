@@ -692,3 +692,53 @@ def test_a_ddp_class_bound_to_a_local_name_builds_a_ddp_model(tmp_path):
 def test_twin_data_parallel_bound_to_a_local_name_is_no_ddp_model(tmp_path):
     body = ALIASED.replace("{WRAPPER}", "torch.nn.DataParallel")
     assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")
+
+
+# -------------------------------------------------- a factory that returns a model builder
+# `Model()()`: the factory hands back `lambda: Wrapper([...])`, called at once; the modules the
+# builder's body makes hold the buffers a rank-0 forward through the DDP model broadcasts
+BUILT = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def Model():
+    return lambda: Wrapper([torch.nn.Linear(4, 4), {LAYER}])
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(Model()())
+    for step in range(100):
+        model(torch.randn(8, 4)).sum().backward()
+        if rank == 0 and step % 10 == 0:
+            print(model(torch.randn(8, 4)).mean())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_builder_a_factory_returns_is_followed_for_buffers(tmp_path):
+    body = BUILT.replace("{LAYER}", "torch.nn.BatchNorm1d(4)")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")
+    assert len(found) == 1 and found[0].location.line == _line(body, "print(model(")
+
+
+def test_twin_a_builder_without_buffers_broadcasts_nothing(tmp_path):
+    body = BUILT.replace("{LAYER}", "torch.nn.ReLU()")
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")
