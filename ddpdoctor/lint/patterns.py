@@ -1389,6 +1389,18 @@ def _handed_back(program: Program, call: ast.Call, fn: Function) -> list[ast.AST
     return found
 
 
+def built_class(program: Program, func: ast.AST, fn: Function):
+    """What a call's name reaches (program.callee), and where that is nothing but the call
+    resolves to a local class's constructor through a package's names (`ppgs.model.Transformer()`,
+    `penn.data.Dataset(...)`), that class."""
+    target = program.callee(func, fn)
+    if target is None and func.__class__ is ast.Attribute:
+        init = next(iter(program.resolve(func, fn)[0]), None)
+        if program.is_function(init) and init.name == "__init__" and init.cls is not None:
+            return init.cls
+    return target
+
+
 def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
     """The wrapped module visibly holds buffers that DDP broadcasts (broadcast_buffers on)."""
     flag = keyword(ddp, "broadcast_buffers")
@@ -1469,7 +1481,7 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                         (program.is_function(target) and any(
                             _buffered(program, ret, target, depth - 1, seen) for ret in target.returned)):
                     return True
-            target = program.callee(value.func, scope)
+            target = built_class(program, value.func, scope)
             if program.is_class(target) and _class_buffered(program, target, seen):
                 return True
             if program.is_function(target) and target.cls is None:
@@ -1488,7 +1500,9 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             # the modules handed to its constructor, by position or keyword (`NeRFRender(
             # embedder=PositionalEncoding(...) if n > 0 else None, sampler=Sampler(...))`)
             for arg in [*value.args, *(k.value for k in value.keywords)]:
-                for part in ([arg.body, arg.orelse] if isinstance(arg, ast.IfExp) else [arg]):
+                # (and each module of a list handed in: `Wrapper([Conv1d(...), Transformer()])`)
+                for part in ([arg.body, arg.orelse] if isinstance(arg, ast.IfExp) else
+                             arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]):
                     if _buffered(program, part, scope, depth - 1, seen):
                         return True
     return False

@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import children, param_defaults, walk
-from ddpdoctor.lint.patterns import call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
+from ddpdoctor.lint.patterns import built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -1260,14 +1260,12 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
             continue
         if not isinstance(value, ast.Call):
             continue
-        target = program.callee(value.func, scope)
+        # (`penn.data.Dataset(...)` through the package's names: the class whose constructor it
+        # resolves to is what is built - its worker methods draw, not __init__)
+        target = built_class(program, value.func, scope)
         if target is None and isinstance(value.func, ast.Attribute):
             # `Data(Masker()).train_set()`: a method of an object made on the spot
             target = next(iter(program.resolve(value.func, scope)[0]), None)
-        if program.is_function(target) and target.name == "__init__" and target.cls is not None:
-            # `penn.data.Dataset(...)` through the package's names, resolved to the class's
-            # constructor: the class is what is built (its worker methods draw, not __init__)
-            target = target.cls
         if target is None and isinstance(value.func, ast.Name):
             # `Dataset = VideoDataset if osp.isdir(path) else HDF5Dataset`, then `Dataset(path, ...)`
             # (VideoGPT): each class the name may hold

@@ -742,3 +742,65 @@ def test_a_builder_a_factory_returns_is_followed_for_buffers(tmp_path):
 def test_twin_a_builder_without_buffers_broadcasts_nothing(tmp_path):
     body = BUILT.replace("{LAYER}", "torch.nn.ReLU()")
     assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")
+
+
+# -------------------------------------------------- modules handed in a list, built through a package
+# `pkg.model.Wrapper([torch.nn.Conv1d(...), pkg.model.Encoder()])`: the class each name reaches
+# through the package's imports is what is built, and each module of the list handed in counts
+PACKAGED = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import pkg
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(pkg.model.Wrapper([torch.nn.Linear(4, 4), pkg.model.Encoder()]))
+    for step in range(100):
+        model(torch.randn(8, 4)).sum().backward()
+        if rank == 0 and step % 10 == 0:
+            print(model(torch.randn(8, 4)).mean())
+
+
+if __name__ == "__main__":
+    main()
+"""
+PACKAGE_MODEL = """
+import torch
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+{BUFFER}
+
+    def forward(self, x):
+        return x
+"""
+
+
+def _packaged(tmp_path, buffer):
+    return _codes(lint_tree(tmp_path, {
+        "train.py": PACKAGED, "pkg/__init__.py": "from . import model\n",
+        "pkg/model.py": PACKAGE_MODEL.replace("{BUFFER}", buffer)}), "DDP801")
+
+
+def test_a_buffer_of_a_module_handed_in_a_list_through_a_package_counts(tmp_path):
+    assert len(_packaged(tmp_path, '        self.register_buffer("pos", torch.zeros(4))')) == 1
+
+
+def test_twin_the_same_modules_without_a_buffer_broadcast_nothing(tmp_path):
+    assert not _packaged(tmp_path, "        self.scale = 2.0")
