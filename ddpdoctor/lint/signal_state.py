@@ -30,8 +30,9 @@ Function = Any
 
 
 def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
-    written = _handler_state(builder)
-    fields = _handler_fields(builder)
+    handlers = _handlers(builder)  # (asked once: each is a scan of every reached call)
+    written = _handler_state(handlers)
+    fields = _handler_fields(handlers)
     if not written and not fields:
         return []
     found = []
@@ -85,11 +86,11 @@ def _handed(fn: Function, written: dict) -> dict:
     return found
 
 
-def _handler_state(builder: Builder) -> dict[tuple[int, str], tuple[Function, int]]:
+def _handler_state(handlers: list) -> dict[tuple[int, str], tuple[Function, int]]:
     """(id(module), name) -> (handler, line) for each module-level name a signal handler of the
     reached code sets: `flag["stop"] = True`, `state.stop = True`, `global stop; stop = True`."""
     out: dict = {}
-    for handler in _handlers(builder):
+    for handler in handlers:
         declared = {n for node in handler.own if isinstance(node, ast.Global) for n in node.names}
         for node in handler.own_of(ast.Assign, ast.AugAssign):
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
@@ -111,12 +112,12 @@ def _handler_state(builder: Builder) -> dict[tuple[int, str], tuple[Function, in
     return out
 
 
-def _handler_fields(builder: Builder) -> dict[tuple[int, str], tuple[Function, int]]:
+def _handler_fields(handlers: list) -> dict[tuple[int, str], tuple[Function, int]]:
     """(id(class), field) -> (handler, line) for each field a handler that is a method sets
     (`signal.signal(sig, self._handle_signal)` whose method sets `self._shutdown_requested =
     True`): every instance's flag, as each rank's process sees it."""
     out: dict = {}
-    for handler in _handlers(builder):
+    for handler in handlers:
         if handler.cls is None:
             continue
         for node in handler.own_of(ast.Assign, ast.AugAssign):
