@@ -1554,7 +1554,8 @@ def _eval_picks(program: Program, func: ast.AST, fn: Function) -> list:
 # a DDP forward whose module's buffers exist only under a setting (the mark's test; a warning)
 BUFFERS_BY_SETTING = " (its buffers come from a norm layer the code builds only where `{}` holds)"
 _BY_SETTING_MARK = " (its buffers come from a norm layer the code builds only where `"
-_BUFFER_CALLS = re.compile(r"BatchNorm|register_buffer|spectral_norm")
+# (the calls among BUFFER_MARKERS; its `track_running_stats=True` is a keyword, asked of each call)
+_BUFFER_CALLS = re.compile("|".join(re.escape(m) for m in BUFFER_MARKERS if "=" not in m) + "|track_running_stats")
 
 
 def buffers_by_setting(program: Program) -> str:
@@ -1578,12 +1579,23 @@ def _buffers_by_setting(program: Program) -> str:
         if found is None:
             return ""  # one built on every way: the buffers are there whatever the settings
         gates.extend(found)
-    if not gates or any(_buffered_zoo(program.qualify(call.func, fn) or "")
-                        for fn in program.functions for call in fn.own_calls
-                        if any(z in (last_name(call.func) or "").lower() for z in BUFFERED_ZOO)
-                        or last_name(call.func) == "create_model"):
+    if not gates or any(_library_model(program, call, fn) for fn in program.functions for call in fn.own_calls):
         return ""
     return gates[0]
+
+
+# Where a library builds a model whose buffers the local classes do not show.
+_MODEL_LIBRARIES = ("torchvision.models", "timm", "transformers", "diffusers")
+
+
+def _library_model(program: Program, call: ast.Call, fn: Function) -> bool:
+    """The call builds a library's model (torchvision's or timm's zoo, a Hugging Face
+    `from_pretrained`, `timm.create_model`, a zoo architecture picked by name): its buffers,
+    if any, come from no setting of the script's own code."""
+    if last_name(call.func) in ("from_pretrained", "create_model", "from_config"):
+        return True
+    full = program.qualify(call.func, fn) or ""
+    return full.startswith(_MODEL_LIBRARIES) or _zoo_by_name(program, call.func, fn)
 
 
 def _class_buffer_gates(klass) -> Optional[list]:
@@ -1598,6 +1610,8 @@ def _class_buffer_gates(klass) -> Optional[list]:
         for node in walk(klass.node):
             named = last_name(node.func) if node.__class__ is ast.Call else \
                 node.attr if node.__class__ is ast.Attribute else ""
+            if node.__class__ is ast.Call and truthy(keyword(node, "track_running_stats")):
+                named = "track_running_stats"  # (`InstanceNorm2d(n, track_running_stats=True)`)
             if not named or not _BUFFER_CALLS.search(named):
                 continue
             held = parents.get(id(node))

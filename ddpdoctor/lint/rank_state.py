@@ -1967,9 +1967,9 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             tested = [stmt.test]  # (its return leaves the helper: the skip is the decision)
         else:
             continue
-        if {n.id for n in walk(value) if isinstance(n, ast.Name)} & apart:
-            continue  # all-reduced first: the same decision on every rank
         names = {n.id for n in walk(value) if isinstance(n, ast.Name)}
+        if names & apart:
+            continue  # all-reduced first: the same decision on every rank
         if names and any(isinstance(c, ast.Call) and {n.id for a in c.args for n in walk(a) if isinstance(n, ast.Name)}
                          & names and sharing_helper(builder.program, c, fn) == "returned" for c in walk(stmt.test)):
             # `if not detector.check_loss(loss, step):` whose check all-reduces a flag made of the
@@ -2536,17 +2536,16 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             work = _work(builder, fn, _continuation(fn.node.body, stmt), ddp)
             if work and not _pairs(builder, fn, branch, work, ddp):
                 return own, work
-    if isinstance(stmt, ast.If) and after_only and valued:
+    caught = _caught_raise(fn, stmt) if isinstance(stmt, ast.If) and after_only else None
+    if isinstance(stmt, ast.If) and after_only and valued and caught is None:
         # `if not math.isfinite(loss.item()): torch.save({"inputs": all_gather(x), ...}); sys.exit(1)`:
         # the rank that fails stops the job - after a collective of its own the others, busy in
         # their backward, never join (a dump on the way out that waits for them all)
         for side in (stmt.body, stmt.orelse):
-            if side and (isinstance(side[-1], ast.Raise) or (_exits(side[-1]) and _ends(side) is None)) \
-                    and _caught_raise(fn, stmt) is None:
+            if side and (isinstance(side[-1], ast.Raise) or (_exits(side[-1]) and _ends(side) is None)):
                 mine = _work(builder, fn, side[:-1], ddp)
                 if mine:
                     return f"runs {mine} before it stops the job", mine
-    caught = _caught_raise(fn, stmt) if isinstance(stmt, ast.If) and after_only else None
     if caught is not None:
         # `try: ... if np.isnan(loss.item()): raise NanError; loss.backward() ... except NanError:
         # print(...)` (TransMVSNet): the rank that raises skips the rest of the try's body alone

@@ -804,3 +804,14 @@ def test_a_buffer_of_a_module_handed_in_a_list_through_a_package_counts(tmp_path
 
 def test_twin_the_same_modules_without_a_buffer_broadcast_nothing(tmp_path):
     assert not _packaged(tmp_path, "        self.scale = 2.0")
+
+
+def test_twin_gated_norms_beside_a_library_model_stay_an_error(tmp_path):
+    # a torchvision model built beside the gated blocks may hold its own buffers: no setting
+    # of the script's code decides those
+    body = EVALUATED.replace("model = DDP(Block(4))",
+                             "backbone = torchvision.models.resnet18()\n    model = DDP(Block(4))").replace(
+        "import torch\n", "import torch\nimport torchvision\n", 1)
+    found = _codes(lint_tree(tmp_path, {"train.py": body, "config.py": 'NORMALIZATION = "layer"\n',
+                                        "blocks.py": NORMED.replace("{NORM}", NORM_BY_CONFIG)}), "DDP801")
+    assert len(found) == 1 and found[0].severity.value == "error"
