@@ -24,7 +24,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         it in the forward: it takes effect one micro-step late), and `with model.no_sync():`
         entered after the forward, around the backward only (it changes nothing), or on for the
         micro-step that steps (`no_sync() if i % k != 0` with the step at `(i + 1) % k == 0`:
-        that step's gradients are never all-reduced). An ignite `Engine(update)` calls
+        that step's gradients are never all-reduced), and a sync flag out of phase with the step
+        (`model.require_backward_grad_sync = (i == k - 1)` over a loop whose counter runs on past
+        k: false on every later stepping micro-step). An ignite `Engine(update)` calls
         `update` once per batch: its body is judged as a loop's. Scripts whose
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
         engines, and Accelerate where every launch config beside the script picks DeepSpeed:
@@ -41,7 +43,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         command-line option's default, or a module constant the module's run-time configurator
         may rebind (nanoGPT's `exec(open("configurator.py").read())`) - is reported as a warning
         that starts with that assumption. `if args.accum == 1: <step every pass> elif
-        args.accum > 1: <accumulate>` is judged on the accumulating side. Nor is a step that follows its own backward
+        args.accum > 1: <accumulate>` is judged on the accumulating side, also where the switch
+        sits at the top of the per-batch step helper the loop calls (`if not self.exp.use_grad_acc:
+        ... else: backward; if (self.iter + 1) % k == 0: step`, YOLOX-style trainers). Nor is a step that follows its own backward
         on the same side of an `if` (`if amp: scaler_step(loss) else: loss.backward();
         opt.step()`). The finding points at the backward the loop runs: inside the helper that
         computes the loss and backpropagates it (`train_step(model, batch)` -> `loss.backward()`),
@@ -100,6 +104,12 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
          "gradients are never all-reduced, so each rank steps on its own gradients and the replicas drift apart",
          "skip the sync on all but the micro-step that steps: `no_sync() if (i + 1) % k != 0 else nullcontext()`",
          "step"),
+        ("sync_flag_off_on_step",
+         "require_backward_grad_sync set at {backward} is false on a micro-step on which the optimizer steps "
+         "({step}): that micro-step's gradients are never all-reduced, so each rank steps on its own gradients "
+         "and the replicas drift apart",
+         "set the flag from the same test as the step: `model.require_backward_grad_sync = (i + 1) % k == 0`",
+         "step"),
     ]
     problems = [Problem(
         message=message.format(backward=acc.backward, step=acc.step), hint=hint, location=acc.backward,
@@ -107,7 +117,7 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
     ) for pattern, message, hint, key in misplaced for acc in accumulations if acc.pattern == pattern]
     for acc in accumulations:
         if acc.by == "accelerate" or acc.pattern in ("sync_flag_after_forward", "no_sync_after_forward",
-                                                     "no_sync_on_step"):
+                                                     "no_sync_on_step", "sync_flag_off_on_step"):
             continue
         partial = getattr(acc, "no_sync", None) is False
         if getattr(acc, "no_sync", None) is True:

@@ -32,14 +32,20 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         the script chooses a state dict type itself, only inside `with FSDP.state_dict_type(
         model, StateDictType.FULL_STATE_DICT)`; not on the side of `isinstance(model, FSDP)`
         where the model is none; also a model a helper returns after wrapping its parts under
-        `with enable_wrap(wrapper_cls=FSDP):`, whose state_dict runs every unit's), its
+        `with enable_wrap(wrapper_cls=FSDP):`, whose state_dict runs every unit's, and the
+        `.module` of an FSDP model built with an `auto_wrap_policy`, `raw = model.module if ddp
+        else model`, whose inner module holds the units), its
         `generate()` (the wrapped units' forwards) and `FSDP.summon_full_params(model)` (an
         all-gather of every rank's shard, `rank0_only=True` too),
         the backward of a loss computed through a DDP model (a rank-0
         learning-rate finder on the wrapper: its hooks all-reduce every gradient bucket; not
         under `no_sync()`, and a side that also trains through the wrapper pairs with it),
         Lightning's `self.log(..., sync_dist=True)`,
-        `trainer.save_checkpoint()` and `strategy.barrier()`, Accelerate's
+        `trainer.save_checkpoint()` and `strategy.barrier()`, a Hugging Face Trainer's
+        `save_model()` where its arguments choose FSDP (`fsdp="full_shard auto_wrap"`, also
+        in a dict spread into an SFTConfig: the full state dict is gathered from every rank's
+        shards before the main process writes; a warning where a setting gives `fsdp=` or the
+        arguments ask for FSDP 2), Accelerate's
         `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`, and a sharded
         optimizer's `consolidate_state_dict()` (ZeroRedundancyOptimizer, fairscale's OSS: every
         rank sends its shard; a warning where the optimizer's class is not shown), a DeepSpeed
@@ -59,7 +65,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         check that the launch gave each process a GPU (`if local_rank >= torch.cuda.
         device_count(): return`), the same answer on every rank of a launch that fits its node.
         Rank tests are followed by data flow, scope by scope: a helper returning one
-        (`is_master(args)`), a flag assigned from one, `self.gpu_id` set from mp.spawn's
+        (`is_master(args)`), an inline one-process fallback (`(cfg["DDP"] and get_rank() == 0)
+        or not cfg["DDP"]`: rank 0's test wherever the run is distributed), a flag assigned from one, `self.gpu_id` set from mp.spawn's
         process index, an object that exists on one rank only (`if saver is not None:`).
         Reported as an error when the code proves the branch differs between ranks; as a
         warning, naming the assumption, when the test also reads a value the source does not

@@ -25,8 +25,10 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         in a builder its caller hands `accelerator.process_index`) and then prepared is sharded
         twice too; the finding names the split and the prepare() call. And a DistributedSampler
         over a dataset whose items an unseeded draw picks or orders (`torch.randperm(n)` in its
-        constructor, `random_split(ds, [a, b])` with no generator, `random.shuffle(files)`) in a
-        script that seeds nothing: each process draws its own, so the ranks shard different
+        constructor, `random_split(ds, [a, b])` with no generator, `random.shuffle(files)`, a
+        Hugging Face `ds.train_test_split(test_size=...)` with no seed=) in a script that seeds
+        nothing, or seeds each process with its rank (`torch.manual_seed(args.seed + rank)`
+        before the split): each process draws its own, so the ranks shard different
         datasets (reported once per draw, at the training loader's sampler).
 
     Why it hurts:
@@ -108,14 +110,19 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
             # ranges then pick from N different datasets - some items on several ranks, some on none)
             problems.append(Problem(
                 message=(f"DistributedSampler at {sampler.location} shards `{sampler.dataset_text}`, whose items "
-                         f"are picked or ordered by an unseeded draw ({sampler.drawn_apart}) and the script seeds "
-                         "nothing: each rank draws its own, so the ranks shard different datasets - some items "
+                         + (f"are picked or ordered by a draw ({sampler.drawn_apart}) from a stream each rank "
+                            "seeds with its own rank" if getattr(sampler, "drawn_by_rank_seed", False) else
+                            f"are picked or ordered by an unseeded draw ({sampler.drawn_apart}) and the script "
+                            "seeds nothing")
+                         + ": each rank draws its own, so the ranks shard different datasets - some items "
                          "are read on several ranks and others on none"
                          + (" (so do the samplers at " + ", ".join(str(s.location) for s in others) + ")"
                             if others else "")),
                 hint="draw the same on every rank: hand the draw a generator seeded alike (`generator="
-                     "torch.Generator().manual_seed(seed)`, `random_state=seed`) or seed the process "
-                     "(`torch.manual_seed(seed)`) before the dataset is built",
+                     "torch.Generator().manual_seed(seed)`, `random_state=seed`, `seed=seed`) or seed the process "
+                     "(`torch.manual_seed(seed)`) before the dataset is built"
+                     + (", and add the rank to the seed only after it" if getattr(sampler, "drawn_by_rank_seed", False)
+                        else ""),
                 location=sampler.location,
                 evidence={"sampler": sampler.name, "dataset": sampler.dataset_text, "by": "unseeded draw",
                           "draw": sampler.drawn_apart,

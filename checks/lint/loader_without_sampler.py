@@ -23,8 +23,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
         (datapipes too, also as what local builders return) and dataset classes that shard themselves
         - not a local IterableDataset whose `__iter__` splits its stream among the loader's workers
-        (`get_worker_info()`) but never reads the rank or the world size: every rank reads the
-        same items (an error; a warning where another dataset may be built instead) -, loaders built on one rank only, loaders
+        (`get_worker_info()`), or reads a Hugging Face streaming dataset (`load_dataset(...,
+        streaming=True)`, which datasets splits among the loader's workers itself), but never
+        reads the rank or the world size (nor `split_dataset_by_node`): every rank reads the
+        same items (an error; a warning where another dataset may be built instead; `--fix`
+        declines it, as a DistributedSampler cannot take an IterableDataset) -, loaders built on one rank only, loaders
         named as validation / test loaders (or built in helpers that only evaluation code
         calls), loaders not proven to train that loops read only with gradients off (`with
         torch.no_grad():` a feature cache every rank builds in full), custom samplers, and
@@ -162,9 +165,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                        "batches where the ranks are seeded alike")
         split = getattr(loader, "worker_split", ())
         if split:  # a stream split among one process's workers, never by rank
+            by = "a Hugging Face streaming dataset, which datasets splits among the loader's workers" \
+                if split[2:] == ("datasets",) else "its items split among the loader's workers (get_worker_info)"
             message = (f"{what} at {loader.location} streams {split[0]} (an IterableDataset), whose __iter__ "
-                       "splits its items among the loader's workers (get_worker_info) but never by rank: "
-                       "every rank reads the same items in the same order")
+                       f"reads {by} but never by rank: every rank reads the same items in the same order")
             if split[1]:
                 message = f"where the branch that builds {split[0]} runs: {message}"
         if getattr(loader, "index_ignored", False) and \
@@ -200,7 +204,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             and not getattr(loader, "index_ignored", False) and not (split and split[1])
             and not replacement and not both and (not apart or alone) else Severity.WARNING,
             message=message,
-            hint=(f"split {split[0]}'s stream by rank as well as by worker: in __iter__, take shard "
+            hint=(f"split {split[0]}'s stream by rank: `datasets.distributed.split_dataset_by_node(ds, "
+                  "rank=dist.get_rank(), world_size=dist.get_world_size())` on the stream it reads; a "
+                  "DistributedSampler cannot take an IterableDataset"
+                  if split[2:] == ("datasets",) else
+                  f"split {split[0]}'s stream by rank as well as by worker: in __iter__, take shard "
                   "`rank * num_workers + worker_id` of `world_size * num_workers` (dist.get_rank(), "
                   "dist.get_world_size(), get_worker_info()); a DistributedSampler cannot take an IterableDataset"
                   if split else
@@ -212,7 +220,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                   "with shuffle in the sampler, and sampler.set_epoch(epoch) at the start of every epoch"),
             location=loader.location,
             evidence={"loader": loader.name, "dataset": loader.dataset_text, "sampler": loader.sampler_text or None,
-                      "process_group": str(facts.distributed) if facts.distributed is not None else facts.framework},
+                      "process_group": str(facts.distributed) if facts.distributed is not None else facts.framework,
+                      **({"stream": split[0]} if split else {})},
         ))
     return problems
 

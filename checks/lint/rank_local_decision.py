@@ -24,7 +24,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           (`for epoch in range(begin_epoch + 1, end)`: the ranks run different numbers of
           passes of the backward inside);
         - a rank's own tensor value (`if not torch.isfinite(loss): continue` or
-          `if loss.item() > limit: continue` before the backward), each rank testing its own
+          `if loss.item() > limit: continue` before the backward - a DDP model's, or a DeepSpeed
+          engine's `engine.backward(loss)`, also of a local subclass of DeepSpeedEngine a
+          loader builds), each rank testing its own
           batch (not where the test asks a check that all-reduces a flag made of the value and
           answers from the reduced flag: every rank's verdict); also a side that stops the job
           on such a test after a collective of its own

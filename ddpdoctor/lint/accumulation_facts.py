@@ -39,6 +39,7 @@ class AccumulationFact:
     loop: Location  # the micro-step loop (or the loop whose step is conditional)
     step: Optional[Location]
     pattern: str  # "micro_step_loop" | "conditional_step" | "sync_flag_after_forward" (step: the forward)
+    # | "no_sync_on_step" / "sync_flag_off_on_step" (the sync left off on a micro-step that steps)
     by: Optional[str] = None  # "accelerate": accelerator.backward() by hand, outside accumulate(); "fabric": fabric.backward()
     no_sync: Optional[bool] = None  # lint/no_sync.covered: False where it covers one configuration only
     no_sync_off_way: bool = False  # the source's no_sync is in none of the functions this loop runs
@@ -430,9 +431,7 @@ class AccumulationFacts:
         args.accum == 0: step` (ABCD-3DCNN's MAE loop): a switch between two configurations, the
         first stepping after every backward. The loop is judged again as the other side runs it
         (the switch's other side in its place), its period's default said as the assumption."""
-        for index, stmt in enumerate(loop.body):
-            if not (isinstance(stmt, ast.If) and stmt.orelse):
-                continue
+        for index, stmt, inlined in self._switch_candidates(fn, loop):
             # (asked of every loop that accumulates nothing: the calls by name first, cheaply)
             named = {c.func.attr for side in (stmt.body, stmt.orelse) for part in side for c in walk(part)
                      if c.__class__ is ast.Call and c.func.__class__ is ast.Attribute}
@@ -447,13 +446,39 @@ class AccumulationFacts:
             variant = copy.copy(loop)
             for kept in [k for k in variant.__dict__ if k.startswith("_")]:
                 del variant.__dict__[kept]  # (the original's cached walks: nodes.walk keeps them on the node)
-            variant.body = loop.body[:index] + other + loop.body[index + 1:]
+            # (a per-batch helper's switch: the helper's body stands in for its call, its other
+            # side in place of the switch)
+            variant.body = loop.body[:index] + inlined[0] + other + inlined[1] + loop.body[index + 1:]
             # (kept: facts and memos read a loop by its id, which a freed copy would hand on)
             self.__dict__.setdefault("_variants", []).append(variant)
             fact = self._accumulation(fn, variant)
             if fact is not None:
                 return fact
         return None
+
+    def _switch_candidates(self, fn: Function, loop: ast.AST) -> Iterator[tuple]:
+        """(index in the loop's body, an `if` with an `else:`, (statements before it, after it))
+        for each configuration switch the loop's pass runs: in its own body ((), ()), or at the
+        top of a per-batch step helper of the same file the body calls as a statement
+        (`self.train_one_iter(inps, targets)`, whose `if not self.exp.use_grad_acc: backward;
+        step  else: backward; if (self.iter + 1) % k == 0: step` is Unicorn's / YOLOX-style
+        trainers'): the helper's body stands in for the call, read in the loop's scope."""
+        for index, stmt in enumerate(loop.body):
+            if isinstance(stmt, ast.If) and stmt.orelse:
+                yield index, stmt, ([], [])
+                continue
+            call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+            targets = self.program.resolve(call.func, fn)[0] if call is not None else []
+            if len(targets) != 1:
+                continue
+            helper = targets[0]
+            if helper is fn or helper.node is None or isinstance(helper.node, ast.Module) or \
+                    helper.file is not fn.file or helper.cls is not fn.cls:
+                continue
+            body = helper.node.body
+            for at, inner in enumerate(body):
+                if isinstance(inner, ast.If) and inner.orelse:
+                    yield index, inner, (body[:at], body[at + 1:])
 
     def _accumulation(self, fn: Function, loop: ast.AST) -> Optional[AccumulationFact]:
         changed = _assigned_names(loop.body + ([ast.Expr(loop.target)] if hasattr(loop, "target") else []))
@@ -629,6 +654,8 @@ class AccumulationFacts:
                 found.extend(self._no_sync_after_forward(fn, loop, body))
                 if any(isinstance(n, ast.Attribute) and n.attr == "no_sync" for n in body):
                     found.extend(_no_sync_out_of_phase(fn, loop, self._step))
+                if any(isinstance(n, ast.Attribute) and n.attr == "require_backward_grad_sync" for n in body):
+                    found.extend(_sync_flag_out_of_phase(fn, loop, self._step))
         return found
 
     def _no_sync_after_forward(self, fn: Function, loop: ast.AST, body: list) -> list[AccumulationFact]:
@@ -1388,6 +1415,22 @@ def _no_sync_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[Accumula
                 if _overlaps(node.test, when, step.test, counters):
                     found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, step), "no_sync_on_step"))
     return found
+
+
+def _sync_flag_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[AccumulationFact]:
+    """`model.require_backward_grad_sync = (i == k - 1)` over a loop whose counter runs on past
+    k, the step under `if (i + 1) % k == 0:` (nanoGPT-amd's DDP trainer): the flag is false on
+    every stepping micro-step after the first period, so those gradients are never all-reduced.
+    Evaluated as _no_sync_out_of_phase evaluates its tests: the flag false where the step runs."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return []
+    counters = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
+    steps = [n for n in walk(loop) if isinstance(n, ast.If)
+             and any(isinstance(c, ast.Call) and is_step(c, fn) for s in n.body for c in walk(s))]
+    return [AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, step), "sync_flag_off_on_step")
+            for node in walk(loop) if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Attribute) and t.attr == "require_backward_grad_sync" for t in node.targets)
+            for step in steps[:1] if _overlaps(node.value, False, step.test, counters)]
 
 
 def _overlaps(sync_test: ast.AST, when: bool, step_test: ast.AST, counters: set) -> bool:

@@ -217,14 +217,20 @@ class _Bad(ValueError):
     """An entry whose shape is not the facts' shape."""
 
 
+@functools.lru_cache(maxsize=None)
+def _shape(kind: type) -> tuple[dict, frozenset]:
+    """A fact dataclass's field types and names, read once per class (get_type_hints evaluates
+    every annotation's string again on each call: most of a warm run's decoding time)."""
+    return typing.get_type_hints(kind), frozenset(f.name for f in dataclasses.fields(kind))
+
+
 def _decode(kind: Any, value: Any, owner: Any = None, name: str = "") -> Any:
     """Rebuild `kind` from JSON, checking every value's type on the way (nothing but the
     declared dataclasses, lists, tuples, strings and numbers can come out)."""
     if dataclasses.is_dataclass(kind):
         if not isinstance(value, dict):
             raise _Bad(kind.__name__)
-        hints = typing.get_type_hints(kind)
-        fields = {f.name for f in dataclasses.fields(kind)}
+        hints, fields = _shape(kind)
         if set(value) - fields:
             raise _Bad(kind.__name__)
         return kind(**{k: _decode(hints[k], v, kind, k) for k, v in value.items()})

@@ -84,6 +84,8 @@ class BuilderCore:
         for event in fn.events:
             if call is not None and any(_cond_false(fn, call, c, flag, context) for c, flag in event.conds):
                 continue  # `if use_barriers:` left False, `if phase == "train":` entered with "val"
+            if event.conds and any(_never_taken(fn, c, flag) for c, flag in event.conds):
+                continue  # `sliding = False` then `if sliding: sliding_predict(model, x)`
             if call is not None and stack and event.conds and \
                     any(self._other_wrapper(fn, call, stack[-1], c) for c, flag in event.conds if not flag):
                 continue  # `if isinstance(model, FSDP):` entered with a DDP model
@@ -93,6 +95,8 @@ class BuilderCore:
                 continue  # `runner.distributed = False; runner.evaluate()` past `if self.distributed:`
             own_conds = event.conds if call is None else \
                 tuple((c, flag) for c, flag in event.conds if not (flag and _cond_true(fn, call, c, context)))
+            # (a side a local constant always takes is no assumption: `not sliding` above)
+            own_conds = tuple((c, flag) for c, flag in own_conds if not _never_taken(fn, c, not flag))
             if event.kind == "collective" and id(event) not in paired:
                 if call is not None and self._unwrapped_here(fn, call, event, stack[-1] if stack else None):
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
@@ -937,14 +941,21 @@ def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool =
     """Under `if not args.distributed:` / `if not enable_fsdp:`, or `if not X:` where the process
     group is set up only under `if X:`: the run is not distributed there. ddp: the script wraps a
     model in DistributedDataParallel, so `not use_fsdp` / `not deepspeed` is its DDP path."""
-    return any((side := _negated_side(c)) == "single"
-               or (SINGLE.search(c) and not (ddp and ENGINE_OFF.search(c)) and side != "distributed")
+    return any((said := _single_said(c))[0] == "single"
+               or (said[1] and not (ddp and said[2]) and said[0] != "distributed")
                # (not where the group is set up on that side too: `if generate: Trainer(...)`
                # and, past its `return`, the training that sets it up again)
                or (c.startswith("not ") and (_unwrapped(c[4:]) in switches or _instance_switch(c[4:], switches))
                    and c not in getattr(switches, "open", ()))
                or (not c.startswith("not ") and c in _excluded(switches))
                for c, _ in conds)
+
+
+@functools.lru_cache(maxsize=4096)
+def _single_said(said: str) -> tuple:
+    """(_negated_side, SINGLE matches, ENGINE_OFF matches) of a test's text, read once per text:
+    every write after N early exits carries the N tests (a hostile script's 2,000)."""
+    return _negated_side(said), bool(SINGLE.search(said)), bool(ENGINE_OFF.search(said))
 
 
 def _negated_side(said: str) -> str:
@@ -1535,6 +1546,16 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, tak
         else:
             return None
     return found
+
+
+def _never_taken(fn: Function, cond: str, flag: bool) -> bool:
+    """A test on a local name fn binds only to constants, none of which takes this side
+    (`sliding = False` set once above `if sliding:`, an evaluation's switch left in the code)."""
+    name, wanted = (cond[4:], not flag) if cond.startswith("not ") else (cond, flag)
+    if not name.isidentifier():
+        return False
+    held = local_constants(fn, name)
+    return bool(held) and all(bool(v) != wanted for v in held)
 
 
 def local_constants(fn: Function, name: str) -> Optional[set]:

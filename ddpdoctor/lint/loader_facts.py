@@ -14,7 +14,7 @@ from ddpdoctor.lint.fact_builder import (pinned_constants, _fn_loops, switch_for
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, source_lines, walk
-from ddpdoctor.lint.process_seeds import _with_own_calls
+from ddpdoctor.lint.process_seeds import _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, is_const, keyword, last_name, loader_call,
@@ -46,6 +46,10 @@ SELF_SHARDING_LIBRARIES = ("streaming.", "litdata.", "webdataset", "wds.", "torc
 LISTS_ITS_OWN = re.compile(r"\bglob\(|\blistdir\(|\bscandir\(|\biterdir\(|\brglob\(|\breadlines\(|\bfor \w+ in range\(")
 WRAPS = re.compile(r"\biter\(self\.|\bfrom self\.|\.as_numpy_iterator\(")
 DRAWS = re.compile(r"\brandom\b|\brand(?:n|int|perm)?\(|\.normal\(|\.uniform\(")
+# a Hugging Face datasets stream (`load_dataset(..., streaming=True)`): datasets hands its shards
+# out among one process's DataLoader workers itself, and among ranks only through
+# split_dataset_by_node (SELF_SHARDING)
+HF_STREAM = re.compile(r"\bload_dataset\([^)]*\bstreaming\s*=\s*True|\.to_iterable_dataset\(")
 SELF_SHARDING = re.compile(r"get_rank|\b[Rr]ank\b|RANK\b|world_size|WORLD_SIZE|num_replicas|split_dataset_by_node")
 # A map-style dataset keeping one rank's share of its items: `if count % world == rank:` while it
 # lists them, or `items[rank::world]`
@@ -167,6 +171,9 @@ class SamplerFact:
     # that nothing seeds (`torch.randperm(n)` in its constructor, `random_split(ds, [a, b])`
     # with no generator): each rank draws its own, so the ranks shard different datasets
     drawn_apart: str = ""
+    # that draw's stream is seeded, but with the rank (`torch.manual_seed(args.seed + rank)`
+    # before `ds.train_test_split(...)`): each rank still draws its own
+    drawn_by_rank_seed: bool = False
 
 
 def _off_by_default(conds: tuple) -> str:
@@ -189,6 +196,15 @@ def _off_by_default(conds: tuple) -> str:
 ITEM_DRAWS = frozenset({"torch.randperm", "numpy.random.permutation", "numpy.random.shuffle", "random.shuffle",
                         "random.sample", "torch.utils.data.random_split",
                         "sklearn.model_selection.train_test_split"})
+
+
+def _datasets_split(program, call: ast.Call, fn: Function, full: str) -> bool:
+    """Hugging Face datasets' `ds.train_test_split(test_size=...)` with no seed= nor generator=
+    and shuffle left on: it seeds its generator from numpy's global state, each process's own."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "train_test_split" and \
+        not full.startswith("sklearn") and program.uses("datasets") and \
+        all(keyword(call, k) is None or is_const(keyword(call, k), None) for k in ("seed", "generator")) and \
+        not is_const(keyword(call, "shuffle") or ast.Constant(True), False)
 
 
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
@@ -289,6 +305,11 @@ class LoaderFacts:
                 not any(self._self_sharding(b, seen) for b in self.program.bases(klass)):
             # `__iter__` splits its stream by `get_worker_info().id` alone: the author split the
             # work among one process's loader workers, and every rank reads the same splits
+            return False
+        if any("Iterable" in b for b in klass.bases) and HF_STREAM.search(source) and \
+                not any(self._self_sharding(b, seen) for b in self.program.bases(klass)):
+            # `for sample in load_dataset(..., streaming=True)` in `__iter__`: the library splits
+            # the stream among the loader's workers, as get_worker_info does, never by rank
             return False
         if "get_worker_info" in source:
             return True  # (a map-style class reading its worker: not a stream, as before)
@@ -1296,18 +1317,21 @@ class LoaderFacts:
         return found
 
     def _worker_split(self, dataset: ast.AST, fn: Function) -> tuple:
-        """(class, chosen) where a value of the dataset is a local IterableDataset that splits
-        its stream by loader worker only (`_self_sharding` says no for it, and its source reads
-        get_worker_info); chosen: another value is built instead on another branch."""
+        """(class, chosen, how) where a value of the dataset is a local IterableDataset that
+        splits its stream by loader worker only (`_self_sharding` says no for it, and its source
+        reads get_worker_info, or streams a Hugging Face dataset); chosen: another value is built
+        instead on another branch; how: "get_worker_info" or "datasets"."""
         values = [(v, s) for v, s in self.program.values_of(dataset, fn) if isinstance(v, ast.Call)]
         split = []
         for value, scope in values:
             target = self.program._callee_symbol(value.func, scope)
-            if isinstance(target, Klass) and any("Iterable" in b for b in target.bases) and \
-                    "get_worker_info" in source_lines(target.file.lines, target.node) and \
-                    not self._self_sharding(target, set()):
-                split.append(target.name)
-        return (split[0], len(split) < len(values)) if split else ()
+            if not (isinstance(target, Klass) and any("Iterable" in b for b in target.bases)):
+                continue
+            source = source_lines(target.file.lines, target.node)
+            how = "get_worker_info" if "get_worker_info" in source else "datasets" if HF_STREAM.search(source) else ""
+            if how and not self._self_sharding(target, set()):
+                split.append((target.name, how))
+        return (split[0][0], len(split) < len(values), split[0][1]) if split else ()
 
     def _index_ignored(self, dataset: ast.AST, fn: Function, call: ast.Call) -> bool:
         """Every dataset the loader may be handed is built from a class whose `__getitem__`
@@ -1898,7 +1922,8 @@ class LoaderFacts:
                 more_constant_epochs=more,
                 across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
-                drawn_apart=self._drawn_apart(dataset, fn) if dataset is not None else "",
+                drawn_apart=(drawn := self._drawn_apart(dataset, fn) if dataset is not None else ""),
+                drawn_by_rank_seed=bool(drawn) and self._seeds_anything(),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
                 set_epoch_once=matched[0] if matched and once and matched_calls and across else None,
                 unset_loop=self._loop_without_set_epoch(names, matched_calls, set_epochs) if matched_calls and across else None,
@@ -2362,8 +2387,9 @@ class LoaderFacts:
         torch.randperm(n)`, then keeps `index_map[entry_ids[k:]]`), or split by a draw with no
         seed of its own (`train, val = random_split(ds, [a, b])` with no generator=,
         `train_test_split(...)` with no random_state=). Only where the program seeds nothing at
-        all: any seeding (alike or per rank) is for the other rules to weigh."""
-        if self._seeds_anything():
+        all, or seeds each process with its rank (scMETH's `seed = args.seed + get_rank()`, then a
+        datasets `train_test_split` with no seed=): a seeding alike on every rank draws alike."""
+        if self._seeds_anything() and not seeded_per_rank(self):
             return ""
         program = self.program
         if program.ranks.live_spawn_targets() and fn not in self._spawn_reach():
@@ -2371,7 +2397,11 @@ class LoaderFacts:
         # (`train, val = random_split(...)`: the call an unpacking takes its items from)
         unpacked = reaching.reaching_values(fn.node, dataset.id, dataset, unpacked=True) \
             if dataset.__class__ is ast.Name and fn.node is not None else None
-        for value, scope in [(dataset, fn), *program.values_of(dataset, fn, 2), *((v, fn) for v in unpacked or ())]:
+        values = [(dataset, fn), *program.values_of(dataset, fn, 2), *((v, fn) for v in unpacked or ())]
+        # (`splits = ds.train_test_split(...)`, then `train = splits["train"]`: the split's call)
+        values += [found for value, scope in values if value.__class__ is ast.Subscript
+                   and value.value.__class__ is ast.Name for found in program.values_of(value.value, scope, 1)]
+        for value, scope in values:
             for call in (c for c in walk(value) if c.__class__ is ast.Call):
                 draw = self._unseeded_draw(call, scope)
                 if draw:
@@ -2388,7 +2418,7 @@ class LoaderFacts:
 
     def _unseeded_draw(self, call: ast.Call, fn: Function) -> str:
         full = self.program.qualify(call.func, fn) or ""
-        if full not in ITEM_DRAWS:
+        if full not in ITEM_DRAWS and not _datasets_split(self.program, call, fn, full):
             return ""
         given = keyword(call, "generator") if keyword(call, "generator") is not None else (
             call.args[2] if full.endswith("random_split") and len(call.args) > 2 else None)

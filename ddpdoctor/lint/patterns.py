@@ -538,6 +538,13 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # the library's loop: DDP's forwards and backwards, and the gathers of its evaluation,
         # on every rank the launch started
         return f"{text(call.func, 40)}() (a Hugging Face Trainer's loop runs collectives on every rank)"
+    if name == "save_model" and receiver is not None and (program.uses("transformers") or program.uses("trl")) \
+            and not program.resolve(call.func, fn)[0]:
+        chosen = trainer_fsdp(program)
+        if chosen and hf_trainer(program, receiver, fn):
+            # under FSDP the Trainer's save_model() gathers the full state dict (Accelerate's
+            # get_state_dict: every shard's all-gather) before its main process writes
+            return f"{text(call.func, 40)}() {HF_FSDP_SAVE if chosen == 'literal' else HF_FSDP_SAVE_SET}"
     # `model.forward(x)` on the wrapper is the wrapper's forward, as `model(x)` is (spkver's
     # `self.__model__.forward(inp)` in a rank-0 evaluation)
     called = ast.copy_location(ast.Call(func=call.func.value, args=call.args, keywords=call.keywords), call) \
@@ -941,6 +948,15 @@ def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function) -> bool
                for scope in scopes for made in _unpacked_from(key, scope))
 
 
+def engine_subclass(program: Program, receiver: ast.AST, fn: Function) -> bool:
+    """The receiver is an instance of a local class derived from DeepSpeed's engine (`class
+    Engine(DeepSpeedEngine)`, built by a loader the trainer keeps): its backward() reduces the
+    gradients across the ranks as the engine `deepspeed.initialize` returns does."""
+    klass = program.class_of(receiver, fn)
+    return klass is not None and any(base.startswith("deepspeed.") and base.endswith("DeepSpeedEngine")
+                                     for base in program.library_bases(klass))
+
+
 def sharded_engine(program: Program) -> str:
     """"DeepSpeed" / "FSDP" when the script's own code mentions it (a plugin, a
     DistributedType, an import) in a module that configures Accelerate (_configures_accelerate),
@@ -997,6 +1013,7 @@ def sharded_save(op: str) -> bool:
     return (op.startswith(("accelerator.save_state()", "accelerator.load_state()"))
             and "every process takes part" in op) or \
         op.endswith(SHARDED_OPTIMIZER) or op.endswith(ZERO3_GATHER) or op.endswith(FSDP_ON_ONE_WAY) or \
+        op.endswith(HF_FSDP_SAVE_SET) or \
         (op.startswith(DDP_FORWARD) and _BY_SETTING_MARK in op)
 
 
@@ -1050,6 +1067,38 @@ def _torchmetrics_metric(program: Program, node: ast.AST, fn: Function) -> str:
 # A Hugging Face Trainer's methods that run its distributed loop (training, or evaluation's gathers).
 HF_TRAINER_RUNS = frozenset({"train", "evaluate", "predict"})
 _HF_TRAINER_HOMES = ("transformers.", "trl.")
+
+
+# A Hugging Face Trainer's save_model() where its arguments choose FSDP: the full state dict is
+# gathered from every rank's shards first (FULL_STATE_DICT, Accelerate's default for FSDP 1), then
+# the main process writes it - on the main process alone it waits for shards that never come.
+HF_FSDP_SAVE = "(under the FSDP its arguments choose, every rank's shards are gathered first)"
+# The same where only a setting the source does not show (a config value) chooses FSDP, or the
+# arguments ask for FSDP 2 (whose default state dict type is sharded): a warning.
+HF_FSDP_SAVE_SET = "(every rank's shards are gathered first where the trainer's arguments choose FSDP 1)"
+
+
+def trainer_fsdp(program: Program) -> str:
+    """"literal" where the script hands a Trainer's arguments FSDP as a non-empty string
+    (`TrainingArguments(fsdp="full_shard auto_wrap")`, or `{"fsdp": "full_shard", ...}` spread
+    into an SFTConfig), "setting" where a value the source does not show gives `fsdp=`, or the
+    arguments choose FSDP 2; "" where nothing does. Once per program."""
+    found = program.__dict__.get("_trainer_fsdp")
+    if found is None:
+        given = []
+        for source in program.files:
+            for call in source.of(ast.Call):
+                if (last_name(call.func) or "").endswith(("Arguments", "Config")):
+                    given += [kw.value for kw in call.keywords if kw.arg == "fsdp"]
+            for literal in source.of(ast.Dict):
+                given += [v for k, v in zip(literal.keys, literal.values) if is_const(k, "fsdp")]
+        version_two = any("fsdp_version" in line and re.search(r"fsdp_version\W+2", line)
+                          for source in program.files for line in source.lines)
+        literal = [v for v in given if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.strip()]
+        found = "literal" if literal and not version_two else "setting" if literal or any(
+            not isinstance(v, ast.Constant) for v in given) else ""
+        program.__dict__["_trainer_fsdp"] = found
+    return found
 
 
 def hf_trainer(program: Program, node: ast.AST, fn: Function) -> bool:
@@ -1194,21 +1243,46 @@ def _fsdp_model(program: Program, call: ast.Call, fn: Function) -> bool:
     return _fsdp_held(program, call.func, call.lineno, fn)
 
 
-def _fsdp_held(program: Program, func: ast.AST, line: int, fn: Function) -> bool:
+def _fsdp_held(program: Program, func: ast.AST, line: int, fn: Function, units: bool = False,
+               depth: int = 2) -> bool:
+    """The name (or `self.attr`) holds an FSDP model built before `line`. units: only one whose
+    wrapped module holds FSDP units of its own (an `auto_wrap_policy`): what its `.module` is."""
     if not (isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                                            and func.value.id == "self")):
         return False
     for value, scope in program.values_of(func, fn, 3):
         if scope is fn and getattr(value, "lineno", 0) >= line and isinstance(func, ast.Name):
             continue  # `model = FSDP(model)` below this call
+        if isinstance(value, ast.IfExp) and depth > 0:
+            # `raw_model = model.module if ddp else model` (llama2.c's fine-tuning): the side a
+            # distributed run takes, or either side where the test says nothing of that
+            side = program._distributed_side(value, scope)
+            value_sides = [side] if side is not None else [value.body, value.orelse]
+            if any(_fsdp_side(program, s, line, scope, units, depth - 1) for s in value_sides):
+                return True
+            continue
+        if isinstance(value, ast.Attribute) and value.attr == "module" and value is not func and depth > 0:
+            if _fsdp_held(program, value.value, line, scope, True, depth - 1):
+                return True
+            continue
         if isinstance(value, ast.Call):
             full = program.qualify(value.func, scope) or ""
             if full.endswith("FullyShardedDataParallel") and full.startswith(FSDP_CLASSES) and \
-                    "NO_SHARD" not in text(keyword(value, "sharding_strategy") or ast.Constant(None), 80):
+                    "NO_SHARD" not in text(keyword(value, "sharding_strategy") or ast.Constant(None), 80) and \
+                    (not units or not is_const(keyword(value, "auto_wrap_policy") or ast.Constant(None), None)):
                 return True
             if any(_wraps_in_fsdp(program, target) for target in program.resolve(value.func, scope)[0]):
                 return True
     return False
+
+
+def _fsdp_side(program: Program, side: ast.AST, line: int, fn: Function, units: bool, depth: int) -> bool:
+    """One side of a choice holds an FSDP model: a name that does, or the `.module` of one whose
+    wrapped module holds FSDP units (an `auto_wrap_policy` made them: their state_dict and
+    forwards all-gather as the root's do)."""
+    if isinstance(side, ast.Attribute) and side.attr == "module":
+        return _fsdp_held(program, side.value, line, fn, True, depth)
+    return _fsdp_held(program, side, line, fn, units, depth)
 
 
 def _wraps_in_fsdp(program: Program, helper: Function) -> bool:
@@ -1530,16 +1604,20 @@ def _eval_picks(program: Program, func: ast.AST, fn: Function) -> list:
             and len(func.args) == 1 and not program.lookup("eval", fn)):
         return []
     parts: list[str] = []
+    keys = {id(n) for sub in walk(func.args[0]) if isinstance(sub, ast.Subscript) for n in walk(sub.slice)}
     for node in walk(func.args[0]):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value and id(node) not in keys:
             parts.append(node.value)
         elif not isinstance(node, (ast.BinOp, ast.Add, ast.JoinedStr, ast.FormattedValue, ast.Name, ast.Attribute,
                                    ast.Load, ast.Subscript, ast.Constant)):
             return []  # a call or anything else inside: not a name put together from settings
-    if not parts:
-        return []
-    pattern = re.compile(".*".join(re.escape(p) for p in parts))
     module = fn.module
+    if not parts:
+        # `eval(model_cfg["NAME"])(...)` (DELIVER-style segmentation trainers) with the models
+        # star-imported (`from semseg.models import *`): a config names one of the model classes
+        # the module sees, any of them
+        return _module_classes_seen(program, module)
+    pattern = re.compile(".*".join(re.escape(p) for p in parts))
     names = [n for n in (*module.imports, *module.classes, *module.functions) if pattern.search(n)]
     found = []
     for name in names:
@@ -1549,6 +1627,26 @@ def _eval_picks(program: Program, func: ast.AST, fn: Function) -> list:
         if (program.is_class(target) or program.is_function(target)) and target not in found:
             found.append(target)
     return found
+
+
+def _module_classes_seen(program: Program, module) -> list:
+    """The local torch.nn.Module classes a module defines, imports by name or star-imports (a
+    package's re-exported names), at most a few dozen: what a name from a config can build."""
+    seen = list(module.classes.values())
+    for alias, full in module.imports.items():
+        if alias[0] == "*":
+            star = program._module(full)
+            if star is not None:
+                seen += list(star.classes.values())
+                seen += [program.full_symbol(f) for a, f in star.imports.items() if a[0] not in "*_"]
+        else:
+            seen.append(program.full_symbol(full))
+    found = []
+    for klass in seen:
+        if program.is_class(klass) and klass not in found and any(
+                base in ("torch.nn.Module", "torch.nn.modules.module.Module") for base in program.library_bases(klass)):
+            found.append(klass)
+    return found if len(found) <= 32 else []
 
 
 # a DDP forward whose module's buffers exist only under a setting (the mark's test; a warning)

@@ -37,7 +37,7 @@ from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
 from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
-from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed
+from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -141,6 +141,17 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
                    for caller, event in builder.callers().get(f, [])[:2] if event.kind == "call"]
         found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in seeds[:3]], where,
                                   [str(loc(f, c)) for f, c, _ in seeds[:3]], workers_by, handing))
+    return found
+
+
+def seeded_per_rank(builder: Builder) -> bool:
+    """Every seeding of the process's generators that the ranks run puts the rank in the seed
+    (`torch.manual_seed(args.seed + get_rank())`): what each draws from them is its own.
+    Asked once per program."""
+    found = builder.__dict__.get("_seeded_per_rank")
+    if found is None:
+        seeds = _seeding_calls(builder)
+        found = builder.__dict__["_seeded_per_rank"] = bool(seeds) and all(v == _PER_RANK for _, _, v in seeds)
     return found
 
 
@@ -494,9 +505,12 @@ def _workers(program, workers: ast.AST, fn: Function, defaults: dict) -> Optiona
     only to 0); the assumption where only an option gives them (`--num_workers`, declared with
     default 0, which a launch recipe sets: wekws, P5); None where it never has any."""
     options = []
-    for value, _ in program.values_of(workers, fn, 2):
+    for value, scope in program.values_of(workers, fn, 2):
         if isinstance(value, ast.Constant) and value.value == 0:
             continue
+        if isinstance(value, ast.Name) and value.id in scope.params and \
+                left_at_zero(value.id, scope.node, program.files):
+            continue  # `def get_loaders(rank, n, num_workers=0)`, every call leaving it out
         if isinstance(value, ast.Attribute) and defaults.get(value.attr, 1) == 0:
             options.append(value.attr)
             continue

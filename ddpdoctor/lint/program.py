@@ -1724,6 +1724,16 @@ class Program:
                         found = self.class_of(ret, target, depth - 1)
                         if found is not None:
                             return self._called_on(value.func, scope, target, found)
+                if target is None and depth > 0 and value.func.__class__ is ast.Attribute and \
+                        value.func.value.__class__ is ast.Name and value.func.value.id == "self":
+                    # `self.load_G(run_dir)` of a field that holds a local function (handed to the
+                    # constructor, a partial of it): the class that function returns
+                    for held in self.resolve(value.func, scope)[0]:
+                        if held.cls is None and held.node.__class__ is not ast.Module:
+                            found = next((k for ret in held.returned
+                                          for k in [self.class_of(ret, held, depth - 1)] if k is not None), None)
+                            if found is not None:
+                                return found
                 if target is None and value.func.__class__ is ast.Call:
                     # `get_trainer(name)(cfg)`: the class the helper returns from its registry
                     made = [k for k in self._called(value.func, scope) if k.__class__ is Klass]
@@ -2677,6 +2687,11 @@ class Program:
                 root = root.value
             if isinstance(root, ast.Name) and root.id in fn.module.imports and not self.lookup(root.id, fn):
                 return [t for t in self.resolve(node, fn)[0] if isinstance(t, Function)]
+        if isinstance(node, ast.Call) and node.args and last_name(node.func) == "partial" and \
+                (self.qualify(node.func, fn) or "functools.partial") == "functools.partial":
+            # `TrainLoop(load_G=partial(load_G, hp=hp))`: what the partial runs (Resemble Enhance's
+            # engine loaders, kept in a dataclass field and called there)
+            return self.reference(node.args[0], fn)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
             # `mp.spawn(Trainer(args).train, ...)`: a method of an object made in place (IDDM)
             klass = self.callee(node.value.func, fn)

@@ -30,7 +30,7 @@ from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, p
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, exits as _exits, is_main_block, rank_return_in_try,
                                    side_conds)
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, grad_off, last_name,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
                                      loss_round_the_wrapper, text, _loss_of)
 
@@ -2756,7 +2756,7 @@ def _works(builder: Builder, fn: Function, stmts: list, ddp: bool):
                 yield f"{text(node.func, 40)}() ({reduced_by(builder)})", node
                 continue
             if name == "backward" and node.args and isinstance(node.func, ast.Attribute) and \
-                    _deepspeed_engine(program, node.func.value, fn):
+                    (_deepspeed_engine(program, node.func.value, fn) or engine_subclass(program, node.func.value, fn)):
                 yield f"{text(node.func, 40)}() (the DeepSpeed engine reduces the gradients)", node
                 continue
             if _forward_works(program, node, fn):

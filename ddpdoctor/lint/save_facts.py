@@ -398,8 +398,10 @@ class SaveFacts:
     def _loop_data(self, fn: Function, call: ast.Call) -> set[str]:
         """The names the loops over a loader around `call` in fn bind to each rank's batch, and
         what is read off them a few steps on."""
-        loops = [n for n in fn.own if n.__class__ in (ast.For, ast.AsyncFor)
-                 and n.lineno <= call.lineno <= (n.end_lineno or 0)]
+        own_loops = fn.__dict__.get("_own_loops")
+        if own_loops is None:  # (once per function: each of its writes asks)
+            own_loops = fn.__dict__["_own_loops"] = [n for n in fn.own if n.__class__ in (ast.For, ast.AsyncFor)]
+        loops = [n for n in own_loops if n.lineno <= call.lineno <= (n.end_lineno or 0)]
         data: set[str] = set()
         for loop in loops:
             data |= batch_flags.loop_batch(self, fn, loop)
@@ -412,25 +414,36 @@ class SaveFacts:
         A caller that hands on a parameter of its own is asked the same of its callers, up to depth
         (DiffComplete's `model_kwargs` of the scan's id, through two sampling helpers). A call on
         the one-process side (`if num_gpus == 1:`) writes with no other rank beside it."""
+        derived = _grown(fn.node, self._sample_params(fn, depth))
+        if not derived:
+            return False
+        made = [path, *(v for v, scope in self.program.values_of(path, fn, 2) if scope is fn)]
+        return any(rank_state.value_inputs(v) & derived for v in made)
+
+    def _sample_params(self, fn: Function, depth: int) -> set[str]:
+        """fn's parameters that hold one of the rank's own samples on every call: the index a
+        map-style dataset's `__getitem__` is handed (each rank's sampler hands it that rank's
+        items: VITS's per-utterance `.spec.pt` cache, two calls below it), or a parameter every
+        caller hands what its loops over a loader bind - or its own such parameters - up to depth."""
         params = [p for p in fn.params if p not in ("self", "cls")] + list(fn.kwonly)
+        if fn.name == "__getitem__" and fn.cls is not None:
+            return set(params[:1])
         sites = [(caller, event) for caller, event in self.callers().get(fn, [])
                  if event.kind == "call" and isinstance(event.node, ast.Call)
                  and not _single_process(getattr(event, "conds", ()))]
-        if not params or not sites:
-            return False
+        if not params or not sites or depth < 0:
+            return set()
         seeds: Optional[set] = None
         for caller, event in sites:
             data = self._loop_data(caller, event.node)
+            if depth > 0 and caller.node is not None and not isinstance(caller.node, ast.Module):
+                data = data | _grown(caller.node, self._sample_params(caller, depth - 1))
             given = {p for p in params if (a := argument_at(fn, event.node, p)) is not None
-                     and (rank_state.value_inputs(a) & data or (
-                         depth > 0 and isinstance(a, ast.Name) and a.id in caller.params + list(caller.kwonly)
-                         and self._per_sample_given(a, caller, depth - 1)))}
+                     and rank_state.value_inputs(a) & data}
             seeds = given if seeds is None else seeds & given
             if not seeds:
-                return False
-        derived = _grown(fn.node, set(seeds or ()))
-        made = [path, *(v for v, scope in self.program.values_of(path, fn, 2) if scope is fn)]
-        return any(rank_state.value_inputs(v) & derived for v in made)
+                return set()
+        return seeds or set()
 
     def _streamed(self, path: ast.AST, fn: Function) -> bool:
         """The write goes into a file object handed in: a parameter annotated as a stream
@@ -573,12 +586,17 @@ class SaveFacts:
         `self.` attribute set to a constant under a test true on every rank but 0 (skrl's
         `if config.torch.rank: self.checkpoint_interval = 0`, then `if self.checkpoint_interval >
         0 ...: write_checkpoint()`): only rank 0 writes. The reason, or ""."""
-        for cond, _ in conds:
+        sets = self._set_off_rank_zero(fn)
+        for cond, _ in conds if sets else ():
+            if not any(key in cond for key, _, _ in sets):
+                continue  # (no test parsed for a key it cannot read)
             test = _test_of(cond)
             if test is None:
                 continue
-            for key, value, guard in self._set_off_rank_zero(fn, test):
-                if _truth(test, key, value) is False:
+            keys = {text(n) for n in walk(test) if isinstance(n, ast.Name) or
+                    (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self")}
+            for key, value, guard in sets:
+                if key in keys and _truth(test, key, value) is False:
                     return f"`{cond}` is false on the ranks `{guard}` sets {key} = {text(value)} on"
         return ""
 
@@ -597,32 +615,31 @@ class SaveFacts:
             said.append(why)
         return said[0]
 
-    def _set_off_rank_zero(self, fn: Function, test: ast.AST) -> list:
-        """(key, constant, rank test) for each name or self attribute the test reads that some
+    def _set_off_rank_zero(self, fn: Function) -> list:
+        """(key, constant, rank test) for each name of fn or self attribute of its class that some
         statement sets to a constant under a test true on every rank but 0."""
-        keys = {text(n) for n in walk(test) if isinstance(n, ast.Name) or
-                (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self")}
-        if not keys:
-            return []
         scopes = [fn]
         klass = self.program._class_of_fn(fn)
         if klass is not None:
             chain = [klass, *self.program.bases(klass)]
             scopes += [m for k in chain for m in k.methods.values() if m is not fn]
-        found = []
-        for scope in scopes:
-            if scope.node is None:
-                continue
-            for item in rank_state.statements(self.program, scope):
-                stmt = item.node
-                if not (item.guards and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
-                        all(g.polarity == "nonzero" and not g.assumption for g in item.guards)):
-                    continue
-                key = text(stmt.targets[0])
-                if key in keys and (key.startswith("self.") or scope is fn) and \
-                        isinstance(stmt.value, (ast.Constant, ast.UnaryOp)):
-                    found.append((key, stmt.value, item.guards[-1].text))
-        return found
+        return [(key, value, guard) for scope in scopes for key, value, guard in self._rank_off_sets(scope)
+                if key.startswith("self.") or scope is fn]
+
+    def _rank_off_sets(self, scope: Function) -> list:
+        """(key, constant, rank test) of each `key = constant` in scope under tests true on every
+        rank but 0; read once per function (a function of N early exits asks it for N tests on
+        each of N writes)."""
+        memo = self.__dict__.setdefault("_rank_off_memo", {})
+        got = memo.get(scope)
+        if got is None:
+            got = memo[scope] = [] if scope.node is None else [
+                (text(item.node.targets[0]), item.node.value, item.guards[-1].text)
+                for item in rank_state.statements(self.program, scope)
+                if item.guards and isinstance(item.node, ast.Assign) and len(item.node.targets) == 1
+                and all(g.polarity == "nonzero" and not g.assumption for g in item.guards)
+                and isinstance(item.node.value, (ast.Constant, ast.UnaryOp))]
+        return got
 
     def _pinned_off(self, conds: tuple) -> str:
         """A test on a count the process group's set-up pins beside it (`init_process_group(...)`
@@ -934,18 +951,23 @@ class SaveFacts:
         return ""
 
     def _loads_a_sample(self, fn: Function) -> bool:
-        """fn is a dataset's `__getitem__`, or only ever called from one (a few calls down)."""
-        return self._only_from(fn, lambda f: f.name == "__getitem__" and f.cls is not None)
+        """fn is a dataset's `__getitem__`, or only ever called from one (a few calls down) - or
+        from rank 0 alone besides (VITS-style datasets whose constructor pre-builds every cache
+        under `pt_run`, handed `rank == 0 and args.initial_run`: one writer there too)."""
+        return self._only_from(fn, lambda f: f.name == "__getitem__" and f.cls is not None, one_rank=True)
 
-    def _only_from(self, fn: Function, holds, depth: int = 3, stack: tuple = ()) -> bool:
+    def _only_from(self, fn: Function, holds, depth: int = 3, stack: tuple = (), one_rank: bool = False) -> bool:
         """`holds(fn)`, or every call into fn comes from functions of which it is so (a few
-        calls up)."""
+        calls up). one_rank: a call only the job's rank 0 makes counts as such a call."""
         if holds(fn):
             return True
         if fn in stack or depth <= 0 or isinstance(fn.node, ast.Module):
             return False
         sites = self.callers().get(fn, [])
-        return bool(sites) and all(self._only_from(caller, holds, depth - 1, stack + (fn,)) for caller, _ in sites)
+        ranked = [one_rank and _rank_zero_only(event.guards) for _, event in sites]
+        return bool(sites) and not all(ranked) and all(
+            alone or self._only_from(caller, holds, depth - 1, stack + (fn,), one_rank)
+            for (caller, _), alone in zip(sites, ranked))
 
     def _data_cache(self, fn: Function, call: ast.Call) -> str:
         """What a torch.save every rank reaches holds, where it is a cache of data (no model or
@@ -1212,8 +1234,32 @@ def _open_or(program, test: Optional[ast.AST], fn: Function) -> Optional[ast.AST
     # a store_true is the rank test alone on that launch)
     return next((part for part in test.values if ranks.guard(part, fn) is None and not ranks.uniform(part, fn)
                  and not ranks.single_process(part, fn) and not _single_process(((text(part, 400), True),))
-                 and settled(part, program) is not False),
+                 and settled(part, program) is not False and not _fallback_side(part, test)),
                 None)
+
+
+def _fallback_side(part: ast.AST, test: ast.BoolOp) -> bool:
+    """`not A` of `(A and rank == 0) or not A` (or `A` of `(not A and rank == 0) or A`): false
+    wherever the other side's `A` holds - the run that side's rank test is about - so the test
+    is that rank test there, and the whole run's answer where `A` is false (MDDG's
+    `(cfg['DDP'] and get_rank() == 0) or (not cfg['DDP'])`, a one-process fallback)."""
+    negated = part.operand if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not) else None
+    said = text(negated if negated is not None else part, 400)
+    for other in test.values:
+        if other is part or not (isinstance(other, ast.BoolOp) and isinstance(other.op, ast.And)):
+            continue
+        for conjunct in other.values:
+            if negated is not None and text(conjunct, 400) == said:
+                return True
+            if negated is None and isinstance(conjunct, ast.UnaryOp) and isinstance(conjunct.op, ast.Not) \
+                    and text(conjunct.operand, 400) == said:
+                return True
+    return False
+
+
+def _rank_zero_only(guards: tuple) -> bool:
+    """The guards leave the job's rank 0 alone in: some rank test true on global rank 0 only."""
+    return any(g.test.polarity == "zero" and g.test.scope == "global" for g in rank_guards(guards))
 
 
 def _per_node(guards: tuple[Guard, ...]) -> Optional[str]:
@@ -1245,14 +1291,13 @@ def _returned_before(fn: Function, call: ast.Call) -> tuple:
     call to run, as the walker's conds say it (("self.debug_dump", True))."""
     if isinstance(fn.node, ast.Module):
         return ()
-    held = []
-    for stmt in fn.node.body:
-        if stmt.lineno >= call.lineno:
-            break
-        if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], ast.Return):
-            test = text(stmt.test)
-            held.append((test[4:] if test.startswith("not ") else f"not {test}", True))
-    return tuple(held)
+    exits = fn.__dict__.get("_early_returns")
+    if exits is None:  # (read once per function: each of its writes asks)
+        exits = fn.__dict__["_early_returns"] = [
+            (stmt.lineno, test[4:] if (test := text(stmt.test)).startswith("not ") else f"not {test}")
+            for stmt in fn.node.body
+            if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], ast.Return)]
+    return tuple((said, True) for line, said in exits if line < call.lineno)
 
 
 def _truth(test: ast.AST, key: str, value: ast.AST):

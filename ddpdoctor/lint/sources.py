@@ -838,6 +838,17 @@ _HYDRA_MAIN_CWD = re.compile(
     r"""hydra\.main\([^)]*?config_path\s*=\s*os\.path\.join\(\s*os\.getcwd\(\)\s*,\s*["']([^"']+)["']\s*\)""",
     re.DOTALL)
 _TARGET = re.compile(r"""^\s*_target_\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*$""", re.MULTILINE)
+# (or Hydra's compose API: `with hydra.initialize(config_path="conf"):` then `hydra.compose(...)`,
+# its folder given as a constant or as the default of a `--config_path` option the launch keeps;
+# both relative to the script's folder, as Hydra reads them from the calling file)
+_HYDRA_INIT = re.compile(r"""hydra\.initialize\([^)]*?config_path\s*=\s*["']([^"']+)["']""", re.DOTALL)
+_CONFIG_PATH_OPTION = re.compile(
+    r"""add_argument\(\s*["']--config[_-]path["'][^)]*?default\s*=\s*["']([^"']+)["']""", re.DOTALL)
+# the config the compose API (or the decorator) names: `config_name="train"`, or the default of a
+# `--config_name` option; its sibling configs at the folder's top are other runs, not this one's
+_CONFIG_NAME = re.compile(r"""(?:hydra\.main|hydra\.compose)\([^)]*?config_name\s*=\s*["']([^"']+)["']""", re.DOTALL)
+_CONFIG_NAME_OPTION = re.compile(
+    r"""add_argument\(\s*["']--config[_-]name["'][^)]*?default\s*=\s*["']([^"']+)["']""", re.DOTALL)
 
 
 def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
@@ -850,6 +861,8 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
     if "instantiate" not in text and "get_class" not in text:
         return []  # (`hydra.utils.get_class(cfg._target_)(cfg)` builds it too)
     found = _HYDRA_MAIN.search(text)
+    if found is None and "hydra.initialize(" in text:
+        found = _HYDRA_INIT.search(text) or _CONFIG_PATH_OPTION.search(text)
     at_cwd = _HYDRA_MAIN_CWD.search(text) if found is None else None
     if found is None and at_cwd is None:
         return []
@@ -858,7 +871,11 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
     if not folder.is_dir():
         return []
     targets: list[str] = []
+    named = _CONFIG_NAME.search(text) or (_CONFIG_NAME_OPTION.search(text) if "hydra.initialize(" in text else None)
+    chosen = folder / f"{named.group(1)}.yaml" if named is not None else None
     for config in config_files(folder):
+        if chosen is not None and chosen.is_file() and config.parent == folder and config != chosen:
+            continue  # (another run's top-level config: the groups below the folder stay in)
         try:
             if config.stat().st_size > MAX_CONFIG_BYTES or not config.is_file():
                 continue

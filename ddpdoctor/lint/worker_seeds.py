@@ -500,7 +500,7 @@ def _has_workers(call: ast.Call, index: Optional[_Files] = None, scope: Optional
         return True
     if isinstance(workers, ast.Name) and scope is not None:
         bound = _assigned(scope, workers.id)
-        if not bound and _left_at_zero(workers.id, scope, index):
+        if not bound and left_at_zero(workers.id, scope, index.sources):
             return False
         return not (bound and all(_is_zero(v) for v in bound))
     if isinstance(workers, ast.Attribute) and workers.attr not in index.attr_values:
@@ -510,15 +510,15 @@ def _has_workers(call: ast.Call, index: Optional[_Files] = None, scope: Optional
     return True
 
 
-def _left_at_zero(name: str, scope: ast.AST, index: _Files) -> bool:
+def left_at_zero(name: str, scope: ast.AST, sources: list) -> bool:
     """`def make_loader(ds, num_workers=0)` whose every call, by its name, leaves num_workers out:
-    the loader runs no workers."""
+    the loader runs no workers (sources: the program's files, lint/sources.SourceFile)."""
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
             not _is_zero(param_defaults(scope).get(name, ast.Constant(None))):
         return False
     positional = [a.arg for a in scope.args.args]
     place = positional.index(name) if name in positional else None
-    calls = [c for source in index.sources for c in source.of(ast.Call) if last_name(c.func) == scope.name]
+    calls = [c for source in sources for c in source.of(ast.Call) if last_name(c.func) == scope.name]
     return bool(calls) and all(
         not any(kw.arg in (name, None) for kw in c.keywords) and not any(isinstance(a, ast.Starred) for a in c.args)
         and (place is None or len(c.args) <= place - (1 if positional[:1] == ["self"] else 0))

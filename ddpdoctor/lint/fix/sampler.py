@@ -24,6 +24,9 @@ def propose(finding: Finding, parsed: Parsed) -> list[Proposal]:
     if len(calls) != 1:
         raise NoFix(f"line {finding.location.line} does not hold exactly one DataLoader(...) call")
     call = calls[0]
+    if finding.evidence.get("stream"):
+        raise NoFix(f"{finding.evidence['stream']} is an IterableDataset: a DistributedSampler cannot take it "
+                    "(split its stream by rank)")
     if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
         raise NoFix("the DataLoader's options come from *args / **kwargs")
     if keyword(call, "batch_sampler") is not None:
