@@ -39,7 +39,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         `no_sync` in a helper the loop never runs covers nothing, nor does one in another loop
         (an Accelerate or Fabric trainer beside one that skips the sync), and a loss whose forward
         runs a module no `accelerator.prepare()` wrapped (a wrapper built around the plain model
-        before the model was prepared) syncs nothing. A count at 1 that a launch may raise - a
+        before the model was prepared) syncs nothing, nor does a loss computed round the wrapper
+        (`self.model.module.training_step(batch)`, or the `else:` of `isinstance(self.model,
+        DDP)`) and handed to `accelerator.backward(loss)`. A count at 1 that a launch may raise - a
         command-line option's default, or a module constant the module's run-time configurator
         may rebind (nanoGPT's `exec(open("configurator.py").read())`) - is reported as a warning
         that starts with that assumption. `if args.accum == 1: <step every pass> elif

@@ -73,7 +73,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set),
         or under a test of what is on disk (`if not os.path.exists("vocab.txt"):`: what an
         earlier run left) - except the missing side of the run's own checkpoint, a file the
-        script saves itself: its first run always takes that side. A warning too where every way
+        script saves itself: its first run always takes that side. A warning too past a `while`
+        that runs on for ever where a value is unset (`while not self.lr_anneal_steps or
+        self.step < self.lr_anneal_steps:`, guided-diffusion's loop, with no `break`): its final
+        rank-0 save runs only on a launch that sets it. A warning too where every way
         into the function that holds the branch passes a switch off by default (`if
         args.val_only: evaluate(...)`, a store_true): the training run never gets there, and the
         finding names the switch a run that hangs is launched with.

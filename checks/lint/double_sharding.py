@@ -28,7 +28,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         constructor, `random_split(ds, [a, b])` with no generator, `random.shuffle(files)`, a
         Hugging Face `ds.train_test_split(test_size=...)` with no seed=) in a script that seeds
         nothing, or seeds each process with its rank (`torch.manual_seed(args.seed + rank)`
-        before the split): each process draws its own, so the ranks shard different
+        before the split) - not a draw under a test the dataset's construction makes false
+        (`if max_samples > 0:` with the builder's `max_samples=0` left at its default): each process draws its own, so the ranks shard different
         datasets (reported once per draw, at the training loader's sampler).
 
     Why it hurts:

@@ -27,7 +27,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           `if loss.item() > limit: continue` before the backward - a DDP model's, or a DeepSpeed
           engine's `engine.backward(loss)`, also of a local subclass of DeepSpeedEngine a
           loader builds), each rank testing its own
-          batch (not where the test asks a check that all-reduces a flag made of the value and
+          batch; also a loop of an FSDP model's forwards stopped on what they produced (a
+          generation loop's `if not unfinished.any(): break` on each rank's sampled tokens: the
+          rank that stops first strands the others in their next all-gather) (not where the test asks a check that all-reduces a flag made of the value and
           answers from the reduced flag: every rank's verdict); also a side that stops the job
           on such a test after a collective of its own
           (`if not math.isfinite(loss.item()): dump(all_gather(x)); sys.exit(1)`: the others,

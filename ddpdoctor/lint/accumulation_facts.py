@@ -16,11 +16,14 @@ from ddpdoctor.lint.defaults import config_settles, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
-from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, plain_loss, text
+from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
 from ddpdoctor.lint.program import Function
 
 
 OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
+# the objects whose `backward(loss)` takes the loss as its argument (Accelerate, Fabric, a
+# DeepSpeed engine), not a tensor's `out.backward(grad)`
+_HANDS_THE_LOSS = re.compile(r"accelerator|fabric|engine|deepspeed", re.IGNORECASE)
 SCHEDULER_NAME = re.compile(r"sched|warmup|lr_", re.IGNORECASE)
 
 
@@ -485,9 +488,14 @@ class AccumulationFacts:
         backward = self._always(loop.body, fn, self._backward, changed=changed)
         if backward is None:
             return None
-        if isinstance(backward.func, ast.Attribute) and backward.func.attr == "backward" and \
-                plain_loss(self.program, _loss_of(backward.func.value), fn):
-            return None  # the loss never passes a DDP forward: its backward all-reduces nothing
+        if isinstance(backward.func, ast.Attribute) and backward.func.attr == "backward" and (
+                plain_loss(self.program, _loss_of(backward.func.value), fn) or (
+                    backward.args and _HANDS_THE_LOSS.search(last_name(backward.func.value) or "")
+                    and loss_round_the_wrapper(self.program, backward.args[0], fn))):
+            # the loss never passes a DDP forward: its backward all-reduces nothing (also one
+            # handed to `accelerator.backward(loss)` computed round the wrapper: DiffusionEdge's
+            # `self.model.module.training_step(batch)`)
+            return None
         # `backward; if (i + 1) % k: continue; opt.step()`: what follows a `continue` that comes
         # after the backward runs on some passes only (one before it skips both alike)
         head, tail = _split_at_skip(loop, backward)

@@ -285,6 +285,9 @@ class CollectiveFacts:
                                              and not self._first_run_side(fn, c[0])])
                     if present:
                         assumption = f"{assumption}, and {present}" if assumption else present
+                    endless = _past_endless_loop(fn, event.node)
+                    if endless:
+                        assumption = f"{assumption}, and {endless}" if assumption else endless
                     group = self._subgroup_at(where)
                     if group and self._group_answered(fn, guard, where, op):
                         continue
@@ -467,6 +470,42 @@ def _assume(assumption: str, conds: tuple) -> str:
         return assumption
     more = f"{' and '.join(flags)} {'is' if len(flags) == 1 else 'are'} true on the way"
     return f"{assumption}, and {more}" if assumption else more
+
+
+def _past_endless_loop(fn: Function, node: ast.AST) -> str:
+    """The statement holding node follows, in fn's body, a `while` that runs on for ever where a
+    value is unset: `while not self.lr_anneal_steps or self.step < self.lr_anneal_steps:` with no
+    `break` (guided-diffusion's run_loop and its many copies, whose final save follows it). What
+    follows runs only on a launch that sets the value: said as the finding's assumption, "" if
+    there is no such loop."""
+    if fn.node is None or isinstance(fn.node, ast.Module):
+        return ""
+    line = getattr(node, "lineno", 0)
+    for stmt in fn.node.body:
+        if not (isinstance(stmt, ast.While) and (stmt.end_lineno or 0) < line):
+            continue
+        test = stmt.test
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else []
+        unset = [p.operand for p in parts if isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not)
+                 and isinstance(p.operand, (ast.Name, ast.Attribute))]
+        assigned = {text(t) for n in walk(stmt) if isinstance(n, (ast.Assign, ast.AugAssign))
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])}
+        if unset and not _breaks(stmt.body) and not any(text(u) in assigned for u in unset):
+            return f"the loop at {fn.file.display}:{stmt.lineno} ends (it runs on for ever where `{text(unset[0])}` is unset)"
+    return ""
+
+
+def _breaks(body: list) -> bool:
+    """A `break` of this loop in its body (not one of a loop inside it)."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Break):
+            return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 _ENGINE_WORD = re.compile(r"deepspeed|fsdp", re.IGNORECASE)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import (pinned_constants, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
+from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, source_lines, walk
@@ -2412,9 +2412,18 @@ class LoaderFacts:
                                  if "__init__" in k.methods), None)
                     for inner in (init.own_calls if init is not None and init.node is not None else ()):
                         draw = self._unseeded_draw(inner, init)
-                        if draw:
+                        if draw and not self._ruled_out_by(init, inner, call, scope):
                             return draw
         return ""
+
+    def _ruled_out_by(self, init: Function, inner: ast.Call, built: ast.Call, scope: Function) -> bool:
+        """The constructor's draw sits under a test this construction makes false: `if max_samples
+        > 0 and len(raw) > max_samples:` where `RLPromptDataset(max_samples=max_samples)` hands
+        on a builder's parameter its one caller leaves at the default 0 (read through that call)."""
+        sites = [event.node for _, event in self.callers().get(scope, []) if isinstance(event.node, ast.Call)]
+        context = ((scope, sites[0]),) if len(sites) == 1 else ()
+        return any(_cond_false(init, built, cond, flag, context)
+                   for cond, flag in init.__dict__.get("_call_conds", {}).get(id(inner), ()))
 
     def _unseeded_draw(self, call: ast.Call, fn: Function) -> str:
         full = self.program.qualify(call.func, fn) or ""

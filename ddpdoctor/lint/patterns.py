@@ -729,6 +729,9 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     if _through_module(call):
         return True
     receiver = func.value
+    if isinstance(receiver, ast.Attribute) and dotted(receiver):
+        # `self.model.training_step(batch)` in the `else:` of `isinstance(self.model, DDP)`
+        return _off_the_wrapper_side(fn, call, dotted(receiver))
     return isinstance(receiver, ast.Name) and (_off_the_wrapper_side(fn, call, receiver.id)
                                                or _unwrapped(program, receiver, fn))
 
@@ -788,13 +791,13 @@ def plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> 
 
 def _off_the_wrapper_side(fn: Function, call: ast.Call, name: str) -> bool:
     """The call sits where `isinstance(name, DistributedDataParallel)` (or `DDP`) is false: the
-    `else:` of that test, or the body of its `not`."""
+    `else:` of that test, or the body of its `not` (name: a local or a dotted `self.model`)."""
     for stmt in fn.own_of(ast.If):
         test, negated = stmt.test, False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, True
         if not (isinstance(test, ast.Call) and last_name(test.func) == "isinstance" and len(test.args) == 2
-                and isinstance(test.args[0], ast.Name) and test.args[0].id == name
+                and isinstance(test.args[0], (ast.Name, ast.Attribute)) and dotted(test.args[0]) == name
                 and re.search(r"\bDDP\b|DistributedDataParallel", text(test.args[1], 200))):
             continue
         side = stmt.body if negated else stmt.orelse
@@ -1097,6 +1100,15 @@ def trainer_fsdp(program: Program) -> str:
         literal = [v for v in given if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.strip()]
         found = "literal" if literal and not version_two else "setting" if literal or any(
             not isinstance(v, ast.Constant) for v in given) else ""
+        script = next((f for f in program.files if not f.module), None)
+        if not found and script is not None and script.path is not None:
+            # (or the Accelerate config the launch names picks FSDP: `accelerate launch
+            # --config_file configs/fsdp.yaml train.py` runs the Trainer under it; one lying
+            # beside the script, no launch naming it, is a setting)
+            if engine_launched(script.path, script.hydra_configs) == "FSDP" and not version_two:
+                found = "literal"
+            elif launch_engine_only(script.path, script.hydra_configs) == "FSDP":
+                found = "setting"
         program.__dict__["_trainer_fsdp"] = found
     return found
 
@@ -1271,9 +1283,30 @@ def _fsdp_held(program: Program, func: ast.AST, line: int, fn: Function, units: 
                     "NO_SHARD" not in text(keyword(value, "sharding_strategy") or ast.Constant(None), 80) and \
                     (not units or not is_const(keyword(value, "auto_wrap_policy") or ast.Constant(None), None)):
                 return True
-            if any(_wraps_in_fsdp(program, target) for target in program.resolve(value.func, scope)[0]):
+            targets = program.resolve(value.func, scope)[0]
+            if any(_wraps_in_fsdp(program, target) for target in targets):
                 return True
+            if depth > 0 and any(_returns_fsdp(program, target, units, depth - 1) for target in targets):
+                return True  # `model = setup_fsdp(cfg)` whose `return FSDP(model, ...)`
     return False
+
+
+def _returns_fsdp(program: Program, helper: Function, units: bool, depth: int) -> bool:
+    """A local helper (not a constructor) that returns an FSDP model: `return FSDP(...)`, or a
+    name it bound to one. Answered once per helper and kind (every call through it asks)."""
+    if helper.node is None or isinstance(helper.node, ast.Module) or helper.name == "__init__":
+        return False
+    memo = program.__dict__.setdefault("_returns_fsdp", {})
+    key = (id(helper), units)
+    if key not in memo:
+        memo[key] = False  # (a helper that returns its own call's result: not round again)
+        end = getattr(helper.node, "end_lineno", 0) + 1
+        memo[key] = any(
+            _fsdp_held(program, ret, end, helper, units, depth) if isinstance(ret, ast.Name) else
+            isinstance(ret, ast.Call) and (program.qualify(ret.func, helper) or "").endswith("FullyShardedDataParallel")
+            and (program.qualify(ret.func, helper) or "").startswith(FSDP_CLASSES)
+            for ret in helper.returned)
+    return memo[key]
 
 
 def _fsdp_side(program: Program, side: ast.AST, line: int, fn: Function, units: bool, depth: int) -> bool:

@@ -1174,6 +1174,19 @@ class Program:
                     for value, owner in found:
                         out.extend(self.values_of(value, owner, depth - 1))
                     return out
+        if cls is ast.Attribute and node.value.__class__ is ast.Name and node.value.id != "self":
+            # `args.data` in the function mp.spawn (or a call) hands `args`, where the caller set
+            # `args.data = ds` on the object it passes: what the caller set it to
+            held = node.value.id
+            if (held in fn.params or held in fn.kwonly) and not fn.bindings.get(held) and \
+                    not fn.attr_bindings.get(f"{held}.{node.attr}"):
+                out = []
+                for value, caller in self._passed(held, fn):
+                    if value.__class__ is ast.Name:
+                        for set_to in caller.attr_bindings.get(f"{value.id}.{node.attr}", ()):
+                            out.extend(self.values_of(set_to, caller, depth - 1))
+                if out:
+                    return out
         if cls is ast.Call or cls is ast.Subscript:
             given = self._kwargs_item(node, fn)
             if given is not None:

@@ -30,7 +30,7 @@ from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, p
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, exits as _exits, is_main_block, rank_return_in_try,
                                    side_conds)
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, FSDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
                                      loss_round_the_wrapper, text, _loss_of)
 
@@ -613,7 +613,7 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
                 names.update(name for name, values in fn.bindings.items()
                              if values and all(_read_off(v) is node for _, v in values))
                 continue
-            if not forwards and op.startswith((DDP_FORWARD, DDP_BACKWARD)):
+            if not forwards and op.startswith((DDP_FORWARD, DDP_BACKWARD, FSDP_FORWARD)):
                 continue
             if op.startswith("DistributedDataParallel("):
                 continue  # the constructor makes the parameters alike, not what the module computes
@@ -1944,7 +1944,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             if never_none_batch(builder.program, fn, item.loops[-1], stmt.test):
                 continue  # `if batch is None: continue` over a default-collated DataLoader: never taken
             decided = none_decided_by(item.loops[-1], stmt.test)
-            value = _from_the_forward(decided, item.loops[-1], shared)
+            value = _from_the_forward(decided, item.loops[-1], shared) or \
+                _from_a_sharded_forward(builder.program, fn, decided, item.loops[-1])
             if value is None:
                 # (the batch a rank hands its DDP forward is still its own: only what a
                 # collective was handed is shared, for a test on the batch itself)
@@ -2445,6 +2446,27 @@ def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optiona
     read = value_inputs(test)
     for name in (n for n in walk(test) if isinstance(n, ast.Name) and n.id in read and n.id in sources):
         if any(not _counted_only(n, sources) for n in _ancestry({name.id}, sources, shared) & behind_loss):
+            return name
+    return None
+
+
+def _from_a_sharded_forward(program, fn: Function, test: ast.AST, loop: ast.AST) -> Optional[ast.AST]:
+    """The name a test reads that the loop computes from the outputs of an FSDP model's forward
+    in that loop (a generation loop's `unfinished = unfinished & (token != eos)` from the logits
+    of `model(...)`, then `if not unfinished.any(): break`): each rank's own samples decide, and
+    every pass's forward all-gathers - the rank that stops first strands the others in their next
+    forward (what Hugging Face's `generate(synced_gpus=True)` exists for). None where no such name."""
+    sources, _, _ = _loop_dataflow(loop)
+    # (what the forward is handed stays each rank's own: `model(input_ids=next_token)`)
+    shared = shared_names(program, fn, forwards=False)
+    forwarded = {name for name, values in sources.items() for value in values
+                 for call in walk(value) if isinstance(call, ast.Call)
+                 and (program.collective(call, fn) or "").startswith(FSDP_FORWARD)}
+    if not forwarded:
+        return None
+    read = value_inputs(test)
+    for name in (n for n in walk(test) if isinstance(n, ast.Name) and n.id in read and n.id in sources):
+        if _ancestry({name.id}, sources, shared) & forwarded:
             return name
     return None
 

@@ -328,6 +328,14 @@ class RankFlow:
                     bool(RANK_NAME.match(key.value.rsplit(".", 1)[-1]))
             targets, _ = self.program.resolve(node.func, fn)
             if targets:
+                # a helper that only hands back what it is handed (`resolve_param(value, config,
+                # attr)` returning `value if value is not None else getattr(config, attr, None)`):
+                # judged on what this call hands it, not on what some other call hands it
+                # (xFFL's `resolve_param(value=fedopt, ..., attr="fedopt")` beside the
+                # `attr="rank"` one)
+                handed = [self._handed_back(t, node, fn, depth) for t in targets]
+                if all(h is not None for h in handed):
+                    return any(handed)
                 return any(self._function_returns_rank(t, depth) for t in targets)
             # a library's parallel-group rank, named as one (fairscale's
             # `fs_init.get_data_parallel_rank()`, Megatron's `mpu.get_tensor_model_parallel_rank()`)
@@ -543,6 +551,41 @@ class RankFlow:
             if name in scope.params:
                 return (id(scope), name) in self.spawn_params
             scope = scope.parent
+        return False
+
+    def _handed_back(self, target: Function, call: ast.Call, fn: Function, depth: int) -> Optional[bool]:
+        """Whether this call's return is a rank, where every return of target reads only target's
+        parameters (and `getattr(obj, name, default)` of them): the arguments this call hands
+        those parameters, a `getattr` by the name this call gives. None where target computes
+        anything else (a helper's own `dist.get_rank()`)."""
+        node = target.node
+        if node is None or isinstance(node, ast.Module) or target.cls is not None or depth <= 0:
+            return None
+        params = [a.arg for a in node.args.posonlyargs + node.args.args] + [a.arg for a in node.args.kwonlyargs]
+        returns = _returns(target)
+        if not returns or not all(_passes_through(r, set(params)) for r in returns):
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+
+        def given(name: str) -> Optional[ast.AST]:
+            found = next((k.value for k in call.keywords if k.arg == name), None)
+            index = params.index(name)
+            return found if found is not None else call.args[index] if index < len(call.args) else None
+
+        for ret in returns:
+            for sub in walk(ret):
+                if isinstance(sub, ast.Call):  # getattr(config, attr, ...): the name this call gives
+                    key = given(sub.args[1].id) if len(sub.args) > 1 and isinstance(sub.args[1], ast.Name) \
+                        and sub.args[1].id in params else sub.args[1] if len(sub.args) > 1 else None
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str) and \
+                            RANK_NAME.match(key.value.rsplit(".", 1)[-1]):
+                        return True
+                elif isinstance(sub, ast.Name) and sub.id in params and not any(
+                        isinstance(c, ast.Call) and len(c.args) > 1 and c.args[1] is sub for c in walk(ret)):
+                    value = given(sub.id)
+                    if value is not None and self.is_rank(value, fn, depth - 1):
+                        return True
         return False
 
     def _function_returns_rank(self, target: Function, depth: int) -> bool:
@@ -1732,6 +1775,26 @@ def _world_compared(node: ast.AST) -> Optional[tuple[str, int]]:
     if not (sized or "").endswith("world_size") or type(value) is not int:
         return None
     return node.ops[0].__class__.__name__, value
+
+
+def _passes_through(value: ast.AST, params: set) -> bool:
+    """The expression only chooses among its function's parameters: a parameter, a constant,
+    `a if a is not None else b`, `a or b`, `getattr(obj, name, default)` of parameters - not
+    `args.rank == 0`, which reads a rank off what it is handed."""
+    for node in walk(value):
+        if isinstance(node, ast.Name):
+            if node.id not in params and node.id != "getattr":
+                return False
+        elif isinstance(node, ast.Compare):
+            if not all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) or \
+                    not all(is_const(c, None) for c in node.comparators):
+                return False
+        elif isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id == "getattr"):
+                return False
+        elif not isinstance(node, (ast.IfExp, ast.BoolOp, ast.Constant, ast.Load, ast.boolop, ast.cmpop)):
+            return False
+    return True
 
 
 def _returns(target: Function) -> list[ast.AST]:

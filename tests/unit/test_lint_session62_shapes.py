@@ -675,3 +675,316 @@ def test_an_accumulating_side_of_a_switch_in_a_step_helper_is_judged(tmp_path):
 def test_twin_a_switch_whose_other_side_steps_every_pass_accumulates_nothing(tmp_path):
     side = "            loss.backward()\n            self.opt.step()\n            self.opt.zero_grad()"
     assert not _codes(lint_tree(tmp_path, {"train.py": HELPER_SWITCH.replace("{ACCUMULATE}", side)}), "DDP805")
+
+
+def test_a_trainers_save_model_on_rank_0_under_the_fsdp_config_the_launch_names_hangs(tmp_path):
+    body = TRAINER.replace('"fsdp": {FSDP}', '"bf16": True')
+    files = {"train.py": body, "configs/fsdp.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n",
+             "run.sh": "accelerate launch --config_file configs/fsdp.yaml train.py\n"}
+    found = _codes(lint_tree(tmp_path, files), "DDP801")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "trainer.save_model("), "error")]
+
+
+def test_twin_a_trainers_save_model_under_a_ddp_launch_config_is_no_collective(tmp_path):
+    body = TRAINER.replace('"fsdp": {FSDP}', '"bf16": True')
+    files = {"train.py": body, "configs/ddp.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n",
+             "run.sh": "accelerate launch --config_file configs/ddp.yaml train.py\n"}
+    assert not _codes(lint_tree(tmp_path, files), "DDP801")
+
+
+# ================================================== second wave (holdout 79)
+# -------------------------------------------------- an unseeded draw a construction rules out
+# `if max_samples > 0 and len(raw) > max_samples: random.sample(...)` in the dataset's
+# constructor, which the loader builder hands its own `max_samples=0` default: never drawn
+SUBSET = """
+import random
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+
+class Prompts(Dataset):
+    def __init__(self, rows, max_samples=0):
+        if max_samples > 0 and len(rows) > max_samples:
+            rows = [rows[i] for i in random.sample(range(len(rows)), max_samples)]
+        self.rows = rows
+
+    def __getitem__(self, i):
+        return torch.tensor(self.rows[i])
+
+    def __len__(self):
+        return len(self.rows)
+
+
+def make_loader(rows, max_samples=0):
+    ds = Prompts(rows, max_samples=max_samples)
+    return DataLoader(ds, sampler=DistributedSampler(ds, shuffle=True), batch_size=4)
+
+
+def main():
+    dist.init_process_group("gloo")
+    loader = make_loader(list(range(100)){GIVEN})
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+    for epoch in range(2):
+        loader.sampler.set_epoch(epoch)
+        for x in loader:
+            model(x.float()[:, None]).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_draw_under_a_test_the_construction_leaves_false_never_runs(tmp_path):
+    assert not _codes(lint_tree(tmp_path, {"train.py": SUBSET.replace("{GIVEN}", "")}), "DDP803")
+
+
+def test_twin_a_draw_the_construction_asks_for_parts_the_ranks(tmp_path):
+    body = SUBSET.replace("{GIVEN}", ", max_samples=50")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP803")
+    assert [f.location.line for f in found] == [_line(body, "return DataLoader(")]
+
+
+# -------------------------------------------------- accumulation round the wrapper, by Accelerate
+# `loss = self.model.module.training_step(batch)` (or the `else:` of `isinstance(self.model, DDP)`)
+# handed to `accelerator.backward(loss)`: no DDP forward, nothing is all-reduced to waste
+ROUND = """
+import torch
+from accelerate import Accelerator
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model, loader, k):
+        self.accelerator = Accelerator()
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.model, self.opt = self.accelerator.prepare(model, self.opt)
+        self.dl, self.k = loader, k
+
+    def train(self):
+        for step in range(100):
+            for i in range(self.k):
+                batch = next(self.dl)
+                if isinstance(self.model, nn.parallel.DistributedDataParallel):
+                    loss = {WRAPPED}
+                else:
+                    loss = self.model.training_step(batch)
+                self.accelerator.backward(loss / self.k)
+            self.opt.step()
+            self.opt.zero_grad()
+
+
+if __name__ == "__main__":
+    Trainer(nn.Linear(4, 1), iter([torch.randn(2, 4)] * 1000), 4).train()
+"""
+
+
+def test_an_accelerate_accumulation_round_the_wrapper_syncs_nothing(tmp_path):
+    body = ROUND.replace("{WRAPPED}", "self.model.module.training_step(batch)")
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")
+
+
+def test_twin_an_accelerate_accumulation_through_the_wrapper_syncs_each_micro_step(tmp_path):
+    body = ROUND.replace("{WRAPPED}", "self.model(batch).sum()")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")
+
+
+# -------------------------------------------------- a collective past a loop that may never end
+# guided-diffusion's `while not self.lr_anneal_steps or self.step < self.lr_anneal_steps:` with
+# no break: the final rank-0 save (ending in a barrier) runs only where the option is set
+ENDLESS = """
+import torch
+import torch.distributed as dist
+
+
+class Loop:
+    def __init__(self, lr_anneal_steps):
+        self.lr_anneal_steps = lr_anneal_steps
+        self.step = 0
+        self.rank = dist.get_rank()
+
+    def run_loop(self):
+        while {LOOP}:
+            self.step += 1
+        if self.rank == 0:
+            self.save()
+
+    def save(self):
+        torch.save({"step": self.step}, "last.pt")
+        dist.barrier()
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    Loop(0).run_loop()
+"""
+
+
+def test_a_collective_past_a_loop_endless_where_an_option_is_unset_is_a_warning(tmp_path):
+    body = ENDLESS.replace("{LOOP}", "not self.lr_anneal_steps or self.step < self.lr_anneal_steps")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")
+    assert [f.severity.value for f in found] == ["warning"]
+    assert "runs on for ever where `self.lr_anneal_steps` is unset" in found[0].message
+
+
+def test_twin_a_collective_past_a_loop_that_ends_is_an_error(tmp_path):
+    body = ENDLESS.replace("{LOOP}", "self.step < self.lr_anneal_steps")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")
+    assert [f.severity.value for f in found] == ["error"]
+
+
+# -------------------------------------------------- an attribute the spawner set on what it hands on
+# `args.data = ds` in main, `Process(target=worker, args=(rank, args))`, and `Loop(data=args.data)`
+# in the worker building the loader: the dataset main built, with its random transform
+SPAWNED = """
+import random
+import torch
+import torch.distributed as dist
+from torch.multiprocessing import Process
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torchvision import transforms
+
+
+class Flips(Dataset):
+    def __init__(self, transform=None):
+        self.transform = transform
+
+    def __getitem__(self, i):
+        x = torch.ones(4) * i
+        return self.transform(x) if self.transform else x
+
+    def __len__(self):
+        return 64
+
+
+class Loop:
+    def __init__(self, data, seed):
+        self.seed = seed
+        self.sampler = DistributedSampler(data)
+        self.loader = DataLoader(data, sampler=self.sampler, num_workers=4)
+        self.model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+
+    def run(self):
+        torch.manual_seed(self.seed)
+        for epoch in range(2):
+            self.sampler.set_epoch(epoch)
+            for x in self.loader:
+                self.model(x).sum().backward()
+
+
+def worker(rank, args):
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    Loop(data=args.data, seed=args.seed).run()
+
+
+def main():
+    import argparse
+    args = argparse.Namespace(seed=0)
+    args.data = Flips({TRANSFORM})
+    workers = [Process(target=worker, args=(rank, args)) for rank in range(2)]
+    for p in workers:
+        p.start()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_attribute_set_on_the_spawned_namespace_is_what_the_worker_reads(tmp_path):
+    body = SPAWNED.replace("{TRANSFORM}", "transform=transforms.RandomHorizontalFlip()")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP808")
+    assert [f.location.line for f in found] == [_line(body, "self.loader = DataLoader(")]
+
+
+def test_twin_the_spawned_namespaces_dataset_without_a_draw_seeds_nothing_alike(tmp_path):
+    body = SPAWNED.replace("{TRANSFORM}", "")
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP808")
+
+
+# -------------------------------------------------- a generation loop over an FSDP model stopped per rank
+# `for _ in range(n): out = model(ids); ...; unfinished &= tok != eos; if not unfinished.any(): break`
+# with the model a helper wraps in FSDP: the rank that stops first strands the others in their
+# next forward's all-gather
+GENERATE = """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+def wrap(model):
+    return FSDP(model)
+
+
+@torch.no_grad()
+def sample(model, ids, eos, n):
+    unfinished = torch.ones(ids.shape[0], dtype=torch.bool)
+    for _ in range(n):
+        logits = model(ids)[:, -1]
+        token = logits.argmax(-1)
+        ids = torch.cat([ids, token[:, None]], dim=1)
+        unfinished = unfinished & (token != eos)
+        if {STOP}:
+            break
+    return ids
+
+
+def main():
+    dist.init_process_group("nccl")
+    policy = wrap(torch.nn.Linear(8, 8))
+    for step in range(10):
+        sample(policy, torch.zeros(2, 1, dtype=torch.long), 2, 32)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_generation_loop_over_an_fsdp_model_stopped_by_each_ranks_tokens_parts_the_ranks(tmp_path):
+    body = GENERATE.replace("{STOP}", "not unfinished.any()")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert [f.location.line for f in found] == [_line(body, "if not unfinished.any():")]
+    assert "FSDP" in found[0].message
+
+
+def test_twin_a_generation_loop_stopped_by_its_own_count_parts_nothing(tmp_path):
+    body = GENERATE.replace("{STOP}", "ids.shape[1] > n")
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+
+
+# -------------------------------------------------- a pass-through helper judged per call
+# `resolve(value, config, attr)` returns `value if value is not None else getattr(config, attr,
+# None)`: called with `attr="rank"` it gives a rank, with `attr="fedopt"` a setting - each call
+# is judged on what it hands the helper, not on what another call hands it
+RESOLVED = """
+import torch
+import torch.distributed as dist
+
+
+def resolve(value, config, attr):
+    return value if value is not None else getattr(config, attr, None)
+
+
+def train(config, rank=None, fedopt=None):
+    dist.init_process_group("gloo")
+    my_rank = resolve(rank, config, "rank")
+    use_fedopt = resolve(fedopt, config, "fedopt")
+    if {TEST}:
+        dist.barrier()
+
+
+if __name__ == "__main__":
+    train(object())
+"""
+
+
+def test_a_pass_through_helper_handed_a_setting_gives_no_rank_test(tmp_path):
+    assert not _codes(lint_tree(tmp_path, {"train.py": RESOLVED.replace("{TEST}", "use_fedopt")}), "DDP801")
+
+
+def test_twin_the_same_helper_handed_the_rank_gives_a_rank_test(tmp_path):
+    body = RESOLVED.replace("{TEST}", "my_rank == 0")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")
+    assert [f.location.line for f in found] == [_line(body, "dist.barrier()")]
