@@ -5,16 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from tests.unit.test_lint_session39_shapes import lint_tree
-
-
-def _codes(found, code):
-    return [f for f in found if f.code == code]
-
-
-def _line(body: str, needle: str) -> int:
-    """The line of the first line holding needle, as lint_tree writes the body."""
-    lines = textwrap.dedent(body).lstrip("\n").splitlines()
-    return next(i for i, line in enumerate(lines, 1) if needle in line)
+from tests.unit.test_lint_session61_shapes import _codes, _line
 
 
 # -------------------------------------------------- a rank test with a one-process fallback, inline
