@@ -1,7 +1,7 @@
 """How the lint's cold analysis grows with the shapes that make value flow expensive: a name
 rebound under N tests in one function (each use asks which of the earlier bindings reach it, and
 each binding's value names the name again), written N times to a file, handed N times to a DDP
-forward, or passed through a helper N times.
+forward, passed through a helper N times, or written before each of N early returns.
 
     python -m benchmarks.lint_scale                      # N = 50, 100, 200, 400
     python -m benchmarks.lint_scale --sizes 100,800 --kinds path
@@ -33,6 +33,9 @@ SHAPES = {
     "model": ["model = DDP(model) if flag else model", "model(x).sum().backward()"],
     "helper": ["x = helper(x)", "model(x).sum().backward()"],
     "size": ["x = x[:{i}]", "dist.all_reduce(torch.zeros(len(x)))"],
+    # a write then an early return under each test: every later write carries the N tests
+    # before it (the save rules read each test once per function, not once per write)
+    "exit": ["torch.save(model.state_dict(), path)", "return x"],
 }
 
 
