@@ -565,13 +565,19 @@ class RankFlow:
         returns = _returns(target)
         if not returns or not all(_passes_through(r, set(params)) for r in returns):
             return None
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords) or \
+                node.args.vararg is not None:
             return None
+        positional = [a.arg for a in node.args.posonlyargs + node.args.args]
+        defaults = dict(zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None)
 
         def given(name: str) -> Optional[ast.AST]:
+            """What this call hands the parameter: by keyword, by place, else its default."""
             found = next((k.value for k in call.keywords if k.arg == name), None)
-            index = params.index(name)
-            return found if found is not None else call.args[index] if index < len(call.args) else None
+            if found is None and name in positional and positional.index(name) < len(call.args):
+                found = call.args[positional.index(name)]
+            return found if found is not None else defaults.get(name)
 
         for ret in returns:
             for sub in walk(ret):
