@@ -1403,9 +1403,7 @@ def _no_sync_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[Accumula
     periods; only tests on the loop counter and one period are read."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return []
-    counters = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
-    steps = [n for n in walk(loop) if isinstance(n, ast.If)
-             and any(isinstance(c, ast.Call) and is_step(c, fn) for s in n.body for c in walk(s))]
+    counters, steps = _counters_and_steps(fn, loop, is_step)
     found = []
     for node in walk(loop):
         if not isinstance(node, (ast.IfExp, ast.If)):
@@ -1425,6 +1423,15 @@ def _no_sync_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[Accumula
     return found
 
 
+def _counters_and_steps(fn: Function, loop: ast.AST, is_step) -> tuple[set, list]:
+    """The names a `for` loop's target binds (its counter) and the `if`s in it whose body steps
+    the optimizer: what the out-of-phase checks evaluate a sync test against."""
+    counters = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
+    steps = [n for n in walk(loop) if isinstance(n, ast.If)
+             and any(isinstance(c, ast.Call) and is_step(c, fn) for s in n.body for c in walk(s))]
+    return counters, steps
+
+
 def _sync_flag_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[AccumulationFact]:
     """`model.require_backward_grad_sync = (i == k - 1)` over a loop whose counter runs on past
     k, the step under `if (i + 1) % k == 0:` (nanoGPT-amd's DDP trainer): the flag is false on
@@ -1432,9 +1439,7 @@ def _sync_flag_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[Accumu
     Evaluated as _no_sync_out_of_phase evaluates its tests: the flag false where the step runs."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return []
-    counters = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
-    steps = [n for n in walk(loop) if isinstance(n, ast.If)
-             and any(isinstance(c, ast.Call) and is_step(c, fn) for s in n.body for c in walk(s))]
+    counters, steps = _counters_and_steps(fn, loop, is_step)
     return [AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, step), "sync_flag_off_on_step")
             for node in walk(loop) if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Attribute) and t.attr == "require_backward_grad_sync" for t in node.targets)

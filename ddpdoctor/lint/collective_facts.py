@@ -17,6 +17,7 @@ from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotte
                                      through_grad_off)
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.program import Function, Guard
+from ddpdoctor.lint.rank_state import _break_in
 from ddpdoctor.lint.ranks import UNIFORM_NAME, _enclosing_if
 
 
@@ -490,22 +491,9 @@ def _past_endless_loop(fn: Function, node: ast.AST) -> str:
                  and isinstance(p.operand, (ast.Name, ast.Attribute))]
         assigned = {text(t) for n in walk(stmt) if isinstance(n, (ast.Assign, ast.AugAssign))
                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target])}
-        if unset and not _breaks(stmt.body) and not any(text(u) in assigned for u in unset):
+        if unset and _break_in(stmt.body) is None and not any(text(u) in assigned for u in unset):
             return f"the loop at {fn.file.display}:{stmt.lineno} ends (it runs on for ever where `{text(unset[0])}` is unset)"
     return ""
-
-
-def _breaks(body: list) -> bool:
-    """A `break` of this loop in its body (not one of a loop inside it)."""
-    todo = list(body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Break):
-            return True
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        todo.extend(ast.iter_child_nodes(node))
-    return False
 
 
 _ENGINE_WORD = re.compile(r"deepspeed|fsdp", re.IGNORECASE)

@@ -1278,10 +1278,7 @@ def _fsdp_held(program: Program, func: ast.AST, line: int, fn: Function, units: 
                 return True
             continue
         if isinstance(value, ast.Call):
-            full = program.qualify(value.func, scope) or ""
-            if full.endswith("FullyShardedDataParallel") and full.startswith(FSDP_CLASSES) and \
-                    "NO_SHARD" not in text(keyword(value, "sharding_strategy") or ast.Constant(None), 80) and \
-                    (not units or not is_const(keyword(value, "auto_wrap_policy") or ast.Constant(None), None)):
+            if _fsdp_call(program, value, scope, units):
                 return True
             targets = program.resolve(value.func, scope)[0]
             if any(_wraps_in_fsdp(program, target) for target in targets):
@@ -1303,10 +1300,18 @@ def _returns_fsdp(program: Program, helper: Function, units: bool, depth: int) -
         end = getattr(helper.node, "end_lineno", 0) + 1
         memo[key] = any(
             _fsdp_held(program, ret, end, helper, units, depth) if isinstance(ret, ast.Name) else
-            isinstance(ret, ast.Call) and (program.qualify(ret.func, helper) or "").endswith("FullyShardedDataParallel")
-            and (program.qualify(ret.func, helper) or "").startswith(FSDP_CLASSES)
+            isinstance(ret, ast.Call) and _fsdp_call(program, ret, helper, units)
             for ret in helper.returned)
     return memo[key]
+
+
+def _fsdp_call(program: Program, call: ast.Call, fn: Function, units: bool) -> bool:
+    """`FullyShardedDataParallel(...)` (torch's or fairscale's) that shards (not NO_SHARD); units:
+    one whose wrapped module holds FSDP units of its own (an `auto_wrap_policy`)."""
+    full = program.qualify(call.func, fn) or ""
+    return full.endswith("FullyShardedDataParallel") and full.startswith(FSDP_CLASSES) and \
+        "NO_SHARD" not in text(keyword(call, "sharding_strategy") or ast.Constant(None), 80) and \
+        (not units or not is_const(keyword(call, "auto_wrap_policy") or ast.Constant(None), None))
 
 
 def _fsdp_side(program: Program, side: ast.AST, line: int, fn: Function, units: bool, depth: int) -> bool:

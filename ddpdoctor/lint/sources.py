@@ -872,9 +872,13 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
         return []
     targets: list[str] = []
     named = _CONFIG_NAME.search(text) or (_CONFIG_NAME_OPTION.search(text) if "hydra.initialize(" in text else None)
-    chosen = folder / f"{named.group(1)}.yaml" if named is not None else None
+    # (`config_name="default.yaml"` or `"default"`: Hydra adds the suffix where it is missing)
+    chosen = folder / (named.group(1) if named.group(1).endswith((".yaml", ".yml")) else f"{named.group(1)}.yaml") \
+        if named is not None else None
+    if chosen is not None and not chosen.is_file():
+        chosen = None  # (looked up once: a name that is no file of the folder filters nothing)
     for config in config_files(folder):
-        if chosen is not None and chosen.is_file() and config.parent == folder and config != chosen:
+        if chosen is not None and config.parent == folder and config != chosen:
             continue  # (another run's top-level config: the groups below the folder stay in)
         try:
             if config.stat().st_size > MAX_CONFIG_BYTES or not config.is_file():
