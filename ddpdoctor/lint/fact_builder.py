@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_value
+from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_value, runs_once_at_launch
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, text, through_grad_off)
@@ -640,9 +640,17 @@ class BuilderCore:
         if fn in stack or depth <= 0:
             return False
         for caller, event in self.callers().get(fn, []):
-            if event.loops > 0 or self.in_loop(caller, depth - 1, stack + (fn,)):
+            if (event.loops > 0 and not self._loops_run_once(caller, event.node)) or \
+                    self.in_loop(caller, depth - 1, stack + (fn,)):
                 return True
         return False
+
+    def _loops_run_once(self, fn: Function, node: ast.AST) -> bool:
+        """Every loop of fn around node makes one pass at most as launched (`for epoch in
+        range(1): train(model, loader)`: a course script's single epoch), so the call runs once."""
+        around = [loop for loop, _ in _fn_loops(fn) if getattr(node, "lineno", 0) and
+                  loop.lineno <= node.lineno <= loop.end_lineno]
+        return bool(around) and all(runs_once_at_launch(loop, self.program) for loop in around)
 
     def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3, strict: bool = False) -> bool:
         """The expression depends on the rank. strict: a rank handed on as `rank=` to a call

@@ -14,7 +14,7 @@ from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loop
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, source_lines, walk
-from ddpdoctor.lint.process_seeds import _with_own_calls, seeded_per_rank
+from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, is_const, keyword, last_name, loader_call,
@@ -22,7 +22,7 @@ from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_con
 from ddpdoctor.lint.program import Function, Klass
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.walker import side_conds
-from ddpdoctor.lint.value_flow import loop_invariant, outer_loop, unread_by_constructor, reaches_return
+from ddpdoctor.lint.value_flow import root_name, loop_invariant, outer_loop, unread_by_constructor, reaches_return
 
 
 EVAL_NAME = re.compile(r"val|valid|test|eval|dev(?:\b|_|s\b)|holdout|calib", re.IGNORECASE)
@@ -195,7 +195,7 @@ def _off_by_default(conds: tuple) -> str:
 # permutation, a shuffle): unseeded, each process draws its own.
 ITEM_DRAWS = frozenset({"torch.randperm", "numpy.random.permutation", "numpy.random.shuffle", "random.shuffle",
                         "random.sample", "torch.utils.data.random_split",
-                        "sklearn.model_selection.train_test_split"})
+                        "sklearn.model_selection.train_test_split", "sklearn.utils.shuffle"})
 
 
 def _datasets_split(program, call: ast.Call, fn: Function, full: str) -> bool:
@@ -340,15 +340,15 @@ class LoaderFacts:
             if last_name(call.func) in ("prepare", "prepare_data_loader") and isinstance(call.func, ast.Attribute):
                 conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
                 dropped = _dropped_results(fn, call)
-                unseen = unseen or bool(call.keywords) or any(_unseen_prepared(arg, fn) for index, arg
-                                                              in enumerate(call.args) if index not in dropped)
-                for index, arg in enumerate(call.args):
-                    if index in dropped:
-                        continue  # `model, opt, _ = accelerator.prepare(model, opt, loader)`: the original is read
+                handed = [(arg, scope) for index, arg in enumerate(call.args) if index not in dropped
+                          for arg, scope in self._handed_to_prepare(arg, fn)]
+                unseen = unseen or bool(call.keywords) or any(_unseen_prepared(arg, scope) for arg, scope in handed)
+                for arg, scope in handed:
+                    # (`model, opt, _ = accelerator.prepare(model, opt, loader)`: the original is read)
                     prepared.add(last_name(arg) or "")
                     sites.setdefault(last_name(arg) or "", str(loc(fn, call)))
-                    if _self_field(arg) and fn.cls is not None:
-                        prepared_fields.setdefault(arg.attr, set()).add(fn.cls)
+                    if _self_field(arg) and scope.cls is not None:
+                        prepared_fields.setdefault(arg.attr, set()).add(scope.cls)
                     else:
                         prepared_names.add(last_name(arg) or "")
                     if conds:  # `if args.use_accelerate: loader = acc.prepare(loader)`
@@ -467,6 +467,35 @@ class LoaderFacts:
                 and not any(n is call for c in self._prepare_calls() for n in walk(c))))
         return found
 
+    def _handed_to_prepare(self, arg: ast.AST, fn: Function) -> list[tuple[ast.AST, Function]]:
+        """What a prepare() argument is where a helper hands its own parameters on: `def
+        accelerator_prepare(*args): accelerator.prepare(*args)` prepares what each caller passes
+        (OpenKE's `accelerator_prepare(dataloader, model)`). The argument itself otherwise, or
+        where a caller's is not plain to see (a spread of its own)."""
+        node = fn.node
+        star = arg.value if arg.__class__ is ast.Starred else None
+        callers = [e.node for _, e in self.callers().get(fn, []) if e.node.__class__ is ast.Call]
+        if isinstance(node, ast.Module) or not callers:
+            return [(arg, fn)]
+        found = []
+        if star is not None and star.__class__ is ast.Name and node.args.vararg is not None and \
+                star.id == node.args.vararg.arg and not fn.bindings.get(star.id):
+            first = len(node.args.posonlyargs) + len(node.args.args) - (1 if fn.cls is not None else 0)
+            for caller, event in self.callers().get(fn, []):
+                site = event.node
+                if site.__class__ is not ast.Call or any(a.__class__ is ast.Starred for a in site.args):
+                    return [(arg, fn)]
+                found += [(a, caller) for a in site.args[first:]]
+            return found
+        if arg.__class__ is ast.Name and arg.id in fn.params and not fn.bindings.get(arg.id):
+            for caller, event in self.callers().get(fn, []):
+                given = argument_at(fn, event.node, arg.id) if event.node.__class__ is ast.Call else None
+                if given is None or given.__class__ is ast.Starred:
+                    return [(arg, fn)]
+                found.append((given, caller))
+            return found
+        return [(arg, fn)]
+
     def _stored_dataset(self, dataset: ast.AST, fn: Function) -> bool:
         """Every dataset the loader may get is read from storage: a local Dataset class, a
         library's `...Dataset(...)` or `load_dataset(...)`; not a TensorDataset of tensors the
@@ -481,9 +510,23 @@ class LoaderFacts:
             if name == "TensorDataset":
                 return False
             if not (isinstance(self.program._callee_symbol(value.func, scope), Klass) or name.endswith("Dataset")
-                    or name == "load_dataset"):
+                    or name == "load_dataset" or self._reader_call(value, scope)):
                 return False
         return True
+
+    def _reader_call(self, value: ast.Call, scope: Function) -> bool:
+        """A local method that hands back what its object read (`self.train_sampler.get_train()`
+        of OpenKE's KGReader: a list of triples from the data files), not tensors the run made:
+        every function it reaches is local and returns a field or a name, no torch call."""
+        # (the receiver's class handed in by the caller, `train_sampler=BernSampler`: the local
+        # methods of that name, which resolve gives apart)
+        targets, weak = self.program.resolve(value.func, scope)
+        targets = targets or weak
+        return bool(targets) and all(
+            t.cls is not None and t.node is not None and not isinstance(t.node, ast.Module) and t.returned
+            and all(r.__class__ in (ast.Attribute, ast.Name) for r in t.returned)
+            and not any(c.__class__ is ast.Call and (self.program.qualify(c.func, t) or "").startswith("torch.")
+                        for c in t.own_calls) for t in targets)
 
     def _keeps_rank_share(self, dataset: ast.AST, fn: Function) -> bool:
         """Every dataset the loader may get is a local map-style class whose code keeps one
@@ -787,7 +830,7 @@ class LoaderFacts:
                     before, names = names, set()
                 else:
                     self._train_calls.update(id(c) for c in walk(node.iter) if isinstance(c, ast.Call))
-                iterated = self._iterated_names(node, fn)
+                iterated = self._iterated_names_of(node.iter, fn, None if split else self._train_calls)
                 # `run_epoch("val", val_loader)` into a loop whose every backward sits under
                 # `if phase == "train":`: that way in trains nothing, its loader is not named
                 # (and what the callers' callers named it: `trainer.train(train_loader,
@@ -829,7 +872,9 @@ class LoaderFacts:
         parameter iterated comes from (what each caller passes, in the caller's scope)."""
         return self._iterated_names_of(loop.iter, fn)
 
-    def _iterated_names_of(self, iterable: ast.AST, fn: Function) -> set[tuple[int, str]]:
+    def _iterated_names_of(self, iterable: ast.AST, fn: Function, calls: Optional[set] = None) -> set[tuple[int, str]]:
+        """calls: gets the calls whose result a caller hands the constructor for the iterated
+        field (`Trainer(data_loader=data.train_dataloader())`, then `for batch in self.data_loader`)."""
         names: set[tuple[int, str]] = set()
         for sub in [*walk(iterable), *_held(self.program, iterable, fn)]:
             keyed = _key_of(sub)
@@ -860,6 +905,8 @@ class LoaderFacts:
                     if isinstance(value, ast.Name):
                         for arg, caller in owner.arguments.get(value.id, []):
                             names.add((id(caller), last_name(arg) or ""))
+                            if calls is not None and arg.__class__ is ast.Call:
+                                calls.add(id(arg))
                     # `self.loader = DataLoader(...)` in the method that starts each epoch, read
                     # by the loop of another: the loader is the attribute's, in the method setting it
                     names.add((id(owner), name))
@@ -2398,6 +2445,10 @@ class LoaderFacts:
         unpacked = reaching.reaching_values(fn.node, dataset.id, dataset, unpacked=True) \
             if dataset.__class__ is ast.Name and fn.node is not None else None
         values = [(dataset, fn), *program.values_of(dataset, fn, 2), *((v, fn) for v in unpacked or ())]
+        # (`create_loader(dataset_train, ...)` building the sampler over its parameter: what the
+        # callers hand it, and what they bind that to; timm's loader factory)
+        values += [found for value, scope in self._passed_in(dataset, fn, 2)
+                   for found in [(value, scope), *program.values_of(value, scope, 1)]]
         # (`splits = ds.train_test_split(...)`, then `train = splits["train"]`: the split's call)
         values += [found for value, scope in values if value.__class__ is ast.Subscript
                    and value.value.__class__ is ast.Name for found in program.values_of(value.value, scope, 1)]
@@ -2407,6 +2458,9 @@ class LoaderFacts:
                 if draw:
                     return draw
                 target = program._callee_symbol(call.func, scope)
+                if target.__class__ is not Klass and call.func.__class__ is ast.Name:
+                    # `train_dataset = get_dataset(bs)`, a builder returning an instance: its class
+                    target = program.class_of(call, scope)
                 if target.__class__ is Klass:
                     init = next((k.methods.get("__init__") for k in [target, *program.bases(target)]
                                  if "__init__" in k.methods), None)
@@ -2414,6 +2468,45 @@ class LoaderFacts:
                         draw = self._unseeded_draw(inner, init)
                         if draw and not self._ruled_out_by(init, inner, call, scope):
                             return draw
+            if value.__class__ is ast.Name:
+                draw = self._reordered_after(value.id, scope)
+                if draw:
+                    return draw
+        return ""
+
+    def _passed_in(self, value: ast.AST, fn: Function, depth: int) -> list[tuple[ast.AST, Function]]:
+        """What fn's callers hand the parameter value names (a bare parameter fn never rebinds),
+        and, where they hand a parameter of their own on, what theirs hand, depth levels up."""
+        if depth <= 0 or value.__class__ is not ast.Name or isinstance(fn.node, ast.Module) or \
+                value.id not in fn.params or fn.bindings.get(value.id):
+            return []
+        found = []
+        for caller, event in self.callers().get(fn, []):
+            given = argument_at(fn, event.node, value.id) if event.node.__class__ is ast.Call else None
+            if given is not None and given is not value:
+                found.append((given, caller))
+                found += self._passed_in(given, caller, depth - 1)
+        return found
+
+    def _reordered_after(self, name: str, fn: Function) -> str:
+        """A draw that reorders the dataset's items once it is built, in the scope that holds it:
+        `dataset.parser.samples = shuffle(samples)` (sklearn's, numpy's global stream) or
+        `random.shuffle(dataset.samples)` ("" if none)."""
+        for node in fn.own:
+            if node.__class__ is ast.Assign and any(
+                    t.__class__ is ast.Attribute and root_name(t) == name for t in node.targets):
+                held = [node.value] if node.value.__class__ is not ast.Name else \
+                    [v for v, _ in self.program.values_of(node.value, fn, 1)]
+                for value in held:
+                    for call in (c for c in walk(value) if c.__class__ is ast.Call):
+                        draw = self._unseeded_draw(call, fn)
+                        if draw:
+                            return draw
+        for call in fn.own_calls:
+            if call.args and call.args[0].__class__ is ast.Attribute and root_name(call.args[0]) == name:
+                draw = self._unseeded_draw(call, fn)
+                if draw:
+                    return draw
         return ""
 
     def _ruled_out_by(self, init: Function, inner: ast.Call, built: ast.Call, scope: Function) -> bool:
@@ -2433,8 +2526,8 @@ class LoaderFacts:
             call.args[2] if full.endswith("random_split") and len(call.args) > 2 else None)
         if given is not None and not is_const(given, None):
             return ""  # (its own generator: seeded or not, that one is the caller's; None is the default one)
-        if full.endswith("train_test_split") and keyword(call, "random_state") is not None and \
-                not is_const(keyword(call, "random_state"), None):
+        # (scikit-learn's `train_test_split(..., random_state=0)`, `shuffle(x, random_state=0)`)
+        if keyword(call, "random_state") is not None and not is_const(keyword(call, "random_state"), None):
             return ""
         return f"{text(call, 60)} at {loc(fn, call)}"
 
@@ -2443,9 +2536,12 @@ class LoaderFacts:
         `random.seed`, `seed_everything`, `set_seed`, a local `fix_seed` helper...): asked once."""
         found = self.__dict__.get("_seeds_any")
         if found is None:
+            # (not `if args.seed is not None: random.seed(args.seed)` with --seed unset by default:
+            # MoCo's main_moco.py, whose ranks then draw from the seeds their processes made)
             found = self.__dict__["_seeds_any"] = any(
                 "seed" in (name := (last_name(call.func) or "").lower()) and name not in ("initial_seed", "get_seed")
-                for _, call, _, _ in self.calls())
+                and not _seed_option_unset(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program)
+                for fn, call, _, _ in self.calls())
         return found
 
     def _fabric_sets_epoch(self, loader_at: Optional[Location], by_line: dict) -> str:

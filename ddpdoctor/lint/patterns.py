@@ -1510,6 +1510,8 @@ def built_class(program: Program, func: ast.AST, fn: Function):
         init = next(iter(program.resolve(func, fn)[0]), None)
         if program.is_function(init) and init.name == "__init__" and init.cls is not None:
             return init.cls
+        if program.is_function(init):
+            return program.property_class(init) or target  # `self.dataset_cls(...)` of a property
     return target
 
 

@@ -1742,6 +1742,9 @@ class Program:
                     # `self.load_G(run_dir)` of a field that holds a local function (handed to the
                     # constructor, a partial of it): the class that function returns
                     for held in self.resolve(value.func, scope)[0]:
+                        named = self.property_class(held)
+                        if named is not None:
+                            return named
                         if held.cls is None and held.node.__class__ is not ast.Module:
                             found = next((k for ret in held.returned
                                           for k in [self.class_of(ret, held, depth - 1)] if k is not None), None)
@@ -1753,6 +1756,15 @@ class Program:
                     if made:
                         return made[0]
         return self.annotated_class(node, fn) if node.__class__ is ast.Name else None
+
+    def property_class(self, method: Function) -> Optional[Klass]:
+        """The local class a `@property` method returns, which a call of the attribute builds:
+        `self.dataset_cls(data_dir=...)` of `@property def dataset_cls(self): return Dataset`
+        (a Lightning datamodule's hook, MCRT's). None for anything else."""
+        if method.cls is None or not _is_property(method.node):
+            return None
+        return next((k for ret in method.returned for k in [self._callee_symbol(ret, method)]
+                     if k.__class__ is Klass), None)
 
     def _made_by_returned_callable(self, maker_call: ast.AST, scope: Function, depth: int) -> Optional[Klass]:
         """The class what a maker returns builds when called: a lambda's body, a nested def's
@@ -3050,6 +3062,11 @@ def _is_partial(call: ast.Call) -> bool:
     """`functools.partial(f, ...)` / `partial(f, ...)`, by its last name as walker.partial_target
     and worker_seeds read it."""
     return last_name(call.func) == "partial"
+
+
+def _is_property(node: ast.AST) -> bool:
+    """A method decorated `@property` (read as an attribute, not called)."""
+    return any(last_name(d) == "property" for d in getattr(node, "decorator_list", ()))
 
 
 def _stub(node: ast.AST) -> bool:

@@ -2652,7 +2652,19 @@ def _ends(branch: list) -> Optional[str]:
             return "return"
         if _exits(stmt) and all(is_const(a, 0, None) for a in stmt.value.args) and not stmt.value.keywords:
             return "exit"
+        if _clean_system_exit(stmt):
+            return "exit"
     return None
+
+
+def _clean_system_exit(stmt: ast.stmt) -> bool:
+    """`raise SystemExit(0)` / `raise SystemExit`: sys.exit(0) spelt as the exception it raises."""
+    if not isinstance(stmt, ast.Raise) or stmt.exc is None:
+        return False
+    exc = stmt.exc
+    args = exc.args if isinstance(exc, ast.Call) and not exc.keywords else [] if not isinstance(exc, ast.Call) else None
+    return args is not None and last_name(exc.func if isinstance(exc, ast.Call) else exc) == "SystemExit" and \
+        all(is_const(a, 0, None) for a in args)
 
 
 def _plain_last_return(fn: Function, stmt: ast.stmt, branch: list) -> bool:

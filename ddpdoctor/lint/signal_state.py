@@ -36,6 +36,7 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
     if not written and not fields:
         return []
     found = []
+    getters = _getters(builder, written)
     for fn in builder.functions:
         if fn.node is None:
             continue
@@ -45,6 +46,10 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
         # and a parameter every call hands the flag (`train_epoch(..., stop_event=_stop_event)`)
         mine.update(_handed(fn, written))
         held = _object_reads(builder, fn, fields) if fields else {}
+        # (and a call of a function that returns the flag: `if self.shutdown_checker():` of
+        # `shutdown_checker=is_shutdown_requested`, which returns `_SHUTDOWN_REQUESTED.is_set()`)
+        asked = _getter_calls(builder, fn, getters) if getters else {}
+        held.update(asked)
         if not held and (not mine or not any(n.__class__ is ast.Name and n.id in mine for n in fn.own)):
             continue
         shared = rank_state._shared(builder, fn)
@@ -68,6 +73,40 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
                 Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], read[0], "signal_state",
                 effect[1], Location(handler.file.display, line), handler.label,
                 "each rank sees the signal at its own step"))
+    return found
+
+
+def _getters(builder: Builder, written: dict) -> dict[int, tuple[Function, int]]:
+    """id(function) -> the handler, for each local function whose every return reads a flag a
+    handler of its module sets (`def is_shutdown_requested(): return _SHUTDOWN_REQUESTED.is_set()`)."""
+    found = {}
+    # (of the program, not only the reached: one handed on by reference is called through the
+    # attribute that holds it, which the walk does not follow)
+    for fn in builder.program.functions:
+        if fn.node is None or isinstance(fn.node, ast.Module) or fn.cls is not None:
+            continue
+        returns = [r.value for r in fn.own_of(ast.Return)]
+        flags = [next((written[(id(fn.module), n.id)] for n in walk(r) if n.__class__ is ast.Name
+                       and (id(fn.module), n.id) in written and n.id not in fn.bindings), None)
+                 if r is not None else None for r in returns]
+        if flags and all(flags):
+            found[id(fn)] = flags[0]
+    return found
+
+
+def _getter_calls(builder: Builder, fn: Function, getters: dict) -> dict[int, tuple[Function, int]]:
+    """id(call) -> the handler, for each call in fn that reaches only flag getters (_getters):
+    by name, or through what an attribute holds (`self.shutdown_checker()`)."""
+    program = builder.program
+    found = {}
+    for call in fn.own_calls:
+        targets = program.resolve(call.func, fn)[0]
+        if not targets and call.func.__class__ is ast.Attribute:
+            # (a field set from a constructor's parameter: what the constructions hand it)
+            targets = [t for value, scope in program.values_of(call.func, fn, 3) if value is not call.func
+                       for t in program.reference(value, scope)]
+        if targets and all(id(t) in getters for t in targets):
+            found[id(call)] = getters[id(targets[0])]
     return found
 
 

@@ -35,7 +35,7 @@ def placement(node: ast.AST) -> set[int]:
     return placed
 
 
-def _root(target: ast.AST) -> Optional[str]:
+def root_name(target: ast.AST) -> Optional[str]:
     """The name an assignment target stores into (`x`, `x[k]`, `x.attr`)."""
     while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
         target = target.value
@@ -51,7 +51,7 @@ def _flows(fn: Function) -> list[tuple[set[str], ast.AST]]:
     for node in fn.own:
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = {_root(n) for t in targets for n in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])}
+            names = {root_name(n) for t in targets for n in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])}
             found.append((names - {None}, node.value))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             found.append(({n.id for n in walk(node.target) if isinstance(n, ast.Name)}, node.iter))
