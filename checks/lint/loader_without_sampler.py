@@ -84,7 +84,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         loader_b)` whose `__iter__` runs `iter(self.loader_b)` too) is read by the loop that
         iterates the wrapper. A loader built only past a setting read with an off default (`if
         cfg.get("hard_mining", False): loader = rebuild(...)`, there or around every call of its
-        builder) is a warning that starts with that setting: the config decides.
+        builder) is a warning that starts with that setting: the config decides. So is a loader
+        whose DistributedSampler sits on the side of `DistributedSampler(ds) if num_gpus > 1 else
+        None` that the options, as launched, leave untaken (--num_gpus at its default 1 while the
+        launcher starts a rank per GPU): the missing sampler rests on that option.
 
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
@@ -194,13 +197,17 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         switched = getattr(loader, "switched_on", "")
         if switched:  # built only where a setting that is off unless a config sets it is on
             message = f"if `{switched}` holds (a setting off by default): {message}"
+        dropped = getattr(loader, "sampler_dropped_by", "")
+        if dropped:  # the DistributedSampler is on the side the options as launched do not take
+            message = (f"with `{dropped}` false as launched (the options' defaults; the sampler is built "
+                       f"only where it holds): {message}")
         configured = getattr(loader, "other_branch_distributed", "")
         if configured:  # the other side of a configuration test handles the distributed switch
             message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
                        f"(the other side is written for the process group: it tests its switch or shards "
                        f"the data; this one does neither): {message}")
         problems.append(Problem(
-            severity=None if loader.trains and not configured and not switched
+            severity=None if loader.trains and not configured and not switched and not dropped
             and not getattr(loader, "index_ignored", False) and not (split and split[1])
             and not replacement and not both and (not apart or alone) else Severity.WARNING,
             message=message,

@@ -50,7 +50,7 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         caller's constant (the default None of a load-or-save helper) never takes, or on the
         None side of `if self.accelerator is not None:` where every construction hands the
         object one it built. A path made new on every call (`uuid.uuid4()`,
-        `tempfile.mkstemp()`) is each rank's own file, and a cache the same function reads
+        `tempfile.mkstemp()`) or holding the process's id (`os.getpid()`) is each rank's own file, and a cache the same function reads
         back when it exists (`if os.path.exists(p): return torch.load(p)`) is built by local
         rank 0 once per node on purpose: not reported. Nor is a dump made only in an
         `except:` that raises again or exits (the failing rank's state on its way out), nor one under

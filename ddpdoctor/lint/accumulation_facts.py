@@ -547,8 +547,11 @@ class AccumulationFacts:
             if any(self._step(c, fn) and not self._steps_another_model(c, backward, fn)
                    for c, cond in _loop_calls(_after_it(loop.body, backward), False) if not cond):
                 return None  # `else: loss.backward(); opt.step()`: a step follows the backward on its own side
+            period = self._period_option(fn, loop, steps[0][0])
+            if period and self.program.launched_value(period.rpartition(".")[2]) == 1:
+                return None  # `--accum_iter 1` in every launch written beside it: a step every pass
             fact = self._fact(backward, fn, loop, loc(fn, steps[0][0]), "conditional_step", by,
-                              period_option=self._period_option(fn, loop, steps[0][0]))
+                              period_option=period)
             self.__dict__.setdefault("_fact_step", {})[id(fact)] = id(steps[0][0])
             return fact
         if self._runs_once(fn, loop):

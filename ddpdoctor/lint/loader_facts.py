@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
-from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, runs_once_at_launch, settled
+from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
@@ -107,6 +107,10 @@ class LoaderFact:
     # prepare() takes named objects of its own function): no sampler is inserted, and a training
     # loop that iterates it reads the whole dataset on every process
     unprepared: bool = False
+    # `sampler=DistributedSampler(ds) if num_gpus > 1 else None` where the options, as launched,
+    # make the test false (--num_gpus left at 1 while the launcher starts a rank per GPU): the
+    # test's text; the missing sampler rests on that option value
+    sampler_dropped_by: str = ""
     # its dataset is a local map-style class that keeps one rank's share of the items itself, or
     # a split of a whole by the rank (`Subset(ds, range(rank * n, ...))`: split_at says where)
     keeps_rank_share: bool = False
@@ -460,12 +464,61 @@ class LoaderFacts:
                 keeps_rank_share=handed and dataset is not None and (self._keeps_rank_share(dataset, fn)
                                                                      or split is not None),
                 split_at=str(split or ""), switched_on=switched_on,
+                sampler_dropped_by=self._sampler_dropped_by(sampler, fn) if kind == "none" and sampler is not None else "",
                 prepared_at=next((sites[n] for n in sorted({name} | self._names_outside(fn, name)) if n in sites), "")
                 if handed else "",
                 unprepared=framework == "accelerate" and not handed and not unseen and bool(prepared)
                 and dataset is not None and self._stored_dataset(dataset, fn)
                 and not any(n is call for c in self._prepare_calls() for n in walk(c))))
         return found
+
+    def _keyed_unread(self, fn: Function, call: ast.Call) -> bool:
+        """The call is the value at a constant key of a dict literal bound to a local name that
+        nothing reads at that key (`samplers = {"train": DistributedSampler(a), "val":
+        DistributedSampler(b)}` with `sampler=samplers["val"]` commented out, the dict handed
+        whole to a local function that reads only `samplers["train"]`): it feeds nothing."""
+        for node in fn.own_of(ast.Assign):
+            if node.value.__class__ is not ast.Dict or len(node.targets) != 1 or \
+                    node.targets[0].__class__ is not ast.Name:
+                continue
+            key = next((k for k, v in zip(node.value.keys, node.value.values) if v is call), None)
+            if key is None or key.__class__ is not ast.Constant:
+                continue
+            return self._read_only_at_other_keys(fn, node.targets[0].id, key.value, 2)
+        return False
+
+    def _read_only_at_other_keys(self, fn: Function, name: str, key, depth: int) -> bool:
+        """Every read of name in fn is `name[K]` with a constant K other than key, or the whole
+        handed to a local function (depth levels down) that reads its parameter so."""
+        if any(n.__class__ in (ast.Global, ast.Nonlocal) and name in n.names for n in walk(fn.node)):
+            return False
+        nodes = list(walk(fn.node))
+        parents = {id(child): parent for parent in nodes for child in children(parent)}
+        # (a script's global: its functions that take or bind a name of their own so read that
+        # one, handed in where they are called; the others read the global)
+        shadowed = [(f.node.lineno, f.node.end_lineno) for f in self.program.functions
+                    if isinstance(fn.node, ast.Module) and f.module is fn.module and f.node is not None
+                    and not isinstance(f.node, ast.Module) and (name in f.params or f.bindings.get(name))]
+        for n in nodes:
+            if n.__class__ is not ast.Name or n.id != name or n.ctx.__class__ is not ast.Load:
+                continue
+            if any(a <= n.lineno <= b for a, b in shadowed):
+                continue
+            up = parents.get(id(n))
+            if up.__class__ is ast.Subscript and up.value is n:
+                if up.slice.__class__ is ast.Constant and up.slice.value != key:
+                    continue
+                return False
+            if up.__class__ is ast.Call and n in up.args and depth > 0:
+                index = up.args.index(n)
+                targets = self.program.resolve(up.func, fn)[0]
+                if targets and all(
+                        t.node is not None and not isinstance(t.node, ast.Module)
+                        and (param := _param_at(t, up, index)) is not None and not t.bindings.get(param)
+                        and self._read_only_at_other_keys(t, param, key, depth - 1) for t in targets):
+                    continue
+            return False
+        return True
 
     def _handed_to_prepare(self, arg: ast.AST, fn: Function) -> list[tuple[ast.AST, Function]]:
         """What a prepare() argument is where a helper hands its own parameters on: `def
@@ -1571,6 +1624,32 @@ class LoaderFacts:
                 return False
         return bool(calls)
 
+    def _sampler_dropped_by(self, sampler: ast.AST, fn: Function) -> str:
+        """The test of `DistributedSampler(ds) if test else None` (the value itself, or one a name
+        holds) that the callers, as launched, leave false: "" where none is."""
+        for value, scope in [(sampler, fn), *self.program.values_of(sampler, fn)]:
+            side = value.body if value.__class__ is ast.IfExp else None
+            if side.__class__ is ast.Call and self._builds_distributed_sampler(side, scope) and \
+                    self._never_built(side, scope) and self._read_from_options(value.test, scope, 3):
+                return text(value.test)
+        return ""
+
+    def _read_from_options(self, test: ast.AST, fn: Function, depth: int) -> bool:
+        """A name the test reads is a command-line option, directly (`args.num_gpus`) or as the
+        parameter the callers hand one (depth levels up): the launch decides it, not the code
+        (a `partial(make_loader, distributed=False)` is the code's own choice)."""
+        if depth <= 0:
+            return False
+        for node in walk(test):
+            if node.__class__ is ast.Attribute and option_value(node, self.program) is not None:
+                return True
+            if node.__class__ is ast.Name and node.id in fn.params and not fn.bindings.get(node.id):
+                for caller, event in self.callers().get(fn, []):
+                    given = argument_at(fn, event.node, node.id) if event.node.__class__ is ast.Call else None
+                    if given is not None and self._read_from_options(given, caller, depth - 1):
+                        return True
+        return False
+
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function, depth: int = 4) -> str:
         if sampler is None or is_const(sampler, None):
             return "none"
@@ -1769,6 +1848,8 @@ class LoaderFacts:
             if not self._builds_distributed_sampler(call, fn) or self._never_built(call, fn) or \
                     self.switched_off(fn, call) or self.off_at_launch_only(fn):
                 continue  # (a sampler on a side of its builder's switch no call takes)
+            if self._keyed_unread(fn, call):
+                continue  # (`samplers = {"train": ..., "val": ...}` whose "val" nothing reads)
             shuffle = keyword(call, "shuffle")
             if shuffle is None and any(kw.arg is None for kw in call.keywords):
                 # `DistributedSampler(ds, **sampler_args)`, a dict literal that says shuffle=False
@@ -2449,6 +2530,12 @@ class LoaderFacts:
         # callers hand it, and what they bind that to; timm's loader factory)
         values += [found for value, scope in self._passed_in(dataset, fn, 2)
                    for found in [(value, scope), *program.values_of(value, scope, 1)]]
+        # (`tokenized = train.map(tokenize)`: a dataset derived item by item keeps the items its
+        # source picked - what the source is bound to; llama2.c forks' fineweb loader)
+        values += [found for value, scope in values if value.__class__ is ast.Call
+                   and value.func.__class__ is ast.Attribute and value.func.attr in _ITEMWISE
+                   and value.func.value.__class__ is ast.Name
+                   for found in program.values_of(value.func.value, scope, 1)]
         # (`splits = ds.train_test_split(...)`, then `train = splits["train"]`: the split's call)
         values += [found for value, scope in values if value.__class__ is ast.Subscript
                    and value.value.__class__ is ast.Name for found in program.values_of(value.value, scope, 1)]
@@ -3459,6 +3546,20 @@ def _shards(stmts: list) -> bool:
                        for k in node.keywords)):
             return True
     return False
+
+
+# A Hugging Face dataset's methods that make a dataset of the same items in the same order, item
+# by item (what picks or orders the items is the source's)
+_ITEMWISE = frozenset({"map", "filter", "with_format", "set_format", "remove_columns", "rename_column",
+                       "rename_columns", "cast", "cast_column", "flatten", "with_transform"})
+
+
+def _param_at(target: Function, call: ast.Call, index: int) -> Optional[str]:
+    """The name of target's parameter that the call's positional argument at index fills."""
+    positional = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
+    if target.cls is not None and positional[:1] in (["self"], ["cls"]) and target.parent is None:
+        positional = positional[1:]
+    return positional[index] if index < len(positional) else None
 
 
 def _dict_held(fn: Function, call: ast.Call) -> str:

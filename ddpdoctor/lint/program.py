@@ -2739,6 +2739,13 @@ class Program:
                 found.append(init)
         return list(dict.fromkeys(found))
 
+    def launched_value(self, option: str) -> object:
+        """The value every launch written beside the script gives the option (`--accum_iter 1` in
+        its run.sh), None where none gives it or they give it differently."""
+        self.option_defaults()
+        value = self.__dict__.get("_launched_values", {}).get(option)
+        return None if isinstance(value, Contested) else value
+
     def option_defaults(self) -> dict[str, object]:
         """The command-line options' values on the run as launched: the defaults the program's
         files declare (lint/options.py), and over them what the launches written beside the
@@ -2753,6 +2760,7 @@ class Program:
             contested: dict = {}
             if script is not None and script.path is not None:
                 launched = launch_values(script.path, declared_options(self.files), script.hydra_configs)
+                self.__dict__["_launched_values"] = launched
                 for option, value in launched.items():
                     if isinstance(value, Contested):
                         # launches that give it differently: which runs is not known; a test
@@ -3208,11 +3216,23 @@ def _bound_by(node: ast.AST, package: str) -> dict[str, str]:
 
 
 def _import_branches(source: SourceFile) -> dict[str, list]:
-    """Names a top-level if/elif chain imports on two sides or more: name -> [(test, full)], in
-    the chain's order (Module.import_branches)."""
+    """Names an if/elif chain imports on two sides or more: name -> [(test, full)], in the
+    chain's order (Module.import_branches). A chain at the top level, or in a function's body
+    (LUMOS' `if arg.application == "minist": from applications.minist import model` / `elif
+    ...` in train(): the model module the --application default picks)."""
     found: dict[str, list] = {}
     package = _package_of(source)
-    for stmt in source.tree.body:
+    chains = list(source.tree.body)
+    elifs = set()
+    for node in source.of(ast.If):
+        if len(node.orelse) == 1 and node.orelse[0].__class__ is ast.If:
+            elifs.add(id(node.orelse[0]))
+        if node.col_offset > 0 and id(node) not in elifs and any(
+                n.__class__ in (ast.Import, ast.ImportFrom) for n in node.body):
+            chains.append(node)
+    for stmt in chains:
+        if id(stmt) in elifs:
+            continue
         sides: dict[str, list] = {}
         while isinstance(stmt, ast.If):
             for node in stmt.body:

@@ -2442,7 +2442,10 @@ def _from_the_forward(test: ast.AST, loop: ast.AST, shared: set[str]) -> Optiona
     sources, produced, losses = _loop_dataflow(loop)
     if not losses:
         return None
-    behind_loss = _ancestry(set().union(*(value_inputs(v) for v in losses)), sources, shared) & produced
+    # (the loss backpropagated is the rank's own even where the name is all-reduced afterwards for
+    # the log, `loss = reduce_value(loss)` below the backward: CorrAdaptor's loop)
+    backpropagated = set().union(*(value_inputs(v) for v in losses))
+    behind_loss = _ancestry(backpropagated, sources, shared - backpropagated) & produced
     read = value_inputs(test)
     for name in (n for n in walk(test) if isinstance(n, ast.Name) and n.id in read and n.id in sources):
         if any(not _counted_only(n, sources) for n in _ancestry({name.id}, sources, shared) & behind_loss):

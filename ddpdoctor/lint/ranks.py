@@ -814,6 +814,12 @@ class RankFlow:
         if len(ranked) > 1 and all(r.polarity == alike for r in ranked):
             polarity = alike
             first = next((r for r in ranked if r.scope == "global"), first)
+        elif not want and len(ranked) > 1 and all(r.polarity == "zero" for r in ranked):
+            # `(args.distributed and args.rank == 0) or args.index == 0` (the spawn index): the
+            # job's rank 0 is local rank 0 of its node, so the whole holds on each node's first
+            # process - one per node where a part is a node's rank
+            polarity = "zero"
+            first = next((r for r in ranked if r.scope == "node"), first)
         assumption = first.assumption
         if open_parts:
             holds = "true" if want else "false"

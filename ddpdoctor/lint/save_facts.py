@@ -143,12 +143,20 @@ class SaveFacts:
             hooks = {target for cfn, call, _, _ in self.calls()
                      if last_name(call.func) == "register_save_state_pre_hook" and call.args
                      for target in self.program.reference(call.args[0], cfn)}
-            tests = [rank_guards(guards) for _, call, guards, _ in self.calls()
+            # (under a rank test itself, or in a helper every way into which passes one: Ctrl-
+            # Adapter's `save_checkpoint()`, called under `if accelerator.is_main_process:`)
+            tests = [rank_guards(guards) or (self.only_guarded(cfn) is True and self._rank_tests_into(cfn))
+                     for cfn, call, guards, _ in self.calls()
                      if isinstance(call.func, ast.Attribute) and call.func.attr == "save_state"]
             under = tests[0][-1].test.text if tests and all(tests) else ""
             known = self.__dict__["_state_hooks"] = (hooks, under)
         hooks, under = known
         return under if fn in hooks else ""
+
+    def _rank_tests_into(self, fn: Function) -> tuple:
+        """The rank tests around the first call into fn that has some (rank_guards' form)."""
+        return next((found for _, event in self.callers().get(fn, [])
+                     for found in [rank_guards(getattr(event, "guards", ()))] if found), ())
 
     def _caller_of(self, fn: Function, site: ast.Call) -> Function:
         return next(c for c, e in self.callers().get(fn, []) if e.node is site)
@@ -233,7 +241,7 @@ class SaveFacts:
                 return SaveFact(where, path_text, False, "the path depends on the rank")
             node_local[str(where)] = local  # judged as any save, then per node (below)
         if path is not None and self._unique_per_call(path, fn):
-            return SaveFact(where, path_text, False, "the path is new on every call (uuid, mkstemp)")
+            return SaveFact(where, path_text, False, "the path is new on every call or process (uuid, mkstemp, getpid)")
         other = self.in_another_command(fn)
         if other:
             return SaveFact(where, path_text, False, f"in {other}, a command of its own that runs no distributed job")
@@ -501,9 +509,9 @@ class SaveFacts:
         return self._holds_call(path, fn, HOST_NAMES)
 
     def _unique_per_call(self, path: ast.AST, fn: Function) -> bool:
-        """The path holds a value no two calls share - `uuid.uuid4()`, a `tempfile.mkstemp()` /
-        `NamedTemporaryFile` name - directly or through the names it is built from: each rank
-        writes its own file, whatever the rest of the path says."""
+        """The path holds a value no two calls (or no two processes) share - `uuid.uuid4()`, a
+        `tempfile.mkstemp()` / `NamedTemporaryFile` name, `os.getpid()` - directly or through the
+        names it is built from: each rank writes its own file, whatever the rest of the path says."""
         return self._holds_call(path, fn, UNIQUE_NAMES)
 
     def _holds_call(self, path: ast.AST, fn: Function, calls: frozenset) -> bool:
@@ -1042,8 +1050,10 @@ def _model_state(program, call: ast.Call, fn: Function) -> bool:
 STREAM_TYPES = re.compile(r"\b(IOBase|BufferedIOBase|RawIOBase|BinaryIO|IO|BytesIO|BufferedWriter)\b")
 
 # calls whose value is new on every call: a path built from one names a file no other rank writes
+# (and the process's own id: each rank is a process of its own, `p.with_suffix(f".tmp{os.getpid()}")`
+# then `os.replace(tmp, p)`, a cache's atomic write)
 UNIQUE_NAMES = frozenset({"uuid.uuid1", "uuid.uuid4", "tempfile.mkstemp", "tempfile.mkdtemp",
-                          "tempfile.NamedTemporaryFile", "tempfile.mktemp"})
+                          "tempfile.NamedTemporaryFile", "tempfile.mktemp", "os.getpid"})
 HOST_NAMES = frozenset({"socket.gethostname", "platform.node", "os.uname", "socket.getfqdn"})
 
 

@@ -368,3 +368,412 @@ def test_twin_the_helper_prepares_the_loader_itself(tmp_path):
                                            "trainer = Trainer(model, data_loader=loader, accelerator=accelerator)")
     found = lint_tree(tmp_path, {"train.py": body})
     assert not _codes(found, "DDP802")
+
+
+# ================================================== holdout 81, read after its unread score
+
+# -------------------------------------------------- rank 0 or the spawn index 0
+# MoCo's `(args.distributed and args.rank == 0) or args.index == 0`, args.index the mp.spawn
+# index: global rank 0 is a node's first process too, so the whole is each node's first process
+SPAWN_INDEX = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main_worker(index, args):
+    args.index = index
+    args.rank = args.node_rank * args.gpus + index
+    dist.init_process_group("gloo", rank=args.rank, world_size=args.world_size)
+    model = DDP(torch.nn.Linear(4, 4))
+    for epoch in range(10):
+        model(torch.randn(8, 4)).sum().backward()
+        if TEST:
+            torch.save(model.state_dict(), "checkpoint.pth.tar")
+
+
+class Args:
+    node_rank, gpus, world_size, distributed = 0, 4, 8, True
+
+
+if __name__ == "__main__":
+    mp.spawn(main_worker, nprocs=4, args=(Args(),))
+"""
+
+
+def test_rank_zero_or_the_spawn_index_zero_is_one_writer_per_node(tmp_path):
+    body = SPAWN_INDEX.replace("TEST", "(args.distributed and args.rank == 0) or (args.index == 0)")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP806")] == [_line(body, "torch.save(")]
+    assert "node" in _codes(found, "DDP806")[0].message
+
+
+def test_twin_rank_zero_alone_writes_once(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": SPAWN_INDEX.replace("TEST", "args.rank == 0")})
+    assert not _codes(found, "DDP806")
+
+
+# -------------------------------------------------- a model module picked inside a function
+# `if args.application == "a": from apps.a import model` / `elif ...` in train(): the option's
+# default picks which module's class is built, and so whether the DDP model holds buffers
+APPS = {
+    "apps/__init__.py": "",
+    "apps/plain/__init__.py": "",
+    "apps/plain/model.py": """
+        import torch
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.fc(x)
+    """,
+    "apps/normed/__init__.py": "",
+    "apps/normed/model.py": """
+        import torch
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 4)
+                self.bn = torch.nn.BatchNorm1d(4)
+
+            def forward(self, x):
+                return self.bn(self.fc(x))
+    """,
+}
+PICKED = """
+import argparse
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(args):
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if args.application == "plain":
+        from apps.plain import model
+        net = model.Net()
+    elif args.application == "normed":
+        from apps.normed import model
+        net = model.Net()
+    net = DDP(net)
+    for step in range(100):
+        net(torch.randn(8, 4)).sum().backward()
+        if step % 10 == 0 and rank == 0:
+            with torch.no_grad():
+                net(torch.randn(8, 4))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--application", default="DEFAULT")
+    train(parser.parse_args())
+"""
+
+
+def test_the_module_an_option_picks_inside_a_function_holds_buffers(tmp_path):
+    body = PICKED.replace("DEFAULT", "normed")
+    found = lint_tree(tmp_path, {**APPS, "train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP801")] == [_line(body, "                net(torch.randn(8, 4))")]
+
+
+def test_twin_the_module_the_option_picks_holds_no_buffers(tmp_path):
+    found = lint_tree(tmp_path, {**APPS, "train.py": PICKED.replace("DEFAULT", "plain")})
+    assert not _codes(found, "DDP801")
+
+
+# -------------------------------------------------- a sampler kept in a dict at a key nothing reads
+# `samplers = {"train": ..., "val": ...}` with the validation loader's `sampler=samplers["val"]`
+# commented out, the dict handed whole to a helper that reads only "train" (and sets no epoch)
+SAMPLER_TABLE = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train_model(model, samplers, loaders, epochs):
+    for epoch in range(epochs):
+        for x, y in loaders["train"]:
+            torch.nn.functional.mse_loss(model(x), y).backward()
+        for x, y in loaders["val"]:
+            VAL_STEP
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    sets = {k: TensorDataset(torch.randn(64, 4), torch.randn(64, 1)) for k in ("train", "val")}
+    samplers = {
+        "train": DistributedSampler(sets["train"]),
+        "val": DistributedSampler(sets["val"]),
+    }
+    loaders = {
+        "train": DataLoader(sets["train"], batch_size=8, sampler=samplers["train"]),
+        "val": DataLoader(sets["val"], batch_size=8VAL),
+    }
+    train_model(DDP(torch.nn.Linear(4, 1)), samplers, loaders, 10)
+"""
+
+
+def test_a_sampler_at_a_key_nothing_reads_feeds_no_loader(tmp_path):
+    body = SAMPLER_TABLE.replace("VAL_STEP", "model(x)").replace("VAL", "")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP804")] == [_line(body, '"train": DistributedSampler(')]
+
+
+def test_twin_the_same_sampler_handed_to_a_training_loader(tmp_path):
+    body = SAMPLER_TABLE.replace("VAL_STEP", "torch.nn.functional.mse_loss(model(x), y).backward()").replace(
+        "VAL", ', sampler=samplers["val"]')
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP804")] == [
+        _line(body, '"train": DistributedSampler('), _line(body, '"val": DistributedSampler(')]
+
+
+# -------------------------------------------------- a sampler the option's default leaves unbuilt
+DROPPED = """
+import argparse
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def get_loader(num_gpus):
+    ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    return DataLoader(ds, batch_size=8, SAMPLER)
+
+
+def worker(rank, args):
+    dist.init_process_group("gloo", rank=rank, world_size=torch.cuda.device_count())
+    model = DDP(torch.nn.Linear(4, 1))
+    loader = get_loader(args.num_gpus)
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch) if args.num_gpus > 1 else None
+        for x, y in loader:
+            torch.nn.functional.mse_loss(model(x), y).backward()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num_gpus", type=int, default=1)
+    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(parser.parse_args(),))
+"""
+
+
+def test_a_sampler_the_launch_defaults_leave_unbuilt_is_a_warning(tmp_path):
+    body = DROPPED.replace("SAMPLER", "sampler=DistributedSampler(ds) if num_gpus > 1 else None")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [(f.location.line, f.severity.value) for f in _codes(found, "DDP802")] == [
+        (_line(body, "return DataLoader("), "warning")]
+    assert "num_gpus > 1" in _codes(found, "DDP802")[0].message
+
+
+def test_twin_no_sampler_at_all_is_an_error(tmp_path):
+    body = DROPPED.replace("SAMPLER", "shuffle=True")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [(f.location.line, f.severity.value) for f in _codes(found, "DDP802")] == [
+        (_line(body, "return DataLoader("), "error")]
+
+
+# -------------------------------------------------- Accelerate's save-state hook, saved on rank 0
+SAVE_HOOK = """
+import os
+import torch
+from accelerate import Accelerator
+from transformers import AutoModel
+
+accelerator = Accelerator()
+adapter = torch.nn.Linear(4, 4)
+
+
+def save_model_hook(models, weights, output_dir):
+    for model in models:
+        model.save_pretrained(os.path.join(output_dir, "adapter"))
+        weights.pop()
+
+
+accelerator.register_save_state_pre_hook(save_model_hook)
+adapter, opt = accelerator.prepare(adapter, torch.optim.SGD(adapter.parameters(), lr=0.1))
+
+
+def save_checkpoint():
+    accelerator.save_state("out")
+
+
+for step in range(100):
+    accelerator.backward(adapter(torch.randn(8, 4)).sum())
+    opt.step()
+    if GATE step % 10 == 0:
+        save_checkpoint()
+"""
+
+
+def test_a_save_state_hook_whose_helper_runs_on_the_main_process_alone(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": SAVE_HOOK.replace("GATE", "accelerator.is_main_process and")})
+    assert not _codes(found, "DDP806")
+
+
+def test_twin_the_helper_runs_on_every_process(tmp_path):
+    body = SAVE_HOOK.replace("GATE", "")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP806")] == [_line(body, "model.save_pretrained(")]
+
+
+# -------------------------------------------------- a cache file named by the process id
+PID_PATH = """
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def put(path, feats):
+    if os.path.exists(path):
+        return
+    tmp = PATH
+    torch.save(feats, tmp)
+    os.replace(tmp, path)
+
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 4))
+for i in range(10):
+    out = model(torch.randn(8, 4))
+    put(f"cache/{i}.pt", out.detach())
+    out.sum().backward()
+"""
+
+
+def test_a_path_that_holds_the_process_id_is_each_rank_s_own(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": PID_PATH.replace("PATH", 'path + f".tmp{os.getpid()}"')})
+    assert not _codes(found, "DDP806")
+
+
+def test_twin_a_path_every_rank_shares(tmp_path):
+    body = PID_PATH.replace("PATH", 'path + ".tmp"')
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP806")] == [_line(body, "torch.save(feats")]
+
+
+# -------------------------------------------------- the accumulation count every launch gives
+ACCUM = """
+import argparse
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accum_iter", type=int, default=1)
+args = parser.parse_args()
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i in range(100):
+    model(torch.randn(8, 4)).sum().backward()
+    if (i + 1) % args.accum_iter == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_every_launch_giving_one_micro_step_accumulates_nothing(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": ACCUM, "run.sh": "torchrun --nproc_per_node=4 train.py --accum_iter 1\n"})
+    assert not _codes(found, "DDP805")
+
+
+def test_twin_a_launch_giving_four_micro_steps(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": ACCUM, "run.sh": "torchrun --nproc_per_node=4 train.py --accum_iter 4\n"})
+    assert [f.location.line for f in _codes(found, "DDP805")]
+
+
+# -------------------------------------------------- a derived dataset keeps its source's draw
+DERIVED = """
+import torch
+import torch.distributed as dist
+from datasets import load_dataset
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+dist.init_process_group("gloo")
+torch.manual_seed(1337 + dist.get_rank())
+dataset = load_dataset("text", data_files="corpus.txt", split="train")
+split = dataset.train_test_split(SPLIT)
+train = split["train"]
+tokenized = train.map(lambda row: {"n": len(row["text"])})
+sampler = DistributedSampler(tokenized)
+loader = DataLoader(tokenized, batch_size=8, sampler=sampler)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for batch in loader:
+        pass
+"""
+
+
+def test_a_mapped_split_keeps_the_split_s_per_rank_draw(tmp_path):
+    body = DERIVED.replace("SPLIT", "test_size=0.1")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP803")] == [_line(body, "sampler = DistributedSampler")]
+
+
+def test_twin_the_split_has_its_own_seed(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": DERIVED.replace("SPLIT", "test_size=0.1, seed=0")})
+    assert not _codes(found, "DDP803")
+
+
+# -------------------------------------------------- a test on the forward's output, loss reduced later
+OUTPUT_NONE = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def reduce_value(value):
+    value = value.clone()
+    dist.all_reduce(value)
+    return value / dist.get_world_size()
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        out = self.fc(x)
+        return out, (None if out.isnan().any() else out.sum())
+
+
+dist.init_process_group("gloo")
+model = DDP(Net())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+batches = [torch.randn(8, 4) for _ in range(100)]
+for x in batches:
+    out, score = model(x)
+    if TESTED is None:
+        continue
+    loss = out.pow(2).mean() + score
+    loss.backward()
+    opt.step()
+    loss = reduce_value(loss)
+"""
+
+
+def test_a_test_on_the_forward_s_output_skips_the_backward_on_one_rank(tmp_path):
+    body = OUTPUT_NONE.replace("TESTED", "score")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP809")] == [_line(body, "    if score is None:")]
+
+
+def test_twin_a_test_on_a_value_every_rank_holds_alike(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": OUTPUT_NONE.replace("TESTED", "opt.param_groups[0].get('x')")})
+    assert not _codes(found, "DDP809")
