@@ -52,6 +52,11 @@ def _scope(file: str, label: str, root: ast.AST, dist_names: set, bare: set) -> 
     for loop in loops:  # what a loop over the data binds (not a loop over range or parameters)
         if not _fixed(loop.iter):
             data_names.update(n.id for n in walk(loop.target) if isinstance(n, ast.Name))
+    # and the names bound to a value taken from the data (`classes = torch.unique(torch.cat([preds,
+    # labels]))`, then `for cls in classes:` - a segmentation metric's per-class sums)
+    for _ in range(2):
+        data_names.update(t.id for n in own if isinstance(n, ast.Assign) and _from_data(n.value, data_names)
+                          for target in n.targets for t in walk(target) if isinstance(t, ast.Name))
     keyed: dict[str, int] = {}  # dict name -> line its data key is set
     for loop in loops:
         from_data = _from_data(loop.iter, data_names)

@@ -19,7 +19,7 @@ from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, is_const, keyword, last_name, loader_call,
                                      own_keyword, plain_loss, text)
-from ddpdoctor.lint.program import Function, Klass
+from ddpdoctor.lint.program import Function, Klass, is_property
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.walker import side_conds
 from ddpdoctor.lint.value_flow import root_name, loop_invariant, outer_loop, unread_by_constructor, reaches_return
@@ -190,7 +190,7 @@ def _off_by_default(conds: tuple) -> str:
         except SyntaxError:
             continue
         if any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr == "get"
-               and len(n.args) == 2 and is_const(n.args[1], False, None, 0) for n in walk(tree)):
+               and len(n.args) == 2 and is_const(n.args[1], False, None, 0, "") for n in walk(tree)):
             return cond
     return ""
 
@@ -405,6 +405,9 @@ class LoaderFacts:
             # (a builder's loader is prepared under the name its callers bind it to)
             handed = handed or (framework == "accelerate" and bool(name) and
                                 bool((self._names_outside(fn, name) - {name}) & prepared))
+            # (a field a `@property` hands out, prepared under the name its reader binds)
+            handed = handed or (framework == "accelerate" and bool(name) and
+                                bool(self._property_read_names(fn, call, name) & prepared))
             split = self._rank_split_at(dataset, fn) if handed and dataset is not None else None
             switched_on = _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ())) or (
                 "" if isinstance(fn.node, ast.Module) else self._reached_switched(fn))
@@ -1317,6 +1320,56 @@ class LoaderFacts:
                 at = _field_returned_at(method, name)
                 if at is not None and self._bound_by_callers(method, at, names, None, among is None and not split):
                     return True
+                if at is not None and is_property(method.node) and self._bound_by_readers(method, names, among is None and not split):
+                    return True
+        return False
+
+    def _property_read_names(self, fn: Function, call: ast.Call, name: str) -> set[str]:
+        """The names the loader a constructor keeps as `self.<name>` is bound to where a `@property`
+        handing it out is read (`train_dl = reader.train_dataloader`), and what the callers of a
+        function returning that name bind (one step)."""
+        if fn.cls is None or not self._kept_as_field(fn, call, name):
+            return set()
+        found: set[str] = set()
+        for method in fn.cls.methods.values():
+            if _field_returned_at(method, name) is None or not is_property(method.node):
+                continue
+            for reader, bound in self._property_readers(method):
+                found.add(bound)
+                if not isinstance(reader.node, ast.Module) and (_returned_alone(reader, bound)
+                                                                or _returned_at(reader, bound) is not None):
+                    found |= self._names_outside(reader, bound)
+        return found
+
+    def _property_readers(self, method: Function) -> list[tuple[Function, str]]:
+        """(function, name) for each plain binding of a read of the property `X.<method.name>`
+        (also an item of a tuple binding: `train, val = ds.train_loader, ds.val_loader`)."""
+        found = []
+        for fn in self.functions:
+            for node in fn.own_of(ast.Assign):
+                if len(node.targets) != 1:
+                    continue
+                target, value = node.targets[0], node.value
+                pairs = list(zip(target.elts, value.elts)) if target.__class__ is ast.Tuple and \
+                    value.__class__ is ast.Tuple and len(target.elts) == len(value.elts) else [(target, value)]
+                found += [(fn, bound.id) for bound, read in pairs if read.__class__ is ast.Attribute
+                          and read.attr == method.name and bound.__class__ is ast.Name]
+        return found
+
+    def _bound_by_readers(self, method: Function, names: set, loops: bool) -> bool:
+        """A `@property` handing out the loader field (`def train_dataloader(self): return
+        self._train_dataloader`), read as `dataset.train_dataloader` where a function binds it
+        (`train_dl, eval_dl = dataset.train_dataloader, dataset.eval_dataloader`): the names that
+        read binds, as _bound_by_callers follows a call's (returned again to its callers too)."""
+        for fn, bound in self._property_readers(method):
+            if (id(fn), bound) in names:
+                return True
+            again = _returned_at(fn, bound)
+            if again is None and _returned_alone(fn, bound):
+                again = -1
+            if again is not None and not isinstance(fn.node, ast.Module) and \
+                    self._bound_by_callers(fn, again, names, None, loops):
+                return True
         return False
 
     @staticmethod

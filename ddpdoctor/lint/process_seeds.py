@@ -86,9 +86,13 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
     seeded alike. `loaders`: the LoaderFacts (for which are evaluation / some ranks' only);
     `already`: what lint/worker_seeds.py found (a loader is reported once)."""
     seeds = _seeding_calls(builder)
+    # (and as a loader with a worker_init_fn of its own sees them: Lightning's workers=True
+    # leaves such a loader's workers to it)
+    own = _seeding_calls(builder, own_init=True) if builder.program.uses_lightning() else seeds
     if not seeds:
         return []
     alike = all(verdict == _SAME for _, _, verdict in seeds)
+    alike_own = all(verdict == _SAME for _, _, verdict in own)
     # a training loader, by what the source shows: a training loop reads it, it is called or
     # built from something called "train", or it has a sampler (an evaluation loader is
     # sequential); not one built on some ranks only
@@ -107,10 +111,12 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         # the seeding that runs last before the loader is built, in its own function (MiniMind-V
         # seeds per rank at the start, then `setup_seed(42 + epoch)` alike at each epoch's top,
         # just before building the loader): that one decides; elsewhere every seeding must agree
-        reaching = _last_seeding_before(program, seeds, fn, call)
-        if (reaching if reaching is not None else (_SAME if alike else _UNKNOWN)) != _SAME:
+        mine, mine_alike = (own, alike_own) if own_keyword(program, call, fn, "worker_init_fn") is not None \
+            else (seeds, alike)
+        reaching = _last_seeding_before(program, mine, fn, call)
+        if (reaching if reaching is not None else (_SAME if mine_alike else _UNKNOWN)) != _SAME:
             continue
-        if not alike and _reseeded_after(builder, seeds, fn, call):
+        if not mine_alike and _reseeded_after(builder, mine, fn, call):
             continue
         given = call_keywords(program, call, fn)  # `**loader_kwargs` read where it is a dict literal
         if given is not None and isinstance(call.func, (ast.Name, ast.Attribute)):
@@ -137,10 +143,10 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         if not _draws_randomness(program, call, fn):
             continue
         # (and the calls that hand a seeding helper its seed: `set_random_seed(cfg.seed)`)
-        handing = [str(loc(caller, event.node)) for f, _, _ in seeds[:3] if not isinstance(f.node, ast.Module)
+        handing = [str(loc(caller, event.node)) for f, _, _ in mine[:3] if not isinstance(f.node, ast.Module)
                    for caller, event in builder.callers().get(f, [])[:2] if event.kind == "call"]
-        found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in seeds[:3]], where,
-                                  [str(loc(f, c)) for f, c, _ in seeds[:3]], workers_by, handing))
+        found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in mine[:3]], where,
+                                  [str(loc(f, c)) for f, c, _ in mine[:3]], workers_by, handing))
     return found
 
 
@@ -210,15 +216,17 @@ def seeded_alike(builder: Builder) -> bool:
     return bool(seeds) and all(verdict == _SAME for _, _, verdict in seeds)
 
 
-def _seeding_calls(builder: Builder) -> list[tuple[Function, ast.Call, int]]:
-    """Each seeding of the process's torch generator that the ranks run, with what its seed is."""
+def _seeding_calls(builder: Builder, own_init: bool = False) -> list[tuple[Function, ast.Call, int]]:
+    """Each seeding of the process's torch generator that the ranks run, with what its seed is.
+    own_init: for a loader with a worker_init_fn of its own, which Lightning's rank-aware worker
+    seeding (`seed_everything(..., workers=True)`) does not replace: the flag does not count."""
     program = builder.program
     spawned = program.ranks.live_spawn_targets()
     reach = builder._spawn_reach() if spawned else None
     found = []
     for fn, call, guards, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
-        verdict = _library_seed(full, call, fn, program)
+        verdict = _library_seed(full, call, fn, program, own_init)
         if verdict is None:
             continue
         if guards or builder.only_guarded(fn) is True:
@@ -336,13 +344,17 @@ def _off_by_default(conds: tuple, program) -> bool:
     return any(option_off(cond, program) for cond, flag in conds)
 
 
-def _library_seed(full: str, call: ast.Call, fn: Function, program) -> Optional[int]:
-    """What a call seeds the process's torch generator with: None when it is no such call."""
+def _library_seed(full: str, call: ast.Call, fn: Function, program, own_init: bool = False) -> Optional[int]:
+    """What a call seeds the process's torch generator with: None when it is no such call.
+    own_init: Lightning's `workers=True` does not count (see _seeding_calls)."""
     if full in TORCH_SEEDERS:
         return _judge(call.args[0] if call.args else keyword(call, "seed"), fn, program)
     name = full.rpartition(".")[2]
     for prefixes, helper, per_rank, place in LIBRARY_SEEDERS:
         if name == helper and full.startswith(prefixes):
+            if own_init and helper == "seed_everything":
+                # Lightning adds its rank-aware worker_init_fn only to a loader with none
+                return _judge(call.args[0] if call.args else keyword(call, "seed"), fn, program)
             switch = keyword(call, per_rank) if per_rank else None
             if switch is None and place is not None and len(call.args) > place:
                 switch = call.args[place]

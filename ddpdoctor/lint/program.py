@@ -1761,7 +1761,7 @@ class Program:
         """The local class a `@property` method returns, which a call of the attribute builds:
         `self.dataset_cls(data_dir=...)` of `@property def dataset_cls(self): return Dataset`
         (a Lightning datamodule's hook, MCRT's). None for anything else."""
-        if method.cls is None or not _is_property(method.node):
+        if method.cls is None or not is_property(method.node):
             return None
         return next((k for ret in method.returned for k in [self._callee_symbol(ret, method)]
                      if k.__class__ is Klass), None)
@@ -2427,6 +2427,11 @@ class Program:
                 if maker.__class__ is Function and maker.node.__class__ is not ast.Module:
                     out.extend(maker.nested[r.id] for r in maker.returned
                                if r.__class__ is ast.Name and r.id in maker.nested)
+                    # and a module's own function it picks (`eval_fn = get_task_eval_fn(task)`
+                    # returning `evaluate_segmentation` on one side of an if/elif: each may run)
+                    out.extend(symbol for r in maker.returned if r.__class__ is ast.Name and r.id not in maker.nested
+                               for symbol in [self._callee_symbol(r, maker)]
+                               if symbol.__class__ is Function and symbol.node.__class__ is not ast.Module)
                     # `return model` of `model = cls` picked in a loop over a loaded module's
                     # namespace (HCFlow's find_model_using_name)
                     if _walks_a_namespace(maker):
@@ -3072,7 +3077,7 @@ def _is_partial(call: ast.Call) -> bool:
     return last_name(call.func) == "partial"
 
 
-def _is_property(node: ast.AST) -> bool:
+def is_property(node: ast.AST) -> bool:
     """A method decorated `@property` (read as an attribute, not called)."""
     return any(last_name(d) == "property" for d in getattr(node, "decorator_list", ()))
 

@@ -617,6 +617,10 @@ def shared_names(program, fn: Function, forwards: bool = True) -> frozenset:
                 continue
             if op.startswith("DistributedDataParallel("):
                 continue  # the constructor makes the parameters alike, not what the module computes
+            if last_name(node.func) in ("log", "log_dict") and any(k.arg == "sync_dist" for k in node.keywords):
+                # Lightning's `self.log("loss", loss, sync_dist=True)` reduces a copy for the logger:
+                # `loss` stays this rank's own (ISSM-SAR's NaN skip beside its logged loss)
+                continue
             if _into_a_temporary(node):
                 # `dist.all_reduce(torch.tensor(avg_loss, device=d))`: the sum lands in a tensor
                 # made for the call and dropped; `avg_loss` stays this rank's own (equicat)
@@ -2008,12 +2012,17 @@ def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list
         return []
     if not any(b.endswith("LightningModule") for b in program.library_bases(fn.cls)):
         return []
-    if any(isinstance(n, ast.Assign) and any(text(t) == "self.automatic_optimization" for t in n.targets)
-           and isinstance(n.value, ast.Constant) and n.value.value is False
-           for method in fn.cls.methods.values() for n in method.own):
-        return []  # manual optimization: the step calls manual_backward itself
+    manual = any(isinstance(n, ast.Assign) and any(text(t) == "self.automatic_optimization" for t in n.targets)
+                 and isinstance(n.value, ast.Constant) and n.value.value is False
+                 for method in fn.cls.methods.values() for n in method.own)
+    # manual optimization: the step calls `self.manual_backward(loss)` itself, and a rank that
+    # returns before it (`if torch.isnan(g_loss): return None`, ISSM-SAR's GAN step) skips the
+    # backward whose gradients DDP all-reduces
+    backwards = [c for c in fn.own_calls if manual and last_name(c.func) == "manual_backward" and c.args]
+    if manual and not backwards:
+        return []
     returns = [n for n in fn.own if isinstance(n, ast.Return)]
-    losses = [r.value for r in returns if r.value is not None and not (
+    losses = [c.args[0] for c in backwards] if manual else [r.value for r in returns if r.value is not None and not (
         isinstance(r.value, ast.Constant) and r.value.value is None)]
     if not losses:
         return []
@@ -2026,8 +2035,8 @@ def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list
         if not isinstance(stmt, ast.If) or item.guards or item.loops:
             continue
         skips = [side for side in (stmt.body, stmt.orelse) if side and isinstance(side[-1], ast.Return) and (
-            side[-1].value is None or (isinstance(side[-1].value, ast.Constant) and side[-1].value.value is None))]
-        if not skips:
+            manual or side[-1].value is None or (isinstance(side[-1].value, ast.Constant) and side[-1].value.value is None))]
+        if not skips or (manual and not any(c.lineno > (stmt.end_lineno or stmt.lineno) for c in backwards)):
             continue
         tested = next((c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
                        and c.args), None)
@@ -2042,7 +2051,9 @@ def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list
         if value is None or {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue
         found.append(RankLocalDecision(
-            Location(fn.file.display, stmt.lineno), text(stmt.test), "return None", text(value), "tensor_value",
+            Location(fn.file.display, stmt.lineno), text(stmt.test), "return" if manual else "return None",
+            text(value), "tensor_value",
+            "the step's self.manual_backward() (DDP's gradient all-reduce)" if manual else
             "Lightning's backward of this step (DDP's gradient all-reduce)",
             assumption="the value differs between ranks (each rank's own batch)"))
     return found

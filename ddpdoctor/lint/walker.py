@@ -17,7 +17,7 @@ from typing import Any, Optional
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
 from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, walk
-from ddpdoctor.lint.patterns import RankTest, dotted, last_name, text
+from ddpdoctor.lint.patterns import RankTest, dotted, is_const, last_name, text
 
 Function = Any  # lint/program.Function (program imports this module, not the reverse)
 Program = Any  # lint/program.Program
@@ -95,13 +95,17 @@ def is_main_block(stmt: ast.stmt) -> bool:
 
 def _crashes(stmt: ast.stmt) -> bool:
     """`raise SomeError(...)` (or a bare re-raise): the rank fails and the launcher ends the
-    job (not SystemExit, which exits cleanly while the other ranks go on)."""
+    job (not SystemExit, which exits cleanly while the other ranks go on - unless it carries a
+    message or a non-zero code, `raise SystemExit(f"shard too short")`: exit status 1, a failed
+    rank as any other error's)."""
     if not isinstance(stmt, ast.Raise):
         return False
     if stmt.exc is None:
         return True
     exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
     name = exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")
+    if name == "SystemExit" and isinstance(stmt.exc, ast.Call):
+        return bool(stmt.exc.keywords) or any(not is_const(a, 0, None) for a in stmt.exc.args)
     return name != "SystemExit"
 
 

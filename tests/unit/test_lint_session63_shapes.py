@@ -777,3 +777,235 @@ def test_a_test_on_the_forward_s_output_skips_the_backward_on_one_rank(tmp_path)
 def test_twin_a_test_on_a_value_every_rank_holds_alike(tmp_path):
     found = lint_tree(tmp_path, {"train.py": OUTPUT_NONE.replace("TESTED", "opt.param_groups[0].get('x')")})
     assert not _codes(found, "DDP809")
+
+
+# ================================================== holdout 82, read after its unread score
+
+# -------------------------------------------------- SystemExit with a message is a failed rank
+SHARD_CHECK = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+data = torch.randn(1000, 4)
+start, end = rank * len(data) // world, (rank + 1) * len(data) // world
+if end - start <= 64:
+    EXIT
+model = DDP(torch.nn.Linear(4, 4))
+dist.barrier()
+"""
+
+
+def test_a_system_exit_with_a_message_fails_the_rank_and_the_job(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": SHARD_CHECK.replace("EXIT", 'raise SystemExit(f"rank {rank}: shard too short")')})
+    assert not _codes(found, "DDP801")
+
+
+def test_twin_a_clean_system_exit_leaves_the_others_waiting(tmp_path):
+    body = SHARD_CHECK.replace("EXIT", "raise SystemExit(0)")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert _line(body, "dist.barrier()") in [f.location.line for f in _codes(found, "DDP801")]
+
+
+# -------------------------------------------------- Lightning: a loader with a worker_init_fn of its own
+OWN_INIT = """
+import random
+import numpy as np
+import torch
+import pytorch_lightning as pl
+from torch.utils.data import DataLoader, Dataset
+
+
+def worker_init_fn(worker_id):
+    seed = torch.initial_seed() % 2 ** 32
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+class Patches(Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        return torch.tensor([random.random()])
+
+
+class Data(pl.LightningDataModule):
+    def train_dataloader(self):
+        return DataLoader(Patches(), batch_size=8, shuffle=True, num_workers=2INIT)
+
+
+class Model(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(1, 1)
+
+    def training_step(self, batch, i):
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+if __name__ == "__main__":
+    pl.seed_everything(42, workers=True)
+    pl.Trainer(accelerator="gpu", devices=2, strategy="ddp").fit(Model(), datamodule=Data())
+"""
+
+
+def test_lightning_leaves_a_loader_s_own_worker_init_fn_to_reseed_from_the_alike_base(tmp_path):
+    body = OWN_INIT.replace("INIT", ", worker_init_fn=worker_init_fn")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP808")] == [_line(body, "return DataLoader(Patches()")]
+
+
+def test_twin_lightning_seeds_the_workers_of_a_loader_without_one(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": OWN_INIT.replace("INIT", "")})
+    assert not _codes(found, "DDP808")
+
+
+# -------------------------------------------------- Lightning: manual optimization skipped on a NaN
+MANUAL = """
+import torch
+import pytorch_lightning as pl
+
+
+class GAN(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.g = torch.nn.Linear(4, 4)
+
+    def training_step(self, batch, i):
+        opt = self.optimizers()
+        loss = self.g(batch).pow(2).mean()
+        BEFORE
+        opt.zero_grad()
+        self.manual_backward(loss)
+        opt.step()
+        AFTER
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.g.parameters())
+
+
+if __name__ == "__main__":
+    pl.Trainer(accelerator="gpu", devices=2, strategy="ddp").fit(GAN(), torch.utils.data.DataLoader(torch.randn(64, 4)))
+"""
+NAN_SKIP = "if torch.isnan(loss):\n            return None"
+
+
+def test_a_manual_step_that_returns_on_its_own_nan_before_manual_backward(tmp_path):
+    body = MANUAL.replace("BEFORE", NAN_SKIP).replace("AFTER", "")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP809")] == [_line(body, "if torch.isnan(loss):")]
+
+
+def test_twin_the_same_check_after_the_backward(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": MANUAL.replace("BEFORE", "").replace("AFTER", NAN_SKIP)})
+    assert not _codes(found, "DDP809")
+
+
+# -------------------------------------------------- per-class reductions over the classes seen
+PER_CLASS = """
+import torch
+import torch.distributed as dist
+
+
+def evaluate(model, loader):
+    inter = {}
+    for images, labels in loader:
+        preds = model(images).argmax(1)
+        classes = CLASSES
+        for cls in classes:
+            cls = int(cls)
+            if cls not in inter:
+                inter[cls] = torch.tensor(0.0)
+            inter[cls] += ((preds == cls) & (labels == cls)).sum().float()
+    for cls in list(inter.keys()):
+        dist.reduce(inter[cls], 0)
+    return inter
+
+
+def get_eval_fn(task):
+    if task == "segmentation":
+        return evaluate
+    raise ValueError(task)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    eval_fn = get_eval_fn("segmentation")
+    eval_fn(torch.nn.Linear(4, 3), [(torch.randn(8, 4), torch.randint(0, 3, (8,)))])
+"""
+
+
+def test_a_reduction_per_class_seen_in_a_function_a_helper_hands_back(tmp_path):
+    body = PER_CLASS.replace("CLASSES", "torch.unique(torch.cat([preds, labels]))")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP807")] == [_line(body, "dist.reduce(inter[cls], 0)")]
+
+
+def test_twin_a_reduction_per_class_of_a_fixed_range(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": PER_CLASS.replace("CLASSES", "range(3)")})
+    assert not _codes(found, "DDP807")
+
+
+# -------------------------------------------------- a training loader handed out by a property
+PROPERTY_LOADER = """
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, Dataset
+
+
+class Images(Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        return torch.randn(4)
+
+
+class Reader:
+    def __init__(self, batch_size):
+        self._train_dataloader = DataLoader(Images(), batch_size=batch_size, shuffle=True)
+
+    @property
+    def train_dataloader(self):
+        return self._train_dataloader
+
+
+def create_dataloader(batch_size):
+    reader = Reader(batch_size)
+    train_dataloader = reader.train_dataloader
+    return train_dataloader
+
+
+def train_one_epoch(model, opt, loader, accelerator):
+    for batch in loader:
+        accelerator.backward(model(batch).sum())
+        opt.step()
+
+
+accelerator = Accelerator()
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_dataloader = create_dataloader(8)
+PREPARED
+for epoch in range(3):
+    train_one_epoch(model, opt, train_dataloader, accelerator)
+"""
+
+
+def test_a_property_s_loader_no_prepare_takes_is_every_process_s_whole_set(tmp_path):
+    body = PROPERTY_LOADER.replace("PREPARED", "model, opt = accelerator.prepare(model, opt)")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP802")] == [_line(body, "self._train_dataloader = DataLoader(")]
+
+
+def test_twin_the_property_s_loader_prepared(tmp_path):
+    body = PROPERTY_LOADER.replace("PREPARED", "model, opt, train_dataloader = accelerator.prepare(model, opt, train_dataloader)")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert not _codes(found, "DDP802")
