@@ -447,7 +447,7 @@ class LoaderFacts:
                 or (self.program.qualify(call.func, fn) or "").startswith("webdataset."),
                 under_rank_guard=bool(rank_guards(guards)) or self.only_guarded(fn) is True,
                 off_at_launch=off_at_launch(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program),
-                single_process=_single_process(fn.__dict__.get("_call_conds", {}).get(id(call), ()),
+                single_process=_single_process(self._switch_ever_on(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
                                                self._switches(), self.wraps_ddp()) or (
                     self.in_the_launcher(fn, call) and not self._loader_to_ranks(fn, name))
                 or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call)
@@ -954,7 +954,11 @@ class LoaderFacts:
             if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
                 # `for x in self.train_data` where __init__ did `self.train_data = train_data`
                 klass = self.program._class_of_fn(fn)
-                for value, owner in (self.program._attr(klass, name) if klass else []):
+                # (and what a subclass sets it to: `self.train_loader = creator.get_dataloader(rank)`
+                # in a distributed trainer's worker, read by its base class's epoch loop - ezflow)
+                held = (self.program._attr(klass, name) + [v for sub in self.program._descendants(klass)
+                                                          for v in sub.attrs.get(name, ())]) if klass else []
+                for value, owner in held:
                     if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name) and \
                             self._restarts(value, owner):
                         value = value.args[0]  # `self.train_dl = cycle(train_dl)`, then `next(self.train_dl)` (RVD)
@@ -1323,6 +1327,15 @@ class LoaderFacts:
                 if at is not None and is_property(method.node) and self._bound_by_readers(method, names, among is None and not split):
                     return True
         return False
+
+    def _switch_ever_on(self, fn: Function, conds: tuple) -> tuple:
+        """conds without the `else:` side of a switch no construction or call ever turns on
+        (`if self.distributed: DistributedSampler... else: DataLoader(shuffle=True)` in a
+        loader factory every caller builds with its default `distributed=False`, run inside the
+        ranks a trainer spawns: ezflow's DataloaderCreator): that side is the only one taken,
+        in whatever run reaches it, so it says nothing of a one-process run."""
+        return tuple((c, f) for c, f in conds
+                     if not (c.startswith("not ") and never_true(self.callers(), fn, c[4:], True, self.program)))
 
     def _property_read_names(self, fn: Function, call: ast.Call, name: str) -> set[str]:
         """The names the loader a constructor keeps as `self.<name>` is bound to where a `@property`

@@ -1009,3 +1009,77 @@ def test_twin_the_property_s_loader_prepared(tmp_path):
     body = PROPERTY_LOADER.replace("PREPARED", "model, opt, train_dataloader = accelerator.prepare(model, opt, train_dataloader)")
     found = lint_tree(tmp_path, {"train.py": body})
     assert not _codes(found, "DDP802")
+
+
+# -------------------------------------------------- a loader factory's switch nobody turns on
+# ezflow's DataloaderCreator: `if self.distributed: ... DistributedSampler ... else: DataLoader(
+# shuffle=True)`, built with the default distributed=False and asked for its loader inside the
+# ranks a distributed trainer spawns; the base trainer's epoch loop reads what the subclass set
+FACTORY_SWITCH = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class LoaderCreator:
+    def __init__(self, batch_size, distributed=False, world_size=1):
+        self.batch_size = batch_size
+        self.distributed = distributed
+        self.world_size = world_size
+
+    def get_dataloader(self, rank=0):
+        data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        if self.distributed:
+            sampler = DistributedSampler(data, rank=rank, num_replicas=self.world_size)
+            loader = DataLoader(data, batch_size=self.batch_size, sampler=sampler)
+        else:
+            loader = DataLoader(data, batch_size=self.batch_size, shuffle=True)
+        return loader
+
+
+class BaseTrainer:
+    def __init__(self):
+        self.train_loader = None
+        self.model = None
+
+    def _epoch_trainer(self, epochs):
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for epoch in range(epochs):
+            for x, y in self.train_loader:
+                torch.nn.functional.mse_loss(self.model(x), y).backward()
+                opt.step()
+
+
+class DistributedTrainer(BaseTrainer):
+    def __init__(self, creator):
+        super().__init__()
+        self.creator = creator
+
+    def _main_worker(self, rank):
+        dist.init_process_group("gloo", rank=rank, world_size=2)
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.train_loader = self.creator.get_dataloader(rank=rank)
+        self._epoch_trainer(3)
+
+    def train(self):
+        mp.spawn(self._main_worker, nprocs=2)
+
+
+if __name__ == "__main__":
+    DistributedTrainer(LoaderCreator(8CREATOR)).train()
+"""
+
+
+def test_the_side_of_a_switch_no_construction_turns_on_is_the_distributed_run_s(tmp_path):
+    body = FACTORY_SWITCH.replace("CREATOR", "")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP802")] == [
+        _line(body, "loader = DataLoader(data, batch_size=self.batch_size, shuffle=True)")]
+
+
+def test_twin_the_factory_built_with_the_switch_on(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": FACTORY_SWITCH.replace("CREATOR", ", distributed=True, world_size=2")})
+    assert not _codes(found, "DDP802")
