@@ -445,7 +445,8 @@ class LoaderFacts:
                 # by node and worker: its dataset is one wherever the source does not show it)
                 iterable=(dataset is not None and self.dataset_kind(dataset, fn))
                 or (self.program.qualify(call.func, fn) or "").startswith("webdataset."),
-                under_rank_guard=bool(rank_guards(guards)) or self.only_guarded(fn) is True,
+                under_rank_guard=bool(rank_guards(guards)) or (self.only_guarded(fn) is True
+                                                               and not self._called_on_both_sides(fn)),
                 off_at_launch=off_at_launch(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program),
                 single_process=_single_process(self._switch_ever_on(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
                                                self._switches(), self.wraps_ddp()) or (
@@ -1327,6 +1328,18 @@ class LoaderFacts:
                 if at is not None and is_property(method.node) and self._bound_by_readers(method, names, among is None and not split):
                     return True
         return False
+
+    def _called_on_both_sides(self, fn: Function) -> bool:
+        """fn is called under a rank test and again under its complement (`if local_rank == 0:
+        loaders = build(...)`, `dist.barrier()`, `if local_rank != 0: loaders = build(...)`: rank 0
+        first, then the others): every rank builds what it builds."""
+        sides: dict[tuple, set] = {}
+        for _, event in self.callers().get(fn, []):
+            tests = rank_guards(getattr(event, "guards", ()))
+            if len(tests) == 1:
+                test = tests[0].test
+                sides.setdefault((test.key, test.scope), set()).add(test.polarity)
+        return any({"zero", "nonzero"} <= found for found in sides.values())
 
     def _switch_ever_on(self, fn: Function, conds: tuple) -> tuple:
         """conds without the `else:` side of a switch no construction or call ever turns on
@@ -2621,6 +2634,15 @@ class LoaderFacts:
                         draw = self._unseeded_draw(inner, init)
                         if draw and not self._ruled_out_by(init, inner, call, scope):
                             return draw
+                    # (the items it is handed, split by a draw: `x_train, x_test, ... =
+                    # train_test_split(x, y)` then `Data(x_train, y_train)`)
+                    for arg in [*call.args, *(k.value for k in call.keywords)]:
+                        if arg.__class__ is ast.Name and scope.node is not None:
+                            for held in reaching.reaching_values(scope.node, arg.id, arg, unpacked=True) or ():
+                                for inner in (c for c in walk(held) if c.__class__ is ast.Call):
+                                    draw = self._unseeded_draw(inner, scope)
+                                    if draw:
+                                        return draw
             if value.__class__ is ast.Name:
                 draw = self._reordered_after(value.id, scope)
                 if draw:

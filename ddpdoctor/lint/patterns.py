@@ -784,8 +784,31 @@ def plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> 
         return True  # Accelerate's (and Lightning Fabric's) `accelerator.unwrap_model(model)`
     if isinstance(value, ast.Call) and depth > 0:
         target = program.callee(value.func, fn)
+        if target is None and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
+                and value.func.value.id == "self":
+            # `model = self._get_model()`, the trainer's own unwrapping method
+            found = program.resolve(value.func, fn)[0]
+            target = found[0] if len(found) == 1 else None
         returns = target.returned if program.is_function(target) else []
-        return bool(returns) and all(plain_module(program, r, target, depth - 1) for r in returns)
+        return bool(returns) and all(plain_module(program, r, target, depth - 1) or _past_unwrap(target, r)
+                                     for r in returns)
+    return False
+
+
+def _past_unwrap(fn: Function, value: ast.AST) -> bool:
+    """`return self.model` after `if isinstance(self.model, DDP): return self.model.module` (Todd
+    Atlas' `_get_model`): where this return is reached the value is no wrapper."""
+    said = dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+    if not said:
+        return False
+    for stmt in fn.own_of(ast.If):
+        test = stmt.test
+        if isinstance(test, ast.Call) and last_name(test.func) == "isinstance" and len(test.args) == 2 and \
+                dotted(test.args[0]) == said and re.search(r"\bDDP\b|DistributedDataParallel", text(test.args[1], 200)) \
+                and stmt.body and isinstance(stmt.body[-1], ast.Return) and stmt.body[-1].value is not None \
+                and plain_module(None, stmt.body[-1].value, fn, 0) and not stmt.orelse \
+                and (getattr(stmt, "end_lineno", 0) or 0) < getattr(value, "lineno", 0):
+            return True
     return False
 
 

@@ -1083,3 +1083,141 @@ def test_the_side_of_a_switch_no_construction_turns_on_is_the_distributed_run_s(
 def test_twin_the_factory_built_with_the_switch_on(tmp_path):
     found = lint_tree(tmp_path, {"train.py": FACTORY_SWITCH.replace("CREATOR", ", distributed=True, world_size=2")})
     assert not _codes(found, "DDP802")
+
+
+# ================================================== holdout 83, read after its unread score
+
+# -------------------------------------------------- items split by an unseeded draw, then wrapped
+SPLIT_THEN_WRAPPED = """
+import torch
+import torch.distributed as dist
+from sklearn.model_selection import train_test_split
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Data(Dataset):
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
+dist.init_process_group("gloo")
+x, y = list(range(100)), [i % 2 for i in range(100)]
+x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.1SEED)
+train_data = Data(x_train, y_train)
+sampler = DistributedSampler(train_data)
+loader = DataLoader(train_data, batch_size=8, sampler=sampler)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for batch in loader:
+        pass
+"""
+
+
+def test_a_dataset_built_from_an_unseeded_split_s_items(tmp_path):
+    body = SPLIT_THEN_WRAPPED.replace("SEED", "")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP803")] == [_line(body, "sampler = DistributedSampler")]
+
+
+def test_twin_the_split_has_a_random_state(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": SPLIT_THEN_WRAPPED.replace("SEED", ", random_state=0")})
+    assert not _codes(found, "DDP803")
+
+
+# -------------------------------------------------- rank 0 first, then the others: every rank builds
+RANK_ZERO_FIRST = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def make_loaders(batch_size, distributed=False):
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    sampler = DistributedSampler(data) if distributed else None
+    return DataLoader(data, batch_size=batch_size, shuffle=sampler is None, sampler=sampler), sampler
+
+
+dist.init_process_group("gloo")
+local_rank = dist.get_rank()
+FIRST
+model = DDP(torch.nn.Linear(4, 1))
+for epoch in range(3):
+    for x, y in loader:
+        torch.nn.functional.mse_loss(model(x), y).backward()
+"""
+
+
+def test_a_builder_called_by_rank_0_first_then_by_the_others_is_every_rank_s(tmp_path):
+    body = RANK_ZERO_FIRST.replace("FIRST", "if local_rank == 0:\n    loader, sampler = make_loaders(8)\n"
+                                            "dist.barrier()\nif local_rank != 0:\n    loader, sampler = make_loaders(8)\n"
+                                            "dist.barrier()")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP802")] == [_line(body, "return DataLoader(")]
+
+
+def test_twin_a_builder_rank_0_alone_calls(tmp_path):
+    body = RANK_ZERO_FIRST.replace("FIRST", "loader, sampler = make_loaders(8, distributed=True)\n"
+                                            "if local_rank == 0:\n    preview, _ = make_loaders(8)")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert not _codes(found, "DDP802")
+
+
+# -------------------------------------------------- a trainer's own unwrapping method
+UNWRAP = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def compute_loss(self, x):
+        return self.fc(x).pow(2).mean()
+
+
+class Trainer:
+    def __init__(self):
+        self.model = DDP(Net())
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def _get_model(self):
+        if isinstance(self.model, DDP):
+            return UNWRAPPED
+        return self.model
+
+    def step(self, batch, chunks=4):
+        model = self._get_model()
+        for part in batch.chunk(chunks):
+            model.compute_loss(part).backward()
+        self.opt.step()
+
+
+dist.init_process_group("gloo")
+trainer = Trainer()
+for i in range(10):
+    trainer.step(torch.randn(16, 4))
+"""
+
+
+def test_chunks_backpropagated_through_the_unwrapped_module_accumulate_nothing_ddp_syncs(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": UNWRAP.replace("UNWRAPPED", "self.model.module")})
+    assert not _codes(found, "DDP805")
+
+
+def test_twin_the_method_hands_back_the_wrapper(tmp_path):
+    body = UNWRAP.replace("UNWRAPPED", "self.model").replace(
+        "model.compute_loss(part).backward()", "model(part).pow(2).mean().backward()")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP805")]
