@@ -28,7 +28,7 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off, settled as defaults_settled
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
-from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, exits as _exits, is_main_block, rank_return_in_try,
+from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, clean_exit, exits as _exits, is_main_block, rank_return_in_try,
                                    side_conds)
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, FSDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
@@ -2666,19 +2666,9 @@ def _ends(branch: list) -> Optional[str]:
             return "return"
         if _exits(stmt) and all(is_const(a, 0, None) for a in stmt.value.args) and not stmt.value.keywords:
             return "exit"
-        if _clean_system_exit(stmt):
+        if clean_exit(stmt):
             return "exit"
     return None
-
-
-def _clean_system_exit(stmt: ast.stmt) -> bool:
-    """`raise SystemExit(0)` / `raise SystemExit`: sys.exit(0) spelt as the exception it raises."""
-    if not isinstance(stmt, ast.Raise) or stmt.exc is None:
-        return False
-    exc = stmt.exc
-    args = exc.args if isinstance(exc, ast.Call) and not exc.keywords else [] if not isinstance(exc, ast.Call) else None
-    return args is not None and last_name(exc.func if isinstance(exc, ast.Call) else exc) == "SystemExit" and \
-        all(is_const(a, 0, None) for a in args)
 
 
 def _plain_last_return(fn: Function, stmt: ast.stmt, branch: list) -> bool:

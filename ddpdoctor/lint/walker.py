@@ -102,11 +102,20 @@ def _crashes(stmt: ast.stmt) -> bool:
         return False
     if stmt.exc is None:
         return True
+    return not clean_exit(stmt)
+
+
+def clean_exit(stmt: ast.stmt) -> bool:
+    """`raise SystemExit` / `raise SystemExit(0)` (or None): sys.exit(0) spelt as the exception
+    it raises - the process ends with status 0 and the launcher waits for the other ranks."""
+    if not isinstance(stmt, ast.Raise) or stmt.exc is None:
+        return False
     exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
     name = exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")
-    if name == "SystemExit" and isinstance(stmt.exc, ast.Call):
-        return bool(stmt.exc.keywords) or any(not is_const(a, 0, None) for a in stmt.exc.args)
-    return name != "SystemExit"
+    if name != "SystemExit":
+        return False
+    return not isinstance(stmt.exc, ast.Call) or (
+        not stmt.exc.keywords and all(is_const(a, 0, None) for a in stmt.exc.args))
 
 
 # The calls that end the process where they stand: a rank that takes one leaves every loop it is in.
