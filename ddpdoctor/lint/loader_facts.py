@@ -1369,8 +1369,16 @@ class LoaderFacts:
 
     def _property_readers(self, method: Function) -> list[tuple[Function, str]]:
         """(function, name) for each plain binding of a read of the property `X.<method.name>`
-        (also an item of a tuple binding: `train, val = ds.train_loader, ds.val_loader`)."""
-        found = []
+        (also an item of a tuple binding: `train, val = ds.train_loader, ds.val_loader`). Every
+        binding of a read of an attribute is indexed once, by the attribute's name: each loader a
+        constructor keeps asks again."""
+        index = self.__dict__.get("_attribute_reads")
+        if index is None:
+            index = self.__dict__["_attribute_reads"] = self._index_attribute_reads()
+        return index.get(method.name, [])
+
+    def _index_attribute_reads(self) -> dict[str, list[tuple[Function, str]]]:
+        found: dict[str, list[tuple[Function, str]]] = {}
         for fn in self.functions:
             for node in fn.own_of(ast.Assign):
                 if len(node.targets) != 1:
@@ -1378,8 +1386,9 @@ class LoaderFacts:
                 target, value = node.targets[0], node.value
                 pairs = list(zip(target.elts, value.elts)) if target.__class__ is ast.Tuple and \
                     value.__class__ is ast.Tuple and len(target.elts) == len(value.elts) else [(target, value)]
-                found += [(fn, bound.id) for bound, read in pairs if read.__class__ is ast.Attribute
-                          and read.attr == method.name and bound.__class__ is ast.Name]
+                for bound, read in pairs:
+                    if read.__class__ is ast.Attribute and bound.__class__ is ast.Name:
+                        found.setdefault(read.attr, []).append((fn, bound.id))
         return found
 
     def _bound_by_readers(self, method: Function, names: set, loops: bool) -> bool:
@@ -1723,10 +1732,9 @@ class LoaderFacts:
             if node.__class__ is ast.Attribute and option_value(node, self.program) is not None:
                 return True
             if node.__class__ is ast.Name and node.id in fn.params and not fn.bindings.get(node.id):
-                for caller, event in self.callers().get(fn, []):
-                    given = argument_at(fn, event.node, node.id) if event.node.__class__ is ast.Call else None
-                    if given is not None and self._read_from_options(given, caller, depth - 1):
-                        return True
+                if any(self._read_from_options(given, caller, depth - 1)
+                       for given, caller in fn.arguments.get(node.id, [])):
+                    return True
         return False
 
     def _sampler_kind(self, sampler: Optional[ast.AST], fn: Function, depth: int = 4) -> str:
@@ -2656,9 +2664,8 @@ class LoaderFacts:
                 value.id not in fn.params or fn.bindings.get(value.id):
             return []
         found = []
-        for caller, event in self.callers().get(fn, []):
-            given = argument_at(fn, event.node, value.id) if event.node.__class__ is ast.Call else None
-            if given is not None and given is not value:
+        for given, caller in fn.arguments.get(value.id, []):  # (what the walk bound at each call)
+            if given is not value:
                 found.append((given, caller))
                 found += self._passed_in(given, caller, depth - 1)
         return found
