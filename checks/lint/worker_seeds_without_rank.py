@@ -95,7 +95,10 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
              or loader.single_process}
     problems = []
     told: dict[tuple, Problem] = {}  # one worker_init_fn's seeding, reported once for all its loaders
-    for found in facts.unranked_seeds:
+    # (one seeding shared by several loaders is told at the one a distributed run reads first:
+    # a loader with a DistributedSampler before one built for a single process or another config)
+    sharded = {str(loader.location) for loader in facts.loaders if loader.sampler == "distributed"}
+    for found in sorted(facts.unranked_seeds, key=lambda u: str(u.loader) not in sharded):
         if str(found.loader) in quiet:
             continue
         # (every training loader whose workers draw from one seeding shares one fix: the seeding)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.defaults import OPTION_TEST, declared_off, off_at_launch, option_off
-from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, argument_at, guard_test, loc
+from ddpdoctor.lint.defaults import OPTION_TEST, declared_off, off_at_launch, option_off, settled
+from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, _truth_by_constants, argument_at, guard_test, loc
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
                                      through_grad_off)
@@ -180,6 +180,15 @@ class CollectiveFacts:
                         saved.update(text(given, 400) for given, _ in f.arguments.get(written.id, []))
         return any(s and any(s == c or s in c for c in candidates) for s in saved)
 
+    def _held_true(self, fn: Function, cond: str) -> bool:
+        """A switch around the call that the values every way in hands fn settle true (`if
+        self.checkpoint_dir:` with each construction giving `checkpoint_dir="checkpoints"`)."""
+        try:
+            test = ast.parse(cond, mode="eval").body
+        except SyntaxError:
+            return False
+        return _truth_by_constants(self.callers(), fn, test, self.program, own_attrs=True) is True
+
     def _switch_options(self) -> frozenset:
         """The options the process group is set up under, by name (`ddp` of `args.ddp`, read
         again as `self.cfg.ddp` where the config carries it)."""
@@ -266,8 +275,12 @@ class CollectiveFacts:
                     # switch read from an object or a config, not a parameter the callers settle)
                     here = tuple((c, flag) for c, flag in event.conds if flag and (
                         not c.isidentifier() or _module_setting(fn, c))
-                        and not (c.startswith("not ") and c[4:].isidentifier()))
-                    assumption = _assume(guard.test.assumption, here + tuple(conds))
+                        and not (c.startswith("not ") and c[4:].isidentifier())
+                        and not self._held_true(fn, c))
+                    # (a switch the run as launched takes - `if not opt.evolve:` with --evolve a
+                    # store_true - is no assumption: every launch goes that way)
+                    assumption = _assume(guard.test.assumption, tuple(
+                        (c, flag) for c, flag in here + tuple(conds) if not (flag and _taken_at_launch(c, self.program))))
                     switched = self.switched_on_only(fn)
                     if switched:
                         # `if args.val_only: evaluate()` with --val_only a store_true: the training
@@ -454,6 +467,15 @@ def _module_setting(fn, name: str) -> bool:
         return False
     bound = fn.bindings.get(name, [])
     return bool(bound) and all(isinstance(value, ast.Constant) for _, value in bound)
+
+
+def _taken_at_launch(cond: str, program) -> bool:
+    """The test is true on the run as launched, where the options decide it (defaults.settled)."""
+    try:
+        test = ast.parse(cond, mode="eval").body
+    except SyntaxError:
+        return False
+    return settled(test, program) is True
 
 
 def _assume(assumption: str, conds: tuple) -> str:

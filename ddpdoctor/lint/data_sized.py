@@ -335,10 +335,12 @@ def _parameter_comprehension(generator: ast.comprehension) -> bool:
 
 
 def _append_name(stmt: ast.stmt) -> Optional[str]:
-    """`out` for the statement `out.append(...)`."""
+    """`out` for the statement `out.append(...)`, or `out.extend(...)` (a batch's rows: the two
+    sides of `if two_branch: preds.extend(out[0]) else: preds.extend(out)` grow it alike, as an
+    unconditional extend in the loop would)."""
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         func = stmt.value.func
-        if isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Name):
+        if isinstance(func, ast.Attribute) and func.attr in ("append", "extend") and isinstance(func.value, ast.Name):
             return func.value.id
     return None
 

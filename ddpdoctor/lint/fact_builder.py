@@ -1747,18 +1747,23 @@ def attr_constants(program, callers: dict, fn: Function, attr: str) -> Optional[
     return given_constants(callers, init, param)
 
 
-def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None) -> Optional[bool]:
-    """True / False where the constants every way gives the names a test reads settle it."""
+def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None,
+                        own_attrs: bool = False) -> Optional[bool]:
+    """True / False where the constants every way gives the names a test reads settle it
+    (own_attrs: a bare `self.<attr>` read too, what every construction hands the constructor)."""
     if isinstance(test, ast.BoolOp):
-        parts = [_truth_by_constants(callers, fn, v, program) for v in test.values]
+        parts = [_truth_by_constants(callers, fn, v, program, own_attrs) for v in test.values]
         if isinstance(test.op, ast.Or):
             return True if True in parts else (False if all(p is False for p in parts) else None)
         return False if False in parts else (True if all(p is True for p in parts) else None)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _truth_by_constants(callers, fn, test.operand, program)
+        inner = _truth_by_constants(callers, fn, test.operand, program, own_attrs)
         return None if inner is None else not inner
-    if isinstance(test, ast.Name):
-        values = _constants_of(callers, fn, test.id)
+    if isinstance(test, ast.Name) or (own_attrs and _own_attr(test) and program is not None):
+        # (`if self.checkpoint_dir and ...:` where every construction hands the constructor
+        # `checkpoint_dir="checkpoints"`: its truth too)
+        values = _constants_of(callers, fn, test.id) if isinstance(test, ast.Name) else \
+            attr_constants(program, callers, fn, test.attr)
         truths = {bool(v) for v in values} if values else set()
         return truths.pop() if len(truths) == 1 else None
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and (

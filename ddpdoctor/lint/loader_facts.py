@@ -453,6 +453,7 @@ class LoaderFacts:
                     self.in_the_launcher(fn, call) and not self._loader_to_ranks(fn, name))
                 or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call)
                 or self._where_no_group(fn, call) or bool(self.in_another_command(fn)) or self.one_process_pick(fn)
+                or self._instances_single_process(fn)
                 or self.apart_from_setups(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name),
@@ -1568,6 +1569,33 @@ class LoaderFacts:
             todo = more
         return found
 
+    def _instances_single_process(self, fn: Function) -> bool:
+        """A method of a class whose every object the callers hold is built where the run is one
+        process: `if opt.dist: loader = DistributedDataLoader() else: loader =
+        CustomDatasetDataLoader()`, then `loader.initialize(opt)` - CustomDatasetDataLoader's
+        initialize builds its loader only where no process group is set up."""
+        klass = fn.cls
+        if klass is None or isinstance(fn.node, ast.Module):
+            return False
+        program = self.program
+        built = []
+        for caller, event in self.callers().get(fn, []):
+            node = event.node
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id != "self"):
+                return False
+            values = program.values_of(node.func.value, caller)
+            if not values or any(not isinstance(v, ast.Call) for v, _ in values):
+                return False
+            mine = [(v, scope) for v, scope in values if program.class_of(v, scope) is klass]
+            if not mine:
+                return False
+            built += mine
+        switches, ddp = self._switches(), self.wraps_ddp()
+        return bool(built) and all(
+            _single_process(self._switch_ever_on(scope, scope.__dict__.get("_call_conds", {}).get(id(v), ())),
+                            switches, ddp) for v, scope in built)
+
     def _where_no_group(self, fn: Function, call: ast.Call) -> bool:
         """Built under `not is_dist()` (the `else:` of `if is_dist():`), a local helper that
         returns `dist.is_initialized()`: no process group there, so no rank to shard for."""
@@ -1912,6 +1940,10 @@ class LoaderFacts:
                              if node.__class__ is ast.Lambda for call in walk(node.body)
                              if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                              and call.func.attr == "set_epoch"]
+        # (`reporter.set_epoch(ep)` on a progress reporter of the script's own: a set_epoch that
+        # stores a number for its logs, on no sampler)
+        found_set_epochs = [entry for entry in found_set_epochs
+                            if not _not_a_sampler(program, entry[1].func.value, entry[0])]
         set_epochs = [(fn, call, loops) for fn, call, _, loops in found_set_epochs]
         epochs = _EpochIndex(set_epochs)
         # the ones on a side of a switch no way in takes (asked once, not once per sampler)
@@ -2636,12 +2668,9 @@ class LoaderFacts:
                     # `train_dataset = get_dataset(bs)`, a builder returning an instance: its class
                     target = program.class_of(call, scope)
                 if target.__class__ is Klass:
-                    init = next((k.methods.get("__init__") for k in [target, *program.bases(target)]
-                                 if "__init__" in k.methods), None)
-                    for inner in (init.own_calls if init is not None and init.node is not None else ()):
-                        draw = self._unseeded_draw(inner, init)
-                        if draw and not self._ruled_out_by(init, inner, call, scope):
-                            return draw
+                    draw = self._constructor_draw(target, call, scope, 3)
+                    if draw:
+                        return draw
                     # (the items it is handed, split by a draw: `x_train, x_test, ... =
                     # train_test_split(x, y)` then `Data(x_train, y_train)`)
                     for arg in [*call.args, *(k.value for k in call.keywords)]:
@@ -2655,6 +2684,30 @@ class LoaderFacts:
                 draw = self._reordered_after(value.id, scope)
                 if draw:
                     return draw
+        return ""
+
+    def _constructor_draw(self, klass: Klass, built: ast.Call, scope: Function, depth: int) -> str:
+        """An unseeded draw in the constructor of the class `built` (in scope) makes, or in the
+        constructor of a local class that constructor builds in turn, depth levels down (DCT's
+        ComposeDataset building a Human36MDataset that keeps `random.sample(data_list, n)`)."""
+        program = self.program
+        init = next((k.methods.get("__init__") for k in [klass, *program.bases(klass)]
+                     if "__init__" in k.methods), None)
+        if init is None or init.node is None:
+            return ""
+        for inner in init.own_calls:
+            draw = self._unseeded_draw(inner, init)
+            if draw and not self._ruled_out_by(init, inner, built, scope):
+                return draw
+        if depth > 1:
+            for inner in init.own_calls:
+                if inner.func.__class__ is not ast.Name:
+                    continue
+                target = program._callee_symbol(inner.func, init)
+                if target.__class__ is Klass and target is not klass:
+                    draw = self._constructor_draw(target, inner, init, depth - 1)
+                    if draw:
+                        return draw
         return ""
 
     def _passed_in(self, value: ast.AST, fn: Function, depth: int) -> list[tuple[ast.AST, Function]]:
@@ -2720,9 +2773,11 @@ class LoaderFacts:
         if found is None:
             # (not `if args.seed is not None: random.seed(args.seed)` with --seed unset by default:
             # MoCo's main_moco.py, whose ranks then draw from the seeds their processes made)
+            # (nor `random.seed(int(time.time()))`: a clock reading is no seed two processes share)
             found = self.__dict__["_seeds_any"] = any(
                 "seed" in (name := (last_name(call.func) or "").lower()) and name not in ("initial_seed", "get_seed")
                 and not _seed_option_unset(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program)
+                and not _clock_seed(call)
                 for fn, call, _, _ in self.calls())
         return found
 
@@ -3308,6 +3363,33 @@ def _count_test(cond: str, fn: Function):
         return None
     op, bound_at = _OPS[type(test.ops[0])], test.comparators[0].value
     return text(test.left), (lambda n: op(n, bound_at) != negated)
+
+
+def _clock_seed(call: ast.Call) -> bool:
+    """`random.seed(int(time.time()))`, `np.random.seed(datetime.now().microsecond)`: seeded from
+    the wall clock, which no two processes read alike by design."""
+    return len(call.args) == 1 and not call.keywords and any(
+        n.__class__ is ast.Call and (dotted(n.func) or "").rpartition(".")[2] in ("time", "time_ns", "now", "perf_counter")
+        for n in walk(call.args[0]))
+
+
+def _not_a_sampler(program, receiver: ast.AST, fn: Function) -> bool:
+    """The receiver of a set_epoch is an instance of a class of the script's own that iterates
+    nothing, derives from no library class and hands no set_epoch on (ALMTokenizer's `Reporter`,
+    whose `set_epoch` keeps the epoch for its logs): no sampler, dataset or loader is set."""
+    klass = program.class_of(receiver, fn)
+    if klass is None:
+        return False
+    for k in [klass] + program.bases(klass):
+        if len([b for b in k.bases if b != "object"]) > len(program.bases(k)):
+            return False  # a library base (a Sampler, a Dataset) may be what is set
+        if {"__iter__", "__next__", "__getitem__", "__len__"} & set(k.methods):
+            return False
+    method = program.method(klass, "set_epoch")
+    if method is None:
+        return False
+    return not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "set_epoch"
+                   for n in method.own)
 
 
 def _unknown_receiver(program, receiver: ast.AST, fn: Function) -> bool:

@@ -281,7 +281,7 @@ def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         return full.rsplit(".", 2)[-2] + "." + full.rsplit(".", 1)[-1]
     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_pretrained" and \
             not (_GATED_SAVE & _given_keywords(program, call, fn)) and not program.resolve(call.func, fn)[0] \
-            and not _SIDE_FILES.search(last_name(call.func.value) or ""):
+            and not _SIDE_FILES.search(_saved_name(call.func.value)):
         return f"{text(call.func.value, 40)}.save_pretrained"
     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_to_folder" and \
             not program.resolve(call.func, fn)[0]:
@@ -289,6 +289,15 @@ def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # the extras) into the folder on every process that calls it (DAC and the codecs built on it)
         return f"{text(call.func.value, 40)}.save_to_folder"
     return None
+
+
+def _saved_name(receiver: ast.AST) -> str:
+    """The name of what save_pretrained is called on: `tokenizer`, or the class a loaded one is
+    made from (`AutoConfig.from_pretrained(name).save_pretrained(dir)`: AutoConfig)."""
+    if receiver.__class__ is ast.Call and receiver.func.__class__ is ast.Attribute \
+            and receiver.func.attr == "from_pretrained":
+        return last_name(receiver.func.value) or ""
+    return last_name(receiver) or ""
 
 
 # What a tokenizer, processor or config writes: a few small text files of the same content

@@ -1977,6 +1977,10 @@ class Program:
                     return passed, []
             return (self._entries(self._called(func, fn)) if target is None else []), []
         if cls is ast.Call:
+            evaluated = self._evaluated_names(func, fn)
+            if evaluated:
+                # `eval('get_{}'.format(cfg.dataset))(cfg)`: each function or class of that shape
+                return self._entries(evaluated), []
             return self._entries(self._called(func, fn)), []
         if cls is ast.Subscript and func.value.__class__ is ast.Attribute and func.value.attr == "__dict__":
             # `core.__dict__[version].__dict__["Trainer"](cfg)` (ProPainter): a module's namespace
@@ -2519,6 +2523,9 @@ class Program:
             # `trainer_class(...)`: what the name was bound to
             return list(dict.fromkeys(k for v, scope in self.values_of(func, fn, 1)
                                       if v.__class__ is ast.Call for k in self._runtime_classes(v, scope)))
+        if func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id == "eval":
+            # `eval('Trainer_{}'.format(args.dataset))(...)`: the classes of that shape
+            return [k for k in self._evaluated_names(func, fn) if k.__class__ is Klass]
         if not (func.__class__ is ast.Call and last_name(func.func) == "getattr" and len(func.args) >= 2
                 and name_pattern(func.args[1]) is None):
             return []
@@ -2530,6 +2537,37 @@ class Program:
                 if len(classes) <= 8:
                     found.extend(classes)
         return self._configured_among(found)
+
+    def _evaluated_names(self, func: ast.Call, fn: Function) -> list:
+        """`eval('get_{}'.format(cfg.dataset))`, `eval("Trainer_" + name)`: the functions and
+        classes the module sees - its own, imported by name, or through a `from pkg import *`
+        of a package that imports them by name - whose names fit what the string spells around
+        its one run-time part (a few at most: a dataset family, not any name)."""
+        if not (func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id == "eval"
+                and len(func.args) == 1 and not func.keywords and not self.lookup("eval", fn)):
+            return []
+        spelt = name_pattern(func.args[0])
+        if spelt is None or spelt[1] is None or not (spelt[0] or spelt[1]) or "." in spelt[0] + spelt[1]:
+            return []
+        prefix, suffix = spelt
+
+        def fits_name(name: str) -> bool:
+            return len(name) > len(prefix) + len(suffix) and name.startswith(prefix) and name.endswith(suffix)
+        module = fn.module
+        found: list = []
+        sources = [module]
+        sources += [other for key, base in module.imports.items() if key[0] == "*" and base != module.name
+                    for other in [self._module(base)] if other is not None]
+        for source in sources:
+            for name, symbol in [*source.functions.items(), *source.classes.items()]:
+                if fits_name(name) and symbol not in found:
+                    found.append(symbol)
+            for key, base in source.imports.items():
+                if key[0] != "*" and fits_name(key) and "." in base:
+                    symbol = self.full_symbol(base)
+                    if (symbol.__class__ is Function or symbol.__class__ is Klass) and symbol not in found:
+                        found.append(symbol)
+        return found if len(found) <= 8 else []
 
     def _module_factory_classes(self, call: ast.Call, fn: Function) -> list:
         """`config.init_obj("trainer", module_trainer, model, ...)` (pytorch-template's config

@@ -1266,10 +1266,10 @@ def test_a_loader_handed_in_the_phase_that_skips_the_backward_is_no_training_loa
 
 
 def test_its_twin_the_second_loader_handed_in_the_training_phase_trains_too(tmp_path):
-    # (one seeding feeds both: one finding, naming the second loader too)
+    # (one seeding feeds both: one finding, told at the sharded loader, naming the other too)
     found = lint_plain(tmp_path, PHASES.replace("{phase}", '"train"'))
-    assert lines_of(found, "DDP808") == [22]
-    assert [f.evidence.get("other_loaders") for f in found if f.code == "DDP808"][0][0].endswith(":25")
+    assert lines_of(found, "DDP808") == [25]
+    assert [f.evidence.get("other_loaders") for f in found if f.code == "DDP808"][0][0].endswith(":22")
 
 
 # -------------------------------------------------- a tokenizer's files are no model state
