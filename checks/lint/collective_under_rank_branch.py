@@ -156,8 +156,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
                        "the ranks that skip the branch never enter it, and the job hangs or "
                        "pairs it with another collective")
         inner = f" (the collective itself at {found.inner})" if found.inner else ""
+        others = getattr(found, "other_ways", [])
+        more = f" (and through {', '.join(others[:3])})" if others else ""
         message = (f"{found.op} at {found.location}{inner} runs only where `{found.guard}` holds "
-                   f"({found.guard_location}, {found.function}){via}: {consequence}")
+                   f"({found.guard_location}, {found.function}){via}{more}: {consequence}")
         if found.assumption:  # the test also reads values the source does not show
             message = f"if {found.assumption}: {message}"
         elif found.given:  # and values the source settles only by their defaults
@@ -170,7 +172,11 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
                       "function": found.function, "chain": found.chain,
                       "assumption": found.assumption or None, "given": found.given or None,
                       # the collective's own place where the finding stands at the call into it
-                      "collective_at": str(found.inner) if found.inner else None},
+                      "collective_at": str(found.inner) if found.inner else None,
+                      # the other guarded calls that reach it, in the finding's own file
+                      **({"also": also} if (also := [int(w.rpartition(":")[2]) for w in others
+                                                      if w.rpartition(":")[0] == str(found.location.file)
+                                                      and w.rpartition(":")[2].isdigit()]) else {})},
             severity=Severity.WARNING if found.assumption or latent or conditional else None,
         ))
     return problems

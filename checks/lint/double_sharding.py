@@ -113,8 +113,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                 message=(f"DistributedSampler at {sampler.location} shards `{sampler.dataset_text}`, whose items "
                          + (f"are picked or ordered by a draw ({sampler.drawn_apart}) from a stream each rank "
                             "seeds with its own rank" if getattr(sampler, "drawn_by_rank_seed", False) else
-                            f"are picked or ordered by an unseeded draw ({sampler.drawn_apart}) and the script "
-                            "seeds nothing alike (no seed, or one read off the clock)")
+                            f"are picked or ordered by an unseeded draw ({sampler.drawn_apart}), and no seeding makes "
+                            "that draw alike on every rank (its stream is not seeded, or seeded from the clock)")
                          + ": each rank draws its own, so the ranks shard different datasets - some items "
                          "are read on several ranks and others on none"
                          + (" (so do the samplers at " + ", ".join(str(s.location) for s in others) + ")"

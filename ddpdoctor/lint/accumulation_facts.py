@@ -625,7 +625,18 @@ class AccumulationFacts:
     def _step_after_call(self, fn: Function) -> Optional[Location]:
         """The optimizer step a caller's loop takes after calling fn, on every pass."""
         for caller, event in self.callers().get(fn, []):
-            if event.loops == 0 or not isinstance(event.node, ast.Call):
+            if not isinstance(event.node, ast.Call):
+                continue
+            if event.loops == 0:
+                # `def run_step(batch): self.forward_backward(batch); self.optimize()`, run_step
+                # itself called once a step (guided-diffusion's TrainLoop): the step after the call
+                if caller.node is None or isinstance(caller.node, ast.Module) or not self.in_loop(caller):
+                    continue
+                calls = list(_loop_calls(caller.node.body, False))
+                if any(c is event.node and not cond for c, cond in calls):
+                    steps = [c for c, cond in calls if not cond and c.lineno > event.node.lineno and self._step(c, caller)]
+                    if steps:
+                        return loc(caller, steps[0])
                 continue
             for node, _ in _loops(caller.node, 0):
                 calls = list(_loop_calls(node.body, False))
@@ -731,6 +742,10 @@ class AccumulationFacts:
                     return found[0]
                 # (way_in: the call into fn and the function it is in)
                 decided = self._decided(fn, *way_in, stmt.test) if way_in is not None else None
+                if decided is None and stmt.test.__class__ is ast.Attribute and stmt.test.attr == "requires_grad":
+                    # `if loss.requires_grad: backward(loss)`: a helper shared with the evaluation
+                    # (run under no_grad there) backpropagates on every training pass
+                    decided = True
                 if decided is None:
                     # `grad_accumu = 1` above `if grad_accumu > 1: ... else: opt.step()` (samtemp):
                     # the side the constants every way in gives settle
@@ -888,6 +903,10 @@ class AccumulationFacts:
         return self._through(call, fn, depth, self._backward)
 
     def _step(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "step" and self._own_step(call, fn):
+            # `grad_clipper.step(amp.master_params(optimizer))` of a local class that only clips:
+            # what its own step does decides, not the optimizer it is handed
+            return self._through(call, fn, depth, self._step)
         if isinstance(call.func, ast.Attribute) and call.func.attr == "step":
             owner = text(call.func.value)
             if SCHEDULER_NAME.search(owner):
@@ -905,6 +924,15 @@ class AccumulationFacts:
             return any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" and c.args
                        and text(c.func.value) == owner for c in fn.own_calls)
         return self._through(call, fn, depth, self._step)
+
+    def _own_step(self, call: ast.Call, fn: Function) -> bool:
+        """`x.step(...)` where x is an instance of a class of the script's own, deriving from no
+        library class (no torch optimizer, no scheduler): its step method is the script's code."""
+        klass = self.program.class_of(call.func.value, fn)
+        if klass is None or "step" not in klass.methods:
+            return False
+        return all(len([b for b in k.bases if b != "object"]) <= len(self.program.bases(k))
+                   for k in [klass, *self.program.bases(klass)])
 
     def _step_kind(self, call: ast.Call, fn: Function, depth: int = 2) -> Optional[str]:
         """"always" / "sometimes" (a helper that steps under a switch its caller sets per call:

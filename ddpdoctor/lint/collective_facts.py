@@ -36,6 +36,9 @@ class GuardedCollective:
     # where the collective itself is, when the finding is placed at the call into its helper
     # (a helper every rank also runs elsewhere: the call is the one-sided place)
     inner: Optional[Location] = None
+    # the first steps of the other ways to the same collective under a rank test (the periodic
+    # and the final `if master: save_checkpoint(engine, ...)`): one finding, told at each
+    other_ways: list[str] = field(default_factory=list)
 
 
 class CollectiveFacts:
@@ -281,7 +284,8 @@ class CollectiveFacts:
                     # store_true - is no assumption: every launch goes that way)
                     assumption = _assume(guard.test.assumption, tuple(
                         (c, flag) for c, flag in here + tuple(conds) if not (flag and _taken_at_launch(c, self.program))))
-                    switched = self.switched_on_only(fn)
+                    # (not a switch every launch beside the script gives: `--wandb` in each of them)
+                    switched = [c for c in self.switched_on_only(fn) if not _taken_at_launch(c, self.program)]
                     if switched:
                         # `if args.val_only: evaluate()` with --val_only a store_true: the training
                         # run never gets here; a run asked for with the switch hangs
@@ -295,7 +299,8 @@ class CollectiveFacts:
                     if unset:
                         said = f"`{unset[0]}` holds (an option off by default)"
                         assumption = f"{assumption}, and {said}" if assumption else said
-                    present = _on_the_files([c for c in event.conds if _FILE_STATE.search(c[0])
+                    present = _on_the_files([c for c in event.conds if (_FILE_STATE.search(c[0])
+                                                                        or _listed_names(fn, c[0]))
                                              and not self._first_run_side(fn, c[0])])
                     if present:
                         assumption = f"{assumption}, and {present}" if assumption else present
@@ -331,6 +336,7 @@ class CollectiveFacts:
                                       set()).add(guard.test.polarity)
                 if guard.branch not in balanced:
                     kept.append((fn, guard, found))
+        ways: dict[tuple, list[str]] = {}
         for fn, guard, found in kept:
             if {"zero", "nonzero"} <= polarities[(_outermost(fn), _op_kind(found.op), guard.test.key)]:
                 continue
@@ -339,8 +345,13 @@ class CollectiveFacts:
             # (minimal-diffusion's sampler: an all_gather under `if args.class_cond:`, then one
             # every call runs), a collective before a DDP forward's buffer broadcast (MLPF's
             # run_test: its barrier, and a no-grad forward a few calls down), then the shortest way
+            if found.chain:
+                ways.setdefault(key, []).append(found.chain[0].partition(" ")[0])
             if key not in best or _rank(found) < _rank(best[key]):
                 best[key] = found
+        for key, found in best.items():
+            mine = found.chain[0].partition(" ")[0] if found.chain else ""
+            found.other_ways = [w for w in dict.fromkeys(ways.get(key, ())) if w != mine]
         # a helper's several no-grad forwards reached through one call (`pred_cond = model(...)`,
         # `pred_uncond = model(...)`): one latent broadcast to report, at the first
         first: dict[tuple, GuardedCollective] = {}
@@ -449,11 +460,21 @@ def _tested_path(cond: str) -> Optional[ast.AST]:
     return None
 
 
+def _listed_names(fn: Function, cond: str) -> bool:
+    """The test reads a name fn binds from what is on disk (`checkpoints = os.listdir(out)`,
+    then `if len(checkpoints) > 0 and ...:`)."""
+    names = set(re.findall(r"\b[A-Za-z_]\w*\b", cond))
+    return any(name in names and _FILE_STATE.search(text(value, 300) or "")
+               for name, bound in fn.bindings.items() if name in names for _, value in bound)
+
+
 def _on_the_files(conds: tuple) -> str:
     """The tests around the guarded call that read the filesystem's state (a cache built on the
     first run only): where the branch runs depends on what an earlier run left, which the
     source does not settle."""
-    tests = list(dict.fromkeys(f"`{c}`" for c, _ in conds if _FILE_STATE.search(c)))
+    # (the callers pick the tests that read the disk; a part of a test said whole is said once)
+    said = [c for c, _ in conds]
+    tests = list(dict.fromkeys(f"`{c}`" for c in said if not any(c != o and c in o for o in said)))
     if not tests:
         return ""
     return f"{' and '.join(tests)} {'holds' if len(tests) == 1 else 'hold'} (what is on disk when it runs)"

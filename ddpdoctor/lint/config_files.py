@@ -55,6 +55,13 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
             if not runs.search(command) or not re.search(r"\baccelerate\s+launch\b", command):
                 continue
             given = re.search(r"--config[_-]file[= ]+[\"']?([^\s\"']+)", command)
+            flag = re.search(r"--use[_-](fsdp|deepspeed)\b", command)
+            if given is None and flag is not None:
+                # `accelerate launch --use_fsdp ... train.py`: the engine the command line picks
+                named.add("FSDP" if flag.group(1) == "fsdp" else "DeepSpeed")
+                if str(launch) not in read:
+                    read.append(str(launch))
+                continue
             if given is None:
                 return None  # (a launch on the user's default config: not known)
             if str(launch) not in read:

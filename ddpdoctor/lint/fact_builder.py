@@ -18,7 +18,7 @@ from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh
                                      ddp_model, text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME, _on_self
-from ddpdoctor.lint.walker import COMMAND
+from ddpdoctor.lint.walker import COMMAND, exits
 from ddpdoctor.lint.value_flow import placement as _placement, unreturned_arguments
 
 
@@ -308,6 +308,38 @@ class BuilderCore:
                 return ""
             found = found or inner
         return found
+
+    def in_exiting_branch(self, fn: Function) -> str:
+        """Every call into fn sits in an `if` of its caller that ends the program right after
+        (`if args.merge_lora: merge_and_save(args); sys.exit(0)`, no rank test) and reaches no
+        process group, DDP model or framework: a command of its own before the training run.
+        The test's text, or ""."""
+        sites = self.callers().get(fn, [])
+        if not sites or self._distributed_reach(fn):
+            return ""
+        found = ""
+        for caller, event in sites:
+            if event.kind != "call" or caller.node is None:
+                return ""
+            branch = next((n for n in walk(caller.node) if n.__class__ is ast.If and n.body
+                           and any(s.__class__ is ast.Expr and s.value is event.node
+                                   or (s.__class__ is ast.Assign and s.value is event.node) for s in n.body)), None)
+            if branch is None or not (exits(branch.body[-1]) or isinstance(branch.body[-1], ast.Return)) \
+                    or self.program.ranks.guard(branch.test, caller) is not None \
+                    or any((last_name(c.func) or "") in DISTRIBUTED_STARTS or self.program.ddp_call(c, caller)
+                           for s in branch.body for c in walk(s) if c.__class__ is ast.Call):
+                return ""
+            if isinstance(branch.body[-1], ast.Return) and not isinstance(caller.node, ast.Module) \
+                    and not self._sets_up_after(caller, branch):
+                return ""  # (a `return` ends only the function: what its caller does next is the run)
+            found = found or text(branch.test, 60)
+        return found
+
+    def _sets_up_after(self, fn: Function, branch: ast.If) -> bool:
+        """Something after `branch` in fn sets up the distributed run (the training the early
+        `return` keeps the side command out of)."""
+        return any((last_name(c.func) or "") in DISTRIBUTED_STARTS or self.program.ddp_call(c, fn)
+                   for c, _, _ in fn.calls if getattr(c, "lineno", 0) > (branch.end_lineno or branch.lineno))
 
     def _distributed_reach(self, fn: Function) -> bool:
         cache = self.__dict__.setdefault("_distributed_reached", {})

@@ -874,7 +874,11 @@ class LoaderFacts:
                             continue
                         for inner in target.own_calls:
                             read = _next_of(inner)
-                            if isinstance(read, ast.Name) and read.id in target.params and _hands_back(target, inner):
+                            # (what it returns reaches the loop's backward, or it runs one itself:
+                            # guided-diffusion's `forward_backward_log(data)` draws and backpropagates)
+                            if isinstance(read, ast.Name) and read.id in target.params and (
+                                    _hands_back(target, inner)
+                                    or any(self._runs_backward(b, target) for b in target.own_calls)):
                                 given = argument_at(target, c, read.id)
                                 if isinstance(given, ast.Call) and last_name(given.func) == "iter" and given.args:
                                     given = given.args[0]  # `sample(model, iter(loader))`
@@ -1299,6 +1303,9 @@ class LoaderFacts:
             names = self._split_names
         if among is not None:
             names = among
+        if not name and call is not None and among is None and not split and \
+                self._wrapped_by_generator(fn, "", names, call):
+            return True  # `data = yielder(DataLoader(ds, shuffle=True))`
         if not name and call is not None:
             # `return DataLoader(train_ds, ...), DataLoader(val_ds, ...)`: the item a caller unpacks
             position = _call_returned_at(fn, call)
@@ -1307,6 +1314,8 @@ class LoaderFacts:
         if not name:
             return False
         if (id(fn), name) in names:
+            return True
+        if self._wrapped_by_generator(fn, name, names):
             return True
         if any((id(target), param) in names for target, param in self._spawned_as(fn, name)):
             return True  # the launcher's loader, iterated by the training loop of each rank
@@ -1327,6 +1336,27 @@ class LoaderFacts:
                 if at is not None and self._bound_by_callers(method, at, names, None, among is None and not split):
                     return True
                 if at is not None and is_property(method.node) and self._bound_by_readers(method, names, among is None and not split):
+                    return True
+        return False
+
+    def _wrapped_by_generator(self, fn: Function, name: str, names: set, built: Optional[ast.Call] = None) -> bool:
+        """`batches = yielder(loader)` with `def yielder(loader): while True: yield from loader`
+        (guided-diffusion's scripts), where what fn binds the generator to trains; built: the
+        DataLoader call handed in place (`yielder(DataLoader(ds))`) instead of a name."""
+        for call in fn.own_calls:
+            position = next((i for i, a in enumerate(call.args) if (a is built if built is not None else
+                                                                     a.__class__ is ast.Name and a.id == name)), None)
+            if position is None:
+                continue
+            targets = self.program.resolve(call.func, fn)[0]
+            if len(targets) != 1 or targets[0].node is None or isinstance(targets[0].node, ast.Module):
+                continue
+            params = [a.arg for a in targets[0].node.args.args]
+            if targets[0].cls is not None and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            if position < len(params) and _yielded_from(targets[0], params[position]):
+                bound = self.bound_name(fn, call)
+                if bound and (id(fn), bound) in names:
                     return True
         return False
 
@@ -2170,7 +2200,7 @@ class LoaderFacts:
                 across_epochs=across,
                 sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
                 drawn_apart=(drawn := self._drawn_apart(dataset, fn) if dataset is not None else ""),
-                drawn_by_rank_seed=bool(drawn) and self._seeds_anything(),
+                drawn_by_rank_seed=bool(drawn) and self._seeds_anything() and seeded_per_rank(self),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
                 set_epoch_once=matched[0] if matched and once and matched_calls and across else None,
                 unset_loop=self._loop_without_set_epoch(names, matched_calls, set_epochs) if matched_calls and across else None,
@@ -2636,7 +2666,7 @@ class LoaderFacts:
         `train_test_split(...)` with no random_state=). Only where the program seeds nothing at
         all, or seeds each process with its rank (scMETH's `seed = args.seed + get_rank()`, then a
         datasets `train_test_split` with no seed=): a seeding alike on every rank draws alike."""
-        if self._seeds_anything() and not seeded_per_rank(self):
+        if self._seeds_anything() and not seeded_per_rank(self) and "*" in self._alike_streams():
             return ""
         program = self.program
         if program.ranks.live_spawn_targets() and fn not in self._spawn_reach():
@@ -2671,13 +2701,16 @@ class LoaderFacts:
                     draw = self._constructor_draw(target, call, scope, 3)
                     if draw:
                         return draw
+                if target.__class__ is Klass or call is value:
                     # (the items it is handed, split by a draw: `x_train, x_test, ... =
-                    # train_test_split(x, y)` then `Data(x_train, y_train)`)
+                    # train_test_split(x, y)` then `Data(x_train, y_train)`; or by a local helper
+                    # that shuffles what it splits - `train, test = random_split_list(files)`
+                    # then `instantiate(cfg.dataset, data_list=train)`)
                     for arg in [*call.args, *(k.value for k in call.keywords)]:
                         if arg.__class__ is ast.Name and scope.node is not None:
                             for held in reaching.reaching_values(scope.node, arg.id, arg, unpacked=True) or ():
                                 for inner in (c for c in walk(held) if c.__class__ is ast.Call):
-                                    draw = self._unseeded_draw(inner, scope)
+                                    draw = self._unseeded_draw(inner, scope) or self._helper_draw(inner, scope)
                                     if draw:
                                         return draw
             if value.__class__ is ast.Name:
@@ -2685,6 +2718,17 @@ class LoaderFacts:
                 if draw:
                     return draw
         return ""
+
+    def _helper_draw(self, call: ast.Call, scope: Function) -> str:
+        """An unseeded draw in the body of the local function the call runs (a list splitter
+        that `random.shuffle`s what it is handed before cutting it); "" if none."""
+        if call.func.__class__ is not ast.Name:
+            return ""
+        targets = self.program.resolve(call.func, scope)[0]
+        if len(targets) != 1 or targets[0].node is None or isinstance(targets[0].node, ast.Module):
+            return ""
+        helper = targets[0]
+        return next((draw for inner in helper.own_calls if (draw := self._unseeded_draw(inner, helper))), "")
 
     def _constructor_draw(self, klass: Klass, built: ast.Call, scope: Function, depth: int) -> str:
         """An unseeded draw in the constructor of the class `built` (in scope) makes, or in the
@@ -2753,10 +2797,34 @@ class LoaderFacts:
         return any(_cond_false(init, built, cond, flag, context)
                    for cond, flag in init.__dict__.get("_call_conds", {}).get(id(inner), ()))
 
+    def _alike_streams(self) -> set:
+        """The random streams every rank seeds alike: "random", "numpy", "torch" for the library
+        calls that seed one (`torch.manual_seed(cfg.seed)` leaves Python's `random` to each
+        process), "*" for any other seeding (`seed_everything`, `set_seed`, a local helper);
+        empty where the program seeds per rank or not at all. Asked once."""
+        found = self.__dict__.get("_alike_streams_seen")
+        if found is None:
+            found = set()
+            if self._seeds_anything() and not seeded_per_rank(self):
+                for fn, call, _, _ in self.calls():
+                    name = (last_name(call.func) or "").lower()
+                    if "seed" not in name or name in ("initial_seed", "get_seed") or _clock_seed(call) or \
+                            _seed_option_unset(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program):
+                        continue
+                    full = self.program.qualify(call.func, fn) or ""
+                    found.add(_SEED_STREAMS.get(full, "*"))
+            self.__dict__["_alike_streams_seen"] = found
+        return found
+
     def _unseeded_draw(self, call: ast.Call, fn: Function) -> str:
         full = self.program.qualify(call.func, fn) or ""
         if full not in ITEM_DRAWS and not _datasets_split(self.program, call, fn, full):
             return ""
+        alike = self._alike_streams()
+        # (scikit-learn's and a datasets split's default seeds come from numpy's global stream)
+        stream = "numpy" if full.startswith("sklearn.") or full not in ITEM_DRAWS else full.partition(".")[0]
+        if alike and (stream in alike or "*" in alike):
+            return ""  # (drawn from a stream every rank seeded alike)
         given = keyword(call, "generator") if keyword(call, "generator") is not None else (
             call.args[2] if full.endswith("random_split") and len(call.args) > 2 else None)
         if given is not None and not is_const(given, None):
@@ -3363,6 +3431,12 @@ def _count_test(cond: str, fn: Function):
         return None
     op, bound_at = _OPS[type(test.ops[0])], test.comparators[0].value
     return text(test.left), (lambda n: op(n, bound_at) != negated)
+
+
+# the library calls that seed one random stream (the process's, every rank alike when no rank is in it)
+_SEED_STREAMS = {"random.seed": "random", "numpy.random.seed": "numpy", "torch.manual_seed": "torch",
+                 "torch.cuda.manual_seed": "torch.cuda", "torch.cuda.manual_seed_all": "torch.cuda",
+                 "torch.random.manual_seed": "torch"}
 
 
 def _clock_seed(call: ast.Call) -> bool:

@@ -36,6 +36,12 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
                     if target.node is not None and any(mentions(n) for n in target.own):
                         return None  # set up in a helper: not judged here
         return None
+    # (a no_sync on a side no run takes: `if last or not self.use_ddp: ... else: with no_sync():`
+    # where every assignment of `self.use_ddp` is False - guided-diffusion's forks)
+    dead = [u for parent, side, _ in _branches(loop) if _never_taken(program, parent, side)
+            for u in uses if any(u is n for s in side for n in walk(s))]
+    if dead and len(dead) == len(uses):
+        return False
     stepping = _stepping_names(loop)
     for parent, side, other in _branches(loop):
         inside = [u for u in uses if any(u is n for s in side for n in walk(s))]
@@ -148,6 +154,32 @@ def _stepping_names(loop: ast.AST) -> set[str]:
             for target in targets:
                 names.update(n.id for n in walk(target) if isinstance(n, ast.Name))
     return names
+
+
+def _never_taken(program, parent: ast.AST, side: list) -> bool:
+    """The side of the test is never taken: the attributes it reads are set to one constant
+    wherever they are set (Program.attribute_constants), and with them the test is decided."""
+    truth = _attribute_truth(program, parent.test)
+    if truth is None:
+        return False
+    on_body = side is parent.body or (isinstance(parent, ast.IfExp) and side and side[0] is parent.body)
+    return truth is (not on_body)
+
+
+def _attribute_truth(program, test: ast.AST) -> Optional[bool]:
+    if isinstance(test, ast.BoolOp):
+        parts = [_attribute_truth(program, v) for v in test.values]
+        if isinstance(test.op, ast.Or):
+            return True if True in parts else (False if all(p is False for p in parts) else None)
+        return False if False in parts else (True if all(p is True for p in parts) else None)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _attribute_truth(program, test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self":
+        values = program.attribute_constants(test.attr)
+        truths = {bool(v) for v in values} if values else set()
+        return truths.pop() if len(truths) == 1 else None
+    return None
 
 
 def _branches(loop: ast.AST):

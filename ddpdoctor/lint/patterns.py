@@ -504,6 +504,16 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # every rank writes its own ZeRO partition and they meet in a barrier: the
         # DeepSpeed docs require the call on every process
         return f"{text(call.func, 40)}() {DEEPSPEED_SAVE}"
+    if name == "save_pretrained" and receiver is not None and program.uses("accelerate") \
+            and keyword(call, "state_dict") is None and _unwrapped_by_accelerator(program, receiver, fn):
+        # `accelerator.unwrap_model(model).save_pretrained(dir)` under FSDP: the unwrapped module
+        # still holds the auto-wrapped FSDP units, whose state_dict() all-gathers every shard
+        # (Accelerate's docs: take `accelerator.get_state_dict(model)` on every process first)
+        chosen = launched_engine(program, proven=True)
+        if chosen == "FSDP":
+            return f"{text(call.func, 40)}() {UNWRAPPED_FSDP_CHOSEN}"
+        if not chosen and sharded_engine(program) == "FSDP":
+            return f"{text(call.func, 40)}() {UNWRAPPED_FSDP}"
     if receiver is not None:
         owner = (last_name(receiver) or "").lower()
         if program.uses("accelerate") and name in ACCELERATE_COLLECTIVES and (
@@ -947,6 +957,20 @@ SHARDED_SAVE = "(every process takes part under {})"
 CHOSEN_SAVE = "(every rank takes part under {}, the engine of the Accelerate config the launch beside the script names)"
 
 
+# save_pretrained of what accelerator.unwrap_model() returns, under FSDP (its state_dict gathers)
+UNWRAPPED_FSDP = ("of the model accelerator.unwrap_model() returns (under FSDP its state_dict() "
+                  "all-gathers the shards: every process takes part)")
+UNWRAPPED_FSDP_CHOSEN = ("of the model accelerator.unwrap_model() returns (its state_dict() all-gathers "
+                         "the shards under FSDP, the engine the launch beside the script picks)")
+
+
+def _unwrapped_by_accelerator(program: Program, receiver: ast.AST, fn: Function) -> bool:
+    """`accelerator.unwrap_model(net)`, there or as what the name was bound to."""
+    values = [receiver] if receiver.__class__ is ast.Call else [v for v, _ in program.values_of(receiver, fn, 1)]
+    return any(v.__class__ is ast.Call and v.func.__class__ is ast.Attribute and v.func.attr == "unwrap_model"
+               and "accelerator" in (last_name(v.func.value) or "").lower() for v in values)
+
+
 def launched_engine(program: Program, proven: bool = False) -> str:
     """"DeepSpeed" / "FSDP" where every Accelerate launch config beside the script picks it
     (config_files.launch_engine_only), else "". proven: only where the launches written beside
@@ -966,10 +990,15 @@ def launched_engine(program: Program, proven: bool = False) -> str:
 DEEPSPEED_SAVE = "(DeepSpeed: every rank saves its own partition and waits for the others)"
 
 
-def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function) -> bool:
+def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function, depth: int = 2) -> bool:
     """The receiver is a DeepSpeed engine: an item `deepspeed.initialize(...)` returns
     (`model_engine, opt, _, _ = deepspeed.initialize(...)`, there or in a method of the class
-    for `self.<name>`), or Accelerate's `accelerator.deepspeed_engine`."""
+    for `self.<name>`), or Accelerate's `accelerator.deepspeed_engine`; or a parameter of a
+    helper its callers hand such an engine (`save_checkpoint(engine, step, out_dir)`)."""
+    if depth > 0 and receiver.__class__ is ast.Name and receiver.id in fn.params \
+            and not fn.bindings.get(receiver.id) and fn.arguments.get(receiver.id):
+        return any(given is not receiver and _deepspeed_engine(program, given, caller, depth - 1)
+                   for given, caller in fn.arguments[receiver.id])
     key = dotted(receiver) or ""
     if key.endswith("deepspeed_engine"):
         return True
@@ -1046,7 +1075,7 @@ def sharded_save(op: str) -> bool:
     holds an FSDP model on one way and a DDP model on another, a DDP forward whose buffers come
     only from norm layers built under a setting."""
     return (op.startswith(("accelerator.save_state()", "accelerator.load_state()"))
-            and "every process takes part" in op) or \
+            and "every process takes part" in op) or op.endswith(UNWRAPPED_FSDP) or \
         op.endswith(SHARDED_OPTIMIZER) or op.endswith(ZERO3_GATHER) or op.endswith(FSDP_ON_ONE_WAY) or \
         op.endswith(HF_FSDP_SAVE_SET) or \
         (op.startswith(DDP_FORWARD) and _BY_SETTING_MARK in op)
@@ -1627,6 +1656,9 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                         (program.is_function(target) and any(
                             _buffered(program, ret, target, depth - 1, seen) for ret in target.returned)):
                     return True
+            picked = _looked_up_classes(program, value.func, scope)
+            if picked and 2 * sum(_class_buffered(program, k, seen) for k in picked) >= len(picked):
+                return True  # (a name looked up at run time picks one: they stand for it as most are)
             target = built_class(program, value.func, scope)
             if program.is_class(target) and _class_buffered(program, target, seen):
                 return True
@@ -1699,6 +1731,39 @@ def _eval_picks(program: Program, func: ast.AST, fn: Function) -> list:
         if (program.is_class(target) or program.is_function(target)) and target not in found:
             found.append(target)
     return found
+
+
+def _looked_up_classes(program: Program, func: ast.AST, fn: Function) -> list:
+    """`NetClass = load_model(config.model)` then `NetClass(...)`, where load_model returns a class
+    it looks up by name at run time (`mdict[name]` over the classes its model modules hold): the
+    torch module classes of the helper's module and of the modules it imports, a few dozen at
+    most - the family the configured name picks from."""
+    if func.__class__ is not ast.Name:
+        return []
+    values = program.values_of(func, fn, 1)
+    if not values or any(v.__class__ is not ast.Call for v, _ in values):
+        return []
+    found: list = []
+    for value, scope in values:
+        targets = program.resolve(value.func, scope)[0]
+        if len(targets) != 1:
+            return []
+        helper = targets[0]
+        if helper.cls is not None or helper.node is None or isinstance(helper.node, ast.Module) or \
+                not helper.returned or any(r is None or r.__class__ not in (ast.Subscript, ast.Name)
+                                           for r in helper.returned if not is_const(r, None)):
+            return []  # (a helper returning a call or an attribute is read by the other ways)
+        if any(program.is_class(program.symbol(r.id, helper)) for r in helper.returned if r.__class__ is ast.Name):
+            return []  # (a class it names: built_class reads that one)
+        modules = [helper.module] + [m for alias, full in helper.module.imports.items() if alias[0] != "*"
+                                     for m in [program._module(full)] if m is not None and m is not helper.module]
+        # (a module class: a torch Module by its library bases, or one with a forward of its own
+        # or a local base's - MinkowskiEngine's networks derive from a library class of theirs)
+        for module in modules:
+            found += [k for k in module.classes.values() if k not in found and (any(
+                base in ("torch.nn.Module", "torch.nn.modules.module.Module") for base in program.library_bases(k))
+                or any("forward" in c.methods for c in [k, *program.bases(k)]))]
+    return found if len(found) <= 64 else []
 
 
 def _module_classes_seen(program: Program, module) -> list:

@@ -229,6 +229,8 @@ def _seeding_calls(builder: Builder, own_init: bool = False) -> list[tuple[Funct
         verdict = _library_seed(full, call, fn, program, own_init)
         if verdict is None:
             continue
+        if _never_called(builder, fn):
+            continue  # a private method no code calls (`self._init_validation()` commented out)
         if guards or builder.only_guarded(fn) is True:
             # `if local_rank == 0: torch.manual_seed(20)` (rank 0's evaluation set-up): the other
             # ranks keep the seeds torch drew for their processes, apart from rank 0's
@@ -1108,6 +1110,17 @@ def _worker_methods(klass, program=None) -> set[str]:
                     and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
                     and n.func.value.id == "self" and n.lineno not in dead)
     return found
+
+
+def _never_called(builder, fn, depth: int = 3) -> bool:
+    """fn is a private method of the script's own (`_init_validation`, no framework hook) that no
+    code calls, or is called only from such methods, a few calls up: it never runs."""
+    if depth <= 0 or fn.node is None or isinstance(fn.node, ast.Module):
+        return False
+    callers = builder.callers().get(fn, [])
+    if not callers:
+        return fn.cls is not None and fn.name.startswith("_") and not fn.name.startswith("__")
+    return all(caller is not fn and _never_called(builder, caller, depth - 1) for caller, _ in callers)
 
 
 def _construction_methods(klass) -> set[str]:

@@ -85,6 +85,7 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
             continue
         stmts = statements(builder.program, fn)
         everyone.append((fn, stmts))
+        before = len(found)
         state = _rank_state(builder, fn, stmts, ddp)
         found.extend(state)
         decided = {d.location for d in state}  # a counter rank 0 keeps: said once, as state
@@ -99,6 +100,10 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         found.extend(d for d in _clock_values(builder, fn, stmts, ddp) if d.location not in decided)
         found.extend(_exception_skips(builder, fn, stmts, ddp))
         found.extend(_lightning_skips(builder, fn, stmts))
+        if len(found) > before and builder.off_at_launch_only(fn):
+            # `elif args.attack_choice == "AA": adversary.run_standard_evaluation(...)` with
+            # --attack_choice at "PGD": no run as launched reaches what fn decides
+            del found[before:]
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
         _exit_lines(fn, [d for d in found if d.exit_line is None])

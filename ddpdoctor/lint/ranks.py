@@ -80,6 +80,13 @@ DEVICE_WORDS = re.compile(r"device|gpu|CUDA_VISIBLE", re.IGNORECASE)
 WORLD_NAMES = frozenset({"world_size", "size", "world", "nprocs", "num_procs", "n_procs", "nranks", "num_ranks"})
 
 
+def _past_sanity_check(part: ast.AST) -> bool:
+    """`not trainer.sanity_checking` (Lightning's Trainer): false only during the few validation
+    batches run before training, on every rank alike, and true on every validation after."""
+    return isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not) and \
+        isinstance(part.operand, ast.Attribute) and part.operand.attr == "sanity_checking"
+
+
 class RankFlow:
     """Rank values and rank tests of one program, answered per scope and cached."""
 
@@ -803,6 +810,8 @@ class RankFlow:
             found = default_truth(part, fn, self.program)
             if found is not None and found[0] == want:
                 given.append(found[1])
+            elif want and _past_sanity_check(part):
+                continue  # (Lightning's `not trainer.sanity_checking`: every validation after the first check)
             else:
                 open_parts.append(text(part))  # only a rank test says them: unparsed then
         first = ranked[0]

@@ -223,6 +223,12 @@ class SaveFacts:
             # option holds every save of the script (`--use_writer` around the checkpoints and
             # the logs alike): a training run that keeps nothing is not the one launched.
             return SaveFact(where, path_text, False, f"under `{switch}`, an option off unless the launch gives it")
+        side = self.in_exiting_branch(fn)
+        if side:
+            # `if args.merge_lora: merge_and_save(args); sys.exit(0)`: a command of its own that
+            # ends the program before the training run sets up its ranks
+            return SaveFact(where, path_text, False, f"in {fn.label}, called only under `{side}`, which "
+                            "ends the program before any process group is set up")
         chosen = off_at_launch(tuple((c, f) for c, f in event.conds if not f), self.program)
         if not chosen and self.off_at_launch_only(fn):
             # `if args.model == "unet": train_unet(...)` with every launch naming another model:

@@ -76,6 +76,9 @@ def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, fou
             value = _value(each, values, script, cwd)
             if value is None:
                 value = _under_project_root(each, script, cwd)
+            if value is not None and not os.path.isdir(value) and isinstance(each, ast.Constant) \
+                    and isinstance(each.value, str) and os.path.isabs(each.value):
+                value = _checkout_of(value, script)  # (a path spelt whole in the source, not one built here)
             if value is not None and os.path.isdir(value) and not _installed(value):
                 found.append(Path(os.path.normpath(value)))
 
@@ -98,6 +101,27 @@ def _under_project_root(node: ast.AST, script: Path, cwd: Path) -> Optional[str]
         return None
     bases = [cwd] + list(script.parents)[:4]  # (the root is the checkout: the script sits in it)
     return next((str(b / sub) for b in bases if (b / sub).is_dir()), None)
+
+
+def _checkout_of(absent: str, script: Path) -> Optional[str]:
+    """`sys.path.append('/home/me/projects/gazex')`: an absolute folder of the author's machine
+    that is not here. Such a path names the author's checkout, which the script sits in: the
+    nearest of the few folders above the script that holds the packages the script imports
+    from it (a folder of its own `import utils.io` finds), or None."""
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    heads = {a.name.split(".")[0] for node in walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    heads |= {node.module.split(".")[0] for node in walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    # (the names the script's own folder does not hold: those the author's root provides)
+    wanted = {h for h in heads if not (script.parent / h).exists() and not (script.parent / f"{h}.py").exists()}
+    for folder in list(script.parents)[1:4]:
+        if any((folder / h / "__init__.py").is_file() or (folder / f"{h}.py").is_file()
+               or ((folder / h).is_dir() and any((folder / h).glob("*.py"))) for h in wanted):
+            return str(folder)
+    return None
 
 
 def _env_read(node: ast.AST) -> bool:

@@ -731,6 +731,11 @@ def _rank_return(walker: "Walker", stmt: ast.stmt, depth: int = 3):
         return None
     if walker.program.ranks.single_process(stmt.test, walker.fn):
         return None  # `if not distributed: if device_id > 0: return`: distributed ranks all go on
+    from ddpdoctor.lint.defaults import settled  # (defaults reads the program this module builds)
+    if settled(stmt.test, walker.program) is False:
+        # `if args.mode == "eval": (if rank == 0: ...; return)` with --mode at "train": the run as
+        # launched never takes the switch, so every rank goes on past it
+        return None
     for inner, body_leaves in inners:
         test = walker.program.ranks.guard(inner.test, walker.fn)
         if test is not None:
