@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.defaults import config_settles, settled
+from ddpdoctor.lint.defaults import config_settles, constructed_truth, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
@@ -139,7 +139,12 @@ class AccumulationFacts:
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
             return given_constants(self.callers(), fn, k.id) == {1}
         if isinstance(k, ast.Name):
-            return self._constant_one(k, fn) == "fixed"
+            if self._constant_one(k, fn) == "fixed":
+                return True
+            # `grad_acc_step = train_config["optimizer"]["grad_acc_step"]` with 1 in every config
+            values = self.program.values_of(k, fn, 1)
+            return bool(values) and all(v.__class__ is ast.Subscript and config_settles(v, self.program) == {1}
+                                        for v, _ in values)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id != "self":
             return self._field_default_one(k, fn)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
@@ -758,6 +763,10 @@ class AccumulationFacts:
                     decided = True
                 if decided is None:
                     decided = self._option_truth(stmt.test, fn)  # (or the options, as launched)
+                if decided is None and isinstance(stmt.test, (ast.Attribute, ast.UnaryOp)):
+                    # (or every construction of the config it reads: `if self.config.use_deepspeed:`
+                    # with `Config(use_deepspeed=args.deepspeed)`, --deepspeed on by default)
+                    decided = constructed_truth(stmt.test, fn, self.program)
                 if decided is not None:
                     # `if not eval_only:` of a helper the loop calls with a literal False
                     # (adaptive-span's micro-batch step): the side that call takes; both where

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.defaults import OPTION_TEST, declared_off, off_at_launch, option_off, settled
+from ddpdoctor.lint.defaults import OPTION_TEST, constructed_truth, declared_off, off_at_launch, option_off, settled
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, _truth_by_constants, argument_at, guard_test, loc
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
@@ -190,7 +190,10 @@ class CollectiveFacts:
             test = ast.parse(cond, mode="eval").body
         except SyntaxError:
             return False
-        return _truth_by_constants(self.callers(), fn, test, self.program, own_attrs=True) is True
+        # (or a config every construction settles: `self.config.use_deepspeed` of
+        # `PretrainConfig(use_deepspeed=args.deepspeed)`, --deepspeed on by default)
+        return _truth_by_constants(self.callers(), fn, test, self.program, own_attrs=True) is True or \
+            constructed_truth(test, fn, self.program) is True
 
     def _switch_options(self) -> frozenset:
         """The options the process group is set up under, by name (`ddp` of `args.ddp`, read

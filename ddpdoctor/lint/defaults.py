@@ -201,6 +201,47 @@ def declared_class(node: ast.AST, fn: Function, program: Program) -> Optional[Kl
     return None
 
 
+def constructed_truth(part: ast.AST, fn: Function, program: Program) -> Optional[bool]:
+    """The truth of `self.config.use_deepspeed` (or `not ...`) where every construction of the
+    config's one local class the source shows settles the field alike: a constant keyword, an
+    option read the launch settles (`PretrainConfig(use_deepspeed=args.deepspeed)` with
+    --deepspeed a store_true defaulting to True), or, where the keyword is left out, the
+    field's declared default. None where any does not."""
+    negate = False
+    while isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
+        negate, part = not negate, part.operand
+    if not isinstance(part, ast.Attribute):
+        return None
+    klass = declared_class(part.value, fn, program)
+    if klass is None or klass.attrs.get(part.attr):
+        return None  # (set in a method too: not only what the constructions give)
+    memo = program.__dict__.setdefault("_constructed_truth", {})
+    key = (id(klass), part.attr)
+    if key not in memo:
+        truths = set()
+        default = _field_default(klass, part.attr, program)
+        # (the constructions in code the script reaches: a classmethod's `cls(**d)` for a
+        # JSON reload no run calls is no way the run's config is made)
+        reached = getattr(program, "reachable", None) or program.functions
+        # (nor the class's own alternate constructors, `cls(**saved)`: a reload of what a run wrote)
+        sites = [(call, scope) for scope in reached for call in scope.own_calls
+                 if call.func.__class__ is ast.Name and program.symbol(call.func.id, scope) is klass
+                 and not (call.func.id == "cls" and scope.cls is klass)]
+        for call, scope in sites:
+            given = next((k.value for k in call.keywords if k.arg == part.attr), None)
+            if any(k.arg is None for k in call.keywords) or call.args:
+                truths.add(None)  # (`Config(**kwargs)`, positional fields: not read here)
+            elif given is None:
+                truths.add(None if default is None else bool(default[0]))
+            elif isinstance(given, ast.Constant):
+                truths.add(bool(given.value))
+            else:
+                truths.add(settled(given, program))
+        memo[key] = truths.pop() if len(truths) == 1 and sites else None
+    found = memo[key]
+    return None if found is None else (not found if negate else found)
+
+
 def _field_default(klass: Klass, attr: str, program: Program) -> Optional[tuple[Any, str]]:
     """The constant every declaration of `attr` in the class's family gives, where none of them
     assigns it in a method (`self.attr = ...`, `__post_init__`) and at least one declares it."""
@@ -372,10 +413,13 @@ def config_settles(node: ast.AST, program: Program) -> Optional[set]:
     configs holds (an accumulation period of 1 in every config: nothing accumulates). None
     where it is not such a read, not known, or an option's (option_value's)."""
     parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.insert(0, node.attr)
+    keyed = 0  # (`train_config["optimizer"]["grad_acc_step"]`: a YAML file's dict, read by key)
+    while isinstance(node, ast.Attribute) or (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                                              and isinstance(node.slice.value, str)):
+        parts.insert(0, node.attr if isinstance(node, ast.Attribute) else node.slice.value)
+        keyed += isinstance(node, ast.Subscript)
         node = node.value
-    if not isinstance(node, ast.Name):
+    if not isinstance(node, ast.Name) or (keyed and (keyed != len(parts) or len(parts) < 2)):
         return None
     if node.id == "self":
         parts = parts[1:]  # `self.cfg.grad_accum`: the config the object keeps, at `grad_accum`

@@ -369,7 +369,7 @@ class LoaderFacts:
                 continue
             if self._typed_away(call, fn):
                 continue  # (a loader past an early return every caller takes is never built)
-            dataset = call.args[0] if call.args else keyword(call, "dataset")
+            dataset = _loader_dataset(self.program, call, fn)
             sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")
             if sampler is None and len(call.args) > 3:
                 sampler = call.args[3]
@@ -1060,7 +1060,7 @@ class LoaderFacts:
         # (BERT-NER's `evaluate(args, model, prefix)` for dev and test): evaluation's own; and a
         # sampler over a dataset no parameter of fn makes is the same one on every call (SimCLS's
         # `run` both mp.spawn'd and called on one GPU builds its validation sampler alike)
-        dataset = call.args[0] if call.args else keyword(call, "dataset")
+        dataset = _loader_dataset(self.program, call, fn)
         return isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1 or self._evaluates(fn) \
             or (dataset is not None and self._same_on_every_call(dataset, fn))
 
@@ -2175,7 +2175,7 @@ class LoaderFacts:
                 across = False
             if across and loader_at is None and name and self._drawn_once(fn, name):
                 across = False
-            dataset = call.args[0] if call.args else keyword(call, "dataset")
+            dataset = _loader_dataset(self.program, call, fn)
             under = ""
             if matched_calls and all(ranked.get(id(c)) for c in matched_calls):
                 test = ranked[id(matched_calls[0])][-1].test
@@ -3437,6 +3437,18 @@ def _count_test(cond: str, fn: Function):
 _SEED_STREAMS = {"random.seed": "random", "numpy.random.seed": "numpy", "torch.manual_seed": "torch",
                  "torch.cuda.manual_seed": "torch.cuda", "torch.cuda.manual_seed_all": "torch.cuda",
                  "torch.random.manual_seed": "torch"}
+
+
+def _loader_dataset(program, call: ast.Call, fn: Function) -> Optional[ast.AST]:
+    """The dataset a DataLoader call is handed: first argument, `dataset=`, or the "dataset" key
+    of a dict literal spread into it (`DataLoader(**loader_kwargs)`)."""
+    if call.args:
+        return call.args[0]
+    found = keyword(call, "dataset")
+    if found is None and any(k.arg is None for k in call.keywords):
+        spread = call_keywords(program, call, fn)
+        found = spread.get("dataset") if spread else None
+    return found
 
 
 def _clock_seed(call: ast.Call) -> bool:

@@ -1008,8 +1008,32 @@ def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function, depth: 
     klass = fn.cls if fn.parent is None else None
     scopes = [fn] if isinstance(receiver, ast.Name) else \
         (list(klass.methods.values()) if key.startswith("self.") and klass is not None else [])
-    return any((program.qualify(made.func, scope) or "") == "deepspeed.initialize"
-               for scope in scopes for made in _unpacked_from(key, scope))
+    if any((program.qualify(made.func, scope) or "") == "deepspeed.initialize"
+           for scope in scopes for made in _unpacked_from(key, scope)):
+        return True
+    # `self.model, opt, _, sched = self._setup_deepspeed(opt, sched)`, a helper returning the
+    # engine `deepspeed.initialize` gave it: that item of what the helper returns
+    return depth > 0 and any(_deepspeed_engine(program, item, helper, depth - 1)
+                             for scope in scopes for item, helper in _returned_items(program, key, scope))
+
+
+def _returned_items(program: Program, key: str, scope: Function) -> list:
+    """(returned element, helper) for each `a, key, ... = helper(...)` in scope: the element at
+    key's place of each tuple the helper returns."""
+    found = []
+    for node in scope.own_of(ast.Assign):
+        if len(node.targets) != 1 or node.targets[0].__class__ not in (ast.Tuple, ast.List) \
+                or node.value.__class__ is not ast.Call:
+            continue
+        names = [dotted(t) for t in node.targets[0].elts]
+        if key not in names:
+            continue
+        at = names.index(key)
+        for helper in program.resolve(node.value.func, scope)[0]:
+            for ret in helper.returned:
+                if ret.__class__ is ast.Tuple and len(ret.elts) == len(names):
+                    found.append((ret.elts[at], helper))
+    return found
 
 
 def engine_subclass(program: Program, receiver: ast.AST, fn: Function) -> bool:

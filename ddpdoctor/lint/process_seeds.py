@@ -863,8 +863,27 @@ def _dead_lines(program, method) -> set[int]:
                 and _always_equal(program, stmt.test, method):
             skip |= set(range(stmt.end_lineno + 1, (body[-1].end_lineno or stmt.end_lineno) + 1))
             break
+    skip |= _seed_draw_lines(method)
     method.__dict__["_dead_lines"] = skip
     return skip
+
+
+def _seed_draws(method) -> list:
+    """The assignments of a name that a seeding call of the method is then handed, where the
+    value mixes the rank in (`seed = self.seed + worker_id + rank * n + random.randint(0, 1000)`,
+    then `g.manual_seed(seed)`): a draw there only perturbs a per-rank seed, no augmentation."""
+    seeded = {a.id for c in method.own_of(ast.Call) if (last_name(c.func) or "") in _SEEDING_CALLS
+              for a in c.args if isinstance(a, ast.Name)}
+    return [n for n in method.own_of(ast.Assign) if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+            and n.targets[0].id in seeded and _RANKED.search(text(n.value, 400))]
+
+
+def _seed_draw_lines(method) -> set[int]:
+    return {line for n in _seed_draws(method) for line in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
+
+
+_SEEDING_CALLS = frozenset({"manual_seed", "seed", "default_rng", "Random", "RandomState", "Generator"})
+_RANKED = re.compile(r"\brank\b|\brank_id\b|local_rank|global_rank|get_rank\(")
 
 
 def _truth_held(program, test: ast.AST, fn) -> Optional[bool]:
@@ -955,7 +974,15 @@ def _own_generators(klass, built: set) -> set[str]:
 
 def _without_own(source: str, own: set[str]) -> str:
     """The source with the draws from the dataset's own generators taken out (`self.rng.randint(`)."""
+    # (and a generator a method makes for itself: `rng = np.random.default_rng(seed + worker)`,
+    # then `rng.integers(...)`: its draws follow the seed it was given, as `self.rng`'s do)
+    local = set(_LOCAL_GENERATOR.findall(source))
+    # (a parameter typed as one, `rng: np.random.Generator`, handed the caller's own generator)
+    local |= set(_GENERATOR_PARAMETER.findall(source))
+    source = _GENERATOR_PARAMETER.sub("", source)
     source = OWN_GENERATOR.sub("", source)
+    if local:
+        source = re.sub(r"\b(?<!\.)(?:" + "|".join(map(re.escape, sorted(local))) + r")\.\w+\(", "", source)
     if own:
         source = re.sub(r"\bself\.(?:" + "|".join(map(re.escape, sorted(own))) + r")\.\w+\(", "", source)
     return source
@@ -1070,6 +1097,16 @@ OWN_GENERATOR = re.compile(r"\b(?:np|numpy)\.random\.(?:Generator|PCG64|PCG64DXS
                            r"default_rng|SeedSequence|RandomState)\(|\brandom\.Random\(|(?<![\w.])(?:Random|RandomState)\(|\btorch\.Generator\("
                            # a torch draw handed such a generator: `torch.randn(3, generator=g)`
                            r"|\b[\w.]+\((?:[^()]|\([^()]*\))*\bgenerator=(?:[^()]|\([^()]*\))*\)")
+
+
+# `rng = np.random.default_rng(...)` (or `random.Random(...)`, `torch.Generator()`): a name a
+# method binds to a generator of its own
+_LOCAL_GENERATOR = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*(?:(?:np|numpy)\.random\.(?:Generator|default_rng|RandomState)"
+                              r"|random\.Random|torch\.Generator)\(")
+
+
+_GENERATOR_PARAMETER = re.compile(r"\b([A-Za-z_]\w*)\s*:\s*(?:(?:np|numpy)\.random\.(?:Generator|RandomState)"
+                                  r"|random\.Random|torch\.Generator)\b")
 
 
 # A dataset that seeds a global generator in the methods its workers run (`np.random.seed(

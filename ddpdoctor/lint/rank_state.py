@@ -1978,7 +1978,7 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         else:
             continue
         names = {n.id for n in walk(value) if isinstance(n, ast.Name)}
-        if names & apart:
+        if names & apart and not _reduced_only_after(builder.program, fn, names & apart, stmt):
             continue  # all-reduced first: the same decision on every rank
         if names and any(isinstance(c, ast.Call) and {n.id for a in c.args for n in walk(a) if isinstance(n, ast.Name)}
                          & names and sharing_helper(builder.program, c, fn) == "returned" for c in walk(stmt.test)):
@@ -2003,6 +2003,19 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(value), "tensor_value", work,
             assumption="the value differs between ranks (each rank's own batch)"))
     return found
+
+
+def _reduced_only_after(program, fn: Function, names: set, stmt: ast.If) -> bool:
+    """Every collective fn hands these names comes after the test, and each name is bound anew
+    before it in the same block (`avg_loss = torch.tensor(running / n)`, `if torch.isnan(avg_loss):
+    return`, then `dist.all_reduce(avg_loss)`): at the test the value is still the rank's own."""
+    handed = [c for c in fn.own_calls if program.collective(c, fn) is not None
+              and {n.id for a in c.args for n in walk(a) if isinstance(n, ast.Name)} & names]
+    if not handed or any(c.lineno <= stmt.lineno for c in handed):
+        return False
+    bound = {t.id for node in fn.own_of(ast.Assign) if node.lineno < stmt.lineno
+             for t in node.targets if isinstance(t, ast.Name)}
+    return names <= bound
 
 
 def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list[RankLocalDecision]:

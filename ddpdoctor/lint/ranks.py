@@ -354,6 +354,24 @@ class RankFlow:
             return True
         if self._init_rank_field(node, fn):
             return True
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and depth > 0 \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int) \
+                and node.value.id in fn.params and not fn.bindings.get(node.value.id):
+            # `int(distributed_state[1])` of a parameter every caller hands a tuple literal,
+            # `app_main(args, distributed_state=(world_size, rank))`: that element there
+            at = node.slice.value
+            handed, todo, seen = [], list(fn.arguments.get(node.value.id, [])), set()
+            while todo and len(seen) < 8:
+                given, caller = todo.pop()
+                if id(given) in seen:
+                    continue
+                seen.add(id(given))
+                if isinstance(given, (ast.Tuple, ast.List)) and len(given.elts) > at:
+                    handed.append((given.elts[at], caller))
+                elif isinstance(given, ast.Name) and given.id in caller.params and not caller.bindings.get(given.id):
+                    todo.extend(caller.arguments.get(given.id, []))  # (a wrapper handing its own on)
+            if handed and any(self.is_rank(v, caller, depth - 1) for v, caller in handed):
+                return True
         if isinstance(node, ast.Subscript):
             key = node.slice
             if isinstance(key, (ast.Name, ast.Attribute)):
@@ -433,6 +451,8 @@ class RankFlow:
                     return True
                 if spelled and all(isinstance(v, ast.Constant) or is_const(v, -1) for v, _ in values):
                     return True  # `zero_first(local_rank=-1)`: a rank parameter given a constant here
+                if isinstance(node, ast.Name) and depth > 0 and self._unpacked_rank(node.id, fn, depth - 1):
+                    return True  # (`world_size, rank = init_distributed()` on the other branch)
                 return spelled and not isinstance(node, ast.Name) and not _on_self(node)
             if isinstance(node, ast.Name) and depth > 0 and self._unpacked_rank(node.id, fn, depth - 1):
                 return True

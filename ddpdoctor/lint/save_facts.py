@@ -307,6 +307,22 @@ class SaveFacts:
             hook = fn.name.startswith("on_") or self._trainer_save_override(fn)
             return SaveFact(where, path_text, hook,
                             "a hook the framework calls on every rank" if hook else "never called", None, how)
+        if guarded is False:
+            sites = [(caller, event) for caller, event in self.callers().get(fn, [])]
+            # (a call under an option the launch leaves off - `if args.debug:` - is no way in
+            # the run takes, where another way in is)
+            off = [any(flag and option_off(c, self.program) for c, flag in event.conds) for _, event in sites]
+            mine = [skipped or self._set_by_rank_only(caller, event) for (caller, event), skipped in zip(sites, off)]
+            # (the others under a test of rank 0 alone: not the two sides of one rank test, which
+            # together are every rank)
+            if sites and any(mine) and not all(off) and all(
+                    ok or (self._site_tested(caller, event)
+                           and all(g.test.polarity == "zero" for g in rank_guards(event.guards)))
+                    for (caller, event), ok in zip(sites, mine)):
+                # `if "models" in self.__dict__: self.save_cpk()` in a Logger whose `self.models`
+                # only rank 0's `log_epoch()` sets: the other ranks never have it; or the only
+                # call without a rank test sits under `if args.debug:`, off unless launched so
+                guarded = True
         site, callee = (None, None) if guarded else (self._open_call_site(fn) or (None, None))
         return SaveFact(where, path_text, not guarded,
                         "every caller is under a rank test" if guarded else
@@ -317,6 +333,26 @@ class SaveFacts:
                         self._unset_local_rank_note(fn, call) or f"{fn.label} is called without a rank test",
                         self._per_node_callers(fn) if guarded and not _reads_back(fn, path, call) else None, how,
                         call_site=site)
+
+    def _set_by_rank_only(self, caller: Function, event) -> bool:
+        """The call sits under a test that the object holds an attribute (`"models" in
+        self.__dict__`, `hasattr(self, "models")`) every assignment of which is in a method called
+        only under a rank test: true on that rank alone."""
+        klass = caller.cls
+        if klass is None:
+            return False
+        for cond, _ in event.conds:
+            found = _PRESENCE.match(cond)
+            if found is None:
+                continue
+            attr = found.group(1) or found.group(2)
+            setters = [m for m in klass.methods.values() if any(
+                isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr
+                                                  and isinstance(t.value, ast.Name) and t.value.id == "self"
+                                                  for target in n.targets for t in walk(target)) for n in m.own)]
+            if setters and all(m.name != "__init__" and self.only_guarded(m) is True for m in setters):
+                return True
+        return False
 
     def _helper_single(self, conds: tuple, fn: Function) -> bool:
         """`else:` of `if is_distributed():` where the local helper returns
@@ -1056,6 +1092,10 @@ def _model_state(program, call: ast.Call, fn: Function) -> bool:
 STREAM_TYPES = re.compile(r"\b(IOBase|BufferedIOBase|RawIOBase|BinaryIO|IO|BytesIO|BufferedWriter)\b")
 
 # calls whose value is new on every call: a path built from one names a file no other rank writes
+# `"models" in self.__dict__` / `hasattr(self, "models")`: a test that the object holds an attribute
+_PRESENCE = re.compile(r"""^(?:['"](\w+)['"] in self\.__dict__|hasattr\(self, ['"](\w+)['"]\))$""")
+
+
 # (and the process's own id: each rank is a process of its own, `p.with_suffix(f".tmp{os.getpid()}")`
 # then `os.replace(tmp, p)`, a cache's atomic write)
 UNIQUE_NAMES = frozenset({"uuid.uuid1", "uuid.uuid4", "tempfile.mkstemp", "tempfile.mkdtemp",

@@ -158,10 +158,14 @@ def loop_invariant(program, fn: Function, call: ast.AST, value: ast.AST) -> Opti
     if not parts or not all(parts) or parts[0] in ("self", "cls"):
         return None
     root, attr = parts[0], (parts[-1] if len(parts) > 1 else "")
-    if not attr and (root in fn.params or root in fn.kwonly):
-        return None
     loop = outer_loop(fn, call)
     if loop is None:
+        return None
+    if not attr and (root in fn.params or root in fn.kwonly) and not (
+            isinstance(loop, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Name) and n.id == root for n in walk(loop.iter))):
+        # (a parameter may be handed anew on each call; not where it is the bound of the very
+        # loop around the call, `for epoch_id in range(epoch): sampler.set_epoch(epoch)`)
         return None
     text = ".".join(parts)
     memo = loop.__dict__.setdefault("_invariant", {})

@@ -656,8 +656,11 @@ def _receiver(node: ast.AST) -> ast.AST:
 
 
 def _left_at_constant(fn: ast.AST, param: str, bound: dict) -> bool:
-    """The parameter has a constant default and partial() binds nothing to it."""
-    return param not in bound and isinstance(param_defaults(fn).get(param), ast.Constant)
+    """The parameter has a constant default and partial() binds nothing to it, or partial()
+    binds it a constant (`partial(worker_init_fn, rank=0, seed=seed)`: 0 on every rank)."""
+    if param in bound:
+        return isinstance(bound[param], ast.Constant)
+    return isinstance(param_defaults(fn).get(param), ast.Constant)
 
 
 def _judge_init(init: ast.AST, index: _Files, where: Location, scope: ast.AST) -> Optional[UnrankedSeed]:
