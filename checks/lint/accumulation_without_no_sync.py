@@ -55,6 +55,16 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         (a loss scaler's `__call__`) or the helper backpropagates on two sides of a switch.
         `no_sync` wraps the loop's call either way, forward included.
 
+        The step test's count is read where the source settles it: a name bound to a YAML config's
+        key (`grad_acc_step = train_config["optimizer"]["grad_acc_step"]`) that every config
+        beside the script sets to 1 accumulates nothing; a switch on a config object every
+        construction settles (`if self.config.use_deepspeed:` with `Config(use_deepspeed=
+        args.deepspeed)`, the option on by default) takes that side; a `.step()` of an object
+        of the script's own class (a gradient clipper's) is what its method does, not an
+        optimizer step; a no_sync on a side no run takes (`if last or not self.use_ddp:`
+        where every assignment of `self.use_ddp` is False) covers nothing; the step may follow
+        the call of the micro-step function in its caller (`self.forward_backward(batch);
+        self.opt.step()` in a step method called once per step).
     Why it hurts:
         DDP all-reduces the gradients in every backward. With K micro-steps per optimizer
         step, K-1 of those all-reduces are thrown away: up to K times the communication per

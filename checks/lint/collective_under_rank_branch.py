@@ -97,7 +97,23 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         The same for `load_state()` (under FSDP Accelerate's model loading starts with
         `wait_for_everyone()`).
         An error where the launch written beside the script names that config (`accelerate
-        launch --config_file configs/gpu.yaml train.py`): the run as launched hangs.
+        launch --config_file configs/gpu.yaml train.py`) or the engine itself (`accelerate
+        launch --use_fsdp ...`): the run as launched hangs. Under FSDP the same for
+        `accelerator.unwrap_model(model).save_pretrained(dir)` on the main process: the unwrapped
+        module still holds the auto-wrapped units, whose `state_dict()` all-gathers the shards
+        (not where `state_dict=` is handed in, gathered on every process first). A DeepSpeed
+        engine handed to a save helper (`save_checkpoint(engine, step)` calling
+        `engine.save_checkpoint(...)`), or returned by a setup helper (`self.model, opt, _, _ =
+        self._setup_deepspeed(...)`), is the engine; one finding per collective, naming each
+        guarded call that reaches it (the periodic and the final save). A switch on the way that
+        the run as launched takes is no assumption: a store_true left off (`if not opt.evolve:`),
+        one every launch beside the script gives (`--wandb` in each), a field every construction
+        sets (`Trainer(ckpt_dir="checkpoints")`, `Config(use_deepspeed=args.deepspeed)` with the
+        option on by default), Lightning's `not trainer.sanity_checking` (false only in the check
+        before training). A test reading a list of what is on disk (`checkpoints =
+        os.listdir(out)`, `if len(checkpoints) > 0:`) is a test of the disk as above. Code after
+        `if args.mode == "eval": (if rank == 0: ...; return)` where the launch leaves --mode at
+        another value runs on every rank.
         A rank that raises under a rank test crashes the job;
         what follows is not rank-conditional. A collective that runs only past a rank's early
         exit from a loop (`if stop and is_main: break`, or `sys.exit()`), or past its skip of

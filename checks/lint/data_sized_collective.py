@@ -28,6 +28,8 @@ def data_sized_collective(facts: LintFacts) -> list[Problem] | Skipped:
         (`for d in domain.tolist(): losses[d] = ...`, then `for k, v in losses.items():
         dist.all_reduce(v)`): ranks that saw different keys run different numbers of calls.
 
+        A list extended (`outs.extend(batch_out)`) on both sides of a branch inside the loop
+        grows alike on every pass, as one appended on both sides does: no data size.
     Why it hurts:
         Every rank must pass a tensor of the same size to a collective. A size that follows the
         batch agrees while the batches happen to agree (the same classes seen, the same number

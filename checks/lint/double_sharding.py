@@ -32,6 +32,12 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         (`if max_samples > 0:` with the builder's `max_samples=0` left at its default): each process draws its own, so the ranks shard different
         datasets (reported once per draw, at the training loader's sampler).
 
+        A seeding counts for the random stream it seeds: `torch.manual_seed` leaves Python's
+        `random` and numpy's streams to each process, so a `random.shuffle` of the file list in
+        a split helper (`train, test = split_list(files)` handed on to the dataset) still draws
+        apart; a seed read off the clock (`random.seed(int(time.time()))`) seeds nothing alike.
+        A draw two constructors down (a composite dataset building a part that keeps
+        `random.sample(items, n)`) is the dataset's.
     Why it hurts:
         Each rank trains on about dataset / world² samples: with 8 GPUs, 1/64 of the data
         per rank and 1/8 of it overall per epoch. Nothing fails; the model just sees a

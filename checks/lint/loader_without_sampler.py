@@ -89,6 +89,12 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         None` that the options, as launched, leave untaken (--num_gpus at its default 1 while the
         launcher starts a rank per GPU): the missing sampler rests on that option.
 
+        A loader handed its dataset in a dict spread into it (`DataLoader(**loader_kwargs)` with
+        `"dataset": ds`) is read with that dataset; one read through an endless generator
+        (`data = yielder(DataLoader(...))`, `def yielder(l): while True: yield from l`) by a
+        helper that draws `next(data)` and backpropagates trains; a loader built by a class
+        whose every object the callers hold is made on the one-process side of the switch
+        (`if opt.dist: h = ShardedLoader() else: h = PlainLoader()`) is that side's.
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
         batches: N GPUs do the work of one, and an epoch takes N times longer than it should

@@ -76,6 +76,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         groups: if rank in ranks: self.world_size = len(ranks)`) is every rank's own value, not
         a rank test's.
 
+        A test on a value that the function all-reduces only after the test (`avg_loss =
+        torch.tensor(running / n)`, `if torch.isnan(avg_loss).any().item(): return`, then
+        `dist.all_reduce(avg_loss)`) reads each rank's own value. A decision in code every way
+        into which passes a test the options as launched make false (`elif args.attack ==
+        "AA": run_attack(...)` with --attack at "PGD") is not reported.
     Why it hurts:
         The ranks take different branches: rank 0 leaves the loop while the others enter the
         next epoch's forward and wait in its all-reduce for a rank that never comes - a hang

@@ -59,7 +59,15 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         the script (a `--use_writer` around the checkpoints and the logs alike: a training run
         that keeps nothing is not the one launched), nor one in a helper every call of which, a
         few callers up, sits under a test the options as launched make false (`if args.model ==
-        "unet": train_unet(...)` with every launch naming another model). Writes one
+        "unet": train_unet(...)` with every launch naming another model), nor one in a side
+        command that ends the program before any process group is set up (`if args.merge:
+        merge_and_save(args); sys.exit(0)` ahead of the training), nor one whose only call
+        without a rank test sits under an option off at launch (`if args.debug:`) while the
+        others test for rank 0, or under a test that the object holds an attribute only rank 0's
+        calls set (`if "models" in self.__dict__:` with `self.models` set in `log_epoch()`,
+        itself called under `if rank == 0:`). A tokenizer's, processor's or configuration's
+        `save_pretrained` (`AutoConfig.from_pretrained(name).save_pretrained(dir)` too) writes a few
+        small files of the same content: not reported. Writes one
         after the other in one block under the same rank tests (model, optimizer, EMA) are one
         finding, at the first, naming the others: one block to move under one rank test.
 

@@ -17,8 +17,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         once and never advanced - or advanced only under a rank test, `if not rank: epoch
         += 1`, which leaves every other rank's epoch where it started - or a value the
         loop around the call never moves:
-        `set_epoch(args.epochs)` in `for epoch in range(args.epochs)`, one finding per loop
-        that does it), or calls it only
+        `set_epoch(args.epochs)` in `for epoch in range(args.epochs)`, or a function's
+        parameter that bounds the loop around the call, `for epoch_id in range(epoch):
+        sampler.set_epoch(epoch)`; one finding per loop that does it), or calls it only
         in one loop while another loop beside it reads the loader pass after pass (a warm-up's
         epochs before the epoch loop that sets it), or calls it only
         once, before any loop (`sampler.set_epoch(start_epoch - 1)` above the epoch loop: the
@@ -32,7 +33,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         to `accelerator.prepare`: Accelerate's loader sets the epoch of the sampler it wraps
         at the start of every pass; nor one handed to Lightning Fabric's `setup_dataloaders`
         (also through a list spread into it), whose loader sets the epoch of its sampler and
-        batch sampler at every `iter()`.
+        batch sampler at every `iter()`. A `set_epoch` on an object of the script's own class that
+        iterates nothing and hands no epoch on (a progress reporter's `reporter.set_epoch(ep)`)
+        sets no sampler.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the

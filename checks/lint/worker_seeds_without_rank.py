@@ -63,6 +63,14 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         worker_init_fn, or the generator's `manual_seed(...)`; for the third way, at the
         DataLoader.
 
+        A rank parameter that partial() binds a constant (`partial(init_fn, rank=0, seed=s)`)
+        is that constant on every rank. Draws from a generator a method makes itself (`rng =
+        np.random.default_rng(...)`, or a parameter typed `rng: np.random.Generator`) follow
+        that generator's seed; a draw folded into a seed that puts the rank in (`seed = base +
+        worker + rank * n + random.randint(0, 1000)`, then `g.manual_seed(seed)`) draws no
+        augmentation; a seeding in a private method no code calls (or only such methods call)
+        never runs. One seeding shared by several loaders is told at a loader with a
+        DistributedSampler first.
     Why it hurts:
         The ranks read different samples, but worker k of every rank draws the same random
         numbers: the k-th sample of every rank gets the same crop, flip and noise. Nothing

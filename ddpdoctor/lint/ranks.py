@@ -405,6 +405,10 @@ class RankFlow:
                 return False  # `iteration - rank` of `iteration = first + rank`, stepped alike
             return self.is_rank(node.left, fn, depth) or self.is_rank(node.right, fn, depth)
         if isinstance(node, ast.IfExp):  # dist.get_rank() if dist.is_initialized() else 0
+            if self._never_has(node.test, fn):
+                # `config.local_rank if hasattr(config, "local_rank") else 0` of a config class
+                # with no such field: the fallback, on every rank
+                return self.is_rank(node.orelse, fn, depth)
             return self.is_rank(node.body, fn, depth) or self.is_rank(node.orelse, fn, depth)
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2 \
                 and is_const(node.values[1], 0, None, "0", ""):
@@ -458,6 +462,41 @@ class RankFlow:
                 return True
             return spelled
         return False
+
+    def _never_has(self, test: ast.AST, fn: Function) -> bool:
+        """`hasattr(obj, "x")` where obj is an instance of a local class (a dataclass config)
+        whose family declares no field, method or attribute `x`, and no code the lint reads
+        stores `.x` anywhere (nor calls setattr): false on every way."""
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "hasattr"
+                and len(test.args) == 2 and isinstance(test.args[1], ast.Constant)
+                and isinstance(test.args[1].value, str)):
+            return False
+        program, attr = self.program, test.args[1].value
+        klass = program.class_of(test.args[0], fn)
+        if klass is None:
+            return False
+        family = [klass, *program.bases(klass)]
+        if any(len([b for b in k.bases if b != "object"]) > len(program.bases(k)) for k in family):
+            return False  # (a library base may have it)
+        if any(attr in k.methods or attr in k.attrs or any(
+                (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.target.id == attr)
+                or (isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in st.targets))
+                for st in k.node.body) for k in family):
+            return False
+        # (a store of `.x`, or a setattr, on an object that may be one of them: `self.x` in the
+        # family's own methods, or a receiver whose class is this one or not known)
+        def may_be(receiver: ast.AST, scope: Function) -> bool:
+            if isinstance(receiver, ast.Name) and receiver.id == "self":
+                return scope.cls in family
+            return program.class_of(receiver, scope) in (klass, None)
+        for scope in program.functions:
+            for n in scope.own:
+                if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Store) \
+                        and may_be(n.value, scope):
+                    return False
+                if isinstance(n, ast.Call) and last_name(n.func) == "setattr" and n.args and may_be(n.args[0], scope):
+                    return False
+        return True
 
     def _unpacked_rank(self, name: str, fn: Function, depth: int) -> bool:
         """`r, _ = ddp_info()` where the local helper returns `get_rank(), get_world_size()` with

@@ -568,3 +568,59 @@ def test_a_worker_init_fn_bound_to_rank_zero(tmp_path):
 
 def test_twin_a_worker_init_fn_bound_to_the_rank(tmp_path):
     assert not _codes(lint_tree(tmp_path, {"train.py": BOUND_RANK.replace("RANK", "dist.get_rank()")}), "DDP808")
+
+
+# -------------------------------------------------- a rank read from a field the config never has
+# `self.local_rank = self.config.local_rank if hasattr(self.config, "local_rank") else 0` where the
+# config dataclass declares no such field: every rank is "main", and every rank saves
+NO_FIELD = """
+import os
+from dataclasses import dataclass
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+@dataclass
+class Config:
+    epochs: int = 3
+    FIELD
+
+
+class Trainer:
+    def __init__(self, config):
+        self.config = config
+        self.local_rank = self.config.local_rank if hasattr(self.config, "local_rank") else 0
+        self.is_main_process = self.local_rank == 0
+        self.model = DDP(torch.nn.Linear(4, 1))
+
+    def train(self):
+        for epoch in range(self.config.epochs):
+            self.model(torch.randn(2, 4)).sum().backward()
+            self._save()
+
+    def _save(self):
+        if not self.is_main_process:
+            return
+        torch.save(self.model.state_dict(), "last.pt")
+
+
+def main():
+    dist.init_process_group("gloo")
+    Trainer(Config()).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_read_from_a_field_the_config_never_has(tmp_path):
+    body = NO_FIELD.replace("FIELD", "lr: float = 0.1")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP806")] == [_line(body, "torch.save(")]
+
+
+def test_twin_the_config_declares_the_field(tmp_path):
+    body = NO_FIELD.replace("FIELD", 'local_rank: int = int(os.environ.get("LOCAL_RANK", 0))')
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806")
