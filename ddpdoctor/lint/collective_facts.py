@@ -302,6 +302,12 @@ class CollectiveFacts:
                     if unset:
                         said = f"`{unset[0]}` holds (an option off by default)"
                         assumption = f"{assumption}, and {said}" if assumption else said
+                    # (a comparison no constant the function binds the name to makes true:
+                    # `if training_phase == 1:` with `training_phase = 2` and a checkpoint's value)
+                    unsettled = [c for c, _ in event.conds if _true_only_off_constants(fn, c)]
+                    if unsettled:
+                        said = f"`{unsettled[0]}` holds (a value the source reads, not one it sets)"
+                        assumption = f"{assumption}, and {said}" if assumption else said
                     present = _on_the_files([c for c in event.conds if (_FILE_STATE.search(c[0])
                                                                         or _listed_names(fn, c[0]))
                                              and not self._first_run_side(fn, c[0])])
@@ -461,6 +467,24 @@ def _tested_path(cond: str) -> Optional[ast.AST]:
             if isinstance(receiver, ast.Call) and receiver.args:
                 return receiver.args[0]  # Path(p).exists()
     return None
+
+
+def _true_only_off_constants(fn: Function, cond: str) -> bool:
+    """`name == K` (or `!=`) where fn binds name to constants, none of which makes the test true,
+    and to other values too (a checkpoint's field): the test holds only on those other values."""
+    try:
+        test = ast.parse(cond, mode="eval").body
+    except SyntaxError:
+        return False
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+            and isinstance(test.ops[0], (ast.Eq, ast.NotEq)) and isinstance(test.comparators[0], ast.Constant)):
+        return False
+    bound = [value for _, value in fn.bindings.get(test.left.id, [])]
+    constants = [v.value for v in bound if isinstance(v, ast.Constant)]
+    if not constants or len(constants) == len(bound) or test.left.id in fn.params:
+        return False
+    want = test.comparators[0].value
+    return all((v == want) != isinstance(test.ops[0], ast.Eq) for v in constants)
 
 
 def _listed_names(fn: Function, cond: str) -> bool:

@@ -444,7 +444,8 @@ class LoaderFacts:
                 # (webdataset's WebLoader exists for its own pipelines, which split themselves
                 # by node and worker: its dataset is one wherever the source does not show it)
                 iterable=(dataset is not None and self.dataset_kind(dataset, fn))
-                or (self.program.qualify(call.func, fn) or "").startswith("webdataset."),
+                or (self.program.qualify(call.func, fn) or "").startswith("webdataset.")
+                or (dataset is not None and _under_iterable_test(fn, call, dataset)),
                 under_rank_guard=bool(rank_guards(guards)) or (self.only_guarded(fn) is True
                                                                and not self._called_on_both_sides(fn)),
                 off_at_launch=off_at_launch(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program),
@@ -2117,8 +2118,10 @@ class LoaderFacts:
                 # rebuilt in the epoch loop with a seed that moves with it (`seed=base + epoch`):
                 # each pass shuffles anew, as set_epoch(epoch) would make it
                 matched.append(loc(fn, call))
-            if name == fn.name and not isinstance(fn.node, ast.Module):
+            if (name == fn.name or (loader_at is None and name and _returned_alone(fn, name))) \
+                    and not isinstance(fn.node, ast.Module):
                 # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
+                # (also `sampler = DistributedSampler(ds) if n > 1 else None; return sampler`)
                 loader_at, fed, shuffle = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
             names = {n for n in (own, loader_name, name, fed) if n}
             returned = {r.value.id for r in fn.own_of(ast.Return) if isinstance(r.value, ast.Name)}
@@ -2137,6 +2140,14 @@ class LoaderFacts:
                 # `return dataset, dataloader`: what the callers unpack at its place
                 for held in sorted(n for n in (own, loader_name, name, fed) if n):
                     names |= self._names_outside(fn, held) - {held}
+            if fed and loader_at is not None and (loader_at.file, loader_at.line) != (fn.file.display, call.lineno):
+                # (a sampler a helper returns, fed to a loader another builder returns in turn:
+                # `sampler = create_sampler(ds)`, `loader = DataLoader(ds, sampler=sampler)`,
+                # `return loader` - the names that builder's callers bind the loader to)
+                holder = self._function_at(loader_at)
+                if holder is not None and holder is not fn and _returned_alone(holder, fed):
+                    names |= {self.bound_name(c, e.node) for c, e in self.callers().get(holder, [])
+                              if isinstance(e.node, ast.Call)} - {""}
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
             if loader_at is not None and iterated.get(f"@{loader_at.file}:{loader_at.line}"):
                 across = True  # built inline as the argument of a function that iterates it again and again
@@ -2480,6 +2491,18 @@ class LoaderFacts:
                 any("DistributedSampler" in base for base in klass.bases):
             return True
         return depth > 0 and any(self._epoch_sampler(base, depth - 1) for base in self.program.bases(klass))
+
+    def _function_at(self, where) -> Optional[Function]:
+        """The innermost function of the program whose body holds file:line."""
+        found = None
+        for fn in self.functions:
+            node = fn.node
+            if node is None or isinstance(node, ast.Module) or fn.file.display != where.file:
+                continue
+            if node.lineno <= where.line <= (node.end_lineno or node.lineno) and (
+                    found is None or node.lineno >= found.node.lineno):
+                found = fn
+        return found
 
     def _fed_from_helper(self, fn: Function, by_line: dict, loader_at, fed: str, shuffle):
         """A DistributedSampler returned by helper fn: the loader whose `sampler=` calls fn, and
@@ -3437,6 +3460,14 @@ def _count_test(cond: str, fn: Function):
 _SEED_STREAMS = {"random.seed": "random", "numpy.random.seed": "numpy", "torch.manual_seed": "torch",
                  "torch.cuda.manual_seed": "torch.cuda", "torch.cuda.manual_seed_all": "torch.cuda",
                  "torch.random.manual_seed": "torch"}
+
+
+def _under_iterable_test(fn: Function, call: ast.Call, dataset: ast.AST) -> bool:
+    """The loader is built on the side of `if isinstance(dataset, IterableDataset):` (SlowFast's
+    construct_loader): there the dataset is an iterable one, which takes no sampler."""
+    said = text(dataset)
+    return any(cond == f"isinstance({said}, {kind})" for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())
+               for kind in ("IterableDataset", "torch.utils.data.IterableDataset", "data.IterableDataset"))
 
 
 def _loader_dataset(program, call: ast.Call, fn: Function) -> Optional[ast.AST]:

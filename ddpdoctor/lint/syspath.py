@@ -77,8 +77,10 @@ def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, fou
             if value is None:
                 value = _under_project_root(each, script, cwd)
             if value is not None and not os.path.isdir(value) and isinstance(each, ast.Constant) \
-                    and isinstance(each.value, str) and os.path.isabs(each.value):
-                value = _checkout_of(value, script)  # (a path spelt whole in the source, not one built here)
+                    and isinstance(each.value, str):
+                # (a path spelt whole in the source, not one built here: `/home/me/proj`,
+                # `../../MyGazeProject`, the author's own checkout's place)
+                value = _checkout_of(value, script)
             if value is not None and os.path.isdir(value) and not _installed(value):
                 found.append(Path(os.path.normpath(value)))
 
@@ -104,8 +106,8 @@ def _under_project_root(node: ast.AST, script: Path, cwd: Path) -> Optional[str]
 
 
 def _checkout_of(absent: str, script: Path) -> Optional[str]:
-    """`sys.path.append('/home/me/projects/gazex')`: an absolute folder of the author's machine
-    that is not here. Such a path names the author's checkout, which the script sits in: the
+    """`sys.path.append('/home/me/projects/gazex')` (or `'../../MyGazeProject'`): a folder of the
+    author's machine that is not here. Such a path names the author's checkout, which the script sits in: the
     nearest of the few folders above the script that holds the packages the script imports
     from it (a folder of its own `import utils.io` finds), or None."""
     try:

@@ -757,3 +757,10 @@ def test_twin_a_switch_the_launch_leaves_off(tmp_path):
     found = _codes(lint_tree(tmp_path, {"train.py": KEPT, "run.sh": "torchrun --nproc_per_node 2 train.py\n"}),
                    "DDP801")
     assert "error" not in [f.severity.value for f in found]
+
+
+def test_an_absent_relative_checkout_is_the_folder_above_the_script_too(tmp_path):
+    script = CHECKOUT_SCRIPT.replace('"/home/someone/projects/myproj"', '"../../MyProject"')
+    found = lint_tree(tmp_path, {"scripts/train.py": script, "utils/__init__.py": "",
+                                 "utils/io.py": CHECKOUT_IO}, script="scripts/train.py")
+    assert [f.location.line for f in _codes(found, "DDP806")] == [_line(CHECKOUT_IO, "torch.save(")]
