@@ -295,6 +295,20 @@ def _ancestors(klass: Klass, program: Program) -> list[Klass]:
     return seen
 
 
+def three_valued(test: ast.AST, leaf) -> Optional[bool]:
+    """The truth of `and` / `or` / `not` over parts `leaf(part)` answers True, False or None (not
+    known): what every settling of a test does once its parts are read."""
+    if isinstance(test, ast.BoolOp):
+        parts = [three_valued(v, leaf) for v in test.values]
+        if isinstance(test.op, ast.Or):
+            return True if True in parts else (False if all(p is False for p in parts) else None)
+        return False if False in parts else (True if all(p is True for p in parts) else None)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = three_valued(test.operand, leaf)
+        return None if inner is None else not inner
+    return leaf(test)
+
+
 def settled(test: ast.AST, program: Program) -> Optional[bool]:
     """The truth of a test on the run as launched, where the options decide it: `args.task ==
     "short_term"` with --task defaulting to "long_term", `args.flag` (store_true), `args.ckpt is

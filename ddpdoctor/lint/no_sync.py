@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Optional
 
+from ddpdoctor.lint.defaults import three_valued
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import ddp_class, fsdp_builder, text
 
@@ -167,19 +168,13 @@ def _never_taken(program, parent: ast.AST, side: list) -> bool:
 
 
 def _attribute_truth(program, test: ast.AST) -> Optional[bool]:
-    if isinstance(test, ast.BoolOp):
-        parts = [_attribute_truth(program, v) for v in test.values]
-        if isinstance(test.op, ast.Or):
-            return True if True in parts else (False if all(p is False for p in parts) else None)
-        return False if False in parts else (True if all(p is True for p in parts) else None)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _attribute_truth(program, test.operand)
-        return None if inner is None else not inner
-    if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self":
-        values = program.attribute_constants(test.attr)
-        truths = {bool(v) for v in values} if values else set()
-        return truths.pop() if len(truths) == 1 else None
-    return None
+    def leaf(part: ast.AST) -> Optional[bool]:
+        if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
+            values = program.attribute_constants(part.attr)
+            truths = {bool(v) for v in values} if values else set()
+            return truths.pop() if len(truths) == 1 else None
+        return None
+    return three_valued(test, leaf)
 
 
 def _branches(loop: ast.AST):
