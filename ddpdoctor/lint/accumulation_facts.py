@@ -938,10 +938,7 @@ class AccumulationFacts:
         """`x.step(...)` where x is an instance of a class of the script's own, deriving from no
         library class (no torch optimizer, no scheduler): its step method is the script's code."""
         klass = self.program.class_of(call.func.value, fn)
-        if klass is None or "step" not in klass.methods:
-            return False
-        return all(len([b for b in k.bases if b != "object"]) <= len(self.program.bases(k))
-                   for k in [klass, *self.program.bases(klass)])
+        return klass is not None and "step" in klass.methods and not self.program.library_derived(klass)
 
     def _step_kind(self, call: ast.Call, fn: Function, depth: int = 2) -> Optional[str]:
         """"always" / "sometimes" (a helper that steps under a switch its caller sets per call:

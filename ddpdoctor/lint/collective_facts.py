@@ -15,7 +15,7 @@ from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_pr
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
                                      through_grad_off)
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import parse_test, walk
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.rank_state import _break_in
 from ddpdoctor.lint.ranks import UNIFORM_NAME, _enclosing_if
@@ -186,9 +186,8 @@ class CollectiveFacts:
     def _held_true(self, fn: Function, cond: str) -> bool:
         """A switch around the call that the values every way in hands fn settle true (`if
         self.checkpoint_dir:` with each construction giving `checkpoint_dir="checkpoints"`)."""
-        try:
-            test = ast.parse(cond, mode="eval").body
-        except SyntaxError:
+        test = parse_test(cond)
+        if test is None:
             return False
         # (or a config every construction settles: `self.config.use_deepspeed` of
         # `PretrainConfig(use_deepspeed=args.deepspeed)`, --deepspeed on by default)
@@ -472,10 +471,7 @@ def _tested_path(cond: str) -> Optional[ast.AST]:
 def _true_only_off_constants(fn: Function, cond: str) -> bool:
     """`name == K` (or `!=`) where fn binds name to constants, none of which makes the test true,
     and to other values too (a checkpoint's field): the test holds only on those other values."""
-    try:
-        test = ast.parse(cond, mode="eval").body
-    except SyntaxError:
-        return False
+    test = parse_test(cond)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
             and isinstance(test.ops[0], (ast.Eq, ast.NotEq)) and isinstance(test.comparators[0], ast.Constant)):
         return False
@@ -519,11 +515,8 @@ def _module_setting(fn, name: str) -> bool:
 
 def _taken_at_launch(cond: str, program) -> bool:
     """The test is true on the run as launched, where the options decide it (defaults.settled)."""
-    try:
-        test = ast.parse(cond, mode="eval").body
-    except SyntaxError:
-        return False
-    return settled(test, program) is True
+    test = parse_test(cond)
+    return test is not None and settled(test, program) is True
 
 
 def _assume(assumption: str, conds: tuple) -> str:

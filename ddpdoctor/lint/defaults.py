@@ -220,13 +220,7 @@ def constructed_truth(part: ast.AST, fn: Function, program: Program) -> Optional
     if key not in memo:
         truths = set()
         default = _field_default(klass, part.attr, program)
-        # (the constructions in code the script reaches: a classmethod's `cls(**d)` for a
-        # JSON reload no run calls is no way the run's config is made)
-        reached = getattr(program, "reachable", None) or program.functions
-        # (nor the class's own alternate constructors, `cls(**saved)`: a reload of what a run wrote)
-        sites = [(call, scope) for scope in reached for call in scope.own_calls
-                 if call.func.__class__ is ast.Name and program.symbol(call.func.id, scope) is klass
-                 and not (call.func.id == "cls" and scope.cls is klass)]
+        sites = _constructions(klass, program)
         for call, scope in sites:
             given = next((k.value for k in call.keywords if k.arg == part.attr), None)
             if any(k.arg is None for k in call.keywords) or call.args:
@@ -240,6 +234,18 @@ def constructed_truth(part: ast.AST, fn: Function, program: Program) -> Optional
         memo[key] = truths.pop() if len(truths) == 1 and sites else None
     found = memo[key]
     return None if found is None else (not found if negate else found)
+
+
+def _constructions(klass: Klass, program: Program) -> list:
+    """(call, scope) of each `Klass(...)` in code the script reaches, found once per class: not a
+    classmethod's `cls(**saved)`, the class's own reload of what a run wrote."""
+    memo = program.__dict__.setdefault("_constructions", {})
+    if id(klass) not in memo:
+        reached = getattr(program, "reachable", None) or program.functions
+        memo[id(klass)] = [(call, scope) for scope in reached for call in scope.own_calls
+                           if call.func.__class__ is ast.Name and program.symbol(call.func.id, scope) is klass
+                           and not (call.func.id == "cls" and scope.cls is klass)]
+    return memo[id(klass)]
 
 
 def _field_default(klass: Klass, attr: str, program: Program) -> Optional[tuple[Any, str]]:

@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_value, runs_once_at_launch
+from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, text, through_grad_off)
@@ -1783,35 +1783,29 @@ def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None
                         own_attrs: bool = False) -> Optional[bool]:
     """True / False where the constants every way gives the names a test reads settle it
     (own_attrs: a bare `self.<attr>` read too, what every construction hands the constructor)."""
-    if isinstance(test, ast.BoolOp):
-        parts = [_truth_by_constants(callers, fn, v, program, own_attrs) for v in test.values]
-        if isinstance(test.op, ast.Or):
-            return True if True in parts else (False if all(p is False for p in parts) else None)
-        return False if False in parts else (True if all(p is True for p in parts) else None)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _truth_by_constants(callers, fn, test.operand, program, own_attrs)
-        return None if inner is None else not inner
-    if isinstance(test, ast.Name) or (own_attrs and _own_attr(test) and program is not None):
-        # (`if self.checkpoint_dir and ...:` where every construction hands the constructor
-        # `checkpoint_dir="checkpoints"`: its truth too)
-        values = _constants_of(callers, fn, test.id) if isinstance(test, ast.Name) else \
-            attr_constants(program, callers, fn, test.attr)
-        truths = {bool(v) for v in values} if values else set()
-        return truths.pop() if len(truths) == 1 else None
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and (
-            isinstance(test.left, ast.Name) or _own_attr(test.left))):
-        return None
-    op, right = test.ops[0], test.comparators[0]
-    right = _class_constant(right, fn, None) or right  # `data_type == self.imagenet`, `imagenet = 5` in the class
-    if isinstance(right, ast.Constant):
-        allowed = [right.value]
-    elif isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts):
-        allowed = [e.value for e in right.elts]
-    else:
-        return None
-    values = _constants_of(callers, fn, test.left.id) if isinstance(test.left, ast.Name) else \
-        attr_constants(program, callers, fn, test.left.attr)
-    return compared(op, values, allowed) if values else None
+    def leaf(part: ast.AST) -> Optional[bool]:
+        if isinstance(part, ast.Name) or (own_attrs and _own_attr(part) and program is not None):
+            # (`if self.checkpoint_dir and ...:` where every construction hands the constructor
+            # `checkpoint_dir="checkpoints"`: its truth too)
+            values = _constants_of(callers, fn, part.id) if isinstance(part, ast.Name) else \
+                attr_constants(program, callers, fn, part.attr)
+            truths = {bool(v) for v in values} if values else set()
+            return truths.pop() if len(truths) == 1 else None
+        if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and (
+                isinstance(part.left, ast.Name) or _own_attr(part.left))):
+            return None
+        op, right = part.ops[0], part.comparators[0]
+        right = _class_constant(right, fn, None) or right  # `data_type == self.imagenet`, `imagenet = 5` in the class
+        if isinstance(right, ast.Constant):
+            allowed = [right.value]
+        elif isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts):
+            allowed = [e.value for e in right.elts]
+        else:
+            return None
+        values = _constants_of(callers, fn, part.left.id) if isinstance(part.left, ast.Name) else \
+            attr_constants(program, callers, fn, part.left.attr)
+        return compared(op, values, allowed) if values else None
+    return three_valued(test, leaf)
 
 
 def compared(op: ast.cmpop, values, allowed: list) -> Optional[bool]:

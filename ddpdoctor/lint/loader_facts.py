@@ -2118,11 +2118,12 @@ class LoaderFacts:
                 # rebuilt in the epoch loop with a seed that moves with it (`seed=base + epoch`):
                 # each pass shuffles anew, as set_epoch(epoch) would make it
                 matched.append(loc(fn, call))
+            holder = None  # (the function building the loader a helper's sampler feeds)
             if (name == fn.name or (loader_at is None and name and _returned_alone(fn, name))) \
                     and not isinstance(fn.node, ast.Module):
                 # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
                 # (also `sampler = DistributedSampler(ds) if n > 1 else None; return sampler`)
-                loader_at, fed, shuffle = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
+                loader_at, fed, shuffle, holder = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
             names = {n for n in (own, loader_name, name, fed) if n}
             returned = {r.value.id for r in fn.own_of(ast.Return) if isinstance(r.value, ast.Name)}
             if (fn.name in names or names & returned) and not isinstance(fn.node, ast.Module):
@@ -2140,12 +2141,11 @@ class LoaderFacts:
                 # `return dataset, dataloader`: what the callers unpack at its place
                 for held in sorted(n for n in (own, loader_name, name, fed) if n):
                     names |= self._names_outside(fn, held) - {held}
-            if fed and loader_at is not None and (loader_at.file, loader_at.line) != (fn.file.display, call.lineno):
+            if fed and holder is not None and holder is not fn:
                 # (a sampler a helper returns, fed to a loader another builder returns in turn:
                 # `sampler = create_sampler(ds)`, `loader = DataLoader(ds, sampler=sampler)`,
                 # `return loader` - the names that builder's callers bind the loader to)
-                holder = self._function_at(loader_at)
-                if holder is not None and holder is not fn and _returned_alone(holder, fed):
+                if _returned_alone(holder, fed):
                     names |= {self.bound_name(c, e.node) for c, e in self.callers().get(holder, [])
                               if isinstance(e.node, ast.Call)} - {""}
             across = any(iterated.get(n) for n in names) if any(n in iterated for n in names) else epoch_loop
@@ -2492,22 +2492,12 @@ class LoaderFacts:
             return True
         return depth > 0 and any(self._epoch_sampler(base, depth - 1) for base in self.program.bases(klass))
 
-    def _function_at(self, where) -> Optional[Function]:
-        """The innermost function of the program whose body holds file:line."""
-        found = None
-        for fn in self.functions:
-            node = fn.node
-            if node is None or isinstance(node, ast.Module) or fn.file.display != where.file:
-                continue
-            if node.lineno <= where.line <= (node.end_lineno or node.lineno) and (
-                    found is None or node.lineno >= found.node.lineno):
-                found = fn
-        return found
-
     def _fed_from_helper(self, fn: Function, by_line: dict, loader_at, fed: str, shuffle):
-        """A DistributedSampler returned by helper fn: the loader whose `sampler=` calls fn, and
-        the shuffle flag when it is fn's parameter and every call passes a constant for it."""
+        """A DistributedSampler returned by helper fn: the loader whose `sampler=` calls fn, the
+        shuffle flag when it is fn's parameter and every call passes a constant for it, and the
+        function that builds that loader (None where none is found)."""
         passed = []
+        holder = None
         shuffled = None  # the first loader fed where the call leaves shuffling on
         for caller, event in self.callers().get(fn, []):
             # `sampler = data_sampler(ds, shuffle=True)` then `DataLoader(ds, sampler=sampler)`
@@ -2520,9 +2510,9 @@ class LoaderFacts:
                         for kw in node.keywords):
                     fact = by_line.get((caller.file.display, node.lineno))
                     if fact is not None:
-                        loader_at, fed = fact.location, fact.name
+                        loader_at, fed, holder = fact.location, fact.name, caller
                         if shuffled is None and given is not False:
-                            shuffled = (fact.location, fact.name)
+                            shuffled = (fact.location, fact.name, caller)
             if isinstance(shuffle, ast.Name) and isinstance(event.node, ast.Call):
                 passed.append(given)
         if passed and all(p is False for p in passed):
@@ -2530,8 +2520,8 @@ class LoaderFacts:
         elif shuffled is not None:
             # SDFusion's `data_sampler(ds, shuffle, distributed)` feeds the training loader
             # (shuffle=True) and two evaluation ones: the shuffled one is what DDP804 is about
-            loader_at, fed = shuffled
-        return loader_at, fed, shuffle
+            loader_at, fed, holder = shuffled
+        return loader_at, fed, shuffle, holder
 
     def _picked_to_evaluate(self) -> set[str]:
         """The loaders a conditional picks on its evaluation side (`loader = self.vl_loader if
@@ -3497,9 +3487,9 @@ def _not_a_sampler(program, receiver: ast.AST, fn: Function) -> bool:
     klass = program.class_of(receiver, fn)
     if klass is None:
         return False
+    if program.library_derived(klass):
+        return False  # a library base (a Sampler, a Dataset) may be what is set
     for k in [klass] + program.bases(klass):
-        if len([b for b in k.bases if b != "object"]) > len(program.bases(k)):
-            return False  # a library base (a Sampler, a Dataset) may be what is set
         if {"__iter__", "__next__", "__getitem__", "__len__"} & set(k.methods):
             return False
     method = program.method(klass, "set_epoch")

@@ -1567,6 +1567,22 @@ class Program:
         found.discard("")
         return found
 
+    def library_derived(self, klass: Klass) -> bool:
+        """Some class of klass's family names a base that is no local class (a library's: a
+        Sampler, an Optimizer, a Dataset); `object` aside. (library_bases names the local
+        ancestors too: this says whether anything beyond them is inherited.)"""
+        todo, seen = [klass], set()
+        while todo and len(seen) < 16:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            local = self.bases(current)
+            if len([b for b in current.bases if b != "object"]) > len(local):
+                return True
+            todo.extend(local)
+        return False
+
     def method(self, klass: Klass, name: str, seen: Optional[set] = None) -> Optional[Function]:
         seen = seen or set()
         if klass in seen:

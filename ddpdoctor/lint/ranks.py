@@ -475,9 +475,9 @@ class RankFlow:
         klass = program.class_of(test.args[0], fn)
         if klass is None:
             return False
-        family = [klass, *program.bases(klass)]
-        if any(len([b for b in k.bases if b != "object"]) > len(program.bases(k)) for k in family):
+        if program.library_derived(klass):
             return False  # (a library base may have it)
+        family = [klass, *program.bases(klass)]
         if any(attr in k.methods or attr in k.attrs or any(
                 (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.target.id == attr)
                 or (isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in st.targets))
