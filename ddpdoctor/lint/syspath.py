@@ -31,7 +31,7 @@ def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
     values: dict[str, str] = {}
     found: list[Path] = []
     adders = _path_adders(tree)
-    _added(list(_top(tree.body)), values, adders, script, cwd, found)
+    _added(list(_top(tree.body)), values, adders, script, cwd, found, tree)
     # and in the script's functions and methods, each in its own order (SMPLer-X's config
     # method: `self.root = dirname(abspath(__file__))`, then `sys.path.insert(0, join(self.root,
     # "common"))`), with what the top level bound
@@ -39,11 +39,12 @@ def added_roots(tree: ast.Module, script: Path, cwd: Path) -> list[Path]:
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             inside = sorted((s for s in walk(fn) if isinstance(s, ast.stmt) and s is not fn),
                             key=lambda s: (s.lineno, s.col_offset))  # in source order
-            _added(inside, dict(values), adders, script, cwd, found)
+            _added(inside, dict(values), adders, script, cwd, found, tree)
     return list(dict.fromkeys(found))
 
 
-def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, found: list) -> None:
+def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, found: list,
+           tree: ast.Module) -> None:
     """The folders these statements put on sys.path, in order; `values`: the path-valued names
     (and `self.` attributes) bound so far."""
     for stmt in stmts:
@@ -80,7 +81,7 @@ def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, fou
                     and isinstance(each.value, str):
                 # (a path spelt whole in the source, not one built here: `/home/me/proj`,
                 # `../../MyGazeProject`, the author's own checkout's place)
-                value = _checkout_of(value, script)
+                value = _checkout_of(tree, script)
             if value is not None and os.path.isdir(value) and not _installed(value):
                 found.append(Path(os.path.normpath(value)))
 
@@ -105,15 +106,11 @@ def _under_project_root(node: ast.AST, script: Path, cwd: Path) -> Optional[str]
     return next((str(b / sub) for b in bases if (b / sub).is_dir()), None)
 
 
-def _checkout_of(absent: str, script: Path) -> Optional[str]:
+def _checkout_of(tree: ast.Module, script: Path) -> Optional[str]:
     """`sys.path.append('/home/me/projects/gazex')` (or `'../../MyGazeProject'`): a folder of the
-    author's machine that is not here. Such a path names the author's checkout, which the script sits in: the
-    nearest of the few folders above the script that holds the packages the script imports
-    from it (a folder of its own `import utils.io` finds), or None."""
-    try:
-        tree = ast.parse(script.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
-        return None
+    author's machine that is not here. Such a path names the author's checkout, which the script
+    sits in: the nearest of the few folders above the script that holds the packages the script
+    (its tree, already read) imports from it (a folder of its own `import utils.io` finds), or None."""
     heads = {a.name.split(".")[0] for node in walk(tree) if isinstance(node, ast.Import) for a in node.names}
     heads |= {node.module.split(".")[0] for node in walk(tree)
               if isinstance(node, ast.ImportFrom) and node.module and not node.level}
@@ -121,9 +118,24 @@ def _checkout_of(absent: str, script: Path) -> Optional[str]:
     wanted = {h for h in heads if not (script.parent / h).exists() and not (script.parent / f"{h}.py").exists()}
     for folder in list(script.parents)[1:4]:
         if any((folder / h / "__init__.py").is_file() or (folder / f"{h}.py").is_file()
-               or ((folder / h).is_dir() and any((folder / h).glob("*.py"))) for h in wanted):
+               or _holds_python(folder / h) for h in wanted):
             return str(folder)
     return None
+
+
+def _holds_python(folder: Path, most: int = 400) -> bool:
+    """A `.py` file among the first `most` entries of the folder (a namespace package's); a
+    folder of a million samples is not listed past that."""
+    try:
+        with os.scandir(folder) as entries:
+            for count, entry in enumerate(entries):
+                if count >= most:
+                    return False
+                if entry.name.endswith(".py"):
+                    return True
+    except OSError:
+        return False
+    return False
 
 
 def _env_read(node: ast.AST) -> bool:
