@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -127,6 +128,9 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("py-spy") is None:
         raise SystemExit("py-spy is not installed")
+    # The jobs run in sessions of their own (so attach sees a job it did not start): a SIGTERM
+    # (`timeout`, a CI cancel) must still reach the `finally:` that ends them, not leave them running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     folder = Path(tempfile.mkdtemp(prefix="ddpdoctor-bench-attach-"))
     try:
         walls = time_to_verdict(folder, args.verdict_rounds, 2)
