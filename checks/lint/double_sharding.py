@@ -30,7 +30,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         nothing, or seeds each process with its rank (`torch.manual_seed(args.seed + rank)`
         before the split) - not a draw under a test the dataset's construction makes false
         (`if max_samples > 0:` with the builder's `max_samples=0` left at its default): each process draws its own, so the ranks shard different
-        datasets (reported once per draw, at the training loader's sampler).
+        datasets (reported once per draw, at the training loader's sampler; for a dataset
+        handed to a transformers Trainer, which shards it itself, at the Trainer(...) call).
 
         A seeding counts for the random stream it seeds: `torch.manual_seed` leaves Python's
         `random` and numpy's streams to each process, so a `random.shuffle` of the file list in
@@ -87,6 +88,20 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                 evidence={"loader": loader.name, "dataset": loader.dataset_text, "by": "accelerate",
                           **({"split_at": split} if split else {}), **({"prepared_at": prepared} if prepared else {})}))
     for shard in getattr(facts, "trainer_shards", []):
+        if getattr(shard, "draw", ""):
+            problems.append(Problem(
+                message=(f"`{shard.dataset}` is handed to the Trainer at {shard.trainer}, and its items are picked "
+                         f"by an unseeded draw ({shard.draw}) that no seeding before it makes alike on every "
+                         "process: each process draws its own split, and the Trainer shards N different "
+                         "datasets - some items are read on several ranks and others on none (evaluation "
+                         "and test items leak into training)"),
+                hint="draw the same on every process: give the split a seed (`train_test_split(test_size=0.1, "
+                     "seed=seed)`, `generator=torch.Generator().manual_seed(seed)`), or seed the process before "
+                     "the dataset is built",
+                location=shard.location,
+                evidence={"dataset": shard.dataset, "trainer": str(shard.trainer), "by": "unseeded draw",
+                          "draw": shard.draw}))
+            continue
         problems.append(Problem(
             message=(f"`{shard.dataset}` keeps only this rank's items itself ({shard.location}) and is handed "
                      f"to the Trainer at {shard.trainer}, which shards its training data across the processes "

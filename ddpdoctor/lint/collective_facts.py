@@ -213,9 +213,13 @@ class CollectiveFacts:
         polarities: dict[tuple, set[str]] = {}
         for fn in self.functions:
             candidates: list[tuple[Guard, GuardedCollective]] = []
+            if any(event.guards for event in fn.events) and self.never_run(fn):
+                continue  # a callback every construction disables: its rank-0 work never runs
             for event in fn.events:
                 if not event.guards or _single_process(event.conds, self._switches(), self.wraps_ddp()):
                     continue  # (`if local_rank == -1:` inside the rank-0 branch: never in a distributed run)
+                if event.conds and self.false_test(event.conds, fn):
+                    continue  # `if self.enabled:` around it, every construction `enabled=False`
                 if any(_never_none(self, fn, cond) for cond, _ in event.conds):
                     continue  # `gather(x) if gathered is None else gathered`, every caller handing `gathered`
                 reached: list[Reached] = []

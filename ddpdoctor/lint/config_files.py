@@ -297,6 +297,8 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     digests it: an edited launch is a miss, not a stale verdict)."""
     here = Path.cwd().resolve()
     for launch, body in _beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES):
+        if _runs_only_others(body, script):
+            continue  # a vendored sub-project's `dist.sh` starting its own train_v2.py on five nodes
         for match in _NODES_LAUNCH.finditer(body):
             count = match.group("count") or match.group("sbatch")
             if count is not None and not _above_one(count):
@@ -324,6 +326,24 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     # version pin looked for and not found, save_facts)
     read.extend(str(folder) for folder in _folders(script) if str(folder) not in read)
     return None
+
+
+_PY_SUFFIX = re.compile(r"\.py\b")
+_NAME_TAIL = re.compile(r"[\w-]{1,200}$")  # (bounded: a launch line of 5,000 digits is read in linear time)
+
+
+def _runs_only_others(body: str, script: Path) -> bool:
+    """The launch names Python files to run, none of them the script (by its file name or as
+    `-m pkg.<stem>`): it launches another program. A launch naming none (`torchrun $@`, a
+    `$SCRIPT` filled in) may run this one."""
+    named = set()
+    for found in _PY_SUFFIX.finditer(body):
+        stem = _NAME_TAIL.search(body, max(0, found.start() - 200), found.start())
+        if stem is not None:
+            named.add(stem.group(0) + ".py")
+    if not named or script.name in named:
+        return False
+    return not re.search(r"-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b", body)
 
 
 # The places a launch of the script is written down: shell launch scripts, and the command

@@ -620,14 +620,34 @@ class BuilderCore:
         naming another), here or a few callers up: what fn does, the run never does."""
         # (a plain flag is not read so: `if args.do_train:` around the whole training, a
         # store_true, is the run launched, not one switched off - as save_facts reads such flags)
-        return bool(self.every_way_in(fn, lambda conds: off_at_launch(
+        return bool(self.every_way_in(fn, lambda conds, _caller: off_at_launch(
             tuple((c, f) for c, f in conds if not f), self.program)))
+
+    def never_run(self, fn: Function) -> bool:
+        """Every way into fn passes a test the run never takes: one the options as launched make
+        false, or one the constants its caller gets settle false (`if not self.enabled: return`
+        above the call, every construction handing `enabled=False`), here or a few callers up."""
+        memo = self.__dict__.setdefault("_never_run", {})
+        if fn not in memo:
+            memo[fn] = bool(self.every_way_in(fn, self.false_test))
+        return memo[fn]
+
+    def false_test(self, conds: tuple, fn: Function) -> str:
+        """The first of the tests around a statement of fn that never holds on the run (as
+        never_run reads them): "" where none is."""
+        for cond, flag in conds:
+            if off_at_launch(((cond, flag),), self.program) and not flag:
+                return cond
+            test = _test_of(cond) if len(cond) < 400 else None
+            if test is not None and _truth_by_constants(self.callers(), fn, test, self.program, own_attrs=True) is False:
+                return cond
+        return ""
 
     def switched_on_only(self, fn: Function) -> list[str]:
         """The switches (`args.val_only`, store_true options, declared_off) one of which every way
         into fn passes, here or a few callers up: fn runs only on a run launched with one of them
         given ([] where some way in needs none)."""
-        return self.every_way_in(fn, lambda conds: next(
+        return self.every_way_in(fn, lambda conds, _caller: next(
             (c for c, flag in conds if flag and declared_off(c, self.program)), ""))
 
     def every_way_in(self, fn: Function, pick, depth: int = 3, stack: tuple = ()) -> list[str]:
@@ -647,7 +667,7 @@ class BuilderCore:
         for caller, event in sites:
             if event.kind != "call":
                 return []
-            here = pick(event.conds)
+            here = pick(event.conds, caller)
             up = [here] if here else self.every_way_in(caller, pick, depth - 1, stack + (fn,))
             if not up:
                 return []

@@ -159,6 +159,16 @@ _NO_ACCUMULATOR = frozenset({"Accelerator", "GradientAccumulationPlugin", "Simpl
 
 
 
+def _aliased_setup(program: Program, call: ast.Call, fn) -> bool:
+    """`init_fn = dist_c10d.init_process_group` (one of two backends picked), then `init_fn(...)`:
+    a local name bound only to set-up functions (old fairseq's distributed_init)."""
+    if call.func.__class__ is not ast.Name or call.func.id not in fn.bindings:
+        return False
+    held = [value for _, value in fn.bindings[call.func.id]]
+    return bool(held) and all(value.__class__ in (ast.Attribute, ast.Name) and last_name(value) in SETUP_CALLS
+                              for value in held)
+
+
 def build(program: Program, script: str) -> LintFacts:
     """All the facts of one program."""
     builder = FactBuilder(program)
@@ -172,7 +182,8 @@ def build(program: Program, script: str) -> LintFacts:
     for fn, call, _, _ in builder.calls():
         full = program.qualify(call.func, fn) or ""
         name = last_name(call.func) or ""
-        sets_up = name in SETUP_CALLS or _engine_setup(call, _unbound(program, call.func, fn) or full)
+        sets_up = name in SETUP_CALLS or _engine_setup(call, _unbound(program, call.func, fn) or full) or \
+            _aliased_setup(program, call, fn)
         if (sets_up or program.ddp_call(call, fn)) and builder.switched_off(fn, call):
             off.add(id(call))  # under `if is_distributed:` with the flag left False on every way in
             continue

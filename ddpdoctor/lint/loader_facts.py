@@ -395,6 +395,7 @@ class LoaderFacts:
                 or self._default_side_to_evaluate(fn, call)
                 or (bool(name) and self._read_only_to_evaluate(self._names_outside(fn, name)))
                 or (bool(name) and self._peeked_on_one_rank(name))
+                or (bool(name) and self._read_on_one_rank(fn, name, call))
                 or (bool(name) and self._one_batch_handed_on(fn, name))
                 or (bool(name) and bool(self._names_outside(fn, name) & self._picked_to_evaluate())))
             plain = [v for v, _ in self.program.values_of(sampler, fn)
@@ -1099,6 +1100,30 @@ class LoaderFacts:
             return False
         evaluating, other = self._evaluation_loops()
         return name not in evaluating | other and name not in {n for _, n in self._training_names()}
+
+    def _read_on_one_rank(self, fn: Function, name: str, call: ast.Call) -> bool:
+        """What this call binds the name to (the loader built here, not another the name held
+        before: `train_loader` built again unsharded after training) is read only by calls under
+        a rank test (`if rank == 0: visualize(model, train_loader)`): one rank's pictures, not an
+        epoch every rank repeats. Unknown flow (a loop, a `try`) is no such loader."""
+        if "." in name:
+            return False
+        loads = [n for n in walk(fn.node) if n.__class__ is ast.Name and n.id == name and isinstance(n.ctx, ast.Load)]
+        if not loads or len(loads) > 40:
+            return False
+        guards_of = {id(c): guards for c, guards, _ in fn.calls}
+        mine = 0
+        for load in loads:
+            values = reaching.reaching_values(fn.node, name, load)
+            if values is None:
+                return False
+            if call not in values:
+                continue
+            mine += 1
+            holder = next((c for c in fn.own_calls if load in c.args or any(k.value is load for k in c.keywords)), None)
+            if holder is None or not rank_guards(guards_of.get(id(holder), ())):
+                return False
+        return mine > 0
 
     def _one_batch_handed_on(self, fn: Function, name: str) -> bool:
         """The loader is read once, outside any loop, as `next(iter(loader))` handed straight to
@@ -2671,7 +2696,7 @@ class LoaderFacts:
                         found.setdefault(name, loc(fn, call))
         return found
 
-    def _drawn_apart(self, dataset: ast.AST, fn: Function) -> str:
+    def _drawn_apart(self, dataset: ast.AST, fn: Function, depth: int = 2) -> str:
         """Where (and what) an unseeded draw picks or orders the dataset's items ("" if none): the
         dataset is made by a local class whose constructor draws (ITEM_DRAWS: `entry_ids =
         torch.randperm(n)`, then keeps `index_map[entry_ids[k:]]`), or split by a draw with no
@@ -2687,7 +2712,7 @@ class LoaderFacts:
         # (`train, val = random_split(...)`: the call an unpacking takes its items from)
         unpacked = reaching.reaching_values(fn.node, dataset.id, dataset, unpacked=True) \
             if dataset.__class__ is ast.Name and fn.node is not None else None
-        values = [(dataset, fn), *program.values_of(dataset, fn, 2), *((v, fn) for v in unpacked or ())]
+        values = [(dataset, fn), *program.values_of(dataset, fn, depth), *((v, fn) for v in unpacked or ())]
         # (`create_loader(dataset_train, ...)` building the sampler over its parameter: what the
         # callers hand it, and what they bind that to; timm's loader factory)
         values += [found for value, scope in self._passed_in(dataset, fn, 2)
@@ -2734,8 +2759,9 @@ class LoaderFacts:
 
     def _helper_draw(self, call: ast.Call, scope: Function) -> str:
         """An unseeded draw in the body of the local function the call runs (a list splitter
-        that `random.shuffle`s what it is handed before cutting it); "" if none."""
-        if call.func.__class__ is not ast.Name:
+        that `random.shuffle`s what it is handed before cutting it, or a method of the script's
+        own data class: `dp.train_test_validation_split(ds)`); "" if none."""
+        if call.func.__class__ is not ast.Name and call.func.__class__ is not ast.Attribute:
             return ""
         targets = self.program.resolve(call.func, scope)[0]
         if len(targets) != 1 or targets[0].node is None or isinstance(targets[0].node, ast.Module):

@@ -1243,6 +1243,13 @@ def ddp_class(program: Program, node: ast.AST, fn: Function) -> bool:
     if program.is_class(klass) and any(
             b.rsplit(".", 1)[-1] == "DistributedDataParallel" for c in (klass, *program.bases(klass)) for b in c.bases):
         return True
+    # a class made in fn over a base fn picks (`ddp_class = parallel.DistributedDataParallel` on
+    # one side, a legacy wrapper on the other; `class _Wrapped(ddp_class): ...`, old fairseq)
+    if program.is_class(klass) and any(
+            base.__class__ is ast.Name and any(value.__class__ is ast.Attribute and ddp_class(program, value, fn)
+                                               for _, value in fn.bindings.get(base.id, ()))
+            for base in klass.node.bases):
+        return True
     # a local name the class is bound to first (`ddp_module = torch.nn.parallel.DistributedDataParallel`,
     # then `model = ddp_module(model, ...)`: SelfOcc)
     if node.__class__ is ast.Name and klass is None and fn.bindings.get(node.id):

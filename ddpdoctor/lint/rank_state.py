@@ -107,10 +107,12 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
         _exit_lines(fn, [d for d in found if d.exit_line is None])
-    for methods in by_class.values():
+    held = _held_sets(builder, everyone, by_class) if by_class else {}
+    for klass, methods in by_class.items():
         # (a holder's test already told as its own name's state - `solver.stop` - said once)
         decided = {d.location for d in found}
-        found.extend(d for d in _attribute_state(builder, methods, ddp, everyone) if d.location not in decided)
+        found.extend(d for d in _attribute_state(builder, methods, ddp, everyone, held.get(klass, ()))
+                     if d.location not in decided)
     return sorted(found, key=lambda d: (d.location.file, d.location.line or 0))
 
 
@@ -148,7 +150,28 @@ def _self_attrs(stmt: ast.stmt) -> list[str]:
 LIST_CHANGES = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "add", "popitem"})
 
 
-def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list = ()) -> list[RankLocalDecision]:
+def _held_sets(builder: Builder, everyone: list, classes: dict) -> dict:
+    """For each class, the fields functions outside it set on an instance they hold (`rs.iter_num
+    = ckpt["iter_num"]` in a builder handed the run's state `rs: RunState`): (fn, statement,
+    field), each target's class asked once."""
+    found: dict = {}
+    for fn, stmts in everyone:
+        if fn.cls is not None and fn.cls in classes:
+            continue  # (a method's own `self.x`; another instance's field there is rare)
+        for item in stmts:
+            for target in _assigned(item.node):
+                if target.__class__ is ast.Subscript and target.slice.__class__ is ast.Constant:
+                    target = target.value
+                if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
+                        target.value.id != "self":
+                    klass = builder.program.class_of(target.value, fn)
+                    if klass is not None and klass in classes:
+                        found.setdefault(klass, []).append((fn, item, target.attr))
+    return found
+
+
+def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list = (),
+                     held: list = ()) -> list[RankLocalDecision]:
     """The same for an object's state: `self.stale` updated only under a rank test, or in a
     method only ever called under one (`if rank == 0: self.validate()`), then tested in a
     method every rank runs (`if self.stale > self.patience: break`), or by a caller holding the
@@ -181,14 +204,18 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
                           and isinstance(t.value, ast.Name) and t.value.id == "self")
         shared.discard("")
     owned = {fn for fn, _ in methods}
+    for fn, item, attr in held:
+        assigned.setdefault(attr, []).append((fn, item, _ranked(item) or builder.only_guarded(fn) is True))
     local = {}
     flagged = set()  # set only to a constant under a further test: whether that test ever holds
     for attr, items in assigned.items():
         ranked = [(f, i) for f, i, r in items if r]
         if attr in shared or not ranked:
             continue
+        # (`x += 1` on every rank keeps what rank 0 alone set apart: `rs.iter_num += 1` after a
+        # resume only rank 0 read)
         if all(_constant(_attr_value(i.node, attr)) or _restored(_attr_value(i.node, attr), f)
-               for f, i, r in items if not r):
+               or i.node.__class__ is ast.AugAssign for f, i, r in items if not r):
             local[attr] = ranked[0]
             if all(i.conditional and isinstance(i.node, ast.Assign) and _constant(_attr_value(i.node, attr))
                    for _, i in ranked):
@@ -198,9 +225,12 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
     # the reads on every rank's way first (a test under a plain `if` only where it is reached)
     klass = methods[0][0].cls if methods else None
     holders = [(fn, stmts) for fn, stmts in everyone if fn not in owned] if local and klass is not None else []
-    reads = sorted(((fn, item) for fn, stmts in (methods if local else ()) for item in stmts),
-                   key=lambda pair: pair[1].conditional) + \
-        sorted(((fn, item) for fn, stmts in holders for item in stmts), key=lambda pair: pair[1].conditional)
+    # (and of those a test that leaves - `if rs.iter_num > n: break` - before one that gates a
+    # collective: leaving parts the ranks whatever the values)
+    first = lambda pair: (pair[1].conditional, _if_depth(pair[0], pair[1].node) if pair[1].conditional else 0,  # noqa: E731
+                          not _leaves(pair[1].node))
+    reads = sorted(((fn, item) for fn, stmts in (methods if local else ()) for item in stmts), key=first) + \
+        sorted(((fn, item) for fn, stmts in holders for item in stmts), key=first)
     for fn, item in reads:
         if builder.only_guarded(fn) is True:
             continue
@@ -242,10 +272,44 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
             continue  # one flag, one finding: the loop that reads it unconditionally first
         said.add(setter.node)
         found.append(RankLocalDecision(
-            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], f"self.{read[0]}",
+            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], next((text(n) for n in _assigned(setter.node) if n.__class__ is ast.Attribute
+                                                                  and n.attr == read[0]), f"self.{read[0]}"),
             "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
             ", and ".join(notes), given=tests[-1].given if tests else ""))
     return found
+
+
+def _if_depth(fn: Function, stmt: ast.stmt) -> int:
+    """How many `if`s (not the script's main block) enclose the statement in fn: of two tests
+    that read the state, the one fewer switches stand before is reached on more runs."""
+    depths = fn.__dict__.get("_if_depths")
+    if depths is None:
+        depths = fn.__dict__["_if_depths"] = {}
+        todo = [(fn.node.body, 0)]
+        while todo:
+            body, depth = todo.pop()
+            for node in body:
+                if not isinstance(node, (ast.If, ast.While)):
+                    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        todo.extend((block, depth) for block in _blocks_of(node))
+                    continue
+                depths[id(node)] = depth
+                inner = depth + (1 if isinstance(node, ast.If) and not is_main_block(node) else 0)
+                todo.extend(((node.body, inner), (node.orelse, inner)))
+    return depths.get(id(stmt), 0)
+
+
+def _blocks_of(node: ast.stmt) -> list:
+    """The statement lists a compound statement holds (a loop's, a `with`'s, a `try`'s)."""
+    blocks = [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
+    blocks += [handler.body for handler in getattr(node, "handlers", ())]
+    blocks += [case.body for case in getattr(node, "cases", ())]
+    return blocks
+
+
+def _leaves(stmt: ast.stmt) -> bool:
+    """An `if` whose body ends by leaving (break, continue, return, raise)."""
+    return stmt.__class__ is ast.If and bool(stmt.body) and isinstance(stmt.body[-1], TERMINATORS)
 
 
 def _carried_fields(value: ast.AST) -> str:
@@ -391,8 +455,10 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
                     _tensor_tested(stmt.test) or _item_valued(program, fn, stmt.test)) else tensor
                 # a side that runs only where the run is not distributed (`if args.distributed:
                 # ... else: <one process's early stop>`, T5-CL): no ranks there to disagree
+                # (the script's `if __name__ == "__main__":` is no test: the run itself)
                 if not program.ranks.single_process(stmt.test, fn):
-                    yield from _statements(program, fn, stmt.body, guards, inner, True, on_value)
+                    yield from _statements(program, fn, stmt.body, guards, inner,
+                                           conditional or not is_main_block(stmt), on_value)
                 if not (stmt.orelse and program.ranks.single_process(ast.UnaryOp(ast.Not(), stmt.test), fn)):
                     yield from _statements(program, fn, stmt.orelse, guards, loops, True, on_value)
             else:

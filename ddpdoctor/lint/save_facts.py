@@ -108,6 +108,17 @@ class SaveFacts:
             for method in klass.methods.values():
                 if any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in method.own_calls):
                     return True
+                if any(isinstance(c.func, ast.Attribute) and c.func.attr == "train" and not c.args
+                       and self._library_trainer(c.func.value, method) for c in method.own_calls):
+                    return True  # (`trainer = SFTTrainer(...); trainer.train()`: a training driver)
+        return False
+
+    def _library_trainer(self, receiver: ast.AST, fn: Function) -> bool:
+        """The receiver holds a transformers / trl Trainer (`Trainer(...)`, `SFTTrainer(...)`)."""
+        for value, scope in self.program.values_of(receiver, fn, 2):
+            full = self.program.qualify(value.func, scope) if isinstance(value, ast.Call) else None
+            if full and full.startswith(("transformers.", "trl.")) and full.endswith("Trainer"):
+                return True
         return False
 
     def _forwarded_gate(self, fn: Function, call: ast.Call) -> str:

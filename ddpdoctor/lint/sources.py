@@ -479,12 +479,36 @@ class Roots(list):
         self.installed = len(dict.fromkeys(roots))
 
 
+# Libraries whose calls the rules model by name (DDP, FSDP, engines, trainers, launchers). A copy
+# of one kept in the repository as a package (gdGPT's patched deepspeed/, 331 files) is imported as
+# that library: read as local code it would be a second, unmodelled copy of it, most of the program
+# and of the lint's time, and `deepspeed.initialize` would no longer be the engine the rules know.
+# A module of the same name (a `lightning.py` of the script's own) is the user's code, and read.
+LIBRARY_COPIES = frozenset({"torch", "deepspeed", "accelerate", "transformers", "lightning", "pytorch_lightning",
+                            "lightning_fabric", "fairscale", "apex", "mmcv", "mmengine"})
+
+
+def library_copy(name: str, roots: list[Path]) -> Optional[Path]:
+    """The package folder of a modelled library's copy that `import name` would find, if any."""
+    top = name.partition(".")[0]
+    if top not in LIBRARY_COPIES:
+        return None
+    for root in roots:
+        if os.path.isfile(os.path.join(str(root), top, "__init__.py")):
+            return Path(root) / top
+        if os.path.isfile(os.path.join(str(root), top + ".py")):
+            return None
+    return None
+
+
 def _candidates(name: str, roots: list[Path]) -> Optional[Path]:
     # strings, not pathlib (a package's imports ask hundreds of names, most not local); a name
     # is never empty nor has an empty part, so the joined string is the path pathlib would build
     tail = name.replace(".", os.sep)
     if isinstance(roots, Roots) and name.partition(".")[0] in sys.stdlib_module_names:
         roots = roots[:roots.installed]
+    if library_copy(name, roots) is not None:
+        return None
     for root in roots:
         base = os.path.join(str(root), tail)
         for path in (base + ".py", os.path.join(base, "__init__.py")):
@@ -595,6 +619,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
     seen = {path}
     queue = [files[0]]
     where_is: dict[str, Optional[Path]] = {}  # every file imports torch, os, ...: each name looked up once
+    copies: set[Path] = set()  # the library copies told of in a note
     named: Optional[list] = None  # the modules the configs name, looked for once the imports are read
     while queue or named is None:
         if not queue:
@@ -641,6 +666,11 @@ def load_program(script: str, notes: Optional[list[str]] = None,
             name = name.rstrip(".")
             if name not in where_is:
                 where_is[name] = _candidates(name, roots)
+                copy = library_copy(name, roots)
+                if copy is not None and notes is not None and copy not in copies:
+                    copies.add(copy)
+                    notes.append(f"{display_path(copy)}/ is a copy of the library {copy.name} kept beside the "
+                                 f"script: read as that library (its calls as the rules know them), not as local code")
             found = where_is[name]
             if package_only and found is not None and found.name != "__init__.py":
                 continue

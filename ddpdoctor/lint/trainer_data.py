@@ -16,7 +16,7 @@ from typing import Any
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.loader_facts import KEEPS_RANK_SHARE
-from ddpdoctor.lint.patterns import keyword, last_name
+from ddpdoctor.lint.patterns import keyword, last_name, text
 from ddpdoctor.lint.program import Klass
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder
@@ -24,9 +24,10 @@ Builder = Any  # ddpdoctor.lint.facts.FactBuilder
 
 @dataclass
 class TrainerShard:
-    location: Location  # the dataset's own line that keeps one rank's items
-    dataset: str  # the class, as named
+    location: Location  # the dataset's own line that keeps one rank's items (or the Trainer call)
+    dataset: str  # the class, as named (or the dataset handed, as written)
     trainer: Location  # the Trainer(...) call handed it
+    draw: str = ""  # an unseeded draw that picks the dataset's items on each process apart
 
 
 def gather(builder: Builder) -> list[TrainerShard]:
@@ -39,14 +40,23 @@ def gather(builder: Builder) -> list[TrainerShard]:
             given = keyword(call, "train_dataset")
             if given is None:
                 continue
+            kept = False
             for value, scope in program.values_of(given, fn):
                 klass = program._callee_symbol(value.func, scope) if isinstance(value, ast.Call) else None
                 if not isinstance(klass, Klass) or klass.node is None:
                     continue
                 line = _keeping_line(klass)
                 if line is not None:
+                    kept = True
                     found.append(TrainerShard(Location(klass.file.display, line), klass.name,
                                               Location(fn.file.display, call.lineno)))
+            # a training set an unseeded draw picks (`ds.train_test_split(test_size=0.1)`, no
+            # seed, in a script that seeds nothing before it): each process draws its own split,
+            # and the Trainer shards N different datasets (the sampler's case, DDP803)
+            draw = "" if kept else builder._drawn_apart(given, fn, 3)
+            if draw:
+                at = Location(fn.file.display, call.lineno)
+                found.append(TrainerShard(at, text(given, 60), at, draw))
     return found
 
 
