@@ -910,7 +910,9 @@ class BuilderCore:
 
     def bound_name(self, fn: Function, call: ast.Call) -> str:
         for node in fn.own_of(ast.Assign, ast.AnnAssign, ast.keyword, ast.Return):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is call:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and (node.value is call or (
+                    node.value.__class__ is ast.ListComp and node.value.elt is call)):
+                # (`loaders = [DataLoader(ds, ...) for ds in sets]`: each is known by the list's name)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 return last_name(targets[0]) or ""
             if isinstance(node, ast.keyword) and node.value is call and node.arg:
@@ -1269,12 +1271,34 @@ def _set_false_before(fn: Function, way_in: ast.Call, caller: Function, cond: st
     if not (name.startswith("self.") and name[5:].isidentifier() and fn.cls is not None
             and isinstance(way_in.func, ast.Attribute)):
         return False
-    target = f"{dotted(way_in.func.value)}.{name[5:]}"
-    given = [n.value for n in caller.own_of(ast.Assign) if len(n.targets) == 1
-             and n.lineno < way_in.lineno and dotted(n.targets[0]) == target]
+    return _constant_above(caller, f"{dotted(way_in.func.value)}.{name[5:]}", way_in.lineno) is negated
+
+
+def set_false_above(fn: Function, call: ast.Call, cond: str) -> bool:
+    """`args.multiprocessing_distributed = True` in fn above `if args.multiprocessing_distributed:
+    mp.spawn(...) else: main_worker(...)`: the `else:` call's test is false where fn's own last
+    constant assignment above the call says so."""
+    negated = cond.startswith("not ")
+    name = cond[4:] if negated else cond
+    return bool(dotted_name(name)) and _constant_above(fn, name, call.lineno) is negated
+
+
+def _constant_above(fn: Function, target: str, line: int) -> Optional[bool]:
+    """The truth of the constant fn last assigns to `target` (a dotted name) above the line; None
+    where the last assignment there is no constant, or there is none."""
+    given = [n.value for n in fn.own_of(ast.Assign) if len(n.targets) == 1
+             and n.lineno < line and dotted(n.targets[0]) == target]
     if not given or not isinstance(given[-1], ast.Constant):
-        return False
-    return bool(given[-1].value) is negated
+        return None
+    return bool(given[-1].value)
+
+
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+
+
+def dotted_name(said: str) -> bool:
+    """`args.flag`, `self.cfg.flag`: an attribute path, no call nor operator."""
+    return bool(_DOTTED.match(said))
 
 
 def _never_entered(fn: Function, loop: ast.While, way_in: ast.Call) -> bool:

@@ -364,7 +364,9 @@ class LoaderFacts:
         for fn, call, guards, _ in self.calls():
             if not loader_call(program, call, fn):
                 continue
-            if self.switched_off(fn, call) or self.off_at_launch_only(fn):
+            # (and a side its callers' options rule out, as for the sampler beside it: a loader
+            # judged built where its sampler is not would be told it has none)
+            if self.switched_off(fn, call) or self.off_at_launch_only(fn) or self._never_built(call, fn):
                 self.off_loaders.add(str(loc(fn, call)))
                 continue
             if self._typed_away(call, fn):
@@ -2042,14 +2044,23 @@ class LoaderFacts:
             # the loader that takes it by name, in this function first (two builders of one class
             # that both call their sampler `order`: each feeds its own loader)
             span = (getattr(fn.node, "lineno", 0), getattr(fn.node, "end_lineno", 1 << 30))
-            named = [fact for fact in loaders if name and _names_sampler(fact.sampler_text, name)
-                     and fact.location.file == fn.file.display]
+            # (and a BatchSampler made around it: `te_batch = BatchSampler(te_sampler, 1, drop_last=True)`,
+            # then `DataLoader(ds, batch_sampler=te_batch)` - the loader this sampler feeds)
+            wrapping = _batch_samplers_of(fn, name) if name and "." not in name else []
+            named = [fact for fact in loaders if name and (_names_sampler(fact.sampler_text, name) or any(
+                _names_sampler(fact.sampler_text, outer) for outer in wrapping)) and fact.location.file == fn.file.display]
             mine = [fact for fact in named if span[0] <= fact.location.line <= span[1]]
             # (of a name bound again for the next loader - bddm's `sampler` for the training then
             # the validation loader - the first loader below this binding takes this one)
             below = sorted((f for f in mine if f.location.line >= call.lineno), key=lambda f: f.location.line)
             for fact in (below[:1] or mine[-1:] if mine and not isinstance(fn.node, ast.Module) else named):
                 loader_at, fed = fact.location, fact.name
+            if loader_at is None:
+                # `samplers = [DistributedSampler(ds) for ds in sets]`, then `loaders = [DataLoader(ds,
+                # sampler=s) for ds, s in zip(sets, samplers)]`: one loader per sampler, in a list
+                fact = _fed_in_comprehension(fn, call, by_line)
+                if fact is not None:
+                    loader_at, fed = fact.location, fact.name
             if name in ("sampler", "batch_sampler") or not name:
                 # built inline: DataLoader(ds, sampler=DistributedSampler(ds)) -> the loader's name
                 for node in fn.own_of(ast.Call):
@@ -2846,9 +2857,7 @@ class LoaderFacts:
             found = set()
             if self._seeds_anything() and not seeded_per_rank(self):
                 for fn, call, _, _ in self.calls():
-                    name = (last_name(call.func) or "").lower()
-                    if "seed" not in name or name in ("initial_seed", "get_seed") or _clock_seed(call) or \
-                            _seed_option_unset(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program):
+                    if not self._process_seeding(call, fn):
                         continue
                     full = self.program.qualify(call.func, fn) or ""
                     found.add(_SEED_STREAMS.get(full, "*"))
@@ -2881,12 +2890,18 @@ class LoaderFacts:
             # (not `if args.seed is not None: random.seed(args.seed)` with --seed unset by default:
             # MoCo's main_moco.py, whose ranks then draw from the seeds their processes made)
             # (nor `random.seed(int(time.time()))`: a clock reading is no seed two processes share)
-            found = self.__dict__["_seeds_any"] = any(
-                "seed" in (name := (last_name(call.func) or "").lower()) and name not in ("initial_seed", "get_seed")
-                and not _seed_option_unset(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program)
-                and not _clock_seed(call)
-                for fn, call, _, _ in self.calls())
+            found = self.__dict__["_seeds_any"] = any(self._process_seeding(call, fn) for fn, call, _, _ in self.calls())
         return found
+
+    def _process_seeding(self, call: ast.Call, fn: Function) -> bool:
+        """The call seeds a random stream of the process (torch's, numpy's, Python's, a helper
+        that seeds them): not a reading of one (`initial_seed()`), nor a seed off the clock, nor
+        one under an option left unset, nor a generator's own (`torch.Generator().manual_seed(42)`
+        for one `randperm`: the global streams stay each process's)."""
+        name = (last_name(call.func) or "").lower()
+        return "seed" in name and name not in ("initial_seed", "get_seed") and not _clock_seed(call) \
+            and not _generator_seed(self.program, call, fn) \
+            and not _seed_option_unset(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program)
 
     def _fabric_sets_epoch(self, loader_at: Optional[Location], by_line: dict) -> str:
         """The loader the sampler feeds is handed to Lightning Fabric's `setup_dataloaders` (by
@@ -3607,6 +3622,49 @@ def _grad_off_function(program, fn: Function) -> bool:
 
 
 SAMPLER_KEYS = frozenset({"sampler", "batch_sampler"})
+
+
+def _fed_in_comprehension(fn: Function, call: ast.Call, by_line: dict):
+    """The loader fact of a list comprehension that takes each sampler of the list this call
+    makes (the sampler call the element of `L = [... for ...]`, a loader comprehension iterating
+    `L`, or `zip(..., L)`, and handing the item as `sampler=`); None where there is none."""
+    lists = {target for target, values in fn.bindings.items() for _, value in values
+             if value.__class__ is ast.ListComp and value.elt is call}
+    if not lists:
+        return None
+    for comp in fn.own_of(ast.ListComp):
+        if comp.elt.__class__ is not ast.Call:
+            continue
+        fact = by_line.get((fn.file.display, comp.elt.lineno))
+        sampler = keyword(comp.elt, "sampler")
+        if fact is None or sampler is None or sampler.__class__ is not ast.Name:
+            continue
+        for gen in comp.generators:
+            zipped = gen.iter.__class__ is ast.Call and last_name(gen.iter.func) == "zip"
+            sources = gen.iter.args if zipped else [gen.iter]
+            targets = gen.target.elts if zipped and gen.target.__class__ is ast.Tuple else [gen.target]
+            if any(src.__class__ is ast.Name and src.id in lists and tgt.__class__ is ast.Name and tgt.id == sampler.id
+                   for src, tgt in zip(sources, targets)):
+                return fact
+    return None
+
+
+def _generator_seed(program, call: ast.Call, fn: Function) -> bool:
+    """`torch.Generator().manual_seed(42)`, or `g.manual_seed(s)` of a name bound to a
+    Generator: the seeding of that one generator, not of the process's streams."""
+    if call.func.__class__ is not ast.Attribute:
+        return False
+    receiver = call.func.value
+    values = [receiver] if receiver.__class__ is ast.Call else \
+        [v for v, _ in program.values_of(receiver, fn, 1)] if receiver.__class__ is ast.Name else []
+    return bool(values) and all(v.__class__ is ast.Call and last_name(v.func) == "Generator" for v in values)
+
+
+def _batch_samplers_of(fn: Function, name: str) -> list[str]:
+    """The names fn binds to a BatchSampler made around the sampler of that name."""
+    return [target for target, values in fn.bindings.items() for _, value in values
+            if value.__class__ is ast.Call and last_name(value.func) == "BatchSampler" and value.args
+            and value.args[0].__class__ is ast.Name and value.args[0].id == name]
 CONFIG_FILE_READERS = ("toml.", "tomli.", "tomllib.", "yaml.", "json.", "omegaconf.OmegaConf.load", "configparser.")
 
 

@@ -11,6 +11,7 @@ DDP805 reads this per loop (lint/facts.py), instead of "no_sync appears somewher
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import three_valued
@@ -69,6 +70,9 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
     return True
 
 
+_OPTIMIZER_WRAPPER = re.compile(r"optim", re.IGNORECASE)
+
+
 def engine_backward(call: ast.Call, fn: Function) -> bool:
     """`model.backward(loss)` with `model.step()` in the same function: an engine (DeepSpeed's)
     that owns backward and step, and with them the accumulation boundary; a tensor's backward
@@ -76,6 +80,11 @@ def engine_backward(call: ast.Call, fn: Function) -> bool:
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and call.args):
         return False
     owner = text(call.func.value)
+    if _OPTIMIZER_WRAPPER.search(owner.rpartition(".")[2]):
+        # `self.optimizer.backward(loss)` then `self.optimizer.step()`: an optimizer wrapper
+        # (fairseq's FairseqOptimizer, apex's FP16_Optimizer) runs `loss.backward()` on the
+        # model's graph, DDP's hooks and all; an engine that owns the boundary is the model
+        return False
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
                and text(n.func.value) == owner for n in fn.own)
 

@@ -1235,8 +1235,10 @@ def ddp_class(program: Program, node: ast.AST, fn: Function) -> bool:
     full = program.qualify(node, fn) or ""
     if not full.endswith("DistributedDataParallel") and "." in full:
         full = _reexported(program, full)
-    # (OpenMMLab's MMDistributedDataParallel, mmcv's or mmengine's, is torch's subclass)
-    if full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel.", "mmcv.", "mmengine.")):
+    # (OpenMMLab's MMDistributedDataParallel, mmcv's or mmengine's, is torch's subclass; SageMaker's
+    # smdistributed one keeps torch's interface, no_sync included, on its own collectives)
+    if full.endswith("DistributedDataParallel") and full.startswith(("torch.", "apex.parallel.", "mmcv.", "mmengine.",
+                                                                      "smdistributed.dataparallel.")):
         return True
     # a subclass of its own (`class DDP(DistributedDataParallel): def get_module(...)`, GEqTrain)
     klass = program.callee(node, fn) if isinstance(node, (ast.Name, ast.Attribute)) else None

@@ -34,7 +34,7 @@ import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
-from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc
+from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
@@ -307,7 +307,10 @@ def _calls_directly(builder: Builder, fn: Function, spawned: list) -> bool:
     process group is set up under (`if num_gpus > 1: mp.spawn(...) else: train(0)`: one process)."""
     program = builder.program
     conds = fn.__dict__.get("_call_conds", {})
+    # (not a side fn itself rules out just above: `args.multiprocessing_distributed = True`
+    # before `if args.multiprocessing_distributed: mp.spawn(...) else: main_worker(...)`)
     return any(target in spawned and not _single_process(conds.get(id(call), ()), builder._switches())
+               and not any(set_false_above(fn, call, cond) for cond, _ in conds.get(id(call), ()))
                for call in fn.own_calls for target in program.resolve(call.func, fn)[0])
 
 
@@ -718,7 +721,7 @@ def _class_draws(program, klass) -> bool:
     built = _construction_methods(klass)
     workers = _worker_methods(klass, program)
     reading = workers or set(klass.methods) - built
-    if any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name in reading):
+    if any(_self_seeds(method) for name, method in klass.methods.items() if name in reading):
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
     own = _own_generators(klass, built)
@@ -1115,6 +1118,29 @@ _GENERATOR_PARAMETER = re.compile(r"\b([A-Za-z_]\w*)\s*:\s*(?:(?:np|numpy)\.rand
 SELF_SEEDING = re.compile(r"\b(?:np|numpy)\.random\.seed\(|\brandom\.seed\(|\btorch\.manual_seed\(")
 
 
+_SEEDERS = frozenset({"np.random.seed", "numpy.random.seed", "random.seed", "torch.manual_seed"})
+_GLOBAL_DRAW = re.compile(r"^(?:np\.random|numpy\.random|random|torch)\.(?:randint|rand|randn|random|uniform|choice|integers)$")
+
+
+def _self_seeds(method) -> bool:
+    """The method seeds a global generator from something of its own - not from a draw of a
+    global stream (`seed = np.random.randint(2**31); random.seed(seed)` before two transforms:
+    the seed follows the worker's numpy stream, which the worker's base seed set, so workers
+    seeded alike still draw alike)."""
+    if not SELF_SEEDING.search(_source(method)):
+        return False
+    calls = [c for c in walk(method.node) if c.__class__ is ast.Call and dotted(c.func) in _SEEDERS]
+    return not calls or any(not _relays_a_draw(call, method) for call in calls)
+
+
+def _relays_a_draw(call: ast.Call, method) -> bool:
+    """The seeding call's seed is a draw of a global stream, given inline or bound once before."""
+    given = call.args[0] if call.args else None
+    values = [given] if given is not None and given.__class__ is not ast.Name else \
+        [v for _, v in method.bindings.get(given.id, ())] if given is not None else []
+    return bool(values) and all(v.__class__ is ast.Call and _GLOBAL_DRAW.match(dotted(v.func) or "") for v in values)
+
+
 def _attribute_names(program) -> set[str]:
     """Every `x.<name>` the program's files spell: the methods something may call."""
     found = program.__dict__.get("_spelled_attributes")
@@ -1453,7 +1479,7 @@ def _reseeds_in_worker(klass) -> bool:
     """A dataset class that seeds the generators itself in the methods its workers run
     (`torch.manual_seed(rank * 10000 + worker_id)` in `__iter__`)."""
     reading = _worker_methods(klass) or set(klass.methods) - _construction_methods(klass)
-    return any(SELF_SEEDING.search(_source(method)) for name, method in klass.methods.items() if name in reading)
+    return any(_self_seeds(method) for name, method in klass.methods.items() if name in reading)
 
 
 def _unshown(target) -> bool:

@@ -615,6 +615,12 @@ class Program:
         module = Module(source, source.module)
         self.modules.append(module)
         self.by_name[source.module] = module
+        if not source.module:
+            # the script imported by its own name (`from train import main as single_process_main`
+            # in the launcher fairseq's train.py runs: the spawned ranks' way into main): itself
+            for alias in (source.import_name, source.path.stem):
+                if alias and alias.isidentifier() or "." in alias:
+                    self.by_name.setdefault(alias, module)
         module.body = Function("<module>", "<module>", source, source.tree, module)
         self.functions.append(module.body)
         module.imports = _import_map(source)
