@@ -2739,7 +2739,9 @@ class LoaderFacts:
                    and value.value.__class__ is ast.Name for found in program.values_of(value.value, scope, 1)]
         for value, scope in values:
             for call in (c for c in walk(value) if c.__class__ is ast.Call):
-                draw = self._unseeded_draw(call, scope)
+                # (or the local helper whose answer the dataset is: `train, test = data.splits(ds)`
+                # with `ds.train_test_split(test_size=0.1)` inside)
+                draw = self._unseeded_draw(call, scope) or (self._helper_draw(call, scope) if call is value else "")
                 if draw:
                     return draw
                 target = program._callee_symbol(call.func, scope)
@@ -3602,7 +3604,15 @@ def _yielded_from(fn: Function, name: str) -> bool:
 
 def _grad_off_function(program, fn: Function) -> bool:
     """fn runs with gradients off: decorated with `@torch.no_grad()`, or with a local decorator
-    whose wrapper calls the function it wraps inside `with torch.no_grad():` (`make_nograd_func`)."""
+    whose wrapper calls the function it wraps inside `with torch.no_grad():` (`make_nograd_func`),
+    or every loop of its body sits in a `with torch.no_grad():` of its own (an evaluation helper
+    handed each loader of a list)."""
+    if isinstance(fn.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        blocks = [s for s in fn.node.body if isinstance(s, (ast.With, ast.AsyncWith))
+                  and any(_grad_context(program, item.context_expr, fn) for item in s.items)]
+        loops = [n for n in walk(fn.node) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
+        if blocks and loops and all(any(loop in walk(block) for block in blocks) for loop in loops):
+            return True
     for deco in getattr(fn.node, "decorator_list", []):
         if _grad_context(program, deco, fn):
             return True
