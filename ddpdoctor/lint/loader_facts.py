@@ -2741,10 +2741,11 @@ class LoaderFacts:
             for call in (c for c in walk(value) if c.__class__ is ast.Call):
                 # (or the local helper whose answer the dataset is: `train, test = data.splits(ds)`
                 # with `ds.train_test_split(test_size=0.1)` inside)
-                draw = self._unseeded_draw(call, scope) or (self._helper_draw(call, scope) if call is value else "")
+                target = program._callee_symbol(call.func, scope)
+                draw = self._unseeded_draw(call, scope) or (
+                    self._helper_draw(call, scope) if call is value and target.__class__ is not Klass else "")
                 if draw:
                     return draw
-                target = program._callee_symbol(call.func, scope)
                 if target.__class__ is not Klass and call.func.__class__ is ast.Name:
                     # `train_dataset = get_dataset(bs)`, a builder returning an instance: its class
                     target = program.class_of(call, scope)
