@@ -624,20 +624,19 @@ class BuilderCore:
             tuple((c, f) for c, f in conds if not f), self.program)))
 
     def never_run(self, fn: Function) -> bool:
-        """Every way into fn passes a test the run never takes: one the options as launched make
-        false, or one the constants its caller gets settle false (`if not self.enabled: return`
-        above the call, every construction handing `enabled=False`), here or a few callers up."""
+        """Every way into fn passes a test the constants its caller gets settle false (`if not
+        self.enabled: return` above the call, every construction handing `enabled=False`), here
+        or a few callers up: no run ever gets there. (A test the options as launched make false
+        is a run the user may ask for by name: off_at_launch_only, read per rule.)"""
         memo = self.__dict__.setdefault("_never_run", {})
         if fn not in memo:
             memo[fn] = bool(self.every_way_in(fn, self.false_test))
         return memo[fn]
 
     def false_test(self, conds: tuple, fn: Function) -> str:
-        """The first of the tests around a statement of fn that never holds on the run (as
-        never_run reads them): "" where none is."""
+        """The first of the tests around a statement of fn that the constants every way into fn
+        hands it settle false (as never_run reads them): "" where none is."""
         for cond, flag in conds:
-            if off_at_launch(((cond, flag),), self.program) and not flag:
-                return cond
             test = _test_of(cond) if len(cond) < 400 else None
             if test is not None and _truth_by_constants(self.callers(), fn, test, self.program, own_attrs=True) is False:
                 return cond
