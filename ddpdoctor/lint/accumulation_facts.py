@@ -12,12 +12,12 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.defaults import config_settles, constructed_truth, settled
+from ddpdoctor.lint.defaults import _assigned, config_settles, constructed_truth, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
-from ddpdoctor.lint.program import Function
+from ddpdoctor.lint.program import Function, Module
 
 
 OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
@@ -146,7 +146,7 @@ class AccumulationFacts:
             return bool(values) and all(v.__class__ is ast.Subscript and config_settles(v, self.program) == {1}
                                         for v, _ in values)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id != "self":
-            return self._field_default_one(k, fn)
+            return self._module_constant_one(k, fn) or self._field_default_one(k, fn)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
             klass = self.program._class_of_fn(fn)
             values = self.program._attr(klass, k.attr) if klass is not None else []
@@ -166,6 +166,16 @@ class AccumulationFacts:
             return None
         modules = {id(scope.file): scope.file for _, scope in values if isinstance(scope.node, ast.Module)}
         return "overridable" if any(f.rewrites_globals for f in modules.values()) else "fixed"
+
+    def _module_constant_one(self, k: ast.Attribute, fn: Function) -> bool:
+        """`hparams.accum_size` of a local module of settings (`import hparams`) that binds
+        `accum_size = 1` at its top, which no code sets again (`hparams.accum_size = ...`, a
+        module rewriting its own globals): 1 on every run."""
+        module = self.program.symbol(k.value.id, fn)
+        if not isinstance(module, Module) or module.body is None or module.file.rewrites_globals:
+            return False
+        bound = module.body.bindings.get(k.attr, [])
+        return bool(bound) and all(is_const(v, 1) for _, v in bound) and not _assigned(k.attr, self.program)
 
     def _field_default_one(self, k: ast.Attribute, fn: Function) -> bool:
         """`config.gradient_accumulation_steps` of `config = TrainingConfig()`, a local class

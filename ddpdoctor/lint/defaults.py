@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import parse_test
 from ddpdoctor.lint.config_files import UNKNOWN_VALUE, nested_value
-from ddpdoctor.lint.patterns import last_name
+from ddpdoctor.lint.patterns import last_name, text
 
 Function = Any  # ddpdoctor.lint.program.Function
 Klass = Any
@@ -36,7 +36,17 @@ def default_truth(part: ast.AST, fn: Function, program: Program) -> Optional[tup
     if not isinstance(part, ast.Attribute):
         return None
     klass = declared_class(part.value, fn, program)
-    if klass is None or _assigned(part.attr, program):
+    if klass is None:
+        # `cfg.training.ckpt_steps` of a YAML config beside the script: what every config there
+        # gives the key (`ckpt_steps: 10`), where they agree on its truth
+        held = config_settles(part, program)
+        truths = {bool(v) for v in held} if held else set()
+        if len(truths) != 1:
+            return None
+        truth = truths.pop()
+        said = f"`{text(part)}` at `{sorted(map(repr, held))[0]}` in the configs beside the script"
+        return (not truth) if negate else truth, said
+    if _assigned(part.attr, program):
         return None
     found = _field_default(klass, part.attr, program)
     if found is None:

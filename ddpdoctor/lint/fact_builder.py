@@ -82,7 +82,8 @@ class BuilderCore:
         context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
         whiles = fn.__dict__.get("_call_whiles")
         for event in fn.events:
-            if call is not None and any(_cond_false(fn, call, c, flag, context) for c, flag in event.conds):
+            if call is not None and any(_cond_false(fn, call, c, flag, context, stack[-1] if stack else None)
+                                        for c, flag in event.conds):
                 continue  # `if use_barriers:` left False, `if phase == "train":` entered with "val"
             if event.conds and any(_never_taken(fn, c, flag) for c, flag in event.conds):
                 continue  # `sliding = False` then `if sliding: sliding_predict(model, x)`
@@ -1433,7 +1434,8 @@ def _handed_from(name: str, context: tuple) -> Optional[tuple]:
     return caller, entered, rest
 
 
-def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tuple) -> bool:
+def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tuple,
+                caller: Optional[Function] = None) -> bool:
     """The test is false on the way in through `call`: a switch it leaves False (`if
     use_barriers:`), one it passes True under a `not` (DensePhrases' `not evaluate` entered with
     `evaluate=True`), a string or number it gives another value (`phase == "train"`)."""
@@ -1446,7 +1448,8 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
     if not flag:
         return _compared_false(fn, cond, call, (), context)
     if cond.startswith("not ") and cond[4:].isidentifier():
-        return _switched(fn, call, cond[4:], context) is True
+        return _switched(fn, call, cond[4:], context) is True or \
+            _held_by_caller(fn, call, cond[4:], caller or (context[-1][0] if context else None))
     if _switched(fn, call, cond, context) is False:
         return True
     # `sync = distributed and dist.is_initialized()` then `if sync:`: the local is false where
@@ -1467,6 +1470,34 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
 
 # Wrappers none of which derives from another: a model built by one is never an instance of the other.
 _WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel", "DataParallel"})
+
+
+def _held_by_caller(fn: Function, call: ast.Call, name: str, caller: Optional[Function]) -> bool:
+    """`ddp = True if world_size else False` in fn, entered under the caller's own `if ddp:` made
+    the same way from the `world_size` it hands on: fn's `ddp` holds there too (so its `if not
+    ddp:` side is not taken on this way in)."""
+    source = _truth_source(fn, name)
+    if source is None or (source not in fn.params and source not in fn.kwonly) or caller is None:
+        return False
+    given = argument_at(fn, call, source)
+    if not isinstance(given, ast.Name) or caller.node is None:
+        return False
+    held = caller.__dict__.get("_call_conds", {}).get(id(call), ())
+    return any(flag and c.isidentifier() and (c == given.id or _truth_source(caller, c) == given.id)
+               for c, flag in held)
+
+
+def _truth_source(fn: Function, name: str) -> Optional[str]:
+    """The name whose truth a local flag copies: `ddp = True if world_size else False`,
+    `ddp = bool(world_size)`, `ddp = world_size`; None otherwise."""
+    value = _alias(fn, name)
+    if isinstance(value, ast.IfExp) and isinstance(value.test, ast.Name) and is_const(value.body, True) \
+            and is_const(value.orelse, False):
+        return value.test.id
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "bool" \
+            and len(value.args) == 1 and isinstance(value.args[0], ast.Name):
+        return value.args[0].id
+    return value.id if isinstance(value, ast.Name) else None
 
 
 def _alias(fn: Function, name: str) -> Optional[ast.AST]:

@@ -89,6 +89,10 @@ LIBRARY_SETUPS = frozenset({"mmcv.runner.init_dist", "mmcv.runner.dist_utils.ini
                             # Colossal-AI's launchers set up the default process group (FastFold)
                             "colossalai.launch", "colossalai.launch_from_torch", "colossalai.launch_from_slurm",
                             "colossalai.launch_from_openmpi",
+                            # detectron2's launch(main, num_gpus, ...): spawns one process per GPU
+                            # (or runs in the one torchrun started), sets up the group, calls main
+                            "detectron2.engine.launch", "detectron2.engine.launch.launch",
+                            "detectron2.engine.defaults.launch",
                             # audiotools' Accelerator (DAC and the codecs built on it) calls
                             # init_process_group when the launcher set LOCAL_RANK
                             "audiotools.ml.Accelerator", "audiotools.ml.accelerator.Accelerator"})

@@ -175,7 +175,9 @@ def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[di
             for given, _ in fn.arguments.get(f"**{spread.arg}", []):
                 found.setdefault(given.arg, given.value)
             continue
-        values = [(_dict_call_literal(v), s) for v, s in _spread_values(program, kw.value, fn)]
+        # (`kwargs = {"num_workers": n, ...} if config["cuda"] else {}`: either side's keys)
+        values = [(_dict_call_literal(side), s) for v, s in _spread_values(program, kw.value, fn)
+                  for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
         if not values or not all(isinstance(v, ast.Dict) and all(isinstance(k, ast.Constant) and
                                                                   isinstance(k.value, str) for k in v.keys)
                                  for v, _ in values):
@@ -183,6 +185,29 @@ def call_keywords(program: Program, call: ast.Call, fn: Function) -> Optional[di
         for v, _ in values:
             for key, value in zip(v.keys, v.values):
                 found.setdefault(key.value, value)
+        if isinstance(kw.value, ast.Name):
+            # `train_kwargs.update(cuda_kwargs)` before the call, a dict literal of its own (the
+            # PyTorch examples' `{'num_workers': 1, 'pin_memory': True, 'shuffle': True}`): merged in
+            for merged in _updates(program, kw.value.id, fn, call):
+                if merged is None:
+                    return None
+                for key, value in zip(merged.keys, merged.values):
+                    found[key.value] = value
+    return found
+
+
+def _updates(program: Program, name: str, fn: Function, call: ast.Call) -> list:
+    """The dict literals fn merges into `name` with `name.update(...)` above the call (None for
+    one that cannot be read)."""
+    found = []
+    for node in fn.own_calls:
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "update" and
+                isinstance(node.func.value, ast.Name) and node.func.value.id == name and
+                node.lineno < call.lineno and len(node.args) == 1 and not node.keywords):
+            continue
+        held = [_dict_call_literal(v) for v, _ in program.values_of(node.args[0], fn)]
+        found.extend(v if isinstance(v, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                         for k in v.keys) else None for v in held or [None])
     return found
 
 
@@ -2288,6 +2313,8 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
                         built = program.callee(call.func, target)
                         if program.is_class(built) and _class_buffered(program, built, seen):
                             return True
+                        if any(m in text(call, 100000) for m in BUFFER_MARKERS):
+                            return True  # `return nn.Sequential(Conv2d(...), BatchNorm2d(...), ...)`: Darknet's blocks
     # `self.backbone = AutoModel.from_pretrained(base_model)` in its constructor, with a checkpoint
     # of a family that registers buffers (the callers hand `--base_model`, "klue/roberta-base")
     for node in pretrained:

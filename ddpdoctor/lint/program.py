@@ -1933,6 +1933,15 @@ class Program:
                 held = self._class_from_table(func.value, fn)
                 if held is not None:  # `PipelineConfig = CONFIGS["iust"]; PipelineConfig.make_model()`
                     return self.method(held, func.attr)
+        elif cls is ast.Attribute and func.value.__class__ is ast.Attribute:
+            # `models.backbones.Darknet53()` after `import models.backbones`: a submodule's own
+            root = func.value
+            while root.__class__ is ast.Attribute:
+                root = root.value
+            if root.__class__ is ast.Name and self.symbol(root.id, fn).__class__ is Module:
+                full = self.qualify(func, fn)
+                found = self.full_symbol(full) if full else None
+                return found if found.__class__ in (Function, Klass) else None
         return None
 
     def _class_from_table(self, name: ast.Name, fn: Function) -> Optional[Klass]:

@@ -1812,19 +1812,45 @@ def _periodic(node: ast.AST) -> bool:
 def _counted_past(node: ast.AST, fn: Function) -> bool:
     """`global_step > 0` where fn (or its class) steps `global_step` up: a counter every rank
     keeps alike, past the bound after a few steps of any run; not a value to assume."""
+    # (a bound the run's settings give: `current_step >= cfg.training.ckpt_steps`, a field of
+    # the config, reached after that many steps alike)
     if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Gt, ast.GtE))
-            and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, int)):
+            and ((isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, int))
+                 or (isinstance(node.comparators[0], ast.Attribute) and dotted(node.comparators[0])
+                     and not RANK_WORDS_IN.search(dotted(node.comparators[0]))))):
         return False
-    name = dotted(node.left)
+    # (against a setting, only a loop's own counter: one stepped by `+=` may be stepped only when
+    # the loss stalls, a value the finding has to assume)
+    return _counter(dotted(node.left), fn, stepped=isinstance(node.comparators[0], ast.Constant))
+
+
+RANK_WORDS_IN = re.compile(r"rank", re.IGNORECASE)
+
+
+def _counter(name: str, fn: Function, depth: int = 1, stepped: bool = True) -> bool:
+    """The name counts up alike on every rank: stepped by `+=` in fn (or its class), the
+    counter of a loop over a range or an enumerate, or bound to such a counter plus an offset
+    (`current_step = base_step + step` in `for step, batch in enumerate(loader):`)."""
     if not name:
         return False
     methods = [fn] + (list(fn.cls.methods.values()) if name.startswith("self.") and fn.cls is not None else [])
+    if stepped and any(isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and dotted(n.target) == name
+                       for method in methods for n in method.own):
+        return True
     # (or the counter of a loop over a range: `for step in range(start, cfg.max_iters):` passes
     # `step > 0` on its second pass, on every rank alike)
-    return any(isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and dotted(n.target) == name
-               for method in methods for n in method.own) or any(
-        n.target.__class__ is ast.Name and n.target.id == name and n.iter.__class__ is ast.Call
-        and last_name(n.iter.func) == "range" for n in fn.own_of(ast.For))
+    for loop in fn.own_of(ast.For):
+        target, it = loop.target, loop.iter
+        if it.__class__ is ast.Call and last_name(it.func) == "range" and target.__class__ is ast.Name \
+                and target.id == name:
+            return True
+        if it.__class__ is ast.Call and last_name(it.func) == "enumerate" and target.__class__ is ast.Tuple \
+                and target.elts and target.elts[0].__class__ is ast.Name and target.elts[0].id == name:
+            return True
+    bound = fn.bindings.get(name, []) if depth > 0 and name.isidentifier() else []
+    return len(bound) == 1 and isinstance(bound[0][1], ast.BinOp) and isinstance(bound[0][1].op, ast.Add) and any(
+        isinstance(side, ast.Name) and _counter(side.id, fn, depth - 1, stepped)
+        for side in (bound[0][1].left, bound[0][1].right))
 
 
 # Accelerate's `accelerator.sync_gradients`: true on every process at the micro-step that steps
