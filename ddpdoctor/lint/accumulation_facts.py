@@ -683,8 +683,8 @@ class AccumulationFacts:
                             for t in node.targets)):
                         continue
                     owner = next(text(t.value) for t in node.targets if isinstance(t, ast.Attribute))
-                    forwards = [c for c in body if isinstance(c, ast.Call) and text(c.func) == owner
-                                and c.lineno < node.lineno]
+                    forwards = [c for c in body if isinstance(c, ast.Call) and (
+                        text(c.func) == owner or self._forwards_in(c, fn, owner)) and c.lineno < node.lineno]
                     if forwards:
                         found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                       "sync_flag_after_forward"))
@@ -726,13 +726,24 @@ class AccumulationFacts:
                                  for item in w.items for a in walk(item.context_expr))
                          for stmt in w.body for c in walk(stmt)}
                 sides = _sides(loop)
-                forwards = [c for c in body if isinstance(c, ast.Call) and text(c.func) == owner
+                forwards = [c for c in body if isinstance(c, ast.Call) and (text(c.func) == owner
+                                                                           or self._forwards_in(c, fn, owner))
                             and c.lineno < node.lineno and id(c) not in quiet
                             and not _exclusive(sides.get(id(c), ()), sides.get(id(node), ()))]
                 if forwards:
                     found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                   "no_sync_after_forward"))
         return found
+
+    def _forwards_in(self, call: ast.Call, fn: Function, owner: str) -> bool:
+        """The call runs the model's forward in a method of the same object (`metrics =
+        self._calculate_loss(x, y)`, whose body calls `self.model(x)`): the forward, one call down."""
+        if not owner.startswith("self.") or not (isinstance(call.func, ast.Attribute) and
+                                                 isinstance(call.func.value, ast.Name) and call.func.value.id == "self"):
+            return False
+        return any(target.cls is fn.cls and target.node is not None and not isinstance(target.node, ast.Module)
+                   and any(text(inner.func) == owner for inner in target.own_calls)
+                   for target in self.program.resolve(call.func, fn)[0])
 
     def _always(self, body: list[ast.stmt], fn: Function, pred, depth: int = 2,
                 changed: Optional[set] = None, way_in: Optional[tuple] = None) -> Optional[ast.Call]:

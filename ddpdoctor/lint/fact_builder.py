@@ -27,11 +27,12 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     # a flag spelled `dist` (`def build(cfg, dist):`, `opt.dist`), not `min_dist`
                     r"|^not (?:[\w.]*\.)?(?:is_|do_)?dist$"
                     # (asked of the helper too: `get_world_size() == 1`, DFM-LC's save)
-                    r"|world_size(?:\(\))? == 1$"
+                    r"|^(?!not )[\w.]*world_size(?:\(\))? == 1$"
                     # the `else:` of `if world_size > 1:` (VISTA3D), `world_size <= 1`, `< 2` (not
                     # `n_gpu > 1`: HF scripts count one process's GPUs there, DataParallel's)
                     r"|^not \(?[\w.]*world_size(?:\(\))? > 1\)?$"
-                    r"|world_size(?:\(\))? (?:<= 1|< 2)$"
+                    # (not their `not`: `not args.world_size <= 1` is the distributed side)
+                    r"|^(?!not )[\w.]*world_size(?:\(\))? (?:<= 1|< 2)$"
                     # the `else:` of `if dist.is_initialized():` (HydraGNN), of `if dist.is_available()
                     # and dist.is_initialized():`: no process group there
                     r"|^not \(?(?:[\w.]*is_available\(\) and )?[\w.]*is_initialized\(\)\)?$"
@@ -1177,7 +1178,8 @@ def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
 # without arguments (`if use_ddp:`, `if torchrun_is_running():`), or a count of processes or
 # devices (`if world_size > 1:`, `if torch.cuda.device_count() > 1:`); not a test on the data
 # (`if len(data) > 64:`) or on a type (`isinstance`, `hasattr`)
-_SWITCH_LIKE = re.compile(r"^[\w.]+(?:\(\))?$|world|device_count|gpus?\b|n_?proc|num_processes|distributed|ddp",
+_SWITCH_LIKE = re.compile(r"^[\w.]+(?:\(\))?$|world|device_count|gpus?\b|n_?proc|num_processes|distributed|ddp"
+                          r"|== ['\"]parallel['\"]",  # (`config['train']['mode'] == 'parallel'`)
                           re.IGNORECASE)
 
 

@@ -13,7 +13,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
-from ddpdoctor.lint.nodes import children, source_lines, walk
+from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
@@ -2224,7 +2224,10 @@ class LoaderFacts:
                 across = False
             dataset = _loader_dataset(self.program, call, fn)
             under = ""
-            if matched_calls and all(ranked.get(id(c)) for c in matched_calls):
+            # (calls on both sides of a rank split - `if P and rank == 0: set_epoch(e) ... elif P
+            # and rank > 0: set_epoch(e)` - set it on every rank)
+            sides = {ranked[id(c)][-1].test.polarity for c in matched_calls if ranked.get(id(c))}
+            if matched_calls and all(ranked.get(id(c)) for c in matched_calls) and not {"zero", "nonzero"} <= sides:
                 test = ranked[id(matched_calls[0])][-1].test
                 if test.polarity in ("zero", "other") and not test.everyone:
                     under = test.text  # `if rank <= 0: ...; train_sampler.set_epoch(epoch)`
@@ -2238,6 +2241,7 @@ class LoaderFacts:
             found.append(SamplerFact(
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
                 shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn)
+                and not (shuffle is None and self._unshuffled_by_default(call, fn))
                 and not self._advances_itself(call, fn)
                 # `DistributedSampler(ds, epoch=epoch)` of a copy that takes it, built each epoch
                 and not (keyword(call, "epoch") is not None and not isinstance(keyword(call, "epoch"), ast.Constant)),
@@ -2389,6 +2393,22 @@ class LoaderFacts:
         `DistributedEvalSampler`): it never shuffles, so no epoch changes its order."""
         name = last_name(call.func) or ""
         return bool(ORDERED_SAMPLER.search(name)) and self.program.callee(call.func, fn) is None
+
+    def _unshuffled_by_default(self, call: ast.Call, fn: Function) -> bool:
+        """A local DistributedSampler subclass whose constructor takes `shuffle=False` by default
+        and hands it on (catalyst's `DistributedSamplerWrapper(sampler, ..., shuffle=False)`, the
+        order left to the sampler it wraps), built without a shuffle argument."""
+        klass = self.program.callee(call.func, fn)
+        init = self.program.method(klass, "__init__") if self.program.is_class(klass) else None
+        if init is None or init.node is None or isinstance(init.node, ast.Module):
+            return False
+        defaults = param_defaults(init.node)
+        names = [a.arg for a in init.node.args.args]
+        if "shuffle" not in defaults or not is_const(defaults["shuffle"], False) or any(
+                kw.arg is None for kw in call.keywords):
+            return False
+        # (given by place: the call's i-th argument is the parameter after `self`)
+        return "shuffle" not in names or len(call.args) < names.index("shuffle")
 
     def _advances_itself(self, call: ast.Call, fn: Function) -> bool:
         """A local sampler class whose own `__iter__` steps its epoch (`self.epoch += 1` after the

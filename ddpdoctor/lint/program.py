@@ -2007,7 +2007,11 @@ class Program:
                           if t.__class__ is Function and t.node.__class__ is not ast.Module]
                 if passed:
                     return passed, []
-            return (self._entries(self._called(func, fn)) if target is None else []), []
+            if target is not None:
+                return [], []
+            # (or a class a helper picks by a name known at run time, handed on: `agent_cls =
+            # get_agent_cls(cfg.agent)`, then the spawned rank's `agent = agent_cls(cfg, rank=i)`)
+            return self._entries(self._called(func, fn)) or self._entries(self._runtime_classes(func, fn)), []
         if cls is ast.Call:
             evaluated = self._evaluated_names(func, fn)
             if evaluated:
@@ -2501,7 +2505,8 @@ class Program:
                 # (`getattr(import_module("pkg"), kind)`, kind a configured name: any class or
                 # module-level function of that module, as with a spelled prefix of "")
                 spec = spec or ("", "")
-                owners = self._loaded(value.args[0], scope, depth - 1) or [self._callee_symbol(value.args[0], scope)]
+                owners = self._this_module(value.args[0], scope) or self._loaded(value.args[0], scope, depth - 1) or \
+                    [self._callee_symbol(value.args[0], scope)]
                 for owner in owners:
                     if spec[1] is not None and owner.__class__ is Module:
                         # `getattr(module, model_name + "Trainer")`, `getattr(setup, "start_%s" % launcher)`:
@@ -2553,8 +2558,18 @@ class Program:
         if func.__class__ is ast.Name:
             # `trainer_class = getattr(jatts.trainers, config.get("trainer_type"))`, then
             # `trainer_class(...)`: what the name was bound to
-            return list(dict.fromkeys(k for v, scope in self.values_of(func, fn, 1)
+            # (handed on as a spawn argument: `mp.spawn(worker, args=(agent_cls, cfg))`, two steps)
+            return list(dict.fromkeys(k for v, scope in self.values_of(func, fn, 2)
                                       if v.__class__ is ast.Call for k in self._runtime_classes(v, scope)))
+        if func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id != "getattr" \
+                and func.func.id != "eval":
+            # `agent_cls = get_agent_cls(name)`, a helper every return of which is such a pick
+            # (`return getattr(sys.modules[__name__], name)`): what it picks from
+            targets = [t for t in self.resolve(func.func, fn)[0] if t.node is not None
+                       and not isinstance(t.node, ast.Module) and t.returned]
+            return list(dict.fromkeys(k for t in targets if all(
+                r.__class__ is ast.Call and last_name(r.func) == "getattr" for r in t.returned)
+                for r in t.returned for k in self._runtime_classes(r, t)))
         if func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id == "eval":
             # `eval('Trainer_{}'.format(args.dataset))(...)`: the classes of that shape
             return [k for k in self._evaluated_names(func, fn) if k.__class__ is Klass]
@@ -2562,13 +2577,21 @@ class Program:
                 and name_pattern(func.args[1]) is None):
             return []
         found: list = []
-        for owner in self._loaded(func.args[0], fn) or [self._callee_symbol(func.args[0], fn)]:
+        for owner in self._this_module(func.args[0], fn) or self._loaded(func.args[0], fn) or \
+                [self._callee_symbol(func.args[0], fn)]:
             if owner.__class__ is Module:
                 classes = [k for k in dict.fromkeys(self._module_names(owner, by_name=True).values())
                            if k.__class__ is Klass]
                 if len(classes) <= 8:
                     found.extend(classes)
         return self._configured_among(found)
+
+    @staticmethod
+    def _this_module(node: ast.AST, fn: Function) -> list:
+        """`sys.modules[__name__]` (a package's `get_agent_cls(name)` returning `getattr(
+        sys.modules[__name__], name)`): the module the code is in; [] for anything else."""
+        return [fn.module] if node.__class__ is ast.Subscript and dotted(node.value) == "sys.modules" and \
+            node.slice.__class__ is ast.Name and node.slice.id == "__name__" else []
 
     def _evaluated_names(self, func: ast.Call, fn: Function) -> list:
         """`eval('get_{}'.format(cfg.dataset))`, `eval("Trainer_" + name)`: the functions and

@@ -833,6 +833,13 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         if _received_side(builder.program, fn, ranked, name) or _handed_back(builder.program, fn, ranked, name):
             continue
         others = [i for i in items if not i.guards]
+        # every rank binds it again after the last rank-only binding, outside any loop (rank 0
+        # builds the config and pickles it; after the barrier each rank loads `cfg =
+        # pickle.load(f)`): the value every rank goes on with is that one
+        if ranked and not any(i.loops for i in ranked) and any(
+                isinstance(i.node, (ast.Assign, ast.AnnAssign)) and not i.loops and not i.conditional
+                and i.node.lineno > max(r.node.lineno for r in ranked) for i in others):
+            continue
         # a rank test that assigns what every rank assigned before (`epochs = opt.epochs` again,
         # after a logger may have changed opt): the same source, not a rank's own value
         every = {text(v) for i in others for v in [_value_of(i.node, name)] if v is not None}

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
-from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, walk
+from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, parse_test, walk
 from ddpdoctor.lint.patterns import RankTest, dotted, is_const, last_name, text
 
 Function = Any  # lint/program.Function (program imports this module, not the reverse)
@@ -252,6 +252,14 @@ class _Said:
         return self._said
 
 
+def _contradicts(held: RankTest, other: RankTest) -> bool:
+    """Two negated rank tests no rank passes together: rank 0 only and every rank but 0, on the
+    same rank and scope, each with the same other parts (`not (P and rank == 0)` with `not (P and
+    rank > 0)`): where P holds no rank gets there; where it does not, every rank does."""
+    return held.key == other.key and held.scope == other.scope and held.open == other.open and \
+        bool(other.open) and {held.polarity, other.polarity} == {"zero", "nonzero"}
+
+
 def side_conds(test: ast.AST, body: bool) -> tuple[tuple[str, bool], ...]:
     """The conds (as events carry them) that hold on one side of an `if` on test."""
     return _Said(test, "body" if body else "else").said()
@@ -421,7 +429,21 @@ class Walker:
             file = self.fn.file.display
             self.block(stmt.body, guards + (Guard(test, file, stmt.lineno, id(stmt), "body"),), inner)
             if stmt.orelse:
-                self.block(stmt.orelse, guards + (Guard(test.negated(), file, stmt.lineno, id(stmt), "else"),), loops)
+                negated = test.negated()
+                clash = next((g for g in guards if _contradicts(g.test, negated)), None)
+                if clash is not None:
+                    # `if P and rank == 0: A elif P and rank > 0: B else: C`: no rank passes both
+                    # rank parts' negations, so C runs only where P is false - on every rank alike,
+                    # said as the plain tests it rests on (`not P`), no rank branch
+                    mark = len(self.conds)
+                    for part in negated.open:
+                        parsed = parse_test(part)
+                        if parsed is not None:
+                            self.conds.append(_Said(parsed, "else"))
+                    self.block(stmt.orelse, tuple(g for g in guards if g is not clash), loops)
+                    del self.conds[mark:]
+                else:
+                    self.block(stmt.orelse, guards + (Guard(negated, file, stmt.lineno, id(stmt), "else"),), loops)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.expr(stmt.iter, guards, loops)
