@@ -2011,7 +2011,7 @@ class Program:
                 return [], []
             # (or a class a helper picks by a name known at run time, handed on: `agent_cls =
             # get_agent_cls(cfg.agent)`, then the spawned rank's `agent = agent_cls(cfg, rank=i)`)
-            return self._entries(self._called(func, fn)) or self._entries(self._runtime_classes(func, fn)), []
+            return self._entries(self._called(func, fn)) or self._entries(self._picked_by_name(func, fn)), []
         if cls is ast.Call:
             evaluated = self._evaluated_names(func, fn)
             if evaluated:
@@ -2565,11 +2565,21 @@ class Program:
                 and func.func.id != "eval":
             # `agent_cls = get_agent_cls(name)`, a helper every return of which is such a pick
             # (`return getattr(sys.modules[__name__], name)`): what it picks from
-            targets = [t for t in self.resolve(func.func, fn)[0] if t.node is not None
-                       and not isinstance(t.node, ast.Module) and t.returned]
-            return list(dict.fromkeys(k for t in targets if all(
-                r.__class__ is ast.Call and last_name(r.func) == "getattr" for r in t.returned)
-                for r in t.returned for k in self._runtime_classes(r, t)))
+            # (asked again while resolving the helper's own name - a call that hands back what
+            # it was handed, round a cycle of values - it answers nothing: no recursion)
+            asking = self.__dict__.setdefault("_runtime_asking", set())
+            key = (id(func), id(fn))
+            if key in asking:
+                return []
+            asking.add(key)
+            try:
+                targets = [t for t in self.resolve(func.func, fn)[0] if t.node is not None
+                           and not isinstance(t.node, ast.Module) and t.returned]
+                return list(dict.fromkeys(k for t in targets if all(
+                    r.__class__ is ast.Call and last_name(r.func) == "getattr" for r in t.returned)
+                    for r in t.returned for k in self._runtime_classes(r, t)))
+            finally:
+                asking.discard(key)
         if func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id == "eval":
             # `eval('Trainer_{}'.format(args.dataset))(...)`: the classes of that shape
             return [k for k in self._evaluated_names(func, fn) if k.__class__ is Klass]
@@ -2585,6 +2595,19 @@ class Program:
                 if len(classes) <= 8:
                     found.extend(classes)
         return self._configured_among(found)
+
+    def _picked_by_name(self, func: ast.Name, fn: Function) -> list:
+        """_runtime_classes of a called name, asked once at a time per call: resolving what the
+        name holds resolves calls again, which may ask this name back (no recursion)."""
+        asking = self.__dict__.setdefault("_picked_asking", set())
+        key = (id(func), id(fn))
+        if key in asking:
+            return []
+        asking.add(key)
+        try:
+            return self._runtime_classes(func, fn)
+        finally:
+            asking.discard(key)
 
     @staticmethod
     def _this_module(node: ast.AST, fn: Function) -> list:

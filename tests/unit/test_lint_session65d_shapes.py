@@ -308,3 +308,44 @@ def test_a_config_every_rank_reads_back_after_the_barrier_is_shared(tmp_path):
 def test_twin_only_rank_zero_holds_the_changed_config(tmp_path):
     found = lint_tree(tmp_path, {"train.py": READ_BACK.replace("READ", "pass")})
     assert [f.location.line for f in _codes(found, "DDP809")] == [_line(READ_BACK, "# the loop")]
+
+
+# -------------------------------------------------- a name called to rebind itself (`v = v()`, a
+# dataclass field's default_factory): what the name holds is asked round a cycle - answered, not
+# recursed into (holdout 92's Hydra initializer, refused as "nested too deeply" on its unread score)
+SELF_CALL = """
+import dataclasses
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+
+@dataclasses.dataclass
+class Config:
+    lr: float = 0.1
+
+
+def init_configs():
+    for k in Config.__dataclass_fields__:
+        v = Config.__dataclass_fields__[k].default_factory
+        if v is not None:
+            v = v()
+
+
+def main():
+    init_configs()
+    dist.init_process_group("gloo")
+    loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)  # the loader
+    model = torch.nn.Linear(4, 1)
+    for (x,) in loader:
+        model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_name_called_to_rebind_itself_is_read_not_recursed_into(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": SELF_CALL})
+    assert [f.location.line for f in _codes(found, "DDP802")] == [_line(SELF_CALL, "# the loader")]
