@@ -3909,14 +3909,32 @@ def _rebound_unread(fn: Function, call: ast.Call, name: str) -> bool:
     if start is None:
         return False
     for stmt in body[start + 1:]:
-        if isinstance(stmt, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Tuple) and any(
-                    isinstance(e, ast.Name) and e.id == name for e in t.elts) for t in stmt.targets) \
-                and not _reads_batches(stmt.value, name):
+        # (or inside `if train_loader is not None:` around the rebuild: where the name holds a
+        # loader at all, it is rebuilt - ConceptFusion-style `get_distributed_dataloaders`)
+        if isinstance(stmt, ast.If) and not stmt.orelse and _tests_only_presence(stmt.test, name):
+            inner = next((s for s in stmt.body if _rebinds(s, name)), None)
+            if inner is not None and not _reads_batches(inner.value, name) and not any(_reads_batches(s, name) for s in stmt.body[:stmt.body.index(inner)]):
+                return not _reads_batches(body[start], name)
+        if _rebinds(stmt, name) and not _reads_batches(stmt.value, name):
             return not _reads_batches(body[start], name)
         if _reads_batches(stmt, name):
             return False
     return False
+
+
+def _rebinds(stmt: ast.stmt, name: str) -> bool:
+    """`name = ...` or `a, name = ...` (a plain assignment that binds the name again)."""
+    return isinstance(stmt, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Tuple) and any(
+            isinstance(e, ast.Name) and e.id == name for e in t.elts) for t in stmt.targets)
+
+
+def _tests_only_presence(test: ast.AST, name: str) -> bool:
+    """`name is not None` or `name` itself: a test of whether the name holds anything."""
+    if isinstance(test, ast.Name):
+        return test.id == name
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == name and \
+        len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and is_const(test.comparators[0], None)
 
 
 # What a loader was built with, read back without drawing a batch

@@ -349,3 +349,57 @@ if __name__ == "__main__":
 def test_a_name_called_to_rebind_itself_is_read_not_recursed_into(tmp_path):
     found = lint_tree(tmp_path, {"train.py": SELF_CALL})
     assert [f.location.line for f in _codes(found, "DDP802")] == [_line(SELF_CALL, "# the loader")]
+
+
+# -------------------------------------------------- a helper's loader rebuilt with a DistributedSampler
+# inside `if train_loader is not None:` (the helper's plain shuffling loader is never iterated); the
+# spawn sits on the `else:` of `if world_size == 1:`, the distributed side
+REBUILT = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def get_loaders():
+    data = TensorDataset(torch.randn(64, 4))
+    return DataLoader(data, batch_size=8, shuffle=True), None  # the helper's loader
+
+
+def get_distributed_loaders(rank, world_size):
+    train_loader, val_loader = get_loaders()
+    if train_loader is not None:
+        REBUILD
+    return train_loader, val_loader
+
+
+def worker(rank, world_size):
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    train_loader, _ = get_distributed_loaders(rank, world_size)
+    model = DDP(torch.nn.Linear(4, 1))
+    for epoch in range(2):
+        train_loader.sampler.set_epoch(epoch)
+        for (x,) in train_loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    world_size = 2
+    if world_size == 1:
+        worker(0, 1)
+    else:
+        mp.spawn(worker, args=(world_size,), nprocs=world_size)
+"""
+SHARDED = """sampler = DistributedSampler(train_loader.dataset, num_replicas=world_size, rank=rank)
+        train_loader = DataLoader(train_loader.dataset, batch_size=8, sampler=sampler)"""
+
+
+def test_a_helpers_loader_rebuilt_with_a_sampler_inside_a_presence_test_is_never_iterated(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": REBUILT.replace("REBUILD", SHARDED)})
+    assert not _codes(found, "DDP802")
+
+
+def test_twin_not_rebuilt_the_helpers_loader_trains_on_every_rank(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": REBUILT.replace("REBUILD", "pass")})
+    assert [f.location.line for f in _codes(found, "DDP802")] == [_line(REBUILT, "# the helper's loader")]
