@@ -2567,19 +2567,7 @@ class Program:
             # (`return getattr(sys.modules[__name__], name)`): what it picks from
             # (asked again while resolving the helper's own name - a call that hands back what
             # it was handed, round a cycle of values - it answers nothing: no recursion)
-            asking = self.__dict__.setdefault("_runtime_asking", set())
-            key = (id(func), id(fn))
-            if key in asking:
-                return []
-            asking.add(key)
-            try:
-                targets = [t for t in self.resolve(func.func, fn)[0] if t.node is not None
-                           and not isinstance(t.node, ast.Module) and t.returned]
-                return list(dict.fromkeys(k for t in targets if all(
-                    r.__class__ is ast.Call and last_name(r.func) == "getattr" for r in t.returned)
-                    for r in t.returned for k in self._runtime_classes(r, t)))
-            finally:
-                asking.discard(key)
+            return self._once_at_a_time("_runtime_asking", (id(func), id(fn)), lambda: self._helper_picks(func, fn))
         if func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id == "eval":
             # `eval('Trainer_{}'.format(args.dataset))(...)`: the classes of that shape
             return [k for k in self._evaluated_names(func, fn) if k.__class__ is Klass]
@@ -2596,16 +2584,27 @@ class Program:
                     found.extend(classes)
         return self._configured_among(found)
 
+    def _helper_picks(self, call: ast.Call, fn: Function) -> list:
+        targets = [t for t in self.resolve(call.func, fn)[0] if t.node is not None
+                   and not isinstance(t.node, ast.Module) and t.returned]
+        return list(dict.fromkeys(k for t in targets if all(
+            r.__class__ is ast.Call and last_name(r.func) == "getattr" for r in t.returned)
+            for r in t.returned for k in self._runtime_classes(r, t)))
+
     def _picked_by_name(self, func: ast.Name, fn: Function) -> list:
         """_runtime_classes of a called name, asked once at a time per call: resolving what the
-        name holds resolves calls again, which may ask this name back (no recursion)."""
-        asking = self.__dict__.setdefault("_picked_asking", set())
-        key = (id(func), id(fn))
+        name holds resolves calls again, which may ask this name back (`v = v()`: no recursion)."""
+        return self._once_at_a_time("_picked_asking", (id(func), id(fn)), lambda: self._runtime_classes(func, fn))
+
+    def _once_at_a_time(self, tag: str, key: tuple, compute) -> list:
+        """compute(), unless the same question is already being asked further up the stack (a
+        cycle of values), where it answers nothing."""
+        asking = self.__dict__.setdefault(tag, set())
         if key in asking:
             return []
         asking.add(key)
         try:
-            return self._runtime_classes(func, fn)
+            return compute()
         finally:
             asking.discard(key)
 
