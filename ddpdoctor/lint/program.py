@@ -620,7 +620,7 @@ class Program:
             # the script imported by its own name (`from train import main as single_process_main`
             # in the launcher fairseq's train.py runs: the spawned ranks' way into main): itself
             for alias in (source.import_name, source.path.stem):
-                if alias and alias.isidentifier() or "." in alias:
+                if alias and all(part.isidentifier() for part in alias.split(".")):
                     self.by_name.setdefault(alias, module)
         module.body = Function("<module>", "<module>", source, source.tree, module)
         self.functions.append(module.body)
