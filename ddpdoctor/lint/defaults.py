@@ -44,7 +44,8 @@ def default_truth(part: ast.AST, fn: Function, program: Program) -> Optional[tup
         if len(truths) != 1:
             return None
         truth = truths.pop()
-        said = f"`{text(part)}` at `{sorted(map(repr, held))[0]}` in the configs beside the script"
+        shown = ", ".join(f"`{v!r}`" for v in sorted(held, key=repr))
+        said = f"`{text(part)}` at {shown} in the configs beside the script"
         return (not truth) if negate else truth, said
     if _assigned(part.attr, program):
         return None
@@ -345,14 +346,11 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
     "short_term"` with --task defaulting to "long_term", `args.flag` (store_true), `args.ckpt is
     None`, and `and` / `or` / `not` of such parts; None where some part is not an option read
     (option_value) or compares with what is not a constant."""
-    if isinstance(test, ast.BoolOp):
-        parts = [settled(v, program) for v in test.values]
-        if isinstance(test.op, ast.Or):
-            return True if True in parts else (False if all(p is False for p in parts) else None)
-        return False if False in parts else (True if all(p is True for p in parts) else None)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = settled(test.operand, program)
-        return None if inner is None else not inner
+    return three_valued(test, lambda part: _settled_part(part, program))
+
+
+def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
+    """settled() of one part (no `and` / `or` / `not` at its top)."""
     held = _launched(test.left if isinstance(test, ast.Compare) else test, program)
     if held is not None:
         # an option the launches give differently: answered where every one of them answers alike

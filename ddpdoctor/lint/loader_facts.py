@@ -1110,7 +1110,7 @@ class LoaderFacts:
         epoch every rank repeats. Unknown flow (a loop, a `try`) is no such loader."""
         if "." in name:
             return False
-        loads = [n for n in walk(fn.node) if n.__class__ is ast.Name and n.id == name and isinstance(n.ctx, ast.Load)]
+        loads = [n for n in fn.own_of(ast.Name) if n.id == name and isinstance(n.ctx, ast.Load)]
         if not loads or len(loads) > 40:
             return False
         guards_of = {id(c): guards for c, guards, _ in fn.calls}

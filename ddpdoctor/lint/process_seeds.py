@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
-from ddpdoctor.lint.patterns import built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
+from ddpdoctor.lint.patterns import SCALAR_DRAWS, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -1119,7 +1119,6 @@ SELF_SEEDING = re.compile(r"\b(?:np|numpy)\.random\.seed\(|\brandom\.seed\(|\bto
 
 
 _SEEDERS = frozenset({"np.random.seed", "numpy.random.seed", "random.seed", "torch.manual_seed"})
-_GLOBAL_DRAW = re.compile(r"^(?:np\.random|numpy\.random|random|torch)\.(?:randint|rand|randn|random|uniform|choice|integers)$")
 
 
 def _self_seeds(method) -> bool:
@@ -1138,7 +1137,12 @@ def _relays_a_draw(call: ast.Call, method) -> bool:
     given = call.args[0] if call.args else None
     values = [given] if given is not None and given.__class__ is not ast.Name else \
         [v for _, v in method.bindings.get(given.id, ())] if given is not None else []
-    return bool(values) and all(v.__class__ is ast.Call and _GLOBAL_DRAW.match(dotted(v.func) or "") for v in values)
+    return bool(values) and all(v.__class__ is ast.Call and _spelt_draw(dotted(v.func) or "") for v in values)
+
+
+def _spelt_draw(name: str) -> bool:
+    """A number drawn from a global stream, as the source spells the call (`np.random.randint`)."""
+    return ("numpy." + name[3:] if name.startswith("np.") else name) in SCALAR_DRAWS
 
 
 def _attribute_names(program) -> set[str]:

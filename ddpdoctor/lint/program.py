@@ -2585,6 +2585,7 @@ class Program:
         return self._configured_among(found)
 
     def _helper_picks(self, call: ast.Call, fn: Function) -> list:
+        """The classes a local helper picks, every return of it a `getattr(...)` pick."""
         targets = [t for t in self.resolve(call.func, fn)[0] if t.node is not None
                    and not isinstance(t.node, ast.Module) and t.returned]
         return list(dict.fromkeys(k for t in targets if all(

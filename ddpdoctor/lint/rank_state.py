@@ -227,8 +227,10 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
     holders = [(fn, stmts) for fn, stmts in everyone if fn not in owned] if local and klass is not None else []
     # (and of those a test that leaves - `if rs.iter_num > n: break` - before one that gates a
     # collective: leaving parts the ranks whatever the values)
-    first = lambda pair: (pair[1].conditional, _if_depth(pair[0], pair[1].node) if pair[1].conditional else 0,  # noqa: E731
-                          not _leaves(pair[1].node))
+    def first(pair: tuple) -> tuple:
+        fn, item = pair
+        return item.conditional, _if_depth(fn, item.node) if item.conditional else 0, not _leaves(item.node)
+
     reads = sorted(((fn, item) for fn, stmts in (methods if local else ()) for item in stmts), key=first) + \
         sorted(((fn, item) for fn, stmts in holders for item in stmts), key=first)
     for fn, item in reads:
@@ -271,9 +273,11 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
         if setter.node in said:
             continue  # one flag, one finding: the loop that reads it unconditionally first
         said.add(setter.node)
+        # (the field as the setter writes it: `self.stop`, or a holder's `rs.iter_num`)
+        shown = next((text(n) for n in _assigned(setter.node) if n.__class__ is ast.Attribute and n.attr == read[0]),
+                     f"self.{read[0]}")
         found.append(RankLocalDecision(
-            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], next((text(n) for n in _assigned(setter.node) if n.__class__ is ast.Attribute
-                                                                  and n.attr == read[0]), f"self.{read[0]}"),
+            Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], shown,
             "rank_state", effect[1], Location(setter_fn.file.display, setter.node.lineno), guard,
             ", and ".join(notes), given=tests[-1].given if tests else ""))
     return found

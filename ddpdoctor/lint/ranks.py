@@ -1814,17 +1814,16 @@ def _counted_past(node: ast.AST, fn: Function) -> bool:
     keeps alike, past the bound after a few steps of any run; not a value to assume."""
     # (a bound the run's settings give: `current_step >= cfg.training.ckpt_steps`, a field of
     # the config, reached after that many steps alike)
-    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Gt, ast.GtE))
-            and ((isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, int))
-                 or (isinstance(node.comparators[0], ast.Attribute) and dotted(node.comparators[0])
-                     and not RANK_WORDS_IN.search(dotted(node.comparators[0]))))):
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Gt, ast.GtE))):
+        return False
+    bound = node.comparators[0]
+    setting = dotted(bound) if isinstance(bound, ast.Attribute) else ""
+    if not ((isinstance(bound, ast.Constant) and isinstance(bound.value, int))
+            or (setting and not RANK_NAME.match(setting.rpartition(".")[2]))):
         return False
     # (against a setting, only a loop's own counter: one stepped by `+=` may be stepped only when
     # the loss stalls, a value the finding has to assume)
-    return _counter(dotted(node.left), fn, stepped=isinstance(node.comparators[0], ast.Constant))
-
-
-RANK_WORDS_IN = re.compile(r"rank", re.IGNORECASE)
+    return _counter(dotted(node.left), fn, stepped=isinstance(bound, ast.Constant))
 
 
 def _counter(name: str, fn: Function, depth: int = 1, stepped: bool = True) -> bool:

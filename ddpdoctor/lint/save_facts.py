@@ -15,7 +15,7 @@ from ddpdoctor.lint.defaults import off_at_launch, option_off, settled
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import source_lines, walk
 from ddpdoctor.lint.pins import pinned_major
-from ddpdoctor.lint.patterns import dotted, keyword, last_name, save_call, save_path, text
+from ddpdoctor.lint.patterns import dotted, hf_trainer, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.walker import partial_target
 
@@ -109,16 +109,8 @@ class SaveFacts:
                 if any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in method.own_calls):
                     return True
                 if any(isinstance(c.func, ast.Attribute) and c.func.attr == "train" and not c.args
-                       and self._library_trainer(c.func.value, method) for c in method.own_calls):
+                       and hf_trainer(self.program, c.func.value, method) for c in method.own_calls):
                     return True  # (`trainer = SFTTrainer(...); trainer.train()`: a training driver)
-        return False
-
-    def _library_trainer(self, receiver: ast.AST, fn: Function) -> bool:
-        """The receiver holds a transformers / trl Trainer (`Trainer(...)`, `SFTTrainer(...)`)."""
-        for value, scope in self.program.values_of(receiver, fn, 2):
-            full = self.program.qualify(value.func, scope) if isinstance(value, ast.Call) else None
-            if full and full.startswith(("transformers.", "trl.")) and full.endswith("Trainer"):
-                return True
         return False
 
     def _forwarded_gate(self, fn: Function, call: ast.Call) -> str:

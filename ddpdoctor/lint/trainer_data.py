@@ -1,4 +1,5 @@
-"""Datasets handed to a transformers Trainer that keep one rank's share themselves (DDP803).
+"""Datasets handed to a transformers Trainer that keep one rank's share themselves, or whose items
+an unseeded draw picks on each process apart (DDP803).
 
 The Trainer builds its own training DataLoader and hands it to Accelerate, which shards it
 across the processes (a DistributedSampler for a map-style dataset; for an IterableDataset,
