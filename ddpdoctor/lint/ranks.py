@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import default_truth
+from ddpdoctor.lint.defaults import config_settles, default_truth
 from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dict_call_literal, _dispatched, dotted, env_key, is_const,
                                      last_name, name_pattern, text)
@@ -851,7 +851,7 @@ class RankFlow:
             found = self.guard(part, fn, depth)
             if found is not None:
                 ranked.append(found)
-            elif not self.uniform(part, fn) and not _periodic(part) and not _counted_past(part, fn):
+            elif not self.uniform(part, fn) and not _periodic(part) and not _counted_past(part, fn, self.program):
                 values.append(part)
         if not ranked:
             return None
@@ -1809,7 +1809,7 @@ def _periodic(node: ast.AST) -> bool:
                                                  for n in [node.left, *node.comparators])
 
 
-def _counted_past(node: ast.AST, fn: Function) -> bool:
+def _counted_past(node: ast.AST, fn: Function, program: Program = None) -> bool:
     """`global_step > 0` where fn (or its class) steps `global_step` up: a counter every rank
     keeps alike, past the bound after a few steps of any run; not a value to assume."""
     # (a bound the run's settings give: `current_step >= cfg.training.ckpt_steps`, a field of
@@ -1821,6 +1821,12 @@ def _counted_past(node: ast.AST, fn: Function) -> bool:
     if not ((isinstance(bound, ast.Constant) and isinstance(bound.value, int))
             or (setting and not RANK_NAME.match(setting.rpartition(".")[2]))):
         return False
+    if setting and program is not None:
+        # (a bound a config gives as no finite count - `ckpt_steps: .inf`, a 5,000-digit number
+        # read as inf, a string - is never passed)
+        held = config_settles(bound, program) or set()
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in held):
+            return False
     # (against a setting, only a loop's own counter: one stepped by `+=` may be stepped only when
     # the loss stalls, a value the finding has to assume)
     return _counter(dotted(node.left), fn, stepped=isinstance(bound, ast.Constant))

@@ -511,7 +511,9 @@ def _candidates(name: str, roots: list[Path]) -> Optional[Path]:
         return None
     for root in roots:
         base = os.path.join(str(root), tail)
-        for path in (base + ".py", os.path.join(base, "__init__.py")):
+        # (a package before a module of the same name, as Python's path finder takes them: a
+        # stray `mmdet.py` beside the `mmdet/` package is not what `import mmdet` reads)
+        for path in (os.path.join(base, "__init__.py"), base + ".py"):
             if os.path.isfile(path):
                 return Path(path)
     return None

@@ -326,3 +326,13 @@ def test_a_process_group_set_up_through_an_alias_is_a_distributed_run(tmp_path):
 def test_twin_the_alias_never_called_sets_up_nothing(tmp_path):
     found = lint_tree(tmp_path, {"train.py": ALIAS.replace("INIT", "return init_fn")})
     assert not _codes(found, "DDP802")
+
+
+def test_a_package_is_read_before_a_stray_module_of_its_name(tmp_path, monkeypatch):
+    # (Python's path finder takes `tools/` the package over a `tools.py` beside it; an mmdetection
+    # fork ships both, the module importing code the package never reaches)
+    _write(tmp_path, {"train.py": "import tools\n\ntools.run()\n", "tools/__init__.py": "def run():\n    pass\n",
+                      "tools.py": "import broken\n"})
+    monkeypatch.chdir(tmp_path)
+    files = load_program("train.py", [])
+    assert sorted(f.display for f in files) == ["tools/__init__.py", "train.py"]

@@ -302,3 +302,12 @@ def test_twin_main_called_directly_is_one_process(tmp_path):
     found = lint_tree(tmp_path, {"train.py": LAUNCHED.replace(
         'launch(main, 2, num_machines=1, machine_rank=0, dist_url="auto", args=({},))', "main({})")})
     assert not _codes(found, "DDP802")
+
+
+def test_a_configured_bound_no_finite_count_reaches_is_the_findings_assumption(tmp_path):
+    # (a 5,000-digit `ckpt_steps` is read as inf: `current_step >= inf` never holds, so the rank-0
+    # wait is no certainty - said as what it rests on, a warning)
+    config = "training:\n  ckpt_steps: " + "9" * 5000 + "\n"
+    found = lint_tree(tmp_path, {"train.py": CONFIGURED, "configs/config.yaml": config})
+    assert [(f.location.line, f.severity.value) for f in _codes(found, "DDP801")] == \
+        [(_line(CONFIGURED, "# the wait"), "warning")]
