@@ -819,7 +819,7 @@ class AccumulationFacts:
                     if pred == self._backward and changed is not None and _invariant(stmt.test, changed) \
                             and (a or b) is not None:
                         return a or b
-                elif (changed is not None and _invariant(stmt.test, changed)) or \
+                elif (changed is not None and _invariant(stmt.test, changed, pred == self._backward)) or \
                         (not stmt.orelse and _finite_guard(stmt.test)):
                     # (`if not (torch.isinf(loss) or torch.isnan(loss)):` around the step: every
                     # healthy pass takes it; the skip is the exception, not a period)
@@ -996,8 +996,8 @@ class AccumulationFacts:
                 index = target.params.index(switch)
                 if passed is None and index < len(call.args):
                     passed = call.args[index]
-                if passed is None or is_const(passed, True):
-                    return "always"
+                if passed is None or is_const(passed, True) or self._every_time(passed, fn):
+                    return "always"  # (`update_grad=(i + 1) % ACCUM == 0` with ACCUM 1: every call)
                 return None if is_const(passed, False, 0, None) else "sometimes"
         return None
 
@@ -1250,19 +1250,26 @@ def _finite_guard(test: ast.AST) -> bool:
                                for c in calls) and any(last_name(c.func) in _FINITE_TESTS for c in calls)
 
 
-def _invariant(test: ast.AST, changed: set[str]) -> bool:
+def _invariant(test: ast.AST, changed: set[str], arithmetic: bool = False) -> bool:
     """A test of names and constants only (no call), none of them rebound in the loop: it
-    takes the same side on every pass (`mode == "train"`, `args.fp16`)."""
+    takes the same side on every pass (`mode == "train"`, `args.fp16`). arithmetic: and sums
+    of them - around a backward, `if self.iteration % d_freq == 0:` of a counter the loop over
+    micro-steps never advances; around a step such a test is the period (an Engine's
+    `engine.state.iteration % 8`, advanced by the loop the source does not show)."""
+    allowed = _INVARIANT_PARTS + ((ast.BinOp, ast.operator) if arithmetic else ())
     for node in walk(test):
         if isinstance(node, ast.Name):
             if node.id in changed:
                 return False
         elif isinstance(node, ast.Attribute) and text(node) in changed:
             return False
-        elif not isinstance(node, (ast.Attribute, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp,
-                                   ast.cmpop, ast.boolop, ast.unaryop, ast.expr_context)):
+        elif not isinstance(node, allowed):
             return False
     return True
+
+
+_INVARIANT_PARTS = (ast.Attribute, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.cmpop, ast.boolop,
+                    ast.unaryop, ast.expr_context)
 
 
 def _enclosing_loop(root: ast.AST, target: ast.AST) -> Optional[ast.AST]:

@@ -878,6 +878,13 @@ class LoaderFacts:
                             continue
                         for inner in target.own_calls:
                             read = _next_of(inner)
+                            if read.__class__ is ast.Name and read.id not in target.params:
+                                # `loader = loaders[random.randint(...)]; next(loader)`: an item of
+                                # the list the helper is handed (a multi-task batch picker)
+                                held = target.bindings.get(read.id, ())
+                                if len(held) == 1 and held[0][1].__class__ is ast.Subscript and \
+                                        held[0][1].value.__class__ is ast.Name:
+                                    read = held[0][1].value
                             # (what it returns reaches the loop's backward, or it runs one itself:
                             # guided-diffusion's `forward_backward_log(data)` draws and backpropagates)
                             if isinstance(read, ast.Name) and read.id in target.params and (
@@ -1348,6 +1355,12 @@ class LoaderFacts:
         if any((id(target), param) in names for target, param in self._spawned_as(fn, name)):
             return True  # the launcher's loader, iterated by the training loop of each rank
         position = _returned_at(fn, name)
+        collected = _collected_into(fn, name) if position is None else None
+        if collected is not None:
+            # `loaders.append(iter(loader))` then `return loaders, total`: the list stands for
+            # each loader it holds (a multi-task builder's list, drawn from by the caller)
+            name = collected
+            position = _returned_at(fn, name)
         if position is None and (_yielded_from(fn, name) or _returned_alone(fn, name)
                                  or self._returned_through_generator(fn, name)):
             # `while True: yield from loader` (the generator is the loader), or `loader =
@@ -2743,7 +2756,8 @@ class LoaderFacts:
         # (`train, val = random_split(...)`: the call an unpacking takes its items from)
         unpacked = reaching.reaching_values(fn.node, dataset.id, dataset, unpacked=True) \
             if dataset.__class__ is ast.Name and fn.node is not None else None
-        values = [(dataset, fn), *program.values_of(dataset, fn, depth), *((v, fn) for v in unpacked or ())]
+        values = [(dataset, fn), *program.values_of(dataset, fn, depth), *((v, fn) for v in unpacked or ()),
+                  *program.attr_unpacked(dataset, fn)]
         # (`create_loader(dataset_train, ...)` building the sampler over its parameter: what the
         # callers hand it, and what they bind that to; timm's loader factory)
         values += [found for value, scope in self._passed_in(dataset, fn, 2)
@@ -3250,6 +3264,26 @@ def _returned_at(fn: Function, name: str) -> Optional[int]:
             for index, item in enumerate(node.value.elts):
                 if isinstance(item, ast.Name) and item.id == name:
                     return index
+    return None
+
+
+def _collected_into(fn: Function, name: str) -> Optional[str]:
+    """The list fn appends `name` to (`loaders.append(loader)`, or an iterator over it:
+    `loaders.append(iter(loader))`), where fn returns that list; None otherwise."""
+    if isinstance(fn.node, ast.Module):
+        return None
+    for call in fn.own_calls:
+        func = call.func
+        if not (func.__class__ is ast.Attribute and func.attr == "append" and func.value.__class__ is ast.Name
+                and len(call.args) == 1):
+            continue
+        item = call.args[0]
+        if item.__class__ is ast.Call and last_name(item.func) == "iter" and len(item.args) == 1:
+            item = item.args[0]
+        if item.__class__ is ast.Name and item.id == name:
+            held = func.value.id
+            if _returned_at(fn, held) is not None or _returned_alone(fn, held):
+                return held
     return None
 
 

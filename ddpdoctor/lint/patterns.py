@@ -1690,6 +1690,15 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             return True
         if full.startswith("transformers.") and any(z in full.split(".")[1].lower() for z in BUFFERED_TRANSFORMERS):
             return True
+        if value.__class__ is ast.Subscript:
+            # `nets[i]` of `nets = [resnet18(), vgg16(), mobilenet_v2(), ...]`, a benchmark's loop
+            # over a list of models: they stand for the one picked as most of them are
+            items = [item for listed, owner in program.values_of(value.value, scope)
+                     if listed.__class__ in (ast.List, ast.Tuple) for item in listed.elts
+                     for item in [(item, owner)]]
+            if items and 2 * sum(_buffered(program, item, owner, depth - 1, seen)
+                                 for item, owner in items) > len(items):
+                return True
         if isinstance(value, ast.Name):  # unpacked from a call the program does not resolve
             if any(_buffered(program, v, s, depth - 1, seen)
                    for v, s in [*program.unpacked(value.id, scope), *_unpacked_dispatch(program, value.id, scope)]):
@@ -1729,6 +1738,11 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                           for k in _registry_picks(program, ret.func, target, value, scope)]
                 if picked and 2 * sum(_class_buffered(program, k, seen) for k in picked) >= len(picked):
                     return True
+            if target is None and value.func.__class__ is ast.Attribute:
+                # `self._get_net(name)`: a method of the object's class that returns the network
+                # it builds (a volume classifier's own factory, one import per architecture)
+                target = next((m for m in program.resolve(value.func, scope)[0]
+                               if program.is_function(m) and m.name != "__init__"), None)
             if program.is_function(target):
                 for ret in target.returned:
                     if _buffered(program, ret, target, depth - 1, seen):

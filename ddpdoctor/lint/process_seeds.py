@@ -447,7 +447,8 @@ def _stepped_by_rank(node: ast.AST, fn: Function, program, depth: int) -> bool:
 # (or of `device_count() > 0 and ...`), `not torch.cuda.is_available()`, `device_count() == 0`
 NO_GPU = re.compile(r"^not\b(?!.*\bnot\b).*\bcuda\.(?:is_available|device_count)\(\)|\bcuda\.device_count\(\)\s*(?:==\s*0|<\s*1)\b")
 # Counters the ranks step in lockstep (DDP keeps them so): the same on every rank wherever they come from.
-LOCKSTEP = re.compile(r"epoch|step|iter", re.IGNORECASE)
+# (fairseq's trainers count optimizer steps as `num_updates`, read through `get_num_updates()`)
+LOCKSTEP = re.compile(r"epoch|step|iter|num_updates", re.IGNORECASE)
 
 
 def _origin(value: ast.AST, fn: Function, program) -> int:
@@ -466,6 +467,9 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
     for node in walk(value):
         if id(node) in clock or id(node) in tests:
             continue
+        if isinstance(node, ast.Call) and not node.args and not node.keywords and \
+                isinstance(node.func, ast.Attribute) and LOCKSTEP.search(node.func.attr):
+            continue  # `self.get_num_updates()`: a getter of such a counter
         if isinstance(node, ast.Call) and (last_name(node.func) or "") not in ("int", "abs", "hash", "str", "getattr"):
             if (program.qualify(node.func, fn) or "").startswith(_DRAWS):
                 return _DRAWN
@@ -525,8 +529,8 @@ def _workers(program, workers: ast.AST, fn: Function, defaults: dict) -> Optiona
     for value, scope in program.values_of(workers, fn, 2):
         if isinstance(value, ast.Constant) and value.value == 0:
             continue
-        if isinstance(value, ast.Name) and value.id in scope.params and \
-                left_at_zero(value.id, scope.node, program.files):
+        if isinstance(value, ast.Name) and value.id in scope.params and left_at_zero(
+                value.id, scope.node, program.files, scope.cls.name if scope.name == "__init__" and scope.cls else None):
             continue  # `def get_loaders(rank, n, num_workers=0)`, every call leaving it out
         if isinstance(value, ast.Attribute) and defaults.get(value.attr, 1) == 0:
             options.append(value.attr)

@@ -808,9 +808,12 @@ class Program:
             self._changed()  # the arguments it binds below change what class_of may answer
         if not targets and getattr(self, "_unbound_instances", None) is not None and (
                 (func.__class__ is ast.Name and func.id in fn.params) or (
-                    func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id in fn.params)):
+                    func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id in fn.params)
+                or (func.__class__ is ast.Attribute and func.value.__class__ is ast.Attribute
+                    and func.value.value.__class__ is ast.Name and func.value.value.id == "self")):
             # (and `callback.on_epoch_end(1, model)` of a parameter main hands an instance: the
-            # class is known once main's calls are bound)
+            # class is known once main's calls are bound; so is `self.env.save_model(path)` of
+            # the `env` a constructor keeps)
             self._unbound_instances.append((fn, node))
         wrapped = self._partials(func, fn) if targets and (
             func.__class__ is ast.Call or (func.__class__ is ast.Name and self.lookup(func.id, fn))) else ()
@@ -1290,6 +1293,27 @@ class Program:
             # set (`self.model = DDP(...)` in the trainer built on the base): their values
             for sub in self._descendants(klass):
                 found.extend(sub.attrs.get(attr, ()))
+        return found
+
+    def attr_unpacked(self, node: ast.AST, fn: Function) -> list[tuple[ast.AST, Function]]:
+        """`self.dataset_train, self.dataset_valid = random_split(ds, [a, b])` in a method of
+        fn's class, of a base or of a subclass (a loader factory whose base builds the sampler
+        over what a subclass's build_datasets split): the call the unpacking takes the field's
+        item from, which _bind does not keep (an item of a call is no value of its own)."""
+        if not (node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self"):
+            return []
+        klass = self._class_of_fn(fn)
+        if klass is None:
+            return []
+        found = []
+        for owner in [klass, *self.bases(klass), *self._descendants(klass)]:
+            for method in owner.methods.values():
+                for stmt in method.own_of(ast.Assign) if method.node is not None else ():
+                    if stmt.value.__class__ is ast.Call and any(
+                            t.__class__ in (ast.Tuple, ast.List) and any(
+                                e.__class__ is ast.Attribute and e.attr == node.attr and e.value.__class__ is ast.Name
+                                and e.value.id == "self" for e in t.elts) for t in stmt.targets):
+                        found.append((stmt.value, method))
         return found
 
     def _own_attr(self, klass: Klass, attr: str, seen: set) -> list[tuple[ast.AST, Function]]:

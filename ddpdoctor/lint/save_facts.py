@@ -315,7 +315,10 @@ class SaveFacts:
             # (a call under an option the launch leaves off - `if args.debug:` - is no way in
             # the run takes, where another way in is)
             off = [any(flag and option_off(c, self.program) for c, flag in event.conds) for _, event in sites]
-            mine = [skipped or self._set_by_rank_only(caller, event) for (caller, event), skipped in zip(sites, off)]
+            # (and a call the launching process makes itself, where only the spawned ranks join a
+            # process group: a one-process fallback's `train_single_node()` after mp.spawn)
+            mine = [skipped or self._set_by_rank_only(caller, event) or (
+                fn not in self._started() and self._launcher_only(caller)) for (caller, event), skipped in zip(sites, off)]
             # (the others under a test of rank 0 alone: not the two sides of one rank test, which
             # together are every rank)
             if sites and any(mine) and not all(off) and all(
@@ -604,6 +607,12 @@ class SaveFacts:
             return True  # the launching process never joins a process group: no rank of the job
         way = SimpleNamespace(conds=fn.__dict__.get("_call_conds", {}).get(id(call), ()))
         return self._main_only(fn, way, 6, ())
+
+    def _launcher_only(self, fn: Function) -> bool:
+        """fn runs only in the process that starts mp.spawn's ranks, and only those ranks join a
+        process group: what it does is one process's."""
+        return bool(self._started()) and fn not in self._spawn_reach(weak=True) and \
+            not self._called_by_ranks(fn) and self._groups_only_in_ranks()
 
     def _called_by_ranks(self, fn: Function, depth: int = 6, stack: tuple = ()) -> bool:
         """A caller the call graph knows once the walk is done (`callers`) is a spawned rank's

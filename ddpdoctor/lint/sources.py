@@ -201,7 +201,31 @@ def _tree(path: Path, text: str) -> ast.Module:
     tree = _parsed(path, text)
     if _CONSTANT_IF.search(text):
         _prune_constant_branches(tree)
+    _prune_dead_tails(tree.body)
     return tree
+
+
+# the statements after which nothing in the same block runs
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# the statements that hold blocks of their own (their body, orelse, finalbody, handlers, cases)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _prune_dead_tails(stmts: list, depth: int = 0) -> None:
+    """What follows a `return` / `raise` / `continue` / `break` in its block never runs (a second
+    training loop left below a function's `return`): it is dropped, as a constant `if`'s dead
+    side is, so no rule judges it. Statements only, never expressions: one pass per file."""
+    for index, stmt in enumerate(stmts):
+        if stmt.__class__ in _EXITS:
+            del stmts[index + 1:]
+            break
+    if depth > 100:
+        return  # (deeper blocks stay as written: the parser's own limit is near)
+    for stmt in stmts:
+        for name in _BLOCKS:
+            inner = getattr(stmt, name, None)
+            if inner:
+                _prune_dead_tails(inner, depth + 1)
 
 
 # `if False:` / `if 0:` (a block switched off by hand), `if True:`, and their `elif`s

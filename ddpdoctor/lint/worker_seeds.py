@@ -510,15 +510,19 @@ def _has_workers(call: ast.Call, index: Optional[_Files] = None, scope: Optional
     return True
 
 
-def left_at_zero(name: str, scope: ast.AST, sources: list) -> bool:
+def left_at_zero(name: str, scope: ast.AST, sources: list, called: Optional[str] = None) -> bool:
     """`def make_loader(ds, num_workers=0)` whose every call, by its name, leaves num_workers out:
-    the loader runs no workers (sources: the program's files, lint/sources.SourceFile)."""
+    the loader runs no workers (sources: the program's files, lint/sources.SourceFile; called:
+    the name its calls use where that is not its own - a constructor's, its class's)."""
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
             not _is_zero(param_defaults(scope).get(name, ast.Constant(None))):
         return False
+    called = called or scope.name
+    if called == "__init__":
+        return False  # a constructor is called by its class's name (`super().__init__()` is no call of it)
     positional = [a.arg for a in scope.args.args]
     place = positional.index(name) if name in positional else None
-    calls = [c for source in sources for c in source.of(ast.Call) if last_name(c.func) == scope.name]
+    calls = [c for source in sources for c in source.of(ast.Call) if last_name(c.func) == called]
     return bool(calls) and all(
         not any(kw.arg in (name, None) for kw in c.keywords) and not any(isinstance(a, ast.Starred) for a in c.args)
         and (place is None or len(c.args) <= place - (1 if positional[:1] == ["self"] else 0))
