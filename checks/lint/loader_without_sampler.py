@@ -114,7 +114,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
     # prepared copy thrown away, or only the model and optimizer prepared): nothing inserts a sampler
     unprepared = facts.framework == "accelerate" and any(
         getattr(loader, "unprepared", False) and loader.trains for loader in facts.loaders)
-    if facts.distributed is None and not unprepared:
+    # a Hugging Face Trainer subclass whose get_train_dataloader override returns a loader it never
+    # prepares: the Trainer's prepare() in the base method is what shards, and it is bypassed
+    hooked = facts.framework == "transformers" and any(getattr(loader, "trainer_hook", "") for loader in facts.loaders)
+    if facts.distributed is None and not unprepared and not hooked:
         return Skipped("the script sets up no process group")
     # a script that runs under Accelerate on one side of a switch and wraps its own DDP model on
     # the other (coqui's Trainer: `use_accelerate`) is judged on its DDP side
@@ -125,14 +128,15 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
     # loader, built where no Accelerator is in sight and never prepared, is judged
     apart = facts.framework == "accelerate" and "init_process_group" in (facts.distributed_how or "") and any(
         getattr(loader, "apart_from_accelerate", False) for loader in facts.loaders)
-    if facts.framework is not None and not both and not apart and not unprepared:
+    if facts.framework is not None and not both and not apart and not unprepared and not hooked:
         return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
     problems = []
     for loader in facts.loaders:
         if loader.sampler not in ("none", "plain") or loader.unseen_options or loader.handed_to_framework:
             continue
         alone = unprepared and getattr(loader, "unprepared", False) and loader.trains
-        if facts.framework is not None and not both and not alone and \
+        hook = getattr(loader, "trainer_hook", "")
+        if facts.framework is not None and not both and not alone and not hook and \
                 not (apart and getattr(loader, "apart_from_accelerate", False)):
             continue  # Accelerate's own loaders
         if both and not getattr(loader, "prepared_under", ""):
@@ -162,7 +166,12 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         what = f"`{loader.name}`" if loader.name else "a DataLoader"
         sampler = (f"sampler={loader.sampler_text} (a {loader.sampler_class or 'plain sampler'}, not a "
                    "DistributedSampler)" if loader.sampler == "plain" else "no sampler")
-        if alone and not both and not (apart and getattr(loader, "apart_from_accelerate", False)):
+        if hook:
+            message = (f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
+                       f"and {hook} returns it as the Trainer's training loader without accelerator.prepare(): "
+                       "the override replaces the Trainer's own get_train_dataloader, whose prepare() is what "
+                       "shards the batches across the processes, so every process iterates the whole dataset")
+        elif alone and not both and not (apart and getattr(loader, "apart_from_accelerate", False)):
             message = (f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
                        "and no accelerator.prepare() takes it (what is prepared is the model, the optimizer, "
                        "or a copy whose result is thrown away), so Accelerate inserts no sampler: every "
@@ -225,6 +234,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                   "`rank * num_workers + worker_id` of `world_size * num_workers` (dist.get_rank(), "
                   "dist.get_world_size(), get_worker_info()); a DistributedSampler cannot take an IterableDataset"
                   if split else
+                  "return `self.accelerator.prepare(DataLoader(...))` from the override, as the Trainer's own "
+                  "get_train_dataloader does (or give the loader a DistributedSampler)"
+                  if hook else
                   f"hand the loader itself to accelerator.prepare() and iterate what it returns "
                   f"(`{loader.name or 'loader'} = accelerator.prepare({loader.name or 'loader'})`): Accelerate "
                   "then shards it and sets its epoch"

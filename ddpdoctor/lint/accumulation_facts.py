@@ -148,12 +148,16 @@ class AccumulationFacts:
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id != "self":
             return self._module_constant_one(k, fn) or self._field_default_one(k, fn)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
-            klass = self.program._class_of_fn(fn)
-            values = self.program._attr(klass, k.attr) if klass is not None else []
-            return bool(values) and all(
-                isinstance(v, ast.Name) and v.id in owner.params and given_constants(self.callers(), owner, v.id) == {1}
-                for v, owner in values)
+            return self._field_one(k, fn)
         return False
+
+    def _field_one(self, k: ast.Attribute, fn: Function) -> bool:
+        """`self.acc_steps` that the constructor sets from a parameter every construction gives 1."""
+        klass = self.program._class_of_fn(fn)
+        values = self.program._attr(klass, k.attr) if klass is not None else []
+        return bool(values) and all(
+            isinstance(v, ast.Name) and v.id in owner.params and given_constants(self.callers(), owner, v.id) == {1}
+            for v, owner in values)
 
     def _constant_one(self, name: ast.Name, fn: Function) -> Optional[str]:
         """A name only ever bound to 1 (`gradient_accumulation_steps = 1`): "fixed", or
@@ -255,8 +259,11 @@ class AccumulationFacts:
                 and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], (ast.Name, ast.Attribute))):
             return False
         if isinstance(loop.iter.args[0], ast.Attribute):
-            # `for _ in range(self.cfg.grad_accum):` with `grad_accum: 1` in every config beside it
-            return config_settles(loop.iter.args[0], self.program) == {1}
+            # `for _ in range(self.cfg.grad_accum):` with `grad_accum: 1` in every config beside it;
+            # `range(self.accum)` of a constructor every construction hands 1
+            count = loop.iter.args[0]
+            return config_settles(count, self.program) == {1} or (
+                count.value.__class__ is ast.Name and count.value.id == "self" and self._field_one(count, fn))
         if self._constant_one(loop.iter.args[0], fn) == "fixed":
             return True  # `gradient_accumulation_steps = 1` and nothing rebinds it: one micro-step
         param = loop.iter.args[0].id
@@ -554,6 +561,8 @@ class AccumulationFacts:
                 isinstance(c, ast.Call) and self._step(c, fn) for part in node.body for c in walk(part))
                 for node in _own_pass(loop.body)):
             return None  # `if (it + 1) % self.acc_steps == 0: opt.step()` with acc_steps 1: every pass
+        if steps and self._runs_once(fn, loop):
+            return None  # `for micro in range(self.accum)` with accum 1 in every construction: one pass
         if steps and self._steps_plain_models(steps, fn):
             return None  # the optimizer steps a model no DDP wraps (a student beside a DDP teacher)
         if steps:
@@ -689,11 +698,37 @@ class AccumulationFacts:
                         found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                       "sync_flag_after_forward"))
                 found.extend(self._no_sync_after_forward(fn, loop, body))
+                found.extend(self._no_sync_every_pass(fn, loop, body))
                 if any(isinstance(n, ast.Attribute) and n.attr == "no_sync" for n in body):
                     found.extend(_no_sync_out_of_phase(fn, loop, self._step))
                 if any(isinstance(n, ast.Attribute) and n.attr == "require_backward_grad_sync" for n in body):
                     found.extend(_sync_flag_out_of_phase(fn, loop, self._step))
         return found
+
+    def _no_sync_every_pass(self, fn: Function, loop: ast.AST, body: list) -> list[AccumulationFact]:
+        """`with model.no_sync():` around the whole loop, or entered on every pass around the
+        forward, while the loop steps the optimizer: no forward runs with the sync on, so no
+        backward all-reduces - the stepping micro-step's gradients included (a no_sync left on
+        for every micro-step; a `no_sync() if ... else nullcontext()` is read by
+        _no_sync_out_of_phase)."""
+        steps = [c for c in body if isinstance(c, ast.Call) and self._step(c, fn)]
+        if not steps or any(isinstance(n, ast.Attribute) and n.attr == "require_backward_grad_sync" for n in body):
+            return []
+        withs = [w for w in fn.own_of(ast.With, ast.AsyncWith) if any(n is loop for n in walk(w))]
+        withs += _every_pass_withs(loop.body)
+        for node in withs:
+            for item in node.items:
+                context = item.context_expr
+                if not (isinstance(context, ast.Call) and isinstance(context.func, ast.Attribute)
+                        and context.func.attr == "no_sync"):
+                    continue
+                owner = text(context.func.value)
+                forwards = [c for c in body if isinstance(c, ast.Call) and (
+                    text(c.func) == owner or self._forwards_in(c, fn, owner))]
+                inside = {id(n) for n in walk(node)}
+                if forwards and all(id(c) in inside for c in forwards):
+                    return [AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, steps[0]), "no_sync_on_step")]
+        return []
 
     def _no_sync_after_forward(self, fn: Function, loop: ast.AST, body: list) -> list[AccumulationFact]:
         """`loss = model(x)` then `with model.no_sync(): loss.backward()`: DDP decides in the
@@ -1405,6 +1440,20 @@ def _parameter_owners(program, value: ast.AST, fn: Function, depth: int = 4) -> 
                 todo.extend((v, left - 1) for v, scope in program.values_of(sub, fn, 1)
                             if v is not sub and scope is fn)
     return owners
+
+
+def _every_pass_withs(body: list) -> list:
+    """The `with` statements a loop body enters on every pass: at its top, or inside another
+    `with` or a `try` body so placed (not under an `if`, not in a nested loop)."""
+    found, todo = [], list(body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            found.append(stmt)
+            todo.extend(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            todo.extend(stmt.body)
+    return found
 
 
 def _own_pass(body: list):

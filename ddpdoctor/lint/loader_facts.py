@@ -17,7 +17,7 @@ from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
-from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, is_const, keyword, last_name, loader_call,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call,
                                      own_keyword, plain_loss, text)
 from ddpdoctor.lint.program import Function, Klass, is_property
 from ddpdoctor.lint import reaching
@@ -107,6 +107,9 @@ class LoaderFact:
     # prepare() takes named objects of its own function): no sampler is inserted, and a training
     # loop that iterates it reads the whole dataset on every process
     unprepared: bool = False
+    # returned by a Hugging Face Trainer subclass's `get_train_dataloader` override that never
+    # prepares it (that override's label): the Trainer iterates it as built, on every process
+    trainer_hook: str = ""
     # `sampler=DistributedSampler(ds) if num_gpus > 1 else None` where the options, as launched,
     # make the test false (--num_gpus left at 1 while the launcher starts a rank per GPU): the
     # test's text; the missing sampler rests on that option value
@@ -414,6 +417,7 @@ class LoaderFacts:
             split = self._rank_split_at(dataset, fn) if handed and dataset is not None else None
             switched_on = _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ())) or (
                 "" if isinstance(fn.node, ast.Module) else self._reached_switched(fn))
+            hooked = self._trainer_hook_loader(fn, call, name)
             found.append(LoaderFact(
                 seeded_alike=self._seeded_alike(),
                 sequential=sampler is not None and _sequential(self.program, sampler, fn),
@@ -421,7 +425,9 @@ class LoaderFacts:
                 with_replacement=bool(plain) and all(_with_replacement(v) for v in plain),
                 # (a builder's `if phase == "train": ... else: DataLoader(...)`: the name its
                 # caller binds is read by the training loop, but that side never builds it there)
-                trains=(trains := self._trains(fn, name, call=call) and not _off_the_training_side(fn, call)),
+                trains=(trains := (self._trains(fn, name, call=call) or bool(hooked))
+                        and not _off_the_training_side(fn, call)),
+                trainer_hook=hooked if framework == "transformers" and trains else "",
                 plain_trains=trains and self._trains(fn, name, call=call, among=self._plain_names_seen())
                 and bool(self._ddp_names) and not self._trains(fn, name, call=call, among=self._ddp_names),
                 no_grad_read=not trains and bool(name) and bool(re.search(r"train", name, re.IGNORECASE))
@@ -1379,6 +1385,18 @@ class LoaderFacts:
                 if at is not None and is_property(method.node) and self._bound_by_readers(method, names, among is None and not split):
                     return True
         return False
+
+    def _trainer_hook_loader(self, fn: Function, call: ast.Call, name: str) -> str:
+        """The loader a Hugging Face Trainer subclass's `get_train_dataloader` override returns,
+        never handed to `self.accelerator.prepare`: the Trainer's training loop iterates it as it
+        is (the base method's prepare is what shards the batches across the processes). The
+        override's label, or ""."""
+        if fn.name != "get_train_dataloader" or fn.cls is None or not hf_trainer_class(self.program, fn.cls):
+            return ""
+        if any(isinstance(c.func, ast.Attribute) and c.func.attr == "prepare" for c in fn.own_calls):
+            return ""
+        returned = any(ret is call for ret in fn.returned) or (bool(name) and _returned_alone(fn, name))
+        return fn.label if returned else ""
 
     def _wrapped_by_generator(self, fn: Function, name: str, names: set, built: Optional[ast.Call] = None) -> bool:
         """`batches = yielder(loader)` with `def yielder(loader): while True: yield from loader`

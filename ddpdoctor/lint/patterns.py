@@ -1233,11 +1233,16 @@ def hf_trainer(program: Program, node: ast.AST, fn: Function) -> bool:
         if full.startswith(_HF_TRAINER_HOMES) and full.endswith("Trainer"):
             return True
         klass = program.callee(value.func, scope) if value.func.__class__ in (ast.Name, ast.Attribute) else None
-        if program.is_class(klass) and any(
-                (c.module.imports.get(b.split(".")[0], "") + b[len(b.split(".")[0]):]).startswith(_HF_TRAINER_HOMES)
-                and b.endswith("Trainer") for c in (klass, *program.bases(klass)) for b in c.bases):
+        if hf_trainer_class(program, klass):
             return True
     return False
+
+
+def hf_trainer_class(program: Program, klass) -> bool:
+    """A local class derived from transformers' or trl's Trainer (through local bases too)."""
+    return program.is_class(klass) and any(
+        (c.module.imports.get(b.split(".")[0], "") + b[len(b.split(".")[0]):]).startswith(_HF_TRAINER_HOMES)
+        and b.endswith("Trainer") for c in (klass, *program.bases(klass)) for b in c.bases)
 
 
 def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> bool:
