@@ -101,6 +101,11 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
              if (not loader.trains and (loader.evaluation or loader.under_rank_guard))
              # (and one built only where the run is one process: `if not is_ddp:`' loader)
              or loader.single_process}
+    # ranks split into model-parallel groups or pipeline stages, with no DDP model: a loader no
+    # sampler or rank shards is read alike by the ranks of a group by design, draws included
+    if getattr(facts, "subgroups", False) and not facts.ddp_model:
+        quiet |= {str(loader.location) for loader in facts.loaders
+                  if loader.sampler != "distributed" and not loader.sharded_by_rank}
     problems = []
     told: dict[tuple, Problem] = {}  # one worker_init_fn's seeding, reported once for all its loaders
     # (one seeding shared by several loaders is told at the one a distributed run reads first:

@@ -714,6 +714,9 @@ class AccumulationFacts:
         steps = [c for c in body if isinstance(c, ast.Call) and self._step(c, fn)]
         if not steps or any(isinstance(n, ast.Attribute) and n.attr == "require_backward_grad_sync" for n in body):
             return []
+        if any(isinstance(c, ast.Call) and "reduce" in (last_name(c.func) or "") and c.args
+               and "grad" in text(c.args[0]) for stmt in loop.body for c in walk(stmt)):
+            return []  # the gradients all-reduced by hand before the step (`for p in ...: all_reduce(p.grad)`)
         withs = [w for w in fn.own_of(ast.With, ast.AsyncWith) if any(n is loop for n in walk(w))]
         withs += _every_pass_withs(loop.body)
         for node in withs:

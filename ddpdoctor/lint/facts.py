@@ -316,9 +316,11 @@ def _rank_local(builder, ddp: bool, loaders: list) -> list:
 
 
 # Calls that split the ranks into groups that cooperate on one batch (torch.distributed's,
-# fairscale's / Megatron's model-parallel initializers).
+# fairscale's / Megatron's model-parallel initializers), or make the ranks stages of one pipeline
+# (torch.distributed.pipelining's stages and schedules: every stage reads the same batches).
 SUBGROUP_CALLS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh",
-                            "DeviceMesh", "initialize_model_parallel"})
+                            "DeviceMesh", "initialize_model_parallel", "PipelineStage", "ScheduleGPipe",
+                            "Schedule1F1B", "ScheduleInterleaved1F1B", "ScheduleInterleavedZeroBubble"})
 
 
 # Hydra's documented ways to make an object from a config's `_target_` (hydra.utils).

@@ -567,7 +567,7 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
             if name in FABRIC_COLLECTIVES and ("fabric" in owner or made_by(program, receiver, fn, "Fabric")):
                 return f"fabric.{name}()"
             if name in ("save", "load") and ("fabric" in owner or made_by(program, receiver, fn, "Fabric")) \
-                    and not program.resolve(call.func, fn)[0]:
+                    and not program.resolve(call.func, fn)[0] and not _content_first(program, call, fn):
                 # Fabric documents both as "must be called on all processes": each ends in
                 # self.barrier() after the strategy saved (rank 0 under DDP) or loaded
                 return f"fabric.{name}() (ends in fabric.barrier(): every process must call it)"
@@ -1639,6 +1639,25 @@ def built_class(program: Program, func: ast.AST, fn: Function):
     return target
 
 
+def _content_first(program: Program, call: ast.Call, fn: Function) -> bool:
+    """`fabric.save(checkpoint, path)` with the state dict first: Fabric's API before 2.0
+    (`save(content, filepath)`), which handed the strategy the save (DDP's writes on rank 0) and
+    ran no barrier; 2.0 made it `save(path, state)` and ends in a barrier."""
+    if call.func.attr != "save" or len(call.args) < 2:
+        return False
+    # (a name also bound to what a resume loads, `checkpoint = torch.load(path)`: a dict either way)
+    values = [v for v, _ in program.values_of(call.args[0], fn)]
+    dicts = [v for v in values if v.__class__ is ast.Dict or (v.__class__ is ast.Call and last_name(v.func) == "dict")]
+    return bool(dicts) and not any(_path_like(v) for v in values)
+
+
+def _path_like(node: ast.AST) -> bool:
+    """A file's path as written: a string, an f-string, `os.path.join(...)`, `Path(...)`, `a / b`."""
+    return (node.__class__ is ast.Constant and isinstance(node.value, str)) or node.__class__ is ast.JoinedStr or (
+        node.__class__ is ast.BinOp and node.op.__class__ is ast.Div) or (
+        node.__class__ is ast.Call and last_name(node.func) in ("join", "Path", "PurePath", "abspath", "format"))
+
+
 def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
     """The wrapped module visibly holds buffers that DDP broadcasts (broadcast_buffers on)."""
     flag = keyword(ddp, "broadcast_buffers")
@@ -2052,6 +2071,11 @@ def loader_call(program: Program, call: ast.Call, fn: Function) -> bool:
         # num_workers=n)`: the loader every construction of the subclass builds
         return fn.cls is not None and fn.name == "__init__" and _loader_class(program, fn.cls, 3)
     klass = program._callee_symbol(call.func, fn)
+    if klass is None and func.__class__ is ast.Name and func.id == "cls" and fn.cls is not None and \
+            getattr(fn.node, "args", None) is not None and fn.node.args.args[:1] and fn.node.args.args[0].arg == "cls":
+        # `return cls(dataset=dataset, **params)` in a classmethod of the DataLoader subclass
+        # (`EgoDataLoader.from_config(config, ds, sampler)`)
+        klass = fn.cls
     if klass is None and (func.__class__ is ast.Name or (func.__class__ is ast.Attribute and
                                                           func.value.__class__ is ast.Name and func.value.id == "self")):
         # `self.loader = torch.utils.data.DataLoader` in __init__, then `self.loader(dataset, ...)`:

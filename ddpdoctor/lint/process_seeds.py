@@ -729,10 +729,12 @@ def _class_draws(program, klass) -> bool:
         return False  # DLRM's RandomDataset reseeds numpy as it reads: its draws follow its own seed
     named = _attribute_names(program)
     own = _own_generators(klass, built)
+    handed = _handed_generators(klass)
     # (methods the workers reach only through lines no way in runs: none of their draws run)
     unreached = _worker_methods(klass) - reading
     return any(_built_draw_read(klass, method, reading, program) if name in built else
-               (RANDOM_WORDS.search(_without_methods(_without_own(_live_source(program, method), own), klass))
+               (RANDOM_WORDS.search(_without_methods(_without_own(_live_source(program, method), own,
+                                                                  handed.get(name, ())), klass))
                 or _helpers_draw(program, method)
                 or _inherited_draw(program, klass, method))
                # (where the class's own __getitem__ / __iter__ is in sight, only what the workers run
@@ -979,11 +981,12 @@ def _own_generators(klass, built: set) -> set[str]:
     return found
 
 
-def _without_own(source: str, own: set[str]) -> str:
-    """The source with the draws from the dataset's own generators taken out (`self.rng.randint(`)."""
+def _without_own(source: str, own: set[str], handed=()) -> str:
+    """The source with the draws from the dataset's own generators taken out (`self.rng.randint(`);
+    handed: the method's parameters every call in the class hands such a generator."""
     # (and a generator a method makes for itself: `rng = np.random.default_rng(seed + worker)`,
     # then `rng.integers(...)`: its draws follow the seed it was given, as `self.rng`'s do)
-    local = set(_LOCAL_GENERATOR.findall(source))
+    local = set(_LOCAL_GENERATOR.findall(source)) | set(handed)
     # (a parameter typed as one, `rng: np.random.Generator`, handed the caller's own generator)
     local |= set(_GENERATOR_PARAMETER.findall(source))
     source = _GENERATOR_PARAMETER.sub("", source)
@@ -993,6 +996,33 @@ def _without_own(source: str, own: set[str]) -> str:
     if own:
         source = re.sub(r"\bself\.(?:" + "|".join(map(re.escape, sorted(own))) + r")\.\w+\(", "", source)
     return source
+
+
+def _handed_generators(klass) -> dict[str, set[str]]:
+    """{method: its parameters} where every `self.<method>(...)` call in the class hands, at that
+    place, a generator the calling method made itself (`rng = np.random.RandomState(idx)`, then
+    `self.get_weighted_samples(rng)`): the helper draws from the caller's own generator."""
+    found: dict[str, set[str]] = {}
+    for name, method in klass.methods.items():
+        node = method.node
+        if node is None or isinstance(node, ast.Module):
+            continue
+        params = [a.arg for a in node.args.args][1:]
+        calls = [(c, caller) for caller in klass.methods.values() if caller.node is not None
+                 and not isinstance(caller.node, ast.Module) for c in caller.own_calls
+                 if isinstance(c.func, ast.Attribute) and c.func.attr == name
+                 and isinstance(c.func.value, ast.Name) and c.func.value.id == "self"]
+        if not calls:
+            continue
+        for index, param in enumerate(params):
+            given = []
+            for call, caller in calls:
+                arg = call.args[index] if index < len(call.args) else next(
+                    (k.value for k in call.keywords if k.arg == param), None)
+                given.append(isinstance(arg, ast.Name) and arg.id in set(_LOCAL_GENERATOR.findall(_source(caller))))
+            if all(given):
+                found.setdefault(name, set()).add(param)
+    return found
 
 
 def _without_methods(source: str, klass) -> str:

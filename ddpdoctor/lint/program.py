@@ -2171,8 +2171,12 @@ class Program:
             if found:
                 return list(dict.fromkeys(found)), []
             # `runner = getattr(runners, cfg.runner_type)(cfg); runner.train()`: each candidate's
+            # (or `loader_type = getattr(dataset_module, cfg.type)`, the class itself, then
+            # `loader_type.from_config(cfg, ds)`: each candidate's classmethod)
             found = [m for v, scope in self.values_of(receiver, fn) if v.__class__ is ast.Call
-                     for k in self._runtime_classes(v.func, scope) or self._module_factory_classes(v, scope)
+                     for k in (self._runtime_classes(v, scope) if v.func.__class__ is ast.Name
+                               and v.func.id == "getattr" else
+                               self._runtime_classes(v.func, scope) or self._module_factory_classes(v, scope))
                      if (m := self.method(k, attr)) is not None]
             if found:
                 return list(dict.fromkeys(found)), []
