@@ -24,7 +24,10 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         it in the forward: it takes effect one micro-step late), and `with model.no_sync():`
         entered after the forward, around the backward only (it changes nothing), or on for the
         micro-step that steps (`no_sync() if i % k != 0` with the step at `(i + 1) % k == 0`:
-        that step's gradients are never all-reduced), and a sync flag out of phase with the step
+        that step's gradients are never all-reduced) or left on for every micro-step (`with
+        model.no_sync():` around the whole stepping loop, or entered round every pass's forward;
+        not where the loop all-reduces the gradients by hand, `dist.all_reduce(p.grad)`), and a
+        sync flag out of phase with the step
         (`model.require_backward_grad_sync = (i == k - 1)` over a loop whose counter runs on past
         k: false on every later stepping micro-step). An ignite `Engine(update)` calls
         `update` once per batch: its body is judged as a loop's. Scripts whose

@@ -41,7 +41,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         learning-rate finder on the wrapper: its hooks all-reduce every gradient bucket; not
         under `no_sync()`, and a side that also trains through the wrapper pairs with it),
         Lightning's `self.log(..., sync_dist=True)`,
-        `trainer.save_checkpoint()` and `strategy.barrier()`, a Hugging Face Trainer's
+        `trainer.save_checkpoint()` and `strategy.barrier()`, Fabric's `save(path, state)` and
+        `load()` (each ends in a barrier; not the state-first `save(state, path)` of Fabric before
+        2.0, which ran none), a Hugging Face Trainer's
         `save_model()` where its arguments choose FSDP (`fsdp="full_shard auto_wrap"`, also
         in a dict spread into an SFTConfig: the full state dict is gathered from every rank's
         shards before the main process writes; a warning where a setting gives `fsdp=` or the

@@ -32,7 +32,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         calls), loaders not proven to train that loops read only with gradients off (`with
         torch.no_grad():` a feature cache every rank builds in full), custom samplers, and
         scripts run by a framework
-        that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer). A
+        that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer) - but
+        a Trainer subclass whose `get_train_dataloader` override returns a loader without a
+        DistributedSampler that it never hands to `self.accelerator.prepare()` is reported (the
+        base method's prepare() is what shards the batches, and the override bypasses it). A
         script that runs Accelerate on one side and sets up its own process group on another
         (`--strategy fsdp` spawning ranks whose own trainer builds its loader) has that
         trainer's loader judged, as a warning, where it is built apart from any Accelerator

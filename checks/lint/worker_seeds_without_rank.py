@@ -55,7 +55,12 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         nor a loader that runs no workers on the values the source
         gives (`num_workers=0`, a name bound to 0), nor one over a dataset of a local class the
         source shows drawing no random numbers (the first two ways too: alike seeds then draw
-        nothing alike; a library's dataset, whose transforms may draw, is still reported). A worker count that only an option gives,
+        nothing alike; a library's dataset, whose transforms may draw, is still reported) - draws
+        from a generator `__getitem__` makes from the index and hands to a helper of the class
+        (`rng = np.random.RandomState(idx)`, `self.pick(rng)`) included. Nor is a loader no
+        sampler or rank shards where the ranks are split into model-parallel groups or pipeline
+        stages (`torch.distributed.pipelining`'s PipelineStage and schedules) and no model is
+        wrapped in DDP: the ranks of a group read the same batches, draws included, by design. A worker count that only an option gives,
         declared with default 0 and never set by the script (`num_workers=args.workers`), is
         what launch recipes set: that loader is reported as a warning that states it (`if
         --workers is above its default 0`). The probe (DDP305) sees the random state itself.
