@@ -711,26 +711,27 @@ class AccumulationFacts:
         backward all-reduces - the stepping micro-step's gradients included (a no_sync left on
         for every micro-step; a `no_sync() if ... else nullcontext()` is read by
         _no_sync_out_of_phase)."""
+        # (the contexts first: most loops sit under no no_sync at all, and asking each call
+        # whether it steps costs more)
+        withs = [(node, model) for node in [
+            *(w for w in fn.own_of(ast.With, ast.AsyncWith) if any(n is loop for n in walk(w))),
+            *_every_pass_withs(loop.body)] for item in node.items
+            if (model := no_sync.owner(item.context_expr)) is not None]
+        if not withs:
+            return []
         steps = [c for c in body if isinstance(c, ast.Call) and self._step(c, fn)]
         if not steps or any(isinstance(n, ast.Attribute) and n.attr == "require_backward_grad_sync" for n in body):
             return []
         if any(isinstance(c, ast.Call) and "reduce" in (last_name(c.func) or "") and c.args
                and "grad" in text(c.args[0]) for stmt in loop.body for c in walk(stmt)):
             return []  # the gradients all-reduced by hand before the step (`for p in ...: all_reduce(p.grad)`)
-        withs = [w for w in fn.own_of(ast.With, ast.AsyncWith) if any(n is loop for n in walk(w))]
-        withs += _every_pass_withs(loop.body)
-        for node in withs:
-            for item in node.items:
-                context = item.context_expr
-                if not (isinstance(context, ast.Call) and isinstance(context.func, ast.Attribute)
-                        and context.func.attr == "no_sync"):
-                    continue
-                owner = text(context.func.value)
-                forwards = [c for c in body if isinstance(c, ast.Call) and (
-                    text(c.func) == owner or self._forwards_in(c, fn, owner))]
-                inside = {id(n) for n in walk(node)}
-                if forwards and all(id(c) in inside for c in forwards):
-                    return [AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, steps[0]), "no_sync_on_step")]
+        for node, model in withs:
+            owner = text(model)
+            forwards = [c for c in body if isinstance(c, ast.Call) and (
+                text(c.func) == owner or self._forwards_in(c, fn, owner))]
+            inside = {id(n) for n in walk(node)}
+            if forwards and all(id(c) in inside for c in forwards):
+                return [AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, steps[0]), "no_sync_on_step")]
         return []
 
     def _no_sync_after_forward(self, fn: Function, loop: ast.AST, body: list) -> list[AccumulationFact]:

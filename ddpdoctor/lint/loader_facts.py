@@ -1393,7 +1393,8 @@ class LoaderFacts:
         override's label, or ""."""
         if fn.name != "get_train_dataloader" or fn.cls is None or not hf_trainer_class(self.program, fn.cls):
             return ""
-        if any(isinstance(c.func, ast.Attribute) and c.func.attr == "prepare" for c in fn.own_calls):
+        prepares = {id(c) for c in self._prepare_calls()}
+        if any(id(c) in prepares for c in fn.own_calls):
             return ""
         returned = any(ret is call for ret in fn.returned) or (bool(name) and _returned_alone(fn, name))
         return fn.label if returned else ""

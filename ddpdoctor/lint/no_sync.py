@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import three_valued
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import ddp_class, fsdp_builder, text
+from ddpdoctor.lint.patterns import ddp_class, fsdp_builder, last_name, text
 
 Function = Any
 # What skips DDP's all-reduce for a backward: the model's own switches, and Lightning Fabric's
@@ -133,6 +133,32 @@ def _wraps_fsdp(program, body: list, fn: Function) -> bool:
 def mentions(node: ast.AST) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr in SYNC_WORDS) or \
         (isinstance(node, ast.Name) and node.id in SYNC_WORDS)
+
+
+def owner(context: ast.AST) -> Optional[ast.AST]:
+    """The X of a `with X.no_sync():` context (the wrapped model), or None for any other context."""
+    if context.__class__ is ast.Call and context.func.__class__ is ast.Attribute and context.func.attr == "no_sync":
+        return context.func.value
+    return None
+
+
+def backward_unsynced(fn, call: ast.Call) -> bool:
+    """The backward sits in a `with model.no_sync():` of fn that runs the model's forward before it
+    (a script that all-reduces the gradients by hand after the block): it all-reduces nothing."""
+    if fn.node is None:
+        return False
+    for block in fn.own_of(ast.With, ast.AsyncWith):
+        models = [last_name(m) for item in block.items if (m := owner(item.context_expr)) is not None]
+        if not any(models):
+            continue
+        inside = list(walk(block))
+        if not any(n is call for n in inside):
+            continue
+        # (by its last name: `with model.no_sync():` around `self.model(...)`, model = self.model)
+        if any(n.__class__ is ast.Call and n.func.__class__ in (ast.Name, ast.Attribute)
+               and last_name(n.func) in models and n.lineno <= call.lineno for n in inside):
+            return True
+    return False
 
 
 def around_forward(loop: ast.AST) -> list[ast.AST]:

@@ -1658,6 +1658,10 @@ def _path_like(node: ast.AST) -> bool:
         node.__class__ is ast.Call and last_name(node.func) in ("join", "Path", "PurePath", "abspath", "format"))
 
 
+# The most kinds of model a list the script picks one from (`nets[i]`) is read for.
+LISTED_KINDS = 64
+
+
 def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
     """The wrapped module visibly holds buffers that DDP broadcasts (broadcast_buffers on)."""
     flag = keyword(ddp, "broadcast_buffers")
@@ -1717,11 +1721,17 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         if value.__class__ is ast.Subscript:
             # `nets[i]` of `nets = [resnet18(), vgg16(), mobilenet_v2(), ...]`, a benchmark's loop
             # over a list of models: they stand for the one picked as most of them are
-            items = [item for listed, owner in program.values_of(value.value, scope)
-                     if listed.__class__ in (ast.List, ast.Tuple) for item in listed.elts
-                     for item in [(item, owner)]]
-            if items and 2 * sum(_buffered(program, item, owner, depth - 1, seen)
-                                 for item, owner in items) > len(items):
+            # (each model as written asked once - `[Net0(), Net1(), Net0()]`: a second ask would
+            # meet `seen` and answer no - and a few dozen kinds at most, not a generated table)
+            items = [(item, owner) for listed, owner in program.values_of(value.value, scope)
+                     if listed.__class__ in (ast.List, ast.Tuple) for item in listed.elts]
+            kinds: dict[str, bool] = {}
+            for item, owner in items:
+                key = text(item, 200)
+                if key not in kinds and len(kinds) < LISTED_KINDS:
+                    kinds[key] = _buffered(program, item, owner, depth - 1, seen)
+            if items and len(kinds) < LISTED_KINDS and \
+                    2 * sum(kinds[text(item, 200)] for item, _ in items) > len(items):
                 return True
         if isinstance(value, ast.Name):  # unpacked from a call the program does not resolve
             if any(_buffered(program, v, s, depth - 1, seen)

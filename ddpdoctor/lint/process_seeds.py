@@ -1003,6 +1003,13 @@ def _handed_generators(klass) -> dict[str, set[str]]:
     place, a generator the calling method made itself (`rng = np.random.RandomState(idx)`, then
     `self.get_weighted_samples(rng)`): the helper draws from the caller's own generator."""
     found: dict[str, set[str]] = {}
+    made: dict[int, set[str]] = {}  # each caller's own generators, read off its text once
+
+    def makes(caller) -> set[str]:
+        if id(caller) not in made:
+            made[id(caller)] = set(_LOCAL_GENERATOR.findall(_source(caller)))
+        return made[id(caller)]
+
     for name, method in klass.methods.items():
         node = method.node
         if node is None or isinstance(node, ast.Module):
@@ -1019,7 +1026,7 @@ def _handed_generators(klass) -> dict[str, set[str]]:
             for call, caller in calls:
                 arg = call.args[index] if index < len(call.args) else next(
                     (k.value for k in call.keywords if k.arg == param), None)
-                given.append(isinstance(arg, ast.Name) and arg.id in set(_LOCAL_GENERATOR.findall(_source(caller))))
+                given.append(isinstance(arg, ast.Name) and arg.id in makes(caller))
             if all(given):
                 found.setdefault(name, set()).add(param)
     return found

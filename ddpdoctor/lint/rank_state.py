@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.core.torch_names import RECEIVING
-from ddpdoctor.lint import reaching
+from ddpdoctor.lint import no_sync, reaching
 from ddpdoctor.lint.defaults import declared_off, settled as defaults_settled
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
@@ -1901,7 +1901,7 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
             if not isinstance(node, ast.Call):
                 continue
             if last_name(node.func) == "backward" and not _module_method(builder.program, fn) and \
-                    not _round_backward(builder.program, node, fn) and not _under_no_sync(fn, node):
+                    not _round_backward(builder.program, node, fn) and not no_sync.backward_unsynced(fn, node):
                 return f"{text(node.func, 40)}() in {fn.label} ({reduced_by(builder)})"
             if depth > 0:
                 for target in builder.program.resolve(node.func, fn)[0]:
@@ -1909,28 +1909,6 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
                     if found:
                         return found
     return ""
-
-
-def _under_no_sync(fn: Function, call: ast.Call) -> bool:
-    """The backward sits in a `with model.no_sync():` of fn that runs the model's forward before it
-    (a script that all-reduces the gradients by hand after the block): it all-reduces nothing."""
-    if fn.node is None:
-        return False
-    for block in fn.own_of(ast.With, ast.AsyncWith):
-        for item in block.items:
-            context = item.context_expr
-            if not (context.__class__ is ast.Call and context.func.__class__ is ast.Attribute
-                    and context.func.attr == "no_sync"):
-                continue
-            inside = list(walk(block))
-            if not any(n is call for n in inside):
-                continue
-            # (by its last name: `with model.no_sync():` around `self.model(...)`, model = self.model)
-            owner = last_name(context.func.value)
-            if owner and any(n.__class__ is ast.Call and n.func.__class__ in (ast.Name, ast.Attribute)
-                             and last_name(n.func) == owner and n.lineno <= call.lineno for n in inside):
-                return True
-    return False
 
 
 def _round_backward(program, call: ast.Call, fn: Function) -> bool:
@@ -2908,7 +2886,7 @@ def _works(builder: Builder, fn: Function, stmts: list, ddp: bool):
                 continue
             name = last_name(node.func) or ""
             if name == "backward" and ddp and not _module_method(program, fn) and not _round_backward(program, node, fn) \
-                    and not _under_no_sync(fn, node):
+                    and not no_sync.backward_unsynced(fn, node):
                 yield f"{text(node.func, 40)}() ({reduced_by(builder)})", node
                 continue
             if name == "backward" and node.args and isinstance(node.func, ast.Attribute) and \

@@ -557,3 +557,13 @@ def test_a_loop_after_the_return_never_runs(tmp_path):
 def test_twin_the_same_loop_where_it_runs(tmp_path):
     found = lint_tree(tmp_path, {"train.py": DEAD.replace("RETURN", "pass")})
     assert _codes(found, "DDP804")
+
+
+def test_a_list_naming_the_same_local_model_several_times_is_read_as_that_model(tmp_path):
+    # each kind of model asked once: a second ask of the same class used to meet the search's
+    # `seen` and count as no buffers, which turned a list of repeats into a majority without
+    body = ZOO_LIST.replace("import torchvision", "import torchvision\n\n\nclass Net(torch.nn.Module):\n"
+                            "    def __init__(self):\n        super().__init__()\n        self.bn = torch.nn.BatchNorm2d(3)\n")
+    body = body.replace("MODELS", "Net(), Net(), Net(), torchvision.models.vgg16()")
+    found = lint_tree(tmp_path, {"train.py": body})
+    assert [f.location.line for f in _codes(found, "DDP801")] == [_line(body, "# the forward")]
