@@ -249,7 +249,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             location=loader.location,
             evidence={"loader": loader.name, "dataset": loader.dataset_text, "sampler": loader.sampler_text or None,
                       "process_group": str(facts.distributed) if facts.distributed is not None else facts.framework,
-                      **({"stream": split[0]} if split else {})},
+                      **({"stream": split[0]} if split else {}),
+                      # (the override the Trainer calls: its training loop sets the sampler's epoch)
+                      **({"trainer_hook": hook} if hook else {})},
         ))
     return problems
 

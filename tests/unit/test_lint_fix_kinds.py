@@ -261,3 +261,23 @@ def test_a_collective_under_a_rank_test_deliberately_gets_no_fix(tmp_path):
             dist.barrier()
         """, "DDP801")
     assert any(line.startswith("no fix DDP801") for line in lines), lines
+
+
+def test_a_trainer_overrides_loader_gets_a_sampler_whose_epoch_the_trainer_sets(tmp_path):
+    new, lines = fixed(tmp_path, """\
+        from torch.utils.data import RandomSampler
+        from transformers import Trainer, TrainingArguments
+
+
+        class CyclingTrainer(Trainer):
+            def get_train_dataloader(self):
+                data = self.train_dataset
+                return DataLoader(data, sampler=RandomSampler(data), batch_size=8)
+
+
+        trainer = CyclingTrainer(model=torch.nn.Linear(4, 1), args=TrainingArguments(output_dir="out"),
+                                 train_dataset=TensorDataset(torch.randn(64, 4)))
+        trainer.train()
+        """, "DDP802")
+    assert "sampler=DistributedSampler(data, shuffle=True)" in new
+    assert any("the Trainer's training loop sets the sampler's epoch itself" in line for line in lines), lines

@@ -41,7 +41,11 @@ def propose(finding: Finding, parsed: Parsed) -> list[Proposal]:
     edits += imports
     loader = str(finding.evidence.get("loader") or "")
     unset = ""
-    if shuffled != "False":
+    if finding.evidence.get("trainer_hook"):
+        # a Trainer's get_train_dataloader override: the Trainer's epoch loop calls the sampler's
+        # set_epoch itself (transformers' _inner_training_loop), nothing for the edit to place
+        unset = "; the Trainer's training loop sets the sampler's epoch itself"
+    elif shuffled != "False":
         try:
             if not loader or dotted(ast.parse(loader, mode="eval").body) is None:
                 raise NoFix("the loader has no name")
