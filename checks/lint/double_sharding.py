@@ -149,4 +149,25 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                 evidence={"sampler": sampler.name, "dataset": sampler.dataset_text, "by": "unseeded draw",
                           "draw": sampler.drawn_apart,
                           "also": [s.location.line for s in others if s.location.file == sampler.location.file]}))
+    # a loader the framework shards itself, over a dataset drawn apart on each process (each draw
+    # told once, and not again where a sampler above told it)
+    told_draws = set(drawn)
+    for loader in facts.loaders:
+        draw = getattr(loader, "framework_drawn", "")
+        if not draw or draw in told_draws:
+            continue
+        told_draws.add(draw)
+        by = "Accelerate's prepare()" if loader.prepared_by == "accelerate" else "Lightning's Trainer"
+        problems.append(Problem(
+            message=(f"`{loader.name or loader.dataset_text}` at {loader.location} is sharded across the processes by "
+                     f"{by}, and its items (`{loader.dataset_text}`) are picked by an unseeded draw ({draw}) that "
+                     "every process runs again with a stream of its own: each process draws its own split, so the "
+                     "ranks shard different datasets - some items are read on several ranks and others on none "
+                     "(validation items leak into training)"),
+            hint="draw the same on every process: hand the draw a generator seeded alike (`generator="
+                 "torch.Generator().manual_seed(seed)`) or seed every process before the dataset is built "
+                 "(`seed_everything(seed)`, `set_seed(seed)`)",
+            location=loader.location,
+            evidence={"loader": loader.name, "dataset": loader.dataset_text, "by": "unseeded draw",
+                      "draw": draw, "sharded_by": "accelerate" if loader.prepared_by == "accelerate" else "lightning"}))
     return problems

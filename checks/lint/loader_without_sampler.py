@@ -224,10 +224,14 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
             message = (f"if the side of `{configured}` that builds {what} is chosen in a distributed run "
                        f"(the other side is written for the process group: it tests its switch or shards "
                        f"the data; this one does neither): {message}")
+        one = getattr(facts, "one_process_launch", "")
+        if one:  # the launches shipped beside the script start one process: it bites on more
+            message = (f"where the script is launched on several processes (every launch beside it starts "
+                       f"one: {one}): {message}")
         problems.append(Problem(
             severity=None if loader.trains and not configured and not switched and not dropped
             and not getattr(loader, "index_ignored", False) and not (split and split[1])
-            and not replacement and not both and (not apart or alone) else Severity.WARNING,
+            and not replacement and not both and (not apart or alone) and not one else Severity.WARNING,
             message=message,
             hint=(f"split {split[0]}'s stream by rank: `datasets.distributed.split_dataset_by_node(ds, "
                   "rank=dist.get_rank(), world_size=dist.get_world_size())` on the stream it reads; a "

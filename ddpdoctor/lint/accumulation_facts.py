@@ -72,6 +72,8 @@ class AccumulationFacts:
         for fn in self.functions:
             if self._one_process_only(fn):
                 continue  # `else: train_plain(device)` beside the spawned DDP run: nothing to sync
+            if self._process_wraps_nothing(fn):
+                continue  # a pipeline stage's worker beside the spawned DDP one: no DDP to sync
             loops = [node for node, _ in _fn_loops(fn)]
             if fn in engine_steps:
                 loops.append(fn.node)  # its body is one pass of the engine's loop
@@ -119,6 +121,56 @@ class AccumulationFacts:
         return all(event.kind == "call" and (_single_process(event.conds, switches, ddp)
                                              or self._one_process_only(caller, depth - 1))
                    for caller, event in sites)
+
+    def _process_wraps_nothing(self, fn: Function, depth: int = 6, most: int = 400) -> bool:
+        """Every way into fn starts at a spawned worker (mp.spawn's target, entered by nothing
+        else) whose own calls, a few deep, never build a DDP model nor hand one to a wrapper
+        (`prepare`, `initialize`): the process that runs fn has no DDP to sync (MeshGraphNets'
+        pipeline-stage worker, spawned beside the DDP one by another `parallel_mode`). Unknown
+        - a way in from a module's top level, or deeper than asked, or a tree past `most`
+        functions - is False."""
+        if isinstance(fn.node, ast.Module):
+            return False
+        callers = self.callers()
+        spawned = set(self.program.ranks.live_spawn_targets())
+        roots, seen, frontier = set(), {fn}, [fn]
+        for _ in range(depth):
+            up = []
+            for f in frontier:
+                sites = callers.get(f, [])
+                if f in spawned and sites and all(event.kind == "ref" for _, event in sites):
+                    roots.add(f)
+                    continue
+                if not sites or isinstance(f.node, ast.Module):
+                    return False
+                for caller, _ in sites:
+                    if caller not in seen:
+                        seen.add(caller)
+                        up.append(caller)
+            frontier = up
+            if not frontier:
+                break
+        if frontier or not roots:
+            return False
+        tree, queue = set(roots), list(roots)
+        while queue:
+            f = queue.pop()
+            for call in f.own_calls:
+                if last_name(call.func) in WRAPPERS or self.program.ddp_call(call, f):
+                    return False
+            for event in f.events:
+                if event.kind in ("call", "ref"):
+                    for target in (*event.targets, *event.weak):
+                        if target not in tree and not isinstance(target.node, ast.Module):
+                            tree.add(target)
+                            queue.append(target)
+            for inner in f.nested.values():
+                if inner not in tree:
+                    tree.add(inner)
+                    queue.append(inner)
+            if len(tree) > most:
+                return False
+        return True
 
     def _every_time(self, test: ast.AST, fn: Function) -> bool:
         """`x % k == 0` where k is 1 on every way in: a parameter every caller leaves at 1, or an

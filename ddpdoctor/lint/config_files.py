@@ -423,6 +423,44 @@ def elastic_launch_only(script: Path, read: list) -> bool:
     return elastic
 
 
+def one_process_launch(script: Path, read: list) -> str:
+    """Every launcher command written beside the script (shell launch scripts, the README's command
+    blocks) that runs it starts one process (`mpiexec -n 1 python train.py`, `torchrun
+    --nproc_per_node=1`, `srun -n 1`): "file: the command" of the first, "" where none is written
+    or any starts more, or a number the shell fills in. The code may still be wrong on N
+    processes - the launches shipped beside it never start them. read: gets each such file."""
+    name = script.name
+    runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
+    first = ""
+    here = Path.cwd().resolve()
+    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
+                         *_readmes(script)]:
+        if not runs.search(body):
+            continue
+        for command in _commands(body):
+            if not runs.search(command) or _options_after(command, name, {}) is None:
+                continue
+            head = command[:runs.search(command).start()]
+            counts = _PROCESS_COUNT.findall(head)
+            if not (_MULTI_PROCESS.search(head) or re.search(r"\bmpiexec\b", head)):
+                continue  # `python train.py`: one process, and no launcher to say more
+            if not counts or any(c != "1" for c in counts) or _NODES_ABOVE_ONE.search(head):
+                return ""  # several processes, or a count the launch does not spell out
+            if str(launch) not in read:
+                read.append(str(launch))
+            if not first:
+                shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
+                first = f"{shown}: {' '.join(command.split())[:120]}"
+    return first
+
+
+# a launcher's count of processes (`mpiexec -n 4`, `--nproc_per_node=8`, `--num_processes 2`,
+# `srun --ntasks=4`, `deepspeed --num_gpus 2`): the number, or the shell's text for it
+_PROCESS_COUNT = re.compile(r"(?:\s-n|\s-np|--np|--nproc[_-]per[_-]node|--num[_-]processes|--ntasks|--num[_-]gpus)"
+                            r"(?:=|\s+)(\S+)")
+_NODES_ABOVE_ONE = re.compile(r"--nnodes(?:=|\s+)(?!1\b)\S+|--num[_-]machines(?:=|\s+)(?!1\b)\S+")
+
+
 # torchrun and what it is: the local rank goes in the environment only
 _ELASTIC = re.compile(r"\btorchrun\b|torch\.distributed\.run\b|torch\.distributed\.launch\b.*--use[_-]env\b")
 _LOCAL_RANK_GIVEN = re.compile(r"--local[_-]rank\b")

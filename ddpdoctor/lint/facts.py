@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import (batch_flags, data_keys, data_sized, multi_node, no_sync, process_seeds, rank_state, shard_metrics,
+from ddpdoctor.lint import (batch_flags, config_files, data_keys, data_sized, multi_node, no_sync, process_seeds, rank_state, shard_metrics,
                             signal_state, trainer_data, worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
@@ -77,6 +77,9 @@ class LintFacts:
     # defines nor imports (`train_ddp(model, ...)` with the import left out): where, and the name
     undefined_call: Optional[Location] = None
     undefined_name: str = ""
+    # every launcher command beside the script starts one process (`mpiexec -n 1 python
+    # train.py`): "file: command" of the first (config_files.one_process_launch), "" otherwise
+    one_process_launch: str = ""
 
 
 # The calls that set up the default process group, by their last name.
@@ -289,10 +292,22 @@ def build(program: Program, script: str) -> LintFacts:
         missing = _undefined_call(builder)
         if missing is not None:
             facts.undefined_call, facts.undefined_name = missing
+    # asked only where a training loader has no DistributedSampler (DDP802 says how sure it is)
+    if program.sources and any(loader.trains and loader.sampler != "distributed" for loader in loaders):
+        facts.one_process_launch = config_files.one_process_launch(program.sources[0].path,
+                                                                   program.sources[0].hydra_configs)
     # asked only where a save is one rank's per node (the look reads every file's text and may
     # walk the script's folder for launch scripts), after the other facts as before
     if any(s.per_node or s.local_path for s in facts.saves):
-        facts.nodes = multi_node.told_apart(program.files, program.sources[0] if program.sources else None)
+        reached = getattr(program, "reachable", None)
+        # (the functions of the package the script imports that it never runs; the script's own
+        # file says what it is written for, reached or not)
+        own = program.sources[0].display if program.sources else None
+        unreached = tuple((f.file.display, f.node.lineno, f.node.end_lineno) for f in program.functions
+                          if reached is not None and f not in reached and not isinstance(f.node, ast.Module)
+                          and f.node.lineno is not None and f.file.display != own)
+        facts.nodes = multi_node.told_apart(program.files, program.sources[0] if program.sources else None,
+                                            unreached)
     return facts
 
 

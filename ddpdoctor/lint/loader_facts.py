@@ -125,6 +125,11 @@ class LoaderFact:
     # a test around the DataLoader call that the options, as launched, make false (`elif
     # args.task == "classification":` with --task defaulting to another): "" where none is
     off_at_launch: str = ""
+    # a training loader a framework shards itself (Lightning's Trainer puts a DistributedSampler
+    # in, Accelerate's prepare() shards it) over a dataset an unseeded draw picks on each
+    # process apart (`random_split(ds, [a, b])` at the script's top level, which every process
+    # Lightning starts runs again): the draw, "" where none
+    framework_drawn: str = ""
 
 
 @dataclass
@@ -484,7 +489,55 @@ class LoaderFacts:
                 if handed else "",
                 unprepared=framework == "accelerate" and not handed and not unseen and bool(prepared)
                 and dataset is not None and self._stored_dataset(dataset, fn)
-                and not any(n is call for c in self._prepare_calls() for n in walk(c))))
+                and not any(n is call for c in self._prepare_calls() for n in walk(c)),
+                framework_drawn=self._framework_drawn(fn, dataset, framework, kind, handed,
+                                                      trains or self._lightning_train_hook(fn))))
+        return found
+
+    def _framework_drawn(self, fn: Function, dataset: Optional[ast.AST], framework: Optional[str], kind: str,
+                         prepared: bool, trains: bool) -> str:
+        """The unseeded draw that picks a framework-sharded training loader's items apart on each
+        process (LoaderFact.framework_drawn), "" where none: a loader without a DistributedSampler
+        that Lightning trains on in processes it starts by running the script again (not
+        `strategy="ddp_spawn"`, whose processes get the data pickled, nor one device), or one
+        Accelerate prepares."""
+        if dataset is None or kind == "distributed" or not trains:
+            return ""
+        if framework == "lightning" and not self._lightning_reruns_script():
+            return ""
+        if framework not in ("lightning", "accelerate") or (framework == "accelerate" and not prepared):
+            return ""
+        return self._drawn_apart(dataset, fn)
+
+    def _lightning_train_hook(self, fn: Function) -> bool:
+        """fn is a `train_dataloader` method of a LightningModule or LightningDataModule: the
+        Trainer trains on what it returns."""
+        if fn.name != "train_dataloader":
+            return False
+        klass = self.program._class_of_fn(fn)
+        return klass is not None and any(b.startswith(("lightning.", "pytorch_lightning."))
+                                         for b in self.program.library_bases(klass))
+
+    def _lightning_reruns_script(self) -> bool:
+        """Every Lightning `Trainer(...)` the source builds may run several processes that each run
+        the script (the default strategy on several devices, `strategy="ddp"`): not one with a
+        spawning or forking strategy (`"ddp_spawn"`, `"ddp_notebook"`: the processes are handed
+        the data made once), nor on one device (`devices=1`, `accelerator="cpu"` without devices)."""
+        found = False
+        for fn, call, _, _ in self.calls():
+            if last_name(call.func) != "Trainer" or not (self.program.qualify(call.func, fn) or "").startswith(
+                    ("lightning", "pytorch_lightning")):
+                continue
+            strategy, devices = keyword(call, "strategy"), keyword(call, "devices")
+            if strategy is not None and strategy.__class__ is ast.Constant and isinstance(strategy.value, str) \
+                    and re.search(r"spawn|fork|notebook", strategy.value):
+                return False
+            if devices is not None and is_const(devices, 1) and keyword(call, "num_nodes") is None:
+                return False
+            accelerator = keyword(call, "accelerator")
+            if devices is None and accelerator is not None and is_const(accelerator, "cpu"):
+                return False
+            found = True
         return found
 
     def _keyed_unread(self, fn: Function, call: ast.Call) -> bool:
@@ -1543,7 +1596,9 @@ class LoaderFacts:
                 # `train_dat = prepare_data(...)` then `return train_dat, valid_dat`: what the
                 # caller binds it to, it returns again (alone or as an item) to its own callers
                 again = _returned_at(caller, bound)
-                if again is None and _returned_alone(caller, bound):
+                if again is None and (_returned_alone(caller, bound) or _yielded_from(caller, bound)):
+                    # (or passed on by the caller's own generator: `data = load_data(bs)`, then
+                    # `for batch, cond in data: yield batch, cond` - guided-diffusion's SR scripts)
                     again = -1
                 if again is not None and self._bound_by_callers(caller, again, names, None, loops, depth - 1):
                     return True

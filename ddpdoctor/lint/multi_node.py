@@ -35,18 +35,21 @@ _PER_NODE_HINTS = ("per_node", "gpus", "device_count", "nproc", "local_size", "l
 _MULTI_NODE_FILE = re.compile(r"multi[_-]?node", re.IGNORECASE)
 
 
-def told_apart(files, script) -> Optional[Location]:
+def told_apart(files, script, unreached: tuple = ()) -> Optional[Location]:
     """The first place in the files read where the source names a node's index or the node
     count, or in a shell script beside the entry script that launches it on several nodes
-    (`#SBATCH --nodes=2`, `torchrun --nnodes 2`); None where nothing tells nodes apart."""
-    found = _in_sources(files)
+    (`#SBATCH --nodes=2`, `torchrun --nnodes 2`); None where nothing tells nodes apart.
+    unreached: (file, first line, last line) of the package's functions the script never runs - a
+    vendored package's SLURM set-up beside the script's own one-node launch (SinSR's basicsr
+    copy) says nothing of how this script is launched."""
+    found = _in_sources(files, unreached)
     if found is None and script is not None:
         launch = multi_node_launch(script.path, script.hydra_configs)
         found = Location(*launch) if launch else None
     return found
 
 
-def _in_sources(files) -> Optional[Location]:
+def _in_sources(files, unreached: tuple = ()) -> Optional[Location]:
     # an ambiguous option name the code itself assigns (`args.num_nodes = len(VOCAB)`, a graph's
     # node types) is the program's own value, not the machine count a launch hands it
     assigned = {node.attr for source in files if source.tree is not None for node in source.of(ast.Attribute)
@@ -73,6 +76,7 @@ def _in_sources(files) -> Optional[Location]:
                  and not (node.__class__ is ast.Attribute and node.attr in assigned)
                  and not (node.__class__ is ast.Constant and node.value.lstrip("-").replace("-", "_") in assigned)
                  and id(node) not in one_node]
+        aside = [(first, last) for display, first, last in unreached if display == source.display]
         if counted:
             # (and in two steps: `base_rank = opt.rank * opt.ngpus_per_node`, then `opt.rank =
             # base_rank + gpu`: the product kept in a name first)
@@ -80,6 +84,9 @@ def _in_sources(files) -> Optional[Location]:
                         for t in a.targets if t.__class__ is ast.Name}
             found += [node for node in source.of(ast.BinOp) if _node_offset(node, products)
                       and not _one_node_index(node, files)]
+        if aside:
+            found = [node for node in found if not any(first <= getattr(node, "lineno", 0) <= last
+                                                       for first, last in aside)]
         if found:
             return Location(source.display, min(getattr(node, "lineno", 1) for node in found))
     return None

@@ -58,6 +58,8 @@ UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_av
 # one process's GPUs for DataParallel, 1 in each DDP process)
 UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)(?:_enabled|_on|_mode|_run)?$|world_size$"
                           r"|(?:^|_)(?:num_?gpus|ngpus)$", re.IGNORECASE)
+# A flag or call whose name says the run is distributed (`is_distributed`, `dist.is_initialized()`).
+_DIST_SWITCH = re.compile(r"distributed|ddp|fsdp|deepspeed|(?:^|_)dist(?:_|$)|is_initialized|multi_?gpu", re.IGNORECASE)
 # A switch whose name says the negation (`args.no_ddp`, `disable_dist`): true where the run is
 # one process, not where it is distributed.
 NEGATED_SWITCH = re.compile(r"^(?:no|not|non|disable|without)_", re.IGNORECASE)
@@ -540,7 +542,7 @@ class RankFlow:
             if found and found[0][2] is fn and fn.node is not None and len(found) > 1:
                 # `rank = dist.get_rank()` then `rank = rank % torch.cuda.device_count()`: the
                 # binding the flow brings to this read decides, not every one the name has
-                flow = reaching.reaching_values(fn.node, node.id, node)
+                flow = reaching.reaching_values(fn.node, node.id, node, run=self._run_sides(fn))
                 if flow:
                     kept = {id(v) for v in flow}
                     found = [bound for bound in found if id(bound[1]) in kept] or found
@@ -584,6 +586,28 @@ class RankFlow:
                 found = found or (program._attr(klass, node.attr) if klass is not None else [])
                 return found or None
         return None
+
+    def _run_sides(self, fn: Function):
+        """The side of an `if` a distributed run takes, for reaching_values: the body of
+        `if is_distributed:` (True), the `else:` of `if world_size == 1:` (False), else None. One
+        per function, kept: the reaching answers are keyed by it."""
+        kept = self.__dict__.setdefault("_run_side_tests", {})
+        found = kept.get(id(fn))
+        if found is None:
+            def found(test: ast.AST) -> Optional[bool]:
+                # (a switch that says so: distributed_run reads any alike flag as the switch,
+                # where the test it is asked of already guards a distributed step)
+                inner = test.operand if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not else test
+                said = last_name(inner.func if inner.__class__ is ast.Call else inner) or ""
+                if not (_DIST_SWITCH.search(said) or _world_compared(inner)):
+                    return None
+                if self.distributed_run(test, fn):
+                    return True
+                if self.one_process_run(test, fn) or self.single_process(test, fn):
+                    return False
+                return None
+            kept[id(fn)] = found
+        return found
 
     def _world_size(self, node: ast.AST, fn: Function) -> bool:
         """The number of ranks in the job: `dist.get_world_size()`, a `world_size`, or a name

@@ -18,7 +18,7 @@ from ddpdoctor.lint.nodes import TERMINATORS, children, walk
 
 
 def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = False,
-                    params: bool = False) -> Optional[list[ast.AST]]:
+                    params: bool = False, run=None) -> Optional[list[ast.AST]]:
     """The values of the `name = ...` bindings a path to `node` (inside root, a function or
     module) may last pass through: the nearest one before it in its own block or an enclosing
     one, each side of an earlier `if` that binds it (only the side whose test holds at node as
@@ -29,27 +29,30 @@ def reaching_values(root: ast.AST, name: str, node: ast.AST, unpacked: bool = Fa
     binding a loop around node brings back round. unpacked: `model, opt = setup(cfg)` gives the
     call itself (for a question every element answers alike: does it return a DDP wrapper).
     params: a way that reaches root's start with `name` one of its parameters gives that
-    parameter's `ast.arg` (what the callers pass) rather than None."""
+    parameter's `ast.arg` (what the callers pass) rather than None. run: asked of an earlier
+    `if`'s test, True where a distributed run always takes its body, False where it never does
+    (`if is_distributed: flag = bool(t.item())` leaves the one-process value to the one-process
+    run); None, or no run, reads both sides. Keep one run per function: it is part of the key."""
     index = _index(root)
     # asked again for the same use at each step out of a value's names (a path rebound under
     # 100 tests is asked about each binding's own use, at every depth): answered once
-    key = (name, id(node), unpacked, params)
+    key = (name, id(node), unpacked, params, run)
     if key in index.answers:
         found = index.answers[key]
         return None if found is None else list(found)
-    found = index.answers[key] = _reaching_values(root, index, name, node, unpacked, params)
+    found = index.answers[key] = _reaching_values(root, index, name, node, unpacked, params, run)
     return None if found is None else list(found)
 
 
 def _reaching_values(root: ast.AST, index: "_Index", name: str, node: ast.AST, unpacked: bool,
-                     params: bool) -> Optional[list[ast.AST]]:
+                     params: bool, run=None) -> Optional[list[ast.AST]]:
     path = _path_to(root, node)
     if path is None:
         return None
     holds = [(index.dump(owner.test), field == "body") for _, _, owner, field in path if isinstance(owner, ast.If)]
     values: list[ast.AST] = []
     for block, at, owner, _ in reversed(path):
-        left = _leaving(block[:at], name, holds, unpacked, index)
+        left = _leaving(block[:at], name, holds, unpacked, index, run)
         if left is None:
             return None
         if left[1] and isinstance(owner, (ast.For, ast.AsyncFor, ast.While)):
@@ -77,7 +80,7 @@ def reaching_value(root: ast.AST, name: str, node: ast.AST) -> Optional[ast.AST]
 
 
 def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
-             index: Optional[_Index] = None) -> Optional[tuple[list, bool]]:
+             index: Optional[_Index] = None, run=None) -> Optional[tuple[list, bool]]:
     """(the values these statements may leave `name` bound to, whether some way through them
     binds nothing); None where a binding is not a plain one."""
     values: list[ast.AST] = []
@@ -92,8 +95,9 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
                 any(isinstance(e, ast.Name) and e.id == name for e in stmt.targets[0].elts):
             return values + [stmt.value], False
         if isinstance(stmt, ast.If) and not _binds([stmt.test], name):
-            sides = [stmt.body] if _holds(stmt.test, holds, True, index) else [stmt.orelse] \
-                if _holds(stmt.test, holds, False, index) else [stmt.body, stmt.orelse]
+            taken = run(stmt.test) if run is not None else None
+            sides = [stmt.body] if taken is True or _holds(stmt.test, holds, True, index) else [stmt.orelse] \
+                if taken is False or _holds(stmt.test, holds, False, index) else [stmt.body, stmt.orelse]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)) and not _binds(stmt.items, name):
             sides = [stmt.body]
         else:
@@ -102,7 +106,7 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
         for side in sides:
             if side and side[-1].__class__ in TERMINATORS:
                 continue  # a side that leaves (`return DataLoader(shard)`) never falls through to node
-            left = _leaving(side, name, holds, unpacked, index)
+            left = _leaving(side, name, holds, unpacked, index, run)
             if left is None:
                 return None
             values += left[0]
