@@ -423,12 +423,14 @@ def elastic_launch_only(script: Path, read: list) -> bool:
     return elastic
 
 
-def one_process_launch(script: Path, read: list) -> str:
+def one_process_launch(script: Path, read: list, plain_one: bool = False) -> str:
     """Every launcher command written beside the script (shell launch scripts, the README's command
     blocks) that runs it starts one process (`mpiexec -n 1 python train.py`, `torchrun
     --nproc_per_node=1`, `srun -n 1`): "file: the command" of the first, "" where none is written
     or any starts more, or a number the shell fills in. The code may still be wrong on N
-    processes - the launches shipped beside it never start them. read: gets each such file."""
+    processes - the launches shipped beside it never start them. plain_one: a command with no
+    launcher (`python train.py`) starts one process too - a script whose ranks come from MPI
+    runs as a world of one without mpiexec. read: gets each such file."""
     name = script.name
     runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
     first = ""
@@ -442,9 +444,10 @@ def one_process_launch(script: Path, read: list) -> str:
                 continue
             head = command[:runs.search(command).start()]
             counts = _PROCESS_COUNT.findall(head)
-            if not (_MULTI_PROCESS.search(head) or re.search(r"\bmpiexec\b", head)):
-                continue  # `python train.py`: one process, and no launcher to say more
-            if not counts or any(c != "1" for c in counts) or _NODES_ABOVE_ONE.search(head):
+            launcher = _MULTI_PROCESS.search(head) or re.search(r"\bmpiexec\b", head)
+            if not launcher and not plain_one:
+                continue  # `python train.py`: it may spawn its ranks itself, or fail without a launcher
+            if launcher and not counts or any(c != "1" for c in counts) or _NODES_ABOVE_ONE.search(head):
                 return ""  # several processes, or a count the launch does not spell out
             if str(launch) not in read:
                 read.append(str(launch))
@@ -491,8 +494,34 @@ def _readmes(script: Path):
 
 
 def _commands(body: str) -> list[str]:
-    """The commands of a shell text: its logical lines, less comments and blank ones."""
-    return [c for _, _, c in _logical_lines(body) if c.strip() and not c.lstrip().startswith("#")]
+    """The commands of a shell text: its logical lines, less comments and blank ones, with the
+    variables the text assigns before them filled in (`MODEL_FLAGS="--set_name train"`, then
+    `python train.py $MODEL_FLAGS`: guided-diffusion's launches)."""
+    assigned: dict[str, str] = {}
+    found = []
+    for _, _, command in _logical_lines(body):
+        if not command.strip() or command.lstrip().startswith("#"):
+            continue
+        command = _expanded(command, assigned)
+        held = _SHELL_ASSIGN.match(command)
+        if held is not None and len(assigned) < 200:
+            value = held.group(2)
+            assigned[held.group(1)] = value[1:-1] if value[:1] in "\"'" and value[-1:] == value[:1] else value
+        found.append(command)
+    return found
+
+
+def _expanded(command: str, assigned: dict) -> str:
+    """`$NAME` / `${NAME}` of the assigned ones replaced by their text (bounded: 20,000 characters)."""
+    if "$" not in command or not assigned:
+        return command
+    done = _SHELL_VAR.sub(lambda m: assigned.get(m.group(1) or m.group(2), m.group(0)), command)
+    return done if len(done) <= 20_000 else command
+
+
+# `NAME=value` alone on its line (`export NAME=...` too), the value quoted or one word
+_SHELL_ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(\"[^\"]*\"|'[^']*'|\S*)\s*$")
+_SHELL_VAR = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 
 
 def _logical_lines(body: str) -> list[tuple[int, int, str]]:

@@ -1343,6 +1343,15 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, co
         return False
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     test = test.operand if negated else test
+    if test.__class__ is ast.Name and test.id not in fn.params and len(fn.bindings.get(test.id, ())) == 1:
+        # `deterministic = False if set_name == "train" else True`, then `if deterministic:`:
+        # the flag is the comparison it was made from (turned round where True is its `else:`)
+        value = fn.bindings[test.id][0][1]
+        if value.__class__ is ast.IfExp and is_const(value.body, True, False) and \
+                is_const(value.orelse, True, False) and value.body.value is not value.orelse.value:
+            test, negated = value.test, negated != (value.body.value is False)
+        elif value.__class__ is ast.Compare:
+            test = value
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
             and test.left.id in fn.params):
         return False

@@ -294,8 +294,10 @@ def build(program: Program, script: str) -> LintFacts:
             facts.undefined_call, facts.undefined_name = missing
     # asked only where a training loader has no DistributedSampler (DDP802 says how sure it is)
     if program.sources and any(loader.trains and loader.sampler != "distributed" for loader in loaders):
-        facts.one_process_launch = config_files.one_process_launch(program.sources[0].path,
-                                                                   program.sources[0].hydra_configs)
+        # (a plain `python train.py` is one process where the ranks come from MPI, nothing spawns)
+        facts.one_process_launch = config_files.one_process_launch(
+            program.sources[0].path, program.sources[0].hydra_configs,
+            plain_one=program.uses("mpi4py") and not program.ranks.live_spawn_targets())
     # asked only where a save is one rank's per node (the look reads every file's text and may
     # walk the script's folder for launch scripts), after the other facts as before
     if any(s.per_node or s.local_path for s in facts.saves):

@@ -44,20 +44,101 @@ def _declarations(files: list):
     long option's name, as argparse names it: `-a, --accum-iter` is accum_iter), and each
     parameter of a function handed to python-fire (`fire.Fire(main)`: `--gradient_accumulation_steps 4`
     sets `main`'s parameter; a boolean one is given bare, `--with_tracking`)."""
+    helpers = None  # (asked once per call, where some file has no declarations kept yet)
     for source in files:
         # (kept on each file: the options are asked for again each time the program reads one
         # more file, and a scan of every call of every file each time cost a 176-file package
         # a tenth of its lint)
-        found = source.__dict__.get("_option_declarations")
-        if found is None:
-            found = source.__dict__["_option_declarations"] = list(_declared_in(source))
-        yield from found
+        # (again where the dict-declaring helpers found, or the files a call of one reads its
+        # dict from, have grown since: the script's own declarations are read before the
+        # package that holds the helper)
+        kept = source.__dict__.get("_option_declarations")
+        if helpers is None:
+            helpers = _dict_declarers(files)
+        if kept is None or kept[0] != helpers or (kept[1] and kept[2] != len(files)):
+            found = list(_declared_in(source, helpers, files))
+            calls = any(last_name(node.func) in helpers for node in source.of(ast.Call)) if helpers else False
+            kept = source.__dict__["_option_declarations"] = (helpers, calls, len(files), found)
+        yield from kept[3]
 
 
-def _declared_in(source):
-    """_declarations of one file."""
+def _dict_declarers(files: list) -> frozenset:
+    """The names of the functions that declare an option for each key of a dict they are handed
+    (guided-diffusion's `add_dict_to_argparser(parser, defaults)`: `for k, v in d.items():
+    parser.add_argument(f"--{k}", default=v, ...)`)."""
+    found: set = set()
+    for source in files:
+        found |= _dict_declarers_in(source)
+    return frozenset(found)
+
+
+def _dict_declarers_in(source) -> frozenset:
+    """_dict_declarers of one file, kept on it (asked again as the program reads more files)."""
+    kept = source.__dict__.get("_dict_declarers")
+    if kept is not None:
+        return kept
+    found = set()
+    if getattr(source, "tree", None) is not None and "items()" in "\n".join(source.lines):
+        for fn in source.of(ast.FunctionDef):
+            params = [a.arg for a in fn.args.args]
+            for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For)):
+                if not (isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Attribute)
+                        and loop.iter.func.attr == "items" and isinstance(loop.iter.func.value, ast.Name)
+                        and loop.iter.func.value.id in params and isinstance(loop.target, ast.Tuple)
+                        and len(loop.target.elts) == 2 and isinstance(loop.target.elts[0], ast.Name)):
+                    continue
+                key = loop.target.elts[0].id
+                if any(isinstance(c, ast.Call) and last_name(c.func) == "add_argument" and c.args
+                       and isinstance(c.args[0], ast.JoinedStr) and any(
+                           isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name)
+                           and part.value.id == key for part in c.args[0].values)
+                       for stmt in loop.body for c in ast.walk(stmt)):
+                    found.add(fn.name)
+    kept = source.__dict__["_dict_declarers"] = frozenset(found)
+    return kept
+
+
+def _dict_items(value: ast.AST, scope: ast.AST, files: list, depth: int = 6) -> list[tuple[str, ast.AST]]:
+    """(key, value) pairs of a dict the source spells out: `dict(lr=1e-4, ...)`, `{"lr": 1e-4}`,
+    a name bound to one in scope (with the `.update(...)`s of it there), or a call of a function
+    of the files read that returns one (`model_and_diffusion_defaults()`)."""
+    if depth <= 0:
+        return []
+    if isinstance(value, ast.Call) and last_name(value.func) == "dict" and not value.args:
+        return [(k.arg, k.value) for k in value.keywords if k.arg is not None]
+    if isinstance(value, ast.Dict):
+        return [(k.value, v) for k, v in zip(value.keys, value.values)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    if isinstance(value, ast.Name) and scope is not None:
+        pairs = []
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id == value.id:
+                pairs += _dict_items(node.value, scope, files, depth - 1)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == value.id and node.args:
+                pairs += _dict_items(node.args[0], scope, files, depth - 1)
+        return pairs
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        for source in files:
+            for fn in source.of(ast.FunctionDef) if getattr(source, "tree", None) is not None else ():
+                if fn.name == value.func.id:
+                    returned = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+                    if len(returned) == 1:
+                        return _dict_items(returned[0], fn, files, depth - 1)
+    return []
+
+
+def _declared_in(source, helpers: frozenset = frozenset(), files: tuple = ()):
+    """_declarations of one file. helpers: the functions that declare a dict's keys as options
+    (_dict_declarers), each call of them declaring the keys of the dict it hands over."""
     for node in source.of(ast.Call):
         name = last_name(node.func)
+        if name in helpers and len(node.args) >= 2:
+            scope = _enclosing_def(source, node)
+            for key, default in _dict_items(node.args[1], scope, list(files))[:MAX_DICT_OPTIONS]:
+                yield key, [f"--{key}"], default, False, ""
+            continue
         if name == "Fire" and node.args:
             yield from _fire_parameters(source, node.args[0])
             continue
@@ -79,6 +160,20 @@ def _declared_in(source):
         required = keyword(node, "required")
         yield name, flags, keyword(node, "default"), \
             isinstance(required, ast.Constant) and required.value is True, _switch(node)
+
+
+# the options one dict-declaring call may add (a config dict of thousands of keys is not options)
+MAX_DICT_OPTIONS = 500
+
+
+def _enclosing_def(source, node: ast.AST) -> ast.AST:
+    """The innermost function of the file around node (or the module)."""
+    best = source.tree
+    for fn in source.of(ast.FunctionDef):
+        if fn.lineno <= node.lineno <= (fn.end_lineno or fn.lineno) and (
+                best is source.tree or fn.lineno >= best.lineno):
+            best = fn
+    return best
 
 
 # absl.flags' declarations: the flag's name, then its default.

@@ -156,7 +156,9 @@ def seeded_per_rank(builder: Builder) -> bool:
     Asked once per program."""
     found = builder.__dict__.get("_seeded_per_rank")
     if found is None:
-        seeds = _seeding_calls(builder)
+        # (the seed itself: Lightning's `seed_everything(s, workers=True)` puts the rank in the
+        # loader workers' seeds only, and seeds the process's own streams alike on every rank)
+        seeds = _seeding_calls(builder, own_init=True)
         found = builder.__dict__["_seeded_per_rank"] = bool(seeds) and all(v == _PER_RANK for _, _, v in seeds)
     return found
 

@@ -369,6 +369,10 @@ def _answer_reads(method: Function, local: dict) -> list[str]:
                               and n.attr in local and isinstance(n.value, ast.Name) and n.value.id == "self"))
 
 
+# what reads a saved file back (torch's, json's, pickle's, numpy's `load`; yaml's safe one)
+_LOADS = frozenset({"load", "safe_load", "full_load"})
+
+
 def _restored(value: Optional[ast.AST], fn: Function) -> bool:
     """`state["trainer"]["early_stopping"]` read from a state dict the method is handed or
     loads (`_restore(self, state_dict)`, `torch.load(path)`): every rank resumes from the same
@@ -376,8 +380,8 @@ def _restored(value: Optional[ast.AST], fn: Function) -> bool:
     for _ in range(3):
         while isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
             value = value.value
-        if isinstance(value, ast.Call) and last_name(value.func) == "load":
-            return True
+        if isinstance(value, ast.Call) and last_name(value.func) in _LOADS:
+            return True  # (`torch.load(path)`, `json.load(f)`, `yaml.safe_load(f)`: a saved file)
         if not isinstance(value, ast.Name):
             return False
         if value.id in fn.params and value.id != "self" and "state" in value.id.lower():
@@ -872,6 +876,7 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             ahead.add(name)
     if not local:
         return []
+    made_from = _derived(assigned, local, ranked_of, shared, loop_targets)
     found = []
     for item in stmts:
         stmt = item.node
@@ -917,10 +922,50 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         gate = _setting_gate(builder, fn, decided, name)
         if gate is False:
             continue  # read only beside a setting the launch turns off
-        found.append(_decision(fn, stmt, text(stmt.test), action, name, setter, work, relative, item,
+        # (a name made from the rank-local one is told by that one: it is what rank 0 alone sets)
+        found.append(_decision(fn, stmt, text(stmt.test), action, made_from.get(name, name), setter, work,
+                               relative, item,
                                f"`{gate}` holds (a setting the test reads `{name}` beside)" if gate else ""))
         found[-1].stepped = name in ahead
     return found
+
+
+# builtins that read a value and share nothing
+_PLAIN_READS = frozenset({"len", "min", "max", "sum", "sorted", "list", "tuple", "set", "float", "int", "bool",
+                          "all", "any", "abs", "round", "reversed", "enumerate", "zip", "range"})
+
+
+def _derived(assigned: dict, local: dict, ranked_of: dict, shared, loop_targets: set) -> dict:
+    """Names every rank binds only from a rank-local one (`recent = [m["wer"] for m in
+    all_metrics[-k:]]` where rank 0 alone appends to all_metrics): as rank-local as their
+    source, set where it is (a few steps of such copies). Returns {derived name: the rank-local
+    name it is made from}."""
+    made_from: dict = {}
+    for _ in range(3):
+        grown = False
+        for name, items in assigned.items():
+            if name in local or name in shared or name in loop_targets or not items:
+                continue
+            sources = []
+            for item in items:
+                value = _value_of(item.node, name) if isinstance(item.node, (ast.Assign, ast.AnnAssign)) else None
+                # (only a plain reading of it: `[m["wer"] for m in kept]`, `len(kept)` - a call of
+                # anything else may share it, `from_zero(own)` broadcasting rank 0's)
+                read = [n.id for n in walk(value) if n.__class__ is ast.Name and n.id in local] \
+                    if value is not None and not item.guards and all(
+                        c.func.__class__ is ast.Name and c.func.id in _PLAIN_READS
+                        for c in walk(value) if c.__class__ is ast.Call) else []
+                if not read:
+                    break
+                sources.append(read[0])
+            else:
+                local[name] = local[sources[0]]
+                ranked_of[name] = ranked_of[sources[0]]
+                made_from[name] = made_from.get(sources[0], sources[0])
+                grown = True
+        if not grown:
+            break
+    return made_from
 
 
 def _setting_gate(builder: Builder, fn: Function, test: ast.AST, name: str):
@@ -1395,12 +1440,21 @@ def _tested_where_set(fn: Function, test: ast.stmt, setter: ast.stmt) -> bool:
     if parents is None:
         parents = fn.__dict__["_parents"] = {id(child): node for node in walk(fn.node)
                                              for child in children(node)}
-    around, node = [], parents.get(id(test))
-    while node is not None and node is not fn.node:
-        if isinstance(node, (ast.If, ast.While)):
-            around.append(node)
-        node = parents.get(id(node))
-    return all(any(n is setter for n in walk(block)) for block in around)
+    def enclosing(start: ast.AST) -> list:
+        found, node = [], parents.get(id(start))
+        while node is not None and node is not fn.node:
+            if isinstance(node, (ast.If, ast.While)):
+                found.append(node)
+            node = parents.get(id(node))
+        return found
+
+    around = enclosing(test)
+    # (or an `if` of the same test around the assignment: `if j > 0 and j % k == 0:` holds the
+    # rank-0 append to the metrics, and again, later in the pass, the test that reads them)
+    tests = {ast.dump(block.test) for block in enclosing(setter) if isinstance(block, ast.If)}
+    return all(any(n is setter for n in walk(block))
+               or (isinstance(block, ast.If) and ast.dump(block.test) in tests and block.orelse == [])
+               for block in around)
 
 
 def _settled_apart(builder: Builder, fn: Function, test: ast.AST, name: str) -> bool:
