@@ -34,7 +34,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         framework handles accumulation (Lightning, the Hugging Face Trainer, DeepSpeed
         engines, and Accelerate where every launch config beside the script picks DeepSpeed:
         `accelerator.backward` hands the loss to the engine, which accumulates) are not
-        judged, nor loops whose backward never reaches a DDP model (a plain student trained
+        judged, nor loops that only processes wrapping no model run (every way in starts at an
+        mp.spawn target whose calls, a few deep, build no DDP model and prepare nothing: a
+        pipeline stage's worker spawned beside the DDP one), nor loops whose backward never reaches a DDP model (a plain student trained
         against a detached DDP teacher), whose step helper clears the gradients first, or
         whose accumulation count is 1 on every way in (a literal `% 1`, a module constant at 1
         nothing rebinds, an option at 1 on the run as launched, or a step test the options make

@@ -66,6 +66,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         and device_id > 0: return`, `world_size == 1`): every distributed rank goes on; nor a
         check that the launch gave each process a GPU (`if local_rank >= torch.cuda.
         device_count(): return`), the same answer on every rank of a launch that fits its node.
+        A decision rank 0 makes and broadcasts on the distributed side of the run's switch
+        (`do_save = master and better` / `if is_distributed: dist.broadcast(t, 0); do_save =
+        bool(t.item())`) is every rank's: the rank-0 value reaches the one-process run only.
         Rank tests are followed by data flow, scope by scope: a helper returning one
         (`is_master(args)`), an inline one-process fallback (`(cfg["DDP"] and get_rank() == 0)
         or not cfg["DDP"]`: rank 0's test wherever the run is distributed), a flag assigned from one, `self.gpu_id` set from mp.spawn's

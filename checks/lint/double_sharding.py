@@ -33,6 +33,13 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         datasets (reported once per draw, at the training loader's sampler; for a dataset
         handed to a transformers Trainer, which shards it itself, at the Trainer(...) call).
 
+        A training loader a framework shards itself - Lightning's Trainer (which puts a
+        DistributedSampler in, in processes that each run the script again: not with
+        `strategy="ddp_spawn"` nor on one device), or Accelerate's prepare() - over a dataset
+        such a draw splits (`random_split(ds, [a, b])` at the top level, or in a
+        LightningDataModule's `setup`) is reported at the loader. Lightning's
+        `seed_everything(seed, workers=True)` seeds the process alike: the flag puts the rank in
+        the loader workers' seeds only.
         A seeding counts for the random stream it seeds: `torch.manual_seed` leaves Python's
         `random` and numpy's streams to each process, so a `random.shuffle` of the file list in
         a split helper (`train, test = split_list(files)` handed on to the dataset) still draws

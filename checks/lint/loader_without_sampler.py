@@ -17,7 +17,14 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         (`DataLoader`, `DataListLoader`, `DenseDataLoader`) are DataLoaders too. A branch the
         source or the launch rules out builds nothing: `if False:`, or a test on an option
         whose value the launch gives (`if args.root.find("kv") >= 0:`, `"kv" in args.root`),
-        also around the construction of a framework's data module whose hooks build the loader.
+        also around the construction of a framework's data module whose hooks build the loader;
+        options declared from a dict (`add_dict_to_argparser(parser, defaults)`) and given through
+        a launch script's shell variables (`FLAGS="--set_name train"`, `python train.py $FLAGS`)
+        count as any other. A loader whose batches a generator passes on (`while True: yield
+        from loader`, then a caller's own `for b in data: yield b`) trains where the generator
+        is drawn from. Where every launcher command written beside the script starts one
+        process (`mpiexec -n 1`, `torchrun --nproc_per_node=1`; a plain `python train.py` too
+        where the ranks come from MPI), the finding is a warning that says so.
         Not reported: loaders of a
         dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets

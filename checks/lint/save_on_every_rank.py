@@ -19,8 +19,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         node (`final_{local_rank}.pt`, or mp.spawn's index where the script makes the global
         rank as `node * ngpus + gpu`): the same local rank of every node writes it. These two
         only where the source is written for several nodes (it names a node rank, the number
-        of nodes or a SLURM node id): code that knows only the rank within a node runs as one
-        node, and its local rank 0 is the job's rank 0. A `--local_rank` option the launch
+        of nodes or a SLURM node id - not in a package function the script never runs, a
+        vendored SLURM set-up beside its own one-node launch): code that knows only the rank
+        within a node runs as one node, and its local rank 0 is the job's rank 0. A `--local_rank` option the launch
         never hands (every launch written beside the script uses torchrun, which puts the local
         rank in LOCAL_RANK alone, and nothing reads that variable) keeps its default on every
         rank: a save under `if args.local_rank == 0:` is every rank's. Saves under

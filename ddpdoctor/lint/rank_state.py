@@ -941,8 +941,11 @@ def _derived(assigned: dict, local: dict, ranked_of: dict, shared, loop_targets:
     source, set where it is (a few steps of such copies). Returns {derived name: the rank-local
     name it is made from}."""
     made_from: dict = {}
+    # (from a list rank 0 alone grows - its metrics history - not from a value a rank test picks:
+    # a rank's own subgroup index, a checkpoint each side loads its own way, are the design)
+    grown = {name for name in local if all(_grown(i.node) for i in ranked_of[name])}
     for _ in range(3):
-        grown = False
+        more = False
         for name, items in assigned.items():
             if name in local or name in shared or name in loop_targets or not items:
                 continue
@@ -951,7 +954,7 @@ def _derived(assigned: dict, local: dict, ranked_of: dict, shared, loop_targets:
                 value = _value_of(item.node, name) if isinstance(item.node, (ast.Assign, ast.AnnAssign)) else None
                 # (only a plain reading of it: `[m["wer"] for m in kept]`, `len(kept)` - a call of
                 # anything else may share it, `from_zero(own)` broadcasting rank 0's)
-                read = [n.id for n in walk(value) if n.__class__ is ast.Name and n.id in local] \
+                read = [n.id for n in walk(value) if n.__class__ is ast.Name and n.id in grown] \
                     if value is not None and not item.guards and all(
                         c.func.__class__ is ast.Name and c.func.id in _PLAIN_READS
                         for c in walk(value) if c.__class__ is ast.Call) else []
@@ -962,8 +965,9 @@ def _derived(assigned: dict, local: dict, ranked_of: dict, shared, loop_targets:
                 local[name] = local[sources[0]]
                 ranked_of[name] = ranked_of[sources[0]]
                 made_from[name] = made_from.get(sources[0], sources[0])
-                grown = True
-        if not grown:
+                grown.add(name)
+                more = True
+        if not more:
             break
     return made_from
 

@@ -63,6 +63,7 @@ def test_its_twin_a_decision_kept_as_rank_0_made_it(tmp_path):
 # worker (another parallel mode): it wraps nothing in DDP, so its micro-steps have nothing to sync
 TWO_WORKERS = """
 import sys
+from collections import deque
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -81,11 +82,22 @@ def ddp_worker(rank, world):
         opt.zero_grad()
 
 
+def make_optimizer(params):
+    opt = torch.optim.SGD(params, lr=0.1)
+    return opt, torch.optim.lr_scheduler.StepLR(opt, 10)
+
+
 def run_stage(stage, opt, batches):
+    pending = deque()
+
+    def forward(x):
+        return stage(x).sum()
+
     for group in batches:
         opt.zero_grad()
         for micro in group:
-            stage(micro).sum().backward()  # the stage's backward
+            pending.append(forward(micro))
+            pending.popleft().backward()  # the stage's backward
         opt.step()
 
 
@@ -93,7 +105,7 @@ def stage_worker(rank, world):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     stage = torch.nn.Linear(4, 4)
     WRAP
-    opt = torch.optim.SGD(stage.parameters(), lr=0.1)
+    opt, _ = make_optimizer(stage.parameters())
     run_stage(stage, opt, torch.randn(4, 3, 2, 4))
 
 
