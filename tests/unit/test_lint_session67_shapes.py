@@ -182,15 +182,8 @@ def test_its_twin_the_script_runs_the_slurm_setup(tmp_path):
         [(_line(body, "# the save"), "warning")]
 
 
-# -------------------------------------------------- an unseeded random_split that every process
-# Lightning starts runs again: Lightning's DistributedSampler shards N different splits
-LIGHTNING_SPLIT = """
-import torch
-from torch.utils.data import DataLoader, TensorDataset, random_split
-import lightning as L
-
-
-class Net(L.LightningModule):
+# one LightningModule for both shapes below (`{module}` the package's alias)
+NET = """class Net({module}.LightningModule):
     def __init__(self):
         super().__init__()
         self.layer = torch.nn.Linear(4, 2)
@@ -201,6 +194,17 @@ class Net(L.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
+"""
+
+# -------------------------------------------------- an unseeded random_split that every process
+# Lightning starts runs again: Lightning's DistributedSampler shards N different splits
+LIGHTNING_SPLIT = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset, random_split
+import lightning as L
+
+
+NET
 
 
 SEED
@@ -214,7 +218,8 @@ trainer.fit(Net(), train_dataloaders=train_loader, val_dataloaders=val_loader)
 
 
 def _lightning(tmp_path, seed="", split="", trainer='accelerator="gpu", devices=2'):
-    body = LIGHTNING_SPLIT.replace("SEED", seed).replace("SPLIT_ARGS", split).replace("TRAINER_ARGS", trainer)
+    body = LIGHTNING_SPLIT.replace("NET", NET.format(module="L")).replace("SEED", seed)
+    body = body.replace("SPLIT_ARGS", split).replace("TRAINER_ARGS", trainer)
     return body, _codes(lint_tree(tmp_path, {"train.py": body}), "DDP803")
 
 
@@ -249,17 +254,7 @@ class Data(pl.LightningDataModule):
         return DataLoader(self.val_set, batch_size=8)
 
 
-class Net(pl.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.layer = torch.nn.Linear(4, 2)
-
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        return torch.nn.functional.cross_entropy(self.layer(x), y)
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
+NET
 
 
 if __name__ == "__main__":
@@ -268,13 +263,14 @@ if __name__ == "__main__":
 
 
 def test_a_datamodule_setup_split_unseeded(tmp_path):
-    body = DATAMODULE.replace("SPLIT_ARGS", "")
+    body = DATAMODULE.replace("NET", NET.format(module="pl")).replace("SPLIT_ARGS", "")
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP803")
     assert [f.location.line for f in found] == [_line(body, "# the training loader")]
 
 
 def test_its_twin_the_datamodule_split_seeded(tmp_path):
-    body = DATAMODULE.replace("SPLIT_ARGS", ", generator=torch.Generator().manual_seed(1)")
+    body = DATAMODULE.replace("NET", NET.format(module="pl")).replace(
+        "SPLIT_ARGS", ", generator=torch.Generator().manual_seed(1)")
     assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP803") == []
 
 
