@@ -233,8 +233,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                        f"the data; this one does neither): {message}")
         one = getattr(facts, "one_process_launch", "")
         if one:  # the launches shipped beside the script start one process: it bites on more
-            message = (f"where the script is launched on several processes (every launch beside it starts "
-                       f"one: {one}): {message}")
+            message = (f"where the script is launched on several processes (every launch written beside it "
+                       f"starts one process - {one}): {message}")
         problems.append(Problem(
             severity=None if loader.trains and not configured and not switched and not dropped
             and not getattr(loader, "index_ignored", False) and not (split and split[1])

@@ -72,8 +72,7 @@ class AccumulationFacts:
         for fn in self.functions:
             if self._one_process_only(fn):
                 continue  # `else: train_plain(device)` beside the spawned DDP run: nothing to sync
-            if self._process_wraps_nothing(fn):
-                continue  # a pipeline stage's worker beside the spawned DDP one: no DDP to sync
+            apart = None  # (asked once a loop of fn accumulates: the walk up and down is dear)
             loops = [node for node, _ in _fn_loops(fn)]
             if fn in engine_steps:
                 loops.append(fn.node)  # its body is one pass of the engine's loop
@@ -92,6 +91,10 @@ class AccumulationFacts:
                     if helper in reported:
                         continue
                     reported.add(helper)
+                if fact is not None and apart is None:
+                    apart = self._process_wraps_nothing(fn)
+                if fact is not None and apart:
+                    continue  # a pipeline stage's worker beside the spawned DDP one: no DDP to sync
                 if fact is not None:
                     fact.own_loop = not self._framework_method(fn)
                     fact.no_sync = no_sync.covered(self.program, fn, node)
@@ -152,7 +155,18 @@ class AccumulationFacts:
                 break
         if frontier or not roots:
             return False
-        tree, queue = set(roots), list(roots)
+        return all(self._wraps_nothing_below(root, most) for root in roots)
+
+    def _wraps_nothing_below(self, root: Function, most: int) -> bool:
+        """No call of root's, nor of what it calls (at most `most` functions), builds a DDP model or
+        hands one to a wrapper; asked once per spawned root."""
+        memo = self.__dict__.setdefault("_wraps_nothing_memo", {})
+        if id(root) not in memo:
+            memo[id(root)] = self._walk_wraps_nothing(root, most)
+        return memo[id(root)]
+
+    def _walk_wraps_nothing(self, root: Function, most: int) -> bool:
+        tree, queue = {root}, [root]
         while queue:
             f = queue.pop()
             for call in f.own_calls:

@@ -522,7 +522,14 @@ class LoaderFacts:
         """Every Lightning `Trainer(...)` the source builds may run several processes that each run
         the script (the default strategy on several devices, `strategy="ddp"`): not one with a
         spawning or forking strategy (`"ddp_spawn"`, `"ddp_notebook"`: the processes are handed
-        the data made once), nor on one device (`devices=1`, `accelerator="cpu"` without devices)."""
+        the data made once), nor on one device (`devices=1`, `accelerator="cpu"` without devices).
+        Asked once per program."""
+        kept = self.__dict__.get("_lightning_reruns")
+        if kept is None:
+            kept = self.__dict__["_lightning_reruns"] = self._lightning_trainers_rerun()
+        return kept
+
+    def _lightning_trainers_rerun(self) -> bool:
         found = False
         for fn, call, _, _ in self.calls():
             if last_name(call.func) != "Trainer" or not (self.program.qualify(call.func, fn) or "").startswith(

@@ -7,6 +7,7 @@ What a script does when run without flags: the value a rule may reason about on 
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from ddpdoctor.lint.patterns import keyword, last_name
 
@@ -44,7 +45,7 @@ def _declarations(files: list):
     long option's name, as argparse names it: `-a, --accum-iter` is accum_iter), and each
     parameter of a function handed to python-fire (`fire.Fire(main)`: `--gradient_accumulation_steps 4`
     sets `main`'s parameter; a boolean one is given bare, `--with_tracking`)."""
-    helpers = None  # (asked once per call, where some file has no declarations kept yet)
+    helpers = None  # (the union of each file's kept answer: asked once per call)
     for source in files:
         # (kept on each file: the options are asked for again each time the program reads one
         # more file, and a scan of every call of every file each time cost a 176-file package
@@ -98,10 +99,14 @@ def _dict_declarers_in(source) -> frozenset:
     return kept
 
 
-def _dict_items(value: ast.AST, scope: ast.AST, files: list, depth: int = 6) -> list[tuple[str, ast.AST]]:
+def _dict_items(value: ast.AST, scope: ast.AST, files: list, depth: int = 6,
+                seen: Optional[set] = None) -> list[tuple[str, ast.AST]]:
     """(key, value) pairs of a dict the source spells out: `dict(lr=1e-4, ...)`, `{"lr": 1e-4}`,
     a name bound to one in scope (with the `.update(...)`s of it there), or a call of a function
-    of the files read that returns one (`model_and_diffusion_defaults()`)."""
+    of the files read that returns one (`model_and_diffusion_defaults()`). Each name and function
+    is followed once (seen): a file of a hundred `d.update(f())` costs a hundred steps, not a
+    hundred to the depth."""
+    seen = set() if seen is None else seen
     if depth <= 0:
         return []
     if isinstance(value, ast.Call) and last_name(value.func) == "dict" and not value.args:
@@ -109,23 +114,25 @@ def _dict_items(value: ast.AST, scope: ast.AST, files: list, depth: int = 6) -> 
     if isinstance(value, ast.Dict):
         return [(k.value, v) for k, v in zip(value.keys, value.values)
                 if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-    if isinstance(value, ast.Name) and scope is not None:
+    if isinstance(value, ast.Name) and scope is not None and (id(scope), value.id) not in seen:
+        seen.add((id(scope), value.id))
         pairs = []
         for node in ast.walk(scope):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and node.targets[0].id == value.id:
-                pairs += _dict_items(node.value, scope, files, depth - 1)
+                pairs += _dict_items(node.value, scope, files, depth - 1, seen)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == value.id and node.args:
-                pairs += _dict_items(node.args[0], scope, files, depth - 1)
+                pairs += _dict_items(node.args[0], scope, files, depth - 1, seen)
         return pairs
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id not in seen:
+        seen.add(value.func.id)
         for source in files:
             for fn in source.of(ast.FunctionDef) if getattr(source, "tree", None) is not None else ():
                 if fn.name == value.func.id:
                     returned = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
                     if len(returned) == 1:
-                        return _dict_items(returned[0], fn, files, depth - 1)
+                        return _dict_items(returned[0], fn, files, depth - 1, seen)
     return []
 
 
