@@ -777,7 +777,31 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
         # `self.model.training_step(batch)` in the `else:` of `isinstance(self.model, DDP)`
         return _off_the_wrapper_side(fn, call, dotted(receiver))
     return isinstance(receiver, ast.Name) and (_off_the_wrapper_side(fn, call, receiver.id)
-                                               or _unwrapped(program, receiver, fn))
+                                               or _unwrapped(program, receiver, fn)
+                                               or _handed_into_wrapper(program, receiver, fn))
+
+
+def _handed_into_wrapper(program: Program, name: ast.Name, fn: Function) -> bool:
+    """`model = DDP(policy, ...)`, then `policy.compute_loss(batch)` (vla-scratch's trainer): the
+    name holds, where it is used, just what it held when fn handed it to the wrapper under another
+    name - the module inside, whatever its factory made, since no wrapper is wrapped again."""
+    at = reaching.reaching_values(fn.node, name.id, name)
+    if not at:
+        return False
+    mine = {id(v) for v in at}
+    for node in fn.own_of(ast.Assign, ast.AnnAssign):
+        value = node.value
+        if value.__class__ is not ast.Call or not program.ddp_call(value, fn):
+            continue
+        inner = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "module"), None)
+        targets = node.targets if node.__class__ is ast.Assign else [node.target]
+        if inner.__class__ is not ast.Name or inner.id != name.id or any(
+                n.__class__ is ast.Name and n.id == name.id for t in targets for n in walk(t)):
+            continue  # (`policy = DDP(policy)`: from there on the name is the wrapper)
+        handed = reaching.reaching_values(fn.node, name.id, inner)
+        if handed and {id(v) for v in handed} == mine:
+            return True
+    return False
 
 
 def _unwrapped(program: Program, name: ast.Name, fn: Function, depth: int = 3) -> bool:

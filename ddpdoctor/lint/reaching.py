@@ -90,6 +90,10 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name:
             return values + [stmt.value], False
+        if stmt.__class__ is ast.AnnAssign and stmt.target.__class__ is ast.Name:
+            if stmt.value is None:
+                continue  # `model: "DDP | FSDPModule"`: an annotation alone binds nothing when run
+            return values + [stmt.value], False  # `policy: "BasePolicy" = cfg.instantiate()`
         if unpacked and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call) and \
                 any(isinstance(e, ast.Name) and e.id == name for e in stmt.targets[0].elts):
