@@ -197,7 +197,10 @@ class AccumulationFacts:
                 and is_const(test.comparators[0], 0) and isinstance(test.left, ast.BinOp)
                 and isinstance(test.left.op, ast.Mod)):
             return False
-        k = test.left.right
+        return self._one(test.left.right, fn)
+
+    def _one(self, k: ast.AST, fn: Function) -> bool:
+        """The period k is 1 on every way in (see _every_time)."""
         if is_const(k, 1):
             return True  # `(i + 1) % 1 == 0` (an option at 1 is not: a launch may raise it, said as the assumption)
         if isinstance(k, ast.Attribute) and config_settles(k, self.program) == {1}:
@@ -216,6 +219,24 @@ class AccumulationFacts:
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
             return self._field_one(k, fn)
         return False
+
+    def _counter_at_one(self, node: ast.If, body: list, fn: Function) -> bool:
+        """`if num_iter == config.step_per_update: num_iter = 0; opt.step()`, the counter raised by
+        one on every pass (`num_iter += 1` in the loop's own body) and the period 1 on every way in
+        (`step_per_update: 1` in every config, Point-M2AE's runners): it reaches the period, and
+        the step runs, on every pass."""
+        test = node.test
+        if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.ops[0].__class__ is ast.Eq):
+            return False
+        left, right = test.left, test.comparators[0]
+        counter, period = (left, right) if left.__class__ is ast.Name else (right, left)
+        if counter.__class__ is not ast.Name or not self._one(period, fn):
+            return False
+        raised = any(s.__class__ is ast.AugAssign and s.op.__class__ is ast.Add and s.target.__class__ is ast.Name
+                     and s.target.id == counter.id and is_const(s.value, 1) for s in body)
+        reset = any(s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is ast.Name
+                    and s.targets[0].id == counter.id and is_const(s.value, 0) for s in node.body)
+        return raised and reset
 
     def _field_one(self, k: ast.Attribute, fn: Function) -> bool:
         """`self.acc_steps` that the constructor sets from a parameter every construction gives 1."""
@@ -623,7 +644,8 @@ class AccumulationFacts:
         if steps and self._always(head, fn, lambda c, f, d: self._step_kind(c, f) == "always" and not (
                 f is fn and self._steps_another_model(c, backward, fn)), changed=changed) is not None:
             return None  # `if scaler is None: ... opt.step() else: scaler.step(opt)`: a step every pass
-        if steps and any(isinstance(node, ast.If) and self._every_time(node.test, fn) and any(
+        if steps and any(isinstance(node, ast.If) and (self._every_time(node.test, fn) or
+                                                       self._counter_at_one(node, loop.body, fn)) and any(
                 isinstance(c, ast.Call) and self._step(c, fn) for part in node.body for c in walk(part))
                 for node in _own_pass(loop.body)):
             return None  # `if (it + 1) % self.acc_steps == 0: opt.step()` with acc_steps 1: every pass

@@ -173,6 +173,12 @@ def config_values(script: Path, bodies: list, path: tuple, read: list) -> Option
         if path[-1] not in body:
             continue
         values = _nested_values(body, path)
+        if values is not None and len(path) > 1 and config.parent.name == path[0] and \
+                _package_of(body) in (None, "_group_", path[0]):
+            # a Hydra config group's option (`conf/train/biencoder_default.yaml` holds what
+            # `cfg.train` is when the defaults list picks it): its keys sit under the group's name
+            more = _nested_values(body, path[1:])
+            values = None if more is None else values | more
         if values is None:
             return None
         if values:
@@ -182,6 +188,15 @@ def config_values(script: Path, bodies: list, path: tuple, read: list) -> Option
     if not found:
         read.extend(str(folder) for folder in _folders(script) if str(folder) not in read)
     return found
+
+
+def _package_of(body: str) -> Optional[str]:
+    """A Hydra file's `# @package _group_` header: where its keys go (None: no header)."""
+    found = _PACKAGE.search(body)
+    return found.group(1) if found else None
+
+
+_PACKAGE = re.compile(r"^#\s*@package\s+(\S+)", re.M)
 
 
 _YAML_KEY = re.compile(r"^(?P<indent>[ ]*)(?P<key>[A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(?P<value>[^#]*?))?[ \t]*(?:#.*)?$")

@@ -454,7 +454,8 @@ def config_settles(node: ast.AST, program: Program) -> Optional[set]:
     (`cfg.optimizer.step`, `self.cfg.grad_accum`), where every one of them that sets it agrees
     and no code the lint reads assigns a field of that name: what a launch with any of those
     configs holds (an accumulation period of 1 in every config: nothing accumulates). None
-    where it is not such a read, not known, or an option's (option_value's)."""
+    where it is not such a read, not known, or an option's (option_value's). A one-level read
+    (`config.step_per_update`) counts where no option of that name is declared."""
     parts: list[str] = []
     keyed = 0  # (`train_config["optimizer"]["grad_acc_step"]`: a YAML file's dict, read by key)
     while isinstance(node, ast.Attribute) or (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
@@ -466,8 +467,10 @@ def config_settles(node: ast.AST, program: Program) -> Optional[set]:
         return None
     if node.id == "self":
         parts = parts[1:]  # `self.cfg.grad_accum`: the config the object keeps, at `grad_accum`
-    elif len(parts) == 1:
-        return None  # `args.x`: an option (option_value's)
+    elif len(parts) == 1 and parts[0] in program.option_defaults():
+        # `args.x` of a declared option is option_value's; `config.step_per_update` of no
+        # declared option is a key of the config the script loaded
+        return None
     if not parts or _assigned(parts[-1], program):
         return None
     found = program.config_file_values(tuple(parts))

@@ -1785,7 +1785,8 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             if picked and 2 * sum(_class_buffered(program, k, seen) for k in picked) >= len(picked):
                 return True  # (a name looked up at run time picks one: they stand for it as most are)
             target = built_class(program, value.func, scope)
-            if program.is_class(target) and _class_buffered(program, target, seen):
+            if program.is_class(target) and _class_buffered(program, target, seen,
+                                                            _construction_constants(program, target, value, scope)):
                 return True
             if program.is_function(target) and target.cls is None:
                 # `build_from_cfg(cfg, MODEL)` returning `obj_cls(cfg)` of `obj_cls =
@@ -2349,17 +2350,22 @@ def _unpacked_dispatch(program: Program, name: str, fn: Function) -> list[tuple[
     return out
 
 
-def _class_buffered(program: Program, klass, seen: set) -> bool:
+def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = None) -> bool:
     """The class builds a BatchNorm-like module or registers a buffer unconditionally
-    (nanoGPT's causal-mask buffer sits under `if not self.flash:`: not counted)."""
+    (nanoGPT's causal-mask buffer sits under `if not self.flash:`: not counted). given: the
+    constants this construction hands __init__ (_construction_constants); a side of its
+    `if core_model_name == "regpointnet_seg":` they rule out builds nothing for this model."""
     if klass in seen:
         return False
     seen.add(klass)
     conditional = {id(n) for branch in walk(klass.node) if isinstance(branch, (ast.If, ast.IfExp))
                    for part in (branch.body, branch.orelse)
                    for stmt in (part if isinstance(part, list) else [part]) for n in walk(stmt)}
+    dead = _ruled_out(program.method(klass, "__init__"), given) if given else frozenset()
     pretrained = []  # `X.from_pretrained(...)` calls, judged by their checkpoint below
     for node in walk(klass.node):
+        if id(node) in dead:
+            continue
         if _norm_class_value(node) and not (isinstance(node, ast.arguments) and _unread_defaults(klass, node)):
             return True  # `norm_layer = nn.BatchNorm2d`, `def __init__(..., norm=nn.BatchNorm2d)`: built later
         if not isinstance(node, ast.Call):
@@ -2404,6 +2410,64 @@ def _class_buffered(program: Program, klass, seen: set) -> bool:
     if any(_batchnorm_family(base) for base in program.library_bases(klass)):
         return True
     return any(_class_buffered(program, b, seen) for b in program.bases(klass))
+
+
+def _construction_constants(program: Program, klass, call: ast.Call, scope: Function) -> dict:
+    """{parameter: the constants it may hold} for what one construction hands the class's
+    __init__ (`Model(params, core_model_name=core_model)` with `core_model` bound only to
+    "encode_process_decode" where it is made, or a default left as it is): the values that
+    decide the constructor's branches for this model."""
+    from ddpdoctor.lint.fact_builder import argument_at, local_constants  # (it builds on this module)
+    init = program.method(klass, "__init__")
+    if init is None or init.node is None or init.node.__class__ is ast.Module:
+        return {}
+    given = {}
+    for param in (*init.params, *init.kwonly):
+        value = argument_at(init, call, param)
+        if value.__class__ is ast.Constant:
+            given[param] = {value.value}
+        elif value.__class__ is ast.Name:
+            found = local_constants(scope, value.id)
+            if found:
+                given[param] = found
+    return given
+
+
+def _ruled_out(init, given: dict) -> frozenset:
+    """The ids of the nodes on the sides of init's `if param == const:` tests (`!=`, `in`, `not
+    in` a literal too) that the given constants never take; the test's parameter not rebound in
+    init."""
+    if init is None or init.node is None or init.node.__class__ is ast.Module:
+        return frozenset()
+    dead: set = set()
+    for branch in walk(init.node):
+        if branch.__class__ is not ast.If:
+            continue
+        taken = _decided_by(branch.test, given, init)
+        if taken is not None:
+            for stmt in (branch.orelse if taken else branch.body):
+                dead.update(id(n) for n in walk(stmt))
+    return frozenset(dead)
+
+
+def _decided_by(test: ast.AST, given: dict, init) -> Optional[bool]:
+    if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name):
+        return None
+    name, op, right = test.left.id, test.ops[0].__class__, test.comparators[0]
+    if name not in given or init.bindings.get(name):
+        return None
+    if right.__class__ is ast.Constant:
+        listed = None
+        answers = {v == right.value for v in given[name]} if op in (ast.Eq, ast.NotEq) else set()
+    elif right.__class__ in (ast.Tuple, ast.List, ast.Set) and all(e.__class__ is ast.Constant for e in right.elts):
+        listed = [e.value for e in right.elts]
+        answers = {v in listed for v in given[name]} if op in (ast.In, ast.NotIn) else set()
+    else:
+        return None
+    if len(answers) != 1:
+        return None
+    holds = answers.pop()
+    return not holds if op in (ast.NotEq, ast.NotIn) else holds
 
 
 # Library classes by their own name: the convolutional families built with BatchNorm, whichever

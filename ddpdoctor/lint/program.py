@@ -1856,11 +1856,17 @@ class Program:
 
     def _set_default_classes(self) -> dict[str, list[Klass]]:
         """`parser.set_defaults(Model=PosTagger)` anywhere in the program: option name -> the
-        local classes given as its default (read once)."""
-        found = self.__dict__.get("_set_defaults")
-        if found is None:
-            found = self.__dict__["_set_defaults"] = {}
-            for module in self.modules:
+        local classes given as its default."""
+        return {k: [s for s in v if s.__class__ is Klass] for k, v in self._set_default_symbols().items()}
+
+    def _set_default_symbols(self) -> dict[str, list]:
+        """`parser.set_defaults(Model=PosTagger)`, `train_parser.set_defaults(func=train)`
+        anywhere in the program: option name -> the local classes and functions given as its
+        default (each module read once, as the walk adds them)."""
+        seen, found = self.__dict__.get("_set_defaults") or (0, {})
+        if seen != len(self.modules):
+            self.__dict__["_set_defaults"] = (len(self.modules), found)
+            for module in self.modules[seen:]:  # (modules are only ever added)
                 if module.body is None or "set_defaults" not in "\n".join(module.file.lines):
                     continue
                 for call in module.file.of(ast.Call):
@@ -1868,9 +1874,9 @@ class Program:
                         continue
                     for kw in call.keywords:
                         k = self._callee_symbol(kw.value, module.body) if kw.arg else None
-                        if k.__class__ is Klass:
+                        if k.__class__ is Klass or (k.__class__ is Function and k.node.__class__ is not ast.Module):
                             found.setdefault(kw.arg, []).append(k)
-        return found
+        return self.__dict__["_set_defaults"][1]
 
     def _distributed_side(self, choice: ast.IfExp, fn: Function) -> Optional[ast.AST]:
         """`GroupSaver if distributed else OneProcessSaver`: the side a distributed run takes,
@@ -2180,6 +2186,12 @@ class Program:
                      if (m := self.method(k, attr)) is not None]
             if found:
                 return list(dict.fromkeys(found)), []
+        if receiver.__class__ is ast.Name or receiver.__class__ is ast.Attribute:
+            handed = self._subcommand_functions(attr)
+            if handed:
+                # `args.func(args)` after `train_parser.set_defaults(func=train)`: argparse hands
+                # the parsed options the function of the subcommand the command line names
+                return self._entries(handed), []
         weak = self._named(attr)
         if weak:
             # (a class whose every object one name of one function holds is no other receiver's)
@@ -2190,6 +2202,11 @@ class Program:
         if weak and library_made(self, receiver, fn):
             return [], []  # `frames[0].save(...)` over PIL images is no local class's `save`
         return [], weak
+
+    def _subcommand_functions(self, attr: str) -> list[Function]:
+        """The local functions argparse's `set_defaults(<attr>=f)` hands the parsed options (one
+        per subcommand)."""
+        return [f for f in self._set_default_symbols().get(attr, ()) if f.__class__ is Function]
 
     def _element_classes(self, name: str, fn: Function) -> list[Klass]:
         """The local classes of the items a `for name in <list>` loop of fn iterates, where the
@@ -2512,7 +2529,9 @@ class Program:
                     last_name(value.func) in ("import_module", "__import__"):
                 # `import_module(module)` of a parameter its callers give as one constant
                 # (or binds once to a spelled pattern: `model_filename = "models." + name + "_model"`)
-                given = {name_pattern(v) for v, _ in self.values_of(value.args[0], scope, 2)}
+                # (either side of `f"pkg.trainer.{name}" if "general" in name else f"pkg.apps.{task}.{name}"`)
+                given = {name_pattern(side) for v, _ in self.values_of(value.args[0], scope, 2)
+                         for side in ((v.body, v.orelse) if v.__class__ is ast.IfExp else (v,))}
                 given.discard(None)
                 spec = given.pop() if len(given) == 1 else None
                 if spec is not None and spec[1] is not None and not ("." in spec[0] and "." not in spec[1]):

@@ -57,7 +57,8 @@ def gather(builder: Builder, ddp: bool, loaders: list) -> list[rank_state.RankLo
             stmt = item.node
             if item.guards or stmt.__class__ is not ast.Assign or stmt.value.__class__ is not ast.Call:
                 continue
-            made = _evaluator(builder, fn, stmt.value, sharded)
+            made = _evaluator(builder, fn, stmt.value, sharded) or \
+                _inline_evaluation(builder, fn, stmts[:index], stmt.value, sharded)
             if made is None:
                 continue
             names = {text(t) for target in stmt.targets for t in _names(target)}
@@ -97,8 +98,85 @@ def _evaluator(builder: Builder, fn: Function, call: ast.Call, sharded: dict) ->
         if any(SHARING.search(op) and not op.startswith((DDP_FORWARD, DDP_BACKWARD)) for op in ops) or \
                 any(op.startswith(DDP_BACKWARD) for op in ops):
             continue  # (a function that trains is no evaluation)
-        return target, text(given), how
+        return f"{target.name}()", text(given), how
     return None
+
+
+# what a pass of an evaluation loop grows with its batch's results: `preds.extend(p)`, `total += n`
+_GROWS = frozenset({"append", "extend"})
+
+
+def _inline_evaluation(builder: Builder, fn: Function, before: list, value: ast.AST,
+                       sharded: dict) -> Optional[tuple[str, str, str]]:
+    """(where, the loader text, what shards it) where value reads what an earlier loop of fn over
+    a sharded loader grew pass by pass from its own batches (`for batch in eval_dataloader: ...
+    preds.extend(p)`, then `metric = f1_score(preds, refs)`), and that loop trains nothing: the
+    evaluation written inline, each rank's number of its own shard. What the loop gathers
+    (`accelerator.gather(predictions)`) is every rank's: grown from it alone, nothing is local."""
+    program = builder.program
+    read = {n.id for n in walk(value) if n.__class__ is ast.Name}
+    shared = rank_state.shared_names(program, fn)
+    for item in reversed(before):
+        loop = item.node
+        if loop.__class__ not in (ast.For, ast.AsyncFor):
+            continue
+        grown = _grown_locally(program, fn, loop)
+        if grown is None:
+            return None  # (a loop that trains)
+        if not (read & grown) - shared:
+            continue
+        it = loop.iter
+        while it.__class__ is ast.Call and last_name(it.func) in _WRAPPERS and it.args:
+            it = it.args[0]
+        how = _sharded(program, it, fn, sharded) if it.__class__ in (ast.Name, ast.Attribute) else ""
+        if item.guards or not how:
+            return None
+        return f"the loop at line {loop.lineno}", text(it), how
+    return None
+
+
+def _grown_locally(program, fn: Function, loop: ast.AST) -> Optional[set]:
+    """The names a loop grows (`.append` / `.extend`, `+=`) from its batch's values, read in the
+    loop's order: the loop's target is the rank's own, so is what is computed from it, but not what
+    a collective hands back (`labels = accelerator.gather(labels)`) or shares in place
+    (`dist.all_reduce(n)`). None where the loop runs a DDP backward (it trains)."""
+    local = {n.id for n in walk(loop.target) if n.__class__ is ast.Name}
+    grown: set = set()
+    reads = lambda node: any(n.__class__ is ast.Name and n.id in local for n in walk(node))
+    stmts = sorted((n for s in loop.body for n in walk(s) if isinstance(n, ast.stmt)),
+                   key=lambda n: (n.lineno, n.col_offset))
+    for stmt in stmts:
+        calls = [c for c in walk(stmt) if c.__class__ is ast.Call]
+        ops = [(c, program.collective(c, fn) or "") for c in calls]
+        if any(op.startswith(DDP_BACKWARD) for _, op in ops):
+            return None
+        sharing = [c for c, op in ops if (SHARING.search(op) and not op.startswith(DDP_FORWARD))
+                   or rank_state.sharing_helper(program, c, fn)]
+        if stmt.__class__ in (ast.Assign, ast.AnnAssign) and stmt.value is not None:
+            pairs = [(t, stmt.value) for t in (stmt.targets if stmt.__class__ is ast.Assign else [stmt.target])]
+            # (`preds, refs = gather(p), gather(y)`: each name its own item)
+            pairs = [pair for t, v in pairs for pair in (
+                zip(t.elts, v.elts) if t.__class__ is ast.Tuple and v.__class__ is ast.Tuple
+                and len(t.elts) == len(v.elts) else [(t, v)])]
+            for target, value in pairs:
+                targets = {n.id for n in walk(target) if n.__class__ is ast.Name}
+                if value.__class__ is ast.Call and value in sharing:
+                    local -= targets  # `gathered = accelerator.gather(preds)`: every rank's
+                elif reads(value):
+                    local |= targets
+                else:
+                    local -= targets
+        elif stmt.__class__ is ast.AugAssign and stmt.target.__class__ is ast.Name and reads(stmt.value):
+            grown.add(stmt.target.id)
+            local.add(stmt.target.id)
+        elif stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
+            call = stmt.value
+            if call in sharing:  # `dist.all_reduce(total)`: shared in place
+                local -= {a.id for a in call.args if a.__class__ is ast.Name}
+            elif call.func.__class__ is ast.Attribute and call.func.attr in _GROWS and \
+                    call.func.value.__class__ is ast.Name and any(reads(a) for a in call.args):
+                grown.add(call.func.value.id)
+    return grown
 
 
 def _iterated(fn: Function) -> list[ast.AST]:
@@ -178,7 +256,7 @@ def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool
         return rank_state.RankLocalDecision(
             Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0],
             ", ".join(sorted(names)), "shard_metric", effect[1], assigned=loc(fn, assign),
-            guard=f"{evaluator.name}() over {loader}",
+            guard=f"{evaluator} over {loader}",
             assumption="the ranks' shards give different numbers", shard=how)
     return None
 

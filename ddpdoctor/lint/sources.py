@@ -831,7 +831,14 @@ def fits(spec: tuple[str, Optional[str]], name: str) -> bool:
 
 
 def dynamic_names(call: ast.Call, roots: list[Path], bound: Optional[dict] = None) -> list[str]:
-    """The local modules such a call may load, found on disk."""
+    """The local modules such a call may load, found on disk (either side of a name spelled
+    `f"pkg.trainer.{name}" if "general" in name else f"pkg.apps.{task}.{name}"`)."""
+    given = call.args[0] if call.args else None
+    if isinstance(given, ast.Name) and bound and given.id in bound:
+        given = bound[given.id]
+    if isinstance(given, ast.IfExp):
+        return list(dict.fromkeys(name for side in (given.body, given.orelse)
+                                  for name in dynamic_names(ast.Call(func=call.func, args=[side], keywords=[]), roots)))
     spec = dynamic_spec(call, bound)
     if spec is None:
         return []

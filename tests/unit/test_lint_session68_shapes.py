@@ -4,7 +4,7 @@ twin, in our own words."""
 from __future__ import annotations
 
 from tests.unit.test_lint_session39_shapes import lint_tree
-from tests.unit.test_lint_session61_shapes import _codes
+from tests.unit.test_lint_session61_shapes import _codes, _line
 
 # -------------------------------------------------- a micro-step loop whose loss comes from a
 # method of the module handed into the wrapper, under annotated names: no DDP forward runs, so
@@ -57,3 +57,309 @@ def test_its_twin_the_name_rebound_to_the_wrapper_is_the_wrapper(tmp_path):
     body = HANDED_IN.replace('model: "DDP" = DDP(policy)', 'policy = model = DDP(policy)').replace(
         "FORWARD", "policy(x)")
     assert len(_codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")) == 1
+
+
+# -------------------------------------------------- a step when a counter reaches a config's
+# period (`if num_iter == config.step_per_update: num_iter = 0; opt.step()`), 1 in every config
+COUNTER = """
+import torch
+import torch.distributed as dist
+import yaml
+from easydict import EasyDict
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def run(config):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(data, sampler=DistributedSampler(data))
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        num_iter = 0
+        for (x,) in loader:
+            num_iter += 1
+            loss = model(x).sum()
+            loss.backward()
+            if num_iter == config.step_per_update:
+                num_iter = 0
+                opt.step()
+                model.zero_grad()
+
+
+if __name__ == "__main__":
+    run(EasyDict(yaml.safe_load(open("cfgs/pretrain.yaml"))))
+"""
+
+
+def test_a_counter_reaching_a_period_every_config_sets_to_1_steps_every_pass(tmp_path):
+    files = {"train.py": COUNTER, "cfgs/pretrain.yaml": "lr: 0.1\nstep_per_update: 1\n",
+             "cfgs/finetune.yaml": "lr: 0.01\nstep_per_update : 1\n"}
+    assert _codes(lint_tree(tmp_path, files), "DDP805") == []
+
+
+def test_its_twin_a_config_that_raises_the_period_accumulates(tmp_path):
+    files = {"train.py": COUNTER, "cfgs/pretrain.yaml": "lr: 0.1\nstep_per_update: 1\n",
+             "cfgs/finetune.yaml": "lr: 0.01\nstep_per_update: 4\n"}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
+
+
+# -------------------------------------------------- a Hydra config group's option: `cfg.train.k`
+# is what conf/train/<option>.yaml sets at `k`
+HYDRA_GROUP = """
+import hydra
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+@hydra.main(config_path="conf", config_name="train_cfg")
+def main(cfg):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(data, sampler=DistributedSampler(data))
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        for i, (x,) in enumerate(loader):
+            model(x).sum().backward()
+            if (i + 1) % cfg.train.gradient_accumulation_steps == 0:
+                opt.step()
+                opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_hydra_groups_options_all_at_1_accumulate_nothing(tmp_path):
+    files = {"train.py": HYDRA_GROUP, "conf/train_cfg.yaml": "defaults:\n  - train: small\nseed: 1\n",
+             "conf/train/small.yaml": "# @package _group_\nbatch_size: 2\ngradient_accumulation_steps: 1\n",
+             "conf/train/large.yaml": "batch_size: 8\ngradient_accumulation_steps: 1\n"}
+    assert _codes(lint_tree(tmp_path, files), "DDP805") == []
+
+
+def test_its_twin_a_group_option_that_accumulates(tmp_path):
+    files = {"train.py": HYDRA_GROUP, "conf/train_cfg.yaml": "defaults:\n  - train: small\nseed: 1\n",
+             "conf/train/small.yaml": "# @package _group_\nbatch_size: 2\ngradient_accumulation_steps: 1\n",
+             "conf/train/large.yaml": "batch_size: 8\ngradient_accumulation_steps: 8\n"}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
+
+
+def test_its_twin_a_global_package_file_is_not_the_groups(tmp_path):
+    files = {"train.py": HYDRA_GROUP, "conf/train_cfg.yaml": "defaults:\n  - train: small\nseed: 1\n",
+             "conf/train/small.yaml": "# @package _global_\ngradient_accumulation_steps: 1\n"}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
+
+
+# -------------------------------------------------- a model whose constructor builds BatchNorm only
+# on a side of its own argument the construction rules out: no buffers to broadcast
+PICKED_CORE = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from nets import Model
+
+
+def train(rank, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    core = CORE
+    model = Model(4, core_name=core).to("cpu")
+    model = DDP(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(data, sampler=DistributedSampler(data))
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        for (x,) in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            with torch.no_grad():
+                print(model(torch.randn(2, 4)))
+        dist.barrier()
+
+
+if __name__ == "__main__":
+    torch.multiprocessing.spawn(train, args=(2,), nprocs=2)
+"""
+NETS = """
+import torch.nn as nn
+
+
+class PointNet(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.bn = nn.BatchNorm1d(width)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+class Model(nn.Module):
+    def __init__(self, width, core_name="mlp"):
+        super().__init__()
+        if core_name == "mlp":
+            self.core = nn.Linear(width, 1)
+        elif core_name == "pointnet":
+            self.core = PointNet(width)
+        else:
+            raise ValueError(core_name)
+
+    def forward(self, x):
+        return self.core(x)
+"""
+
+
+def test_batchnorm_on_a_side_the_construction_rules_out_broadcasts_nothing(tmp_path):
+    files = {"train.py": PICKED_CORE.replace("CORE", '"mlp"'), "nets.py": NETS}
+    assert _codes(lint_tree(tmp_path, files), "DDP801") == []
+
+
+def test_its_twin_the_construction_picks_the_batchnorm_core(tmp_path):
+    files = {"train.py": PICKED_CORE.replace("CORE", '"pointnet"'), "nets.py": NETS}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP801")) == 1
+
+
+# -------------------------------------------------- an early stop on a metric an inline loop over
+# the sharded evaluation loader grows from this rank's batches alone
+INLINE_EVAL = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from metrics import f1
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+    eval_data = TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))
+    train_loader = DataLoader(train_data, sampler=DistributedSampler(train_data))
+    eval_loader = DataLoader(eval_data, sampler=DistributedSampler(eval_data, shuffle=False))
+    best, stale = 0.0, 0
+    for epoch in range(100):
+        train_loader.sampler.set_epoch(epoch)
+        for x, y in train_loader:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        preds, refs = [], []
+        for x, y in eval_loader:
+            with torch.no_grad():
+                logits = model(x)
+            GATHER
+            preds.extend(predicted.tolist())
+            refs.extend(labels.tolist())
+        score = f1(preds, refs)
+        if score > best:
+            best, stale = score, 0
+        else:
+            stale += 1
+        if stale >= 5:  # the early stop
+            break
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_early_stop_on_an_inline_evaluation_of_the_ranks_own_shard(tmp_path):
+    body = INLINE_EVAL.replace("GATHER", "predicted, labels = logits.argmax(-1), y")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert [f.location.line for f in found] == [_line(body, "# the early stop")]
+    assert found[0].severity.name.lower() == "warning"
+
+
+def test_its_twin_the_loop_gathers_what_it_grows(tmp_path):
+    body = INLINE_EVAL.replace("GATHER", "predicted, labels = gather_all(logits.argmax(-1)), gather_all(y)").replace(
+        "def main():", GATHER_ALL + "\n\ndef main():")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809") == []
+
+
+GATHER_ALL = """def gather_all(t):
+    out = [torch.zeros_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, t)
+    return torch.cat(out)
+"""
+
+
+# -------------------------------------------------- argparse subcommands: `args.func(args)` runs
+# what `set_defaults(func=...)` handed, and a module named on either side of a conditional
+SUBCOMMAND = """
+import argparse
+from workers import train
+
+
+def build():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    p = sub.add_parser("train")
+    p.set_defaults(func=train)
+    p.add_argument("--trainer", default="general")
+    return parser
+
+
+if __name__ == "__main__":
+    args = build().parse_args()
+    args.func(args)
+"""
+WORKERS = """
+from importlib import import_module
+import torch.multiprocessing as mp
+
+
+def worker(rank, args):
+    name = f"{args.trainer}_trainer"
+    path = f"trainers.{name}" if "general" in name else f"trainers.apps.{args.task}.{name}"
+    module = import_module(path)
+    module.run(rank)
+
+
+def train(args):
+    mp.spawn(worker, nprocs=2, args=(args,))
+"""
+TRAINER = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def run(rank):
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(64, 4)), shuffle=True)  # the loader
+    for epoch in range(3):
+        for (x,) in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+"""
+
+
+def test_a_subcommands_function_and_a_module_named_either_way_are_reached(tmp_path):
+    files = {"train.py": SUBCOMMAND, "workers.py": WORKERS, "trainers/__init__.py": "",
+             "trainers/general_trainer.py": TRAINER}
+    found = _codes(lint_tree(tmp_path, files), "DDP802")
+    assert [(f.location.file.endswith("general_trainer.py"), f.location.line) for f in found] == \
+        [(True, _line(TRAINER, "# the loader"))]
+
+
+def test_its_twin_an_unrelated_default_is_no_subcommand(tmp_path):
+    body = SUBCOMMAND.replace("p.set_defaults(func=train)", "p.set_defaults(verbose=False)")
+    files = {"train.py": body, "workers.py": WORKERS, "trainers/__init__.py": "",
+             "trainers/general_trainer.py": TRAINER}
+    assert _codes(lint_tree(tmp_path, files), "DDP802") == []
