@@ -157,6 +157,18 @@ def option_value(node: ast.AST, program: Program) -> Any:
 TENSOR_FIELDS = frozenset({"data", "grad"})
 
 
+def _declared_field(attr: str, program: Program) -> bool:
+    """A local class declares a field of that name in its body (`steps: int = 1`, a dataclass's
+    or a pydantic model's). (Gathered once per count of classes read.)"""
+    held = program.__dict__.get("_declared_fields")
+    if held is None or held[0] != len(program.classes):
+        names = {t.id for klass in program.classes for node in klass.node.body
+                 if node.__class__ is ast.AnnAssign or node.__class__ is ast.Assign
+                 for t in (node.targets if node.__class__ is ast.Assign else [node.target]) if t.__class__ is ast.Name}
+        held = program.__dict__["_declared_fields"] = (len(program.classes), names)
+    return attr in held[1]
+
+
 def _assigned(attr: str, program: Program, receiver: Optional[str] = None) -> bool:
     """Some code the lint reads sets an attribute of that name (`cfg.flag = True`,
     `self.cfg.flag = ...`, `setattr(cfg, "flag", ...)`): the default is not all there is.
@@ -467,9 +479,12 @@ def config_settles(node: ast.AST, program: Program) -> Optional[set]:
         return None
     if node.id == "self":
         parts = parts[1:]  # `self.cfg.grad_accum`: the config the object keeps, at `grad_accum`
-    elif len(parts) == 1 and parts[0] in program.option_defaults():
+    elif len(parts) == 1 and (parts[0] in program.option_defaults() or _declared_field(parts[0], program)):
         # `args.x` of a declared option is option_value's; `config.step_per_update` of no
-        # declared option is a key of the config the script loaded
+        # declared option is a key of the config the script loaded. (A field a local settings
+        # class declares - `gradient_accumulation_steps: PositiveInt = Field(default=1)` - is a
+        # setting of the schema, which the user's own configs set: the examples shipped are not
+        # all of them.)
         return None
     if not parts or _assigned(parts[-1], program):
         return None

@@ -2416,20 +2416,27 @@ def _construction_constants(program: Program, klass, call: ast.Call, scope: Func
     """{parameter: the constants it may hold} for what one construction hands the class's
     __init__ (`Model(params, core_model_name=core_model)` with `core_model` bound only to
     "encode_process_decode" where it is made, or a default left as it is): the values that
-    decide the constructor's branches for this model."""
-    from ddpdoctor.lint.fact_builder import argument_at, local_constants  # (it builds on this module)
+    decide the constructor's branches for this model. (By keyword, place or default; a call
+    that spreads `*args` / `**kw` tells nothing.)"""
     init = program.method(klass, "__init__")
-    if init is None or init.node is None or init.node.__class__ is ast.Module:
+    if init is None or init.node is None or init.node.__class__ is ast.Module or \
+            any(a.__class__ is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
         return {}
+    args = init.node.args
+    positional = [a.arg for a in args.posonlyargs + args.args][1:]  # (after self)
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
     given = {}
-    for param in (*init.params, *init.kwonly):
-        value = argument_at(init, call, param)
+    for param in (*positional, *(a.arg for a in args.kwonlyargs)):
+        value = keyword(call, param)
+        if value is None and param in positional and positional.index(param) < len(call.args):
+            value = call.args[positional.index(param)]
+        value = defaults.get(param) if value is None else value
+        if value.__class__ is ast.Name and value.id not in scope.params:
+            bound = [v for v, where in program.values_of(value, scope, 1) if where is scope]
+            value = bound[0] if len(bound) == 1 and len(scope.bindings.get(value.id, ())) == 1 else None
         if value.__class__ is ast.Constant:
             given[param] = {value.value}
-        elif value.__class__ is ast.Name:
-            found = local_constants(scope, value.id)
-            if found:
-                given[param] = found
     return given
 
 

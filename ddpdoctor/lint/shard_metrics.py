@@ -115,12 +115,17 @@ def _inline_evaluation(builder: Builder, fn: Function, before: list, value: ast.
     (`accelerator.gather(predictions)`) is every rank's: grown from it alone, nothing is local."""
     program = builder.program
     read = {n.id for n in walk(value) if n.__class__ is ast.Name}
+    if not read:
+        return None
     shared = rank_state.shared_names(program, fn)
     for item in reversed(before):
         loop = item.node
         if loop.__class__ not in (ast.For, ast.AsyncFor):
             continue
-        grown = _grown_locally(program, fn, loop)
+        memo = fn.__dict__.setdefault("_grown_locally", {})  # (each assignment after the loop asks)
+        if id(loop) not in memo:
+            memo[id(loop)] = _grown_locally(program, fn, loop)
+        grown = memo[id(loop)]
         if grown is None:
             return None  # (a loop that trains)
         if not (read & grown) - shared:

@@ -363,3 +363,10 @@ def test_its_twin_an_unrelated_default_is_no_subcommand(tmp_path):
     files = {"train.py": body, "workers.py": WORKERS, "trainers/__init__.py": "",
              "trainers/general_trainer.py": TRAINER}
     assert _codes(lint_tree(tmp_path, files), "DDP802") == []
+
+
+def test_its_twin_a_settings_class_declares_the_period_the_users_configs_set(tmp_path):
+    body = COUNTER.replace("def run(config):", "@dataclass\nclass Config:\n    step_per_update: int = 1\n\n\ndef run(config):") \
+        .replace("import yaml", "import yaml\nfrom dataclasses import dataclass")
+    files = {"train.py": body, "cfgs/pretrain.yaml": "lr: 0.1\nstep_per_update: 1\n"}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
