@@ -46,7 +46,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         runs a module no `accelerator.prepare()` wrapped (a wrapper built around the plain model
         before the model was prepared) syncs nothing, nor does a loss computed round the wrapper
         (`self.model.module.training_step(batch)`, or the `else:` of `isinstance(self.model,
-        DDP)`) and handed to `accelerator.backward(loss)`. A count at 1 that a launch may raise - a
+        DDP)`) and handed to `accelerator.backward(loss)`, or computed by a method of the module
+        handed into the wrapper under another name (`model = DDP(policy)`, then
+        `policy.compute_loss(batch)`: no DDP forward runs). A count at 1 that a launch may raise - a
         command-line option's default, or a module constant the module's run-time configurator
         may rebind (nanoGPT's `exec(open("configurator.py").read())`) - is reported as a warning
         that starts with that assumption. `if args.accum == 1: <step every pass> elif
@@ -62,7 +64,12 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
 
         The step test's count is read where the source settles it: a name bound to a YAML config's
         key (`grad_acc_step = train_config["optimizer"]["grad_acc_step"]`) that every config
-        beside the script sets to 1 accumulates nothing; a switch on a config object every
+        beside the script sets to 1 accumulates nothing, as does a one-level read of a loaded
+        config (`config.step_per_update`, no option and no settings class declaring it) or a
+        Hydra config group's key (`cfg.train.gradient_accumulation_steps`, each
+        `conf/train/*.yaml` setting it to 1), also where the step waits for a counter raised
+        once a pass to reach it (`if num_iter == config.step_per_update: num_iter = 0;
+        opt.step()`); a switch on a config object every
         construction settles (`if self.config.use_deepspeed:` with `Config(use_deepspeed=
         args.deepspeed)`, the option on by default) takes that side; a `.step()` of an object
         of the script's own class (a gradient clipper's) is what its method does, not an

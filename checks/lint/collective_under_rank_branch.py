@@ -22,7 +22,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Collectives include every torch.distributed collective (all_reduce, barrier,
         broadcast, all_gather, new_group, ...), the DistributedDataParallel constructor, the
         forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them
-        in every forward; also a DDP model a training helper hands back as it was given,
+        in every forward; not a BatchNorm its constructor builds only on a side of its own
+        argument the construction rules out, `Model(core_name="mlp")` past `if core_name ==
+        "pointnet":`; also a DDP model a training helper hands back as it was given,
         `model, loss = train_one_epoch(model, ...)`), the forward of a FullyShardedDataParallel model (torch's or
         fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off; a
         warning where the name holds a DDP model on another way, `model = FSDP(model) if

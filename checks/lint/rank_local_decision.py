@@ -53,7 +53,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a validation metric each rank computes from its own shard (`val_loss =
           validate(model, val_loader)` over a DistributedSampler, never all-reduced) that an
           early stop then tests (`stopper(val_loss)`; `if stopper.early_stop: break`), also
-          through a counter set on a side of a test on it (a warning);
+          through a counter set on a side of a test on it, and where the evaluation is a loop
+          written inline (`for batch in eval_loader: preds.extend(...)`, then `f1 =
+          score(preds, refs)`) that grows what it keeps from its own batches, not from what it
+          gathers (a warning);
         - a `break` (or a `return`) of a loop taken inside a rank test in that loop (`if rank == 0:` ...
           `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
