@@ -363,6 +363,8 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
 
 def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
     """settled() of one part (no `and` / `or` / `not` at its top)."""
+    if test.__class__ is ast.Constant:
+        return bool(test.value)  # `if False and args.evaluate:`, a block its author switched off
     held = _launched(test.left if isinstance(test, ast.Compare) else test, program)
     if held is not None:
         # an option the launches give differently: answered where every one of them answers alike

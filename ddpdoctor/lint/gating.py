@@ -33,7 +33,10 @@ def decorator_test(program: Program, fn: Function) -> Optional[RankTest]:
     where = fn.parent or fn.module.body  # the predicate reads the names where the def sits
     for deco in getattr(fn.node, "decorator_list", []):
         if isinstance(deco, (ast.Name, ast.Attribute)):
-            test = _wrapper_test(program, deco, where)
+            # (a decorator defined in the class body itself, `@master_only` over a method: the
+            # class's own function of that name, which the module does not see)
+            own = program.method(fn.cls, deco.id) if fn.cls is not None and deco.__class__ is ast.Name else None
+            test = _wrapper_test(program, deco, where, [own] if own is not None and own.cls is fn.cls else None)
             if test is not None:
                 return replace(test, text=f"@{text(deco)}")
         if not isinstance(deco, ast.Call):
@@ -116,12 +119,14 @@ def wrap_test(program: Program, value: ast.AST, where: Function) -> Optional[Ran
     return None
 
 
-def _wrapper_test(program: Program, deco: ast.AST, where: Function) -> Optional[RankTest]:
+def _wrapper_test(program: Program, deco: ast.AST, where: Function, targets: Optional[list] = None) -> Optional[RankTest]:
     """The rank test a local decorator's wrapper calls the decorated function under, read from
     its code (BasicSR's `master_only`: `def wrapper(*args, **kwargs): rank, _ = get_dist_info();
     if rank == 0: return func(*args, **kwargs)`), whatever the decorator is called. Every call
-    of the function in the wrapper must sit under one such test."""
-    targets, _ = program.resolve(deco, where)
+    of the function in the wrapper must sit under one such test. targets: the decorator's
+    function where the caller knows it (one of the class body's own)."""
+    if targets is None:
+        targets, _ = program.resolve(deco, where)
     for target in targets:
         if not target.params or target.node.__class__ is ast.Module:
             continue

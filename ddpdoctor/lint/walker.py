@@ -403,6 +403,13 @@ class Walker:
                 self.expr(stmt.test, guards, loops)
                 self.block(stmt.body if said in self.asserted else stmt.orelse, guards, loops)
                 return
+        if stmt.__class__ is ast.If:
+            truth = literal_truth(stmt.test)
+            if truth is not None:
+                # `if False and args.save_steps > 0 ...:` - a block its author switched off in the
+                # source (or `if True:` left on): no run takes the other side
+                self.block(stmt.body if truth else stmt.orelse, guards, loops)
+                return
         if isinstance(stmt, (ast.If, ast.While)):
             self.expr(stmt.test, guards, loops)
             test = self.program.ranks.guard(stmt.test, self.fn)
@@ -766,6 +773,24 @@ def _rank_return(walker: "Walker", stmt: ast.stmt, depth: int = 3):
         found = _rank_return(walker, inner, depth - 1)
         if found is not None:
             return found[0], found[1], (stmt.test, *found[2])
+    return None
+
+
+def literal_truth(test: ast.AST) -> Optional[bool]:
+    """A test's truth where its literals alone decide it (`False`, `0`, `False and x`, `True or
+    x`, `not False`); None otherwise."""
+    kind = test.__class__
+    if kind is ast.Constant:
+        return bool(test.value)
+    if kind is ast.UnaryOp and test.op.__class__ is ast.Not:
+        inner = literal_truth(test.operand)
+        return None if inner is None else not inner
+    if kind is ast.BoolOp:
+        parts = [literal_truth(v) for v in test.values]
+        decisive = test.op.__class__ is ast.Or  # (True decides an `or`, False an `and`)
+        if decisive in parts:
+            return decisive
+        return (not decisive) if all(p is (not decisive) for p in parts) else None
     return None
 
 

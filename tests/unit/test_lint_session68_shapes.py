@@ -370,3 +370,97 @@ def test_its_twin_a_settings_class_declares_the_period_the_users_configs_set(tmp
         .replace("import yaml", "import yaml\nfrom dataclasses import dataclass")
     files = {"train.py": body, "cfgs/pretrain.yaml": "lr: 0.1\nstep_per_update: 1\n"}
     assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
+
+
+# -------------------------------------------------- holdout 97 (read after its unread score): a
+# block switched off in the source, and a rank-only decorator defined in the class body
+SWITCHED_OFF = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main(args):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(data, sampler=DistributedSampler(data))
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        for (x,) in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+            if SWITCH:
+                torch.save(model.state_dict(), "ckpt.pt")  # the save
+
+
+if __name__ == "__main__":
+    main(None)
+"""
+
+
+def test_a_block_switched_off_in_the_source_never_runs(tmp_path):
+    body = SWITCHED_OFF.replace("SWITCH", "False and args.save_steps > 0")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806") == []
+
+
+def test_its_twin_a_block_left_on_runs(tmp_path):
+    body = SWITCHED_OFF.replace("SWITCH", "True or args.save_steps > 0")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806")
+    assert [f.location.line for f in found] == [_line(body, "# the save")]
+
+
+CLASS_DECORATOR = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+class Trainer:
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.is_master = dist.get_rank() == 0
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        data = TensorDataset(torch.randn(64, 4))
+        self.loader = DataLoader(data, sampler=DistributedSampler(data))
+
+    def master_only(func):
+        def wrapper(self, *args, **kwargs):
+            if GATE:
+                return func(self, *args, **kwargs)
+            return None
+        return wrapper
+
+    @master_only
+    def save_checkpoint(self, epoch):
+        torch.save(self.model.state_dict(), f"ckpt-{epoch}.pt")  # the save
+
+    def train(self):
+        for epoch in range(3):
+            self.loader.sampler.set_epoch(epoch)
+            for (x,) in self.loader:
+                self.opt.zero_grad()
+                self.model(x).sum().backward()
+                self.opt.step()
+            self.save_checkpoint(epoch)
+
+
+if __name__ == "__main__":
+    Trainer().train()
+"""
+
+
+def test_a_rank_only_decorator_of_the_class_body_gates_the_save(tmp_path):
+    body = CLASS_DECORATOR.replace("GATE", "self.is_master")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806") == []
+
+
+def test_its_twin_a_class_body_decorator_that_gates_nothing(tmp_path):
+    body = CLASS_DECORATOR.replace("GATE", "func is not None")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806")
+    assert [f.location.line for f in found] == [_line(body, "# the save")]
