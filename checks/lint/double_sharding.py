@@ -95,6 +95,24 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                 evidence={"loader": loader.name, "dataset": loader.dataset_text, "by": "accelerate",
                           **({"split_at": split} if split else {}), **({"prepared_at": prepared} if prepared else {})}))
     for shard in getattr(facts, "trainer_shards", []):
+        if getattr(shard, "sampler", ""):
+            launched = getattr(facts, "one_process_launch", "")
+            problems.append(Problem(
+                message=((f"where the script is launched on several processes (every launch written beside it "
+                          f"starts one process - {launched}): " if launched else "")
+                         + f"{shard.dataset}() returns `{shard.sampler}` at {shard.location}, which keeps only "
+                         "this rank's share of the samples, and the Trainer built at " f"{shard.trainer} leaves "
+                         "get_train_dataloader to transformers, whose method (4.30 on"
+                         + (f", as {shard.pin} pins it" if getattr(shard, "pin", "") else "") + ") hands the "
+                         "loader to accelerator.prepare(), which shards it again: each rank trains on about "
+                         "dataset / world² samples"),
+                hint="return a non-distributed sampler (RandomSampler, LengthGroupedSampler) from "
+                     "_get_train_sampler, or drop the override: from transformers 4.30 the accelerator "
+                     "shards the Trainer's loader",
+                location=shard.location,
+                evidence={"dataset": shard.dataset, "trainer": str(shard.trainer), "by": "transformers Trainer",
+                          "sampler": shard.sampler, **({"launched": launched} if launched else {})}))
+            continue
         if getattr(shard, "draw", ""):
             problems.append(Problem(
                 message=(f"`{shard.dataset}` is handed to the Trainer at {shard.trainer}, and its items are picked "

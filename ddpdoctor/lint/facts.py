@@ -293,11 +293,15 @@ def build(program: Program, script: str) -> LintFacts:
         if missing is not None:
             facts.undefined_call, facts.undefined_name = missing
     # asked only where a training loader has no DistributedSampler (DDP802 says how sure it is)
-    if program.sources and any(loader.trains and loader.sampler != "distributed" for loader in loaders):
-        # (a plain `python train.py` is one process where the ranks come from MPI, nothing spawns)
+    # (or where a Trainer subclass's own sampler is sharded again by the library's loader: DDP803)
+    if program.sources and (any(loader.trains and loader.sampler != "distributed" for loader in loaders)
+                            or any(getattr(s, "sampler", "") for s in facts.trainer_shards)):
+        # (a plain `python train.py` is one process where the ranks come from MPI, or where a
+        # Hugging Face Trainer trains - it starts no processes - and nothing spawns)
         facts.one_process_launch = config_files.one_process_launch(
             program.sources[0].path, program.sources[0].hydra_configs,
-            plain_one=program.uses("mpi4py") and not program.ranks.live_spawn_targets())
+            plain_one=(program.uses("mpi4py") or framework == "transformers")
+            and not program.ranks.live_spawn_targets())
     # asked only where a save is one rank's per node (the look reads every file's text and may
     # walk the script's folder for launch scripts), after the other facts as before
     if any(s.per_node or s.local_path for s in facts.saves):

@@ -19,6 +19,7 @@ from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call,
                                      own_keyword, plain_loss, text)
+from ddpdoctor.lint.pins import pinned_floor
 from ddpdoctor.lint.program import Function, Klass, is_property
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.walker import side_conds
@@ -1955,6 +1956,8 @@ class LoaderFacts:
                 kinds.add("custom" if self.mentions_rank(value, scope) else "plain")
             elif isinstance(value, ast.Call) and last_name(value.func) == "BatchSampler" and value.args:
                 kinds.add(self._sampler_kind(value.args[0], scope, depth - 1))
+            elif isinstance(value, ast.Call) and self._trainer_base_sampler(value, scope):
+                kinds.add("plain")
             else:
                 kinds.add("custom")
         if "distributed" in kinds:  # BatchSampler(DistributedSampler(...) or RandomSampler(...))
@@ -1962,6 +1965,24 @@ class LoaderFacts:
         if "custom" in kinds:
             return "custom"
         return "plain" if "plain" in kinds else "none"
+
+    def _trainer_base_sampler(self, call: ast.Call, fn: Function) -> bool:
+        """`self._get_train_sampler()` in a Hugging Face Trainer subclass that does not override
+        it, where the project pins transformers at 4.30 or later: the library's own method, a
+        RandomSampler (or a length-grouped one) - from 4.30 the Trainer leaves the sharding to the
+        accelerator.prepare() its own get_train_dataloader calls. Before 4.30, or with no pin,
+        it returned a DistributedSampler on several processes: not known, not claimed."""
+        func = call.func
+        if not (func.__class__ is ast.Attribute and func.attr == "_get_train_sampler"
+                and func.value.__class__ is ast.Name and func.value.id == "self"):
+            return False
+        klass = fn.cls
+        if klass is None or not hf_trainer_class(self.program, klass) or self.program.method(klass, "_get_train_sampler"):
+            return False
+        floor, _, read = pinned_floor(self.program.sources[0].path, "transformers")
+        # (the files read join the cache key, as for the save rules' pin)
+        self.program.__dict__.setdefault("_pin_files", []).extend(str(p) for p in read)
+        return floor is not None and floor >= (4, 30)
 
     def _plain_sampler(self, call: ast.Call, fn: Function) -> bool:
         """torch's RandomSampler & co., not a class of the source's own that took the name

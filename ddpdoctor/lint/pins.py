@@ -27,6 +27,18 @@ def pinned_major(script: Path, package: str) -> tuple[Optional[int], Optional[Pa
     way); (None, None, files read) when no file near the script pins it. The files read, and
     where none pins it the place a pin would first be looked for, are what a cached answer
     rests on: a pin added or changed there is a different answer."""
+    return _search(script, package, _from_ops)
+
+
+def pinned_floor(script: Path, package: str) -> tuple[Optional[tuple[int, int]], Optional[Path], list[Path]]:
+    """(the lowest (major, minor) the project's pin of `package` allows - `==4.38.1`, `~=4.30`,
+    `>=4.31,<5` - the file, every file read), as pinned_major; an upper bound alone says nothing
+    of the floor. For a behaviour a library took on at a minor version (transformers' Trainer
+    leaves the sharding to Accelerate from 4.30)."""
+    return _search(script, package, _floor_of_ops)
+
+
+def _search(script: Path, package: str, reader) -> tuple:
     spec = re.compile(rf"(?<![\w.-]){re.escape(package)}\s*(\[[^\]]*\])?\s*(?P<ops>(?:[<>=~!]=?\s*[\d*][\w.*]*\s*,?\s*)+)",
                       re.IGNORECASE)
     folder = script.resolve().parent
@@ -35,9 +47,9 @@ def pinned_major(script: Path, package: str) -> tuple[Optional[int], Optional[Pa
     for _ in range(UP + 1):
         for path in _candidates(folder):
             read.append(path)
-            major = _major(path, spec)
-            if major is not None:
-                return major, path, read
+            found = _read_pin(path, spec, reader)
+            if found is not None:
+                return found, path, read
         if folder.parent == folder:
             break
         folder = folder.parent
@@ -55,7 +67,7 @@ def _candidates(folder: Path) -> list[Path]:
     return [p for p in found if p.is_file()]
 
 
-def _major(path: Path, spec: re.Pattern) -> Optional[int]:
+def _read_pin(path: Path, spec: re.Pattern, reader):
     try:
         if path.stat().st_size > MAX_BYTES:
             return None
@@ -63,9 +75,20 @@ def _major(path: Path, spec: re.Pattern) -> Optional[int]:
     except OSError:
         return None
     for match in spec.finditer(text):
-        major = _from_ops(match.group("ops"))
-        if major is not None:
-            return major
+        found = reader(match.group("ops"))
+        if found is not None:
+            return found
+    return None
+
+
+def _floor_of_ops(ops: str) -> Optional[tuple[int, int]]:
+    """`==4.38.1` -> (4, 38), `~=4.30` -> (4, 30), `>=4.31,<5` -> (4, 31), `>4.30` -> (4, 30);
+    `<5` -> None."""
+    for op, version in re.findall(r"([<>=~!]=?)\s*([\d*][\w.*]*)", ops):
+        parts = re.match(r"(\d+)(?:\.(\d+))?", version)
+        if parts is None or op not in ("==", "~=", ">=", ">"):
+            continue
+        return int(parts.group(1)), int(parts.group(2) or 0)
     return None
 
 

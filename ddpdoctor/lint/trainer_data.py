@@ -17,7 +17,8 @@ from typing import Any
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.loader_facts import KEEPS_RANK_SHARE
-from ddpdoctor.lint.patterns import keyword, last_name, text
+from ddpdoctor.lint.patterns import hf_trainer_class, keyword, last_name, text
+from ddpdoctor.lint.pins import pinned_floor
 from ddpdoctor.lint.program import Klass
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder
@@ -29,6 +30,10 @@ class TrainerShard:
     dataset: str  # the class, as named (or the dataset handed, as written)
     trainer: Location  # the Trainer(...) call handed it
     draw: str = ""  # an unseeded draw that picks the dataset's items on each process apart
+    # the subclass's own `_get_train_sampler` returns this sampler, which shards by rank, and the
+    # library's get_train_dataloader (transformers 4.30 on, as pinned) prepares the loader again
+    sampler: str = ""
+    pin: str = ""  # the file that pins transformers at 4.30 or later
 
 
 def gather(builder: Builder) -> list[TrainerShard]:
@@ -51,6 +56,9 @@ def gather(builder: Builder) -> list[TrainerShard]:
                     kept = True
                     found.append(TrainerShard(Location(klass.file.display, line), klass.name,
                                               Location(fn.file.display, call.lineno)))
+            override = _sampler_override(builder, call, fn)
+            if override is not None:
+                found.append(override)
             # a training set an unseeded draw picks (`ds.train_test_split(test_size=0.1)`, no
             # seed, in a script that seeds nothing before it): each process draws its own split,
             # and the Trainer shards N different datasets (the sampler's case, DDP803)
@@ -59,6 +67,33 @@ def gather(builder: Builder) -> list[TrainerShard]:
                 at = Location(fn.file.display, call.lineno)
                 found.append(TrainerShard(at, text(given, 60), at, draw))
     return found
+
+
+def _sampler_override(builder: Builder, call: ast.Call, fn) -> TrainerShard | None:
+    """`GenecompassPretrainer(...)`, a local Trainer subclass whose own `_get_train_sampler` returns
+    a sampler that shards by rank on several processes (a copy of the Trainer's pre-4.30 method:
+    `DistributedLengthGroupedSampler(..., rank=self.args.process_index)`) and that leaves
+    get_train_dataloader to the library, where the project pins transformers at 4.30 or later:
+    that method builds the loader over the sampler and hands it to accelerator.prepare(), which
+    shards it again."""
+    program = builder.program
+    klass = program._callee_symbol(call.func, fn)
+    if not isinstance(klass, Klass) or not hf_trainer_class(program, klass):
+        return None
+    method = program.method(klass, "_get_train_sampler")
+    if method is None or method.node is None or program.method(klass, "get_train_dataloader") is not None:
+        return None
+    floor, pin, read = pinned_floor(program.sources[0].path, "transformers")
+    program.__dict__.setdefault("_pin_files", []).extend(str(p) for p in read)  # (the cache key)
+    if floor is None or floor < (4, 30):
+        return None
+    for ret in sorted(method.returned, key=lambda r: r.lineno):  # (the first in the source)
+        if builder._sampler_kind(ret, method) == "distributed":
+            said = text(ret.func if isinstance(ret, ast.Call) else ret, 80)
+            return TrainerShard(Location(method.file.display, ret.lineno), f"{klass.name}._get_train_sampler",
+                                Location(fn.file.display, call.lineno), sampler=said,
+                                pin=f"{pin.name}" if pin is not None else "")
+    return None
 
 
 def hf_trainer(program, call: ast.Call, fn) -> bool:

@@ -464,3 +464,105 @@ def test_its_twin_a_class_body_decorator_that_gates_nothing(tmp_path):
     body = CLASS_DECORATOR.replace("GATE", "func is not None")
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806")
     assert [f.location.line for f in found] == [_line(body, "# the save")]
+
+
+# -------------------------------------------------- a Trainer subclass's get_train_dataloader
+# override over the base class's own `_get_train_sampler()`: from transformers 4.30 a plain
+# RandomSampler (the base method's prepare() shards, and the override skips it)
+HF_OVERRIDE = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+from transformers import Trainer, TrainingArguments
+
+
+class Windows(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return {"x": torch.randn(4) + torch.rand(1)}
+
+
+class EEGTrainer(Trainer):
+    def get_train_dataloader(self):
+        sampler = self._get_train_sampler()
+        return DataLoader(self.train_dataset, batch_size=8, sampler=sampler, num_workers=4)  # the loader
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    args = TrainingArguments(output_dir="out")
+    EEGTrainer(model=torch.nn.Linear(4, 1), args=args, train_dataset=Windows()).train()
+"""
+
+
+def test_a_trainer_override_over_the_base_sampler_reads_everything_on_every_process(tmp_path):
+    files = {"train.py": HF_OVERRIDE, "requirements.txt": "torch\ntransformers==4.38.1\n",
+             "run.sh": "torchrun --nproc_per_node=4 train.py\n"}
+    found = lint_tree(tmp_path, files)
+    assert [(f.code, f.location.line) for f in _codes(found, "DDP802")] == [("DDP802", _line(HF_OVERRIDE, "# the loader"))]
+    assert _codes(found, "DDP808") == []  # (the same samples on every process: DDP802's finding)
+
+
+def test_its_twin_a_plain_python_launch_makes_it_a_warning(tmp_path):
+    files = {"train.py": HF_OVERRIDE, "requirements.txt": "transformers==4.38.1\n", "run.sh": "python train.py\n"}
+    found = _codes(lint_tree(tmp_path, files), "DDP802")
+    assert [f.severity.name.lower() for f in found] == ["warning"]
+
+
+def test_its_twin_before_4_30_the_base_sampler_is_not_known(tmp_path):
+    files = {"train.py": HF_OVERRIDE, "requirements.txt": "transformers==4.28.0\n",
+             "run.sh": "torchrun --nproc_per_node=4 train.py\n"}
+    assert _codes(lint_tree(tmp_path, files), "DDP802") == []
+
+
+# -------------------------------------------------- a Trainer subclass's own `_get_train_sampler`
+# (the pre-4.30 method, copied) returning a rank-sharding sampler, the loader left to the library,
+# which from 4.30 prepares it again
+SAMPLER_OVERRIDE = """
+import torch
+from torch.utils.data import Dataset, DistributedSampler, RandomSampler
+from transformers import Trainer, TrainingArguments
+
+
+class Cells(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return {"x": torch.randn(4)}
+
+
+class CellTrainer(Trainer):
+    def _get_train_sampler(self):
+        if self.args.world_size <= 1:
+            return RandomSampler(self.train_dataset)
+        return DistributedSampler(self.train_dataset, num_replicas=self.args.world_size,
+                                  rank=self.args.process_index)  # the sampler
+    EXTRA
+
+
+if __name__ == "__main__":
+    args = TrainingArguments(output_dir="out")
+    CellTrainer(model=torch.nn.Linear(4, 1), args=args, train_dataset=Cells()).train()
+"""
+
+
+def test_a_trainer_subclasss_rank_sampler_is_sharded_again_by_the_librarys_loader(tmp_path):
+    body = SAMPLER_OVERRIDE.replace("EXTRA", "")
+    files = {"train.py": body, "requirements.txt": "transformers==4.30.0\n"}
+    found = _codes(lint_tree(tmp_path, files), "DDP803")
+    assert [f.location.line for f in found] == [_line(body, "return DistributedSampler(")]
+
+
+def test_its_twin_an_older_transformers_shards_with_that_sampler_alone(tmp_path):
+    body = SAMPLER_OVERRIDE.replace("EXTRA", "")
+    files = {"train.py": body, "requirements.txt": "transformers==4.28.1\n"}
+    assert _codes(lint_tree(tmp_path, files), "DDP803") == []
+
+
+def test_its_twin_the_subclass_builds_its_own_loader_too(tmp_path):
+    body = SAMPLER_OVERRIDE.replace("EXTRA", "def get_train_dataloader(self):\n"
+                                             "        return torch.utils.data.DataLoader(self.train_dataset, sampler=self._get_train_sampler())")
+    files = {"train.py": body, "requirements.txt": "transformers==4.30.0\n"}
+    assert _codes(lint_tree(tmp_path, files), "DDP803") == []
