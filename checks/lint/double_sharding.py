@@ -20,7 +20,11 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         (`Trainer(train_dataset=ds)`) whose own code keeps this rank's items (`if i % world !=
         rank: continue` in `__iter__`): the Trainer shards what it is given through
         Accelerate (a map-style dataset by a DistributedSampler; an IterableDataset by rank 0
-        reading the batches and dispatching a slice to each rank), a second time. A loader over
+        reading the batches and dispatching a slice to each rank), a second time. So does a
+        Trainer subclass's own `_get_train_sampler` that returns a rank-sharding sampler (a
+        copy of the pre-4.30 method) while the library's get_train_dataloader, which from 4.30
+        hands the loader to `accelerator.prepare()`, is left to build the loader - where the
+        project pins transformers at 4.30 or later (reported at that return). A loader over
         `Subset(ds, indices)` whose indices come from the rank (`range(rank * n, rank * n + n)`,
         in a builder its caller hands `accelerator.process_index`) and then prepared is sharded
         twice too; the finding names the split and the prepare() call. And a DistributedSampler

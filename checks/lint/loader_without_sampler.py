@@ -42,7 +42,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         that inserts the sampler itself (Lightning, Accelerate, the Hugging Face Trainer) - but
         a Trainer subclass whose `get_train_dataloader` override returns a loader without a
         DistributedSampler that it never hands to `self.accelerator.prepare()` is reported (the
-        base method's prepare() is what shards the batches, and the override bypasses it). A
+        base method's prepare() is what shards the batches, and the override bypasses it; the
+        base class's own `self._get_train_sampler()` in such an override is a plain sampler
+        where the project pins transformers at 4.30 or later, and not known before), and a
+        plain `python train.py` beside a Trainer script is one process (a warning then). A
         script that runs Accelerate on one side and sets up its own process group on another
         (`--strategy fsdp` spawning ranks whose own trainer builds its loader) has that
         trainer's loader judged, as a warning, where it is built apart from any Accelerator
