@@ -353,6 +353,12 @@ def three_valued(test: ast.AST, leaf) -> Optional[bool]:
     return leaf(test)
 
 
+def literal_truth(test: ast.AST) -> Optional[bool]:
+    """A test's truth where its literals alone decide it (`False`, `0`, `False and x`, `True or
+    x`, `not False`); None otherwise."""
+    return three_valued(test, lambda part: bool(part.value) if part.__class__ is ast.Constant else None)
+
+
 def settled(test: ast.AST, program: Program) -> Optional[bool]:
     """The truth of a test on the run as launched, where the options decide it: `args.task ==
     "short_term"` with --task defaulting to "long_term", `args.flag` (store_true), `args.ckpt is
@@ -364,7 +370,7 @@ def settled(test: ast.AST, program: Program) -> Optional[bool]:
 def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
     """settled() of one part (no `and` / `or` / `not` at its top)."""
     if test.__class__ is ast.Constant:
-        return bool(test.value)  # `if False and args.evaluate:`, a block its author switched off
+        return literal_truth(test)  # `if False and args.evaluate:`, a block its author switched off
     held = _launched(test.left if isinstance(test, ast.Compare) else test, program)
     if held is not None:
         # an option the launches give differently: answered where every one of them answers alike

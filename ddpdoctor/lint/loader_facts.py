@@ -19,7 +19,7 @@ from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call,
                                      own_keyword, plain_loss, text)
-from ddpdoctor.lint.pins import pinned_floor
+from ddpdoctor.lint.pins import program_floor
 from ddpdoctor.lint.program import Function, Klass, is_property
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.walker import side_conds
@@ -1979,9 +1979,7 @@ class LoaderFacts:
         klass = fn.cls
         if klass is None or not hf_trainer_class(self.program, klass) or self.program.method(klass, "_get_train_sampler"):
             return False
-        floor, _, read = pinned_floor(self.program.sources[0].path, "transformers")
-        # (the files read join the cache key, as for the save rules' pin)
-        self.program.__dict__.setdefault("_pin_files", []).extend(str(p) for p in read)
+        floor, _ = program_floor(self.program, "transformers")
         return floor is not None and floor >= (4, 30)
 
     def _plain_sampler(self, call: ast.Call, fn: Function) -> bool:

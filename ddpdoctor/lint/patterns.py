@@ -2464,7 +2464,6 @@ def _decided_by(test: ast.AST, given: dict, init) -> Optional[bool]:
     if name not in given or init.bindings.get(name):
         return None
     if right.__class__ is ast.Constant:
-        listed = None
         answers = {v == right.value for v in given[name]} if op in (ast.Eq, ast.NotEq) else set()
     elif right.__class__ in (ast.Tuple, ast.List, ast.Set) and all(e.__class__ is ast.Constant for e in right.elts):
         listed = [e.value for e in right.elts]

@@ -38,6 +38,17 @@ def pinned_floor(script: Path, package: str) -> tuple[Optional[tuple[int, int]],
     return _search(script, package, _floor_of_ops)
 
 
+def program_floor(program, package: str) -> tuple[Optional[tuple[int, int]], Optional[Path]]:
+    """(pinned_floor, the file) for the program's script, read once per lint however many rules
+    and loaders ask; the files read join the cache key (program's `_pin_files`)."""
+    memo = program.__dict__.setdefault("_pin_floors", {})
+    if package not in memo:
+        floor, path, read = pinned_floor(program.sources[0].path, package)
+        program.__dict__.setdefault("_pin_files", []).extend(str(p) for p in read)
+        memo[package] = (floor, path)
+    return memo[package]
+
+
 def _search(script: Path, package: str, reader) -> tuple:
     spec = re.compile(rf"(?<![\w.-]){re.escape(package)}\s*(\[[^\]]*\])?\s*(?P<ops>(?:[<>=~!]=?\s*[\d*][\w.*]*\s*,?\s*)+)",
                       re.IGNORECASE)

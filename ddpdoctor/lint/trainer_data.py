@@ -18,7 +18,7 @@ from typing import Any
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.loader_facts import KEEPS_RANK_SHARE
 from ddpdoctor.lint.patterns import hf_trainer_class, keyword, last_name, text
-from ddpdoctor.lint.pins import pinned_floor
+from ddpdoctor.lint.pins import program_floor
 from ddpdoctor.lint.program import Klass
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder
@@ -83,8 +83,7 @@ def _sampler_override(builder: Builder, call: ast.Call, fn) -> TrainerShard | No
     method = program.method(klass, "_get_train_sampler")
     if method is None or method.node is None or program.method(klass, "get_train_dataloader") is not None:
         return None
-    floor, pin, read = pinned_floor(program.sources[0].path, "transformers")
-    program.__dict__.setdefault("_pin_files", []).extend(str(p) for p in read)  # (the cache key)
+    floor, pin = program_floor(program, "transformers")
     if floor is None or floor < (4, 30):
         return None
     for ret in sorted(method.returned, key=lambda r: r.lineno):  # (the first in the source)

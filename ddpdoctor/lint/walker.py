@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
+from ddpdoctor.lint.defaults import literal_truth
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
 from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, parse_test, walk
 from ddpdoctor.lint.patterns import RankTest, dotted, is_const, last_name, text
@@ -773,24 +774,6 @@ def _rank_return(walker: "Walker", stmt: ast.stmt, depth: int = 3):
         found = _rank_return(walker, inner, depth - 1)
         if found is not None:
             return found[0], found[1], (stmt.test, *found[2])
-    return None
-
-
-def literal_truth(test: ast.AST) -> Optional[bool]:
-    """A test's truth where its literals alone decide it (`False`, `0`, `False and x`, `True or
-    x`, `not False`); None otherwise."""
-    kind = test.__class__
-    if kind is ast.Constant:
-        return bool(test.value)
-    if kind is ast.UnaryOp and test.op.__class__ is ast.Not:
-        inner = literal_truth(test.operand)
-        return None if inner is None else not inner
-    if kind is ast.BoolOp:
-        parts = [literal_truth(v) for v in test.values]
-        decisive = test.op.__class__ is ast.Or  # (True decides an `or`, False an `and`)
-        if decisive in parts:
-            return decisive
-        return (not decisive) if all(p is (not decisive) for p in parts) else None
     return None
 
 
