@@ -92,11 +92,17 @@ def _read_pin(path: Path, spec: re.Pattern, reader):
     return None
 
 
+# A version's leading numbers, a few digits each: a longer run is no version a project pins (and a
+# 5,000-digit one is more than int() converts), so that pin says nothing
+_NUMBER = re.compile(r"\d{1,9}(?!\d)")
+_VERSION = re.compile(r"(\d{1,9})(?!\d)(?:\.(\d{1,9})(?!\d))?")
+
+
 def _floor_of_ops(ops: str) -> Optional[tuple[int, int]]:
     """`==4.38.1` -> (4, 38), `~=4.30` -> (4, 30), `>=4.31,<5` -> (4, 31), `>4.30` -> (4, 30);
     `<5` -> None."""
     for op, version in re.findall(r"([<>=~!]=?)\s*([\d*][\w.*]*)", ops):
-        parts = re.match(r"(\d+)(?:\.(\d+))?", version)
+        parts = _VERSION.match(version)
         if parts is None or op not in ("==", "~=", ">=", ">"):
             continue
         return int(parts.group(1)), int(parts.group(2) or 0)
@@ -106,7 +112,7 @@ def _floor_of_ops(ops: str) -> Optional[tuple[int, int]]:
 def _from_ops(ops: str) -> Optional[int]:
     """`==4.30.2` -> 4, `~=4.30` -> 4, `<5` -> 4, `<=4.40` -> 4, `>=4.2,<5.0` -> 4; `>=4.2` -> None."""
     for op, version in re.findall(r"([<>=~!]=?)\s*([\d*][\w.*]*)", ops):
-        number = re.match(r"\d+", version)
+        number = _NUMBER.match(version)
         if number is None:
             continue
         value = int(number.group())

@@ -566,3 +566,11 @@ def test_its_twin_the_subclass_builds_its_own_loader_too(tmp_path):
                                              "        return torch.utils.data.DataLoader(self.train_dataset, sampler=self._get_train_sampler())")
     files = {"train.py": body, "requirements.txt": "transformers==4.30.0\n"}
     assert _codes(lint_tree(tmp_path, files), "DDP803") == []
+
+
+def test_a_pin_with_a_run_of_thousands_of_digits_is_no_pin_and_no_crash(tmp_path):
+    # (int() converts at most 4,300 digits: a hostile requirements.txt once ended the lint in a traceback)
+    for pin in ("transformers==4." + "9" * 5000, "transformers==" + "9" * 5000 + ".1"):
+        files = {"train.py": HF_OVERRIDE, "requirements.txt": pin + "\n",
+                 "run.sh": "torchrun --nproc_per_node=4 train.py\n"}
+        assert _codes(lint_tree(tmp_path, files), "DDP802") == []
