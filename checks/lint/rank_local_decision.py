@@ -135,10 +135,16 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                        f"`{found.value}`, which {found.guard} computes (at {found.assigned}) from this rank's own "
                        f"shard ({getattr(found, 'shard', 'a DistributedSampler')}) and never all-reduces: one rank stops while the others "
                        f"wait in {found.work}")
-            hint = (f"all-reduce what makes `{found.value}` (the sum of the losses and the count of samples) "
-                    "before deciding, so every rank tests the whole validation set's number"
-                    + (" (under Accelerate: accelerator.gather_for_metrics(...) of the per-batch losses, "
-                       "or accelerator.reduce(...) of the sums)" if "accelerator" in getattr(found, "shard", "") else ""))
+            inline = found.guard.startswith("the loop at")  # (shard_metrics: a loop that grows its lists)
+            hint = ((f"gather what the loop collects per batch (its predictions and labels) from every rank and "
+                     f"compute `{found.value}` from that" if inline else
+                     f"all-reduce what makes `{found.value}` (the sum of the losses and the count of samples) "
+                     "before deciding")
+                    + ", so every rank tests the whole validation set's number"
+                    + ((" (under Accelerate: accelerator.gather_for_metrics(...) of each batch's outputs"
+                        + (")" if inline else ", or accelerator.reduce(...) of the sums)"))
+                       if "accelerator" in getattr(found, "shard", "") else
+                       " (dist.all_gather_object, or all_gather of padded tensors)" if inline else ""))
         elif found.kind == "rank_state":
             how = (f"every rank steps `{found.value}` and `{found.guard}` steps it further (at {found.assigned}): "
                    "that rank's count runs ahead" if getattr(found, "stepped", False) else
