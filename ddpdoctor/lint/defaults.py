@@ -102,6 +102,41 @@ def option_off(test_text: str, program: Program) -> bool:
     return value in (None, False, 0, "")
 
 
+# `config["seed"] is not None`, `cfg.get("seed")`: a test on one key of a dict config
+KEY_TEST = re.compile(r"""^(\w+)(?:\[['"](\w+)['"]\]|\.get\(['"](\w+)['"]\))(?: is not None)?$""")
+
+
+def config_key_unset(test_text: str, program: Program) -> bool:
+    """`if config["seed"] is not None:` where the config is a YAML file the run names, no config
+    beside the script sets `seed` (PCSR's all hold `#seed: 0`, commented out), while they do set
+    other keys the code reads from that dict, and the code itself gives the key only a false
+    constant (`if not config.get("seed"): config["seed"] = None`): false on every shipped config.
+    An option of that name is option_off's."""
+    found = KEY_TEST.match(test_text)
+    if not found:
+        return False
+    root, key = found.group(1), found.group(2) or found.group(3)
+    if key in program.option_defaults() or program.config_file_values((key,)):
+        return False
+    others = set()
+    for source in program.files:
+        for node in source.of(ast.Subscript):
+            if isinstance(node.value, ast.Name) and node.value.id == root and isinstance(node.slice, ast.Constant) \
+                    and isinstance(node.slice.value, str) and node.slice.value != key:
+                others.add(node.slice.value)
+        for node in source.of(ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and \
+                        target.slice.value == key and not (isinstance(node.value, ast.Constant) and not node.value.value):
+                    return False  # (the code sets it to something that may hold)
+    # (the configs beside the script are the ones it reads: they set other keys it reads there)
+    return any(program.config_file_values((other,)) for other in sorted(others)[:MAX_KEYS_ASKED])
+
+
+# (keys asked of the configs to tell they are the dict's: a bound on a file read once)
+MAX_KEYS_ASKED = 64
+
+
 # The words of a test on how the run is launched (several GPUs, nodes, processes).
 LAUNCH_WORDS = re.compile(r"gpus|nodes|world_size|distributed|ddp|nproc|n_gpu|num_processes", re.IGNORECASE)
 

@@ -33,7 +33,7 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, option_off
+from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import SCALAR_DRAWS, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
@@ -340,9 +340,10 @@ def _called_only_when_off(builder: Builder, fn: Function) -> bool:
 
 def _off_unless_set(conds: tuple, program) -> bool:
     """_off_by_default, where no code the lint reads sets that option's field itself (`args.seed
-    = cfg.seed` from a config file: the default is not all there is)."""
-    return any(option_off(cond, program) and not _assigned(OPTION_TEST.match(cond).group(1), program)
-               for cond, flag in conds)
+    = cfg.seed` from a config file: the default is not all there is); or a key of a dict config
+    that no config shipped beside the script sets (config_key_unset)."""
+    return any((option_off(cond, program) and not _assigned(OPTION_TEST.match(cond).group(1), program))
+               or config_key_unset(cond, program) for cond, flag in conds)
 
 
 def _off_by_default(conds: tuple, program) -> bool:
