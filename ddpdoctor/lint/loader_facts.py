@@ -472,7 +472,7 @@ class LoaderFacts:
                 or self._instances_single_process(fn)
                 or self.apart_from_setups(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
                 iterated=bool(name) and self._iterated_alone(name),
-                unread=bool(name) and self._unread(fn, name),
+                unread=bool(name) and self._unread(fn, name, call),
                 other_branch_distributed=self._other_branch_distributed(fn, call),
                 index_ignored=dataset is not None and self._index_ignored(dataset, fn, call),
                 worker_split=self._worker_split(dataset, fn) if dataset is not None else (),
@@ -1877,9 +1877,12 @@ class LoaderFacts:
                 sites.append((caller, bound, node))
         return sites
 
-    def _unread(self, fn: Function, name: str) -> bool:
+    def _unread(self, fn: Function, name: str, call: Optional[ast.Call] = None) -> bool:
         """The loader is one item of the tuple fn returns, and every caller unpacks that item into
-        a name it never reads: nothing iterates it, on any rank."""
+        a name it never reads: nothing iterates it, on any rank. Or (call: the DataLoader) the
+        name it is bound to is bound again before every read of it (_overwritten_unread)."""
+        if call is not None and _overwritten_unread(fn, call, name):
+            return True
         position = _returned_at(fn, name)
         if position is None:
             return False
@@ -4054,6 +4057,34 @@ def _rebound_unread(fn: Function, call: ast.Call, name: str) -> bool:
         if _reads_batches(stmt, name):
             return False
     return False
+
+
+def _overwritten_unread(fn: Function, call: ast.Call, name: str) -> bool:
+    """`train_loader = DataLoader(ds, shuffle=True)` inside `if args.dataset == "imagenet":`, then
+    `train_loader = DataLoader(ds, sampler=train_sampler)` after the `if`, before any read (a MoCo
+    template's leftover): no read of the name is reached by this binding, so nothing iterates
+    it. Asked of the reaching bindings at each read of the name in fn (reaching.reaching_values);
+    not where one of them cannot be told (a loop bringing a binding back round, a read in a
+    nested function, a `global`)."""
+    if isinstance(fn.node, ast.Module) or not any(
+            isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name for node in fn.own):
+        return False
+    reads = []
+    for node in walk(fn.node):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return False
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            reads.append(node)
+    for read in reads[:MAX_READS_ASKED]:
+        values = reaching.reaching_values(fn.node, name, read)
+        if values is None or any(value is call for value in values):
+            return False
+    return len(reads) <= MAX_READS_ASKED
+
+
+# (reads of one loader's name asked of: past it, the loader counts as read)
+MAX_READS_ASKED = 64
 
 
 def _rebinds(stmt: ast.stmt, name: str) -> bool:

@@ -54,6 +54,13 @@ def _in_sources(files, unreached: tuple = ()) -> Optional[Location]:
     # node types) is the program's own value, not the machine count a launch hands it
     assigned = {node.attr for source in files if source.tree is not None for node in source.of(ast.Attribute)
                 if node.ctx.__class__ is ast.Store and SHARED_NAME.match(node.attr)}
+    # and one no code reads (`--node_num`, "number of nodes for a tree", declared and never read):
+    # the launch's value goes nowhere, so it tells no nodes apart; a read (`args.num_nodes`,
+    # `getattr(args, "num_nodes")`, `cfg["num_nodes"]`) is where the value goes
+    read = {node.attr for source in files if source.tree is not None for node in source.of(ast.Attribute)
+            if node.ctx.__class__ is ast.Load and SHARED_NAME.match(node.attr)} | \
+        {node.value for source in files if source.tree is not None for node in source.of(ast.Constant)
+         if isinstance(node.value, str) and SHARED_NAME.match(node.value)}
     for source in files:
         if source.tree is None:
             continue
@@ -75,6 +82,7 @@ def _in_sources(files, unreached: tuple = ()) -> Optional[Location]:
         found = [node for kind in kinds for node in source.of(kind) if _names_a_node(node)
                  and not (node.__class__ is ast.Attribute and node.attr in assigned)
                  and not (node.__class__ is ast.Constant and node.value.lstrip("-").replace("-", "_") in assigned)
+                 and not (node.__class__ is ast.Constant and node.value.startswith("--") and _unread_option(node, read))
                  and id(node) not in one_node]
         aside = [(first, last) for display, first, last in unreached if display == source.display]
         if counted:
@@ -90,6 +98,18 @@ def _in_sources(files, unreached: tuple = ()) -> Optional[Location]:
         if found:
             return Location(source.display, min(getattr(node, "lineno", 1) for node in found))
     return None
+
+
+def _unread_option(node: ast.Constant, read: set) -> bool:
+    """`"--node_num"`, a count a graph has too (SHARED_NAME, not NODE_NAME), that nothing reads.
+    (An index option - `--node_index` beside `--gpu_per_node` - names which machine a process
+    runs on even unread: a graph's node has no use for one on the command line.)"""
+    word = node.value.lstrip("-").replace("-", "_")
+    return not NODE_NAME.match(word) and bool(_NODE_COUNT.match(word)) and word not in read
+
+
+# the SHARED_NAME words that count nodes (not one node's index)
+_NODE_COUNT = re.compile(r"^(?:num_?nodes|n_?nodes|nodes_?num|node_?num|nodes|number_?of_?nodes)$", re.IGNORECASE)
 
 
 def _node_offset(node: ast.BinOp, products: frozenset = frozenset()) -> bool:

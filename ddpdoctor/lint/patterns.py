@@ -1501,9 +1501,15 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
     func = call.func
     if isinstance(func, ast.Name):
         found = program.lookup(func.id, fn)
+        own = [value for _, value, scope in found if scope is fn]
+        reached = reaching.reaching_values(fn.node, func.id, func) if len(own) > 1 else None
         for line, value, scope in found:
             # `model = DDP(model)` in this very function: only calls after it are DDP forwards
             if scope is fn and line >= call.lineno:
+                continue
+            if reached is not None and scope is fn and not any(value is r for r in reached):
+                # (`del model; model = GPT(conf)` after training, then `model(x)` on rank 0: the
+                # DDP binding above it never reaches this call)
                 continue
             wrapped = _ddp_made(program, value, scope) or _same_object(program, func.id, value, scope)
             if wrapped is not None:

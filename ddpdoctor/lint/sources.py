@@ -508,8 +508,14 @@ class Roots(list):
 # that library: read as local code it would be a second, unmodelled copy of it, most of the program
 # and of the lint's time, and `deepspeed.initialize` would no longer be the engine the rules know.
 # A module of the same name (a `lightning.py` of the script's own) is the user's code, and read.
-LIBRARY_COPIES = frozenset({"torch", "deepspeed", "accelerate", "transformers", "lightning", "pytorch_lightning",
-                            "lightning_fabric", "fairscale", "apex", "mmcv", "mmengine"})
+# Each with a part every release of it holds: a package of the same name without it is the
+# user's own (dreamer4's src/lightning/ of LightningModules and DataModules, beside the library
+# it imports as pytorch_lightning), read as local code.
+LIBRARY_COPIES = {"torch": ("nn",), "deepspeed": ("runtime",), "accelerate": ("accelerator.py", "accelerator"),
+                  "transformers": ("modeling_utils.py", "models"), "lightning": ("pytorch", "fabric"),
+                  "pytorch_lightning": ("trainer",), "lightning_fabric": ("fabric.py", "strategies"),
+                  "fairscale": ("nn",), "apex": ("amp", "optimizers", "parallel"), "mmcv": ("ops", "cnn", "utils"),
+                  "mmengine": ("runner", "model")}
 
 
 def library_copy(name: str, roots: list[Path]) -> Optional[Path]:
@@ -519,6 +525,8 @@ def library_copy(name: str, roots: list[Path]) -> Optional[Path]:
         return None
     for root in roots:
         if os.path.isfile(os.path.join(str(root), top, "__init__.py")):
+            if not any(os.path.exists(os.path.join(str(root), top, part)) for part in LIBRARY_COPIES[top]):
+                return None  # (the user's own package of that name: read, found as any other)
             return Path(root) / top
         if os.path.isfile(os.path.join(str(root), top + ".py")):
             return None

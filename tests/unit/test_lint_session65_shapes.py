@@ -37,7 +37,8 @@ if __name__ == "__main__":
 
 def test_a_vendored_deepspeed_package_is_read_as_the_library_and_said(tmp_path, monkeypatch):
     _write(tmp_path, {"train.py": VENDORED, "deepspeed/__init__.py": "from .engine import Engine\n",
-                      "deepspeed/engine.py": "class Engine:\n    pass\n", "deepspeed/pipe/__init__.py": "X = 1\n"})
+                      "deepspeed/engine.py": "class Engine:\n    pass\n", "deepspeed/pipe/__init__.py": "X = 1\n",
+                      "deepspeed/runtime/__init__.py": "Y = 2\n"})
     monkeypatch.chdir(tmp_path)
     notes: list[str] = []
     files = load_program("train.py", notes)

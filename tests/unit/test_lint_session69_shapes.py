@@ -3,6 +3,7 @@ our own words."""
 
 from __future__ import annotations
 
+from ddpdoctor.lint.sources import load_program
 from tests.unit.test_lint_session39_shapes import lint_tree
 from tests.unit.test_lint_session61_shapes import _codes
 
@@ -94,3 +95,176 @@ def test_its_twin_configs_that_are_not_the_scripts_say_nothing(tmp_path):
     # (YAML files beside the script that set none of the keys it reads are not its configs)
     files = {"train.py": KEY_SEEDED, "env/conda.yaml": "name: work\nchannels:\n  - defaults\n"}
     assert len(_codes(lint_tree(tmp_path, files), "DDP808")) == 1
+
+
+# -------------------------------------------------- a loader built on one dataset's side and
+# bound again, with the sampler, after the `if` before any read: the first is never iterated
+REBOUND = """
+import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main_worker(args):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 4))
+    if args.dataset == "large":
+        train_set = TensorDataset(torch.randn(256, 4))
+        train_loader = DataLoader(train_set, batch_size=8, shuffle=True)
+        READ_EARLY
+    else:
+        train_set = TensorDataset(torch.randn(64, 4))
+    sampler = DistributedSampler(train_set)
+    train_loader = DataLoader(train_set, batch_size=8, sampler=sampler)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for (x,) in train_loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default="large")
+    main_worker(parser.parse_args())
+"""
+
+
+def test_a_loader_bound_again_before_any_read_is_never_iterated(tmp_path):
+    body = REBOUND.replace("READ_EARLY", "pass")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802") == []
+
+
+def test_its_twin_a_read_between_the_two_bindings_iterates_the_first(tmp_path):
+    body = REBOUND.replace("READ_EARLY", "for (x,) in train_loader:\n            model(x).sum().backward()")
+    assert len(_codes(lint_tree(tmp_path, {"train.py": body}), "DDP802")) == 1
+
+
+# -------------------------------------------------- an option named like a node count that no code
+# reads (a graph model's "number of nodes"): it tells no machines apart, so a save under the
+# local rank is the one-node job's rank 0
+NODE_OPTION = """
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(args):
+    local_rank = int(os.environ["LOCAL_RANK"])
+    dist.init_process_group("gloo")
+    WORLD
+    model = DDP(torch.nn.Linear(4, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        opt.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+    if local_rank == 0:
+        torch.save(model.module.state_dict(), "checkpoint.pth")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num_nodes", type=int, default=100, help="number of nodes in each graph")
+    main(parser.parse_args())
+"""
+
+
+def test_an_option_named_like_a_node_count_that_nothing_reads_tells_no_nodes_apart(tmp_path):
+    body = NODE_OPTION.replace("WORLD", "pass")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806") == []
+
+
+def test_its_twin_the_option_read_into_the_world_size_is_a_machine_count(tmp_path):
+    body = NODE_OPTION.replace("WORLD", "world = args.num_nodes * torch.cuda.device_count()")
+    assert len(_codes(lint_tree(tmp_path, {"train.py": body}), "DDP806")) == 1
+
+
+# -------------------------------------------------- after training, rank 0 rebuilds a plain model
+# from the checkpoint under the same name and evaluates it: the DDP binding above never reaches
+# that forward
+REBUILT = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.norm = torch.nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.norm(self.lin(x))
+
+
+def train():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = Net()
+    model = DDP(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        opt.zero_grad()
+        model(torch.randn(8, 4)).sum().backward()
+        opt.step()
+    if rank == 0:
+        torch.save(model.module.state_dict(), "best.pt")
+    if rank == 0:
+        REBUILD
+        with torch.no_grad():
+            print(model(torch.randn(8, 4)).mean())
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+def test_a_plain_model_rebuilt_under_the_same_name_is_not_the_ddp_model(tmp_path):
+    body = REBUILT.replace("REBUILD", 'del model\n        model = Net()\n        model.load_state_dict(torch.load("best.pt"))')
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801") == []
+
+
+def test_its_twin_the_wrapper_itself_evaluated_on_rank_0(tmp_path):
+    body = REBUILT.replace("REBUILD", "model.eval()")
+    assert len(_codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")) == 1
+
+
+# -------------------------------------------------- a package of the user's own that bears a
+# modelled library's name (`src/lightning/` of LightningModules and DataModules, the library itself
+# imported as pytorch_lightning): it holds none of the library's parts, so it is read as local code
+def test_a_package_named_like_a_library_without_its_parts_is_the_users_own(tmp_path, monkeypatch):
+    from tests.unit.test_lint_session65_shapes import _write
+
+    _write(tmp_path, {"train.py": "from lightning.datamodule import DataModule\n\nDataModule().setup()\n",
+                      "lightning/__init__.py": "", "lightning/datamodule.py": "class DataModule:\n"
+                      "    def setup(self):\n        return 1\n"})
+    monkeypatch.chdir(tmp_path)
+    notes: list[str] = []
+    files = load_program("train.py", notes)
+    assert sorted(f.display for f in files) == ["lightning/__init__.py", "lightning/datamodule.py", "train.py"]
+    assert not any("copy of the library" in n for n in notes)
+
+
+def test_its_twin_a_package_holding_the_librarys_parts_is_the_library(tmp_path, monkeypatch):
+    from tests.unit.test_lint_session65_shapes import _write
+
+    _write(tmp_path, {"train.py": "from lightning.datamodule import DataModule\n\nDataModule().setup()\n",
+                      "lightning/__init__.py": "", "lightning/datamodule.py": "class DataModule:\n"
+                      "    def setup(self):\n        return 1\n", "lightning/pytorch/__init__.py": ""})
+    monkeypatch.chdir(tmp_path)
+    notes: list[str] = []
+    files = load_program("train.py", notes)
+    assert [f.display for f in files] == ["train.py"]
+    assert any("copy of the library lightning" in n for n in notes)
