@@ -17,7 +17,7 @@ from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _lo
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
-from ddpdoctor.lint.program import Function, Module
+from ddpdoctor.lint.program import Function, Klass, Module
 
 
 OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
@@ -117,13 +117,69 @@ class AccumulationFacts:
         mp.spawn(train_ddp) else: train_plain()`), or in a function only called so."""
         if isinstance(fn.node, ast.Module) or depth <= 0:
             return False
+        switches, ddp = self._switches(), self.wraps_ddp()
+        if self._only_one_process_instances(fn, switches, ddp):
+            return True
         sites = self.callers().get(fn, [])
         if not sites or fn in self.program.ranks.live_spawn_targets():
             return False
-        switches, ddp = self._switches(), self.wraps_ddp()
         return all(event.kind == "call" and (_single_process(event.conds, switches, ddp)
                                              or self._one_process_only(caller, depth - 1))
                    for caller, event in sites)
+
+    def _only_one_process_instances(self, fn: Function, switches: frozenset, ddp: bool) -> bool:
+        """fn is a method that runs only on objects built where the run is one process: every
+        construction of its class, or of a subclass that keeps fn (`Trainer(cfg, model)` under
+        `if world_size == 1:`), sits on the one-process side, and the subclass built for the
+        distributed run (`TrainerDDP(...)` in the `else:`) replaces fn with its own (LSWT's
+        `train_batch_step`, whose override sets the sync flag). Only where the source names those
+        classes nowhere else (no factory, registry or alias may build them unseen)."""
+        klass = fn.cls
+        if klass is None or fn.parent is not None or fn.name.startswith("__"):
+            return False
+        built = self._constructions()
+        program = self.program
+        keeping = [c for c in built if (c is klass or program._derives(c, klass)) and program.method(c, fn.name) is fn]
+        if not keeping:
+            return False
+        handed = self._classes_handed_on()
+        if any(c.name in handed for c in keeping):
+            return False
+        return all(_single_process(conds, switches, ddp) for c in keeping for conds in built[c])
+
+    def _classes_handed_on(self) -> set[str]:
+        """The names the files read use as a value other than to build, derive from, annotate or
+        test against (`trainer_cls = Trainer`, `REGISTRY["t"] = Trainer`, `return cls(...)`'s
+        callers): a class named so may be built where no call names it."""
+        found = self.__dict__.get("_handed_classes")
+        if found is None:
+            found = self.__dict__["_handed_classes"] = set()
+            for source in self.program.files:
+                plain = set()
+                for node in source.of(ast.Call):
+                    plain.add(id(node.func))
+                    if last_name(node.func) in ("isinstance", "issubclass") and len(node.args) > 1:
+                        plain.update(id(n) for n in walk(node.args[1]))
+                for node in source.of(ast.ClassDef):
+                    plain.update(id(n) for base in node.bases for n in walk(base))
+                for node in source.of(ast.arg, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef):
+                    note = node.annotation if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else node.returns
+                    if note is not None:
+                        plain.update(id(n) for n in walk(note))
+                found.update(node.id for node in source.of(ast.Name) if node.ctx.__class__ is ast.Load
+                             and id(node) not in plain)
+        return found
+
+    def _constructions(self) -> dict:
+        """Each local class the reached code builds by its name -> the conditions of each such call."""
+        found = self.__dict__.get("_built_by_name")
+        if found is None:
+            found = self.__dict__["_built_by_name"] = {}
+            for caller, call, _, _ in self.calls():
+                symbol = self.program._callee_symbol(call.func, caller)
+                if symbol.__class__ is Klass:
+                    found.setdefault(symbol, []).append(caller.__dict__.get("_call_conds", {}).get(id(call), ()))
+        return found
 
     def _process_wraps_nothing(self, fn: Function, depth: int = 6, most: int = 400) -> bool:
         """Every way into fn starts at a spawned worker (mp.spawn's target, entered by nothing
@@ -659,7 +715,9 @@ class AccumulationFacts:
             if any(self._step(c, fn) and not self._steps_another_model(c, backward, fn)
                    for c, cond in _loop_calls(_after_it(loop.body, backward), False) if not cond):
                 return None  # `else: loss.backward(); opt.step()`: a step follows the backward on its own side
-            period = self._period_option(fn, loop, steps[0][0])
+            # (the period of any step the loop takes: `model.step()` on the DeepSpeed side, the
+            # loss scaler's `update_grad=(i + 1) % update_freq == 0` on the other - EEGPT's)
+            period = next((p for c, _ in steps if (p := self._period_option(fn, loop, c))), None)
             if period and self.program.launched_value(period.rpartition(".")[2]) == 1:
                 return None  # `--accum_iter 1` in every launch written beside it: a step every pass
             fact = self._fact(backward, fn, loop, loc(fn, steps[0][0]), "conditional_step", by,
@@ -1194,8 +1252,32 @@ class AccumulationFacts:
               by: Optional[str], **more) -> AccumulationFact:
         """The fact, placed at the backward the loop's call leads to (_backward_at), naming that
         call where the two differ."""
+        backward = self._default_side(loop, backward, fn)
         at, here = self._backward_at(backward, fn), loc(fn, backward)
         return AccumulationFact(at, loc(fn, loop), step, pattern, by, call=None if at == here else here, **more)
+
+    def _default_side(self, loop: ast.AST, backward: ast.Call, fn: Function) -> ast.Call:
+        """The backward on the side of `if args.fp16: scaler.scale(loss).backward() elif ...: else:
+        loss.backward()` that the options' defaults take (--fp16 a store_true: the `else:`), where
+        the one found first sits on a side they leave; else the one found."""
+        for node in walk(loop):
+            if node.__class__ is not ast.If or not any(c is backward for s in node.body for c in walk(s)):
+                continue
+            branch = node
+            while settled(branch.test, self.program) is False:
+                rest = branch.orelse
+                if len(rest) == 1 and rest[0].__class__ is ast.If:
+                    branch = rest[0]  # `elif`: asked in turn
+                    continue
+                other = next((c for s in rest for c in walk(s) if c.__class__ is ast.Call and self._backward(c, fn)),
+                             None)
+                return other if other is not None else backward
+            if branch is not node:
+                other = next((c for s in branch.body for c in walk(s) if c.__class__ is ast.Call
+                              and self._backward(c, fn)), None)
+                return other if other is not None else backward
+            return backward
+        return backward
 
     def _backward_at(self, call: ast.Call, fn: Function, depth: int = 2) -> Location:
         """Where the backward a loop's call leads to is: inside the helper that computes the loss

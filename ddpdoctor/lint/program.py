@@ -566,12 +566,16 @@ class Program:
         if any(b.rsplit(".", 1)[-1] not in ("Module", "object") and not self._local_base(klass, b)
                for b in klass.bases):
             return False
+        return self.name_counts()[name] <= 1
+
+    def name_counts(self) -> Counter:
+        """Every word of every file found, counted once: how often the source names a thing."""
         counts = self.__dict__.get("_name_counts")
-        if counts is None:  # every word of every file found, counted once
+        if counts is None:
             counts = self.__dict__["_name_counts"] = Counter(
                 word for source in self.sources
                 for word in _WORD.findall(source.text if source.text is not None else "\n".join(source.lines)))
-        return counts[name] <= 1
+        return counts
 
     def _local_base(self, klass: Klass, base: str) -> bool:
         return any(k.name == base.rsplit(".", 1)[-1] for k in self.bases(klass))

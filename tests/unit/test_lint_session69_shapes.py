@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ddpdoctor.lint.sources import load_program
 from tests.unit.test_lint_session39_shapes import lint_tree
-from tests.unit.test_lint_session61_shapes import _codes
+from tests.unit.test_lint_session61_shapes import _codes, _line
 
 # -------------------------------------------------- a seeding under a key of the YAML config that
 # no shipped config sets (each holds it commented out) and the loader fills with None: the ranks
@@ -268,3 +268,207 @@ def test_its_twin_a_package_holding_the_librarys_parts_is_the_library(tmp_path, 
     files = load_program("train.py", notes)
     assert [f.display for f in files] == ["train.py"]
     assert any("copy of the library lightning" in n for n in notes)
+
+
+# -------------------------------------------------- a base trainer's micro-step loop without the
+# sync flag, built only where the run is one process; the subclass built for the distributed run
+# replaces that method with one that sets the flag
+OVERRIDDEN = """
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, groups=4):
+        self.model = model
+        self.groups = groups
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def sub_step(self, x):
+        loss = self.model(x).sum() / self.groups
+        loss.backward()
+
+    def batch_step(self, batch):
+        for chunk in torch.chunk(batch, self.groups):
+            self.sub_step(chunk)
+        self.opt.step()
+        self.opt.zero_grad()
+
+    def fit(self, steps):
+        for _ in range(steps):
+            self.batch_step(torch.randn(16, 4))
+
+
+class TrainerDDP(Trainer):
+OVERRIDE
+
+
+def main():
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    model = torch.nn.Linear(4, 4)
+    if world_size == 1:
+        trainer = Trainer(model)
+    else:
+        dist.init_process_group("gloo")
+        trainer = TrainerDDP(DDP(model))
+    trainer.fit(10)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+SYNCED = """    def batch_step(self, batch):
+        for index, chunk in enumerate(torch.chunk(batch, self.groups)):
+            self.model.require_backward_grad_sync = index == self.groups - 1
+            self.sub_step(chunk)
+        self.opt.step()
+        self.opt.zero_grad()
+"""
+
+
+def test_a_base_loop_built_only_for_one_process_and_replaced_for_ddp_syncs_nothing(tmp_path):
+    body = OVERRIDDEN.replace("OVERRIDE\n", SYNCED)
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805") == []
+
+
+def test_its_twin_a_subclass_keeping_the_base_loop_accumulates_without_sync(tmp_path):
+    body = OVERRIDDEN.replace("OVERRIDE\n", "    pass\n")
+    assert len(_codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")) == 1
+
+
+
+# -------------------------------------------------- a loop with two ways to step (an engine's
+# `model.step()` on one side, a loss scaler's `update_grad=(i + 1) % update_freq == 0` on the other):
+# the period of either is what the launches set, and `--update_freq 1` in every launch accumulates
+# nothing
+TWO_STEPS = """
+import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+class ScaledStep:
+    def __init__(self):
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def __call__(self, loss, optimizer, update_grad=True):
+        self.scaler.scale(loss).backward()
+        if update_grad:
+            self.scaler.step(optimizer)
+            self.scaler.update()
+
+
+def train_one_epoch(model, loader, optimizer, loss_scaler, update_freq):
+    for i, (x,) in enumerate(loader):
+        loss = model(x).sum() / update_freq
+        if loss_scaler is None:
+            model.backward(loss)
+            model.step()
+        else:
+            loss_scaler(loss, optimizer, update_grad=(i + 1) % update_freq == 0)
+            if (i + 1) % update_freq == 0:
+                optimizer.zero_grad()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--update_freq", default=1, type=int)
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 4))
+    data = TensorDataset(torch.randn(64, 4))
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, sampler=sampler, batch_size=4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        train_one_epoch(model, loader, optimizer, ScaledStep(), update_freq=args.update_freq)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _launch(freq: int) -> str:
+    return f"#!/bin/bash\ntorchrun --nproc_per_node=2 train.py \\\\\n    --update_freq {freq}\n"
+
+
+def test_every_launch_stepping_each_pass_accumulates_nothing_on_either_side(tmp_path):
+    files = {"train.py": TWO_STEPS, "run.sh": _launch(1)}
+    assert _codes(lint_tree(tmp_path, files), "DDP805") == []
+
+
+def test_its_twin_a_launch_that_accumulates_is_told(tmp_path):
+    files = {"train.py": TWO_STEPS, "run.sh": _launch(4)}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
+
+
+# -------------------------------------------------- the backward told is the one on the side the
+# options' defaults take (`if args.fp16: scaler...backward() else: loss.backward()`, --fp16 off)
+AMP_SIDES = """
+import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+NATIVE = hasattr(torch.cuda, "amp")
+try:
+    from apex import amp
+    APEX = True
+except ImportError:
+    APEX = False
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fp16", ACTION)
+    parser.add_argument("--accum", type=int, default=4)
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 4))
+    scaler = torch.cuda.amp.GradScaler()
+    data = TensorDataset(torch.randn(64, 4))
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, sampler=sampler, batch_size=4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for i, (x,) in enumerate(loader):
+            loss = model(x).sum() / args.accum
+            if args.fp16 and NATIVE:
+                scaler.scale(loss).backward()
+            elif args.fp16 and APEX:
+                with amp.scale_loss(loss, opt) as scaled:
+                    scaled.backward()
+            else:
+                loss.backward()
+            if (i + 1) % args.accum == 0:
+                opt.step()
+                opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_backward_told_is_on_the_side_the_defaults_take(tmp_path):
+    body = AMP_SIDES.replace("ACTION", 'action="store_true"')
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")
+    assert [f.location.line for f in found] == [_line(body, "                loss.backward()")]
+
+
+def test_its_twin_with_the_option_on_by_default_the_scaled_backward(tmp_path):
+    body = AMP_SIDES.replace("ACTION", 'action="store_false"')
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")
+    assert [f.location.line for f in found] == [_line(body, "scaler.scale(loss).backward()")]
