@@ -59,8 +59,16 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         opt.step()`). The finding points at the backward the loop runs: inside the helper that
         computes the loss and backpropagates it (`train_step(model, batch)` -> `loss.backward()`),
         or at the loop's call where it hands the loss to a helper that only runs the backward
-        (a loss scaler's `__call__`) or the helper backpropagates on two sides of a switch.
-        `no_sync` wraps the loop's call either way, forward included.
+        (a loss scaler's `__call__`) or the helper backpropagates on two sides of a switch;
+        where the loop itself backpropagates on several sides (`if args.fp16: scaler.scale(
+        loss).backward() ... else: loss.backward()`), at the side the options' defaults take.
+        `no_sync` wraps the loop's call either way, forward included. The step's period is read
+        from any step the loop takes (an engine's `model.step()` on one side, a loss scaler's
+        `update_grad=(i + 1) % update_freq == 0` on the other): `--update_freq 1` in every launch
+        accumulates nothing. Nor is a loop in a method that runs only on objects built where the
+        run is one process: its class built under `if world_size == 1:`, and the subclass built
+        for the distributed run replacing the method (one that sets the sync flag), where the
+        source uses the classes' names for nothing else (no factory or registry may build them).
 
         The step test's count is read where the source settles it: a name bound to a YAML config's
         key (`grad_acc_step = train_config["optimizer"]["grad_acc_step"]`) that every config

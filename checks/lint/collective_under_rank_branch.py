@@ -74,7 +74,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Rank tests are followed by data flow, scope by scope: a helper returning one
         (`is_master(args)`), an inline one-process fallback (`(cfg["DDP"] and get_rank() == 0)
         or not cfg["DDP"]`: rank 0's test wherever the run is distributed), a flag assigned from one, `self.gpu_id` set from mp.spawn's
-        process index, an object that exists on one rank only (`if saver is not None:`).
+        process index, an object that exists on one rank only (`if saver is not None:`). A
+        name is the DDP model only where a binding to the wrapper reaches the call (`del model;
+        model = GPT(conf)` on rank 0 after training rebuilds a plain model: its forward is no
+        DDP forward).
         Reported as an error when the code proves the branch differs between ranks; as a
         warning, naming the assumption, when the test also reads a value the source does not
         show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set),

@@ -61,7 +61,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         An error when a loop that runs backward iterates the loader (it is the training
         loader); a loader no such loop is seen to iterate is not judged, whatever its name
         says (a name alone was right once in 8 times on real code labelled blind, as first scored). A loader a name is bound to and bound again before anything reads it (a
-        first pass that counts the samples) trains nothing. A DataLoader whose
+        first pass that counts the samples; one built on a dataset's side of an `if` and built
+        again with the sampler after it, no read of the name reached by the first) trains nothing. A DataLoader whose
         options come from `**kwargs`, or whose dataset is handed to a framework that shards it
         (`deepspeed.initialize(training_data=...)`), is not judged, nor one built on the
         branch where the process group is never set up (`else:` of `if opt["dist"]:`, or

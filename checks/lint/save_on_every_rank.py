@@ -20,7 +20,8 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         rank as `node * ngpus + gpu`): the same local rank of every node writes it. These two
         only where the source is written for several nodes (it names a node rank, the number
         of nodes or a SLURM node id - not in a package function the script never runs, a
-        vendored SLURM set-up beside its own one-node launch): code that knows only the rank
+        vendored SLURM set-up beside its own one-node launch, nor an option counting nodes
+        that no code reads, such as a graph model's `--node_num`): code that knows only the rank
         within a node runs as one node, and its local rank 0 is the job's rank 0. A `--local_rank` option the launch
         never hands (every launch written beside the script uses torchrun, which puts the local
         rank in LOCAL_RANK alone, and nothing reads that variable) keeps its default on every

@@ -34,8 +34,11 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           seeding under a test every caller's constant leaves false (`if eval_time:` in a
           dataset built with the default `eval_time=False`), nor for a seeding helper called only
           under an option the launch leaves off (`if opt.debug: set_random_seed(0)`, --debug a
-          store_true no launch gives) - unless the script stops a distributed run that leaves it
-          unset (`if args.seed is None and args.gpus > 1: raise ...`). A seeding helper called
+          store_true no launch gives), or under a test on a key of the YAML config that no
+          config shipped beside the script sets (`if config["seed"] is not None:`, each config
+          holding `#seed: 0` commented out, the loader filling the key with None) - unless the
+          script stops a distributed run that leaves it unset (`if args.seed is None and
+          args.gpus > 1: raise ...`). A seeding helper called
           without its seed takes its default as written (`def set_seed(seed=SEED)`, `SEED = 42`
           above); a library's seeder imported through a local module (`from utils.seed import
           seed_everything`, which imports Lightning's) is the library's. A worker_init_fn made
