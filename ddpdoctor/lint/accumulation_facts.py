@@ -145,6 +145,9 @@ class AccumulationFacts:
         handed = self._classes_handed_on()
         if any(c.name in handed for c in keeping):
             return False
+        if any(caller.cls is not None and caller.cls not in keeping and program._derives(caller.cls, klass)
+               for caller, _ in self.callers().get(fn, [])):
+            return False  # (the override hands on to it: `super().train_batch_step(batch)`)
         return all(_single_process(conds, switches, ddp) for c in keeping for conds in built[c])
 
     def _classes_handed_on(self) -> set[str]:

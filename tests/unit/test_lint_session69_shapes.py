@@ -472,3 +472,10 @@ def test_its_twin_with_the_option_on_by_default_the_scaled_backward(tmp_path):
     body = AMP_SIDES.replace("ACTION", 'action="store_false"')
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")
     assert [f.location.line for f in found] == [_line(body, "scaler.scale(loss).backward()")]
+
+
+def test_its_twin_an_override_that_hands_on_to_the_base_loop_still_accumulates(tmp_path):
+    handing_on = ("    def batch_step(self, batch):\n        self.model.train()\n"
+                  "        super().batch_step(batch)\n")
+    body = OVERRIDDEN.replace("OVERRIDE\n", handing_on)
+    assert len(_codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")) == 1
