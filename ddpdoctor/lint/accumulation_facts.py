@@ -70,12 +70,12 @@ class AccumulationFacts:
         found = []
         engine_steps = self._engine_steps()
         for fn in self.functions:
-            if self._one_process_only(fn):
-                continue  # `else: train_plain(device)` beside the spawned DDP run: nothing to sync
-            apart = None  # (asked once a loop of fn accumulates: the walk up and down is dear)
             loops = [node for node, _ in _fn_loops(fn)]
             if fn in engine_steps:
                 loops.append(fn.node)  # its body is one pass of the engine's loop
+            if not loops or self._one_process_only(fn):
+                continue  # `else: train_plain(device)` beside the spawned DDP run: nothing to sync
+            apart = None  # (asked once a loop of fn accumulates: the walk up and down is dear)
             reported = set()  # the stepping helpers already reported from this function
             for node in loops:
                 fact = self._accumulation(fn, node)
@@ -139,16 +139,17 @@ class AccumulationFacts:
             return False
         built = self._constructions()
         program = self.program
-        keeping = [c for c in built if (c is klass or program._derives(c, klass)) and program.method(c, fn.name) is fn]
-        if not keeping:
+        keeping = [c for c in self._built_of(klass) if program.method(c, fn.name) is fn]
+        # (the constructions' sides first: most classes are built on every way, and the
+        # program-wide look for names used as values is then never asked)
+        if not keeping or not all(_single_process(conds, switches, ddp) for c in keeping for conds in built[c]):
             return False
         handed = self._classes_handed_on()
         if any(c.name in handed for c in keeping):
             return False
-        if any(caller.cls is not None and caller.cls not in keeping and program._derives(caller.cls, klass)
-               for caller, _ in self.callers().get(fn, [])):
-            return False  # (the override hands on to it: `super().train_batch_step(batch)`)
-        return all(_single_process(conds, switches, ddp) for c in keeping for conds in built[c])
+        # (and not where an override hands on to it: `super().train_batch_step(batch)`)
+        return not any(caller.cls is not None and caller.cls not in keeping and program._derives(caller.cls, klass)
+                       for caller, _ in self.callers().get(fn, []))
 
     def _classes_handed_on(self) -> set[str]:
         """The names the files read use as a value other than to build, derive from, annotate or
@@ -171,6 +172,15 @@ class AccumulationFacts:
                         plain.update(id(n) for n in walk(note))
                 found.update(node.id for node in source.of(ast.Name) if node.ctx.__class__ is ast.Load
                              and id(node) not in plain)
+        return found
+
+    def _built_of(self, klass: Klass) -> list[Klass]:
+        """The classes the reached code builds by name that are klass or derive from it (asked for
+        each method of a class: kept per class)."""
+        memo = self.__dict__.setdefault("_built_of_memo", {})
+        found = memo.get(klass)
+        if found is None:
+            found = memo[klass] = [c for c in self._constructions() if c is klass or self.program._derives(c, klass)]
         return found
 
     def _constructions(self) -> dict:
