@@ -10,6 +10,14 @@ import shlex
 from typing import Optional
 from pathlib import Path
 
+try:  # (Python 3.11's; before it, the tomli package where installed: without either no TOML config is read)
+    import tomllib
+except ImportError:  # pragma: no cover - Python < 3.11
+    try:
+        import tomli as tomllib
+    except ImportError:
+        tomllib = None
+
 MAX_CONFIGS = 400  # config files read for Hydra targets (a config tree larger than this is data)
 MAX_CONFIG_BYTES = 256_000
 
@@ -156,9 +164,10 @@ def module_names(values: Optional[set]) -> list[str]:
 
 
 def yaml_beside(script: Path) -> list[tuple[Path, str]]:
-    """(path, text) of the YAML files beside the script, bounded as the Hydra search is: read
-    once by a caller that asks several keys (Program.config_file_values)."""
-    return list(_beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES))
+    """(path, text) of the YAML files beside the script, bounded as the Hydra search is, and of
+    the TOML ones (a config read with tomllib: RegFormer's `task='Pretraining'`): read once by a
+    caller that asks several keys (Program.config_file_values)."""
+    return list(_beside(script, (".yaml", ".yml", ".toml"), MAX_CONFIGS, MAX_CONFIG_BYTES))
 
 
 def config_values(script: Path, bodies: list, path: tuple, read: list) -> Optional[set]:
@@ -171,6 +180,15 @@ def config_values(script: Path, bodies: list, path: tuple, read: list) -> Option
     found: set = set()
     for config, body in bodies:
         if path[-1] not in body:
+            continue
+        if config.suffix == ".toml":
+            values = _toml_values(body, path)
+            if values is None:
+                return None
+            if values:
+                found |= values
+                if str(config) not in read:
+                    read.append(str(config))
             continue
         values = _nested_values(body, path)
         if values is not None and len(path) > 1 and config.parent.name == path[0] and \
@@ -188,6 +206,23 @@ def config_values(script: Path, bodies: list, path: tuple, read: list) -> Option
     if not found:
         read.extend(str(folder) for folder in _folders(script) if str(folder) not in read)
     return found
+
+
+def _toml_values(body: str, path: tuple) -> Optional[set]:
+    """The value a TOML config gives a nested key (a table per level: `[DATASET]` / `TYPE =
+    "imagenet"`), as a set of one; empty where it sets none or does not parse (a file that is no
+    config of ours); None where the value is no scalar (a table, an array): not known."""
+    if tomllib is None:
+        return set()
+    try:
+        held = tomllib.loads(body)
+    except (ValueError, RecursionError):  # (TOMLDecodeError is a ValueError)
+        return set()
+    for key in path:
+        if not isinstance(held, dict) or key not in held:
+            return set()
+        held = held[key]
+    return {held} if isinstance(held, (str, int, float, bool)) else None
 
 
 def _package_of(body: str) -> Optional[str]:
@@ -316,7 +351,7 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
             continue  # a vendored sub-project's `dist.sh` starting its own train_v2.py on five nodes
         for match in _NODES_LAUNCH.finditer(body):
             count = match.group("count") or match.group("sbatch")
-            if count is not None and not _above_one(count):
+            if count is not None and not _above_one(_shell_value(body, count)):
                 continue
             if count is None and _one_node_command(body, match):
                 continue  # `--nnodes=1 --node_rank=0`: a node rank handed to a one-node launch
@@ -436,6 +471,27 @@ def elastic_launch_only(script: Path, read: list) -> bool:
                 return False
             elastic = True
     return elastic
+
+
+def multi_process_options(script: Path, read: list) -> Optional[set]:
+    """The long options (their names, dashes dropped) that the launches written beside the script
+    (shell launch scripts, the README's command blocks) hand it where they start it on several
+    processes; None where no such launch is written. read: gets each file that launches it."""
+    name = script.name
+    runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
+    given: Optional[set] = None
+    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
+                         *_readmes(script)]:
+        if not runs.search(body):
+            continue
+        for command in _commands(body):
+            if not runs.search(command) or not _MULTI_PROCESS.search(command):
+                continue
+            tail = command[runs.search(command).end():]
+            if str(launch) not in read:
+                read.append(str(launch))
+            given = (given or set()) | {m.replace("-", "_") for m in re.findall(r"(?<![\w-])--([A-Za-z][\w-]{0,60})", tail)}
+    return given
 
 
 def one_process_launch(script: Path, read: list, plain_one: bool = False) -> str:
@@ -608,8 +664,30 @@ def _one_node_command(body: str, match: re.Match) -> bool:
     command = next((text for start, end, text in _logical_lines(body) if start <= match.start() < end), "")
     counts = [m.group("count") for m in _NODES_LAUNCH.finditer(command) if m.group("count")]
     if counts:
-        return not any(_above_one(c) for c in counts)
-    return re.match(r"[= ]+[\"']?0\b", body[match.end():match.end() + 8]) is not None
+        return not any(_above_one(_shell_value(body, c)) for c in counts)
+    given = re.match(r"[= ]+[\"']?([^\s\"'\\]+)", body[match.end():match.end() + 80])
+    return given is not None and _shell_value(body, given.group(1)) == "0"
+
+
+# `NNODES=1` / `export NUM_NODES=1` on a line of its own (not a comment): what `$NNODES` holds
+_SHELL_VARIABLE = re.compile(r"^\$\{?(\w{1,64})\}?$")
+
+
+def _shell_value(body: str, value: str) -> str:
+    """What a launch's `$NUM_NODES` / `${NUM_NODES}` holds where the launch script itself sets
+    it to one literal (`export NUM_NODES=1`, every assignment alike): a one-node launch written
+    with variables (DeCap's train_cc3m.sh) is still one node. The value as written otherwise: a
+    variable the caller's environment fills in (`${NNODES:-1}` too) may hold anything."""
+    name = _SHELL_VARIABLE.match(value)
+    if name is None:
+        return value
+    assigned = set(re.findall(r"^[ \t]*(?:export[ \t]+)?" + name.group(1) + r"=[\"']?([^\s\"';#]*)[\"']?[ \t]*(?:#.*)?$",
+                              body, re.MULTILINE))
+    if len(assigned) == 1:
+        held = next(iter(assigned))
+        if held.isascii() and held.isdigit():
+            return held
+    return value
 
 
 def _above_one(count: str) -> bool:

@@ -357,15 +357,17 @@ class LoaderFacts:
                           for arg, scope in self._handed_to_prepare(arg, fn)]
                 unseen = unseen or bool(call.keywords) or any(_unseen_prepared(arg, scope) for arg, scope in handed)
                 for arg, scope in handed:
-                    # (`model, opt, _ = accelerator.prepare(model, opt, loader)`: the original is read)
-                    prepared.add(last_name(arg) or "")
-                    sites.setdefault(last_name(arg) or "", str(loc(fn, call)))
+                    # (`model, opt, _ = accelerator.prepare(model, opt, loader)`: the original is read;
+                    # `prepare(config["loader"]["train"])`: the loader kept at that key)
+                    held = last_name(arg) or _key_of(arg)
+                    prepared.add(held)
+                    sites.setdefault(held, str(loc(fn, call)))
                     if _self_field(arg) and scope.cls is not None:
                         prepared_fields.setdefault(arg.attr, set()).add(scope.cls)
                     else:
-                        prepared_names.add(last_name(arg) or "")
+                        prepared_names.add(held)
                     if conds:  # `if args.use_accelerate: loader = acc.prepare(loader)`
-                        switched.setdefault(last_name(arg) or "", conds[-1][0])
+                        switched.setdefault(held, conds[-1][0])
         found = []
         # the loaders on a side of their builder's switch no call takes: built on no way in
         # (worker_seeds reads the files on its own, and is told these: facts.build)
@@ -2231,6 +2233,7 @@ class LoaderFacts:
                     or self._returned_to(receiver, sfn, fn, call) \
                     or self._kept_by_instance(receiver, sfn, call) \
                     or _unknown_receiver(program, receiver, sfn) \
+                    or _read_by_its_key(receiver, fn, call, own) \
                     or not own
                 if ok:
                     matched.append(loc(sfn, scall))
@@ -4011,18 +4014,32 @@ def _around_training(loop: ast.AST) -> bool:
 
 def _key_of(node: ast.AST) -> str:
     """`data_loader['train']` for `self.data_loader["train"]` (or `loaders["train"]`): a
-    container's entry at a constant key, named as a loader stored there is; "" otherwise."""
-    if node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant and \
-            isinstance(node.slice.value, str) and node.value.__class__ in (ast.Name, ast.Attribute):
-        return f"{last_name(node.value)}[{node.slice.value!r}]"
+    container's entry at a constant key, named as a loader stored there is; also
+    `loader['train']` for `config["loader"]["train"]`, the table kept in a dict under its own
+    name (`config = {"loader": loader}`); "" otherwise."""
+    if node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant and isinstance(node.slice.value, str):
+        outer = node.value
+        if outer.__class__ in (ast.Name, ast.Attribute):
+            return f"{last_name(outer)}[{node.slice.value!r}]"
+        if outer.__class__ is ast.Subscript and outer.slice.__class__ is ast.Constant and \
+                isinstance(outer.slice.value, str) and outer.slice.value.isidentifier():
+            return f"{outer.slice.value}[{node.slice.value!r}]"
     return ""
 
 
 def _keyed_name(fn: Function, call: ast.Call) -> str:
-    """The name of a loader stored at a constant key: `self.data_loader["train"] = DataLoader(...)`."""
+    """The name of a loader stored at a constant key: `self.data_loader["train"] = DataLoader(...)`,
+    or built in a table of loaders by split, `loader = {"train": DataLoader(...), ...}`."""
     for node in fn.own_of(ast.Assign):
-        if node.value is call and len(node.targets) == 1:
+        if len(node.targets) != 1:
+            continue
+        if node.value is call:
             return _key_of(node.targets[0])
+        if node.value.__class__ is ast.Dict and node.targets[0].__class__ is ast.Name:
+            key = next((k.value for k, v in zip(node.value.keys, node.value.values) if v is call
+                        and k.__class__ is ast.Constant and isinstance(k.value, str)), None)
+            if key is not None:
+                return f"{node.targets[0].id}[{key!r}]"
     return ""
 
 
@@ -4142,6 +4159,23 @@ def _param_at(target: Function, call: ast.Call, index: int) -> Optional[str]:
     if target.cls is not None and positional[:1] in (["self"], ["cls"]) and target.parent is None:
         positional = positional[1:]
     return positional[index] if index < len(positional) else None
+
+
+def _read_by_its_key(receiver: ast.AST, fn: Function, call: ast.Call, own: str) -> bool:
+    """`sampler = {"train": train_sampler, "valid": valid_sampler}` built beside the sampler and
+    handed on (returned, kept in a config dict), then `self.config["sampler"]["train"].set_epoch(e)`:
+    the receiver reads the table by the key that holds this sampler (CoNKT's get_loader), whatever
+    holds the table on the way."""
+    if receiver.__class__ is not ast.Subscript or receiver.slice.__class__ is not ast.Constant \
+            or not isinstance(receiver.slice.value, str):
+        return False
+    key = receiver.slice.value
+    for table in fn.own_of(ast.Dict):
+        for k, v in zip(table.keys, table.values):
+            if k.__class__ is ast.Constant and k.value == key and (
+                    v is call or (own and v.__class__ is ast.Name and v.id == own)):
+                return True
+    return False
 
 
 def _dict_held(fn: Function, call: ast.Call) -> str:

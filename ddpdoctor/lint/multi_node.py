@@ -24,7 +24,7 @@ NODE_NAME = re.compile(
 # (`--num_nodes`, `args.num_nodes`, `cfg.n_nodes`), an environment variable's name, or a keyword
 # of a Trainer (Lightning's `Trainer(num_nodes=2)`); and torchrun's GROUP_RANK (the node's index), a
 # name only as the environment variable (`group_rank` is also a rank within a process subgroup)
-SHARED_NAME = re.compile(r"^(?:num_?nodes|n_?nodes|nodes_?num|node_?num|node_?id|node_?idx|node_?index|nodes|"
+SHARED_NAME = re.compile(r"^(?:num_?nodes|n_?nodes|nb_?nodes|nodes_?num|node_?num|node_?id|node_?idx|node_?index|nodes|"
                          r"number_?of_?nodes)$",  # (DGL's and networkx's `g.number_of_nodes()` too)
                          re.IGNORECASE)
 # what holds the run's options
@@ -60,7 +60,9 @@ def _in_sources(files, unreached: tuple = ()) -> Optional[Location]:
     read = {node.attr for source in files if source.tree is not None for node in source.of(ast.Attribute)
             if node.ctx.__class__ is ast.Load and SHARED_NAME.match(node.attr)} | \
         {node.value for source in files if source.tree is not None for node in source.of(ast.Constant)
-         if isinstance(node.value, str) and SHARED_NAME.match(node.value)}
+         if isinstance(node.value, str) and SHARED_NAME.match(node.value)} | \
+        {node.id for source in files if source.tree is not None for node in source.of(ast.Name)
+         if node.ctx.__class__ is ast.Load and SHARED_NAME.match(node.id)}  # (click's option, a parameter)
     for source in files:
         if source.tree is None:
             continue
@@ -109,7 +111,7 @@ def _unread_option(node: ast.Constant, read: set) -> bool:
 
 
 # the SHARED_NAME words that count nodes (not one node's index)
-_NODE_COUNT = re.compile(r"^(?:num_?nodes|n_?nodes|nodes_?num|node_?num|nodes|number_?of_?nodes)$", re.IGNORECASE)
+_NODE_COUNT = re.compile(r"^(?:num_?nodes|n_?nodes|nb_?nodes|nodes_?num|node_?num|nodes|number_?of_?nodes)$", re.IGNORECASE)
 
 
 def _node_offset(node: ast.BinOp, products: frozenset = frozenset()) -> bool:

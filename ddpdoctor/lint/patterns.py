@@ -266,7 +266,11 @@ BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "i
 # Hugging Face encoders whose embeddings register `position_ids` (and `token_type_ids`) with
 # register_buffer: BERT and the models built on its embeddings (RoBERTa, DistilBERT, ALBERT,
 # ELECTRA, DeBERTa, CamemBERT...). DDP broadcasts buffers, persistent or not.
-BUFFERED_TRANSFORMERS = ("bert", "electra", "longformer")
+# And the sequence-to-sequence generators that keep `final_logits_bias` as a buffer: BART's
+# (mBART, KoBART), Marian's, Pegasus's and Blenderbot's LM-head classes (not their bare encoders).
+BUFFERED_TRANSFORMERS = ("bert", "electra", "longformer", "bartforconditionalgeneration", "marianmtmodel",
+                         "pegasusforconditionalgeneration", "blenderbotforconditionalgeneration",
+                         "blenderbotsmallforconditionalgeneration")
 # Checkpoint families whose models register buffers: BERT's embeddings (above) and the rotary
 # embeddings' `inv_freq` (Llama, Mistral, Qwen, Gemma, Phi, GPT-NeoX...), as a model's name or
 # path says it (`from_pretrained("meta-llama/Meta-Llama-3-8B")`, `--model_name` defaulting to one).

@@ -29,6 +29,7 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
 from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only,
+                                         multi_process_options,
                                          hydra_main_config, launch_values, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
 from ddpdoctor.lint.options import declared_options, option_defaults
@@ -240,6 +241,10 @@ def _hydra_primary(script) -> Optional[tuple]:
                     return hydra_main_config(script.path, given.get("config_path", "."), given["config_name"],
                                              script.hydra_configs)
     return None
+
+
+# the options that name a process's rank in the whole job (`--rank`), as launchers that pass one spell it
+_GLOBAL_RANK_OPTIONS = frozenset({"rank", "global_rank", "world_rank"})
 
 
 class Program:
@@ -1763,7 +1768,11 @@ class Program:
                     entries = [k for k in self._table_entries(table, scope) if k.__class__ is Klass]
                     if entries:
                         return entries[0]
-                if target is None and value.func.__class__ is ast.Name and self.lookup(value.func.id, scope):
+                if target is None and value.func.__class__ is ast.Name and (self.lookup(value.func.id, scope) or (
+                        # `trainer = trainer_fn(hparams=...)` of a class the caller hands in (mp.spawn's
+                        # `args=(..., PreMode_trainer, ...)`): the class each caller passes
+                        (value.func.id in scope.params or value.func.id in scope.kwonly)
+                        and not scope.bindings.get(value.func.id))):
                     # `cls = REGISTRY[key]; trainer = cls(cfg)`: the class the name was loaded as
                     # (the first of a registry's; each is a trainer built the same way)
                     loaded = [k for k in self._loaded(value.func, scope, aliases=False) if k.__class__ is Klass]
@@ -2987,6 +2996,40 @@ class Program:
                 defaults = self.option_defaults()
                 found = frozenset(d for d in declared if isinstance(defaults.get(d), int))
             held = self.__dict__["_local_rank_unset"] = (len(self.files), found)
+        return held[1]
+
+    def rank_option_unset(self) -> frozenset:
+        """The `--rank` options (their dests) that keep their default on every rank: declared with
+        a number for default, no launch written beside the script that starts it on several
+        processes hands them (and one is written: `torch.distributed.launch` hands `--local_rank`
+        alone), and no function the script reaches sets the field - GRAE-3DMOT's `opts.rank =
+        rank` sits in a set-up helper nothing calls. A test on such an option (`if opts.rank ==
+        0:`) holds alike on every rank."""
+        held = self.__dict__.get("_rank_option_unset")
+        if held is None or held[0] != len(self.files):
+            found = frozenset()
+            script = self.sources[0] if self.sources else None
+            declared = {dest for dest, _ in declared_options(self.files).values() if dest in _GLOBAL_RANK_OPTIONS}
+            if declared and script is not None and script.path is not None:
+                defaults = self.__dict__.get("_declared_defaults") or (self.option_defaults() and
+                                                                       self.__dict__["_declared_defaults"])
+                given = multi_process_options(script.path, script.hydra_configs)
+                if given is not None:
+                    # (a function no file names but its own `def` is never called; asked during the
+                    # walk, before what it reaches is known)
+                    named = self.name_counts()
+                    live = [fn for fn in self.functions if fn.node is not None and (
+                        fn.node.__class__ is ast.Module or named[fn.name] > 1)]
+                    # (not `self.rank = rank` of a sampler: a field of its own object)
+                    set_here = {t.attr for fn in live for node in fn.own_of(ast.Assign) for t in node.targets
+                                if t.__class__ is ast.Attribute and t.attr in declared
+                                and not (t.value.__class__ is ast.Name and t.value.id == "self")} | {
+                        call.args[1].value for fn in live for call in fn.own_calls
+                        if last_name(call.func) == "setattr" and len(call.args) > 1
+                        and call.args[1].__class__ is ast.Constant}
+                    found = frozenset(d for d in declared if isinstance(defaults.get(d), int)
+                                      and not isinstance(defaults.get(d), bool) and d not in given and d not in set_here)
+            held = self.__dict__["_rank_option_unset"] = (len(self.files), found)
         return held[1]
 
     def config_defaults(self) -> dict:

@@ -349,6 +349,9 @@ class RankFlow:
             # a library's parallel-group rank, named as one (fairscale's
             # `fs_init.get_data_parallel_rank()`, Megatron's `mpu.get_tensor_model_parallel_rank()`)
             return bool(name) and name.startswith("get_") and bool(RANK_NAME.match(name[4:]))
+        if isinstance(node, ast.Attribute) and node.attr in self.program.rank_option_unset() and \
+                (node.value.__class__ is ast.Name and node.value.id != "self" or _on_self(node.value)):
+            return False  # `opts.rank` no launch hands and no code that runs sets (an init_process_group(rank=opts.rank) in a helper nothing calls included): its default everywhere
         if node.__class__ in (ast.Subscript, ast.Attribute) and self.init_rank_texts and \
                 self._init_rank_text(node):
             return True  # the expression init_process_group is handed as its rank
@@ -1806,7 +1809,22 @@ def _offsets_of(name: str, fn: Function) -> list[ast.BinOp]:
             if any(isinstance(side, ast.Name) and side.id == name for side in sides):
                 found += [side for side in sides if isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult)]
                 found += [products[side.id] for side in sides if isinstance(side, ast.Name) and side.id in products]
+    # (a node's offset every caller hands in, added anywhere: `rank=node_offset + gpu`)
+    for node in fn.own_of(ast.BinOp):
+        if isinstance(node.op, ast.Add) and any(isinstance(s, ast.Name) and s.id == name for s in (node.left, node.right)):
+            found += [p for side in (node.left, node.right) if isinstance(side, ast.Name) and side.id != name
+                      for p in handed_products(fn, side.id)]
     return found
+
+
+def handed_products(fn: Function, name: str) -> list[ast.BinOp]:
+    """What every caller hands fn's parameter `name` where each hands a product: `mp.spawn(train,
+    args=(node_rank * gpus, ...))` into `def train(gpu, node_offset, ...)` - a node's offset,
+    added to the spawn index it makes the job's rank (`node_offset + gpu`). [] otherwise."""
+    if name not in fn.params or fn.bindings.get(name):
+        return []
+    given = [v for v, _ in fn.arguments.get(name, [])]
+    return given if given and all(isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult) for v in given) else []
 
 
 def _turn_taking(node: ast.AST, is_rank) -> bool:

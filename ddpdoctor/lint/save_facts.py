@@ -11,6 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import batch_flags, rank_state, reaching, writes
+from ddpdoctor.lint.ranks import handed_products
 from ddpdoctor.lint.defaults import off_at_launch, option_off, settled
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import source_lines, walk
@@ -387,12 +388,18 @@ class SaveFacts:
         conds = [c for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())] + \
             [c for _, event in self.callers().get(fn, []) for c, _ in event.conds]
         test = next((cond for cond in conds for u in self.program.local_rank_unset() if u in cond), None)
+        if test is not None:
+            option = next(u for u in sorted(self.program.local_rank_unset()) if u in test)
+            return (f"its test `{test}` holds on every rank: each launch beside the script uses torchrun, "
+                    f"which passes no --{option} (it sets the LOCAL_RANK variable, which the script never "
+                    f"reads), so the option keeps its default everywhere")
+        unset = self.program.rank_option_unset()
+        test = next((cond for cond in conds for u in unset if re.search(rf"\.{u}\b", cond)), None)
         if test is None:
             return ""
-        option = next(u for u in sorted(self.program.local_rank_unset()) if u in test)
-        return (f"its test `{test}` holds on every rank: each launch beside the script uses torchrun, "
-                f"which passes no --{option} (it sets the LOCAL_RANK variable, which the script never "
-                f"reads), so the option keeps its default everywhere")
+        option = next(u for u in sorted(unset) if re.search(rf"\.{u}\b", test))
+        return (f"its test `{test}` holds on every rank: no launch beside the script passes --{option} "
+                f"and no code that runs sets it, so the option keeps its default everywhere")
 
     def _open_call_site(self, fn: Function, depth: int = 2) -> Optional[tuple[Location, Function]]:
         """Where fn's direct callers split into some under a rank test and some not, the first
@@ -1347,9 +1354,11 @@ def _global_from(fn: Function, index: str) -> bool:
     for node in fn.own_of(ast.BinOp):
         if isinstance(node.op, ast.Add):
             sides = [node.left, node.right]
+            # (or the product handed in: `rank=node_offset + gpu`, ranks.handed_products)
             if any(isinstance(s, ast.Name) and s.id == index for s in sides) and \
                     any((isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult))
-                        or (isinstance(s, ast.Name) and s.id in products) for s in sides):
+                        or (isinstance(s, ast.Name) and (s.id in products or handed_products(fn, s.id)))
+                        for s in sides):
                 return True
     return False
 
