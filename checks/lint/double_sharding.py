@@ -12,7 +12,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
     """
     What it detects:
         A DistributedSampler on data that is sharded a second time: a DataLoader with a
-        DistributedSampler handed to `accelerator.prepare()` (Accelerate shards every
+        DistributedSampler handed to `accelerator.prepare()` (also one built in a table of
+        loaders by split and handed on by key, `prepare(config["loader"]["train"])`; Accelerate shards every
         prepared loader again; so does a prepared loader over a dataset that keeps its own
         rank's share), or a DistributedSampler over a dataset that already depends
         on the rank (`DistributedSampler(x[rank::world])`, over `random_split(...)[rank]`,

@@ -17,15 +17,22 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `rank % ngpus_per_node == 0`), which one rank on every node reaches: the global rank
         0 is meant; and one every rank reaches whose path differs only by the rank within a
         node (`final_{local_rank}.pt`, or mp.spawn's index where the script makes the global
-        rank as `node * ngpus + gpu`): the same local rank of every node writes it. These two
+        rank as `node * ngpus + gpu`, also where the node's offset is handed in,
+        `mp.spawn(train, args=(node_rank * ngpus, ...))` then `rank=offset + gpu`): the same
+        local rank of every node writes it. These two
         only where the source is written for several nodes (it names a node rank, the number
         of nodes or a SLURM node id - not in a package function the script never runs, a
         vendored SLURM set-up beside its own one-node launch, nor an option counting nodes
-        that no code reads, such as a graph model's `--node_num`): code that knows only the rank
-        within a node runs as one node, and its local rank 0 is the job's rank 0. A `--local_rank` option the launch
+        that no code reads, such as a graph model's `--node_num`, nor a launch script that sets
+        its own variables to one node, `export NUM_NODES=1` then `--nnodes=$NUM_NODES`): code
+        that knows only the rank within a node runs as one node, and its local rank 0 is the
+        job's rank 0. A `--local_rank` option the launch
         never hands (every launch written beside the script uses torchrun, which puts the local
         rank in LOCAL_RANK alone, and nothing reads that variable) keeps its default on every
-        rank: a save under `if args.local_rank == 0:` is every rank's. Saves under
+        rank: a save under `if args.local_rank == 0:` is every rank's. So does a `--rank`
+        option with a number for default that no launch written beside the script hands and
+        no code that runs sets (`opts.rank = rank` only in a set-up helper nothing calls): a
+        save under `if opts.rank == 0:` is every rank's. Saves under
         `if rank == 0:` (or in a function only called under
         one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine,
         and so is a file per sample written while a dataset loads it (a feature cache in

@@ -12,7 +12,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
     """
     What it detects:
         A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
-        nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`), or calls
+        nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`; a sampler kept
+        in a table by split is set by its key, `self.config["sampler"]["train"].set_epoch(e)`
+        for `sampler = {"train": train_sampler, ...}` handed on), or calls
         it with a constant (`sampler.set_epoch(0)` inside the epoch loop, a counter set
         once and never advanced - or advanced only under a rank test, `if not rank: epoch
         += 1`, which leaves every other rank's epoch where it started - or a value the
