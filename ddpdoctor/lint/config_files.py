@@ -181,17 +181,9 @@ def config_values(script: Path, bodies: list, path: tuple, read: list) -> Option
     for config, body in bodies:
         if path[-1] not in body:
             continue
-        if config.suffix == ".toml":
-            values = _toml_values(body, path)
-            if values is None:
-                return None
-            if values:
-                found |= values
-                if str(config) not in read:
-                    read.append(str(config))
-            continue
-        values = _nested_values(body, path)
-        if values is not None and len(path) > 1 and config.parent.name == path[0] and \
+        toml = config.suffix == ".toml"
+        values = _toml_values(body, path) if toml else _nested_values(body, path)
+        if not toml and values is not None and len(path) > 1 and config.parent.name == path[0] and \
                 _package_of(body) in (None, "_group_", path[0]):
             # a Hydra config group's option (`conf/train/biencoder_default.yaml` holds what
             # `cfg.train` is when the defaults list picks it): its keys sit under the group's name
