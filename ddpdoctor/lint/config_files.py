@@ -341,16 +341,12 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     for launch, body in _beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES):
         if _runs_only_others(body, script):
             continue  # a vendored sub-project's `dist.sh` starting its own train_v2.py on five nodes
-        for match in _NODES_LAUNCH.finditer(body):
-            count = match.group("count") or match.group("sbatch")
-            if count is not None and not _above_one(_shell_value(body, count)):
-                continue
-            if count is None and _one_node_command(body, match):
-                continue  # `--nnodes=1 --node_rank=0`: a node rank handed to a one-node launch
+        line = _multi_node_line(body)
+        if line is not None:
             if str(launch) not in read:
                 read.append(str(launch))
             shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
-            return shown, body.count("\n", 0, match.start()) + 1
+            return shown, line
     # a Python launcher beside it that writes the command (`f"--nnodes={args.machines} --node_rank={i}"`,
     # an ncluster or fabric job script): only a node count that may be above one, in its text
     # (one that names this script: any other Python file may quote such an option for its own ends)
@@ -407,7 +403,7 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     # the script's file name, or its module after `-m` (`python -m pkg.train` / `accelerate
     # launch -m pkg.train` runs pkg/train.py): a command without either is not split into words
     # (its stem alone, `train`, is in every `--train_steps` of a launch folder)
-    runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
+    runs = _runs(script)
     for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
                          *_readmes(script)]:
         if not runs.search(body):
@@ -447,7 +443,7 @@ def elastic_launch_only(script: Path, read: list) -> bool:
     other launcher (the old `torch.distributed.launch`, deepspeed) starts it. read: gets each
     file that launches the script (the cache digests it)."""
     name = script.name
-    runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
+    runs = _runs(script)
     elastic = False
     for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
                          *_readmes(script)]:
@@ -470,7 +466,7 @@ def multi_process_options(script: Path, read: list) -> Optional[set]:
     (shell launch scripts, the README's command blocks) hand it where they start it on several
     processes; None where no such launch is written. read: gets each file that launches it."""
     name = script.name
-    runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
+    runs = _runs(script)
     given: Optional[set] = None
     for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
                          *_readmes(script)]:
@@ -495,7 +491,7 @@ def one_process_launch(script: Path, read: list, plain_one: bool = False) -> str
     launcher (`python train.py`) starts one process too - a script whose ranks come from MPI
     runs as a world of one without mpiexec. read: gets each such file."""
     name = script.name
-    runs = re.compile(re.escape(name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
+    runs = _runs(script)
     first = ""
     here = Path.cwd().resolve()
     for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
@@ -554,6 +550,12 @@ def _readmes(script: Path):
                 continue
             blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
             yield path, "\n".join(blocks)
+
+
+def _runs(script: Path) -> re.Pattern:
+    """What names the script in a launch: its file name, or its module after `-m` (`python -m
+    pkg.train` / `accelerate launch -m pkg.train` runs pkg/train.py)."""
+    return re.compile(re.escape(script.name) + r"|-m\s+(?:[\w.]+\.)?" + re.escape(script.stem) + r"\b")
 
 
 def _commands(body: str) -> list[str]:
@@ -650,36 +652,45 @@ def _literal(value: str) -> object:
     return {"true": True, "false": False}.get(value.lower(), value)
 
 
-def _one_node_command(body: str, match: re.Match) -> bool:
-    """The launch command holding a `--node_rank` (its lines joined where they end in a
-    backslash) starts one node: its `--nnodes` is 1, or it has none and the rank is a literal 0."""
-    command = next((text for start, end, text in _logical_lines(body) if start <= match.start() < end), "")
+def _multi_node_line(body: str) -> Optional[int]:
+    """The line of a launch text that starts a job on several nodes: `#SBATCH --nodes=2`, or a
+    command whose `--nnodes` may be above one or that hands a node rank to a launch of more than
+    one node - read with the variables the text assigns before it filled in (_commands'
+    reading: `export NUM_NODES=1` then `--nnodes=$NUM_NODES --node_rank $NODE_RANK` is one node;
+    `${NNODES:-1}`, a variable the caller's environment fills in, may be more). None where none."""
+    sbatch = next((m for m in _NODES_LAUNCH.finditer(body) if m.group("sbatch") and _above_one(m.group("sbatch"))), None)
+    assigned: dict[str, str] = {}
+    for start, _, command in _logical_lines(body):
+        if not command.strip():
+            continue
+        # (a launch written in a comment, `# multi-node: torchrun --nnodes 2 ...`, still says what
+        # the code is for: read as written, no variable filled in)
+        command = command if command.lstrip().startswith("#") else _expanded(command, assigned)
+        held = _SHELL_ASSIGN.match(command)
+        if held is not None and len(assigned) < 200:
+            value = held.group(2)
+            assigned[held.group(1)] = value[1:-1] if value[:1] in "\"'" and value[-1:] == value[:1] else value
+            continue
+        for match in _NODES_LAUNCH.finditer(command):
+            if match.group("sbatch") is not None:
+                continue  # (`#SBATCH --nodes=N`: read above, on the text as written)
+            count = match.group("count")
+            if count is not None and not _above_one(count):
+                continue
+            if count is None and _one_node_command(command, match):
+                continue  # `--nnodes=1 --node_rank=0`: a node rank handed to a one-node launch
+            line = body.count("\n", 0, start) + 1
+            return line if sbatch is None else min(line, body.count("\n", 0, sbatch.start()) + 1)
+    return None if sbatch is None else body.count("\n", 0, sbatch.start()) + 1
+
+
+def _one_node_command(command: str, match: re.Match) -> bool:
+    """The launch command holding a `--node_rank` (variables filled in) starts one node: its
+    `--nnodes` is 1, or it has none and the rank is a literal 0."""
     counts = [m.group("count") for m in _NODES_LAUNCH.finditer(command) if m.group("count")]
     if counts:
-        return not any(_above_one(_shell_value(body, c)) for c in counts)
-    given = re.match(r"[= ]+[\"']?([^\s\"'\\]+)", body[match.end():match.end() + 80])
-    return given is not None and _shell_value(body, given.group(1)) == "0"
-
-
-# `NNODES=1` / `export NUM_NODES=1` on a line of its own (not a comment): what `$NNODES` holds
-_SHELL_VARIABLE = re.compile(r"^\$\{?(\w{1,64})\}?$")
-
-
-def _shell_value(body: str, value: str) -> str:
-    """What a launch's `$NUM_NODES` / `${NUM_NODES}` holds where the launch script itself sets
-    it to one literal (`export NUM_NODES=1`, every assignment alike): a one-node launch written
-    with variables (DeCap's train_cc3m.sh) is still one node. The value as written otherwise: a
-    variable the caller's environment fills in (`${NNODES:-1}` too) may hold anything."""
-    name = _SHELL_VARIABLE.match(value)
-    if name is None:
-        return value
-    assigned = set(re.findall(r"^[ \t]*(?:export[ \t]+)?" + name.group(1) + r"=[\"']?([^\s\"';#]*)[\"']?[ \t]*(?:#.*)?$",
-                              body, re.MULTILINE))
-    if len(assigned) == 1:
-        held = next(iter(assigned))
-        if held.isascii() and held.isdigit():
-            return held
-    return value
+        return not any(_above_one(c) for c in counts)
+    return re.match(r"[= ]+[\"']?0\b", command[match.end():match.end() + 8]) is not None
 
 
 def _above_one(count: str) -> bool:

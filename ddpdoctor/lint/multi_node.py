@@ -52,16 +52,19 @@ def told_apart(files, script, unreached: tuple = ()) -> Optional[Location]:
 def _in_sources(files, unreached: tuple = ()) -> Optional[Location]:
     # an ambiguous option name the code itself assigns (`args.num_nodes = len(VOCAB)`, a graph's
     # node types) is the program's own value, not the machine count a launch hands it
-    assigned = {node.attr for source in files if source.tree is not None for node in source.of(ast.Attribute)
+    # (every SHARED_NAME word says "node": the files that never do are not walked for them)
+    noded = [source for source in files if source.tree is not None
+             and "node" in "\n".join(source.lines).lower()]
+    assigned = {node.attr for source in noded for node in source.of(ast.Attribute)
                 if node.ctx.__class__ is ast.Store and SHARED_NAME.match(node.attr)}
     # and one no code reads (`--node_num`, "number of nodes for a tree", declared and never read):
     # the launch's value goes nowhere, so it tells no nodes apart; a read (`args.num_nodes`,
     # `getattr(args, "num_nodes")`, `cfg["num_nodes"]`) is where the value goes
-    read = {node.attr for source in files if source.tree is not None for node in source.of(ast.Attribute)
+    read = {node.attr for source in noded for node in source.of(ast.Attribute)
             if node.ctx.__class__ is ast.Load and SHARED_NAME.match(node.attr)} | \
-        {node.value for source in files if source.tree is not None for node in source.of(ast.Constant)
+        {node.value for source in noded for node in source.of(ast.Constant)
          if isinstance(node.value, str) and SHARED_NAME.match(node.value)} | \
-        {node.id for source in files if source.tree is not None for node in source.of(ast.Name)
+        {node.id for source in noded for node in source.of(ast.Name)
          if node.ctx.__class__ is ast.Load and SHARED_NAME.match(node.id)}  # (click's option, a parameter)
     for source in files:
         if source.tree is None:

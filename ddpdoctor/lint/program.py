@@ -3011,9 +3011,12 @@ class Program:
             script = self.sources[0] if self.sources else None
             declared = {dest for dest, _ in declared_options(self.files).values() if dest in _GLOBAL_RANK_OPTIONS}
             if declared and script is not None and script.path is not None:
-                defaults = self.__dict__.get("_declared_defaults") or (self.option_defaults() and
-                                                                       self.__dict__["_declared_defaults"])
-                given = multi_process_options(script.path, script.hydra_configs)
+                self.option_defaults()
+                defaults = self.__dict__["_declared_defaults"]
+                # (the launch files are read once: the answer is asked again as more modules are read)
+                if "_multi_process_options" not in self.__dict__:
+                    self.__dict__["_multi_process_options"] = multi_process_options(script.path, script.hydra_configs)
+                given = self.__dict__["_multi_process_options"]
                 if given is not None:
                     # (a function no file names but its own `def` is never called; asked during the
                     # walk, before what it reaches is known)

@@ -405,3 +405,22 @@ def test_a_click_option_counting_nodes_makes_the_spawn_index_one_writer_per_node
 def test_its_twin_a_count_of_something_else_tells_no_nodes_apart(tmp_path):
     body = CLICK_NODES.replace("NODES_OPTION", "nb_procs").replace("NODES_PARAM", "nb_procs")
     assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806") == []
+
+
+# -------------------------------------------------- a SLURM header read beside the commands whose
+# variables are filled in: `#SBATCH --nodes=1` is one node, `--nodes=2` several
+SBATCH_LAUNCH = """#!/bin/bash
+#SBATCH --nodes=NODES
+#SBATCH --gres=gpu:2
+srun torchrun --nproc_per_node=2 train.py
+"""
+
+
+def test_a_slurm_header_asking_one_node_tells_no_nodes_apart(tmp_path):
+    files = {"train.py": PER_NODE_SAVE, "job.sh": SBATCH_LAUNCH.replace("NODES", "1")}
+    assert _codes(lint_tree(tmp_path, files), "DDP806") == []
+
+
+def test_its_twin_a_slurm_header_asking_two_nodes_is_a_multi_node_launch(tmp_path):
+    files = {"train.py": PER_NODE_SAVE, "job.sh": SBATCH_LAUNCH.replace("NODES", "2")}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP806")) == 1
