@@ -28,7 +28,9 @@ def process_group_init(run: RunModel) -> list[Problem] | Skipped:
           processes"), or two ranks pass the same rank;
         - ranks pass different init_method or backend values;
         - a rank crashed inside init_process_group (its error and traceback);
-        - some ranks never called init_process_group, or left no telemetry at all;
+        - some ranks never called init_process_group, or left no telemetry at all (a rank
+          that crashed before it, and nothing else wrong, is DDP504's one finding, which names
+          the ranks it left waiting in init_process_group);
         - else: the ranks entered it and waited (a rendezvous address nobody can reach).
 
         A script that never calls init_process_group in a run that ended by itself is not
@@ -67,7 +69,8 @@ def process_group_init(run: RunModel) -> list[Problem] | Skipped:
     status = run.outcome.status if run.outcome is not None else None
     if not entered and status not in ("stalled", "timeout"):
         return Skipped("the script never called init_process_group")
-    return [_never_formed(run, entered, launched, status)]
+    never_formed = _never_formed(run, entered, launched, status)
+    return [never_formed] if never_formed is not None else []
 
 
 def _wrong_size(run: RunModel, entered: dict, formed: dict, launched: int) -> Problem:
@@ -89,7 +92,9 @@ def _wrong_size(run: RunModel, entered: dict, formed: dict, launched: int) -> Pr
 
 
 def _never_formed(run: RunModel, entered: dict[int, tm.InitEnter], launched: int,
-                  status: Optional[str]) -> Problem:
+                  status: Optional[str]) -> Optional[Problem]:
+    """None when a crash before init_process_group is the whole story: DDP504 reports it, saying
+    which ranks it left waiting in init_process_group (one cause, one finding)."""
     reasons: list[str] = []
     site = next((e.site for e in entered.values() if e.site), None)
     odd_site = None
@@ -140,6 +145,8 @@ def _never_formed(run: RunModel, entered: dict[int, tm.InitEnter], launched: int
         reasons.append(f"rank {rank} failed inside init_process_group: {event.summary()}")
 
     never = sorted(r for r in run.ranks if r not in entered)
+    own_crashes = {r for r, e in crash_events(run).items() if not e.collateral and not e.after_end}
+    crashed_first = bool(never) and bool(entered) and set(never) <= own_crashes and not reasons
     if never and entered:
         texts: dict[str, list[int]] = {}
         for rank in never:
@@ -150,6 +157,8 @@ def _never_formed(run: RunModel, entered: dict[int, tm.InitEnter], launched: int
     if missing:
         reasons.append(f"{rank_list(missing)} left no telemetry (never started)")
 
+    if crashed_first and not missing:
+        return None
     if not entered:
         head = (f"no rank reached init_process_group before the run "
                 f"{'stalled' if status == 'stalled' else 'hit the overall timeout'}")

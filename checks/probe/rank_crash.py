@@ -17,8 +17,17 @@ from ddpdoctor.probe.analysis.rank_state import (COLLECTIVE_MISMATCH, READY_TWIC
 from ddpdoctor.probe.analysis.stack_groups import rank_stacks
 from ddpdoctor.probe.words.wording import at, location, rank_list
 from ddpdoctor.postmortem import nccl
+from ddpdoctor.postmortem.kinds import error_kind
 from ddpdoctor.postmortem.causality import none_found, who, grouped, problem, when
 from ddpdoctor.postmortem.evidence import Evidence
+
+# CUDA's "invalid device ordinal": a rank asked for a GPU index its node does not have. Seen on a
+# one-GPU H100 with torchrun's default two processes and torch.cuda.set_device(LOCAL_RANK): the
+# script is right, the launch is not. The probe and the post-mortem give the same advice.
+_DEVICE_HINT = ("the rank asked for a GPU its node does not have (CUDA's 'invalid device ordinal'): "
+                "start at most one process per GPU (torchrun --nproc-per-node = the node's GPU count, "
+                "`nvidia-smi -L`; CUDA_VISIBLE_DEVICES hides the others) and set each rank's device from "
+                "LOCAL_RANK: torch.cuda.set_device(int(os.environ['LOCAL_RANK']))")
 
 _SIGNAL_NOTES = {
     "SIGSEGV": "a crash in native code",
@@ -62,6 +71,11 @@ def rank_crash(run: RunModel) -> list[Problem] | Skipped | Incomplete:
                 train()
             finally:
                 dist.destroy_process_group()
+
+        CUDA's "invalid device ordinal" means a rank asked for a GPU its node does not have:
+        more processes than GPUs (torchrun's --nproc-per-node against `nvidia-smi -L`), not a
+        bug in the script's set_device(LOCAL_RANK). A job a crash stopped is not also reported
+        as one that never trained.
 
         "Expected to have finished reduction in the prior iteration" is DDP's unused-parameter
         error: see DDP401. "Expected to mark a variable ready only once" is reported as DDP406
@@ -237,6 +251,8 @@ def _hint(event: CrashEvent, ranks: list[int]) -> str:
         return ("torch's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL) caught ranks calling "
                 "different collectives: DDP501/DDP502 name them and their call sites; make every "
                 "rank call the same collectives with the same shapes")
+    if error_kind(event.name or "", event.message or "") == "device":
+        return _DEVICE_HINT
     kind = nccl.kind_of(event.message) if "NCCL" in (event.message or "") else "other"
     if kind not in ("other", "remote"):
         return nccl.hint(kind)  # NCCL said why: advice for that cause, not for the code
@@ -275,9 +291,7 @@ def _from_evidence(ev: Evidence) -> list[Problem] | Skipped:
             hint = ("fix the exception in the traceback shown; every other rank then waited for "
                     f"{'it' if len(ranks) == 1 else 'them'} (the consequences)")
             if first.kind == "device":
-                hint = ("the rank asked for a GPU its node does not have: set the device from "
-                        "LOCAL_RANK (torch.cuda.set_device(int(os.environ['LOCAL_RANK']))) and "
-                        "check --nproc-per-node against the GPUs per node")
+                hint = _DEVICE_HINT
             detail = first.traceback
             site = first.site
         else:

@@ -6,6 +6,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Severity
 from ddpdoctor.probe.analysis import coverage, frameworks, memory, outside_steps, perf_tables
+from ddpdoctor.probe.analysis.rank_state import crash_events
 from ddpdoctor.probe.records import telemetry as tm
 from ddpdoctor.probe.words.large_world import summarised
 from ddpdoctor.probe.run_model.outcome import MachineLoad
@@ -132,6 +133,11 @@ def judged_on_training(model: RunModel, incomplete: list[str], notes: list[str])
     """
     outcome, meta = model.outcome, model.meta
     if outcome is None or outcome.status not in ("completed", "crashed"):
+        return ""
+    if outcome.status == "crashed" and any(not e.collateral for e in crash_events(model).values()):
+        # A rank's own crash is why the others never trained (they waited for it): DDP504/505
+        # say so, with that rank's traceback; "it never trained" and a --cpu hint would bury it
+        # (a one-GPU H100 run of two ranks: 'invalid device ordinal' on rank 1).
         return ""
     if not model.ranks:
         if outcome.status != "completed":

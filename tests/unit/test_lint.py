@@ -403,6 +403,7 @@ EXPECTED = {
     # must stay silent on them.
     "tests/scripts/crash_on_node1.py": set(),
     "tests/scripts/crash_early_on_node1.py": set(),
+    "tests/scripts/crash_before_init.py": set(),
     "tests/scripts/dp_inside_ddp_job.py": set(),
     "tests/scripts/duplicate_rank.py": set(),
     "tests/scripts/gpt_find_unused.py": set(),

@@ -322,3 +322,57 @@ def test_a_crash_record_followed_by_the_ranks_own_steps_is_not_believed():
     model = run.model()
     assert model.ranks[1].crash is None and model.ranks[1].contradicted_crash is not None
     assert judge("DDP504", model) == [] or isinstance(judge("DDP504", model), Skipped)
+
+
+# A crash before init_process_group: one cause, one finding, advice for that cause --------------
+
+ORDINAL = ("CUDA error: invalid device ordinal\nGPU device may be out of range, do you have enough "
+           "GPUs?")
+
+
+def crashed_before_init(message: str = ORDINAL, exc: str = "AcceleratorError") -> RunBuilder:
+    """Two ranks on a one-GPU node: rank 1's set_device(1) fails before init_process_group while
+    rank 0 waits in it (as an H100 run of torchrun's default two processes did)."""
+    run = never_formed()
+    run[0].init_enter(backend="nccl")
+    run[1].crash(exc, message, site=site(18, func="main"))
+    run.outcome("crashed", exit_codes={0: -15, 1: 1})
+    return run
+
+
+def test_a_crash_before_init_is_ddp504s_alone_with_the_launch_advice_for_a_missing_gpu():
+    run = crashed_before_init()
+    [finding] = judge("DDP504", run.model())
+    assert finding.message.startswith("rank 1 raised AcceleratorError: CUDA error: invalid device ordinal")
+    assert "waiting in init_process_group" in finding.message
+    assert "--nproc-per-node" in finding.hint and "LOCAL_RANK" in finding.hint
+    assert judge("DDP505", run.model()) == []  # its consequence, not a second error
+    # twin: any other crash before init keeps the plain advice, and still one finding
+    other = crashed_before_init("No module named 'wandb'", "ModuleNotFoundError")
+    [finding] = judge("DDP504", other.model())
+    assert "--nproc-per-node" not in finding.hint and "traceback" in finding.hint
+    assert judge("DDP505", other.model()) == []
+
+
+def test_ddp505_stays_when_the_ranks_that_entered_disagree_beside_the_crash():
+    run = never_formed(world_size=3)
+    run[0].init_enter(world_size=4)
+    run[1].init_enter(world_size=4)
+    run[2].crash("AcceleratorError", ORDINAL, site=site(18, func="main"))
+    run.outcome("crashed", exit_codes={0: -15, 1: -15, 2: 1})
+    [finding] = judge("DDP505", run.model())
+    assert "world_size=4" in finding.message and "rank 2 never called init_process_group" in finding.message
+
+
+def test_a_job_a_crash_stopped_is_not_also_a_job_that_never_trained():
+    from ddpdoctor.probe.report import judged_on_training
+
+    incomplete, notes = [], []
+    assert judged_on_training(crashed_before_init().model(), incomplete, notes) == ""
+    assert incomplete == []
+    # twin: every rank returned without a step and nothing crashed: incomplete, with the hint
+    idle = never_formed()
+    idle.all("end", "script_exit")
+    idle.outcome("completed")
+    assert "INCOMPLETE" in judged_on_training(idle.model(), incomplete, notes)
+    assert any("never trained" in line for line in incomplete)
