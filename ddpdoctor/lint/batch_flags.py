@@ -50,7 +50,7 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
                     continue
                 if rank_state.never_none_batch(builder.program, fn, loop, stmt.test):
                     continue  # (a default-collated loader yields no None batch)
-                flags = (rank_state.value_inputs(rank_state.none_decided_by(loop, stmt.test)) & names) - shared
+                flags = (rank_state.value_inputs(rank_state.none_decided_by(loop, stmt.test, builder.program, fn)) & names) - shared
                 if not flags or _tensor_test(stmt.test):
                     continue
                 effect = rank_state._effect(builder, fn, stmt, item, ddp, after_only=True)

@@ -17,7 +17,7 @@ from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
-from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
                                      own_keyword, plain_loss, text)
 from ddpdoctor.lint.pins import program_floor
 from ddpdoctor.lint.program import Function, Klass, is_property
@@ -382,7 +382,7 @@ class LoaderFacts:
                 continue
             if self._typed_away(call, fn):
                 continue  # (a loader past an early return every caller takes is never built)
-            dataset = _loader_dataset(self.program, call, fn)
+            dataset = loader_dataset(self.program, call, fn)
             sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")
             if sampler is None and len(call.args) > 3:
                 sampler = call.args[3]
@@ -685,13 +685,15 @@ class LoaderFacts:
         found = [_off_by_default(getattr(event, "conds", ())) for event in sites]
         return found[0] if found and all(found) else ""
 
-    def _rank_split_at(self, dataset: ast.AST, fn: Function) -> Optional[Location]:
+    def _rank_split_at(self, dataset: ast.AST, fn: Function, depth: int = 1) -> Optional[Location]:
         """Where a value the loader's dataset may be picks this rank's items from a whole, or None:
         `Subset(ds, indices)` over indices built from the rank (`range(rank * per, rank * per +
         per)`), `items[rank::world]`, `parts[rank]`. Not a dataset that only hands the rank on or
         seeds by it (`ds.shuffle(seed=seed + rank)` still holds every item). The bindings that
         reach the loader (flow: `if n > 1: ds = Subset(ds, mine)` then `DataLoader(ds)` reads
-        that side, not a stream built on the other side of an `if`/`else` for another loader)."""
+        that side, not a stream built on the other side of an `if`/`else` for another loader).
+        Hugging Face's `split_dataset_by_node(ds, rank, world)` too, also inside a local class
+        that wraps the stream it is handed (`DataLoader(Endless(ds))`)."""
         flow = reaching.reaching_values(fn.node, dataset.id, dataset) \
             if dataset.__class__ is ast.Name and fn.node is not None else None
         values = [(dataset, fn)] + ([(v, fn) for v in flow] if flow is not None
@@ -702,6 +704,15 @@ class LoaderFacts:
                 return loc(scope, value)
             if value.__class__ is ast.Subscript and self.mentions_rank(value.slice, scope, strict=True):
                 return loc(scope, value)
+            if value.__class__ is ast.Call and (self.program.qualify(value.func, scope) or "").endswith(
+                    "datasets.distributed.split_dataset_by_node"):
+                return loc(scope, value)
+            if value.__class__ is ast.Call and depth > 0 and len(value.args) == 1 and \
+                    value.args[0].__class__ is ast.Name and \
+                    isinstance(self.program._callee_symbol(value.func, scope), Klass):
+                inner = self._rank_split_at(value.args[0], scope, depth - 1)
+                if inner is not None:
+                    return inner
         return None
 
     def _prepare_calls(self) -> list:
@@ -1140,7 +1151,7 @@ class LoaderFacts:
         # (BERT-NER's `evaluate(args, model, prefix)` for dev and test): evaluation's own; and a
         # sampler over a dataset no parameter of fn makes is the same one on every call (SimCLS's
         # `run` both mp.spawn'd and called on one GPU builds its validation sampler alike)
-        dataset = _loader_dataset(self.program, call, fn)
+        dataset = loader_dataset(self.program, call, fn)
         return isinstance(fn.node, ast.Module) or len(self.callers().get(fn, [])) <= 1 or self._evaluates(fn) \
             or (dataset is not None and self._same_on_every_call(dataset, fn))
 
@@ -2258,8 +2269,9 @@ class LoaderFacts:
                             pinned = scall.args[0].id if isinstance(scall.args[0], ast.Name) else ""
                             pinned_by = advanced_by
                     elif scall.args and (held := loop_invariant(program, sfn, scall, scall.args[0])) is not None \
-                            and not self._evaluates(sfn) and not epochs.varying_beside(sfn, scall) \
-                            and not epochs.varying_elsewhere(sfn, scall):
+                            and not self._evaluates(sfn) and (not epochs.varying_beside(sfn, scall) \
+                                                              and not epochs.varying_elsewhere(sfn, scall)
+                                                              or _overwritten_before_use(sfn, scall)):
                         # (the loop asked first: answered once per loop and value, where the scans
                         # of every other set_epoch are a pair of walks per call)
                         if _another_loop(sfn, scall, stilled):
@@ -2341,7 +2353,7 @@ class LoaderFacts:
                 across = False
             if across and loader_at is None and name and self._drawn_once(fn, name):
                 across = False
-            dataset = _loader_dataset(self.program, call, fn)
+            dataset = loader_dataset(self.program, call, fn)
             under = ""
             # (calls on both sides of a rank split - `if P and rank == 0: set_epoch(e) ... elif P
             # and rank > 0: set_epoch(e)` - set it on every rank)
@@ -3501,6 +3513,27 @@ def _packed_by_callers(fn: Function, name: str) -> set[tuple[int, str]]:
     return found
 
 
+def _overwritten_before_use(fn, call: ast.Call) -> bool:
+    """Every other set_epoch of fn sits inside the `for` over the loader that comes right after
+    this call in the same block (`sampler.set_epoch(start)`, then `for batch in loader:` whose body
+    calls `sampler.set_epoch(step_epoch)`): the `for` made its iterator before those ran, and this
+    call sets the epoch again before the next one is made, so this call's value is every pass's."""
+    others = [c for c in fn.own_of(ast.Call) if c is not call and isinstance(c.func, ast.Attribute)
+              and c.func.attr == "set_epoch"]
+    if not others:
+        return False
+    for block in (getattr(n, "body", None) for n in walk(fn.node) if isinstance(n, (ast.For, ast.While))):
+        if not isinstance(block, list):
+            continue
+        at = next((i for i, stmt in enumerate(block) if isinstance(stmt, (ast.Expr, ast.If))
+                   and any(c is call for c in walk(stmt))), None)
+        if at is None:
+            continue
+        following = [stmt for stmt in block[at + 1:] if isinstance(stmt, (ast.For, ast.AsyncFor))]
+        return bool(following) and all(any(c is o for c in walk(following[0])) for o in others)
+    return False
+
+
 def _another_loop(fn, call: ast.Call, stilled: set) -> bool:
     """The call sits in a loop no constant set_epoch found so far sits in (noted in stilled)."""
     loop = outer_loop(fn, call)
@@ -3662,18 +3695,6 @@ def _under_iterable_test(fn: Function, call: ast.Call, dataset: ast.AST) -> bool
     said = text(dataset)
     return any(cond == f"isinstance({said}, {kind})" for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())
                for kind in ("IterableDataset", "torch.utils.data.IterableDataset", "data.IterableDataset"))
-
-
-def _loader_dataset(program, call: ast.Call, fn: Function) -> Optional[ast.AST]:
-    """The dataset a DataLoader call is handed: first argument, `dataset=`, or the "dataset" key
-    of a dict literal spread into it (`DataLoader(**loader_kwargs)`)."""
-    if call.args:
-        return call.args[0]
-    found = keyword(call, "dataset")
-    if found is None and any(k.arg is None for k in call.keywords):
-        spread = call_keywords(program, call, fn)
-        found = spread.get("dataset") if spread else None
-    return found
 
 
 def _clock_seed(call: ast.Call) -> bool:

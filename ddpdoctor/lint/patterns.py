@@ -2104,12 +2104,36 @@ def torch_loader(full: str) -> bool:
                                                         or full == "DataLoader")
 
 
+LOADER_MODULES = ("torch.utils.data", "torch.utils.data.dataloader")
+
+
+def loader_dataset(program: Program, call: ast.Call, fn: Function) -> Optional[ast.AST]:
+    """The dataset a DataLoader call is handed: first argument, `dataset=`, or the "dataset" key
+    of a dict literal spread into it (`DataLoader(**loader_kwargs)`). In a config factory's call
+    (`config.init_obj("train_loader", torch.utils.data.dataloader, ds, ...)`) the first two are
+    the config key and the module: the loader's own arguments come after them."""
+    args = call.args
+    if args and args[0].__class__ is ast.Constant and isinstance(args[0].value, str):
+        args = args[2:]  # (no DataLoader takes a string first: a factory's config key)
+    if args:
+        return args[0]
+    found = keyword(call, "dataset")
+    if found is None and any(k.arg is None for k in call.keywords):
+        spread = call_keywords(program, call, fn)
+        found = spread.get("dataset") if spread else None
+    return found
+
+
 def loader_call(program: Program, call: ast.Call, fn: Function) -> bool:
     """A call that builds a torch DataLoader: torch's own (torch_loader), or a local subclass of it
     (`class FastLoader(DataLoader)`, a loader that keeps its workers alive), a few bases up."""
     if torch_loader(program.qualify(call.func, fn) or ""):
         return True
     func = call.func
+    if func.__class__ is ast.Attribute and program.factory_module(call, fn) in LOADER_MODULES:
+        # pytorch-template's `config.init_obj("train_loader", torch.utils.data.dataloader,
+        # dataset=ds, sampler=s, num_workers=n)`: the config's type picks from torch's loader module
+        return True
     if func.__class__ is ast.Attribute and func.attr == "__init__" and func.value.__class__ is ast.Call and \
             func.value.func.__class__ is ast.Name and func.value.func.id == "super":
         # `class TrainLoader(DataLoader): def __init__(...): super().__init__(dataset, sampler=...,

@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
-from ddpdoctor.lint.patterns import SCALAR_DRAWS, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, own_keyword, text
+from ddpdoctor.lint.patterns import SCALAR_DRAWS, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -73,7 +73,9 @@ RANDOM_WORDS = re.compile(r"\brandom\s*\.|\.random\b|random\w*\s*\(|(?-i:Random[
                           re.IGNORECASE)
 # ...and in what it is built with, which runs in the launching process: there a draw
 # (`TensorDataset(torch.randn(64, 4))`) is data, not augmentation; a transform's name is
-ARGUMENT_WORDS = re.compile(r"Random[A-Z]|RandAugment|TrivialAugment|Flip|(?i:augment|jitter)|flip(?!(?:lr|ud)?\s*\()|FLIP")
+# (and a switch that turns augmentation on, `Preprocess(h, w, _aug=True)`, `use_aug=True`)
+ARGUMENT_WORDS = re.compile(r"Random[A-Z]|RandAugment|TrivialAugment|Flip|(?i:augment|jitter)|flip(?!(?:lr|ud)?\s*\()|FLIP"
+                            r"|\b_*(?:do_|use_|with_)?aug\s*=\s*True\b")
 _SAME, _PER_RANK, _UNKNOWN = 0, 1, 2
 # a seed drawn from the process's own generators (`np.random.randint(2**31)`): an origin _judge
 # weighs, never a verdict
@@ -618,7 +620,7 @@ def draws_nothing(builder: Builder, found: UnrankedSeed) -> bool:
     for fn, call, _, _ in builder.calls():
         # (the loader's own call: `list(DataLoader(...))` on that line is another call there)
         if call.__class__ is ast.Call and str(loc(fn, call)) == where and loader_call(builder.program, call, fn):
-            dataset = call.args[0] if call.args else keyword(call, "dataset")
+            dataset = loader_dataset(builder.program, call, fn)
             if dataset is None or builder.program.class_of(dataset, fn) is None:
                 return False
             return not _draws_randomness(builder.program, call, fn)
@@ -629,7 +631,7 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     """The loader's dataset (or collate_fn) says it draws random numbers somewhere in its making.
     When the source does not show which local dataset class it is (handed through a container
     or a library), any local dataset class that draws is taken: the assumption is the message's."""
-    dataset = call.args[0] if call.args else keyword(call, "dataset")
+    dataset = loader_dataset(program, call, fn)
     made = [dataset, keyword(call, "collate_fn")]
     unshown = dataset is None  # (the dataset's class unseen: a collate_fn that is seen says nothing of it)
     collated = False  # a collate_fn the source shows, drawing nothing
@@ -876,6 +878,12 @@ def _dead_lines(program, method) -> set[int]:
             skip |= set(range(stmt.end_lineno + 1, (body[-1].end_lineno or stmt.end_lineno) + 1))
             break
     skip |= _seed_draw_lines(method)
+    # `except Exception: return self[np.random.randint(len(self))]`: a draw on a read error picks
+    # a stand-in sample, no augmentation each item draws (NASTR's lmdb reader)
+    for stmt in method.own_of(ast.Try):
+        for handler in stmt.handlers:
+            if handler.body:
+                skip |= set(range(handler.body[0].lineno, (handler.body[-1].end_lineno or handler.lineno) + 1))
     method.__dict__["_dead_lines"] = skip
     return skip
 

@@ -2730,6 +2730,16 @@ class Program:
 
     def _module_factory_reading(self, call: ast.Call, fn: Function) -> list:
         found: list = []
+        for given, pick in self._factory_modules(call, fn):
+            # (the same reading as `getattr(given, name)` written at the call site)
+            found.extend(self._runtime_classes(ast.Call(func=ast.Name(id="getattr", ctx=ast.Load()),
+                                                        args=[given, pick.args[1]], keywords=[]), fn))
+        return list(dict.fromkeys(found))
+
+    def _factory_modules(self, call: ast.Call, fn: Function) -> list[tuple[ast.AST, ast.Call]]:
+        """For a call into a config factory (see _module_factory_classes): each module the call
+        hands it, with the factory's `getattr(module, ...)` pick."""
+        found = []
         for target in self.resolve(call.func, fn)[0]:
             if target.__class__ is not Function or target.node is None or isinstance(target.node, ast.Module):
                 continue
@@ -2740,12 +2750,18 @@ class Program:
             if not returned or len(picks) != len(returned) or len({p.args[0].id for p in picks}) != 1:
                 continue
             given = self.handed(target, picks[0].args[0].id, call, fn)
-            if given is None:
-                continue
-            # (the same reading as `getattr(given, name)` written at the call site)
-            found.extend(self._runtime_classes(ast.Call(func=ast.Name(id="getattr", ctx=ast.Load()),
-                                                        args=[given, picks[0].args[1]], keywords=[]), fn))
-        return list(dict.fromkeys(found))
+            if given is not None:
+                found.append((given, picks[0]))
+        return found
+
+    def factory_module(self, call: ast.Call, fn: Function) -> str:
+        """The full name of the library module a config factory call picks its class from
+        (`config.init_obj("train_loader", torch.utils.data.dataloader, dataset=ds, ...)`:
+        "torch.utils.data.dataloader"), "" when it is none or a local one."""
+        if not (call.args and call.args[0].__class__ is ast.Constant and isinstance(call.args[0].value, str)):
+            return ""  # (the factory's first argument is the config key: cheap to rule out)
+        names = {self.qualify(given, fn) or "" for given, _ in self._factory_modules(call, fn)}
+        return names.pop() if len(names) == 1 else ""
 
     def _configured_among(self, classes: list) -> list:
         """Of the classes a configured name may pick, those a YAML config beside the script names

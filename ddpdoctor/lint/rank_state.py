@@ -2057,6 +2057,7 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         if not isinstance(stmt, ast.If) or not all(g.everyone for g in item.guards):
             continue
         apart = shared  # what the ranks hold alike, for this test
+        decided = None  # what decides a None test (none_decided_by), where one is read
         tested = [c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
                   and (c.args or isinstance(c.func, ast.Attribute))]
         # `if loss.item() > limit: continue`: a comparison on a rank's own number
@@ -2087,7 +2088,7 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             # was handed is shared, for a test on the batch itself)
             if never_none_batch(builder.program, fn, item.loops[-1], stmt.test):
                 continue  # `if batch is None: continue` over a default-collated DataLoader: never taken
-            decided = none_decided_by(item.loops[-1], stmt.test)
+            decided = none_decided_by(item.loops[-1], stmt.test, builder.program, fn)
             value = _from_the_forward(decided, item.loops[-1], shared) or \
                 _from_a_sharded_forward(builder.program, fn, decided, item.loops[-1])
             if value is None:
@@ -2134,8 +2135,11 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         action, work = effect
         if action == "return" and _returns_a_loss(fn, stmt, shared):
             continue
+        # (what decides a None test is shown as the test: `post_loss is not None`, not the tests
+        # of the `if`s that bind it)
+        shown = stmt.test if value is decided and decided is not stmt.test else value
         found.append(RankLocalDecision(
-            Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(value), "tensor_value", work,
+            Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(shown), "tensor_value", work,
             assumption="the value differs between ranks (each rank's own batch)"))
     return found
 
@@ -2974,24 +2978,76 @@ def _works(builder: Builder, fn: Function, stmts: list, ddp: bool):
                         break
 
 
-def none_decided_by(loop: ast.AST, test: ast.AST) -> ast.AST:
+def none_decided_by(loop: ast.AST, test: ast.AST, program=None, fn: Optional[Function] = None) -> ast.AST:
     """What decides `x is None` (`is not None`): where the loop binds x to None itself on one side
     of an `if` (`if compute_gradients: labels = batch[:, 1:]` / `else: labels = None`), which side
     ran - that `if`'s test - not the batch the other side read (a slice of a tensor is never
-    None). The test itself otherwise."""
+    None). With the program, also where a step helper the loop calls does so for what it returns
+    (`loss, aux = self.train_on_batch(x)`, whose `aux = None` sits under `if cfg.aux.active:` and
+    an iteration count: the config and the count decide, alike on every rank). Each part of an
+    `and`/`or`/`not` is read so. The test itself otherwise."""
+    if isinstance(test, ast.BoolOp):
+        parts = [none_decided_by(loop, v, program, fn) for v in test.values]
+        return test if all(a is b for a, b in zip(parts, test.values)) else ast.BoolOp(op=test.op, values=parts)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        part = none_decided_by(loop, test.operand, program, fn)
+        return test if part is test.operand else ast.UnaryOp(op=test.op, operand=part)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
             and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
             and test.comparators[0].value is None):
         return test
     name = test.left.id
+    sides = _none_sides(loop, name)
+    if not sides and program is not None and fn is not None:
+        sides = _none_sides_returned(program, fn, loop, name)
+    return ast.Tuple(elts=sides, ctx=ast.Load()) if sides else test
+
+
+def _none_sides(scope: ast.AST, name: str) -> list[ast.AST]:
+    """The tests of the `if`s in scope with a side that binds name to None."""
     sides = []
-    for node in walk(loop):
+    for node in walk(scope):
         if isinstance(node, ast.If):
             for side in (node.body, node.orelse):
                 if any(isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is None
                        and any(isinstance(t, ast.Name) and t.id == name for t in s.targets) for s in side):
                     sides.append(node.test)
-    return ast.Tuple(elts=sides, ctx=ast.Load()) if sides else test
+    return sides
+
+
+def _none_sides_returned(program, fn: Function, loop: ast.AST, name: str) -> list[ast.AST]:
+    """For name bound in the loop from a helper's return (`a, name = self.step(x)`): the tests
+    under which every helper it resolves to binds the returned name to None; none unless each
+    return hands a plain name there and each such name is bound to None under an `if`."""
+    for node in walk(loop):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)):
+            continue
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == name:
+            index = None
+        elif isinstance(target, ast.Tuple) and any(isinstance(t, ast.Name) and t.id == name for t in target.elts):
+            index = next(i for i, t in enumerate(target.elts) if isinstance(t, ast.Name) and t.id == name)
+        else:
+            continue
+        helpers = [t for t in program.resolve(node.value.func, fn)[0]
+                   if t.node is not None and isinstance(t.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        sides = []
+        for helper in helpers[:3]:
+            returned = set()
+            for ret in (n for n in walk(helper.node) if isinstance(n, ast.Return)):
+                value = ret.value
+                if index is not None:
+                    value = (value.elts[index] if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts)
+                             else None)
+                if not isinstance(value, ast.Name):
+                    return []
+                returned.add(value.id)
+            found = [side for returned_name in returned for side in _none_sides(helper.node, returned_name)]
+            if not found:
+                return []
+            sides.extend(found)
+        return sides
+    return []
 
 
 def never_none_batch(program, fn: Function, loop: ast.AST, test: ast.AST) -> bool:

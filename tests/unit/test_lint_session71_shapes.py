@@ -1,0 +1,333 @@
+"""Shapes from session 71's reading of holdout 100 (after its unread score), each with its twin, in
+our own words."""
+
+from __future__ import annotations
+
+from tests.unit.test_lint_session39_shapes import lint_tree
+from tests.unit.test_lint_session61_shapes import _codes, _line
+
+# -------------------------------------------------- a step helper returns a second loss that it sets
+# to None under a config switch and an iteration count; the loop's `if aux is not None:` before that
+# loss's backward is decided alike on every rank (the None is the config's, not the batch's)
+HELPER_NONE = """import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Trainer:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.net = DDP(torch.nn.Linear(4, 4))
+        self.post = DDP(torch.nn.Linear(4, 4))
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.post_opt = torch.optim.SGD(self.post.parameters(), lr=0.1)
+
+    def train_on_batch(self, x, y, iteration):
+        out = self.net(x)
+        loss = ((out - y) ** 2).mean()
+        if self.cfg["post_active"]:
+            if iteration > self.cfg["post_after"]:
+                post_loss = ((self.post(out.detach()) - y) ** 2).mean()
+            else:
+                post_loss = None
+        else:
+            post_loss = None
+        return loss, post_loss
+
+    def fit(self, loader, epochs):
+        for epoch in range(epochs):
+            loader.sampler.set_epoch(epoch)
+            for iteration, (x, y) in enumerate(loader):
+                loss, post_loss = self.train_on_batch(x, y, iteration)
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                if not self.cfg["joint"] and post_loss is not None:
+                    self.post_opt.zero_grad()
+                    post_loss.backward()
+                    self.post_opt.step()
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 4))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    Trainer({"post_active": True, "post_after": 10, "joint": False}).fit(loader, 3)
+
+
+if __name__ == "__main__":
+    main()
+"""
+DATA_NONE = HELPER_NONE.replace('if iteration > self.cfg["post_after"]:', "if y.abs().sum() > 1.0:")
+
+
+def test_a_none_the_step_helper_sets_by_config_and_count_decides_alike_on_every_rank(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": HELPER_NONE}), "DDP809") == []
+
+
+def test_its_twin_a_none_the_helper_sets_from_the_batch_is_each_ranks_own(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": DATA_NONE}), "DDP809")
+    assert [f.location.line for f in found] == [_line(DATA_NONE, "post_loss is not None")]
+
+
+# -------------------------------------------------- pytorch-template's config factory picks the loader
+# class from torch's own module (`config.init_obj("train_loader", torch.utils.data.dataloader, ...)`):
+# a DataLoader with workers, on every rank seeded alike
+CONFIG_PARSER = """
+class ConfigParser:
+    def __init__(self, config):
+        self.config = config
+
+    def __getitem__(self, name):
+        return self.config[name]
+
+    def init_obj(self, name, module, *args, **kwargs):
+        module_name = self[name]["type"]
+        module_args = dict(self[name]["args"])
+        module_args.update(kwargs)
+        return getattr(module, module_name)(*args, **module_args)
+"""
+FACTORY_LOADER = """
+import json
+import os
+
+import torch
+import torch.distributed as dist
+import torch.utils.data
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import Dataset
+from torchvision import transforms
+
+from parse_config import ConfigParser
+
+
+class Crops(Dataset):
+    def __init__(self, n):
+        self.n = n
+        self.aug = transforms.RandomResizedCrop(32)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.aug(torch.zeros(3, 40, 40)), i % 10
+
+
+def main(config):
+    rank = int(os.environ["RANK"])
+    dist.init_process_group("gloo")
+    torch.manual_seed(config["seed"]SEED)
+    dataset = Crops(256)
+    sampler = torch.utils.data.distributed.DistributedSampler(dataset)
+    loader = config.init_obj("train_loader", torch.utils.data.dataloader, dataset=dataset,
+                             sampler=sampler, num_workers=4)
+    model = DDP(torch.nn.Linear(3 * 32 * 32, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x.flatten(1)), y).backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main(ConfigParser(json.load(open("config.json"))))
+"""
+FACTORY_CONFIG = '{"seed": 7, "train_loader": {"type": "DataLoader", "args": {"batch_size": 8}}}'
+
+
+def test_a_loader_a_config_factory_builds_from_torchs_module_has_its_workers_judged(tmp_path):
+    source = FACTORY_LOADER.replace("SEED", "")
+    files = {"train.py": source, "parse_config.py": CONFIG_PARSER, "config.json": FACTORY_CONFIG}
+    found = _codes(lint_tree(tmp_path, files), "DDP808")
+    assert [f.location.line for f in found] == [_line(source, 'config.init_obj("train_loader"')]
+
+
+def test_its_twin_torch_seeded_with_the_rank_gives_each_ranks_workers_their_own_seeds(tmp_path):
+    files = {"train.py": FACTORY_LOADER.replace("SEED", " + rank"), "parse_config.py": CONFIG_PARSER,
+             "config.json": FACTORY_CONFIG}
+    assert _codes(lint_tree(tmp_path, files), "DDP808") == []
+
+
+# -------------------------------------------------- a Hugging Face stream split by node, wrapped in a
+# local endless dataset, and then handed to accelerator.prepare(): Accelerate shards it again
+SPLIT_STREAM = """
+import accelerate
+import datasets
+import datasets.distributed
+import torch
+from torch.utils import data
+
+
+class Endless(data.IterableDataset):
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __iter__(self):
+        while True:
+            yield from self.stream
+
+
+def main():
+    accelerator = accelerate.Accelerator(dispatch_batches=False)
+    stream = datasets.load_dataset("json", data_files="rows.jsonl", streaming=True)["train"]
+    stream = datasets.distributed.split_dataset_by_node(
+        stream, accelerator.process_index, accelerator.num_processes
+    )
+    loader = data.DataLoader(Endless(stream), batch_size=4, drop_last=True)
+    model = torch.nn.Linear(8, 8)
+    opt = torch.optim.Adam(model.parameters())
+    model, opt, loader = accelerator.prepare(model, opt, loader)
+    for step, batch in enumerate(loader):
+        loss = model(batch["x"]).sum()
+        accelerator.backward(loss)
+        opt.step()
+        opt.zero_grad()
+        if step == 100:
+            break
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_stream_split_by_node_then_prepared_is_sharded_twice(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": SPLIT_STREAM}), "DDP803")
+    assert [f.location.line for f in found] == [_line(SPLIT_STREAM, "loader = data.DataLoader(")]
+    assert "train.py:%d, which shards it again" % _line(SPLIT_STREAM, "accelerator.prepare(") in found[0].message
+    assert found[0].evidence["split_at"].endswith("train.py:%d" % _line(SPLIT_STREAM, "split_dataset_by_node("))
+
+
+def test_its_twin_the_split_stream_left_out_of_prepare_is_sharded_once(tmp_path):
+    source = SPLIT_STREAM.replace("model, opt, loader = accelerator.prepare(model, opt, loader)",
+                                  "model, opt = accelerator.prepare(model, opt)")
+    assert _codes(lint_tree(tmp_path, {"train.py": source}), "DDP803") == []
+
+
+# -------------------------------------------------- a dataset whose only draw picks a stand-in sample
+# when a read fails (`except: return self[np.random.randint(len(self))]`) draws no augmentation; one
+# that draws in __getitem__ itself does, and so does a library transform built with `_aug=True`
+FALLBACK_DRAW = """
+import os
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from imagekit import Preprocess
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Rows(Dataset):
+    def __init__(self, root, transform):
+        self.files = sorted(os.listdir(root))
+        self.root = root
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        try:
+            x = np.load(os.path.join(self.root, self.files[i]))
+        except Exception:
+            return self[np.random.randint(len(self))]
+        x = x + 0.0
+        return self.transform(x), 0
+
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    dataset = Rows("data", Preprocess(8ARGS))
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=4)
+    model = DDP(torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_draw_only_on_a_read_error_is_no_augmentation_the_workers_share(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": FALLBACK_DRAW.replace("ARGS", "")}), "DDP808") == []
+
+
+def test_its_twin_a_draw_in_getitem_itself_is_drawn_in_every_worker(tmp_path):
+    source = FALLBACK_DRAW.replace("ARGS", "").replace("x = x + 0.0", "x = x + np.random.normal(0, 0.1, x.shape)")
+    found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP808")
+    assert [f.location.line for f in found] == [_line(source, "loader = DataLoader(")]
+
+
+def test_its_twin_a_transform_built_with_aug_on_draws_in_every_worker(tmp_path):
+    source = FALLBACK_DRAW.replace("ARGS", ", _aug=True")
+    found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP808")
+    assert [f.location.line for f in found] == [_line(source, "loader = DataLoader(")]
+
+
+# -------------------------------------------------- set_epoch(start) at the top of every pass of an
+# endless loop, with start computed once; a later set_epoch inside the `for` over the loader runs after
+# that pass's iterator was made, and the top one undoes it before the next: every pass has `start`
+START_EPOCH = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train(model, opt, loader, resume_iteration, total):
+    iteration = resume_iteration
+    start_epoch = resume_iteration * 8 // len(loader.dataset)
+    while True:
+        loader.sampler.set_epoch(START)
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            iteration += 1
+            done_epoch = iteration * 8 // len(loader.dataset)
+            loader.sampler.set_epoch(done_epoch - 1)
+            if iteration >= total:
+                return
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=True))
+    model = DDP(torch.nn.Linear(4, 1))
+    train(model, torch.optim.SGD(model.parameters(), lr=0.1), loader, 0, 100)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_start_epoch_set_before_every_pass_undoes_the_set_epoch_inside_it(tmp_path):
+    source = START_EPOCH.replace("START", "start_epoch")
+    found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP804")
+    assert [f.location.line for f in found] == [_line(source, "loader.sampler.set_epoch(start_epoch)")]
+
+
+def test_its_twin_the_pass_count_set_before_every_pass_moves(tmp_path):
+    source = START_EPOCH.replace("START", "done_epoch").replace(
+        "    start_epoch = resume_iteration * 8 // len(loader.dataset)\\n",
+        "    done_epoch = resume_iteration * 8 // len(loader.dataset)\\n")
+    assert _codes(lint_tree(tmp_path, {"train.py": source}), "DDP804") == []
