@@ -280,14 +280,44 @@ class AccumulationFacts:
             if self._constant_one(k, fn) == "fixed":
                 return True
             # `grad_acc_step = train_config["optimizer"]["grad_acc_step"]` with 1 in every config
+            # (`accum_iter = config.basic.accum_iter` of an OmegaConf config too)
             values = self.program.values_of(k, fn, 1)
-            return bool(values) and all(v.__class__ is ast.Subscript and config_settles(v, self.program) == {1}
-                                        for v, _ in values)
+            return bool(values) and all(self._config_one(v, scope) for v, scope in values)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id != "self":
             return self._module_constant_one(k, fn) or self._field_default_one(k, fn)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
             return self._field_one(k, fn)
         return False
+
+    def _config_one(self, value: ast.AST, fn: Function) -> bool:
+        """A config read that every config beside the script sets to 1: `cfg["optim"]["accum"]`,
+        `config.basic.accum_iter`, `train_cfg.get("grad_accum_steps", 1)` of `train_cfg =
+        cfg["training"]`, and `max(<such a read>, 1)`."""
+        if value.__class__ is ast.Call and last_name(value.func) == "max" and value.args and not value.keywords:
+            reads = [a for a in value.args if not (a.__class__ is ast.Constant and isinstance(a.value, int)
+                                                   and not isinstance(a.value, bool) and a.value <= 1)]
+            return len(reads) == 1 and self._config_one(reads[0], fn)
+        default = None
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr == "get" and \
+                1 <= len(value.args) <= 2 and not value.keywords and value.args[0].__class__ is ast.Constant:
+            # (a config without the key gets the default: it must be 1 as well)
+            default = value.args[1] if len(value.args) == 2 else ast.Constant(value=None)
+            value = ast.Subscript(value=value.func.value, slice=value.args[0], ctx=ast.Load())
+        if value.__class__ not in (ast.Subscript, ast.Attribute):
+            return False
+        if default is not None and not is_const(default, 1):
+            return False
+        if config_settles(value, self.program) == {1}:
+            return True
+        root = value  # `train_cfg["x"]` of `train_cfg = cfg["training"]`: read from the file's root
+        while root.__class__ in (ast.Subscript, ast.Attribute):
+            root = root.value
+        if root.__class__ is not ast.Name:
+            return False
+        bound = self.program.values_of(root, fn, 1)
+        if len(bound) != 1 or bound[0][0].__class__ not in (ast.Subscript, ast.Attribute):
+            return False
+        return config_settles(_rebased(value, bound[0][0]), self.program) == {1}
 
     def _counter_at_one(self, node: ast.If, body: list, fn: Function) -> bool:
         """`if num_iter == config.step_per_update: num_iter = 0; opt.step()`, the counter raised by
@@ -1792,3 +1822,13 @@ def _value(node: ast.AST, values: dict):
             return None
         return all(parts) if isinstance(node.op, ast.And) else any(parts)
     return None
+
+
+def _rebased(chain: ast.AST, root: ast.AST) -> ast.AST:
+    """A copy of an attribute / key chain read from `root` instead of its own first name (the
+    tree itself is left as it is)."""
+    if chain.__class__ is ast.Attribute:
+        return ast.Attribute(value=_rebased(chain.value, root), attr=chain.attr, ctx=ast.Load())
+    if chain.__class__ is ast.Subscript:
+        return ast.Subscript(value=_rebased(chain.value, root), slice=chain.slice, ctx=ast.Load())
+    return root

@@ -50,6 +50,8 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
                     continue
                 if rank_state.never_none_batch(builder.program, fn, loop, stmt.test):
                     continue  # (a default-collated loader yields no None batch)
+                if _helper_verdict(builder, fn, stmt.test):
+                    continue  # `if train_one_step(step, batch): break`: the helper's answer, not the batch
                 flags = (rank_state.value_inputs(rank_state.none_decided_by(loop, stmt.test, builder.program, fn)) & names) - shared
                 if not flags or _tensor_test(stmt.test):
                     continue
@@ -111,6 +113,21 @@ def _built_by_helper(builder: Builder, fn, call: ast.Call) -> bool:
         if any(last_name(c.func) in LOADER_CALLS for c in target.own_calls):
             return True
     return False
+
+
+def _helper_verdict(builder: Builder, fn, test: ast.AST) -> bool:
+    """The test is (the negation of) a call of a local function handed the batch, which answers
+    with constants only (`return True` past `if global_step >= max_steps:`): what decides is that
+    function's own tests, which rank_state reads as a step helper's; the batch is only handed on."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if not isinstance(test, ast.Call):
+        return False
+    targets = [t for t in builder.program.resolve(test.func, fn)[0] if t.node is not None
+               and isinstance(t.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return bool(targets) and all(
+        all(isinstance(r.value, ast.Constant) for r in walk(t.node) if isinstance(r, ast.Return) and r.value is not None)
+        and any(isinstance(r, ast.Return) for r in walk(t.node)) for t in targets)
 
 
 def _tests(body: list[ast.stmt]):

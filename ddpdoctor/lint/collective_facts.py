@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.defaults import OPTION_TEST, constructed_truth, declared_off, off_at_launch, option_off, settled
 from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, _truth_by_constants, argument_at, guard_test, loc
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
+from ddpdoctor.lint.patterns import (CHOSEN_SAVE, DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
                                      through_grad_off)
 from ddpdoctor.lint.nodes import parse_test, walk
@@ -275,6 +275,11 @@ class CollectiveFacts:
                         continue
                     if sharded_save(op) and _or_engine_on(fn, guard_test(fn, guard)):
                         continue  # `if is_main_process or use_deepspeed:`: every process where it is one
+                    chosen = _chosen_engine(op)
+                    if chosen and _or_engine_on(fn, guard_test(fn, guard), chosen):
+                        # `if distributed_type == DistributedType.DEEPSPEED or is_main_process:`
+                        # with the launch's config picking DeepSpeed: every rank takes the branch
+                        continue
                     if _or_taken_on_the_way(guard_test(fn, guard), said):
                         # `if is_global_zero or "stage_3" in strategy: save(...)` reaching the
                         # collective only under `if "stage_3" in strategy:`: every rank there
@@ -574,7 +579,12 @@ def _or_taken_on_the_way(test: Optional[ast.AST], said: set) -> bool:
     return any(text(part, 10_000) in said for part in test.values)
 
 
-def _or_engine_on(fn: Function, test: Optional[ast.AST]) -> bool:
+def _chosen_engine(op: str) -> str:
+    """The engine a save's op says the launch picks (patterns.CHOSEN_SAVE), or ""."""
+    return next((engine for engine in ("DeepSpeed", "FSDP") if op.endswith(CHOSEN_SAVE.format(engine))), "")
+
+
+def _or_engine_on(fn: Function, test: Optional[ast.AST], engine: str = "") -> bool:
     """`is_main_process or <engine on>`: a part of the `or` that holds where DeepSpeed or FSDP
     runs - a test naming the engine (`accelerator.distributed_type == DistributedType.DEEPSPEED`,
     `args.deepspeed`), or a flag fn sets True only under such a test (SimpleTuner's
@@ -584,7 +594,8 @@ def _or_engine_on(fn: Function, test: Optional[ast.AST]) -> bool:
     for part in test.values:
         if isinstance(part, ast.UnaryOp):
             continue
-        if _ENGINE_WORD.search(text(part)) and not isinstance(part, ast.Name):
+        if _ENGINE_WORD.search(text(part)) and not isinstance(part, ast.Name) and \
+                (not engine or engine.lower() in text(part).lower()):
             return True
         if isinstance(part, ast.Name):
             trues = [v for _, v in fn.bindings.get(part.id, []) if is_const(v, True)]

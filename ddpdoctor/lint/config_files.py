@@ -57,8 +57,7 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
     engines = {Path(config).name: kind for config, kind in _launch_configs(script, read)}
     named = set()
     runs = re.compile(re.escape(script.name))
-    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
-                         *_readmes(script)]:
+    for launch, body in _launch_texts(script):
         for command in _commands(body):
             if not runs.search(command) or not re.search(r"\baccelerate\s+launch\b", command):
                 continue
@@ -404,8 +403,7 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     # launch -m pkg.train` runs pkg/train.py): a command without either is not split into words
     # (its stem alone, `train`, is in every `--train_steps` of a launch folder)
     runs = _runs(script)
-    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
-                         *_readmes(script)]:
+    for launch, body in _launch_texts(script):
         if not runs.search(body):
             continue
         if str(launch) not in read:
@@ -445,8 +443,7 @@ def elastic_launch_only(script: Path, read: list) -> bool:
     name = script.name
     runs = _runs(script)
     elastic = False
-    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
-                         *_readmes(script)]:
+    for launch, body in _launch_texts(script):
         if not runs.search(body):
             continue
         for command in _commands(body):
@@ -468,8 +465,7 @@ def multi_process_options(script: Path, read: list) -> Optional[set]:
     name = script.name
     runs = _runs(script)
     given: Optional[set] = None
-    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
-                         *_readmes(script)]:
+    for launch, body in _launch_texts(script):
         if not runs.search(body):
             continue
         for command in _commands(body):
@@ -494,8 +490,7 @@ def one_process_launch(script: Path, read: list, plain_one: bool = False) -> str
     runs = _runs(script)
     first = ""
     here = Path.cwd().resolve()
-    for launch, body in [*_beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES),
-                         *_readmes(script)]:
+    for launch, body in _launch_texts(script):
         if not runs.search(body):
             continue
         for command in _commands(body):
@@ -533,6 +528,47 @@ _MULTI_PROCESS = re.compile(r"torch\.distributed\.(?:launch|run)\b|\btorchrun\b|
                             r"\b(?:srun|mpirun|deepspeed)\b|\baccelerate\s+launch\b")
 UNKNOWN_VALUE = object()  # a value the shell fills in
 LEFT_OUT = object()  # a launch that does not give the option: its declared default there
+
+
+def _launch_texts(script: Path):
+    """(path, text) of every written launch the lint reads beside the script: the shell launch
+    scripts, the README's command blocks and the commands Python launchers spell as lists."""
+    yield from _beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES)
+    yield from _readmes(script)
+    yield from _python_launches(script)
+
+
+# the first words of a command a Python launcher spells as a list of strings
+_LAUNCHERS = re.compile(r"^(?:accelerate|torchrun|deepspeed|python3?|srun|mpirun|\S*/python3?)$")
+
+
+def _python_launches(script: Path):
+    """(path, its commands one a line) of each Python file beside the script that spells a
+    launch of it as a list of strings (`["accelerate", "launch", "train.py", "--accum", "1"]`
+    handed to subprocess.run): a string element as written, any other value as a shell variable
+    (`$ARG`: what it holds is not known)."""
+    import ast
+
+    for path, body in _beside(script, (".py",), MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES):
+        if script.name not in body or path.resolve() == script.resolve():
+            continue
+        try:
+            tree = ast.parse(body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        commands = []
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.List, ast.Tuple)) or len(node.elts) < 3:
+                continue
+            first = node.elts[0]
+            if not (isinstance(first, ast.Constant) and isinstance(first.value, str) and _LAUNCHERS.match(first.value)):
+                continue
+            words = [shlex.quote(e.value) if isinstance(e, ast.Constant) and isinstance(e.value, str) else "$ARG"
+                     for e in node.elts]
+            if any(script.name in w for w in words):
+                commands.append(" ".join(words))
+        if commands:
+            yield path, "\n".join(commands[:MAX_LAUNCH_VALUES])
 
 
 def _readmes(script: Path):

@@ -480,7 +480,7 @@ class LoaderFacts:
                 worker_split=self._worker_split(dataset, fn) if dataset is not None else (),
                 # a name says evaluation (`dataset_dev`, VoxCeleb's dev split), but a loop that runs
                 # backward iterating it says training: the use, not the name
-                evaluation=evaluation or (named and not trains),
+                evaluation=evaluation or (named and not trains) or self._training_side_apart(fn, call),
                 prepared_by="accelerate" if framework == "accelerate" and handed else None,
                 prepared_under=switched.get(name, "") if name else "",
                 apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn),
@@ -1769,6 +1769,27 @@ class LoaderFacts:
             test = _test_of(cond) if cond.startswith("not ") else None
             if test is not None and test.__class__ is ast.UnaryOp and test.operand.__class__ is ast.Call \
                     and test.operand.func.__class__ in (ast.Name, ast.Attribute) and self._group_query(test.operand, fn):
+                return True
+        return False
+
+    def _training_side_apart(self, fn: Function, call: ast.Call) -> bool:
+        """`if args.use_multi_gpu and flag == "train": <a sharded loader> else: DataLoader(ds,
+        shuffle=...)`: in the distributed run (the switch on) this `else:` builds only the loaders
+        of the other flags (`"val"`, `"test"`): an evaluation's, whatever the builder's name."""
+        switches = self._switches()
+        if not switches or isinstance(fn.node, ast.Module):
+            return False
+        forms = {switch_form(c) for c in switches}
+        for node in fn.own_of(ast.If):
+            if not (isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)) or \
+                    not any(n is call for s in node.orelse for n in walk(s)):
+                continue
+            parts = node.test.values
+            switched = any(switch_form(text(p)) in forms for p in parts)
+            training = any(isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], ast.Eq)
+                           and isinstance(p.left, ast.Name) and p.left.id in fn.params
+                           and is_const(p.comparators[0], "train") for p in parts)
+            if switched and training:
                 return True
         return False
 

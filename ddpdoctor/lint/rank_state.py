@@ -258,6 +258,12 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
         if effect is None:
             continue
         setter_fn, setter = local[read[0]]
+        if fn not in owned and not setter.guards and any(
+                caller is fn and not e.guards for caller, e in builder.callers().get(setter_fn, [])):
+            # `early_stopping(val_loss, model, path)` then `if early_stopping.early_stop: break`
+            # on every rank: this holder steps the state itself on each rank, whatever another
+            # trainer does with its own instance under a rank test
+            continue
         tests = list(setter.guards) or [g.test for _, e in builder.callers().get(setter_fn, [])
                                          for g in e.guards[-1:]]
         guard = tests[-1].text if tests else setter_fn.rank_only or ""

@@ -328,6 +328,354 @@ def test_a_start_epoch_set_before_every_pass_undoes_the_set_epoch_inside_it(tmp_
 
 def test_its_twin_the_pass_count_set_before_every_pass_moves(tmp_path):
     source = START_EPOCH.replace("START", "done_epoch").replace(
-        "    start_epoch = resume_iteration * 8 // len(loader.dataset)\\n",
-        "    done_epoch = resume_iteration * 8 // len(loader.dataset)\\n")
+        "    start_epoch = resume_iteration * 8 // len(loader.dataset)\n",
+        "    done_epoch = resume_iteration * 8 // len(loader.dataset)\n")
     assert _codes(lint_tree(tmp_path, {"train.py": source}), "DDP804") == []
+
+
+# -------------------------------------------------- an accumulation period read from a config that
+# every config beside the script sets to 1: through OmegaConf attributes, or `.get(key, 1)` of a
+# section with `max(..., 1)` around it; and one a Python launcher hands as `--accum 1` in an argv list
+ACCUMULATE = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+READ
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(100):
+        model(torch.randn(8, 4)).sum().backward()
+        if (step + 1) % accum == 0:
+            opt.step()
+            opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+OMEGA = 'from omegaconf import OmegaConf\nconfig = OmegaConf.load("config/base.yaml")\naccum = config.basic.accum_iter'
+SECTION = ('import yaml\nwith open("config.yaml") as f:\n    cfg = yaml.safe_load(f)\ntraining_cfg = cfg["training"]\n'
+           'accum = max(training_cfg.get("grad_accum_steps", 1), 1)')
+
+
+def test_an_accumulation_period_every_omegaconf_config_sets_to_one_accumulates_nothing(tmp_path):
+    files = {"train.py": ACCUMULATE.replace("READ", OMEGA), "config/base.yaml": "basic:\n  accum_iter: 1\n",
+             "config/large.yaml": "basic:\n  accum_iter: 1\n  epochs: 9\n"}
+    assert _codes(lint_tree(tmp_path, files), "DDP805") == []
+
+
+def test_its_twin_a_config_with_four_accumulates(tmp_path):
+    files = {"train.py": ACCUMULATE.replace("READ", OMEGA), "config/base.yaml": "basic:\n  accum_iter: 1\n",
+             "config/large.yaml": "basic:\n  accum_iter: 4\n"}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
+
+
+def test_a_period_read_with_get_from_a_section_every_config_sets_to_one_accumulates_nothing(tmp_path):
+    files = {"train.py": ACCUMULATE.replace("READ", SECTION), "config.yaml": "training:\n  grad_accum_steps: 1\n"}
+    assert _codes(lint_tree(tmp_path, files), "DDP805") == []
+    files["config.yaml"] = "training:\n  grad_accum_steps: 8\n"
+    assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
+
+
+OPTION = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--accum", type=int, default=1)\naccum = p.parse_args().accum'
+PY_LAUNCHER = """
+import subprocess
+import sys
+
+port = sys.argv[1]
+command = ["torchrun", "--nproc_per_node", "8", "--master_port", port, "train.py", "--accum", "VALUE"]
+subprocess.run(command, check=True)
+"""
+
+
+def test_a_python_launcher_that_passes_the_period_as_one_settles_it(tmp_path):
+    files = {"train.py": ACCUMULATE.replace("READ", OPTION), "launch.py": PY_LAUNCHER.replace("VALUE", "1")}
+    assert _codes(lint_tree(tmp_path, files), "DDP805") == []
+
+
+def test_its_twin_a_python_launcher_that_passes_four_accumulates(tmp_path):
+    files = {"train.py": ACCUMULATE.replace("READ", OPTION), "launch.py": PY_LAUNCHER.replace("VALUE", "4")}
+    assert len(_codes(lint_tree(tmp_path, files), "DDP805")) == 1
+
+
+# -------------------------------------------------- a builder whose `if <switch> and flag == "train":`
+# side shards the training loader: its `else:` builds, in the distributed run, only the other flags'
+# (evaluation) loaders
+FLAG_BUILDER = """
+import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def data_provider(args, flag):
+    data_set = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    if TEST:
+        sampler = DistributedSampler(data_set)
+        loader = DataLoader(data_set, batch_size=8, sampler=sampler)
+    else:
+        loader = DataLoader(data_set, batch_size=8, shuffle=flag == "train")
+    return data_set, loader
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use_multi_gpu", action="store_true")
+    parser.add_argument("--big", action="store_true")
+    args = parser.parse_args()
+    if args.use_multi_gpu:
+        dist.init_process_group("gloo")
+    _, train_loader = data_provider(args, "train")
+    _, vali_loader = data_provider(args, "val")
+    model = DDP(torch.nn.Linear(4, 1)) if args.use_multi_gpu else torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        if args.use_multi_gpu:
+            train_loader.sampler.set_epoch(epoch)
+        for x, y in train_loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        with torch.no_grad():
+            total = sum(torch.nn.functional.mse_loss(model(x), y).item() for x, y in vali_loader)
+        print(total)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_else_of_a_switched_training_flag_builds_only_evaluation_loaders_there(tmp_path):
+    source = FLAG_BUILDER.replace("TEST", 'args.use_multi_gpu and flag == "train"')
+    assert _codes(lint_tree(tmp_path, {"train.py": source}), "DDP802") == []
+
+
+def test_its_twin_a_training_flag_beside_another_option_leaves_the_training_loader_unsharded(tmp_path):
+    source = FLAG_BUILDER.replace("TEST", 'args.big and flag == "train"')
+    found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP802")
+    assert [f.location.line for f in found] == [_line(source, "loader = DataLoader(data_set, batch_size=8, shuffle")]
+
+
+# -------------------------------------------------- an early-stopping object whose __call__ sets the
+# stop flag: the default task's trainer calls it on rank 0 only; another task's trainer (picked by a
+# non-default option) calls its own on every rank before it tests the flag
+STOPPER = """
+class EarlyStopping:
+    def __init__(self, patience=3):
+        self.patience = patience
+        self.counter = 0
+        self.best = None
+        self.early_stop = False
+
+    def __call__(self, val_loss):
+        if self.best is None or val_loss < self.best:
+            self.best = val_loss
+            self.counter = 0
+        else:
+            self.counter += 1
+            if self.counter >= self.patience:
+                self.early_stop = True
+
+
+"""
+MAIN_TRAINER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from tools import EarlyStopping
+
+
+class Forecast:
+    def __init__(self, args):
+        self.args = args
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def train(self):
+        stopper = EarlyStopping()
+        for epoch in range(100):
+            self.opt.zero_grad()
+            loss = self.model(torch.randn(8, 4)).pow(2).mean()
+            loss.backward()
+            self.opt.step()
+            if GUARD:
+                stopper(loss.item())
+                if stopper.early_stop:
+                    break
+
+
+"""
+OTHER_TRAINER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from tools import EarlyStopping
+
+
+class Impute:
+    def __init__(self, args):
+        self.args = args
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def train(self):
+        stopper = EarlyStopping()
+        for epoch in range(100):
+            self.opt.zero_grad()
+            loss = self.model(torch.randn(8, 4)).abs().mean()
+            loss.backward()
+            self.opt.step()
+            stopper(loss.item())
+            if stopper.early_stop:
+                break
+
+
+"""
+PICKS_A_TRAINER = """
+import argparse
+import os
+
+import torch.distributed as dist
+
+from exp_impute import Impute
+from exp_main import Forecast
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--task", default="forecast")
+    args = parser.parse_args()
+    args.local_rank = int(os.environ["LOCAL_RANK"])
+    dist.init_process_group("gloo")
+    if args.task == "forecast":
+        Exp = Forecast
+    elif args.task == "impute":
+        Exp = Impute
+    else:
+        Exp = Forecast
+    for ii in range(2):
+        exp = Exp(args)
+        exp.train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _trainers(guard: str) -> dict:
+    return {"tools.py": STOPPER, "exp_main.py": MAIN_TRAINER.replace("GUARD", guard),
+            "exp_impute.py": OTHER_TRAINER, "train.py": PICKS_A_TRAINER}
+
+
+def test_a_trainer_that_steps_its_own_stopper_on_every_rank_is_not_parted_by_another_trainers_rank_test(tmp_path):
+    found = _codes(lint_tree(tmp_path, _trainers("self.args.local_rank == 0")), "DDP809")
+    assert [(f.location.file.rpartition("/")[2], f.location.line) for f in found] == [
+        ("exp_main.py", _line(MAIN_TRAINER, "if stopper.early_stop:"))]
+
+
+def test_its_twin_with_no_rank_test_anywhere_neither_trainer_is_parted(tmp_path):
+    assert _codes(lint_tree(tmp_path, _trainers("epoch > 0")), "DDP809") == []
+
+
+# -------------------------------------------------- `if distributed_type == DEEPSPEED or
+# is_main_process: accelerator.save_state()` where the launch's Accelerate config picks DeepSpeed:
+# every rank takes the branch; under FSDP only the main process does
+ENGINE_OR_MAIN = """
+import torch
+from accelerate import Accelerator
+from accelerate.utils import DistributedType
+
+
+def main():
+    accelerator = Accelerator()
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, opt = accelerator.prepare(model, opt)
+    for step in range(100):
+        accelerator.backward(model(torch.ones(1, 2)).sum())
+        opt.step()
+        if accelerator.distributed_type == DistributedType.DEEPSPEED or accelerator.is_main_process:
+            if step % 10 == 0:
+                accelerator.save_state(f"ckpt-{step}")
+
+
+if __name__ == "__main__":
+    main()
+"""
+ENGINE_LAUNCH = "accelerate launch --config_file configs/zero2.yaml train.py\n"
+
+
+def test_a_save_every_rank_reaches_by_the_engine_the_launch_picks_is_no_rank_branch(tmp_path):
+    files = {"train.py": ENGINE_OR_MAIN, "train.sh": ENGINE_LAUNCH,
+             "configs/zero2.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"}
+    assert _codes(lint_tree(tmp_path, files), "DDP801") == []
+
+
+def test_its_twin_a_test_on_the_other_engine_leaves_the_main_process_alone_there(tmp_path):
+    source = ENGINE_OR_MAIN.replace("DistributedType.DEEPSPEED or", "DistributedType.FSDP or")
+    files = {"train.py": source, "train.sh": ENGINE_LAUNCH,
+             "configs/zero2.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"}
+    found = _codes(lint_tree(tmp_path, files), "DDP801")
+    assert [f.location.line for f in found] == [_line(ENGINE_OR_MAIN, "accelerator.save_state(")]
+
+
+# -------------------------------------------------- `if train_one_step(step, batch): break` where the
+# helper answers True only past a step count: the helper's test decides, alike on every rank
+HELPER_STOP = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    state = {"step": 0}
+
+    def train_one_step(batch):
+        x, y = batch
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        state["step"] += 1
+        if STOP:
+            return True
+        return False
+
+    for epoch in range(10):
+        sampler.set_epoch(epoch)
+        for batch in loader:
+            if train_one_step(batch):
+                break
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_step_helper_that_answers_from_a_step_count_decides_alike_on_every_rank(tmp_path):
+    source = HELPER_STOP.replace("STOP", 'state["step"] >= 50')
+    assert _codes(lint_tree(tmp_path, {"train.py": source}), "DDP809") == []
+
+
+def test_its_twin_a_flag_read_off_the_batch_itself_is_each_ranks_own(tmp_path):
+    source = HELPER_STOP.replace("            if train_one_step(batch):\n                break",
+                                 "            x, y = batch\n            if y[0] > 3:\n                break\n"
+                                 "            train_one_step(batch)").replace("STOP", 'state["step"] >= 50')
+    found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP809")
+    assert [f.location.line for f in found] == [_line(source, "if y[0] > 3:")]
