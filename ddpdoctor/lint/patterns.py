@@ -268,13 +268,15 @@ BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "i
 # ELECTRA, DeBERTa, CamemBERT...). DDP broadcasts buffers, persistent or not.
 # And the sequence-to-sequence generators that keep `final_logits_bias` as a buffer: BART's
 # (mBART, KoBART), Marian's, Pegasus's and Blenderbot's LM-head classes (not their bare encoders).
+# (GPT-2's attention keeps its causal mask and `masked_bias` as buffers - not persistent, which
+# keeps them out of the checkpoint, not out of DDP's broadcast)
 BUFFERED_TRANSFORMERS = ("bert", "electra", "longformer", "bartforconditionalgeneration", "marianmtmodel",
                          "pegasusforconditionalgeneration", "blenderbotforconditionalgeneration",
-                         "blenderbotsmallforconditionalgeneration")
+                         "blenderbotsmallforconditionalgeneration", "gpt2")
 # Checkpoint families whose models register buffers: BERT's embeddings (above) and the rotary
 # embeddings' `inv_freq` (Llama, Mistral, Qwen, Gemma, Phi, GPT-NeoX...), as a model's name or
 # path says it (`from_pretrained("meta-llama/Meta-Llama-3-8B")`, `--model_name` defaulting to one).
-BUFFERED_CHECKPOINTS = re.compile(r"bert|electra|longformer|llama|mistral|mixtral|qwen|gemma|phi-?\d|"
+BUFFERED_CHECKPOINTS = re.compile(r"bert|electra|longformer|gpt2|llama|mistral|mixtral|qwen|gemma|phi-?\d|"
                                   r"gpt-?neox|pythia|falcon|deepseek|internlm|baichuan|yi-", re.IGNORECASE)
 
 

@@ -63,11 +63,13 @@ LIBRARY_SEEDERS = (
 # (`random.random()`, `np.random.randint`, `torch.rand(...)`, an augmentation)...
 # (a flip called on the spot, `ids.flip(0)` / `np.fliplr(img)`, reverses and draws nothing: the
 # draw, when there is one, says `random` beside it; a `HorizontalFlip(p=0.5)` transform draws)
+# (`augment` as a name of its own or a call - `augment(img)`, `self.augmentation(x)` - not an
+# option's field read off a settings object, `self.args.data_augment`, which only switches)
 # ("random" as a module read or a call, `random.random()`, `np.random.rand(`, `self.random_crop(img)`,
 # a `Random...` transform; not a field named for what it holds: `self.is_random_next[item]`)
 # (`flip` as a word: not a mask drawn beforehand and indexed, `self._flip[i]`, nor a helper's
 # name, `flip_boxes(...)`: what decides there is the draw, read where it is made)
-RANDOM_WORDS = re.compile(r"\brandom\s*\.|\.random\b|random\w*\s*\(|(?-i:Random[A-Z])|\brand\w*\(|RandAugment|augment|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?![_\[])(?!(?:lr|ud)?\s*\()"
+RANDOM_WORDS = re.compile(r"\brandom\s*\.|\.random\b|random\w*\s*\(|(?-i:Random[A-Z])|\brand\w*\(|RandAugment|(?<![\w.])augment|augment\w*\s*\(|jitter|(?-i:Flip|FLIP)|(?-i:flip)(?![_\[])(?!(?:lr|ud)?\s*\()"
                           # torch's other draws: an MLM collator's `torch.bernoulli(probs)` mask
                           r"|\b(?:bernoulli|multinomial|poisson)\(|\.(?:normal|uniform|exponential|geometric)_\(",
                           re.IGNORECASE)

@@ -679,3 +679,115 @@ def test_its_twin_a_flag_read_off_the_batch_itself_is_each_ranks_own(tmp_path):
                                  "            train_one_step(batch)").replace("STOP", 'state["step"] >= 50')
     found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP809")
     assert [f.location.line for f in found] == [_line(source, "if y[0] > 3:")]
+
+
+# -------------------------------------------------- GPT-2 under DDP evaluated on rank 0: its attention
+# keeps the causal mask and `masked_bias` as buffers, which DDP's forward broadcasts
+GPT2_EVAL = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from transformers.models.gpt2.modeling_gpt2 import GPT2Model
+
+
+class Forecaster(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gpt = GPT2Model.from_pretrained("gpt2")
+        self.head = torch.nn.Linear(768, 1)
+
+    def forward(self, x):
+        return self.head(self.gpt(inputs_embeds=x).last_hidden_state)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(Forecaster())
+    opt = torch.optim.Adam(model.parameters())
+    for epoch in range(3):
+        opt.zero_grad()
+        model(torch.randn(2, 8, 768)).sum().backward()
+        opt.step()
+        if dist.get_rank() == 0:
+            with torch.no_grad():
+                EVAL
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_gpt2_model_under_ddp_broadcasts_its_buffers_in_a_rank_0_evaluation(tmp_path):
+    source = GPT2_EVAL.replace("EVAL", "model(torch.randn(2, 8, 768))")
+    found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP801")
+    assert [f.location.line for f in found] == [_line(source, "                model(torch.randn(2, 8, 768))")]
+
+
+def test_its_twin_the_plain_module_evaluated_on_rank_0_broadcasts_nothing(tmp_path):
+    source = GPT2_EVAL.replace("EVAL", "model.module(torch.randn(2, 8, 768))")
+    assert _codes(lint_tree(tmp_path, {"train.py": source}), "DDP801") == []
+
+
+# -------------------------------------------------- a dataset that reads an option named for augmentation
+# (`self.args.data_augment`) and mirrors by index parity draws nothing; one that calls an augment does
+MIRROR = """
+import argparse
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Tracks(Dataset):
+    def __init__(self, args):
+        self.args = args
+        self.rows = np.zeros((100, 4), dtype=np.float32)
+
+    def __len__(self):
+        return 2 * len(self.rows) if self.args.data_augment else len(self.rows)
+
+    def __getitem__(self, index):
+        row = self.rows[index // 2].copy()
+        if self.args.data_augment and index % 2 == 0:
+            row = MIRRORED
+        return torch.from_numpy(row), 0.0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data_augment", type=int, default=1)
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    dataset = Tracks(args)
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=4)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_option_named_for_augmentation_that_mirrors_by_index_draws_nothing(tmp_path):
+    source = MIRROR.replace("MIRRORED", "-row")
+    assert _codes(lint_tree(tmp_path, {"train.py": source}), "DDP808") == []
+
+
+def test_its_twin_a_dataset_that_calls_an_augment_draws_in_every_worker(tmp_path):
+    source = MIRROR.replace("MIRRORED", "augment_row(row)").replace(
+        "class Tracks(Dataset):", "from rowaug import augment_row\n\n\nclass Tracks(Dataset):")
+    found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP808")
+    assert [f.location.line for f in found] == [_line(source, "loader = DataLoader(")]
