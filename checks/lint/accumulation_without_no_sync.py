@@ -65,7 +65,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         `no_sync` wraps the loop's call either way, forward included. The step's period is read
         from any step the loop takes (an engine's `model.step()` on one side, a loss scaler's
         `update_grad=(i + 1) % update_freq == 0` on the other): `--update_freq 1` in every launch
-        accumulates nothing. Nor is a loop in a method that runs only on objects built where the
+        accumulates nothing (the launches are the shell scripts and README command blocks beside
+        the script, and the argv lists a Python launcher beside it spells: `["accelerate",
+        "launch", "train.py", "--gradient_accumulation_steps", "1"]`). Nor is a loop in a method that runs only on objects built where the
         run is one process: its class built under `if world_size == 1:`, and the subclass built
         for the distributed run replacing the method (one that sets the sync flag), where the
         source uses the classes' names for nothing else (no factory or registry may build them).
@@ -75,7 +77,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         beside the script sets to 1 accumulates nothing, as does a one-level read of a loaded
         config (`config.step_per_update`, no option and no settings class declaring it) or a
         Hydra config group's key (`cfg.train.gradient_accumulation_steps`, each
-        `conf/train/*.yaml` setting it to 1), also where the step waits for a counter raised
+        `conf/train/*.yaml` setting it to 1), an OmegaConf attribute chain (`config.basic.
+        accum_iter`) or a section's `.get("grad_accum_steps", 1)` (inside `max(..., 1)` too), also where the step waits for a counter raised
         once a pass to reach it (`if num_iter == config.step_per_update: num_iter = 0;
         opt.step()`); a switch on a config object every
         construction settles (`if self.config.use_deepspeed:` with `Config(use_deepspeed=

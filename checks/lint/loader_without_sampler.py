@@ -25,7 +25,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         is drawn from. Where every launcher command written beside the script starts one
         process (`mpiexec -n 1`, `torchrun --nproc_per_node=1`; a plain `python train.py` too
         where the ranks come from MPI), the finding is a warning that says so.
-        Not reported: loaders of a
+        Not reported: the `else:` of `if <the switch> and flag == "train":` (in the distributed
+        run it builds only the other flags' evaluation loaders); loaders of a
         dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
         (datapipes too, also as what local builders return) and dataset classes that shard themselves

@@ -85,7 +85,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         torch.tensor(running / n)`, `if torch.isnan(avg_loss).any().item(): return`, then
         `dist.all_reduce(avg_loss)`) reads each rank's own value. A decision in code every way
         into which passes a test the options as launched make false (`elif args.attack ==
-        "AA": run_attack(...)` with --attack at "PGD") is not reported.
+        "AA": run_attack(...)` with --attack at "PGD") is not reported. Nor is a None a step
+        helper returns under its config and counters (`loss, aux = step(x)`, then `if aux is not
+        None:`), the answer of a helper that returns constants only (`if train_one_step(batch):
+        break`, True past a step count), or a stopper a trainer steps itself on every rank before
+        testing it, whatever another trainer does with its own under a rank test.
     Why it hurts:
         The ranks take different branches: rank 0 leaves the loop while the others enter the
         next epoch's forward and wait in its all-reduce for a rank that never comes - a hang

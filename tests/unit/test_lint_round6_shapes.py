@@ -305,7 +305,7 @@ def test_a_helper_that_returns_the_local_rank_guards_one_writer_per_node(tmp_pat
 
 
 HF_EVAL = """
-from transformers import RobertaConfig, RobertaForSequenceClassification, GPT2Config, GPT2LMHeadModel
+from transformers import RobertaConfig, RobertaForSequenceClassification, T5Config, T5ForConditionalGeneration
 MODEL_CLASSES = {{"roberta": (RobertaConfig, {klass})}}
 
 def evaluate(model, x):
@@ -331,7 +331,9 @@ def test_a_bert_family_model_from_a_table_broadcasts_buffers_in_a_rank_0_forward
 
 
 def test_a_library_model_without_known_buffers_is_not_judged_so(tmp_path):
-    found, _ = lint(tmp_path, HF_EVAL.format(klass="GPT2LMHeadModel", after=""))
+    # (T5 keeps its relative attention bias as a parameter; GPT-2, this test's model until
+    # session 71, does hold buffers: its attention's causal mask and masked_bias)
+    found, _ = lint(tmp_path, HF_EVAL.format(klass="T5ForConditionalGeneration", after=""))
     assert [f for f in found if f.code == "DDP801"] == []
 
 
