@@ -4,6 +4,7 @@ Bounded: a folder that holds data instead of configs is not walked through."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -547,8 +548,6 @@ def _python_launches(script: Path):
     launch of it as a list of strings (`["accelerate", "launch", "train.py", "--accum", "1"]`
     handed to subprocess.run): a string element as written, any other value as a shell variable
     (`$ARG`: what it holds is not known)."""
-    import ast
-
     for path, body in _beside(script, (".py",), MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES):
         if script.name not in body or path.resolve() == script.resolve():
             continue
