@@ -138,14 +138,15 @@ def _never_formed(run: RunModel, entered: dict[int, tm.InitEnter], launched: int
             reasons.append(f"the ranks pass different {attribute} values: " + ", ".join(
                 f"{rank_list(ranks)} {value!r}" for value, ranks in values.items()))
 
-    crashes = {r: e for r, e in crash_events(run).items() if r in entered}
+    events = crash_events(run)
+    crashes = {r: e for r, e in events.items() if r in entered}
     for rank, event in sorted(crashes.items()):
         crash = run.ranks[rank].crash
         odd_site = odd_site or (crash.site if crash else None)
         reasons.append(f"rank {rank} failed inside init_process_group: {event.summary()}")
 
     never = sorted(r for r in run.ranks if r not in entered)
-    own_crashes = {r for r, e in crash_events(run).items() if not e.collateral and not e.after_end}
+    own_crashes = {r for r, e in events.items() if not e.collateral}  # (collateral: after the end too)
     crashed_first = bool(never) and bool(entered) and set(never) <= own_crashes and not reasons
     if never and entered:
         texts: dict[str, list[int]] = {}

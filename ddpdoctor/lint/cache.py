@@ -30,10 +30,11 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.core.version import __version__
 from ddpdoctor.lint import data_sized, rank_state, trainer_data, worker_seeds
+from ddpdoctor.lint.config_files import launch_listing
 from ddpdoctor.lint.facts import LintFacts
 from ddpdoctor.lint.sources import read_source
 
-FORMAT = 4  # 2: JSON entries (never pickle); 3: LintFacts.rank_local; 4: LintFacts.trainer_shards
+FORMAT = 5  # 2: JSON entries (never pickle); 3: LintFacts.rank_local; 4: LintFacts.trainer_shards; 5: launches
 KEEP = 500  # entries; the oldest go first (one per script and working directory)
 MAX_ENTRY = 32 * 1024 * 1024  # bytes: a larger file is not an entry this lint wrote
 # untyped list fields and the record type they hold
@@ -173,7 +174,7 @@ def load(script: str, notes: Optional[list[str]] = None) -> Optional[LintFacts]:
         stored = json.loads(outer["body"])
         if (not isinstance(stored, dict) or stored.get("format") != FORMAT
                 or stored.get("code") != _code_digest() or stored.get("script") != os.path.abspath(script)
-                or stored.get("cwd") != os.getcwd()):
+                or stored.get("cwd") != os.getcwd() or stored.get("launches") != launch_listing(Path(script))):
             return None
         files = stored.get("files")
         if not isinstance(files, list) or not files:
@@ -203,7 +204,8 @@ def store(script: str, facts: LintFacts, paths: list[str]) -> None:
         if not _safe_dir(None):
             return
         body = json.dumps({"format": FORMAT, "code": _code_digest(), "script": os.path.abspath(script),
-                           "cwd": os.getcwd(), "files": files, "facts": dataclasses.asdict(facts)},
+                           "cwd": os.getcwd(), "files": files, "launches": launch_listing(Path(script)),
+                           "facts": dataclasses.asdict(facts)},
                           separators=(",", ":"))
         write_atomic(target, json.dumps({"body": body, "mac": _mac(key, body)}), mode=0o600)
         entries = sorted(target.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)

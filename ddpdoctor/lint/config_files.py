@@ -5,6 +5,7 @@ Bounded: a folder that holds data instead of configs is not walked through."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import shlex
@@ -359,10 +360,7 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
                 read.append(str(launch))
             shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
             return shown, body.count("\n", 0, match.start()) + 1
-    # found none: the folders looked in join what the answer rests on; a folder has no digest, so
-    # the answer stays out of the lint cache and a launch script added later is read (as a
-    # version pin looked for and not found, save_facts)
-    read.extend(str(folder) for folder in _folders(script) if str(folder) not in read)
+    # found none: a launch script added later is a miss through the cache's launch_listing
     return None
 
 
@@ -562,12 +560,31 @@ def _python_launches(script: Path):
             first = node.elts[0]
             if not (isinstance(first, ast.Constant) and isinstance(first.value, str) and _LAUNCHERS.match(first.value)):
                 continue
-            words = [shlex.quote(e.value) if isinstance(e, ast.Constant) and isinstance(e.value, str) else "$ARG"
-                     for e in node.elts]
+            # (one command a line: a string holding a line break is one word all the same)
+            words = [shlex.quote(" ".join(e.value.split())) if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                     else "$ARG" for e in node.elts]
             if any(script.name in w for w in words):
                 commands.append(" ".join(words))
         if commands:
             yield path, "\n".join(commands[:MAX_LAUNCH_VALUES])
+
+
+def launch_listing(script: Path) -> str:
+    """A digest of which launch files lie beside the script, as the launch readers look for them
+    (the shell scripts, the READMEs, the Python files; each by name, size and change time): the
+    lint cache keeps it, so a launch script added or edited later is a miss, not a stale verdict
+    (the files a reader found are digested apart, those it looked for and did not find are not)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for folder in _folders(script):
+        paths = [*_files(folder, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS), *_files(folder, (".py",), MAX_LAUNCH_SCRIPTS),
+                 *(folder / name for name in _README_NAMES)]
+        for path in paths:
+            try:
+                st = path.stat()
+                digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(errors="replace"))
+            except OSError:
+                digest.update(f"{path}\0-\n".encode(errors="replace"))
+    return digest.hexdigest()
 
 
 def _readmes(script: Path):

@@ -3037,8 +3037,10 @@ def _none_sides_returned(program, fn: Function, loop: ast.AST, name: str) -> lis
             continue
         helpers = [t for t in program.resolve(node.value.func, fn)[0]
                    if t.node is not None and isinstance(t.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if len(helpers) > 3:
+            return []  # (every helper must say so: a wide fan-out is not read through)
         sides = []
-        for helper in helpers[:3]:
+        for helper in helpers:
             returned = set()
             for ret in (n for n in walk(helper.node) if isinstance(n, ast.Return)):
                 value = ret.value

@@ -791,3 +791,30 @@ def test_its_twin_a_dataset_that_calls_an_augment_draws_in_every_worker(tmp_path
         "class Tracks(Dataset):", "from rowaug import augment_row\n\n\nclass Tracks(Dataset):")
     found = _codes(lint_tree(tmp_path, {"train.py": source}), "DDP808")
     assert [f.location.line for f in found] == [_line(source, "loader = DataLoader(")]
+
+
+# -------------------------------------------------- the lint cache and the launches beside the script: a
+# launch script added after a cached lint (shell or a Python launcher's argv list) is a miss, not the
+# first verdict again; an unchanged tree is a hit
+def _lint_cached(tmp_path, monkeypatch, files: dict) -> list:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("DDPDOCTOR_LINT_CACHE", "1")
+    return _codes(lint_tree(tmp_path, files), "DDP805")
+
+
+def test_a_launch_added_after_a_cached_lint_is_read(tmp_path, monkeypatch):
+    option = ACCUMULATE.replace("READ", OPTION)
+    assert len(_lint_cached(tmp_path, monkeypatch, {"train.py": option})) == 1
+    assert _lint_cached(tmp_path, monkeypatch, {"launch.py": PY_LAUNCHER.replace("VALUE", "1")}) == []
+    (tmp_path / "launch.py").unlink()
+    assert len(_lint_cached(tmp_path, monkeypatch, {})) == 1
+    assert _lint_cached(tmp_path, monkeypatch, {"run.sh": "torchrun --nproc_per_node 2 train.py --accum 1\n"}) == []
+
+
+def test_its_twin_an_unchanged_tree_comes_back_from_the_cache(tmp_path, monkeypatch):
+    from ddpdoctor.lint import cache
+
+    option = ACCUMULATE.replace("READ", OPTION)
+    files = {"train.py": option, "run.sh": "torchrun --nproc_per_node 2 train.py --accum 4\n"}
+    assert len(_lint_cached(tmp_path, monkeypatch, files)) == 1
+    assert cache.load(str(tmp_path / "train.py")) is not None  # (a hit: nothing beside it changed)
