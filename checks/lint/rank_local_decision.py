@@ -60,10 +60,14 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a `break` (or a `return`) of a loop taken inside a rank test in that loop (`if rank == 0:` ...
           `if stopper.early_stop(val_loss): break`) while the rest of the loop's body runs
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
-          further test decides the break, or a store_true switch on the way to it names the run:
+          further test decides the break - a loss threshold, a flag the code does not show
+          counting - or a store_true switch on the way to it names the run:
           `if args.early_stopping:`; an error where that test is how the run stops - a step
           count the pass steps up, `epoch - best_epoch > patience` with `best_epoch = epoch` on
-          the improving pass);
+          the improving pass, or a stopper object whose own method counts the passes without
+          improvement to its patience, `self.counter += 1; if self.counter >= self.patience:
+          self.early_stop = True`, then `if stopper.early_stop: break`: any run that stops
+          improving takes it);
         - the program ended under a rank test outside any loop (`if accelerator.is_local_main_process
           and os.path.exists(out): exit(0)` in the main block) while the rest runs collective work
           on every rank: a rank that exits 0 ends nothing else, the others wait for it (a warning

@@ -750,7 +750,7 @@ def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> boo
     return bool(values) and all(_computed_round_the_wrapper(program, value, fn) for value in values)
 
 
-def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function) -> bool:
+def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, helpers: int = 1) -> bool:
     calls, frontier, seen = [], [value], set()
     for _ in range(3):
         found = []
@@ -763,8 +763,20 @@ def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function) 
                     found += [v for v, scope in program.values_of(sub, fn, 1) if v is not sub and scope is fn]
                     found += _unpacked_from(sub.id, fn)
         frontier = found
-    return any(_round_the_wrapper(program, c, fn) for c in calls) and \
+    return any(_round_the_wrapper(program, c, fn) or (helpers and _returns_round(program, c, fn)) for c in calls) and \
         not any(ddp_model(program, c, fn) is not None for c in calls)
+
+
+def _returns_round(program: Program, call: ast.Call, fn: Function) -> bool:
+    """A local helper handed the wrapper whose every return is computed round it
+    (`pred, y = self._forward(model, batch)` where `_forward` returns `model.module.head(...)`,
+    pharmaVQA's step): the caller's loss backs through no DDP hook either. One level only."""
+    targets = program.resolve(call.func, fn)[0] if call.args or call.keywords else []
+    if len(targets) != 1:
+        return False
+    target = targets[0]
+    returns = [r.value for r in target.own_of(ast.Return) if r.value is not None]
+    return bool(returns) and all(_computed_round_the_wrapper(program, r, target, 0) for r in returns)
 
 
 def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
