@@ -29,19 +29,21 @@ from typing import Any, Optional
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.files import write_atomic
 from ddpdoctor.core.version import __version__
-from ddpdoctor.lint import data_sized, rank_state, trainer_data, worker_seeds
+from ddpdoctor.lint import bypass, data_sized, rank_state, trainer_data, worker_seeds
 from ddpdoctor.lint.config_files import launch_listing
 from ddpdoctor.lint.facts import LintFacts
 from ddpdoctor.lint.sources import read_source
 
-FORMAT = 5  # 2: JSON entries (never pickle); 3: LintFacts.rank_local; 4: LintFacts.trainer_shards; 5: launches
+FORMAT = 6  # 2: JSON entries (never pickle); 3: LintFacts.rank_local; 4: LintFacts.trainer_shards; 5: launches;
+# 6: LintFacts.bypassed
 KEEP = 500  # entries; the oldest go first (one per script and working directory)
 MAX_ENTRY = 32 * 1024 * 1024  # bytes: a larger file is not an entry this lint wrote
 # untyped list fields and the record type they hold
 ELEMENTS = {(LintFacts, "data_sized"): data_sized.DataSizedCollective,
             (LintFacts, "unranked_seeds"): worker_seeds.UnrankedSeed,
             (LintFacts, "rank_local"): rank_state.RankLocalDecision,
-            (LintFacts, "trainer_shards"): trainer_data.TrainerShard}
+            (LintFacts, "trainer_shards"): trainer_data.TrainerShard,
+            (LintFacts, "bypassed"): bypass.BypassedBackward}
 
 _said: set[str] = set()  # notes already given in this process (said once, not per script)
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import (batch_flags, config_files, data_keys, data_sized, multi_node, no_sync, process_seeds, rank_state, shard_metrics,
-                            signal_state, trainer_data, worker_seeds)
+from ddpdoctor.lint import (batch_flags, bypass, config_files, data_keys, data_sized, multi_node, no_sync,
+                            process_seeds, rank_state, shard_metrics, signal_state, trainer_data, worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
@@ -55,6 +55,7 @@ class LintFacts:
     data_sized: list = field(default_factory=list)  # lint/data_sized.DataSizedCollective (DDP807)
     unranked_seeds: list = field(default_factory=list)  # lint/worker_seeds.UnrankedSeed (DDP808)
     rank_local: list = field(default_factory=list)  # lint/rank_state.RankLocalDecision (DDP809)
+    bypassed: list = field(default_factory=list)  # lint/bypass.BypassedBackward (DDP810)
     # datasets handed to a transformers Trainer that keep one rank's share themselves (DDP803)
     trainer_shards: list = field(default_factory=list)  # lint/trainer_data.TrainerShard
     # Where a function the script never reaches sets up the process group, when nothing it
@@ -280,6 +281,7 @@ def build(program: Program, script: str) -> LintFacts:
         # (an FSDP model's forward all-gathers: a rank that skips it strands the others too)
         rank_local=_rank_local(builder, ddp or builder.builds_fsdp() or framework is not None, loaders),
         trainer_shards=trainer_data.gather(builder) if framework is not None else [],
+        bypassed=bypass.gather(builder) if ddp else [],
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the

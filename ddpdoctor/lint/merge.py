@@ -37,6 +37,7 @@ PROBE_TWINS = {
     "DDP807": ("DDP506", "DDP501"),
     "DDP808": ("DDP305",),
     "DDP809": ("DDP502", "DDP501", "DDP503"),
+    "DDP810": ("DDP405",),
 }
 
 
@@ -48,7 +49,8 @@ def _same_place(a: Optional[Location], b: Optional[Location]) -> bool:
 
 def _places(finding: Finding) -> list[Location]:
     places = [finding.location] if finding.location else []
-    for key in ("loader_location", "guard_location"):
+    # (DDP810 names the DDP(...) whose module the step runs: where DDP405 points, at run time)
+    for key in ("loader_location", "guard_location", "wrapper_location"):
         value = finding.evidence.get(key)
         if isinstance(value, str) and ":" in value:
             file, _, line = value.rpartition(":")

@@ -751,8 +751,17 @@ def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> boo
 
 
 def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, helpers: int = 1) -> bool:
+    calls = _loss_calls(program, value, fn)
+    return any(_round_the_wrapper(program, c, fn) or (helpers and _returns_round(program, c, fn)) for c in calls) and \
+        not any(ddp_model(program, c, fn) is not None for c in calls)
+
+
+def _loss_calls(program: Program, value: ast.AST, fn: Function) -> list[ast.Call]:
+    """The calls a value is computed from outside `.detach()`, through what its names hold in fn
+    (four assignments back, tuple items too, and what a list name is appended: MemFlow's
+    `preds.append(torch.stack(flow))` per frame, then `loss = loss_fn(torch.stack(preds), ...)`)."""
     calls, frontier, seen = [], [value], set()
-    for _ in range(3):
+    for _ in range(4):
         found = []
         for expr in frontier:
             for sub in _undetached(expr):
@@ -762,9 +771,22 @@ def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, 
                     seen.add(sub.id)
                     found += [v for v, scope in program.values_of(sub, fn, 1) if v is not sub and scope is fn]
                     found += _unpacked_from(sub.id, fn)
+                    found += _appended(fn).get(sub.id, [])
         frontier = found
-    return any(_round_the_wrapper(program, c, fn) or (helpers and _returns_round(program, c, fn)) for c in calls) and \
-        not any(ddp_model(program, c, fn) is not None for c in calls)
+    return calls
+
+
+def _appended(fn: Function) -> dict[str, list]:
+    """What fn appends to (or extends) each local name by: `name.append(x)` -> x. Kept per function."""
+    index = fn.__dict__.get("_appended_by_name")
+    if index is None:
+        index = fn.__dict__["_appended_by_name"] = {}
+        for call in fn.own_calls:
+            func = call.func
+            if func.__class__ is ast.Attribute and func.attr in ("append", "extend") and \
+                    func.value.__class__ is ast.Name and len(call.args) == 1:
+                index.setdefault(func.value.id, []).append(call.args[0])
+    return index
 
 
 def _returns_round(program: Program, call: ast.Call, fn: Function) -> bool:
@@ -779,6 +801,72 @@ def _returns_round(program: Program, call: ast.Call, fn: Function) -> bool:
     return bool(returns) and all(_computed_round_the_wrapper(program, r, target, 0) for r in returns)
 
 
+def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
+    """Where a loss is computed round the wrapper (loss_round_the_wrapper) and that wrapper is
+    provably a DDP model: (the call on the module inside, its function, the DDP(...) call, its
+    function). None on the plain side of `isinstance(model, DDP)`, for a wrapper not seen to be
+    DDP (DataParallel's `.module`), and for a forward with gradients off (a probe's features)."""
+    if not loss_round_the_wrapper(program, loss, fn):
+        return None
+    values = [v for v, _ in program.values_of(loss, fn, 1)] if isinstance(loss, ast.Name) else [loss]
+    for value in values:
+        for call, scope in _round_calls(program, value, fn, 1):
+            wrapper = _wrapper_of(program, call, scope)
+            if wrapper is not None and not grad_off(program, call, scope):
+                return call, scope, *wrapper
+    return None
+
+
+def _round_calls(program: Program, value: ast.AST, fn: Function, helpers: int):
+    """The calls round the wrapper a value comes from, each with its function (one helper deep)."""
+    for call in _loss_calls(program, value, fn):
+        if _round_the_wrapper(program, call, fn):
+            yield call, fn
+        elif helpers and _returns_round(program, call, fn):
+            target = program.resolve(call.func, fn)[0][0]
+            for ret in target.own_of(ast.Return):
+                if ret.value is not None:
+                    yield from _round_calls(program, ret.value, target, 0)
+
+
+def _wrapper_of(program: Program, call: ast.Call, fn: Function):
+    """The DDP(...) call (and its function) whose module `call` runs round it: the part before
+    `.module` (`model.module.encode(x)`), what an unwrapped name came from (`raw = model.module`,
+    `getattr(m, "module", m)`, `accelerator.unwrap_model(m)`), or the wrapper fn built around the
+    name (`model = DDP(policy)`, then `policy.loss(b)`)."""
+    node = call.func
+    while isinstance(node, ast.Attribute):
+        if node.attr == "module":
+            return _ddp_held(program, node.value, fn, call)
+        node = node.value
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+    if not isinstance(receiver, ast.Name) and not (isinstance(receiver, ast.Attribute) and dotted(receiver)):
+        return None
+    for value, scope in [(receiver, fn), *program.values_of(receiver, fn, 3)]:
+        inner = value.value if isinstance(value, ast.Attribute) and value.attr == "module" else \
+            value.body.value if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Attribute) else \
+            value.args[0] if isinstance(value, ast.Call) and value.args and (
+                last_name(value.func) in ("getattr", "unwrap_model")) else None
+        if inner is not None:
+            found = _ddp_held(program, inner, scope, call)
+            if found is not None:
+                return found
+    for node in fn.own_of(ast.Assign) if isinstance(receiver, ast.Name) else ():
+        value = node.value
+        if value.__class__ is ast.Call and program.ddp_call(value, fn) and value.args and \
+                isinstance(value.args[0], ast.Name) and value.args[0].id == receiver.id and \
+                _handed_into_wrapper(program, receiver, fn):
+            return value, fn
+    return None
+
+
+def _ddp_held(program: Program, holder: ast.AST, fn: Function, at: ast.AST):
+    """The DDP(...) call a name or `self.attr` holds where `at` runs (ddp_model asked of a call of it)."""
+    if not isinstance(holder, (ast.Name, ast.Attribute)):
+        return None
+    return ddp_model(program, ast.copy_location(ast.Call(func=holder, args=[], keywords=[]), at), fn)
+
+
 def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     """`model.module.forward_train(batch)`: a method of the module the wrapper holds, not the
     wrapper's forward - the reducer is not prepared, and the backward of what it computes
@@ -786,17 +874,31 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     where the model is not the wrapper (DistributedDataParallel hands no method on to its module:
     there the model is the plain one)."""
     func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr in ("forward", "__call__"):
+    if not isinstance(func, ast.Attribute):
         return False
+    if func.attr in ("forward", "__call__"):
+        # `model.module.forward(x)` goes round it all the same; `model.forward(x)` is DDP's forward
+        return isinstance(func.value, ast.Attribute) and func.value.attr == "module"
     if _through_module(call):
         return True
     receiver = func.value
     if isinstance(receiver, ast.Attribute) and dotted(receiver):
         # `self.model.training_step(batch)` in the `else:` of `isinstance(self.model, DDP)`
-        return _off_the_wrapper_side(fn, call, dotted(receiver))
+        return _off_the_wrapper_side(fn, call, dotted(receiver)) or _module_once_wrapped(program, receiver, fn)
     return isinstance(receiver, ast.Name) and (_off_the_wrapper_side(fn, call, receiver.id)
                                                or _unwrapped(program, receiver, fn)
-                                               or _handed_into_wrapper(program, receiver, fn))
+                                               or _handed_into_wrapper(program, receiver, fn)
+                                               or _module_once_wrapped(program, receiver, fn))
+
+
+def _module_once_wrapped(program: Program, holder: ast.AST, fn: Function) -> bool:
+    """`self.model_without_ddp = self.model`, then, where the run is distributed, `self.model =
+    DDP(self.model); self.model_without_ddp = self.model.module` (DeiT's and MAE's shape): on the
+    run that wraps, the name holds the module inside. Its values are `X.module` and X itself."""
+    values = [v for v, _ in program.values_of(holder, fn, 1) if v is not holder]
+    inner = {text(v.value) for v in values if isinstance(v, ast.Attribute) and v.attr == "module"}
+    return bool(inner) and all((isinstance(v, ast.Attribute) and v.attr == "module") or
+                               (isinstance(v, (ast.Name, ast.Attribute)) and text(v) in inner) for v in values)
 
 
 def _handed_into_wrapper(program: Program, name: ast.Name, fn: Function) -> bool:

@@ -1964,7 +1964,7 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
         for node in walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
-            if last_name(node.func) == "backward" and not _module_method(builder.program, fn) and \
+            if last_name(node.func) == "backward" and not module_method(builder.program, fn) and \
                     not _round_backward(builder.program, node, fn) and not no_sync.backward_unsynced(fn, node):
                 return f"{text(node.func, 40)}() in {fn.label} ({reduced_by(builder)})"
             if depth > 0:
@@ -1981,7 +1981,7 @@ def _round_backward(program, call: ast.Call, fn: Function) -> bool:
     return isinstance(call.func, ast.Attribute) and loss_round_the_wrapper(program, _loss_of(call.func.value), fn)
 
 
-def _module_method(program, fn: Function) -> bool:
+def module_method(program, fn: Function) -> bool:
     """fn is a method of a torch Module subclass: a backward there fits the module on its own
     (lab4d's `mlp_init` matching its priors before training), not through a DDP wrapper, which
     calls only forward. A backward traced through a DDP model is a collective all the same."""
@@ -2953,7 +2953,7 @@ def _works(builder: Builder, fn: Function, stmts: list, ddp: bool):
                 yield op, node
                 continue
             name = last_name(node.func) or ""
-            if name == "backward" and ddp and not _module_method(program, fn) and not _round_backward(program, node, fn) \
+            if name == "backward" and ddp and not module_method(program, fn) and not _round_backward(program, node, fn) \
                     and not no_sync.backward_unsynced(fn, node):
                 yield f"{text(node.func, 40)}() ({reduced_by(builder)})", node
                 continue

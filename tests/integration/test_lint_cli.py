@@ -132,3 +132,22 @@ def test_the_pre_commit_hook_runs_lint_on_the_files_it_is_given():
     assert hook["entry"] == "ddpdoctor lint --files"
     assert hooks["ddpdoctor-lint-fix"]["entry"] == "ddpdoctor lint --fix --files"
     assert hook["language"] == "python" and hook["types"] == ["python"]
+
+
+def test_lint_reports_a_training_forward_round_the_ddp_wrapper_with_exit_1():
+    result = run_cli("lint", "tests/scripts/module_bypass.py", "--json", "-", cwd=str(REPO))
+    assert result.code == 1, result.stderr
+    (finding,) = result.json()["findings"]
+    assert finding["code"] == "DDP810" and finding["severity"] == "error"
+    assert finding["location"] == {"file": "tests/scripts/module_bypass.py", "line": 26}
+    assert finding["evidence"]["wrapper_location"] == "tests/scripts/module_bypass.py:20"
+    assert "model.module.features" in finding["evidence"]["forward"]
+
+
+@pytest.mark.multiprocess
+def test_probe_sees_the_replicas_drift_and_tells_the_static_cause_once(tmp_path):
+    result = probe("tests/scripts/module_bypass.py", "--max-steps", "6", run_dir=tmp_path / "run")
+    assert "DDP810" not in result.codes  # one finding for one bug ...
+    drift = result.one("DDP405")
+    assert drift["evidence"]["static"]["code"] == "DDP810"  # ... with both kinds of evidence
+    assert drift["location"]["line"] == 20

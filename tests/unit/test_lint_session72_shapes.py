@@ -79,3 +79,142 @@ def test_its_twin_the_helper_runs_the_wrappers_forward(tmp_path):
     assert THROUGH_IN_HELPER != AROUND_IN_HELPER
     found = _codes(lint_tree(tmp_path, {"train.py": THROUGH_IN_HELPER}), "DDP809")
     assert [f.location.line for f in found] == [_line(THROUGH_IN_HELPER, "if stop:")]
+
+
+# -------------------------------------------------- DDP810: the same step without the epoch-loss
+# break: the backward of a loss computed round the wrapper all-reduces nothing
+def test_a_training_forward_round_the_wrapper_is_ddp810_at_the_backward(tmp_path):
+    found = lint_tree(tmp_path, {"train.py": AROUND_IN_HELPER})
+    assert [(f.code, f.severity.value, f.location.line) for f in _codes(found, "DDP810")] == [
+        ("DDP810", "error", _line(AROUND_IN_HELPER, "loss.backward()"))]
+    assert f"at train.py:{_line(AROUND_IN_HELPER, 'model.module.head(hidden)')}" in found[0].message or any(
+        f"train.py:{_line(AROUND_IN_HELPER, 'model.module.head(hidden)')}" in f.message for f in _codes(found, "DDP810"))
+
+
+def test_its_twins_the_wrappers_forward_or_gradients_averaged_by_hand(tmp_path):
+    assert _codes(lint_tree(tmp_path / "a", {"train.py": THROUGH_IN_HELPER}), "DDP810") == []
+    averaged = AROUND_IN_HELPER.replace(
+        "            loss.backward()\n",
+        "            loss.backward()\n            for p in model.parameters():\n"
+        "                dist.all_reduce(p.grad)\n")
+    assert averaged != AROUND_IN_HELPER
+    assert _codes(lint_tree(tmp_path / "b", {"train.py": averaged}), "DDP810") == []
+
+
+UNWRAPPED_NAME = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(4, 1)
+
+    def forward_features(self, x):
+        return self.body(x)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(Net())
+    model_without_ddp = model.module
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64))
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            out = model_without_ddp.forward_features(x).squeeze(-1)
+            loss = ((out - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        probe = model_without_ddp.forward_features(torch.randn(2, 4))
+    torch.save(model_without_ddp.state_dict(), "final.pt")
+
+
+if __name__ == "__main__":
+    main()
+"""
+DATA_PARALLEL = UNWRAPPED_NAME.replace("model = DDP(Net())", "model = torch.nn.DataParallel(Net())")
+
+
+def test_a_name_bound_to_the_wrappers_module_trains_round_it(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": UNWRAPPED_NAME}), "DDP810")
+    assert [f.location.line for f in found] == [_line(UNWRAPPED_NAME, "loss.backward()")]
+
+
+def test_its_twin_a_data_parallel_module_is_no_ddp_bypass(tmp_path):
+    assert DATA_PARALLEL != UNWRAPPED_NAME
+    assert _codes(lint_tree(tmp_path, {"train.py": DATA_PARALLEL}), "DDP810") == []
+
+
+# -------------------------------------------------- DeiT's shape in a trainer: `self.raw = self.model`,
+# then on the distributed side `self.model = DDP(self.model); self.raw = self.model.module`; the
+# step's forward through `self.raw`, its predictions appended per frame and stacked into the loss
+TRAINER_RAW = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(4, 4)
+
+    def step_frame(self, x):
+        return self.body(x)
+
+
+class Trainer:
+    def __init__(self, distributed):
+        self.model = Net()
+        self.raw = self.model
+        if distributed:
+            self.model = DDP(self.model)
+            self.raw = self.model.module
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def train(self, loader, epochs):
+        for epoch in range(epochs):
+            loader.sampler.set_epoch(epoch)
+            for x, y in loader:
+                preds = []
+                for t in range(3):
+                    out = self.raw.step_frame(x)
+                    preds.append(out)
+                loss = ((torch.stack(preds, 0) - y) ** 2).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 4))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    Trainer(True).train(loader, 3)
+
+
+if __name__ == "__main__":
+    main()
+"""
+TRAINER_WRAPPED = TRAINER_RAW.replace("out = self.raw.step_frame(x)", "out = self.model(x)")
+
+
+def test_a_trainer_field_holding_the_module_on_the_wrapped_run_trains_round_it(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": TRAINER_RAW}), "DDP810")
+    assert [f.location.line for f in found] == [_line(TRAINER_RAW, "loss.backward()")]
+    assert f"train.py:{_line(TRAINER_RAW, 'self.model = DDP(self.model)')}" in found[0].message
+
+
+def test_its_twin_the_step_calls_the_wrapper(tmp_path):
+    assert TRAINER_WRAPPED != TRAINER_RAW
+    assert _codes(lint_tree(tmp_path, {"train.py": TRAINER_WRAPPED}), "DDP810") == []

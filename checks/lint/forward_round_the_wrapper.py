@@ -1,0 +1,60 @@
+"""DDP810: the training forward runs the module a DDP wrapper holds, not the wrapper."""
+
+from __future__ import annotations
+
+from ddpdoctor.core.findings import Problem, Severity
+from ddpdoctor.core.registry import Skipped, check
+from ddpdoctor.lint.facts import LintFacts
+
+
+@check("DDP810", "The training forward bypasses the DDP wrapper", Severity.ERROR)
+def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
+    """
+    What it detects:
+        A backward (`loss.backward()`, `scaler.scale(loss).backward()`,
+        `accelerator.backward(loss)`) of a loss that the training step computed only through
+        the module a DistributedDataParallel wrapper holds, never through the wrapper:
+        `model.module(x)`, `model.module.forward_features(x)`, a name bound to it
+        (`model_without_ddp = model.module`, `getattr(model, "module", model)`,
+        `accelerator.unwrap_model(model)`), the model handed to `DDP(...)` under its own name
+        (`ddp = DDP(net)`, then `net.loss(batch)`), also inside a local helper whose every
+        return is computed so (`pred = self._forward(model, batch)`). The wrapper must be
+        seen to be DDP where the forward runs (a DataParallel's `.module` is not reported).
+        Not reported: a loss where any part goes through the wrapper's own forward in the
+        same step (`out = model(x)`, then `model.module.criterion(out, y)`), a forward with
+        gradients off (a probe's features under `torch.no_grad()`), the side of
+        `isinstance(model, DDP)` where the model is the plain one, a method of a Module
+        subclass fitting itself, and a program that averages gradients by hand
+        (`dist.all_reduce(p.grad)`, a library's `allreduce_grads(params)`).
+        The finding points at the backward, and names the forward and the wrapper.
+
+    Why it hurts:
+        DDP prepares its reducer in the wrapper's forward; the backward that follows is what
+        all-reduces the gradients. A forward of the module inside skips that step: the
+        gradient hooks fire but reduce nothing, and every rank's optimizer steps on its own
+        batch's gradients. Nothing hangs or fails; the replicas drift apart from the first
+        step, the checkpoint rank 0 saves is one rank's model trained on 1/world of the data,
+        and the run costs the GPUs of a distributed one.
+
+    How to fix:
+        Call the wrapper (`model(x)`); to reach another method through DDP, make it the
+        module's forward or route it through forward (`model(x, mode="features")`). Keep
+        `model.module` for saving, loading and evaluation without gradients. If the
+        bypass is meant, average the gradients yourself after the backward
+        (`dist.all_reduce(p.grad); p.grad /= world_size` for each parameter).
+    """
+    if not facts.ddp_model:
+        return Skipped("no DistributedDataParallel model is built")
+    problems = []
+    for found in facts.bypassed:
+        problems.append(Problem(
+            message=(f"the backward at {found.location} runs on a loss computed round the DDP wrapper "
+                     f"({found.forward} at {found.forward_at}, the module the DDP(...) at {found.wrapper_at} "
+                     "holds): the wrapper's forward never prepares its reducer, so this backward "
+                     "all-reduces no gradient and each rank steps on its own"),
+            hint="call the wrapper itself (model(x)) in the training step; keep .module for saving and "
+                 "evaluation, or all-reduce the gradients yourself after the backward",
+            location=found.location,
+            evidence={"forward": found.forward, "forward_location": str(found.forward_at),
+                      "wrapper_location": str(found.wrapper_at)}))
+    return problems
