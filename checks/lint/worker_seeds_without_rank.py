@@ -22,6 +22,10 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           the workers' seeds come from that generator (also `g = torch.manual_seed(seed)`,
           which hands back the default generator it seeded, made in a helper and handed to a
           loader builder's parameter);
+        - a dataset class the run builds whose worker-side method (`__getitem__`, `__iter__`)
+          reseeds torch, numpy or `random` from the worker's id and constants only (RAFT's
+          `torch.manual_seed(get_worker_info().id)` on the first item a worker loads), beside a
+          training loader with workers: reported at the seeding call;
         - a training loader with workers and neither of those (or a worker_init_fn that reseeds
           from `torch.initial_seed()`), whose dataset draws random numbers (its class, builder,
           transform or collate_fn says random / Rand... / augment / jitter / flip), in a script
@@ -154,6 +158,13 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
                        "the same random augmentation for different samples")
             hint = ("seed torch per rank (torch.manual_seed(seed + rank)), or give the loader "
                     "generator=g with g.manual_seed(seed + rank)")
+        elif found.how == "dataset":
+            message = (f"{found.function} reseeds the generators in each loader worker from the worker's id "
+                       f"({seeds} at {found.location}: no rank in the seed), which every rank's workers share: "
+                       f"the ranks read different samples from the training DataLoader at {found.loader}, but "
+                       "worker k of every rank draws the same random augmentation")
+            hint = (f"put the rank into {found.function}'s seed (seed + rank * num_workers + worker_info.id), "
+                    "or seed from worker_info.seed, which torch makes per worker and per rank's generator")
         else:
             message = (f"the DataLoader at {found.loader} draws its workers' seeds from a generator "
                        f"seeded the same on every rank ({seeds} at {found.location})"

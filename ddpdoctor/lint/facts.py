@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import (batch_flags, bypass, config_files, data_keys, data_sized, multi_node, no_sync,
-                            process_seeds, rank_state, shard_metrics, signal_state, trainer_data, worker_seeds)
+from ddpdoctor.lint import (batch_flags, bypass, config_files, data_keys, data_sized, dataset_seeds, multi_node,
+                            no_sync, process_seeds, rank_state, shard_metrics, signal_state, trainer_data,
+                            worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
@@ -277,7 +278,8 @@ def build(program: Program, script: str) -> LintFacts:
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped,
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
-        unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds),
+        unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds)
+        + dataset_seeds.gather(builder, loaders, seeds),
         # (an FSDP model's forward all-gathers: a rank that skips it strands the others too)
         rank_local=_rank_local(builder, ddp or builder.builds_fsdp() or framework is not None, loaders),
         trainer_shards=trainer_data.gather(builder) if framework is not None else [],

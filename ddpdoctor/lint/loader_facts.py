@@ -207,6 +207,7 @@ def _off_by_default(conds: tuple) -> str:
 # Draws that pick or order a dataset's items from a process's global random stream (a split, a
 # permutation, a shuffle): unseeded, each process draws its own.
 ITEM_DRAWS = frozenset({"torch.randperm", "numpy.random.permutation", "numpy.random.shuffle", "random.shuffle",
+                        "numpy.random.choice", "random.choices",
                         "random.sample", "torch.utils.data.random_split",
                         "sklearn.model_selection.train_test_split", "sklearn.utils.shuffle"})
 
@@ -1831,17 +1832,19 @@ class LoaderFacts:
         in a run without a process group. Every place the loader is bound (here, or where each
         caller binds what the builder returns) must be replaced so."""
         switches = self._switches()
-        if not switches:
+        if not switches and not fn.params:
             return False
+        callers = self.callers()
         sites = []
         name = self.bound_name(fn, call)
         kept = self._kept_for_getters(fn, call, name)
         if kept is not None:
-            return bool(kept) and all(_rebound_under(scope, bound, value, switches) for scope, bound, value in kept)
+            return bool(kept) and all(_rebound_under(scope, bound, value, switches, callers)
+                                      for scope, bound, value in kept)
         position = _returned_at(fn, name) if name else None
         if position is None and name and _returned_alone(fn, name):
             position = -1  # `loader = DataLoader(...); return loader`: where the callers bind it
-        if name and name != fn.name and position is not None and _rebound_under(fn, name, call, switches):
+        if name and name != fn.name and position is not None and _rebound_under(fn, name, call, switches, callers):
             return True  # `loader = DataLoader(ds)`; `if ddp: loader = DataLoader(ds, sampler=...)`; `return loader, sampler`
         if name and name != fn.name and position is None:
             sites.append((fn, name, call))
@@ -1857,7 +1860,7 @@ class LoaderFacts:
                         and not TRAIN_NAME.search(bound):
                     continue  # `eval_loader = self.prepare_data_loader(dev)`: no training loop reads it
                 sites.append((caller, bound, event.node))
-        return bool(sites) and all(_rebound_under(scope, bound, value, switches) for scope, bound, value in sites)
+        return bool(sites) and all(_rebound_under(scope, bound, value, switches, callers) for scope, bound, value in sites)
 
     def _kept_for_getters(self, fn: Function, call: ast.Call, attr: str) -> Optional[list]:
         """`self.train_loader = DataLoader(...)` in a constructor, handed out only by a getter
@@ -2969,6 +2972,17 @@ class LoaderFacts:
             draw = self._unseeded_draw(inner, init)
             if draw and not self._ruled_out_by(init, inner, built, scope):
                 return draw
+        # (and in the methods of its own that the constructor calls: PromptIR's `self._init_ids()`
+        # shuffling the id lists it then keeps)
+        for inner in init.own_calls:
+            func = inner.func
+            if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self" \
+                    and not self._ruled_out_by(init, inner, built, scope):
+                method = program.method(klass, func.attr)
+                if method is not None and method is not init and method.node is not None:
+                    draw = next((d for c in method.own_calls if (d := self._unseeded_draw(c, method))), "")
+                    if draw:
+                        return draw
         if depth > 1:
             for inner in init.own_calls:
                 if inner.func.__class__ is not ast.Name:
@@ -3267,19 +3281,30 @@ def _fixed_indices(program, value: ast.AST, fn: Function, depth: int = 2) -> boo
     return False
 
 
-def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset) -> bool:
+def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset, callers: dict) -> bool:
     """The statement binding `name = value` is followed, in its own block and before any other
-    read of the name, by `if <switch>:` whose body binds the name again."""
+    read of the name, by `if <switch>:` whose body binds the name again (or `if <parameter>:`
+    that every way in gives a true constant: po2_quantization's `get_dataloaders(...,
+    distributed=True)` handing it on to the builder that tests it)."""
     for block in _statement_blocks(fn.node):
         for i, stmt in enumerate(block):
             if not (isinstance(stmt, ast.Assign) and stmt.value is value and any(
                     isinstance(t, ast.Name) and t.id == name for target in stmt.targets for t in walk(target))):
                 continue
             later = _first_touching(block[i + 1:], name)
-            return isinstance(later, ast.If) and text(later.test) in switches and any(
+            return isinstance(later, ast.If) and (text(later.test) in switches or _given_true(callers, fn, later.test)) \
+                and any(
                 isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
                 for s in later.body)
     return False
+
+
+def _given_true(callers: dict, fn: Function, test: ast.AST) -> bool:
+    """`if distributed:` on a parameter of fn that every way in gives a true constant."""
+    if not (isinstance(test, ast.Name) and test.id in fn.params) or fn.bindings.get(test.id):
+        return False
+    given = given_constants(callers, fn, test.id)
+    return bool(given) and all(given)
 
 
 def _first_touching(stmts: list, name: str) -> Optional[ast.stmt]:

@@ -218,3 +218,188 @@ def test_a_trainer_field_holding_the_module_on_the_wrapped_run_trains_round_it(t
 def test_its_twin_the_step_calls_the_wrapper(tmp_path):
     assert TRAINER_WRAPPED != TRAINER_RAW
     assert _codes(lint_tree(tmp_path, {"train.py": TRAINER_WRAPPED}), "DDP810") == []
+
+
+# -------------------------------------------------- a builder makes the plain loader, then under its
+# `distributed` parameter the sharded one in its place; the script's call hands `distributed=True`
+# through a dispatching helper: the plain loader is dropped on every way in
+DATA_PY = """from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def get_loaders(name, data, batch_size, distributed):
+    if name == "toy":
+        return build_loaders(data, batch_size, distributed)
+
+
+def build_loaders(data, batch_size, distributed):
+    train_loader = DataLoader(data, batch_size=batch_size, shuffle=True)
+    if distributed:
+        train_loader = DataLoader(train_loader.dataset, batch_size=batch_size,
+                                  sampler=DistributedSampler(train_loader.dataset))
+    return train_loader, 10
+"""
+TRAIN_PY = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import TensorDataset
+
+from data import get_loaders
+
+
+def main(flag):
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    loader, _ = get_loaders("toy", data, 8, distributed=True)
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main(False)
+"""
+
+
+def test_a_plain_loader_replaced_under_a_parameter_every_call_sets_true_is_never_iterated(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": TRAIN_PY, "data.py": DATA_PY}), "DDP802") == []
+
+
+def test_its_twin_the_call_hands_a_value_the_source_does_not_settle(tmp_path):
+    unsettled = TRAIN_PY.replace("distributed=True", "distributed=flag")
+    assert unsettled != TRAIN_PY
+    found = _codes(lint_tree(tmp_path, {"train.py": unsettled, "data.py": DATA_PY}), "DDP802")
+    assert [f.location.line for f in found] == [_line(DATA_PY, "train_loader = DataLoader(data")]
+
+
+# -------------------------------------------------- the dataset's constructor hands its item list to a
+# method of its own that shuffles it with the unseeded global stream: each process keeps another
+# order, and the DistributedSampler shards different lists
+SHUFFLED_IN_METHOD = """import random
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Pairs(Dataset):
+    def __init__(self, n):
+        self.ids = list(range(n))
+        self._init_ids()
+
+    def _init_ids(self):
+        random.shuffle(self.ids)
+        self.ids = self.ids[: len(self.ids) // 2]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(self.ids[i]))
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = Pairs(64)
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+SEEDED_FIRST = SHUFFLED_IN_METHOD.replace('    dist.init_process_group("gloo")\n',
+                                          '    dist.init_process_group("gloo")\n    random.seed(0)\n')
+
+
+def test_an_unseeded_shuffle_in_a_method_the_constructor_calls_shards_different_lists(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": SHUFFLED_IN_METHOD}), "DDP803")
+    assert len(found) == 1 and "random.shuffle(self.ids)" in found[0].message
+
+
+def test_its_twin_every_process_seeds_the_stream_alike_first(tmp_path):
+    assert SEEDED_FIRST != SHUFFLED_IN_METHOD
+    assert _codes(lint_tree(tmp_path, {"train.py": SEEDED_FIRST}), "DDP803") == []
+
+
+# -------------------------------------------------- RAFT's datasets seed the generators on the first item
+# each worker loads, from the worker's id alone: worker k of every rank draws from seed k
+RESEEDED_BY_WORKER_ID = """import random
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class FlowData(Dataset):
+    def __init__(self):
+        self.init_seed = False
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        if not self.init_seed:
+            worker_info = torch.utils.data.get_worker_info()
+            if worker_info is not None:
+                torch.manual_seed(worker_info.id)
+                np.random.seed(worker_info.id)
+                self.init_seed = True
+        flip = np.random.rand() < 0.5
+        return torch.full((4,), float(i) * (-1.0 if flip else 1.0))
+
+
+class Sintel(FlowData):
+    pass
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = Sintel()
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler, num_workers=4)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+RESEEDED_WITH_RANK = RESEEDED_BY_WORKER_ID.replace(
+    "torch.manual_seed(worker_info.id)\n                np.random.seed(worker_info.id)",
+    "torch.manual_seed(worker_info.seed)\n                np.random.seed(worker_info.seed % 2**32)")
+
+
+def test_a_dataset_reseeding_its_workers_from_the_worker_id_alone_is_ddp808_at_the_seeding(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": RESEEDED_BY_WORKER_ID}), "DDP808")
+    assert [f.location.line for f in found] == [_line(RESEEDED_BY_WORKER_ID, "torch.manual_seed(worker_info.id)")]
+    assert "FlowData.__getitem__" in found[0].message
+
+
+def test_its_twin_the_workers_own_seed_differs_per_rank(tmp_path):
+    assert RESEEDED_WITH_RANK != RESEEDED_BY_WORKER_ID
+    assert _codes(lint_tree(tmp_path, {"train.py": RESEEDED_WITH_RANK}), "DDP808") == []
