@@ -27,6 +27,14 @@ _HANDS_THE_LOSS = re.compile(r"accelerator|fabric|engine|deepspeed", re.IGNORECA
 SCHEDULER_NAME = re.compile(r"sched|warmup|lr_", re.IGNORECASE)
 
 
+def _per_part(loop: ast.stmt) -> bool:
+    """`for i in range(self.num_parts):` over a count the source holds in a name or field (not a
+    literal, which may be 0, nor a loader): a loop over the parts of one pass."""
+    return isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) \
+        and loop.iter.func.id == "range" and len(loop.iter.args) == 1 \
+        and isinstance(loop.iter.args[0], (ast.Name, ast.Attribute)) and not loop.orelse
+
+
 def _over_optimizers(loop: ast.For) -> bool:
     """`for o in optimizers:` / `for o in optimizer.values():`: a loop over the optimizers."""
     iterable = loop.iter
@@ -77,6 +85,8 @@ class AccumulationFacts:
                 continue  # `else: train_plain(device)` beside the spawned DDP run: nothing to sync
             apart = None  # (asked once a loop of fn accumulates: the walk up and down is dear)
             reported = set()  # the stepping helpers already reported from this function
+            backwards = set()  # the backwards already told: a loop over the model's parts inside
+            # the micro-step loop (`for i in range(self.num_unet): backward(loss[i])`) is its pass
             for node in loops:
                 fact = self._accumulation(fn, node)
                 if fact is None and node is not fn.node:
@@ -102,6 +112,9 @@ class AccumulationFacts:
                         fact.no_sync = True
                     if fact.no_sync is None:
                         fact.no_sync_off_way = not self._syncs_on_the_way(fn, node)
+                    if str(fact.backward) in backwards and _per_part(node):
+                        continue
+                    backwards.add(str(fact.backward))
                     found.append(fact)
         return found
 
@@ -983,6 +996,14 @@ class AccumulationFacts:
         optimizer.values(): o.step()`, CLAP's): each pass steps them all."""
         for stmt in body:
             if isinstance(stmt, ast.For) and _over_optimizers(stmt):
+                found = self._always(stmt.body, fn, pred, depth, changed, way_in)
+                if found is not None:
+                    return found
+                continue
+            if pred == self._backward and _per_part(stmt) and not any(
+                    self._step(c, fn) or last_name(c.func) == "zero_grad" for c, _ in _loop_calls(stmt.body, False)):
+                # `for i in range(self.num_unet): accelerator.backward(loss[i])` (RDDM's trainer): a
+                # backward per part of the model, every pass, and nothing stepped or cleared there
                 found = self._always(stmt.body, fn, pred, depth, changed, way_in)
                 if found is not None:
                     return found

@@ -23,7 +23,7 @@ from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
 from ddpdoctor.lint.no_sync import SYNC_WORDS
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
-from ddpdoctor.lint.patterns import env_key, kept_parameters, last_name, passing_loader_class, text
+from ddpdoctor.lint.patterns import dotted, env_key, kept_parameters, last_name, passing_loader_class, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
 from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread
@@ -83,6 +83,9 @@ class LintFacts:
     # train.py`): "file: command" of the first (config_files.one_process_launch), "" otherwise
     one_process_launch: str = ""
 
+
+# Receivers of an `.accumulate(...)` that is no Accelerator's context: numpy's ufuncs, itertools.
+_NOT_ACCELERATORS = frozenset({"np", "numpy", "itertools", "torch", "operator"})
 
 # The calls that set up the default process group, by their last name.
 
@@ -241,7 +244,9 @@ def build(program: Program, script: str) -> LintFacts:
         # only divides the loss by K; the sync is skipped inside `accelerator.accumulate(model)`)
         # (called: `with accelerator.accumulate(model):`; a field named so, `self.accumulate = 4`,
         # is a count, not the context)
+        # (not numpy's `np.add.accumulate(lengths)`, a ufunc's running sum: RDDM's vendored random_split)
         accumulate = accumulate or any(c.func.__class__ is ast.Attribute and c.func.attr == "accumulate"
+                                       and (dotted(c.func.value) or "").split(".")[0] not in _NOT_ACCELERATORS
                                        for c in f.of(ast.Call)) or \
             any(kw.arg == "gradient_accumulation_steps" for c in f.of(ast.Call)
                 if last_name(c.func) not in _NO_ACCUMULATOR for kw in c.keywords)

@@ -403,3 +403,63 @@ def test_a_dataset_reseeding_its_workers_from_the_worker_id_alone_is_ddp808_at_t
 def test_its_twin_the_workers_own_seed_differs_per_rank(tmp_path):
     assert RESEEDED_WITH_RANK != RESEEDED_BY_WORKER_ID
     assert _codes(lint_tree(tmp_path, {"train.py": RESEEDED_WITH_RANK}), "DDP808") == []
+
+
+# -------------------------------------------------- lucidrains' Trainer with a backward per part of the
+# model (`for i in range(self.num_parts): accelerator.backward(loss[i])`) inside the micro-step loop,
+# beside a numpy `np.add.accumulate` (a running sum, no Accelerator context)
+PARTS_TRAINER = """import numpy as np
+import torch
+from accelerate import Accelerator
+
+
+def offsets(lengths):
+    return list(np.add.accumulate(lengths))
+
+
+class Trainer:
+    def __init__(self, model, num_parts=1, accumulate_every=1):
+        self.accelerator = Accelerator()
+        self.num_parts = num_parts
+        self.accumulate_every = accumulate_every
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.model, self.opt = self.accelerator.prepare(model, opt)
+
+    def train(self, batches, steps):
+        for step in range(steps):
+            for _ in range(self.accumulate_every):
+                loss = self.model(next(batches))
+                for i in range(self.num_parts):
+                    self.accelerator.backward(loss[i] / self.accumulate_every)
+            self.opt.step()
+            self.opt.zero_grad()
+
+
+def main():
+    model = torch.nn.Linear(4, 2)
+    batches = iter([torch.randn(8, 4)] * 100)
+    Trainer(model, num_parts=2, accumulate_every=2).train(batches, 10)
+    print(offsets([1, 2]))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_backward_per_part_inside_the_micro_step_loop_accumulates_by_hand(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": PARTS_TRAINER}), "DDP805")
+    assert [f.location.line for f in found] == [_line(PARTS_TRAINER, "self.accelerator.backward(")]
+    # (told once, of the micro-step loop, not of the loop over the parts inside it)
+    assert found[0].evidence["loop"].endswith(f"train.py:{_line(PARTS_TRAINER, 'for _ in range(self.accumulate_every)')}")
+
+
+def test_its_twin_inside_accelerate_s_accumulate_context(tmp_path):
+    inside = PARTS_TRAINER.replace("            for _ in range(self.accumulate_every):\n",
+                                   "            for _ in range(self.accumulate_every):\n"
+                                   "              with self.accelerator.accumulate(self.model):\n")
+    inside = inside.replace("                loss = self.model(", "                  loss = self.model(").replace(
+        "                for i in range(self.num_parts):\n                    self.accelerator",
+        "                  for i in range(self.num_parts):\n                      self.accelerator")
+    assert inside != PARTS_TRAINER
+    assert _codes(lint_tree(tmp_path, {"train.py": inside}), "DDP805") == []
