@@ -28,11 +28,17 @@ SCHEDULER_NAME = re.compile(r"sched|warmup|lr_", re.IGNORECASE)
 
 
 def _per_part(loop: ast.stmt) -> bool:
-    """`for i in range(self.num_parts):` over a count the source holds in a name or field (not a
-    literal, which may be 0, nor a loader): a loop over the parts of one pass."""
-    return isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) \
-        and loop.iter.func.id == "range" and len(loop.iter.args) == 1 \
-        and isinstance(loop.iter.args[0], (ast.Name, ast.Attribute)) and not loop.orelse
+    """`for i in range(self.num_parts): backward(loss[i])`: a count the source holds in a name or
+    field (not a literal, which may be 0, nor a loader), whose index picks the loss a backward
+    right in the loop's body runs on: a loop over the parts of one pass."""
+    if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name)
+            and loop.iter.func.id == "range" and len(loop.iter.args) == 1 and isinstance(loop.target, ast.Name)
+            and isinstance(loop.iter.args[0], (ast.Name, ast.Attribute)) and not loop.orelse):
+        return False
+    index = loop.target.id
+    return any(isinstance(c, ast.Call) and last_name(c.func) == "backward" and any(
+        isinstance(n, ast.Subscript) and any(isinstance(m, ast.Name) and m.id == index for m in walk(n.slice))
+        for a in [*c.args, c.func] for n in walk(a)) for stmt in loop.body for c in walk(stmt))
 
 
 def _over_optimizers(loop: ast.For) -> bool:
