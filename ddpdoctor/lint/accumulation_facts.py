@@ -16,14 +16,11 @@ from ddpdoctor.lint.defaults import _assigned, config_settles, constructed_truth
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
-from ddpdoctor.lint.patterns import _loss_of, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
+from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, averages_gradients, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
 from ddpdoctor.lint.program import Function, Klass, Module
 
 
 OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
-# the objects whose `backward(loss)` takes the loss as its argument (Accelerate, Fabric, a
-# DeepSpeed engine), not a tensor's `out.backward(grad)`
-_HANDS_THE_LOSS = re.compile(r"accelerator|fabric|engine|deepspeed", re.IGNORECASE)
 SCHEDULER_NAME = re.compile(r"sched|warmup|lr_", re.IGNORECASE)
 
 
@@ -717,7 +714,7 @@ class AccumulationFacts:
             return None
         if isinstance(backward.func, ast.Attribute) and backward.func.attr == "backward" and (
                 plain_loss(self.program, _loss_of(backward.func.value), fn) or (
-                    backward.args and _HANDS_THE_LOSS.search(last_name(backward.func.value) or "")
+                    backward.args and HANDS_THE_LOSS.search(last_name(backward.func.value) or "")
                     and loss_round_the_wrapper(self.program, backward.args[0], fn))):
             # the loss never passes a DDP forward: its backward all-reduces nothing (also one
             # handed to `accelerator.backward(loss)` computed round the wrapper: DiffusionEdge's
@@ -930,8 +927,7 @@ class AccumulationFacts:
         steps = [c for c in body if isinstance(c, ast.Call) and self._step(c, fn)]
         if not steps or any(isinstance(n, ast.Attribute) and n.attr == "require_backward_grad_sync" for n in body):
             return []
-        if any(isinstance(c, ast.Call) and "reduce" in (last_name(c.func) or "") and c.args
-               and "grad" in text(c.args[0]) for stmt in loop.body for c in walk(stmt)):
+        if any(isinstance(c, ast.Call) and averages_gradients(c) for stmt in loop.body for c in walk(stmt)):
             return []  # the gradients all-reduced by hand before the step (`for p in ...: all_reduce(p.grad)`)
         for node, model in withs:
             owner = text(model)

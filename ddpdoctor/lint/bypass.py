@@ -9,18 +9,12 @@ patterns.bypassed_wrapper's (the one home of "round the wrapper")."""
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.core.torch_names import LEGACY_COLLECTIVES, TENSOR_COLLECTIVES
-from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import _loss_of, bypassed_wrapper, last_name, text
+from ddpdoctor.lint.patterns import averages_gradients, backward_loss, bypassed_wrapper, text
 from ddpdoctor.lint.rank_state import module_method
-
-# collectives that, handed a gradient, average it by hand (`dist.all_reduce(p.grad)`)
-_GRADIENT_COLLECTIVES = frozenset(TENSOR_COLLECTIVES + LEGACY_COLLECTIVES)
 
 
 @dataclass
@@ -36,12 +30,12 @@ class BypassedBackward:
 def gather(builder) -> list[BypassedBackward]:
     program = builder.program
     reached = [f for f in program.reachable if not module_method(program, f)]
-    if _syncs_gradients(reached):
-        return []
+    if any(averages_gradients(call) for fn in reached for call in fn.own_calls):
+        return []  # (some step averages the gradients itself: a forward round the wrapper may be the design)
     found, told = [], set()
     for fn in reached:
         for call in fn.own_calls:
-            loss = _backward_loss(call)
+            loss = backward_loss(call)
             if loss is None:
                 continue
             hit = bypassed_wrapper(program, loss, fn)
@@ -57,28 +51,3 @@ def gather(builder) -> list[BypassedBackward]:
                 Location(where.file.display, forward.lineno), Location(ddp_fn.file.display, ddp.lineno)))
     return found
 
-
-def _backward_loss(call: ast.Call) -> Optional[ast.AST]:
-    """The loss of `loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr != "backward":
-        return None
-    if call.args and "accelerator" in (last_name(func.value) or "").lower():
-        return call.args[0]
-    return _loss_of(func.value)
-
-
-def _syncs_gradients(functions) -> bool:
-    """Some reached step averages gradients itself (`dist.all_reduce(p.grad)` over the
-    parameters, a library's `allreduce_grads(params)`): a forward round the wrapper may be the design."""
-    for fn in functions:
-        for call in fn.own_calls:
-            name = last_name(call.func) or ""
-            lowered = name.lower()
-            if "grad" in lowered and any(w in lowered for w in ("reduce", "sync", "average", "avg")):
-                return True
-            if name in _GRADIENT_COLLECTIVES and any(
-                    (isinstance(n, ast.Attribute) and n.attr == "grad")
-                    or (isinstance(n, ast.Name) and "grad" in n.id.lower()) for a in call.args[:1] for n in walk(a)):
-                return True
-    return False

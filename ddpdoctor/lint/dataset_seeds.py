@@ -14,35 +14,23 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.fact_builder import loc
-from ddpdoctor.lint.loader_facts import EVAL_NAME, TRAIN_NAME
-from ddpdoctor.lint.patterns import is_const, keyword, last_name, loader_call, text
-from ddpdoctor.lint.worker_seeds import UnrankedSeed
+from ddpdoctor.lint.loader_facts import _SEED_STREAMS, EVAL_NAME, TRAIN_NAME
+from ddpdoctor.lint.patterns import last_name, loader_call, text
+from ddpdoctor.lint.worker_seeds import UnrankedSeed, _has_workers
 
-# the global generators' seeding calls, as the program qualifies them
-SEEDERS = frozenset({"torch.manual_seed", "torch.random.manual_seed", "numpy.random.seed", "random.seed",
-                     "torch.cuda.manual_seed", "torch.cuda.manual_seed_all"})
 # the methods a loader's workers run on a map-style or iterable dataset
 WORKER_METHODS = ("__getitem__", "__iter__", "__getitems__")
 
 
 def gather(builder, loaders: list, already: list[UnrankedSeed]) -> list[UnrankedSeed]:
     """One finding per dataset class the run builds that reseeds so, told at its first seeding
-    call and tied to the first training loader (the others share its fix: the seed's value)."""
-    training = [f for f in loaders if f.trains and not f.under_rank_guard and not f.single_process
-                and not f.evaluation]
-    told = {str(s.loader) for s in already}
-    training = {str(f.location) for f in training if str(f.location) not in told}
+    call and tied to the first training loader with workers (the others share its fix: the
+    seed's value)."""
     program = builder.program
-    # (with workers: `get_worker_info()` is None in the main process, where RAFT's seeding is skipped)
-    working = [loc(fn, call) for fn, call, _, _ in builder.calls()
-               if str(loc(fn, call)) in training and loader_call(program, call, fn)
-               and keyword(call, "num_workers") is not None and not is_const(keyword(call, "num_workers"), 0)]
-    if not working:
-        return []
     # (the classes the run builds, and their bases: RAFT's FlowDataset seeds for the MpiSintel,
     # FlyingChairs... the script builds)
     built = {id(k) for b in program.built_classes if program.is_class(b) for k in (b, *program.bases(b))}
-    found = []
+    seeding = []  # (class, method, its seeding calls in order)
     for klass in program.classes:
         if id(klass) not in built or (EVAL_NAME.search(klass.name) and not TRAIN_NAME.search(klass.name)):
             continue  # (RAFT's FlowDatasetTest, which only the evaluation loaders read)
@@ -50,14 +38,23 @@ def gather(builder, loaders: list, already: list[UnrankedSeed]) -> list[Unranked
             method = klass.methods.get(name)
             if method is None or method.node is None:
                 continue
-            calls = sorted((c for c in method.own_calls if (program.qualify(c.func, method) or "") in SEEDERS),
+            calls = sorted((c for c in method.own_calls if (program.qualify(c.func, method) or "") in _SEED_STREAMS),
                            key=lambda c: (c.lineno, c.col_offset))
             if calls and all(_worker_id_seed(program, c, method) for c in calls):
-                found.append(UnrankedSeed(
-                    working[0], "dataset", f"{klass.name}.{name}", [text(c, 60) for c in calls[:3]],
-                    loc(method, calls[0])))
+                seeding.append((klass, method, calls))
                 break
-    return found
+    if not seeding:
+        return []
+    told = {str(s.loader) for s in already}
+    training = {str(f.location) for f in loaders if f.trains and not f.under_rank_guard and not f.single_process
+                and not f.evaluation and str(f.location) not in told}
+    # (with workers: `get_worker_info()` is None in the main process, where RAFT's seeding is skipped)
+    working = next((where for fn, call, _, _ in builder.calls() if (where := loc(fn, call)) and str(where) in training
+                    and loader_call(program, call, fn) and _has_workers(call)), None) if training else None
+    if working is None:
+        return []
+    return [UnrankedSeed(working, "dataset", f"{klass.name}.{method.name}", [text(c, 60) for c in calls[:3]],
+                         loc(method, calls[0])) for klass, method, calls in seeding]
 
 
 def _worker_id_seed(program, call: ast.Call, method) -> bool:

@@ -2978,11 +2978,9 @@ class LoaderFacts:
             func = inner.func
             if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self" \
                     and not self._ruled_out_by(init, inner, built, scope):
-                method = program.method(klass, func.attr)
-                if method is not None and method is not init and method.node is not None:
-                    draw = next((d for c in method.own_calls if (d := self._unseeded_draw(c, method))), "")
-                    if draw:
-                        return draw
+                draw = self._helper_draw(inner, init)
+                if draw:
+                    return draw
         if depth > 1:
             for inner in init.own_calls:
                 if inner.func.__class__ is not ast.Name:

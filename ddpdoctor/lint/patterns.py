@@ -625,6 +625,31 @@ DDP_BACKWARD = "backward through the DDP model"
 DDP_BUILT = "DistributedDataParallel(...) (its constructor broadcasts the parameters)"
 
 
+# the objects whose `backward(loss)` takes the loss as its argument (Accelerate, Fabric, a
+# DeepSpeed engine), not a tensor's `out.backward(grad)`
+HANDS_THE_LOSS = re.compile(r"accelerator|fabric|engine|deepspeed", re.IGNORECASE)
+
+
+def backward_loss(call: ast.Call) -> Optional[ast.AST]:
+    """The loss a backward runs on: `loss.backward()`, `scaler.scale(loss).backward()`,
+    `accelerator.backward(loss)` (HANDS_THE_LOSS); None for a call that is no backward."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "backward":
+        return None
+    if call.args and HANDS_THE_LOSS.search(last_name(func.value) or ""):
+        return call.args[0]
+    return _loss_of(func.value)
+
+
+def averages_gradients(call: ast.Call) -> bool:
+    """The call averages gradients by hand: a reduction handed a gradient (`dist.all_reduce(p.grad)`)
+    or a helper named for it (`allreduce_grads(params)`, `average_gradients(model)`)."""
+    name = (last_name(call.func) or "").lower()
+    if "grad" in name and any(w in name for w in ("reduce", "sync", "average", "avg")):
+        return True
+    return "reduce" in name and bool(call.args) and "grad" in text(call.args[0])
+
+
 def _loss_of(receiver: ast.AST) -> ast.AST:
     """`scaler.scale(loss)` / `accelerator.scale(loss)`... -> loss: what the backward runs on."""
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
@@ -752,7 +777,7 @@ def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> boo
 
 def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, helpers: int = 1) -> bool:
     calls = _loss_calls(program, value, fn)
-    return any(_round_the_wrapper(program, c, fn) or (helpers and _returns_round(program, c, fn)) for c in calls) and \
+    return next(_round_among(program, calls, fn, helpers), None) is not None and \
         not any(ddp_model(program, c, fn) is not None for c in calls)
 
 
@@ -810,23 +835,24 @@ def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
         return None
     values = [v for v, _ in program.values_of(loss, fn, 1)] if isinstance(loss, ast.Name) else [loss]
     for value in values:
-        for call, scope in _round_calls(program, value, fn, 1):
+        for call, scope in _round_among(program, _loss_calls(program, value, fn), fn, 1):
             wrapper = _wrapper_of(program, call, scope)
             if wrapper is not None and not grad_off(program, call, scope):
                 return call, scope, *wrapper
     return None
 
 
-def _round_calls(program: Program, value: ast.AST, fn: Function, helpers: int):
-    """The calls round the wrapper a value comes from, each with its function (one helper deep)."""
-    for call in _loss_calls(program, value, fn):
+def _round_among(program: Program, calls: list[ast.Call], fn: Function, helpers: int):
+    """Of a value's calls (_loss_calls), those round the wrapper, each with its function: also in
+    the returns of a local helper whose every return is computed so (helpers: how deep)."""
+    for call in calls:
         if _round_the_wrapper(program, call, fn):
             yield call, fn
         elif helpers and _returns_round(program, call, fn):
             target = program.resolve(call.func, fn)[0][0]
             for ret in target.own_of(ast.Return):
                 if ret.value is not None:
-                    yield from _round_calls(program, ret.value, target, 0)
+                    yield from _round_among(program, _loss_calls(program, ret.value, target), target, helpers - 1)
 
 
 def _wrapper_of(program: Program, call: ast.Call, fn: Function):
@@ -843,10 +869,7 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
     if not isinstance(receiver, ast.Name) and not (isinstance(receiver, ast.Attribute) and dotted(receiver)):
         return None
     for value, scope in [(receiver, fn), *program.values_of(receiver, fn, 3)]:
-        inner = value.value if isinstance(value, ast.Attribute) and value.attr == "module" else \
-            value.body.value if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Attribute) else \
-            value.args[0] if isinstance(value, ast.Call) and value.args and (
-                last_name(value.func) in ("getattr", "unwrap_model")) else None
+        inner = unwrapped_from(value)
         if inner is not None:
             found = _ddp_held(program, inner, scope, call)
             if found is not None:
@@ -958,18 +981,12 @@ def plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> 
     `if isinstance(x, DDP)`: the other side is x where x is no wrapper), Accelerate's
     `unwrap_model(x)`, or a local helper whose every return is one: the module whenever there
     is a wrapper."""
-    if isinstance(value, ast.Attribute) and value.attr == "module":
+    if unwrapped_from(value) is not None:
         return True
     if isinstance(value, ast.IfExp):
-        test = value.test
-        return isinstance(value.body, ast.Attribute) and value.body.attr == "module" and (
-            (isinstance(test, ast.Call) and last_name(test.func) == "hasattr" and len(test.args) == 2
-             and is_const(test.args[1], "module")) or text(value.body.value) == text(value.orelse))
-    if isinstance(value, ast.Call) and last_name(value.func) == "getattr" and len(value.args) >= 2 and \
-            is_const(value.args[1], "module"):
-        return True
+        return False
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "unwrap_model":
-        return True  # Accelerate's (and Lightning Fabric's) `accelerator.unwrap_model(model)`
+        return True  # (its model handed in some other way: the module whenever there is a wrapper)
     if isinstance(value, ast.Call) and depth > 0:
         target = program.callee(value.func, fn)
         if target is None and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
@@ -981,6 +998,27 @@ def plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> 
         return bool(returns) and all(plain_module(program, r, target, depth - 1) or _past_unwrap(target, r)
                                      for r in returns)
     return False
+
+
+def unwrapped_from(value: ast.AST) -> Optional[ast.AST]:
+    """The wrapper a value unwraps, written in place: x of `x.module`, `getattr(x, "module", x)`,
+    `x.module if hasattr(x, "module") else x` (or `if isinstance(x, DDP)`), Accelerate's (and
+    Lightning Fabric's) `accelerator.unwrap_model(x)`; None for any other value."""
+    if isinstance(value, ast.Attribute) and value.attr == "module":
+        return value.value
+    if isinstance(value, ast.IfExp):
+        test, body = value.test, value.body
+        if isinstance(body, ast.Attribute) and body.attr == "module" and (
+                (isinstance(test, ast.Call) and last_name(test.func) == "hasattr" and len(test.args) == 2
+                 and is_const(test.args[1], "module")) or text(body.value) == text(value.orelse)):
+            return body.value
+        return None
+    if isinstance(value, ast.Call) and last_name(value.func) == "getattr" and len(value.args) >= 2 and \
+            is_const(value.args[1], "module"):
+        return value.args[0]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "unwrap_model":
+        return value.args[0] if value.args else keyword(value, "model")
+    return None
 
 
 def _past_unwrap(fn: Function, value: ast.AST) -> bool:
