@@ -48,10 +48,10 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
     problems = []
     for found in facts.bypassed:
         problems.append(Problem(
-            message=(f"the backward at {found.location} runs on a loss computed round the DDP wrapper "
-                     f"({found.forward} at {found.forward_at}, the module the DDP(...) at {found.wrapper_at} "
-                     "holds): the wrapper's forward never prepares its reducer, so this backward "
-                     "all-reduces no gradient and each rank steps on its own"),
+            message=(f"the backward at {found.location} runs on a loss computed by {found.forward} at "
+                     f"{found.forward_at}, which calls the module inside the DDP(...) at {found.wrapper_at} "
+                     "instead of the wrapper: DDP never prepares its reducer, so this backward all-reduces "
+                     "no gradient and each rank steps on its own"),
             hint="call the wrapper itself (model(x)) in the training step; keep .module for saving and "
                  "evaluation, or all-reduce the gradients yourself after the backward",
             location=found.location,
