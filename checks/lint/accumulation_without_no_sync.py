@@ -22,6 +22,7 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         model alike) without `accelerator.accumulate()` is reported too, and so is
         `model.require_backward_grad_sync = last` set after the micro-step's forward (DDP reads
         it in the forward: it takes effect one micro-step late), and `with model.no_sync():`
+        (or Lightning Fabric's `fabric.no_backward_sync(model)`, the same no_sync)
         entered after the forward, around the backward only (it changes nothing), or on for the
         micro-step that steps (`no_sync() if i % k != 0` with the step at `(i + 1) % k == 0`:
         that step's gradients are never all-reduced) or left on for every micro-step (`with
@@ -120,36 +121,7 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         [acc for acc in facts.accumulations if acc.own_loop and acc.no_sync is None and not facts.no_sync]
     if facts.framework is not None and not accumulations:
         return Skipped(f"{facts.framework} handles gradient accumulation")
-    # The three ways the sync is switched at the wrong moment: (pattern, message, hint, the
-    # evidence key of the other line: the forward that already decided, or the step)
-    misplaced = [
-        ("sync_flag_after_forward",
-         "require_backward_grad_sync is set at {backward}, after the forward at {step} in the same micro-step: "
-         "DDP reads the flag in the forward, so it takes effect one micro-step late - the first micro-step "
-         "all-reduces and the last does not",
-         "set model.require_backward_grad_sync before the forward (or wrap the forward and backward "
-         "in `with model.no_sync():` on all but the last micro-step)", "forward"),
-        ("no_sync_after_forward",
-         "`no_sync()` is entered at {backward}, after the forward at {step}: DDP decides in the forward whether "
-         "the backward all-reduces, so the context around the backward alone changes nothing - every "
-         "micro-step still all-reduces",
-         "put the forward inside the no_sync context with the backward (all but the last micro-step)", "forward"),
-        ("no_sync_on_step",
-         "no_sync at {backward} is on for a micro-step on which the optimizer steps ({step}): that micro-step's "
-         "gradients are never all-reduced, so each rank steps on its own gradients and the replicas drift apart",
-         "skip the sync on all but the micro-step that steps: `no_sync() if (i + 1) % k != 0 else nullcontext()`",
-         "step"),
-        ("sync_flag_off_on_step",
-         "require_backward_grad_sync set at {backward} is false on a micro-step on which the optimizer steps "
-         "({step}): that micro-step's gradients are never all-reduced, so each rank steps on its own gradients "
-         "and the replicas drift apart",
-         "set the flag from the same test as the step: `model.require_backward_grad_sync = (i + 1) % k == 0`",
-         "step"),
-    ]
-    problems = [Problem(
-        message=message.format(backward=acc.backward, step=acc.step), hint=hint, location=acc.backward,
-        evidence={"loop": str(acc.loop), key: str(acc.step), "pattern": acc.pattern},
-    ) for pattern, message, hint, key in misplaced for acc in accumulations if acc.pattern == pattern]
+    problems = _misplaced(accumulations)
     for acc in accumulations:
         if acc.by == "accelerate" or acc.pattern in ("sync_flag_after_forward", "no_sync_after_forward",
                                                      "no_sync_on_step", "sync_flag_off_on_step"):
@@ -185,6 +157,34 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
     return problems
 
 
+# The ways the sync is switched at the wrong moment: (pattern, message, hint, the evidence key of
+# the other line: the forward that already decided, or the step)
+_MISPLACED = [
+    ("sync_flag_after_forward",
+     "require_backward_grad_sync is set at {backward}, after the forward at {step} in the same micro-step: "
+     "DDP reads the flag in the forward, so it takes effect one micro-step late - the first micro-step "
+     "all-reduces and the last does not",
+     "set model.require_backward_grad_sync before the forward (or wrap the forward and backward "
+     "in `with model.no_sync():` on all but the last micro-step)", "forward"),
+    ("no_sync_after_forward",
+     "`no_sync()` is entered at {backward}, after the forward at {step}: DDP decides in the forward whether "
+     "the backward all-reduces, so the context around the backward alone changes nothing - every "
+     "micro-step still all-reduces",
+     "put the forward inside the no_sync context with the backward (all but the last micro-step)", "forward"),
+    ("no_sync_on_step",
+     "no_sync at {backward} is on for a micro-step on which the optimizer steps ({step}): that micro-step's "
+     "gradients are never all-reduced, so each rank steps on its own gradients and the replicas drift apart",
+     "skip the sync on all but the micro-step that steps: `no_sync() if (i + 1) % k != 0 else nullcontext()`",
+     "step"),
+    ("sync_flag_off_on_step",
+     "require_backward_grad_sync set at {backward} is false on a micro-step on which the optimizer steps "
+     "({step}): that micro-step's gradients are never all-reduced, so each rank steps on its own gradients "
+     "and the replicas drift apart",
+     "set the flag from the same test as the step: `model.require_backward_grad_sync = (i + 1) % k == 0`",
+     "step"),
+]
+
+
 # How each framework's by-hand accumulation is told: the backward it calls, the context that
 # would skip the sync, and the fix.
 _BY_HAND = {
@@ -210,8 +210,17 @@ def _by_hand_with_accelerate(facts: LintFacts) -> list[Problem]:
 def _by_hand_with_fabric(facts: LintFacts) -> list[Problem]:
     """Lightning Fabric skips the sync only inside `fabric.no_backward_sync(model, enabled=...)`:
     `fabric.backward()` on every batch and a step every K batches all-reduce every time under a
-    DDP strategy (devices > 1)."""
-    return _by_hand(facts, "fabric", ("fabric",))
+    DDP strategy (devices > 1); and that context entered after the forward skips nothing (it is
+    DDP's no_sync: the forward decides)."""
+    return _misplaced(facts.accumulations) + _by_hand(facts, "fabric", ("fabric",))
+
+
+def _misplaced(accumulations: list) -> list[Problem]:
+    """The findings of _MISPLACED's shapes among the loops' facts."""
+    return [Problem(
+        message=message.format(backward=acc.backward, step=acc.step), hint=hint, location=acc.backward,
+        evidence={"loop": str(acc.loop), key: str(acc.step), "pattern": acc.pattern},
+    ) for pattern, message, hint, key in _MISPLACED for acc in accumulations if acc.pattern == pattern]
 
 
 def _by_hand(facts: LintFacts, framework: str, by: tuple) -> list[Problem]:

@@ -62,8 +62,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           collective work on every rank: rank 0 leaves, the others stay (a warning when a
           further test decides the break - a loss threshold, a flag the code does not show
           counting - or a store_true switch on the way to it names the run:
-          `if args.early_stopping:`; an error where that test is how the run stops - a step
-          count the pass steps up, `epoch - best_epoch > patience` with `best_epoch = epoch` on
+          `if args.early_stopping:`, or the count it tests moves only under such a switch;
+          an error where that test is how the run stops - a step
+          count the pass steps up (also `==` on one that takes every value, `step = epoch *
+          n + i + 1`), `epoch - best_epoch > patience` with `best_epoch = epoch` on
           the improving pass, or a stopper object whose own method counts the passes without
           improvement to its patience, `self.counter += 1; if self.counter >= self.patience:
           self.early_stop = True`, then `if stopper.early_stop: break`: any run that stops

@@ -16,7 +16,7 @@ from ddpdoctor.lint.defaults import _assigned, config_settles, constructed_truth
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
-from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, averages_gradients, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
+from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, averages_gradients, backward_loss, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
 from ddpdoctor.lint.program import Function, Klass, Module
 
 
@@ -953,6 +953,11 @@ class AccumulationFacts:
                 and any(isinstance(t, ast.Name) and t.id in held for t in a.targets)]
             owners = {text(c.func.value) for ctx in contexts for c in walk(ctx)
                       if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "no_sync"}
+            # (Lightning Fabric's `with fabric.no_backward_sync(model, enabled=...):` is DDP's
+            # no_sync of the model it is handed: the same forward decides - deepsc's trainer)
+            owners |= {text(c.args[0]) for ctx in contexts for c in walk(ctx)
+                       if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                       and c.func.attr == "no_backward_sync" and c.args}
             inside = [c for stmt in node.body for c in walk(stmt) if isinstance(c, ast.Call)]
             # (on a side of a test the options never take: `if args.mode != "accum" or ...:
             # backward() else: with no_sync(): backward()` with --mode at its default)
@@ -1357,7 +1362,8 @@ class AccumulationFacts:
         if found is None:
             return loc(fn, call)
         inner, helper = found
-        loss = _loss_of(inner.func.value)
+        # (`accelerator.backward(loss)`: the loss is what it is handed, not the Accelerator)
+        loss = backward_loss(inner) or _loss_of(inner.func.value)
         while isinstance(loss, ast.BinOp):  # `(loss / accum).backward()`: the loss is the left side
             loss = loss.left
         if (isinstance(loss, ast.Name) and loss.id in helper.params) or \

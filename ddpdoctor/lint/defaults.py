@@ -644,9 +644,32 @@ def count_at_launch(node: ast.AST, program: Program) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _continues(body: list) -> bool:
+    """A `continue` of the loop these statements are the body of (not one of a nested loop's,
+    nor of a nested def's)."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Continue):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(node.orelse)  # (a nested loop's `else:` belongs to the outer loop)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def runs_once_at_launch(loop: ast.AST, program: Program) -> bool:
     """`for epoch in range(args.epochs):` / `range(1, args.epochs + 1)` / `range(start, n)`
-    where the options, as launched, make one pass at most (--epochs defaulting to 1)."""
+    where the options, as launched, make one pass at most (--epochs defaulting to 1); also a
+    loop whose body ends in `return` with no `continue` of its own (SPENCER's `for idx in
+    range(epochs): ...; return model`, indented one level too deep): one pass, whatever the
+    options say."""
+    if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and loop.body and \
+            isinstance(loop.body[-1], ast.Return) and not _continues(loop.body):
+        return True
     if not (isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Call)
             and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range"
             and 1 <= len(loop.iter.args) <= 2 and not loop.iter.keywords):

@@ -32,6 +32,10 @@ __all__ = ["AccumulationFact", "FactBuilder", "GuardedCollective", "LintFacts", 
            "SaveFact", "build", "loc"]
 
 
+# Libraries whose ranks come from MPI (a plain `python train.py` is a world of one)
+MPI_RANKED = ("mpi4py", "torchpack", "horovod")
+
+
 @dataclass
 class LintFacts:
     script: str
@@ -305,11 +309,12 @@ def build(program: Program, script: str) -> LintFacts:
     # (or where a Trainer subclass's own sampler is sharded again by the library's loader: DDP803)
     if program.sources and (any(loader.trains and loader.sampler != "distributed" for loader in loaders)
                             or any(getattr(s, "sampler", "") for s in facts.trainer_shards)):
-        # (a plain `python train.py` is one process where the ranks come from MPI, or where a
-        # Hugging Face Trainer trains - it starts no processes - and nothing spawns)
+        # (a plain `python train.py` is one process where the ranks come from MPI - mpi4py, or
+        # the libraries built on it, torchpack.distributed and Horovod - or where a Hugging
+        # Face Trainer trains - it starts no processes - and nothing spawns)
         facts.one_process_launch = config_files.one_process_launch(
             program.sources[0].path, program.sources[0].hydra_configs,
-            plain_one=(program.uses("mpi4py") or framework == "transformers")
+            plain_one=(any(program.uses(m) for m in MPI_RANKED) or framework == "transformers")
             and not program.ranks.live_spawn_targets())
     # asked only where a save is one rank's per node (the look reads every file's text and may
     # walk the script's folder for launch scripts), after the other facts as before

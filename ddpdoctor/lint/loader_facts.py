@@ -1037,6 +1037,13 @@ class LoaderFacts:
                 # trainers' `load_data`): the loader stored at that key, where it was stored
                 names.update((id(m), keyed) for m in fn.cls.methods.values() if m.node is not None
                              and any(_key_of(t) == keyed for n in m.own if n.__class__ is ast.Assign for t in n.targets))
+                # or handed in as a dict the constructor keeps (`Trainer(data_loader={"train":
+                # train_loader})`, Tiny-Face's trainer): the loader under that key, where it is named
+                for value, scope in self.program.values_of(sub.value, fn, 3):
+                    if value.__class__ is ast.Dict:
+                        names.update((id(scope), last_name(v)) for k, v in zip(value.keys, value.values)
+                                     if isinstance(sub.slice, ast.Constant) and is_const(k, sub.slice.value)
+                                     and isinstance(v, (ast.Name, ast.Attribute)) and last_name(v))
             elif keyed:
                 names.add((id(fn), keyed))
             name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
@@ -1110,7 +1117,8 @@ class LoaderFacts:
         if found is None:
             memo[key] = False  # a recursion back to this call adds nothing
             found = memo[key] = any(
-                any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in target.own_calls)
+                (any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in target.own_calls)
+                 and not _input_gradients(target))
                 or any(self._backward_within(c, target, depth - 1) for c in target.own_calls)
                 for target in self._helpers(call, fn))
         return found
@@ -2404,7 +2412,8 @@ class LoaderFacts:
                 pinned_by_rank=pinned_by,
                 more_constant_epochs=more,
                 across_epochs=across,
-                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True),
+                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True)
+                and not _shards_a_group(call),
                 drawn_apart=(drawn := self._drawn_apart(dataset, fn) if dataset is not None else ""),
                 drawn_by_rank_seed=bool(drawn) and self._seeds_anything() and seeded_per_rank(self),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,
@@ -3215,6 +3224,50 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
             elif aliases and isinstance(value, ast.Subscript) and _key_of(value):
                 found.append(value)
     return found
+
+
+def _input_gradients(fn: Function) -> bool:
+    """A helper that back-propagates to a tensor it made to want gradients (`x_adv =
+    Variable(x, requires_grad=True)`, `x.requires_grad_()`), reads them (`x_adv.grad`) and steps
+    no optimizer: a PGD attack or a saliency map, not training (SupRobCon's `inf_pgd`, run in the
+    evaluation of each epoch). Memoised on the function."""
+    found = fn.__dict__.get("_input_gradients")
+    if found is None:
+        wants = {t.id for node in fn.own_of(ast.Assign) for t in node.targets if t.__class__ is ast.Name
+                 and any(c.__class__ is ast.Call and (is_const(keyword(c, "requires_grad"), True) or (
+                     c.func.__class__ is ast.Attribute and c.func.attr == "requires_grad_")) for c in walk(node.value))}
+        wants |= {t.value.id for node in fn.own_of(ast.Assign) for t in node.targets
+                  if t.__class__ is ast.Attribute and t.attr == "requires_grad" and t.value.__class__ is ast.Name
+                  and is_const(node.value, True)}
+        read = any(n.__class__ is ast.Attribute and n.attr == "grad" and n.value.__class__ is ast.Name
+                   and n.value.id in wants for n in walk(fn.node))
+        steps = any(c.func.__class__ is ast.Attribute and c.func.attr == "step" for c in fn.own_calls)
+        found = fn.__dict__["_input_gradients"] = read and not steps
+    return found
+
+
+# The names a process's own place in the whole world goes by (a sampler given one of these
+# shards among every rank, not among a group's)
+WORLD_PLACE = frozenset({"rank", "global_rank", "local_rank", "gpu", "gpu_id", "device_id", "get_rank",
+                         "process_index", "RANK", "LOCAL_RANK"})
+
+
+def _shards_a_group(call: ast.Call) -> bool:
+    """`DistributedSampler(ds, num_replicas=args.num_replica_per_dataset, rank=args.dataset_rank)`:
+    a share among the ranks that read the same dataset (MSeg's mixed run gives each group of
+    ranks its own dataset), so a dataset chosen per group is sharded once, not twice. Both the
+    count and the place must be other than the world's."""
+    count = keyword(call, "num_replicas")
+    place = keyword(call, "rank")
+    if count is None or place is None or isinstance(count, ast.Constant) or isinstance(place, ast.Constant):
+        return False
+    counted = last_name(count.func if isinstance(count, ast.Call) else count) or ""
+    if not counted or "world" in counted.lower():
+        return False
+    if isinstance(place, ast.BinOp) and isinstance(place.op, (ast.Mod, ast.FloorDiv)):
+        return True  # `rank=rank % per_set`: the place within the group
+    placed = last_name(place.func if isinstance(place, ast.Call) else place) or ""
+    return bool(placed) and placed not in WORLD_PLACE
 
 
 def _iterated_by_class(program, call: ast.Call, fn: Function) -> list[ast.AST]:

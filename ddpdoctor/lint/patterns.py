@@ -1705,10 +1705,13 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
             return prepared
         for value, scope in program.values_of(func, fn, depth=1):
             wrapped = _ddp_made(program, value, scope)
-            if wrapped is None and isinstance(value, ast.Name) and scope.parent is None and scope.cls is not None:
+            if wrapped is None and isinstance(value, (ast.Name, ast.Subscript, ast.Call)) and scope.parent is None \
+                    and scope.cls is not None:
                 # `self.model = model` in __init__: what its callers (a factory's `cls(...)`) pass;
                 # a step further for one handed on (`fit_one_epoch(model_train)` ->
-                # `eval_callback.on_epoch_end(epoch, model_train)` -> `self.net = model_eval`)
+                # `eval_callback.on_epoch_end(epoch, model_train)` -> `self.net = model_eval`);
+                # also `self.net = kwargs["net"]` of a `def __init__(self, **kwargs)`: the `net=`
+                # each construction passes
                 for arg, caller in program.values_of(value, scope, depth=3):
                     wrapped = wrapped or _ddp_made(program, arg, caller)
             if wrapped is not None:

@@ -247,6 +247,9 @@ def _seeding_calls(builder: Builder, own_init: bool = False) -> list[tuple[Funct
             # path, counted only where the launcher seeds whatever the options)
             continue
         conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
+        # (`if seed is not None:` on the function's own parameter, which its callers hand a
+        # value: the test is on what they give, not on a command-line option of that name)
+        conds = tuple(c for c in conds if not _handed_param_test(fn, c[0]))
         if _off_by_default(conds, program):
             continue  # `if args.seed is not None: torch.manual_seed(args.seed)`, --seed unset by default
         if any(NO_GPU.search(cond) for cond, _ in conds):
@@ -265,6 +268,14 @@ def _seeding_calls(builder: Builder, own_init: bool = False) -> list[tuple[Funct
             continue  # a loader's worker_init_fn seeds its worker, not the rank's process
         found.append((fn, call, verdict))
     return found
+
+
+def _handed_param_test(fn: Function, test_text: str) -> bool:
+    """`seed` / `seed is not None` where seed is a parameter of fn that some call hands a value
+    other than None (Taskonomy's dataset constructor, given `seed=config.seed + LOCAL_RANK`)."""
+    found = re.fullmatch(r"(\w+)(?: is not None)?", test_text)
+    return found is not None and found.group(1) in getattr(fn, "params", ()) and \
+        any(not is_const(v, None) for v, _ in fn.arguments.get(found.group(1), ()))
 
 
 def _worker_inits(builder: Builder) -> set:
@@ -402,6 +413,8 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         # its own (values_of follows the option, not the field set here)
         return _UNKNOWN
     origins, on_import = set(), False
+    fallbacks, configured = True, True  # (every draw a `seed is None` fallback; every other value set)
+    settings = 0
     for value, scope in program.values_of(seed, fn, 3):
         for node in walk(value):
             if RANK_WORDS.search(last_name(node) or "") or program.ranks.is_rank(node, scope):
@@ -409,8 +422,20 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         origin = _origin(value, scope, program)
         origins.add(origin)
         on_import = on_import or (origin == _SAME and isinstance(scope.node, ast.Module))
+        if origin == _DRAWN:
+            fallbacks = fallbacks and _drawn_when_none(value, scope, seed)
+        elif not (isinstance(seed, ast.Name) and scope is fn and any(
+                n.__class__ is ast.Name and n.id == seed.id for n in walk(value))):
+            # (`seed = int(seed)` of the value given is that value again)
+            configured = configured and _set_in_config(value, program)
+            settings += 1
     if _PER_RANK in origins:
         return _PER_RANK  # (a parameter left at a default with the rank in it)
+    if _DRAWN in origins and fallbacks and configured and settings and origins <= {_SAME, _DRAWN}:
+        # `def seed_everything(seed=None): if seed is None: seed = random.randint(...)` handed
+        # `cfg.experiment.seed`, which the config the run reads sets (`seed: 123456`): the draw
+        # is the way of a run given no seed, not of this one (se3_diffusion's helper)
+        return _SAME
     if _DRAWN in origins:
         # a seed drawn from the process's own generators is alike on every rank only after
         # they were seeded alike: a constant handed in as the modules are imported, before
@@ -419,6 +444,27 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         # (`if seed is None: seed = random.randint(...)`) is each process's own
         return _SAME if on_import and _UNKNOWN not in origins else _UNKNOWN
     return _UNKNOWN if _UNKNOWN in origins else _SAME
+
+
+def _drawn_when_none(value: ast.AST, fn: Function, seed: ast.AST) -> bool:
+    """The draw sits in the body of an `if` of fn on the seed it replaces (`if seed is None:`,
+    `if not (low <= seed <= high):`): the fallback where no usable seed was given."""
+    if not isinstance(seed, ast.Name):
+        return False
+    for node in fn.own_of(ast.If):
+        if any(n.__class__ is ast.Name and n.id == seed.id for n in walk(node.test)) and \
+                any(n is value for stmt in node.body for n in walk(stmt)):
+            return True
+    return False
+
+
+def _set_in_config(value: ast.AST, program) -> bool:
+    """A setting's read (`cfg.experiment.seed`) whose key the configuration the run reads sets
+    to a number (Program.option_defaults)."""
+    if not isinstance(value, ast.Attribute) or value.value.__class__ is ast.Name and value.value.id == "self":
+        return False
+    given = program.option_defaults().get(value.attr)
+    return isinstance(given, int) and not isinstance(given, bool)
 
 
 def _bare_params(value: ast.AST, fn: Function) -> list:
@@ -585,6 +631,12 @@ def _keeps_base_seed(program, init: Optional[ast.AST], fn: Function) -> bool:
         body = "\n".join(text(stmt, 2000) for stmt in target.node.body)
         if not WORKER_SEEDING.search(body):
             continue  # seeds nothing (`set_sharing_strategy("file_system")`): the base seed stays
+        # (a rank name the function pins to a constant, `global_rank = 0` in a copy of
+        # Lightning's pl_worker_init_function, puts no rank in: se3_diffusion's loader)
+        pinned = [name for name, bound in target.bindings.items() if RANK_WORDS.search(name)
+                  and name not in target.params and bound and all(isinstance(v, ast.Constant) for _, v in bound)]
+        if pinned:
+            body = re.sub(r"\b(?:%s)\b" % "|".join(map(re.escape, pinned)), "", body)
         if RANK_WORDS.search(body) or WORKER_ENTROPY.search(body) or not WORKER_STATE.search(body):
             return False
     return True

@@ -864,7 +864,7 @@ class Program:
             elif spread is not None:
                 # `f(x, is_main_process=...)` into `def f(x, **kwargs)`: kept by its name
                 # under `**kwargs` (what a forwarding `g(**kwargs)` may carry)
-                target.arguments.setdefault(f"**{spread}", []).append((kw, scope))
+                self._spread_into(target, spread, kw, scope)
         spread_keys = self._spread_keys(fn, node)
         if spread_keys is not None:
             # `train(**kwargs)` where kwargs is a dict literal the function builds, and adds to
@@ -874,10 +874,24 @@ class Program:
             for key, value in values:
                 if key in params or key in kwonly:
                     target.arguments.setdefault(key, []).append((value, fn))
+                elif spread is not None:
+                    # (and a key the target's own `**kwargs` takes, kept by its name for what
+                    # that function hands on: `super().__init__(root, **kwargs)`)
+                    self._spread_into(target, spread, ast.copy_location(ast.keyword(arg=key, value=value), value), fn)
             given = {kw.arg for kw in node.keywords if kw.arg}
             for name in [*params[len(positional):], *kwonly]:
                 if name not in given and name not in always:
                     target.defaulted.setdefault(name, []).append((node, fn))
+        own_spread = fn.node.args.kwarg.arg if getattr(fn.node, "args", None) is not None and \
+            fn.node.args.kwarg is not None else None
+        if own_spread is not None and any(kw.arg is None and kw.value.__class__ is ast.Name and kw.value.id == own_spread
+                                          for kw, scope in keywords if scope is fn):
+            # `super().__init__(root, **kwargs)` handing on what fn's callers gave its own
+            # `**kwargs` by name (`Dataset(seed=s)`, or a dict literal's key spread into it):
+            # each such keyword reaches the parameter of that name (vtm's Taskonomy datasets)
+            for kw, scope in list(fn.arguments.get(f"**{own_spread}", [])):
+                if kw.arg:
+                    self._handed_on(target, kw, scope, 3)
         if spread is not None:
             # what each call hands `**kwargs` (a forwarded gate holds only where every call gives it)
             target.__dict__.setdefault("_spread_given", []).append(
@@ -890,6 +904,34 @@ class Program:
         else:
             # `Clips(**opts)`: any parameter may be given there (left_at_default asks)
             target.__dict__["_spread_calls"] = True
+
+    def _spread_into(self, target: Function, spread: str, kw: ast.keyword, scope: Function, depth: int = 3) -> None:
+        """Keep a keyword under target's `**spread`, and hand it on at once through the calls in
+        target that forward `**spread` (`super().__init__(**kwargs)`), whichever call was bound first."""
+        kept = target.arguments.setdefault(f"**{spread}", [])
+        if any(k is kw for k, _ in kept):
+            return
+        kept.append((kw, scope))
+        if not kw.arg or depth <= 0 or target.node is None:
+            return
+        for call in target.own_calls:
+            if any(k.arg is None and k.value.__class__ is ast.Name and k.value.id == spread for k in call.keywords):
+                for onward in self.resolve(call.func, target)[0]:
+                    if onward is not target:
+                        self._handed_on(onward, kw, scope, depth - 1)
+
+    def _handed_on(self, target: Function, kw: ast.keyword, scope: Function, depth: int) -> None:
+        """A keyword a `**kwargs` forwarded reaches target: its parameter of that name, or its own
+        `**kwargs` in turn."""
+        if target.node is None or getattr(target.node, "args", None) is None:
+            return
+        if kw.arg in target.params or kw.arg in target.kwonly:
+            given = target.arguments.setdefault(kw.arg, [])
+            if not any(v is kw.value for v, _ in given):
+                given.append((kw.value, scope))
+                self._changed()
+        elif target.node.args.kwarg is not None:
+            self._spread_into(target, target.node.args.kwarg.arg, kw, scope, depth)
 
     def _partials(self, func: ast.AST, fn: Function) -> list:
         """[(partial(...) call, its scope)] that a called name is bound to (`run = partial(train,

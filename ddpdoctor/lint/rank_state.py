@@ -1600,6 +1600,10 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # store_true: the exit is on a run the user asks for by name (spkver's trainer)
         switch = next((t for t in _tests_on_the_way(stmt, leave[1])
                        if declared_off(text(t), builder.program)), None)
+        if switch is None and around is not None:
+            # `if args.stop_early: consec += 1 (or = 0)` ... `if consec == patience: break`: the
+            # count the exit tests moves only on such a run (FSCT's trainer)
+            switch = _counted_under_switch(builder, loop, around.test)
         if switch is not None:
             notes.append(f"`{text(switch)}` is set")
         if not skipping and not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
@@ -1838,22 +1842,65 @@ def _counted_to_its_bound(builder: Builder, fn: Function, loop: ast.AST, test: a
     rank-0 `exit()` at the last step). An early stop's counter, stepped only when the metric
     stalls, is no such count."""
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    counters = []
+    counters, met = [], False
     for part in parts:
         if builder.program.ranks.guard(part, fn) is not None:
             continue  # the rank part
+        if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.Eq) and \
+                dotted(part.left) and _counts_every_pass(loop, dotted(part.left)):
+            # `current_iter == max_iter - 5` of `current_iter = epoch * n + i + 1` in `for i, b in
+            # enumerate(loader)`, `epoch_log == args.epochs` of `epoch_log = epoch + 1`: a count
+            # that takes every value on its way meets its bound as surely as `>=` does (MSeg)
+            met = True
+            continue
         if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], (ast.GtE, ast.Gt))
                 and dotted(part.left)):
             return False
         counters.append(dotted(part.left))
     if not counters:
-        return False
+        return met
     bodies = [list(loop.body)]
     for node in (n for stmt in loop.body if not isinstance(stmt, ast.If) for n in walk(stmt)):
         if isinstance(node, ast.Call):
             bodies.extend(list(t.node.body) for t in builder.program.resolve(node.func, fn)[0]
                           if builder.program.is_function(t) and not isinstance(t.node, ast.Module))
     return all(any(_steps_up(stmts, counter) for stmts in bodies) for counter in counters)
+
+
+def _counts_every_pass(loop: ast.AST, counter: str) -> bool:
+    """The loop's own index, or a name its body sets from it by addition at its top level (`step
+    = epoch * n + i + 1` in `for i, b in enumerate(loader)`, `epoch_log = epoch + 1` in `for
+    epoch in range(...)`), or stepped by `+= 1` each pass: a count that takes every integer on
+    its way, so an `==` on it is met."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    target, iterable = loop.target, loop.iter
+    index = None
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
+        if iterable.func.id == "range" and isinstance(target, ast.Name):
+            index = target.id
+        elif iterable.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and \
+                isinstance(target.elts[0], ast.Name):
+            index = target.elts[0].id
+    if index is None:
+        return False
+    if counter == index:
+        return True
+    for stmt in loop.body:
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and dotted(stmt.target) == counter \
+                and is_const(stmt.value, 1):
+            return True
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and dotted(stmt.targets[0]) == counter \
+                and index in _added_terms(stmt.value):
+            return True
+    return False
+
+
+def _added_terms(value: ast.AST) -> set:
+    """The plain names a sum is made of (`epoch * n + i + 1`: {"i"}; the product is no term)."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return _added_terms(value.left) | _added_terms(value.right)
+    return {value.id} if isinstance(value, ast.Name) else set()
 
 
 def _steps_up(stmts: list, counter: str) -> bool:
@@ -2002,6 +2049,48 @@ def _single_part(builder: Builder, test: ast.AST) -> bool:
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     return _single_process(tuple((text(part, 10_000), True) for part in parts), builder._switches(),
                            builder.wraps_ddp())
+
+
+def _counted_under_switch(builder: Builder, loop: ast.AST, test: ast.AST) -> Optional[ast.AST]:
+    """The store_true option's test under which alone the loop sets the names an exit's test
+    reads (`if args.stop_early: if worse: stale += 1 else: stale = 0`): None where some setting
+    of them in the loop sits under no such test, or the loop sets none of them."""
+    names = {n.id for n in walk(test) if n.__class__ is ast.Name}
+    # (not a bound the pass sets to one constant, `patience = 5`: it counts nothing)
+    given: dict = {}
+    for node in walk(loop):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if target.__class__ is ast.Name and target.id in names:
+                    given.setdefault(target.id, set()).add(
+                        repr(node.value.value) if isinstance(node, ast.Assign) and node.value.__class__ is ast.Constant
+                        else "?")
+    names -= {name for name, values in given.items() if len(values) == 1 and "?" not in values}
+    if not names:
+        return None
+    switches: list = []
+
+    def down(body: list, tests: tuple) -> bool:
+        for each in body:
+            if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            targets = each.targets if isinstance(each, ast.Assign) else \
+                [each.target] if isinstance(each, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(n.__class__ is ast.Name and n.id in names for t in targets for n in walk(t)):
+                switch = next((t for t in tests if declared_off(text(t), builder.program)), None)
+                if switch is None:
+                    return False
+                switches.append(switch)
+            inner = tests + (each.test,) if isinstance(each, ast.If) else tests
+            for field in ("body", "orelse", "handlers", "finalbody"):
+                part = getattr(each, field, None)
+                if isinstance(part, list) and part and isinstance(part[0], (ast.stmt, ast.excepthandler)):
+                    if not down(part if field != "handlers" else [s for h in part for s in h.body],
+                                inner if field == "body" else tests):
+                        return False
+        return True
+
+    return switches[0] if down(loop.body, ()) and switches else None
 
 
 def _tests_on_the_way(stmt: ast.If, leave: ast.stmt) -> list[ast.AST]:

@@ -348,7 +348,14 @@ class RankFlow:
                 return any(self._function_returns_rank(t, depth) for t in targets)
             # a library's parallel-group rank, named as one (fairscale's
             # `fs_init.get_data_parallel_rank()`, Megatron's `mpu.get_tensor_model_parallel_rank()`)
-            return bool(name) and name.startswith("get_") and bool(RANK_NAME.match(name[4:]))
+            if bool(name) and name.startswith("get_") and bool(RANK_NAME.match(name[4:])):
+                return True
+            # a launcher library's own getter, `hvd.rank()` (Horovod), `dist.local_rank()` of
+            # torchpack.distributed (Tiny-Face's `core/utils/dist.py`): a bare `rank()` of an
+            # imported module
+            return bool(name) and not node.args and not node.keywords and RANK_NAME.match(name) is not None \
+                and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                and "." in (fn.module.imports.get(node.func.value.id) or "")
         if isinstance(node, ast.Attribute) and node.attr in self.program.rank_option_unset() and \
                 (node.value.__class__ is ast.Name and node.value.id != "self" or _on_self(node.value)):
             return False  # `opts.rank` no launch hands and no code that runs sets (an init_process_group(rank=opts.rank) in a helper nothing calls included): its default everywhere
@@ -1401,6 +1408,14 @@ class RankFlow:
                 found = self._one_rank_object(value, scope, depth - 1)
                 if found is not None:
                     return found
+            if value.__class__ in (ast.Subscript, ast.Call) and depth > 0:
+                # `self.writer = kwargs["writer"]` in a `def __init__(self, **kwargs)`: the
+                # `writer=` each construction passes (`Trainer(writer=writer)`, made on rank 0)
+                for given, caller in self.program.values_of(value, scope, 1):
+                    if isinstance(given, ast.Name) and caller is not scope:
+                        found = self._one_rank_object(given, caller, depth - 1)
+                        if found is not None:
+                            return found
         for value, scope in values:
             if isinstance(value, ast.IfExp) and (is_const(value.orelse, None) or is_const(value.body, None)):
                 found = self.guard(value.test, scope)
