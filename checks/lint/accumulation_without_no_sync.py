@@ -123,8 +123,7 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         return Skipped(f"{facts.framework} handles gradient accumulation")
     problems = _misplaced(accumulations)
     for acc in accumulations:
-        if acc.by == "accelerate" or acc.pattern in ("sync_flag_after_forward", "no_sync_after_forward",
-                                                     "no_sync_on_step", "sync_flag_off_on_step"):
+        if acc.by == "accelerate" or acc.pattern in _MISPLACED_PATTERNS:
             continue
         partial = getattr(acc, "no_sync", None) is False
         if getattr(acc, "no_sync", None) is True:
@@ -183,6 +182,7 @@ _MISPLACED = [
      "set the flag from the same test as the step: `model.require_backward_grad_sync = (i + 1) % k == 0`",
      "step"),
 ]
+_MISPLACED_PATTERNS = frozenset(pattern for pattern, *_ in _MISPLACED)
 
 
 # How each framework's by-hand accumulation is told: the backward it calls, the context that

@@ -1039,11 +1039,11 @@ class LoaderFacts:
                              and any(_key_of(t) == keyed for n in m.own if n.__class__ is ast.Assign for t in n.targets))
                 # or handed in as a dict the constructor keeps (`Trainer(data_loader={"train":
                 # train_loader})`, Tiny-Face's trainer): the loader under that key, where it is named
-                for value, scope in self.program.values_of(sub.value, fn, 3):
+                key = sub.slice.value if isinstance(sub.slice, ast.Constant) else None
+                for value, scope in self.program.values_of(sub.value, fn, 3) if key is not None else ():
                     if value.__class__ is ast.Dict:
-                        names.update((id(scope), last_name(v)) for k, v in zip(value.keys, value.values)
-                                     if isinstance(sub.slice, ast.Constant) and is_const(k, sub.slice.value)
-                                     and isinstance(v, (ast.Name, ast.Attribute)) and last_name(v))
+                        names.update((id(scope), held) for k, v in zip(value.keys, value.values)
+                                     if is_const(k, key) and (held := last_name(v)))
             elif keyed:
                 names.add((id(fn), keyed))
             name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
@@ -2412,8 +2412,8 @@ class LoaderFacts:
                 pinned_by_rank=pinned_by,
                 more_constant_epochs=more,
                 across_epochs=across,
-                sharded_by_rank=dataset is not None and self.mentions_rank(dataset, fn, strict=True)
-                and not _shards_a_group(call),
+                sharded_by_rank=dataset is not None and not _shards_a_group(call)
+                and self.mentions_rank(dataset, fn, strict=True),
                 drawn_apart=(drawn := self._drawn_apart(dataset, fn) if dataset is not None else ""),
                 drawn_by_rank_seed=bool(drawn) and self._seeds_anything() and seeded_per_rank(self),
                 dataset_text=text(dataset) if dataset is not None else "?", loader=loader_at, set_epoch_under=under,

@@ -413,8 +413,8 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         # its own (values_of follows the option, not the field set here)
         return _UNKNOWN
     origins, on_import = set(), False
-    fallbacks, configured = True, True  # (every draw a `seed is None` fallback; every other value set)
-    settings = 0
+    fallbacks = True  # every draw a fallback where no usable seed was given
+    settings: list[bool] = []  # of each other value: a setting the run's configuration gives
     for value, scope in program.values_of(seed, fn, 3):
         for node in walk(value):
             if RANK_WORDS.search(last_name(node) or "") or program.ranks.is_rank(node, scope):
@@ -423,15 +423,14 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         origins.add(origin)
         on_import = on_import or (origin == _SAME and isinstance(scope.node, ast.Module))
         if origin == _DRAWN:
-            fallbacks = fallbacks and _drawn_when_none(value, scope, seed)
+            fallbacks = fallbacks and _fallback_draw(value, scope, seed)
         elif not (isinstance(seed, ast.Name) and scope is fn and any(
                 n.__class__ is ast.Name and n.id == seed.id for n in walk(value))):
             # (`seed = int(seed)` of the value given is that value again)
-            configured = configured and _set_in_config(value, program)
-            settings += 1
+            settings.append(_set_in_config(value, program))
     if _PER_RANK in origins:
         return _PER_RANK  # (a parameter left at a default with the rank in it)
-    if _DRAWN in origins and fallbacks and configured and settings and origins <= {_SAME, _DRAWN}:
+    if _DRAWN in origins and fallbacks and settings and all(settings) and origins <= {_SAME, _DRAWN}:
         # `def seed_everything(seed=None): if seed is None: seed = random.randint(...)` handed
         # `cfg.experiment.seed`, which the config the run reads sets (`seed: 123456`): the draw
         # is the way of a run given no seed, not of this one (se3_diffusion's helper)
@@ -446,7 +445,7 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
     return _UNKNOWN if _UNKNOWN in origins else _SAME
 
 
-def _drawn_when_none(value: ast.AST, fn: Function, seed: ast.AST) -> bool:
+def _fallback_draw(value: ast.AST, fn: Function, seed: ast.AST) -> bool:
     """The draw sits in the body of an `if` of fn on the seed it replaces (`if seed is None:`,
     `if not (low <= seed <= high):`): the fallback where no usable seed was given."""
     if not isinstance(seed, ast.Name):

@@ -218,6 +218,11 @@ class Module:
     import_branches: dict[str, list] = field(default_factory=dict)
 
 
+def _forwards(call: ast.Call, spread: str) -> bool:
+    """The call hands on `**spread` as it was given (`super().__init__(root, **kwargs)`)."""
+    return any(k.arg is None and k.value.__class__ is ast.Name and k.value.id == spread for k in call.keywords)
+
+
 def _str_keyed(value: ast.AST) -> Optional[ast.Dict]:
     """A dict literal (`{"k": v}` or `dict(k=v)`) whose keys are all constant strings, or None."""
     table = _dict_call_literal(value)
@@ -884,8 +889,7 @@ class Program:
                     target.defaulted.setdefault(name, []).append((node, fn))
         own_spread = fn.node.args.kwarg.arg if getattr(fn.node, "args", None) is not None and \
             fn.node.args.kwarg is not None else None
-        if own_spread is not None and any(kw.arg is None and kw.value.__class__ is ast.Name and kw.value.id == own_spread
-                                          for kw, scope in keywords if scope is fn):
+        if own_spread is not None and _forwards(node, own_spread):
             # `super().__init__(root, **kwargs)` handing on what fn's callers gave its own
             # `**kwargs` by name (`Dataset(seed=s)`, or a dict literal's key spread into it):
             # each such keyword reaches the parameter of that name (vtm's Taskonomy datasets)
@@ -915,7 +919,7 @@ class Program:
         if not kw.arg or depth <= 0 or target.node is None:
             return
         for call in target.own_calls:
-            if any(k.arg is None and k.value.__class__ is ast.Name and k.value.id == spread for k in call.keywords):
+            if _forwards(call, spread):
                 for onward in self.resolve(call.func, target)[0]:
                     if onward is not target:
                         self._handed_on(onward, kw, scope, depth - 1)

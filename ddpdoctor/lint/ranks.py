@@ -355,7 +355,7 @@ class RankFlow:
             # imported module
             return bool(name) and not node.args and not node.keywords and RANK_NAME.match(name) is not None \
                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-                and "." in (fn.module.imports.get(node.func.value.id) or "")
+                and bool(fn.module.imports.get(node.func.value.id))
         if isinstance(node, ast.Attribute) and node.attr in self.program.rank_option_unset() and \
                 (node.value.__class__ is ast.Name and node.value.id != "self" or _on_self(node.value)):
             return False  # `opts.rank` no launch hands and no code that runs sets (an init_process_group(rank=opts.rank) in a helper nothing calls included): its default everywhere
