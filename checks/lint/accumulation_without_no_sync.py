@@ -166,10 +166,10 @@ _MISPLACED = [
      "set model.require_backward_grad_sync before the forward (or wrap the forward and backward "
      "in `with model.no_sync():` on all but the last micro-step)", "forward"),
     ("no_sync_after_forward",
-     "`no_sync()` is entered at {backward}, after the forward at {step}: DDP decides in the forward whether "
+     "`{context}` is entered at {backward}, after the forward at {step}: DDP decides in the forward whether "
      "the backward all-reduces, so the context around the backward alone changes nothing - every "
      "micro-step still all-reduces",
-     "put the forward inside the no_sync context with the backward (all but the last micro-step)", "forward"),
+     "put the forward inside `{context}` with the backward (all but the last micro-step)", "forward"),
     ("no_sync_on_step",
      "no_sync at {backward} is on for a micro-step on which the optimizer steps ({step}): that micro-step's "
      "gradients are never all-reduced, so each rank steps on its own gradients and the replicas drift apart",
@@ -212,13 +212,15 @@ def _by_hand_with_fabric(facts: LintFacts) -> list[Problem]:
     `fabric.backward()` on every batch and a step every K batches all-reduce every time under a
     DDP strategy (devices > 1); and that context entered after the forward skips nothing (it is
     DDP's no_sync: the forward decides)."""
-    return _misplaced(facts.accumulations) + _by_hand(facts, "fabric", ("fabric",))
+    return _misplaced(facts.accumulations, "fabric.no_backward_sync(model)") + _by_hand(facts, "fabric", ("fabric",))
 
 
-def _misplaced(accumulations: list) -> list[Problem]:
-    """The findings of _MISPLACED's shapes among the loops' facts."""
+def _misplaced(accumulations: list, context: str = "no_sync()") -> list[Problem]:
+    """The findings of _MISPLACED's shapes among the loops' facts (context: the no_sync as the
+    script spells it)."""
     return [Problem(
-        message=message.format(backward=acc.backward, step=acc.step), hint=hint, location=acc.backward,
+        message=message.format(backward=acc.backward, step=acc.step, context=context),
+        hint=hint.format(context=context), location=acc.backward,
         evidence={"loop": str(acc.loop), key: str(acc.step), "pattern": acc.pattern},
     ) for pattern, message, hint, key in _MISPLACED for acc in accumulations if acc.pattern == pattern]
 
