@@ -23,7 +23,7 @@ from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
 from ddpdoctor.lint.no_sync import SYNC_WORDS
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
-from ddpdoctor.lint.patterns import dotted, env_key, kept_parameters, last_name, passing_loader_class, text
+from ddpdoctor.lint.patterns import dotted, env_key, is_const, keyword, kept_parameters, last_name, passing_loader_class, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
 from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread
@@ -294,7 +294,7 @@ def build(program: Program, script: str) -> LintFacts:
         trainer_shards=trainer_data.gather(builder) if framework is not None else [],
         bypassed=bypass.gather(builder) if ddp else [],
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
-        subgroups=any(last_name(c.func) in SUBGROUP_CALLS for f in program.reachable for c in f.own_calls),
+        subgroups=any(_splits_the_world(c) for f in program.reachable for c in f.own_calls),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the
         # training to what the config names all the same; so does a DDP model it wraps and hands
         # on: ASR-Wav2vec-Finetune's trainer class comes from its TOML)
@@ -356,6 +356,18 @@ def _rank_local(builder, ddp: bool, loaders: list) -> list:
 SUBGROUP_CALLS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh",
                             "DeviceMesh", "initialize_model_parallel", "PipelineStage", "ScheduleGPipe",
                             "Schedule1F1B", "ScheduleInterleaved1F1B", "ScheduleInterleavedZeroBubble"})
+
+
+def _splits_the_world(call: ast.Call) -> bool:
+    """A SUBGROUP_CALLS call that parts the ranks: not `dist.new_group(backend="gloo")` with no
+    ranks, a second group over the whole world (detectron2's comm keeps one for object gathers)."""
+    name = last_name(call.func)
+    if name not in SUBGROUP_CALLS:
+        return False
+    if name == "new_group":
+        ranks = call.args[0] if call.args else keyword(call, "ranks")
+        return ranks is not None and not is_const(ranks, None)
+    return True
 
 
 # Hydra's documented ways to make an object from a config's `_target_` (hydra.utils).

@@ -17,7 +17,7 @@ from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import SPAWNERS
-from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
                                      own_keyword, plain_loss, text)
 from ddpdoctor.lint.pins import program_floor
 from ddpdoctor.lint.program import Function, Klass, is_property
@@ -1084,6 +1084,8 @@ class LoaderFacts:
         function and depth: each loop's body is asked again for the loops around it."""
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             return True
+        if library_scaler_backward(self.program, call, fn):
+            return True  # `loss_scaler(loss, optimizer, ...)`: timm's NativeScaler back-propagates
         memo = self.__dict__.setdefault("_backward_memo", {})
         key = (id(call), id(fn), depth)
         found = memo.get(key)
@@ -1127,7 +1129,8 @@ class LoaderFacts:
         """The call may run a backward on some way through it (`step(model, batch, train)` whose
         `if train: loss.backward()`): a loop that makes one is no evaluation loop, whatever else
         it runs under no_grad (EvoDiff saves its checkpoints so)."""
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+        if (isinstance(call.func, ast.Attribute) and call.func.attr == "backward") or \
+                library_scaler_backward(self.program, call, fn):
             return True
         if depth <= 0:
             return False
@@ -1779,7 +1782,38 @@ class LoaderFacts:
             if test is not None and test.__class__ is ast.UnaryOp and test.operand.__class__ is ast.Call \
                     and test.operand.func.__class__ in (ast.Name, ast.Attribute) and self._group_query(test.operand, fn):
                 return True
+            if not cond.startswith("not ") and self._none_only_undistributed(_test_of(cond), fn, call):
+                return True
         return False
+
+    def _none_only_undistributed(self, test: Optional[ast.AST], fn: Function, call: ast.Call) -> bool:
+        """`if train_sampler is None: DataLoader(ds, shuffle=True)` where the sampler is
+        `DistributedSampler(ds) if multigpu else None` (or None only on the `else:` of the
+        switch the group is set up under): it is None only in a run without a process group."""
+        if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.ops[0].__class__ is ast.Is
+                and is_const(test.comparators[0], None) and test.left.__class__ is ast.Name):
+            return False
+        ranks = self.program.ranks
+        # (the test's text parsed again has no place: the name as read at the loader's call)
+        name = ast.copy_location(ast.Name(id=test.left.id, ctx=ast.Load()), call)
+        values = [(v, s) for v, s in self.program.values_of(name, fn, 1)
+                  if not (v.__class__ is ast.Name and v.id == test.left.id)]
+        nones = 0
+        for value, scope in values:
+            if value.__class__ is ast.IfExp:
+                if is_const(value.orelse, None):
+                    if not ranks.distributed_run(value.test, scope):
+                        return False
+                    nones += 1
+                elif is_const(value.body, None):
+                    if not (ranks.single_process(value.test, scope) or ranks.one_process_run(value.test, scope)):
+                        return False
+                    nones += 1
+            elif is_const(value, None):
+                if not ranks._on_the_single_side(value, scope):
+                    return False
+                nones += 1
+        return nones > 0
 
     def _training_side_apart(self, fn: Function, call: ast.Call) -> bool:
         """`if args.use_multi_gpu and flag == "train": <a sharded loader> else: DataLoader(ds,

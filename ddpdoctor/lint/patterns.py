@@ -641,6 +641,25 @@ def backward_loss(call: ast.Call) -> Optional[ast.AST]:
     return _loss_of(func.value)
 
 
+# A library's loss scaler called on the loss: timm's `loss_scaler = NativeScaler()` then
+# `loss_scaler(loss, optimizer, parameters=...)` back-propagates the loss and steps the optimizer
+# in its __call__ (a local class of that kind is read through its own __call__).
+_LIBRARY_SCALER = re.compile(r"Scaler\w*$")
+
+
+def library_scaler_backward(program, call: ast.Call, fn) -> bool:
+    """The call is an instance of an imported loss-scaler class handed the loss (timm's
+    `loss_scaler(loss, optimizer)`); not torch's GradScaler, which is no callable."""
+    if not call.args or call.func.__class__ is not ast.Name:
+        return False
+    for value, scope in program.values_of(call.func, fn, 1):
+        if value.__class__ is ast.Call and _LIBRARY_SCALER.search(last_name(value.func) or "") and \
+                program.class_of(value, scope) is None and \
+                not (program.qualify(value.func, scope) or "").startswith("torch."):
+            return True
+    return False
+
+
 def averages_gradients(call: ast.Call) -> bool:
     """The call averages gradients by hand: a reduction handed a gradient (`dist.all_reduce(p.grad)`)
     or a helper named for it (`allreduce_grads(params)`, `average_gradients(model)`)."""
@@ -1889,6 +1908,12 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in SELF_RETURNING:  # `return model.eval()`: the module itself
             if _buffered(program, value.func.value, scope, depth - 1, seen):
+                return True
+            continue
+        if isinstance(value, ast.Call) and last_name(value.func) == "convert_sync_batchnorm" and value.args:
+            # `SyncBatchNorm.convert_sync_batchnorm(model)` swaps the BatchNorms the model has and
+            # adds none: buffered as the model it is handed (DreamDiffusion's MAE has none)
+            if _buffered(program, value.args[0], scope, depth - 1, seen):
                 return True
             continue
         body = text(value, 100000)

@@ -1712,9 +1712,10 @@ def _switch_parts(fn: Function, call: ast.Call) -> set[str]:
 
 
 def _a_word(node: ast.AST) -> bool:
-    """A text constant that no rank's number is (`"cpu"`, not `"0"`)."""
+    """A text constant that no rank's number is (`"cpu"`, not `"0"`, nor `"cuda:0"`: the device
+    `"cuda:" + str(rank)` names, PaPaGei's `if device == "cuda:0":`)."""
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-        not node.value.strip().lstrip("-").isdigit()
+        not re.fullmatch(r"(?:cuda:)?-?\d+", node.value.strip())
 
 
 def _bitwise_logic(test: ast.AST) -> Optional[ast.BoolOp]:

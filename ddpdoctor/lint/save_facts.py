@@ -307,6 +307,10 @@ class SaveFacts:
             return SaveFact(where, path_text, False,
                             "only in an `except:` that raises again or exits (the failing rank's dump on its way out), "
                             "or under a rank test")
+        if guarded is False and self._rank_saves_fallback(fn, call):
+            return SaveFact(where, path_text, False,
+                            "in the `except:` of a `try:` whose body saves under a rank-0 test: it runs where "
+                            "that rank's save failed, or where no process group answers the rank")
         if guarded is None:
             hook = fn.name.startswith("on_") or self._trainer_save_override(fn)
             return SaveFact(where, path_text, hook,
@@ -541,6 +545,16 @@ class SaveFacts:
                 elif isinstance(sub, (ast.Call, ast.Subscript)) and ranks.is_rank(sub, scope):
                     return ""  # get_rank(), os.environ["RANK"]: a global rank
         return found[0] if found else ""
+
+    def _rank_saves_fallback(self, fn: Function, call: ast.Call) -> bool:
+        """`try: if dist.get_rank() == 0: torch.save(...)` / `except: torch.save(...)` (BrainMass):
+        the handler runs where asking the rank raised - no process group, one process - or where
+        rank 0's own save failed; on no other rank."""
+        node = _handler_of(fn, call)
+        if node is None or len(node.body) != 1 or node.body[0].__class__ is not ast.If or node.body[0].orelse:
+            return False
+        found = self.program.ranks.guard(node.body[0].test, fn)
+        return found is not None and found.polarity == "zero" and not found.assumption
 
     def _only_on_failure(self, fn: Function) -> bool:
         """Every call of fn sits in an `except` handler that ends by raising again: a rank that
@@ -1120,6 +1134,14 @@ _PRESENCE = re.compile(r"""^(?:['"](\w+)['"] in self\.__dict__|hasattr\(self, ['
 UNIQUE_NAMES = frozenset({"uuid.uuid1", "uuid.uuid4", "tempfile.mkstemp", "tempfile.mkdtemp",
                           "tempfile.NamedTemporaryFile", "tempfile.mktemp", "os.getpid"})
 HOST_NAMES = frozenset({"socket.gethostname", "platform.node", "os.uname", "socket.getfqdn"})
+
+
+def _handler_of(fn: Function, call: ast.Call) -> Optional[ast.Try]:
+    """The `try:` one of whose `except` handlers holds the call, or None."""
+    for node in fn.own_of(ast.Try):
+        if any(sub is call for h in node.handlers for stmt in h.body for sub in walk(stmt)):
+            return node
+    return None
 
 
 def _in_a_reraising_handler(fn: Function, call: ast.Call) -> bool:

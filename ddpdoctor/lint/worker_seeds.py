@@ -458,9 +458,12 @@ def _made_by_helper(value: ast.AST, index: _Files) -> Optional[tuple[list[ast.Ca
     from one of its parameters: (its manual_seed calls, the argument the call gives that
     parameter - None where the seed is anything else -, the file the helper is in). None where
     the value is no such call."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+    # (also a method of the object's own: `generator=self._build_generator(self.seed)`, RDD)
+    method = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        isinstance(value.func.value, ast.Name) and value.func.value.id == "self"
+    if not (isinstance(value, ast.Call) and (isinstance(value.func, ast.Name) or method)):
         return None
-    defs = index.functions.get(value.func.id, [])
+    defs = index.functions.get(last_name(value.func), [])
     if len(defs) != 1:
         return None
     helper = defs[0][1]
@@ -478,6 +481,8 @@ def _made_by_helper(value: ast.AST, index: _Files) -> Optional[tuple[list[ast.Ca
     if not seeds:
         return None
     params = _params(helper)
+    if method and params[:1] == ["self"]:
+        params = params[1:]  # (the call hands its arguments from the parameter after self)
     arg = seeds[0].args[0]
     if not (isinstance(arg, ast.Name) and arg.id in params) or any(isinstance(a, ast.Starred) for a in value.args):
         return seeds, None, defs[0][0]
