@@ -141,11 +141,14 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
             continue
         seeds = "; ".join(found.seeds[:3])
         if found.how == "worker_init_fn":
-            message = (f"the DataLoader at {found.loader} runs worker_init_fn {found.function}, which "
+            # (a lambda is named as one: `worker_init_fn=lambda wid: seed_worker(wid, self.seed)`)
+            runs = "a lambda as worker_init_fn" if found.function == "lambda" else f"worker_init_fn {found.function}"
+            message = (f"the DataLoader at {found.loader} runs {runs}, which "
                        f"seeds its worker the same way on every rank ({seeds} at {found.location}: no "
                        "rank in the seed): the ranks read different samples but worker k of every "
                        "rank draws the same random augmentation")
-            hint = (f"put the rank into {found.function}'s seed (seed + rank * num_workers + worker_id), "
+            hint = (f"put the rank into {'the lambda' if found.function == 'lambda' else found.function}'s seed "
+                    "(seed + rank * num_workers + worker_id), "
                     "or seed from torch.initial_seed() % 2**32 with torch seeded per rank")
         elif found.how == "process":
             sites = ", ".join(found.seed_sites[:3])  # (set for "process" findings only)

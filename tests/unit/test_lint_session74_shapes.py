@@ -352,6 +352,7 @@ if __name__ == "__main__":
 def test_a_whole_world_gloo_group_parts_no_ranks(tmp_path):
     found = _codes(lint_tree(tmp_path, {"train.py": WORLD_GROUP}), "DDP808")
     assert len(found) == 1
+    assert "runs a lambda as worker_init_fn" in found[0].message, found[0].message
 
 
 def test_its_twin_a_group_of_some_ranks(tmp_path):
