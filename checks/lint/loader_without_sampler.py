@@ -25,6 +25,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         is drawn from. Where every launcher command written beside the script starts one
         process (`mpiexec -n 1`, `torchrun --nproc_per_node=1`; a plain `python train.py` too
         where the ranks come from MPI), the finding is a warning that says so.
+        Also a warning: a training loader whose DistributedSampler picks nothing - its dataset's
+        `__getitem__` ignores the index and draws its own sample from streams every rank seeds
+        alike, in the rank's own process (no workers): every rank trains on the same samples.
         Not reported: the `else:` of `if <the switch> and flag == "train":` (in the distributed
         run it builds only the other flags' evaluation loaders); loaders of a
         dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
@@ -146,7 +149,22 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
     if facts.framework is not None and not both and not apart and not unprepared and not hooked:
         return Skipped(f"{facts.framework} inserts the DistributedSampler itself")
     problems = []
+    drawn_alike = {str(u.loader) for u in getattr(facts, "unranked_seeds", [])}
     for loader in facts.loaders:
+        if _sampler_picks_nothing(loader, drawn_alike):
+            problems.append(Problem(
+                severity=Severity.WARNING,
+                message=(f"`{loader.name or 'the DataLoader'}` at {loader.location} has a DistributedSampler "
+                         f"({loader.sampler_text}), but its dataset's __getitem__ ignores the index it is "
+                         "handed and draws its own sample from random streams every rank seeds alike (in the "
+                         "rank's own process: no loader workers): the sampler splits nothing, and every rank "
+                         "trains on the same samples"),
+                hint=("seed each rank's streams apart (seed + rank) before the loader is read, or make "
+                      "__getitem__ pick its sample from the index the sampler hands it"),
+                location=loader.location,
+                evidence={"loader": loader.name, "dataset": loader.dataset_text, "sampler": loader.sampler_text,
+                          "index_ignored": True}))
+            continue
         if loader.sampler not in ("none", "plain") or loader.unseen_options or loader.handed_to_framework:
             continue
         alone = unprepared and getattr(loader, "unprepared", False) and loader.trains
@@ -270,6 +288,18 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                       **({"trainer_hook": hook} if hook else {})},
         ))
     return problems
+
+
+def _sampler_picks_nothing(loader, drawn_alike: set) -> bool:
+    """A training loader with a DistributedSampler over a dataset that ignores the index and draws
+    its sample from streams every rank seeds alike, drawn in the rank's own process (ClassKG's
+    subgraph sampler): each rank draws the same samples whatever its sampler hands it. With
+    workers, DDP808 reports the alike-seeded workers (the loader is in drawn_alike)."""
+    return loader.sampler == "distributed" and getattr(loader, "index_ignored", False) and \
+        getattr(loader, "no_workers", False) and \
+        getattr(loader, "seeded_alike", False) and loader.trains and not loader.evaluation and \
+        not loader.under_rank_guard and not getattr(loader, "single_process", False) and \
+        str(loader.location) not in drawn_alike
 
 
 def _whole_job(facts: LintFacts, loader) -> bool:

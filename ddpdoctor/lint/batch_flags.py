@@ -84,6 +84,12 @@ def loop_batch(builder: Builder, fn, loop: ast.AST) -> set[str]:
     while isinstance(source, ast.Call) and last_name(source.func) in WRAPPERS and source.args:
         counted = counted or last_name(source.func) == "enumerate"
         source = source.args[0]
+    if isinstance(source, ast.Name):
+        # `bar = tqdm(loader)` then `for i, batch in enumerate(bar)`: the wrapped loader's batches
+        wrapped = [v for v, scope in builder.program.values_of(source, fn, 1) if scope is fn]
+        if len(wrapped) == 1 and isinstance(wrapped[0], ast.Call) and last_name(wrapped[0].func) in WRAPPERS \
+                and wrapped[0].args:
+            source = wrapped[0].args[0]
     if isinstance(source, ast.Call) and source.args and not _a_loader(builder, fn, source) and \
             _a_loader(builder, fn, source.args[0]):
         source = source.args[0]  # `metric_logger.log_every(data_loader, 10)`: a logger yielding its batches
@@ -99,9 +105,26 @@ def _a_loader(builder: Builder, fn, source: ast.AST) -> bool:
         return last_name(source.func) in LOADER_CALLS or _built_by_helper(builder, fn, source)
     if not isinstance(source, (ast.Name, ast.Attribute)):
         return False
-    return any(isinstance(value, ast.Call) and (last_name(value.func) in LOADER_CALLS
-                                                or _built_by_helper(builder, scope, value))
-               for value, scope in builder.program.values_of(source, fn, 2))
+    return any(_loader_made(builder, value, scope) or (
+        # (`self.val_loader = val_loader` of `model, val_loader = accelerator.prepare(model, val_loader)`)
+        value.__class__ is ast.Name and value is not source and _unpacked_from_loader_call(scope, value.id))
+        for value, scope in builder.program.values_of(source, fn, 2))
+
+
+def _unpacked_from_loader_call(scope, name: str) -> bool:
+    """scope binds `name` as an item of what a loader-making call returns (`model, loader =
+    accelerator.prepare(model, loader)`)."""
+    if scope.node is None or isinstance(scope.node, ast.Module):
+        return False
+    return any(node.value.__class__ is ast.Call and last_name(node.value.func) in LOADER_CALLS
+               and any(t.__class__ is ast.Tuple and any(e.__class__ is ast.Name and e.id == name for e in t.elts)
+                       for t in node.targets)
+               for node in scope.own_of(ast.Assign))
+
+
+def _loader_made(builder: Builder, value: ast.AST, scope) -> bool:
+    return isinstance(value, ast.Call) and (last_name(value.func) in LOADER_CALLS
+                                            or _built_by_helper(builder, scope, value))
 
 
 def _built_by_helper(builder: Builder, fn, call: ast.Call) -> bool:

@@ -16,7 +16,7 @@ from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, option_value, r
 from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
-from ddpdoctor.lint.ranks import SPAWNERS
+from ddpdoctor.lint.ranks import GPU_COUNT, SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
                                      own_keyword, plain_loss, text)
 from ddpdoctor.lint.pins import program_floor
@@ -94,6 +94,8 @@ class LoaderFact:
     # the loader's workers alone (get_worker_info, never the rank): (its class, whether another
     # dataset may be handed instead, on a branch a setting picks)
     worker_split: tuple = ()
+    # no `num_workers=` (or a literal 0) and no `**kwargs`: the dataset is read in the rank's own process
+    no_workers: bool = False
     # not proven a training loader, and read by loops that run with gradients off (a feature
     # cache, an evaluation) whatever its name says
     no_grad_read: bool = False
@@ -479,6 +481,8 @@ class LoaderFacts:
                 other_branch_distributed=self._other_branch_distributed(fn, call),
                 index_ignored=dataset is not None and self._index_ignored(dataset, fn, call),
                 worker_split=self._worker_split(dataset, fn) if dataset is not None else (),
+                no_workers=not any(k.arg is None for k in call.keywords) and (
+                    keyword(call, "num_workers") is None or is_const(keyword(call, "num_workers"), 0)),
                 # a name says evaluation (`dataset_dev`, VoxCeleb's dev split), but a loop that runs
                 # backward iterating it says training: the use, not the name
                 evaluation=evaluation or (named and not trains) or self._training_side_apart(fn, call),
@@ -1084,13 +1088,13 @@ class LoaderFacts:
         function and depth: each loop's body is asked again for the loops around it."""
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             return True
-        if library_scaler_backward(self.program, call, fn):
-            return True  # `loss_scaler(loss, optimizer, ...)`: timm's NativeScaler back-propagates
         memo = self.__dict__.setdefault("_backward_memo", {})
         key = (id(call), id(fn), depth)
         found = memo.get(key)
         if found is None:
-            found = memo[key] = self._backward_through(call, fn, depth)
+            # (`loss_scaler(loss, optimizer, ...)`: timm's NativeScaler back-propagates in its __call__)
+            found = memo[key] = library_scaler_backward(self.program, call, fn) or \
+                self._backward_through(call, fn, depth)
         return found
 
     def _backward_through(self, call: ast.Call, fn: Function, depth: int) -> bool:
@@ -2295,7 +2299,8 @@ class LoaderFacts:
                         and isinstance(receiver.slice.value, str):
                     rname = receiver.slice.value  # `loaders["train_sampler"].set_epoch(epoch)`
                 # (`other_loader.sampler.set_epoch(e)` sets that loader's sampler, whatever its name)
-                elsewhere = _another_loaders(program, receiver, sfn, fed or loader_name, loader_at, by_line)
+                elsewhere = _another_loaders(program, receiver, sfn, fed or loader_name, loader_at, by_line) \
+                    or _handed_another_sampler(program, receiver, sfn, call)
                 by_sampler_name = (rname in ("sampler", "batch_sampler", "train_sampler")
                                    or (dotted(receiver) or "").endswith(".sampler")) and not elsewhere
                 if _another_sampler_here(program, receiver, sfn, call):
@@ -2418,6 +2423,8 @@ class LoaderFacts:
                 # training loop: an evaluation visits every sample whatever the order
                 across = False
             if across and loader_at is None and name and self._drawn_once(fn, name):
+                across = False
+            if across and name and _one_batch_of_a_fresh_loader(fn, name):
                 across = False
             dataset = loader_dataset(self.program, call, fn)
             under = ""
@@ -3377,11 +3384,21 @@ def _rebound_under(fn: Function, name: str, value: ast.AST, switches: frozenset,
                     isinstance(t, ast.Name) and t.id == name for target in stmt.targets for t in walk(target))):
                 continue
             later = _first_touching(block[i + 1:], name)
-            return isinstance(later, ast.If) and (text(later.test) in switches or _given_true(callers, fn, later.test)) \
+            return isinstance(later, ast.If) and (text(later.test) in switches or _given_true(callers, fn, later.test)
+                                                  or _more_than_one_gpu(later.test)) \
                 and any(
                 isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
                 for s in later.body)
     return False
+
+
+def _more_than_one_gpu(test: ast.AST) -> bool:
+    """`if ngpus > 1:` (`num_gpus >= 2`): the run has a process per GPU only where it holds (VPTR's
+    data builder rebinds its loaders to DistributedSampler ones there)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE))):
+        return False
+    bound = 1 if isinstance(test.ops[0], ast.Gt) else 2
+    return is_const(test.comparators[0], bound) and bool(GPU_COUNT.search(last_name(test.left) or ""))
 
 
 def _given_true(callers: dict, fn: Function, test: ast.AST) -> bool:
@@ -3427,6 +3444,52 @@ def _another_sampler_here(program, receiver: ast.AST, fn: Function, sampler: ast
     mine = [value for _, value, scope in program.lookup(receiver.id, fn) if scope is fn]
     return bool(mine) and all(v.__class__ is ast.Call and last_name(v.func) == "DistributedSampler" for v in mine) \
         and not any(v is sampler for v in mine)
+
+
+def _one_batch_of_a_fresh_loader(fn: Function, name: str) -> bool:
+    """`sel_sampler = DistributedSampler(picked)`; `sel_loader = build(picked, sampler=sel_sampler)`;
+    `x = next(iter(sel_loader))` (HSI DQN's pseudo-labelled batch each step): each sampler is
+    made anew and read for one batch, never iterated again, so no epoch of it repeats an order."""
+    if fn.node is None or isinstance(fn.node, ast.Module) or "." in name:
+        return False
+    handed = [node for node in fn.own_of(ast.Assign) if node.value.__class__ is ast.Call and any(
+        k.arg in ("sampler", "batch_sampler") and k.value.__class__ is ast.Name and k.value.id == name
+        for k in node.value.keywords)]
+    if len(handed) != 1 or len(handed[0].targets) != 1 or handed[0].targets[0].__class__ is not ast.Name:
+        return False
+    loader = handed[0].targets[0].id
+    reads = [n for n in walk(fn.node) if n.__class__ is ast.Name and n.id == loader and n.ctx.__class__ is ast.Load]
+    once = [c for c in walk(fn.node) if c.__class__ is ast.Call and last_name(c.func) == "next" and c.args
+            and c.args[0].__class__ is ast.Call and last_name(c.args[0].func) == "iter" and c.args[0].args
+            and c.args[0].args[0].__class__ is ast.Name and c.args[0].args[0].id == loader]
+    return len(once) == 1 and all(any(r is a for c in once for a in walk(c)) or _sized_only(r, fn) for r in reads)
+
+
+def _sized_only(read: ast.Name, fn: Function) -> bool:
+    """`len(loader)`: the read sizes the loader, it draws nothing."""
+    return any(c.__class__ is ast.Call and last_name(c.func) == "len" and c.args and c.args[0] is read
+               for c in walk(fn.node))
+
+
+def _handed_another_sampler(program, receiver: ast.AST, fn: Function, sampler: ast.Call) -> bool:
+    """`source_loader = build_dataloader(ds, sampler=source_sampler)`, then
+    `source_loader.sampler.set_epoch(e)`: it sets the sampler source_sampler was built as, not
+    `sampler` (this one), though one builder makes both loaders (HSI domain adaptation's target
+    loader is never set). Only where what the loader is handed is seen to be built elsewhere."""
+    if not (isinstance(receiver, ast.Attribute) and receiver.attr in ("sampler", "batch_sampler")
+            and isinstance(receiver.value, ast.Name)):
+        return False
+    values = [(v, s) for v, s in program.values_of(receiver.value, fn, 1) if v is not receiver.value]
+    if not values or any(v.__class__ is not ast.Call for v, _ in values):
+        return False
+    for value, scope in values:
+        handed = keyword(value, "sampler") or keyword(value, "batch_sampler")
+        if handed.__class__ is not ast.Name:
+            return False
+        made = [v for v, _ in program.values_of(handed, scope, 1) if v is not handed]
+        if not made or any(v.__class__ is not ast.Call or v is sampler for v in made):
+            return False  # (a loop's name, a parameter: may be this sampler)
+    return True
 
 
 def _another_loaders(program, receiver: ast.AST, fn: Function, loader_name: str, loader_at, by_line: dict) -> bool:

@@ -802,10 +802,10 @@ def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, 
 
 def _loss_calls(program: Program, value: ast.AST, fn: Function) -> list[ast.Call]:
     """The calls a value is computed from outside `.detach()`, through what its names hold in fn
-    (four assignments back, tuple items too, and what a list name is appended: MemFlow's
+    (five assignments back, tuple items too, and what a list name is appended: MemFlow's
     `preds.append(torch.stack(flow))` per frame, then `loss = loss_fn(torch.stack(preds), ...)`)."""
     calls, frontier, seen = [], [value], set()
-    for _ in range(4):
+    for _ in range(5):  # (PRNet++'s `loss = total_loss` of a sum of `losses = criterion(model(x), y)` items)
         found = []
         for expr in frontier:
             for sub in _undetached(expr):
@@ -816,8 +816,25 @@ def _loss_calls(program: Program, value: ast.AST, fn: Function) -> list[ast.Call
                     found += [v for v, scope in program.values_of(sub, fn, 1) if v is not sub and scope is fn]
                     found += _unpacked_from(sub.id, fn)
                     found += _appended(fn).get(sub.id, [])
+                    found += _iterated_into(fn).get(sub.id, [])
         frontier = found
     return calls
+
+
+def _iterated_into(fn: Function) -> dict[str, list]:
+    """What fn's loops hand each name they bind: `for part in losses:` -> losses (an item of it,
+    computed as it was). Kept per function."""
+    index = fn.__dict__.get("_iterated_by_name")
+    if index is None:
+        index = fn.__dict__["_iterated_by_name"] = {}
+        for loop in fn.own_of(ast.For):
+            source = loop.iter
+            if source.__class__ is ast.Call and last_name(source.func) == "enumerate" and source.args:
+                source = source.args[0]  # (zip's items come from each of its arguments: the call itself)
+            for target in walk(loop.target):
+                if target.__class__ is ast.Name:
+                    index.setdefault(target.id, []).append(source)
+    return index
 
 
 def _appended(fn: Function) -> dict[str, list]:
@@ -879,6 +896,9 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
     `.module` (`model.module.encode(x)`), what an unwrapped name came from (`raw = model.module`,
     `getattr(m, "module", m)`, `accelerator.unwrap_model(m)`), or the wrapper fn built around the
     name (`model = DDP(policy)`, then `policy.loss(b)`)."""
+    field = _field_wrapped_elsewhere(program, call, fn)
+    if field is not None:
+        return field
     node = call.func
     while isinstance(node, ast.Attribute):
         if node.attr == "module":
@@ -918,6 +938,8 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     func = call.func
     if not isinstance(func, ast.Attribute):
         return False
+    if _field_wrapped_elsewhere(program, call, fn) is not None:
+        return True
     if func.attr in ("forward", "__call__"):
         # `model.module.forward(x)` goes round it all the same; `model.forward(x)` is DDP's forward
         return isinstance(func.value, ast.Attribute) and func.value.attr == "module"
@@ -931,6 +953,39 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
                                                or _unwrapped(program, receiver, fn)
                                                or _handed_into_wrapper(program, receiver, fn)
                                                or _module_once_wrapped(program, receiver, fn))
+
+
+def _field_wrapped_elsewhere(program: Program, call: ast.Call, fn: Function):
+    """`self.net_ddp = DDP(self.net)` in the class, then `self.net(x)` (or `self.net.encode(x)`) in
+    its training step (PRNet++'s Solver): the field still holds the module the wrapper was handed,
+    and no method of the class makes it the wrapper. (the DDP(...) call, its function) or None."""
+    func = call.func
+    klass = program._class_of_fn(fn) if fn.cls is not None else None
+    if klass is None or not isinstance(func, ast.Attribute):
+        return None
+    holder = func if (dotted(func) or "").count(".") == 1 and func.attr not in klass.methods else func.value
+    name = dotted(holder) if isinstance(holder, ast.Attribute) else ""
+    if not name.startswith("self.") or name.count(".") != 1:
+        return None
+    found = None
+    for method in klass.methods.values():
+        for node in method.own_of(ast.Assign):
+            if node.value.__class__ is not ast.Call:
+                continue
+            inner = node.value.args[0] if node.value.args else None
+            wraps = program.ddp_call(node.value, method)
+            if wraps and inner is not None and text(inner) == name and \
+                    not any(text(t) == name for t in node.targets):
+                found = found or (node.value, method)
+            elif any(text(t) == name for t in node.targets) and (wraps or _wraps_later(node.value)):
+                return None  # (`self.net = DDP(self.net)` somewhere: the field may be the wrapper)
+    return found
+
+
+def _wraps_later(value: ast.AST) -> bool:
+    """`self.net = self.net_ddp.module` or any `.module` read: the field is the wrapped module by
+    design (DeiT's model_without_ddp), which _module_once_wrapped judges."""
+    return isinstance(value, ast.Attribute) and value.attr == "module"
 
 
 def _module_once_wrapped(program: Program, holder: ast.AST, fn: Function) -> bool:

@@ -58,6 +58,8 @@ UNIFORM_CALLS = {"is_initialized", "is_available", "is_distributed", "is_dist_av
 # one process's GPUs for DataParallel, 1 in each DDP process)
 UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)(?:_enabled|_on|_mode|_run)?$|world_size$"
                           r"|(?:^|_)(?:num_?gpus|ngpus)$", re.IGNORECASE)
+# A count of the GPUs the run uses, by its name (`ngpus`, `num_gpus`, `n_gpus`)
+GPU_COUNT = re.compile(r"(?:^|_)(?:num_?gpus|n_?gpus)$", re.IGNORECASE)
 # A flag or call whose name says the run is distributed (`is_distributed`, `dist.is_initialized()`).
 _DIST_SWITCH = re.compile(r"distributed|ddp|fsdp|deepspeed|(?:^|_)dist(?:_|$)|is_initialized|multi_?gpu", re.IGNORECASE)
 # A switch whose name says the negation (`args.no_ddp`, `disable_dist`): true where the run is
@@ -559,7 +561,9 @@ class RankFlow:
             if found:
                 return [(value, scope) for _, value, scope in found]
             passed = program._passed(node.id, fn)
-            return passed or None
+            # (or the item a local helper returns for it: `default_gpu, n_gpu, device = set_cuda(opts)`
+            # whose `default_gpu = dist.get_rank() == 0`, True where no group is set up)
+            return passed or program.unpacked(node.id, fn) or None
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 klass = program._class_of_fn(fn)

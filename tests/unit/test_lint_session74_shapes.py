@@ -424,3 +424,381 @@ def test_its_twin_the_method_handed_the_rank(tmp_path):
     twin = METHOD_GENERATOR.replace("self._make_generator(self.seed)", "self._make_generator(self.seed + self.rank)")
     assert twin != METHOD_GENERATOR
     assert _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP808") == []
+
+
+# ==================================================== holdout 105's shapes (read after its unread score)
+
+# -------------------------------------------------- `if ngpus > 1:` rebinds the plain loader to a
+# sharded one before anything reads it: the plain one is the one-GPU run's
+GPU_COUNT_REBIND = """import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def get_data(ngpus, batch_size):
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    train_loader = DataLoader(data, batch_size=batch_size, shuffle=True)
+    if ngpus > 1:
+        sampler = DistributedSampler(data)
+        train_loader = DataLoader(data, batch_size=batch_size // ngpus, sampler=sampler)
+    return train_loader
+
+
+def worker(rank, world):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29500", rank=rank, world_size=world)
+    loader = get_data(world, 16)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+            loss = ((model(x) - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(4,), nprocs=4)
+"""
+
+
+def test_a_plain_loader_rebound_under_more_than_one_gpu_is_no_ddp802(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": GPU_COUNT_REBIND}), "DDP802") == []
+
+
+def test_its_twin_a_rebinding_under_another_count(tmp_path):
+    twin = GPU_COUNT_REBIND.replace("if ngpus > 1:", "if batch_size > 1:")
+    assert twin != GPU_COUNT_REBIND
+    found = _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP802")
+    assert [f.location.line for f in found] == [_line(twin, "shuffle=True")]
+
+
+# -------------------------------------------------- per-sample files of a prepared loader read through
+# `bar = tqdm(loader)`, the loader a field set from `model, loader = accelerator.prepare(...)`
+PREPARED_SAMPLES = """import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+
+class Named(Dataset):
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, i):
+        return {"x": torch.randn(4), "name": f"item{i}"}
+
+
+class Runner:
+    def __init__(self):
+        self.accelerator = Accelerator()
+        model = torch.nn.Linear(4, 1)
+        loader = DataLoader(Named(), batch_size=4)
+        model, loader = self.accelerator.prepare(model, loader)
+        self.model, self.loader = model, loader
+
+    def predict(self):
+        self.sample(self.loader)
+
+    def sample(self, dataloader):
+        bar = tqdm(dataloader)
+        for step, batch in enumerate(bar):
+            with torch.no_grad():
+                out = self.model(batch["x"])
+            for i in range(len(out)):
+                name = batch["name"][i]
+                torch.save(out[i], f"preds/{name}.pt")
+
+
+if __name__ == "__main__":
+    Runner().predict()
+"""
+
+
+def test_a_file_per_sample_of_a_prepared_loader_read_through_tqdm_has_one_writer(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": PREPARED_SAMPLES}), "DDP806") == []
+
+
+def test_its_twin_one_path_for_every_batch(tmp_path):
+    twin = PREPARED_SAMPLES.replace('f"preds/{name}.pt"', '"preds/last.pt"')
+    assert twin != PREPARED_SAMPLES
+    assert len(_codes(lint_tree(tmp_path, {"train.py": twin}), "DDP806")) == 1
+
+
+# -------------------------------------------------- a main-process flag unpacked from a set-up helper
+# (`lead, device = setup(opts)`, `lead = dist.get_rank() == 0` there) picks the real saver;
+# the other ranks get a no-op
+UNPACKED_FLAG = """import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+class NoOp:
+    def __getattr__(self, name):
+        return self.noop
+
+    def noop(self, *args, **kwargs):
+        return None
+
+
+class Saver:
+    def __init__(self, folder):
+        self.folder = folder
+
+    def save(self, model, step):
+        torch.save(model.state_dict(), os.path.join(self.folder, f"step_{step}.pt"))
+
+
+def setup(local_rank):
+    if local_rank != -1:
+        dist.init_process_group("gloo")
+        lead = dist.get_rank() == 0
+    else:
+        lead = True
+    return lead, torch.device("cpu")
+
+
+def main():
+    lead, device = setup(int(os.environ.get("LOCAL_RANK", -1)))
+    if lead:
+        saver = Saver("ckpts")
+    else:
+        saver = NoOp()
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    sampler = DistributedSampler(data)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x, y in DataLoader(data, sampler=sampler, batch_size=8):
+            loss = ((model(x) - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        saver.save(model, epoch)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_saver_made_only_where_an_unpacked_main_flag_holds(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": UNPACKED_FLAG}), "DDP806") == []
+
+
+def test_its_twin_a_flag_every_rank_holds(tmp_path):
+    twin = UNPACKED_FLAG.replace("lead = dist.get_rank() == 0", "lead = dist.is_initialized()")
+    assert twin != UNPACKED_FLAG
+    assert len(_codes(lint_tree(tmp_path, {"train.py": twin}), "DDP806")) == 1
+
+
+# -------------------------------------------------- `self.net_ddp = DDP(self.net)`, then the training
+# step calls `self.net(x)`: the module the wrapper holds, its loss summed from None
+FIELD_BESIDE_WRAPPER = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+class Solver:
+    def __init__(self, net, data):
+        self.net = net
+        self.net_ddp = DDP(self.net)
+        self.sampler = DistributedSampler(data)
+        self.loader = DataLoader(data, sampler=self.sampler, batch_size=8)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+    def epoch(self, e):
+        self.sampler.set_epoch(e)
+        for x, y in self.loader:
+            pred = self.net(x)
+            losses = [((pred - y) ** 2).mean(), pred.abs().mean()]
+            total = None
+            for part in losses:
+                part = part.mean()
+                if total is None:
+                    total = part
+                else:
+                    total += part
+            loss = total
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    solver = Solver(torch.nn.Linear(4, 1), TensorDataset(torch.randn(64, 4), torch.randn(64, 1)))
+    for e in range(3):
+        solver.epoch(e)
+"""
+
+
+def test_a_forward_of_the_field_a_wrapper_was_made_around_is_ddp810(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": FIELD_BESIDE_WRAPPER}), "DDP810")
+    assert [f.location.line for f in found] == [_line(FIELD_BESIDE_WRAPPER, "loss.backward()")]
+
+
+def test_its_twin_the_forward_through_the_wrapper(tmp_path):
+    twin = FIELD_BESIDE_WRAPPER.replace("pred = self.net(x)", "pred = self.net_ddp(x)")
+    assert twin != FIELD_BESIDE_WRAPPER
+    assert _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP810") == []
+
+
+# -------------------------------------------------- one builder makes two loaders; `source.sampler.
+# set_epoch(e)` sets the source sampler only, the target's is never set
+TWO_SAMPLERS = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def build_loader(dataset, sampler):
+    return DataLoader(dataset, batch_size=8, sampler=sampler, drop_last=True)
+
+
+def main():
+    dist.init_process_group("gloo")
+    source = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    target = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    source_sampler = DistributedSampler(source, shuffle=True)
+    target_sampler = DistributedSampler(target, shuffle=True)
+    source_loader = build_loader(source, sampler=source_sampler)
+    target_loader = build_loader(target, sampler=target_sampler)
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        source_loader.sampler.set_epoch(epoch)
+        for (xs, ys), (xt, _) in zip(source_loader, target_loader):
+            loss = ((model(xs) - ys) ** 2).mean() + model(xt).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_set_epoch_of_one_builders_loader_sets_only_its_own_sampler(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": TWO_SAMPLERS}), "DDP804")
+    assert [f.location.line for f in found] == [_line(TWO_SAMPLERS, "target_sampler = DistributedSampler")]
+
+
+def test_its_twin_both_loaders_samplers_set(tmp_path):
+    twin = TWO_SAMPLERS.replace("        source_loader.sampler.set_epoch(epoch)\n",
+                                "        source_loader.sampler.set_epoch(epoch)\n        target_loader.sampler.set_epoch(epoch)\n")
+    assert twin != TWO_SAMPLERS
+    assert _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP804") == []
+
+
+# -------------------------------------------------- a DistributedSampler over a dataset that ignores the
+# index and draws from streams every rank seeds alike, in the rank's own process: it splits nothing
+INDEX_IGNORED = """import random
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+
+def seed_all(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class Walks(Dataset):
+    def __len__(self):
+        return 1000
+
+    def __getitem__(self, index):
+        start = random.randint(0, 99)
+        return torch.tensor([float(start)]), torch.ones(1)
+
+
+def worker(rank, world):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29500", rank=rank, world_size=world)
+    seed_all(999)
+    data = Walks()
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler)
+    model = DDP(torch.nn.Linear(1, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            loss = ((model(x) - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2,), nprocs=2)
+"""
+
+
+def test_a_sampler_over_a_dataset_that_ignores_its_index_splits_nothing(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": INDEX_IGNORED}), "DDP802")
+    assert [f.location.line for f in found] == [_line(INDEX_IGNORED, "loader = DataLoader(")]
+    assert "splits nothing" in found[0].message
+
+
+def test_its_twin_the_ranks_seeded_apart(tmp_path):
+    twin = INDEX_IGNORED.replace("seed_all(999)", "seed_all(999 + rank)")
+    assert twin != INDEX_IGNORED
+    assert _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP802") == []
+
+
+# -------------------------------------------------- a sampler made each step and read for one batch
+# (`next(iter(loader))`): no epoch of it repeats an order
+FRESH_SAMPLER = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        picked = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))
+        picked_sampler = DistributedSampler(picked, shuffle=True)
+        picked_loader = DataLoader(picked, batch_size=16, sampler=picked_sampler)
+        x, y = next(iter(picked_loader))
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_sampler_made_for_one_batch_needs_no_set_epoch(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": FRESH_SAMPLER}), "DDP804") == []
+
+
+def test_its_twin_one_sampler_iterated_every_step(tmp_path):
+    twin = FRESH_SAMPLER.replace(
+        "        x, y = next(iter(picked_loader))\n",
+        "        for x, y in picked_loader:\n            pass\n").replace(
+        "    for step in range(10):\n        picked = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))\n"
+        "        picked_sampler = DistributedSampler(picked, shuffle=True)\n"
+        "        picked_loader = DataLoader(picked, batch_size=16, sampler=picked_sampler)\n",
+        "    picked = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))\n"
+        "    picked_sampler = DistributedSampler(picked, shuffle=True)\n"
+        "    picked_loader = DataLoader(picked, batch_size=16, sampler=picked_sampler)\n"
+        "    for step in range(10):\n")
+    assert twin != FRESH_SAMPLER
+    assert len(_codes(lint_tree(tmp_path, {"train.py": twin}), "DDP804")) == 1
