@@ -102,7 +102,7 @@ def loop_batch(builder: Builder, fn, loop: ast.AST) -> set[str]:
 
 def _a_loader(builder: Builder, fn, source: ast.AST) -> bool:
     if isinstance(source, ast.Call):
-        return last_name(source.func) in LOADER_CALLS or _built_by_helper(builder, fn, source)
+        return _loader_made(builder, source, fn)
     if not isinstance(source, (ast.Name, ast.Attribute)):
         return False
     return any(_loader_made(builder, value, scope) or (

@@ -3449,7 +3449,8 @@ def _another_sampler_here(program, receiver: ast.AST, fn: Function, sampler: ast
 def _one_batch_of_a_fresh_loader(fn: Function, name: str) -> bool:
     """`sel_sampler = DistributedSampler(picked)`; `sel_loader = build(picked, sampler=sel_sampler)`;
     `x = next(iter(sel_loader))` (HSI DQN's pseudo-labelled batch each step): each sampler is
-    made anew and read for one batch, never iterated again, so no epoch of it repeats an order."""
+    made anew and read for one batch, never iterated again, so no epoch of it repeats an order.
+    The loader's every other read only sizes it (`len(sel_loader)`)."""
     if fn.node is None or isinstance(fn.node, ast.Module) or "." in name:
         return False
     handed = [node for node in fn.own_of(ast.Assign) if node.value.__class__ is ast.Call and any(
@@ -3458,17 +3459,19 @@ def _one_batch_of_a_fresh_loader(fn: Function, name: str) -> bool:
     if len(handed) != 1 or len(handed[0].targets) != 1 or handed[0].targets[0].__class__ is not ast.Name:
         return False
     loader = handed[0].targets[0].id
-    reads = [n for n in walk(fn.node) if n.__class__ is ast.Name and n.id == loader and n.ctx.__class__ is ast.Load]
-    once = [c for c in walk(fn.node) if c.__class__ is ast.Call and last_name(c.func) == "next" and c.args
-            and c.args[0].__class__ is ast.Call and last_name(c.args[0].func) == "iter" and c.args[0].args
-            and c.args[0].args[0].__class__ is ast.Name and c.args[0].args[0].id == loader]
-    return len(once) == 1 and all(any(r is a for c in once for a in walk(c)) or _sized_only(r, fn) for r in reads)
-
-
-def _sized_only(read: ast.Name, fn: Function) -> bool:
-    """`len(loader)`: the read sizes the loader, it draws nothing."""
-    return any(c.__class__ is ast.Call and last_name(c.func) == "len" and c.args and c.args[0] is read
-               for c in walk(fn.node))
+    reads, drawn, sized = [], 0, set()
+    for node in walk(fn.node):
+        if node.__class__ is ast.Name and node.id == loader and node.ctx.__class__ is ast.Load:
+            reads.append(node)
+        elif node.__class__ is ast.Call and node.args and node.args[0].__class__ in (ast.Name, ast.Call):
+            inner = node.args[0]
+            if last_name(node.func) == "len" and inner.__class__ is ast.Name:
+                sized.add(id(inner))
+            elif last_name(node.func) == "next" and inner.__class__ is ast.Call and last_name(inner.func) == "iter" \
+                    and inner.args and inner.args[0].__class__ is ast.Name and inner.args[0].id == loader:
+                drawn += 1
+                sized.add(id(inner.args[0]))  # (the one draw: counted apart)
+    return drawn == 1 and all(id(r) in sized for r in reads)
 
 
 def _handed_another_sampler(program, receiver: ast.AST, fn: Function, sampler: ast.Call) -> bool:

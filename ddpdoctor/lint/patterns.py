@@ -967,25 +967,30 @@ def _field_wrapped_elsewhere(program: Program, call: ast.Call, fn: Function):
     name = dotted(holder) if isinstance(holder, ast.Attribute) else ""
     if not name.startswith("self.") or name.count(".") != 1:
         return None
-    found = None
+    return _fields_wrapped_elsewhere(program, klass).get(name)
+
+
+def _fields_wrapped_elsewhere(program: Program, klass) -> dict:
+    """{"self.net": (the DDP(...) call, its method)} for each field a method of the class hands to
+    a wrapper kept under another name, and that no method makes the wrapper (`self.net =
+    DDP(self.net)`) or the module read off one (`self.net = self.net_ddp.module`: DeiT's
+    model_without_ddp, which _module_once_wrapped judges). Read once per class."""
+    found = klass.__dict__.get("_fields_wrapped")
+    if found is not None:
+        return found
+    wrapped, rebound = {}, set()
     for method in klass.methods.values():
         for node in method.own_of(ast.Assign):
-            if node.value.__class__ is not ast.Call:
-                continue
-            inner = node.value.args[0] if node.value.args else None
-            wraps = program.ddp_call(node.value, method)
-            if wraps and inner is not None and text(inner) == name and \
-                    not any(text(t) == name for t in node.targets):
-                found = found or (node.value, method)
-            elif any(text(t) == name for t in node.targets) and (wraps or _wraps_later(node.value)):
-                return None  # (`self.net = DDP(self.net)` somewhere: the field may be the wrapper)
+            if node.value.__class__ is ast.Call and program.ddp_call(node.value, method):
+                inner = text(node.value.args[0]) if node.value.args else ""
+                targets = {text(t) for t in node.targets}
+                if inner.startswith("self.") and inner not in targets:
+                    wrapped.setdefault(inner, (node.value, method))
+                rebound |= targets
+            elif isinstance(node.value, ast.Attribute) and node.value.attr == "module":
+                rebound |= {text(t) for t in node.targets}
+    found = klass.__dict__["_fields_wrapped"] = {k: v for k, v in wrapped.items() if k not in rebound}
     return found
-
-
-def _wraps_later(value: ast.AST) -> bool:
-    """`self.net = self.net_ddp.module` or any `.module` read: the field is the wrapped module by
-    design (DeiT's model_without_ddp), which _module_once_wrapped judges."""
-    return isinstance(value, ast.Attribute) and value.attr == "module"
 
 
 def _module_once_wrapped(program: Program, holder: ast.AST, fn: Function) -> bool:

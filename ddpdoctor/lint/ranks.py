@@ -561,9 +561,7 @@ class RankFlow:
             if found:
                 return [(value, scope) for _, value, scope in found]
             passed = program._passed(node.id, fn)
-            # (or the item a local helper returns for it: `default_gpu, n_gpu, device = set_cuda(opts)`
-            # whose `default_gpu = dist.get_rank() == 0`, True where no group is set up)
-            return passed or program.unpacked(node.id, fn) or None
+            return passed or None
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 klass = program._class_of_fn(fn)
@@ -805,6 +803,11 @@ class RankFlow:
             return None
         if isinstance(test, (ast.Name, ast.Attribute)):
             values = self._values(test, fn)
+            if values is None and test.__class__ is ast.Name:
+                # the item a local helper returns for a flag (`default_gpu, n_gpu, device =
+                # set_cuda(opts)`, whose `default_gpu = dist.get_rank() == 0`): as a test only -
+                # the rank flow's own bindings keep unpacked items out (Program.unpacked)
+                values = self.program.unpacked(test.id, fn) or None
             if values is not None:
                 if depth <= 0:
                     return None
