@@ -48,7 +48,9 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         A seeding counts for the random stream it seeds: `torch.manual_seed` leaves Python's
         `random` and numpy's streams to each process, so a `random.shuffle` of the file list in
         a split helper (`train, test = split_list(files)` handed on to the dataset) still draws
-        apart; a seed read off the clock (`random.seed(int(time.time()))`) seeds nothing alike.
+        apart; a seed read off the clock (`random.seed(int(time.time()))`) seeds nothing alike;
+        nor does the launcher's seeding in its `__main__` block before `mp.spawn(worker)`: each
+        spawned rank starts its streams from its own entropy.
         A draw two constructors down (a composite dataset building a part that keeps
         `random.sample(items, n)`) is the dataset's.
     Why it hurts:
@@ -165,7 +167,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
                          + (f"are picked or ordered by a draw ({sampler.drawn_apart}) from a stream each rank "
                             "seeds with its own rank" if getattr(sampler, "drawn_by_rank_seed", False) else
                             f"are picked or ordered by an unseeded draw ({sampler.drawn_apart}), and no seeding makes "
-                            "that draw alike on every rank (its stream is not seeded, or seeded from the clock)")
+                            "that draw alike on every rank (its stream is not seeded, seeded from the clock, or seeded only "
+                            "in the launcher before it starts the ranks)")
                          + ": each rank draws its own, so the ranks shard different datasets - some items "
                          "are read on several ranks and others on none"
                          + (" (so do the samplers at " + ", ".join(str(s.location) for s in others) + ")"

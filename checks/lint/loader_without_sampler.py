@@ -204,6 +204,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                        f"and {hook} returns it as the Trainer's training loader without accelerator.prepare(): "
                        "the override replaces the Trainer's own get_train_dataloader, whose prepare() is what "
                        "shards the batches across the processes, so every process iterates the whole dataset")
+        elif alone and getattr(loader, "rebuilt_unprepared", ""):
+            message = (f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}; "
+                       f"the first one built is handed to accelerator.prepare(), but the loop that iterates it "
+                       f"builds it again at {loader.rebuilt_unprepared} and no prepare() takes that one, so "
+                       "Accelerate inserts no sampler: from then on every process iterates the whole dataset")
         elif alone and not both and not (apart and getattr(loader, "apart_from_accelerate", False)):
             message = (f"{what} at {loader.location} = DataLoader({loader.dataset_text}, ...) has {sampler}, "
                        "and no accelerator.prepare() takes it (what is prepared is the model, the optimizer, "
@@ -274,6 +279,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                   "return `self.accelerator.prepare(DataLoader(...))` from the override, as the Trainer's own "
                   "get_train_dataloader does (or give the loader a DistributedSampler)"
                   if hook else
+                  f"prepare each loader the loop builds again as well (`{loader.name or 'loader'} = "
+                  f"accelerator.prepare({loader.name or 'loader'})` after the rebuild), or keep one prepared "
+                  "loader over a dataset that swaps its chunk"
+                  if alone and getattr(loader, "rebuilt_unprepared", "") else
                   f"hand the loader itself to accelerator.prepare() and iterate what it returns "
                   f"(`{loader.name or 'loader'} = accelerator.prepare({loader.name or 'loader'})`): Accelerate "
                   "then shards it and sets its epoch"

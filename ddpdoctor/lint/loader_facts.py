@@ -14,7 +14,7 @@ from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loop
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
-from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _with_own_calls, seeded_per_rank
+from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import GPU_COUNT, SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
@@ -110,6 +110,9 @@ class LoaderFact:
     # prepare() takes named objects of its own function): no sampler is inserted, and a training
     # loop that iterates it reads the whole dataset on every process
     unprepared: bool = False
+    # a builder's loader prepared where it is first made, then made again by the same builder
+    # inside the loop that iterates it, and never prepared there (a chunk swap): the site
+    rebuilt_unprepared: str = ""
     # returned by a Hugging Face Trainer subclass's `get_train_dataloader` override that never
     # prepares it (that override's label): the Trainer iterates it as built, on every process
     trainer_hook: str = ""
@@ -425,6 +428,7 @@ class LoaderFacts:
             # (a field a `@property` hands out, prepared under the name its reader binds)
             handed = handed or (framework == "accelerate" and bool(name) and
                                 bool(self._property_read_names(fn, call, name) & prepared))
+            rebuilt = self._rebuilt_unprepared(fn, name) if framework == "accelerate" and handed and name else ""
             split = self._rank_split_at(dataset, fn) if handed and dataset is not None else None
             switched_on = _off_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ())) or (
                 "" if isinstance(fn.node, ast.Module) else self._reached_switched(fn))
@@ -495,9 +499,10 @@ class LoaderFacts:
                 sampler_dropped_by=self._sampler_dropped_by(sampler, fn) if kind == "none" and sampler is not None else "",
                 prepared_at=next((sites[n] for n in sorted({name} | self._names_outside(fn, name)) if n in sites), "")
                 if handed else "",
-                unprepared=framework == "accelerate" and not handed and not unseen and bool(prepared)
+                unprepared=bool(rebuilt) or (framework == "accelerate" and not handed and not unseen and bool(prepared)
                 and dataset is not None and self._stored_dataset(dataset, fn)
-                and not any(n is call for c in self._prepare_calls() for n in walk(c)),
+                and not any(n is call for c in self._prepare_calls() for n in walk(c))),
+                rebuilt_unprepared=rebuilt,
                 framework_drawn=self._framework_drawn(fn, dataset, framework, kind, handed,
                                                       trains or self._lightning_train_hook(fn))))
         return found
@@ -762,6 +767,32 @@ class LoaderFacts:
             return False
         return any(isinstance(event.node, ast.Call) and is_const(argument_at(fn, event.node, switch), True)
                    for _, event in self.callers().get(fn, []))
+
+    def _rebuilt_unprepared(self, fn: Function, name: str) -> str:
+        """Where a builder that returns its loader (`return dataloader`) is called again inside a
+        loop that iterates the name the call binds, and no prepare() in that loop takes the name:
+        a chunk swap (`dataloader = next_chunk_loader(...)` in `for batch in dataloader:`, the first
+        chunk's loader prepared before the loop, each later one not). "" where there is none."""
+        if isinstance(fn.node, ast.Module) or not any(
+                r.__class__ is ast.Return and r.value.__class__ is ast.Name and r.value.id == name for r in fn.own):
+            return ""
+        for caller, event in self.callers().get(fn, []):
+            site = event.node
+            bound = self.bound_name(caller, site) if site.__class__ is ast.Call else ""
+            if not bound or caller.node is None:
+                continue
+            for _, _, owner, field in reaching._path_to(caller.node, site) or ():
+                if field != "body" or owner.__class__ not in (ast.For, ast.While, ast.AsyncFor):
+                    continue
+                inside = walk(owner)
+                iterated = any(n.__class__ in (ast.For, ast.AsyncFor) and any(
+                    v.__class__ is ast.Name and v.id == bound for v in walk(n.iter)) for n in inside)
+                prepared = any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
+                               and n.func.attr in ("prepare", "prepare_data_loader") and any(
+                                   a.__class__ is ast.Name and a.id == bound for a in n.args) for n in inside)
+                if iterated and not prepared:
+                    return str(loc(caller, site))
+        return ""
 
     def _names_outside(self, fn: Function, name: str) -> set[str]:
         """The names a loader bound to `name` in fn is known by where it is read: a builder's own
@@ -3139,7 +3170,19 @@ class LoaderFacts:
         name = (last_name(call.func) or "").lower()
         return "seed" in name and name not in ("initial_seed", "get_seed") and not _clock_seed(call) \
             and not _generator_seed(self.program, call, fn) \
-            and not _seed_option_unset(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program)
+            and not _seed_option_unset(fn.__dict__.get("_call_conds", {}).get(id(call), ()), self.program) \
+            and self._seeds_the_ranks(call, fn)
+
+    def _seeds_the_ranks(self, call: ast.Call, fn: Function) -> bool:
+        """Under mp.spawn, a seeding the started processes run: in what the spawn target reaches,
+        at a module's top level outside its `__main__` block (each rank imports it again), or on
+        the launcher's path that runs the target itself. The `__main__` block's
+        `random.seed(args.seed)` before `mp.spawn(worker)` seeds only the launcher: each spawned
+        rank starts Python's, numpy's and torch's streams from its own entropy (DeepFake-Adapter's
+        dataset constructor then shuffles its file list apart on every rank)."""
+        spawned = self.program.ranks.live_spawn_targets()
+        return not spawned or fn in self._spawn_reach() or _on_import(fn, call, self.program) \
+            or _seeds_direct_path(self, fn, call, spawned, 3)
 
     def _fabric_sets_epoch(self, loader_at: Optional[Location], by_line: dict) -> str:
         """The loader the sampler feeds is handed to Lightning Fabric's `setup_dataloaders` (by

@@ -790,8 +790,18 @@ def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> boo
     `criterion(pred, y)`), and from no call of the wrapper (`out = model(x)`, then
     `model.module.criterion(out, y)` is the loss of a DDP forward). Its backward all-reduces
     nothing. A value whose source is not seen proves nothing."""
-    values = [v for v, _ in program.values_of(node, fn, 1)] if isinstance(node, ast.Name) else [node]
+    values = _loss_values(program, node, fn)
     return bool(values) and all(_computed_round_the_wrapper(program, value, fn) for value in values)
+
+
+def _loss_values(program: Program, node: ast.AST, fn: Function) -> list[ast.AST]:
+    """What the backward's loss may hold: the `with` around it that binds its name (apex's
+    `with amp.scale_loss(q_loss, opt) as scaled: scaled.backward()`, one block of several that
+    each bind `scaled`), else what its name holds in fn."""
+    if node.__class__ is not ast.Name:
+        return [node]
+    held = reaching.with_bound(fn.node, node.id, node) if fn.node is not None else None
+    return [held] if held is not None else [v for v, _ in program.values_of(node, fn, 1)]
 
 
 def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, helpers: int = 1) -> bool:
@@ -869,8 +879,7 @@ def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
     DDP (DataParallel's `.module`), and for a forward with gradients off (a probe's features)."""
     if not loss_round_the_wrapper(program, loss, fn):
         return None
-    values = [v for v, _ in program.values_of(loss, fn, 1)] if isinstance(loss, ast.Name) else [loss]
-    for value in values:
+    for value in _loss_values(program, loss, fn):
         for call, scope in _round_among(program, _loss_calls(program, value, fn), fn, 1):
             wrapper = _wrapper_of(program, call, scope)
             if wrapper is not None and not grad_off(program, call, scope):

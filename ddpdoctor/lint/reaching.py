@@ -222,6 +222,24 @@ def _path_to(root: ast.AST, node: ast.AST) -> Optional[list]:
     return path
 
 
+def with_bound(root: ast.AST, name: str, node: ast.AST) -> Optional[ast.AST]:
+    """What the innermost `with X as name:` around node binds name to (X), where nothing in that
+    body rebinds name before node's statement: `with amp.scale_loss(loss, opt) as scaled:
+    scaled.backward()` is this block's `scaled`, whatever the function's other `with ... as
+    scaled` blocks bind. None where no such `with` holds node, or a nearer binding does."""
+    index = _index(root)
+    path = _path_to(root, node)
+    for block, at, owner, field in reversed(path or ()):
+        if _binds(block[:at], name, index):
+            return None
+        if field == "body" and owner.__class__ in (ast.With, ast.AsyncWith):
+            for item in owner.items:
+                held = item.optional_vars
+                if held.__class__ is ast.Name and held.id == name:
+                    return item.context_expr
+    return None
+
+
 def owners_of_def(root: ast.AST, node: ast.AST) -> list:
     """(the statement owning the block, its field) for every block around a def statement of
     root's own, outermost first, the def's own block last; [] where the def is not one of
