@@ -82,10 +82,15 @@ class CollectiveFacts:
         if not made:
             return False
         test = guard_test(fn, guard)
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In):
-            members = text(test.comparators[0], 200)
-            if any(text(keyword(g, "ranks") or (g.args[0] if g.args else g), 200) == members for g in made.values()):
-                return True  # the branch is exactly the group's membership
+        # (a conjunct of the test: `if me in [self.src, self.dest] and local_rank == 0:` over the
+        # group `new_group([src, dest])` its constructor kept as self.src / self.dest - the
+        # stochastic gradient push graph's edges)
+        for part in (test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]):
+            if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.In):
+                members = _members_text(part.comparators[0])
+                if any(_members_text(keyword(g, "ranks") or (g.args[0] if g.args else g)) == members
+                       for g in made.values()):
+                    return True  # the branch is exactly the group's membership
         owner = self._collective_owner(where)
         kind = _op_kind(op)
         for other in self.functions:
@@ -610,3 +615,9 @@ def _the_switch(cond: str, switches: frozenset) -> bool:
     """The test reads an option the process group is set up under (on in every distributed run)."""
     found = OPTION_TEST.match(cond)
     return found is not None and found.group(1) in switches
+
+
+def _members_text(node: ast.AST) -> str:
+    """A member list's text with `self.` dropped: a group made from a constructor's `src, dest`
+    and a test on the `self.src, self.dest` it kept name the same ranks."""
+    return text(node, 200).replace("self.", "")

@@ -1278,6 +1278,23 @@ class LoaderFacts:
             return False
         return not any(loops for f, c, _, loops in self.calls() if f is fn and c is handed[0]) and not self.in_loop(fn)
 
+    def _unpacked_element(self, name: ast.Name, where: Function, builder: Function, call: ast.Call) -> bool:
+        """`dataset, sampler = builder(...)` in where binds name to the element of builder's
+        returned tuple that holds call (either side of a choice)."""
+        for stmt in where.own_of(ast.Assign):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
+                    isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)):
+                continue
+            at = [i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == name.id]
+            if not at or builder not in self.program.resolve(stmt.value.func, where)[0]:
+                continue
+            for ret in builder.returned:
+                if isinstance(ret, ast.Tuple) and len(ret.elts) == len(stmt.targets[0].elts) and any(
+                        side is call for v, _ in self.program.values_of(ret.elts[at[0]], builder, 2)
+                        for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))):
+                    return True
+        return False
+
     def _returned_to(self, receiver: ast.AST, where: Function, builder: Function, call: ast.Call) -> bool:
         """`sampler_train = build_sampler(ds, shuffle=True)` then `sampler_train.set_epoch(e)`, where
         build_sampler returns the sampler built here (`sampler = DistributedSampler(...)`;
@@ -1293,19 +1310,12 @@ class LoaderFacts:
         # `dataset, sampler = get_training_dataset(args)` then `sampler.set_epoch(e)` (OmniMotion),
         # the builder's `train_sampler = DistributedSampler(ds) if args.distributed else None`:
         # that element of what it returns, either side of the choice
-        if isinstance(receiver, ast.Name):
-            for stmt in where.own_of(ast.Assign):
-                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
-                        isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)):
-                    continue
-                at = [i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == receiver.id]
-                if not at or builder not in self.program.resolve(stmt.value.func, where)[0]:
-                    continue
-                for ret in builder.returned:
-                    if isinstance(ret, ast.Tuple) and len(ret.elts) == len(stmt.targets[0].elts) and any(
-                            side is call for v, _ in self.program.values_of(ret.elts[at[0]], builder, 2)
-                            for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))):
-                        return True
+        # (or a field kept from such an element: `loader, sampler = make_loader(ds)`, then
+        # `self.trainsampler = sampler` and `self.trainsampler.set_epoch(step)` - lossy-vae)
+        named = [(receiver, where)] if isinstance(receiver, ast.Name) else \
+            [(v, scope) for v, scope in self.program.values_of(receiver, where, 1) if isinstance(v, ast.Name)]
+        if any(self._unpacked_element(name, scope, builder, call) for name, scope in named[:4]):
+            return True
         # `self.loader, self.sampler = self.prepare()` in a method of the class, then
         # `self.sampler.set_epoch(e)` (FGT's Trainer): that element of what the builder returns
         if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and \

@@ -2096,6 +2096,12 @@ def _eval_picks(program: Program, func: ast.AST, fn: Function) -> list:
     factories the module imports or defines whose names hold the string's constant parts, in
     order (resnet_56_sparse_cifar10, VGG_16_bn_sparse_cifar10, ...): the names the configured
     one is built from."""
+    if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "getattr" \
+            and len(func.args) == 2 and not isinstance(func.args[1], ast.Constant) and not program.lookup("getattr", fn):
+        # `getattr(models, cfg.NAME)(**params)` over a package of the project's own (se-cff's
+        # `from components import models`): any model class the package holds or re-exports
+        owner = program._callee_symbol(func.args[0], fn)
+        return _module_classes_seen(program, owner) if owner.__class__.__name__ == "Module" else []
     if not (isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "eval"
             and len(func.args) == 1 and not program.lookup("eval", fn)):
         return []

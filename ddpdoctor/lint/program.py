@@ -2200,9 +2200,14 @@ class Program:
         if receiver.__class__ is ast.Attribute and receiver.value.__class__ is ast.Name and receiver.value.id == "self":
             # `self.data_module = vid_data` (a local module), then `self.data_module.data_loader(opts)`
             # (viser's trainer): that module's function
-            modules = [m for v, scope in self.values_of(receiver, fn, 1)
-                       if v is not receiver and v.__class__ in (ast.Name, ast.Attribute)
+            held = [(v, scope) for v, scope in self.values_of(receiver, fn, 1) if v is not receiver]
+            modules = [m for v, scope in held if v.__class__ in (ast.Name, ast.Attribute)
                        for m in [self._callee_symbol(v, scope)] if m.__class__ is Module]
+            # (`self.method = getattr(methods, cfg.METHOD)`, then `self.method.train(...)`: a
+            # submodule of a local package a configured name picks, as just above - se-cff)
+            modules += [m for v, scope in held if v.__class__ is ast.Call and last_name(v.func) == "getattr"
+                        and len(v.args) >= 2 and name_pattern(v.args[1]) is None
+                        for m in self._held_modules(v.args[0], scope)]
             found = [m.functions.get(attr) or m.classes.get(attr) for m in modules]
             if any(found):
                 return self._entries([f for f in found if f is not None]), []

@@ -28,7 +28,7 @@ from ddpdoctor.lint import no_sync, reaching
 from ddpdoctor.lint.defaults import declared_off, settled as defaults_settled
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
-from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, clean_exit, exits as _exits, is_main_block, rank_return_in_try,
+from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, _never_returns, clean_exit, exits as _exits, is_main_block, rank_return_in_try,
                                    side_conds)
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, FSDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
@@ -2832,6 +2832,13 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
         for side in (stmt.body, stmt.orelse):
             if side and (isinstance(side[-1], ast.Raise) or (_exits(side[-1]) and _ends(side) is None)):
                 mine = _work(builder, fn, side[:-1], ddp)
+                if mine:
+                    return f"runs {mine} before it stops the job", mine
+            elif side and side[-1].__class__ is ast.Expr and side[-1].value.__class__ is ast.Call and \
+                    _never_returns(builder.program, side[-1].value, fn):
+                # (`self.clean_and_exit()`, a helper of the script's own that waits in a barrier
+                # and then exits: its collective is this side's, on the way out - lossy-vae)
+                mine = _work(builder, fn, side, ddp)
                 if mine:
                     return f"runs {mine} before it stops the job", mine
     if caught is not None:

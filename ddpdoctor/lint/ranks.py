@@ -458,6 +458,10 @@ class RankFlow:
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Name) and self._spawn_index(node.id, fn):
                 return True
+            if isinstance(node, ast.Name) and _read_in_loop_over_ranks(node, fn):
+                # `for rank in range(self.world_size): self._add_peers(rank, ...)`: every rank in
+                # turn, the same on every process (a gossip graph's phone book built whole)
+                return False
             values = self._values(node, fn)
             spelled = bool(RANK_NAME.match((last_name(node) or "").lstrip("_")))  # `__rank`: a private global
             if values is not None:
@@ -789,6 +793,12 @@ class RankFlow:
                 return found
         if isinstance(test, ast.Call):
             name = last_name(test.func) or ""
+            if any(a.__class__ is ast.Name and _read_in_loop_over_ranks(a, fn)
+                   for a in [*test.args, *(k.value for k in test.keywords)]):
+                # `self.is_passive(rank)` in `for rank in range(self.world_size):` of `def
+                # is_passive(self, rank=None): rank = self.rank if rank is None else rank`: asked
+                # of each rank in turn, the same answers on every process
+                return None
             targets, _ = self.program.resolve(test.func, fn)
             for target in targets:
                 found = self._function_test(target, depth)
@@ -1773,6 +1783,13 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     if loop is not None:
         return bool(re.search(r"world_size|num_processes|size\(\)|nprocs|num_ranks", text(loop.iter)))
     return False
+
+
+def _read_in_loop_over_ranks(node: ast.Name, fn: Function) -> bool:
+    """The name is read inside a `for name in range(world_size):` loop of fn that binds it."""
+    return _loop_over_ranks(node, fn) and any(
+        loop.target.id == node.id and loop.lineno <= getattr(node, "lineno", 0) <= (loop.end_lineno or 0)
+        for loop in fn.__dict__.get("_loops_by_target", {}).get(node.id, ()))
 
 
 class _Substitute(ast.NodeTransformer):

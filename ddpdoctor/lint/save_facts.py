@@ -220,7 +220,8 @@ class SaveFacts:
         if pinned:
             return SaveFact(where, path_text, False, f"under `{pinned}`, which the process group's "
                             "set-up makes false")
-        switch = next((c for c, flag in event.conds if flag and option_off(c, self.program)), None)
+        switch = next((c for c, flag in event.conds if flag and (option_off(c, self.program)
+                                                                 or self._handed_an_option_off(fn, c))), None)
         if switch and not self._every_save_under(switch):
             # `if args.resave: torch.save(...)` with --resave a store_true: a launch that leaves
             # the option never writes (as DDP801 and DDP808 judge such a branch). Not where the
@@ -794,6 +795,22 @@ class SaveFacts:
                         for t in self.program.reference(value, scope)]
                     found += [t for t in targets if not isinstance(t.node, ast.Module)]
         return found
+
+    def _handed_an_option_off(self, fn: Function, cond: str) -> bool:
+        """`if save_path:` (or `save_path is not None`) on a parameter of fn it never rebinds,
+        which every call hands the same command-line option off by default (`evaluate(...,
+        args.save_pred_path)` with `--save_pred_path` defaulting to ""), none leaving it at a true
+        default: as option_off judges the option itself."""
+        name, _, rest = cond.partition(" ")
+        if rest not in ("", "is not None") or name not in fn.params or fn.bindings.get(name) \
+                or isinstance(fn.node, ast.Module):
+            return False
+        given = fn.arguments.get(name, [])
+        texts = {text(value, 120) for value, _ in given}
+        if len(texts) != 1 or any(True for _ in fn.defaulted.get(name, ())):
+            return False
+        handed = texts.pop()
+        return option_off(f"{handed} {rest}".strip(), self.program)
 
     def _spawn_reach(self, weak: bool = False) -> set:
         """The functions a started process can run: the targets and what they call or hand on

@@ -180,3 +180,329 @@ def test_its_twin_each_rebuilt_loader_prepared_again(tmp_path):
                               "                loader = chunk_loader(chunk, 8)\n"
                               "                loader = accelerator.prepare(loader)\n")
     assert _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP802") == []
+
+
+# -------------------------------------------------- a graph of groups built whole on every process
+# `for rank in range(world_size):` hands each rank in turn to a helper that makes a group per new
+# edge (and asks `self.passive(rank)` of each): every process makes the same groups in the same
+# order; the all_reduce over an edge's group runs where the process is one of its two members
+GOSSIP = """import torch
+import torch.distributed as dist
+
+
+class Link:
+    def __init__(self, me, src, dest):
+        self.src = src
+        self.dest = dest
+        self.group = dist.new_group([src, dest])
+        if me in [self.src, self.dest] and torch.cuda.device_count() >= 0:
+            probe = torch.ones(1)
+            dist.all_reduce(probe, group=self.group)
+
+
+class Ring:
+    def __init__(self, me, world_size):
+        self.me = me
+        self.world_size = world_size
+        self.book = [[] for _ in range(world_size)]
+        for rank in range(self.world_size):
+            if not self.passive(rank):
+                self._link(rank, [(rank + 1) % world_size, (rank - 1) % world_size])
+
+    def passive(self, rank=None):
+        rank = self.me if rank is None else rank
+        return rank % 2 == 1
+
+    def _link(self, rank, peers):
+        for peer in peers:
+            if peer not in self.book[rank]:
+                self.book[rank].append(Link(self.me, rank, peer))
+
+
+def main():
+    dist.init_process_group("gloo")
+    ring = Ring(dist.get_rank(), dist.get_world_size())
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(4, 2)).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_groups_made_for_each_rank_in_turn_and_reduced_by_their_members_are_no_ddp801(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": GOSSIP}), "DDP801") == []
+
+
+def test_its_twin_a_group_made_only_where_the_process_itself_is_passive(tmp_path):
+    twin = GOSSIP.replace("            if not self.passive(rank):\n", "            if not self.passive():\n")
+    found = _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP801")
+    assert _line(twin, "self.group = dist.new_group") in [f.location.line for f in found]
+
+
+def test_its_twin_an_all_reduce_over_the_edge_by_a_test_that_is_not_its_membership(tmp_path):
+    twin = GOSSIP.replace("if me in [self.src, self.dest] and", "if me in [self.src] and")
+    found = _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP801")
+    assert [f.location.line for f in found] == [_line(twin, "dist.all_reduce(probe")]
+
+
+# -------------------------------------------------- a save under a parameter every call hands an option off
+# `if save_path: torch.save(...)` in an evaluation helper every call hands `args.save_pred_path`,
+# which defaults to "": a launch that leaves the option never writes (no DDP806)
+HANDED_OFF = """import argparse
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def evaluate(model, data, save_path):
+    preds = []
+    with torch.no_grad():
+        for x in data:
+            preds.append(model(x))
+    if save_path:
+        torch.save(torch.cat(preds), save_path + "preds.pt")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--save_pred_path", default="")
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [torch.randn(8, 4) for _ in range(4)]
+    for epoch in range(2):
+        for x in data:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        evaluate(model.module, data, args.save_pred_path)
+    if dist.get_rank() == 0:
+        torch.save(model.module.state_dict(), "last.pt")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_save_under_a_parameter_every_call_hands_an_option_off_by_default_is_no_ddp806(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": HANDED_OFF}), "DDP806") == []
+
+
+def test_its_twin_the_option_on_by_default(tmp_path):
+    twin = HANDED_OFF.replace('default="")', 'default="preds/")')
+    found = _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP806")
+    assert [f.location.line for f in found] == [_line(twin, 'torch.save(torch.cat(preds)')]
+
+
+# -------------------------------------------------- a sampler kept as a field from a builder's tuple
+# `loader, sampler = make_loader(ds)` then `self.shuffler = sampler`: the method's
+# `self.shuffler.set_epoch(step)` sets the sampler the builder made (no DDP804)
+FIELD_SAMPLER = """import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def make_loader(dataset, batch_size):
+    if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+        sampler = DistributedSampler(dataset)
+    else:
+        sampler = None
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=sampler is None, sampler=sampler)
+    return loader, sampler
+
+
+class Runner:
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.build(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)))
+
+    def build(self, dataset):
+        loader, sampler = make_loader(dataset, 8)
+        self.train_loader = loader
+        self.shuffler = sampler
+
+    def fit(self):
+        for epoch in range(5):
+            self.shuffler.set_epoch(epoch)
+            for x, y in self.train_loader:
+                self.opt.zero_grad()
+                ((self.model(x) - y) ** 2).mean().backward()
+                self.opt.step()
+
+
+if __name__ == "__main__":
+    Runner().fit()
+"""
+
+
+def test_set_epoch_on_a_field_kept_from_a_builders_tuple_sets_its_sampler(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": FIELD_SAMPLER}), "DDP804") == []
+
+
+def test_its_twin_the_field_never_set_epoch(tmp_path):
+    twin = FIELD_SAMPLER.replace("            self.shuffler.set_epoch(epoch)\n", "")
+    found = _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP804")
+    assert [f.location.line for f in found] == [_line(twin, "sampler = DistributedSampler(dataset)")]
+
+
+# -------------------------------------------------- a rank's own NaN test that stops through a helper
+# `if torch.isnan(loss).any(): self.stop()` where stop() waits in a barrier and exits: the rank
+# that takes it waits alone, the others go on into their next backward (DDP809 warning)
+STOP_HELPER = """import sys
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def stop(self):
+        if dist.get_rank() == 0:
+            torch.save(self.model.module.state_dict(), "failed.pt")
+        dist.barrier()
+        dist.destroy_process_group()
+        sys.exit(1)
+
+    def run(self):
+        for step in range(100):
+            x = torch.randn(8, 4)
+            loss = self.model(x).pow(2).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            if torch.isnan(loss).any() or torch.isinf(loss).any():
+                self.stop()
+
+
+if __name__ == "__main__":
+    Trainer().run()
+"""
+
+
+def test_a_ranks_own_nan_test_that_stops_through_a_helper_waiting_in_a_barrier_is_ddp809(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": STOP_HELPER}), "DDP809")
+    assert [(f.location.line, f.severity.name) for f in found] == [(_line(STOP_HELPER, "if torch.isnan(loss)"), "WARNING")]
+    assert "dist.barrier()" in found[0].message and "before it stops the job" in found[0].message
+
+
+def test_its_twin_the_helper_exits_without_a_collective(tmp_path):
+    twin = STOP_HELPER.replace("        dist.barrier()\n", "")
+    assert _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP809") == []
+
+
+# -------------------------------------------------- a package's module and model class picked by name
+# `self.method = getattr(methods, cfg.method)` then `self.method.train(...)` (each module of the
+# package with that function may run), and `getattr(models, cfg.name)(...)` building a class of
+# the project's models package (BatchNorm: the no-grad DDP forward rank 0 runs alone broadcasts)
+BY_NAME = {
+    "methods/__init__.py": "from . import plain\n",
+    "methods/plain.py": """
+import torch
+
+
+def train(model, loader, opt):
+    for x, target in loader:
+        mask = target > 0
+        if not mask.any():
+            continue
+        loss = ((model(x) - target) ** 2)[mask].mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+@torch.no_grad()
+def test(model, loader):
+    model.eval()
+    return [model(x) for x, _ in loader]
+""",
+    "models/__init__.py": "from .net import Net\n",
+    "models/net.py": """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self, width=4):
+        super().__init__()
+        self.fc = torch.nn.Linear(width, 1)
+        self.norm = torch.nn.BatchNorm1d(1)
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+""",
+    "train.py": """
+import argparse
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+import methods
+import models
+
+
+class Manager:
+    def __init__(self, args):
+        self.args = args
+        self.method = getattr(methods, args.method)
+        net = getattr(models, args.model)(width=4)
+        self.model = DDP(net)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        self.sampler = DistributedSampler(data)
+        self.loader = DataLoader(data, batch_size=8, sampler=self.sampler)
+
+    def fit(self):
+        for epoch in range(3):
+            self.sampler.set_epoch(epoch)
+            self.method.train(self.model, self.loader, self.opt)
+
+    def evaluate(self):
+        if dist.get_rank() == 0:
+            return self.method.test(self.model, self.loader)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--method", default="plain")
+    parser.add_argument("--model", default="Net")
+    dist.init_process_group("gloo")
+    manager = Manager(parser.parse_args())
+    manager.fit()
+    manager.evaluate()
+
+
+if __name__ == "__main__":
+    main()
+""",
+}
+
+
+def test_a_module_and_a_model_class_picked_by_a_configured_name_are_followed(tmp_path):
+    found = lint_tree(tmp_path, BY_NAME)
+    assert [f.location.line for f in _codes(found, "DDP809")] == [_line(BY_NAME["methods/plain.py"], "if not mask.any()")]
+    assert [f.location.line for f in _codes(found, "DDP801")] == [_line(BY_NAME["methods/plain.py"], "return [model(x)")]
+
+
+def test_its_twin_no_skip_and_a_model_without_buffers(tmp_path):
+    files = dict(BY_NAME)
+    files["methods/plain.py"] = files["methods/plain.py"].replace("        if not mask.any():\n            continue\n", "")
+    files["models/net.py"] = files["models/net.py"].replace("torch.nn.BatchNorm1d(1)", "torch.nn.Identity()")
+    found = lint_tree(tmp_path, files)
+    assert _codes(found, "DDP809") == [] and _codes(found, "DDP801") == []
