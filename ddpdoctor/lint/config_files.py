@@ -79,6 +79,35 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
     return named.pop() if len(named) == 1 and named <= {"DeepSpeed", "FSDP"} else None
 
 
+def launched_zero_stage(script: Path, read: list) -> Optional[int]:
+    """The DeepSpeed ZeRO stage (`zero_stage: 3` under its `deepspeed_config:`) of the Accelerate
+    config every launch beside the script names, where each picks DeepSpeed and they agree;
+    None where a launch names no config or one that says no stage (a `deepspeed_config_file`
+    it points to is not read), or `zero3_save_16bit_model: false` (the Trainer's save_model then
+    raises rather than gathering). What the launch proves, as engine_launched."""
+    if engine_launched(script, read) != "DeepSpeed":
+        return None
+    configs = {Path(config).name: config for config, _ in _launch_configs(script, read)}
+    runs = re.compile(re.escape(script.name))
+    stages: set = set()
+    for _, body in _launch_texts(script):
+        for command in _commands(body):
+            if not runs.search(command) or not re.search(r"\baccelerate\s+launch\b", command):
+                continue
+            given = re.search(r"--config[_-]file[= ]+[\"']?([^\s\"']+)", command)
+            config = configs.get(Path(given.group(1)).name) if given is not None else None
+            if config is None:
+                return None
+            try:
+                text = Path(config).read_text(errors="replace")[:MAX_CONFIG_BYTES]
+            except OSError:
+                return None
+            stage = re.search(r"^\s*zero_stage:\s*['\"]?(\d)", text, re.MULTILINE)
+            off = re.search(r"^\s*zero3_save_16bit_model:\s*(?:false|False)\b", text, re.MULTILINE)
+            stages.add(int(stage.group(1)) if stage and not off else None)
+    return stages.pop() if len(stages) == 1 else None
+
+
 def _launch_configs(script: Path, read: list) -> list[tuple[Path, str]]:
     """(path, engine or the distributed_type as written) of each Accelerate launch config (a
     YAML that sets `distributed_type`) beside the script. read: gets each (the cache digests it)."""

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.config_files import engine_launched, launch_engine_only, launch_engines
+from ddpdoctor.lint.config_files import engine_launched, launch_engine_only, launch_engines, launched_zero_stage
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.receivers import _unpacked_from
 
@@ -595,6 +595,10 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
             # under FSDP the Trainer's save_model() gathers the full state dict (Accelerate's
             # get_state_dict: every shard's all-gather) before its main process writes
             return f"{text(call.func, 40)}() {HF_FSDP_SAVE if chosen == 'literal' else HF_FSDP_SAVE_SET}"
+        if not chosen and trainer_zero3(program) and hf_trainer(program, receiver, fn):
+            # under ZeRO-3 the Trainer's save_model() consolidates the 16-bit weights (Accelerate's
+            # get_state_dict: `_zero3_consolidated_16bit_state_dict`, every rank's partitions)
+            return f"{text(call.func, 40)}() {HF_ZERO3_SAVE}"
     # `model.forward(x)` on the wrapper is the wrapper's forward, as `model(x)` is (spkver's
     # `self.__model__.forward(inp)` in a rank-0 evaluation)
     called = ast.copy_location(ast.Call(func=call.func.value, args=call.args, keywords=call.keywords), call) \
@@ -1459,6 +1463,22 @@ HF_FSDP_SAVE = "(under the FSDP its arguments choose, every rank's shards are ga
 # The same where only a setting the source does not show (a config value) chooses FSDP, or the
 # arguments ask for FSDP 2 (whose default state dict type is sharded): a warning.
 HF_FSDP_SAVE_SET = "(every rank's shards are gathered first where the trainer's arguments choose FSDP 1)"
+
+
+# The same under the DeepSpeed ZeRO-3 the launch's Accelerate config chooses (`zero_stage: 3`).
+HF_ZERO3_SAVE = "(under the DeepSpeed ZeRO-3 the launch's config chooses, every rank's partitions are gathered first)"
+
+
+def trainer_zero3(program: Program) -> bool:
+    """The Accelerate config every launch beside the script names picks DeepSpeed ZeRO stage 3
+    (config_files.launched_zero_stage). Once per program."""
+    found = program.__dict__.get("_trainer_zero3")
+    if found is None:
+        script = next((f for f in program.files if not f.module), None)
+        found = program.__dict__["_trainer_zero3"] = bool(
+            script is not None and script.path is not None
+            and launched_zero_stage(script.path, script.hydra_configs) == 3)
+    return found
 
 
 def trainer_fsdp(program: Program) -> str:

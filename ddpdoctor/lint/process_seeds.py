@@ -702,8 +702,17 @@ def _draws_randomness(program, call: ast.Call, fn: Function) -> bool:
     # a name picks at run time are read for their classes)
     program.read_waiting(DATASET_CLASS, 16)
     # (also a torchvision dataset subclassed: `class IMBALANCECIFAR10(torchvision.datasets.CIFAR10)`)
-    datasets = [k for k in program.classes if "__getitem__" in k.methods and any(
+    roots = [k for k in program.classes if any(
         b.rpartition(".")[2].endswith("Dataset") or "datasets." in b for b in k.bases)]
+    datasets = [k for k in roots if "__getitem__" in k.methods]
+    if roots:
+        # (and their subclasses, in modules only a configured name reaches: NCL's `class
+        # iNaturalist(BaseSet)` of `class BaseSet(Dataset)`, built by `eval(cfg.DATASET.DATASET)`)
+        names = "|".join(sorted({re.escape(k.name) for k in roots}))
+        program.read_waiting(re.compile(rf"^class \w+\((?:[\w.]*\.)?(?:{names})\b", re.MULTILINE), 16)
+        bases = {id(k) for k in roots}
+        datasets += [k for k in program.classes if id(k) not in bases and any(id(b) in bases for b in program.bases(k))
+                     and any("__getitem__" in c.methods for c in [k, *program.bases(k)])]
     # the ones the run is seen to build, where it builds any (a class kept for another
     # experiment and never built draws in no worker)
     # (and the ones the configs name for a factory that builds by name: sources._config_named)

@@ -461,6 +461,8 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
         yield _Stmt(stmt, guards, loops, conditional, tensor)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
+        if isinstance(fn.node, ast.Module) and fn.file is not program.files[0] and is_main_block(stmt):
+            continue  # an imported module's own `if __name__ == "__main__":` (a loss's self-test) never runs
         if isinstance(stmt, (ast.If, ast.While)):
             test = program.ranks.guard(stmt.test, fn)
             inner = loops + (stmt,) if isinstance(stmt, ast.While) else loops

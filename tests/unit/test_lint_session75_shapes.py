@@ -506,3 +506,182 @@ def test_its_twin_no_skip_and_a_model_without_buffers(tmp_path):
     files["models/net.py"] = files["models/net.py"].replace("torch.nn.BatchNorm1d(1)", "torch.nn.Identity()")
     found = lint_tree(tmp_path, files)
     assert _codes(found, "DDP809") == [] and _codes(found, "DDP801") == []
+
+
+# -------------------------------------------------- a dataset class picked by eval of a configured name
+# `eval(args.dataset)("train")` over `from data import *`: the class is a subclass of the package's
+# own `BaseSet(Dataset)`, in a module only that name reaches; it draws in __getitem__, every rank
+# seeds torch alike and the loader has workers (DDP808)
+EVAL_DATASET = {
+    "data/__init__.py": "from .birds import Birds\nfrom .base import BaseSet\n",
+    "data/base.py": """
+from torch.utils.data import Dataset
+
+
+class BaseSet(Dataset):
+    def __init__(self, mode):
+        self.mode = mode
+        self.items = list(range(64))
+
+    def __len__(self):
+        return len(self.items)
+""",
+    "data/birds.py": """
+import random
+import torch
+from .base import BaseSet
+
+
+class Birds(BaseSet):
+    def __getitem__(self, index):
+        shift = random.random()
+        return torch.tensor([float(self.items[index]) + shift])
+""",
+    "train.py": """
+import argparse
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+from data import *
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default="Birds")
+    args = parser.parse_args()
+    torch.manual_seed(7)
+    dist.init_process_group("gloo")
+    train_set = eval(args.dataset)("train")
+    sampler = DistributedSampler(train_set)
+    loader = DataLoader(train_set, batch_size=8, sampler=sampler, num_workers=4)
+    model = DDP(torch.nn.Linear(1, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+""",
+}
+
+
+def test_a_dataset_subclass_picked_by_eval_of_a_configured_name_is_read_for_its_draws(tmp_path):
+    found = _codes(lint_tree(tmp_path, EVAL_DATASET), "DDP808")
+    assert [f.location.line for f in found] == [_line(EVAL_DATASET["train.py"], "loader = DataLoader(")]
+
+
+def test_its_twin_the_subclass_draws_nothing(tmp_path):
+    files = dict(EVAL_DATASET)
+    files["data/birds.py"] = files["data/birds.py"].replace("random.random()", "0.5")
+    assert _codes(lint_tree(tmp_path, files), "DDP808") == []
+
+
+# -------------------------------------------------- a Trainer's save_model on the main process under ZeRO-3
+# the launch names an Accelerate config that picks DeepSpeed ZeRO stage 3: save_model() gathers
+# every rank's partitions first, so on the main process alone it waits for the others (DDP801)
+ZERO3 = {
+    "configs/zero3.yaml": """
+compute_environment: LOCAL_MACHINE
+distributed_type: DEEPSPEED
+deepspeed_config:
+  zero_stage: 3
+  zero3_save_16bit_model: true
+num_processes: 4
+""",
+    "run.sh": "accelerate launch --config_file configs/zero3.yaml train.py --lr 1e-5\n",
+    "train.py": """
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import SFTConfig, SFTTrainer
+
+tokenizer = AutoTokenizer.from_pretrained("tiny")
+model = AutoModelForCausalLM.from_pretrained("tiny")
+data = Dataset.from_dict({"text": ["a b c"] * 64})
+trainer = SFTTrainer(model=model, args=SFTConfig(output_dir="out"), train_dataset=data)
+trainer.train()
+trainer.accelerator.wait_for_everyone()
+if trainer.accelerator.is_main_process:
+    trainer.save_model("out/final")
+    tokenizer.save_pretrained("out/final")
+trainer.accelerator.wait_for_everyone()
+""",
+}
+
+
+def test_a_trainers_save_model_on_the_main_process_under_a_launched_zero3_config_is_ddp801(tmp_path):
+    found = _codes(lint_tree(tmp_path, ZERO3), "DDP801")
+    assert [(f.location.line, f.severity.name) for f in found] == [(_line(ZERO3["train.py"], "trainer.save_model("), "ERROR")]
+    assert "ZeRO-3" in found[0].message
+
+
+def test_its_twin_a_zero2_config(tmp_path):
+    files = dict(ZERO3)
+    files["configs/zero3.yaml"] = files["configs/zero3.yaml"].replace("zero_stage: 3", "zero_stage: 2")
+    assert _codes(lint_tree(tmp_path, files), "DDP801") == []
+
+
+# -------------------------------------------------- an imported module's own self-test block
+# `if __name__ == "__main__":` at the foot of a losses module the script imports: a small loop that
+# breaks on its loss never runs in the job (no DDP809)
+SELF_TEST = {
+    "losses.py": """
+import torch
+
+
+class PushPull(torch.nn.Module):
+    def forward(self, pred, target):
+        return ((pred - target) ** 2).mean()
+
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(4, 1)
+    crit = PushPull()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(50):
+        opt.zero_grad()
+        loss = crit(model(torch.randn(8, 4)), torch.zeros(8, 1))
+        loss.backward()
+        opt.step()
+        if loss.item() < 0.1:
+            break
+""",
+    "train.py": """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from losses import PushPull
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    crit = PushPull()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(100):
+        opt.zero_grad()
+        loss = crit(model(torch.randn(8, 4)), torch.zeros(8, 1))
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+""",
+}
+
+
+def test_an_imported_modules_own_main_block_is_not_judged(tmp_path):
+    assert _codes(lint_tree(tmp_path, SELF_TEST), "DDP809") == []
+
+
+def test_its_twin_the_same_break_in_the_scripts_training_loop(tmp_path):
+    files = dict(SELF_TEST)
+    files["train.py"] = files["train.py"].replace("        opt.step()\n", "        opt.step()\n        if loss.item() < 0.1:\n            break\n")
+    found = _codes(lint_tree(tmp_path, files), "DDP809")
+    assert [f.location.line for f in found] == [_line(files["train.py"], "if loss.item() < 0.1")]
