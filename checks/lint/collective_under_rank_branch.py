@@ -50,7 +50,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `save_model()` where its arguments choose FSDP (`fsdp="full_shard auto_wrap"`, also
         in a dict spread into an SFTConfig: the full state dict is gathered from every rank's
         shards before the main process writes; a warning where a setting gives `fsdp=` or the
-        arguments ask for FSDP 2), Accelerate's
+        arguments ask for FSDP 2) or where the Accelerate config every launch beside the script
+        names picks DeepSpeed ZeRO stage 3 (`zero_stage: 3`: the 16-bit weights are consolidated
+        from every rank's partitions first), Accelerate's
         `gather`, `reduce`, `wait_for_everyone`, `pad_across_processes`, and a sharded
         optimizer's `consolidate_state_dict()` (ZeroRedundancyOptimizer, fairscale's OSS: every
         rank sends its shard; a warning where the optimizer's class is not shown), a DeepSpeed
