@@ -47,7 +47,7 @@ def launch_engine_only(script: Path, read: list) -> Optional[str]:
     """"DeepSpeed" / "FSDP" where the Accelerate launch configs beside the script (each YAML
     that sets `distributed_type`) all pick that one engine; None where there is none, or one
     of them picks another (a MULTI_GPU config beside a DeepSpeed one: either may be run)."""
-    kinds = {kind for _, kind in _launch_configs(script, read)}
+    kinds = {kind for _, kind, _ in _launch_configs(script, read)}
     return kinds.pop() if len(kinds) == 1 and kinds <= {"DeepSpeed", "FSDP"} else None
 
 
@@ -56,26 +56,15 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
     beside the script names (`accelerate launch --config_file configs/gpu.yaml train.py`), where
     they all name configs that pick it; None where no launch names one, or they disagree. What
     the launch proves, where launch_engine_only says what the configs lying there would pick."""
-    engines = {Path(config).name: kind for config, kind in _launch_configs(script, read)}
+    engines = {Path(config).name: kind for config, kind, _ in _launch_configs(script, read)}
     named = set()
-    runs = re.compile(re.escape(script.name))
-    for launch, body in _launch_texts(script):
-        for command in _commands(body):
-            if not runs.search(command) or not re.search(r"\baccelerate\s+launch\b", command):
-                continue
-            given = re.search(r"--config[_-]file[= ]+[\"']?([^\s\"']+)", command)
-            flag = re.search(r"--use[_-](fsdp|deepspeed)\b", command)
-            if given is None and flag is not None:
-                # `accelerate launch --use_fsdp ... train.py`: the engine the command line picks
-                named.add("FSDP" if flag.group(1) == "fsdp" else "DeepSpeed")
-                if str(launch) not in read:
-                    read.append(str(launch))
-                continue
-            if given is None:
-                return None  # (a launch on the user's default config: not known)
-            if str(launch) not in read:
-                read.append(str(launch))
-            named.add(engines.get(Path(given.group(1)).name))
+    for launch, given, flag in _accelerate_launches(script):
+        if given is None and flag is None:
+            return None  # (a launch on the user's default config: not known)
+        if str(launch) not in read:
+            read.append(str(launch))
+        # (`accelerate launch --use_fsdp ... train.py`: the engine the command line picks)
+        named.add(flag if given is None else engines.get(given))
     return named.pop() if len(named) == 1 and named <= {"DeepSpeed", "FSDP"} else None
 
 
@@ -85,32 +74,39 @@ def launched_zero_stage(script: Path, read: list) -> Optional[int]:
     None where a launch names no config or one that says no stage (a `deepspeed_config_file`
     it points to is not read), or `zero3_save_16bit_model: false` (the Trainer's save_model then
     raises rather than gathering). What the launch proves, as engine_launched."""
-    if engine_launched(script, read) != "DeepSpeed":
-        return None
-    configs = {Path(config).name: config for config, _ in _launch_configs(script, read)}
-    runs = re.compile(re.escape(script.name))
+    configs = {Path(config).name: (kind, body) for config, kind, body in _launch_configs(script, read)}
     stages: set = set()
-    for _, body in _launch_texts(script):
+    for launch, given, _ in _accelerate_launches(script):
+        if str(launch) not in read:
+            read.append(str(launch))
+        found = configs.get(given) if given is not None else None
+        if found is None or found[0] != "DeepSpeed":
+            return None
+        stage = re.search(r"^\s*zero_stage:\s*['\"]?(\d)", found[1], re.MULTILINE)
+        off = re.search(r"^\s*zero3_save_16bit_model:\s*(?:false|False)\b", found[1], re.MULTILINE)
+        stages.add(int(stage.group(1)) if stage and not off else None)
+    return stages.pop() if len(stages) == 1 else None
+
+
+def _accelerate_launches(script: Path):
+    """(the launch file, the file name its `--config_file` gives or None, the engine a
+    `--use_fsdp` / `--use_deepspeed` flag picks or None) for each `accelerate launch` of the
+    script written beside it."""
+    runs = re.compile(re.escape(script.name))
+    for launch, body in _launch_texts(script):
         for command in _commands(body):
             if not runs.search(command) or not re.search(r"\baccelerate\s+launch\b", command):
                 continue
             given = re.search(r"--config[_-]file[= ]+[\"']?([^\s\"']+)", command)
-            config = configs.get(Path(given.group(1)).name) if given is not None else None
-            if config is None:
-                return None
-            try:
-                text = Path(config).read_text(errors="replace")[:MAX_CONFIG_BYTES]
-            except OSError:
-                return None
-            stage = re.search(r"^\s*zero_stage:\s*['\"]?(\d)", text, re.MULTILINE)
-            off = re.search(r"^\s*zero3_save_16bit_model:\s*(?:false|False)\b", text, re.MULTILINE)
-            stages.add(int(stage.group(1)) if stage and not off else None)
-    return stages.pop() if len(stages) == 1 else None
+            flag = re.search(r"--use[_-](fsdp|deepspeed)\b", command)
+            yield (launch, Path(given.group(1)).name if given is not None else None,
+                   None if flag is None else "FSDP" if flag.group(1) == "fsdp" else "DeepSpeed")
 
 
-def _launch_configs(script: Path, read: list) -> list[tuple[Path, str]]:
-    """(path, engine or the distributed_type as written) of each Accelerate launch config (a
-    YAML that sets `distributed_type`) beside the script. read: gets each (the cache digests it)."""
+def _launch_configs(script: Path, read: list) -> list[tuple[Path, str, str]]:
+    """(path, engine or the distributed_type as written, its text) of each Accelerate launch
+    config (a YAML that sets `distributed_type`) beside the script. read: gets each (the cache
+    digests it)."""
     found = []
     for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
         kind = _DISTRIBUTED_TYPE.search(body)
@@ -118,7 +114,8 @@ def _launch_configs(script: Path, read: list) -> list[tuple[Path, str]]:
             continue
         if str(config) not in read:
             read.append(str(config))
-        found.append((config, {"DEEPSPEED": "DeepSpeed", "FSDP": "FSDP"}.get(kind.group(1).upper(), kind.group(1))))
+        found.append((config, {"DEEPSPEED": "DeepSpeed", "FSDP": "FSDP"}.get(kind.group(1).upper(), kind.group(1)),
+                      body))
     return found
 
 

@@ -2115,7 +2115,7 @@ def _eval_picks(program: Program, func: ast.AST, fn: Function) -> list:
     """`eval(self.arch + "_sparse_" + self.dataset_type)(...)`: the local classes and model
     factories the module imports or defines whose names hold the string's constant parts, in
     order (resnet_56_sparse_cifar10, VGG_16_bn_sparse_cifar10, ...): the names the configured
-    one is built from."""
+    one is built from. Likewise `getattr(models, cfg.NAME)(...)`: the classes the package holds."""
     if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "getattr" \
             and len(func.args) == 2 and not isinstance(func.args[1], ast.Constant) and not program.lookup("getattr", fn):
         # `getattr(models, cfg.NAME)(**params)` over a package of the project's own (se-cff's

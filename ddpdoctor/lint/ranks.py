@@ -1768,14 +1768,7 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     """`r` in `for r in range(world_size):` (or over the number of processes)."""
     if not isinstance(node, ast.Name):
         return False
-    loops = fn.__dict__.get("_loops_by_target")
-    if loops is None:  # built once per function: the `for NAME in ...` loops of each name
-        loops = {}
-        for loop in fn.own_of(ast.For):
-            if isinstance(loop.target, ast.Name):
-                loops.setdefault(loop.target.id, []).append(loop)
-        fn.__dict__["_loops_by_target"] = loops
-    found = loops.get(node.id, [])
+    found = _loops_by_target(fn).get(node.id, [])
     # the loop the read sits in (a name reused by another loop further down: sparse-GPT's
     # `idx_rank` over `range(world_size)`, then over a list of ranks), else the first
     around = [loop for loop in found if loop.lineno <= getattr(node, "lineno", 0) <= (loop.end_lineno or 0)]
@@ -1785,11 +1778,22 @@ def _loop_over_ranks(node: ast.AST, fn: Function) -> bool:
     return False
 
 
+def _loops_by_target(fn: Function) -> dict[str, list[ast.For]]:
+    """The `for NAME in ...` loops of fn by NAME, built once per function."""
+    loops = fn.__dict__.get("_loops_by_target")
+    if loops is None:
+        loops = fn.__dict__["_loops_by_target"] = {}
+        for loop in fn.own_of(ast.For):
+            if isinstance(loop.target, ast.Name):
+                loops.setdefault(loop.target.id, []).append(loop)
+    return loops
+
+
 def _read_in_loop_over_ranks(node: ast.Name, fn: Function) -> bool:
     """The name is read inside a `for name in range(world_size):` loop of fn that binds it."""
     return _loop_over_ranks(node, fn) and any(
-        loop.target.id == node.id and loop.lineno <= getattr(node, "lineno", 0) <= (loop.end_lineno or 0)
-        for loop in fn.__dict__.get("_loops_by_target", {}).get(node.id, ()))
+        loop.lineno <= getattr(node, "lineno", 0) <= (loop.end_lineno or 0)
+        for loop in _loops_by_target(fn).get(node.id, ()))
 
 
 class _Substitute(ast.NodeTransformer):

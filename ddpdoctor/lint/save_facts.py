@@ -805,12 +805,10 @@ class SaveFacts:
         if rest not in ("", "is not None") or name not in fn.params or fn.bindings.get(name) \
                 or isinstance(fn.node, ast.Module):
             return False
-        given = fn.arguments.get(name, [])
-        texts = {text(value, 120) for value, _ in given}
-        if len(texts) != 1 or any(True for _ in fn.defaulted.get(name, ())):
+        texts = {text(value, 120) for value, _ in fn.arguments.get(name, [])}
+        if len(texts) != 1 or fn.defaulted.get(name):
             return False
-        handed = texts.pop()
-        return option_off(f"{handed} {rest}".strip(), self.program)
+        return option_off(f"{texts.pop()} {rest}".strip(), self.program)
 
     def _spawn_reach(self, weak: bool = False) -> set:
         """The functions a started process can run: the targets and what they call or hand on
