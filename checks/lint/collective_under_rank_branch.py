@@ -5,7 +5,8 @@ from __future__ import annotations
 from ddpdoctor.core.findings import Problem, Severity
 from ddpdoctor.core.registry import Skipped, check
 from ddpdoctor.lint.facts import LintFacts
-from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, DEEPSPEED_SAVE, ZERO3_GATHER, no_grad_forward, sharded_save
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, DEEPSPEED_SAVE, HF_FSDP_SAVE, HF_FSDP_SAVE_SET,
+                                     HF_ZERO3_SAVE, ZERO3_GATHER, no_grad_forward, sharded_save)
 
 
 @check("DDP801", "A collective runs under a rank-conditional branch", Severity.ERROR)
@@ -223,6 +224,10 @@ def _hint(op: str) -> str:
                 "the main process itself where only it should, and under DeepSpeed or FSDP every "
                 "process holds a part of the state (or test `accelerator.distributed_type == "
                 "DistributedType.DEEPSPEED or accelerator.is_main_process`)")
+    if op.endswith((HF_FSDP_SAVE, HF_FSDP_SAVE_SET, HF_ZERO3_SAVE)):
+        return (f"call {op.partition(' (')[0]} on every rank: the Trainer gathers the weights from every "
+                "rank's shards and writes from the main process itself (args.should_save); keep only "
+                "what one rank writes by hand (a tokenizer) under the rank test")
     if op.endswith(ZERO3_GATHER):
         return ("call the consolidation on every rank (under ZeRO-3 each rank hands in its "
                 "partition), then write the result on rank 0 alone")

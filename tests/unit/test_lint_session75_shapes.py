@@ -618,6 +618,7 @@ def test_a_trainers_save_model_on_the_main_process_under_a_launched_zero3_config
     found = _codes(lint_tree(tmp_path, ZERO3), "DDP801")
     assert [(f.location.line, f.severity.name) for f in found] == [(_line(ZERO3["train.py"], "trainer.save_model("), "ERROR")]
     assert "ZeRO-3" in found[0].message
+    assert found[0].hint.startswith("call trainer.save_model() on every rank")
 
 
 def test_its_twin_a_zero2_config(tmp_path):
