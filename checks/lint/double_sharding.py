@@ -52,7 +52,10 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         nor does the launcher's seeding in its `__main__` block before `mp.spawn(worker)`: each
         spawned rank starts its streams from its own entropy.
         A draw two constructors down (a composite dataset building a part that keeps
-        `random.sample(items, n)`) is the dataset's.
+        `random.sample(items, n)`), or in a module-level helper a constructor calls (`self.files
+        = pick(files, k)`, an `np.random.choice` inside), is the dataset's; so is one in any of
+        the classes a builder may return by a configured name (`build_dataset(cfg)` returning
+        `DatasetCatalog.get(name, ...)`), judged at the call that builds it there.
     Why it hurts:
         Each rank trains on about dataset / world² samples: with 8 GPUs, 1/64 of the data
         per rank and 1/8 of it overall per epoch. Nothing fails; the model just sees a

@@ -43,9 +43,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           `on_preempt` sets `stop["now"] = True`, or `stop_event.set()` of a module-level
           `threading.Event`, also read through a parameter every call hands it, or a field the
           handler method sets on its object, `signal.signal(SIGTERM, self._handle)`, read as
-          `handler.should_shutdown()` or the field itself), tested every
-          step before a collective save or a break: each rank runs its handler at its own step
-          (a warning);
+          `handler.should_shutdown()` or the field itself, or an environment variable it sets,
+          `os.environ["SIGNAL_RECEIVED"] = "True"`, read as `os.environ[...]` or
+          `os.getenv(...)` anywhere in the process), tested every
+          step before a collective save, a break or an exit (also a helper whose body ends in
+          `exit(0)`: a SLURM requeue): each rank runs its handler at its own step (a warning);
         - a round-robin share (`if i % world != rank: continue`) whose pass then runs a
           collective itself: each rank runs it once per item it keeps, and the counts differ
           unless the items divide evenly among the ranks (a warning; a collective after the

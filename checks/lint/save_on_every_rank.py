@@ -53,6 +53,9 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         context manager that lets rank 0 through, then the others after a barrier, such as
         `accelerator.main_process_first()`, or written out: `if local_rank == 0: ds = Cache()`,
         a barrier, then `ds = Cache()` on every rank) builds a cache the others then read: not reported.
+        Nor is a file written inside a lock held across processes (`with FileLock(path +
+        ".lock"):`, filelock's or portalocker's) under a test that it is missing: the first
+        process to take the lock writes it, the others find it there.
         Nor is a write no rank reaches: one made only by the launcher's `__main__` code before
         it spawns the ranks (mp.spawn), or one after `if return_model: return model` when every
         caller leaves that parameter true, or one on the side of `if model is not None:` that a

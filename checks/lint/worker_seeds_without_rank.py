@@ -118,7 +118,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
              # (or one every process reads whole - a Trainer override's loader never prepared,
              # an Accelerate script's loader no prepare() takes: the ranks read the same samples,
              # DDP802's finding, and alike augmentations are part of it, not news)
-             or getattr(loader, "trainer_hook", "")
+             # (not one whose own sampler shards it, `sampler=self._get_train_sampler()` of a
+             # DistributedSampler: DDP802 tells nothing there, and the workers' draws are news)
+             or (getattr(loader, "trainer_hook", "") and loader.sampler in ("none", "plain"))
              or (facts.framework == "accelerate" and getattr(loader, "unprepared", False))}
     # ranks split into model-parallel groups or pipeline stages, with no DDP model: a loader no
     # sampler or rank shards is read alike by the ranks of a group by design, draws included

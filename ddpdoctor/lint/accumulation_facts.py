@@ -1379,6 +1379,13 @@ class AccumulationFacts:
             held = {id(found): (found, target) for target in self._helpers(inner, helper)
                     for found in [self._always(target.node.body, target, self._backward, depth - 1,
                                                _changed_in(target), (inner, helper))] if found is not None}
+            if len(held) > 1 and len({id(h) for _, h in held.values()}) == len(held) and \
+                    inner.func.__class__ is ast.Name and not self.program.symbol(inner.func.id, helper):
+                # `train_step_fn = train_step_margin_mse` / `elif ...: = train_step_info_nce`, then
+                # `train_step_fn(model, batch, ...)`: a name that holds one of several step
+                # helpers, each with its backward - the first of them stands for all (the loop's
+                # call is named beside it)
+                held = dict([min(held.items(), key=lambda kv: (kv[1][1].file.display, kv[1][0].lineno))])
             if len(held) != 1:
                 return None
             (inner, helper), depth = next(iter(held.values())), depth - 1

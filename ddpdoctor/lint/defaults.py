@@ -431,6 +431,10 @@ def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
         return isinstance(op, ast.Is) if _declared_none(test.left, program) else None
     if isinstance(op, (ast.In, ast.NotIn)) and isinstance(test.left, ast.Constant) and \
             isinstance(test.left.value, str):
+        if test.left.value.startswith("-") and text(right, 40) == "sys.argv":
+            # `'--generate' in sys.argv`: a mode flag the script reads itself, absent unless given
+            # (as an option left at its default; DSTC9's baseline.py picking generate or train)
+            return isinstance(op, ast.NotIn)
         # `"kv" in args.root`: a substring of an option's text
         held_text = option_value(right, program)
         return (test.left.value in held_text) == isinstance(op, ast.In) if isinstance(held_text, str) else None

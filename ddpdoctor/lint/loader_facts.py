@@ -2993,8 +2993,11 @@ class LoaderFacts:
                   *program.attr_unpacked(dataset, fn)]
         # (`create_loader(dataset_train, ...)` building the sampler over its parameter: what the
         # callers hand it, and what they bind that to; timm's loader factory)
+        # (and, handed a name a caller unpacked from a builder's tuple, `train_ds, eval_ds, ... =
+        # load_train_objs()`, what that place of the tuple holds)
         values += [found for value, scope in self._passed_in(dataset, fn, 2)
-                   for found in [(value, scope), *program.values_of(value, scope, 1)]]
+                   for found in [(value, scope), *program.values_of(value, scope, 1),
+                                 *(program.unpacked(value.id, scope) if value.__class__ is ast.Name else ())]]
         # (`tokenized = train.map(tokenize)`: a dataset derived item by item keeps the items its
         # source picked - what the source is bound to; llama2.c forks' fineweb loader)
         values += [found for value, scope in values if value.__class__ is ast.Call
@@ -3020,6 +3023,14 @@ class LoaderFacts:
                     draw = self._constructor_draw(target, call, scope, 3)
                     if draw:
                         return draw
+                if call is value and call.func.__class__ is ast.Name:
+                    # (a builder that returns one of several classes, by a name the config gives:
+                    # FADA's `build_dataset(cfg)` -> `DatasetCatalog.get(name, ...)`; class_of
+                    # names the first, and any of them may be the one built)
+                    for other, made, where in self._factory_classes(call, scope):
+                        draw = other is not target and self._constructor_draw(other, made, where, 3)
+                        if draw:
+                            return draw
                 if target.__class__ is Klass or call is value:
                     # (the items it is handed, split by a draw: `x_train, x_test, ... =
                     # train_test_split(x, y)` then `Data(x_train, y_train)`; or by a local helper
@@ -3037,6 +3048,26 @@ class LoaderFacts:
                 if draw:
                     return draw
         return ""
+
+    def _factory_classes(self, call: ast.Call, scope: Function, depth: int = 3) -> list:
+        """The local classes a local factory the call runs may return, through the factories it
+        returns from in turn, depth levels down (at most 8): one per dataset name of a catalogue.
+        Each with the call that builds it and that call's scope (what the constructor is handed
+        there, not at the factory's call, decides its tests)."""
+        program, found, seen = self.program, [], set()
+        todo = [(call, scope, depth)]
+        while todo and len(found) < 8:
+            made, where, left = todo.pop()
+            target = program._callee_symbol(made.func, where)
+            if target.__class__ is Klass:
+                if all(target is not k for k, _, _ in found):
+                    found.append((target, made, where))
+            elif target.__class__ is Function and left > 0 and target.node.__class__ is not ast.Module \
+                    and id(target) not in seen:
+                seen.add(id(target))
+                todo += [(v, s, left - 1) for ret in target.returned for v, s in program.values_of(ret, target, 1)
+                         if v.__class__ is ast.Call]
+        return found
 
     def _helper_draw(self, call: ast.Call, scope: Function) -> str:
         """An unseeded draw in the body of the local function the call runs (a list splitter
@@ -3065,9 +3096,12 @@ class LoaderFacts:
                 return draw
         # (and in the methods of its own that the constructor calls: PromptIR's `self._init_ids()`
         # shuffling the id lists it then keeps)
+        # (or a module-level helper of the project's it calls: BEV-LaneDet's
+        # `self.dset_files = random_pick_generic(files, skip)`, an `np.random.randint` pick inside)
         for inner in init.own_calls:
             func = inner.func
-            if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self" \
+            if (func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
+                    or func.__class__ is ast.Name and program._callee_symbol(func, init).__class__ is not Klass) \
                     and not self._ruled_out_by(init, inner, built, scope):
                 draw = self._helper_draw(inner, init)
                 if draw:

@@ -33,7 +33,7 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off
+from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off, settled
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import SCALAR_DRAWS, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
@@ -974,6 +974,18 @@ def _truth_held(program, test: ast.AST, fn) -> Optional[bool]:
     None where the source does not settle it."""
     negated = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
     name = test.operand if negated else test
+    if name.__class__ is ast.Attribute:
+        # `elif self.args.raw_label:` of a store_true option every launch beside the script gives
+        # (ChartT5's ChartQA), the field holding what the parser returned (followed through the
+        # constructor's callers): the options as launched settle it, as they do `args.raw_label`
+        if name.value.__class__ is ast.Attribute and name.value.value.__class__ is ast.Name and \
+                name.value.value.id == "self" and any(
+                    v.__class__ is ast.Call and last_name(v.func) in ("parse_args", "parse_known_args")
+                    for v, _ in program.values_of(name.value, fn, 6)):
+            read = ast.Attribute(value=ast.Name(id="args", ctx=ast.Load()), attr=name.attr, ctx=ast.Load())
+            truth = settled(read, program)
+            return None if truth is None else truth != negated
+        return settled(test, program)
     if name.__class__ is not ast.Name or name.id not in fn.params:
         return None
     held = _held_constants(program, name, fn, on_default_path=False)

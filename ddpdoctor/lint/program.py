@@ -613,6 +613,9 @@ class Program:
                 continue
             # `Trainer(callbacks=[SaveCallback])`: the classes a list handed on holds
             handed = handed + [e for v in handed if v.__class__ is ast.List or v.__class__ is ast.Tuple for e in v.elts]
+            # (`trainer_class = DCTrainer if args.distance_cache else Trainer`: the side the
+            # options settle, or either where they do not - Reranker's)
+            handed = handed + [side for v in handed if v.__class__ is ast.IfExp for side in self._either_side(v)]
             for value in handed:
                 if value.__class__ is ast.Name or value.__class__ is ast.Attribute:
                     target = self._callee_symbol(value, fn)
@@ -651,8 +654,12 @@ class Program:
         key = (name, len(self.files))  # (an option declared in a module read later may settle it)
         if key not in memo:
             memo[key] = None  # (settling a test may ask again)
-            memo[key] = next((full for test, full in module.import_branches[name]
-                              if defaults.settled(test, self) is True), None)
+            branches = module.import_branches[name]
+            memo[key] = next((full for test, full in branches
+                              if test is not None and defaults.settled(test, self) is True), None)
+            if memo[key] is None and branches[-1][0] is None and all(
+                    defaults.settled(test, self) is False for test, _ in branches[:-1]):
+                memo[key] = branches[-1][1]  # (the `else:` side, every test before it settled false)
         return memo[key]
 
     def _index_body(self, body, module: Module, cls: Optional[Klass], parent: Optional[Function],
@@ -1477,11 +1484,36 @@ class Program:
             if k in seen or caller in k.methods:
                 continue
             seen.add(k)
-            if attr in k.methods and (k.name in built or children.get(k)):
+            if attr in k.methods and (k.name in built or (children.get(k) and self._named_below(k, built, children))):
                 out.append(k.methods[attr])
             todo.extend(children.get(k, ()))
         self._override_targets.update(id(f) for f in out)
         return out
+
+    def _named_below(self, klass: Klass, built: set, children: dict) -> bool:
+        """klass or a class below it is built by name, or named anywhere besides its own `class`
+        line, its subclasses' base lists and their `super(Name, self)` calls (a registry, a
+        `getattr` string, a config beside the script): an instance of that branch may exist. A
+        branch of subclasses nothing names (avss' NTCD engines beside the LRS3 one the script
+        builds) runs none of its overrides."""
+        counts = self.name_counts()
+        todo, seen, names = [klass], set(), []
+        while todo:
+            k = todo.pop()
+            if id(k) in seen:
+                continue
+            seen.add(id(k))
+            subs = children.get(k, ())
+            if k.name in built:
+                return True
+            called = re.compile(rf"\bsuper\(\s*{re.escape(k.name)}\b")
+            supers = sum(len(called.findall("\n".join(sub.file.lines[sub.node.lineno - 1:sub.node.end_lineno])))
+                         for sub in subs)
+            if counts[k.name] > 1 + len(subs) + supers:
+                return True
+            names.append(k.name)
+            todo.extend(subs)
+        return bool(self.sources) and bool(named_values(self.sources[0].path, set(names), self.sources[0].hydra_configs))
 
     def _outside_attrs(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
         """What code outside the class assigns to an instance's attribute (`learner.is_master =
@@ -1826,11 +1858,24 @@ class Program:
                         return loaded[0]
                     # `runner_class = Evaluator; runner = runner_class()`: the class the name holds
                     held = [k for v, s in self.values_of(value.func, scope, 1)
-                            for v in [self._distributed_side(v, s) if v.__class__ is ast.IfExp else v]
+                            for v in ([self._distributed_side(v, s) or self._either_side(v)[0]]
+                                      if v.__class__ is ast.IfExp else [v])
                             if v.__class__ in (ast.Name, ast.Attribute) and v is not value.func
                             for k in [self._callee_symbol(v, s)] if k.__class__ is Klass]
                     if held:
                         return held[0]
+                    if depth > 0:
+                        # `Dataset = train_dataset; dataset = Dataset()` of a local factory function
+                        # (BEV-LaneDet's config module's): the class the function returns
+                        for v, s in self.values_of(value.func, scope, 1):
+                            maker = self._callee_symbol(v, s) if v.__class__ in (ast.Name, ast.Attribute) \
+                                and v is not value.func else None
+                            if maker.__class__ is Function and maker.cls is None and \
+                                    maker.node.__class__ is not ast.Module:
+                                found = next((k for ret in maker.returned
+                                              for k in [self.class_of(ret, maker, depth - 1)] if k is not None), None)
+                                if found is not None:
+                                    return found
                     # `create = build_trainer(kind); trainer = create(...)` where the builder returns
                     # `lambda *a, **k: Trainer(*a, **k)` or a nested def that builds one
                     if depth > 0:
@@ -1946,6 +1991,12 @@ class Program:
         if ranks.uniform(choice.test, fn):
             return choice.body
         return None
+
+    def _either_side(self, choice: ast.IfExp) -> list:
+        """The sides of `A if test else B` a run may take: the one the options as launched settle
+        (defaults.settled), else both, the body first."""
+        truth = defaults.settled(choice.test, self)
+        return [choice.body] if truth is True else [choice.orelse] if truth is False else [choice.body, choice.orelse]
 
     def _called_on(self, func: ast.AST, fn: Function, factory: Function, found: Klass) -> Klass:
         """A classmethod factory's `cls(...)` is the class it is called on: `Trainer.build(cfg)`
@@ -3531,6 +3582,14 @@ def _import_branches(source: SourceFile) -> dict[str, list]:
                     for name, full in _bound_by(node, package).items():
                         if name[0] != "*":
                             sides.setdefault(name, []).append((stmt.test, full))
+            if stmt.orelse and stmt.orelse[0].__class__ is not ast.If:
+                # the chain's `else:` (test None): DSTC9's `if "--generate" in sys.argv: from
+                # baseline import generate as main` / `else: from baseline import main`
+                for node in stmt.orelse:
+                    if isinstance(node, (ast.Import, ast.ImportFrom)):
+                        for name, full in _bound_by(node, package).items():
+                            if name[0] != "*":
+                                sides.setdefault(name, []).append((None, full))
             stmt = stmt.orelse[0] if len(stmt.orelse) == 1 else None
         found.update({name: branches for name, branches in sides.items() if len(branches) > 1})
     return found

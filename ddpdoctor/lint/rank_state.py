@@ -2793,6 +2793,8 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
     branches = [stmt.body, stmt.orelse]
     for branch in branches:
         own = _ends(branch)
+        if own is None and branch and _helper_exits_cleanly(builder.program, branch[-1], fn):
+            own = "exit"  # (DINO4Cells' `trigger_job_requeue()`, whose body ends in `exit(0)`)
         if own is None:
             continue
         if own in ("break", "continue", "exit") and item.loops:
@@ -2912,6 +2914,16 @@ def _caught_raise(fn: Function, stmt: ast.If) -> Optional[ast.Try]:
                         not any(isinstance(n, ast.Raise) for n in walk(handler)):
                     return node
     return None
+
+
+def _helper_exits_cleanly(program, stmt: ast.stmt, fn: Function) -> bool:
+    """stmt calls local functions only, each of which ends the process with status 0 on every
+    way through it (its last statement `exit(0)` / `sys.exit()`, no `return`): a clean exit
+    through a helper, as _ends reads one written in the branch."""
+    if not (stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call and
+            _never_returns(program, stmt.value, fn)):
+        return False
+    return all(_ends([t.node.body[-1]]) == "exit" for t in program.resolve(stmt.value.func, fn)[0])
 
 
 def _ends(branch: list) -> Optional[str]:

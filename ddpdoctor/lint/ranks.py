@@ -202,7 +202,13 @@ class RankFlow:
                 if last_name(call.func) in SPAWNERS and started is not None:
                     full = program.qualify(call.func, fn) or ""
                     if "multiprocessing" in full or full.startswith(("mp.", "xmp.")) or "spawn" == full:
-                        for target in program.started(started, fn):
+                        targets = program.started(started, fn)
+                        if not targets and started.__class__ is ast.Name and started.id in fn.params \
+                                and not fn.bindings.get(started.id):
+                            # `def run_demo(demo_fn, world_size): mp.spawn(demo_fn, ...)` (the
+                            # tutorial's): what its callers hand it, one level up
+                            targets = self._handed_target(fn, started.id)
+                        for target in targets:
                             self.spawn_targets.append(target)
                             self.spawners.setdefault(id(target), []).append(fn)
                             if target.params:
@@ -225,6 +231,23 @@ class RankFlow:
                         self.unpacked_fields.setdefault((id(klass), name[5:]), []).append((value, scope))
                     continue
                 self.attributes.setdefault(name, []).append((value, scope))
+
+    def _handed_target(self, helper: Function, param: str) -> list:
+        """The local functions the callers of helper hand it as the parameter param (by place
+        or by name): the ranks a launcher helper's mp.spawn starts. Asked before the walk
+        binds the arguments, so read from the calls themselves."""
+        place = [p for p in helper.params if p != "self"].index(param)
+        found = []
+        for caller in self.program.functions:
+            for call in caller.own_calls:
+                if last_name(call.func) != helper.name or helper not in self.program.resolve(call.func, caller)[0]:
+                    continue
+                given = call.args[place] if place < len(call.args) and not any(
+                    a.__class__ is ast.Starred for a in call.args[:place + 1]) else \
+                    next((k.value for k in call.keywords if k.arg == param), None)
+                if given is not None:
+                    found += [t for t in self.program.started(given, caller) if t not in found]
+        return found
 
     def _rank_at_callers(self, helper: Function, given: ast.AST) -> None:
         """`def multi_init(device_id, gpu_ranks): init_process_group(..., rank=gpu_ranks[device_id])`

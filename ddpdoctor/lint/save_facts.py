@@ -273,6 +273,12 @@ class SaveFacts:
             # `Dataset.__getitem__` -> cache the features next to the sample: the sampler
             # gives each rank its own samples, so each file has one writer
             return SaveFact(where, path_text, False, "a per-sample file written while loading it")
+        locked = _made_once_under_lock(self.program, fn, call)
+        if locked:
+            # `with FileLock(path + ".lock"): if not os.path.exists(path): ...; torch.save(...)`
+            # (TurboPrune's CIFAR tensors): the first rank to take the lock writes, the others
+            # find the file there
+            return SaveFact(where, path_text, False, f"made once, under `{locked}` and a test that it is missing")
         if path is not None and _reads_back(fn, path, call, filled=True) and self._per_item(path, fn):
             # `if isfile(cache_of(item)): load / else: compute; torch.save(...)` for the items a
             # rank's batches hold: the sampler gives each item to one rank, so one writer per file
@@ -1217,6 +1223,30 @@ def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bo
                     n is save for stmt in after[after.index(node) + 1:] for n in walk(stmt)):
                 return True
     return False
+
+
+# Locks held across processes (a lock file on the shared disk), not a thread's `Lock()`.
+_FILE_LOCKS = {"FileLock", "SoftFileLock", "UnixFileLock", "WindowsFileLock"}
+
+
+def _made_once_under_lock(program, fn: Function, call: ast.Call) -> str:
+    """The write sits in a `with FileLock(...):` block of fn (filelock's, or portalocker's
+    `Lock`), under a test inside that block that a file is missing (`if not os.path.exists(p):`):
+    one process writes it, the ones after find it there. The lock's text, or ""."""
+    for node in fn.own_of(ast.With):
+        held = next((item.context_expr for item in node.items if item.context_expr.__class__ is ast.Call and (
+            last_name(item.context_expr.func) in _FILE_LOCKS
+            or (program.qualify(item.context_expr.func, fn) or "").startswith(("filelock.", "portalocker.")))), None)
+        if held is None or not any(n is call for stmt in node.body for n in walk(stmt)):
+            continue
+        for test in (n for stmt in node.body for n in walk(stmt) if n.__class__ is ast.If):
+            missing = test.test.operand if test.test.__class__ is ast.UnaryOp and \
+                test.test.op.__class__ is ast.Not else None
+            if missing is not None and missing.__class__ is ast.Call and \
+                    last_name(missing.func) in ("exists", "isfile", "is_file") and \
+                    any(n is call for stmt in test.body for n in walk(stmt)):
+                return text(held, 60)
+    return ""
 
 
 def _main_test(program, cond: str, fn: Function) -> bool:

@@ -33,7 +33,8 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
     handlers = _handlers(builder)  # (asked once: each is a scan of every reached call)
     written = _handler_state(handlers)
     fields = _handler_fields(handlers)
-    if not written and not fields:
+    env = _handler_env(handlers)
+    if not written and not fields and not env:
         return []
     found = []
     getters = _getters(builder, written)
@@ -50,6 +51,8 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
         # `shutdown_checker=is_shutdown_requested`, which returns `_SHUTDOWN_REQUESTED.is_set()`)
         asked = _getter_calls(builder, fn, getters) if getters else {}
         held.update(asked)
+        if env:
+            held.update(_env_reads(builder, fn, env))
         if not held and (not mine or not any(n.__class__ is ast.Name and n.id in mine for n in fn.own)):
             continue
         shared = rank_state._shared(builder, fn)
@@ -136,8 +139,8 @@ def _handler_state(handlers: list) -> dict[tuple[int, str], tuple[Function, int]
                 base = target
                 while isinstance(base, (ast.Subscript, ast.Attribute)):
                     base = base.value
-                if not isinstance(base, ast.Name) or base.id == "self":
-                    continue
+                if not isinstance(base, ast.Name) or base.id == "self" or _env_set(target):
+                    continue  # (`os.environ["K"] = ...`: the variable K, _handler_env's, not `os`)
                 if base is target and base.id not in declared:
                     continue  # a plain local of the handler
                 out.setdefault((id(handler.module), base.id), (handler, node.lineno))
@@ -149,6 +152,49 @@ def _handler_state(handlers: list) -> dict[tuple[int, str], tuple[Function, int]
                     func.value.id not in handler.params and func.value.id != "self":
                 out.setdefault((id(handler.module), func.value.id), (handler, call.lineno))
     return out
+
+
+def _env_key(program, node: ast.AST, fn: Function):
+    """The variable's name where node reads or names one of the process's environment:
+    `os.environ["K"]`, `os.environ.get("K")`, `os.getenv("K")`; else None."""
+    if node.__class__ is ast.Subscript and (program.qualify(node.value, fn) or "") == "os.environ":
+        key = node.slice
+    elif node.__class__ is ast.Call and node.args and (program.qualify(node.func, fn) or "") in (
+            "os.environ.get", "os.getenv"):
+        key = node.args[0]
+    else:
+        return None
+    return key.value if key.__class__ is ast.Constant and isinstance(key.value, str) else None
+
+
+def _env_set(target: ast.AST) -> bool:
+    """`os.environ["K"]` (or `environ["K"]`) as an assignment's target."""
+    return target.__class__ is ast.Subscript and text(target.value) in ("os.environ", "environ") and \
+        target.slice.__class__ is ast.Constant and isinstance(target.slice.value, str)
+
+
+def _handler_env(handlers: list) -> dict[str, tuple[Function, int]]:
+    """Environment variable -> (handler, line) for each one a signal handler sets
+    (`os.environ["SIGNAL_RECEIVED"] = "True"`, DINO4Cells' SLURM handler): the process's own,
+    read anywhere in it."""
+    out: dict = {}
+    for handler in handlers:
+        for node in handler.own_of(ast.Assign):
+            for target in node.targets:
+                if _env_set(target):
+                    out.setdefault(target.slice.value, (handler, node.lineno))
+    return out
+
+
+def _env_reads(builder: Builder, fn: Function, env: dict) -> dict[int, tuple[Function, int]]:
+    """id(node) -> the handler, for each read in fn of an environment variable a handler sets."""
+    found = {}
+    for node in fn.own:
+        if node.__class__ is ast.Subscript or node.__class__ is ast.Call:
+            key = _env_key(builder.program, node, fn)
+            if key in env:
+                found[id(node)] = env[key]
+    return found
 
 
 def _handler_fields(handlers: list) -> dict[tuple[int, str], tuple[Function, int]]:

@@ -101,8 +101,15 @@ def hf_trainer(program, call: ast.Call, fn) -> bool:
     name = last_name(call.func) or ""
     if name.endswith("Trainer") and (program.qualify(call.func, fn) or "").startswith(("transformers", "trl")):
         return True
-    return name[:1].isupper() and program.uses("transformers") and any(
-        c.startswith(("transformers.", "trl.")) and c.endswith("Trainer") for c in program.library_classes(call, fn))
+    if not program.uses("transformers"):
+        return False
+    if name[:1].isupper():
+        return any(c.startswith(("transformers.", "trl.")) and c.endswith("Trainer")
+                   for c in program.library_classes(call, fn))
+    # (`trainer_class = DCTrainer if args.distance_cache else RerankerTrainer; trainer_class(...)`,
+    # Reranker's: the local class the name holds)
+    held = program.class_of(call, fn) if call.func.__class__ is ast.Name else None
+    return held is not None and hf_trainer_class(program, held)
 
 
 def _keeping_line(klass) -> int | None:
