@@ -3097,7 +3097,7 @@ class LoaderFacts:
         # (and in the methods of its own that the constructor calls: PromptIR's `self._init_ids()`
         # shuffling the id lists it then keeps)
         # (or a module-level helper of the project's it calls: BEV-LaneDet's
-        # `self.dset_files = random_pick_generic(files, skip)`, an `np.random.randint` pick inside)
+        # `self.dset_files = random_pick_generic(files, skip)`, an `np.random.choice` pick inside)
         for inner in init.own_calls:
             func = inner.func
             if (func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
