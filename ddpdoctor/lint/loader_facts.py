@@ -3027,7 +3027,7 @@ class LoaderFacts:
                     # (a builder that returns one of several classes, by a name the config gives:
                     # FADA's `build_dataset(cfg)` -> `DatasetCatalog.get(name, ...)`; class_of
                     # names the first, and any of them may be the one built)
-                    for other, made, where in self._factory_classes(call, scope):
+                    for other, made, where in program.returned_classes(call, scope):
                         draw = other is not target and self._constructor_draw(other, made, where, 3)
                         if draw:
                             return draw
@@ -3048,26 +3048,6 @@ class LoaderFacts:
                 if draw:
                     return draw
         return ""
-
-    def _factory_classes(self, call: ast.Call, scope: Function, depth: int = 3) -> list:
-        """The local classes a local factory the call runs may return, through the factories it
-        returns from in turn, depth levels down (at most 8): one per dataset name of a catalogue.
-        Each with the call that builds it and that call's scope (what the constructor is handed
-        there, not at the factory's call, decides its tests)."""
-        program, found, seen = self.program, [], set()
-        todo = [(call, scope, depth)]
-        while todo and len(found) < 8:
-            made, where, left = todo.pop()
-            target = program._callee_symbol(made.func, where)
-            if target.__class__ is Klass:
-                if all(target is not k for k, _, _ in found):
-                    found.append((target, made, where))
-            elif target.__class__ is Function and left > 0 and target.node.__class__ is not ast.Module \
-                    and id(target) not in seen:
-                seen.add(id(target))
-                todo += [(v, s, left - 1) for ret in target.returned for v, s in program.values_of(ret, target, 1)
-                         if v.__class__ is ast.Call]
-        return found
 
     def _helper_draw(self, call: ast.Call, scope: Function) -> str:
         """An unseeded draw in the body of the local function the call runs (a list splitter

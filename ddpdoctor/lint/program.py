@@ -1491,6 +1491,13 @@ class Program:
         return out
 
     def _named_below(self, klass: Klass, built: set, children: dict) -> bool:
+        """_named_below_now, worked out once per class (each `self.hook()` of a base asks it)."""
+        memo = self.__dict__.setdefault("_named_below_memo", {})
+        if id(klass) not in memo:
+            memo[id(klass)] = self._named_below_now(klass, built, children)
+        return memo[id(klass)]
+
+    def _named_below_now(self, klass: Klass, built: set, children: dict) -> bool:
         """klass or a class below it is built by name, or named anywhere besides its own `class`
         line, its subclasses' base lists and their `super(Name, self)` calls (a registry, a
         `getattr` string, a config beside the script): an instance of that branch may exist. A
@@ -1991,6 +1998,27 @@ class Program:
         if ranks.uniform(choice.test, fn):
             return choice.body
         return None
+
+    def returned_classes(self, call: ast.Call, fn: Function, depth: int = 3) -> list:
+        """Every local class a local factory the call runs may return, through the factories it
+        returns from in turn, depth levels down (at most 8): one per dataset name of a catalogue
+        (`build_dataset(cfg)` -> `DatasetCatalog.get(name, ...)`), where class_of names the
+        first. Each as (class, the call that builds it, that call's scope): what the
+        constructor is handed there, not at the outer call, decides its tests."""
+        found, seen = [], set()
+        todo = [(call, fn, depth)]
+        while todo and len(found) < 8:
+            made, where, left = todo.pop()
+            target = self._callee_symbol(made.func, where)
+            if target.__class__ is Klass:
+                if all(target is not k for k, _, _ in found):
+                    found.append((target, made, where))
+            elif target.__class__ is Function and left > 0 and target.node.__class__ is not ast.Module \
+                    and id(target) not in seen:
+                seen.add(id(target))
+                todo += [(v, s, left - 1) for ret in target.returned for v, s in self.values_of(ret, target, 1)
+                         if v.__class__ is ast.Call]
+        return found
 
     def _either_side(self, choice: ast.IfExp) -> list:
         """The sides of `A if test else B` a run may take: the one the options as launched settle

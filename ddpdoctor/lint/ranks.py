@@ -236,18 +236,24 @@ class RankFlow:
         """The local functions the callers of helper hand it as the parameter param (by place
         or by name): the ranks a launcher helper's mp.spawn starts. Asked before the walk
         binds the arguments, so read from the calls themselves."""
-        place = [p for p in helper.params if p != "self"].index(param)
         found = []
+        for caller, _, bound in self._call_sites(helper):
+            if param in bound:
+                found += [t for t in self.program.started(bound[param], caller) if t not in found]
+        return found
+
+    def _call_sites(self, helper: Function):
+        """(caller, call, parameter -> argument) for each call of helper the program makes, by
+        its name and resolved to it; positional arguments bound up to the first `*spread`."""
+        params = [p for p in helper.params if p != "self"]
         for caller in self.program.functions:
             for call in caller.own_calls:
                 if last_name(call.func) != helper.name or helper not in self.program.resolve(call.func, caller)[0]:
                     continue
-                given = call.args[place] if place < len(call.args) and not any(
-                    a.__class__ is ast.Starred for a in call.args[:place + 1]) else \
-                    next((k.value for k in call.keywords if k.arg == param), None)
-                if given is not None:
-                    found += [t for t in self.program.started(given, caller) if t not in found]
-        return found
+                plain = next((i for i, a in enumerate(call.args) if a.__class__ is ast.Starred), len(call.args))
+                bound = dict(zip(params, call.args[:plain]))
+                bound.update({kw.arg: kw.value for kw in call.keywords if kw.arg})
+                yield caller, call, bound
 
     def _rank_at_callers(self, helper: Function, given: ast.AST) -> None:
         """`def multi_init(device_id, gpu_ranks): init_process_group(..., rank=gpu_ranks[device_id])`
@@ -256,18 +262,13 @@ class RankFlow:
         params = set(helper.params)
         if not params & {n.id for n in walk(given) if isinstance(n, ast.Name)}:
             return
-        for caller in self.program.functions:
-            for call in caller.own_calls:
-                if last_name(call.func) != helper.name or helper not in self.program.resolve(call.func, caller)[0]:
-                    continue
-                bound = dict(zip([p for p in helper.params if p != "self"], call.args))
-                bound.update({kw.arg: kw.value for kw in call.keywords if kw.arg})
-                if isinstance(given, ast.Name):
-                    if isinstance(bound.get(given.id), ast.Name):
-                        self.init_rank_names.add((id(caller), bound[given.id].id))
-                    continue
-                swapped = _Substitute(bound).visit(copy.deepcopy(given))
-                self.init_rank_texts.add(text(swapped))
+        for caller, call, bound in self._call_sites(helper):
+            if isinstance(given, ast.Name):
+                if isinstance(bound.get(given.id), ast.Name):
+                    self.init_rank_names.add((id(caller), bound[given.id].id))
+                continue
+            swapped = _Substitute(bound).visit(copy.deepcopy(given))
+            self.init_rank_texts.add(text(swapped))
 
     def _unpacked_attributes(self, fn: Function, unpacking: set):
         """`args.rank, args.local_rank, args.world_size = get_envs()`: each attribute gets its

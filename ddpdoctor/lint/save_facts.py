@@ -1208,7 +1208,7 @@ def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bo
         tests = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
             else [node.test]
         if not any(isinstance(t, ast.Call) and t.args and text(t.args[0]) == wanted
-                   and last_name(t.func) in ("exists", "isfile", "is_file") for t in tests):
+                   and last_name(t.func) in _EXISTS_TESTS for t in tests):
             continue
         # a save in an `except:` of the body rebuilds a cache entry that failed to load
         rebuilt = {id(n) for h in (x for stmt in node.body for x in walk(stmt) if isinstance(x, ast.ExceptHandler))
@@ -1225,6 +1225,8 @@ def _reads_back(fn: Function, path: Optional[ast.AST], save: ast.AST, filled: bo
     return False
 
 
+# The tests that a file is already there (`os.path.exists(p)`, `Path(p).is_file()`).
+_EXISTS_TESTS = ("exists", "isfile", "is_file")
 # Locks held across processes (a lock file on the shared disk), not a thread's `Lock()`.
 _FILE_LOCKS = {"FileLock", "SoftFileLock", "UnixFileLock", "WindowsFileLock"}
 
@@ -1243,7 +1245,7 @@ def _made_once_under_lock(program, fn: Function, call: ast.Call) -> str:
             missing = test.test.operand if test.test.__class__ is ast.UnaryOp and \
                 test.test.op.__class__ is ast.Not else None
             if missing is not None and missing.__class__ is ast.Call and \
-                    last_name(missing.func) in ("exists", "isfile", "is_file") and \
+                    last_name(missing.func) in _EXISTS_TESTS and \
                     any(n is call for stmt in test.body for n in walk(stmt)):
                 return text(held, 60)
     return ""

@@ -23,7 +23,7 @@ from typing import Any
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.patterns import text
+from ddpdoctor.lint.patterns import env_key, text
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -154,23 +154,9 @@ def _handler_state(handlers: list) -> dict[tuple[int, str], tuple[Function, int]
     return out
 
 
-def _env_key(program, node: ast.AST, fn: Function):
-    """The variable's name where node reads or names one of the process's environment:
-    `os.environ["K"]`, `os.environ.get("K")`, `os.getenv("K")`; else None."""
-    if node.__class__ is ast.Subscript and (program.qualify(node.value, fn) or "") == "os.environ":
-        key = node.slice
-    elif node.__class__ is ast.Call and node.args and (program.qualify(node.func, fn) or "") in (
-            "os.environ.get", "os.getenv"):
-        key = node.args[0]
-    else:
-        return None
-    return key.value if key.__class__ is ast.Constant and isinstance(key.value, str) else None
-
-
 def _env_set(target: ast.AST) -> bool:
     """`os.environ["K"]` (or `environ["K"]`) as an assignment's target."""
-    return target.__class__ is ast.Subscript and text(target.value) in ("os.environ", "environ") and \
-        target.slice.__class__ is ast.Constant and isinstance(target.slice.value, str)
+    return target.__class__ is ast.Subscript and env_key(target) is not None
 
 
 def _handler_env(handlers: list) -> dict[str, tuple[Function, int]]:
@@ -182,7 +168,7 @@ def _handler_env(handlers: list) -> dict[str, tuple[Function, int]]:
         for node in handler.own_of(ast.Assign):
             for target in node.targets:
                 if _env_set(target):
-                    out.setdefault(target.slice.value, (handler, node.lineno))
+                    out.setdefault(env_key(target), (handler, node.lineno))
     return out
 
 
@@ -191,7 +177,7 @@ def _env_reads(builder: Builder, fn: Function, env: dict) -> dict[int, tuple[Fun
     found = {}
     for node in fn.own:
         if node.__class__ is ast.Subscript or node.__class__ is ast.Call:
-            key = _env_key(builder.program, node, fn)
+            key = env_key(node)
             if key in env:
                 found[id(node)] = env[key]
     return found
