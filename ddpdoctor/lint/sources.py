@@ -1084,7 +1084,11 @@ def _not_read(exc: UsageError, importer: SourceFile, where: ast.AST) -> str:
         if isinstance(node, (ast.If, ast.Try)):
             inside = [n for part in (node.body, getattr(node, "orelse", [])) for stmt in part for n in walk(stmt)]
             if any(n is where for n in inside):
-                condition = (f" only when `{ast.unparse(node.test)}`" if isinstance(node, ast.If)
+                # (an import on the `else:` side runs where the test is false: DSTC9's `else: from
+                # baseline import main` beside `if "--generate" in sys.argv:`)
+                other = isinstance(node, ast.If) and any(n is where for stmt in node.orelse for n in walk(stmt))
+                condition = (f" only when `{ast.unparse(node.test)}` is false" if other else
+                             f" only when `{ast.unparse(node.test)}`" if isinstance(node, ast.If)
                              else " inside a try")
     return f"{exc}; imported at {importer.display}:{getattr(where, 'lineno', '?')}{condition}; not read"
 

@@ -326,6 +326,26 @@ def test_an_imported_module_that_does_not_parse_is_a_note_not_a_refusal(tmp_path
     assert "train.py:10 only when `args.arch == 'resnext'`; not read" in note
 
 
+def test_a_module_imported_on_the_else_side_that_does_not_parse_names_the_test_false(tmp_path):
+    found, facts = lint(tmp_path, """
+        import argparse
+        args = argparse.ArgumentParser().parse_args()
+        if args.arch == "resnet":
+            import models.resnet
+        else:
+            import models.resnext
+        torch.save({}, "every.pt")
+    """, models__resnext="""
+        def build(:
+            pass
+    """, models__resnet="""
+        def build():
+            pass
+    """)
+    (note,) = facts.notes
+    assert "train.py:12 only when `args.arch == 'resnet'` is false; not read" in note
+
+
 # ---------------------------------------------------------------------- DDP804
 def test_a_while_true_epoch_loop_without_set_epoch(tmp_path):
     found, _ = lint(tmp_path, """
