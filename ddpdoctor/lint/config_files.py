@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -287,6 +288,11 @@ def _nested_values(body: str, path: tuple) -> Optional[set]:
 _YAML_NULLS = ("null", "Null", "NULL", "~")
 # The options that name the run's config file (`--config config/s3dis/swin3d.yaml`)
 _CONFIG_OPTIONS = ("config", "cfg", "config_file", "cfg_file", "config_path")
+# ... and those that name a file of parameters merged into the options (`--params_file
+# configs/generation/params.json`, then `vars(args).update(json.load(f))`: DSTC9's baseline)
+_PARAMS_OPTIONS = ("params_file", "param_file", "params_path", "hparams", "hparams_file",
+                   "hparams_path", "config_json", "json_config")
+MAX_JSON_DEPTH = 8  # nesting read for a JSON parameters file's plain values
 
 
 def named_config(script: Path, defaults: dict, read: list) -> Optional[tuple[Path, str]]:
@@ -303,6 +309,60 @@ def named_config(script: Path, defaults: dict, read: list) -> Optional[tuple[Pat
             if found is not None:
                 return found
     return None
+
+
+def launched_parameters(script: Path, given: dict, read: list) -> tuple[dict, dict]:
+    """The plain values of the parameter files the run names (`--params_file p.json`, or a
+    `--config` JSON: _PARAMS_OPTIONS / _CONFIG_OPTIONS) as (settled, contested). given: each
+    option's value as launched, a set of values (config_files.Contested's) where the launches
+    differ: each file one of them names is read, and a key they all give one value is settled,
+    one they give different values is contested with every value. A key some file leaves out,
+    or a name that is no readable file, leaves the answer out (not known on that launch)."""
+    for option in _PARAMS_OPTIONS + _CONFIG_OPTIONS:
+        named = given.get(option)
+        names = sorted(named, key=str) if isinstance(named, frozenset) else [named]
+        if not names or not all(isinstance(n, str) and n.endswith(".json") for n in names):
+            continue
+        files = []
+        for one in names:
+            body = next((found[1] for base in (Path.cwd(), script.parent)
+                         for found in [_read_config(base / one, read)] if found is not None), None)
+            values = json_leaf_values(body) if body is not None else None
+            if values is None:
+                break
+            files.append(values)
+        else:
+            keys = set.intersection(*(set(values) for values in files))
+            held = {key: {values[key] for values in files} for key in keys}
+            return ({key: v.pop() for key, v in held.items() if len(v) == 1},
+                    {key: frozenset(v) for key, v in held.items() if len(v) > 1})
+    return {}, {}
+
+
+def json_leaf_values(body: str) -> Optional[dict]:
+    """The plain values (text, numbers, booleans, null) of a JSON object by their own key at any
+    depth (MAX_JSON_DEPTH), as leaf_values reads a YAML file; a key given two different values
+    is left out. None where the text is no JSON object."""
+    try:
+        top = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(top, dict):
+        return None
+    found: dict = {}
+    clashing: set = set()
+    todo = [(top, 0)]
+    while todo:
+        node, depth = todo.pop()
+        for key, value in node.items():
+            if isinstance(value, dict):
+                if depth < MAX_JSON_DEPTH:
+                    todo.append((value, depth + 1))
+            elif isinstance(value, (str, int, float, bool)) or value is None:
+                if key in found and found[key] != value:
+                    clashing.add(key)
+                found[key] = value
+    return {k: v for k, v in found.items() if k not in clashing}
 
 
 def _read_config(path: Path, read: list) -> Optional[tuple[Path, str]]:

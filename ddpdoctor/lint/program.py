@@ -30,7 +30,7 @@ from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
 from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only,
                                          multi_process_options,
-                                         hydra_main_config, launch_values, leaf_values, named_config,
+                                         hydra_main_config, launch_values, launched_parameters, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
 from ddpdoctor.lint.options import declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
@@ -3104,6 +3104,13 @@ class Program:
                     config = _hydra_primary(script)
                 for key, value in (leaf_values(config[1]) if config is not None else {}).items():
                     found.setdefault(key, value)
+                # (and a JSON parameters file merged into them, one per launch: DSTC9's params.json)
+                settled, differing = launched_parameters(script.path, {**found, **contested}, script.hydra_configs)
+                for key, value in settled.items():
+                    found.setdefault(key, value)
+                for key, values in differing.items():
+                    if key not in found:
+                        contested.setdefault(key, values)
             self.__dict__["_launch_candidates"] = contested
             self.__dict__["_option_defaults_seen"] = found
         return found
